@@ -1,0 +1,94 @@
+"""The ``maka`` command: desktop launcher and CLI.
+
+Subcommands live in ``app/commands/<name>_cmd.py`` and are imported only when used, so that
+``maka ledger plan`` never pays for Qt or SQLite start-up. Each command module exposes
+``add_arguments(parser)`` and ``run(args) -> int``.
+
+Exit codes (CLI.md): 0 success, 1 error, 2 usage or invalid input, 3 parked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Protocol
+
+from app import __version__
+from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
+
+
+class CommandModule(Protocol):
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+# name -> (module, one-line help). Add a command by adding one row.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "gui": ("app.commands.gui_cmd", "start the desktop app (the default)"),
+    "ledger": ("app.commands.ledger_cmd", "inspect a RuntimeEvent JSONL ledger file"),
+}
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="maka",
+        description="Maka: a desktop agent workspace that keeps an immutable record of its agent.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands:\n"
+        + "\n".join(f"  {name:<10} {text}" for name, (_, text) in COMMANDS.items())
+        + "\n\nRun 'maka COMMAND --help' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"maka {__version__}")
+    parser.add_argument("--data-dir", help="data directory (default: MAKA_DATA_DIR or per-user)")
+    return parser
+
+
+def _load(name: str) -> CommandModule:
+    module: CommandModule = importlib.import_module(COMMANDS[name][0])
+    return module
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # The first non-option word picks the command; options before it belong to the top level.
+    command = "gui"
+    index = 0
+    while index < len(args_list):
+        word = args_list[index]
+        if word == "--data-dir":
+            index += 2
+            continue
+        if word.startswith("-"):
+            if word in ("-h", "--help", "--version"):
+                _top_parser().parse_args(args_list)
+                return 0
+            index += 1
+            continue
+        if word not in COMMANDS:
+            _top_parser().error(f"unknown command '{word}'")
+        command = word
+        args_list.pop(index)
+        break
+    module = _load(command)
+    parser = argparse.ArgumentParser(prog=f"maka {command}", description=COMMANDS[command][1])
+    parser.add_argument("--data-dir", help="data directory (default: MAKA_DATA_DIR or per-user)")
+    module.add_arguments(parser)
+    args = parser.parse_args(args_list)
+    try:
+        return module.run(args)
+    except CliError as error:
+        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("maka: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def run_main() -> None:
+    sys.exit(main())
+
+
+__all__ = ["EXIT_USAGE", "main"]

@@ -1,0 +1,3 @@
+"""The RuntimeEvent v1 ledger contract (LEDGER.md): events, canonical codec, lanes, scanner,
+recovery-bundle rules and the store ports. Imports only the standard library, pydantic and rfc8785.
+"""

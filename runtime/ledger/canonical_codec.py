@@ -1,0 +1,133 @@
+"""Canonical bytes (RFC 8785), ``canonicalArgsHash``, ``operationId`` and the immutable prefix
+digest (LEDGER.md section 2).
+
+``canonical_bytes`` takes a fast path through the standard library's C JSON encoder, whose output
+equals RFC 8785 exactly when the value holds no float and no object key with a character at or
+above U+E000 (the only place where UTF-16 and code-point key order differ). Everything else goes
+through the ``rfc8785`` package. A property test proves the two paths agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import rfc8785
+
+from runtime.ledger.event_model import MAX_SAFE_INTEGER, RuntimeEvent
+from runtime.ledger.ledger_errors import CanonicalEncodeError
+
+_FAST = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+).encode
+
+PREFIX_DOMAIN = b"maka.runtime-prefix.v1"
+
+
+def _needs_exact_encoder(value: Any) -> bool:
+    """True when the fast encoder might differ from RFC 8785 (or must refuse the value)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (str, bool)) or item is None:
+            continue
+        if isinstance(item, int):
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return True
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str) or (key and max(key) >= "\ue000"):
+                    return True
+            stack.extend(item.values())
+            continue
+        if isinstance(item, list):
+            stack.extend(item)
+            continue
+        return True  # floats and anything that is not JSON
+    return False
+
+
+def canonical_json_bytes(value: Any) -> bytes:
+    """RFC 8785 bytes of any JSON value; refuses what canonical JSON cannot carry."""
+    if not _needs_exact_encoder(value):
+        try:
+            return _FAST(value).encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise CanonicalEncodeError("string contains a lone surrogate") from error
+    _refuse_unsafe(value)
+    try:
+        encoded: bytes = rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError, UnicodeError) as error:
+        raise CanonicalEncodeError(f"not losslessly serialisable: {error}") from error
+    return encoded
+
+
+def _refuse_unsafe(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int) and not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            raise CanonicalEncodeError("integer outside +-(2^53-1)")
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    raise CanonicalEncodeError("object keys must be strings")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def canonical_bytes(event: RuntimeEvent) -> bytes:
+    """The bytes the store persists for ``event``."""
+    return canonical_json_bytes(event)
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def canonical_args_hash(tool_name: str, args: Any) -> str:
+    """``sha256:`` over the canonical bytes of ``{"args": ARGS, "toolName": NAME}``."""
+    if not tool_name:
+        raise CanonicalEncodeError("tool argument identity requires a tool name")
+    return sha256_digest(canonical_json_bytes({"args": args, "toolName": tool_name}))
+
+
+def operation_id(invocation_id: str, provider_tool_call_id: str) -> str:
+    """``toolop_`` + 32 hex chars of SHA-256 over ``[invocationId, providerToolCallId]``."""
+    if not invocation_id or not provider_tool_call_id:
+        raise CanonicalEncodeError("an operation id needs an invocation id and a tool-call id")
+    digest = hashlib.sha256(canonical_json_bytes([invocation_id, provider_tool_call_id]))
+    return "toolop_" + digest.hexdigest()[:32]
+
+
+def _length_prefixed(data: bytes) -> bytes:
+    return struct.pack(">Q", len(data)) + data
+
+
+def prefix_digest(identity: Mapping[str, str], rows: Iterable[tuple[int, bytes]]) -> str:
+    """Immutable prefix digest over ``(event_seq, canonical bytes)`` rows of one run.
+
+    ``identity`` holds ``sessionId``, ``invocationId``, ``runId`` and ``turnId``. Rows must be
+    the run's events 1..n in order; partial events never belong to a prefix (callers check).
+    """
+    identity_value = {
+        key: identity[key] for key in ("sessionId", "invocationId", "runId", "turnId")
+    }
+    hasher = hashlib.sha256()
+    hasher.update(_length_prefixed(PREFIX_DOMAIN))
+    hasher.update(_length_prefixed(canonical_json_bytes(identity_value)))
+    expected = 1
+    for seq, payload in rows:
+        if seq != expected:
+            raise CanonicalEncodeError(f"event_seq gap: expected {expected}, found {seq}")
+        expected += 1
+        hasher.update(struct.pack(">Q", seq))
+        hasher.update(_length_prefixed(payload))
+    return "sha256:" + hasher.hexdigest()

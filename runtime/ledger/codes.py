@@ -1,0 +1,223 @@
+"""Every stable machine code of CODES.md and LEDGER.md, as append-only ``StrEnum`` s.
+
+Codes are persisted and shown verbatim; never rename a member or reuse a value for another
+meaning. Sentences and severities for the user live in one presentation table, not here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Lane(StrEnum):
+    ORDINARY = "ordinary"
+    FUNCTION_CALL = "function_call"
+    TOOL_DISPATCH = "tool_dispatch"
+    FUNCTION_RESPONSE = "function_response"
+    RECONCILE_RESULT = "reconcile_result"
+    RECOVERY_DECISION = "recovery_decision"
+
+
+class ScanIssueCode(StrEnum):
+    """Tool-ledger scanner issues (LEDGER.md section 4)."""
+
+    DUPLICATE_EVENT_ID = "duplicate_event_id"
+    SEMANTIC_LANE_CONFLICT = "semantic_lane_conflict"
+    DUPLICATE_CALL = "duplicate_call"
+    DUPLICATE_OPERATION = "duplicate_operation"
+    DUPLICATE_DISPATCH = "duplicate_dispatch"
+    DUPLICATE_RESPONSE = "duplicate_response"
+    ORPHAN_RESPONSE = "orphan_response"
+    CANONICAL_ARGS_HASH_CONFLICT = "canonical_args_hash_conflict"
+    INVOCATION_IDENTITY_CONFLICT = "invocation_identity_conflict"
+    IDENTITY_CONFLICT = "identity_conflict"
+    EVENT_ORDER_CONFLICT = "event_order_conflict"
+    PROTOCOL_MARKER_INVALID = "protocol_marker_invalid"
+
+
+class TransitionKind(StrEnum):
+    GENERIC_APPEND = "generic_append"
+    T1_PREPARE = "t1_prepare"
+    T2_OUTCOME = "t2_outcome"
+    RECOVERY_BUNDLE = "recovery_bundle"
+
+
+class WriterRejectionCode(StrEnum):
+    """Refusals of the store's writers (CODES.md, store refusals)."""
+
+    RESERVED_TOOL_BOUNDARY_FACT = "reserved_tool_boundary_fact"
+    RESERVED_RECOVERY_FACT = "reserved_recovery_fact"
+    RESERVED_CONTINUATION_FACT = "reserved_continuation_fact"
+    TRANSITION_SHAPE_CONFLICT = "transition_shape_conflict"
+    RUN_SEALED = "run_sealed"
+    IDENTITY_CONFLICT = "identity_conflict"
+
+
+class StoreCode(StrEnum):
+    """Database-level refusals."""
+
+    SCHEMA_NEWER_THAN_PROGRAM = "schema_newer_than_program"
+    STORE_LOCKED = "store_locked"
+    STORE_CORRUPT = "store_corrupt"
+
+
+class BundleCode(StrEnum):
+    """Recovery-bundle validation codes, in the order they are checked."""
+
+    RECOVERY_FACT_SHAPE_CONFLICT = "recovery_fact_shape_conflict"
+    CALL_IDENTITY_CONFLICT = "call_identity_conflict"
+    CANONICAL_ARGS_HASH_CONFLICT = "canonical_args_hash_conflict"
+    DISPATCH_IDENTITY_CONFLICT = "dispatch_identity_conflict"
+    RECOVERY_MODE_UNSUPPORTED = "recovery_mode_unsupported"
+    RECONCILE_FACT_INVALID = "reconcile_fact_invalid"
+    DECISION_FACT_INVALID = "decision_fact_invalid"
+    RECOVERY_FACT_IDENTITY_CONFLICT = "recovery_fact_identity_conflict"
+    OPERATION_IDENTITY_CONFLICT = "operation_identity_conflict"
+    OUTCOME_REQUIRED = "outcome_required"
+    OUTCOME_IDENTITY_CONFLICT = "outcome_identity_conflict"
+    OUTCOME_NOT_SUCCESSFUL = "outcome_not_successful"
+    OUTCOME_REFERENCE_CONFLICT = "outcome_reference_conflict"
+    OUTCOME_FOR_PARKED = "outcome_for_parked"
+    RECONCILE_DECISION_CONFLICT = "reconcile_decision_conflict"
+    EVIDENCE_ORDER_CONFLICT = "evidence_order_conflict"
+    EVENT_ORDER_CONFLICT = "event_order_conflict"
+
+
+class ReconcileObservation(StrEnum):
+    MATCHES_EXPECTED_STATE = "matches_expected_state"
+    MATCHES_PRIOR_STATE = "matches_prior_state"
+    DIVERGED = "diverged"
+    UNREADABLE = "unreadable"
+
+
+class RecoveryDisposition(StrEnum):
+    COMPLETED = "completed"
+    PARKED = "parked"
+
+
+class ResolverStatus(StrEnum):
+    COMPLETED = "completed"
+    PARKED = "parked"
+    DEFINITELY_NOT_DISPATCHED = "definitely_not_dispatched"
+    INDETERMINATE = "indeterminate"
+    CORRUPTION = "corruption"
+
+
+class ResolverReason(StrEnum):
+    MATCHING_RESPONSE = "matching_response"
+    RECOVERY_BUNDLE_COMPLETED = "recovery_bundle_completed"
+    DISPATCH_WITHOUT_RESPONSE = "dispatch_without_response"
+    NEW_PROTOCOL_BEFORE_DISPATCH = "new_protocol_before_dispatch"
+    LEGACY_DISPATCH_UNKNOWN = "legacy_dispatch_unknown"
+    ORPHAN_DISPATCH = "orphan_dispatch"
+    ORPHAN_RESPONSE = "orphan_response"
+    DUPLICATE_CALL = "duplicate_call"
+    DUPLICATE_OPERATION = "duplicate_operation"
+    DUPLICATE_DISPATCH = "duplicate_dispatch"
+    DUPLICATE_RESPONSE = "duplicate_response"
+    CANONICAL_ARGS_HASH_CONFLICT = "canonical_args_hash_conflict"
+    IDENTITY_CONFLICT = "identity_conflict"
+    EVENT_ORDER_CONFLICT = "event_order_conflict"
+    RECOVERY_FACT_CORRUPTION = "recovery_fact_corruption"
+    RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
+    RECONCILE_DIVERGED = "reconcile_diverged"
+    RECONCILE_UNREADABLE = "reconcile_unreadable"
+
+
+class SettlementOrigin(StrEnum):
+    NORMAL_T2 = "normal_t2"
+    PRE_T1_SYNTHETIC = "pre_t1_synthetic"
+    RECOVERY_BUNDLE = "recovery_bundle"
+
+
+class OperationStatus(StrEnum):
+    """Phase 0 ResumePlan operation statuses."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INDETERMINATE = "indeterminate"
+    NOT_DISPATCHED = "not_dispatched"
+    PARKED = "parked"
+    CORRUPTION = "corruption"
+
+
+class Disposition(StrEnum):
+    SAFE_REPLAY = "safe_replay"
+    BLOCKED = "blocked"
+
+
+class DiagnosticCode(StrEnum):
+    """Phase 0 diagnostics (plus the diagnostic-only ``workspace_location_changed``)."""
+
+    RUNTIME_OFFSET_MISMATCH = "runtime_offset_mismatch"
+    PENDING_TOOL_RESULT = "pending_tool_result"
+    TOOL_NOT_DISPATCHED = "tool_not_dispatched"
+    TOOL_RECOVERY_PARKED = "tool_recovery_parked"
+    TOOL_RECOVERY_CORRUPTION = "tool_recovery_corruption"
+    TOOL_LEDGER_CORRUPTION = "tool_ledger_corruption"
+    DUPLICATE_EVENT_ID = "duplicate_event_id"
+    SEMANTIC_LANE_CONFLICT = "semantic_lane_conflict"
+    PROTOCOL_MARKER_INVALID = "protocol_marker_invalid"
+    UNMATCHED_TOOL_RESULT = "unmatched_tool_result"
+    TOOL_NAME_MISMATCH = "tool_name_mismatch"
+    WORKSPACE_LOCATION_CHANGED = "workspace_location_changed"
+
+
+class ParkReason(StrEnum):
+    """Resume park (rejection) reasons: what the banner, ``maka resume`` and ``/resume`` show."""
+
+    RESUME_FEATURE_DISABLED = "resume_feature_disabled"
+    RESUME_CANDIDATE_MISSING = "resume_candidate_missing"
+    SESSION_BUSY = "session_busy"
+    CONTINUATION_ALREADY_EXISTS = "continuation_already_exists"
+    DANGLING_TOOL_STATE = "dangling_tool_state"
+    PENDING_PERMISSION = "pending_permission"
+    BACKGROUND_OPERATION_PENDING = "background_operation_pending"
+    WORKSPACE_IDENTITY_MISMATCH = "workspace_identity_mismatch"
+    WORKSPACE_IDENTITY_MISSING = "workspace_identity_missing"
+    TOOL_CATALOG_MISMATCH = "tool_catalog_mismatch"
+    RUNTIME_OFFSET_MISMATCH = "runtime_offset_mismatch"
+    RUNTIME_LEDGER_EMPTY = "runtime_ledger_empty"
+    RUNTIME_LEDGER_UNREADABLE = "runtime_ledger_unreadable"
+    RUNTIME_IDENTITY_MISMATCH = "runtime_identity_mismatch"
+    CONTINUATION_IDENTITY_REUSED = "continuation_identity_reused"
+    TERMINAL_REPAIR_FAILED = "terminal_repair_failed"
+    PROVIDER_RESUME_HEAD_UNSUPPORTED = "provider_resume_head_unsupported"
+    PROVIDER_RESUME_BOUNDARY_UNSUPPORTED = "provider_resume_boundary_unsupported"
+    PROVIDER_REPLAY_NON_SUFFIX_GAP = "provider_replay_non_suffix_gap"
+    SOURCE_RUN_UNREADABLE = "source_run_unreadable"
+    SOURCE_PREFIX_DIGEST_MISMATCH = "source_prefix_digest_mismatch"
+    RUNTIME_LINEAGE_CYCLE = "runtime_lineage_cycle"
+    RUNTIME_LINEAGE_DEPTH_EXCEEDED = "runtime_lineage_depth_exceeded"
+    RUNTIME_LINEAGE_MISSING = "runtime_lineage_missing"
+    RUNTIME_LINEAGE_START_MISMATCH = "runtime_lineage_start_mismatch"
+    RUNTIME_LINEAGE_REPLAY_MISMATCH = "runtime_lineage_replay_mismatch"
+    RUNTIME_LINEAGE_CLAIM_MISMATCH = "runtime_lineage_claim_mismatch"
+    CONTINUATION_AUTHORITY_UNAVAILABLE = "continuation_authority_unavailable"
+    CONTINUATION_CLAIM_CONFLICT = "continuation_claim_conflict"
+    SAFETY_OBSERVATION_UNAVAILABLE = "safety_observation_unavailable"
+
+
+class RevalidationCode(StrEnum):
+    """Execution revalidation between plan and provider call."""
+
+    SOURCE_IDENTITY_CHANGED = "source_identity_changed"
+    SOURCE_TERMINAL_CHANGED = "source_terminal_changed"
+    SOURCE_HIGH_WATER_CHANGED = "source_high_water_changed"
+    SOURCE_LEDGER_IDENTITY_CHANGED = "source_ledger_identity_changed"
+    SOURCE_REPLAY_CHANGED = "source_replay_changed"
+    WORKSPACE_IDENTITY_CHANGED = "workspace_identity_changed"
+    BACKGROUND_OPERATION_STARTED = "background_operation_started"
+    TOOL_CATALOG_CHANGED = "tool_catalog_changed"
+    CONTINUATION_CLAIM_CONFLICT = "continuation_claim_conflict"
+    TARGET_RUN_CONFLICT = "target_run_conflict"
+
+
+class FailureClass(StrEnum):
+    """Run endings (``stateDelta.failureClass`` of a terminal event, ``runs.failure_class``)."""
+
+    APP_RESTARTED = "app_restarted"
+    PROVIDER_ERROR = "provider_error"
+    TOOL_BOUNDARY_FAILED = "tool_boundary_failed"
+    CANCELLED_BY_USER = "cancelled_by_user"
+    CONTINUATION_REVALIDATION_FAILED = "continuation_revalidation_failed"

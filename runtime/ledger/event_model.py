@@ -1,0 +1,391 @@
+"""The RuntimeEvent v1 shape (LEDGER.md section 1) and its strict decoder.
+
+An event is represented as the JSON object itself, typed with ``TypedDict`` s: that is what the
+store persists, what the codec hashes and what every pure decision function reads. Treat decoded
+events as immutable; nothing in the contract mutates one.
+
+Decoding is closed everywhere: unknown keys, wrong types (no coercion: ``"1"`` is not ``1``,
+``1.0`` is not an integer timestamp), ``null`` for an absent optional field, lone surrogates,
+non-finite floats and integers outside +-(2^53-1) are rejected with an ``EventDecodeError`` that
+names the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal, NotRequired, cast
+
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict
+
+from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError
+
+MAX_SAFE_INTEGER = 2**53 - 1
+TOOL_BOUNDARY_PROTOCOL_V1 = "t1_after_preflight_v1"
+
+_CLOSED = ConfigDict(extra="forbid", strict=True)
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+NonNegativeSafeInt = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
+
+Role = Literal["user", "model", "tool", "system"]
+Author = Literal["user", "host", "agent", "tool", "system"]
+Status = Literal["streaming", "completed", "failed", "aborted", "cancelled"]
+ModelVisibility = Literal["visible", "hidden"]
+RecoveryMode = Literal["replay_safe", "idempotent", "reconcile", "never_auto_retry"]
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "aborted", "cancelled"})
+
+
+# ---- content variants -------------------------------------------------------------------------
+
+
+@with_config(_CLOSED)
+class TextContent(TypedDict):
+    kind: Literal["text"]
+    text: str
+    displayText: NotRequired[str]
+
+
+@with_config(_CLOSED)
+class ThinkingContent(TypedDict):
+    kind: Literal["thinking"]
+    text: str
+    signature: NotRequired[str]
+
+
+@with_config(_CLOSED)
+class FunctionCallContent(TypedDict):
+    kind: Literal["function_call"]
+    id: str
+    name: str
+    args: Any
+
+
+@with_config(_CLOSED)
+class FunctionResponseContent(TypedDict):
+    kind: Literal["function_response"]
+    id: str
+    name: str
+    result: Any
+    isError: NotRequired[bool]
+
+
+@with_config(_CLOSED)
+class ErrorContent(TypedDict):
+    kind: Literal["error"]
+    message: str
+    code: NotRequired[str]
+    reason: NotRequired[str]
+
+
+Content = Annotated[
+    TextContent | ThinkingContent | FunctionCallContent | FunctionResponseContent | ErrorContent,
+    Field(discriminator="kind"),
+]
+
+
+# ---- actions ----------------------------------------------------------------------------------
+
+
+@with_config(_CLOSED)
+class TokenUsage(TypedDict):
+    input: NonNegativeSafeInt
+    output: NonNegativeSafeInt
+
+
+@with_config(_CLOSED)
+class PermissionRequest(TypedDict):
+    requestId: NonEmpty
+    toolName: NonEmpty
+    toolCallId: NonEmpty
+    summary: str
+
+
+@with_config(_CLOSED)
+class PermissionDecision(TypedDict):
+    requestId: NonEmpty
+    decision: Literal["allow", "deny"]
+
+
+@with_config(_CLOSED)
+class PermissionClosure(TypedDict):
+    requestId: NonEmpty
+    reason: Literal["host_restarted", "timed_out"]
+
+
+@with_config(_CLOSED)
+class RuntimeProtocol(TypedDict):
+    toolBoundary: Literal["t1_after_preflight_v1"]
+
+
+@with_config(_CLOSED)
+class FileStateBefore(TypedDict):
+    exists: bool
+    sha256: NotRequired[Digest]
+    size: NotRequired[NonNegativeSafeInt]
+
+
+@with_config(_CLOSED)
+class FileStateAfter(TypedDict):
+    exists: Literal[True]
+    sha256: Digest
+    size: NonNegativeSafeInt
+
+
+@with_config(_CLOSED)
+class FileStateEvidence(TypedDict):
+    """Evidence a reconcilable write carries in its T1 dispatch (RECOVERY.md section 5)."""
+
+    kind: Literal["file_state_v1"]
+    path: NonEmpty
+    workspaceIdentity: NonEmpty
+    before: FileStateBefore
+    expectedAfter: FileStateAfter
+
+
+@with_config(_CLOSED)
+class ToolDispatch(TypedDict):
+    protocol: Literal["t1_after_preflight_v1"]
+    operationId: NonEmpty
+    providerToolCallId: NonEmpty
+    toolName: NonEmpty
+    canonicalArgsHash: str
+    recoveryMode: RecoveryMode
+    evidence: NotRequired[FileStateEvidence]
+
+
+@with_config(_CLOSED)
+class ToolRecovery(TypedDict):
+    """Recovery fact envelope; the payload is checked by the bundle validation, which reports
+    ``reconcile_fact_invalid`` / ``decision_fact_invalid`` for a malformed one."""
+
+    kind: Literal["maka.tool.reconcile_result", "maka.tool.recovery_decision"]
+    version: Literal[1]
+    payload: dict[str, Any]
+
+
+@with_config(_CLOSED)
+class ContinuationSource(TypedDict):
+    sessionId: NonEmpty
+    invocationId: NonEmpty
+    runId: NonEmpty
+    turnId: NonEmpty
+    highWater: Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
+    prefixDigest: Digest
+
+
+@with_config(_CLOSED)
+class ContinuationStart(TypedDict):
+    protocol: Literal["continuation_start_v2"]
+    provenance: Literal["runtime_admission", "claim_repair"]
+    claimId: NonEmpty
+    boundaryDigest: Digest
+    immediateSource: ContinuationSource
+    replayManifestDigest: Digest
+    providerProjectionVersion: Literal[1]
+    providerReplayDigest: Digest
+
+
+@with_config(_CLOSED)
+class Actions(TypedDict, total=False):
+    stateDelta: dict[str, Any]
+    endInvocation: bool
+    tokenUsage: TokenUsage
+    permissionRequest: PermissionRequest
+    permissionDecision: PermissionDecision
+    permissionClosure: PermissionClosure
+    runtimeProtocol: RuntimeProtocol
+    toolDispatch: ToolDispatch
+    toolRecovery: ToolRecovery
+    continuationStart: ContinuationStart
+
+
+@with_config(_CLOSED)
+class Refs(TypedDict, total=False):
+    toolCallId: str
+    operationId: str
+    stepId: str
+    sourceInvocationId: str
+    sourceRunId: str
+    sourceTurnId: str
+    sourceRuntimeEventHighWater: NonNegativeSafeInt
+
+
+# ---- the envelope -----------------------------------------------------------------------------
+
+
+@with_config(_CLOSED)
+class RuntimeEvent(TypedDict):
+    id: NonEmpty
+    sessionId: NonEmpty
+    invocationId: NonEmpty
+    runId: NonEmpty
+    turnId: NonEmpty
+    ts: NonNegativeSafeInt
+    partial: bool
+    role: Role
+    author: Author
+    modelVisibility: NotRequired[ModelVisibility]
+    status: NotRequired[Status]
+    content: NotRequired[Content]
+    actions: NotRequired[Actions]
+    refs: NotRequired[Refs]
+
+
+_EVENT_ADAPTER: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
+
+# A decoded line needs the slow, exact walk of free-form values only if its raw text could hold a
+# non-finite or out-of-range number, or a float at all (floats are rare in ledgers).
+_NEEDS_WALK = re.compile(rb"NaN|Infinity|[0-9]{16}|[0-9][eE.]|\\u[dD][89abAB]")
+_FREE_FORM = ("content.args", "content.result", "actions.stateDelta", "actions.toolRecovery")
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        text = str(item)
+        # Discriminated-union tags such as "function_call" are not part of the JSON path.
+        if parts and parts[-1] == "content" and text in _CONTENT_TAGS:
+            continue
+        parts.append(text)
+    return ".".join(parts)
+
+
+_CONTENT_TAGS = frozenset({"text", "thinking", "function_call", "function_response", "error"})
+
+
+def _raise_from_validation(error: ValidationError) -> EventDecodeError:
+    first = error.errors(include_url=False)[0]
+    path = _field_path(tuple(first.get("loc", ())))
+    kind = first.get("type", "")
+    message = first.get("msg", "invalid value")
+    if kind == "extra_forbidden":
+        message = "unknown key"
+    elif kind == "missing":
+        message = "required key is missing"
+    elif first.get("input", 0) is None:
+        message = "null is not allowed (omit an absent field instead)"
+    if kind in ("json_invalid", "json_type"):
+        return EventDecodeError(f"not valid JSON: {message}", "", DecodeCode.JSON_INVALID)
+    where = path or "event"
+    return EventDecodeError(f"{where}: {message}", path)
+
+
+def check_json_value(value: Any, path: str) -> None:
+    """Reject what canonical JSON cannot carry: non-finite floats, unsafe integers, lone
+    surrogates, non-string keys and non-JSON types."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, where)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                raise EventDecodeError(f"{where}: integer outside +-(2^53-1)", where)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise EventDecodeError(f"{where}: number is not finite", where)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise EventDecodeError(f"{where}: object keys must be strings", where)
+                _check_text(key, where)
+                stack.append((child, f"{where}.{key}"))
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+        else:
+            raise EventDecodeError(f"{where}: {type(item).__name__} is not a JSON value", where)
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise EventDecodeError(f"{where}: string contains a lone surrogate", where) from None
+
+
+def _post_checks(event: RuntimeEvent, exact: bool) -> None:
+    actions = event.get("actions")
+    if actions is not None and "permissionClosure" in actions and len(actions) != 1:
+        raise EventDecodeError(
+            "actions.permissionClosure: must be the only action key", "actions.permissionClosure"
+        )
+    if not exact:
+        return
+    content = event.get("content")
+    if content is not None:
+        if content["kind"] == "function_call":
+            check_json_value(content["args"], "content.args")
+        elif content["kind"] == "function_response":
+            check_json_value(content["result"], "content.result")
+    if actions is not None:
+        if "stateDelta" in actions:
+            check_json_value(actions["stateDelta"], "actions.stateDelta")
+        if "toolRecovery" in actions:
+            check_json_value(actions["toolRecovery"]["payload"], "actions.toolRecovery.payload")
+
+
+def decode_event(value: object) -> RuntimeEvent:
+    """Decode a Python JSON value (for example from ``json.loads``) into a RuntimeEvent."""
+    if not isinstance(value, dict):
+        raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
+    try:
+        event = _EVENT_ADAPTER.validate_python(value)
+    except ValidationError as error:
+        raise _raise_from_validation(error) from None
+    check_json_value(event, "")  # also covers strings of the envelope (lone surrogates)
+    _post_checks(event, exact=True)
+    return event
+
+
+def decode_event_json(data: bytes | str) -> RuntimeEvent:
+    """Decode one JSON text (a ledger line) into a RuntimeEvent."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    try:
+        event = _EVENT_ADAPTER.validate_json(raw)
+    except ValidationError as error:
+        raise _raise_from_validation(error) from None
+    _post_checks(event, exact=_NEEDS_WALK.search(raw) is not None)
+    return event
+
+
+# ---- helpers every consumer shares ------------------------------------------------------------
+
+
+def is_terminal(event: RuntimeEvent) -> bool:
+    """A terminal event: a terminal ``status`` or ``actions.endInvocation: true``."""
+    if event.get("status") in TERMINAL_STATUSES:
+        return True
+    actions = event.get("actions")
+    return actions is not None and actions.get("endInvocation") is True
+
+
+def is_partial(event: RuntimeEvent) -> bool:
+    return event["partial"]
+
+
+def is_hidden(event: RuntimeEvent) -> bool:
+    return event.get("modelVisibility") == "hidden"
+
+
+def has_model_visible_content(event: RuntimeEvent) -> bool:
+    if is_hidden(event):
+        return False
+    content = event.get("content")
+    if content is None:
+        return False
+    kind = content["kind"]
+    if kind == "text":
+        return cast(TextContent, content)["text"] != ""
+    return kind in ("thinking", "function_call", "function_response")
+
+
+def has_t1_marker(event: RuntimeEvent) -> bool:
+    actions = event.get("actions")
+    return actions is not None and "runtimeProtocol" in actions

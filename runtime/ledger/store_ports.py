@@ -1,0 +1,133 @@
+"""The store ports: what the runtime may ask of durable storage (implemented by ``storage/``).
+
+One writer per kind of fact (ARCHITECTURE.md principle 3): the generic append accepts ordinary
+events, function_calls and unbound function_responses only; T1, T2, the recovery bundle, the run
+ending and the continuation admission each have their own method, and the store refuses any other
+shape with a coded ``StoreRefusal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
+
+
+class RunStatus(StrEnum):
+    CREATED = "created"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+class StoreRefusal(LedgerError):
+    """A write the store refused; nothing was written. ``code`` is a ``WriterRejectionCode``,
+    a ``ScanIssueCode`` or a ``StoreCode``; ``event_id`` names the offending candidate."""
+
+    def __init__(self, code: StrEnum | str, message: str, event_id: str | None = None) -> None:
+        super().__init__(code, message)
+        self.event_id = event_id
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One committed row: the store-assigned ``event_seq`` and the exact canonical bytes."""
+
+    seq: int
+    event: RuntimeEvent
+    payload: bytes
+    committed_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """``created`` is False for an exact retry (nothing new was written)."""
+
+    created: bool
+    event_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    session_id: str
+    cwd: str
+    title: str
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    run_id: str
+    session_id: str
+    invocation_id: str
+    turn_id: str
+    status: RunStatus
+    cwd: str
+    owner_epoch: int
+    created_at: int
+    updated_at: int
+    failure_class: str | None = None
+    workspace_identity: str | None = None
+    parent_run_id: str | None = None
+    # {sessionId, invocationId, runId, turnId, highWater, prefixDigest, claimId, automatic}
+    continuation_source: Mapping[str, Any] | None = None
+    completed_at: int | None = None
+
+
+class LedgerReader(Protocol):
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+    def read_run_header(self, run_id: str) -> RunHeader | None: ...
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    def list_sessions(self) -> Sequence[SessionRecord]: ...
+
+
+class LedgerWriter(Protocol):
+    def create_session(self, session: SessionRecord) -> None: ...
+
+    def create_run(self, header: RunHeader) -> None: ...
+
+    def mark_run_running(self, run_id: str) -> None: ...
+
+    def append_event(self, event: RuntimeEvent) -> CommitResult:
+        """Generic append: ordinary events, function_calls, unbound function_responses."""
+        ...
+
+    def commit_tool_prepared(
+        self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent
+    ) -> CommitResult:
+        """T1: ``[function_call, tool_dispatch]`` or ``[tool_dispatch]`` (call already stored)."""
+        ...
+
+    def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult:
+        """T2: exactly one bound function_response."""
+        ...
+
+    def commit_recovery_bundle(
+        self,
+        reconcile_event: RuntimeEvent,
+        outcome_event: RuntimeEvent | None,
+        decision_event: RuntimeEvent,
+    ) -> CommitResult: ...
+
+    def commit_run_ending(
+        self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
+    ) -> CommitResult:
+        """Terminal event and terminal run header in one transaction."""
+        ...
+
+
+class LedgerStore(LedgerReader, LedgerWriter, Protocol):
+    def close(self) -> None: ...
