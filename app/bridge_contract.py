@@ -1,0 +1,581 @@
+"""The single IPC contract between the main process and the renderer process.
+
+Why one module: both processes import it, so a message cannot mean one thing on one side and
+another on the other. It depends on the standard library and pydantic only (no Qt): the framing
+helpers work on ``bytes`` so they are testable without a socket, and the renderer may import this
+module without dragging in the runtime.
+
+Wire format: every frame is a 4-byte big-endian unsigned length followed by that many bytes of
+UTF-8 JSON: one object with a ``kind`` (a :class:`MessageKind` value) and camelCase fields. Every
+message is a frozen pydantic model with ``extra="forbid"`` and bounded sizes, so a renderer can
+never smuggle a fact the main process did not ask for (``sessions.resumeLatest`` carries a
+``sessionId`` and nothing else: no workspace identity, no run id, no high-water).
+
+Python code builds messages with snake_case names (``ResumeLatestRequest(session_id="s1")``);
+the wire accepts only the camelCase spelling, and parsing is strict (no ``"1"`` -> ``1``).
+
+Handshake: the first frame a renderer sends is ``hello {token, protocolVersion}``. The main
+process answers ``hello.ok`` or ``hello.rejected`` (and closes). A malformed, oversized, unknown
+or unauthenticated frame closes that connection. ``window.activate`` is what a second ``maka``
+launch sends to bring the running window to front; it has no other effect.
+
+Correlation: every message may carry ``correlationId``. A request that expects an answer sets
+one; the push answering it (``sessions.listed``, ``session.opened``, ``resume.*``,
+``settings.current``, ``error``) echoes it. Unsolicited pushes leave it ``null``.
+
+Replacement rule for transcript items: every item has an ``itemId``; an item whose ``itemId`` is
+already shown replaces the shown one (a tool card moving from ``running`` to ``succeeded``, an
+assistant message growing while it streams).
+"""
+
+from __future__ import annotations
+
+import struct
+from enum import StrEnum
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+
+PROTOCOL_VERSION: Final = 1
+MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
+"""Largest accepted frame body. Big enough for a list of 20,000 sessions; anything larger is a
+bug or an attack and closes the connection."""
+
+FRAME_HEADER: Final = struct.Struct(">I")
+
+MAX_ITEMS_PER_OPEN: Final = 2000
+MAX_SESSIONS_PER_LIST: Final = 20_000
+MAX_TEXT_CHARS: Final = 200_000
+MAX_SUMMARY_CHARS: Final = 4000
+
+
+class MessageKind(StrEnum):
+    """Every message kind on the wire. Append-only, like every other code."""
+
+    # requests: renderer -> main
+    HELLO = "hello"
+    SESSIONS_LIST = "sessions.list"
+    SESSIONS_CREATE = "sessions.create"
+    SESSIONS_OPEN = "sessions.open"
+    TURNS_SEND = "turns.send"
+    TURNS_CANCEL = "turns.cancel"
+    PERMISSIONS_ANSWER = "permissions.answer"
+    SESSIONS_RESUME_LATEST = "sessions.resumeLatest"
+    SETTINGS_GET = "settings.get"
+    SETTINGS_UPDATE = "settings.update"
+    WINDOW_ACTIVATE = "window.activate"
+    # pushes: main -> renderer
+    HELLO_OK = "hello.ok"
+    HELLO_REJECTED = "hello.rejected"
+    SESSIONS_LISTED = "sessions.listed"
+    SESSION_UPDATED = "session.updated"
+    SESSION_OPENED = "session.opened"
+    TRANSCRIPT_ITEM = "transcript.item"
+    RUN_STATUS = "run.status"
+    PERMISSION_REQUESTED = "permission.requested"
+    RESUME_STARTED = "resume.started"
+    RESUME_PARKED = "resume.parked"
+    RESUME_FAILED = "resume.failed"
+    HOST_STATE = "host.state"
+    SETTINGS_CURRENT = "settings.current"
+    ERROR = "error"
+
+
+class BridgeErrorCode(StrEnum):
+    """Why a frame or a connection was refused (logged by the receiver; sent in
+    ``hello.rejected`` / ``error``)."""
+
+    FRAME_TOO_LARGE = "frame_too_large"
+    FRAME_MALFORMED = "frame_malformed"
+    UNKNOWN_KIND = "unknown_kind"
+    MESSAGE_INVALID = "message_invalid"
+    KIND_NOT_ACCEPTED = "kind_not_accepted"
+    HANDSHAKE_REQUIRED = "handshake_required"
+    TOKEN_INVALID = "token_invalid"
+    PROTOCOL_VERSION_UNSUPPORTED = "protocol_version_unsupported"
+
+
+class BridgeProtocolError(Exception):
+    """A frame that must close the connection. ``code`` is a :class:`BridgeErrorCode`; the
+    message never echoes the offending bytes (they may hold a token or be huge)."""
+
+    def __init__(self, code: BridgeErrorCode, message: str) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
+class HostState(StrEnum):
+    OPENING = "opening"
+    RECOVERING = "recovering"
+    READY = "ready"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class RunStatusValue(StrEnum):
+    CREATED = "created"
+    RUNNING = "running"
+    WAITING_FOR_USER = "waiting_for_user"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ToolCardStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INDETERMINATE = "indeterminate"
+    PARKED = "parked"
+    NOT_DISPATCHED = "not_dispatched"
+    COMPLETED_AFTER_RECOVERY = "completed_after_recovery"
+
+
+class NoticeLevel(StrEnum):
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+
+
+class PermissionDecision(StrEnum):
+    ALLOW = "allow"
+    DENY = "deny"
+
+
+class ProviderChoice(StrEnum):
+    OFFLINE_DEMO = "offline_demo"
+    OPENAI_COMPATIBLE = "openai_compatible"
+
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Code = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=80)]
+Token = Annotated[str, StringConstraints(min_length=16, max_length=256)]
+FsPath = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+Summary = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
+Explanation = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
+Short = Annotated[str, StringConstraints(max_length=500)]
+
+
+class WireModel(BaseModel):
+    """Base of every wire object: frozen, no unknown fields, camelCase on the wire."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+
+class _Message(WireModel):
+    correlation_id: Id | None = None
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class HelloRequest(_Message):
+    kind: Literal[MessageKind.HELLO] = MessageKind.HELLO
+    token: Token
+    protocol_version: Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+class SessionsListRequest(_Message):
+    kind: Literal[MessageKind.SESSIONS_LIST] = MessageKind.SESSIONS_LIST
+
+
+class SessionsCreateRequest(_Message):
+    kind: Literal[MessageKind.SESSIONS_CREATE] = MessageKind.SESSIONS_CREATE
+    cwd: FsPath
+
+
+class SessionsOpenRequest(_Message):
+    kind: Literal[MessageKind.SESSIONS_OPEN] = MessageKind.SESSIONS_OPEN
+    session_id: Id
+
+
+class TurnsSendRequest(_Message):
+    kind: Literal[MessageKind.TURNS_SEND] = MessageKind.TURNS_SEND
+    session_id: Id
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+
+
+class TurnsCancelRequest(_Message):
+    kind: Literal[MessageKind.TURNS_CANCEL] = MessageKind.TURNS_CANCEL
+    session_id: Id
+
+
+class PermissionsAnswerRequest(_Message):
+    kind: Literal[MessageKind.PERMISSIONS_ANSWER] = MessageKind.PERMISSIONS_ANSWER
+    session_id: Id
+    request_id: Id
+    decision: PermissionDecision
+
+
+class ResumeLatestRequest(_Message):
+    """Safe resume of a session's latest interrupted run. The renderer names the session and
+    nothing else: the main process plans from committed facts and observes the workspace, tools
+    and background work itself."""
+
+    kind: Literal[MessageKind.SESSIONS_RESUME_LATEST] = MessageKind.SESSIONS_RESUME_LATEST
+    session_id: Id
+
+
+class SettingsGetRequest(_Message):
+    kind: Literal[MessageKind.SETTINGS_GET] = MessageKind.SETTINGS_GET
+
+
+class SettingsUpdateRequest(_Message):
+    """``openai_api_key`` is write-only: ``None`` keeps the stored key, ``""`` clears it. It is
+    never sent back (``settings.current`` says only whether one is set)."""
+
+    kind: Literal[MessageKind.SETTINGS_UPDATE] = MessageKind.SETTINGS_UPDATE
+    provider: ProviderChoice
+    openai_base_url: Annotated[str, StringConstraints(max_length=2048)] = ""
+    openai_model: Annotated[str, StringConstraints(max_length=200)] = ""
+    openai_api_key: Annotated[str, StringConstraints(max_length=1024)] | None = None
+
+
+class WindowActivateRequest(_Message):
+    kind: Literal[MessageKind.WINDOW_ACTIVATE] = MessageKind.WINDOW_ACTIVATE
+
+
+# --------------------------------------------------------------------------- pushes
+
+
+class HelloOkPush(_Message):
+    kind: Literal[MessageKind.HELLO_OK] = MessageKind.HELLO_OK
+    host_state: HostState
+    safe_resume_enabled: bool
+
+
+class HelloRejectedPush(_Message):
+    kind: Literal[MessageKind.HELLO_REJECTED] = MessageKind.HELLO_REJECTED
+    code: Code
+    message: Explanation = ""
+
+
+class SessionSummary(WireModel):
+    session_id: Id
+    cwd: FsPath
+    title: Short
+    last_run_status: RunStatusValue | None = None
+    interrupted: bool = False
+    """True when the latest run failed with ``app_restarted``: the banner shows."""
+    failure_class: Code | None = None
+
+
+class SessionsListedPush(_Message):
+    kind: Literal[MessageKind.SESSIONS_LISTED] = MessageKind.SESSIONS_LISTED
+    sessions: Annotated[tuple[SessionSummary, ...], Field(max_length=MAX_SESSIONS_PER_LIST)]
+
+
+class SessionUpdatedPush(_Message):
+    """One session's summary changed (status, title, interruption); also a new session."""
+
+    kind: Literal[MessageKind.SESSION_UPDATED] = MessageKind.SESSION_UPDATED
+    session: SessionSummary
+
+
+class UserMessageItem(WireModel):
+    type: Literal["user_message"] = "user_message"
+    item_id: Id
+    run_id: Id | None = None
+    text: Text
+
+
+class AssistantMessageItem(WireModel):
+    type: Literal["assistant_message"] = "assistant_message"
+    item_id: Id
+    run_id: Id | None = None
+    text: Text
+
+
+class ThinkingItem(WireModel):
+    type: Literal["thinking"] = "thinking"
+    item_id: Id
+    run_id: Id | None = None
+    text: Text
+
+
+class ToolCardItem(WireModel):
+    type: Literal["tool_card"] = "tool_card"
+    item_id: Id
+    run_id: Id | None = None
+    tool_call_id: Id
+    tool_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    args_summary: Summary = ""
+    status: ToolCardStatus
+    result_summary: Summary = ""
+    park_reason: Code | None = None
+
+
+class NoticeItem(WireModel):
+    type: Literal["notice"] = "notice"
+    item_id: Id
+    run_id: Id | None = None
+    level: NoticeLevel = NoticeLevel.INFO
+    text: Summary
+    code: Code | None = None
+
+
+class ContinuationMarkerItem(WireModel):
+    """Everything after this marker belongs to a continuation run of ``source_run_id``."""
+
+    type: Literal["continuation_marker"] = "continuation_marker"
+    item_id: Id
+    run_id: Id
+    source_run_id: Id | None = None
+
+
+TranscriptItem = Annotated[
+    UserMessageItem
+    | AssistantMessageItem
+    | ThinkingItem
+    | ToolCardItem
+    | NoticeItem
+    | ContinuationMarkerItem,
+    Field(discriminator="type"),
+]
+
+
+class SessionOpenedPush(_Message):
+    """A session's transcript, newest ``MAX_ITEMS_PER_OPEN`` items at most;
+    ``omitted_earlier`` counts the items left out before them."""
+
+    kind: Literal[MessageKind.SESSION_OPENED] = MessageKind.SESSION_OPENED
+    session_id: Id
+    items: Annotated[tuple[TranscriptItem, ...], Field(max_length=MAX_ITEMS_PER_OPEN)]
+    omitted_earlier: Annotated[int, Field(ge=0)] = 0
+
+
+class TranscriptItemPush(_Message):
+    kind: Literal[MessageKind.TRANSCRIPT_ITEM] = MessageKind.TRANSCRIPT_ITEM
+    session_id: Id
+    item: TranscriptItem
+
+
+class RunStatusPush(_Message):
+    kind: Literal[MessageKind.RUN_STATUS] = MessageKind.RUN_STATUS
+    session_id: Id
+    run_id: Id
+    status: RunStatusValue
+    failure_class: Code | None = None
+
+
+class PermissionRequestedPush(_Message):
+    kind: Literal[MessageKind.PERMISSION_REQUESTED] = MessageKind.PERMISSION_REQUESTED
+    session_id: Id
+    request_id: Id
+    tool_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    summary: Summary
+
+
+class ResumeStartedPush(_Message):
+    kind: Literal[MessageKind.RESUME_STARTED] = MessageKind.RESUME_STARTED
+    session_id: Id
+    run_id: Id
+    turn_id: Id
+
+
+class ResumeDiagnostic(WireModel):
+    """One detail behind a park: a Phase 0 diagnostic or a detailed planner code, with the
+    affected operation when there is one. ``message`` is a redacted English explanation for the
+    "Copy diagnostics" text; the banner's own sentence comes from the code."""
+
+    code: Code
+    message: Explanation = ""
+    tool_call_id: Id | None = None
+    tool_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+
+class ResumeParkedPush(_Message):
+    kind: Literal[MessageKind.RESUME_PARKED] = MessageKind.RESUME_PARKED
+    session_id: Id
+    rejection_reasons: Annotated[tuple[Code, ...], Field(min_length=1, max_length=64)]
+    diagnostics: Annotated[tuple[ResumeDiagnostic, ...], Field(max_length=500)] = ()
+
+
+class ResumeFailedPush(_Message):
+    """Resume could not be attempted (host draining, session missing, transport trouble); not a
+    park. The user may retry."""
+
+    kind: Literal[MessageKind.RESUME_FAILED] = MessageKind.RESUME_FAILED
+    session_id: Id
+    code: Code
+    message: Explanation = ""
+
+
+class HostStatePush(_Message):
+    kind: Literal[MessageKind.HOST_STATE] = MessageKind.HOST_STATE
+    state: HostState
+    detail: Short = ""
+    """Progress of work after the window shows (e.g. "Checking 3 of 10 interrupted runs")."""
+
+
+class SettingsCurrentPush(_Message):
+    kind: Literal[MessageKind.SETTINGS_CURRENT] = MessageKind.SETTINGS_CURRENT
+    provider: ProviderChoice
+    openai_base_url: Annotated[str, StringConstraints(max_length=2048)] = ""
+    openai_model: Annotated[str, StringConstraints(max_length=200)] = ""
+    api_key_set: bool = False
+
+
+class ErrorPush(_Message):
+    kind: Literal[MessageKind.ERROR] = MessageKind.ERROR
+    code: Code
+    message: Explanation = ""
+
+
+Request = (
+    HelloRequest
+    | SessionsListRequest
+    | SessionsCreateRequest
+    | SessionsOpenRequest
+    | TurnsSendRequest
+    | TurnsCancelRequest
+    | PermissionsAnswerRequest
+    | ResumeLatestRequest
+    | SettingsGetRequest
+    | SettingsUpdateRequest
+    | WindowActivateRequest
+)
+Push = (
+    HelloOkPush
+    | HelloRejectedPush
+    | SessionsListedPush
+    | SessionUpdatedPush
+    | SessionOpenedPush
+    | TranscriptItemPush
+    | RunStatusPush
+    | PermissionRequestedPush
+    | ResumeStartedPush
+    | ResumeParkedPush
+    | ResumeFailedPush
+    | HostStatePush
+    | SettingsCurrentPush
+    | ErrorPush
+)
+Message = Request | Push
+
+REQUEST_KINDS: Final = frozenset(
+    {
+        MessageKind.HELLO,
+        MessageKind.SESSIONS_LIST,
+        MessageKind.SESSIONS_CREATE,
+        MessageKind.SESSIONS_OPEN,
+        MessageKind.TURNS_SEND,
+        MessageKind.TURNS_CANCEL,
+        MessageKind.PERMISSIONS_ANSWER,
+        MessageKind.SESSIONS_RESUME_LATEST,
+        MessageKind.SETTINGS_GET,
+        MessageKind.SETTINGS_UPDATE,
+        MessageKind.WINDOW_ACTIVATE,
+    }
+)
+PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)
+
+_MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(
+    Annotated[Message, Field(discriminator="kind")]
+)
+
+
+def parse_frame_payload(payload: bytes, *, accept: frozenset[MessageKind] | None = None) -> Message:
+    """Decode one frame body into its message, strictly (camelCase only, no type coercion).
+
+    ``accept`` limits the kinds this receiver takes (the main process passes ``REQUEST_KINDS``,
+    the renderer ``PUSH_KINDS``); anything else raises ``kind_not_accepted``. Every failure
+    raises :class:`BridgeProtocolError`; the caller closes the connection.
+    """
+    if len(payload) > MAX_FRAME_BYTES:
+        raise BridgeProtocolError(
+            BridgeErrorCode.FRAME_TOO_LARGE, f"frame of {len(payload)} bytes is too large"
+        )
+    try:
+        message = _MESSAGE_ADAPTER.validate_json(payload, strict=True, by_name=False)
+    except ValidationError as exc:
+        raise _classify(exc) from None
+    if accept is not None and message.kind not in accept:
+        raise BridgeProtocolError(
+            BridgeErrorCode.KIND_NOT_ACCEPTED, f"{message.kind!s} is not accepted here"
+        )
+    return message
+
+
+def _classify(exc: ValidationError) -> BridgeProtocolError:
+    types = {error["type"] for error in exc.errors()}
+    if "json_invalid" in types or "dict_type" in types or "model_type" in types:
+        return BridgeProtocolError(
+            BridgeErrorCode.FRAME_MALFORMED, "frame is not a UTF-8 JSON object"
+        )
+    if types & {"union_tag_invalid", "union_tag_not_found"}:
+        return BridgeProtocolError(BridgeErrorCode.UNKNOWN_KIND, "missing or unknown kind")
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"][1:]) or "message"
+    return BridgeProtocolError(
+        BridgeErrorCode.MESSAGE_INVALID, f"{first['loc'][0]}: {where}: {first['type']}"
+    )
+
+
+def encode_frame(message: Message) -> bytes:
+    """One frame: 4-byte big-endian length, then the message's camelCase UTF-8 JSON.
+
+    Raises ``frame_too_large`` rather than sending what the peer would refuse.
+    """
+    body = message.model_dump_json(by_alias=True).encode("utf-8")
+    if len(body) > MAX_FRAME_BYTES:
+        raise BridgeProtocolError(
+            BridgeErrorCode.FRAME_TOO_LARGE, f"frame of {len(body)} bytes is too large"
+        )
+    return FRAME_HEADER.pack(len(body)) + body
+
+
+class FrameReader:
+    """Incremental decoder for one connection's byte stream.
+
+    Copes with frames split across reads and several frames in one read. A declared length over
+    ``MAX_FRAME_BYTES`` raises as soon as the header arrives (nothing is buffered for it), and
+    after any error the reader refuses further input: the stream has lost its framing and the
+    connection must close. Messages decoded earlier in the same ``feed`` call are dropped with
+    the error, so nothing from a poisoned read reaches the receiver.
+    """
+
+    def __init__(self, *, accept: frozenset[MessageKind] | None = None) -> None:
+        self._buffer = bytearray()
+        self._accept = accept
+        self._failed: BridgeProtocolError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[Message]:
+        if self._failed is not None:
+            raise self._failed
+        self._buffer += data
+        messages: list[Message] = []
+        try:
+            while len(self._buffer) >= FRAME_HEADER.size:
+                (length,) = FRAME_HEADER.unpack_from(self._buffer, 0)
+                if length > MAX_FRAME_BYTES:
+                    raise BridgeProtocolError(
+                        BridgeErrorCode.FRAME_TOO_LARGE,
+                        f"declared frame of {length} bytes is too large",
+                    )
+                end = FRAME_HEADER.size + length
+                if len(self._buffer) < end:
+                    break
+                payload = bytes(self._buffer[FRAME_HEADER.size : end])
+                del self._buffer[:end]
+                messages.append(parse_frame_payload(payload, accept=self._accept))
+        except BridgeProtocolError as exc:
+            self._failed = exc
+            self._buffer.clear()
+            raise
+        return messages
