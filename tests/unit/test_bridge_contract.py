@@ -1,0 +1,275 @@
+"""The bridge contract: every kind round-trips; anything off-contract raises a coded error."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app import bridge_contract as bc
+from app.bridge_contract import BridgeErrorCode, BridgeProtocolError, MessageKind
+
+TOKEN = "t" * 32
+
+SAMPLES: list[bc.Message] = [
+    bc.HelloRequest(token=TOKEN, protocol_version=bc.PROTOCOL_VERSION, correlation_id="c0"),
+    bc.SessionsListRequest(correlation_id="c1"),
+    bc.SessionsCreateRequest(cwd="/home/ann/project"),
+    bc.SessionsOpenRequest(session_id="s1"),
+    bc.TurnsSendRequest(session_id="s1", text="write hello.txt saying hi ✓"),
+    bc.TurnsCancelRequest(session_id="s1"),
+    bc.PermissionsAnswerRequest(
+        session_id="s1", request_id="p1", decision=bc.PermissionDecision.DENY
+    ),
+    bc.ResumeLatestRequest(session_id="s1", correlation_id="r1"),
+    bc.SettingsGetRequest(),
+    bc.SettingsUpdateRequest(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="http://localhost:11434/v1",
+        openai_model="llama3",
+        openai_api_key="sk-secret",
+    ),
+    bc.WindowActivateRequest(),
+    bc.HelloOkPush(host_state=bc.HostState.READY, safe_resume_enabled=True),
+    bc.HelloRejectedPush(code="token_invalid", message="wrong token"),
+    bc.SessionsListedPush(
+        sessions=(
+            bc.SessionSummary(session_id="s1", cwd="/p", title="First"),
+            bc.SessionSummary(
+                session_id="s2",
+                cwd="/q",
+                title="Second",
+                last_run_status=bc.RunStatusValue.FAILED,
+                interrupted=True,
+                failure_class="app_restarted",
+            ),
+        )
+    ),
+    bc.SessionUpdatedPush(session=bc.SessionSummary(session_id="s1", cwd="/p", title="x")),
+    bc.SessionOpenedPush(
+        session_id="s1",
+        omitted_earlier=3,
+        items=(
+            bc.UserMessageItem(item_id="i1", text="hi"),
+            bc.ThinkingItem(item_id="i2", text="hmm"),
+            bc.ToolCardItem(
+                item_id="i3",
+                tool_call_id="call-1",
+                tool_name="write_file",
+                args_summary='path="hello.txt"',
+                status=bc.ToolCardStatus.INDETERMINATE,
+                park_reason="dangling_tool_state",
+            ),
+            bc.AssistantMessageItem(item_id="i4", run_id="r1", text="done"),
+            bc.NoticeItem(item_id="i5", level=bc.NoticeLevel.WARN, text="n", code="x_y"),
+            bc.ContinuationMarkerItem(item_id="i6", run_id="r2", source_run_id="r1"),
+        ),
+    ),
+    bc.TranscriptItemPush(
+        session_id="s1",
+        item=bc.ToolCardItem(
+            item_id="i3",
+            tool_call_id="call-1",
+            tool_name="read_file",
+            status=bc.ToolCardStatus.COMPLETED_AFTER_RECOVERY,
+        ),
+    ),
+    bc.RunStatusPush(
+        session_id="s1",
+        run_id="r1",
+        status=bc.RunStatusValue.FAILED,
+        failure_class="app_restarted",
+    ),
+    bc.PermissionRequestedPush(session_id="s1", request_id="p1", tool_name="shell", summary="ls"),
+    bc.ResumeStartedPush(session_id="s1", run_id="r2", turn_id="t2", correlation_id="r1"),
+    bc.ResumeParkedPush(
+        session_id="s1",
+        rejection_reasons=("dangling_tool_state", "workspace_identity_mismatch"),
+        diagnostics=(
+            bc.ResumeDiagnostic(
+                code="pending_tool_result",
+                message="no result",
+                tool_call_id="call-1",
+                tool_name="write_file",
+            ),
+        ),
+    ),
+    bc.ResumeFailedPush(session_id="s1", code="host_draining", message="closing"),
+    bc.HostStatePush(state=bc.HostState.RECOVERING, detail="3 of 10"),
+    bc.SettingsCurrentPush(provider=bc.ProviderChoice.OFFLINE_DEMO, api_key_set=True),
+    bc.ErrorPush(code="session_not_found", message="no such session"),
+]
+
+
+def _frame(body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + body
+
+
+def _code(payload: bytes, **kwargs: frozenset[MessageKind]) -> BridgeErrorCode:
+    with pytest.raises(BridgeProtocolError) as info:
+        bc.parse_frame_payload(payload, **kwargs)
+    return info.value.code
+
+
+def test_samples_cover_every_kind_and_the_kind_sets_partition_them() -> None:
+    assert {m.kind for m in SAMPLES} == set(MessageKind)
+    assert set(MessageKind) == bc.REQUEST_KINDS | bc.PUSH_KINDS
+    assert not bc.REQUEST_KINDS & bc.PUSH_KINDS
+
+
+@pytest.mark.parametrize("message", SAMPLES, ids=lambda m: str(m.kind))
+def test_every_kind_round_trips_through_a_frame(message: bc.Message) -> None:
+    frame = bc.encode_frame(message)
+    (length,) = struct.unpack(">I", frame[:4])
+    assert length == len(frame) - 4
+    body = json.loads(frame[4:])
+    assert body["kind"] == message.kind.value
+    assert all("_" not in key for key in body), "wire names are camelCase"
+    assert bc.parse_frame_payload(frame[4:]) == message
+    reader = bc.FrameReader()
+    assert reader.feed(frame) == [message]
+    assert reader.buffered == 0
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"workspaceIdentity": "workspace:v1:8d0b6c1e-0000-4000-8000-000000000000"},
+        {"sourceRunId": "r1"},
+        {"runId": "r1"},
+        {"turnId": "t1"},
+        {"expectedRuntimeEventHighWater": 7},
+        {"tools": ["read_file"]},
+        {"backgroundOperationsSettled": True},
+    ],
+)
+def test_resume_latest_carries_a_session_id_and_nothing_else(extra: dict[str, object]) -> None:
+    body = {"kind": "sessions.resumeLatest", "sessionId": "s1", **extra}
+    assert _code(json.dumps(body).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    reader = bc.FrameReader(accept=bc.REQUEST_KINDS)
+    with pytest.raises(BridgeProtocolError):
+        reader.feed(_frame(json.dumps(body).encode()))
+
+
+def test_every_model_forbids_extra_fields() -> None:
+    for message in SAMPLES:
+        body = json.loads(bc.encode_frame(message)[4:])
+        body["claimedFact"] = 1
+        assert _code(json.dumps(body).encode()) is BridgeErrorCode.MESSAGE_INVALID
+
+
+def test_snake_case_and_coerced_types_are_refused_on_the_wire() -> None:
+    assert _code(b'{"kind":"sessions.open","session_id":"s1"}') is BridgeErrorCode.MESSAGE_INVALID
+    hello = {"kind": "hello", "token": TOKEN, "protocolVersion": "1"}
+    assert _code(json.dumps(hello).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    extra_in_item = {
+        "kind": "transcript.item",
+        "sessionId": "s1",
+        "item": {"type": "user_message", "itemId": "i", "text": "x", "html": "<b>"},
+    }
+    assert _code(json.dumps(extra_in_item).encode()) is BridgeErrorCode.MESSAGE_INVALID
+
+
+def test_bounds_are_enforced() -> None:
+    too_long = {"kind": "turns.send", "sessionId": "s1", "text": "x" * (bc.MAX_TEXT_CHARS + 1)}
+    assert _code(json.dumps(too_long).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    short_token = {"kind": "hello", "token": "abc", "protocolVersion": 1}
+    assert _code(json.dumps(short_token).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    bad_code = {"kind": "error", "code": "Not A Code", "message": ""}
+    assert _code(json.dumps(bad_code).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    empty_reasons = {"kind": "resume.parked", "sessionId": "s", "rejectionReasons": []}
+    assert _code(json.dumps(empty_reasons).encode()) is BridgeErrorCode.MESSAGE_INVALID
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"", b"\xff\xfe\x00garbage", b"not json", b"[1,2]", b'"hello"', b"null", b"{"],
+)
+def test_garbage_is_frame_malformed(payload: bytes) -> None:
+    assert _code(payload) is BridgeErrorCode.FRAME_MALFORMED
+
+
+@pytest.mark.parametrize(
+    "payload", [b'{"kind":"sessions.delete","sessionId":"s"}', b'{"sessionId":"s"}', b'{"kind":1}']
+)
+def test_unknown_or_missing_kind(payload: bytes) -> None:
+    assert _code(payload) is BridgeErrorCode.UNKNOWN_KIND
+
+
+def test_direction_is_enforced_by_accept() -> None:
+    push = bc.encode_frame(bc.HostStatePush(state=bc.HostState.READY))[4:]
+    assert _code(push, accept=bc.REQUEST_KINDS) is BridgeErrorCode.KIND_NOT_ACCEPTED
+    request = bc.encode_frame(bc.SessionsListRequest())[4:]
+    assert _code(request, accept=bc.PUSH_KINDS) is BridgeErrorCode.KIND_NOT_ACCEPTED
+
+
+def test_oversized_frame_is_refused_from_its_header_alone() -> None:
+    reader = bc.FrameReader()
+    with pytest.raises(BridgeProtocolError) as info:
+        reader.feed(struct.pack(">I", bc.MAX_FRAME_BYTES + 1) + b"{")
+    assert info.value.code is BridgeErrorCode.FRAME_TOO_LARGE
+    assert reader.buffered == 0
+    with pytest.raises(BridgeProtocolError):
+        reader.feed(bc.encode_frame(bc.SessionsListRequest()))
+
+
+def test_encode_refuses_a_frame_the_peer_would_refuse() -> None:
+    sessions = tuple(
+        bc.SessionSummary(session_id=f"s{i}", cwd="/" + "d" * 4000, title="t") for i in range(4300)
+    )
+    with pytest.raises(BridgeProtocolError) as info:
+        bc.encode_frame(bc.SessionsListedPush(sessions=sessions))
+    assert info.value.code is BridgeErrorCode.FRAME_TOO_LARGE
+    assert _code(b" " * (bc.MAX_FRAME_BYTES + 1)) is BridgeErrorCode.FRAME_TOO_LARGE
+
+
+def test_reader_is_poisoned_after_garbage_and_drops_the_batch() -> None:
+    good = bc.encode_frame(bc.SessionsListRequest())
+    reader = bc.FrameReader()
+    with pytest.raises(BridgeProtocolError) as info:
+        reader.feed(good + _frame(b"garbage") + good)
+    assert info.value.code is BridgeErrorCode.FRAME_MALFORMED
+    with pytest.raises(BridgeProtocolError):
+        reader.feed(good)
+
+
+def test_error_message_never_echoes_the_payload() -> None:
+    secret = "s3cr3t-token-value-0123456789"
+    with pytest.raises(BridgeProtocolError) as info:
+        bc.parse_frame_payload(json.dumps({"kind": "hello", "token": secret}).encode())
+    assert secret not in str(info.value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    picks=st.lists(st.sampled_from(range(len(SAMPLES))), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),
+)
+def test_reader_yields_the_same_messages_for_any_chunking(
+    picks: list[int], cuts: list[int]
+) -> None:
+    messages = [SAMPLES[i] for i in picks]
+    stream = b"".join(bc.encode_frame(m) for m in messages)
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    reader = bc.FrameReader()
+    out: list[bc.Message] = []
+    for chunk in chunks:
+        out.extend(reader.feed(chunk))
+    assert out == messages
+    assert reader.buffered == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(junk=st.binary(min_size=1, max_size=64))
+def test_random_bytes_either_wait_for_more_or_raise_a_coded_error(junk: bytes) -> None:
+    reader = bc.FrameReader()
+    try:
+        out = reader.feed(junk)
+    except BridgeProtocolError as exc:
+        assert exc.code in set(BridgeErrorCode)
+    else:
+        assert out == []
