@@ -80,6 +80,7 @@ class MessageKind(StrEnum):
     HOST_STATE = "host.state"
     SETTINGS_CURRENT = "settings.current"
     ERROR = "error"
+    WINDOW_SHOW = "window.show"
 
 
 class BridgeErrorCode(StrEnum):
@@ -432,6 +433,12 @@ class ErrorPush(_Message):
     message: Explanation = ""
 
 
+class WindowShowPush(_Message):
+    """Bring the renderer's window to front (a second ``maka`` launch sent ``window.activate``)."""
+
+    kind: Literal[MessageKind.WINDOW_SHOW] = MessageKind.WINDOW_SHOW
+
+
 Request = (
     HelloRequest
     | SessionsListRequest
@@ -460,6 +467,7 @@ Push = (
     | HostStatePush
     | SettingsCurrentPush
     | ErrorPush
+    | WindowShowPush
 )
 Message = Request | Push
 

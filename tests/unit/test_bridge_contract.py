@@ -101,6 +101,7 @@ SAMPLES: list[bc.Message] = [
     bc.HostStatePush(state=bc.HostState.RECOVERING, detail="3 of 10"),
     bc.SettingsCurrentPush(provider=bc.ProviderChoice.OFFLINE_DEMO, api_key_set=True),
     bc.ErrorPush(code="session_not_found", message="no such session"),
+    bc.WindowShowPush(),
 ]
 
 
