@@ -51,6 +51,12 @@ class WriterRejectionCode(StrEnum):
     TRANSITION_SHAPE_CONFLICT = "transition_shape_conflict"
     RUN_SEALED = "run_sealed"
     IDENTITY_CONFLICT = "identity_conflict"
+    # A terminal event (terminal status or endInvocation) has its own writer: the run ending
+    # commits the event and the terminal run header in one transaction.
+    RESERVED_RUN_ENDING_FACT = "reserved_run_ending_fact"
+    # A tool operation that is already settled (outcome committed, completed or parked) accepts
+    # no other fact; only a byte-identical retry of what settled it.
+    OPERATION_SETTLED = "operation_settled"
 
 
 class StoreCode(StrEnum):
@@ -59,6 +65,40 @@ class StoreCode(StrEnum):
     SCHEMA_NEWER_THAN_PROGRAM = "schema_newer_than_program"
     STORE_LOCKED = "store_locked"
     STORE_CORRUPT = "store_corrupt"
+    # A read-only open found no database, or one that needs a migration it may not perform.
+    STORE_NOT_FOUND = "store_not_found"
+    SCHEMA_UPGRADE_REQUIRED = "schema_upgrade_required"
+    STORE_READ_ONLY = "store_read_only"
+    STORE_IO_FAILED = "store_io_failed"
+    # Run headers and sessions.
+    SESSION_NOT_FOUND = "session_not_found"
+    RUN_NOT_FOUND = "run_not_found"
+    RUN_STATUS_CONFLICT = "run_status_conflict"
+    # A function_response or recovery bundle for an operation the store never prepared.
+    OPERATION_NOT_FOUND = "operation_not_found"
+
+
+class WorkspaceMarkerCode(StrEnum):
+    """The workspace identity marker ``.maka-workspace.json`` (never replaced when invalid)."""
+
+    WORKSPACE_NOT_FOUND = "workspace_not_found"
+    WORKSPACE_MARKER_INVALID = "workspace_marker_invalid"
+    WORKSPACE_MARKER_SYMLINK = "workspace_marker_symlink"
+    WORKSPACE_MARKER_NOT_FILE = "workspace_marker_not_file"
+    WORKSPACE_MARKER_UNREADABLE = "workspace_marker_unreadable"
+    WORKSPACE_MARKER_WRITE_FAILED = "workspace_marker_write_failed"
+
+
+class TransferCode(StrEnum):
+    """Session export/import (``maka export`` / ``maka import``)."""
+
+    SESSION_NOT_FOUND = "session_not_found"
+    IMPORT_FILE_UNREADABLE = "import_file_unreadable"
+    IMPORT_LINE_INVALID = "import_line_invalid"
+    IMPORT_STRUCTURE_INVALID = "import_structure_invalid"
+    IMPORT_TORN_TAIL = "import_torn_tail"
+    IMPORT_CONFLICT = "import_conflict"
+    EXPORT_TARGET_EXISTS = "export_target_exists"
 
 
 class BundleCode(StrEnum):
@@ -221,3 +261,20 @@ class FailureClass(StrEnum):
     TOOL_BOUNDARY_FAILED = "tool_boundary_failed"
     CANCELLED_BY_USER = "cancelled_by_user"
     CONTINUATION_REVALIDATION_FAILED = "continuation_revalidation_failed"
+
+
+class RecoveryReasonCode(StrEnum):
+    """``reasonCode`` of a recovery decision fact (LEDGER.md section 4)."""
+
+    RECONCILE_MATCHES_EXPECTED_STATE = "reconcile_matches_expected_state"
+    RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
+    RECONCILE_DIVERGED = "reconcile_diverged"
+    RECONCILE_UNREADABLE = "reconcile_unreadable"
+
+
+class LedgerFileCode(StrEnum):
+    """Problems of a JSONL ledger file that are not problems of one decoded event."""
+
+    TORN_LAST_LINE = "torn_last_line"
+    EMPTY_LINE = "empty_line"
+    LEDGER_FILE_UNREADABLE = "ledger_file_unreadable"

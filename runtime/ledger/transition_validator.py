@@ -1,0 +1,132 @@
+"""Prospective validation of a write against the ledger (LEDGER.md section 3, last paragraph).
+
+Every writer calls this before committing, with the ledger's current scanner state and its
+candidates:
+
+1. a ledger that already has an issue refuses everything, even exact retries (its first issue);
+2. a candidate whose id is stored is an exact retry when its canonical bytes equal the stored
+   ones (it is dropped), otherwise ``duplicate_event_id``;
+3. the remaining candidates must have the writer's lane shape (``lane_rules``);
+4. the scanner must raise nothing when the candidates are fed after the ledger;
+5. an operation whose recovery tail the candidates touch must still interpret as valid (a bundle
+   code otherwise): this is where "only ``recoveryMode: reconcile`` accepts a bundle" and "parked
+   is final" are enforced.
+
+``validate_candidates`` works on an incremental ``ToolLedgerScanner`` and a stored-bytes lookup, so
+its cost does not grow with history; ``validate_transition`` is the batch form over event lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.codes import BundleCode, ScanIssueCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.lane_rules import check_transition_shape
+from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
+from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScanner
+
+TransitionCode = ScanIssueCode | WriterRejectionCode | BundleCode
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionVerdict:
+    """``ok`` with the candidates to insert (exact retries dropped), or the first refusal."""
+
+    ok: bool
+    new_events: tuple[RuntimeEvent, ...] = ()
+    code: TransitionCode | None = None
+    event_id: str | None = None
+    operation_id: str | None = None
+    tool_call_id: str | None = None
+    message: str = ""
+
+
+def _from_issue(issue: ScanIssue, message: str) -> TransitionVerdict:
+    return TransitionVerdict(
+        False,
+        code=issue.code,
+        event_id=issue.event_id,
+        operation_id=issue.operation_id,
+        tool_call_id=issue.tool_call_id,
+        message=message,
+    )
+
+
+def validate_candidates(
+    scanner: ToolLedgerScanner,
+    candidates: Sequence[RuntimeEvent],
+    kind: TransitionKind,
+    stored_bytes: Callable[[str], bytes | None],
+) -> TransitionVerdict:
+    """Validate ``candidates`` for a ``kind`` write against the ledger ``scanner`` has seen.
+
+    ``stored_bytes(event_id)`` returns the canonical bytes stored under that id, or None. The
+    scanner is not changed; after a successful commit the caller feeds ``new_events`` to it.
+    """
+    existing_issue = scanner.first_issue
+    if existing_issue is not None:
+        return _from_issue(existing_issue, "the ledger already has an issue")
+    remaining: list[RuntimeEvent] = []
+    for candidate in candidates:
+        stored = stored_bytes(candidate["id"])
+        if stored is None:
+            remaining.append(candidate)
+        elif stored != canonical_bytes(candidate):
+            return TransitionVerdict(
+                False,
+                code=ScanIssueCode.DUPLICATE_EVENT_ID,
+                event_id=candidate["id"],
+                message="an event with this id is stored with other bytes",
+            )
+    rejection = check_transition_shape(remaining, kind)
+    if rejection is not None:
+        return TransitionVerdict(
+            False, code=rejection.code, event_id=rejection.event_id, message=rejection.reason
+        )
+    if not remaining:
+        return TransitionVerdict(True)
+    trial = scanner.fork(remaining)
+    for candidate in remaining:
+        raised = trial.feed(candidate)
+        if raised:
+            return _from_issue(raised[0], "the candidates conflict with the ledger")
+    touched = {
+        op.operation_id: op
+        for op in trial.result().operations
+        if op.operation_id is not None and (op.reconcile_events or op.decision_events)
+    }
+    for op in touched.values():
+        meaning = interpret_scanned_recovery(op)
+        if isinstance(meaning, RecoveryCorruption):
+            decision = op.decision_events[-1] if op.decision_events else op.reconcile_events[-1]
+            return TransitionVerdict(
+                False,
+                code=meaning.code,
+                event_id=decision["id"],
+                operation_id=op.operation_id,
+                tool_call_id=op.tool_call_id,
+                message=meaning.message,
+            )
+    return TransitionVerdict(True, new_events=tuple(remaining))
+
+
+def validate_transition(
+    existing_events: Sequence[RuntimeEvent],
+    candidates: Sequence[RuntimeEvent],
+    kind: TransitionKind,
+) -> TransitionVerdict:
+    """Batch form: ``existing_events`` in ledger order (normally the run's events)."""
+    scanner = ToolLedgerScanner()
+    scanner.feed_all(existing_events)
+    by_id: Mapping[str, RuntimeEvent] = {}
+    if scanner.first_issue is None:
+        by_id = {event["id"]: event for event in existing_events}
+
+    def stored(event_id: str) -> bytes | None:
+        event = by_id.get(event_id)
+        return canonical_bytes(event) if event is not None else None
+
+    return validate_candidates(scanner, candidates, kind, stored)
