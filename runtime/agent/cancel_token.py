@@ -1,0 +1,53 @@
+"""Cooperative cancellation shared by the run loop, providers and tools.
+
+A turn is cancelled from another thread (the TUI's Ctrl+C, the desktop's cancel button, shutdown).
+Blocking work cannot poll forever, so the token also runs callbacks the moment it is cancelled:
+the provider closes its socket, the bash tool kills its process tree. Callbacks registered after
+cancellation run immediately, so nobody can miss the signal.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+
+class CancelToken:
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next = 0
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            callback()
+
+    def is_cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds; True as soon as the token is cancelled."""
+        return self._event.wait(timeout)
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` once on cancellation; returns a function that unregisters it."""
+        with self._lock:
+            if not self._event.is_set():
+                key = self._next
+                self._next += 1
+                self._callbacks[key] = callback
+
+                def unregister() -> None:
+                    with self._lock:
+                        self._callbacks.pop(key, None)
+
+                return unregister
+        callback()
+        return lambda: None

@@ -1,0 +1,185 @@
+"""The offline demo provider: a deterministic rule-based agent. It is NOT an AI model.
+
+It exists so that a new user (and the end-to-end tests) can try every tool, permission and recovery
+path on a machine without network access. It reads the latest user message, recognises a few
+phrasings and turns them into real tool calls; after the tool result it answers with a short
+summary and ends the turn. Anything else gets a help text listing what it understands.
+
+Rules (case-insensitive):
+
+- ``write FILE saying TEXT`` / ``write TEXT to FILE``  -> ``write_file``
+- ``read FILE`` / ``show FILE`` / ``cat FILE``         -> ``read_file``
+- ``edit FILE replace OLD with NEW``                   -> ``edit_file``
+- ``run COMMAND``                                      -> ``bash``
+- ``list files`` / ``ls`` / ``list DIR``               -> ``list_dir``
+- ``find PATTERN`` / ``glob PATTERN``                  -> ``glob``
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from runtime.agent.cancel_token import CancelToken
+from runtime.providers.provider_port import (
+    Finished,
+    HistoryItem,
+    ProviderRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    ToolResult,
+    UserText,
+)
+
+LABEL = "offline demo (rule-based, not an AI model)"
+
+HELP_TEXT = (
+    "I am the offline demo agent: a few fixed rules, not an AI model. I understand:\n"
+    "  write hello.txt saying hi\n"
+    "  read hello.txt\n"
+    "  edit hello.txt replace hi with hello\n"
+    "  run <any shell command>\n"
+    "  list files\n"
+    "  find *.txt\n"
+    "Configure an OpenAI-compatible provider (MAKA_PROVIDER=openai) for a real model."
+)
+
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(
+            r"^(?:write|create)\s+(?P<path>\S+)\s+(?:saying|with|containing)\s+(?P<text>.+)$",
+            re.I | re.S,
+        ),
+        "write",
+    ),
+    (re.compile(r"^write\s+(?P<text>.+?)\s+(?:to|into)\s+(?P<path>\S+)$", re.I | re.S), "write"),
+    (
+        re.compile(
+            r"^edit\s+(?P<path>\S+)\s+replace\s+(?P<old>.+?)\s+with\s+(?P<new>.+)$", re.I | re.S
+        ),
+        "edit",
+    ),
+    (re.compile(r"^(?:read|show|cat|open)\s+(?P<path>\S+)$", re.I), "read"),
+    (re.compile(r"^run\s+(?P<command>.+)$", re.I | re.S), "run"),
+    (
+        re.compile(r"^(?:list(?:\s+(?:the\s+)?files)?|ls)(?:\s+(?:in\s+)?(?P<path>\S+))?$", re.I),
+        "list",
+    ),
+    (re.compile(r"^(?:find|glob)\s+(?P<pattern>\S+)$", re.I), "glob"),
+)
+
+
+def _strip_quotes(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def plan_tool_call(message: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool call the demo makes for ``message``, or None when no rule matches."""
+    text = message.strip().rstrip(".!")
+    for pattern, kind in _RULES:
+        match = pattern.match(text)
+        if match is None:
+            continue
+        groups = match.groupdict()
+        if kind == "write":
+            body = _strip_quotes(groups["text"])
+            return "write_file", {"path": groups["path"], "content": body + "\n"}
+        if kind == "edit":
+            return "edit_file", {
+                "path": groups["path"],
+                "old_string": _strip_quotes(groups["old"]),
+                "new_string": _strip_quotes(groups["new"]),
+            }
+        if kind == "read":
+            return "read_file", {"path": groups["path"]}
+        if kind == "run":
+            return "bash", {"command": groups["command"].strip()}
+        if kind == "list":
+            return "list_dir", {"path": groups.get("path") or "."}
+        return "glob", {"pattern": groups["pattern"]}
+    return None
+
+
+def _excerpt(text: str, limit: int = 400) -> str:
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def summarize_result(result: ToolResult) -> str:
+    """A short, honest summary of a tool result."""
+    value = result.result
+    if result.is_error:
+        detail = value.get("error") if isinstance(value, dict) else value
+        return f"{result.name} did not succeed: {_excerpt(str(detail))}"
+    if not isinstance(value, dict):
+        return f"{result.name} returned: {_excerpt(json.dumps(value))}"
+    if result.name in ("write_file", "edit_file"):
+        return (
+            f"Done: {result.name} wrote {value.get('bytesWritten')} bytes to {value.get('path')}."
+        )
+    if result.name == "read_file":
+        return f"{value.get('path')} contains:\n{_excerpt(str(value.get('content', '')))}"
+    if result.name == "bash":
+        output = str(value.get("output", "")).rstrip()
+        shown = f":\n{_excerpt(output)}" if output else " with no output."
+        return f"The command exited with code {value.get('exitCode')}{shown}"
+    if result.name == "list_dir":
+        names = [str(entry.get("name")) for entry in value.get("entries", [])]
+        return "Files: " + (", ".join(names) if names else "(the folder is empty)")
+    if result.name == "glob":
+        matches = [str(match) for match in value.get("matches", [])]
+        return "Matches: " + (", ".join(matches) if matches else "(none)")
+    return f"{result.name} returned: {_excerpt(json.dumps(value, sort_keys=True))}"
+
+
+def _call_id(history: tuple[HistoryItem, ...], name: str, args: dict[str, Any]) -> str:
+    """Deterministic and unique within a session: derived from the position in the history."""
+    seed = json.dumps([len(history), name, args], sort_keys=True).encode("utf-8")
+    return "demo_" + hashlib.sha256(seed).hexdigest()[:16]
+
+
+class OfflineDemoProvider:
+    @property
+    def name(self) -> str:
+        return "demo"
+
+    @property
+    def label(self) -> str:
+        return LABEL
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        del cancel  # every step is instantaneous
+        history = request.history
+        if history and isinstance(history[-1], ToolResult):
+            results: list[ToolResult] = []
+            for item in reversed(history):
+                if not isinstance(item, ToolResult):
+                    break
+                results.append(item)
+            text = "\n".join(summarize_result(item) for item in reversed(results))
+            yield from _words(text)
+            yield Finished("end_turn")
+            return
+        last_user = next(
+            (item.text for item in reversed(history) if isinstance(item, UserText)), ""
+        )
+        planned = plan_tool_call(last_user)
+        if planned is None:
+            yield from _words(HELP_TEXT)
+            yield Finished("end_turn")
+            return
+        name, args = planned
+        yield TextDelta(f"[offline demo] calling {name}.\n")
+        yield ToolCallReady(_call_id(history, name, args), name, args)
+        yield Finished("tool_calls")
+
+
+def _words(text: str) -> Iterator[TextDelta]:
+    for match in re.finditer(r"\S+\s*|\s+", text):
+        yield TextDelta(match.group(0))

@@ -1,0 +1,254 @@
+"""An OpenAI-compatible chat-completions provider (Ollama, llama.cpp server, vLLM, hosted APIs).
+
+Streaming with tool calls over plain ``http.client``: no SDK, so every failure mode is ours to
+handle. Each socket read is bounded by ``read_timeout`` seconds, cancellation closes the socket
+from the cancelling thread, and every failure (HTTP status, timeout, dropped connection, malformed
+chunk) becomes a ``ProviderError`` with a readable message. A stream that ends without ``[DONE]``
+and without a finish reason is a dropped connection, not a success.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from runtime.agent.cancel_token import CancelToken
+from runtime.providers.provider_port import (
+    AssistantText,
+    Finished,
+    HistoryItem,
+    HostNotice,
+    ProviderError,
+    ProviderErrorCode,
+    ProviderRequest,
+    StreamEvent,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    UserText,
+)
+from runtime.providers.sse_stream_codec import ChunkAssembler, sse_data_payloads
+
+_ERROR_BODY_LIMIT = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAISettings:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    connect_timeout: float = 15.0
+    read_timeout: float = 120.0
+
+
+def messages_from_history(system_prompt: str, history: tuple[HistoryItem, ...]) -> list[Any]:
+    """Chat-completions messages. Consecutive assistant text and tool calls form one assistant
+    message (that is how the model produced them); thinking is not sent back."""
+    messages: list[dict[str, Any]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    assistant: dict[str, Any] | None = None
+    for item in history:
+        if isinstance(item, (AssistantText, ToolCall)):
+            if assistant is None:
+                assistant = {"role": "assistant", "content": None}
+                messages.append(assistant)
+            if isinstance(item, AssistantText):
+                assistant["content"] = (assistant["content"] or "") + item.text
+            else:
+                assistant.setdefault("tool_calls", []).append(
+                    {
+                        "id": item.call_id,
+                        "type": "function",
+                        "function": {"name": item.name, "arguments": json.dumps(item.args)},
+                    }
+                )
+            continue
+        if isinstance(item, Thinking):
+            continue
+        assistant = None
+        if isinstance(item, (UserText, HostNotice)):
+            messages.append({"role": "user", "content": item.text})
+        elif isinstance(item, ToolResult):
+            body = item.result if isinstance(item.result, str) else json.dumps(item.result)
+            if item.is_error:
+                body = f"[error] {body}"
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": body})
+    return messages
+
+
+class OpenAICompatibleProvider:
+    def __init__(self, settings: OpenAISettings) -> None:
+        parts = urlsplit(settings.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ProviderError(
+                ProviderErrorCode.CONFIG_INVALID,
+                f"MAKA_OPENAI_BASE_URL must be an http(s) URL, got {settings.base_url!r}",
+            )
+        if not settings.model:
+            raise ProviderError(
+                ProviderErrorCode.CONFIG_INVALID, "no model configured (set MAKA_MODEL)"
+            )
+        self._settings = settings
+        self._parts = parts
+
+    @property
+    def name(self) -> str:
+        return "openai"
+
+    @property
+    def label(self) -> str:
+        return f"{self._settings.model} via {self._parts.hostname}"
+
+    def _connection(self) -> http.client.HTTPConnection:
+        host = self._parts.hostname or ""
+        timeout = self._settings.connect_timeout
+        if self._parts.scheme == "https":
+            return http.client.HTTPSConnection(
+                host, self._parts.port, timeout=timeout, context=ssl.create_default_context()
+            )
+        return http.client.HTTPConnection(host, self._parts.port, timeout=timeout)
+
+    def _body(self, request: ProviderRequest) -> bytes:
+        body: dict[str, Any] = {
+            "model": self._settings.model,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": messages_from_history(request.system_prompt, request.history),
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": dict(tool.parameters),
+                    },
+                }
+                for tool in request.tools
+            ]
+        return json.dumps(body).encode("utf-8")
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        exchange = _Exchange(self._connection())
+        unregister = cancel.on_cancel(exchange.abort)
+        try:
+            yield from self._exchange(exchange, request, cancel)
+        except ProviderError:
+            raise
+        except TimeoutError:
+            self._raise_if_cancelled(cancel)
+            raise ProviderError(
+                ProviderErrorCode.TIMEOUT,
+                f"the model server did not answer within {self._settings.read_timeout:g} s",
+            ) from None
+        except (http.client.HTTPException, OSError, ValueError) as error:
+            self._raise_if_cancelled(cancel)
+            raise ProviderError(
+                ProviderErrorCode.CONNECTION_LOST,
+                f"the connection to the model server failed: {_describe(error)}",
+            ) from None
+        finally:
+            unregister()
+            exchange.close()
+
+    @staticmethod
+    def _raise_if_cancelled(cancel: CancelToken) -> None:
+        if cancel.is_cancelled():
+            raise ProviderError(ProviderErrorCode.CANCELLED, "the turn was cancelled")
+
+    def _exchange(
+        self, exchange: _Exchange, request: ProviderRequest, cancel: CancelToken
+    ) -> Iterator[StreamEvent]:
+        connection = exchange.connection
+        path = (self._parts.path.rstrip("/") or "") + "/chat/completions"
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self._settings.api_key:
+            headers["Authorization"] = f"Bearer {self._settings.api_key}"
+        connection.request("POST", path, body=self._body(request), headers=headers)
+        # http.client forgets the socket once a response says "close"; keep it for abort().
+        exchange.sock = connection.sock
+        if exchange.sock is not None:
+            exchange.sock.settimeout(self._settings.read_timeout)
+        self._raise_if_cancelled(cancel)
+        response = connection.getresponse()
+        exchange.response = response
+        if response.status != 200:
+            detail = response.read(_ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
+            raise ProviderError(
+                ProviderErrorCode.HTTP_ERROR,
+                f"the model server answered HTTP {response.status} {response.reason}"
+                + (f": {_error_message(detail)}" if detail else ""),
+            )
+        assembler = ChunkAssembler()
+        for payload in sse_data_payloads(iter(response.readline, b"")):
+            self._raise_if_cancelled(cancel)
+            yield from assembler.feed(payload)
+            if assembler.done:
+                break
+        self._raise_if_cancelled(cancel)
+        if not assembler.done and assembler.finish_reason is None:
+            raise ProviderError(
+                ProviderErrorCode.CONNECTION_LOST,
+                "the model server closed the stream before it finished",
+            )
+        calls = assembler.finish()
+        yield from calls
+        reason = assembler.finish_reason or ("tool_calls" if calls else "end_turn")
+        yield Finished("end_turn" if reason == "stop" else reason)
+
+
+class _Exchange:
+    """One request's connection, socket and response, so that another thread can abort it and
+    the generator's ``finally`` can release all three."""
+
+    def __init__(self, connection: http.client.HTTPConnection) -> None:
+        self.connection = connection
+        self.sock: socket.socket | None = None
+        self.response: http.client.HTTPResponse | None = None
+
+    def abort(self) -> None:
+        sock = self.sock or self.connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        if self.response is not None:
+            with contextlib.suppress(Exception):
+                self.response.close()
+        self.connection.close()
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+
+
+def _error_message(body: str) -> str:
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        return body[:300]
+    if isinstance(value, dict):
+        error = value.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])[:300]
+        if isinstance(error, str):
+            return error[:300]
+    return body[:300]
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, http.client.IncompleteRead):
+        return "the response was cut off"
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused (is the server running?)"
+    text = str(error) or type(error).__name__
+    return text

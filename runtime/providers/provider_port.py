@@ -1,0 +1,181 @@
+"""The provider port: what the run loop asks of a model, in provider-neutral terms.
+
+A provider receives a ``ProviderRequest`` (system prompt, history, tool specs) and yields a stream
+of ``StreamEvent`` s: text and thinking deltas, complete tool calls, token usage and exactly one
+``Finished`` at the end. Any failure is raised as ``ProviderError`` with a stable code and a
+sentence a user can read; the run loop turns it into a ``provider_error`` terminal event. A
+provider must never hang: network providers bound every read by a timeout and close their
+connection when the turn is cancelled.
+
+The history is built from committed events only (``history_projection``), so what a model sees
+after a restart is exactly what it saw before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from runtime.agent.cancel_token import CancelToken
+
+
+class ProviderErrorCode(StrEnum):
+    HTTP_ERROR = "provider_http_error"
+    TIMEOUT = "provider_timeout"
+    CONNECTION_LOST = "provider_connection_lost"
+    MALFORMED_STREAM = "provider_malformed_stream"
+    CONFIG_INVALID = "provider_config_invalid"
+    SCRIPT_INVALID = "provider_script_invalid"
+    SCRIPT_EXHAUSTED = "provider_script_exhausted"
+    SCRIPTED_FAILURE = "provider_scripted_failure"
+    CANCELLED = "provider_cancelled"
+
+
+class ProviderError(Exception):
+    """A provider failure: ``code`` is stable, ``message`` is for people."""
+
+    def __init__(self, code: ProviderErrorCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+# ---- history (provider-neutral) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UserText:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostNotice:
+    """A host-authored message in the user's seat (for example "this tool's outcome is
+    unknown"); never a fabricated tool result."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantText:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    text: str
+    signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    call_id: str
+    name: str
+    args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    call_id: str
+    name: str
+    result: Any
+    is_error: bool = False
+
+
+HistoryItem = UserText | HostNotice | AssistantText | Thinking | ToolCall | ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRequest:
+    system_prompt: str
+    history: tuple[HistoryItem, ...]
+    tools: tuple[ToolSpec, ...] = field(default=())
+
+
+# ---- the stream -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+    signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallReady:
+    """A complete tool call (streamed argument fragments are assembled by the provider)."""
+
+    call_id: str
+    name: str
+    args: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The last event of a successful stream. ``reason``: ``end_turn``, ``tool_calls``,
+    ``length`` or a provider-specific word."""
+
+    reason: str
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolCallReady | Usage | Finished
+
+
+class Provider(Protocol):
+    """``name`` selects the provider (``--provider``); ``label`` is shown to the user."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]: ...
+
+
+def history_to_json(items: tuple[HistoryItem, ...]) -> list[dict[str, Any]]:
+    """A plain JSON view of a history (for request recordings and debugging)."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        match item:
+            case UserText(text=text):
+                out.append({"type": "user", "text": text})
+            case HostNotice(text=text):
+                out.append({"type": "host_notice", "text": text})
+            case AssistantText(text=text):
+                out.append({"type": "assistant", "text": text})
+            case Thinking(text=text):
+                out.append({"type": "thinking", "text": text})
+            case ToolCall(call_id=call_id, name=name, args=args):
+                out.append({"type": "tool_call", "id": call_id, "name": name, "args": args})
+            case ToolResult(call_id=call_id, name=name, result=result, is_error=is_error):
+                out.append(
+                    {
+                        "type": "tool_result",
+                        "id": call_id,
+                        "name": name,
+                        "result": result,
+                        "isError": is_error,
+                    }
+                )
+    return out

@@ -1,0 +1,63 @@
+"""Choosing a provider by name from a flat configuration (environment variables or settings).
+
+Keys (CLI.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, ``scripted``),
+``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, ``MAKA_OPENAI_TIMEOUT``
+(seconds per read), and for the scripted provider ``MAKA_SCRIPT_FILE`` and
+``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from runtime.providers.offline_demo_provider import OfflineDemoProvider
+from runtime.providers.openai_compatible_provider import OpenAICompatibleProvider, OpenAISettings
+from runtime.providers.provider_port import Provider, ProviderError, ProviderErrorCode
+from runtime.providers.scripted_provider import ScriptedProvider, load_script
+
+PROVIDER_NAMES = ("demo", "openai", "scripted")
+DEFAULT_PROVIDER = "demo"
+DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:11434/v1"
+
+
+def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
+    """The provider called ``name`` (or ``MAKA_PROVIDER``, or the offline demo)."""
+    chosen = (name or config.get("MAKA_PROVIDER") or DEFAULT_PROVIDER).strip().lower()
+    if chosen in ("demo", "offline", "offline-demo"):
+        return OfflineDemoProvider()
+    if chosen in ("openai", "openai-compatible"):
+        timeout_text = config.get("MAKA_OPENAI_TIMEOUT", "120")
+        try:
+            timeout = float(timeout_text)
+        except ValueError:
+            raise ProviderError(
+                ProviderErrorCode.CONFIG_INVALID,
+                f"MAKA_OPENAI_TIMEOUT must be a number of seconds, got {timeout_text!r}",
+            ) from None
+        if timeout <= 0:
+            raise ProviderError(
+                ProviderErrorCode.CONFIG_INVALID, "MAKA_OPENAI_TIMEOUT must be positive"
+            )
+        return OpenAICompatibleProvider(
+            OpenAISettings(
+                base_url=config.get("MAKA_OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
+                model=config.get("MAKA_MODEL", ""),
+                api_key=config.get("MAKA_OPENAI_API_KEY") or None,
+                read_timeout=timeout,
+                connect_timeout=min(timeout, 15.0),
+            )
+        )
+    if chosen == "scripted":
+        script = config.get("MAKA_SCRIPT_FILE")
+        if not script:
+            raise ProviderError(
+                ProviderErrorCode.CONFIG_INVALID,
+                "the scripted provider needs MAKA_SCRIPT_FILE (a JSON script of model steps)",
+            )
+        record = config.get("MAKA_SCRIPT_RECORD")
+        return ScriptedProvider(load_script(Path(script)), Path(record) if record else None)
+    raise ProviderError(
+        ProviderErrorCode.CONFIG_INVALID,
+        f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDER_NAMES)}",
+    )

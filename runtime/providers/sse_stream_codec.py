@@ -1,0 +1,168 @@
+"""Server-sent events and chat-completion chunks, decoded strictly.
+
+The OpenAI-compatible streaming protocol sends ``data: {json}`` lines separated by blank lines and
+ends with ``data: [DONE]``. Servers differ in small ways (comments, ``event:`` lines, CRLF, a
+missing ``[DONE]`` after a ``finish_reason``), which this decoder tolerates; what it never tolerates
+is a chunk that is not JSON or whose shape is wrong: those raise ``provider_malformed_stream``
+with a readable message instead of producing half a tool call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.providers.provider_port import (
+    ProviderError,
+    ProviderErrorCode,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallReady,
+    Usage,
+)
+
+DONE = "[DONE]"
+
+
+def _malformed(message: str) -> ProviderError:
+    return ProviderError(ProviderErrorCode.MALFORMED_STREAM, message)
+
+
+def sse_data_payloads(lines: Iterator[bytes]) -> Iterator[str]:
+    """Yield the ``data`` payload of each event (multi-line data joined with newlines)."""
+    data: list[str] = []
+    for raw in lines:
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            raise _malformed("the stream is not valid UTF-8") from None
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+    if data:
+        yield "\n".join(data)
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ChunkAssembler:
+    """Folds chat-completion chunks into stream events; tool calls are emitted whole at the end."""
+
+    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    finish_reason: str | None = None
+    done: bool = False
+
+    def feed(self, payload: str) -> Iterator[StreamEvent]:
+        if payload.strip() == DONE:
+            self.done = True
+            return
+        try:
+            chunk = json.loads(payload)
+        except json.JSONDecodeError as error:
+            raise _malformed(
+                f"a stream chunk is not JSON ({error.msg}): {payload[:120]!r}"
+            ) from None
+        if not isinstance(chunk, dict):
+            raise _malformed("a stream chunk is not a JSON object")
+        if "error" in chunk:
+            detail = chunk["error"]
+            message = detail.get("message") if isinstance(detail, dict) else detail
+            raise ProviderError(ProviderErrorCode.HTTP_ERROR, f"the server reported: {message}")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            yield Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+        choices = chunk.get("choices", [])
+        if not isinstance(choices, list):
+            raise _malformed("'choices' is not a list")
+        for choice in choices:
+            yield from self._feed_choice(choice)
+
+    def _feed_choice(self, choice: Any) -> Iterator[StreamEvent]:
+        if not isinstance(choice, dict):
+            raise _malformed("a choice is not a JSON object")
+        delta = choice.get("delta") or {}
+        if not isinstance(delta, dict):
+            raise _malformed("'delta' is not a JSON object")
+        for key in ("reasoning_content", "reasoning"):
+            reasoning = delta.get(key)
+            if isinstance(reasoning, str) and reasoning:
+                yield ThinkingDelta(reasoning)
+        content = delta.get("content")
+        if content is not None:
+            if not isinstance(content, str):
+                raise _malformed("'delta.content' is not a string")
+            if content:
+                yield TextDelta(content)
+        tool_calls = delta.get("tool_calls")
+        if tool_calls is not None:
+            if not isinstance(tool_calls, list):
+                raise _malformed("'delta.tool_calls' is not a list")
+            for fragment in tool_calls:
+                self._feed_call(fragment)
+        reason = choice.get("finish_reason")
+        if reason is not None:
+            if not isinstance(reason, str):
+                raise _malformed("'finish_reason' is not a string")
+            self.finish_reason = reason
+
+    def _feed_call(self, fragment: Any) -> None:
+        if not isinstance(fragment, dict):
+            raise _malformed("a tool-call fragment is not a JSON object")
+        index = fragment.get("index", 0)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise _malformed("a tool-call fragment has no integer index")
+        partial = self.calls.setdefault(index, _PartialCall())
+        call_id = fragment.get("id")
+        if isinstance(call_id, str) and call_id:
+            partial.call_id = call_id
+        function = fragment.get("function") or {}
+        if not isinstance(function, dict):
+            raise _malformed("a tool-call fragment's 'function' is not an object")
+        name = function.get("name")
+        if isinstance(name, str) and name and name != partial.name:
+            # Most servers send the name once; some repeat it, a few split it into pieces.
+            partial.name += name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            partial.arguments.append(arguments)
+        elif arguments is not None:
+            raise _malformed("tool-call arguments are not a string")
+
+    def finish(self) -> list[ToolCallReady]:
+        """The assembled tool calls, in index order; malformed arguments are an error."""
+        ready: list[ToolCallReady] = []
+        for index in sorted(self.calls):
+            partial = self.calls[index]
+            if not partial.call_id or not partial.name:
+                raise _malformed(f"tool call #{index} arrived without an id or a name")
+            text = "".join(partial.arguments).strip() or "{}"
+            try:
+                args = json.loads(text)
+            except json.JSONDecodeError:
+                raise _malformed(
+                    f"the arguments of tool call {partial.name} are not valid JSON"
+                ) from None
+            ready.append(ToolCallReady(partial.call_id, partial.name, args))
+        return ready
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
