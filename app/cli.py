@@ -29,6 +29,7 @@ class CommandModule(Protocol):
 COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("app.commands.gui_cmd", "start the desktop app (the default)"),
     "ledger": ("app.commands.ledger_cmd", "inspect a RuntimeEvent JSONL ledger file"),
+    "self-test": ("app.commands.selftest_cmd", "check that this installation works"),
 }
 
 

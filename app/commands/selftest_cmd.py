@@ -1,0 +1,273 @@
+"""``maka self-test [--json]``: can this installation run at all?
+
+Used by the packaging tests, the release workflow and people reporting a problem. Every check uses
+the same parts the app uses, on throw-away resources, and never touches the user's ledger:
+
+- ``qt-platform``: a child process (this same program, so a frozen bundle checks its own plugins)
+  starts a QApplication on the ``offscreen`` platform plugin and renders a widget. A child, because
+  Qt aborts the whole process when a platform plugin cannot load; the parent survives to report it.
+- ``sqlite-wal``: the bundled SQLite switches a new database to WAL and commits through it.
+- ``store-open``: the product's store opens (creating its schema) in a temporary directory.
+- ``ipc-listen``: a user-only ``QLocalServer`` listens on a short unique name and a
+  ``QLocalSocket`` round-trips bytes through it, as the main process and the renderer do.
+- ``data-dir``: the data directory (``--data-dir`` > ``MAKA_DATA_DIR`` > per-user) can be created
+  and written.
+
+Exit 0 when every check passes, 1 otherwise (each failure is named, with its reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app import __version__
+from app.cli_errors import EXIT_ERROR, EXIT_OK
+
+PROBE_QT = "qt"
+QT_PROBE_TIMEOUT_S = 60.0
+IPC_TIMEOUT_MS = 5000
+_QT_APP: list[object] = []
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    # Internal: the child side of the qt-platform check.
+    parser.add_argument("--probe", choices=[PROBE_QT], help=argparse.SUPPRESS)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.probe == PROBE_QT:
+        return _qt_probe_child()
+    data_dir = _data_dir(args.data_dir)
+    checks: list[tuple[str, Callable[[], str]]] = [
+        ("qt-platform", _check_qt_platform),
+        ("sqlite-wal", _check_sqlite_wal),
+        ("store-open", _check_store_open),
+        ("ipc-listen", _check_ipc_listen),
+        ("data-dir", lambda: _check_data_dir(data_dir)),
+    ]
+    results = [_run_check(name, check) for name, check in checks]
+    failures = [result.name for result in results if not result.ok]
+    if args.json:
+        document = {
+            "ok": not failures,
+            "version": __version__,
+            "frozen": _is_frozen(),
+            "python": platform.python_version(),
+            "platform": f"{sys.platform}-{platform.machine()}",
+            "executable": sys.executable,
+            "dataDir": str(data_dir),
+            "checks": [{"name": r.name, "ok": r.ok, "detail": r.detail} for r in results],
+            "failures": failures,
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        mode = "bundle" if _is_frozen() else "source"
+        print(
+            f"maka self-test: maka {__version__} ({mode}), Python {platform.python_version()}, "
+            f"{sys.platform}-{platform.machine()}"
+        )
+        for result in results:
+            print(f"  {'ok  ' if result.ok else 'FAIL'}  {result.name:<12} {result.detail}")
+        if failures:
+            print(
+                f"self-test: {len(failures)} of {len(results)} checks failed: {', '.join(failures)}"
+            )
+        else:
+            print(f"self-test: all {len(results)} checks passed")
+    return EXIT_ERROR if failures else EXIT_OK
+
+
+def _run_check(name: str, check: Callable[[], str]) -> CheckResult:
+    """A check returns its detail line or raises; any exception is that check's failure."""
+    started = time.perf_counter()
+    try:
+        detail = check()
+    except Exception as error:  # a self-test reports every failure, whatever its kind
+        return CheckResult(name, False, f"{type(error).__name__}: {error}")
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return CheckResult(name, True, f"{detail} ({elapsed_ms:.0f} ms)")
+
+
+def _is_frozen() -> bool:
+    return bool(getattr(sys, "frozen", False))
+
+
+def _self_command() -> list[str]:
+    """How to run this very program again: the bundle's own executable, or this interpreter."""
+    if _is_frozen():
+        return [sys.executable]
+    return [sys.executable, "-c", "from app.cli import run_main; run_main()"]
+
+
+def _data_dir(option: str | None) -> Path:
+    if option:
+        return Path(option).expanduser()
+    if os.environ.get("MAKA_DATA_DIR"):
+        return Path(os.environ["MAKA_DATA_DIR"]).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("maka", appauthor=False))
+
+
+# --- qt-platform ------------------------------------------------------------------------------
+
+
+def _check_qt_platform() -> str:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    try:
+        completed = subprocess.run(
+            [*_self_command(), "self-test", "--probe", PROBE_QT],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=QT_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise RuntimeError(
+            f"the Qt probe did not finish within {QT_PROBE_TIMEOUT_S:.0f} s"
+        ) from error
+    if completed.returncode != 0:
+        tail = " | ".join(completed.stderr.strip().splitlines()[-3:]) or "no output"
+        raise RuntimeError(f"the Qt probe exited with {completed.returncode}: {tail}")
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    if report.get("platform") != "offscreen":
+        raise RuntimeError(f"Qt started the {report.get('platform')!r} platform, not offscreen")
+    return (
+        f"offscreen platform plugin loaded (Qt {report['qt']}), widget rendered "
+        f"{report['width']}x{report['height']}, {report['fonts']} font families"
+    )
+
+
+def _qt_probe_child() -> int:
+    """Child side: start Qt offscreen, render one widget, print one JSON line."""
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6 import __version__ as pyside_version
+    from PySide6.QtGui import QFontDatabase, QGuiApplication
+    from PySide6.QtWidgets import QApplication, QLabel
+
+    app = QApplication([sys.argv[0] if sys.argv else "maka"])
+    label = QLabel("Maka self-test")
+    label.resize(240, 40)
+    image = label.grab().toImage()
+    report = {
+        "platform": QGuiApplication.platformName(),
+        "qt": pyside_version,
+        "width": image.width(),
+        "height": image.height(),
+        "fonts": len(QFontDatabase.families()),
+    }
+    label.deleteLater()
+    del app
+    print(json.dumps(report))
+    return EXIT_OK if image.width() > 0 else EXIT_ERROR
+
+
+# --- sqlite-wal / store-open ------------------------------------------------------------------
+
+
+def _check_sqlite_wal() -> str:
+    with tempfile.TemporaryDirectory(prefix="maka-selftest-") as folder:
+        path = Path(folder) / "wal-check.sqlite"
+        connection = sqlite3.connect(path, isolation_level=None)
+        try:
+            mode = connection.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise RuntimeError(f"SQLite refused WAL (journal_mode is {mode!r})")
+            connection.execute("CREATE TABLE t (x INTEGER)")
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("INSERT INTO t VALUES (1)")
+            connection.execute("COMMIT")
+            if not Path(f"{path}-wal").exists():
+                raise RuntimeError("no -wal file after a commit in WAL mode")
+            count = connection.execute("SELECT count(*) FROM t").fetchone()[0]
+            if count != 1:
+                raise RuntimeError(f"read back {count} rows, expected 1")
+        finally:
+            connection.close()
+    return f"WAL journal works (SQLite {sqlite3.sqlite_version})"
+
+
+def _check_store_open() -> str:
+    raise RuntimeError("the store is not part of this build yet")
+
+
+# --- ipc-listen -------------------------------------------------------------------------------
+
+
+def _check_ipc_listen() -> str:
+    from PySide6.QtCore import QCoreApplication
+    from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+    if QCoreApplication.instance() is None:
+        # Sockets need an event dispatcher; keep the instance alive for the rest of the process.
+        _QT_APP.append(QCoreApplication([sys.argv[0] if sys.argv else "maka"]))
+    name = f"maka-st-{uuid.uuid4().hex[:8]}"
+    server = QLocalServer()
+    server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+    client = QLocalSocket()
+    try:
+        if not server.listen(name):
+            raise RuntimeError(f"cannot listen on {name}: {server.errorString()}")
+        client.connectToServer(name)
+        if not server.waitForNewConnection(IPC_TIMEOUT_MS)[0]:
+            raise RuntimeError(f"no connection arrived: {server.errorString()}")
+        if not client.waitForConnected(IPC_TIMEOUT_MS):
+            raise RuntimeError(f"client did not connect: {client.errorString()}")
+        peer = server.nextPendingConnection()
+        payload = b"maka-self-test"
+        client.write(payload)
+        client.flush()
+        received = b""
+        deadline = time.monotonic() + IPC_TIMEOUT_MS / 1000
+        while len(received) < len(payload) and time.monotonic() < deadline:
+            if peer.waitForReadyRead(100):
+                received += peer.readAll().data()
+        if received != payload:
+            raise RuntimeError(f"round trip returned {received!r}")
+        full_name = server.fullServerName()
+        peer.close()
+        client.disconnectFromServer()
+    finally:
+        client.abort()
+        server.close()
+    return f"local server listened and round-tripped bytes ({full_name})"
+
+
+# --- data-dir ---------------------------------------------------------------------------------
+
+
+def _check_data_dir(data_dir: Path) -> str:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    probe = data_dir / f".maka-selftest-{uuid.uuid4().hex[:8]}"
+    payload = b"maka self-test\n"
+    try:
+        with open(probe, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if probe.read_bytes() != payload:
+            raise RuntimeError("read back different bytes")
+    finally:
+        probe.unlink(missing_ok=True)
+    return f"writable: {data_dir}"
