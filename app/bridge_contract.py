@@ -48,6 +48,7 @@ MAX_ITEMS_PER_OPEN: Final = 2000
 MAX_SESSIONS_PER_LIST: Final = 20_000
 MAX_TEXT_CHARS: Final = 200_000
 MAX_SUMMARY_CHARS: Final = 4000
+MAX_PATH_CHARS: Final = 4096
 
 
 class MessageKind(StrEnum):
@@ -153,7 +154,7 @@ class ProviderChoice(StrEnum):
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Code = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=80)]
 Token = Annotated[str, StringConstraints(min_length=16, max_length=256)]
-FsPath = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+FsPath = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Summary = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
 Explanation = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]

@@ -1,0 +1,277 @@
+"""The renderer's end of the IPC bridge: a ``QLocalSocket`` speaking ``app.bridge_contract``.
+
+Why it behaves this way:
+
+* The handshake (``hello`` with the per-launch token) is the first frame on every connection;
+  widgets hear ``connected`` only after ``hello.ok``, so nothing they send can precede it.
+* If the main process disappears, the state turns ``disconnected`` and the bridge reconnects
+  with a doubling backoff (capped), because a restarted main process may come back on the same
+  name. A ``hello.rejected`` is final: the token belongs to a main process that is gone, and
+  retrying would only hammer the new one.
+* Any frame that breaks the contract closes the connection (and is logged); it never reaches a
+  widget. Requests made while disconnected are dropped, not queued, so a stale click cannot fire
+  after a reconnect; a Safe resume request answers ``resume_failed`` at once instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtNetwork import QLocalSocket
+
+from app.bridge_contract import (
+    MAX_PATH_CHARS,
+    MAX_TEXT_CHARS,
+    PROTOCOL_VERSION,
+    PUSH_KINDS,
+    BridgeProtocolError,
+    ErrorPush,
+    FrameReader,
+    HelloOkPush,
+    HelloRejectedPush,
+    HelloRequest,
+    HostState,
+    HostStatePush,
+    Message,
+    PermissionDecision,
+    PermissionRequestedPush,
+    PermissionsAnswerRequest,
+    ProviderChoice,
+    Request,
+    ResumeFailedPush,
+    ResumeLatestRequest,
+    ResumeParkedPush,
+    ResumeStartedPush,
+    RunStatusPush,
+    SessionOpenedPush,
+    SessionsCreateRequest,
+    SessionsListedPush,
+    SessionsListRequest,
+    SessionsOpenRequest,
+    SessionUpdatedPush,
+    SettingsCurrentPush,
+    SettingsGetRequest,
+    SettingsUpdateRequest,
+    TranscriptItemPush,
+    TurnsCancelRequest,
+    TurnsSendRequest,
+    WindowShowPush,
+    encode_frame,
+)
+from renderer.bridge_port import BridgePort, ConnectionState
+
+log = logging.getLogger("maka.renderer.bridge")
+
+BACKOFF_FIRST_MS = 50
+BACKOFF_MAX_MS = 2000
+
+
+class RendererBridge(BridgePort):
+    def __init__(self, server_name: str, token: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._server_name = server_name
+        self._token = token
+        self._socket = QLocalSocket(self)
+        self._reader = FrameReader(accept=PUSH_KINDS)
+        self._handshaken = False
+        self._stopped = False
+        self._backoff_ms = BACKOFF_FIRST_MS
+        self._ids = itertools.count(1)
+        self._retry = QTimer(self)
+        self._retry.setSingleShot(True)
+        self._retry.timeout.connect(self._connect)
+        self._socket.connected.connect(self._on_connected)
+        self._socket.disconnected.connect(self._on_disconnected)
+        self._socket.errorOccurred.connect(self._on_error)
+        self._socket.readyRead.connect(self._on_ready_read)
+
+    @property
+    def server_name(self) -> str:
+        return self._server_name
+
+    @property
+    def next_retry_ms(self) -> int:
+        return self._backoff_ms
+
+    def start(self) -> None:
+        """Begin connecting; reconnection after a loss is automatic from here on."""
+        self._stopped = False
+        self._set_connection_state(ConnectionState.CONNECTING)
+        self._connect()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._retry.stop()
+        self._socket.abort()
+
+    # ----------------------------------------------------------------- socket events
+
+    def _connect(self) -> None:
+        if self._stopped:
+            return
+        self._reader = FrameReader(accept=PUSH_KINDS)
+        self._handshaken = False
+        self._socket.abort()
+        self._socket.connectToServer(self._server_name)
+
+    def _on_connected(self) -> None:
+        hello = HelloRequest(token=self._token, protocol_version=PROTOCOL_VERSION)
+        self._socket.write(encode_frame(hello))
+        self._socket.flush()
+
+    def _on_error(self, error: QLocalSocket.LocalSocketError) -> None:
+        log.info("bridge socket error: %s", error.name)
+        if self._socket.state() == QLocalSocket.LocalSocketState.UnconnectedState:
+            self._schedule_reconnect()
+
+    def _on_disconnected(self) -> None:
+        self._schedule_reconnect()
+
+    def _schedule_reconnect(self) -> None:
+        self._handshaken = False
+        if self._stopped or self.connection_state is ConnectionState.REJECTED:
+            return
+        self._set_connection_state(ConnectionState.DISCONNECTED)
+        if not self._retry.isActive():
+            self._retry.start(self._backoff_ms)
+            self._backoff_ms = min(self._backoff_ms * 2, BACKOFF_MAX_MS)
+
+    def _on_ready_read(self) -> None:
+        data = self._socket.readAll().data()
+        try:
+            messages = self._reader.feed(bytes(data))
+        except BridgeProtocolError as exc:
+            log.warning("closing bridge connection: %s", exc.code.value)
+            self._socket.abort()
+            self._schedule_reconnect()
+            return
+        for message in messages:
+            self._dispatch(message)
+
+    def _dispatch(self, message: Message) -> None:
+        if not self._handshaken:
+            self._dispatch_handshake(message)
+            return
+        match message:
+            case HostStatePush():
+                self.host_state_changed.emit(message)
+                if message.state is HostState.CLOSED:
+                    self.stop()
+                    self._set_connection_state(ConnectionState.DISCONNECTED)
+            case SessionsListedPush():
+                self.sessions_listed.emit(message)
+            case SessionUpdatedPush():
+                self.session_updated.emit(message)
+            case SessionOpenedPush():
+                self.session_opened.emit(message)
+            case TranscriptItemPush():
+                self.transcript_item.emit(message)
+            case RunStatusPush():
+                self.run_status.emit(message)
+            case PermissionRequestedPush():
+                self.permission_requested.emit(message)
+            case ResumeStartedPush():
+                self.resume_started.emit(message)
+            case ResumeParkedPush():
+                self.resume_parked.emit(message)
+            case ResumeFailedPush():
+                self.resume_failed.emit(message)
+            case SettingsCurrentPush():
+                self.settings_current.emit(message)
+            case ErrorPush():
+                self.error_received.emit(message)
+            case WindowShowPush():
+                self.window_show_requested.emit()
+            case _:
+                log.warning("ignoring unexpected %s after handshake", message.kind.value)
+
+    def _dispatch_handshake(self, message: Message) -> None:
+        if isinstance(message, HelloOkPush):
+            self._handshaken = True
+            self._backoff_ms = BACKOFF_FIRST_MS
+            self._set_safe_resume_enabled(message.safe_resume_enabled)
+            self._set_connection_state(ConnectionState.CONNECTED)
+            self.host_state_changed.emit(HostStatePush(state=message.host_state))
+        elif isinstance(message, HelloRejectedPush):
+            log.warning("main process rejected the handshake: %s", message.code)
+            self._set_connection_state(ConnectionState.REJECTED)
+            self.stop()
+        else:
+            log.warning("closing bridge connection: %s before hello.ok", message.kind.value)
+            self._socket.abort()
+            self._schedule_reconnect()
+
+    # ----------------------------------------------------------------- requests
+
+    def _send(self, request: Request) -> bool:
+        if not self._handshaken or self.connection_state is not ConnectionState.CONNECTED:
+            return False
+        self._socket.write(encode_frame(request))
+        return True
+
+    def _correlation(self) -> str:
+        return f"r{next(self._ids)}"
+
+    def list_sessions(self) -> bool:
+        return self._send(SessionsListRequest(correlation_id=self._correlation()))
+
+    def create_session(self, cwd: str) -> bool:
+        if not 0 < len(cwd) <= MAX_PATH_CHARS:
+            return False
+        return self._send(SessionsCreateRequest(cwd=cwd, correlation_id=self._correlation()))
+
+    def open_session(self, session_id: str) -> bool:
+        return self._send(
+            SessionsOpenRequest(session_id=session_id, correlation_id=self._correlation())
+        )
+
+    def send_turn(self, session_id: str, text: str) -> bool:
+        if not 0 < len(text) <= MAX_TEXT_CHARS:
+            return False
+        return self._send(TurnsSendRequest(session_id=session_id, text=text))
+
+    def cancel_turn(self, session_id: str) -> bool:
+        return self._send(TurnsCancelRequest(session_id=session_id))
+
+    def answer_permission(self, session_id: str, request_id: str, allow: bool) -> bool:
+        decision = PermissionDecision.ALLOW if allow else PermissionDecision.DENY
+        return self._send(
+            PermissionsAnswerRequest(
+                session_id=session_id, request_id=request_id, decision=decision
+            )
+        )
+
+    def resume_latest(self, session_id: str) -> bool:
+        correlation = self._correlation()
+        if self._send(ResumeLatestRequest(session_id=session_id, correlation_id=correlation)):
+            return True
+        failed = ResumeFailedPush(
+            session_id=session_id,
+            code="bridge_disconnected",
+            message="not connected to the main process",
+            correlation_id=correlation,
+        )
+        QTimer.singleShot(0, lambda: self.resume_failed.emit(failed))
+        return False
+
+    def get_settings(self) -> bool:
+        return self._send(SettingsGetRequest(correlation_id=self._correlation()))
+
+    def update_settings(
+        self,
+        provider: ProviderChoice,
+        openai_base_url: str,
+        openai_model: str,
+        openai_api_key: str | None,
+    ) -> bool:
+        return self._send(
+            SettingsUpdateRequest(
+                provider=provider,
+                openai_base_url=openai_base_url,
+                openai_model=openai_model,
+                openai_api_key=openai_api_key,
+                correlation_id=self._correlation(),
+            )
+        )

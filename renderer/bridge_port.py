@@ -1,0 +1,105 @@
+"""What the widgets may do and hear: the signals and request methods of the bridge.
+
+Why a separate base class: the widgets depend on this surface only, so pytest-qt tests drive
+them with a fake (a subclass that records requests and emits pushes by hand) while the real
+:class:`renderer.bridge_client.RendererBridge` speaks the socket protocol. Push payloads are the
+frozen models of :mod:`app.bridge_contract`; widgets never see bytes or sockets.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from PySide6.QtCore import QObject, Signal
+
+from app.bridge_contract import ProviderChoice
+
+
+class ConnectionState(StrEnum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DISCONNECTED = "disconnected"
+    REJECTED = "rejected"
+
+
+class BridgePort(QObject):
+    """Signals carry ``app.bridge_contract`` models (typed ``object`` for Qt)."""
+
+    connection_state_changed = Signal(str)
+    """A :class:`ConnectionState` value; ``connected`` means the handshake succeeded."""
+    host_state_changed = Signal(object)  # HostStatePush
+    safe_resume_enabled_changed = Signal(bool)
+    sessions_listed = Signal(object)  # SessionsListedPush
+    session_updated = Signal(object)  # SessionUpdatedPush
+    session_opened = Signal(object)  # SessionOpenedPush
+    transcript_item = Signal(object)  # TranscriptItemPush
+    run_status = Signal(object)  # RunStatusPush
+    permission_requested = Signal(object)  # PermissionRequestedPush
+    resume_started = Signal(object)  # ResumeStartedPush
+    resume_parked = Signal(object)  # ResumeParkedPush
+    resume_failed = Signal(object)  # ResumeFailedPush
+    settings_current = Signal(object)  # SettingsCurrentPush
+    error_received = Signal(object)  # ErrorPush
+    window_show_requested = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._connection_state = ConnectionState.CONNECTING
+        self._safe_resume_enabled = False
+
+    @property
+    def connection_state(self) -> ConnectionState:
+        return self._connection_state
+
+    @property
+    def safe_resume_enabled(self) -> bool:
+        """What the main process said at handshake; the flag lives there, not here."""
+        return self._safe_resume_enabled
+
+    def _set_connection_state(self, state: ConnectionState) -> None:
+        if state != self._connection_state:
+            self._connection_state = state
+            self.connection_state_changed.emit(state.value)
+
+    def _set_safe_resume_enabled(self, enabled: bool) -> None:
+        if enabled != self._safe_resume_enabled:
+            self._safe_resume_enabled = enabled
+            self.safe_resume_enabled_changed.emit(enabled)
+
+    # Requests. Each returns whether the request left the process; while disconnected nothing
+    # is queued (a stale click must not fire after a reconnect).
+
+    def list_sessions(self) -> bool:
+        raise NotImplementedError
+
+    def create_session(self, cwd: str) -> bool:
+        raise NotImplementedError
+
+    def open_session(self, session_id: str) -> bool:
+        raise NotImplementedError
+
+    def send_turn(self, session_id: str, text: str) -> bool:
+        raise NotImplementedError
+
+    def cancel_turn(self, session_id: str) -> bool:
+        raise NotImplementedError
+
+    def answer_permission(self, session_id: str, request_id: str, allow: bool) -> bool:
+        raise NotImplementedError
+
+    def resume_latest(self, session_id: str) -> bool:
+        """Ask for Safe resume. The answer arrives as ``resume_started``, ``resume_parked`` or
+        ``resume_failed`` for that session, also when the request could not be sent."""
+        raise NotImplementedError
+
+    def get_settings(self) -> bool:
+        raise NotImplementedError
+
+    def update_settings(
+        self,
+        provider: ProviderChoice,
+        openai_base_url: str,
+        openai_model: str,
+        openai_api_key: str | None,
+    ) -> bool:
+        raise NotImplementedError

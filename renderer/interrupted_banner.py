@@ -1,0 +1,387 @@
+"""The interrupted banner: Safe resume for a session whose latest run failed with
+``app_restarted``.
+
+States (DESKTOP.md): ``idle`` (explanation + Safe resume) -> ``resuming`` (button disabled,
+busy bar) -> ``started`` (the banner closes; the continuation streams into the transcript) |
+``parked`` (colour of the most serious reason, one sentence per reason, expandable details with
+codes and affected operations, Copy diagnostics, Try again) | ``failed`` (error text, Retry).
+With the flag off the banner is ``disabled``: it says Safe resume is off and offers no button
+that could only fail. ``hidden`` when the session is not interrupted.
+
+Why the state is kept per session: a resume belongs to the session it was asked for, so
+switching sessions while one is resuming must neither lose its answer nor show it on the
+other session. The banner only sends a sessionId; the main process supplies every fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge_contract import (
+    ResumeDiagnostic,
+    ResumeFailedPush,
+    ResumeParkedPush,
+    ResumeStartedPush,
+)
+from renderer import theme
+from renderer.bridge_port import BridgePort, ConnectionState
+from renderer.park_text import Severity, describe, highest_severity
+from renderer.tinted_panel import TintedPanel
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("InterruptedBanner", text)
+
+
+class BannerState(StrEnum):
+    HIDDEN = "hidden"
+    DISABLED = "disabled"
+    IDLE = "idle"
+    RESUMING = "resuming"
+    STARTED = "started"
+    PARKED = "parked"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class _SessionResume:
+    state: BannerState = BannerState.IDLE
+    reasons: tuple[str, ...] = ()
+    diagnostics: tuple[ResumeDiagnostic, ...] = field(default=())
+    failure_code: str = ""
+    failure_message: str = ""
+
+
+class InterruptedBanner(TintedPanel):
+    def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("InterruptedBanner")
+        self.setAccessibleName(_tr("Interrupted run"))
+        self._bridge = bridge
+        self._session_id: str | None = None
+        self._interrupted = False
+        self._by_session: dict[str, _SessionResume] = {}
+        self._build()
+        bridge.resume_started.connect(self._on_started)
+        bridge.resume_parked.connect(self._on_parked)
+        bridge.resume_failed.connect(self._on_failed)
+        bridge.safe_resume_enabled_changed.connect(lambda _enabled: self._render())
+        bridge.connection_state_changed.connect(self._on_connection)
+        self._render()
+
+    # ----------------------------------------------------------------- layout
+
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(16, 12, 12, 12)
+        outer.setSpacing(6)
+        top = QHBoxLayout()
+        top.setSpacing(12)
+        text_column = QVBoxLayout()
+        text_column.setSpacing(4)
+        self.title_label = QLabel()
+        self.title_label.setObjectName("BannerTitle")
+        title_font = self.title_label.font()
+        title_font.setBold(True)
+        self.title_label.setFont(title_font)
+        self.title_label.setWordWrap(True)
+        self.body_label = QLabel()
+        self.body_label.setWordWrap(True)
+        self.body_label.setTextFormat(Qt.TextFormat.PlainText)
+        text_column.addWidget(self.title_label)
+        text_column.addWidget(self.body_label)
+        self.reasons_box = QVBoxLayout()
+        self.reasons_box.setSpacing(2)
+        text_column.addLayout(self.reasons_box)
+        top.addLayout(text_column, 1)
+        self.busy_bar = QProgressBar()
+        self.busy_bar.setRange(0, 0)
+        self.busy_bar.setTextVisible(False)
+        self.busy_bar.setFixedWidth(72)
+        self.busy_bar.setMaximumHeight(8)
+        self.busy_bar.setAccessibleName(_tr("Checking"))
+        self.action_button = QPushButton()
+        self.action_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.action_button.clicked.connect(self.request_resume)
+        top.addWidget(self.busy_bar, 0, Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
+        outer.addLayout(top)
+        self.tools_row = QWidget()
+        tools = QHBoxLayout(self.tools_row)
+        tools.setContentsMargins(0, 2, 0, 0)
+        tools.setSpacing(8)
+        self.details_toggle = QToolButton()
+        self.details_toggle.setCheckable(True)
+        self.details_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.details_toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.details_toggle.setText(_tr("Details"))
+        self.details_toggle.setAutoRaise(True)
+        self.details_toggle.toggled.connect(self._on_details_toggled)
+        self.copy_button = QPushButton(_tr("Copy diagnostics"))
+        self.copy_button.clicked.connect(self.copy_diagnostics)
+        tools.addWidget(self.details_toggle)
+        tools.addStretch(1)
+        tools.addWidget(self.copy_button)
+        outer.addWidget(self.tools_row)
+        self.details_panel = TintedPanel()
+        details_layout = QVBoxLayout(self.details_panel)
+        details_layout.setContentsMargins(10, 8, 10, 8)
+        self.details_label = QLabel()
+        self.details_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.details_label.setFont(theme.monospace_font())
+        self.details_label.setWordWrap(True)
+        self.details_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        details_layout.addWidget(self.details_label)
+        outer.addWidget(self.details_panel)
+        self.reason_labels: list[QLabel] = []
+
+    # ----------------------------------------------------------------- public
+
+    @property
+    def state(self) -> BannerState:
+        if self._session_id is None or not self._interrupted:
+            current = self._current()
+            if current.state is BannerState.STARTED:
+                return BannerState.STARTED
+            return BannerState.HIDDEN
+        if not self._bridge.safe_resume_enabled:
+            return BannerState.DISABLED
+        return self._current().state
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    def set_session(self, session_id: str | None, interrupted: bool) -> None:
+        """Show the banner for ``session_id``; ``interrupted`` = latest run failed with
+        ``app_restarted``. A session whose resume started stays closed until the main process
+        reports it is no longer interrupted."""
+        self._session_id = session_id
+        self._interrupted = interrupted
+        if session_id is not None:
+            current = self._by_session.get(session_id)
+            if current is not None and current.state is BannerState.STARTED and not interrupted:
+                del self._by_session[session_id]
+        self._render()
+
+    def request_resume(self) -> bool:
+        """Ask for Safe resume if the banner currently offers it (button or Ctrl+R)."""
+        if self.state not in (BannerState.IDLE, BannerState.PARKED, BannerState.FAILED):
+            return False
+        session_id = self._session_id
+        assert session_id is not None
+        self._by_session[session_id] = replace(self._current(), state=BannerState.RESUMING)
+        self._render()
+        self._bridge.resume_latest(session_id)
+        return True
+
+    def diagnostics_text(self) -> str:
+        """The block "Copy diagnostics" puts on the clipboard: codes, operations, sentences."""
+        current = self._current()
+        lines = [
+            "Maka Safe resume diagnostics",
+            f"session: {self._session_id}",
+            f"result: {current.state.value}",
+        ]
+        if current.reasons:
+            lines.append("reasons:")
+            for code in current.reasons:
+                text = describe(code)
+                lines.append(f"  {code} ({text.severity.value}): {text.sentence}")
+        if current.diagnostics:
+            lines.append("diagnostics:")
+            lines.extend(f"  {_diagnostic_line(d)}" for d in current.diagnostics)
+        if current.failure_code:
+            lines.append(f"error: {current.failure_code}: {current.failure_message}")
+        return "\n".join(lines) + "\n"
+
+    def copy_diagnostics(self) -> None:
+        QGuiApplication.clipboard().setText(self.diagnostics_text())
+        self.copy_button.setText(_tr("Copied"))
+
+    # ----------------------------------------------------------------- pushes
+
+    def _current(self) -> _SessionResume:
+        if self._session_id is None:
+            return _SessionResume(state=BannerState.HIDDEN)
+        return self._by_session.get(self._session_id, _SessionResume())
+
+    def _on_started(self, push: ResumeStartedPush) -> None:
+        self._by_session[push.session_id] = _SessionResume(state=BannerState.STARTED)
+        self._render()
+
+    def _on_parked(self, push: ResumeParkedPush) -> None:
+        self._by_session[push.session_id] = _SessionResume(
+            state=BannerState.PARKED,
+            reasons=push.rejection_reasons,
+            diagnostics=push.diagnostics,
+        )
+        self._render()
+
+    def _on_failed(self, push: ResumeFailedPush) -> None:
+        self._by_session[push.session_id] = _SessionResume(
+            state=BannerState.FAILED,
+            failure_code=push.code,
+            failure_message=push.message,
+        )
+        self._render()
+
+    def _on_connection(self, state: str) -> None:
+        if state == ConnectionState.CONNECTED:
+            self._render()
+            return
+        for session_id, current in list(self._by_session.items()):
+            if current.state is BannerState.RESUMING:
+                self._by_session[session_id] = _SessionResume(
+                    state=BannerState.FAILED,
+                    failure_code="bridge_disconnected",
+                    failure_message="lost the connection while resuming",
+                )
+        self._render()
+
+    # ----------------------------------------------------------------- rendering
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._apply_colours(self._severity())
+
+    def _severity(self) -> Severity:
+        state = self.state
+        if state is BannerState.PARKED:
+            return highest_severity(self._current().reasons)
+        if state is BannerState.FAILED:
+            return Severity.ERROR
+        if state is BannerState.DISABLED:
+            return Severity.INFO
+        return Severity.WARN
+
+    def _render(self) -> None:
+        state = self.state
+        current = self._current()
+        self.setVisible(state not in (BannerState.HIDDEN, BannerState.STARTED))
+        self._set_reasons(current.reasons if state is BannerState.PARKED else ())
+        self.busy_bar.setVisible(state is BannerState.RESUMING)
+        self.action_button.setVisible(state is not BannerState.DISABLED)
+        self.action_button.setEnabled(state in _ACTIONABLE)
+        self.tools_row.setVisible(state is BannerState.PARKED)
+        self.details_panel.setVisible(
+            state is BannerState.PARKED and self.details_toggle.isChecked()
+        )
+        self.copy_button.setText(_tr("Copy diagnostics"))
+        title, body, action = _copy_for(state, current)
+        self.title_label.setText(title)
+        self.body_label.setText(body)
+        self.body_label.setVisible(bool(body))
+        self.action_button.setText(action)
+        self.details_label.setText(_details_for(current))
+        self.setProperty("severity", self._severity().value)
+        self._apply_colours(self._severity())
+        self.updateGeometry()
+
+    def _set_reasons(self, reasons: tuple[str, ...]) -> None:
+        for label in self.reason_labels:
+            self.reasons_box.removeWidget(label)
+            label.deleteLater()
+        self.reason_labels = []
+        for code in reasons:
+            label = QLabel("•  " + describe(code).sentence)
+            label.setWordWrap(True)
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setProperty("code", code)
+            self.reasons_box.addWidget(label)
+            self.reason_labels.append(label)
+
+    def _on_details_toggled(self, shown: bool) -> None:
+        self.details_toggle.setArrowType(
+            Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow
+        )
+        self.details_toggle.setText(_tr("Hide details") if shown else _tr("Details"))
+        self.details_panel.setVisible(shown and self.state is BannerState.PARKED)
+
+    def _apply_colours(self, severity: Severity) -> None:
+        palette = self.palette()
+        accent = theme.accent(severity, palette)
+        background = theme.tinted_background(accent, palette)
+        border = theme.blend(accent, palette.color(palette.ColorRole.Window), 0.45)
+        details_bg = theme.blend(background, palette.color(palette.ColorRole.Base), 0.5)
+        self.set_colours(background, border, accent)
+        self.details_panel.set_colours(details_bg, border)
+        title_palette = self.title_label.palette()
+        title_palette.setColor(QPalette.ColorRole.WindowText, accent)
+        self.title_label.setPalette(title_palette)
+
+
+_ACTIONABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
+
+
+def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, str]:
+    """Title, body and action-button text for ``state``."""
+    restarted = _tr("Maka restarted before the last turn finished.")
+    if state is BannerState.DISABLED:
+        return (
+            restarted,
+            _tr(
+                "Safe resume is turned off, so this turn cannot be continued from where it "
+                "stopped. Check your files, then send a new message to carry on. (Set "
+                "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1 to turn Safe resume on.)"
+            ),
+            "",
+        )
+    if state is BannerState.RESUMING:
+        return (
+            restarted,
+            _tr("Checking the saved history, tools and workspace…"),
+            _tr("Safe resume"),
+        )
+    if state is BannerState.PARKED:
+        if highest_severity(current.reasons) is Severity.INFO:
+            title = _tr("Nothing to resume right now.")
+        else:
+            title = _tr("Safe resume is on hold.")
+        return title, "", _tr("Try again")
+    if state is BannerState.FAILED:
+        known = describe(current.failure_code)
+        text = known.sentence if known.known else current.failure_message
+        if not text:
+            text = _tr("Safe resume could not start.")
+        return _tr("Safe resume could not start."), f"{text} [{current.failure_code}]", _tr("Retry")
+    return (
+        restarted,
+        _tr(
+            "Check the current state of your files first. Safe resume continues from the last "
+            "step that is known to be complete, as a new run."
+        ),
+        _tr("Safe resume"),
+    )
+
+
+def _diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
+    where = ""
+    if diagnostic.tool_name or diagnostic.tool_call_id:
+        name = diagnostic.tool_name or "?"
+        where = f" · {name}" + (f" ({diagnostic.tool_call_id})" if diagnostic.tool_call_id else "")
+    message = diagnostic.message or describe(diagnostic.code).sentence
+    return f"{diagnostic.code}{where}: {message}"
+
+
+def _details_for(current: _SessionResume) -> str:
+    lines = [f"{code}  [{describe(code).severity.value}]" for code in current.reasons]
+    if current.diagnostics:
+        lines.append("")
+        lines.extend(_diagnostic_line(d) for d in current.diagnostics)
+    return "\n".join(lines)

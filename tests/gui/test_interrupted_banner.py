@@ -1,0 +1,230 @@
+"""The interrupted banner in every state, driven through a fake bridge (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QWidget
+from pytestqt.qtbot import QtBot
+
+from app.bridge_contract import ResumeDiagnostic
+from renderer import theme
+from renderer.interrupted_banner import BannerState, InterruptedBanner
+from renderer.park_text import Severity, describe
+from tests.helpers.fake_bridge import FakeBridge
+
+pytestmark = pytest.mark.gui
+
+
+def _banner(qtbot: QtBot, *, enabled: bool = True) -> tuple[InterruptedBanner, FakeBridge]:
+    bridge = FakeBridge(safe_resume_enabled=enabled)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True)
+    return banner, bridge
+
+
+def _state(banner: InterruptedBanner) -> BannerState:
+    """Read through a function so mypy does not narrow the property between transitions."""
+    return banner.state
+
+
+def _click_resume(qtbot: QtBot, banner: InterruptedBanner) -> None:
+    assert banner.action_button.isVisible() and banner.action_button.isEnabled()
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+
+
+def test_hidden_unless_the_latest_run_was_interrupted(qtbot: QtBot) -> None:
+    banner, _ = _banner(qtbot)
+    banner.set_session("s1", interrupted=False)
+    assert _state(banner) is BannerState.HIDDEN and not banner.isVisible()
+    banner.set_session(None, interrupted=True)
+    assert _state(banner) is BannerState.HIDDEN and not banner.isVisible()
+
+
+def test_idle_explains_and_offers_safe_resume(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    assert _state(banner) is BannerState.IDLE
+    assert banner.isVisible()
+    assert "restarted" in banner.title_label.text()
+    assert banner.action_button.text() == "Safe resume"
+    assert not banner.busy_bar.isVisible()
+    assert not banner.tools_row.isVisible()
+    assert bridge.calls_to("resume_latest") == []
+
+
+def test_idle_to_resuming_to_started_closes(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    assert bridge.calls_to("resume_latest") == [("s1",)]
+    assert _state(banner) is BannerState.RESUMING
+    assert banner.isVisible()
+    assert banner.busy_bar.isVisible()
+    assert not banner.action_button.isEnabled()
+    assert banner.request_resume() is False, "no second request while one is in flight"
+    assert len(bridge.calls_to("resume_latest")) == 1
+    bridge.push_started("s1")
+    assert _state(banner) is BannerState.STARTED
+    assert not banner.isVisible()
+    # the main process then reports the session is no longer interrupted
+    banner.set_session("s1", interrupted=False)
+    assert _state(banner) is BannerState.HIDDEN
+
+
+def test_started_banner_stays_closed_while_the_summary_still_says_interrupted(
+    qtbot: QtBot,
+) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_started("s1")
+    banner.set_session("s1", interrupted=True)
+    assert not banner.isVisible()
+    banner.set_session("s1", interrupted=False)
+    banner.set_session("s1", interrupted=True)  # interrupted again later: offer resume again
+    assert _state(banner) is BannerState.IDLE and banner.isVisible()
+
+
+@pytest.mark.parametrize(
+    ("reasons", "severity"),
+    [
+        (("continuation_already_exists",), Severity.INFO),
+        (("dangling_tool_state", "pending_permission"), Severity.WARN),
+        (("workspace_identity_mismatch", "runtime_offset_mismatch"), Severity.ERROR),
+    ],
+)
+def test_idle_to_resuming_to_parked_shows_every_reason(
+    qtbot: QtBot, reasons: tuple[str, ...], severity: Severity
+) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_parked("s1", reasons)
+    assert _state(banner) is BannerState.PARKED
+    assert banner.isVisible()
+    shown = [label.text() for label in banner.reason_labels]
+    assert len(shown) == len(reasons)
+    for code, text in zip(reasons, shown, strict=True):
+        assert describe(code).sentence in text
+        assert code not in text, "codes belong in the details, sentences in the banner"
+    assert banner.property("severity") == severity.value
+    accent = banner.accent
+    assert accent is not None and accent.name() == theme.accent(severity, banner.palette()).name()
+    assert banner.action_button.isEnabled() and banner.action_button.text() == "Try again"
+
+
+def test_parked_details_list_codes_and_operations_and_copy_to_clipboard(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    diagnostics = (
+        ResumeDiagnostic(
+            code="pending_tool_result",
+            message="call has a dispatch but no result",
+            tool_call_id="call_7",
+            tool_name="write_file",
+        ),
+        ResumeDiagnostic(code="workspace_location_changed"),
+    )
+    bridge.push_parked("s1", ("dangling_tool_state",), diagnostics)
+    assert banner.tools_row.isVisible()
+    assert not banner.details_panel.isVisible(), "details start collapsed"
+    QTest.mouseClick(banner.details_toggle, Qt.MouseButton.LeftButton)
+    assert banner.details_panel.isVisible()
+    details = banner.details_label.text()
+    assert "dangling_tool_state" in details
+    assert "pending_tool_result · write_file (call_7)" in details
+    assert "workspace_location_changed" in details
+    QTest.mouseClick(banner.details_toggle, Qt.MouseButton.LeftButton)
+    assert not banner.details_panel.isVisible()
+
+    QGuiApplication.clipboard().clear()
+    QTest.mouseClick(banner.copy_button, Qt.MouseButton.LeftButton)
+    copied = QGuiApplication.clipboard().text()
+    assert copied == banner.diagnostics_text()
+    assert "session: s1" in copied and "result: parked" in copied
+    assert "dangling_tool_state (warn)" in copied
+    assert "pending_tool_result · write_file (call_7): call has a dispatch" in copied
+    assert banner.copy_button.text() == "Copied"
+
+
+def test_parked_then_try_again_resumes(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_parked("s1", ("background_operation_pending",))
+    _click_resume(qtbot, banner)
+    assert _state(banner) is BannerState.RESUMING
+    assert banner.reason_labels == []
+    assert bridge.calls_to("resume_latest") == [("s1",), ("s1",)]
+
+
+def test_idle_to_resuming_to_failed_then_retry(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_failed("s1", "host_draining", "host is closing")
+    assert _state(banner) is BannerState.FAILED
+    assert banner.property("severity") == Severity.ERROR.value
+    assert describe("host_draining").sentence in banner.body_label.text()
+    assert "host_draining" in banner.body_label.text()
+    assert banner.action_button.text() == "Retry"
+    _click_resume(qtbot, banner)
+    assert _state(banner) is BannerState.RESUMING
+    assert len(bridge.calls_to("resume_latest")) == 2
+
+
+def test_unknown_failure_code_shows_the_main_process_message(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_failed("s1", "brand_new_code", "the store is read-only")
+    assert "the store is read-only" in banner.body_label.text()
+
+
+def test_losing_the_connection_while_resuming_fails_with_retry(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.disconnect_now()
+    assert _state(banner) is BannerState.FAILED
+    assert "bridge_disconnected" in banner.body_label.text()
+
+
+def test_flag_off_is_disabled_text_without_button(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot, enabled=False)
+    assert _state(banner) is BannerState.DISABLED
+    assert banner.isVisible()
+    assert "turned off" in banner.body_label.text()
+    assert not banner.action_button.isVisible()
+    assert banner.request_resume() is False
+    assert bridge.calls_to("resume_latest") == []
+    bridge.set_safe_resume_enabled(True)
+    assert _state(banner) is BannerState.IDLE and banner.action_button.isVisible()
+
+
+def test_answers_for_another_session_do_not_leak_into_the_shown_one(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    banner.set_session("s2", interrupted=True)
+    assert _state(banner) is BannerState.IDLE
+    bridge.push_parked("s1", ("dangling_tool_state",))
+    assert _state(banner) is BannerState.IDLE and banner.reason_labels == []
+    banner.set_session("s1", interrupted=True)
+    assert _state(banner) is BannerState.PARKED
+
+
+def test_banner_colours_follow_a_dark_palette(qtbot: QtBot) -> None:
+    window = QWidget()
+    qtbot.addWidget(window)
+    bridge = FakeBridge()
+    banner = InterruptedBanner(bridge, window)
+    banner.set_session("s1", interrupted=True)
+    bridge.push_parked("s1", ("runtime_ledger_empty",))
+    light_fill = banner.fill.name()
+    dark = QPalette()
+    dark.setColor(QPalette.ColorRole.Window, QColor("#1e1e1e"))
+    dark.setColor(QPalette.ColorRole.WindowText, QColor("#e6e6e6"))
+    dark.setColor(QPalette.ColorRole.Base, QColor("#252525"))
+    window.setPalette(dark)
+    assert banner.fill.name() != light_fill
+    accent = banner.accent
+    assert accent is not None and accent.name() == theme.accent(Severity.ERROR, dark).name()
+    assert banner.fill.lightness() < 100, "a dark palette keeps a dark banner"
+    assert banner.fill.name() == theme.tinted_background(accent, dark).name()

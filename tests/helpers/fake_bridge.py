@@ -1,0 +1,101 @@
+"""A stand-in for ``RendererBridge``: same signals and request methods, no socket.
+
+Requests are recorded in ``calls`` as ``(method, args)``; tests (and the screenshot demo) emit
+pushes with the helpers below, exactly as the real bridge would after decoding a frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject
+
+from app import bridge_contract as bc
+from renderer.bridge_port import BridgePort, ConnectionState
+
+
+class FakeBridge(BridgePort):
+    def __init__(self, *, safe_resume_enabled: bool = True, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.connect_now(safe_resume_enabled=safe_resume_enabled)
+
+    # state changes, as the real bridge would report them
+
+    def connect_now(self, *, safe_resume_enabled: bool = True) -> None:
+        self._set_safe_resume_enabled(safe_resume_enabled)
+        self._set_connection_state(ConnectionState.CONNECTED)
+
+    def disconnect_now(self) -> None:
+        self._set_connection_state(ConnectionState.DISCONNECTED)
+
+    def set_safe_resume_enabled(self, enabled: bool) -> None:
+        self._set_safe_resume_enabled(enabled)
+
+    def calls_to(self, method: str) -> list[tuple[Any, ...]]:
+        return [args for name, args in self.calls if name == method]
+
+    # pushes
+
+    def push_started(self, session_id: str, run_id: str = "run-2", turn_id: str = "turn-2") -> None:
+        self.resume_started.emit(
+            bc.ResumeStartedPush(session_id=session_id, run_id=run_id, turn_id=turn_id)
+        )
+
+    def push_parked(
+        self,
+        session_id: str,
+        reasons: tuple[str, ...],
+        diagnostics: tuple[bc.ResumeDiagnostic, ...] = (),
+    ) -> None:
+        self.resume_parked.emit(
+            bc.ResumeParkedPush(
+                session_id=session_id, rejection_reasons=reasons, diagnostics=diagnostics
+            )
+        )
+
+    def push_failed(self, session_id: str, code: str, message: str = "") -> None:
+        self.resume_failed.emit(
+            bc.ResumeFailedPush(session_id=session_id, code=code, message=message)
+        )
+
+    # requests
+
+    def _record(self, method: str, *args: Any) -> bool:
+        self.calls.append((method, args))
+        return self.connection_state is ConnectionState.CONNECTED
+
+    def list_sessions(self) -> bool:
+        return self._record("list_sessions")
+
+    def create_session(self, cwd: str) -> bool:
+        return self._record("create_session", cwd)
+
+    def open_session(self, session_id: str) -> bool:
+        return self._record("open_session", session_id)
+
+    def send_turn(self, session_id: str, text: str) -> bool:
+        return self._record("send_turn", session_id, text)
+
+    def cancel_turn(self, session_id: str) -> bool:
+        return self._record("cancel_turn", session_id)
+
+    def answer_permission(self, session_id: str, request_id: str, allow: bool) -> bool:
+        return self._record("answer_permission", session_id, request_id, allow)
+
+    def resume_latest(self, session_id: str) -> bool:
+        return self._record("resume_latest", session_id)
+
+    def get_settings(self) -> bool:
+        return self._record("get_settings")
+
+    def update_settings(
+        self,
+        provider: bc.ProviderChoice,
+        openai_base_url: str,
+        openai_model: str,
+        openai_api_key: str | None,
+    ) -> bool:
+        return self._record(
+            "update_settings", provider, openai_base_url, openai_model, openai_api_key
+        )
