@@ -291,12 +291,16 @@ def check_json_value(value: Any, path: str) -> None:
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise EventDecodeError(f"{where}: number is not finite", where)
+            # RFC 8785 writes an integral float below 1e21 as an integer literal, which would be
+            # re-read as an integer outside the safe range: refuse it now, not on re-read.
+            if item.is_integer() and MAX_SAFE_INTEGER < abs(item) < 1e21:
+                raise EventDecodeError(f"{where}: integer outside +-(2^53-1)", where)
         elif isinstance(item, dict):
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise EventDecodeError(f"{where}: object keys must be strings", where)
                 _check_text(key, where)
-                stack.append((child, f"{where}.{key}"))
+                stack.append((child, f"{where}.{key}" if where else key))
         elif isinstance(item, list):
             stack.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
         else:
