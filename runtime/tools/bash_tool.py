@@ -1,0 +1,182 @@
+"""``bash``: run a shell command in the session folder.
+
+The command runs in its own session / process group with stdin closed; stdout and stderr are
+merged and capped (the head is kept, the rest counted); a timeout or a cancelled turn kills the
+whole process tree. Leftover children still holding the output pipe after the shell exits are
+killed too: a foreground command owns everything it started. Long-lived work asks for
+``background: true``: the shell is detached, its output goes to a log file, and it is recorded by
+pid and create time so the safety inspector can see it after a restart.
+
+Recovery mode ``never_auto_retry``: a shell command's effects cannot be observed afterwards, so an
+interrupted one stays ``indeterminate`` forever.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from typing import IO, Any
+
+from runtime.ledger.event_model import RecoveryMode
+from runtime.recovery.failpoints import failpoint
+from runtime.tools.process_tree import (
+    BackgroundShellRegistry,
+    ShellRecord,
+    kill_process_tree,
+    process_create_time,
+)
+from runtime.tools.tool_contract import PreparedCall, ToolContext, ToolFailure, ToolOutput
+
+MAX_TIMEOUT_SECONDS = 3600
+_PIPE_DRAIN_SECONDS = 2.0
+
+
+def _shell() -> list[str]:
+    for candidate in ("bash", "sh"):
+        found = shutil.which(candidate)
+        if found:
+            return [found, "-c"]
+    raise ToolFailure("no POSIX shell (bash or sh) was found on this machine")
+
+
+class _CappedReader(threading.Thread):
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        super().__init__(daemon=True)
+        self._stream = stream
+        self._cap = cap
+        self.head = bytearray()
+        self.dropped = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = self._stream.read1(65536) if hasattr(self._stream, "read1") else b""
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            room = self._cap - len(self.head)
+            if room > 0:
+                self.head.extend(chunk[:room])
+            self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def text(self) -> str:
+        body = self.head.decode("utf-8", errors="replace")
+        if self.dropped:
+            body += f"\n[output truncated: {self.dropped} more bytes not shown]"
+        return body
+
+
+class BashTool:
+    name = "bash"
+    description = (
+        "Run a shell command in the session folder and return its exit code and output. "
+        "Set background to true for servers and other long-running commands."
+    )
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "the command line"},
+            "timeout_seconds": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT_SECONDS,
+                "description": "kill the command after this many seconds (default 120)",
+            },
+            "background": {"type": "boolean", "description": "detach and return at once"},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    read_only = False
+    recovery_mode: RecoveryMode = "never_auto_retry"
+
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+        del ctx
+        command = str(args["command"])
+        return PreparedCall(self.name, args, summary=f"run: {command}")
+
+    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        command = str(prepared.args["command"])
+        if ctx.cancel.is_cancelled():
+            raise ToolFailure("cancelled before the command started")
+        failpoint("P3")  # tool started; the command has not been spawned
+        if prepared.args.get("background"):
+            return self._run_background(command, ctx)
+        timeout = float(prepared.args.get("timeout_seconds", ctx.bash_timeout_seconds))
+        process = subprocess.Popen(
+            [*_shell(), command],
+            cwd=ctx.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        assert process.stdout is not None
+        reader = _CappedReader(process.stdout, ctx.output_cap_bytes)
+        reader.start()
+        unregister = ctx.cancel.on_cancel(lambda: kill_process_tree(process.pid))
+        timed_out = False
+        started = time.monotonic()
+        try:
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_process_tree(process.pid)
+                process.wait()
+            reader.join(_PIPE_DRAIN_SECONDS)
+            if reader.is_alive():
+                kill_process_tree(process.pid)
+                reader.join(_PIPE_DRAIN_SECONDS)
+        finally:
+            unregister()
+            process.stdout.close()
+        result: dict[str, Any] = {
+            "exitCode": process.returncode,
+            "output": reader.text(),
+            "durationMs": int((time.monotonic() - started) * 1000),
+        }
+        if ctx.cancel.is_cancelled():
+            result["cancelled"] = True
+            return ToolOutput(result | {"error": "the command was cancelled"}, is_error=True)
+        if timed_out:
+            result["timedOut"] = True
+            return ToolOutput(
+                result | {"error": f"the command timed out after {timeout:g} s"}, is_error=True
+            )
+        return ToolOutput(result, is_error=process.returncode != 0)
+
+    def _run_background(self, command: str, ctx: ToolContext) -> ToolOutput:
+        registry = ctx.shell_registry
+        if not isinstance(registry, BackgroundShellRegistry):
+            raise ToolFailure("background shells are not available in this host")
+        logs = registry.path.parent / "shell-logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{ctx.run_id or 'run'}-{time.time_ns()}.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [*_shell(), command],
+                cwd=ctx.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        registry.record(
+            ShellRecord(
+                pid=process.pid,
+                create_time=process_create_time(process.pid),
+                session_id=ctx.session_id,
+                run_id=ctx.run_id,
+                command=command,
+                started_at=int(time.time() * 1000),
+            )
+        )
+        # Reap it in the background so it never lingers as a zombie of this process.
+        threading.Thread(target=process.wait, daemon=True).start()
+        return ToolOutput({"pid": process.pid, "background": True, "logPath": os.fspath(log_path)})

@@ -1,0 +1,137 @@
+"""``list_dir`` and ``glob``: read-only views of the session folder, confined like every path."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from runtime.ledger.event_model import RecoveryMode
+from runtime.recovery.failpoints import failpoint
+from runtime.tools.tool_contract import (
+    PreparedCall,
+    ToolContext,
+    ToolFailure,
+    ToolOutput,
+    ToolRefusal,
+    ToolRefusalCode,
+)
+from runtime.tools.workspace_paths import resolve_workspace_path
+
+ENTRY_LIMIT = 1000
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+class ListDirTool:
+    name = "list_dir"
+    description = "List the entries of a folder in the session folder (name, type, size)."
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "folder; '.' is the root"}
+        },
+        "required": [],
+        "additionalProperties": False,
+    }
+    read_only = True
+    recovery_mode: RecoveryMode = "replay_safe"
+
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+        target = resolve_workspace_path(ctx.cwd, args.get("path", "."))
+        return PreparedCall(
+            self.name,
+            args,
+            summary=f"list {target.relative}",
+            plan={"absolute": str(target.absolute), "relative": target.relative},
+        )
+
+    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        failpoint("P3")
+        folder = Path(prepared.plan["absolute"])
+        try:
+            names = sorted(os.listdir(folder))
+        except FileNotFoundError:
+            raise ToolFailure(f"{prepared.plan['relative']} does not exist") from None
+        except NotADirectoryError:
+            raise ToolFailure(f"{prepared.plan['relative']} is not a folder") from None
+        except OSError as error:
+            raise ToolFailure(
+                f"cannot list {prepared.plan['relative']}: {error.strerror}"
+            ) from None
+        entries: list[dict[str, Any]] = []
+        for name in names[:ENTRY_LIMIT]:
+            try:
+                info = os.lstat(folder / name)
+            except OSError:
+                continue
+            entry: dict[str, Any] = {"name": name, "type": _kind(info.st_mode)}
+            if stat.S_ISREG(info.st_mode):
+                entry["size"] = info.st_size
+            entries.append(entry)
+        return ToolOutput(
+            {
+                "path": prepared.plan["relative"],
+                "entries": entries,
+                "truncated": len(names) > ENTRY_LIMIT,
+            }
+        )
+
+
+class GlobTool:
+    name = "glob"
+    description = "Find files in the session folder matching a glob pattern such as **/*.py."
+    parameters: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "minLength": 1, "description": "glob pattern"},
+            "path": {"type": "string", "minLength": 1, "description": "folder to search in"},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+    read_only = True
+    recovery_mode: RecoveryMode = "replay_safe"
+
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+        pattern = str(args["pattern"])
+        pure = PurePosixPath(pattern)
+        if pure.is_absolute() or os.path.isabs(pattern) or ".." in pure.parts:
+            raise ToolRefusal(
+                ToolRefusalCode.PATH_OUTSIDE_WORKSPACE,
+                f"the pattern {pattern!r} must stay inside the session folder (no '..', "
+                "no absolute path)",
+            )
+        base = resolve_workspace_path(ctx.cwd, args.get("path", "."))
+        return PreparedCall(
+            self.name,
+            args,
+            summary=f"find {pattern}",
+            plan={"absolute": str(base.absolute), "root": str(ctx.cwd)},
+        )
+
+    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+        failpoint("P3")
+        base = Path(prepared.plan["absolute"])
+        root = os.path.realpath(prepared.plan["root"])
+        matches: list[str] = []
+        truncated = False
+        for found in sorted(base.glob(str(prepared.args["pattern"]))):
+            real = os.path.realpath(found)
+            if real != root and not real.startswith(root + os.sep):
+                continue  # a symlink pointing outside: never reported, never followed
+            if len(matches) == ENTRY_LIMIT:
+                truncated = True
+                break
+            matches.append(Path(os.path.relpath(found, root)).as_posix())
+        return ToolOutput({"matches": matches, "truncated": truncated})

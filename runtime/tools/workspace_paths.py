@@ -1,0 +1,57 @@
+"""Workspace confinement: every path a tool touches must resolve inside the session folder.
+
+Checked twice, before T1: lexically (``..`` that climbs out, an absolute path elsewhere) and after
+resolving symlinks (a link, or a chain of links, that points outside). Paths inside the folder are
+fine however they are spelled (``sub/../a.txt``, an absolute path into the folder). The workspace
+identity marker is protected from writes: replacing it would silently change which workspace this
+is.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.tools.tool_contract import ToolRefusal, ToolRefusalCode
+
+WORKSPACE_MARKER = ".maka-workspace.json"
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspacePath:
+    absolute: Path  # symlinks resolved
+    relative: str  # POSIX, relative to the workspace root; "." for the root
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_workspace_path(cwd: Path, raw: object, *, for_write: bool = False) -> WorkspacePath:
+    """Resolve ``raw`` against the workspace ``cwd`` (a realpath) or refuse it."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolRefusal(ToolRefusalCode.PATH_INVALID, "the path must be a non-empty string")
+    if "\x00" in raw:
+        raise ToolRefusal(ToolRefusalCode.PATH_INVALID, "the path contains a NUL character")
+    root = os.path.realpath(cwd)
+    candidate = raw if os.path.isabs(raw) else os.path.join(root, raw)
+    lexical = os.path.normpath(candidate)
+    if not _inside(lexical, root):
+        raise ToolRefusal(
+            ToolRefusalCode.PATH_OUTSIDE_WORKSPACE,
+            f"{raw!r} is outside the session folder {root}",
+        )
+    real = os.path.realpath(lexical)
+    if not _inside(real, root):
+        raise ToolRefusal(
+            ToolRefusalCode.PATH_OUTSIDE_WORKSPACE,
+            f"{raw!r} resolves through a symbolic link to {real}, outside the session folder",
+        )
+    relative = Path(os.path.relpath(real, root)).as_posix()
+    if for_write and relative == WORKSPACE_MARKER:
+        raise ToolRefusal(
+            ToolRefusalCode.PATH_PROTECTED,
+            f"{WORKSPACE_MARKER} is the workspace identity marker; tools may not change it",
+        )
+    return WorkspacePath(Path(real), relative)

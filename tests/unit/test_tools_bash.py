@@ -1,0 +1,117 @@
+"""The bash tool: output cap, timeout, exit codes, process-tree kill on cancel, background
+shells tracked by pid and create time."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from runtime.agent.cancel_token import CancelToken
+from runtime.tools.bash_tool import BashTool
+from runtime.tools.process_tree import BackgroundShellRegistry, ShellRecord
+from runtime.tools.tool_contract import ToolContext
+
+
+def _ctx(tmp_path: Path, **extra: object) -> ToolContext:
+    return ToolContext(cwd=Path(os.path.realpath(tmp_path)), cancel=CancelToken(), **extra)  # type: ignore[arg-type]
+
+
+def _run(ctx: ToolContext, **args: object) -> tuple[dict[str, object], bool]:
+    tool = BashTool()
+    output = tool.run(tool.prepare(args, ctx), ctx)
+    return output.result, output.is_error
+
+
+def test_runs_in_the_session_folder_and_reports_exit_code(tmp_path: Path) -> None:
+    result, is_error = _run(_ctx(tmp_path), command="pwd; echo err >&2; exit 3")
+    assert result["exitCode"] == 3 and is_error
+    assert os.path.realpath(tmp_path) in str(result["output"])
+    assert "err" in str(result["output"])
+
+
+def test_output_is_capped_with_a_marker(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path, output_cap_bytes=100)
+    result, is_error = _run(ctx, command="head -c 5000 /dev/zero | tr '\\0' a")
+    assert not is_error
+    output = str(result["output"])
+    assert output.startswith("a" * 100)
+    assert "[output truncated: 4900 more bytes not shown]" in output
+
+
+def test_timeout_kills_the_command(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result, is_error = _run(_ctx(tmp_path), command="sleep 30", timeout_seconds=1)
+    assert is_error and result["timedOut"] is True
+    assert time.monotonic() - started < 10
+
+
+def _pids_from(path: Path, count: int) -> list[int]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists():
+            pids = [int(line) for line in path.read_text().split()]
+            if len(pids) >= count:
+                return pids
+        time.sleep(0.05)
+    raise AssertionError("the command never wrote its pids")
+
+
+def test_cancel_kills_the_whole_process_tree(tmp_path: Path) -> None:
+    ctx = _ctx(tmp_path)
+    pid_file = tmp_path / "pids"
+    # a child in the group, and a grandchild that escapes into its own session
+    command = (
+        f"sleep 60 & echo $! >> {pid_file}; setsid sh -c 'echo $$ >> {pid_file}; sleep 60' & wait"
+    )
+    outcome: dict[str, object] = {}
+
+    def work() -> None:
+        outcome["result"], outcome["is_error"] = _run(ctx, command=command)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    pids = _pids_from(pid_file, 2)
+    ctx.cancel.cancel()
+    thread.join(15)
+    assert not thread.is_alive()
+    assert outcome["is_error"] is True
+    assert outcome["result"]["cancelled"] is True  # type: ignore[index]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_background_shell_is_tracked_by_pid_and_create_time(tmp_path: Path) -> None:
+    registry = BackgroundShellRegistry(tmp_path / "data" / "background-shells.jsonl")
+    ctx = _ctx(tmp_path, shell_registry=registry, session_id="s1", run_id="r1")
+    result, is_error = _run(ctx, command="sleep 30", background=True)
+    assert not is_error
+    live = registry.live_shells("s1")
+    assert [record.pid for record in live] == [result["pid"]]
+    assert registry.live_shells("other") == []
+    # a record whose create time differs is a reused pid, not ours
+    forged = ShellRecord(live[0].pid, live[0].create_time - 100, "s2", "r", "x", 0)
+    registry.record(forged)
+    assert registry.live_shells("s2") == []
+    registry.stop_all("s1")
+    assert registry.live_shells("s1") == []
+
+
+def test_background_without_registry_fails_cleanly(tmp_path: Path) -> None:
+    from runtime.tools.tool_contract import ToolFailure
+
+    with pytest.raises(ToolFailure):
+        _run(_ctx(tmp_path), command="true", background=True)
