@@ -1,0 +1,207 @@
+"""``maka ledger scan`` and ``maka ledger plan``: the resolver's view and the Phase 0 resume plan
+of a RuntimeEvent JSONL file (CLI.md, "Ledger tools").
+
+These make the recovery logic inspectable from outside, so the JSON shapes are a contract:
+camelCase keys in a fixed order, optional keys omitted (never ``null``), ``directive`` only when
+verification is required. Every decodable line goes to the resolver as it is, in file order:
+duplicated lines, partial events and events of other runs are facts the report shows, not
+reasons to refuse the file. Only undecodable input (a torn or non-JSON line, an unknown key, a
+wrong type) is refused, with exit 2 and the line number.
+
+Start-up is part of the product here (the ledger benchmark times the whole command), so this
+module imports only the pure ledger and recovery modules: no Qt, no SQLite, no storage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_file import LedgerFileError, read_ledger_file
+from runtime.ledger.tool_ledger_scanner import ScanIssue
+from runtime.recovery.recovery_resolver import (
+    RecoveryResolution,
+    ToolRecoveryDecision,
+    resolve_recovery,
+)
+from runtime.recovery.resume_plan import ResumeDiagnostic, ResumePlan, ToolOperation, plan_resume
+
+JsonObject = dict[str, Any]
+
+
+def _present(*pairs: tuple[str, Any]) -> JsonObject:
+    """An object of the given keys, in order, leaving out the absent (None) ones."""
+    return {key: value for key, value in pairs if value is not None}
+
+
+# ---- plan -------------------------------------------------------------------------------------
+
+
+def operation_json(operation: ToolOperation) -> JsonObject:
+    return _present(
+        ("toolCallId", operation.tool_call_id),
+        ("toolName", operation.tool_name),
+        ("status", operation.status.value),
+        ("callRuntimeEventId", operation.call_runtime_event_id),
+        ("responseRuntimeEventId", operation.response_runtime_event_id),
+        ("responseIsError", operation.response_is_error),
+    )
+
+
+def diagnostic_json(diagnostic: ResumeDiagnostic) -> JsonObject:
+    return _present(
+        ("code", diagnostic.code.value),
+        ("message", diagnostic.message),
+        ("eventId", diagnostic.event_id),
+        ("toolCallId", diagnostic.tool_call_id),
+        ("toolName", diagnostic.tool_name),
+        ("detail", dict(diagnostic.detail) if diagnostic.detail is not None else None),
+    )
+
+
+def plan_json(plan: ResumePlan) -> JsonObject:
+    """The ``maka ledger plan --json`` document."""
+    return _present(
+        ("disposition", plan.disposition.value),
+        ("operations", [operation_json(operation) for operation in plan.operations]),
+        ("diagnostics", [diagnostic_json(diagnostic) for diagnostic in plan.diagnostics]),
+        ("rejectionReasons", [reason.value for reason in plan.rejection_reasons]),
+        ("requiresVerification", plan.requires_verification),
+        ("sourceRuntimeEventHighWater", plan.source_runtime_event_high_water),
+        ("directive", plan.directive),
+        ("replayRuntimeEventIds", [event["id"] for event in plan.replay_runtime_events]),
+    )
+
+
+# ---- scan -------------------------------------------------------------------------------------
+
+
+def decision_json(decision: ToolRecoveryDecision) -> JsonObject:
+    origin = decision.settlement_origin
+    return _present(
+        ("toolCallId", decision.tool_call_id),
+        ("toolName", decision.tool_name),
+        ("operationId", decision.operation_id),
+        ("status", decision.status.value),
+        ("reason", decision.reason.value),
+        ("settlementOrigin", origin.value if origin is not None else None),
+        ("callRuntimeEventId", decision.call_runtime_event_id),
+        ("dispatchRuntimeEventId", decision.dispatch_runtime_event_id),
+        ("responseRuntimeEventId", decision.response_runtime_event_id),
+        ("responseIsError", decision.response_is_error),
+    )
+
+
+def issue_json(issue: ScanIssue) -> JsonObject:
+    return _present(
+        ("code", issue.code.value),
+        ("eventId", issue.event_id),
+        ("operationId", issue.operation_id),
+        ("toolCallId", issue.tool_call_id),
+    )
+
+
+def scan_json(resolution: RecoveryResolution) -> JsonObject:
+    """The ``maka ledger scan --json`` document."""
+    return {
+        "operations": [decision_json(decision) for decision in resolution.decisions],
+        "issues": [issue_json(issue) for issue in resolution.issues],
+        "hasCorruption": resolution.has_corruption,
+        "requiresReconciliation": resolution.requires_reconciliation,
+    }
+
+
+# ---- commands ---------------------------------------------------------------------------------
+
+
+@contextmanager
+def _bulk_allocation() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a whole ledger is decoded and planned.
+
+    Decoding allocates hundreds of thousands of small containers and none of them form cycles,
+    yet every allocation burst would trigger collections that re-walk everything decoded so far.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read_events(path: Path) -> list[RuntimeEvent]:
+    try:
+        content = read_ledger_file(path)
+    except LedgerFileError as error:
+        raise CliError(str(error.code), f"{path}: {error.message}", EXIT_USAGE) from None
+    return [line.event for line in content.lines]
+
+
+def _emit(document: JsonObject) -> None:
+    sys.stdout.write(json.dumps(document, ensure_ascii=False))
+    sys.stdout.write("\n")
+
+
+def _run(args: argparse.Namespace, build: Callable[[Sequence[RuntimeEvent]], JsonObject]) -> int:
+    with _bulk_allocation():
+        document = build(_read_events(args.file))
+        if args.json:
+            _emit(document)
+        else:
+            _print_text(document)
+    return EXIT_OK
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """``maka ledger plan FILE [--expected-high-water N] [--json]``."""
+    expected: int | None = getattr(args, "expected_high_water", None)
+    if expected is not None and expected < 0:
+        raise CliError("invalid_argument", "--expected-high-water must be >= 0", EXIT_USAGE)
+    return _run(args, lambda events: plan_json(plan_resume(events, expected)))
+
+
+def run_scan(args: argparse.Namespace) -> int:
+    """``maka ledger scan FILE [--json]``."""
+    return _run(args, lambda events: scan_json(resolve_recovery(events)))
+
+
+def _print_text(document: JsonObject) -> None:
+    """A short human reading of either document (the JSON form is the contract)."""
+    out = sys.stdout
+    if "disposition" in document:
+        reasons = ", ".join(document["rejectionReasons"]) or "none"
+        out.write(f"disposition: {document['disposition']} (reasons: {reasons})\n")
+        for operation in document["operations"]:
+            out.write(
+                f"  {operation['toolName']} {operation['toolCallId']}: {operation['status']}\n"
+            )
+        for diagnostic in document["diagnostics"]:
+            where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
+            out.write(f"  ! {diagnostic['code']}{where}: {diagnostic['message']}\n")
+        if "directive" in document:
+            out.write(f"directive: {document['directive']}\n")
+        out.write(
+            f"high-water: {document['sourceRuntimeEventHighWater']}, "
+            f"replay: {len(document['replayRuntimeEventIds'])} events\n"
+        )
+        return
+    out.write(
+        f"corruption: {'yes' if document['hasCorruption'] else 'no'}, reconciliation "
+        f"required: {'yes' if document['requiresReconciliation'] else 'no'}\n"
+    )
+    for decision in document["operations"]:
+        out.write(
+            f"  {decision.get('toolName', '?')} {decision['toolCallId']}: "
+            f"{decision['status']} ({decision['reason']})\n"
+        )
+    for issue in document["issues"]:
+        out.write(f"  ! {issue['code']} at {issue['eventId']}\n")

@@ -1,0 +1,229 @@
+"""The recovery resolver: what happened to every tool call, from committed facts alone.
+
+``resolve_recovery(events)`` reads one run's RuntimeEvents in ledger order and gives each tool
+operation the scanner found a status, a reason and (when it settled) a settlement origin. It is
+pure and deterministic: it never writes, never looks at the clock and never mutates its input, so
+re-resolving a reopened ledger always gives an equal answer.
+
+Why the rules look the way they do:
+
+- *Missing evidence never upgrades.* A call without a response is never "failed", and a call
+  without a dispatch proves nothing unless the run's first event carries the T1 marker
+  (``runtimeProtocol: t1_after_preflight_v1``): only a run that really wrote T1 before every
+  side effect can claim that a missing dispatch means "never ran" (``definitely_not_dispatched``).
+  Without the marker the same gap is ``indeterminate`` (``legacy_dispatch_unknown``).
+- *A marker anywhere else is a lie about the protocol*: ``protocol_marker_invalid`` at that event,
+  and it never activates the protocol. These marker issues are computed here over the raw input
+  (a duplicated first line with the marker is a late marker too) and listed first; the scanner's
+  own per-invocation marker issues are therefore not repeated.
+- *Corruption is decided before settlement*: an operation with a scanner issue is ``corruption``
+  even when a response exists, because a conflicting fact means the response may not be the one
+  the call produced.
+- Recovery bundles (reconcile + optional outcome + decision) are interpreted by the shared bundle
+  rules, causal order included; anything invalid is ``recovery_fact_corruption``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from runtime.ledger.codes import (
+    RecoveryDisposition,
+    ResolverReason,
+    ResolverStatus,
+    ScanIssueCode,
+    SettlementOrigin,
+)
+from runtime.ledger.event_model import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
+from runtime.ledger.recovery_bundle import (
+    RecoveryAbsent,
+    RecoveryCorruption,
+    interpret_scanned_recovery,
+)
+from runtime.ledger.tool_ledger_scanner import ScanIssue, ScannedOperation, scan_tool_ledger
+
+# Row 3 of the decision table: the first of these an operation carries names its corruption.
+_ISSUE_PRIORITY: tuple[ScanIssueCode, ...] = (
+    ScanIssueCode.DUPLICATE_CALL,
+    ScanIssueCode.DUPLICATE_OPERATION,
+    ScanIssueCode.DUPLICATE_DISPATCH,
+    ScanIssueCode.DUPLICATE_RESPONSE,
+    ScanIssueCode.ORPHAN_RESPONSE,
+    ScanIssueCode.CANONICAL_ARGS_HASH_CONFLICT,
+    ScanIssueCode.IDENTITY_CONFLICT,
+    ScanIssueCode.EVENT_ORDER_CONFLICT,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecoveryDecision:
+    """The resolver's verdict on one operation. Optional fields are None when the fact does not
+    exist (the JSON view omits them); ``response_is_error`` is set whenever a response is bound."""
+
+    tool_call_id: str
+    status: ResolverStatus
+    reason: ResolverReason
+    tool_name: str | None = None
+    operation_id: str | None = None
+    settlement_origin: SettlementOrigin | None = None
+    call_runtime_event_id: str | None = None
+    dispatch_runtime_event_id: str | None = None
+    response_runtime_event_id: str | None = None
+    response_is_error: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResolution:
+    """``decisions`` in first-appearance order of the operations; ``issues`` = marker issues
+    (first event, then late markers in ledger order) followed by the scanner's other issues in
+    scan order. ``has_corruption`` = any issue or any corrupt decision; ``requires_reconciliation``
+    = no corruption and some operation ``indeterminate``."""
+
+    decisions: tuple[ToolRecoveryDecision, ...]
+    issues: tuple[ScanIssue, ...]
+    has_corruption: bool
+    requires_reconciliation: bool
+    tool_boundary_protocol: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedOperation:
+    """A decision together with the scanned facts it was made from (for the resume plan, which
+    needs the call event itself: its visibility and its arguments)."""
+
+    decision: ToolRecoveryDecision
+    operation: ScannedOperation
+
+
+def _marker_issues(events: Sequence[RuntimeEvent]) -> tuple[str | None, list[ScanIssue]]:
+    """The run's tool-boundary protocol (from the first event only) and every marker issue."""
+    protocol: str | None = None
+    issues: list[ScanIssue] = []
+    for index, event in enumerate(events):
+        actions = cast(Mapping[str, Any] | None, event.get("actions"))
+        if actions is None or "runtimeProtocol" not in actions:
+            continue
+        marker = actions["runtimeProtocol"]
+        if (
+            index == 0
+            and isinstance(marker, Mapping)
+            and marker.get("toolBoundary") == TOOL_BOUNDARY_PROTOCOL_V1
+        ):
+            protocol = TOOL_BOUNDARY_PROTOCOL_V1
+        else:
+            issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event["id"]))
+    return protocol, issues
+
+
+def _response_is_error(response: RuntimeEvent) -> bool:
+    content = cast(Mapping[str, Any], response.get("content") or {})
+    return content.get("isError") is True
+
+
+def _decide(op: ScannedOperation, new_protocol: bool) -> ToolRecoveryDecision:
+    """The decision table, first match wins; the recovery tail applies on top of rows 4-6."""
+    call, dispatch, response = op.call_event, op.dispatch_event, op.response_event
+    origin: SettlementOrigin | None = None
+    if call is None and dispatch is not None:
+        status, reason = ResolverStatus.CORRUPTION, ResolverReason.ORPHAN_DISPATCH
+    elif call is None and response is not None:
+        status, reason = ResolverStatus.CORRUPTION, ResolverReason.ORPHAN_RESPONSE
+    elif op.issues and (code := _first_priority_issue(op.issues)) is not None:
+        status, reason = ResolverStatus.CORRUPTION, ResolverReason(code.value)
+    else:
+        if response is not None:
+            status, reason = ResolverStatus.COMPLETED, ResolverReason.MATCHING_RESPONSE
+            origin = (
+                SettlementOrigin.NORMAL_T2
+                if dispatch is not None
+                else SettlementOrigin.PRE_T1_SYNTHETIC
+            )
+        elif dispatch is not None:
+            status, reason = ResolverStatus.INDETERMINATE, ResolverReason.DISPATCH_WITHOUT_RESPONSE
+        elif new_protocol:
+            status = ResolverStatus.DEFINITELY_NOT_DISPATCHED
+            reason = ResolverReason.NEW_PROTOCOL_BEFORE_DISPATCH
+        else:
+            status, reason = ResolverStatus.INDETERMINATE, ResolverReason.LEGACY_DISPATCH_UNKNOWN
+        if op.reconcile_events or op.decision_events:
+            status, reason, origin = _recovery_tail(op, status, reason, origin)
+    return ToolRecoveryDecision(
+        op.tool_call_id,
+        status,
+        reason,
+        op.tool_name,
+        op.operation_id,
+        origin,
+        call["id"] if call is not None else None,
+        dispatch["id"] if dispatch is not None else None,
+        response["id"] if response is not None else None,
+        _response_is_error(response) if response is not None else None,
+    )
+
+
+def _first_priority_issue(issues: Sequence[ScanIssue]) -> ScanIssueCode | None:
+    present = {issue.code for issue in issues}
+    for code in _ISSUE_PRIORITY:
+        if code in present:
+            return code
+    return None
+
+
+def _recovery_tail(
+    op: ScannedOperation,
+    status: ResolverStatus,
+    reason: ResolverReason,
+    origin: SettlementOrigin | None,
+) -> tuple[ResolverStatus, ResolverReason, SettlementOrigin | None]:
+    """Recovery facts override rows 4-6: a valid bundle settles, an invalid one corrupts."""
+    meaning = interpret_scanned_recovery(op)
+    if isinstance(meaning, RecoveryAbsent):
+        return status, reason, origin
+    if isinstance(meaning, RecoveryCorruption):
+        return ResolverStatus.CORRUPTION, ResolverReason.RECOVERY_FACT_CORRUPTION, None
+    if meaning.decision.disposition is RecoveryDisposition.COMPLETED:
+        return (
+            ResolverStatus.COMPLETED,
+            ResolverReason.RECOVERY_BUNDLE_COMPLETED,
+            SettlementOrigin.RECOVERY_BUNDLE,
+        )
+    return (
+        ResolverStatus.PARKED,
+        ResolverReason(meaning.decision.reason_code.value),
+        SettlementOrigin.RECOVERY_BUNDLE,
+    )
+
+
+def resolve_operations(
+    events: Sequence[RuntimeEvent],
+) -> tuple[RecoveryResolution, tuple[ResolvedOperation, ...]]:
+    """``resolve_recovery`` plus the scanned operation behind each decision (same order)."""
+    protocol, issues = _marker_issues(events)
+    scan = scan_tool_ledger(events)
+    issues.extend(
+        issue for issue in scan.issues if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
+    )
+    new_protocol = protocol == TOOL_BOUNDARY_PROTOCOL_V1
+    resolved = tuple(ResolvedOperation(_decide(op, new_protocol), op) for op in scan.operations)
+    decisions = tuple(item.decision for item in resolved)
+    has_corruption = bool(issues) or any(
+        decision.status is ResolverStatus.CORRUPTION for decision in decisions
+    )
+    requires_reconciliation = not has_corruption and any(
+        decision.status is ResolverStatus.INDETERMINATE for decision in decisions
+    )
+    resolution = RecoveryResolution(
+        decisions=decisions,
+        issues=tuple(issues),
+        has_corruption=has_corruption,
+        requires_reconciliation=requires_reconciliation,
+        tool_boundary_protocol=protocol,
+    )
+    return resolution, resolved
+
+
+def resolve_recovery(events: Sequence[RuntimeEvent]) -> RecoveryResolution:
+    """Resolve every tool operation of one run's committed events (in ledger order)."""
+    return resolve_operations(events)[0]

@@ -1,0 +1,393 @@
+"""Phase 0: the resume plan of one run's committed events (RECOVERY.md section 4).
+
+``plan_resume(events, expected_high_water=None)`` answers "may this history be handed back to a
+model as it is?" without touching anything: resolver -> tool-operation projection -> diagnostics
+-> rejection reasons -> verification -> disposition -> replay list. It never writes, runs no tool
+and creates no run; the same events always give an equal plan.
+
+The plan is deliberately conservative. Every unsettled, parked or inconsistent tool fact is a
+``dangling_tool_state``; an operation whose outcome is unknown (``indeterminate``) additionally
+requires the model to verify the world with read-only tools before retrying (the directive).
+The replay list never contains an unpaired call or response, a partial chunk or a hidden event,
+so whatever happens next, the model is never shown half a tool exchange.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, cast
+
+from runtime.ledger.codes import (
+    DiagnosticCode,
+    Disposition,
+    OperationStatus,
+    ParkReason,
+    ResolverReason,
+    ResolverStatus,
+    ScanIssueCode,
+)
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.recovery.recovery_resolver import (
+    RecoveryResolution,
+    ResolvedOperation,
+    resolve_operations,
+)
+
+INDETERMINATE_TOOL_RESULT_DIRECTIVE = (
+    "Tool execution was interrupted before a matching committed tool result was found. The side "
+    "effects may or may not have occurred. Do not retry the tool call immediately. Use read-only "
+    "inspection tools to verify the current state before deciding the next step."
+)
+
+DetailValue = str | int
+Detail = Mapping[str, DetailValue]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOperation:
+    """A model-visible tool call as the plan sees it. ``status`` succeeded/failed is decided only
+    by the committed response's ``isError``."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    status: OperationStatus
+    call_runtime_event_id: str
+    response_runtime_event_id: str | None = None
+    response_is_error: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeDiagnostic:
+    code: DiagnosticCode
+    message: str
+    event_id: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    detail: Detail | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePlan:
+    """``source_runtime_event_high_water`` counts every input event (partial ones included);
+    ``directive`` is set exactly when ``requires_verification``."""
+
+    disposition: Disposition
+    operations: tuple[ToolOperation, ...]
+    diagnostics: tuple[ResumeDiagnostic, ...]
+    rejection_reasons: tuple[ParkReason, ...]
+    requires_verification: bool
+    source_runtime_event_high_water: int
+    directive: str | None
+    runtime_events: tuple[RuntimeEvent, ...]
+    replay_runtime_events: tuple[RuntimeEvent, ...]
+
+
+_STATUS: Mapping[ResolverStatus, OperationStatus] = {
+    ResolverStatus.DEFINITELY_NOT_DISPATCHED: OperationStatus.NOT_DISPATCHED,
+    ResolverStatus.INDETERMINATE: OperationStatus.INDETERMINATE,
+    ResolverStatus.PARKED: OperationStatus.PARKED,
+    ResolverStatus.CORRUPTION: OperationStatus.CORRUPTION,
+}
+
+# Per projected operation status: (diagnostic code, message); succeeded/failed need none.
+_OPERATION_DIAGNOSTICS: Mapping[OperationStatus, tuple[DiagnosticCode, str]] = {
+    OperationStatus.INDETERMINATE: (
+        DiagnosticCode.PENDING_TOOL_RESULT,
+        "function_call has no matching committed function_response",
+    ),
+    OperationStatus.NOT_DISPATCHED: (
+        DiagnosticCode.TOOL_NOT_DISPATCHED,
+        "function_call did not cross the durable tool dispatch boundary",
+    ),
+    OperationStatus.CORRUPTION: (
+        DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
+        "tool recovery facts conflict",
+    ),
+    OperationStatus.PARKED: (
+        DiagnosticCode.TOOL_RECOVERY_PARKED,
+        "tool recovery reached a terminal parked decision",
+    ),
+}
+
+# Resolver issues with a diagnostic of their own; every other issue is tool_ledger_corruption.
+_ISSUE_DIAGNOSTICS: Mapping[ScanIssueCode, tuple[DiagnosticCode, str]] = {
+    ScanIssueCode.PROTOCOL_MARKER_INVALID: (
+        DiagnosticCode.PROTOCOL_MARKER_INVALID,
+        "runtime protocol marker is only valid on the first canonical event",
+    ),
+    ScanIssueCode.DUPLICATE_EVENT_ID: (
+        DiagnosticCode.DUPLICATE_EVENT_ID,
+        "immutable RuntimeEvent identity is duplicated",
+    ),
+    ScanIssueCode.SEMANTIC_LANE_CONFLICT: (
+        DiagnosticCode.SEMANTIC_LANE_CONFLICT,
+        "RuntimeEvent claims more than one authoritative tool semantic lane",
+    ),
+}
+
+_DANGLING = frozenset(
+    {
+        DiagnosticCode.PENDING_TOOL_RESULT,
+        DiagnosticCode.TOOL_NOT_DISPATCHED,
+        DiagnosticCode.TOOL_RECOVERY_PARKED,
+        DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
+        DiagnosticCode.TOOL_LEDGER_CORRUPTION,
+        DiagnosticCode.DUPLICATE_EVENT_ID,
+        DiagnosticCode.SEMANTIC_LANE_CONFLICT,
+        DiagnosticCode.PROTOCOL_MARKER_INVALID,
+        DiagnosticCode.UNMATCHED_TOOL_RESULT,
+        DiagnosticCode.TOOL_NAME_MISMATCH,
+    }
+)
+
+
+def _is_hidden(event: Mapping[str, Any]) -> bool:
+    return event.get("modelVisibility") == "hidden"
+
+
+def _project(resolved: Sequence[ResolvedOperation]) -> tuple[ToolOperation, ...]:
+    """Model-visible operations: orphans (no call) and hidden nested calls are not projected."""
+    operations: list[ToolOperation] = []
+    for item in resolved:
+        decision, call = item.decision, item.operation.call_event
+        if decision.call_runtime_event_id is None or call is None or _is_hidden(call):
+            continue
+        content = cast(Mapping[str, Any], call.get("content") or {})
+        if content.get("kind") != "function_call":
+            continue
+        if decision.status is ResolverStatus.COMPLETED:
+            status = (
+                OperationStatus.FAILED
+                if decision.response_is_error is True
+                else OperationStatus.SUCCEEDED
+            )
+        else:
+            status = _STATUS[decision.status]
+        operations.append(
+            ToolOperation(
+                decision.tool_call_id,
+                content["name"],
+                content["args"],
+                status,
+                decision.call_runtime_event_id,
+                decision.response_runtime_event_id,
+                decision.response_is_error,
+            )
+        )
+    return tuple(operations)
+
+
+def _diagnostics(
+    events: Sequence[RuntimeEvent],
+    expected_high_water: int | None,
+    resolution: RecoveryResolution,
+    resolved: Sequence[ResolvedOperation],
+    operations: Sequence[ToolOperation],
+) -> list[ResumeDiagnostic]:
+    """All diagnostics, in the fixed emission order of the design (six passes)."""
+    found: list[ResumeDiagnostic] = []
+    if expected_high_water is not None and expected_high_water != len(events):
+        found.append(
+            ResumeDiagnostic(
+                DiagnosticCode.RUNTIME_OFFSET_MISMATCH,
+                "RuntimeEvent high-water does not match the expected checkpoint offset",
+                detail=MappingProxyType(
+                    {
+                        "expectedRuntimeEventHighWater": expected_high_water,
+                        "actualRuntimeEventHighWater": len(events),
+                    }
+                ),
+            )
+        )
+    for operation in operations:
+        entry = _OPERATION_DIAGNOSTICS.get(operation.status)
+        if entry is not None:
+            found.append(
+                ResumeDiagnostic(
+                    entry[0],
+                    entry[1],
+                    operation.call_runtime_event_id,
+                    operation.tool_call_id,
+                    operation.tool_name,
+                )
+            )
+    for issue in resolution.issues:
+        named = _ISSUE_DIAGNOSTICS.get(issue.code)
+        if named is not None:
+            found.append(ResumeDiagnostic(named[0], named[1], issue.event_id))
+        else:
+            found.append(
+                ResumeDiagnostic(
+                    DiagnosticCode.TOOL_LEDGER_CORRUPTION,
+                    f"immutable tool ledger is corrupt: {issue.code.value}",
+                    issue.event_id,
+                    detail=MappingProxyType({"issueCode": issue.code.value}),
+                )
+            )
+    found.extend(_orphan_fact_diagnostics(resolved))
+    found.extend(_hidden_call_diagnostics(resolved))
+    found.extend(_response_diagnostics(events, operations))
+    return found
+
+
+def _orphan_fact_diagnostics(resolved: Sequence[ResolvedOperation]) -> list[ResumeDiagnostic]:
+    """Corrupt operations without a call that no earlier pass names (orphan dispatches)."""
+    found: list[ResumeDiagnostic] = []
+    for item in resolved:
+        decision = item.decision
+        if (
+            decision.status is not ResolverStatus.CORRUPTION
+            or decision.call_runtime_event_id is not None
+            or decision.reason is ResolverReason.ORPHAN_RESPONSE
+        ):
+            continue
+        found.append(
+            ResumeDiagnostic(
+                DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
+                f"tool recovery fact is corrupt: {decision.reason.value}",
+                decision.dispatch_runtime_event_id or decision.response_runtime_event_id,
+                decision.tool_call_id,
+                decision.tool_name,
+            )
+        )
+    return found
+
+
+def _hidden_call_diagnostics(resolved: Sequence[ResolvedOperation]) -> list[ResumeDiagnostic]:
+    """A hidden nested call with an unknown outcome still blocks the enclosing execution."""
+    return [
+        ResumeDiagnostic(
+            DiagnosticCode.PENDING_TOOL_RESULT,
+            "hidden nested tool call has no matching committed function_response",
+            item.decision.call_runtime_event_id,
+            item.decision.tool_call_id,
+            item.decision.tool_name,
+        )
+        for item in resolved
+        if _has_hidden_indeterminate_call(item)
+    ]
+
+
+def _has_hidden_indeterminate_call(item: ResolvedOperation) -> bool:
+    call = item.operation.call_event
+    return (
+        item.decision.status is ResolverStatus.INDETERMINATE
+        and call is not None
+        and _is_hidden(call)
+    )
+
+
+def _response_diagnostics(
+    events: Sequence[RuntimeEvent], operations: Sequence[ToolOperation]
+) -> list[ResumeDiagnostic]:
+    """Every visible committed response must answer a projected call of the same tool."""
+    by_call_id = {operation.tool_call_id: operation for operation in operations}
+    found: list[ResumeDiagnostic] = []
+    for event in events:
+        content = cast(Mapping[str, Any] | None, event.get("content"))
+        if (
+            content is None
+            or content["kind"] != "function_response"
+            or event["partial"]
+            or _is_hidden(event)
+        ):
+            continue
+        call_id, name = content["id"], content["name"]
+        operation = by_call_id.get(call_id)
+        if operation is None:
+            found.append(
+                ResumeDiagnostic(
+                    DiagnosticCode.UNMATCHED_TOOL_RESULT,
+                    "function_response has no prior matching function_call",
+                    event["id"],
+                    call_id,
+                    name,
+                )
+            )
+        elif operation.tool_name != name:
+            found.append(
+                ResumeDiagnostic(
+                    DiagnosticCode.TOOL_NAME_MISMATCH,
+                    "function_response tool name differs from matching function_call",
+                    event["id"],
+                    call_id,
+                    name,
+                    MappingProxyType(
+                        {"callToolName": operation.tool_name, "responseToolName": name}
+                    ),
+                )
+            )
+    return found
+
+
+def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkReason, ...]:
+    """Only two reasons come out of Phase 0; unique, in first-appearance order."""
+    reasons: list[ParkReason] = []
+    for diagnostic in diagnostics:
+        if diagnostic.code is DiagnosticCode.RUNTIME_OFFSET_MISMATCH:
+            reason = ParkReason.RUNTIME_OFFSET_MISMATCH
+        elif diagnostic.code in _DANGLING:
+            reason = ParkReason.DANGLING_TOOL_STATE
+        else:
+            continue
+        if reason not in reasons:
+            reasons.append(reason)
+    return tuple(reasons)
+
+
+def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
+    """The canonical replay list: no partial or hidden event, calls and responses only when
+    paired (a response pairs a call of the same id and tool name seen before it), and every
+    event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
+    calls: dict[str, str] = {}
+    paired: set[str] = set()
+    for event in events:
+        content = cast(Mapping[str, Any] | None, event.get("content"))
+        if content is None or event["partial"]:
+            continue
+        kind = content["kind"]
+        if kind == "function_call":
+            calls[content["id"]] = content["name"]
+        elif kind == "function_response" and calls.get(content["id"]) == content["name"]:
+            paired.add(content["id"])
+    kept: list[RuntimeEvent] = []
+    for event in events:
+        if event["partial"] or event.get("modelVisibility") == "hidden":
+            continue
+        content = cast(Mapping[str, Any] | None, event.get("content"))
+        if (
+            content is not None
+            and content["kind"] in ("function_call", "function_response")
+            and content["id"] not in paired
+        ):
+            continue
+        kept.append(event)
+    return tuple(kept)
+
+
+def plan_resume(
+    events: Sequence[RuntimeEvent], expected_high_water: int | None = None
+) -> ResumePlan:
+    """The Phase 0 resume plan of one run's committed events, in ledger order."""
+    resolution, resolved = resolve_operations(events)
+    operations = _project(resolved)
+    diagnostics = _diagnostics(events, expected_high_water, resolution, resolved, operations)
+    reasons = _rejection_reasons(diagnostics)
+    requires_verification = any(
+        operation.status is OperationStatus.INDETERMINATE for operation in operations
+    ) or any(_has_hidden_indeterminate_call(item) for item in resolved)
+    safe = not reasons and not requires_verification and not resolution.has_corruption
+    return ResumePlan(
+        disposition=Disposition.SAFE_REPLAY if safe else Disposition.BLOCKED,
+        operations=operations,
+        diagnostics=tuple(diagnostics),
+        rejection_reasons=reasons,
+        requires_verification=requires_verification,
+        source_runtime_event_high_water=len(events),
+        directive=INDETERMINATE_TOOL_RESULT_DIRECTIVE if requires_verification else None,
+        runtime_events=tuple(events),
+        replay_runtime_events=replay_runtime_events(events),
+    )
