@@ -82,6 +82,54 @@ class RunHeader:
     completed_at: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOperationRecord:
+    """One row of the ``tool_operations`` projection: the current state of a T1 operation.
+
+    ``current_state``: ``prepared`` (T1 committed, no outcome: the side effect may or may not have
+    happened), ``outcome_committed`` (T2), ``recovery_completed`` / ``recovery_parked`` (a
+    recovery bundle settled it). ``version`` counts the facts: 1 at T1, +1 per later fact.
+    """
+
+    operation_id: str
+    session_id: str
+    invocation_id: str
+    run_id: str
+    turn_id: str
+    provider_tool_call_id: str
+    tool_name: str
+    canonical_args_hash: str
+    recovery_mode: str
+    current_state: str
+    call_event_id: str
+    dispatch_event_id: str
+    result_event_id: str | None
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolJournalRecord:
+    """One row of the ``tool_journal_events`` projection (a transition of an operation)."""
+
+    journal_event_id: str
+    operation_id: str
+    invocation_id: str
+    run_id: str
+    turn_id: str
+    state: str
+    runtime_event_id: str
+    canonical_args_hash: str
+    recovery_mode: str
+    metadata: Mapping[str, Any] | None
+    committed_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionCounts:
+    operations: int
+    journal_events: int
+
+
 class LedgerReader(Protocol):
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
 

@@ -1,0 +1,236 @@
+"""The common write path: candidate preparation, the checks every writer shares, the insert.
+
+Every writer (generic append, T1, T2, recovery bundle, run ending, import) goes through
+``LedgerTransaction``, which runs inside one ``BEGIN IMMEDIATE`` and applies the checks in this
+order (the order decides which code a refusal carries):
+
+1. (before the transaction) decode strictly, canonical bytes, lane; the writer's own gate
+   (the generic append refuses reserved facts and terminal events).
+2. The run header exists (``run_not_found``) and every candidate carries the header's session,
+   invocation and turn (``invocation_identity_conflict``: the invocation spine).
+3. Tool-bearing writes only: the run's ledger must already be clean (its scanner's first issue
+   otherwise, so a damaged ledger refuses even exact retries).
+4. Exact retry: a candidate whose id is stored with the same canonical bytes is dropped; the same
+   id with other bytes is ``identity_conflict``. All dropped = a no-op answering ``created=False``.
+5. Seal: a run with a terminal event accepts nothing new (``run_sealed``).
+6. Tool-bearing writes: the shared transition validation (``validate_candidates``: shape, the
+   scanner fed with the candidates after the run's facts, recovery interpretation). Ordinary
+   events: only the T1 marker rule (``protocol_marker_invalid`` unless ``event_seq`` is 1).
+7. Insert with the next gap-free ``event_seq`` of the invocation; the run's scanner is fed.
+
+Validation reads only per-run state (``run_ledger_state``), never the whole ledger.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.codes import (
+    Lane,
+    ScanIssueCode,
+    TransitionKind,
+    WriterRejectionCode,
+)
+from runtime.ledger.event_model import RuntimeEvent, decode_event, has_t1_marker, is_terminal
+from runtime.ledger.lane_rules import LaneConflict, check_generic_append, classify_lane
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import CommitResult, StoreRefusal
+from runtime.ledger.transition_validator import validate_candidates
+from storage.event_rows import insert_event_row, lookup_payload
+from storage.run_ledger_state import RunLedgerState, RunStateCache
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A decoded event ready to commit: its canonical bytes and its lane."""
+
+    event: RuntimeEvent
+    payload: bytes
+    lane: Lane
+    terminal: bool
+
+    @property
+    def event_id(self) -> str:
+        return self.event["id"]
+
+
+def prepare_candidate(event: object, *, decoded: bool = False) -> Candidate:
+    """Strict decode (skipped when ``decoded``: the caller just decoded it), canonical bytes
+    and lane. Anything malformed is refused before a transaction starts."""
+    try:
+        checked = cast(RuntimeEvent, event) if decoded else decode_event(event)
+        payload = canonical_bytes(checked)
+    except LedgerError as error:
+        event_id = event.get("id") if isinstance(event, dict) else None
+        raise StoreRefusal(
+            error.code, error.message, event_id if isinstance(event_id, str) else None
+        ) from None
+    lane = classify_lane(checked)
+    if isinstance(lane, LaneConflict):
+        raise StoreRefusal(lane.code, lane.reason, lane.event_id)
+    return Candidate(checked, payload, lane, is_terminal(checked))
+
+
+def check_generic(candidate: Candidate) -> None:
+    """The generic append's gate: ordinary events, function_calls and unbound responses only;
+    terminal events belong to the run-ending writer."""
+    rejection = check_generic_append(candidate.event)
+    if rejection is not None:
+        raise StoreRefusal(rejection.code, rejection.reason, rejection.event_id)
+    if candidate.terminal:
+        raise StoreRefusal(
+            WriterRejectionCode.RESERVED_RUN_ENDING_FACT,
+            "a terminal event is committed with its run header by commit_run_ending",
+            candidate.event_id,
+        )
+
+
+class LedgerTransaction:
+    """The shared checks and the insert, for one open write transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, cache: RunStateCache, committed_at: int) -> None:
+        self.conn = conn
+        self.cache = cache
+        self.committed_at = committed_at
+
+    def run(self, run_id: str) -> RunLedgerState:
+        return self.cache.state(self.conn, run_id)
+
+    def check_spine(self, state: RunLedgerState, candidates: Sequence[Candidate]) -> None:
+        for candidate in candidates:
+            event = candidate.event
+            if (
+                event["runId"] != state.run_id
+                or event["sessionId"] != state.session_id
+                or event["invocationId"] != state.invocation_id
+                or event["turnId"] != state.turn_id
+            ):
+                raise StoreRefusal(
+                    ScanIssueCode.INVOCATION_IDENTITY_CONFLICT,
+                    f"event {candidate.event_id} does not carry the execution identity of run "
+                    f"{state.run_id} (one run = one invocation, one session, one turn)",
+                    candidate.event_id,
+                )
+
+    def check_health(self, state: RunLedgerState) -> None:
+        issue = self.cache.scanner(self.conn, state).first_issue
+        if issue is not None:
+            raise StoreRefusal(
+                issue.code,
+                f"the run's ledger already has an issue ({issue.code} at {issue.event_id}); "
+                "no tool fact is accepted",
+                issue.event_id,
+            )
+
+    def split_retries(
+        self, candidates: Sequence[Candidate]
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """(new candidates, ``event_seq`` of exact retries); other bytes = ``identity_conflict``."""
+        new: list[Candidate] = []
+        retried: dict[str, int] = {}
+        for candidate in candidates:
+            stored = lookup_payload(self.conn, candidate.event_id)
+            if stored is None:
+                if any(other.event_id == candidate.event_id for other in new):
+                    raise StoreRefusal(
+                        WriterRejectionCode.IDENTITY_CONFLICT,
+                        f"event id {candidate.event_id} appears twice in one write",
+                        candidate.event_id,
+                    )
+                new.append(candidate)
+            elif stored[0] == candidate.payload:
+                retried[candidate.event_id] = stored[1]
+            else:
+                raise StoreRefusal(
+                    WriterRejectionCode.IDENTITY_CONFLICT,
+                    f"event id {candidate.event_id} is already stored with other content",
+                    candidate.event_id,
+                )
+        return new, retried
+
+    def check_seal(self, state: RunLedgerState, new: Sequence[Candidate]) -> None:
+        if new and state.sealed:
+            raise StoreRefusal(
+                WriterRejectionCode.RUN_SEALED,
+                f"run {state.run_id} is sealed by its terminal event {state.terminal_event_id}",
+                new[0].event_id,
+            )
+
+    def validate_tool_transition(
+        self,
+        state: RunLedgerState,
+        candidates: Sequence[Candidate],
+        kind: TransitionKind,
+    ) -> None:
+        """The shared transition validation over the run's incremental scanner."""
+        scanner = self.cache.scanner(self.conn, state)
+
+        def stored(event_id: str) -> bytes | None:
+            found = lookup_payload(self.conn, event_id)
+            return found[0] if found is not None else None
+
+        verdict = validate_candidates(
+            scanner, [candidate.event for candidate in candidates], kind, stored
+        )
+        if not verdict.ok:
+            raise StoreRefusal(
+                verdict.code or WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+                verdict.message or "the write conflicts with the run's ledger",
+                verdict.event_id,
+            )
+
+    def check_marker(self, state: RunLedgerState, candidate: Candidate, offset: int) -> None:
+        if has_t1_marker(candidate.event) and state.next_seq + offset != 1:
+            raise StoreRefusal(
+                ScanIssueCode.PROTOCOL_MARKER_INVALID,
+                "the T1 protocol marker is allowed only on the first event of a run",
+                candidate.event_id,
+            )
+
+    def insert(self, state: RunLedgerState, candidate: Candidate) -> int:
+        seq = state.next_seq
+        insert_event_row(
+            self.conn,
+            candidate.event,
+            candidate.payload,
+            seq=seq,
+            lane=candidate.lane,
+            terminal=candidate.terminal,
+            committed_at=self.committed_at,
+        )
+        state.next_seq = seq + 1
+        if candidate.terminal and state.terminal_event_id is None:
+            state.terminal_event_id = candidate.event_id
+        if state.scanner is not None:
+            state.scanner.feed(candidate.event)
+        return seq
+
+
+def is_tool_bearing(candidates: Sequence[Candidate]) -> bool:
+    return any(candidate.lane is not Lane.ORDINARY for candidate in candidates)
+
+
+def append_generic(tx: LedgerTransaction, candidate: Candidate) -> CommitResult:
+    """The generic append of one event (already through ``check_generic``)."""
+    state = tx.run(candidate.event["runId"])
+    tx.check_spine(state, [candidate])
+    tool = is_tool_bearing([candidate])
+    if tool:
+        tx.check_health(state)
+    new, retried = tx.split_retries([candidate])
+    if not new:
+        return CommitResult(created=False, event_seq=retried[candidate.event_id])
+    tx.check_seal(state, new)
+    if tool:
+        tx.validate_tool_transition(state, new, TransitionKind.GENERIC_APPEND)
+    else:
+        tx.check_marker(state, candidate, 0)
+    return CommitResult(created=True, event_seq=tx.insert(state, candidate))
+
+
+def event_dict(event: RuntimeEvent) -> dict[str, Any]:
+    return cast(dict[str, Any], event)

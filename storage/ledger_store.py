@@ -1,0 +1,414 @@
+"""``SqliteLedgerStore``: the SQLite implementation of the ledger ports, and ``open_store``.
+
+One store = one connection to ``<data_dir>/runtime.sqlite``, shared by the threads of a process
+behind a re-entrant lock (SQLite serialises writers across processes; the lock serialises this
+process's threads on its single connection). Writers are narrow (one per kind of fact,
+ARCHITECTURE.md principle 3): ``append_event`` (generic), ``commit_tool_prepared`` (T1),
+``commit_tool_outcome`` (T2), ``commit_recovery_bundle``, ``commit_run_ending``, plus run-header
+and session creation. Each validates its candidates against per-run state and commits in one
+``BEGIN IMMEDIATE`` transaction (``event_writer``).
+
+``open_store(data_dir, read_only=True)`` opens ``mode=ro`` with ``query_only``: it works while
+another process owns the directory and refuses every write with ``store_read_only``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from runtime.ledger.codes import StoreCode, TransitionKind
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import (
+    CommitResult,
+    ProjectionCounts,
+    RunHeader,
+    RunStatus,
+    SessionRecord,
+    StoredEvent,
+    StoreRefusal,
+    ToolJournalRecord,
+    ToolOperationRecord,
+)
+from storage import run_header_store as headers
+from storage import tool_projection as projection
+from storage.event_rows import read_event, read_invocation_rows
+from storage.event_writer import (
+    LedgerTransaction,
+    append_generic,
+    check_generic,
+    prepare_candidate,
+)
+from storage.ledger_schema import (
+    SCHEMA_VERSION,
+    check_tables,
+    migrate,
+    read_user_version,
+    refuse_if_newer,
+)
+from storage.recovery_bundle_writer import commit_bundle
+from storage.run_ending_writer import EVENT_STATUS_TO_RUN, check_ending, commit_ending
+from storage.run_ledger_state import RunStateCache
+from storage.sqlite_connection import (
+    DATABASE_NAME,
+    connect_reader,
+    connect_writer,
+    read_file_user_version,
+    read_transaction,
+    sqlite_errors,
+    write_transaction,
+)
+from storage.store_failpoints import store_failpoint
+from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
+
+T = TypeVar("T")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SqliteLedgerStore:
+    """The ledger store (implements ``LedgerStore``). Create it with ``open_store``."""
+
+    def __init__(
+        self,
+        conn: Any,
+        path: Path,
+        *,
+        read_only: bool,
+        full_rescan: bool = False,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self._conn = conn
+        self.path = path
+        self.read_only = read_only
+        self._lock = threading.RLock()
+        self._cache = RunStateCache(full_rescan=full_rescan)
+        self._clock = clock or _now_ms
+        self._closed = False
+
+    # ---- plumbing -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._cache.clear()
+                self._conn.close()
+
+    def __enter__(self) -> SqliteLedgerStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreRefusal(StoreCode.STORE_IO_FAILED, "the store is closed")
+
+    @contextmanager
+    def _write(self) -> Iterator[LedgerTransaction]:
+        if self.read_only:
+            raise StoreRefusal(StoreCode.STORE_READ_ONLY, "this store was opened read-only")
+        with self._lock, sqlite_errors():
+            self._check_open()
+            try:
+                with write_transaction(self._conn):
+                    self._cache.begin(self._conn)
+                    yield LedgerTransaction(self._conn, self._cache, self._clock())
+            except BaseException:
+                self._cache.abandon()
+                raise
+            self._cache.committed()
+
+    def _read(self, action: Callable[[Any], T]) -> T:
+        with self._lock, sqlite_errors():
+            self._check_open()
+            with read_transaction(self._conn):
+                return action(self._conn)
+
+    @property
+    def connection(self) -> Any:
+        """The underlying ``sqlite3.Connection`` (doctor, tests and benchmarks only)."""
+        return self._conn
+
+    def schema_version(self) -> int:
+        return self._read(read_user_version)
+
+    def journal_mode(self) -> str:
+        return self._read(lambda conn: str(conn.execute("PRAGMA journal_mode").fetchone()[0]))
+
+    # ---- sessions and run headers -------------------------------------------------------------
+
+    def create_session(self, session: SessionRecord) -> None:
+        with self._write() as tx:
+            headers.insert_session(tx.conn, session)
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        return self._read(lambda conn: headers.read_session(conn, session_id))
+
+    def list_sessions(self) -> Sequence[SessionRecord]:
+        return self._read(headers.list_sessions)
+
+    def create_run(self, header: RunHeader) -> None:
+        with self._write() as tx:
+            headers.insert_header(tx.conn, header)
+
+    def mark_run_running(self, run_id: str) -> None:
+        with self._write() as tx:
+            headers.mark_running(tx.conn, run_id, tx.committed_at)
+            tx.run(run_id).status = RunStatus.RUNNING
+
+    def read_run_header(self, run_id: str) -> RunHeader | None:
+        return self._read(lambda conn: headers.read_header(conn, run_id))
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]:
+        return self._read(lambda conn: headers.list_session_headers(conn, session_id))
+
+    def list_runs(self, statuses: Iterable[RunStatus] | None = None) -> Sequence[RunHeader]:
+        """Every run header (oldest first), optionally only those with one of ``statuses``."""
+        wanted = list(statuses) if statuses is not None else None
+        return self._read(lambda conn: headers.list_headers(conn, wanted))
+
+    def read_owner_epoch(self) -> int:
+        return self._read(headers.read_owner_epoch)
+
+    def bump_owner_epoch(self) -> int:
+        """Increment the durable owner epoch (the new owner of the data directory calls this
+        once, under its lock) and return the new value."""
+        with self._write() as tx:
+            return headers.raise_owner_epoch(tx.conn)
+
+    # ---- writers ------------------------------------------------------------------------------
+
+    def append_event(self, event: RuntimeEvent) -> CommitResult:
+        candidate = prepare_candidate(event)
+        check_generic(candidate)
+        with self._write() as tx:
+            return append_generic(tx, candidate)
+
+    def commit_tool_prepared(
+        self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent
+    ) -> CommitResult:
+        call = prepare_candidate(call_event) if call_event is not None else None
+        dispatch = prepare_candidate(dispatch_event)
+        check_shape([*([call] if call is not None else []), dispatch], TransitionKind.T1_PREPARE)
+        with self._write() as tx:
+            result = commit_prepared(tx, call, dispatch)
+        if result.created:
+            store_failpoint("t1_after_commit")
+        return result
+
+    def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult:
+        response = prepare_candidate(response_event)
+        check_shape([response], TransitionKind.T2_OUTCOME)
+        with self._write() as tx:
+            result = commit_outcome(tx, response)
+        if result.created:
+            store_failpoint("t2_after_commit")
+        return result
+
+    def commit_recovery_bundle(
+        self,
+        reconcile_event: RuntimeEvent,
+        outcome_event: RuntimeEvent | None,
+        decision_event: RuntimeEvent,
+    ) -> CommitResult:
+        reconcile = prepare_candidate(reconcile_event)
+        outcome = prepare_candidate(outcome_event) if outcome_event is not None else None
+        decision = prepare_candidate(decision_event)
+        check_shape(
+            [reconcile, *([outcome] if outcome is not None else []), decision],
+            TransitionKind.RECOVERY_BUNDLE,
+        )
+        with self._write() as tx:
+            result = commit_bundle(tx, reconcile, outcome, decision)
+        if result.created:
+            store_failpoint("bundle_after_commit", "P10")
+        return result
+
+    def commit_run_ending(
+        self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
+    ) -> CommitResult:
+        terminal = prepare_candidate(terminal_event)
+        check_ending(terminal, status, failure_class)
+        with self._write() as tx:
+            result = commit_ending(tx, terminal, RunStatus(status), failure_class)
+        if result.created:
+            store_failpoint("run_ending_after_commit")
+        return result
+
+    def repair_run_header(self, run_id: str) -> RunHeader:
+        """Make a header agree with its run's terminal event (RECOVERY.md section 3, step 4):
+        a stored terminal event decides the header's status and failure class. A run without a
+        terminal event is left as it is (its ending must be committed with
+        ``commit_run_ending``)."""
+        with self._write() as tx:
+            header = headers.require_header(tx.conn, run_id)
+            row = tx.conn.execute(
+                "SELECT event_id FROM runtime_events WHERE invocation_id = ? AND terminal = 1"
+                " ORDER BY event_seq LIMIT 1",
+                (header.invocation_id,),
+            ).fetchone()
+            if row is None:
+                return header
+            stored = read_event(tx.conn, row[0])
+            assert stored is not None
+            status = EVENT_STATUS_TO_RUN.get(stored.event.get("status") or "", RunStatus.FAILED)
+            delta = dict(stored.event.get("actions") or {}).get("stateDelta") or {}
+            named = delta.get("failureClass") if isinstance(delta, dict) else None
+            failure = named if isinstance(named, str) and status != RunStatus.COMPLETED else None
+            if header.status is not status or header.failure_class != failure:
+                headers.set_terminal(
+                    tx.conn,
+                    run_id,
+                    status,
+                    failure,
+                    updated_at=tx.committed_at,
+                    completed_at=stored.committed_at,
+                )
+                tx.run(run_id).status = status
+            return headers.require_header(tx.conn, run_id)
+
+    # ---- reads --------------------------------------------------------------------------------
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]:
+        def action(conn: Any) -> list[StoredEvent]:
+            header = headers.read_header(conn, run_id)
+            if header is None:
+                return []
+            return read_invocation_rows(conn, header.invocation_id)
+
+        return self._read(action)
+
+    def read_event(self, event_id: str) -> StoredEvent | None:
+        return self._read(lambda conn: read_event(conn, event_id))
+
+    def run_high_water(self, run_id: str) -> int:
+        """The run's last ``event_seq`` (0 for a run without events)."""
+
+        def action(conn: Any) -> int:
+            header = headers.require_header(conn, run_id)
+            row = conn.execute(
+                "SELECT MAX(event_seq) FROM runtime_events WHERE invocation_id = ?",
+                (header.invocation_id,),
+            ).fetchone()
+            return int(row[0] or 0)
+
+        return self._read(action)
+
+    def read_tool_operation(self, operation_id: str) -> ToolOperationRecord | None:
+        return self._read(lambda conn: projection.read_operation(conn, operation_id))
+
+    def read_tool_journal(self, operation_id: str) -> Sequence[ToolJournalRecord]:
+        return self._read(lambda conn: projection.read_journal(conn, operation_id))
+
+    def list_unsettled_tool_operations(
+        self, session_id: str | None = None
+    ) -> Sequence[ToolOperationRecord]:
+        return self._read(lambda conn: projection.list_unsettled(conn, session_id))
+
+    # ---- projections --------------------------------------------------------------------------
+
+    def derive_projections(
+        self,
+    ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+        """The projection rows the events imply (read-only; the doctor compares them)."""
+
+        def action(conn: Any) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+            invocations = [
+                row[0] for row in conn.execute("SELECT invocation_id FROM runs ORDER BY run_id")
+            ]
+            return projection.derive_projections(
+                read_invocation_rows(conn, invocation) for invocation in invocations
+            )
+
+        return self._read(action)
+
+    def read_projections(self) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+        return self._read(projection.read_all_projection_rows)
+
+    def rebuild_projections(self) -> ProjectionCounts:
+        """Recreate ``tool_operations`` and ``tool_journal_events`` from the events (one
+        transaction; a corrupt tool ledger refuses with the scanner's code and changes nothing)."""
+        with self._write() as tx:
+            invocations = [
+                row[0] for row in tx.conn.execute("SELECT invocation_id FROM runs ORDER BY run_id")
+            ]
+            operations, journal = projection.derive_projections(
+                read_invocation_rows(tx.conn, invocation) for invocation in invocations
+            )
+            return projection.replace_projections(tx.conn, operations, journal)
+
+
+def _confirm_version_through_wal(path: Path) -> None:
+    """With a ``-wal`` file present the file header may be stale; ask SQLite (read-only)."""
+    wal = path.with_name(path.name + "-wal")
+    if not wal.exists() or wal.stat().st_size == 0:
+        return
+    conn = connect_reader(path)
+    try:
+        with sqlite_errors():
+            refuse_if_newer(read_user_version(conn))
+    finally:
+        conn.close()
+
+
+def open_store(
+    data_dir: Path,
+    *,
+    read_only: bool = False,
+    full_rescan: bool = False,
+    clock: Callable[[], int] | None = None,
+) -> SqliteLedgerStore:
+    """Open (and for a writer create and migrate) ``<data_dir>/runtime.sqlite``.
+
+    Refusals: ``schema_newer_than_program`` (the file is left byte-for-byte untouched, and no
+    ``-wal``/``-shm`` file is created), ``store_corrupt`` (not a database, or not one of ours),
+    ``store_not_found`` / ``schema_upgrade_required`` (read-only opens only), ``store_locked``.
+    ``full_rescan`` makes every write rescan its whole run instead of using the incremental
+    per-run state (a reference mode for tests; never faster).
+    """
+    data_dir = Path(data_dir)
+    path = data_dir / DATABASE_NAME
+    version = read_file_user_version(path)
+    if version is not None:
+        refuse_if_newer(version)
+        _confirm_version_through_wal(path)
+    if read_only:
+        if version is None:
+            raise StoreRefusal(StoreCode.STORE_NOT_FOUND, f"no database at {path}")
+        conn = connect_reader(path)
+        try:
+            with sqlite_errors():
+                current = read_user_version(conn)
+                refuse_if_newer(current)
+                if current != SCHEMA_VERSION:
+                    raise StoreRefusal(
+                        StoreCode.SCHEMA_UPGRADE_REQUIRED,
+                        f"schema {current} must be upgraded to {SCHEMA_VERSION} by a writer first",
+                    )
+                check_tables(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return SqliteLedgerStore(conn, path, read_only=True, clock=clock)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreRefusal(
+            StoreCode.STORE_IO_FAILED, f"cannot create {data_dir}: {error}"
+        ) from None
+    conn = connect_writer(path)
+    try:
+        with sqlite_errors():
+            migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return SqliteLedgerStore(conn, path, read_only=False, full_rescan=full_rescan, clock=clock)

@@ -1,0 +1,174 @@
+"""Opening ``runtime.sqlite``: pragmas, transactions, and the one place SQLite errors get codes.
+
+Python's ``sqlite3`` runs in autocommit mode here (``isolation_level=None``) and every write is an
+explicit ``BEGIN IMMEDIATE`` ... ``COMMIT``: the write lock is taken before the first read of the
+transaction, so what a writer validates is exactly what it commits on top of, and two processes
+never interleave a transaction (the second waits up to the busy timeout, then gets
+``store_locked``).
+
+Every ``sqlite3.Error`` that leaves the store passes through ``translate_sqlite_error`` so callers
+see a ``StoreRefusal`` with a stable ``StoreCode``, never a raw driver exception.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.store_ports import StoreRefusal
+
+DATABASE_NAME = "runtime.sqlite"
+BUSY_TIMEOUT_MS = 5000
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEADER_SIZE = 100
+
+# Primary result codes (https://sqlite.org/rescode.html).
+_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
+
+
+def translate_sqlite_error(error: sqlite3.Error) -> StoreRefusal:
+    """Map a driver error to a coded refusal (the only translation point of the store)."""
+    code_number = getattr(error, "sqlite_errorcode", None)
+    primary = code_number & 0xFF if isinstance(code_number, int) else None
+    text = str(error)
+    if primary in (_BUSY, _LOCKED) or "database is locked" in text:
+        return StoreRefusal(StoreCode.STORE_LOCKED, f"another process holds the database: {text}")
+    if primary in (_CORRUPT, _NOTADB) or "not a database" in text or "malformed" in text:
+        return StoreRefusal(StoreCode.STORE_CORRUPT, f"the database file is damaged: {text}")
+    if primary == _READONLY:
+        return StoreRefusal(StoreCode.STORE_READ_ONLY, f"the database is read-only: {text}")
+    if primary in (_IOERR, _FULL, _CANTOPEN):
+        return StoreRefusal(StoreCode.STORE_IO_FAILED, f"cannot read or write the database: {text}")
+    if isinstance(error, sqlite3.IntegrityError):
+        # Writers validate before inserting; a constraint firing means the stored rows were
+        # changed behind the store's back.
+        return StoreRefusal(StoreCode.STORE_CORRUPT, f"stored rows violate a constraint: {text}")
+    return StoreRefusal(StoreCode.STORE_IO_FAILED, f"database error: {text}")
+
+
+@contextmanager
+def sqlite_errors() -> Iterator[None]:
+    """Run a block with every ``sqlite3.Error`` translated into a ``StoreRefusal``."""
+    try:
+        yield
+    except sqlite3.Error as error:
+        raise translate_sqlite_error(error) from error
+
+
+def read_file_user_version(path: Path) -> int | None:
+    """``PRAGMA user_version`` read from the file header without opening SQLite.
+
+    Returns ``None`` for a missing or empty file. Used before any connection exists so that a
+    database newer than the program is refused without a single byte (or ``-wal``/``-shm`` file)
+    being created. When a ``-wal`` file exists the header page may be stale, so the caller must
+    confirm with a read-only connection.
+    """
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(_HEADER_SIZE)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise StoreRefusal(StoreCode.STORE_CORRUPT, f"{path} is a directory") from None
+    except OSError as error:
+        raise StoreRefusal(StoreCode.STORE_IO_FAILED, f"cannot read {path}: {error}") from None
+    if not header:
+        return None
+    if len(header) < _HEADER_SIZE or not header.startswith(_SQLITE_MAGIC):
+        raise StoreRefusal(StoreCode.STORE_CORRUPT, f"{path} is not a SQLite database")
+    version: int = struct.unpack(">I", header[60:64])[0]
+    return version
+
+
+def _configure_common(conn: sqlite3.Connection) -> None:
+    # busy_timeout first: every later statement may need to wait for another process.
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _ensure_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying while another process holds the lock (the mode is persistent,
+    so an established database only verifies it)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            if mode != "wal":
+                mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            if mode != "wal":
+                raise StoreRefusal(StoreCode.STORE_IO_FAILED, f"WAL journal mode refused: {mode}")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def connect_writer(path: Path) -> sqlite3.Connection:
+    """A read-write connection with the store's pragmas (WAL, ``synchronous=FULL``)."""
+    with sqlite_errors():
+        conn = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, cached_statements=256
+        )
+        try:
+            _configure_common(conn)
+            _ensure_wal(conn)
+            conn.execute("PRAGMA synchronous = FULL")
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+def connect_reader(path: Path) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``, ``query_only``): works while another process owns
+    the data directory and can never write, migrate or change the journal mode."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    with sqlite_errors():
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            _configure_common(conn)
+            conn.execute("PRAGMA query_only = ON")
+        except BaseException:
+            conn.close()
+            raise
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls everything back."""
+    with sqlite_errors():
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        with suppress(sqlite3.Error):  # the original error is the one worth reporting
+            conn.execute("ROLLBACK")
+        raise
+    with sqlite_errors():
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+
+@contextmanager
+def read_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A deferred transaction: several reads see one consistent snapshot."""
+    with sqlite_errors():
+        conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        with suppress(sqlite3.Error):
+            conn.execute("COMMIT")

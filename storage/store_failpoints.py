@@ -1,0 +1,55 @@
+"""Named crash points inside the store's transactions (RECOVERY.md section 2, principle 5).
+
+With ``MAKA_FAILPOINT=<name>`` in the environment the process kills itself with SIGKILL when it
+reaches that point: no ``finally`` block, no rollback, no ``atexit``; exactly what a power cut or
+an OOM kill does. The crash tests drive a real child process into each point and check that the
+database holds the state from before the transaction or the state from after it, nothing between.
+
+Storage may import only ``runtime.ledger``, so it carries this small hook itself rather than
+importing the runtime's generic one; both read the same variable.
+
+Points (``*_insert`` ones sit inside the open write transaction, ``*_after_commit`` right after
+``COMMIT``):
+
+- ``t1_after_call_insert``, ``t1_after_dispatch_insert``, ``t1_after_commit``
+- ``t2_after_response_insert``, ``t2_after_commit``
+- ``bundle_after_reconcile_insert``, ``bundle_after_outcome_insert``,
+  ``bundle_after_decision_insert``, ``bundle_after_commit`` (also honours ``P10``, the catalog id of
+  "recovery decision committed")
+- ``run_ending_after_event_insert``, ``run_ending_after_commit``
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+FAILPOINT_ENV = "MAKA_FAILPOINT"
+
+STORE_FAILPOINTS = frozenset(
+    {
+        "t1_after_call_insert",
+        "t1_after_dispatch_insert",
+        "t1_after_commit",
+        "t2_after_response_insert",
+        "t2_after_commit",
+        "bundle_after_reconcile_insert",
+        "bundle_after_outcome_insert",
+        "bundle_after_decision_insert",
+        "bundle_after_commit",
+        "run_ending_after_event_insert",
+        "run_ending_after_commit",
+        "P10",
+    }
+)
+
+
+def store_failpoint(*names: str) -> None:
+    """SIGKILL this process if ``MAKA_FAILPOINT`` names one of ``names``.
+
+    Reads the environment each time (a test may set it after import); the cost is one dict
+    lookup, negligible next to a SQLite commit.
+    """
+    wanted = os.environ.get(FAILPOINT_ENV)
+    if wanted and wanted in names:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,400 @@
+"""The tool projections ``tool_operations`` and ``tool_journal_events``, online and rebuilt.
+
+Both tables are disposable: ``rebuild_projections`` deletes them and derives them again from
+``runtime_events`` through the shared scanner and the recovery interpretation, and the online
+writers produce exactly the same rows because they follow the same rules:
+
+- journal ids are derived, never chosen: ``<operationId>_prepared`` (T1), ``<operationId>_outcome``
+  (the response, from T2 or a completed bundle), ``<eventId>_journal`` (reconcile and decision);
+- a journal row's ``committed_at`` is the ``committed_at`` of the event it records;
+- ``version`` is 1 at T1 and grows by one per later fact (reconcile, outcome, decision);
+- ``current_state``: a valid decision -> ``recovery_completed`` / ``recovery_parked``; else a
+  response -> ``outcome_committed``; else ``prepared``.
+
+Only operations with a dispatch are projected. A ledger the scanner or the recovery
+interpretation finds corrupt cannot be projected: the rebuild refuses with the issue's code.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from runtime.ledger.canonical_codec import canonical_json_bytes
+from runtime.ledger.codes import ScanIssueCode, StoreCode, WriterRejectionCode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.recovery_bundle import (
+    RecoveryCorruption,
+    RecoveryValid,
+    interpret_scanned_recovery,
+)
+from runtime.ledger.store_ports import (
+    ProjectionCounts,
+    StoredEvent,
+    StoreRefusal,
+    ToolJournalRecord,
+    ToolOperationRecord,
+)
+from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
+
+PREPARED = "prepared"
+OUTCOME_COMMITTED = "outcome_committed"
+RECONCILE_OBSERVED = "reconcile_observed"
+RECOVERY_COMPLETED = "recovery_completed"
+RECOVERY_PARKED = "recovery_parked"
+
+_OPERATION_COLUMNS = (
+    "operation_id, session_id, invocation_id, run_id, turn_id, provider_tool_call_id, tool_name,"
+    " canonical_args_hash, recovery_mode, current_state, call_event_id, dispatch_event_id,"
+    " result_event_id, version"
+)
+_JOURNAL_COLUMNS = (
+    "journal_event_id, operation_id, invocation_id, run_id, turn_id, state, runtime_event_id,"
+    " canonical_args_hash, recovery_mode, metadata_json, committed_at"
+)
+
+
+# ---- rows -------------------------------------------------------------------------------------
+
+
+def _operation_values(record: ToolOperationRecord) -> tuple[object, ...]:
+    return (
+        record.operation_id,
+        record.session_id,
+        record.invocation_id,
+        record.run_id,
+        record.turn_id,
+        record.provider_tool_call_id,
+        record.tool_name,
+        record.canonical_args_hash,
+        record.recovery_mode,
+        record.current_state,
+        record.call_event_id,
+        record.dispatch_event_id,
+        record.result_event_id,
+        record.version,
+    )
+
+
+def _journal_values(record: ToolJournalRecord) -> tuple[object, ...]:
+    metadata = canonical_json_bytes(dict(record.metadata)) if record.metadata is not None else None
+    return (
+        record.journal_event_id,
+        record.operation_id,
+        record.invocation_id,
+        record.run_id,
+        record.turn_id,
+        record.state,
+        record.runtime_event_id,
+        record.canonical_args_hash,
+        record.recovery_mode,
+        metadata,
+        record.committed_at,
+    )
+
+
+def _insert_operation(conn: sqlite3.Connection, record: ToolOperationRecord) -> None:
+    conn.execute(
+        f"INSERT INTO tool_operations ({_OPERATION_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _operation_values(record),
+    )
+
+
+def _insert_journal(conn: sqlite3.Connection, record: ToolJournalRecord) -> None:
+    conn.execute(
+        f"INSERT INTO tool_journal_events ({_JOURNAL_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        _journal_values(record),
+    )
+
+
+def _operation_from_row(row: Sequence[Any]) -> ToolOperationRecord:
+    return ToolOperationRecord(*row)
+
+
+def _journal_from_row(row: Sequence[Any]) -> ToolJournalRecord:
+    values = list(row)
+    values[9] = json.loads(values[9]) if values[9] is not None else None
+    return ToolJournalRecord(*values)
+
+
+def read_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperationRecord | None:
+    row = conn.execute(
+        f"SELECT {_OPERATION_COLUMNS} FROM tool_operations WHERE operation_id = ?",
+        (operation_id,),
+    ).fetchone()
+    return _operation_from_row(row) if row is not None else None
+
+
+def read_journal(conn: sqlite3.Connection, operation_id: str) -> list[ToolJournalRecord]:
+    rows = conn.execute(
+        f"SELECT {_JOURNAL_COLUMNS} FROM tool_journal_events WHERE operation_id = ?"
+        " ORDER BY journal_seq",
+        (operation_id,),
+    ).fetchall()
+    return [_journal_from_row(row) for row in rows]
+
+
+def list_unsettled(
+    conn: sqlite3.Connection, session_id: str | None = None
+) -> list[ToolOperationRecord]:
+    """Operations whose T1 committed and nothing settled them yet (state ``prepared``)."""
+    sql = f"SELECT {_OPERATION_COLUMNS} FROM tool_operations WHERE current_state = 'prepared'"
+    params: tuple[str, ...] = ()
+    if session_id is not None:
+        sql += " AND session_id = ?"
+        params = (session_id,)
+    rows = conn.execute(sql + " ORDER BY invocation_id, operation_id", params).fetchall()
+    return [_operation_from_row(row) for row in rows]
+
+
+def read_all_projection_rows(
+    conn: sqlite3.Connection,
+) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+    """Every stored projection row, in a stable order (for equality checks)."""
+    operations = conn.execute(
+        f"SELECT {_OPERATION_COLUMNS} FROM tool_operations ORDER BY operation_id"
+    ).fetchall()
+    journal = conn.execute(
+        f"SELECT {_JOURNAL_COLUMNS} FROM tool_journal_events ORDER BY operation_id, journal_seq"
+    ).fetchall()
+    return [_operation_from_row(row) for row in operations], [
+        _journal_from_row(row) for row in journal
+    ]
+
+
+# ---- online transitions -----------------------------------------------------------------------
+
+
+def _fact(dispatch: RuntimeEvent) -> dict[str, Any]:
+    actions: dict[str, Any] = dict(dispatch.get("actions") or {})
+    fact: dict[str, Any] = actions["toolDispatch"]
+    return fact
+
+
+def prepared_records(
+    call_event_id: str, dispatch: RuntimeEvent, committed_at: int
+) -> tuple[ToolOperationRecord, ToolJournalRecord]:
+    fact = _fact(dispatch)
+    operation_id: str = fact["operationId"]
+    operation = ToolOperationRecord(
+        operation_id=operation_id,
+        session_id=dispatch["sessionId"],
+        invocation_id=dispatch["invocationId"],
+        run_id=dispatch["runId"],
+        turn_id=dispatch["turnId"],
+        provider_tool_call_id=fact["providerToolCallId"],
+        tool_name=fact["toolName"],
+        canonical_args_hash=fact["canonicalArgsHash"],
+        recovery_mode=fact["recoveryMode"],
+        current_state=PREPARED,
+        call_event_id=call_event_id,
+        dispatch_event_id=dispatch["id"],
+        result_event_id=None,
+        version=1,
+    )
+    return operation, _journal(
+        operation, f"{operation_id}_prepared", PREPARED, dispatch, committed_at
+    )
+
+
+def _journal(
+    operation: ToolOperationRecord,
+    journal_id: str,
+    state: str,
+    event: RuntimeEvent,
+    committed_at: int,
+) -> ToolJournalRecord:
+    actions = event.get("actions") or {}
+    recovery = actions.get("toolRecovery")
+    return ToolJournalRecord(
+        journal_event_id=journal_id,
+        operation_id=operation.operation_id,
+        invocation_id=operation.invocation_id,
+        run_id=operation.run_id,
+        turn_id=operation.turn_id,
+        state=state,
+        runtime_event_id=event["id"],
+        canonical_args_hash=operation.canonical_args_hash,
+        recovery_mode=operation.recovery_mode,
+        metadata=dict(recovery) if recovery is not None else None,
+        committed_at=committed_at,
+    )
+
+
+def project_prepared(
+    conn: sqlite3.Connection, call_event_id: str, dispatch: RuntimeEvent, committed_at: int
+) -> None:
+    operation, journal = prepared_records(call_event_id, dispatch, committed_at)
+    _insert_operation(conn, operation)
+    _insert_journal(conn, journal)
+
+
+def _advance(
+    conn: sqlite3.Connection,
+    operation: ToolOperationRecord,
+    from_state: str,
+    to_state: str,
+    result_event_id: str | None,
+) -> None:
+    """Compare-and-set on the operation row; anything but exactly one row means the operation
+    is not in the state the writer validated against."""
+    cursor = conn.execute(
+        "UPDATE tool_operations SET current_state = ?,"
+        " result_event_id = COALESCE(?, result_event_id), version = version + 1"
+        " WHERE operation_id = ? AND current_state = ? AND version = ?",
+        (to_state, result_event_id, operation.operation_id, from_state, operation.version),
+    )
+    if cursor.rowcount != 1:
+        raise StoreRefusal(
+            WriterRejectionCode.OPERATION_SETTLED,
+            f"operation {operation.operation_id} changed under the writer",
+        )
+
+
+def project_outcome(
+    conn: sqlite3.Connection,
+    operation: ToolOperationRecord,
+    response: RuntimeEvent,
+    committed_at: int,
+) -> ToolOperationRecord:
+    journal = _journal(
+        operation, f"{operation.operation_id}_outcome", OUTCOME_COMMITTED, response, committed_at
+    )
+    _insert_journal(conn, journal)
+    _advance(conn, operation, operation.current_state, OUTCOME_COMMITTED, response["id"])
+    return require_operation(conn, operation.operation_id)
+
+
+def project_recovery_fact(
+    conn: sqlite3.Connection,
+    operation: ToolOperationRecord,
+    event: RuntimeEvent,
+    state: str,
+    committed_at: int,
+) -> ToolOperationRecord:
+    """Journal a reconcile (state unchanged) or a decision (state = the decision's)."""
+    _insert_journal(conn, _journal(operation, f"{event['id']}_journal", state, event, committed_at))
+    to_state = operation.current_state if state == RECONCILE_OBSERVED else state
+    _advance(conn, operation, operation.current_state, to_state, None)
+    return require_operation(conn, operation.operation_id)
+
+
+def require_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperationRecord:
+    record = read_operation(conn, operation_id)
+    if record is None:
+        raise StoreRefusal(StoreCode.STORE_CORRUPT, f"operation {operation_id} vanished")
+    return record
+
+
+# ---- rebuild ----------------------------------------------------------------------------------
+
+
+def derive_run_projection(
+    events: Sequence[StoredEvent],
+) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+    """The projection rows of one run's committed events (in ``event_seq`` order)."""
+    scan = scan_tool_ledger(stored.event for stored in events)
+    if scan.issues:
+        issue = scan.issues[0]
+        raise StoreRefusal(
+            issue.code, f"corrupt tool ledger: {issue.code} at {issue.event_id}", issue.event_id
+        )
+    committed = {stored.event["id"]: stored.committed_at for stored in events}
+    order = {stored.event["id"]: index for index, stored in enumerate(events)}
+    operations: list[ToolOperationRecord] = []
+    journal: list[ToolJournalRecord] = []
+    for op in scan.operations:
+        if op.dispatch_event is None or op.call_event is None:
+            continue
+        meaning = interpret_scanned_recovery(op, order)
+        if isinstance(meaning, RecoveryCorruption):
+            raise StoreRefusal(
+                meaning.code,
+                f"corrupt recovery bundle for {op.operation_id}: {meaning.message}",
+                op.dispatch_event["id"],
+            )
+        dispatch = op.dispatch_event
+        prepared, first = prepared_records(op.call_event["id"], dispatch, committed[dispatch["id"]])
+        tail: list[tuple[str, str, RuntimeEvent]] = []
+        state = PREPARED
+        if isinstance(meaning, RecoveryValid):
+            tail.append(
+                (
+                    f"{meaning.reconcile_event['id']}_journal",
+                    RECONCILE_OBSERVED,
+                    meaning.reconcile_event,
+                )
+            )
+            completed = meaning.decision.disposition == "completed"
+            state = RECOVERY_COMPLETED if completed else RECOVERY_PARKED
+            tail.append((f"{meaning.decision_event['id']}_journal", state, meaning.decision_event))
+        if op.response_event is not None:
+            if not isinstance(meaning, RecoveryValid):
+                state = OUTCOME_COMMITTED
+            tail.append((f"{prepared.operation_id}_outcome", OUTCOME_COMMITTED, op.response_event))
+        tail.sort(key=lambda item: order[item[2]["id"]])
+        response = op.response_event
+        operations.append(
+            ToolOperationRecord(
+                **{
+                    **_record_fields(prepared),
+                    "current_state": state,
+                    "result_event_id": response["id"] if response is not None else None,
+                    "version": 1 + len(tail),
+                }
+            )
+        )
+        journal.append(first)
+        journal.extend(
+            _journal(prepared, journal_id, row_state, event, committed[event["id"]])
+            for journal_id, row_state, event in tail
+        )
+    return operations, journal
+
+
+def _record_fields(record: ToolOperationRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in ToolOperationRecord.__slots__}
+
+
+def derive_projections(
+    runs: Iterable[Sequence[StoredEvent]],
+) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+    """Projection rows of every run, sorted like ``read_all_projection_rows``."""
+    operations: list[ToolOperationRecord] = []
+    journal: list[ToolJournalRecord] = []
+    for events in runs:
+        run_operations, run_journal = derive_run_projection(events)
+        operations.extend(run_operations)
+        journal.extend(run_journal)
+    seen: set[str] = set()
+    for record in operations:
+        if record.operation_id in seen:
+            raise StoreRefusal(
+                ScanIssueCode.DUPLICATE_OPERATION,
+                f"operation id {record.operation_id} is dispatched in two runs",
+                record.dispatch_event_id,
+            )
+        seen.add(record.operation_id)
+    operations.sort(key=lambda record: record.operation_id)
+    position = {id(record): index for index, record in enumerate(journal)}
+    journal.sort(key=lambda record: (record.operation_id, position[id(record)]))
+    return operations, journal
+
+
+def replace_projections(
+    conn: sqlite3.Connection,
+    operations: Sequence[ToolOperationRecord],
+    journal: Sequence[ToolJournalRecord],
+) -> ProjectionCounts:
+    """Inside a write transaction: delete both tables and insert ``operations``/``journal``."""
+    conn.execute("DELETE FROM tool_journal_events")
+    conn.execute("DELETE FROM tool_operations")
+    for record in operations:
+        _insert_operation(conn, record)
+    for row in journal:
+        _insert_journal(conn, row)
+    return ProjectionCounts(operations=len(operations), journal_events=len(journal))
