@@ -1,0 +1,192 @@
+"""What the main process needs from the rest of the product: a narrow port.
+
+Why a port: the host (lock, IPC server, workers, shutdown order) is about processes and threads;
+sessions, runs, recovery and Safe resume belong to the runtime and the store. The composition root
+(``app/commands/gui_cmd.py``) adapts the real session service to this Protocol; tests use a small
+in-memory implementation. Everything here speaks the bridge contract's wire types, so the host
+only routes and never interprets agent data.
+
+Threading contract: every method may block and is called on a worker thread (never on the event
+loop), except ``cancel_turn`` and ``answer_permission``, which must return quickly because the
+event loop calls them to unblock a running turn. ``sink`` methods may be called from any thread.
+
+Errors: a method that cannot do its job raises ``HostServiceError(code, message)``; the host
+answers the renderer with an ``error`` / ``resume.failed`` push carrying that code. Opening the
+store raises ``runtime.ledger.ledger_errors.LedgerError`` with a ``StoreCode``
+(``schema_newer_than_program``, ``store_corrupt``, ``store_locked``): the refusal screens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from app.bridge_contract import (
+    PermissionDecision,
+    ProviderChoice,
+    ResumeDiagnostic,
+    RunStatusValue,
+    SessionSummary,
+    TranscriptItem,
+)
+
+
+class HostServiceError(Exception):
+    """A refusal with a stable code (``not_found``, ``session_busy``, ``invalid_cwd``...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A session's transcript, newest items last; ``omitted_earlier`` items were left out."""
+
+    session_id: str
+    items: tuple[TranscriptItem, ...]
+    omitted_earlier: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsView:
+    provider: ProviderChoice
+    openai_base_url: str = ""
+    openai_model: str = ""
+    api_key_set: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """``openai_api_key``: None keeps the stored key, "" clears it."""
+
+    provider: ProviderChoice
+    openai_base_url: str = ""
+    openai_model: str = ""
+    openai_api_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptedRun:
+    """A top-level run that startup recovery closed with ``app_restarted`` in *this* pass.
+
+    ``automatic_continuation`` is True when the run was itself started by auto-resume: the
+    crash-loop guard never auto-resumes such a run again (RECOVERY.md section 3)."""
+
+    session_id: str
+    run_id: str
+    created_at: int
+    automatic_continuation: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    interrupted: tuple[InterruptedRun, ...] = ()
+    quarantined_sessions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeStarted:
+    run_id: str
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeParked:
+    rejection_reasons: tuple[str, ...]
+    diagnostics: tuple[ResumeDiagnostic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeFailed:
+    code: str
+    message: str
+
+
+ResumeOutcome = ResumeStarted | ResumeParked | ResumeFailed
+
+
+class TurnSink(Protocol):
+    """Where a running turn (or continuation) reports progress; thread-safe."""
+
+    def transcript_item(self, item: TranscriptItem) -> None: ...
+
+    def run_status(
+        self, run_id: str, status: RunStatusValue, failure_class: str | None = None
+    ) -> None: ...
+
+    def permission_requested(self, request_id: str, tool_name: str, summary: str) -> None: ...
+
+    def resume_started(self, run_id: str, turn_id: str) -> None:
+        """A continuation was admitted and its run started (before the provider streams)."""
+        ...
+
+
+class HostServices(Protocol):
+    def recover_at_startup(self) -> RecoveryReport:
+        """Startup recovery (RECOVERY.md section 3), before any request is served."""
+        ...
+
+    def list_sessions(self) -> Sequence[SessionSummary]: ...
+
+    def session_summary(self, session_id: str) -> SessionSummary: ...
+
+    def open_session(self, session_id: str) -> Transcript: ...
+
+    def create_session(self, cwd: Path) -> SessionSummary: ...
+
+    def send_turn(self, session_id: str, text: str, sink: TurnSink) -> None:
+        """Run one turn to its end (completed, failed or cancelled), streaming into ``sink``."""
+        ...
+
+    def cancel_turn(self, session_id: str) -> None:
+        """Ask the session's running turn or continuation to stop; returns at once."""
+        ...
+
+    def answer_permission(
+        self, session_id: str, request_id: str, decision: PermissionDecision
+    ) -> None: ...
+
+    def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+        """Plan the session's latest interrupted run; when the plan says continue, execute it and
+        stream the continuation into ``sink`` until it ends. ``automatic`` marks an auto-resume
+        at startup (recorded on the continuation, read by the crash-loop guard)."""
+        ...
+
+    def get_settings(self) -> SettingsView: ...
+
+    def update_settings(self, change: SettingsChange) -> SettingsView: ...
+
+    def stop_background_work(self) -> None:
+        """Terminate, then kill, the process trees of background shells started by tools."""
+        ...
+
+    def close(self) -> None:
+        """Close the store. Called once, after every turn drained."""
+        ...
+
+
+# The factory the composition root passes to the host: opens the store in ``data_dir`` and builds
+# the services, or raises ``LedgerError`` with a ``StoreCode`` (refusal screens).
+class HostServicesFactory(Protocol):
+    def __call__(self, data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices: ...
+
+
+__all__ = [
+    "HostServiceError",
+    "HostServices",
+    "HostServicesFactory",
+    "InterruptedRun",
+    "RecoveryReport",
+    "ResumeFailed",
+    "ResumeOutcome",
+    "ResumeParked",
+    "ResumeStarted",
+    "SettingsChange",
+    "SettingsView",
+    "Transcript",
+    "TurnSink",
+]

@@ -1,0 +1,308 @@
+"""The main process's IPC server: ``QLocalServer`` + the bridge contract's frames.
+
+Trust model: the socket is user-only (``UserAccessOption``), and a connection becomes a renderer
+only by sending ``hello`` with this launch's token and the contract's protocol version as its first
+frame. Everything a peer sends passes through the contract's strict decoder (``FrameReader``). Any
+frame that is malformed, oversized, of an unknown kind, not a request, invalid for its model (for
+example ``sessions.resumeLatest`` with a field besides ``sessionId``), or sent before a successful
+handshake closes *that* connection and is logged by code, never by content; the server keeps
+serving everyone else. Nothing from a refused frame reaches the services.
+
+One exception to the handshake rule: a connection whose first frame is ``window.activate`` is a
+second ``maka`` launch asking this instance to show its window. It carries no data and has no
+effect besides raising the window, so it needs no token (the second launch has none); the
+connection is closed right after it.
+
+Why the socket name derives from the data directory: a second launch must find the running
+instance for the same data directory without any shared file, and two instances with different
+data directories (tests, portable mode) must never meet. Names stay short (``maka-`` + 12 hex)
+because the full socket path is limited to ~104 bytes on macOS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+from app.bridge_contract import (
+    PROTOCOL_VERSION,
+    REQUEST_KINDS,
+    BridgeErrorCode,
+    BridgeProtocolError,
+    FrameReader,
+    HelloOkPush,
+    HelloRejectedPush,
+    HelloRequest,
+    Message,
+    WindowActivateRequest,
+    encode_frame,
+)
+
+_log = logging.getLogger("maka.main.ipc")
+
+HANDSHAKE_TIMEOUT_MS = 5000
+MAX_CONNECTIONS = 16
+# Before the handshake a peer may buffer only this much: a hello frame is well under 1 KiB, so a
+# stranger can never make the server hold megabytes.
+MAX_PREAUTH_BYTES = 64 * 1024
+# A peer that stops reading while we push: give up on it rather than buffering without limit.
+MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024
+
+
+def socket_name_for(data_dir: Path) -> str:
+    """Short, per-user, per-data-directory local socket name (deterministic)."""
+    resolved = os.path.realpath(os.fspath(data_dir))
+    uid = getattr(os, "getuid", lambda: 0)()
+    digest = hashlib.sha256(f"{uid}\0{resolved}".encode()).hexdigest()[:12]
+    return f"maka-{digest}"
+
+
+class IpcListenError(RuntimeError):
+    pass
+
+
+class PeerRole(StrEnum):
+    PENDING = "pending"
+    RENDERER = "renderer"
+
+
+@dataclass(slots=True)
+class _Peer:
+    peer_id: int
+    socket: QLocalSocket
+    reader: FrameReader = field(default_factory=lambda: FrameReader(accept=REQUEST_KINDS))
+    role: PeerRole = PeerRole.PENDING
+    timer: QTimer | None = None
+    closing: bool = False
+
+
+class IpcServer(QObject):
+    """Accepts renderer connections and routes their requests.
+
+    Signals (all on the event loop thread):
+    ``request_received(peer_id, message)`` for every valid request of an authenticated renderer
+    (never ``hello``); ``activate_requested()`` for a second launch; ``renderer_connected(peer_id)``
+    after a successful handshake; ``peer_closed(peer_id)``; ``peer_refused(code)`` whenever a
+    connection is closed for a protocol violation (tests and logs).
+    """
+
+    request_received = Signal(int, object)
+    activate_requested = Signal()
+    renderer_connected = Signal(int)
+    peer_closed = Signal(int)
+    peer_refused = Signal(str)
+
+    def __init__(
+        self,
+        socket_name: str,
+        token: str,
+        hello_reply: Callable[[], HelloOkPush],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._name = socket_name
+        self._token = token.encode("utf-8")
+        self._hello_reply = hello_reply
+        self._server = QLocalServer(self)
+        self._server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+        self._server.newConnection.connect(self._on_new_connection)
+        self._peers: dict[int, _Peer] = {}
+        self._next_id = 1
+        self._closed = False
+
+    @property
+    def socket_name(self) -> str:
+        return self._name
+
+    @property
+    def full_server_name(self) -> str:
+        return self._server.fullServerName()
+
+    @property
+    def listening(self) -> bool:
+        return self._server.isListening()
+
+    def set_token(self, token: str) -> None:
+        """A new renderer launch gets a new token; already authenticated peers stay."""
+        self._token = token.encode("utf-8")
+
+    def listen(self) -> None:
+        """Only the instance-lock holder may call this: it removes a leftover socket first."""
+        QLocalServer.removeServer(self._name)
+        if not self._server.listen(self._name):
+            raise IpcListenError(f"cannot listen on {self._name}: {self._server.errorString()}")
+        _log.info("listening on %s", self._server.fullServerName())
+
+    def renderer_ids(self) -> tuple[int, ...]:
+        return tuple(p.peer_id for p in self._peers.values() if p.role is PeerRole.RENDERER)
+
+    def send(self, peer_id: int, message: Message) -> bool:
+        peer = self._peers.get(peer_id)
+        if peer is None or peer.closing or peer.role is not PeerRole.RENDERER:
+            return False
+        return self._write(peer, encode_frame(message))
+
+    def broadcast(self, message: Message) -> int:
+        """Send to every authenticated renderer; returns how many got it."""
+        frame = encode_frame(message)
+        sent = 0
+        for peer in list(self._peers.values()):
+            if peer.role is PeerRole.RENDERER and not peer.closing and self._write(peer, frame):
+                sent += 1
+        return sent
+
+    def close(self) -> None:
+        """Stop listening, flush what is queued and drop every connection. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._server.close()
+        for peer in list(self._peers.values()):
+            peer.socket.flush()
+            self._drop(peer)
+        QLocalServer.removeServer(self._name)
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _on_new_connection(self) -> None:
+        while self._server.hasPendingConnections():
+            sock = self._server.nextPendingConnection()
+            if sock is None:  # pragma: no cover - Qt contract
+                break
+            if self._closed or len(self._peers) >= MAX_CONNECTIONS:
+                _log.warning("refusing a connection: %s", "closing" if self._closed else "too many")
+                sock.abort()
+                sock.deleteLater()
+                continue
+            peer = _Peer(self._next_id, sock)
+            self._next_id += 1
+            self._peers[peer.peer_id] = peer
+            timer = QTimer(self)
+            timer.setSingleShot(True)
+            timer.timeout.connect(lambda pid=peer.peer_id: self._on_handshake_timeout(pid))
+            timer.start(HANDSHAKE_TIMEOUT_MS)
+            peer.timer = timer
+            sock.readyRead.connect(lambda pid=peer.peer_id: self._on_ready_read(pid))
+            sock.disconnected.connect(lambda pid=peer.peer_id: self._on_disconnected(pid))
+            if sock.bytesAvailable() > 0:
+                self._on_ready_read(peer.peer_id)
+
+    def _on_ready_read(self, peer_id: int) -> None:
+        peer = self._peers.get(peer_id)
+        if peer is None or peer.closing:
+            return
+        data = peer.socket.readAll().data()
+        if not data:
+            return
+        if peer.role is PeerRole.PENDING and peer.reader.buffered + len(data) > MAX_PREAUTH_BYTES:
+            self._refuse(peer, BridgeErrorCode.FRAME_TOO_LARGE, "too much data before hello")
+            return
+        try:
+            messages = peer.reader.feed(bytes(data))
+        except BridgeProtocolError as error:
+            self._refuse(peer, error.code, error.message)
+            return
+        for message in messages:
+            if peer.closing:
+                return
+            self._dispatch(peer, message)
+
+    def _dispatch(self, peer: _Peer, message: Message) -> None:
+        if peer.role is PeerRole.PENDING:
+            self._handshake(peer, message)
+            return
+        if isinstance(message, HelloRequest):
+            self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, "hello sent twice")
+            return
+        if isinstance(message, WindowActivateRequest):
+            self.activate_requested.emit()
+            return
+        self.request_received.emit(peer.peer_id, message)
+
+    def _handshake(self, peer: _Peer, message: Message) -> None:
+        if isinstance(message, WindowActivateRequest):
+            _log.info("a second launch asked to show the window")
+            self._stop_timer(peer)
+            peer.closing = True
+            peer.socket.disconnectFromServer()
+            self.activate_requested.emit()
+            return
+        if not isinstance(message, HelloRequest):
+            self._refuse(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, f"{message.kind} before hello")
+            return
+        if not hmac.compare_digest(message.token.encode("utf-8"), self._token):
+            self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token is not valid")
+            return
+        if message.protocol_version != PROTOCOL_VERSION:
+            self._reject_hello(
+                peer,
+                BridgeErrorCode.PROTOCOL_VERSION_UNSUPPORTED,
+                f"protocol {message.protocol_version} is not {PROTOCOL_VERSION}",
+            )
+            return
+        self._stop_timer(peer)
+        peer.role = PeerRole.RENDERER
+        reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
+        self._write(peer, encode_frame(reply))
+        _log.info("renderer connection %d authenticated", peer.peer_id)
+        self.renderer_connected.emit(peer.peer_id)
+
+    def _reject_hello(self, peer: _Peer, code: BridgeErrorCode, text: str) -> None:
+        self._write(peer, encode_frame(HelloRejectedPush(code=code.value, message=text)))
+        self._refuse(peer, code, text)
+
+    def _refuse(self, peer: _Peer, code: BridgeErrorCode | str, text: str) -> None:
+        _log.warning("closing connection %d [%s]: %s", peer.peer_id, code, text)
+        self.peer_refused.emit(str(code))
+        peer.closing = True
+        self._stop_timer(peer)
+        # Flush a hello.rejected (if any) before the close; discard whatever the peer still sends.
+        peer.socket.flush()
+        peer.socket.disconnectFromServer()
+        if peer.socket.state() != QLocalSocket.LocalSocketState.UnconnectedState:
+            # A peer that never finishes reading our last frame is cut off a second later;
+            # the socket is the timer's context, so a socket already deleted cancels it.
+            QTimer.singleShot(1000, peer.socket, peer.socket.abort)
+
+    def _on_handshake_timeout(self, peer_id: int) -> None:
+        peer = self._peers.get(peer_id)
+        if peer is not None and peer.role is PeerRole.PENDING and not peer.closing:
+            self._refuse(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, "no hello within the timeout")
+
+    def _write(self, peer: _Peer, frame: bytes) -> bool:
+        if peer.socket.bytesToWrite() + len(frame) > MAX_PENDING_WRITE_BYTES:
+            _log.warning("connection %d stopped reading; closing it", peer.peer_id)
+            peer.closing = True
+            peer.socket.abort()
+            return False
+        return peer.socket.write(frame) == len(frame)
+
+    def _stop_timer(self, peer: _Peer) -> None:
+        if peer.timer is not None:
+            peer.timer.stop()
+            peer.timer.deleteLater()
+            peer.timer = None
+
+    def _on_disconnected(self, peer_id: int) -> None:
+        peer = self._peers.get(peer_id)
+        if peer is not None:
+            self._drop(peer)
+
+    def _drop(self, peer: _Peer) -> None:
+        if self._peers.pop(peer.peer_id, None) is None:
+            return
+        self._stop_timer(peer)
+        peer.closing = True
+        if peer.socket.state() != QLocalSocket.LocalSocketState.UnconnectedState:
+            peer.socket.abort()
+        peer.socket.deleteLater()
+        self.peer_closed.emit(peer.peer_id)

@@ -1,0 +1,136 @@
+"""Spawns and watches the renderer process (``QProcess``).
+
+Why the same executable: a frozen bundle (PyInstaller, Nuitka) has no usable ``python -m``, and
+Nuitka's ``sys.executable`` points at a file that does not exist, so a frozen app re-runs itself
+(``QCoreApplication.applicationFilePath()``) with ``gui --role renderer``; a source install runs
+``sys.executable -m app.cli gui --role renderer``. Either way the renderer is exactly this program's
+code, never some other ``maka`` on the PATH.
+
+Why the token travels in the environment: argv is world-readable (``ps``, ``/proc/<pid>/cmdline``),
+a process's environment is readable only by its user. The token is one-time per launch; the socket
+is user-only as well, so another local user can neither find nor use the token.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment, Signal
+
+_log = logging.getLogger("maka.main.renderer")
+
+ENV_SOCKET = "MAKA_IPC_SOCKET"
+ENV_TOKEN = "MAKA_IPC_TOKEN"
+
+_STOP_GRACE_MS = 3000
+_KILL_WAIT_MS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class RendererCommand:
+    program: str
+    arguments: tuple[str, ...]
+
+
+def is_frozen() -> bool:
+    """True inside a PyInstaller or Nuitka bundle."""
+    main_module = sys.modules.get("__main__")
+    return bool(getattr(sys, "frozen", False)) or hasattr(main_module, "__compiled__")
+
+
+def renderer_command(extra_arguments: tuple[str, ...] = ()) -> RendererCommand:
+    """The command line that starts this program's renderer role (no secrets in it)."""
+    role = ("gui", "--role", "renderer", *extra_arguments)
+    if is_frozen():
+        return RendererCommand(QCoreApplication.applicationFilePath(), role)
+    return RendererCommand(sys.executable, ("-m", "app.cli", *role))
+
+
+class RendererLauncher(QObject):
+    """One renderer child at a time. ``exited(exit_code, crashed)`` fires when it ends, whether it
+    closed normally (the user closed the window) or died; the host decides what that means."""
+
+    started = Signal(int)
+    exited = Signal(int, bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._process: QProcess | None = None
+        self._stopping = False
+
+    @property
+    def running(self) -> bool:
+        return (
+            self._process is not None and self._process.state() != QProcess.ProcessState.NotRunning
+        )
+
+    @property
+    def pid(self) -> int | None:
+        if self._process is None or not self.running:
+            return None
+        return int(self._process.processId())
+
+    def launch(
+        self,
+        socket_name: str,
+        token: str,
+        extra_arguments: tuple[str, ...] = (),
+        extra_environment: Mapping[str, str] | None = None,
+    ) -> None:
+        if self.running:
+            return
+        command = renderer_command(extra_arguments)
+        environment = QProcessEnvironment.systemEnvironment()
+        environment.insert(ENV_SOCKET, socket_name)
+        environment.insert(ENV_TOKEN, token)
+        for key, value in (extra_environment or {}).items():
+            environment.insert(key, value)
+        process = QProcess(self)
+        process.setProcessEnvironment(environment)
+        # The renderer's stdout/stderr land in ours: one terminal, one log for a user report.
+        process.setProcessChannelMode(QProcess.ProcessChannelMode.ForwardedChannels)
+        if sys.platform != "win32":
+            # Own session: a Ctrl+C in the terminal reaches only the main process, which then
+            # shuts down in order and stops the renderer itself (no respawn race).
+            flags = QProcess.UnixProcessFlag
+            process.setUnixProcessParameters(
+                flags.CreateNewSession | flags.ResetSignalHandlers | flags.CloseFileDescriptors
+            )
+        process.finished.connect(self._on_finished)
+        process.errorOccurred.connect(self._on_error)
+        self._process = process
+        self._stopping = False
+        process.start(command.program, list(command.arguments))
+        if process.waitForStarted(10_000):
+            _log.info("renderer started (pid %s)", process.processId())
+            self.started.emit(int(process.processId()))
+
+    def stop(self) -> None:
+        """Ask the renderer to quit (SIGTERM), then kill it if it does not within a grace period.
+
+        Blocking by design: it is called only during shutdown, after the IPC server already told
+        the renderer that the host is closing."""
+        process = self._process
+        if process is None or process.state() == QProcess.ProcessState.NotRunning:
+            return
+        self._stopping = True
+        process.terminate()
+        if not process.waitForFinished(_STOP_GRACE_MS):
+            _log.warning("renderer did not exit within %d ms; killing it", _STOP_GRACE_MS)
+            process.kill()
+            process.waitForFinished(_KILL_WAIT_MS)
+
+    def _on_finished(self, exit_code: int, status: QProcess.ExitStatus) -> None:
+        crashed = status == QProcess.ExitStatus.CrashExit
+        _log.info("renderer exited (code %s, crashed %s)", exit_code, crashed)
+        if not self._stopping:
+            self.exited.emit(int(exit_code), crashed)
+
+    def _on_error(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart:
+            _log.error("renderer failed to start: %s", error)
+            if not self._stopping:
+                self.exited.emit(-1, True)

@@ -1,0 +1,366 @@
+"""Authenticated renderer requests -> host services on worker threads -> pushes.
+
+The event loop never calls a service that may block: queries (list, open, create, settings) run on
+the query pool, turns and resumes on their session's turn thread; their answers come back through
+the relay. Only ``cancel_turn`` and ``answer_permission`` are called on the event loop, because
+their job is to unblock a running turn quickly.
+
+Answers to a request (``sessions.listed``, ``session.opened``, ``settings.current``, ``error``)
+go to the asking connection with its ``correlationId``; state changes (``session.updated``,
+transcript items, run status, ``resume.*``) go to every renderer.
+
+Safe resume: the request carries a session id and nothing else; whatever the plan needs (run,
+high-water, workspace identity, tools, background work) the services read from committed facts
+and observe themselves. A resume while the session already runs is a calm park
+(``session_busy``), not an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from app.bridge_contract import (
+    ErrorPush,
+    Message,
+    PermissionsAnswerRequest,
+    ResumeFailedPush,
+    ResumeLatestRequest,
+    ResumeParkedPush,
+    ResumeStartedPush,
+    SessionOpenedPush,
+    SessionsCreateRequest,
+    SessionsListedPush,
+    SessionsListRequest,
+    SessionsOpenRequest,
+    SessionSummary,
+    SessionUpdatedPush,
+    SettingsCurrentPush,
+    SettingsGetRequest,
+    SettingsUpdateRequest,
+    TurnsCancelRequest,
+    TurnsSendRequest,
+)
+from main_process.host_lifecycle import HostLifecycle
+from main_process.host_services import (
+    HostServiceError,
+    HostServices,
+    ResumeFailed,
+    ResumeOutcome,
+    ResumeParked,
+    ResumeStarted,
+    SettingsChange,
+    SettingsView,
+    Transcript,
+)
+from main_process.ipc_server import IpcServer
+from main_process.push_sink import CoalescingPushSink
+from main_process.turn_workers import JobResult, TurnWorkers
+
+_log = logging.getLogger("maka.main.router")
+
+HOST_NOT_READY = "host_not_ready"
+HOST_CLOSING = "host_closing"
+SESSION_BUSY = "session_busy"
+INTERNAL_FAILURE = "internal_failure"
+
+ResumeDone = Callable[[ResumeOutcome], None]
+
+
+_CODE = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
+
+
+def _error_code(error: BaseException | None) -> tuple[str, str]:
+    """A service error's code and message, or ``internal_failure`` for anything unexpected (the
+    details go to the log, not to the renderer)."""
+    if isinstance(error, HostServiceError) and _CODE.match(error.code):
+        return error.code, error.message[:4000]
+    code = getattr(error, "code", None)
+    if code is not None and _CODE.match(str(code)):
+        return str(code), str(getattr(error, "message", ""))[:4000]
+    return INTERNAL_FAILURE, "the main process could not complete the request; see its log"
+
+
+class RequestRouter:
+    def __init__(
+        self,
+        server: IpcServer,
+        services: HostServices,
+        workers: TurnWorkers,
+        lifecycle: HostLifecycle,
+    ) -> None:
+        self._server = server
+        self._services = services
+        self._workers = workers
+        self._lifecycle = lifecycle
+
+    # --------------------------------------------------------------------------- dispatch
+
+    def handle(self, peer_id: int, message: object) -> None:
+        """Slot for ``IpcServer.request_received``."""
+        if isinstance(message, TurnsCancelRequest):
+            self._cancel(peer_id, message)
+        elif isinstance(message, PermissionsAnswerRequest):
+            self._answer_permission(peer_id, message)
+        elif not self._lifecycle.admits_work:
+            code = HOST_NOT_READY if self._lifecycle.state == "opening" else HOST_CLOSING
+            if isinstance(message, ResumeLatestRequest):
+                self._broadcast(
+                    ResumeFailedPush(
+                        session_id=message.session_id,
+                        code=code,
+                        message="the main process is not accepting work right now",
+                        correlation_id=message.correlation_id,
+                    )
+                )
+            else:
+                self._reply_error(peer_id, getattr(message, "correlation_id", None), code, "")
+        elif isinstance(message, SessionsListRequest):
+            self._query(
+                peer_id,
+                message.correlation_id,
+                self._services.list_sessions,
+                _listed,
+            )
+        elif isinstance(message, SessionsOpenRequest):
+            self._query(
+                peer_id,
+                message.correlation_id,
+                lambda: self._services.open_session(message.session_id),
+                _opened,
+            )
+        elif isinstance(message, SessionsCreateRequest):
+            self._create(peer_id, message)
+        elif isinstance(message, TurnsSendRequest):
+            self._send_turn(peer_id, message)
+        elif isinstance(message, ResumeLatestRequest):
+            self.start_resume(
+                message.session_id, automatic=False, correlation_id=message.correlation_id
+            )
+        elif isinstance(message, SettingsGetRequest):
+            self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
+        elif isinstance(message, SettingsUpdateRequest):
+            change = SettingsChange(
+                provider=message.provider,
+                openai_base_url=message.openai_base_url,
+                openai_model=message.openai_model,
+                openai_api_key=message.openai_api_key,
+            )
+            self._query(
+                peer_id,
+                message.correlation_id,
+                lambda: self._services.update_settings(change),
+                _settings,
+            )
+        else:  # pragma: no cover - the server only forwards request kinds
+            _log.warning("ignoring %s", type(message).__name__)
+
+    # --------------------------------------------------------------------------- requests
+
+    def _query(
+        self,
+        peer_id: int,
+        correlation_id: str | None,
+        job: Callable[[], object],
+        to_push: Callable[[object], Message],
+    ) -> None:
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                self._reply_error(peer_id, correlation_id, *_error_code(result.error))
+                return
+            try:
+                push = to_push(result.value).model_copy(update={"correlation_id": correlation_id})
+            except Exception as error:
+                _log.exception("answer does not fit the contract")
+                self._reply_error(peer_id, correlation_id, *_error_code(error))
+                return
+            self._server.send(peer_id, push)
+
+        if not self._workers.run_query(f"query-{peer_id}", job, done):
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+
+    def _create(self, peer_id: int, message: SessionsCreateRequest) -> None:
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                self._reply_error(peer_id, message.correlation_id, *_error_code(result.error))
+                return
+            summary = result.value
+            assert isinstance(summary, SessionSummary)
+            self._broadcast(
+                SessionUpdatedPush(session=summary, correlation_id=message.correlation_id)
+            )
+
+        cwd = Path(message.cwd)
+        if not self._workers.run_query(
+            f"create-{peer_id}", lambda: self._services.create_session(cwd), done
+        ):
+            self._reply_error(peer_id, message.correlation_id, HOST_CLOSING, "")
+
+    def _send_turn(self, peer_id: int, message: TurnsSendRequest) -> None:
+        session_id = message.session_id
+        sink = CoalescingPushSink(session_id, self._workers.relay, self._broadcast)
+
+        def done(result: JobResult) -> None:
+            sink.flush_now()
+            if result.error is not None:
+                self._reply_error(peer_id, message.correlation_id, *_error_code(result.error))
+            self.refresh_session(session_id)
+
+        started = self._workers.run_turn(
+            session_id,
+            lambda: self._services.send_turn(session_id, message.text, sink),
+            lambda: self._services.cancel_turn(session_id),
+            done,
+        )
+        if not started:
+            busy = self._workers.busy(session_id)
+            self._reply_error(
+                peer_id,
+                message.correlation_id,
+                SESSION_BUSY if busy else HOST_CLOSING,
+                "a turn is already running in this session" if busy else "",
+            )
+
+    def start_resume(
+        self,
+        session_id: str,
+        *,
+        automatic: bool,
+        correlation_id: str | None = None,
+        on_done: ResumeDone | None = None,
+    ) -> bool:
+        """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
+        could not start; the outcome was pushed either way."""
+        sink = CoalescingPushSink(session_id, self._workers.relay, self._broadcast, correlation_id)
+
+        def done(result: JobResult) -> None:
+            sink.flush_now()
+            outcome = _resume_outcome(result)
+            self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, correlation_id)
+            self.refresh_session(session_id)
+            if on_done is not None:
+                on_done(outcome)
+
+        if not self._lifecycle.admits_work:
+            self._broadcast(
+                ResumeFailedPush(
+                    session_id=session_id, code=HOST_CLOSING, correlation_id=correlation_id
+                )
+            )
+            return False
+        started = self._workers.run_turn(
+            session_id,
+            lambda: self._services.resume_latest(session_id, sink, automatic=automatic),
+            lambda: self._services.cancel_turn(session_id),
+            done,
+        )
+        if not started:
+            if self._workers.busy(session_id):
+                parked: ResumeOutcome = ResumeParked(rejection_reasons=(SESSION_BUSY,))
+            else:
+                parked = ResumeFailed(HOST_CLOSING, "the main process is closing")
+            self._push_resume_outcome(session_id, parked, None, correlation_id)
+            if on_done is not None:
+                on_done(parked)
+        return started
+
+    def _push_resume_outcome(
+        self,
+        session_id: str,
+        outcome: ResumeOutcome,
+        already_started: ResumeStartedPush | None,
+        correlation_id: str | None,
+    ) -> None:
+        if isinstance(outcome, ResumeStarted):
+            if already_started is None:
+                self._broadcast(
+                    ResumeStartedPush(
+                        session_id=session_id,
+                        run_id=outcome.run_id,
+                        turn_id=outcome.turn_id,
+                        correlation_id=correlation_id,
+                    )
+                )
+        elif isinstance(outcome, ResumeParked):
+            self._broadcast(
+                ResumeParkedPush(
+                    session_id=session_id,
+                    rejection_reasons=outcome.rejection_reasons,
+                    diagnostics=outcome.diagnostics,
+                    correlation_id=correlation_id,
+                )
+            )
+        else:
+            self._broadcast(
+                ResumeFailedPush(
+                    session_id=session_id,
+                    code=outcome.code,
+                    message=outcome.message[:4000],
+                    correlation_id=correlation_id,
+                )
+            )
+
+    def _cancel(self, peer_id: int, message: TurnsCancelRequest) -> None:
+        if not self._workers.cancel(message.session_id):
+            _log.info("cancel for %s: nothing running", message.session_id)
+
+    def _answer_permission(self, peer_id: int, message: PermissionsAnswerRequest) -> None:
+        try:
+            self._services.answer_permission(
+                message.session_id, message.request_id, message.decision
+            )
+        except Exception as error:
+            _log.warning("permission answer refused: %s", error)
+            self._reply_error(peer_id, message.correlation_id, *_error_code(error))
+
+    # --------------------------------------------------------------------------- pushes
+
+    def refresh_session(self, session_id: str) -> None:
+        def done(result: JobResult) -> None:
+            if isinstance(result.value, SessionSummary):
+                self._broadcast(SessionUpdatedPush(session=result.value))
+
+        self._workers.run_query(
+            f"summary-{session_id}", lambda: self._services.session_summary(session_id), done
+        )
+
+    def _broadcast(self, message: Message) -> None:
+        self._server.broadcast(message)
+
+    def _reply_error(self, peer_id: int, correlation_id: str | None, code: str, text: str) -> None:
+        self._server.send(
+            peer_id, ErrorPush(code=code, message=text[:4000], correlation_id=correlation_id)
+        )
+
+
+def _listed(value: object) -> Message:
+    assert isinstance(value, Sequence)
+    return SessionsListedPush(sessions=tuple(value))
+
+
+def _opened(value: object) -> Message:
+    assert isinstance(value, Transcript)
+    return SessionOpenedPush(
+        session_id=value.session_id, items=value.items, omitted_earlier=value.omitted_earlier
+    )
+
+
+def _settings(value: object) -> Message:
+    assert isinstance(value, SettingsView)
+    return SettingsCurrentPush(
+        provider=value.provider,
+        openai_base_url=value.openai_base_url,
+        openai_model=value.openai_model,
+        api_key_set=value.api_key_set,
+    )
+
+
+def _resume_outcome(result: JobResult) -> ResumeOutcome:
+    if result.error is not None:
+        return ResumeFailed(*_error_code(result.error))
+    value = result.value
+    if isinstance(value, ResumeStarted | ResumeParked | ResumeFailed):
+        return value
+    return ResumeFailed(INTERNAL_FAILURE, "resume returned no outcome")

@@ -1,0 +1,448 @@
+"""The main process in-process: lifecycle, startup and shutdown order, routing, auto-resume.
+
+A real ``HostApp`` (real QLockFile, real QLocalServer, real worker threads, real signal bridge)
+runs with an in-memory ``HostServices``; a real ``QLocalSocket`` client plays the renderer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.bridge_contract import (
+    HelloOkPush,
+    HostStatePush,
+    MessageKind,
+    ResumeLatestRequest,
+    ResumeParkedPush,
+    ResumeStartedPush,
+    RunStatusPush,
+    SessionsCreateRequest,
+    SessionsListedPush,
+    SessionsListRequest,
+    SessionsOpenRequest,
+    SessionSummary,
+    TranscriptItemPush,
+    TurnsCancelRequest,
+    TurnsSendRequest,
+    WindowActivateRequest,
+    encode_frame,
+)
+from main_process.auto_resume import select_auto_resume
+from main_process.host_app import HostApp, HostConfig
+from main_process.host_lifecycle import HostLifecycle, HostState, IllegalTransition
+from main_process.host_services import (
+    HostServices,
+    InterruptedRun,
+    RecoveryReport,
+    ResumeParked,
+    ResumeStarted,
+)
+from main_process.instance_lock import InstanceLock, LockOutcome
+from main_process.ipc_server import socket_name_for
+from main_process.renderer_launcher import renderer_command
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.ledger_errors import LedgerError
+from tests.helpers.fake_host_services import FakeHostServices
+from tests.helpers.wire_client import WireClient
+
+pytestmark = pytest.mark.gui
+
+
+# ------------------------------------------------------------------------------- pure parts
+
+
+def test_lifecycle_moves_forward_only_and_close_is_idempotent() -> None:
+    lifecycle = HostLifecycle()
+    seen: list[tuple[str, str]] = []
+    lifecycle.subscribe(lambda old, new: seen.append((old, new)))
+    assert not lifecycle.admits_work
+    assert lifecycle.mark_ready()
+    assert lifecycle.admits_work
+    assert lifecycle.begin_closing()
+    assert not lifecycle.begin_closing()
+    assert not lifecycle.mark_ready()  # a late startup never reopens a closing host
+    assert lifecycle.mark_closed()
+    assert not lifecycle.mark_closed()
+    assert not lifecycle.begin_closing()
+    assert seen == [("opening", "ready"), ("ready", "closing"), ("closing", "closed")]
+
+
+def test_lifecycle_refuses_to_skip_closing() -> None:
+    lifecycle = HostLifecycle()
+    with pytest.raises(IllegalTransition):
+        lifecycle.mark_closed()
+    assert lifecycle.begin_closing()  # a startup that fails goes opening -> closing
+    assert lifecycle.state is HostState.CLOSING
+
+
+def _run(session: str, run: str, at: int, automatic: bool = False) -> InterruptedRun:
+    return InterruptedRun(session, run, at, automatic_continuation=automatic)
+
+
+def test_auto_resume_takes_newest_three_and_guards_crash_loops() -> None:
+    runs = [
+        _run("a", "r1", 10),
+        _run("b", "r2", 50),
+        _run("c", "r3", 40, automatic=True),
+        _run("d", "r4", 30),
+        _run("e", "r5", 20),
+        _run("f", "r6", 5),
+        _run("a", "r7", 60),  # a newer interrupted run of session a replaces r1
+    ]
+    selection = select_auto_resume(runs, enabled=True)
+    assert [r.run_id for r in selection.resume] == ["r7", "r2", "r4"]
+    assert [r.run_id for r in selection.skipped_crash_loop] == ["r3"]
+    assert [r.run_id for r in selection.skipped_over_limit] == ["r5", "r6"]
+
+
+def test_auto_resume_guard_holds_a_session_whose_latest_run_is_an_automatic_continuation() -> None:
+    runs = [_run("a", "old", 1), _run("a", "auto", 2, automatic=True)]
+    selection = select_auto_resume(runs, enabled=True)
+    assert selection.resume == ()
+    assert [r.run_id for r in selection.skipped_crash_loop] == ["auto"]
+
+
+def test_auto_resume_does_nothing_with_the_flag_off() -> None:
+    assert select_auto_resume([_run("a", "r", 1)], enabled=False).resume == ()
+
+
+def test_renderer_is_spawned_from_this_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from PySide6.QtCore import QCoreApplication
+
+    command = renderer_command()
+    assert command.program == sys.executable
+    assert command.arguments == ("-m", "app.cli", "gui", "--role", "renderer")
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    frozen = renderer_command(("--refusal", "store_corrupt"))
+    assert frozen.arguments == ("gui", "--role", "renderer", "--refusal", "store_corrupt")
+    assert frozen.program == QCoreApplication.applicationFilePath()
+
+
+def test_instance_lock_is_exclusive_and_released(tmp_path: Path) -> None:
+    first = InstanceLock(tmp_path)
+    second = InstanceLock(tmp_path)
+    assert first.acquire().outcome is LockOutcome.ACQUIRED
+    held = second.acquire()
+    assert held.outcome is LockOutcome.HELD_ELSEWHERE
+    assert held.holder_pid == os.getpid()
+    first.release()
+    first.release()  # double release is harmless
+    assert second.acquire().outcome is LockOutcome.ACQUIRED
+    second.release()
+
+
+def test_socket_names_are_short_and_per_data_directory(tmp_path: Path) -> None:
+    deep = tmp_path / ("x" * 200)
+    assert len(socket_name_for(deep)) <= 32
+    assert socket_name_for(tmp_path / "a") != socket_name_for(tmp_path / "b")
+    assert socket_name_for(tmp_path / "a") == socket_name_for(tmp_path / "a")
+
+
+# ------------------------------------------------------------------------------- the host
+
+
+@dataclass
+class Running:
+    host: HostApp
+    services: FakeHostServices
+    socket_name: str
+    token: str
+    closed: list[int] = field(default_factory=list)
+
+
+def _start(
+    data_dir: Path,
+    services: FakeHostServices,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    safe_resume: bool = True,
+) -> Running:
+    closed: list[int] = []
+
+    def factory(path: Path, *, safe_resume_enabled: bool) -> HostServices:
+        assert path == data_dir
+        assert safe_resume_enabled is safe_resume
+        return services
+
+    config = HostConfig(
+        data_dir=data_dir,
+        safe_resume_enabled=safe_resume,
+        launch_renderer=False,
+        announce_endpoint=True,
+        drain_timeout_s=5,
+    )
+    host = HostApp(config, factory, closed.append)
+    assert host.start() is None
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("MAKA_MAIN_READY")]
+    fields = dict(part.split("=", 1) for part in line[-1].split()[1:])
+    return Running(host, services, fields["socket"], fields["token"], closed)
+
+
+@pytest.fixture
+def running(qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[Running]:
+    services = FakeHostServices(
+        sessions={"s1": SessionSummary(session_id="s1", cwd=str(data_dir), title="one")}
+    )
+    started = _start(data_dir, services, capsys)
+    yield started
+    started.host.close()
+
+
+def _client(qtbot: QtBot, running: Running) -> WireClient:
+    client = WireClient(running.socket_name)
+    client.hello(running.token)
+    qtbot.waitUntil(lambda: client.has(MessageKind.HELLO_OK), timeout=5000)
+    return client
+
+
+def test_startup_runs_recovery_before_serving_and_reports_ready(
+    qtbot: QtBot, running: Running
+) -> None:
+    assert running.host.lifecycle.state is HostState.READY
+    assert running.services.calls[0] == "recover_at_startup"
+    client = _client(qtbot, running)
+    hello = client.first(MessageKind.HELLO_OK)
+    assert isinstance(hello, HelloOkPush)
+    assert hello.host_state == "ready"
+    assert hello.safe_resume_enabled is True
+    assert hello.correlation_id == "hello"
+
+
+def test_queries_run_off_the_event_loop_and_answer_the_asker(
+    qtbot: QtBot, running: Running
+) -> None:
+    client = _client(qtbot, running)
+    client.send(SessionsListRequest(correlation_id="q1"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.SESSIONS_LISTED), timeout=5000)
+    listed = client.first(MessageKind.SESSIONS_LISTED)
+    assert isinstance(listed, SessionsListedPush)
+    assert listed.correlation_id == "q1"
+    assert [s.session_id for s in listed.sessions] == ["s1"]
+    assert running.services.threads["list_sessions"] != threading.main_thread().name
+
+    client.send(SessionsOpenRequest(session_id="missing", correlation_id="q2"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.ERROR), timeout=5000)
+    error = client.first(MessageKind.ERROR)
+    assert error is not None and error.model_dump()["code"] == "not_found"
+
+
+def test_create_session_broadcasts_the_new_session(
+    qtbot: QtBot, running: Running, tmp_path: Path
+) -> None:
+    client = _client(qtbot, running)
+    client.send(SessionsCreateRequest(cwd=str(tmp_path), correlation_id="c"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.SESSION_UPDATED), timeout=5000)
+    client.send(SessionsCreateRequest(cwd=str(tmp_path / "nope"), correlation_id="d"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.ERROR), timeout=5000)
+    error = client.first(MessageKind.ERROR)
+    assert error is not None and error.model_dump()["code"] == "invalid_cwd"
+
+
+def test_a_turn_streams_on_a_worker_and_a_second_turn_is_refused(
+    qtbot: QtBot, running: Running
+) -> None:
+    running.services.block_turns = True
+    client = _client(qtbot, running)
+    client.send(TurnsSendRequest(session_id="s1", text="hi", correlation_id="t1"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.TRANSCRIPT_ITEM), timeout=5000)
+    client.send(TurnsSendRequest(session_id="s1", text="again", correlation_id="t2"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.ERROR), timeout=5000)
+    error = client.first(MessageKind.ERROR)
+    assert error is not None and error.model_dump()["code"] == "session_busy"
+    assert running.services.threads["send_turn"].startswith("maka-turn-")
+
+    client.send(TurnsCancelRequest(session_id="s1"))
+    qtbot.waitUntil(
+        lambda: any(
+            isinstance(m, RunStatusPush) and m.status == "cancelled" for m in client.received
+        ),
+        timeout=5000,
+    )
+    qtbot.waitUntil(lambda: client.has(MessageKind.SESSION_UPDATED), timeout=5000)
+    items = [m for m in client.received if isinstance(m, TranscriptItemPush)]
+    assistant = [m.item for m in items if m.item.type == "assistant_message"]
+    # Coalesced or not, the newest state of the growing message arrives last.
+    assert assistant[-1].model_dump()["text"] == "abcde"
+    assert "turn_cancelled:s1" in running.services.calls
+
+
+def test_resume_sends_only_the_session_and_reports_started_once(
+    qtbot: QtBot, running: Running
+) -> None:
+    running.services.resume_outcomes["s1"] = ResumeStarted("run-c", "turn-c")
+    client = _client(qtbot, running)
+    client.send(ResumeLatestRequest(session_id="s1", correlation_id="r1"))
+    qtbot.waitUntil(
+        lambda: any(
+            isinstance(m, RunStatusPush) and m.status == "completed" for m in client.received
+        ),
+        timeout=5000,
+    )
+    qtbot.wait(100)
+    started = client.all(MessageKind.RESUME_STARTED)
+    assert len(started) == 1
+    assert isinstance(started[0], ResumeStartedPush)
+    assert (started[0].run_id, started[0].correlation_id) == ("run-c", "r1")
+    assert running.services.resumed_automatic == [("s1", False)]
+
+
+def test_resume_park_reaches_the_renderer_with_reasons(qtbot: QtBot, running: Running) -> None:
+    running.services.resume_outcomes["s1"] = ResumeParked(("dangling_tool_state",))
+    client = _client(qtbot, running)
+    client.send(ResumeLatestRequest(session_id="s1", correlation_id="r2"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.RESUME_PARKED), timeout=5000)
+    parked = client.first(MessageKind.RESUME_PARKED)
+    assert isinstance(parked, ResumeParkedPush)
+    assert parked.rejection_reasons == ("dangling_tool_state",)
+
+
+def test_second_launch_activation_shows_the_window(qtbot: QtBot, running: Running) -> None:
+    renderer = _client(qtbot, running)
+    launcher = WireClient(running.socket_name)
+    launcher.send(WindowActivateRequest())
+    qtbot.waitUntil(lambda: renderer.has(MessageKind.WINDOW_SHOW), timeout=5000)
+    qtbot.waitUntil(lambda: launcher.disconnected, timeout=5000)
+
+
+def test_unauthenticated_request_closes_only_that_connection(
+    qtbot: QtBot, running: Running
+) -> None:
+    good = _client(qtbot, running)
+    stranger = WireClient(running.socket_name)
+    stranger.send(SessionsListRequest())
+    qtbot.waitUntil(lambda: stranger.disconnected, timeout=5000)
+    assert "list_sessions" not in running.services.calls
+    stranger_raw = WireClient(running.socket_name)
+    stranger_raw.send_raw(b"\x00\x00\x00\x05hello")
+    qtbot.waitUntil(lambda: stranger_raw.disconnected, timeout=5000)
+    good.send(SessionsListRequest(correlation_id="after"))
+    qtbot.waitUntil(lambda: good.has(MessageKind.SESSIONS_LISTED), timeout=5000)
+
+
+def test_shutdown_cancels_and_drains_turns_before_closing_the_store(
+    qtbot: QtBot, running: Running, data_dir: Path
+) -> None:
+    running.services.block_turns = True
+    client = _client(qtbot, running)
+    client.send(TurnsSendRequest(session_id="s1", text="long", correlation_id="t"))
+    qtbot.waitUntil(lambda: "send_turn:s1" in running.services.calls, timeout=5000)
+    running.host.close(0)
+    calls = running.services.calls
+    order = [
+        calls.index("cancel_turn:s1"),
+        calls.index("turn_cancelled:s1"),
+        calls.index("stop_background_work"),
+        calls.index("close"),
+    ]
+    assert order == sorted(order)
+    assert running.host.lifecycle.state is HostState.CLOSED
+    assert running.closed == [0]
+    running.host.close(1)  # double close: nothing runs twice
+    assert running.services.calls.count("close") == 1
+    assert running.closed == [0]
+    qtbot.waitUntil(lambda: client.disconnected, timeout=5000)
+    states = [m.state for m in client.received if isinstance(m, HostStatePush)]
+    assert "closing" in states
+    relock = InstanceLock(data_dir)
+    assert relock.acquire().outcome is LockOutcome.ACQUIRED
+    relock.release()
+
+
+def test_sigterm_inside_the_event_loop_runs_the_orderly_shutdown(
+    qtbot: QtBot, running: Running
+) -> None:
+    os.kill(os.getpid(), signal.SIGTERM)
+    qtbot.waitUntil(lambda: running.host.lifecycle.state is HostState.CLOSED, timeout=5000)
+    assert running.closed == [0]
+    assert running.services.calls[-2:] == ["stop_background_work", "close"]
+
+
+def test_auto_resume_at_startup_resumes_newest_interrupted_sessions(
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = RecoveryReport(
+        interrupted=(
+            _run("old", "r1", 1),
+            _run("loop", "r2", 9, automatic=True),
+            _run("new", "r3", 5),
+        )
+    )
+    services = FakeHostServices(report=report, resume_outcomes={"new": ResumeStarted("c1", "t1")})
+    started = _start(data_dir, services, capsys)
+    try:
+        qtbot.waitUntil(lambda: len(services.resumed_automatic) == 2, timeout=5000)
+        qtbot.wait(100)
+        assert services.resumed_automatic == [("new", True), ("old", True)]
+    finally:
+        started.host.close()
+
+
+def test_no_auto_resume_with_the_flag_off(
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    services = FakeHostServices(report=RecoveryReport(interrupted=(_run("a", "r", 1),)))
+    started = _start(data_dir, services, capsys, safe_resume=False)
+    try:
+        qtbot.wait(200)
+        assert services.resumed_automatic == []
+    finally:
+        started.host.close()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [StoreCode.SCHEMA_NEWER_THAN_PROGRAM, StoreCode.STORE_CORRUPT, StoreCode.STORE_LOCKED],
+)
+def test_store_refusal_exits_1_with_the_code_and_releases_the_lock(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], code: StoreCode
+) -> None:
+    def refuse(path: Path, *, safe_resume_enabled: bool) -> HostServices:
+        raise LedgerError(code, "the store said no")
+
+    closed: list[int] = []
+    host = HostApp(HostConfig(data_dir, safe_resume_enabled=False), refuse, closed.append)
+    assert host.start() == 1
+    assert f"maka: error [{code}]: the store said no" in capsys.readouterr().err
+    assert host.lifecycle.state is HostState.CLOSED
+    relock = InstanceLock(data_dir)
+    assert relock.acquire().outcome is LockOutcome.ACQUIRED
+    relock.release()
+
+
+def test_failed_startup_recovery_is_a_refusal_and_closes_the_store(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    services = FakeHostServices()
+
+    def broken_recovery() -> RecoveryReport:
+        raise LedgerError("runtime_ledger_unreadable", "run r1 cannot be read")
+
+    services.recover_at_startup = broken_recovery  # type: ignore[method-assign]
+    host = HostApp(
+        HostConfig(data_dir, safe_resume_enabled=False), lambda p, **_: services, lambda c: None
+    )
+    assert host.start() == 1
+    assert "[runtime_ledger_unreadable]" in capsys.readouterr().err
+    assert services.calls == ["close"]
+
+
+def test_frames_are_refused_before_the_services_see_them(qtbot: QtBot, running: Running) -> None:
+    client = _client(qtbot, running)
+    body = b'{"kind":"sessions.resumeLatest","sessionId":"s1","workspaceIdentity":"w"}'
+    client.send_raw(len(body).to_bytes(4, "big") + body)
+    qtbot.waitUntil(lambda: client.disconnected, timeout=5000)
+    qtbot.wait(100)
+    assert not any(c.startswith("resume_latest") for c in running.services.calls)
+    again = _client(qtbot, running)
+    again.send_raw(encode_frame(ResumeLatestRequest(session_id="s1")))
+    qtbot.waitUntil(lambda: again.has(MessageKind.RESUME_PARKED), timeout=5000)

@@ -1,0 +1,159 @@
+"""An in-memory ``HostServices`` for host tests: records every call, in order, with its thread.
+
+Turns stream a user message, a growing assistant message and a tool card, then end; a turn told to
+``block`` waits until cancelled (and then reports ``cancelled``, as the real runtime commits a
+cancelled terminal event). Resume outcomes are scripted per session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.bridge_contract import (
+    AssistantMessageItem,
+    PermissionDecision,
+    ProviderChoice,
+    RunStatusValue,
+    SessionSummary,
+    ToolCardItem,
+    ToolCardStatus,
+    UserMessageItem,
+)
+from main_process.host_services import (
+    HostServiceError,
+    RecoveryReport,
+    ResumeOutcome,
+    ResumeParked,
+    ResumeStarted,
+    SettingsChange,
+    SettingsView,
+    Transcript,
+    TurnSink,
+)
+
+
+@dataclass
+class FakeHostServices:
+    report: RecoveryReport = field(default_factory=RecoveryReport)
+    sessions: dict[str, SessionSummary] = field(default_factory=dict)
+    resume_outcomes: dict[str, ResumeOutcome] = field(default_factory=dict)
+    block_turns: bool = False
+    calls: list[str] = field(default_factory=list)
+    threads: dict[str, str] = field(default_factory=dict)
+    resumed_automatic: list[tuple[str, bool]] = field(default_factory=list)
+    settings: SettingsView = field(
+        default_factory=lambda: SettingsView(provider=ProviderChoice.OFFLINE_DEMO)
+    )
+    _cancels: dict[str, threading.Event] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _record(self, name: str) -> None:
+        with self._lock:
+            self.calls.append(name)
+            self.threads[name.split(":", maxsplit=1)[0]] = threading.current_thread().name
+
+    def recover_at_startup(self) -> RecoveryReport:
+        self._record("recover_at_startup")
+        return self.report
+
+    def list_sessions(self) -> Sequence[SessionSummary]:
+        self._record("list_sessions")
+        return list(self.sessions.values())
+
+    def session_summary(self, session_id: str) -> SessionSummary:
+        self._record(f"session_summary:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError("not_found", f"no session {session_id}")
+        return self.sessions[session_id]
+
+    def open_session(self, session_id: str) -> Transcript:
+        self._record(f"open_session:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError("not_found", f"no session {session_id}")
+        return Transcript(session_id, (UserMessageItem(item_id="u1", text="hello"),))
+
+    def create_session(self, cwd: Path) -> SessionSummary:
+        self._record(f"create_session:{cwd}")
+        if not cwd.is_dir():
+            raise HostServiceError("invalid_cwd", f"{cwd} is not a folder")
+        session_id = f"s{len(self.sessions) + 1}"
+        summary = SessionSummary(session_id=session_id, cwd=str(cwd), title="new session")
+        self.sessions[session_id] = summary
+        return summary
+
+    def send_turn(self, session_id: str, text: str, sink: TurnSink) -> None:
+        self._record(f"send_turn:{session_id}")
+        cancel = threading.Event()
+        with self._lock:
+            self._cancels[session_id] = cancel
+        run_id = f"run-{session_id}"
+        sink.run_status(run_id, RunStatusValue.RUNNING)
+        sink.transcript_item(UserMessageItem(item_id=f"{run_id}-u", run_id=run_id, text=text))
+        for length in range(1, 6):
+            sink.transcript_item(
+                AssistantMessageItem(item_id=f"{run_id}-a", run_id=run_id, text="abcde"[:length])
+            )
+        if self.block_turns:
+            cancel.wait(30)
+        if cancel.is_set():
+            sink.run_status(run_id, RunStatusValue.CANCELLED, "cancelled_by_user")
+            self._record(f"turn_cancelled:{session_id}")
+            return
+        sink.transcript_item(
+            ToolCardItem(
+                item_id=f"{run_id}-t",
+                run_id=run_id,
+                tool_call_id="c1",
+                tool_name="read_file",
+                status=ToolCardStatus.SUCCEEDED,
+            )
+        )
+        sink.run_status(run_id, RunStatusValue.COMPLETED)
+
+    def cancel_turn(self, session_id: str) -> None:
+        self._record(f"cancel_turn:{session_id}")
+        with self._lock:
+            event = self._cancels.get(session_id)
+        if event is not None:
+            event.set()
+
+    def answer_permission(
+        self, session_id: str, request_id: str, decision: PermissionDecision
+    ) -> None:
+        self._record(f"answer_permission:{session_id}:{request_id}:{decision}")
+
+    def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+        self._record(f"resume_latest:{session_id}")
+        with self._lock:
+            self.resumed_automatic.append((session_id, automatic))
+        outcome = self.resume_outcomes.get(
+            session_id, ResumeParked(rejection_reasons=("resume_candidate_missing",))
+        )
+        if isinstance(outcome, ResumeStarted):
+            sink.resume_started(outcome.run_id, outcome.turn_id)
+            sink.run_status(outcome.run_id, RunStatusValue.RUNNING)
+            sink.run_status(outcome.run_id, RunStatusValue.COMPLETED)
+        return outcome
+
+    def get_settings(self) -> SettingsView:
+        self._record("get_settings")
+        return self.settings
+
+    def update_settings(self, change: SettingsChange) -> SettingsView:
+        self._record("update_settings")
+        self.settings = SettingsView(
+            provider=change.provider,
+            openai_base_url=change.openai_base_url,
+            openai_model=change.openai_model,
+            api_key_set=bool(change.openai_api_key),
+        )
+        return self.settings
+
+    def stop_background_work(self) -> None:
+        self._record("stop_background_work")
+
+    def close(self) -> None:
+        self._record("close")
