@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -255,10 +255,8 @@ class InterruptedBanner(TintedPanel):
 
     # ----------------------------------------------------------------- rendering
 
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
-        super().changeEvent(event)
-        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
-            self._apply_colours(self._severity())
+    def refresh_colours(self) -> None:
+        self._apply_colours(self._severity())
 
     def _severity(self) -> Severity:
         state = self.state

@@ -7,7 +7,7 @@ palette inherited, and owners recompute the colours on every palette change.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QEvent, QRectF
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QFrame, QWidget
 
@@ -27,6 +27,14 @@ class TintedPanel(QFrame):
         self._border = QColor(border)
         self._accent = QColor(accent) if accent is not None else None
         self.update()
+
+    def refresh_colours(self) -> None:
+        """Recompute colours from ``self.palette()``; called on every palette change."""
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.refresh_colours()
 
     @property
     def fill(self) -> QColor:

@@ -1,0 +1,328 @@
+"""The renderer's window: sessions on the left; header, banner, transcript, permission prompt
+and composer on the right; connection state in the status bar.
+
+Why the window keeps so little state: everything durable lives in the main process. The window
+remembers only which session is on screen and which sessions are running (from pushes), and it
+re-asks for the list and the open session after every reconnect.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge_contract import (
+    ErrorPush,
+    ResumeStartedPush,
+    RunStatusPush,
+    RunStatusValue,
+    SessionOpenedPush,
+    SessionsListedPush,
+    SessionSummary,
+    SessionUpdatedPush,
+    SettingsCurrentPush,
+    TranscriptItemPush,
+)
+from renderer import theme
+from renderer.bridge_port import BridgePort, ConnectionState
+from renderer.composer import Composer
+from renderer.connection_status import ConnectionStatus
+from renderer.interrupted_banner import InterruptedBanner
+from renderer.park_text import describe
+from renderer.permission_prompt import PermissionPrompt
+from renderer.session_list import SessionListPanel
+from renderer.settings_dialog import SettingsDialog
+from renderer.transcript_view import TranscriptView
+
+_ACTIVE = frozenset(
+    {RunStatusValue.CREATED, RunStatusValue.RUNNING, RunStatusValue.WAITING_FOR_USER}
+)
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("MainWindow", text)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Maka")
+        self.resize(1180, 760)
+        self.setMinimumSize(720, 480)
+        self._bridge = bridge
+        self._session_id: str | None = None
+        self._running: set[str] = set()
+        self._pending_create_cwd: str | None = None
+        self._settings: SettingsCurrentPush | None = None
+        self._build()
+        self._build_actions()
+        self._wire()
+        self._show_session(None)
+
+    # ----------------------------------------------------------------- layout
+
+    def _build(self) -> None:
+        self.sessions = SessionListPanel()
+        self.sessions.setMinimumWidth(220)
+        right = QWidget()
+        column = QVBoxLayout(right)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        header = QWidget()
+        header_layout = QVBoxLayout(header)
+        header_layout.setContentsMargins(20, 14, 20, 8)
+        header_layout.setSpacing(2)
+        self.title_label = QLabel()
+        font = self.title_label.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.25)
+        self.title_label.setFont(font)
+        self.path_label = QLabel()
+        self.path_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        header_layout.addWidget(self.title_label)
+        header_layout.addWidget(self.path_label)
+        self.banner = InterruptedBanner(self._bridge)
+        banner_holder = QWidget()
+        banner_layout = QVBoxLayout(banner_holder)
+        banner_layout.setContentsMargins(20, 4, 20, 8)
+        banner_layout.addWidget(self.banner)
+        self.transcript = TranscriptView()
+        self.permission = PermissionPrompt(self._bridge)
+        permission_holder = QWidget()
+        permission_layout = QVBoxLayout(permission_holder)
+        permission_layout.setContentsMargins(20, 6, 20, 0)
+        permission_layout.addWidget(self.permission)
+        self.composer = Composer()
+        column.addWidget(header)
+        column.addWidget(banner_holder)
+        column.addWidget(self.transcript, 1)
+        column.addWidget(permission_holder)
+        column.addWidget(self.composer)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.sessions)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([280, 900])
+        splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(splitter)
+        self.connection_status = ConnectionStatus(self._bridge)
+        self.statusBar().addPermanentWidget(self.connection_status)
+        self._recolour_header()
+        for first, second in (
+            (self.sessions.view, self.banner.action_button),
+            (self.banner.action_button, self.banner.details_toggle),
+            (self.banner.details_toggle, self.banner.copy_button),
+            (self.banner.copy_button, self.transcript),
+            (self.transcript, self.permission.deny_button),
+            (self.permission.deny_button, self.permission.allow_button),
+            (self.permission.allow_button, self.composer.editor),
+            (self.composer.editor, self.composer.send_button),
+            (self.composer.send_button, self.composer.stop_button),
+        ):
+            QWidget.setTabOrder(first, second)
+
+    def _build_actions(self) -> None:
+        self.new_action = QAction(_tr("&New session…"), self)
+        self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        self.new_action.triggered.connect(self.new_session)
+        self.settings_action = QAction(_tr("&Settings…"), self)
+        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.settings_action.triggered.connect(self.open_settings)
+        self.quit_action = QAction(_tr("&Quit"), self)
+        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.triggered.connect(self.close)
+        self.resume_action = QAction(_tr("Safe &resume"), self)
+        self.resume_action.setShortcut(QKeySequence("Ctrl+R"))
+        self.resume_action.triggered.connect(self.banner.request_resume)
+        self.cancel_action = QAction(_tr("S&top turn"), self)
+        self.cancel_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.cancel_action.triggered.connect(self.cancel_turn)
+        self.focus_composer_action = QAction(_tr("Write a &message"), self)
+        self.focus_composer_action.setShortcut(QKeySequence("Ctrl+L"))
+        self.focus_composer_action.triggered.connect(self.focus_composer)
+        menu = self.menuBar().addMenu(_tr("&File"))
+        menu.addActions([self.new_action, self.settings_action])
+        menu.addSeparator()
+        menu.addAction(self.quit_action)
+        session_menu = self.menuBar().addMenu(_tr("&Session"))
+        session_menu.addActions(
+            [self.focus_composer_action, self.resume_action, self.cancel_action]
+        )
+
+    def _wire(self) -> None:
+        bridge = self._bridge
+        bridge.connection_state_changed.connect(self._on_connection)
+        bridge.sessions_listed.connect(self._on_sessions_listed)
+        bridge.session_updated.connect(self._on_session_updated)
+        bridge.session_opened.connect(self._on_session_opened)
+        bridge.transcript_item.connect(self._on_transcript_item)
+        bridge.run_status.connect(self._on_run_status)
+        bridge.resume_started.connect(self._on_resume_started)
+        bridge.settings_current.connect(self._on_settings)
+        bridge.error_received.connect(self._on_error)
+        bridge.window_show_requested.connect(self.bring_to_front)
+        self.sessions.session_selected.connect(self._select)
+        self.sessions.new_session_requested.connect(self.new_session)
+        self.composer.send_requested.connect(self._send)
+        self.composer.cancel_requested.connect(self.cancel_turn)
+
+    # ----------------------------------------------------------------- actions
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    def new_session(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, _tr("Choose the workspace folder"))
+        if folder and self._bridge.create_session(folder):
+            self._pending_create_cwd = folder
+
+    def open_settings(self) -> None:
+        self._bridge.get_settings()
+        SettingsDialog(self._bridge, self._settings, self).exec()
+
+    def cancel_turn(self) -> None:
+        if self._session_id is not None and self._session_id in self._running:
+            self._bridge.cancel_turn(self._session_id)
+
+    def focus_composer(self) -> None:
+        self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def bring_to_front(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+
+    def _send(self, text: str) -> None:
+        if self._session_id is not None:
+            self._bridge.send_turn(self._session_id, text)
+
+    def _select(self, session_id: str) -> None:
+        if session_id == self._session_id:
+            return
+        self._show_session(session_id)
+        self.transcript.clear()
+        self._bridge.open_session(session_id)
+
+    # ----------------------------------------------------------------- pushes
+
+    def _on_connection(self, state: str) -> None:
+        connected = state == ConnectionState.CONNECTED
+        self._refresh_availability()
+        if connected:
+            self._bridge.list_sessions()
+            self._bridge.get_settings()
+            if self._session_id is not None:
+                self._bridge.open_session(self._session_id)
+
+    def _on_sessions_listed(self, push: SessionsListedPush) -> None:
+        self.sessions.model.set_sessions(push.sessions)
+        for summary in push.sessions:
+            self._track_running(summary)
+        if (
+            self._session_id is not None
+            and self.sessions.model.row_of(self._session_id) is not None
+        ):
+            self.sessions.select(self._session_id)
+            self._show_session(self._session_id)
+        elif push.sessions:
+            self.sessions.select(push.sessions[0].session_id)
+
+    def _on_session_updated(self, push: SessionUpdatedPush) -> None:
+        summary = push.session
+        is_new = self.sessions.model.row_of(summary.session_id) is None
+        self.sessions.model.upsert(summary)
+        self._track_running(summary)
+        if (
+            is_new
+            and self._pending_create_cwd is not None
+            and summary.cwd == self._pending_create_cwd
+        ):
+            self._pending_create_cwd = None
+            self.sessions.select(summary.session_id)
+        elif summary.session_id == self._session_id:
+            self._show_session(summary.session_id)
+
+    def _on_session_opened(self, push: SessionOpenedPush) -> None:
+        if push.session_id == self._session_id:
+            self.transcript.set_items(push.items, push.omitted_earlier)
+
+    def _on_transcript_item(self, push: TranscriptItemPush) -> None:
+        if push.session_id == self._session_id:
+            self.transcript.apply_item(push.item)
+
+    def _on_run_status(self, push: RunStatusPush) -> None:
+        if push.status in _ACTIVE:
+            self._running.add(push.session_id)
+        else:
+            self._running.discard(push.session_id)
+            self.permission.drop_session_requests(push.session_id)
+        if push.session_id == self._session_id:
+            self._refresh_availability()
+
+    def _on_resume_started(self, push: ResumeStartedPush) -> None:
+        self._running.add(push.session_id)
+        if push.session_id == self._session_id:
+            self._refresh_availability()
+            self.statusBar().showMessage(_tr("Safe resume started a continuation."), 6000)
+
+    def _on_settings(self, push: SettingsCurrentPush) -> None:
+        self._settings = push
+
+    def _on_error(self, push: ErrorPush) -> None:
+        known = describe(push.code)
+        text = known.sentence if known.known else (push.message or push.code)
+        self.statusBar().showMessage(f"{text} [{push.code}]", 10_000)
+
+    # ----------------------------------------------------------------- rendering
+
+    def _track_running(self, summary: SessionSummary) -> None:
+        if summary.last_run_status in _ACTIVE:
+            self._running.add(summary.session_id)
+        else:
+            self._running.discard(summary.session_id)
+
+    def _show_session(self, session_id: str | None) -> None:
+        self._session_id = session_id
+        summary = self.sessions.model.summary(session_id) if session_id else None
+        if summary is None:
+            self.title_label.setText(_tr("No session open") if session_id is None else "")
+            self.path_label.setText(
+                _tr("Choose a session on the left, or start a new one with Ctrl+N.")
+                if session_id is None
+                else ""
+            )
+            self.banner.set_session(session_id, interrupted=False)
+        else:
+            self.title_label.setText(summary.title or _tr("Untitled session"))
+            self.path_label.setText(summary.cwd)
+            self.banner.set_session(session_id, interrupted=summary.interrupted)
+            self.setWindowTitle(f"{summary.title or _tr('Untitled session')} — Maka")
+        self.permission.set_session(session_id)
+        self._refresh_availability()
+
+    def _refresh_availability(self) -> None:
+        connected = self._bridge.connection_state is ConnectionState.CONNECTED
+        session = self._session_id
+        self.composer.set_available(connected and session is not None)
+        self.composer.set_running(session is not None and session in self._running)
+        self.new_action.setEnabled(connected)
+
+    def _recolour_header(self) -> None:
+        palette = self.path_label.palette()
+        palette.setColor(self.path_label.foregroundRole(), theme.muted_text(self.palette()))
+        self.path_label.setPalette(palette)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._recolour_header()

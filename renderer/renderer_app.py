@@ -1,0 +1,75 @@
+"""Entry point of the renderer process: ``python -m renderer.renderer_app --server NAME``.
+
+The main process launches this with the server name on the command line and the per-launch
+token in the environment (``MAKA_RENDERER_TOKEN`` unless ``--token-env`` names another
+variable). The token never goes on the command line, where other users could read it from the
+process list, and it is removed from the environment once read so nothing this process starts
+inherits it. The window follows the OS palette (Qt applies light/dark changes itself; the
+widgets recompute their tints on every palette change) and never uses a font under 10 pt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from PySide6.QtWidgets import QApplication
+
+from renderer import theme
+from renderer.bridge_client import RendererBridge
+from renderer.main_window import MainWindow
+
+TOKEN_ENV = "MAKA_RENDERER_TOKEN"
+SERVER_ENV = "MAKA_RENDERER_SERVER"
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="maka-renderer", description="The Maka window (started by the main process)."
+    )
+    parser.add_argument(
+        "--server",
+        default=os.environ.get(SERVER_ENV, ""),
+        help=f"local server name of the main process (default: ${SERVER_ENV})",
+    )
+    parser.add_argument(
+        "--token-env",
+        default=TOKEN_ENV,
+        metavar="VAR",
+        help=f"environment variable holding the handshake token (default: {TOKEN_ENV})",
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the renderer; ``argv[0]`` is the program name, as in ``sys.argv``."""
+    args, qt_args = _parser().parse_known_args(list(argv[1:]))
+    token = os.environ.pop(args.token_env, "")
+    if not args.server:
+        print("maka-renderer: error [renderer_server_missing]: no --server given", file=sys.stderr)
+        return EXIT_USAGE
+    if not token:
+        print(
+            f"maka-renderer: error [renderer_token_missing]: ${args.token_env} is not set",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    logging.basicConfig(level=logging.WARNING, format="maka-renderer: %(levelname)s %(message)s")
+    app = QApplication([argv[0] if argv else "maka-renderer", *qt_args])
+    app.setApplicationName("Maka")
+    app.setApplicationDisplayName("Maka")
+    app.setDesktopFileName("maka")
+    theme.apply_readable_font(app)
+    bridge = RendererBridge(args.server, token)
+    window = MainWindow(bridge)
+    window.show()
+    bridge.start()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,228 @@
+"""The session list: a model of session summaries and a two-line view with status badges.
+
+Why model/view: the data directory may hold tens of thousands of sessions; a list model with
+uniform rows paints only what is visible, and a summary update touches one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePath
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QCoreApplication,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRect,
+    QSize,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QListView,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge_contract import RunStatusValue, SessionSummary
+from renderer import theme
+from renderer.park_text import Severity
+
+SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 1
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("SessionList", text)
+
+
+def badge_for(summary: SessionSummary) -> tuple[str, Severity] | None:
+    """The short status shown at the right of a row, or ``None`` for a quiet row."""
+    if summary.interrupted:
+        return _tr("Interrupted"), Severity.WARN
+    if summary.last_run_status in (
+        RunStatusValue.RUNNING,
+        RunStatusValue.CREATED,
+        RunStatusValue.WAITING_FOR_USER,
+    ):
+        return _tr("Running"), Severity.INFO
+    if summary.last_run_status is RunStatusValue.FAILED:
+        return _tr("Failed"), Severity.ERROR
+    return None
+
+
+class SessionListModel(QAbstractListModel):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._rows: list[SessionSummary] = []
+        self._index: dict[str, int] = {}
+
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        summary = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return summary.title or _tr("Untitled session")
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return summary.cwd
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            badge = badge_for(summary)
+            title = summary.title or _tr("Untitled session")
+            return f"{title}, {badge[0]}" if badge else title
+        if role == SUMMARY_ROLE:
+            return summary
+        return None
+
+    def set_sessions(self, sessions: Sequence[SessionSummary]) -> None:
+        self.beginResetModel()
+        self._rows = list(sessions)
+        self._reindex()
+        self.endResetModel()
+
+    def upsert(self, summary: SessionSummary) -> None:
+        """Replace a known session's row, or put a new session at the top."""
+        row = self._index.get(summary.session_id)
+        if row is not None:
+            self._rows[row] = summary
+            index = self.index(row)
+            self.dataChanged.emit(index, index)
+            return
+        self.beginInsertRows(QModelIndex(), 0, 0)
+        self._rows.insert(0, summary)
+        self._reindex()
+        self.endInsertRows()
+
+    def summary(self, session_id: str) -> SessionSummary | None:
+        row = self._index.get(session_id)
+        return None if row is None else self._rows[row]
+
+    def row_of(self, session_id: str) -> int | None:
+        return self._index.get(session_id)
+
+    def _reindex(self) -> None:
+        self._index = {summary.session_id: row for row, summary in enumerate(self._rows)}
+
+
+class SessionDelegate(QStyledItemDelegate):
+    """Title over the folder name, a coloured badge on the right."""
+
+    PADDING = 8
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:  # noqa: N802
+        metrics = QFontMetrics(option.font)
+        return QSize(200, metrics.height() * 2 + self.PADDING * 2 + 4)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        summary = index.data(SUMMARY_ROLE)
+        if not isinstance(summary, SessionSummary):
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        opt.text = ""
+        style = opt.widget.style() if opt.widget is not None else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        rect: QRect = opt.rect.adjusted(
+            self.PADDING + 4, self.PADDING, -self.PADDING, -self.PADDING
+        )
+        palette: QPalette = opt.palette
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        painter.save()
+        title_font = opt.font
+        title_font.setBold(True)
+        metrics = QFontMetrics(title_font)
+        badge = badge_for(summary)
+        badge_width = 0
+        if badge is not None:
+            badge_text, severity = badge
+            small = QFontMetrics(opt.font)
+            badge_width = small.horizontalAdvance(badge_text) + 14
+            badge_rect = QRect(
+                rect.right() - badge_width, rect.top(), badge_width, metrics.height()
+            )
+            colour = theme.accent(severity, palette)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(colour)
+            painter.setBrush(theme.tinted_background(colour, palette))
+            painter.drawRoundedRect(badge_rect.adjusted(0, 1, 0, -1), 8, 8)
+            painter.drawText(badge_rect, Qt.AlignmentFlag.AlignCenter, badge_text)
+        painter.setFont(title_font)
+        painter.setPen(palette.color(text_role))
+        title_rect = QRect(
+            rect.left(), rect.top(), rect.width() - badge_width - 6, metrics.height()
+        )
+        title = str(index.data(Qt.ItemDataRole.DisplayRole))
+        painter.drawText(
+            title_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            metrics.elidedText(title, Qt.TextElideMode.ElideRight, title_rect.width()),
+        )
+        painter.setFont(opt.font)
+        sub = QFontMetrics(opt.font)
+        painter.setPen(palette.color(text_role) if selected else theme.muted_text(palette))
+        sub_rect = QRect(rect.left(), rect.top() + metrics.height() + 4, rect.width(), sub.height())
+        folder = PurePath(summary.cwd).name or summary.cwd
+        painter.drawText(
+            sub_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            sub.elidedText(folder, Qt.TextElideMode.ElideMiddle, sub_rect.width()),
+        )
+        painter.restore()
+
+
+class SessionListPanel(QWidget):
+    session_selected = Signal(str)
+    new_session_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 6, 10)
+        layout.setSpacing(8)
+        header = QHBoxLayout()
+        title = QLabel(_tr("Sessions"))
+        font = title.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.1)
+        title.setFont(font)
+        self.new_button = QToolButton()
+        self.new_button.setText(_tr("New"))
+        self.new_button.setToolTip(_tr("New session (Ctrl+N)"))
+        self.new_button.clicked.connect(self.new_session_requested)
+        header.addWidget(title)
+        header.addStretch(1)
+        header.addWidget(self.new_button)
+        layout.addLayout(header)
+        self.model = SessionListModel(self)
+        self.view = QListView()
+        self.view.setAccessibleName(_tr("Sessions"))
+        self.view.setModel(self.model)
+        self.view.setItemDelegate(SessionDelegate(self.view))
+        self.view.setUniformItemSizes(True)
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.view.selectionModel().currentChanged.connect(self._on_current_changed)
+        layout.addWidget(self.view, 1)
+
+    def select(self, session_id: str) -> None:
+        row = self.model.row_of(session_id)
+        if row is not None:
+            self.view.setCurrentIndex(self.model.index(row))
+
+    def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        summary = current.data(SUMMARY_ROLE)
+        if isinstance(summary, SessionSummary):
+            self.session_selected.emit(summary.session_id)

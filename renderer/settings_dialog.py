@@ -1,0 +1,134 @@
+"""Settings: which model provider answers turns.
+
+Why the key field starts empty: the API key is write-only on the bridge. The dialog shows only
+whether one is stored; leaving the field empty keeps it, "Forget stored key" clears it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge_contract import ProviderChoice, SettingsCurrentPush
+from renderer import theme
+from renderer.bridge_port import BridgePort
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("SettingsDialog", text)
+
+
+class SettingsDialog(QDialog):
+    def __init__(
+        self,
+        bridge: BridgePort,
+        current: SettingsCurrentPush | None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(_tr("Settings"))
+        self.setMinimumWidth(520)
+        self._bridge = bridge
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 18, 20, 14)
+        layout.setSpacing(10)
+        heading = QLabel(_tr("Model provider"))
+        font = heading.font()
+        font.setBold(True)
+        heading.setFont(font)
+        layout.addWidget(heading)
+        self.offline_radio = QRadioButton(_tr("Offline demo"))
+        offline_note = QLabel(
+            _tr(
+                "A built-in, rule-based helper that works without a network. It is not an AI "
+                "model: it understands simple requests such as “write hello.txt saying hi”."
+            )
+        )
+        offline_note.setWordWrap(True)
+        offline_note.setContentsMargins(24, 0, 0, 6)
+        self.openai_radio = QRadioButton(_tr("OpenAI-compatible endpoint"))
+        group = QButtonGroup(self)
+        group.addButton(self.offline_radio)
+        group.addButton(self.openai_radio)
+        layout.addWidget(self.offline_radio)
+        layout.addWidget(offline_note)
+        layout.addWidget(self.openai_radio)
+        self.endpoint = QWidget()
+        form = QFormLayout(self.endpoint)
+        form.setContentsMargins(24, 0, 0, 0)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self.base_url_edit = QLineEdit()
+        self.base_url_edit.setPlaceholderText("http://localhost:11434/v1")
+        self.model_edit = QLineEdit()
+        self.model_edit.setPlaceholderText("llama3.1")
+        self.key_edit = QLineEdit()
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.forget_key = QCheckBox(_tr("Forget the stored key"))
+        form.addRow(_tr("Base URL"), self.base_url_edit)
+        form.addRow(_tr("Model"), self.model_edit)
+        form.addRow(_tr("API key"), self.key_edit)
+        form.addRow("", self.forget_key)
+        layout.addWidget(self.endpoint)
+        for note in (offline_note,):
+            palette = note.palette()
+            palette.setColor(note.foregroundRole(), theme.muted_text(palette))
+            note.setPalette(palette)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        layout.addStretch(1)
+        layout.addWidget(self.buttons)
+        self.openai_radio.toggled.connect(self._update_enabled)
+        self.key_edit.textChanged.connect(self._update_enabled)
+        self.base_url_edit.textChanged.connect(self._update_enabled)
+        self.model_edit.textChanged.connect(self._update_enabled)
+        self.load(current)
+
+    def load(self, current: SettingsCurrentPush | None) -> None:
+        provider = current.provider if current else ProviderChoice.OFFLINE_DEMO
+        self.offline_radio.setChecked(provider is ProviderChoice.OFFLINE_DEMO)
+        self.openai_radio.setChecked(provider is ProviderChoice.OPENAI_COMPATIBLE)
+        self.base_url_edit.setText(current.openai_base_url if current else "")
+        self.model_edit.setText(current.openai_model if current else "")
+        key_set = bool(current and current.api_key_set)
+        self.key_edit.setPlaceholderText(
+            _tr("A key is stored; leave empty to keep it") if key_set else _tr("Optional")
+        )
+        self.forget_key.setVisible(key_set)
+        self._update_enabled()
+
+    def save(self) -> None:
+        provider = (
+            ProviderChoice.OPENAI_COMPATIBLE
+            if self.openai_radio.isChecked()
+            else ProviderChoice.OFFLINE_DEMO
+        )
+        key: str | None = self.key_edit.text() or None
+        if self.forget_key.isChecked() and key is None:
+            key = ""
+        self._bridge.update_settings(
+            provider, self.base_url_edit.text().strip(), self.model_edit.text().strip(), key
+        )
+        self.accept()
+
+    def _update_enabled(self) -> None:
+        openai = self.openai_radio.isChecked()
+        self.endpoint.setEnabled(openai)
+        ready = not openai or bool(
+            self.base_url_edit.text().strip() and self.model_edit.text().strip()
+        )
+        save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
+        save.setEnabled(ready)
