@@ -9,6 +9,12 @@ A frozen bundle has no Python interpreter to run, only this executable, so ``sys
   in the bundle (the spec collects every first-party module, so any of them can be run this way).
 - ``maka -c CODE``: refused with exit 2; a bundle must not be an interpreter for arbitrary code.
 
+On Linux the bundle's loader puts the bundle's own libraries first on ``LD_LIBRARY_PATH``. This
+process has already been linked by then (the loader reads that variable once, at start), so the
+variable is restored to the user's value for everything started later: a shell command run by an
+agent tool must get the system's libssl, not the bundle's. A child that is this bundle again (the
+renderer) gets the bundle's path anew from the bundle's loader.
+
 A Windows ``--windowed`` executable starts with ``sys.stdout``/``sys.stderr`` set to None; they are
 pointed at the null device so that a stray ``print`` cannot crash the desktop app.
 """
@@ -27,8 +33,19 @@ def _ensure_streams() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives for the process
 
 
+def _restore_library_path() -> None:
+    if not getattr(sys, "frozen", False) or not sys.platform.startswith("linux"):
+        return
+    original = os.environ.pop("LD_LIBRARY_PATH_ORIG", None)
+    if original is None:
+        os.environ.pop("LD_LIBRARY_PATH", None)
+    else:
+        os.environ["LD_LIBRARY_PATH"] = original
+
+
 def main(argv: list[str]) -> int:
     _ensure_streams()
+    _restore_library_path()
     if len(argv) >= 1 and argv[0] == "-m":
         if len(argv) < 2:
             print("maka: error [usage]: -m needs a module name", file=sys.stderr)
