@@ -101,11 +101,14 @@ def validate_candidates(
     for op in touched.values():
         meaning = interpret_scanned_recovery(op)
         if isinstance(meaning, RecoveryCorruption):
-            decision = op.decision_events[-1] if op.decision_events else op.reconcile_events[-1]
+            # Name the first candidate that made the tail invalid.
+            culprit = next(
+                candidate["id"] for candidate in remaining if candidate["id"] in op.event_positions
+            )
             return TransitionVerdict(
                 False,
                 code=meaning.code,
-                event_id=decision["id"],
+                event_id=culprit,
                 operation_id=op.operation_id,
                 tool_call_id=op.tool_call_id,
                 message=meaning.message,
