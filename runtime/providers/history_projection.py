@@ -48,7 +48,7 @@ def history_from_events(events: Iterable[RuntimeEvent]) -> tuple[HistoryItem, ..
     ]
     paired = _paired_call_ids(visible)
     emitted_calls: set[str] = set()
-    items: list[HistoryItem] = []
+    tagged: list[tuple[HistoryItem, str | None]] = []
     for event in visible:
         content = event.get("content")
         if content is None:
@@ -58,29 +58,57 @@ def history_from_events(events: Iterable[RuntimeEvent]) -> tuple[HistoryItem, ..
             if not text:
                 continue
             if event["role"] == "user":
-                if event["author"] == "host":
-                    items.append(HostNotice(text))
-                else:
-                    items.append(UserText(text))
+                item: HistoryItem = (
+                    HostNotice(text) if event["author"] == "host" else UserText(text)
+                )
+                tagged.append((item, None))
             elif event["role"] == "model":
-                items.append(AssistantText(text))
+                tagged.append((AssistantText(text), None))
         elif content["kind"] == "thinking":
-            items.append(Thinking(content["text"], content.get("signature")))
+            tagged.append((Thinking(content["text"], content.get("signature")), None))
         elif content["kind"] == "function_call":
             if content["id"] in paired and content["id"] not in emitted_calls:
                 emitted_calls.add(content["id"])
-                items.append(ToolCall(content["id"], content["name"], content["args"]))
+                step = event.get("refs", {}).get("stepId")
+                tagged.append((ToolCall(content["id"], content["name"], content["args"]), step))
         elif content["kind"] == "function_response" and content["id"] in emitted_calls:
             emitted_calls.discard(content["id"])
-            items.append(
-                ToolResult(
-                    content["id"],
-                    content["name"],
-                    content["result"],
-                    content.get("isError", False),
-                )
+            result = ToolResult(
+                content["id"], content["name"], content["result"], content.get("isError", False)
             )
-    return tuple(items)
+            tagged.append((result, None))
+    return _regroup_steps(tagged)
+
+
+def _regroup_steps(tagged: list[tuple[HistoryItem, str | None]]) -> tuple[HistoryItem, ...]:
+    """Calls the model made in one step (same ``refs.stepId``) are settled one after another, so
+    the ledger interleaves them with their results; a provider expects the step's calls together,
+    followed by their results. Regroup, keeping every other item in place."""
+    step_of_call: dict[str, str] = {}
+    members: dict[str, list[int]] = {}
+    for index, (item, step) in enumerate(tagged):
+        if isinstance(item, ToolCall) and step is not None:
+            step_of_call[item.call_id] = step
+            members.setdefault(step, []).append(index)
+    for index, (item, _) in enumerate(tagged):
+        if isinstance(item, ToolResult) and item.call_id in step_of_call:
+            members[step_of_call[item.call_id]].append(index)
+    out: list[HistoryItem] = []
+    done: set[int] = set()
+    for index, (item, step) in enumerate(tagged):
+        if index in done:
+            continue
+        if isinstance(item, ToolCall) and step is not None:
+            group = members[step]
+            calls = [i for i in group if isinstance(tagged[i][0], ToolCall)]
+            results = [i for i in group if isinstance(tagged[i][0], ToolResult)]
+            for position in (*calls, *results):
+                out.append(tagged[position][0])
+                done.add(position)
+            continue
+        out.append(item)
+        done.add(index)
+    return tuple(out)
 
 
 def unpaired_tool_calls(items: Iterable[HistoryItem]) -> list[str]:

@@ -1,0 +1,327 @@
+"""One turn = one run: header ``created -> running ->`` terminal, and the model loop between.
+
+``start_turn`` creates the header, commits the user message (the run's first event, carrying the
+T1 marker ``runtimeProtocol``: this run uses the durable T1/T2 store), marks the run running and
+hands over to ``drive``. ``drive`` is the model loop, also used by a continuation whose first
+event the admission transaction already committed.
+
+What the model sees is rebuilt from *committed* events before every provider call (the session's
+earlier runs plus this run so far), so it can never see a result T2 did not commit, and it never
+holds an unpaired call (asserted before every request).
+
+Endings, each a terminal event committed together with the terminal header
+(``commit_run_ending``): ``completed`` (the model ended its turn, or the step limit was reached:
+``stopReason: step_limit``), ``failed`` with ``provider_error`` or ``tool_boundary_failed``,
+``cancelled`` with ``cancelled_by_user``. Crash points: P7 after a step's results reached the
+model history and before the next provider call; P8 before the terminal commit; P9 after it (the
+event and the header commit in one transaction, so P9 leaves both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.agent.cancel_token import CancelToken
+from runtime.agent.event_builders import EventBuilder, RunIdentity
+from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
+from runtime.ledger.codes import FailureClass
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import CommitResult, RunHeader, RunStatus
+from runtime.providers.history_projection import history_from_events, unpaired_tool_calls
+from runtime.providers.provider_port import (
+    Finished,
+    HistoryItem,
+    Provider,
+    ProviderError,
+    ProviderErrorCode,
+    ProviderRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallReady,
+    Usage,
+)
+from runtime.recovery.failpoints import failpoint
+from runtime.tools.tool_catalog import ToolCatalog
+from runtime.tools.tool_contract import ToolContext
+
+DEFAULT_MAX_STEPS = 24
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an agent working in the user's project folder. Use the tools to read and change "
+    "files and to run commands. Paths are relative to the project folder. Be brief."
+)
+
+
+class RunStore(Protocol):
+    def create_run(self, header: RunHeader) -> None: ...
+
+    def mark_run_running(self, run_id: str) -> None: ...
+
+    def append_event(self, event: RuntimeEvent) -> CommitResult: ...
+
+    def commit_tool_prepared(
+        self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent
+    ) -> CommitResult: ...
+
+    def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult: ...
+
+    def commit_run_ending(
+        self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
+    ) -> CommitResult: ...
+
+
+class RunObserver(Protocol):
+    """Live view of a run; called on the run's thread. Committed events arrive after commit."""
+
+    def text_delta(self, text: str) -> None: ...
+
+    def thinking_delta(self, text: str) -> None: ...
+
+    def committed(self, event: RuntimeEvent) -> None: ...
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    run_id: str
+    status: RunStatus
+    failure_class: str | None = None
+    stop_reason: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_steps: int = DEFAULT_MAX_STEPS
+    result_cap_bytes: int = 128 * 1024
+
+
+@dataclass(slots=True)
+class _Step:
+    text: str = ""
+    thinking: str = ""
+    signature: str | None = None
+    usage: tuple[int, int] | None = None
+    finish: str = "end_turn"
+
+
+class RunLoop:
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        provider: Provider,
+        catalog: ToolCatalog,
+        policy: PermissionPolicy,
+        asker: PermissionAsker,
+        observer: RunObserver,
+        clock: Callable[[], int],
+        settings: RunSettings | None = None,
+    ) -> None:
+        self._store = store
+        self._provider = provider
+        self._catalog = catalog
+        self._policy = policy
+        self._asker = asker
+        self._observer = observer
+        self._clock = clock
+        self._settings = settings or RunSettings()
+
+    def start_turn(
+        self,
+        header: RunHeader,
+        text: str,
+        prior_history: Sequence[HistoryItem],
+        tool_context: ToolContext,
+    ) -> RunOutcome:
+        """Create the run, commit the user message (with the T1 marker) and drive the loop."""
+        identity = RunIdentity(
+            header.session_id, header.invocation_id, header.run_id, header.turn_id
+        )
+        builder = EventBuilder(identity)
+        self._store.create_run(header)
+        self._observer.run_status(header.run_id, RunStatus.CREATED, None)
+        first = builder.user_message(text, self._clock(), t1_marker=True)
+        self._store.append_event(first)
+        self._observer.committed(first)
+        self._store.mark_run_running(header.run_id)
+        self._observer.run_status(header.run_id, RunStatus.RUNNING, None)
+        return self.drive(builder, prior_history, [first], tool_context)
+
+    def drive(
+        self,
+        builder: EventBuilder,
+        prior_history: Sequence[HistoryItem],
+        run_events: Sequence[RuntimeEvent],
+        tool_context: ToolContext,
+    ) -> RunOutcome:
+        """The model loop for a run whose header is running and whose first event is committed."""
+        committed: list[RuntimeEvent] = list(run_events)
+
+        def publish(event: RuntimeEvent) -> None:
+            committed.append(event)
+            self._observer.committed(event)
+
+        cancel = tool_context.cancel
+        tools = ToolRuntime(
+            writer=self._store,
+            builder=builder,
+            catalog=self._catalog,
+            policy=self._policy,
+            asker=self._asker,
+            tool_context=tool_context,
+            clock=self._clock,
+            publish=publish,
+            result_cap_bytes=self._settings.result_cap_bytes,
+        )
+        used_call_ids: set[str] = set()
+        steps = 0
+        try:
+            while True:
+                if cancel.is_cancelled():
+                    return self._cancelled(builder, publish)
+                if steps >= self._settings.max_steps:
+                    return self._finish(
+                        builder,
+                        publish,
+                        RunStatus.COMPLETED,
+                        stop_reason="step_limit",
+                        message=f"stopped after {steps} model steps (the step limit)",
+                    )
+                steps += 1
+                history = (*prior_history, *history_from_events(committed))
+                unpaired = unpaired_tool_calls(history)
+                if unpaired:  # cannot happen by construction; never send such a request
+                    raise ToolBoundaryError("history", f"unpaired tool calls {unpaired}")
+                step, calls = self._model_step(history, cancel)
+                step_id = f"{builder.identity.run_id}_s{steps}"
+                self._commit_step(builder, publish, step)
+                if cancel.is_cancelled():
+                    return self._cancelled(builder, publish)
+                if not calls:
+                    return self._finish(
+                        builder, publish, RunStatus.COMPLETED, stop_reason=step.finish
+                    )
+                for call in calls:
+                    if cancel.is_cancelled():
+                        break
+                    if call.call_id in used_call_ids or not call.call_id:
+                        continue  # a repeated id would be a duplicate operation: never run
+                    used_call_ids.add(call.call_id)
+                    tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
+                failpoint("P7")
+        except ProviderError as error:
+            if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
+                return self._cancelled(builder, publish)
+            return self._finish(
+                builder,
+                publish,
+                RunStatus.FAILED,
+                failure_class=FailureClass.PROVIDER_ERROR,
+                message=f"{self._provider.label}: {error.message}",
+            )
+        except ToolBoundaryError as error:
+            return self._finish(
+                builder,
+                publish,
+                RunStatus.FAILED,
+                failure_class=FailureClass.TOOL_BOUNDARY_FAILED,
+                message=str(error),
+            )
+
+    def _model_step(
+        self, history: tuple[HistoryItem, ...], cancel: CancelToken
+    ) -> tuple[_Step, list[ToolCallReady]]:
+        request = ProviderRequest(self._settings.system_prompt, history, self._catalog.specs())
+        step = _Step()
+        calls: list[ToolCallReady] = []
+        finished = False
+        for item in self._provider.stream(request, cancel):
+            if cancel.is_cancelled():
+                raise ProviderError(ProviderErrorCode.CANCELLED, "the turn was cancelled")
+            if isinstance(item, TextDelta):
+                step.text += item.text
+                self._observer.text_delta(item.text)
+            elif isinstance(item, ThinkingDelta):
+                step.thinking += item.text
+                step.signature = item.signature or step.signature
+                self._observer.thinking_delta(item.text)
+            elif isinstance(item, ToolCallReady):
+                calls.append(item)
+            elif isinstance(item, Usage):
+                step.usage = (item.input_tokens, item.output_tokens)
+            elif isinstance(item, Finished):
+                step.finish = item.reason
+                finished = True
+        if not finished:
+            raise ProviderError(
+                ProviderErrorCode.CONNECTION_LOST, "the provider stream ended without finishing"
+            )
+        return step, calls
+
+    def _commit_step(
+        self, builder: EventBuilder, publish: Callable[[RuntimeEvent], None], step: _Step
+    ) -> None:
+        events: list[RuntimeEvent] = []
+        if step.thinking:
+            events.append(builder.thinking(step.thinking, step.signature, self._clock()))
+        if step.text:
+            events.append(builder.assistant_text(step.text, self._clock(), step.usage))
+        elif step.usage is not None:
+            events.append(builder.usage_only(step.usage, self._clock()))
+        for event in events:
+            self._store.append_event(event)
+            publish(event)
+
+    def _cancelled(
+        self, builder: EventBuilder, publish: Callable[[RuntimeEvent], None]
+    ) -> RunOutcome:
+        return self._finish(
+            builder,
+            publish,
+            RunStatus.CANCELLED,
+            failure_class=FailureClass.CANCELLED_BY_USER,
+            message="the turn was cancelled by the user",
+        )
+
+    def _finish(
+        self,
+        builder: EventBuilder,
+        publish: Callable[[RuntimeEvent], None],
+        status: RunStatus,
+        *,
+        stop_reason: str | None = None,
+        failure_class: FailureClass | None = None,
+        message: str | None = None,
+    ) -> RunOutcome:
+        event_status = {
+            RunStatus.COMPLETED: "completed",
+            RunStatus.FAILED: "failed",
+            RunStatus.CANCELLED: "cancelled",
+        }[status]
+        terminal = builder.terminal(
+            event_status,  # type: ignore[arg-type]
+            self._clock(),
+            stop_reason=stop_reason,
+            failure_class=failure_class,
+            message=message,
+        )
+        failpoint("P8")
+        self._store.commit_run_ending(
+            terminal, status, failure_class.value if failure_class else None
+        )
+        failpoint("P9")
+        publish(terminal)
+        run_id = builder.identity.run_id
+        self._observer.run_status(run_id, status, failure_class.value if failure_class else None)
+        return RunOutcome(
+            run_id,
+            status,
+            failure_class.value if failure_class else None,
+            stop_reason,
+            message,
+        )

@@ -1,0 +1,244 @@
+"""The session service shared by the desktop and the CLI: sessions, turns, cancel, transcripts.
+
+A session is a working folder plus its runs. ``send_turn`` runs one turn to its end on the
+calling thread (the desktop calls it on a worker thread; the CLI on its main thread), at most one
+turn per session at a time. The provider history of a new turn is each earlier run's committed
+history (paired calls only, run by run, oldest first) followed by the new user message.
+
+The service never opens a database: the composition root hands it a ``LedgerStore``, the owner
+epoch of this process (after startup recovery) and a function that reads the workspace identity
+of a folder.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.agent.cancel_token import CancelToken
+from runtime.agent.permission_policy import (
+    Decision,
+    PendingPermissions,
+    PermissionAsker,
+    PermissionPolicy,
+    PermissionQuestion,
+)
+from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings
+from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import LedgerStore, RunHeader, RunStatus, SessionRecord
+from runtime.providers.history_projection import history_from_events
+from runtime.providers.provider_port import HistoryItem, Provider
+from runtime.tools.process_tree import BackgroundShellRegistry
+from runtime.tools.tool_catalog import ToolCatalog, default_catalog
+from runtime.tools.tool_contract import ToolContext
+
+
+class SessionError(LedgerError):
+    """``code``: ``session_not_found``, ``session_busy``, ``invalid_cwd``."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOverview:
+    session: SessionRecord
+    last_run_status: RunStatus | None
+    failure_class: str | None
+    interrupted: bool
+    run_count: int
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class SessionService:
+    def __init__(
+        self,
+        *,
+        store: LedgerStore,
+        provider_factory: Callable[[], Provider],
+        owner_epoch: int,
+        workspace_identity: Callable[[Path], str | None] | None = None,
+        catalog: ToolCatalog | None = None,
+        shell_registry: BackgroundShellRegistry | None = None,
+        clock: Callable[[], int] = _now_ms,
+        settings: RunSettings | None = None,
+    ) -> None:
+        self._store = store
+        self._provider_factory = provider_factory
+        self._owner_epoch = owner_epoch
+        self._workspace_identity = workspace_identity
+        self._catalog = catalog or default_catalog()
+        self._shells = shell_registry
+        self._clock = clock
+        self._settings = settings or RunSettings()
+        self._lock = threading.Lock()
+        self._active: dict[str, CancelToken] = {}
+        self.permissions = PendingPermissions()
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        return self._catalog
+
+    # ---- sessions -----------------------------------------------------------------------------
+
+    def create_session(self, cwd: Path, title: str = "") -> SessionRecord:
+        folder = Path(os.path.realpath(cwd))
+        if not folder.is_dir():
+            raise SessionError("invalid_cwd", f"{cwd} is not a folder")
+        record = SessionRecord(
+            session_id=_new_id("session"),
+            cwd=str(folder),
+            title=(title.strip().splitlines() or [folder.name])[0][:80] or folder.name,
+            created_at=self._clock(),
+        )
+        self._store.create_session(record)
+        return record
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        record = self._store.get_session(session_id)
+        if record is None:
+            raise SessionError("session_not_found", f"no session {session_id}")
+        return record
+
+    def list_sessions(self) -> list[SessionOverview]:
+        return [self.overview(record) for record in self._store.list_sessions()]
+
+    def overview(self, record: SessionRecord) -> SessionOverview:
+        runs = _ordered(self._store.list_session_runs(record.session_id))
+        last = runs[-1] if runs else None
+        return SessionOverview(
+            session=record,
+            last_run_status=last.status if last else None,
+            failure_class=last.failure_class if last else None,
+            interrupted=bool(last and last.failure_class == "app_restarted"),
+            run_count=len(runs),
+        )
+
+    def transcript(self, session_id: str) -> list[TranscriptEntry]:
+        self.get_session(session_id)
+        entries: list[TranscriptEntry] = []
+        for header in _ordered(self._store.list_session_runs(session_id)):
+            events = [row.event for row in self._store.read_run_events(header.run_id)]
+            entries.extend(transcript_of_run(events))
+        return entries
+
+    def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
+        """Each earlier run's committed, paired history, oldest run first."""
+        items: list[HistoryItem] = []
+        for header in _ordered(self._store.list_session_runs(session_id)):
+            events = [row.event for row in self._store.read_run_events(header.run_id)]
+            items.extend(history_from_events(events))
+        return tuple(items)
+
+    # ---- turns --------------------------------------------------------------------------------
+
+    def is_busy(self, session_id: str) -> bool:
+        with self._lock:
+            return session_id in self._active
+
+    def cancel(self, session_id: str) -> bool:
+        """Ask the running turn of ``session_id`` to stop; False when none is running."""
+        with self._lock:
+            token = self._active.get(session_id)
+        if token is None:
+            return False
+        token.cancel()
+        return True
+
+    def answer_permission(self, request_id: str, decision: Decision) -> bool:
+        return self.permissions.answer(request_id, decision)
+
+    def send_turn(
+        self,
+        session_id: str,
+        text: str,
+        observer: RunObserver,
+        policy: PermissionPolicy,
+        *,
+        asker: PermissionAsker | None = None,
+        on_question: Callable[[PermissionQuestion], None] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> RunOutcome:
+        """Run one turn to its end. Permission questions go to ``asker`` when given; otherwise
+        ``on_question`` is told and the answer arrives through ``answer_permission``."""
+        session = self.get_session(session_id)
+        token = cancel or CancelToken()
+        with self._lock:
+            if session_id in self._active:
+                raise SessionError("session_busy", f"session {session_id} is running a turn")
+            self._active[session_id] = token
+        try:
+            return self._run_turn(
+                session, text, observer, policy, asker=asker, on_question=on_question, token=token
+            )
+        finally:
+            with self._lock:
+                self._active.pop(session_id, None)
+
+    def _run_turn(
+        self,
+        session: SessionRecord,
+        text: str,
+        observer: RunObserver,
+        policy: PermissionPolicy,
+        *,
+        asker: PermissionAsker | None,
+        on_question: Callable[[PermissionQuestion], None] | None,
+        token: CancelToken,
+    ) -> RunOutcome:
+        cwd = Path(session.cwd)
+        if not cwd.is_dir():
+            raise SessionError("invalid_cwd", f"the session folder {cwd} no longer exists")
+        identity = self._workspace_identity(cwd) if self._workspace_identity else None
+        now = self._clock()
+        run_id = _new_id("run")
+        header = RunHeader(
+            run_id=run_id,
+            session_id=session.session_id,
+            invocation_id=_new_id("inv"),
+            turn_id=_new_id("turn"),
+            status=RunStatus.CREATED,
+            cwd=session.cwd,
+            owner_epoch=self._owner_epoch,
+            created_at=now,
+            updated_at=now,
+            workspace_identity=identity,
+        )
+        history = self.prior_history(session.session_id)
+
+        def wait_for_answer(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+            return self.permissions.wait(question, cancel, on_question)
+
+        loop = RunLoop(
+            store=self._store,
+            provider=self._provider_factory(),
+            catalog=self._catalog,
+            policy=policy,
+            asker=asker or wait_for_answer,
+            observer=observer,
+            clock=self._clock,
+            settings=self._settings,
+        )
+        context = ToolContext(
+            cwd=Path(os.path.realpath(cwd)),
+            cancel=token,
+            workspace_identity=identity,
+            session_id=session.session_id,
+            run_id=run_id,
+            shell_registry=self._shells,
+        )
+        return loop.start_turn(header, text, history, context)
+
+
+def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
+    return sorted(runs, key=lambda header: (header.created_at, header.run_id))

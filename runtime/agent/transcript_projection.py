@@ -1,0 +1,159 @@
+"""The transcript a person reads, projected from committed events (no Qt, no wire types).
+
+User and assistant messages, thinking, one tool card per call (name, argument summary, status,
+result summary) and notices for run endings. A tool card's status comes from committed facts:
+a response settles it (``succeeded`` / ``failed``), a recovery decision settles it
+(``completed_after_recovery`` / ``parked``); a dispatch without a response is ``running`` while the
+run is live and ``indeterminate`` ("outcome unknown") once the run has ended; a call that never
+crossed T1 in an ended run is ``not_dispatched``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from runtime.ledger.event_model import RuntimeEvent, is_terminal
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptEntry:
+    """``type``: user_message, assistant_message, thinking, tool_card or notice."""
+
+    type: str
+    item_id: str
+    run_id: str
+    text: str = ""
+    tool_call_id: str = ""
+    tool_name: str = ""
+    args_summary: str = ""
+    status: str = ""
+    result_summary: str = ""
+    park_reason: str | None = None
+    level: str = "info"
+    code: str | None = None
+
+
+def summarize_args(name: str, args: Any) -> str:
+    if isinstance(args, dict):
+        if name == "bash" and "command" in args:
+            return str(args["command"])[:300]
+        if "path" in args:
+            return str(args["path"])[:300]
+        if "pattern" in args:
+            return str(args["pattern"])[:300]
+    return json.dumps(args, ensure_ascii=False, sort_keys=True)[:300]
+
+
+def summarize_result(result: Any, is_error: bool) -> str:
+    if isinstance(result, dict):
+        if is_error and "error" in result:
+            return str(result["error"])[:300]
+        if "exitCode" in result:
+            output = str(result.get("output", "")).strip().splitlines()
+            tail = f": {output[-1][:200]}" if output else ""
+            return f"exit code {result['exitCode']}{tail}"
+        if "bytesWritten" in result:
+            return f"wrote {result['bytesWritten']} bytes to {result.get('path')}"
+        if "content" in result:
+            return f"read {result.get('path')} ({result.get('totalLines', '?')} lines)"
+        if "entries" in result:
+            return f"{len(result['entries'])} entries"
+        if "matches" in result:
+            return f"{len(result['matches'])} matches"
+    return json.dumps(result, ensure_ascii=False, sort_keys=True)[:300]
+
+
+def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
+    status = event.get("status")
+    delta = (event.get("actions") or {}).get("stateDelta") or {}
+    content = event.get("content")
+    message = content["message"] if content is not None and content["kind"] == "error" else ""
+    failure = delta.get("failureClass")
+    if status == "completed" and delta.get("stopReason") != "step_limit":
+        return None
+    level = "error" if status == "failed" else "warn"
+    code = str(failure) if failure else (str(delta.get("stopReason")) or None)
+    if not message:
+        message = {
+            "app_restarted": "the app stopped while this turn was running",
+        }.get(str(failure), f"the turn ended: {status}")
+    return TranscriptEntry("notice", event["id"], run_id, text=message, level=level, code=code)
+
+
+def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
+    """Entries of one run, in ledger order."""
+    entries: list[TranscriptEntry] = []
+    cards: dict[str, int] = {}
+    ended = any(is_terminal(event) for event in events)
+    for event in events:
+        if event["partial"]:
+            continue
+        run_id = event["runId"]
+        content = event.get("content")
+        actions = event.get("actions") or {}
+        if content is not None and content["kind"] == "text" and content["text"]:
+            if event["role"] == "user":
+                entries.append(
+                    TranscriptEntry("user_message", event["id"], run_id, content["text"])
+                )
+            elif event["role"] == "model":
+                entries.append(
+                    TranscriptEntry("assistant_message", event["id"], run_id, content["text"])
+                )
+        elif content is not None and content["kind"] == "thinking":
+            entries.append(TranscriptEntry("thinking", event["id"], run_id, content["text"]))
+        elif content is not None and content["kind"] == "function_call":
+            cards[content["id"]] = len(entries)
+            entries.append(
+                TranscriptEntry(
+                    "tool_card",
+                    event["id"],
+                    run_id,
+                    tool_call_id=content["id"],
+                    tool_name=content["name"],
+                    args_summary=summarize_args(content["name"], content["args"]),
+                    status="not_dispatched" if ended else "pending",
+                )
+            )
+        elif content is not None and content["kind"] == "function_response":
+            index = cards.get(content["id"])
+            if index is not None:
+                is_error = content.get("isError", False)
+                entries[index] = replace(
+                    entries[index],
+                    status="failed" if is_error else "succeeded",
+                    result_summary=summarize_result(content["result"], is_error),
+                )
+        elif "toolDispatch" in actions:
+            index = cards.get(actions["toolDispatch"]["providerToolCallId"])
+            if index is not None:
+                status = "indeterminate" if ended else "running"
+                entries[index] = replace(entries[index], status=status)
+        elif "toolRecovery" in actions:
+            _apply_recovery(entries, cards, event)
+        elif is_terminal(event):
+            notice = _ending_notice(event, run_id)
+            if notice is not None:
+                entries.append(notice)
+    return entries
+
+
+def _apply_recovery(
+    entries: list[TranscriptEntry], cards: dict[str, int], event: RuntimeEvent
+) -> None:
+    recovery = (event.get("actions") or {}).get("toolRecovery")
+    refs = event.get("refs") or {}
+    index = cards.get(refs.get("toolCallId", ""))
+    if recovery is None or index is None or recovery["kind"] != "maka.tool.recovery_decision":
+        return
+    payload = recovery["payload"]
+    if payload.get("disposition") == "completed":
+        entries[index] = replace(entries[index], status="completed_after_recovery")
+    else:
+        reason = payload.get("reasonCode")
+        entries[index] = replace(
+            entries[index], status="parked", park_reason=str(reason) if reason else None
+        )
