@@ -28,6 +28,7 @@ import sqlite3
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
+from storage.continuation_claim_store import MIGRATION_V2
 from storage.sqlite_connection import write_transaction
 
 _V1 = (
@@ -115,11 +116,20 @@ _V1 = (
 )
 
 # MIGRATIONS[n] brings a database from version n-1 to n. Append only.
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1}
+# Version 2: durable continuation claims (storage/continuation_claim_store.py).
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: MIGRATION_V2}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 REQUIRED_TABLES = frozenset(
-    {"meta", "sessions", "runs", "runtime_events", "tool_operations", "tool_journal_events"}
+    {
+        "meta",
+        "sessions",
+        "runs",
+        "runtime_events",
+        "tool_operations",
+        "tool_journal_events",
+        "continuation_claims",
+    }
 )
 
 

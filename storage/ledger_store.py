@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from runtime.ledger.codes import StoreCode, TransitionKind
+from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import (
     CommitResult,
@@ -34,6 +35,7 @@ from runtime.ledger.store_ports import (
     ToolJournalRecord,
     ToolOperationRecord,
 )
+from storage import continuation_claim_store as claims
 from storage import run_header_store as headers
 from storage import tool_projection as projection
 from storage.event_rows import read_event, read_invocation_rows
@@ -53,6 +55,7 @@ from storage.ledger_schema import (
 from storage.recovery_bundle_writer import commit_bundle
 from storage.run_ending_writer import EVENT_STATUS_TO_RUN, check_ending, commit_ending
 from storage.run_ledger_state import RunStateCache
+from storage.session_export import ImportReport, export_lines, import_parsed, parse_export
 from storage.sqlite_connection import (
     DATABASE_NAME,
     connect_reader,
@@ -62,6 +65,7 @@ from storage.sqlite_connection import (
     sqlite_errors,
     write_transaction,
 )
+from storage.store_doctor import DoctorReport, diagnose
 from storage.store_failpoints import store_failpoint
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
@@ -275,6 +279,29 @@ class SqliteLedgerStore:
                 tx.run(run_id).status = status
             return headers.require_header(tx.conn, run_id)
 
+    # ---- continuation authority (storage/continuation_claim_store.py) -------------------------
+
+    def admit_continuation(
+        self, claim: ContinuationClaim, target_header: RunHeader, start_event: RuntimeEvent
+    ) -> None:
+        """Claim + target header + ``continuationStart`` event in one transaction."""
+        with self._write() as tx:
+            claims.admit(tx, claim, target_header, start_event)
+        store_failpoint("after_continuation_admission_committed")
+
+    def find_claim_by_boundary(self, boundary_digest: str) -> ContinuationClaim | None:
+        return self._read(lambda conn: claims.find_by_boundary(conn, boundary_digest))
+
+    def find_claim_by_target(self, target_run_id: str) -> ContinuationClaim | None:
+        return self._read(lambda conn: claims.find_by_target(conn, target_run_id))
+
+    def find_claim_by_source(
+        self, source_run_id: str, source_high_water: int
+    ) -> ContinuationClaim | None:
+        return self._read(
+            lambda conn: claims.find_by_source(conn, source_run_id, source_high_water)
+        )
+
     # ---- reads --------------------------------------------------------------------------------
 
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]:
@@ -344,6 +371,31 @@ class SqliteLedgerStore:
                 read_invocation_rows(tx.conn, invocation) for invocation in invocations
             )
             return projection.replace_projections(tx.conn, operations, journal)
+
+    # ---- export, import, doctor ---------------------------------------------------------------
+
+    def export_session(self, session_id: str, out: BinaryIO) -> int:
+        """Write the session's export (``session_export`` format) to ``out`` from one
+        consistent snapshot; returns the number of lines."""
+
+        def action(conn: Any) -> int:
+            count = 0
+            for line in export_lines(conn, session_id):
+                out.write(line + b"\n")
+                count += 1
+            return count
+
+        return self._read(action)
+
+    def import_session(self, data: bytes, *, accept_torn_tail: bool = False) -> ImportReport:
+        """Validate and import an export file's bytes, all or nothing (one transaction)."""
+        parsed = parse_export(data, accept_torn_tail=accept_torn_tail)
+        with self._write() as tx:
+            return import_parsed(tx, parsed)
+
+    def diagnose(self) -> DoctorReport:
+        """The doctor's integrity report (reads only)."""
+        return self._read(diagnose)
 
 
 def _confirm_version_through_wal(path: Path) -> None:

@@ -1,0 +1,426 @@
+"""The safe-boundary continuation planner (RECOVERY.md section 6): pure gates over facts the
+session service has already read.
+
+Early gates park with one reason (lineage, replay, claim); the rest accumulate, so a user sees
+every reason at once. A plan that continues carries everything execution must revalidate: the
+pinned boundary (manifest digest, source high-water, prefix digest, terminal event), the replay
+(runtime context, provider items and their digest) and the safety snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.continuation.continuation_replay import (
+    ImmutablePrefix,
+    ReplayBlocked,
+    ReplayPlan,
+    SegmentBlockReason,
+    build_replay_plan,
+)
+from runtime.continuation.lineage_reader import Lineage, LineageError
+from runtime.continuation.provider_replay import ItemKind, ProviderItem
+from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
+from runtime.ledger.continuation_ports import ContinuationClaim
+from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+
+
+@dataclass(frozen=True, slots=True)
+class SafetyObservation:
+    """Authoritative facts from the safety inspector (never from the renderer)."""
+
+    workspace_identity: str
+    workspace_path: str
+    background_settled: bool
+    tool_names: tuple[str, ...]
+    background_detail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FreshIds:
+    invocation_id: str
+    run_id: str
+    turn_id: str
+    claim_id: str
+    start_event_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanDiagnostic:
+    code: str
+    message: str
+    event_id: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.event_id is not None:
+            body["eventId"] = self.event_id
+        if self.tool_call_id is not None:
+            body["toolCallId"] = self.tool_call_id
+        if self.tool_name is not None:
+            body["toolName"] = self.tool_name
+        if self.detail:
+            body["detail"] = dict(self.detail)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuationDetails:
+    ids: FreshIds
+    source: RunHeader
+    source_high_water: int
+    source_prefix_digest: str
+    source_terminal_event_id: str
+    boundary_digest: str
+    provider_replay_digest: str
+    runtime_context: tuple[RuntimeEvent, ...]
+    provider_items: tuple[ProviderItem, ...]
+    lineage_run_ids: tuple[str, ...]
+    lineage_high_waters: tuple[int, ...]
+    lineage_digests: tuple[str, ...]
+    workspace_identity: str
+    tool_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuationPlan:
+    session_id: str
+    source_run_id: str | None
+    rejection_reasons: tuple[ParkReason, ...]
+    diagnostics: tuple[PlanDiagnostic, ...]
+    continuation: ContinuationDetails | None = None
+
+    @property
+    def continues(self) -> bool:
+        return self.continuation is not None and not self.rejection_reasons
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "disposition": "continue" if self.continues else "park",
+            "rejectionReasons": [reason.value for reason in self.rejection_reasons],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+        if self.source_run_id is not None:
+            body["sourceRunId"] = self.source_run_id
+        if self.continuation is not None:
+            c = self.continuation
+            body["continuation"] = {
+                "runId": c.ids.run_id,
+                "sourceRuntimeEventHighWater": c.source_high_water,
+                "boundaryDigest": c.boundary_digest,
+                "providerReplayDigest": c.provider_replay_digest,
+                "lineageRunIds": list(c.lineage_run_ids),
+                "replayRuntimeEventIds": [e["id"] for e in c.runtime_context],
+            }
+        return body
+
+
+def park(
+    session_id: str,
+    source_run_id: str | None,
+    reason: ParkReason,
+    message: str,
+    **extra: Any,
+) -> ContinuationPlan:
+    """A single-reason park (the early gates)."""
+    diagnostic = PlanDiagnostic(reason.value, message, **extra)
+    return ContinuationPlan(session_id, source_run_id, (reason,), (diagnostic,))
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerInput:
+    session_id: str
+    source: RunHeader
+    lineage: Lineage | LineageError
+    existing_claim: ContinuationClaim | None
+    claim_authority_error: str | None
+    observation: SafetyObservation
+    ids: FreshIds
+    expected_high_water: int | None = None
+
+
+_UNSETTLED_TO_REASON = {
+    SegmentBlockReason.TOOL_RECOVERY_UNSETTLED: ParkReason.DANGLING_TOOL_STATE,
+    SegmentBlockReason.TOOL_RECOVERY_CORRUPTION: ParkReason.DANGLING_TOOL_STATE,
+    SegmentBlockReason.PROVIDER_REPLAY_NON_SUFFIX_GAP: ParkReason.PROVIDER_REPLAY_NON_SUFFIX_GAP,
+    SegmentBlockReason.PROVIDER_REPLAY_UNSUPPORTED: ParkReason.RUNTIME_LEDGER_UNREADABLE,
+}
+
+
+def plan_continuation(given: PlannerInput) -> ContinuationPlan:
+    session_id, source = given.session_id, given.source
+    run_id = source.run_id
+    if isinstance(given.lineage, LineageError):
+        error = given.lineage
+        return park(session_id, run_id, error.code, error.message, detail={"runId": error.run_id})
+    lineage = given.lineage
+    immediate = lineage.prefixes[-1]
+    if immediate.identity.session_id != session_id or immediate.identity.run_id != run_id:
+        return park(
+            session_id, run_id, ParkReason.RUNTIME_IDENTITY_MISMATCH, "ledger of another run"
+        )
+    replay = build_replay_plan(lineage.prefixes)
+    if isinstance(replay, ReplayBlocked):
+        reason = _UNSETTLED_TO_REASON[replay.reason]
+        diagnostics = tuple(
+            PlanDiagnostic(
+                issue.code,
+                f"generation {replay.segment_index + 1}: {issue.message}",
+                issue.event_id,
+                issue.tool_call_id,
+                issue.tool_name,
+            )
+            for issue in replay.issues
+        )
+        return ContinuationPlan(session_id, run_id, (reason,), diagnostics)
+    if given.claim_authority_error is not None:
+        return park(
+            session_id,
+            run_id,
+            ParkReason.CONTINUATION_AUTHORITY_UNAVAILABLE,
+            given.claim_authority_error,
+        )
+    if given.existing_claim is not None:
+        claim = given.existing_claim
+        return park(
+            session_id,
+            run_id,
+            ParkReason.CONTINUATION_ALREADY_EXISTS,
+            "this interruption was already resumed",
+            detail={
+                "continuationClaimId": claim.claim_id,
+                "continuationRunId": claim.target_run_id,
+            },
+        )
+    return _accumulating_gates(given, lineage, replay, immediate)
+
+
+def _accumulating_gates(
+    given: PlannerInput, lineage: Lineage, replay: ReplayPlan, immediate: ImmutablePrefix
+) -> ContinuationPlan:
+    reasons: list[ParkReason] = []
+    diagnostics: list[PlanDiagnostic] = []
+
+    def add(reason: ParkReason, diagnostic: PlanDiagnostic) -> None:
+        if reason not in reasons:
+            reasons.append(reason)
+        diagnostics.append(diagnostic)
+
+    events = immediate.events
+    for request_event, request_id in _open_permission_requests(events):
+        add(
+            ParkReason.PENDING_PERMISSION,
+            PlanDiagnostic(
+                ParkReason.PENDING_PERMISSION.value,
+                "a permission request was never answered",
+                request_event,
+                detail={"requestId": request_id},
+            ),
+        )
+    if given.expected_high_water is not None and given.expected_high_water != (
+        immediate.last_event_seq
+    ):
+        add(
+            ParkReason.RUNTIME_OFFSET_MISMATCH,
+            PlanDiagnostic(
+                ParkReason.RUNTIME_OFFSET_MISMATCH.value,
+                "the committed history does not end where the checkpoint says",
+                detail={
+                    "expectedRuntimeEventHighWater": given.expected_high_water,
+                    "actualRuntimeEventHighWater": immediate.last_event_seq,
+                },
+            ),
+        )
+    identity_broken = False
+    if not events:
+        add(
+            ParkReason.RUNTIME_LEDGER_EMPTY,
+            PlanDiagnostic(ParkReason.RUNTIME_LEDGER_EMPTY.value, "the run has no events"),
+        )
+    else:
+        first = events[0]
+        key = (first["sessionId"], first["invocationId"], first["runId"], first["turnId"])
+        for event in events:
+            if (event["sessionId"], event["invocationId"], event["runId"], event["turnId"]) != key:
+                identity_broken = True
+                add(
+                    ParkReason.RUNTIME_IDENTITY_MISMATCH,
+                    PlanDiagnostic(
+                        ParkReason.RUNTIME_IDENTITY_MISMATCH.value,
+                        "the ledger mixes events of different runs",
+                        event["id"],
+                    ),
+                )
+                break
+        ids = given.ids
+        used = {p.identity.invocation_id for p in lineage.prefixes} | {
+            p.identity.run_id for p in lineage.prefixes
+        }
+        used |= {p.identity.turn_id for p in lineage.prefixes}
+        if {ids.invocation_id, ids.run_id, ids.turn_id} & used:
+            add(
+                ParkReason.CONTINUATION_IDENTITY_REUSED,
+                PlanDiagnostic(
+                    ParkReason.CONTINUATION_IDENTITY_REUSED.value,
+                    "a new run would reuse an old identity",
+                ),
+            )
+    terminal = _consistent_terminal(given.source, events)
+    if terminal is None:
+        add(
+            ParkReason.TERMINAL_REPAIR_FAILED,
+            PlanDiagnostic(
+                ParkReason.TERMINAL_REPAIR_FAILED.value,
+                "the run's recorded ending and its header disagree",
+            ),
+        )
+    observation = given.observation
+    if _normalise_path(given.source.cwd) != _normalise_path(observation.workspace_path):
+        diagnostics.append(
+            PlanDiagnostic(
+                DiagnosticCode.WORKSPACE_LOCATION_CHANGED.value,
+                "the workspace folder moved; it is still the same workspace",
+                detail={"sourceCwd": given.source.cwd, "currentCwd": observation.workspace_path},
+            )
+        )
+    if given.source.workspace_identity != observation.workspace_identity:
+        add(
+            ParkReason.WORKSPACE_IDENTITY_MISMATCH,
+            PlanDiagnostic(
+                ParkReason.WORKSPACE_IDENTITY_MISMATCH.value,
+                "the folder is not the same workspace the session ran in",
+                detail={
+                    "sourceWorkspaceIdentity": given.source.workspace_identity,
+                    "currentWorkspaceIdentity": observation.workspace_identity,
+                },
+            ),
+        )
+    if not observation.background_settled:
+        add(
+            ParkReason.BACKGROUND_OPERATION_PENDING,
+            PlanDiagnostic(
+                ParkReason.BACKGROUND_OPERATION_PENDING.value,
+                "a background command or child task is still running",
+                detail={"pending": list(observation.background_detail)},
+            ),
+        )
+    available = set(observation.tool_names)
+    missing = sorted(
+        {item.name for item in replay.provider_items if item.kind is ItemKind.TOOL_CALL} - available
+    )
+    if missing:
+        add(
+            ParkReason.TOOL_CATALOG_MISMATCH,
+            PlanDiagnostic(
+                ParkReason.TOOL_CATALOG_MISMATCH.value,
+                "a tool used in this session is no longer available",
+                detail={"unavailableToolNames": missing},
+            ),
+        )
+    if events and not identity_broken:
+        items = replay.provider_items
+        first_role = items[0].role if items else None
+        if first_role != "user":
+            add(
+                ParkReason.PROVIDER_RESUME_HEAD_UNSUPPORTED,
+                PlanDiagnostic(
+                    ParkReason.PROVIDER_RESUME_HEAD_UNSUPPORTED.value,
+                    "the history does not start with a user message",
+                    items[0].event_id if items else None,
+                    detail={"firstRole": first_role},
+                ),
+            )
+        last_role = items[-1].role if items else None
+        if last_role not in ("user", "tool"):
+            add(
+                ParkReason.PROVIDER_RESUME_BOUNDARY_UNSUPPORTED,
+                PlanDiagnostic(
+                    ParkReason.PROVIDER_RESUME_BOUNDARY_UNSUPPORTED.value,
+                    "the history does not end at a user message or tool result",
+                    items[-1].event_id if items else None,
+                    detail={"lastRole": last_role},
+                ),
+            )
+    if reasons or terminal is None:
+        return ContinuationPlan(
+            given.session_id, given.source.run_id, tuple(reasons), tuple(diagnostics)
+        )
+    details = ContinuationDetails(
+        ids=given.ids,
+        source=given.source,
+        source_high_water=immediate.last_event_seq,
+        source_prefix_digest=immediate.prefix_digest,
+        source_terminal_event_id=terminal,
+        boundary_digest=replay.manifest_digest,
+        provider_replay_digest=replay.provider_replay_digest,
+        runtime_context=replay.runtime_context,
+        provider_items=replay.provider_items,
+        lineage_run_ids=tuple(p.identity.run_id for p in lineage.prefixes),
+        lineage_high_waters=tuple(p.last_event_seq for p in lineage.prefixes),
+        lineage_digests=tuple(p.prefix_digest for p in lineage.prefixes),
+        workspace_identity=observation.workspace_identity,
+        tool_names=tuple(sorted(available)),
+    )
+    return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
+
+
+def _open_permission_requests(events: tuple[RuntimeEvent, ...]) -> list[tuple[str, str]]:
+    open_requests: dict[str, str] = {}
+    for event in events:
+        if event["partial"]:
+            continue
+        actions = event.get("actions")
+        if actions is None:
+            continue
+        if "permissionRequest" in actions:
+            open_requests[actions["permissionRequest"]["requestId"]] = event["id"]
+        for key in ("permissionDecision", "permissionClosure"):
+            if key in actions:
+                open_requests.pop(actions[key]["requestId"], None)
+    return [(event_id, request_id) for request_id, event_id in open_requests.items()]
+
+
+_STATUS_FOR_EVENT = {
+    "completed": RunStatus.COMPLETED,
+    "failed": RunStatus.FAILED,
+    "aborted": RunStatus.CANCELLED,
+    "cancelled": RunStatus.CANCELLED,
+}
+
+
+def _consistent_terminal(header: RunHeader, events: tuple[RuntimeEvent, ...]) -> str | None:
+    """The id of the run's single terminal event when header and ledger agree on the ending."""
+    if header.status not in TERMINAL_RUN_STATUSES:
+        return None
+    terminals = [event for event in events if is_terminal(event)]
+    if len(terminals) != 1 or terminals[0] is not events[-1]:
+        return None
+    terminal = terminals[0]
+    status = _STATUS_FOR_EVENT.get(terminal.get("status", ""))
+    if status is None or status != header.status:
+        return None
+    if status is RunStatus.FAILED:
+        delta = terminal.get("actions", {}).get("stateDelta", {})
+        failure = delta.get("failureClass")
+        if failure is None or failure != header.failure_class:
+            return None
+    if status is RunStatus.CANCELLED and header.failure_class not in (
+        None,
+        FailureClass.CANCELLED_BY_USER.value,
+    ):
+        return None
+    return terminal["id"]
+
+
+def _normalise_path(path: str) -> str:
+    text = path.replace("\\", "/").rstrip("/")
+    if len(text) >= 2 and text[1] == ":":
+        text = text.lower()
+    return text

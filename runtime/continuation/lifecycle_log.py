@@ -1,0 +1,73 @@
+"""Continuation lifecycle records: ``plan_approved``, ``plan_parked``, ``execution_started``,
+``execution_completed``, ``execution_failed`` as JSON lines in the data directory's log.
+
+Records hold ids, codes and error classes only: never prompts, arguments, results or secrets.
+Writing a record never changes behaviour: a failing log write is swallowed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime.continuation.continuation_planner import ContinuationPlan
+
+
+class LifecycleLog:
+    def __init__(self, path: Path, now_ms: Callable[[], int]) -> None:
+        self._path = path
+        self._now_ms = now_ms
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _write(self, record: dict[str, Any]) -> None:
+        record = {"ts": self._now_ms(), **record}
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        try:
+            with self._lock:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+                with self._path.open("a", encoding="utf-8") as handle:
+                    handle.write(line)
+        except OSError:
+            return
+
+    @staticmethod
+    def _ids(plan: ContinuationPlan) -> dict[str, Any]:
+        body: dict[str, Any] = {"sessionId": plan.session_id}
+        if plan.source_run_id is not None:
+            body["sourceRunId"] = plan.source_run_id
+        if plan.continuation is not None:
+            body["targetRunId"] = plan.continuation.ids.run_id
+            body["claimId"] = plan.continuation.ids.claim_id
+            body["sourceRuntimeEventHighWater"] = plan.continuation.source_high_water
+        return body
+
+    def plan(self, plan: ContinuationPlan, *, automatic: bool) -> None:
+        if plan.continues:
+            self._write({"event": "plan_approved", "automatic": automatic, **self._ids(plan)})
+        else:
+            self._write(
+                {
+                    "event": "plan_parked",
+                    "automatic": automatic,
+                    "rejectionReasons": [reason.value for reason in plan.rejection_reasons],
+                    "diagnosticCodes": [d.code for d in plan.diagnostics],
+                    **self._ids(plan),
+                }
+            )
+
+    def execution_started(self, plan: ContinuationPlan, *, automatic: bool) -> None:
+        self._write({"event": "execution_started", "automatic": automatic, **self._ids(plan)})
+
+    def execution_completed(self, plan: ContinuationPlan, status: str) -> None:
+        self._write({"event": "execution_completed", "runStatus": status, **self._ids(plan)})
+
+    def execution_failed(self, plan: ContinuationPlan, error_class: str) -> None:
+        self._write({"event": "execution_failed", "errorClass": error_class, **self._ids(plan)})

@@ -1,0 +1,382 @@
+"""The Safe resume seam: ``plan_latest(session_id)`` and ``execute(plan)``.
+
+One implementation serves the desktop banner, ``maka plan`` / ``maka resume``, ``/resume`` in the
+TUI and automatic resume at startup. Planning reads committed facts and the safety inspector's
+observation and never writes. Execution revalidates everything the plan pinned, then admits the
+continuation in one durable transaction (claim + target header + ``continuationStart`` first
+event) and only then calls the provider, with the replayed history and no new user message.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.continuation.continuation_planner import (
+    ContinuationDetails,
+    ContinuationPlan,
+    FreshIds,
+    PlannerInput,
+    SafetyObservation,
+    park,
+    plan_continuation,
+)
+from runtime.continuation.continuation_replay import ReplayPlan, build_replay_plan
+from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
+from runtime.ledger.codes import ParkReason, RevalidationCode
+from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+
+RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
+
+
+def safe_resume_enabled(environ: dict[str, str] | None = None) -> bool:
+    """The feature flag is on only when the variable is exactly ``"1"``."""
+    import os
+
+    return (environ if environ is not None else dict(os.environ)).get(RESUME_FLAG) == "1"
+
+
+class ResumeStore(LineageStore, ContinuationAdmissionWriter, Protocol):
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_owner_epoch(self) -> int: ...
+
+
+class SafetyInspector(Protocol):
+    def observe(self, cwd: str) -> SafetyObservation:
+        """Raise any exception when the workspace, tools or background work cannot be read."""
+        ...
+
+
+class ContinuationRunner(Protocol):
+    def run_continuation(
+        self, target: RunHeader, details: ContinuationDetails, start_event: RuntimeEvent
+    ) -> RunStatus:
+        """Drive the admitted target run (provider, tools, ending); returns its final status."""
+        ...
+
+
+class ResumeRefused(LedgerError):
+    """Execution refused before any provider call; ``code`` is a revalidation or park code."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeResult:
+    target_run_id: str
+    target_turn_id: str
+    status: RunStatus
+
+
+def _fresh_ids(new_id: Callable[[], str]) -> FreshIds:
+    return FreshIds(
+        invocation_id=f"inv-{new_id()}",
+        run_id=f"run-{new_id()}",
+        turn_id=f"turn-{new_id()}",
+        claim_id=f"claim-{new_id()}",
+        start_event_id=f"evt-start-{new_id()}",
+    )
+
+
+class ResumeService:
+    def __init__(
+        self,
+        store: ResumeStore,
+        inspector: SafetyInspector | None,
+        runner: ContinuationRunner | None,
+        *,
+        enabled: bool,
+        now_ms: Callable[[], int],
+        lifecycle: LifecycleLog | None = None,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ) -> None:
+        self._store = store
+        self._inspector = inspector
+        self._runner = runner
+        self._enabled = enabled
+        self._now_ms = now_ms
+        self._log = lifecycle
+        self._new_id = new_id
+
+    # ---- planning -----------------------------------------------------------------------------
+
+    def plan_latest(self, session_id: str, *, automatic: bool = False) -> ContinuationPlan:
+        plan = self._plan_latest(session_id)
+        if self._log is not None:
+            self._log.plan(plan, automatic=automatic)
+        return plan
+
+    def _plan_latest(self, session_id: str) -> ContinuationPlan:
+        if not self._enabled:
+            return park(
+                session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
+            )
+        if self._inspector is None:
+            return park(
+                session_id,
+                None,
+                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
+                "no safety inspector is available",
+            )
+        try:
+            runs = list(self._store.list_session_runs(session_id))
+        except LedgerError as error:
+            return park(session_id, None, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
+        if not runs:
+            return park(session_id, None, ParkReason.RESUME_CANDIDATE_MISSING, "nothing to resume")
+        latest = max(runs, key=lambda run: (run.created_at, run.run_id))
+        if latest.status not in TERMINAL_RUN_STATUSES:
+            if latest.owner_epoch < self._store.read_owner_epoch():
+                return park(
+                    session_id,
+                    latest.run_id,
+                    ParkReason.RUNTIME_LEDGER_UNREADABLE,
+                    "the interrupted run's ledger could not be repaired and is quarantined",
+                )
+            return park(
+                session_id, latest.run_id, ParkReason.SESSION_BUSY, "the session is running"
+            )
+        if latest.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+            if latest.continuation_source is not None:
+                # The newest run is the finished continuation of the last interruption.
+                return park(
+                    session_id,
+                    str(latest.continuation_source.get("sourceRunId", latest.run_id)),
+                    ParkReason.CONTINUATION_ALREADY_EXISTS,
+                    "this interruption was already resumed",
+                    detail={
+                        "continuationClaimId": latest.continuation_source.get("claimId"),
+                        "continuationRunId": latest.run_id,
+                    },
+                )
+            return park(
+                session_id,
+                latest.run_id,
+                ParkReason.RESUME_CANDIDATE_MISSING,
+                "the latest run finished normally",
+            )
+        try:
+            source = self._store.read_run_header(latest.run_id)
+        except LedgerError as error:
+            return park(session_id, latest.run_id, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
+        if source is None:
+            return park(
+                session_id, latest.run_id, ParkReason.SOURCE_RUN_UNREADABLE, "header missing"
+            )
+        if not source.workspace_identity:
+            return park(
+                session_id,
+                source.run_id,
+                ParkReason.WORKSPACE_IDENTITY_MISSING,
+                "the interrupted run recorded no workspace identity",
+            )
+        try:
+            observation = self._inspector.observe(source.cwd)
+        except Exception as error:  # the inspector's failure of any kind parks
+            return park(
+                session_id,
+                source.run_id,
+                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
+                f"{type(error).__name__}: {error}",
+            )
+        lineage = read_lineage(self._store, source)
+        claim: ContinuationClaim | None = None
+        authority_error: str | None = None
+        if isinstance(lineage, Lineage):
+            try:
+                replay = build_replay_plan(lineage.prefixes)
+                if isinstance(replay, ReplayPlan):
+                    claim = self._store.find_claim_by_boundary(replay.manifest_digest)
+                if claim is None:
+                    claim = self._store.find_claim_by_source(
+                        source.run_id, lineage.prefixes[-1].last_event_seq
+                    )
+            except LedgerError as error:
+                authority_error = str(error)
+        return plan_continuation(
+            PlannerInput(
+                session_id=session_id,
+                source=source,
+                lineage=lineage,
+                existing_claim=claim,
+                claim_authority_error=authority_error,
+                observation=observation,
+                ids=_fresh_ids(self._new_id),
+            )
+        )
+
+    # ---- execution ----------------------------------------------------------------------------
+
+    def execute(self, plan: ContinuationPlan, *, automatic: bool = False) -> ResumeResult:
+        """Revalidate, admit, run. Raises ``ResumeRefused`` before any provider call."""
+        details = plan.continuation
+        if not plan.continues or details is None:
+            raise ResumeRefused(ParkReason.RESUME_CANDIDATE_MISSING, "the plan does not continue")
+        if self._runner is None or self._inspector is None:
+            raise ResumeRefused(
+                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE, "no runner or safety inspector"
+            )
+        if self._log is not None:
+            self._log.execution_started(plan, automatic=automatic)
+        try:
+            self._revalidate(details)
+            target, start_event = self._admit(plan.session_id, details, automatic)
+        except ResumeRefused as refusal:
+            if self._log is not None:
+                self._log.execution_failed(plan, str(refusal.code))
+            raise
+        try:
+            status = self._runner.run_continuation(target, details, start_event)
+        except Exception as error:
+            if self._log is not None:
+                self._log.execution_failed(plan, type(error).__name__)
+            raise
+        if self._log is not None:
+            self._log.execution_completed(plan, status.value)
+        return ResumeResult(target.run_id, target.turn_id, status)
+
+    def _revalidate(self, details: ContinuationDetails) -> None:
+        code = RevalidationCode
+        source = self._store.read_run_header(details.source.run_id)
+        if source is None or (source.session_id, source.invocation_id, source.turn_id) != (
+            details.source.session_id,
+            details.source.invocation_id,
+            details.source.turn_id,
+        ):
+            raise ResumeRefused(code.SOURCE_IDENTITY_CHANGED, "the source run changed identity")
+        rows = self._store.read_run_events(source.run_id)
+        if len(rows) != details.source_high_water:
+            raise ResumeRefused(code.SOURCE_HIGH_WATER_CHANGED, "the source run's history grew")
+        identity = (source.session_id, source.invocation_id, source.run_id, source.turn_id)
+        for row in rows:
+            event = row.event
+            if (event["sessionId"], event["invocationId"], event["runId"], event["turnId"]) != (
+                identity
+            ):
+                raise ResumeRefused(
+                    code.SOURCE_LEDGER_IDENTITY_CHANGED, "a foreign event is in the source ledger"
+                )
+        if (
+            not rows
+            or rows[-1].event["id"] != details.source_terminal_event_id
+            or source.status != details.source.status
+        ):
+            raise ResumeRefused(code.SOURCE_TERMINAL_CHANGED, "the source run's ending changed")
+        lineage = read_lineage(self._store, source)
+        if not isinstance(lineage, Lineage):
+            raise ResumeRefused(code.SOURCE_IDENTITY_CHANGED, lineage.message)
+        if (
+            tuple(p.identity.run_id for p in lineage.prefixes) != details.lineage_run_ids
+            or tuple(p.prefix_digest for p in lineage.prefixes) != details.lineage_digests
+        ):
+            raise ResumeRefused(code.SOURCE_IDENTITY_CHANGED, "a committed prefix changed")
+        replay = build_replay_plan(lineage.prefixes)
+        if (
+            not isinstance(replay, ReplayPlan)
+            or replay.manifest_digest != details.boundary_digest
+            or replay.provider_replay_digest != details.provider_replay_digest
+            or tuple(e["id"] for e in replay.runtime_context)
+            != tuple(e["id"] for e in details.runtime_context)
+        ):
+            raise ResumeRefused(code.SOURCE_REPLAY_CHANGED, "the replayed history changed")
+        assert self._inspector is not None
+        try:
+            observation = self._inspector.observe(source.cwd)
+        except Exception as error:
+            raise ResumeRefused(
+                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE, f"{type(error).__name__}: {error}"
+            ) from error
+        if observation.workspace_identity != details.workspace_identity:
+            raise ResumeRefused(code.WORKSPACE_IDENTITY_CHANGED, "the workspace changed")
+        if not observation.background_settled:
+            raise ResumeRefused(code.BACKGROUND_OPERATION_STARTED, "background work started")
+        if tuple(sorted(set(observation.tool_names))) != details.tool_names:
+            raise ResumeRefused(code.TOOL_CATALOG_CHANGED, "the tool catalog changed")
+
+    def _admit(
+        self, session_id: str, details: ContinuationDetails, automatic: bool
+    ) -> tuple[RunHeader, RuntimeEvent]:
+        ids = details.ids
+        source = details.source
+        now = self._now_ms()
+        source_record = {
+            "protocol": "continuation_source_v2",
+            "claimId": ids.claim_id,
+            "boundaryDigest": details.boundary_digest,
+            "sourceInvocationId": source.invocation_id,
+            "sourceRunId": source.run_id,
+            "sourceTurnId": source.turn_id,
+            "sourceRuntimeEventHighWater": details.source_high_water,
+            "sourcePrefixDigest": details.source_prefix_digest,
+            "providerReplayDigest": details.provider_replay_digest,
+            "automatic": automatic,
+        }
+        target = RunHeader(
+            run_id=ids.run_id,
+            session_id=session_id,
+            invocation_id=ids.invocation_id,
+            turn_id=ids.turn_id,
+            status=RunStatus.CREATED,
+            cwd=source.cwd,
+            owner_epoch=self._store.read_owner_epoch(),
+            created_at=now,
+            updated_at=now,
+            workspace_identity=details.workspace_identity,
+            parent_run_id=source.run_id,
+            continuation_source=source_record,
+        )
+        start_event: RuntimeEvent = {
+            "id": ids.start_event_id,
+            "sessionId": session_id,
+            "invocationId": ids.invocation_id,
+            "runId": ids.run_id,
+            "turnId": ids.turn_id,
+            "ts": now,
+            "partial": False,
+            "role": "system",
+            "author": "system",
+            "actions": {
+                "runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"},
+                "continuationStart": {
+                    "protocol": "continuation_start_v2",
+                    "provenance": "runtime_admission",
+                    "claimId": ids.claim_id,
+                    "boundaryDigest": details.boundary_digest,
+                    "immediateSource": {
+                        "sessionId": session_id,
+                        "invocationId": source.invocation_id,
+                        "runId": source.run_id,
+                        "turnId": source.turn_id,
+                        "highWater": details.source_high_water,
+                        "prefixDigest": details.source_prefix_digest,
+                    },
+                    "replayManifestDigest": details.boundary_digest,
+                    "providerProjectionVersion": 1,
+                    "providerReplayDigest": details.provider_replay_digest,
+                },
+            },
+        }
+        claim = ContinuationClaim(
+            claim_id=ids.claim_id,
+            session_id=session_id,
+            boundary_digest=details.boundary_digest,
+            source_run_id=source.run_id,
+            source_high_water=details.source_high_water,
+            source_prefix_digest=details.source_prefix_digest,
+            source_terminal_event_id=details.source_terminal_event_id,
+            target_run_id=ids.run_id,
+            start_event_id=ids.start_event_id,
+            provider_replay_digest=details.provider_replay_digest,
+            automatic=automatic,
+            created_at=now,
+        )
+        try:
+            self._store.admit_continuation(claim, target, start_event)
+        except LedgerError as error:
+            raise ResumeRefused(error.code, error.message) from error
+        return target, start_event

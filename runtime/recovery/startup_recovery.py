@@ -1,0 +1,213 @@
+"""Startup recovery (RECOVERY.md section 3), shared by the desktop main process and the CLI.
+
+Runs in the process that owns the data directory, before anything else touches sessions:
+
+1. owner epoch: increment the durable epoch; a non-terminal run from an older epoch is orphaned
+   (its process is gone), one from the live epoch is running now;
+2. open permission requests of orphaned runs get a ``permissionClosure {host_restarted}``;
+3. the reconciler hook observes interrupted reconcilable writes and commits recovery bundles
+   (before the ending: a terminal event seals the run);
+4. run endings: a recovered ``failed`` terminal event with ``failureClass: app_restarted`` and the
+   matching header in one transaction; a header behind an existing terminal event is aligned to
+   it; a run whose ledger cannot be read is quarantined (reported, never written).
+
+Every step is idempotent: a crash during recovery is recovered by the next start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runtime.ledger.codes import FailureClass
+from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import (
+    TERMINAL_RUN_STATUSES,
+    CommitResult,
+    LedgerReader,
+    RunHeader,
+    RunStatus,
+    StoredEvent,
+)
+
+
+class RecoveryStore(LedgerReader, Protocol):
+    def bump_owner_epoch(self) -> int: ...
+
+    def list_runs(self, statuses: Iterable[RunStatus] | None = None) -> Sequence[RunHeader]: ...
+
+    def append_event(self, event: RuntimeEvent) -> CommitResult: ...
+
+    def commit_run_ending(
+        self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
+    ) -> CommitResult: ...
+
+    def repair_run_header(self, run_id: str) -> RunHeader:
+        """Set a header to the ending its committed terminal event records."""
+        ...
+
+
+# Observes interrupted reconcilable operations of one orphaned run and commits bundles; returns
+# the operation ids it settled. Filled by the reconciler.
+Reconciler = Callable[[RunHeader, Sequence[StoredEvent]], Sequence[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class RepairedRun:
+    run_id: str
+    session_id: str
+    recovery_reason: str
+    automatic_continuation: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinedRun:
+    run_id: str
+    session_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartupRecoveryReport:
+    owner_epoch: int
+    repaired: tuple[RepairedRun, ...] = ()
+    aligned: tuple[str, ...] = ()
+    closed_permission_requests: tuple[str, ...] = ()
+    reconciled_operations: tuple[str, ...] = ()
+    quarantined: tuple[QuarantinedRun, ...] = ()
+    running: tuple[str, ...] = field(default=())
+
+    @property
+    def interrupted_session_ids(self) -> tuple[str, ...]:
+        """Sessions whose run was interrupted and repaired in this pass, newest repair first."""
+        seen: list[str] = []
+        for repaired in reversed(self.repaired):
+            if repaired.session_id not in seen:
+                seen.append(repaired.session_id)
+        return tuple(seen)
+
+
+def _open_requests(events: Sequence[RuntimeEvent]) -> list[str]:
+    open_ids: dict[str, None] = {}
+    for event in events:
+        actions = event.get("actions")
+        if actions is None or event["partial"]:
+            continue
+        if "permissionRequest" in actions:
+            open_ids[actions["permissionRequest"]["requestId"]] = None
+        if "permissionDecision" in actions:
+            open_ids.pop(actions["permissionDecision"]["requestId"], None)
+        if "permissionClosure" in actions:
+            open_ids.pop(actions["permissionClosure"]["requestId"], None)
+    return list(open_ids)
+
+
+def _recovery_reason(events: Sequence[RuntimeEvent], had_open_request: bool) -> str:
+    if had_open_request:
+        return "stale_user_wait"
+    if not events:
+        return "run_interrupted"
+    last = events[-1]
+    content = last.get("content")
+    actions = last.get("actions") or {}
+    if "toolDispatch" in actions or (content is not None and content["kind"] == "function_call"):
+        return "tool_interrupted"
+    return "run_interrupted"
+
+
+def _identity_event(header: RunHeader, event_id: str, now_ms: int) -> RuntimeEvent:
+    return {
+        "id": event_id,
+        "sessionId": header.session_id,
+        "invocationId": header.invocation_id,
+        "runId": header.run_id,
+        "turnId": header.turn_id,
+        "ts": now_ms,
+        "partial": False,
+        "role": "system",
+        "author": "system",
+    }
+
+
+def recovered_terminal_event(header: RunHeader, reason: str, now_ms: int) -> RuntimeEvent:
+    event = _identity_event(header, f"{header.run_id}_recovered_terminal", now_ms)
+    event["status"] = "failed"
+    event["actions"] = {
+        "endInvocation": True,
+        "stateDelta": {
+            "failureClass": FailureClass.APP_RESTARTED.value,
+            "recoveryReason": reason,
+            "recovered": True,
+        },
+    }
+    return event
+
+
+def permission_closure_event(header: RunHeader, request_id: str, now_ms: int) -> RuntimeEvent:
+    event = _identity_event(header, f"{header.run_id}_{request_id}_closure", now_ms)
+    event["actions"] = {"permissionClosure": {"requestId": request_id, "reason": "host_restarted"}}
+    return event
+
+
+def run_startup_recovery(
+    store: RecoveryStore,
+    now_ms: Callable[[], int],
+    reconciler: Reconciler | None = None,
+) -> StartupRecoveryReport:
+    """Repair every orphaned run. The caller holds the data-directory lock."""
+    epoch = store.bump_owner_epoch()
+    repaired: list[RepairedRun] = []
+    aligned: list[str] = []
+    closed: list[str] = []
+    reconciled: list[str] = []
+    quarantined: list[QuarantinedRun] = []
+    running: list[str] = []
+    for header in sorted(
+        store.list_runs([RunStatus.CREATED, RunStatus.RUNNING]),
+        key=lambda h: (h.created_at, h.run_id),
+    ):
+        if header.status in TERMINAL_RUN_STATUSES:
+            continue
+        if header.owner_epoch >= epoch:
+            running.append(header.run_id)
+            continue
+        try:
+            rows = store.read_run_events(header.run_id)
+            events = [row.event for row in rows]
+            terminals = [event for event in events if is_terminal(event)]
+            if terminals:
+                # Header behind its own terminal fact: align it, write nothing to the ledger.
+                if len(terminals) != 1 or terminals[0] is not events[-1]:
+                    raise LedgerError("terminal_repair_failed", "ambiguous terminal facts")
+                store.repair_run_header(header.run_id)
+                aligned.append(header.run_id)
+                continue
+            open_requests = _open_requests(events)
+            for request_id in open_requests:
+                store.append_event(permission_closure_event(header, request_id, now_ms()))
+                closed.append(request_id)
+            if reconciler is not None:
+                reconciled.extend(reconciler(header, store.read_run_events(header.run_id)))
+                events = [row.event for row in store.read_run_events(header.run_id)]
+            reason = _recovery_reason(
+                [e for e in events if "permissionClosure" not in e.get("actions", {})],
+                bool(open_requests),
+            )
+            terminal = recovered_terminal_event(header, reason, now_ms())
+            store.commit_run_ending(terminal, RunStatus.FAILED, FailureClass.APP_RESTARTED.value)
+        except LedgerError as error:
+            quarantined.append(QuarantinedRun(header.run_id, header.session_id, str(error)))
+            continue
+        automatic = bool(header.continuation_source and header.continuation_source.get("automatic"))
+        repaired.append(RepairedRun(header.run_id, header.session_id, reason, automatic))
+    return StartupRecoveryReport(
+        owner_epoch=epoch,
+        repaired=tuple(repaired),
+        aligned=tuple(aligned),
+        closed_permission_requests=tuple(closed),
+        reconciled_operations=tuple(reconciled),
+        quarantined=tuple(quarantined),
+        running=tuple(running),
+    )

@@ -1,0 +1,199 @@
+"""Durable continuation claims and the admission transaction (RECOVERY.md section 6, step 2).
+
+``continuation_claims`` (schema version 2) holds one row per admitted continuation, unique per
+boundary digest, per source run + high-water, per target run and per start event. Admission is
+one ``BEGIN IMMEDIATE`` that re-checks the source's latest head, inserts the claim, creates the
+target run header and commits the target's first event, the ``continuationStart`` fact. There is
+no state in which a claim exists without its target and start (so no repair saga): two racers
+serialise on the write lock and the loser gets ``continuation_claim_conflict``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from runtime.ledger.codes import ParkReason, RevalidationCode, WriterRejectionCode
+from runtime.ledger.continuation_ports import ContinuationClaim
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunHeader, RunStatus, StoreRefusal
+from storage import run_header_store as headers
+from storage.event_writer import LedgerTransaction, prepare_candidate
+
+MIGRATION_V2 = (
+    """CREATE TABLE continuation_claims (
+        claim_id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (session_id),
+        boundary_digest TEXT NOT NULL UNIQUE,
+        source_run_id TEXT NOT NULL REFERENCES runs (run_id),
+        source_high_water INTEGER NOT NULL CHECK (source_high_water > 0),
+        source_prefix_digest TEXT NOT NULL,
+        source_terminal_event_id TEXT NOT NULL,
+        target_run_id TEXT NOT NULL UNIQUE REFERENCES runs (run_id),
+        start_event_id TEXT NOT NULL UNIQUE REFERENCES runtime_events (event_id),
+        provider_replay_digest TEXT NOT NULL,
+        automatic INTEGER NOT NULL CHECK (automatic IN (0, 1)),
+        created_at INTEGER NOT NULL,
+        UNIQUE (source_run_id, source_high_water)
+    )""",
+)
+
+_COLUMNS = (
+    "claim_id, session_id, boundary_digest, source_run_id, source_high_water, "
+    "source_prefix_digest, source_terminal_event_id, target_run_id, start_event_id, "
+    "provider_replay_digest, automatic, created_at"
+)
+
+
+def _claim(row: Sequence[Any] | None) -> ContinuationClaim | None:
+    if row is None:
+        return None
+    return ContinuationClaim(
+        claim_id=str(row[0]),
+        session_id=str(row[1]),
+        boundary_digest=str(row[2]),
+        source_run_id=str(row[3]),
+        source_high_water=int(row[4]),
+        source_prefix_digest=str(row[5]),
+        source_terminal_event_id=str(row[6]),
+        target_run_id=str(row[7]),
+        start_event_id=str(row[8]),
+        provider_replay_digest=str(row[9]),
+        automatic=bool(row[10]),
+        created_at=int(row[11]),
+    )
+
+
+def find_by_boundary(conn: sqlite3.Connection, boundary_digest: str) -> ContinuationClaim | None:
+    return _claim(
+        conn.execute(
+            f"SELECT {_COLUMNS} FROM continuation_claims WHERE boundary_digest = ?",
+            (boundary_digest,),
+        ).fetchone()
+    )
+
+
+def find_by_target(conn: sqlite3.Connection, target_run_id: str) -> ContinuationClaim | None:
+    return _claim(
+        conn.execute(
+            f"SELECT {_COLUMNS} FROM continuation_claims WHERE target_run_id = ?",
+            (target_run_id,),
+        ).fetchone()
+    )
+
+
+def find_by_source(
+    conn: sqlite3.Connection, source_run_id: str, source_high_water: int
+) -> ContinuationClaim | None:
+    return _claim(
+        conn.execute(
+            f"SELECT {_COLUMNS} FROM continuation_claims"
+            " WHERE source_run_id = ? AND source_high_water = ?",
+            (source_run_id, source_high_water),
+        ).fetchone()
+    )
+
+
+def _check_start_event(claim: ContinuationClaim, header: RunHeader, event: RuntimeEvent) -> None:
+    actions = event.get("actions") or {}
+    start = actions.get("continuationStart")
+    if (
+        start is None
+        or set(actions) - {"continuationStart", "runtimeProtocol"}
+        or event.get("content") is not None
+        or event.get("status") is not None
+        or event["role"] != "system"
+        or event["author"] != "system"
+        or event["id"] != claim.start_event_id
+        or start["claimId"] != claim.claim_id
+        or start["boundaryDigest"] != claim.boundary_digest
+        or start["providerReplayDigest"] != claim.provider_replay_digest
+        or start["immediateSource"]["runId"] != claim.source_run_id
+        or start["immediateSource"]["highWater"] != claim.source_high_water
+        or start["immediateSource"]["prefixDigest"] != claim.source_prefix_digest
+        or (event["sessionId"], event["invocationId"], event["runId"], event["turnId"])
+        != (header.session_id, header.invocation_id, header.run_id, header.turn_id)
+    ):
+        raise StoreRefusal(
+            WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+            "the continuation start does not match its claim and target run",
+            event["id"],
+        )
+
+
+def admit(
+    tx: LedgerTransaction,
+    claim: ContinuationClaim,
+    target: RunHeader,
+    start_event: RuntimeEvent,
+) -> None:
+    """The admission transaction's body (the caller opened ``BEGIN IMMEDIATE``)."""
+    candidate = prepare_candidate(start_event)
+    _check_start_event(claim, target, candidate.event)
+    conn = tx.conn
+    source = headers.read_header(conn, claim.source_run_id)
+    if source is None or source.session_id != claim.session_id:
+        raise StoreRefusal(RevalidationCode.SOURCE_IDENTITY_CHANGED, "the source run is gone")
+    head = conn.execute(
+        "SELECT event_seq, event_id, terminal FROM runtime_events WHERE invocation_id = ?"
+        " ORDER BY event_seq DESC LIMIT 1",
+        (source.invocation_id,),
+    ).fetchone()
+    if head is None or int(head[0]) != claim.source_high_water:
+        raise StoreRefusal(
+            RevalidationCode.SOURCE_HIGH_WATER_CHANGED, "the source run's history changed"
+        )
+    if str(head[1]) != claim.source_terminal_event_id or int(head[2]) != 1:
+        raise StoreRefusal(
+            RevalidationCode.SOURCE_TERMINAL_CHANGED, "the source run no longer ends there"
+        )
+    clash = conn.execute(
+        "SELECT claim_id FROM continuation_claims WHERE boundary_digest = ?"
+        " OR (source_run_id = ? AND source_high_water = ?) OR target_run_id = ?"
+        " OR start_event_id = ? OR claim_id = ?",
+        (
+            claim.boundary_digest,
+            claim.source_run_id,
+            claim.source_high_water,
+            claim.target_run_id,
+            claim.start_event_id,
+            claim.claim_id,
+        ),
+    ).fetchone()
+    if clash is not None:
+        raise StoreRefusal(
+            ParkReason.CONTINUATION_CLAIM_CONFLICT,
+            f"another resume claimed this point first (claim {clash[0]})",
+        )
+    if headers.read_header(conn, target.run_id) is not None:
+        raise StoreRefusal(RevalidationCode.TARGET_RUN_CONFLICT, "the target run already exists")
+    if target.status is not RunStatus.CREATED or target.parent_run_id != claim.source_run_id:
+        raise StoreRefusal(
+            WriterRejectionCode.IDENTITY_CONFLICT, "a continuation target starts as created"
+        )
+    headers.insert_header(conn, target)
+    state = tx.run(target.run_id)
+    tx.check_spine(state, [candidate])
+    if state.next_seq != 1:
+        raise StoreRefusal(
+            WriterRejectionCode.TRANSITION_SHAPE_CONFLICT, "the start must be the first event"
+        )
+    tx.insert(state, candidate)
+    conn.execute(
+        f"INSERT INTO continuation_claims ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            claim.claim_id,
+            claim.session_id,
+            claim.boundary_digest,
+            claim.source_run_id,
+            claim.source_high_water,
+            claim.source_prefix_digest,
+            claim.source_terminal_event_id,
+            claim.target_run_id,
+            claim.start_event_id,
+            claim.provider_replay_digest,
+            int(claim.automatic),
+            claim.created_at,
+        ),
+    )
