@@ -125,12 +125,12 @@ class InterruptedBanner(TintedPanel):
         tools.setContentsMargins(0, 2, 0, 0)
         tools.setSpacing(8)
         self.details_toggle = QToolButton()
-        self.details_toggle.setCheckable(True)
+        self._details_shown = False
         self.details_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.details_toggle.setArrowType(Qt.ArrowType.RightArrow)
         self.details_toggle.setText(_tr("Details"))
         self.details_toggle.setAutoRaise(True)
-        self.details_toggle.toggled.connect(self._on_details_toggled)
+        self.details_toggle.clicked.connect(self._on_details_clicked)
         self.copy_button = QPushButton(_tr("Copy diagnostics"))
         self.copy_button.clicked.connect(self.copy_diagnostics)
         tools.addWidget(self.details_toggle)
@@ -277,9 +277,7 @@ class InterruptedBanner(TintedPanel):
         self.action_button.setVisible(state is not BannerState.DISABLED)
         self.action_button.setEnabled(state in _ACTIONABLE)
         self.tools_row.setVisible(state is BannerState.PARKED)
-        self.details_panel.setVisible(
-            state is BannerState.PARKED and self.details_toggle.isChecked()
-        )
+        self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = _copy_for(state, current)
         self.title_label.setText(title)
@@ -304,12 +302,20 @@ class InterruptedBanner(TintedPanel):
             self.reasons_box.addWidget(label)
             self.reason_labels.append(label)
 
-    def _on_details_toggled(self, shown: bool) -> None:
+    @property
+    def details_shown(self) -> bool:
+        return self._details_shown
+
+    def set_details_shown(self, shown: bool) -> None:
+        self._details_shown = shown
         self.details_toggle.setArrowType(
             Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow
         )
         self.details_toggle.setText(_tr("Hide details") if shown else _tr("Details"))
         self.details_panel.setVisible(shown and self.state is BannerState.PARKED)
+
+    def _on_details_clicked(self) -> None:
+        self.set_details_shown(not self._details_shown)
 
     def _apply_colours(self, severity: Severity) -> None:
         palette = self.palette()

@@ -20,7 +20,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -142,7 +142,7 @@ class SessionDelegate(QStyledItemDelegate):
         selected = bool(opt.state & QStyle.StateFlag.State_Selected)
         text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
         painter.save()
-        title_font = opt.font
+        title_font = QFont(opt.font)
         title_font.setBold(True)
         metrics = QFontMetrics(title_font)
         badge = badge_for(summary)

@@ -7,7 +7,7 @@ palette inherited, and owners recompute the colours on every palette change.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QRectF
+from PySide6.QtCore import QEvent, QRectF, Signal
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QFrame, QWidget
 
@@ -16,6 +16,9 @@ RADIUS = 6.0
 
 
 class TintedPanel(QFrame):
+    shown_changed = Signal(bool)
+    """Emitted when the owner shows or hides the panel, so a margin holder can follow."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._fill = QColor()
@@ -27,6 +30,12 @@ class TintedPanel(QFrame):
         self._border = QColor(border)
         self._accent = QColor(accent) if accent is not None else None
         self.update()
+
+    def setVisible(self, visible: bool) -> None:  # noqa: N802 (Qt override)
+        changed = visible == self.isHidden()
+        super().setVisible(visible)
+        if changed:
+            self.shown_changed.emit(visible)
 
     def refresh_colours(self) -> None:
         """Recompute colours from ``self.palette()``; called on every palette change."""

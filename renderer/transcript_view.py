@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from app.bridge_contract import TranscriptItem
@@ -47,6 +47,10 @@ class TranscriptView(QScrollArea):
         self._column.addWidget(self.placeholder)
         self._column.addStretch(1)
         self.setWidget(self._page)
+        self._follow = True
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._on_range_changed)
+        bar.valueChanged.connect(self._on_scrolled)
         self._widgets: dict[str, ItemWidget] = {}
         self._types: dict[str, str] = {}
         self._order: list[str] = []
@@ -79,14 +83,17 @@ class TranscriptView(QScrollArea):
                 self._apply(item)
         finally:
             self.setUpdatesEnabled(True)
-        QTimer.singleShot(0, self.scroll_to_bottom)
+        self._follow = True
+        self.scroll_to_bottom()
 
     def apply_item(self, item: TranscriptItem) -> None:
-        """Add ``item``, or replace the shown item with the same ``itemId``."""
-        follow = self._at_bottom()
+        """Add ``item``, or replace the shown item with the same ``itemId``. The view keeps
+        following the newest item while the reader has not scrolled up."""
         self._apply(item)
-        if follow:
-            QTimer.singleShot(0, self.scroll_to_bottom)
+
+    @property
+    def following(self) -> bool:
+        return self._follow
 
     def item_widget(self, item_id: str) -> ItemWidget | None:
         return self._widgets.get(item_id)
@@ -110,9 +117,12 @@ class TranscriptView(QScrollArea):
 
     # ----------------------------------------------------------------- internals
 
-    def _at_bottom(self) -> bool:
-        bar = self.verticalScrollBar()
-        return bar.value() >= bar.maximum() - FOLLOW_SLACK_PX
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(maximum)
+
+    def _on_scrolled(self, value: int) -> None:
+        self._follow = value >= self.verticalScrollBar().maximum() - FOLLOW_SLACK_PX
 
     def _apply(self, item: TranscriptItem) -> None:
         existing = self._widgets.get(item.item_id)
