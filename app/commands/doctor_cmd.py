@@ -1,0 +1,105 @@
+"""``maka doctor [--json]``: an integrity report of the data directory (exit 1 on any problem).
+
+Opens the database read-only (it works while the desktop app runs) and reports the schema
+version, SQLite's integrity check, the tool-ledger scanner over every run, header/terminal
+agreement, rebuilt-versus-stored projections and the workspace markers of session folders
+(``storage/store_doctor.py``). With ``--json`` exactly one JSON document is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK
+
+ENV_DATA_DIR = "MAKA_DATA_DIR"
+
+
+def data_dir_from(args: argparse.Namespace) -> Path:
+    """``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data directory."""
+    given = getattr(args, "data_dir", None)
+    if given:
+        return Path(given).expanduser()
+    if os.environ.get(ENV_DATA_DIR):
+        return Path(os.environ[ENV_DATA_DIR]).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("maka", appauthor=False))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _emit(args: argparse.Namespace, document: dict[str, Any], lines: list[str]) -> None:
+    if args.json:
+        print(json.dumps(document, indent=2, sort_keys=True))
+    else:
+        print("\n".join(lines))
+
+
+def run(args: argparse.Namespace) -> int:
+    from runtime.ledger.codes import StoreCode
+    from runtime.ledger.store_ports import StoreRefusal
+    from storage.ledger_store import open_store
+    from storage.sqlite_connection import DATABASE_NAME
+
+    data_dir = data_dir_from(args)
+    database = data_dir / DATABASE_NAME
+    try:
+        store = open_store(data_dir, read_only=True)
+    except StoreRefusal as refusal:
+        if refusal.code is StoreCode.STORE_NOT_FOUND:
+            _emit(
+                args,
+                {"ok": True, "database": str(database), "present": False, "problems": []},
+                [f"no database at {database}: nothing to check"],
+            )
+            return EXIT_OK
+        problem = {"code": str(refusal.code), "message": refusal.message}
+        _emit(
+            args,
+            {"ok": False, "database": str(database), "present": True, "problems": [problem]},
+            [f"database: {database}", f"PROBLEM [{refusal.code}] {refusal.message}"],
+        )
+        return EXIT_ERROR
+    with store:
+        try:
+            report = store.diagnose()
+        except StoreRefusal as refusal:
+            problem = {"code": str(refusal.code), "message": refusal.message}
+            _emit(
+                args,
+                {"ok": False, "database": str(database), "present": True, "problems": [problem]},
+                [f"database: {database}", f"PROBLEM [{refusal.code}] {refusal.message}"],
+            )
+            return EXIT_ERROR
+    document = {"database": str(database), "present": True, **report.to_json()}
+    lines = [
+        f"database: {database}",
+        f"schema version: {report.schema_version} (program {report.program_schema_version})",
+        f"integrity check: {', '.join(report.integrity)}",
+        f"sessions: {report.sessions}, runs: {report.runs}, events: {report.events}, "
+        f"tool operations: {report.operations}",
+    ]
+    lines.extend(f"workspace {item['cwd']}: marker {item['marker']}" for item in report.workspaces)
+    for problem in report.problems:
+        where = " ".join(
+            part
+            for part in (
+                f"run {problem.run_id}" if problem.run_id else "",
+                f"event {problem.event_id}" if problem.event_id else "",
+            )
+            if part
+        )
+        lines.append(f"PROBLEM [{problem.code}] {where + ': ' if where else ''}{problem.message}")
+    lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
+    _emit(args, document, lines)
+    if not report.ok:
+        print(f"maka doctor: {len(report.problems)} problem(s) found", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_ERROR
