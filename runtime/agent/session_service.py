@@ -30,8 +30,15 @@ from runtime.agent.permission_policy import (
 )
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
+from runtime.ledger.codes import FailureClass
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import LedgerStore, RunHeader, RunStatus, SessionRecord
+from runtime.ledger.store_ports import (
+    LedgerReader,
+    LedgerStore,
+    RunHeader,
+    RunStatus,
+    SessionRecord,
+)
 from runtime.providers.history_projection import history_from_events
 from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.tools.process_tree import BackgroundShellRegistry
@@ -111,26 +118,11 @@ class SessionService:
         return record
 
     def list_sessions(self) -> list[SessionOverview]:
-        return [self.overview(record) for record in self._store.list_sessions()]
-
-    def overview(self, record: SessionRecord) -> SessionOverview:
-        runs = _ordered(self._store.list_session_runs(record.session_id))
-        last = runs[-1] if runs else None
-        return SessionOverview(
-            session=record,
-            last_run_status=last.status if last else None,
-            failure_class=last.failure_class if last else None,
-            interrupted=bool(last and last.failure_class == "app_restarted"),
-            run_count=len(runs),
-        )
+        return list_session_overviews(self._store)
 
     def transcript(self, session_id: str) -> list[TranscriptEntry]:
         self.get_session(session_id)
-        entries: list[TranscriptEntry] = []
-        for header in _ordered(self._store.list_session_runs(session_id)):
-            events = [row.event for row in self._store.read_run_events(header.run_id)]
-            entries.extend(transcript_of_run(events))
-        return entries
+        return session_transcript(self._store, session_id)
 
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
         """Each earlier run's committed, paired history, oldest run first."""
@@ -242,3 +234,30 @@ class SessionService:
 
 def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
+
+
+def session_overview(reader: LedgerReader, record: SessionRecord) -> SessionOverview:
+    """A session's list row: last run status and whether it was interrupted by a crash."""
+    runs = _ordered(reader.list_session_runs(record.session_id))
+    last = runs[-1] if runs else None
+    return SessionOverview(
+        session=record,
+        last_run_status=last.status if last else None,
+        failure_class=last.failure_class if last else None,
+        interrupted=bool(last and last.failure_class == FailureClass.APP_RESTARTED.value),
+        run_count=len(runs),
+    )
+
+
+def list_session_overviews(reader: LedgerReader) -> list[SessionOverview]:
+    """Every session, oldest first (works on a read-only store)."""
+    sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
+    return [session_overview(reader, record) for record in sessions]
+
+
+def session_transcript(reader: LedgerReader, session_id: str) -> list[TranscriptEntry]:
+    entries: list[TranscriptEntry] = []
+    for header in _ordered(reader.list_session_runs(session_id)):
+        events = [row.event for row in reader.read_run_events(header.run_id)]
+        entries.extend(transcript_of_run(events))
+    return entries

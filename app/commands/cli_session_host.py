@@ -1,0 +1,92 @@
+"""The CLI's composition of the runtime: ownership, store, startup recovery, session service.
+
+``maka run`` and ``maka tui`` execute agent work, so they must own the data directory (the same
+single-instance lock the desktop takes) and run startup recovery before touching sessions
+(RECOVERY.md section 3). If the desktop or another command owns the directory, they stop with
+``store_locked`` and name the owner.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
+from app.data_paths import BACKGROUND_SHELLS_FILE, ensure_data_dir
+from runtime.agent.session_service import SessionService
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.providers.provider_port import Provider, ProviderError
+from runtime.providers.provider_registry import build_provider
+from runtime.tools.process_tree import BackgroundShellRegistry
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class CliHost:
+    service: SessionService
+    provider_label: str
+    repaired_runs: int
+
+
+def provider_factory(data_dir: Path, name: str | None) -> Callable[[], Provider]:
+    """Validate the provider configuration now (a usage error, exit 2) and return a factory."""
+    from main_process.desktop_settings import DesktopSettings
+
+    config = DesktopSettings(data_dir).provider_config(os.environ)
+    try:
+        build_provider(name, config)
+    except ProviderError as error:
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
+    return lambda: build_provider(name, config)
+
+
+def _workspace_identity(folder: Path) -> str:
+    from storage.workspace_identity import resolve_workspace_identity
+
+    return resolve_workspace_identity(folder).identity
+
+
+@contextmanager
+def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[CliHost]:
+    from main_process.instance_lock import InstanceLock, LockOutcome
+    from runtime.recovery.startup_recovery import run_startup_recovery
+    from storage.ledger_store import open_store
+
+    factory = provider_factory(data_dir, provider_name)
+    ensure_data_dir(data_dir)
+    lock = InstanceLock(data_dir)
+    outcome = lock.acquire()
+    if outcome.outcome is LockOutcome.HELD_ELSEWHERE:
+        raise CliError(
+            "store_locked",
+            f"another Maka process (pid {outcome.holder_pid}) owns {data_dir}; close it or use "
+            "another --data-dir",
+        )
+    if outcome.outcome is not LockOutcome.ACQUIRED:
+        raise CliError("store_locked", outcome.detail)
+    try:
+        try:
+            store = open_store(data_dir)
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+        try:
+            report = run_startup_recovery(store, _now_ms)
+            service = SessionService(
+                store=store,
+                provider_factory=factory,
+                owner_epoch=report.owner_epoch,
+                workspace_identity=_workspace_identity,
+                shell_registry=BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE),
+            )
+            yield CliHost(service, factory().label, len(report.repaired))
+        finally:
+            store.close()
+    finally:
+        lock.release()

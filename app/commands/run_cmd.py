@@ -1,0 +1,124 @@
+"""``maka run``: one headless agent turn in a session, streaming the transcript.
+
+``--permission-mode``: ``ask`` asks before tools that change something (on a terminal; with a
+pipe, one answer line per question), ``auto`` allows every tool, ``deny`` refuses them with a
+clear message (read-only tools still run). Without the option: ``ask`` on a terminal, ``deny``
+otherwise. Ctrl+C cancels the turn (it ends ``cancelled``, its bash commands killed). Exit 0 when
+the turn completed, 1 when it failed or was cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.data_paths import resolve_data_dir
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cwd", help="the session folder (required for a new session)")
+    parser.add_argument("--session", help="continue this session instead of creating one")
+    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument(
+        "--permission-mode",
+        choices=("ask", "auto", "deny"),
+        help="ask (default on a terminal), auto, or deny (default without a terminal)",
+    )
+    parser.add_argument("prompt", help="the message for the agent")
+
+
+def permission_mode(option: str | None) -> str:
+    if option:
+        return option
+    return "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.commands.cli_session_host import owned_session_host
+    from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from runtime.agent.cancel_token import CancelToken
+    from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+    from runtime.ledger.ledger_errors import LedgerError
+    from runtime.ledger.store_ports import RunStatus
+
+    if not args.prompt.strip():
+        raise CliError("prompt_empty", "the prompt is empty", EXIT_USAGE)
+    if not args.session and not args.cwd:
+        raise CliError("cwd_required", "a new session needs --cwd DIR", EXIT_USAGE)
+    if args.cwd and not Path(args.cwd).is_dir():
+        raise CliError("invalid_cwd", f"{args.cwd} is not a folder", EXIT_USAGE)
+    policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
+    data_dir = resolve_data_dir(args.data_dir)
+    transcript = TerminalTranscript()
+    asker = StdinPermissionAsker(transcript)
+    with owned_session_host(data_dir, args.provider) as host:
+        service = host.service
+        try:
+            if args.session:
+                session = service.get_session(args.session)
+            else:
+                session = service.create_session(Path(args.cwd), title=args.prompt)
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        print(
+            f"session {session.session_id} in {session.cwd} ({host.provider_label}, "
+            f"permission mode {policy.mode})",
+            file=sys.stderr,
+        )
+        if policy.mode is PermissionMode.DENY and not args.permission_mode:
+            print(
+                "note: no terminal to ask on, so tools that change files or run commands are "
+                "refused; use --permission-mode auto to allow them",
+                file=sys.stderr,
+            )
+        cancel = CancelToken()
+        outcome_box: list[object] = []
+
+        def work() -> None:
+            try:
+                outcome_box.append(
+                    service.send_turn(
+                        session.session_id,
+                        args.prompt,
+                        transcript,
+                        policy,
+                        asker=asker,
+                        cancel=cancel,
+                    )
+                )
+            except LedgerError as error:
+                outcome_box.append(error)
+
+        def on_interrupt(signum: int, frame: FrameType | None) -> None:
+            del signum, frame
+            print("\nmaka: cancelling the turn...", file=sys.stderr)
+            cancel.cancel()
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            worker = threading.Thread(target=work, name="maka-turn", daemon=True)
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.2)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        result = outcome_box[0] if outcome_box else None
+        if isinstance(result, LedgerError):
+            raise CliError(str(result.code), result.message, EXIT_ERROR)
+        from runtime.agent.run_loop import RunOutcome
+
+        assert isinstance(result, RunOutcome)
+        if result.status is RunStatus.COMPLETED:
+            return EXIT_OK
+        print(
+            f"maka: the turn ended {result.status}"
+            + (f" ({result.failure_class})" if result.failure_class else "")
+            + (f": {result.message}" if result.message else ""),
+            file=sys.stderr,
+        )
+        return EXIT_ERROR

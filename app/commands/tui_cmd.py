@@ -1,0 +1,160 @@
+"""``maka tui [--session ID]``: a line-based chat in the terminal.
+
+Type a message and press Enter; the reply streams with tool cards and permission questions.
+Ctrl+C cancels a running turn (and at the prompt, leaves). Commands: ``/help``, ``/transcript``,
+``/sessions``, ``/resume`` and ``/quit``.
+
+``/resume`` runs the safe-boundary resume of this session through ``RESUME_HANDLER``, which the
+host installs when Safe resume is available: it receives the session service, the session id and
+the terminal transcript, and returns an exit-style code (0 resumed, 3 parked). Until then the
+command explains that Safe resume is not available here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from app.data_paths import resolve_data_dir
+
+# (service, session_id, transcript) -> code. Installed by the Safe resume integration.
+RESUME_HANDLER: Callable[[Any, str, Any], int] | None = None
+
+HELP = """commands:
+  /transcript   show this session's transcript
+  /sessions     list sessions
+  /resume       resume the latest interrupted run of this session (Safe resume)
+  /quit         leave (Ctrl+D works too)
+anything else is sent to the agent"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--session", help="continue this session")
+    parser.add_argument("--cwd", help="folder for a new session (default: current folder)")
+    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument(
+        "--permission-mode", choices=("ask", "auto", "deny"), default="ask", help="default: ask"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.commands.cli_session_host import owned_session_host
+    from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+    from runtime.ledger.ledger_errors import LedgerError
+
+    cwd = Path(args.cwd or ".")
+    if not args.session and not cwd.is_dir():
+        raise CliError("invalid_cwd", f"{cwd} is not a folder", EXIT_USAGE)
+    policy = PermissionPolicy(PermissionMode(args.permission_mode))
+    transcript = TerminalTranscript()
+    asker = StdinPermissionAsker(transcript)
+    with owned_session_host(resolve_data_dir(args.data_dir), args.provider) as host:
+        service = host.service
+        try:
+            session = (
+                service.get_session(args.session)
+                if args.session
+                else service.create_session(cwd, title=f"chat in {cwd.resolve().name}")
+            )
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        print(f"maka tui: session {session.session_id} in {session.cwd}")
+        print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
+        if host.repaired_runs:
+            print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")
+        while True:
+            try:
+                line = input("you> ")
+            except (EOFError, KeyboardInterrupt):
+                print()
+                return EXIT_OK
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/quit", "/exit"):
+                return EXIT_OK
+            if text == "/help":
+                print(HELP)
+            elif text == "/transcript":
+                _print_transcript(service, session.session_id)
+            elif text == "/sessions":
+                for overview in service.list_sessions():
+                    status = overview.last_run_status or "no runs"
+                    print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
+            elif text.startswith("/resume"):
+                _resume(service, session.session_id, transcript, text)
+            elif text.startswith("/"):
+                print(f"unknown command {text.split()[0]}; /help lists the commands")
+            else:
+                _turn(
+                    service,
+                    session.session_id,
+                    text,
+                    transcript=transcript,
+                    policy=policy,
+                    asker=asker,
+                )
+
+
+def _resume(service: Any, session_id: str, transcript: Any, text: str) -> None:
+    if text != "/resume":
+        print("usage: /resume")
+        return
+    if RESUME_HANDLER is None:
+        print("Safe resume is not available in this build yet.")
+        return
+    RESUME_HANDLER(service, session_id, transcript)
+
+
+def _print_transcript(service: Any, session_id: str) -> None:
+    for entry in service.transcript(session_id):
+        if entry.type == "user_message":
+            print(f"you> {entry.text}")
+        elif entry.type == "assistant_message":
+            print(entry.text.rstrip())
+        elif entry.type == "tool_card":
+            print(f"[tool] {entry.tool_name} {entry.args_summary}  ({entry.status})")
+            if entry.result_summary:
+                print(f"  {entry.result_summary}")
+        elif entry.type == "notice":
+            print(f"[{entry.level}] {entry.text}")
+
+
+def _turn(
+    service: Any, session_id: str, text: str, *, transcript: Any, policy: Any, asker: Any
+) -> None:
+    from runtime.agent.cancel_token import CancelToken
+    from runtime.ledger.ledger_errors import LedgerError
+
+    cancel = CancelToken()
+    errors: list[LedgerError] = []
+
+    def work() -> None:
+        try:
+            service.send_turn(session_id, text, transcript, policy, asker=asker, cancel=cancel)
+        except LedgerError as error:
+            errors.append(error)
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        print("\n(cancelling the turn)", file=sys.stderr)
+        cancel.cancel()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        worker = threading.Thread(target=work, name="maka-tui-turn", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    for error in errors:
+        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)

@@ -1,0 +1,30 @@
+"""Where the data directory is: ``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data folder.
+
+One data directory per user holds ``runtime.sqlite``, settings, logs and the background-shell
+registry (ARCHITECTURE.md, Data). It is created on first use, readable by the user only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+DATA_DIR_ENV = "MAKA_DATA_DIR"
+BACKGROUND_SHELLS_FILE = "background-shells.jsonl"
+
+
+def resolve_data_dir(option: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    if option:
+        return Path(option).expanduser()
+    if env.get(DATA_DIR_ENV):
+        return Path(env[DATA_DIR_ENV]).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("maka", appauthor=False))
+
+
+def ensure_data_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
