@@ -30,7 +30,12 @@ from runtime.ledger.codes import ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+from runtime.ledger.store_ports import (
+    TERMINAL_RUN_STATUSES,
+    RunHeader,
+    RunStatus,
+    SessionRecord,
+)
 
 RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 
@@ -45,11 +50,13 @@ def safe_resume_enabled(environ: dict[str, str] | None = None) -> bool:
 class ResumeStore(LineageStore, ContinuationAdmissionWriter, Protocol):
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
 
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
     def read_owner_epoch(self) -> int: ...
 
 
 class SafetyInspector(Protocol):
-    def observe(self, cwd: str) -> SafetyObservation:
+    def observe(self, session_id: str, cwd: str) -> SafetyObservation:
         """Raise any exception when the workspace, tools or background work cannot be read."""
         ...
 
@@ -176,7 +183,7 @@ class ResumeService:
                 "the interrupted run recorded no workspace identity",
             )
         try:
-            observation = self._inspector.observe(source.cwd)
+            observation = self._inspector.observe(source.session_id, self._session_cwd(source))
         except Exception as error:  # the inspector's failure of any kind parks
             return park(
                 session_id,
@@ -209,6 +216,11 @@ class ResumeService:
                 ids=_fresh_ids(self._new_id),
             )
         )
+
+    def _session_cwd(self, source: RunHeader) -> str:
+        """Where the session lives now (the session record), else where the run ran."""
+        session = self._store.get_session(source.session_id)
+        return session.cwd if session is not None else source.cwd
 
     # ---- execution ----------------------------------------------------------------------------
 
@@ -286,7 +298,7 @@ class ResumeService:
             raise ResumeRefused(code.SOURCE_REPLAY_CHANGED, "the replayed history changed")
         assert self._inspector is not None
         try:
-            observation = self._inspector.observe(source.cwd)
+            observation = self._inspector.observe(source.session_id, self._session_cwd(source))
         except Exception as error:
             raise ResumeRefused(
                 ParkReason.SAFETY_OBSERVATION_UNAVAILABLE, f"{type(error).__name__}: {error}"

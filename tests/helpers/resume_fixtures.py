@@ -38,7 +38,7 @@ class FakeInspector:
     error: Exception | None = None
     calls: int = 0
 
-    def observe(self, cwd: str) -> SafetyObservation:
+    def observe(self, session_id: str, cwd: str) -> SafetyObservation:
         self.calls += 1
         if self.error is not None:
             raise self.error

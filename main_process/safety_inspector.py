@@ -1,0 +1,56 @@
+"""The safety inspector: the authoritative facts Safe resume checks (DESKTOP.md).
+
+Qt-free, so the CLI uses the same inspector as the desktop main process. The renderer can never
+supply these facts: it sends a session id, and the inspector observes
+
+- the workspace identity through the folder's ``.maka-workspace.json`` marker (read, or created
+  atomically when the folder has none, so a deleted or replaced marker shows up as a different
+  identity; an invalid marker is an error, never silently replaced),
+- the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
+- the current tool catalog,
+- background work: shells started by tools that are still alive (pid + process create time, so
+  a reused pid is never mistaken for ours) and runs of the live owner epoch still unfinished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from runtime.continuation.continuation_planner import SafetyObservation
+from runtime.tools.process_tree import BackgroundShellRegistry
+from storage.workspace_identity import resolve_workspace_identity
+
+
+class SafetyInspector:
+    def __init__(
+        self,
+        tool_names: Callable[[], Sequence[str]],
+        shells: BackgroundShellRegistry | None,
+        unfinished_runs: Callable[[str], Sequence[str]] | None = None,
+    ) -> None:
+        self._tool_names = tool_names
+        self._shells = shells
+        self._unfinished_runs = unfinished_runs
+
+    def observe(self, session_id: str, cwd: str) -> SafetyObservation:
+        """Observe session ``session_id`` in folder ``cwd``; raises when a fact cannot be read."""
+        folder = Path(cwd)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"the session folder {cwd} does not exist")
+        identity = resolve_workspace_identity(folder)
+        pending: list[str] = []
+        if self._shells is not None:
+            pending.extend(
+                f"shell pid {shell.pid} ({shell.command[:60]})"
+                for shell in self._shells.live_shells(session_id)
+            )
+        if self._unfinished_runs is not None:
+            pending.extend(f"run {run_id}" for run_id in self._unfinished_runs(session_id))
+        return SafetyObservation(
+            workspace_identity=identity.identity,
+            workspace_path=str(identity.realpath),
+            background_settled=not pending,
+            tool_names=tuple(sorted(set(self._tool_names()))),
+            background_detail=tuple(pending),
+        )

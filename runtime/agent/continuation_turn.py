@@ -1,0 +1,115 @@
+"""Driving an admitted continuation: the model loop with the replayed history, no new user text.
+
+The admission transaction has already created the target run and committed its first event (the
+``continuationStart`` fact). The provider then sees the session's earlier turns, the lineage's
+replayed history (each generation trimmed to its last stable boundary) and nothing else: the
+original request is not repeated and no completed tool runs again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from runtime.agent.cancel_token import CancelToken
+from runtime.agent.event_builders import EventBuilder, RunIdentity
+from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings, RunStore
+from runtime.continuation.continuation_planner import ContinuationDetails
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
+from runtime.providers.history_projection import history_from_events
+from runtime.providers.provider_port import HistoryItem, Provider
+from runtime.recovery.failpoints import failpoint
+from runtime.tools.tool_catalog import ToolCatalog
+from runtime.tools.tool_contract import ToolContext
+
+
+class ContinuationStore(RunStore, LedgerReader, Protocol):
+    """What a continuation turn reads and writes (the ledger store)."""
+
+
+def history_before_lineage(
+    reader: LedgerReader, session_id: str, lineage_run_ids: Sequence[str]
+) -> tuple[HistoryItem, ...]:
+    """The session's committed turns that precede the lineage's first generation."""
+    runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
+    lineage = set(lineage_run_ids)
+    root = next((run for run in runs if run.run_id in lineage), None)
+    items: list[HistoryItem] = []
+    for run in runs:
+        if root is not None and (run.created_at, run.run_id) >= (root.created_at, root.run_id):
+            break
+        if run.run_id in lineage:
+            continue
+        items.extend(history_from_events([row.event for row in reader.read_run_events(run.run_id)]))
+    return tuple(items)
+
+
+class ContinuationTurn:
+    """A ``ContinuationRunner`` for one resume: provider, tools and observers of this host."""
+
+    def __init__(
+        self,
+        *,
+        store: ContinuationStore,
+        provider_factory: Callable[[], Provider],
+        catalog: ToolCatalog,
+        policy: PermissionPolicy,
+        asker: PermissionAsker,
+        observer: RunObserver,
+        clock: Callable[[], int],
+        cwd: str,
+        shell_registry: object | None = None,
+        cancel: CancelToken | None = None,
+        settings: RunSettings | None = None,
+    ) -> None:
+        self._store = store
+        self._provider_factory = provider_factory
+        self._catalog = catalog
+        self._policy = policy
+        self._asker = asker
+        self._observer = observer
+        self._clock = clock
+        self._cwd = cwd
+        self._shells = shell_registry
+        self.cancel = cancel or CancelToken()
+        self._settings = settings
+        self.outcome: RunOutcome | None = None
+
+    def run_continuation(
+        self, target: RunHeader, details: ContinuationDetails, start_event: RuntimeEvent
+    ) -> RunStatus:
+        history = (
+            *history_before_lineage(self._store, target.session_id, details.lineage_run_ids),
+            *history_from_events(details.runtime_context),
+        )
+        self._observer.committed(start_event)
+        self._store.mark_run_running(target.run_id)
+        self._observer.run_status(target.run_id, RunStatus.RUNNING, None)
+        loop = RunLoop(
+            store=self._store,
+            provider=self._provider_factory(),
+            catalog=self._catalog,
+            policy=self._policy,
+            asker=self._asker,
+            observer=self._observer,
+            clock=self._clock,
+            settings=self._settings,
+        )
+        builder = EventBuilder(
+            RunIdentity(target.session_id, target.invocation_id, target.run_id, target.turn_id)
+        )
+        context = ToolContext(
+            cwd=Path(os.path.realpath(self._cwd)),
+            cancel=self.cancel,
+            workspace_identity=details.workspace_identity,
+            session_id=target.session_id,
+            run_id=target.run_id,
+            shell_registry=self._shells,
+        )
+        self.outcome = loop.drive(builder, history, [start_event], context)
+        failpoint("after_continuation_terminal_committed")
+        return self.outcome.status
