@@ -1,0 +1,60 @@
+"""Host-authored notices for tool calls whose outcome a new turn cannot know (RECOVERY.md 7).
+
+After a park the user may type a new message instead of resuming. The model then sees the
+session's committed history with paired calls only; an interrupted call is not in it, and it is
+never given a fabricated result. Instead, for every operation left ``indeterminate`` or ``parked``
+the history carries an explicit notice in the user's seat, naming the tool and its arguments and
+saying that the outcome is unknown (or, for a write recovery proved never happened, that it did
+not happen). Notices are derived from committed facts each time, so they are deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from runtime.ledger.codes import ResolverReason, ResolverStatus
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.providers.provider_port import HostNotice
+from runtime.recovery.recovery_resolver import resolve_recovery
+
+_ARGS_LIMIT = 400
+
+
+def _describe_call(event: RuntimeEvent | None, tool_name: str) -> str:
+    if event is None or event.get("content") is None:
+        return tool_name
+    content = event["content"]
+    args = content.get("args") if content["kind"] == "function_call" else None
+    text = json.dumps(args, ensure_ascii=False, sort_keys=True)
+    if len(text) > _ARGS_LIMIT:
+        text = text[:_ARGS_LIMIT] + "…"
+    return f"{tool_name} with arguments {text}"
+
+
+def outcome_notices(events: Sequence[RuntimeEvent]) -> tuple[HostNotice, ...]:
+    """Notices for one run's unsettled tool calls, in ledger order."""
+    resolution = resolve_recovery(events)
+    by_id = {event["id"]: event for event in events}
+    notices: list[HostNotice] = []
+    for decision in resolution.decisions:
+        if decision.status not in (ResolverStatus.INDETERMINATE, ResolverStatus.PARKED):
+            continue
+        call = by_id.get(decision.call_runtime_event_id or "")
+        if call is not None and call.get("modelVisibility") == "hidden":
+            continue
+        what = _describe_call(call, decision.tool_name or "a tool")
+        if decision.reason is ResolverReason.RECONCILE_MATCHES_PRIOR_STATE:
+            text = (
+                f"Note from the host: an earlier turn was interrupted while calling {what}. "
+                "Recovery checked the workspace: that change did not happen. Redo it only if it "
+                "is still wanted."
+            )
+        else:
+            text = (
+                f"Note from the host: an earlier turn was interrupted while calling {what}. "
+                "Its outcome is unknown: it may or may not have taken effect. Do not retry it "
+                "blindly; use read-only tools to check the current state first."
+            )
+        notices.append(HostNotice(text))
+    return tuple(notices)
