@@ -85,6 +85,7 @@ class RendererBridge(BridgePort):
         self._socket.connected.connect(self._on_connected)
         self._socket.disconnected.connect(self._on_disconnected)
         self._socket.errorOccurred.connect(self._on_error)
+        self._socket.stateChanged.connect(self._on_state_changed)
         self._socket.readyRead.connect(self._on_ready_read)
 
     @property
@@ -123,7 +124,10 @@ class RendererBridge(BridgePort):
 
     def _on_error(self, error: QLocalSocket.LocalSocketError) -> None:
         log.info("bridge socket error: %s", error.name)
-        if self._socket.state() == QLocalSocket.LocalSocketState.UnconnectedState:
+
+    def _on_state_changed(self, state: QLocalSocket.LocalSocketState) -> None:
+        # A failed connect never emits ``disconnected``; the drop to Unconnected covers both.
+        if state == QLocalSocket.LocalSocketState.UnconnectedState:
             self._schedule_reconnect()
 
     def _on_disconnected(self) -> None:

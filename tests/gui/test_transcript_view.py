@@ -26,8 +26,8 @@ def _view(qtbot: QtBot) -> TranscriptView:
     view = TranscriptView()
     qtbot.addWidget(view)
     view.resize(700, 400)
-    view.show()
-    qtbot.waitExposed(view)
+    with qtbot.waitExposed(view):
+        view.show()
     return view
 
 

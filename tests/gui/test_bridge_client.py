@@ -1,0 +1,187 @@
+"""RendererBridge against a real QLocalServer standing in for the main process."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from pytestqt.qtbot import QtBot
+
+from app import bridge_contract as bc
+from renderer.bridge_client import RendererBridge
+from renderer.bridge_port import ConnectionState
+
+pytestmark = pytest.mark.gui
+
+TOKEN = "k" * 40
+
+
+class FakeMain:
+    """Accepts connections, records decoded requests and raw bodies, sends what tests ask."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.server = QLocalServer()
+        self.sockets: list[QLocalSocket] = []
+        self.requests: list[bc.Message] = []
+        self.bodies: list[dict[str, object]] = []
+        self._readers: dict[int, bytearray] = {}
+        self.server.newConnection.connect(self._on_new)
+
+    def listen(self) -> None:
+        QLocalServer.removeServer(self.name)
+        assert self.server.listen(self.name), self.server.errorString()
+
+    def close(self) -> None:
+        for socket in self.sockets:
+            socket.abort()
+        self.server.close()
+
+    @property
+    def latest(self) -> QLocalSocket:
+        return self.sockets[-1]
+
+    def send(self, message: bc.Message, socket: QLocalSocket | None = None) -> None:
+        (socket or self.latest).write(bc.encode_frame(message))
+
+    def send_raw(self, data: bytes) -> None:
+        self.latest.write(data)
+
+    def _on_new(self) -> None:
+        while self.server.hasPendingConnections():
+            socket = self.server.nextPendingConnection()
+            self.sockets.append(socket)
+            buffer = bytearray()
+            socket.readyRead.connect(lambda s=socket, b=buffer: self._on_read(s, b))
+
+    def _on_read(self, socket: QLocalSocket, buffer: bytearray) -> None:
+        buffer += socket.readAll().data()
+        while len(buffer) >= 4:
+            length = int.from_bytes(buffer[:4], "big")
+            if len(buffer) < 4 + length:
+                return
+            body = bytes(buffer[4 : 4 + length])
+            del buffer[: 4 + length]
+            self.bodies.append(json.loads(body))
+            self.requests.append(bc.parse_frame_payload(body, accept=bc.REQUEST_KINDS))
+
+
+@pytest.fixture
+def main() -> Iterator[FakeMain]:
+    fake = FakeMain(f"mk-test-{uuid.uuid4().hex[:8]}")
+    fake.listen()
+    yield fake
+    fake.close()
+
+
+def _connected(qtbot: QtBot, main: FakeMain, *, enabled: bool = True) -> RendererBridge:
+    bridge = RendererBridge(main.name, TOKEN)
+    bridge.start()
+    qtbot.waitUntil(lambda: len(main.requests) == 1)
+    hello = main.requests[0]
+    assert isinstance(hello, bc.HelloRequest)
+    assert hello.token == TOKEN and hello.protocol_version == bc.PROTOCOL_VERSION
+    with qtbot.waitSignal(bridge.connection_state_changed):
+        main.send(bc.HelloOkPush(host_state=bc.HostState.READY, safe_resume_enabled=enabled))
+    assert bridge.connection_state is ConnectionState.CONNECTED
+    return bridge
+
+
+def test_handshake_first_then_requests(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = RendererBridge(main.name, TOKEN)
+    assert bridge.list_sessions() is False, "nothing leaves before the handshake"
+    bridge.stop()
+    bridge = _connected(qtbot, main)
+    assert bridge.safe_resume_enabled
+    assert bridge.list_sessions()
+    qtbot.waitUntil(lambda: len(main.requests) == 2)
+    assert isinstance(main.requests[1], bc.SessionsListRequest)
+    bridge.stop()
+
+
+def test_resume_latest_sends_a_session_id_and_nothing_else(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = _connected(qtbot, main)
+    assert bridge.resume_latest("s1")
+    qtbot.waitUntil(lambda: len(main.bodies) == 2)
+    body = main.bodies[1]
+    assert set(body) == {"kind", "sessionId", "correlationId"}
+    assert body["kind"] == "sessions.resumeLatest" and body["sessionId"] == "s1"
+    bridge.stop()
+
+
+def test_pushes_become_signals(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = _connected(qtbot, main)
+    parked = bc.ResumeParkedPush(session_id="s1", rejection_reasons=("dangling_tool_state",))
+    with qtbot.waitSignal(bridge.resume_parked) as blocker:
+        main.send(parked)
+    assert blocker.args == [parked]
+    with qtbot.waitSignal(bridge.window_show_requested):
+        main.send(bc.WindowShowPush())
+    item = bc.TranscriptItemPush(session_id="s1", item=bc.UserMessageItem(item_id="i", text="hi"))
+    with qtbot.waitSignal(bridge.transcript_item) as blocker:
+        main.send_raw(bc.encode_frame(item)[:5])
+        qtbot.wait(20)
+        main.send_raw(bc.encode_frame(item)[5:])
+    assert blocker.args == [item]
+    bridge.stop()
+
+
+def test_garbage_from_the_main_process_closes_and_reconnects(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = _connected(qtbot, main)
+    received: list[object] = []
+    bridge.resume_parked.connect(received.append)
+    with qtbot.waitSignal(bridge.connection_state_changed) as blocker:
+        main.send_raw(b"\x00\x00\x00\x05nope!")
+    assert blocker.args == [ConnectionState.DISCONNECTED.value]
+    qtbot.waitUntil(lambda: len(main.sockets) == 2, timeout=3000)
+    qtbot.waitUntil(lambda: isinstance(main.requests[-1], bc.HelloRequest))
+    assert received == []
+    bridge.stop()
+
+
+def test_main_process_gone_shows_disconnected_and_reconnects(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = _connected(qtbot, main)
+    failed: list[bc.ResumeFailedPush] = []
+    bridge.resume_failed.connect(failed.append)
+    with qtbot.waitSignal(bridge.connection_state_changed) as blocker:
+        main.close()
+    assert blocker.args == [ConnectionState.DISCONNECTED.value]
+    assert bridge.resume_latest("s1") is False
+    qtbot.waitUntil(lambda: len(failed) == 1)
+    assert failed[0].code == "bridge_disconnected" and failed[0].session_id == "s1"
+    qtbot.wait(150)
+    main.listen()
+    qtbot.waitUntil(lambda: len(main.sockets) == 2, timeout=5000)
+    qtbot.waitUntil(lambda: isinstance(main.requests[-1], bc.HelloRequest))
+    with qtbot.waitSignal(bridge.connection_state_changed):
+        main.send(bc.HelloOkPush(host_state=bc.HostState.READY, safe_resume_enabled=False))
+    assert bridge.connection_state is ConnectionState.CONNECTED
+    assert not bridge.safe_resume_enabled
+    bridge.stop()
+
+
+def test_rejected_handshake_is_final(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = RendererBridge(main.name, TOKEN)
+    bridge.start()
+    qtbot.waitUntil(lambda: len(main.requests) == 1)
+    with qtbot.waitSignal(bridge.connection_state_changed) as blocker:
+        main.send(bc.HelloRejectedPush(code="token_invalid"))
+    assert blocker.args == [ConnectionState.REJECTED.value]
+    qtbot.wait(300)
+    assert len(main.sockets) == 1, "no reconnect after a rejection"
+    assert bridge.connection_state is ConnectionState.REJECTED
+
+
+def test_a_push_before_hello_ok_is_refused(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = RendererBridge(main.name, TOKEN)
+    bridge.start()
+    qtbot.waitUntil(lambda: len(main.requests) == 1)
+    parked: list[object] = []
+    bridge.resume_parked.connect(parked.append)
+    main.send(bc.ResumeParkedPush(session_id="s", rejection_reasons=("session_busy",)))
+    qtbot.waitUntil(lambda: len(main.sockets) == 2, timeout=3000)
+    assert parked == []
+    bridge.stop()

@@ -1,0 +1,207 @@
+"""The main window wired to a fake bridge: sessions, transcript, keyboard, permissions."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QWidget
+from pytestqt.qtbot import QtBot
+
+from app import bridge_contract as bc
+from renderer.bridge_port import ConnectionState
+from renderer.interrupted_banner import BannerState
+from renderer.main_window import MainWindow
+from tests.helpers.fake_bridge import FakeBridge
+
+pytestmark = pytest.mark.gui
+
+SESSIONS = (
+    bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/one",
+        title="One",
+        last_run_status=bc.RunStatusValue.FAILED,
+        interrupted=True,
+        failure_class="app_restarted",
+    ),
+    bc.SessionSummary(
+        session_id="s2", cwd="/w/two", title="Two", last_run_status=bc.RunStatusValue.COMPLETED
+    ),
+)
+
+
+def _window(qtbot: QtBot, *, enabled: bool = True) -> tuple[MainWindow, FakeBridge]:
+    bridge = FakeBridge(safe_resume_enabled=enabled)
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    with qtbot.waitActive(window):
+        window.show()
+        window.activateWindow()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))
+    return window, bridge
+
+
+def _banner_state(window: MainWindow) -> BannerState:
+    return window.banner.state
+
+
+def test_reconnect_asks_for_the_list_settings_and_the_open_session(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    assert window.session_id == "s1"
+    bridge.calls.clear()
+    bridge.disconnect_now()
+    assert not window.composer.editor.isEnabled()
+    assert "Disconnected" in window.connection_status.text
+    bridge.connect_now()
+    assert bridge.calls_to("list_sessions") == [()]
+    assert bridge.calls_to("get_settings") == [()]
+    assert bridge.calls_to("open_session") == [("s1",)]
+    assert window.connection_status.text == "Connected"
+
+
+def test_listing_opens_the_first_session_and_shows_its_banner(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    assert bridge.calls_to("open_session") == [("s1",)]
+    assert window.title_label.text() == "One" and window.path_label.text() == "/w/one"
+    assert _banner_state(window) is BannerState.IDLE
+    bridge.session_opened.emit(
+        bc.SessionOpenedPush(
+            session_id="s1", items=(bc.UserMessageItem(item_id="u", text="hello"),)
+        )
+    )
+    assert window.transcript.item_ids() == ["u"]
+    # pushes for another session never reach the shown transcript
+    bridge.transcript_item.emit(
+        bc.TranscriptItemPush(session_id="s2", item=bc.UserMessageItem(item_id="x", text="no"))
+    )
+    assert window.transcript.item_ids() == ["u"]
+    window.sessions.select("s2")
+    assert window.session_id == "s2"
+    assert bridge.calls_to("open_session")[-1] == ("s2",)
+    assert window.transcript.item_ids() == []
+    assert _banner_state(window) is BannerState.HIDDEN
+
+
+def test_ctrl_r_asks_for_safe_resume_of_the_shown_session(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    QTest.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    assert bridge.calls_to("resume_latest") == [("s1",)]
+    assert _banner_state(window) is BannerState.RESUMING
+    QTest.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    assert len(bridge.calls_to("resume_latest")) == 1
+
+
+def test_flag_off_ctrl_r_does_nothing(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot, enabled=False)
+    assert _banner_state(window) is BannerState.DISABLED
+    window.resume_action.trigger()
+    assert bridge.calls_to("resume_latest") == []
+
+
+def test_resume_started_closes_banner_and_streams_the_continuation(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    window.banner.request_resume()
+    bridge.push_started("s1", run_id="run-2")
+    assert not window.banner.isVisible()
+    assert window.composer.stop_button.isVisibleTo(window)
+    bridge.transcript_item.emit(
+        bc.TranscriptItemPush(
+            session_id="s1",
+            item=bc.ContinuationMarkerItem(item_id="m", run_id="run-2", source_run_id="run-1"),
+        )
+    )
+    bridge.transcript_item.emit(
+        bc.TranscriptItemPush(
+            session_id="s1", item=bc.AssistantMessageItem(item_id="a", text="continuing")
+        )
+    )
+    assert window.transcript.in_continuation("a")
+    updated = SESSIONS[0].model_copy(
+        update={"interrupted": False, "last_run_status": bc.RunStatusValue.RUNNING}
+    )
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=updated))
+    assert _banner_state(window) is BannerState.HIDDEN
+
+
+def test_ctrl_enter_sends_and_escape_cancels(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    window.sessions.select("s2")
+    editor = window.composer.editor
+    editor.setFocus()
+    QTest.keyClicks(editor, "list files")
+    QTest.keyClick(editor, Qt.Key.Key_Return)  # plain Enter: a newline, not a send
+    assert bridge.calls_to("send_turn") == []
+    QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert bridge.calls_to("send_turn") == [("s2", "list files")]
+    assert editor.toPlainText() == ""
+    window.cancel_action.trigger()
+    assert bridge.calls_to("cancel_turn") == [], "nothing runs yet"
+    bridge.run_status.emit(
+        bc.RunStatusPush(session_id="s2", run_id="r", status=bc.RunStatusValue.RUNNING)
+    )
+    assert not window.composer.send_button.isEnabled()
+    QTest.keyClick(editor, Qt.Key.Key_Escape)
+    assert bridge.calls_to("cancel_turn") == [("s2",)]
+    bridge.run_status.emit(
+        bc.RunStatusPush(session_id="s2", run_id="r", status=bc.RunStatusValue.CANCELLED)
+    )
+    assert not window.composer.stop_button.isVisibleTo(window)
+
+
+def test_permission_prompt_allow_and_deny(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    for request_id in ("p1", "p2"):
+        bridge.permission_requested.emit(
+            bc.PermissionRequestedPush(
+                session_id="s1", request_id=request_id, tool_name="shell", summary="rm -rf build"
+            )
+        )
+    prompt = window.permission
+    assert prompt.isVisibleTo(window)
+    assert "shell" in prompt.title_label.text() and prompt.summary_label.text() == "rm -rf build"
+    QTest.mouseClick(prompt.deny_button, Qt.MouseButton.LeftButton)
+    QTest.mouseClick(prompt.allow_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("answer_permission") == [("s1", "p1", False), ("s1", "p2", True)]
+    assert not prompt.isVisibleTo(window)
+
+
+def test_keyboard_reaches_every_control_in_order(qtbot: QtBot) -> None:
+    window, _ = _window(qtbot)
+    chain: list[QWidget] = []
+    widget: QWidget = window.sessions.view
+    for _ in range(400):
+        if (
+            widget.focusPolicy() & Qt.FocusPolicy.TabFocus
+            and widget.isVisibleTo(window)
+            and widget.isEnabled()
+        ):
+            chain.append(widget)
+        following = widget.nextInFocusChain()
+        if following is None or following is window.sessions.view:
+            break
+        widget = following
+    wanted = [
+        window.sessions.view,
+        window.banner.action_button,
+        window.transcript,
+        window.composer.editor,
+    ]
+    positions = [chain.index(w) for w in wanted]
+    assert positions == sorted(positions), "Tab walks sessions, banner, transcript, composer"
+
+
+def test_error_push_and_window_show(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    bridge.error_received.emit(bc.ErrorPush(code="session_not_found", message="gone"))
+    assert "session_not_found" in window.statusBar().currentMessage()
+    window.showMinimized()
+    bridge.window_show_requested.emit()
+    assert not window.isMinimized()
+
+
+def test_rejected_connection_is_explained(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    bridge._set_connection_state(ConnectionState.REJECTED)
+    assert "earlier start" in window.connection_status.text
+    assert not window.composer.editor.isEnabled()
