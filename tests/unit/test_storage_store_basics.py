@@ -9,6 +9,7 @@ import pytest
 
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
+from storage.ledger_schema import SCHEMA_VERSION
 from storage.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
@@ -46,7 +47,7 @@ def _open_with_run(data_dir: Path, ids: RunIds = IDS) -> SqliteLedgerStore:
 
 def test_open_creates_a_wal_database_at_the_current_schema(data_dir: Path) -> None:
     with open_store(data_dir) as store:
-        assert store.schema_version() == 1
+        assert store.schema_version() == SCHEMA_VERSION
         assert store.journal_mode() == "wal"
     assert (data_dir / "runtime.sqlite").is_file()
 
