@@ -4,8 +4,10 @@ The main process launches this with the server name on the command line and the 
 token in the environment (``MAKA_RENDERER_TOKEN`` unless ``--token-env`` names another
 variable). The token never goes on the command line, where other users could read it from the
 process list, and it is removed from the environment once read so nothing this process starts
-inherits it. The window follows the OS palette (Qt applies light/dark changes itself; the
-widgets recompute their tints on every palette change) and never uses a font under 10 pt.
+inherits it. ``host.state closed`` from the main process ends this process (exit 0); closing
+the window ends it too, which the main process sees as the renderer exiting. The window
+follows the OS palette (Qt applies light/dark changes itself; the widgets recompute their tints
+on every palette change) and never uses a font under 10 pt.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 
 from PySide6.QtWidgets import QApplication
 
+from app.bridge_contract import HostState
 from renderer import theme
 from renderer.bridge_client import RendererBridge
 from renderer.main_window import MainWindow
@@ -65,6 +68,9 @@ def main(argv: Sequence[str]) -> int:
     app.setDesktopFileName("maka")
     theme.apply_readable_font(app)
     bridge = RendererBridge(args.server, token)
+    bridge.host_state_changed.connect(
+        lambda push: app.quit() if push.state is HostState.CLOSED else None
+    )
     window = MainWindow(bridge)
     window.show()
     bridge.start()
