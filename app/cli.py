@@ -29,7 +29,15 @@ class CommandModule(Protocol):
 COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("app.commands.gui_cmd", "start the desktop app (the default)"),
     "ledger": ("app.commands.ledger_cmd", "inspect a RuntimeEvent JSONL ledger file"),
+    "export": ("app.commands.export_cmd", "write a session's committed events to a JSONL file"),
+    "import": ("app.commands.import_cmd", "validate and import an exported session"),
+    "doctor": ("app.commands.doctor_cmd", "check the data directory's integrity"),
     "self-test": ("app.commands.selftest_cmd", "check that this installation works"),
+    "run": ("app.commands.run_cmd", "run one agent turn in a session, streaming the transcript"),
+    "sessions": ("app.commands.sessions_cmd", "list sessions"),
+    "tui": ("app.commands.tui_cmd", "chat with the agent in the terminal"),
+    "plan": ("app.commands.plan_cmd", "explain whether Safe resume can continue a session"),
+    "resume": ("app.commands.resume_cmd", "Safe resume: continue a session's interrupted run"),
 }
 
 

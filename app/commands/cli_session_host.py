@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
 from app.data_paths import BACKGROUND_SHELLS_FILE, ensure_data_dir
@@ -22,6 +23,9 @@ from runtime.ledger.ledger_errors import LedgerError
 from runtime.providers.provider_port import Provider, ProviderError
 from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_tree import BackgroundShellRegistry
+
+if TYPE_CHECKING:
+    from storage.ledger_store import SqliteLedgerStore
 
 
 def _now_ms() -> int:
@@ -33,6 +37,10 @@ class CliHost:
     service: SessionService
     provider_label: str
     repaired_runs: int
+    store: SqliteLedgerStore
+    data_dir: Path
+    provider_factory: Callable[[], Provider]
+    shells: BackgroundShellRegistry
 
 
 def provider_factory(data_dir: Path, name: str | None) -> Callable[[], Provider]:
@@ -78,14 +86,17 @@ def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[Cl
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
             report = run_startup_recovery(store, _now_ms)
+            shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
             service = SessionService(
                 store=store,
                 provider_factory=factory,
                 owner_epoch=report.owner_epoch,
                 workspace_identity=_workspace_identity,
-                shell_registry=BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE),
+                shell_registry=shells,
             )
-            yield CliHost(service, factory().label, len(report.repaired))
+            yield CliHost(
+                service, factory().label, len(report.repaired), store, data_dir, factory, shells
+            )
         finally:
             store.close()
     finally:

@@ -4,10 +4,9 @@ Type a message and press Enter; the reply streams with tool cards and permission
 Ctrl+C cancels a running turn (and at the prompt, leaves). Commands: ``/help``, ``/transcript``,
 ``/sessions``, ``/resume`` and ``/quit``.
 
-``/resume`` runs the safe-boundary resume of this session through ``RESUME_HANDLER``, which the
-host installs when Safe resume is available: it receives the session service, the session id and
-the terminal transcript, and returns an exit-style code (0 resumed, 3 parked). Until then the
-command explains that Safe resume is not available here.
+``/resume`` runs the safe-boundary resume of this session through the same plan/execute seam as
+``maka resume`` and the desktop banner: it prints the reasons when the plan parks, otherwise it
+streams the continuation.
 """
 
 from __future__ import annotations
@@ -16,16 +15,12 @@ import argparse
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
-
-# (service, session_id, transcript) -> code. Installed by the Safe resume integration.
-RESUME_HANDLER: Callable[[Any, str, Any], int] | None = None
 
 HELP = """commands:
   /transcript   show this session's transcript
@@ -90,7 +85,15 @@ def run(args: argparse.Namespace) -> int:
                     status = overview.last_run_status or "no runs"
                     print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
             elif text.startswith("/resume"):
-                _resume(service, session.session_id, transcript, text)
+                _resume(
+                    host,
+                    session.session_id,
+                    session.cwd,
+                    text,
+                    policy=policy,
+                    asker=asker,
+                    transcript=transcript,
+                )
             elif text.startswith("/"):
                 print(f"unknown command {text.split()[0]}; /help lists the commands")
             else:
@@ -104,14 +107,23 @@ def run(args: argparse.Namespace) -> int:
                 )
 
 
-def _resume(service: Any, session_id: str, transcript: Any, text: str) -> None:
+def _resume(
+    host: Any,
+    session_id: str,
+    cwd: str,
+    text: str,
+    *,
+    policy: Any,
+    asker: Any,
+    transcript: Any,
+) -> None:
+    """``/resume``: the same plan/execute seam as ``maka resume`` and the desktop banner."""
+    from app.commands.resume_cmd import resume_session
+
     if text != "/resume":
         print("usage: /resume")
         return
-    if RESUME_HANDLER is None:
-        print("Safe resume is not available in this build yet.")
-        return
-    RESUME_HANDLER(service, session_id, transcript)
+    resume_session(host, session_id, cwd, policy=policy, asker=asker, transcript=transcript)
 
 
 def _print_transcript(service: Any, session_id: str) -> None:

@@ -1,0 +1,63 @@
+"""``maka plan SESSION [--json]``: explain whether Safe resume can continue the session's latest
+interrupted run, without executing anything.
+
+When no other process owns the data directory, ``plan`` takes ownership and runs startup recovery
+first (so a crash is repaired before it is explained); while the desktop or another command owns
+it, ``plan`` reads the database read-only. Exit 0 when the plan continues, 3 when it parks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, CliError
+from app.data_paths import resolve_data_dir
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="the session id (see 'maka sessions')")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.data_paths import BACKGROUND_SHELLS_FILE
+    from app.resume_composition import build_resume_service, now_ms, plan_json, plan_summary
+    from main_process.instance_lock import InstanceLock, LockOutcome
+    from runtime.ledger.ledger_errors import LedgerError
+    from runtime.recovery.startup_recovery import run_startup_recovery
+    from runtime.tools.process_tree import BackgroundShellRegistry
+    from runtime.tools.tool_catalog import default_catalog
+    from storage.ledger_store import open_store
+
+    data_dir = resolve_data_dir(args.data_dir)
+    if not (data_dir / "runtime.sqlite").exists():
+        raise CliError("session_not_found", f"no session {args.session} (no data in {data_dir})")
+    lock = InstanceLock(data_dir)
+    owned = lock.acquire().outcome is LockOutcome.ACQUIRED
+    try:
+        try:
+            store = open_store(data_dir, read_only=not owned)
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+        try:
+            if owned:
+                run_startup_recovery(store, now_ms)
+            if store.get_session(args.session) is None:
+                raise CliError("session_not_found", f"no session {args.session}")
+            shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
+            service = build_resume_service(store, data_dir, default_catalog().names, shells)
+            plan = service.plan_latest(args.session)
+        finally:
+            store.close()
+    finally:
+        if owned:
+            lock.release()
+    if args.json:
+        print(json.dumps(plan_json(plan, {"readOnly": not owned}), ensure_ascii=False))
+    else:
+        print("\n".join(plan_summary(plan)))
+        if not owned:
+            print("(read-only: another Maka process owns the data directory)", file=sys.stderr)
+    return EXIT_OK if plan.continues else EXIT_PARKED

@@ -1,0 +1,105 @@
+"""``maka resume SESSION [--json] [--permission-mode ...]``: Safe resume from the terminal.
+
+Plans like ``maka plan`` (after taking ownership and running startup recovery); when the plan
+continues, executes it (revalidation, one-transaction admission, then the provider with the
+replayed history and no new user message) and streams the continuation to its end. Exit 0 when
+the continuation started and finished its turn, 3 with reasons when parked or refused, 1 when the
+continuation ran but did not complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, CliError
+from app.data_paths import resolve_data_dir
+
+if TYPE_CHECKING:
+    from app.commands.cli_session_host import CliHost
+    from app.commands.terminal_transcript import TerminalTranscript
+    from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="the session id (see 'maka sessions')")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument(
+        "--permission-mode",
+        choices=("ask", "auto", "deny"),
+        help="ask (default on a terminal), auto, or deny (default without a terminal)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.commands.cli_session_host import owned_session_host
+    from app.commands.run_cmd import permission_mode
+    from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+
+    policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
+    out = sys.stderr if args.json else sys.stdout
+    transcript = TerminalTranscript(out)
+    asker = StdinPermissionAsker(transcript)
+    with owned_session_host(resolve_data_dir(args.data_dir), args.provider) as host:
+        session = host.store.get_session(args.session)
+        if session is None:
+            raise CliError("session_not_found", f"no session {args.session}")
+        return resume_session(
+            host,
+            args.session,
+            session.cwd,
+            policy=policy,
+            asker=asker,
+            transcript=transcript,
+            as_json=args.json,
+        )
+
+
+def resume_session(
+    host: CliHost,
+    session_id: str,
+    cwd: str,
+    *,
+    policy: PermissionPolicy,
+    asker: PermissionAsker,
+    transcript: TerminalTranscript,
+    as_json: bool = False,
+) -> int:
+    """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI."""
+    from app.resume_composition import host_resume_service, plan_json, plan_summary
+    from runtime.continuation.resume_service import ResumeRefused
+    from runtime.ledger.store_ports import RunStatus
+
+    service = host_resume_service(host, cwd, policy, asker, transcript)
+    plan = service.plan_latest(session_id)
+    if not plan.continues:
+        if as_json:
+            print(json.dumps(plan_json(plan), ensure_ascii=False))
+        else:
+            print("\n".join(plan_summary(plan)))
+        return EXIT_PARKED
+    if not as_json:
+        print("\n".join(plan_summary(plan)))
+    try:
+        result = service.execute(plan)
+    except ResumeRefused as refused:
+        body = plan_json(plan, {"disposition": "refused", "code": str(refused.code)})
+        body["message"] = refused.message
+        if as_json:
+            print(json.dumps(body, ensure_ascii=False))
+        else:
+            print(
+                f"Safe resume refused before the provider was called: [{refused.code}] "
+                f"{refused.message}"
+            )
+        return EXIT_PARKED
+    if as_json:
+        extra = {"started": True, "runId": result.target_run_id, "status": result.status.value}
+        print(json.dumps(plan_json(plan, extra), ensure_ascii=False))
+    else:
+        print(f"\ncontinuation run {result.target_run_id} ended {result.status.value}")
+    return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_ERROR
