@@ -209,7 +209,18 @@ def _check_sqlite_wal() -> str:
 
 
 def _check_store_open() -> str:
-    raise RuntimeError("the store is not part of this build yet")
+    from storage.ledger_store import open_store
+
+    with tempfile.TemporaryDirectory(prefix="maka-selftest-") as folder:
+        store = open_store(Path(folder))
+        try:
+            schema = store.schema_version()
+            mode = store.journal_mode()
+        finally:
+            store.close()
+    if mode.lower() != "wal":
+        raise RuntimeError(f"the store opened in journal mode {mode!r}, not WAL")
+    return f"store (schema v{schema}, WAL) opened in a temporary directory"
 
 
 # --- ipc-listen -------------------------------------------------------------------------------
