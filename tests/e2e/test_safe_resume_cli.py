@@ -1,0 +1,158 @@
+"""Safe resume end to end: a real ``maka run`` killed at a failpoint, then ``maka plan`` /
+``maka resume`` (scripted provider, real tools, real store)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+SCRIPT = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
+        },
+        {"text": "Counted once."},
+    ]
+]
+
+
+class Drill:
+    """One session in a temporary data directory, driven through the real command."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.data = tmp_path / "data"
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        self.record = tmp_path / "requests.jsonl"
+        self.env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), self.record)
+
+    def run(self, failpoint: str | None, mode: str = "auto", stdin: str = "") -> RunResult:
+        env = dict(self.env)
+        if failpoint:
+            env["MAKA_FAILPOINT"] = failpoint
+        args = ["run", "--cwd", str(self.work), "--permission-mode", mode, "count once"]
+        return maka(args, self.data, env=env, stdin=stdin)
+
+    @property
+    def session(self) -> str:
+        return committed_runs(self.data)[0][0].session_id
+
+    def resume(self, *extra: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+        result = maka(
+            ["resume", self.session, "--json", "--permission-mode", "auto", *extra],
+            self.data,
+            env={**self.env, **FLAG, **(env or {})},
+        )
+        assert result.stdout.strip(), result.stderr
+        return result.returncode, json.loads(result.stdout)
+
+    def count(self) -> int:
+        path = self.work / "count.txt"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("failpoint", ["P5", "P6", "P7", "P8", "P9"])
+def test_a_run_killed_after_its_tool_result_resumes_as_a_new_run(
+    tmp_path: Path, failpoint: str
+) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run(failpoint).returncode == -9
+    assert drill.count() == 1
+    code, body = drill.resume()
+    if failpoint == "P9":
+        # the run's ending was committed before the crash: nothing was interrupted
+        assert code == 3
+        assert body["rejectionReasons"] == ["resume_candidate_missing"]
+        return
+    assert code == 0, body
+    assert body["started"] is True and body["status"] == "completed"
+    assert drill.count() == 1  # the completed tool never ran again
+    runs = committed_runs(drill.data)
+    source, target = runs[0], runs[-1]
+    assert source[0].failure_class == "app_restarted"
+    assert target[0].continuation_source is not None
+    assert target[0].continuation_source["sourceRunId"] == source[0].run_id
+    assert "continuationStart" in target[1][0]["actions"]
+    assert not any(event["role"] == "user" for event in target[1])
+    last_request = drill.requests()[-1]
+    users = [item for item in last_request["history"] if item["type"] == "user"]
+    assert [item["text"] for item in users] == ["count once"]  # no duplicated user message
+    assert [item["type"] for item in last_request["history"]][-2:] == ["tool_call", "tool_result"]
+    again, body = drill.resume()
+    assert again == 3
+    assert body["rejectionReasons"] == ["continuation_already_exists"]
+
+
+@pytest.mark.parametrize("failpoint", ["P2", "P3", "P4"])
+def test_a_bash_call_interrupted_after_dispatch_parks(tmp_path: Path, failpoint: str) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run(failpoint).returncode == -9
+    code, body = drill.resume()
+    assert code == 3
+    assert body["rejectionReasons"] == ["dangling_tool_state"]
+    assert any(d.get("toolCallId") == "c1" for d in body["diagnostics"])
+    assert drill.count() == (1 if failpoint == "P4" else 0)  # never retried
+
+
+@pytest.mark.parametrize(("failpoint", "mode", "stdin"), [("P0", "auto", ""), ("P1", "ask", "y\n")])
+def test_an_undispatched_call_is_trimmed_and_runs_once_after_resume(
+    tmp_path: Path, failpoint: str, mode: str, stdin: str
+) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run(failpoint, mode, stdin).returncode == -9
+    assert drill.count() == 0
+    code, body = drill.resume()
+    assert code == 0, body
+    assert drill.count() == 1
+    source_events = committed_runs(drill.data)[0][1]
+    replayed = body["continuation"]["replayRuntimeEventIds"]
+    calls = [e["id"] for e in source_events if e.get("content", {}).get("kind") == "function_call"]
+    assert not set(calls) & set(replayed)
+
+
+def test_an_interrupted_continuation_is_repaired_and_resumed_again(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    result = maka(
+        ["resume", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG, "MAKA_FAILPOINT": "after_continuation_admission_committed"},
+    )
+    assert result.returncode == -9
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2 and runs[1][0].status == "created"
+    code, body = drill.resume()  # the next start repairs the continuation, then resumes it
+    assert code == 0, body
+    assert body["continuation"]["lineageRunIds"] == [runs[0][0].run_id, runs[1][0].run_id]
+    runs = committed_runs(drill.data)
+    assert runs[1][0].failure_class == "app_restarted"
+    assert runs[2][0].continuation_source is not None
+    assert runs[2][0].continuation_source["sourceRunId"] == runs[1][0].run_id
+    assert drill.count() == 1
+
+
+def test_plan_explains_without_executing(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P6")
+    off = maka(["plan", drill.session], drill.data, env=drill.env)
+    assert off.returncode == 3
+    assert "resume_feature_disabled" in off.stdout
+    on = maka(["plan", drill.session, "--json"], drill.data, env={**drill.env, **FLAG})
+    assert on.returncode == 0, on.stderr
+    assert json.loads(on.stdout)["disposition"] == "continue"
+    assert len(committed_runs(drill.data)) == 1
+    missing = maka(["plan", "session-nope"], drill.data, env={**drill.env, **FLAG})
+    assert missing.returncode == 1
+    assert "session_not_found" in missing.stderr and "Traceback" not in missing.stderr
