@@ -1,21 +1,28 @@
 """The main process, composed: startup order, shutdown order, renderer supervision.
 
-Startup (DESKTOP.md): data directory -> single-instance lock (a second launch asks the running
-instance to show its window and exits 0) -> open the store (refusals below) -> startup recovery ->
-IPC server -> renderer with a one-time token -> ready -> auto-resume (flag on only), which runs on
-worker threads after the window shows, with progress in ``host.state`` pushes.
+Startup (DESKTOP.md, RECOVERY.md section 3):
 
-Shutdown (window closed, SIGTERM, SIGINT, SIGHUP, a failed start): stop admitting work -> cancel
-and drain running turns (a cancelled turn commits its ``cancelled`` terminal event) -> stop
-background shells -> close the IPC server (and stop the renderer) -> close the store -> release the
+1. data directory -> single-instance lock (a second launch asks the running instance to show its
+   window and exits 0);
+2. the IPC server listens and the renderer starts with a one-time token, so the window appears
+   while the store opens; a renderer may complete its handshake (``hello.ok`` says
+   ``recovering``), but every request it sends waits in a queue;
+3. on a worker thread: open the store (refusals below), then startup recovery;
+4. ready: queued requests are served, ``host.state ready`` is pushed, and with the flag on the
+   interrupted sessions are auto-resumed one after another (progress in ``host.state``).
+
+So no request can touch a session before recovery repaired it, and the window never waits for a
+store with thousands of sessions.
+
+Shutdown (window closed, SIGTERM, SIGINT, SIGHUP, failed start): stop admitting work -> cancel
+and drain running turns (a cancelled turn commits its ``cancelled`` terminal event; a startup
+recovery in progress is waited for, never torn) -> stop background shells -> tell renderers the
+host is closed, close the IPC server and stop the renderer -> close the store -> release the
 lock. ``close()`` runs that sequence once; later calls do nothing.
 
-Refusal screens: when the store refuses to open (``schema_newer_than_program``, ``store_corrupt``,
-``store_locked``) or startup recovery fails, nothing has been modified and the main process cannot
-show widgets itself (QtCore only). It prints ``maka: error [code]: message`` on stderr and, when a
-display is available and renderers are enabled, launches the renderer in refusal mode
-(``--refusal CODE``, the message in ``MAKA_REFUSAL_MESSAGE``) and waits for the user to close it;
-then it exits 1. Without a display (CI, ssh, offscreen) the stderr line is the whole answer.
+Refusals (``schema_newer_than_program``, ``store_corrupt``, ``store_locked``, a failed recovery):
+nothing has been modified; the renderer is closed and ``refusal_screen`` prints the code and shows
+a dialog when a display is available; the process exits 1.
 """
 
 from __future__ import annotations
@@ -24,12 +31,13 @@ import logging
 import os
 import secrets
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QEventLoop, QObject, QTimer
+from PySide6.QtCore import QObject, QTimer
 
 from app.bridge_contract import HelloOkPush, HostStatePush, WindowShowPush
 from app.bridge_contract import HostState as WireHostState
@@ -44,10 +52,11 @@ from main_process.host_services import (
 from main_process.instance_activation import request_activation
 from main_process.instance_lock import InstanceLock, LockOutcome
 from main_process.ipc_server import IpcListenError, IpcServer, socket_name_for
+from main_process.refusal_screen import print_error, show_refusal
 from main_process.renderer_launcher import RendererLauncher
 from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
-from main_process.turn_workers import TurnWorkers
+from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.ledger.ledger_errors import LedgerError
 
 _log = logging.getLogger("maka.main")
@@ -55,15 +64,16 @@ _log = logging.getLogger("maka.main")
 EXIT_OK = 0
 EXIT_ERROR = 1
 
-ENV_REFUSAL_MESSAGE = "MAKA_REFUSAL_MESSAGE"
-ENV_SAFE_RESUME = "MAKA_SAFE_RESUME_ENABLED"
-
+STARTUP_JOB = "startup-recovery"
+# Requests a renderer may send before recovery finished; more is a misbehaving peer.
+_MAX_EARLY_REQUESTS = 256
 # A renderer that crashes this often within the window is not restarted again.
 _RESPAWN_LIMIT = 3
 _RESPAWN_WINDOW_S = 60.0
-# After a renderer crash, wait this long before respawning: a SIGTERM or logout that killed the
-# renderer first will have reached the main process by then.
+# After a renderer crash, wait before respawning: a SIGTERM or logout that killed the renderer
+# first will have reached the main process by then.
 _RESPAWN_DELAY_MS = 300
+_STARTUP_WAIT_S = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +98,7 @@ class StartupRefused(Exception):
 
 
 class HostApp(QObject):
-    """Owns every main-process part. ``start()`` then the Qt event loop; ``close()`` ends it."""
+    """Owns every main-process part. ``start()``, then the Qt event loop; ``close()`` ends it."""
 
     def __init__(
         self,
@@ -99,19 +109,24 @@ class HostApp(QObject):
         """``on_closed(exit_code)`` runs once, as the last step of shutdown (the composition
         root passes ``QCoreApplication.exit``)."""
         super().__init__()
-        self._on_closed = on_closed
+        self._data_dir = config.data_dir
         self._config = config
         self._factory = services_factory
+        self._on_closed = on_closed
         self.lifecycle = HostLifecycle()
-        self._lock = InstanceLock(config.data_dir)
+        self._lock = InstanceLock(self._data_dir)
         self._signals = SignalBridge(self)
         self._signals.termination_requested.connect(self._on_signal)
         self._workers = TurnWorkers(self)
         self._launcher = RendererLauncher(self)
         self._launcher.exited.connect(self._on_renderer_exited)
+        self._services_lock = threading.Lock()
         self._services: HostServices | None = None
+        self._startup_started = False
+        self._startup_done = threading.Event()
         self._server: IpcServer | None = None
         self._router: RequestRouter | None = None
+        self._early: list[tuple[int, object]] = []
         self._token = ""
         self._crashes: list[float] = []
         self._exit_code = EXIT_OK
@@ -120,73 +135,38 @@ class HostApp(QObject):
         self._auto_total = 0
 
     @property
-    def server(self) -> IpcServer | None:
-        return self._server
-
-    @property
-    def router(self) -> RequestRouter | None:
-        return self._router
-
-    @property
     def exit_code(self) -> int:
         return self._exit_code
+
+    @property
+    def recovery(self) -> RecoveryReport:
+        return self._recovery
 
     # --------------------------------------------------------------------------- startup
 
     def start(self) -> int | None:
-        """Run the startup order. Returns an exit code when the process should end now (second
-        instance, refusal), or None when the event loop should run."""
-        self._signals.install()
-        self._config.data_dir.mkdir(parents=True, exist_ok=True)
+        """Steps 1-2 of the startup order, then step 3 on a worker. Returns an exit code when the
+        process should end at once (second instance, unusable data directory), else None: run
+        the event loop."""
+        self._data_dir.mkdir(parents=True, exist_ok=True)
         lock = self._lock.acquire()
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
-            self._signals.uninstall()
             return self._activate_running_instance(lock.holder_pid)
         if lock.outcome is LockOutcome.UNAVAILABLE:
-            self._signals.uninstall()
-            _print_error("data_dir_unavailable", lock.detail)
+            print_error("data_dir_unavailable", lock.detail)
             return EXIT_ERROR
-        try:
-            self._open()
-        except StartupRefused as refusal:
-            _log.error("startup refused [%s]: %s", refusal.code, refusal.message)
-            self._exit_code = EXIT_ERROR
-            self._teardown_after_refusal()
-            _print_error(refusal.code, refusal.message)
-            return self._show_refusal(refusal)
-        if self.lifecycle.state is not HostState.OPENING:
-            return None  # a signal arrived during startup; close() already ran
-        self.lifecycle.mark_ready()
-        self._broadcast_state("")
-        _log.info("main process ready")
-        QTimer.singleShot(0, self._begin_auto_resume)
-        return None
-
-    def _open(self) -> None:
-        try:
-            services = self._factory(
-                self._config.data_dir, safe_resume_enabled=self._config.safe_resume_enabled
-            )
-        except LedgerError as error:
-            raise StartupRefused(str(error.code), error.message) from None
-        self._services = services
-        try:
-            report = services.recover_at_startup()
-        except LedgerError as error:
-            raise StartupRefused(str(error.code), error.message) from None
-        except Exception as error:
-            _log.exception("startup recovery failed")
-            raise StartupRefused("startup_recovery_failed", str(error)[:500]) from None
-        self._recovery = report
+        self._signals.install()
         self._token = secrets.token_urlsafe(32)
-        server = IpcServer(socket_name_for(self._config.data_dir), self._token, self._hello, self)
+        server = IpcServer(socket_name_for(self._data_dir), self._token, self._hello, self)
         try:
             server.listen()
         except IpcListenError as error:
-            raise StartupRefused("ipc_unavailable", str(error)) from None
+            self._signals.uninstall()
+            self._lock.release()
+            print_error("ipc_unavailable", str(error))
+            return EXIT_ERROR
         self._server = server
-        self._router = RequestRouter(server, services, self._workers, self.lifecycle)
-        server.request_received.connect(self._router.handle)
+        server.request_received.connect(self._on_request)
         server.activate_requested.connect(self._on_activate)
         if self._config.announce_endpoint:
             print(
@@ -196,32 +176,85 @@ class HostApp(QObject):
             )
         if self._config.launch_renderer:
             self._launch_renderer()
+        self._startup_started = self._workers.run_turn(
+            STARTUP_JOB, self._open_and_recover, lambda: None, self._opened
+        )
+        return None
+
+    def _open_and_recover(self) -> RecoveryReport:
+        """Worker thread: open the store and run startup recovery (step 3)."""
+        try:
+            try:
+                services = self._factory(
+                    self._data_dir, safe_resume_enabled=self._config.safe_resume_enabled
+                )
+            except LedgerError as error:
+                raise StartupRefused(str(error.code), error.message) from None
+            with self._services_lock:
+                self._services = services
+            try:
+                return services.recover_at_startup()
+            except LedgerError as error:
+                raise StartupRefused(str(error.code), error.message) from None
+            except Exception as error:
+                _log.exception("startup recovery failed")
+                raise StartupRefused("startup_recovery_failed", str(error)[:500]) from None
+        finally:
+            self._startup_done.set()
+
+    def _opened(self, result: JobResult) -> None:
+        """Event loop: step 4, or the refusal."""
+        if self.lifecycle.state is not HostState.OPENING:
+            return  # shutdown began meanwhile; close() waited for the worker and cleaned up
+        if result.error is not None:
+            refusal = result.error
+            if not isinstance(refusal, StartupRefused):
+                refusal = StartupRefused("startup_recovery_failed", str(refusal)[:500])
+            _log.error("startup refused [%s]: %s", refusal.code, refusal.message)
+            self._fail_startup(refusal)
+            return
+        assert isinstance(result.value, RecoveryReport)
+        self._recovery = result.value
+        services = self._services
+        assert services is not None and self._server is not None
+        self._router = RequestRouter(self._server, services, self._workers, self.lifecycle)
+        self.lifecycle.mark_ready()
+        self._broadcast_state("")
+        _log.info(
+            "main process ready (%d interrupted run(s) repaired)", len(self._recovery.interrupted)
+        )
+        early, self._early = self._early, []
+        for peer_id, message in early:
+            self._router.handle(peer_id, message)
+        self._begin_auto_resume()
 
     def _hello(self) -> HelloOkPush:
-        return HelloOkPush(
-            host_state=_wire_state(self.lifecycle.state),
-            safe_resume_enabled=self._config.safe_resume_enabled,
-        )
+        state = self.lifecycle.state
+        wire = WireHostState.RECOVERING if state is HostState.OPENING else WireHostState(state)
+        return HelloOkPush(host_state=wire, safe_resume_enabled=self._config.safe_resume_enabled)
+
+    def _on_request(self, peer_id: int, message: object) -> None:
+        if self._router is not None:
+            self._router.handle(peer_id, message)
+        elif self.lifecycle.state is HostState.OPENING and len(self._early) < _MAX_EARLY_REQUESTS:
+            self._early.append((peer_id, message))
+        else:
+            _log.warning("dropping a request that arrived before the host was ready")
 
     def _launch_renderer(self) -> None:
         assert self._server is not None
         # One token per launch: a renderer from an earlier launch can never reconnect as this one.
         self._token = secrets.token_urlsafe(32)
         self._server.set_token(self._token)
-        self._launcher.launch(
-            self._server.socket_name,
-            self._token,
-            extra_environment={ENV_SAFE_RESUME: "1" if self._config.safe_resume_enabled else "0"},
-        )
+        self._launcher.launch(self._server.socket_name, self._token)
 
     def _activate_running_instance(self, holder_pid: int | None) -> int:
-        name = socket_name_for(self._config.data_dir)
-        if request_activation(name):
+        if request_activation(socket_name_for(self._data_dir)):
             print("maka: already running; brought its window to front", file=sys.stderr)
             return EXIT_OK
-        _print_error(
+        print_error(
             "store_locked",
-            f"another maka (pid {holder_pid or 'unknown'}) owns {self._config.data_dir} "
+            f"another maka (pid {holder_pid or 'unknown'}) owns {self._data_dir} "
             "and did not answer",
         )
         return EXIT_ERROR
@@ -250,7 +283,7 @@ class HostApp(QObject):
             _log.info("auto-resume outcome: %s", type(outcome).__name__)
         if not self._auto_queue or not self.lifecycle.admits_work or self._router is None:
             if self._auto_total:
-                self._broadcast_state(f"Automatic resume checked {self._auto_total} session(s)")
+                self._broadcast_state("")
                 self._auto_total = 0
             return
         session_id = self._auto_queue.pop(0)
@@ -293,75 +326,57 @@ class HostApp(QObject):
     # --------------------------------------------------------------------------- shutdown
 
     def close(self, exit_code: int = EXIT_OK) -> None:
-        """The shutdown order of DESKTOP.md. Idempotent; ends the event loop with ``exit_code``."""
+        """The shutdown order of DESKTOP.md. Idempotent; ends with ``on_closed(exit_code)``."""
         if not self.lifecycle.begin_closing():
             return
         self._exit_code = exit_code
+        self._early.clear()
         self._broadcast_state("")
         self._workers.stop_admitting()
         cancelled = self._workers.cancel_all()
         drained = self._workers.drain(self._config.drain_timeout_s)
         _log.info("cancelled %d turn(s); drained: %s", cancelled, drained)
-        if self._services is not None:
-            _attempt("stop background work", self._services.stop_background_work)
+        self._finish_close()
+
+    def _fail_startup(self, refusal: StartupRefused) -> None:
+        if not self.lifecycle.begin_closing():
+            return
+        self._exit_code = EXIT_ERROR
+        self._early.clear()
+        self._workers.stop_admitting()
+        self._finish_close(refusal)
+
+    def _finish_close(self, refusal: StartupRefused | None = None) -> None:
+        if self._startup_started and not self._startup_done.is_set():
+            # Recovery is never torn mid-way: its repairs are transactions, but closing the
+            # store under it would turn a clean repair into a failed one.
+            self._startup_done.wait(_STARTUP_WAIT_S)
+        with self._services_lock:
+            services, self._services = self._services, None
+        if services is not None:
+            _attempt("stop background work", services.stop_background_work)
         if self._server is not None:
+            self._server.broadcast(HostStatePush(state=WireHostState.CLOSED))
             self._server.close()
         self._launcher.stop()
-        if self._services is not None:
-            _attempt("close the store", self._services.close)
-            self._services = None
+        if services is not None:
+            _attempt("close the store", services.close)
         self._lock.release()
         self.lifecycle.mark_closed()
         self._signals.uninstall()
-        _log.info("main process closed (exit %d)", exit_code)
-        self._on_closed(exit_code)
-
-    def _teardown_after_refusal(self) -> None:
-        self.lifecycle.begin_closing()
-        if self._server is not None:
-            self._server.close()
-        if self._services is not None:
-            _attempt("close the store", self._services.close)
-            self._services = None
-        self._lock.release()
-        self.lifecycle.mark_closed()
-        self._signals.uninstall()
-
-    def _show_refusal(self, refusal: StartupRefused) -> int:
-        if not (self._config.launch_renderer and display_available()):
-            return EXIT_ERROR
-        self._launcher.exited.disconnect(self._on_renderer_exited)
-        loop = QEventLoop()
-        self._launcher.exited.connect(lambda *_: loop.quit())
-        self._launcher.launch(
-            "",
-            secrets.token_urlsafe(32),
-            extra_arguments=("--refusal", refusal.code),
-            extra_environment={ENV_REFUSAL_MESSAGE: refusal.message},
-        )
-        if self._launcher.running:
-            loop.exec()
-        return EXIT_ERROR
+        if refusal is not None:
+            show_refusal(
+                refusal.code, refusal.message, windows_enabled=self._config.launch_renderer
+            )
+        _log.info("main process closed (exit %d)", self._exit_code)
+        self._on_closed(self._exit_code)
 
     def _broadcast_state(self, detail: str) -> None:
-        if self._server is not None:
-            self._server.broadcast(
-                HostStatePush(state=_wire_state(self.lifecycle.state), detail=detail[:500])
-            )
-
-
-def display_available() -> bool:
-    """Whether a window could be seen: not offscreen/minimal, and on X11/Wayland a display."""
-    platform = os.environ.get("QT_QPA_PLATFORM", "")
-    if platform.startswith(("offscreen", "minimal", "vnc")):
-        return False
-    if sys.platform.startswith("linux"):
-        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    return True
-
-
-def _wire_state(state: HostState) -> WireHostState:
-    return WireHostState(state.value)
+        if self._server is None:
+            return
+        state = self.lifecycle.state
+        wire = WireHostState.RECOVERING if state is HostState.OPENING else WireHostState(state)
+        self._server.broadcast(HostStatePush(state=wire, detail=detail[:500]))
 
 
 def _attempt(what: str, step: Callable[[], None]) -> None:
@@ -370,7 +385,3 @@ def _attempt(what: str, step: Callable[[], None]) -> None:
         step()
     except Exception:
         _log.exception("failed to %s during shutdown", what)
-
-
-def _print_error(code: str, message: str) -> None:
-    print(f"maka: error [{code}]: {message}", file=sys.stderr)

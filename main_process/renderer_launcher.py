@@ -22,8 +22,10 @@ from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironm
 
 _log = logging.getLogger("maka.main.renderer")
 
-ENV_SOCKET = "MAKA_IPC_SOCKET"
-ENV_TOKEN = "MAKA_IPC_TOKEN"
+# The renderer's entry point (renderer/renderer_app.py) reads these two variables; it removes the
+# token from its environment once read.
+ENV_SOCKET = "MAKA_RENDERER_SERVER"
+ENV_TOKEN = "MAKA_RENDERER_TOKEN"
 
 _STOP_GRACE_MS = 3000
 _KILL_WAIT_MS = 2000

@@ -62,7 +62,7 @@ from main_process.turn_workers import JobResult, TurnWorkers
 _log = logging.getLogger("maka.main.router")
 
 HOST_NOT_READY = "host_not_ready"
-HOST_CLOSING = "host_closing"
+HOST_CLOSING = "host_draining"
 SESSION_BUSY = "session_busy"
 INTERNAL_FAILURE = "internal_failure"
 

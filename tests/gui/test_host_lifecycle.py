@@ -161,6 +161,7 @@ class Running:
 
 
 def _start(
+    qtbot: QtBot,
     data_dir: Path,
     services: FakeHostServices,
     capsys: pytest.CaptureFixture[str],
@@ -183,6 +184,7 @@ def _start(
     )
     host = HostApp(config, factory, closed.append)
     assert host.start() is None
+    qtbot.waitUntil(lambda: host.lifecycle.state is HostState.READY, timeout=5000)
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("MAKA_MAIN_READY")]
     fields = dict(part.split("=", 1) for part in line[-1].split()[1:])
     return Running(host, services, fields["socket"], fields["token"], closed)
@@ -193,7 +195,7 @@ def running(qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]) ->
     services = FakeHostServices(
         sessions={"s1": SessionSummary(session_id="s1", cwd=str(data_dir), title="one")}
     )
-    started = _start(data_dir, services, capsys)
+    started = _start(qtbot, data_dir, services, capsys)
     yield started
     started.host.close()
 
@@ -378,7 +380,7 @@ def test_auto_resume_at_startup_resumes_newest_interrupted_sessions(
         )
     )
     services = FakeHostServices(report=report, resume_outcomes={"new": ResumeStarted("c1", "t1")})
-    started = _start(data_dir, services, capsys)
+    started = _start(qtbot, data_dir, services, capsys)
     try:
         qtbot.waitUntil(lambda: len(services.resumed_automatic) == 2, timeout=5000)
         qtbot.wait(100)
@@ -391,7 +393,7 @@ def test_no_auto_resume_with_the_flag_off(
     qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     services = FakeHostServices(report=RecoveryReport(interrupted=(_run("a", "r", 1),)))
-    started = _start(data_dir, services, capsys, safe_resume=False)
+    started = _start(qtbot, data_dir, services, capsys, safe_resume=False)
     try:
         qtbot.wait(200)
         assert services.resumed_automatic == []
@@ -404,14 +406,16 @@ def test_no_auto_resume_with_the_flag_off(
     [StoreCode.SCHEMA_NEWER_THAN_PROGRAM, StoreCode.STORE_CORRUPT, StoreCode.STORE_LOCKED],
 )
 def test_store_refusal_exits_1_with_the_code_and_releases_the_lock(
-    data_dir: Path, capsys: pytest.CaptureFixture[str], code: StoreCode
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str], code: StoreCode
 ) -> None:
     def refuse(path: Path, *, safe_resume_enabled: bool) -> HostServices:
         raise LedgerError(code, "the store said no")
 
     closed: list[int] = []
-    host = HostApp(HostConfig(data_dir, safe_resume_enabled=False), refuse, closed.append)
-    assert host.start() == 1
+    config = HostConfig(data_dir, safe_resume_enabled=False, launch_renderer=False)
+    host = HostApp(config, refuse, closed.append)
+    assert host.start() is None
+    qtbot.waitUntil(lambda: closed == [1], timeout=5000)
     assert f"maka: error [{code}]: the store said no" in capsys.readouterr().err
     assert host.lifecycle.state is HostState.CLOSED
     relock = InstanceLock(data_dir)
@@ -420,7 +424,7 @@ def test_store_refusal_exits_1_with_the_code_and_releases_the_lock(
 
 
 def test_failed_startup_recovery_is_a_refusal_and_closes_the_store(
-    data_dir: Path, capsys: pytest.CaptureFixture[str]
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     services = FakeHostServices()
 
@@ -428,12 +432,14 @@ def test_failed_startup_recovery_is_a_refusal_and_closes_the_store(
         raise LedgerError("runtime_ledger_unreadable", "run r1 cannot be read")
 
     services.recover_at_startup = broken_recovery  # type: ignore[method-assign]
-    host = HostApp(
-        HostConfig(data_dir, safe_resume_enabled=False), lambda p, **_: services, lambda c: None
-    )
-    assert host.start() == 1
+    closed: list[int] = []
+    config = HostConfig(data_dir, safe_resume_enabled=False, launch_renderer=False)
+    host = HostApp(config, lambda p, **_: services, closed.append)
+    assert host.start() is None
+    qtbot.waitUntil(lambda: closed == [1], timeout=5000)
     assert "[runtime_ledger_unreadable]" in capsys.readouterr().err
-    assert services.calls == ["close"]
+    assert services.calls[-1] == "close"
+    assert host.lifecycle.state is HostState.CLOSED
 
 
 def test_frames_are_refused_before_the_services_see_them(qtbot: QtBot, running: Running) -> None:
@@ -446,3 +452,69 @@ def test_frames_are_refused_before_the_services_see_them(qtbot: QtBot, running: 
     again = _client(qtbot, running)
     again.send_raw(encode_frame(ResumeLatestRequest(session_id="s1")))
     qtbot.waitUntil(lambda: again.has(MessageKind.RESUME_PARKED), timeout=5000)
+
+
+class SlowRecovery(FakeHostServices):
+    """Startup recovery that waits for the test: the window is up while it runs."""
+
+    def __init__(self) -> None:
+        super().__init__(sessions={"s1": SessionSummary(session_id="s1", cwd="/tmp", title="one")})
+        self.release = threading.Event()
+
+    def recover_at_startup(self) -> RecoveryReport:
+        self._record("recover_started")
+        self.release.wait(10)
+        return super().recover_at_startup()
+
+
+def _start_slow(data_dir: Path, services: SlowRecovery) -> tuple[HostApp, list[int], str]:
+    closed: list[int] = []
+    config = HostConfig(
+        data_dir, safe_resume_enabled=False, launch_renderer=False, announce_endpoint=True
+    )
+    host = HostApp(config, lambda p, **_: services, closed.append)
+    assert host.start() is None
+    return host, closed, socket_name_for(data_dir)
+
+
+def test_requests_wait_for_startup_recovery_then_are_served(
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    services = SlowRecovery()
+    host, _closed, name = _start_slow(data_dir, services)
+    token = capsys.readouterr().out.split("token=")[1].split()[0]
+    try:
+        client = WireClient(name)
+        client.hello(token)
+        qtbot.waitUntil(lambda: client.has(MessageKind.HELLO_OK), timeout=5000)
+        hello = client.first(MessageKind.HELLO_OK)
+        assert isinstance(hello, HelloOkPush) and hello.host_state == "recovering"
+        client.send(SessionsListRequest(correlation_id="early"))
+        qtbot.wait(300)
+        assert not client.has(MessageKind.SESSIONS_LISTED)
+        assert "list_sessions" not in services.calls  # nothing touches sessions yet
+        services.release.set()
+        qtbot.waitUntil(lambda: client.has(MessageKind.SESSIONS_LISTED), timeout=5000)
+        states = [m.state for m in client.received if isinstance(m, HostStatePush)]
+        assert "ready" in states
+        assert services.calls.index("recover_at_startup") < services.calls.index("list_sessions")
+    finally:
+        services.release.set()
+        host.close()
+
+
+def test_shutdown_during_recovery_waits_for_it_then_closes_the_store(
+    qtbot: QtBot, data_dir: Path
+) -> None:
+    services = SlowRecovery()
+    host, closed, _name = _start_slow(data_dir, services)
+    qtbot.waitUntil(lambda: "recover_started" in services.calls, timeout=5000)
+    threading.Timer(0.3, services.release.set).start()
+    host.close(0)
+    assert closed == [0]
+    calls = services.calls
+    assert calls.index("recover_at_startup") < calls.index("close")
+    assert host.lifecycle.state is HostState.CLOSED
+    qtbot.wait(100)  # the late "recovery finished" callback changes nothing
+    assert host.lifecycle.state is HostState.CLOSED
+    assert "list_sessions" not in calls

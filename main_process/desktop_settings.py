@@ -1,0 +1,101 @@
+"""The desktop's provider settings: ``<data_dir>/settings.json``, user-only, written atomically.
+
+Why a file in the data directory: the settings belong with the data they produce (a portable
+data directory keeps its provider), and the main process is the only writer. The API key is stored
+with mode 0600 and never sent back to the renderer (the contract only says whether one is set).
+
+Precedence: an environment variable (``MAKA_PROVIDER``, ``MAKA_OPENAI_BASE_URL``,
+``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, CLI.md) wins over the file, so a test or a one-off launch
+can pick a provider without touching the user's settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from app.bridge_contract import ProviderChoice
+from main_process.host_services import SettingsChange, SettingsView
+
+SETTINGS_FILE = "settings.json"
+
+_PROVIDER_NAMES = {ProviderChoice.OFFLINE_DEMO: "demo", ProviderChoice.OPENAI_COMPATIBLE: "openai"}
+
+
+class DesktopSettings:
+    def __init__(self, data_dir: Path) -> None:
+        self._path = data_dir / SETTINGS_FILE
+        self._lock = threading.Lock()
+        self._values = self._load()
+
+    def view(self) -> SettingsView:
+        with self._lock:
+            values = dict(self._values)
+        try:
+            provider = ProviderChoice(values.get("provider", ProviderChoice.OFFLINE_DEMO.value))
+        except ValueError:
+            provider = ProviderChoice.OFFLINE_DEMO
+        return SettingsView(
+            provider=provider,
+            openai_base_url=values.get("openai_base_url", ""),
+            openai_model=values.get("openai_model", ""),
+            api_key_set=bool(values.get("openai_api_key")),
+        )
+
+    def update(self, change: SettingsChange) -> SettingsView:
+        with self._lock:
+            values = dict(self._values)
+            values["provider"] = change.provider.value
+            values["openai_base_url"] = change.openai_base_url.strip()
+            values["openai_model"] = change.openai_model.strip()
+            if change.openai_api_key is not None:
+                values["openai_api_key"] = change.openai_api_key
+            self._write(values)
+            self._values = values
+        return self.view()
+
+    def provider_config(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The flat configuration ``build_provider`` reads: the file, then the environment."""
+        with self._lock:
+            values = dict(self._values)
+        config: dict[str, str] = {}
+        with contextlib.suppress(KeyError, ValueError):
+            config["MAKA_PROVIDER"] = _PROVIDER_NAMES[ProviderChoice(values.get("provider", ""))]
+        for key, name in (
+            ("openai_base_url", "MAKA_OPENAI_BASE_URL"),
+            ("openai_model", "MAKA_MODEL"),
+            ("openai_api_key", "MAKA_OPENAI_API_KEY"),
+        ):
+            if values.get(key):
+                config[name] = values[key]
+        config.update({k: v for k, v in environ.items() if k.startswith("MAKA_")})
+        return config
+
+    def _load(self) -> dict[str, str]:
+        try:
+            raw = json.loads(self._path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(raw, dict):
+            return {}
+        return {str(k): v for k, v in raw.items() if isinstance(v, str)}
+
+    def _write(self, values: dict[str, str]) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".settings-", dir=self._path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(values, handle, indent=2, sort_keys=True)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp, 0o600)
+            os.replace(temp, self._path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise

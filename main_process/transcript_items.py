@@ -1,0 +1,118 @@
+"""The runtime's transcript entries -> the bridge contract's transcript items.
+
+The runtime projects committed events into plain ``TranscriptEntry`` values (no wire types); this
+module is the one place that turns them into the contract's bounded pydantic items: texts are
+clipped to the contract's limits, codes that are not well-formed codes are dropped rather than
+sent, and the runtime's ``pending`` card (a call not yet dispatched while the run is live) is shown
+as ``running``. A continuation run is preceded by a marker item, so the renderer can show where
+the continuation begins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from app.bridge_contract import (
+    MAX_ITEMS_PER_OPEN,
+    MAX_SUMMARY_CHARS,
+    MAX_TEXT_CHARS,
+    AssistantMessageItem,
+    ContinuationMarkerItem,
+    NoticeItem,
+    NoticeLevel,
+    ThinkingItem,
+    ToolCardItem,
+    ToolCardStatus,
+    TranscriptItem,
+    UserMessageItem,
+)
+from main_process.host_services import Transcript
+from runtime.agent.transcript_projection import TranscriptEntry
+
+_CODE = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
+_ID_CHARS = 200
+
+_CARD_STATUS = {
+    "pending": ToolCardStatus.RUNNING,
+    "running": ToolCardStatus.RUNNING,
+    "succeeded": ToolCardStatus.SUCCEEDED,
+    "failed": ToolCardStatus.FAILED,
+    "indeterminate": ToolCardStatus.INDETERMINATE,
+    "parked": ToolCardStatus.PARKED,
+    "not_dispatched": ToolCardStatus.NOT_DISPATCHED,
+    "completed_after_recovery": ToolCardStatus.COMPLETED_AFTER_RECOVERY,
+}
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _code(value: str | None) -> str | None:
+    return value if value is not None and _CODE.match(value) else None
+
+
+def wire_item(entry: TranscriptEntry, item_id: str | None = None) -> TranscriptItem | None:
+    """The wire item for ``entry`` (``item_id`` overrides the entry's id); None for an entry
+    type this contract version does not know."""
+    key = _clip(item_id or entry.item_id, _ID_CHARS)
+    run_id = _clip(entry.run_id, _ID_CHARS) or None
+    if entry.type == "user_message":
+        return UserMessageItem(item_id=key, run_id=run_id, text=_clip(entry.text, MAX_TEXT_CHARS))
+    if entry.type == "assistant_message":
+        return AssistantMessageItem(
+            item_id=key, run_id=run_id, text=_clip(entry.text, MAX_TEXT_CHARS)
+        )
+    if entry.type == "thinking":
+        return ThinkingItem(item_id=key, run_id=run_id, text=_clip(entry.text, MAX_TEXT_CHARS))
+    if entry.type == "tool_card":
+        return ToolCardItem(
+            item_id=key,
+            run_id=run_id,
+            tool_call_id=_clip(entry.tool_call_id or entry.item_id, _ID_CHARS),
+            tool_name=_clip(entry.tool_name or "tool", _ID_CHARS),
+            args_summary=_clip(entry.args_summary, MAX_SUMMARY_CHARS),
+            status=_CARD_STATUS.get(entry.status, ToolCardStatus.INDETERMINATE),
+            result_summary=_clip(entry.result_summary, MAX_SUMMARY_CHARS),
+            park_reason=_code(entry.park_reason),
+        )
+    if entry.type == "notice":
+        try:
+            level = NoticeLevel(entry.level)
+        except ValueError:
+            level = NoticeLevel.INFO
+        return NoticeItem(
+            item_id=key,
+            run_id=run_id,
+            level=level,
+            text=_clip(entry.text, MAX_SUMMARY_CHARS),
+            code=_code(entry.code),
+        )
+    return None
+
+
+def continuation_marker(run_id: str, source_run_id: str | None) -> ContinuationMarkerItem:
+    return ContinuationMarkerItem(
+        item_id=_clip(f"continuation:{run_id}", _ID_CHARS),
+        run_id=_clip(run_id, _ID_CHARS),
+        source_run_id=_clip(source_run_id, _ID_CHARS) if source_run_id else None,
+    )
+
+
+def session_transcript(
+    session_id: str,
+    runs: Sequence[tuple[str, str | None, Sequence[TranscriptEntry]]],
+) -> Transcript:
+    """All runs, oldest first: (run id, continuation source run id or None, entries). Keeps the
+    newest ``MAX_ITEMS_PER_OPEN`` items and counts the rest in ``omitted_earlier``."""
+    items: list[TranscriptItem] = []
+    for run_id, source_run_id, entries in runs:
+        if source_run_id is not None:
+            items.append(continuation_marker(run_id, source_run_id))
+        for entry in entries:
+            item = wire_item(entry)
+            if item is not None:
+                items.append(item)
+    omitted = max(0, len(items) - MAX_ITEMS_PER_OPEN)
+    return Transcript(session_id, tuple(items[omitted:]), omitted)
