@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.agent.cancel_token import CancelToken
+from runtime.agent.outcome_notices import outcome_notices
 from runtime.agent.permission_policy import (
     Decision,
     PendingPermissions,
@@ -125,12 +126,15 @@ class SessionService:
         return session_transcript(self._store, session_id)
 
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
-        """Each earlier run's committed, paired history, oldest run first."""
+        """Each earlier run's committed, paired history, oldest run first, followed by a
+        host notice for every tool call whose outcome is unknown or parked (RECOVERY.md 7)."""
         items: list[HistoryItem] = []
+        notices: list[HistoryItem] = []
         for header in _ordered(self._store.list_session_runs(session_id)):
             events = [row.event for row in self._store.read_run_events(header.run_id)]
             items.extend(history_from_events(events))
-        return tuple(items)
+            notices.extend(outcome_notices(events))
+        return (*items, *notices)
 
     # ---- turns --------------------------------------------------------------------------------
 

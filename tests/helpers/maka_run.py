@@ -23,7 +23,7 @@ class RunResult:
     stderr: str
 
 
-def write_script(path: Path, turns: Sequence[Sequence[Mapping[str, Any]]]) -> Path:
+def write_script(path: Path, turns: Sequence[Sequence[Any]]) -> Path:
     path.write_text(json.dumps({"turns": [list(turn) for turn in turns]}), encoding="utf-8")
     return path
 

@@ -431,3 +431,19 @@ def test_step_limit_ends_the_turn(
     service, _ = _service(store, {"steps": steps}, tmp_path)
     outcome, _ = _turn(service, workspace)
     assert outcome.status is RunStatus.COMPLETED and outcome.stop_reason == "step_limit"
+
+
+def test_a_new_turn_after_an_unknown_outcome_gets_a_host_notice_not_the_call(
+    store: SqliteLedgerStore, workspace: Path, tmp_path: Path
+) -> None:
+    script = {"turns": [[_call("c1", "bash", {"command": "echo x >> counter"})], [{"text": "ok"}]]}
+    failing, _ = _service(FailingStore(store, "T2"), script, tmp_path)
+    session = failing.create_session(workspace)
+    policy = PermissionPolicy(PermissionMode.AUTO)
+    failing.send_turn(session.session_id, "one", Recorder(), policy)
+    service, record = _service(store, script, tmp_path)
+    service.send_turn(session.session_id, "two", Recorder(), policy)
+    history = record.read_text().splitlines()[-1]
+    assert '"type": "tool_call"' not in history
+    assert "outcome is unknown" in history and "echo x >> counter" in history
+    assert (workspace / "counter").read_text() == "x\n"
