@@ -157,30 +157,32 @@ def test_self_test_reports_an_unwritable_data_dir(built: Built, tmp_path: Path) 
     assert "Traceback" not in completed.stdout + completed.stderr
 
 
-def test_every_listed_command_is_in_the_bundle(built: Built, tmp_path: Path) -> None:
-    """Commands are imported by name at run time, invisible to PyInstaller's analysis: each one
-    the bundle lists in ``maka --help`` must be frozen into it and start."""
-    listing = run_maka(built.bundle / "maka", "--help", data_dir=tmp_path)
+@pytest.fixture(scope="module")
+def bundle_commands(built: Built, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The subcommands the bundle itself lists in ``maka --help``."""
+    listing = run_maka(built.bundle / "maka", "--help", data_dir=tmp_path_factory.mktemp("help"))
     assert listing.returncode == 0, listing.stderr
     epilog = listing.stdout.split("commands:\n", 1)[1].split("\n\n", 1)[0]
-    names = [line.split()[0] for line in epilog.splitlines() if line.strip()]
-    assert {"gui", "ledger", "self-test"} <= set(names), names
-    for name in names:
+    return [line.split()[0] for line in epilog.splitlines() if line.strip()]
+
+
+def test_every_listed_command_is_in_the_bundle(
+    built: Built, bundle_commands: list[str], tmp_path: Path
+) -> None:
+    """Commands are imported by name at run time, invisible to PyInstaller's analysis: each one
+    the bundle lists must be frozen into it and start."""
+    assert {"gui", "ledger", "self-test"} <= set(bundle_commands), bundle_commands
+    for name in bundle_commands:
         completed = run_maka(built.bundle / "maka", name, "--help", data_dir=tmp_path)
         assert completed.returncode == 0, f"maka {name} --help: {completed.stderr[-2000:]}"
         assert f"maka {name}" in completed.stdout
 
 
-def test_headless_demo_run(maka_exe: Path, tmp_path: Path) -> None:
-    from app.cli import COMMANDS
-
-    if "run" not in COMMANDS:
-        pytest.skip("the 'maka run' command is not in this repository yet")
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    data_dir = tmp_path / "data"
+def demo_run(
+    exe: Path, prompt: str, workspace: Path, data_dir: Path
+) -> subprocess.CompletedProcess[str]:
     completed = run_maka(
-        maka_exe,
+        exe,
         "run",
         "--cwd",
         str(workspace),
@@ -188,13 +190,31 @@ def test_headless_demo_run(maka_exe: Path, tmp_path: Path) -> None:
         "demo",
         "--permission-mode",
         "auto",
-        "write hello.txt saying hi",
+        prompt,
         data_dir=data_dir,
         cwd=workspace,
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    return completed
+
+
+def test_headless_demo_run(maka_exe: Path, bundle_commands: list[str], tmp_path: Path) -> None:
+    """A real agent turn with the offline demo provider: a tool writes a file, the ledger lands
+    in the data directory, and a shell command started by a tool sees the user's library path,
+    not the bundle's (system programs must load system libraries)."""
+    if "run" not in bundle_commands:
+        pytest.skip("the 'maka run' command is not in this repository yet")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    data_dir = tmp_path / "data"
+    demo_run(maka_exe, "write hello.txt saying hi", workspace, data_dir)
     assert (workspace / "hello.txt").read_text("utf-8").strip() == "hi"
     assert (data_dir / "runtime.sqlite").exists()
+    demo_run(maka_exe, "run env > env.txt", workspace, data_dir)
+    environment = (workspace / "env.txt").read_text("utf-8").splitlines()
+    assert any(line.startswith("MAKA_DATA_DIR=") for line in environment)
+    leaked = [line for line in environment if line.startswith("LD_LIBRARY_PATH")]
+    assert leaked == [], leaked
 
 
 def test_desktop_starts_main_and_renderer_from_the_same_executable(
@@ -225,6 +245,8 @@ def test_desktop_starts_main_and_renderer_from_the_same_executable(
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def _wait_for_renderer(main: Any, timeout: float) -> Any:
