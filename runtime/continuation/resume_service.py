@@ -253,6 +253,19 @@ class ResumeService:
         return ResumeResult(target.run_id, target.turn_id, status)
 
     def _revalidate(self, details: ContinuationDetails) -> None:
+        try:
+            self._revalidate_source(details)
+        except LedgerError as error:
+            if isinstance(error, ResumeRefused):
+                raise
+            raise ResumeRefused(
+                RevalidationCode.SOURCE_LEDGER_IDENTITY_CHANGED,
+                f"the source ledger can no longer be read as planned ({error.code}: "
+                f"{error.message})",
+            ) from error
+        self._revalidate_safety(details)
+
+    def _revalidate_source(self, details: ContinuationDetails) -> None:
         code = RevalidationCode
         source = self._store.read_run_header(details.source.run_id)
         if source is None or (source.session_id, source.invocation_id, source.turn_id) != (
@@ -296,6 +309,10 @@ class ResumeService:
             != tuple(e["id"] for e in details.runtime_context)
         ):
             raise ResumeRefused(code.SOURCE_REPLAY_CHANGED, "the replayed history changed")
+
+    def _revalidate_safety(self, details: ContinuationDetails) -> None:
+        code = RevalidationCode
+        source = details.source
         assert self._inspector is not None
         try:
             observation = self._inspector.observe(source.session_id, self._session_cwd(source))
