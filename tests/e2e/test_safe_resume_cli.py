@@ -118,7 +118,11 @@ def test_an_undispatched_call_is_trimmed_and_runs_once_after_resume(
     assert drill.count() == 1
     source_events = committed_runs(drill.data)[0][1]
     replayed = body["continuation"]["replayRuntimeEventIds"]
-    calls = [e["id"] for e in source_events if e.get("content", {}).get("kind") == "function_call"]
+    calls = [
+        event["id"]
+        for event in source_events
+        if "content" in event and event["content"]["kind"] == "function_call"
+    ]
     assert not set(calls) & set(replayed)
 
 
