@@ -1,20 +1,165 @@
-"""``maka`` / ``maka gui``: start the desktop application."""
+"""``maka`` / ``maka gui``: start the desktop application (main process + renderer process).
+
+The same command is both processes: without ``--role`` it is the main process (QtCore/QtNetwork
+only, owns the store); the main process starts the renderer by running this program again with
+``gui --role renderer`` (hidden options), so a frozen bundle never needs a Python interpreter.
+Qt, the store and the runtime are imported inside ``run()`` only, so other subcommands never pay
+for them.
+
+Environment (CLI.md): ``MAKA_DATA_DIR``, ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1`` (Safe resume and
+automatic resume at startup), provider variables. Test-only: ``MAKA_NO_RENDERER=1`` starts the
+main process without a renderer and prints ``MAKA_MAIN_READY socket=... token=... pid=...`` on
+stdout, so protocol tests can connect as the renderer would.
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import logging.handlers
+import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.cli_errors import EXIT_ERROR
+
+if TYPE_CHECKING:
+    from main_process.host_services import HostServices
+
+ENV_NO_RENDERER = "MAKA_NO_RENDERER"
+ENV_DATA_DIR = "MAKA_DATA_DIR"
+ENV_REFUSAL_MESSAGE = "MAKA_REFUSAL_MESSAGE"  # main_process.refusal_screen sets it
+# CLI.md: only the exact value "1" enables Safe resume and automatic resume at startup.
+ENV_SAFE_RESUME = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
+ROLE_MAIN = "main"
+ROLE_RENDERER = "renderer"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser
+    # Internal: set by the main process when it starts the renderer (same executable).
+    parser.add_argument(
+        "--role", choices=[ROLE_MAIN, ROLE_RENDERER], default=ROLE_MAIN, help=argparse.SUPPRESS
+    )
+    # Internal: the renderer shows a refusal screen (store refused to open) instead of the app.
+    parser.add_argument("--refusal", metavar="CODE", help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
-    del args
-    print(
-        "maka: the desktop application is not built yet; try 'maka --help' for the commands "
-        "that exist.",
-        file=sys.stderr,
+    if args.role == ROLE_RENDERER:
+        return _run_renderer(args)
+    return _run_main(args)
+
+
+def resolve_data_dir(option: str | None) -> Path:
+    """``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data directory."""
+    if option:
+        return Path(option).expanduser().resolve()
+    if os.environ.get(ENV_DATA_DIR):
+        return Path(os.environ[ENV_DATA_DIR]).expanduser().resolve()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("maka", appauthor=False))
+
+
+def _run_main(args: argparse.Namespace) -> int:
+    from PySide6.QtCore import QCoreApplication
+
+    from main_process.host_app import HostApp, HostConfig
+
+    data_dir = resolve_data_dir(args.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        print(f"maka: error [data_dir_unavailable]: {data_dir}: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    _configure_logging(data_dir)
+    no_renderer = os.environ.get(ENV_NO_RENDERER) == "1"
+    config = HostConfig(
+        data_dir=data_dir,
+        safe_resume_enabled=os.environ.get(ENV_SAFE_RESUME) == "1",
+        launch_renderer=not no_renderer,
+        announce_endpoint=no_renderer,
     )
-    return 1
+    app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
+    QCoreApplication.setApplicationName("maka")
+    host = HostApp(config, _open_services, on_closed=app.exit)
+    immediate = host.start()
+    if immediate is not None:
+        return immediate
+    app.exec()
+    host.close(host.exit_code)  # a no-op after an orderly close; a safety net otherwise
+    return host.exit_code
+
+
+def _open_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices:
+    """Runs on the host's startup worker, after the renderer was launched: the runtime and the
+    store are imported here, not before the window can appear."""
+    from main_process.desktop_services import open_host_services
+
+    return open_host_services(data_dir, safe_resume_enabled=safe_resume_enabled)
+
+
+def _run_renderer(args: argparse.Namespace) -> int:
+    if args.refusal:
+        return _show_refusal(args.refusal, os.environ.get(ENV_REFUSAL_MESSAGE, ""))
+    from renderer.renderer_app import main as renderer_main
+
+    # The server name and the token arrive in the environment (see renderer_launcher).
+    return renderer_main([sys.argv[0]])
+
+
+# What the user can do about each refusal; the code and the store's own message follow it.
+_REFUSAL_ADVICE = {
+    "schema_newer_than_program": "This data folder was written by a newer version of Maka. "
+    "Install that version (or newer) to open it. Nothing was changed.",
+    "store_corrupt": "The Maka database in this data folder cannot be read. Nothing was "
+    "changed. Run 'maka doctor' for details, or start Maka with another --data-dir.",
+    "store_locked": "Another Maka process is using this data folder. Close it, or wait for it "
+    "to finish, then start Maka again.",
+    "startup_recovery_failed": "Maka could not check its interrupted work, so it did not start. "
+    "Run 'maka doctor' for details.",
+}
+
+
+def _show_refusal(code: str, message: str) -> int:
+    """The refusal screen: the main process could not open the store and shows why."""
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    del app
+    box = QMessageBox(
+        QMessageBox.Icon.Critical,
+        "Maka cannot start",
+        _REFUSAL_ADVICE.get(code, "Maka could not open its data folder."),
+    )
+    box.setInformativeText(f"[{code}] {message}")
+    box.setStandardButtons(QMessageBox.StandardButton.Close)
+    box.exec()
+    return EXIT_ERROR
+
+
+def _configure_logging(data_dir: Path) -> None:
+    """The main process logs to ``<data_dir>/logs/main.log`` (rotated) and warnings to stderr.
+
+    Records hold ids and codes only (never prompts, arguments or tokens)."""
+    logger = logging.getLogger("maka")
+    if logger.handlers:
+        return
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    formatter = logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
+    try:
+        log_dir = data_dir / "logs"
+        log_dir.mkdir(exist_ok=True)
+        file_handler = logging.handlers.RotatingFileHandler(
+            log_dir / "main.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+        )
+        file_handler.setFormatter(formatter)
+        logger.addHandler(file_handler)
+    except OSError as error:
+        print(f"maka: cannot write the log in {data_dir}: {error}", file=sys.stderr)
+    stderr_handler = logging.StreamHandler(sys.stderr)
+    stderr_handler.setLevel(logging.WARNING)
+    stderr_handler.setFormatter(formatter)
+    logger.addHandler(stderr_handler)

@@ -1,0 +1,331 @@
+"""The real ``HostServices``: the store, startup recovery, the session service and Safe resume.
+
+``open_host_services(data_dir)`` is the factory the composition root gives the host. It opens the
+store (a refusal raises ``LedgerError`` with ``schema_newer_than_program``, ``store_corrupt`` or
+``store_locked``: the host shows the refusal screen). ``recover_at_startup`` runs the one startup
+recovery of RECOVERY.md section 3 (the host holds the data-directory lock), then builds the session
+service with the new owner epoch, the safety inspector and the resume seam, so that nothing can
+touch a session before its interrupted runs are repaired.
+
+Everything here runs on worker threads (the host never calls it on the event loop) except
+``cancel_turn`` and ``answer_permission``, which only signal a running turn.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from app.bridge_contract import (
+    PermissionDecision,
+    ResumeDiagnostic,
+    RunStatusValue,
+    SessionSummary,
+)
+from main_process.desktop_settings import DesktopSettings
+from main_process.host_services import (
+    HostServiceError,
+    InterruptedRun,
+    RecoveryReport,
+    ResumeFailed,
+    ResumeOutcome,
+    ResumeParked,
+    ResumeStarted,
+    SettingsChange,
+    SettingsView,
+    Transcript,
+    TurnSink,
+)
+from main_process.live_turn_view import LiveTurnView
+from main_process.safety_inspector import SafetyInspector
+from main_process.transcript_items import session_transcript
+from runtime.agent.cancel_token import CancelToken
+from runtime.agent.continuation_turn import ContinuationTurn
+from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
+from runtime.agent.session_service import SessionOverview, SessionService, session_overview
+from runtime.agent.transcript_projection import transcript_of_run
+from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.continuation.resume_service import ResumeRefused, ResumeService
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader
+from runtime.providers.provider_port import Provider
+from runtime.providers.provider_registry import build_provider
+from runtime.recovery.startup_recovery import run_startup_recovery
+from runtime.tools.process_tree import BackgroundShellRegistry
+from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.workspace_identity import resolve_workspace_identity
+
+BACKGROUND_SHELLS_FILE = "background-shells.jsonl"
+LIFECYCLE_LOG = Path("logs") / "lifecycle.jsonl"  # shared with the CLI hosts
+_MAX_DIAGNOSTICS = 500
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def open_host_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> DesktopServices:
+    store = open_store(data_dir)
+    return DesktopServices(store, data_dir, safe_resume_enabled=safe_resume_enabled)
+
+
+def _summary(overview: SessionOverview) -> SessionSummary:
+    record = overview.session
+    status = overview.last_run_status
+    return SessionSummary(
+        session_id=record.session_id,
+        cwd=record.cwd[:4096],
+        title=record.title[:500],
+        last_run_status=RunStatusValue(status.value) if status is not None else None,
+        interrupted=overview.interrupted,
+        failure_class=overview.failure_class,
+    )
+
+
+def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
+    return sorted(runs, key=lambda header: (header.created_at, header.run_id))
+
+
+class DesktopServices:
+    def __init__(
+        self,
+        store: SqliteLedgerStore,
+        data_dir: Path,
+        *,
+        safe_resume_enabled: bool,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self._store = store
+        self._data_dir = data_dir
+        self._safe_resume_enabled = safe_resume_enabled
+        self._clock = clock
+        self._settings = DesktopSettings(data_dir)
+        self._shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
+        self._sessions: SessionService | None = None
+        self._lifecycle = LifecycleLog(data_dir / LIFECYCLE_LOG, clock)
+        self._lock = threading.Lock()
+        self._continuations: dict[str, CancelToken] = {}
+
+    # ---- startup -------------------------------------------------------------------------
+
+    def recover_at_startup(self) -> RecoveryReport:
+        report = run_startup_recovery(self._store, self._clock)
+        self._sessions = SessionService(
+            store=self._store,
+            provider_factory=self._provider,
+            owner_epoch=report.owner_epoch,
+            workspace_identity=self._workspace_identity if self._safe_resume_enabled else None,
+            shell_registry=self._shells,
+            clock=self._clock,
+        )
+        interrupted: list[InterruptedRun] = []
+        for repaired in report.repaired:
+            header = self._store.read_run_header(repaired.run_id)
+            runs = _ordered(self._store.list_session_runs(repaired.session_id))
+            if header is None or not runs or runs[-1].run_id != header.run_id:
+                continue  # not the session's latest run any more
+            interrupted.append(
+                InterruptedRun(
+                    session_id=repaired.session_id,
+                    run_id=repaired.run_id,
+                    created_at=header.created_at,
+                    automatic_continuation=repaired.automatic_continuation,
+                )
+            )
+        quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
+        return RecoveryReport(interrupted=tuple(interrupted), quarantined_sessions=quarantined)
+
+    def _provider(self) -> Provider:
+        config = self._settings.provider_config(os.environ)
+        return build_provider(None, config)
+
+    @staticmethod
+    def _workspace_identity(folder: Path) -> str | None:
+        return resolve_workspace_identity(folder).identity
+
+    @property
+    def _service(self) -> SessionService:
+        if self._sessions is None:
+            raise HostServiceError("host_not_ready", "startup recovery has not run")
+        return self._sessions
+
+    # ---- sessions ------------------------------------------------------------------------
+
+    def list_sessions(self) -> Sequence[SessionSummary]:
+        overviews = self._service.list_sessions()
+        ordered = sorted(overviews, key=lambda o: o.session.created_at, reverse=True)
+        return [_summary(overview) for overview in ordered]
+
+    def session_summary(self, session_id: str) -> SessionSummary:
+        service = self._service
+        try:
+            return _summary(session_overview(self._store, service.get_session(session_id)))
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+
+    def open_session(self, session_id: str) -> Transcript:
+        try:
+            self._service.get_session(session_id)
+            runs = []
+            for header in _ordered(self._store.list_session_runs(session_id)):
+                events = [row.event for row in self._store.read_run_events(header.run_id)]
+                source = header.continuation_source or {}
+                source_run = source.get("sourceRunId") or source.get("runId")
+                runs.append(
+                    (
+                        header.run_id,
+                        str(source_run) if source_run else None,
+                        transcript_of_run(events),
+                    )
+                )
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+        return session_transcript(session_id, runs)
+
+    def create_session(self, cwd: Path) -> SessionSummary:
+        try:
+            record = self._service.create_session(cwd)
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+        return self.session_summary(record.session_id)
+
+    # ---- turns ---------------------------------------------------------------------------
+
+    def send_turn(self, session_id: str, text: str, sink: TurnSink) -> None:
+        def ask(question: PermissionQuestion) -> None:
+            sink.permission_requested(question.request_id, question.tool_name, question.summary)
+
+        try:
+            self._service.send_turn(
+                session_id, text, LiveTurnView(sink), PermissionPolicy(), on_question=ask
+            )
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+
+    def cancel_turn(self, session_id: str) -> None:
+        if self._sessions is not None:
+            self._sessions.cancel(session_id)
+        with self._lock:
+            continuation = self._continuations.get(session_id)
+        if continuation is not None:
+            continuation.cancel()
+
+    def answer_permission(
+        self, session_id: str, request_id: str, decision: PermissionDecision
+    ) -> None:
+        if not self._service.answer_permission(request_id, decision.value):
+            raise HostServiceError("permission_not_pending", "that question is no longer open")
+
+    # ---- Safe resume ---------------------------------------------------------------------
+
+    def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+        sessions = self._service
+        if sessions.is_busy(session_id):
+            return ResumeParked(("session_busy",))
+        try:
+            cwd = sessions.get_session(session_id).cwd
+        except LedgerError as error:
+            return ResumeFailed(str(error.code), error.message)
+        observer = _ResumeObserver(sink)
+
+        def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+            sink.permission_requested(question.request_id, question.tool_name, question.summary)
+            return sessions.permissions.wait(question, cancel, None)
+
+        turn = ContinuationTurn(
+            store=self._store,
+            provider_factory=self._provider,
+            catalog=sessions.catalog,
+            policy=PermissionPolicy(),
+            asker=ask,
+            observer=observer,
+            clock=self._clock,
+            cwd=cwd,
+            shell_registry=self._shells,
+        )
+        resume = ResumeService(
+            self._store,
+            SafetyInspector(sessions.catalog.names, self._shells),
+            turn,
+            enabled=self._safe_resume_enabled,
+            now_ms=self._clock,
+            lifecycle=self._lifecycle,
+        )
+        plan = resume.plan_latest(session_id, automatic=automatic)
+        if not plan.continues:
+            return _parked(plan)
+        observer.continuation_of = plan.source_run_id
+        with self._lock:
+            self._continuations[session_id] = turn.cancel
+        try:
+            result = resume.execute(plan, automatic=automatic)
+        except ResumeRefused as refusal:
+            code = str(refusal.code)
+            return ResumeParked((code,), (_diagnostic(code, refusal.message),))
+        except LedgerError as error:
+            return ResumeFailed(str(error.code), error.message)
+        finally:
+            with self._lock:
+                self._continuations.pop(session_id, None)
+        return ResumeStarted(result.target_run_id, result.target_turn_id)
+
+    # ---- shutdown ------------------------------------------------------------------------
+
+    def stop_background_work(self) -> None:
+        self._shells.stop_all()
+
+    def close(self) -> None:
+        self._store.close()
+
+    # ---- settings ------------------------------------------------------------------------
+
+    def get_settings(self) -> SettingsView:
+        return self._settings.view()
+
+    def update_settings(self, change: SettingsChange) -> SettingsView:
+        return self._settings.update(change)
+
+
+class _ResumeObserver(LiveTurnView):
+    """The live view of a continuation; its first committed event (the ``continuationStart``
+    fact, already admitted) is the moment the banner learns the continuation started."""
+
+    def __init__(self, sink: TurnSink) -> None:
+        super().__init__(sink)
+        self._started = False
+
+    def committed(self, event: RuntimeEvent) -> None:
+        if not self._started:
+            self._started = True
+            self._sink.resume_started(event["runId"], event["turnId"])
+        super().committed(event)
+
+
+def _diagnostic(
+    code: str, message: str, tool_call_id: str | None = None, tool_name: str | None = None
+) -> ResumeDiagnostic:
+    return ResumeDiagnostic(
+        code=code,
+        message=message[:4000],
+        tool_call_id=tool_call_id[:200] if tool_call_id else None,
+        tool_name=tool_name[:200] if tool_name else None,
+    )
+
+
+def _parked(plan: ContinuationPlan) -> ResumeParked:
+    reasons = tuple(str(reason) for reason in plan.rejection_reasons) or (
+        "resume_candidate_missing",
+    )
+    diagnostics = tuple(
+        _diagnostic(d.code, d.message, d.tool_call_id, d.tool_name)
+        for d in plan.diagnostics[:_MAX_DIAGNOSTICS]
+    )
+    return ResumeParked(reasons[:64], diagnostics)
+
+
+__all__ = ["DesktopServices", "open_host_services"]

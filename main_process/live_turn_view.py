@@ -1,0 +1,97 @@
+"""A running turn's observer callbacks -> transcript items for the renderer (live view).
+
+The runtime reports streamed deltas (not yet committed) and committed events. The renderer shows
+the streamed text at once under a provisional item id; when the step's assistant (or thinking)
+event commits, the committed item is sent under that *same* id, so the text is replaced in place
+instead of appearing twice. Tool cards and notices come from the runtime's own transcript
+projection over the run's committed events, so a live transcript and a reopened one agree.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from app.bridge_contract import (
+    MAX_TEXT_CHARS,
+    AssistantMessageItem,
+    RunStatusValue,
+    ThinkingItem,
+    TranscriptItem,
+)
+from main_process.host_services import TurnSink
+from main_process.transcript_items import continuation_marker, wire_item
+from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunStatus
+
+
+class LiveTurnView:
+    """Implements the runtime's ``RunObserver`` for one turn or continuation (one thread)."""
+
+    def __init__(self, sink: TurnSink, continuation_of: str | None = None) -> None:
+        self._sink = sink
+        self.continuation_of = continuation_of
+        self._lock = threading.Lock()
+        self._run_id = ""
+        self._events: list[RuntimeEvent] = []
+        self._sent: dict[str, TranscriptEntry] = {}
+        self._alias: dict[str, str] = {}
+        self._stream_text = ""
+        self._stream_thinking = ""
+        self._step = 0
+
+    # ---- RunObserver -----------------------------------------------------------------------
+
+    def text_delta(self, text: str) -> None:
+        with self._lock:
+            self._stream_text += text
+            item_id = self._stream_id("a")
+            current = self._stream_text[-MAX_TEXT_CHARS:]
+            run_id = self._run_id or None
+        self._sink.transcript_item(
+            AssistantMessageItem(item_id=item_id, run_id=run_id, text=current)
+        )
+
+    def thinking_delta(self, text: str) -> None:
+        with self._lock:
+            self._stream_thinking += text
+            item_id = self._stream_id("t")
+            current = self._stream_thinking[-MAX_TEXT_CHARS:]
+            run_id = self._run_id or None
+        self._sink.transcript_item(ThinkingItem(item_id=item_id, run_id=run_id, text=current))
+
+    def committed(self, event: RuntimeEvent) -> None:
+        items: list[TranscriptItem] = []
+        with self._lock:
+            if not self._run_id:
+                self._run_id = event["runId"]
+                if self.continuation_of is not None:
+                    items.append(continuation_marker(self._run_id, self.continuation_of))
+            self._events.append(event)
+            content = event.get("content")
+            kind = content["kind"] if content is not None else None
+            if kind == "text" and event["role"] == "model" and self._stream_text:
+                self._alias[event["id"]] = self._stream_id("a")
+                self._stream_text = ""
+            elif kind == "thinking" and self._stream_thinking:
+                self._alias[event["id"]] = self._stream_id("t")
+                self._stream_thinking = ""
+            if kind in ("text", "thinking") and not (self._stream_text or self._stream_thinking):
+                self._step += 1
+            for entry in transcript_of_run(self._events):
+                if self._sent.get(entry.item_id) == entry:
+                    continue
+                self._sent[entry.item_id] = entry
+                item = wire_item(entry, self._alias.get(entry.item_id))
+                if item is not None:
+                    items.append(item)
+        for item in items:
+            self._sink.transcript_item(item)
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
+        with self._lock:
+            self._run_id = self._run_id or run_id
+        self._sink.run_status(run_id, RunStatusValue(status.value), failure_class)
+
+    def _stream_id(self, kind: str) -> str:
+        return f"stream:{self._run_id or 'run'}:{self._step}:{kind}"
