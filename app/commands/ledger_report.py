@@ -46,14 +46,18 @@ def _present(*pairs: tuple[str, Any]) -> JsonObject:
 
 
 def operation_json(operation: ToolOperation) -> JsonObject:
-    return _present(
-        ("toolCallId", operation.tool_call_id),
-        ("toolName", operation.tool_name),
-        ("status", operation.status.value),
-        ("callRuntimeEventId", operation.call_runtime_event_id),
-        ("responseRuntimeEventId", operation.response_runtime_event_id),
-        ("responseIsError", operation.response_is_error),
-    )
+    # Built key by key rather than through ``_present``: a long run has tens of thousands.
+    document: JsonObject = {
+        "toolCallId": operation.tool_call_id,
+        "toolName": operation.tool_name,
+        "status": operation.status.value,
+        "callRuntimeEventId": operation.call_runtime_event_id,
+    }
+    if operation.response_runtime_event_id is not None:
+        document["responseRuntimeEventId"] = operation.response_runtime_event_id
+    if operation.response_is_error is not None:
+        document["responseIsError"] = operation.response_is_error
+    return document
 
 
 def diagnostic_json(diagnostic: ResumeDiagnostic) -> JsonObject:

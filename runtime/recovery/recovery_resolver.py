@@ -25,6 +25,7 @@ Why the rules look the way they do:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -101,19 +102,21 @@ def _marker_issues(events: Sequence[RuntimeEvent]) -> tuple[str | None, list[Sca
     """The run's tool-boundary protocol (from the first event only) and every marker issue."""
     protocol: str | None = None
     issues: list[ScanIssue] = []
-    for index, event in enumerate(events):
-        actions = cast(Mapping[str, Any] | None, event.get("actions"))
-        if actions is None or "runtimeProtocol" not in actions:
-            continue
-        marker = actions["runtimeProtocol"]
-        if (
-            index == 0
-            and isinstance(marker, Mapping)
-            and marker.get("toolBoundary") == TOOL_BOUNDARY_PROTOCOL_V1
-        ):
+    if not events:
+        return protocol, issues
+    first_actions = cast(Mapping[str, Any] | None, events[0].get("actions"))
+    if first_actions is not None and "runtimeProtocol" in first_actions:
+        marker = first_actions["runtimeProtocol"]
+        if isinstance(marker, Mapping) and marker.get("toolBoundary") == TOOL_BOUNDARY_PROTOCOL_V1:
             protocol = TOOL_BOUNDARY_PROTOCOL_V1
         else:
-            issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event["id"]))
+            issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, events[0]["id"]))
+    raw = cast(Sequence[Mapping[str, Any]], events)
+    issues.extend(
+        ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event["id"])
+        for event in itertools.islice(raw, 1, None)
+        if (actions := event.get("actions")) is not None and "runtimeProtocol" in actions
+    )
     return protocol, issues
 
 

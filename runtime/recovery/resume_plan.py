@@ -182,10 +182,12 @@ def _project(resolved: Sequence[ResolvedOperation]) -> tuple[ToolOperation, ...]
 
 def _diagnostics(
     events: Sequence[RuntimeEvent],
+    *,
     expected_high_water: int | None,
     resolution: RecoveryResolution,
     resolved: Sequence[ResolvedOperation],
     operations: Sequence[ToolOperation],
+    visible_responses: Sequence[RuntimeEvent],
 ) -> list[ResumeDiagnostic]:
     """All diagnostics, in the fixed emission order of the design (six passes)."""
     found: list[ResumeDiagnostic] = []
@@ -229,7 +231,7 @@ def _diagnostics(
             )
     found.extend(_orphan_fact_diagnostics(resolved))
     found.extend(_hidden_call_diagnostics(resolved))
-    found.extend(_response_diagnostics(events, operations))
+    found.extend(_response_diagnostics(visible_responses, operations))
     return found
 
 
@@ -281,20 +283,13 @@ def _has_hidden_indeterminate_call(item: ResolvedOperation) -> bool:
 
 
 def _response_diagnostics(
-    events: Sequence[RuntimeEvent], operations: Sequence[ToolOperation]
+    responses: Sequence[RuntimeEvent], operations: Sequence[ToolOperation]
 ) -> list[ResumeDiagnostic]:
     """Every visible committed response must answer a projected call of the same tool."""
     by_call_id = {operation.tool_call_id: operation for operation in operations}
     found: list[ResumeDiagnostic] = []
-    for event in events:
-        content = cast(Mapping[str, Any] | None, event.get("content"))
-        if (
-            content is None
-            or content["kind"] != "function_response"
-            or event["partial"]
-            or _is_hidden(event)
-        ):
-            continue
+    for event in responses:
+        content = cast(Mapping[str, Any], event.get("content"))
         call_id, name = content["id"], content["name"]
         operation = by_call_id.get(call_id)
         if operation is None:
@@ -338,34 +333,62 @@ def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkRea
     return tuple(reasons)
 
 
-def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
-    """The canonical replay list: no partial or hidden event, calls and responses only when
-    paired (a response pairs a call of the same id and tool name seen before it), and every
-    event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
+@dataclass(frozen=True, slots=True)
+class _ToolExchange:
+    """One pass over the ledger: which provider call ids are paired, and the committed
+    (non-partial) model-visible responses in ledger order."""
+
+    paired: frozenset[str]
+    visible_responses: tuple[RuntimeEvent, ...]
+
+
+def _tool_exchange(events: Sequence[RuntimeEvent]) -> _ToolExchange:
+    # Pairing walks non-partial events, hidden ones included: a response pairs a call of the
+    # same id and tool name seen before it (a later call with the same id replaces the earlier).
     calls: dict[str, str] = {}
     paired: set[str] = set()
-    for event in events:
-        content = cast(Mapping[str, Any] | None, event.get("content"))
+    visible: list[RuntimeEvent] = []
+    for event in cast(Sequence[Mapping[str, Any]], events):
+        content = event.get("content")
         if content is None or event["partial"]:
             continue
         kind = content["kind"]
         if kind == "function_call":
             calls[content["id"]] = content["name"]
-        elif kind == "function_response" and calls.get(content["id"]) == content["name"]:
-            paired.add(content["id"])
-    kept: list[RuntimeEvent] = []
-    for event in events:
-        if event["partial"] or event.get("modelVisibility") == "hidden":
-            continue
-        content = cast(Mapping[str, Any] | None, event.get("content"))
-        if (
-            content is not None
-            and content["kind"] in ("function_call", "function_response")
-            and content["id"] not in paired
-        ):
-            continue
-        kept.append(event)
-    return tuple(kept)
+        elif kind == "function_response":
+            if calls.get(content["id"]) == content["name"]:
+                paired.add(content["id"])
+            if event.get("modelVisibility") != "hidden":
+                visible.append(cast(RuntimeEvent, event))
+    return _ToolExchange(frozenset(paired), tuple(visible))
+
+
+_TOOL_KINDS = frozenset({"function_call", "function_response"})
+
+
+def _replay(events: Sequence[RuntimeEvent], paired: frozenset[str]) -> tuple[RuntimeEvent, ...]:
+    raw = cast(Sequence[Mapping[str, Any]], events)
+    return cast(
+        tuple[RuntimeEvent, ...],
+        tuple(
+            event
+            for event in raw
+            if not event["partial"]
+            and event.get("modelVisibility") != "hidden"
+            and (
+                (content := event.get("content")) is None
+                or content["kind"] not in _TOOL_KINDS
+                or content["id"] in paired
+            )
+        ),
+    )
+
+
+def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
+    """The canonical replay list: no partial or hidden event, calls and responses only when
+    paired (a response pairs a call of the same id and tool name seen before it), and every
+    event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
+    return _replay(events, _tool_exchange(events).paired)
 
 
 def plan_resume(
@@ -374,7 +397,15 @@ def plan_resume(
     """The Phase 0 resume plan of one run's committed events, in ledger order."""
     resolution, resolved = resolve_operations(events)
     operations = _project(resolved)
-    diagnostics = _diagnostics(events, expected_high_water, resolution, resolved, operations)
+    exchange = _tool_exchange(events)
+    diagnostics = _diagnostics(
+        events,
+        expected_high_water=expected_high_water,
+        resolution=resolution,
+        resolved=resolved,
+        operations=operations,
+        visible_responses=exchange.visible_responses,
+    )
     reasons = _rejection_reasons(diagnostics)
     requires_verification = any(
         operation.status is OperationStatus.INDETERMINATE for operation in operations
@@ -389,5 +420,5 @@ def plan_resume(
         source_runtime_event_high_water=len(events),
         directive=INDETERMINATE_TOOL_RESULT_DIRECTIVE if requires_verification else None,
         runtime_events=tuple(events),
-        replay_runtime_events=replay_runtime_events(events),
+        replay_runtime_events=_replay(events, exchange.paired),
     )
