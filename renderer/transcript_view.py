@@ -1,26 +1,82 @@
 """The transcript: a scrolling column of item widgets, updated in place by ``itemId``.
 
-Why keyed by ``itemId``: the main process re-sends an item when it changes (a tool card moving
-from running to done, an assistant message growing while it streams); replacing in place keeps
-the reader's scroll position and avoids rebuilding thousands of widgets per update. The view
-follows new items only while the reader is already at the bottom.
+Why it is built this way:
+
+* Keyed by ``itemId``: the main process re-sends an item when it changes (a tool card moving
+  from running to done, an assistant message growing while it streams); replacing in place keeps
+  the reader's place and avoids rebuilding the column.
+* Updates are coalesced: pushes are queued and applied at most once per frame (~16 ms), so a
+  fast stream of deltas costs one relayout per frame, not one per delta. Reading the view
+  (``item_ids``, ``item_widget``) applies what is queued first.
+* Only the newest ``MAX_LIVE_ITEMS`` items are widgets: a column relayout costs time in
+  proportion to its widgets, so a long session would make every streamed delta slower. Older
+  items stay as data behind a "Show earlier items" button, and the oldest widgets are retired
+  while the reader follows the newest item.
+* Every item sits in a fixed-height row that measures itself (height for its width) when its
+  content or width changes. A box layout of word-wrapped labels otherwise re-measures every
+  label on every change, which made each streamed delta cost time in proportion to the
+  transcript's length; with measured rows a delta costs about the same at 10 items or 1,000.
+* The view follows new items only while the reader is at the bottom.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QCoreApplication, Qt
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from app.bridge_contract import TranscriptItem
 from renderer.transcript_items import ItemWidget, widget_for
 
 FOLLOW_SLACK_PX = 48
+MAX_LIVE_ITEMS = 150
+PAGE_ITEMS = 150
+TRIM_SLACK = 50
+FLUSH_INTERVAL_MS = 16
 
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("Transcript", text)
+
+
+class _Row(QWidget):
+    """Holds one item widget at a fixed height measured for the row's width."""
+
+    def __init__(self, item_widget: ItemWidget, width: int) -> None:
+        super().__init__()
+        self.item_widget = item_widget
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(item_widget)
+        self._measured_width = -1
+        self.fit(width)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt override)
+        return False  # the parent layout must not re-measure us; fit() does
+
+    def fit(self, width: int) -> None:
+        layout = self.layout()
+        if width <= 0 or layout is None:
+            return
+        self._measured_width = width
+        height = layout.totalHeightForWidth(width)
+        if height < 0:
+            height = layout.totalSizeHint().height()
+        if height != self.height() or self.minimumHeight() != height:
+            self.setFixedHeight(max(height, 0))
+
+    def event(self, event: QEvent) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.fit(self.width() if self.width() > 0 else self._measured_width)
+        return handled
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        if event.size().width() != self._measured_width:
+            self.fit(event.size().width())
 
 
 class TranscriptView(QScrollArea):
@@ -32,84 +88,129 @@ class TranscriptView(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._page = QWidget()
-        self._page.setObjectName("TranscriptPage")
         self._column = QVBoxLayout(self._page)
         self._column.setContentsMargins(20, 16, 20, 16)
         self._column.setSpacing(10)
-        self.placeholder = QLabel(_tr("No messages yet. Write one below to start."))
-        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.placeholder.setEnabled(False)
+        self.earlier_button = QPushButton()
+        self.earlier_button.setFlat(True)
+        self.earlier_button.clicked.connect(self.show_earlier)
         self.omitted_label = QLabel()
         self.omitted_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.omitted_label.setEnabled(False)
-        self.omitted_label.setVisible(False)
+        self.placeholder = QLabel(_tr("No messages yet. Write one below to start."))
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setEnabled(False)
         self._column.addWidget(self.omitted_label)
+        self._column.addWidget(self.earlier_button, 0, Qt.AlignmentFlag.AlignHCenter)
         self._column.addWidget(self.placeholder)
         self._column.addStretch(1)
         self.setWidget(self._page)
+        self._items: dict[str, TranscriptItem] = {}
+        self._order: list[str] = []
+        self._live_from = 0
+        self._rows: dict[str, _Row] = {}
+        self._omitted_earlier = 0
+        self._pending: dict[str, TranscriptItem] = {}
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
+        self._flush_timer.timeout.connect(self.flush)
         self._follow = True
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_range_changed)
         bar.valueChanged.connect(self._on_scrolled)
-        self._widgets: dict[str, ItemWidget] = {}
-        self._types: dict[str, str] = {}
-        self._order: list[str] = []
+        self._update_chrome()
 
     # ----------------------------------------------------------------- public
 
     def clear(self) -> None:
-        for widget in self._widgets.values():
-            self._column.removeWidget(widget)
-            widget.deleteLater()
-        self._widgets.clear()
-        self._types.clear()
+        self._pending.clear()
+        self._flush_timer.stop()
+        for row in self._rows.values():
+            self._column.removeWidget(row)
+            row.deleteLater()
+        self._rows.clear()
+        self._items.clear()
         self._order.clear()
-        self.omitted_label.setVisible(False)
-        self.placeholder.setVisible(True)
+        self._live_from = 0
+        self._omitted_earlier = 0
+        self._update_chrome()
 
     def set_items(self, items: Sequence[TranscriptItem], omitted_earlier: int = 0) -> None:
         """Show a freshly opened session's items and scroll to the newest."""
         self.setUpdatesEnabled(False)
         try:
             self.clear()
-            if omitted_earlier:
-                self.omitted_label.setText(
-                    _tr("{count} earlier items are not shown.").replace(
-                        "{count}", str(omitted_earlier)
-                    )
-                )
-                self.omitted_label.setVisible(True)
+            self._omitted_earlier = omitted_earlier
             for item in items:
-                self._apply(item)
+                if item.item_id not in self._items:
+                    self._order.append(item.item_id)
+                self._items[item.item_id] = item
+            self._live_from = max(0, len(self._order) - MAX_LIVE_ITEMS)
+            for item_id in self._order[self._live_from :]:
+                self._insert_widget(self._items[item_id], self._column.count() - 1)
+            self._update_chrome()
         finally:
             self.setUpdatesEnabled(True)
         self._follow = True
         self.scroll_to_bottom()
 
     def apply_item(self, item: TranscriptItem) -> None:
-        """Add ``item``, or replace the shown item with the same ``itemId``. The view keeps
-        following the newest item while the reader has not scrolled up."""
-        self._apply(item)
+        """Queue ``item``: added at the end, or replacing the item with the same ``itemId``."""
+        self._pending.pop(item.item_id, None)
+        self._pending[item.item_id] = item
+        if not self._flush_timer.isActive():
+            self._flush_timer.start()
+
+    def flush(self) -> None:
+        """Apply queued items now (also done on the next frame by itself)."""
+        self._flush_timer.stop()
+        if not self._pending:
+            return
+        pending, self._pending = list(self._pending.values()), {}
+        for item in pending:
+            self._apply(item)
+        if self._follow and len(self._order) - self._live_from > MAX_LIVE_ITEMS + TRIM_SLACK:
+            self._retire(len(self._order) - self._live_from - MAX_LIVE_ITEMS)
+        self._update_chrome()
+
+    def show_earlier(self) -> None:
+        """Turn up to ``PAGE_ITEMS`` older items back into widgets, above the shown ones."""
+        self.flush()
+        start = max(0, self._live_from - PAGE_ITEMS)
+        anchor = self._column.indexOf(self.placeholder) + 1
+        for offset, item_id in enumerate(self._order[start : self._live_from]):
+            self._insert_widget(self._items[item_id], anchor + offset)
+        self._live_from = start
+        self._update_chrome()
+
+    def item_widget(self, item_id: str) -> ItemWidget | None:
+        self.flush()
+        row = self._rows.get(item_id)
+        return None if row is None else row.item_widget
+
+    def item_ids(self) -> list[str]:
+        self.flush()
+        return list(self._order)
+
+    def live_item_ids(self) -> list[str]:
+        self.flush()
+        return list(self._order[self._live_from :])
+
+    def in_continuation(self, item_id: str) -> bool:
+        """Whether ``item_id`` comes after a continuation marker (belongs to a resumed run)."""
+        self.flush()
+        seen_marker = False
+        for shown in self._order:
+            kind = self._items[shown].type
+            if shown == item_id:
+                return seen_marker and kind != "continuation_marker"
+            seen_marker = seen_marker or kind == "continuation_marker"
+        return False
 
     @property
     def following(self) -> bool:
         return self._follow
-
-    def item_widget(self, item_id: str) -> ItemWidget | None:
-        return self._widgets.get(item_id)
-
-    def item_ids(self) -> list[str]:
-        return list(self._order)
-
-    def in_continuation(self, item_id: str) -> bool:
-        """Whether ``item_id`` comes after a continuation marker (belongs to a resumed run)."""
-        seen_marker = False
-        for shown in self._order:
-            if self._types[shown] == "continuation_marker":
-                seen_marker = True
-            if shown == item_id:
-                return seen_marker and self._types[shown] != "continuation_marker"
-        return False
 
     def scroll_to_bottom(self) -> None:
         bar = self.verticalScrollBar()
@@ -125,19 +226,51 @@ class TranscriptView(QScrollArea):
         self._follow = value >= self.verticalScrollBar().maximum() - FOLLOW_SLACK_PX
 
     def _apply(self, item: TranscriptItem) -> None:
-        existing = self._widgets.get(item.item_id)
-        if existing is not None and self._types[item.item_id] == item.type:
-            existing.update_item(item)
-            return
-        widget = widget_for(item)
-        if existing is not None:
-            index = self._column.indexOf(existing)
-            self._column.removeWidget(existing)
-            existing.deleteLater()
-        else:
-            index = self._column.count() - 1  # before the closing stretch
+        known = item.item_id in self._items
+        previous = self._items.get(item.item_id)
+        self._items[item.item_id] = item
+        if not known:
             self._order.append(item.item_id)
-        self._column.insertWidget(index, widget)
-        self._widgets[item.item_id] = widget
-        self._types[item.item_id] = item.type
-        self.placeholder.setVisible(False)
+            self._insert_widget(item, self._column.count() - 1)  # before the closing stretch
+            return
+        existing = self._rows.get(item.item_id)
+        if existing is None:
+            return  # an earlier item that is not a widget now; its data is updated
+        if previous is not None and previous.type == item.type:
+            existing.item_widget.update_item(item)
+            return
+        index = self._column.indexOf(existing)
+        self._column.removeWidget(existing)
+        existing.deleteLater()
+        self._insert_widget(item, index)
+
+    def _row_width(self) -> int:
+        margins = self._column.contentsMargins()
+        return self.viewport().width() - margins.left() - margins.right()
+
+    def _insert_widget(self, item: TranscriptItem, index: int) -> None:
+        row = _Row(widget_for(item), self._row_width())
+        self._column.insertWidget(index, row)
+        self._rows[item.item_id] = row
+
+    def _retire(self, count: int) -> None:
+        for item_id in self._order[self._live_from : self._live_from + count]:
+            row = self._rows.pop(item_id)
+            self._column.removeWidget(row)
+            row.deleteLater()
+        self._live_from += count
+
+    def _update_chrome(self) -> None:
+        self.placeholder.setVisible(not self._order)
+        self.earlier_button.setVisible(self._live_from > 0)
+        self.earlier_button.setText(
+            _tr("Show {count} earlier items").replace(
+                "{count}", str(min(PAGE_ITEMS, self._live_from))
+            )
+        )
+        self.omitted_label.setVisible(self._omitted_earlier > 0 and self._live_from == 0)
+        self.omitted_label.setText(
+            _tr("{count} earlier items are not shown.").replace(
+                "{count}", str(self._omitted_earlier)
+            )
+        )

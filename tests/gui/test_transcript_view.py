@@ -17,7 +17,7 @@ from renderer.transcript_items import (
     ThinkingWidget,
     ToolCardWidget,
 )
-from renderer.transcript_view import TranscriptView
+from renderer.transcript_view import MAX_LIVE_ITEMS, TranscriptView
 
 pytestmark = pytest.mark.gui
 
@@ -96,9 +96,13 @@ def test_thinking_starts_collapsed_and_expands(qtbot: QtBot) -> None:
     thinking = view.item_widget("t")
     assert isinstance(thinking, ThinkingWidget)
     assert not _shown(thinking.body_label)
+    row = thinking.parentWidget()
+    assert row is not None
+    collapsed = row.height()
     QTest.mouseClick(thinking.toggle, Qt.MouseButton.LeftButton)
     assert _shown(thinking.body_label)
     assert thinking.body_label.text() == "private reasoning"
+    qtbot.waitUntil(lambda: row.height() > collapsed)  # the measured row grows with its content
 
 
 @pytest.mark.parametrize(
@@ -213,3 +217,53 @@ def test_follows_new_items_only_while_at_the_bottom(qtbot: QtBot) -> None:
     qtbot.waitUntil(lambda: bar.maximum() > before)
     QApplication.processEvents()
     assert bar.value() == 0, "a reader who scrolled up is not yanked down"
+
+
+def test_streamed_deltas_are_coalesced_and_rows_follow_their_text(qtbot: QtBot) -> None:
+    view = _view(qtbot)
+    view.set_items([bc.UserMessageItem(item_id="u", text="go")])
+    for n in range(1, 30):
+        view.apply_item(bc.AssistantMessageItem(item_id="a", text="word " * n * 10))
+    assert view.item_ids() == ["u", "a"]
+    assistant = view.item_widget("a")
+    assert isinstance(assistant, MessageWidget)
+    assert assistant.text_label.text() == "word " * 290
+    row = assistant.parentWidget()
+    assert row is not None
+    qtbot.waitUntil(lambda: row.height() == assistant.heightForWidth(row.width()) > 60)
+    tall = row.height()
+    view.apply_item(bc.AssistantMessageItem(item_id="a", text="short"))
+    view.flush()
+    qtbot.waitUntil(lambda: row.height() < tall)
+
+
+def test_long_sessions_keep_only_the_newest_items_as_widgets(qtbot: QtBot) -> None:
+    view = _view(qtbot)
+    items = [bc.UserMessageItem(item_id=f"u{i}", text=f"m{i}") for i in range(400)]
+    view.set_items(items)
+    assert len(view.item_ids()) == 400
+    live = view.live_item_ids()
+    assert len(live) == MAX_LIVE_ITEMS and live[-1] == "u399"
+    assert view.item_widget("u0") is None
+    assert _shown(view.earlier_button)
+    # an update to an item that is not a widget is kept and shown once it is
+    view.apply_item(bc.UserMessageItem(item_id="u0", text="edited"))
+    while view.earlier_button.isVisible():
+        QTest.mouseClick(view.earlier_button, Qt.MouseButton.LeftButton)
+        QApplication.processEvents()
+    assert view.live_item_ids() == [f"u{i}" for i in range(400)]
+    first = view.item_widget("u0")
+    assert isinstance(first, MessageWidget) and first.text_label.text() == "edited"
+
+
+def test_following_retires_the_oldest_widgets(qtbot: QtBot) -> None:
+    view = _view(qtbot)
+    view.set_items([])
+    for i in range(MAX_LIVE_ITEMS + 80):
+        view.apply_item(bc.UserMessageItem(item_id=f"u{i}", text=f"m{i}"))
+        if i % 20 == 0:
+            view.flush()
+    view.flush()
+    assert len(view.live_item_ids()) <= MAX_LIVE_ITEMS + 50
+    assert view.live_item_ids()[-1] == f"u{MAX_LIVE_ITEMS + 79}"
+    assert len(view.item_ids()) == MAX_LIVE_ITEMS + 80
