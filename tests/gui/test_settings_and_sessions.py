@@ -1,0 +1,117 @@
+"""Settings dialog (provider choice, write-only key) and the session list model."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QDialogButtonBox
+from pytestqt.qtbot import QtBot
+
+from app import bridge_contract as bc
+from renderer.park_text import Severity
+from renderer.session_list import SUMMARY_ROLE, SessionListModel, SessionListPanel, badge_for
+from renderer.settings_dialog import SettingsDialog
+from tests.helpers.fake_bridge import FakeBridge
+
+pytestmark = pytest.mark.gui
+
+
+def _dialog(
+    qtbot: QtBot, current: bc.SettingsCurrentPush | None
+) -> tuple[SettingsDialog, FakeBridge]:
+    bridge = FakeBridge()
+    dialog = SettingsDialog(bridge, current)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    return dialog, bridge
+
+
+def _save(dialog: SettingsDialog) -> None:
+    button = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
+    QTest.mouseClick(button, Qt.MouseButton.LeftButton)
+
+
+def test_offline_demo_is_the_default_and_hides_nothing_it_needs(qtbot: QtBot) -> None:
+    dialog, bridge = _dialog(qtbot, None)
+    assert dialog.offline_radio.isChecked()
+    assert not dialog.endpoint.isEnabled()
+    _save(dialog)
+    assert bridge.calls_to("update_settings") == [(bc.ProviderChoice.OFFLINE_DEMO, "", "", None)]
+
+
+def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBot) -> None:
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO, openai_base_url="", api_key_set=True
+    )
+    dialog, bridge = _dialog(qtbot, current)
+    assert dialog.key_edit.text() == "", "a stored key is never shown"
+    assert "stored" in dialog.key_edit.placeholderText()
+    dialog.openai_radio.setChecked(True)
+    save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
+    assert dialog.endpoint.isEnabled() and not save.isEnabled()
+    dialog.base_url_edit.setText(" http://localhost:11434/v1 ")
+    dialog.model_edit.setText("llama3.1")
+    assert save.isEnabled()
+    _save(dialog)
+    assert bridge.calls_to("update_settings") == [
+        (bc.ProviderChoice.OPENAI_COMPATIBLE, "http://localhost:11434/v1", "llama3.1", None)
+    ]
+
+
+def test_new_key_or_forget_key(qtbot: QtBot) -> None:
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="https://api.example.test/v1",
+        openai_model="m",
+        api_key_set=True,
+    )
+    dialog, bridge = _dialog(qtbot, current)
+    dialog.key_edit.setText("sk-new")
+    _save(dialog)
+    dialog2, bridge2 = _dialog(qtbot, current)
+    dialog2.forget_key.setChecked(True)
+    _save(dialog2)
+    assert bridge.calls_to("update_settings")[0][3] == "sk-new"
+    assert bridge2.calls_to("update_settings")[0][3] == ""
+
+
+def _summary(i: int, **extra: object) -> bc.SessionSummary:
+    return bc.SessionSummary.model_validate(
+        {"session_id": f"s{i}", "cwd": f"/p/{i}", "title": f"T{i}", **extra}
+    )
+
+
+def test_session_model_holds_ten_thousand_rows_and_updates_one(qtbot: QtBot) -> None:
+    model = SessionListModel()
+    model.set_sessions([_summary(i) for i in range(10_000)])
+    assert model.rowCount() == 10_000
+    index = model.index(1234)
+    assert index.data() == "T1234"
+    assert index.data(Qt.ItemDataRole.ToolTipRole) == "/p/1234"
+    changed: list[int] = []
+    model.dataChanged.connect(lambda top, _bottom: changed.append(top.row()))
+    model.upsert(_summary(1234, title="Renamed", interrupted=True))
+    assert changed == [1234]
+    assert model.index(1234).data() == "Renamed"
+    model.upsert(_summary(99_999))
+    assert model.rowCount() == 10_001 and model.index(0).data(SUMMARY_ROLE).session_id == "s99999"
+    assert model.row_of("s1234") == 1235
+
+
+def test_badges() -> None:
+    assert badge_for(_summary(1)) is None
+    assert badge_for(_summary(1, interrupted=True)) == ("Interrupted", Severity.WARN)
+    assert badge_for(_summary(1, last_run_status="running")) == ("Running", Severity.INFO)
+    assert badge_for(_summary(1, last_run_status="failed")) == ("Failed", Severity.ERROR)
+
+
+def test_panel_selection_emits_the_session_id(qtbot: QtBot) -> None:
+    panel = SessionListPanel()
+    qtbot.addWidget(panel)
+    panel.model.set_sessions([_summary(i) for i in range(3)])
+    with qtbot.waitSignal(panel.session_selected) as blocker:
+        panel.select("s2")
+    assert blocker.args == ["s2"]
+    with qtbot.waitSignal(panel.new_session_requested):
+        QTest.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
