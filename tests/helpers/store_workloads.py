@@ -56,10 +56,23 @@ def add_run(store: SqliteLedgerStore, ids: RunIds, *, cwd: str = "/work", epoch:
     )
 
 
+def without_fsync(store: SqliteLedgerStore) -> SqliteLedgerStore:
+    """For tests about verdicts and rows, not durability: skip the fsyncs (many more examples
+    per second). Crash tests never use this."""
+    store.connection.execute("PRAGMA synchronous = OFF")
+    return store
+
+
 def store_with_runs(
-    data_dir: Path, *runs: RunIds, full_rescan: bool = False, clock: Callable[[], int] | None = None
+    data_dir: Path,
+    *runs: RunIds,
+    full_rescan: bool = False,
+    clock: Callable[[], int] | None = None,
+    durable: bool = True,
 ) -> SqliteLedgerStore:
     store = open_store(data_dir, full_rescan=full_rescan, clock=clock or fixed_clock())
+    if not durable:
+        without_fsync(store)
     for ids in runs or (RunIds(),):
         add_run(store, ids)
     return store
