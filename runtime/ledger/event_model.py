@@ -13,7 +13,6 @@ names the field.
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated, Any, Literal, NotRequired, cast
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
@@ -238,11 +237,6 @@ class RuntimeEvent(TypedDict):
 
 _EVENT_ADAPTER: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
 
-# A decoded line needs the slow, exact walk of free-form values only if its raw text could hold a
-# non-finite or out-of-range number, or a float at all (floats are rare in ledgers).
-_NEEDS_WALK = re.compile(rb"NaN|Infinity|[0-9]{16}|[0-9][eE.]|\\u[dD][89abAB]")
-_FREE_FORM = ("content.args", "content.result", "actions.stateDelta", "actions.toolRecovery")
-
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
@@ -314,25 +308,68 @@ def _check_text(text: str, where: str) -> None:
         raise EventDecodeError(f"{where}: string contains a lone surrogate", where) from None
 
 
+def _certainly_plain(value: Any) -> bool:
+    """True when ``check_json_value`` would certainly accept ``value`` as parsed from JSON text.
+
+    After ``validate_json`` every string is valid Unicode (the parser refuses lone surrogates and
+    invalid UTF-8) and every object key is a string, so only numbers can still be refused: a
+    value holding nothing but strings, booleans, nulls and safe integers is plain. Anything else
+    (a float, a large integer) goes to the exact walk, which decides and names the field. This
+    costs about as much as the value is large, far less than searching the raw line.
+    """
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            return False
+        if kind is dict:
+            for child in item.values():
+                child_kind = type(child)
+                if child_kind is str or child_kind is bool or child is None:
+                    continue
+                push(child)
+        elif kind is list:
+            for child in item:
+                child_kind = type(child)
+                if child_kind is str or child_kind is bool or child is None:
+                    continue
+                push(child)
+        else:
+            return False
+    return True
+
+
+def _check_free_form(value: Any, path: str) -> None:
+    if not _certainly_plain(value):
+        check_json_value(value, path)
+
+
 def _post_checks(event: RuntimeEvent, exact: bool) -> None:
     actions = event.get("actions")
     if actions is not None and "permissionClosure" in actions and len(actions) != 1:
         raise EventDecodeError(
             "actions.permissionClosure: must be the only action key", "actions.permissionClosure"
         )
-    if not exact:
-        return
+    # ``exact``: a Python value whose strings may hold anything gets the full walk of every
+    # free-form field; a value parsed from JSON text only needs its numbers looked at.
+    check = check_json_value if exact else _check_free_form
     content = event.get("content")
     if content is not None:
         if content["kind"] == "function_call":
-            check_json_value(content["args"], "content.args")
+            check(content["args"], "content.args")
         elif content["kind"] == "function_response":
-            check_json_value(content["result"], "content.result")
+            check(content["result"], "content.result")
     if actions is not None:
         if "stateDelta" in actions:
-            check_json_value(actions["stateDelta"], "actions.stateDelta")
+            check(actions["stateDelta"], "actions.stateDelta")
         if "toolRecovery" in actions:
-            check_json_value(actions["toolRecovery"]["payload"], "actions.toolRecovery.payload")
+            check(actions["toolRecovery"]["payload"], "actions.toolRecovery.payload")
 
 
 def decode_event(value: object) -> RuntimeEvent:
@@ -355,7 +392,7 @@ def decode_event_json(data: bytes | str) -> RuntimeEvent:
         event = _EVENT_ADAPTER.validate_json(raw)
     except ValidationError as error:
         raise _raise_from_validation(error) from None
-    _post_checks(event, exact=_NEEDS_WALK.search(raw) is not None)
+    _post_checks(event, exact=False)
     return event
 
 
