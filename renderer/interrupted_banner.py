@@ -19,12 +19,14 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from PySide6.QtCore import QCoreApplication, Qt
-from PySide6.QtGui import QGuiApplication, QPalette
+from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QLabel,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -45,6 +47,10 @@ from renderer.tinted_panel import TintedPanel
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("InterruptedBanner", text)
+
+
+DETAILS_MAX_LINES = 10
+DETAILS_MIN_LINES = 2
 
 
 class BannerState(StrEnum):
@@ -75,6 +81,7 @@ class InterruptedBanner(TintedPanel):
         self._session_id: str | None = None
         self._interrupted = False
         self._by_session: dict[str, _SessionResume] = {}
+        self._details_lines = DETAILS_MAX_LINES
         self._build()
         bridge.resume_started.connect(self._on_started)
         bridge.resume_parked.connect(self._on_parked)
@@ -137,15 +144,23 @@ class InterruptedBanner(TintedPanel):
         tools.addStretch(1)
         tools.addWidget(self.copy_button)
         outer.addWidget(self.tools_row)
+        # Details: one line per code or diagnostic, unwrapped (codes and ids read best whole),
+        # scrolling past DETAILS_MAX_LINES so hundreds of diagnostics never push the page away.
         self.details_panel = TintedPanel()
         details_layout = QVBoxLayout(self.details_panel)
-        details_layout.setContentsMargins(10, 8, 10, 8)
+        details_layout.setContentsMargins(1, 1, 1, 1)
         self.details_label = QLabel()
         self.details_label.setTextFormat(Qt.TextFormat.PlainText)
         self.details_label.setFont(theme.monospace_font())
-        self.details_label.setWordWrap(True)
+        self.details_label.setContentsMargins(9, 7, 9, 7)
         self.details_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        details_layout.addWidget(self.details_label)
+        self.details_scroll = QScrollArea()
+        self.details_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.details_scroll.setWidget(self.details_label)
+        self.details_scroll.setWidgetResizable(True)
+        self.details_scroll.viewport().setAutoFillBackground(False)
+        self.details_label.setAutoFillBackground(False)
+        details_layout.addWidget(self.details_scroll)
         outer.addWidget(self.details_panel)
         self.reason_labels: list[QLabel] = []
 
@@ -208,6 +223,11 @@ class InterruptedBanner(TintedPanel):
         if current.failure_code:
             lines.append(f"error: {current.failure_code}: {current.failure_message}")
         return "\n".join(lines) + "\n"
+
+    def set_details_line_limit(self, lines: int) -> None:
+        """How many detail lines show before they scroll (the window shrinks it when short)."""
+        self._details_lines = max(DETAILS_MIN_LINES, min(lines, DETAILS_MAX_LINES))
+        self._fit_details()
 
     def copy_diagnostics(self) -> None:
         QGuiApplication.clipboard().setText(self.diagnostics_text())
@@ -285,9 +305,23 @@ class InterruptedBanner(TintedPanel):
         self.body_label.setVisible(bool(body))
         self.action_button.setText(action)
         self.details_label.setText(_details_for(current))
+        self._fit_details()
         self.setProperty("severity", self._severity().value)
         self._apply_colours(self._severity())
         self.updateGeometry()
+
+    def _fit_details(self) -> None:
+        hint = self.details_label.sizeHint()
+        limit = self.details_label.fontMetrics().lineSpacing() * self._details_lines + 14
+        needs_bar = hint.width() > self.details_scroll.viewport().width()
+        bar = self.details_scroll.horizontalScrollBar().sizeHint().height() if needs_bar else 0
+        height = min(hint.height(), limit) + bar
+        if height != self.details_scroll.height():
+            self.details_scroll.setFixedHeight(height)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._fit_details()
 
     def _set_reasons(self, reasons: tuple[str, ...]) -> None:
         for label in self.reason_labels:

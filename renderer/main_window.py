@@ -8,8 +8,8 @@ re-asks for the list and the open session after every reconnect.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QCoreApplication, QEvent, QMargins, Qt
+from PySide6.QtGui import QAction, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -36,6 +36,7 @@ from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.composer import Composer
 from renderer.connection_status import ConnectionStatus
 from renderer.interrupted_banner import InterruptedBanner
+from renderer.measured_row import MeasuredRow
 from renderer.park_text import describe
 from renderer.permission_prompt import PermissionPrompt
 from renderer.session_list import SessionListPanel
@@ -45,6 +46,10 @@ from renderer.transcript_view import TranscriptView
 _ACTIVE = frozenset(
     {RunStatusValue.CREATED, RunStatusValue.RUNNING, RunStatusValue.WAITING_FOR_USER}
 )
+
+
+RESERVED_HEIGHT_PX = 460
+"""Height kept for menu, header, banner text, transcript, composer and status bar."""
 
 
 def _tr(text: str) -> str:
@@ -91,18 +96,13 @@ class MainWindow(QMainWindow):
         header_layout.addWidget(self.title_label)
         header_layout.addWidget(self.path_label)
         self.banner = InterruptedBanner(self._bridge)
-        banner_holder = QWidget()
-        banner_layout = QVBoxLayout(banner_holder)
-        banner_layout.setContentsMargins(20, 4, 20, 8)
-        banner_layout.addWidget(self.banner)
+        banner_holder = MeasuredRow(self.banner, margins=QMargins(20, 4, 20, 8))
         self.banner.shown_changed.connect(banner_holder.setVisible)
         banner_holder.setVisible(not self.banner.isHidden())
         self.transcript = TranscriptView()
+        self.transcript.setMinimumHeight(40)  # in a short window the banner keeps its text
         self.permission = PermissionPrompt(self._bridge)
-        permission_holder = QWidget()
-        permission_layout = QVBoxLayout(permission_holder)
-        permission_layout.setContentsMargins(20, 6, 20, 0)
-        permission_layout.addWidget(self.permission)
+        permission_holder = MeasuredRow(self.permission, margins=QMargins(20, 6, 20, 0))
         self.permission.shown_changed.connect(permission_holder.setVisible)
         permission_holder.setVisible(not self.permission.isHidden())
         self.composer = Composer()
@@ -320,6 +320,13 @@ class MainWindow(QMainWindow):
         self.composer.set_available(connected and session is not None)
         self.composer.set_running(session is not None and session in self._running)
         self.new_action.setEnabled(connected)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        # Keep room for the transcript in short windows (200% scaling on a 1080p screen leaves
+        # 540 logical pixels): the banner's details scroll sooner instead of crowding it out.
+        spare = event.size().height() - RESERVED_HEIGHT_PX
+        self.banner.set_details_line_limit(spare // max(self.fontMetrics().lineSpacing(), 1))
 
     def _recolour_header(self) -> None:
         palette = self.path_label.palette()

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt, QTimer
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from app.bridge_contract import TranscriptItem
+from renderer.measured_row import MeasuredRow
 from renderer.transcript_items import ItemWidget, widget_for
 
 FOLLOW_SLACK_PX = 48
@@ -41,42 +41,8 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("Transcript", text)
 
 
-class _Row(QWidget):
-    """Holds one item widget at a fixed height measured for the row's width."""
-
-    def __init__(self, item_widget: ItemWidget, width: int) -> None:
-        super().__init__()
-        self.item_widget = item_widget
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(item_widget)
-        self._measured_width = -1
-        self.fit(width)
-
-    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt override)
-        return False  # the parent layout must not re-measure us; fit() does
-
-    def fit(self, width: int) -> None:
-        layout = self.layout()
-        if width <= 0 or layout is None:
-            return
-        self._measured_width = width
-        height = layout.totalHeightForWidth(width)
-        if height < 0:
-            height = layout.totalSizeHint().height()
-        if height != self.height() or self.minimumHeight() != height:
-            self.setFixedHeight(max(height, 0))
-
-    def event(self, event: QEvent) -> bool:
-        handled = super().event(event)
-        if event.type() == QEvent.Type.LayoutRequest:
-            self.fit(self.width() if self.width() > 0 else self._measured_width)
-        return handled
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
-        super().resizeEvent(event)
-        if event.size().width() != self._measured_width:
-            self.fit(event.size().width())
+def _item_widget(row: MeasuredRow) -> ItemWidget:
+    return row.content  # type: ignore[return-value]  # rows are built from widget_for()
 
 
 class TranscriptView(QScrollArea):
@@ -108,7 +74,7 @@ class TranscriptView(QScrollArea):
         self._items: dict[str, TranscriptItem] = {}
         self._order: list[str] = []
         self._live_from = 0
-        self._rows: dict[str, _Row] = {}
+        self._rows: dict[str, MeasuredRow] = {}
         self._omitted_earlier = 0
         self._pending: dict[str, TranscriptItem] = {}
         self._flush_timer = QTimer(self)
@@ -187,7 +153,7 @@ class TranscriptView(QScrollArea):
     def item_widget(self, item_id: str) -> ItemWidget | None:
         self.flush()
         row = self._rows.get(item_id)
-        return None if row is None else row.item_widget
+        return None if row is None else _item_widget(row)
 
     def item_ids(self) -> list[str]:
         self.flush()
@@ -237,7 +203,7 @@ class TranscriptView(QScrollArea):
         if existing is None:
             return  # an earlier item that is not a widget now; its data is updated
         if previous is not None and previous.type == item.type:
-            existing.item_widget.update_item(item)
+            _item_widget(existing).update_item(item)
             return
         index = self._column.indexOf(existing)
         self._column.removeWidget(existing)
@@ -249,7 +215,7 @@ class TranscriptView(QScrollArea):
         return self.viewport().width() - margins.left() - margins.right()
 
     def _insert_widget(self, item: TranscriptItem, index: int) -> None:
-        row = _Row(widget_for(item), self._row_width())
+        row = MeasuredRow(widget_for(item), self._row_width())
         self._column.insertWidget(index, row)
         self._rows[item.item_id] = row
 
