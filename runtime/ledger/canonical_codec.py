@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -20,34 +21,71 @@ import rfc8785
 from runtime.ledger.event_model import MAX_SAFE_INTEGER, RuntimeEvent
 from runtime.ledger.ledger_errors import CanonicalEncodeError
 
-_FAST = json.JSONEncoder(
+# The C encoder of the standard library, built once: ``json.JSONEncoder.encode`` would build it
+# again on every call, which costs more than encoding a small event. No cycle detection is
+# needed: values decoded from JSON are trees, and ``_needs_exact_encoder`` walks them first.
+_C_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_STRINGS: Any = getattr(json.encoder, "c_encode_basestring", None)
+_ENCODER: Any = (
+    _C_ENCODER(None, None, _C_STRINGS, None, ":", ",", True, False, False)
+    if _C_ENCODER is not None and _C_STRINGS is not None
+    else None
+)
+_SLOW_FAST = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
 ).encode
 
+
+def _fast(value: Any) -> str:
+    if _ENCODER is None:
+        return _SLOW_FAST(value)
+    return "".join(_ENCODER(value, 0))
+
+
 PREFIX_DOMAIN = b"maka.runtime-prefix.v1"
+_KEY_LIMIT = "\ue000"
 
 
 def _needs_exact_encoder(value: Any) -> bool:
-    """True when the fast encoder might differ from RFC 8785 (or must refuse the value)."""
+    """True when the fast encoder might differ from RFC 8785 (or must refuse the value).
+
+    Exact types only (``type(x) is str``): subclasses such as enums take the exact path. Scalars
+    are checked where they are found instead of being pushed, which keeps the walk cheap.
+    """
     stack = [value]
+    pop, push = stack.pop, stack.append
     while stack:
-        item = stack.pop()
-        if isinstance(item, (str, bool)) or item is None:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            for key, child in item.items():
+                if type(key) is not str or (not key.isascii() and max(key) >= _KEY_LIMIT):
+                    return True
+                child_kind = type(child)
+                if child_kind is str or child_kind is bool or child is None:
+                    continue
+                if child_kind is int:
+                    if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                        return True
+                    continue
+                push(child)
+        elif kind is list:
+            for child in item:
+                child_kind = type(child)
+                if child_kind is str or child_kind is bool or child is None:
+                    continue
+                if child_kind is int:
+                    if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                        return True
+                    continue
+                push(child)
+        elif kind is str or kind is bool or item is None:
             continue
-        if isinstance(item, int):
+        elif kind is int:
             if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
                 return True
-            continue
-        if isinstance(item, dict):
-            for key in item:
-                if not isinstance(key, str) or (key and max(key) >= "\ue000"):
-                    return True
-            stack.extend(item.values())
-            continue
-        if isinstance(item, list):
-            stack.extend(item)
-            continue
-        return True  # floats and anything that is not JSON
+        else:
+            return True  # floats and anything that is not plain JSON
     return False
 
 
@@ -55,7 +93,7 @@ def canonical_json_bytes(value: Any) -> bytes:
     """RFC 8785 bytes of any JSON value; refuses what canonical JSON cannot carry."""
     if not _needs_exact_encoder(value):
         try:
-            return _FAST(value).encode("utf-8")
+            return _fast(value).encode("utf-8")
         except UnicodeEncodeError as error:
             raise CanonicalEncodeError("string contains a lone surrogate") from error
     _refuse_unsafe(value)

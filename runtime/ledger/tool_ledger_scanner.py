@@ -48,6 +48,7 @@ OperationKey = tuple[str, str]
 are different keys."""
 
 _MARKER = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
+_TOOL_CONTENT = frozenset({"function_call", "function_response"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +277,13 @@ class ToolLedgerScanner:
                 self._issues.append(ScanIssue(ScanIssueCode.INVOCATION_IDENTITY_CONFLICT, event_id))
             if actions is not None and "runtimeProtocol" in actions:
                 self._issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id))
+        content = raw.get("content")
+        if (content is None or content["kind"] not in _TOOL_CONTENT) and (
+            actions is None or ("toolDispatch" not in actions and "toolRecovery" not in actions)
+        ):
+            # No lane signal: an ordinary event (the common case, decided without
+            # ``classify_lane``); nothing more to record.
+            return tuple(self._issues[mark:]) if len(self._issues) > mark else ()
         lane = classify_lane(raw)
         if isinstance(lane, LaneConflict):
             self._issues.append(ScanIssue(ScanIssueCode.SEMANTIC_LANE_CONFLICT, event_id))
@@ -289,7 +297,7 @@ class ToolLedgerScanner:
             self._on_response(raw, invocation, position)
         else:
             self._on_recovery(raw, lane, position)
-        return tuple(self._issues[mark:])
+        return tuple(self._issues[mark:]) if len(self._issues) > mark else ()
 
     # ---- per-lane rules -------------------------------------------------------------------
 
