@@ -34,6 +34,7 @@ from pathlib import Path
 
 from app import __version__
 from app.cli_errors import EXIT_ERROR, EXIT_OK
+from app.data_paths import ensure_data_dir, resolve_data_dir
 
 PROBE_QT = "qt"
 QT_PROBE_TIMEOUT_S = 60.0
@@ -57,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.probe == PROBE_QT:
         return _qt_probe_child()
-    data_dir = _data_dir(args.data_dir)
+    data_dir = resolve_data_dir(args.data_dir)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("qt-platform", _check_qt_platform),
         ("sqlite-wal", _check_sqlite_wal),
@@ -119,16 +120,6 @@ def _self_command() -> list[str]:
     return [sys.executable, "-c", "from app.cli import run_main; run_main()"]
 
 
-def _data_dir(option: str | None) -> Path:
-    if option:
-        return Path(option).expanduser()
-    if os.environ.get("MAKA_DATA_DIR"):
-        return Path(os.environ["MAKA_DATA_DIR"]).expanduser()
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("maka", appauthor=False))
-
-
 # --- qt-platform ------------------------------------------------------------------------------
 
 
@@ -148,7 +139,8 @@ def _check_qt_platform() -> str:
             f"the Qt probe did not finish within {QT_PROBE_TIMEOUT_S:.0f} s"
         ) from error
     if completed.returncode != 0:
-        tail = " | ".join(completed.stderr.strip().splitlines()[-3:]) or "no output"
+        lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
+        tail = " | ".join(lines[-4:]) or "no output"
         raise RuntimeError(f"the Qt probe exited with {completed.returncode}: {tail}")
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     if report.get("platform") != "offscreen":
@@ -269,7 +261,7 @@ def _check_ipc_listen() -> str:
 
 
 def _check_data_dir(data_dir: Path) -> str:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_data_dir(data_dir)  # created exactly as the app creates it
     probe = data_dir / f".maka-selftest-{uuid.uuid4().hex[:8]}"
     payload = b"maka self-test\n"
     try:

@@ -157,6 +157,22 @@ def test_self_test_reports_an_unwritable_data_dir(built: Built, tmp_path: Path) 
     assert "Traceback" not in completed.stdout + completed.stderr
 
 
+def test_self_test_names_a_missing_platform_plugin(built: Built, tmp_path: Path) -> None:
+    """A bundle without its offscreen plugin: Qt aborts the probe child, the self-test survives,
+    names the failed check with Qt's own reason, and still runs the other checks."""
+    broken = tmp_path / "broken"
+    subprocess.run(["cp", "-al", str(built.bundle), str(broken)], check=True)  # hard links: fast
+    plugin = broken / "_internal" / "PySide6" / "Qt" / "plugins" / "platforms" / "libqoffscreen.so"
+    plugin.unlink()
+    completed = run_maka(broken / "maka", "self-test", "--json", data_dir=tmp_path / "data")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    report = json.loads(completed.stdout)
+    assert report["failures"] == ["qt-platform"]
+    detail = report["checks"][0]["detail"]
+    assert "offscreen" in detail and "exited with" in detail, detail
+    assert all(check["ok"] for check in report["checks"][1:])
+
+
 @pytest.fixture(scope="module")
 def bundle_commands(built: Built, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The subcommands the bundle itself lists in ``maka --help``."""
