@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -239,15 +240,34 @@ def _find_iscc() -> str | None:
     return None
 
 
+def numeric_version(version: str) -> str:
+    """``0.2.0rc1`` -> ``0.2.0.0``: Windows version resources take four numbers only."""
+    numbers = [(re.findall(r"^\d+", part) or ["0"])[0] for part in version.split(".")[:3]]
+    return ".".join([*numbers, *["0"] * (4 - len(numbers))])
+
+
+def _find_signtool() -> str:
+    """signtool is in the Windows SDK, which is usually not on PATH."""
+    found = shutil.which("signtool")
+    if found:
+        return found
+    kits = Path(os.environ.get("PROGRAMFILES(X86)", r"C:\Program Files (x86)")) / "Windows Kits"
+    candidates = sorted(kits.glob("10/bin/*/x64/signtool.exe"))
+    if not candidates:
+        raise SystemExit("build: signtool.exe not found (install the Windows SDK)")
+    return str(candidates[-1])
+
+
 def _windows_sign(files: list[Path], notes: list[str]) -> None:
     pfx = os.environ.get("MAKA_WINDOWS_CERT_PFX")
     password = os.environ.get("MAKA_WINDOWS_CERT_PASSWORD")
     if not pfx or not password:
         notes.append("Windows signing skipped (MAKA_WINDOWS_CERT_PFX / _PASSWORD not set)")
         return
+    signtool = _find_signtool()
     for file in files:
         subprocess.run(
-            ["signtool", "sign", "/fd", "SHA256", "/td", "SHA256", "/tr",
+            [signtool, "sign", "/fd", "SHA256", "/td", "SHA256", "/tr",
              os.environ.get("MAKA_WINDOWS_TIMESTAMP_URL", "http://timestamp.digicert.com"),
              "/f", pfx, "/p", password, str(file)],
             check=True,
@@ -263,6 +283,7 @@ def build_windows_installer(bundle: Path, dist: Path, version: str, notes: list[
         [
             iscc,
             f"/DAppVersion={version}",
+            f"/DAppNumericVersion={numeric_version(version)}",
             f"/DSourceDir={bundle}",
             f"/DOutputDir={dist}",
             f"/DIconFile={ASSETS / 'maka.ico'}",

@@ -12,6 +12,9 @@
 #ifndef AppVersion
   #define AppVersion "0.0.0"
 #endif
+#ifndef AppNumericVersion
+  #define AppNumericVersion "0.0.0.0"
+#endif
 #ifndef SourceDir
   #define SourceDir "..\..\dist\maka"
 #endif
@@ -28,7 +31,7 @@ AppName=Maka
 AppVersion={#AppVersion}
 AppVerName=Maka {#AppVersion}
 AppPublisher=Maka
-VersionInfoVersion={#AppVersion}
+VersionInfoVersion={#AppNumericVersion}
 DefaultDirName={autopf}\Maka
 DefaultGroupName=Maka
 DisableProgramGroupPage=yes
