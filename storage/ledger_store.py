@@ -55,7 +55,8 @@ from storage.ledger_schema import (
 from storage.recovery_bundle_writer import commit_bundle
 from storage.run_ending_writer import EVENT_STATUS_TO_RUN, check_ending, commit_ending
 from storage.run_ledger_state import RunStateCache
-from storage.session_export import ImportReport, export_lines, import_parsed, parse_export
+from storage.session_export import export_lines, parse_export
+from storage.session_import import ImportReport, import_parsed
 from storage.sqlite_connection import (
     DATABASE_NAME,
     connect_reader,

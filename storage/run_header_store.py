@@ -285,6 +285,19 @@ def set_terminal(
     )
 
 
+def restore_open_status(
+    conn: sqlite3.Connection, run_id: str, status: RunStatus, updated_at: int
+) -> None:
+    """Import only: give an imported open run the exported non-terminal status and timestamp."""
+    if status in TERMINAL_RUN_STATUSES:
+        raise StoreRefusal(StoreCode.RUN_STATUS_CONFLICT, "an ending needs its terminal event")
+    conn.execute(
+        "UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?"
+        " AND status IN ('created', 'running')",
+        (status.value, updated_at, run_id),
+    )
+
+
 def read_owner_epoch(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key = 'owner_epoch'").fetchone()
     if row is None:

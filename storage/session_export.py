@@ -10,12 +10,17 @@ ending in ``\\n``, every line in canonical JSON (RFC 8785)):
      "status","cwd","ownerEpoch","createdAt","updatedAt"}`` plus, when set, ``"failureClass"``,
      ``"workspaceIdentity"``, ``"parentRunId"``, ``"continuationSource"``, ``"completedAt"``
      (absent means not set; never ``null``);
+   - for a continuation run (one admitted by Safe resume), its claim line
+     ``{"kind":"maka.continuation_claim.v1","claimId","sessionId","boundaryDigest","sourceRunId",
+     "sourceHighWater","sourcePrefixDigest","sourceTerminalEventId","targetRunId","startEventId",
+     "providerReplayDigest","automatic","createdAt"}``;
    - then the run's events in ``event_seq`` order: exactly the stored canonical bytes of each
-     RuntimeEvent (a RuntimeEvent has no ``kind`` key, so the two line types never mix up).
+     RuntimeEvent (a RuntimeEvent has no ``kind`` key, so the line types never mix up).
 
-Import (``maka import FILE.jsonl``) is all-or-nothing, in one transaction, and re-commits every
-event through the same writers as live code (generic append, T1, T2, recovery bundle, run
-ending), so a file can never bring in a fact the writers would refuse. It is idempotent (an
+Import (``maka import FILE.jsonl``, ``session_import``) is all-or-nothing, in one transaction,
+and re-commits every event through the same writers as live code (generic append, T1, T2,
+recovery bundle, run ending, continuation admission), so a file can never bring in a fact the
+writers would refuse. It is idempotent (an
 identical file again is a no-op), refuses a file that conflicts with what is stored (another
 header or other bytes for a stored id), and refuses a torn last line (no final newline) unless
 ``accept_torn_tail``: then the valid prefix is imported and the report says how many bytes were
@@ -32,40 +37,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.ledger.canonical_codec import canonical_json_bytes
-from runtime.ledger.codes import Lane, TransferCode, TransitionKind, WriterRejectionCode
-from runtime.ledger.event_model import RuntimeEvent, decode_event_json, is_terminal
-from runtime.ledger.lane_rules import is_bound_response
+from runtime.ledger.codes import TransferCode
+from runtime.ledger.continuation_ports import ContinuationClaim
+from runtime.ledger.event_model import RuntimeEvent, decode_event_json
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import (
-    TERMINAL_RUN_STATUSES,
-    CommitResult,
-    RunHeader,
-    RunStatus,
-    SessionRecord,
-    StoreRefusal,
-)
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from storage.continuation_claim_store import find_by_target
 from storage.event_rows import EVENT_COLUMNS, decode_row
-from storage.event_writer import (
-    Candidate,
-    LedgerTransaction,
-    append_generic,
-    check_generic,
-    prepare_candidate,
-)
-from storage.recovery_bundle_writer import commit_bundle
-from storage.run_ending_writer import check_ending, commit_ending
-from storage.run_header_store import (
-    insert_header,
-    insert_session,
-    list_session_headers,
-    raise_owner_epoch,
-    read_header,
-    read_session,
-)
-from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
+from storage.run_header_store import list_session_headers, read_session
 
 SESSION_KIND = "maka.session.v1"
 RUN_HEADER_KIND = "maka.run_header.v1"
+CLAIM_KIND = "maka.continuation_claim.v1"
 
 
 class TransferError(LedgerError):
@@ -74,16 +57,6 @@ class TransferError(LedgerError):
     def __init__(self, code: TransferCode, message: str, line: int | None = None) -> None:
         super().__init__(code, message)
         self.line = line
-
-
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    session_id: str
-    runs: int
-    events_read: int
-    events_created: int
-    events_existing: int
-    dropped_bytes: int
 
 
 # ---- export -----------------------------------------------------------------------------------
@@ -127,6 +100,26 @@ def header_line(header: RunHeader) -> bytes:
     return canonical_json_bytes(value)
 
 
+def claim_line(claim: ContinuationClaim) -> bytes:
+    return canonical_json_bytes(
+        {
+            "kind": CLAIM_KIND,
+            "claimId": claim.claim_id,
+            "sessionId": claim.session_id,
+            "boundaryDigest": claim.boundary_digest,
+            "sourceRunId": claim.source_run_id,
+            "sourceHighWater": claim.source_high_water,
+            "sourcePrefixDigest": claim.source_prefix_digest,
+            "sourceTerminalEventId": claim.source_terminal_event_id,
+            "targetRunId": claim.target_run_id,
+            "startEventId": claim.start_event_id,
+            "providerReplayDigest": claim.provider_replay_digest,
+            "automatic": claim.automatic,
+            "createdAt": claim.created_at,
+        }
+    )
+
+
 def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
     """Every line of the session's export (each without its newline). Call inside one read
     transaction so the file is one consistent snapshot."""
@@ -136,6 +129,9 @@ def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
     yield session_line(session)
     for header in list_session_headers(conn, session_id):
         yield header_line(header)
+        claim = find_by_target(conn, header.run_id)
+        if claim is not None:
+            yield claim_line(claim)
         rows = conn.execute(
             f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE invocation_id = ?"
             " ORDER BY event_seq",
@@ -149,15 +145,16 @@ def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
 
 
 @dataclass(slots=True)
-class _RunBlock:
+class RunBlock:
     header: RunHeader
+    claim: ContinuationClaim | None = None
     events: list[RuntimeEvent] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class _Parsed:
+class ParsedExport:
     session: SessionRecord
-    runs: list[_RunBlock]
+    runs: list[RunBlock]
     dropped_bytes: int
     event_count: int
 
@@ -241,6 +238,33 @@ def _parse_header(value: Mapping[str, Any], line: int) -> RunHeader:
     )
 
 
+_CLAIM_KEYS = {
+    "kind", "claimId", "sessionId", "boundaryDigest", "sourceRunId", "sourceHighWater",
+    "sourcePrefixDigest", "sourceTerminalEventId", "targetRunId", "startEventId",
+    "providerReplayDigest", "automatic", "createdAt",
+}  # fmt: skip
+
+
+def _parse_claim(value: Mapping[str, Any], line: int) -> ContinuationClaim:
+    _record(value, _CLAIM_KEYS, set(), line)
+    if not isinstance(value["automatic"], bool):
+        raise TransferError(TransferCode.IMPORT_LINE_INVALID, f"line {line}: bad automatic", line)
+    return ContinuationClaim(
+        claim_id=_text(value, "claimId", line),
+        session_id=_text(value, "sessionId", line),
+        boundary_digest=_text(value, "boundaryDigest", line),
+        source_run_id=_text(value, "sourceRunId", line),
+        source_high_water=_int(value, "sourceHighWater", line),
+        source_prefix_digest=_text(value, "sourcePrefixDigest", line),
+        source_terminal_event_id=_text(value, "sourceTerminalEventId", line),
+        target_run_id=_text(value, "targetRunId", line),
+        start_event_id=_text(value, "startEventId", line),
+        provider_replay_digest=_text(value, "providerReplayDigest", line),
+        automatic=value["automatic"],
+        created_at=_int(value, "createdAt", line),
+    )
+
+
 def _invalid(line: int, message: str) -> TransferError:
     return TransferError(TransferCode.IMPORT_LINE_INVALID, f"line {line}: {message}", line)
 
@@ -254,13 +278,13 @@ def _record_value(raw: bytes) -> dict[str, Any] | None:
         value = json.loads(raw)
     except ValueError:
         return None
-    if isinstance(value, dict) and value.get("kind") in (SESSION_KIND, RUN_HEADER_KIND):
+    if isinstance(value, dict) and value.get("kind") in (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND):
         return value
     return None
 
 
 def _add_record(
-    value: dict[str, Any], index: int, session: SessionRecord | None, runs: list[_RunBlock]
+    value: dict[str, Any], index: int, session: SessionRecord | None, runs: list[RunBlock]
 ) -> SessionRecord | None:
     """Apply one record line; returns the session (set by the first line)."""
     if value["kind"] == SESSION_KIND:
@@ -268,17 +292,25 @@ def _add_record(
             raise _structure(index, "the session line must be the first line")
         return _parse_session(value, index)
     if session is None:
-        raise _structure(index, "a run header before the session line")
+        raise _structure(index, "a record before the session line")
+    if value["kind"] == CLAIM_KIND:
+        block = runs[-1] if runs else None
+        if block is None or block.events or block.claim is not None:
+            raise _structure(index, "a continuation claim must follow its run's header line")
+        block.claim = _parse_claim(value, index)
+        if block.claim.target_run_id != block.header.run_id:
+            raise _structure(index, "the continuation claim names another run")
+        return session
     header = _parse_header(value, index)
     if header.session_id != session.session_id:
         raise _structure(index, "a run of another session")
     if any(block.header.run_id == header.run_id for block in runs):
         raise _structure(index, f"run {header.run_id} appears twice")
-    runs.append(_RunBlock(header))
+    runs.append(RunBlock(header))
     return session
 
 
-def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> _Parsed:
+def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport:
     """Decode and structurally check a whole export file (nothing is written)."""
     dropped = 0
     end = data.rfind(b"\n") + 1
@@ -296,7 +328,7 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> _Parsed:
     if not lines:
         raise TransferError(TransferCode.IMPORT_STRUCTURE_INVALID, "the file holds no session")
     session: SessionRecord | None = None
-    runs: list[_RunBlock] = []
+    runs: list[RunBlock] = []
     events = 0
     for index, raw in enumerate(lines, start=1):
         try:
@@ -319,146 +351,4 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> _Parsed:
         events += 1
     if session is None:
         raise _structure(1, "the first line must be the session line")
-    return _Parsed(session, runs, dropped, events)
-
-
-# ---- import -----------------------------------------------------------------------------------
-
-
-def _import_run(tx: LedgerTransaction, block: _RunBlock, torn: bool) -> tuple[int, int]:
-    """Commit one run's events through the writers; returns (created, existing)."""
-    header = block.header
-    events = block.events
-    ends = bool(events) and is_terminal(events[-1])
-    final_status = RunStatus(header.status)
-    if final_status in TERMINAL_RUN_STATUSES and not ends and not torn:
-        raise TransferError(
-            TransferCode.IMPORT_STRUCTURE_INVALID,
-            f"run {header.run_id} is {final_status} but its terminal event is missing",
-        )
-    if final_status not in TERMINAL_RUN_STATUSES and ends:
-        raise TransferError(
-            TransferCode.IMPORT_STRUCTURE_INVALID,
-            f"run {header.run_id} has a terminal event but its header is {final_status}",
-        )
-    admitted = header
-    if final_status in TERMINAL_RUN_STATUSES:
-        admitted = _replace_status(header, RunStatus.RUNNING)
-    stored = read_header(tx.conn, header.run_id)
-    if stored is not None and stored != header and not (torn and stored == admitted):
-        raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT,
-            f"run {header.run_id} is stored with another header than the file's",
-        )
-    if stored is None:
-        insert_header(tx.conn, admitted)
-    created = existing = 0
-    position = 0
-    while position < len(events):
-        candidates, results = _commit_next(tx, block, position)
-        for offset, result in enumerate(results):
-            if result.event_seq != position + offset + 1:
-                raise StoreRefusal(
-                    WriterRejectionCode.IDENTITY_CONFLICT,
-                    f"event {events[position + offset]['id']} is stored at event_seq "
-                    f"{result.event_seq}, the file has it at {position + offset + 1}",
-                )
-        for result in results:
-            if result.created:
-                created += 1
-            else:
-                existing += 1
-        position += candidates
-    return created, existing
-
-
-def _replace_status(header: RunHeader, status: RunStatus) -> RunHeader:
-    values = {name: getattr(header, name) for name in RunHeader.__slots__}
-    values.update(status=status, failure_class=None, completed_at=None)
-    return RunHeader(**values)
-
-
-def _commit_next(
-    tx: LedgerTransaction, block: _RunBlock, position: int
-) -> tuple[int, list[CommitResult]]:
-    """Commit the transition starting at ``position``; returns (events used, results)."""
-    events = block.events
-    candidate = prepare_candidate(events[position], decoded=True)
-    lane = candidate.lane
-    if candidate.terminal:
-        if position != len(events) - 1:
-            raise StoreRefusal(
-                WriterRejectionCode.RUN_SEALED,
-                f"event {events[position + 1]['id']} follows the terminal event",
-                events[position + 1]["id"],
-            )
-        header = block.header
-        check_ending(candidate, RunStatus(header.status), header.failure_class)
-        completed_at = header.completed_at if header.completed_at is not None else header.updated_at
-        result = commit_ending(
-            tx,
-            candidate,
-            RunStatus(header.status),
-            header.failure_class,
-            updated_at=header.updated_at,
-            completed_at=completed_at,
-        )
-        return 1, [result]
-    if lane is Lane.TOOL_DISPATCH:
-        check_shape([candidate], TransitionKind.T1_PREPARE)
-        return 1, [commit_prepared(tx, None, candidate)]
-    if lane is Lane.FUNCTION_RESPONSE and is_bound_response(candidate.event):
-        check_shape([candidate], TransitionKind.T2_OUTCOME)
-        return 1, [commit_outcome(tx, candidate)]
-    if lane is Lane.RECONCILE_RESULT:
-        return _commit_bundle(tx, events, position, candidate)
-    check_generic(candidate)
-    return 1, [append_generic(tx, candidate)]
-
-
-def _commit_bundle(
-    tx: LedgerTransaction, events: list[RuntimeEvent], position: int, reconcile: Candidate
-) -> tuple[int, list[CommitResult]]:
-    following = [
-        prepare_candidate(event, decoded=True) for event in events[position + 1 : position + 3]
-    ]
-    if following and following[0].lane is Lane.RECOVERY_DECISION:
-        parts = [reconcile, following[0]]
-        outcome = None
-    elif len(following) == 2 and following[1].lane is Lane.RECOVERY_DECISION:
-        parts = [reconcile, following[0], following[1]]
-        outcome = following[0]
-    else:
-        raise StoreRefusal(
-            WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
-            "a reconcile fact must be followed by [outcome,] decision",
-            reconcile.event_id,
-        )
-    check_shape(parts, TransitionKind.RECOVERY_BUNDLE)
-    result = commit_bundle(tx, reconcile, outcome, parts[-1])
-    # The bundle answers for its decision; the facts before it got consecutive seqs.
-    first = result.event_seq - len(parts) + 1
-    return len(parts), [CommitResult(result.created, first + index) for index in range(len(parts))]
-
-
-def import_parsed(tx: LedgerTransaction, parsed: _Parsed) -> ImportReport:
-    """Import a parsed file inside ``tx`` (the caller's one write transaction)."""
-    highest = max((block.header.owner_epoch for block in parsed.runs), default=0)
-    # An imported run must never look like it belongs to a live owner from the future.
-    raise_owner_epoch(tx.conn, at_least=highest)
-    insert_session(tx.conn, parsed.session)
-    created = existing = 0
-    torn = parsed.dropped_bytes > 0
-    for index, block in enumerate(parsed.runs):
-        last = index == len(parsed.runs) - 1
-        made, kept = _import_run(tx, block, torn and last)
-        created += made
-        existing += kept
-    return ImportReport(
-        session_id=parsed.session.session_id,
-        runs=len(parsed.runs),
-        events_read=parsed.event_count,
-        events_created=created,
-        events_existing=existing,
-        dropped_bytes=parsed.dropped_bytes,
-    )
+    return ParsedExport(session, runs, dropped, events)
