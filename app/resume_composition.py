@@ -8,7 +8,8 @@ the same pieces with its own observer.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from runtime.continuation.resume_service import (
     ResumeStore,
     safe_resume_enabled,
 )
+from runtime.ledger.store_ports import LedgerReader
+from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
@@ -77,8 +80,67 @@ def host_resume_service(
     return build_resume_service(host.store, host.data_dir, catalog.names, host.shells, turn)
 
 
-def park_lines(plan: ContinuationPlan) -> list[str]:
-    """One sentence per reason, then the diagnostics with their codes (for a terminal)."""
+# What startup recovery decided about an interrupted tool call, in plain words (the reason codes
+# of the resolver; the parked ones are the recovery decision's reasonCode).
+RECOVERY_SENTENCES: Mapping[str, str] = {
+    "recovery_bundle_completed": "completed after recovery: the write had happened",
+    "reconcile_matches_prior_state": "the write did not happen; redo is left to you",
+    "reconcile_diverged": "the file was changed by someone else; Maka will not overwrite it",
+    "reconcile_unreadable": "the file or workspace could not be checked",
+    "dispatch_without_response": "the tool started but its outcome is unknown; it is never "
+    "retried or assumed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OperationView:
+    """One tool call of the plan's source run, as the resolver sees it (for ``maka plan``)."""
+
+    run_id: str
+    decision: ToolRecoveryDecision
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.decision
+        body: dict[str, Any] = {
+            "runId": self.run_id,
+            "toolName": d.tool_name,
+            "toolCallId": d.tool_call_id,
+            "status": d.status.value,
+            "reason": d.reason.value,
+        }
+        if d.operation_id is not None:
+            body["operationId"] = d.operation_id
+        return body
+
+    def line(self) -> str:
+        d = self.decision
+        sentence = RECOVERY_SENTENCES.get(d.reason.value)
+        text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
+        return f"{text}: {sentence}" if sentence else text
+
+
+def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[OperationView, ...]:
+    """The tool calls of the plan's source run (else the session's latest run), resolved."""
+    run_id = plan.source_run_id
+    if run_id is None:
+        runs = sorted(store.list_session_runs(plan.session_id), key=lambda h: h.created_at)
+        if not runs:
+            return ()
+        run_id = runs[-1].run_id
+    events = [row.event for row in store.read_run_events(run_id)]
+    return tuple(OperationView(run_id, d) for d in resolve_recovery(events).decisions)
+
+
+def _recovery_reason(message: str, tool_call_id: str | None, reasons: Mapping[str, str]) -> str:
+    if tool_call_id is not None and tool_call_id in reasons:
+        return reasons[tool_call_id]
+    return next((code for code in RECOVERY_SENTENCES if code in message), "")
+
+
+def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None) -> list[str]:
+    """One sentence per reason, then the diagnostics with their codes (for a terminal). A parked
+    or unsettled tool call also gets a sentence saying what recovery found; ``reasons`` maps tool
+    call ids to resolver reasons (else the reason code named in the diagnostic is used)."""
     from renderer.park_text import PARK_REASONS
 
     lines: list[str] = []
@@ -90,10 +152,17 @@ def park_lines(plan: ContinuationPlan) -> list[str]:
         if diagnostic.tool_name or diagnostic.tool_call_id:
             where = f" ({diagnostic.tool_name or 'tool'} {diagnostic.tool_call_id or ''})".rstrip()
         lines.append(f"    - {diagnostic.code}{where}: {diagnostic.message}")
+        if diagnostic.code == "tool_recovery_parked":
+            code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
+            if code in RECOVERY_SENTENCES:
+                lines.append(f"      {RECOVERY_SENTENCES[code]}")
     return lines
 
 
-def plan_summary(plan: ContinuationPlan) -> list[str]:
+def plan_summary(
+    plan: ContinuationPlan, operations: Sequence[OperationView] | None = None
+) -> list[str]:
+    reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
     if plan.continues and plan.continuation is not None:
         details = plan.continuation
         lines = [
@@ -102,12 +171,25 @@ def plan_summary(plan: ContinuationPlan) -> list[str]:
             f"over {len(details.lineage_run_ids)} generation(s), with no new user message.",
         ]
         lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
-        return lines
-    return [f"Safe resume is parked for session {plan.session_id}:", *park_lines(plan)]
+    else:
+        lines = [
+            f"Safe resume is parked for session {plan.session_id}:",
+            *park_lines(plan, reasons),
+        ]
+    if operations:
+        lines.append(f"Tool calls of run {operations[0].run_id}:")
+        lines.extend(op.line() for op in operations)
+    return lines
 
 
-def plan_json(plan: ContinuationPlan, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def plan_json(
+    plan: ContinuationPlan,
+    extra: dict[str, Any] | None = None,
+    operations: Sequence[OperationView] | None = None,
+) -> dict[str, Any]:
     body = plan.to_json()
+    if operations is not None:
+        body["operations"] = [op.to_json() for op in operations]
     if extra:
         body.update(extra)
     return body

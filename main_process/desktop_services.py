@@ -55,10 +55,11 @@ from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
+from runtime.recovery.file_reconciler import FileReconciler
 from runtime.recovery.startup_recovery import run_startup_recovery
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.workspace_identity import resolve_workspace_identity
+from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
 
 BACKGROUND_SHELLS_FILE = "background-shells.jsonl"
 LIFECYCLE_LOG = Path("logs") / "lifecycle.jsonl"  # shared with the CLI hosts
@@ -114,7 +115,10 @@ class DesktopServices:
     # ---- startup -------------------------------------------------------------------------
 
     def recover_at_startup(self) -> RecoveryReport:
-        report = run_startup_recovery(self._store, self._clock)
+        # Interrupted file writes are reconciled before run endings are repaired; the marker
+        # is only read here (recovery never creates one).
+        reconciler = FileReconciler(self._store, read_workspace_identity, self._clock)
+        report = run_startup_recovery(self._store, self._clock, reconciler)
         self._sessions = SessionService(
             store=self._store,
             provider_factory=self._provider,

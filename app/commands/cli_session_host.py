@@ -25,6 +25,7 @@ from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
+    from runtime.recovery.startup_recovery import Reconciler
     from storage.ledger_store import SqliteLedgerStore
 
 
@@ -61,6 +62,15 @@ def _workspace_identity(folder: Path) -> str:
     return resolve_workspace_identity(folder).identity
 
 
+def startup_reconciler(store: SqliteLedgerStore) -> Reconciler:
+    """The file-write reconciler of startup recovery: the store writes the bundles; the marker
+    is only *read* (a missing marker means the identity changed, never a reason to create one)."""
+    from runtime.recovery.file_reconciler import FileReconciler
+    from storage.workspace_identity import read_workspace_identity
+
+    return FileReconciler(store, read_workspace_identity, _now_ms)
+
+
 @contextmanager
 def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[CliHost]:
     from main_process.instance_lock import InstanceLock, LockOutcome
@@ -85,7 +95,7 @@ def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[Cl
         except LedgerError as error:
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
-            report = run_startup_recovery(store, _now_ms)
+            report = run_startup_recovery(store, _now_ms, startup_reconciler(store))
             shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
             service = SessionService(
                 store=store,

@@ -4,6 +4,10 @@ interrupted run, without executing anything.
 When no other process owns the data directory, ``plan`` takes ownership and runs startup recovery
 first (so a crash is repaired before it is explained); while the desktop or another command owns
 it, ``plan`` reads the database read-only. Exit 0 when the plan continues, 3 when it parks.
+
+Besides the plan, it lists every tool call of the source run with the resolver's status and
+reason, so a call settled or parked by startup recovery (a reconciled file write) is explained
+per operation.
 """
 
 from __future__ import annotations
@@ -22,8 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands.cli_session_host import startup_reconciler
     from app.data_paths import BACKGROUND_SHELLS_FILE
-    from app.resume_composition import build_resume_service, now_ms, plan_json, plan_summary
+    from app.resume_composition import (
+        build_resume_service,
+        now_ms,
+        plan_json,
+        plan_summary,
+        source_operations,
+    )
     from main_process.instance_lock import InstanceLock, LockOutcome
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.startup_recovery import run_startup_recovery
@@ -43,21 +54,23 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
             if owned:
-                run_startup_recovery(store, now_ms)
+                run_startup_recovery(store, now_ms, startup_reconciler(store))
             if store.get_session(args.session) is None:
                 raise CliError("session_not_found", f"no session {args.session}")
             shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
             service = build_resume_service(store, data_dir, default_catalog().names, shells)
             plan = service.plan_latest(args.session)
+            operations = source_operations(store, plan)
         finally:
             store.close()
     finally:
         if owned:
             lock.release()
     if args.json:
-        print(json.dumps(plan_json(plan, {"readOnly": not owned}), ensure_ascii=False))
+        body = plan_json(plan, {"readOnly": not owned}, operations)
+        print(json.dumps(body, ensure_ascii=False))
     else:
-        print("\n".join(plan_summary(plan)))
+        print("\n".join(plan_summary(plan, operations)))
         if not owned:
             print("(read-only: another Maka process owns the data directory)", file=sys.stderr)
     return EXIT_OK if plan.continues else EXIT_PARKED
