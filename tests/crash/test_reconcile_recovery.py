@@ -212,18 +212,26 @@ def test_a_marker_that_changed_identity_parks_as_unreadable(tmp_path: Path) -> N
     assert drill.target.read_bytes() == CONTENT.encode()
 
 
-def test_killed_at_p10_during_recovery_the_bundle_is_kept_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("point", ["bundle_after_outcome_insert", "P10"])
+def test_recovery_killed_around_the_bundle_commit_settles_it_once(
+    tmp_path: Path, point: str
+) -> None:
+    """Inside the bundle transaction nothing is kept and the next start observes again; at P10
+    (after ``COMMIT``) the bundle is kept and the next start skips the settled operation."""
     drill = Drill(tmp_path)
     assert drill.run("P4").returncode == -9
     written = drill.file_identity()
     session = drill.session
     killed = maka(
-        ["plan", session, "--json"], drill.data, env={**drill.env, "MAKA_FAILPOINT": "P10"}
+        ["plan", session, "--json"], drill.data, env={**drill.env, "MAKA_FAILPOINT": point}
     )
     assert killed.returncode == -9
     header, events = committed_runs(drill.data)[0]
     assert header.status == "running"  # killed before the run's ending was repaired
-    assert _recovery_kinds(events) == ["maka.tool.reconcile_result", "maka.tool.recovery_decision"]
+    expected = (
+        ["maka.tool.reconcile_result", "maka.tool.recovery_decision"] if point == "P10" else []
+    )
+    assert _recovery_kinds(events) == expected
     assert not any(e.get("status") for e in events)
     code, body = drill.resume()
     assert code == 0, body
