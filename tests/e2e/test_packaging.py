@@ -107,7 +107,7 @@ def run_maka(
     return subprocess.run(
         [str(exe), *args],
         env=frozen_env(data_dir),
-        cwd=cwd or data_dir,
+        cwd=cwd or data_dir.parent,
         capture_output=True,
         text=True,
         check=False,
@@ -143,6 +143,29 @@ def test_self_test_passes_in_the_frozen_app(maka_exe: Path, tmp_path: Path) -> N
         "data-dir",
     ]
     assert data_dir.is_dir() and list(data_dir.iterdir()) == []  # probe file cleaned up
+
+
+def test_frozen_app_defaults_to_the_per_user_data_directory(built: Built, tmp_path: Path) -> None:
+    """Without --data-dir or MAKA_DATA_DIR the bundle uses the platform's per-user data folder
+    (XDG on Linux), like the installed app does."""
+    env = frozen_env(tmp_path)
+    del env["MAKA_DATA_DIR"]
+    env.pop("XDG_DATA_HOME", None)
+    env["HOME"] = str(tmp_path / "home")
+    completed = subprocess.run(
+        [str(built.bundle / "maka"), "self-test", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    report = json.loads(completed.stdout)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    expected = tmp_path / "home" / ".local" / "share" / "maka"
+    assert Path(report["dataDir"]) == expected
+    assert expected.is_dir()
 
 
 def test_self_test_reports_an_unwritable_data_dir(built: Built, tmp_path: Path) -> None:
@@ -455,3 +478,23 @@ def test_bundle_size_within_budget(built: Built) -> None:
         f" MiB + {budget['tolerance']:.0%}: shrink it or update packaging/budget.json (and say "
         "why in docs/performance.md)"
     )
+
+
+def test_icon_containers_hold_every_size(qapp: Any) -> None:
+    """The .ico and .icns files are written by hand (packaging/icon_render.py); Qt's own readers
+    must find every image in them, at the sizes the index claims."""
+    from PySide6.QtGui import QImageReader
+
+    del qapp
+    assets = ROOT / "packaging" / "assets"
+    for name, sizes in (("maka.ico", {16, 24, 32, 48, 64, 128, 256}),
+                        ("maka.icns", {32, 64, 128, 256, 512, 1024})):  # fmt: skip
+        reader = QImageReader(str(assets / name))
+        found: set[int] = set()
+        for index in range(reader.imageCount()):
+            assert reader.jumpToImage(index), (name, index)
+            image = reader.read()
+            assert not image.isNull(), (name, index, reader.errorString())
+            assert image.width() == image.height()
+            found.add(image.width())
+        assert found == sizes, (name, sorted(found))
