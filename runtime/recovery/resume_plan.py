@@ -334,53 +334,54 @@ def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkRea
 
 
 @dataclass(frozen=True, slots=True)
-class _ToolExchange:
-    """One pass over the ledger: which provider call ids are paired, and the committed
-    (non-partial) model-visible responses in ledger order."""
+class _ReplayWalk:
+    """What one pass over the ledger yields: the replay list and the committed (non-partial)
+    model-visible responses in ledger order, which the response diagnostics check."""
 
-    paired: frozenset[str]
+    replay: tuple[RuntimeEvent, ...]
     visible_responses: tuple[RuntimeEvent, ...]
 
 
-def _tool_exchange(events: Sequence[RuntimeEvent]) -> _ToolExchange:
-    # Pairing walks non-partial events, hidden ones included: a response pairs a call of the
-    # same id and tool name seen before it (a later call with the same id replaces the earlier).
+def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
+    """One pass: keep every non-partial, non-hidden event, remember where calls and responses
+    were kept, and drop afterwards the ones whose id never paired.
+
+    Pairing walks non-partial events, hidden ones included: a response pairs a call of the same
+    id and tool name seen before it (a later call with the same id replaces the earlier one).
+    """
     calls: dict[str, str] = {}
     paired: set[str] = set()
-    visible: list[RuntimeEvent] = []
+    kept: list[Mapping[str, Any]] = []
+    tool_slots: list[tuple[int, str]] = []
+    visible: list[Mapping[str, Any]] = []
     for event in cast(Sequence[Mapping[str, Any]], events):
-        content = event.get("content")
-        if content is None or event["partial"]:
+        if event["partial"]:
             continue
-        kind = content["kind"]
-        if kind == "function_call":
-            calls[content["id"]] = content["name"]
-        elif kind == "function_response":
-            if calls.get(content["id"]) == content["name"]:
-                paired.add(content["id"])
-            if event.get("modelVisibility") != "hidden":
-                visible.append(cast(RuntimeEvent, event))
-    return _ToolExchange(frozenset(paired), tuple(visible))
-
-
-_TOOL_KINDS = frozenset({"function_call", "function_response"})
-
-
-def _replay(events: Sequence[RuntimeEvent], paired: frozenset[str]) -> tuple[RuntimeEvent, ...]:
-    raw = cast(Sequence[Mapping[str, Any]], events)
-    return cast(
-        tuple[RuntimeEvent, ...],
-        tuple(
-            event
-            for event in raw
-            if not event["partial"]
-            and event.get("modelVisibility") != "hidden"
-            and (
-                (content := event.get("content")) is None
-                or content["kind"] not in _TOOL_KINDS
-                or content["id"] in paired
-            )
-        ),
+        hidden = event.get("modelVisibility") == "hidden"
+        content = event.get("content")
+        if content is not None:
+            kind = content["kind"]
+            if kind == "function_call":
+                calls[content["id"]] = content["name"]
+                if not hidden:
+                    tool_slots.append((len(kept), content["id"]))
+            elif kind == "function_response":
+                call_id = content["id"]
+                if calls.get(call_id) == content["name"]:
+                    paired.add(call_id)
+                if not hidden:
+                    visible.append(event)
+                    tool_slots.append((len(kept), call_id))
+        if not hidden:
+            kept.append(event)
+    unpaired = {slot for slot, call_id in tool_slots if call_id not in paired}
+    replay = (
+        tuple(kept)
+        if not unpaired
+        else tuple(event for slot, event in enumerate(kept) if slot not in unpaired)
+    )
+    return _ReplayWalk(
+        cast(tuple[RuntimeEvent, ...], replay), cast(tuple[RuntimeEvent, ...], tuple(visible))
     )
 
 
@@ -388,7 +389,7 @@ def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent,
     """The canonical replay list: no partial or hidden event, calls and responses only when
     paired (a response pairs a call of the same id and tool name seen before it), and every
     event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
-    return _replay(events, _tool_exchange(events).paired)
+    return _walk_replay(events).replay
 
 
 def plan_resume(
@@ -397,14 +398,14 @@ def plan_resume(
     """The Phase 0 resume plan of one run's committed events, in ledger order."""
     resolution, resolved = resolve_operations(events)
     operations = _project(resolved)
-    exchange = _tool_exchange(events)
+    walk = _walk_replay(events)
     diagnostics = _diagnostics(
         events,
         expected_high_water=expected_high_water,
         resolution=resolution,
         resolved=resolved,
         operations=operations,
-        visible_responses=exchange.visible_responses,
+        visible_responses=walk.visible_responses,
     )
     reasons = _rejection_reasons(diagnostics)
     requires_verification = any(
@@ -420,5 +421,5 @@ def plan_resume(
         source_runtime_event_high_water=len(events),
         directive=INDETERMINATE_TOOL_RESULT_DIRECTIVE if requires_verification else None,
         runtime_events=tuple(events),
-        replay_runtime_events=_replay(events, exchange.paired),
+        replay_runtime_events=walk.replay,
     )

@@ -180,3 +180,35 @@ def test_replay_never_holds_an_unpaired_call_a_partial_or_a_hidden_event(
             op.status in (OperationStatus.SUCCEEDED, OperationStatus.FAILED)
             for op in plan.operations
         )
+
+
+def _replay_as_specified(events: list[RuntimeEvent]) -> list[str]:
+    """The replay rule written the way the design states it: two passes, pairing first."""
+    calls: dict[str, str] = {}
+    paired: set[str] = set()
+    for event in events:
+        content: Any = event.get("content")
+        if event["partial"] or content is None:
+            continue
+        if content["kind"] == "function_call":
+            calls[content["id"]] = content["name"]
+        elif content["kind"] == "function_response" and calls.get(content["id"]) == content["name"]:
+            paired.add(content["id"])
+    kept: list[str] = []
+    for event in events:
+        content = event.get("content")
+        if event["partial"] or event.get("modelVisibility") == "hidden":
+            continue
+        tool = content is not None and content["kind"] in ("function_call", "function_response")
+        if not tool or content["id"] in paired:
+            kept.append(event["id"])
+    return kept
+
+
+@settings(max_examples=150, deadline=None)
+@given(ledgers())
+def test_the_one_pass_replay_equals_the_specified_two_pass_rule(
+    events: list[RuntimeEvent],
+) -> None:
+    plan = plan_resume(events)
+    assert [event["id"] for event in plan.replay_runtime_events] == _replay_as_specified(events)

@@ -1,0 +1,236 @@
+"""Benchmark: ``maka ledger plan FILE --json`` on a 100,000-event run ledger.
+
+The ledger is one T1 run (the marker on its first user event) with model text and thinking, 22,000
+call/dispatch/response triples over five tools, and a final call whose dispatch has no response
+(so the plan is blocked with one indeterminate operation, the worst case for the report: every
+operation is projected and the directive is printed). Lines are canonical bytes.
+
+The figure is wall-clock time of the real command in a fresh process, interpreter start-up
+included, median of several runs. Goal: under 0.9 s on the project's 2-core reference machine.
+
+Usage::
+
+    .venv/bin/python -m bench.bench_ledger_plan [--runs 5] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from runtime.ledger.canonical_codec import canonical_args_hash, canonical_bytes, operation_id
+from runtime.ledger.event_model import RuntimeEvent, decode_event_json
+
+EVENT_COUNT = 100_000
+TRIPLES = 22_000
+GOAL_SECONDS = 0.9
+IDS = {"sessionId": "sess-bench", "invocationId": "inv-bench", "runId": "run-bench"}
+TURN = "turn-bench"
+
+TOOLS: tuple[tuple[str, Any], ...] = (
+    ("Read", lambda i: {"path": f"src/module_{i % 400}.py"}),
+    ("Write", lambda i: {"path": f"out/file_{i}.txt", "content": f"line {i}\n" * 3}),
+    ("Edit", lambda i: {"path": f"src/module_{i % 400}.py", "old": "x = 1", "new": f"x = {i}"}),
+    ("Bash", lambda i: {"command": f"pytest -q tests/test_{i % 50}.py", "timeoutMs": 120000}),
+    ("Glob", lambda i: {"pattern": f"**/*_{i % 10}.py"}),
+)
+
+
+def _event(event_id: str, ts: int, role: str, author: str, **rest: Any) -> RuntimeEvent:
+    event: dict[str, Any] = {
+        "id": event_id,
+        **IDS,
+        "turnId": TURN,
+        "ts": ts,
+        "partial": False,
+        "role": role,
+        "author": author,
+        **rest,
+    }
+    return event  # type: ignore[return-value]
+
+
+def _triple(index: int, ts: int, *, respond: bool = True) -> list[RuntimeEvent]:
+    name, make_args = TOOLS[index % len(TOOLS)]
+    args = make_args(index)
+    call_id = f"call_{index:06d}"
+    op = operation_id(IDS["invocationId"], call_id)
+    call = _event(
+        f"evt-call-{index}",
+        ts,
+        "model",
+        "agent",
+        content={"kind": "function_call", "id": call_id, "name": name, "args": args},
+    )
+    dispatch = _event(
+        f"{op}_dispatch",
+        ts + 1,
+        "system",
+        "system",
+        actions={
+            "toolDispatch": {
+                "protocol": "t1_after_preflight_v1",
+                "operationId": op,
+                "providerToolCallId": call_id,
+                "toolName": name,
+                "canonicalArgsHash": canonical_args_hash(name, args),
+                "recoveryMode": "reconcile" if name in ("Write", "Edit") else "never_auto_retry",
+            }
+        },
+        refs={"operationId": op, "toolCallId": call_id},
+    )
+    if not respond:
+        return [call, dispatch]
+    response = _event(
+        f"{op}_response",
+        ts + 2,
+        "tool",
+        "tool",
+        content={
+            "kind": "function_response",
+            "id": call_id,
+            "name": name,
+            "result": {"ok": True, "output": f"result of {name} #{index}"},
+        },
+        actions={"stateDelta": {"durationMs": 3 + index % 40}},
+        refs={"operationId": op, "toolCallId": call_id},
+    )
+    return [call, dispatch, response]
+
+
+def _filler(index: int, ts: int) -> RuntimeEvent:
+    if index % 2:
+        return _event(
+            f"evt-think-{index}",
+            ts,
+            "model",
+            "agent",
+            content={"kind": "thinking", "text": f"Considering step {index}.", "signature": "sig"},
+        )
+    return _event(
+        f"evt-text-{index}",
+        ts,
+        "model",
+        "agent",
+        content={"kind": "text", "text": f"Step {index} looks fine; continuing."},
+    )
+
+
+def generate_ledger() -> list[RuntimeEvent]:
+    """The benchmark ledger: exactly ``EVENT_COUNT`` events of one T1 run."""
+    fillers = EVENT_COUNT - 1 - 3 * TRIPLES - 2
+    ts = 1_767_225_600_000
+    events: list[RuntimeEvent] = [
+        _event(
+            "evt-user",
+            ts,
+            "user",
+            "user",
+            content={"kind": "text", "text": "Refactor the project and run the tests."},
+            actions={"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}},
+        )
+    ]
+    placed = 0
+    for index in range(TRIPLES):
+        # Spread the text/thinking events evenly between the triples.
+        due = (index + 1) * fillers // (TRIPLES + 1)
+        while placed < due:
+            ts += 1
+            events.append(_filler(placed, ts))
+            placed += 1
+        ts += 3
+        events.extend(_triple(index, ts))
+    while placed < fillers:
+        ts += 1
+        events.append(_filler(placed, ts))
+        placed += 1
+    events.extend(_triple(TRIPLES, ts + 1, respond=False))
+    assert len(events) == EVENT_COUNT
+    return events
+
+
+def write_ledger(path: Path) -> None:
+    with path.open("wb") as out:
+        for event in generate_ledger():
+            out.write(canonical_bytes(event) + b"\n")
+
+
+def _maka() -> list[str]:
+    script = Path(sys.executable).with_name("maka")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "app.cli"]
+
+
+def _check_output(path: Path) -> None:
+    done = subprocess.run(
+        [*_maka(), "ledger", "plan", str(path), "--json"],
+        check=True,
+        capture_output=True,
+    )
+    plan = json.loads(done.stdout)
+    assert plan["sourceRuntimeEventHighWater"] == EVENT_COUNT, plan["sourceRuntimeEventHighWater"]
+    assert plan["disposition"] == "blocked"
+    assert len(plan["operations"]) == TRIPLES + 1
+    assert [op["status"] for op in plan["operations"][-1:]] == ["indeterminate"]
+    assert len(plan["replayRuntimeEventIds"]) == EVENT_COUNT - 1  # the unpaired last call
+
+
+def time_plan(path: Path, runs: int) -> list[tuple[float, float]]:
+    """(wall seconds, CPU seconds of the child) per run. CPU time is reported too because wall
+    time on a shared 2-core machine also measures whatever else is running."""
+    env = {**os.environ}
+    env.pop("MAKA_FAILPOINT", None)
+    timings: list[tuple[float, float]] = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(
+            [*_maka(), "ledger", "plan", str(path), "--json"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        timings.append((wall, cpu))
+    return timings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keep", type=Path, help="write the ledger here and keep it")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = args.keep or Path(scratch) / "bench-100k.jsonl"
+        write_ledger(path)
+        decode_event_json(path.read_bytes().split(b"\n", 1)[0])  # the generator speaks v1
+        size = path.stat().st_size
+        _check_output(path)
+        load = os.getloadavg()
+        timings = time_plan(path, args.runs)
+    walls = [wall for wall, _ in timings]
+    cpus = [cpu for _, cpu in timings]
+    median = statistics.median(walls)
+    print(f"ledger: {EVENT_COUNT} events, {size / 1e6:.1f} MB")
+    print("wall (s): " + ", ".join(f"{t:.3f}" for t in walls))
+    print("cpu  (s): " + ", ".join(f"{t:.3f}" for t in cpus))
+    print(f"load average before timing: {load[0]:.2f}")
+    print(
+        f"median wall: {median:.3f} s (goal < {GOAL_SECONDS} s, ratio {median / GOAL_SECONDS:.2f});"
+        f" median cpu: {statistics.median(cpus):.3f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
