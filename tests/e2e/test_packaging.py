@@ -46,8 +46,9 @@ class Built:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    if shutil.which("dpkg-deb") is None:
-        pytest.fail("dpkg-deb is required for the packaging tests (Debian's dpkg package)")
+    for tool, package in (("dpkg-deb", "dpkg"), ("objdump", "binutils")):
+        if shutil.which(tool) is None:  # objdump: PyInstaller needs it on Linux
+            pytest.fail(f"{tool} is required by the packaging tests: apt-get install {package}")
     base = tmp_path_factory.mktemp("packaging")
     dist, work = base / "dist", base / "work"
     completed = subprocess.run(
@@ -336,6 +337,9 @@ def test_only_the_needed_qt_plugins_are_bundled(built: Built) -> None:
                      "platformthemes/libqgtk3.so", "imageformats/libqjpeg.so"):  # fmt: skip
         assert unwanted not in found
     assert not (built.bundle / "_internal" / "PySide6" / "Qt" / "translations").exists()
+    qt_libs = {p.name for p in (built.bundle / "_internal" / "PySide6" / "Qt" / "lib").iterdir()}
+    heavy = ("libQt6Qml", "libQt6Quick", "libQt6Pdf", "libQt6WebEngine", "libQt6Multimedia")
+    assert not {name for name in qt_libs if name.startswith(heavy)}, sorted(qt_libs)
     internal = {p.name for p in (built.bundle / "_internal").iterdir()}
     assert not internal & {"mypy", "hypothesis", "_pytest", "pytest", "tkinter"}
 
