@@ -299,7 +299,8 @@ class HostApp(QObject):
             self._launch_renderer()
 
     def _on_signal(self, signum: int) -> None:
-        _log.info("signal %d: shutting down", signum)
+        if self.lifecycle.state in (HostState.OPENING, HostState.READY):
+            _log.info("signal %d: shutting down", signum)
         self.close(EXIT_OK)
 
     def _on_renderer_exited(self, exit_code: int, crashed: bool) -> None:

@@ -56,6 +56,7 @@ MAX_CONNECTIONS = 16
 MAX_PREAUTH_BYTES = 64 * 1024
 # A peer that stops reading while we push: give up on it rather than buffering without limit.
 MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024
+_CLOSE_FLUSH_MS = 500
 
 
 def socket_name_for(data_dir: Path) -> str:
@@ -167,7 +168,11 @@ class IpcServer(QObject):
         self._closed = True
         self._server.close()
         for peer in list(self._peers.values()):
+            # The last push ("closed") must reach the renderer before the connection ends; a
+            # peer that does not read within the grace period is cut off anyway.
             peer.socket.flush()
+            if peer.socket.bytesToWrite() > 0:
+                peer.socket.waitForBytesWritten(_CLOSE_FLUSH_MS)
             self._drop(peer)
         QLocalServer.removeServer(self._name)
 

@@ -2,9 +2,9 @@
 
 Why the same executable: a frozen bundle (PyInstaller, Nuitka) has no usable ``python -m``, and
 Nuitka's ``sys.executable`` points at a file that does not exist, so a frozen app re-runs itself
-(``QCoreApplication.applicationFilePath()``) with ``gui --role renderer``; a source install runs
-``sys.executable -m app.cli gui --role renderer``. Either way the renderer is exactly this program's
-code, never some other ``maka`` on the PATH.
+(``QCoreApplication.applicationFilePath()``) with ``gui --role renderer``; a source install
+runs ``sys.executable -m app.commands.gui_cmd --role renderer``. Either way the renderer is
+exactly this program's code, never some other ``maka`` on the PATH.
 
 Why the token travels in the environment: argv is world-readable (``ps``, ``/proc/<pid>/cmdline``),
 a process's environment is readable only by its user. The token is one-time per launch; the socket
@@ -27,6 +27,7 @@ _log = logging.getLogger("maka.main.renderer")
 ENV_SOCKET = "MAKA_RENDERER_SERVER"
 ENV_TOKEN = "MAKA_RENDERER_TOKEN"
 
+_VOLUNTARY_EXIT_MS = 1500
 _STOP_GRACE_MS = 3000
 _KILL_WAIT_MS = 2000
 
@@ -45,10 +46,10 @@ def is_frozen() -> bool:
 
 def renderer_command(extra_arguments: tuple[str, ...] = ()) -> RendererCommand:
     """The command line that starts this program's renderer role (no secrets in it)."""
-    role = ("gui", "--role", "renderer", *extra_arguments)
+    role = ("--role", "renderer", *extra_arguments)
     if is_frozen():
-        return RendererCommand(QCoreApplication.applicationFilePath(), role)
-    return RendererCommand(sys.executable, ("-m", "app.cli", *role))
+        return RendererCommand(QCoreApplication.applicationFilePath(), ("gui", *role))
+    return RendererCommand(sys.executable, ("-m", "app.commands.gui_cmd", *role))
 
 
 class RendererLauncher(QObject):
@@ -111,14 +112,16 @@ class RendererLauncher(QObject):
             self.started.emit(int(process.processId()))
 
     def stop(self) -> None:
-        """Ask the renderer to quit (SIGTERM), then kill it if it does not within a grace period.
+        """Wait briefly for the renderer to quit by itself (the host already pushed ``closed``),
+        then SIGTERM it, then kill it if it still runs after a grace period.
 
-        Blocking by design: it is called only during shutdown, after the IPC server already told
-        the renderer that the host is closing."""
+        Blocking by design: it is called only during shutdown."""
         process = self._process
         if process is None or process.state() == QProcess.ProcessState.NotRunning:
             return
         self._stopping = True
+        if process.waitForFinished(_VOLUNTARY_EXIT_MS):
+            return
         process.terminate()
         if not process.waitForFinished(_STOP_GRACE_MS):
             _log.warning("renderer did not exit within %d ms; killing it", _STOP_GRACE_MS)

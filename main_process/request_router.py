@@ -30,6 +30,8 @@ from app.bridge_contract import (
     ResumeLatestRequest,
     ResumeParkedPush,
     ResumeStartedPush,
+    RunStatusPush,
+    RunStatusValue,
     SessionOpenedPush,
     SessionsCreateRequest,
     SessionsListedPush,
@@ -200,7 +202,7 @@ class RequestRouter:
 
     def _send_turn(self, peer_id: int, message: TurnsSendRequest) -> None:
         session_id = message.session_id
-        sink = CoalescingPushSink(session_id, self._workers.relay, self._broadcast)
+        sink = CoalescingPushSink(session_id, self._workers.relay, self._turn_sender(session_id))
 
         def done(result: JobResult) -> None:
             sink.flush_now()
@@ -233,7 +235,9 @@ class RequestRouter:
     ) -> bool:
         """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
         could not start; the outcome was pushed either way."""
-        sink = CoalescingPushSink(session_id, self._workers.relay, self._broadcast, correlation_id)
+        sink = CoalescingPushSink(
+            session_id, self._workers.relay, self._turn_sender(session_id), correlation_id
+        )
 
         def done(result: JobResult) -> None:
             sink.flush_now()
@@ -325,6 +329,17 @@ class RequestRouter:
         self._workers.run_query(
             f"summary-{session_id}", lambda: self._services.session_summary(session_id), done
         )
+
+    def _turn_sender(self, session_id: str) -> Callable[[Message], None]:
+        """Pushes of a running turn; when its run starts, the session list row is refreshed
+        too (it stops showing "interrupted" as soon as a continuation runs)."""
+
+        def send(message: Message) -> None:
+            self._broadcast(message)
+            if isinstance(message, RunStatusPush) and message.status is RunStatusValue.RUNNING:
+                self.refresh_session(session_id)
+
+        return send
 
     def _broadcast(self, message: Message) -> None:
         self._server.broadcast(message)

@@ -163,3 +163,16 @@ def _configure_logging(data_dir: Path) -> None:
     stderr_handler.setLevel(logging.WARNING)
     stderr_handler.setFormatter(formatter)
     logger.addHandler(stderr_handler)
+
+
+def _module_main(argv: list[str]) -> int:
+    """``python -m app.commands.gui_cmd --role renderer``: how a source install starts the
+    renderer (a frozen bundle runs itself with ``gui --role renderer`` instead)."""
+    parser = argparse.ArgumentParser(prog="maka gui")
+    parser.add_argument("--data-dir", help=argparse.SUPPRESS)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(_module_main(sys.argv[1:]))

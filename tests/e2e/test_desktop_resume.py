@@ -179,6 +179,10 @@ def test_banner_safe_resume_starts_a_continuation_that_completes(desk: Desk) -> 
         ),
         timeout=WAIT_MS,
     )
+    rows = [
+        m.session for m in client.received if isinstance(m, SessionUpdatedPush)
+    ]  # the list row stops saying "interrupted" while the continuation runs
+    assert any(r.last_run_status == "running" and not r.interrupted for r in rows), rows
     items = [m.item for m in client.received if isinstance(m, TranscriptItemPush)]
     markers = [i for i in items if i.type == "continuation_marker"]
     assert [m.run_id for m in markers] == [started.run_id]

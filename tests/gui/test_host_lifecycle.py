@@ -121,7 +121,7 @@ def test_renderer_is_spawned_from_this_program(monkeypatch: pytest.MonkeyPatch) 
 
     command = renderer_command()
     assert command.program == sys.executable
-    assert command.arguments == ("-m", "app.cli", "gui", "--role", "renderer")
+    assert command.arguments == ("-m", "app.commands.gui_cmd", "--role", "renderer")
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     frozen = renderer_command(("--refusal", "store_corrupt"))
     assert frozen.arguments == ("gui", "--role", "renderer", "--refusal", "store_corrupt")

@@ -1,0 +1,246 @@
+"""Screenshots of the real two-process application under Xvfb (docs/screenshots/app-*.png).
+
+Unlike the widget screenshots (fake bridge), these run the real ``maka``: main process, renderer
+process, store, scripted provider, real tools and failpoints. Each scene prepares its own data
+directory through the real commands, starts ``maka`` on the X server, drives it with the keyboard
+(``xdotool``: Ctrl+R is Safe resume) and captures the window (ImageMagick ``import``)::
+
+    .venv/bin/python -m tests.helpers.app_screenshots docs/screenshots
+
+Needs ``Xvfb``, ``xdotool`` and ``import`` on the PATH. The X server is started here, with its pid
+kept, and killed in ``finally``; so is every ``maka``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.helpers.maka_process import maka_executable, start_main
+from tests.helpers.maka_run import maka, scripted_env, write_script
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+DISPLAY = ":93"
+
+TOOL_CARDS_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "thinking": "The user wants a greeting file, then a check of the folder.",
+            "text": "I'll write the file first.",
+            "toolCalls": [
+                {
+                    "id": "w1",
+                    "name": "write_file",
+                    "args": {"path": "hello.txt", "content": "hi\n"},
+                }
+            ],
+        },
+        {
+            "text": "Now reading it back and listing the folder.",
+            "toolCalls": [
+                {"id": "r1", "name": "read_file", "args": {"path": "hello.txt"}},
+                {"id": "b1", "name": "bash", "args": {"command": "ls -l"}},
+            ],
+        },
+        {"text": "Done: hello.txt says hi, and it is the only file in the folder."},
+    ]
+]
+
+COUNT_CALL = {"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}
+RESUME_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {"text": "Counting.", "toolCalls": [COUNT_CALL]},
+        {
+            "text": "The count was written before the restart; reading it back.",
+            "toolCalls": [{"id": "r2", "name": "read_file", "args": {"path": "count.txt"}}],
+        },
+        {"delayMs": 15000, "text": "Counted once."},
+    ]
+]
+
+
+@contextmanager
+def xvfb() -> Iterator[None]:
+    server = subprocess.Popen(
+        ["Xvfb", DISPLAY, "-screen", "0", "1400x900x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)
+        yield
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+class Scene:
+    def __init__(self, root: Path, name: str, script: list[list[dict[str, Any]]]) -> None:
+        self.root = root / name
+        self.data = self.root / "data"
+        self.work = self.root / "project"
+        self.work.mkdir(parents=True)
+        self.env = scripted_env(write_script(self.root / "script.json", script))
+
+    def run(self, prompt: str, failpoint: str | None = None) -> int:
+        env = {**self.env, **FLAG}
+        if failpoint:
+            env["MAKA_FAILPOINT"] = failpoint
+        args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", prompt]
+        return maka(args, self.data, env=env).returncode
+
+    def repair(self) -> None:
+        """One headless start with the flag off: recovery repairs the interrupted run, so the
+        next start shows the banner instead of resuming automatically."""
+        main = start_main(self.data, self.env).wait_ready()
+        time.sleep(1.0)
+        main.terminate()
+        main.stop()
+
+    @contextmanager
+    def app(self) -> Iterator[str]:
+        env = dict(os.environ)
+        env.update(self.env)
+        env.update(FLAG)
+        env.update(
+            {
+                "MAKA_DATA_DIR": str(self.data),
+                "DISPLAY": DISPLAY,
+                "QT_QPA_PLATFORM": "xcb",
+            }
+        )
+        for key in ("MAKA_NO_RENDERER", "MAKA_FAILPOINT", "XAUTHORITY"):
+            env.pop(key, None)
+        main = subprocess.Popen([*maka_executable()], env=env)
+        try:
+            try:
+                window = _window(main)
+            except RuntimeError:
+                log = self.data / "logs" / "main.log"
+                print(log.read_text() if log.exists() else "(no log)", file=sys.stderr)
+                print(_x("xwininfo", "-root", "-tree"), file=sys.stderr)
+                raise
+            yield window
+        finally:
+            main.send_signal(signal.SIGTERM)
+            try:
+                main.wait(30)
+            except subprocess.TimeoutExpired:
+                main.kill()
+                main.wait(10)
+
+
+def _x(*args: str) -> str:
+    env = dict(os.environ, DISPLAY=DISPLAY)
+    return subprocess.run(
+        list(args), env=env, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def _window(main: subprocess.Popen[bytes]) -> str:
+    """The renderer's main window: the largest top-level window named "Maka" (Qt also creates
+    a 1x1 helper window with the same name)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if main.poll() is not None:
+            raise RuntimeError(f"maka exited with {main.returncode}")
+        found = subprocess.run(
+            ["xdotool", "search", "--name", "Maka$"],
+            env=dict(os.environ, DISPLAY=DISPLAY),
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        sized = [(_area(window), window) for window in found]
+        sized = [item for item in sized if item[0] > 10_000]
+        if sized:
+            return max(sized)[1]
+        time.sleep(0.2)
+    raise RuntimeError("the Maka window did not appear")
+
+
+def _area(window: str) -> int:
+    result = subprocess.run(
+        ["xdotool", "getwindowgeometry", window],
+        env=dict(os.environ, DISPLAY=DISPLAY),
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    for line in result.splitlines():
+        if "Geometry:" in line:
+            width, height = line.split("Geometry:")[1].strip().split("x")
+            return int(width) * int(height)
+    return 0
+
+
+def capture(window: str, path: Path, settle_s: float = 1.5) -> None:
+    time.sleep(settle_s)  # let the window repaint before grabbing the X framebuffer
+    _x("import", "-window", window, str(path))
+    print(f"wrote {path}")
+
+
+def press(window: str, keys: str) -> None:
+    _x("xdotool", "windowfocus", "--sync", window)
+    _x("xdotool", "key", "--clearmodifiers", keys)
+
+
+def click(window: str, x: int, y: int) -> None:
+    _x("xdotool", "mousemove", "--window", window, str(x), str(y))
+    _x("xdotool", "click", "1")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
+        return 2
+    out = Path(argv[0])
+    out.mkdir(parents=True, exist_ok=True)
+    for tool in ("Xvfb", "xdotool", "import"):
+        if shutil.which(tool) is None:
+            print(f"{tool} is required", file=sys.stderr)
+            return 1
+    with tempfile.TemporaryDirectory(prefix="maka-shots-") as temp, xvfb():
+        root = Path(temp)
+        cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
+        assert cards.run("write hello.txt saying hi, then show me the folder") == 0
+        with cards.app() as window:
+            capture(window, out / "app-session-with-tool-cards.png", 2.5)
+
+        idle = Scene(root, "idle", RESUME_SCRIPT)
+        assert idle.run("count once", failpoint="P6") == -9
+        idle.repair()
+        with idle.app() as window:
+            capture(window, out / "app-banner-idle.png", 2.5)
+
+        parked = Scene(root, "parked", RESUME_SCRIPT)
+        assert parked.run("count once", failpoint="P3") == -9
+        parked.repair()
+        with parked.app() as window:
+            time.sleep(2.0)
+            press(window, "ctrl+r")
+            time.sleep(1.5)
+            click(window, 350, 152)  # "Details": the codes and the affected operation
+            capture(window, out / "app-banner-parked.png", 1.5)
+
+        running = Scene(root, "running", RESUME_SCRIPT)
+        assert running.run("count once", failpoint="P6") == -9
+        running.repair()
+        with running.app() as window:
+            time.sleep(2.0)
+            press(window, "ctrl+r")
+            capture(window, out / "app-continuation-running.png", 3.0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
