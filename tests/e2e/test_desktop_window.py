@@ -30,9 +30,10 @@ def _wait_for(predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
 
 def _renderers(main: subprocess.Popen[bytes]) -> list[psutil.Process]:
     try:
-        return psutil.Process(main.pid).children(recursive=False)
+        children: list[psutil.Process] = psutil.Process(main.pid).children(recursive=False)
     except psutil.NoSuchProcess:
         return []
+    return children
 
 
 def test_the_window_process_starts_reconnects_after_a_crash_and_stops_with_the_main(
