@@ -74,6 +74,10 @@ class RunStateCache:
             self._entries.pop(run_id, None)
         self._touched.clear()
 
+    def forget(self, run_id: str) -> None:
+        """Drop one run's state (its rows were written without going through it)."""
+        self._entries.pop(run_id, None)
+
     def clear(self) -> None:
         self._entries.clear()
         self._touched.clear()

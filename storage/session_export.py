@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.ledger.canonical_codec import canonical_json_bytes
+from runtime.ledger.canonical_codec import canonical_bytes, canonical_json_bytes
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
@@ -149,6 +149,8 @@ class RunBlock:
     header: RunHeader
     claim: ContinuationClaim | None = None
     events: list[RuntimeEvent] = field(default_factory=list)
+    # canonical bytes of each event (the line itself when it already was canonical)
+    payloads: list[bytes] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -348,6 +350,11 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
         if event["runId"] != block.header.run_id:
             raise _structure(index, f"event {event['id']} belongs to another run than its header")
         block.events.append(event)
+        try:
+            canonical = canonical_bytes(event)
+        except LedgerError as error:
+            raise _invalid(index, f"not canonical JSON ({error.code}): {error.message}") from None
+        block.payloads.append(raw if raw == canonical else canonical)
         events += 1
     if session is None:
         raise _structure(1, "the first line must be the session line")

@@ -1,13 +1,15 @@
 """Importing an export file (format: ``session_export``): every fact through its writer.
 
-The whole file is one write transaction. For each run: the header is created non-terminal (a
-continuation run through the continuation admission, with its claim and start event, exactly as
-Safe resume admits one), every event is committed by the writer that owns its kind of fact
-(generic append, T1 for a dispatch, T2 for a bound response, the recovery-bundle writer for
-reconcile [+ outcome] + decision, the run-ending writer for the terminal event, with the exported
-header timestamps), and each event must land at the ``event_seq`` the file gives it. An identical
-file imports as a no-op (every write is an exact retry); anything else stored under the same ids
-is a conflict and nothing is written.
+The whole file is one write transaction. A run the store does not hold yet takes the fast path
+(``bulk_run_writer``: the same rules checked once over the whole run, rows inserted in bulk) and
+falls back to the per-event writers whenever the fast path declines. On the per-event path the
+header is created non-terminal (a continuation run through the continuation admission, with its
+claim and start event, exactly as Safe resume admits one), every event is committed by the
+writer that owns its kind of fact (generic append, T1 for a dispatch, T2 for a bound response,
+the recovery-bundle writer for reconcile [+ outcome] + decision, the run-ending writer for the
+terminal event, with the exported header timestamps), and each event must land at the
+``event_seq`` the file gives it. An identical file imports as a no-op (every write is an exact
+retry); anything else stored under the same ids is a conflict and nothing is written.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from runtime.ledger.store_ports import (
     StoreRefusal,
 )
 from storage import continuation_claim_store as claims
+from storage.bulk_run_writer import bulk_commit_new_run
 from storage.event_writer import (
     Candidate,
     LedgerTransaction,
@@ -55,7 +58,9 @@ class ImportReport:
     dropped_bytes: int
 
 
-def _import_run(tx: LedgerTransaction, block: RunBlock, torn: bool) -> tuple[int, int]:
+def _import_run(
+    tx: LedgerTransaction, block: RunBlock, torn: bool, *, bulk: bool
+) -> tuple[int, int]:
     """Commit one run through the writers; returns (events created, events already stored)."""
     header = block.header
     events = block.events
@@ -79,6 +84,13 @@ def _import_run(tx: LedgerTransaction, block: RunBlock, torn: bool) -> tuple[int
     admitted = _replace_status(header, opening)
     results: list[CommitResult] = []
     stored = read_header(tx.conn, header.run_id)
+    if (
+        stored is None
+        and block.claim is None
+        and bulk
+        and bulk_commit_new_run(tx, header, admitted, events, block.payloads)
+    ):
+        return len(events), 0
     if stored is None:
         if block.claim is not None:
             if not events:
@@ -205,8 +217,12 @@ def _commit_bundle(
     return len(parts), [CommitResult(result.created, first + index) for index in range(len(parts))]
 
 
-def import_parsed(tx: LedgerTransaction, parsed: ParsedExport) -> ImportReport:
-    """Import a parsed file inside ``tx`` (the caller's one write transaction)."""
+def import_parsed(
+    tx: LedgerTransaction, parsed: ParsedExport, *, bulk: bool = True
+) -> ImportReport:
+    """Import a parsed file inside ``tx`` (the caller's one write transaction). ``bulk=False``
+    commits every event through the per-event writers even for new runs (the reference the
+    fast path is tested against)."""
     highest = max((block.header.owner_epoch for block in parsed.runs), default=0)
     # An imported run must never look like it belongs to a live owner from the future.
     raise_owner_epoch(tx.conn, at_least=highest)
@@ -215,7 +231,7 @@ def import_parsed(tx: LedgerTransaction, parsed: ParsedExport) -> ImportReport:
     torn = parsed.dropped_bytes > 0
     for index, block in enumerate(parsed.runs):
         last = index == len(parsed.runs) - 1
-        made, kept = _import_run(tx, block, torn and last)
+        made, kept = _import_run(tx, block, torn and last, bulk=bulk)
         created += made
         existing += kept
     return ImportReport(

@@ -37,7 +37,7 @@ from runtime.ledger.store_ports import (
     ToolJournalRecord,
     ToolOperationRecord,
 )
-from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScan, scan_tool_ledger
 
 PREPARED = "prepared"
 OUTCOME_COMMITTED = "outcome_committed"
@@ -294,10 +294,12 @@ def require_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperat
 
 
 def derive_run_projection(
-    events: Sequence[StoredEvent],
+    events: Sequence[StoredEvent], *, scan: ToolLedgerScan | None = None
 ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
-    """The projection rows of one run's committed events (in ``event_seq`` order)."""
-    scan = scan_tool_ledger(stored.event for stored in events)
+    """The projection rows of one run's committed events (in ``event_seq`` order); ``scan`` is
+    the scanner's result over exactly these events when the caller already has it."""
+    if scan is None:
+        scan = scan_tool_ledger(stored.event for stored in events)
     if scan.issues:
         issue = scan.issues[0]
         raise StoreRefusal(
@@ -385,6 +387,23 @@ def derive_projections(
     return operations, journal
 
 
+def insert_projection_rows(
+    conn: sqlite3.Connection,
+    operations: Sequence[ToolOperationRecord],
+    journal: Sequence[ToolJournalRecord],
+) -> None:
+    conn.executemany(
+        f"INSERT INTO tool_operations ({_OPERATION_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (_operation_values(record) for record in operations),
+    )
+    conn.executemany(
+        f"INSERT INTO tool_journal_events ({_JOURNAL_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (_journal_values(row) for row in journal),
+    )
+
+
 def replace_projections(
     conn: sqlite3.Connection,
     operations: Sequence[ToolOperationRecord],
@@ -393,8 +412,5 @@ def replace_projections(
     """Inside a write transaction: delete both tables and insert ``operations``/``journal``."""
     conn.execute("DELETE FROM tool_journal_events")
     conn.execute("DELETE FROM tool_operations")
-    for record in operations:
-        _insert_operation(conn, record)
-    for row in journal:
-        _insert_journal(conn, row)
+    insert_projection_rows(conn, operations, journal)
     return ProjectionCounts(operations=len(operations), journal_events=len(journal))
