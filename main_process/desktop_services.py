@@ -142,7 +142,11 @@ class DesktopServices:
                 )
             )
         quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
-        return RecoveryReport(interrupted=tuple(interrupted), quarantined_sessions=quarantined)
+        return RecoveryReport(
+            interrupted=tuple(interrupted),
+            quarantined_sessions=quarantined,
+            repaired_runs=len(report.repaired),
+        )
 
     def _provider(self) -> Provider:
         config = self._settings.provider_config(os.environ)

@@ -221,7 +221,10 @@ class HostApp(QObject):
         self.lifecycle.mark_ready()
         self._broadcast_state("")
         _log.info(
-            "main process ready (%d interrupted run(s) repaired)", len(self._recovery.interrupted)
+            "main process ready (%d run(s) repaired, %d interrupted session(s), %d quarantined)",
+            self._recovery.repaired_runs,
+            len(self._recovery.interrupted),
+            len(self._recovery.quarantined_sessions),
         )
         early, self._early = self._early, []
         for peer_id, message in early:

@@ -84,8 +84,12 @@ class InterruptedRun:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryReport:
+    """``repaired_runs`` counts every run closed in this pass; ``interrupted`` lists only those
+    still the latest run of their session (the auto-resume candidates)."""
+
     interrupted: tuple[InterruptedRun, ...] = ()
     quarantined_sessions: tuple[str, ...] = ()
+    repaired_runs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
