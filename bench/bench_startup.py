@@ -36,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -202,11 +203,20 @@ def start_once(pristine: Path, root: Path) -> dict[str, float]:
 # ---------------------------------------------------------------------------- streaming
 
 
+@dataclass
+class _StreamState:
+    session: str = ""
+    done: bool = False
+    measuring: bool = False
+    items: int = 0
+
+
 def stream_once(root: Path, steps: int, chunks: int) -> dict[str, float]:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QElapsedTimer, QTimer
     from PySide6.QtWidgets import QApplication
 
+    from app.bridge_contract import RunStatusPush, SessionUpdatedPush
     from renderer.bridge_client import RendererBridge
     from renderer.main_window import MainWindow
     from tests.helpers.maka_process import start_main
@@ -247,41 +257,46 @@ def stream_once(root: Path, steps: int, chunks: int) -> dict[str, float]:
     bridge.start()
     gaps: list[float] = []
     clock = QElapsedTimer()
-    state = {"session": "", "done": False, "measuring": False, "items": 0}
+    state = _StreamState()
     heartbeat = QTimer()
     heartbeat.setInterval(10)
 
     def tick() -> None:
-        if state["measuring"]:
+        if state.measuring:
             gaps.append(clock.restart())
 
+    def updated(push: SessionUpdatedPush) -> None:
+        state.session = state.session or push.session.session_id
+
+    def item(push: object) -> None:
+        state.items += 1
+
+    def status(push: RunStatusPush) -> None:
+        state.done = state.done or push.status == "completed"
+
     heartbeat.timeout.connect(tick)
-    bridge.session_updated.connect(
-        lambda push: state.update(session=push.session.session_id) if not state["session"] else None
-    )
-    bridge.transcript_item.connect(lambda push: state.update(items=int(state["items"]) + 1))
-    bridge.run_status.connect(
-        lambda push: state.update(done=True) if push.status == "completed" else None
-    )
+    bridge.session_updated.connect(updated)
+    bridge.transcript_item.connect(item)
+    bridge.run_status.connect(status)
     try:
         deadline = time.monotonic() + 30
         while bridge.connection_state.value != "connected" and time.monotonic() < deadline:
             app.processEvents()
             time.sleep(0.005)
         bridge.create_session(str(work))
-        while not state["session"] and time.monotonic() < deadline:
+        while not state.session and time.monotonic() < deadline:
             app.processEvents()
             time.sleep(0.005)
         heartbeat.start()
         clock.start()
-        state["measuring"] = True
+        state.measuring = True
         started = time.perf_counter()
-        bridge.send_turn(str(state["session"]), "stream a long answer")
-        while not state["done"] and time.monotonic() < deadline + 120:
+        bridge.send_turn(state.session, "stream a long answer")
+        while not state.done and time.monotonic() < deadline + 120:
             app.processEvents()
             time.sleep(0.001)
         duration = time.perf_counter() - started
-        state["measuring"] = False
+        state.measuring = False
         heartbeat.stop()
     finally:
         bridge.stop()
@@ -291,7 +306,7 @@ def stream_once(root: Path, steps: int, chunks: int) -> dict[str, float]:
     gaps.sort()
     return {
         "duration_s": duration,
-        "pushes": float(state["items"]),
+        "pushes": float(state.items),
         "median_gap_ms": statistics.median(gaps) if gaps else 0.0,
         "p99_gap_ms": gaps[int(len(gaps) * 0.99)] if gaps else 0.0,
         "max_gap_ms": gaps[-1] if gaps else 0.0,
