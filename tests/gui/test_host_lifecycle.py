@@ -518,3 +518,37 @@ def test_shutdown_during_recovery_waits_for_it_then_closes_the_store(
     qtbot.wait(100)  # the late "recovery finished" callback changes nothing
     assert host.lifecycle.state is HostState.CLOSED
     assert "list_sessions" not in calls
+
+
+def test_push_sink_coalesces_a_burst_and_keeps_first_seen_order(qtbot: QtBot) -> None:
+    from app.bridge_contract import AssistantMessageItem, Message, ToolCardItem, ToolCardStatus
+    from main_process.push_sink import CoalescingPushSink
+    from main_process.turn_workers import MainThreadRelay
+
+    relay = MainThreadRelay()
+    sent: list[Message] = []
+    sink = CoalescingPushSink("s1", relay, sent.append)
+
+    def burst() -> None:  # a worker thread streaming while the event loop is busy
+        for n in range(1, 501):
+            sink.transcript_item(AssistantMessageItem(item_id="a", text="x" * n))
+            if n == 10:
+                sink.transcript_item(
+                    ToolCardItem(
+                        item_id="card",
+                        tool_call_id="c",
+                        tool_name="bash",
+                        status=ToolCardStatus.RUNNING,
+                    )
+                )
+
+    worker = threading.Thread(target=burst)
+    worker.start()
+    worker.join()
+    qtbot.waitUntil(lambda: len(sent) >= 2, timeout=5000)
+    qtbot.wait(50)
+    items = [m for m in sent if isinstance(m, TranscriptItemPush)]
+    assert len(items) == 2, "500 updates of one item collapse into its newest state"
+    assert [i.item.item_id for i in items] == ["a", "card"]
+    first = items[0].item
+    assert isinstance(first, AssistantMessageItem) and len(first.text) == 500
