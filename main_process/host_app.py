@@ -210,7 +210,7 @@ class HostApp(QObject):
             refusal = result.error
             if not isinstance(refusal, StartupRefused):
                 refusal = StartupRefused("startup_recovery_failed", str(refusal)[:500])
-            _log.error("startup refused [%s]: %s", refusal.code, refusal.message)
+            _log.info("startup refused [%s]: %s", refusal.code, refusal.message)
             self._fail_startup(refusal)
             return
         assert isinstance(result.value, RecoveryReport)

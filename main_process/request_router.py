@@ -82,6 +82,8 @@ def _error_code(error: BaseException | None) -> tuple[str, str]:
     code = getattr(error, "code", None)
     if code is not None and _CODE.match(str(code)):
         return str(code), str(getattr(error, "message", ""))[:4000]
+    if error is not None:
+        _log.error("a request failed unexpectedly", exc_info=error)
     return INTERNAL_FAILURE, "the main process could not complete the request; see its log"
 
 

@@ -181,7 +181,9 @@ def _execute(key: str, job: Callable[[], Any]) -> JobResult:
     try:
         return JobResult(key, value=job())
     except Exception as error:
-        _log.exception("job %s failed", key)
+        # INFO with the traceback: the log file keeps the detail; the callback decides whether
+        # this is a refusal to report calmly or a failure to shout about.
+        _log.info("job %s ended with %s", key, type(error).__name__, exc_info=True)
         return JobResult(key, error=error)
 
 

@@ -139,6 +139,18 @@ def _show_refusal(code: str, message: str) -> int:
     return EXIT_ERROR
 
 
+class _BriefFormatter(logging.Formatter):
+    """For the terminal: one line per record, never a traceback (those go to the log file)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
 def _configure_logging(data_dir: Path) -> None:
     """The main process logs to ``<data_dir>/logs/main.log`` (rotated) and warnings to stderr.
 
@@ -161,7 +173,7 @@ def _configure_logging(data_dir: Path) -> None:
         print(f"maka: cannot write the log in {data_dir}: {error}", file=sys.stderr)
     stderr_handler = logging.StreamHandler(sys.stderr)
     stderr_handler.setLevel(logging.WARNING)
-    stderr_handler.setFormatter(formatter)
+    stderr_handler.setFormatter(_BriefFormatter("maka: %(levelname)s %(message)s"))
     logger.addHandler(stderr_handler)
 
 
