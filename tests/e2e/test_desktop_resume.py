@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,10 @@ class Desk:
     def stop_all(self) -> None:
         for process in self.processes:
             process.stop()
+
+
+def _closed(client: WireClient) -> Callable[[], bool]:
+    return lambda: client.disconnected
 
 
 @pytest.fixture
@@ -257,5 +261,36 @@ def test_a_crash_looping_automatic_continuation_is_not_resumed_again(desk: Desk)
         ),
         timeout=WAIT_MS,
     )
+    assert desk.count() == 1
+    assert main.terminate() == 0
+
+
+def test_a_resume_request_carrying_claimed_facts_is_refused_without_effect(desk: Desk) -> None:
+    """The session *can* be resumed (the control at the end proves it), yet a request that
+    claims a workspace identity, a run or a high-water closes its connection and changes
+    nothing: the ledger still holds the one interrupted run."""
+    session_id = desk.crash_a_turn_at_p6()
+    main, _ = desk.start(flag=False)  # repair in an earlier pass: nothing resumes by itself
+    assert main.terminate() == 0
+    main, client = desk.start(flag=True)
+    claimed: list[dict[str, Any]] = [
+        {"workspaceIdentity": "workspace:v1:00000000-0000-4000-8000-000000000000"},
+        {"sourceRunId": committed_runs(desk.data)[0][0].run_id},
+        {"sourceRuntimeEventHighWater": 3},
+        {"turnId": "turn-forged"},
+    ]
+    for extra in claimed:
+        forger = WireClient(main.socket_name)
+        forger.hello(main.token)
+        desk.wait(forger, MessageKind.HELLO_OK)
+        body = json.dumps({"kind": "sessions.resumeLatest", "sessionId": session_id, **extra})
+        forger.send_raw(len(body).to_bytes(4, "big") + body.encode())
+        desk.qtbot.waitUntil(_closed(forger), timeout=WAIT_MS)
+        assert not any(m.kind.startswith("resume.") for m in forger.received)
+    desk.qtbot.wait(500)
+    assert len(committed_runs(desk.data)) == 1, "no continuation was admitted"
+    assert "[message_invalid]" in main_log(desk.data)
+    client.send(ResumeLatestRequest(session_id=session_id, correlation_id="honest"))
+    desk.wait(client, MessageKind.RESUME_STARTED)
     assert desk.count() == 1
     assert main.terminate() == 0
