@@ -197,6 +197,20 @@ def test_self_test_names_a_missing_platform_plugin(built: Built, tmp_path: Path)
     assert all(check["ok"] for check in report["checks"][1:])
 
 
+def test_bundle_runs_its_own_modules_but_no_python_code(built: Built, tmp_path: Path) -> None:
+    """``-m MODULE`` runs a frozen first-party module as ``python -m`` would (a development-style
+    self-spawn keeps working); ``-c CODE`` is refused: the bundle is not an interpreter."""
+    module = run_maka(
+        built.bundle / "maka", "-m", "app.commands.gui_cmd", "--help", data_dir=tmp_path
+    )
+    assert module.returncode == 0, module.stderr
+    assert "usage: maka gui" in module.stdout
+    code = run_maka(built.bundle / "maka", "-c", "print('hello')", data_dir=tmp_path)
+    assert code.returncode == 2
+    assert "hello" not in code.stdout
+    assert "does not run Python code" in code.stderr
+
+
 @pytest.fixture(scope="module")
 def bundle_commands(built: Built, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The subcommands the bundle itself lists in ``maka --help``."""
