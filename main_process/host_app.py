@@ -252,7 +252,10 @@ class HostApp(QObject):
         self._launcher.launch(self._server.socket_name, self._token)
 
     def _activate_running_instance(self, holder_pid: int | None) -> int:
-        if request_activation(socket_name_for(self._data_dir)):
+        # The running instance listens within milliseconds of taking the lock (before its store
+        # opens), so a short retry covers its start; a CLI command holding the lock never
+        # listens, and the answer is then store_locked.
+        if request_activation(socket_name_for(self._data_dir), timeout_s=3.0):
             print("maka: already running; brought its window to front", file=sys.stderr)
             return EXIT_OK
         print_error(
@@ -313,7 +316,8 @@ class HostApp(QObject):
             _log.info("the window was closed; shutting down")
             self.close(EXIT_OK)
             return
-        QTimer.singleShot(_RESPAWN_DELAY_MS, self._respawn_after_crash)
+        if self._config.launch_renderer:
+            QTimer.singleShot(_RESPAWN_DELAY_MS, self._respawn_after_crash)
 
     def _respawn_after_crash(self) -> None:
         if self.lifecycle.state in (HostState.CLOSING, HostState.CLOSED):

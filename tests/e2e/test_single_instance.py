@@ -7,6 +7,7 @@ leaves its lock file and socket behind, and the next start takes both over.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
@@ -80,3 +81,22 @@ def test_different_data_directories_run_side_by_side(tmp_path: Path) -> None:
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_lock_held_by_a_command_that_does_not_listen_is_store_locked(data_dir: Path) -> None:
+    """``maka run`` (or any owning command) holds the same lock but serves no window: the
+    desktop says who owns the directory and exits 1 instead of waiting forever."""
+    from main_process.instance_lock import InstanceLock, LockOutcome
+
+    holder = InstanceLock(data_dir)
+    assert holder.acquire().outcome is LockOutcome.ACQUIRED
+    try:
+        started = time.monotonic()
+        result = run_maka(data_dir, timeout_s=60)
+        assert result.returncode == 1
+        assert "maka: error [store_locked]:" in result.stderr
+        assert f"pid {os.getpid()}" in result.stderr
+        assert time.monotonic() - started < 20
+        assert not (data_dir / "runtime.sqlite").exists(), "the store was never opened"
+    finally:
+        holder.release()

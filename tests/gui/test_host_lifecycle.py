@@ -552,3 +552,19 @@ def test_push_sink_coalesces_a_burst_and_keeps_first_seen_order(qtbot: QtBot) ->
     assert [i.item.item_id for i in items] == ["a", "card"]
     first = items[0].item
     assert isinstance(first, AssistantMessageItem) and len(first.text) == 500
+
+
+def test_closing_the_window_ends_the_main_process_with_0(qtbot: QtBot, running: Running) -> None:
+    running.host._launcher.exited.emit(0, False)  # the renderer exited normally
+    qtbot.waitUntil(lambda: running.closed == [0], timeout=5000)
+    assert running.host.lifecycle.state is HostState.CLOSED
+    assert running.services.calls[-1] == "close"
+
+
+def test_a_crashed_renderer_without_renderers_enabled_changes_nothing(
+    qtbot: QtBot, running: Running
+) -> None:
+    running.host._launcher.exited.emit(-1, True)
+    qtbot.wait(500)
+    assert running.host.lifecycle.state is HostState.READY
+    assert running.closed == []
