@@ -26,7 +26,6 @@ from typing import Any
 from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent, has_t1_marker, is_terminal
 from runtime.ledger.lane_rules import LaneConflict, classify_lane, is_bound_response
-from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
 from runtime.ledger.store_ports import RunHeader, RunStatus, StoredEvent, StoreRefusal
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
 from storage.event_writer import Candidate, LedgerTransaction
@@ -176,11 +175,16 @@ def bulk_commit_new_run(
         if scanner.feed(event):
             return False
     scan = scanner.result()
-    for op in scan.operations:
-        if (op.reconcile_events or op.decision_events) and isinstance(
-            interpret_scanned_recovery(op), RecoveryCorruption
-        ):
-            return False
+    stored = [
+        StoredEvent(seq=i + 1, event=event, payload=payloads[i], committed_at=tx.committed_at)
+        for i, event in enumerate(events)
+    ]
+    try:
+        # Interprets every operation's recovery tail (a corrupt one refuses) and gives the rows
+        # the online writers would have produced.
+        operations, journal = derive_run_projection(stored, scan=scan)
+    except StoreRefusal:
+        return False
     if _any_stored(conn, "runtime_events", "event_id", ids) or _any_stored(
         conn, "tool_operations", "operation_id", operation_ids
     ):
@@ -197,11 +201,6 @@ def bulk_commit_new_run(
             for i, event in enumerate(events)
         ),
     )  # fmt: skip
-    stored = [
-        StoredEvent(seq=i + 1, event=event, payload=payloads[i], committed_at=committed_at)
-        for i, event in enumerate(events)
-    ]
-    operations, journal = derive_run_projection(stored, scan=scan)
     insert_projection_rows(conn, operations, journal)
     if events and is_terminal(events[-1]):
         set_terminal(

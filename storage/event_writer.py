@@ -28,16 +28,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.canonical_codec import canonical_bytes, canonical_json_bytes
 from runtime.ledger.codes import (
     Lane,
     ScanIssueCode,
     TransitionKind,
     WriterRejectionCode,
 )
-from runtime.ledger.event_model import RuntimeEvent, decode_event, has_t1_marker, is_terminal
+from runtime.ledger.event_model import (
+    RuntimeEvent,
+    decode_event_json,
+    has_t1_marker,
+    is_terminal,
+)
 from runtime.ledger.lane_rules import LaneConflict, check_generic_append, classify_lane
-from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.ledger_errors import EventDecodeError, LedgerError
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from runtime.ledger.transition_validator import validate_candidates
 from storage.event_rows import insert_event_row, lookup_payload
@@ -59,11 +64,23 @@ class Candidate:
 
 
 def prepare_candidate(event: object, *, decoded: bool = False) -> Candidate:
-    """Strict decode (skipped when ``decoded``: the caller just decoded it), canonical bytes
-    and lane. Anything malformed is refused before a transaction starts."""
+    """Canonical bytes, strict decode and lane. Anything malformed is refused before a
+    transaction starts.
+
+    A caller's dict is first encoded (which refuses what canonical JSON cannot carry: non-finite
+    numbers, unsafe integers, lone surrogates, non-JSON values) and the bytes are then decoded
+    strictly; the decoded event is what the store keeps. This is the same strict decoder as
+    ``decode_event`` at a fraction of its cost for large free-form values. ``decoded`` skips the
+    decode when the caller just decoded the event itself (import)."""
     try:
-        checked = cast(RuntimeEvent, event) if decoded else decode_event(event)
-        payload = canonical_bytes(checked)
+        if decoded:
+            checked = cast(RuntimeEvent, event)
+            payload = canonical_bytes(checked)
+        else:
+            if not isinstance(event, dict):
+                raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
+            payload = canonical_json_bytes(event)
+            checked = decode_event_json(payload)
     except LedgerError as error:
         event_id = event.get("id") if isinstance(event, dict) else None
         raise StoreRefusal(
@@ -166,15 +183,12 @@ class LedgerTransaction:
         candidates: Sequence[Candidate],
         kind: TransitionKind,
     ) -> None:
-        """The shared transition validation over the run's incremental scanner."""
+        """The shared transition validation over the run's incremental scanner. ``candidates``
+        are the new ones (``split_retries`` already answered for stored ids), so none of them
+        has stored bytes."""
         scanner = self.cache.scanner(self.conn, state)
-
-        def stored(event_id: str) -> bytes | None:
-            found = lookup_payload(self.conn, event_id)
-            return found[0] if found is not None else None
-
         verdict = validate_candidates(
-            scanner, [candidate.event for candidate in candidates], kind, stored
+            scanner, [candidate.event for candidate in candidates], kind, _nothing_stored
         )
         if not verdict.ok:
             raise StoreRefusal(
@@ -208,6 +222,11 @@ class LedgerTransaction:
         if state.scanner is not None:
             state.scanner.feed(candidate.event)
         return seq
+
+
+def _nothing_stored(event_id: str) -> bytes | None:
+    del event_id
+    return None
 
 
 def is_tool_bearing(candidates: Sequence[Candidate]) -> bool:

@@ -15,10 +15,11 @@ another process owns the directory and refuses every write with ``store_read_onl
 from __future__ import annotations
 
 import gc
+import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -65,7 +66,7 @@ from storage.sqlite_connection import (
     read_file_user_version,
     read_transaction,
     sqlite_errors,
-    write_transaction,
+    translate_sqlite_error,
 )
 from storage.store_doctor import DoctorReport, diagnose
 from storage.store_failpoints import store_failpoint
@@ -117,20 +118,9 @@ class SqliteLedgerStore:
         if self._closed:
             raise StoreRefusal(StoreCode.STORE_IO_FAILED, "the store is closed")
 
-    @contextmanager
-    def _write(self) -> Iterator[LedgerTransaction]:
-        if self.read_only:
-            raise StoreRefusal(StoreCode.STORE_READ_ONLY, "this store was opened read-only")
-        with self._lock, sqlite_errors():
-            self._check_open()
-            try:
-                with write_transaction(self._conn):
-                    self._cache.begin(self._conn)
-                    yield LedgerTransaction(self._conn, self._cache, self._clock())
-            except BaseException:
-                self._cache.abandon()
-                raise
-            self._cache.committed()
+    def _write(self) -> _WriteScope:
+        """``with store._write() as tx``: one ``BEGIN IMMEDIATE`` transaction holding the lock."""
+        return _WriteScope(self)
 
     def _read(self, action: Callable[[Any], T]) -> T:
         with self._lock, sqlite_errors():
@@ -409,6 +399,65 @@ class SqliteLedgerStore:
     def diagnose(self) -> DoctorReport:
         """The doctor's integrity report (reads only)."""
         return self._read(diagnose)
+
+
+class _WriteScope:
+    """The write transaction of one store call: takes the thread lock, ``BEGIN IMMEDIATE``,
+    refreshes the run-state cache, and on exit commits (or rolls back and forgets the runs the
+    transaction touched). A plain class rather than nested generator context managers: this is
+    on the path of every T1 and T2."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SqliteLedgerStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> LedgerTransaction:
+        store = self._store
+        if store.read_only:
+            raise StoreRefusal(StoreCode.STORE_READ_ONLY, "this store was opened read-only")
+        store._lock.acquire()
+        try:
+            store._check_open()
+            conn = store._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise translate_sqlite_error(error) from error
+            try:
+                store._cache.begin(conn)
+            except sqlite3.Error as error:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise translate_sqlite_error(error) from error
+        except BaseException:
+            store._lock.release()
+            raise
+        return LedgerTransaction(conn, store._cache, store._clock())
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: object
+    ) -> None:
+        store = self._store
+        conn = store._conn
+        try:
+            if kind is None:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as failure:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                    store._cache.abandon()
+                    raise translate_sqlite_error(failure) from failure
+                store._cache.committed()
+                return
+            with suppress(sqlite3.Error):  # the original error is the one worth reporting
+                conn.execute("ROLLBACK")
+            store._cache.abandon()
+            if isinstance(error, sqlite3.Error):
+                raise translate_sqlite_error(error) from error
+        finally:
+            store._lock.release()
 
 
 def _confirm_version_through_wal(path: Path) -> None:

@@ -16,6 +16,7 @@ transaction; the ``*_after_commit`` points are in ``ledger_store``.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from runtime.ledger.codes import ScanIssueCode, StoreCode, TransitionKind, WriterRejectionCode
@@ -23,12 +24,7 @@ from runtime.ledger.lane_rules import check_transition_shape
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.store_failpoints import store_failpoint
-from storage.tool_projection import (
-    PREPARED,
-    project_outcome,
-    project_prepared,
-    read_operation,
-)
+from storage.tool_projection import project_prepared, project_t2_outcome, read_operation
 
 
 def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
@@ -61,14 +57,6 @@ def commit_prepared(
         return CommitResult(created=False, event_seq=retried[dispatch.event_id])
     tx.check_seal(state, new)
     tx.validate_tool_transition(state, new, TransitionKind.T1_PREPARE)
-    other = read_operation(tx.conn, operation_id)
-    if other is not None:
-        # Same run: the scanner already refused it. Another run: only the projection knows.
-        raise StoreRefusal(
-            ScanIssueCode.DUPLICATE_OPERATION,
-            f"operation id {operation_id} already belongs to run {other.run_id}",
-            dispatch.event_id,
-        )
     if call is not None:
         call_event_id = call.event_id
     else:
@@ -90,7 +78,16 @@ def commit_prepared(
             store_failpoint("t1_after_dispatch_insert")
         else:
             store_failpoint("t1_after_call_insert")
-    project_prepared(tx.conn, call_event_id, dispatch.event, tx.committed_at)
+    try:
+        project_prepared(tx.conn, call_event_id, dispatch.event, tx.committed_at)
+    except sqlite3.IntegrityError:
+        # The scanner refuses a reused operation id inside the run; only the projection's
+        # uniqueness knows the other runs. The whole transaction rolls back.
+        raise StoreRefusal(
+            ScanIssueCode.DUPLICATE_OPERATION,
+            f"operation id {operation_id} already belongs to another tool call",
+            dispatch.event_id,
+        ) from None
     return CommitResult(created=True, event_seq=dispatch_seq)
 
 
@@ -104,31 +101,16 @@ def commit_outcome(tx: LedgerTransaction, response: Candidate) -> CommitResult:
     tx.check_seal(state, new)
     tx.validate_tool_transition(state, new, TransitionKind.T2_OUTCOME)
     refs: dict[str, Any] = dict(response.event.get("refs") or {})
-    operation = read_operation(tx.conn, refs["operationId"])
-    if operation is None:
+    scanned = tx.cache.scanner(tx.conn, state).operation_by_id(refs["operationId"])
+    if scanned is None or scanned.dispatch_event is None or scanned.call_event is None:
         raise StoreRefusal(
             StoreCode.OPERATION_NOT_FOUND,
             f"no T1 prepared operation {refs['operationId']}",
             response.event_id,
         )
-    content = dict(response.event.get("content") or {})
-    if (
-        operation.invocation_id != state.invocation_id
-        or operation.provider_tool_call_id != content.get("id")
-        or operation.tool_name != content.get("name")
-    ):
-        raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT,
-            f"the response does not match operation {operation.operation_id}",
-            response.event_id,
-        )
-    if operation.current_state != PREPARED or operation.result_event_id is not None:
-        raise StoreRefusal(
-            WriterRejectionCode.OPERATION_SETTLED,
-            f"operation {operation.operation_id} is already {operation.current_state}",
-            response.event_id,
-        )
     seq = tx.insert(state, response)
     store_failpoint("t2_after_response_insert")
-    project_outcome(tx.conn, operation, response.event, tx.committed_at)
+    project_t2_outcome(
+        tx.conn, scanned.call_event["id"], scanned.dispatch_event, response.event, tx.committed_at
+    )
     return CommitResult(created=True, event_seq=seq)

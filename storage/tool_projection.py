@@ -239,9 +239,9 @@ def _advance(
     from_state: str,
     to_state: str,
     result_event_id: str | None,
-) -> None:
+) -> ToolOperationRecord:
     """Compare-and-set on the operation row; anything but exactly one row means the operation
-    is not in the state the writer validated against."""
+    is not in the state the writer validated against. Returns the row as it now is."""
     cursor = conn.execute(
         "UPDATE tool_operations SET current_state = ?,"
         " result_event_id = COALESCE(?, result_event_id), version = version + 1"
@@ -253,6 +253,14 @@ def _advance(
             WriterRejectionCode.OPERATION_SETTLED,
             f"operation {operation.operation_id} changed under the writer",
         )
+    return ToolOperationRecord(
+        **{
+            **_record_fields(operation),
+            "current_state": to_state,
+            "result_event_id": result_event_id or operation.result_event_id,
+            "version": operation.version + 1,
+        }
+    )
 
 
 def project_outcome(
@@ -265,8 +273,35 @@ def project_outcome(
         operation, f"{operation.operation_id}_outcome", OUTCOME_COMMITTED, response, committed_at
     )
     _insert_journal(conn, journal)
-    _advance(conn, operation, operation.current_state, OUTCOME_COMMITTED, response["id"])
-    return require_operation(conn, operation.operation_id)
+    return _advance(conn, operation, operation.current_state, OUTCOME_COMMITTED, response["id"])
+
+
+def project_t2_outcome(
+    conn: sqlite3.Connection,
+    call_event_id: str,
+    dispatch: RuntimeEvent,
+    response: RuntimeEvent,
+    committed_at: int,
+) -> None:
+    """T2: journal the outcome and move the operation ``prepared`` -> ``outcome_committed``
+    (compare-and-set: an operation settled in any other way refuses)."""
+    identity, _ = prepared_records(call_event_id, dispatch, committed_at)
+    journal = _journal(
+        identity, f"{identity.operation_id}_outcome", OUTCOME_COMMITTED, response, committed_at
+    )
+    _insert_journal(conn, journal)
+    cursor = conn.execute(
+        "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
+        " version = version + 1"
+        " WHERE operation_id = ? AND current_state = 'prepared' AND result_event_id IS NULL",
+        (response["id"], identity.operation_id),
+    )
+    if cursor.rowcount != 1:
+        raise StoreRefusal(
+            WriterRejectionCode.OPERATION_SETTLED,
+            f"operation {identity.operation_id} is not waiting for an outcome",
+            response["id"],
+        )
 
 
 def project_recovery_fact(
@@ -279,8 +314,7 @@ def project_recovery_fact(
     """Journal a reconcile (state unchanged) or a decision (state = the decision's)."""
     _insert_journal(conn, _journal(operation, f"{event['id']}_journal", state, event, committed_at))
     to_state = operation.current_state if state == RECONCILE_OBSERVED else state
-    _advance(conn, operation, operation.current_state, to_state, None)
-    return require_operation(conn, operation.operation_id)
+    return _advance(conn, operation, operation.current_state, to_state, None)
 
 
 def require_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperationRecord:

@@ -1,0 +1,436 @@
+"""Benchmark: the SQLite store's T1+T2 cost, its independence of history size, import speed.
+
+Prints three figures (goals from issue 3):
+
+(a) **T1+T2 vs a raw baseline**, on a database holding 100,000 events: the store's
+    ``commit_tool_prepared`` + ``commit_tool_outcome`` for one tool call, against a baseline
+    that inserts the same rows (call, dispatch, operation and journal rows; response, journal row,
+    operation update) in two plain transactions with the same pragmas on a copy of the same
+    database. Both are interleaved in one process; the figure is the ratio of the medians
+    (goal <= 1.3).
+(b) **History independence**: the median T1+T2 latency on a database with 1,000,000 events
+    divided by the one on a database with 1,000 events (goal <= 1.2).
+(c) **Import throughput**: ``import_session`` of an exported session of 100,000 events into a
+    fresh data directory, with full validation, in events per second (goal >= 50,000).
+
+(a) and (b) are also printed with ``synchronous=OFF`` on both sides: with the fsyncs gone they
+show the CPU cost alone, which the durable figure hides behind the disk.
+
+The histories are generated fast: one realistic 100-event run (user text with the T1 marker,
+tool turns with T2 responses, pre-T1 synthetic results, parked and completed recovery bundles,
+model text, a terminal event) is committed through the store once, then cloned with fresh ids
+and bulk-inserted together with its projection rows.
+
+Usage::
+
+    .venv/bin/python -m bench.bench_store [--large 1000000] [--iterations 200] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import re
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runtime.ledger.canonical_codec import canonical_bytes, operation_id
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.sqlite_connection import BUSY_TIMEOUT_MS, DATABASE_NAME
+from tests.helpers.ledger_builders import (
+    RunIds,
+    bound_response,
+    call_event,
+    clean_ledger,
+    dispatch_event,
+    user_text,
+)
+from tests.helpers.store_workloads import commit_ledger
+
+TAG = "TPLX"
+TEMPLATE = RunIds(f"sess-{TAG}", f"inv-{TAG}", f"run-{TAG}", f"turn-{TAG}")
+ENDINGS = ["response"] * 16 + ["synthetic"] * 4 + ["parked", "completed"] * 2
+RUNS_PER_SESSION = 100
+
+
+# ---- history generation -----------------------------------------------------------------------
+
+
+@dataclass
+class Template:
+    events: list[tuple[str, str, int, bytes]]  # (event id, lane, terminal, payload)
+    operations: list[tuple[Any, ...]]
+    journal: list[tuple[Any, ...]]
+    call_ids: list[str]
+
+
+def _template(workdir: Path) -> Template:
+    events = clean_ledger(ids=TEMPLATE, endings=ENDINGS)
+    events = [
+        {**event, "id": f"{event['id']}-{TAG}"} if event["id"].startswith("evt-") else event
+        for event in events
+    ]
+    call_ids = sorted(
+        {
+            str(dict(e.get("content") or {}).get("id"))
+            for e in events
+            if dict(e.get("content") or {}).get("kind") == "function_call"
+        }
+    )
+    with open_store(workdir / "template") as store:
+        store.create_session(SessionRecord(TEMPLATE.session_id, "/work", "bench", 1))
+        store.create_run(_header(TEMPLATE, RunStatus.CREATED))
+        commit_ledger(store, events)
+        conn = store.connection
+        rows = conn.execute(
+            "SELECT event_id, lane, terminal, payload FROM runtime_events ORDER BY event_seq"
+        ).fetchall()
+        operations = conn.execute("SELECT * FROM tool_operations").fetchall()
+        journal = conn.execute(
+            "SELECT journal_event_id, operation_id, invocation_id, run_id, turn_id, state,"
+            " runtime_event_id, canonical_args_hash, recovery_mode, metadata_json, committed_at"
+            " FROM tool_journal_events ORDER BY journal_seq"
+        ).fetchall()
+    return Template([(r[0], r[1], r[2], bytes(r[3])) for r in rows], operations, journal, call_ids)
+
+
+def _header(ids: RunIds, status: RunStatus) -> RunHeader:
+    return RunHeader(
+        run_id=ids.run_id,
+        session_id=ids.session_id,
+        invocation_id=ids.invocation_id,
+        turn_id=ids.turn_id,
+        status=status,
+        cwd="/work",
+        owner_epoch=1,
+        created_at=1,
+        updated_at=1,
+    )
+
+
+class Cloner:
+    """Copies the template run under new ids (the tag and every operation id replaced)."""
+
+    def __init__(self, template: Template) -> None:
+        self.template = template
+        self.op_ids = {
+            operation_id(TEMPLATE.invocation_id, call): call for call in template.call_ids
+        }
+        self.pattern = re.compile("|".join([TAG, *self.op_ids]))
+        self.pattern_bytes = re.compile("|".join([TAG, *self.op_ids]).encode())
+
+    def mapping(self, tag: str) -> dict[str, str]:
+        mapping = {TAG: tag}
+        for old, call in self.op_ids.items():
+            mapping[old] = operation_id(f"inv-{tag}", call)
+        return mapping
+
+    def text(self, value: Any, mapping: dict[str, str]) -> Any:
+        if isinstance(value, str):
+            return self.pattern.sub(lambda m: mapping[m.group(0)], value)
+        if isinstance(value, bytes):
+            raw = {k.encode(): v.encode() for k, v in mapping.items()}
+            return self.pattern_bytes.sub(lambda m: raw[m.group(0)], value)
+        return value
+
+
+def generate_history(
+    path: Path, template: Template, events: int, runs_per_session: int = RUNS_PER_SESSION
+) -> None:
+    """A database at ``path`` holding about ``events`` committed events (whole template runs,
+    ``runs_per_session`` runs per session)."""
+    runs = max(1, events // len(template.events))
+    open_store(path).close()
+    conn = sqlite3.connect(path / DATABASE_NAME, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.execute("BEGIN")
+    cloner = Cloner(template)
+    for run in range(runs):
+        tag = f"R{run:07d}"
+        mapping = cloner.mapping(tag)
+        session = f"sess-{tag}" if run % runs_per_session == 0 else None
+        if session is not None:
+            conn.execute("INSERT INTO sessions VALUES (?, '/work', 'bench', 1)", (session,))
+        owner = f"sess-R{run - run % runs_per_session:07d}"
+        conn.execute(
+            "INSERT INTO runs (run_id, session_id, invocation_id, turn_id, status, cwd,"
+            " owner_epoch, created_at, updated_at, completed_at)"
+            " VALUES (?, ?, ?, ?, 'completed', '/work', 1, 1, 1, 1)",
+            (f"run-{tag}", owner, f"inv-{tag}", f"turn-{tag}"),
+        )
+
+        def rows(
+            mapping: dict[str, str] = mapping, owner: str = owner
+        ) -> Iterator[tuple[Any, ...]]:
+            payload_map = dict(mapping)
+            for seq, (event_id, lane, terminal, payload) in enumerate(template.events, start=1):
+                body = cloner.text(payload, payload_map)
+                body = body.replace(f"sess-{mapping[TAG]}".encode(), owner.encode())
+                yield (
+                    cloner.text(event_id, mapping), owner, f"inv-{mapping[TAG]}",
+                    f"run-{mapping[TAG]}", f"turn-{mapping[TAG]}", seq, lane, terminal, body, 1,
+                )  # fmt: skip
+
+        conn.executemany("INSERT INTO runtime_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
+        conn.executemany(
+            "INSERT INTO tool_operations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tuple(owner if i == 1 else cloner.text(v, mapping) for i, v in enumerate(row))
+                for row in template.operations
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id,"
+            " run_id, turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode,"
+            " metadata_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (tuple(cloner.text(v, mapping) for v in row) for row in template.journal),
+        )
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.close()
+
+
+# ---- measurements -----------------------------------------------------------------------------
+
+
+def _tool_call(ids: RunIds, index: int) -> tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]:
+    call = call_event(
+        f"bench-{index}", "Write", {"path": f"f{index}.txt", "content": "x" * 64}, ids=ids, ts=index
+    )
+    return call, dispatch_event(call), bound_response(call, {"bytes": 64})
+
+
+def _fresh_run(store: SqliteLedgerStore, name: str) -> RunIds:
+    ids = RunIds(f"sess-{name}", f"inv-{name}", f"run-{name}", f"turn-{name}")
+    store.create_session(SessionRecord(ids.session_id, "/work", "bench", 1))
+    store.create_run(_header(ids, RunStatus.CREATED))
+    store.append_event(user_text(ids=ids, marker=True, event_id=f"u-{name}"))
+    return ids
+
+
+class RawBaseline:
+    """The same rows in two plain transactions, same pragmas, no validation."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path / DATABASE_NAME, isolation_level=None)
+        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = FULL")
+        self.seq = 0
+
+    def start(self, ids: RunIds) -> None:
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO sessions VALUES (?, '/work', 'bench', 1)", (ids.session_id,))
+        conn.execute(
+            "INSERT INTO runs (run_id, session_id, invocation_id, turn_id, status, cwd,"
+            " owner_epoch, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, 'created', '/work', 1, 1, 1)",
+            (ids.run_id, ids.session_id, ids.invocation_id, ids.turn_id),
+        )
+        conn.execute("COMMIT")
+        self.seq = 1
+
+    def _event(self, event: RuntimeEvent, lane: str) -> None:
+        self.seq += 1
+        self.conn.execute(
+            "INSERT INTO runtime_events VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, 1)",
+            (event["id"], event["sessionId"], event["invocationId"], event["runId"],
+             event["turnId"], self.seq, lane, canonical_bytes(event)),
+        )  # fmt: skip
+
+    def t1_t2(self, call: RuntimeEvent, dispatch: RuntimeEvent, response: RuntimeEvent) -> None:
+        conn = self.conn
+        fact: dict[str, Any] = dict(dispatch["actions"]["toolDispatch"])
+        op = fact["operationId"]
+        conn.execute("BEGIN IMMEDIATE")
+        self._event(call, "function_call")
+        self._event(dispatch, "tool_dispatch")
+        conn.execute(
+            "INSERT INTO tool_operations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'prepared', ?, ?,"
+            " NULL, 1)",
+            (op, dispatch["sessionId"], dispatch["invocationId"], dispatch["runId"],
+             dispatch["turnId"], fact["providerToolCallId"], fact["toolName"],
+             fact["canonicalArgsHash"], fact["recoveryMode"], call["id"], dispatch["id"]),
+        )  # fmt: skip
+        self._journal(op, dispatch, "prepared", f"{op}_prepared", fact)
+        conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        self._event(response, "function_response")
+        self._journal(op, response, "outcome_committed", f"{op}_outcome", fact)
+        conn.execute(
+            "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
+            " version = version + 1 WHERE operation_id = ?",
+            (response["id"], op),
+        )
+        conn.execute("COMMIT")
+
+    def _journal(
+        self, op: str, event: RuntimeEvent, state: str, journal_id: str, fact: dict[str, Any]
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id,"
+            " run_id, turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode,"
+            " metadata_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 1)",
+            (journal_id, op, event["invocationId"], event["runId"], event["turnId"], state,
+             event["id"], fact["canonicalArgsHash"], fact["recoveryMode"]),
+        )  # fmt: skip
+
+
+def _timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def _synchronous(connections: list[sqlite3.Connection], mode: str) -> None:
+    for conn in connections:
+        conn.execute(f"PRAGMA synchronous = {mode}")
+
+
+def _store_call(
+    store: SqliteLedgerStore, calls: tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]
+) -> Callable[[], object]:
+    def action() -> None:
+        store.commit_tool_prepared(calls[0], calls[1])
+        store.commit_tool_outcome(calls[2])
+
+    return action
+
+
+def _raw_call(
+    raw: RawBaseline, calls: tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]
+) -> Callable[[], object]:
+    return lambda: raw.t1_t2(*calls)
+
+
+def measure_baseline_ratio(root: Path, history: Path, iterations: int) -> dict[str, float]:
+    store_dir, raw_dir = root / "a-store", root / "a-raw"
+    shutil.copytree(history, store_dir)
+    shutil.copytree(history, raw_dir)
+    results: dict[str, float] = {}
+    with open_store(store_dir) as store:
+        raw = RawBaseline(raw_dir)
+        for mode in ("FULL", "OFF"):
+            _synchronous([store.connection, raw.conn], mode)
+            ids = _fresh_run(store, f"a{mode}")
+            raw.start(ids)
+            times: dict[str, list[float]] = {"store": [], "raw": []}
+            for index in range(iterations):
+                calls = _tool_call(ids, index)
+                pair = [("store", _store_call(store, calls)), ("raw", _raw_call(raw, calls))]
+                # alternate who goes first, so neither always runs right after the other
+                for name, action in pair if index % 2 else reversed(pair):
+                    times[name].append(_timed(action))
+            results[f"store_{mode}"] = statistics.median(times["store"])
+            results[f"raw_{mode}"] = statistics.median(times["raw"])
+            results[f"ratio_{mode}"] = results[f"store_{mode}"] / results[f"raw_{mode}"]
+        raw.conn.close()
+    return results
+
+
+def measure_history_ratio(small: Path, large: Path, iterations: int) -> dict[str, float]:
+    results: dict[str, float] = {}
+    with open_store(small) as few, open_store(large) as many:
+        for mode in ("FULL", "OFF"):
+            _synchronous([few.connection, many.connection], mode)
+            stores = {"small": few, "large": many}
+            runs = {name: _fresh_run(store, f"b{mode}") for name, store in stores.items()}
+            times: dict[str, list[float]] = {"small": [], "large": []}
+            for index in range(iterations):
+                order = ("small", "large") if index % 2 else ("large", "small")
+                for name in order:
+                    calls = _tool_call(runs[name], index)
+                    times[name].append(_timed(_store_call(stores[name], calls)))
+            for name in stores:
+                results[f"{name}_{mode}"] = statistics.median(times[name])
+            results[f"ratio_{mode}"] = results[f"large_{mode}"] / results[f"small_{mode}"]
+    return results
+
+
+def measure_import(root: Path, template: Template, events: int) -> dict[str, float]:
+    """Export one session of ``events`` events, import it into a fresh directory."""
+    source = root / "c-source"
+    generate_history(source, template, events, runs_per_session=events)
+    buffer = io.BytesIO()
+    with open_store(source) as store:
+        (session,) = store.list_sessions()
+        store.export_session(session.session_id, buffer)
+    data = buffer.getvalue()
+    results: dict[str, float] = {"bytes": len(data)}
+    target = root / "c-target"
+    with open_store(target) as store:
+        gc.collect()
+        started_cpu, started_wall = time.process_time(), time.perf_counter()
+        report = store.import_session(data)
+        results["wall"] = time.perf_counter() - started_wall
+        results["cpu"] = time.process_time() - started_cpu
+        assert report.events_created == report.events_read, report
+        assert store.diagnose().ok
+    results["events"] = report.events_read
+    results["rate_wall"] = report.events_read / results["wall"]
+    results["rate_cpu"] = report.events_read / results["cpu"]
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--large", type=int, default=1_000_000)
+    parser.add_argument("--medium", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--import-events", type=int, default=100_000)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--keep", type=Path, help="keep the generated databases here")
+    args = parser.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="maka-bench-store-"))
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    template = _template(root)
+    print(f"template run: {len(template.events)} events, {len(template.operations)} operations")
+    histories = {}
+    for name, size in (("small", args.small), ("medium", args.medium), ("large", args.large)):
+        t = time.perf_counter()
+        histories[name] = root / f"history-{name}"
+        if not (histories[name] / DATABASE_NAME).exists():
+            generate_history(histories[name], template, size)
+        print(f"history {name}: ~{size:,} events generated in {time.perf_counter() - t:.1f} s")
+
+    a = measure_baseline_ratio(root, histories["medium"], args.iterations)
+    print(
+        f"(a) T1+T2 on {args.medium:,} events: store {a['store_FULL'] * 1e3:.2f} ms, raw "
+        f"{a['raw_FULL'] * 1e3:.2f} ms, ratio {a['ratio_FULL']:.2f} (goal <= 1.3); "
+        f"synchronous=OFF: {a['store_OFF'] * 1e3:.3f} vs {a['raw_OFF'] * 1e3:.3f} ms, "
+        f"ratio {a['ratio_OFF']:.2f}"
+    )
+    b = measure_history_ratio(histories["small"], histories["large"], args.iterations)
+    print(
+        f"(b) T1+T2 latency {args.large:,} vs {args.small:,} events: "
+        f"{b['large_FULL'] * 1e3:.2f} vs {b['small_FULL'] * 1e3:.2f} ms, ratio "
+        f"{b['ratio_FULL']:.2f} (goal <= 1.2); synchronous=OFF: {b['large_OFF'] * 1e3:.3f} vs "
+        f"{b['small_OFF'] * 1e3:.3f} ms, ratio {b['ratio_OFF']:.2f}"
+    )
+    c = measure_import(root, template, args.import_events)
+    print(
+        f"(c) import of {int(c['events']):,} events ({c['bytes'] / 1e6:.1f} MB): "
+        f"{c['rate_wall']:,.0f} events/s wall-clock, {c['rate_cpu']:,.0f} per CPU second "
+        f"(goal >= 50,000)"
+    )
+    print(f"total {time.perf_counter() - started:.0f} s")
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
