@@ -25,6 +25,7 @@ from runtime.continuation.provider_replay import ItemKind, ProviderItem
 from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.permission_facts import open_permission_requests
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
 
 
@@ -214,7 +215,7 @@ def _accumulating_gates(
         diagnostics.append(diagnostic)
 
     events = immediate.events
-    for request_event, request_id in _open_permission_requests(events):
+    for request_event, request_id in open_permission_requests(events):
         add(
             ParkReason.PENDING_PERMISSION,
             PlanDiagnostic(
@@ -369,22 +370,6 @@ def _accumulating_gates(
         tool_names=tuple(sorted(available)),
     )
     return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
-
-
-def _open_permission_requests(events: tuple[RuntimeEvent, ...]) -> list[tuple[str, str]]:
-    open_requests: dict[str, str] = {}
-    for event in events:
-        if event["partial"]:
-            continue
-        actions = event.get("actions")
-        if actions is None:
-            continue
-        if "permissionRequest" in actions:
-            open_requests[actions["permissionRequest"]["requestId"]] = event["id"]
-        for key in ("permissionDecision", "permissionClosure"):
-            if key in actions:
-                open_requests.pop(actions[key]["requestId"], None)
-    return [(event_id, request_id) for request_id, event_id in open_requests.items()]
 
 
 _STATUS_FOR_EVENT = {

@@ -23,6 +23,7 @@ from typing import Protocol
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.permission_facts import open_permission_requests
 from runtime.ledger.store_ports import (
     TERMINAL_RUN_STATUSES,
     CommitResult,
@@ -87,21 +88,6 @@ class StartupRecoveryReport:
             if repaired.session_id not in seen:
                 seen.append(repaired.session_id)
         return tuple(seen)
-
-
-def _open_requests(events: Sequence[RuntimeEvent]) -> list[str]:
-    open_ids: dict[str, None] = {}
-    for event in events:
-        actions = event.get("actions")
-        if actions is None or event["partial"]:
-            continue
-        if "permissionRequest" in actions:
-            open_ids[actions["permissionRequest"]["requestId"]] = None
-        if "permissionDecision" in actions:
-            open_ids.pop(actions["permissionDecision"]["requestId"], None)
-        if "permissionClosure" in actions:
-            open_ids.pop(actions["permissionClosure"]["requestId"], None)
-    return list(open_ids)
 
 
 def _recovery_reason(events: Sequence[RuntimeEvent], had_open_request: bool) -> str:
@@ -184,7 +170,7 @@ def run_startup_recovery(
                 store.repair_run_header(header.run_id)
                 aligned.append(header.run_id)
                 continue
-            open_requests = _open_requests(events)
+            open_requests = [request for _, request in open_permission_requests(events)]
             for request_id in open_requests:
                 store.append_event(permission_closure_event(header, request_id, now_ms()))
                 closed.append(request_id)
