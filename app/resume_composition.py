@@ -28,6 +28,7 @@ from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
+    from runtime.agent.cancel_token import CancelToken
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
     from runtime.agent.run_loop import RunObserver
 
@@ -61,8 +62,9 @@ def host_resume_service(
     policy: PermissionPolicy,
     asker: PermissionAsker,
     observer: RunObserver,
-) -> ResumeService:
-    """The seam wired to a CLI host's provider, tools and terminal observer."""
+) -> tuple[ResumeService, CancelToken]:
+    """The seam wired to a CLI host's provider, tools and terminal observer, and the token that
+    cancels the continuation turn."""
     from runtime.agent.continuation_turn import ContinuationTurn
 
     catalog = host.service.catalog
@@ -77,7 +79,8 @@ def host_resume_service(
         cwd=session_cwd,
         shell_registry=host.shells,
     )
-    return build_resume_service(host.store, host.data_dir, catalog.names, host.shells, turn)
+    service = build_resume_service(host.store, host.data_dir, catalog.names, host.shells, turn)
+    return service, turn.cancel
 
 
 # What startup recovery decided about an interrupted tool call, in plain words (the reason codes

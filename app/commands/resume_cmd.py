@@ -70,11 +70,12 @@ def resume_session(
     as_json: bool = False,
 ) -> int:
     """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI."""
+    from app.commands.cancellable_turn import run_cancellable
     from app.resume_composition import host_resume_service, plan_json, plan_summary
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.ledger.store_ports import RunStatus
 
-    service = host_resume_service(host, cwd, policy, asker, transcript)
+    service, cancel = host_resume_service(host, cwd, policy, asker, transcript)
     plan = service.plan_latest(session_id)
     if not plan.continues:
         if as_json:
@@ -85,7 +86,7 @@ def resume_session(
     if not as_json:
         print("\n".join(plan_summary(plan)))
     try:
-        result = service.execute(plan)
+        result = run_cancellable(lambda: service.execute(plan), cancel)
     except ResumeRefused as refused:
         body = plan_json(plan, {"disposition": "refused", "code": str(refused.code)})
         body["message"] = refused.message

@@ -10,11 +10,8 @@ the turn completed, 1 when it failed or was cancelled.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
@@ -39,6 +36,7 @@ def permission_mode(option: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands.cancellable_turn import run_cancellable
     from app.commands.cli_session_host import owned_session_host
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.cancel_token import CancelToken
@@ -77,42 +75,15 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         cancel = CancelToken()
-        outcome_box: list[object] = []
-
-        def work() -> None:
-            try:
-                outcome_box.append(
-                    service.send_turn(
-                        session.session_id,
-                        args.prompt,
-                        transcript,
-                        policy,
-                        asker=asker,
-                        cancel=cancel,
-                    )
-                )
-            except LedgerError as error:
-                outcome_box.append(error)
-
-        def on_interrupt(signum: int, frame: FrameType | None) -> None:
-            del signum, frame
-            print("\nmaka: cancelling the turn...", file=sys.stderr)
-            cancel.cancel()
-
-        previous = signal.signal(signal.SIGINT, on_interrupt)
         try:
-            worker = threading.Thread(target=work, name="maka-turn", daemon=True)
-            worker.start()
-            while worker.is_alive():
-                worker.join(0.2)
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        result = outcome_box[0] if outcome_box else None
-        if isinstance(result, LedgerError):
-            raise CliError(str(result.code), result.message, EXIT_ERROR)
-        from runtime.agent.run_loop import RunOutcome
-
-        assert isinstance(result, RunOutcome)
+            result = run_cancellable(
+                lambda: service.send_turn(
+                    session.session_id, args.prompt, transcript, policy, asker=asker, cancel=cancel
+                ),
+                cancel,
+            )
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         if result.status is RunStatus.COMPLETED:
             return EXIT_OK
         print(

@@ -12,11 +12,8 @@ streams the continuation.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
@@ -143,30 +140,18 @@ def _print_transcript(service: Any, session_id: str) -> None:
 def _turn(
     service: Any, session_id: str, text: str, *, transcript: Any, policy: Any, asker: Any
 ) -> None:
+    from app.commands.cancellable_turn import run_cancellable
     from runtime.agent.cancel_token import CancelToken
     from runtime.ledger.ledger_errors import LedgerError
 
     cancel = CancelToken()
-    errors: list[LedgerError] = []
-
-    def work() -> None:
-        try:
-            service.send_turn(session_id, text, transcript, policy, asker=asker, cancel=cancel)
-        except LedgerError as error:
-            errors.append(error)
-
-    def on_interrupt(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        print("\n(cancelling the turn)", file=sys.stderr)
-        cancel.cancel()
-
-    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        worker = threading.Thread(target=work, name="maka-tui-turn", daemon=True)
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.2)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    for error in errors:
+        run_cancellable(
+            lambda: service.send_turn(
+                session_id, text, transcript, policy, asker=asker, cancel=cancel
+            ),
+            cancel,
+            notice="(cancelling the turn)",
+        )
+    except LedgerError as error:
         print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
