@@ -160,3 +160,20 @@ def test_plan_explains_without_executing(tmp_path: Path) -> None:
     missing = maka(["plan", "session-nope"], drill.data, env={**drill.env, **FLAG})
     assert missing.returncode == 1
     assert "session_not_found" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_resume_in_the_tui_uses_the_same_seam(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+        stdin="/resume\n/resume\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Counted once." in result.stdout
+    assert "continuation_already_exists" in result.stdout  # the second /resume
+    assert drill.count() == 1
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2 and runs[1][0].continuation_source is not None
