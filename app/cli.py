@@ -101,3 +101,7 @@ def run_main() -> None:
 
 
 __all__ = ["EXIT_USAGE", "main"]
+
+
+if __name__ == "__main__":
+    run_main()
