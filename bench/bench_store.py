@@ -318,6 +318,8 @@ def _raw_call(
 
 def measure_baseline_ratio(root: Path, history: Path, iterations: int) -> dict[str, float]:
     store_dir, raw_dir = root / "a-store", root / "a-raw"
+    for folder in (store_dir, raw_dir):
+        shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(history, store_dir)
     shutil.copytree(history, raw_dir)
     results: dict[str, float] = {}
@@ -341,9 +343,18 @@ def measure_baseline_ratio(root: Path, history: Path, iterations: int) -> dict[s
     return results
 
 
-def measure_history_ratio(small: Path, large: Path, iterations: int) -> dict[str, float]:
+def measure_history_ratio(
+    root: Path, small: Path, large: Path, iterations: int
+) -> dict[str, float]:
+    # Work on copies: the measured runs must not accumulate across invocations (--keep).
+    copies = []
+    for history in (small, large):
+        copy = root / f"b-{history.name}"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(history, copy)
+        copies.append(copy)
     results: dict[str, float] = {}
-    with open_store(small) as few, open_store(large) as many:
+    with open_store(copies[0]) as few, open_store(copies[1]) as many:
         for mode in ("FULL", "OFF"):
             _synchronous([few.connection, many.connection], mode)
             stores = {"small": few, "large": many}
@@ -363,6 +374,8 @@ def measure_history_ratio(small: Path, large: Path, iterations: int) -> dict[str
 def measure_import(root: Path, template: Template, events: int) -> dict[str, float]:
     """Export one session of ``events`` events, import it into a fresh directory."""
     source = root / "c-source"
+    for folder in (source, root / "c-target"):
+        shutil.rmtree(folder, ignore_errors=True)
     generate_history(source, template, events, runs_per_session=events)
     buffer = io.BytesIO()
     with open_store(source) as store:
@@ -414,7 +427,7 @@ def main() -> None:
         f"synchronous=OFF: {a['store_OFF'] * 1e3:.3f} vs {a['raw_OFF'] * 1e3:.3f} ms, "
         f"ratio {a['ratio_OFF']:.2f}"
     )
-    b = measure_history_ratio(histories["small"], histories["large"], args.iterations)
+    b = measure_history_ratio(root, histories["small"], histories["large"], args.iterations)
     print(
         f"(b) T1+T2 latency {args.large:,} vs {args.small:,} events: "
         f"{b['large_FULL'] * 1e3:.2f} vs {b['small_FULL'] * 1e3:.2f} ms, ratio "

@@ -61,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
                 [f"no database at {database}: nothing to check"],
             )
             return EXIT_OK
-        problem = {"code": str(refusal.code), "message": refusal.message}
+        refused = {"code": str(refusal.code), "message": refusal.message}
         _emit(
             args,
-            {"ok": False, "database": str(database), "present": True, "problems": [problem]},
+            {"ok": False, "database": str(database), "present": True, "problems": [refused]},
             [f"database: {database}", f"PROBLEM [{refusal.code}] {refusal.message}"],
         )
         return EXIT_ERROR
@@ -72,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = store.diagnose()
         except StoreRefusal as refusal:
-            problem = {"code": str(refusal.code), "message": refusal.message}
+            failed = {"code": str(refusal.code), "message": refusal.message}
             _emit(
                 args,
-                {"ok": False, "database": str(database), "present": True, "problems": [problem]},
+                {"ok": False, "database": str(database), "present": True, "problems": [failed]},
                 [f"database: {database}", f"PROBLEM [{refusal.code}] {refusal.message}"],
             )
             return EXIT_ERROR
