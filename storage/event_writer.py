@@ -23,6 +23,7 @@ Validation reads only per-run state (``run_ledger_state``), never the whole ledg
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from runtime.ledger.codes import (
 )
 from runtime.ledger.event_model import (
     RuntimeEvent,
+    decode_event,
     decode_event_json,
     has_t1_marker,
     is_terminal,
@@ -63,15 +65,23 @@ class Candidate:
         return self.event["id"]
 
 
+_PLAIN_JSON = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+).encode
+
+
 def prepare_candidate(event: object, *, decoded: bool = False) -> Candidate:
     """Canonical bytes, strict decode and lane. Anything malformed is refused before a
     transaction starts.
 
-    A caller's dict is first encoded (which refuses what canonical JSON cannot carry: non-finite
-    numbers, unsafe integers, lone surrogates, non-JSON values) and the bytes are then decoded
-    strictly; the decoded event is what the store keeps. This is the same strict decoder as
-    ``decode_event`` at a fraction of its cost for large free-form values. ``decoded`` skips the
-    decode when the caller just decoded the event itself (import)."""
+    A caller's dict is first encoded canonically (which refuses what canonical JSON cannot
+    carry: non-finite numbers, unsafe integers, lone surrogates, non-JSON values) and the bytes
+    are then decoded strictly; the decoded event is what the store keeps. That is the same
+    strict decoder as ``decode_event`` at a fraction of its cost for large free-form values.
+    When canonical encoding changed anything plain JSON would have written (a float such as
+    ``1.0``, which canonical JSON writes as ``1``; keys ordered by UTF-16), the dict itself goes
+    through ``decode_event`` so that no such value is silently re-typed (``ts: 1.0`` stays an
+    error). ``decoded`` skips the decode when the caller just decoded the event (import)."""
     try:
         if decoded:
             checked = cast(RuntimeEvent, event)
@@ -80,7 +90,10 @@ def prepare_candidate(event: object, *, decoded: bool = False) -> Candidate:
             if not isinstance(event, dict):
                 raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
             payload = canonical_json_bytes(event)
-            checked = decode_event_json(payload)
+            if _PLAIN_JSON(event).encode("utf-8") == payload:
+                checked = decode_event_json(payload)
+            else:
+                checked = decode_event(event)
     except LedgerError as error:
         event_id = event.get("id") if isinstance(event, dict) else None
         raise StoreRefusal(

@@ -165,10 +165,23 @@ def test_generic_append_refuses_facts_that_have_their_own_writer(
     assert refused(store, lambda: store.append_event(candidates[name])) == code
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"ts": "1"},
+        {"ts": 1.0},  # canonical JSON would write 1: the store must not re-type it
+        {"ts": True},
+        {"ts": None},
+        {"unknown": 1},
+        {"content": {"text": "\ud800"}},
+        {"actions": {"stateDelta": {"x": float("nan")}}},
+        {"actions": {"stateDelta": {"x": 2**60}}},
+    ],
+)
 def test_generic_append_refuses_an_invalid_event_with_the_decoder_code(
-    store: SqliteLedgerStore,
+    store: SqliteLedgerStore, changes: dict[str, Any]
 ) -> None:
-    broken = with_changes(user_text(ids=IDS), ts="1")
+    broken = with_changes(user_text(ids=IDS), **changes)
     assert refused(store, lambda: store.append_event(broken)) == "event_schema_invalid"
 
 
