@@ -278,3 +278,16 @@ class LedgerFileCode(StrEnum):
     TORN_LAST_LINE = "torn_last_line"
     EMPTY_LINE = "empty_line"
     LEDGER_FILE_UNREADABLE = "ledger_file_unreadable"
+
+
+class DoctorCode(StrEnum):
+    """Problems ``maka doctor`` reports besides scanner, bundle and workspace-marker codes."""
+
+    INTEGRITY_CHECK_FAILED = "integrity_check_failed"
+    FOREIGN_KEY_VIOLATION = "foreign_key_violation"
+    EVENT_UNREADABLE = "event_unreadable"
+    EVENT_SEQ_GAP = "event_seq_gap"
+    EVENT_AFTER_TERMINAL = "event_after_terminal"
+    HEADER_TERMINAL_MISMATCH = "header_terminal_mismatch"
+    PROJECTION_MISMATCH = "projection_mismatch"
+    SCHEMA_VERSION_MISMATCH = "schema_version_mismatch"
