@@ -177,3 +177,20 @@ def test_resume_in_the_tui_uses_the_same_seam(tmp_path: Path) -> None:
     assert drill.count() == 1
     runs = committed_runs(drill.data)
     assert len(runs) == 2 and runs[1][0].continuation_source is not None
+
+
+def test_a_continuation_killed_after_its_ending_is_not_resumed_twice(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    killed = maka(
+        ["resume", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG, "MAKA_FAILPOINT": "after_continuation_terminal_committed"},
+    )
+    assert killed.returncode == -9
+    code, body = drill.resume()
+    assert code == 3
+    assert body["rejectionReasons"] == ["continuation_already_exists"]
+    runs = committed_runs(drill.data)
+    assert [run[0].status for run in runs] == ["failed", "completed"]
+    assert drill.count() == 1
