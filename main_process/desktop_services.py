@@ -208,6 +208,10 @@ class DesktopServices:
         def ask(question: PermissionQuestion) -> None:
             sink.permission_requested(question.request_id, question.tool_name, question.summary)
 
+        with self._lock:
+            resuming = session_id in self._continuations
+        if resuming:
+            raise HostServiceError("session_busy", "Safe resume is continuing this session")
         try:
             self._service.send_turn(
                 session_id, text, LiveTurnView(sink), PermissionPolicy(), on_question=ask
@@ -264,13 +268,16 @@ class DesktopServices:
             now_ms=self._clock,
             lifecycle=self._lifecycle,
         )
-        plan = resume.plan_latest(session_id, automatic=automatic)
-        if not plan.continues:
-            return _parked(plan)
-        observer.continuation_of = plan.source_run_id
         with self._lock:
+            if session_id in self._continuations:
+                return ResumeParked(("session_busy",))
+            # registered before planning, so no turn can start in between
             self._continuations[session_id] = turn.cancel
         try:
+            plan = resume.plan_latest(session_id, automatic=automatic)
+            if not plan.continues:
+                return _parked(plan)
+            observer.continuation_of = plan.source_run_id
             result = resume.execute(plan, automatic=automatic)
         except ResumeRefused as refusal:
             code = str(refusal.code)
