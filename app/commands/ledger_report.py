@@ -25,7 +25,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_file import LedgerFileError, read_ledger_file
+from runtime.ledger.ledger_file import LedgerFileError, PendingLedgerEvents, read_file_bytes
 from runtime.ledger.tool_ledger_scanner import ScanIssue
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
@@ -142,12 +142,30 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def _read_events(path: Path) -> list[RuntimeEvent]:
+def _decoding_error(path: Path, error: LedgerFileError) -> CliError:
+    return CliError(str(error.code), f"{path}: {error.message}", EXIT_USAGE)
+
+
+def _build_document(
+    path: Path, build: Callable[[Sequence[RuntimeEvent]], JsonObject]
+) -> JsonObject:
+    """Decode ``path`` and build the document from its events.
+
+    The events may be handed out before their strict decoding finished (it runs beside the
+    computation on a large file); nothing is printed before ``confirm`` says every line decodes,
+    so an undecodable line still exits 2 naming the line, whatever was computed meanwhile.
+    """
     try:
-        content = read_ledger_file(path)
+        pending = PendingLedgerEvents(read_file_bytes(path))
+        try:
+            document = build(pending.events)
+        except Exception:
+            pending.confirm()  # an undecodable line explains the failure: report that instead
+            raise
+        pending.confirm()
     except LedgerFileError as error:
-        raise CliError(str(error.code), f"{path}: {error.message}", EXIT_USAGE) from None
-    return [line.event for line in content.lines]
+        raise _decoding_error(path, error) from None
+    return document
 
 
 def _emit(document: JsonObject) -> None:
@@ -157,7 +175,7 @@ def _emit(document: JsonObject) -> None:
 
 def _run(args: argparse.Namespace, build: Callable[[Sequence[RuntimeEvent]], JsonObject]) -> int:
     with _bulk_allocation():
-        document = build(_read_events(args.file))
+        document = _build_document(args.file, build)
         if args.json:
             _emit(document)
         else:

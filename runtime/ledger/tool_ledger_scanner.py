@@ -124,19 +124,21 @@ class _Op:
         twin.positions = dict(self.positions)
         return twin
 
-    def freeze(self) -> ScannedOperation:
-        return ScannedOperation(
-            tool_call_id=self.key[1],
-            invocation_id=self.key[0],
-            tool_name=self.tool_name,
-            operation_id=self.operation_id,
-            call_event=cast(RuntimeEvent | None, self.call),
-            dispatch_event=cast(RuntimeEvent | None, self.dispatch),
-            response_event=cast(RuntimeEvent | None, self.response),
-            reconcile_events=cast(tuple[RuntimeEvent, ...], tuple(self.reconciles)),
-            decision_events=cast(tuple[RuntimeEvent, ...], tuple(self.decisions)),
-            issues=tuple(self.issues),
-            event_positions=dict(self.positions),
+    def freeze(self, *, copy: bool = True) -> ScannedOperation:
+        """The operation's facts; ``copy=False`` hands over the positions map (only when this
+        state is never changed again)."""
+        return ScannedOperation(  # positional: keywords double the cost on long runs
+            self.key[1],
+            self.key[0],
+            self.tool_name,
+            self.operation_id,
+            cast(RuntimeEvent | None, self.call),
+            cast(RuntimeEvent | None, self.dispatch),
+            cast(RuntimeEvent | None, self.response),
+            cast(tuple[RuntimeEvent, ...], tuple(self.reconciles)),
+            cast(tuple[RuntimeEvent, ...], tuple(self.decisions)),
+            tuple(self.issues),
+            dict(self.positions) if copy else self.positions,
         )
 
 
@@ -255,15 +257,21 @@ class ToolLedgerScanner:
 
     def feed(self, event: RuntimeEvent) -> tuple[ScanIssue, ...]:
         """Apply one event (in ledger order); returns the issues it raised, in order."""
-        raw = cast(dict[str, Any], event)
+        issues = self._issues
+        mark = len(issues)
+        self._apply(cast(dict[str, Any], event))
+        return tuple(issues[mark:]) if len(issues) > mark else ()
+
+    def _apply(self, raw: dict[str, Any]) -> None:
+        """``feed`` without building its return value (the batch scan calls this directly)."""
         position = self._count
-        self._count += 1
+        self._count = position + 1
         event_id: str = raw["id"]
-        mark = len(self._issues)
-        if event_id in self._seen:
+        seen = self._seen
+        if event_id in seen:
             self._issues.append(ScanIssue(ScanIssueCode.DUPLICATE_EVENT_ID, event_id))
-            return (self._issues[-1],)
-        self._seen.add(event_id)
+            return
+        seen.add(event_id)
         invocation: str = raw["invocationId"]
         spine = (raw["sessionId"], raw["runId"], raw["turnId"])
         known = self._spines.get(invocation)
@@ -278,13 +286,16 @@ class ToolLedgerScanner:
             if actions is not None and "runtimeProtocol" in actions:
                 self._issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id))
         content = raw.get("content")
-        if (content is None or content["kind"] not in _TOOL_CONTENT) and (
+        if content is None:
+            if actions is None or ("toolDispatch" not in actions and "toolRecovery" not in actions):
+                return  # no lane signal: an ordinary event, nothing more to record
+        elif content["kind"] not in _TOOL_CONTENT and (
             actions is None or ("toolDispatch" not in actions and "toolRecovery" not in actions)
         ):
-            # No lane signal: an ordinary event (the common case, decided without
-            # ``classify_lane``); nothing more to record.
-            return tuple(self._issues[mark:]) if len(self._issues) > mark else ()
-        lane = classify_lane(raw)
+            return
+        lane: Lane | LaneConflict | None = plain_lane(raw)
+        if lane is None:
+            lane = classify_lane(raw)
         if isinstance(lane, LaneConflict):
             self._issues.append(ScanIssue(ScanIssueCode.SEMANTIC_LANE_CONFLICT, event_id))
         elif lane is Lane.ORDINARY or raw["partial"]:
@@ -297,7 +308,6 @@ class ToolLedgerScanner:
             self._on_response(raw, invocation, position)
         else:
             self._on_recovery(raw, lane, position)
-        return tuple(self._issues[mark:]) if len(self._issues) > mark else ()
 
     # ---- per-lane rules -------------------------------------------------------------------
 
@@ -421,6 +431,60 @@ class ToolLedgerScanner:
         op.positions[event["id"]] = position
 
 
+def plain_lane(event: Mapping[str, Any]) -> Lane | None:
+    """The lane of a tool fact in its plainest well-formed shape, or None to ask
+    ``classify_lane``.
+
+    A long run is mostly plain calls, responses carrying at most their duration, and dispatches;
+    recognising those directly is much cheaper than collecting every lane signal. Whenever this
+    returns a lane, ``classify_lane`` returns the same one (a property test checks it): the
+    event has exactly that one lane signal and meets every envelope rule of the lane.
+    """
+    if event.get("partial") is not False or "status" in event:
+        return None
+    role, author = event.get("role"), event.get("author")
+    actions = event.get("actions")
+    content = event.get("content")
+    if content is not None:
+        kind = content.get("kind")
+        if kind == "function_call":
+            if actions is None and role == "model" and author == "agent":
+                return Lane.FUNCTION_CALL
+        elif (
+            kind == "function_response"
+            and role == "tool"
+            and author == "tool"
+            and (actions is None or _is_duration_only(actions))
+        ):
+            return Lane.FUNCTION_RESPONSE
+        return None
+    if (
+        "content" not in event
+        and actions is not None
+        and len(actions) == 1
+        and "toolDispatch" in actions
+        and role == "system"
+        and author == "system"
+        and _is_bound_refs(event.get("refs"))
+    ):
+        return Lane.TOOL_DISPATCH
+    return None
+
+
+def _is_duration_only(actions: Mapping[str, Any]) -> bool:
+    """``actions`` is exactly ``{stateDelta: {durationMs: <integer>}}`` (a float duration, also
+    allowed, is left to ``classify_lane``)."""
+    if len(actions) != 1:
+        return False
+    delta = actions.get("stateDelta")
+    return type(delta) is dict and len(delta) == 1 and type(delta.get("durationMs")) is int
+
+
+def _is_bound_refs(refs: Any) -> bool:
+    """``refs`` holds exactly ``operationId`` and ``toolCallId``."""
+    return type(refs) is dict and len(refs) == 2 and "operationId" in refs and "toolCallId" in refs
+
+
 def _touched(event: Mapping[str, Any]) -> tuple[list[OperationKey], list[str]]:
     """Operation keys and operation ids ``event`` may read or change in the scanner."""
     keys: list[OperationKey] = []
@@ -446,6 +510,10 @@ def _touched(event: Mapping[str, Any]) -> tuple[list[OperationKey], list[str]]:
 def scan_tool_ledger(events: Iterable[RuntimeEvent]) -> ToolLedgerScan:
     """Scan ``events`` in ledger order (the batch form of ``ToolLedgerScanner``)."""
     scanner = ToolLedgerScanner()
-    for event in events:
-        scanner.feed(event)
-    return scanner.result()
+    apply = scanner._apply
+    for event in cast(Iterable[dict[str, Any]], events):
+        apply(event)
+    # The scanner goes away here, so its operations' containers can be handed over uncopied.
+    return ToolLedgerScan(
+        tuple(op.freeze(copy=False) for op in scanner._operations), tuple(scanner._issues)
+    )
