@@ -29,7 +29,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from runtime.ledger.canonical_codec import canonical_bytes, canonical_json_bytes
+from runtime.ledger.canonical_codec import (
+    canonical_bytes,
+    canonical_json_bytes,
+    plain_canonical_json_bytes,
+)
 from runtime.ledger.codes import (
     Lane,
     ScanIssueCode,
@@ -89,11 +93,17 @@ def prepare_candidate(event: object, *, decoded: bool = False) -> Candidate:
         else:
             if not isinstance(event, dict):
                 raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
-            payload = canonical_json_bytes(event)
-            if _PLAIN_JSON(event).encode("utf-8") == payload:
+            plain = plain_canonical_json_bytes(event)
+            if plain is not None:
+                # Plain JSON is canonical here: nothing can have been re-typed.
+                payload = plain
                 checked = decode_event_json(payload)
             else:
-                checked = decode_event(event)
+                payload = canonical_json_bytes(event)
+                if _PLAIN_JSON(event).encode("utf-8") == payload:
+                    checked = decode_event_json(payload)
+                else:
+                    checked = decode_event(event)
     except LedgerError as error:
         event_id = event.get("id") if isinstance(event, dict) else None
         raise StoreRefusal(
@@ -120,12 +130,29 @@ def check_generic(candidate: Candidate) -> None:
 
 
 class LedgerTransaction:
-    """The shared checks and the insert, for one open write transaction."""
+    """The shared checks and the insert, for one open write transaction.
 
-    def __init__(self, conn: sqlite3.Connection, cache: RunStateCache, committed_at: int) -> None:
+    ``assume_new``: ``split_retries`` may skip its per-id lookup when none of the candidate ids
+    is in the run's scanner (so none is stored in this run, and an exact retry, whose bytes name
+    this run, is impossible). An id stored in *another* run is then only met by the insert's
+    primary key, after checks the exact order would have run later; so the caller must, when
+    ``lookups_skipped`` is set and the write fails (a refusal or a constraint), roll back and
+    run the write again with ``assume_new=False``, whose answer is the authoritative one.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        cache: RunStateCache,
+        committed_at: int,
+        *,
+        assume_new: bool = False,
+    ) -> None:
         self.conn = conn
         self.cache = cache
         self.committed_at = committed_at
+        self.assume_new = assume_new
+        self.lookups_skipped = False
 
     def run(self, run_id: str) -> RunLedgerState:
         return self.cache.state(self.conn, run_id)
@@ -157,9 +184,17 @@ class LedgerTransaction:
             )
 
     def split_retries(
-        self, candidates: Sequence[Candidate]
+        self, candidates: Sequence[Candidate], state: RunLedgerState | None = None
     ) -> tuple[list[Candidate], dict[str, int]]:
-        """(new candidates, ``event_seq`` of exact retries); other bytes = ``identity_conflict``."""
+        """(new candidates, ``event_seq`` of exact retries); other bytes = ``identity_conflict``.
+        With ``assume_new`` and the run's scanner loaded, ids the run has never seen are taken
+        as new without a lookup (see the class docstring)."""
+        if self.assume_new and state is not None and state.scanner is not None:
+            scanner = state.scanner
+            ids = {candidate.event_id for candidate in candidates}
+            if len(ids) == len(candidates) and not any(scanner.has_event(i) for i in ids):
+                self.lookups_skipped = True
+                return list(candidates), {}
         new: list[Candidate] = []
         retried: dict[str, int] = {}
         for candidate in candidates:

@@ -118,9 +118,28 @@ class SqliteLedgerStore:
         if self._closed:
             raise StoreRefusal(StoreCode.STORE_IO_FAILED, "the store is closed")
 
-    def _write(self) -> _WriteScope:
+    def _write(self, *, assume_new: bool = False) -> _WriteScope:
         """``with store._write() as tx``: one ``BEGIN IMMEDIATE`` transaction holding the lock."""
-        return _WriteScope(self)
+        return _WriteScope(self, assume_new)
+
+    def _write_tool_fact(self, write: Callable[[LedgerTransaction], CommitResult]) -> CommitResult:
+        """T1 and T2: first in a transaction that skips the exact-retry lookups for ids the
+        run has never seen (``LedgerTransaction.assume_new``, one primary-key probe per event
+        saved on the hot path). If such a write fails in any way the lookups could have decided
+        differently (a refusal, a constraint), it is rolled back and run again with every
+        lookup, in the exact order of checks, and that answer is the one returned."""
+        try:
+            with self._write(assume_new=True) as tx:
+                try:
+                    return write(tx)
+                except (StoreRefusal, sqlite3.IntegrityError):
+                    if not tx.lookups_skipped:
+                        raise
+                    raise _RecheckWithLookups from None
+        except _RecheckWithLookups:
+            pass
+        with self._write() as tx:
+            return write(tx)
 
     def _read(self, action: Callable[[Any], T]) -> T:
         with self._lock, sqlite_errors():
@@ -194,8 +213,7 @@ class SqliteLedgerStore:
         call = prepare_candidate(call_event) if call_event is not None else None
         dispatch = prepare_candidate(dispatch_event)
         check_shape([*([call] if call is not None else []), dispatch], TransitionKind.T1_PREPARE)
-        with self._write() as tx:
-            result = commit_prepared(tx, call, dispatch)
+        result = self._write_tool_fact(lambda tx: commit_prepared(tx, call, dispatch))
         if result.created:
             store_failpoint("t1_after_commit")
         return result
@@ -203,8 +221,7 @@ class SqliteLedgerStore:
     def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult:
         response = prepare_candidate(response_event)
         check_shape([response], TransitionKind.T2_OUTCOME)
-        with self._write() as tx:
-            result = commit_outcome(tx, response)
+        result = self._write_tool_fact(lambda tx: commit_outcome(tx, response))
         if result.created:
             store_failpoint("t2_after_commit")
         return result
@@ -401,16 +418,21 @@ class SqliteLedgerStore:
         return self._read(diagnose)
 
 
+class _RecheckWithLookups(Exception):
+    """Internal: roll the write back and run it again with the exact-retry lookups."""
+
+
 class _WriteScope:
     """The write transaction of one store call: takes the thread lock, ``BEGIN IMMEDIATE``,
     refreshes the run-state cache, and on exit commits (or rolls back and forgets the runs the
     transaction touched). A plain class rather than nested generator context managers: this is
     on the path of every T1 and T2."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_assume_new", "_store")
 
-    def __init__(self, store: SqliteLedgerStore) -> None:
+    def __init__(self, store: SqliteLedgerStore, assume_new: bool = False) -> None:
         self._store = store
+        self._assume_new = assume_new
 
     def __enter__(self) -> LedgerTransaction:
         store = self._store
@@ -433,7 +455,7 @@ class _WriteScope:
         except BaseException:
             store._lock.release()
             raise
-        return LedgerTransaction(conn, store._cache, store._clock())
+        return LedgerTransaction(conn, store._cache, store._clock(), assume_new=self._assume_new)
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: object

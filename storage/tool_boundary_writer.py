@@ -42,7 +42,7 @@ def commit_prepared(
     state = tx.run(dispatch.event["runId"])
     tx.check_spine(state, candidates)
     tx.check_health(state)
-    new, retried = tx.split_retries(candidates)
+    new, retried = tx.split_retries(candidates, state)
     actions: dict[str, Any] = dict(dispatch.event.get("actions") or {})
     fact: dict[str, Any] = actions["toolDispatch"]
     operation_id: str = fact["operationId"]
@@ -95,7 +95,7 @@ def commit_outcome(tx: LedgerTransaction, response: Candidate) -> CommitResult:
     state = tx.run(response.event["runId"])
     tx.check_spine(state, [response])
     tx.check_health(state)
-    new, retried = tx.split_retries([response])
+    new, retried = tx.split_retries([response], state)
     if not new:
         return CommitResult(created=False, event_seq=retried[response.event_id])
     tx.check_seal(state, new)

@@ -89,13 +89,25 @@ def _needs_exact_encoder(value: Any) -> bool:
     return False
 
 
+def plain_canonical_json_bytes(value: Any) -> bytes | None:
+    """The canonical bytes of ``value`` when plain JSON (sorted keys, no spaces, no ASCII
+    escaping) already is RFC 8785 for it (no float, no unsafe integer, no key at or above
+    U+E000), else None. A caller that gets bytes here knows they equal both encodings, so it
+    needs no second encoding to compare them. Refuses lone surrogates like
+    ``canonical_json_bytes``."""
+    if _needs_exact_encoder(value):
+        return None
+    try:
+        return _fast(value).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise CanonicalEncodeError("string contains a lone surrogate") from error
+
+
 def canonical_json_bytes(value: Any) -> bytes:
     """RFC 8785 bytes of any JSON value; refuses what canonical JSON cannot carry."""
-    if not _needs_exact_encoder(value):
-        try:
-            return _fast(value).encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise CanonicalEncodeError("string contains a lone surrogate") from error
+    plain = plain_canonical_json_bytes(value)
+    if plain is not None:
+        return plain
     _refuse_unsafe(value)
     try:
         encoded: bytes = rfc8785.dumps(value)
