@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.ledger.canonical_codec import canonical_bytes, canonical_json_bytes
+from runtime.ledger.canonical_codec import canonical_json_bytes, canonical_line_bytes
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
@@ -286,7 +286,11 @@ def _record_value(raw: bytes) -> dict[str, Any] | None:
 
 
 def _add_record(
-    value: dict[str, Any], index: int, session: SessionRecord | None, runs: list[RunBlock]
+    value: dict[str, Any],
+    index: int,
+    session: SessionRecord | None,
+    runs: list[RunBlock],
+    run_ids: set[str],
 ) -> SessionRecord | None:
     """Apply one record line; returns the session (set by the first line)."""
     if value["kind"] == SESSION_KIND:
@@ -306,8 +310,9 @@ def _add_record(
     header = _parse_header(value, index)
     if header.session_id != session.session_id:
         raise _structure(index, "a run of another session")
-    if any(block.header.run_id == header.run_id for block in runs):
+    if header.run_id in run_ids:  # a set: a search of ``runs`` is quadratic in the runs
         raise _structure(index, f"run {header.run_id} appears twice")
+    run_ids.add(header.run_id)
     runs.append(RunBlock(header))
     return session
 
@@ -331,6 +336,7 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
         raise TransferError(TransferCode.IMPORT_STRUCTURE_INVALID, "the file holds no session")
     session: SessionRecord | None = None
     runs: list[RunBlock] = []
+    run_ids: set[str] = set()
     events = 0
     for index, raw in enumerate(lines, start=1):
         try:
@@ -342,7 +348,7 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
                 raise _invalid(
                     index, f"not a RuntimeEvent ({error.code}): {error.message}"
                 ) from None
-            session = _add_record(value, index, session, runs)
+            session = _add_record(value, index, session, runs, run_ids)
             continue
         if not runs:
             raise _structure(index, "an event before any run header")
@@ -351,10 +357,10 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
             raise _structure(index, f"event {event['id']} belongs to another run than its header")
         block.events.append(event)
         try:
-            canonical = canonical_bytes(event)
+            canonical = canonical_line_bytes(raw, event)
         except LedgerError as error:
             raise _invalid(index, f"not canonical JSON ({error.code}): {error.message}") from None
-        block.payloads.append(raw if raw == canonical else canonical)
+        block.payloads.append(canonical)
         events += 1
     if session is None:
         raise _structure(1, "the first line must be the session line")

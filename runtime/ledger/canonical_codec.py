@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import json.encoder
+import re
 import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -101,6 +102,30 @@ def plain_canonical_json_bytes(value: Any) -> bytes | None:
         return _fast(value).encode("utf-8")
     except UnicodeEncodeError as error:
         raise CanonicalEncodeError("string contains a lone surrogate") from error
+
+
+# In compact JSON every number token follows ":", "," or "["; one with a fraction or an exponent
+# (a float) or with 16 or more digits (beyond 2^53 - 1) matches here, and so does any byte that
+# starts a character at or above U+E000 (lead bytes 0xEE-0xF4).
+_NOT_PLAIN_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]|[:,\[]-?[0-9]{16}|[\xee-\xff]")
+
+
+def canonical_line_bytes(line: bytes, value: Any) -> bytes:
+    """The canonical bytes of ``value``, which was decoded from the JSON text ``line``: ``line``
+    itself when it already is canonical, without walking ``value``.
+
+    If ``line`` equals the plain encoding of ``value``, every float, unsafe integer or key at or
+    above U+E000 in ``value`` shows in ``line`` as a token ``_NOT_PLAIN_TOKEN`` finds; when it
+    finds none, plain JSON is RFC 8785 for ``value`` and ``line`` is canonical. Anything else
+    goes through ``canonical_json_bytes``."""
+    if _NOT_PLAIN_TOKEN.search(line) is None:
+        try:
+            plain = _fast(value).encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise CanonicalEncodeError("string contains a lone surrogate") from error
+        if plain == line:
+            return line
+    return canonical_json_bytes(value)
 
 
 def canonical_json_bytes(value: Any) -> bytes:
