@@ -25,7 +25,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_file import LedgerFileError, PendingLedgerEvents, read_file_bytes
+from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes, read_ledger_events
 from runtime.ledger.tool_ledger_scanner import ScanIssue
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
@@ -149,23 +149,12 @@ def _decoding_error(path: Path, error: LedgerFileError) -> CliError:
 def _build_document(
     path: Path, build: Callable[[Sequence[RuntimeEvent]], JsonObject]
 ) -> JsonObject:
-    """Decode ``path`` and build the document from its events.
-
-    The events may be handed out before their strict decoding finished (it runs beside the
-    computation on a large file); nothing is printed before ``confirm`` says every line decodes,
-    so an undecodable line still exits 2 naming the line, whatever was computed meanwhile.
-    """
+    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build."""
     try:
-        pending = PendingLedgerEvents(read_file_bytes(path))
-        try:
-            document = build(pending.events)
-        except Exception:
-            pending.confirm()  # an undecodable line explains the failure: report that instead
-            raise
-        pending.confirm()
+        events = read_ledger_events(read_file_bytes(path))
     except LedgerFileError as error:
         raise _decoding_error(path, error) from None
-    return document
+    return build(events)
 
 
 def _emit(document: JsonObject) -> None:

@@ -12,15 +12,10 @@ the event concerned.
 from __future__ import annotations
 
 import gc
-import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic_core import from_json
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import LedgerFileCode, ScanIssueCode
@@ -134,95 +129,6 @@ def read_ledger_events(data: bytes) -> list[RuntimeEvent]:
         for index, raw in enumerate(parts):
             append(_decode_line(index + 1, raw, index != last))
     return events
-
-
-# A file below this size is decoded in-process: forking costs more than it saves.
-_PARALLEL_MIN_BYTES = 2 << 20
-
-
-class PendingLedgerEvents:
-    """A ledger's events handed out before their strict decoding has finished.
-
-    On a large file the strict decoding (the expensive part of reading) runs in a forked child
-    process on the other core, while this process parses the same lines with the plain JSON
-    parser of the same library and may already compute with the result. For every line the
-    strict decoder accepts, the plain parse is the same value (same parser, and strict decoding
-    never converts a value). Whatever the caller computed stays provisional until ``confirm``:
-    it raises the strict decoder's own ``LedgerFileError`` for the first bad line (by decoding
-    again in-process, so the error is exactly the serial one) and otherwise returns. If the
-    child cannot report (no fork on this platform, the child died), ``confirm`` decodes
-    serially, so the answer never depends on the child.
-    """
-
-    __slots__ = ("_data", "_events", "_pid", "_reader", "_verified")
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pid = 0
-        self._reader = -1
-        self._verified = False
-        self._events: list[RuntimeEvent] | None = None
-        if len(data) < _PARALLEL_MIN_BYTES or not _can_fork():
-            self._events = read_ledger_events(data)
-            self._verified = True
-            return
-        parts = data.split(b"\n")
-        if not parts[-1]:
-            parts.pop()
-        reader, writer = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child reports through the pipe only
-            _verify_in_child(data, writer)
-        os.close(writer)
-        self._pid, self._reader = pid, reader
-        try:
-            with _collector_paused():
-                parsed: list[Any] = list(map(from_json, parts))
-        except ValueError:
-            return  # some line is not JSON: ``events`` confirms first, which names it
-        self._events = parsed
-
-    @property
-    def events(self) -> list[RuntimeEvent]:
-        """The events, provisional until ``confirm`` returned (see the class docstring)."""
-        if self._events is None:
-            self.confirm()
-            self._events = read_ledger_events(self._data)
-        return self._events
-
-    def confirm(self) -> None:
-        """Return when every line decodes strictly; else raise the first line's error."""
-        if self._verified:
-            return
-        verdict = b""
-        try:
-            while chunk := os.read(self._reader, 16):
-                verdict += chunk
-        finally:
-            os.close(self._reader)
-            os.waitpid(self._pid, 0)
-        if verdict != b"ok":
-            # A bad line, or no verdict at all: decode serially for the exact error (or events).
-            self._events = read_ledger_events(self._data)
-        self._verified = True
-
-
-def _can_fork() -> bool:
-    # Forking a process that runs other threads can deadlock the child; the CLI has none.
-    return hasattr(os, "fork") and threading.active_count() == 1
-
-
-def _verify_in_child(data: bytes, writer: int) -> None:  # pragma: no cover - runs in the child
-    verdict = b"bad"
-    try:
-        read_ledger_events(data)
-        verdict = b"ok"
-    except BaseException:  # the parent decodes again for the exact error; the child only reports
-        pass
-    try:
-        os.write(writer, verdict)
-    finally:
-        os._exit(0)
 
 
 def read_file_bytes(path: Path) -> bytes:

@@ -8,15 +8,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.ledger import ledger_file
 from runtime.ledger.lane_rules import classify_lane
 from runtime.ledger.ledger_file import (
-    LedgerFileError,
-    PendingLedgerEvents,
     read_ledger_bytes,
     read_ledger_events,
 )
@@ -130,54 +126,3 @@ def test_strict_events_without_ledger_lines_equal_the_line_reader() -> None:
     assert read_ledger_events(data) == [line.event for line in read_ledger_bytes(data).lines]
     assert read_ledger_events(data[:-1]) == read_ledger_events(data)
     assert read_ledger_events(b"") == []
-
-
-def test_events_read_beside_the_child_equal_the_strict_events(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(ledger_file, "_PARALLEL_MIN_BYTES", 1)
-    data = _big_ledger(3)
-    pending = PendingLedgerEvents(data)
-    events = pending.events
-    pending.confirm()
-    assert events == read_ledger_events(data)
-    pending.confirm()  # confirming twice is harmless
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [b"{not json", b"", b'{"id":"x"}', b"[1]", b"  "],
-    ids=["not-json", "empty", "schema", "array", "blank"],
-)
-@pytest.mark.parametrize("where", ["first", "middle", "last"])
-def test_a_bad_line_fails_with_the_serial_readers_error(
-    monkeypatch: pytest.MonkeyPatch, bad: bytes, where: str
-) -> None:
-    monkeypatch.setattr(ledger_file, "_PARALLEL_MIN_BYTES", 1)
-    lines = _big_ledger(2).split(b"\n")[:-1]
-    at = {"first": 0, "middle": len(lines) // 2, "last": len(lines) - 1}[where]
-    lines[at] = bad
-    data = b"\n".join(lines) + b"\n"
-    with pytest.raises(LedgerFileError) as serial:
-        read_ledger_bytes(data)
-    with pytest.raises(LedgerFileError) as parallel:
-        pending = PendingLedgerEvents(data)
-        _ = pending.events
-        pending.confirm()
-    assert (parallel.value.code, parallel.value.message, parallel.value.line_number) == (
-        serial.value.code,
-        serial.value.message,
-        serial.value.line_number,
-    )
-    assert parallel.value.line_number == at + 1
-
-
-def test_a_torn_last_line_is_refused_as_torn(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ledger_file, "_PARALLEL_MIN_BYTES", 1)
-    data = _big_ledger(2)[:-20]
-    with pytest.raises(LedgerFileError) as serial:
-        read_ledger_bytes(data)
-    with pytest.raises(LedgerFileError) as parallel:
-        PendingLedgerEvents(data).confirm()
-    assert parallel.value.code == serial.value.code
-    assert parallel.value.message == serial.value.message
