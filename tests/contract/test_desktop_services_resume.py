@@ -1,0 +1,97 @@
+"""The desktop's services while Safe resume runs: no second turn or resume in that session."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from app.bridge_contract import TranscriptItem
+from main_process.desktop_services import DesktopServices
+from main_process.host_services import HostServiceError, ResumeOutcome, ResumeParked
+from runtime.ledger.store_ports import RunStatus
+from storage.ledger_store import open_store
+from storage.workspace_identity import resolve_workspace_identity
+from tests.helpers.ledger_builders import (
+    RunIds,
+    bound_response,
+    call_event,
+    dispatch_event,
+    user_text,
+)
+from tests.helpers.resume_fixtures import seed_interrupted_run
+
+IDS = RunIds("sess-d", "inv-d", "run-d", "turn-d")
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.started = threading.Event()
+
+    def transcript_item(self, item: TranscriptItem) -> None:
+        del item
+
+    def run_status(self, run_id: str, status: object, failure_class: str | None = None) -> None:
+        del run_id, status, failure_class
+
+    def permission_requested(self, request_id: str, tool_name: str, summary: str) -> None:
+        del request_id, tool_name, summary
+
+    def resume_started(self, run_id: str, turn_id: str) -> None:
+        del run_id, turn_id
+        self.started.set()
+
+
+def test_a_session_being_resumed_accepts_no_new_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    identity = resolve_workspace_identity(work).identity
+    call = call_event("c1", "bash", {"command": "true"}, ids=IDS, ts=2)
+    events = [
+        user_text("go", ids=IDS, marker=True),
+        call,
+        dispatch_event(call, recovery_mode="never_auto_retry"),
+        bound_response(call, {"exitCode": 0}),
+    ]
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        seed_interrupted_run(store, IDS, events, cwd=str(work), workspace_identity=identity)
+    script = tmp_path / "script.json"
+    # turn 1: the call (already committed), then a step that hangs until the turn is cancelled
+    script.write_text(json.dumps({"steps": [{"text": "x"}, {"hang": True}]}))
+    monkeypatch.setenv("MAKA_PROVIDER", "scripted")
+    monkeypatch.setenv("MAKA_SCRIPT_FILE", str(script))
+    services = DesktopServices(open_store(data), data, safe_resume_enabled=True)
+    try:
+        report = services.recover_at_startup()
+        assert [run.session_id for run in report.interrupted] == [IDS.session_id]
+        sink = RecordingSink()
+        outcome: list[ResumeOutcome] = []
+        worker = threading.Thread(
+            target=lambda: outcome.append(
+                services.resume_latest(IDS.session_id, sink, automatic=False)
+            )
+        )
+        worker.start()
+        assert sink.started.wait(20), "the continuation never started"
+        with pytest.raises(HostServiceError) as refused:
+            services.send_turn(IDS.session_id, "another message", RecordingSink())
+        assert refused.value.code == "session_busy"
+        second = services.resume_latest(IDS.session_id, RecordingSink(), automatic=False)
+        assert isinstance(second, ResumeParked)
+        assert second.rejection_reasons == ("session_busy",)
+        services.cancel_turn(IDS.session_id)
+        worker.join(20)
+        assert not worker.is_alive()
+        assert outcome, "resume_latest did not return"
+        runs = sorted(
+            services._store.list_session_runs(IDS.session_id),
+            key=lambda header: header.created_at,
+        )
+        assert [run.status for run in runs] == [RunStatus.FAILED, RunStatus.CANCELLED]
+    finally:
+        services.close()
