@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 DATA_DIR_ENV = "MAKA_DATA_DIR"
-BACKGROUND_SHELLS_FILE = "background-shells.jsonl"
 
 
 def resolve_data_dir(option: str | None, environ: Mapping[str, str] | None = None) -> Path:

@@ -1,8 +1,8 @@
 """Composition of Safe resume for the CLI hosts (``maka plan``, ``maka resume``, ``/resume``).
 
-One seam (``ResumeService``) with the real store, the real safety inspector, the lifecycle log
-and a continuation turn driven by this host's provider, tools and terminal. The desktop builds
-the same pieces with its own observer.
+The seam is wired in ``main_process/resume_seam.py`` (shared with the desktop); this module adds
+the CLI's pieces: the terminal observer and asker, the flag from the environment, and the text
+and JSON the commands print.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from main_process.safety_inspector import SafetyInspector
+from main_process.resume_seam import continuation_resume_service, resume_service
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import (
-    ContinuationRunner,
     ResumeService,
     ResumeStore,
     safe_resume_enabled,
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
     from runtime.agent.run_loop import RunObserver
 
-LIFECYCLE_LOG = Path("logs") / "lifecycle.jsonl"
-
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -44,15 +41,15 @@ def build_resume_service(
     data_dir: Path,
     tool_names: Callable[[], tuple[str, ...]],
     shells: BackgroundShellRegistry | None,
-    runner: ContinuationRunner | None = None,
 ) -> ResumeService:
-    return ResumeService(
+    """The seam for planning only (``maka plan``)."""
+    return resume_service(
         store,
-        SafetyInspector(tool_names, shells),
-        runner,
+        tool_names,
+        shells,
         enabled=safe_resume_enabled(),
-        now_ms=now_ms,
-        lifecycle=LifecycleLog(data_dir / LIFECYCLE_LOG, now_ms),
+        clock=now_ms,
+        lifecycle=LifecycleLog.in_data_dir(data_dir, now_ms),
     )
 
 
@@ -65,21 +62,19 @@ def host_resume_service(
 ) -> tuple[ResumeService, CancelToken]:
     """The seam wired to a CLI host's provider, tools and terminal observer, and the token that
     cancels the continuation turn."""
-    from runtime.agent.continuation_turn import ContinuationTurn
-
-    catalog = host.service.catalog
-    turn = ContinuationTurn(
-        store=host.store,
+    service, turn = continuation_resume_service(
+        host.store,
+        catalog=host.service.catalog,
         provider_factory=host.provider_factory,
-        catalog=catalog,
+        shells=host.shells,
         policy=policy,
         asker=asker,
         observer=observer,
-        clock=now_ms,
         cwd=session_cwd,
-        shell_registry=host.shells,
+        enabled=safe_resume_enabled(),
+        clock=now_ms,
+        lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
     )
-    service = build_resume_service(host.store, host.data_dir, catalog.names, host.shells, turn)
     return service, turn.cancel
 
 

@@ -40,16 +40,15 @@ from main_process.host_services import (
     TurnSink,
 )
 from main_process.live_turn_view import LiveTurnView
-from main_process.safety_inspector import SafetyInspector
+from main_process.resume_seam import continuation_resume_service
 from main_process.transcript_items import session_transcript
 from runtime.agent.cancel_token import CancelToken
-from runtime.agent.continuation_turn import ContinuationTurn
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
 from runtime.agent.session_service import SessionOverview, SessionService, session_overview
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
-from runtime.continuation.resume_service import ResumeRefused, ResumeService
+from runtime.continuation.resume_service import ResumeRefused
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader
@@ -61,8 +60,6 @@ from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
 
-BACKGROUND_SHELLS_FILE = "background-shells.jsonl"
-LIFECYCLE_LOG = Path("logs") / "lifecycle.jsonl"  # shared with the CLI hosts
 _MAX_DIAGNOSTICS = 500
 
 
@@ -106,9 +103,9 @@ class DesktopServices:
         self._safe_resume_enabled = safe_resume_enabled
         self._clock = clock
         self._settings = DesktopSettings(data_dir)
-        self._shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
+        self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
         self._sessions: SessionService | None = None
-        self._lifecycle = LifecycleLog(data_dir / LIFECYCLE_LOG, clock)
+        self._lifecycle = LifecycleLog.in_data_dir(data_dir, clock)
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
 
@@ -249,23 +246,17 @@ class DesktopServices:
             sink.permission_requested(question.request_id, question.tool_name, question.summary)
             return sessions.permissions.wait(question, cancel, None)
 
-        turn = ContinuationTurn(
-            store=self._store,
-            provider_factory=self._provider,
+        resume, turn = continuation_resume_service(
+            self._store,
             catalog=sessions.catalog,
+            provider_factory=self._provider,
+            shells=self._shells,
             policy=PermissionPolicy(),
             asker=ask,
             observer=observer,
-            clock=self._clock,
             cwd=cwd,
-            shell_registry=self._shells,
-        )
-        resume = ResumeService(
-            self._store,
-            SafetyInspector(sessions.catalog.names, self._shells),
-            turn,
             enabled=self._safe_resume_enabled,
-            now_ms=self._clock,
+            clock=self._clock,
             lifecycle=self._lifecycle,
         )
         with self._lock:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
-from app.data_paths import BACKGROUND_SHELLS_FILE, ensure_data_dir
+from app.data_paths import ensure_data_dir
 from runtime.agent.session_service import SessionService
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.providers.provider_port import Provider, ProviderError
@@ -96,7 +96,7 @@ def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[Cl
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
             report = run_startup_recovery(store, _now_ms, startup_reconciler(store))
-            shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
+            shells = BackgroundShellRegistry.in_data_dir(data_dir)
             service = SessionService(
                 store=store,
                 provider_factory=factory,

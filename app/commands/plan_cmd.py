@@ -27,7 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import startup_reconciler
-    from app.data_paths import BACKGROUND_SHELLS_FILE
     from app.resume_composition import (
         build_resume_service,
         now_ms,
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                 run_startup_recovery(store, now_ms, startup_reconciler(store))
             if store.get_session(args.session) is None:
                 raise CliError("session_not_found", f"no session {args.session}")
-            shells = BackgroundShellRegistry(data_dir / BACKGROUND_SHELLS_FILE)
+            shells = BackgroundShellRegistry.in_data_dir(data_dir)
             service = build_resume_service(store, data_dir, default_catalog().names, shells)
             plan = service.plan_latest(args.session)
             operations = source_operations(store, plan)

@@ -17,7 +17,15 @@ if TYPE_CHECKING:
     from runtime.continuation.continuation_planner import ContinuationPlan
 
 
+LIFECYCLE_LOG = Path("logs") / "lifecycle.jsonl"
+"""Where the records go, relative to the data directory (desktop and CLI share it)."""
+
+
 class LifecycleLog:
+    @classmethod
+    def in_data_dir(cls, data_dir: Path, now_ms: Callable[[], int]) -> LifecycleLog:
+        return cls(data_dir / LIFECYCLE_LOG, now_ms)
+
     def __init__(self, path: Path, now_ms: Callable[[], int]) -> None:
         self._path = path
         self._now_ms = now_ms

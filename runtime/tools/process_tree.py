@@ -72,8 +72,15 @@ def _same_process(record: ShellRecord) -> psutil.Process | None:
         return None
 
 
+BACKGROUND_SHELLS_FILE = "background-shells.jsonl"
+
+
 class BackgroundShellRegistry:
     """Background shells of every session, in ``<data dir>/background-shells.jsonl``."""
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path) -> BackgroundShellRegistry:
+        return cls(data_dir / BACKGROUND_SHELLS_FILE)
 
     def __init__(self, path: Path) -> None:
         self._path = path

@@ -1,0 +1,84 @@
+"""Wiring of the Safe resume seam, shared by the desktop main process and the CLI hosts.
+
+One place builds ``ResumeService`` with the real safety inspector, and the continuation turn
+that drives an admitted continuation with the host's provider, tools, permission asker and
+observer; the desktop and ``maka plan`` / ``maka resume`` / ``/resume`` differ only in those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from main_process.safety_inspector import SafetyInspector
+from runtime.agent.continuation_turn import ContinuationStore, ContinuationTurn
+from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+from runtime.agent.run_loop import RunObserver
+from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.continuation.resume_service import ContinuationRunner, ResumeService, ResumeStore
+from runtime.providers.provider_port import Provider
+from runtime.tools.process_tree import BackgroundShellRegistry
+from runtime.tools.tool_catalog import ToolCatalog
+
+
+def resume_service(
+    store: ResumeStore,
+    tool_names: Callable[[], Sequence[str]],
+    shells: BackgroundShellRegistry | None,
+    *,
+    enabled: bool,
+    clock: Callable[[], int],
+    lifecycle: LifecycleLog | None,
+    runner: ContinuationRunner | None = None,
+) -> ResumeService:
+    """The seam for planning (``runner`` None) or planning and executing."""
+    return ResumeService(
+        store,
+        SafetyInspector(tool_names, shells),
+        runner,
+        enabled=enabled,
+        now_ms=clock,
+        lifecycle=lifecycle,
+    )
+
+
+class ResumeStoreWithRuns(ResumeStore, ContinuationStore, Protocol):
+    """The store both the seam and the continuation turn use (the SQLite ledger store)."""
+
+
+def continuation_resume_service(
+    store: ResumeStoreWithRuns,
+    *,
+    catalog: ToolCatalog,
+    provider_factory: Callable[[], Provider],
+    shells: BackgroundShellRegistry | None,
+    policy: PermissionPolicy,
+    asker: PermissionAsker,
+    observer: RunObserver,
+    cwd: str,
+    enabled: bool,
+    clock: Callable[[], int],
+    lifecycle: LifecycleLog | None,
+) -> tuple[ResumeService, ContinuationTurn]:
+    """The seam wired to a host's provider, tools and observer; the turn holds the cancel token."""
+    turn = ContinuationTurn(
+        store=store,
+        provider_factory=provider_factory,
+        catalog=catalog,
+        policy=policy,
+        asker=asker,
+        observer=observer,
+        clock=clock,
+        cwd=cwd,
+        shell_registry=shells,
+    )
+    service = resume_service(
+        store,
+        catalog.names,
+        shells,
+        enabled=enabled,
+        clock=clock,
+        lifecycle=lifecycle,
+        runner=turn,
+    )
+    return service, turn
