@@ -15,6 +15,7 @@ from typing import Protocol
 
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.event_builders import EventBuilder, RunIdentity
+from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings, RunStore
 from runtime.continuation.continuation_planner import ContinuationDetails
@@ -38,14 +39,13 @@ def history_before_lineage(
     runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
     lineage = set(lineage_run_ids)
     root = next((run for run in runs if run.run_id in lineage), None)
-    items: list[HistoryItem] = []
-    for run in runs:
-        if root is not None and (run.created_at, run.run_id) >= (root.created_at, root.run_id):
-            break
-        if run.run_id in lineage:
-            continue
-        items.extend(history_from_events([row.event for row in reader.read_run_events(run.run_id)]))
-    return tuple(items)
+    earlier = [
+        run
+        for run in runs
+        if run.run_id not in lineage
+        and (root is None or (run.created_at, run.run_id) < (root.created_at, root.run_id))
+    ]
+    return committed_history(reader, earlier)
 
 
 class ContinuationTurn:

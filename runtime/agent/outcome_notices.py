@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from runtime.ledger.codes import ResolverReason, ResolverStatus
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.providers.provider_port import HostNotice
+from runtime.ledger.store_ports import LedgerReader, RunHeader
+from runtime.providers.history_projection import history_from_events
+from runtime.providers.provider_port import HistoryItem, HostNotice
 from runtime.recovery.recovery_resolver import resolve_recovery
 
 _ARGS_LIMIT = 400
@@ -58,3 +60,16 @@ def outcome_notices(events: Sequence[RuntimeEvent]) -> tuple[HostNotice, ...]:
             )
         notices.append(HostNotice(text))
     return tuple(notices)
+
+
+def committed_history(reader: LedgerReader, runs: Sequence[RunHeader]) -> tuple[HistoryItem, ...]:
+    """What the model is shown of earlier turns: each run's committed, paired history, oldest
+    first, then a notice for every tool call whose outcome is unknown or parked. A new turn and a
+    continuation (for the turns before its lineage) both build their history with this."""
+    items: list[HistoryItem] = []
+    notices: list[HistoryItem] = []
+    for header in runs:
+        events = [row.event for row in reader.read_run_events(header.run_id)]
+        items.extend(history_from_events(events))
+        notices.extend(outcome_notices(events))
+    return (*items, *notices)

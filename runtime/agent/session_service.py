@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.agent.cancel_token import CancelToken
-from runtime.agent.outcome_notices import outcome_notices
+from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import (
     Decision,
     PendingPermissions,
@@ -40,7 +40,6 @@ from runtime.ledger.store_ports import (
     RunStatus,
     SessionRecord,
 )
-from runtime.providers.history_projection import history_from_events
 from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.tools.process_tree import BackgroundShellRegistry
 from runtime.tools.tool_catalog import ToolCatalog, default_catalog
@@ -128,13 +127,7 @@ class SessionService:
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
         """Each earlier run's committed, paired history, oldest run first, followed by a
         host notice for every tool call whose outcome is unknown or parked (RECOVERY.md 7)."""
-        items: list[HistoryItem] = []
-        notices: list[HistoryItem] = []
-        for header in _ordered(self._store.list_session_runs(session_id)):
-            events = [row.event for row in self._store.read_run_events(header.run_id)]
-            items.extend(history_from_events(events))
-            notices.extend(outcome_notices(events))
-        return (*items, *notices)
+        return committed_history(self._store, _ordered(self._store.list_session_runs(session_id)))
 
     # ---- turns --------------------------------------------------------------------------------
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from runtime.agent.continuation_turn import history_before_lineage
 from runtime.agent.outcome_notices import outcome_notices
-from runtime.providers.provider_port import HostNotice
+from runtime.providers.provider_port import HostNotice, UserText
+from storage.ledger_store import open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -13,6 +17,7 @@ from tests.helpers.ledger_builders import (
     tool_turn,
     user_text,
 )
+from tests.helpers.resume_fixtures import recover, seed_interrupted_run
 
 IDS = RunIds()
 
@@ -52,3 +57,31 @@ def test_without_the_marker_an_undispatched_call_is_unknown_too() -> None:
     call = call_event("call-1", "bash", {"command": "rm -rf build"}, ts=2)
     events = [user_text(), call, terminal(status="failed")]
     assert len(outcome_notices(events)) == 1
+
+
+def test_a_continuation_sees_earlier_turns_with_their_notices(tmp_path: Path) -> None:
+    earlier = RunIds("sess-n", "inv-n1", "run-n1", "turn-n1")
+    source = RunIds("sess-n", "inv-n2", "run-n2", "turn-n2")
+    call = call_event("c1", "bash", {"command": "make deploy"}, ids=earlier, ts=2)
+    with open_store(tmp_path / "data") as store:
+        seed_interrupted_run(
+            store,
+            earlier,
+            [user_text("deploy", ids=earlier, marker=True), call, dispatch_event(call)],
+            cwd=str(tmp_path),
+        )
+        seed_interrupted_run(
+            store,
+            source,
+            [user_text("next", ids=source, event_id="evt-user-2", marker=True)],
+            cwd=str(tmp_path),
+        )
+    store, _ = recover(tmp_path / "data")
+    try:
+        history = history_before_lineage(store, "sess-n", ["run-n2"])
+    finally:
+        store.close()
+    assert isinstance(history[0], UserText) and history[0].text == "deploy"
+    notices = [item for item in history if isinstance(item, HostNotice)]
+    assert len(notices) == 1 and "make deploy" in notices[0].text
+    assert not any(isinstance(item, UserText) and item.text == "next" for item in history)
