@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
             overviews = list_session_overviews(store)
         finally:
             store.close()
-    rows = [_row(overview) for overview in overviews]
+    unowned = _nobody_owns(data_dir) if overviews else False
+    rows = [_row(overview, unowned) for overview in overviews]
     if args.json:
         json.dump({"sessions": rows}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -44,11 +45,25 @@ def run(args: argparse.Namespace) -> int:
     for row in rows:
         status = row.get("lastRunStatus") or "no runs"
         flag = "  INTERRUPTED" if row["interrupted"] else ""
+        if row.get("awaitingRepair"):
+            flag = "  INTERRUPTED (repaired at the next start)"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")
     return EXIT_OK
 
 
-def _row(overview: Any) -> dict[str, Any]:
+def _nobody_owns(data_dir: Any) -> bool:
+    """True when no process owns the data directory right now: then a run still marked
+    running or created belongs to a process that is gone (startup recovery will end it)."""
+    from main_process.instance_lock import InstanceLock, LockOutcome
+
+    lock = InstanceLock(data_dir)
+    if lock.acquire().outcome is not LockOutcome.ACQUIRED:
+        return False
+    lock.release()
+    return True
+
+
+def _row(overview: Any, unowned: bool) -> dict[str, Any]:
     session = overview.session
     row: dict[str, Any] = {
         "sessionId": session.session_id,
@@ -62,4 +77,7 @@ def _row(overview: Any) -> dict[str, Any]:
         row["lastRunStatus"] = str(overview.last_run_status)
     if overview.failure_class is not None:
         row["failureClass"] = overview.failure_class
+    if unowned and str(overview.last_run_status) in ("created", "running"):
+        row["interrupted"] = True
+        row["awaitingRepair"] = True
     return row

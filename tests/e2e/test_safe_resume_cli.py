@@ -194,3 +194,15 @@ def test_a_continuation_killed_after_its_ending_is_not_resumed_twice(tmp_path: P
     runs = committed_runs(drill.data)
     assert [run[0].status for run in runs] == ["failed", "completed"]
     assert drill.count() == 1
+
+
+def test_sessions_marks_a_crashed_run_until_the_next_start_repairs_it(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    listed = json.loads(maka(["sessions", "--json"], drill.data).stdout)["sessions"][0]
+    assert listed["lastRunStatus"] == "running"
+    assert listed["interrupted"] is True and listed["awaitingRepair"] is True
+    assert maka(["plan", drill.session], drill.data, env=drill.env).returncode == 3  # repairs
+    listed = json.loads(maka(["sessions", "--json"], drill.data).stdout)["sessions"][0]
+    assert listed["lastRunStatus"] == "failed" and listed["failureClass"] == "app_restarted"
+    assert listed["interrupted"] is True and "awaitingRepair" not in listed
