@@ -145,6 +145,8 @@ class PlannerInput:
     observation: SafetyObservation
     ids: FreshIds
     expected_high_water: int | None = None
+    # The lineage's replay when the caller already built it (to look its claim up); else built here.
+    replay: ReplayPlan | ReplayBlocked | None = None
 
 
 _UNSETTLED_TO_REASON = {
@@ -167,7 +169,7 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
         return park(
             session_id, run_id, ParkReason.RUNTIME_IDENTITY_MISMATCH, "ledger of another run"
         )
-    replay = build_replay_plan(lineage.prefixes)
+    replay = given.replay if given.replay is not None else build_replay_plan(lineage.prefixes)
     if isinstance(replay, ReplayBlocked):
         reason = _UNSETTLED_TO_REASON[replay.reason]
         diagnostics = tuple(

@@ -23,7 +23,7 @@ from runtime.continuation.continuation_planner import (
     park,
     plan_continuation,
 )
-from runtime.continuation.continuation_replay import ReplayPlan, build_replay_plan
+from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
 from runtime.ledger.codes import ParkReason, RevalidationCode
@@ -194,9 +194,10 @@ class ResumeService:
         lineage = read_lineage(self._store, source)
         claim: ContinuationClaim | None = None
         authority_error: str | None = None
+        replay: ReplayPlan | ReplayBlocked | None = None
         if isinstance(lineage, Lineage):
+            replay = build_replay_plan(lineage.prefixes)
             try:
-                replay = build_replay_plan(lineage.prefixes)
                 if isinstance(replay, ReplayPlan):
                     claim = self._store.find_claim_by_boundary(replay.manifest_digest)
                 if claim is None:
@@ -214,6 +215,7 @@ class ResumeService:
                 claim_authority_error=authority_error,
                 observation=observation,
                 ids=_fresh_ids(self._new_id),
+                replay=replay,
             )
         )
 
