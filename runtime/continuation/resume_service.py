@@ -278,7 +278,9 @@ class ResumeService:
             raise ResumeRefused(code.SOURCE_IDENTITY_CHANGED, "the source run changed identity")
         rows = self._store.read_run_events(source.run_id)
         if len(rows) != details.source_high_water:
-            raise ResumeRefused(code.SOURCE_HIGH_WATER_CHANGED, "the source run's history grew")
+            raise ResumeRefused(
+                code.SOURCE_HIGH_WATER_CHANGED, "the source run's committed history changed length"
+            )
         identity = (source.session_id, source.invocation_id, source.run_id, source.turn_id)
         for row in rows:
             event = row.event
