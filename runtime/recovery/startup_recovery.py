@@ -17,7 +17,7 @@ Every step is idempotent: a crash during recovery is recovered by the next start
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.ledger.codes import FailureClass
@@ -25,7 +25,6 @@ from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.permission_facts import open_permission_requests
 from runtime.ledger.store_ports import (
-    TERMINAL_RUN_STATUSES,
     CommitResult,
     LedgerReader,
     RunHeader,
@@ -78,7 +77,7 @@ class StartupRecoveryReport:
     closed_permission_requests: tuple[str, ...] = ()
     reconciled_operations: tuple[str, ...] = ()
     quarantined: tuple[QuarantinedRun, ...] = ()
-    running: tuple[str, ...] = field(default=())
+    running: tuple[str, ...] = ()
 
     @property
     def interrupted_session_ids(self) -> tuple[str, ...]:
@@ -154,8 +153,6 @@ def run_startup_recovery(
         store.list_runs([RunStatus.CREATED, RunStatus.RUNNING]),
         key=lambda h: (h.created_at, h.run_id),
     ):
-        if header.status in TERMINAL_RUN_STATUSES:
-            continue
         if header.owner_epoch >= epoch:
             running.append(header.run_id)
             continue
@@ -171,16 +168,12 @@ def run_startup_recovery(
                 aligned.append(header.run_id)
                 continue
             open_requests = [request for _, request in open_permission_requests(events)]
+            reason = _recovery_reason(events, bool(open_requests))
             for request_id in open_requests:
                 store.append_event(permission_closure_event(header, request_id, now_ms()))
                 closed.append(request_id)
             if reconciler is not None:
                 reconciled.extend(reconciler(header, store.read_run_events(header.run_id)))
-                events = [row.event for row in store.read_run_events(header.run_id)]
-            reason = _recovery_reason(
-                [e for e in events if "permissionClosure" not in e.get("actions", {})],
-                bool(open_requests),
-            )
             terminal = recovered_terminal_event(header, reason, now_ms())
             store.commit_run_ending(terminal, RunStatus.FAILED, FailureClass.APP_RESTARTED.value)
         except LedgerError as error:

@@ -396,7 +396,8 @@ def test_only_reconcilable_operations_of_a_mixed_run_get_a_bundle(tmp_path: Path
     assert report.reconciled_operations == (operation_id("inv-r", "w1"),)
     verdicts = {v.tool_call_id: v.status for v in resolve_recovery(events).decisions}
     assert verdicts == {"b1": ResolverStatus.INDETERMINATE, "w1": ResolverStatus.COMPLETED}
-    assert report.repaired[0].recovery_reason == "run_interrupted"
+    # the reason describes the ledger the crash left (it ended in a dispatch), not recovery's facts
+    assert report.repaired[0].recovery_reason == "tool_interrupted"
 
 
 # ---- idempotency and refusals ----------------------------------------------------------------
