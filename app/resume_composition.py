@@ -78,16 +78,23 @@ def host_resume_service(
     return service, turn.cancel
 
 
-# What startup recovery decided about an interrupted tool call, in plain words (the reason codes
-# of the resolver; the parked ones are the recovery decision's reasonCode).
-RECOVERY_SENTENCES: Mapping[str, str] = {
-    "recovery_bundle_completed": "completed after recovery: the write had happened",
-    "reconcile_matches_prior_state": "the write did not happen; redo is left to you",
-    "reconcile_diverged": "the file was changed by someone else; Maka will not overwrite it",
-    "reconcile_unreadable": "the file or workspace could not be checked",
-    "dispatch_without_response": "the tool started but its outcome is unknown; it is never "
-    "retried or assumed",
-}
+# What startup recovery decided about an interrupted tool call: the resolver's reasons (the
+# parked ones are the recovery decision's reasonCode), worded in the renderer's one table.
+RECOVERY_CODES = (
+    "recovery_bundle_completed",
+    "reconcile_matches_prior_state",
+    "reconcile_diverged",
+    "reconcile_unreadable",
+    "dispatch_without_response",
+)
+
+
+def recovery_sentence(code: str) -> str | None:
+    from renderer.park_text import DIAGNOSTICS
+
+    if code not in RECOVERY_CODES or code not in DIAGNOSTICS:
+        return None
+    return DIAGNOSTICS[code][1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +119,7 @@ class OperationView:
 
     def line(self) -> str:
         d = self.decision
-        sentence = RECOVERY_SENTENCES.get(d.reason.value)
+        sentence = recovery_sentence(d.reason.value)
         text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
         return f"{text}: {sentence}" if sentence else text
 
@@ -132,7 +139,7 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
 def _recovery_reason(message: str, tool_call_id: str | None, reasons: Mapping[str, str]) -> str:
     if tool_call_id is not None and tool_call_id in reasons:
         return reasons[tool_call_id]
-    return next((code for code in RECOVERY_SENTENCES if code in message), "")
+    return next((code for code in RECOVERY_CODES if code in message), "")
 
 
 def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None) -> list[str]:
@@ -152,8 +159,9 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
         lines.append(f"    - {diagnostic.code}{where}: {diagnostic.message}")
         if diagnostic.code == "tool_recovery_parked":
             code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
-            if code in RECOVERY_SENTENCES:
-                lines.append(f"      {RECOVERY_SENTENCES[code]}")
+            sentence = recovery_sentence(code)
+            if sentence is not None:
+                lines.append(f"      {sentence}")
     return lines
 
 

@@ -123,13 +123,17 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     ),
     "reconcile_diverged": (
         _W,
-        "The target changed in an unexpected way since the tool ran; check it before continuing.",
+        "The file was changed by someone else since the tool ran; Maka will not overwrite it.",
     ),
     "reconcile_unreadable": (
         _W,
-        "The tool's target could not be read to check what happened.",
+        "The file or the workspace could not be checked, so what happened is unknown.",
     ),
-    "dispatch_without_response": (_W, "The tool started but no result was recorded."),
+    "recovery_bundle_completed": (_I, "Completed after recovery: the write had happened."),
+    "dispatch_without_response": (
+        _W,
+        "The tool started but no result was recorded; it is never retried or assumed.",
+    ),
     "legacy_dispatch_unknown": (_W, "It is not known whether the tool started."),
     "orphan_dispatch": (_E, "A tool start was recorded without its call."),
     "recovery_fact_corruption": (_E, "A recovery record is inconsistent."),

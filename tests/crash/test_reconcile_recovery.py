@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from app.resume_composition import recovery_sentence
 from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.event_model import RuntimeEvent
 from storage.workspace_identity import marker_bytes
@@ -82,6 +83,13 @@ class Drill:
         """Bytes, inode and mtime: a second write (even of the same bytes) changes the last two."""
         info = os.lstat(self.target)
         return self.target.read_bytes(), info.st_ino, info.st_mtime_ns
+
+
+def _sentence(code: str) -> str:
+    """The user-facing sentence for ``code`` (worded once, in the renderer's table)."""
+    sentence = recovery_sentence(code)
+    assert sentence is not None
+    return sentence
 
 
 def _response(events: list[RuntimeEvent]) -> RuntimeEvent:
@@ -165,7 +173,7 @@ def test_killed_at_p3_the_untouched_file_parks_as_prior_state(tmp_path: Path) ->
     text = drill.plan_text()
     assert text.returncode == 3
     assert "write_file w1: parked (reconcile_matches_prior_state)" in text.stdout
-    assert "the write did not happen; redo is left to you" in text.stdout
+    assert _sentence("reconcile_matches_prior_state") in text.stdout
     code, body = drill.resume()
     assert code == 3
     assert body["rejectionReasons"] == ["dangling_tool_state"]
@@ -190,7 +198,7 @@ def test_a_file_edited_between_crash_and_restart_parks_as_diverged_and_is_kept(
     )
     assert drill.file_identity() == kept  # preserved byte for byte, never rewritten
     text = drill.plan_text()
-    assert "the file was changed by someone else; Maka will not overwrite it" in text.stdout
+    assert _sentence("reconcile_diverged") in text.stdout
     code, _ = drill.resume()
     assert code == 3
     assert drill.file_identity() == kept
@@ -208,7 +216,7 @@ def test_a_marker_that_changed_identity_parks_as_unreadable(tmp_path: Path) -> N
         "parked",
         "reconcile_unreadable",
     )
-    assert "the file or workspace could not be checked" in drill.plan_text().stdout
+    assert _sentence("reconcile_unreadable") in drill.plan_text().stdout
     assert drill.target.read_bytes() == CONTENT.encode()
 
 
