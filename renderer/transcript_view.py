@@ -63,7 +63,13 @@ class TranscriptView(QScrollArea):
         self.omitted_label = QLabel()
         self.omitted_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.omitted_label.setEnabled(False)
-        self.placeholder = QLabel(_tr("No messages yet. Write one below to start."))
+        self.placeholder = QLabel(
+            _tr(
+                "No messages yet. With the built-in offline demo, try “write hello.txt saying "
+                "hi”, “read hello.txt”, “run ls” or “list files”."
+            )
+        )
+        self.placeholder.setWordWrap(True)
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setEnabled(False)
         self._column.addWidget(self.omitted_label)
