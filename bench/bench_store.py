@@ -24,6 +24,7 @@ and bulk-inserted together with its projection rows.
 Usage::
 
     .venv/bin/python -m bench.bench_store [--large 1000000] [--iterations 200] [--keep DIR]
+        [--only-a]
 """
 
 from __future__ import annotations
@@ -406,6 +407,7 @@ def main() -> None:
     parser.add_argument("--import-events", type=int, default=100_000)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="keep the generated databases here")
+    parser.add_argument("--only-a", action="store_true", help="measure (a) only (faster iteration)")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="maka-bench-store-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -416,6 +418,8 @@ def main() -> None:
     for name, size in (("small", args.small), ("medium", args.medium), ("large", args.large)):
         t = time.perf_counter()
         histories[name] = root / f"history-{name}"
+        if args.only_a and name != "medium":
+            continue
         if not (histories[name] / DATABASE_NAME).exists():
             generate_history(histories[name], template, size)
         print(f"history {name}: ~{size:,} events generated in {time.perf_counter() - t:.1f} s")
@@ -427,19 +431,20 @@ def main() -> None:
         f"synchronous=OFF: {a['store_OFF'] * 1e3:.3f} vs {a['raw_OFF'] * 1e3:.3f} ms, "
         f"ratio {a['ratio_OFF']:.2f}"
     )
-    b = measure_history_ratio(root, histories["small"], histories["large"], args.iterations)
-    print(
-        f"(b) T1+T2 latency {args.large:,} vs {args.small:,} events: "
-        f"{b['large_FULL'] * 1e3:.2f} vs {b['small_FULL'] * 1e3:.2f} ms, ratio "
-        f"{b['ratio_FULL']:.2f} (goal <= 1.2); synchronous=OFF: {b['large_OFF'] * 1e3:.3f} vs "
-        f"{b['small_OFF'] * 1e3:.3f} ms, ratio {b['ratio_OFF']:.2f}"
-    )
-    c = measure_import(root, template, args.import_events)
-    print(
-        f"(c) import of {int(c['events']):,} events ({c['bytes'] / 1e6:.1f} MB): "
-        f"{c['rate_wall']:,.0f} events/s wall-clock, {c['rate_cpu']:,.0f} per CPU second "
-        f"(goal >= 50,000)"
-    )
+    if not args.only_a:
+        b = measure_history_ratio(root, histories["small"], histories["large"], args.iterations)
+        print(
+            f"(b) T1+T2 latency {args.large:,} vs {args.small:,} events: "
+            f"{b['large_FULL'] * 1e3:.2f} vs {b['small_FULL'] * 1e3:.2f} ms, ratio "
+            f"{b['ratio_FULL']:.2f} (goal <= 1.2); synchronous=OFF: {b['large_OFF'] * 1e3:.3f} vs "
+            f"{b['small_OFF'] * 1e3:.3f} ms, ratio {b['ratio_OFF']:.2f}"
+        )
+        c = measure_import(root, template, args.import_events)
+        print(
+            f"(c) import of {int(c['events']):,} events ({c['bytes'] / 1e6:.1f} MB): "
+            f"{c['rate_wall']:,.0f} events/s wall-clock, {c['rate_cpu']:,.0f} per CPU second "
+            f"(goal >= 50,000)"
+        )
     print(f"total {time.perf_counter() - started:.0f} s")
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
