@@ -50,6 +50,7 @@ from runtime.ledger.event_model import (
 from runtime.ledger.lane_rules import LaneConflict, check_generic_append, classify_lane
 from runtime.ledger.ledger_errors import EventDecodeError, LedgerError
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
 from runtime.ledger.transition_validator import validate_candidates
 from storage.event_rows import insert_event_row, lookup_payload
 from storage.run_ledger_state import RunLedgerState, RunStateCache
@@ -153,6 +154,12 @@ class LedgerTransaction:
         self.committed_at = committed_at
         self.assume_new = assume_new
         self.lookups_skipped = False
+        # The last successful transition validation: the scanner it forked, the fed fork, and
+        # its events; ``insert`` absorbs the fork once they are all inserted (see there).
+        self._validated_parent: ToolLedgerScanner | None = None
+        self._validated_fork: ToolLedgerScanner | None = None
+        self._validated_events: Sequence[RuntimeEvent] = ()
+        self._validated_inserted = 0
 
     def run(self, run_id: str) -> RunLedgerState:
         return self.cache.state(self.conn, run_id)
@@ -230,14 +237,24 @@ class LedgerTransaction:
         state: RunLedgerState,
         candidates: Sequence[Candidate],
         kind: TransitionKind,
+        *,
+        shape_checked: bool = False,
     ) -> None:
         """The shared transition validation over the run's incremental scanner. ``candidates``
         are the new ones (``split_retries`` already answered for stored ids), so none of them
-        has stored bytes."""
+        has stored bytes. ``shape_checked``: the writer already checked the lane shape of
+        exactly these candidates (``check_shape``)."""
+        self._flush_validated()
         scanner = self.cache.scanner(self.conn, state)
+        events = [candidate.event for candidate in candidates]
         verdict = validate_candidates(
-            scanner, [candidate.event for candidate in candidates], kind, _nothing_stored
+            scanner, events, kind, _nothing_stored, shape_checked=shape_checked
         )
+        if verdict.ok and verdict.fork is not None:
+            self._validated_parent = scanner
+            self._validated_fork = verdict.fork
+            self._validated_events = events
+            self._validated_inserted = 0
         if not verdict.ok:
             raise StoreRefusal(
                 verdict.code or WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
@@ -267,9 +284,41 @@ class LedgerTransaction:
         state.next_seq = seq + 1
         if candidate.terminal and state.terminal_event_id is None:
             state.terminal_event_id = candidate.event_id
-        if state.scanner is not None:
-            state.scanner.feed(candidate.event)
+        scanner = state.scanner
+        if scanner is not None:
+            self._feed(scanner, candidate.event)
         return seq
+
+    def _feed(self, scanner: ToolLedgerScanner, event: RuntimeEvent) -> None:
+        """Bring the run's scanner up to date with an inserted event. The events of the last
+        transition validation were already fed to its fork: while they are inserted in order
+        into the scanner that was forked, nothing is fed, and the fork is absorbed after the
+        last one (the same state as feeding them, without a second feed). Anything else feeds
+        what the fork held back, then the event."""
+        parent = self._validated_parent
+        if parent is scanner:
+            events = self._validated_events
+            done = self._validated_inserted
+            if events[done] is event:
+                if done + 1 < len(events):
+                    self._validated_inserted = done + 1
+                    return
+                self._validated_parent = None
+                fork = self._validated_fork
+                if fork is not None and scanner.absorb(fork):
+                    return
+                self._validated_inserted = done
+                self._validated_parent = parent
+        self._flush_validated()
+        scanner.feed(event)
+
+    def _flush_validated(self) -> None:
+        """Feed the held-back validated events already inserted, and forget the fork."""
+        parent = self._validated_parent
+        if parent is not None:
+            self._validated_parent = None
+            for held in self._validated_events[: self._validated_inserted]:
+                parent.feed(held)
 
 
 def _nothing_stored(event_id: str) -> bytes | None:

@@ -30,7 +30,11 @@ from storage.tool_projection import project_prepared, project_t2_outcome, read_o
 def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
     """The writer's lane shape over *all* candidates, before anything is read: an exact retry
     can never smuggle another kind of fact through a tool writer."""
-    rejection = check_transition_shape([candidate.event for candidate in candidates], kind)
+    rejection = check_transition_shape(
+        [candidate.event for candidate in candidates],
+        kind,
+        [candidate.lane for candidate in candidates],
+    )
     if rejection is not None:
         raise StoreRefusal(rejection.code, rejection.reason, rejection.event_id)
 
@@ -38,6 +42,7 @@ def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
 def commit_prepared(
     tx: LedgerTransaction, call: Candidate | None, dispatch: Candidate
 ) -> CommitResult:
+    """T1. The caller has run ``check_shape`` on exactly these candidates."""
     candidates = [call, dispatch] if call is not None else [dispatch]
     state = tx.run(dispatch.event["runId"])
     tx.check_spine(state, candidates)
@@ -56,7 +61,9 @@ def commit_prepared(
             )
         return CommitResult(created=False, event_seq=retried[dispatch.event_id])
     tx.check_seal(state, new)
-    tx.validate_tool_transition(state, new, TransitionKind.T1_PREPARE)
+    tx.validate_tool_transition(
+        state, new, TransitionKind.T1_PREPARE, shape_checked=len(new) == len(candidates)
+    )
     if call is not None:
         call_event_id = call.event_id
     else:
@@ -92,6 +99,7 @@ def commit_prepared(
 
 
 def commit_outcome(tx: LedgerTransaction, response: Candidate) -> CommitResult:
+    """T2. The caller has run ``check_shape`` on ``[response]``."""
     state = tx.run(response.event["runId"])
     tx.check_spine(state, [response])
     tx.check_health(state)
@@ -99,7 +107,7 @@ def commit_outcome(tx: LedgerTransaction, response: Candidate) -> CommitResult:
     if not new:
         return CommitResult(created=False, event_seq=retried[response.event_id])
     tx.check_seal(state, new)
-    tx.validate_tool_transition(state, new, TransitionKind.T2_OUTCOME)
+    tx.validate_tool_transition(state, new, TransitionKind.T2_OUTCOME, shape_checked=True)
     refs: dict[str, Any] = dict(response.event.get("refs") or {})
     scanned = tx.cache.scanner(tx.conn, state).operation_by_id(refs["operationId"])
     if scanned is None or scanned.dispatch_event is None or scanned.call_event is None:

@@ -207,10 +207,14 @@ _SHAPES: dict[TransitionKind, tuple[tuple[Lane, ...], ...]] = {
 
 
 def check_transition_shape(
-    candidates: Sequence[RuntimeEvent], kind: TransitionKind
+    candidates: Sequence[RuntimeEvent],
+    kind: TransitionKind,
+    lanes: Sequence[Lane] | None = None,
 ) -> Rejection | None:
     """The lane sequence rule of each writer, over the candidates left after exact retries were
-    dropped. An empty list is always fine (a pure exact retry)."""
+    dropped. An empty list is always fine (a pure exact retry). ``lanes``: the candidates'
+    lanes when the caller already has them from ``classify_lane`` (a writer's prepared
+    candidates), which saves classifying them again; ignored for the generic append."""
     if not candidates:
         return None
     if kind is TransitionKind.GENERIC_APPEND:
@@ -219,12 +223,14 @@ def check_transition_shape(
             if rejection is not None:
                 return rejection
         return None
-    lanes: list[Lane] = []
-    for candidate in candidates:
-        lane = classify_lane(candidate)
-        if isinstance(lane, LaneConflict):
-            return Rejection(lane.code, candidate["id"], lane.reason)
-        lanes.append(lane)
+    if lanes is None:
+        classified: list[Lane] = []
+        for candidate in candidates:
+            lane = classify_lane(candidate)
+            if isinstance(lane, LaneConflict):
+                return Rejection(lane.code, candidate["id"], lane.reason)
+            classified.append(lane)
+        lanes = classified
     first_id = candidates[0]["id"]
     if tuple(lanes) not in _SHAPES[kind]:
         shape = ", ".join(str(lane) for lane in lanes)

@@ -157,7 +157,18 @@ def _args_hash_or_none(call: Mapping[str, Any]) -> str | None:
 class ToolLedgerScanner:
     """Incremental scanner state: seen ids, invocation spines and operations."""
 
-    __slots__ = ("_by_key", "_by_opid", "_count", "_issues", "_operations", "_seen", "_spines")
+    __slots__ = (
+        "_base_count",
+        "_by_key",
+        "_by_opid",
+        "_count",
+        "_issues",
+        "_operations",
+        "_origins",
+        "_parent",
+        "_seen",
+        "_spines",
+    )
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
@@ -167,6 +178,11 @@ class ToolLedgerScanner:
         self._operations: list[_Op] = []
         self._issues: list[ScanIssue] = []
         self._count = 0
+        # Set on a fork only: the scanner it was made from, that scanner's event count at the
+        # time, and each copied operation's original (by the copy's id), for ``absorb``.
+        self._parent: ToolLedgerScanner | None = None
+        self._base_count = 0
+        self._origins: dict[int, _Op] = {}
 
     # ---- reading the state ----------------------------------------------------------------
 
@@ -197,6 +213,11 @@ class ToolLedgerScanner:
     def result(self) -> ToolLedgerScan:
         return ToolLedgerScan(tuple(op.freeze() for op in self._operations), tuple(self._issues))
 
+    def recovery_operations(self) -> tuple[ScannedOperation, ...]:
+        """The operations that hold a reconcile or decision fact (``result().operations``
+        filtered, without freezing the others)."""
+        return tuple(op.freeze() for op in self._operations if op.reconciles or op.decisions)
+
     # ---- prospective checks ---------------------------------------------------------------
 
     def fork(self, candidates: Iterable[RuntimeEvent]) -> ToolLedgerScanner:
@@ -206,13 +227,16 @@ class ToolLedgerScanner:
         this scanner would, and leaves this scanner unchanged. The fork starts without issues.
         """
         twin = ToolLedgerScanner()
-        twin._count = self._count
+        twin._count = twin._base_count = self._count
+        twin._parent = self
         copies: dict[int, _Op] = {}
+        origins = twin._origins
 
         def adopt(op: _Op) -> None:
             if id(op) in copies:
                 return
             copy = copies[id(op)] = op.copy()
+            origins[id(copy)] = op
             twin._operations.append(copy)
             twin._by_key[copy.key] = copy
             if copy.operation_id is not None and self._by_opid.get(copy.operation_id) is op:
@@ -237,6 +261,37 @@ class ToolLedgerScanner:
                     adopt(op)
                     twin._by_opid[operation_id] = copies[id(op)]
         return twin
+
+    def absorb(self, fork: ToolLedgerScanner) -> bool:
+        """Take over the state of ``fork`` after the events fed to it became facts, instead of
+        feeding them again: the fork holds every piece of state those events touched, in exactly
+        the state feeding them here would produce (the property ``fork`` guarantees), so
+        copying it back is the same as feeding. Returns False (and changes nothing) unless
+        ``fork`` was made from this scanner and nothing was fed here since; the caller then
+        feeds the events itself. A fork can be absorbed once."""
+        if fork._parent is not self or fork._base_count != self._count:
+            return False
+        fork._parent = None
+        origins = fork._origins
+        self._seen |= fork._seen
+        self._spines.update(fork._spines)
+        for twin in fork._operations:
+            original = origins.get(id(twin))
+            if original is None:  # an operation the fork's events created
+                self._operations.append(twin)
+                self._by_key[twin.key] = twin
+                continue
+            original.tool_name = twin.tool_name
+            original.operation_id = twin.operation_id
+            original.call, original.dispatch = twin.call, twin.dispatch
+            original.response = twin.response
+            original.reconciles, original.decisions = twin.reconciles, twin.decisions
+            original.issues, original.positions = twin.issues, twin.positions
+        for operation_id, twin in fork._by_opid.items():
+            self._by_opid[operation_id] = origins.get(id(twin), twin)
+        self._issues.extend(fork._issues)
+        self._count = fork._count
+        return True
 
     def probe(self, candidates: Iterable[RuntimeEvent]) -> tuple[ScanIssue, ...]:
         """The issues feeding ``candidates`` (in order) would raise; changes nothing."""

@@ -19,7 +19,7 @@ its cost does not grow with history; ``validate_transition`` is the batch form o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import BundleCode, ScanIssueCode, TransitionKind, WriterRejectionCode
@@ -42,6 +42,10 @@ class TransitionVerdict:
     operation_id: str | None = None
     tool_call_id: str | None = None
     message: str = ""
+    fork: ToolLedgerScanner | None = field(default=None, compare=False, repr=False)
+    """On success with new events: the validated fork of the scanner, fed with them; after they
+    are committed the caller may hand it to ``ToolLedgerScanner.absorb`` instead of feeding
+    the events a second time."""
 
 
 def _from_issue(issue: ScanIssue, message: str) -> TransitionVerdict:
@@ -60,11 +64,16 @@ def validate_candidates(
     candidates: Sequence[RuntimeEvent],
     kind: TransitionKind,
     stored_bytes: Callable[[str], bytes | None],
+    *,
+    shape_checked: bool = False,
 ) -> TransitionVerdict:
     """Validate ``candidates`` for a ``kind`` write against the ledger ``scanner`` has seen.
 
     ``stored_bytes(event_id)`` returns the canonical bytes stored under that id, or None. The
-    scanner is not changed; after a successful commit the caller feeds ``new_events`` to it.
+    scanner is not changed; after a successful commit the caller feeds ``new_events`` to it
+    (or absorbs ``fork``). ``shape_checked``: the caller already ran ``check_transition_shape``
+    on exactly ``candidates`` for ``kind`` and it passed; the check is then run again only if
+    exact retries were dropped (the remaining list differs).
     """
     existing_issue = scanner.first_issue
     if existing_issue is not None:
@@ -81,7 +90,11 @@ def validate_candidates(
                 event_id=candidate["id"],
                 message="an event with this id is stored with other bytes",
             )
-    rejection = check_transition_shape(remaining, kind)
+    rejection = (
+        None
+        if shape_checked and len(remaining) == len(candidates)
+        else check_transition_shape(remaining, kind)
+    )
     if rejection is not None:
         return TransitionVerdict(
             False, code=rejection.code, event_id=rejection.event_id, message=rejection.reason
@@ -94,9 +107,7 @@ def validate_candidates(
         if raised:
             return _from_issue(raised[0], "the candidates conflict with the ledger")
     touched = {
-        op.operation_id: op
-        for op in trial.result().operations
-        if op.operation_id is not None and (op.reconcile_events or op.decision_events)
+        op.operation_id: op for op in trial.recovery_operations() if op.operation_id is not None
     }
     for op in touched.values():
         meaning = interpret_scanned_recovery(op)
@@ -113,7 +124,7 @@ def validate_candidates(
                 tool_call_id=op.tool_call_id,
                 message=meaning.message,
             )
-    return TransitionVerdict(True, new_events=tuple(remaining))
+    return TransitionVerdict(True, new_events=tuple(remaining), fork=trial)
 
 
 def validate_transition(

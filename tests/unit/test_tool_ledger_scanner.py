@@ -428,3 +428,44 @@ def test_operation_ids_are_derived_like_the_runtime() -> None:
     assert operation_id("inv-1", "call-1") == OP
     assert DISPATCH["id"] == f"{OP}_dispatch"
     assert canonical_bytes(DISPATCH).count(OP.encode()) == 3
+
+
+def _positions(scan: ToolLedgerScan) -> list[dict[str, int]]:
+    return [dict(op.event_positions) for op in scan.operations]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_absorbing_a_fed_fork_equals_feeding_the_events(data: st.DataObject) -> None:
+    """A writer absorbs its validated fork instead of feeding the events again: the scanner
+    must end in exactly the state feeding gives, and keep answering like it afterwards."""
+    events = _mixed_ledger(data.draw)
+    split = data.draw(st.integers(0, len(events)))
+    end = data.draw(st.integers(split, len(events)))
+    scanner = ToolLedgerScanner()
+    scanner.feed_all(events[:split])
+    fork = scanner.fork(events[split:end])
+    for event in events[split:end]:
+        fork.feed(event)
+    assert scanner.absorb(fork)
+    assert not scanner.absorb(fork)  # a fork is absorbed once
+    fed = ToolLedgerScanner()
+    fed.feed_all(events[:end])
+    assert scanner.result() == fed.result()
+    assert _positions(scanner.result()) == _positions(fed.result())
+    assert scanner.event_count == fed.event_count
+    assert all(scanner.has_event(event["id"]) for event in events[:end])
+    assert scanner.feed_all(events[end:]) == fed.feed_all(events[end:])
+    assert scanner.result() == scan_tool_ledger(events)
+    assert _positions(scanner.result()) == _positions(scan_tool_ledger(events))
+
+
+def test_a_stale_fork_is_not_absorbed() -> None:
+    scanner = ToolLedgerScanner()
+    scanner.feed(CALL)
+    fork = scanner.fork([DISPATCH])
+    fork.feed(DISPATCH)
+    scanner.feed(model_text())
+    assert not scanner.absorb(fork)
+    assert not ToolLedgerScanner().absorb(fork)
+    assert scanner.operation_by_id(OP) is None
