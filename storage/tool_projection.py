@@ -208,8 +208,6 @@ def _journal(
     event: RuntimeEvent,
     committed_at: int,
 ) -> ToolJournalRecord:
-    actions = event.get("actions") or {}
-    recovery = actions.get("toolRecovery")
     return ToolJournalRecord(
         journal_event_id=journal_id,
         operation_id=operation.operation_id,
@@ -220,9 +218,15 @@ def _journal(
         runtime_event_id=event["id"],
         canonical_args_hash=operation.canonical_args_hash,
         recovery_mode=operation.recovery_mode,
-        metadata=dict(recovery) if recovery is not None else None,
+        metadata=_recovery_metadata(event),
         committed_at=committed_at,
     )
+
+
+def _recovery_metadata(event: RuntimeEvent) -> dict[str, Any] | None:
+    actions = event.get("actions") or {}
+    recovery = actions.get("toolRecovery")
+    return dict(recovery) if recovery is not None else None
 
 
 def project_prepared(
@@ -285,21 +289,37 @@ def project_t2_outcome(
 ) -> None:
     """T2: journal the outcome and move the operation ``prepared`` -> ``outcome_committed``
     (compare-and-set: an operation settled in any other way refuses)."""
-    identity, _ = prepared_records(call_event_id, dispatch, committed_at)
-    journal = _journal(
-        identity, f"{identity.operation_id}_outcome", OUTCOME_COMMITTED, response, committed_at
+    del call_event_id  # the journal row names the operation, not the call
+    fact = _fact(dispatch)
+    operation_id: str = fact["operationId"]
+    # The row ``_journal`` would build from the prepared operation record, without building
+    # that record (a T2 is on the hot path).
+    _insert_journal(
+        conn,
+        ToolJournalRecord(
+            journal_event_id=f"{operation_id}_outcome",
+            operation_id=operation_id,
+            invocation_id=dispatch["invocationId"],
+            run_id=dispatch["runId"],
+            turn_id=dispatch["turnId"],
+            state=OUTCOME_COMMITTED,
+            runtime_event_id=response["id"],
+            canonical_args_hash=fact["canonicalArgsHash"],
+            recovery_mode=fact["recoveryMode"],
+            metadata=_recovery_metadata(response),
+            committed_at=committed_at,
+        ),
     )
-    _insert_journal(conn, journal)
     cursor = conn.execute(
         "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
         " version = version + 1"
         " WHERE operation_id = ? AND current_state = 'prepared' AND result_event_id IS NULL",
-        (response["id"], identity.operation_id),
+        (response["id"], operation_id),
     )
     if cursor.rowcount != 1:
         raise StoreRefusal(
             WriterRejectionCode.OPERATION_SETTLED,
-            f"operation {identity.operation_id} is not waiting for an outcome",
+            f"operation {operation_id} is not waiting for an outcome",
             response["id"],
         )
 

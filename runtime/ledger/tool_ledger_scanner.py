@@ -230,18 +230,6 @@ class ToolLedgerScanner:
         twin._count = twin._base_count = self._count
         twin._parent = self
         copies: dict[int, _Op] = {}
-        origins = twin._origins
-
-        def adopt(op: _Op) -> None:
-            if id(op) in copies:
-                return
-            copy = copies[id(op)] = op.copy()
-            origins[id(copy)] = op
-            twin._operations.append(copy)
-            twin._by_key[copy.key] = copy
-            if copy.operation_id is not None and self._by_opid.get(copy.operation_id) is op:
-                twin._by_opid[copy.operation_id] = copy
-
         for candidate in candidates:
             event = cast(dict[str, Any], candidate)
             if event["id"] in self._seen:
@@ -253,14 +241,24 @@ class ToolLedgerScanner:
             keys, operation_ids = _touched(event)
             for key in keys:
                 op = self._by_key.get(key)
-                if op is not None:
-                    adopt(op)
+                if op is not None and id(op) not in copies:
+                    self._adopt_into(twin, op, copies)
             for operation_id in operation_ids:
                 op = self._by_opid.get(operation_id)
                 if op is not None:
-                    adopt(op)
-                    twin._by_opid[operation_id] = copies[id(op)]
+                    copy = copies.get(id(op)) or self._adopt_into(twin, op, copies)
+                    twin._by_opid[operation_id] = copy
         return twin
+
+    def _adopt_into(self, twin: ToolLedgerScanner, op: _Op, copies: dict[int, _Op]) -> _Op:
+        """Copy ``op`` into the fork ``twin`` (``copies`` maps originals' ids to copies)."""
+        copy = copies[id(op)] = op.copy()
+        twin._origins[id(copy)] = op
+        twin._operations.append(copy)
+        twin._by_key[copy.key] = copy
+        if copy.operation_id is not None and self._by_opid.get(copy.operation_id) is op:
+            twin._by_opid[copy.operation_id] = copy
+        return copy
 
     def absorb(self, fork: ToolLedgerScanner) -> bool:
         """Take over the state of ``fork`` after the events fed to it became facts, instead of
