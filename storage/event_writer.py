@@ -96,9 +96,10 @@ def prepare_candidate(event: object, *, decoded: bool = False) -> Candidate:
                 raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
             plain = plain_canonical_json_bytes(event)
             if plain is not None:
-                # Plain JSON is canonical here: nothing can have been re-typed.
+                # Plain JSON is canonical here: nothing can have been re-typed, and every
+                # number in it is a safe integer.
                 payload = plain
-                checked = decode_event_json(payload)
+                checked = decode_event_json(payload, numbers_checked=True)
             else:
                 payload = canonical_json_bytes(event)
                 if _PLAIN_JSON(event).encode("utf-8") == payload:

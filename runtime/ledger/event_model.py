@@ -353,12 +353,14 @@ def _check_free_form(value: Any, path: str) -> None:
         check_json_value(value, path)
 
 
-def _post_checks(event: RuntimeEvent, exact: bool) -> None:
+def _post_checks(event: RuntimeEvent, exact: bool, *, numbers_checked: bool = False) -> None:
     actions = event.get("actions")
     if actions is not None and "permissionClosure" in actions and len(actions) != 1:
         raise EventDecodeError(
             "actions.permissionClosure: must be the only action key", "actions.permissionClosure"
         )
+    if numbers_checked:
+        return
     # ``exact``: a Python value whose strings may hold anything gets the full walk of every
     # free-form field; a value parsed from JSON text only needs its numbers looked at.
     check = check_json_value if exact else _check_free_form
@@ -388,14 +390,19 @@ def decode_event(value: object) -> RuntimeEvent:
     return event
 
 
-def decode_event_json(data: bytes | str) -> RuntimeEvent:
-    """Decode one JSON text (a ledger line) into a RuntimeEvent."""
+def decode_event_json(data: bytes | str, *, numbers_checked: bool = False) -> RuntimeEvent:
+    """Decode one JSON text (a ledger line) into a RuntimeEvent.
+
+    ``numbers_checked``: the caller made ``data`` itself by encoding a value in which it found
+    only safe integers and no float (``canonical_codec.plain_canonical_json_bytes``); a value
+    parsed back from that text holds nothing the free-form walk could refuse (after
+    ``validate_json`` only numbers can be), so the walk is skipped."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
         event: RuntimeEvent = _VALIDATE_JSON(raw)
     except ValidationError as error:
         raise _raise_from_validation(error) from None
-    _post_checks(event, exact=False)
+    _post_checks(event, exact=False, numbers_checked=numbers_checked)
     return event
 
 
