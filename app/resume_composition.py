@@ -159,9 +159,9 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
         lines.append(f"    - {diagnostic.code}{where}: {diagnostic.message}")
         if diagnostic.code == "tool_recovery_parked":
             code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
-            sentence = recovery_sentence(code)
-            if sentence is not None:
-                lines.append(f"      {sentence}")
+            found = recovery_sentence(code)
+            if found is not None:
+                lines.append(f"      {found}")
     return lines
 
 
