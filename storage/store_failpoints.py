@@ -25,23 +25,12 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any
 
 FAILPOINT_ENV = "MAKA_FAILPOINT"
 
-# ``os.environ.get`` of a missing variable encodes the key and raises and catches a KeyError:
-# about 3 us on the T1/T2 path, five times per tool call. ``os.environ`` keeps its encoded
-# variables in a plain dict that every ``os.environ`` write updates, so that dict is read
-# directly when this Python has it (the same view ``os.environ.get`` gives).
-_ENVIRON_DATA: Any = getattr(os.environ, "_data", None)
-_ENCODED_KEY: Any = os.environ.encodekey(FAILPOINT_ENV) if _ENVIRON_DATA is not None else None
-
 
 def _wanted() -> str | None:
-    if _ENVIRON_DATA is None or type(_ENVIRON_DATA) is not dict:
-        return os.environ.get(FAILPOINT_ENV)
-    raw = _ENVIRON_DATA.get(_ENCODED_KEY)
-    return None if raw is None else os.environ.decodevalue(raw)
+    return os.environ.get(FAILPOINT_ENV)
 
 
 STORE_FAILPOINTS = frozenset(
