@@ -25,8 +25,9 @@ from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes, read_ledger_events
-from runtime.ledger.tool_ledger_scanner import ScanIssue
+from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
+from runtime.ledger.parallel_decode import decode_ledger_pieces
+from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
     ToolRecoveryDecision,
@@ -147,14 +148,24 @@ def _decoding_error(path: Path, error: LedgerFileError) -> CliError:
 
 
 def _build_document(
-    path: Path, build: Callable[[Sequence[RuntimeEvent]], JsonObject]
+    path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], JsonObject]
 ) -> JsonObject:
-    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build."""
+    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build.
+
+    The tool-ledger scan runs on each decoded piece as it arrives, so on a large file it
+    overlaps with the decoding of the rest (``parallel_decode``)."""
+    events: list[RuntimeEvent] = []
+    scan = BatchScan()
+
+    def consume(piece: list[RuntimeEvent]) -> None:
+        events.extend(piece)
+        scan.feed(piece)
+
     try:
-        events = read_ledger_events(read_file_bytes(path))
+        decode_ledger_pieces(read_file_bytes(path), consume)
     except LedgerFileError as error:
         raise _decoding_error(path, error) from None
-    return build(events)
+    return build(events, scan.finish())
 
 
 def _emit(document: JsonObject) -> None:
@@ -162,7 +173,10 @@ def _emit(document: JsonObject) -> None:
     sys.stdout.write("\n")
 
 
-def _run(args: argparse.Namespace, build: Callable[[Sequence[RuntimeEvent]], JsonObject]) -> int:
+def _run(
+    args: argparse.Namespace,
+    build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], JsonObject],
+) -> int:
     with _bulk_allocation():
         document = _build_document(args.file, build)
         if args.json:
@@ -177,12 +191,12 @@ def run_plan(args: argparse.Namespace) -> int:
     expected: int | None = getattr(args, "expected_high_water", None)
     if expected is not None and expected < 0:
         raise CliError("invalid_argument", "--expected-high-water must be >= 0", EXIT_USAGE)
-    return _run(args, lambda events: plan_json(plan_resume(events, expected)))
+    return _run(args, lambda events, scan: plan_json(plan_resume(events, expected, scan=scan)))
 
 
 def run_scan(args: argparse.Namespace) -> int:
     """``maka ledger scan FILE [--json]``."""
-    return _run(args, lambda events: scan_json(resolve_recovery(events)))
+    return _run(args, lambda events, scan: scan_json(resolve_recovery(events, scan)))
 
 
 def _print_text(document: JsonObject) -> None:

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import LedgerFileCode, ScanIssueCode
-from runtime.ledger.event_model import RuntimeEvent, decode_event_json
+from runtime.ledger.event_model import RuntimeEvent, decode_event_json, decode_event_lines
 from runtime.ledger.lane_rules import LaneConflict, classify_lane
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError, LedgerError
 from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
@@ -119,16 +120,40 @@ def read_ledger_events(data: bytes) -> list[RuntimeEvent]:
     """The events of every line of ``data``, decoded strictly; raises ``LedgerFileError`` at the
     first bad line exactly as ``read_ledger_bytes`` does (no torn tail is accepted). Cheaper when
     only the events are needed: no ``LedgerLine`` per line."""
+    parts, last_terminated = split_lines(data)
+    return decode_lines(parts, 1, last_terminated)
+
+
+def split_lines(data: bytes) -> tuple[list[bytes], bool]:
+    """The lines of ``data`` without their newlines, and whether the last one had its newline."""
     parts = data.split(b"\n")
-    last = len(parts) - 1
-    if not parts[last]:
+    terminated = not parts[-1]
+    if terminated:
         parts.pop()
-    events: list[RuntimeEvent] = []
-    append = events.append
+    return parts, terminated
+
+
+def decode_lines(
+    parts: list[bytes], first_line_number: int, last_terminated: bool
+) -> list[RuntimeEvent]:
+    """Decode consecutive lines of a file, the first being line ``first_line_number``; raises
+    ``LedgerFileError`` for the first bad one (``last_terminated``: whether the last of
+    ``parts`` ended with a newline, which decides whether a bad last line is a torn tail)."""
     with _collector_paused():
-        for index, raw in enumerate(parts):
-            append(_decode_line(index + 1, raw, index != last))
+        events, stopped = decode_event_lines(parts)
+    if stopped < len(parts):
+        raise_line_error(
+            first_line_number + stopped,
+            parts[stopped],
+            stopped != len(parts) - 1 or last_terminated,
+        )
     return events
+
+
+def raise_line_error(line_number: int, raw: bytes, terminated: bool) -> NoReturn:
+    """Raise the ``LedgerFileError`` of a line the batch decoder refused."""
+    _decode_line(line_number, raw, terminated)
+    raise AssertionError(f"line {line_number} was refused in a batch but decodes alone")
 
 
 def read_file_bytes(path: Path) -> bytes:

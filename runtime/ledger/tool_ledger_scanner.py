@@ -560,13 +560,37 @@ def _touched(event: Mapping[str, Any]) -> tuple[list[OperationKey], list[str]]:
     return keys, operation_ids
 
 
+class BatchScan:
+    """The batch form of ``ToolLedgerScanner`` for a caller that receives a ledger in pieces
+    (``feed`` each piece in ledger order, then ``finish`` once): the same result as
+    ``scan_tool_ledger`` over the pieces joined, without per-event issue tuples."""
+
+    __slots__ = ("_scanner",)
+
+    def __init__(self) -> None:
+        self._scanner: ToolLedgerScanner | None = ToolLedgerScanner()
+
+    def feed(self, events: Iterable[RuntimeEvent]) -> None:
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        apply = scanner._apply
+        for event in cast(Iterable[dict[str, Any]], events):
+            apply(event)
+
+    def finish(self) -> ToolLedgerScan:
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        self._scanner = None
+        # The scanner goes away here, so its operations' containers can be handed over uncopied.
+        return ToolLedgerScan(
+            tuple(op.freeze(copy=False) for op in scanner._operations), tuple(scanner._issues)
+        )
+
+
 def scan_tool_ledger(events: Iterable[RuntimeEvent]) -> ToolLedgerScan:
     """Scan ``events`` in ledger order (the batch form of ``ToolLedgerScanner``)."""
-    scanner = ToolLedgerScanner()
-    apply = scanner._apply
-    for event in cast(Iterable[dict[str, Any]], events):
-        apply(event)
-    # The scanner goes away here, so its operations' containers can be handed over uncopied.
-    return ToolLedgerScan(
-        tuple(op.freeze(copy=False) for op in scanner._operations), tuple(scanner._issues)
-    )
+    batch = BatchScan()
+    batch.feed(events)
+    return batch.finish()

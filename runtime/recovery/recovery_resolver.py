@@ -43,7 +43,12 @@ from runtime.ledger.recovery_bundle import (
     RecoveryCorruption,
     interpret_scanned_recovery,
 )
-from runtime.ledger.tool_ledger_scanner import ScanIssue, ScannedOperation, scan_tool_ledger
+from runtime.ledger.tool_ledger_scanner import (
+    ScanIssue,
+    ScannedOperation,
+    ToolLedgerScan,
+    scan_tool_ledger,
+)
 
 # Row 3 of the decision table: the first of these an operation carries names its corruption.
 _ISSUE_PRIORITY: tuple[ScanIssueCode, ...] = (
@@ -200,11 +205,15 @@ def _recovery_tail(
 
 
 def resolve_operations(
-    events: Sequence[RuntimeEvent],
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan | None = None
 ) -> tuple[RecoveryResolution, tuple[ResolvedOperation, ...]]:
-    """``resolve_recovery`` plus the scanned operation behind each decision (same order)."""
+    """``resolve_recovery`` plus the scanned operation behind each decision (same order).
+
+    ``scan``: the caller's ``scan_tool_ledger`` of exactly ``events`` (a reader that scanned the
+    ledger while it was still decoding it), so the scan is not done twice."""
     protocol, issues = _marker_issues(events)
-    scan = scan_tool_ledger(events)
+    if scan is None:
+        scan = scan_tool_ledger(events)
     issues.extend(
         issue for issue in scan.issues if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
     )
@@ -227,6 +236,9 @@ def resolve_operations(
     return resolution, resolved
 
 
-def resolve_recovery(events: Sequence[RuntimeEvent]) -> RecoveryResolution:
-    """Resolve every tool operation of one run's committed events (in ledger order)."""
-    return resolve_operations(events)[0]
+def resolve_recovery(
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan | None = None
+) -> RecoveryResolution:
+    """Resolve every tool operation of one run's committed events (in ledger order); ``scan`` as
+    for ``resolve_operations``."""
+    return resolve_operations(events, scan)[0]

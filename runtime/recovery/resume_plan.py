@@ -29,6 +29,7 @@ from runtime.ledger.codes import (
     ScanIssueCode,
 )
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
     ResolvedOperation,
@@ -393,10 +394,14 @@ def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent,
 
 
 def plan_resume(
-    events: Sequence[RuntimeEvent], expected_high_water: int | None = None
+    events: Sequence[RuntimeEvent],
+    expected_high_water: int | None = None,
+    *,
+    scan: ToolLedgerScan | None = None,
 ) -> ResumePlan:
-    """The Phase 0 resume plan of one run's committed events, in ledger order."""
-    resolution, resolved = resolve_operations(events)
+    """The Phase 0 resume plan of one run's committed events, in ledger order. ``scan``: the
+    caller's ``scan_tool_ledger`` of exactly ``events``, if it already has one."""
+    resolution, resolved = resolve_operations(events, scan)
     operations = _project(resolved)
     walk = _walk_replay(events)
     diagnostics = _diagnostics(

@@ -387,3 +387,49 @@ def test_the_ledger_tools_start_without_qt_sqlite_or_storage(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "0 []"
+
+
+def _large_run(turns: int) -> list[RuntimeEvent]:
+    """A long run past the size at which the command decodes on two cores, ending with a
+    dispatched call that has no response, so the plan is blocked and has a directive."""
+    ids = RunIds("sess-large", "inv-large", "run-large", "turn-large")
+    events: list[RuntimeEvent] = [user_text(ids=ids, marker=True)]
+    for index in range(turns):
+        events.extend(tool_turn(f"call-{index}", ids=ids, ts=10 + index))
+        events.append(model_text(ids=ids, event_id=f"text-{index}", ts=10 + index))
+    call = call_event("call-last", ids=ids, ts=10 + turns)
+    events.extend([call, dispatch_event(call, ts=11 + turns)])
+    return events
+
+
+@pytest.mark.parametrize("command", ["plan", "scan"])
+def test_a_large_ledger_gives_the_plan_of_the_serial_decode(tmp_path: Path, command: str) -> None:
+    from app.commands.ledger_report import plan_json, scan_json
+    from runtime.ledger.ledger_file import read_ledger_events
+    from runtime.ledger.parallel_decode import MIN_PARALLEL_BYTES
+    from runtime.recovery.recovery_resolver import resolve_recovery
+    from runtime.recovery.resume_plan import plan_resume
+
+    path = _write(tmp_path / "large.jsonl", _large_run(4_500))
+    assert path.stat().st_size > MIN_PARALLEL_BYTES
+    events = read_ledger_events(path.read_bytes())
+    expected = (
+        plan_json(plan_resume(events)) if command == "plan" else scan_json(resolve_recovery(events))
+    )
+    assert _json(["ledger", command, str(path), "--json"], tmp_path) == expected
+    if command == "plan":
+        assert expected["disposition"] == "blocked"
+        assert len(expected["operations"]) == 4_501
+
+
+def test_a_bad_line_late_in_a_large_ledger_is_refused_naming_the_line(tmp_path: Path) -> None:
+    lines = to_jsonl(_large_run(4_500)).split(b"\n")[:-1]
+    lines[-10] = lines[-10].replace(b'"partial":false', b'"partial":0')
+    path = tmp_path / "large-bad.jsonl"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    done = _run(["ledger", "plan", str(path), "--json"], tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert f"line {len(lines) - 9}:" in done.stderr
+    assert "partial" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,221 @@
+"""Decoding a large ledger file on two cores (POSIX), for the read-only ledger tools.
+
+Strict decoding is the largest single cost of ``maka ledger plan`` on a long run, and it is the
+same work for every line, so it splits: the process forks, the child decodes the tail of the file
+while the parent decodes the head and hands it to its consumer (the scan starts on the head while
+the tail is still being decoded), then the child's events come back piece by piece through a
+shared memory region in ``marshal`` form, which is several times cheaper to load than to decode.
+The events are equal (same values, same types, same key order) to a serial decode, and every
+error is the serial decode's error: the first bad line of the file, with its number, a torn last
+line included.
+
+Falls back to decoding serially, with the same results, when forking is unavailable or unsafe
+(no ``os.fork``, other threads running), the file is small, or the child fails in any way. The
+child never runs the parent's clean-up code: it leaves with ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import mmap
+import os
+import signal
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runtime.ledger.event_model import RuntimeEvent, decode_event_lines
+from runtime.ledger.ledger_file import decode_lines, raise_line_error, split_lines
+
+MIN_PARALLEL_BYTES = 4 << 20
+"""Below this size forking costs more than the second core saves."""
+
+PARENT_SHARE = 0.3
+"""The fraction of the file (by bytes) the parent decodes itself. The parent also consumes every
+piece (scans it) and loads the child's pieces, so its own share is the smaller one."""
+
+CHILD_PIECE_LINES = 8192
+"""The child hands its events over in pieces of this many lines, so the parent can scan one
+piece while the child decodes the next."""
+
+Consumer = Callable[[list[RuntimeEvent]], None]
+
+
+def decode_ledger_pieces(data: bytes, consume: Consumer, *, parallel: bool | None = None) -> int:
+    """Decode every line of ``data`` strictly and pass the events to ``consume`` in file order,
+    in consecutive pieces. Raises ``LedgerFileError`` at the first bad line exactly as
+    ``ledger_file.read_ledger_events`` does; ``consume`` may have received earlier pieces by then.
+
+    ``parallel``: None decides from the file size and the process state; False forces the serial
+    decode; True forks whenever the platform and the process allow it (tests use it). Returns
+    how many pieces ``consume`` received (1 when decoded serially).
+    """
+    cut = _cut(data, parallel)
+    if cut is None:
+        parts, terminated = split_lines(data)
+        consume(decode_lines(parts, 1, terminated))
+        return 1
+    region = mmap.mmap(-1, _capacity(len(data) - cut))
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        region.close()
+        parts, terminated = split_lines(data)
+        consume(decode_lines(parts, 1, terminated))
+        return 1
+    if pid == 0:  # pragma: no cover - the child leaves through os._exit, coverage never sees it
+        os.close(read_fd)
+        _child(data, cut, region, write_fd)
+    os.close(write_fd)
+    finished = False
+    try:
+        head = data[:cut].split(b"\n")
+        head.pop()  # the head ends with a newline: its last part is empty
+        consume(decode_lines(head, 1, True))
+        outcome = _receive_tail(read_fd, region, consume)
+        finished = True
+    finally:
+        os.close(read_fd)
+        _reap(pid, kill=not finished)
+        region.close()
+    if outcome.complete:
+        return 1 + outcome.pieces
+    tail, terminated = split_lines(data[cut:])
+    tail_first_line = len(head) + 1
+    if outcome.bad_line is not None:
+        index = outcome.bad_line
+        raise_line_error(tail_first_line + index, tail[index], index != len(tail) - 1 or terminated)
+    # The child stopped early: decode what it did not send here, with the same result.
+    done = outcome.lines_received
+    consume(decode_lines(tail[done:], tail_first_line + done, terminated))
+    return 2 + outcome.pieces
+
+
+def _cut(data: bytes, parallel: bool | None) -> int | None:
+    """The offset just after the newline that ends the parent's share, or None to decode
+    serially."""
+    if parallel is False or not hasattr(os, "fork") or threading.active_count() != 1:
+        return None
+    if parallel is None and len(data) < MIN_PARALLEL_BYTES:
+        return None
+    newline = data.find(b"\n", int(len(data) * PARENT_SHARE))
+    if newline < 0 or newline + 1 >= len(data):
+        return None
+    return newline + 1
+
+
+def _capacity(tail_bytes: int) -> int:
+    """Room for the child's marshalled events: JSON text marshals to about its own size (short
+    numbers grow, quotes and punctuation go); a child that runs out says so and the parent
+    decodes the rest. Untouched pages of the mapping cost nothing."""
+    return 3 * tail_bytes + (1 << 20)
+
+
+# Messages from the child: three little-endian int64 (kind, offset, length). The events of a
+# piece are in the shared region at [offset, offset + length); the pipe only carries these
+# small notices, so the child never waits for the parent.
+_MESSAGE = struct.Struct("<qqq")
+_PIECE, _BAD_LINE, _DONE, _STOPPED = 0, 1, 2, 3
+
+
+def _child(
+    data: bytes, cut: int, region: mmap.mmap, write_fd: int
+) -> None:  # pragma: no cover - runs in the child
+    """Decode ``data[cut:]`` piece by piece into ``region``, announcing each piece."""
+    status = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        parts, _ = split_lines(data[cut:])
+        offset = 0
+        for start in range(0, len(parts), CHILD_PIECE_LINES):
+            piece = parts[start : start + CHILD_PIECE_LINES]
+            events, stopped = decode_event_lines(piece)
+            if stopped < len(piece):
+                _send(write_fd, _BAD_LINE, start + stopped, 0)
+                break
+            payload = marshal.dumps(events)
+            end = offset + len(payload)
+            if end > len(region):
+                _send(write_fd, _STOPPED, 0, 0)
+                break
+            region[offset:end] = payload
+            _send(write_fd, _PIECE, offset, len(payload))
+            offset = end
+        else:
+            _send(write_fd, _DONE, 0, 0)
+        status = 0
+    finally:
+        os._exit(status)
+
+
+def _send(write_fd: int, kind: int, offset: int, length: int) -> None:  # pragma: no cover
+    os.write(write_fd, _MESSAGE.pack(kind, offset, length))  # atomic: far below PIPE_BUF
+
+
+@dataclass(slots=True)
+class _TailOutcome:
+    complete: bool = False
+    bad_line: int | None = None
+    """Index, within the tail, of the first line that does not decode."""
+    lines_received: int = 0
+    pieces: int = 0
+
+
+def _receive_tail(read_fd: int, region: mmap.mmap, consume: Consumer) -> _TailOutcome:
+    """Consume the child's pieces as they are announced, until it is done, reports a bad line,
+    or stops or dies (the outcome then says how many tail lines arrived)."""
+    outcome = _TailOutcome()
+    view = memoryview(region)
+    try:
+        while True:
+            message = _read_message(read_fd)
+            if message is None:
+                return outcome
+            kind, offset, length = message
+            if kind == _DONE:
+                outcome.complete = True
+                return outcome
+            if kind == _BAD_LINE:
+                outcome.bad_line = offset
+                return outcome
+            if kind != _PIECE:
+                return outcome
+            try:
+                events: list[RuntimeEvent] = marshal.loads(view[offset : offset + length])
+            except (EOFError, ValueError, TypeError):
+                return outcome
+            consume(events)
+            outcome.lines_received += len(events)
+            outcome.pieces += 1
+    finally:
+        view.release()
+
+
+def _read_message(read_fd: int) -> tuple[int, int, int] | None:
+    received = b""
+    while len(received) < _MESSAGE.size:
+        chunk = os.read(read_fd, _MESSAGE.size - len(received))
+        if not chunk:
+            return None
+        received += chunk
+    kind, offset, length = _MESSAGE.unpack(received)
+    return kind, offset, length
+
+
+def _reap(pid: int, *, kill: bool) -> None:
+    if kill:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return

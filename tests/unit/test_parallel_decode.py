@@ -1,0 +1,174 @@
+"""The two-core ledger decoder gives exactly what the serial decoder gives: the same events in the
+same order, or the same first error (code, line number, field), a torn tail included, and it
+leaves no child process behind, whatever the child does."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtime.ledger import parallel_decode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_file import LedgerFileError, read_ledger_events
+from runtime.ledger.parallel_decode import decode_ledger_pieces
+from tests.helpers.ledger_builders import ENDINGS, clean_ledger, to_jsonl
+
+# A few hundred lines of every kind of tool fact; small pieces make the child send several.
+LEDGER = to_jsonl(clean_ledger(len(ENDINGS) * 12))
+LINES = LEDGER.split(b"\n")[:-1]
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(parallel_decode, "CHILD_PIECE_LINES", 17)
+    yield
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # every child was reaped
+
+
+def decode(data: bytes, *, parallel: bool = True) -> tuple[list[RuntimeEvent], int]:
+    received: list[RuntimeEvent] = []
+    pieces = decode_ledger_pieces(data, received.extend, parallel=parallel)
+    return received, pieces
+
+
+def error_of(data: bytes, *, parallel: bool) -> tuple[str, int, str, str]:
+    with pytest.raises(LedgerFileError) as caught:
+        decode(data, parallel=parallel)
+    error = caught.value
+    return str(error.code), error.line_number, error.field, error.message
+
+
+def test_the_events_equal_the_serial_decode_with_the_same_types_and_key_order() -> None:
+    events, pieces = decode(LEDGER)
+    assert pieces > 2  # the parent's head and several pieces from the child
+    serial = read_ledger_events(LEDGER)
+    assert events == serial
+    assert [json.dumps(event) for event in events] == [json.dumps(event) for event in serial]
+
+
+def test_a_small_file_is_decoded_serially_unless_forced() -> None:
+    assert len(LEDGER) < parallel_decode.MIN_PARALLEL_BYTES
+    received: list[RuntimeEvent] = []
+    assert decode_ledger_pieces(LEDGER, received.extend) == 1
+    assert received == read_ledger_events(LEDGER)
+    assert decode(LEDGER, parallel=False)[1] == 1
+
+
+@pytest.mark.parametrize(
+    ("where", "bad"),
+    [
+        (3, b'{"id":"x"}'),  # in the parent's head: a required key is missing
+        (len(LINES) // 2, b"{not json"),  # in the child's tail
+        (len(LINES) - 5, b""),  # an empty line in the tail
+        (len(LINES) - 5, LINES[7].replace(b'"partial":false', b'"partial":"no"')),
+    ],
+)
+def test_a_bad_line_is_the_serial_decoders_error_with_its_line_number(
+    where: int, bad: bytes
+) -> None:
+    lines = list(LINES)
+    lines[where] = bad
+    data = b"".join(line + b"\n" for line in lines)
+    expected = error_of(data, parallel=False)
+    assert expected[1] == where + 1
+    assert error_of(data, parallel=True) == expected
+
+
+def test_only_the_first_of_two_bad_lines_is_reported() -> None:
+    lines = list(LINES)
+    lines[len(lines) // 2] = b"[]"
+    lines[len(lines) - 2] = b"{"
+    data = b"".join(line + b"\n" for line in lines)
+    assert error_of(data, parallel=True) == error_of(data, parallel=False)
+    assert error_of(data, parallel=True)[1] == len(lines) // 2 + 1
+
+
+def test_a_torn_last_line_is_reported_as_torn() -> None:
+    data = LEDGER + LINES[4][:20]
+    expected = error_of(data, parallel=False)
+    assert expected[0] == "torn_last_line"
+    assert error_of(data, parallel=True) == expected
+
+
+def test_a_last_line_without_newline_that_decodes_is_accepted() -> None:
+    data = LEDGER[:-1]
+    assert decode(data)[0] == read_ledger_events(data)
+
+
+def test_a_child_that_cannot_send_leaves_the_parent_to_decode_the_tail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(value: Any) -> bytes:
+        raise ValueError("no marshalling in this child")
+
+    monkeypatch.setattr(marshal, "dumps", broken)  # the child marshals with this module
+    events, pieces = decode(LEDGER)
+    assert events == read_ledger_events(LEDGER)
+    assert pieces == 2  # the head, then the whole tail decoded by the parent
+
+
+def test_a_child_that_runs_out_of_room_hands_over_what_it_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Marshalled events take about half their JSON size here: room for a part of the tail only.
+    assert len(marshal.dumps(read_ledger_events(LEDGER))) > len(LEDGER) // 4
+    monkeypatch.setattr(parallel_decode, "_capacity", lambda tail_bytes: tail_bytes // 4)
+    events, pieces = decode(LEDGER)
+    assert events == read_ledger_events(LEDGER)
+    assert 3 <= pieces < 2 + len(LINES) // 17  # some pieces came from the child, not all
+
+
+def test_a_child_killed_midway_changes_nothing_but_the_speed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_send = parallel_decode._send
+    sent = {"count": 0}
+
+    def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
+        if sent["count"] == 2:
+            os._exit(9)
+        sent["count"] += 1
+        real_send(write_fd, kind, offset, length)
+
+    monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+    events, pieces = decode(LEDGER)
+    assert events == read_ledger_events(LEDGER)
+    assert pieces == 4  # the head, two pieces from the child, the rest decoded here
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    count=st.integers(min_value=2, max_value=len(LINES)),
+    broken=st.one_of(st.none(), st.tuples(st.integers(min_value=0), st.sampled_from([b"{", b"1"]))),
+    share=st.floats(min_value=0.05, max_value=0.95),
+    newline_at_end=st.booleans(),
+)
+def test_any_file_any_split_decodes_as_the_serial_decoder_does(
+    monkeypatch: pytest.MonkeyPatch,
+    count: int,
+    broken: tuple[int, bytes] | None,
+    share: float,
+    newline_at_end: bool,
+) -> None:
+    monkeypatch.setattr(parallel_decode, "PARENT_SHARE", share)
+    lines = list(LINES[:count])
+    if broken is not None:
+        lines[broken[0] % count] = broken[1]
+    data = b"\n".join(lines) + (b"\n" if newline_at_end else b"")
+    try:
+        expected: Any = read_ledger_events(data)
+    except LedgerFileError as error:
+        expected = (str(error.code), error.line_number, error.field, error.message)
+        assert error_of(data, parallel=True) == expected
+    else:
+        assert decode(data)[0] == expected
