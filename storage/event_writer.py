@@ -50,8 +50,8 @@ from runtime.ledger.event_model import (
 from runtime.ledger.lane_rules import LaneConflict, check_generic_append, classify_lane
 from runtime.ledger.ledger_errors import EventDecodeError, LedgerError
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
-from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
-from runtime.ledger.transition_validator import validate_candidates
+from runtime.ledger.tool_ledger_scanner import ScannedOperation, ToolLedgerScanner
+from runtime.ledger.transition_validator import feed_boundary_candidates, validate_candidates
 from storage.event_rows import insert_event_row, lookup_payload
 from storage.run_ledger_state import RunLedgerState, RunStateCache
 
@@ -263,6 +263,30 @@ class LedgerTransaction:
                 verdict.event_id,
             )
 
+    def feed_tool_boundary(
+        self, state: RunLedgerState, candidates: Sequence[Candidate], kind: TransitionKind
+    ) -> tuple[ScannedOperation | None, ...]:
+        """T1/T2's transition validation, fed straight into the run's scanner instead of a
+        fork (``feed_boundary_candidates``): ``candidates`` are the new ones, their lane shape
+        checked by the writer; insert them with ``insert(..., fed=True)``. On a refusal the
+        scanner holds candidates that never became facts; the refusal rolls the transaction
+        back, and the rollback evicts the run's state (``RunStateCache.abandon``), so the next
+        write loads it again from the committed rows. Returns each candidate's operation as the
+        scanner holds it after the candidates."""
+        self._flush_validated()
+        scanner = self.cache.scanner(self.conn, state)
+        outcome = feed_boundary_candidates(
+            scanner, [candidate.event for candidate in candidates], kind
+        )
+        verdict = outcome.verdict
+        if not verdict.ok:
+            raise StoreRefusal(
+                verdict.code or WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+                verdict.message or "the write conflicts with the run's ledger",
+                verdict.event_id,
+            )
+        return outcome.operations
+
     def check_marker(self, state: RunLedgerState, candidate: Candidate, offset: int) -> None:
         if has_t1_marker(candidate.event) and state.next_seq + offset != 1:
             raise StoreRefusal(
@@ -271,7 +295,9 @@ class LedgerTransaction:
                 candidate.event_id,
             )
 
-    def insert(self, state: RunLedgerState, candidate: Candidate) -> int:
+    def insert(self, state: RunLedgerState, candidate: Candidate, *, fed: bool = False) -> int:
+        """Insert ``candidate`` with the run's next ``event_seq`` and bring the run's state up
+        to date; ``fed``: ``feed_tool_boundary`` already fed it to the run's scanner."""
         seq = state.next_seq
         insert_event_row(
             self.conn,
@@ -285,9 +311,10 @@ class LedgerTransaction:
         state.next_seq = seq + 1
         if candidate.terminal and state.terminal_event_id is None:
             state.terminal_event_id = candidate.event_id
-        scanner = state.scanner
-        if scanner is not None:
-            self._feed(scanner, candidate.event)
+        if not fed:
+            scanner = state.scanner
+            if scanner is not None:
+                self._feed(scanner, candidate.event)
         return seq
 
     def _feed(self, scanner: ToolLedgerScanner, event: RuntimeEvent) -> None:

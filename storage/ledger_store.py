@@ -69,7 +69,7 @@ from storage.sqlite_connection import (
     translate_sqlite_error,
 )
 from storage.store_doctor import DoctorReport, diagnose
-from storage.store_failpoints import store_failpoint
+from storage.store_failpoints import reach_failpoint, store_failpoint, wanted_failpoint
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
 T = TypeVar("T")
@@ -213,17 +213,19 @@ class SqliteLedgerStore:
         call = prepare_candidate(call_event) if call_event is not None else None
         dispatch = prepare_candidate(dispatch_event)
         check_shape([*([call] if call is not None else []), dispatch], TransitionKind.T1_PREPARE)
-        result = self._write_tool_fact(lambda tx: commit_prepared(tx, call, dispatch))
+        failpoint = wanted_failpoint()
+        result = self._write_tool_fact(lambda tx: commit_prepared(tx, call, dispatch, failpoint))
         if result.created:
-            store_failpoint("t1_after_commit")
+            reach_failpoint(failpoint, "t1_after_commit")
         return result
 
     def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult:
         response = prepare_candidate(response_event)
         check_shape([response], TransitionKind.T2_OUTCOME)
-        result = self._write_tool_fact(lambda tx: commit_outcome(tx, response))
+        failpoint = wanted_failpoint()
+        result = self._write_tool_fact(lambda tx: commit_outcome(tx, response, failpoint))
         if result.created:
-            store_failpoint("t2_after_commit")
+            reach_failpoint(failpoint, "t2_after_commit")
         return result
 
     def commit_recovery_bundle(

@@ -45,6 +45,7 @@ from storage.run_header_store import (
     restore_open_status,
 )
 from storage.session_export import ParsedExport, RunBlock, TransferError
+from storage.store_failpoints import wanted_failpoint
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
 
@@ -182,10 +183,10 @@ def _commit_next(
         return 1, [result]
     if lane is Lane.TOOL_DISPATCH:
         check_shape([candidate], TransitionKind.T1_PREPARE)
-        return 1, [commit_prepared(tx, None, candidate)]
+        return 1, [commit_prepared(tx, None, candidate, wanted_failpoint())]
     if lane is Lane.FUNCTION_RESPONSE and is_bound_response(candidate.event):
         check_shape([candidate], TransitionKind.T2_OUTCOME)
-        return 1, [commit_outcome(tx, candidate)]
+        return 1, [commit_outcome(tx, candidate, wanted_failpoint())]
     if lane is Lane.RECONCILE_RESULT:
         return _commit_bundle(tx, events, position, candidate)
     check_generic(candidate)

@@ -33,6 +33,12 @@ def _wanted() -> str | None:
     return os.environ.get(FAILPOINT_ENV)
 
 
+def wanted_failpoint() -> str | None:
+    """The failpoint named by ``MAKA_FAILPOINT`` right now (None when unset or empty). A writer
+    on the hot path reads it once per store call and passes it to ``reach_failpoint``."""
+    return os.environ.get(FAILPOINT_ENV) or None
+
+
 STORE_FAILPOINTS = frozenset(
     {
         "t1_after_call_insert",
@@ -60,4 +66,11 @@ def store_failpoint(*names: str) -> None:
     """
     wanted = _wanted()
     if wanted and wanted in names:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def reach_failpoint(wanted: str | None, *names: str) -> None:
+    """``store_failpoint`` with the environment already read (``wanted_failpoint``) at the start
+    of the same store call: SIGKILL this process if ``wanted`` is one of ``names``."""
+    if wanted is not None and wanted in names:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -17,13 +17,13 @@ transaction; the ``*_after_commit`` points are in ``ledger_store``.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 from runtime.ledger.codes import ScanIssueCode, StoreCode, TransitionKind, WriterRejectionCode
 from runtime.ledger.lane_rules import check_transition_shape
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from storage.event_writer import Candidate, LedgerTransaction
-from storage.store_failpoints import store_failpoint
+from storage.store_failpoints import reach_failpoint
 from storage.tool_projection import project_prepared, project_t2_outcome, read_operation
 
 
@@ -40,19 +40,18 @@ def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
 
 
 def commit_prepared(
-    tx: LedgerTransaction, call: Candidate | None, dispatch: Candidate
+    tx: LedgerTransaction, call: Candidate | None, dispatch: Candidate, failpoint: str | None
 ) -> CommitResult:
-    """T1. The caller has run ``check_shape`` on exactly these candidates."""
+    """T1. The caller has run ``check_shape`` on exactly these candidates; ``failpoint`` is
+    ``wanted_failpoint()`` read at the start of the store call."""
     candidates = [call, dispatch] if call is not None else [dispatch]
     state = tx.run(dispatch.event["runId"])
     tx.check_spine(state, candidates)
     tx.check_health(state)
     new, retried = tx.split_retries(candidates, state)
-    actions: dict[str, Any] = dict(dispatch.event.get("actions") or {})
-    fact: dict[str, Any] = actions["toolDispatch"]
-    operation_id: str = fact["operationId"]
+    fact = cast(dict[str, Any], dispatch.event["actions"]["toolDispatch"])
     if not new:
-        stored = read_operation(tx.conn, operation_id)
+        stored = read_operation(tx.conn, fact["operationId"])
         if stored is None or stored.dispatch_event_id != dispatch.event_id:
             raise StoreRefusal(
                 StoreCode.STORE_CORRUPT,
@@ -61,14 +60,22 @@ def commit_prepared(
             )
         return CommitResult(created=False, event_seq=retried[dispatch.event_id])
     tx.check_seal(state, new)
-    tx.validate_tool_transition(
-        state, new, TransitionKind.T1_PREPARE, shape_checked=len(new) == len(candidates)
-    )
+    if len(new) == len(candidates):
+        operations = tx.feed_tool_boundary(state, new, TransitionKind.T1_PREPARE)
+    else:
+        # The call is an exact retry: the dispatch alone goes through the shared validation,
+        # which checks its shape again.
+        tx.validate_tool_transition(state, new, TransitionKind.T1_PREPARE)
+        operations = ()
     if call is not None:
         call_event_id = call.event_id
     else:
-        scanned = tx.cache.scanner(tx.conn, state).operation(
-            state.invocation_id, fact["providerToolCallId"]
+        scanned = (
+            operations[0]
+            if operations
+            else tx.cache.scanner(tx.conn, state).operation(
+                state.invocation_id, fact["providerToolCallId"]
+            )
         )
         if scanned is None or scanned.call_event is None:
             raise StoreRefusal(
@@ -77,14 +84,15 @@ def commit_prepared(
                 dispatch.event_id,
             )
         call_event_id = scanned.call_event["id"]
+    fed = bool(operations)
     dispatch_seq = 0
     for candidate in new:
-        seq = tx.insert(state, candidate)
+        seq = tx.insert(state, candidate, fed=fed)
         if candidate is dispatch:
             dispatch_seq = seq
-            store_failpoint("t1_after_dispatch_insert")
+            reach_failpoint(failpoint, "t1_after_dispatch_insert")
         else:
-            store_failpoint("t1_after_call_insert")
+            reach_failpoint(failpoint, "t1_after_call_insert")
     try:
         project_prepared(tx.conn, call_event_id, dispatch.event, tx.committed_at)
     except sqlite3.IntegrityError:
@@ -92,14 +100,22 @@ def commit_prepared(
         # uniqueness knows the other runs. The whole transaction rolls back.
         raise StoreRefusal(
             ScanIssueCode.DUPLICATE_OPERATION,
-            f"operation id {operation_id} already belongs to another tool call",
+            f"operation id {fact['operationId']} already belongs to another tool call",
             dispatch.event_id,
         ) from None
     return CommitResult(created=True, event_seq=dispatch_seq)
 
 
-def commit_outcome(tx: LedgerTransaction, response: Candidate) -> CommitResult:
-    """T2. The caller has run ``check_shape`` on ``[response]``."""
+def commit_outcome(
+    tx: LedgerTransaction, response: Candidate, failpoint: str | None
+) -> CommitResult:
+    """T2. The caller has run ``check_shape`` on ``[response]``; ``failpoint`` is
+    ``wanted_failpoint()`` read at the start of the store call.
+
+    The operation is the one the scanner files the response under (its invocation and call
+    id), and it must have been prepared by T1 under the response's ``refs.operationId``:
+    ``operation_not_found`` otherwise (the projection row then moved is the one a rebuild
+    would move)."""
     state = tx.run(response.event["runId"])
     tx.check_spine(state, [response])
     tx.check_health(state)
@@ -107,18 +123,20 @@ def commit_outcome(tx: LedgerTransaction, response: Candidate) -> CommitResult:
     if not new:
         return CommitResult(created=False, event_seq=retried[response.event_id])
     tx.check_seal(state, new)
-    tx.validate_tool_transition(state, new, TransitionKind.T2_OUTCOME, shape_checked=True)
-    refs: dict[str, Any] = dict(response.event.get("refs") or {})
-    scanned = tx.cache.scanner(tx.conn, state).operation_by_id(refs["operationId"])
-    if scanned is None or scanned.dispatch_event is None or scanned.call_event is None:
+    (scanned,) = tx.feed_tool_boundary(state, new, TransitionKind.T2_OUTCOME)
+    operation_id = response.event["refs"]["operationId"]
+    if (
+        scanned is None
+        or scanned.dispatch_event is None
+        or scanned.call_event is None
+        or scanned.operation_id != operation_id
+    ):
         raise StoreRefusal(
             StoreCode.OPERATION_NOT_FOUND,
-            f"no T1 prepared operation {refs['operationId']}",
+            f"no T1 prepared operation {operation_id}",
             response.event_id,
         )
-    seq = tx.insert(state, response)
-    store_failpoint("t2_after_response_insert")
-    project_t2_outcome(
-        tx.conn, scanned.call_event["id"], scanned.dispatch_event, response.event, tx.committed_at
-    )
+    seq = tx.insert(state, response, fed=True)
+    reach_failpoint(failpoint, "t2_after_response_insert")
+    project_t2_outcome(tx.conn, scanned.dispatch_event, response.event, tx.committed_at)
     return CommitResult(created=True, event_seq=seq)

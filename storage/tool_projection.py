@@ -95,20 +95,17 @@ def _journal_values(record: ToolJournalRecord) -> tuple[object, ...]:
     )
 
 
-def _insert_operation(conn: sqlite3.Connection, record: ToolOperationRecord) -> None:
-    conn.execute(
-        f"INSERT INTO tool_operations ({_OPERATION_COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _operation_values(record),
-    )
+_INSERT_OPERATION = (
+    f"INSERT INTO tool_operations ({_OPERATION_COLUMNS})"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_JOURNAL = (
+    f"INSERT INTO tool_journal_events ({_JOURNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _insert_journal(conn: sqlite3.Connection, record: ToolJournalRecord) -> None:
-    conn.execute(
-        f"INSERT INTO tool_journal_events ({_JOURNAL_COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        _journal_values(record),
-    )
+    conn.execute(_INSERT_JOURNAL, _journal_values(record))
 
 
 def _operation_from_row(row: Sequence[Any]) -> ToolOperationRecord:
@@ -232,9 +229,55 @@ def _recovery_metadata(event: RuntimeEvent) -> dict[str, Any] | None:
 def project_prepared(
     conn: sqlite3.Connection, call_event_id: str, dispatch: RuntimeEvent, committed_at: int
 ) -> None:
-    operation, journal = prepared_records(call_event_id, dispatch, committed_at)
-    _insert_operation(conn, operation)
-    _insert_journal(conn, journal)
+    """T1's operation row and ``prepared`` journal row: the values of ``prepared_records``,
+    bound straight from the dispatch (a T1 is on the hot path; the rebuild test proves the rows
+    equal the rebuilt ones)."""
+    fact = _fact(dispatch)
+    operation_id: str = fact["operationId"]
+    invocation_id, run_id, turn_id = dispatch["invocationId"], dispatch["runId"], dispatch["turnId"]
+    args_hash, mode = fact["canonicalArgsHash"], fact["recoveryMode"]
+    dispatch_id = dispatch["id"]
+    conn.execute(
+        _INSERT_OPERATION,
+        (
+            operation_id,
+            dispatch["sessionId"],
+            invocation_id,
+            run_id,
+            turn_id,
+            fact["providerToolCallId"],
+            fact["toolName"],
+            args_hash,
+            mode,
+            PREPARED,
+            call_event_id,
+            dispatch_id,
+            None,
+            1,
+        ),
+    )
+    conn.execute(
+        _INSERT_JOURNAL,
+        (
+            f"{operation_id}_prepared",
+            operation_id,
+            invocation_id,
+            run_id,
+            turn_id,
+            PREPARED,
+            dispatch_id,
+            args_hash,
+            mode,
+            _metadata_bytes(dispatch),
+            committed_at,
+        ),
+    )
+
+
+def _metadata_bytes(event: RuntimeEvent) -> bytes | None:
+    """``metadata_json`` of the journal row recording ``event`` (``_journal_values``)."""
+    metadata = _recovery_metadata(event)
+    return canonical_json_bytes(metadata) if metadata is not None else None
 
 
 def _advance(
@@ -282,45 +325,44 @@ def project_outcome(
 
 def project_t2_outcome(
     conn: sqlite3.Connection,
-    call_event_id: str,
     dispatch: RuntimeEvent,
     response: RuntimeEvent,
     committed_at: int,
 ) -> None:
     """T2: journal the outcome and move the operation ``prepared`` -> ``outcome_committed``
-    (compare-and-set: an operation settled in any other way refuses)."""
-    del call_event_id  # the journal row names the operation, not the call
+    (compare-and-set: an operation settled in any other way refuses). The journal row is the
+    one ``_journal`` builds from the prepared operation record, bound straight from the
+    dispatch (a T2 is on the hot path)."""
     fact = _fact(dispatch)
     operation_id: str = fact["operationId"]
-    # The row ``_journal`` would build from the prepared operation record, without building
-    # that record (a T2 is on the hot path).
-    _insert_journal(
-        conn,
-        ToolJournalRecord(
-            journal_event_id=f"{operation_id}_outcome",
-            operation_id=operation_id,
-            invocation_id=dispatch["invocationId"],
-            run_id=dispatch["runId"],
-            turn_id=dispatch["turnId"],
-            state=OUTCOME_COMMITTED,
-            runtime_event_id=response["id"],
-            canonical_args_hash=fact["canonicalArgsHash"],
-            recovery_mode=fact["recoveryMode"],
-            metadata=_recovery_metadata(response),
-            committed_at=committed_at,
+    response_id = response["id"]
+    conn.execute(
+        _INSERT_JOURNAL,
+        (
+            f"{operation_id}_outcome",
+            operation_id,
+            dispatch["invocationId"],
+            dispatch["runId"],
+            dispatch["turnId"],
+            OUTCOME_COMMITTED,
+            response_id,
+            fact["canonicalArgsHash"],
+            fact["recoveryMode"],
+            _metadata_bytes(response),
+            committed_at,
         ),
     )
     cursor = conn.execute(
         "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
         " version = version + 1"
         " WHERE operation_id = ? AND current_state = 'prepared' AND result_event_id IS NULL",
-        (response["id"], operation_id),
+        (response_id, operation_id),
     )
     if cursor.rowcount != 1:
         raise StoreRefusal(
             WriterRejectionCode.OPERATION_SETTLED,
             f"operation {operation_id} is not waiting for an outcome",
-            response["id"],
+            response_id,
         )
 
 
@@ -446,16 +488,8 @@ def insert_projection_rows(
     operations: Sequence[ToolOperationRecord],
     journal: Sequence[ToolJournalRecord],
 ) -> None:
-    conn.executemany(
-        f"INSERT INTO tool_operations ({_OPERATION_COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (_operation_values(record) for record in operations),
-    )
-    conn.executemany(
-        f"INSERT INTO tool_journal_events ({_JOURNAL_COLUMNS})"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (_journal_values(row) for row in journal),
-    )
+    conn.executemany(_INSERT_OPERATION, (_operation_values(record) for record in operations))
+    conn.executemany(_INSERT_JOURNAL, (_journal_values(row) for row in journal))
 
 
 def replace_projections(

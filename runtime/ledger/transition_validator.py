@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import BundleCode, ScanIssueCode, TransitionKind, WriterRejectionCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.lane_rules import check_transition_shape
 from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
-from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScanner
+from runtime.ledger.tool_ledger_scanner import ScanIssue, ScannedOperation, ToolLedgerScanner
 
 TransitionCode = ScanIssueCode | WriterRejectionCode | BundleCode
 
@@ -125,6 +126,82 @@ def validate_candidates(
                 message=meaning.message,
             )
     return TransitionVerdict(True, new_events=tuple(remaining), fork=trial)
+
+
+_BOUNDARY_KINDS = frozenset({TransitionKind.T1_PREPARE, TransitionKind.T2_OUTCOME})
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryVerdict:
+    """``feed_boundary_candidates``: the verdict, and on success the operation each candidate
+    belongs to after feeding (in candidate order, one entry per candidate)."""
+
+    verdict: TransitionVerdict
+    operations: tuple[ScannedOperation | None, ...] = ()
+
+
+def feed_boundary_candidates(
+    scanner: ToolLedgerScanner, candidates: Sequence[RuntimeEvent], kind: TransitionKind
+) -> BoundaryVerdict:
+    """``validate_candidates`` for a T1 or T2 write, fed straight into ``scanner`` (no fork).
+
+    For the tool writers' hot path: the candidates are all new (the caller already answered
+    exact retries) and their lane shape was checked by the caller. The verdict is the one
+    ``validate_candidates`` gives for them: the issues feeding raises are the same (a fork only
+    reproduces this scanner's state for them), and so is the recovery check, which reads the
+    operations the candidates touch. A T1 or T2 candidate touches only the operation of its own
+    (invocation, call id), plus for a dispatch the operation of its ``operationId``, which after
+    a dispatch fed without an issue is that same operation; so those operations are looked at
+    (each a frozen copy the caller may use afterwards).
+
+    ``scanner`` is changed whatever the verdict: unless the verdict is ok *and* the candidates
+    are then committed, the caller must throw the scanner away (the store's write transaction
+    does: a refusal or any failure rolls back and evicts the run's state).
+    """
+    if kind not in _BOUNDARY_KINDS:
+        raise ValueError(f"feed_boundary_candidates is for T1 and T2 only, not {kind}")
+    existing_issue = scanner.first_issue
+    if existing_issue is not None:
+        return BoundaryVerdict(_from_issue(existing_issue, "the ledger already has an issue"))
+    for candidate in candidates:
+        raised = scanner.feed(candidate)
+        if raised:
+            return BoundaryVerdict(
+                _from_issue(raised[0], "the candidates conflict with the ledger")
+            )
+    operations: list[ScannedOperation | None] = []
+    frozen: dict[tuple[str, str], ScannedOperation | None] = {}
+    for candidate in candidates:
+        event = cast(dict[str, Any], candidate)
+        content = event.get("content")
+        call_id: str = (
+            content["id"]
+            if content is not None
+            else event["actions"]["toolDispatch"]["providerToolCallId"]
+        )
+        key = (event["invocationId"], call_id)
+        if key in frozen:
+            operations.append(frozen[key])
+            continue
+        op = frozen[key] = scanner.operation(*key)
+        operations.append(op)
+        if op is None or (not op.reconcile_events and not op.decision_events):
+            continue
+        meaning = interpret_scanned_recovery(op)
+        if isinstance(meaning, RecoveryCorruption):
+            # Name the first candidate that made the tail invalid.
+            culprit = next(c["id"] for c in candidates if c["id"] in op.event_positions)
+            return BoundaryVerdict(
+                TransitionVerdict(
+                    False,
+                    code=meaning.code,
+                    event_id=culprit,
+                    operation_id=op.operation_id,
+                    tool_call_id=op.tool_call_id,
+                    message=meaning.message,
+                )
+            )
+    return BoundaryVerdict(TransitionVerdict(True, new_events=tuple(candidates)), tuple(operations))
 
 
 def validate_transition(

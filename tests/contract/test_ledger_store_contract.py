@@ -370,6 +370,7 @@ def test_t2_settles_the_operation(store: SqliteLedgerStore) -> None:
         ("unbound_through_t2", "transition_shape_conflict"),
         ("no_t1", "orphan_response"),
         ("call_without_dispatch", "operation_not_found"),
+        ("bound_to_another_call", "operation_not_found"),
     ],
 )
 def test_t2_refusals(store: SqliteLedgerStore, case: str, code: str) -> None:
@@ -386,6 +387,16 @@ def test_t2_refusals(store: SqliteLedgerStore, case: str, code: str) -> None:
         action = partial(store.commit_tool_outcome, response_event(call))
     elif case == "no_t1":
         action = partial(store.commit_tool_outcome, bound_response(call))
+    elif case == "bound_to_another_call":
+        # The response answers call-2 (committed without T1) but its refs name call-1's
+        # prepared operation: it must not settle that operation.
+        store.commit_tool_prepared(call, dispatch_event(call))
+        other = call_event("call-2", ids=IDS, event_id="evt-call-2")
+        store.append_event(other)
+        action = partial(
+            store.commit_tool_outcome,
+            with_changes(bound_response(other), refs=dict(bound_response(call)["refs"])),
+        )
     else:
         store.append_event(call)
         action = partial(store.commit_tool_outcome, bound_response(call))
