@@ -107,7 +107,7 @@ def plain_canonical_json_bytes(value: Any) -> bytes | None:
 # In compact JSON every number token follows ":", "," or "["; one with a fraction or an exponent
 # (a float) or with 16 or more digits (beyond 2^53 - 1) matches here, and so does any byte that
 # starts a character at or above U+E000 (lead bytes 0xEE-0xF4).
-_NOT_PLAIN_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]|[:,\[]-?[0-9]{16}|[\xee-\xff]")
+_NOT_PLAIN_TOKEN = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.eE]|(?:^|[:,\[])-?[0-9]{16}|[\xee-\xff]")
 
 
 def canonical_line_bytes(line: bytes, value: Any) -> bytes:
