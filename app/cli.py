@@ -97,7 +97,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_main() -> None:
-    sys.exit(main())
+    from app.process_exit import enter_console, exit_now, fast_exit_requested
+
+    enter_console()
+    code = main()
+    if fast_exit_requested():
+        exit_now(code)
+    sys.exit(code)
 
 
 __all__ = ["EXIT_USAGE", "main"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,29 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _load_event_model_without_plugins() -> None:
-    """Import the event model with pydantic's plugin discovery switched off for that import.
-
-    Discovery walks the metadata of every installed distribution (a fifth of this command's
-    import time) to find validation observers; the ledger tools use none. The setting is
-    restored at once, so anything else built later in this process still sees plugins.
-    """
-    if "runtime.ledger.event_model" in sys.modules:
-        return
-    previous = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
-    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
-    try:
-        importlib.import_module("runtime.ledger.event_model")
-    finally:
-        if previous is None:
-            del os.environ["PYDANTIC_DISABLE_PLUGINS"]
-        else:
-            os.environ["PYDANTIC_DISABLE_PLUGINS"] = previous
-
-
 def run(args: argparse.Namespace) -> int:
     command: str = args.ledger_command
-    _load_event_model_without_plugins()
     if command == "check":
         return run_check(args)
     report = _report_module()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.parallel_decode import decode_ledger_pieces
@@ -139,7 +140,9 @@ def _bulk_allocation() -> Iterator[None]:
     try:
         yield
     finally:
-        if was_enabled:
+        # Re-enabled, the collector would at once walk everything allocated meanwhile; when the
+        # process ends right after the command there is nothing left for it to find.
+        if was_enabled and not fast_exit_requested():
             gc.enable()
 
 
@@ -165,7 +168,9 @@ def _build_document(
         decode_ledger_pieces(read_file_bytes(path), consume)
     except LedgerFileError as error:
         raise _decoding_error(path, error) from None
-    return build(events, scan.finish())
+    scanned = scan.finish()
+    request_fast_exit(events, scanned)  # freeing them at exit would only cost time
+    return build(events, scanned)
 
 
 def _emit(document: JsonObject) -> None:
@@ -183,6 +188,7 @@ def _run(
             _emit(document)
         else:
             _print_text(document)
+        request_fast_exit(document)
     return EXIT_OK
 
 

@@ -14,22 +14,69 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, cast
+from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from pydantic_core import SchemaValidator, ValidationError
 from typing_extensions import TypedDict
 
+from runtime.ledger.event_core_schema import RUNTIME_EVENT_CORE_SCHEMA
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError
 
 MAX_SAFE_INTEGER = 2**53 - 1
 TOOL_BOUNDARY_PROTOCOL_V1 = "t1_after_preflight_v1"
 
-_CLOSED = ConfigDict(extra="forbid", strict=True)
+_T = TypeVar("_T")
 
-NonEmpty = Annotated[str, Field(min_length=1)]
-Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
-SafeInt = Annotated[int, Field(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
-NonNegativeSafeInt = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
+
+def _closed(cls: _T) -> _T:
+    """Every event object is closed and strict: unknown keys are refused, nothing is coerced.
+    (The setting pydantic reads from a TypedDict; see ``event_schema_derivation``.)"""
+    setattr(cls, "__pydantic_config__", {"extra": "forbid", "strict": True})  # noqa: B010
+    return cls
+
+
+class _Constrained:
+    """Constraints on a string or integer field, as pydantic's schema derivation reads them."""
+
+    __slots__ = ("constraints",)
+
+    def __init__(self, **constraints: object) -> None:
+        self.constraints = constraints
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        schema = handler(source)
+        schema.update(self.constraints)
+        return schema
+
+
+class _TaggedBy:
+    """A union of closed objects told apart by the literal value of one key (a tagged union, so
+    a wrong object is reported against the variant its tag names, not against all of them)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        union = handler(source)
+        choices = {}
+        for choice in union["choices"]:
+            variant = handler.resolve_ref_schema(choice)
+            choices[variant["fields"][self.key]["schema"]["expected"][0]] = choice
+        return {
+            "type": "tagged-union",
+            "choices": choices,
+            "discriminator": self.key,
+            "strict": False,
+            "from_attributes": True,
+        }
+
+
+NonEmpty = Annotated[str, _Constrained(min_length=1)]
+Digest = Annotated[str, _Constrained(pattern=r"^sha256:[0-9a-f]{64}$")]
+SafeInt = Annotated[int, _Constrained(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+NonNegativeSafeInt = Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]
 
 Role = Literal["user", "model", "tool", "system"]
 Author = Literal["user", "host", "agent", "tool", "system"]
@@ -43,21 +90,21 @@ TERMINAL_STATUSES = frozenset({"completed", "failed", "aborted", "cancelled"})
 # ---- content variants -------------------------------------------------------------------------
 
 
-@with_config(_CLOSED)
+@_closed
 class TextContent(TypedDict):
     kind: Literal["text"]
     text: str
     displayText: NotRequired[str]
 
 
-@with_config(_CLOSED)
+@_closed
 class ThinkingContent(TypedDict):
     kind: Literal["thinking"]
     text: str
     signature: NotRequired[str]
 
 
-@with_config(_CLOSED)
+@_closed
 class FunctionCallContent(TypedDict):
     kind: Literal["function_call"]
     id: str
@@ -65,7 +112,7 @@ class FunctionCallContent(TypedDict):
     args: Any
 
 
-@with_config(_CLOSED)
+@_closed
 class FunctionResponseContent(TypedDict):
     kind: Literal["function_response"]
     id: str
@@ -74,7 +121,7 @@ class FunctionResponseContent(TypedDict):
     isError: NotRequired[bool]
 
 
-@with_config(_CLOSED)
+@_closed
 class ErrorContent(TypedDict):
     kind: Literal["error"]
     message: str
@@ -84,20 +131,20 @@ class ErrorContent(TypedDict):
 
 Content = Annotated[
     TextContent | ThinkingContent | FunctionCallContent | FunctionResponseContent | ErrorContent,
-    Field(discriminator="kind"),
+    _TaggedBy("kind"),
 ]
 
 
 # ---- actions ----------------------------------------------------------------------------------
 
 
-@with_config(_CLOSED)
+@_closed
 class TokenUsage(TypedDict):
     input: NonNegativeSafeInt
     output: NonNegativeSafeInt
 
 
-@with_config(_CLOSED)
+@_closed
 class PermissionRequest(TypedDict):
     requestId: NonEmpty
     toolName: NonEmpty
@@ -105,38 +152,38 @@ class PermissionRequest(TypedDict):
     summary: str
 
 
-@with_config(_CLOSED)
+@_closed
 class PermissionDecision(TypedDict):
     requestId: NonEmpty
     decision: Literal["allow", "deny"]
 
 
-@with_config(_CLOSED)
+@_closed
 class PermissionClosure(TypedDict):
     requestId: NonEmpty
     reason: Literal["host_restarted", "timed_out"]
 
 
-@with_config(_CLOSED)
+@_closed
 class RuntimeProtocol(TypedDict):
     toolBoundary: Literal["t1_after_preflight_v1"]
 
 
-@with_config(_CLOSED)
+@_closed
 class FileStateBefore(TypedDict):
     exists: bool
     sha256: NotRequired[Digest]
     size: NotRequired[NonNegativeSafeInt]
 
 
-@with_config(_CLOSED)
+@_closed
 class FileStateAfter(TypedDict):
     exists: Literal[True]
     sha256: Digest
     size: NonNegativeSafeInt
 
 
-@with_config(_CLOSED)
+@_closed
 class FileStateEvidence(TypedDict):
     """Evidence a reconcilable write carries in its T1 dispatch (RECOVERY.md section 5)."""
 
@@ -147,7 +194,7 @@ class FileStateEvidence(TypedDict):
     expectedAfter: FileStateAfter
 
 
-@with_config(_CLOSED)
+@_closed
 class ToolDispatch(TypedDict):
     protocol: Literal["t1_after_preflight_v1"]
     operationId: NonEmpty
@@ -158,7 +205,7 @@ class ToolDispatch(TypedDict):
     evidence: NotRequired[FileStateEvidence]
 
 
-@with_config(_CLOSED)
+@_closed
 class ToolRecovery(TypedDict):
     """Recovery fact envelope; the payload is checked by the bundle validation, which reports
     ``reconcile_fact_invalid`` / ``decision_fact_invalid`` for a malformed one."""
@@ -168,17 +215,17 @@ class ToolRecovery(TypedDict):
     payload: dict[str, Any]
 
 
-@with_config(_CLOSED)
+@_closed
 class ContinuationSource(TypedDict):
     sessionId: NonEmpty
     invocationId: NonEmpty
     runId: NonEmpty
     turnId: NonEmpty
-    highWater: Annotated[int, Field(ge=1, le=MAX_SAFE_INTEGER)]
+    highWater: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
     prefixDigest: Digest
 
 
-@with_config(_CLOSED)
+@_closed
 class ContinuationStart(TypedDict):
     protocol: Literal["continuation_start_v2"]
     provenance: Literal["runtime_admission", "claim_repair"]
@@ -190,7 +237,7 @@ class ContinuationStart(TypedDict):
     providerReplayDigest: Digest
 
 
-@with_config(_CLOSED)
+@_closed
 class Actions(TypedDict, total=False):
     stateDelta: dict[str, Any]
     endInvocation: bool
@@ -204,7 +251,7 @@ class Actions(TypedDict, total=False):
     continuationStart: ContinuationStart
 
 
-@with_config(_CLOSED)
+@_closed
 class Refs(TypedDict, total=False):
     toolCallId: str
     operationId: str
@@ -218,7 +265,7 @@ class Refs(TypedDict, total=False):
 # ---- the envelope -----------------------------------------------------------------------------
 
 
-@with_config(_CLOSED)
+@_closed
 class RuntimeEvent(TypedDict):
     id: NonEmpty
     sessionId: NonEmpty
@@ -236,10 +283,11 @@ class RuntimeEvent(TypedDict):
     refs: NotRequired[Refs]
 
 
-_EVENT_ADAPTER: TypeAdapter[RuntimeEvent] = TypeAdapter(RuntimeEvent)
-# The core validator's own method: ``TypeAdapter.validate_json`` only forwards its default
-# options to it, at a cost that shows on a ledger of a hundred thousand lines.
-_VALIDATE_JSON = _EVENT_ADAPTER.validator.validate_json
+# Built from the schema derived from the TypedDicts above (``event_schema_derivation``), with
+# ``pydantic_core`` alone: deriving it again at every start would cost the ledger tools more than
+# everything else they import.
+_VALIDATOR = SchemaValidator(RUNTIME_EVENT_CORE_SCHEMA)
+_VALIDATE_JSON = _VALIDATOR.validate_json
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -383,7 +431,7 @@ def decode_event(value: object) -> RuntimeEvent:
     if not isinstance(value, dict):
         raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
     try:
-        event = _EVENT_ADAPTER.validate_python(value)
+        event: RuntimeEvent = _VALIDATOR.validate_python(value)
     except ValidationError as error:
         raise _raise_from_validation(error) from None
     check_json_value(event, "")  # also covers strings of the envelope (lone surrogates)

@@ -368,13 +368,14 @@ def test_a_missing_file_is_refused_without_a_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_the_ledger_tools_start_without_qt_sqlite_or_storage(tmp_path: Path) -> None:
+def test_the_ledger_tools_start_without_qt_sqlite_storage_or_pydantic(tmp_path: Path) -> None:
     path = _write(tmp_path / "run.jsonl", [user_text(marker=True), *tool_turn("c1")])
     probe = (
         "import sys\n"
         "from app.cli import main\n"
         f"code = main(['ledger', 'plan', {str(path)!r}, '--json'])\n"
-        "loaded = [m for m in ('PySide6', 'sqlite3', '_sqlite3', 'storage') if m in sys.modules]\n"
+        "loaded = [m for m in ('PySide6', 'sqlite3', '_sqlite3', 'storage', 'pydantic')\n"
+        "          if m in sys.modules]\n"
         "print(code, loaded, file=sys.stderr)\n"
     )
     done = subprocess.run(
