@@ -19,17 +19,32 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, cast
 
-from runtime.ledger.codes import ScanIssueCode, StoreCode, TransitionKind, WriterRejectionCode
-from runtime.ledger.lane_rules import check_transition_shape
+from runtime.ledger.codes import Lane, ScanIssueCode, StoreCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.lane_rules import check_transition_shape, is_bound_response
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.store_failpoints import reach_failpoint
 from storage.tool_projection import project_prepared, project_t2_outcome, read_operation
 
+_T1_SHAPES = ((Lane.FUNCTION_CALL, Lane.TOOL_DISPATCH), (Lane.TOOL_DISPATCH,))
+
 
 def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
     """The writer's lane shape over *all* candidates, before anything is read: an exact retry
-    can never smuggle another kind of fact through a tool writer."""
+    can never smuggle another kind of fact through a tool writer. The two shapes every tool
+    call writes (LEDGER.md section 3: T1 ``[function_call, tool_dispatch]`` or
+    ``[tool_dispatch]``, T2 one bound ``function_response``) are recognised here directly;
+    anything else is decided, and named, by the shared ``check_transition_shape``."""
+    if kind is TransitionKind.T1_PREPARE:
+        if tuple(candidate.lane for candidate in candidates) in _T1_SHAPES:
+            return
+    elif (
+        kind is TransitionKind.T2_OUTCOME
+        and len(candidates) == 1
+        and candidates[0].lane is Lane.FUNCTION_RESPONSE
+        and is_bound_response(candidates[0].event)
+    ):
+        return
     rejection = check_transition_shape(
         [candidate.event for candidate in candidates],
         kind,
