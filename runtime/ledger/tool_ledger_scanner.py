@@ -127,17 +127,20 @@ class _Op:
     def freeze(self, *, copy: bool = True) -> ScannedOperation:
         """The operation's facts; ``copy=False`` hands over the positions map (only when this
         state is never changed again)."""
-        return ScannedOperation(  # positional: keywords double the cost on long runs
-            self.key[1],
-            self.key[0],
+        # Positional, and no ``cast`` calls: on a long run this is done tens of thousands of times.
+        facts: Any = self
+        key = self.key
+        return ScannedOperation(
+            key[1],
+            key[0],
             self.tool_name,
             self.operation_id,
-            cast(RuntimeEvent | None, self.call),
-            cast(RuntimeEvent | None, self.dispatch),
-            cast(RuntimeEvent | None, self.response),
-            cast(tuple[RuntimeEvent, ...], tuple(self.reconciles)),
-            cast(tuple[RuntimeEvent, ...], tuple(self.decisions)),
-            tuple(self.issues),
+            facts.call,
+            facts.dispatch,
+            facts.response,
+            tuple(facts.reconciles) if self.reconciles else (),
+            tuple(facts.decisions) if self.decisions else (),
+            tuple(self.issues) if self.issues else (),
             dict(self.positions) if copy else self.positions,
         )
 

@@ -126,8 +126,8 @@ def _marker_issues(events: Sequence[RuntimeEvent]) -> tuple[str | None, list[Sca
 
 
 def _response_is_error(response: RuntimeEvent) -> bool:
-    content = cast(Mapping[str, Any], response.get("content") or {})
-    return content.get("isError") is True
+    content: Any = response.get("content")
+    return content is not None and content.get("isError") is True
 
 
 def _decide(op: ScannedOperation, new_protocol: bool) -> ToolRecoveryDecision:

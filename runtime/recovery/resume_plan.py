@@ -154,9 +154,13 @@ def _project(resolved: Sequence[ResolvedOperation]) -> tuple[ToolOperation, ...]
     operations: list[ToolOperation] = []
     for item in resolved:
         decision, call = item.decision, item.operation.call_event
-        if decision.call_runtime_event_id is None or call is None or _is_hidden(call):
+        if (
+            decision.call_runtime_event_id is None
+            or call is None
+            or call.get("modelVisibility") == "hidden"
+        ):
             continue
-        content = cast(Mapping[str, Any], call.get("content") or {})
+        content: Any = call.get("content") or {}
         if content.get("kind") != "function_call":
             continue
         if decision.status is ResolverStatus.COMPLETED:
@@ -353,14 +357,15 @@ def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
     calls: dict[str, str] = {}
     paired: set[str] = set()
     kept: list[Mapping[str, Any]] = []
+    keep = kept.append
     tool_slots: list[tuple[int, str]] = []
     visible: list[Mapping[str, Any]] = []
     for event in cast(Sequence[Mapping[str, Any]], events):
         if event["partial"]:
             continue
-        hidden = event.get("modelVisibility") == "hidden"
-        content = event.get("content")
-        if content is not None:
+        hidden = "modelVisibility" in event and event["modelVisibility"] == "hidden"
+        if "content" in event:
+            content = event["content"]
             kind = content["kind"]
             if kind == "function_call":
                 calls[content["id"]] = content["name"]
@@ -374,13 +379,18 @@ def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
                     visible.append(event)
                     tool_slots.append((len(kept), call_id))
         if not hidden:
-            kept.append(event)
-    unpaired = {slot for slot, call_id in tool_slots if call_id not in paired}
-    replay = (
-        tuple(kept)
-        if not unpaired
-        else tuple(event for slot, event in enumerate(kept) if slot not in unpaired)
-    )
+            keep(event)
+    unpaired = sorted(slot for slot, call_id in tool_slots if call_id not in paired)
+    if not unpaired:
+        replay = tuple(kept)
+    else:  # usually a handful: copy the runs between them rather than test every slot
+        runs: list[Mapping[str, Any]] = []
+        start = 0
+        for slot in unpaired:
+            runs.extend(kept[start:slot])
+            start = slot + 1
+        runs.extend(kept[start:])
+        replay = tuple(runs)
     return _ReplayWalk(
         cast(tuple[RuntimeEvent, ...], replay), cast(tuple[RuntimeEvent, ...], tuple(visible))
     )
