@@ -27,8 +27,8 @@ from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
-from runtime.ledger.parallel_decode import decode_ledger_pieces
-from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, ToolLedgerScan
+from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
+from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, TailScan, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
     ToolRecoveryDecision,
@@ -150,27 +150,61 @@ def _decoding_error(path: Path, error: LedgerFileError) -> CliError:
     return CliError(str(error.code), f"{path}: {error.message}", EXIT_USAGE)
 
 
+class _LedgerReading:
+    """The decoded events and their tool-ledger scan, built as the pieces of a file arrive.
+
+    The scan runs on each piece this process decoded as soon as it arrives; the pieces a child
+    process decoded (``parallel_decode``) were already scanned there, and that scan is adopted
+    when it provably equals scanning them here (``BatchScan.adopt_tail``); otherwise, or when
+    the child's summary never came, they are scanned here, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[RuntimeEvent] = []
+        self._scan = BatchScan()
+        self._unscanned: list[RuntimeEvent] = []
+        self._summary: Any = None
+
+    def consume(self, piece: list[RuntimeEvent]) -> None:
+        self._flush()
+        self.events.extend(piece)
+        self._scan.feed(piece)
+
+    def consume_tail(self, piece: list[RuntimeEvent]) -> None:
+        self.events.extend(piece)
+        self._unscanned.extend(piece)
+
+    def take_summary(self, summary: Any) -> None:
+        self._summary = summary
+
+    def _flush(self) -> None:
+        if self._unscanned:
+            self._scan.feed(self._unscanned)
+            self._unscanned = []
+        self._summary = None
+
+    def finish(self) -> ToolLedgerScan:
+        if self._unscanned and self._summary is not None:
+            adopted = self._scan.adopt_tail(self._summary, self._unscanned)
+            if adopted is not None:
+                return adopted
+        self._flush()
+        return self._scan.finish()
+
+
 def _build_document(
     path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], JsonObject]
 ) -> JsonObject:
-    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build.
-
-    The tool-ledger scan runs on each decoded piece as it arrives, so on a large file it
-    overlaps with the decoding of the rest (``parallel_decode``)."""
-    events: list[RuntimeEvent] = []
-    scan = BatchScan()
-
-    def consume(piece: list[RuntimeEvent]) -> None:
-        events.extend(piece)
-        scan.feed(piece)
-
+    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
+    large file the scan overlaps with the decoding (``_LedgerReading``)."""
+    reading = _LedgerReading()
+    hooks = TailHooks(TailScan, reading.consume_tail, reading.take_summary)
     try:
-        decode_ledger_pieces(read_file_bytes(path), consume)
+        decode_ledger_pieces(read_file_bytes(path), reading.consume, tail_hooks=hooks)
     except LedgerFileError as error:
         raise _decoding_error(path, error) from None
-    scanned = scan.finish()
-    request_fast_exit(events, scanned)  # freeing them at exit would only cost time
-    return build(events, scanned)
+    scanned = reading.finish()
+    request_fast_exit(reading.events, scanned)  # freeing them at exit would only cost time
+    return build(reading.events, scanned)
 
 
 def _emit(document: JsonObject) -> None:

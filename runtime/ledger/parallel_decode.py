@@ -25,6 +25,7 @@ import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from runtime.ledger.event_model import RuntimeEvent, decode_event_lines
 from runtime.ledger.ledger_file import decode_lines, raise_line_error, split_lines
@@ -40,19 +41,54 @@ CHILD_PIECE_LINES = 8192
 """The child hands its events over in pieces of this many lines, so the parent can scan one
 piece while the child decodes the next."""
 
+PARENT_SHARE_WITH_TAIL_WORK = 0.5
+"""The parent's share when the child also does the consumer's work on its tail (``TailHooks``)."""
+
 Consumer = Callable[[list[RuntimeEvent]], None]
 
 
-def decode_ledger_pieces(data: bytes, consume: Consumer, *, parallel: bool | None = None) -> int:
+class TailWork(Protocol):
+    """Work the child does on the tail's events, piece by piece, beside decoding them."""
+
+    def feed(self, events: list[RuntimeEvent]) -> None: ...
+
+    def summary(self) -> Any:
+        """The result, as plain data ``marshal`` can carry."""
+
+
+@dataclass(frozen=True, slots=True)
+class TailHooks:
+    """Lets a consumer move its own per-event work on the tail into the child.
+
+    ``start(first_position)`` runs in the child and returns the work (``first_position``: how
+    many events precede the tail); the child feeds it every tail piece and sends back its
+    ``summary``, which the parent passes to ``take_summary``. Pieces the child decoded go to
+    ``consume_tail`` instead of ``consume``; whatever the parent decodes itself (the head, and
+    the rest of the tail if the child fails) goes to ``consume``. No summary arrives when the
+    child fails or its work raises: the consumer then does the work itself."""
+
+    start: Callable[[int], TailWork]
+    consume_tail: Consumer
+    take_summary: Callable[[Any], None]
+
+
+def decode_ledger_pieces(
+    data: bytes,
+    consume: Consumer,
+    *,
+    parallel: bool | None = None,
+    tail_hooks: TailHooks | None = None,
+) -> int:
     """Decode every line of ``data`` strictly and pass the events to ``consume`` in file order,
     in consecutive pieces. Raises ``LedgerFileError`` at the first bad line exactly as
     ``ledger_file.read_ledger_events`` does; ``consume`` may have received earlier pieces by then.
 
     ``parallel``: None decides from the file size and the process state; False forces the serial
     decode; True forks whenever the platform and the process allow it (tests use it). Returns
-    how many pieces ``consume`` received (1 when decoded serially).
+    how many pieces were decoded (1 when decoded serially). ``tail_hooks``: see ``TailHooks``.
     """
-    cut = _cut(data, parallel)
+    share = PARENT_SHARE if tail_hooks is None else PARENT_SHARE_WITH_TAIL_WORK
+    cut = _cut(data, parallel, share)
     if cut is None:
         parts, terminated = split_lines(data)
         consume(decode_lines(parts, 1, terminated))
@@ -70,14 +106,14 @@ def decode_ledger_pieces(data: bytes, consume: Consumer, *, parallel: bool | Non
         return 1
     if pid == 0:  # pragma: no cover - the child leaves through os._exit, coverage never sees it
         os.close(read_fd)
-        _child(data, cut, region, write_fd)
+        _child(data, cut, region, write_fd, tail_hooks)
     os.close(write_fd)
     finished = False
     try:
         head = data[:cut].split(b"\n")
         head.pop()  # the head ends with a newline: its last part is empty
         consume(decode_lines(head, 1, True))
-        outcome = _receive_tail(read_fd, region, consume)
+        outcome = _receive_tail(read_fd, region, consume, tail_hooks)
         finished = True
     finally:
         os.close(read_fd)
@@ -96,14 +132,14 @@ def decode_ledger_pieces(data: bytes, consume: Consumer, *, parallel: bool | Non
     return 2 + outcome.pieces
 
 
-def _cut(data: bytes, parallel: bool | None) -> int | None:
+def _cut(data: bytes, parallel: bool | None, share: float) -> int | None:
     """The offset just after the newline that ends the parent's share, or None to decode
     serially."""
     if parallel is False or not hasattr(os, "fork") or threading.active_count() != 1:
         return None
     if parallel is None and len(data) < MIN_PARALLEL_BYTES:
         return None
-    newline = data.find(b"\n", int(len(data) * PARENT_SHARE))
+    newline = data.find(b"\n", int(len(data) * share))
     if newline < 0 or newline + 1 >= len(data):
         return None
     return newline + 1
@@ -120,37 +156,56 @@ def _capacity(tail_bytes: int) -> int:
 # piece are in the shared region at [offset, offset + length); the pipe only carries these
 # small notices, so the child never waits for the parent.
 _MESSAGE = struct.Struct("<qqq")
-_PIECE, _BAD_LINE, _DONE, _STOPPED = 0, 1, 2, 3
+_PIECE, _BAD_LINE, _DONE, _STOPPED, _SUMMARY = 0, 1, 2, 3, 4
 
 
 def _child(
-    data: bytes, cut: int, region: mmap.mmap, write_fd: int
+    data: bytes, cut: int, region: mmap.mmap, write_fd: int, tail_hooks: TailHooks | None
 ) -> None:  # pragma: no cover - runs in the child
-    """Decode ``data[cut:]`` piece by piece into ``region``, announcing each piece."""
+    """Decode ``data[cut:]`` piece by piece into ``region``, announcing each piece, then send the
+    tail work's summary."""
     status = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         parts, _ = split_lines(data[cut:])
+        work = tail_hooks.start(data.count(b"\n", 0, cut)) if tail_hooks is not None else None
         offset = 0
         for start in range(0, len(parts), CHILD_PIECE_LINES):
             piece = parts[start : start + CHILD_PIECE_LINES]
             events, stopped = decode_event_lines(piece)
             if stopped < len(piece):
                 _send(write_fd, _BAD_LINE, start + stopped, 0)
+                work = None
                 break
-            payload = marshal.dumps(events)
-            end = offset + len(payload)
-            if end > len(region):
-                _send(write_fd, _STOPPED, 0, 0)
+            offset = _put(region, offset, events, write_fd, _PIECE)
+            if offset < 0:
+                work = None
                 break
-            region[offset:end] = payload
-            _send(write_fd, _PIECE, offset, len(payload))
-            offset = end
+            if work is not None:
+                work.feed(events)
         else:
+            if work is not None:
+                with contextlib.suppress(Exception):
+                    _put(region, offset, work.summary(), write_fd, _SUMMARY)
             _send(write_fd, _DONE, 0, 0)
         status = 0
     finally:
         os._exit(status)
+
+
+def _put(
+    region: mmap.mmap, offset: int, value: Any, write_fd: int, kind: int
+) -> int:  # pragma: no cover - runs in the child
+    """Write ``value`` marshalled at ``offset`` and announce it; the next free offset, or -1
+    (after telling the parent) when the region is full."""
+    payload = marshal.dumps(value)
+    end = offset + len(payload)
+    if end > len(region):
+        _send(write_fd, _STOPPED, 0, 0)
+        return -1
+    region[offset:end] = payload
+    _send(write_fd, kind, offset, len(payload))
+    return end
 
 
 def _send(write_fd: int, kind: int, offset: int, length: int) -> None:  # pragma: no cover
@@ -166,10 +221,13 @@ class _TailOutcome:
     pieces: int = 0
 
 
-def _receive_tail(read_fd: int, region: mmap.mmap, consume: Consumer) -> _TailOutcome:
+def _receive_tail(
+    read_fd: int, region: mmap.mmap, consume: Consumer, tail_hooks: TailHooks | None
+) -> _TailOutcome:
     """Consume the child's pieces as they are announced, until it is done, reports a bad line,
     or stops or dies (the outcome then says how many tail lines arrived)."""
     outcome = _TailOutcome()
+    consume_tail = consume if tail_hooks is None else tail_hooks.consume_tail
     view = memoryview(region)
     try:
         while True:
@@ -183,14 +241,18 @@ def _receive_tail(read_fd: int, region: mmap.mmap, consume: Consumer) -> _TailOu
             if kind == _BAD_LINE:
                 outcome.bad_line = offset
                 return outcome
-            if kind != _PIECE:
+            if kind not in (_PIECE, _SUMMARY):
                 return outcome
             try:
-                events: list[RuntimeEvent] = marshal.loads(view[offset : offset + length])
+                value: Any = marshal.loads(view[offset : offset + length])
             except (EOFError, ValueError, TypeError):
                 return outcome
-            consume(events)
-            outcome.lines_received += len(events)
+            if kind == _SUMMARY:
+                if tail_hooks is not None:
+                    tail_hooks.take_summary(value)
+                continue
+            consume_tail(value)
+            outcome.lines_received += len(value)
             outcome.pieces += 1
     finally:
         view.release()

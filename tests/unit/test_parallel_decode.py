@@ -8,6 +8,7 @@ import json
 import marshal
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from runtime.ledger import parallel_decode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_ledger_events
 from runtime.ledger.parallel_decode import decode_ledger_pieces
+from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
 from tests.helpers.ledger_builders import ENDINGS, clean_ledger, to_jsonl
 
 # A few hundred lines of every kind of tool fact; small pieces make the child send several.
@@ -172,3 +174,103 @@ def test_any_file_any_split_decodes_as_the_serial_decoder_does(
         assert error_of(data, parallel=True) == expected
     else:
         assert decode(data)[0] == expected
+
+
+class _CountingWork:
+    """Tail work that records what the child fed it."""
+
+    def __init__(self, first_position: int) -> None:
+        self.first_position = first_position
+        self.ids: list[str] = []
+
+    def feed(self, events: list[RuntimeEvent]) -> None:
+        self.ids.extend(event["id"] for event in events)
+
+    def summary(self) -> Any:
+        return (self.first_position, self.ids)
+
+
+class _Hooked:
+    def __init__(self) -> None:
+        self.head: list[RuntimeEvent] = []
+        self.tail: list[RuntimeEvent] = []
+        self.summaries: list[Any] = []
+
+    def hooks(self) -> parallel_decode.TailHooks:
+        return parallel_decode.TailHooks(_CountingWork, self.tail.extend, self.summaries.append)
+
+
+def test_tail_work_runs_in_the_child_on_exactly_the_pieces_it_sent() -> None:
+    hooked = _Hooked()
+    hooks = hooked.hooks()
+    pieces = decode_ledger_pieces(LEDGER, hooked.head.extend, parallel=True, tail_hooks=hooks)
+    assert pieces > 2
+    assert hooked.head + hooked.tail == read_ledger_events(LEDGER)
+    assert hooked.head and hooked.tail
+    assert hooked.summaries == [(len(hooked.head), [event["id"] for event in hooked.tail])]
+
+
+def test_no_summary_comes_from_a_child_that_dies_and_the_rest_is_decoded_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_send = parallel_decode._send
+    sent = {"count": 0}
+
+    def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
+        if sent["count"] == 1:
+            os._exit(9)
+        sent["count"] += 1
+        real_send(write_fd, kind, offset, length)
+
+    monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+    hooked = _Hooked()
+    decode_ledger_pieces(LEDGER, hooked.head.extend, parallel=True, tail_hooks=hooked.hooks())
+    assert hooked.summaries == []
+    assert len(hooked.tail) == 17  # one piece came from the child; the rest went to ``consume``
+    events = read_ledger_events(LEDGER)
+    assert len(hooked.head) + len(hooked.tail) == len(events)
+    assert sorted(map(json.dumps, hooked.head + hooked.tail)) == sorted(map(json.dumps, events))
+
+
+def test_tail_work_that_raises_sends_no_summary_and_changes_no_event() -> None:
+    class Broken(_CountingWork):
+        def summary(self) -> Any:
+            raise ValueError("no summary")
+
+    hooked = _Hooked()
+    hooks = parallel_decode.TailHooks(Broken, hooked.tail.extend, hooked.summaries.append)
+    decode_ledger_pieces(LEDGER, hooked.head.extend, parallel=True, tail_hooks=hooks)
+    assert hooked.summaries == []
+    assert hooked.head + hooked.tail == read_ledger_events(LEDGER)
+
+
+@pytest.mark.parametrize("die_after", [None, 0, 2])
+def test_the_ledger_report_scans_every_event_once_in_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, die_after: int | None
+) -> None:
+    """The report's reading adopts the child's tail scan, or scans what the child sent before
+    what this process decoded after the child died: either way the scan of the whole file."""
+    from app.commands import ledger_report
+
+    monkeypatch.setattr(parallel_decode, "MIN_PARALLEL_BYTES", 0)
+    if die_after is not None:
+        real_send = parallel_decode._send
+        sent = {"count": 0}
+
+        def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
+            if sent["count"] == die_after:
+                os._exit(9)
+            sent["count"] += 1
+            real_send(write_fd, kind, offset, length)
+
+        monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(LEDGER)
+    document = ledger_report._build_document(path, lambda events, scan: {"e": events, "s": scan})
+    events = read_ledger_events(LEDGER)
+    assert document["e"] == events
+    expected = scan_tool_ledger(events)
+    assert document["s"] == expected
+    assert [dict(op.event_positions) for op in document["s"].operations] == [
+        dict(op.event_positions) for op in expected.operations
+    ]
