@@ -27,7 +27,7 @@ from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent, has_t1_marker, is_terminal
 from runtime.ledger.lane_rules import LaneConflict, classify_lane, is_bound_response
 from runtime.ledger.store_ports import RunHeader, RunStatus, StoredEvent, StoreRefusal
-from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner, plain_lane
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.run_ending_writer import check_ending
 from storage.run_header_store import insert_header, set_terminal
@@ -163,7 +163,7 @@ def bulk_commit_new_run(
         return False
     lanes: list[Lane] = []
     for event in events:
-        lane = classify_lane(event)
+        lane = plain_lane(event) or classify_lane(event)
         if isinstance(lane, LaneConflict):
             return False
         lanes.append(lane)

@@ -437,13 +437,21 @@ def derive_run_projection(
         tail.sort(key=lambda item: order[item[2]["id"]])
         response = op.response_event
         operations.append(
-            ToolOperationRecord(
-                **{
-                    **_record_fields(prepared),
-                    "current_state": state,
-                    "result_event_id": response["id"] if response is not None else None,
-                    "version": 1 + len(tail),
-                }
+            ToolOperationRecord(  # positional: the prepared record with its final state
+                prepared.operation_id,
+                prepared.session_id,
+                prepared.invocation_id,
+                prepared.run_id,
+                prepared.turn_id,
+                prepared.provider_tool_call_id,
+                prepared.tool_name,
+                prepared.canonical_args_hash,
+                prepared.recovery_mode,
+                state,
+                prepared.call_event_id,
+                prepared.dispatch_event_id,
+                response["id"] if response is not None else None,
+                1 + len(tail),
             )
         )
         journal.append(first)
