@@ -22,7 +22,7 @@ EVENT_COLUMNS = (
 
 
 def insert_event_row(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | sqlite3.Cursor,
     event: RuntimeEvent,
     payload: bytes,
     *,

@@ -151,8 +151,11 @@ class LedgerTransaction:
         committed_at: int,
         *,
         assume_new: bool = False,
+        cursor: sqlite3.Cursor | None = None,
     ) -> None:
         self.conn = conn
+        # For single statements whose rows are not iterated (the hot path's inserts).
+        self.cursor: sqlite3.Connection | sqlite3.Cursor = cursor if cursor is not None else conn
         self.cache = cache
         self.committed_at = committed_at
         self.assume_new = assume_new
@@ -302,7 +305,7 @@ class LedgerTransaction:
         to date; ``fed``: ``feed_tool_boundary`` already fed it to the run's scanner."""
         seq = state.next_seq
         insert_event_row(
-            self.conn,
+            self.cursor,
             candidate.event,
             candidate.payload,
             seq=seq,

@@ -92,6 +92,11 @@ class SqliteLedgerStore:
         clock: Callable[[], int] | None = None,
     ) -> None:
         self._conn = conn
+        # One cursor for the statements of every write transaction (BEGIN, COMMIT, the
+        # ``data_version`` probe, the hot path's inserts): ``Connection.execute`` builds a new
+        # cursor per statement, a tool call runs thirteen. Used only under ``_lock``, and never
+        # for a statement whose rows are iterated while another runs.
+        self._cursor: sqlite3.Cursor = conn.cursor()
         self.path = path
         self.read_only = read_only
         self._lock = threading.RLock()
@@ -444,12 +449,13 @@ class _WriteScope:
         try:
             store._check_open()
             conn = store._conn
+            cursor = store._cursor
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                cursor.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as error:
                 raise translate_sqlite_error(error) from error
             try:
-                store._cache.begin(conn)
+                store._cache.begin(cursor)
             except sqlite3.Error as error:
                 with suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
@@ -457,7 +463,9 @@ class _WriteScope:
         except BaseException:
             store._lock.release()
             raise
-        return LedgerTransaction(conn, store._cache, store._clock(), assume_new=self._assume_new)
+        return LedgerTransaction(
+            conn, store._cache, store._clock(), assume_new=self._assume_new, cursor=cursor
+        )
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: object
@@ -467,7 +475,7 @@ class _WriteScope:
         try:
             if kind is None:
                 try:
-                    conn.execute("COMMIT")
+                    store._cursor.execute("COMMIT")
                 except sqlite3.Error as failure:
                     with suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")

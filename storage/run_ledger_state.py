@@ -57,7 +57,7 @@ class RunStateCache:
         self._capacity = capacity
         self._touched: set[str] = set()
 
-    def begin(self, conn: sqlite3.Connection) -> None:
+    def begin(self, conn: sqlite3.Connection | sqlite3.Cursor) -> None:
         """Call right after ``BEGIN IMMEDIATE``: forget everything if another connection wrote."""
         version = int(conn.execute("PRAGMA data_version").fetchone()[0])
         if version != self._data_version or self._full_rescan:

@@ -109,7 +109,7 @@ def commit_prepared(
         else:
             reach_failpoint(failpoint, "t1_after_call_insert")
     try:
-        project_prepared(tx.conn, call_event_id, dispatch.event, tx.committed_at)
+        project_prepared(tx.cursor, call_event_id, dispatch.event, tx.committed_at)
     except sqlite3.IntegrityError:
         # The scanner refuses a reused operation id inside the run; only the projection's
         # uniqueness knows the other runs. The whole transaction rolls back.
@@ -153,5 +153,5 @@ def commit_outcome(
         )
     seq = tx.insert(state, response, fed=True)
     reach_failpoint(failpoint, "t2_after_response_insert")
-    project_t2_outcome(tx.conn, scanned.dispatch_event, response.event, tx.committed_at)
+    project_t2_outcome(tx.cursor, scanned.dispatch_event, response.event, tx.committed_at)
     return CommitResult(created=True, event_seq=seq)

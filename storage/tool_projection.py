@@ -227,7 +227,10 @@ def _recovery_metadata(event: RuntimeEvent) -> dict[str, Any] | None:
 
 
 def project_prepared(
-    conn: sqlite3.Connection, call_event_id: str, dispatch: RuntimeEvent, committed_at: int
+    conn: sqlite3.Connection | sqlite3.Cursor,
+    call_event_id: str,
+    dispatch: RuntimeEvent,
+    committed_at: int,
 ) -> None:
     """T1's operation row and ``prepared`` journal row: the values of ``prepared_records``,
     bound straight from the dispatch (a T1 is on the hot path; the rebuild test proves the rows
@@ -324,7 +327,7 @@ def project_outcome(
 
 
 def project_t2_outcome(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | sqlite3.Cursor,
     dispatch: RuntimeEvent,
     response: RuntimeEvent,
     committed_at: int,
