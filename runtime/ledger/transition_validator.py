@@ -131,18 +131,9 @@ def validate_candidates(
 _BOUNDARY_KINDS = frozenset({TransitionKind.T1_PREPARE, TransitionKind.T2_OUTCOME})
 
 
-@dataclass(frozen=True, slots=True)
-class BoundaryVerdict:
-    """``feed_boundary_candidates``: the verdict, and on success the operation each candidate
-    belongs to after feeding (in candidate order, one entry per candidate)."""
-
-    verdict: TransitionVerdict
-    operations: tuple[ScannedOperation | None, ...] = ()
-
-
 def feed_boundary_candidates(
     scanner: ToolLedgerScanner, candidates: Sequence[RuntimeEvent], kind: TransitionKind
-) -> BoundaryVerdict:
+) -> TransitionVerdict | tuple[ScannedOperation | None, ...]:
     """``validate_candidates`` for a T1 or T2 write, fed straight into ``scanner`` (no fork).
 
     For the tool writers' hot path: the candidates are all new (the caller already answered
@@ -157,18 +148,19 @@ def feed_boundary_candidates(
     ``scanner`` is changed whatever the verdict: unless the verdict is ok *and* the candidates
     are then committed, the caller must throw the scanner away (the store's write transaction
     does: a refusal or any failure rolls back and evicts the run's state).
+
+    Returns the refusal (a ``TransitionVerdict`` that is not ok) or, when the write is valid,
+    each candidate's operation in candidate order (no verdict object is built on the hot path).
     """
     if kind not in _BOUNDARY_KINDS:
         raise ValueError(f"feed_boundary_candidates is for T1 and T2 only, not {kind}")
     existing_issue = scanner.first_issue
     if existing_issue is not None:
-        return BoundaryVerdict(_from_issue(existing_issue, "the ledger already has an issue"))
+        return _from_issue(existing_issue, "the ledger already has an issue")
     for candidate in candidates:
         raised = scanner.feed(candidate)
         if raised:
-            return BoundaryVerdict(
-                _from_issue(raised[0], "the candidates conflict with the ledger")
-            )
+            return _from_issue(raised[0], "the candidates conflict with the ledger")
     operations: list[ScannedOperation | None] = []
     frozen: dict[tuple[str, str], ScannedOperation | None] = {}
     for candidate in candidates:
@@ -191,17 +183,15 @@ def feed_boundary_candidates(
         if isinstance(meaning, RecoveryCorruption):
             # Name the first candidate that made the tail invalid.
             culprit = next(c["id"] for c in candidates if c["id"] in op.event_positions)
-            return BoundaryVerdict(
-                TransitionVerdict(
-                    False,
-                    code=meaning.code,
-                    event_id=culprit,
-                    operation_id=op.operation_id,
-                    tool_call_id=op.tool_call_id,
-                    message=meaning.message,
-                )
+            return TransitionVerdict(
+                False,
+                code=meaning.code,
+                event_id=culprit,
+                operation_id=op.operation_id,
+                tool_call_id=op.tool_call_id,
+                message=meaning.message,
             )
-    return BoundaryVerdict(TransitionVerdict(True, new_events=tuple(candidates)), tuple(operations))
+    return tuple(operations)
 
 
 def validate_transition(
