@@ -207,12 +207,16 @@ class LedgerTransaction:
         """(new candidates, ``event_seq`` of exact retries); other bytes = ``identity_conflict``.
         With ``assume_new`` and the run's scanner loaded, ids the run has never seen are taken
         as new without a lookup (see the class docstring)."""
-        if self.assume_new and state is not None and state.scanner is not None:
-            scanner = state.scanner
-            ids = {candidate.event_id for candidate in candidates}
-            if len(ids) == len(candidates) and not any(scanner.has_event(i) for i in ids):
-                self.lookups_skipped = True
-                return list(candidates), {}
+        scanner = state.scanner if self.assume_new and state is not None else None
+        if scanner is not None:
+            ids = {candidate.event["id"] for candidate in candidates}
+            if len(ids) == len(candidates):
+                for event_id in ids:
+                    if scanner.has_event(event_id):
+                        break
+                else:
+                    self.lookups_skipped = True
+                    return list(candidates), {}
         new: list[Candidate] = []
         retried: dict[str, int] = {}
         for candidate in candidates:
