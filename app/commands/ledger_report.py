@@ -28,7 +28,8 @@ from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, TailScan, ToolLedgerScan
+from runtime.ledger.tail_scan import TailScan, adopt_tail
+from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
     ToolRecoveryDecision,
@@ -155,7 +156,7 @@ class _LedgerReading:
 
     The scan runs on each piece this process decoded as soon as it arrives; the pieces a child
     process decoded (``parallel_decode``) were already scanned there, and that scan is adopted
-    when it provably equals scanning them here (``BatchScan.adopt_tail``); otherwise, or when
+    when it provably equals scanning them here (``tail_scan.adopt_tail``); otherwise, or when
     the child's summary never came, they are scanned here, in order."""
 
     def __init__(self) -> None:
@@ -184,7 +185,7 @@ class _LedgerReading:
 
     def finish(self) -> ToolLedgerScan:
         if self._unscanned and self._summary is not None:
-            adopted = self._scan.adopt_tail(self._summary, self._unscanned)
+            adopted = adopt_tail(self._scan, self._summary, self._unscanned)
             if adopted is not None:
                 return adopted
         self._flush()

@@ -1,5 +1,5 @@
 """A tail scanned alone in another process (``TailScan``) is adopted by the head's scan
-(``BatchScan.adopt_tail``) only when that equals scanning the tail after the head: same
+(``tail_scan.adopt_tail``) only when that equals scanning the tail after the head: same
 operations, facts, issues and event positions. Whenever the head left state the tail touches,
 adoption is refused and scanning the tail here gives the answer."""
 
@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.tool_ledger_scanner import BatchScan, TailScan, ToolLedgerScan, scan_tool_ledger
+from runtime.ledger.tail_scan import TailScan, adopt_tail
+from runtime.ledger.tool_ledger_scanner import BatchScan, ToolLedgerScan, scan_tool_ledger
 from tests.helpers.ledger_builders import (
     ENDINGS,
     RunIds,
@@ -40,7 +41,7 @@ def _split_scan(events: list[RuntimeEvent], split: int) -> tuple[ToolLedgerScan,
     work = TailScan(len(head))
     work.feed(tail)
     summary = marshal.loads(marshal.dumps(work.summary()))  # as it crosses the process line
-    adopted = batch.adopt_tail(summary, tail)
+    adopted = adopt_tail(batch, summary, tail)
     if adopted is not None:
         return adopted, True
     batch.feed(tail)
@@ -155,13 +156,13 @@ def test_a_malformed_summary_is_refused_and_a_finished_scan_cannot_adopt() -> No
     events = clean_ledger(ids=RunIds(), endings=["response"])
     batch = BatchScan()
     batch.feed(events[:2])
-    assert batch.adopt_tail(("not", "a", "summary"), list(events[2:])) is None
+    assert adopt_tail(batch, ("not", "a", "summary"), list(events[2:])) is None
     work = TailScan(5)  # the wrong first position
     work.feed(events[2:])
-    assert batch.adopt_tail(work.summary(), list(events[2:])) is None
+    assert adopt_tail(batch, work.summary(), list(events[2:])) is None
     batch.finish()
     try:
-        batch.adopt_tail(work.summary(), list(events[2:]))
+        adopt_tail(batch, work.summary(), list(events[2:]))
     except RuntimeError:
         pass
     else:

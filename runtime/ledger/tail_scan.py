@@ -1,0 +1,159 @@
+"""A ledger scanned in two parts at once: the head here, the tail in another process.
+
+``parallel_decode`` lets the child process that decodes a large ledger's tail do the consumer's
+work on it too. For the tool-ledger scan, the child scans the tail from an empty scanner
+(``TailScan``) and sends a summary; ``adopt_tail`` finishes the head's ``BatchScan`` with it, but
+only when the tail scanned alone provably gives what scanning it after the head gives; otherwise
+the caller scans the tail itself. A property test checks that any split scan equals the whole
+scan, event positions included.
+
+This module works on the scanner's state directly; it belongs to the scanner (the package's
+modules share those internals, nothing outside the package reads them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from runtime.ledger.codes import ScanIssueCode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.tool_ledger_scanner import (
+    BatchScan,
+    ScanIssue,
+    ScannedOperation,
+    ToolLedgerScan,
+    ToolLedgerScanner,
+)
+
+
+class TailScan:
+    """A scan of a ledger's *tail* started from an empty scanner, in another process, while the
+    head is scanned here (``parallel_decode``); ``adopt_tail`` takes its summary only
+    when feeding the tail after the head could not have given anything else.
+
+    A tail scanned alone differs from the same tail scanned after the head only through state
+    the head left behind: an event id seen in the head, an operation key or operation id the
+    head created, or an invocation the head already opened (its recorded spine, and whether the
+    tail's first event of it is judged as a first event or as a late marker). The summary
+    carries what the tail touched of each, so the head's side can check there is no overlap.
+    """
+
+    __slots__ = ("_first_marked", "_first_position", "_recovery_opids", "_scanner")
+
+    def __init__(self, first_position: int) -> None:
+        self._scanner = ToolLedgerScanner()
+        self._scanner._count = self._first_position = first_position
+        self._first_marked: dict[str, bool] = {}
+        self._recovery_opids: set[str] = set()
+
+    def feed(self, events: Iterable[RuntimeEvent]) -> None:
+        scanner = self._scanner
+        spines, first_marked, recovery_opids = (
+            scanner._spines,
+            self._first_marked,
+            self._recovery_opids,
+        )
+        apply = scanner._apply
+        for event in cast(Iterable[dict[str, Any]], events):
+            actions = event.get("actions")
+            if event["invocationId"] not in spines:
+                first_marked[event["invocationId"]] = (
+                    actions is not None and "runtimeProtocol" in actions
+                )
+            if actions is not None and "toolRecovery" in actions:
+                payload = actions["toolRecovery"].get("payload")
+                operation_id = payload.get("operationId") if isinstance(payload, dict) else None
+                if isinstance(operation_id, str):
+                    recovery_opids.add(operation_id)
+            apply(event)
+
+    def summary(self) -> tuple[Any, ...]:
+        """Plain data (``marshal``-able): event positions stand for the events."""
+        scanner = self._scanner
+        issue_index = {id(issue): index for index, issue in enumerate(scanner._issues)}
+        operations = []
+        for op in scanner._operations:
+            positions = op.positions
+            operations.append(
+                (
+                    op.key[0],
+                    op.key[1],
+                    op.tool_name,
+                    op.operation_id,
+                    positions[op.call["id"]] if op.call is not None else -1,
+                    positions[op.dispatch["id"]] if op.dispatch is not None else -1,
+                    positions[op.response["id"]] if op.response is not None else -1,
+                    [positions[event["id"]] for event in op.reconciles],
+                    [positions[event["id"]] for event in op.decisions],
+                    [issue_index[id(issue)] for issue in op.issues],
+                )
+            )
+        return (
+            self._first_position,
+            scanner._count,
+            {invocation: list(spine) for invocation, spine in scanner._spines.items()},
+            self._first_marked,
+            [list(key) for key in scanner._by_key],
+            list(scanner._by_opid.keys() | self._recovery_opids),
+            [
+                (issue.code.value, issue.event_id, issue.operation_id, issue.tool_call_id)
+                for issue in scanner._issues
+            ],
+            operations,
+        )
+
+
+def _adopted_operation(
+    row: Any, tail: list[RuntimeEvent], base: int, issues: list[ScanIssue]
+) -> ScannedOperation:
+    invocation, call_id, tool_name, operation_id, call, dispatch, response, recs, decs, refs = row
+    attached = [position for position in (call, dispatch, response) if position >= 0]
+    attached.extend(recs)
+    attached.extend(decs)
+    attached.sort()
+    return ScannedOperation(
+        call_id,
+        invocation,
+        tool_name,
+        operation_id,
+        tail[call - base] if call >= 0 else None,
+        tail[dispatch - base] if dispatch >= 0 else None,
+        tail[response - base] if response >= 0 else None,
+        tuple(tail[position - base] for position in recs),
+        tuple(tail[position - base] for position in decs),
+        tuple(issues[index] for index in refs),
+        {tail[position - base]["id"]: position for position in attached},
+    )
+
+
+def adopt_tail(batch: BatchScan, summary: Any, tail: list[RuntimeEvent]) -> ToolLedgerScan | None:
+    """Finish ``batch`` with a ``TailScan`` summary of ``tail`` (the events that come after
+    everything fed to ``batch``) instead of feeding them, when that gives exactly what feeding
+    them would: nothing the tail touched was left behind by the events fed before. Returns None
+    and changes nothing otherwise (the caller then feeds ``tail`` and finishes)."""
+    scanner = batch.scanner_view()
+    try:
+        first, count, spines, first_marked, keys, opids, issue_rows, rows = summary
+    except (TypeError, ValueError):
+        return None
+    if first != scanner._count or count != first + len(tail):
+        return None
+    for invocation, spine in spines.items():
+        known = scanner._spines.get(invocation)
+        if known is not None and (list(known) != spine or first_marked.get(invocation)):
+            return None
+    if not (
+        scanner._by_key.keys().isdisjoint(tuple(key) for key in keys)
+        and scanner._by_opid.keys().isdisjoint(opids)
+        and scanner._seen.isdisjoint([event["id"] for event in tail])
+    ):
+        return None
+    batch.take_scanner()
+    issues = [
+        ScanIssue(ScanIssueCode(code), event_id, operation_id, call_id)
+        for code, event_id, operation_id, call_id in issue_rows
+    ]
+    head = [op.freeze(copy=False) for op in scanner._operations]
+    head.extend(_adopted_operation(row, tail, first, issues) for row in rows)
+    return ToolLedgerScan(tuple(head), (*scanner._issues, *issues))
