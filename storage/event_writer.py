@@ -279,14 +279,14 @@ class LedgerTransaction:
 
     def feed_tool_boundary(
         self, state: RunLedgerState, candidates: Sequence[Candidate], kind: TransitionKind
-    ) -> tuple[ScannedOperation | None, ...]:
+    ) -> ScannedOperation | None:
         """T1/T2's transition validation, fed straight into the run's scanner instead of a
         fork (``feed_boundary_candidates``): ``candidates`` are the new ones, their lane shape
         checked by the writer; insert them with ``insert(..., fed=True)``. On a refusal the
         scanner holds candidates that never became facts; the refusal rolls the transaction
         back, and the rollback evicts the run's state (``RunStateCache.abandon``), so the next
-        write loads it again from the committed rows. Returns each candidate's operation as the
-        scanner holds it after the candidates."""
+        write loads it again from the committed rows. Returns the operation the writer needs
+        (``feed_boundary_candidates``)."""
         self._flush_validated()
         scanner = self.cache.scanner(self.conn, state)
         outcome = feed_boundary_candidates(

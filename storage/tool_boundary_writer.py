@@ -75,23 +75,21 @@ def commit_prepared(
             )
         return CommitResult(created=False, event_seq=retried[dispatch.event_id])
     tx.check_seal(state, new)
-    if len(new) == len(candidates):
-        operations = tx.feed_tool_boundary(state, new, TransitionKind.T1_PREPARE)
+    fed = len(new) == len(candidates)
+    if fed:
+        scanned = tx.feed_tool_boundary(state, new, TransitionKind.T1_PREPARE)
     else:
         # The call is an exact retry: the dispatch alone goes through the shared validation,
         # which checks its shape again.
         tx.validate_tool_transition(state, new, TransitionKind.T1_PREPARE)
-        operations = ()
+        scanned = None
     if call is not None:
         call_event_id = call.event_id
     else:
-        scanned = (
-            operations[0]
-            if operations
-            else tx.cache.scanner(tx.conn, state).operation(
+        if scanned is None:
+            scanned = tx.cache.scanner(tx.conn, state).operation(
                 state.invocation_id, fact["providerToolCallId"]
             )
-        )
         if scanned is None or scanned.call_event is None:
             raise StoreRefusal(
                 WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
@@ -99,7 +97,6 @@ def commit_prepared(
                 dispatch.event_id,
             )
         call_event_id = scanned.call_event["id"]
-    fed = bool(operations)
     dispatch_seq = 0
     for candidate in new:
         seq = tx.insert(state, candidate, fed=fed)
@@ -138,7 +135,7 @@ def commit_outcome(
     if not new:
         return CommitResult(created=False, event_seq=retried[response.event_id])
     tx.check_seal(state, new)
-    (scanned,) = tx.feed_tool_boundary(state, new, TransitionKind.T2_OUTCOME)
+    scanned = tx.feed_tool_boundary(state, new, TransitionKind.T2_OUTCOME)
     operation_id = response.event["refs"]["operationId"]
     if (
         scanned is None

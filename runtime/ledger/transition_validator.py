@@ -128,32 +128,35 @@ def validate_candidates(
     return TransitionVerdict(True, new_events=tuple(remaining), fork=trial)
 
 
-_BOUNDARY_KINDS = frozenset({TransitionKind.T1_PREPARE, TransitionKind.T2_OUTCOME})
-
-
 def feed_boundary_candidates(
     scanner: ToolLedgerScanner, candidates: Sequence[RuntimeEvent], kind: TransitionKind
-) -> TransitionVerdict | tuple[ScannedOperation | None, ...]:
+) -> TransitionVerdict | ScannedOperation | None:
     """``validate_candidates`` for a T1 or T2 write, fed straight into ``scanner`` (no fork).
 
     For the tool writers' hot path: the candidates are all new (the caller already answered
-    exact retries) and their lane shape was checked by the caller. The verdict is the one
-    ``validate_candidates`` gives for them: the issues feeding raises are the same (a fork only
-    reproduces this scanner's state for them), and so is the recovery check, which reads the
-    operations the candidates touch. A T1 or T2 candidate touches only the operation of its own
-    (invocation, call id), plus for a dispatch the operation of its ``operationId``, which after
-    a dispatch fed without an issue is that same operation; so those operations are looked at
-    (each a frozen copy the caller may use afterwards).
+    exact retries) and have the writer's lane shape (checked by the caller): T1
+    ``[function_call, tool_dispatch]`` or ``[tool_dispatch]``, T2 ``[function_response]``. The
+    verdict is the one ``validate_candidates`` gives for them: the issues feeding raises are the
+    same (a fork only reproduces this scanner's state for them), and so is the recovery check,
+    which reads the operations the candidates touch:
+
+    - T2: the operation the response is filed under (its invocation and call id); its recovery
+      tail is interpreted when it has one.
+    - T1: none can hold a recovery fact. Recovery facts attach only to an operation with a
+      dispatch (before it they are ``event_order_conflict``, LEDGER.md section 4); the
+      dispatch, fed without an issue, joined an operation that had none
+      (``duplicate_dispatch`` otherwise); and the call, fed without an issue into a ledger
+      without issues, opened a new operation (a dispatch before its call is
+      ``event_order_conflict``).
 
     ``scanner`` is changed whatever the verdict: unless the verdict is ok *and* the candidates
     are then committed, the caller must throw the scanner away (the store's write transaction
     does: a refusal or any failure rolls back and evicts the run's state).
 
     Returns the refusal (a ``TransitionVerdict`` that is not ok) or, when the write is valid,
-    each candidate's operation in candidate order (no verdict object is built on the hot path).
+    the operation the caller needs as the scanner now holds it: a T2's, or a T1's without its
+    call (the dispatch's); None for a T1 with its call. No verdict object is built on success.
     """
-    if kind not in _BOUNDARY_KINDS:
-        raise ValueError(f"feed_boundary_candidates is for T1 and T2 only, not {kind}")
     existing_issue = scanner.first_issue
     if existing_issue is not None:
         return _from_issue(existing_issue, "the ledger already has an issue")
@@ -161,37 +164,27 @@ def feed_boundary_candidates(
         raised = scanner.feed(candidate)
         if raised:
             return _from_issue(raised[0], "the candidates conflict with the ledger")
-    operations: list[ScannedOperation | None] = []
-    frozen: dict[tuple[str, str], ScannedOperation | None] = {}
-    for candidate in candidates:
-        event = cast(dict[str, Any], candidate)
-        content = event.get("content")
-        call_id: str = (
-            content["id"]
-            if content is not None
-            else event["actions"]["toolDispatch"]["providerToolCallId"]
-        )
-        key = (event["invocationId"], call_id)
-        if key in frozen:
-            operations.append(frozen[key])
-            continue
-        op = frozen[key] = scanner.operation(*key)
-        operations.append(op)
-        if op is None or (not op.reconcile_events and not op.decision_events):
-            continue
+    last = cast(dict[str, Any], candidates[-1])
+    if kind is TransitionKind.T1_PREPARE:
+        if len(candidates) != 1:
+            return None
+        fact = last["actions"]["toolDispatch"]
+        return scanner.operation(last["invocationId"], fact["providerToolCallId"])
+    if kind is not TransitionKind.T2_OUTCOME or len(candidates) != 1:
+        raise ValueError(f"feed_boundary_candidates takes a T1 or a T2 write, not {kind}")
+    op = scanner.operation(last["invocationId"], last["content"]["id"])
+    if op is not None and (op.reconcile_events or op.decision_events):
         meaning = interpret_scanned_recovery(op)
         if isinstance(meaning, RecoveryCorruption):
-            # Name the first candidate that made the tail invalid.
-            culprit = next(c["id"] for c in candidates if c["id"] in op.event_positions)
             return TransitionVerdict(
                 False,
                 code=meaning.code,
-                event_id=culprit,
+                event_id=last["id"],
                 operation_id=op.operation_id,
                 tool_call_id=op.tool_call_id,
                 message=meaning.message,
             )
-    return tuple(operations)
+    return op
 
 
 def validate_transition(
