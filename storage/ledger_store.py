@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -61,6 +61,7 @@ from storage.session_export import export_lines, parse_export
 from storage.session_import import ImportReport, import_parsed
 from storage.sqlite_connection import (
     DATABASE_NAME,
+    bulk_cache,
     connect_reader,
     connect_writer,
     read_file_user_version,
@@ -145,6 +146,13 @@ class SqliteLedgerStore:
             pass
         with self._write() as tx:
             return write(tx)
+
+    def _bulk_cache(self) -> AbstractContextManager[None]:
+        """A larger page cache for a bulk write (call with ``_lock`` held); a read-only store
+        keeps its own (its writes are refused anyway)."""
+        if self.read_only or self._closed:
+            return nullcontext()
+        return bulk_cache(self._conn)
 
     def _read(self, action: Callable[[Any], T]) -> T:
         with self._lock, sqlite_errors():
@@ -379,7 +387,7 @@ class SqliteLedgerStore:
     def rebuild_projections(self) -> ProjectionCounts:
         """Recreate ``tool_operations`` and ``tool_journal_events`` from the events (one
         transaction; a corrupt tool ledger refuses with the scanner's code and changes nothing)."""
-        with self._write() as tx:
+        with self._lock, self._bulk_cache(), self._write() as tx:
             invocations = [
                 row[0] for row in tx.conn.execute("SELECT invocation_id FROM runs ORDER BY run_id")
             ]
@@ -414,7 +422,7 @@ class SqliteLedgerStore:
         gc.disable()
         try:
             parsed = parse_export(data, accept_torn_tail=accept_torn_tail)
-            with self._write() as tx:
+            with self._lock, self._bulk_cache(), self._write() as tx:
                 return import_parsed(tx, parsed, bulk=bulk)
         finally:
             if collecting:

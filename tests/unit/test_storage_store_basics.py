@@ -3,14 +3,18 @@ T1, T2, the recovery bundle and the run ending, and reading back."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
+from storage import tool_projection
 from storage.ledger_schema import SCHEMA_VERSION
 from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.sqlite_connection import BULK_CACHE_KIB
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -102,3 +106,35 @@ def test_read_only_store_refuses_writes(data_dir: Path) -> None:
     with open_store(data_dir, read_only=True) as reader, pytest.raises(StoreRefusal) as refused:
         reader.append_event(user_text(ids=IDS))
     assert refused.value.code is StoreCode.STORE_READ_ONLY
+
+
+def test_bulk_work_raises_the_page_cache_only_for_its_duration(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everyday writes keep SQLite's default page cache; a projection rebuild (or an import)
+    raises it while it runs and gives the connection its size back, even when refused."""
+    store = _open_with_run(data_dir)
+    everyday = int(store.connection.execute("PRAGMA cache_size").fetchone()[0])
+    assert everyday == -2000
+    call = call_event(ids=IDS)
+    store.commit_tool_prepared(call, dispatch_event(call))
+    store.commit_tool_outcome(bound_response(call))
+    seen: list[int] = []
+    derive = tool_projection.derive_projections
+
+    def spy(*args: Any) -> Any:
+        seen.append(int(store.connection.execute("PRAGMA cache_size").fetchone()[0]))
+        return derive(*args)
+
+    monkeypatch.setattr(tool_projection, "derive_projections", spy)
+    store.rebuild_projections()
+    assert seen == [-BULK_CACHE_KIB]
+    assert int(store.connection.execute("PRAGMA cache_size").fetchone()[0]) == everyday
+    exported = io.BytesIO()
+    store.export_session(IDS.session_id, exported)
+    conflicting = exported.getvalue().replace(b'"result":"ok"', b'"result":"ko"')
+    assert conflicting != exported.getvalue()
+    with pytest.raises(StoreRefusal):  # refused inside the write transaction
+        store.import_session(conflicting)
+    assert int(store.connection.execute("PRAGMA cache_size").fetchone()[0]) == everyday
+    store.close()
