@@ -155,18 +155,18 @@ def bulk_commit_new_run(
     failure class and timestamps, as the run-ending writer does on the per-event path)."""
     conn = tx.conn
     spine = (admitted.session_id, admitted.invocation_id, admitted.run_id, admitted.turn_id)
-    ids = [event["id"] for event in events]
-    if len(set(ids)) != len(ids) or any(
-        (event["sessionId"], event["invocationId"], event["runId"], event["turnId"]) != spine
-        for event in events
-    ):
-        return False
+    ids: list[str] = []
     lanes: list[Lane] = []
     for event in events:
+        if (event["sessionId"], event["invocationId"], event["runId"], event["turnId"]) != spine:
+            return False
         lane = plain_lane(event) or classify_lane(event)
         if isinstance(lane, LaneConflict):
             return False
+        ids.append(event["id"])
         lanes.append(lane)
+    if len(set(ids)) != len(ids):
+        return False
     operation_ids = _walk(header, events, lanes)
     if operation_ids is None:
         return False

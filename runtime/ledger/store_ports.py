@@ -37,9 +37,10 @@ class StoreRefusal(LedgerError):
         self.event_id = event_id
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    """One committed row: the store-assigned ``event_seq`` and the exact canonical bytes."""
+class StoredEvent(NamedTuple):
+    """One committed row: the store-assigned ``event_seq`` and the exact canonical bytes.
+    Immutable; a named tuple because reads, rebuilds and imports build one per event (a frozen
+    dataclass's ``__init__`` costs four times as much)."""
 
     seq: int
     event: RuntimeEvent
