@@ -14,9 +14,12 @@ order (the order decides which code a refusal carries):
    id with other bytes is ``identity_conflict``. All dropped = a no-op answering ``created=False``.
 5. Seal: a run with a terminal event accepts nothing new (``run_sealed``).
 6. Tool-bearing writes: the shared transition validation (``validate_candidates``: shape, the
-   scanner fed with the candidates after the run's facts, recovery interpretation). Ordinary
-   events: only the T1 marker rule (``protocol_marker_invalid`` unless ``event_seq`` is 1).
-7. Insert with the next gap-free ``event_seq`` of the invocation; the run's scanner is fed.
+   scanner fed with the candidates after the run's facts, recovery interpretation; T1 and T2
+   feed the run's own scanner instead of a fork, ``feed_boundary_candidates``, same verdicts).
+   Ordinary events: only the T1 marker rule (``protocol_marker_invalid`` unless ``event_seq``
+   is 1).
+7. Insert with the next gap-free ``event_seq`` of the invocation; the run's scanner is fed (or
+   already was).
 
 Validation reads only per-run state (``run_ledger_state``), never the whole ledger.
 """
