@@ -204,35 +204,14 @@ def _recovery_tail(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class LaterPart:
-    """Resolving a later part of a run (``resolve_operations(..., later_part=...)``): the part's
-    scan holds only operations no other part touches, and the run's protocol was decided by the
-    run's first event, in an earlier part."""
-
-    protocol: str | None
-
-
 def resolve_operations(
-    events: Sequence[RuntimeEvent],
-    scan: ToolLedgerScan | None = None,
-    *,
-    later_part: LaterPart | None = None,
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan | None = None
 ) -> tuple[RecoveryResolution, tuple[ResolvedOperation, ...]]:
     """``resolve_recovery`` plus the scanned operation behind each decision (same order).
 
     ``scan``: the caller's ``scan_tool_ledger`` of exactly ``events`` (a reader that scanned the
-    ledger while it was still decoding it), so the scan is not done twice. ``later_part``: the
-    events are a later part of a run, so every marker among them is a late one."""
-    if later_part is None:
-        protocol, issues = _marker_issues(events)
-    else:
-        protocol = later_part.protocol
-        issues = [
-            ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event["id"])
-            for event in cast(Sequence[Mapping[str, Any]], events)
-            if (actions := event.get("actions")) is not None and "runtimeProtocol" in actions
-        ]
+    ledger while it was still decoding it), so the scan is not done twice."""
+    protocol, issues = _marker_issues(events)
     if scan is None:
         scan = scan_tool_ledger(events)
     issues.extend(

@@ -14,7 +14,7 @@ so whatever happens next, the model is never shown half a tool exchange.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, cast
@@ -29,9 +29,12 @@ from runtime.ledger.codes import (
     ScanIssueCode,
 )
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScan
-from runtime.recovery.recovery_resolver import LaterPart, ResolvedOperation, resolve_operations
-from runtime.recovery.replay_walk import ResponseFact, WalkPart, merge_walks, walk_part
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
+from runtime.recovery.recovery_resolver import (
+    RecoveryResolution,
+    ResolvedOperation,
+    resolve_operations,
+)
 
 INDETERMINATE_TOOL_RESULT_DIRECTIVE = (
     "Tool execution was interrupted before a matching committed tool result was found. The side "
@@ -182,21 +185,30 @@ def _project(resolved: Sequence[ResolvedOperation]) -> tuple[ToolOperation, ...]
     return tuple(operations)
 
 
-def offset_mismatch(expected_high_water: int, actual_high_water: int) -> ResumeDiagnostic:
-    return ResumeDiagnostic(
-        DiagnosticCode.RUNTIME_OFFSET_MISMATCH,
-        "RuntimeEvent high-water does not match the expected checkpoint offset",
-        detail=MappingProxyType(
-            {
-                "expectedRuntimeEventHighWater": expected_high_water,
-                "actualRuntimeEventHighWater": actual_high_water,
-            }
-        ),
-    )
-
-
-def _operation_diagnostics(operations: Sequence[ToolOperation]) -> list[ResumeDiagnostic]:
+def _diagnostics(
+    events: Sequence[RuntimeEvent],
+    *,
+    expected_high_water: int | None,
+    resolution: RecoveryResolution,
+    resolved: Sequence[ResolvedOperation],
+    operations: Sequence[ToolOperation],
+    visible_responses: Sequence[RuntimeEvent],
+) -> list[ResumeDiagnostic]:
+    """All diagnostics, in the fixed emission order of the design (six passes)."""
     found: list[ResumeDiagnostic] = []
+    if expected_high_water is not None and expected_high_water != len(events):
+        found.append(
+            ResumeDiagnostic(
+                DiagnosticCode.RUNTIME_OFFSET_MISMATCH,
+                "RuntimeEvent high-water does not match the expected checkpoint offset",
+                detail=MappingProxyType(
+                    {
+                        "expectedRuntimeEventHighWater": expected_high_water,
+                        "actualRuntimeEventHighWater": len(events),
+                    }
+                ),
+            )
+        )
     for operation in operations:
         entry = _OPERATION_DIAGNOSTICS.get(operation.status)
         if entry is not None:
@@ -209,19 +221,23 @@ def _operation_diagnostics(operations: Sequence[ToolOperation]) -> list[ResumeDi
                     operation.tool_name,
                 )
             )
+    for issue in resolution.issues:
+        named = _ISSUE_DIAGNOSTICS.get(issue.code)
+        if named is not None:
+            found.append(ResumeDiagnostic(named[0], named[1], issue.event_id))
+        else:
+            found.append(
+                ResumeDiagnostic(
+                    DiagnosticCode.TOOL_LEDGER_CORRUPTION,
+                    f"immutable tool ledger is corrupt: {issue.code.value}",
+                    issue.event_id,
+                    detail=MappingProxyType({"issueCode": issue.code.value}),
+                )
+            )
+    found.extend(_orphan_fact_diagnostics(resolved))
+    found.extend(_hidden_call_diagnostics(resolved))
+    found.extend(_response_diagnostics(visible_responses, operations))
     return found
-
-
-def _issue_diagnostic(issue: ScanIssue) -> ResumeDiagnostic:
-    named = _ISSUE_DIAGNOSTICS.get(issue.code)
-    if named is not None:
-        return ResumeDiagnostic(named[0], named[1], issue.event_id)
-    return ResumeDiagnostic(
-        DiagnosticCode.TOOL_LEDGER_CORRUPTION,
-        f"immutable tool ledger is corrupt: {issue.code.value}",
-        issue.event_id,
-        detail=MappingProxyType({"issueCode": issue.code.value}),
-    )
 
 
 def _orphan_fact_diagnostics(resolved: Sequence[ResolvedOperation]) -> list[ResumeDiagnostic]:
@@ -271,47 +287,49 @@ def _has_hidden_indeterminate_call(item: ResolvedOperation) -> bool:
     )
 
 
-def response_diagnostics(
-    responses: Iterable[ResponseFact], tool_names: Mapping[str, str]
+def _response_diagnostics(
+    responses: Sequence[RuntimeEvent], operations: Sequence[ToolOperation]
 ) -> list[ResumeDiagnostic]:
-    """Every visible committed response must answer a projected call of the same tool
-    (``tool_names``: call id -> tool name of the projected operations, the last one of an id
-    winning)."""
+    """Every visible committed response must answer a projected call of the same tool."""
+    by_call_id = {operation.tool_call_id: operation for operation in operations}
     found: list[ResumeDiagnostic] = []
-    for event_id, call_id, name in responses:
-        tool_name = tool_names.get(call_id)
-        if tool_name is None:
+    for event in responses:
+        content = cast(Mapping[str, Any], event.get("content"))
+        call_id, name = content["id"], content["name"]
+        operation = by_call_id.get(call_id)
+        if operation is None:
             found.append(
                 ResumeDiagnostic(
                     DiagnosticCode.UNMATCHED_TOOL_RESULT,
                     "function_response has no prior matching function_call",
-                    event_id,
+                    event["id"],
                     call_id,
                     name,
                 )
             )
-        elif tool_name != name:
+        elif operation.tool_name != name:
             found.append(
                 ResumeDiagnostic(
                     DiagnosticCode.TOOL_NAME_MISMATCH,
                     "function_response tool name differs from matching function_call",
-                    event_id,
+                    event["id"],
                     call_id,
                     name,
-                    MappingProxyType({"callToolName": tool_name, "responseToolName": name}),
+                    MappingProxyType(
+                        {"callToolName": operation.tool_name, "responseToolName": name}
+                    ),
                 )
             )
     return found
 
 
-def rejection_reasons(codes: Iterable[DiagnosticCode]) -> tuple[ParkReason, ...]:
-    """Only two reasons come out of Phase 0; unique, in first-appearance order of the
-    diagnostics' codes."""
+def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkReason, ...]:
+    """Only two reasons come out of Phase 0; unique, in first-appearance order."""
     reasons: list[ParkReason] = []
-    for code in codes:
-        if code is DiagnosticCode.RUNTIME_OFFSET_MISMATCH:
+    for diagnostic in diagnostics:
+        if diagnostic.code is DiagnosticCode.RUNTIME_OFFSET_MISMATCH:
             reason = ParkReason.RUNTIME_OFFSET_MISMATCH
-        elif code in _DANGLING:
+        elif diagnostic.code in _DANGLING:
             reason = ParkReason.DANGLING_TOOL_STATE
         else:
             continue
@@ -321,75 +339,68 @@ def rejection_reasons(codes: Iterable[DiagnosticCode]) -> tuple[ParkReason, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class PlanPart:
-    """What one part of a run contributes to its plan. A run is planned as one part, or (a large
-    file read on two cores) as consecutive parts whose tool operations are each wholly inside
-    one part; ``combine`` then gives the whole run's plan. Each ``*_diagnostics`` field is one
-    pass of the design's emission order; the whole plan lists each pass over all parts in turn.
+class _ReplayWalk:
+    """What one pass over the ledger yields: the replay list and the committed (non-partial)
+    model-visible responses in ledger order, which the response diagnostics check."""
+
+    replay: tuple[RuntimeEvent, ...]
+    visible_responses: tuple[RuntimeEvent, ...]
+
+
+def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
+    """One pass: keep every non-partial, non-hidden event, remember where calls and responses
+    were kept, and drop afterwards the ones whose id never paired.
+
+    Pairing walks non-partial events, hidden ones included: a response pairs a call of the same
+    id and tool name seen before it (a later call with the same id replaces the earlier one).
     """
-
-    operations: tuple[ToolOperation, ...]
-    operation_diagnostics: tuple[ResumeDiagnostic, ...]
-    marker_diagnostics: tuple[ResumeDiagnostic, ...]
-    issue_diagnostics: tuple[ResumeDiagnostic, ...]
-    orphan_diagnostics: tuple[ResumeDiagnostic, ...]
-    hidden_diagnostics: tuple[ResumeDiagnostic, ...]
-    has_corruption: bool
-    requires_verification: bool
-    walk: WalkPart
-
-
-PASSES = (
-    "operation_diagnostics",
-    "marker_diagnostics",
-    "issue_diagnostics",
-    "orphan_diagnostics",
-    "hidden_diagnostics",
-)
-"""The per-part diagnostic passes, in emission order (the offset check comes before them, the
-response checks after them)."""
-
-
-def plan_part(
-    events: Sequence[RuntimeEvent],
-    scan: ToolLedgerScan | None = None,
-    *,
-    later_part: LaterPart | None = None,
-) -> PlanPart:
-    """The plan facts of ``events``: a whole run, or (``later_part``) a later part of one."""
-    resolution, resolved = resolve_operations(events, scan, later_part=later_part)
-    operations = _project(resolved)
-    marker_issues = [
-        issue for issue in resolution.issues if issue.code is ScanIssueCode.PROTOCOL_MARKER_INVALID
-    ]
-    other_issues = [
-        issue
-        for issue in resolution.issues
-        if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
-    ]
-    return PlanPart(
-        operations,
-        tuple(_operation_diagnostics(operations)),
-        tuple(_issue_diagnostic(issue) for issue in marker_issues),
-        tuple(_issue_diagnostic(issue) for issue in other_issues),
-        tuple(_orphan_fact_diagnostics(resolved)),
-        tuple(_hidden_call_diagnostics(resolved)),
-        resolution.has_corruption,
-        any(operation.status is OperationStatus.INDETERMINATE for operation in operations)
-        or any(_has_hidden_indeterminate_call(item) for item in resolved),
-        walk_part(events),
+    calls: dict[str, str] = {}
+    paired: set[str] = set()
+    kept: list[Mapping[str, Any]] = []
+    keep = kept.append
+    tool_slots: list[tuple[int, str]] = []
+    visible: list[Mapping[str, Any]] = []
+    for event in cast(Sequence[Mapping[str, Any]], events):
+        if event["partial"]:
+            continue
+        hidden = "modelVisibility" in event and event["modelVisibility"] == "hidden"
+        if "content" in event:
+            content = event["content"]
+            kind = content["kind"]
+            if kind == "function_call":
+                calls[content["id"]] = content["name"]
+                if not hidden:
+                    tool_slots.append((len(kept), content["id"]))
+            elif kind == "function_response":
+                call_id = content["id"]
+                if calls.get(call_id) == content["name"]:
+                    paired.add(call_id)
+                if not hidden:
+                    visible.append(event)
+                    tool_slots.append((len(kept), call_id))
+        if not hidden:
+            keep(event)
+    unpaired = sorted(slot for slot, call_id in tool_slots if call_id not in paired)
+    if not unpaired:
+        replay = tuple(kept)
+    else:  # usually a handful: copy the runs between them rather than test every slot
+        runs: list[Mapping[str, Any]] = []
+        start = 0
+        for slot in unpaired:
+            runs.extend(kept[start:slot])
+            start = slot + 1
+        runs.extend(kept[start:])
+        replay = tuple(runs)
+    return _ReplayWalk(
+        cast(tuple[RuntimeEvent, ...], replay), cast(tuple[RuntimeEvent, ...], tuple(visible))
     )
-
-
-def tool_names(operations: Iterable[ToolOperation]) -> dict[str, str]:
-    return {operation.tool_call_id: operation.tool_name for operation in operations}
 
 
 def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
     """The canonical replay list: no partial or hidden event, calls and responses only when
     paired (a response pairs a call of the same id and tool name seen before it), and every
     event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
-    return cast(tuple[RuntimeEvent, ...], merge_walks([walk_part(events)]))
+    return _walk_replay(events).replay
 
 
 def plan_resume(
@@ -400,26 +411,30 @@ def plan_resume(
 ) -> ResumePlan:
     """The Phase 0 resume plan of one run's committed events, in ledger order. ``scan``: the
     caller's ``scan_tool_ledger`` of exactly ``events``, if it already has one."""
-    part = plan_part(events, scan)
-    diagnostics: list[ResumeDiagnostic] = []
-    if expected_high_water is not None and expected_high_water != len(events):
-        diagnostics.append(offset_mismatch(expected_high_water, len(events)))
-    for name in PASSES:
-        diagnostics.extend(getattr(part, name))
-    diagnostics.extend(
-        response_diagnostics(part.walk.visible_responses, tool_names(part.operations))
+    resolution, resolved = resolve_operations(events, scan)
+    operations = _project(resolved)
+    walk = _walk_replay(events)
+    diagnostics = _diagnostics(
+        events,
+        expected_high_water=expected_high_water,
+        resolution=resolution,
+        resolved=resolved,
+        operations=operations,
+        visible_responses=walk.visible_responses,
     )
-    reasons = rejection_reasons(diagnostic.code for diagnostic in diagnostics)
-    requires_verification = part.requires_verification
-    safe = not reasons and not requires_verification and not part.has_corruption
+    reasons = _rejection_reasons(diagnostics)
+    requires_verification = any(
+        operation.status is OperationStatus.INDETERMINATE for operation in operations
+    ) or any(_has_hidden_indeterminate_call(item) for item in resolved)
+    safe = not reasons and not requires_verification and not resolution.has_corruption
     return ResumePlan(
         disposition=Disposition.SAFE_REPLAY if safe else Disposition.BLOCKED,
-        operations=part.operations,
+        operations=operations,
         diagnostics=tuple(diagnostics),
         rejection_reasons=reasons,
         requires_verification=requires_verification,
         source_runtime_event_high_water=len(events),
         directive=INDETERMINATE_TOOL_RESULT_DIRECTIVE if requires_verification else None,
         runtime_events=tuple(events),
-        replay_runtime_events=cast(tuple[RuntimeEvent, ...], merge_walks([part.walk])),
+        replay_runtime_events=walk.replay,
     )
