@@ -377,3 +377,37 @@ def clean_ledger(
 def to_jsonl(events: Iterable[Mapping[str, Any]]) -> bytes:
     """Canonical bytes, one event per line, each line ending in a newline."""
     return b"".join(canonical_bytes(cast(RuntimeEvent, event)) + b"\n" for event in events)
+
+
+SECOND_INVOCATION = RunIds("sess-1", "inv-2", "run-2", "turn-2")
+MARKER_ACTIONS = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
+
+
+def mixed_ledger(
+    draw: Any, *, edits: tuple[str, ...] = ("dup", "drop", "swap")
+) -> list[RuntimeEvent]:
+    """For hypothesis (``draw`` from ``st.data()``): clean turns in two invocations, then up to
+    six random edits: ``dup`` (an event repeated elsewhere), ``drop``, ``swap`` (two events trade
+    places), ``mark`` (an event given the T1 marker) and ``spine`` (an event moved to another
+    turn)."""
+    from hypothesis import strategies as st
+
+    events: list[RuntimeEvent] = []
+    for index, ids in enumerate((DEFAULT_IDS, SECOND_INVOCATION)):
+        endings = draw(st.lists(st.sampled_from(ENDINGS), max_size=4))
+        events.extend(clean_ledger(ids=ids, endings=endings)[: -1 if index else None])
+    for _ in range(draw(st.integers(0, 6))):
+        edit = draw(st.sampled_from(edits))
+        i = draw(st.integers(0, len(events) - 1))
+        j = draw(st.integers(0, len(events) - 1))
+        if edit == "dup":
+            events.insert(j, events[i])
+        elif edit == "drop" and len(events) > 1:
+            events.pop(i)
+        elif edit == "mark":
+            events[i] = with_changes(events[i], actions=MARKER_ACTIONS)
+        elif edit == "spine":
+            events[i] = with_changes(events[i], turnId="turn-moved")
+        else:
+            events[i], events[j] = events[j], events[i]
+    return events

@@ -48,6 +48,20 @@ def error_of(data: bytes, *, parallel: bool) -> tuple[str, int, str, str]:
     return str(error.code), error.line_number, error.field, error.message
 
 
+def _child_dies_after(monkeypatch: pytest.MonkeyPatch, sends: int) -> None:
+    """Make the child end abruptly (exit 9) once it has sent ``sends`` messages."""
+    real_send = parallel_decode._send
+    sent = {"count": 0}
+
+    def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
+        if sent["count"] == sends:
+            os._exit(9)
+        sent["count"] += 1
+        real_send(write_fd, kind, offset, length)
+
+    monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+
+
 def test_the_events_equal_the_serial_decode_with_the_same_types_and_key_order() -> None:
     events, pieces = decode(LEDGER)
     assert pieces > 2  # the parent's head and several pieces from the child
@@ -131,16 +145,7 @@ def test_a_child_that_runs_out_of_room_hands_over_what_it_sent(
 def test_a_child_killed_midway_changes_nothing_but_the_speed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real_send = parallel_decode._send
-    sent = {"count": 0}
-
-    def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
-        if sent["count"] == 2:
-            os._exit(9)
-        sent["count"] += 1
-        real_send(write_fd, kind, offset, length)
-
-    monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+    _child_dies_after(monkeypatch, 2)
     events, pieces = decode(LEDGER)
     assert events == read_ledger_events(LEDGER)
     assert pieces == 4  # the head, two pieces from the child, the rest decoded here
@@ -213,16 +218,7 @@ def test_tail_work_runs_in_the_child_on_exactly_the_pieces_it_sent() -> None:
 def test_no_summary_comes_from_a_child_that_dies_and_the_rest_is_decoded_here(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real_send = parallel_decode._send
-    sent = {"count": 0}
-
-    def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
-        if sent["count"] == 1:
-            os._exit(9)
-        sent["count"] += 1
-        real_send(write_fd, kind, offset, length)
-
-    monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+    _child_dies_after(monkeypatch, 1)
     hooked = _Hooked()
     decode_ledger_pieces(LEDGER, hooked.head.extend, parallel=True, tail_hooks=hooked.hooks())
     assert hooked.summaries == []
@@ -254,16 +250,7 @@ def test_the_ledger_report_scans_every_event_once_in_file_order(
 
     monkeypatch.setattr(parallel_decode, "MIN_PARALLEL_BYTES", 0)
     if die_after is not None:
-        real_send = parallel_decode._send
-        sent = {"count": 0}
-
-        def send_then_die(write_fd: int, kind: int, offset: int, length: int) -> None:
-            if sent["count"] == die_after:
-                os._exit(9)
-            sent["count"] += 1
-            real_send(write_fd, kind, offset, length)
-
-        monkeypatch.setattr(parallel_decode, "_send", send_then_die)
+        _child_dies_after(monkeypatch, die_after)
     path = tmp_path / "ledger.jsonl"
     path.write_bytes(LEDGER)
     document = ledger_report._build_document(path, lambda events, scan: {"e": events, "s": scan})

@@ -16,17 +16,20 @@ from runtime.ledger.tail_scan import TailScan, adopt_tail
 from runtime.ledger.tool_ledger_scanner import BatchScan, ToolLedgerScan, scan_tool_ledger
 from tests.helpers.ledger_builders import (
     ENDINGS,
+    MARKER_ACTIONS,
+    SECOND_INVOCATION,
     RunIds,
     call_event,
     clean_ledger,
+    mixed_ledger,
     reconcile_event,
     tool_turn,
     user_text,
     with_changes,
 )
 
-OTHER = RunIds("sess-1", "inv-2", "run-2", "turn-2")
-MARKER = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
+OTHER = SECOND_INVOCATION
+MARKER = MARKER_ACTIONS
 
 
 def _positions(scan: ToolLedgerScan) -> list[dict[str, int]]:
@@ -59,34 +62,10 @@ def _assert_same(scan: ToolLedgerScan, events: list[RuntimeEvent]) -> None:
     assert _positions(scan) == _positions(full)
 
 
-def _ledger(draw: Any) -> list[RuntimeEvent]:
-    """Turns in two invocations, then duplicated, dropped, swapped or re-marked events and
-    spine changes, so that splits often fall across shared state."""
-    events: list[RuntimeEvent] = []
-    for index, ids in enumerate((RunIds(), OTHER)):
-        endings = draw(st.lists(st.sampled_from(ENDINGS), max_size=4))
-        events.extend(clean_ledger(ids=ids, endings=endings)[: -1 if index else None])
-    for _ in range(draw(st.integers(0, 5))):
-        action = draw(st.sampled_from(["dup", "drop", "swap", "mark", "spine"]))
-        i = draw(st.integers(0, len(events) - 1))
-        j = draw(st.integers(0, len(events) - 1))
-        if action == "dup":
-            events.insert(j, events[i])
-        elif action == "drop" and len(events) > 1:
-            events.pop(i)
-        elif action == "mark":
-            events[i] = with_changes(events[i], actions=MARKER)
-        elif action == "spine":
-            events[i] = with_changes(events[i], turnId="turn-moved")
-        else:
-            events[i], events[j] = events[j], events[i]
-    return events
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_a_split_scan_always_equals_the_whole_scan(data: st.DataObject) -> None:
-    events = _ledger(data.draw)
+    events = mixed_ledger(data.draw, edits=("dup", "drop", "swap", "mark", "spine"))
     split = data.draw(st.integers(0, len(events)))
     scan, _ = _split_scan(events, split)
     _assert_same(scan, events)

@@ -24,6 +24,7 @@ from tests.helpers.ledger_builders import (
     call_event,
     clean_ledger,
     dispatch_event,
+    mixed_ledger,
     model_text,
     operation_of,
     reconcile_event,
@@ -389,30 +390,10 @@ def test_probe_reports_without_changing_the_scanner() -> None:
     assert scanner.operation_by_id(OP) is None
 
 
-def _mixed_ledger(draw: Any) -> list[RuntimeEvent]:
-    """Clean turns in two invocations, then random duplication, drops and swaps."""
-    invocations = [RunIds(), RunIds("sess-1", "inv-2", "run-2", "turn-2")]
-    events: list[RuntimeEvent] = []
-    for index, ids in enumerate(invocations):
-        endings = draw(st.lists(st.sampled_from(ENDINGS), max_size=4))
-        events.extend(clean_ledger(ids=ids, endings=endings)[: -1 if index else None])
-    for _ in range(draw(st.integers(0, 6))):
-        action = draw(st.sampled_from(["dup", "drop", "swap"]))
-        i = draw(st.integers(0, len(events) - 1))
-        j = draw(st.integers(0, len(events) - 1))
-        if action == "dup":
-            events.insert(j, events[i])
-        elif action == "drop" and len(events) > 1:
-            events.pop(i)
-        else:
-            events[i], events[j] = events[j], events[i]
-    return events
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_incremental_validation_equals_a_full_rescan(data: st.DataObject) -> None:
-    events = _mixed_ledger(data.draw)
+    events = mixed_ledger(data.draw)
     split = data.draw(st.integers(0, len(events)))
     scanner = ToolLedgerScanner()
     scanner.feed_all(events[:split])
@@ -439,7 +420,7 @@ def _positions(scan: ToolLedgerScan) -> list[dict[str, int]]:
 def test_absorbing_a_fed_fork_equals_feeding_the_events(data: st.DataObject) -> None:
     """A writer absorbs its validated fork instead of feeding the events again: the scanner
     must end in exactly the state feeding gives, and keep answering like it afterwards."""
-    events = _mixed_ledger(data.draw)
+    events = mixed_ledger(data.draw)
     split = data.draw(st.integers(0, len(events)))
     end = data.draw(st.integers(split, len(events)))
     scanner = ToolLedgerScanner()
