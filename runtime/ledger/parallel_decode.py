@@ -90,9 +90,7 @@ def decode_ledger_pieces(
     share = PARENT_SHARE if tail_hooks is None else PARENT_SHARE_WITH_TAIL_WORK
     cut = _cut(data, parallel, share)
     if cut is None:
-        parts, terminated = split_lines(data)
-        consume(decode_lines(parts, 1, terminated))
-        return 1
+        return _decode_serially(data, consume)
     region = mmap.mmap(-1, _capacity(len(data) - cut))
     read_fd, write_fd = os.pipe()
     try:
@@ -101,9 +99,7 @@ def decode_ledger_pieces(
         os.close(read_fd)
         os.close(write_fd)
         region.close()
-        parts, terminated = split_lines(data)
-        consume(decode_lines(parts, 1, terminated))
-        return 1
+        return _decode_serially(data, consume)
     if pid == 0:  # pragma: no cover - the child leaves through os._exit, coverage never sees it
         os.close(read_fd)
         _child(data, cut, region, write_fd, tail_hooks)
@@ -130,6 +126,12 @@ def decode_ledger_pieces(
     done = outcome.lines_received
     consume(decode_lines(tail[done:], tail_first_line + done, terminated))
     return 2 + outcome.pieces
+
+
+def _decode_serially(data: bytes, consume: Consumer) -> int:
+    parts, terminated = split_lines(data)
+    consume(decode_lines(parts, 1, terminated))
+    return 1
 
 
 def _cut(data: bytes, parallel: bool | None, share: float) -> int | None:

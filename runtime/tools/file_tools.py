@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runtime.ledger.event_model import FileStateEvidence, RecoveryMode
+from runtime.ledger.event_model import FileStateBefore, FileStateEvidence, RecoveryMode
 from runtime.recovery.failpoints import failpoint
 from runtime.tools.file_state_evidence import (
     digest_bytes,
@@ -31,7 +31,7 @@ from runtime.tools.tool_contract import (
     ToolRefusal,
     ToolRefusalCode,
 )
-from runtime.tools.workspace_paths import resolve_workspace_path
+from runtime.tools.workspace_paths import WorkspacePath, resolve_workspace_path
 
 READ_LIMIT_BYTES = 256 * 1024
 
@@ -135,6 +135,32 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def _prepared_write(
+    name: str,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    target: WorkspacePath,
+    *,
+    before: FileStateBefore,
+    data: bytes,
+    summary: str,
+) -> PreparedCall:
+    """A write of ``data`` to ``target`` (write_file and edit_file alike): the T1 evidence and
+    the plan ``_write_output`` carries out."""
+    return PreparedCall(
+        name,
+        args,
+        evidence=write_evidence(target.relative, ctx.workspace_identity, before, data),
+        summary=summary,
+        plan={
+            "absolute": str(target.absolute),
+            "relative": target.relative,
+            "before": before,
+            "bytes": data,
+        },
+    )
+
+
 def _write_output(prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
     if ctx.cancel.is_cancelled():
         raise ToolFailure("cancelled before the write; nothing was written")
@@ -177,17 +203,9 @@ class WriteFileTool:
         target = resolve_workspace_path(ctx.cwd, args["path"], for_write=True)
         before, _ = observe_file(target.absolute)
         data = str(args["content"]).encode("utf-8")
-        return PreparedCall(
-            self.name,
-            args,
-            evidence=write_evidence(target.relative, ctx.workspace_identity, before, data),
-            summary=f"write {len(data)} bytes to {target.relative}",
-            plan={
-                "absolute": str(target.absolute),
-                "relative": target.relative,
-                "before": before,
-                "bytes": data,
-            },
+        summary = f"write {len(data)} bytes to {target.relative}"
+        return _prepared_write(
+            self.name, args, ctx, target, before=before, data=data, summary=summary
         )
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
@@ -237,17 +255,9 @@ class EditFileTool:
                 f"old_string occurs {count} times in {target.relative}; make it unique",
             )
         data = text.replace(old, new, 1).encode("utf-8")
-        return PreparedCall(
-            self.name,
-            args,
-            evidence=write_evidence(target.relative, ctx.workspace_identity, before, data),
-            summary=f"edit {target.relative}",
-            plan={
-                "absolute": str(target.absolute),
-                "relative": target.relative,
-                "before": before,
-                "bytes": data,
-            },
+        summary = f"edit {target.relative}"
+        return _prepared_write(
+            self.name, args, ctx, target, before=before, data=data, summary=summary
         )
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
