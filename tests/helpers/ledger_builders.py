@@ -62,6 +62,8 @@ class RunIds:
 
 
 DEFAULT_IDS = RunIds()
+MARKER_ACTIONS = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
+"""The T1 protocol marker a run's first event carries, as its ``actions``."""
 
 
 def ids_of(event: Mapping[str, Any]) -> RunIds:
@@ -107,7 +109,7 @@ def user_text(
     event = ids.envelope(event_id, "user", "user", ts)
     event["content"] = {"kind": "text", "text": text}
     if marker:
-        event["actions"] = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
+        event["actions"] = copy.deepcopy(MARKER_ACTIONS)
     return _finish(event, extra)
 
 
@@ -380,7 +382,6 @@ def to_jsonl(events: Iterable[Mapping[str, Any]]) -> bytes:
 
 
 SECOND_INVOCATION = RunIds("sess-1", "inv-2", "run-2", "turn-2")
-MARKER_ACTIONS = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
 
 
 def mixed_ledger(

@@ -31,9 +31,11 @@ from tests.helpers.ledger_builders import (
     user_text,
     with_changes,
 )
+from tests.helpers.ledger_builders import (
+    MARKER_ACTIONS as MARKER,
+)
 
 Ledger = list[RuntimeEvent]
-MARKER = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
 
 
 def _user(marker: bool = True) -> RuntimeEvent:

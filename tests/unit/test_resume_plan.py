@@ -34,11 +34,13 @@ from tests.helpers.ledger_builders import (
     user_text,
     with_changes,
 )
+from tests.helpers.ledger_builders import (
+    MARKER_ACTIONS as MARKER,
+)
 from tests.helpers.phase0_crash_ledger import REQUIRED_DECISIONS, committed_prefix_events
 
 Ledger = list[RuntimeEvent]
 HIDDEN = {"modelVisibility": "hidden"}
-MARKER = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
 
 
 def _ids(plan: ResumePlan) -> list[str]:

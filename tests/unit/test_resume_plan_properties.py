@@ -19,6 +19,9 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.resume_plan import ResumePlan, plan_resume
 from tests.helpers.ledger_builders import (
+    MARKER_ACTIONS as MARKER,
+)
+from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
     call_event,
@@ -46,7 +49,6 @@ ENDINGS = (
     "renamed",
 )
 NOISE = ("partial", "late-marker", "text", "duplicate", "other-run")
-MARKER = {"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}}
 OTHER_RUN = RunIds("sess-9", "inv-9", "run-9", "turn-9")
 
 

@@ -28,9 +28,6 @@ from tests.helpers.ledger_builders import (
     with_changes,
 )
 
-OTHER = SECOND_INVOCATION
-MARKER = MARKER_ACTIONS
-
 
 def _positions(scan: ToolLedgerScan) -> list[dict[str, int]]:
     return [dict(op.event_positions) for op in scan.operations]
@@ -95,7 +92,7 @@ def test_a_tail_repeating_a_head_event_is_scanned_here() -> None:
 def test_a_marker_on_the_tails_first_event_of_a_known_invocation_is_scanned_here() -> None:
     events = clean_ledger(ids=RunIds(), endings=["response"])
     split = 3
-    events[split] = with_changes(events[split], actions=MARKER)
+    events[split] = with_changes(events[split], actions=MARKER_ACTIONS)
     scan, adopted = _split_scan(events, split)
     assert not adopted
     _assert_same(scan, events)
@@ -123,9 +120,9 @@ def test_a_recovery_fact_for_a_head_operation_is_scanned_here() -> None:
 
 def test_a_new_invocation_in_the_tail_may_carry_its_marker() -> None:
     head = clean_ledger(ids=RunIds(), endings=["response"])
-    tail = [user_text(ids=OTHER, event_id="evt-user-2", marker=True)]
-    tail.extend(tool_turn("c9", ids=OTHER))
-    tail.extend(tool_turn("c10", ids=OTHER, ending="dangling"))
+    tail = [user_text(ids=SECOND_INVOCATION, event_id="evt-user-2", marker=True)]
+    tail.extend(tool_turn("c9", ids=SECOND_INVOCATION))
+    tail.extend(tool_turn("c10", ids=SECOND_INVOCATION, ending="dangling"))
     scan, adopted = _split_scan([*head, *tail], len(head))
     assert adopted
     _assert_same(scan, [*head, *tail])
