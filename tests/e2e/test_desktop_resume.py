@@ -38,6 +38,7 @@ from app.bridge_contract import (
     SessionsListedPush,
     SessionsListRequest,
     SessionsOpenRequest,
+    SessionSummary,
     SessionUpdatedPush,
     TranscriptItemPush,
     TurnsSendRequest,
@@ -55,7 +56,9 @@ SCRIPT = [
             "text": "Counting.",
             "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
         },
-        {"text": "Counted once.", "chunks": 4},
+        # The continuation's answer waits a second, so the session row's refresh that its
+        # start triggers reads the run while it is still running.
+        {"text": "Counted once.", "chunks": 4, "delayMs": 1000},
     ]
 ]
 WAIT_MS = 30_000
@@ -183,10 +186,17 @@ def test_banner_safe_resume_starts_a_continuation_that_completes(desk: Desk) -> 
         ),
         timeout=WAIT_MS,
     )
-    rows = [
-        m.session for m in client.received if isinstance(m, SessionUpdatedPush)
-    ]  # the list row stops saying "interrupted" while the continuation runs
-    assert any(r.last_run_status == "running" and not r.interrupted for r in rows), rows
+
+    # The list row stops saying "interrupted" while the continuation runs, and ends completed.
+    def rows() -> list[SessionSummary]:
+        return [m.session for m in client.received if isinstance(m, SessionUpdatedPush)]
+
+    desk.qtbot.waitUntil(
+        lambda: any(r.last_run_status == "completed" and not r.interrupted for r in rows()),
+        timeout=WAIT_MS,
+    )
+    assert any(r.last_run_status == "running" and not r.interrupted for r in rows()), rows()
+    assert rows()[-1].last_run_status == "completed" and not rows()[-1].interrupted, rows()
     items = [m.item for m in client.received if isinstance(m, TranscriptItemPush)]
     markers = [i for i in items if i.type == "continuation_marker"]
     assert [m.run_id for m in markers] == [started.run_id]
