@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from runtime.ledger.codes import (
     RecoveryDisposition,
@@ -63,10 +63,13 @@ _ISSUE_PRIORITY: tuple[ScanIssueCode, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRecoveryDecision:
+class ToolRecoveryDecision(NamedTuple):
     """The resolver's verdict on one operation. Optional fields are None when the fact does not
-    exist (the JSON view omits them); ``response_is_error`` is set whenever a response is bound."""
+    exist (the JSON view omits them); ``response_is_error`` is set whenever a response is bound.
+
+    This and ``ResolvedOperation`` are named tuples, not frozen dataclasses: there is one per
+    tool operation (tens of thousands in a long run) and a frozen dataclass costs five times as
+    much to build."""
 
     tool_call_id: str
     status: ResolverStatus
@@ -94,8 +97,7 @@ class RecoveryResolution:
     tool_boundary_protocol: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedOperation:
+class ResolvedOperation(NamedTuple):
     """A decision together with the scanned facts it was made from (for the resume plan, which
     needs the call event itself: its visibility and its arguments)."""
 
@@ -125,14 +127,25 @@ def _marker_issues(events: Sequence[RuntimeEvent]) -> tuple[str | None, list[Sca
     return protocol, issues
 
 
-def _response_is_error(response: RuntimeEvent) -> bool:
-    content: Any = response.get("content")
-    return content is not None and content.get("isError") is True
+# The verdicts of the decision table's common rows, looked up once (``_decide`` runs once per
+# operation of the run).
+_MATCHING_RESPONSE = (ResolverStatus.COMPLETED, ResolverReason.MATCHING_RESPONSE)
+_DISPATCH_WITHOUT_RESPONSE = (
+    ResolverStatus.INDETERMINATE,
+    ResolverReason.DISPATCH_WITHOUT_RESPONSE,
+)
+_NEW_PROTOCOL_BEFORE_DISPATCH = (
+    ResolverStatus.DEFINITELY_NOT_DISPATCHED,
+    ResolverReason.NEW_PROTOCOL_BEFORE_DISPATCH,
+)
+_LEGACY_DISPATCH_UNKNOWN = (ResolverStatus.INDETERMINATE, ResolverReason.LEGACY_DISPATCH_UNKNOWN)
+_NORMAL_T2 = SettlementOrigin.NORMAL_T2
+_PRE_T1_SYNTHETIC = SettlementOrigin.PRE_T1_SYNTHETIC
 
 
 def _decide(op: ScannedOperation, new_protocol: bool) -> ToolRecoveryDecision:
     """The decision table, first match wins; the recovery tail applies on top of rows 4-6."""
-    call, dispatch, response = op.call_event, op.dispatch_event, op.response_event
+    tool_call_id, _, tool_name, operation_id, call, dispatch, response, reconciles, decided = op[:9]
     origin: SettlementOrigin | None = None
     if call is None and dispatch is not None:
         status, reason = ResolverStatus.CORRUPTION, ResolverReason.ORPHAN_DISPATCH
@@ -142,32 +155,33 @@ def _decide(op: ScannedOperation, new_protocol: bool) -> ToolRecoveryDecision:
         status, reason = ResolverStatus.CORRUPTION, ResolverReason(code.value)
     else:
         if response is not None:
-            status, reason = ResolverStatus.COMPLETED, ResolverReason.MATCHING_RESPONSE
-            origin = (
-                SettlementOrigin.NORMAL_T2
-                if dispatch is not None
-                else SettlementOrigin.PRE_T1_SYNTHETIC
-            )
+            status, reason = _MATCHING_RESPONSE
+            origin = _NORMAL_T2 if dispatch is not None else _PRE_T1_SYNTHETIC
         elif dispatch is not None:
-            status, reason = ResolverStatus.INDETERMINATE, ResolverReason.DISPATCH_WITHOUT_RESPONSE
+            status, reason = _DISPATCH_WITHOUT_RESPONSE
         elif new_protocol:
-            status = ResolverStatus.DEFINITELY_NOT_DISPATCHED
-            reason = ResolverReason.NEW_PROTOCOL_BEFORE_DISPATCH
+            status, reason = _NEW_PROTOCOL_BEFORE_DISPATCH
         else:
-            status, reason = ResolverStatus.INDETERMINATE, ResolverReason.LEGACY_DISPATCH_UNKNOWN
-        if op.reconcile_events or op.decision_events:
+            status, reason = _LEGACY_DISPATCH_UNKNOWN
+        if reconciles or decided:
             status, reason, origin = _recovery_tail(op, status, reason, origin)
+    if response is None:
+        response_id = is_error = None
+    else:
+        response_id = response["id"]
+        content: Any = response.get("content")
+        is_error = content is not None and content.get("isError") is True
     return ToolRecoveryDecision(
-        op.tool_call_id,
+        tool_call_id,
         status,
         reason,
-        op.tool_name,
-        op.operation_id,
+        tool_name,
+        operation_id,
         origin,
         call["id"] if call is not None else None,
         dispatch["id"] if dispatch is not None else None,
-        response["id"] if response is not None else None,
-        _response_is_error(response) if response is not None else None,
+        response_id,
+        is_error,
     )
 
 
@@ -218,14 +232,11 @@ def resolve_operations(
         issue for issue in scan.issues if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
     )
     new_protocol = protocol == TOOL_BOUNDARY_PROTOCOL_V1
-    resolved = tuple(ResolvedOperation(_decide(op, new_protocol), op) for op in scan.operations)
-    decisions = tuple(item.decision for item in resolved)
-    has_corruption = bool(issues) or any(
-        decision.status is ResolverStatus.CORRUPTION for decision in decisions
-    )
-    requires_reconciliation = not has_corruption and any(
-        decision.status is ResolverStatus.INDETERMINATE for decision in decisions
-    )
+    decisions = tuple([_decide(op, new_protocol) for op in scan.operations])
+    resolved = tuple(map(ResolvedOperation, decisions, scan.operations))
+    statuses = {decision.status for decision in decisions}
+    has_corruption = bool(issues) or ResolverStatus.CORRUPTION in statuses
+    requires_reconciliation = not has_corruption and ResolverStatus.INDETERMINATE in statuses
     resolution = RecoveryResolution(
         decisions=decisions,
         issues=tuple(issues),

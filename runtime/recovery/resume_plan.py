@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from runtime.ledger.codes import (
     DiagnosticCode,
@@ -46,10 +46,10 @@ DetailValue = str | int
 Detail = Mapping[str, DetailValue]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOperation:
+class ToolOperation(NamedTuple):
     """A model-visible tool call as the plan sees it. ``status`` succeeded/failed is decided only
-    by the committed response's ``isError``."""
+    by the committed response's ``isError``. A named tuple, as the resolver's per-operation
+    records are (one per call of a long run)."""
 
     tool_call_id: str
     tool_name: str
@@ -145,44 +145,88 @@ _DANGLING = frozenset(
 )
 
 
-def _is_hidden(event: Mapping[str, Any]) -> bool:
-    return event.get("modelVisibility") == "hidden"
+_INDETERMINATE = ResolverStatus.INDETERMINATE
+_CORRUPTION = ResolverStatus.CORRUPTION
+_COMPLETED = ResolverStatus.COMPLETED
+_ORPHAN_RESPONSE = ResolverReason.ORPHAN_RESPONSE
+_SUCCEEDED, _FAILED = OperationStatus.SUCCEEDED, OperationStatus.FAILED
 
 
-def _project(resolved: Sequence[ResolvedOperation]) -> tuple[ToolOperation, ...]:
-    """Model-visible operations: orphans (no call) and hidden nested calls are not projected."""
+@dataclass(frozen=True, slots=True)
+class _Projection:
+    """What one pass over the resolved operations yields: the model-visible operations (orphans,
+    that is operations without a call, and hidden nested calls are not projected) and, each in
+    resolver order, the diagnostics of the operations, of orphan facts and of hidden calls."""
+
+    operations: tuple[ToolOperation, ...]
+    operation_diagnostics: list[ResumeDiagnostic]
+    orphan_facts: list[ResumeDiagnostic]
+    hidden_pending: list[ResumeDiagnostic]
+
+
+def _project(resolved: Sequence[ResolvedOperation]) -> _Projection:
+    """One pass over the resolver's operations (a long run has tens of thousands)."""
     operations: list[ToolOperation] = []
-    for item in resolved:
-        decision, call = item.decision, item.operation.call_event
-        if (
-            decision.call_runtime_event_id is None
-            or call is None
-            or call.get("modelVisibility") == "hidden"
-        ):
+    operation_diagnostics: list[ResumeDiagnostic] = []
+    orphan_facts: list[ResumeDiagnostic] = []
+    hidden_pending: list[ResumeDiagnostic] = []
+    operation_entry = _OPERATION_DIAGNOSTICS.get
+    for decision, scanned in resolved:
+        call = scanned.call_event
+        call_event_id = decision.call_runtime_event_id
+        if call_event_id is None or call is None:
+            # Corrupt operations without a call that no other diagnostic names: orphan
+            # dispatches and bad recovery facts (an orphan response is named by the replay walk).
+            if decision.status is _CORRUPTION and decision.reason is not _ORPHAN_RESPONSE:
+                orphan_facts.append(
+                    ResumeDiagnostic(
+                        DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
+                        f"tool recovery fact is corrupt: {decision.reason.value}",
+                        decision.dispatch_runtime_event_id or decision.response_runtime_event_id,
+                        decision.tool_call_id,
+                        decision.tool_name,
+                    )
+                )
+            continue
+        if "modelVisibility" in call and call["modelVisibility"] == "hidden":
+            # A hidden nested call with an unknown outcome still blocks the enclosing execution.
+            if decision.status is _INDETERMINATE:
+                hidden_pending.append(
+                    ResumeDiagnostic(
+                        DiagnosticCode.PENDING_TOOL_RESULT,
+                        "hidden nested tool call has no matching committed function_response",
+                        call_event_id,
+                        decision.tool_call_id,
+                        decision.tool_name,
+                    )
+                )
             continue
         content: Any = call.get("content") or {}
         if content.get("kind") != "function_call":
             continue
-        if decision.status is ResolverStatus.COMPLETED:
-            status = (
-                OperationStatus.FAILED
-                if decision.response_is_error is True
-                else OperationStatus.SUCCEEDED
-            )
+        if decision.status is _COMPLETED:
+            status = _FAILED if decision.response_is_error is True else _SUCCEEDED
         else:
             status = _STATUS[decision.status]
+            entry = operation_entry(status)
+            if entry is not None:
+                operation_diagnostics.append(
+                    ResumeDiagnostic(
+                        entry[0], entry[1], call_event_id, decision.tool_call_id, content["name"]
+                    )
+                )
         operations.append(
             ToolOperation(
                 decision.tool_call_id,
                 content["name"],
                 content["args"],
                 status,
-                decision.call_runtime_event_id,
+                call_event_id,
                 decision.response_runtime_event_id,
                 decision.response_is_error,
             )
         )
-    return tuple(operations)
+    return _Projection(tuple(operations), operation_diagnostics, orphan_facts, hidden_pending)
 
 
 def _diagnostics(
@@ -190,11 +234,11 @@ def _diagnostics(
     *,
     expected_high_water: int | None,
     resolution: RecoveryResolution,
-    resolved: Sequence[ResolvedOperation],
-    operations: Sequence[ToolOperation],
-    visible_responses: Sequence[RuntimeEvent],
+    projection: _Projection,
+    response_diagnostics: Sequence[ResumeDiagnostic],
 ) -> list[ResumeDiagnostic]:
-    """All diagnostics, in the fixed emission order of the design (six passes)."""
+    """All diagnostics, in the fixed emission order of the design (six passes): high-water,
+    operations, resolver issues, orphan facts, hidden calls, responses."""
     found: list[ResumeDiagnostic] = []
     if expected_high_water is not None and expected_high_water != len(events):
         found.append(
@@ -209,18 +253,7 @@ def _diagnostics(
                 ),
             )
         )
-    for operation in operations:
-        entry = _OPERATION_DIAGNOSTICS.get(operation.status)
-        if entry is not None:
-            found.append(
-                ResumeDiagnostic(
-                    entry[0],
-                    entry[1],
-                    operation.call_runtime_event_id,
-                    operation.tool_call_id,
-                    operation.tool_name,
-                )
-            )
+    found.extend(projection.operation_diagnostics)
     for issue in resolution.issues:
         named = _ISSUE_DIAGNOSTICS.get(issue.code)
         if named is not None:
@@ -234,93 +267,35 @@ def _diagnostics(
                     detail=MappingProxyType({"issueCode": issue.code.value}),
                 )
             )
-    found.extend(_orphan_fact_diagnostics(resolved))
-    found.extend(_hidden_call_diagnostics(resolved))
-    found.extend(_response_diagnostics(visible_responses, operations))
+    found.extend(projection.orphan_facts)
+    found.extend(projection.hidden_pending)
+    found.extend(response_diagnostics)
     return found
 
 
-def _orphan_fact_diagnostics(resolved: Sequence[ResolvedOperation]) -> list[ResumeDiagnostic]:
-    """Corrupt operations without a call that no earlier pass names (orphan dispatches)."""
-    found: list[ResumeDiagnostic] = []
-    for item in resolved:
-        decision = item.decision
-        if (
-            decision.status is not ResolverStatus.CORRUPTION
-            or decision.call_runtime_event_id is not None
-            or decision.reason is ResolverReason.ORPHAN_RESPONSE
-        ):
-            continue
-        found.append(
-            ResumeDiagnostic(
-                DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
-                f"tool recovery fact is corrupt: {decision.reason.value}",
-                decision.dispatch_runtime_event_id or decision.response_runtime_event_id,
-                decision.tool_call_id,
-                decision.tool_name,
-            )
-        )
-    return found
-
-
-def _hidden_call_diagnostics(resolved: Sequence[ResolvedOperation]) -> list[ResumeDiagnostic]:
-    """A hidden nested call with an unknown outcome still blocks the enclosing execution."""
-    return [
-        ResumeDiagnostic(
-            DiagnosticCode.PENDING_TOOL_RESULT,
-            "hidden nested tool call has no matching committed function_response",
-            item.decision.call_runtime_event_id,
-            item.decision.tool_call_id,
-            item.decision.tool_name,
-        )
-        for item in resolved
-        if _has_hidden_indeterminate_call(item)
-    ]
-
-
-def _has_hidden_indeterminate_call(item: ResolvedOperation) -> bool:
-    call = item.operation.call_event
-    return (
-        item.decision.status is ResolverStatus.INDETERMINATE
-        and call is not None
-        and _is_hidden(call)
-    )
-
-
-def _response_diagnostics(
-    responses: Sequence[RuntimeEvent], operations: Sequence[ToolOperation]
-) -> list[ResumeDiagnostic]:
+def _response_diagnostic(
+    event: Mapping[str, Any], call_id: str, name: str, call_names: Mapping[str, str]
+) -> ResumeDiagnostic | None:
     """Every visible committed response must answer a projected call of the same tool."""
-    by_call_id = {operation.tool_call_id: operation for operation in operations}
-    found: list[ResumeDiagnostic] = []
-    for event in responses:
-        content = cast(Mapping[str, Any], event.get("content"))
-        call_id, name = content["id"], content["name"]
-        operation = by_call_id.get(call_id)
-        if operation is None:
-            found.append(
-                ResumeDiagnostic(
-                    DiagnosticCode.UNMATCHED_TOOL_RESULT,
-                    "function_response has no prior matching function_call",
-                    event["id"],
-                    call_id,
-                    name,
-                )
-            )
-        elif operation.tool_name != name:
-            found.append(
-                ResumeDiagnostic(
-                    DiagnosticCode.TOOL_NAME_MISMATCH,
-                    "function_response tool name differs from matching function_call",
-                    event["id"],
-                    call_id,
-                    name,
-                    MappingProxyType(
-                        {"callToolName": operation.tool_name, "responseToolName": name}
-                    ),
-                )
-            )
-    return found
+    call_name = call_names.get(call_id)
+    if call_name is None:
+        return ResumeDiagnostic(
+            DiagnosticCode.UNMATCHED_TOOL_RESULT,
+            "function_response has no prior matching function_call",
+            event["id"],
+            call_id,
+            name,
+        )
+    if call_name != name:
+        return ResumeDiagnostic(
+            DiagnosticCode.TOOL_NAME_MISMATCH,
+            "function_response tool name differs from matching function_call",
+            event["id"],
+            call_id,
+            name,
+            MappingProxyType({"callToolName": call_name, "responseToolName": name}),
+        )
+    return None
 
 
 def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkReason, ...]:
@@ -340,26 +315,30 @@ def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkRea
 
 @dataclass(frozen=True, slots=True)
 class _ReplayWalk:
-    """What one pass over the ledger yields: the replay list and the committed (non-partial)
-    model-visible responses in ledger order, which the response diagnostics check."""
+    """What one pass over the ledger yields: the replay list and the diagnostics of the
+    committed (non-partial) model-visible responses, in ledger order."""
 
     replay: tuple[RuntimeEvent, ...]
-    visible_responses: tuple[RuntimeEvent, ...]
+    response_diagnostics: tuple[ResumeDiagnostic, ...]
 
 
-def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
+def _walk_replay(
+    events: Sequence[RuntimeEvent], call_names: Mapping[str, str] | None = None
+) -> _ReplayWalk:
     """One pass: keep every non-partial, non-hidden event, remember where calls and responses
     were kept, and drop afterwards the ones whose id never paired.
 
     Pairing walks non-partial events, hidden ones included: a response pairs a call of the same
     id and tool name seen before it (a later call with the same id replaces the earlier one).
+    ``call_names``: the projected operations' tool names by call id; when given, every visible
+    response is checked against them (``_response_diagnostic``) on the way.
     """
     calls: dict[str, str] = {}
     paired: set[str] = set()
     kept: list[Mapping[str, Any]] = []
     keep = kept.append
     tool_slots: list[tuple[int, str]] = []
-    visible: list[Mapping[str, Any]] = []
+    responses: list[ResumeDiagnostic] = []
     for event in cast(Sequence[Mapping[str, Any]], events):
         if event["partial"]:
             continue
@@ -372,12 +351,15 @@ def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
                 if not hidden:
                     tool_slots.append((len(kept), content["id"]))
             elif kind == "function_response":
-                call_id = content["id"]
-                if calls.get(call_id) == content["name"]:
+                call_id, name = content["id"], content["name"]
+                if calls.get(call_id) == name:
                     paired.add(call_id)
                 if not hidden:
-                    visible.append(event)
                     tool_slots.append((len(kept), call_id))
+                    if call_names is not None and call_names.get(call_id) != name:
+                        found = _response_diagnostic(event, call_id, name, call_names)
+                        if found is not None:
+                            responses.append(found)
         if not hidden:
             keep(event)
     unpaired = sorted(slot for slot, call_id in tool_slots if call_id not in paired)
@@ -391,9 +373,7 @@ def _walk_replay(events: Sequence[RuntimeEvent]) -> _ReplayWalk:
             start = slot + 1
         runs.extend(kept[start:])
         replay = tuple(runs)
-    return _ReplayWalk(
-        cast(tuple[RuntimeEvent, ...], replay), cast(tuple[RuntimeEvent, ...], tuple(visible))
-    )
+    return _ReplayWalk(cast(tuple[RuntimeEvent, ...], replay), tuple(responses))
 
 
 def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
@@ -412,20 +392,22 @@ def plan_resume(
     """The Phase 0 resume plan of one run's committed events, in ledger order. ``scan``: the
     caller's ``scan_tool_ledger`` of exactly ``events``, if it already has one."""
     resolution, resolved = resolve_operations(events, scan)
-    operations = _project(resolved)
-    walk = _walk_replay(events)
+    projection = _project(resolved)
+    operations = projection.operations
+    walk = _walk_replay(
+        events, {operation.tool_call_id: operation.tool_name for operation in operations}
+    )
     diagnostics = _diagnostics(
         events,
         expected_high_water=expected_high_water,
         resolution=resolution,
-        resolved=resolved,
-        operations=operations,
-        visible_responses=walk.visible_responses,
+        projection=projection,
+        response_diagnostics=walk.response_diagnostics,
     )
     reasons = _rejection_reasons(diagnostics)
-    requires_verification = any(
+    requires_verification = bool(projection.hidden_pending) or any(
         operation.status is OperationStatus.INDETERMINATE for operation in operations
-    ) or any(_has_hidden_indeterminate_call(item) for item in resolved)
+    )
     safe = not reasons and not requires_verification and not resolution.has_corruption
     return ResumePlan(
         disposition=Disposition.SAFE_REPLAY if safe else Disposition.BLOCKED,
