@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.process_exit import fast_exit_requested, request_fast_exit
@@ -38,6 +39,7 @@ from runtime.recovery.recovery_resolver import (
 from runtime.recovery.resume_plan import ResumeDiagnostic, ResumePlan, ToolOperation, plan_resume
 
 JsonObject = dict[str, Any]
+R = TypeVar("R")
 
 
 def _present(*pairs: tuple[str, Any]) -> JsonObject:
@@ -74,18 +76,70 @@ def diagnostic_json(diagnostic: ResumeDiagnostic) -> JsonObject:
     )
 
 
-def plan_json(plan: ResumePlan) -> JsonObject:
-    """The ``maka ledger plan --json`` document."""
+def plan_json(plan: ResumePlan, *, long_lists: bool = True) -> JsonObject:
+    """The ``maka ledger plan --json`` document; ``long_lists=False`` leaves out the two lists
+    that grow with the run (``operations`` and ``replayRuntimeEventIds``)."""
     return _present(
         ("disposition", plan.disposition.value),
-        ("operations", [operation_json(operation) for operation in plan.operations]),
+        (
+            "operations",
+            [operation_json(operation) for operation in plan.operations] if long_lists else None,
+        ),
         ("diagnostics", [diagnostic_json(diagnostic) for diagnostic in plan.diagnostics]),
         ("rejectionReasons", [reason.value for reason in plan.rejection_reasons]),
         ("requiresVerification", plan.requires_verification),
         ("sourceRuntimeEventHighWater", plan.source_runtime_event_high_water),
         ("directive", plan.directive),
-        ("replayRuntimeEventIds", [event["id"] for event in plan.replay_runtime_events]),
+        (
+            "replayRuntimeEventIds",
+            [event["id"] for event in plan.replay_runtime_events] if long_lists else None,
+        ),
     )
+
+
+# The plan's JSON text. A long run's plan lists tens of thousands of operations and a replay list
+# of every event, so its text is written directly rather than through ``json.dumps`` of the
+# document; it is the same text, byte for byte (a property test compares them). The direct form
+# is taken only when no string it inserts needs a JSON escape; otherwise the document is dumped.
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
+_OPERATION_HEAD = (
+    '{"toolCallId": "%s", "toolName": "%s", "status": "%s", "callRuntimeEventId": "%s"'
+)
+_RESPONSE_ID = ', "responseRuntimeEventId": "%s"'
+_IS_ERROR = {True: ', "responseIsError": true', False: ', "responseIsError": false'}
+
+
+def plan_json_text(plan: ResumePlan) -> str:
+    """``json.dumps(plan_json(plan), ensure_ascii=False)``, faster on a long plan."""
+    inserted: list[str] = []
+    add = inserted.extend
+    operations: list[str] = []
+    for call_id, name, _, status, call_event_id, response_id, is_error in plan.operations:
+        text = _OPERATION_HEAD % (call_id, name, status.value, call_event_id)
+        add((call_id, name, call_event_id))
+        if response_id is not None:
+            text += _RESPONSE_ID % response_id
+            inserted.append(response_id)
+        if is_error is not None:
+            text += _IS_ERROR[is_error]
+        operations.append(text + "}")
+    replay = [event["id"] for event in plan.replay_runtime_events]
+    if _NEEDS_ESCAPE.search("".join(inserted)) or _NEEDS_ESCAPE.search("".join(replay)):
+        return json.dumps(plan_json(plan), ensure_ascii=False)
+    document = plan_json(plan, long_lists=False)
+    parts = [f'{{"disposition": {_dumps(document["disposition"])}, "operations": [']
+    parts.append(", ".join(operations))
+    parts.append("]")
+    for key, value in document.items():
+        if key != "disposition":
+            parts.append(f", {_dumps(key)}: {_dumps(value)}")
+    replay_text = '"' + '", "'.join(replay) + '"' if replay else ""
+    parts.append(', "replayRuntimeEventIds": [' + replay_text + "]}")
+    return "".join(parts)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 # ---- scan -------------------------------------------------------------------------------------
@@ -192,9 +246,7 @@ class _LedgerReading:
         return self._scan.finish()
 
 
-def _build_document(
-    path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], JsonObject]
-) -> JsonObject:
+def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
     """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
     large file the scan overlaps with the decoding (``_LedgerReading``)."""
     reading = _LedgerReading()
@@ -204,26 +256,24 @@ def _build_document(
     except LedgerFileError as error:
         raise _decoding_error(path, error) from None
     scanned = reading.finish()
-    request_fast_exit(reading.events, scanned)  # freeing them at exit would only cost time
+    request_fast_exit(reading, scanned)  # freeing them at exit would only cost time
     return build(reading.events, scanned)
-
-
-def _emit(document: JsonObject) -> None:
-    sys.stdout.write(json.dumps(document, ensure_ascii=False))
-    sys.stdout.write("\n")
 
 
 def _run(
     args: argparse.Namespace,
-    build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], JsonObject],
+    build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R],
+    document: Callable[[R], JsonObject],
+    json_text: Callable[[R], str],
 ) -> int:
     with _bulk_allocation():
-        document = _build_document(args.file, build)
+        result = _read_and_build(args.file, build)
+        request_fast_exit(result)
         if args.json:
-            _emit(document)
+            sys.stdout.write(json_text(result))
+            sys.stdout.write("\n")
         else:
-            _print_text(document)
-        request_fast_exit(document)
+            _print_text(document(result))
     return EXIT_OK
 
 
@@ -232,12 +282,22 @@ def run_plan(args: argparse.Namespace) -> int:
     expected: int | None = getattr(args, "expected_high_water", None)
     if expected is not None and expected < 0:
         raise CliError("invalid_argument", "--expected-high-water must be >= 0", EXIT_USAGE)
-    return _run(args, lambda events, scan: plan_json(plan_resume(events, expected, scan=scan)))
+    return _run(
+        args,
+        lambda events, scan: plan_resume(events, expected, scan=scan),
+        plan_json,
+        plan_json_text,
+    )
 
 
 def run_scan(args: argparse.Namespace) -> int:
     """``maka ledger scan FILE [--json]``."""
-    return _run(args, lambda events, scan: scan_json(resolve_recovery(events, scan)))
+    return _run(
+        args,
+        resolve_recovery,
+        scan_json,
+        lambda resolution: json.dumps(scan_json(resolution), ensure_ascii=False),
+    )
 
 
 def _print_text(document: JsonObject) -> None:
