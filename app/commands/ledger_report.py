@@ -29,7 +29,7 @@ from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.ledger.tail_scan import TailScan, adopt_tail
+from runtime.ledger.tail_scan import TAIL_START_MARKER, TailScan, adopt_tail
 from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
@@ -250,7 +250,9 @@ def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLed
     """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
     large file the scan overlaps with the decoding (``_LedgerReading``)."""
     reading = _LedgerReading()
-    hooks = TailHooks(TailScan, reading.consume_tail, reading.take_summary)
+    hooks = TailHooks(
+        TailScan, reading.consume_tail, reading.take_summary, start_marker=TAIL_START_MARKER
+    )
     try:
         decode_ledger_pieces(read_file_bytes(path), reading.consume, tail_hooks=hooks)
     except LedgerFileError as error:

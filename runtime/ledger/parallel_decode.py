@@ -41,8 +41,11 @@ CHILD_PIECE_LINES = 8192
 """The child hands its events over in pieces of this many lines, so the parent can scan one
 piece while the child decodes the next."""
 
-PARENT_SHARE_WITH_TAIL_WORK = 0.5
+PARENT_SHARE_WITH_TAIL_WORK = 0.55
 """The parent's share when the child also does the consumer's work on its tail (``TailHooks``)."""
+
+CUT_LOOKAHEAD_BYTES = 64 << 10
+"""How far past the share point the cut may move to reach a ``TailHooks.start_marker`` line."""
 
 Consumer = Callable[[list[RuntimeEvent]], None]
 
@@ -70,6 +73,10 @@ class TailHooks:
     start: Callable[[int], TailWork]
     consume_tail: Consumer
     take_summary: Callable[[Any], None]
+    start_marker: bytes | None = None
+    """When set, the tail preferably starts at a line containing these bytes, found within
+    ``CUT_LOOKAHEAD_BYTES`` after the share point (a hint for where the work on the two parts
+    splits cleanly; the decoded events are the same wherever the cut falls)."""
 
 
 def decode_ledger_pieces(
@@ -88,7 +95,7 @@ def decode_ledger_pieces(
     how many pieces were decoded (1 when decoded serially). ``tail_hooks``: see ``TailHooks``.
     """
     share = PARENT_SHARE if tail_hooks is None else PARENT_SHARE_WITH_TAIL_WORK
-    cut = _cut(data, parallel, share)
+    cut = _cut(data, parallel, share, tail_hooks.start_marker if tail_hooks is not None else None)
     if cut is None:
         return _decode_serially(data, consume)
     region = mmap.mmap(-1, _capacity(len(data) - cut))
@@ -134,8 +141,11 @@ def _decode_serially(data: bytes, consume: Consumer) -> int:
     return 1
 
 
-def _cut(data: bytes, parallel: bool | None, share: float) -> int | None:
-    """The offset just after the newline that ends the parent's share, or None to decode
+def _cut(
+    data: bytes, parallel: bool | None, share: float, marker: bytes | None = None
+) -> int | None:
+    """The offset just after the newline that ends the parent's share (moved forward to the
+    start of the first line holding ``marker``, when one is near), or None to decode
     serially."""
     if parallel is False or not hasattr(os, "fork") or threading.active_count() != 1:
         return None
@@ -144,6 +154,12 @@ def _cut(data: bytes, parallel: bool | None, share: float) -> int | None:
     newline = data.find(b"\n", int(len(data) * share))
     if newline < 0 or newline + 1 >= len(data):
         return None
+    if marker is not None:
+        found = data.find(marker, newline + 1, newline + 1 + CUT_LOOKAHEAD_BYTES)
+        if found >= 0:
+            line_start = data.rfind(b"\n", newline, found) + 1
+            if line_start < len(data):
+                return line_start
     return newline + 1
 
 

@@ -26,6 +26,13 @@ from runtime.ledger.tool_ledger_scanner import (
     ToolLedgerScanner,
 )
 
+TAIL_START_MARKER = b'"function_call"'
+"""Where a tail to be scanned apart should preferably start (``TailHooks.start_marker``): at a
+tool call's line, the head keeps every operation that started in it whole in the usual
+sequential call/dispatch/response order, so the tail touches none of them and its scan can be
+adopted. Any line may hold these bytes (a user's text); a cut elsewhere only costs the
+adoption, never correctness."""
+
 
 class TailScan:
     """A scan of a ledger's *tail* started from an empty scanner, in another process, while the
@@ -87,6 +94,7 @@ class TailScan:
                     [positions[event["id"]] for event in op.reconciles],
                     [positions[event["id"]] for event in op.decisions],
                     [issue_index[id(issue)] for issue in op.issues],
+                    positions,
                 )
             )
         return (
@@ -101,30 +109,36 @@ class TailScan:
                 for issue in scanner._issues
             ],
             operations,
+            scanner._markers,
         )
 
 
-def _adopted_operation(
-    row: Any, tail: list[RuntimeEvent], base: int, issues: list[ScanIssue]
-) -> ScannedOperation:
-    invocation, call_id, tool_name, operation_id, call, dispatch, response, recs, decs, refs = row
-    attached = [position for position in (call, dispatch, response) if position >= 0]
-    attached.extend(recs)
-    attached.extend(decs)
-    attached.sort()
-    return ScannedOperation(
-        call_id,
-        invocation,
-        tool_name,
-        operation_id,
-        tail[call - base] if call >= 0 else None,
-        tail[dispatch - base] if dispatch >= 0 else None,
-        tail[response - base] if response >= 0 else None,
-        tuple(tail[position - base] for position in recs),
-        tuple(tail[position - base] for position in decs),
-        tuple(issues[index] for index in refs),
-        {tail[position - base]["id"]: position for position in attached},
-    )
+def _adopted_operations(
+    rows: list[Any], tail: list[RuntimeEvent], base: int, issues: list[ScanIssue]
+) -> list[ScannedOperation]:
+    """The tail's operations from the summary's rows (event positions stand for the tail's
+    events; each row carries its operation's positions map as the child built it)."""
+    adopted: list[ScannedOperation] = []
+    add = adopted.append
+    for row in rows:
+        invocation, call_id, tool_name, operation_id, call, dispatch, response = row[:7]
+        recs, decs, refs, positions = row[7:]
+        add(
+            ScannedOperation(
+                call_id,
+                invocation,
+                tool_name,
+                operation_id,
+                tail[call - base] if call >= 0 else None,
+                tail[dispatch - base] if dispatch >= 0 else None,
+                tail[response - base] if response >= 0 else None,
+                tuple([tail[position - base] for position in recs]) if recs else (),
+                tuple([tail[position - base] for position in decs]) if decs else (),
+                tuple([issues[index] for index in refs]) if refs else (),
+                positions,
+            )
+        )
+    return adopted
 
 
 def adopt_tail(batch: BatchScan, summary: Any, tail: list[RuntimeEvent]) -> ToolLedgerScan | None:
@@ -134,7 +148,7 @@ def adopt_tail(batch: BatchScan, summary: Any, tail: list[RuntimeEvent]) -> Tool
     and changes nothing otherwise (the caller then feeds ``tail`` and finishes)."""
     scanner = batch.scanner_view()
     try:
-        first, count, spines, first_marked, keys, opids, issue_rows, rows = summary
+        first, count, spines, first_marked, keys, opids, issue_rows, rows, markers = summary
     except (TypeError, ValueError):
         return None
     if first != scanner._count or count != first + len(tail):
@@ -155,5 +169,9 @@ def adopt_tail(batch: BatchScan, summary: Any, tail: list[RuntimeEvent]) -> Tool
         for code, event_id, operation_id, call_id in issue_rows
     ]
     head = [op.freeze(copy=False) for op in scanner._operations]
-    head.extend(_adopted_operation(row, tail, first, issues) for row in rows)
-    return ToolLedgerScan(tuple(head), (*scanner._issues, *issues))
+    head.extend(_adopted_operations(rows, tail, first, issues))
+    return ToolLedgerScan(
+        tuple(head),
+        (*scanner._issues, *issues),
+        (*scanner._markers, *[(position, event_id) for position, event_id in markers]),
+    )

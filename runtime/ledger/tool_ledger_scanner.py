@@ -95,8 +95,13 @@ class ScannedOperation(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ToolLedgerScan:
+    """``markers``: (position, event id) of every scanned event whose actions carry a
+    ``runtimeProtocol`` marker, duplicated events included, in ledger order (the resolver's
+    marker rule is about the run's first event, not an invocation's, so it reads them here)."""
+
     operations: tuple[ScannedOperation, ...]
     issues: tuple[ScanIssue, ...]
+    markers: tuple[tuple[int, str], ...]
 
     @property
     def has_corruption(self) -> bool:
@@ -183,6 +188,7 @@ class ToolLedgerScanner:
         "_by_opid",
         "_count",
         "_issues",
+        "_markers",
         "_operations",
         "_origins",
         "_parent",
@@ -197,6 +203,7 @@ class ToolLedgerScanner:
         self._by_opid: dict[str, _Op] = {}
         self._operations: list[_Op] = []
         self._issues: list[ScanIssue] = []
+        self._markers: list[tuple[int, str]] = []
         self._count = 0
         # Set on a fork only: the scanner it was made from, that scanner's event count at the
         # time, and each copied operation's original (by the copy's id), for ``absorb``.
@@ -231,7 +238,11 @@ class ToolLedgerScanner:
         return op.freeze() if op is not None else None
 
     def result(self) -> ToolLedgerScan:
-        return ToolLedgerScan(tuple(op.freeze() for op in self._operations), tuple(self._issues))
+        return ToolLedgerScan(
+            tuple(op.freeze() for op in self._operations),
+            tuple(self._issues),
+            tuple(self._markers),
+        )
 
     def recovery_operations(self) -> tuple[ScannedOperation, ...]:
         """The operations that hold a reconcile or decision fact (``result().operations``
@@ -308,6 +319,7 @@ class ToolLedgerScanner:
         for operation_id, twin in fork._by_opid.items():
             self._by_opid[operation_id] = origins.get(id(twin), twin)
         self._issues.extend(fork._issues)
+        self._markers.extend(fork._markers)
         self._count = fork._count
         return True
 
@@ -341,22 +353,23 @@ class ToolLedgerScanner:
         self._count = position + 1
         event_id: str = raw["id"]
         seen = self._seen
+        actions = raw.get("actions")
         if event_id in seen:
             self._issues.append(ScanIssue(ScanIssueCode.DUPLICATE_EVENT_ID, event_id))
+            if actions is not None and "runtimeProtocol" in actions:
+                self._markers.append((position, event_id))
             return
         seen.add(event_id)
         invocation: str = raw["invocationId"]
         spine = (raw["sessionId"], raw["runId"], raw["turnId"])
         known = self._spines.get(invocation)
-        actions = raw.get("actions")
         if known is None:
             self._spines[invocation] = spine
-            if actions is not None and actions.get("runtimeProtocol", _MARKER) != _MARKER:
-                self._issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id))
-        else:
-            if known != spine:
-                self._issues.append(ScanIssue(ScanIssueCode.INVOCATION_IDENTITY_CONFLICT, event_id))
-            if actions is not None and "runtimeProtocol" in actions:
+        elif known != spine:
+            self._issues.append(ScanIssue(ScanIssueCode.INVOCATION_IDENTITY_CONFLICT, event_id))
+        if actions is not None and "runtimeProtocol" in actions:
+            self._markers.append((position, event_id))
+            if known is not None or actions["runtimeProtocol"] != _MARKER:
                 self._issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id))
         content = raw.get("content")
         if content is None:
@@ -621,7 +634,9 @@ class BatchScan:
         self._scanner = None
         # The scanner goes away here, so its operations' containers can be handed over uncopied.
         return ToolLedgerScan(
-            tuple(op.freeze(copy=False) for op in scanner._operations), tuple(scanner._issues)
+            tuple(op.freeze(copy=False) for op in scanner._operations),
+            tuple(scanner._issues),
+            tuple(scanner._markers),
         )
 
 

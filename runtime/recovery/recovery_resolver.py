@@ -25,7 +25,6 @@ Why the rules look the way they do:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
@@ -105,8 +104,12 @@ class ResolvedOperation(NamedTuple):
     operation: ScannedOperation
 
 
-def _marker_issues(events: Sequence[RuntimeEvent]) -> tuple[str | None, list[ScanIssue]]:
-    """The run's tool-boundary protocol (from the first event only) and every marker issue."""
+def _marker_issues(
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan
+) -> tuple[str | None, list[ScanIssue]]:
+    """The run's tool-boundary protocol (from the first event only) and every marker issue:
+    an invalid marker on the first event, then every marker on a later one (the scan lists
+    where the markers are, so the events are not searched again)."""
     protocol: str | None = None
     issues: list[ScanIssue] = []
     if not events:
@@ -118,11 +121,10 @@ def _marker_issues(events: Sequence[RuntimeEvent]) -> tuple[str | None, list[Sca
             protocol = TOOL_BOUNDARY_PROTOCOL_V1
         else:
             issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, events[0]["id"]))
-    raw = cast(Sequence[Mapping[str, Any]], events)
     issues.extend(
-        ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event["id"])
-        for event in itertools.islice(raw, 1, None)
-        if (actions := event.get("actions")) is not None and "runtimeProtocol" in actions
+        ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id)
+        for position, event_id in scan.markers
+        if position > 0
     )
     return protocol, issues
 
@@ -225,9 +227,9 @@ def resolve_operations(
 
     ``scan``: the caller's ``scan_tool_ledger`` of exactly ``events`` (a reader that scanned the
     ledger while it was still decoding it), so the scan is not done twice."""
-    protocol, issues = _marker_issues(events)
     if scan is None:
         scan = scan_tool_ledger(events)
+    protocol, issues = _marker_issues(events, scan)
     issues.extend(
         issue for issue in scan.issues if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
     )

@@ -240,6 +240,25 @@ def test_tail_work_that_raises_sends_no_summary_and_changes_no_event() -> None:
     assert hooked.head + hooked.tail == read_ledger_events(LEDGER)
 
 
+def test_the_tail_starts_at_the_next_line_holding_the_start_marker() -> None:
+    share = parallel_decode.PARENT_SHARE_WITH_TAIL_WORK
+    plain = parallel_decode._cut(LEDGER, True, share)
+    assert plain is not None and LEDGER[plain - 1 : plain] == b"\n"
+    marked = parallel_decode._cut(LEDGER, True, share, b'"function_call"')
+    assert marked is not None and LEDGER[marked - 1 : marked] == b"\n"
+    assert b'"function_call"' in LEDGER[marked : LEDGER.index(b"\n", marked)]
+    assert b'"function_call"' not in LEDGER[plain:marked]
+    # No marker line within reach: the plain cut.
+    assert parallel_decode._cut(LEDGER, True, share, b"no such bytes") == plain
+    hooked = _Hooked()
+    hooks = parallel_decode.TailHooks(
+        _CountingWork, hooked.tail.extend, hooked.summaries.append, b'"function_call"'
+    )
+    decode_ledger_pieces(LEDGER, hooked.head.extend, parallel=True, tail_hooks=hooks)
+    assert hooked.head + hooked.tail == read_ledger_events(LEDGER)
+    assert hooked.tail[0]["content"]["kind"] == "function_call"
+
+
 @pytest.mark.parametrize("die_after", [None, 0, 2])
 def test_the_ledger_report_scans_every_event_once_in_file_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, die_after: int | None

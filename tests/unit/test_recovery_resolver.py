@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.ledger.canonical_codec import operation_id
 from runtime.ledger.codes import ResolverReason, ResolverStatus, ScanIssueCode, SettlementOrigin
@@ -23,6 +26,7 @@ from tests.helpers.ledger_builders import (
     call_event,
     decision_event,
     dispatch_event,
+    mixed_ledger,
     model_text,
     operation_of,
     reconcile_event,
@@ -464,3 +468,26 @@ def test_a_stolen_operation_id_corrupts_both_operations() -> None:
         ("c0", ResolverReason.DUPLICATE_OPERATION),
         ("c1", ResolverReason.DUPLICATE_OPERATION),
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_marker_issues_name_every_marker_after_the_first_event(data: st.DataObject) -> None:
+    """The resolver takes the markers' places from the scan; they are exactly the events after
+    the first whose actions carry a marker, duplicated lines included, in ledger order (and an
+    invalid marker on the first event comes before them)."""
+    events = mixed_ledger(data.draw, edits=("dup", "mark", "swap", "drop"))
+    issues = [
+        issue.event_id
+        for issue in resolve_recovery(events).issues
+        if issue.code is ScanIssueCode.PROTOCOL_MARKER_INVALID
+    ]
+    first_actions: dict[str, Any] = dict(events[0].get("actions") or {})
+    first_invalid = (
+        "runtimeProtocol" in first_actions
+        and first_actions["runtimeProtocol"] != (MARKER["runtimeProtocol"])
+    )
+    late = [
+        event["id"] for event in events[1:] if "runtimeProtocol" in (event.get("actions") or {})
+    ]
+    assert issues == [events[0]["id"]] * first_invalid + late
