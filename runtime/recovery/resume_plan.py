@@ -325,8 +325,9 @@ class _ReplayWalk:
 def _walk_replay(
     events: Sequence[RuntimeEvent], call_names: Mapping[str, str] | None = None
 ) -> _ReplayWalk:
-    """One pass: keep every non-partial, non-hidden event, remember where calls and responses
-    were kept, and drop afterwards the ones whose id never paired.
+    """One pass: note the events left out (partial or hidden) and where visible calls and
+    responses are, then drop afterwards the ones whose id never paired; the replay list is the
+    events between the dropped ones.
 
     Pairing walks non-partial events, hidden ones included: a response pairs a call of the same
     id and tool name seen before it (a later call with the same id replaces the earlier one).
@@ -335,45 +336,52 @@ def _walk_replay(
     """
     calls: dict[str, str] = {}
     paired: set[str] = set()
-    kept: list[Mapping[str, Any]] = []
-    keep = kept.append
+    left_out: list[int] = []
     tool_slots: list[tuple[int, str]] = []
     responses: list[ResumeDiagnostic] = []
+    index = -1
     for event in cast(Sequence[Mapping[str, Any]], events):
+        index += 1
         if event["partial"]:
+            left_out.append(index)
+            continue
+        if "content" not in event:
+            if "modelVisibility" in event and event["modelVisibility"] == "hidden":
+                left_out.append(index)
             continue
         hidden = "modelVisibility" in event and event["modelVisibility"] == "hidden"
-        if "content" in event:
-            content = event["content"]
-            kind = content["kind"]
-            if kind == "function_call":
-                calls[content["id"]] = content["name"]
-                if not hidden:
-                    tool_slots.append((len(kept), content["id"]))
-            elif kind == "function_response":
-                call_id, name = content["id"], content["name"]
-                if calls.get(call_id) == name:
-                    paired.add(call_id)
-                if not hidden:
-                    tool_slots.append((len(kept), call_id))
-                    if call_names is not None and call_names.get(call_id) != name:
-                        found = _response_diagnostic(event, call_id, name, call_names)
-                        if found is not None:
-                            responses.append(found)
+        if hidden:
+            left_out.append(index)
+        content = event["content"]
+        kind = content["kind"]
+        if kind == "function_call":
+            call_id = content["id"]
+            calls[call_id] = content["name"]
+        elif kind == "function_response":
+            call_id, name = content["id"], content["name"]
+            if calls.get(call_id) == name:
+                paired.add(call_id)
+            if not hidden and call_names is not None and call_names.get(call_id) != name:
+                found = _response_diagnostic(event, call_id, name, call_names)
+                if found is not None:
+                    responses.append(found)
+        else:
+            continue
         if not hidden:
-            keep(event)
-    unpaired = sorted(slot for slot, call_id in tool_slots if call_id not in paired)
-    if not unpaired:
-        replay = tuple(kept)
-    else:  # usually a handful: copy the runs between them rather than test every slot
-        runs: list[Mapping[str, Any]] = []
+            tool_slots.append((index, call_id))
+    left_out.extend(slot for slot, call_id in tool_slots if call_id not in paired)
+    if not left_out:
+        replay = tuple(events)
+    else:  # usually a handful: copy the runs between them rather than test every event
+        left_out.sort()
+        runs: list[RuntimeEvent] = []
         start = 0
-        for slot in unpaired:
-            runs.extend(kept[start:slot])
+        for slot in left_out:
+            runs.extend(events[start:slot])
             start = slot + 1
-        runs.extend(kept[start:])
+        runs.extend(events[start:])
         replay = tuple(runs)
-    return _ReplayWalk(cast(tuple[RuntimeEvent, ...], replay), tuple(responses))
+    return _ReplayWalk(replay, tuple(responses))
 
 
 def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
