@@ -254,7 +254,11 @@ def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLed
         TailScan, reading.consume_tail, reading.take_summary, start_marker=TAIL_START_MARKER
     )
     try:
-        decode_ledger_pieces(read_file_bytes(path), reading.consume, tail_hooks=hooks)
+        data = read_file_bytes(path)
+        # Lingering (the child and the shared region left to the end of the process) and
+        # keeping the file's bytes pays only when the process ends right after the command.
+        exits = request_fast_exit(data)
+        decode_ledger_pieces(data, reading.consume, tail_hooks=hooks, linger=exits)
     except LedgerFileError as error:
         raise _decoding_error(path, error) from None
     scanned = reading.finish()

@@ -23,7 +23,6 @@ from runtime.ledger.codes import LedgerFileCode, ScanIssueCode
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json, decode_event_lines
 from runtime.ledger.lane_rules import LaneConflict, classify_lane
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError, LedgerError
-from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
 
 LineCode = LedgerFileCode | DecodeCode
@@ -254,6 +253,10 @@ def _check_lines(lines: list[LedgerLine]) -> tuple[LedgerProblem, ...]:
                 if isinstance(lane, LaneConflict):
                     message = lane.reason
             add(at, LedgerProblem(at, str(issue.code), message, issue.event_id))
+    # Imported here, not at the top: the other ledger tools read files through this module and
+    # never need the bundle rules at start-up.
+    from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
+
     for op in scanner.result().operations:
         meaning = interpret_scanned_recovery(op)
         if isinstance(meaning, RecoveryCorruption):

@@ -16,13 +16,13 @@ child never runs the parent's clean-up code: it leaves with ``os._exit``.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import marshal
 import mmap
 import os
 import signal
 import struct
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -85,6 +85,7 @@ def decode_ledger_pieces(
     *,
     parallel: bool | None = None,
     tail_hooks: TailHooks | None = None,
+    linger: bool = False,
 ) -> int:
     """Decode every line of ``data`` strictly and pass the events to ``consume`` in file order,
     in consecutive pieces. Raises ``LedgerFileError`` at the first bad line exactly as
@@ -93,7 +94,13 @@ def decode_ledger_pieces(
     ``parallel``: None decides from the file size and the process state; False forces the serial
     decode; True forks whenever the platform and the process allow it (tests use it). Returns
     how many pieces were decoded (1 when decoded serially). ``tail_hooks``: see ``TailHooks``.
+
+    ``linger``: for a caller that ends its process soon after: a child that finished normally
+    is not waited for and the shared region is not unmapped here (unmapping tens of megabytes
+    takes several milliseconds); both wait in ``_LINGERING`` for the next call, or for the end
+    of the process.
     """
+    _release_lingering()
     share = PARENT_SHARE if tail_hooks is None else PARENT_SHARE_WITH_TAIL_WORK
     cut = _cut(data, parallel, share, tail_hooks.start_marker if tail_hooks is not None else None)
     if cut is None:
@@ -120,8 +127,11 @@ def decode_ledger_pieces(
         finished = True
     finally:
         os.close(read_fd)
-        _reap(pid, kill=not finished)
-        region.close()
+        if finished and outcome.complete and linger:
+            _LINGERING.append((pid, region))
+        else:
+            _reap(pid, kill=not finished)
+            region.close()
     if outcome.complete:
         return 1 + outcome.pieces
     tail, terminated = split_lines(data[cut:])
@@ -147,7 +157,10 @@ def _cut(
     """The offset just after the newline that ends the parent's share (moved forward to the
     start of the first line holding ``marker``, when one is near), or None to decode
     serially."""
-    if parallel is False or not hasattr(os, "fork") or threading.active_count() != 1:
+    # ``_thread._count()``: other threads this interpreter started (a fork copies only the
+    # calling thread, and a lock another thread held would stay held in the child). Read from
+    # ``_thread``, which is built in, rather than ``threading``, to keep start-up lean.
+    if parallel is False or not hasattr(os, "fork") or _thread._count() != 0:
         return None
     if parallel is None and len(data) < MIN_PARALLEL_BYTES:
         return None
@@ -285,6 +298,17 @@ def _read_message(read_fd: int) -> tuple[int, int, int] | None:
         received += chunk
     kind, offset, length = _MESSAGE.unpack(received)
     return kind, offset, length
+
+
+_LINGERING: list[tuple[int, mmap.mmap]] = []
+"""Finished children not yet waited for, with their shared regions (``linger``)."""
+
+
+def _release_lingering() -> None:
+    while _LINGERING:
+        pid, region = _LINGERING.pop()
+        _reap(pid, kill=False)
+        region.close()
 
 
 def _reap(pid: int, *, kill: bool) -> None:

@@ -37,11 +37,6 @@ from runtime.ledger.codes import (
     SettlementOrigin,
 )
 from runtime.ledger.event_model import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
-from runtime.ledger.recovery_bundle import (
-    RecoveryAbsent,
-    RecoveryCorruption,
-    interpret_scanned_recovery,
-)
 from runtime.ledger.tool_ledger_scanner import (
     ScanIssue,
     ScannedOperation,
@@ -202,6 +197,14 @@ def _recovery_tail(
     origin: SettlementOrigin | None,
 ) -> tuple[ResolverStatus, ResolverReason, SettlementOrigin | None]:
     """Recovery facts override rows 4-6: a valid bundle settles, an invalid one corrupts."""
+    # Imported here: most runs hold no recovery fact, and ``maka ledger plan`` counts its
+    # start-up (the bundle rules' module costs a few milliseconds to import).
+    from runtime.ledger.recovery_bundle import (
+        RecoveryAbsent,
+        RecoveryCorruption,
+        interpret_scanned_recovery,
+    )
+
     meaning = interpret_scanned_recovery(op)
     if isinstance(meaning, RecoveryAbsent):
         return status, reason, origin

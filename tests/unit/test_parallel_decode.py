@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,30 @@ def test_a_small_file_is_decoded_serially_unless_forced() -> None:
     assert decode_ledger_pieces(LEDGER, received.extend) == 1
     assert received == read_ledger_events(LEDGER)
     assert decode(LEDGER, parallel=False)[1] == 1
+
+
+def test_a_lingering_child_is_waited_for_by_the_next_decode() -> None:
+    received: list[RuntimeEvent] = []
+    assert decode_ledger_pieces(LEDGER, received.extend, parallel=True, linger=True) > 2
+    assert received == read_ledger_events(LEDGER)
+    ((pid, region),) = parallel_decode._LINGERING
+    assert not region.closed
+    decode(LEDGER, parallel=False)
+    assert parallel_decode._LINGERING == [] and region.closed
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped
+
+
+def test_a_process_running_other_threads_never_forks() -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert decode(LEDGER)[1] == 1
+    finally:
+        release.set()
+        other.join()
+    assert decode(LEDGER)[1] > 2
 
 
 @pytest.mark.parametrize(
