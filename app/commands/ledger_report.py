@@ -17,10 +17,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -100,13 +100,24 @@ def plan_json(plan: ResumePlan, *, long_lists: bool = True) -> JsonObject:
 # The plan's JSON text. A long run's plan lists tens of thousands of operations and a replay list
 # of every event, so its text is written directly rather than through ``json.dumps`` of the
 # document; it is the same text, byte for byte (a property test compares them). The direct form
-# is taken only when no string it inserts needs a JSON escape; otherwise the document is dumped.
-_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
+# is taken only when no string it inserts needs a JSON escape (``_plain``); otherwise the
+# document is dumped.
 _OPERATION_HEAD = (
     '{"toolCallId": "%s", "toolName": "%s", "status": "%s", "callRuntimeEventId": "%s"'
 )
+_SETTLED_OPERATION = (
+    _OPERATION_HEAD + ', "responseRuntimeEventId": "%s", "responseIsError": %s}'
+)  # the usual case: a response is bound
 _RESPONSE_ID = ', "responseRuntimeEventId": "%s"'
 _IS_ERROR = {True: ', "responseIsError": true', False: ', "responseIsError": false'}
+_JSON_BOOL = {True: "true", False: "false"}
+
+
+def _plain(text: str) -> bool:
+    """True when ``text`` holds no character JSON escapes (a quote, a backslash or a control
+    character). The C string encoder escapes exactly those, each escape lengthening the text, so
+    an unchanged length (plus the two quotes) proves it; faster than a regular expression."""
+    return len(encode_basestring(text)) == len(text) + 2
 
 
 def plan_json_text(plan: ResumePlan) -> str:
@@ -114,7 +125,15 @@ def plan_json_text(plan: ResumePlan) -> str:
     inserted: list[str] = []
     add = inserted.extend
     operations: list[str] = []
+    keep = operations.append
     for call_id, name, _, status, call_event_id, response_id, is_error in plan.operations:
+        if response_id is not None and is_error is not None:
+            keep(
+                _SETTLED_OPERATION
+                % (call_id, name, status.value, call_event_id, response_id, _JSON_BOOL[is_error])
+            )
+            add((call_id, name, call_event_id, response_id))
+            continue
         text = _OPERATION_HEAD % (call_id, name, status.value, call_event_id)
         add((call_id, name, call_event_id))
         if response_id is not None:
@@ -122,9 +141,14 @@ def plan_json_text(plan: ResumePlan) -> str:
             inserted.append(response_id)
         if is_error is not None:
             text += _IS_ERROR[is_error]
-        operations.append(text + "}")
+        keep(text + "}")
     replay = [event["id"] for event in plan.replay_runtime_events]
-    if _NEEDS_ESCAPE.search("".join(inserted)) or _NEEDS_ESCAPE.search("".join(replay)):
+    replay_text = '"' + '", "'.join(replay) + '"' if replay else ""
+    # Its own quotes are escaped too: one character more for each of the 2 * len(replay).
+    if not (
+        _plain("".join(inserted))
+        and len(encode_basestring(replay_text)) == len(replay_text) + 2 + 2 * len(replay)
+    ):
         return json.dumps(plan_json(plan), ensure_ascii=False)
     document = plan_json(plan, long_lists=False)
     parts = [f'{{"disposition": {_dumps(document["disposition"])}, "operations": [']
@@ -133,7 +157,6 @@ def plan_json_text(plan: ResumePlan) -> str:
     for key, value in document.items():
         if key != "disposition":
             parts.append(f", {_dumps(key)}: {_dumps(value)}")
-    replay_text = '"' + '", "'.join(replay) + '"' if replay else ""
     parts.append(', "replayRuntimeEventIds": [' + replay_text + "]}")
     return "".join(parts)
 

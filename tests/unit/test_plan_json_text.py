@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.commands import ledger_report
 from app.commands.ledger_report import plan_json, plan_json_text
 from runtime.ledger.codes import DiagnosticCode, Disposition, OperationStatus, ParkReason
 from runtime.recovery.resume_plan import (
@@ -85,3 +86,28 @@ def test_an_empty_plan_and_an_escaped_id_read_back_as_the_document() -> None:
     escaped = ResumePlan(Disposition.SAFE_REPLAY, (), (), (), False, 3, None, (), quoted)
     text = plan_json_text(escaped)
     assert json.loads(text)["replayRuntimeEventIds"] == ['a"b', "c\\d", "e\nf"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_plans())
+def test_plain_strings_take_the_direct_form(plan: ResumePlan) -> None:
+    """The direct form is used whenever no inserted string needs an escape (otherwise the fast
+    path would silently never run)."""
+    strings = [event["id"] for event in plan.replay_runtime_events]
+    for operation in plan.operations:
+        strings += [operation.tool_call_id, operation.tool_name, operation.call_runtime_event_id]
+        strings += [operation.response_runtime_event_id or ""]
+    plain = all(json.dumps(text, ensure_ascii=False) == f'"{text}"' for text in strings)
+    calls: list[bool] = []
+
+    def spy(plan: ResumePlan, *, long_lists: bool = True) -> dict[str, Any]:
+        calls.append(long_lists)
+        return original(plan, long_lists=long_lists)
+
+    original = ledger_report.plan_json
+    ledger_report.plan_json = spy
+    try:
+        ledger_report.plan_json_text(plan)
+    finally:
+        ledger_report.plan_json = original
+    assert calls == ([False] if plain else [True])
