@@ -13,7 +13,7 @@ modules share those internals, nothing outside the package reads them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from runtime.ledger.codes import ScanIssueCode
@@ -75,14 +75,15 @@ class TailScan:
                     recovery_opids.add(operation_id)
             apply(event)
 
-    def summary(self) -> tuple[Any, ...]:
-        """Plain data (``marshal``-able): event positions stand for the events."""
+    def summary(self, *, operations: bool = True) -> tuple[Any, ...]:
+        """Plain data (``marshal``-able): event positions stand for the events.
+        ``operations=False``: without the operations (for ``tail_is_independent`` alone)."""
         scanner = self._scanner
         issue_index = {id(issue): index for index, issue in enumerate(scanner._issues)}
-        operations = []
-        for op in scanner._operations:
+        rows = []
+        for op in scanner._operations if operations else ():
             positions = op.positions
-            operations.append(
+            rows.append(
                 (
                     op.key[0],
                     op.key[1],
@@ -108,8 +109,19 @@ class TailScan:
                 (issue.code.value, issue.event_id, issue.operation_id, issue.tool_call_id)
                 for issue in scanner._issues
             ],
-            operations,
+            rows,
             scanner._markers,
+        )
+
+    def result(self) -> ToolLedgerScan:
+        """The tail's scan, as it is within the scan of the whole ledger when the tail is
+        independent of the head (``tail_is_independent``); positions count from the ledger's
+        start. Ends this scan."""
+        scanner = self._scanner
+        return ToolLedgerScan(
+            tuple(op.freeze(copy=False) for op in scanner._operations),
+            tuple(scanner._issues),
+            tuple(scanner._markers),
         )
 
 
@@ -141,29 +153,41 @@ def _adopted_operations(
     return adopted
 
 
+def tail_is_independent(batch: BatchScan, summary: Any, tail_ids: Sequence[str]) -> bool:
+    """Whether scanning the tail that ``summary`` (``TailScan.summary``) describes after the
+    events fed to ``batch`` gives exactly its scan alone (``tail_ids``: its events' ids): the
+    head left nothing behind that the tail touches."""
+    scanner = batch.scanner_view()
+    try:
+        first, count, spines, first_marked, keys, opids = summary[:6]
+    except (TypeError, ValueError):
+        return False
+    if first != scanner._count or count != first + len(tail_ids):
+        return False
+    for invocation, spine in spines.items():
+        known = scanner._spines.get(invocation)
+        if known is not None and (list(known) != spine or first_marked.get(invocation)):
+            return False
+    seen = scanner._seen
+    return (
+        scanner._by_key.keys().isdisjoint(tuple(key) for key in keys)
+        and scanner._by_opid.keys().isdisjoint(opids)
+        and seen.isdisjoint(tail_ids)
+    )
+
+
 def adopt_tail(batch: BatchScan, summary: Any, tail: list[RuntimeEvent]) -> ToolLedgerScan | None:
     """Finish ``batch`` with a ``TailScan`` summary of ``tail`` (the events that come after
     everything fed to ``batch``) instead of feeding them, when that gives exactly what feeding
     them would: nothing the tail touched was left behind by the events fed before. Returns None
     and changes nothing otherwise (the caller then feeds ``tail`` and finishes)."""
-    scanner = batch.scanner_view()
     try:
-        first, count, spines, first_marked, keys, opids, issue_rows, rows, markers = summary
+        first, _, _, _, _, _, issue_rows, rows, markers = summary
     except (TypeError, ValueError):
         return None
-    if first != scanner._count or count != first + len(tail):
+    if not tail_is_independent(batch, summary, [event["id"] for event in tail]):
         return None
-    for invocation, spine in spines.items():
-        known = scanner._spines.get(invocation)
-        if known is not None and (list(known) != spine or first_marked.get(invocation)):
-            return None
-    if not (
-        scanner._by_key.keys().isdisjoint(tuple(key) for key in keys)
-        and scanner._by_opid.keys().isdisjoint(opids)
-        and scanner._seen.isdisjoint([event["id"] for event in tail])
-    ):
-        return None
-    batch.take_scanner()
+    scanner = batch.take_scanner()
     issues = [
         ScanIssue(ScanIssueCode(code), event_id, operation_id, call_id)
         for code, event_id, operation_id, call_id in issue_rows

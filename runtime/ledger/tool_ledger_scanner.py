@@ -627,6 +627,13 @@ class BatchScan:
             raise RuntimeError("this scan is finished")
         return scanner
 
+    def result_so_far(self) -> ToolLedgerScan:
+        """The scan of what was fed so far; feeding may go on."""
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        return scanner.result()
+
     def finish(self) -> ToolLedgerScan:
         scanner = self._scanner
         if scanner is None:

@@ -99,22 +99,34 @@ class ResolvedOperation(NamedTuple):
     operation: ScannedOperation
 
 
+def run_protocol(first_event: RuntimeEvent) -> str | None:
+    """The tool-boundary protocol a run's first event declares, if it declares a valid one."""
+    actions = cast(Mapping[str, Any] | None, first_event.get("actions"))
+    if actions is None or "runtimeProtocol" not in actions:
+        return None
+    marker = actions["runtimeProtocol"]
+    if isinstance(marker, Mapping) and marker.get("toolBoundary") == TOOL_BOUNDARY_PROTOCOL_V1:
+        return TOOL_BOUNDARY_PROTOCOL_V1
+    return None
+
+
 def _marker_issues(
-    events: Sequence[RuntimeEvent], scan: ToolLedgerScan
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan, run_first_event: RuntimeEvent | None
 ) -> tuple[str | None, list[ScanIssue]]:
     """The run's tool-boundary protocol (from the first event only) and every marker issue:
     an invalid marker on the first event, then every marker on a later one (the scan lists
-    where the markers are, so the events are not searched again)."""
-    protocol: str | None = None
+    where the markers are, so the events are not searched again). With ``run_first_event``
+    (``events`` are a later part of the run) the protocol is that event's and every marker in
+    ``events`` is a late one."""
     issues: list[ScanIssue] = []
-    if not events:
-        return protocol, issues
-    first_actions = cast(Mapping[str, Any] | None, events[0].get("actions"))
-    if first_actions is not None and "runtimeProtocol" in first_actions:
-        marker = first_actions["runtimeProtocol"]
-        if isinstance(marker, Mapping) and marker.get("toolBoundary") == TOOL_BOUNDARY_PROTOCOL_V1:
-            protocol = TOOL_BOUNDARY_PROTOCOL_V1
-        else:
+    if run_first_event is not None:
+        protocol = run_protocol(run_first_event)
+    elif not events:
+        return None, issues
+    else:
+        protocol = run_protocol(events[0])
+        first_actions = cast(Mapping[str, Any] | None, events[0].get("actions"))
+        if protocol is None and first_actions is not None and "runtimeProtocol" in first_actions:
             issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, events[0]["id"]))
     issues.extend(
         ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id)
@@ -224,15 +236,21 @@ def _recovery_tail(
 
 
 def resolve_operations(
-    events: Sequence[RuntimeEvent], scan: ToolLedgerScan | None = None
+    events: Sequence[RuntimeEvent],
+    scan: ToolLedgerScan | None = None,
+    *,
+    run_first_event: RuntimeEvent | None = None,
 ) -> tuple[RecoveryResolution, tuple[ResolvedOperation, ...]]:
     """``resolve_recovery`` plus the scanned operation behind each decision (same order).
 
     ``scan``: the caller's ``scan_tool_ledger`` of exactly ``events`` (a reader that scanned the
-    ledger while it was still decoding it), so the scan is not done twice."""
+    ledger while it was still decoding it), so the scan is not done twice. ``run_first_event``:
+    when ``events`` are a later part of a run (``resume_plan.plan_part``), the run's first
+    event; ``scan`` must then be that part's scan as it is within the whole (its positions
+    counted from the run's start)."""
     if scan is None:
         scan = scan_tool_ledger(events)
-    protocol, issues = _marker_issues(events, scan)
+    protocol, issues = _marker_issues(events, scan, run_first_event)
     issues.extend(
         issue for issue in scan.issues if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
     )

@@ -29,12 +29,8 @@ from runtime.ledger.codes import (
     ScanIssueCode,
 )
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
-from runtime.recovery.recovery_resolver import (
-    RecoveryResolution,
-    ResolvedOperation,
-    resolve_operations,
-)
+from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScan
+from runtime.recovery.recovery_resolver import ResolvedOperation, resolve_operations
 
 INDETERMINATE_TOOL_RESULT_DIRECTIVE = (
     "Tool execution was interrupted before a matching committed tool result was found. The side "
@@ -229,18 +225,26 @@ def _project(resolved: Sequence[ResolvedOperation]) -> _Projection:
     return _Projection(tuple(operations), operation_diagnostics, orphan_facts, hidden_pending)
 
 
+def _issue_diagnostic(issue: ScanIssue) -> ResumeDiagnostic:
+    named = _ISSUE_DIAGNOSTICS.get(issue.code)
+    if named is not None:
+        return ResumeDiagnostic(named[0], named[1], issue.event_id)
+    return ResumeDiagnostic(
+        DiagnosticCode.TOOL_LEDGER_CORRUPTION,
+        f"immutable tool ledger is corrupt: {issue.code.value}",
+        issue.event_id,
+        detail=MappingProxyType({"issueCode": issue.code.value}),
+    )
+
+
 def _diagnostics(
-    events: Sequence[RuntimeEvent],
-    *,
-    expected_high_water: int | None,
-    resolution: RecoveryResolution,
-    projection: _Projection,
-    response_diagnostics: Sequence[ResumeDiagnostic],
+    parts: Sequence[PlanFacts], expected_high_water: int | None, high_water: int
 ) -> list[ResumeDiagnostic]:
     """All diagnostics, in the fixed emission order of the design (six passes): high-water,
-    operations, resolver issues, orphan facts, hidden calls, responses."""
+    operations, resolver issues (every marker issue, then the scan's other issues), orphan
+    facts, hidden calls, responses; within each pass, the parts in ledger order."""
     found: list[ResumeDiagnostic] = []
-    if expected_high_water is not None and expected_high_water != len(events):
+    if expected_high_water is not None and expected_high_water != high_water:
         found.append(
             ResumeDiagnostic(
                 DiagnosticCode.RUNTIME_OFFSET_MISMATCH,
@@ -248,28 +252,23 @@ def _diagnostics(
                 detail=MappingProxyType(
                     {
                         "expectedRuntimeEventHighWater": expected_high_water,
-                        "actualRuntimeEventHighWater": len(events),
+                        "actualRuntimeEventHighWater": high_water,
                     }
                 ),
             )
         )
-    found.extend(projection.operation_diagnostics)
-    for issue in resolution.issues:
-        named = _ISSUE_DIAGNOSTICS.get(issue.code)
-        if named is not None:
-            found.append(ResumeDiagnostic(named[0], named[1], issue.event_id))
-        else:
-            found.append(
-                ResumeDiagnostic(
-                    DiagnosticCode.TOOL_LEDGER_CORRUPTION,
-                    f"immutable tool ledger is corrupt: {issue.code.value}",
-                    issue.event_id,
-                    detail=MappingProxyType({"issueCode": issue.code.value}),
-                )
-            )
-    found.extend(projection.orphan_facts)
-    found.extend(projection.hidden_pending)
-    found.extend(response_diagnostics)
+    for part in parts:
+        found.extend(part.operation_diagnostics)
+    for part in parts:
+        found.extend(map(_issue_diagnostic, part.marker_issues))
+    for part in parts:
+        found.extend(map(_issue_diagnostic, part.scan_issues))
+    for part in parts:
+        found.extend(part.orphan_facts)
+    for part in parts:
+        found.extend(part.hidden_pending)
+    for part in parts:
+        found.extend(part.response_diagnostics)
     return found
 
 
@@ -315,15 +314,20 @@ def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkRea
 
 @dataclass(frozen=True, slots=True)
 class _ReplayWalk:
-    """What one pass over the ledger yields: the replay list and the diagnostics of the
-    committed (non-partial) model-visible responses, in ledger order."""
+    """What one pass over the ledger yields: the replay list, the diagnostics of the
+    committed (non-partial) model-visible responses in ledger order and, when asked for, the
+    tool-call ids of every committed call and response."""
 
     replay: tuple[RuntimeEvent, ...]
     response_diagnostics: tuple[ResumeDiagnostic, ...]
+    tool_call_ids: frozenset[str]
 
 
 def _walk_replay(
-    events: Sequence[RuntimeEvent], call_names: Mapping[str, str] | None = None
+    events: Sequence[RuntimeEvent],
+    call_names: Mapping[str, str] | None = None,
+    *,
+    collect_ids: bool = False,
 ) -> _ReplayWalk:
     """One pass: note the events left out (partial or hidden) and where visible calls and
     responses are, then drop afterwards the ones whose id never paired; the replay list is the
@@ -336,6 +340,7 @@ def _walk_replay(
     """
     calls: dict[str, str] = {}
     paired: set[str] = set()
+    responded: set[str] | None = set() if collect_ids else None
     left_out: list[int] = []
     tool_slots: list[tuple[int, str]] = []
     responses: list[ResumeDiagnostic] = []
@@ -361,6 +366,8 @@ def _walk_replay(
             call_id, name = content["id"], content["name"]
             if calls.get(call_id) == name:
                 paired.add(call_id)
+            if responded is not None:
+                responded.add(call_id)
             if not hidden and call_names is not None and call_names.get(call_id) != name:
                 found = _response_diagnostic(event, call_id, name, call_names)
                 if found is not None:
@@ -381,7 +388,8 @@ def _walk_replay(
             start = slot + 1
         runs.extend(events[start:])
         replay = tuple(runs)
-    return _ReplayWalk(replay, tuple(responses))
+    ids = frozenset(calls.keys() | responded) if responded is not None else frozenset()
+    return _ReplayWalk(replay, tuple(responses), ids)
 
 
 def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
@@ -389,6 +397,117 @@ def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent,
     paired (a response pairs a call of the same id and tool name seen before it), and every
     event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
     return _walk_replay(events).replay
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFacts:
+    """What the plan's verdict takes from a run's events, or from one part of them.
+
+    The verdict of a run planned in parts (``plan_verdict`` of each part's facts, in ledger
+    order) equals that of the whole run when the parts cannot see each other: the tail's scan
+    could be adopted (``tail_scan``) and the parts share no tool-call id
+    (``plan_parts_independent``)."""
+
+    event_count: int
+    operation_diagnostics: tuple[ResumeDiagnostic, ...]
+    marker_issues: tuple[ScanIssue, ...]
+    scan_issues: tuple[ScanIssue, ...]
+    corrupt_decision: bool
+    indeterminate_operation: bool
+    orphan_facts: tuple[ResumeDiagnostic, ...]
+    hidden_pending: tuple[ResumeDiagnostic, ...]
+    response_diagnostics: tuple[ResumeDiagnostic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanPart:
+    """A run's events, or a contiguous part of them, planned: the verdict's facts, the
+    projected operations and the replay list of the part, and (``plan_part(...,
+    collect_ids=True)``) the tool-call ids of its committed calls and responses."""
+
+    facts: PlanFacts
+    operations: tuple[ToolOperation, ...]
+    replay: tuple[RuntimeEvent, ...]
+    tool_call_ids: frozenset[str]
+
+
+def plan_parts_independent(head: PlanPart, tail: PlanPart) -> bool:
+    """Whether two parts of a run (planned with ``collect_ids=True``, the tail's scan being
+    its scan within the whole) plan as the whole run does, given that the tail's scan is
+    independent of the head's (``tail_scan.tail_is_independent``).
+
+    Then no operation spans the cut, and what else the plan reads across events goes by
+    tool-call id: a response pairs the latest earlier call of its id (the replay list), and is
+    checked against the projected call of its id (its diagnostics). Parts that share no
+    tool-call id therefore cannot change each other's replay list or diagnostics."""
+    return head.tool_call_ids.isdisjoint(tail.tool_call_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanVerdict:
+    disposition: Disposition
+    diagnostics: tuple[ResumeDiagnostic, ...]
+    rejection_reasons: tuple[ParkReason, ...]
+    requires_verification: bool
+    source_runtime_event_high_water: int
+    directive: str | None
+
+
+def plan_part(
+    events: Sequence[RuntimeEvent],
+    scan: ToolLedgerScan | None = None,
+    *,
+    run_first_event: RuntimeEvent | None = None,
+    collect_ids: bool = False,
+) -> PlanPart:
+    """Plan ``events``: a whole run, or (with ``run_first_event``, the run's first event) a
+    later part of one whose ``scan`` counts positions from the run's start."""
+    resolution, resolved = resolve_operations(events, scan, run_first_event=run_first_event)
+    projection = _project(resolved)
+    operations = projection.operations
+    walk = _walk_replay(
+        events,
+        {operation.tool_call_id: operation.tool_name for operation in operations},
+        collect_ids=collect_ids,
+    )
+    marker = ScanIssueCode.PROTOCOL_MARKER_INVALID
+    facts = PlanFacts(
+        event_count=len(events),
+        operation_diagnostics=tuple(projection.operation_diagnostics),
+        marker_issues=tuple(issue for issue in resolution.issues if issue.code is marker),
+        scan_issues=tuple(issue for issue in resolution.issues if issue.code is not marker),
+        corrupt_decision=any(d.status is _CORRUPTION for d in resolution.decisions),
+        indeterminate_operation=any(
+            operation.status is OperationStatus.INDETERMINATE for operation in operations
+        ),
+        orphan_facts=tuple(projection.orphan_facts),
+        hidden_pending=tuple(projection.hidden_pending),
+        response_diagnostics=walk.response_diagnostics,
+    )
+    return PlanPart(facts, operations, walk.replay, walk.tool_call_ids)
+
+
+def plan_verdict(parts: Sequence[PlanFacts], expected_high_water: int | None) -> PlanVerdict:
+    """The verdict of a run from the facts of its parts, in ledger order (one part: the whole
+    run)."""
+    high_water = sum(part.event_count for part in parts)
+    diagnostics = _diagnostics(parts, expected_high_water, high_water)
+    reasons = _rejection_reasons(diagnostics)
+    requires_verification = any(
+        part.hidden_pending or part.indeterminate_operation for part in parts
+    )
+    has_corruption = any(
+        part.marker_issues or part.scan_issues or part.corrupt_decision for part in parts
+    )
+    safe = not reasons and not requires_verification and not has_corruption
+    return PlanVerdict(
+        disposition=Disposition.SAFE_REPLAY if safe else Disposition.BLOCKED,
+        diagnostics=tuple(diagnostics),
+        rejection_reasons=reasons,
+        requires_verification=requires_verification,
+        source_runtime_event_high_water=high_water,
+        directive=INDETERMINATE_TOOL_RESULT_DIRECTIVE if requires_verification else None,
+    )
 
 
 def plan_resume(
@@ -399,32 +518,16 @@ def plan_resume(
 ) -> ResumePlan:
     """The Phase 0 resume plan of one run's committed events, in ledger order. ``scan``: the
     caller's ``scan_tool_ledger`` of exactly ``events``, if it already has one."""
-    resolution, resolved = resolve_operations(events, scan)
-    projection = _project(resolved)
-    operations = projection.operations
-    walk = _walk_replay(
-        events, {operation.tool_call_id: operation.tool_name for operation in operations}
-    )
-    diagnostics = _diagnostics(
-        events,
-        expected_high_water=expected_high_water,
-        resolution=resolution,
-        projection=projection,
-        response_diagnostics=walk.response_diagnostics,
-    )
-    reasons = _rejection_reasons(diagnostics)
-    requires_verification = bool(projection.hidden_pending) or any(
-        operation.status is OperationStatus.INDETERMINATE for operation in operations
-    )
-    safe = not reasons and not requires_verification and not resolution.has_corruption
+    part = plan_part(events, scan)
+    verdict = plan_verdict([part.facts], expected_high_water)
     return ResumePlan(
-        disposition=Disposition.SAFE_REPLAY if safe else Disposition.BLOCKED,
-        operations=operations,
-        diagnostics=tuple(diagnostics),
-        rejection_reasons=reasons,
-        requires_verification=requires_verification,
-        source_runtime_event_high_water=len(events),
-        directive=INDETERMINATE_TOOL_RESULT_DIRECTIVE if requires_verification else None,
+        disposition=verdict.disposition,
+        operations=part.operations,
+        diagnostics=verdict.diagnostics,
+        rejection_reasons=verdict.rejection_reasons,
+        requires_verification=verdict.requires_verification,
+        source_runtime_event_high_water=verdict.source_runtime_event_high_water,
+        directive=verdict.directive,
         runtime_events=tuple(events),
-        replay_runtime_events=walk.replay,
+        replay_runtime_events=part.replay,
     )
