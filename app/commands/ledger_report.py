@@ -36,7 +36,13 @@ from runtime.recovery.recovery_resolver import (
     ToolRecoveryDecision,
     resolve_recovery,
 )
-from runtime.recovery.resume_plan import ResumeDiagnostic, ResumePlan, ToolOperation, plan_resume
+from runtime.recovery.resume_plan import (
+    PlanVerdict,
+    ResumeDiagnostic,
+    ResumePlan,
+    ToolOperation,
+    plan_resume,
+)
 
 JsonObject = dict[str, Any]
 R = TypeVar("R")
@@ -76,32 +82,32 @@ def diagnostic_json(diagnostic: ResumeDiagnostic) -> JsonObject:
     )
 
 
-def plan_json(plan: ResumePlan, *, long_lists: bool = True) -> JsonObject:
-    """The ``maka ledger plan --json`` document; ``long_lists=False`` leaves out the two lists
-    that grow with the run (``operations`` and ``replayRuntimeEventIds``)."""
+def verdict_json(verdict: ResumePlan | PlanVerdict) -> JsonObject:
+    """The plan document's keys other than its two long lists, in document order."""
     return _present(
-        ("disposition", plan.disposition.value),
-        (
-            "operations",
-            [operation_json(operation) for operation in plan.operations] if long_lists else None,
-        ),
-        ("diagnostics", [diagnostic_json(diagnostic) for diagnostic in plan.diagnostics]),
-        ("rejectionReasons", [reason.value for reason in plan.rejection_reasons]),
-        ("requiresVerification", plan.requires_verification),
-        ("sourceRuntimeEventHighWater", plan.source_runtime_event_high_water),
-        ("directive", plan.directive),
-        (
-            "replayRuntimeEventIds",
-            [event["id"] for event in plan.replay_runtime_events] if long_lists else None,
-        ),
+        ("disposition", verdict.disposition.value),
+        ("diagnostics", [diagnostic_json(diagnostic) for diagnostic in verdict.diagnostics]),
+        ("rejectionReasons", [reason.value for reason in verdict.rejection_reasons]),
+        ("requiresVerification", verdict.requires_verification),
+        ("sourceRuntimeEventHighWater", verdict.source_runtime_event_high_water),
+        ("directive", verdict.directive),
     )
 
 
+def plan_json(plan: ResumePlan) -> JsonObject:
+    """The ``maka ledger plan --json`` document."""
+    verdict = verdict_json(plan)
+    document: JsonObject = {"disposition": verdict.pop("disposition")}
+    document["operations"] = [operation_json(operation) for operation in plan.operations]
+    document.update(verdict)
+    document["replayRuntimeEventIds"] = [event["id"] for event in plan.replay_runtime_events]
+    return document
+
+
 # The plan's JSON text. A long run's plan lists tens of thousands of operations and a replay list
-# of every event, so its text is written directly rather than through ``json.dumps`` of the
-# document; it is the same text, byte for byte (a property test compares them). The direct form
-# is taken only when no string it inserts needs a JSON escape (``_plain``); otherwise the
-# document is dumped.
+# of every event, so the two lists are written directly rather than through ``json.dumps``; the
+# text is the same, byte for byte (a property test compares them). The direct form is taken
+# only when no string it inserts needs a JSON escape (``_plain``); otherwise the list is dumped.
 _OPERATION_HEAD = (
     '{"toolCallId": "%s", "toolName": "%s", "status": "%s", "callRuntimeEventId": "%s"'
 )
@@ -120,13 +126,13 @@ def _plain(text: str) -> bool:
     return len(encode_basestring(text)) == len(text) + 2
 
 
-def plan_json_text(plan: ResumePlan) -> str:
-    """``json.dumps(plan_json(plan), ensure_ascii=False)``, faster on a long plan."""
+def operations_json_text(operations: Sequence[ToolOperation]) -> str:
+    """The items of the document's ``operations`` list as JSON text (no brackets)."""
     inserted: list[str] = []
     add = inserted.extend
-    operations: list[str] = []
-    keep = operations.append
-    for call_id, name, _, status, call_event_id, response_id, is_error in plan.operations:
+    texts: list[str] = []
+    keep = texts.append
+    for call_id, name, _, status, call_event_id, response_id, is_error in operations:
         if response_id is not None and is_error is not None:
             keep(
                 _SETTLED_OPERATION
@@ -142,23 +148,48 @@ def plan_json_text(plan: ResumePlan) -> str:
         if is_error is not None:
             text += _IS_ERROR[is_error]
         keep(text + "}")
-    replay = [event["id"] for event in plan.replay_runtime_events]
-    replay_text = '"' + '", "'.join(replay) + '"' if replay else ""
-    # Its own quotes are escaped too: one character more for each of the 2 * len(replay).
-    if not (
-        _plain("".join(inserted))
-        and len(encode_basestring(replay_text)) == len(replay_text) + 2 + 2 * len(replay)
-    ):
-        return json.dumps(plan_json(plan), ensure_ascii=False)
-    document = plan_json(plan, long_lists=False)
-    parts = [f'{{"disposition": {_dumps(document["disposition"])}, "operations": [']
-    parts.append(", ".join(operations))
+    if _plain("".join(inserted)):
+        return ", ".join(texts)
+    return _dumps([operation_json(operation) for operation in operations])[1:-1]
+
+
+def replay_json_text(events: Sequence[RuntimeEvent]) -> str:
+    """The items of the document's ``replayRuntimeEventIds`` list as JSON text."""
+    ids = [event["id"] for event in events]
+    if not ids:
+        return ""
+    text = '"' + '", "'.join(ids) + '"'
+    # Its own quotes are escaped too: one character more for each of the 2 * len(ids).
+    if len(encode_basestring(text)) == len(text) + 2 + 2 * len(ids):
+        return text
+    return _dumps(ids)[1:-1]
+
+
+def join_json_items(*texts: str) -> str:
+    """JSON list items from consecutive parts of one list (``operations_json_text``...)."""
+    return ", ".join(text for text in texts if text)
+
+
+def compose_plan_json_text(
+    verdict: ResumePlan | PlanVerdict, operations_text: str, replay_text: str
+) -> str:
+    """The plan document's text from its verdict and its two lists' items."""
+    document = verdict_json(verdict)
+    parts = [f'{{"disposition": {_dumps(document.pop("disposition"))}, "operations": [']
+    parts.append(operations_text)
     parts.append("]")
-    for key, value in document.items():
-        if key != "disposition":
-            parts.append(f", {_dumps(key)}: {_dumps(value)}")
+    parts.extend(f", {_dumps(key)}: {_dumps(value)}" for key, value in document.items())
     parts.append(', "replayRuntimeEventIds": [' + replay_text + "]}")
     return "".join(parts)
+
+
+def plan_json_text(plan: ResumePlan) -> str:
+    """``json.dumps(plan_json(plan), ensure_ascii=False)``, faster on a long plan."""
+    return compose_plan_json_text(
+        plan,
+        operations_json_text(plan.operations),
+        replay_json_text(plan.replay_runtime_events),
+    )
 
 
 def _dumps(value: Any) -> str:

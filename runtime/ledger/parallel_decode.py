@@ -72,11 +72,18 @@ class TailHooks:
 
     start: Callable[[int], TailWork]
     consume_tail: Consumer
-    take_summary: Callable[[Any], None]
+    take_summary: Callable[[Any], bool | None]
     start_marker: bytes | None = None
     """When set, the tail preferably starts at a line containing these bytes, found within
     ``CUT_LOOKAHEAD_BYTES`` after the share point (a hint for where the work on the two parts
     splits cleanly; the decoded events are the same wherever the cut falls)."""
+    defer_pieces: bool = False
+    """When set, the child's pieces are loaded only when needed: when no summary came, or
+    ``take_summary`` did not return True. A True answer means the summary stands for the
+    whole tail: ``consume_tail`` is then never called."""
+    head_consumed: Callable[[], None] | None = None
+    """Called once the head went to ``consume`` and before waiting for the tail, so the
+    consumer can work on the head while the child still works on the tail."""
 
 
 def decode_ledger_pieces(
@@ -123,6 +130,8 @@ def decode_ledger_pieces(
         head = data[:cut].split(b"\n")
         head.pop()  # the head ends with a newline: its last part is empty
         consume(decode_lines(head, 1, True))
+        if tail_hooks is not None and tail_hooks.head_consumed is not None:
+            tail_hooks.head_consumed()
         outcome = _receive_tail(read_fd, region, consume, tail_hooks)
         finished = True
     finally:
@@ -255,36 +264,57 @@ class _TailOutcome:
 def _receive_tail(
     read_fd: int, region: mmap.mmap, consume: Consumer, tail_hooks: TailHooks | None
 ) -> _TailOutcome:
-    """Consume the child's pieces as they are announced, until it is done, reports a bad line,
-    or stops or dies (the outcome then says how many tail lines arrived)."""
+    """Consume the child's pieces as they are announced (or, deferring them, once it is clear
+    they are needed), until the child is done, reports a bad line, or stops or dies (the outcome
+    then says how many tail lines arrived)."""
     outcome = _TailOutcome()
     consume_tail = consume if tail_hooks is None else tail_hooks.consume_tail
+    defer = tail_hooks is not None and tail_hooks.defer_pieces
+    deferred: list[tuple[int, int]] = []
+    covered = False
     view = memoryview(region)
     try:
         while True:
             message = _read_message(read_fd)
             if message is None:
-                return outcome
+                break
             kind, offset, length = message
             if kind == _DONE:
                 outcome.complete = True
-                return outcome
+                break
             if kind == _BAD_LINE:
                 outcome.bad_line = offset
                 return outcome
             if kind not in (_PIECE, _SUMMARY):
-                return outcome
+                break
+            if kind == _PIECE and defer:
+                deferred.append((offset, length))
+                continue
             try:
                 value: Any = marshal.loads(view[offset : offset + length])
             except (EOFError, ValueError, TypeError):
-                return outcome
+                outcome.complete = False
+                break
             if kind == _SUMMARY:
                 if tail_hooks is not None:
-                    tail_hooks.take_summary(value)
+                    covered = tail_hooks.take_summary(value) is True
                 continue
             consume_tail(value)
             outcome.lines_received += len(value)
             outcome.pieces += 1
+        if outcome.complete and covered and deferred:
+            outcome.pieces += len(deferred)
+            return outcome
+        for offset, length in deferred:  # needed after all: load them, in order
+            try:
+                piece: Any = marshal.loads(view[offset : offset + length])
+            except (EOFError, ValueError, TypeError):
+                outcome.complete = False
+                return outcome
+            consume_tail(piece)
+            outcome.lines_received += len(piece)
+            outcome.pieces += 1
+        return outcome
     finally:
         view.release()
 

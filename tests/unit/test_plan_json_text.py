@@ -88,26 +88,40 @@ def test_an_empty_plan_and_an_escaped_id_read_back_as_the_document() -> None:
     assert json.loads(text)["replayRuntimeEventIds"] == ['a"b', "c\\d", "e\nf"]
 
 
+def _is_plain(text: str) -> bool:
+    return json.dumps(text, ensure_ascii=False) == f'"{text}"'
+
+
 @settings(max_examples=100, deadline=None)
 @given(_plans())
 def test_plain_strings_take_the_direct_form(plan: ResumePlan) -> None:
-    """The direct form is used whenever no inserted string needs an escape (otherwise the fast
-    path would silently never run)."""
-    strings = [event["id"] for event in plan.replay_runtime_events]
-    for operation in plan.operations:
-        strings += [operation.tool_call_id, operation.tool_name, operation.call_runtime_event_id]
-        strings += [operation.response_runtime_event_id or ""]
-    plain = all(json.dumps(text, ensure_ascii=False) == f'"{text}"' for text in strings)
-    calls: list[bool] = []
+    """Each long list is written directly whenever no string it inserts needs an escape
+    (otherwise the fast path would silently never run), and dumped otherwise."""
+    ids = [event["id"] for event in plan.replay_runtime_events]
+    op_strings = [
+        text
+        for op in plan.operations
+        for text in (op.tool_call_id, op.tool_name, op.call_runtime_event_id)
+    ]
+    op_strings += [op.response_runtime_event_id or "" for op in plan.operations]
+    dumped: list[str] = []
+    original_operation, original_dumps = ledger_report.operation_json, ledger_report._dumps
 
-    def spy(plan: ResumePlan, *, long_lists: bool = True) -> dict[str, Any]:
-        calls.append(long_lists)
-        return original(plan, long_lists=long_lists)
+    def operation_spy(operation: ToolOperation) -> dict[str, Any]:
+        dumped.append("operations")
+        return original_operation(operation)
 
-    original = ledger_report.plan_json
-    ledger_report.plan_json = spy
+    def dumps_spy(value: Any) -> str:
+        if ids and value == ids:
+            dumped.append("replay")
+        return original_dumps(value)
+
+    ledger_report.operation_json = operation_spy
+    ledger_report._dumps = dumps_spy
     try:
         ledger_report.plan_json_text(plan)
     finally:
-        ledger_report.plan_json = original
-    assert calls == ([False] if plain else [True])
+        ledger_report.operation_json = original_operation
+        ledger_report._dumps = original_dumps
+    assert ("operations" in dumped) == (not all(map(_is_plain, op_strings)))
+    assert ("replay" in dumped) == (not all(map(_is_plain, ids)))
