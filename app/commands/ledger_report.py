@@ -29,7 +29,7 @@ from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.ledger.tail_scan import TAIL_START_MARKER, TailScan, adopt_tail
+from runtime.ledger.tail_scan import TAIL_START_MARKER, TailScan, adopt_tail, tail_is_independent
 from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
@@ -255,11 +255,11 @@ def _bulk_allocation() -> Iterator[None]:
             gc.enable()
 
 
-def _decoding_error(path: Path, error: LedgerFileError) -> CliError:
+def reading_error(path: Path, error: LedgerFileError) -> CliError:
     return CliError(str(error.code), f"{path}: {error.message}", EXIT_USAGE)
 
 
-class _LedgerReading:
+class LedgerReading:
     """The decoded events and their tool-ledger scan, built as the pieces of a file arrive.
 
     The scan runs on each piece this process decoded as soon as it arrives; the pieces a child
@@ -285,6 +285,16 @@ class _LedgerReading:
     def take_summary(self, summary: Any) -> None:
         self._summary = summary
 
+    def scan_so_far(self) -> ToolLedgerScan:
+        """The scan of the pieces consumed here so far (the head, while the child works)."""
+        self._flush()
+        return self._scan.result_so_far()
+
+    def tail_is_independent(self, summary: Any, tail_ids: Sequence[str]) -> bool:
+        """Whether the tail a ``TailScan`` summary describes scans alone as after what was
+        consumed here (``tail_scan.tail_is_independent``)."""
+        return tail_is_independent(self._scan, summary, tail_ids)
+
     def _flush(self) -> None:
         if self._unscanned:
             self._scan.feed(self._unscanned)
@@ -302,8 +312,8 @@ class _LedgerReading:
 
 def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
     """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
-    large file the scan overlaps with the decoding (``_LedgerReading``)."""
-    reading = _LedgerReading()
+    large file the scan overlaps with the decoding (``LedgerReading``)."""
+    reading = LedgerReading()
     hooks = TailHooks(
         TailScan, reading.consume_tail, reading.take_summary, start_marker=TAIL_START_MARKER
     )
@@ -314,7 +324,7 @@ def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLed
         exits = request_fast_exit(data)
         decode_ledger_pieces(data, reading.consume, tail_hooks=hooks, linger=exits)
     except LedgerFileError as error:
-        raise _decoding_error(path, error) from None
+        raise reading_error(path, error) from None
     scanned = reading.finish()
     request_fast_exit(reading, scanned)  # freeing them at exit would only cost time
     return build(reading.events, scanned)
@@ -342,6 +352,13 @@ def run_plan(args: argparse.Namespace) -> int:
     expected: int | None = getattr(args, "expected_high_water", None)
     if expected is not None and expected < 0:
         raise CliError("invalid_argument", "--expected-high-water must be >= 0", EXIT_USAGE)
+    if args.json:
+        from app.commands.ledger_plan_parts import plan_json_text_in_parts
+
+        with _bulk_allocation():
+            sys.stdout.write(plan_json_text_in_parts(args.file, expected))
+            sys.stdout.write("\n")
+        return EXIT_OK
     return _run(
         args,
         lambda events, scan: plan_resume(events, expected, scan=scan),

@@ -84,6 +84,8 @@ class TailHooks:
     head_consumed: Callable[[], None] | None = None
     """Called once the head went to ``consume`` and before waiting for the tail, so the
     consumer can work on the head while the child still works on the tail."""
+    parent_share: float = PARENT_SHARE_WITH_TAIL_WORK
+    """The fraction of the file (by bytes) this process decodes itself."""
 
 
 def decode_ledger_pieces(
@@ -108,7 +110,7 @@ def decode_ledger_pieces(
     of the process.
     """
     _release_lingering()
-    share = PARENT_SHARE if tail_hooks is None else PARENT_SHARE_WITH_TAIL_WORK
+    share = PARENT_SHARE if tail_hooks is None else tail_hooks.parent_share
     cut = _cut(data, parallel, share, tail_hooks.start_marker if tail_hooks is not None else None)
     if cut is None:
         return _decode_serially(data, consume)

@@ -14,7 +14,7 @@ so whatever happens next, the model is never shown half a tool exchange.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
@@ -431,16 +431,17 @@ class PlanPart:
     tool_call_ids: frozenset[str]
 
 
-def plan_parts_independent(head: PlanPart, tail: PlanPart) -> bool:
+def plan_parts_independent(head: PlanPart, tail_tool_call_ids: Iterable[str]) -> bool:
     """Whether two parts of a run (planned with ``collect_ids=True``, the tail's scan being
-    its scan within the whole) plan as the whole run does, given that the tail's scan is
-    independent of the head's (``tail_scan.tail_is_independent``).
+    its scan within the whole; the tail given by its ``tool_call_ids``) plan as the whole run
+    does, given that the tail's scan is independent of the head's
+    (``tail_scan.tail_is_independent``).
 
     Then no operation spans the cut, and what else the plan reads across events goes by
     tool-call id: a response pairs the latest earlier call of its id (the replay list), and is
     checked against the projected call of its id (its diagnostics). Parts that share no
     tool-call id therefore cannot change each other's replay list or diagnostics."""
-    return head.tool_call_ids.isdisjoint(tail.tool_call_ids)
+    return head.tool_call_ids.isdisjoint(tail_tool_call_ids)
 
 
 @dataclass(frozen=True, slots=True)

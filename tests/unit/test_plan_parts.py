@@ -42,7 +42,7 @@ def _parts(events: list[RuntimeEvent], cut: int) -> tuple[PlanPart, PlanPart, bo
     scan_independent = tail_is_independent(batch, summary, [e["id"] for e in tail])
     head_part = plan_part(head, batch.result_so_far(), collect_ids=True)
     tail_part = plan_part(tail, tail_scan.result(), run_first_event=events[0], collect_ids=True)
-    independent = scan_independent and plan_parts_independent(head_part, tail_part)
+    independent = scan_independent and plan_parts_independent(head_part, tail_part.tool_call_ids)
     return head_part, tail_part, independent
 
 
@@ -118,7 +118,7 @@ def test_parts_that_share_a_tool_call_id_are_not_independent() -> None:
     events.append(reused)
     head, tail, independent = _parts(events, len(events) - 1)
     assert not independent
-    assert not plan_parts_independent(head, tail)
+    assert not plan_parts_independent(head, tail.tool_call_ids)
     assert tail_is_independent(*_scan_check(events, len(events) - 1))
 
 
