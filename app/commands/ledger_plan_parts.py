@@ -43,7 +43,7 @@ from runtime.recovery.resume_plan import (
     plan_verdict,
 )
 
-PARENT_SHARE = 0.53
+PARENT_SHARE = 0.55
 """The share of the file this process decodes: the child's events cost it nothing here, but
 the child also copies them out for the case where the parts turn out not to be independent."""
 
