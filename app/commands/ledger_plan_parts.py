@@ -31,7 +31,7 @@ from runtime.ledger.codes import DiagnosticCode, ScanIssueCode
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.ledger.tail_scan import TAIL_START_MARKER, TailScan
+from runtime.ledger.tail_scan import TAIL_START_MARKER, TAIL_START_NOT_AFTER, TailScan
 from runtime.ledger.tool_ledger_scanner import ScanIssue
 from runtime.recovery.resume_plan import (
     PlanFacts,
@@ -203,6 +203,7 @@ def plan_json_text_in_parts(path: Path, expected_high_water: int | None) -> str:
             parts.consume_tail,
             parts.take_summary,
             start_marker=TAIL_START_MARKER,
+            start_not_after=TAIL_START_NOT_AFTER,
             defer_pieces=True,
             head_consumed=parts.head_consumed,
             parent_share=PARENT_SHARE,

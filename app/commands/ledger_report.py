@@ -29,7 +29,13 @@ from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.ledger.tail_scan import TAIL_START_MARKER, TailScan, adopt_tail, tail_is_independent
+from runtime.ledger.tail_scan import (
+    TAIL_START_MARKER,
+    TAIL_START_NOT_AFTER,
+    TailScan,
+    adopt_tail,
+    tail_is_independent,
+)
 from runtime.ledger.tool_ledger_scanner import BatchScan, ScanIssue, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
@@ -315,7 +321,11 @@ def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLed
     large file the scan overlaps with the decoding (``LedgerReading``)."""
     reading = LedgerReading()
     hooks = TailHooks(
-        TailScan, reading.consume_tail, reading.take_summary, start_marker=TAIL_START_MARKER
+        TailScan,
+        reading.consume_tail,
+        reading.take_summary,
+        start_marker=TAIL_START_MARKER,
+        start_not_after=TAIL_START_NOT_AFTER,
     )
     try:
         data = read_file_bytes(path)

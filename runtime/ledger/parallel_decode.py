@@ -74,9 +74,11 @@ class TailHooks:
     consume_tail: Consumer
     take_summary: Callable[[Any], bool | None]
     start_marker: bytes | None = None
-    """When set, the tail preferably starts at a line containing these bytes, found within
-    ``CUT_LOOKAHEAD_BYTES`` after the share point (a hint for where the work on the two parts
-    splits cleanly; the decoded events are the same wherever the cut falls)."""
+    """When set, the tail preferably starts at a line containing these bytes whose previous
+    line contains none of ``start_not_after``, found within ``CUT_LOOKAHEAD_BYTES`` after the
+    share point (a hint for where the work on the two parts splits cleanly; the decoded events
+    are the same wherever the cut falls)."""
+    start_not_after: tuple[bytes, ...] = ()
     defer_pieces: bool = False
     """When set, the child's pieces are loaded only when needed: when no summary came, or
     ``take_summary`` did not return True. A True answer means the summary stands for the
@@ -111,7 +113,11 @@ def decode_ledger_pieces(
     """
     _release_lingering()
     share = PARENT_SHARE if tail_hooks is None else tail_hooks.parent_share
-    cut = _cut(data, parallel, share, tail_hooks.start_marker if tail_hooks is not None else None)
+    cut = (
+        _cut(data, parallel, share)
+        if tail_hooks is None
+        else _cut(data, parallel, share, tail_hooks.start_marker, tail_hooks.start_not_after)
+    )
     if cut is None:
         return _decode_serially(data, consume)
     region = mmap.mmap(-1, _capacity(len(data) - cut))
@@ -163,11 +169,16 @@ def _decode_serially(data: bytes, consume: Consumer) -> int:
 
 
 def _cut(
-    data: bytes, parallel: bool | None, share: float, marker: bytes | None = None
+    data: bytes,
+    parallel: bool | None,
+    share: float,
+    marker: bytes | None = None,
+    not_after: tuple[bytes, ...] = (),
 ) -> int | None:
-    """The offset just after the newline that ends the parent's share (moved forward to the
-    start of the first line holding ``marker``, when one is near), or None to decode
-    serially."""
+    """The offset just after the newline that ends the parent's share, or None to decode
+    serially. With ``marker``, the cut moves forward to the start of the first line within
+    ``CUT_LOOKAHEAD_BYTES`` that holds ``marker`` and whose previous line holds none of
+    ``not_after``, when there is one."""
     # ``_thread._count()``: other threads this interpreter started (a fork copies only the
     # calling thread, and a lock another thread held would stay held in the child). Read from
     # ``_thread``, which is built in, rather than ``threading``, to keep start-up lean.
@@ -179,11 +190,15 @@ def _cut(
     if newline < 0 or newline + 1 >= len(data):
         return None
     if marker is not None:
-        found = data.find(marker, newline + 1, newline + 1 + CUT_LOOKAHEAD_BYTES)
-        if found >= 0:
+        start, limit = newline + 1, newline + 1 + CUT_LOOKAHEAD_BYTES
+        while (found := data.find(marker, start, limit)) >= 0:
             line_start = data.rfind(b"\n", newline, found) + 1
-            if line_start < len(data):
+            previous = data[data.rfind(b"\n", 0, line_start - 1) + 1 : line_start]
+            if not any(part in previous for part in not_after):
                 return line_start
+            start = data.find(b"\n", found) + 1
+            if start == 0:
+                break
     return newline + 1
 
 

@@ -27,10 +27,13 @@ from runtime.ledger.tool_ledger_scanner import (
 )
 
 TAIL_START_MARKER = b'"function_call"'
-"""Where a tail to be scanned apart should preferably start (``TailHooks.start_marker``): at a
-tool call's line, the head keeps every operation that started in it whole in the usual
-sequential call/dispatch/response order, so the tail touches none of them and its scan can be
-adopted. Any line may hold these bytes (a user's text); a cut elsewhere only costs the
+TAIL_START_NOT_AFTER = (b'"function_call"', b'"toolDispatch"')
+"""Where a tail to be scanned apart should preferably start (``TailHooks.start_marker`` and
+``start_not_after``): at a tool call's line that follows neither another call nor a
+dispatch, that is at a model step's first call. Then the head keeps whole every operation that
+started in it (this product settles each call before the next, and a writer that batches a
+step's calls writes them before their dispatches), the tail touches none of them and its scan
+can be adopted. Any line may hold these bytes (a user's text); a cut elsewhere only costs the
 adoption, never correctness."""
 
 

@@ -25,7 +25,10 @@ from tests.helpers.ledger_builders import (
     SECOND_INVOCATION,
     clean_ledger,
     mixed_ledger,
+    model_text,
     to_jsonl,
+    tool_turn,
+    user_text,
     with_changes,
 )
 
@@ -95,6 +98,22 @@ def test_a_tail_reusing_a_call_id_of_the_head_is_planned_here(
     events = [*LEDGER, reused]
     assert plan_json_text_in_parts(_file(tmp_path, events), None) == _serial(events)
     assert whole_runs == [len(events)]
+
+
+def test_a_ledger_of_batched_steps_is_planned_in_parts(
+    tmp_path: Path, whole_runs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step writes its two calls, then their dispatches, then their responses: the cut
+    lands on a step's first call, so the child's part is taken."""
+    events: list[RuntimeEvent] = [user_text(marker=True)]
+    for step in range(120):
+        first, second = (tool_turn(f"c{step}-{n}", ts=10 + step) for n in (1, 2))
+        events += [first[0], second[0], first[1], second[1], first[2], second[2]]
+        events.append(model_text(f"step {step}", event_id=f"text-{step}", ts=10 + step))
+    for share in (0.3, 0.55, 0.8):
+        monkeypatch.setattr(ledger_plan_parts, "PARENT_SHARE", share)
+        assert plan_json_text_in_parts(_file(tmp_path, events), None) == _serial(events)
+    assert whole_runs == []
 
 
 def test_when_the_child_dies_the_tail_is_planned_here(

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.ledger import parallel_decode
+from runtime.ledger import parallel_decode, tail_scan
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_ledger_events
 from runtime.ledger.parallel_decode import decode_ledger_pieces
@@ -282,6 +282,29 @@ def test_the_tail_starts_at_the_next_line_holding_the_start_marker() -> None:
     decode_ledger_pieces(LEDGER, hooked.head.extend, parallel=True, tail_hooks=hooks)
     assert hooked.head + hooked.tail == read_ledger_events(LEDGER)
     assert hooked.tail[0]["content"]["kind"] == "function_call"
+
+
+def test_the_tail_does_not_start_at_a_call_that_follows_a_call_or_a_dispatch() -> None:
+    """Batched steps (two calls, their dispatches, their responses): the cut never lands on a
+    step's second call, which follows the first; it lands on a step's first call."""
+    lines = [b'{"n":0,"k":"text"}']
+    for step in range(1, 40):
+        lines += [
+            b'{"n":%d,"k":"function_call","c":1}' % step,
+            b'{"n":%d,"k":"function_call","c":2}' % step,
+            b'{"n":%d,"a":"toolDispatch","c":1}' % step,
+            b'{"n":%d,"a":"toolDispatch","c":2}' % step,
+            b'{"n":%d,"k":"function_response","c":1}' % step,
+            b'{"n":%d,"k":"function_response","c":2}' % step,
+        ]
+    data = b"".join(line + b"\n" for line in lines)
+    marker, not_after = tail_scan.TAIL_START_MARKER, tail_scan.TAIL_START_NOT_AFTER
+    for share in (index / 400 for index in range(20, 380)):  # every line is passed
+        cut = parallel_decode._cut(data, True, share, marker, not_after)
+        assert cut is not None
+        first_line = data[cut : data.index(b"\n", cut)]
+        assert first_line.endswith(b'"function_call","c":1}'), (share, first_line)
+        assert cut >= data.find(b"\n", int(len(data) * share)) + 1
 
 
 @pytest.mark.parametrize("die_after", [None, 0, 2])
