@@ -4,6 +4,7 @@ come over and the whole run is planned here."""
 
 from __future__ import annotations
 
+import marshal
 import os
 import tempfile
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from app.commands.ledger_plan_parts import plan_json_text_in_parts
 from app.commands.ledger_report import plan_json_text
 from runtime.ledger import parallel_decode
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.recovery.resume_plan import ResumePlan, plan_resume
+from runtime.recovery.resume_plan import ResumePlan, plan_part, plan_resume
 from tests.helpers.ledger_builders import (
     ENDINGS,
     SECOND_INVOCATION,
@@ -145,3 +146,13 @@ def test_any_ledger_and_any_cut_give_the_serial_plan(
     with tempfile.TemporaryDirectory() as folder:
         path = _file(Path(folder), events)
         assert plan_json_text_in_parts(path, expected) == _serial(events, expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_plan_facts_cross_to_the_child_and_back_unchanged(data: st.DataObject) -> None:
+    """The child sends its part's facts as plain data (``marshal``); they come back equal."""
+    events = mixed_ledger(data.draw, edits=("dup", "drop", "swap", "mark", "spine"))
+    facts = plan_part(events).facts
+    plain = marshal.loads(marshal.dumps(ledger_plan_parts.facts_to_plain(facts)))
+    assert ledger_plan_parts.facts_from_plain(plain) == facts
