@@ -10,6 +10,11 @@ The plan is deliberately conservative. Every unsettled, parked or inconsistent t
 requires the model to verify the world with read-only tools before retrying (the directive).
 The replay list never contains an unpaired call or response, a partial chunk or a hidden event,
 so whatever happens next, the model is never shown half a tool exchange.
+
+The plan is assembled from the facts of a run's parts: ``plan_resume`` plans the run as one part
+(``plan_part``) and takes its verdict (``plan_verdict``). A long run may be planned as a head and
+a tail apart (``maka ledger plan`` does it on two cores) when ``plan_parts_independent`` holds;
+the verdict of both parts' facts is then the whole run's (a property test checks every cut).
 """
 
 from __future__ import annotations
