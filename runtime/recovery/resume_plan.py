@@ -451,6 +451,8 @@ def plan_parts_independent(head: PlanPart, tail_tool_call_ids: Iterable[str]) ->
 
 @dataclass(frozen=True, slots=True)
 class PlanVerdict:
+    """A run's plan but for its two lists (operations, replay): ``plan_verdict``."""
+
     disposition: Disposition
     diagnostics: tuple[ResumeDiagnostic, ...]
     rejection_reasons: tuple[ParkReason, ...]
