@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from runtime.ledger.codes import (
     DiagnosticCode,
@@ -36,6 +36,7 @@ from runtime.ledger.codes import (
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScan
 from runtime.recovery.recovery_resolver import ResolvedOperation, resolve_operations
+from runtime.recovery.replay_walk import ResponseMismatch, walk_replay
 
 INDETERMINATE_TOOL_RESULT_DIRECTIVE = (
     "Tool execution was interrupted before a matching committed tool result was found. The side "
@@ -277,29 +278,26 @@ def _diagnostics(
     return found
 
 
-def _response_diagnostic(
-    event: Mapping[str, Any], call_id: str, name: str, call_names: Mapping[str, str]
-) -> ResumeDiagnostic | None:
+def _response_diagnostic(mismatch: ResponseMismatch) -> ResumeDiagnostic:
     """Every visible committed response must answer a projected call of the same tool."""
-    call_name = call_names.get(call_id)
-    if call_name is None:
+    if mismatch.call_tool_name is None:
         return ResumeDiagnostic(
             DiagnosticCode.UNMATCHED_TOOL_RESULT,
             "function_response has no prior matching function_call",
-            event["id"],
-            call_id,
-            name,
+            mismatch.event_id,
+            mismatch.tool_call_id,
+            mismatch.tool_name,
         )
-    if call_name != name:
-        return ResumeDiagnostic(
-            DiagnosticCode.TOOL_NAME_MISMATCH,
-            "function_response tool name differs from matching function_call",
-            event["id"],
-            call_id,
-            name,
-            MappingProxyType({"callToolName": call_name, "responseToolName": name}),
-        )
-    return None
+    return ResumeDiagnostic(
+        DiagnosticCode.TOOL_NAME_MISMATCH,
+        "function_response tool name differs from matching function_call",
+        mismatch.event_id,
+        mismatch.tool_call_id,
+        mismatch.tool_name,
+        MappingProxyType(
+            {"callToolName": mismatch.call_tool_name, "responseToolName": mismatch.tool_name}
+        ),
+    )
 
 
 def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkReason, ...]:
@@ -315,93 +313,6 @@ def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkRea
         if reason not in reasons:
             reasons.append(reason)
     return tuple(reasons)
-
-
-@dataclass(frozen=True, slots=True)
-class _ReplayWalk:
-    """What one pass over the ledger yields: the replay list, the diagnostics of the
-    committed (non-partial) model-visible responses in ledger order and, when asked for, the
-    tool-call ids of every committed call and response."""
-
-    replay: tuple[RuntimeEvent, ...]
-    response_diagnostics: tuple[ResumeDiagnostic, ...]
-    tool_call_ids: frozenset[str]
-
-
-def _walk_replay(
-    events: Sequence[RuntimeEvent],
-    call_names: Mapping[str, str] | None = None,
-    *,
-    collect_ids: bool = False,
-) -> _ReplayWalk:
-    """One pass: note the events left out (partial or hidden) and where visible calls and
-    responses are, then drop afterwards the ones whose id never paired; the replay list is the
-    events between the dropped ones.
-
-    Pairing walks non-partial events, hidden ones included: a response pairs a call of the same
-    id and tool name seen before it (a later call with the same id replaces the earlier one).
-    ``call_names``: the projected operations' tool names by call id; when given, every visible
-    response is checked against them (``_response_diagnostic``) on the way.
-    """
-    calls: dict[str, str] = {}
-    paired: set[str] = set()
-    responded: set[str] | None = set() if collect_ids else None
-    left_out: list[int] = []
-    tool_slots: list[tuple[int, str]] = []
-    responses: list[ResumeDiagnostic] = []
-    index = -1
-    for event in cast(Sequence[Mapping[str, Any]], events):
-        index += 1
-        if event["partial"]:
-            left_out.append(index)
-            continue
-        if "content" not in event:
-            if "modelVisibility" in event and event["modelVisibility"] == "hidden":
-                left_out.append(index)
-            continue
-        hidden = "modelVisibility" in event and event["modelVisibility"] == "hidden"
-        if hidden:
-            left_out.append(index)
-        content = event["content"]
-        kind = content["kind"]
-        if kind == "function_call":
-            call_id = content["id"]
-            calls[call_id] = content["name"]
-        elif kind == "function_response":
-            call_id, name = content["id"], content["name"]
-            if calls.get(call_id) == name:
-                paired.add(call_id)
-            if responded is not None:
-                responded.add(call_id)
-            if not hidden and call_names is not None and call_names.get(call_id) != name:
-                found = _response_diagnostic(event, call_id, name, call_names)
-                if found is not None:
-                    responses.append(found)
-        else:
-            continue
-        if not hidden:
-            tool_slots.append((index, call_id))
-    left_out.extend(slot for slot, call_id in tool_slots if call_id not in paired)
-    if not left_out:
-        replay = tuple(events)
-    else:  # usually a handful: copy the runs between them rather than test every event
-        left_out.sort()
-        runs: list[RuntimeEvent] = []
-        start = 0
-        for slot in left_out:
-            runs.extend(events[start:slot])
-            start = slot + 1
-        runs.extend(events[start:])
-        replay = tuple(runs)
-    ids = frozenset(calls.keys() | responded) if responded is not None else frozenset()
-    return _ReplayWalk(replay, tuple(responses), ids)
-
-
-def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:
-    """The canonical replay list: no partial or hidden event, calls and responses only when
-    paired (a response pairs a call of the same id and tool name seen before it), and every
-    event without content kept (terminal facts, dispatches, recovery facts, permissions)."""
-    return _walk_replay(events).replay
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,7 +384,7 @@ def plan_part(
     resolution, resolved = resolve_operations(events, scan, run_first_event=run_first_event)
     projection = _project(resolved)
     operations = projection.operations
-    walk = _walk_replay(
+    walk = walk_replay(
         events,
         {operation.tool_call_id: operation.tool_name for operation in operations},
         collect_ids=collect_ids,
@@ -490,7 +401,7 @@ def plan_part(
         ),
         orphan_facts=tuple(projection.orphan_facts),
         hidden_pending=tuple(projection.hidden_pending),
-        response_diagnostics=walk.response_diagnostics,
+        response_diagnostics=tuple(map(_response_diagnostic, walk.response_mismatches)),
     )
     return PlanPart(facts, operations, walk.replay, walk.tool_call_ids)
 

@@ -11,13 +11,13 @@ import pytest
 from runtime.ledger.codes import DiagnosticCode, Disposition, OperationStatus, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.recovery.failpoints import RUNTIME_RESUME_FAILPOINTS, CommittedPrefix, Failpoint
+from runtime.recovery.replay_walk import replay_runtime_events
 from runtime.recovery.resume_plan import (
     INDETERMINATE_TOOL_RESULT_DIRECTIVE,
     ResumeDiagnostic,
     ResumePlan,
     ToolOperation,
     plan_resume,
-    replay_runtime_events,
 )
 from tests.helpers.ledger_builders import (
     DROP,
