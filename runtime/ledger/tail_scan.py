@@ -120,12 +120,7 @@ class TailScan:
         """The tail's scan, as it is within the scan of the whole ledger when the tail is
         independent of the head (``tail_is_independent``); positions count from the ledger's
         start. Ends this scan."""
-        scanner = self._scanner
-        return ToolLedgerScan(
-            tuple(op.freeze(copy=False) for op in scanner._operations),
-            tuple(scanner._issues),
-            tuple(scanner._markers),
-        )
+        return self._scanner.result(copy=False)
 
 
 def _adopted_operations(

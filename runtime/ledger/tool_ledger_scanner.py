@@ -237,9 +237,11 @@ class ToolLedgerScanner:
         op = self._by_opid.get(operation_id)
         return op.freeze() if op is not None else None
 
-    def result(self) -> ToolLedgerScan:
+    def result(self, *, copy: bool = True) -> ToolLedgerScan:
+        """The scan so far. ``copy=False`` hands the operations' positions maps over uncopied:
+        only for a scanner that is never fed again."""
         return ToolLedgerScan(
-            tuple(op.freeze() for op in self._operations),
+            tuple(op.freeze(copy=copy) for op in self._operations),
             tuple(self._issues),
             tuple(self._markers),
         )
@@ -640,11 +642,7 @@ class BatchScan:
             raise RuntimeError("this scan is finished")
         self._scanner = None
         # The scanner goes away here, so its operations' containers can be handed over uncopied.
-        return ToolLedgerScan(
-            tuple(op.freeze(copy=False) for op in scanner._operations),
-            tuple(scanner._issues),
-            tuple(scanner._markers),
-        )
+        return scanner.result(copy=False)
 
 
 def scan_tool_ledger(events: Iterable[RuntimeEvent]) -> ToolLedgerScan:
