@@ -45,12 +45,12 @@ RECONCILE_OBSERVED = "reconcile_observed"
 RECOVERY_COMPLETED = "recovery_completed"
 RECOVERY_PARKED = "recovery_parked"
 
-_OPERATION_COLUMNS = (
+OPERATION_COLUMNS = (
     "operation_id, session_id, invocation_id, run_id, turn_id, provider_tool_call_id, tool_name,"
     " canonical_args_hash, recovery_mode, current_state, call_event_id, dispatch_event_id,"
     " result_event_id, version"
 )
-_JOURNAL_COLUMNS = (
+JOURNAL_COLUMNS = (
     "journal_event_id, operation_id, invocation_id, run_id, turn_id, state, runtime_event_id,"
     " canonical_args_hash, recovery_mode, metadata_json, committed_at"
 )
@@ -96,11 +96,11 @@ def _journal_values(record: ToolJournalRecord) -> tuple[object, ...]:
 
 
 _INSERT_OPERATION = (
-    f"INSERT INTO tool_operations ({_OPERATION_COLUMNS})"
+    f"INSERT INTO tool_operations ({OPERATION_COLUMNS})"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_JOURNAL = (
-    f"INSERT INTO tool_journal_events ({_JOURNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO tool_journal_events ({JOURNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -120,7 +120,7 @@ def _journal_from_row(row: Sequence[Any]) -> ToolJournalRecord:
 
 def read_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperationRecord | None:
     row = conn.execute(
-        f"SELECT {_OPERATION_COLUMNS} FROM tool_operations WHERE operation_id = ?",
+        f"SELECT {OPERATION_COLUMNS} FROM tool_operations WHERE operation_id = ?",
         (operation_id,),
     ).fetchone()
     return _operation_from_row(row) if row is not None else None
@@ -128,7 +128,7 @@ def read_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperation
 
 def read_journal(conn: sqlite3.Connection, operation_id: str) -> list[ToolJournalRecord]:
     rows = conn.execute(
-        f"SELECT {_JOURNAL_COLUMNS} FROM tool_journal_events WHERE operation_id = ?"
+        f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events WHERE operation_id = ?"
         " ORDER BY journal_seq",
         (operation_id,),
     ).fetchall()
@@ -139,7 +139,7 @@ def list_unsettled(
     conn: sqlite3.Connection, session_id: str | None = None
 ) -> list[ToolOperationRecord]:
     """Operations whose T1 committed and nothing settled them yet (state ``prepared``)."""
-    sql = f"SELECT {_OPERATION_COLUMNS} FROM tool_operations WHERE current_state = 'prepared'"
+    sql = f"SELECT {OPERATION_COLUMNS} FROM tool_operations WHERE current_state = 'prepared'"
     params: tuple[str, ...] = ()
     if session_id is not None:
         sql += " AND session_id = ?"
@@ -153,10 +153,10 @@ def read_all_projection_rows(
 ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
     """Every stored projection row, in a stable order (for equality checks)."""
     operations = conn.execute(
-        f"SELECT {_OPERATION_COLUMNS} FROM tool_operations ORDER BY operation_id"
+        f"SELECT {OPERATION_COLUMNS} FROM tool_operations ORDER BY operation_id"
     ).fetchall()
     journal = conn.execute(
-        f"SELECT {_JOURNAL_COLUMNS} FROM tool_journal_events ORDER BY operation_id, journal_seq"
+        f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events ORDER BY operation_id, journal_seq"
     ).fetchall()
     return [_operation_from_row(row) for row in operations], [
         _journal_from_row(row) for row in journal
