@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Protocol
@@ -87,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(args_list)
     try:
+        _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         return module.run(args)
     except CliError as error:
         print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
@@ -94,6 +96,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("maka: interrupted", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as error:
+        # Every refusal of the ledger, the store and the services carries a stable code (a
+        # damaged database met halfway through a command, say): the user gets that code and
+        # sentence, never a traceback. Anything else is a defect and keeps its traceback.
+        from runtime.ledger.ledger_errors import LedgerError
+
+        if not isinstance(error, LedgerError):
+            raise
+        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _require_utf8_data_dir(data_dir: str | None) -> None:
+    if data_dir is None:
+        return
+    try:
+        data_dir.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CliError(
+            "data_dir_invalid",
+            "the data directory (--data-dir or MAKA_DATA_DIR) holds bytes that are not UTF-8 text",
+            EXIT_USAGE,
+        ) from None
 
 
 def run_main() -> None:

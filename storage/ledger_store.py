@@ -18,8 +18,8 @@ import gc
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext, suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -57,7 +57,7 @@ from storage.ledger_schema import (
 from storage.recovery_bundle_writer import commit_bundle
 from storage.run_ending_writer import EVENT_STATUS_TO_RUN, check_ending, commit_ending
 from storage.run_ledger_state import RunStateCache
-from storage.session_export import export_lines, parse_export
+from storage.session_export import ParsedExport, export_lines, parse_export
 from storage.session_import import ImportReport, import_parsed
 from storage.sqlite_connection import (
     DATABASE_NAME,
@@ -416,21 +416,32 @@ class SqliteLedgerStore:
     ) -> ImportReport:
         """Validate and import an export file's bytes, all or nothing (one transaction).
         ``bulk=False`` forces the per-event writers for every run (tests compare the paths)."""
-        # Decoding creates many small containers and no cycles: the cyclic collector would
-        # only rescan them again and again.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with _collector_paused():
             parsed = parse_export(data, accept_torn_tail=accept_torn_tail)
-            with self._lock, self._bulk_cache(), self._write() as tx:
-                return import_parsed(tx, parsed, bulk=bulk)
-        finally:
-            if collecting:
-                gc.enable()
+            return self.import_parsed(parsed, bulk=bulk)
+
+    def import_parsed(self, parsed: ParsedExport, *, bulk: bool = True) -> ImportReport:
+        """Import an export already decoded by ``parse_export`` (a caller that checks the file
+        before it opens the store), all or nothing."""
+        with _collector_paused(), self._lock, self._bulk_cache(), self._write() as tx:
+            return import_parsed(tx, parsed, bulk=bulk)
 
     def diagnose(self) -> DoctorReport:
         """The doctor's integrity report (reads only)."""
         return self._read(diagnose)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Decoding and importing create many small containers and no cycles: the cyclic collector
+    would only rescan them again and again."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _RecheckWithLookups(Exception):

@@ -319,18 +319,21 @@ def _add_record(
 
 def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport:
     """Decode and structurally check a whole export file (nothing is written)."""
-    dropped = 0
     end = data.rfind(b"\n") + 1
-    if end != len(data):
-        if not accept_torn_tail:
-            line = data.count(b"\n") + 1
-            raise TransferError(
-                TransferCode.IMPORT_TORN_TAIL,
-                f"line {line} is torn (the file does not end with a newline; "
-                f"{len(data) - end} bytes); use --accept-torn-tail to import the lines before it",
-                line,
-            )
-        dropped = len(data) - end
+    if end != len(data) and not accept_torn_tail:
+        # The lines before the tear are checked first: a file that is not an export at all
+        # (binary, another format) is reported as such, not as torn, and the torn tail is only
+        # reported when dropping it would give a valid export.
+        if end:
+            parse_export(data[:end])
+        line = data.count(b"\n") + 1
+        raise TransferError(
+            TransferCode.IMPORT_TORN_TAIL,
+            f"line {line} is torn (the file does not end with a newline; "
+            f"{len(data) - end} bytes); use --accept-torn-tail to import the lines before it",
+            line,
+        )
+    dropped = len(data) - end
     lines = data[:end].split(b"\n")[:-1]
     if not lines:
         raise TransferError(TransferCode.IMPORT_STRUCTURE_INVALID, "the file holds no session")

@@ -25,6 +25,7 @@ from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
+    from main_process.instance_lock import InstanceLock
     from runtime.recovery.startup_recovery import Reconciler
     from storage.ledger_store import SqliteLedgerStore
 
@@ -71,13 +72,11 @@ def startup_reconciler(store: SqliteLedgerStore) -> Reconciler:
     return FileReconciler(store, read_workspace_identity, _now_ms)
 
 
-@contextmanager
-def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[CliHost]:
+def own_data_dir(data_dir: Path) -> InstanceLock:
+    """Create the data directory if needed and take its instance lock (the caller releases it);
+    ``store_locked`` naming the owner when another Maka process holds it."""
     from main_process.instance_lock import InstanceLock, LockOutcome
-    from runtime.recovery.startup_recovery import run_startup_recovery
-    from storage.ledger_store import open_store
 
-    factory = provider_factory(data_dir, provider_name)
     ensure_data_dir(data_dir)
     lock = InstanceLock(data_dir)
     outcome = lock.acquire()
@@ -89,6 +88,16 @@ def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[Cl
         )
     if outcome.outcome is not LockOutcome.ACQUIRED:
         raise CliError("store_locked", outcome.detail)
+    return lock
+
+
+@contextmanager
+def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[CliHost]:
+    from runtime.recovery.startup_recovery import run_startup_recovery
+    from storage.ledger_store import open_store
+
+    factory = provider_factory(data_dir, provider_name)
+    lock = own_data_dir(data_dir)
     try:
         try:
             store = open_store(data_dir)

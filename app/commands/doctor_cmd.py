@@ -55,10 +55,17 @@ def run(args: argparse.Namespace) -> int:
         store = open_store(data_dir, read_only=True)
     except StoreRefusal as refusal:
         if refusal.code is StoreCode.STORE_NOT_FOUND:
+            # No database, or an empty file (SQLite creates one before its first write; Maka
+            # sets it up at its next start): either way there is nothing to check yet.
+            present = database.exists()
             _emit(
                 args,
-                {"ok": True, "database": str(database), "present": False, "problems": []},
-                [f"no database at {database}: nothing to check"],
+                {"ok": True, "database": str(database), "present": present, "problems": []},
+                [
+                    f"the database {database} is empty: nothing to check"
+                    if present
+                    else f"no database at {database}: nothing to check"
+                ],
             )
             return EXIT_OK
         refused = {"code": str(refusal.code), "message": refusal.message}

@@ -5,13 +5,19 @@ nothing, idempotent for an identical file, and refused when the file conflicts w
 stored. A torn last line (no final newline) is refused unless ``--accept-torn-tail``; then the
 lines before it are imported and the number of dropped bytes is reported.
 
-Exit codes: 0 imported (or already present), 1 refused by the store (conflict, store problem),
-2 the file is unreadable or not a valid export.
+The whole file is decoded and checked before the data directory is touched, so a file that is
+not a valid export changes nothing (not even a fresh data directory is created). Importing writes
+to the data directory, so it owns it like ``maka run``: while the desktop or another command owns
+it, the import is refused with ``store_locked``.
+
+Exit codes: 0 imported (or already present), 1 refused by the store (conflict, store problem,
+another process owns the data directory), 2 the file is unreadable or not a valid export.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 from pathlib import Path
 
@@ -30,10 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.commands.cli_session_host import own_data_dir
     from runtime.ledger.codes import TransferCode
     from runtime.ledger.store_ports import StoreRefusal
     from storage.ledger_store import open_store
-    from storage.session_export import TransferError
+    from storage.session_export import TransferError, parse_export
 
     path: Path = args.file
     try:
@@ -43,13 +50,25 @@ def run(args: argparse.Namespace) -> int:
             TransferCode.IMPORT_FILE_UNREADABLE, f"cannot read {path}: {error}", EXIT_USAGE
         ) from None
     try:
-        with open_store(data_dir_from(args)) as store:
-            report = store.import_session(data, accept_torn_tail=args.accept_torn_tail)
+        gc.disable()  # decoding makes many small containers and no cycles
+        parsed = parse_export(data, accept_torn_tail=args.accept_torn_tail)
+    except TransferError as error:
+        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+    finally:
+        gc.enable()
+    del data
+    data_dir = data_dir_from(args)
+    lock = own_data_dir(data_dir)
+    try:
+        with open_store(data_dir) as store:
+            report = store.import_parsed(parsed)
     except TransferError as error:
         raise CliError(str(error.code), error.message, EXIT_USAGE) from None
     except StoreRefusal as error:
         where = f" (event {error.event_id})" if error.event_id else ""
         raise CliError(str(error.code), f"{error.message}{where}", EXIT_ERROR) from None
+    finally:
+        lock.release()
     if args.json:
         document = {
             "sessionId": report.session_id,

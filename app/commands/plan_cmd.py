@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 
 
@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir = resolve_data_dir(args.data_dir)
     if not (data_dir / "runtime.sqlite").exists():
-        raise CliError("session_not_found", f"no session {args.session} (no data in {data_dir})")
+        raise CliError(
+            "session_not_found", f"no session {args.session} (no data in {data_dir})", EXIT_USAGE
+        )
     lock = InstanceLock(data_dir)
     owned = lock.acquire().outcome is LockOutcome.ACQUIRED
     try:
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             if owned:
                 run_startup_recovery(store, now_ms, startup_reconciler(store))
             if store.get_session(args.session) is None:
-                raise CliError("session_not_found", f"no session {args.session}")
+                raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
             service = build_resume_service(store, data_dir, default_catalog().names, shells)
             plan = service.plan_latest(args.session)

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     with owned_session_host(resolve_data_dir(args.data_dir), args.provider) as host:
         session = host.store.get_session(args.session)
         if session is None:
-            raise CliError("session_not_found", f"no session {args.session}")
+            raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
         return resume_session(
             host,
             args.session,

@@ -10,6 +10,7 @@ the turn completed, 1 when it failed or was cancelled.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -35,15 +36,33 @@ def permission_mode(option: str | None) -> str:
     return "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
 
 
+def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
+    """``--cwd`` with ``--session`` must name the session's own folder: a session always works
+    in the folder it was created for, so another folder is a mistake to report, not to ignore."""
+    if os.path.realpath(cwd) != os.path.realpath(session_cwd):
+        raise CliError(
+            "session_cwd_mismatch",
+            f"session {session_id} works in {session_cwd}, not in {cwd}; leave out --cwd to "
+            "continue it, or start a new session in that folder without --session",
+            EXIT_USAGE,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from app.commands.cancellable_turn import run_cancellable
     from app.commands.cli_session_host import owned_session_host
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.cancel_token import CancelToken
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+    from runtime.agent.session_service import require_utf8
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.ledger.store_ports import RunStatus
 
+    try:
+        require_utf8(args.prompt, "the prompt")
+        require_utf8(args.cwd or "", "--cwd")
+    except LedgerError as error:
+        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
     if not args.prompt.strip():
         raise CliError("prompt_empty", "the prompt is empty", EXIT_USAGE)
     if not args.session and not args.cwd:
@@ -63,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
                 session = service.create_session(Path(args.cwd), title=args.prompt)
         except LedgerError as error:
             raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        if args.session and args.cwd:
+            require_same_folder(args.cwd, session.session_id, session.cwd)
         print(
             f"session {session.session_id} in {session.cwd} ({host.provider_label}, "
             f"permission mode {policy.mode})",

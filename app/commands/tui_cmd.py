@@ -12,6 +12,7 @@ streams the continuation.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
+    from app.commands.run_cmd import require_same_folder
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+    from runtime.agent.session_service import require_utf8
     from runtime.ledger.ledger_errors import LedgerError
 
+    try:
+        require_utf8(args.cwd or "", "--cwd")
+    except LedgerError as error:
+        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
     cwd = Path(args.cwd or ".")
-    if not args.session and not cwd.is_dir():
+    if not cwd.is_dir():
         raise CliError("invalid_cwd", f"{cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(args.permission_mode))
     transcript = TerminalTranscript()
@@ -58,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
             )
         except LedgerError as error:
             raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        if args.session and args.cwd:
+            require_same_folder(args.cwd, session.session_id, session.cwd)
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            # A line with bytes that are not UTF-8 reaches the turn, which refuses it with
+            # ``text_not_utf8`` (nothing written), instead of ending the chat with a decode error.
+            sys.stdin.reconfigure(errors="surrogateescape")
         print(f"maka tui: session {session.session_id} in {session.cwd}")
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         if host.repaired_runs:

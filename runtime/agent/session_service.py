@@ -47,7 +47,19 @@ from runtime.tools.tool_contract import ToolContext
 
 
 class SessionError(LedgerError):
-    """``code``: ``session_not_found``, ``session_busy``, ``invalid_cwd``."""
+    """``code``: ``session_not_found``, ``session_busy``, ``invalid_cwd``, ``text_not_utf8``."""
+
+
+def require_utf8(text: str, what: str) -> None:
+    """Refuse text the ledger cannot hold (``text_not_utf8``): a command-line argument or a
+    terminal line with bytes that are not UTF-8 arrives as lone surrogates. Checked before
+    anything is written, so a refused turn leaves no run behind."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SessionError(
+            "text_not_utf8", f"{what} holds bytes that are not UTF-8 text; nothing was written"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +112,8 @@ class SessionService:
 
     def create_session(self, cwd: Path, title: str = "") -> SessionRecord:
         folder = Path(os.path.realpath(cwd))
+        require_utf8(str(folder), "the folder name")
+        require_utf8(title, "the title")
         if not folder.is_dir():
             raise SessionError("invalid_cwd", f"{cwd} is not a folder")
         record = SessionRecord(
@@ -160,6 +174,7 @@ class SessionService:
     ) -> RunOutcome:
         """Run one turn to its end. Permission questions go to ``asker`` when given; otherwise
         ``on_question`` is told and the answer arrives through ``answer_permission``."""
+        require_utf8(text, "the message")
         session = self.get_session(session_id)
         token = cancel or CancelToken()
         with self._lock:

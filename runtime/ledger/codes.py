@@ -99,6 +99,8 @@ class TransferCode(StrEnum):
     IMPORT_TORN_TAIL = "import_torn_tail"
     IMPORT_CONFLICT = "import_conflict"
     EXPORT_TARGET_EXISTS = "export_target_exists"
+    EXPORT_TARGET_INVALID = "export_target_invalid"
+    EXPORT_WRITE_FAILED = "export_write_failed"
 
 
 class BundleCode(StrEnum):

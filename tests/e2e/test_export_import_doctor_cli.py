@@ -53,7 +53,7 @@ def test_export_import_round_trip_and_doctor(origin: Path, tmp_path: Path) -> No
     assert out.read_bytes().endswith(b"\n")
 
     again = maka(origin, "export", IDS.session_id, "-o", str(out))
-    assert again.returncode == 1 and "export_target_exists" in again.stderr
+    assert again.returncode == 2 and "export_target_exists" in again.stderr
     assert maka(origin, "export", IDS.session_id, "-o", str(out), "--force").returncode == 0
 
     copy = tmp_path / "copy"
@@ -110,7 +110,7 @@ def test_import_refusals(origin: Path, tmp_path: Path) -> None:
     missing = maka(tmp_path / "c", "import", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 2 and "import_file_unreadable" in missing.stderr
     unknown = maka(origin, "export", "no-such-session", "-o", str(tmp_path / "x.jsonl"))
-    assert unknown.returncode == 1 and "session_not_found" in unknown.stderr
+    assert unknown.returncode == 2 and "session_not_found" in unknown.stderr
     assert not (tmp_path / "x.jsonl").exists()
 
 

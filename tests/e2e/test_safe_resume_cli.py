@@ -158,7 +158,7 @@ def test_plan_explains_without_executing(tmp_path: Path) -> None:
     assert json.loads(on.stdout)["disposition"] == "continue"
     assert len(committed_runs(drill.data)) == 1
     missing = maka(["plan", "session-nope"], drill.data, env={**drill.env, **FLAG})
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert "session_not_found" in missing.stderr and "Traceback" not in missing.stderr
 
 

@@ -1,0 +1,282 @@
+"""The real ``maka`` command against user mistakes: a stable code, the right exit code, no
+traceback, and nothing changed on disk.
+
+Each case is one a careful user can run into: exporting onto something that is not a file,
+arguments or terminal lines with bytes that are not UTF-8, ``--cwd`` that contradicts
+``--session``, importing a file that is not an export (or while another process owns the data
+directory), a damaged database, an empty database file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from main_process.instance_lock import InstanceLock, LockOutcome
+from storage.sqlite_connection import DATABASE_NAME
+from tests.helpers.ledger_builders import RunIds, clean_ledger
+from tests.helpers.maka_process import maka_executable
+from tests.helpers.store_workloads import commit_ledger, db_state, store_with_runs
+
+pytestmark = pytest.mark.e2e
+
+IDS = RunIds()
+
+
+def maka(
+    data_dir: Path, *args: str | bytes, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
+    env["MAKA_DATA_DIR"] = str(data_dir)
+    command: Sequence[str | bytes] = [*maka_executable(), *args]
+    return subprocess.run(
+        command, env=env, input=stdin, capture_output=True, timeout=120, check=False
+    )
+
+
+def refused(result: subprocess.CompletedProcess[bytes], exit_code: int, code: str) -> str:
+    """The command failed with ``exit_code`` and ``maka: error [code]``, without a traceback;
+    returns its standard error."""
+    err = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == exit_code, (result.returncode, err)
+    assert f"maka: error [{code}]" in err, err
+    assert "Traceback" not in err, err
+    return err
+
+
+def run_count(data_dir: Path) -> int:
+    conn = sqlite3.connect(f"{(data_dir / DATABASE_NAME).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    data_dir = tmp_path / "origin"
+    with store_with_runs(data_dir, IDS) as store:
+        commit_ledger(store, clean_ledger(3, ids=IDS))
+    return data_dir
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A data directory with one finished demo session: (data dir, session id, its folder)."""
+    data_dir = tmp_path / "data"
+    folder = tmp_path / "work"
+    folder.mkdir()
+    result = maka(data_dir, "run", "--cwd", str(folder), "--permission-mode", "auto", "hello")
+    assert result.returncode == 0, result.stderr
+    listed = maka(data_dir, "sessions", "--json")
+    (row,) = json.loads(listed.stdout)["sessions"]
+    return data_dir, str(row["sessionId"]), folder
+
+
+# ---- export -----------------------------------------------------------------------------------
+
+
+def test_export_never_replaces_what_is_not_a_regular_file(origin: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    real = tmp_path / "real.jsonl"
+    real.write_bytes(b"keep me\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for target, kind in ((fifo, "a pipe"), (link, "a symbolic link"), (folder, "a folder")):
+        result = maka(origin, "export", IDS.session_id, "-o", str(target), "--force")
+        assert kind in refused(result, 2, "export_target_invalid")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert link.is_symlink() and real.read_bytes() == b"keep me\n"
+    assert folder.is_dir() and not any(folder.iterdir())
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "folder",
+        "link.jsonl",
+        "origin",
+        "pipe",
+        "real.jsonl",
+    ]
+
+
+def test_export_into_a_missing_folder_names_the_folder(origin: Path, tmp_path: Path) -> None:
+    target = tmp_path / "nowhere" / "x.jsonl"
+    err = refused(
+        maka(origin, "export", IDS.session_id, "-o", str(target)), 2, "export_target_invalid"
+    )
+    assert f"the folder {target.parent} does not exist" in err and ".tmp" not in err
+
+
+def test_export_to_standard_output_equals_the_file(origin: Path, tmp_path: Path) -> None:
+    target = tmp_path / "file.jsonl"
+    assert maka(origin, "export", IDS.session_id, "-o", str(target)).returncode == 0
+    piped = maka(origin, "export", IDS.session_id, "-o", "-")
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == target.read_bytes()
+    assert b"lines" in piped.stderr
+    assert not (Path.cwd() / "-").exists()
+
+
+def test_an_unknown_session_is_invalid_input_everywhere(origin: Path, tmp_path: Path) -> None:
+    for args in (
+        ("export", "nope", "-o", str(tmp_path / "x.jsonl")),
+        ("plan", "nope"),
+        ("resume", "nope"),
+        ("run", "--session", "nope", "hello"),
+    ):
+        refused(maka(origin, *args), 2, "session_not_found")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+# ---- text that is not UTF-8 -------------------------------------------------------------------
+
+
+def test_a_prompt_that_is_not_utf8_is_refused_before_anything_is_written(
+    session: tuple[Path, str, Path], tmp_path: Path
+) -> None:
+    data_dir, session_id, folder = session
+    before = db_state(data_dir / DATABASE_NAME)
+    runs = run_count(data_dir)
+    err = refused(
+        maka(data_dir, "run", "--session", session_id, b"write a\xff.txt saying hi"),
+        2,
+        "text_not_utf8",
+    )
+    assert "the prompt" in err
+    refused(maka(data_dir, "run", "--cwd", str(folder), b"hi \xfe"), 2, "text_not_utf8")
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    refused(maka(data_dir, "run", "--cwd", os.fsencode(odd) + b"\xff", "hi"), 2, "text_not_utf8")
+    assert run_count(data_dir) == runs
+    assert db_state(data_dir / DATABASE_NAME) == before
+
+
+def test_a_terminal_line_that_is_not_utf8_writes_no_run(session: tuple[Path, str, Path]) -> None:
+    data_dir, session_id, _ = session
+    runs = run_count(data_dir)
+    result = maka(data_dir, "tui", "--session", session_id, stdin=b"hello \xff there\n/quit\n")
+    err = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 0, err
+    assert "maka: error [text_not_utf8]" in err and "Traceback" not in err
+    assert run_count(data_dir) == runs
+
+
+def test_a_data_dir_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_DATA_DIR"}
+    result = subprocess.run(
+        [*maka_executable(), "--data-dir", os.fsencode(tmp_path) + b"/d\xff", "sessions"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    refused(result, 2, "data_dir_invalid")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- --cwd and --session ----------------------------------------------------------------------
+
+
+def test_cwd_that_contradicts_the_session_is_refused(
+    session: tuple[Path, str, Path], tmp_path: Path
+) -> None:
+    data_dir, session_id, folder = session
+    other = tmp_path / "other"
+    other.mkdir()
+    runs = run_count(data_dir)
+    args = ("--permission-mode", "auto", "write other.txt saying hi")
+    result = maka(data_dir, "run", "--session", session_id, "--cwd", str(other), *args)
+    err = refused(result, 2, "session_cwd_mismatch")
+    assert str(folder.resolve()) in err and str(other) in err
+    assert run_count(data_dir) == runs
+    assert not (other / "other.txt").exists() and not (folder / "other.txt").exists()
+    same = maka(data_dir, "run", "--session", session_id, "--cwd", str(folder), *args)
+    assert same.returncode == 0, same.stderr
+    assert (folder / "other.txt").exists()
+
+
+# ---- import -----------------------------------------------------------------------------------
+
+
+def test_an_invalid_import_creates_no_data_directory(tmp_path: Path) -> None:
+    target = tmp_path / "fresh"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    refused(maka(target, "import", str(empty)), 2, "import_structure_invalid")
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    err = refused(maka(target, "import", str(garbage)), 2, "import_line_invalid")
+    assert "line 1" in err and "accept-torn-tail" not in err
+    assert not target.exists()
+
+
+def test_a_torn_tail_is_named_only_when_the_lines_before_it_are_an_export(
+    origin: Path, tmp_path: Path
+) -> None:
+    export = tmp_path / "s.jsonl"
+    assert maka(origin, "export", IDS.session_id, "-o", str(export)).returncode == 0
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(export.read_bytes() + b'{"half":')
+    refused(maka(tmp_path / "a", "import", str(torn)), 2, "import_torn_tail")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(b"not json\n" + export.read_bytes() + b'{"half":')
+    err = refused(maka(tmp_path / "b", "import", str(broken)), 2, "import_line_invalid")
+    assert "line 1" in err
+
+
+def test_import_refuses_a_data_directory_another_process_owns(origin: Path, tmp_path: Path) -> None:
+    export = tmp_path / "s.jsonl"
+    assert maka(origin, "export", IDS.session_id, "-o", str(export)).returncode == 0
+    target = tmp_path / "owned"
+    target.mkdir()
+    lock = InstanceLock(target)
+    assert lock.acquire().outcome is LockOutcome.ACQUIRED
+    try:
+        err = refused(maka(target, "import", str(export)), 1, "store_locked")
+        assert f"pid {os.getpid()}" in err
+        assert not (target / DATABASE_NAME).exists()
+    finally:
+        lock.release()
+    assert maka(target, "import", str(export)).returncode == 0
+
+
+# ---- the database -----------------------------------------------------------------------------
+
+
+def test_a_damaged_database_gives_its_code_not_a_traceback(
+    session: tuple[Path, str, Path],
+) -> None:
+    data_dir, session_id, _ = session
+    database = data_dir / DATABASE_NAME
+    conn = sqlite3.connect(database)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    conn.close()
+    with database.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\0" * page_size)
+    for args in (("sessions",), ("sessions", "--json"), ("plan", session_id)):
+        refused(maka(data_dir, *args), 1, "store_corrupt")
+    doctor = maka(data_dir, "doctor")
+    assert doctor.returncode == 1 and b"store_corrupt" in doctor.stdout + doctor.stderr
+
+
+def test_doctor_on_an_empty_database_file_says_it_is_there(tmp_path: Path) -> None:
+    data_dir = tmp_path / "d"
+    data_dir.mkdir()
+    (data_dir / DATABASE_NAME).write_bytes(b"")
+    result = maka(data_dir, "doctor", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["present"] is True and document["ok"] is True
+    text = maka(data_dir, "doctor")
+    assert b"is empty: nothing to check" in text.stdout
