@@ -1,11 +1,17 @@
 """``maka ledger``: pure tools over a RuntimeEvent JSONL file (they never open a database).
 
 - ``check FILE [--json]``: decoding, canonical form, lanes, scanner and recovery tails; exit 0 for
-  a clean ledger, 1 listing each problem with its line and code, 2 when the file cannot be read or
-  a line does not decode (a torn last line is reported as ``torn_last_line``);
+  a clean ledger, 1 listing each problem with its line and code (a line that does not decode is
+  one: ``torn_last_line``, ``json_invalid``, ``event_schema_invalid``...), 2 with
+  ``maka: error [ledger_file_unreadable]`` only when the file cannot be read at all;
 - ``scan FILE --json`` and ``plan FILE [--expected-high-water N] --json``: the resolver's view
   and the Phase 0 resume plan, implemented in ``app.commands.ledger_report`` (imported only when
-  used).
+  used); they refuse undecodable input with exit 2 and ``maka: error [code]: FILE: line N...``.
+
+Every subcommand accepts ``--data-dir`` (CLI.md) and ignores it: these tools never open a
+database. A line that is one of ``maka export``'s own records (the session line, a run header, a
+continuation claim) is named as such (``export_record_message``) instead of the decoder's
+complaint about a missing ``id``; its code stays the decoder's.
 """
 
 from __future__ import annotations
@@ -13,11 +19,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+
+# The lines of a ``maka export`` file that are not RuntimeEvents, as ``storage.session_export``
+# writes them (not imported from there: the ledger tools never load the storage package).
+EXPORT_RECORDS = {
+    "maka.session.v1": "a session export record",
+    "maka.run_header.v1": "a run header export record",
+    "maka.continuation_claim.v1": "a continuation claim export record",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,20 +38,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check = commands.add_parser(
         "check", help="check that a JSONL file is a clean ledger (exit 0 clean, 1 problems)"
     )
-    check.add_argument("file", metavar="FILE.jsonl", type=Path)
-    check.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_file_arguments(check)
     scan = commands.add_parser("scan", help="print the recovery resolver's view of a ledger")
-    scan.add_argument("file", metavar="FILE.jsonl", type=Path)
-    scan.add_argument("--json", action="store_true", help="print one JSON document")
+    _add_file_arguments(scan)
     plan = commands.add_parser("plan", help="print the Phase 0 resume plan of one run's ledger")
-    plan.add_argument("file", metavar="FILE.jsonl", type=Path)
+    _add_file_arguments(plan)
     plan.add_argument(
         "--expected-high-water",
         type=int,
         metavar="N",
         help="the committed high-water the checkpoint expects",
     )
-    plan.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE.jsonl", type=Path)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    # Accepted after the subcommand too, as by every command (CLI.md). SUPPRESS: absent here, it
+    # leaves the value given before the subcommand (or the default) in place.
+    parser.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help="accepted and ignored: the ledger tools read FILE and never open a database",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,14 +86,61 @@ def _report_module() -> Any:
         ) from None
 
 
+def export_record_kind(raw: bytes) -> str | None:
+    """The ``kind`` of an export record line (``EXPORT_RECORDS``), else None. Called only for a
+    line that did not decode as a RuntimeEvent."""
+    if b'"kind"' not in raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+        return None
+    kind = value.get("kind") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) and kind in EXPORT_RECORDS else None
+
+
+def export_record_message(line_number: int, kind: str) -> str:
+    return (
+        f"line {line_number} is {EXPORT_RECORDS[kind]} ({kind}), not a RuntimeEvent: ledger tools"
+        " read one run's events; `maka import` reads export files"
+    )
+
+
+def file_line(path: Path, line_number: int) -> bytes | None:
+    """Line ``line_number`` (1-based) of ``path`` without its newline; None when it cannot be
+    read. For error messages only: it reads the file again."""
+    from itertools import islice
+
+    try:
+        with path.open("rb") as file:
+            for raw in islice(file, line_number - 1, line_number):
+                return raw.rstrip(b"\n")
+    except OSError:
+        return None
+    return None
+
+
 def run_check(args: argparse.Namespace) -> int:
-    from runtime.ledger.ledger_file import LedgerFileError, check_ledger_file
+    from dataclasses import replace
+
+    from runtime.ledger.ledger_file import LedgerFileError, check_ledger_bytes, read_file_bytes
 
     path: Path = args.file
     try:
-        report = check_ledger_file(path)
+        data = read_file_bytes(path)
     except LedgerFileError as error:
         raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+    report = check_ledger_bytes(data)
+    problems = report.problems
+    if report.unreadable:
+        # Only the lines that do not decode are listed; say which ones are export records.
+        lines = data.split(b"\n")
+        problems = tuple(
+            replace(problem, message=export_record_message(problem.line_number, kind), field=None)
+            if (kind := export_record_kind(lines[problem.line_number - 1])) is not None
+            else problem
+            for problem in problems
+        )
     if args.json:
         document = {
             "file": str(path),
@@ -90,21 +159,23 @@ def run_check(args: argparse.Namespace) -> int:
                     )
                     if value is not None
                 }
-                for problem in report.problems
+                for problem in problems
             ],
         }
         print(json.dumps(document, ensure_ascii=False, indent=2))
     else:
-        for problem in report.problems:
+        for problem in problems:
             where = f" (field {problem.field})" if problem.field else ""
             event = f" event {problem.event_id}" if problem.event_id else ""
             text = f"{path}:{problem.line_number}: {problem.code}{where}:{event}"
             if problem.message:
                 text += f"{':' if event else ''} {problem.message}"
             print(text)
-        if report.clean:
+        if report.unreadable:
+            print(
+                f"{path}: not a readable ledger: {len(problems)} line(s) do not decode, so "
+                "canonical form, lanes and the scanner were not checked"
+            )
+        elif report.clean:
             print(f"{path}: clean ledger, {report.event_count} events")
-    if report.unreadable:
-        print(f"maka: error: {path} is not a readable ledger", file=sys.stderr)
-        return EXIT_USAGE
     return EXIT_OK if report.clean else EXIT_ERROR

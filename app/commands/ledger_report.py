@@ -262,7 +262,18 @@ def _bulk_allocation() -> Iterator[None]:
 
 
 def reading_error(path: Path, error: LedgerFileError) -> CliError:
-    return CliError(str(error.code), f"{path}: {error.message}", EXIT_USAGE)
+    """The exit-2 refusal of a file that cannot be read or has a line that does not decode:
+    ``maka: error [code]: FILE: line N: ...``. A line that is a ``maka export`` record is named
+    as such, with the decoder's code (only here, when decoding already failed)."""
+    message = error.message
+    if error.line_number:
+        from app.commands.ledger_cmd import export_record_kind, export_record_message, file_line
+
+        raw = file_line(path, error.line_number)
+        kind = export_record_kind(raw) if raw is not None else None
+        if kind is not None:
+            message = export_record_message(error.line_number, kind)
+    return CliError(str(error.code), f"{path}: {message}", EXIT_USAGE)
 
 
 class LedgerReading:
