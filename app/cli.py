@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from app import __version__
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
@@ -42,8 +42,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class UsageParser(argparse.ArgumentParser):
+    """argparse with the command's error form: a usage mistake prints the usage, then
+    ``maka: error [usage_invalid]: ...``, and exits 2 (``EXIT_USAGE``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error [usage_invalid]: {message}\n")
+
+
 def _top_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageParser(
         prog="maka",
         description="Maka: a desktop agent workspace that keeps an immutable record of its agent.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -83,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list.pop(index)
         break
     module = _load(command)
-    parser = argparse.ArgumentParser(prog=f"maka {command}", description=COMMANDS[command][1])
+    parser = UsageParser(prog=f"maka {command}", description=COMMANDS[command][1])
     parser.add_argument("--data-dir", help="data directory (default: MAKA_DATA_DIR or per-user)")
     module.add_arguments(parser)
     args = parser.parse_args(args_list)

@@ -280,3 +280,25 @@ def test_doctor_on_an_empty_database_file_says_it_is_there(tmp_path: Path) -> No
     assert document["present"] is True and document["ok"] is True
     text = maka(data_dir, "doctor")
     assert b"is empty: nothing to check" in text.stdout
+
+
+# ---- usage ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "prog"),
+    [
+        (("nosuch",), "maka"),
+        (("run",), "maka run"),
+        (("run", "--permission-mode", "sometimes", "hi"), "maka run"),
+        (("ledger",), "maka ledger"),
+        (("ledger", "check"), "maka ledger check"),
+        (("export", "s"), "maka export"),
+    ],
+)
+def test_usage_mistakes_carry_a_code(tmp_path: Path, args: tuple[str, ...], prog: str) -> None:
+    result = maka(tmp_path / "d", *args)
+    err = result.stderr.decode()
+    assert result.returncode == 2, err
+    assert err.startswith("usage: ") and f"\n{prog}: error [usage_invalid]: " in err, err
+    assert not (tmp_path / "d").exists()
