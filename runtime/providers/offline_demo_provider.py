@@ -11,8 +11,14 @@ Rules (case-insensitive):
 - ``read FILE`` / ``show FILE`` / ``cat FILE``         -> ``read_file``
 - ``edit FILE replace OLD with NEW``                   -> ``edit_file``
 - ``run COMMAND``                                      -> ``bash``
-- ``list files`` / ``ls`` / ``list DIR``               -> ``list_dir``
+- ``list files`` / ``ls`` / ``list DIR`` /
+  ``show me the folder``                               -> ``list_dir``
 - ``find PATTERN`` / ``glob PATTERN``                  -> ``glob``
+
+Steps joined by ``, then`` / ``and then`` / ``; `` (``write hello.txt saying hi, then show me the
+folder``) run one after the other, one tool call per step, when every step is one of the above;
+otherwise the whole message is read as one request (so ``write a.txt saying now, then later``
+still writes ``now, then later``). A step that fails ends the turn with its summary.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ HELP_TEXT = (
     "  run <any shell command>\n"
     "  list files\n"
     "  find *.txt\n"
+    "and several of these joined with ', then' (write hello.txt saying hi, then list files).\n"
     "Configure an OpenAI-compatible provider (MAKA_PROVIDER=openai) for a real model."
 )
 
@@ -65,6 +72,10 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"^(?:read|show|cat|open)\s+(?P<path>\S+)$", re.I), "read"),
     (re.compile(r"^run\s+(?P<command>.+)$", re.I | re.S), "run"),
+    (
+        re.compile(r"^(?:show|list)(?:\s+me)?\s+(?:the\s+)?(?:folder|files|directory)$", re.I),
+        "list",
+    ),
     (
         re.compile(r"^(?:list(?:\s+(?:the\s+)?files)?|ls)(?:\s+(?:in\s+)?(?P<path>\S+))?$", re.I),
         "list",
@@ -105,6 +116,21 @@ def plan_tool_call(message: str) -> tuple[str, dict[str, Any]] | None:
             return "list_dir", {"path": groups.get("path") or "."}
         return "glob", {"pattern": groups["pattern"]}
     return None
+
+
+_STEP_SEPARATOR = re.compile(r"\s*(?:,\s*(?:and\s+)?then|;\s*(?:then)?|\s+and\s+then)\s+", re.I)
+
+
+def plan_steps(message: str) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls the demo makes for ``message``, in order: one per step when the message
+    joins recognised steps with ``, then`` / ``and then`` / ``;``, else at most one."""
+    steps = [step for step in _STEP_SEPARATOR.split(message.strip()) if step.strip()]
+    if len(steps) > 1:
+        planned = [plan_tool_call(step) for step in steps]
+        if all(call is not None for call in planned):
+            return [call for call in planned if call is not None]
+    whole = plan_tool_call(message)
+    return [whole] if whole is not None else []
 
 
 def _excerpt(text: str, limit: int = 400) -> str:
@@ -156,25 +182,32 @@ class OfflineDemoProvider:
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
         del cancel  # every step is instantaneous
         history = request.history
+        position, last_user = -1, ""
+        for index in range(len(history) - 1, -1, -1):
+            item = history[index]
+            if isinstance(item, UserText):
+                position, last_user = index, item.text
+                break
+        steps = plan_steps(last_user)
+        # One tool call per step: the results since the user's message tell which step is next.
+        done = [item for item in history[position + 1 :] if isinstance(item, ToolResult)]
         if history and isinstance(history[-1], ToolResult):
-            results: list[ToolResult] = []
+            latest: list[ToolResult] = []
             for item in reversed(history):
                 if not isinstance(item, ToolResult):
                     break
-                results.append(item)
-            text = "\n".join(summarize_result(item) for item in reversed(results))
-            yield from _words(text)
-            yield Finished("end_turn")
-            return
-        last_user = next(
-            (item.text for item in reversed(history) if isinstance(item, UserText)), ""
-        )
-        planned = plan_tool_call(last_user)
-        if planned is None:
+                latest.append(item)
+            text = "\n".join(summarize_result(item) for item in reversed(latest))
+            if len(done) >= len(steps) or any(item.is_error for item in latest):
+                yield from _words(text)
+                yield Finished("end_turn")
+                return
+            yield from _words(text + "\n")
+        elif not steps:
             yield from _words(HELP_TEXT)
             yield Finished("end_turn")
             return
-        name, args = planned
+        name, args = steps[len(done)]
         yield TextDelta(f"[offline demo] calling {name}.\n")
         yield ToolCallReady(_call_id(history, name, args), name, args)
         yield Finished("tool_calls")

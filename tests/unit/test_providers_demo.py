@@ -9,6 +9,7 @@ import pytest
 from runtime.agent.cancel_token import CancelToken
 from runtime.providers.offline_demo_provider import (
     OfflineDemoProvider,
+    plan_steps,
     plan_tool_call,
     summarize_result,
 )
@@ -76,3 +77,66 @@ def test_unknown_requests_get_help_labelled_not_an_ai_model() -> None:
 def test_error_results_are_summarized_honestly() -> None:
     text = summarize_result(ToolResult("c", "read_file", {"error": "no such file"}, True))
     assert "did not succeed" in text and "no such file" in text
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "write hello.txt saying hi, then show me the folder",
+            [("write_file", {"path": "hello.txt", "content": "hi\n"}), ("list_dir", {"path": "."})],
+        ),
+        (
+            "read a.txt and then run wc -l a.txt; list files",
+            [
+                ("read_file", {"path": "a.txt"}),
+                ("bash", {"command": "wc -l a.txt"}),
+                ("list_dir", {"path": "."}),
+            ],
+        ),
+        # A piece that is no step of its own keeps the message whole.
+        (
+            "write a.txt saying now, then later",
+            [("write_file", {"path": "a.txt", "content": "now, then later\n"})],
+        ),
+        ("tell me a joke, then list files", []),
+    ],
+)
+def test_steps(message: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert plan_steps(message) == expected
+
+
+def _turn(message: str, results: list[dict[str, Any]]) -> tuple[list[str], str, list[object]]:
+    """Play a turn: each call gets the next of ``results``; returns the tools called, all text
+    and the last step's events."""
+    history: tuple[HistoryItem, ...] = (UserText(message),)
+    called: list[str] = []
+    text = ""
+    while True:
+        events = _stream(history)
+        text += "".join(event.text for event in events if isinstance(event, TextDelta))
+        calls = [event for event in events if isinstance(event, ToolCallReady)]
+        if not calls:
+            return called, text, events
+        (call,) = calls
+        called.append(call.name)
+        value = results[len(called) - 1]
+        result = ToolResult(call.call_id, call.name, value, "error" in value)
+        history = (*history, ToolCall(call.call_id, call.name, call.args), result)
+
+
+def test_a_request_in_steps_makes_one_call_per_step_then_sums_up() -> None:
+    written = {"path": "hello.txt", "bytesWritten": 3}
+    listing = {"entries": [{"name": "hello.txt"}]}
+    called, text, last = _turn(
+        "write hello.txt saying hi, then show me the folder", [written, listing]
+    )
+    assert called == ["write_file", "list_dir"]
+    assert "wrote 3 bytes to hello.txt" in text and "Files: hello.txt" in text
+    assert last[-1] == Finished("end_turn")
+
+
+def test_a_failed_step_ends_the_turn() -> None:
+    called, text, last = _turn("read nope.txt, then list files", [{"error": "no such file"}])
+    assert called == ["read_file"]
+    assert "did not succeed" in text and last[-1] == Finished("end_turn")
