@@ -9,11 +9,11 @@ re-asks for the list and the open session after every reconnect.
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, QEvent, QMargins, Qt
-from PySide6.QtGui import QAction, QKeySequence, QResizeEvent
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
-    QLabel,
     QMainWindow,
+    QMessageBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -35,7 +35,8 @@ from renderer import theme
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.composer import Composer
 from renderer.connection_status import ConnectionStatus
-from renderer.interrupted_banner import InterruptedBanner
+from renderer.elided_label import ElidedLabel
+from renderer.interrupted_banner import BannerState, InterruptedBanner
 from renderer.measured_row import MeasuredRow
 from renderer.park_text import describe
 from renderer.permission_prompt import PermissionPrompt
@@ -48,6 +49,9 @@ _ACTIVE = frozenset(
 )
 
 
+_RESUMABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
+"""Banner states in which Safe resume can be asked for (``InterruptedBanner.request_resume``)."""
+
 RESERVED_HEIGHT_PX = 460
 """Height kept for menu, header, banner text, transcript, composer and status bar."""
 
@@ -57,8 +61,13 @@ def _tr(text: str) -> str:
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, bridge: BridgePort, parent: QWidget | None = None, *, confirm_quit: bool = False
+    ) -> None:
         super().__init__(parent)
+        self.confirm_quit = confirm_quit
+        """Ask before a user's close stops running turns (the real app; off in widget tests and
+        when the main process itself closes the window)."""
         self.setWindowTitle("Maka")
         self.resize(1180, 760)
         self.setMinimumSize(720, 480)
@@ -85,14 +94,14 @@ class MainWindow(QMainWindow):
         header_layout = QVBoxLayout(header)
         header_layout.setContentsMargins(20, 14, 20, 8)
         header_layout.setSpacing(2)
-        self.title_label = QLabel()
+        # Elided, never wider than the header: a long title or path must not squeeze the
+        # session list or push text out of view (the whole text is the tooltip).
+        self.title_label = ElidedLabel()
         font = self.title_label.font()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.25)
         self.title_label.setFont(font)
-        self.path_label = QLabel()
-        self.path_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.path_label = ElidedLabel(Qt.TextElideMode.ElideMiddle)
         header_layout.addWidget(self.title_label)
         header_layout.addWidget(self.path_label)
         self.banner = InterruptedBanner(self._bridge)
@@ -104,6 +113,7 @@ class MainWindow(QMainWindow):
         self.permission = PermissionPrompt(self._bridge)
         permission_holder = MeasuredRow(self.permission, margins=QMargins(20, 6, 20, 0))
         self.permission.shown_changed.connect(permission_holder.setVisible)
+        self.permission.waiting_changed.connect(self.sessions.model.set_waiting)
         permission_holder.setVisible(not self.permission.isHidden())
         self.composer = Composer()
         column.addWidget(header)
@@ -146,7 +156,7 @@ class MainWindow(QMainWindow):
         self.quit_action.triggered.connect(self.close)
         self.resume_action = QAction(_tr("Safe &resume"), self)
         self.resume_action.setShortcut(QKeySequence("Ctrl+R"))
-        self.resume_action.triggered.connect(self.banner.request_resume)
+        self.resume_action.triggered.connect(self.request_resume)
         self.cancel_action = QAction(_tr("S&top turn"), self)
         self.cancel_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
         self.cancel_action.triggered.connect(self.cancel_turn)
@@ -161,6 +171,12 @@ class MainWindow(QMainWindow):
         session_menu.addActions(
             [self.focus_composer_action, self.resume_action, self.cancel_action]
         )
+        # The menu shows Safe resume greyed out when the banner has nothing to offer; the
+        # shortcut stays live and says why nothing happened (see ``request_resume``).
+        session_menu.aboutToShow.connect(
+            lambda: self.resume_action.setEnabled(self.banner.state in _RESUMABLE)
+        )
+        session_menu.aboutToHide.connect(lambda: self.resume_action.setEnabled(True))
 
     def _wire(self) -> None:
         bridge = self._bridge
@@ -193,6 +209,23 @@ class MainWindow(QMainWindow):
     def open_settings(self) -> None:
         self._bridge.get_settings()
         SettingsDialog(self._bridge, self._settings, self).exec()
+
+    def request_resume(self) -> bool:
+        """Safe resume of the open session (menu, Ctrl+R); says why when there is none."""
+        if self.banner.request_resume():
+            return True
+        if self._session_id is None:
+            reason = _tr("Open a session first.")
+        elif self.banner.state is BannerState.DISABLED:
+            reason = _tr(
+                "Safe resume is turned off (MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1 turns it on)."
+            )
+        elif self.banner.state in (BannerState.RESUMING, BannerState.STARTED):
+            reason = _tr("Safe resume is already under way for this session.")
+        else:
+            reason = _tr("Nothing to resume: this session's last turn was not interrupted.")
+        self.statusBar().showMessage(reason, 8000)
+        return False
 
     def cancel_turn(self) -> None:
         if self._session_id is not None and self._session_id in self._running:
@@ -318,8 +351,40 @@ class MainWindow(QMainWindow):
         connected = self._bridge.connection_state is ConnectionState.CONNECTED
         session = self._session_id
         self.composer.set_available(connected and session is not None)
-        self.composer.set_running(session is not None and session in self._running)
+        running = session is not None and session in self._running
+        self.composer.set_running(running)
+        self.cancel_action.setEnabled(connected and running)
         self.new_action.setEnabled(connected)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        running = len(self._running)
+        if self.confirm_quit and running and not self._quit_confirmed(running):
+            event.ignore()
+            return
+        super().closeEvent(event)
+
+    def _quit_confirmed(self, running: int) -> bool:
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(_tr("Quit Maka?"))
+        box.setText(
+            _tr("A turn is still running.")
+            if running == 1
+            else _tr("Turns are still running in {count} sessions.").replace(
+                "{count}", str(running)
+            )
+        )
+        box.setInformativeText(
+            _tr(
+                "Quitting stops it now; a command it started is stopped too. What it has done so "
+                "far stays in the session."
+            )
+        )
+        quit_button = box.addButton(_tr("Quit"), QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(_tr("Keep working"), QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(quit_button)
+        box.exec()
+        return box.clickedButton() is quit_button
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)

@@ -7,7 +7,7 @@ oldest one for the session on screen. Nothing is pre-focused, so a stray Enter d
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.bridge_contract import PermissionRequestedPush
@@ -22,6 +22,9 @@ def _tr(text: str) -> str:
 
 
 class PermissionPrompt(TintedPanel):
+    waiting_changed = Signal(str, bool)
+    """(session id, whether it has an unanswered request): the session list shows who waits."""
+
     def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName(_tr("Permission request"))
@@ -69,13 +72,16 @@ class PermissionPrompt(TintedPanel):
 
     def drop_session_requests(self, session_id: str) -> None:
         """A run ended: its unanswered requests can no longer be answered."""
-        self._pending.pop(session_id, None)
+        if self._pending.pop(session_id, None):
+            self.waiting_changed.emit(session_id, False)
         self._render()
 
     def _on_requested(self, push: PermissionRequestedPush) -> None:
         queue = self._pending.setdefault(push.session_id, [])
         if all(p.request_id != push.request_id for p in queue):
             queue.append(push)
+            if len(queue) == 1:
+                self.waiting_changed.emit(push.session_id, True)
         self._render()
 
     def _answer(self, *, allow: bool) -> None:
@@ -83,7 +89,11 @@ class PermissionPrompt(TintedPanel):
         if request is None:
             return
         if self._bridge.answer_permission(request.session_id, request.request_id, allow):
-            self._pending[request.session_id].pop(0)
+            queue = self._pending[request.session_id]
+            queue.pop(0)
+            if not queue:
+                del self._pending[request.session_id]
+                self.waiting_changed.emit(request.session_id, False)
         self._render()
 
     def _render(self) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from PySide6.QtWidgets import QApplication
 
-from app.bridge_contract import HostState
+from app.bridge_contract import HostState, HostStatePush
 from renderer import theme
 from renderer.bridge_client import RendererBridge
 from renderer.main_window import MainWindow
@@ -68,10 +68,15 @@ def main(argv: Sequence[str]) -> int:
     app.setDesktopFileName("maka")
     theme.apply_readable_font(app)
     bridge = RendererBridge(args.server, token)
-    bridge.host_state_changed.connect(
-        lambda push: app.quit() if push.state is HostState.CLOSED else None
-    )
-    window = MainWindow(bridge)
+    # The user's close asks first while turns run; the main process closing the app does not.
+    window = MainWindow(bridge, confirm_quit=True)
+
+    def on_host_state(push: HostStatePush) -> None:
+        if push.state is HostState.CLOSED:
+            window.confirm_quit = False
+            app.quit()
+
+    bridge.host_state_changed.connect(on_host_state)
     window.show()
     bridge.start()
     return app.exec()

@@ -38,6 +38,7 @@ from renderer import theme
 from renderer.park_text import Severity
 
 SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 1
+WAITING_ROLE = Qt.ItemDataRole.UserRole + 2
 AnyIndex = QModelIndex | QPersistentModelIndex
 
 
@@ -45,8 +46,11 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("SessionList", text)
 
 
-def badge_for(summary: SessionSummary) -> tuple[str, Severity] | None:
-    """The short status shown at the right of a row, or ``None`` for a quiet row."""
+def badge_for(summary: SessionSummary, waiting: bool = False) -> tuple[str, Severity] | None:
+    """The short status shown at the right of a row, or ``None`` for a quiet row. ``waiting``:
+    a tool of the session's running turn waits for the user's permission."""
+    if waiting:
+        return _tr("Needs you"), Severity.WARN
     if summary.interrupted:
         return _tr("Interrupted"), Severity.WARN
     if summary.last_run_status in (
@@ -65,6 +69,7 @@ class SessionListModel(QAbstractListModel):
         super().__init__(parent)
         self._rows: list[SessionSummary] = []
         self._index: dict[str, int] = {}
+        self._waiting: set[str] = set()
 
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
         return 0 if parent.isValid() else len(self._rows)
@@ -78,12 +83,25 @@ class SessionListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return summary.cwd
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            badge = badge_for(summary)
+            badge = badge_for(summary, summary.session_id in self._waiting)
             title = summary.title or _tr("Untitled session")
             return f"{title}, {badge[0]}" if badge else title
         if role == SUMMARY_ROLE:
             return summary
+        if role == WAITING_ROLE:
+            return summary.session_id in self._waiting
         return None
+
+    def set_waiting(self, session_id: str, waiting: bool) -> None:
+        """Whether the session waits for the user (a permission request is open)."""
+        if waiting:
+            self._waiting.add(session_id)
+        else:
+            self._waiting.discard(session_id)
+        row = self._index.get(session_id)
+        if row is not None:
+            index = self.index(row)
+            self.dataChanged.emit(index, index)
 
     def set_sessions(self, sessions: Sequence[SessionSummary]) -> None:
         self.beginResetModel()
@@ -145,7 +163,7 @@ class SessionDelegate(QStyledItemDelegate):
         title_font = QFont(opt.font)
         title_font.setBold(True)
         metrics = QFontMetrics(title_font)
-        badge = badge_for(summary)
+        badge = badge_for(summary, bool(index.data(WAITING_ROLE)))
         badge_width = 0
         if badge is not None:
             badge_text, severity = badge

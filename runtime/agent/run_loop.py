@@ -285,7 +285,7 @@ class RunLoop:
             publish,
             RunStatus.CANCELLED,
             failure_class=FailureClass.CANCELLED_BY_USER,
-            message="the turn was cancelled by the user",
+            message="the turn was stopped before it finished",
         )
 
     def _finish(
