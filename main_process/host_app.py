@@ -9,7 +9,9 @@ Startup (DESKTOP.md, RECOVERY.md section 3):
    ``recovering``), but every request it sends waits in a queue;
 3. on a worker thread: open the store (refusals below), then startup recovery;
 4. ready: queued requests are served, ``host.state ready`` is pushed, and with the flag on the
-   interrupted sessions are auto-resumed one after another (progress in ``host.state``).
+   interrupted sessions are auto-resumed one after another (progress in ``host.state``). A
+   session whose auto-resume parked or failed is reported to every renderer, including one that
+   connects afterwards (``RequestRouter.send_standing_outcomes``).
 
 So no request can touch a session before recovery repaired it, and the window never waits for a
 store with thousands of sessions.
@@ -167,6 +169,7 @@ class HostApp(QObject):
             return EXIT_ERROR
         self._server = server
         server.request_received.connect(self._on_request)
+        server.renderer_connected.connect(self._on_renderer_connected)
         server.activate_requested.connect(self._on_activate)
         if self._config.announce_endpoint:
             print(
@@ -243,6 +246,13 @@ class HostApp(QObject):
             self._early.append((peer_id, message))
         else:
             _log.warning("dropping a request that arrived before the host was ready")
+
+    def _on_renderer_connected(self, peer_id: int) -> None:
+        # A renderer that starts after auto-resume parked a session (or one restarted after a
+        # crash) missed that push; it is told every outcome that still stands. Before the host
+        # is ready nothing has been resumed, so there is nothing to tell.
+        if self._router is not None:
+            self._router.send_standing_outcomes(peer_id)
 
     def _launch_renderer(self) -> None:
         assert self._server is not None

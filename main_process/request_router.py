@@ -13,6 +13,15 @@ Safe resume: the request carries a session id and nothing else; whatever the pla
 high-water, workspace identity, tools, background work) the services read from committed facts
 and observe themselves. A resume while the session already runs is a calm park
 (``session_busy``), not an error.
+
+Standing outcomes: a park or failure (of auto-resume at startup, or of a click) is broadcast when
+it happens, and it also stands until the session moves on (a continuation starts, or a new turn
+leaves the session no longer interrupted). A renderer that connects later (one that started after
+auto-resume finished, or one restarted after a crash) is sent the standing outcomes right after
+its handshake, as the same ``resume.parked`` / ``resume.failed`` pushes without a
+``correlationId``, so its banner opens in the state a click would show instead of offering a
+resume the main process already knows it would refuse. A ``session_busy`` park and a refusal
+because the host is closing describe a moment, not the session, and never stand.
 """
 
 from __future__ import annotations
@@ -99,6 +108,7 @@ class RequestRouter:
         self._services = services
         self._workers = workers
         self._lifecycle = lifecycle
+        self._standing: dict[str, ResumeParkedPush | ResumeFailedPush] = {}
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -289,24 +299,34 @@ class RequestRouter:
                         correlation_id=correlation_id,
                     )
                 )
-        elif isinstance(outcome, ResumeParked):
-            self._broadcast(
-                ResumeParkedPush(
-                    session_id=session_id,
-                    rejection_reasons=outcome.rejection_reasons,
-                    diagnostics=outcome.diagnostics,
-                    correlation_id=correlation_id,
-                )
+            self._standing.pop(session_id, None)
+            return
+        push: ResumeParkedPush | ResumeFailedPush
+        if isinstance(outcome, ResumeParked):
+            push = ResumeParkedPush(
+                session_id=session_id,
+                rejection_reasons=outcome.rejection_reasons,
+                diagnostics=outcome.diagnostics,
+                correlation_id=correlation_id,
             )
+            transient = outcome.rejection_reasons == (SESSION_BUSY,)
         else:
-            self._broadcast(
-                ResumeFailedPush(
-                    session_id=session_id,
-                    code=outcome.code,
-                    message=outcome.message[:4000],
-                    correlation_id=correlation_id,
-                )
+            push = ResumeFailedPush(
+                session_id=session_id,
+                code=outcome.code,
+                message=outcome.message[:4000],
+                correlation_id=correlation_id,
             )
+            transient = outcome.code in (HOST_CLOSING, HOST_NOT_READY)
+        self._broadcast(push)
+        if not transient:
+            self._standing[session_id] = push.model_copy(update={"correlation_id": None})
+
+    def send_standing_outcomes(self, peer_id: int) -> None:
+        """Tell a renderer that just connected every park or failure that still stands, so its
+        banners open parked (or failed) with the reasons a click would show."""
+        for push in list(self._standing.values()):
+            self._server.send(peer_id, push)
 
     def _cancel(self, peer_id: int, message: TurnsCancelRequest) -> None:
         if not self._workers.cancel(message.session_id):
@@ -326,6 +346,9 @@ class RequestRouter:
     def refresh_session(self, session_id: str) -> None:
         def done(result: JobResult) -> None:
             if isinstance(result.value, SessionSummary):
+                if not result.value.interrupted:
+                    # A new turn or a continuation moved the session on: nothing left to resume.
+                    self._standing.pop(session_id, None)
                 self._broadcast(SessionUpdatedPush(session=result.value))
 
         self._workers.run_query(

@@ -3,14 +3,17 @@
 
 States (DESKTOP.md): ``idle`` (explanation + Safe resume) -> ``resuming`` (button disabled,
 busy bar) -> ``started`` (the banner closes; the continuation streams into the transcript) |
-``parked`` (colour of the most serious reason, one sentence per reason, expandable details with
-codes and affected operations, Copy diagnostics, Try again) | ``failed`` (error text, Retry).
+``parked`` (colour of the most serious reason, one sentence per reason, then one on what to
+do next; expandable details with codes and affected operations, Copy diagnostics, Try again) |
+``failed`` (error text, Retry).
 With the flag off the banner is ``disabled``: it says Safe resume is off and offers no button
 that could only fail. ``hidden`` when the session is not interrupted.
 
 Why the state is kept per session: a resume belongs to the session it was asked for, so
 switching sessions while one is resuming must neither lose its answer nor show it on the
-other session. The banner only sends a sessionId; the main process supplies every fact.
+other session. The banner only sends a sessionId; the main process supplies every fact. A park
+or failure of auto-resume at startup arrives the same way (pushed, or sent when the bridge
+connects), so the banner opens parked instead of offering a resume that would be refused.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from app.bridge_contract import (
 )
 from renderer import theme
 from renderer.bridge_port import BridgePort, ConnectionState
-from renderer.park_text import Severity, describe, highest_severity
+from renderer.park_text import Severity, describe, highest_severity, next_step
 from renderer.tinted_panel import TintedPanel
 
 
@@ -109,11 +112,12 @@ class InterruptedBanner(TintedPanel):
         self.body_label = QLabel()
         self.body_label.setWordWrap(True)
         self.body_label.setTextFormat(Qt.TextFormat.PlainText)
-        text_column.addWidget(self.title_label)
-        text_column.addWidget(self.body_label)
         self.reasons_box = QVBoxLayout()
         self.reasons_box.setSpacing(2)
+        # Parked: the reasons, then the body says what the user can do about them.
+        text_column.addWidget(self.title_label)
         text_column.addLayout(self.reasons_box)
+        text_column.addWidget(self.body_label)
         top.addLayout(text_column, 1)
         self.busy_bar = QProgressBar()
         self.busy_bar.setRange(0, 0)
@@ -391,7 +395,7 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             title = _tr("Nothing to resume right now.")
         else:
             title = _tr("Safe resume is on hold.")
-        return title, "", _tr("Try again")
+        return title, next_step(current.reasons), _tr("Try again")
     if state is BannerState.FAILED:
         known = describe(current.failure_code)
         text = known.sentence if known.known else current.failure_message
@@ -409,11 +413,13 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
 
 
 def _diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
-    where = ""
-    if diagnostic.tool_name or diagnostic.tool_call_id:
-        name = diagnostic.tool_name or "?"
-        where = f" · {name}" + (f" ({diagnostic.tool_call_id})" if diagnostic.tool_call_id else "")
+    """``code · tool (call id): message``; the operation is named once, so a message that names
+    the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again."""
     message = diagnostic.message or describe(diagnostic.code).sentence
+    call_id = diagnostic.tool_call_id
+    where = ""
+    if (diagnostic.tool_name or call_id) and not (call_id and call_id in message):
+        where = f" · {diagnostic.tool_name or '?'}" + (f" ({call_id})" if call_id else "")
     return f"{diagnostic.code}{where}: {message}"
 
 

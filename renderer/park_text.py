@@ -177,6 +177,22 @@ FAILURES: dict[str, tuple[Severity, str]] = {
 
 _TABLES = (PARK_REASONS, REVALIDATION, DIAGNOSTICS, FAILURES)
 
+# What the user can do about a park, one sentence under the reasons. Try again plans from the same
+# facts, so it only helps once something has changed; a new message always carries the session on.
+NEXT_STEPS: dict[str, str] = {
+    "dangling_tool_state": (
+        "Check the files that tool call may have changed, then send a new message to carry on, "
+        "or choose Try again after changing something."
+    ),
+}
+NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
+    _I: "",  # the reason itself says what to do (wait, or nothing to resume)
+    _W: (
+        "Send a new message to carry on, or choose Try again once what is listed above has changed."
+    ),
+    _E: "Send a new message to carry on, and use Copy diagnostics to report the problem.",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class CodeText:
@@ -197,6 +213,15 @@ def describe(code: str) -> CodeText:
         CONTEXT, "Safe resume stopped for a reason this version does not know ({code})."
     ).replace("{code}", code)
     return CodeText(code, Severity.ERROR, sentence, False)
+
+
+def next_step(codes: Iterable[str]) -> str:
+    """The sentence saying what to do after a park with ``codes`` ("" when the reasons say it)."""
+    codes = tuple(codes)
+    source = next((NEXT_STEPS[c] for c in codes if c in NEXT_STEPS), None)
+    if source is None:
+        source = NEXT_STEP_BY_SEVERITY[highest_severity(codes)]
+    return QCoreApplication.translate(CONTEXT, source) if source else ""
 
 
 def highest_severity(codes: Iterable[str]) -> Severity:

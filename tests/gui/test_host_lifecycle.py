@@ -20,6 +20,8 @@ from app.bridge_contract import (
     HelloOkPush,
     HostStatePush,
     MessageKind,
+    ResumeDiagnostic,
+    ResumeFailedPush,
     ResumeLatestRequest,
     ResumeParkedPush,
     ResumeStartedPush,
@@ -29,6 +31,7 @@ from app.bridge_contract import (
     SessionsListRequest,
     SessionsOpenRequest,
     SessionSummary,
+    SessionUpdatedPush,
     TranscriptItemPush,
     TurnsCancelRequest,
     TurnsSendRequest,
@@ -42,6 +45,7 @@ from main_process.host_services import (
     HostServices,
     InterruptedRun,
     RecoveryReport,
+    ResumeFailed,
     ResumeParked,
     ResumeStarted,
 )
@@ -385,6 +389,86 @@ def test_auto_resume_at_startup_resumes_newest_interrupted_sessions(
         qtbot.waitUntil(lambda: len(services.resumed_automatic) == 2, timeout=5000)
         qtbot.wait(100)
         assert services.resumed_automatic == [("new", True), ("old", True)]
+    finally:
+        started.host.close()
+
+
+def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_once(
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The renderer may start after auto-resume finished, or restart later: it still learns
+    which sessions parked (with reasons and diagnostics) or failed, and only those."""
+    diagnostic = ResumeDiagnostic(code="pending_tool_result", tool_call_id="c1", tool_name="bash")
+    summaries = {
+        name: SessionSummary(session_id=name, cwd=str(data_dir), title=name, interrupted=True)
+        for name in ("parks", "fails", "starts")
+    }
+    services = FakeHostServices(
+        report=RecoveryReport(
+            interrupted=(_run("parks", "r1", 3), _run("fails", "r2", 2), _run("starts", "r3", 1))
+        ),
+        sessions=dict(summaries),
+        resume_outcomes={
+            "parks": ResumeParked(("dangling_tool_state",), (diagnostic,)),
+            "fails": ResumeFailed("internal_failure", "the planner broke"),
+            "starts": ResumeStarted("c1", "t1"),
+        },
+    )
+    started = _start(qtbot, data_dir, services, capsys)
+
+    def outcomes(client: WireClient) -> list[tuple[str, str]]:
+        return [
+            (m.kind.value, m.session_id)
+            for m in client.received
+            if isinstance(m, ResumeParkedPush | ResumeFailedPush | ResumeStartedPush)
+        ]
+
+    def wait_for_outcomes(client: WireClient, count: int) -> None:
+        qtbot.waitUntil(lambda: len(outcomes(client)) == count, timeout=5000)
+
+    try:
+        # Connected while auto-resume runs: each outcome arrives once, pushed or on connecting.
+        early = _client(qtbot, started)
+        qtbot.waitUntil(lambda: len(outcomes(early)) >= 2, timeout=5000)
+        qtbot.wait(200)
+        assert sorted(o for o in outcomes(early) if o[1] != "starts") == [
+            ("resume.failed", "fails"),
+            ("resume.parked", "parks"),
+        ]
+        for _ in range(2):  # a renderer started later, then the same one restarted
+            late = _client(qtbot, started)
+            wait_for_outcomes(late, 2)
+            qtbot.wait(100)
+            assert sorted(outcomes(late)) == [
+                ("resume.failed", "fails"),
+                ("resume.parked", "parks"),
+            ]
+            parked = late.first(MessageKind.RESUME_PARKED)
+            assert isinstance(parked, ResumeParkedPush)
+            assert parked.rejection_reasons == ("dangling_tool_state",)
+            assert parked.diagnostics == (diagnostic,)
+            assert parked.correlation_id is None
+            failed = late.first(MessageKind.RESUME_FAILED)
+            assert isinstance(failed, ResumeFailedPush)
+            assert (failed.code, failed.message) == ("internal_failure", "the planner broke")
+            late.close()
+
+        # A new message carries the parked session on: its park no longer stands.
+        services.sessions["parks"] = summaries["parks"].model_copy(update={"interrupted": False})
+        early.send(TurnsSendRequest(session_id="parks", text="carry on", correlation_id="t"))
+        qtbot.waitUntil(
+            lambda: any(
+                isinstance(m, SessionUpdatedPush)
+                and m.session.session_id == "parks"
+                and not m.session.interrupted
+                for m in early.received
+            ),
+            timeout=5000,
+        )
+        after = _client(qtbot, started)
+        qtbot.waitUntil(lambda: len(outcomes(after)) >= 1, timeout=5000)
+        qtbot.wait(100)
+        assert outcomes(after) == [("resume.failed", "fails")]
     finally:
         started.host.close()
 

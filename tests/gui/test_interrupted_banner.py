@@ -12,7 +12,7 @@ from pytestqt.qtbot import QtBot
 from app.bridge_contract import ResumeDiagnostic
 from renderer import theme
 from renderer.interrupted_banner import BannerState, InterruptedBanner
-from renderer.park_text import Severity, describe
+from renderer.park_text import Severity, describe, next_step
 from tests.helpers.fake_bridge import FakeBridge
 
 pytestmark = pytest.mark.gui
@@ -146,6 +146,40 @@ def test_parked_details_list_codes_and_operations_and_copy_to_clipboard(qtbot: Q
     assert "dangling_tool_state (warn)" in copied
     assert "pending_tool_result · write_file (call_7): call has a dispatch" in copied
     assert banner.copy_button.text() == "Copied"
+
+
+def test_parked_on_an_unknown_tool_outcome_says_what_to_do_next(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_parked("s1", ("dangling_tool_state",))
+    body = banner.body_label.text()
+    assert banner.body_label.isVisible()
+    assert "Check the files" in body and "send a new message" in body
+    assert "Try again" in body, "it says when Try again can give another answer"
+    assert body == next_step(("dangling_tool_state",))
+    layout = banner.reasons_box.parentWidget() or banner
+    reason_y = banner.reason_labels[0].mapTo(layout, banner.reason_labels[0].rect().topLeft()).y()
+    body_y = banner.body_label.mapTo(layout, banner.body_label.rect().topLeft()).y()
+    assert reason_y < body_y, "the next step follows the reasons it is about"
+
+
+def test_a_diagnostic_that_names_its_call_names_it_once(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    message = (
+        "generation 1: tool call bash (demo_2ededbd31a540420) is indeterminate "
+        "(dispatch_without_response)"
+    )
+    diagnostic = ResumeDiagnostic(
+        code="pending_tool_result",
+        message=message,
+        tool_call_id="demo_2ededbd31a540420",
+        tool_name="bash",
+    )
+    bridge.push_parked("s1", ("dangling_tool_state",), (diagnostic,))
+    line = banner.details_label.text().splitlines()[-1]
+    assert line == f"pending_tool_result: {message}"
+    assert line.count("demo_2ededbd31a540420") == 1 and line.count("bash") == 1
+    assert f"  pending_tool_result: {message}" in banner.diagnostics_text()
 
 
 def test_parked_then_try_again_resumes(qtbot: QtBot) -> None:

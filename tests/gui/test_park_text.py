@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from renderer import park_text
-from renderer.park_text import Severity, describe, highest_severity
+from renderer.park_text import Severity, describe, highest_severity, next_step
 from runtime.ledger.codes import DiagnosticCode, ParkReason, RevalidationCode
 
 pytestmark = pytest.mark.gui
@@ -80,3 +80,19 @@ def test_highest_severity() -> None:
     assert highest_severity(["session_busy", "pending_permission"]) is Severity.WARN
     assert highest_severity(["pending_permission", "runtime_lineage_cycle"]) is Severity.ERROR
     assert highest_severity(["unknown_code_x"]) is Severity.ERROR
+
+
+def test_a_warning_park_says_how_to_carry_on_and_when_try_again_helps() -> None:
+    for reasons in (("dangling_tool_state",), ("background_operation_pending",)):
+        sentence = next_step(reasons)
+        assert "send a new message to carry on" in sentence.lower() and "Try again" in sentence
+        assert sentence.endswith(".") and sentence.count(". ") == 0, "one sentence"
+    assert "Check the files that tool call may have changed" in next_step(
+        ("workspace_identity_mismatch", "dangling_tool_state")
+    )
+    assert "Copy diagnostics" in next_step(("runtime_ledger_empty",))
+
+
+def test_an_informational_park_adds_no_next_step() -> None:
+    assert next_step(("session_busy",)) == ""
+    assert next_step(("continuation_already_exists",)) == ""

@@ -229,8 +229,17 @@ def main(argv: list[str]) -> int:
             time.sleep(2.0)
             press(window, "ctrl+r")
             time.sleep(1.5)
-            click(window, 350, 152)  # "Details": the codes and the affected operation
+            click(window, 350, 187)  # "Details": the codes and the affected operation
             capture(window, out / "app-banner-parked.png", 1.5)
+
+        # No repair pass: auto-resume at startup parks before the window connects, and the
+        # banner opens parked (not offering a Safe resume it knows will be refused).
+        auto = Scene(root, "auto-parked", RESUME_SCRIPT)
+        assert auto.run("count once", failpoint="P3") == -9
+        with auto.app() as window:
+            capture(window, out / "app-banner-auto-resume-parked.png", 3.0)
+            click(window, 350, 187)  # "Details"
+            capture(window, out / "app-banner-auto-resume-parked-details.png", 1.5)
 
         running = Scene(root, "running", RESUME_SCRIPT)
         assert running.run("count once", failpoint="P6") == -9
