@@ -6,6 +6,18 @@ clipped to the contract's limits, codes that are not well-formed codes are dropp
 sent, and the runtime's ``pending`` card (a call not yet dispatched while the run is live) is shown
 as ``running``. A continuation run is preceded by a marker item, so the renderer can show where
 the continuation begins.
+
+A card's ``park_reason`` also qualifies a running or failed card with a code, so the renderer can
+say what happened in honest words without a new status in the contract:
+
+* ``awaiting_permission`` on a ``running`` card: the call is committed but not dispatched while
+  the run is live. A call that needs no permission is committed together with its dispatch, so
+  this is the wait for the user's answer.
+* ``cancelled`` / ``permission_denied`` on a ``failed`` card: the user stopped the turn, or the
+  user (or the permission mode) refused the call. The runtime's entry carries only the refusal's
+  message, so the known messages are recognised here, in one place.
+
+A run the user cancelled ends with an ``info`` notice, not a warning: nothing went wrong.
 """
 
 from __future__ import annotations
@@ -45,6 +57,33 @@ _CARD_STATUS = {
 }
 
 
+AWAITING_PERMISSION = "awaiting_permission"
+CANCELLED = "cancelled"
+PERMISSION_DENIED = "permission_denied"
+_CANCELLED_RESULTS = frozenset(
+    {
+        "the turn was cancelled while waiting for permission",
+        "the turn was cancelled before the tool started",
+        "the command was cancelled",
+    }
+)
+_DENIED_RESULT = re.compile(
+    r"^(the user denied permission to run \S+|permission to run \S+ was denied by the "
+    r"permission mode)$"
+)
+
+
+def _card_qualifier(entry: TranscriptEntry) -> str | None:
+    if entry.status == "pending":
+        return AWAITING_PERMISSION
+    if entry.status == "failed":
+        if entry.result_summary in _CANCELLED_RESULTS:
+            return CANCELLED
+        if _DENIED_RESULT.match(entry.result_summary):
+            return PERMISSION_DENIED
+    return None
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -75,12 +114,14 @@ def wire_item(entry: TranscriptEntry, item_id: str | None = None) -> TranscriptI
             args_summary=_clip(entry.args_summary, MAX_SUMMARY_CHARS),
             status=_CARD_STATUS.get(entry.status, ToolCardStatus.INDETERMINATE),
             result_summary=_clip(entry.result_summary, MAX_SUMMARY_CHARS),
-            park_reason=_code(entry.park_reason),
+            park_reason=_code(entry.park_reason) or _card_qualifier(entry),
         )
     if entry.type == "notice":
         try:
             level = NoticeLevel(entry.level)
         except ValueError:
+            level = NoticeLevel.INFO
+        if entry.code == "cancelled_by_user":
             level = NoticeLevel.INFO
         return NoticeItem(
             item_id=key,

@@ -3,13 +3,38 @@
 Why plain-text everywhere: model output and tool results are untrusted; rendering them as
 rich text would let a result inject links or markup into the window. Colours are recomputed
 on palette changes (see :mod:`renderer.tinted_panel`).
+
+Why :class:`WrappingText` and not a word-wrapped ``QLabel``: a label never breaks inside a word
+and asks its layout for at least the width of its longest word, so one long URL, hash or run
+of ``x`` made the whole transcript column wider than the window. ``WrappingText`` breaks at
+word boundaries, or anywhere in a word longer than the line, asks for almost no width, and
+keeps the text unchanged (selecting and copying gives exactly what was sent).
+
+Why tool output is previewed: a command's output can be long; the card shows its first lines
+and an expandable, height-capped view of everything the card received, created only when the
+reader asks for it.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent, Qt
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+import math
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
+from PySide6.QtGui import QColor, QPalette, QTextCursor, QTextOption, QWheelEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QSizePolicy,
+    QTextEdit,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.bridge_contract import (
     AssistantMessageItem,
@@ -25,12 +50,99 @@ from renderer import theme
 from renderer.park_text import Severity, describe
 from renderer.tinted_panel import TintedPanel
 
+PREVIEW_LINES = 6
+"""Output lines a tool card shows before "Show N more lines"."""
+PREVIEW_CHARS = 800
+"""At most this much output is shown unexpanded (one very long line is previewed, too)."""
+OUTPUT_VIEW_LINES = 18
+"""Height cap of the expanded output view, in lines; it scrolls beyond that."""
+
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("Transcript", text)
 
 
+class WrappingText(QTextEdit):
+    """Read-only, selectable plain text that wraps anywhere a line needs it and is exactly as
+    tall as its text for the width it gets. Wheel scrolling goes to the transcript."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__()
+        self.setReadOnly(True)
+        self.setAcceptRichText(False)
+        self.setUndoRedoEnabled(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setContentsMargins(0, 0, 0, 0)
+        self.setViewportMargins(0, 0, 0, 0)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setLineWrapMode(QTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.setTabChangesFocus(True)
+        self.document().setDocumentMargin(0)
+        self.viewport().setAutoFillBackground(False)
+        self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self._text = ""
+        self.setText(text)
+
+    def text(self) -> str:
+        return self._text
+
+    def setText(self, text: str) -> None:  # noqa: N802 (QLabel-like API; always plain text)
+        if text == self._text:
+            return
+        previous, self._text = self._text, text
+        if previous and text.startswith(previous):
+            cursor = QTextCursor(self.document())  # streaming: append the new part only
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(text[len(previous) :])
+        else:
+            self.setPlainText(text)
+        self.updateGeometry()
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt override)
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
+        margins = self.viewportMargins()
+        frame = 2 * self.frameWidth()
+        text_width = max(width - margins.left() - margins.right() - frame, 1)
+        document = self.document()
+        previous = document.textWidth()
+        if previous != text_width:
+            document.setTextWidth(text_width)
+        height = math.ceil(document.size().height())
+        if previous != text_width:
+            document.setTextWidth(previous)
+        height = max(height, self.fontMetrics().lineSpacing())
+        return height + margins.top() + margins.bottom() + frame
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        width = self.width() if self.width() > 0 else 400
+        return QSize(self.fontMetrics().averageCharWidth() * 8, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(self.fontMetrics().averageCharWidth() * 4, self.fontMetrics().lineSpacing())
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt override)
+        event.ignore()  # nothing to scroll here; the transcript scrolls
+
+    def set_text_colour(self, colour: QColor) -> None:
+        palette = self.palette()
+        palette.setColor(QPalette.ColorRole.Text, colour)
+        self.setPalette(palette)
+
+
 def _text_label(text: str = "", *, selectable: bool = True) -> QLabel:
+    """A word-wrapped label for Maka's own sentences (never for untrusted text)."""
     label = QLabel(text)
     label.setTextFormat(Qt.TextFormat.PlainText)
     label.setWordWrap(True)
@@ -39,38 +151,112 @@ def _text_label(text: str = "", *, selectable: bool = True) -> QLabel:
     return label
 
 
-def _set_text_colour(label: QLabel, colour: QColor) -> None:
+def _set_text_colour(label: QWidget, colour: QColor) -> None:
     palette = label.palette()
     palette.setColor(QPalette.ColorRole.WindowText, colour)
+    palette.setColor(QPalette.ColorRole.Text, colour)
     label.setPalette(palette)
 
 
-# status -> (label, sentence, severity or None for success)
-_STATUS_COPY: dict[ToolCardStatus, tuple[str, str, Severity | None]] = {
-    ToolCardStatus.RUNNING: ("Running…", "", Severity.INFO),
-    ToolCardStatus.SUCCEEDED: ("Done", "", None),
-    ToolCardStatus.FAILED: ("Failed", "", Severity.ERROR),
-    ToolCardStatus.INDETERMINATE: (
+class Tone(Enum):
+    """How a status chip is coloured: severities, success, or neutral (the user's own choice)."""
+
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+    SUCCESS = "success"
+    NEUTRAL = "neutral"
+
+
+# Codes the main process puts in a card's ``park_reason`` to say more about a running or failed
+# call than the status can: it waits for the user's permission, the user stopped it, or the
+# user (or the permission mode) refused it.
+AWAITING_PERMISSION = "awaiting_permission"
+CANCELLED = "cancelled"
+PERMISSION_DENIED = "permission_denied"
+
+# (status, qualifying code or None) -> (chip label, sentence, tone)
+_STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
+    (ToolCardStatus.RUNNING, None): ("Running…", "", Tone.INFO),
+    (ToolCardStatus.RUNNING, AWAITING_PERMISSION): ("Waiting for permission", "", Tone.WARN),
+    (ToolCardStatus.SUCCEEDED, None): ("Done", "", Tone.SUCCESS),
+    (ToolCardStatus.FAILED, None): ("Failed", "", Tone.ERROR),
+    (ToolCardStatus.FAILED, CANCELLED): ("Stopped", "", Tone.NEUTRAL),
+    (ToolCardStatus.FAILED, PERMISSION_DENIED): ("Denied", "", Tone.NEUTRAL),
+    (ToolCardStatus.INDETERMINATE, None): (
         "Outcome unknown",
         "Maka cannot tell whether this call took effect. Check before doing it again.",
-        Severity.WARN,
+        Tone.WARN,
     ),
-    ToolCardStatus.PARKED: (
+    (ToolCardStatus.PARKED, None): (
         "Parked",
         "Recovery could not settle this call; it waits for you.",
-        Severity.WARN,
+        Tone.WARN,
     ),
-    ToolCardStatus.NOT_DISPATCHED: ("Not run", "This call never started.", Severity.INFO),
-    ToolCardStatus.COMPLETED_AFTER_RECOVERY: (
+    (ToolCardStatus.NOT_DISPATCHED, None): ("Not run", "This call never started.", Tone.INFO),
+    (ToolCardStatus.COMPLETED_AFTER_RECOVERY, None): (
         "Completed after recovery",
         "The result was confirmed after a restart.",
-        None,
+        Tone.SUCCESS,
     ),
 }
 
+_UNUSUAL = frozenset({ToolCardStatus.INDETERMINATE, ToolCardStatus.PARKED, ToolCardStatus.FAILED})
 
-def status_label(status: ToolCardStatus) -> str:
-    return _tr(_STATUS_COPY[status][0])
+
+def _status_key(item: ToolCardItem) -> tuple[ToolCardStatus, str | None]:
+    key = (item.status, item.park_reason)
+    return key if key in _STATUS_COPY else (item.status, None)
+
+
+def status_label(status: ToolCardStatus, qualifier: str | None = None) -> str:
+    key = (status, qualifier) if (status, qualifier) in _STATUS_COPY else (status, None)
+    return _tr(_STATUS_COPY[key][0])
+
+
+def _tone_colour(tone: Tone, palette: QPalette) -> QColor:
+    match tone:
+        case Tone.SUCCESS:
+            return theme.success(palette)
+        case Tone.NEUTRAL:
+            return theme.muted_text(palette)
+        case _:
+            return theme.accent(Severity(tone.value), palette)
+
+
+_EXIT_CODE = re.compile(r"exit code (-?\d+)(: |\n|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class ResultParts:
+    """A result summary split for display: a status line ("exit code 0"), the output, and
+    whether the output is only its last line (what older summaries carry)."""
+
+    status_line: str
+    output: str
+    last_line_only: bool = False
+
+
+def split_result(summary: str) -> ResultParts:
+    match = _EXIT_CODE.match(summary)
+    if match is None:
+        return ResultParts("", summary)
+    rest = summary[match.end() :]
+    status = _tr("exit code {code}").replace("{code}", match.group(1))
+    return ResultParts(status, rest, match.group(2) == ": " and "\n" not in rest)
+
+
+def preview_of(output: str) -> tuple[str, int]:
+    """The first lines of ``output`` and how many lines are not in them (0: all shown)."""
+    lines = output.split("\n")
+    if len(lines) <= PREVIEW_LINES + 1 and len(output) <= PREVIEW_CHARS:
+        return output, 0
+    head = "\n".join(lines[:PREVIEW_LINES])
+    hidden = max(len(lines) - PREVIEW_LINES, 0)
+    if len(head) > PREVIEW_CHARS:
+        head = head[:PREVIEW_CHARS] + "…"
+        hidden = len(lines) - head.count("\n") - 1
+    return head, hidden
 
 
 class MessageWidget(TintedPanel):
@@ -86,7 +272,7 @@ class MessageWidget(TintedPanel):
         font = self.role_label.font()
         font.setBold(True)
         self.role_label.setFont(font)
-        self.text_label = _text_label()
+        self.text_label = WrappingText()
         layout.addWidget(self.role_label)
         layout.addWidget(self.text_label)
         self.update_item(item)
@@ -104,6 +290,7 @@ class MessageWidget(TintedPanel):
         else:
             self.set_colours(palette.color(QPalette.ColorRole.Base), theme.subtle_border(palette))
         _set_text_colour(self.role_label, theme.muted_text(palette))
+        self.text_label.set_text_colour(palette.color(QPalette.ColorRole.WindowText))
 
 
 class ThinkingWidget(QWidget):
@@ -121,8 +308,8 @@ class ThinkingWidget(QWidget):
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.toggle.setText(_tr("Thinking"))
         self.toggle.toggled.connect(self._on_toggled)
-        self.body_label = _text_label()
-        self.body_label.setContentsMargins(22, 0, 0, 4)
+        self.body_label = WrappingText()
+        self.body_label.setViewportMargins(22, 0, 0, 4)
         font = self.body_label.font()
         font.setItalic(True)
         self.body_label.setFont(font)
@@ -141,69 +328,148 @@ class ThinkingWidget(QWidget):
 
 
 class ToolCardWidget(TintedPanel):
-    """Tool name, status chip, arguments, result, and what an unusual status means."""
+    """Tool name, status chip, arguments, result, and what an unusual status means.
+
+    A result is shown as an optional status line ("exit code 0", kept apart from the output)
+    and the output's first lines; "Show N more lines" swaps the preview for a read-only,
+    height-capped view of everything the card received."""
 
     def __init__(self, item: ToolCardItem) -> None:
         super().__init__()
         self._item = item
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 10, 14, 10)
-        layout.setSpacing(6)
+        self._output = ""
+        self._expanded = False
+        self._hidden_lines = 0
+        self.output_view: QPlainTextEdit | None = None
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(14, 10, 14, 10)
+        self._layout.setSpacing(6)
         header = QHBoxLayout()
         header.setSpacing(8)
         self.name_label = QLabel()
         name_font = theme.monospace_font()
         name_font.setBold(True)
         self.name_label.setFont(name_font)
+        self.name_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.chip = QLabel()
         self.chip.setObjectName("StatusChip")
-        header.addWidget(self.name_label)
-        header.addStretch(1)
+        header.addWidget(self.name_label, 1)
         header.addWidget(self.chip)
-        layout.addLayout(header)
-        self.args_label = _text_label()
+        self._layout.addLayout(header)
+        self.args_label = WrappingText()
         self.args_label.setFont(theme.monospace_font())
         self.explanation_label = _text_label()
-        self.result_label = _text_label()
+        self.status_line = QLabel()
+        self.status_line.setFont(theme.monospace_font())
+        self.result_label = WrappingText()
         self.result_label.setFont(theme.monospace_font())
-        layout.addWidget(self.args_label)
-        layout.addWidget(self.explanation_label)
-        layout.addWidget(self.result_label)
+        self.more_button = QToolButton()
+        self.more_button.setAutoRaise(True)
+        self.more_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.more_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.more_button.clicked.connect(lambda: self.set_expanded(not self._expanded))
+        self._layout.addWidget(self.args_label)
+        self._layout.addWidget(self.explanation_label)
+        self._layout.addWidget(self.status_line)
+        self._layout.addWidget(self.result_label)
+        self._layout.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.update_item(item)
 
     @property
     def item(self) -> ToolCardItem:
         return self._item
 
+    @property
+    def expanded(self) -> bool:
+        return self._expanded
+
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, ToolCardItem)
         self._item = item
+        key = _status_key(item)
         self.name_label.setText(item.tool_name)
+        self.name_label.setToolTip(item.tool_name)
         self.setToolTip(item.tool_call_id)
-        self.chip.setText(status_label(item.status))
+        self.chip.setText(status_label(*key))
         self.args_label.setText(item.args_summary)
         self.args_label.setVisible(bool(item.args_summary))
-        sentence = _tr(_STATUS_COPY[item.status][1]) if _STATUS_COPY[item.status][1] else ""
-        if item.park_reason:
+        sentence = _tr(_STATUS_COPY[key][1]) if _STATUS_COPY[key][1] else ""
+        if item.park_reason and key[1] is None:
             reason = describe(item.park_reason)
             sentence = f"{sentence} {reason.sentence}".strip()
         self.explanation_label.setText(sentence)
         self.explanation_label.setVisible(bool(sentence))
-        self.result_label.setText(item.result_summary)
-        self.result_label.setVisible(bool(item.result_summary))
+        self._show_result(split_result(item.result_summary))
         self.refresh_colours()
+
+    def _show_result(self, parts: ResultParts) -> None:
+        status = parts.status_line
+        if parts.last_line_only and parts.output:
+            status = _tr("{status} · last line of output:").replace("{status}", status)
+        self.status_line.setText(status)
+        self.status_line.setVisible(bool(status))
+        self._output = parts.output
+        preview, hidden = preview_of(parts.output)
+        self.result_label.setText(preview)
+        self._hidden_lines = hidden
+        if not hidden:
+            self._expanded = False
+        self._render_expansion()
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Show everything the card received (``True``) or the first lines only."""
+        self._expanded = expanded and self._hidden_lines > 0
+        self._render_expansion()
+
+    def _render_expansion(self) -> None:
+        expandable = self._hidden_lines > 0
+        self.more_button.setVisible(expandable)
+        self.more_button.setArrowType(
+            Qt.ArrowType.UpArrow if self._expanded else Qt.ArrowType.DownArrow
+        )
+        if self._expanded:
+            self.more_button.setText(_tr("Show fewer lines"))
+        elif self._hidden_lines == 1:
+            self.more_button.setText(_tr("Show 1 more line"))
+        else:
+            self.more_button.setText(
+                _tr("Show {count} more lines").replace("{count}", f"{self._hidden_lines:,}")
+            )
+        self.result_label.setVisible(bool(self._output) and not self._expanded)
+        if self._expanded:
+            view = self._ensure_output_view()
+            if view.toPlainText() != self._output:
+                view.setPlainText(self._output)
+            lines = min(self._output.count("\n") + 1, OUTPUT_VIEW_LINES)
+            if len(self._output) > PREVIEW_CHARS * 2:
+                lines = OUTPUT_VIEW_LINES
+            frame = 2 * view.frameWidth() + 2 * math.ceil(view.document().documentMargin())
+            view.setFixedHeight(lines * view.fontMetrics().lineSpacing() + frame)
+            view.setVisible(True)
+        elif self.output_view is not None:
+            self.output_view.setVisible(False)
+
+    def _ensure_output_view(self) -> QPlainTextEdit:
+        if self.output_view is None:
+            view = QPlainTextEdit()
+            view.setReadOnly(True)
+            view.setUndoRedoEnabled(False)
+            view.setFont(theme.monospace_font())
+            view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+            view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+            view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            view.setTabChangesFocus(True)
+            view.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+            view.setAccessibleName(_tr("Tool output"))
+            self._layout.insertWidget(self._layout.indexOf(self.result_label) + 1, view)
+            self.output_view = view
+        return self.output_view
 
     def refresh_colours(self) -> None:
         palette = self.palette()
-        severity = _STATUS_COPY[self._item.status][2]
-        chip_colour = (
-            theme.success(palette) if severity is None else theme.accent(severity, palette)
-        )
-        unusual = self._item.status in (
-            ToolCardStatus.INDETERMINATE,
-            ToolCardStatus.PARKED,
-            ToolCardStatus.FAILED,
-        )
+        tone = _STATUS_COPY[_status_key(self._item)][2]
+        chip_colour = _tone_colour(tone, palette)
+        unusual = self._item.status in _UNUSUAL and tone is not Tone.NEUTRAL
         base = palette.color(QPalette.ColorRole.Base)
         fill = theme.blend(chip_colour, base, 0.08) if unusual else base
         self.set_colours(fill, theme.subtle_border(palette), chip_colour if unusual else None)
@@ -213,7 +479,10 @@ class ToolCardWidget(TintedPanel):
             f" border: 1px solid {theme.blend(chip_colour, base, 0.4).name()};"
             " border-radius: 9px; padding: 1px 8px; font-weight: 600; }"
         )
-        _set_text_colour(self.args_label, theme.muted_text(palette))
+        muted = theme.muted_text(palette)
+        _set_text_colour(self.args_label, muted)
+        _set_text_colour(self.status_line, muted)
+        self.result_label.set_text_colour(palette.color(QPalette.ColorRole.WindowText))
 
 
 class NoticeWidget(TintedPanel):
@@ -222,7 +491,7 @@ class NoticeWidget(TintedPanel):
         self._severity = Severity(item.level.value)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 8, 12, 8)
-        self.text_label = _text_label()
+        self.text_label = WrappingText()
         layout.addWidget(self.text_label)
         self.update_item(item)
 

@@ -24,7 +24,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
-from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.bridge_contract import TranscriptItem
 from renderer.measured_row import MeasuredRow
@@ -222,6 +230,9 @@ class TranscriptView(QScrollArea):
 
     def _insert_widget(self, item: TranscriptItem, index: int) -> None:
         row = MeasuredRow(widget_for(item), self._row_width())
+        # A row never asks for more width than the viewport has: the column, and so every
+        # card, stays as wide as the visible area whatever the row's content.
+        row.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self._column.insertWidget(index, row)
         self._rows[item.item_id] = row
 

@@ -47,11 +47,21 @@ def summarize_args(name: str, args: Any) -> str:
     return json.dumps(args, ensure_ascii=False, sort_keys=True)[:300]
 
 
-def summarize_result(result: Any, is_error: bool) -> str:
+OUTPUT_CHARS = 2000
+"""How much of a command's output a transcript card carries (the window shows its first lines
+and expands to the rest)."""
+
+
+def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False) -> str:
+    """A tool result in a line (the terminal), or for a command with ``whole_output`` its exit
+    code on the first line and its output below (up to ``OUTPUT_CHARS``; the transcript card)."""
     if isinstance(result, dict):
         if is_error and "error" in result:
             return str(result["error"])[:300]
         if "exitCode" in result:
+            if whole_output:
+                text = str(result.get("output", "")).strip("\n")[:OUTPUT_CHARS]
+                return f"exit code {result['exitCode']}" + (f"\n{text}" if text else "")
             output = str(result.get("output", "")).strip().splitlines()
             tail = f": {output[-1][:200]}" if output else ""
             return f"exit code {result['exitCode']}{tail}"
@@ -125,7 +135,7 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                 entries[index] = replace(
                     entries[index],
                     status="failed" if is_error else "succeeded",
-                    result_summary=summarize_result(content["result"], is_error),
+                    result_summary=summarize_result(content["result"], is_error, whole_output=True),
                 )
         elif "toolDispatch" in actions:
             index = cards.get(actions["toolDispatch"]["providerToolCallId"])

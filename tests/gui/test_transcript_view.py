@@ -197,9 +197,10 @@ def test_text_is_never_interpreted_as_markup(qtbot: QtBot) -> None:
     )
     assistant = view.item_widget("a")
     assert isinstance(assistant, MessageWidget)
-    assert assistant.text_label.textFormat() is Qt.TextFormat.PlainText
     assert assistant.text_label.text() == hostile
-    assert _tool(view, "c").result_label.textFormat() is Qt.TextFormat.PlainText
+    # shown literally: markup would leave only "click" in the document
+    assert assistant.text_label.document().toPlainText() == hostile
+    assert _tool(view, "c").result_label.document().toPlainText() == hostile
 
 
 def test_follows_new_items_only_while_at_the_bottom(qtbot: QtBot) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QApplication
 from app import bridge_contract as bc
 from renderer import theme
 from renderer.main_window import MainWindow
+from renderer.transcript_items import ToolCardWidget
 from tests.helpers.fake_bridge import FakeBridge
 
 SESSIONS = (
@@ -141,6 +142,72 @@ CONTINUATION_ITEMS: tuple[bc.TranscriptItem, ...] = (
 )
 
 
+LONG_ITEMS: tuple[bc.TranscriptItem, ...] = (
+    bc.UserMessageItem(
+        item_id="l1",
+        text="Check this build id, it breaks the layout: " + "x" * 300 + " and then run seq 1 300.",
+    ),
+    bc.AssistantMessageItem(
+        item_id="l2",
+        text="The log is at https://ci.example.com/builds/"
+        + "0123456789abcdef" * 12
+        + "/log.txt; running the command now.",
+    ),
+    _card(
+        "l3",
+        "bash",
+        "seq 1 300",
+        bc.ToolCardStatus.SUCCEEDED,
+        "exit code 0\n" + "\n".join(str(n) for n in range(1, 301)),
+    ),
+    _card("l4", "bash", "seq 1 3000 | tail -n 1", bc.ToolCardStatus.SUCCEEDED, "exit code 0: 3000"),
+    _card(
+        "l5",
+        "read_file",
+        "/home/ann/projects/maka-demo/" + "very-long-folder-name-" * 8 + "notes.txt",
+        bc.ToolCardStatus.FAILED,
+        "no such file: /home/ann/projects/maka-demo/" + "very-long-folder-name-" * 8 + "notes.txt",
+    ),
+)
+
+STOPPED_ITEMS: tuple[bc.TranscriptItem, ...] = (
+    bc.UserMessageItem(item_id="o1", text="run sleep 30; echo finished"),
+    bc.ToolCardItem(
+        item_id="o2",
+        tool_call_id="call_o2",
+        tool_name="bash",
+        args_summary="sleep 30; echo finished",
+        status=bc.ToolCardStatus.FAILED,
+        result_summary="the command was cancelled",
+        park_reason="cancelled",
+    ),
+    bc.ToolCardItem(
+        item_id="o3",
+        tool_call_id="call_o3",
+        tool_name="bash",
+        args_summary="rm -rf build",
+        status=bc.ToolCardStatus.FAILED,
+        result_summary="the user denied permission to run bash",
+        park_reason="permission_denied",
+    ),
+    bc.NoticeItem(
+        item_id="o4",
+        level=bc.NoticeLevel.INFO,
+        text="the turn was cancelled by the user",
+        code="cancelled_by_user",
+    ),
+    bc.UserMessageItem(item_id="o5", text="write hello.txt saying hi"),
+    bc.ToolCardItem(
+        item_id="o6",
+        tool_call_id="call_o6",
+        tool_name="write_file",
+        args_summary="hello.txt",
+        status=bc.ToolCardStatus.RUNNING,
+        park_reason="awaiting_permission",
+    ),
+)
+
+
 def _settle(ms: int = 250) -> None:
     loop = QEventLoop()
     QTimer.singleShot(ms, loop.quit)
@@ -196,6 +263,28 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
 
     open_session("s-hello", HELLO_ITEMS)
     shot("session-with-tool-cards")
+
+    open_session("s-tests", LONG_ITEMS)
+    _settle()
+    window.transcript.verticalScrollBar().setValue(0)
+    shot("long-word-and-output")
+    card = window.transcript.item_widget("l3")
+    if isinstance(card, ToolCardWidget):
+        card.set_expanded(True)
+        _settle()
+        window.transcript.ensureWidgetVisible(card, 0, 0)
+    shot("output-expanded")
+
+    open_session("s-old", STOPPED_ITEMS)
+    bridge.permission_requested.emit(
+        bc.PermissionRequestedPush(
+            session_id="s-old", request_id="req-1", tool_name="write_file", summary="hello.txt"
+        )
+    )
+    shot("stopped-and-waiting")
+    bridge.run_status.emit(
+        bc.RunStatusPush(session_id="s-old", run_id="run-9", status=bc.RunStatusValue.CANCELLED)
+    )
 
     open_session("s-notes", NOTES_ITEMS)
     shot("banner-idle")

@@ -119,7 +119,7 @@ def test_wire_items_clip_to_the_contract_and_drop_malformed_codes() -> None:
     dumped = item.model_dump(by_alias=False)
     assert len(dumped["args_summary"]) == MAX_SUMMARY_CHARS
     assert dumped["status"] == ToolCardStatus.RUNNING
-    assert dumped["park_reason"] is None
+    assert dumped["park_reason"] == "awaiting_permission", "the malformed code is dropped"
     assert wire_item(TranscriptEntry("future_kind", "e2", "r")) is None
 
 

@@ -1,0 +1,148 @@
+"""Tool cards and notices carry codes that let the renderer word each state honestly."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from app.bridge_contract import NoticeLevel, ToolCardItem, ToolCardStatus, TranscriptItem
+from main_process import transcript_items
+from main_process.live_turn_view import LiveTurnView
+from main_process.transcript_items import wire_item
+from runtime.agent import tool_runtime
+from runtime.agent.transcript_projection import TranscriptEntry
+from runtime.ledger.store_ports import RunStatus
+from runtime.tools import bash_tool
+from tests.helpers.ledger_builders import (
+    RunIds,
+    call_event,
+    dispatch_event,
+    response_event,
+    terminal,
+    user_text,
+)
+
+IDS = RunIds(session_id="s", invocation_id="i", run_id="r", turn_id="t")
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.items: list[TranscriptItem] = []
+
+    def transcript_item(self, item: TranscriptItem) -> None:
+        self.items.append(item)
+
+    def run_status(self, run_id: str, status: object, failure_class: str | None = None) -> None:
+        pass
+
+
+def _card(status: str, result: str = "") -> ToolCardItem:
+    entry = TranscriptEntry(
+        "tool_card",
+        "e",
+        "r",
+        tool_call_id="c",
+        tool_name="bash",
+        args_summary="sleep 30",
+        status=status,
+        result_summary=result,
+    )
+    item = wire_item(entry)
+    assert isinstance(item, ToolCardItem)
+    return item
+
+
+@pytest.mark.parametrize(
+    ("status", "result", "wire_status", "code"),
+    [
+        ("pending", "", ToolCardStatus.RUNNING, "awaiting_permission"),
+        ("running", "", ToolCardStatus.RUNNING, None),
+        ("failed", "the command was cancelled", ToolCardStatus.FAILED, "cancelled"),
+        (
+            "failed",
+            "the turn was cancelled while waiting for permission",
+            ToolCardStatus.FAILED,
+            "cancelled",
+        ),
+        (
+            "failed",
+            "the turn was cancelled before the tool started",
+            ToolCardStatus.FAILED,
+            "cancelled",
+        ),
+        (
+            "failed",
+            "the user denied permission to run bash",
+            ToolCardStatus.FAILED,
+            "permission_denied",
+        ),
+        (
+            "failed",
+            "permission to run bash was denied by the permission mode",
+            ToolCardStatus.FAILED,
+            "permission_denied",
+        ),
+        ("failed", "exit code 1: boom", ToolCardStatus.FAILED, None),
+        ("succeeded", "the command was cancelled", ToolCardStatus.SUCCEEDED, None),
+    ],
+)
+def test_a_card_is_qualified_by_what_happened_to_it(
+    status: str, result: str, wire_status: ToolCardStatus, code: str | None
+) -> None:
+    card = _card(status, result)
+    assert card.status is wire_status
+    assert card.park_reason == code
+
+
+def test_the_recognised_messages_are_the_ones_the_runtime_writes() -> None:
+    sources = inspect.getsource(tool_runtime) + inspect.getsource(bash_tool)
+    for message in transcript_items._CANCELLED_RESULTS:
+        assert f'"{message}"' in sources
+    assert 'f"the user denied permission to run {call.name}"' in sources
+    assert 'f"permission to run {call.name} was denied by the permission mode"' in sources
+
+
+def test_a_live_card_waits_for_permission_until_it_is_dispatched() -> None:
+    sink = Sink()
+    view = LiveTurnView(sink)  # type: ignore[arg-type]  # records items only
+    call = call_event("c1", "bash", {"command": "ls"}, ids=IDS, ts=2)
+    view.committed(user_text("go", ids=IDS, marker=True))
+    view.committed(call)  # committed alone: the permission request follows
+    view.committed(dispatch_event(call))
+    cards = [i for i in sink.items if isinstance(i, ToolCardItem)]
+    assert [(c.status, c.park_reason) for c in cards] == [
+        (ToolCardStatus.RUNNING, "awaiting_permission"),
+        (ToolCardStatus.RUNNING, None),
+    ]
+
+
+def test_a_cancelled_turn_ends_with_a_calm_notice_and_a_stopped_card() -> None:
+    sink = Sink()
+    view = LiveTurnView(sink)  # type: ignore[arg-type]  # records items only
+    call = call_event("c1", "bash", {"command": "sleep 30"}, ids=IDS, ts=2)
+    view.committed(user_text("go", ids=IDS, marker=True))
+    view.committed(call)
+    view.committed(
+        response_event(
+            call,
+            {"error": "the turn was cancelled while waiting for permission", "code": "cancelled"},
+            is_error=True,
+        )
+    )
+    view.committed(
+        terminal(
+            IDS,
+            status="cancelled",
+            state_delta={"failureClass": "cancelled_by_user"},
+            extra={"content": {"kind": "error", "message": "the turn was cancelled by the user"}},
+        )
+    )
+    view.run_status("r", RunStatus.CANCELLED, "cancelled_by_user")
+    card = [i for i in sink.items if isinstance(i, ToolCardItem)][-1]
+    assert (card.status, card.park_reason) == (ToolCardStatus.FAILED, "cancelled")
+    notices = [i for i in sink.items if i.type == "notice"]
+    assert len(notices) == 1
+    dumped = notices[0].model_dump(by_alias=False)
+    assert dumped["code"] == "cancelled_by_user"
+    assert dumped["level"] is NoticeLevel.INFO

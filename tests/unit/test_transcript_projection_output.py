@@ -1,0 +1,30 @@
+"""A command's result in the transcript: its exit code, then its output (the card shows the first
+lines and expands); the terminal keeps its one line."""
+
+from __future__ import annotations
+
+from runtime.agent.transcript_projection import OUTPUT_CHARS, summarize_result
+
+
+def test_the_card_gets_the_exit_code_then_the_output() -> None:
+    result = {"exitCode": 0, "output": "".join(f"{n}\n" for n in range(1, 3001))}
+    card = summarize_result(result, False, whole_output=True)
+    first, rest = card.split("\n", 1)
+    assert first == "exit code 0"
+    assert rest.startswith("1\n2\n3\n") and len(rest) == OUTPUT_CHARS
+    assert summarize_result(result, False) == "exit code 0: 3000"
+
+
+def test_a_command_without_output_is_its_exit_code() -> None:
+    assert summarize_result({"exitCode": 2, "output": ""}, False, whole_output=True) == (
+        "exit code 2"
+    )
+    assert summarize_result({"exitCode": 2, "output": "\n\n"}, False, whole_output=True) == (
+        "exit code 2"
+    )
+
+
+def test_errors_and_other_tools_are_unchanged() -> None:
+    assert summarize_result({"error": "boom"}, True, whole_output=True) == "boom"
+    wrote = {"bytesWritten": 3, "path": "a.txt"}
+    assert summarize_result(wrote, False, whole_output=True) == "wrote 3 bytes to a.txt"
