@@ -32,6 +32,10 @@ _STOP_GRACE_MS = 3000
 _KILL_WAIT_MS = 2000
 
 
+RESET_FROZEN_ENVIRONMENT = "PYINSTALLER_RESET_ENVIRONMENT"
+"""Tells a PyInstaller (>= 6.10) executable to start as a new top-level instance."""
+
+
 @dataclass(frozen=True, slots=True)
 class RendererCommand:
     program: str
@@ -89,6 +93,13 @@ class RendererLauncher(QObject):
         environment = QProcessEnvironment.systemEnvironment()
         environment.insert(ENV_SOCKET, socket_name)
         environment.insert(ENV_TOKEN, token)
+        if is_frozen():
+            # The renderer is this bundle again, but a new instance of it: its loader must put
+            # the bundle's libraries first again (this process gave its tools the user's
+            # LD_LIBRARY_PATH back). Without this, PyInstaller's loader takes the inherited
+            # environment for one of its own workers and skips that, and the window would load
+            # the system's copies of libraries the bundle ships, or fail without them.
+            environment.insert(RESET_FROZEN_ENVIRONMENT, "1")
         for key, value in (extra_environment or {}).items():
             environment.insert(key, value)
         process = QProcess(self)

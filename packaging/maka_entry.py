@@ -13,7 +13,8 @@ On Linux the bundle's loader puts the bundle's own libraries first on ``LD_LIBRA
 process has already been linked by then (the loader reads that variable once, at start), so the
 variable is restored to the user's value for everything started later: a shell command run by an
 agent tool must get the system's libssl, not the bundle's. A child that is this bundle again (the
-renderer) gets the bundle's path anew from the bundle's loader.
+renderer) gets the bundle's path anew from the bundle's loader: the launcher starts it with
+``PYINSTALLER_RESET_ENVIRONMENT=1`` (``main_process/renderer_launcher.py``).
 
 A Windows ``--windowed`` executable starts with ``sys.stdout``/``sys.stderr`` set to None; they are
 pointed at the null device so that a stray ``print`` cannot crash the desktop app.

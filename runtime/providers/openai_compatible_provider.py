@@ -92,6 +92,13 @@ class OpenAICompatibleProvider:
                 ProviderErrorCode.CONFIG_INVALID,
                 f"MAKA_OPENAI_BASE_URL must be an http(s) URL, got {settings.base_url!r}",
             )
+        try:
+            parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+        except ValueError:
+            raise ProviderError(
+                ProviderErrorCode.CONFIG_INVALID,
+                f"MAKA_OPENAI_BASE_URL has an invalid port: {settings.base_url!r}",
+            ) from None
         if not settings.model:
             raise ProviderError(
                 ProviderErrorCode.CONFIG_INVALID, "no model configured (set MAKA_MODEL)"
@@ -138,7 +145,13 @@ class OpenAICompatibleProvider:
         return json.dumps(body).encode("utf-8")
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
-        exchange = _Exchange(self._connection())
+        try:
+            exchange = _Exchange(self._connection())
+        except (http.client.HTTPException, OSError, ValueError) as error:
+            raise ProviderError(
+                ProviderErrorCode.CONNECTION_LOST,
+                f"the connection to the model server failed: {_describe(error)}",
+            ) from None
         unregister = cancel.on_cancel(exchange.abort)
         try:
             yield from self._exchange(exchange, request, cancel)
@@ -183,10 +196,24 @@ class OpenAICompatibleProvider:
         exchange.response = response
         if response.status != 200:
             detail = response.read(_ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
+            hint = ""
+            if response.status in (401, 403):
+                hint = " (check MAKA_OPENAI_API_KEY)"
+            elif response.status == 404:
+                hint = " (check MAKA_OPENAI_BASE_URL: it should end where /chat/completions starts)"
             raise ProviderError(
                 ProviderErrorCode.HTTP_ERROR,
-                f"the model server answered HTTP {response.status} {response.reason}"
+                f"the model server answered HTTP {response.status} {response.reason}{hint}"
                 + (f": {_error_message(detail)}" if detail else ""),
+            )
+        content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if content_type and content_type != "text/event-stream":
+            # A login page, a web UI, or a server that ignores "stream": true.
+            raise ProviderError(
+                ProviderErrorCode.MALFORMED_STREAM,
+                f"the server at {self._settings.base_url} answered {content_type}, not a stream "
+                "of chat completion events (text/event-stream); check MAKA_OPENAI_BASE_URL and "
+                "that the server supports streaming",
             )
         assembler = ChunkAssembler()
         for payload in sse_data_payloads(iter(response.readline, b"")):
@@ -232,6 +259,8 @@ class _Exchange:
 
 
 def _error_message(body: str) -> str:
+    if body.lstrip().startswith("<"):
+        return "an HTML page, not an API error (is MAKA_OPENAI_BASE_URL the API's address?)"
     try:
         value = json.loads(body)
     except json.JSONDecodeError:

@@ -291,6 +291,8 @@ def test_desktop_starts_main_and_renderer_from_the_same_executable(
         assert renderer is not None, _early_output(process)
         assert Path(renderer.exe()).resolve() == maka_exe.resolve()
         assert "renderer" in renderer.cmdline()
+        foreign = _system_copies_of_bundled_libraries(renderer, maka_exe.parent, timeout=60)
+        assert foreign == [], foreign
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         psutil.wait_procs([renderer], timeout=15)
@@ -301,6 +303,26 @@ def test_desktop_starts_main_and_renderer_from_the_same_executable(
             process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def _system_copies_of_bundled_libraries(process: Any, bundle: Path, timeout: float) -> list[str]:
+    """Libraries the process mapped from outside the bundle although the bundle ships them.
+    Waits until the process has loaded Qt's GUI library (the renderer draws the window)."""
+    shipped = {path.name for path in bundle.rglob("*.so*")}
+    deadline = time.monotonic() + timeout
+    mapped: set[str] = set()
+    while time.monotonic() < deadline:
+        mapped = {region.path for region in process.memory_maps() if ".so" in region.path}
+        if any("libQt6Gui" in path for path in mapped):
+            break
+        time.sleep(0.2)
+    assert any("libQt6Gui" in path for path in mapped), sorted(mapped)
+    root = str(bundle.resolve())
+    return sorted(
+        path
+        for path in mapped
+        if Path(path).name in shipped and not str(Path(path).resolve()).startswith(root)
+    )
 
 
 def _wait_for_renderer(main: Any, timeout: float) -> Any:

@@ -282,3 +282,51 @@ def test_history_becomes_chat_messages_with_paired_tool_messages() -> None:
     assert [c["id"] for c in messages[1]["tool_calls"]] == ["c1", "c2"]
     assert json.loads(messages[1]["tool_calls"][0]["function"]["arguments"]) == {"path": "a"}
     assert messages[3]["content"] == "[error] boom"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://127.0.0.1:abc/v1"])
+def test_an_invalid_port_is_a_configuration_error(url: str) -> None:
+    with pytest.raises(ProviderError) as caught:
+        OpenAICompatibleProvider(OpenAISettings(base_url=url, model="m"))
+    assert caught.value.code == ProviderErrorCode.CONFIG_INVALID
+    assert "invalid port" in caught.value.message
+
+
+def _page(status: int, content_type: str, body: bytes) -> Scenario:
+    def scenario(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+    return scenario
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/html; charset=utf-8", b"<html><body>Please log in</body></html>"),
+        ("application/json", json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode()),
+    ],
+)
+def test_an_answer_that_is_not_a_stream_says_so(
+    server: _Server, content_type: str, body: bytes
+) -> None:
+    error = _expect_error(
+        server, _page(200, content_type, body), ProviderErrorCode.MALFORMED_STREAM
+    )
+    assert (
+        content_type.split(";", maxsplit=1)[0] in error.message and "not a stream" in error.message
+    )
+    assert "MAKA_OPENAI_BASE_URL" in error.message
+
+
+def test_http_errors_point_at_the_setting_to_check(server: _Server) -> None:
+    denied = _page(401, "application/json", b'{"error": {"message": "bad key"}}')
+    error = _expect_error(server, denied, ProviderErrorCode.HTTP_ERROR)
+    assert "HTTP 401" in error.message and "MAKA_OPENAI_API_KEY" in error.message
+    assert "bad key" in error.message
+    gateway = _page(502, "text/html", b"<html><h1>502 Bad Gateway</h1></html>")
+    error = _expect_error(server, gateway, ProviderErrorCode.HTTP_ERROR)
+    assert "an HTML page" in error.message and "<h1>" not in error.message
