@@ -8,10 +8,10 @@ next line is the answer (end of input means deny). Waiting never blocks cancella
 
 from __future__ import annotations
 
-import select
+import queue
 import sys
 import threading
-from typing import TextIO
+from typing import ClassVar, TextIO
 
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionQuestion
@@ -78,12 +78,71 @@ class TerminalTranscript:
         del run_id, status, failure_class
 
 
+class InputLines:
+    """The one reader of an input stream for the whole process: a daemon thread reads lines into
+    a queue, and the chat prompt and the permission questions both take their lines from it.
+
+    Why: two readers of one stream lose lines between them. ``input()`` or ``readline()`` pull a
+    whole pipe buffer into Python, so an answer that is already there ("y") is invisible to a
+    ``select()`` on the descriptor, and a question waited until more input or the end of input
+    arrived. A line that arrives while nobody waits stays queued for the next reader; the end of
+    input stays the end for every later reader. Waiting never blocks cancellation.
+    """
+
+    _by_stream: ClassVar[dict[int, InputLines]] = {}
+    _guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    @classmethod
+    def of(cls, stream: TextIO) -> InputLines:
+        with cls._guard:
+            lines = cls._by_stream.get(id(stream))
+            if lines is None or lines._stream is not stream:
+                lines = cls._by_stream[id(stream)] = cls(stream)
+            return lines
+
+    def read_line(self, cancel: CancelToken | None = None, poll_s: float = 0.2) -> str | None:
+        """The next line (with its newline), or None at the end of input or once ``cancel``
+        is cancelled."""
+        self._start()
+        while cancel is None or not cancel.is_cancelled():
+            try:
+                line = self._queue.get(timeout=poll_s)
+            except queue.Empty:
+                continue
+            if line is None:
+                self._queue.put(None)  # the end stays the end for the next reader
+            return line
+        return None
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._pump, name="maka-input-lines", daemon=True
+                )
+                self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for line in iter(self._stream.readline, ""):
+                self._queue.put(line)
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+        self._queue.put(None)
+
+
 class StdinPermissionAsker:
     """Answers permission questions from standard input (terminal or pipe)."""
 
     def __init__(self, transcript: TerminalTranscript, stream: TextIO | None = None) -> None:
         self._transcript = transcript
-        self._stream = stream or sys.stdin
+        self._lines = InputLines.of(stream or sys.stdin)
 
     def __call__(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
         self._transcript._line(
@@ -95,13 +154,4 @@ class StdinPermissionAsker:
         return "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
 
     def _read_line(self, cancel: CancelToken) -> str | None:
-        while not cancel.is_cancelled():
-            try:
-                ready, _, _ = select.select([self._stream], [], [], 0.2)
-            except (ValueError, OSError):  # not a selectable stream: read directly
-                line = self._stream.readline()
-                return line or None
-            if ready:
-                line = self._stream.readline()
-                return line or None
-        return None
+        return self._lines.read_line(cancel)

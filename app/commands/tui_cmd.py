@@ -40,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
     from app.commands.run_cmd import require_same_folder
-    from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from app.commands.terminal_transcript import (
+        InputLines,
+        StdinPermissionAsker,
+        TerminalTranscript,
+    )
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.ledger.ledger_errors import LedgerError
@@ -71,16 +75,22 @@ def run(args: argparse.Namespace) -> int:
             # A line with bytes that are not UTF-8 reaches the turn, which refuses it with
             # ``text_not_utf8`` (nothing written), instead of ending the chat with a decode error.
             sys.stdin.reconfigure(errors="surrogateescape")
+        # The prompt and the permission questions read the same lines (one reader, no line lost).
+        lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         if host.repaired_runs:
             print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")
         while True:
+            print("you> ", end="", flush=True)
             try:
-                line = input("you> ")
-            except (EOFError, KeyboardInterrupt):
+                read = lines.read_line()
+            except KeyboardInterrupt:
+                read = None
+            if read is None:
                 print()
                 return EXIT_OK
+            line = read.rstrip("\n")
             text = line.strip()
             if not text:
                 continue

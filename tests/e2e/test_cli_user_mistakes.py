@@ -14,6 +14,7 @@ import os
 import sqlite3
 import stat
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -302,3 +303,58 @@ def test_usage_mistakes_carry_a_code(tmp_path: Path, args: tuple[str, ...], prog
     assert result.returncode == 2, err
     assert err.startswith("usage: ") and f"\n{prog}: error [usage_invalid]: " in err, err
     assert not (tmp_path / "d").exists()
+
+
+# ---- answers through a pipe -------------------------------------------------------------------
+
+
+def _popen(data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
+    env["MAKA_DATA_DIR"] = str(data_dir)
+    return subprocess.Popen(
+        [*maka_executable(), *args],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_piped_answers_are_read_as_soon_as_they_are_there(tmp_path: Path) -> None:
+    """Both answers are in the pipe at once and the pipe stays open: each question must take
+    its line at once, not wait for more input or the end of it."""
+    folder = tmp_path / "w"
+    folder.mkdir()
+    args = ("--permission-mode", "ask", "write a.txt saying hi, then run echo two")
+    with _popen(tmp_path / "d", "run", "--cwd", str(folder), *args) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(b"y\ny\n")
+            process.stdin.flush()
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+        output = process.stdout.read()
+    assert (folder / "a.txt").read_text() == "hi\n"
+    assert output.count(b"[permission] allow") == 2 and b"two" in output, output
+
+
+def test_the_chat_and_its_questions_share_one_reader(tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    folder.mkdir()
+    with _popen(tmp_path / "d", "tui", "--cwd", str(folder)) as process:
+        assert process.stdin is not None
+        try:
+            process.stdin.write(b"write e.txt saying hi\ny\n")
+            process.stdin.flush()
+            deadline = time.monotonic() + 30
+            while not (folder / "e.txt").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert (folder / "e.txt").read_text() == "hi\n"
+            process.stdin.write(b"/quit\n")
+            process.stdin.flush()
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
