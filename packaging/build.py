@@ -41,15 +41,16 @@ ASSETS = HERE / "assets"
 APP_NAME = "Maka"
 SUMMARY = "Desktop agent workspace with an immutable ledger and crash-safe resume"
 
-# Debian packages for what the bundle loads from the system instead of carrying it: glibc (the
-# floor is the build host's glibc, at least 2.34 because of the Qt wheels), the GL/EGL dispatch
+# Debian packages for what the bundle loads from the system instead of carrying it: glibc (its
+# floor is measured on the built files, ``glibc_floor``: the newest GLIBC_x.y version any of them
+# requires, at least 2.34 because of the Qt wheels), the GL/EGL dispatch
 # libraries, libxcb and the Wayland client libraries (measured with ldd under the bundle's own
 # library path). The X11/XKB/fontconfig/D-Bus libraries after them are ones PyInstaller copies from
 # the build host *when the host has them*; declaring them keeps the package correct whatever the
 # build host had. ``tests/e2e/test_packaging.py`` checks that every library the bundle resolves
 # outside itself comes from one of these packages (or their own dependencies).
+GLIBC_FLOOR_MIN = (2, 34)
 DEB_DEPENDS = (
-    "libc6 (>= 2.34)",
     "libstdc++6",
     "libgcc-s1",
     "libegl1",
@@ -163,7 +164,47 @@ def _normalise_modes(root: Path) -> None:
         path.chmod(0o755 if executable else 0o644)
 
 
-def deb_control(version: str, installed_kib: int) -> str:
+_GLIBC_VERSION = re.compile(rb"\bGLIBC_(\d+)\.(\d+)(?:\.(\d+))?\b")
+_GLIBC_SONAMES = (b"libc.so", b"libm.so", b"libpthread.so", b"libdl.so", b"librt.so", b"ld-linux")
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def glibc_floor(bundle: Path) -> tuple[int, ...]:
+    """The newest glibc version any ELF file of ``bundle`` requires (``objdump -p``, "Version
+    References" from glibc's libraries), at least ``GLIBC_FLOOR_MIN``. A package built on a newer
+    host than the one it declares would install and then fail with "GLIBC_2.xx not found"."""
+    if shutil.which("objdump") is None:
+        raise SystemExit("build: objdump not found (apt-get install binutils)")
+    floor: tuple[int, ...] = GLIBC_FLOOR_MIN
+    for path in sorted(bundle.rglob("*")):
+        if path.is_symlink() or not path.is_file() or not _is_elf(path):
+            continue
+        dump = subprocess.run(["objdump", "-p", str(path)], capture_output=True, check=True).stdout
+        required_from = b""
+        for line in dump.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(b"required from "):
+                required_from = stripped
+                continue
+            if not required_from.startswith(
+                tuple(b"required from " + name for name in _GLIBC_SONAMES)
+            ):
+                continue
+            for match in _GLIBC_VERSION.finditer(stripped):
+                version = tuple(int(part) for part in match.groups() if part is not None)
+                floor = max(floor, version)
+    return floor
+
+
+def deb_control(version: str, installed_kib: int, glibc: tuple[int, ...] = GLIBC_FLOOR_MIN) -> str:
+    depends = (f"libc6 (>= {'.'.join(map(str, glibc))})", *DEB_DEPENDS)
     return (
         "Package: maka\n"
         f"Version: {version}\n"
@@ -171,7 +212,7 @@ def deb_control(version: str, installed_kib: int) -> str:
         "Priority: optional\n"
         f"Architecture: {deb_architecture()}\n"
         f"Installed-Size: {installed_kib}\n"
-        f"Depends: {', '.join(DEB_DEPENDS)}\n"
+        f"Depends: {', '.join(depends)}\n"
         "Maintainer: Maka developers <maka@localhost>\n"
         f"Description: {SUMMARY}\n"
         " Maka keeps a complete, immutable record of everything its agent did in a\n"
@@ -212,7 +253,8 @@ def build_deb(
     _normalise_modes(staging)
     installed_kib = (tree_bytes(staging) + 1023) // 1024
     (staging / "DEBIAN").mkdir()
-    (staging / "DEBIAN" / "control").write_text(deb_control(version, installed_kib), "utf-8")
+    control = deb_control(version, installed_kib, glibc_floor(staging / "opt" / "maka"))
+    (staging / "DEBIAN" / "control").write_text(control, "utf-8")
     (staging / "DEBIAN").chmod(0o755)
     (staging / "DEBIAN" / "control").chmod(0o644)
     deb = dist / f"maka_{version}_{deb_architecture()}.deb"

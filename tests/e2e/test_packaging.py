@@ -414,6 +414,27 @@ def test_deb_layout_and_control(built: Built, deb_root: Path, tmp_path: Path) ->
     assert completed.stdout.strip() == f"maka {__version__}"
 
 
+def test_deb_declares_the_newest_glibc_its_files_need(built: Built) -> None:
+    """Measured independently of the build script: the versioned glibc symbols every ELF file
+    of the bundle imports (``objdump -T``); the package must not promise an older glibc."""
+    import re
+
+    needed: tuple[int, ...] = (2, 34)
+    pattern = re.compile(r"\*UND\*.*\(GLIBC_(\d+)\.(\d+)(?:\.(\d+))?\)")
+    for path in built.bundle.rglob("*"):
+        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
+            continue
+        dump = subprocess.run(
+            ["objdump", "-T", str(path)], capture_output=True, text=True, check=False
+        ).stdout
+        for match in pattern.finditer(dump):
+            needed = max(needed, tuple(int(part) for part in match.groups() if part))
+    libc = next(
+        part.strip() for part in _deb_field(built.deb, "Depends").split(",") if "libc6" in part
+    )
+    assert libc == f"libc6 (>= {'.'.join(map(str, needed))})"
+
+
 def _deb_field(deb: Path, name: str) -> str:
     return subprocess.run(
         ["dpkg-deb", "-f", str(deb), name], capture_output=True, text=True, check=True
