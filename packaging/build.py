@@ -85,7 +85,7 @@ Comment={SUMMARY}
 Exec=maka
 Icon=maka
 Terminal=false
-Categories=Development;Utility;
+Categories=Development;
 Keywords=agent;ledger;resume;
 StartupNotify=true
 """

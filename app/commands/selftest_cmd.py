@@ -6,6 +6,10 @@ the same parts the app uses, on throw-away resources, and never touches the user
 - ``qt-platform``: a child process (this same program, so a frozen bundle checks its own plugins)
   starts a QApplication on the ``offscreen`` platform plugin and renders a widget. A child, because
   Qt aborts the whole process when a platform plugin cannot load; the parent survives to report it.
+- ``display``: the same probe on the platform plugin the desktop itself would use here
+  (``QT_QPA_PLATFORM`` or Qt's choice for the session: xcb, wayland...), so a missing system
+  library or an unreachable display is named before the window fails to open. Skipped (and
+  said so) on Linux without ``DISPLAY`` or ``WAYLAND_DISPLAY``, where no window can open anyway.
 - ``sqlite-wal``: the bundled SQLite switches a new database to WAL and commits through it.
 - ``store-open``: the product's store opens (creating its schema) in a temporary directory.
 - ``ipc-listen``: a user-only ``QLocalServer`` listens on a short unique name and a
@@ -37,6 +41,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK
 from app.data_paths import ensure_data_dir, resolve_data_dir
 
 PROBE_QT = "qt"
+PROBE_DISPLAY = "display"
 QT_PROBE_TIMEOUT_S = 60.0
 IPC_TIMEOUT_MS = 5000
 _QT_APP: list[object] = []
@@ -52,15 +57,16 @@ class CheckResult:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     # Internal: the child side of the qt-platform check.
-    parser.add_argument("--probe", choices=[PROBE_QT], help=argparse.SUPPRESS)
+    parser.add_argument("--probe", choices=[PROBE_QT, PROBE_DISPLAY], help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.probe == PROBE_QT:
-        return _qt_probe_child()
+    if args.probe in (PROBE_QT, PROBE_DISPLAY):
+        return _qt_probe_child(offscreen=args.probe == PROBE_QT)
     data_dir = resolve_data_dir(args.data_dir)
     checks: list[tuple[str, Callable[[], str]]] = [
         ("qt-platform", _check_qt_platform),
+        ("display", _check_display),
         ("sqlite-wal", _check_sqlite_wal),
         ("store-open", _check_store_open),
         ("ipc-listen", _check_ipc_listen),
@@ -124,10 +130,31 @@ def _self_command() -> list[str]:
 
 
 def _check_qt_platform() -> str:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    report = _run_qt_probe(PROBE_QT, dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+    if report.get("platform") != "offscreen":
+        raise RuntimeError(f"Qt started the {report.get('platform')!r} platform, not offscreen")
+    return (
+        f"offscreen platform plugin loaded (Qt {report['qt']}), widget rendered "
+        f"{report['width']}x{report['height']}, {report['fonts']} font families"
+    )
+
+
+def _check_display() -> str:
+    chosen = os.environ.get("QT_QPA_PLATFORM", "")
+    if (
+        not chosen
+        and sys.platform.startswith("linux")
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    ):
+        return "skipped: no DISPLAY or WAYLAND_DISPLAY here, so no window can open"
+    report = _run_qt_probe(PROBE_DISPLAY, dict(os.environ))
+    return f"the desktop's platform plugin {report.get('platform')!r} loaded and rendered a widget"
+
+
+def _run_qt_probe(probe: str, env: dict[str, str]) -> dict[str, object]:
     try:
         completed = subprocess.run(
-            [*_self_command(), "self-test", "--probe", PROBE_QT],
+            [*_self_command(), "self-test", "--probe", probe],
             env=env,
             capture_output=True,
             text=True,
@@ -142,18 +169,15 @@ def _check_qt_platform() -> str:
         lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
         tail = " | ".join(lines[-4:]) or "no output"
         raise RuntimeError(f"the Qt probe exited with {completed.returncode}: {tail}")
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    if report.get("platform") != "offscreen":
-        raise RuntimeError(f"Qt started the {report.get('platform')!r} platform, not offscreen")
-    return (
-        f"offscreen platform plugin loaded (Qt {report['qt']}), widget rendered "
-        f"{report['width']}x{report['height']}, {report['fonts']} font families"
-    )
+    report: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return report
 
 
-def _qt_probe_child() -> int:
-    """Child side: start Qt offscreen, render one widget, print one JSON line."""
-    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+def _qt_probe_child(*, offscreen: bool) -> int:
+    """Child side: start Qt (offscreen, or on the platform the desktop would use), render one
+    widget, print one JSON line."""
+    if offscreen:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
     from PySide6 import __version__ as pyside_version
     from PySide6.QtGui import QFontDatabase, QGuiApplication
     from PySide6.QtWidgets import QApplication, QLabel

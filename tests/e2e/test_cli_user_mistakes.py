@@ -358,3 +358,40 @@ def test_the_chat_and_its_questions_share_one_reader(tmp_path: Path) -> None:
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+# ---- self-test --------------------------------------------------------------------------------
+
+
+def _self_test(tmp_path: Path, **env_changes: str | None) -> dict[str, object]:
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
+    env["MAKA_DATA_DIR"] = str(tmp_path / "d")
+    for key, value in env_changes.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    completed = subprocess.run(
+        [*maka_executable(), "self-test", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    report: dict[str, object] = json.loads(completed.stdout)
+    assert completed.returncode == (0 if report["ok"] else 1)
+    return report
+
+
+def test_self_test_checks_the_platform_the_desktop_would_use(tmp_path: Path) -> None:
+    unreachable = _self_test(tmp_path, QT_QPA_PLATFORM=None, WAYLAND_DISPLAY=None, DISPLAY=":987")
+    assert unreachable["failures"] == ["display"]
+    checks = {check["name"]: check for check in unreachable["checks"]}  # type: ignore[attr-defined]
+    assert "exited with" in checks["display"]["detail"]
+    no_display = _self_test(tmp_path, QT_QPA_PLATFORM=None, WAYLAND_DISPLAY=None, DISPLAY=None)
+    assert no_display["ok"] is True
+    checks = {check["name"]: check for check in no_display["checks"]}  # type: ignore[attr-defined]
+    assert checks["display"]["detail"].startswith("skipped: no DISPLAY")
+    chosen = _self_test(tmp_path, QT_QPA_PLATFORM="offscreen", DISPLAY=":987")
+    assert chosen["ok"] is True
