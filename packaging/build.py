@@ -21,6 +21,7 @@ Linux, macOS version on macOS): build on the oldest one you support.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -155,12 +156,14 @@ def deb_architecture() -> str:
 
 
 def _normalise_modes(root: Path) -> None:
-    """0755 for folders and executables, 0644 for the rest, whatever the builder's umask was."""
+    """0755 for folders and executables, 0644 for the rest (shared libraries included: they are
+    loaded, never run), whatever the builder's umask was."""
     for path in [root, *root.rglob("*")]:
         if path.is_symlink():
             continue
         mode = path.stat().st_mode
-        executable = path.is_dir() or bool(mode & stat.S_IXUSR)
+        library = ".so" in path.name and not path.is_dir()
+        executable = path.is_dir() or (bool(mode & stat.S_IXUSR) and not library)
         path.chmod(0o755 if executable else 0o644)
 
 
@@ -245,6 +248,8 @@ def build_deb(
         (icons / folder / "apps").mkdir(parents=True)
         shutil.copyfile(ASSETS / source, icons / folder / "apps" / f"maka{Path(source).suffix}")
     (share / "doc" / "maka").mkdir(parents=True)
+    with gzip.GzipFile(share / "doc" / "maka" / "changelog.gz", "wb", mtime=0) as changelog:
+        changelog.write((ROOT / "CHANGELOG.md").read_bytes())
     (share / "doc" / "maka" / "copyright").write_text(
         "Maka for Python\nLicense: Apache-2.0\n"
         "The bundle includes Qt and PySide6 (LGPL-3.0) and CPython (PSF License).\n",

@@ -398,6 +398,16 @@ def test_deb_layout_and_control(built: Built, deb_root: Path, tmp_path: Path) ->
         assert package in depends
     exe = deb_root / "opt" / "maka" / "maka"
     assert os.access(exe, os.X_OK)
+    libraries = [
+        path
+        for path in (deb_root / "opt").rglob("*.so*")
+        if path.is_file() and not path.is_symlink()
+    ]
+    assert libraries and all(path.stat().st_mode & 0o777 == 0o644 for path in libraries)
+    import gzip
+
+    changelog = deb_root / "usr" / "share" / "doc" / "maka" / "changelog.gz"
+    assert gzip.decompress(changelog.read_bytes()) == (ROOT / "CHANGELOG.md").read_bytes()
     link = deb_root / "usr" / "bin" / "maka"
     assert link.is_symlink() and os.readlink(link) == "/opt/maka/maka"
     desktop = (deb_root / "usr" / "share" / "applications" / "maka.desktop").read_text("utf-8")
