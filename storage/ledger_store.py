@@ -177,6 +177,10 @@ class SqliteLedgerStore:
         with self._write() as tx:
             headers.insert_session(tx.conn, session)
 
+    def name_new_session(self, session_id: str, title: str, default_title: str) -> bool:
+        with self._write() as tx:
+            return headers.name_new_session(tx.conn, session_id, title, default_title)
+
     def get_session(self, session_id: str) -> SessionRecord | None:
         return self._read(lambda conn: headers.read_session(conn, session_id))
 

@@ -76,6 +76,22 @@ def insert_session(conn: sqlite3.Connection, session: SessionRecord) -> bool:
     return True
 
 
+def name_new_session(
+    conn: sqlite3.Connection, session_id: str, title: str, default_title: str
+) -> bool:
+    """The session's title becomes ``title`` if it has no run yet and still has
+    ``default_title`` (a session made by the desktop is named after its folder until its first
+    message names it). True when it changed."""
+    if not isinstance(title, str) or not title:
+        raise StoreRefusal(WriterRejectionCode.IDENTITY_CONFLICT, "a title must be text")
+    changed = conn.execute(
+        "UPDATE sessions SET title = ? WHERE session_id = ? AND title = ?"
+        " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session_id = sessions.session_id)",
+        (title, session_id, default_title),
+    ).rowcount
+    return changed == 1
+
+
 def read_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(
         "SELECT session_id, cwd, title, created_at FROM sessions WHERE session_id = ?",

@@ -71,6 +71,12 @@ class SessionOverview:
     run_count: int
 
 
+def _title(text: str) -> str:
+    """A session title from a message: its first non-blank line, at most 80 characters."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:80] if lines else ""
+
+
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:20]}"
 
@@ -119,7 +125,7 @@ class SessionService:
         record = SessionRecord(
             session_id=_new_id("session"),
             cwd=str(folder),
-            title=(title.strip().splitlines() or [folder.name])[0][:80] or folder.name,
+            title=_title(title) or folder.name,
             created_at=self._clock(),
         )
         self._store.create_session(record)
@@ -176,6 +182,11 @@ class SessionService:
         ``on_question`` is told and the answer arrives through ``answer_permission``."""
         require_utf8(text, "the message")
         session = self.get_session(session_id)
+        first_title = _title(text)
+        if first_title and self._store.name_new_session(
+            session_id, first_title, Path(session.cwd).name
+        ):
+            session = self.get_session(session_id)
         token = cancel or CancelToken()
         with self._lock:
             if session_id in self._active:

@@ -1,0 +1,69 @@
+"""A session made without a title (the desktop names it after its folder) takes its first
+message as its title; a session that has a title of its own, or already a run, keeps it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+from runtime.agent.session_service import SessionService
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunStatus
+from runtime.providers.offline_demo_provider import OfflineDemoProvider
+from storage.ledger_store import open_store
+
+
+class _Quiet:
+    def text_delta(self, text: str) -> None: ...
+
+    def thinking_delta(self, text: str) -> None: ...
+
+    def committed(self, event: RuntimeEvent) -> None: ...
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None: ...
+
+
+def _service(tmp_path: Path) -> tuple[SessionService, Path]:
+    store = open_store(tmp_path / "data")
+    service = SessionService(store=store, provider_factory=OfflineDemoProvider, owner_epoch=1)
+    folder = tmp_path / "project"
+    folder.mkdir(exist_ok=True)
+    return service, folder
+
+
+def _send(service: SessionService, session_id: str, text: str) -> None:
+    outcome = service.send_turn(session_id, text, _Quiet(), PermissionPolicy(PermissionMode.DENY))
+    assert outcome.status is RunStatus.COMPLETED
+
+
+def test_the_first_message_names_a_session_named_after_its_folder(tmp_path: Path) -> None:
+    service, folder = _service(tmp_path)
+    session = service.create_session(folder)
+    assert session.title == "project"
+    _send(service, session.session_id, "\n  list files  \nand more lines\n")
+    assert service.get_session(session.session_id).title == "list files"
+    _send(service, session.session_id, "find *.txt")
+    assert service.get_session(session.session_id).title == "list files"
+
+
+def test_a_session_with_a_title_of_its_own_keeps_it(tmp_path: Path) -> None:
+    service, folder = _service(tmp_path)
+    session = service.create_session(folder, title="release notes")
+    _send(service, session.session_id, "list files")
+    assert service.get_session(session.session_id).title == "release notes"
+
+
+def test_a_long_first_message_gives_an_80_character_title(tmp_path: Path) -> None:
+    service, folder = _service(tmp_path)
+    session = service.create_session(folder)
+    _send(service, session.session_id, "x" * 200)
+    assert service.get_session(session.session_id).title == "x" * 80
+
+
+def test_a_session_that_already_has_a_run_keeps_its_folder_title(tmp_path: Path) -> None:
+    service, folder = _service(tmp_path)
+    session = service.create_session(folder)
+    _send(service, session.session_id, "   ")  # no line to name it by
+    assert service.get_session(session.session_id).title == "project"
+    _send(service, session.session_id, "list files")
+    assert service.get_session(session.session_id).title == "project"
