@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.probe in (PROBE_QT, PROBE_DISPLAY):
         return _qt_probe_child(offscreen=args.probe == PROBE_QT)
-    data_dir = resolve_data_dir(args.data_dir)
+    data_dir = Path(os.path.abspath(resolve_data_dir(args.data_dir)))
     checks: list[tuple[str, Callable[[], str]]] = [
         ("qt-platform", _check_qt_platform),
         ("display", _check_display),
@@ -109,6 +109,8 @@ def _run_check(name: str, check: Callable[[], str]) -> CheckResult:
     started = time.perf_counter()
     try:
         detail = check()
+    except RuntimeError as error:  # the checks' own failures: a sentence that says why
+        return CheckResult(name, False, str(error))
     except Exception as error:  # a self-test reports every failure, whatever its kind
         return CheckResult(name, False, f"{type(error).__name__}: {error}")
     elapsed_ms = (time.perf_counter() - started) * 1000
@@ -285,7 +287,14 @@ def _check_ipc_listen() -> str:
 
 
 def _check_data_dir(data_dir: Path) -> str:
-    ensure_data_dir(data_dir)  # created exactly as the app creates it
+    try:
+        ensure_data_dir(data_dir)  # created exactly as the app creates it
+    except OSError as error:
+        reason = error.strerror or str(error)
+        blocker = next((p for p in (data_dir, *data_dir.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            reason = f"{blocker} is a file, not a folder"
+        raise DataDirError(f"cannot create the data directory {data_dir}: {reason}") from None
     probe = data_dir / f".maka-selftest-{uuid.uuid4().hex[:8]}"
     payload = b"maka self-test\n"
     try:
@@ -294,7 +303,13 @@ def _check_data_dir(data_dir: Path) -> str:
             handle.flush()
             os.fsync(handle.fileno())
         if probe.read_bytes() != payload:
-            raise RuntimeError("read back different bytes")
+            raise DataDirError(f"{data_dir}: a file written there read back different bytes")
+    except OSError as error:
+        raise DataDirError(f"cannot write in {data_dir}: {error.strerror or error}") from None
     finally:
         probe.unlink(missing_ok=True)
     return f"writable: {data_dir}"
+
+
+class DataDirError(RuntimeError):
+    """The data directory cannot be created or written (the sentence says why)."""

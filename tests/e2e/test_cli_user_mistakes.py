@@ -395,3 +395,14 @@ def test_self_test_checks_the_platform_the_desktop_would_use(tmp_path: Path) -> 
     assert checks["display"]["detail"].startswith("skipped: no DISPLAY")
     chosen = _self_test(tmp_path, QT_QPA_PLATFORM="offscreen", DISPLAY=":987")
     assert chosen["ok"] is True
+
+
+def test_self_test_says_why_the_data_directory_cannot_be_made(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", "utf-8")
+    report = _self_test(tmp_path, MAKA_DATA_DIR=str(blocker / "data"), QT_QPA_PLATFORM="offscreen")
+    assert report["failures"] == ["data-dir"]
+    checks = {check["name"]: check for check in report["checks"]}  # type: ignore[attr-defined]
+    assert checks["data-dir"]["detail"] == (
+        f"cannot create the data directory {blocker / 'data'}: {blocker} is a file, not a folder"
+    )

@@ -179,6 +179,7 @@ def test_self_test_reports_an_unwritable_data_dir(built: Built, tmp_path: Path) 
     assert completed.returncode == 1
     assert "FAIL  data-dir" in completed.stdout
     assert "checks failed: data-dir" in completed.stdout
+    assert f"{blocker} is a file, not a folder" in completed.stdout
     assert "Traceback" not in completed.stdout + completed.stderr
 
 
