@@ -241,6 +241,7 @@ class MainWindow(QMainWindow):
 
     def _send(self, text: str) -> None:
         if self._session_id is not None:
+            self.transcript.follow_newest()
             self._bridge.send_turn(self._session_id, text)
 
     def _select(self, session_id: str) -> None:
@@ -381,8 +382,8 @@ class MainWindow(QMainWindow):
             )
         )
         quit_button = box.addButton(_tr("Quit"), QMessageBox.ButtonRole.AcceptRole)
-        box.addButton(_tr("Keep working"), QMessageBox.ButtonRole.RejectRole)
-        box.setDefaultButton(quit_button)
+        keep = box.addButton(_tr("Keep working"), QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)  # Enter must not stop the running turn
         box.exec()
         return box.clickedButton() is quit_button
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QLabel,
@@ -195,6 +196,24 @@ class TranscriptView(QScrollArea):
     def scroll_to_bottom(self) -> None:
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
+
+    def follow_newest(self) -> None:
+        """The user acted (sent a message): show the newest items and follow what comes."""
+        self._follow = True
+        self.scroll_to_bottom()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        following = self._follow
+        super().resizeEvent(event)
+        if following:
+            # The view got shorter (a permission prompt opened below it): keep the newest item
+            # in sight once the layout has settled.
+            self._follow = True
+            QTimer.singleShot(0, self._settle_at_bottom)
+
+    def _settle_at_bottom(self) -> None:
+        if self._follow:
+            self.scroll_to_bottom()
 
     # ----------------------------------------------------------------- internals
 

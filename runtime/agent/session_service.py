@@ -72,9 +72,13 @@ class SessionOverview:
 
 
 def _title(text: str) -> str:
-    """A session title from a message: its first non-blank line, at most 80 characters."""
+    """A session title from a message: its first non-blank line, at most 80 characters (a
+    longer line is cut at 79 and ends with "…", so a shortened title says so)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:80] if lines else ""
+    if not lines:
+        return ""
+    first = lines[0]
+    return first if len(first) <= 80 else first[:79].rstrip() + "…"
 
 
 def _new_id(prefix: str) -> str:

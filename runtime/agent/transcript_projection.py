@@ -47,6 +47,10 @@ def summarize_args(name: str, args: Any) -> str:
     return json.dumps(args, ensure_ascii=False, sort_keys=True)[:300]
 
 
+def _plural(count: int, word: str) -> str:
+    return word if count == 1 else f"{word}s"
+
+
 OUTPUT_CHARS = 2000
 """How much of a command's output a transcript card carries (the window shows its first lines
 and expands to the rest)."""
@@ -60,7 +64,13 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
             return str(result["error"])[:300]
         if "exitCode" in result:
             if whole_output:
-                text = str(result.get("output", "")).strip("\n")[:OUTPUT_CHARS]
+                text = str(result.get("output", "")).strip("\n")
+                if len(text) > OUTPUT_CHARS:
+                    # Cut at a line end and say so: the card must not pass a part for the whole.
+                    kept = text[:OUTPUT_CHARS].rsplit("\n", 1)[0]
+                    rest = text[len(kept) :].strip("\n")
+                    lines = rest.count("\n") + 1
+                    text = f"{kept}\n[{lines} more {_plural(lines, 'line')} not shown here]"
                 return f"exit code {result['exitCode']}" + (f"\n{text}" if text else "")
             output = str(result.get("output", "")).strip().splitlines()
             tail = f": {output[-1][:200]}" if output else ""
@@ -70,9 +80,11 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
         if "content" in result:
             return f"read {result.get('path')} ({result.get('totalLines', '?')} lines)"
         if "entries" in result:
-            return f"{len(result['entries'])} entries"
+            count = len(result["entries"])
+            return f"{count} {'entry' if count == 1 else 'entries'}"
         if "matches" in result:
-            return f"{len(result['matches'])} matches"
+            count = len(result["matches"])
+            return f"{count} {'match' if count == 1 else 'matches'}"
     return json.dumps(result, ensure_ascii=False, sort_keys=True)[:300]
 
 

@@ -153,7 +153,11 @@ def summarize_result(result: ToolResult) -> str:
         return f"{value.get('path')} contains:\n{_excerpt(str(value.get('content', '')))}"
     if result.name == "bash":
         output = str(value.get("output", "")).rstrip()
-        shown = f":\n{_excerpt(output)}" if output else " with no output."
+        lines = output.splitlines()
+        if len(lines) > 6:  # the card above shows the output; the answer only sums it up
+            shown = f":\n{_excerpt(chr(10).join(lines[:5]))}\n[...] ({len(lines)} lines in all)"
+        else:
+            shown = f":\n{_excerpt(output)}" if output else " with no output."
         return f"The command exited with code {value.get('exitCode')}{shown}"
     if result.name == "list_dir":
         names = [str(entry.get("name")) for entry in value.get("entries", [])]

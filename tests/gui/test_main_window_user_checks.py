@@ -105,7 +105,8 @@ def test_safe_resume_without_an_interrupted_turn_says_why(qtbot: QtBot) -> None:
 def _answer_quit_box(qtbot: QtBot, button_text: str, seen: list[str]) -> None:
     def answer() -> None:
         box = next(w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox))
-        seen.append(box.text())
+        default = box.defaultButton()
+        seen.append(f"{box.text()} [default: {default.text() if default else None}]")
         (button,) = [b for b in box.findChildren(QPushButton) if b.text() == button_text]
         button.click()
 
@@ -118,7 +119,8 @@ def test_quitting_while_a_turn_runs_asks_first(qtbot: QtBot) -> None:
     seen: list[str] = []
     _answer_quit_box(qtbot, "Keep working", seen)
     assert window.close() is False
-    assert window.isVisible() and seen == ["A turn is still running."]
+    # Enter keeps the turn: the default button is the one that does not quit.
+    assert window.isVisible() and seen == ["A turn is still running. [default: Keep working]"]
     _answer_quit_box(qtbot, "Quit", seen)
     assert window.close() is True
     assert not window.isVisible() and len(seen) == 2
@@ -152,3 +154,17 @@ def test_a_session_waiting_for_permission_says_it_needs_you(qtbot: QtBot) -> Non
     window.permission.allow_button.click()
     assert bridge.calls_to("answer_permission") == [("s2", "q1", True)]
     assert model.data(row, WAITING_ROLE) is False
+
+
+def test_sending_a_message_shows_the_newest_items(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    items = tuple(bc.UserMessageItem(item_id=f"u{n}", text=f"message {n}\n" * 4) for n in range(40))
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=items))
+    bar = window.transcript.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0)
+    bar.setValue(0)  # the reader scrolled up to read
+    assert not window.transcript.following
+    window.composer.editor.setPlainText("run echo hi")
+    window.composer.send_button.click()
+    assert bridge.calls_to("send_turn") == [("s1", "run echo hi")]
+    assert window.transcript.following and bar.value() == bar.maximum()

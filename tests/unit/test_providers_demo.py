@@ -140,3 +140,10 @@ def test_a_failed_step_ends_the_turn() -> None:
     called, text, last = _turn("read nope.txt, then list files", [{"error": "no such file"}])
     assert called == ["read_file"]
     assert "did not succeed" in text and last[-1] == Finished("end_turn")
+
+
+def test_a_long_command_output_is_summed_up_not_repeated() -> None:
+    output = "".join(f"{n}\n" for n in range(1, 3001))
+    text = summarize_result(ToolResult("c", "bash", {"exitCode": 0, "output": output}))
+    assert text.splitlines()[1:6] == ["1", "2", "3", "4", "5"]
+    assert text.endswith("[...] (3000 lines in all)") and len(text.splitlines()) == 7

@@ -53,11 +53,15 @@ def test_a_session_with_a_title_of_its_own_keeps_it(tmp_path: Path) -> None:
     assert service.get_session(session.session_id).title == "release notes"
 
 
-def test_a_long_first_message_gives_an_80_character_title(tmp_path: Path) -> None:
+def test_a_long_first_message_gives_a_title_that_says_it_was_shortened(tmp_path: Path) -> None:
     service, folder = _service(tmp_path)
     session = service.create_session(folder)
     _send(service, session.session_id, "x" * 200)
-    assert service.get_session(session.session_id).title == "x" * 80
+    assert service.get_session(session.session_id).title == "x" * 79 + "…"
+    other = service.create_session(folder)
+    _send(service, other.session_id, "word " * 40)  # cut at a space: no trailing blank
+    title = service.get_session(other.session_id).title
+    assert title.endswith("word…") and len(title) <= 80
 
 
 def test_a_session_that_already_has_a_run_keeps_its_folder_title(tmp_path: Path) -> None:

@@ -11,8 +11,17 @@ def test_the_card_gets_the_exit_code_then_the_output() -> None:
     card = summarize_result(result, False, whole_output=True)
     first, rest = card.split("\n", 1)
     assert first == "exit code 0"
-    assert rest.startswith("1\n2\n3\n") and len(rest) == OUTPUT_CHARS
+    shown, marker = rest.rsplit("\n", 1)
+    assert shown.startswith("1\n2\n3\n") and len(shown) <= OUTPUT_CHARS
+    numbers = shown.split("\n")
+    assert numbers == [str(n) for n in range(1, len(numbers) + 1)]  # whole lines only
+    assert marker == f"[{3000 - len(numbers)} more lines not shown here]"
     assert summarize_result(result, False) == "exit code 0: 3000"
+
+
+def test_output_that_fits_has_no_marker() -> None:
+    card = summarize_result({"exitCode": 0, "output": "a\nb\n"}, False, whole_output=True)
+    assert card == "exit code 0\na\nb"
 
 
 def test_a_command_without_output_is_its_exit_code() -> None:
