@@ -346,6 +346,7 @@ class MainWindow(QMainWindow):
             self.banner.set_session(session_id, interrupted=summary.interrupted)
             self.setWindowTitle(f"{summary.title or _tr('Untitled session')} — Maka")
         self.permission.set_session(session_id)
+        self.transcript.set_session_open(session_id is not None)
         self._refresh_availability()
 
     def _refresh_availability(self) -> None:

@@ -16,6 +16,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QPersistentModelIndex,
     QRect,
+    QRectF,
     QSize,
     Qt,
     Signal,
@@ -81,7 +82,7 @@ class SessionListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return summary.title or _tr("Untitled session")
         if role == Qt.ItemDataRole.ToolTipRole:
-            return summary.cwd
+            return f"{summary.title or _tr('Untitled session')}\n{summary.cwd}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
             badge = badge_for(summary, summary.session_id in self._waiting)
             title = summary.title or _tr("Untitled session")
@@ -199,6 +200,15 @@ class SessionDelegate(QStyledItemDelegate):
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             sub.elidedText(folder, Qt.TextElideMode.ElideMiddle, sub_rect.width()),
         )
+        if opt.state & QStyle.StateFlag.State_HasFocus and (
+            opt.widget is not None and opt.widget.hasFocus()
+        ):
+            # The keyboard focus is on this row: outline it (the style's own focus rectangle is
+            # not drawn for a painted row).
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight).darker(140))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(QRectF(opt.rect).adjusted(1.5, 1.5, -1.5, -1.5), 4, 4)
         painter.restore()
 
 

@@ -58,6 +58,11 @@ class TranscriptView(QScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("TranscriptView")
+        # A keyboard user must see when the transcript has the focus (arrow keys scroll it).
+        self.setStyleSheet(
+            "QScrollArea#TranscriptView { border: 2px solid transparent; }"
+            "QScrollArea#TranscriptView:focus { border: 2px solid palette(highlight); }"
+        )
         self.setAccessibleName(_tr("Transcript"))
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -97,6 +102,7 @@ class TranscriptView(QScrollArea):
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self.flush)
         self._follow = True
+        self._session_open = True
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_range_changed)
         bar.valueChanged.connect(self._on_scrolled)
@@ -262,8 +268,14 @@ class TranscriptView(QScrollArea):
             row.deleteLater()
         self._live_from += count
 
+    def set_session_open(self, is_open: bool) -> None:
+        """The demo hint is for an open, empty session; with no session open it stays hidden
+        (the header says how to open or start one)."""
+        self._session_open = is_open
+        self._update_chrome()
+
     def _update_chrome(self) -> None:
-        self.placeholder.setVisible(not self._order)
+        self.placeholder.setVisible(not self._order and self._session_open)
         self.earlier_button.setVisible(self._live_from > 0)
         self.earlier_button.setText(
             _tr("Show {count} earlier items").replace(

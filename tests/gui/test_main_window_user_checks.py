@@ -168,3 +168,16 @@ def test_sending_a_message_shows_the_newest_items(qtbot: QtBot) -> None:
     window.composer.send_button.click()
     assert bridge.calls_to("send_turn") == [("s1", "run echo hi")]
     assert window.transcript.following and bar.value() == bar.maximum()
+
+
+def test_the_demo_hint_shows_only_in_an_open_empty_session(qtbot: QtBot) -> None:
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    with qtbot.waitExposed(window):
+        window.show()
+    assert window.session_id is None
+    assert not window.transcript.placeholder.isVisible()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=()))
+    assert window.session_id == "s1" and window.transcript.placeholder.isVisible()

@@ -88,7 +88,9 @@ def test_session_model_holds_ten_thousand_rows_and_updates_one(qtbot: QtBot) -> 
     assert model.rowCount() == 10_000
     index = model.index(1234)
     assert index.data() == "T1234"
-    assert index.data(Qt.ItemDataRole.ToolTipRole) == "/p/1234"
+    assert (
+        index.data(Qt.ItemDataRole.ToolTipRole) == "T1234\n/p/1234"
+    )  # the full title, then the folder
     changed: list[int] = []
     model.dataChanged.connect(lambda top, _bottom: changed.append(top.row()))
     model.upsert(_summary(1234, title="Renamed", interrupted=True))
