@@ -148,7 +148,7 @@ class InterruptedBanner(TintedPanel):
         tools.addStretch(1)
         tools.addWidget(self.copy_button)
         outer.addWidget(self.tools_row)
-        # Details: one line per code or diagnostic, unwrapped (codes and ids read best whole),
+        # Details: one line per code or diagnostic, wrapped at spaces (codes and ids stay whole),
         # scrolling past DETAILS_MAX_LINES so hundreds of diagnostics never push the page away.
         self.details_panel = TintedPanel()
         details_layout = QVBoxLayout(self.details_panel)
@@ -158,6 +158,9 @@ class InterruptedBanner(TintedPanel):
         self.details_label.setFont(theme.monospace_font())
         self.details_label.setContentsMargins(9, 7, 9, 7)
         self.details_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Lines wrap at spaces, so a diagnostic's explanation is never hidden to the right; a
+        # single word longer than the box (a long path) scrolls sideways instead of being cut.
+        self.details_label.setWordWrap(True)
         self.details_scroll = QScrollArea()
         self.details_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.details_scroll.setWidget(self.details_label)
@@ -315,11 +318,14 @@ class InterruptedBanner(TintedPanel):
         self.updateGeometry()
 
     def _fit_details(self) -> None:
-        hint = self.details_label.sizeHint()
-        limit = self.details_label.fontMetrics().lineSpacing() * self._details_lines + 14
-        needs_bar = hint.width() > self.details_scroll.viewport().width()
+        label = self.details_label
+        width = self.details_scroll.viewport().width()
+        needs_bar = label.minimumSizeHint().width() > width
+        wrapped = label.heightForWidth(max(width, label.minimumSizeHint().width()))
+        needed = wrapped if wrapped > 0 else label.sizeHint().height()
+        limit = label.fontMetrics().lineSpacing() * self._details_lines + 14
         bar = self.details_scroll.horizontalScrollBar().sizeHint().height() if needs_bar else 0
-        height = min(hint.height(), limit) + bar
+        height = min(needed, limit) + bar
         if height != self.details_scroll.height():
             self.details_scroll.setFixedHeight(height)
 

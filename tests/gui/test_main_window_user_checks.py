@@ -181,3 +181,35 @@ def test_the_demo_hint_shows_only_in_an_open_empty_session(qtbot: QtBot) -> None
     bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))
     bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=()))
     assert window.session_id == "s1" and window.transcript.placeholder.isVisible()
+
+
+def test_parked_details_wrap_instead_of_hiding_text_to_the_right(qtbot: QtBot) -> None:
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.resize(760, 600)
+    with qtbot.waitExposed(window):
+        window.show()
+    interrupted = bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/one",
+        title="One",
+        last_run_status=bc.RunStatusValue.FAILED,
+        interrupted=True,
+        failure_class="app_restarted",
+    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(interrupted,)))
+    assert window.banner.request_resume()
+    message = "generation 1: tool call bash (c1) is indeterminate (dispatch_without_response)"
+    bridge.push_parked(
+        "s1",
+        ("dangling_tool_state",),
+        (bc.ResumeDiagnostic(code="pending_tool_result", message=message),),
+    )
+    window.banner.details_toggle.click()
+    scroll = window.banner.details_scroll
+    qtbot.waitUntil(lambda: scroll.viewport().width() > 0)
+    QApplication.processEvents()
+    assert window.banner.details_label.width() <= scroll.viewport().width()
+    assert not scroll.horizontalScrollBar().isVisible()
+    assert "(dispatch_without_response)" in window.banner.details_label.text()
