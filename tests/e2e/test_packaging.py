@@ -434,12 +434,7 @@ def test_deb_declares_the_newest_glibc_its_files_need(built: Built) -> None:
 
     needed: tuple[int, ...] = (2, 34)
     pattern = re.compile(r"\*UND\*.*\(GLIBC_(\d+)\.(\d+)(?:\.(\d+))?\)")
-    for path in built.bundle.rglob("*"):
-        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
-            continue
-        dump = subprocess.run(
-            ["objdump", "-T", str(path)], capture_output=True, text=True, check=False
-        ).stdout
+    for dump in _objdump_every_elf_file(built.bundle, "-T"):
         for match in pattern.finditer(dump):
             needed = max(needed, tuple(int(part) for part in match.groups() if part))
     libc = next(
@@ -451,21 +446,27 @@ def test_deb_declares_the_newest_glibc_its_files_need(built: Built) -> None:
 def test_no_bundled_file_searches_the_build_hosts_folders(built: Built) -> None:
     """RPATH/RUNPATH entries (read with ``objdump -p``) may only be relative to the file."""
     foreign: list[str] = []
-    for path in built.bundle.rglob("*"):
-        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
-            continue
-        dump = subprocess.run(
-            ["objdump", "-p", str(path)], capture_output=True, text=True, check=False
-        ).stdout
+    for path, dump in _objdump_every_elf_file(built.bundle, "-p", named=True):
         for line in dump.splitlines():
             words = line.split()
             if len(words) == 2 and words[0] in ("RPATH", "RUNPATH"):
                 foreign.extend(
-                    f"{path.name}: {entry}"
+                    f"{path}: {entry}"
                     for entry in words[1].split(":")
                     if not entry.startswith("$ORIGIN")
                 )
     assert foreign == [], foreign[:10]
+
+
+def _objdump_every_elf_file(bundle: Path, option: str, *, named: bool = False) -> Iterator[Any]:
+    """``objdump OPTION`` of every ELF file of the bundle: its text, or (file name, text)."""
+    for path in sorted(bundle.rglob("*")):
+        if path.is_symlink() or not path.is_file() or path.read_bytes()[:4] != b"\x7fELF":
+            continue
+        dump = subprocess.run(
+            ["objdump", option, str(path)], capture_output=True, text=True, check=False
+        ).stdout
+        yield (path.name, dump) if named else dump
 
 
 def _deb_field(deb: Path, name: str) -> str:

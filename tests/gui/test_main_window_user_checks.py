@@ -29,6 +29,15 @@ SESSIONS = (
     ),
 )
 
+INTERRUPTED = bc.SessionSummary(
+    session_id="s1",
+    cwd="/w/one",
+    title="One",
+    last_run_status=bc.RunStatusValue.FAILED,
+    interrupted=True,
+    failure_class="app_restarted",
+)
+
 
 def _window(qtbot: QtBot, *, confirm_quit: bool = False) -> tuple[MainWindow, FakeBridge]:
     bridge = FakeBridge()
@@ -84,20 +93,7 @@ def test_safe_resume_without_an_interrupted_turn_says_why(qtbot: QtBot) -> None:
     assert bridge.calls_to("resume_latest") == []
     assert "Nothing to resume" in window.statusBar().currentMessage()
     bridge.set_safe_resume_enabled(False)
-    bridge.sessions_listed.emit(
-        bc.SessionsListedPush(
-            sessions=(
-                bc.SessionSummary(
-                    session_id="s1",
-                    cwd="/w/one",
-                    title="One",
-                    last_run_status=bc.RunStatusValue.FAILED,
-                    interrupted=True,
-                    failure_class="app_restarted",
-                ),
-            )
-        )
-    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(INTERRUPTED,)))
     assert window.request_resume() is False
     assert "turned off" in window.statusBar().currentMessage()
 
@@ -190,15 +186,7 @@ def test_parked_details_wrap_instead_of_hiding_text_to_the_right(qtbot: QtBot) -
     window.resize(760, 600)
     with qtbot.waitExposed(window):
         window.show()
-    interrupted = bc.SessionSummary(
-        session_id="s1",
-        cwd="/w/one",
-        title="One",
-        last_run_status=bc.RunStatusValue.FAILED,
-        interrupted=True,
-        failure_class="app_restarted",
-    )
-    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(interrupted,)))
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(INTERRUPTED,)))
     assert window.banner.request_resume()
     message = "generation 1: tool call bash (c1) is indeterminate (dispatch_without_response)"
     bridge.push_parked(
