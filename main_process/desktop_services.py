@@ -163,7 +163,12 @@ class DesktopServices:
 
     def list_sessions(self) -> Sequence[SessionSummary]:
         overviews = self._service.list_sessions()
-        ordered = sorted(overviews, key=lambda o: o.session.created_at, reverse=True)
+        # Most recent activity first: the session worked in last is at the top after a restart.
+        ordered = sorted(
+            overviews,
+            key=lambda o: (o.last_activity_at, o.session.created_at, o.session.session_id),
+            reverse=True,
+        )
         return [_summary(overview) for overview in ordered]
 
     def session_summary(self, session_id: str) -> SessionSummary:

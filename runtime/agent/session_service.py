@@ -69,6 +69,8 @@ class SessionOverview:
     failure_class: str | None
     interrupted: bool
     run_count: int
+    last_activity_at: int = 0
+    """The latest of the session's creation and its runs' last updates (ms)."""
 
 
 def _title(text: str) -> str:
@@ -273,6 +275,7 @@ def session_overview(reader: LedgerReader, record: SessionRecord) -> SessionOver
         failure_class=last.failure_class if last else None,
         interrupted=bool(last and last.failure_class == FailureClass.APP_RESTARTED.value),
         run_count=len(runs),
+        last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
     )
 
 
