@@ -181,6 +181,10 @@ def plan_summary(
         lines = [
             f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
+            "What next: check what the interrupted calls may have changed, then carry on with a "
+            f"new message (maka run --session {plan.session_id} MESSAGE, or the desktop); the "
+            "model is told which calls are unsettled. Safe resume stays parked until the reasons "
+            "above change.",
         ]
     if operations:
         lines.append(f"Tool calls of run {operations[0].run_id}:")

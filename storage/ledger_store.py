@@ -315,6 +315,9 @@ class SqliteLedgerStore:
         """Claim + target header + ``continuationStart`` event in one transaction."""
         with self._write() as tx:
             claims.admit(tx, claim, target_header, start_event)
+            # P11 "continuation run creation": killed with the claim, the target run and its
+            # start event inserted but not committed, the admission must leave nothing behind.
+            store_failpoint("continuation_admission_before_commit", "P11")
         store_failpoint("after_continuation_admission_committed")
 
     def find_claim_by_boundary(self, boundary_digest: str) -> ContinuationClaim | None:

@@ -17,8 +17,9 @@ Points (``*_insert`` ones sit inside the open write transaction, ``*_after_commi
   ``bundle_after_decision_insert``, ``bundle_after_commit`` (also honours ``P10``, the catalog id of
   "recovery decision committed")
 - ``run_ending_after_event_insert``, ``run_ending_after_commit``
-- ``after_continuation_admission_committed`` (claim, target header and start event committed,
-  provider not yet called)
+- ``continuation_admission_before_commit`` (claim, target header and start event inserted, not
+  committed; also honours ``P11``, the catalog id of "continuation run creation"),
+  ``after_continuation_admission_committed`` (all three committed, provider not yet called)
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ STORE_FAILPOINTS = frozenset(
         "bundle_after_commit",
         "run_ending_after_event_insert",
         "run_ending_after_commit",
+        "continuation_admission_before_commit",
         "after_continuation_admission_committed",
         "P10",
+        "P11",
     }
 )
 

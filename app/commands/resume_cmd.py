@@ -41,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
+    if policy.mode is PermissionMode.DENY and not args.permission_mode:
+        print(
+            "note: no terminal to ask on, so the continuation's tools that change files or run "
+            "commands are refused; use --permission-mode auto to allow them",
+            file=sys.stderr,
+        )
     out = sys.stderr if args.json else sys.stdout
     transcript = TerminalTranscript(out)
     asker = StdinPermissionAsker(transcript)

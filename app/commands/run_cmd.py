@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
@@ -34,6 +35,17 @@ def permission_mode(option: str | None) -> str:
     if option:
         return option
     return "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
+
+
+def print_unsettled_calls(service: Any, session_id: str) -> None:
+    """Tell the user what the model is told before a new turn: earlier tool calls whose
+    outcome is unknown (a crash between dispatch and result), so nothing is repeated unseen."""
+    from runtime.providers.provider_port import HostNotice
+
+    for item in service.prior_history(session_id):
+        if isinstance(item, HostNotice):
+            text = item.text.removeprefix("Note from the host: ")
+            print(f"note: {text}", file=sys.stderr)
 
 
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
@@ -95,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
                 "refused; use --permission-mode auto to allow them",
                 file=sys.stderr,
             )
+        if args.session:
+            print_unsettled_calls(service, session.session_id)
         cancel = CancelToken()
         try:
             result = run_cancellable(

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
-    from app.commands.run_cmd import require_same_folder
+    from app.commands.run_cmd import print_unsettled_calls, require_same_folder
     from app.commands.terminal_transcript import (
         InputLines,
         StdinPermissionAsker,
@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
+        print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         if host.repaired_runs:
             print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")

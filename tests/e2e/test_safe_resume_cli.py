@@ -106,6 +106,28 @@ def test_a_bash_call_interrupted_after_dispatch_parks(tmp_path: Path, failpoint:
     assert drill.count() == (1 if failpoint == "P4" else 0)  # never retried
 
 
+def test_after_a_park_the_user_learns_what_to_do_and_what_is_unsettled(tmp_path: Path) -> None:
+    """The text forms: a parked resume says how to carry on; the next turn in the session tells
+    the user (not only the model) which earlier call has an unknown outcome."""
+    drill = Drill(tmp_path)
+    assert drill.run("P4").returncode == -9
+    parked = maka(
+        ["resume", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+    )
+    assert parked.returncode == 3
+    assert f"maka run --session {drill.session} MESSAGE" in parked.stdout
+    turn = maka(
+        ["run", "--session", drill.session, "--permission-mode", "auto", "count once"],
+        drill.data,
+        env=drill.env,
+    )
+    notes = [line for line in turn.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1, turn.stderr
+    assert "interrupted while calling bash" in notes[0] and "outcome is unknown" in notes[0]
+
+
 @pytest.mark.parametrize(("failpoint", "mode", "stdin"), [("P0", "auto", ""), ("P1", "ask", "y\n")])
 def test_an_undispatched_call_is_trimmed_and_runs_once_after_resume(
     tmp_path: Path, failpoint: str, mode: str, stdin: str
@@ -144,6 +166,28 @@ def test_an_interrupted_continuation_is_repaired_and_resumed_again(tmp_path: Pat
     assert runs[1][0].failure_class == "app_restarted"
     assert runs[2][0].continuation_source is not None
     assert runs[2][0].continuation_source["sourceRunId"] == runs[1][0].run_id
+    assert drill.count() == 1
+
+
+def test_a_crash_while_the_continuation_run_is_created_leaves_nothing(tmp_path: Path) -> None:
+    """P11 (continuation run creation): killed inside the admission transaction, with the claim,
+    the continuation run and its start event inserted but not committed. Nothing of them may
+    stay; the next resume continues once, and the command still ran once."""
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    before = committed_runs(drill.data)
+    result = maka(
+        ["resume", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG, "MAKA_FAILPOINT": "P11"},
+    )
+    assert result.returncode == -9
+    runs = committed_runs(drill.data)
+    assert [run.run_id for run, _ in runs] == [run.run_id for run, _ in before]
+    code, body = drill.resume()
+    assert code == 0, body
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2 and runs[1][0].continuation_source is not None
     assert drill.count() == 1
 
 
