@@ -132,7 +132,8 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     "recovery_bundle_completed": (_I, "Completed after recovery: the write had happened."),
     "dispatch_without_response": (
         _W,
-        "The tool started but no result was recorded; it is never retried or assumed.",
+        "The call was dispatched but no result was recorded, so whether it ran is unknown; it "
+        "is never retried or assumed.",
     ),
     "legacy_dispatch_unknown": (_W, "It is not known whether the tool started."),
     "orphan_dispatch": (_E, "A tool start was recorded without its call."),
