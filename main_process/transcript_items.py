@@ -14,8 +14,8 @@ say what happened in honest words without a new status in the contract:
   the run is live. A call that needs no permission is committed together with its dispatch, so
   this is the wait for the user's answer.
 * ``cancelled`` / ``permission_denied`` on a ``failed`` card: the user stopped the turn, or the
-  user (or the permission mode) refused the call. The runtime's entry carries only the refusal's
-  message, so the known messages are recognised here, in one place.
+  user (or the permission mode) refused the call: the committed result's code, which the
+  runtime's entry carries (``transcript_projection.result_code``).
 
 A run the user cancelled ends with an ``info`` notice, not a warning: nothing went wrong.
 """
@@ -60,27 +60,13 @@ _CARD_STATUS = {
 AWAITING_PERMISSION = "awaiting_permission"
 CANCELLED = "cancelled"
 PERMISSION_DENIED = "permission_denied"
-_CANCELLED_RESULTS = frozenset(
-    {
-        "the turn was cancelled while waiting for permission",
-        "the turn was cancelled before the tool started",
-        "the command was cancelled",
-    }
-)
-_DENIED_RESULT = re.compile(
-    r"^(the user denied permission to run \S+|permission to run \S+ was denied by the "
-    r"permission mode)$"
-)
 
 
 def _card_qualifier(entry: TranscriptEntry) -> str | None:
     if entry.status == "pending":
         return AWAITING_PERMISSION
-    if entry.status == "failed":
-        if entry.result_summary in _CANCELLED_RESULTS:
-            return CANCELLED
-        if _DENIED_RESULT.match(entry.result_summary):
-            return PERMISSION_DENIED
+    if entry.status == "failed" and entry.code in (CANCELLED, PERMISSION_DENIED):
+        return entry.code
     return None
 
 

@@ -20,7 +20,8 @@ from runtime.ledger.event_model import RuntimeEvent, is_terminal
 
 @dataclass(frozen=True, slots=True)
 class TranscriptEntry:
-    """``type``: user_message, assistant_message, thinking, tool_card or notice."""
+    """``type``: user_message, assistant_message, thinking, tool_card or notice. ``code``: a
+    notice's failure class or stop reason; a failed tool card's ``result_code``."""
 
     type: str
     item_id: str
@@ -45,6 +46,18 @@ def summarize_args(name: str, args: Any) -> str:
         if "pattern" in args:
             return str(args["pattern"])[:300]
     return json.dumps(args, ensure_ascii=False, sort_keys=True)[:300]
+
+
+def result_code(result: Any, is_error: bool) -> str | None:
+    """Why an error result has no outcome of its own, as committed: the refusal ``code`` of a
+    call refused before it ran (``permission_denied``, ``cancelled``...), or ``cancelled`` for a
+    command stopped while it ran (its result is flagged ``cancelled``)."""
+    if not is_error or not isinstance(result, dict):
+        return None
+    code = result.get("code")
+    if isinstance(code, str):
+        return code
+    return "cancelled" if result.get("cancelled") is True else None
 
 
 def _plural(count: int, word: str) -> str:
@@ -147,6 +160,7 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                 entries[index] = replace(
                     entries[index],
                     status="failed" if is_error else "succeeded",
+                    code=result_code(content["result"], is_error),
                     result_summary=summarize_result(content["result"], is_error, whole_output=True),
                 )
         elif "toolDispatch" in actions:
