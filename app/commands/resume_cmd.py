@@ -36,17 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
-    from app.commands.run_cmd import permission_mode
+    from app.commands.run_cmd import note_refusals_without_terminal, permission_mode
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
-    if policy.mode is PermissionMode.DENY and not args.permission_mode:
-        print(
-            "note: no terminal to ask on, so the continuation's tools that change files or run "
-            "commands are refused; use --permission-mode auto to allow them",
-            file=sys.stderr,
-        )
+    note_refusals_without_terminal(args.permission_mode)
     out = sys.stderr if args.json else sys.stdout
     transcript = TerminalTranscript(out)
     asker = StdinPermissionAsker(transcript)

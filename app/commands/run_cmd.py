@@ -37,6 +37,17 @@ def permission_mode(option: str | None) -> str:
     return "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
 
 
+def note_refusals_without_terminal(option: str | None) -> None:
+    """Say so when no ``--permission-mode`` was given and there is no terminal to ask on: tools
+    that change something will be refused (``run`` and ``resume``)."""
+    if permission_mode(option) == "deny" and not option:
+        print(
+            "note: no terminal to ask on, so tools that change files or run commands are "
+            "refused; use --permission-mode auto to allow them",
+            file=sys.stderr,
+        )
+
+
 def print_unsettled_calls(service: Any, session_id: str) -> None:
     """Tell the user what the model is told before a new turn: earlier tool calls whose
     outcome is unknown (a crash between dispatch and result), so nothing is repeated unseen."""
@@ -101,12 +112,7 @@ def run(args: argparse.Namespace) -> int:
             f"permission mode {policy.mode})",
             file=sys.stderr,
         )
-        if policy.mode is PermissionMode.DENY and not args.permission_mode:
-            print(
-                "note: no terminal to ask on, so tools that change files or run commands are "
-                "refused; use --permission-mode auto to allow them",
-                file=sys.stderr,
-            )
+        note_refusals_without_terminal(args.permission_mode)
         if args.session:
             print_unsettled_calls(service, session.session_id)
         cancel = CancelToken()
