@@ -31,6 +31,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -179,6 +180,13 @@ def _is_elf(path: Path) -> bool:
         return False
 
 
+def _elf_files(root: Path) -> Iterator[Path]:
+    """Every ELF file (executable or library) below ``root``, in a stable order; links skipped."""
+    for path in sorted(root.rglob("*")):
+        if not path.is_symlink() and path.is_file() and _is_elf(path):
+            yield path
+
+
 def glibc_floor(bundle: Path) -> tuple[int, ...]:
     """The newest glibc version any ELF file of ``bundle`` requires (``objdump -p``, "Version
     References" from glibc's libraries), at least ``GLIBC_FLOOR_MIN``. A package built on a newer
@@ -186,9 +194,7 @@ def glibc_floor(bundle: Path) -> tuple[int, ...]:
     if shutil.which("objdump") is None:
         raise SystemExit("build: objdump not found (apt-get install binutils)")
     floor: tuple[int, ...] = GLIBC_FLOOR_MIN
-    for path in sorted(bundle.rglob("*")):
-        if path.is_symlink() or not path.is_file() or not _is_elf(path):
-            continue
+    for path in _elf_files(bundle):
         dump = subprocess.run(["objdump", "-p", str(path)], capture_output=True, check=True).stdout
         required_from = b""
         for line in dump.splitlines():
@@ -406,9 +412,7 @@ def drop_foreign_search_paths(bundle: Path) -> int:
     relative to the file (``$ORIGIN``) stay. Returns how many files changed."""
     patchelf = _patchelf()
     changed = 0
-    for path in sorted(bundle.rglob("*")):
-        if path.is_symlink() or not path.is_file() or not _is_elf(path):
-            continue
+    for path in _elf_files(bundle):
         current = subprocess.run(
             [patchelf, "--print-rpath", str(path)], capture_output=True, text=True, check=False
         )
