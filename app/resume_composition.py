@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.code_text import DIAGNOSTICS, describe
 from main_process.resume_seam import continuation_resume_service, resume_service
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
@@ -90,8 +91,6 @@ RECOVERY_CODES = (
 
 
 def recovery_sentence(code: str) -> str | None:
-    from renderer.park_text import DIAGNOSTICS
-
     if code not in RECOVERY_CODES or code not in DIAGNOSTICS:
         return None
     return DIAGNOSTICS[code][1]
@@ -146,12 +145,10 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
     """One sentence per reason, then the diagnostics with their codes (for a terminal). A parked
     or unsettled tool call also gets a sentence saying what recovery found; ``reasons`` maps tool
     call ids to resolver reasons (else the reason code named in the diagnostic is used)."""
-    from renderer.park_text import PARK_REASONS
-
     lines: list[str] = []
     for reason in plan.rejection_reasons:
-        severity, sentence = PARK_REASONS.get(reason.value, ("error", "Safe resume refused."))
-        lines.append(f"  [{severity}] {reason.value}: {sentence}")
+        text = describe(reason.value)
+        lines.append(f"  [{text.severity}] {reason.value}: {text.sentence}")
     for diagnostic in plan.diagnostics:
         where = ""
         if diagnostic.tool_name or diagnostic.tool_call_id:

@@ -1,10 +1,19 @@
-"""Single-instance lock on the data directory (``QLockFile``).
+"""Single-instance lock on the data directory (an OS file lock, no Qt).
 
-Why ``QLockFile`` and not the IPC socket: on Unix, ``QLocalServer.listen()`` with an access option
+Why a file lock and not the IPC socket: on Unix, ``QLocalServer.listen()`` with an access option
 silently replaces even a *live* server's socket file, and on Windows two servers can share a pipe
-name, so "listen failed" can never mean "another instance runs". ``QLockFile`` records the holder's
-pid, hostname and application name; with a stale time of 0 it treats a lock whose holder process is
-gone (SIGKILL, power loss) as stale and takes it over at once, while a live holder always wins.
+name, so "listen failed" can never mean "another instance runs". The operating system releases a
+file lock when its holder dies (SIGKILL, power loss), so a stale lock never blocks a new start,
+while a live holder always wins. The file records the holder's pid and hostname for the message
+a second instance prints.
+
+Why no Qt: the CLI commands (``maka plan``, ``maka sessions``) take the same lock and must start
+without loading Qt; the desktop and the CLI share this one implementation.
+
+On Unix the lock is ``flock`` on ``maka-main.lock``; the holder unlinks the file before
+unlocking, and a taker checks that the file it locked is still the one at the path (else it
+retries), so two processes can never both hold a lock. On Windows it is ``msvcrt.locking`` on a
+byte far past the text.
 
 Only the lock holder may call ``QLocalServer.removeServer()`` for the data directory's socket
 name: the lock is what proves a leftover socket file is stale.
@@ -12,16 +21,20 @@ name: the lock is what proves a leftover socket file is stale.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import sys
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from PySide6.QtCore import QLockFile
-
 LOCK_FILE_NAME = "maka-main.lock"
 
-# How long tryLock waits for a holder that is just releasing (a previous instance exiting).
+# How long acquire waits for a holder that is just releasing (a previous instance exiting).
 _TRY_LOCK_MS = 200
+_WINDOWS_LOCK_OFFSET = 1 << 20
 
 
 class LockOutcome(StrEnum):
@@ -41,6 +54,39 @@ class LockResult:
     detail: str = ""
 
 
+def _try_lock(fd: int) -> bool:
+    """Take the lock on ``fd`` without waiting; False when someone else holds it."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, _WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+        with contextlib.suppress(OSError):
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
 class InstanceLock:
     """Owns ``<data_dir>/maka-main.lock`` for the life of the main process.
 
@@ -50,9 +96,7 @@ class InstanceLock:
 
     def __init__(self, data_dir: Path) -> None:
         self._path = data_dir / LOCK_FILE_NAME
-        self._lock = QLockFile(str(self._path))
-        self._lock.setStaleLockTime(0)
-        self._held = False
+        self._fd: int | None = None
 
     @property
     def path(self) -> Path:
@@ -60,31 +104,82 @@ class InstanceLock:
 
     @property
     def held(self) -> bool:
-        return self._held
+        return self._fd is not None
 
     def acquire(self) -> LockResult:
-        if self._held:
+        if self._fd is not None:
             return LockResult(LockOutcome.ACQUIRED)
-        if self._lock.tryLock(_TRY_LOCK_MS):
-            self._held = True
-            return LockResult(LockOutcome.ACQUIRED)
-        error = self._lock.error()
-        if error == QLockFile.LockError.LockFailedError:
-            pid, host = self._holder()
-            return LockResult(LockOutcome.HELD_ELSEWHERE, holder_pid=pid, holder_host=host)
-        detail = (
-            "permission denied"
-            if error == QLockFile.LockError.PermissionError
-            else "the lock file could not be created"
-        )
-        return LockResult(LockOutcome.UNAVAILABLE, detail=f"{detail}: {self._path}")
+        deadline = time.monotonic() + _TRY_LOCK_MS / 1000
+        while True:
+            try:
+                fd = os.open(
+                    self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600
+                )
+            except PermissionError:
+                return LockResult(
+                    LockOutcome.UNAVAILABLE, detail=f"permission denied: {self._path}"
+                )
+            except OSError:
+                return LockResult(
+                    LockOutcome.UNAVAILABLE,
+                    detail=f"the lock file could not be created: {self._path}",
+                )
+            if _try_lock(fd):
+                if self._still_at_path(fd):
+                    self._fd = fd
+                    self._write_holder(fd)
+                    return LockResult(LockOutcome.ACQUIRED)
+                _unlock(fd)  # the holder removed it while we waited: lock the new one
+                os.close(fd)
+                continue
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                pid, host = self._holder()
+                return LockResult(LockOutcome.HELD_ELSEWHERE, holder_pid=pid, holder_host=host)
+            time.sleep(0.02)
 
     def release(self) -> None:
-        if self._held:
-            self._lock.unlock()
-            self._held = False
+        fd = self._fd
+        if fd is None:
+            return
+        self._fd = None
+        if sys.platform == "win32":
+            _unlock(fd)
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                self._path.unlink()
+            return
+        with contextlib.suppress(OSError):
+            self._path.unlink()
+        _unlock(fd)
+        os.close(fd)
+
+    def _still_at_path(self, fd: int) -> bool:
+        if sys.platform == "win32":
+            return True
+        try:
+            at_path = os.stat(self._path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(fd)
+        return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)
+
+    def _write_holder(self, fd: int) -> None:
+        text = f"{os.getpid()}\nmaka\n{socket.gethostname()}\n".encode()
+        with contextlib.suppress(OSError):
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, text)
 
     def _holder(self) -> tuple[int | None, str | None]:
-        """The running holder's pid and hostname, or ``(None, None)`` if the file vanished."""
-        pid, host, _app = self._lock.getLockInfo()
+        """The running holder's pid and hostname, or ``(None, None)`` if unknown."""
+        try:
+            lines = self._path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None, None
+        try:
+            pid = int(lines[0])
+        except (IndexError, ValueError):
+            return None, None
+        host = lines[2] if len(lines) > 2 else None
         return (pid, host) if pid > 0 else (None, None)

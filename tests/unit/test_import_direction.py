@@ -36,7 +36,12 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
             },
         )
     if module.startswith("renderer"):
-        return {"renderer", "app.bridge_contract"}, {"PySide6", "pydantic", "typing_extensions"}
+        return (
+            {"renderer", "app.bridge_contract", "app.code_text"},
+            {"PySide6", "pydantic", "typing_extensions"},
+        )
+    if module == "app.code_text":
+        return {"app.code_text"}, set()
     if module == "app.bridge_contract":
         return {"app.bridge_contract"}, {"pydantic", "typing_extensions"}
     return set(PACKAGES), None

@@ -1,0 +1,403 @@
+"""Every stable code a user can meet -> a severity, a headline and a next step, in plain words.
+
+Why one table outside Qt: CODES.md says the UI maps each stable code to a severity and a
+sentence in one place, and tests assert codes, not sentences. The renderer (through
+``renderer/park_text.py``, which translates with Qt's ``tr``), the CLI and the TUI all read this
+module, so ``maka plan`` prints the same words as the banner without loading Qt. It imports only
+the standard library (the renderer may import it, like ``app/bridge_contract.py``).
+
+Keyed by the code *strings*: the renderer may not import the runtime's enums. A test walks every
+code of CODES.md and every code enum and fails when one has no sentence here. Sentences name no
+exception classes and quote no raw operating-system errors; those stay in "Copy diagnostics".
+
+Severity: ``info`` = an expected state the user can act on calmly; ``warn`` = the workspace or
+session needs attention before resuming; ``error`` = the ledger or the host is not in a
+trustworthy state. An unknown code is shown as ``error`` with its code, never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARN = "warn"
+    ERROR = "error"
+
+
+_RANK = {Severity.INFO: 0, Severity.WARN: 1, Severity.ERROR: 2}
+
+_I, _W, _E = Severity.INFO, Severity.WARN, Severity.ERROR
+
+PARK_REASONS: dict[str, tuple[Severity, str]] = {
+    "resume_feature_disabled": (_I, "Safe resume is turned off on this computer."),
+    "resume_candidate_missing": (_I, "There is nothing interrupted to resume in this session."),
+    "session_busy": (_I, "This session is running right now. Wait for it to finish."),
+    "continuation_already_exists": (_I, "This interruption has already been resumed."),
+    "dangling_tool_state": (
+        _W,
+        "A tool call's outcome is unknown or unsettled; resuming could repeat or hide "
+        "its side effect.",
+    ),
+    "pending_permission": (_W, "A permission request was never answered."),
+    "background_operation_pending": (_W, "A background command or child task is still running."),
+    "workspace_identity_mismatch": (
+        _W,
+        "This folder is not the same workspace the session ran in.",
+    ),
+    "workspace_identity_missing": (
+        _W,
+        "The interrupted run did not record which workspace it used.",
+    ),
+    "workspace_folder_missing": (
+        _W,
+        "The session's folder no longer exists; it was moved or deleted.",
+    ),
+    "tool_catalog_mismatch": (_W, "A tool used in this session is no longer available."),
+    "workspace_drift": (
+        _W,
+        "The files in the folder differ from the snapshot taken when the run stopped.",
+    ),
+    "workspace_checkpoint_stale": (_W, "The snapshot of the folder is out of date."),
+    "workspace_checkpoint_failed": (_W, "No snapshot of the folder could be taken at the stop."),
+    "workspace_checkpoint_missing": (_E, "The snapshot of the folder taken at the stop is gone."),
+    "runtime_offset_mismatch": (
+        _E,
+        "The saved history does not end where the checkpoint says it should.",
+    ),
+    "runtime_ledger_empty": (_E, "The interrupted run has no saved events to continue from."),
+    "runtime_ledger_unreadable": (
+        _E,
+        "The run's saved history cannot be read or has been quarantined.",
+    ),
+    "runtime_identity_mismatch": (_E, "The run's saved history mixes events of different runs."),
+    "continuation_identity_reused": (_E, "A new run would reuse the identity of an old one."),
+    "terminal_repair_failed": (_E, "The run's recorded ending and its header disagree."),
+    "provider_resume_head_unsupported": (
+        _E,
+        "The history does not start with a user message, so it cannot be continued.",
+    ),
+    "provider_resume_boundary_unsupported": (
+        _E,
+        "The history does not end at a user message or a tool result, so it cannot be continued.",
+    ),
+    "provider_replay_non_suffix_gap": (
+        _E,
+        "An unresolved tool call sits in the middle of the history.",
+    ),
+    "source_run_unreadable": (_E, "The interrupted run's record cannot be read."),
+    "source_prefix_digest_mismatch": (_E, "An earlier part of the saved history has changed."),
+    "runtime_lineage_cycle": (_E, "The chain of earlier resumes loops back on itself."),
+    "runtime_lineage_depth_exceeded": (
+        _E,
+        "The chain of earlier resumes is longer than 64 links.",
+    ),
+    "runtime_lineage_missing": (_E, "A link in the chain of earlier resumes is missing."),
+    "runtime_lineage_start_mismatch": (
+        _E,
+        "An earlier resume's starting point does not match its record.",
+    ),
+    "runtime_lineage_replay_mismatch": (
+        _E,
+        "The history replayed by an earlier resume has changed.",
+    ),
+    "runtime_lineage_claim_mismatch": (_E, "An earlier resume has no matching claim on record."),
+    "continuation_authority_unavailable": (_E, "The record of earlier resumes cannot be read."),
+    "continuation_claim_conflict": (_E, "Another resume claimed this point first."),
+    "safety_observation_unavailable": (
+        _E,
+        "The workspace, tools or background work could not be inspected.",
+    ),
+}
+
+DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
+    "pending_tool_result": (_W, "A tool call has no recorded result; its outcome is unknown."),
+    "tool_not_dispatched": (_W, "A tool call was prepared but never started."),
+    "tool_recovery_parked": (_W, "Recovery could not settle a tool call; it waits for you."),
+    "tool_recovery_corruption": (_E, "A tool call's recovery record is inconsistent."),
+    "tool_ledger_corruption": (_E, "The tool history is inconsistent."),
+    "duplicate_event_id": (_E, "The same event appears twice in the history."),
+    "semantic_lane_conflict": (_E, "An event is recorded in the wrong place for its kind."),
+    "protocol_marker_invalid": (_E, "A tool call carries an invalid protocol marker."),
+    "unmatched_tool_result": (_E, "A tool result has no matching call."),
+    "tool_name_mismatch": (_E, "A tool result names a different tool than its call."),
+    "workspace_location_changed": (
+        _I,
+        "The workspace folder has moved; it is still the same workspace.",
+    ),
+    "workspace_verified": (_I, "The folder is the same workspace the session ran in."),
+    "workspace_checkpoint_unavailable": (_I, "No snapshot of the folder is available to compare."),
+    "reconcile_matches_prior_state": (
+        _W,
+        "The write did not happen; redo is left to you.",
+    ),
+    "reconcile_diverged": (
+        _W,
+        "The file was changed by someone else since the tool ran; Maka will not overwrite it.",
+    ),
+    "reconcile_unreadable": (
+        _W,
+        "The file or the workspace could not be checked, so what happened is unknown.",
+    ),
+    "recovery_bundle_completed": (_I, "Completed after recovery: the write had happened."),
+    "dispatch_without_response": (
+        _W,
+        "The call was dispatched but no result was recorded, so whether it ran is unknown; it "
+        "is never retried or assumed.",
+    ),
+    "legacy_dispatch_unknown": (_W, "It is not known whether the tool started."),
+    "orphan_dispatch": (_E, "A tool start was recorded without its call."),
+    "recovery_fact_corruption": (_E, "A recovery record is inconsistent."),
+    "user_attested_ran": (_I, "You confirmed that this tool call ran."),
+    "user_attested_not_run": (_I, "You confirmed that this tool call did not run."),
+}
+
+REVALIDATION: dict[str, tuple[Severity, str]] = {
+    "source_identity_changed": (_E, "The interrupted run changed while resume was starting."),
+    "source_terminal_changed": (
+        _E,
+        "The interrupted run's ending changed while resume was starting.",
+    ),
+    "source_high_water_changed": (
+        _E,
+        "New events were saved to the interrupted run while resume was starting.",
+    ),
+    "source_ledger_identity_changed": (
+        _E,
+        "The interrupted run's history changed while resume was starting.",
+    ),
+    "source_replay_changed": (_E, "The history to replay changed while resume was starting."),
+    "workspace_identity_changed": (
+        _W,
+        "The workspace changed while resume was starting.",
+    ),
+    "background_operation_started": (
+        _W,
+        "A background command started while resume was starting.",
+    ),
+    "tool_catalog_changed": (_W, "The available tools changed while resume was starting."),
+    "target_run_conflict": (_E, "Another run already uses the new run's identity."),
+}
+
+# What the resolver concluded about one tool call, and how a settlement came about.
+RESOLVER: dict[str, tuple[Severity, str]] = {
+    "completed": (_I, "The tool call finished and its result is recorded."),
+    "parked": (_W, "The tool call is on hold until you decide what happened."),
+    "definitely_not_dispatched": (_I, "The tool call never started."),
+    "indeterminate": (_W, "Whether the tool call ran is unknown."),
+    "corruption": (_E, "The tool call's record is inconsistent."),
+    "matching_response": (_I, "The tool call has its recorded result."),
+    "new_protocol_before_dispatch": (_I, "The tool call stopped before it started."),
+    "orphan_response": (_E, "A tool result was recorded without its call."),
+    "duplicate_call": (_E, "The same tool call is recorded twice."),
+    "duplicate_operation": (_E, "The same tool operation is recorded twice."),
+    "duplicate_dispatch": (_E, "A tool call is recorded as started twice."),
+    "duplicate_response": (_E, "A tool call has two recorded results."),
+    "canonical_args_hash_conflict": (_E, "A tool call's arguments do not match their record."),
+    "invocation_identity_conflict": (_E, "A tool call's identity does not match its record."),
+    "identity_conflict": (_E, "An identifier was reused for different content."),
+    "event_order_conflict": (_E, "Events are recorded in an impossible order."),
+    "normal_t2": (_I, "Settled by the tool's own result."),
+    "pre_t1_synthetic": (_I, "Settled before the tool started."),
+    "recovery_bundle": (_I, "Settled by recovery after a restart."),
+    "user_attestation": (_I, "Settled by what you confirmed."),
+}
+
+STORE: dict[str, tuple[Severity, str]] = {
+    "reserved_tool_boundary_fact": (_E, "Only the tool writer may record a tool's start or end."),
+    "reserved_recovery_fact": (_E, "Only recovery may record a recovery decision."),
+    "reserved_continuation_fact": (_E, "Only Safe resume may record a continuation."),
+    "reserved_run_ending_fact": (_E, "Only the run-ending writer may end a run."),
+    "transition_shape_conflict": (_E, "The events to save do not form a valid step."),
+    "run_sealed": (_E, "This run has already ended; nothing more can be added to it."),
+    "operation_settled": (_E, "This tool call is already settled."),
+    "schema_newer_than_program": (
+        _E,
+        "The saved data was written by a newer version of Maka; this version will not touch it.",
+    ),
+    "store_locked": (_W, "Another Maka window or command is using this data folder."),
+    "store_corrupt": (_E, "The saved data is damaged and cannot be opened."),
+    "store_not_found": (_I, "There is no saved data here yet."),
+    "schema_upgrade_required": (
+        _W,
+        "The saved data needs an upgrade that only the desktop app or 'maka run' performs.",
+    ),
+    "store_read_only": (_W, "The saved data can only be read right now."),
+    "store_io_failed": (_E, "The saved data could not be read or written on disk."),
+    "session_not_found": (_E, "This session no longer exists."),
+    "run_not_found": (_E, "This run no longer exists."),
+    "run_status_conflict": (_E, "The run's status changed in the meantime."),
+    "operation_not_found": (_E, "The tool call this refers to was never recorded."),
+    "workspace_not_found": (_W, "The folder does not exist."),
+    "workspace_marker_invalid": (
+        _W,
+        "The folder's workspace marker (.maka-workspace.json) is damaged; Maka will not "
+        "replace it.",
+    ),
+    "workspace_marker_symlink": (
+        _W,
+        "The folder's workspace marker is a link to another file; Maka will not follow it.",
+    ),
+    "workspace_marker_not_file": (_W, "The folder's workspace marker is not a file."),
+    "workspace_marker_unreadable": (_W, "The folder's workspace marker cannot be read."),
+    "workspace_marker_write_failed": (
+        _W,
+        "The workspace marker could not be written in the folder.",
+    ),
+}
+
+TOOL_REFUSALS: dict[str, tuple[Severity, str]] = {
+    "unknown_tool": (_W, "The model asked for a tool that does not exist."),
+    "arguments_invalid": (_W, "The tool was called with invalid arguments."),
+    "loop_gate_blocked": (_W, "The same tool call was repeated too often and was stopped."),
+    "permission_denied": (_I, "You declined this tool call."),
+    "path_invalid": (_W, "The path is not valid."),
+    "path_outside_workspace": (_W, "The path is outside the session's folder."),
+    "path_protected": (_W, "The path is protected; Maka does not change it."),
+    "not_a_regular_file": (_W, "The path is not a regular file."),
+    "edit_target_missing": (_W, "The file to edit does not exist."),
+    "edit_no_match": (_W, "The text to replace was not found in the file."),
+    "edit_ambiguous": (_W, "The text to replace appears more than once in the file."),
+    "cancelled": (_I, "The tool call was stopped."),
+}
+
+RUN_ENDINGS: dict[str, tuple[Severity, str]] = {
+    "app_restarted": (_W, "Maka restarted before this run finished."),
+    "provider_error": (_E, "The model could not be reached or answered with an error."),
+    "tool_boundary_failed": (_E, "A tool step could not be saved, so the run stopped."),
+    "cancelled_by_user": (_I, "You stopped this run."),
+    "continuation_revalidation_failed": (
+        _W,
+        "Something changed while Safe resume was starting, so it did not continue.",
+    ),
+}
+
+FAILURES: dict[str, tuple[Severity, str]] = {
+    "bridge_disconnected": (_E, "The window lost its connection to the Maka process."),
+    "host_not_ready": (_W, "Maka is still starting up. Try again in a moment."),
+    "host_draining": (_W, "Maka is shutting down."),
+    "operation_conflict": (_W, "A resume with different inputs is already under way."),
+    "internal_failure": (_E, "Safe resume could not start because of an internal error."),
+    "invalid_cwd": (_W, "The session's folder does not exist or is not a folder."),
+    "workspace_identity_differs": (
+        _W,
+        "That folder is a different workspace, so the session was not moved there.",
+    ),
+}
+
+_TABLES = (
+    PARK_REASONS,
+    REVALIDATION,
+    DIAGNOSTICS,
+    RESOLVER,
+    STORE,
+    TOOL_REFUSALS,
+    RUN_ENDINGS,
+    FAILURES,
+)
+
+# What the user can do about a park: one sentence under the reasons. A new message always
+# carries the session on; Try again only helps once a reason the user can change has changed.
+# When several reasons have one, the most serious reason's wins, then the first in this order.
+NEXT_STEPS: dict[str, str] = {
+    "resume_feature_disabled": (
+        "Turn on Safe resume in Settings, or check your files and send a new message to carry on."
+    ),
+    "workspace_folder_missing": (
+        "If you moved the folder, choose Locate folder… and pick its new place; if you deleted "
+        "it, choose Remove session."
+    ),
+    "dangling_tool_state": (
+        "Check the files that tool call may have changed, then send a new message to carry on, "
+        "or choose Try again after changing something."
+    ),
+    "workspace_identity_mismatch": (
+        "Put back the folder's .maka-workspace.json file (or open the session's own folder), "
+        "then choose Try again, or send a new message to carry on here."
+    ),
+    "workspace_identity_missing": (
+        "Check your files, then send a new message to carry on; this run cannot be resumed."
+    ),
+    "tool_catalog_mismatch": (
+        "Make the missing tool available again and choose Try again, or send a new message to "
+        "carry on."
+    ),
+    "background_operation_pending": (
+        "Wait for the background command to finish (or stop it), then choose Try again, or "
+        "send a new message to carry on."
+    ),
+    "pending_permission": ("Check what that request was for, then send a new message to carry on."),
+}
+NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
+    _I: "",  # the reason itself says what to do (wait, or nothing to resume)
+    _W: (
+        "Send a new message to carry on, or choose Try again once what is listed above has changed."
+    ),
+    _E: "Send a new message to carry on, and use Copy diagnostics to report the problem.",
+}
+
+# Reasons the user can change from outside Maka's history (marker, folder, tool catalog,
+# background work, a turn still running): only then does checking again mean something.
+CHANGEABLE: frozenset[str] = frozenset(
+    {
+        "workspace_identity_mismatch",
+        "workspace_folder_missing",
+        "tool_catalog_mismatch",
+        "background_operation_pending",
+        "session_busy",
+        "safety_observation_unavailable",
+        "workspace_drift",
+        "workspace_checkpoint_stale",
+    }
+)
+
+UNKNOWN_CODE = "Safe resume stopped for a reason this version does not know ({code})."
+
+
+@dataclass(frozen=True, slots=True)
+class CodeText:
+    code: str
+    severity: Severity
+    sentence: str
+    known: bool
+
+
+def lookup(code: str) -> tuple[Severity, str] | None:
+    """The untranslated severity and headline of ``code``, or ``None`` if it is unknown."""
+    for table in _TABLES:
+        entry = table.get(code)
+        if entry is not None:
+            return entry
+    return None
+
+
+def describe(code: str) -> CodeText:
+    """Severity and headline for ``code``; unknown codes fall back to ``error``, naming it."""
+    entry = lookup(code)
+    if entry is not None:
+        return CodeText(code, entry[0], entry[1], True)
+    return CodeText(code, Severity.ERROR, UNKNOWN_CODE.replace("{code}", code), False)
+
+
+def next_step_source(codes: Iterable[str]) -> str:
+    """The (untranslated) sentence saying what to do after a park with ``codes``."""
+    codes = tuple(codes)
+    worst = highest_severity(codes)
+    stepped = [c for c in NEXT_STEPS if c in codes and describe(c).severity is worst]
+    source = NEXT_STEPS[stepped[0]] if stepped else None
+    if source is None:
+        source = NEXT_STEP_BY_SEVERITY[highest_severity(codes)]
+    return source
+
+
+def highest_severity(codes: Iterable[str]) -> Severity:
+    """The most serious severity among ``codes`` (``info`` if none)."""
+    return max((describe(code).severity for code in codes), key=_RANK.__getitem__, default=_I)
+
+
+def can_try_again(codes: Iterable[str]) -> bool:
+    """True when at least one reason is one the user can change, so checking again may help."""
+    return any(code in CHANGEABLE for code in codes)
