@@ -120,7 +120,7 @@ class DesktopServices:
             store=self._store,
             provider_factory=self._provider,
             owner_epoch=report.owner_epoch,
-            workspace_identity=self._workspace_identity if self._safe_resume_enabled else None,
+            workspace_identity=self._workspace_identity,
             shell_registry=self._shells,
             clock=self._clock,
         )

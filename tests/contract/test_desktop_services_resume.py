@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -93,5 +94,34 @@ def test_a_session_being_resumed_accepts_no_new_turn(
             key=lambda header: header.created_at,
         )
         assert [run.status for run in runs] == [RunStatus.FAILED, RunStatus.CANCELLED]
+    finally:
+        services.close()
+
+
+def test_every_desktop_run_records_its_workspace_even_with_safe_resume_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crash while Safe resume was off can be resumed once it is turned on: the run header
+    carries the workspace identity whatever the flag (else it parks forever with
+    ``workspace_identity_missing``)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    monkeypatch.delenv("MAKA_PROVIDER", raising=False)
+    services = DesktopServices(open_store(data), data, safe_resume_enabled=False)
+    try:
+        services.recover_at_startup()
+        session = services.create_session(work)
+        services.send_turn(session.session_id, "list files", RecordingSink())
+        deadline = time.monotonic() + 20
+        runs = []
+        while time.monotonic() < deadline:
+            runs = services._store.list_session_runs(session.session_id)
+            if runs and runs[0].status is RunStatus.COMPLETED:
+                break
+            time.sleep(0.05)
+        assert runs and runs[0].status is RunStatus.COMPLETED
+        assert runs[0].workspace_identity == resolve_workspace_identity(work).identity
+        assert (work / ".maka-workspace.json").is_file()
     finally:
         services.close()
