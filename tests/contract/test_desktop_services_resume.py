@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from app.bridge_contract import TranscriptItem
 from main_process.desktop_services import DesktopServices
 from main_process.host_services import HostServiceError, ResumeOutcome, ResumeParked
-from runtime.ledger.store_ports import RunStatus
+from runtime.ledger.store_ports import RunHeader, RunStatus
 from storage.ledger_store import open_store
 from storage.workspace_identity import resolve_workspace_identity
 from tests.helpers.ledger_builders import (
@@ -114,7 +115,7 @@ def test_every_desktop_run_records_its_workspace_even_with_safe_resume_off(
         session = services.create_session(work)
         services.send_turn(session.session_id, "list files", RecordingSink())
         deadline = time.monotonic() + 20
-        runs = []
+        runs: Sequence[RunHeader] = ()
         while time.monotonic() < deadline:
             runs = services._store.list_session_runs(session.session_id)
             if runs and runs[0].status is RunStatus.COMPLETED:
