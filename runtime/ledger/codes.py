@@ -123,6 +123,9 @@ class BundleCode(StrEnum):
     RECONCILE_DECISION_CONFLICT = "reconcile_decision_conflict"
     EVIDENCE_ORDER_CONFLICT = "evidence_order_conflict"
     EVENT_ORDER_CONFLICT = "event_order_conflict"
+    # Appended (RECOVERY.md section 8): a user's attestation whose recovered outcome does not
+    # say what the attestation says (its choice, time, note, error flag).
+    ATTESTATION_OUTCOME_CONFLICT = "attestation_outcome_conflict"
 
 
 class ReconcileObservation(StrEnum):
@@ -130,6 +133,9 @@ class ReconcileObservation(StrEnum):
     MATCHES_PRIOR_STATE = "matches_prior_state"
     DIVERGED = "diverged"
     UNREADABLE = "unreadable"
+    # The user's attestation (schema ``user_attestation_v1`` only, RECOVERY.md section 8).
+    USER_ATTESTED_RAN = "user_attested_ran"
+    USER_ATTESTED_NOT_RUN = "user_attested_not_run"
 
 
 class RecoveryDisposition(StrEnum):
@@ -164,12 +170,15 @@ class ResolverReason(StrEnum):
     RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
     RECONCILE_DIVERGED = "reconcile_diverged"
     RECONCILE_UNREADABLE = "reconcile_unreadable"
+    USER_ATTESTED_RAN = "user_attested_ran"
+    USER_ATTESTED_NOT_RUN = "user_attested_not_run"
 
 
 class SettlementOrigin(StrEnum):
     NORMAL_T2 = "normal_t2"
     PRE_T1_SYNTHETIC = "pre_t1_synthetic"
     RECOVERY_BUNDLE = "recovery_bundle"
+    USER_ATTESTATION = "user_attestation"
 
 
 class OperationStatus(StrEnum):
@@ -272,6 +281,23 @@ class RecoveryReasonCode(StrEnum):
     RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
     RECONCILE_DIVERGED = "reconcile_diverged"
     RECONCILE_UNREADABLE = "reconcile_unreadable"
+    USER_ATTESTED_RAN = "user_attested_ran"
+    USER_ATTESTED_NOT_RUN = "user_attested_not_run"
+
+
+class AttestationRefusal(StrEnum):
+    """Why the store refuses to record a user's attestation (RECOVERY.md section 8). Besides
+    these: ``operation_not_found``, ``operation_settled`` (another bundle settled it) and
+    ``background_operation_pending`` (a process of the call is still recorded alive)."""
+
+    # The operation is not ``indeterminate`` with ``dispatch_without_response`` (already
+    # settled, parked, corrupt, or never dispatched).
+    ATTESTATION_NOT_APPLICABLE = "attestation_not_applicable"
+    # The run was started by the process that owns the data directory now: it may still run.
+    RUN_NOT_ORPHANED = "run_not_orphaned"
+    # A file write: its evidence decides, never the user's word.
+    ATTESTATION_NOT_OFFERED_FOR_RECONCILE = "attestation_not_offered_for_reconcile"
+    ATTESTATION_NOTE_TOO_LONG = "attestation_note_too_long"
 
 
 class LedgerFileCode(StrEnum):

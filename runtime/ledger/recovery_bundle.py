@@ -22,6 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from runtime.ledger.attestation import (
+    ATTESTATION_FIELDS,
+    ATTESTATION_SCHEMA,
+    ATTESTED_REASONS,
+    Attestation,
+    attestation_from_payload,
+    outcome_matches,
+)
 from runtime.ledger.canonical_codec import canonical_args_hash
 from runtime.ledger.codes import (
     BundleCode,
@@ -64,20 +72,32 @@ class ReconcileFact:
     operation_id: str
     observation: ReconcileObservation
     observation_digest: str
+    attestation: Attestation | None = None
+    """Set exactly for the user's attestation (schema ``user_attestation_v1``)."""
 
     def to_tool_recovery(self) -> dict[str, Any]:
         """The ``actions.toolRecovery`` value carrying this fact."""
-        return {
-            "kind": RECONCILE_RESULT_KIND,
-            "version": FACT_VERSION,
-            "payload": {
-                "protocol": RECONCILE_PROTOCOL,
-                "operationId": self.operation_id,
-                "observation": str(self.observation),
-                "observationSchema": OBSERVATION_SCHEMA,
-                "observationDigest": self.observation_digest,
-            },
+        payload: dict[str, Any] = {
+            "protocol": RECONCILE_PROTOCOL,
+            "operationId": self.operation_id,
+            "observation": str(self.observation),
+            "observationSchema": (
+                OBSERVATION_SCHEMA if self.attestation is None else ATTESTATION_SCHEMA
+            ),
+            "observationDigest": self.observation_digest,
         }
+        if self.attestation is not None:
+            payload.update(self.attestation.fields())
+        return {"kind": RECONCILE_RESULT_KIND, "version": FACT_VERSION, "payload": payload}
+
+    @staticmethod
+    def attested(operation_id: str, ran: bool, attestation: Attestation) -> ReconcileFact:
+        observation = (
+            ReconcileObservation.USER_ATTESTED_RAN
+            if ran
+            else ReconcileObservation.USER_ATTESTED_NOT_RUN
+        )
+        return ReconcileFact(operation_id, observation, attestation.digest(), attestation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,36 +142,54 @@ def _non_empty(value: object) -> bool:
     return isinstance(value, str) and value != ""
 
 
+_RECONCILE_KEYS = frozenset(
+    {"protocol", "operationId", "observation", "observationSchema", "observationDigest"}
+)
+
+
 def parse_reconcile_fact(tool_recovery: object) -> ReconcileFact | None:
     """The reconcile fact in an ``actions.toolRecovery`` value, or None if it is not exactly
-    one."""
+    one. A state observation (``state_identity_v1``) takes the file observations only; the
+    user's attestation (``user_attestation_v1``) takes the attested ones, its fields, and a
+    digest that must be theirs."""
     payload = _envelope_payload(tool_recovery, RECONCILE_RESULT_KIND)
-    if payload is None or set(payload) != {
-        "protocol",
-        "operationId",
-        "observation",
-        "observationSchema",
-        "observationDigest",
-    }:
+    if payload is None or not set(payload) >= _RECONCILE_KEYS:
         return None
     observation = payload["observation"]
     digest = payload["observationDigest"]
     if (
         payload["protocol"] != RECONCILE_PROTOCOL
-        or payload["observationSchema"] != OBSERVATION_SCHEMA
         or not _non_empty(payload["operationId"])
         or observation not in ReconcileObservation.__members__.values()
         or not isinstance(digest, str)
         or _DIGEST.fullmatch(digest) is None
     ):
         return None
-    return ReconcileFact(payload["operationId"], ReconcileObservation(observation), digest)
+    observed = ReconcileObservation(observation)
+    schema = payload["observationSchema"]
+    if schema == OBSERVATION_SCHEMA:
+        if set(payload) != _RECONCILE_KEYS or observed in ATTESTED_REASONS:
+            return None
+        return ReconcileFact(payload["operationId"], observed, digest)
+    if (
+        schema != ATTESTATION_SCHEMA
+        or observed not in ATTESTED_REASONS
+        or not set(payload) - _RECONCILE_KEYS <= ATTESTATION_FIELDS
+    ):
+        return None
+    attestation = attestation_from_payload(payload)
+    if attestation is None or attestation.digest() != digest:
+        return None
+    return ReconcileFact(payload["operationId"], observed, digest, attestation)
 
 
 _COMPLETED_KEYS = frozenset(
     {"protocol", "operationId", "disposition", "reasonCode", "outcomeEventId", "evidenceEventIds"}
 )
 _PARKED_KEYS = _COMPLETED_KEYS - {"outcomeEventId"}
+_COMPLETED_REASONS = frozenset(
+    {RecoveryReasonCode.RECONCILE_MATCHES_EXPECTED_STATE, *ATTESTED_REASONS.values()}
+)
 
 
 def parse_decision_fact(tool_recovery: object) -> DecisionFact | None:
@@ -177,7 +215,7 @@ def parse_decision_fact(tool_recovery: object) -> DecisionFact | None:
     if disposition == RecoveryDisposition.COMPLETED:
         if (
             set(payload) != _COMPLETED_KEYS
-            or reason != RecoveryReasonCode.RECONCILE_MATCHES_EXPECTED_STATE
+            or reason not in _COMPLETED_REASONS
             or not _non_empty(payload["outcomeEventId"])
         ):
             return None
@@ -320,14 +358,17 @@ def validate_recovery_bundle(  # noqa: PLR0917 (the bundle's facts, in ledger or
         return _refused(
             BundleCode.DISPATCH_IDENTITY_CONFLICT, "the dispatch is not the operation's dispatch"
         )
-    if operation.recovery_mode != "reconcile":
+    reconcile_map = cast(Mapping[str, Any], reconcile)
+    decision_map = cast(Mapping[str, Any], decision)
+    observed = parse_reconcile_fact(_tool_recovery(reconcile_map))
+    if operation.recovery_mode != "reconcile" and (
+        observed is None or observed.attestation is None
+    ):
+        # The user's attestation is valid for any recoveryMode; everything else needs reconcile.
         return _refused(
             BundleCode.RECOVERY_MODE_UNSUPPORTED,
             f"recoveryMode {operation.recovery_mode} does not accept a recovery bundle",
         )
-    reconcile_map = cast(Mapping[str, Any], reconcile)
-    decision_map = cast(Mapping[str, Any], decision)
-    observed = parse_reconcile_fact(_tool_recovery(reconcile_map))
     if observed is None:
         return _refused(BundleCode.RECONCILE_FACT_INVALID, "not a reconcile observation")
     decided = parse_decision_fact(_tool_recovery(decision_map))
@@ -378,10 +419,7 @@ def _check_disposition(
     if decided.disposition is RecoveryDisposition.PARKED:
         if outcome is not None:
             return _refused(BundleCode.OUTCOME_FOR_PARKED, "a parked decision has no outcome")
-        if (
-            observed.observation is ReconcileObservation.MATCHES_EXPECTED_STATE
-            or PARKED_REASONS[observed.observation] != decided.reason_code
-        ):
+        if PARKED_REASONS.get(observed.observation) != decided.reason_code:
             return _refused(
                 BundleCode.RECONCILE_DECISION_CONFLICT,
                 f"observation {observed.observation} does not support {decided.reason_code}",
@@ -403,16 +441,29 @@ def _check_disposition(
         return _refused(
             BundleCode.OUTCOME_IDENTITY_CONFLICT, "the outcome is not the operation's response"
         )
-    if content.get("isError"):
+    if observed.attestation is None and content.get("isError"):
         return _refused(BundleCode.OUTCOME_NOT_SUCCESSFUL, "a recovered outcome is not an error")
     if decided.outcome_event_id != outcome["id"]:
         return _refused(
             BundleCode.OUTCOME_REFERENCE_CONFLICT, "outcomeEventId does not name the outcome"
         )
-    if observed.observation is not ReconcileObservation.MATCHES_EXPECTED_STATE:
+    expected_reason = (
+        RecoveryReasonCode.RECONCILE_MATCHES_EXPECTED_STATE
+        if observed.observation is ReconcileObservation.MATCHES_EXPECTED_STATE
+        else ATTESTED_REASONS.get(observed.observation)
+    )
+    if expected_reason != decided.reason_code:
         return _refused(
             BundleCode.RECONCILE_DECISION_CONFLICT,
-            f"observation {observed.observation} does not support completed",
+            f"observation {observed.observation} does not support completed"
+            f" with {decided.reason_code}",
+        )
+    if observed.attestation is not None and not outcome_matches(
+        observed.observation, observed.attestation, content
+    ):
+        return _refused(
+            BundleCode.ATTESTATION_OUTCOME_CONFLICT,
+            "the recovered outcome does not say what the user attested",
         )
     return None
 

@@ -20,7 +20,9 @@ Why the rules look the way they do:
   even when a response exists, because a conflicting fact means the response may not be the one
   the call produced.
 - Recovery bundles (reconcile + optional outcome + decision) are interpreted by the shared bundle
-  rules, causal order included; anything invalid is ``recovery_fact_corruption``.
+  rules, causal order included; anything invalid is ``recovery_fact_corruption``. A valid bundle
+  holding the user's attestation settles the call ``completed`` with reason
+  ``user_attested_ran`` / ``user_attested_not_run`` and settlement origin ``user_attestation``.
 """
 
 from __future__ import annotations
@@ -222,6 +224,13 @@ def _recovery_tail(
         return status, reason, origin
     if isinstance(meaning, RecoveryCorruption):
         return ResolverStatus.CORRUPTION, ResolverReason.RECOVERY_FACT_CORRUPTION, None
+    if meaning.reconcile.attestation is not None:
+        # The user's attestation (RECOVERY.md section 8): settled on their word, and said so.
+        return (
+            ResolverStatus.COMPLETED,
+            ResolverReason(meaning.decision.reason_code.value),
+            SettlementOrigin.USER_ATTESTATION,
+        )
     if meaning.decision.disposition is RecoveryDisposition.COMPLETED:
         return (
             ResolverStatus.COMPLETED,

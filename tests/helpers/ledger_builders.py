@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from runtime.ledger.attestation import ATTESTED_REASONS, Attestation, attestation_result
 from runtime.ledger.canonical_codec import (
     canonical_args_hash,
     canonical_bytes,
@@ -318,6 +319,44 @@ def decision_event(
     return _finish(_recovery_event(call, event_id, ts, fact.to_tool_recovery()), extra)
 
 
+def attestation_bundle(
+    call: Mapping[str, Any],
+    dispatch: Mapping[str, Any],
+    ran: bool = True,
+    *,
+    ts: int = 60,
+    attested_at: int = 1_764_605_000_000,
+    owner_epoch: int = 2,
+    note: str | None = None,
+) -> list[RuntimeEvent]:
+    """The user's attestation of ``call``'s unknown outcome: reconcile, outcome, decision."""
+    attestation = Attestation(attested_at, owner_epoch, note)
+    fact = ReconcileFact.attested(operation_of(call), ran, attestation)
+    op = operation_of(call)
+    reconcile = _finish(
+        _recovery_event(call, f"{op}_attest_reconcile", ts, fact.to_tool_recovery()), None
+    )
+    outcome = bound_response(
+        call,
+        attestation_result(ran, attestation),
+        event_id=f"{op}_attest_outcome",
+        ts=ts + 1,
+        is_error=not ran,
+        duration_ms=None,
+    )
+    decision = DecisionFact(
+        op,
+        RecoveryDisposition.COMPLETED,
+        ATTESTED_REASONS[fact.observation],
+        (call["id"], dispatch["id"], reconcile["id"], outcome["id"]),
+        outcome["id"],
+    )
+    decided = _finish(
+        _recovery_event(call, f"{op}_attest_decision", ts + 2, decision.to_tool_recovery()), None
+    )
+    return [reconcile, outcome, decided]
+
+
 # ---- whole ledgers ----------------------------------------------------------------------------
 
 
@@ -350,10 +389,20 @@ def tool_turn(
         outcome = bound_response(call, ts=ts + 3, duration_ms=None)
         decision = decision_event(call, dispatch, reconcile, outcome, ts=ts + 4)
         return [call, dispatch, reconcile, outcome, decision]
+    if ending in ATTESTED_ENDINGS:
+        bash = call_event(call_id, "bash", {"command": f"make {call_id}"}, ids=ids, ts=ts)
+        sent = dispatch_event(bash, recovery_mode="never_auto_retry", ts=ts + 1)
+        ran = ending == "attested_ran"
+        note = "checked the log" if ran else None
+        return [bash, sent, *attestation_bundle(bash, sent, ran, ts=ts + 2, note=note)]
     raise ValueError(f"unknown ending {ending!r}")
 
 
 ENDINGS = ("response", "synthetic", "dangling", "parked", "completed")
+ATTESTED_ENDINGS = ("attested_ran", "attested_not_run")
+"""Calls settled by the user's attestation (``user_attestation_v1``); not in ``ENDINGS`` so
+ledgers built from ``ENDINGS`` alone stay as they were."""
+ALL_ENDINGS = ENDINGS + ATTESTED_ENDINGS
 
 
 def clean_ledger(
@@ -385,7 +434,10 @@ SECOND_INVOCATION = RunIds("sess-1", "inv-2", "run-2", "turn-2")
 
 
 def mixed_ledger(
-    draw: Any, *, edits: tuple[str, ...] = ("dup", "drop", "swap")
+    draw: Any,
+    *,
+    edits: tuple[str, ...] = ("dup", "drop", "swap"),
+    endings: tuple[str, ...] = ENDINGS,
 ) -> list[RuntimeEvent]:
     """For hypothesis (``draw`` from ``st.data()``): clean turns in two invocations, then up to
     six random edits: ``dup`` (an event repeated elsewhere), ``drop``, ``swap`` (two events trade
@@ -395,8 +447,8 @@ def mixed_ledger(
 
     events: list[RuntimeEvent] = []
     for index, ids in enumerate((DEFAULT_IDS, SECOND_INVOCATION)):
-        endings = draw(st.lists(st.sampled_from(ENDINGS), max_size=4))
-        events.extend(clean_ledger(ids=ids, endings=endings)[: -1 if index else None])
+        chosen = draw(st.lists(st.sampled_from(endings), max_size=4))
+        events.extend(clean_ledger(ids=ids, endings=chosen)[: -1 if index else None])
     for _ in range(draw(st.integers(0, 6))):
         edit = draw(st.sampled_from(edits))
         i = draw(st.integers(0, len(events) - 1))

@@ -22,6 +22,7 @@ from runtime.ledger import parallel_decode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.recovery.resume_plan import ResumePlan, plan_part, plan_resume
 from tests.helpers.ledger_builders import (
+    ALL_ENDINGS,
     ENDINGS,
     SECOND_INVOCATION,
     clean_ledger,
@@ -142,7 +143,9 @@ def test_any_ledger_and_any_cut_give_the_serial_plan(
     monkeypatch: pytest.MonkeyPatch, data: st.DataObject, share: float, expected: int | None
 ) -> None:
     monkeypatch.setattr(ledger_plan_parts, "PARENT_SHARE", share)
-    events = mixed_ledger(data.draw, edits=("dup", "drop", "swap", "mark", "spine"))
+    events = mixed_ledger(
+        data.draw, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
+    )
     with tempfile.TemporaryDirectory() as folder:
         path = _file(Path(folder), events)
         assert plan_json_text_in_parts(path, expected) == _serial(events, expected)
@@ -152,7 +155,9 @@ def test_any_ledger_and_any_cut_give_the_serial_plan(
 @given(st.data())
 def test_plan_facts_cross_to_the_child_and_back_unchanged(data: st.DataObject) -> None:
     """The child sends its part's facts as plain data (``marshal``); they come back equal."""
-    events = mixed_ledger(data.draw, edits=("dup", "drop", "swap", "mark", "spine"))
+    events = mixed_ledger(
+        data.draw, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
+    )
     facts = plan_part(events).facts
     plain = marshal.loads(marshal.dumps(ledger_plan_parts.facts_to_plain(facts)))
     assert ledger_plan_parts.facts_from_plain(plain) == facts

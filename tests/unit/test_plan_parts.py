@@ -21,6 +21,7 @@ from runtime.recovery.resume_plan import (
     plan_verdict,
 )
 from tests.helpers.ledger_builders import (
+    ALL_ENDINGS,
     ENDINGS,
     SECOND_INVOCATION,
     clean_ledger,
@@ -80,7 +81,9 @@ def test_independent_parts_plan_as_the_whole_run(data: st.DataObject, expected: 
         st.one_of(
             ledgers(),
             st.builds(
-                lambda d: mixed_ledger(d, edits=("dup", "drop", "swap", "mark", "spine")),
+                lambda d: mixed_ledger(
+                    d, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
+                ),
                 st.just(data.draw),
             ),
         )

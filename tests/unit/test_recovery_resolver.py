@@ -20,8 +20,10 @@ from runtime.recovery.recovery_resolver import (
     resolve_recovery,
 )
 from tests.helpers.ledger_builders import (
+    ALL_ENDINGS,
     DIGEST_A,
     RunIds,
+    attestation_bundle,
     bound_response,
     call_event,
     decision_event,
@@ -147,6 +149,16 @@ def _bundle_on_never_retry() -> Ledger:
     return _parked("diverged", mode="never_auto_retry")
 
 
+def _attested(ran: bool, *, mode: str = "never_auto_retry", after_terminal: bool = False) -> Ledger:
+    """A bash call left dispatched without response, settled by the user's attestation (after
+    the run's recovered terminal event, as the user settles it)."""
+    call = call_event("c1", "bash", {"command": "make migrate"})
+    dispatch = dispatch_event(call, recovery_mode=mode)
+    bundle = attestation_bundle(call, dispatch, ran, note="checked the database")
+    ending = [terminal(state_delta={"failureClass": "app_restarted"}, status="failed", ts=59)]
+    return [_user(), call, dispatch, *(ending if after_terminal else []), *bundle]
+
+
 def _bundle_before_dispatch_order() -> Ledger:
     """A valid completed bundle whose outcome sits before the reconcile observation."""
     events = _completed_bundle()
@@ -247,6 +259,24 @@ TABLE: dict[str, Row] = {
         ResolverStatus.PARKED,
         ResolverReason.RECONCILE_UNREADABLE,
         SettlementOrigin.RECOVERY_BUNDLE,
+    ),
+    "the user's attestation that it ran completes the call on their word": Row(
+        lambda: _attested(True),
+        ResolverStatus.COMPLETED,
+        ResolverReason.USER_ATTESTED_RAN,
+        SettlementOrigin.USER_ATTESTATION,
+    ),
+    "the user's attestation that it did not run completes the call as failed": Row(
+        lambda: _attested(False, after_terminal=True),
+        ResolverStatus.COMPLETED,
+        ResolverReason.USER_ATTESTED_NOT_RUN,
+        SettlementOrigin.USER_ATTESTATION,
+    ),
+    "an attestation is valid for a reconcile-mode operation too": Row(
+        lambda: _attested(True, mode="reconcile", after_terminal=True),
+        ResolverStatus.COMPLETED,
+        ResolverReason.USER_ATTESTED_RAN,
+        SettlementOrigin.USER_ATTESTATION,
     ),
     "a bundle for an operation that does not accept reconciliation is corrupt": Row(
         _bundle_on_never_retry, ResolverStatus.CORRUPTION, ResolverReason.RECOVERY_FACT_CORRUPTION
@@ -476,7 +506,7 @@ def test_marker_issues_name_every_marker_after_the_first_event(data: st.DataObje
     """The resolver takes the markers' places from the scan; they are exactly the events after
     the first whose actions carry a marker, duplicated lines included, in ledger order (and an
     invalid marker on the first event comes before them)."""
-    events = mixed_ledger(data.draw, edits=("dup", "mark", "swap", "drop"))
+    events = mixed_ledger(data.draw, edits=("dup", "mark", "swap", "drop"), endings=ALL_ENDINGS)
     issues = [
         issue.event_id
         for issue in resolve_recovery(events).issues

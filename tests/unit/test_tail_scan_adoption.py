@@ -15,6 +15,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.tail_scan import TailScan, adopt_tail
 from runtime.ledger.tool_ledger_scanner import BatchScan, ToolLedgerScan, scan_tool_ledger
 from tests.helpers.ledger_builders import (
+    ALL_ENDINGS,
     ENDINGS,
     MARKER_ACTIONS,
     SECOND_INVOCATION,
@@ -62,7 +63,9 @@ def _assert_same(scan: ToolLedgerScan, events: list[RuntimeEvent]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_a_split_scan_always_equals_the_whole_scan(data: st.DataObject) -> None:
-    events = mixed_ledger(data.draw, edits=("dup", "drop", "swap", "mark", "spine"))
+    events = mixed_ledger(
+        data.draw, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
+    )
     split = data.draw(st.integers(0, len(events)))
     scan, _ = _split_scan(events, split)
     _assert_same(scan, events)

@@ -17,6 +17,7 @@ from runtime.ledger.tool_ledger_scanner import (
     scan_tool_ledger,
 )
 from tests.helpers.ledger_builders import (
+    ALL_ENDINGS,
     DIGEST_A,
     ENDINGS,
     RunIds,
@@ -393,7 +394,7 @@ def test_probe_reports_without_changing_the_scanner() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_incremental_validation_equals_a_full_rescan(data: st.DataObject) -> None:
-    events = mixed_ledger(data.draw)
+    events = mixed_ledger(data.draw, endings=ALL_ENDINGS)
     split = data.draw(st.integers(0, len(events)))
     scanner = ToolLedgerScanner()
     scanner.feed_all(events[:split])
@@ -420,7 +421,7 @@ def _positions(scan: ToolLedgerScan) -> list[dict[str, int]]:
 def test_absorbing_a_fed_fork_equals_feeding_the_events(data: st.DataObject) -> None:
     """A writer absorbs its validated fork instead of feeding the events again: the scanner
     must end in exactly the state feeding gives, and keep answering like it afterwards."""
-    events = mixed_ledger(data.draw)
+    events = mixed_ledger(data.draw, endings=ALL_ENDINGS)
     split = data.draw(st.integers(0, len(events)))
     end = data.draw(st.integers(split, len(events)))
     scanner = ToolLedgerScanner()
