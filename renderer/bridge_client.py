@@ -66,6 +66,7 @@ log = logging.getLogger("maka.renderer.bridge")
 
 BACKOFF_FIRST_MS = 50
 BACKOFF_MAX_MS = 2000
+SENT_TURNS_KEPT = 16
 
 
 class RendererBridge(BridgePort):
@@ -79,6 +80,7 @@ class RendererBridge(BridgePort):
         self._stopped = False
         self._backoff_ms = BACKOFF_FIRST_MS
         self._ids = itertools.count(1)
+        self._sent_turns: dict[str, tuple[str, str]] = {}
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._connect)
@@ -185,7 +187,11 @@ class RendererBridge(BridgePort):
             case SettingsCurrentPush():
                 self.settings_current.emit(message)
             case ErrorPush():
-                self.error_received.emit(message)
+                sent = self._sent_turns.pop(message.correlation_id or "", None)
+                if sent is not None:
+                    self.turn_refused.emit(sent[0], sent[1], message)
+                else:
+                    self.error_received.emit(message)
             case WindowShowPush():
                 self.window_show_requested.emit()
             case _:
@@ -234,7 +240,15 @@ class RendererBridge(BridgePort):
     def send_turn(self, session_id: str, text: str) -> bool:
         if not 0 < len(text) <= MAX_TEXT_CHARS:
             return False
-        return self._send(TurnsSendRequest(session_id=session_id, text=text))
+        correlation = self._correlation()
+        request = TurnsSendRequest(session_id=session_id, text=text, correlation_id=correlation)
+        if not self._send(request):
+            return False
+        # Remembered so a refusal gives the text back; only the newest few can still be answered.
+        self._sent_turns[correlation] = (session_id, text)
+        while len(self._sent_turns) > SENT_TURNS_KEPT:
+            del self._sent_turns[next(iter(self._sent_turns))]
+        return True
 
     def cancel_turn(self, session_id: str) -> bool:
         return self._send(TurnsCancelRequest(session_id=session_id))

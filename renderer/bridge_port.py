@@ -40,6 +40,9 @@ class BridgePort(QObject):
     resume_failed = Signal(object)  # ResumeFailedPush
     settings_current = Signal(object)  # SettingsCurrentPush
     error_received = Signal(object)  # ErrorPush
+    turn_refused = Signal(str, str, object)
+    """(session id, the refused text, ErrorPush): a message the main process did not take;
+    the composer gets the text back and says why beside it."""
     window_show_requested = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:

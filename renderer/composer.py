@@ -7,10 +7,19 @@ stray Enter never sends half a message.
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QKeySequence, QPalette, QShortcut
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.bridge_contract import MAX_TEXT_CHARS
+from renderer import theme
+from renderer.park_text import Severity
 
 
 def _tr(text: str) -> str:
@@ -23,9 +32,21 @@ class Composer(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(20, 8, 20, 14)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(20, 8, 20, 14)
+        outer.setSpacing(4)
+        # Why a refused message came back (the main process did not take it): beside the text
+        # it refers to, not in the status bar where it vanishes.
+        self.note_label = QLabel()
+        self.note_label.setObjectName("ComposerNote")
+        self.note_label.setWordWrap(True)
+        self.note_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.note_label.setVisible(False)
+        outer.addWidget(self.note_label)
+        layout = QHBoxLayout()
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
+        outer.addLayout(layout)
         self.editor = QPlainTextEdit()
         self.editor.setAccessibleName(_tr("Message"))
         self.editor.setPlaceholderText(_tr("Message Maka…   (Ctrl+Enter to send)"))
@@ -73,8 +94,35 @@ class Composer(QWidget):
         text = self.editor.toPlainText().strip()
         if not self.send_button.isEnabled() or not text:
             return
-        self.send_requested.emit(text)
+        self.clear_note()
         self.editor.clear()
+        self.send_requested.emit(text)
+
+    def give_back(self, text: str, reason: str) -> None:
+        """A message that was not sent: its text returns to the editor (before anything typed
+        since) and ``reason`` shows beside it."""
+        typed = self.editor.toPlainText()
+        if typed.strip() != text:
+            self.editor.setPlainText(text + ("\n" + typed if typed.strip() else ""))
+        cursor = self.editor.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.editor.setTextCursor(cursor)
+        self.note_label.setText(reason)
+        self.note_label.setVisible(bool(reason))
+        palette = self.note_label.palette()
+        palette.setColor(
+            QPalette.ColorRole.WindowText, theme.accent(Severity.WARN, self.palette())
+        )
+        self.note_label.setPalette(palette)
+        self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def clear_note(self) -> None:
+        self.note_label.clear()
+        self.note_label.setVisible(False)
+
+    @property
+    def note(self) -> str:
+        return self.note_label.text() if self.note_label.isVisible() else ""
 
     def _update_enabled(self) -> None:
         text = self.editor.toPlainText().strip()

@@ -189,6 +189,7 @@ class MainWindow(QMainWindow):
         bridge.resume_started.connect(self._on_resume_started)
         bridge.settings_current.connect(self._on_settings)
         bridge.error_received.connect(self._on_error)
+        bridge.turn_refused.connect(self._on_turn_refused)
         bridge.window_show_requested.connect(self.bring_to_front)
         self.sessions.session_selected.connect(self._select)
         self.sessions.new_session_requested.connect(self.new_session)
@@ -240,14 +241,26 @@ class MainWindow(QMainWindow):
         self.activateWindow()
 
     def _send(self, text: str) -> None:
-        if self._session_id is not None:
-            self.transcript.follow_newest()
-            self._bridge.send_turn(self._session_id, text)
+        if self._session_id is None:
+            return
+        self.transcript.follow_newest()
+        if not self._bridge.send_turn(self._session_id, text):
+            self.composer.give_back(text, describe("bridge_disconnected").sentence)
+
+    def _on_turn_refused(self, session_id: str, text: str, push: ErrorPush) -> None:
+        """The main process did not take a message: nothing typed is lost."""
+        known = describe(push.code)
+        reason = known.sentence if known.known else _tr("The message was not sent.")
+        if session_id == self._session_id:
+            self.composer.give_back(text, _tr("Not sent: {reason}").replace("{reason}", reason))
+        else:
+            self.statusBar().showMessage(f"{reason} [{push.code}]", 10_000)
 
     def _select(self, session_id: str) -> None:
         if session_id == self._session_id:
             return
         self._show_session(session_id)
+        self.composer.clear_note()
         self.transcript.clear()
         self._bridge.open_session(session_id)
 
