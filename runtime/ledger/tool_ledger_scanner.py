@@ -434,9 +434,15 @@ class ToolLedgerScanner:
         key = (invocation, fact["providerToolCallId"])
         op = self._by_key.get(key)
         if op is None:
-            # A dispatch before its call: the operation exists from here on, bound below.
+            # A dispatch before its call (an orphan dispatch): the operation is created from
+            # the dispatch, its operation id and dispatch event set at once, before the
+            # duplicate-operation check, so it stays an orphan dispatch with both even when
+            # that check skips the binding below (LEDGER.md section 4).
             op = self._new_op(key, fact["toolName"])
-            self._op_issue(op, ScanIssueCode.EVENT_ORDER_CONFLICT, event_id, operation_id)
+            op.operation_id = operation_id
+            op.dispatch = event
+            op.positions[event_id] = position
+            self._op_issue(op, ScanIssueCode.EVENT_ORDER_CONFLICT, event_id)
         elif op.dispatch is not None:
             self._op_issue(op, ScanIssueCode.DUPLICATE_DISPATCH, event_id, operation_id)
             return
@@ -508,10 +514,12 @@ class ToolLedgerScanner:
         operation_id = payload.get("operationId") if isinstance(payload, dict) else None
         op = self._by_opid.get(operation_id) if isinstance(operation_id, str) else None
         if op is None:
-            # Unknown operation, or a recovery fact before its dispatch.
+            # Unknown operation, or a recovery fact before its dispatch: the issue names the
+            # operation the fact claims (a string one) and the tool call its refs name.
             tool_call_id = event["refs"].get("toolCallId")
+            claimed = operation_id if isinstance(operation_id, str) else None
             self._issues.append(
-                ScanIssue(ScanIssueCode.EVENT_ORDER_CONFLICT, event["id"], None, tool_call_id)
+                ScanIssue(ScanIssueCode.EVENT_ORDER_CONFLICT, event["id"], claimed, tool_call_id)
             )
             return
         target = op.reconciles if lane is Lane.RECONCILE_RESULT else op.decisions

@@ -21,12 +21,16 @@ import pytest
 
 from runtime.ledger.event_model import RuntimeEvent
 from tests.helpers.ledger_builders import (
+    DEFAULT_IDS,
     RunIds,
     bound_response,
     call_event,
     dispatch_event,
     model_text,
+    orphan_dispatch_copy,
+    reconcile_event,
     response_event,
+    stray_recovery_copy,
     terminal,
     to_jsonl,
     tool_turn,
@@ -305,6 +309,103 @@ def test_an_orphan_response_is_an_unmatched_tool_result(tmp_path: Path) -> None:
         "unmatched_tool_result",
     ]
     assert document["diagnostics"][0]["detail"] == {"issueCode": "orphan_response"}
+
+
+def _corrupt_recovery_ledger(ids: RunIds = DEFAULT_IDS) -> tuple[list[RuntimeEvent], str]:
+    """A call-less dispatch reusing a bound operation id, and a reconcile fact for an operation
+    no dispatch made (reference section 4.2, steps 6 and 8); the reused operation id."""
+    call = call_event("owner", ids=ids, ts=10)
+    owner = dispatch_event(call)
+    claimed = owner["actions"]["toolDispatch"]["operationId"]
+    return [
+        call,
+        owner,
+        bound_response(call),
+        orphan_dispatch_copy(owner, "thief", claimed),
+        stray_recovery_copy(reconcile_event(call), "toolop_nobody", "stray"),
+    ], claimed
+
+
+def test_scan_reports_an_orphan_dispatch_and_a_stray_recovery_fact_with_their_ids(
+    tmp_path: Path,
+) -> None:
+    tail, claimed = _corrupt_recovery_ledger()
+    events = [user_text(marker=True), *tail]
+    orphan, stray = events[-2:]
+    path = _write(tmp_path / "run.jsonl", events)
+    scan = _json(["ledger", "scan", str(path), "--json"], tmp_path)
+    assert scan["operations"][1] == {
+        "toolCallId": "thief",
+        "toolName": "Write",
+        "operationId": claimed,
+        "status": "corruption",
+        "reason": "orphan_dispatch",
+        "dispatchRuntimeEventId": orphan["id"],
+    }
+    assert scan["issues"] == [
+        {
+            "code": "event_order_conflict",
+            "eventId": orphan["id"],
+            "operationId": claimed,
+            "toolCallId": "thief",
+        },
+        {
+            "code": "duplicate_operation",
+            "eventId": orphan["id"],
+            "operationId": claimed,
+            "toolCallId": "thief",
+        },
+        {
+            "code": "event_order_conflict",
+            "eventId": stray["id"],
+            "operationId": "toolop_nobody",
+            "toolCallId": "owner",
+        },
+    ]
+    text = _run(["ledger", "scan", str(path)], tmp_path).stdout
+    assert "Write thief: corruption (orphan_dispatch)" in text
+    plan = _json(["ledger", "plan", str(path), "--json"], tmp_path)
+    assert plan["diagnostics"][-1] == {
+        "code": "tool_recovery_corruption",
+        "message": "tool recovery fact is corrupt: orphan_dispatch",
+        "eventId": orphan["id"],
+        "toolCallId": "thief",
+        "toolName": "Write",
+    }
+    assert plan["disposition"] == "blocked"
+
+
+@pytest.mark.parametrize("command", ["plan", "scan"])
+def test_a_large_ledger_with_both_facts_in_its_tail_gives_the_serial_answer(
+    tmp_path: Path, command: str
+) -> None:
+    """The two-core path (the tail scanned and planned in a child) reports them as the plain
+    path does."""
+    from app.commands.ledger_report import plan_json, scan_json
+    from runtime.ledger.ledger_file import read_ledger_events
+    from runtime.recovery.recovery_resolver import resolve_recovery
+    from runtime.recovery.resume_plan import plan_resume
+
+    events = _large_run(4_500)
+    tail, claimed = _corrupt_recovery_ledger(RunIds("sess-large", "inv-large", "run-large"))
+    events[-2:-2] = tail
+    path = _write(tmp_path / "large.jsonl", events)
+    decoded = read_ledger_events(path.read_bytes())
+    expected = (
+        plan_json(plan_resume(decoded))
+        if command == "plan"
+        else scan_json(resolve_recovery(decoded))
+    )
+    document = _json(["ledger", command, str(path), "--json"], tmp_path)
+    assert document == expected
+    if command == "scan":
+        thief = next(op for op in document["operations"] if op["toolCallId"] == "thief")
+        assert (thief["reason"], thief["operationId"]) == ("orphan_dispatch", claimed)
+        assert "toolop_nobody" in [issue.get("operationId") for issue in document["issues"]]
+    else:
+        assert "tool recovery fact is corrupt: orphan_dispatch" in [
+            d["message"] for d in document["diagnostics"]
+        ]
 
 
 def test_without_json_the_plan_is_a_short_text(tmp_path: Path) -> None:

@@ -433,27 +433,85 @@ def to_jsonl(events: Iterable[Mapping[str, Any]]) -> bytes:
 SECOND_INVOCATION = RunIds("sess-1", "inv-2", "run-2", "turn-2")
 
 
+def _with_kind(events: list[RuntimeEvent], key: str) -> list[RuntimeEvent]:
+    return [event for event in events if key in (event.get("actions") or {})]
+
+
+def _claimed_operation_id(draw: Any, events: list[RuntimeEvent]) -> str:
+    """An operation id some dispatch of ``events`` binds, or one no event names."""
+    from hypothesis import strategies as st
+
+    bound = [
+        event["actions"]["toolDispatch"]["operationId"]
+        for event in events
+        if "toolDispatch" in (event.get("actions") or {})
+    ]
+    return cast(str, draw(st.sampled_from([*bound, "toolop_nobody"])))
+
+
+def orphan_dispatch_copy(
+    dispatch: Mapping[str, Any], tool_call_id: str, operation_id: str
+) -> RuntimeEvent:
+    """``dispatch`` turned into the dispatch of a call no event makes (``tool_call_id``),
+    claiming ``operation_id`` (its own or another operation's), with an id of its own."""
+    return with_changes(
+        dispatch,
+        id=f"{dispatch['id']}-{tool_call_id}",
+        actions={"toolDispatch": {"providerToolCallId": tool_call_id, "operationId": operation_id}},
+        refs={"toolCallId": tool_call_id, "operationId": operation_id},
+    )
+
+
+def stray_recovery_copy(fact: Mapping[str, Any], operation_id: str, suffix: str) -> RuntimeEvent:
+    """The recovery fact ``fact`` (reconcile or decision) with an id of its own, claiming
+    ``operation_id``."""
+    return with_changes(
+        fact,
+        id=f"{fact['id']}-{suffix}",
+        actions={"toolRecovery": {"payload": {"operationId": operation_id}}},
+        refs={"operationId": operation_id},
+    )
+
+
+MIXED_EDITS = ("dup", "drop", "swap", "mark", "spine", "orphan", "stray")
+"""Every edit ``mixed_ledger`` knows."""
+
+
 def mixed_ledger(
     draw: Any,
     *,
-    edits: tuple[str, ...] = ("dup", "drop", "swap"),
+    edits: tuple[str, ...] = ("dup", "drop", "swap", "orphan", "stray"),
     endings: tuple[str, ...] = ENDINGS,
 ) -> list[RuntimeEvent]:
     """For hypothesis (``draw`` from ``st.data()``): clean turns in two invocations, then up to
     six random edits: ``dup`` (an event repeated elsewhere), ``drop``, ``swap`` (two events trade
-    places), ``mark`` (an event given the T1 marker) and ``spine`` (an event moved to another
-    turn)."""
+    places), ``mark`` (an event given the T1 marker), ``spine`` (an event moved to another
+    turn), ``orphan`` (a copy of a dispatch for a call no event makes, claiming a bound or an
+    unknown operation id, inserted anywhere) and ``stray`` (a copy of a recovery fact claiming a
+    bound or an unknown operation id, inserted anywhere)."""
     from hypothesis import strategies as st
 
     events: list[RuntimeEvent] = []
     for index, ids in enumerate((DEFAULT_IDS, SECOND_INVOCATION)):
         chosen = draw(st.lists(st.sampled_from(endings), max_size=4))
         events.extend(clean_ledger(ids=ids, endings=chosen)[: -1 if index else None])
-    for _ in range(draw(st.integers(0, 6))):
+    for count in range(draw(st.integers(0, 6))):
         edit = draw(st.sampled_from(edits))
         i = draw(st.integers(0, len(events) - 1))
         j = draw(st.integers(0, len(events) - 1))
-        if edit == "dup":
+        if edit in ("orphan", "stray"):
+            key = "toolDispatch" if edit == "orphan" else "toolRecovery"
+            sources = _with_kind(events, key)
+            if sources:
+                source = draw(st.sampled_from(sources))
+                claimed = _claimed_operation_id(draw, events)
+                events.insert(
+                    j,
+                    orphan_dispatch_copy(source, f"orphan-{count}", claimed)
+                    if edit == "orphan"
+                    else stray_recovery_copy(source, claimed, f"stray-{count}"),
+                )
+        elif edit == "dup":
             events.insert(j, events[i])
         elif edit == "drop" and len(events) > 1:
             events.pop(i)

@@ -24,6 +24,7 @@ from runtime.recovery.resume_plan import ResumePlan, plan_part, plan_resume
 from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     ENDINGS,
+    MIXED_EDITS,
     SECOND_INVOCATION,
     clean_ledger,
     mixed_ledger,
@@ -143,9 +144,7 @@ def test_any_ledger_and_any_cut_give_the_serial_plan(
     monkeypatch: pytest.MonkeyPatch, data: st.DataObject, share: float, expected: int | None
 ) -> None:
     monkeypatch.setattr(ledger_plan_parts, "PARENT_SHARE", share)
-    events = mixed_ledger(
-        data.draw, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
-    )
+    events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
     with tempfile.TemporaryDirectory() as folder:
         path = _file(Path(folder), events)
         assert plan_json_text_in_parts(path, expected) == _serial(events, expected)
@@ -155,9 +154,7 @@ def test_any_ledger_and_any_cut_give_the_serial_plan(
 @given(st.data())
 def test_plan_facts_cross_to_the_child_and_back_unchanged(data: st.DataObject) -> None:
     """The child sends its part's facts as plain data (``marshal``); they come back equal."""
-    events = mixed_ledger(
-        data.draw, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
-    )
+    events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
     facts = plan_part(events).facts
     plain = marshal.loads(marshal.dumps(ledger_plan_parts.facts_to_plain(facts)))
     assert ledger_plan_parts.facts_from_plain(plain) == facts

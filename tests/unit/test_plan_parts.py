@@ -23,6 +23,7 @@ from runtime.recovery.resume_plan import (
 from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     ENDINGS,
+    MIXED_EDITS,
     SECOND_INVOCATION,
     clean_ledger,
     mixed_ledger,
@@ -81,9 +82,7 @@ def test_independent_parts_plan_as_the_whole_run(data: st.DataObject, expected: 
         st.one_of(
             ledgers(),
             st.builds(
-                lambda d: mixed_ledger(
-                    d, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
-                ),
+                lambda d: mixed_ledger(d, edits=MIXED_EDITS, endings=ALL_ENDINGS),
                 st.just(data.draw),
             ),
         )

@@ -22,6 +22,7 @@ from runtime.recovery.recovery_resolver import (
 from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     DIGEST_A,
+    MIXED_EDITS,
     RunIds,
     attestation_bundle,
     bound_response,
@@ -31,8 +32,10 @@ from tests.helpers.ledger_builders import (
     mixed_ledger,
     model_text,
     operation_of,
+    orphan_dispatch_copy,
     reconcile_event,
     response_event,
+    stray_recovery_copy,
     terminal,
     user_text,
     with_changes,
@@ -500,13 +503,68 @@ def test_a_stolen_operation_id_corrupts_both_operations() -> None:
     ]
 
 
+def test_an_orphan_dispatch_reusing_a_bound_operation_id_is_an_orphan_dispatch() -> None:
+    """Reference section 4.2 step 6: the call-less dispatch made its operation with the
+    operation id and the dispatch, so it resolves as ``orphan_dispatch`` naming both, not as
+    ``duplicate_operation`` naming neither."""
+    call = call_event("c0")
+    owner = dispatch_event(call)
+    orphan = orphan_dispatch_copy(owner, "c1", operation_of(call))
+    first, second = resolve_recovery([_user(), call, owner, orphan]).decisions
+    assert first.reason is ResolverReason.DUPLICATE_OPERATION
+    assert second == ToolRecoveryDecision(
+        tool_call_id="c1",
+        status=ResolverStatus.CORRUPTION,
+        reason=ResolverReason.ORPHAN_DISPATCH,
+        tool_name="Write",
+        operation_id=operation_of(call),
+        dispatch_runtime_event_id=orphan["id"],
+        response_is_error=None,
+    )
+
+
+def test_a_recovery_fact_without_its_operation_is_reported_with_the_claimed_id() -> None:
+    """Reference section 4.2 step 8: the issue names the payload's operation id."""
+    call = call_event("c1")
+    dispatch = dispatch_event(call)
+    stray = stray_recovery_copy(reconcile_event(call), "toolop_nobody", "stray")
+    resolution = resolve_recovery([_user(), call, dispatch, stray])
+    assert [(i.code, i.event_id, i.operation_id, i.tool_call_id) for i in resolution.issues] == [
+        (ScanIssueCode.EVENT_ORDER_CONFLICT, stray["id"], "toolop_nobody", "c1")
+    ]
+    assert resolution.has_corruption
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_an_operation_without_a_call_is_always_an_orphan_naming_its_fact(
+    data: st.DataObject,
+) -> None:
+    """Rows 1 and 2 of the decision table: an operation without a call was made by a dispatch
+    or a response, and is reported as that orphan with the fact's event (and a dispatch's
+    operation id), never by one of its issues."""
+    events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
+    for decision in resolve_recovery(events).decisions:
+        if decision.call_runtime_event_id is not None:
+            continue
+        assert decision.status is ResolverStatus.CORRUPTION
+        if decision.reason is ResolverReason.ORPHAN_DISPATCH:
+            assert decision.dispatch_runtime_event_id is not None
+            assert decision.operation_id is not None
+        else:
+            assert decision.reason is ResolverReason.ORPHAN_RESPONSE, decision
+            assert decision.response_runtime_event_id is not None
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_marker_issues_name_every_marker_after_the_first_event(data: st.DataObject) -> None:
     """The resolver takes the markers' places from the scan; they are exactly the events after
     the first whose actions carry a marker, duplicated lines included, in ledger order (and an
     invalid marker on the first event comes before them)."""
-    events = mixed_ledger(data.draw, edits=("dup", "mark", "swap", "drop"), endings=ALL_ENDINGS)
+    events = mixed_ledger(
+        data.draw, edits=("dup", "mark", "swap", "drop", "orphan", "stray"), endings=ALL_ENDINGS
+    )
     issues = [
         issue.event_id
         for issue in resolve_recovery(events).issues

@@ -28,6 +28,7 @@ from tests.helpers.ledger_builders import (
     dispatch_event,
     model_text,
     operation_of,
+    orphan_dispatch_copy,
     reconcile_event,
     response_event,
     terminal,
@@ -294,6 +295,21 @@ def test_an_orphan_dispatch_is_reported_at_the_dispatch() -> None:
             "Write",
         ),
     )
+
+
+def test_an_orphan_dispatch_reusing_a_bound_operation_id_is_reported_at_the_dispatch() -> None:
+    call = call_event("c0")
+    owner = dispatch_event(call)
+    orphan = orphan_dispatch_copy(owner, "c1", operation_of(call))
+    plan = plan_resume([user_text(marker=True), call, owner, orphan])
+    assert plan.diagnostics[-1] == ResumeDiagnostic(
+        DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
+        "tool recovery fact is corrupt: orphan_dispatch",
+        orphan["id"],
+        "c1",
+        "Write",
+    )
+    assert plan.disposition is Disposition.BLOCKED
 
 
 def test_a_hidden_nested_call_with_unknown_outcome_blocks_and_requires_verification() -> None:

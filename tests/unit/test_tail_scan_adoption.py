@@ -18,6 +18,7 @@ from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     ENDINGS,
     MARKER_ACTIONS,
+    MIXED_EDITS,
     SECOND_INVOCATION,
     RunIds,
     call_event,
@@ -63,9 +64,7 @@ def _assert_same(scan: ToolLedgerScan, events: list[RuntimeEvent]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_a_split_scan_always_equals_the_whole_scan(data: st.DataObject) -> None:
-    events = mixed_ledger(
-        data.draw, edits=("dup", "drop", "swap", "mark", "spine"), endings=ALL_ENDINGS
-    )
+    events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
     split = data.draw(st.integers(0, len(events)))
     scan, _ = _split_scan(events, split)
     _assert_same(scan, events)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import event as tally
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,16 +21,20 @@ from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     DIGEST_A,
     ENDINGS,
+    MIXED_EDITS,
     RunIds,
     bound_response,
     call_event,
     clean_ledger,
+    decision_event,
     dispatch_event,
     mixed_ledger,
     model_text,
     operation_of,
+    orphan_dispatch_copy,
     reconcile_event,
     response_event,
+    stray_recovery_copy,
     user_text,
     with_changes,
 )
@@ -233,6 +238,40 @@ def test_a_dispatch_reusing_another_operation_id_is_a_duplicate_operation() -> N
     assert second.dispatch_event is None and second.operation_id is None
 
 
+def test_an_orphan_dispatch_reusing_a_bound_operation_id_keeps_both_facts() -> None:
+    """A dispatch without its call creates its operation from the dispatch (operation id and
+    dispatch event at once) before the duplicate-operation check, so the skip that check causes
+    still leaves an orphan dispatch with both (reference section 4.2, step 6)."""
+    orphan = orphan_dispatch_copy(DISPATCH, "call-2", OP)
+    scan = scan_tool_ledger([CALL, DISPATCH, orphan])
+    assert scan.issues == (
+        ScanIssue(C.EVENT_ORDER_CONFLICT, orphan["id"], OP, "call-2"),
+        ScanIssue(C.DUPLICATE_OPERATION, orphan["id"], OP, "call-2"),
+    )
+    owner, stray = scan.operations
+    assert (stray.tool_call_id, stray.operation_id) == ("call-2", OP)
+    assert (stray.call_event, stray.dispatch_event) == (None, orphan)
+    assert stray.event_positions == {orphan["id"]: 2}
+    assert owner.dispatch_event == DISPATCH and owner.issues == (scan.issues[1],)
+    # The operation id stays bound to its first operation: recovery facts still go there.
+    reconcile = reconcile_event(CALL)
+    after = scan_tool_ledger([CALL, DISPATCH, orphan, reconcile])
+    assert after.operations[0].reconcile_events == (reconcile,)
+    assert after.operations[1].reconcile_events == ()
+
+
+def test_a_second_dispatch_after_an_orphan_dispatch_is_a_duplicate_dispatch() -> None:
+    orphan = orphan_dispatch_copy(DISPATCH, "call-2", OP)
+    again = with_changes(orphan, id="again")
+    scan = scan_tool_ledger([CALL, DISPATCH, orphan, again])
+    assert [issue.code for issue in scan.issues] == [
+        C.EVENT_ORDER_CONFLICT,
+        C.DUPLICATE_OPERATION,
+        C.DUPLICATE_DISPATCH,
+    ]
+    assert scan.operations[1].dispatch_event == orphan
+
+
 def test_a_dispatch_naming_another_tool_conflicts() -> None:
     renamed = changed(DISPATCH, actions={"toolDispatch": {"toolName": "Edit"}})
     assert codes(scan_tool_ledger([CALL, renamed])) == [(C.IDENTITY_CONFLICT, DISPATCH["id"])]
@@ -354,17 +393,79 @@ def test_recovery_facts_attach_to_their_dispatched_operation() -> None:
 def test_a_recovery_fact_before_its_dispatch_is_an_order_conflict() -> None:
     reconcile = reconcile_event(CALL)
     scan = scan_tool_ledger([CALL, reconcile, DISPATCH])
-    assert scan.issues == (ScanIssue(C.EVENT_ORDER_CONFLICT, reconcile["id"], None, "call-1"),)
+    assert scan.issues == (ScanIssue(C.EVENT_ORDER_CONFLICT, reconcile["id"], OP, "call-1"),)
     assert only_op(scan).reconcile_events == ()
 
 
-def test_a_recovery_fact_for_an_unknown_operation_is_an_order_conflict() -> None:
+def test_a_recovery_fact_for_an_unknown_operation_names_the_operation_it_claims() -> None:
+    reconcile = reconcile_event(CALL)
+    decision = decision_event(CALL, DISPATCH, reconcile)
+    for fact in (reconcile, decision):
+        stray = stray_recovery_copy(fact, "toolop_nobody", "stray")
+        scan = scan_tool_ledger([CALL, DISPATCH, stray])
+        assert scan.issues == (
+            ScanIssue(C.EVENT_ORDER_CONFLICT, stray["id"], "toolop_nobody", "call-1"),
+        )
+        assert only_op(scan).reconcile_events == only_op(scan).decision_events == ()
+
+
+def test_a_recovery_fact_claiming_no_string_operation_names_none() -> None:
     stray = changed(
         reconcile_event(CALL), actions={"toolRecovery": {"payload": {"operationId": 7}}}
     )
-    assert codes(scan_tool_ledger([CALL, DISPATCH, stray])) == [
-        (C.EVENT_ORDER_CONFLICT, stray["id"])
-    ]
+    assert scan_tool_ledger([CALL, DISPATCH, stray]).issues == (
+        ScanIssue(C.EVENT_ORDER_CONFLICT, stray["id"], None, "call-1"),
+    )
+
+
+def _is_recovery_fact(event: RuntimeEvent) -> bool:
+    return "toolRecovery" in (event.get("actions") or {})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_every_unplaced_recovery_fact_names_its_claimed_operation(data: st.DataObject) -> None:
+    """An event-order conflict raised at a recovery fact carries the fact's payload
+    ``operationId`` and its refs' ``toolCallId``, whatever else the ledger holds."""
+    events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
+    by_id = {event["id"]: event for event in reversed(events)}  # the first event of an id
+    scan = scan_tool_ledger(events)
+    found = 0
+    for issue in scan.issues:
+        fact = by_id[issue.event_id]
+        if issue.code is C.EVENT_ORDER_CONFLICT and _is_recovery_fact(fact):
+            found += 1
+            payload = fact["actions"]["toolRecovery"]["payload"]
+            assert issue.operation_id == payload["operationId"]
+            assert issue.tool_call_id == fact["refs"]["toolCallId"]
+    tally("recovery fact out of place" if found else "none out of place")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_every_orphan_dispatch_keeps_its_operation_id_and_event(data: st.DataObject) -> None:
+    """An operation a dispatch created (its first issue is the event-order conflict at that
+    dispatch) holds that dispatch and its operation id, even when the id was already bound
+    elsewhere and the dispatch was reported as a duplicate operation too."""
+    events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
+    by_id = {event["id"]: event for event in reversed(events)}
+    scan = scan_tool_ledger(events)
+    reused = 0
+    for op in scan.operations:
+        first = op.issues[0] if op.issues else None
+        if first is None or first.code is not C.EVENT_ORDER_CONFLICT:
+            continue
+        dispatch = by_id[first.event_id]
+        if "toolDispatch" not in (dispatch.get("actions") or {}):
+            continue
+        fact = dispatch["actions"]["toolDispatch"]
+        if fact["providerToolCallId"] != op.tool_call_id:
+            continue  # a dispatch that came after this operation's response
+        assert op.dispatch_event == dispatch
+        assert op.operation_id == fact["operationId"] == first.operation_id
+        assert op.event_positions[dispatch["id"]] == events.index(dispatch)
+        reused += any(issue.code is C.DUPLICATE_OPERATION for issue in op.issues)
+    tally("orphan dispatch reusing a bound id" if reused else "no reused id")
 
 
 # ---- incremental form -------------------------------------------------------------------------
