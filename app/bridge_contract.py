@@ -49,6 +49,11 @@ MAX_SESSIONS_PER_LIST: Final = 20_000
 MAX_TEXT_CHARS: Final = 200_000
 MAX_SUMMARY_CHARS: Final = 4000
 MAX_PATH_CHARS: Final = 4096
+DEFAULT_MAX_STEPS: Final = 200
+MAX_STEPS_LIMIT: Final = 100_000
+"""The step limit of a turn (``settings.*``): the runtime's ``DEFAULT_MAX_STEPS`` and
+``MAX_STEPS_RANGE`` (a unit test keeps them equal; the renderer must not import the runtime)."""
+StepLimit = Annotated[int, Field(ge=1, le=MAX_STEPS_LIMIT)]
 
 
 class MessageKind(StrEnum):
@@ -241,6 +246,8 @@ class SettingsUpdateRequest(_Message):
     openai_base_url: Annotated[str, StringConstraints(max_length=2048)] = ""
     openai_model: Annotated[str, StringConstraints(max_length=200)] = ""
     openai_api_key: Annotated[str, StringConstraints(max_length=1024)] | None = None
+    max_steps: StepLimit | None = None
+    """The step limit of every later turn; ``None`` keeps the stored one."""
 
 
 class WindowActivateRequest(_Message):
@@ -426,6 +433,7 @@ class SettingsCurrentPush(_Message):
     openai_base_url: Annotated[str, StringConstraints(max_length=2048)] = ""
     openai_model: Annotated[str, StringConstraints(max_length=200)] = ""
     api_key_set: bool = False
+    max_steps: StepLimit = DEFAULT_MAX_STEPS
 
 
 class ErrorPush(_Message):

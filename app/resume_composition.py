@@ -75,6 +75,7 @@ def host_resume_service(
         enabled=safe_resume_enabled(),
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
+        settings=host.settings,
     )
     return service, turn.cancel
 

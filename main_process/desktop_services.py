@@ -44,6 +44,7 @@ from main_process.resume_seam import continuation_resume_service
 from main_process.transcript_items import session_transcript
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
+from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_service import SessionOverview, SessionService, session_overview
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
@@ -123,6 +124,7 @@ class DesktopServices:
             workspace_identity=self._workspace_identity,
             shell_registry=self._shells,
             clock=self._clock,
+            settings=self._run_settings,
         )
         interrupted: list[InterruptedRun] = []
         for repaired in report.repaired:
@@ -148,6 +150,10 @@ class DesktopServices:
     def _provider(self) -> Provider:
         config = self._settings.provider_config(os.environ)
         return build_provider(None, config)
+
+    def _run_settings(self) -> RunSettings:
+        """Read at the start of every turn and continuation: Settings may change the limit."""
+        return RunSettings(max_steps=self._settings.max_steps())
 
     @staticmethod
     def _workspace_identity(folder: Path) -> str | None:
@@ -263,6 +269,7 @@ class DesktopServices:
             enabled=self._safe_resume_enabled,
             clock=self._clock,
             lifecycle=self._lifecycle,
+            settings=self._run_settings(),
         )
         with self._lock:
             if session_id in self._continuations:

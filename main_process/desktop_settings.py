@@ -1,4 +1,5 @@
-"""The desktop's provider settings: ``<data_dir>/settings.json``, user-only, written atomically.
+"""The desktop's settings: ``<data_dir>/settings.json``, user-only, written atomically: the
+provider, and the step limit of a turn (``max_steps``).
 
 Why a file in the data directory: the settings belong with the data they produce (a portable
 data directory keeps its provider), and the main process is the only writer. The API key is stored
@@ -19,7 +20,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.bridge_contract import ProviderChoice
+from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice
 from main_process.host_services import SettingsChange, SettingsView
 
 SETTINGS_FILE = "settings.json"
@@ -45,7 +46,13 @@ class DesktopSettings:
             openai_base_url=values.get("openai_base_url", ""),
             openai_model=values.get("openai_model", ""),
             api_key_set=bool(values.get("openai_api_key")),
+            max_steps=_step_limit(values.get("max_steps")),
         )
+
+    def max_steps(self) -> int:
+        """The step limit of the next turn (a missing or damaged value: the default)."""
+        with self._lock:
+            return _step_limit(self._values.get("max_steps"))
 
     def update(self, change: SettingsChange) -> SettingsView:
         with self._lock:
@@ -55,6 +62,8 @@ class DesktopSettings:
             values["openai_model"] = change.openai_model.strip()
             if change.openai_api_key is not None:
                 values["openai_api_key"] = change.openai_api_key
+            if change.max_steps is not None:
+                values["max_steps"] = str(_step_limit(change.max_steps))
             self._write(values)
             self._values = values
         return self.view()
@@ -99,3 +108,13 @@ class DesktopSettings:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+
+
+def _step_limit(value: object) -> int:
+    """A stored step limit (kept as text, like every value in the file) as a number; anything
+    that is not a whole number in range reads as the default."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        return DEFAULT_MAX_STEPS
+    return number if 1 <= number <= MAX_STEPS_LIMIT else DEFAULT_MAX_STEPS

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from app.bridge_contract import (
+    DEFAULT_MAX_STEPS,
     PermissionDecision,
     ProviderChoice,
     ResumeDiagnostic,
@@ -57,6 +58,7 @@ class SettingsView:
     openai_base_url: str = ""
     openai_model: str = ""
     api_key_set: bool = False
+    max_steps: int = DEFAULT_MAX_STEPS
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,8 @@ class SettingsChange:
     openai_base_url: str = ""
     openai_model: str = ""
     openai_api_key: str | None = None
+    max_steps: int | None = None
+    """The step limit of later turns; ``None`` keeps the stored one."""
 
 
 @dataclass(frozen=True, slots=True)

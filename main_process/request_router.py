@@ -161,6 +161,7 @@ class RequestRouter:
                 openai_base_url=message.openai_base_url,
                 openai_model=message.openai_model,
                 openai_api_key=message.openai_api_key,
+                max_steps=message.max_steps,
             )
             self._query(
                 peer_id,
@@ -394,6 +395,7 @@ def _settings(value: object) -> Message:
         openai_base_url=value.openai_base_url,
         openai_model=value.openai_model,
         api_key_set=value.api_key_set,
+        max_steps=value.max_steps,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Protocol
 from main_process.safety_inspector import SafetyInspector
 from runtime.agent.continuation_turn import ContinuationStore, ContinuationTurn
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
-from runtime.agent.run_loop import RunObserver
+from runtime.agent.run_loop import RunObserver, RunSettings
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ContinuationRunner, ResumeService, ResumeStore
 from runtime.providers.provider_port import Provider
@@ -59,6 +59,7 @@ def continuation_resume_service(
     enabled: bool,
     clock: Callable[[], int],
     lifecycle: LifecycleLog | None,
+    settings: RunSettings | None = None,
 ) -> tuple[ResumeService, ContinuationTurn]:
     """The seam wired to a host's provider, tools and observer; the turn holds the cancel token."""
     turn = ContinuationTurn(
@@ -71,6 +72,7 @@ def continuation_resume_service(
         clock=clock,
         cwd=cwd,
         shell_registry=shells,
+        settings=settings,
     )
     service = resume_service(
         store,

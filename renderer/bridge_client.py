@@ -283,6 +283,7 @@ class RendererBridge(BridgePort):
         openai_base_url: str,
         openai_model: str,
         openai_api_key: str | None,
+        max_steps: int | None = None,
     ) -> bool:
         return self._send(
             SettingsUpdateRequest(
@@ -290,6 +291,7 @@ class RendererBridge(BridgePort):
                 openai_base_url=openai_base_url,
                 openai_model=openai_model,
                 openai_api_key=openai_api_key,
+                max_steps=max_steps,
                 correlation_id=self._correlation(),
             )
         )

@@ -104,5 +104,6 @@ class BridgePort(QObject):
         openai_base_url: str,
         openai_model: str,
         openai_api_key: str | None,
+        max_steps: int | None = None,
     ) -> bool:
         raise NotImplementedError

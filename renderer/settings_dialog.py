@@ -1,4 +1,4 @@
-"""Settings: which model provider answers turns.
+"""Settings: which model provider answers turns, and how many model steps a turn may take.
 
 Why the key field starts empty: the API key is write-only on the bridge. The dialog shows only
 whether one is stored; leaving the field empty keeps it, "Forget stored key" clears it.
@@ -16,11 +16,17 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QRadioButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from app.bridge_contract import ProviderChoice, SettingsCurrentPush
+from app.bridge_contract import (
+    DEFAULT_MAX_STEPS,
+    MAX_STEPS_LIMIT,
+    ProviderChoice,
+    SettingsCurrentPush,
+)
 from renderer import theme
 from renderer.bridge_port import BridgePort
 
@@ -80,7 +86,28 @@ class SettingsDialog(QDialog):
         form.addRow(_tr("API key"), self.key_edit)
         form.addRow("", self.forget_key)
         layout.addWidget(self.endpoint)
-        for note in (offline_note,):
+        turns_heading = QLabel(_tr("Turns"))
+        turns_heading.setFont(font)
+        layout.addSpacing(6)
+        layout.addWidget(turns_heading)
+        turns = QFormLayout()
+        turns.setContentsMargins(0, 0, 0, 0)
+        self.max_steps_spin = QSpinBox()
+        self.max_steps_spin.setRange(1, MAX_STEPS_LIMIT)
+        digit = self.max_steps_spin.fontMetrics().horizontalAdvance("0")
+        self.max_steps_spin.setMaximumWidth(digit * 14)
+        self.max_steps_spin.setAccessibleName(_tr("Step limit per turn"))
+        turns.addRow(_tr("Step limit per turn"), self.max_steps_spin)
+        layout.addLayout(turns)
+        steps_note = QLabel(
+            _tr(
+                "A turn that reaches this many model steps stops and says so; send a message "
+                "to let it continue."
+            )
+        )
+        steps_note.setWordWrap(True)
+        layout.addWidget(steps_note)
+        for note in (offline_note, steps_note):
             palette = note.palette()
             palette.setColor(note.foregroundRole(), theme.muted_text(palette))
             note.setPalette(palette)
@@ -108,6 +135,7 @@ class SettingsDialog(QDialog):
             _tr("A key is stored; leave empty to keep it") if key_set else _tr("Optional")
         )
         self.forget_key.setVisible(key_set)
+        self.max_steps_spin.setValue(current.max_steps if current else DEFAULT_MAX_STEPS)
         self._update_enabled()
 
     def save(self) -> None:
@@ -120,7 +148,11 @@ class SettingsDialog(QDialog):
         if self.forget_key.isChecked() and key is None:
             key = ""
         self._bridge.update_settings(
-            provider, self.base_url_edit.text().strip(), self.model_edit.text().strip(), key
+            provider,
+            self.base_url_edit.text().strip(),
+            self.model_edit.text().strip(),
+            key,
+            self.max_steps_spin.value(),
         )
         self.accept()
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
 from app.data_paths import ensure_data_dir
+from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_service import SessionService
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.providers.provider_port import Provider, ProviderError
@@ -43,6 +44,7 @@ class CliHost:
     data_dir: Path
     provider_factory: Callable[[], Provider]
     shells: BackgroundShellRegistry
+    settings: RunSettings | None = None
 
 
 def provider_factory(data_dir: Path, name: str | None) -> Callable[[], Provider]:
@@ -92,7 +94,11 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
 
 
 @contextmanager
-def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[CliHost]:
+def owned_session_host(
+    data_dir: Path, provider_name: str | None, settings: RunSettings | None = None
+) -> Iterator[CliHost]:
+    """The host of a command that runs turns; ``settings`` (``--max-steps``) apply to every
+    turn it runs, continuations included."""
     from runtime.recovery.startup_recovery import run_startup_recovery
     from storage.ledger_store import open_store
 
@@ -112,9 +118,17 @@ def owned_session_host(data_dir: Path, provider_name: str | None) -> Iterator[Cl
                 owner_epoch=report.owner_epoch,
                 workspace_identity=_workspace_identity,
                 shell_registry=shells,
+                settings=settings,
             )
             yield CliHost(
-                service, factory().label, len(report.repaired), store, data_dir, factory, shells
+                service,
+                factory().label,
+                len(report.repaired),
+                store,
+                data_dir,
+                factory,
+                shells,
+                settings,
             )
         finally:
             store.close()

@@ -32,11 +32,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("ask", "auto", "deny"),
         help="ask (default on a terminal), auto, or deny (default without a terminal)",
     )
+    from app.commands.run_cmd import add_max_steps
+
+    add_max_steps(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
-    from app.commands.run_cmd import note_refusals_without_terminal, permission_mode
+    from app.commands.run_cmd import (
+        note_refusals_without_terminal,
+        permission_mode,
+        run_settings,
+    )
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 
@@ -45,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     transcript = TerminalTranscript(out)
     asker = StdinPermissionAsker(transcript)
-    with owned_session_host(resolve_data_dir(args.data_dir), args.provider) as host:
+    settings = run_settings(args.max_steps)
+    with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
         session = host.store.get_session(args.session)
         if session is None:
             raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)

@@ -28,7 +28,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("ask", "auto", "deny"),
         help="ask (default on a terminal), auto, or deny (default without a terminal)",
     )
+    add_max_steps(parser)
     parser.add_argument("prompt", help="the message for the agent")
+
+
+def add_max_steps(parser: argparse.ArgumentParser) -> None:
+    """``--max-steps N`` (``run``, ``tui``, ``resume``): the turn's step limit."""
+    from runtime.agent.run_loop import DEFAULT_MAX_STEPS
+
+    parser.add_argument(
+        "--max-steps",
+        type=max_steps_option,
+        metavar="N",
+        help=f"model steps one turn may take before it stops (default {DEFAULT_MAX_STEPS})",
+    )
+
+
+def max_steps_option(text: str) -> int:
+    from runtime.agent.run_loop import check_max_steps
+
+    try:
+        return check_max_steps(int(text))
+    except ValueError as error:
+        message = str(error) if text.strip().lstrip("+-").isdigit() else f"not a number: {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
+def run_settings(max_steps: int | None) -> Any:
+    """The ``RunSettings`` of a command's turns (``--max-steps`` or the default)."""
+    from runtime.agent.run_loop import RunSettings
+
+    return RunSettings() if max_steps is None else RunSettings(max_steps=max_steps)
+
+
+def note_step_limit(result: Any, session_id: str) -> None:
+    """Say on stderr, with its code, that a turn ended at the step limit: the turn completed,
+    but its work may not be done, so it must never look like an ordinary ending."""
+    from runtime.agent.run_loop import STEP_LIMIT
+
+    if getattr(result, "stop_reason", None) == STEP_LIMIT:
+        print(
+            f"maka: notice [{STEP_LIMIT}]: the turn stopped at its step limit; continue it with "
+            f"'maka run --session {session_id} PROMPT' and raise the limit with --max-steps N",
+            file=sys.stderr,
+        )
 
 
 def permission_mode(option: str | None) -> str:
@@ -96,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
-    with owned_session_host(data_dir, args.provider) as host:
+    settings = run_settings(args.max_steps)
+    with owned_session_host(data_dir, args.provider, settings) as host:
         service = host.service
         try:
             if args.session:
@@ -126,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
         except LedgerError as error:
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         if result.status is RunStatus.COMPLETED:
+            note_step_limit(result, session.session_id)
             return EXIT_OK
         print(
             f"maka: the turn ended {result.status}"

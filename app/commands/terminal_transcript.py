@@ -72,7 +72,12 @@ class TerminalTranscript:
             decision = actions["permissionDecision"]["decision"]
             self._line(f"  [permission] {decision}")
         elif is_terminal(event) and content is not None and content["kind"] == "error":
-            self._line(f"[{event.get('status')}] {content['message']}")
+            # A turn that completed at its step limit says so with the code: its work may not
+            # be done, so it must not read like an ordinary ending.
+            step_limit = content.get("code") == "step_limit"
+            self._line(
+                f"[{'step_limit' if step_limit else event.get('status')}] {content['message']}"
+            )
 
     def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
         del run_id, status, failure_class

@@ -35,11 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permission-mode", choices=("ask", "auto", "deny"), default="ask", help="default: ask"
     )
+    from app.commands.run_cmd import add_max_steps
+
+    add_max_steps(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
-    from app.commands.run_cmd import print_unsettled_calls, require_same_folder
+    from app.commands.run_cmd import print_unsettled_calls, require_same_folder, run_settings
     from app.commands.terminal_transcript import (
         InputLines,
         StdinPermissionAsker,
@@ -59,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     policy = PermissionPolicy(PermissionMode(args.permission_mode))
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
-    with owned_session_host(resolve_data_dir(args.data_dir), args.provider) as host:
+    settings = run_settings(args.max_steps)
+    with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
         service = host.service
         try:
             session = (

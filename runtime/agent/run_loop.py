@@ -47,7 +47,32 @@ from runtime.recovery.failpoints import failpoint
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ToolContext
 
-DEFAULT_MAX_STEPS = 24
+DEFAULT_MAX_STEPS = 200
+"""Model steps one turn may take before it ends with ``stopReason: step_limit``. Real agent work
+(a refactor, a test-fix loop) takes dozens of steps; the limit only guards against a model that
+never ends its turn. ``maka run`` / ``tui`` / ``resume --max-steps`` and the desktop's Settings
+change it."""
+MAX_STEPS_RANGE = (1, 100_000)
+STEP_LIMIT = "step_limit"
+"""The terminal event's ``stopReason`` (and its error content's code) when the limit ends a turn."""
+
+
+def step_limit_message(steps: int) -> str:
+    """The sentence the terminal event carries when the step limit ends a turn."""
+    return (
+        f"the turn stopped at its step limit of {steps} model steps; send a message to let it "
+        "continue, or raise the limit (--max-steps, or Settings in the desktop app)"
+    )
+
+
+def check_max_steps(value: int) -> int:
+    """``value`` when it is a valid step limit; ``ValueError`` naming the range otherwise."""
+    low, high = MAX_STEPS_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"the step limit must be a whole number from {low} to {high:,}")
+    return value
+
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent working in the user's project folder. Use the tools to read and change "
     "files and to run commands. Paths are relative to the project folder. Be brief."
@@ -98,6 +123,9 @@ class RunSettings:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_steps: int = DEFAULT_MAX_STEPS
     result_cap_bytes: int = 128 * 1024
+
+    def __post_init__(self) -> None:
+        check_max_steps(self.max_steps)
 
 
 @dataclass(slots=True)
@@ -189,8 +217,8 @@ class RunLoop:
                         builder,
                         publish,
                         RunStatus.COMPLETED,
-                        stop_reason="step_limit",
-                        message=f"stopped after {steps} model steps (the step limit)",
+                        stop_reason=STEP_LIMIT,
+                        message=step_limit_message(steps),
                     )
                 steps += 1
                 history = (*prior_history, *history_from_events(committed))

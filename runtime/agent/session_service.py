@@ -102,8 +102,10 @@ class SessionService:
         catalog: ToolCatalog | None = None,
         shell_registry: BackgroundShellRegistry | None = None,
         clock: Callable[[], int] = _now_ms,
-        settings: RunSettings | None = None,
+        settings: RunSettings | Callable[[], RunSettings] | None = None,
     ) -> None:
+        """``settings``: the run settings of every turn, or a function read at the start of
+        each turn (the desktop's Settings may change the step limit between turns)."""
         self._store = store
         self._provider_factory = provider_factory
         self._owner_epoch = owner_epoch
@@ -111,7 +113,9 @@ class SessionService:
         self._catalog = catalog or default_catalog()
         self._shells = shell_registry
         self._clock = clock
-        self._settings = settings or RunSettings()
+        self._settings: Callable[[], RunSettings] = (
+            settings if callable(settings) else _constant(settings or RunSettings())
+        )
         self._lock = threading.Lock()
         self._active: dict[str, CancelToken] = {}
         self.permissions = PendingPermissions()
@@ -248,7 +252,7 @@ class SessionService:
             asker=asker or wait_for_answer,
             observer=observer,
             clock=self._clock,
-            settings=self._settings,
+            settings=self._settings(),
         )
         context = ToolContext(
             cwd=Path(os.path.realpath(cwd)),
@@ -259,6 +263,10 @@ class SessionService:
             shell_registry=self._shells,
         )
         return loop.start_turn(header, text, history, context)
+
+
+def _constant(settings: RunSettings) -> Callable[[], RunSettings]:
+    return lambda: settings
 
 
 def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:

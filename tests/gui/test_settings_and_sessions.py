@@ -37,7 +37,9 @@ def test_offline_demo_is_the_default_and_hides_nothing_it_needs(qtbot: QtBot) ->
     assert dialog.offline_radio.isChecked()
     assert not dialog.endpoint.isEnabled()
     _save(dialog)
-    assert bridge.calls_to("update_settings") == [(bc.ProviderChoice.OFFLINE_DEMO, "", "", None)]
+    assert bridge.calls_to("update_settings") == [
+        (bc.ProviderChoice.OFFLINE_DEMO, "", "", None, bc.DEFAULT_MAX_STEPS)
+    ]
 
 
 def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBot) -> None:
@@ -55,8 +57,25 @@ def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBo
     assert save.isEnabled()
     _save(dialog)
     assert bridge.calls_to("update_settings") == [
-        (bc.ProviderChoice.OPENAI_COMPATIBLE, "http://localhost:11434/v1", "llama3.1", None)
+        (
+            bc.ProviderChoice.OPENAI_COMPATIBLE,
+            "http://localhost:11434/v1",
+            "llama3.1",
+            None,
+            bc.DEFAULT_MAX_STEPS,
+        )
     ]
+
+
+def test_step_limit_shows_the_stored_value_and_saves_the_new_one(qtbot: QtBot) -> None:
+    current = bc.SettingsCurrentPush(provider=bc.ProviderChoice.OFFLINE_DEMO, max_steps=350)
+    dialog, bridge = _dialog(qtbot, current)
+    assert dialog.max_steps_spin.value() == 350
+    assert dialog.max_steps_spin.minimum() == 1
+    assert dialog.max_steps_spin.maximum() == bc.MAX_STEPS_LIMIT
+    dialog.max_steps_spin.setValue(1200)
+    _save(dialog)
+    assert bridge.calls_to("update_settings")[0][4] == 1200
 
 
 def test_new_key_or_forget_key(qtbot: QtBot) -> None:

@@ -95,7 +95,8 @@ class FakeBridge(BridgePort):
         openai_base_url: str,
         openai_model: str,
         openai_api_key: str | None,
+        max_steps: int | None = None,
     ) -> bool:
         return self._record(
-            "update_settings", provider, openai_base_url, openai_model, openai_api_key
+            "update_settings", provider, openai_base_url, openai_model, openai_api_key, max_steps
         )
