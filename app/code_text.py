@@ -269,6 +269,11 @@ RUN_ENDINGS: dict[str, tuple[Severity, str]] = {
     "provider_error": (_E, "The model could not be reached or answered with an error."),
     "tool_boundary_failed": (_E, "A tool step could not be saved, so the run stopped."),
     "cancelled_by_user": (_I, "You stopped this run."),
+    "step_limit": (
+        _I,
+        "The turn reached its step limit. Send a message to let it continue, or raise the "
+        "limit in Settings.",
+    ),
     "continuation_revalidation_failed": (
         _W,
         "Something changed while Safe resume was starting, so it did not continue.",

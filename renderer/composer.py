@@ -110,9 +110,7 @@ class Composer(QWidget):
         self.note_label.setText(reason)
         self.note_label.setVisible(bool(reason))
         palette = self.note_label.palette()
-        palette.setColor(
-            QPalette.ColorRole.WindowText, theme.accent(Severity.WARN, self.palette())
-        )
+        palette.setColor(QPalette.ColorRole.WindowText, theme.accent(Severity.WARN, self.palette()))
         self.note_label.setPalette(palette)
         self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
