@@ -53,7 +53,13 @@ from main_process.host_services import (
 )
 from main_process.instance_activation import request_activation
 from main_process.instance_lock import InstanceLock, LockOutcome
-from main_process.ipc_server import IpcListenError, IpcServer, socket_name_for
+from main_process.ipc_endpoint import (
+    EndpointError,
+    find_endpoint,
+    prepare_endpoint,
+    release_endpoint,
+)
+from main_process.ipc_server import IpcListenError, IpcServer
 from main_process.refusal_screen import print_error, show_refusal
 from main_process.renderer_launcher import RendererLauncher
 from main_process.request_router import RequestRouter
@@ -159,10 +165,11 @@ class HostApp(QObject):
             return EXIT_ERROR
         self._signals.install()
         self._token = secrets.token_urlsafe(32)
-        server = IpcServer(socket_name_for(self._data_dir), self._token, self._hello, self)
         try:
+            endpoint = prepare_endpoint(self._data_dir)
+            server = IpcServer(endpoint, self._token, self._hello, self)
             server.listen()
-        except IpcListenError as error:
+        except (EndpointError, IpcListenError) as error:
             self._signals.uninstall()
             self._lock.release()
             print_error("ipc_unavailable", str(error))
@@ -265,7 +272,7 @@ class HostApp(QObject):
         # The running instance listens within milliseconds of taking the lock (before its store
         # opens), so a short retry covers its start; a CLI command holding the lock never
         # listens, and the answer is then store_locked.
-        if request_activation(socket_name_for(self._data_dir), timeout_s=3.0):
+        if request_activation(lambda: find_endpoint(self._data_dir), timeout_s=3.0):
             print("maka: already running; brought its window to front", file=sys.stderr)
             return EXIT_OK
         print_error(
@@ -376,6 +383,7 @@ class HostApp(QObject):
         if self._server is not None:
             self._server.broadcast(HostStatePush(state=WireHostState.CLOSED))
             self._server.close()
+            release_endpoint(self._data_dir, self._server.socket_name)
         self._launcher.stop()
         if services is not None:
             _attempt("close the store", services.close)

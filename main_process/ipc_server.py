@@ -1,37 +1,46 @@
 """The main process's IPC server: ``QLocalServer`` + the bridge contract's frames.
 
-Trust model: the socket is user-only (``UserAccessOption``), and a connection becomes a renderer
-only by sending ``hello`` with this launch's token and the contract's protocol version as its first
-frame. Everything a peer sends passes through the contract's strict decoder (``FrameReader``). Any
-frame that is malformed, oversized, of an unknown kind, not a request, invalid for its model (for
-example ``sessions.resumeLatest`` with a field besides ``sessionId``), or sent before a successful
-handshake closes *that* connection and is logged by code, never by content; the server keeps
-serving everyone else. Nothing from a refused frame reaches the services.
+Trust model: the socket lives in a directory only this user can enter (``ipc_endpoint``) and is
+user-only itself (``UserAccessOption``), and a connection becomes a renderer only by sending
+``hello`` with this launch's token and the contract's protocol version as its first frame. The
+token is bound to the first process that uses it: the first successful ``hello`` records the
+peer's process id, and a later ``hello`` with the same token is accepted only from that process
+(the renderer reconnecting). Where the peer's pid cannot be read, the token is single-use.
+
+Everything a peer sends passes through the contract's strict decoder (``FrameReader``). Any frame
+that is malformed, oversized, of an unknown kind, not a request, invalid for its model (for example
+``sessions.resumeLatest`` with a field besides ``sessionId``), or sent before a successful handshake
+closes *that* connection and is logged by code, never by content; the server keeps serving
+everyone else. Nothing from a refused frame reaches the services.
 
 One exception to the handshake rule: a connection whose first frame is ``window.activate`` is a
 second ``maka`` launch asking this instance to show its window. It carries no data and has no
 effect besides raising the window, so it needs no token (the second launch has none); the
 connection is closed right after it.
 
-Why the socket name derives from the data directory: a second launch must find the running
-instance for the same data directory without any shared file, and two instances with different
-data directories (tests, portable mode) must never meet. Names stay short (``maka-`` + 12 hex)
-because the full socket path is limited to ~104 bytes on macOS.
+Connections that have not finished the handshake have their own small limit
+(``MAX_PENDING_PEERS``): when it is reached, the oldest such connection is closed to make room, so
+idle half-open connections can never lock the real renderer out. Authenticated renderers are
+limited separately (``MAX_RENDERERS``).
+
+Refusals are logged by code on one line, peer-chosen text escaped, repeats rate-limited
+(``log_limits``), so a flood of bad connections cannot rotate the log's history away.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 import os
+import socket
+import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 
 from app.bridge_contract import (
     PROTOCOL_VERSION,
@@ -46,11 +55,14 @@ from app.bridge_contract import (
     WindowActivateRequest,
     encode_frame,
 )
+from main_process.log_limits import RateLimitedLog, escape
 
 _log = logging.getLogger("maka.main.ipc")
 
 HANDSHAKE_TIMEOUT_MS = 5000
-MAX_CONNECTIONS = 16
+MAX_RENDERERS = 16
+# Connections that have not sent a valid hello yet; a new one beyond this closes the oldest.
+MAX_PENDING_PEERS = 4
 # Before the handshake a peer may buffer only this much: a hello frame is well under 1 KiB, so a
 # stranger can never make the server hold megabytes.
 MAX_PREAUTH_BYTES = 64 * 1024
@@ -59,12 +71,29 @@ MAX_PENDING_WRITE_BYTES = 64 * 1024 * 1024
 _CLOSE_FLUSH_MS = 500
 
 
-def socket_name_for(data_dir: Path) -> str:
-    """Short, per-user, per-data-directory local socket name (deterministic)."""
-    resolved = os.path.realpath(os.fspath(data_dir))
-    uid = getattr(os, "getuid", lambda: 0)()
-    digest = hashlib.sha256(f"{uid}\0{resolved}".encode()).hexdigest()[:12]
-    return f"maka-{digest}"
+_limited = RateLimitedLog(_log)
+
+
+def peer_pid(sock: QLocalSocket) -> int | None:
+    """The connected peer's process id (Linux ``SO_PEERCRED``, macOS ``LOCAL_PEERPID``), or None
+    where the platform does not say."""
+    descriptor = int(sock.socketDescriptor())
+    if descriptor < 0 or sys.platform == "win32":
+        return None
+    try:
+        with socket.socket(fileno=os.dup(descriptor)) as dup:
+            if hasattr(socket, "SO_PEERCRED"):
+                raw = dup.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                pid = int(struct.unpack("3i", raw)[0])
+            elif sys.platform == "darwin":
+                sol_local, local_peerpid = 0, 2
+                raw = dup.getsockopt(sol_local, local_peerpid, struct.calcsize("i"))
+                pid = int(struct.unpack("i", raw)[0])
+            else:
+                return None
+    except OSError:
+        return None
+    return pid if pid > 0 else None
 
 
 class IpcListenError(RuntimeError):
@@ -112,6 +141,8 @@ class IpcServer(QObject):
         super().__init__(parent)
         self._name = socket_name
         self._token = token.encode("utf-8")
+        self._token_used = False
+        self._token_pid: int | None = None
         self._hello_reply = hello_reply
         self._server = QLocalServer(self)
         self._server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
@@ -135,13 +166,28 @@ class IpcServer(QObject):
     def set_token(self, token: str) -> None:
         """A new renderer launch gets a new token; already authenticated peers stay."""
         self._token = token.encode("utf-8")
+        self._token_used = False
+        self._token_pid = None
 
     def listen(self) -> None:
         """Only the instance-lock holder may call this: it removes a leftover socket first."""
         QLocalServer.removeServer(self._name)
         if not self._server.listen(self._name):
-            raise IpcListenError(f"cannot listen on {self._name}: {self._server.errorString()}")
+            raise IpcListenError(f"cannot listen on {self._name}: {self._listen_failure()}")
         _log.info("listening on %s", self._server.fullServerName())
+
+    def _listen_failure(self) -> str:
+        error = self._server.serverError()
+        errors = QAbstractSocket.SocketError
+        if error == errors.AddressInUseError:
+            reason = "something else already uses that name and could not be removed"
+        elif error == errors.SocketAccessError:
+            reason = "permission denied"
+        elif error == errors.HostNotFoundError:
+            reason = "the name is not usable (too long, or its folder does not exist)"
+        else:
+            reason = "the system refused"
+        return f"{reason} ({self._server.errorString()})"
 
     def renderer_ids(self) -> tuple[int, ...]:
         return tuple(p.peer_id for p in self._peers.values() if p.role is PeerRole.RENDERER)
@@ -183,11 +229,17 @@ class IpcServer(QObject):
             sock = self._server.nextPendingConnection()
             if sock is None:  # pragma: no cover - Qt contract
                 break
-            if self._closed or len(self._peers) >= MAX_CONNECTIONS:
-                _log.warning("refusing a connection: %s", "closing" if self._closed else "too many")
+            if self._closed:
                 sock.abort()
                 sock.deleteLater()
                 continue
+            pending = [p for p in self._peers.values() if p.role is PeerRole.PENDING]
+            if len(pending) >= MAX_PENDING_PEERS:
+                # The oldest half-open connection makes room: idle strangers cannot keep the
+                # real renderer (which says hello at once) out.
+                oldest = min(pending, key=lambda p: p.peer_id)
+                self._refuse(oldest, BridgeErrorCode.HANDSHAKE_REQUIRED, "too many waiting")
+                self._drop(oldest)
             peer = _Peer(self._next_id, sock)
             self._next_id += 1
             self._peers[peer.peer_id] = peer
@@ -235,7 +287,7 @@ class IpcServer(QObject):
 
     def _handshake(self, peer: _Peer, message: Message) -> None:
         if isinstance(message, WindowActivateRequest):
-            _log.info("a second launch asked to show the window")
+            _limited.log(logging.INFO, "activate", "a second launch asked to show the window")
             self._stop_timer(peer)
             peer.closing = True
             peer.socket.disconnectFromServer()
@@ -244,8 +296,14 @@ class IpcServer(QObject):
         if not isinstance(message, HelloRequest):
             self._refuse(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, f"{message.kind} before hello")
             return
-        if not hmac.compare_digest(message.token.encode("utf-8"), self._token):
+        if not self._token or not hmac.compare_digest(message.token.encode("utf-8"), self._token):
             self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token is not valid")
+            return
+        pid = peer_pid(peer.socket)
+        if self._token_used and (pid is None or pid != self._token_pid):
+            # The token was consumed by another process: a copy read from the renderer's
+            # environment (or the test's stdout) is worth nothing.
+            self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token was already used")
             return
         if message.protocol_version != PROTOCOL_VERSION:
             self._reject_hello(
@@ -254,6 +312,11 @@ class IpcServer(QObject):
                 f"protocol {message.protocol_version} is not {PROTOCOL_VERSION}",
             )
             return
+        if len(self.renderer_ids()) >= MAX_RENDERERS:
+            self._reject_hello(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, "too many renderers")
+            return
+        self._token_used = True
+        self._token_pid = pid
         self._stop_timer(peer)
         peer.role = PeerRole.RENDERER
         reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
@@ -266,7 +329,14 @@ class IpcServer(QObject):
         self._refuse(peer, code, text)
 
     def _refuse(self, peer: _Peer, code: BridgeErrorCode | str, text: str) -> None:
-        _log.warning("closing connection %d [%s]: %s", peer.peer_id, code, text)
+        _limited.log(
+            logging.WARNING,
+            str(code),
+            "closing connection %d [%s]: %s",
+            peer.peer_id,
+            code,
+            escape(text, 160),
+        )
         self.peer_refused.emit(str(code))
         peer.closing = True
         self._stop_timer(peer)
@@ -285,7 +355,12 @@ class IpcServer(QObject):
 
     def _write(self, peer: _Peer, frame: bytes) -> bool:
         if peer.socket.bytesToWrite() + len(frame) > MAX_PENDING_WRITE_BYTES:
-            _log.warning("connection %d stopped reading; closing it", peer.peer_id)
+            _limited.log(
+                logging.WARNING,
+                "stopped_reading",
+                "connection %d stopped reading; closing it",
+                peer.peer_id,
+            )
             peer.closing = True
             peer.socket.abort()
             return False

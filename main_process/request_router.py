@@ -67,10 +67,13 @@ from main_process.host_services import (
     Transcript,
 )
 from main_process.ipc_server import IpcServer
+from main_process.log_limits import RateLimitedLog, escape
 from main_process.push_sink import CoalescingPushSink
+from main_process.session_folder import check_session_folder
 from main_process.turn_workers import JobResult, TurnWorkers
 
 _log = logging.getLogger("maka.main.router")
+_limited = RateLimitedLog(_log)
 
 HOST_NOT_READY = "host_not_ready"
 HOST_CLOSING = "host_draining"
@@ -92,7 +95,10 @@ def _error_code(error: BaseException | None) -> tuple[str, str]:
     if code is not None and _CODE.match(str(code)):
         return str(code), str(getattr(error, "message", ""))[:4000]
     if error is not None:
-        _log.error("a request failed unexpectedly", exc_info=error)
+        # The worker already logged the traceback (turn_workers); one rate-limited line here.
+        _limited.log(
+            logging.ERROR, "unexpected", "a request failed unexpectedly: %s", type(error).__name__
+        )
     return INTERNAL_FAILURE, "the main process could not complete the request; see its log"
 
 
@@ -207,7 +213,11 @@ class RequestRouter:
                 SessionUpdatedPush(session=summary, correlation_id=message.correlation_id)
             )
 
-        cwd = Path(message.cwd)
+        try:
+            cwd = Path(check_session_folder(message.cwd))
+        except HostServiceError as error:
+            self._reply_error(peer_id, message.correlation_id, error.code, error.message)
+            return
         if not self._workers.run_query(
             f"create-{peer_id}", lambda: self._services.create_session(cwd), done
         ):
@@ -331,7 +341,12 @@ class RequestRouter:
 
     def _cancel(self, peer_id: int, message: TurnsCancelRequest) -> None:
         if not self._workers.cancel(message.session_id):
-            _log.info("cancel for %s: nothing running", message.session_id)
+            _limited.log(
+                logging.INFO,
+                "cancel_idle",
+                "cancel for %s: nothing running",
+                escape(message.session_id),
+            )
 
     def _answer_permission(self, peer_id: int, message: PermissionsAnswerRequest) -> None:
         try:
@@ -339,7 +354,12 @@ class RequestRouter:
                 message.session_id, message.request_id, message.decision
             )
         except Exception as error:
-            _log.warning("permission answer refused: %s", error)
+            _limited.log(
+                logging.WARNING,
+                "permission_answer",
+                "permission answer refused [%s]",
+                escape(getattr(error, "code", type(error).__name__), 40),
+            )
             self._reply_error(peer_id, message.correlation_id, *_error_code(error))
 
     # --------------------------------------------------------------------------- pushes

@@ -25,7 +25,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from main_process.log_limits import RateLimitedLog, escape
+
 _log = logging.getLogger("maka.main.workers")
+_limited = RateLimitedLog(_log)
 
 _QUERY_THREADS = 2
 
@@ -181,9 +184,27 @@ def _execute(key: str, job: Callable[[], Any]) -> JobResult:
     try:
         return JobResult(key, value=job())
     except Exception as error:
-        # INFO with the traceback: the log file keeps the detail; the callback decides whether
-        # this is a refusal to report calmly or a failure to shout about.
-        _log.info("job %s ended with %s", key, type(error).__name__, exc_info=True)
+        # A refusal with a code (unknown session, busy, bad folder) is expected: one line by
+        # code. Anything else keeps its traceback. Keys may hold peer-chosen ids: escaped, and
+        # repeats are rate-limited so a flood cannot rotate the log's history away.
+        code = getattr(error, "code", None)
+        if code is not None:
+            _limited.log(
+                logging.INFO,
+                f"refused:{escape(code, 40)}",
+                "job %s refused [%s]",
+                escape(key),
+                escape(code, 40),
+            )
+        else:
+            _limited.log(
+                logging.WARNING,
+                f"failed:{type(error).__name__}",
+                "job %s failed with %s",
+                escape(key),
+                type(error).__name__,
+                exc_info=error,
+            )
         return JobResult(key, error=error)
 
 

@@ -192,8 +192,8 @@ def test_socket_is_user_only(main: MainProcess) -> None:
 
     if sys.platform == "win32":
         pytest.skip("named pipes carry an ACL instead of a mode")
-    from PySide6.QtCore import QDir
-
-    path = Path(QDir.tempPath()) / main.socket_name
+    path = Path(main.socket_name)
     mode = stat.S_IMODE(os.stat(path).st_mode)
     assert mode & 0o077 == 0, oct(mode)
+    # ... and it lives in a folder only this user can enter (not the shared temp folder).
+    assert stat.S_IMODE(os.lstat(path.parent).st_mode) == 0o700

@@ -50,7 +50,7 @@ from main_process.host_services import (
     ResumeStarted,
 )
 from main_process.instance_lock import InstanceLock, LockOutcome
-from main_process.ipc_server import socket_name_for
+from main_process.ipc_endpoint import find_endpoint, socket_name_for
 from main_process.renderer_launcher import renderer_command
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.ledger_errors import LedgerError
@@ -558,7 +558,9 @@ def _start_slow(data_dir: Path, services: SlowRecovery) -> tuple[HostApp, list[i
     )
     host = HostApp(config, lambda p, **_: services, closed.append)
     assert host.start() is None
-    return host, closed, socket_name_for(data_dir)
+    endpoint = find_endpoint(data_dir)
+    assert endpoint is not None
+    return host, closed, endpoint
 
 
 def test_requests_wait_for_startup_recovery_then_are_served(
