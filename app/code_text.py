@@ -151,6 +151,11 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     "legacy_dispatch_unknown": (_W, "It is not known whether the tool started."),
     "orphan_dispatch": (_E, "A tool start was recorded without its call."),
     "recovery_fact_corruption": (_E, "A recovery record is inconsistent."),
+    "write_temp_file_left": (
+        _W,
+        "A temporary file of the interrupted write is still in the folder; Maka left it for "
+        "you to check.",
+    ),
     "user_attested_ran": (_I, "You confirmed that this tool call ran."),
     "user_attested_not_run": (_I, "You confirmed that this tool call did not run."),
 }
@@ -406,3 +411,37 @@ def highest_severity(codes: Iterable[str]) -> Severity:
 def can_try_again(codes: Iterable[str]) -> bool:
     """True when at least one reason is one the user can change, so checking again may help."""
     return any(code in CHANGEABLE for code in codes)
+
+
+# A park whose only unsettled tool calls are file writes that recovery found did not happen: the
+# banner says so in its headline instead of the generic unknown-outcome sentence.
+WRITE_NOT_DONE_HEADLINE = "The write did not happen."
+WRITE_NOT_DONE_REASON = (
+    "Maka stopped before the file changed, so the file is as it was; the write is not redone "
+    "on its own."
+)
+WRITE_NOT_DONE_NEXT_STEP = (
+    "Check the file, then send a new message to carry on, and ask for the write again if you "
+    "still want it."
+)
+_UNSETTLED_CALL_CODES = frozenset(
+    {"pending_tool_result", "tool_not_dispatched", "tool_recovery_parked"}
+)
+
+
+def write_did_not_happen(
+    reasons: Iterable[str], diagnostics: Iterable[tuple[str, str | None]]
+) -> bool:
+    """True when the park is ``dangling_tool_state`` alone and every unsettled call it names is a
+    write recovery found not to have happened (``diagnostics``: ``(code, tool call id)``)."""
+    if tuple(reasons) != ("dangling_tool_state",):
+        return False
+    pairs = tuple(diagnostics)
+    not_done = {call for code, call in pairs if code == "reconcile_matches_prior_state"}
+    unsettled = {call for code, call in pairs if code in _UNSETTLED_CALL_CODES}
+    other = any(
+        code not in _UNSETTLED_CALL_CODES
+        and code not in ("reconcile_matches_prior_state", "write_temp_file_left")
+        for code, _call in pairs
+    )
+    return bool(not_done) and unsettled <= not_done and not other

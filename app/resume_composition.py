@@ -24,6 +24,7 @@ from runtime.continuation.resume_service import (
 )
 from runtime.ledger.store_ports import LedgerReader
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
+from runtime.recovery.write_leftovers import parked_writes
 from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
@@ -103,6 +104,9 @@ class OperationView:
 
     run_id: str
     decision: ToolRecoveryDecision
+    # Temporary files of a parked write still in the folder (relative paths): not what Maka
+    # was writing, so recovery left them for the user.
+    leftovers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -115,13 +119,21 @@ class OperationView:
         }
         if d.operation_id is not None:
             body["operationId"] = d.operation_id
+        if self.leftovers:
+            body["temporaryFiles"] = list(self.leftovers)
         return body
 
     def line(self) -> str:
         d = self.decision
         sentence = recovery_sentence(d.reason.value)
         text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
-        return f"{text}: {sentence}" if sentence else text
+        text = f"{text}: {sentence}" if sentence else text
+        for leftover in self.leftovers:
+            text += (
+                f"\n    {leftover} is still in the folder: a temporary file of this write "
+                "whose content is not what Maka was writing, left for you to check"
+            )
+        return text
 
 
 def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[OperationView, ...]:
@@ -133,7 +145,14 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
             return ()
         run_id = runs[-1].run_id
     events = [row.event for row in store.read_run_events(run_id)]
-    return tuple(OperationView(run_id, d) for d in resolve_recovery(events).decisions)
+    session = store.get_session(plan.session_id)
+    leftovers: dict[str, tuple[str, ...]] = {}
+    if session is not None:
+        leftovers = {w.tool_call_id: w.leftovers for w in parked_writes(events, session.cwd)}
+    return tuple(
+        OperationView(run_id, d, leftovers.get(d.tool_call_id, ()))
+        for d in resolve_recovery(events).decisions
+    )
 
 
 def _recovery_reason(message: str, tool_call_id: str | None, reasons: Mapping[str, str]) -> str:

@@ -50,6 +50,7 @@ from runtime.agent.transcript_projection import transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused
+from runtime.ledger.codes import ResolverReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader
@@ -57,6 +58,7 @@ from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
 from runtime.recovery.file_reconciler import FileReconciler
 from runtime.recovery.startup_recovery import run_startup_recovery
+from runtime.recovery.write_leftovers import parked_writes
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
@@ -279,7 +281,7 @@ class DesktopServices:
         try:
             plan = resume.plan_latest(session_id, automatic=automatic)
             if not plan.continues:
-                return _parked(plan)
+                return _parked(plan, self._parked_write_diagnostics(plan, cwd))
             observer.continuation_of = plan.source_run_id
             result = resume.execute(plan, automatic=automatic)
         except ResumeRefused as refusal:
@@ -291,6 +293,44 @@ class DesktopServices:
             with self._lock:
                 self._continuations.pop(session_id, None)
         return ResumeStarted(result.target_run_id, result.target_turn_id)
+
+    def _parked_write_diagnostics(
+        self, plan: ContinuationPlan, cwd: str
+    ) -> tuple[ResumeDiagnostic, ...]:
+        """What recovery concluded about each parked file write of the source run (its reason
+        code, so the banner can say "the write did not happen"), and any temporary file of it
+        still in the folder."""
+        run_id = plan.source_run_id
+        if run_id is None:
+            runs = _ordered(self._store.list_session_runs(plan.session_id))
+            if not runs:
+                return ()
+            run_id = runs[-1].run_id
+        try:
+            events = [row.event for row in self._store.read_run_events(run_id)]
+        except LedgerError:
+            return ()
+        found: list[ResumeDiagnostic] = []
+        for write in parked_writes(events, cwd):
+            found.append(
+                _diagnostic(
+                    str(write.reason),
+                    f"recovery checked {write.path}: {_WRITE_FINDINGS[write.reason]}",
+                    write.tool_call_id,
+                    write.tool_name,
+                )
+            )
+            found.extend(
+                _diagnostic(
+                    "write_temp_file_left",
+                    f"{leftover} is still in the folder (a temporary file of this write whose "
+                    "content is not what Maka was writing, so it was left for you)",
+                    write.tool_call_id,
+                    write.tool_name,
+                )
+                for leftover in write.leftovers
+            )
+        return tuple(found)
 
     # ---- shutdown ------------------------------------------------------------------------
 
@@ -335,7 +375,14 @@ def _diagnostic(
     )
 
 
-def _parked(plan: ContinuationPlan) -> ResumeParked:
+_WRITE_FINDINGS = {
+    ResolverReason.RECONCILE_MATCHES_PRIOR_STATE: "it is as it was, the write did not happen",
+    ResolverReason.RECONCILE_DIVERGED: "it was changed by someone else since",
+    ResolverReason.RECONCILE_UNREADABLE: "it or the workspace could not be checked",
+}
+
+
+def _parked(plan: ContinuationPlan, extra: tuple[ResumeDiagnostic, ...] = ()) -> ResumeParked:
     reasons = tuple(str(reason) for reason in plan.rejection_reasons) or (
         "resume_candidate_missing",
     )
@@ -343,7 +390,7 @@ def _parked(plan: ContinuationPlan) -> ResumeParked:
         _diagnostic(d.code, d.message, d.tool_call_id, d.tool_name)
         for d in plan.diagnostics[:_MAX_DIAGNOSTICS]
     )
-    return ResumeParked(reasons[:64], diagnostics)
+    return ResumeParked(reasons[:64], (*diagnostics, *extra)[:_MAX_DIAGNOSTICS])
 
 
 __all__ = ["DesktopServices", "open_host_services"]

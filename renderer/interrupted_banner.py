@@ -42,6 +42,12 @@ from app.bridge_contract import (
     ResumeParkedPush,
     ResumeStartedPush,
 )
+from app.code_text import (
+    WRITE_NOT_DONE_HEADLINE,
+    WRITE_NOT_DONE_NEXT_STEP,
+    WRITE_NOT_DONE_REASON,
+    write_did_not_happen,
+)
 from renderer import theme
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.park_text import Severity, describe, highest_severity, next_step
@@ -299,7 +305,7 @@ class InterruptedBanner(TintedPanel):
         state = self.state
         current = self._current()
         self.setVisible(state not in (BannerState.HIDDEN, BannerState.STARTED))
-        self._set_reasons(current.reasons if state is BannerState.PARKED else ())
+        self._set_reasons(current if state is BannerState.PARKED else _SessionResume())
         self.busy_bar.setVisible(state is BannerState.RESUMING)
         self.action_button.setVisible(state is not BannerState.DISABLED)
         self.action_button.setEnabled(state in _ACTIONABLE)
@@ -333,13 +339,17 @@ class InterruptedBanner(TintedPanel):
         super().resizeEvent(event)
         self._fit_details()
 
-    def _set_reasons(self, reasons: tuple[str, ...]) -> None:
+    def _set_reasons(self, current: _SessionResume) -> None:
         for label in self.reason_labels:
             self.reasons_box.removeWidget(label)
             label.deleteLater()
         self.reason_labels = []
-        for code in reasons:
-            label = QLabel("•  " + describe(code).sentence)
+        write_not_done = _write_not_done(current)
+        for code in current.reasons:
+            sentence = describe(code).sentence
+            if write_not_done:
+                sentence = _park_tr(WRITE_NOT_DONE_REASON)
+            label = QLabel("•  " + sentence)
             label.setWordWrap(True)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setProperty("code", code)
@@ -397,6 +407,12 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             _tr("Safe resume"),
         )
     if state is BannerState.PARKED:
+        if _write_not_done(current):
+            return (
+                _park_tr(WRITE_NOT_DONE_HEADLINE),
+                _park_tr(WRITE_NOT_DONE_NEXT_STEP),
+                _tr("Try again"),
+            )
         if highest_severity(current.reasons) is Severity.INFO:
             title = _tr("Nothing to resume right now.")
         else:
@@ -415,6 +431,16 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             "step that is known to be complete, as a new run."
         ),
         _tr("Safe resume"),
+    )
+
+
+def _park_tr(text: str) -> str:
+    return QCoreApplication.translate("ParkText", text)
+
+
+def _write_not_done(current: _SessionResume) -> bool:
+    return write_did_not_happen(
+        current.reasons, ((d.code, d.tool_call_id) for d in current.diagnostics)
     )
 
 

@@ -123,7 +123,7 @@ def classify(observation: FileObservation, evidence: FileStateEvidence) -> Recon
     return ReconcileObservation.DIVERGED
 
 
-def _relative_parts(relative: str) -> tuple[str, ...] | None:
+def relative_parts(relative: str) -> tuple[str, ...] | None:
     """The components of an evidence path, or None when it is not a plain path inside the
     folder (T1 only ever records such paths; anything else is not trustworthy)."""
     if not relative or "\x00" in relative or "\\" in relative:
@@ -156,7 +156,7 @@ def observe_write_target(
         return FileObservation(
             relative, identity, problem=ObservationProblem.WORKSPACE_IDENTITY_CHANGED
         )
-    parts = _relative_parts(relative)
+    parts = relative_parts(relative)
     if parts is None:
         return FileObservation(relative, identity, problem=ObservationProblem.PATH_INVALID)
     return _observe_path(root, parts, relative, identity)

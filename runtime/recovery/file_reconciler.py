@@ -10,7 +10,9 @@ an orphaned run, before the run's ending is repaired, the reconciler observes th
   ``file_write_result`` (so it is the normal result, byte for byte), then the decision
   ``completed``. The file is never written again.
 - ``matches_prior_state`` / ``diverged`` / ``unreadable``: the decision ``parked`` with the mapped
-  reason. Nothing is redone and nobody's change is overwritten: the user decides.
+  reason. Nothing is redone and nobody's change is overwritten: the user decides. For
+  ``matches_prior_state`` the write's own temporary file is removed when its bytes are exactly
+  the write's (``write_leftovers``); any other is left and named in the park's diagnostics.
 
 Everything else that was interrupted (``bash``, any tool without evidence or with another recovery
 mode) is left alone: it stays ``indeterminate``, never retried, never assumed.
@@ -46,6 +48,7 @@ from runtime.recovery.file_observation import (
     observe_write_target,
 )
 from runtime.recovery.recovery_resolver import resolve_operations
+from runtime.recovery.write_leftovers import remove_our_leftovers
 from runtime.tools.file_state_evidence import file_write_result
 
 RECONCILABLE_TOOLS = frozenset({"write_file", "edit_file"})
@@ -94,6 +97,8 @@ class ReconcileOutcome:
     reason: RecoveryReasonCode
     created: bool = False
     error: str | None = None
+    removed_temp_files: tuple[str, ...] = ()
+    kept_temp_files: tuple[str, ...] = ()
 
 
 def _file_evidence(dispatch: RuntimeEvent) -> FileStateEvidence | None:
@@ -252,6 +257,13 @@ class FileReconciler:
                 bundle.observation,
                 bundle.reason,
             )
+            if bundle.observation is ReconcileObservation.MATCHES_PRIOR_STATE:
+                # The write never reached its target; its temporary file, when it holds exactly
+                # the bytes the write was putting in place, is Maka's own and goes.
+                removed, kept = remove_our_leftovers(header.cwd, target.evidence)
+                outcome = replace(
+                    outcome, removed_temp_files=tuple(removed), kept_temp_files=tuple(kept)
+                )
             try:
                 result = self._writer.commit_recovery_bundle(
                     bundle.reconcile, bundle.outcome, bundle.decision

@@ -161,15 +161,21 @@ def test_killed_at_p3_the_untouched_file_parks_as_prior_state(tmp_path: Path) ->
     drill = Drill(tmp_path)
     assert drill.run("P3").returncode == -9
     assert not drill.target.exists()
-    leftovers = sorted(p.name for p in drill.work.iterdir())
+    before = sorted(p.name for p in drill.work.iterdir())
+    (temp,) = [name for name in before if name.startswith(".out.txt.maka-")]
+    assert (drill.work / temp).read_text() == CONTENT
     code, body = drill.plan()
     assert code == 3
     operation = _only_operation(body)
     assert (operation["toolName"], operation["toolCallId"]) == ("write_file", "w1")
     assert (operation["status"], operation["reason"]) == ("parked", "reconcile_matches_prior_state")
+    assert "temporaryFiles" not in operation
     assert body["rejectionReasons"] == ["resume_feature_disabled"]
     assert not drill.target.exists()  # never redone
-    assert sorted(p.name for p in drill.work.iterdir()) == leftovers  # nothing touched at all
+    # Maka's own temporary file, holding exactly the bytes it was writing, is gone; nothing
+    # else in the folder was touched.
+    after = sorted(p.name for p in drill.work.iterdir())
+    assert after == [name for name in before if name != temp]
     text = drill.plan_text()
     assert text.returncode == 3
     assert "write_file w1: parked (reconcile_matches_prior_state)" in text.stdout
@@ -181,6 +187,23 @@ def test_killed_at_p3_the_untouched_file_parks_as_prior_state(tmp_path: Path) ->
     assert [d.get("toolCallId") for d in parked] == ["w1"]
     assert "reconcile_matches_prior_state" in parked[0]["message"]
     assert not drill.target.exists()
+
+
+def test_a_temporary_file_that_is_not_what_maka_was_writing_is_kept_and_named(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P3").returncode == -9
+    (temp,) = [p for p in drill.work.iterdir() if p.name.startswith(".out.txt.maka-")]
+    temp.write_text(CONTENT + "someone added this\n")
+    code, body = drill.plan()
+    assert code == 3
+    operation = _only_operation(body)
+    assert operation["reason"] == "reconcile_matches_prior_state"
+    assert operation["temporaryFiles"] == [temp.name]
+    assert temp.read_text() == CONTENT + "someone added this\n", "never removed"
+    text = drill.plan_text()
+    assert f"{temp.name} is still in the folder" in text.stdout
 
 
 def test_a_file_edited_between_crash_and_restart_parks_as_diverged_and_is_kept(

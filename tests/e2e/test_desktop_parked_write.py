@@ -1,0 +1,92 @@
+"""A parked write in the real desktop processes: ``maka run`` writing a file is SIGKILLed at P3
+(the temporary file is complete, the target untouched); the real main process starts with Safe
+resume on, recovery parks the write with ``reconcile_matches_prior_state`` and removes Maka's own
+temporary file, auto-resume parks, and a real ``RendererBridge`` with a real banner connects.
+
+The banner says what the card says: "The write did not happen.", not the generic sentence about
+an unknown outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from renderer.bridge_client import RendererBridge
+from renderer.bridge_port import ConnectionState
+from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.maka_process import MainProcess, start_main
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+CONTENT = "hello, parked world\n"
+SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Writing.",
+            "toolCalls": [
+                {"id": "w1", "name": "write_file", "args": {"path": "out.txt", "content": CONTENT}}
+            ],
+        },
+        {"text": "Written."},
+    ]
+]
+WAIT_MS = 30_000
+
+
+@pytest.fixture
+def processes() -> Iterator[list[MainProcess]]:
+    started: list[MainProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+def test_a_write_that_did_not_happen_says_so_in_the_banner_headline(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT))
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write it"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P3"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    assert [p.name for p in work.iterdir() if p.name.startswith(".out.txt.maka-")]
+    session_id = committed_runs(data)[0][0].session_id
+
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    bridge = RendererBridge(main.socket_name, main.token)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session(session_id, interrupted=True)
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    if banner.title_label.text() != "The write did not happen.":
+        # auto-resume may not have parked yet when the banner connected: ask once more
+        banner.request_resume()
+        qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    assert banner.title_label.text() == "The write did not happen."
+    (reason,) = banner.reason_labels
+    assert "the file is as it was" in reason.text()
+    assert "outcome is unknown" not in reason.text()
+    assert "ask for the write again" in banner.body_label.text()
+    details = banner.details_label.text()
+    assert "reconcile_matches_prior_state" in details and "out.txt" in details
+    assert not work.joinpath("out.txt").exists(), "never redone"
+    assert not [p for p in work.iterdir() if p.name.startswith(".out.txt.maka-")], (
+        "Maka's own temporary file is removed by recovery"
+    )
+    bridge.stop()
+    assert main.terminate() == 0
