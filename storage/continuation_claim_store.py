@@ -10,10 +10,12 @@ serialise on the write lock and the loser gets ``continuation_claim_conflict``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import ParkReason, RevalidationCode, WriterRejectionCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent
@@ -144,7 +146,7 @@ def admit(
         raise StoreRefusal(
             RevalidationCode.SOURCE_HIGH_WATER_CHANGED, "the source run's history changed"
         )
-    if str(head[1]) != claim.source_terminal_event_id or int(head[2]) != 1:
+    if not _ends_at_terminal(conn, source.invocation_id, claim.source_terminal_event_id):
         raise StoreRefusal(
             RevalidationCode.SOURCE_TERMINAL_CHANGED, "the source run no longer ends there"
         )
@@ -197,3 +199,20 @@ def admit(
             claim.created_at,
         ),
     )
+
+
+def _ends_at_terminal(conn: sqlite3.Connection, invocation_id: str, terminal_event_id: str) -> bool:
+    """The run's ledger ends with that terminal event, or with it and the user's attestations
+    recorded after it (RECOVERY.md section 8)."""
+    row = conn.execute(
+        "SELECT event_seq, event_id FROM runtime_events WHERE invocation_id = ? AND terminal = 1",
+        (invocation_id,),
+    ).fetchall()
+    if len(row) != 1 or str(row[0][1]) != terminal_event_id:
+        return False
+    after = conn.execute(
+        "SELECT payload FROM runtime_events WHERE invocation_id = ? AND event_seq > ?"
+        " ORDER BY event_seq",
+        (invocation_id, int(row[0][0])),
+    ).fetchall()
+    return attestation_suffix_ok([json.loads(payload[0]) for payload in after])

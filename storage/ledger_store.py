@@ -40,6 +40,7 @@ from runtime.ledger.store_ports import (
 from storage import continuation_claim_store as claims
 from storage import run_header_store as headers
 from storage import tool_projection as projection
+from storage.attestation_writer import AttestationCommit, SurvivingProcess, commit_attestation
 from storage.event_rows import read_event, read_invocation_rows
 from storage.event_writer import (
     LedgerTransaction,
@@ -263,6 +264,28 @@ class SqliteLedgerStore:
         if result.created:
             store_failpoint("bundle_after_commit", "P10")
         return result
+
+    def commit_attestation(
+        self,
+        operation_id: str,
+        ran: bool,
+        note: str | None,
+        surviving_process: SurvivingProcess,
+    ) -> AttestationCommit:
+        """Record the user's attestation of an operation's unknown outcome (RECOVERY.md
+        section 8) in one transaction through the recovery-bundle writer; refusals in
+        ``attestation_writer``. ``surviving_process`` is asked inside the transaction."""
+        with self._write() as tx:
+            result = commit_attestation(
+                tx, operation_id, ran, note, tx.committed_at, surviving_process
+            )
+        if result.created:
+            store_failpoint("bundle_after_commit", "attestation_after_commit", "P10")
+        return result
+
+    def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]:
+        """The T1 operations of a session's runs (for naming one by its tool call id)."""
+        return self._read(lambda conn: projection.read_session_operations(conn, session_id))
 
     def commit_run_ending(
         self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None

@@ -9,7 +9,9 @@ operation must still be ``prepared``: parked is final, and only a byte-identical
 bundle is accepted afterwards (``created=False``).
 
 A run sealed by its terminal event accepts no bundle (``run_sealed``): startup recovery
-reconciles before it writes the recovered ending.
+reconciles before it writes the recovered ending. The exception is the user's attestation
+(RECOVERY.md section 8, ``attestation_writer``): it comes after recovery closed the run, and a
+whole, valid attestation bundle is the only thing a sealed run accepts.
 
 Failpoints inside the transaction: ``bundle_after_reconcile_insert``,
 ``bundle_after_outcome_insert``, ``bundle_after_decision_insert`` (after ``COMMIT``:
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.ledger.attestation import is_attestation_fact
 from runtime.ledger.codes import StoreCode, TransitionKind, WriterRejectionCode
 from runtime.ledger.recovery_bundle import OperationIdentity, validate_recovery_bundle
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
@@ -66,7 +69,10 @@ def commit_bundle(
                 decision.event_id,
             )
         return CommitResult(created=False, event_seq=retried[decision.event_id])
-    tx.check_seal(state, new)
+    if not is_attestation_fact(reconcile.event):
+        # The user's attestation is the one bundle that may follow the terminal event: the user
+        # settles after startup recovery closed the run (``attestation_suffix_ok``).
+        tx.check_seal(state, new)
     call = read_event(tx.conn, operation.call_event_id)
     dispatch = read_event(tx.conn, operation.dispatch_event_id)
     if call is None or dispatch is None:

@@ -14,8 +14,10 @@ retry); anything else stored under the same ids is a conflict and nothing is wri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import Lane, TransferCode, TransitionKind, WriterRejectionCode
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.lane_rules import is_bound_response
@@ -59,6 +61,15 @@ class ImportReport:
     dropped_bytes: int
 
 
+def _ends_with_terminal(events: Sequence[RuntimeEvent]) -> bool:
+    """The run ends with its terminal event, or with it and the user's attestations that
+    followed (RECOVERY.md section 8: the only facts allowed after it)."""
+    for index in range(len(events) - 1, -1, -1):
+        if is_terminal(events[index]):
+            return attestation_suffix_ok(events[index + 1 :])
+    return False
+
+
 def _import_run(
     tx: LedgerTransaction, block: RunBlock, torn: bool, *, bulk: bool
 ) -> tuple[int, int]:
@@ -66,7 +77,7 @@ def _import_run(
     header = block.header
     events = block.events
     final_status = RunStatus(header.status)
-    ends = bool(events) and is_terminal(events[-1])
+    ends = _ends_with_terminal(events)
     if final_status in TERMINAL_RUN_STATUSES and not ends and not torn:
         raise TransferError(
             TransferCode.IMPORT_STRUCTURE_INVALID,
@@ -163,7 +174,7 @@ def _commit_next(
     candidate = prepare_candidate(events[position], decoded=True)
     lane = candidate.lane
     if candidate.terminal:
-        if position != len(events) - 1:
+        if not attestation_suffix_ok(events[position + 1 :]):
             raise StoreRefusal(
                 WriterRejectionCode.RUN_SEALED,
                 f"event {events[position + 1]['id']} follows the terminal event",

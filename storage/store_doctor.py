@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import DoctorCode, ScanIssueCode
 from runtime.ledger.event_model import is_terminal
 from runtime.ledger.ledger_errors import LedgerError
@@ -95,6 +96,13 @@ class DoctorReport:
         }
 
 
+def _ends_at(terminal: StoredEvent, events: Sequence[StoredEvent]) -> bool:
+    """The run ends with ``terminal``, or with it and the user's attestations (the only facts
+    allowed after it)."""
+    index = next(i for i, stored in enumerate(events) if stored is terminal)
+    return attestation_suffix_ok([stored.event for stored in events[index + 1 :]])
+
+
 def _read_run(
     conn: sqlite3.Connection, header: RunHeader, report: DoctorReport
 ) -> list[StoredEvent] | None:
@@ -147,7 +155,7 @@ def _check_run(header: RunHeader, events: Sequence[StoredEvent], report: DoctorR
             )
             break
     terminals = [stored for stored in events if is_terminal(stored.event)]
-    if terminals and terminals[0] is not events[-1]:
+    if terminals and not _ends_at(terminals[0], events):
         problems.append(
             DoctorProblem(
                 DoctorCode.EVENT_AFTER_TERMINAL,

@@ -15,7 +15,8 @@ Points (``*_insert`` ones sit inside the open write transaction, ``*_after_commi
 - ``t2_after_response_insert``, ``t2_after_commit``
 - ``bundle_after_reconcile_insert``, ``bundle_after_outcome_insert``,
   ``bundle_after_decision_insert``, ``bundle_after_commit`` (also honours ``P10``, the catalog id of
-  "recovery decision committed")
+  "recovery decision committed"; the user's attestation goes through the same writer and also
+  honours ``attestation_after_commit``)
 - ``run_ending_after_event_insert``, ``run_ending_after_commit``
 - ``continuation_admission_before_commit`` (claim, target header and start event inserted, not
   committed; also honours ``P11``, the catalog id of "continuation run creation"),
@@ -51,6 +52,7 @@ STORE_FAILPOINTS = frozenset(
         "bundle_after_outcome_insert",
         "bundle_after_decision_insert",
         "bundle_after_commit",
+        "attestation_after_commit",
         "run_ending_after_event_insert",
         "run_ending_after_commit",
         "continuation_admission_before_commit",

@@ -126,6 +126,15 @@ def read_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperation
     return _operation_from_row(row) if row is not None else None
 
 
+def read_session_operations(conn: sqlite3.Connection, session_id: str) -> list[ToolOperationRecord]:
+    rows = conn.execute(
+        f"SELECT {OPERATION_COLUMNS} FROM tool_operations WHERE session_id = ?"
+        " ORDER BY operation_id",
+        (session_id,),
+    ).fetchall()
+    return [_operation_from_row(row) for row in rows]
+
+
 def read_journal(conn: sqlite3.Connection, operation_id: str) -> list[ToolJournalRecord]:
     rows = conn.execute(
         f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events WHERE operation_id = ?"

@@ -22,6 +22,7 @@ from runtime.continuation.continuation_replay import (
 )
 from runtime.continuation.lineage_reader import Lineage, LineageError
 from runtime.continuation.provider_replay import ItemKind, ProviderItem
+from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
@@ -386,10 +387,12 @@ def _consistent_terminal(header: RunHeader, events: tuple[RuntimeEvent, ...]) ->
     """The id of the run's single terminal event when header and ledger agree on the ending."""
     if header.status not in TERMINAL_RUN_STATUSES:
         return None
-    terminals = [event for event in events if is_terminal(event)]
-    if len(terminals) != 1 or terminals[0] is not events[-1]:
+    positions = [index for index, event in enumerate(events) if is_terminal(event)]
+    # The terminal event is the last one, save the user's attestations recorded after it
+    # (RECOVERY.md section 8: the only facts a closed run accepts).
+    if len(positions) != 1 or not attestation_suffix_ok(events[positions[0] + 1 :]):
         return None
-    terminal = terminals[0]
+    terminal = events[positions[0]]
     status = _STATUS_FOR_EVENT.get(terminal.get("status", ""))
     if status is None or status != header.status:
         return None

@@ -26,6 +26,7 @@ from runtime.continuation.continuation_planner import (
 from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
+from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent
@@ -35,6 +36,7 @@ from runtime.ledger.store_ports import (
     RunHeader,
     RunStatus,
     SessionRecord,
+    StoredEvent,
 )
 
 RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
@@ -291,8 +293,7 @@ class ResumeService:
                     code.SOURCE_LEDGER_IDENTITY_CHANGED, "a foreign event is in the source ledger"
                 )
         if (
-            not rows
-            or rows[-1].event["id"] != details.source_terminal_event_id
+            not _ends_at(rows, details.source_terminal_event_id)
             or source.status != details.source.status
         ):
             raise ResumeRefused(code.SOURCE_TERMINAL_CHANGED, "the source run's ending changed")
@@ -413,3 +414,12 @@ class ResumeService:
         except LedgerError as error:
             raise ResumeRefused(error.code, error.message) from error
         return target, start_event
+
+
+def _ends_at(rows: Sequence[StoredEvent], terminal_event_id: str) -> bool:
+    """The rows end with that terminal event, or with it and the user's attestations recorded
+    after it (RECOVERY.md section 8)."""
+    for index in range(len(rows) - 1, -1, -1):
+        if rows[index].event["id"] == terminal_event_id:
+            return attestation_suffix_ok([row.event for row in rows[index + 1 :]])
+    return False

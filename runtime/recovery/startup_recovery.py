@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.ledger_errors import LedgerError
@@ -162,7 +163,8 @@ def run_startup_recovery(
             terminals = [event for event in events if is_terminal(event)]
             if terminals:
                 # Header behind its own terminal fact: align it, write nothing to the ledger.
-                if len(terminals) != 1 or terminals[0] is not events[-1]:
+                last = max(i for i, event in enumerate(events) if is_terminal(event))
+                if len(terminals) != 1 or not attestation_suffix_ok(events[last + 1 :]):
                     raise LedgerError("terminal_repair_failed", "ambiguous terminal facts")
                 store.repair_run_header(header.run_id)
                 aligned.append(header.run_id)

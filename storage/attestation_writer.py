@@ -1,0 +1,208 @@
+"""Recording the user's attestation of an unknown outcome (RECOVERY.md section 8).
+
+``commit_attestation`` runs inside one ``BEGIN IMMEDIATE`` transaction: it checks that the
+attestation may be recorded, builds the bundle (reconcile observation, recovered outcome,
+decision: ``runtime.ledger.attestation``) and commits it through the recovery-bundle writer, so
+every bundle rule, the transition validation and the projection update apply as for any bundle.
+
+Refusals (nothing written), in this order:
+
+- ``operation_not_found``: no T1 operation with that id;
+- ``attestation_note_too_long``: the note is empty or longer than 500 characters;
+- an existing bundle: the same choice and note again is a no-op (``created=False``, the stored
+  bundle stands, its time included); anything else is ``operation_settled`` (parked is final);
+- ``attestation_not_applicable``: the operation is not left dispatched without a response (its
+  outcome was recorded), or the run's ledger has an issue (the scanner's code);
+- ``run_not_orphaned``: the run was started by the current owner of the data directory;
+- ``attestation_not_offered_for_reconcile``: a file write (its evidence decides);
+- ``background_operation_pending``: a process of the call is still recorded alive.
+
+The bundle's event ids are fixed per operation (``<operationId>_attest_reconcile`` / ``_outcome``
+/ ``_decision``): an operation has at most one attestation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from runtime.ledger.attestation import (
+    ATTESTED_REASONS,
+    Attestation,
+    attestation_result,
+    note_problem,
+)
+from runtime.ledger.codes import (
+    AttestationRefusal,
+    ParkReason,
+    RecoveryDisposition,
+    StoreCode,
+    WriterRejectionCode,
+)
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.recovery_bundle import DecisionFact, ReconcileFact, parse_reconcile_fact
+from runtime.ledger.store_ports import CommitResult, StoreRefusal, ToolOperationRecord
+from storage import run_header_store as headers
+from storage.event_rows import read_event
+from storage.event_writer import LedgerTransaction, prepare_candidate
+from storage.recovery_bundle_writer import commit_bundle
+from storage.tool_projection import (
+    OUTCOME_COMMITTED,
+    PREPARED,
+    RECOVERY_COMPLETED,
+    read_operation,
+)
+
+SurvivingProcess = Callable[[str], str | None]
+"""Given an operation id, a description of a process of that call still recorded alive (for
+the refusal's message), or None."""
+
+
+class AttestationCommit(NamedTuple):
+    """``created`` False: the same attestation was already recorded (its bundle is returned)."""
+
+    created: bool
+    event_seq: int
+    reconcile_event_id: str
+    outcome_event_id: str
+    decision_event_id: str
+    attested_at: int
+
+
+def attestation_event_ids(operation_id: str) -> tuple[str, str, str]:
+    return (
+        f"{operation_id}_attest_reconcile",
+        f"{operation_id}_attest_outcome",
+        f"{operation_id}_attest_decision",
+    )
+
+
+def _envelope(dispatch: RuntimeEvent, event_id: str, role: str, ts: int) -> dict[str, Any]:
+    return {
+        "id": event_id,
+        "sessionId": dispatch["sessionId"],
+        "invocationId": dispatch["invocationId"],
+        "runId": dispatch["runId"],
+        "turnId": dispatch["turnId"],
+        "ts": ts,
+        "partial": False,
+        "role": role,
+        "author": role,
+    }
+
+
+def attestation_events(
+    operation: ToolOperationRecord, dispatch: RuntimeEvent, ran: bool, attestation: Attestation
+) -> tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]:
+    """The bundle for ``operation``: reconcile observation, recovered outcome, decision."""
+    op = operation.operation_id
+    refs = {"operationId": op, "toolCallId": operation.provider_tool_call_id}
+    reconcile_id, outcome_id, decision_id = attestation_event_ids(op)
+    ts = attestation.attested_at
+    fact = ReconcileFact.attested(op, ran, attestation)
+    reconcile = _envelope(dispatch, reconcile_id, "system", ts)
+    reconcile["actions"] = {"toolRecovery": fact.to_tool_recovery()}
+    reconcile["refs"] = dict(refs)
+    outcome = _envelope(dispatch, outcome_id, "tool", ts)
+    outcome["content"] = {
+        "kind": "function_response",
+        "id": operation.provider_tool_call_id,
+        "name": operation.tool_name,
+        "result": attestation_result(ran, attestation),
+        "isError": not ran,
+    }
+    outcome["refs"] = dict(refs)
+    decision = _envelope(dispatch, decision_id, "system", ts)
+    evidence = (operation.call_event_id, operation.dispatch_event_id, reconcile_id, outcome_id)
+    decided = DecisionFact(
+        op, RecoveryDisposition.COMPLETED, ATTESTED_REASONS[fact.observation], evidence, outcome_id
+    )
+    decision["actions"] = {"toolRecovery": decided.to_tool_recovery()}
+    decision["refs"] = dict(refs)
+    return reconcile, outcome, decision  # type: ignore[return-value]
+
+
+def _same_attestation(
+    tx: LedgerTransaction, operation: ToolOperationRecord, ran: bool, note: str | None
+) -> AttestationCommit | None:
+    """The stored attestation when it says the same (choice and note), else None."""
+    reconcile_id, outcome_id, decision_id = attestation_event_ids(operation.operation_id)
+    stored = read_event(tx.conn, reconcile_id)
+    decision = read_event(tx.conn, decision_id)
+    if operation.current_state != RECOVERY_COMPLETED or stored is None or decision is None:
+        return None
+    fact = parse_reconcile_fact((stored.event.get("actions") or {}).get("toolRecovery"))
+    if fact is None or fact.attestation is None:
+        return None
+    same_choice = (fact.observation.value == "user_attested_ran") == ran
+    if not same_choice or fact.attestation.note != note:
+        return None
+    return AttestationCommit(
+        False, decision.seq, reconcile_id, outcome_id, decision_id, fact.attestation.attested_at
+    )
+
+
+def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts)
+    tx: LedgerTransaction,
+    operation_id: str,
+    ran: bool,
+    note: str | None,
+    attested_at: int,
+    surviving_process: SurvivingProcess,
+) -> AttestationCommit:
+    operation = read_operation(tx.conn, operation_id)
+    if operation is None:
+        raise StoreRefusal(StoreCode.OPERATION_NOT_FOUND, f"no tool operation {operation_id}")
+    problem = note_problem(note)
+    if problem is not None:
+        raise StoreRefusal(AttestationRefusal.ATTESTATION_NOTE_TOO_LONG, problem)
+    if operation.current_state != PREPARED or operation.result_event_id is not None:
+        same = _same_attestation(tx, operation, ran, note)
+        if same is not None:
+            return same
+        if operation.current_state == OUTCOME_COMMITTED:
+            raise StoreRefusal(
+                AttestationRefusal.ATTESTATION_NOT_APPLICABLE,
+                f"the outcome of {operation_id} was recorded; there is nothing to settle",
+            )
+        raise StoreRefusal(
+            WriterRejectionCode.OPERATION_SETTLED,
+            f"operation {operation_id} is already settled ({operation.current_state}); "
+            "a settlement is final",
+        )
+    state = tx.run(operation.run_id)
+    tx.check_health(state)  # a run with a ledger issue: the operation is corrupt, not unknown
+    header = headers.require_header(tx.conn, operation.run_id)
+    if header.owner_epoch >= headers.read_owner_epoch(tx.conn):
+        raise StoreRefusal(
+            AttestationRefusal.RUN_NOT_ORPHANED,
+            f"run {operation.run_id} belongs to the process that owns the data directory now; "
+            "its call may still be running",
+        )
+    if operation.recovery_mode == "reconcile":
+        raise StoreRefusal(
+            AttestationRefusal.ATTESTATION_NOT_OFFERED_FOR_RECONCILE,
+            f"{operation.tool_name} is a file write: recovery checks the file itself",
+        )
+    alive = surviving_process(operation_id)
+    if alive is not None:
+        raise StoreRefusal(
+            ParkReason.BACKGROUND_OPERATION_PENDING,
+            f"a process of this call is still running ({alive}); stop it first",
+        )
+    dispatch = read_event(tx.conn, operation.dispatch_event_id)
+    if dispatch is None:
+        raise StoreRefusal(StoreCode.STORE_CORRUPT, f"operation {operation_id} lost its dispatch")
+    attestation = Attestation(attested_at, headers.read_owner_epoch(tx.conn), note)
+    reconcile, outcome, decision = attestation_events(operation, dispatch.event, ran, attestation)
+    result: CommitResult = commit_bundle(
+        tx, prepare_candidate(reconcile), prepare_candidate(outcome), prepare_candidate(decision)
+    )
+    return AttestationCommit(
+        result.created,
+        result.event_seq,
+        reconcile["id"],
+        outcome["id"],
+        decision["id"],
+        attested_at,
+    )

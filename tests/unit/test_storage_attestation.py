@@ -1,0 +1,242 @@
+"""Recording the user's attestation (RECOVERY.md section 8) in a real SQLite store: one bundle
+after the run's recovered terminal event, settled ``completed`` / ``user_attestation``; every
+refusal with its code and nothing written; an identical retry is a no-op; doctor stays clean;
+export and import carry it."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.ledger.codes import ResolverStatus, SettlementOrigin
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import StoreRefusal
+from runtime.recovery.recovery_resolver import resolve_recovery
+from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.sqlite_connection import DATABASE_NAME
+from tests.helpers.ledger_builders import (
+    RunIds,
+    bound_response,
+    call_event,
+    decision_event,
+    dispatch_event,
+    operation_of,
+    reconcile_event,
+    terminal,
+    user_text,
+)
+from tests.helpers.store_workloads import add_run, commit_ledger, db_state, fixed_clock
+
+IDS = RunIds("sess-a", "inv-a", "run-a", "turn-a")
+CRASHED = terminal(IDS, status="failed", state_delta={"failureClass": "app_restarted"}, ts=90)
+
+
+def _no_process(_operation_id: str) -> str | None:
+    return None
+
+
+def _bash(call_id: str = "c1") -> tuple[RuntimeEvent, RuntimeEvent]:
+    call = call_event(call_id, "bash", {"command": "make migrate"}, ids=IDS)
+    return call, dispatch_event(call, recovery_mode="never_auto_retry")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+@pytest.fixture
+def store(data_dir: Path) -> Iterator[SqliteLedgerStore]:
+    opened = open_store(data_dir, clock=fixed_clock())
+    yield opened
+    opened.close()
+
+
+def _crashed_run(store: SqliteLedgerStore, *middle: RuntimeEvent, close: bool = True) -> None:
+    """A run of epoch 1 holding ``middle``; then a new owner (epoch 2) closes it as recovery
+    does."""
+    store.bump_owner_epoch()
+    add_run(store, IDS, epoch=store.read_owner_epoch())
+    commit_ledger(store, [user_text(ids=IDS, marker=True), *middle])
+    store.bump_owner_epoch()
+    if close:
+        commit_ledger(store, [CRASHED])
+
+
+def _events(store: SqliteLedgerStore) -> list[RuntimeEvent]:
+    return [row.event for row in store.read_run_events(IDS.run_id)]
+
+
+def _refusal(store: SqliteLedgerStore, data_dir: Path, operation_id: str, **kwargs: object) -> str:
+    before = db_state(data_dir / DATABASE_NAME)
+    with pytest.raises(StoreRefusal) as raised:
+        store.commit_attestation(
+            operation_id,
+            bool(kwargs.get("ran", True)),
+            kwargs.get("note"),  # type: ignore[arg-type]
+            kwargs.get("surviving", _no_process),  # type: ignore[arg-type]
+        )
+    assert db_state(data_dir / DATABASE_NAME) == before
+    assert store.diagnose().problems == []
+    return str(raised.value.code)
+
+
+@pytest.mark.parametrize("ran", [True, False])
+def test_an_attestation_settles_the_call_after_the_terminal_event(
+    store: SqliteLedgerStore, data_dir: Path, ran: bool
+) -> None:
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    result = store.commit_attestation(operation_of(call), ran, "checked the table", _no_process)
+    assert result.created
+    events = _events(store)
+    assert [event["id"] for event in events[-4:]] == [
+        CRASHED["id"],
+        result.reconcile_event_id,
+        result.outcome_event_id,
+        result.decision_event_id,
+    ]
+    (decision,) = resolve_recovery(events).decisions
+    assert decision.status is ResolverStatus.COMPLETED
+    assert decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
+    assert decision.response_is_error is (not ran)
+    outcome: Any = events[-2]["content"]
+    assert outcome["result"]["attestation"] == ("ran" if ran else "not_run")
+    assert outcome["result"]["note"] == "checked the table"
+    reconcile = events[-3]["actions"]["toolRecovery"]["payload"]
+    assert reconcile["ownerEpoch"] == store.read_owner_epoch()
+    assert reconcile["attestedAt"] == result.attested_at
+    record = store.read_tool_operation(operation_of(call))
+    assert record is not None and record.current_state == "recovery_completed"
+    assert store.diagnose().problems == []
+    # The same choice and note again: nothing new, the first record stands.
+    before = db_state(data_dir / DATABASE_NAME)
+    again = store.commit_attestation(operation_of(call), ran, "checked the table", _no_process)
+    assert not again.created and again.attested_at == result.attested_at
+    assert db_state(data_dir / DATABASE_NAME) == before
+    # Anything else is refused: a settlement is final.
+    assert _refusal(store, data_dir, operation_of(call), ran=not ran) == "operation_settled"
+    assert _refusal(store, data_dir, operation_of(call), ran=ran, note="other") == (
+        "operation_settled"
+    )
+    # The run stays sealed against everything else.
+    with pytest.raises(StoreRefusal) as sealed:
+        store.append_event(user_text("more", event_id="evt-late", ids=IDS))
+    assert str(sealed.value.code) == "run_sealed"
+
+
+def test_an_attestation_may_come_before_the_run_is_closed(
+    store: SqliteLedgerStore, data_dir: Path
+) -> None:
+    """An orphaned run not yet repaired (older epoch, no terminal event): recovery then closes
+    it after the attestation, as it closes any run."""
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch, close=False)
+    assert store.commit_attestation(operation_of(call), True, None, _no_process).created
+    commit_ledger(store, [CRASHED])
+    assert store.diagnose().problems == []
+
+
+def test_unknown_operation(store: SqliteLedgerStore, data_dir: Path) -> None:
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    assert _refusal(store, data_dir, "toolop_nope") == "operation_not_found"
+
+
+def test_a_note_too_long_or_empty(store: SqliteLedgerStore, data_dir: Path) -> None:
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    op = operation_of(call)
+    assert _refusal(store, data_dir, op, note="x" * 501) == "attestation_note_too_long"
+    assert _refusal(store, data_dir, op, note="  ") == "attestation_note_too_long"
+    assert store.commit_attestation(op, True, "x" * 500, _no_process).created
+
+
+def test_a_call_whose_outcome_was_recorded(store: SqliteLedgerStore, data_dir: Path) -> None:
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch, bound_response(call))
+    assert _refusal(store, data_dir, operation_of(call)) == "attestation_not_applicable"
+
+
+def test_a_parked_write_is_final(store: SqliteLedgerStore, data_dir: Path) -> None:
+    call = call_event("w1", "Write", ids=IDS)
+    dispatch = dispatch_event(call)
+    observed = reconcile_event(call, "diverged")
+    _crashed_run(store, call, dispatch, observed, decision_event(call, dispatch, observed))
+    assert _refusal(store, data_dir, operation_of(call)) == "operation_settled"
+
+
+def test_a_write_left_prepared_is_decided_by_its_evidence(
+    store: SqliteLedgerStore, data_dir: Path
+) -> None:
+    call = call_event("w1", "Write", ids=IDS)
+    _crashed_run(store, call, dispatch_event(call))
+    code = _refusal(store, data_dir, operation_of(call))
+    assert code == "attestation_not_offered_for_reconcile"
+
+
+def test_a_run_of_the_current_owner(store: SqliteLedgerStore, data_dir: Path) -> None:
+    call, dispatch = _bash()
+    store.bump_owner_epoch()
+    add_run(store, IDS, epoch=store.read_owner_epoch())
+    commit_ledger(store, [user_text(ids=IDS, marker=True), call, dispatch])
+    assert _refusal(store, data_dir, operation_of(call)) == "run_not_orphaned"
+
+
+def test_a_process_still_recorded_alive(store: SqliteLedgerStore, data_dir: Path) -> None:
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    asked: list[str] = []
+
+    def alive(operation_id: str) -> str | None:
+        asked.append(operation_id)
+        return "pid 4242"
+
+    code = _refusal(store, data_dir, operation_of(call), surviving=alive)
+    assert code == "background_operation_pending"
+    assert asked == [operation_of(call)]
+
+
+def test_a_run_with_a_ledger_issue_is_not_settled(store: SqliteLedgerStore, data_dir: Path) -> None:
+    """A corrupt operation is not an unknown one: the run's scanner issue is the refusal."""
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    with store._write() as tx:  # a damaged ledger: the call's event copied under a new id
+        tx.conn.execute(
+            "INSERT INTO runtime_events SELECT 'evt-copy', session_id, invocation_id, run_id,"
+            " turn_id, 99, lane, terminal, payload, committed_at FROM runtime_events"
+            " WHERE event_id = ?",
+            (call["id"],),
+        )
+    store._cache.clear()
+    with pytest.raises(StoreRefusal) as raised:
+        store.commit_attestation(operation_of(call), True, None, _no_process)
+    assert str(raised.value.code) not in ("", "operation_settled")
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_export_and_import_carry_the_attestation(
+    store: SqliteLedgerStore, tmp_path: Path, bulk: bool
+) -> None:
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    store.commit_attestation(operation_of(call), False, "nothing in the log", _no_process)
+    out = io.BytesIO()
+    store.export_session(IDS.session_id, out)
+    other = open_store(tmp_path / "other", clock=fixed_clock())
+    try:
+        report = other.import_session(out.getvalue(), bulk=bulk)
+        assert report.events_created == len(_events(store))
+        imported = [row.event for row in other.read_run_events(IDS.run_id)]
+        assert imported == _events(store)
+        (decision,) = resolve_recovery(imported).decisions
+        assert decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
+        assert other.diagnose().problems == []
+        record = other.read_tool_operation(operation_of(call))
+        assert record is not None and record.current_state == "recovery_completed"
+    finally:
+        other.close()
