@@ -52,10 +52,12 @@ from runtime.tools.tool_contract import (
     Tool,
     ToolContext,
     ToolFailure,
+    ToolFailureCode,
     ToolOutput,
     ToolRefusal,
     ToolRefusalCode,
 )
+from runtime.tools.workspace_paths import path_error_sentence
 
 DEFAULT_RESULT_CAP_BYTES = 128 * 1024
 LOOP_GATE_THRESHOLD = 2  # this many identical failures in a row block the next identical call
@@ -273,6 +275,18 @@ class ToolRuntime:
             prepared = tool.prepare(call.args, self._ctx)
         except ToolRefusal as refusal:
             return self._refuse(pending, refusal.code, refusal.message)
+        except OSError as error:  # a path the operating system refuses: the model can fix it
+            return self._refuse(
+                pending,
+                ToolRefusalCode.PATH_UNUSABLE,
+                f"cannot use this path: {path_error_sentence(error)}",
+            )
+        except Exception as error:  # a defect in preflight ends this call, never the turn
+            return self._refuse(
+                pending,
+                ToolRefusalCode.PREFLIGHT_FAILED,
+                f"the tool could not be prepared ({type(error).__name__}); it did not run",
+            )
         if self.cancel.is_cancelled():
             return self._refuse(
                 pending, ToolRefusalCode.CANCELLED, "the turn was cancelled before the tool started"
@@ -361,7 +375,13 @@ class ToolRuntime:
             return ToolOutput(failure.result, is_error=True)
         except Exception as error:  # a tool bug must still settle the operation
             text = str(error) or type(error).__name__
-            return ToolOutput({"error": f"{type(error).__name__}: {text[:2000]}"}, is_error=True)
+            return ToolOutput(
+                {
+                    "error": f"{type(error).__name__}: {text[:2000]}",
+                    "code": ToolFailureCode.TOOL_INTERNAL_ERROR.value,
+                },
+                is_error=True,
+            )
 
 
 def _summarize_args(call: ModelToolCall) -> str:

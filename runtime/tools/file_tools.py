@@ -1,22 +1,27 @@
 """``read_file``, ``write_file`` and ``edit_file``.
 
-Writes go through a temporary file in the same folder, ``fsync``, an atomic ``os.replace`` and an
+Writes go through a temporary file in the same folder, ``fsync``, an atomic rename and an
 ``fsync`` of the folder, so a crash leaves either the old file or the new one, never half of
-either. Just before the replace the writer re-observes the target: if it changed since preflight
+either. Just before the rename the writer re-observes the target: if it changed since preflight
 (someone else wrote it), the tool fails rather than overwrite that change.
+
+Every file operation (the preflight observation included) goes through ``confined_fs``: relative
+to descriptors walked from the workspace root without following links, so a folder swapped for a
+link while the tool runs can never make it read or write outside the session folder.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
-import secrets
+import stat
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from runtime.ledger.event_model import FileStateBefore, FileStateEvidence, RecoveryMode
 from runtime.recovery.failpoints import failpoint
+from runtime.tools import confined_fs
 from runtime.tools.file_state_evidence import (
     digest_bytes,
     file_write_result,
@@ -31,7 +36,11 @@ from runtime.tools.tool_contract import (
     ToolRefusal,
     ToolRefusalCode,
 )
-from runtime.tools.workspace_paths import WorkspacePath, resolve_workspace_path
+from runtime.tools.workspace_paths import (
+    WorkspacePath,
+    path_error_sentence,
+    resolve_workspace_path,
+)
 
 READ_LIMIT_BYTES = 256 * 1024
 
@@ -67,17 +76,15 @@ class ReadFileTool:
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
         failpoint("P3")
-        path = Path(prepared.plan["absolute"])
         relative = prepared.plan["relative"]
         try:
-            with path.open("rb") as handle:
-                data = handle.read(READ_LIMIT_BYTES + 1)
+            data = _read_confined(ctx.cwd, relative, READ_LIMIT_BYTES + 1)
         except FileNotFoundError:
             raise ToolFailure(f"{relative} does not exist") from None
         except IsADirectoryError:
             raise ToolFailure(f"{relative} is a folder; use list_dir") from None
         except OSError as error:
-            raise ToolFailure(f"cannot read {relative}: {error.strerror}") from None
+            raise ToolFailure(f"cannot read {relative}: {path_error_sentence(error)}") from None
         truncated = len(data) > READ_LIMIT_BYTES
         data = data[:READ_LIMIT_BYTES]
         if b"\x00" in data[:8192]:
@@ -98,15 +105,83 @@ class ReadFileTool:
         )
 
 
-def _atomic_replace(path: Path, data: bytes, evidence_before: Mapping[str, Any]) -> None:
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
+def _read_confined(root: Path, relative: str, limit: int) -> bytes:
+    if not confined_fs.DIR_FD_SUPPORTED:
+        path = confined_fs.verified_path(root, relative)
+        with path.open("rb") as handle:
+            data = handle.read(limit)
+        confined_fs.verified_path(root, relative)  # still the same path after reading
+        return data
+    with confined_fs.open_parent(root, relative) as (folder, name):
+        return confined_fs.read_at(folder, name, limit)
+
+
+def observe_confined(root: Path, relative: str) -> tuple[FileStateBefore, bytes | None]:
+    """The state of ``root/relative`` and its bytes (None when absent), read without following
+    any link. A missing folder on the way means the file does not exist; a link, folder or other
+    non-regular file as the target is refused (it cannot be reconciled)."""
+    if not confined_fs.DIR_FD_SUPPORTED:
+        return observe_file(confined_fs.verified_path(root, relative))
+    try:
+        with confined_fs.open_parent(root, relative) as (folder, name):
+            return _observe_in(folder, name)
+    except FileNotFoundError:
+        return FileStateBefore(exists=False), None
+
+
+def _observe_in(folder: int, name: str) -> tuple[FileStateBefore, bytes | None]:
+    info = confined_fs.lstat_at(folder, name)
+    if info is None:
+        return FileStateBefore(exists=False), None
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolRefusal(ToolRefusalCode.NOT_A_REGULAR_FILE, f"{name} is not a regular file")
+    data = confined_fs.read_at(folder, name)
+    return FileStateBefore(exists=True, sha256=digest_bytes(data), size=len(data)), data
+
+
+def _changed(name: str) -> ToolFailure:
+    return ToolFailure(f"{name} changed after the write was prepared; nothing was written")
+
+
+def _atomic_replace(
+    root: Path, relative: str, data: bytes, evidence_before: Mapping[str, Any]
+) -> None:
+    if not confined_fs.DIR_FD_SUPPORTED:
+        _replace_by_path(root, relative, data, evidence_before)
+        return
+    with confined_fs.open_parent(root, relative, create=True) as (folder, name):
+        current, _ = _observe_in(folder, name)
+        if dict(current) != dict(evidence_before):
+            raise _changed(name)
+        info = confined_fs.lstat_at(folder, name)
+        mode = 0o644 if info is None else info.st_mode & 0o7777
+        temp = confined_fs.write_new_bytes_at(folder, name, data, mode)
+        try:
+            failpoint("P3")  # temp file complete, target untouched: no side effect yet
+            confined_fs.rename_at(folder, temp, name)
+        except BaseException:
+            confined_fs.unlink_quietly(folder, temp)
+            raise
+        parent = PurePosixPath(relative).parent.as_posix()
+        if not confined_fs.same_folder(root, parent, folder):
+            raise confined_fs.FolderMoved(parent)
+
+
+def _replace_by_path(
+    root: Path, relative: str, data: bytes, evidence_before: Mapping[str, Any]
+) -> None:
+    """The fallback without ``dir_fd`` (Windows): path operations, with the final path
+    re-verified (``confined_fs.verified_path``) after opening and just before the rename."""
+    import contextlib
+    import secrets
+
+    path = confined_fs.verified_path(root, relative)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path = confined_fs.verified_path(root, relative)
     current, _ = observe_file(path)
     if dict(current) != dict(evidence_before):
-        raise ToolFailure(
-            f"{path.name} changed after the write was prepared; nothing was written",
-        )
-    temp = folder / f".{path.name}.maka-{secrets.token_hex(6)}.tmp"
+        raise _changed(path.name)
+    temp = path.parent / f".{path.name}.maka-{secrets.token_hex(6)}.tmp"
     mode = None
     with contextlib.suppress(FileNotFoundError):
         mode = os.stat(path).st_mode & 0o7777
@@ -116,23 +191,25 @@ def _atomic_replace(path: Path, data: bytes, evidence_before: Mapping[str, Any])
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        failpoint("P3")  # temp file complete, target untouched: the side effect has not happened
+        failpoint("P3")
+        if confined_fs.verified_path(root, relative) != path:
+            raise OSError(errno.ELOOP, "a folder on the path was replaced by a link", relative)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-    _fsync_folder(folder)
 
 
-def _fsync_folder(folder: Path) -> None:
-    if os.name == "nt":
-        return
-    fd = os.open(folder, os.O_RDONLY)
+def _preflight_observe(root: Path, target: WorkspacePath) -> tuple[FileStateBefore, bytes | None]:
+    """``observe_confined`` with an OS error turned into the refusal the model sees."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return observe_confined(root, target.relative)
+    except OSError as error:
+        raise ToolRefusal(
+            ToolRefusalCode.PATH_UNUSABLE,
+            f"cannot use {target.relative}: {path_error_sentence(error)}",
+        ) from None
 
 
 def _prepared_write(
@@ -153,7 +230,6 @@ def _prepared_write(
         evidence=write_evidence(target.relative, ctx.workspace_identity, before, data),
         summary=summary,
         plan={
-            "absolute": str(target.absolute),
             "relative": target.relative,
             "before": before,
             "bytes": data,
@@ -165,13 +241,19 @@ def _write_output(prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
     if ctx.cancel.is_cancelled():
         raise ToolFailure("cancelled before the write; nothing was written")
     data: bytes = prepared.plan["bytes"]
-    path = Path(prepared.plan["absolute"])
+    relative: str = prepared.plan["relative"]
     try:
-        _atomic_replace(path, data, prepared.plan["before"])
+        _atomic_replace(ctx.cwd, relative, data, prepared.plan["before"])
     except ToolRefusal as refusal:
         raise ToolFailure(refusal.message) from None
+    except confined_fs.FolderMoved:
+        raise ToolFailure(
+            f"the folder holding {relative} was moved or replaced while it was written: the new "
+            "content went into the folder that was there when the write began, which is no "
+            f"longer at {PurePosixPath(relative).parent.as_posix()}"
+        ) from None
     except OSError as error:
-        raise ToolFailure(f"cannot write {prepared.plan['relative']}: {error.strerror}") from None
+        raise ToolFailure(f"cannot write {relative}: {path_error_sentence(error)}") from None
     evidence: FileStateEvidence | None = prepared.evidence
     if evidence is None:  # no workspace identity: same shape, computed here
         evidence = FileStateEvidence(
@@ -201,7 +283,7 @@ class WriteFileTool:
 
     def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
         target = resolve_workspace_path(ctx.cwd, args["path"], for_write=True)
-        before, _ = observe_file(target.absolute)
+        before, _ = _preflight_observe(ctx.cwd, target)
         data = str(args["content"]).encode("utf-8")
         summary = f"write {len(data)} bytes to {target.relative}"
         return _prepared_write(
@@ -232,7 +314,7 @@ class EditFileTool:
 
     def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
         target = resolve_workspace_path(ctx.cwd, args["path"], for_write=True)
-        before, current = observe_file(target.absolute)
+        before, current = _preflight_observe(ctx.cwd, target)
         if current is None:
             raise ToolRefusal(
                 ToolRefusalCode.EDIT_TARGET_MISSING, f"{target.relative} does not exist"

@@ -10,6 +10,7 @@ from typing import Any
 
 from runtime.ledger.event_model import RecoveryMode
 from runtime.recovery.failpoints import failpoint
+from runtime.tools import confined_fs
 from runtime.tools.tool_contract import (
     PreparedCall,
     ToolContext,
@@ -18,7 +19,7 @@ from runtime.tools.tool_contract import (
     ToolRefusal,
     ToolRefusalCode,
 )
-from runtime.tools.workspace_paths import resolve_workspace_path
+from runtime.tools.workspace_paths import path_error_sentence, resolve_workspace_path
 
 ENTRY_LIMIT = 1000
 
@@ -58,27 +59,15 @@ class ListDirTool:
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
         failpoint("P3")
-        folder = Path(prepared.plan["absolute"])
+        relative = prepared.plan["relative"]
         try:
-            names = sorted(os.listdir(folder))
+            names, entries = _list_confined(ctx.cwd, relative)
         except FileNotFoundError:
-            raise ToolFailure(f"{prepared.plan['relative']} does not exist") from None
+            raise ToolFailure(f"{relative} does not exist") from None
         except NotADirectoryError:
-            raise ToolFailure(f"{prepared.plan['relative']} is not a folder") from None
+            raise ToolFailure(f"{relative} is not a folder") from None
         except OSError as error:
-            raise ToolFailure(
-                f"cannot list {prepared.plan['relative']}: {error.strerror}"
-            ) from None
-        entries: list[dict[str, Any]] = []
-        for name in names[:ENTRY_LIMIT]:
-            try:
-                info = os.lstat(folder / name)
-            except OSError:
-                continue
-            entry: dict[str, Any] = {"name": name, "type": _kind(info.st_mode)}
-            if stat.S_ISREG(info.st_mode):
-                entry["size"] = info.st_size
-            entries.append(entry)
+            raise ToolFailure(f"cannot list {relative}: {path_error_sentence(error)}") from None
         return ToolOutput(
             {
                 "path": prepared.plan["relative"],
@@ -86,6 +75,39 @@ class ListDirTool:
                 "truncated": len(names) > ENTRY_LIMIT,
             }
         )
+
+
+def _entry(name: str, info: os.stat_result) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "type": _kind(info.st_mode)}
+    if stat.S_ISREG(info.st_mode):
+        entry["size"] = info.st_size
+    return entry
+
+
+def _list_confined(root: Path, relative: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every name in the folder and the entries of the first ``ENTRY_LIMIT``, read through a
+    descriptor walked from the root without following links (``confined_fs``)."""
+    entries: list[dict[str, Any]] = []
+    if not confined_fs.DIR_FD_SUPPORTED:
+        folder = confined_fs.verified_path(root, relative)
+        names = sorted(os.listdir(folder))
+        confined_fs.verified_path(root, relative)  # still the same folder after listing
+        for name in names[:ENTRY_LIMIT]:
+            try:
+                entries.append(_entry(name, os.lstat(folder / name)))
+            except OSError:
+                continue
+        return names, entries
+    with confined_fs.open_folder(root, relative) as fd:
+        names = sorted(os.listdir(fd))
+        for name in names[:ENTRY_LIMIT]:
+            try:
+                info = confined_fs.lstat_at(fd, name)
+            except OSError:
+                continue
+            if info is not None:
+                entries.append(_entry(name, info))
+    return names, entries
 
 
 class GlobTool:

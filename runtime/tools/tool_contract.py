@@ -38,6 +38,17 @@ class ToolRefusalCode(StrEnum):
     EDIT_NO_MATCH = "edit_no_match"
     EDIT_AMBIGUOUS = "edit_ambiguous"
     CANCELLED = "cancelled"
+    # The operating system refused the path during preflight (a file used as a folder, a link
+    # loop, a name too long): the model sees why and can correct the path.
+    PATH_UNUSABLE = "path_unusable"
+    # Preflight itself failed unexpectedly (a defect): the call ends, the turn goes on.
+    PREFLIGHT_FAILED = "preflight_failed"
+
+
+class ToolFailureCode(StrEnum):
+    """The ``code`` of an error result committed by T2 when the tool itself raised unexpectedly."""
+
+    TOOL_INTERNAL_ERROR = "tool_internal_error"
 
 
 class ToolRefusal(Exception):

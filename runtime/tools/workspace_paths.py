@@ -9,6 +9,7 @@ is.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,3 +56,25 @@ def resolve_workspace_path(cwd: Path, raw: object, *, for_write: bool = False) -
             f"{WORKSPACE_MARKER} is the workspace identity marker; tools may not change it",
         )
     return WorkspacePath(Path(real), relative)
+
+
+_PATH_ERRORS = {
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.ELOOP: "the path runs into a link loop, or a folder on it was replaced by a link",
+    errno.ENAMETOOLONG: "a name on the path is too long for the file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "the operation is not permitted",
+    errno.EISDIR: "it is a folder",
+    errno.ENOENT: "it does not exist",
+    errno.ENOSPC: "the disk is full",
+    errno.EROFS: "the file system is read-only",
+}
+
+
+def path_error_sentence(error: OSError) -> str:
+    """A short sentence for an OS error on a workspace path (no traceback, no absolute path
+    beyond what the model already gave)."""
+    known = _PATH_ERRORS.get(error.errno or -1)
+    if known is not None:
+        return known
+    return error.strerror or type(error).__name__

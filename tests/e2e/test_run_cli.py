@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -212,3 +213,46 @@ def test_sessions_on_a_fresh_machine_and_tui_chat(tmp_path: Path) -> None:
     assert (workspace / "a.txt").read_text() == "one\n"
     assert "[tool] write_file a.txt  (succeeded)" in chat.stdout
     assert "unknown command /bogus" in chat.stdout
+
+
+def test_path_mistakes_are_refused_to_the_model_and_the_run_ends_properly(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / "file.txt").write_text("a\n")
+    (workspace / "loop").symlink_to(workspace / "loop2")
+    (workspace / "loop2").symlink_to(workspace / "loop")
+    data_dir = tmp_path / "data"
+    paths = ["file.txt/x", "loop/x", "n" * 300]
+    calls = [
+        {"id": f"w{index}", "name": "write_file", "args": {"path": path, "content": "x"}}
+        for index, path in enumerate(paths)
+    ] + [
+        {
+            "id": f"e{index}",
+            "name": "edit_file",
+            "args": {"path": path, "old_string": "a", "new_string": "b"},
+        }
+        for index, path in enumerate(paths)
+    ]
+    script = write_script(
+        tmp_path / "script.json", [[{"toolCalls": calls}, {"text": "Corrected."}]]
+    )
+    result = maka(
+        ["run", "--cwd", str(workspace), "--permission-mode", "auto", "write"],
+        data_dir,
+        env=scripted_env(script),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "Corrected." in result.stdout
+    [(header, events)] = committed_runs(data_dir)
+    assert header.status.value == "completed"
+    results: list[Any] = [
+        dict(event.get("content") or {})["result"]
+        for event in events
+        if shape(event) == "unbound_response"
+    ]
+    codes = [result["code"] for result in results]
+    assert codes == ["path_unusable"] * 6

@@ -314,6 +314,60 @@ def test_tool_exceptions_become_is_error_responses(
     response = _ledger(store, outcome.run_id)[3]
     assert response["content"]["isError"] is True  # type: ignore[typeddict-item]
     assert "kaboom" in response["content"]["result"]["error"]  # type: ignore[typeddict-item]
+    assert response["content"]["result"]["code"] == "tool_internal_error"  # type: ignore[typeddict-item]
+
+
+class BrokenPrepareTool(ExplodingTool):
+    name = "broken_prepare"
+
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+        raise KeyError("a defect in preflight")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("write_file", {"path": "file.txt/x", "content": "x"}, "path_unusable"),
+        (
+            "edit_file",
+            {"path": "file.txt/x", "old_string": "a", "new_string": "b"},
+            "path_unusable",
+        ),
+        ("write_file", {"path": "loop/x", "content": "x"}, "path_unusable"),
+        ("edit_file", {"path": "loop/x", "old_string": "a", "new_string": "b"}, "path_unusable"),
+        ("write_file", {"path": "n" * 300, "content": "x"}, "path_unusable"),
+        ("edit_file", {"path": "n" * 300, "old_string": "a", "new_string": "b"}, "path_unusable"),
+        ("broken_prepare", {}, "preflight_failed"),
+    ],
+)
+def test_os_errors_and_defects_in_preflight_are_coded_refusals_and_the_turn_goes_on(
+    store: SqliteLedgerStore,
+    workspace: Path,
+    tmp_path: Path,
+    case: tuple[str, dict[str, Any], str],
+) -> None:
+    tool, args, code = case
+    (workspace / "file.txt").write_text("a")
+    (workspace / "loop").symlink_to(workspace / "loop2")
+    (workspace / "loop2").symlink_to(workspace / "loop")
+    catalog = ToolCatalog([*default_catalog().tools().values(), BrokenPrepareTool()])
+    service, _ = _service(
+        store, {"steps": [_call("c1", tool, args), {"text": "ok"}]}, tmp_path, catalog
+    )
+    outcome, _ = _turn(service, workspace)
+    assert outcome.status is RunStatus.COMPLETED
+    events = _ledger(store, outcome.run_id)
+    assert [shape(e) for e in events] == [
+        "user",
+        "call",
+        "unbound_response",
+        "text",
+        "terminal_completed",
+    ]
+    result = events[2]["content"]["result"]  # type: ignore[typeddict-item]
+    assert result["code"] == code
+    assert "Traceback" not in result["error"]
+    assert sorted(p.name for p in workspace.iterdir()) == ["file.txt", "loop", "loop2"]
 
 
 def test_large_results_are_capped_with_a_marker(
