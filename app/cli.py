@@ -44,11 +44,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 class UsageParser(argparse.ArgumentParser):
     """argparse with the command's error form: a usage mistake prints the usage, then
-    ``maka: error [usage_invalid]: ...``, and exits 2 (``EXIT_USAGE``)."""
+    ``maka: error [usage_invalid]: ...``, and exits 2 (``EXIT_USAGE``). With ``json_errors``
+    (the command line asked for ``--json``) the refusal is also the one JSON document on
+    stdout."""
+
+    json_errors = False
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
+        if self.json_errors:
+            print_json_error("usage_invalid", message)
         self.exit(EXIT_USAGE, f"{self.prog}: error [usage_invalid]: {message}\n")
+
+
+def print_json_error(code: str, message: str) -> None:
+    """A refused command's one JSON document on stdout (CLI.md: ``--json`` prints exactly
+    one): ``{"error": {"code": ..., "message": ...}}``."""
+    import json
+
+    print(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False))
 
 
 def _top_parser() -> argparse.ArgumentParser:
@@ -93,18 +107,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         break
     module = _load(command)
     parser = UsageParser(prog=f"maka {command}", description=COMMANDS[command][1])
+    parser.json_errors = "--json" in args_list
     parser.add_argument("--data-dir", help="data directory (default: MAKA_DATA_DIR or per-user)")
     module.add_arguments(parser)
     args = parser.parse_args(args_list)
+    as_json = bool(getattr(args, "json", False))
     try:
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         return module.run(args)
     except CliError as error:
-        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
-        return error.exit_code
+        return _refused(error.code, error.message, error.exit_code, as_json=as_json)
     except KeyboardInterrupt:
-        print("maka: interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return _refused("interrupted", "interrupted", EXIT_ERROR, as_json=as_json)
     except Exception as error:
         # Every refusal of the ledger, the store and the services carries a stable code (a
         # damaged database met halfway through a command, say): the user gets that code and
@@ -113,8 +127,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if not isinstance(error, LedgerError):
             raise
-        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
-        return EXIT_ERROR
+        return _refused(str(error.code), error.message, EXIT_ERROR, as_json=as_json)
+
+
+def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
+    """Report a refused command: ``maka: error [code]: message`` on stderr and, with
+    ``--json``, the same refusal as the one JSON document on stdout; same exit code."""
+    sys.stdout.flush()
+    if as_json:
+        print_json_error(code, message)
+    if code == "interrupted":
+        print("maka: interrupted", file=sys.stderr)
+    else:
+        print(f"maka: error [{code}]: {message}", file=sys.stderr)
+    return exit_code
 
 
 def _require_utf8_data_dir(data_dir: str | None) -> None:

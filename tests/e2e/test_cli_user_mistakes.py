@@ -406,3 +406,36 @@ def test_self_test_says_why_the_data_directory_cannot_be_made(tmp_path: Path) ->
     assert checks["data-dir"]["detail"] == (
         f"cannot create the data directory {blocker / 'data'}: {blocker} is a file, not a folder"
     )
+
+
+# ---- --json refusals --------------------------------------------------------------------------
+
+
+def test_json_refusals_are_one_json_document_with_the_same_exit_code(
+    session: tuple[Path, str, Path], tmp_path: Path
+) -> None:
+    data_dir, _, _ = session
+    cases: list[tuple[tuple[str, ...], int, str]] = [
+        (("plan", "nope", "--json"), 2, "session_not_found"),
+        (("resume", "nope", "--json"), 2, "session_not_found"),
+        (("ledger", "plan", str(tmp_path / "missing.jsonl"), "--json"), 2, ""),
+        (("plan", "--json"), 2, "usage_invalid"),
+        (("sessions", "--json", "--bogus"), 2, "usage_invalid"),
+    ]
+    for args, exit_code, code in cases:
+        result = maka(data_dir, *args)
+        assert result.returncode == exit_code, (args, result.stderr)
+        document = json.loads(result.stdout)  # exactly one document: json.loads rejects more
+        assert set(document) == {"error"}, args
+        assert set(document["error"]) == {"code", "message"}, args
+        assert document["error"]["message"], args
+        if code:
+            assert document["error"]["code"] == code, args
+        assert f"[{document['error']['code']}]".encode() in result.stderr, args
+        assert b"Traceback" not in result.stderr
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / DATABASE_NAME).write_bytes(b"this is not a database" * 10)
+    result = maka(damaged, "sessions", "--json")
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["error"]["code"] == "store_corrupt"

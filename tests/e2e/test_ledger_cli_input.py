@@ -124,7 +124,7 @@ def test_the_three_tools_agree_on_an_undecodable_line(tmp_path: Path, bad_input:
     for command in ("scan", "plan"):
         done = maka("ledger", command, path, "--json")
         assert done.returncode == 2, (command, done.stderr)
-        assert done.stdout == ""
+        assert json.loads(done.stdout)["error"]["code"] == code  # the one --json document
         assert_coded(done.stderr)
         assert done.stderr.startswith(f"maka: error [{code}]: {path}: line {line}: ")
 
@@ -214,7 +214,8 @@ def test_scan_and_plan_name_the_session_record_of_an_export_file(
     export_file: Path, command: str
 ) -> None:
     done = maka("ledger", command, export_file, "--json")
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["code"] == "event_schema_invalid"
     assert_coded(done.stderr)
     assert done.stderr == (
         f"maka: error [event_schema_invalid]: {export_file}: line 1 is a session export record "

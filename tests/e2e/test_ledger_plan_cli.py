@@ -426,7 +426,7 @@ def test_a_torn_last_line_is_refused_naming_the_line(tmp_path: Path, command: st
     path.write_bytes(data + to_jsonl([model_text(event_id="cut")])[:40])
     done = _run(["ledger", command, str(path), "--json"], tmp_path)
     assert done.returncode == 2
-    assert done.stdout == ""
+    assert json.loads(done.stdout)["error"]["code"] == "torn_last_line"
     assert "torn_last_line" in done.stderr
     assert "line 3" in done.stderr
     assert "Traceback" not in done.stderr
@@ -531,7 +531,7 @@ def test_a_bad_line_late_in_a_large_ledger_is_refused_naming_the_line(tmp_path: 
     path.write_bytes(b"".join(line + b"\n" for line in lines))
     done = _run(["ledger", "plan", str(path), "--json"], tmp_path)
     assert done.returncode == 2
-    assert done.stdout == ""
+    assert f"line {len(lines) - 9}:" in json.loads(done.stdout)["error"]["message"]
     assert f"line {len(lines) - 9}:" in done.stderr
     assert "partial" in done.stderr
     assert "Traceback" not in done.stderr
