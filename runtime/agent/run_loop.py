@@ -43,6 +43,7 @@ from runtime.providers.provider_port import (
     ToolCallReady,
     Usage,
 )
+from runtime.providers.secret_redaction import redact_secrets
 from runtime.recovery.failpoints import failpoint
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ToolContext
@@ -250,7 +251,7 @@ class RunLoop:
                 publish,
                 RunStatus.FAILED,
                 failure_class=FailureClass.PROVIDER_ERROR,
-                message=f"{self._provider.label}: {error.message}",
+                message=redact_secrets(f"{self._provider.label}: {error.message}"),
             )
         except ToolBoundaryError as error:
             return self._finish(

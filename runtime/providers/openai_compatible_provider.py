@@ -34,6 +34,7 @@ from runtime.providers.provider_port import (
     ToolResult,
     UserText,
 )
+from runtime.providers.secret_redaction import redacted_error
 from runtime.providers.sse_stream_codec import ChunkAssembler, sse_data_payloads
 
 _ERROR_BODY_LIMIT = 2000
@@ -145,6 +146,12 @@ class OpenAICompatibleProvider:
         return json.dumps(body).encode("utf-8")
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        try:
+            yield from self._stream(request, cancel)
+        except ProviderError as error:  # a server may echo the key: never pass it on
+            raise redacted_error(error, (self._settings.api_key,)) from None
+
+    def _stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
         try:
             exchange = _Exchange(self._connection())
         except (http.client.HTTPException, OSError, ValueError) as error:
