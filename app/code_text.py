@@ -267,6 +267,12 @@ TOOL_REFUSALS: dict[str, tuple[Severity, str]] = {
     "edit_no_match": (_W, "The text to replace was not found in the file."),
     "edit_ambiguous": (_W, "The text to replace appears more than once in the file."),
     "cancelled": (_I, "The tool call was stopped."),
+    "path_unusable": (
+        _W,
+        "The system refused the path (a file used as a folder, a link loop or a name too long).",
+    ),
+    "preflight_failed": (_E, "The tool call could not be prepared because of an internal error."),
+    "tool_internal_error": (_E, "The tool stopped because of an internal error."),
 }
 
 RUN_ENDINGS: dict[str, tuple[Severity, str]] = {

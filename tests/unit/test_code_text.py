@@ -13,7 +13,7 @@ import pytest
 from app import code_text
 from app.code_text import Severity, can_try_again, describe, next_step_source
 from runtime.ledger import codes
-from runtime.tools.tool_contract import ToolRefusalCode
+from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,6 +51,7 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     codes.RecoveryReasonCode,
     codes.ScanIssueCode,
     ToolRefusalCode,
+    ToolFailureCode,
 )
 
 
