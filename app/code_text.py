@@ -219,6 +219,24 @@ STORE: dict[str, tuple[Severity, str]] = {
     "transition_shape_conflict": (_E, "The events to save do not form a valid step."),
     "run_sealed": (_E, "This run has already ended; nothing more can be added to it."),
     "operation_settled": (_E, "This tool call is already settled."),
+    # Recording what the user confirmed about an unknown outcome (RECOVERY.md section 8).
+    "attestation_not_applicable": (
+        _W,
+        "Only a tool call whose outcome is unknown can be confirmed; this one is not.",
+    ),
+    "run_not_orphaned": (
+        _W,
+        "This tool call belongs to the turn running now; wait for it to end.",
+    ),
+    "attestation_not_offered_for_reconcile": (
+        _W,
+        "A file write is settled by checking the file, not by confirming it.",
+    ),
+    "attestation_note_too_long": (_W, "The note must be 1 to 500 characters."),
+    "attestation_outcome_conflict": (
+        _E,
+        "A recorded confirmation does not match the result saved with it.",
+    ),
     "schema_newer_than_program": (
         _E,
         "The saved data was written by a newer version of Maka; this version will not touch it.",

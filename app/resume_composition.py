@@ -22,6 +22,10 @@ from runtime.continuation.resume_service import (
     ResumeStore,
     safe_resume_enabled,
 )
+from runtime.ledger.attestation import Attestation, when_text
+from runtime.ledger.codes import SettlementOrigin
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.recovery_bundle import parse_reconcile_fact
 from runtime.ledger.store_ports import LedgerReader
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.recovery.write_leftovers import parked_writes
@@ -89,6 +93,8 @@ RECOVERY_CODES = (
     "reconcile_diverged",
     "reconcile_unreadable",
     "dispatch_without_response",
+    "user_attested_ran",
+    "user_attested_not_run",
 )
 
 
@@ -107,6 +113,8 @@ class OperationView:
     # Temporary files of a parked write still in the folder (relative paths): not what Maka
     # was writing, so recovery left them for the user.
     leftovers: tuple[str, ...] = ()
+    # What the user confirmed when they settled the call (RECOVERY.md section 8).
+    attestation: Attestation | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -121,11 +129,19 @@ class OperationView:
             body["operationId"] = d.operation_id
         if self.leftovers:
             body["temporaryFiles"] = list(self.leftovers)
+        if d.settlement_origin is not None:
+            body["settlementOrigin"] = d.settlement_origin.value
+        if self.attestation is not None:
+            body["attestation"] = self.attestation.fields()
         return body
 
     def line(self) -> str:
         d = self.decision
         sentence = recovery_sentence(d.reason.value)
+        if self.attestation is not None and sentence is not None:
+            sentence = f"{sentence[:-1]} on {when_text(self.attestation.attested_at)}."
+            if self.attestation.note is not None:
+                sentence += f" Your note: {self.attestation.note}"
         text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
         text = f"{text}: {sentence}" if sentence else text
         for leftover in self.leftovers:
@@ -134,6 +150,17 @@ class OperationView:
                 "whose content is not what Maka was writing, left for you to check"
             )
         return text
+
+
+def _attestations(events: Sequence[RuntimeEvent]) -> dict[str, Attestation]:
+    """The user's attestations in a run's events, by operation id."""
+    found: dict[str, Attestation] = {}
+    for event in events:
+        actions: Any = event.get("actions") or {}
+        fact = parse_reconcile_fact(actions.get("toolRecovery"))
+        if fact is not None and fact.attestation is not None:
+            found.setdefault(fact.operation_id, fact.attestation)
+    return found
 
 
 def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[OperationView, ...]:
@@ -149,8 +176,16 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     leftovers: dict[str, tuple[str, ...]] = {}
     if session is not None:
         leftovers = {w.tool_call_id: w.leftovers for w in parked_writes(events, session.cwd)}
+    attested = _attestations(events)
     return tuple(
-        OperationView(run_id, d, leftovers.get(d.tool_call_id, ()))
+        OperationView(
+            run_id,
+            d,
+            leftovers.get(d.tool_call_id, ()),
+            attested.get(d.operation_id or "")
+            if d.settlement_origin is SettlementOrigin.USER_ATTESTATION
+            else None,
+        )
         for d in resolve_recovery(events).decisions
     )
 
@@ -203,6 +238,17 @@ def plan_summary(
             "model is told which calls are unsettled. Safe resume stays parked until the reasons "
             "above change.",
         ]
+        unknown = [
+            op.decision
+            for op in operations or ()
+            if op.decision.reason.value == "dispatch_without_response"
+        ]
+        if unknown:
+            lines.append(
+                "If you can check whether a call with an unknown outcome ran, say so on the "
+                f"record: maka settle {plan.session_id} {unknown[0].tool_call_id} --ran (or "
+                "--not-run) [--note TEXT]. Safe resume can then continue from there."
+            )
     if operations:
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)

@@ -24,7 +24,7 @@ The bundle's event ids are fixed per operation (``<operationId>_attest_reconcile
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from runtime.ledger.attestation import (
     ATTESTED_REASONS,
@@ -41,7 +41,12 @@ from runtime.ledger.codes import (
 )
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.recovery_bundle import DecisionFact, ReconcileFact, parse_reconcile_fact
-from runtime.ledger.store_ports import CommitResult, StoreRefusal, ToolOperationRecord
+from runtime.ledger.store_ports import (
+    AttestationCommit,
+    CommitResult,
+    StoreRefusal,
+    ToolOperationRecord,
+)
 from storage import run_header_store as headers
 from storage.event_rows import read_event
 from storage.event_writer import LedgerTransaction, prepare_candidate
@@ -56,17 +61,6 @@ from storage.tool_projection import (
 SurvivingProcess = Callable[[str], str | None]
 """Given an operation id, a description of a process of that call still recorded alive (for
 the refusal's message), or None."""
-
-
-class AttestationCommit(NamedTuple):
-    """``created`` False: the same attestation was already recorded (its bundle is returned)."""
-
-    created: bool
-    event_seq: int
-    reconcile_event_id: str
-    outcome_event_id: str
-    decision_event_id: str
-    attested_at: int
 
 
 def attestation_event_ids(operation_id: str) -> tuple[str, str, str]:

@@ -27,6 +27,7 @@ from runtime.ledger.codes import StoreCode, TransitionKind
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import (
+    AttestationCommit,
     CommitResult,
     ProjectionCounts,
     RunHeader,
@@ -40,7 +41,7 @@ from runtime.ledger.store_ports import (
 from storage import continuation_claim_store as claims
 from storage import run_header_store as headers
 from storage import tool_projection as projection
-from storage.attestation_writer import AttestationCommit, SurvivingProcess, commit_attestation
+from storage.attestation_writer import SurvivingProcess, commit_attestation
 from storage.event_rows import read_event, read_invocation_rows
 from storage.event_writer import (
     LedgerTransaction,

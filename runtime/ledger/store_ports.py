@@ -84,6 +84,18 @@ class RunHeader:
     completed_at: int | None = None
 
 
+class AttestationCommit(NamedTuple):
+    """The user's attestation as recorded (RECOVERY.md section 8). ``created`` False: the same
+    attestation (choice and note) was already recorded; its bundle and time are returned."""
+
+    created: bool
+    event_seq: int
+    reconcile_event_id: str
+    outcome_event_id: str
+    decision_event_id: str
+    attested_at: int
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOperationRecord:
     """One row of the ``tool_operations`` projection: the current state of a T1 operation.

@@ -50,6 +50,7 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     codes.FailureClass,
     codes.RecoveryReasonCode,
     codes.ScanIssueCode,
+    codes.AttestationRefusal,
     ToolRefusalCode,
     ToolFailureCode,
 )

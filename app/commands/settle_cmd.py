@@ -1,0 +1,105 @@
+"""``maka settle SESSION OPERATION --ran|--not-run [--note TEXT] [--json]``: record what the user
+checked about a tool call whose outcome is unknown (RECOVERY.md section 8).
+
+A call interrupted between its start and its recorded result (a ``bash`` command, typically)
+stays unknown forever, and Safe resume parks on it. The person at the keyboard can often check.
+This command records their answer, on the record and once: a recovery bundle that says the user
+confirmed it, when, with their note. ``OPERATION`` is the tool call id ``maka plan`` shows (or
+the operation id). Like ``maka resume`` it owns the data directory and runs startup recovery
+first. Afterwards it says whether Safe resume can now continue.
+
+Exit 0 when recorded (or already recorded the same way), 2 for an unknown session or call or a
+bad note, 1 for any other refusal (its code on stderr: ``attestation_not_applicable``,
+``operation_settled``, ``run_not_orphaned``, ``attestation_not_offered_for_reconcile``,
+``background_operation_pending``, ``store_locked``...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.data_paths import resolve_data_dir
+
+_USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="the session id (see 'maka sessions')")
+    parser.add_argument("operation", help="the tool call id 'maka plan SESSION' shows")
+    choice = parser.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--ran", action="store_true", help="you checked: it ran")
+    choice.add_argument("--not-run", action="store_true", help="you checked: it did not run")
+    parser.add_argument("--note", help="what you checked (at most 500 characters)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.commands.cli_session_host import own_data_dir, startup_reconciler
+    from app.resume_composition import build_resume_service, now_ms
+    from runtime.ledger.attestation import when_text
+    from runtime.ledger.ledger_errors import LedgerError
+    from runtime.recovery.settlement import settle
+    from runtime.recovery.startup_recovery import run_startup_recovery
+    from runtime.tools.process_tree import BackgroundShellRegistry
+    from runtime.tools.tool_catalog import default_catalog
+    from storage.ledger_store import open_store
+
+    data_dir = resolve_data_dir(args.data_dir)
+    if not (data_dir / "runtime.sqlite").exists():
+        raise CliError(
+            "session_not_found", f"no session {args.session} (no data in {data_dir})", EXIT_USAGE
+        )
+    lock = own_data_dir(data_dir)
+    try:
+        try:
+            store = open_store(data_dir)
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+        try:
+            run_startup_recovery(store, now_ms, startup_reconciler(store))
+            if store.get_session(args.session) is None:
+                raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+            shells = BackgroundShellRegistry.in_data_dir(data_dir)
+            try:
+                settled = settle(
+                    store,
+                    args.session,
+                    args.operation,
+                    ran=bool(args.ran),
+                    note=args.note,
+                    shells=shells,
+                )
+            except LedgerError as refusal:
+                exit_code = EXIT_USAGE if str(refusal.code) in _USAGE_CODES else EXIT_ERROR
+                raise CliError(str(refusal.code), refusal.message, exit_code) from None
+            service = build_resume_service(store, data_dir, default_catalog().names, shells)
+            plan = service.plan_latest(args.session)
+        finally:
+            store.close()
+    finally:
+        lock.release()
+    if args.json:
+        body = settled.to_json()
+        body["resume"] = {
+            "continues": plan.continues,
+            "rejectionReasons": [reason.value for reason in plan.rejection_reasons],
+        }
+        print(json.dumps(body, ensure_ascii=False))
+        return EXIT_OK
+    what = "ran" if settled.ran else "did not run"
+    verb = "Recorded" if settled.created else "Already recorded"
+    print(
+        f"{verb}: you confirmed that {settled.tool_name} {settled.tool_call_id} {what} "
+        f"({when_text(settled.attested_at)})."
+    )
+    if settled.note is not None:
+        print(f"  Your note: {settled.note}")
+    print("  The model will be told this, and that no output of the call was recorded.")
+    if plan.continues:
+        print(f"Safe resume can now continue: maka resume {args.session}")
+    else:
+        reasons = ", ".join(reason.value for reason in plan.rejection_reasons)
+        print(f"Safe resume is still parked ({reasons}): see maka plan {args.session}")
+    return EXIT_OK

@@ -1,0 +1,129 @@
+"""Settling an unknown outcome on the user's word (RECOVERY.md section 8).
+
+One seam for every surface: ``maka settle``, ``/settle`` in the TUI and the desktop card's "It
+ran" / "It did not run" all call ``settle``. It names the operation (by operation id or by the
+tool call id ``maka plan`` shows), asks the store to record the attestation in one transaction,
+and reports what was recorded. Refusals are the store's coded ``StoreRefusal`` s.
+
+Processes (section 9): an attestation waits until no process of the call is recorded alive.
+``surviving_process_check`` is the one function that decides it; today it sees the background
+shells the session's tools recorded (pid + create time); the host's per-call process table joins
+it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOperationRecord
+
+if TYPE_CHECKING:
+    from runtime.tools.process_tree import BackgroundShellRegistry
+
+SurvivingProcess = Callable[[str], str | None]
+
+
+class SettlementStore(Protocol):
+    def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]: ...
+
+    def commit_attestation(
+        self, operation_id: str, ran: bool, note: str | None, surviving_process: SurvivingProcess
+    ) -> AttestationCommit: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    operation_id: str
+    tool_call_id: str
+    tool_name: str
+    run_id: str
+    ran: bool
+    note: str | None
+    attested_at: int
+    created: bool
+
+    def to_json(self) -> dict[str, object]:
+        body: dict[str, object] = {
+            "operationId": self.operation_id,
+            "toolCallId": self.tool_call_id,
+            "toolName": self.tool_name,
+            "runId": self.run_id,
+            "attestation": "ran" if self.ran else "not_run",
+            "attestedAt": self.attested_at,
+            "created": self.created,
+        }
+        if self.note is not None:
+            body["note"] = self.note
+        return body
+
+
+def find_operation(
+    store: SettlementStore, session_id: str, reference: str
+) -> ToolOperationRecord:
+    """The session's operation named by its operation id, else by its tool call id (the latest
+    unsettled one when a call id repeats across runs)."""
+    operations = list(store.find_session_operations(session_id))
+    for operation in operations:
+        if operation.operation_id == reference:
+            return operation
+    named = [op for op in operations if op.provider_tool_call_id == reference]
+    if len(named) > 1:
+        named = [op for op in named if op.current_state == "prepared"] or named
+    if len(named) == 1:
+        return named[0]
+    if not named:
+        raise StoreRefusal(
+            StoreCode.OPERATION_NOT_FOUND,
+            f"session {session_id} has no tool call {reference} (see 'maka plan {session_id}')",
+        )
+    raise StoreRefusal(
+        StoreCode.OPERATION_NOT_FOUND,
+        f"tool call id {reference} names several calls; give the operation id instead",
+    )
+
+
+def surviving_process_check(
+    shells: BackgroundShellRegistry | None, session_id: str, run_id: str
+) -> SurvivingProcess:
+    """Whether a process the interrupted run started is still recorded alive: a background shell
+    of that run (same pid and create time). A run whose process survives may still be changing
+    things, so the user's word about it waits."""
+
+    def check(_operation_id: str) -> str | None:
+        if shells is None:
+            return None
+        alive = [shell for shell in shells.live_shells(session_id) if shell.run_id == run_id]
+        if not alive:
+            return None
+        first = alive[0]
+        return f"pid {first.pid}: {first.command}"
+
+    return check
+
+
+def settle(  # noqa: PLR0913 (the user's answer and where it applies)
+    store: SettlementStore,
+    session_id: str,
+    reference: str,
+    *,
+    ran: bool,
+    note: str | None,
+    shells: BackgroundShellRegistry | None,
+) -> Settled:
+    """Record the user's attestation; ``StoreRefusal`` with a code when it may not be."""
+    operation = find_operation(store, session_id, reference)
+    surviving = surviving_process_check(shells, session_id, operation.run_id)
+    result = store.commit_attestation(operation.operation_id, ran, note, surviving)
+    return Settled(
+        operation.operation_id,
+        operation.provider_tool_call_id,
+        operation.tool_name,
+        operation.run_id,
+        ran,
+        note,
+        result.attested_at,
+        result.created,
+    )

@@ -1,0 +1,188 @@
+"""Settling an unknown outcome, as a user does it with the real ``maka`` command (RECOVERY.md
+section 8): a ``bash`` call killed inside its command (``MAKA_FAILPOINT=P4``: the side effect
+happened, its result was never recorded) parks Safe resume; the user checks, runs ``maka settle
+SESSION c1 --ran``; ``maka resume`` then continues once, the command never runs again, and the
+provider receives the attested result. Every refusal has its code, and doctor stays clean."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.ledger.attestation import Attestation, attestation_result
+from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+SCRIPT = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
+        },
+        {"text": "Counted once."},
+    ],
+    [{"text": "Noted."}],
+]
+NOTE = "count.txt has one line"
+
+
+class Drill:
+    def __init__(self, tmp_path: Path) -> None:
+        self.data = tmp_path / "data"
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        self.record = tmp_path / "requests.jsonl"
+        self.env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), self.record)
+
+    def maka(self, *args: str, env: dict[str, str] | None = None) -> RunResult:
+        return maka(list(args), self.data, env={**self.env, **FLAG, **(env or {})})
+
+    def crash_inside_bash(self) -> None:
+        args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", "count once"]
+        assert self.maka(*args, env={"MAKA_FAILPOINT": "P4"}).returncode == -9
+        assert self.count() == 1
+
+    @property
+    def session(self) -> str:
+        return committed_runs(self.data)[0][0].session_id
+
+    def count(self) -> int:
+        path = self.work / "count.txt"
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+    def doctor_clean(self) -> None:
+        result = self.maka("doctor")
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def attestation(self) -> tuple[bool, Attestation]:
+        events = committed_runs(self.data)[0][1]
+        payload = next(
+            event["actions"]["toolRecovery"]["payload"]
+            for event in events
+            if "toolRecovery" in (event.get("actions") or {})
+            and "attestedAt" in event["actions"]["toolRecovery"]["payload"]
+        )
+        ran = payload["observation"] == "user_attested_ran"
+        return ran, Attestation(payload["attestedAt"], payload["ownerEpoch"], payload.get("note"))
+
+
+def test_crash_park_settle_resume_continues_once_with_the_attested_result(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    planned = drill.maka("plan", drill.session)
+    assert planned.returncode == 3
+    assert "dangling_tool_state" in planned.stdout
+    assert f"maka settle {drill.session} c1 --ran" in planned.stdout
+    drill.doctor_clean()
+
+    settled = drill.maka("settle", drill.session, "c1", "--ran", "--note", NOTE)
+    assert settled.returncode == 0, settled.stderr
+    assert "Recorded: you confirmed that bash c1 ran" in settled.stdout
+    assert f"Safe resume can now continue: maka resume {drill.session}" in settled.stdout
+    drill.doctor_clean()
+
+    planned = drill.maka("plan", drill.session)
+    assert planned.returncode == 0, planned.stdout
+    line = next(text for text in planned.stdout.splitlines() if "bash c1" in text)
+    assert "completed (user_attested_ran)" in line
+    assert "You confirmed that this tool call ran on" in line and NOTE in line
+    as_json = json.loads(drill.maka("plan", drill.session, "--json").stdout)
+    (operation,) = as_json["operations"]
+    assert operation["settlementOrigin"] == "user_attestation"
+    assert operation["attestation"]["note"] == NOTE
+
+    resumed = drill.maka("resume", drill.session, "--json", "--permission-mode", "auto")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    body = json.loads(resumed.stdout)
+    assert body["started"] is True and body["status"] == "completed"
+    assert drill.count() == 1  # the command never ran again
+
+    ran, attestation = drill.attestation()
+    assert ran and attestation.note == NOTE
+    requests = drill.requests()
+    assert len(requests) == 2  # the crashed turn's first step, then the continuation
+    assert requests[-1]["history"] == [
+        {"type": "user", "text": "count once"},
+        {"type": "assistant", "text": "Counting."},
+        {
+            "type": "tool_call",
+            "id": "c1",
+            "name": "bash",
+            "args": {"command": "echo x >> count.txt"},
+        },
+        {
+            "type": "tool_result",
+            "id": "c1",
+            "name": "bash",
+            "result": attestation_result(True, attestation),
+            "isError": False,
+        },
+    ]
+    message = requests[-1]["history"][-1]["result"]["message"]
+    assert "the user confirmed that it ran" in message and "No output was recorded" in message
+    assert NOTE in message
+    again = drill.maka("resume", drill.session, "--json", "--permission-mode", "auto")
+    assert again.returncode == 3
+    assert json.loads(again.stdout)["rejectionReasons"] == ["continuation_already_exists"]
+    drill.doctor_clean()
+
+
+def test_a_new_turn_after_settling_carries_the_attested_result(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    assert drill.maka("settle", drill.session, "c1", "--not-run").returncode == 0
+    args = ["run", "--session", drill.session, "--cwd", str(drill.work), "what now"]
+    turn = drill.maka(*args, "--permission-mode", "auto")
+    assert turn.returncode == 0, turn.stderr
+    history = drill.requests()[-1]["history"]
+    ran, attestation = drill.attestation()
+    assert not ran
+    assert {
+        "type": "tool_result",
+        "id": "c1",
+        "name": "bash",
+        "result": attestation_result(False, attestation),
+        "isError": True,
+    } in history
+    assert not any("outcome is unknown" in str(item.get("text", "")) for item in history)
+    assert drill.count() == 1
+
+
+def _code(result: RunResult) -> str:
+    assert "Traceback" not in result.stderr
+    return result.stderr.split("[", 1)[1].split("]", 1)[0] if "[" in result.stderr else ""
+
+
+def test_every_refusal_has_its_code_and_changes_nothing(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    session = drill.session
+
+    missing = drill.maka("settle", session, "nope", "--ran")
+    assert (missing.returncode, _code(missing)) == (2, "operation_not_found")
+    long_note = drill.maka("settle", session, "c1", "--ran", "--note", "x" * 501)
+    assert (long_note.returncode, _code(long_note)) == (2, "attestation_note_too_long")
+    unknown_session = drill.maka("settle", "sess-nope", "c1", "--ran")
+    assert (unknown_session.returncode, _code(unknown_session)) == (2, "session_not_found")
+    neither = drill.maka("settle", session, "c1")
+    assert neither.returncode == 2
+    drill.doctor_clean()
+    assert len(committed_runs(drill.data)[0][1]) == 5  # user, text, call, dispatch, terminal
+
+    assert drill.maka("settle", session, "c1", "--ran").returncode == 0
+    same = drill.maka("settle", session, "c1", "--ran", "--json")
+    assert same.returncode == 0 and json.loads(same.stdout)["created"] is False
+    other = drill.maka("settle", session, "c1", "--not-run")
+    assert (other.returncode, _code(other)) == (1, "operation_settled")
+    drill.doctor_clean()
+    assert drill.attestation()[0] is True
