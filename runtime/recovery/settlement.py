@@ -60,9 +60,7 @@ class Settled:
         return body
 
 
-def find_operation(
-    store: SettlementStore, session_id: str, reference: str
-) -> ToolOperationRecord:
+def find_operation(store: SettlementStore, session_id: str, reference: str) -> ToolOperationRecord:
     """The session's operation named by its operation id, else by its tool call id (the latest
     unsettled one when a call id repeats across runs)."""
     operations = list(store.find_session_operations(session_id))
@@ -104,7 +102,7 @@ def surviving_process_check(
     return check
 
 
-def settle(  # noqa: PLR0913 (the user's answer and where it applies)
+def settle(
     store: SettlementStore,
     session_id: str,
     reference: str,

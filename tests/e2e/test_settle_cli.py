@@ -18,7 +18,7 @@ from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env
 pytestmark = pytest.mark.e2e
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT = [
+SCRIPT: list[list[dict[str, Any]]] = [
     [
         {
             "text": "Counting.",
