@@ -25,5 +25,6 @@ def resolve_data_dir(option: str | None, environ: Mapping[str, str] | None = Non
 
 
 def ensure_data_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path
+    from storage.private_files import ensure_private_dir
+
+    return ensure_private_dir(path)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice
 from main_process.host_services import SettingsChange, SettingsView
+from storage.private_files import ensure_private_dir
 
 SETTINGS_FILE = "settings.json"
 
@@ -95,7 +96,7 @@ class DesktopSettings:
         return {str(k): v for k, v in raw.items() if isinstance(v, str)}
 
     def _write(self, values: dict[str, str]) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self._path.parent)
         fd, temp = tempfile.mkstemp(prefix=".settings-", dir=self._path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -66,6 +66,7 @@ from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.ledger.ledger_errors import LedgerError
+from storage.private_files import ensure_private_dir
 
 _log = logging.getLogger("maka.main")
 
@@ -156,7 +157,7 @@ class HostApp(QObject):
         """Steps 1-2 of the startup order, then step 3 on a worker. Returns an exit code when the
         process should end at once (second instance, unusable data directory), else None: run
         the event loop."""
-        self._data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self._data_dir)
         lock = self._lock.acquire()
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
             return self._activate_running_instance(lock.holder_pid)

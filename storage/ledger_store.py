@@ -56,6 +56,7 @@ from storage.ledger_schema import (
     read_user_version,
     refuse_if_newer,
 )
+from storage.private_files import ensure_private_dir
 from storage.recovery_bundle_writer import commit_bundle
 from storage.run_ending_writer import EVENT_STATUS_TO_RUN, check_ending, commit_ending
 from storage.run_ledger_state import RunStateCache
@@ -595,7 +596,7 @@ def open_store(
             raise
         return SqliteLedgerStore(conn, path, read_only=True, clock=clock)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(data_dir)
     except OSError as error:
         raise StoreRefusal(
             StoreCode.STORE_IO_FAILED, f"cannot create {data_dir}: {error}"

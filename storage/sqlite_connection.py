@@ -21,6 +21,7 @@ from pathlib import Path
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
+from storage.private_files import tighten
 
 DATABASE_NAME = "runtime.sqlite"
 BUSY_TIMEOUT_MS = 5000
@@ -120,7 +121,13 @@ def connect_writer(path: Path) -> sqlite3.Connection:
         )
         try:
             _configure_common(conn)
+            # Private before the first byte of a new database is written (SQLite gives the
+            # -wal and -shm it creates next the database file's mode); an older, wider file
+            # is tightened too.
+            tighten(path)
             _ensure_wal(conn)
+            for suffix in ("-wal", "-shm"):
+                tighten(path.with_name(path.name + suffix))
             conn.execute("PRAGMA synchronous = FULL")
             # The page cache stays at SQLite's default (2 MiB) for everyday writes: a T1/T2
             # touches a handful of pages, and a larger cache only hands it fresh, cold page

@@ -3,7 +3,9 @@
 Opens the database read-only (it works while the desktop app runs) and reports the schema
 version, SQLite's integrity check, the tool-ledger scanner over every run, header/terminal
 agreement, rebuilt-versus-stored projections and the workspace markers of session folders
-(``storage/store_doctor.py``). With ``--json`` exactly one JSON document is printed.
+(``storage/store_doctor.py``), and whether other users could read the data directory
+(``data_not_private``: a folder wider than 0700 or a file wider than 0600). With ``--json``
+exactly one JSON document is printed.
 """
 
 from __future__ import annotations
@@ -43,6 +45,23 @@ def _emit(args: argparse.Namespace, document: dict[str, Any], lines: list[str]) 
         print("\n".join(lines))
 
 
+def _privacy_problems(data_dir: Path) -> list[dict[str, str]]:
+    from runtime.ledger.codes import DoctorCode
+    from storage.private_files import wider_modes
+
+    problems = []
+    for path, mode in wider_modes(data_dir):
+        wanted = "700" if path.is_dir() else "600"
+        problems.append(
+            {
+                "code": str(DoctorCode.DATA_NOT_PRIVATE),
+                "message": f"{path} has mode {mode:o}: other users can read it; "
+                f"run 'chmod {wanted} {path}'",
+            }
+        )
+    return problems
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.store_ports import StoreRefusal
@@ -51,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir = data_dir_from(args)
     database = data_dir / DATABASE_NAME
+    privacy = _privacy_problems(data_dir)
+    privacy_lines = [f"PROBLEM [{p['code']}] {p['message']}" for p in privacy]
     try:
         store = open_store(data_dir, read_only=True)
     except StoreRefusal as refusal:
@@ -60,19 +81,34 @@ def run(args: argparse.Namespace) -> int:
             present = database.exists()
             _emit(
                 args,
-                {"ok": True, "database": str(database), "present": present, "problems": []},
+                {
+                    "ok": not privacy,
+                    "database": str(database),
+                    "present": present,
+                    "problems": privacy,
+                },
                 [
                     f"the database {database} is empty: nothing to check"
                     if present
-                    else f"no database at {database}: nothing to check"
+                    else f"no database at {database}: nothing to check",
+                    *privacy_lines,
                 ],
             )
-            return EXIT_OK
+            return EXIT_ERROR if privacy else EXIT_OK
         refused = {"code": str(refusal.code), "message": refusal.message}
         _emit(
             args,
-            {"ok": False, "database": str(database), "present": True, "problems": [refused]},
-            [f"database: {database}", f"PROBLEM [{refusal.code}] {refusal.message}"],
+            {
+                "ok": False,
+                "database": str(database),
+                "present": True,
+                "problems": [refused, *privacy],
+            },
+            [
+                f"database: {database}",
+                f"PROBLEM [{refusal.code}] {refusal.message}",
+                *privacy_lines,
+            ],
         )
         return EXIT_ERROR
     with store:
@@ -82,10 +118,22 @@ def run(args: argparse.Namespace) -> int:
             failed = {"code": str(refusal.code), "message": refusal.message}
             _emit(
                 args,
-                {"ok": False, "database": str(database), "present": True, "problems": [failed]},
-                [f"database: {database}", f"PROBLEM [{refusal.code}] {refusal.message}"],
+                {
+                    "ok": False,
+                    "database": str(database),
+                    "present": True,
+                    "problems": [failed, *privacy],
+                },
+                [
+                    f"database: {database}",
+                    f"PROBLEM [{refusal.code}] {refusal.message}",
+                    *privacy_lines,
+                ],
             )
             return EXIT_ERROR
+    from storage.store_doctor import DoctorProblem
+
+    report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
     document = {"database": str(database), "present": True, **report.to_json()}
     lines = [
         f"database: {database}",

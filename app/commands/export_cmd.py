@@ -117,11 +117,14 @@ def run(args: argparse.Namespace) -> int:
             ) from None
         print(f"exported session {args.session}: {lines} lines", file=sys.stderr)
         return EXIT_OK
+    from storage.private_files import private_opener
+
     target = Path(args.output)
     _check_target(target, args.force)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with temp.open("xb") as out:
+        # Only the user may read an export: it holds whole transcripts, as the data directory.
+        with open(temp, "xb", opener=private_opener) as out:
             lines = _export(args, out)
             out.flush()
             os.fsync(out.fileno())

@@ -66,10 +66,11 @@ def _run_main(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QCoreApplication
 
     from main_process.host_app import HostApp, HostConfig
+    from storage.private_files import ensure_private_dir
 
     data_dir = resolve_data_dir(args.data_dir)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(data_dir)
     except OSError as error:
         print(f"maka: error [data_dir_unavailable]: {data_dir}: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -160,11 +161,12 @@ def _configure_logging(data_dir: Path) -> None:
         return
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    from storage.private_files import PrivateRotatingFileHandler, ensure_private_dir
+
     formatter = logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
     try:
-        log_dir = data_dir / "logs"
-        log_dir.mkdir(exist_ok=True)
-        file_handler = logging.handlers.RotatingFileHandler(
+        log_dir = ensure_private_dir(data_dir / "logs")
+        file_handler = PrivateRotatingFileHandler(
             log_dir / "main.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8"
         )
         file_handler.setFormatter(formatter)

@@ -8,6 +8,7 @@ Writing a record never changes behaviour: a failing log write is swallowed.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -40,8 +41,11 @@ class LifecycleLog:
         line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
         try:
             with self._lock:
-                self._path.parent.mkdir(parents=True, exist_ok=True)
-                with self._path.open("a", encoding="utf-8") as handle:
+                # The data directory is private (storage/private_files.py): 0700 folder,
+                # 0600 file from its first byte.
+                self._path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                with open(fd, "a", encoding="utf-8") as handle:
                     handle.write(line)
         except OSError:
             return

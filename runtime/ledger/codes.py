@@ -319,3 +319,4 @@ class DoctorCode(StrEnum):
     HEADER_TERMINAL_MISMATCH = "header_terminal_mismatch"
     PROJECTION_MISMATCH = "projection_mismatch"
     SCHEMA_VERSION_MISMATCH = "schema_version_mismatch"
+    DATA_NOT_PRIVATE = "data_not_private"

@@ -273,8 +273,9 @@ def test_a_damaged_database_gives_its_code_not_a_traceback(
 
 def test_doctor_on_an_empty_database_file_says_it_is_there(tmp_path: Path) -> None:
     data_dir = tmp_path / "d"
-    data_dir.mkdir()
+    data_dir.mkdir(mode=0o700)
     (data_dir / DATABASE_NAME).write_bytes(b"")
+    (data_dir / DATABASE_NAME).chmod(0o600)  # as Maka creates it (a wider mode is a problem)
     result = maka(data_dir, "doctor", "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
