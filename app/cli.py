@@ -35,7 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("app.commands.doctor_cmd", "check the data directory's integrity"),
     "self-test": ("app.commands.selftest_cmd", "check that this installation works"),
     "run": ("app.commands.run_cmd", "run one agent turn in a session, streaming the transcript"),
-    "sessions": ("app.commands.sessions_cmd", "list sessions"),
+    "sessions": (
+        "app.commands.sessions_cmd",
+        "list sessions; relocate, rename or remove one",
+    ),
     "tui": ("app.commands.tui_cmd", "chat with the agent in the terminal"),
     "plan": ("app.commands.plan_cmd", "explain whether Safe resume can continue a session"),
     "resume": ("app.commands.resume_cmd", "Safe resume: continue a session's interrupted run"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from runtime.continuation.continuation_planner import SafetyObservation
+from runtime.continuation.continuation_planner import SafetyObservation, SessionFolderMissing
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.workspace_identity import resolve_workspace_identity
 
@@ -37,7 +37,7 @@ class SafetyInspector:
         """Observe session ``session_id`` in folder ``cwd``; raises when a fact cannot be read."""
         folder = Path(cwd)
         if not folder.is_dir():
-            raise FileNotFoundError(f"the session folder {cwd} does not exist")
+            raise SessionFolderMissing(cwd)
         identity = resolve_workspace_identity(folder)
         pending: list[str] = []
         if self._shells is not None:

@@ -40,6 +40,7 @@ from runtime.ledger.store_ports import (
 )
 from storage import continuation_claim_store as claims
 from storage import run_header_store as headers
+from storage import session_admin
 from storage import tool_projection as projection
 from storage.attestation_writer import SurvivingProcess, commit_attestation
 from storage.event_rows import read_event, read_invocation_rows
@@ -186,6 +187,19 @@ class SqliteLedgerStore:
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         return self._read(lambda conn: headers.read_session(conn, session_id))
+
+    def relocate_session(self, session_id: str, cwd: str) -> None:
+        with self._write() as tx:
+            session_admin.relocate_session(tx.conn, session_id, cwd)
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        with self._write() as tx:
+            session_admin.rename_session(tx.conn, session_id, title)
+
+    def remove_session(self, session_id: str) -> None:
+        with self._write() as tx:
+            for run_id in session_admin.remove_session(tx.conn, session_id):
+                self._cache.forget(run_id)
 
     def list_sessions(self) -> Sequence[SessionRecord]:
         return self._read(headers.list_sessions)

@@ -1,4 +1,11 @@
-"""``maka sessions [--json]``: list sessions (read-only; works while the desktop is open)."""
+"""``maka sessions [--json]``: list sessions (read-only; works while the desktop is open).
+
+``maka sessions relocate SESSION FOLDER`` points a session whose folder was moved at its new
+place (accepted only when the folder's ``.maka-workspace.json`` is the session's workspace);
+``maka sessions rename SESSION TITLE`` renames it; ``maka sessions remove SESSION --yes`` deletes
+it and its history (export it first with ``maka export``). These three take the data directory
+like ``maka run`` (``store_locked`` while the desktop is open: use its menu instead).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +14,109 @@ import json
 import sys
 from typing import Any
 
-from app.cli_errors import EXIT_OK, CliError
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    actions = parser.add_subparsers(
+        dest="action",
+        metavar="ACTION",
+        description="without an action, list the sessions",
+    )
+    relocate = actions.add_parser(
+        "relocate",
+        help="point a session at its moved folder (its workspace marker must match)",
+        description="Point SESSION at FOLDER, its folder's new place. Accepted only when "
+        "FOLDER's .maka-workspace.json is the workspace the session ran in; recorded in "
+        "logs/lifecycle.jsonl.",
+    )
+    relocate.add_argument("session", help="the session id (see 'maka sessions')")
+    relocate.add_argument("folder", help="the folder's new place")
+    rename = actions.add_parser("rename", help="give a session a new title")
+    rename.add_argument("session", help="the session id")
+    rename.add_argument("title", help="the new title (one line)")
+    remove = actions.add_parser(
+        "remove",
+        help="delete a session and its history (export it first with 'maka export')",
+        description="Delete SESSION and its whole ledger from the data directory. Its folder "
+        "and files are not touched. Save it first with 'maka export SESSION -o FILE'.",
+    )
+    remove.add_argument("session", help="the session id")
+    remove.add_argument(
+        "--yes", action="store_true", help="confirm that the session's history is deleted"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "action", None):
+        return _change(args)
+    return _list(args)
+
+
+def _change(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.commands.cli_session_host import own_data_dir
+    from main_process.session_relocation import (
+        SessionChangeRefused,
+        relocate_session,
+        remove_session,
+    )
+    from runtime.continuation.lifecycle_log import LifecycleLog
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.ledger_store import open_store
+
+    data_dir = resolve_data_dir(args.data_dir)
+    if args.action == "remove" and not args.yes:
+        raise CliError(
+            "confirmation_required",
+            f"removing deletes the session's history; save it first with 'maka export "
+            f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
+            EXIT_USAGE,
+        )
+    if not (data_dir / "runtime.sqlite").exists():
+        raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+    lock = own_data_dir(data_dir)
+    try:
+        try:
+            store = open_store(data_dir)
+        except LedgerError as error:
+            raise CliError(str(error.code), error.message) from None
+        lifecycle = LifecycleLog.in_data_dir(data_dir, _now_ms)
+        try:
+            if args.action == "relocate":
+                moved = relocate_session(
+                    store, args.session, Path(args.folder).expanduser().absolute(), lifecycle
+                )
+                print(f"session {args.session} now uses {moved.cwd}")
+            elif args.action == "rename":
+                store.rename_session(args.session, args.title)
+                print(f"session {args.session} is now called {args.title.strip()!r}")
+            else:
+                removed = remove_session(store, args.session, lifecycle)
+                print(f"removed session {args.session} ({removed.title}); {removed.cwd} untouched")
+        except SessionChangeRefused as refusal:
+            usage = refusal.code in ("session_not_found", "invalid_cwd")
+            raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else 1) from None
+        except LedgerError as error:
+            usage = str(error.code) in ("session_not_found", "identity_conflict")
+            raise CliError(str(error.code), error.message, EXIT_USAGE if usage else 1) from None
+        finally:
+            store.close()
+    finally:
+        lock.release()
+    return EXIT_OK
+
+
+def _now_ms() -> int:
+    import time
+
+    return time.time_ns() // 1_000_000
+
+
+def _list(args: argparse.Namespace) -> int:
     from runtime.agent.session_service import SessionOverview, list_session_overviews
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError

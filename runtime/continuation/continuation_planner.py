@@ -30,6 +30,22 @@ from runtime.ledger.permission_facts import open_permission_requests
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
 
 
+class SessionFolderMissing(FileNotFoundError):
+    """The safety inspector found no folder where the session lives (moved or deleted)."""
+
+    def __init__(self, cwd: str) -> None:
+        super().__init__(f"the session folder {cwd} no longer exists")
+        self.cwd = cwd
+
+
+def observation_problem(error: BaseException) -> str:
+    """A failed observation in words for the park's details: the error's code and message when
+    it has them, never an exception class name."""
+    code = getattr(error, "code", None)
+    message = getattr(error, "message", None) or str(error) or "the observation failed"
+    return f"{code}: {message}" if code else str(message)
+
+
 @dataclass(frozen=True, slots=True)
 class SafetyObservation:
     """Authoritative facts from the safety inspector (never from the renderer)."""

@@ -61,6 +61,21 @@ class LifecycleLog:
             body["sourceRuntimeEventHighWater"] = plan.continuation.source_high_water
         return body
 
+    def session_relocated(self, session_id: str, old_cwd: str, new_cwd: str, identity: str) -> None:
+        """The user pointed a session at its folder's new place (proven by its marker)."""
+        self._write(
+            {
+                "kind": "session.relocated",
+                "sessionId": session_id,
+                "from": old_cwd,
+                "to": new_cwd,
+                "workspaceIdentity": identity,
+            }
+        )
+
+    def session_removed(self, session_id: str, cwd: str) -> None:
+        self._write({"kind": "session.removed", "sessionId": session_id, "cwd": cwd})
+
     def plan(self, plan: ContinuationPlan, *, automatic: bool) -> None:
         if plan.continues:
             self._write({"event": "plan_approved", "automatic": automatic, **self._ids(plan)})

@@ -20,6 +20,8 @@ from runtime.continuation.continuation_planner import (
     FreshIds,
     PlannerInput,
     SafetyObservation,
+    SessionFolderMissing,
+    observation_problem,
     park,
     plan_continuation,
 )
@@ -186,12 +188,16 @@ class ResumeService:
             )
         try:
             observation = self._inspector.observe(source.session_id, self._session_cwd(source))
+        except SessionFolderMissing as missing:
+            return park(
+                session_id, source.run_id, ParkReason.WORKSPACE_FOLDER_MISSING, str(missing)
+            )
         except Exception as error:  # the inspector's failure of any kind parks
             return park(
                 session_id,
                 source.run_id,
                 ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
-                f"{type(error).__name__}: {error}",
+                observation_problem(error),
             )
         lineage = read_lineage(self._store, source)
         claim: ContinuationClaim | None = None
@@ -321,9 +327,11 @@ class ResumeService:
         assert self._inspector is not None
         try:
             observation = self._inspector.observe(source.session_id, self._session_cwd(source))
+        except SessionFolderMissing as missing:
+            raise ResumeRefused(ParkReason.WORKSPACE_FOLDER_MISSING, str(missing)) from missing
         except Exception as error:
             raise ResumeRefused(
-                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE, f"{type(error).__name__}: {error}"
+                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE, observation_problem(error)
             ) from error
         if observation.workspace_identity != details.workspace_identity:
             raise ResumeRefused(code.WORKSPACE_IDENTITY_CHANGED, "the workspace changed")
@@ -356,7 +364,7 @@ class ResumeService:
             invocation_id=ids.invocation_id,
             turn_id=ids.turn_id,
             status=RunStatus.CREATED,
-            cwd=source.cwd,
+            cwd=self._session_cwd(source),  # where it runs: the session's folder, maybe moved
             owner_epoch=self._store.read_owner_epoch(),
             created_at=now,
             updated_at=now,

@@ -247,6 +247,9 @@ class ParkReason(StrEnum):
     CONTINUATION_AUTHORITY_UNAVAILABLE = "continuation_authority_unavailable"
     CONTINUATION_CLAIM_CONFLICT = "continuation_claim_conflict"
     SAFETY_OBSERVATION_UNAVAILABLE = "safety_observation_unavailable"
+    # The session folder is gone (moved or deleted); the user can point the session at its new
+    # place, proven the same workspace by its marker.
+    WORKSPACE_FOLDER_MISSING = "workspace_folder_missing"
 
 
 class RevalidationCode(StrEnum):

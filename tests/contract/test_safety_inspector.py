@@ -143,11 +143,13 @@ def test_moving_the_folder_only_adds_workspace_location_changed(tmp_path: Path) 
     store.close()
 
 
-def test_a_missing_folder_makes_the_observation_unavailable(tmp_path: Path) -> None:
+def test_a_missing_folder_parks_as_folder_missing_naming_it(tmp_path: Path) -> None:
     store, work = _interrupted(tmp_path)
     work.rename(tmp_path / "elsewhere")
     plan = _service(store, tmp_path)[0].plan_latest(IDS.session_id)
-    assert plan.rejection_reasons == (ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,)
+    assert plan.rejection_reasons == (ParkReason.WORKSPACE_FOLDER_MISSING,)
+    messages = " ".join(d.message for d in plan.diagnostics)
+    assert str(work) in messages and "Error" not in messages
     store.close()
 
 

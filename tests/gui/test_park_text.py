@@ -22,6 +22,7 @@ EXPECTED_SEVERITY = {
     "workspace_identity_mismatch": Severity.WARN,
     "workspace_identity_missing": Severity.WARN,
     "tool_catalog_mismatch": Severity.WARN,
+    "workspace_folder_missing": Severity.WARN,
 }
 
 

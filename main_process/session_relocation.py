@@ -1,0 +1,90 @@
+"""Pointing a session at its folder's new place, and removing a session (desktop and CLI).
+
+Why the marker decides: a session's history is only meaningful in *its* workspace. A folder the
+user picks is accepted only when its ``.maka-workspace.json`` names the identity the session's
+runs recorded; the marker is read, never created (creating one would make any folder "match").
+The move is recorded in the lifecycle log, and the session's next runs and Safe resume use the
+new place (a run's header keeps the folder it ran in; the planner reports
+``workspace_location_changed``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader, SessionRecord
+from storage.ledger_store import SqliteLedgerStore
+from storage.workspace_identity import read_workspace_identity
+
+
+class SessionChangeRefused(Exception):
+    """A relocation or removal that was refused; nothing changed. ``code`` is stable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def recorded_identity(runs: list[RunHeader] | tuple[RunHeader, ...]) -> str | None:
+    """The workspace identity of the session's latest run that recorded one."""
+    ordered = sorted(runs, key=lambda header: (header.created_at, header.run_id))
+    return next((h.workspace_identity for h in reversed(ordered) if h.workspace_identity), None)
+
+
+def _session(store: SqliteLedgerStore, session_id: str) -> SessionRecord:
+    session = store.get_session(session_id)
+    if session is None:
+        raise SessionChangeRefused(str(StoreCode.SESSION_NOT_FOUND), f"no session {session_id}")
+    return session
+
+
+def relocate_session(
+    store: SqliteLedgerStore, session_id: str, folder: Path, lifecycle: LifecycleLog | None
+) -> SessionRecord:
+    """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace."""
+    session = _session(store, session_id)
+    if not folder.is_absolute() or not folder.is_dir():
+        raise SessionChangeRefused("invalid_cwd", f"{folder} is not a folder")
+    real = Path(os.path.realpath(folder))
+    expected = recorded_identity(list(store.list_session_runs(session_id)))
+    if expected is None:
+        raise SessionChangeRefused(
+            "workspace_identity_missing",
+            "the session's runs recorded no workspace identity, so no folder can be proven to be "
+            "its workspace",
+        )
+    try:
+        marker = read_workspace_identity(real)
+    except LedgerError as error:
+        raise SessionChangeRefused(str(error.code), error.message) from None
+    if marker is None:
+        raise SessionChangeRefused(
+            "workspace_identity_differs", f"{real} has no .maka-workspace.json marker"
+        )
+    if marker.identity != expected:
+        raise SessionChangeRefused(
+            "workspace_identity_differs",
+            f"{real} is workspace {marker.identity}, the session ran in {expected}",
+        )
+    store.relocate_session(session_id, str(real))
+    if lifecycle is not None:
+        lifecycle.session_relocated(session_id, session.cwd, str(real), expected)
+    moved = store.get_session(session_id)
+    assert moved is not None
+    return moved
+
+
+def remove_session(
+    store: SqliteLedgerStore, session_id: str, lifecycle: LifecycleLog | None
+) -> SessionRecord:
+    """Delete ``session_id`` and its ledger (the caller asked the user first)."""
+    session = _session(store, session_id)
+    store.remove_session(session_id)
+    if lifecycle is not None:
+        lifecycle.session_removed(session_id, session.cwd)
+    return session

@@ -1,0 +1,100 @@
+"""``maka sessions relocate / rename / remove`` with the real command: a session whose folder was
+moved is pointed at its new place only when the marker proves it is the same workspace, and then
+Safe resume and new turns use the new place; a removal needs --yes and deletes only the ledger."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from storage.workspace_identity import marker_bytes
+from tests.e2e.test_safe_resume_cli import FLAG, Drill
+from tests.helpers.maka_run import committed_runs, maka
+
+pytestmark = pytest.mark.e2e
+
+
+def _sessions(drill: Drill) -> list[dict[str, object]]:
+    listed = maka(["sessions", "--json"], drill.data)
+    assert listed.returncode == 0, listed.stderr
+    sessions: list[dict[str, object]] = json.loads(listed.stdout)["sessions"]
+    return sessions
+
+
+def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9  # the bash call completed, its run was interrupted
+    moved = tmp_path / "moved-work"
+    shutil.move(str(drill.work), moved)
+
+    parked = maka(["plan", drill.session, "--json"], drill.data, env={**drill.env, **FLAG})
+    assert parked.returncode == 3
+    body = json.loads(parked.stdout)
+    assert body["rejectionReasons"] == ["workspace_folder_missing"]
+    text = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG}).stdout
+    assert "[warn] workspace_folder_missing" in text and "Error" not in text
+
+    # A different workspace is refused, and nothing changes.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".maka-workspace.json").write_bytes(marker_bytes(str(uuid.uuid4()), 1))
+    refused = maka(["sessions", "relocate", drill.session, str(other)], drill.data)
+    assert refused.returncode == 1
+    assert "maka: error [workspace_identity_differs]" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert _sessions(drill)[0]["cwd"] == str(drill.work)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    no_marker = maka(["sessions", "relocate", drill.session, str(empty)], drill.data)
+    assert "[workspace_identity_differs]" in no_marker.stderr
+    assert not (empty / ".maka-workspace.json").exists(), "the marker is read, never created"
+
+    located = maka(["sessions", "relocate", drill.session, str(moved)], drill.data)
+    assert located.returncode == 0, located.stderr
+    assert str(moved) in located.stdout
+    assert _sessions(drill)[0]["cwd"] == str(moved)
+    log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
+    assert '"kind": "session.relocated"' in log
+
+    code, resumed = drill.resume()
+    assert code == 0, resumed
+    assert resumed["started"] is True
+    assert (moved / "count.txt").read_text().count("x") == 1  # the bash call never ran again
+    runs = committed_runs(drill.data)
+    assert runs[-1][0].cwd == str(moved)
+
+
+def test_rename_and_remove_need_what_they_say(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run(None).returncode == 0
+    session = drill.session
+    renamed = maka(["sessions", "rename", session, "Counting drill"], drill.data)
+    assert renamed.returncode == 0, renamed.stderr
+    assert _sessions(drill)[0]["title"] == "Counting drill"
+    bad = maka(["sessions", "rename", session, "two\nlines"], drill.data)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+    unconfirmed = maka(["sessions", "remove", session], drill.data)
+    assert unconfirmed.returncode == 2
+    assert "[confirmation_required]" in unconfirmed.stderr
+    assert "maka export" in unconfirmed.stderr
+    assert len(_sessions(drill)) == 1
+    removed = maka(["sessions", "remove", session, "--yes"], drill.data)
+    assert removed.returncode == 0, removed.stderr
+    assert _sessions(drill) == []
+    assert (drill.work / "count.txt").exists(), "the folder is not touched"
+    again = maka(["sessions", "remove", session, "--yes"], drill.data)
+    assert again.returncode == 2 and "[session_not_found]" in again.stderr
+
+
+def test_sessions_help_documents_relocate_and_remove(tmp_path: Path) -> None:
+    shown = maka(["sessions", "--help"], tmp_path / "data")
+    assert shown.returncode == 0
+    for word in ("relocate", "rename", "remove"):
+        assert word in shown.stdout
+    top = maka(["--help"], tmp_path / "data")
+    assert "relocate" in top.stdout
