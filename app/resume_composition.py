@@ -26,6 +26,7 @@ from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import SettlementOrigin
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.recovery_bundle import parse_reconcile_fact
+from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import LedgerReader
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.recovery.write_leftovers import parked_writes
@@ -47,6 +48,7 @@ def build_resume_service(
     data_dir: Path,
     tool_names: Callable[[], tuple[str, ...]],
     shells: BackgroundShellRegistry | None,
+    processes: ToolProcessTable | None = None,
 ) -> ResumeService:
     """The seam for planning only (``maka plan``)."""
     return resume_service(
@@ -56,6 +58,7 @@ def build_resume_service(
         enabled=safe_resume_enabled(),
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(data_dir, now_ms),
+        processes=processes,
     )
 
 
@@ -73,6 +76,8 @@ def host_resume_service(
         catalog=host.service.catalog,
         provider_factory=host.provider_factory,
         shells=host.shells,
+        processes=host.store,
+        process_recorder=host.service.process_recorder,
         policy=policy,
         asker=asker,
         observer=observer,
@@ -233,6 +238,7 @@ def plan_summary(
         lines = [
             f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
+            *_stop_advice(plan),
             "What next: check what the interrupted calls may have changed, then carry on with a "
             f"new message (maka run --session {plan.session_id} MESSAGE, or the desktop); the "
             "model is told which calls are unsettled. Safe resume stays parked until the reasons "
@@ -253,6 +259,17 @@ def plan_summary(
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)
     return lines
+
+
+def _stop_advice(plan: ContinuationPlan) -> list[str]:
+    """A command still running from before the restart: say so first, and how to stop it."""
+    if not any(r.value == "background_operation_pending" for r in plan.rejection_reasons):
+        return []
+    return [
+        "A command started before Maka stopped is still running and may still change files. "
+        "Stop it with the command shown above (or wait for it to end), then run "
+        f"maka plan {plan.session_id} again."
+    ]
 
 
 def plan_json(

@@ -59,6 +59,7 @@ from runtime.providers.provider_registry import build_provider
 from runtime.recovery.file_reconciler import FileReconciler
 from runtime.recovery.startup_recovery import run_startup_recovery
 from runtime.recovery.write_leftovers import parked_writes
+from runtime.tools.process_identity import forget_ended
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
@@ -125,9 +126,11 @@ class DesktopServices:
             owner_epoch=report.owner_epoch,
             workspace_identity=self._workspace_identity,
             shell_registry=self._shells,
+            process_table=self._store,
             clock=self._clock,
             settings=self._run_settings,
         )
+        forget_ended(self._store, before_epoch=report.owner_epoch)
         interrupted: list[InterruptedRun] = []
         for repaired in report.repaired:
             header = self._store.read_run_header(repaired.run_id)
@@ -264,6 +267,8 @@ class DesktopServices:
             catalog=sessions.catalog,
             provider_factory=self._provider,
             shells=self._shells,
+            processes=self._store,
+            process_recorder=sessions.process_recorder,
             policy=PermissionPolicy(),
             asker=ask,
             observer=observer,

@@ -16,9 +16,11 @@ from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunObserver, RunSettings
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ContinuationRunner, ResumeService, ResumeStore
+from runtime.ledger.process_records import ToolProcessTable
 from runtime.providers.provider_port import Provider
 from runtime.tools.process_tree import BackgroundShellRegistry
 from runtime.tools.tool_catalog import ToolCatalog
+from runtime.tools.tool_contract import ProcessRecorder
 
 
 def resume_service(
@@ -30,11 +32,12 @@ def resume_service(
     clock: Callable[[], int],
     lifecycle: LifecycleLog | None,
     runner: ContinuationRunner | None = None,
+    processes: ToolProcessTable | None = None,
 ) -> ResumeService:
     """The seam for planning (``runner`` None) or planning and executing."""
     return ResumeService(
         store,
-        SafetyInspector(tool_names, shells),
+        SafetyInspector(tool_names, shells, processes=processes),
         runner,
         enabled=enabled,
         now_ms=clock,
@@ -60,6 +63,8 @@ def continuation_resume_service(
     clock: Callable[[], int],
     lifecycle: LifecycleLog | None,
     settings: RunSettings | None = None,
+    processes: ToolProcessTable | None = None,
+    process_recorder: ProcessRecorder | None = None,
 ) -> tuple[ResumeService, ContinuationTurn]:
     """The seam wired to a host's provider, tools and observer; the turn holds the cancel token."""
     turn = ContinuationTurn(
@@ -73,6 +78,7 @@ def continuation_resume_service(
         cwd=cwd,
         shell_registry=shells,
         settings=settings,
+        process_recorder=process_recorder,
     )
     service = resume_service(
         store,
@@ -82,5 +88,6 @@ def continuation_resume_service(
         clock=clock,
         lifecycle=lifecycle,
         runner=turn,
+        processes=processes,
     )
     return service, turn

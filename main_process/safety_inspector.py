@@ -9,7 +9,9 @@ supply these facts: it sends a session id, and the inspector observes
 - the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
 - the current tool catalog,
 - background work: shells started by tools that are still alive (pid + process create time, so
-  a reused pid is never mistaken for ours) and runs of the live owner epoch still unfinished.
+  a reused pid is never mistaken for ours), tool processes recorded in the ``tool_processes``
+  host table that still run (a command that survived a crash; pid + create time + boot id,
+  RECOVERY.md section 9) and runs of the live owner epoch still unfinished.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from runtime.continuation.continuation_planner import SafetyObservation, SessionFolderMissing
+from runtime.ledger.process_records import ToolProcessTable
+from runtime.tools.process_identity import describe, how_to_stop, live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.workspace_identity import resolve_workspace_identity
 
@@ -28,9 +32,12 @@ class SafetyInspector:
         tool_names: Callable[[], Sequence[str]],
         shells: BackgroundShellRegistry | None,
         unfinished_runs: Callable[[str], Sequence[str]] | None = None,
+        *,
+        processes: ToolProcessTable | None = None,
     ) -> None:
         self._tool_names = tool_names
         self._shells = shells
+        self._processes = processes
         self._unfinished_runs = unfinished_runs
 
     def observe(self, session_id: str, cwd: str) -> SafetyObservation:
@@ -44,6 +51,12 @@ class SafetyInspector:
             pending.extend(
                 f"shell pid {shell.pid} ({shell.command[:60]})"
                 for shell in self._shells.live_shells(session_id)
+            )
+        if self._processes is not None:
+            pending.extend(
+                f"{describe(record)} is still running from before Maka stopped; "
+                f"stop it with: {how_to_stop(record)}"
+                for record in live_tool_processes(self._processes, session_id=session_id)
             )
         if self._unfinished_runs is not None:
             pending.extend(f"run {run_id}" for run_id in self._unfinished_runs(session_id))

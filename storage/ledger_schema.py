@@ -20,6 +20,9 @@ Tables (version 1):
 - ``tool_operations`` / ``tool_journal_events``: projections of the tool facts, recreated by
   ``rebuild_projections()``.
 - ``meta``: the durable ``owner_epoch`` (RECOVERY.md section 3, step 1).
+
+Later versions: 2 adds ``continuation_claims``; 3 adds ``tool_processes``, the host table of
+processes started by tool calls (not a ledger fact; cleared at T2).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
 from storage.continuation_claim_store import MIGRATION_V2
 from storage.sqlite_connection import write_transaction
+from storage.tool_process_store import MIGRATION_V3
 
 _V1 = (
     """CREATE TABLE meta (
@@ -117,7 +121,8 @@ _V1 = (
 
 # MIGRATIONS[n] brings a database from version n-1 to n. Append only.
 # Version 2: durable continuation claims (storage/continuation_claim_store.py).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: MIGRATION_V2}
+# Version 3: the tool_processes host table (storage/tool_process_store.py).
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: MIGRATION_V2, 3: MIGRATION_V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 REQUIRED_TABLES = frozenset(
@@ -129,6 +134,7 @@ REQUIRED_TABLES = frozenset(
         "tool_operations",
         "tool_journal_events",
         "continuation_claims",
+        "tool_processes",
     }
 )
 

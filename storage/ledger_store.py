@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 from runtime.ledger.codes import StoreCode, TransitionKind
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import (
     AttestationCommit,
     CommitResult,
@@ -41,6 +42,7 @@ from runtime.ledger.store_ports import (
 from storage import continuation_claim_store as claims
 from storage import run_header_store as headers
 from storage import session_admin
+from storage import tool_process_store as tool_processes
 from storage import tool_projection as projection
 from storage.attestation_writer import SurvivingProcess, commit_attestation
 from storage.event_rows import read_event, read_invocation_rows
@@ -232,6 +234,21 @@ class SqliteLedgerStore:
         once, under its lock) and return the new value."""
         with self._write() as tx:
             return headers.raise_owner_epoch(tx.conn)
+
+    # ---- tool processes (a host table, not ledger facts; RECOVERY.md section 9) ----------------
+
+    def record_tool_process(self, record: ToolProcessRecord) -> None:
+        with self._write() as tx:
+            tool_processes.insert(tx.conn, record)
+
+    def list_tool_processes(
+        self, *, session_id: str | None = None, operation_id: str | None = None
+    ) -> Sequence[ToolProcessRecord]:
+        return self._read(lambda conn: tool_processes.select(conn, session_id, operation_id))
+
+    def delete_tool_process(self, operation_id: str, pid: int) -> None:
+        with self._write() as tx:
+            tool_processes.delete(tx.conn, operation_id, pid)
 
     # ---- writers ------------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@
   trusted. File evidence for reconciliation travels inside the dispatch, so it is durable exactly
   when the dispatch is. T1 also writes the ``prepared`` projection rows.
 - **T2** ``commit_outcome``: exactly one function_response bound by ``refs.operationId``; it
-  moves the operation from ``prepared`` to ``outcome_committed``.
+  moves the operation from ``prepared`` to ``outcome_committed`` and clears the call's
+  ``tool_processes`` records (its process has ended; RECOVERY.md section 9).
 
 Both answer an exact retry with ``created=False`` and write nothing. Failpoints:
 ``t1_after_call_insert``, ``t1_after_dispatch_insert`` and ``t2_after_response_insert`` inside the
@@ -24,6 +25,7 @@ from runtime.ledger.lane_rules import check_transition_shape, is_bound_response
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.store_failpoints import reach_failpoint
+from storage.tool_process_store import clear_operation
 from storage.tool_projection import project_prepared, project_t2_outcome, read_operation
 
 _T1_SHAPES = ((Lane.FUNCTION_CALL, Lane.TOOL_DISPATCH), (Lane.TOOL_DISPATCH,))
@@ -151,4 +153,5 @@ def commit_outcome(
     seq = tx.insert(state, response, fed=True)
     reach_failpoint(failpoint, "t2_after_response_insert")
     project_t2_outcome(tx.cursor, scanned.dispatch_event, response.event, tx.committed_at)
+    clear_operation(tx.cursor, operation_id)
     return CommitResult(created=True, event_seq=seq)

@@ -112,6 +112,8 @@ def owned_session_host(
         try:
             report = run_startup_recovery(store, _now_ms, startup_reconciler(store))
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
+            from runtime.tools.process_identity import forget_ended
+
             service = SessionService(
                 store=store,
                 provider_factory=factory,
@@ -119,7 +121,9 @@ def owned_session_host(
                 workspace_identity=_workspace_identity,
                 shell_registry=shells,
                 settings=settings,
+                process_table=store,
             )
+            forget_ended(store, before_epoch=report.owner_epoch)
             yield CliHost(
                 service,
                 factory().label,

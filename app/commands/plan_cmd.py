@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from main_process.instance_lock import InstanceLock, LockOutcome
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.startup_recovery import run_startup_recovery
+    from runtime.tools.process_identity import forget_ended
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
     from storage.ledger_store import open_store
@@ -55,11 +56,14 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
             if owned:
-                run_startup_recovery(store, now_ms, startup_reconciler(store))
+                report = run_startup_recovery(store, now_ms, startup_reconciler(store))
+                forget_ended(store, before_epoch=report.owner_epoch)
             if store.get_session(args.session) is None:
                 raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
-            service = build_resume_service(store, data_dir, default_catalog().names, shells)
+            service = build_resume_service(
+                store, data_dir, default_catalog().names, shells, processes=store
+            )
             plan = service.plan_latest(args.session)
             operations = source_operations(store, plan)
         finally:

@@ -25,7 +25,7 @@ from runtime.providers.history_projection import history_from_events
 from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.recovery.failpoints import failpoint
 from runtime.tools.tool_catalog import ToolCatalog
-from runtime.tools.tool_contract import ToolContext
+from runtime.tools.tool_contract import ProcessRecorder, ToolContext
 
 
 class ContinuationStore(RunStore, LedgerReader, Protocol):
@@ -63,6 +63,7 @@ class ContinuationTurn:
         clock: Callable[[], int],
         cwd: str,
         shell_registry: object | None = None,
+        process_recorder: ProcessRecorder | None = None,
         cancel: CancelToken | None = None,
         settings: RunSettings | None = None,
     ) -> None:
@@ -75,6 +76,7 @@ class ContinuationTurn:
         self._clock = clock
         self._cwd = cwd
         self._shells = shell_registry
+        self._process_recorder = process_recorder
         self.cancel = cancel or CancelToken()
         self._settings = settings
         self.outcome: RunOutcome | None = None
@@ -109,6 +111,7 @@ class ContinuationTurn:
             session_id=target.session_id,
             run_id=target.run_id,
             shell_registry=self._shells,
+            process_recorder=self._process_recorder,
         )
         self.outcome = loop.drive(builder, history, [start_event], context)
         failpoint("after_continuation_terminal_committed")

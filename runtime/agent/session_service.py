@@ -33,6 +33,7 @@ from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import (
     LedgerReader,
     LedgerStore,
@@ -41,9 +42,10 @@ from runtime.ledger.store_ports import (
     SessionRecord,
 )
 from runtime.providers.provider_port import HistoryItem, Provider
+from runtime.tools.process_identity import TableProcessRecorder
 from runtime.tools.process_tree import BackgroundShellRegistry
 from runtime.tools.tool_catalog import ToolCatalog, default_catalog
-from runtime.tools.tool_contract import ToolContext
+from runtime.tools.tool_contract import ProcessRecorder, ToolContext
 
 
 class SessionError(LedgerError):
@@ -101,6 +103,7 @@ class SessionService:
         workspace_identity: Callable[[Path], str | None] | None = None,
         catalog: ToolCatalog | None = None,
         shell_registry: BackgroundShellRegistry | None = None,
+        process_table: ToolProcessTable | None = None,
         clock: Callable[[], int] = _now_ms,
         settings: RunSettings | Callable[[], RunSettings] | None = None,
     ) -> None:
@@ -112,6 +115,9 @@ class SessionService:
         self._workspace_identity = workspace_identity
         self._catalog = catalog or default_catalog()
         self._shells = shell_registry
+        self.process_recorder: ProcessRecorder | None = (
+            TableProcessRecorder(process_table, owner_epoch) if process_table is not None else None
+        )
         self._clock = clock
         self._settings: Callable[[], RunSettings] = (
             settings if callable(settings) else _constant(settings or RunSettings())
@@ -261,6 +267,7 @@ class SessionService:
             session_id=session.session_id,
             run_id=run_id,
             shell_registry=self._shells,
+            process_recorder=self.process_recorder,
         )
         return loop.start_turn(header, text, history, context)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from runtime.agent.cancel_token import CancelToken
@@ -345,7 +345,7 @@ class ToolRuntime:
         self._publish(dispatch)
         failpoint("P2")
         started = time.monotonic()
-        output = self._run_tool(tool, prepared)
+        output = self._run_tool(tool, prepared, op_id)
         failpoint("P4")
         duration = int((time.monotonic() - started) * 1000)
         result = cap_result(output.result, output.is_error, self._cap)
@@ -368,9 +368,9 @@ class ToolRuntime:
         self._note_outcome(call, failed=output.is_error)
         return ToolResult(call.call_id, call.name, result, is_error=output.is_error)
 
-    def _run_tool(self, tool: Tool, prepared: PreparedCall) -> ToolOutput:
+    def _run_tool(self, tool: Tool, prepared: PreparedCall, op_id: str) -> ToolOutput:
         try:
-            return tool.run(prepared, self._ctx)
+            return tool.run(prepared, replace(self._ctx, operation_id=op_id))
         except ToolFailure as failure:
             return ToolOutput(failure.result, is_error=True)
         except Exception as error:  # a tool bug must still settle the operation

@@ -174,6 +174,17 @@ _UNSETTLED_TO_REASON = {
 }
 
 
+def _background_pending(observation: SafetyObservation) -> PlanDiagnostic | None:
+    if observation.background_settled:
+        return None
+    return PlanDiagnostic(
+        ParkReason.BACKGROUND_OPERATION_PENDING.value,
+        "; ".join(observation.background_detail)
+        or "a background command or child task is still running",
+        detail={"pending": list(observation.background_detail)},
+    )
+
+
 def plan_continuation(given: PlannerInput) -> ContinuationPlan:
     session_id, source = given.session_id, given.source
     run_id = source.run_id
@@ -199,6 +210,16 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
             )
             for issue in replay.issues
         )
+        pending = _background_pending(given.observation)
+        if pending is not None:
+            # A command of the interrupted call still runs: say that first (it may still change
+            # files, and whether it ran cannot be settled until it ends; RECOVERY.md section 9).
+            return ContinuationPlan(
+                session_id,
+                run_id,
+                (ParkReason.BACKGROUND_OPERATION_PENDING, reason),
+                (pending, *diagnostics),
+            )
         return ContinuationPlan(session_id, run_id, (reason,), diagnostics)
     if given.claim_authority_error is not None:
         return park(
@@ -322,15 +343,9 @@ def _accumulating_gates(
                 },
             ),
         )
-    if not observation.background_settled:
-        add(
-            ParkReason.BACKGROUND_OPERATION_PENDING,
-            PlanDiagnostic(
-                ParkReason.BACKGROUND_OPERATION_PENDING.value,
-                "a background command or child task is still running",
-                detail={"pending": list(observation.background_detail)},
-            ),
-        )
+    pending = _background_pending(observation)
+    if pending is not None:
+        add(ParkReason.BACKGROUND_OPERATION_PENDING, pending)
     available = set(observation.tool_names)
     missing = sorted(
         {item.name for item in replay.provider_items if item.kind is ItemKind.TOOL_CALL} - available

@@ -102,3 +102,9 @@ def failpoint(name: str) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
     os.kill(os.getpid(), _KILL_SIGNAL)
+
+
+def failpoint_active(name: str) -> bool:
+    """True when ``MAKA_FAILPOINT`` names ``name``: a test-only point that changes behaviour
+    instead of killing the process (for example ``tool_supervisor_disabled``)."""
+    return os.environ.get(FAILPOINT_ENV) == name

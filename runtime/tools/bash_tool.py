@@ -1,11 +1,14 @@
 """``bash``: run a shell command in the session folder.
 
-The command runs in its own session / process group with stdin closed; stdout and stderr are
-merged and capped (the head is kept, the rest counted); a timeout or a cancelled turn kills the
-whole process tree. Leftover children still holding the output pipe after the shell exits are
-killed too: a foreground command owns everything it started. Long-lived work asks for
-``background: true``: the shell is detached, its output goes to a log file, and it is recorded by
-pid and create time so the safety inspector can see it after a restart.
+The command runs in its own process group with stdin closed, under a supervisor that kills the
+group if this host dies (``supervised_spawn``), and its process is recorded right after the spawn
+(``ToolContext.process_recorder``); stdout and stderr are merged and capped (the head is kept,
+the rest counted); a timeout or a cancelled turn kills the whole process tree. Leftover children
+still holding the output pipe after the shell exits are killed too, and when the call ends the
+supervisor stops whatever is left of the group: a foreground command owns everything it started.
+Long-lived work asks for ``background: true``: the shell outlives the call (never the host), its
+output goes to a log file, and it is recorded by pid and create time so the safety inspector can
+see it.
 
 Recovery mode ``never_auto_retry``: a shell command's effects cannot be observed afterwards, so an
 interrupted one stays ``indeterminate`` forever.
@@ -26,9 +29,9 @@ from runtime.recovery.failpoints import failpoint
 from runtime.tools.process_tree import (
     BackgroundShellRegistry,
     ShellRecord,
-    kill_process_tree,
     process_create_time,
 )
+from runtime.tools.supervised_spawn import SpawnFailed, SupervisedCommand
 from runtime.tools.tool_contract import PreparedCall, ToolContext, ToolFailure, ToolOutput
 
 MAX_TIMEOUT_SECONDS = 3600
@@ -108,36 +111,32 @@ class BashTool:
         if prepared.args.get("background"):
             return self._run_background(command, ctx)
         timeout = float(prepared.args.get("timeout_seconds", ctx.bash_timeout_seconds))
-        process = subprocess.Popen(
-            [*_shell(), command],
-            cwd=ctx.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        assert process.stdout is not None
-        reader = _CappedReader(process.stdout, ctx.output_cap_bytes)
-        reader.start()
-        unregister = ctx.cancel.on_cancel(lambda: kill_process_tree(process.pid))
-        timed_out = False
-        started = time.monotonic()
+        process = _spawn(command, ctx, stdout=subprocess.PIPE)
         try:
+            assert process.stdout is not None
+            reader = _CappedReader(process.stdout, ctx.output_cap_bytes)
+            reader.start()
+            unregister = ctx.cancel.on_cancel(process.kill)
+            timed_out = False
+            started = time.monotonic()
             try:
-                process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_process_tree(process.pid)
-                process.wait()
-            reader.join(_PIPE_DRAIN_SECONDS)
-            if reader.is_alive():
-                kill_process_tree(process.pid)
+                try:
+                    exit_code = process.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    process.kill()
+                    exit_code = process.wait()
                 reader.join(_PIPE_DRAIN_SECONDS)
+                if reader.is_alive():
+                    process.kill()
+                    reader.join(_PIPE_DRAIN_SECONDS)
+            finally:
+                unregister()
+                process.stdout.close()
         finally:
-            unregister()
-            process.stdout.close()
+            process.release()
         result: dict[str, Any] = {
-            "exitCode": process.returncode,
+            "exitCode": exit_code,
             "output": reader.text(),
             "durationMs": int((time.monotonic() - started) * 1000),
         }
@@ -149,7 +148,7 @@ class BashTool:
             return ToolOutput(
                 result | {"error": f"the command timed out after {timeout:g} s"}, is_error=True
             )
-        return ToolOutput(result, is_error=process.returncode != 0)
+        return ToolOutput(result, is_error=exit_code != 0)
 
     def _run_background(self, command: str, ctx: ToolContext) -> ToolOutput:
         registry = ctx.shell_registry
@@ -159,14 +158,7 @@ class BashTool:
         logs.mkdir(parents=True, exist_ok=True)
         log_path = logs / f"{ctx.run_id or 'run'}-{time.time_ns()}.log"
         with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [*_shell(), command],
-                cwd=ctx.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            process = _spawn(command, ctx, stdout=log, background=True)
         registry.record(
             ShellRecord(
                 pid=process.pid,
@@ -177,6 +169,29 @@ class BashTool:
                 started_at=int(time.time() * 1000),
             )
         )
-        # Reap it in the background so it never lingers as a zombie of this process.
-        threading.Thread(target=process.wait, daemon=True).start()
+        process.hold_until_host_exits()
         return ToolOutput({"pid": process.pid, "background": True, "logPath": os.fspath(log_path)})
+
+
+def _spawn(
+    command: str, ctx: ToolContext, *, stdout: int | IO[Any], background: bool = False
+) -> SupervisedCommand:
+    """Start ``command`` so that it dies with this host, and record its process right away
+    (the record is what lets a later start see it if it somehow survived)."""
+    try:
+        process = SupervisedCommand(
+            [*_shell(), command], cwd=ctx.cwd, stdout=stdout, background=background
+        )
+    except (OSError, SpawnFailed) as error:
+        raise ToolFailure(f"the command could not be started: {error}") from None
+    if ctx.process_recorder is not None:
+        try:
+            ctx.process_recorder(ctx, "bash", command, process.pid, process.process_group)
+        except Exception as error:
+            process.kill()
+            process.release()
+            raise ToolFailure(
+                "the command was stopped at once: its process could not be recorded "
+                f"({type(error).__name__}), so a crash could not have been detected"
+            ) from None
+    return process

@@ -67,6 +67,15 @@ class ToolFailure(Exception):
         self.result = dict(result) if result is not None else {"error": message}
 
 
+class ProcessRecorder(Protocol):
+    """Records a process a tool just started (``tool_processes``, RECOVERY.md section 9); raises
+    when it cannot, and the tool then stops the process rather than run it unrecorded."""
+
+    def __call__(
+        self, ctx: ToolContext, tool_name: str, command: str, pid: int, process_group: int
+    ) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Everything a tool may touch. ``cwd`` is the realpath of the session folder;
@@ -78,6 +87,8 @@ class ToolContext:
     session_id: str = ""
     run_id: str = ""
     shell_registry: Any = None  # BackgroundShellRegistry | None (kept loose to avoid a cycle)
+    operation_id: str = ""
+    process_recorder: ProcessRecorder | None = None
     bash_timeout_seconds: float = 120.0
     output_cap_bytes: int = 64 * 1024
 

@@ -1,0 +1,205 @@
+"""Start a tool's command so that it never outlives this host (RECOVERY.md section 9).
+
+POSIX (Linux, macOS): the command runs under ``tool_supervisor``, which watches a pipe only this
+process holds and kills the command's whole process group when the pipe closes, which the kernel
+does for us when this process dies, SIGKILL included. Windows: the command runs in a Job Object
+with kill-on-close. The test-only failpoint ``MAKA_FAILPOINT=tool_supervisor_disabled`` starts
+the command without either, so tests can make a survivor on purpose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from runtime.recovery.failpoints import failpoint_active
+from runtime.tools.process_tree import kill_process_tree
+from runtime.tools.windows_job import attach_kill_on_close_job, close_job
+
+SUPERVISOR_DISABLED = "tool_supervisor_disabled"
+_SUPERVISOR_SCRIPT = Path(__file__).with_name("tool_supervisor.py")
+_RELEASE_WAIT_SECONDS = 5.0
+
+
+def _frozen() -> bool:
+    main_module = sys.modules.get("__main__")
+    return bool(getattr(sys, "frozen", False)) or hasattr(main_module, "__compiled__")
+
+
+def supervisor_command() -> list[str]:
+    """This program's supervisor: the bundle runs its own module, a source install the script
+    with an isolated interpreter and no site packages (it needs only the standard library)."""
+    if _frozen():
+        return [sys.executable, "-m", "runtime.tools.tool_supervisor"]
+    return [sys.executable, "-I", "-S", os.fspath(_SUPERVISOR_SCRIPT)]
+
+
+class SpawnFailed(Exception):
+    pass
+
+
+class SupervisedCommand:
+    """One command. ``pid`` / ``process_group`` name the command's own process (not the
+    supervisor's); ``wait`` returns its exit code; ``kill`` stops its tree now; ``release``
+    (always call it) stops what is left of its group and reaps the supervisor."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        stdout: int | IO[Any],
+        background: bool = False,
+    ) -> None:
+        self._watch: int | None = None
+        self._supervisor: subprocess.Popen[bytes] | None = None
+        self._job: int | None = None
+        self._exit_code: int | None = None
+        self._ended = threading.Event()
+        self.stdout: IO[bytes] | None = None
+        if os.name == "nt" or failpoint_active(SUPERVISOR_DISABLED):
+            self._start_direct(argv, cwd, stdout)
+        else:
+            self._start_supervised(argv, cwd, stdout, background)
+
+    # ---- starting -----------------------------------------------------------------------------
+
+    def _start_direct(self, argv: list[str], cwd: Path, stdout: int | IO[Any]) -> None:
+        if sys.platform == "win32":
+            process = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
+            )
+            self._job = attach_kill_on_close_job(process)
+            group = 0
+        else:
+            process = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            group = process.pid
+        self.pid = process.pid
+        self.process_group = group
+        self.stdout = process.stdout
+
+        def reap() -> None:
+            self._exit_code = process.wait()
+            self._ended.set()
+
+        threading.Thread(target=reap, daemon=True).start()
+
+    def _start_supervised(
+        self, argv: list[str], cwd: Path, stdout: int | IO[Any], background: bool
+    ) -> None:
+        watch_read, watch_write = os.pipe()
+        status_read, status_write = os.pipe()
+        try:
+            supervisor = subprocess.Popen(
+                [
+                    *supervisor_command(),
+                    str(watch_read),
+                    str(status_write),
+                    "background" if background else "foreground",
+                    "--",
+                    *argv,
+                ],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=subprocess.STDOUT,
+                pass_fds=(watch_read, status_write),
+                start_new_session=True,
+            )
+        except BaseException:
+            for fd in (watch_read, watch_write, status_read, status_write):
+                os.close(fd)
+            raise
+        os.close(watch_read)
+        os.close(status_write)
+        self._watch = watch_write
+        self._supervisor = supervisor
+        self.stdout = supervisor.stdout
+        status = os.fdopen(status_read, "r", encoding="utf-8", errors="replace")
+        first = status.readline().strip()
+        if not first.startswith("pid "):
+            status.close()
+            self.release()
+            raise SpawnFailed(first.removeprefix("error ").strip() or "the command did not start")
+        self.pid = int(first.split()[1])
+        self.process_group = self.pid
+
+        def read_status() -> None:
+            with status:
+                for line in status:
+                    if line.startswith("exit "):
+                        with contextlib.suppress(ValueError):
+                            self._exit_code = int(line.split()[1])
+                            self._ended.set()
+            if self._exit_code is None:  # the supervisor itself was killed
+                self._exit_code = supervisor.wait()
+            self._ended.set()
+
+        threading.Thread(target=read_status, daemon=True).start()
+
+    # ---- running ------------------------------------------------------------------------------
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The command's exit code (negative: the signal that ended it); raises
+        ``subprocess.TimeoutExpired`` when it has not ended within ``timeout`` seconds."""
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired("tool command", timeout or 0.0)
+        assert self._exit_code is not None
+        return self._exit_code
+
+    def kill(self) -> None:
+        """Stop the command's whole tree now (a timeout or a cancelled turn)."""
+        kill_process_tree(self.pid)
+        if self.process_group > 0:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process_group, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+    def release(self) -> None:
+        """The command is done with: whatever is left of its group is stopped (the supervisor
+        does it when its watch pipe closes), and the supervisor is reaped."""
+        if self._watch is not None:
+            os.close(self._watch)
+            self._watch = None
+        if self._supervisor is not None:
+            try:
+                self._supervisor.wait(_RELEASE_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                kill_process_tree(self._supervisor.pid)
+        if self._job is not None:
+            close_job(self._job)
+            self._job = None
+
+    def hold_until_host_exits(self) -> None:
+        """A background command: keep the watch pipe open for the rest of this process's life
+        (the supervisor exits by itself when the command's group is empty)."""
+        if self._watch is not None:
+            _HELD_WATCHES.append(self._watch)
+            self._watch = None
+        if self._supervisor is not None:
+            threading.Thread(target=self._supervisor.wait, daemon=True).start()
+            self._supervisor = None
+        if self._job is not None:
+            _HELD_JOBS.append(self._job)
+            self._job = None
+
+
+_HELD_WATCHES: list[int] = []
+_HELD_JOBS: list[int] = []
