@@ -244,6 +244,12 @@ class SqliteLedgerStore:
     def list_tool_processes(
         self, *, session_id: str | None = None, operation_id: str | None = None
     ) -> Sequence[ToolProcessRecord]:
+        """Also answers inside this store's own write transaction (on its thread), so a writer
+        can ask it while it holds the lock (the attestation writer does)."""
+        with self._lock:
+            if not self._closed and self._conn.in_transaction:
+                with sqlite_errors():
+                    return tool_processes.select(self._conn, session_id, operation_id)
         return self._read(lambda conn: tool_processes.select(conn, session_id, operation_id))
 
     def delete_tool_process(self, operation_id: str, pid: int) -> None:

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,17 @@ def live_tool_processes(
         if (before_epoch is None or record.owner_epoch < before_epoch)
         and running_process(record) is not None
     ]
+
+
+def surviving_process(table: ToolProcessTable) -> Callable[[str], str | None]:
+    """For attestation (RECOVERY.md section 8): given an operation id, a description of a
+    process of that call still running (``bash `cmd` (pid N)``), or None when none is."""
+
+    def check(operation_id: str) -> str | None:
+        live = live_tool_processes(table, operation_id=operation_id)
+        return describe(live[0]) if live else None
+
+    return check
 
 
 def forget_ended(table: ToolProcessTable, *, before_epoch: int) -> int:
@@ -213,4 +225,5 @@ __all__ = [
     "live_tool_processes",
     "running_process",
     "stop_tool_process",
+    "surviving_process",
 ]

@@ -76,6 +76,15 @@ def _start_run(tmp_path: Path, seconds: int, **env: str) -> tuple[subprocess.Pop
     return host, work
 
 
+def _recorded(data_dir: Path) -> list[ToolProcessRecord]:
+    """The records once the host has written them (right after the spawn, so a moment after
+    the command itself started)."""
+    deadline = time.monotonic() + 10
+    while not (records := _records(data_dir)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return records
+
+
 def _records(data_dir: Path) -> list[ToolProcessRecord]:
     store = open_store(data_dir, read_only=True)
     try:
@@ -91,7 +100,7 @@ def _kill_host(host: subprocess.Popen[str]) -> None:
 
 def test_sigkill_of_the_host_takes_the_whole_command_with_it(tmp_path: Path) -> None:
     host, work = _start_run(tmp_path, seconds=4)
-    records = _records(tmp_path / "data")
+    records = _recorded(tmp_path / "data")
     assert len(records) == 1, "the command's process was recorded right after the spawn"
     record = records[0]
     assert record.tool_name == "bash" and record.command == _command(4)
@@ -114,7 +123,7 @@ def test_sigkill_of_the_host_takes_the_whole_command_with_it(tmp_path: Path) -> 
 
 def test_a_survivor_is_reported_with_command_and_pid_until_it_is_stopped(tmp_path: Path) -> None:
     host, work = _start_run(tmp_path, seconds=60, MAKA_FAILPOINT="tool_supervisor_disabled")
-    (record,) = _records(tmp_path / "data")
+    (record,) = _recorded(tmp_path / "data")
     _kill_host(host)
     try:
         time.sleep(0.5)

@@ -24,6 +24,7 @@ from runtime.tools.process_identity import (
     live_tool_processes,
     running_process,
     stop_tool_process,
+    surviving_process,
 )
 from storage import ledger_schema
 from storage.ledger_store import SqliteLedgerStore, open_store
@@ -172,3 +173,21 @@ def test_a_version_2_database_gains_the_table(data_dir: Path) -> None:
     with open_store(data_dir) as store:
         assert store.schema_version() == 3
         assert store.list_tool_processes() == []
+
+
+def test_attestation_can_ask_for_a_surviving_process_inside_a_write(data_dir: Path) -> None:
+    sleeper = _sleeper()
+    try:
+        with _store(data_dir) as store:
+            store.record_tool_process(_record_of(sleeper.pid, "op-live"))
+            check = surviving_process(store)
+            with store._write():  # the attestation writer asks inside its transaction
+                assert check("op-live") == f"bash `sleep 60` (pid {sleeper.pid})"
+                assert check("op-other") is None
+            sleeper.kill()
+            sleeper.wait()
+            assert check("op-live") is None
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
