@@ -25,8 +25,8 @@ from runtime.continuation.resume_service import (
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import SettlementOrigin
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.recovery_bundle import parse_reconcile_fact
 from runtime.ledger.process_records import ToolProcessTable
+from runtime.ledger.recovery_bundle import parse_reconcile_fact
 from runtime.ledger.store_ports import LedgerReader
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.recovery.write_leftovers import parked_writes
