@@ -71,6 +71,10 @@ class MessageKind(StrEnum):
     SETTINGS_GET = "settings.get"
     SETTINGS_UPDATE = "settings.update"
     WINDOW_ACTIVATE = "window.activate"
+    SESSIONS_RELOCATE = "sessions.relocate"
+    SESSIONS_RENAME = "sessions.rename"
+    SESSIONS_REMOVE = "sessions.remove"
+    SESSIONS_EXPORT = "sessions.export"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -87,6 +91,8 @@ class MessageKind(StrEnum):
     SETTINGS_CURRENT = "settings.current"
     ERROR = "error"
     WINDOW_SHOW = "window.show"
+    SESSION_REMOVED = "session.removed"
+    SESSION_EXPORTED = "session.exported"
 
 
 class BridgeErrorCode(StrEnum):
@@ -201,6 +207,36 @@ class SessionsCreateRequest(_Message):
     cwd: FsPath
 
 
+class SessionsRelocateRequest(_Message):
+    """Point a session at its folder's new place; the main process accepts it only when the
+    folder's marker is the session's workspace (the renderer supplies a path, never a fact)."""
+
+    kind: Literal[MessageKind.SESSIONS_RELOCATE] = MessageKind.SESSIONS_RELOCATE
+    session_id: Id
+    cwd: FsPath
+
+
+class SessionsRenameRequest(_Message):
+    kind: Literal[MessageKind.SESSIONS_RENAME] = MessageKind.SESSIONS_RENAME
+    session_id: Id
+    title: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class SessionsRemoveRequest(_Message):
+    """Delete a session and its ledger (the window asked the user, offering export first)."""
+
+    kind: Literal[MessageKind.SESSIONS_REMOVE] = MessageKind.SESSIONS_REMOVE
+    session_id: Id
+
+
+class SessionsExportRequest(_Message):
+    """Export a session's ledger to a new file (``maka export``'s format; never replaces)."""
+
+    kind: Literal[MessageKind.SESSIONS_EXPORT] = MessageKind.SESSIONS_EXPORT
+    session_id: Id
+    path: FsPath
+
+
 class SessionsOpenRequest(_Message):
     kind: Literal[MessageKind.SESSIONS_OPEN] = MessageKind.SESSIONS_OPEN
     session_id: Id
@@ -289,6 +325,18 @@ class SessionUpdatedPush(_Message):
 
     kind: Literal[MessageKind.SESSION_UPDATED] = MessageKind.SESSION_UPDATED
     session: SessionSummary
+
+
+class SessionRemovedPush(_Message):
+    kind: Literal[MessageKind.SESSION_REMOVED] = MessageKind.SESSION_REMOVED
+    session_id: Id
+
+
+class SessionExportedPush(_Message):
+    kind: Literal[MessageKind.SESSION_EXPORTED] = MessageKind.SESSION_EXPORTED
+    session_id: Id
+    path: FsPath
+    events: Annotated[int, Field(ge=0)]
 
 
 class UserMessageItem(WireModel):
@@ -460,6 +508,10 @@ Request = (
     | SettingsGetRequest
     | SettingsUpdateRequest
     | WindowActivateRequest
+    | SessionsRelocateRequest
+    | SessionsRenameRequest
+    | SessionsRemoveRequest
+    | SessionsExportRequest
 )
 Push = (
     HelloOkPush
@@ -477,6 +529,8 @@ Push = (
     | SettingsCurrentPush
     | ErrorPush
     | WindowShowPush
+    | SessionRemovedPush
+    | SessionExportedPush
 )
 Message = Request | Push
 
@@ -493,6 +547,10 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SETTINGS_GET,
         MessageKind.SETTINGS_UPDATE,
         MessageKind.WINDOW_ACTIVATE,
+        MessageKind.SESSIONS_RELOCATE,
+        MessageKind.SESSIONS_RENAME,
+        MessageKind.SESSIONS_REMOVE,
+        MessageKind.SESSIONS_EXPORT,
     }
 )
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)

@@ -41,6 +41,11 @@ from main_process.host_services import (
 )
 from main_process.live_turn_view import LiveTurnView
 from main_process.resume_seam import continuation_resume_service
+from main_process.session_relocation import (
+    SessionChangeRefused,
+    relocate_session,
+    remove_session,
+)
 from main_process.transcript_items import session_transcript
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -214,6 +219,57 @@ class DesktopServices:
         except LedgerError as error:
             raise HostServiceError(str(error.code), error.message) from None
         return self.session_summary(record.session_id)
+
+    def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
+        self._refuse_while_busy(session_id, "moving")
+        try:
+            relocate_session(self._store, session_id, cwd, self._lifecycle)
+        except SessionChangeRefused as refusal:
+            raise HostServiceError(refusal.code, refusal.message) from None
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+        return self.session_summary(session_id)
+
+    def rename_session(self, session_id: str, title: str) -> SessionSummary:
+        try:
+            self._store.rename_session(session_id, title)
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+        return self.session_summary(session_id)
+
+    def remove_session(self, session_id: str) -> None:
+        self._refuse_while_busy(session_id, "removing")
+        try:
+            remove_session(self._store, session_id, self._lifecycle)
+        except SessionChangeRefused as refusal:
+            raise HostServiceError(refusal.code, refusal.message) from None
+        except LedgerError as error:
+            raise HostServiceError(str(error.code), error.message) from None
+
+    def export_session(self, session_id: str, path: Path) -> int:
+        if not path.is_absolute() or path.exists() or path.is_symlink():
+            raise HostServiceError("export_target_exists", f"{path} already exists")
+        if not path.parent.is_dir():
+            raise HostServiceError("export_target_invalid", f"{path.parent} is not a folder")
+        try:
+            with path.open("xb") as out:
+                return self._store.export_session(session_id, out)
+        except FileExistsError:
+            raise HostServiceError("export_target_exists", f"{path} already exists") from None
+        except OSError as error:
+            path.unlink(missing_ok=True)
+            raise HostServiceError("export_write_failed", error.strerror or "not written") from None
+        except LedgerError as error:
+            path.unlink(missing_ok=True)
+            raise HostServiceError(str(error.code), error.message) from None
+
+    def _refuse_while_busy(self, session_id: str, doing: str) -> None:
+        with self._lock:
+            resuming = session_id in self._continuations
+        if resuming or self._service.is_busy(session_id):
+            raise HostServiceError(
+                "session_busy", f"the session is running; stop it before {doing} it"
+            )
 
     # ---- turns ---------------------------------------------------------------------------
 

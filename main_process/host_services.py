@@ -146,6 +146,21 @@ class HostServices(Protocol):
 
     def create_session(self, cwd: Path) -> SessionSummary: ...
 
+    def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
+        """Point the session at ``cwd`` when its marker is the session's workspace (else
+        ``HostServiceError`` with ``workspace_identity_differs`` and nothing changes)."""
+        ...
+
+    def rename_session(self, session_id: str, title: str) -> SessionSummary: ...
+
+    def remove_session(self, session_id: str) -> None:
+        """Delete the session and its ledger (``session_busy`` while it runs)."""
+        ...
+
+    def export_session(self, session_id: str, path: Path) -> int:
+        """Write the session's ledger to a new file ``path``; returns the number of events."""
+        ...
+
     def send_turn(self, session_id: str, text: str, sink: TurnSink) -> None:
         """Run one turn to its end (completed, failed or cancelled), streaming into ``sink``."""
         ...

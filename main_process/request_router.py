@@ -41,11 +41,17 @@ from app.bridge_contract import (
     ResumeStartedPush,
     RunStatusPush,
     RunStatusValue,
+    SessionExportedPush,
     SessionOpenedPush,
+    SessionRemovedPush,
     SessionsCreateRequest,
+    SessionsExportRequest,
     SessionsListedPush,
     SessionsListRequest,
     SessionsOpenRequest,
+    SessionsRelocateRequest,
+    SessionsRemoveRequest,
+    SessionsRenameRequest,
     SessionSummary,
     SessionUpdatedPush,
     SettingsCurrentPush,
@@ -153,6 +159,14 @@ class RequestRouter:
             )
         elif isinstance(message, SessionsCreateRequest):
             self._create(peer_id, message)
+        elif isinstance(
+            message,
+            SessionsRelocateRequest
+            | SessionsRenameRequest
+            | SessionsRemoveRequest
+            | SessionsExportRequest,
+        ):
+            self._change_session(peer_id, message)
         elif isinstance(message, TurnsSendRequest):
             self._send_turn(peer_id, message)
         elif isinstance(message, ResumeLatestRequest):
@@ -222,6 +236,61 @@ class RequestRouter:
             f"create-{peer_id}", lambda: self._services.create_session(cwd), done
         ):
             self._reply_error(peer_id, message.correlation_id, HOST_CLOSING, "")
+
+    def _change_session(
+        self,
+        peer_id: int,
+        message: SessionsRelocateRequest
+        | SessionsRenameRequest
+        | SessionsRemoveRequest
+        | SessionsExportRequest,
+    ) -> None:
+        """Relocate, rename, remove or export a session; every window hears the change."""
+        session_id = message.session_id
+        correlation_id = message.correlation_id
+        if not isinstance(message, SessionsExportRequest) and self._workers.busy(session_id):
+            self._reply_error(
+                peer_id, correlation_id, SESSION_BUSY, "the session is running; stop it first"
+            )
+            return
+        services = self._services
+
+        def job() -> object:
+            if isinstance(message, SessionsRelocateRequest):
+                return services.relocate_session(session_id, Path(message.cwd))
+            if isinstance(message, SessionsRenameRequest):
+                return services.rename_session(session_id, message.title)
+            if isinstance(message, SessionsExportRequest):
+                return services.export_session(session_id, Path(message.path))
+            services.remove_session(session_id)
+            return None
+
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                self._reply_error(peer_id, correlation_id, *_error_code(result.error))
+                return
+            if isinstance(message, SessionsExportRequest):
+                assert isinstance(result.value, int)
+                exported = SessionExportedPush(
+                    session_id=session_id,
+                    path=message.path,
+                    events=result.value,
+                    correlation_id=correlation_id,
+                )
+                self._server.send(peer_id, exported)
+                return
+            # The session's standing park no longer holds: its folder or its existence changed.
+            self._standing.pop(session_id, None)
+            if isinstance(result.value, SessionSummary):
+                push: Message = SessionUpdatedPush(
+                    session=result.value, correlation_id=correlation_id
+                )
+            else:
+                push = SessionRemovedPush(session_id=session_id, correlation_id=correlation_id)
+            self._broadcast(push)
+
+        if not self._workers.run_query(f"session-{session_id}", job, done):
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
 
     def _send_turn(self, peer_id: int, message: TurnsSendRequest) -> None:
         session_id = message.session_id

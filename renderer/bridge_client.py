@@ -45,11 +45,17 @@ from app.bridge_contract import (
     ResumeParkedPush,
     ResumeStartedPush,
     RunStatusPush,
+    SessionExportedPush,
     SessionOpenedPush,
+    SessionRemovedPush,
     SessionsCreateRequest,
+    SessionsExportRequest,
     SessionsListedPush,
     SessionsListRequest,
     SessionsOpenRequest,
+    SessionsRelocateRequest,
+    SessionsRemoveRequest,
+    SessionsRenameRequest,
     SessionUpdatedPush,
     SettingsCurrentPush,
     SettingsGetRequest,
@@ -81,6 +87,7 @@ class RendererBridge(BridgePort):
         self._backoff_ms = BACKOFF_FIRST_MS
         self._ids = itertools.count(1)
         self._sent_turns: dict[str, tuple[str, str]] = {}
+        self._changes: dict[str, tuple[str, str]] = {}
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._connect)
@@ -187,11 +194,19 @@ class RendererBridge(BridgePort):
             case SettingsCurrentPush():
                 self.settings_current.emit(message)
             case ErrorPush():
-                sent = self._sent_turns.pop(message.correlation_id or "", None)
+                key = message.correlation_id or ""
+                sent = self._sent_turns.pop(key, None)
+                change = self._changes.pop(key, None)
                 if sent is not None:
                     self.turn_refused.emit(sent[0], sent[1], message)
+                elif change is not None:
+                    self.session_change_refused.emit(change[0], change[1], message)
                 else:
                     self.error_received.emit(message)
+            case SessionRemovedPush():
+                self.session_removed.emit(message)
+            case SessionExportedPush():
+                self.session_exported.emit(message)
             case WindowShowPush():
                 self.window_show_requested.emit()
             case _:
@@ -249,6 +264,44 @@ class RendererBridge(BridgePort):
         while len(self._sent_turns) > SENT_TURNS_KEPT:
             del self._sent_turns[next(iter(self._sent_turns))]
         return True
+
+    def _change(self, session_id: str, what: str, request: Request) -> bool:
+        if not self._send(request):
+            return False
+        assert request.correlation_id is not None
+        self._changes[request.correlation_id] = (session_id, what)
+        while len(self._changes) > SENT_TURNS_KEPT:
+            del self._changes[next(iter(self._changes))]
+        return True
+
+    def relocate_session(self, session_id: str, cwd: str) -> bool:
+        if not 0 < len(cwd) <= MAX_PATH_CHARS:
+            return False
+        request = SessionsRelocateRequest(
+            session_id=session_id, cwd=cwd, correlation_id=self._correlation()
+        )
+        return self._change(session_id, "relocate", request)
+
+    def rename_session(self, session_id: str, title: str) -> bool:
+        title = title.strip()
+        if not 0 < len(title) <= 200:
+            return False
+        request = SessionsRenameRequest(
+            session_id=session_id, title=title, correlation_id=self._correlation()
+        )
+        return self._change(session_id, "rename", request)
+
+    def remove_session(self, session_id: str) -> bool:
+        request = SessionsRemoveRequest(session_id=session_id, correlation_id=self._correlation())
+        return self._change(session_id, "remove", request)
+
+    def export_session(self, session_id: str, path: str) -> bool:
+        if not 0 < len(path) <= MAX_PATH_CHARS:
+            return False
+        request = SessionsExportRequest(
+            session_id=session_id, path=path, correlation_id=self._correlation()
+        )
+        return self._change(session_id, "export", request)
 
     def cancel_turn(self, session_id: str) -> bool:
         return self._send(TurnsCancelRequest(session_id=session_id))

@@ -40,6 +40,10 @@ class BridgePort(QObject):
     resume_failed = Signal(object)  # ResumeFailedPush
     settings_current = Signal(object)  # SettingsCurrentPush
     error_received = Signal(object)  # ErrorPush
+    session_removed = Signal(object)  # SessionRemovedPush
+    session_exported = Signal(object)  # SessionExportedPush
+    session_change_refused = Signal(str, str, object)
+    """(session id, what was asked: relocate / rename / remove / export, ErrorPush)."""
     turn_refused = Signal(str, str, object)
     """(session id, the refused text, ErrorPush): a message the main process did not take;
     the composer gets the text back and says why beside it."""
@@ -93,6 +97,21 @@ class BridgePort(QObject):
     def resume_latest(self, session_id: str) -> bool:
         """Ask for Safe resume. The answer arrives as ``resume_started``, ``resume_parked`` or
         ``resume_failed`` for that session, also when the request could not be sent."""
+        raise NotImplementedError
+
+    def relocate_session(self, session_id: str, cwd: str) -> bool:
+        """Point the session at ``cwd``; answered by ``session_updated`` or
+        ``session_change_refused`` (a folder that is another workspace)."""
+        raise NotImplementedError
+
+    def rename_session(self, session_id: str, title: str) -> bool:
+        raise NotImplementedError
+
+    def remove_session(self, session_id: str) -> bool:
+        """Delete the session and its history; answered by ``session_removed``."""
+        raise NotImplementedError
+
+    def export_session(self, session_id: str, path: str) -> bool:
         raise NotImplementedError
 
     def get_settings(self) -> bool:

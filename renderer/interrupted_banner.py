@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -82,6 +82,10 @@ class _SessionResume:
 
 
 class InterruptedBanner(TintedPanel):
+    locate_folder_requested = Signal(str)
+    """A session id whose folder is missing: the window asks where it is now."""
+    remove_session_requested = Signal(str)
+
     def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("InterruptedBanner")
@@ -133,9 +137,14 @@ class InterruptedBanner(TintedPanel):
         self.busy_bar.setAccessibleName(_tr("Checking"))
         self.action_button = QPushButton()
         self.action_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
-        self.action_button.clicked.connect(self.request_resume)
+        self.action_button.clicked.connect(self._on_action)
+        # A missing folder offers a second way out: the session is gone for good.
+        self.remove_button = QPushButton(_tr("&Remove session…"))
+        self.remove_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.remove_button.clicked.connect(self._on_remove)
         top.addWidget(self.busy_bar, 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.remove_button, 0, Qt.AlignmentFlag.AlignTop)
         outer.addLayout(top)
         self.tools_row = QWidget()
         tools = QHBoxLayout(self.tools_row)
@@ -205,6 +214,30 @@ class InterruptedBanner(TintedPanel):
             if current is not None and current.state is BannerState.STARTED and not interrupted:
                 del self._by_session[session_id]
         self._render()
+
+    @property
+    def folder_missing(self) -> bool:
+        """The shown session parked because its folder is gone: Locate folder… is offered."""
+        return (
+            self.state is BannerState.PARKED
+            and "workspace_folder_missing" in self._current().reasons
+        )
+
+    def forget_session(self, session_id: str) -> None:
+        """What the banner knew about ``session_id`` no longer holds (its folder was located):
+        it offers Safe resume again."""
+        self._by_session.pop(session_id, None)
+        self._render()
+
+    def _on_action(self) -> None:
+        if self.folder_missing and self._session_id is not None:
+            self.locate_folder_requested.emit(self._session_id)
+        else:
+            self.request_resume()
+
+    def _on_remove(self) -> None:
+        if self._session_id is not None:
+            self.remove_session_requested.emit(self._session_id)
 
     def request_resume(self) -> bool:
         """Ask for Safe resume if the banner currently offers it (button or Ctrl+R)."""
@@ -317,6 +350,7 @@ class InterruptedBanner(TintedPanel):
         self.body_label.setText(body)
         self.body_label.setVisible(bool(body))
         self.action_button.setText(action)
+        self.remove_button.setVisible(self.folder_missing)
         self.details_label.setText(_details_for(current))
         self._fit_details()
         self.setProperty("severity", self._severity().value)
@@ -407,6 +441,16 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             _tr("Safe resume"),
         )
     if state is BannerState.PARKED:
+        if "workspace_folder_missing" in current.reasons:
+            folder = next(
+                (d.message for d in current.diagnostics if d.code == "workspace_folder_missing"),
+                "",
+            )
+            title = _tr("The session's folder is missing.")
+            body = next_step(current.reasons)
+            if folder:
+                body = f"{folder[:1].upper()}{folder[1:]}. {body}"
+            return title, body, _tr("&Locate folder…")
         if _write_not_done(current):
             return (
                 _park_tr(WRITE_NOT_DONE_HEADLINE),

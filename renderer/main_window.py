@@ -25,6 +25,7 @@ from app.bridge_contract import (
     RunStatusPush,
     RunStatusValue,
     SessionOpenedPush,
+    SessionRemovedPush,
     SessionsListedPush,
     SessionSummary,
     SessionUpdatedPush,
@@ -40,6 +41,7 @@ from renderer.interrupted_banner import BannerState, InterruptedBanner
 from renderer.measured_row import MeasuredRow
 from renderer.park_text import describe
 from renderer.permission_prompt import PermissionPrompt
+from renderer.session_actions import SessionActions
 from renderer.session_list import SessionListPanel
 from renderer.settings_dialog import SettingsDialog
 from renderer.transcript_view import TranscriptView
@@ -116,6 +118,9 @@ class MainWindow(QMainWindow):
         self.permission.waiting_changed.connect(self.sessions.model.set_waiting)
         permission_holder.setVisible(not self.permission.isHidden())
         self.composer = Composer()
+        self.session_actions = SessionActions(
+            self, self._bridge, self.banner, self.sessions.model.summary, lambda: self._session_id
+        )
         column.addWidget(header)
         column.addWidget(banner_holder)
         column.addWidget(self.transcript, 1)
@@ -171,6 +176,10 @@ class MainWindow(QMainWindow):
         session_menu.addActions(
             [self.focus_composer_action, self.resume_action, self.cancel_action]
         )
+        session_menu.addSeparator()
+        session_menu.addActions(self.session_actions.actions)
+        self.sessions.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.sessions.view.addActions(self.session_actions.actions)
         # The menu shows Safe resume greyed out when the banner has nothing to offer; the
         # shortcut stays live and says why nothing happened (see ``request_resume``).
         session_menu.aboutToShow.connect(
@@ -190,6 +199,7 @@ class MainWindow(QMainWindow):
         bridge.settings_current.connect(self._on_settings)
         bridge.error_received.connect(self._on_error)
         bridge.turn_refused.connect(self._on_turn_refused)
+        bridge.session_removed.connect(self._on_session_removed)
         bridge.window_show_requested.connect(self.bring_to_front)
         self.sessions.session_selected.connect(self._select)
         self.sessions.new_session_requested.connect(self.new_session)
@@ -303,6 +313,15 @@ class MainWindow(QMainWindow):
         elif summary.session_id == self._session_id:
             self._show_session(summary.session_id)
 
+    def _on_session_removed(self, push: SessionRemovedPush) -> None:
+        self._running.discard(push.session_id)
+        self.permission.drop_session_requests(push.session_id)
+        if push.session_id == self._session_id:
+            self._session_id = None
+            self.transcript.clear()
+            self._show_session(None)
+        self._bridge.list_sessions()
+
     def _on_session_opened(self, push: SessionOpenedPush) -> None:
         if push.session_id == self._session_id:
             self.transcript.set_items(push.items, push.omitted_earlier)
@@ -369,6 +388,7 @@ class MainWindow(QMainWindow):
         running = session is not None and session in self._running
         self.composer.set_running(running)
         self.cancel_action.setEnabled(connected and running)
+        self.session_actions.set_enabled(connected and session is not None and not running)
         self.new_action.setEnabled(connected)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)

@@ -10,17 +10,21 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 
+from app.bridge_contract import SessionSummary
 from renderer.bridge_client import RendererBridge
 from renderer.bridge_port import ConnectionState
+from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
+from renderer.session_actions import RemoveChoice
 from tests.helpers.maka_process import MainProcess, start_main
-from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -72,5 +76,114 @@ def test_a_refused_message_stays_in_the_composer_with_the_reason_beside_it(
     note = window.composer.note
     assert note.startswith("Not sent: ")
     assert "folder" in note and "Error" not in note and "[" not in note
+    bridge.stop()
+    assert main.terminate() == 0
+
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+COUNT_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
+        },
+        {"text": "Counted."},
+    ],
+    [{"text": "Carrying on."}],
+]
+
+
+def _interrupted_then_moved(tmp_path: Path) -> tuple[Path, Path, str, dict[str, str]]:
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", COUNT_SCRIPT))
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P6"},  # the call completed; its run was interrupted
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+    moved = tmp_path / "moved" / "work"
+    moved.parent.mkdir()
+    shutil.move(str(work), moved)
+    return data, moved, session_id, env
+
+
+def test_a_moved_folder_is_located_by_its_marker_and_the_session_resumes_there(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, moved, session_id, env = _interrupted_then_moved(tmp_path)
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    window, bridge = _window(qtbot, main)
+    qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
+    banner = window.banner
+    if banner.state is not BannerState.PARKED:
+        qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    assert banner.folder_missing
+    assert [label.property("code") for label in banner.reason_labels] == [
+        "workspace_folder_missing"
+    ]
+    assert banner.title_label.text() == "The session's folder is missing."
+    assert str(tmp_path / "work") in banner.body_label.text()
+    assert "Error" not in banner.body_label.text() + banner.details_label.text()
+    assert banner.action_button.text().replace("&", "") == "Locate folder…"
+    assert banner.remove_button.isVisible()
+
+    problems: list[tuple[str, str]] = []
+    actions = window.session_actions
+    actions.show_problem = lambda headline, sentence: problems.append((headline, sentence))
+    other = tmp_path / "other"
+    other.mkdir()
+    actions.choose_folder = lambda _missing: str(other)
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(problems), timeout=WAIT_MS)
+    assert problems[0][0] == "The folder was not accepted"
+    assert "different workspace" in problems[0][1]
+    assert not (other / ".maka-workspace.json").exists()
+    assert banner.folder_missing, "still parked: nothing changed"
+
+    actions.choose_folder = lambda _missing: str(moved)
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: banner.state is BannerState.IDLE, timeout=WAIT_MS)
+    assert window.path_label.text() == str(moved)
+    assert banner.action_button.text() == "Safe resume"
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: banner.state is BannerState.STARTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: len(committed_runs(data)) == 2, timeout=WAIT_MS)
+    assert (moved / "n.txt").read_text() == "x\n", "the completed call never ran again"
+    assert '"kind": "session.relocated"' in (data / "logs" / "lifecycle.jsonl").read_text()
+    bridge.stop()
+    assert main.terminate() == 0
+
+
+def test_remove_session_offers_export_first_and_deletes_only_the_history(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, moved, session_id, env = _interrupted_then_moved(tmp_path)
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    window, bridge = _window(qtbot, main)
+    qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.banner.folder_missing, timeout=WAIT_MS)
+    answers = iter([RemoveChoice.EXPORT_FIRST, RemoveChoice.REMOVE])
+    asked: list[str] = []
+
+    def confirm(summary: SessionSummary) -> RemoveChoice:
+        asked.append(summary.session_id)
+        return next(answers)
+
+    export = tmp_path / "kept.jsonl"
+    window.session_actions.confirm_remove = confirm
+    window.session_actions.choose_export_path = lambda _summary: str(export)
+    QTest.mouseClick(window.banner.remove_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.sessions.model.row_of(session_id) is None, timeout=WAIT_MS)
+    assert asked == [session_id, session_id], "asked again after the export"
+    assert export.read_text().count("\n") >= 3
+    assert committed_runs(data) == []
+    assert (moved / "n.txt").exists(), "the folder is not touched"
+    assert window.session_id is None
     bridge.stop()
     assert main.terminate() == 0

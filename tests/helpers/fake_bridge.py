@@ -86,6 +86,18 @@ class FakeBridge(BridgePort):
     def resume_latest(self, session_id: str) -> bool:
         return self._record("resume_latest", session_id)
 
+    def relocate_session(self, session_id: str, cwd: str) -> bool:
+        return self._record("relocate_session", session_id, cwd)
+
+    def rename_session(self, session_id: str, title: str) -> bool:
+        return self._record("rename_session", session_id, title)
+
+    def remove_session(self, session_id: str) -> bool:
+        return self._record("remove_session", session_id)
+
+    def export_session(self, session_id: str, path: str) -> bool:
+        return self._record("export_session", session_id, path)
+
     def get_settings(self) -> bool:
         return self._record("get_settings")
 

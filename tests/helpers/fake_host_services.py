@@ -84,6 +84,32 @@ class FakeHostServices:
         self.sessions[session_id] = summary
         return summary
 
+    def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
+        self._record(f"relocate_session:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError("session_not_found", f"no session {session_id}")
+        moved = self.sessions[session_id].model_copy(update={"cwd": str(cwd)})
+        self.sessions[session_id] = moved
+        return moved
+
+    def rename_session(self, session_id: str, title: str) -> SessionSummary:
+        self._record(f"rename_session:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError("session_not_found", f"no session {session_id}")
+        renamed = self.sessions[session_id].model_copy(update={"title": title})
+        self.sessions[session_id] = renamed
+        return renamed
+
+    def remove_session(self, session_id: str) -> None:
+        self._record(f"remove_session:{session_id}")
+        if self.sessions.pop(session_id, None) is None:
+            raise HostServiceError("session_not_found", f"no session {session_id}")
+
+    def export_session(self, session_id: str, path: Path) -> int:
+        self._record(f"export_session:{session_id}")
+        path.write_text("{}\n")
+        return 1
+
     def send_turn(self, session_id: str, text: str, sink: TurnSink) -> None:
         self._record(f"send_turn:{session_id}")
         cancel = threading.Event()

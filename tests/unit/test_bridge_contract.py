@@ -33,6 +33,10 @@ SAMPLES: list[bc.Message] = [
         openai_api_key="sk-secret",
     ),
     bc.WindowActivateRequest(),
+    bc.SessionsRelocateRequest(session_id="s1", cwd="/new/place", correlation_id="r7"),
+    bc.SessionsRenameRequest(session_id="s1", title="Release checklist"),
+    bc.SessionsRemoveRequest(session_id="s1", correlation_id="r8"),
+    bc.SessionsExportRequest(session_id="s1", path="/tmp/s1.jsonl"),
     bc.HelloOkPush(host_state=bc.HostState.READY, safe_resume_enabled=True),
     bc.HelloRejectedPush(code="token_invalid", message="wrong token"),
     bc.SessionsListedPush(
@@ -102,6 +106,8 @@ SAMPLES: list[bc.Message] = [
     bc.SettingsCurrentPush(provider=bc.ProviderChoice.OFFLINE_DEMO, api_key_set=True),
     bc.ErrorPush(code="session_not_found", message="no such session"),
     bc.WindowShowPush(),
+    bc.SessionRemovedPush(session_id="s1"),
+    bc.SessionExportedPush(session_id="s1", path="/tmp/s1.jsonl", events=12),
 ]
 
 

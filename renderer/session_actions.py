@@ -1,0 +1,237 @@
+"""What the user does to a whole session: Locate folder…, Rename…, Export…, Remove….
+
+Why a separate object: the window owns the layout, this owns the dialogs and the answers. The
+main process decides everything (a located folder is accepted only when its marker is the
+session's workspace); the window only sends a session id and a path or a title, and shows the
+answer. The dialogs are attributes so tests (and the screenshot demo) can answer them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QDir, QObject
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QInputDialog,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+)
+
+from app.bridge_contract import (
+    ErrorPush,
+    SessionExportedPush,
+    SessionRemovedPush,
+    SessionSummary,
+    SessionUpdatedPush,
+)
+from renderer.bridge_port import BridgePort
+from renderer.interrupted_banner import InterruptedBanner
+from renderer.park_text import describe
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("SessionActions", text)
+
+
+class RemoveChoice(StrEnum):
+    REMOVE = "remove"
+    EXPORT_FIRST = "export_first"
+    CANCEL = "cancel"
+
+
+def start_folder(missing: str) -> str:
+    """Where a folder dialog opens: the nearest existing parent of ``missing``, else home."""
+    path = Path(missing) if missing else None
+    while path is not None and path != path.parent:
+        if path.is_dir():
+            return str(path)
+        path = path.parent
+    return QDir.homePath()
+
+
+class SessionActions(QObject):
+    def __init__(
+        self,
+        window: QMainWindow,
+        bridge: BridgePort,
+        banner: InterruptedBanner,
+        summary_of: Callable[[str], SessionSummary | None],
+        current: Callable[[], str | None],
+    ) -> None:
+        super().__init__(window)
+        self._window = window
+        self._bridge = bridge
+        self._banner = banner
+        self._summary_of = summary_of
+        self._current = current
+        self._relocating: set[str] = set()
+        self._remove_after_export: set[str] = set()
+        self.choose_folder: Callable[[str], str] = self._choose_folder
+        self.ask_title: Callable[[str], str | None] = self._ask_title
+        self.confirm_remove: Callable[[SessionSummary], RemoveChoice] = self._confirm_remove
+        self.choose_export_path: Callable[[SessionSummary], str] = self._choose_export_path
+        self.show_problem: Callable[[str, str], None] = self._show_problem
+        self.locate_action = QAction(_tr("&Locate folder…"), window)
+        self.locate_action.triggered.connect(lambda: self._on_current(self.locate_folder))
+        self.rename_action = QAction(_tr("Re&name…"), window)
+        self.rename_action.setShortcut("F2")
+        self.rename_action.triggered.connect(lambda: self._on_current(self.rename))
+        self.export_action = QAction(_tr("&Export…"), window)
+        self.export_action.triggered.connect(lambda: self._on_current(self.export))
+        self.remove_action = QAction(_tr("Re&move session…"), window)
+        self.remove_action.triggered.connect(lambda: self._on_current(self.remove))
+        banner.locate_folder_requested.connect(self.locate_folder)
+        banner.remove_session_requested.connect(self.remove)
+        bridge.session_updated.connect(self._on_updated)
+        bridge.session_removed.connect(self._on_removed)
+        bridge.session_exported.connect(self._on_exported)
+        bridge.session_change_refused.connect(self._on_refused)
+
+    @property
+    def actions(self) -> list[QAction]:
+        return [self.rename_action, self.locate_action, self.export_action, self.remove_action]
+
+    def set_enabled(self, enabled: bool) -> None:
+        for action in self.actions:
+            action.setEnabled(enabled)
+
+    # ----------------------------------------------------------------- requests
+
+    def _on_current(self, act: Callable[[str], None]) -> None:
+        session_id = self._current()
+        if session_id is not None:
+            act(session_id)
+
+    def locate_folder(self, session_id: str) -> None:
+        summary = self._summary_of(session_id)
+        folder = self.choose_folder(summary.cwd if summary else "")
+        if folder and self._bridge.relocate_session(session_id, folder):
+            self._relocating.add(session_id)
+
+    def rename(self, session_id: str) -> None:
+        summary = self._summary_of(session_id)
+        title = self.ask_title(summary.title if summary else "")
+        if title and title.strip():
+            self._bridge.rename_session(session_id, title.strip())
+
+    def export(self, session_id: str) -> None:
+        summary = self._summary_of(session_id)
+        if summary is None:
+            return
+        path = self.choose_export_path(summary)
+        if path:
+            self._bridge.export_session(session_id, path)
+
+    def remove(self, session_id: str) -> None:
+        summary = self._summary_of(session_id)
+        if summary is None:
+            return
+        choice = self.confirm_remove(summary)
+        if choice is RemoveChoice.REMOVE:
+            self._bridge.remove_session(session_id)
+        elif choice is RemoveChoice.EXPORT_FIRST:
+            path = self.choose_export_path(summary)
+            if path and self._bridge.export_session(session_id, path):
+                self._remove_after_export.add(session_id)
+
+    # ----------------------------------------------------------------- answers
+
+    def _on_updated(self, push: SessionUpdatedPush) -> None:
+        session_id = push.session.session_id
+        if session_id in self._relocating:
+            self._relocating.discard(session_id)
+            self._banner.forget_session(session_id)
+            self._status(
+                _tr("The session now uses {folder}.").replace("{folder}", push.session.cwd)
+            )
+
+    def _on_removed(self, push: SessionRemovedPush) -> None:
+        self._banner.forget_session(push.session_id)
+        self._status(_tr("The session was removed; its folder was not touched."))
+
+    def _on_exported(self, push: SessionExportedPush) -> None:
+        self._status(
+            _tr("Exported {count} events to {path}.")
+            .replace("{count}", str(push.events))
+            .replace("{path}", push.path)
+        )
+        if push.session_id in self._remove_after_export:
+            self._remove_after_export.discard(push.session_id)
+            self.remove(push.session_id)
+
+    def _on_refused(self, session_id: str, what: str, push: ErrorPush) -> None:
+        self._relocating.discard(session_id)
+        self._remove_after_export.discard(session_id)
+        known = describe(push.code)
+        sentence = known.sentence if known.known else _tr("It could not be done.")
+        headline = {
+            "relocate": _tr("The folder was not accepted"),
+            "rename": _tr("The session was not renamed"),
+            "remove": _tr("The session was not removed"),
+            "export": _tr("The session was not exported"),
+        }.get(what, _tr("That did not work"))
+        self.show_problem(headline, sentence)
+
+    def _status(self, text: str) -> None:
+        self._window.statusBar().showMessage(text, 10_000)
+
+    # ----------------------------------------------------------------- dialogs
+
+    def _choose_folder(self, missing: str) -> str:
+        return QFileDialog.getExistingDirectory(
+            self._window, _tr("Where is the session's folder now?"), start_folder(missing)
+        )
+
+    def _ask_title(self, current: str) -> str | None:
+        title, accepted = QInputDialog.getText(
+            self._window,
+            _tr("Rename session"),
+            _tr("Session title:"),
+            QLineEdit.EchoMode.Normal,
+            current,
+        )
+        return title if accepted else None
+
+    def _confirm_remove(self, summary: SessionSummary) -> RemoveChoice:
+        box = QMessageBox(self._window)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle(_tr("Remove session"))
+        box.setText(
+            _tr("Remove “{title}”?").replace("{title}", summary.title or summary.session_id)
+        )
+        box.setInformativeText(
+            _tr(
+                "Its history (every message, tool call and result Maka recorded) is deleted "
+                "and cannot be brought back. The folder {folder} and its files are not touched. "
+                "Export it first to keep a copy."
+            ).replace("{folder}", summary.cwd)
+        )
+        export = box.addButton(_tr("&Export first…"), QMessageBox.ButtonRole.ActionRole)
+        remove = box.addButton(_tr("&Remove"), QMessageBox.ButtonRole.DestructiveRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.exec()
+        clicked = box.clickedButton()
+        if clicked is remove:
+            return RemoveChoice.REMOVE
+        if clicked is export:
+            return RemoveChoice.EXPORT_FIRST
+        return RemoveChoice.CANCEL
+
+    def _choose_export_path(self, summary: SessionSummary) -> str:
+        name = f"maka-session-{summary.session_id}.jsonl"
+        path, _filter = QFileDialog.getSaveFileName(
+            self._window,
+            _tr("Export session"),
+            str(Path(QDir.homePath()) / name),
+            _tr("Maka session export (*.jsonl)"),
+        )
+        return path
+
+    def _show_problem(self, headline: str, sentence: str) -> None:
+        QMessageBox.warning(self._window, headline, sentence)
