@@ -50,11 +50,12 @@ def remove_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
         for row in conn.execute("SELECT run_id FROM runs WHERE session_id = ?", (session_id,))
     ]
     in_runs = "SELECT run_id FROM runs WHERE session_id = ?"
-    has_claims = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'continuation_claims'"
-    ).fetchone()
-    if has_claims:
-        conn.execute("DELETE FROM continuation_claims WHERE session_id = ?", (session_id,))
+    for table in ("continuation_claims", "tool_processes"):  # tables of later schema versions
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        if exists:
+            conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
     conn.execute(f"DELETE FROM tool_journal_events WHERE run_id IN ({in_runs})", (session_id,))
     conn.execute(f"DELETE FROM tool_operations WHERE run_id IN ({in_runs})", (session_id,))
     conn.execute(f"DELETE FROM runtime_events WHERE run_id IN ({in_runs})", (session_id,))
