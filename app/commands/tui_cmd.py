@@ -2,7 +2,10 @@
 
 Type a message and press Enter; the reply streams with tool cards and permission questions.
 Ctrl+C cancels a running turn (and at the prompt, leaves). Commands: ``/help``, ``/transcript``,
-``/sessions``, ``/resume`` and ``/quit``.
+``/sessions``, ``/resume``, ``/settle`` and ``/quit``.
+
+``/settle CALL ran|not-run [NOTE]`` records what the user checked about a tool call whose outcome
+is unknown (RECOVERY.md section 8), through the same seam as ``maka settle``.
 
 ``/resume`` runs the safe-boundary resume of this session through the same plan/execute seam as
 ``maka resume`` and the desktop banner: it prints the reasons when the plan parks, otherwise it
@@ -24,6 +27,8 @@ HELP = """commands:
   /transcript   show this session's transcript
   /sessions     list sessions
   /resume       resume the latest interrupted run of this session (Safe resume)
+  /settle CALL ran|not-run [NOTE]
+                you checked what an interrupted call (outcome unknown) did: record it
   /quit         leave (Ctrl+D works too)
 anything else is sent to the agent"""
 
@@ -119,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
                     asker=asker,
                     transcript=transcript,
                 )
+            elif text == "/settle" or text.startswith("/settle "):
+                _settle(host, session.session_id, text)
             elif text.startswith("/"):
                 print(f"unknown command {text.split()[0]}; /help lists the commands")
             else:
@@ -149,6 +156,40 @@ def _resume(
         print("usage: /resume")
         return
     resume_session(host, session_id, cwd, policy=policy, asker=asker, transcript=transcript)
+
+
+SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"
+
+
+def _settle(host: Any, session_id: str, text: str) -> None:
+    """``/settle``: the same seam as ``maka settle``; a refusal prints its code."""
+    from runtime.ledger.attestation import when_text
+    from runtime.ledger.ledger_errors import LedgerError
+    from runtime.recovery.settlement import settle
+
+    parts = text.split(maxsplit=3)
+    if len(parts) < 3 or parts[2] not in ("ran", "not-run"):
+        print(SETTLE_USAGE)
+        return
+    note = parts[3] if len(parts) == 4 else None
+    try:
+        settled = settle(
+            host.store,
+            session_id,
+            parts[1],
+            ran=parts[2] == "ran",
+            note=note,
+            shells=host.shells,
+        )
+    except LedgerError as refusal:
+        print(f"not recorded [{refusal.code}]: {refusal.message}")
+        return
+    what = "ran" if settled.ran else "did not run"
+    verb = "recorded" if settled.created else "already recorded"
+    print(
+        f"{verb}: you confirmed that {settled.tool_name} {settled.tool_call_id} {what} "
+        f"({when_text(settled.attested_at)}); /resume can continue from there"
+    )
 
 
 def _print_transcript(service: Any, session_id: str) -> None:

@@ -186,3 +186,21 @@ def test_every_refusal_has_its_code_and_changes_nothing(tmp_path: Path) -> None:
     assert (other.returncode, _code(other)) == (1, "operation_settled")
     drill.doctor_clean()
     assert drill.attestation()[0] is True
+
+
+def test_settle_in_the_tui_uses_the_same_seam(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+        stdin="/settle c1 maybe\n/settle c9 ran\n/settle c1 ran " + NOTE + "\n/resume\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage: /settle CALL ran|not-run [NOTE]" in result.stdout
+    assert "not recorded [operation_not_found]" in result.stdout
+    assert "recorded: you confirmed that bash c1 ran" in result.stdout
+    assert "Counted once." in result.stdout  # /resume continued from the settled call
+    assert drill.count() == 1
+    assert drill.attestation()[1].note == NOTE
