@@ -68,6 +68,7 @@ class MessageKind(StrEnum):
     TURNS_CANCEL = "turns.cancel"
     PERMISSIONS_ANSWER = "permissions.answer"
     SESSIONS_RESUME_LATEST = "sessions.resumeLatest"
+    TOOLS_SETTLE = "tools.settle"
     SETTINGS_GET = "settings.get"
     SETTINGS_UPDATE = "settings.update"
     WINDOW_ACTIVATE = "window.activate"
@@ -87,6 +88,7 @@ class MessageKind(StrEnum):
     RESUME_STARTED = "resume.started"
     RESUME_PARKED = "resume.parked"
     RESUME_FAILED = "resume.failed"
+    TOOL_SETTLED = "tool.settled"
     HOST_STATE = "host.state"
     SETTINGS_CURRENT = "settings.current"
     ERROR = "error"
@@ -269,6 +271,27 @@ class ResumeLatestRequest(_Message):
     session_id: Id
 
 
+class AttestationChoice(StrEnum):
+    RAN = "ran"
+    NOT_RUN = "not_run"
+
+
+MAX_NOTE_CHARS: Final = 500
+
+
+class ToolsSettleRequest(_Message):
+    """The user checked what a call with an unknown outcome did and says so (RECOVERY.md
+    section 8). It names the session, the call and the answer; the main process decides whether
+    the call may be settled (unknown outcome, an earlier start of Maka, no process left) and
+    records it. Answered by ``tool.settled``."""
+
+    kind: Literal[MessageKind.TOOLS_SETTLE] = MessageKind.TOOLS_SETTLE
+    session_id: Id
+    tool_call_id: Id
+    outcome: AttestationChoice
+    note: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE_CHARS)] | None = None
+
+
 class SettingsGetRequest(_Message):
     kind: Literal[MessageKind.SETTINGS_GET] = MessageKind.SETTINGS_GET
 
@@ -370,6 +393,13 @@ class ToolCardItem(WireModel):
     status: ToolCardStatus
     result_summary: Summary = ""
     park_reason: Code | None = None
+    args_full: Summary = ""
+    """The arguments in full (a command as typed), for a card that asks the user about it."""
+    settleable: bool = False
+    """Outcome unknown, and the user may say whether it ran (``tools.settle``)."""
+    attestation: AttestationChoice | None = None
+    attested_at: Annotated[int, Field(ge=0)] | None = None
+    attestation_note: Short | None = None
 
 
 class NoticeItem(WireModel):
@@ -468,6 +498,20 @@ class ResumeFailedPush(_Message):
     message: Explanation = ""
 
 
+class ToolSettledPush(_Message):
+    """The answer to ``tools.settle``: ``recorded`` (the card is re-sent as a transcript item)
+    or refused with ``code``; ``resume_available``: Safe resume would now continue (nothing else
+    parks), so the banner offers it again."""
+
+    kind: Literal[MessageKind.TOOL_SETTLED] = MessageKind.TOOL_SETTLED
+    session_id: Id
+    tool_call_id: Id
+    recorded: bool
+    code: Code | None = None
+    message: Explanation = ""
+    resume_available: bool = False
+
+
 class HostStatePush(_Message):
     kind: Literal[MessageKind.HOST_STATE] = MessageKind.HOST_STATE
     state: HostState
@@ -505,6 +549,7 @@ Request = (
     | TurnsCancelRequest
     | PermissionsAnswerRequest
     | ResumeLatestRequest
+    | ToolsSettleRequest
     | SettingsGetRequest
     | SettingsUpdateRequest
     | WindowActivateRequest
@@ -525,6 +570,7 @@ Push = (
     | ResumeStartedPush
     | ResumeParkedPush
     | ResumeFailedPush
+    | ToolSettledPush
     | HostStatePush
     | SettingsCurrentPush
     | ErrorPush
@@ -544,6 +590,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TURNS_CANCEL,
         MessageKind.PERMISSIONS_ANSWER,
         MessageKind.SESSIONS_RESUME_LATEST,
+        MessageKind.TOOLS_SETTLE,
         MessageKind.SETTINGS_GET,
         MessageKind.SETTINGS_UPDATE,
         MessageKind.WINDOW_ACTIVATE,

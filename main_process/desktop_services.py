@@ -36,16 +36,18 @@ from main_process.host_services import (
     ResumeStarted,
     SettingsChange,
     SettingsView,
+    SettleResult,
     Transcript,
     TurnSink,
 )
 from main_process.live_turn_view import LiveTurnView
-from main_process.resume_seam import continuation_resume_service
+from main_process.resume_seam import continuation_resume_service, resume_service
 from main_process.session_relocation import (
     SessionChangeRefused,
     relocate_session,
     remove_session,
 )
+from main_process.settle_call import settle_call, settleable_in
 from main_process.transcript_items import session_transcript
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -198,17 +200,14 @@ class DesktopServices:
         try:
             self._service.get_session(session_id)
             runs = []
+            epoch = self._store.read_owner_epoch()
             for header in _ordered(self._store.list_session_runs(session_id)):
                 events = [row.event for row in self._store.read_run_events(header.run_id)]
                 source = header.continuation_source or {}
                 source_run = source.get("sourceRunId") or source.get("runId")
-                runs.append(
-                    (
-                        header.run_id,
-                        str(source_run) if source_run else None,
-                        transcript_of_run(events),
-                    )
-                )
+                entries = transcript_of_run(events)
+                settleable_in(entries, header, epoch)
+                runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
             raise HostServiceError(str(error.code), error.message) from None
         return session_transcript(session_id, runs)
@@ -392,6 +391,33 @@ class DesktopServices:
                 for leftover in write.leftovers
             )
         return tuple(found)
+
+    # ---- settling an unknown outcome ------------------------------------------------------
+
+    def settle_call(
+        self, session_id: str, tool_call_id: str, ran: bool, note: str | None
+    ) -> SettleResult:
+        sessions = self._service
+        if sessions.is_busy(session_id):
+            raise HostServiceError("session_busy", "this session is running; wait for it")
+        planner = resume_service(
+            self._store,
+            sessions.catalog.names,
+            self._shells,
+            enabled=self._safe_resume_enabled,
+            clock=self._clock,
+            lifecycle=None,
+        )
+        return settle_call(
+            self._store,
+            self._shells,
+            planner.plan_latest,
+            _parked,
+            session_id,
+            tool_call_id,
+            ran,
+            note,
+        )
 
     # ---- shutdown ------------------------------------------------------------------------
 

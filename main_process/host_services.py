@@ -117,6 +117,15 @@ class ResumeFailed:
 ResumeOutcome = ResumeStarted | ResumeParked | ResumeFailed
 
 
+@dataclass(frozen=True, slots=True)
+class SettleResult:
+    """The user's attestation was recorded (RECOVERY.md section 8): the call's card as it reads
+    now, and what Safe resume would do now (``parked`` None: it would continue)."""
+
+    card: TranscriptItem | None
+    parked: ResumeParked | None
+
+
 class TurnSink(Protocol):
     """Where a running turn (or continuation) reports progress; thread-safe."""
 
@@ -177,6 +186,13 @@ class HostServices(Protocol):
         """Plan the session's latest interrupted run; when the plan says continue, execute it and
         stream the continuation into ``sink`` until it ends. ``automatic`` marks an auto-resume
         at startup (recorded on the continuation, read by the crash-loop guard)."""
+        ...
+
+    def settle_call(
+        self, session_id: str, tool_call_id: str, ran: bool, note: str | None
+    ) -> SettleResult:
+        """Record what the user checked about a call whose outcome is unknown; a refusal raises
+        ``HostServiceError`` with its code. Runs on a worker thread."""
         ...
 
     def get_settings(self) -> SettingsView: ...

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.bridge_contract import (
+    AttestationChoice,
     ErrorPush,
     Message,
     PermissionsAnswerRequest,
@@ -57,6 +58,9 @@ from app.bridge_contract import (
     SettingsCurrentPush,
     SettingsGetRequest,
     SettingsUpdateRequest,
+    ToolSettledPush,
+    ToolsSettleRequest,
+    TranscriptItemPush,
     TurnsCancelRequest,
     TurnsSendRequest,
 )
@@ -70,6 +74,7 @@ from main_process.host_services import (
     ResumeStarted,
     SettingsChange,
     SettingsView,
+    SettleResult,
     Transcript,
 )
 from main_process.ipc_server import IpcServer
@@ -173,6 +178,8 @@ class RequestRouter:
             self.start_resume(
                 message.session_id, automatic=False, correlation_id=message.correlation_id
             )
+        elif isinstance(message, ToolsSettleRequest):
+            self._settle(message)
         elif isinstance(message, SettingsGetRequest):
             self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
         elif isinstance(message, SettingsUpdateRequest):
@@ -401,6 +408,56 @@ class RequestRouter:
         self._broadcast(push)
         if not transient:
             self._standing[session_id] = push.model_copy(update={"correlation_id": None})
+
+    def _settle(self, message: ToolsSettleRequest) -> None:
+        """The user's answer about a call whose outcome is unknown (RECOVERY.md section 8), on
+        the session's turn thread (never while a turn of it runs). Every renderer hears the
+        answer: the card re-sent as it now reads, then ``tool.settled``; when Safe resume would
+        now continue the standing park goes, else the new park stands and is sent."""
+        session_id = message.session_id
+
+        def answer(recorded: bool, code: str | None = None, text: str = "") -> ToolSettledPush:
+            return ToolSettledPush(
+                session_id=session_id,
+                tool_call_id=message.tool_call_id,
+                recorded=recorded,
+                code=code,
+                message=text[:4000],
+                correlation_id=message.correlation_id,
+            )
+
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                self._broadcast(answer(False, *_error_code(result.error)))
+                return
+            settled = result.value
+            assert isinstance(settled, SettleResult)
+            if settled.card is not None:
+                self._broadcast(TranscriptItemPush(session_id=session_id, item=settled.card))
+            if settled.parked is None:
+                self._standing.pop(session_id, None)
+            else:
+                self._push_resume_outcome(session_id, settled.parked, None, None)
+            push = answer(True).model_copy(update={"resume_available": settled.parked is None})
+            self._broadcast(push)
+            self.refresh_session(session_id)
+
+        ran = message.outcome is AttestationChoice.RAN
+        started = self._workers.run_turn(
+            session_id,
+            lambda: self._services.settle_call(session_id, message.tool_call_id, ran, message.note),
+            lambda: None,
+            done,
+        )
+        if not started:
+            busy = self._workers.busy(session_id)
+            self._broadcast(
+                answer(
+                    False,
+                    SESSION_BUSY if busy else HOST_CLOSING,
+                    "a turn is running in this session; wait for it" if busy else "",
+                )
+            )
 
     def send_standing_outcomes(self, peer_id: int) -> None:
         """Tell a renderer that just connected every park or failure that still stands, so its

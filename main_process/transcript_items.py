@@ -27,9 +27,11 @@ from collections.abc import Sequence
 
 from app.bridge_contract import (
     MAX_ITEMS_PER_OPEN,
+    MAX_NOTE_CHARS,
     MAX_SUMMARY_CHARS,
     MAX_TEXT_CHARS,
     AssistantMessageItem,
+    AttestationChoice,
     ContinuationMarkerItem,
     NoticeItem,
     NoticeLevel,
@@ -42,6 +44,7 @@ from app.bridge_contract import (
 from main_process.host_services import Transcript
 from runtime.agent.transcript_projection import TranscriptEntry
 
+_CHOICES = {"ran": AttestationChoice.RAN, "not_run": AttestationChoice.NOT_RUN}
 _CODE = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
 _ID_CHARS = 200
 
@@ -101,6 +104,13 @@ def wire_item(entry: TranscriptEntry, item_id: str | None = None) -> TranscriptI
             status=_CARD_STATUS.get(entry.status, ToolCardStatus.INDETERMINATE),
             result_summary=_clip(entry.result_summary, MAX_SUMMARY_CHARS),
             park_reason=_code(entry.park_reason) or _card_qualifier(entry),
+            args_full=_clip(entry.args_full, MAX_SUMMARY_CHARS),
+            settleable=entry.settleable,
+            attestation=_CHOICES.get(entry.attestation or ""),
+            attested_at=entry.attested_at if entry.attestation in _CHOICES else None,
+            attestation_note=_clip(entry.attestation_note, MAX_NOTE_CHARS)
+            if entry.attestation in _CHOICES and entry.attestation_note
+            else None,
         )
     if entry.type == "notice":
         try:

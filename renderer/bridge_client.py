@@ -26,6 +26,7 @@ from app.bridge_contract import (
     MAX_TEXT_CHARS,
     PROTOCOL_VERSION,
     PUSH_KINDS,
+    AttestationChoice,
     BridgeProtocolError,
     ErrorPush,
     FrameReader,
@@ -60,6 +61,8 @@ from app.bridge_contract import (
     SettingsCurrentPush,
     SettingsGetRequest,
     SettingsUpdateRequest,
+    ToolSettledPush,
+    ToolsSettleRequest,
     TranscriptItemPush,
     TurnsCancelRequest,
     TurnsSendRequest,
@@ -88,6 +91,7 @@ class RendererBridge(BridgePort):
         self._ids = itertools.count(1)
         self._sent_turns: dict[str, tuple[str, str]] = {}
         self._changes: dict[str, tuple[str, str]] = {}
+        self._sent_settles: dict[str, tuple[str, str]] = {}
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._connect)
@@ -191,16 +195,31 @@ class RendererBridge(BridgePort):
                 self.resume_parked.emit(message)
             case ResumeFailedPush():
                 self.resume_failed.emit(message)
+            case ToolSettledPush():
+                self._sent_settles.pop(message.correlation_id or "", None)
+                self.tool_settled.emit(message)
             case SettingsCurrentPush():
                 self.settings_current.emit(message)
             case ErrorPush():
                 key = message.correlation_id or ""
                 sent = self._sent_turns.pop(key, None)
                 change = self._changes.pop(key, None)
+                settle = self._sent_settles.pop(key, None)
                 if sent is not None:
                     self.turn_refused.emit(sent[0], sent[1], message)
                 elif change is not None:
                     self.session_change_refused.emit(change[0], change[1], message)
+                elif settle is not None:
+                    # The main process refused before the settle ran (it is closing, say).
+                    self.tool_settled.emit(
+                        ToolSettledPush(
+                            session_id=settle[0],
+                            tool_call_id=settle[1],
+                            recorded=False,
+                            code=message.code,
+                            message=message.message,
+                        )
+                    )
                 else:
                     self.error_received.emit(message)
             case SessionRemovedPush():
@@ -325,6 +344,31 @@ class RendererBridge(BridgePort):
             correlation_id=correlation,
         )
         QTimer.singleShot(0, lambda: self.resume_failed.emit(failed))
+        return False
+
+    def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
+        correlation = self._correlation()
+        request = ToolsSettleRequest(
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+            outcome=AttestationChoice.RAN if ran else AttestationChoice.NOT_RUN,
+            note=note or None,
+            correlation_id=correlation,
+        )
+        if self._send(request):
+            self._sent_settles[correlation] = (session_id, tool_call_id)
+            while len(self._sent_settles) > SENT_TURNS_KEPT:
+                del self._sent_settles[next(iter(self._sent_settles))]
+            return True
+        refused = ToolSettledPush(
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+            recorded=False,
+            code="bridge_disconnected",
+            message="not connected to the main process",
+            correlation_id=correlation,
+        )
+        QTimer.singleShot(0, lambda: self.tool_settled.emit(refused))
         return False
 
     def get_settings(self) -> bool:

@@ -38,6 +38,7 @@ class BridgePort(QObject):
     resume_started = Signal(object)  # ResumeStartedPush
     resume_parked = Signal(object)  # ResumeParkedPush
     resume_failed = Signal(object)  # ResumeFailedPush
+    tool_settled = Signal(object)  # ToolSettledPush
     settings_current = Signal(object)  # SettingsCurrentPush
     error_received = Signal(object)  # ErrorPush
     session_removed = Signal(object)  # SessionRemovedPush
@@ -97,6 +98,11 @@ class BridgePort(QObject):
     def resume_latest(self, session_id: str) -> bool:
         """Ask for Safe resume. The answer arrives as ``resume_started``, ``resume_parked`` or
         ``resume_failed`` for that session, also when the request could not be sent."""
+        raise NotImplementedError
+
+    def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
+        """Say what the user checked about a call whose outcome is unknown. The answer arrives
+        as ``tool_settled`` for that call, also when the request could not be sent."""
         raise NotImplementedError
 
     def relocate_session(self, session_id: str, cwd: str) -> bool:

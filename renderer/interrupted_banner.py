@@ -41,6 +41,7 @@ from app.bridge_contract import (
     ResumeFailedPush,
     ResumeParkedPush,
     ResumeStartedPush,
+    ToolSettledPush,
 )
 from app.code_text import (
     WRITE_NOT_DONE_HEADLINE,
@@ -99,6 +100,7 @@ class InterruptedBanner(TintedPanel):
         bridge.resume_started.connect(self._on_started)
         bridge.resume_parked.connect(self._on_parked)
         bridge.resume_failed.connect(self._on_failed)
+        bridge.tool_settled.connect(self._on_tool_settled)
         bridge.safe_resume_enabled_changed.connect(lambda _enabled: self._render())
         bridge.connection_state_changed.connect(self._on_connection)
         self._render()
@@ -305,6 +307,15 @@ class InterruptedBanner(TintedPanel):
             failure_message=push.message,
         )
         self._render()
+
+    def _on_tool_settled(self, push: ToolSettledPush) -> None:
+        """The user settled a call with an unknown outcome and nothing else parks: offer Safe
+        resume again (a park that still holds arrives as ``resume.parked``)."""
+        if push.recorded and push.resume_available:
+            current = self._by_session.get(push.session_id)
+            if current is None or current.state is not BannerState.RESUMING:
+                self._by_session[push.session_id] = _SessionResume()
+                self._render()
 
     def _on_connection(self, state: str) -> None:
         if state == ConnectionState.CONNECTED:

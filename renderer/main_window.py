@@ -30,6 +30,7 @@ from app.bridge_contract import (
     SessionSummary,
     SessionUpdatedPush,
     SettingsCurrentPush,
+    ToolSettledPush,
     TranscriptItemPush,
 )
 from renderer import theme
@@ -196,6 +197,8 @@ class MainWindow(QMainWindow):
         bridge.transcript_item.connect(self._on_transcript_item)
         bridge.run_status.connect(self._on_run_status)
         bridge.resume_started.connect(self._on_resume_started)
+        bridge.tool_settled.connect(self._on_tool_settled)
+        self.transcript.settle_requested.connect(self._settle)
         bridge.settings_current.connect(self._on_settings)
         bridge.error_received.connect(self._on_error)
         bridge.turn_refused.connect(self._on_turn_refused)
@@ -344,6 +347,25 @@ class MainWindow(QMainWindow):
         if push.session_id == self._session_id:
             self._refresh_availability()
             self.statusBar().showMessage(_tr("Safe resume started a continuation."), 6000)
+
+    def _settle(self, tool_call_id: str, ran: bool, note: str) -> None:
+        if self._session_id is not None:
+            self._bridge.settle_call(self._session_id, tool_call_id, ran, note or None)
+
+    def _on_tool_settled(self, push: ToolSettledPush) -> None:
+        if push.session_id != self._session_id:
+            return
+        if push.recorded:
+            if push.resume_available:
+                self.statusBar().showMessage(
+                    _tr("Recorded. Safe resume can continue from this call."), 8000
+                )
+            return
+        card = self.transcript.tool_card(push.tool_call_id)
+        known = describe(push.code or "")
+        reason = known.sentence if known.known else (push.message or push.code or "")
+        if card is not None:
+            card.settle_refused(f"{reason} [{push.code}]" if push.code else reason)
 
     def _on_settings(self, push: SettingsCurrentPush) -> None:
         self._settings = push

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPalette, QTextCursor, QTextOption, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge_contract import (
     AssistantMessageItem,
+    AttestationChoice,
     ContinuationMarkerItem,
     NoticeItem,
     ThinkingItem,
@@ -48,6 +49,7 @@ from app.bridge_contract import (
 )
 from renderer import theme
 from renderer.park_text import Severity, describe
+from renderer.settle_panel import SettlePanel, confirmation_text
 from renderer.tinted_panel import TintedPanel
 
 PREVIEW_LINES = 6
@@ -204,6 +206,12 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
 _UNUSUAL = frozenset({ToolCardStatus.INDETERMINATE, ToolCardStatus.PARKED, ToolCardStatus.FAILED})
 
 
+def _tone(item: ToolCardItem) -> Tone:
+    if item.attestation is AttestationChoice.NOT_RUN:
+        return Tone.NEUTRAL  # the user's own answer: nothing went wrong, nothing happened
+    return _STATUS_COPY[_status_key(item)][2]
+
+
 def _status_key(item: ToolCardItem) -> tuple[ToolCardStatus, str | None]:
     key = (item.status, item.park_reason)
     return key if key in _STATUS_COPY else (item.status, None)
@@ -332,11 +340,19 @@ class ToolCardWidget(TintedPanel):
 
     A result is shown as an optional status line ("exit code 0", kept apart from the output)
     and the output's first lines; "Show N more lines" swaps the preview for a read-only,
-    height-capped view of everything the card received."""
+    height-capped view of everything the card received.
+
+    A call whose outcome is unknown and that the user may settle asks "Did it run?"
+    (:class:`renderer.settle_panel.SettlePanel`, emitting ``settle_requested``); once settled the
+    card reads "Confirmed by you: it ran" (or "it did not run") with the time and the note."""
+
+    settle_requested = Signal(str, bool, str)
+    """(tool call id, ran, note or "")"""
 
     def __init__(self, item: ToolCardItem) -> None:
         super().__init__()
         self._item = item
+        self.settle_panel: SettlePanel | None = None
         self._output = ""
         self._expanded = False
         self._hidden_lines = 0
@@ -397,10 +413,39 @@ class ToolCardWidget(TintedPanel):
         if item.park_reason and key[1] is None:
             reason = describe(item.park_reason)
             sentence = f"{sentence} {reason.sentence}".strip()
+        if item.attestation is not None:
+            self.chip.setText(_tr("Confirmed by you"))
+            sentence = confirmation_text(item.attestation, item.attested_at, item.attestation_note)
+        self._show_settle_panel(item)
         self.explanation_label.setText(sentence)
         self.explanation_label.setVisible(bool(sentence))
         self._show_result(split_result(item.result_summary))
         self.refresh_colours()
+
+    def _show_settle_panel(self, item: ToolCardItem) -> None:
+        asking = (
+            item.settleable
+            and item.status is ToolCardStatus.INDETERMINATE
+            and item.attestation is None
+        )
+        if asking and self.settle_panel is None:
+            panel = SettlePanel()
+            panel.chosen.connect(
+                lambda ran, note: self.settle_requested.emit(self._item.tool_call_id, ran, note)
+            )
+            self._layout.insertWidget(self._layout.indexOf(self.explanation_label) + 1, panel)
+            self.settle_panel = panel
+        if self.settle_panel is not None:
+            if asking:
+                self.settle_panel.set_command(item.args_full or item.args_summary)
+                self.settle_panel.set_waiting(False)
+                self.settle_panel.show_status("")
+            self.settle_panel.setVisible(asking)
+
+    def settle_refused(self, reason: str) -> None:
+        """The main process did not record the answer: say why, and ask again."""
+        if self.settle_panel is not None:
+            self.settle_panel.refused(reason)
 
     def _show_result(self, parts: ResultParts) -> None:
         status = parts.status_line
@@ -467,7 +512,7 @@ class ToolCardWidget(TintedPanel):
 
     def refresh_colours(self) -> None:
         palette = self.palette()
-        tone = _STATUS_COPY[_status_key(self._item)][2]
+        tone = _tone(self._item)
         chip_colour = _tone_colour(tone, palette)
         unusual = self._item.status in _UNUSUAL and tone is not Tone.NEUTRAL
         base = palette.color(QPalette.ColorRole.Base)

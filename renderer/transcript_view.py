@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge_contract import TranscriptItem
 from renderer.measured_row import MeasuredRow
-from renderer.transcript_items import ItemWidget, widget_for
+from renderer.transcript_items import ItemWidget, ToolCardWidget, widget_for
 
 FOLLOW_SLACK_PX = 48
 MAX_LIVE_ITEMS = 150
@@ -55,6 +55,9 @@ def _item_widget(row: MeasuredRow) -> ItemWidget:
 
 
 class TranscriptView(QScrollArea):
+    settle_requested = Signal(str, bool, str)
+    """A card's "It ran" / "It did not run": (tool call id, ran, note or "")."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("TranscriptView")
@@ -176,6 +179,21 @@ class TranscriptView(QScrollArea):
         row = self._rows.get(item_id)
         return None if row is None else _item_widget(row)
 
+    def tool_card(self, tool_call_id: str) -> ToolCardWidget | None:
+        """The shown card of that call (the newest, should a call id repeat)."""
+        for item_id in reversed(self._order):
+            item = self._items.get(item_id)
+            row = self._rows.get(item_id)
+            if (
+                row is not None
+                and item is not None
+                and item.type == "tool_card"
+                and item.tool_call_id == tool_call_id
+            ):
+                widget = _item_widget(row)
+                return widget if isinstance(widget, ToolCardWidget) else None
+        return None
+
     def item_ids(self) -> list[str]:
         self.flush()
         return list(self._order)
@@ -254,7 +272,10 @@ class TranscriptView(QScrollArea):
         return self.viewport().width() - margins.left() - margins.right()
 
     def _insert_widget(self, item: TranscriptItem, index: int) -> None:
-        row = MeasuredRow(widget_for(item), self._row_width())
+        widget = widget_for(item)
+        if isinstance(widget, ToolCardWidget):
+            widget.settle_requested.connect(self.settle_requested)
+        row = MeasuredRow(widget, self._row_width())
         # A row never asks for more width than the viewport has: the column, and so every
         # card, stays as wide as the visible area whatever the row's content.
         row.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)

@@ -35,6 +35,23 @@ class TranscriptEntry:
     park_reason: str | None = None
     level: str = "info"
     code: str | None = None
+    # A call whose outcome is unknown and that the user may settle (RECOVERY.md section 8): its
+    # run ended with the call dispatched and no result, and it is not a file write. (Whether the
+    # run belongs to an earlier start of the host is the host's to add.)
+    settleable: bool = False
+    # What the user confirmed about it: "ran" / "not_run", when (ms), and their note.
+    attestation: str | None = None
+    attested_at: int | None = None
+    attestation_note: str | None = None
+    args_full: str = ""
+    """The call's arguments in full (a command as typed), for the card that asks the user."""
+
+
+def full_args(name: str, args: Any) -> str:
+    """A call's arguments in full: a command as typed, anything else as JSON."""
+    if name == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
+        return str(args["command"])
+    return json.dumps(args, ensure_ascii=False, sort_keys=True, indent=1)
 
 
 def summarize_args(name: str, args: Any) -> str:
@@ -150,6 +167,7 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                     tool_call_id=content["id"],
                     tool_name=content["name"],
                     args_summary=summarize_args(content["name"], content["args"]),
+                    args_full=full_args(content["name"], content["args"]),
                     status="not_dispatched" if ended else "pending",
                 )
             )
@@ -164,10 +182,12 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                     result_summary=summarize_result(content["result"], is_error, whole_output=True),
                 )
         elif "toolDispatch" in actions:
-            index = cards.get(actions["toolDispatch"]["providerToolCallId"])
+            fact = actions["toolDispatch"]
+            index = cards.get(fact["providerToolCallId"])
             if index is not None:
                 status = "indeterminate" if ended else "running"
-                entries[index] = replace(entries[index], status=status)
+                settleable = ended and fact.get("recoveryMode") != "reconcile"
+                entries[index] = replace(entries[index], status=status, settleable=settleable)
         elif "toolRecovery" in actions:
             _apply_recovery(entries, cards, event)
         elif is_terminal(event):
@@ -183,13 +203,41 @@ def _apply_recovery(
     recovery = (event.get("actions") or {}).get("toolRecovery")
     refs = event.get("refs") or {}
     index = cards.get(refs.get("toolCallId", ""))
-    if recovery is None or index is None or recovery["kind"] != "maka.tool.recovery_decision":
+    if recovery is None or index is None:
         return
     payload = recovery["payload"]
-    if payload.get("disposition") == "completed":
+    if recovery["kind"] != "maka.tool.recovery_decision":
+        attestation = _attestation(recovery)
+        if attestation is not None:
+            ran, at, note = attestation
+            entries[index] = replace(
+                entries[index],
+                attestation="ran" if ran else "not_run",
+                attested_at=at,
+                attestation_note=note,
+                settleable=False,
+            )
+        return
+    if entries[index].attestation is not None:
+        # Settled on the user's word: no output was recorded, nothing else to show.
+        entries[index] = replace(
+            entries[index], status="completed_after_recovery", result_summary="", code=None
+        )
+    elif payload.get("disposition") == "completed":
         entries[index] = replace(entries[index], status="completed_after_recovery")
     else:
         reason = payload.get("reasonCode")
         entries[index] = replace(
             entries[index], status="parked", park_reason=str(reason) if reason else None
         )
+
+
+def _attestation(tool_recovery: Any) -> tuple[bool, int, str | None] | None:
+    """(ran, attestedAt, note) of a valid reconcile observation that is the user's attestation."""
+    from runtime.ledger.recovery_bundle import parse_reconcile_fact
+
+    fact = parse_reconcile_fact(tool_recovery)
+    if fact is None or fact.attestation is None:
+        return None
+    ran = fact.observation.value == "user_attested_ran"
+    return ran, fact.attestation.attested_at, fact.attestation.note

@@ -59,6 +59,27 @@ class FakeBridge(BridgePort):
             bc.ResumeFailedPush(session_id=session_id, code=code, message=message)
         )
 
+    def push_settled(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        *,
+        recorded: bool = True,
+        code: str | None = None,
+        message: str = "",
+        resume_available: bool = False,
+    ) -> None:
+        self.tool_settled.emit(
+            bc.ToolSettledPush(
+                session_id=session_id,
+                tool_call_id=tool_call_id,
+                recorded=recorded,
+                code=code,
+                message=message,
+                resume_available=resume_available,
+            )
+        )
+
     # requests
 
     def _record(self, method: str, *args: Any) -> bool:
@@ -97,6 +118,9 @@ class FakeBridge(BridgePort):
 
     def export_session(self, session_id: str, path: str) -> bool:
         return self._record("export_session", session_id, path)
+
+    def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
+        return self._record("settle_call", session_id, tool_call_id, ran, note)
 
     def get_settings(self) -> bool:
         return self._record("get_settings")

@@ -30,6 +30,7 @@ from main_process.host_services import (
     ResumeStarted,
     SettingsChange,
     SettingsView,
+    SettleResult,
     Transcript,
     TurnSink,
 )
@@ -40,6 +41,7 @@ class FakeHostServices:
     report: RecoveryReport = field(default_factory=RecoveryReport)
     sessions: dict[str, SessionSummary] = field(default_factory=dict)
     resume_outcomes: dict[str, ResumeOutcome] = field(default_factory=dict)
+    settle_outcomes: dict[str, SettleResult | HostServiceError] = field(default_factory=dict)
     block_turns: bool = False
     calls: list[str] = field(default_factory=list)
     threads: dict[str, str] = field(default_factory=dict)
@@ -163,6 +165,15 @@ class FakeHostServices:
             sink.run_status(outcome.run_id, RunStatusValue.RUNNING)
             sink.run_status(outcome.run_id, RunStatusValue.COMPLETED)
         return outcome
+
+    def settle_call(
+        self, session_id: str, tool_call_id: str, ran: bool, note: str | None
+    ) -> SettleResult:
+        self._record(f"settle_call:{session_id}:{tool_call_id}:{ran}:{note}")
+        outcome = self.settle_outcomes.get(session_id)
+        if isinstance(outcome, HostServiceError):
+            raise outcome
+        return outcome or SettleResult(None, None)
 
     def get_settings(self) -> SettingsView:
         self._record("get_settings")

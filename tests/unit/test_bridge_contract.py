@@ -25,6 +25,9 @@ SAMPLES: list[bc.Message] = [
         session_id="s1", request_id="p1", decision=bc.PermissionDecision.DENY
     ),
     bc.ResumeLatestRequest(session_id="s1", correlation_id="r1"),
+    bc.ToolsSettleRequest(
+        session_id="s1", tool_call_id="c1", outcome=bc.AttestationChoice.RAN, note="checked"
+    ),
     bc.SettingsGetRequest(),
     bc.SettingsUpdateRequest(
         provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
@@ -102,6 +105,13 @@ SAMPLES: list[bc.Message] = [
         ),
     ),
     bc.ResumeFailedPush(session_id="s1", code="host_draining", message="closing"),
+    bc.ToolSettledPush(
+        session_id="s1",
+        tool_call_id="c1",
+        recorded=False,
+        code="operation_settled",
+        resume_available=False,
+    ),
     bc.HostStatePush(state=bc.HostState.RECOVERING, detail="3 of 10"),
     bc.SettingsCurrentPush(provider=bc.ProviderChoice.OFFLINE_DEMO, api_key_set=True),
     bc.ErrorPush(code="session_not_found", message="no such session"),

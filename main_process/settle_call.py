@@ -1,0 +1,75 @@
+"""The desktop's "It ran" / "It did not run" (RECOVERY.md section 8), on a worker thread.
+
+The renderer names a session, a call and the user's answer; everything else is decided here from
+committed facts: ``runtime.recovery.settlement.settle`` finds the operation and the store records
+the attestation in one transaction or refuses with a code (the call is not unknown, it belongs
+to the run of this start of Maka, it is a file write, a process of it still runs...). Afterwards
+the call's card is re-projected from the ledger (it now reads "Confirmed by you") and Safe resume
+is planned, without executing, so the banner can offer it again when nothing else parks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from app.bridge_contract import TranscriptItem
+from main_process.host_services import HostServiceError, ResumeParked, SettleResult
+from main_process.transcript_items import wire_item
+from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
+from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader
+from runtime.recovery.settlement import SettlementStore, settle
+from runtime.tools.process_tree import BackgroundShellRegistry
+from storage.ledger_store import SqliteLedgerStore
+
+PlanLatest = Callable[[str], ContinuationPlan]
+Parked = Callable[[ContinuationPlan], ResumeParked]
+
+
+def settleable_in(entries: list[TranscriptEntry], header: RunHeader, epoch: int) -> None:
+    """Offer the choice only for a run an earlier start of the host began (``header`` older
+    than the current owner ``epoch``): a call of the live host may still be running."""
+    if header.owner_epoch >= epoch:
+        for index, entry in enumerate(entries):
+            if entry.settleable:
+                entries[index] = replace(entry, settleable=False)
+
+
+def card_of(
+    store: SqliteLedgerStore, run_id: str, tool_call_id: str, epoch: int
+) -> TranscriptItem | None:
+    header = store.read_run_header(run_id)
+    if header is None:
+        return None
+    entries = transcript_of_run([row.event for row in store.read_run_events(run_id)])
+    settleable_in(entries, header, epoch)
+    for entry in entries:
+        if entry.type == "tool_card" and entry.tool_call_id == tool_call_id:
+            return wire_item(entry)
+    return None
+
+
+def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
+    store: SqliteLedgerStore,
+    shells: BackgroundShellRegistry,
+    plan_latest: PlanLatest,
+    parked: Parked,
+    session_id: str,
+    tool_call_id: str,
+    ran: bool,
+    note: str | None,
+) -> SettleResult:
+    settlement_store: SettlementStore = store
+    try:
+        settled = settle(
+            settlement_store, session_id, tool_call_id, ran=ran, note=note, shells=shells
+        )
+    except LedgerError as refusal:
+        raise HostServiceError(str(refusal.code), refusal.message) from None
+    card = card_of(store, settled.run_id, settled.tool_call_id, store.read_owner_epoch())
+    plan = plan_latest(session_id)
+    if plan.continues:
+        return SettleResult(card, None)
+    return SettleResult(card, parked(plan))

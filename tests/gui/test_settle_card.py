@@ -1,0 +1,137 @@
+"""The unknown-outcome card asks "Did it run?" (RECOVERY.md section 8): the command in full, an
+optional note, "It ran" / "It did not run"; the answer goes to the main process as
+``tools.settle``; a refusal is said on the card with its code; the settled card reads "Confirmed
+by you: it ran" with the time and note; and the banner offers Safe resume again when the main
+process says nothing else parks."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QDateTime, Qt
+from PySide6.QtTest import QTest
+from pytestqt.qtbot import QtBot
+
+from app import bridge_contract as bc
+from renderer.interrupted_banner import BannerState
+from renderer.main_window import MainWindow
+from renderer.transcript_items import ToolCardWidget
+from tests.helpers.fake_bridge import FakeBridge
+
+pytestmark = pytest.mark.gui
+
+COMMAND = "psql -c 'UPDATE accounts SET migrated = true' && echo done " + "x" * 400
+SESSION = bc.SessionSummary(
+    session_id="s1",
+    cwd="/w/one",
+    title="One",
+    last_run_status=bc.RunStatusValue.FAILED,
+    interrupted=True,
+    failure_class="app_restarted",
+)
+UNKNOWN = bc.ToolCardItem(
+    item_id="call-evt",
+    tool_call_id="c1",
+    tool_name="bash",
+    args_summary=COMMAND[:300],
+    args_full=COMMAND,
+    status=bc.ToolCardStatus.INDETERMINATE,
+    settleable=True,
+)
+AT = 1_764_606_000_000
+
+
+def _window(qtbot: QtBot) -> tuple[MainWindow, FakeBridge, ToolCardWidget]:
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.resize(1000, 800)
+    with qtbot.waitExposed(window):
+        window.show()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(SESSION,)))
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(UNKNOWN,)))
+    card = window.transcript.tool_card("c1")
+    assert card is not None
+    return window, bridge, card
+
+
+def test_the_card_asks_with_the_command_in_full_and_sends_the_answer(qtbot: QtBot) -> None:
+    _, bridge, card = _window(qtbot)
+    panel = card.settle_panel
+    assert panel is not None and panel.isVisibleTo(card)
+    assert panel.command_view.toPlainText() == COMMAND  # not the 300-character summary
+    assert panel.ran_button.text() == "It ran" and panel.not_run_button.text() == "It did not run"
+    QTest.keyClicks(panel.note_edit, "  the column is set on every row  ")
+    QTest.mouseClick(panel.ran_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("settle_call") == [("s1", "c1", True, "the column is set on every row")]
+    assert not panel.ran_button.isEnabled()  # waits for the main process's answer
+
+
+def test_without_a_note_nothing_but_the_choice_is_sent(qtbot: QtBot) -> None:
+    _, bridge, card = _window(qtbot)
+    assert card.settle_panel is not None
+    QTest.mouseClick(card.settle_panel.not_run_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("settle_call") == [("s1", "c1", False, None)]
+
+
+def test_a_refusal_is_said_on_the_card_and_the_question_stays(qtbot: QtBot) -> None:
+    _, bridge, card = _window(qtbot)
+    panel = card.settle_panel
+    assert panel is not None
+    QTest.mouseClick(panel.ran_button, Qt.MouseButton.LeftButton)
+    bridge.push_settled("s1", "c1", recorded=False, code="background_operation_pending")
+    assert panel.ran_button.isEnabled()
+    text = panel.status_label.text()
+    assert text.startswith("Not recorded:") and "[background_operation_pending]" in text
+    assert "still running" in text
+
+
+def test_the_settled_card_reads_confirmed_by_you_with_time_and_note(qtbot: QtBot) -> None:
+    window, bridge, card = _window(qtbot)
+    settled = UNKNOWN.model_copy(
+        update={
+            "status": bc.ToolCardStatus.COMPLETED_AFTER_RECOVERY,
+            "settleable": False,
+            "attestation": bc.AttestationChoice.RAN,
+            "attested_at": AT,
+            "attestation_note": "checked the table",
+        }
+    )
+    bridge.transcript_item.emit(bc.TranscriptItemPush(session_id="s1", item=settled))
+    window.transcript.flush()
+    assert card.chip.text() == "Confirmed by you"
+    when = QDateTime.fromMSecsSinceEpoch(AT).toString("yyyy-MM-dd HH:mm")
+    explanation = card.explanation_label.text()
+    assert explanation.startswith(f"Confirmed by you: it ran · {when}")
+    assert "Your note: checked the table" in explanation
+    assert card.settle_panel is not None and not card.settle_panel.isVisibleTo(card)
+    not_run = settled.model_copy(
+        update={"attestation": bc.AttestationChoice.NOT_RUN, "attestation_note": None}
+    )
+    bridge.transcript_item.emit(bc.TranscriptItemPush(session_id="s1", item=not_run))
+    window.transcript.flush()
+    assert card.explanation_label.text().startswith("Confirmed by you: it did not run")
+    assert "Your note" not in card.explanation_label.text()
+
+
+def test_a_call_that_may_not_be_settled_does_not_ask(qtbot: QtBot) -> None:
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(SESSION,)))
+    live = UNKNOWN.model_copy(update={"settleable": False})
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(live,)))
+    card = window.transcript.tool_card("c1")
+    assert card is not None and card.settle_panel is None
+    assert card.chip.text() == "Outcome unknown"
+
+
+def test_the_banner_offers_safe_resume_again_once_nothing_else_parks(qtbot: QtBot) -> None:
+    window, bridge, _card = _window(qtbot)
+    bridge.push_parked("s1", ("dangling_tool_state",))
+    assert window.banner.state is BannerState.PARKED
+    bridge.push_settled("s1", "c1", recorded=True, resume_available=False)
+    assert window.banner.state is BannerState.PARKED  # something else still parks
+    bridge.push_settled("s1", "c1", recorded=True, resume_available=True)
+    assert window.banner.state.value == BannerState.IDLE.value
+    assert window.banner.action_button.text() == "Safe resume"
+    assert window.banner.action_button.isEnabled()
