@@ -6,9 +6,9 @@ tool call id ``maka plan`` shows), asks the store to record the attestation in o
 and reports what was recorded. Refusals are the store's coded ``StoreRefusal`` s.
 
 Processes (section 9): an attestation waits until no process of the call is recorded alive.
-``surviving_process_check`` is the one function that decides it; today it sees the background
-shells the session's tools recorded (pid + create time); the host's per-call process table joins
-it here.
+``surviving_process_check`` is the one function that decides it: the host's per-call process
+table (pid, create time, boot id; ``runtime.tools.process_identity.surviving_process``, asked
+inside the store's write transaction) and the background shells the interrupted run started.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOperationRecord
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 SurvivingProcess = Callable[[str], str | None]
 
 
-class SettlementStore(Protocol):
+class SettlementStore(ToolProcessTable, Protocol):
     def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]: ...
 
     def commit_attestation(
@@ -84,15 +85,22 @@ def find_operation(store: SettlementStore, session_id: str, reference: str) -> T
 
 
 def surviving_process_check(
-    shells: BackgroundShellRegistry | None, session_id: str, run_id: str
+    table: ToolProcessTable,
+    shells: BackgroundShellRegistry | None,
+    session_id: str,
+    run_id: str,
 ) -> SurvivingProcess:
-    """Whether a process the interrupted run started is still recorded alive: a background shell
-    of that run (same pid and create time). A run whose process survives may still be changing
-    things, so the user's word about it waits."""
+    """Whether a process of the call is still recorded alive: the call's own process (the host
+    table), or a background shell its run started (same pid and create time). A process that
+    survives may still be changing things, so the user's word about it waits."""
+    from runtime.tools.process_identity import surviving_process
 
-    def check(_operation_id: str) -> str | None:
-        if shells is None:
-            return None
+    of_call = surviving_process(table)
+
+    def check(operation_id: str) -> str | None:
+        found = of_call(operation_id)
+        if found is not None or shells is None:
+            return found
         alive = [shell for shell in shells.live_shells(session_id) if shell.run_id == run_id]
         if not alive:
             return None
@@ -113,7 +121,7 @@ def settle(
 ) -> Settled:
     """Record the user's attestation; ``StoreRefusal`` with a code when it may not be."""
     operation = find_operation(store, session_id, reference)
-    surviving = surviving_process_check(shells, session_id, operation.run_id)
+    surviving = surviving_process_check(store, shells, session_id, operation.run_id)
     result = store.commit_attestation(operation.operation_id, ran, note, surviving)
     return Settled(
         operation.operation_id,

@@ -240,3 +240,48 @@ def test_export_and_import_carry_the_attestation(
         assert record is not None and record.current_state == "recovery_completed"
     finally:
         other.close()
+
+
+def test_a_live_process_of_the_call_waits_the_attestation_until_it_ends(
+    store: SqliteLedgerStore, data_dir: Path
+) -> None:
+    """The real check (RECOVERY.md section 9): the call's process recorded in the host table
+    and still running (a real child) refuses; once it has ended the answer is recorded."""
+    import subprocess
+
+    from runtime.ledger.process_records import ToolProcessRecord
+    from runtime.recovery.settlement import settle
+    from runtime.tools.process_identity import identify
+
+    call, dispatch = _bash()
+    _crashed_run(store, call, dispatch)
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        identity = identify(child.pid, child.pid)
+        store.record_tool_process(
+            ToolProcessRecord(
+                operation_id=operation_of(call),
+                session_id=IDS.session_id,
+                run_id=IDS.run_id,
+                tool_name="bash",
+                command="make migrate",
+                pid=identity.pid,
+                process_group=identity.process_group,
+                create_time=identity.create_time,
+                boot_id=identity.boot_id,
+                owner_epoch=1,
+                started_at=1,
+            )
+        )
+        before = db_state(data_dir / DATABASE_NAME)
+        with pytest.raises(StoreRefusal) as raised:
+            settle(store, IDS.session_id, "c1", ran=True, note=None, shells=None)
+        assert str(raised.value.code) == "background_operation_pending"
+        assert str(child.pid) in raised.value.message
+        assert db_state(data_dir / DATABASE_NAME) == before
+    finally:
+        child.kill()
+        child.wait()
+    settled = settle(store, IDS.session_id, "c1", ran=True, note=None, shells=None)
+    assert settled.created and settled.operation_id == operation_of(call)
+    assert store.diagnose().problems == []
