@@ -52,7 +52,8 @@ from main_process.transcript_items import session_transcript
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
 from runtime.agent.run_loop import RunSettings
-from runtime.agent.session_service import SessionOverview, SessionService, session_overview
+from runtime.agent.session_overview import SessionOverview, session_overview
+from runtime.agent.session_service import SessionService
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog

@@ -23,24 +23,6 @@ from runtime.ledger.store_ports import RunHeader, RunStatus, StoreRefusal
 from storage import run_header_store as headers
 from storage.event_writer import LedgerTransaction, prepare_candidate
 
-MIGRATION_V2 = (
-    """CREATE TABLE continuation_claims (
-        claim_id TEXT PRIMARY KEY,
-        session_id TEXT NOT NULL REFERENCES sessions (session_id),
-        boundary_digest TEXT NOT NULL UNIQUE,
-        source_run_id TEXT NOT NULL REFERENCES runs (run_id),
-        source_high_water INTEGER NOT NULL CHECK (source_high_water > 0),
-        source_prefix_digest TEXT NOT NULL,
-        source_terminal_event_id TEXT NOT NULL,
-        target_run_id TEXT NOT NULL UNIQUE REFERENCES runs (run_id),
-        start_event_id TEXT NOT NULL UNIQUE REFERENCES runtime_events (event_id),
-        provider_replay_digest TEXT NOT NULL,
-        automatic INTEGER NOT NULL CHECK (automatic IN (0, 1)),
-        created_at INTEGER NOT NULL,
-        UNIQUE (source_run_id, source_high_water)
-    )""",
-)
-
 _COLUMNS = (
     "claim_id, session_id, boundary_digest, source_run_id, source_high_water, "
     "source_prefix_digest, source_terminal_event_id, target_run_id, start_event_id, "

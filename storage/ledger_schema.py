@@ -31,7 +31,7 @@ import sqlite3
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
-from storage.continuation_claim_store import MIGRATION_V2
+from storage.schema_v2 import MIGRATION_V2
 from storage.sqlite_connection import write_transaction
 from storage.tool_process_store import MIGRATION_V3
 
@@ -120,7 +120,7 @@ _V1 = (
 )
 
 # MIGRATIONS[n] brings a database from version n-1 to n. Append only.
-# Version 2: durable continuation claims (storage/continuation_claim_store.py).
+# Version 2: durable continuation claims (storage/schema_v2.py, continuation_claim_store.py).
 # Version 3: the tool_processes host table (storage/tool_process_store.py).
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: MIGRATION_V2, 3: MIGRATION_V3}
 SCHEMA_VERSION = max(MIGRATIONS)

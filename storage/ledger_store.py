@@ -53,11 +53,8 @@ from storage.event_writer import (
     prepare_candidate,
 )
 from storage.ledger_schema import (
-    SCHEMA_VERSION,
-    check_tables,
     migrate,
     read_user_version,
-    refuse_if_newer,
 )
 from storage.private_files import ensure_private_dir
 from storage.recovery_bundle_writer import commit_bundle
@@ -68,15 +65,14 @@ from storage.session_import import ImportReport, import_parsed
 from storage.sqlite_connection import (
     DATABASE_NAME,
     bulk_cache,
-    connect_reader,
     connect_writer,
-    read_file_user_version,
     read_transaction,
     sqlite_errors,
     translate_sqlite_error,
 )
 from storage.store_doctor import DoctorReport, diagnose
 from storage.store_failpoints import reach_failpoint, store_failpoint, wanted_failpoint
+from storage.store_open import file_version, open_read_connection
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
 T = TypeVar("T")
@@ -580,19 +576,6 @@ class _WriteScope:
             store._lock.release()
 
 
-def _confirm_version_through_wal(path: Path) -> None:
-    """With a ``-wal`` file present the file header may be stale; ask SQLite (read-only)."""
-    wal = path.with_name(path.name + "-wal")
-    if not wal.exists() or wal.stat().st_size == 0:
-        return
-    conn = connect_reader(path)
-    try:
-        with sqlite_errors():
-            refuse_if_newer(read_user_version(conn))
-    finally:
-        conn.close()
-
-
 def open_store(
     data_dir: Path,
     *,
@@ -609,29 +592,11 @@ def open_store(
     per-run state (a reference mode for tests; never faster).
     """
     data_dir = Path(data_dir)
-    path = data_dir / DATABASE_NAME
-    version = read_file_user_version(path)
-    if version is not None:
-        refuse_if_newer(version)
-        _confirm_version_through_wal(path)
     if read_only:
-        if version is None:
-            raise StoreRefusal(StoreCode.STORE_NOT_FOUND, f"no database at {path}")
-        conn = connect_reader(path)
-        try:
-            with sqlite_errors():
-                current = read_user_version(conn)
-                refuse_if_newer(current)
-                if current != SCHEMA_VERSION:
-                    raise StoreRefusal(
-                        StoreCode.SCHEMA_UPGRADE_REQUIRED,
-                        f"schema {current} must be upgraded to {SCHEMA_VERSION} by a writer first",
-                    )
-                check_tables(conn)
-        except BaseException:
-            conn.close()
-            raise
+        conn, path = open_read_connection(data_dir)
         return SqliteLedgerStore(conn, path, read_only=True, clock=clock)
+    path = data_dir / DATABASE_NAME
+    file_version(path)
     try:
         ensure_private_dir(data_dir)
     except OSError as error:

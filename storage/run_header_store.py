@@ -15,7 +15,6 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.codes import ScanIssueCode, StoreCode, WriterRejectionCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
@@ -173,9 +172,18 @@ def list_headers(
     return [header_from_row(row) for row in rows]
 
 
+def _canonical_source(source: Any) -> bytes:
+    """Canonical bytes of a continuationSource. The codec (and the pydantic event model behind
+    it) is imported here, not with the module: reading headers (``maka sessions``) needs
+    neither."""
+    from runtime.ledger.canonical_codec import canonical_json_bytes
+
+    return canonical_json_bytes(dict(source))
+
+
 def _admission(header: RunHeader) -> tuple[object, ...]:
     source = (
-        canonical_json_bytes(dict(header.continuation_source))
+        _canonical_source(header.continuation_source)
         if header.continuation_source is not None
         else None
     )
@@ -218,7 +226,7 @@ def validate_new_header(header: RunHeader) -> bytes | None:
     if header.continuation_source is None:
         return None
     try:
-        return canonical_json_bytes(dict(header.continuation_source))
+        return _canonical_source(header.continuation_source)
     except (LedgerError, TypeError, ValueError) as error:
         raise StoreRefusal(
             WriterRejectionCode.IDENTITY_CONFLICT, f"continuationSource is not JSON: {error}"

@@ -117,23 +117,22 @@ def _now_ms() -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from runtime.agent.session_service import SessionOverview, list_session_overviews
+    # Only what listing needs: no run loop, tools, providers or store writers (start-up time).
+    from runtime.agent.session_overview import SessionOverview, list_session_overviews
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.ledger_store import open_store
+    from storage.session_listing import SessionListing
 
     data_dir = resolve_data_dir(args.data_dir)
     overviews: list[SessionOverview] = []
     try:
-        store = open_store(data_dir, read_only=True)
+        listing = SessionListing.open(data_dir)
     except LedgerError as error:
         if error.code != StoreCode.STORE_NOT_FOUND:
             raise CliError(str(error.code), error.message) from None
     else:
-        try:
-            overviews = list_session_overviews(store)
-        finally:
-            store.close()
+        with listing:
+            overviews = list_session_overviews(listing)
     unowned = _nobody_owns(data_dir) if overviews else False
     rows = [_row(overview, unowned) for overview in overviews]
     if args.json:

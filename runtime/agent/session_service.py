@@ -16,8 +16,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 from runtime.agent.cancel_token import CancelToken
@@ -30,8 +29,12 @@ from runtime.agent.permission_policy import (
     PermissionQuestion,
 )
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings
+from runtime.agent.session_overview import (
+    SessionOverview,
+    list_session_overviews,
+    ordered_runs,
+)
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
-from runtime.ledger.codes import FailureClass
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import (
@@ -62,17 +65,6 @@ def require_utf8(text: str, what: str) -> None:
         raise SessionError(
             "text_not_utf8", f"{what} holds bytes that are not UTF-8 text; nothing was written"
         ) from None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionOverview:
-    session: SessionRecord
-    last_run_status: RunStatus | None
-    failure_class: str | None
-    interrupted: bool
-    run_count: int
-    last_activity_at: int = 0
-    """The latest of the session's creation and its runs' last updates (ms)."""
 
 
 def _title(text: str) -> str:
@@ -163,7 +155,9 @@ class SessionService:
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
         """Each earlier run's committed, paired history, oldest run first, followed by a
         host notice for every tool call whose outcome is unknown or parked (RECOVERY.md 7)."""
-        return committed_history(self._store, _ordered(self._store.list_session_runs(session_id)))
+        return committed_history(
+            self._store, ordered_runs(self._store.list_session_runs(session_id))
+        )
 
     # ---- turns --------------------------------------------------------------------------------
 
@@ -276,33 +270,9 @@ def _constant(settings: RunSettings) -> Callable[[], RunSettings]:
     return lambda: settings
 
 
-def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
-    return sorted(runs, key=lambda header: (header.created_at, header.run_id))
-
-
-def session_overview(reader: LedgerReader, record: SessionRecord) -> SessionOverview:
-    """A session's list row: last run status and whether it was interrupted by a crash."""
-    runs = _ordered(reader.list_session_runs(record.session_id))
-    last = runs[-1] if runs else None
-    return SessionOverview(
-        session=record,
-        last_run_status=last.status if last else None,
-        failure_class=last.failure_class if last else None,
-        interrupted=bool(last and last.failure_class == FailureClass.APP_RESTARTED.value),
-        run_count=len(runs),
-        last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
-    )
-
-
-def list_session_overviews(reader: LedgerReader) -> list[SessionOverview]:
-    """Every session, oldest first (works on a read-only store)."""
-    sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
-    return [session_overview(reader, record) for record in sessions]
-
-
 def session_transcript(reader: LedgerReader, session_id: str) -> list[TranscriptEntry]:
     entries: list[TranscriptEntry] = []
-    for header in _ordered(reader.list_session_runs(session_id)):
+    for header in ordered_runs(reader.list_session_runs(session_id)):
         events = [row.event for row in reader.read_run_events(header.run_id)]
         entries.extend(transcript_of_run(events))
     return entries

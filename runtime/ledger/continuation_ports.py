@@ -9,10 +9,12 @@ target's first event (the ``continuationStart`` fact) in one transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader
+
+if TYPE_CHECKING:  # the pydantic event model is not needed to name the type
+    from runtime.ledger.event_model import RuntimeEvent
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,14 +13,15 @@ names the field.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar, cast
 
-from pydantic_core import SchemaValidator, ValidationError
 from typing_extensions import TypedDict
 
-from runtime.ledger.event_core_schema import RUNTIME_EVENT_CORE_SCHEMA
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError
+
+if TYPE_CHECKING:
+    from pydantic_core import SchemaValidator, ValidationError
 
 MAX_SAFE_INTEGER = 2**53 - 1
 TOOL_BOUNDARY_PROTOCOL_V1 = "t1_after_preflight_v1"
@@ -285,9 +286,58 @@ class RuntimeEvent(TypedDict):
 
 # Built from the schema derived from the TypedDicts above (``event_schema_derivation``), with
 # ``pydantic_core`` alone: deriving it again at every start would cost the ledger tools more than
-# everything else they import.
-_VALIDATOR = SchemaValidator(RUNTIME_EVENT_CORE_SCHEMA)
-_VALIDATE_JSON = _VALIDATOR.validate_json
+# everything else they import. Built, and ``pydantic_core`` imported (~20 ms), at the first
+# decode: a command that decodes nothing (``maka ledger plan`` on an empty file, ``maka
+# sessions``) does not pay for it.
+
+
+class _NotLoaded(Exception):
+    """Stands for pydantic-core's ``ValidationError`` until the validator exists (nothing can
+    raise it before then)."""
+
+
+_ValidationError: type[Exception] = _NotLoaded
+_validator: SchemaValidator | None = None
+
+
+def event_validator() -> SchemaValidator:
+    """The RuntimeEvent validator (built on first use)."""
+    load_validator()
+    assert _validator is not None
+    return _validator
+
+
+def load_validator() -> None:
+    """Build the validator now (idempotent): before a fork, so that both processes share it."""
+    if _VALIDATE_JSON is _first_validate_json:
+        _load_validator()
+
+
+def _load_validator() -> None:
+    # Module globals, not an object: the decoders on the hot path read them directly.
+    global _validator, _validate_python, _VALIDATE_JSON, _ValidationError  # noqa: PLW0603
+    from pydantic_core import SchemaValidator, ValidationError
+
+    from runtime.ledger.event_core_schema import RUNTIME_EVENT_CORE_SCHEMA
+
+    validator = _validator = SchemaValidator(RUNTIME_EVENT_CORE_SCHEMA)
+    _ValidationError = ValidationError
+    _validate_python = validator.validate_python
+    _VALIDATE_JSON = validator.validate_json
+
+
+def _first_validate_python(value: object) -> Any:
+    _load_validator()
+    return _validate_python(value)
+
+
+def _first_validate_json(data: bytes) -> Any:
+    _load_validator()
+    return _VALIDATE_JSON(data)
+
+
+_validate_python: Callable[[object], Any] = _first_validate_python
+_VALIDATE_JSON: Callable[[bytes], Any] = _first_validate_json
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -431,9 +481,9 @@ def decode_event(value: object) -> RuntimeEvent:
     if not isinstance(value, dict):
         raise EventDecodeError("a RuntimeEvent must be a JSON object", "")
     try:
-        event: RuntimeEvent = _VALIDATOR.validate_python(value)
-    except ValidationError as error:
-        raise _raise_from_validation(error) from None
+        event: RuntimeEvent = _validate_python(value)
+    except _ValidationError as error:
+        raise _raise_from_validation(cast("ValidationError", error)) from None
     check_json_value(event, "")  # also covers strings of the envelope (lone surrogates)
     _post_checks(event, exact=True)
     return event
@@ -449,8 +499,8 @@ def decode_event_json(data: bytes | str, *, numbers_checked: bool = False) -> Ru
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     try:
         event: RuntimeEvent = _VALIDATE_JSON(raw)
-    except ValidationError as error:
-        raise _raise_from_validation(error) from None
+    except _ValidationError as error:
+        raise _raise_from_validation(cast("ValidationError", error)) from None
     _post_checks(event, exact=False, numbers_checked=numbers_checked)
     return event
 
@@ -465,13 +515,15 @@ def decode_event_lines(lines: Sequence[bytes]) -> tuple[list[RuntimeEvent], int]
     up an exception handler per line."""
     events: list[RuntimeEvent] = []
     append = events.append
+    if lines:
+        load_validator()
     validate = _VALIDATE_JSON
     try:
         for raw in lines:
             event = validate(raw)
             _post_checks(event, False)
             append(event)
-    except (ValidationError, EventDecodeError):
+    except (_ValidationError, EventDecodeError):
         pass
     return events, len(events)
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from runtime.ledger.event_model import RuntimeEvent, decode_event_lines
+from runtime.ledger.event_model import RuntimeEvent, decode_event_lines, load_validator
 from runtime.ledger.ledger_file import decode_lines, raise_line_error, split_lines
 
 MIN_PARALLEL_BYTES = 4 << 20
@@ -120,6 +120,7 @@ def decode_ledger_pieces(
     )
     if cut is None:
         return _decode_serially(data, consume)
+    load_validator()  # once, before the fork: both processes decode with it
     region = mmap.mmap(-1, _capacity(len(data) - cut))
     read_fd, write_fd = os.pipe()
     try:

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
+
+if TYPE_CHECKING:  # the pydantic event model is not needed to name the type
+    from runtime.ledger.event_model import RuntimeEvent
 
 
 class RunStatus(StrEnum):

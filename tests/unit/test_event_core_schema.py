@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from runtime.ledger import event_core_schema, event_schema_derivation
-from runtime.ledger.event_model import _VALIDATOR
+from runtime.ledger.event_model import event_validator
 
 
 def test_the_stored_schema_is_the_one_derived_from_the_typed_dicts() -> None:
@@ -26,7 +26,7 @@ def test_the_generated_module_text_round_trips() -> None:
 
 
 def test_the_decoder_validates_with_the_stored_schema_and_does_not_import_pydantic() -> None:
-    assert _VALIDATOR.get_default_value is not None  # a pydantic_core SchemaValidator
+    assert event_validator().get_default_value is not None  # a pydantic_core SchemaValidator
     probe = (
         "import sys\n"
         "import runtime.ledger.event_model as m\n"

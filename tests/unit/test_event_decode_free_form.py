@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.ledger.event_model import _VALIDATOR, _post_checks, decode_event_json
+from runtime.ledger.event_model import _post_checks, decode_event_json, event_validator
 from runtime.ledger.ledger_errors import EventDecodeError
 
 SCALARS = (
@@ -54,7 +54,7 @@ def _line(args: Any, result: Any, delta: Any) -> bytes:
 
 def _exhaustive(line: bytes) -> str:
     try:
-        event = _VALIDATOR.validate_json(line)
+        event = event_validator().validate_json(line)
         _post_checks(event, exact=True)
     except EventDecodeError as error:
         return f"refused {error}"

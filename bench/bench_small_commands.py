@@ -1,0 +1,111 @@
+"""Benchmark: start-up of the small commands, side by side with ``python -c pass``.
+
+Runs, interleaved round by round so that load from other processes hits all alike, the installed
+``maka`` console script (the one next to this interpreter) for
+
+- ``maka --version``,
+- ``maka sessions`` on a data directory holding a few sessions,
+- ``maka ledger plan FILE`` on an empty file,
+
+and ``python -c pass`` with the same interpreter; prints the median wall time and CPU time
+(user + system of the child) of each, and each command's median divided by the interpreter's
+(goal: each command <= 80 ms median, issue 23).
+
+Usage::
+
+    .venv/bin/python -m bench.bench_small_commands [--rounds 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOAL_MS = 80.0
+
+
+def _maka() -> str:
+    script = Path(sys.executable).with_name("maka")
+    if not script.exists():
+        raise SystemExit(f"no maka console script next to {sys.executable}; pip install -e . first")
+    return str(script)
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    completed = subprocess.run(argv, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if completed.returncode != 0:
+        raise SystemExit(f"{argv} exited {completed.returncode}: {completed.stderr.decode()}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _seed_sessions(data_dir: Path, count: int) -> None:
+    """A data directory with ``count`` sessions of one completed run each (``maka run``)."""
+    work = data_dir.parent / "work"
+    work.mkdir(exist_ok=True)
+    env = {**os.environ, "MAKA_DATA_DIR": str(data_dir)}
+    for index in range(count):
+        subprocess.run(
+            [_maka(), "run", "--cwd", str(work), f"list files {index}"],
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--sessions", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="maka-bench-small-") as folder:
+        root = Path(folder)
+        data_dir = root / "data"
+        _seed_sessions(data_dir, args.sessions)
+        empty = root / "empty.jsonl"
+        empty.write_bytes(b"")
+        env = {**os.environ, "MAKA_DATA_DIR": str(data_dir)}
+        env.pop("MAKA_PROVIDER", None)
+        maka = _maka()
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "maka --version": [maka, "--version"],
+            f"maka sessions ({args.sessions} sessions)": [maka, "sessions"],
+            "maka ledger plan EMPTY": [maka, "ledger", "plan", str(empty)],
+        }
+        for argv in commands.values():  # warm the file cache and the bytecode
+            _timed(argv, env)
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
+        names = list(commands)
+        for round_index in range(args.rounds):
+            order = names if round_index % 2 else names[::-1]
+            for name in order:
+                wall, cpu = _timed(commands[name], env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    base = statistics.median(walls["python -c pass"])
+    print(f"{args.rounds} interleaved rounds; load average {os.getloadavg()[0]:.2f}")
+    for name in names:
+        wall = statistics.median(walls[name]) * 1e3
+        cpu = statistics.median(cpus[name]) * 1e3
+        goal = "" if name.startswith("python") else f", goal <= {GOAL_MS:.0f} ms"
+        print(
+            f"  {name:<30} median {wall:6.1f} ms wall, {cpu:6.1f} ms CPU; "
+            f"{wall / (base * 1e3):.2f}x python -c pass{goal}"
+        )
+
+
+if __name__ == "__main__":
+    main()

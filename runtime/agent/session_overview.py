@@ -1,0 +1,58 @@
+"""A session's row in a list: its last run's status, and whether a crash interrupted it.
+
+Kept apart from ``session_service`` so that listing sessions (``maka sessions``) imports neither
+the run loop nor the tools nor the providers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from runtime.ledger.codes import FailureClass
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+
+
+class SessionLister(Protocol):
+    """What listing needs of a store (the ledger store, or ``storage.session_listing``)."""
+
+    def list_sessions(self) -> Sequence[SessionRecord]: ...
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOverview:
+    session: SessionRecord
+    last_run_status: RunStatus | None
+    failure_class: str | None
+    interrupted: bool
+    run_count: int
+    last_activity_at: int = 0
+    """The latest of the session's creation and its runs' last updates (ms)."""
+
+
+def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
+    """Runs oldest first (creation time, then id)."""
+    return sorted(runs, key=lambda header: (header.created_at, header.run_id))
+
+
+def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOverview:
+    """A session's list row: last run status and whether it was interrupted by a crash."""
+    runs = ordered_runs(reader.list_session_runs(record.session_id))
+    last = runs[-1] if runs else None
+    return SessionOverview(
+        session=record,
+        last_run_status=last.status if last else None,
+        failure_class=last.failure_class if last else None,
+        interrupted=bool(last and last.failure_class == FailureClass.APP_RESTARTED.value),
+        run_count=len(runs),
+        last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
+    )
+
+
+def list_session_overviews(reader: SessionLister) -> list[SessionOverview]:
+    """Every session, oldest first (works on a read-only store)."""
+    sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
+    return [session_overview(reader, record) for record in sessions]

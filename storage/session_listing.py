@@ -1,0 +1,50 @@
+"""Sessions and run headers read-only, without the store's writers (``maka sessions``).
+
+Opens through the same checks as ``open_store(read_only=True)`` (``storage/store_open.py``) and
+reads with the header store's own functions, in one snapshot; importing it costs SQLite and the
+header rows only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from runtime.ledger.store_ports import RunHeader, SessionRecord
+from storage import run_header_store as headers
+from storage.sqlite_connection import read_transaction, sqlite_errors
+from storage.store_open import open_read_connection
+
+
+class SessionListing:
+    """``list_sessions`` and ``list_session_runs`` of a data directory; use as a context
+    manager (``store_not_found`` and the other open refusals come from ``open``)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    @classmethod
+    def open(cls, data_dir: Path) -> SessionListing:
+        conn, _path = open_read_connection(data_dir)
+        return cls(conn)
+
+    def __enter__(self) -> SessionListing:
+        with sqlite_errors():
+            self._snapshot = read_transaction(self._conn)
+            self._snapshot.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._snapshot.__exit__(None, None, None)
+        finally:
+            self._conn.close()
+
+    def list_sessions(self) -> Sequence[SessionRecord]:
+        with sqlite_errors():
+            return headers.list_sessions(self._conn)
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]:
+        with sqlite_errors():
+            return headers.list_session_headers(self._conn, session_id)

@@ -1,0 +1,106 @@
+"""Small commands import only what they need (start-up time, issue 23): ``maka sessions`` lists
+real sessions without the store's writers, the event model's validator, the run loop or the
+providers; ``maka ledger plan`` on an empty file builds no validator; ``maka --version`` loads
+no command at all. Each is the real command in a child that reports what it loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_run import maka
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, sys
+from app.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "storage.ledger_store",
+    "storage.event_writer",
+    "runtime.ledger.event_model",
+    "runtime.agent.run_loop",
+    "runtime.agent.session_service",
+    "runtime.providers.provider_port",
+)
+
+
+def _probe(args: list[str], data: Path) -> tuple[str, int, list[str]]:
+    environment = {**os.environ, "MAKA_DATA_DIR": str(data)}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return done.stdout, int(report["code"]), list(report["modules"])
+
+
+def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in modules]
+
+
+def test_sessions_lists_real_sessions_without_the_writers_or_the_event_model(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    for prompt in ("list files", "write hello.txt saying hi"):
+        assert maka(["run", "--cwd", str(work), prompt], data).returncode == 0
+    stdout, code, modules = _probe(["sessions"], data)
+    assert code == 0
+    assert stdout.count("completed") == 2, stdout
+    assert _loaded(modules, HEAVY) == []
+    stdout_json, code, _ = _probe(["sessions", "--json"], data)
+    assert code == 0 and len(json.loads(stdout_json)["sessions"]) == 2
+
+
+def test_ledger_plan_of_an_empty_file_builds_no_validator(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    _stdout, code, modules = _probe(["ledger", "plan", str(empty)], tmp_path / "data")
+    assert code == 0
+    assert _loaded(modules, ("pydantic", "pydantic_core", "sqlite3", "storage")) == []
+
+
+VERSION_PROBE = """
+import sys
+from app.cli import main
+try:
+    main(["--version"])
+except SystemExit:
+    pass
+prefixes = ("app.commands", "runtime", "storage")
+print(sorted(m for m in sys.modules if m.startswith(prefixes)), file=sys.stderr)
+"""
+
+
+def test_version_loads_no_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", VERSION_PROBE],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("maka ")
+    assert done.stderr.strip().splitlines()[-1] == "[]"
