@@ -435,6 +435,8 @@ class ToolCardWidget(TintedPanel):
             )
             self._layout.insertWidget(self._layout.indexOf(self.explanation_label) + 1, panel)
             self.settle_panel = panel
+        # The question shows the command in full; the one-line summary would repeat it.
+        self.args_label.setVisible(bool(item.args_summary) and not asking)
         if self.settle_panel is not None:
             if asking:
                 self.settle_panel.set_command(item.args_full or item.args_summary)

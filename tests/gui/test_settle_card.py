@@ -59,6 +59,7 @@ def test_the_card_asks_with_the_command_in_full_and_sends_the_answer(qtbot: QtBo
     panel = card.settle_panel
     assert panel is not None and panel.isVisibleTo(card)
     assert panel.command_view.toPlainText() == COMMAND  # not the 300-character summary
+    assert not card.args_label.isVisibleTo(card)  # shown once, in full
     assert panel.ran_button.text() == "It ran" and panel.not_run_button.text() == "It did not run"
     QTest.keyClicks(panel.note_edit, "  the column is set on every row  ")
     QTest.mouseClick(panel.ran_button, Qt.MouseButton.LeftButton)

@@ -68,6 +68,21 @@ RESUME_SCRIPT: list[list[dict[str, Any]]] = [
 ]
 
 
+MIGRATE_CALL = {
+    "id": "m1",
+    "name": "bash",
+    "args": {
+        "command": "echo 'ALTER TABLE accounts ADD COLUMN migrated boolean' >> migrations.log"
+    },
+}
+SETTLE_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {"text": "Applying the migration.", "toolCalls": [MIGRATE_CALL]},
+        {"text": "The migration was applied (you confirmed it); nothing else to do."},
+    ]
+]
+
+
 @contextmanager
 def xvfb() -> Iterator[None]:
     server = subprocess.Popen(
@@ -199,6 +214,38 @@ def click(window: str, x: int, y: int) -> None:
     _x("xdotool", "click", "1")
 
 
+def type_text(window: str, text: str) -> None:
+    _x("xdotool", "windowfocus", "--sync", window)
+    _x("xdotool", "type", "--delay", "20", text)
+
+
+SETTLE_NOTE_XY = (730, 521)
+SETTLE_RAN_XY = (360, 551)
+"""Where the card's note field and "It ran" button are in the window (measured on the
+first screenshot)."""
+
+
+def settle_scene(root: Path, out: Path, *, clicks: bool = True) -> None:
+    """A bash call killed inside its command (P4): the card asks "Did it run?"; the user notes
+    what they checked and answers "It ran"; the card reads "Confirmed by you" and the banner
+    offers Safe resume; Safe resume continues from the confirmed call."""
+    scene = Scene(root, "settle", SETTLE_SCRIPT)
+    assert scene.run("apply the pending migration", failpoint="P4") == -9
+    scene.repair()
+    with scene.app() as window:
+        time.sleep(2.0)
+        press(window, "ctrl+r")  # Safe resume parks on the unknown outcome
+        capture(window, out / "app-settle-question.png", 2.5)
+        if not clicks:
+            return
+        click(window, *SETTLE_NOTE_XY)
+        type_text(window, "migrations.log has the line; the column exists")
+        click(window, *SETTLE_RAN_XY)
+        capture(window, out / "app-settle-confirmed.png", 2.5)
+        press(window, "ctrl+r")
+        capture(window, out / "app-settle-resumed.png", 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -211,6 +258,9 @@ def main(argv: list[str]) -> int:
             return 1
     with tempfile.TemporaryDirectory(prefix="maka-shots-") as temp, xvfb():
         root = Path(temp)
+        if os.environ.get("MAKA_SHOTS_ONLY") == "settle":
+            settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
+            return 0
         cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
         assert cards.run("write hello.txt saying hi, then show me the folder") == 0
         with cards.app() as window:
@@ -248,6 +298,8 @@ def main(argv: list[str]) -> int:
             time.sleep(2.0)
             press(window, "ctrl+r")
             capture(window, out / "app-continuation-running.png", 3.0)
+
+        settle_scene(root, out)
     return 0
 
 
