@@ -59,6 +59,16 @@ class EventBuilder:
             event["actions"] = {"runtimeProtocol": {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}}
         return cast(RuntimeEvent, event)
 
+    def host_notice(self, text: str, ts: int, *, omitted_event_ids: list[str]) -> RuntimeEvent:
+        """A host-authored message in the user's seat. ``omitted_event_ids``: events of this run
+        the provider history leaves out from now on (``stateDelta.providerHistoryOmits``); the
+        ledger keeps them."""
+        event = self._base(self.next_id(), ts, "user", "host")
+        event["content"] = {"kind": "text", "text": text}
+        if omitted_event_ids:
+            event["actions"] = {"stateDelta": {"providerHistoryOmits": list(omitted_event_ids)}}
+        return cast(RuntimeEvent, event)
+
     def assistant_text(self, text: str, ts: int, usage: tuple[int, int] | None) -> RuntimeEvent:
         event = self._base(self.next_id(), ts, "model", "agent")
         event["content"] = {"kind": "text", "text": text}

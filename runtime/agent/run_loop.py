@@ -12,7 +12,10 @@ holds an unpaired call (asserted before every request).
 Endings, each a terminal event committed together with the terminal header
 (``commit_run_ending``): ``completed`` (the model ended its turn, or the step limit was reached:
 ``stopReason: step_limit``), ``failed`` with ``provider_error`` or ``tool_boundary_failed``,
-``cancelled`` with ``cancelled_by_user``. Crash points: P7 after a step's results reached the
+``cancelled`` with ``cancelled_by_user``. A reply cut off by the length limit completes with
+``stopReason: length`` and says so. A request that did not fit the model's context window fails
+with ``provider_error`` after a host notice that leaves the turn out of later histories
+(``context_overflow``). Crash points: P7 after a step's results reached the
 model history and before the next provider call; P8 before the terminal commit; P9 after it (the
 event and the header commit in one transaction, so P9 leaves both).
 """
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.agent.cancel_token import CancelToken
+from runtime.agent.context_overflow import WAY_ON, overflow_notice
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
@@ -56,6 +60,9 @@ change it."""
 MAX_STEPS_RANGE = (1, 100_000)
 STEP_LIMIT = "step_limit"
 """The terminal event's ``stopReason`` (and its error content's code) when the limit ends a turn."""
+LENGTH_MESSAGE = (
+    "the reply was cut off: the model reached its length limit (max_tokens) before it finished"
+)
 
 
 def step_limit_message(steps: int) -> str:
@@ -233,7 +240,11 @@ class RunLoop:
                     return self._cancelled(builder, publish)
                 if not calls:
                     return self._finish(
-                        builder, publish, RunStatus.COMPLETED, stop_reason=step.finish
+                        builder,
+                        publish,
+                        RunStatus.COMPLETED,
+                        stop_reason=step.finish,
+                        message=LENGTH_MESSAGE if step.finish == "length" else None,
                     )
                 for call in calls:
                     if cancel.is_cancelled():
@@ -246,12 +257,16 @@ class RunLoop:
         except ProviderError as error:
             if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
                 return self._cancelled(builder, publish)
+            message = f"{self._provider.label}: {error.message}"
+            if error.code is ProviderErrorCode.CONTEXT_OVERFLOW:
+                self._leave_out_of_history(builder, publish, committed)
+                message = f"{message}. {WAY_ON}"
             return self._finish(
                 builder,
                 publish,
                 RunStatus.FAILED,
                 failure_class=FailureClass.PROVIDER_ERROR,
-                message=redact_secrets(f"{self._provider.label}: {error.message}"),
+                message=redact_secrets(message),
             )
         except ToolBoundaryError as error:
             return self._finish(
@@ -305,6 +320,17 @@ class RunLoop:
         for event in events:
             self._store.append_event(event)
             publish(event)
+
+    def _leave_out_of_history(
+        self,
+        builder: EventBuilder,
+        publish: Callable[[RuntimeEvent], None],
+        run_events: Sequence[RuntimeEvent],
+    ) -> None:
+        notice = overflow_notice(builder, run_events, self._clock())
+        if notice is not None:
+            self._store.append_event(notice)
+            publish(notice)
 
     def _cancelled(
         self, builder: EventBuilder, publish: Callable[[RuntimeEvent], None]

@@ -124,7 +124,7 @@ def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
     content = event.get("content")
     message = content["message"] if content is not None and content["kind"] == "error" else ""
     failure = delta.get("failureClass")
-    if status == "completed" and delta.get("stopReason") != "step_limit":
+    if status == "completed" and delta.get("stopReason") not in ("step_limit", "length"):
         return None
     level = "error" if status == "failed" else "warn"
     code = str(failure) if failure else (str(delta.get("stopReason")) or None)
@@ -133,6 +133,14 @@ def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
             "app_restarted": "the app stopped while this turn was running",
         }.get(str(failure), f"the turn ended: {status}")
     return TranscriptEntry("notice", event["id"], run_id, text=message, level=level, code=code)
+
+
+def _host_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry:
+    """A host-authored message in the user's seat: the user reads it as a notice."""
+    delta = (event.get("actions") or {}).get("stateDelta") or {}
+    code = "context_overflow" if "providerHistoryOmits" in delta else "host_notice"
+    text = event["content"]["text"] if event.get("content") else ""  # type: ignore[typeddict-item]
+    return TranscriptEntry("notice", event["id"], run_id, text=text, level="info", code=code)
 
 
 def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
@@ -147,7 +155,9 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
         content = event.get("content")
         actions = event.get("actions") or {}
         if content is not None and content["kind"] == "text" and content["text"]:
-            if event["role"] == "user":
+            if event["role"] == "user" and event["author"] == "host":
+                entries.append(_host_notice(event, run_id))
+            elif event["role"] == "user":
                 entries.append(
                     TranscriptEntry("user_message", event["id"], run_id, content["text"])
                 )

@@ -7,7 +7,9 @@ half-paired history: a call without a later response of the same id and name is 
 is a response without an earlier call.
 
 Text written by the system (terminal events carry none) and ``error`` content never reach the
-model.
+model. Events named by a later host notice's ``stateDelta.providerHistoryOmits`` (a turn that did
+not fit the model's context window) are left out; the notice itself is kept, and the ledger keeps
+everything.
 """
 
 from __future__ import annotations
@@ -40,11 +42,28 @@ def _paired_call_ids(events: list[RuntimeEvent]) -> set[str]:
     return paired
 
 
+def omitted_event_ids(events: Iterable[RuntimeEvent]) -> set[str]:
+    """Ids that host notices in ``events`` leave out of the provider history."""
+    omitted: set[str] = set()
+    for event in events:
+        if event["author"] != "host" or event["partial"]:
+            continue
+        delta = (event.get("actions") or {}).get("stateDelta") or {}
+        ids = delta.get("providerHistoryOmits")
+        if isinstance(ids, list):
+            omitted.update(item for item in ids if isinstance(item, str))
+    return omitted
+
+
 def history_from_events(events: Iterable[RuntimeEvent]) -> tuple[HistoryItem, ...]:
+    events = list(events)
+    omitted = omitted_event_ids(events)
     visible = [
         event
         for event in events
-        if not event["partial"] and event.get("modelVisibility") != "hidden"
+        if not event["partial"]
+        and event.get("modelVisibility") != "hidden"
+        and event["id"] not in omitted
     ]
     paired = _paired_call_ids(visible)
     emitted_calls: set[str] = set()

@@ -1,10 +1,14 @@
 """An OpenAI-compatible chat-completions provider (Ollama, llama.cpp server, vLLM, hosted APIs).
 
 Streaming with tool calls over plain ``http.client``: no SDK, so every failure mode is ours to
-handle. Each socket read is bounded by ``read_timeout`` seconds, cancellation closes the socket
-from the cancelling thread, and every failure (HTTP status, timeout, dropped connection, malformed
-chunk) becomes a ``ProviderError`` with a readable message. A stream that ends without ``[DONE]``
-and without a finish reason is a dropped connection, not a success.
+handle. Each socket read is bounded by ``read_timeout`` seconds; the time between *data* events
+is bounded separately by ``data_timeout`` (larger: a server processing a long prompt sends only
+keep-alive comments, which reset the socket timeout but are no progress). Cancellation closes the
+socket from the cancelling thread, and every failure (HTTP status, timeout, dropped connection,
+malformed chunk, an ``error`` object in the stream) becomes a ``ProviderError`` with a readable
+message. A stream that ends without ``[DONE]`` and without a finish reason is a dropped connection
+when events came first, and a refused request when none came at all (some servers report a
+context overflow or a template error that way, after the 200 headers).
 """
 
 from __future__ import annotations
@@ -14,30 +18,28 @@ import http.client
 import json
 import socket
 import ssl
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from runtime.agent.cancel_token import CancelToken
+from runtime.providers.openai_errors import ERROR_BODY_LIMIT, error_message, is_context_overflow
+from runtime.providers.openai_messages import messages_from_history
 from runtime.providers.provider_port import (
-    AssistantText,
     Finished,
-    HistoryItem,
-    HostNotice,
     ProviderError,
     ProviderErrorCode,
     ProviderRequest,
     StreamEvent,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    UserText,
 )
 from runtime.providers.secret_redaction import redacted_error
 from runtime.providers.sse_stream_codec import ChunkAssembler, sse_data_payloads
 
-_ERROR_BODY_LIMIT = 2000
+__all__ = ["OpenAICompatibleProvider", "OpenAISettings", "messages_from_history"]
+
+DEFAULT_DATA_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,42 +49,8 @@ class OpenAISettings:
     api_key: str | None = None
     connect_timeout: float = 15.0
     read_timeout: float = 120.0
-
-
-def messages_from_history(system_prompt: str, history: tuple[HistoryItem, ...]) -> list[Any]:
-    """Chat-completions messages. Consecutive assistant text and tool calls form one assistant
-    message (that is how the model produced them); thinking is not sent back."""
-    messages: list[dict[str, Any]] = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    assistant: dict[str, Any] | None = None
-    for item in history:
-        if isinstance(item, (AssistantText, ToolCall)):
-            if assistant is None:
-                assistant = {"role": "assistant", "content": None}
-                messages.append(assistant)
-            if isinstance(item, AssistantText):
-                assistant["content"] = (assistant["content"] or "") + item.text
-            else:
-                assistant.setdefault("tool_calls", []).append(
-                    {
-                        "id": item.call_id,
-                        "type": "function",
-                        "function": {"name": item.name, "arguments": json.dumps(item.args)},
-                    }
-                )
-            continue
-        if isinstance(item, Thinking):
-            continue
-        assistant = None
-        if isinstance(item, (UserText, HostNotice)):
-            messages.append({"role": "user", "content": item.text})
-        elif isinstance(item, ToolResult):
-            body = item.result if isinstance(item.result, str) else json.dumps(item.result)
-            if item.is_error:
-                body = f"[error] {body}"
-            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": body})
-    return messages
+    data_timeout: float = DEFAULT_DATA_TIMEOUT
+    """Longest wait between two data events (keep-alive comments do not count)."""
 
 
 class OpenAICompatibleProvider:
@@ -124,7 +92,8 @@ class OpenAICompatibleProvider:
             )
         return http.client.HTTPConnection(host, self._parts.port, timeout=timeout)
 
-    def _body(self, request: ProviderRequest) -> bytes:
+    def request_body(self, request: ProviderRequest) -> bytes:
+        """The exact bytes POSTed for ``request`` (the same for a live turn and a rebuilt one)."""
         body: dict[str, Any] = {
             "model": self._settings.model,
             "stream": True,
@@ -143,6 +112,8 @@ class OpenAICompatibleProvider:
                 }
                 for tool in request.tools
             ]
+            # Some servers enable tool calling only when this is present.
+            body["tool_choice"] = "auto"
         return json.dumps(body).encode("utf-8")
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
@@ -193,7 +164,7 @@ class OpenAICompatibleProvider:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self._settings.api_key:
             headers["Authorization"] = f"Bearer {self._settings.api_key}"
-        connection.request("POST", path, body=self._body(request), headers=headers)
+        connection.request("POST", path, body=self.request_body(request), headers=headers)
         # http.client forgets the socket once a response says "close"; keep it for abort().
         exchange.sock = connection.sock
         if exchange.sock is not None:
@@ -202,17 +173,7 @@ class OpenAICompatibleProvider:
         response = connection.getresponse()
         exchange.response = response
         if response.status != 200:
-            detail = response.read(_ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
-            hint = ""
-            if response.status in (401, 403):
-                hint = " (check MAKA_OPENAI_API_KEY)"
-            elif response.status == 404:
-                hint = " (check MAKA_OPENAI_BASE_URL: it should end where /chat/completions starts)"
-            raise ProviderError(
-                ProviderErrorCode.HTTP_ERROR,
-                f"the model server answered HTTP {response.status} {response.reason}{hint}"
-                + (f": {_error_message(detail)}" if detail else ""),
-            )
+            raise _http_error(response)
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if content_type and content_type != "text/event-stream":
             # A login page, a web UI, or a server that ignores "stream": true.
@@ -223,17 +184,17 @@ class OpenAICompatibleProvider:
                 "that the server supports streaming",
             )
         assembler = ChunkAssembler()
-        for payload in sse_data_payloads(iter(response.readline, b"")):
+        lines = data_deadline(iter(response.readline, b""), self._settings.data_timeout)
+        events = 0
+        for payload in sse_data_payloads(lines):
             self._raise_if_cancelled(cancel)
+            events += 1
             yield from assembler.feed(payload)
             if assembler.done:
                 break
         self._raise_if_cancelled(cancel)
         if not assembler.done and assembler.finish_reason is None:
-            raise ProviderError(
-                ProviderErrorCode.CONNECTION_LOST,
-                "the model server closed the stream before it finished",
-            )
+            raise _unfinished_stream(events)
         calls = assembler.finish()
         yield from calls
         reason = assembler.finish_reason or ("tool_calls" if calls else "end_turn")
@@ -265,20 +226,58 @@ class _Exchange:
                 self.sock.close()
 
 
-def _error_message(body: str) -> str:
-    if body.lstrip().startswith("<"):
-        return "an HTML page, not an API error (is MAKA_OPENAI_BASE_URL the API's address?)"
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        return body[:300]
-    if isinstance(value, dict):
-        error = value.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])[:300]
-        if isinstance(error, str):
-            return error[:300]
-    return body[:300]
+def _http_error(response: http.client.HTTPResponse) -> ProviderError:
+    """The whole body is parsed (up to ``ERROR_BODY_LIMIT``); only the sentence shown is cut."""
+    detail = response.read(ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
+    message = error_message(detail) if detail else ""
+    if is_context_overflow(detail):
+        return ProviderError(
+            ProviderErrorCode.CONTEXT_OVERFLOW,
+            f"the request is longer than the model's context window (HTTP {response.status}: "
+            f"{message})",
+        )
+    hint = ""
+    if response.status in (401, 403):
+        hint = " (check MAKA_OPENAI_API_KEY)"
+    elif response.status == 404:
+        hint = " (check MAKA_OPENAI_BASE_URL: it should end where /chat/completions starts)"
+    return ProviderError(
+        ProviderErrorCode.HTTP_ERROR,
+        f"the model server answered HTTP {response.status} {response.reason}{hint}"
+        + (f": {message}" if message else ""),
+    )
+
+
+def _unfinished_stream(events: int) -> ProviderError:
+    if events == 0:
+        return ProviderError(
+            ProviderErrorCode.EMPTY_STREAM,
+            "the model server accepted the request but sent no events at all: it probably "
+            "refused it (for example a prompt longer than the model's context, or a chat "
+            "template error); the server's log says why",
+        )
+    return ProviderError(
+        ProviderErrorCode.CONNECTION_LOST,
+        "the model server closed the stream before it finished",
+    )
+
+
+def data_deadline(
+    lines: Iterator[bytes], limit: float, clock: Callable[[], float] = time.monotonic
+) -> Iterator[bytes]:
+    """Pass stream lines through, failing when ``limit`` seconds pass without a ``data:`` line
+    (a stalled server that only sends keep-alive comments never trips the socket timeout)."""
+    last_data = clock()
+    for raw in lines:
+        if raw.startswith(b"data:"):
+            last_data = clock()
+        elif clock() - last_data > limit:
+            raise ProviderError(
+                ProviderErrorCode.TIMEOUT,
+                f"the model server sent only keep-alive comments and no data for {limit:g} s "
+                "(MAKA_OPENAI_DATA_TIMEOUT)",
+            )
+        yield raw
 
 
 def _describe(error: BaseException) -> str:

@@ -31,6 +31,8 @@ class ProviderErrorCode(StrEnum):
     SCRIPT_EXHAUSTED = "provider_script_exhausted"
     SCRIPTED_FAILURE = "provider_scripted_failure"
     CANCELLED = "provider_cancelled"
+    CONTEXT_OVERFLOW = "provider_context_overflow"
+    EMPTY_STREAM = "provider_empty_stream"
 
 
 class ProviderError(Exception):

@@ -2,7 +2,9 @@
 
 Keys (CLI.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, ``scripted``),
 ``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, ``MAKA_OPENAI_TIMEOUT``
-(seconds per read), and for the scripted provider ``MAKA_SCRIPT_FILE`` and
+(seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT`` (seconds between two data
+events of a stream, keep-alive comments not counting: 600 by default, never less than the read
+timeout), and for the scripted provider ``MAKA_SCRIPT_FILE`` and
 ``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
 """
 
@@ -12,7 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runtime.providers.offline_demo_provider import OfflineDemoProvider
-from runtime.providers.openai_compatible_provider import OpenAICompatibleProvider, OpenAISettings
+from runtime.providers.openai_compatible_provider import (
+    DEFAULT_DATA_TIMEOUT,
+    OpenAICompatibleProvider,
+    OpenAISettings,
+)
 from runtime.providers.provider_port import Provider, ProviderError, ProviderErrorCode
 from runtime.providers.scripted_provider import ScriptedProvider, load_script
 
@@ -27,17 +33,13 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
     if chosen in ("demo", "offline", "offline-demo"):
         return OfflineDemoProvider()
     if chosen in ("openai", "openai-compatible"):
-        timeout_text = config.get("MAKA_OPENAI_TIMEOUT", "120")
-        try:
-            timeout = float(timeout_text)
-        except ValueError:
+        timeout = _seconds(config, "MAKA_OPENAI_TIMEOUT", 120.0)
+        data_timeout = _seconds(config, "MAKA_OPENAI_DATA_TIMEOUT", DEFAULT_DATA_TIMEOUT)
+        if "MAKA_OPENAI_DATA_TIMEOUT" in config and data_timeout < timeout:
             raise ProviderError(
                 ProviderErrorCode.CONFIG_INVALID,
-                f"MAKA_OPENAI_TIMEOUT must be a number of seconds, got {timeout_text!r}",
-            ) from None
-        if timeout <= 0:
-            raise ProviderError(
-                ProviderErrorCode.CONFIG_INVALID, "MAKA_OPENAI_TIMEOUT must be positive"
+                "MAKA_OPENAI_DATA_TIMEOUT must not be less than MAKA_OPENAI_TIMEOUT (a server "
+                "processing a long prompt sends only keep-alive comments for a while)",
             )
         return OpenAICompatibleProvider(
             OpenAISettings(
@@ -46,6 +48,7 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
                 api_key=config.get("MAKA_OPENAI_API_KEY") or None,
                 read_timeout=timeout,
                 connect_timeout=min(timeout, 15.0),
+                data_timeout=max(data_timeout, timeout),
             )
         )
     if chosen == "scripted":
@@ -61,3 +64,18 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
         ProviderErrorCode.CONFIG_INVALID,
         f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDER_NAMES)}",
     )
+
+
+def _seconds(config: Mapping[str, str], key: str, default: float) -> float:
+    text = config.get(key)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ProviderError(
+            ProviderErrorCode.CONFIG_INVALID, f"{key} must be a number of seconds, got {text!r}"
+        ) from None
+    if not value > 0 or value == float("inf"):
+        raise ProviderError(ProviderErrorCode.CONFIG_INVALID, f"{key} must be positive")
+    return value

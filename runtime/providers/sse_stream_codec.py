@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.providers.openai_errors import error_object_text, is_context_overflow
 from runtime.providers.provider_port import (
     ProviderError,
     ProviderErrorCode,
@@ -82,10 +83,8 @@ class ChunkAssembler:
             ) from None
         if not isinstance(chunk, dict):
             raise _malformed("a stream chunk is not a JSON object")
-        if "error" in chunk:
-            detail = chunk["error"]
-            message = detail.get("message") if isinstance(detail, dict) else detail
-            raise ProviderError(ProviderErrorCode.HTTP_ERROR, f"the server reported: {message}")
+        if chunk.get("error") is not None:
+            raise stream_error(chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             yield Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
@@ -157,11 +156,27 @@ class ChunkAssembler:
             try:
                 args = json.loads(text)
             except json.JSONDecodeError:
+                if self.finish_reason == "length":
+                    raise _malformed(
+                        f"the reply was cut off by the length limit in the middle of tool call "
+                        f"{partial.name} (raise the server's max_tokens)"
+                    ) from None
                 raise _malformed(
                     f"the arguments of tool call {partial.name} are not valid JSON"
                 ) from None
             ready.append(ToolCallReady(partial.call_id, partial.name, args))
         return ready
+
+
+def stream_error(chunk: dict[str, Any]) -> ProviderError:
+    """An ``error`` object sent inside the stream (after the 200 headers)."""
+    message = error_object_text(chunk) or json.dumps(chunk["error"])[:300]
+    if is_context_overflow(json.dumps(chunk)):
+        return ProviderError(
+            ProviderErrorCode.CONTEXT_OVERFLOW,
+            f"the request is longer than the model's context window (the server said: {message})",
+        )
+    return ProviderError(ProviderErrorCode.HTTP_ERROR, f"the server reported an error: {message}")
 
 
 def _int(value: Any) -> int:

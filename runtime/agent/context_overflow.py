@@ -1,0 +1,71 @@
+"""The way on after a turn that did not fit the model's context window.
+
+Left alone, the oversized message would stay in the provider history and overflow every later
+turn: the session could never continue. So when the server reports an overflow, the run commits
+one host notice (role user, author host) before its failed ending. The notice names the run's
+model-visible events in ``stateDelta.providerHistoryOmits``; from the next turn on the provider
+history leaves those out and shows the notice instead, saying what was left out. The ledger keeps
+every event: nothing is deleted, and the decision is a committed fact, the same after a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.agent.event_builders import EventBuilder
+from runtime.ledger.event_model import RuntimeEvent
+
+_PREVIEW = 120
+
+WAY_ON = (
+    "This turn is left out of what the model sees from the next message on (the ledger keeps "
+    "it); if a short message fails the same way, the conversation as a whole is too long for "
+    "this model: start a new session or give the server a larger context size."
+)
+
+
+def _model_visible(event: RuntimeEvent) -> bool:
+    content = event.get("content")
+    return (
+        content is not None
+        and content["kind"] in ("text", "thinking", "function_call", "function_response")
+        and not event["partial"]
+        and event.get("modelVisibility") != "hidden"
+        and event["role"] != "system"
+    )
+
+
+def _describe(events: Sequence[RuntimeEvent]) -> str:
+    parts: list[str] = []
+    for event in events:
+        content = event.get("content")
+        if content is not None and content["kind"] == "text" and event["role"] == "user":
+            text = content["text"]
+            preview = " ".join(text.split())
+            if len(preview) > _PREVIEW:
+                preview = preview[: _PREVIEW - 1] + "…"
+            parts.append(f'the user\'s message ({len(text)} characters, "{preview}")')
+    results = sum(
+        1
+        for event in events
+        if (content := event.get("content")) is not None and content["kind"] == "function_response"
+    )
+    if results:
+        parts.append(f"{results} tool result{'s' if results != 1 else ''}")
+    return " and ".join(parts) or "its messages"
+
+
+def overflow_notice(
+    builder: EventBuilder, run_events: Sequence[RuntimeEvent], ts: int
+) -> RuntimeEvent | None:
+    """The host notice that leaves this run's model-visible events out of later histories, or
+    None when there is nothing to leave out."""
+    left_out = [event for event in run_events if _model_visible(event)]
+    if not left_out:
+        return None
+    text = (
+        "Note from the host: the previous turn did not fit the model's context window, so it "
+        f"is left out of this conversation: {_describe(left_out)}. If it is still needed, ask "
+        "the user for a shorter version."
+    )
+    return builder.host_notice(text, ts, omitted_event_ids=[event["id"] for event in left_out])

@@ -1,0 +1,267 @@
+"""The OpenAI-compatible provider driven by the real run loop on a real SQLite ledger, against a
+local chat server: what a live turn sends, and what a history rebuilt from the ledger sends.
+
+- the request bytes rebuilt from the ledger equal the bytes the live run sent (tool arguments and
+  results serialize the same way in memory and after a round trip through the ledger);
+- a failed turn, an empty reply or a host notice never leaves two adjacent user messages;
+- a context overflow commits a host notice that leaves the turn out of later requests, and the
+  ledger keeps every event;
+- a reply cut off by the length limit says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+from runtime.agent.run_loop import DEFAULT_SYSTEM_PROMPT, RunSettings
+from runtime.agent.session_service import SessionService
+from runtime.agent.transcript_projection import transcript_of_run
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunStatus
+from runtime.providers.history_projection import history_from_events
+from runtime.providers.openai_compatible_provider import OpenAICompatibleProvider, OpenAISettings
+from runtime.providers.provider_port import ProviderRequest
+from storage.ledger_store import SqliteLedgerStore, open_store
+from tests.helpers.chat_server import ChatServer, Reply, chat_server, json_error, text_reply
+from tests.helpers.chat_server import tool_reply as call_reply
+
+IDENTITY = "workspace:v1:11111111-2222-4333-8444-555555555555"
+POLICY = PermissionPolicy(PermissionMode.AUTO)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteLedgerStore]:
+    instance = open_store(tmp_path / "data")
+    yield instance
+    instance.close()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+    return Path(os.path.realpath(path))
+
+
+class Recorder:
+    def text_delta(self, text: str) -> None:
+        del text
+
+    def thinking_delta(self, text: str) -> None:
+        del text
+
+    def committed(self, event: RuntimeEvent) -> None:
+        del event
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
+        del run_id, status, failure_class
+
+
+def _provider(server: ChatServer) -> OpenAICompatibleProvider:
+    return OpenAICompatibleProvider(
+        OpenAISettings(base_url=server.base_url, model="tiny", read_timeout=5)
+    )
+
+
+def _service(store: SqliteLedgerStore, server: ChatServer) -> SessionService:
+    return SessionService(
+        store=store,
+        provider_factory=lambda: _provider(server),
+        owner_epoch=1,
+        workspace_identity=lambda folder: IDENTITY,
+        settings=RunSettings(max_steps=6),
+    )
+
+
+def _session(
+    store: SqliteLedgerStore, server: ChatServer, workspace: Path
+) -> tuple[SessionService, str]:
+    service = _service(store, server)
+    return service, service.create_session(workspace).session_id
+
+
+def _events(store: SqliteLedgerStore, run_id: str) -> list[RuntimeEvent]:
+    return [row.event for row in store.read_run_events(run_id)]
+
+
+def _roles(body: dict[str, Any]) -> list[str]:
+    return [message["role"] for message in body["messages"]]
+
+
+def _no_adjacent_roles(body: dict[str, Any]) -> bool:
+    roles = [role for role in _roles(body) if role != "tool"]
+    return all(a != b for a, b in itertools.pairwise(roles))
+
+
+# ---- 7. live bytes == bytes rebuilt from the ledger ------------------------------------------
+
+# Keys deliberately out of sorted order, a float that canonical JSON writes as an integer and a
+# non-ASCII character: the three ways an in-memory value and its ledger round trip can differ.
+ARGUMENTS = '{"path": "notes.txt", "limit": 2.0, "offset": 1, "why": "vérifier"}'
+
+
+def test_the_request_rebuilt_from_the_ledger_is_byte_identical_to_the_live_one(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    replies = [call_reply("call_1", "read_file", ARGUMENTS, text="Reading."), text_reply("Done.")]
+    with chat_server(replies) as server:
+        service, session_id = _session(store, server, workspace)
+        outcome = service.send_turn(session_id, "read the notes", Recorder(), POLICY)
+        live = list(server.bodies)
+        provider = _provider(server)
+    assert outcome.status is RunStatus.COMPLETED and len(live) == 2
+    events = _events(store, outcome.run_id)
+    response = max(
+        i
+        for i, e in enumerate(events)
+        if "content" in e and e["content"]["kind"] == "function_response"
+    )
+    rebuilt_history = history_from_events(events[: response + 1])
+    request = ProviderRequest(DEFAULT_SYSTEM_PROMPT, rebuilt_history, service.catalog.specs())
+    assert provider.request_body(request) == live[1]
+    sent = json.loads(live[1])
+    assistant = sent["messages"][2]
+    assert assistant["content"] == "Reading."
+    arguments = assistant["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(arguments) == {
+        "path": "notes.txt",
+        "limit": 2,
+        "offset": 1,
+        "why": "vérifier",
+    }
+
+
+def test_the_next_turn_repeats_the_live_run_byte_for_byte(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    replies = [
+        call_reply("call_1", "read_file", ARGUMENTS),
+        text_reply("Done."),
+        text_reply("Again."),
+    ]
+    with chat_server(replies) as server:
+        service, session_id = _session(store, server, workspace)
+        service.send_turn(session_id, "read the notes", Recorder(), POLICY)
+        service.send_turn(session_id, "thanks", Recorder(), POLICY)
+        live, next_turn = json.loads(server.bodies[1]), json.loads(server.bodies[2])
+    prefix = live["messages"]
+    assert next_turn["messages"][: len(prefix)] == prefix
+    encode = json.dumps
+    assert encode(next_turn["messages"][: len(prefix)]).encode() == encode(prefix).encode()
+    assert next_turn["messages"][len(prefix)] == {"role": "assistant", "content": "Done."}
+
+
+# ---- 2. no two adjacent user messages, live or rebuilt ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        json_error(503, {"error": {"message": "loading model"}}),  # a failed turn
+        text_reply(""),  # an empty reply
+    ],
+    ids=["failed_turn", "empty_reply"],
+)
+def test_a_failed_or_empty_turn_never_leaves_two_user_messages_in_a_row(
+    store: SqliteLedgerStore, workspace: Path, first: Reply
+) -> None:
+    with chat_server([first, text_reply("Hello.")]) as server:
+        service, session_id = _session(store, server, workspace)
+        service.send_turn(session_id, "first message", Recorder(), POLICY)
+        outcome = service.send_turn(session_id, "second message", Recorder(), POLICY)
+        provider = _provider(server)
+        body = json.loads(server.bodies[1])
+    assert outcome.status is RunStatus.COMPLETED
+    assert _roles(body) == ["system", "user"]
+    assert body["messages"][1]["content"] == "first message\n\nsecond message"
+    # The same holds for the history rebuilt from the ledger, byte for byte.
+    rebuilt = service.prior_history(session_id)[:-1]  # both turns, without the last reply
+    request = ProviderRequest(DEFAULT_SYSTEM_PROMPT, rebuilt, service.catalog.specs())
+    assert provider.request_body(request) == server.bodies[1]
+
+
+# ---- 4. a context overflow leaves the turn out, recorded in the ledger -----------------------
+
+OVERFLOW = json_error(
+    400, {"error": {"message": "Requested tokens (9000) exceed context window of 2048"}}
+)
+
+
+def test_a_context_overflow_is_recorded_and_the_next_turn_can_continue(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    huge = "paste " * 3000
+    with chat_server([text_reply("Hi."), OVERFLOW, text_reply("Short is fine.")]) as server:
+        service, session_id = _session(store, server, workspace)
+        service.send_turn(session_id, "hello", Recorder(), POLICY)
+        failed = service.send_turn(session_id, huge, Recorder(), POLICY)
+        after = service.send_turn(session_id, "a short question", Recorder(), POLICY)
+        bodies = server.requests()
+    assert failed.status is RunStatus.FAILED and failed.failure_class == "provider_error"
+    assert failed.message is not None
+    assert "longer than the model's context window" in failed.message
+    assert "left out of what the model sees" in failed.message
+    # The ledger keeps the oversized message and records the decision as a host notice.
+    events = _events(store, failed.run_id)
+    assert events[0]["content"] == {"kind": "text", "text": huge}
+    notice = next(e for e in events if e["author"] == "host")
+    assert notice["role"] == "user"
+    assert notice["actions"]["stateDelta"]["providerHistoryOmits"] == [events[0]["id"]]
+    assert "did not fit the model's context window" in notice["content"]["text"]  # type: ignore[typeddict-item]
+    # The next request leaves the oversized message out and carries the notice instead.
+    assert after.status is RunStatus.COMPLETED
+    sent = bodies[2]
+    assert all(huge not in message["content"] for message in sent["messages"])
+    last = sent["messages"][-1]
+    assert last["role"] == "user"
+    assert "did not fit the model's context window" in last["content"]
+    assert last["content"].endswith("a short question")
+    assert _no_adjacent_roles(sent)
+    # The user sees the notice and the failure in the transcript.
+    entries = transcript_of_run(events)
+    codes = [entry.code for entry in entries if entry.type == "notice"]
+    assert codes == ["context_overflow", "provider_error"]
+
+
+def test_an_overflow_in_a_tool_step_leaves_out_the_whole_turn_paired(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    replies = [
+        call_reply("call_1", "read_file", '{"path": "notes.txt"}'),
+        OVERFLOW,
+        text_reply("ok"),
+    ]
+    with chat_server(replies) as server:
+        service, session_id = _session(store, server, workspace)
+        service.send_turn(session_id, "read it", Recorder(), POLICY)
+        service.send_turn(session_id, "next", Recorder(), POLICY)
+        sent = server.requests()[2]
+    assert _roles(sent) == ["system", "user"]
+    assert "1 tool result" in sent["messages"][1]["content"]
+    assert "tool_calls" not in json.dumps(sent["messages"])
+
+
+# ---- 8. a reply cut off by the length limit ----------------------------------------------------
+
+
+def test_a_reply_cut_off_by_the_length_limit_says_so(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    with chat_server([text_reply("The answer is", finish="length")]) as server:
+        service, session_id = _session(store, server, workspace)
+        recorder = Recorder()
+        outcome = service.send_turn(session_id, "explain", recorder, POLICY)
+    assert outcome.status is RunStatus.COMPLETED and outcome.stop_reason == "length"
+    assert outcome.message is not None and "cut off" in outcome.message
+    entries = transcript_of_run(_events(store, outcome.run_id))
+    notice = entries[-1]
+    assert notice.type == "notice" and notice.code == "length" and "cut off" in notice.text
