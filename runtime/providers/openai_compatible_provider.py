@@ -40,6 +40,7 @@ from runtime.providers.sse_stream_codec import ChunkAssembler, sse_data_payloads
 __all__ = ["OpenAICompatibleProvider", "OpenAISettings", "messages_from_history"]
 
 DEFAULT_DATA_TIMEOUT = 600.0
+BYTES_PER_TOKEN = 4  # a rough estimate for common tokenizers: errs towards sending
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,9 @@ class OpenAISettings:
     read_timeout: float = 120.0
     data_timeout: float = DEFAULT_DATA_TIMEOUT
     """Longest wait between two data events (keep-alive comments do not count)."""
+    context_tokens: int | None = None
+    """The model's context size, when configured: a request estimated above it is not sent
+    (for servers that report an overflow only in their log)."""
 
 
 class OpenAICompatibleProvider:
@@ -151,6 +155,16 @@ class OpenAICompatibleProvider:
             unregister()
             exchange.close()
 
+    def _check_context(self, body: bytes) -> None:
+        limit = self._settings.context_tokens
+        estimate = -(-len(body) // BYTES_PER_TOKEN)
+        if limit is not None and estimate > limit:
+            raise ProviderError(
+                ProviderErrorCode.CONTEXT_OVERFLOW,
+                f"the request is longer than the model's context window (about {estimate} "
+                f"tokens, more than the {limit} of MAKA_OPENAI_CONTEXT_TOKENS); it was not sent",
+            )
+
     @staticmethod
     def _raise_if_cancelled(cancel: CancelToken) -> None:
         if cancel.is_cancelled():
@@ -160,11 +174,13 @@ class OpenAICompatibleProvider:
         self, exchange: _Exchange, request: ProviderRequest, cancel: CancelToken
     ) -> Iterator[StreamEvent]:
         connection = exchange.connection
+        body = self.request_body(request)
+        self._check_context(body)
         path = (self._parts.path.rstrip("/") or "") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self._settings.api_key:
             headers["Authorization"] = f"Bearer {self._settings.api_key}"
-        connection.request("POST", path, body=self.request_body(request), headers=headers)
+        connection.request("POST", path, body=body, headers=headers)
         # http.client forgets the socket once a response says "close"; keep it for abort().
         exchange.sock = connection.sock
         if exchange.sock is not None:

@@ -4,8 +4,9 @@ Keys (CLI.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, 
 ``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, ``MAKA_OPENAI_TIMEOUT``
 (seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT`` (seconds between two data
 events of a stream, keep-alive comments not counting: 600 by default, never less than the read
-timeout), and for the scripted provider ``MAKA_SCRIPT_FILE`` and
-``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
+timeout), ``MAKA_OPENAI_CONTEXT_TOKENS`` (the model's context size: a request estimated above it
+is refused as a context overflow without being sent), and for the scripted provider
+``MAKA_SCRIPT_FILE`` and ``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
                 read_timeout=timeout,
                 connect_timeout=min(timeout, 15.0),
                 data_timeout=max(data_timeout, timeout),
+                context_tokens=_context_tokens(config),
             )
         )
     if chosen == "scripted":
@@ -79,3 +81,15 @@ def _seconds(config: Mapping[str, str], key: str, default: float) -> float:
     if not value > 0 or value == float("inf"):
         raise ProviderError(ProviderErrorCode.CONFIG_INVALID, f"{key} must be positive")
     return value
+
+
+def _context_tokens(config: Mapping[str, str]) -> int | None:
+    text = (config.get("MAKA_OPENAI_CONTEXT_TOKENS") or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) <= 0:
+        raise ProviderError(
+            ProviderErrorCode.CONFIG_INVALID,
+            f"MAKA_OPENAI_CONTEXT_TOKENS must be a positive number of tokens, got {text!r}",
+        )
+    return int(text)

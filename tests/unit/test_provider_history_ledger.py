@@ -11,6 +11,7 @@ local chat server: what a live turn sends, and what a history rebuilt from the l
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from app.commands.terminal_transcript import TerminalTranscript
 from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 from runtime.agent.run_loop import DEFAULT_SYSTEM_PROMPT, RunSettings
 from runtime.agent.session_service import SessionService
@@ -262,6 +264,12 @@ def test_a_reply_cut_off_by_the_length_limit_says_so(
         outcome = service.send_turn(session_id, "explain", recorder, POLICY)
     assert outcome.status is RunStatus.COMPLETED and outcome.stop_reason == "length"
     assert outcome.message is not None and "cut off" in outcome.message
-    entries = transcript_of_run(_events(store, outcome.run_id))
+    events = _events(store, outcome.run_id)
+    entries = transcript_of_run(events)
     notice = entries[-1]
     assert notice.type == "notice" and notice.code == "length" and "cut off" in notice.text
+    terminal = io.StringIO()
+    printer = TerminalTranscript(terminal)
+    for event in events:
+        printer.committed(event)
+    assert "[completed] the reply was cut off" in terminal.getvalue()

@@ -367,3 +367,20 @@ def test_a_tool_call_cut_off_by_the_length_limit_says_so() -> None:
     caught = _error(reply)
     assert caught.code == ProviderErrorCode.MALFORMED_STREAM
     assert "length limit" in caught.message and "read_file" in caught.message
+
+
+def test_a_configured_context_size_refuses_an_oversized_request_without_sending_it() -> None:
+    big = ProviderRequest("be brief", (UserText("word " * 2000),), TOOLS)
+    with chat_server([text_reply("hi")]) as server:
+        provider = _provider(server, context_tokens=1000)
+        with pytest.raises(ProviderError) as caught:
+            list(provider.stream(big, CancelToken()))
+        assert server.bodies == []
+        assert list(provider.stream(REQUEST, CancelToken()))[-1] == Finished("end_turn")
+    assert caught.value.code == ProviderErrorCode.CONTEXT_OVERFLOW
+    assert "MAKA_OPENAI_CONTEXT_TOKENS" in caught.value.message
+    base = {"MAKA_MODEL": "m", "MAKA_OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    configured = build_provider("openai", {**base, "MAKA_OPENAI_CONTEXT_TOKENS": "8192"})
+    assert configured._settings.context_tokens == 8192  # type: ignore[attr-defined]
+    with pytest.raises(ProviderError):
+        build_provider("openai", {**base, "MAKA_OPENAI_CONTEXT_TOKENS": "-5"})
