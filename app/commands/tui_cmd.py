@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
+        if args.session:
+            _say_if_interrupted(service, session.session_id)
         print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         if host.repaired_runs:
@@ -192,8 +194,29 @@ def _settle(host: Any, session_id: str, text: str) -> None:
     )
 
 
+CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
+
+
+def _say_if_interrupted(service: Any, session_id: str) -> None:
+    """Opening a session whose last turn was cut off by a crash says so, like the desktop's
+    banner, and names the command that continues it."""
+    from runtime.agent.session_service import session_overview
+
+    overview = session_overview(service.store, service.get_session(session_id))
+    if overview.interrupted:
+        print(
+            "This session was interrupted: Maka stopped before its last turn finished. Check "
+            "your files, then type /resume to continue it safely from the last step known to "
+            "be complete (or send a new message)."
+        )
+
+
 def _print_transcript(service: Any, session_id: str) -> None:
-    for entry in service.transcript(session_id):
+    for continued, entry in service.transcript_by_run(session_id):
+        if continued:
+            print(CONTINUED_MARKER)
+        if entry is None:
+            continue
         if entry.type == "user_message":
             print(f"you> {entry.text}")
         elif entry.type == "assistant_message":

@@ -152,6 +152,22 @@ class SessionService:
         self.get_session(session_id)
         return session_transcript(self._store, session_id)
 
+    @property
+    def store(self) -> LedgerStore:
+        return self._store
+
+    def transcript_by_run(self, session_id: str) -> list[tuple[bool, TranscriptEntry | None]]:
+        """The transcript with run boundaries: ``(True, None)`` opens a continuation run (a
+        run Safe resume started after a restart), then ``(False, entry)`` per entry."""
+        self.get_session(session_id)
+        out: list[tuple[bool, TranscriptEntry | None]] = []
+        for header in _ordered(self._store.list_session_runs(session_id)):
+            if header.continuation_source is not None:
+                out.append((True, None))
+            events = [row.event for row in self._store.read_run_events(header.run_id)]
+            out.extend((False, entry) for entry in transcript_of_run(events))
+        return out
+
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
         """Each earlier run's committed, paired history, oldest run first, followed by a
         host notice for every tool call whose outcome is unknown or parked (RECOVERY.md 7)."""

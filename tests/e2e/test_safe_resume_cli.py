@@ -250,3 +250,39 @@ def test_sessions_marks_a_crashed_run_until_the_next_start_repairs_it(tmp_path: 
     listed = json.loads(maka(["sessions", "--json"], drill.data).stdout)["sessions"][0]
     assert listed["lastRunStatus"] == "failed" and listed["failureClass"] == "app_restarted"
     assert listed["interrupted"] is True and "awaitingRepair" not in listed
+
+
+def test_the_tui_says_a_session_was_interrupted_and_marks_the_continuation(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    opened = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+        stdin="/quit\n",
+    )
+    assert opened.returncode == 0, opened.stderr
+    assert "This session was interrupted" in opened.stdout
+    assert "/resume" in opened.stdout.split("This session was interrupted", 1)[1].split("\n")[0]
+    resumed = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+        stdin="/resume\n/transcript\n/quit\n",
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    transcript = resumed.stdout.split("continuation run", 1)[1]
+    marker = "--- Continued after restart with Safe resume ---"
+    assert marker in transcript
+    # the marker stands between the interrupted run and the continuation's reply
+    assert transcript.index("you> count once") < transcript.index(marker)
+    assert transcript.index(marker) < transcript.index("Counted once.")
+    again = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+        stdin="/quit\n",
+    )
+    assert "This session was interrupted" not in again.stdout
