@@ -14,14 +14,16 @@ high-water, workspace identity, tools, background work) the services read from c
 and observe themselves. A resume while the session already runs is a calm park
 (``session_busy``), not an error.
 
-Standing outcomes: a park or failure (of auto-resume at startup, or of a click) is broadcast when
-it happens, and it also stands until the session moves on (a continuation starts, or a new turn
-leaves the session no longer interrupted). A renderer that connects later (one that started after
-auto-resume finished, or one restarted after a crash) is sent the standing outcomes right after
-its handshake, as the same ``resume.parked`` / ``resume.failed`` pushes without a
-``correlationId``, so its banner opens in the state a click would show instead of offering a
-resume the main process already knows it would refuse. A ``session_busy`` park and a refusal
-because the host is closing describe a moment, not the session, and never stand.
+Standing state (``standing_state``): a park or failure (of auto-resume at startup, or of a click),
+an open permission request and a running turn are broadcast when they happen, and they also
+stand until the session moves on (a continuation starts, a new turn leaves the session no longer
+interrupted, the request is answered, the run ends). A renderer that connects later (one that
+started after auto-resume finished, or one restarted after a crash) is sent what stands right
+after its handshake, and a ``sessions.open`` is followed by that session's, as the same pushes
+without a ``correlationId``: its banner opens in the state a click would show, and a turn waiting
+for permission shows Allow/Deny instead of hanging unseen. A ``session_busy`` park and a refusal
+because the host is closing describe a moment, not the session, and never stand; nothing stands
+for a session that does not exist.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ from main_process.ipc_server import IpcServer
 from main_process.log_limits import RateLimitedLog, escape
 from main_process.push_sink import CoalescingPushSink
 from main_process.session_folder import check_session_folder
+from main_process.standing_state import StandingState
 from main_process.turn_workers import JobResult, TurnWorkers
 
 _log = logging.getLogger("maka.main.router")
@@ -125,7 +128,7 @@ class RequestRouter:
         self._services = services
         self._workers = workers
         self._lifecycle = lifecycle
-        self._standing: dict[str, ResumeParkedPush | ResumeFailedPush] = {}
+        self._standing = StandingState()
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -161,6 +164,7 @@ class RequestRouter:
                 message.correlation_id,
                 lambda: self._services.open_session(message.session_id),
                 _opened,
+                after=lambda: self._send_standing(peer_id, message.session_id),
             )
         elif isinstance(message, SessionsCreateRequest):
             self._create(peer_id, message)
@@ -207,6 +211,7 @@ class RequestRouter:
         correlation_id: str | None,
         job: Callable[[], object],
         to_push: Callable[[object], Message],
+        after: Callable[[], None] | None = None,
     ) -> None:
         def done(result: JobResult) -> None:
             if result.error is not None:
@@ -219,6 +224,8 @@ class RequestRouter:
                 self._reply_error(peer_id, correlation_id, *_error_code(error))
                 return
             self._server.send(peer_id, push)
+            if after is not None:
+                after()
 
         if not self._workers.run_query(f"query-{peer_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
@@ -305,6 +312,7 @@ class RequestRouter:
 
         def done(result: JobResult) -> None:
             sink.flush_now()
+            self._standing.turn_ended(session_id)
             if result.error is not None:
                 self._reply_error(peer_id, message.correlation_id, *_error_code(result.error))
             self.refresh_session(session_id)
@@ -340,6 +348,7 @@ class RequestRouter:
 
         def done(result: JobResult) -> None:
             sink.flush_now()
+            self._standing.turn_ended(session_id)
             outcome = _resume_outcome(result)
             self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, correlation_id)
             self.refresh_session(session_id)
@@ -386,7 +395,7 @@ class RequestRouter:
                         correlation_id=correlation_id,
                     )
                 )
-            self._standing.pop(session_id, None)
+            self._standing.clear_outcome(session_id)
             return
         push: ResumeParkedPush | ResumeFailedPush
         if isinstance(outcome, ResumeParked):
@@ -407,7 +416,7 @@ class RequestRouter:
             transient = outcome.code in (HOST_CLOSING, HOST_NOT_READY)
         self._broadcast(push)
         if not transient:
-            self._standing[session_id] = push.model_copy(update={"correlation_id": None})
+            self._standing.set_outcome(push)
 
     def _settle(self, message: ToolsSettleRequest) -> None:
         """The user's answer about a call whose outcome is unknown (RECOVERY.md section 8), on
@@ -460,10 +469,17 @@ class RequestRouter:
             )
 
     def send_standing_outcomes(self, peer_id: int) -> None:
-        """Tell a renderer that just connected every park or failure that still stands, so its
-        banners open parked (or failed) with the reasons a click would show."""
-        for push in list(self._standing.values()):
+        """Tell a renderer that just connected everything that still stands (standing_state):
+        a running turn, its open permission requests, a park or failure of Safe resume."""
+        self._send_standing(peer_id, None)
+
+    def _send_standing(self, peer_id: int, session_id: str | None) -> None:
+        for push in self._standing.pushes(session_id):
             self._server.send(peer_id, push)
+
+    @property
+    def standing(self) -> StandingState:
+        return self._standing
 
     def _cancel(self, peer_id: int, message: TurnsCancelRequest) -> None:
         if not self._workers.cancel(message.session_id):
@@ -479,7 +495,10 @@ class RequestRouter:
             self._services.answer_permission(
                 message.session_id, message.request_id, message.decision
             )
+            self._standing.answered(message.session_id, message.request_id)
         except Exception as error:
+            if getattr(error, "code", None) == "permission_not_pending":
+                self._standing.answered(message.session_id, message.request_id)
             _limited.log(
                 logging.WARNING,
                 "permission_answer",
@@ -495,7 +514,7 @@ class RequestRouter:
             if isinstance(result.value, SessionSummary):
                 if not result.value.interrupted:
                     # A new turn or a continuation moved the session on: nothing left to resume.
-                    self._standing.pop(session_id, None)
+                    self._standing.clear_outcome(session_id)
                 self._broadcast(SessionUpdatedPush(session=result.value))
 
         self._workers.run_query(
@@ -507,6 +526,7 @@ class RequestRouter:
         too (it stops showing "interrupted" as soon as a continuation runs)."""
 
         def send(message: Message) -> None:
+            self._standing.note(message)
             self._broadcast(message)
             if isinstance(message, RunStatusPush) and message.status is RunStatusValue.RUNNING:
                 self.refresh_session(session_id)

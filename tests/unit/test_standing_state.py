@@ -1,0 +1,60 @@
+"""The main process's standing state per session: what it keeps, when it lets go, its bound."""
+
+from __future__ import annotations
+
+from app.bridge_contract import (
+    PermissionRequestedPush,
+    ResumeFailedPush,
+    ResumeParkedPush,
+    RunStatusPush,
+    RunStatusValue,
+)
+from main_process.standing_state import StandingState
+
+
+def _ask(session: str, request: str) -> PermissionRequestedPush:
+    return PermissionRequestedPush(
+        session_id=session, request_id=request, tool_name="bash", summary="run: ls"
+    )
+
+
+def _status(session: str, status: RunStatusValue) -> RunStatusPush:
+    return RunStatusPush(session_id=session, run_id="run_1", status=status)
+
+
+def test_a_turn_stands_until_its_run_ends_and_a_request_until_answered() -> None:
+    state = StandingState()
+    state.note(_status("s1", RunStatusValue.RUNNING))
+    state.note(_ask("s1", "r1"))
+    state.note(_ask("s1", "r2"))
+    kinds = [push.kind for push in state.pushes("s1")]
+    assert kinds == ["run.status", "permission.requested", "permission.requested"]
+    state.answered("s1", "r1")
+    assert [getattr(p, "request_id", None) for p in state.pushes("s1")] == [None, "r2"]
+    state.note(_status("s1", RunStatusValue.COMPLETED))
+    assert state.pushes() == [] and len(state) == 0
+
+
+def test_outcomes_for_sessions_that_do_not_exist_never_stand() -> None:
+    state = StandingState()
+    for number in range(2000):
+        state.set_outcome(
+            ResumeFailedPush(session_id=f"nope_{number}", code="session_not_found", message="")
+        )
+    assert state.pushes() == []
+    state.set_outcome(ResumeParkedPush(session_id="s1", rejection_reasons=("dangling_tool_state",)))
+    assert [p.session_id for p in state.pushes()] == ["s1"]
+    state.clear_outcome("s1")
+    assert len(state) == 0
+
+
+def test_the_state_is_bounded_and_keeps_sessions_waiting_for_the_user() -> None:
+    state = StandingState(max_sessions=10)
+    state.note(_ask("waiting", "r1"))
+    for number in range(100):
+        state.set_outcome(
+            ResumeParkedPush(session_id=f"s{number}", rejection_reasons=("dangling_tool_state",))
+        )
+    assert len(state) == 10
+    assert any(p.session_id == "waiting" for p in state.pushes())
+    assert {p.session_id for p in state.pushes()} >= {"s99", "s98"}
