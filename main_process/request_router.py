@@ -294,12 +294,13 @@ class RequestRouter:
                 self._server.send(peer_id, exported)
                 return
             # The session's standing park no longer holds: its folder or its existence changed.
-            self._standing.pop(session_id, None)
+            self._standing.clear_outcome(session_id)
             if isinstance(result.value, SessionSummary):
                 push: Message = SessionUpdatedPush(
                     session=result.value, correlation_id=correlation_id
                 )
             else:
+                self._standing.forget(session_id)  # standing state only for existing sessions
                 push = SessionRemovedPush(session_id=session_id, correlation_id=correlation_id)
             self._broadcast(push)
 
@@ -444,7 +445,7 @@ class RequestRouter:
             if settled.card is not None:
                 self._broadcast(TranscriptItemPush(session_id=session_id, item=settled.card))
             if settled.parked is None:
-                self._standing.pop(session_id, None)
+                self._standing.clear_outcome(session_id)
             else:
                 self._push_resume_outcome(session_id, settled.parked, None, None)
             push = answer(True).model_copy(update={"resume_available": settled.parked is None})
