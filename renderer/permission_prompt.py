@@ -16,6 +16,8 @@ from renderer.bridge_port import BridgePort
 from renderer.park_text import Severity
 from renderer.tinted_panel import TintedPanel
 
+_ANSWERED_KEPT = 256
+
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("PermissionPrompt", text)
@@ -31,6 +33,9 @@ class PermissionPrompt(TintedPanel):
         self._bridge = bridge
         self._session_id: str | None = None
         self._pending: dict[str, list[PermissionRequestedPush]] = {}
+        # Requests this window answered: the main process sends open requests again on every
+        # connect and session open, and such a copy may cross the answer on the wire.
+        self._answered: dict[str, None] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 10, 12, 10)
         layout.setSpacing(4)
@@ -77,6 +82,8 @@ class PermissionPrompt(TintedPanel):
         self._render()
 
     def _on_requested(self, push: PermissionRequestedPush) -> None:
+        if push.request_id in self._answered:
+            return
         queue = self._pending.setdefault(push.session_id, [])
         if all(p.request_id != push.request_id for p in queue):
             queue.append(push)
@@ -89,6 +96,9 @@ class PermissionPrompt(TintedPanel):
         if request is None:
             return
         if self._bridge.answer_permission(request.session_id, request.request_id, allow):
+            self._answered[request.request_id] = None
+            while len(self._answered) > _ANSWERED_KEPT:
+                del self._answered[next(iter(self._answered))]
             queue = self._pending[request.session_id]
             queue.pop(0)
             if not queue:
