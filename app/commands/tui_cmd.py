@@ -200,7 +200,7 @@ CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
 def _say_if_interrupted(service: Any, session_id: str) -> None:
     """Opening a session whose last turn was cut off by a crash says so, like the desktop's
     banner, and names the command that continues it."""
-    from runtime.agent.session_service import session_overview
+    from runtime.agent.session_overview import session_overview
 
     overview = session_overview(service.store, service.get_session(session_id))
     if overview.interrupted:

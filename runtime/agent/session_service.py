@@ -161,7 +161,7 @@ class SessionService:
         run Safe resume started after a restart), then ``(False, entry)`` per entry."""
         self.get_session(session_id)
         out: list[tuple[bool, TranscriptEntry | None]] = []
-        for header in _ordered(self._store.list_session_runs(session_id)):
+        for header in ordered_runs(self._store.list_session_runs(session_id)):
             if header.continuation_source is not None:
                 out.append((True, None))
             events = [row.event for row in self._store.read_run_events(header.run_id)]
