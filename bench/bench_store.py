@@ -8,26 +8,32 @@ Prints three figures (goals from issue 3):
     operation update) in two plain transactions with the same pragmas on a copy of the same
     database. Both are interleaved in one process; the figure is the ratio of the medians
     (goal <= 1.3).
-(b) **History independence**: the median T1+T2 latency on a database with 1,000,000 events
-    divided by the one on a database with 1,000 events (goal <= 1.2).
+(b) **History independence, the realistic case** (issue 23): one long run of 2,000 tool calls
+    in a fresh data directory and in one holding ~385,000 events (433 MB, far larger than
+    SQLite's page cache), interleaved call by call; per call the median and p95 wall time, the
+    CPU time, the read system calls (pages read from the database and the WAL) and SQLite's
+    cache misses, and the growth large / fresh (goal <= 1.1 on CPU and median;
+    ``bench/store_long_run.py``).
 (c) **Import throughput**: ``import_session`` of an exported session of 100,000 events into a
     fresh data directory, with full validation, in events per second (goal >= 50,000). Printed
     beside it, measured in the same run: SQLite's floor, the very rows the import wrote inserted
     into another fresh directory in one transaction with no validation (the most any import of
     this schema can reach on the machine).
 
-(a) and (b) are also printed with ``synchronous=OFF`` on both sides: with the fsyncs gone they
-show the CPU cost alone, which the durable figure hides behind the disk.
+(a) is also printed with ``synchronous=OFF`` on both sides: with the fsyncs gone it shows the
+CPU cost alone, which the durable figure hides behind the disk (``--long-sync OFF`` does the
+same for (b)).
 
 The histories are generated fast: one realistic 100-event run (user text with the T1 marker,
 tool turns with T2 responses, pre-T1 synthetic results, parked and completed recovery bundles,
 model text, a terminal event) is committed through the store once, then cloned with fresh ids
-and bulk-inserted together with its projection rows.
+and bulk-inserted together with its projection rows; (a)'s and (b)'s histories are cached
+under ``/tmp/maka-bench-store-cache`` between runs.
 
 Usage::
 
-    .venv/bin/python -m bench.bench_store [--large 1000000] [--iterations 200] [--keep DIR]
-        [--only-a]
+    .venv/bin/python -m bench.bench_store [--large 385000] [--long-calls 2000] [--iterations 200]
+        [--keep DIR] [--only-a | --only-b] [--long-sync FULL|OFF]
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import store_long_run as long_run
 from runtime.ledger.canonical_codec import canonical_bytes, operation_id
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
@@ -349,32 +356,21 @@ def measure_baseline_ratio(root: Path, history: Path, iterations: int) -> dict[s
     return results
 
 
-def measure_history_ratio(
-    root: Path, small: Path, large: Path, iterations: int
-) -> dict[str, float]:
-    # Work on copies: the measured runs must not accumulate across invocations (--keep).
-    copies = []
-    for history in (small, large):
-        copy = root / f"b-{history.name}"
-        shutil.rmtree(copy, ignore_errors=True)
-        shutil.copytree(history, copy)
-        copies.append(copy)
-    results: dict[str, float] = {}
-    with open_store(copies[0]) as few, open_store(copies[1]) as many:
-        for mode in ("FULL", "OFF"):
-            _synchronous([few.connection, many.connection], mode)
-            stores = {"small": few, "large": many}
-            runs = {name: _fresh_run(store, f"b{mode}") for name, store in stores.items()}
-            times: dict[str, list[float]] = {"small": [], "large": []}
-            for index in range(iterations):
-                order = ("small", "large") if index % 2 else ("large", "small")
-                for name in order:
-                    calls = _tool_call(runs[name], index)
-                    times[name].append(_timed(_store_call(stores[name], calls)))
-            for name in stores:
-                results[f"{name}_{mode}"] = statistics.median(times[name])
-            results[f"ratio_{mode}"] = results[f"large_{mode}"] / results[f"small_{mode}"]
-    return results
+def measure_long_run(root: Path, large: Path, calls: int, mode: str) -> dict[str, Any]:
+    """(b): one long run of ``calls`` tool calls in a fresh data directory and in a copy of the
+    large history, interleaved call by call (``store_long_run``)."""
+    fresh, copy = root / "b-fresh", root / "b-large"
+    for folder in (fresh, copy):
+        shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(large, copy, ignore=shutil.ignore_patterns("complete"))
+    paths = {"fresh": fresh, "large": copy}
+    with open_store(fresh) as new, open_store(copy) as old:
+        stores = {"fresh": new, "large": old}
+        _synchronous([new.connection, old.connection], mode)
+        runs = {name: _fresh_run(store, f"b{mode}") for name, store in stores.items()}
+        return long_run.measure_long_run(
+            stores, lambda name, index: _tool_call(runs[name], index), calls, paths
+        )
 
 
 def measure_import(root: Path, template: Template, events: int) -> dict[str, float]:
@@ -459,44 +455,50 @@ def _cores() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--large", type=int, default=1_000_000)
+    parser.add_argument("--large", type=int, default=385_000)
     parser.add_argument("--medium", type=int, default=100_000)
-    parser.add_argument("--small", type=int, default=1_000)
     parser.add_argument("--import-events", type=int, default=100_000)
     parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--long-calls", type=int, default=2_000, help="tool calls of (b)'s run")
+    parser.add_argument(
+        "--long-sync", default="FULL", choices=("FULL", "OFF"), help="(b)'s synchronous mode"
+    )
     parser.add_argument("--keep", type=Path, help="keep the generated databases here")
     parser.add_argument("--only-a", action="store_true", help="measure (a) only (faster iteration)")
+    parser.add_argument("--only-b", action="store_true", help="measure (b) only (faster iteration)")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="maka-bench-store-"))
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     template = _template(root)
     print(f"template run: {len(template.events)} events, {len(template.operations)} operations")
-    histories = {}
-    for name, size in (("small", args.small), ("medium", args.medium), ("large", args.large)):
+    key = b"".join(payload for _, _, _, payload in template.events)
+    if not args.only_b:
         t = time.perf_counter()
-        histories[name] = root / f"history-{name}"
-        if args.only_a and name != "medium":
-            continue
-        if not (histories[name] / DATABASE_NAME).exists():
-            generate_history(histories[name], template, size)
-        print(f"history {name}: ~{size:,} events generated in {time.perf_counter() - t:.1f} s")
-
-    a = measure_baseline_ratio(root, histories["medium"], args.iterations)
-    print(
-        f"(a) T1+T2 on {args.medium:,} events: store {a['store_FULL'] * 1e3:.2f} ms, raw "
-        f"{a['raw_FULL'] * 1e3:.2f} ms, ratio {a['ratio_FULL']:.2f} (goal <= 1.3); "
-        f"synchronous=OFF: {a['store_OFF'] * 1e3:.3f} vs {a['raw_OFF'] * 1e3:.3f} ms, "
-        f"ratio {a['ratio_OFF']:.2f}"
-    )
-    if not args.only_a:
-        b = measure_history_ratio(root, histories["small"], histories["large"], args.iterations)
-        print(
-            f"(b) T1+T2 latency {args.large:,} vs {args.small:,} events: "
-            f"{b['large_FULL'] * 1e3:.2f} vs {b['small_FULL'] * 1e3:.2f} ms, ratio "
-            f"{b['ratio_FULL']:.2f} (goal <= 1.2); synchronous=OFF: {b['large_OFF'] * 1e3:.3f} vs "
-            f"{b['small_OFF'] * 1e3:.3f} ms, ratio {b['ratio_OFF']:.2f}"
+        medium = long_run.history_cache(
+            key, args.medium, lambda path: generate_history(path, template, args.medium)
         )
+        print(f"history medium: ~{args.medium:,} events ready in {time.perf_counter() - t:.1f} s")
+        a = measure_baseline_ratio(root, medium, args.iterations)
+        print(
+            f"(a) T1+T2 on {args.medium:,} events: store {a['store_FULL'] * 1e3:.2f} ms, raw "
+            f"{a['raw_FULL'] * 1e3:.2f} ms, ratio {a['ratio_FULL']:.2f} (goal <= 1.3); "
+            f"synchronous=OFF: {a['store_OFF'] * 1e3:.3f} vs {a['raw_OFF'] * 1e3:.3f} ms, "
+            f"ratio {a['ratio_OFF']:.2f}"
+        )
+    if not args.only_a:
+        t = time.perf_counter()
+        large = long_run.history_cache(
+            key, args.large, lambda path: generate_history(path, template, args.large)
+        )
+        size = (large / DATABASE_NAME).stat().st_size
+        print(
+            f"history large: ~{args.large:,} events, {size / 1e6:.0f} MB, ready in "
+            f"{time.perf_counter() - t:.1f} s (cached under {long_run.CACHE_ROOT})"
+        )
+        b = measure_long_run(root, large, args.long_calls, args.long_sync)
+        print(long_run.report(b, args.long_calls, args.large, args.long_sync))
+    if not args.only_a and not args.only_b:
         c = measure_import(root, template, args.import_events)
         cores = _cores()
         print(
