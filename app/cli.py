@@ -120,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     as_json = bool(getattr(args, "json", False))
     try:
+        _require_known_failpoint()
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         return module.run(args)
     except CliError as error:
@@ -148,6 +149,20 @@ def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
     else:
         print(f"maka: error [{code}]: {message}", file=sys.stderr)
     return exit_code
+
+
+def _require_known_failpoint() -> None:
+    """A ``MAKA_FAILPOINT`` that names no crash point would never fire: refuse it before doing
+    anything (a crash drill with a misspelt point would otherwise run to the end)."""
+    value = os.environ.get("MAKA_FAILPOINT")
+    if not value:
+        return
+    from runtime.ledger.crash_points import UnknownCrashPoint, crash_point_named
+
+    try:
+        crash_point_named(value)
+    except UnknownCrashPoint as unknown:
+        raise CliError(unknown.code, unknown.message, EXIT_USAGE) from None
 
 
 def _require_utf8_data_dir(data_dir: str | None) -> None:

@@ -25,6 +25,12 @@ from typing import Any, BinaryIO, TypeVar
 
 from runtime.ledger.codes import StoreCode, TransitionKind
 from runtime.ledger.continuation_ports import ContinuationClaim
+from runtime.ledger.crash_points import (
+    CrashPoint,
+    armed_crash_point,
+    failpoint,
+    failpoint_armed,
+)
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import (
@@ -71,7 +77,6 @@ from storage.sqlite_connection import (
     translate_sqlite_error,
 )
 from storage.store_doctor import DoctorReport, diagnose
-from storage.store_failpoints import reach_failpoint, store_failpoint, wanted_failpoint
 from storage.store_open import file_version, open_read_connection
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
@@ -266,19 +271,19 @@ class SqliteLedgerStore:
         call = prepare_candidate(call_event) if call_event is not None else None
         dispatch = prepare_candidate(dispatch_event)
         check_shape([*([call] if call is not None else []), dispatch], TransitionKind.T1_PREPARE)
-        failpoint = wanted_failpoint()
+        failpoint = armed_crash_point()
         result = self._write_tool_fact(lambda tx: commit_prepared(tx, call, dispatch, failpoint))
         if result.created:
-            reach_failpoint(failpoint, "t1_after_commit")
+            failpoint_armed(failpoint, CrashPoint.T1_AFTER_COMMIT)
         return result
 
     def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult:
         response = prepare_candidate(response_event)
         check_shape([response], TransitionKind.T2_OUTCOME)
-        failpoint = wanted_failpoint()
+        failpoint = armed_crash_point()
         result = self._write_tool_fact(lambda tx: commit_outcome(tx, response, failpoint))
         if result.created:
-            reach_failpoint(failpoint, "t2_after_commit")
+            failpoint_armed(failpoint, CrashPoint.T2_AFTER_COMMIT)
         return result
 
     def commit_recovery_bundle(
@@ -297,7 +302,7 @@ class SqliteLedgerStore:
         with self._write() as tx:
             result = commit_bundle(tx, reconcile, outcome, decision)
         if result.created:
-            store_failpoint("bundle_after_commit", "P10")
+            failpoint(CrashPoint.BUNDLE_AFTER_COMMIT, CrashPoint.P10)
         return result
 
     def commit_attestation(
@@ -315,7 +320,9 @@ class SqliteLedgerStore:
                 tx, operation_id, ran, note, tx.committed_at, surviving_process
             )
         if result.created:
-            store_failpoint("bundle_after_commit", "attestation_after_commit", "P10")
+            failpoint(
+                CrashPoint.BUNDLE_AFTER_COMMIT, CrashPoint.ATTESTATION_AFTER_COMMIT, CrashPoint.P10
+            )
         return result
 
     def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]:
@@ -330,7 +337,7 @@ class SqliteLedgerStore:
         with self._write() as tx:
             result = commit_ending(tx, terminal, RunStatus(status), failure_class)
         if result.created:
-            store_failpoint("run_ending_after_commit")
+            failpoint(CrashPoint.RUN_ENDING_AFTER_COMMIT)
         return result
 
     def repair_run_header(self, run_id: str) -> RunHeader:
@@ -375,8 +382,8 @@ class SqliteLedgerStore:
             claims.admit(tx, claim, target_header, start_event)
             # P11 "continuation run creation": killed with the claim, the target run and its
             # start event inserted but not committed, the admission must leave nothing behind.
-            store_failpoint("continuation_admission_before_commit", "P11")
-        store_failpoint("after_continuation_admission_committed")
+            failpoint(CrashPoint.CONTINUATION_ADMISSION_BEFORE_COMMIT, CrashPoint.P11)
+        failpoint(CrashPoint.AFTER_CONTINUATION_ADMISSION_COMMITTED)
 
     def find_claim_by_boundary(self, boundary_digest: str) -> ContinuationClaim | None:
         return self._read(lambda conn: claims.find_by_boundary(conn, boundary_digest))

@@ -24,11 +24,11 @@ from typing import Any
 
 from runtime.ledger.attestation import is_attestation_fact
 from runtime.ledger.codes import StoreCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.recovery_bundle import OperationIdentity, validate_recovery_bundle
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from storage.event_rows import read_event
 from storage.event_writer import Candidate, LedgerTransaction
-from storage.store_failpoints import store_failpoint
 from storage.tool_projection import (
     PREPARED,
     RECONCILE_OBSERVED,
@@ -116,13 +116,13 @@ def commit_bundle(
     operation = project_recovery_fact(
         tx.conn, operation, reconcile.event, RECONCILE_OBSERVED, tx.committed_at
     )
-    store_failpoint("bundle_after_reconcile_insert")
+    failpoint(CrashPoint.BUNDLE_AFTER_RECONCILE_INSERT)
     if outcome is not None:
         tx.insert(state, outcome)
         operation = project_outcome(tx.conn, operation, outcome.event, tx.committed_at)
-        store_failpoint("bundle_after_outcome_insert")
+        failpoint(CrashPoint.BUNDLE_AFTER_OUTCOME_INSERT)
     seq = tx.insert(state, decision)
     final = RECOVERY_COMPLETED if verdict.decision.disposition == "completed" else RECOVERY_PARKED
     project_recovery_fact(tx.conn, operation, decision.event, final, tx.committed_at)
-    store_failpoint("bundle_after_decision_insert")
+    failpoint(CrashPoint.BUNDLE_AFTER_DECISION_INSERT)
     return CommitResult(created=True, event_seq=seq)

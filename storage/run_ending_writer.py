@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.lane_rules import check_generic_append
 from runtime.ledger.store_ports import (
@@ -28,7 +29,6 @@ from runtime.ledger.store_ports import (
 )
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.run_header_store import require_header, set_terminal
-from storage.store_failpoints import store_failpoint
 
 EVENT_STATUS_TO_RUN: Mapping[str, RunStatus] = {
     "completed": RunStatus.COMPLETED,
@@ -128,7 +128,7 @@ def commit_ending(
         )
     tx.check_marker(state, terminal, 0)
     seq = tx.insert(state, terminal)
-    store_failpoint("run_ending_after_event_insert")
+    failpoint(CrashPoint.RUN_ENDING_AFTER_EVENT_INSERT)
     set_terminal(
         tx.conn,
         state.run_id,

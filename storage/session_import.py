@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import Lane, TransferCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.crash_points import armed_crash_point
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.lane_rules import is_bound_response
 from runtime.ledger.store_ports import (
@@ -47,7 +48,6 @@ from storage.run_header_store import (
     restore_open_status,
 )
 from storage.session_export import ParsedExport, RunBlock, TransferError
-from storage.store_failpoints import wanted_failpoint
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
 
@@ -194,10 +194,10 @@ def _commit_next(
         return 1, [result]
     if lane is Lane.TOOL_DISPATCH:
         check_shape([candidate], TransitionKind.T1_PREPARE)
-        return 1, [commit_prepared(tx, None, candidate, wanted_failpoint())]
+        return 1, [commit_prepared(tx, None, candidate, armed_crash_point())]
     if lane is Lane.FUNCTION_RESPONSE and is_bound_response(candidate.event):
         check_shape([candidate], TransitionKind.T2_OUTCOME)
-        return 1, [commit_outcome(tx, candidate, wanted_failpoint())]
+        return 1, [commit_outcome(tx, candidate, armed_crash_point())]
     if lane is Lane.RECONCILE_RESULT:
         return _commit_bundle(tx, events, position, candidate)
     check_generic(candidate)

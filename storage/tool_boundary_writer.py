@@ -21,10 +21,10 @@ import sqlite3
 from typing import Any, cast
 
 from runtime.ledger.codes import Lane, ScanIssueCode, StoreCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.crash_points import CrashPoint, failpoint_armed
 from runtime.ledger.lane_rules import check_transition_shape, is_bound_response
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from storage.event_writer import Candidate, LedgerTransaction
-from storage.store_failpoints import reach_failpoint
 from storage.tool_process_store import clear_operation
 from storage.tool_projection import project_prepared, project_t2_outcome, read_operation
 
@@ -57,10 +57,10 @@ def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
 
 
 def commit_prepared(
-    tx: LedgerTransaction, call: Candidate | None, dispatch: Candidate, failpoint: str | None
+    tx: LedgerTransaction, call: Candidate | None, dispatch: Candidate, failpoint: CrashPoint | None
 ) -> CommitResult:
     """T1. The caller has run ``check_shape`` on exactly these candidates; ``failpoint`` is
-    ``wanted_failpoint()`` read at the start of the store call."""
+    ``armed_crash_point()`` read at the start of the store call."""
     candidates = [call, dispatch] if call is not None else [dispatch]
     state = tx.run(dispatch.event["runId"])
     tx.check_spine(state, candidates)
@@ -104,9 +104,9 @@ def commit_prepared(
         seq = tx.insert(state, candidate, fed=fed)
         if candidate is dispatch:
             dispatch_seq = seq
-            reach_failpoint(failpoint, "t1_after_dispatch_insert")
+            failpoint_armed(failpoint, CrashPoint.T1_AFTER_DISPATCH_INSERT)
         else:
-            reach_failpoint(failpoint, "t1_after_call_insert")
+            failpoint_armed(failpoint, CrashPoint.T1_AFTER_CALL_INSERT)
     try:
         project_prepared(tx.cursor, call_event_id, dispatch.event, tx.committed_at)
     except sqlite3.IntegrityError:
@@ -121,10 +121,10 @@ def commit_prepared(
 
 
 def commit_outcome(
-    tx: LedgerTransaction, response: Candidate, failpoint: str | None
+    tx: LedgerTransaction, response: Candidate, failpoint: CrashPoint | None
 ) -> CommitResult:
     """T2. The caller has run ``check_shape`` on ``[response]``; ``failpoint`` is
-    ``wanted_failpoint()`` read at the start of the store call.
+    ``armed_crash_point()`` read at the start of the store call.
 
     The operation is the one the scanner files the response under (its invocation and call
     id), and it must have been prepared by T1 under the response's ``refs.operationId``:
@@ -151,7 +151,7 @@ def commit_outcome(
             response.event_id,
         )
     seq = tx.insert(state, response, fed=True)
-    reach_failpoint(failpoint, "t2_after_response_insert")
+    failpoint_armed(failpoint, CrashPoint.T2_AFTER_RESPONSE_INSERT)
     project_t2_outcome(tx.cursor, scanned.dispatch_event, response.event, tx.committed_at)
     clear_operation(tx.cursor, operation_id)
     return CommitResult(created=True, event_seq=seq)

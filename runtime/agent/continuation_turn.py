@@ -19,11 +19,11 @@ from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings, RunStore
 from runtime.continuation.continuation_planner import ContinuationDetails
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
 from runtime.providers.history_projection import history_from_events
 from runtime.providers.provider_port import HistoryItem, Provider
-from runtime.recovery.failpoints import failpoint
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ProcessRecorder, ToolContext
 
@@ -114,5 +114,5 @@ class ContinuationTurn:
             process_recorder=self._process_recorder,
         )
         self.outcome = loop.drive(builder, history, [start_event], context)
-        failpoint("after_continuation_terminal_committed")
+        failpoint(CrashPoint.AFTER_CONTINUATION_TERMINAL_COMMITTED)
         return self.outcome.status

@@ -32,6 +32,7 @@ from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
 from runtime.ledger.codes import FailureClass
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, RunHeader, RunStatus
 from runtime.providers.history_projection import history_from_events, unpaired_tool_calls
@@ -48,7 +49,6 @@ from runtime.providers.provider_port import (
     Usage,
 )
 from runtime.providers.secret_redaction import redact_secrets
-from runtime.recovery.failpoints import failpoint
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ToolContext
 
@@ -253,7 +253,7 @@ class RunLoop:
                         continue  # a repeated id would be a duplicate operation: never run
                     used_call_ids.add(call.call_id)
                     tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
-                failpoint("P7")
+                failpoint(CrashPoint.P7)
         except ProviderError as error:
             if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
                 return self._cancelled(builder, publish)
@@ -365,11 +365,11 @@ class RunLoop:
             failure_class=failure_class,
             message=message,
         )
-        failpoint("P8")
+        failpoint(CrashPoint.P8)
         self._store.commit_run_ending(
             terminal, status, failure_class.value if failure_class else None
         )
-        failpoint("P9")
+        failpoint(CrashPoint.P9)
         publish(terminal)
         run_id = builder.identity.run_id
         self._observer.run_status(run_id, status, failure_class.value if failure_class else None)

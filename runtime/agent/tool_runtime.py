@@ -40,11 +40,11 @@ from runtime.agent.permission_policy import (
     PolicyVerdict,
 )
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import CommitResult
 from runtime.providers.provider_port import ToolResult
-from runtime.recovery.failpoints import failpoint
 from runtime.tools.args_schema import schema_errors
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import (
@@ -213,7 +213,7 @@ class ToolRuntime:
     def settle(self, call: ModelToolCall) -> ToolResult:
         """Run one model tool call through preflight, T1, the tool and T2; return the result
         the model may see (committed before it is returned)."""
-        failpoint("P0")
+        failpoint(CrashPoint.P0)
         identity = self._builder.identity
         op_id = operation_id(identity.invocation_id, call.call_id)
         call_event = self._builder.function_call(
@@ -331,7 +331,7 @@ class ToolRuntime:
             ts=self._now(),
         )
         if call_committed:
-            failpoint("P1")
+            failpoint(CrashPoint.P1)
         try:
             committed = self._writer.commit_tool_prepared(
                 None if call_committed else call_event, dispatch
@@ -343,10 +343,10 @@ class ToolRuntime:
         if not call_committed:
             self._publish(call_event)
         self._publish(dispatch)
-        failpoint("P2")
+        failpoint(CrashPoint.P2)
         started = time.monotonic()
         output = self._run_tool(tool, prepared, op_id)
-        failpoint("P4")
+        failpoint(CrashPoint.P4)
         duration = int((time.monotonic() - started) * 1000)
         result = cap_result(output.result, output.is_error, self._cap)
         response = self._builder.bound_response(
@@ -362,9 +362,9 @@ class ToolRuntime:
             self._writer.commit_tool_outcome(response)
         except LedgerError as error:
             raise ToolBoundaryError("T2", error) from error
-        failpoint("P5")
+        failpoint(CrashPoint.P5)
         self._publish(response)
-        failpoint("P6")
+        failpoint(CrashPoint.P6)
         self._note_outcome(call, failed=output.is_error)
         return ToolResult(call.call_id, call.name, result, is_error=output.is_error)
 

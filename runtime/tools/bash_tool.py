@@ -24,8 +24,8 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RecoveryMode
-from runtime.recovery.failpoints import failpoint
 from runtime.tools.process_tree import (
     BackgroundShellRegistry,
     ShellRecord,
@@ -107,7 +107,7 @@ class BashTool:
         command = str(prepared.args["command"])
         if ctx.cancel.is_cancelled():
             raise ToolFailure("cancelled before the command started")
-        failpoint("P3")  # tool started; the command has not been spawned
+        failpoint(CrashPoint.P3)  # tool started; the command has not been spawned
         if prepared.args.get("background"):
             return self._run_background(command, ctx)
         timeout = float(prepared.args.get("timeout_seconds", ctx.bash_timeout_seconds))

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import FileStateBefore, FileStateEvidence, RecoveryMode
-from runtime.recovery.failpoints import failpoint
 from runtime.tools import confined_fs
 from runtime.tools.file_state_evidence import (
     digest_bytes,
@@ -75,7 +75,7 @@ class ReadFileTool:
         )
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        failpoint("P3")
+        failpoint(CrashPoint.P3)
         relative = prepared.plan["relative"]
         try:
             data = _read_confined(ctx.cwd, relative, READ_LIMIT_BYTES + 1)
@@ -157,7 +157,7 @@ def _atomic_replace(
         mode = 0o644 if info is None else info.st_mode & 0o7777
         temp = confined_fs.write_new_bytes_at(folder, name, data, mode)
         try:
-            failpoint("P3")  # temp file complete, target untouched: no side effect yet
+            failpoint(CrashPoint.P3)  # temp file complete, target untouched: no side effect yet
             confined_fs.rename_at(folder, temp, name)
         except BaseException:
             confined_fs.unlink_quietly(folder, temp)
@@ -191,7 +191,7 @@ def _replace_by_path(
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        failpoint("P3")
+        failpoint(CrashPoint.P3)
         if confined_fs.verified_path(root, relative) != path:
             raise OSError(errno.ELOOP, "a folder on the path was replaced by a link", relative)
         os.replace(temp, path)

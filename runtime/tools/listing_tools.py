@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RecoveryMode
-from runtime.recovery.failpoints import failpoint
 from runtime.tools import confined_fs
 from runtime.tools.tool_contract import (
     PreparedCall,
@@ -58,7 +58,7 @@ class ListDirTool:
         )
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        failpoint("P3")
+        failpoint(CrashPoint.P3)
         relative = prepared.plan["relative"]
         try:
             names, entries = _list_confined(ctx.cwd, relative)
@@ -143,7 +143,7 @@ class GlobTool:
         )
 
     def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        failpoint("P3")
+        failpoint(CrashPoint.P3)
         base = Path(prepared.plan["absolute"])
         root = os.path.realpath(prepared.plan["root"])
         matches: list[str] = []

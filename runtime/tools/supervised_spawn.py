@@ -18,11 +18,10 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from runtime.recovery.failpoints import failpoint_active
+from runtime.ledger.crash_points import CrashPoint, failpoint_active
 from runtime.tools.process_tree import kill_process_tree
 from runtime.tools.windows_job import attach_kill_on_close_job, close_job
 
-SUPERVISOR_DISABLED = "tool_supervisor_disabled"
 _SUPERVISOR_SCRIPT = Path(__file__).with_name("tool_supervisor.py")
 _RELEASE_WAIT_SECONDS = 5.0
 
@@ -63,7 +62,7 @@ class SupervisedCommand:
         self._exit_code: int | None = None
         self._ended = threading.Event()
         self.stdout: IO[bytes] | None = None
-        if os.name == "nt" or failpoint_active(SUPERVISOR_DISABLED):
+        if os.name == "nt" or failpoint_active(CrashPoint.TOOL_SUPERVISOR_DISABLED):
             self._start_direct(argv, cwd, stdout)
         else:
             self._start_supervised(argv, cwd, stdout, background)

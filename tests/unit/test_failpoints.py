@@ -16,6 +16,7 @@ from runtime.recovery.failpoints import (
     FAILPOINT_ENV,
     RUNTIME_RESUME_FAILPOINTS,
     CommittedPrefix,
+    CrashPoint,
     failpoint,
 )
 
@@ -60,15 +61,15 @@ def test_the_continuation_failpoints_are_named() -> None:
 
 def test_a_failpoint_that_is_not_armed_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FAILPOINT_ENV, "P3")
-    failpoint("P4")
-    failpoint("p3")
+    failpoint(CrashPoint.P4)
+    failpoint(CrashPoint.P2, CrashPoint.T1_AFTER_COMMIT)
     monkeypatch.delenv(FAILPOINT_ENV)
-    failpoint("P3")
+    failpoint(CrashPoint.P3)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL exit status is POSIX")
 @pytest.mark.parametrize(
-    "name", ["P4", "after_continuation_admission_committed", "any.store.point"]
+    "name", ["P4", "after_continuation_admission_committed", "t1_after_commit"]
 )
 def test_an_armed_failpoint_kills_the_process_after_flushing_its_output(
     tmp_path: Path, name: str
@@ -77,11 +78,11 @@ def test_an_armed_failpoint_kills_the_process_after_flushing_its_output(
     child = textwrap.dedent(
         f"""
         import sys
-        from runtime.recovery.failpoints import failpoint
+        from runtime.recovery.failpoints import CrashPoint, failpoint
         print("before", flush=False)
         sys.stderr.write("err-before")
         try:
-            failpoint({name!r})
+            failpoint(CrashPoint.P0, CrashPoint({name!r}))
             print("after")
         finally:
             open({str(marker)!r}, "w").close()
