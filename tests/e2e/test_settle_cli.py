@@ -204,3 +204,20 @@ def test_settle_in_the_tui_uses_the_same_seam(tmp_path: Path) -> None:
     assert "Counted once." in result.stdout  # /resume continued from the settled call
     assert drill.count() == 1
     assert drill.attestation()[1].note == NOTE
+
+
+def test_export_and_import_carry_the_attestation(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    assert drill.maka("settle", drill.session, "c1", "--ran", "--note", NOTE).returncode == 0
+    exported = tmp_path / "session.jsonl"
+    assert drill.maka("export", drill.session, "-o", str(exported)).returncode == 0
+    other = tmp_path / "other"
+    imported = maka(["import", str(exported)], other, env=drill.env)
+    assert imported.returncode == 0, imported.stderr
+    assert maka(["doctor"], other, env=drill.env).returncode == 0
+    planned = maka(["plan", drill.session, "--json"], other, env={**drill.env, **FLAG})
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    (operation,) = json.loads(planned.stdout)["operations"]
+    assert operation["settlementOrigin"] == "user_attestation"
+    assert operation["attestation"]["note"] == NOTE
