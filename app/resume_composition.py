@@ -24,9 +24,7 @@ from runtime.continuation.resume_service import (
 )
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import SettlementOrigin
-from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.process_records import ToolProcessTable
-from runtime.ledger.recovery_bundle import parse_reconcile_fact
 from runtime.ledger.store_ports import LedgerReader
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.recovery.write_leftovers import parked_writes
@@ -37,6 +35,7 @@ if TYPE_CHECKING:
     from runtime.agent.cancel_token import CancelToken
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
     from runtime.agent.run_loop import RunObserver
+    from runtime.ledger.event_model import RuntimeEvent
 
 
 def now_ms() -> int:
@@ -159,6 +158,9 @@ class OperationView:
 
 def _attestations(events: Sequence[RuntimeEvent]) -> dict[str, Attestation]:
     """The user's attestations in a run's events, by operation id."""
+    # Imported here: the bundle rules cost a few milliseconds, and most plans hold no bundle.
+    from runtime.ledger.recovery_bundle import parse_reconcile_fact
+
     found: dict[str, Attestation] = {}
     for event in events:
         actions: Any = event.get("actions") or {}
@@ -181,7 +183,12 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     leftovers: dict[str, tuple[str, ...]] = {}
     if session is not None:
         leftovers = {w.tool_call_id: w.leftovers for w in parked_writes(events, session.cwd)}
-    attested = _attestations(events)
+    decisions = resolve_recovery(events).decisions
+    attested = (
+        _attestations(events)
+        if any(d.settlement_origin is SettlementOrigin.USER_ATTESTATION for d in decisions)
+        else {}
+    )
     return tuple(
         OperationView(
             run_id,
@@ -191,7 +198,7 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
             if d.settlement_origin is SettlementOrigin.USER_ATTESTATION
             else None,
         )
-        for d in resolve_recovery(events).decisions
+        for d in decisions
     )
 
 
