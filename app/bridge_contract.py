@@ -460,7 +460,9 @@ class PermissionRequestedPush(_Message):
     session_id: Id
     request_id: Id
     tool_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    summary: Summary
+    summary: Text
+    """What is asked, whole: a command of any real length (the runtime shortens one beyond
+    100,000 characters, saying so); the prompt scrolls."""
 
 
 class ResumeStartedPush(_Message):

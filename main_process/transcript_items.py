@@ -42,6 +42,7 @@ from app.bridge_contract import (
     UserMessageItem,
 )
 from main_process.host_services import Transcript
+from runtime.agent.text_limits import shorten
 from runtime.agent.transcript_projection import TranscriptEntry
 
 _CHOICES = {"ran": AttestationChoice.RAN, "not_run": AttestationChoice.NOT_RUN}
@@ -77,6 +78,13 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _clip_summary(text: str, limit: int) -> str:
+    """Shortened to fit the wire, saying how much is left out (never a silent cut)."""
+    if len(text) <= limit:
+        return text
+    return shorten(text, limit - 40)  # room for "… (N more characters)"
+
+
 def _code(value: str | None) -> str | None:
     return value if value is not None and _CODE.match(value) else None
 
@@ -100,9 +108,9 @@ def wire_item(entry: TranscriptEntry, item_id: str | None = None) -> TranscriptI
             run_id=run_id,
             tool_call_id=_clip(entry.tool_call_id or entry.item_id, _ID_CHARS),
             tool_name=_clip(entry.tool_name or "tool", _ID_CHARS),
-            args_summary=_clip(entry.args_summary, MAX_SUMMARY_CHARS),
+            args_summary=_clip_summary(entry.args_summary, MAX_SUMMARY_CHARS),
             status=_CARD_STATUS.get(entry.status, ToolCardStatus.INDETERMINATE),
-            result_summary=_clip(entry.result_summary, MAX_SUMMARY_CHARS),
+            result_summary=_clip_summary(entry.result_summary, MAX_SUMMARY_CHARS),
             park_reason=_code(entry.park_reason) or _card_qualifier(entry),
             args_full=_clip(entry.args_full, MAX_SUMMARY_CHARS),
             settleable=entry.settleable,

@@ -3,24 +3,92 @@
 Why inline rather than a modal dialog: a dialog would block the window (and the reading of
 the transcript that explains the request). Requests queue per session; the prompt shows the
 oldest one for the session on screen. Nothing is pre-focused, so a stray Enter decides nothing.
+
+What is approved is shown whole: the command sits in a read-only view that wraps and scrolls
+(up to ``COMMAND_VIEW_LINES`` lines tall), control characters made visible (``visible_text``), and
+a command asks under one line saying that commands can change files anywhere the user can.
 """
 
 from __future__ import annotations
 
+import math
+
 from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QResizeEvent, QTextOption
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.bridge_contract import PermissionRequestedPush
 from renderer import theme
 from renderer.bridge_port import BridgePort
 from renderer.park_text import Severity
 from renderer.tinted_panel import TintedPanel
+from renderer.visible_text import AUTO_MODE_WARNING, visible
+
+COMMAND_VIEW_LINES = 8
+"""The command view grows with its text up to this many lines, then scrolls."""
 
 _ANSWERED_KEPT = 256
 
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("PermissionPrompt", text)
+
+
+class CommandView(QPlainTextEdit):
+    """The text being approved: read-only, selectable, wrapping anywhere, as tall as its text
+    up to ``COMMAND_VIEW_LINES`` lines and scrollable beyond."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)
+        self.setFont(theme.monospace_font())
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTabChangesFocus(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setTextInteractionFlags(  # the keyboard moves through (and scrolls) the text
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setAccessibleName(_tr("What is asked"))
+
+    def set_text(self, text: str) -> None:
+        if self.toPlainText() != text:
+            self.setPlainText(text)
+        self._fit()
+
+    def visual_lines(self) -> int:
+        """Lines the text takes at the current width (wrapped lines count)."""
+        return max(1, math.ceil(self.document().documentLayout().documentSize().height()))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._fit()
+
+    def line_height(self) -> int:
+        """One laid-out line (a little more than the font's line spacing)."""
+        layout = self.document().firstBlock().layout()
+        laid_out = layout.lineAt(0).height() if layout is not None and layout.lineCount() else 0
+        return max(self.fontMetrics().lineSpacing(), math.ceil(laid_out))
+
+    def _fit(self) -> None:
+        lines = min(self.visual_lines(), COMMAND_VIEW_LINES)
+        margin = 2 * math.ceil(self.document().documentMargin())
+        # + 1: QPlainTextEdit counts a line as visible only with a pixel to spare.
+        height = lines * self.line_height() + margin + 1 + 2 * self.frameWidth()
+        if self.height() != height:
+            self.setFixedHeight(height)
 
 
 class PermissionPrompt(TintedPanel):
@@ -46,12 +114,13 @@ class PermissionPrompt(TintedPanel):
         font = self.title_label.font()
         font.setBold(True)
         self.title_label.setFont(font)
-        self.summary_label = QLabel()
-        self.summary_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.summary_label.setWordWrap(True)
-        self.summary_label.setFont(theme.monospace_font())
+        self.summary_view = CommandView()
+        self.warning_label = QLabel(_tr(AUTO_MODE_WARNING))
+        self.warning_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.warning_label.setWordWrap(True)
         text_column.addWidget(self.title_label)
-        text_column.addWidget(self.summary_label)
+        text_column.addWidget(self.summary_view)
+        text_column.addWidget(self.warning_label)
         self.allow_button = QPushButton(_tr("Allow"))
         self.deny_button = QPushButton(_tr("Deny"))
         self.allow_button.clicked.connect(lambda: self._answer(allow=True))
@@ -112,9 +181,10 @@ class PermissionPrompt(TintedPanel):
         if request is None:
             return
         self.title_label.setText(
-            _tr("{tool} asks for permission").replace("{tool}", request.tool_name)
+            _tr("{tool} asks for permission").replace("{tool}", visible(request.tool_name))
         )
-        self.summary_label.setText(request.summary)
+        self.summary_view.set_text(visible(request.summary, strict=True))
+        self.warning_label.setVisible(request.tool_name == "bash")
 
     def refresh_colours(self) -> None:
         palette = self.palette()

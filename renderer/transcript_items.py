@@ -51,6 +51,7 @@ from renderer import theme
 from renderer.park_text import Severity, describe
 from renderer.settle_panel import SettlePanel, confirmation_text
 from renderer.tinted_panel import TintedPanel
+from renderer.visible_text import visible
 
 PREVIEW_LINES = 6
 """Output lines a tool card shows before "Show N more lines"."""
@@ -288,7 +289,7 @@ class MessageWidget(TintedPanel):
 
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, UserMessageItem | AssistantMessageItem)
-        self.text_label.setText(item.text)
+        self.text_label.setText(visible(item.text))
 
     def refresh_colours(self) -> None:
         palette = self.palette()
@@ -328,7 +329,7 @@ class ThinkingWidget(QWidget):
 
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, ThinkingItem)
-        self.body_label.setText(item.text)
+        self.body_label.setText(visible(item.text))
 
     def _on_toggled(self, shown: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
@@ -403,11 +404,11 @@ class ToolCardWidget(TintedPanel):
         assert isinstance(item, ToolCardItem)
         self._item = item
         key = _status_key(item)
-        self.name_label.setText(item.tool_name)
-        self.name_label.setToolTip(item.tool_name)
+        self.name_label.setText(visible(item.tool_name))
+        self.name_label.setToolTip(visible(item.tool_name))
         self.setToolTip(item.tool_call_id)
         self.chip.setText(status_label(*key))
-        self.args_label.setText(item.args_summary)
+        self.args_label.setText(visible(item.args_summary, strict=True))
         self.args_label.setVisible(bool(item.args_summary))
         sentence = _tr(_STATUS_COPY[key][1]) if _STATUS_COPY[key][1] else ""
         if item.park_reason and key[1] is None:
@@ -419,7 +420,7 @@ class ToolCardWidget(TintedPanel):
         self._show_settle_panel(item)
         self.explanation_label.setText(sentence)
         self.explanation_label.setVisible(bool(sentence))
-        self._show_result(split_result(item.result_summary))
+        self._show_result(split_result(visible(item.result_summary)))
         self.refresh_colours()
 
     def _show_settle_panel(self, item: ToolCardItem) -> None:
@@ -550,7 +551,7 @@ class NoticeWidget(TintedPanel):
             known = describe(item.code)
             text = item.text or known.sentence
             self.setToolTip(item.code)
-        self.text_label.setText(text)
+        self.text_label.setText(visible(text))
         self.refresh_colours()
 
     def refresh_colours(self) -> None:

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),
-        help="ask (default on a terminal), auto, or deny (default without a terminal)",
+        help="ask (default on a terminal), auto (commands can then change files anywhere "
+        "your user account can), or deny (default without a terminal)",
     )
     from app.commands.run_cmd import add_max_steps
 

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),
-        help="ask (default on a terminal), auto, or deny (default without a terminal)",
+        help="ask (default on a terminal), auto (commands can then change files anywhere "
+        "your user account can), or deny (default without a terminal)",
     )
     add_max_steps(parser)
     parser.add_argument("prompt", help="the message for the agent")
@@ -80,13 +81,27 @@ def permission_mode(option: str | None) -> str:
     return "ask" if sys.stdin is not None and sys.stdin.isatty() else "deny"
 
 
+def note_auto_mode(mode: str) -> None:
+    """With ``auto``, say once what it means: commands are not confined to the session folder."""
+    from renderer.visible_text import AUTO_MODE_WARNING
+
+    if mode == "auto":
+        print(
+            f"note: --permission-mode auto runs every tool without asking. {AUTO_MODE_WARNING}",
+            file=sys.stderr,
+        )
+
+
 def note_refusals_without_terminal(option: str | None) -> None:
     """Say so when no ``--permission-mode`` was given and there is no terminal to ask on: tools
-    that change something will be refused (``run`` and ``resume``)."""
+    that change something will be refused (``run`` and ``resume``); with ``auto``, what that
+    means."""
+    note_auto_mode(permission_mode(option))
     if permission_mode(option) == "deny" and not option:
         print(
             "note: no terminal to ask on, so tools that change files or run commands are "
-            "refused; use --permission-mode auto to allow them",
+            "refused; use --permission-mode auto to allow them (commands can then change "
+            "files anywhere your user account can)",
             file=sys.stderr,
         )
 

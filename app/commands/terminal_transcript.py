@@ -4,15 +4,24 @@ Assistant text streams as it arrives; tool calls print as cards when they commit
 their results when T2 commits (``[ok]`` / ``[error]``); a run's ending prints a notice. Permission
 questions are answered from standard input: on a terminal the user types y or n; with a pipe the
 next line is the answer (end of input means deny). Waiting never blocks cancellation.
+
+Nothing from the model or a command reaches the terminal raw: control characters are made visible
+(``renderer.visible_text``), so an escape sequence or a carriage return can neither erase part of
+a command being approved nor restyle the terminal. A permission question shows the whole command,
+wrapped to the terminal's width (a shortened one says how many characters are left out), and a
+command's question says that commands can change files anywhere the user can.
 """
 
 from __future__ import annotations
 
 import queue
+import shutil
 import sys
+import textwrap
 import threading
 from typing import ClassVar, TextIO
 
+from renderer.visible_text import AUTO_MODE_WARNING, visible
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionQuestion
 from runtime.agent.transcript_projection import summarize_args, summarize_result
@@ -41,7 +50,7 @@ class TerminalTranscript:
 
     def text_delta(self, text: str) -> None:
         with self._lock:
-            self._write(text)
+            self._write(visible(text))
             self._mid_line = not text.endswith("\n")
 
     def thinking_delta(self, text: str) -> None:
@@ -60,14 +69,14 @@ class TerminalTranscript:
                 self._mid_line = False
         elif content is not None and content["kind"] == "text" and event["role"] == "user":
             if self._show_user:
-                self._line(f"you> {content['text']}")
+                self._line(f"you> {visible(content['text'])}")
         elif content is not None and content["kind"] == "function_call":
             args = summarize_args(content["name"], content["args"])
-            self._line(f"[tool] {content['name']} {args}")
+            self._line(f"[tool] {visible(content['name'])} {visible(args, strict=True)}")
         elif content is not None and content["kind"] == "function_response":
             is_error = content.get("isError", False)
             mark = "[error]" if is_error else "[ok]"
-            self._line(f"  {mark} {summarize_result(content['result'], is_error)}")
+            self._line(f"  {mark} {visible(summarize_result(content['result'], is_error))}")
         elif "permissionDecision" in actions:
             decision = actions["permissionDecision"]["decision"]
             self._line(f"  [permission] {decision}")
@@ -76,7 +85,8 @@ class TerminalTranscript:
             # be done, so it must not read like an ordinary ending.
             step_limit = content.get("code") == "step_limit"
             self._line(
-                f"[{'step_limit' if step_limit else event.get('status')}] {content['message']}"
+                f"[{'step_limit' if step_limit else event.get('status')}] "
+                f"{visible(content['message'])}"
             )
 
     def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
@@ -150,9 +160,8 @@ class StdinPermissionAsker:
         self._lines = InputLines.of(stream or sys.stdin)
 
     def __call__(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
-        self._transcript._line(
-            f"[permission] {question.tool_name} wants to {question.summary}. Allow? [y/N] "
-        )
+        width = shutil.get_terminal_size((100, 24)).columns
+        self._transcript._line(permission_question_text(question, width))
         line = self._read_line(cancel)
         if line is None:
             return None if cancel.is_cancelled() else "deny"
@@ -160,3 +169,26 @@ class StdinPermissionAsker:
 
     def _read_line(self, cancel: CancelToken) -> str | None:
         return self._lines.read_line(cancel)
+
+
+def permission_question_text(question: PermissionQuestion, width: int) -> str:
+    """The question as printed: the whole request with control characters made visible, each of
+    its lines wrapped to ``width`` (continuations indented deeper), the one-line warning for a
+    command, then ``Allow? [y/N]``."""
+    width = max(width, 40)
+    lines = [f"[permission] {visible(question.tool_name)} wants to:"]
+    for line in visible(question.summary, strict=True).split("\n"):
+        wrapped = textwrap.wrap(
+            line,
+            width - 1,
+            initial_indent="    ",
+            subsequent_indent="      ",
+            break_long_words=True,
+            break_on_hyphens=False,
+            drop_whitespace=False,
+        )
+        lines.extend(wrapped or ["    "])
+    if question.tool_name == "bash":
+        lines.append(f"  {AUTO_MODE_WARNING}")
+    lines.append("Allow? [y/N] ")
+    return "\n".join(lines)

@@ -38,7 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cwd", help="folder for a new session (default: current folder)")
     parser.add_argument("--provider", help="demo (default), openai or scripted")
     parser.add_argument(
-        "--permission-mode", choices=("ask", "auto", "deny"), default="ask", help="default: ask"
+        "--permission-mode",
+        choices=("ask", "auto", "deny"),
+        default="ask",
+        help="default: ask; with auto, commands can change files anywhere your user account can",
     )
     from app.commands.run_cmd import add_max_steps
 
@@ -47,7 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
-    from app.commands.run_cmd import print_unsettled_calls, require_same_folder, run_settings
+    from app.commands.run_cmd import (
+        note_auto_mode,
+        print_unsettled_calls,
+        require_same_folder,
+        run_settings,
+    )
     from app.commands.terminal_transcript import (
         InputLines,
         StdinPermissionAsker,
@@ -65,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if not cwd.is_dir():
         raise CliError("invalid_cwd", f"{cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(args.permission_mode))
+    note_auto_mode(args.permission_mode)
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)

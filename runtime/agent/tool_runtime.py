@@ -39,6 +39,7 @@ from runtime.agent.permission_policy import (
     PermissionQuestion,
     PolicyVerdict,
 )
+from runtime.agent.text_limits import PROMPT_CHARS, shorten
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
@@ -385,10 +386,12 @@ class ToolRuntime:
 
 
 def _summarize_args(call: ModelToolCall) -> str:
+    """What a permission question shows: the whole command (up to ``PROMPT_CHARS``, then
+    shortened with "(N more characters)"), never a silent cut."""
     args = call.args if isinstance(call.args, dict) else {}
     if call.name == "bash":
-        return f"run: {args.get('command', '')}"[:500]
+        return f"run: {shorten(str(args.get('command', '')), PROMPT_CHARS)}"
     if "path" in args:
         verb = {"write_file": "write", "edit_file": "edit"}.get(call.name, call.name)
-        return f"{verb} {args['path']}"[:500]
-    return f"{call.name} {json.dumps(call.args, ensure_ascii=False)}"[:500]
+        return f"{verb} {shorten(str(args['path']), PROMPT_CHARS)}"
+    return f"{call.name} {shorten(json.dumps(call.args, ensure_ascii=False), PROMPT_CHARS)}"

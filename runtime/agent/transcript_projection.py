@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from runtime.agent.text_limits import shorten
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
+
+CARD_ARGS_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +58,15 @@ def full_args(name: str, args: Any) -> str:
 
 
 def summarize_args(name: str, args: Any) -> str:
+    """A card's one-line view of a call's arguments; a longer one says how much is not shown."""
     if isinstance(args, dict):
         if name == "bash" and "command" in args:
-            return str(args["command"])[:300]
+            return shorten(str(args["command"]), CARD_ARGS_CHARS)
         if "path" in args:
-            return str(args["path"])[:300]
+            return shorten(str(args["path"]), CARD_ARGS_CHARS)
         if "pattern" in args:
-            return str(args["pattern"])[:300]
-    return json.dumps(args, ensure_ascii=False, sort_keys=True)[:300]
+            return shorten(str(args["pattern"]), CARD_ARGS_CHARS)
+    return shorten(json.dumps(args, ensure_ascii=False, sort_keys=True), CARD_ARGS_CHARS)
 
 
 def result_code(result: Any, is_error: bool) -> str | None:
@@ -91,7 +95,7 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
     code on the first line and its output below (up to ``OUTPUT_CHARS``; the transcript card)."""
     if isinstance(result, dict):
         if is_error and "error" in result:
-            return str(result["error"])[:300]
+            return shorten(str(result["error"]), 300)
         if "exitCode" in result:
             if whole_output:
                 text = str(result.get("output", "")).strip("\n")
@@ -115,7 +119,7 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
         if "matches" in result:
             count = len(result["matches"])
             return f"{count} {'match' if count == 1 else 'matches'}"
-    return json.dumps(result, ensure_ascii=False, sort_keys=True)[:300]
+    return shorten(json.dumps(result, ensure_ascii=False, sort_keys=True), 300)
 
 
 def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:

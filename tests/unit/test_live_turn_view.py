@@ -117,7 +117,8 @@ def test_wire_items_clip_to_the_contract_and_drop_malformed_codes() -> None:
     item = wire_item(entry)
     assert item is not None
     dumped = item.model_dump(by_alias=False)
-    assert len(dumped["args_summary"]) == MAX_SUMMARY_CHARS
+    assert len(dumped["args_summary"]) <= MAX_SUMMARY_CHARS
+    assert dumped["args_summary"].endswith(f"… ({10_000 - MAX_SUMMARY_CHARS + 40} more characters)")
     assert dumped["status"] == ToolCardStatus.RUNNING
     assert dumped["park_reason"] == "awaiting_permission", "the malformed code is dropped"
     assert wire_item(TranscriptEntry("future_kind", "e2", "r")) is None

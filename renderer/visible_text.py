@@ -1,0 +1,84 @@
+"""Text from the model or a command, shown so that what you see is what it is.
+
+Why: a permission prompt or a card shows text the user did not write. A carriage return or an
+escape sequence (``\\r\\x1b[2K``) can erase part of a command in a terminal; a bidirectional
+override can make a command read differently from what it does; a zero-width character can hide
+inside a word. So every prompt and card passes its text through ``visible``: control
+characters are shown by name (``\\x1b`` -> ``<ESC>``, ``\\r`` -> ``<CR>``, ``\\x00`` -> ``<NUL>``),
+C1 controls and bidirectional embeddings, overrides and isolates become ``<U+202E>``. Newlines
+and tabs stay. With ``strict`` (a command about to be approved, a tool's arguments) every other
+invisible formatting character (zero-width space and joiner, byte-order mark...) is shown too.
+
+Pure Python (no Qt): the terminal uses it as well as the window.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+# ASCII names, not the Unicode control pictures (␛, ␍): those are missing from common monospace
+# fonts and would show as empty boxes, hiding the difference between ESC and CR again.
+_C0_NAMES = [
+    "NUL",
+    "SOH",
+    "STX",
+    "ETX",
+    "EOT",
+    "ENQ",
+    "ACK",
+    "BEL",
+    "BS",
+    "TAB",
+    "LF",
+    "VT",
+    "FF",
+    "CR",
+    "SO",
+    "SI",
+    "DLE",
+    "DC1",
+    "DC2",
+    "DC3",
+    "DC4",
+    "NAK",
+    "SYN",
+    "ETB",
+    "CAN",
+    "EM",
+    "SUB",
+    "ESC",
+    "FS",
+    "GS",
+    "RS",
+    "US",
+]
+_BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
+_LINE_SEPARATORS = frozenset((0x2028, 0x2029, 0x85))
+AUTO_MODE_WARNING = "Commands can change files anywhere your user account can."
+"""The one line shown wherever a command may run without a prompt, or is asked about."""
+
+
+def _shown(char: str, strict: bool) -> str | None:
+    code = ord(char)
+    if code < 0x20:
+        if char in "\n\t":
+            return None
+        return f"<{_C0_NAMES[code]}>"
+    if code == 0x7F:
+        return "<DEL>"
+    if 0x80 <= code <= 0x9F or code in _BIDI or code in _LINE_SEPARATORS:
+        return f"<U+{code:04X}>"
+    if strict and code > 0x7F and unicodedata.category(char) in ("Cf", "Zl", "Zp", "Co", "Cn"):
+        return f"<U+{code:04X}>"
+    return None
+
+
+def visible(text: str, *, strict: bool = False) -> str:
+    """``text`` with its control characters made visible (see the module's docstring)."""
+    if text.isprintable() and (not strict or text.isascii()):
+        return text  # the common case: nothing to show, no copy
+    out: list[str] = []
+    for char in text:
+        shown = _shown(char, strict)
+        out.append(char if shown is None else shown)
+    return "".join(out)
