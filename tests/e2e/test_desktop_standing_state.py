@@ -119,7 +119,7 @@ def test_auto_resume_asking_before_any_window_connected_is_answered_later(
     qtbot.waitUntil(window.permission.isVisible, timeout=WAIT_MS)
     current = window.permission.current
     assert isinstance(current, PermissionRequestedPush) and current.session_id == session_id
-    assert "echo 2 >> n.txt" in window.permission.summary_label.text()
+    assert "echo 2 >> n.txt" in window.permission.summary_view.toPlainText()
     qtbot.waitUntil(lambda: _needs_you(window, session_id), timeout=WAIT_MS)
     _allow_and_finish(qtbot, window, work, "1\n2\n")
     qtbot.waitUntil(lambda: not _needs_you(window, session_id), timeout=WAIT_MS)
