@@ -250,6 +250,12 @@ STORE: dict[str, tuple[Severity, str]] = {
     ),
     "store_read_only": (_W, "The saved data can only be read right now."),
     "store_io_failed": (_E, "The saved data could not be read or written on disk."),
+    "disk_full": (_E, "The disk is full, so Maka cannot save. Free some space and try again."),
+    "data_dir_read_only": (
+        _E,
+        "Maka's data folder cannot be written. Give your user write access to it, or choose "
+        "another data folder.",
+    ),
     "session_not_found": (_E, "This session no longer exists."),
     "run_not_found": (_E, "This run no longer exists."),
     "run_status_conflict": (_E, "The run's status changed in the meantime."),

@@ -67,6 +67,7 @@ from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.ledger.ledger_errors import LedgerError
 from storage.private_files import ensure_private_dir
+from storage.store_creation import os_refusal
 
 _log = logging.getLogger("maka.main")
 
@@ -157,12 +158,21 @@ class HostApp(QObject):
         """Steps 1-2 of the startup order, then step 3 on a worker. Returns an exit code when the
         process should end at once (second instance, unusable data directory), else None: run
         the event loop."""
-        ensure_private_dir(self._data_dir)
+        try:
+            ensure_private_dir(self._data_dir)
+        except OSError as error:
+            refusal = os_refusal(error, f"creating the data folder {self._data_dir}")
+            print_error(str(refusal.code), refusal.message)
+            return EXIT_ERROR
         lock = self._lock.acquire()
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
             return self._activate_running_instance(lock.holder_pid)
         if lock.outcome is LockOutcome.UNAVAILABLE:
-            print_error("data_dir_unavailable", lock.detail)
+            if lock.error is not None:  # a full disk, a read-only lock file or folder
+                refusal = os_refusal(lock.error, f"opening the lock file {self._lock.path}")
+                print_error(str(refusal.code), refusal.message)
+            else:
+                print_error("data_dir_unavailable", lock.detail)
             return EXIT_ERROR
         self._signals.install()
         self._token = secrets.token_urlsafe(32)

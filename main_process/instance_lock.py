@@ -52,6 +52,7 @@ class LockResult:
     holder_pid: int | None = None
     holder_host: str | None = None
     detail: str = ""
+    error: OSError | None = None  # why it is UNAVAILABLE (full disk, read-only file or folder)
 
 
 def _try_lock(fd: int) -> bool:
@@ -115,14 +116,17 @@ class InstanceLock:
                 fd = os.open(
                     self._path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600
                 )
-            except PermissionError:
+            except PermissionError as error:
                 return LockResult(
-                    LockOutcome.UNAVAILABLE, detail=f"permission denied: {self._path}"
+                    LockOutcome.UNAVAILABLE,
+                    detail=f"permission denied: {self._path}",
+                    error=error,
                 )
-            except OSError:
+            except OSError as error:
                 return LockResult(
                     LockOutcome.UNAVAILABLE,
                     detail=f"the lock file could not be created: {self._path}",
+                    error=error,
                 )
             if _try_lock(fd):
                 if self._still_at_path(fd):

@@ -15,6 +15,7 @@ another process owns the directory and refuses every write with ``store_read_onl
 from __future__ import annotations
 
 import gc
+import os
 import sqlite3
 import threading
 import time
@@ -76,8 +77,10 @@ from storage.sqlite_connection import (
     sqlite_errors,
     translate_sqlite_error,
 )
+from storage.store_creation import create_database, os_refusal, probe_io_failure
 from storage.store_doctor import DoctorReport, diagnose
 from storage.store_open import file_version, open_read_connection
+from storage.store_verification import damaged, record_verified, verify_before_write
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 
 T = TypeVar("T")
@@ -120,6 +123,10 @@ class SqliteLedgerStore:
                 self._closed = True
                 self._cache.clear()
                 self._conn.close()
+                if not self.read_only:
+                    # A clean close vouches for the file as this writer leaves it
+                    # (store_verification: the next open skips the whole-file check).
+                    record_verified(self.path)
 
     def __enter__(self) -> SqliteLedgerStore:
         return self
@@ -603,18 +610,47 @@ def open_store(
         conn, path = open_read_connection(data_dir)
         return SqliteLedgerStore(conn, path, read_only=True, clock=clock)
     path = data_dir / DATABASE_NAME
-    file_version(path)
+    version = file_version(path)
     try:
         ensure_private_dir(data_dir)
     except OSError as error:
-        raise StoreRefusal(
-            StoreCode.STORE_IO_FAILED, f"cannot create {data_dir}: {error}"
-        ) from None
-    conn = connect_writer(path)
+        raise os_refusal(error, f"creating the data folder {data_dir}") from None
     try:
+        if version is None:  # no database yet (or an empty file): build it complete, publish it
+            create_database(path)
+        conn = _writer_connection(path)
+    except StoreRefusal as refusal:
+        if refusal.code is not StoreCode.STORE_IO_FAILED:
+            raise
+        raise probe_io_failure(data_dir) or refusal from None
+    try:
+        # Before the first write (a migration, the owner-epoch bump): a damaged file is
+        # refused untouched.
+        verify_before_write(path, conn)
         with sqlite_errors():
             migrate(conn)
+    except StoreRefusal as refusal:
+        conn.close()
+        if refusal.code is not StoreCode.STORE_IO_FAILED:
+            raise
+        raise probe_io_failure(data_dir) or refusal from None
     except BaseException:
         conn.close()
         raise
     return SqliteLedgerStore(conn, path, read_only=False, full_rescan=full_rescan, clock=clock)
+
+
+def _writer_connection(path: Path) -> Any:
+    """``connect_writer`` with a read-only file or folder named as such."""
+    try:
+        return connect_writer(path)
+    except StoreRefusal as refusal:
+        if refusal.code is StoreCode.STORE_CORRUPT:
+            raise damaged(refusal.message) from None
+        if refusal.code is StoreCode.STORE_READ_ONLY or not os.access(path.parent, os.W_OK):
+            raise StoreRefusal(
+                StoreCode.DATA_DIR_READ_ONLY,
+                f"the database {path} or its folder cannot be written ({refusal.message}). Give "
+                "your user write access to them, or choose another --data-dir.",
+            ) from None
+        raise

@@ -44,7 +44,13 @@ def translate_sqlite_error(error: sqlite3.Error) -> StoreRefusal:
         return StoreRefusal(StoreCode.STORE_CORRUPT, f"the database file is damaged: {text}")
     if primary == _READONLY:
         return StoreRefusal(StoreCode.STORE_READ_ONLY, f"the database is read-only: {text}")
-    if primary in (_IOERR, _FULL, _CANTOPEN):
+    if primary == _FULL:
+        return StoreRefusal(
+            StoreCode.DISK_FULL,
+            f"the disk is full, so the database could not be written ({text}). Free some "
+            "space, then try again; everything committed before is kept.",
+        )
+    if primary in (_IOERR, _CANTOPEN):
         return StoreRefusal(StoreCode.STORE_IO_FAILED, f"cannot read or write the database: {text}")
     if isinstance(error, sqlite3.IntegrityError):
         # Writers validate before inserting; a constraint firing means the stored rows were

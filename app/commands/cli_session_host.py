@@ -78,8 +78,13 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
     """Create the data directory if needed and take its instance lock (the caller releases it);
     ``store_locked`` naming the owner when another Maka process holds it."""
     from main_process.instance_lock import InstanceLock, LockOutcome
+    from storage.store_creation import os_refusal
 
-    ensure_data_dir(data_dir)
+    try:
+        ensure_data_dir(data_dir)
+    except OSError as error:
+        refusal = os_refusal(error, f"creating the data folder {data_dir}")
+        raise CliError(str(refusal.code), refusal.message) from None
     lock = InstanceLock(data_dir)
     outcome = lock.acquire()
     if outcome.outcome is LockOutcome.HELD_ELSEWHERE:
@@ -89,7 +94,10 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
             "another --data-dir",
         )
     if outcome.outcome is not LockOutcome.ACQUIRED:
-        raise CliError("store_locked", outcome.detail)
+        if outcome.error is not None:  # a full disk, a read-only lock file or folder
+            refusal = os_refusal(outcome.error, f"opening the lock file {lock.path}")
+            raise CliError(str(refusal.code), refusal.message)
+        raise CliError("data_dir_unavailable", outcome.detail)
     return lock
 
 

@@ -114,8 +114,13 @@ def _run_renderer(args: argparse.Namespace) -> int:
 _REFUSAL_ADVICE = {
     "schema_newer_than_program": "This data folder was written by a newer version of Maka. "
     "Install that version (or newer) to open it. Nothing was changed.",
-    "store_corrupt": "The Maka database in this data folder cannot be read. Nothing was "
-    "changed. Run 'maka doctor' for details, or start Maka with another --data-dir.",
+    "store_corrupt": "The Maka database in this data folder is damaged. Nothing was changed. "
+    "Run 'maka doctor' for details, then restore the folder from a backup or bring your "
+    "sessions back with 'maka import' from an export; or start Maka with another --data-dir.",
+    "disk_full": "The disk is full, so Maka cannot save anything. Free some space, then start "
+    "Maka again; everything saved before is kept.",
+    "data_dir_read_only": "Maka's data folder (or a file in it) cannot be written. Give your "
+    "user write access to it, or start Maka with another --data-dir.",
     "store_locked": "Another Maka process is using this data folder. Close it, or wait for it "
     "to finish, then start Maka again.",
     "startup_recovery_failed": "Maka could not check its interrupted work, so it did not start. "
@@ -163,10 +168,13 @@ def _configure_logging(data_dir: Path) -> None:
     logger.propagate = False
     from storage.private_files import PrivateRotatingFileHandler, ensure_private_dir
 
+    class _QuietFileHandler(_QuietErrors, PrivateRotatingFileHandler):
+        pass
+
     formatter = logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
     try:
         log_dir = ensure_private_dir(data_dir / "logs")
-        file_handler = PrivateRotatingFileHandler(
+        file_handler = _QuietFileHandler(
             log_dir / "main.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8"
         )
         file_handler.setFormatter(formatter)
@@ -177,6 +185,19 @@ def _configure_logging(data_dir: Path) -> None:
     stderr_handler.setLevel(logging.WARNING)
     stderr_handler.setFormatter(_BriefFormatter("maka: %(levelname)s %(message)s"))
     logger.addHandler(stderr_handler)
+
+
+class _QuietErrors(logging.Handler):
+    """A log file that cannot be written (a full disk) is said once, in one line, instead of a
+    traceback per record on the terminal."""
+
+    _told = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging API)
+        del record
+        if not self._told:
+            self._told = True
+            print("maka: cannot write the log file", file=sys.stderr)
 
 
 def _module_main(argv: list[str]) -> int:

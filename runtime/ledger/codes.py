@@ -70,6 +70,10 @@ class StoreCode(StrEnum):
     SCHEMA_UPGRADE_REQUIRED = "schema_upgrade_required"
     STORE_READ_ONLY = "store_read_only"
     STORE_IO_FAILED = "store_io_failed"
+    # The disk (or the user's quota) is full; the data folder, its lock or database file cannot
+    # be written. Never ``store_locked``: nobody else holds anything.
+    DISK_FULL = "disk_full"
+    DATA_DIR_READ_ONLY = "data_dir_read_only"
     # Run headers and sessions.
     SESSION_NOT_FOUND = "session_not_found"
     RUN_NOT_FOUND = "run_not_found"

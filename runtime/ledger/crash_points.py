@@ -62,6 +62,10 @@ class CrashPoint(StrEnum):
     ATTESTATION_AFTER_COMMIT = "attestation_after_commit"
     RUN_ENDING_AFTER_EVENT_INSERT = "run_ending_after_event_insert"
     RUN_ENDING_AFTER_COMMIT = "run_ending_after_commit"
+    # The first open of a new data directory (``storage/store_creation.py``): the new database's
+    # temporary file exists without a schema; its schema is committed, not yet published.
+    FIRST_OPEN_BEFORE_MIGRATE = "first_open_before_migrate"
+    FIRST_OPEN_BEFORE_PUBLISH = "first_open_before_publish"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"

@@ -188,7 +188,7 @@ def test_sqlite_errors_translate_to_store_codes() -> None:
     assert translate_sqlite_error(readonly).code is StoreCode.STORE_READ_ONLY
     full = sqlite3.OperationalError("database or disk is full")
     full.sqlite_errorcode = 13
-    assert translate_sqlite_error(full).code is StoreCode.STORE_IO_FAILED
+    assert translate_sqlite_error(full).code is StoreCode.DISK_FULL
     constraint = sqlite3.IntegrityError("UNIQUE constraint failed")
     assert translate_sqlite_error(constraint).code is StoreCode.STORE_CORRUPT
 
