@@ -352,7 +352,7 @@ NEXT_STEPS: dict[str, str] = {
     ),
     "dangling_tool_state": (
         "Check the files that tool call may have changed, then send a new message to carry on, "
-        "or choose Try again after changing something."
+        "or confirm whether it ran and choose Try again."
     ),
     "workspace_identity_mismatch": (
         "Put back the folder's .maka-workspace.json file (or open the session's own folder), "
@@ -373,11 +373,16 @@ NEXT_STEPS: dict[str, str] = {
 }
 NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
     _I: "",  # the reason itself says what to do (wait, or nothing to resume)
-    _W: (
-        "Send a new message to carry on, or choose Try again once what is listed above has changed."
-    ),
+    _W: "Send a new message to carry on.",
     _E: "Send a new message to carry on, and use Copy diagnostics to report the problem.",
 }
+
+DANGLING_NOTHING_TO_CONFIRM = (
+    "Check the files that tool call may have changed, then send a new message to carry on."
+)
+TRY_AGAIN_NEXT_STEP = (
+    "Send a new message to carry on, or choose Try again once what is listed above has changed."
+)
 
 # Reasons the user can change from outside Maka's history (marker, folder, tool catalog,
 # background work, a turn still running): only then does checking again mean something.
@@ -422,15 +427,22 @@ def describe(code: str) -> CodeText:
     return CodeText(code, Severity.ERROR, UNKNOWN_CODE.replace("{code}", code), False)
 
 
-def next_step_source(codes: Iterable[str]) -> str:
+def next_step_source(codes: Iterable[str], diagnostic_codes: Iterable[str] | None = None) -> str:
     """The (untranslated) sentence saying what to do after a park with ``codes``."""
     codes = tuple(codes)
     worst = highest_severity(codes)
     stepped = [c for c in NEXT_STEPS if c in codes and describe(c).severity is worst]
-    source = NEXT_STEPS[stepped[0]] if stepped else None
-    if source is None:
-        source = NEXT_STEP_BY_SEVERITY[highest_severity(codes)]
-    return source
+    if stepped:
+        if (
+            stepped[0] == "dangling_tool_state"
+            and diagnostic_codes is not None
+            and not can_try_again(codes, diagnostic_codes)
+        ):
+            return DANGLING_NOTHING_TO_CONFIRM  # e.g. a parked write: nothing to confirm
+        return NEXT_STEPS[stepped[0]]
+    if worst is Severity.WARN and can_try_again(codes):
+        return TRY_AGAIN_NEXT_STEP
+    return NEXT_STEP_BY_SEVERITY[worst]
 
 
 def highest_severity(codes: Iterable[str]) -> Severity:
@@ -438,9 +450,14 @@ def highest_severity(codes: Iterable[str]) -> Severity:
     return max((describe(code).severity for code in codes), key=_RANK.__getitem__, default=_I)
 
 
-def can_try_again(codes: Iterable[str]) -> bool:
-    """True when at least one reason is one the user can change, so checking again may help."""
-    return any(code in CHANGEABLE for code in codes)
+def can_try_again(codes: Iterable[str], diagnostic_codes: Iterable[str] = ()) -> bool:
+    """True when at least one reason is one the user can change, so checking again may help:
+    the listed ones, or an unknown tool outcome (``pending_tool_result``) the user can settle by
+    confirming whether the call ran."""
+    codes = tuple(codes)
+    if any(code in CHANGEABLE for code in codes):
+        return True
+    return "dangling_tool_state" in codes and "pending_tool_result" in tuple(diagnostic_codes)
 
 
 # A park whose only unsettled tool calls are file writes that recovery found did not happen: the

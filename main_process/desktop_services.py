@@ -13,6 +13,8 @@ Everything here runs on worker threads (the host never calls it on the event loo
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 import time
@@ -42,6 +44,7 @@ from main_process.host_services import (
 )
 from main_process.live_turn_view import LiveTurnView
 from main_process.resume_seam import continuation_resume_service, resume_service
+from main_process.resume_verdicts import ResumeVerdicts, StoredVerdict
 from main_process.session_relocation import (
     SessionChangeRefused,
     relocate_session,
@@ -61,13 +64,13 @@ from runtime.continuation.resume_service import ResumeRefused
 from runtime.ledger.codes import ResolverReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import RunHeader
+from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
 from runtime.recovery.file_reconciler import FileReconciler
 from runtime.recovery.startup_recovery import run_startup_recovery
 from runtime.recovery.write_leftovers import parked_writes
-from runtime.tools.process_identity import forget_ended
+from runtime.tools.process_identity import forget_ended, live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
@@ -118,6 +121,7 @@ class DesktopServices:
         self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
         self._sessions: SessionService | None = None
         self._lifecycle = LifecycleLog.in_data_dir(data_dir, clock)
+        self._verdicts = ResumeVerdicts(data_dir)
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
 
@@ -158,6 +162,73 @@ class DesktopServices:
             interrupted=tuple(interrupted),
             quarantined_sessions=quarantined,
             repaired_runs=len(report.repaired),
+            standing=self._standing_verdicts(),
+        )
+
+    # ---- the last verdict per boundary ---------------------------------------------------
+
+    def _standing_verdicts(self) -> tuple[tuple[str, ResumeParked], ...]:
+        """Parks of an earlier start whose boundary and inputs are unchanged (others go)."""
+        standing: list[tuple[str, ResumeParked]] = []
+        for verdict in self._verdicts.all():
+            current = self._plan_inputs(verdict.session_id)
+            if current == (verdict.boundary, verdict.inputs):
+                parked = ResumeParked(verdict.reasons, verdict.diagnostics)
+                standing.append((verdict.session_id, parked))
+            else:
+                self._verdicts.clear(verdict.session_id)
+        return tuple(standing)
+
+    def _plan_inputs(self, session_id: str) -> tuple[str, str] | None:
+        """The interrupted boundary of the session (its latest run, failed by a restart, and
+        that run's high-water mark) and a digest of what the safety inspector would observe;
+        None when the session has no interrupted run. Read-only: no marker is created."""
+        try:
+            session = self._store.get_session(session_id)
+            runs = _ordered(self._store.list_session_runs(session_id))
+            if session is None or not runs:
+                return None
+            latest = runs[-1]
+            if latest.status is not RunStatus.FAILED or latest.failure_class != "app_restarted":
+                return None
+            boundary = f"{latest.run_id}@{self._store.run_high_water(latest.run_id)}"
+            background = [f"shell:{s.pid}" for s in self._shells.live_shells(session_id)]
+            background += [
+                f"tool:{r.pid}" for r in live_tool_processes(self._store, session_id=session_id)
+            ]
+        except LedgerError:
+            return None
+        folder = Path(session.cwd)
+        marker = "folder_missing"
+        if folder.is_dir():
+            try:
+                found = read_workspace_identity(folder)
+                marker = found.identity if found is not None else "no_marker"
+            except LedgerError as error:
+                marker = str(error.code)
+        tools = list(self._sessions.catalog.names()) if self._sessions is not None else []
+        body = {"cwd": session.cwd, "marker": marker, "tools": tools, "background": background}
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return boundary, digest
+
+    def _remember_verdict(self, session_id: str, outcome: ResumeOutcome) -> None:
+        if isinstance(outcome, ResumeStarted):
+            self._verdicts.clear(session_id)
+            return
+        if not isinstance(outcome, ResumeParked):
+            return
+        inputs = self._plan_inputs(session_id)
+        if inputs is None:
+            return
+        self._verdicts.record(
+            StoredVerdict(
+                session_id,
+                inputs[0],
+                inputs[1],
+                outcome.rejection_reasons,
+                outcome.diagnostics,
+                self._clock(),
+            )
         )
 
     def _provider(self) -> Provider:
@@ -241,6 +312,7 @@ class DesktopServices:
         self._refuse_while_busy(session_id, "removing")
         try:
             remove_session(self._store, session_id, self._lifecycle)
+            self._verdicts.clear(session_id)
         except SessionChangeRefused as refusal:
             raise HostServiceError(refusal.code, refusal.message) from None
         except LedgerError as error:
@@ -305,6 +377,11 @@ class DesktopServices:
     # ---- Safe resume ---------------------------------------------------------------------
 
     def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+        outcome = self._resume_latest(session_id, sink, automatic=automatic)
+        self._remember_verdict(session_id, outcome)
+        return outcome
+
+    def _resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
         sessions = self._service
         if sessions.is_busy(session_id):
             return ResumeParked(("session_busy",))

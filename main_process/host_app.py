@@ -239,6 +239,7 @@ class HostApp(QObject):
         services = self._services
         assert services is not None and self._server is not None
         self._router = RequestRouter(self._server, services, self._workers, self.lifecycle)
+        self._router.restore_standing(self._recovery.standing)
         self.lifecycle.mark_ready()
         self._broadcast_state("")
         _log.info(

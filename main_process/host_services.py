@@ -87,6 +87,12 @@ class InterruptedRun:
 
 
 @dataclass(frozen=True, slots=True)
+class ResumeParked:
+    rejection_reasons: tuple[str, ...]
+    diagnostics: tuple[ResumeDiagnostic, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RecoveryReport:
     """``repaired_runs`` counts every run closed in this pass; ``interrupted`` lists only those
     still the latest run of their session (the auto-resume candidates)."""
@@ -94,18 +100,15 @@ class RecoveryReport:
     interrupted: tuple[InterruptedRun, ...] = ()
     quarantined_sessions: tuple[str, ...] = ()
     repaired_runs: int = 0
+    # Parks that still stand from an earlier start (same boundary, same inputs): the banner
+    # opens parked instead of offering Safe resume again.
+    standing: tuple[tuple[str, ResumeParked], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class ResumeStarted:
     run_id: str
     turn_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ResumeParked:
-    rejection_reasons: tuple[str, ...]
-    diagnostics: tuple[ResumeDiagnostic, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -469,6 +469,18 @@ class RequestRouter:
                 )
             )
 
+    def restore_standing(self, parks: Sequence[tuple[str, ResumeParked]]) -> None:
+        """Parks of an earlier start that still hold (same boundary, same inputs): told to every
+        renderer that connects, like a park of auto-resume (and to any already connected)."""
+        for session_id, parked in parks:
+            push = ResumeParkedPush(
+                session_id=session_id,
+                rejection_reasons=parked.rejection_reasons,
+                diagnostics=parked.diagnostics,
+            )
+            self._standing[session_id] = push
+            self._broadcast(push)
+
     def send_standing_outcomes(self, peer_id: int) -> None:
         """Tell a renderer that just connected everything that still stands (standing_state):
         a running turn, its open permission requests, a park or failure of Safe resume."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, QTime, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -51,7 +51,13 @@ from app.code_text import (
 )
 from renderer import theme
 from renderer.bridge_port import BridgePort, ConnectionState
-from renderer.park_text import Severity, describe, highest_severity, next_step
+from renderer.park_text import (
+    Severity,
+    can_try_again,
+    describe,
+    highest_severity,
+    next_step,
+)
 from renderer.tinted_panel import TintedPanel
 
 
@@ -80,6 +86,9 @@ class _SessionResume:
     diagnostics: tuple[ResumeDiagnostic, ...] = field(default=())
     failure_code: str = ""
     failure_message: str = ""
+    # Try again: set while a parked session is planned again, then the time it was checked.
+    retrying: bool = False
+    checked_at: str = ""
 
 
 class InterruptedBanner(TintedPanel):
@@ -245,9 +254,15 @@ class InterruptedBanner(TintedPanel):
         """Ask for Safe resume if the banner currently offers it (button or Ctrl+R)."""
         if self.state not in (BannerState.IDLE, BannerState.PARKED, BannerState.FAILED):
             return False
+        current = self._current()
+        retrying = self.state is BannerState.PARKED
+        if retrying and not _can_try_again(current):
+            return False  # planning again from the same facts can only park the same way
         session_id = self._session_id
         assert session_id is not None
-        self._by_session[session_id] = replace(self._current(), state=BannerState.RESUMING)
+        self._by_session[session_id] = replace(
+            current, state=BannerState.RESUMING, retrying=retrying
+        )
         self._render()
         self._bridge.resume_latest(session_id)
         return True
@@ -293,10 +308,15 @@ class InterruptedBanner(TintedPanel):
         self._render()
 
     def _on_parked(self, push: ResumeParkedPush) -> None:
+        before = self._by_session.get(push.session_id)
+        checked_at = ""
+        if before is not None and before.state is BannerState.RESUMING and before.retrying:
+            checked_at = QTime.currentTime().toString("HH:mm")
         self._by_session[push.session_id] = _SessionResume(
             state=BannerState.PARKED,
             reasons=push.rejection_reasons,
             diagnostics=push.diagnostics,
+            checked_at=checked_at,
         )
         self._render()
 
@@ -351,7 +371,6 @@ class InterruptedBanner(TintedPanel):
         self.setVisible(state not in (BannerState.HIDDEN, BannerState.STARTED))
         self._set_reasons(current if state is BannerState.PARKED else _SessionResume())
         self.busy_bar.setVisible(state is BannerState.RESUMING)
-        self.action_button.setVisible(state is not BannerState.DISABLED)
         self.action_button.setEnabled(state in _ACTIONABLE)
         self.tools_row.setVisible(state is BannerState.PARKED)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
@@ -361,6 +380,7 @@ class InterruptedBanner(TintedPanel):
         self.body_label.setText(body)
         self.body_label.setVisible(bool(body))
         self.action_button.setText(action)
+        self.action_button.setVisible(bool(action))
         self.remove_button.setVisible(self.folder_missing)
         self.details_label.setText(_details_for(current))
         self._fit_details()
@@ -462,17 +482,27 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             if folder:
                 body = f"{folder[:1].upper()}{folder[1:]}. {body}"
             return title, body, _tr("&Locate folder…")
+        again = _tr("Try again") if _can_try_again(current) else ""
         if _write_not_done(current):
             return (
                 _park_tr(WRITE_NOT_DONE_HEADLINE),
                 _park_tr(WRITE_NOT_DONE_NEXT_STEP),
-                _tr("Try again"),
+                again,
             )
         if highest_severity(current.reasons) is Severity.INFO:
             title = _tr("Nothing to resume right now.")
         else:
             title = _tr("Safe resume is on hold.")
-        return title, next_step(current.reasons), _tr("Try again")
+        body = next_step(current.reasons, [d.code for d in current.diagnostics])
+        if current.checked_at and current.reasons:
+            still = describe(current.reasons[0]).sentence.rstrip(".")
+            checked = (
+                _tr("Checked again at {time}: still on hold because {reason}.")
+                .replace("{time}", current.checked_at)
+                .replace("{reason}", still[:1].lower() + still[1:])
+            )
+            body = f"{checked} {body}".strip()
+        return title, body, again
     if state is BannerState.FAILED:
         known = describe(current.failure_code)
         text = known.sentence if known.known else current.failure_message
@@ -487,6 +517,10 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
         ),
         _tr("Safe resume"),
     )
+
+
+def _can_try_again(current: _SessionResume) -> bool:
+    return can_try_again(current.reasons, (d.code for d in current.diagnostics))
 
 
 def _park_tr(text: str) -> str:

@@ -57,7 +57,8 @@ def describe(code: str) -> CodeText:
     return CodeText(code, Severity.ERROR, sentence, False)
 
 
-def next_step(codes: Iterable[str]) -> str:
-    """The sentence saying what to do after a park with ``codes`` ("" when the reasons say it)."""
-    source = next_step_source(codes)
+def next_step(codes: Iterable[str], diagnostic_codes: Iterable[str] | None = None) -> str:
+    """The sentence saying what to do after a park with ``codes`` ("" when the reasons say it);
+    with ``diagnostic_codes`` it promises Try again only when confirming can change the park."""
+    source = next_step_source(codes, diagnostic_codes)
     return QCoreApplication.translate(CONTEXT, source) if source else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTime
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
@@ -111,7 +111,11 @@ def test_idle_to_resuming_to_parked_shows_every_reason(
     assert banner.property("severity") == severity.value
     accent = banner.accent
     assert accent is not None and accent.name() == theme.accent(severity, banner.palette()).name()
-    assert banner.action_button.isEnabled() and banner.action_button.text() == "Try again"
+    # Try again only when a listed reason is one the user can change (here: the marker).
+    offered = "workspace_identity_mismatch" in reasons
+    assert banner.action_button.isVisible() is offered
+    if offered:
+        assert banner.action_button.isEnabled() and banner.action_button.text() == "Try again"
 
 
 def test_parked_details_list_codes_and_operations_and_copy_to_clipboard(qtbot: QtBot) -> None:
@@ -151,12 +155,14 @@ def test_parked_details_list_codes_and_operations_and_copy_to_clipboard(qtbot: Q
 def test_parked_on_an_unknown_tool_outcome_says_what_to_do_next(qtbot: QtBot) -> None:
     banner, bridge = _banner(qtbot)
     _click_resume(qtbot, banner)
-    bridge.push_parked("s1", ("dangling_tool_state",))
+    unknown = ResumeDiagnostic(code="pending_tool_result", tool_call_id="c1", tool_name="bash")
+    bridge.push_parked("s1", ("dangling_tool_state",), (unknown,))
     body = banner.body_label.text()
     assert banner.body_label.isVisible()
     assert "Check the files" in body and "send a new message" in body
     assert "Try again" in body, "it says when Try again can give another answer"
     assert body == next_step(("dangling_tool_state",))
+    assert banner.action_button.isVisible(), "confirming whether it ran can change the answer"
     layout = banner.reasons_box.parentWidget() or banner
     reason_y = banner.reason_labels[0].mapTo(layout, banner.reason_labels[0].rect().topLeft()).y()
     body_y = banner.body_label.mapTo(layout, banner.body_label.rect().topLeft()).y()
@@ -262,3 +268,34 @@ def test_banner_colours_follow_a_dark_palette(qtbot: QtBot) -> None:
     assert accent is not None and accent.name() == theme.accent(Severity.ERROR, dark).name()
     assert banner.fill.lightness() < 100, "a dark palette keeps a dark banner"
     assert banner.fill.name() == theme.tinted_background(accent, dark).name()
+
+
+def test_try_again_says_when_it_checked_and_what_still_holds(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_parked("s1", ("workspace_identity_mismatch",))
+    assert "Checked again" not in banner.body_label.text(), "the first answer is no re-check"
+    assert banner.action_button.text() == "Try again"
+    _click_resume(qtbot, banner)
+    assert len(bridge.calls_to("resume_latest")) == 2
+    bridge.push_parked("s1", ("workspace_identity_mismatch",))
+    now = QTime.currentTime().toString("HH:mm")
+    body = banner.body_label.text()
+    assert body.startswith(
+        f"Checked again at {now}: still on hold because this folder is not the same workspace "
+        "the session ran in."
+    ), body
+    assert _state(banner) is BannerState.PARKED
+
+
+def test_a_park_nobody_can_change_offers_no_try_again(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_parked("s1", ("runtime_lineage_cycle",))
+    assert not banner.action_button.isVisible()
+    assert banner.request_resume() is False, "Ctrl+R cannot ask for the same answer again"
+    assert len(bridge.calls_to("resume_latest")) == 1
+    assert "Copy diagnostics" in banner.body_label.text()
+    bridge.push_parked("s1", ("dangling_tool_state",))  # an unsettled write: nothing to confirm
+    assert not banner.action_button.isVisible()
+    assert "Try again" not in banner.body_label.text()

@@ -84,7 +84,11 @@ def test_highest_severity() -> None:
 
 
 def test_a_warning_park_says_how_to_carry_on_and_when_try_again_helps() -> None:
-    for reasons in (("dangling_tool_state",), ("background_operation_pending",)):
+    for reasons in (
+        ("dangling_tool_state",),
+        ("background_operation_pending",),
+        ("workspace_drift",),
+    ):
         sentence = next_step(reasons)
         assert "send a new message to carry on" in sentence.lower() and "Try again" in sentence
         assert sentence.endswith(".") and sentence.count(". ") == 0, "one sentence"
@@ -92,6 +96,8 @@ def test_a_warning_park_says_how_to_carry_on_and_when_try_again_helps() -> None:
         ("workspace_identity_mismatch", "dangling_tool_state")
     )
     assert "Copy diagnostics" in next_step(("runtime_ledger_empty",))
+    # a warning the user cannot change says how to carry on, and promises no Try again
+    assert next_step(("workspace_checkpoint_failed",)) == "Send a new message to carry on."
 
 
 def test_an_informational_park_adds_no_next_step() -> None:

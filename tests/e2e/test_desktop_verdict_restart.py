@@ -1,0 +1,110 @@
+"""A park stands across restarts until one of its inputs changes (the real main process).
+
+A turn killed at P3 (a bash call dispatched, its outcome unknown) parks auto-resume with
+``dangling_tool_state``. After a restart nothing was repaired, so nothing auto-resumes: before,
+the banner then offered Safe resume again, a button that could only park the same way. Now the
+last verdict is kept per boundary with a digest of what the safety inspector observes, so the
+banner opens parked; once an input changes (here the folder's marker is removed), the verdict is
+stale and Safe resume is offered again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.bridge_contract import MessageKind, SessionsListRequest
+from renderer.bridge_client import RendererBridge
+from renderer.bridge_port import ConnectionState
+from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.maka_process import MainProcess, main_log, start_main
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.wire_client import WireClient
+
+pytestmark = pytest.mark.e2e
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
+        },
+        {"text": "Counted."},
+    ]
+]
+WAIT_MS = 30_000
+
+
+@pytest.fixture
+def processes() -> Iterator[list[MainProcess]]:
+    started: list[MainProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+def _standing_parks(qtbot: QtBot, main: MainProcess) -> list[str]:
+    """Connect as a renderer; the reasons of every park told before the list answer."""
+    client = WireClient(main.socket_name)
+    client.hello(main.token)
+    client.send(SessionsListRequest(correlation_id="list"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.SESSIONS_LISTED), timeout=WAIT_MS)
+    return [
+        reason
+        for push in client.all(MessageKind.RESUME_PARKED)
+        for reason in push.model_dump()["rejection_reasons"]
+    ]
+
+
+def test_a_park_stands_after_a_restart_until_an_input_changes(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = {**scripted_env(write_script(tmp_path / "script.json", SCRIPT)), **FLAG}
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P3"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+
+    first = start_main(data, env).wait_ready()
+    processes.append(first)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    assert first.terminate() == 0
+
+    # Restarted: nothing new was repaired, nothing auto-resumes, and the park still stands.
+    second = start_main(data, env).wait_ready()
+    processes.append(second)
+    bridge = RendererBridge(second.socket_name, second.token)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session(session_id, interrupted=True)
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    assert [label.property("code") for label in banner.reason_labels] == ["dangling_tool_state"]
+    assert banner.action_button.text() != "Safe resume"
+    bridge.stop()
+    assert "auto-resume outcome" not in second.stderr()
+    assert second.terminate() == 0
+
+    # An input of that plan changes: the verdict is stale and Safe resume is offered again.
+    (work / ".maka-workspace.json").unlink()
+    third = start_main(data, env).wait_ready()
+    processes.append(third)
+    assert _standing_parks(qtbot, third) == []
+    assert third.terminate() == 0
