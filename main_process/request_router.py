@@ -478,7 +478,7 @@ class RequestRouter:
                 rejection_reasons=parked.rejection_reasons,
                 diagnostics=parked.diagnostics,
             )
-            self._standing[session_id] = push
+            self._standing.set_outcome(push)
             self._broadcast(push)
 
     def send_standing_outcomes(self, peer_id: int) -> None:
