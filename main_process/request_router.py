@@ -446,7 +446,8 @@ class RequestRouter:
                 self._broadcast(TranscriptItemPush(session_id=session_id, item=settled.card))
             if settled.parked is None:
                 self._standing.clear_outcome(session_id)
-            else:
+            elif settled.parked.rejection_reasons != ("resume_feature_disabled",):
+                # What still parks now stands (the banner shows it instead of a stale park).
                 self._push_resume_outcome(session_id, settled.parked, None, None)
             push = answer(True).model_copy(update={"resume_available": settled.parked is None})
             self._broadcast(push)

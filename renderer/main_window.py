@@ -357,14 +357,16 @@ class MainWindow(QMainWindow):
         if push.session_id != self._session_id:
             return
         if push.recorded:
+            text = _tr("Recorded your answer.")
             if push.resume_available:
-                self.statusBar().showMessage(
-                    _tr("Recorded. Safe resume can continue from this call."), 8000
-                )
+                text = _tr("Recorded. Safe resume can continue from this call.")
+            self.statusBar().showMessage(text, 8000)
             return
         card = self.transcript.tool_card(push.tool_call_id)
         known = describe(push.code or "")
         reason = known.sentence if known.known else (push.message or push.code or "")
+        if push.code == "background_operation_pending" and push.message:
+            reason = f"{reason} {push.message}"  # names the command and its pid
         if card is not None:
             card.settle_refused(f"{reason} [{push.code}]" if push.code else reason)
 

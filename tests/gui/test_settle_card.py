@@ -79,11 +79,21 @@ def test_a_refusal_is_said_on_the_card_and_the_question_stays(qtbot: QtBot) -> N
     panel = card.settle_panel
     assert panel is not None
     QTest.mouseClick(panel.ran_button, Qt.MouseButton.LeftButton)
-    bridge.push_settled("s1", "c1", recorded=False, code="background_operation_pending")
+    bridge.push_settled(
+        "s1",
+        "c1",
+        recorded=False,
+        code="background_operation_pending",
+        message="a process of this call is still running (bash `make` (pid 4242)); stop it first",
+    )
     assert panel.ran_button.isEnabled()
     text = panel.status_label.text()
     assert text.startswith("Not recorded:") and "[background_operation_pending]" in text
-    assert "still running" in text
+    assert "still running" in text and "pid 4242" in text
+    bridge.push_settled("s1", "c1", recorded=False, code="operation_settled", message="toolop_x")
+    assert panel.status_label.text() == (
+        "Not recorded: This tool call is already settled. [operation_settled]"
+    )
 
 
 def test_the_settled_card_reads_confirmed_by_you_with_time_and_note(qtbot: QtBot) -> None:
