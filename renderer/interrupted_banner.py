@@ -59,6 +59,7 @@ from renderer.park_text import (
     next_step,
 )
 from renderer.tinted_panel import TintedPanel
+from renderer.visible_text import visible
 
 
 def _tr(text: str) -> str:
@@ -377,12 +378,12 @@ class InterruptedBanner(TintedPanel):
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = _copy_for(state, current)
         self.title_label.setText(title)
-        self.body_label.setText(body)
+        self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body))
         self.action_button.setText(action)
         self.action_button.setVisible(bool(action))
         self.remove_button.setVisible(self.folder_missing)
-        self.details_label.setText(_details_for(current))
+        self.details_label.setText(visible(_details_for(current)))
         self._fit_details()
         self.setProperty("severity", self._severity().value)
         self._apply_colours(self._severity())

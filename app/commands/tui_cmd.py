@@ -221,21 +221,25 @@ def _say_if_interrupted(service: Any, session_id: str) -> None:
 
 
 def _print_transcript(service: Any, session_id: str) -> None:
+    """``/transcript``: every entry, control characters shown by name (never sent raw)."""
+    from renderer.visible_text import visible
+
     for continued, entry in service.transcript_by_run(session_id):
         if continued:
             print(CONTINUED_MARKER)
         if entry is None:
             continue
         if entry.type == "user_message":
-            print(f"you> {entry.text}")
+            print(f"you> {visible(entry.text)}")
         elif entry.type == "assistant_message":
-            print(entry.text.rstrip())
+            print(visible(entry.text.rstrip()))
         elif entry.type == "tool_card":
-            print(f"[tool] {entry.tool_name} {entry.args_summary}  ({entry.status})")
+            args = visible(entry.args_summary, strict=True)
+            print(f"[tool] {visible(entry.tool_name)} {args}  ({entry.status})")
             if entry.result_summary:
-                print(f"  {entry.result_summary}")
+                print(f"  {visible(entry.result_summary)}")
         elif entry.type == "notice":
-            print(f"[{entry.level}] {entry.text}")
+            print(f"[{entry.level}] {visible(entry.text)}")
 
 
 def _turn(

@@ -85,3 +85,27 @@ def test_a_question_wraps_to_the_width_and_marks_continuations() -> None:
     assert lines[-2:] == [f"  {WARNING}", "Allow? [y/N] "]
     other = PermissionQuestion("p", "s", "r", "write_file", "c", "write notes.txt")
     assert WARNING not in permission_question_text(other, 80)
+
+
+def test_the_terminal_transcript_never_prints_a_raw_escape(tmp_path: Path) -> None:
+    """``maka tui``: the streamed turn and ``/transcript`` show the command's and the model's
+    control characters by name; none reaches the terminal raw."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    call = {"id": "c1", "name": "bash", "args": {"command": "printf 'a\\033[2Kb'\r\x1b[2Kls"}}
+    script = write_script(
+        tmp_path / "script.json", [[{"toolCalls": [call]}, {"text": "done\x1b]0;title\x07"}]]
+    )
+    chat = maka(
+        ["tui", "--cwd", str(workspace), "--permission-mode", "auto"],
+        tmp_path / "data",
+        env=scripted_env(script),
+        stdin="go\n/transcript\n/quit\n",
+    )
+    assert chat.returncode == 0, chat.stderr
+    assert "\x1b" not in chat.stdout and "\x07" not in chat.stdout and "\r" not in chat.stdout
+    # The streamed card and /transcript's card:
+    assert chat.stdout.count("[tool] bash printf 'a\\033[2Kb'<CR><ESC>[2Kls") == 2
+    assert "done<ESC>]0;title<BEL>" in chat.stdout
+    assert "\x1b" not in chat.stderr
+    assert len(re.findall(WARNING, chat.stderr)) == 1

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
+from renderer.interrupted_banner import InterruptedBanner
 from renderer.permission_prompt import COMMAND_VIEW_LINES, PermissionPrompt
 from renderer.transcript_items import ToolCardWidget
 from renderer.visible_text import AUTO_MODE_WARNING
@@ -99,6 +100,21 @@ def test_cards_show_control_characters_and_bidi_overrides() -> None:
     assert card.args_label.text() == "ls<CR><ESC>[2Krm x <U+202E>evil"
     assert card.result_label.text() == "ok<ESC>[31mred"
     card.deleteLater()
+
+
+def test_the_banner_shows_control_characters_in_diagnostics(qtbot: QtBot) -> None:
+    bridge = FakeBridge()
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True)
+    banner.request_resume()
+    diagnostic = bc.ResumeDiagnostic(
+        code="pending_tool_result", message="bash ran ls\r\x1b[2Krm -rf x", tool_name="bash"
+    )
+    bridge.push_parked("s1", ("dangling_tool_state",), (diagnostic,))
+    details = banner.details_label.text()
+    assert "ls<CR><ESC>[2Krm -rf x" in details and "\x1b" not in details
 
 
 def test_the_main_process_delivers_a_long_command_whole(qtbot: QtBot, tmp_path: Path) -> None:
