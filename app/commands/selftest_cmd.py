@@ -14,6 +14,10 @@ the same parts the app uses, on throw-away resources, and never touches the user
 - ``store-open``: the product's store opens (creating its schema) in a temporary directory.
 - ``ipc-listen``: a user-only ``QLocalServer`` listens on a short unique name and a
   ``QLocalSocket`` round-trips bytes through it, as the main process and the renderer do.
+- ``git-checkpoints``: the ``git`` command workspace checkpoints drive (WORKSPACE.md section 1):
+  its version, and a capture, an observation and a comparison in a throw-away folder. Without a
+  usable ``git`` the check still passes (the app runs, without checkpoints) and says so with the
+  code sessions will carry: ``unavailable (checkpoint_git_missing)``.
 - ``data-dir``: the data directory (``--data-dir`` > ``MAKA_DATA_DIR`` > per-user) can be created
   and written.
 
@@ -70,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         ("sqlite-wal", _check_sqlite_wal),
         ("store-open", _check_store_open),
         ("ipc-listen", _check_ipc_listen),
+        ("git-checkpoints", _check_git_checkpoints),
         ("data-dir", lambda: _check_data_dir(data_dir)),
     ]
     results = [_run_check(name, check) for name, check in checks]
@@ -284,6 +289,34 @@ def _check_ipc_listen() -> str:
 
 
 # --- data-dir ---------------------------------------------------------------------------------
+
+
+def _check_git_checkpoints() -> str:
+    from runtime.ledger.checkpoint_ports import CheckpointMode
+    from storage.checkpoint_store import GitCheckpointStore
+
+    with tempfile.TemporaryDirectory(prefix="maka-selftest-") as scratch:
+        folder = Path(scratch) / "folder"
+        folder.mkdir()
+        (folder / "a.txt").write_text("one\n", "utf-8")
+        store = GitCheckpointStore(Path(scratch) / "data")
+        identity = "workspace:v1:self-test"
+        decision = store.decide_mode(folder, identity)
+        if decision.mode is CheckpointMode.UNAVAILABLE:
+            reason = decision.reason.value if decision.reason else "unavailable"
+            return (
+                f"unavailable ({reason}): {decision.detail}; sessions run without workspace "
+                "checkpoints"
+            )
+        first = store.capture(folder, identity, "refs/maka/self-test/run/1", "self-test")
+        (folder / "a.txt").write_text("two\n", "utf-8")
+        seen = store.observe(folder, identity)
+        changes = store.changes(identity, first.tree_id, seen.tree_id)
+        if [change.path for change in changes] != ["a.txt"]:
+            raise RuntimeError(f"a changed file was not seen as changed: {changes}")
+        git = store.git
+        version = git.version_text if git is not None else "git"
+        return f"{version}: capture, observation and comparison work (mode git_v1)"
 
 
 def _check_data_dir(data_dir: Path) -> str:

@@ -93,6 +93,26 @@ class WorkspaceMarkerCode(StrEnum):
     WORKSPACE_MARKER_WRITE_FAILED = "workspace_marker_write_failed"
 
 
+class CheckpointUnavailableCode(StrEnum):
+    """Why a session runs without workspace checkpoints (WORKSPACE.md section 1): its mode is
+    ``unavailable`` with one of these reasons, shown in the session and every resume diagnostic."""
+
+    CHECKPOINT_GIT_MISSING = "checkpoint_git_missing"
+    CHECKPOINT_NESTED_REPOSITORY = "checkpoint_nested_repository"
+    CHECKPOINT_LFS_UNSUPPORTED = "checkpoint_lfs_unsupported"
+    CHECKPOINT_TOO_LARGE = "checkpoint_too_large"
+
+
+class CheckpointFailureCode(StrEnum):
+    """Why one capture failed (``workspaceCheckpointFailed.reasonCode``); the tool and the turn
+    go on (WORKSPACE.md section 2)."""
+
+    CHECKPOINT_GIT_FAILED = "checkpoint_git_failed"
+    CHECKPOINT_GIT_TIMEOUT = "checkpoint_git_timeout"
+    CHECKPOINT_FOLDER_UNREADABLE = "checkpoint_folder_unreadable"
+    CHECKPOINT_NESTED_REPOSITORY = "checkpoint_nested_repository"
+
+
 class TransferCode(StrEnum):
     """Session export/import (``maka export`` / ``maka import``)."""
 

@@ -440,3 +440,16 @@ def test_json_refusals_are_one_json_document_with_the_same_exit_code(
     result = maka(damaged, "sessions", "--json")
     assert result.returncode == 1
     assert json.loads(result.stdout)["error"]["code"] == "store_corrupt"
+
+
+def test_self_test_reports_the_workspace_checkpoint_mode(tmp_path: Path) -> None:
+    with_git = _self_test(tmp_path, QT_QPA_PLATFORM="offscreen")
+    checks = {check["name"]: check for check in with_git["checks"]}  # type: ignore[attr-defined]
+    assert checks["git-checkpoints"]["ok"] is True
+    assert "mode git_v1" in checks["git-checkpoints"]["detail"]
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    without = _self_test(tmp_path, QT_QPA_PLATFORM="offscreen", PATH=str(empty))
+    checks = {check["name"]: check for check in without["checks"]}  # type: ignore[attr-defined]
+    assert checks["git-checkpoints"]["ok"] is True
+    assert "unavailable (checkpoint_git_missing)" in checks["git-checkpoints"]["detail"]

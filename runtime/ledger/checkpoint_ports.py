@@ -1,0 +1,106 @@
+"""The workspace checkpoint carrier, as the runtime and the planner see it (WORKSPACE.md).
+
+The carrier (``storage.checkpoint_store``) only captures, verifies and compares snapshots of a
+session folder; it never approves a resume (the planner decides from committed facts). These are
+the values it hands back and the port the run loop and the safety inspector call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
+
+CHECKPOINT_PROTOCOL = "workspace_checkpoint_v1"
+CHANGED_PATHS_SHOWN = 50
+"""Resume diagnostics list this many changed paths, then a count of the rest."""
+
+
+class CheckpointMode(StrEnum):
+    GIT_V1 = "git_v1"
+    UNAVAILABLE = "unavailable"
+
+
+class PathChange(StrEnum):
+    ADDED = "added"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class ModeDecision:
+    """A run's checkpoint mode, chosen once at its start and never weakened during it."""
+
+    mode: CheckpointMode
+    reason: CheckpointUnavailableCode | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        body = {"mode": self.mode.value}
+        if self.reason is not None:
+            body["reasonCode"] = self.reason.value
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A captured tree: ``commit_id`` is empty for a resume-time observation (no ref, no commit)."""
+
+    tree_id: str
+    policy_hash: str
+    commit_id: str = ""
+    ref: str = ""
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TreeChange:
+    path: str
+    change: PathChange
+
+
+class CheckpointError(Exception):
+    """A capture or an observation that could not be made; ``code`` says why."""
+
+    def __init__(self, code: CheckpointFailureCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class CheckpointCarrier(Protocol):
+    """One private bare repository per workspace identity, the session folder as work tree."""
+
+    def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision: ...
+
+    def capture(self, folder: Path, workspace_identity: str, ref: str, message: str) -> Snapshot:
+        """Add the folder under the policy, write the tree, commit it (parent: the workspace's
+        previous checkpoint) and point ``ref`` at it. Raises ``CheckpointError``."""
+        ...
+
+    def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
+        """The folder's current tree under the same policy: no ref, no commit, and the
+        persistent index is left as it was. Raises ``CheckpointError``."""
+        ...
+
+    def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
+        """Whether the commit and its tree still exist in the workspace's repository."""
+        ...
+
+    def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
+        """Each path that differs between two trees, sorted by path."""
+        ...
+
+
+def checkpoint_ref(session_id: str, run_id: str, n: int) -> str:
+    return f"refs/maka/{session_id}/{run_id}/{n}"
+
+
+def changed_paths_summary(changes: Sequence[TreeChange]) -> dict[str, object]:
+    """The diagnostic detail of a drift: the first ``CHANGED_PATHS_SHOWN`` paths, then a count."""
+    shown = [{"path": c.path, "change": c.change.value} for c in changes[:CHANGED_PATHS_SHOWN]]
+    return {"changedPaths": shown, "moreChangedPaths": max(0, len(changes) - len(shown))}

@@ -1,0 +1,179 @@
+"""Running the user's ``git`` against a private checkpoint repository, isolated from everything
+else the user has configured (WORKSPACE.md section 1).
+
+Every call runs with ``GIT_DIR`` = the private bare repository, ``GIT_WORK_TREE`` = the session
+folder and ``GIT_INDEX_FILE`` = the private persistent index, so the folder's own ``.git`` (if
+any) is never read or written: not its HEAD, index, config, hooks, refs or worktrees. The user's
+configuration is kept out too: no system config (``GIT_CONFIG_NOSYSTEM``), an empty private
+``HOME`` / ``XDG_CONFIG_HOME`` (so no global config, global excludes or credential helpers), no
+``GIT_*`` variable of the caller's environment, hooks pointed at the null device, and settings
+that make a snapshot byte-faithful and quiet (no automatic gc, no fsmonitor, no signing, no
+line-ending conversion). Path arguments are literal (``GIT_LITERAL_PATHSPECS``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
+
+MIN_GIT_VERSION = (2, 25)
+GIT_TIMEOUT_S = 120.0
+
+_ISOLATING_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("core.autocrlf", "false"),
+    ("core.safecrlf", "false"),
+    ("core.symlinks", "true"),
+    ("core.quotePath", "false"),
+    ("core.longpaths", "true"),
+    ("core.untrackedCache", "false"),
+    ("core.splitIndex", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("commit.gpgSign", "false"),
+    ("index.threads", "true"),
+    ("advice.detachedHead", "false"),
+)
+_VERSION = re.compile(r"git version (\d+)\.(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class GitCommand:
+    """The ``git`` found on ``PATH`` and its version."""
+
+    path: str
+    version: tuple[int, int]
+    version_text: str
+
+
+def find_git(environ: Mapping[str, str] | None = None) -> GitCommand | None:
+    """The user's ``git`` when it is on ``PATH`` and runs; None otherwise."""
+    env = os.environ if environ is None else environ
+    path = shutil.which("git", path=env.get("PATH"))
+    if path is None:
+        return None
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+            env=_base_env(env, None),
+            creationflags=_NO_WINDOW,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = done.stdout.decode("utf-8", "replace").strip()
+    match = _VERSION.search(text)
+    if done.returncode != 0 or match is None:
+        return None
+    return GitCommand(path, (int(match.group(1)), int(match.group(2))), text)
+
+
+# No console window flashes up for each git call on Windows.
+_NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0) if sys.platform == "win32" else 0
+
+
+def _base_env(environ: Mapping[str, str], home: Path | None) -> dict[str, str]:
+    env = {key: value for key, value in environ.items() if not key.upper().startswith("GIT_")}
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_LITERAL_PATHSPECS"] = "1"
+    env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = "Maka"
+    env["GIT_AUTHOR_EMAIL"] = env["GIT_COMMITTER_EMAIL"] = "checkpoints@maka.invalid"
+    env["LC_ALL"] = "C"
+    env.pop("XDG_CONFIG_HOME", None)
+    if home is not None:
+        env["HOME"] = env["USERPROFILE"] = env["XDG_CONFIG_HOME"] = str(home)
+    return env
+
+
+class GitRunner:
+    """Runs ``git`` for one private repository (``git_dir``) and one work tree."""
+
+    def __init__(self, git: GitCommand, home: Path, environ: Mapping[str, str] | None = None):
+        self.git = git
+        self._env = _base_env(os.environ if environ is None else environ, home)
+        self._prefix = [git.path]
+        for key, value in _ISOLATING_CONFIG:
+            self._prefix += ["-c", f"{key}={value}"]
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        git_dir: Path,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+        stdin: bytes | None = None,
+        ok_codes: tuple[int, ...] = (0,),
+    ) -> bytes:
+        """``git args`` with the private repository; its standard output. Raises
+        ``CheckpointError`` (``checkpoint_git_failed`` / ``checkpoint_git_timeout``)."""
+        env = dict(self._env)
+        env["GIT_DIR"] = str(git_dir)
+        if work_tree is not None:
+            env["GIT_WORK_TREE"] = str(work_tree)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        try:
+            done = subprocess.run(
+                [*self._prefix, *args],
+                input=stdin if stdin is not None else b"",
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                env=env,
+                cwd=str(work_tree if work_tree is not None else git_dir),
+                creationflags=_NO_WINDOW,
+            )
+        except subprocess.TimeoutExpired:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
+                f"git {args[0]} did not finish within {GIT_TIMEOUT_S:.0f} s",
+            ) from None
+        except OSError as error:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
+            ) from None
+        if done.returncode not in ok_codes:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                f"git {args[0]} failed: {message[-1] if message else done.returncode}",
+            )
+        return done.stdout
+
+    def init_bare(self, git_dir: Path) -> None:
+        """Create the private bare repository (no template: no sample hooks)."""
+        env = dict(self._env)
+        try:
+            done = subprocess.run(
+                [*self._prefix, "init", "--bare", "--quiet", "--template=", str(git_dir)],
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                env=env,
+                cwd=str(git_dir.parent),
+                creationflags=_NO_WINDOW,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git init failed: {error}"
+            ) from None
+        if done.returncode != 0:
+            text = done.stderr.decode("utf-8", "replace").strip()
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git init failed: {text}"
+            )

@@ -1,0 +1,397 @@
+"""The workspace checkpoint store: Git object storage driven through the user's ``git``
+(WORKSPACE.md sections 1 to 3).
+
+One private bare repository per workspace identity, ``<data>/checkpoints/<workspaceId>.git``,
+with the session folder as work tree and a private persistent index beside it
+(``<workspaceId>.index``): the index keeps Git's stat cache, so a capture after a small change
+costs little more than a ``stat`` of every file. The folder's own ``.git`` is never touched
+(``checkpoint_git``).
+
+Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
+``.git`` directories, paths the folder's own ``.gitignore`` files ignore, the workspace marker
+and files over 50 MiB (listed as skipped in the commit message). Symbolic links are stored as
+links, never followed. Content is stored byte for byte (no line-ending conversion, no filters).
+
+A capture: list what changed since the index last saw the folder (``ls-files``), stage it
+(``update-index``), ``write-tree``, ``commit-tree`` (parent: the workspace's previous
+checkpoint) and ``update-ref`` the run's ref and the workspace's tip in one transaction. An
+observation does the same on a copy of the index and stops at the tree: no commit, no ref.
+A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
+capture that was killed is removed under that lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Literal
+
+from runtime.ledger.canonical_codec import canonical_json_bytes
+from runtime.ledger.checkpoint_ports import (
+    CheckpointError,
+    CheckpointMode,
+    ModeDecision,
+    PathChange,
+    Snapshot,
+    TreeChange,
+)
+from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
+from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.private_files import ensure_private_dir
+
+CHECKPOINTS_DIR = "checkpoints"
+TIP_REF = "refs/maka-tip"
+MARKER_NAME = ".maka-workspace.json"
+MAX_FILE_BYTES = 50 * 1024 * 1024
+DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
+# Highest-precedence attributes: store every file as it is on disk.
+_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -crlf\n"
+_EXCLUDE = f"/{MARKER_NAME}\n"
+POLICY: dict[str, object] = {
+    "version": 1,
+    "excluded": [".git directories", "paths ignored by the folder's .gitignore files", MARKER_NAME],
+    "maxFileBytes": MAX_FILE_BYTES,
+    "symlinks": "stored_as_links",
+    "content": "byte_for_byte",
+}
+POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_LFS = re.compile(rb"filter\s*=\s*lfs")
+
+
+def workspace_key(workspace_identity: str) -> str:
+    """The file name stem of a workspace's repository: the marker's UUID when the identity is
+    ``workspace:v1:<uuid>``, else a digest of the identity."""
+    tail = workspace_identity.rsplit(":", 1)[-1]
+    if _SAFE_ID.match(tail) and not tail.startswith("."):
+        return tail
+    return hashlib.sha256(workspace_identity.encode("utf-8")).hexdigest()[:32]
+
+
+class GitCheckpointStore:
+    """``CheckpointCarrier`` over private bare repositories under ``<data_dir>/checkpoints``."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        git: GitCommand | Literal["find"] | None = "find",
+        size_budget: int = DEFAULT_SIZE_BUDGET,
+        max_file_bytes: int = MAX_FILE_BYTES,
+    ) -> None:
+        self.root = Path(data_dir) / CHECKPOINTS_DIR
+        # "find": the ``git`` on PATH; None: run as if there were none.
+        self._git = find_git() if isinstance(git, str) else git
+        self._size_budget = size_budget
+        self._max_file = max_file_bytes
+        self._runner: GitRunner | None = None
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._tips: dict[str, str] = {}
+
+    @property
+    def git(self) -> GitCommand | None:
+        return self._git
+
+    # ---- paths ---------------------------------------------------------------------------------
+    def git_dir(self, workspace_identity: str) -> Path:
+        return self.root / f"{workspace_key(workspace_identity)}.git"
+
+    def index_path(self, workspace_identity: str) -> Path:
+        return self.root / f"{workspace_key(workspace_identity)}.index"
+
+    def _git_runner(self) -> GitRunner:
+        if self._git is None or self._git.version < MIN_GIT_VERSION:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "git is not available"
+            )
+        if self._runner is None:
+            home = ensure_private_dir(self.root / ".home")
+            self._runner = GitRunner(self._git, home)
+        return self._runner
+
+    def _ensure_repo(self, workspace_identity: str) -> Path:
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            ensure_private_dir(self.root)
+            self._git_runner().init_bare(git_dir)
+        info = git_dir / "info"
+        info.mkdir(exist_ok=True)
+        for name, text in (("attributes", _ATTRIBUTES), ("exclude", _EXCLUDE)):
+            path = info / name
+            if not path.is_file() or path.read_text("utf-8") != text:
+                path.write_text(text, "utf-8")
+        return git_dir
+
+    @contextlib.contextmanager
+    def _locked(self, workspace_identity: str) -> Iterator[None]:
+        key = workspace_key(workspace_identity)
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            ensure_private_dir(self.root)
+            with open(self.root / f"{key}.lock", "a+b") as handle:
+                _lock_file(handle)
+                try:
+                    # Under the lock no capture runs, so an index.lock is a killed capture's.
+                    for stale in (
+                        self.root / f"{key}.index.lock",
+                        self.root / f"{key}.observe.index.lock",
+                    ):
+                        with contextlib.suppress(FileNotFoundError):
+                            stale.unlink()
+                    yield
+                finally:
+                    _unlock_file(handle)
+
+    # ---- the mode ------------------------------------------------------------------------------
+    def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision:
+        """``git_v1`` when this folder can be captured faithfully, else ``unavailable`` + why."""
+        git = self._git
+        if git is None:
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_GIT_MISSING, "no git command on PATH"
+            )
+        if git.version < MIN_GIT_VERSION:
+            need = ".".join(map(str, MIN_GIT_VERSION))
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_GIT_MISSING,
+                f"{git.version_text} is older than {need}",
+            )
+        with self._locked(workspace_identity):
+            git_dir = self._ensure_repo(workspace_identity)
+            listed = self._git_runner().run(
+                ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=self.index_path(workspace_identity),
+            )
+        total = 0
+        for raw in listed.split(b"\0"):
+            if not raw:
+                continue
+            name = os.fsdecode(raw)
+            if name.endswith("/") or name == ".gitmodules" or name.endswith("/.gitmodules"):
+                return _unavailable(
+                    CheckpointUnavailableCode.CHECKPOINT_NESTED_REPOSITORY,
+                    f"{name.rstrip('/')} is a nested repository or submodule",
+                )
+            try:
+                info = os.lstat(folder / name)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_size <= self._max_file:
+                total += info.st_size
+            if name.rsplit("/", 1)[-1] == ".gitattributes" and _uses_lfs(folder / name):
+                return _unavailable(
+                    CheckpointUnavailableCode.CHECKPOINT_LFS_UNSUPPORTED,
+                    f"{name} uses Git LFS filters",
+                )
+        if total > self._size_budget:
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_TOO_LARGE,
+                f"the folder holds {total:,} bytes, over the {self._size_budget:,}-byte budget",
+            )
+        return ModeDecision(CheckpointMode.GIT_V1)
+
+    # ---- capture and observe -------------------------------------------------------------------
+    def capture(self, folder: Path, workspace_identity: str, ref: str, message: str) -> Snapshot:
+        with self._locked(workspace_identity):
+            git_dir = self._ensure_repo(workspace_identity)
+            index = self.index_path(workspace_identity)
+            tree, skipped = self._stage_and_write_tree(folder, git_dir, index)
+            runner = self._git_runner()
+            parent = self._tip(workspace_identity, git_dir)
+            body = message.rstrip("\n") + "\n"
+            if skipped:
+                body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
+            args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
+            commit = runner.run(args, git_dir=git_dir, stdin=body.encode("utf-8")).decode().strip()
+            updates = f"update {ref} {commit}\nupdate {TIP_REF} {commit}\n"
+            runner.run(["update-ref", "--stdin"], git_dir=git_dir, stdin=updates.encode())
+            self._tips[workspace_key(workspace_identity)] = commit
+            return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+
+    def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
+        with self._locked(workspace_identity):
+            git_dir = self._ensure_repo(workspace_identity)
+            index = self.index_path(workspace_identity)
+            scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
+            try:
+                if index.is_file():
+                    shutil.copyfile(index, scratch)
+                else:
+                    scratch.unlink(missing_ok=True)
+                tree, skipped = self._stage_and_write_tree(folder, git_dir, scratch)
+            finally:
+                scratch.unlink(missing_ok=True)
+            return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
+
+    def _stage_and_write_tree(
+        self, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[str, list[str]]:
+        if not folder.is_dir():
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
+            )
+        runner = self._git_runner()
+        listed = runner.run(
+            ["ls-files", "-z", "--others", "--modified", "--deleted", "--exclude-standard"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+        )
+        stage: list[bytes] = []
+        drop: list[bytes] = []
+        skipped: list[str] = []
+        seen: set[bytes] = set()
+        for raw in listed.split(b"\0"):
+            if not raw or raw in seen:
+                continue
+            seen.add(raw)
+            name = os.fsdecode(raw)
+            if name.endswith("/"):
+                raise CheckpointError(
+                    CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY,
+                    f"{name.rstrip('/')} is a nested repository",
+                )
+            try:
+                info = os.lstat(folder / name)
+            except FileNotFoundError:
+                stage.append(raw)  # deleted: --remove drops it from the index
+                continue
+            except OSError as error:
+                raise CheckpointError(
+                    CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{name}: {error}"
+                ) from None
+            if stat.S_ISLNK(info.st_mode):
+                stage.append(raw)
+            elif stat.S_ISREG(info.st_mode):
+                if info.st_size > self._max_file:
+                    skipped.append(name)
+                    drop.append(raw)
+                else:
+                    stage.append(raw)
+            else:
+                drop.append(raw)  # a directory where a file was, a fifo, a socket...
+        if drop:
+            runner.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(drop) + b"\0",
+            )
+        if stage:
+            runner.run(
+                ["update-index", "-z", "--add", "--remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(stage) + b"\0",
+            )
+        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
+        return tree.decode().strip(), sorted(skipped)
+
+    def _tip(self, workspace_identity: str, git_dir: Path) -> str | None:
+        key = workspace_key(workspace_identity)
+        cached = self._tips.get(key)
+        if cached is not None:
+            return cached
+        out = self._git_runner().run(
+            ["rev-parse", "-q", "--verify", f"{TIP_REF}^{{commit}}"],
+            git_dir=git_dir,
+            ok_codes=(0, 1),
+        )
+        tip = out.decode().strip() or None
+        if tip is not None:
+            self._tips[key] = tip
+        return tip
+
+    # ---- verify and compare --------------------------------------------------------------------
+    def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return False
+        try:
+            out = self._git_runner().run(
+                ["cat-file", "--batch-check=%(objecttype)"],
+                git_dir=git_dir,
+                stdin=f"{commit_id}\n{tree_id}\n".encode(),
+            )
+        except CheckpointError:
+            return False
+        return out.decode().split() == ["commit", "tree"]
+
+    def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
+        if old_tree == new_tree:
+            return []
+        out = self._git_runner().run(
+            ["diff-tree", "-r", "-z", "--no-renames", "--name-status", old_tree, new_tree],
+            git_dir=self.git_dir(workspace_identity),
+        )
+        parts = out.split(b"\0")
+        found: list[TreeChange] = []
+        for status, raw in zip(parts[0::2], parts[1::2], strict=False):
+            if not status:
+                continue
+            kind = {b"A": PathChange.ADDED, b"D": PathChange.DELETED}.get(
+                status[:1], PathChange.MODIFIED
+            )
+            found.append(TreeChange(os.fsdecode(raw), kind))
+        return sorted(found, key=lambda change: change.path)
+
+    def refs(self, workspace_identity: str) -> dict[str, str]:
+        """Every checkpoint ref of the workspace's repository and the commit it names."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return {}
+        out = self._git_runner().run(
+            ["for-each-ref", "--format=%(refname) %(objectname)", "refs/maka/"], git_dir=git_dir
+        )
+        pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
+        return {name: commit for name, commit in pairs}
+
+
+def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:
+    return ModeDecision(CheckpointMode.UNAVAILABLE, code, detail)
+
+
+def _uses_lfs(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return _LFS.search(handle.read(1024 * 1024)) is not None
+    except OSError:
+        return False
+
+
+def _lock_file(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+
+
+def _unlock_file(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

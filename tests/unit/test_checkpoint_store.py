@@ -1,0 +1,206 @@
+"""The workspace checkpoint carrier against the real ``git`` (WORKSPACE.md section 1)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runtime.ledger.checkpoint_ports import CheckpointError, CheckpointMode, PathChange
+from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
+from storage.checkpoint_git import find_git
+from storage.checkpoint_store import GitCheckpointStore, workspace_key
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+WS = "workspace:v1:0f0e0d0c-1111-2222-3333-444455556666"
+
+
+def _git(folder: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=folder, check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+def _tree_state(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Every entry under ``root``: mode, mtime and bytes (link targets for links)."""
+    state: dict[str, tuple[int, int, bytes]] = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        if path.is_symlink():
+            body = os.readlink(path).encode()
+        elif path.is_file():
+            body = path.read_bytes()
+        else:
+            body = b""
+        state[str(path.relative_to(root))] = (info.st_mode, info.st_mtime_ns, body)
+    return state
+
+
+@pytest.fixture
+def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user whose global Git config would change a capture if it were read."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "global-excludes").write_text("*.txt\n")
+    (home / ".gitconfig").write_text(
+        f"[core]\n\texcludesFile = {home / 'global-excludes'}\n\tautocrlf = true\n"
+        "[user]\n\tname = User\n\temail = user@example.com\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "elsewhere.index"))
+    return home
+
+
+def _user_repository(folder: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "GIT_INDEX_FILE"}
+    env["HOME"] = str(folder.parent)  # built with a plain configuration
+    env.update(GIT_AUTHOR_NAME="U", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="U")
+    env["GIT_COMMITTER_EMAIL"] = "u@x"
+    folder.mkdir()
+    _git(folder, "init", "-q", env=env)
+    (folder / "tracked.txt").write_text("one\n")
+    (folder / "notes.md").write_text("# notes\n")
+    _git(folder, "add", ".", env=env)
+    _git(folder, "commit", "-q", "-m", "first", env=env)
+    hooks = folder / ".git" / "hooks"
+    for hook in ("pre-commit", "post-index-change", "post-checkout", "reference-transaction"):
+        script = hooks / hook
+        script.write_text(f"#!/bin/sh\necho ran >> {folder.parent / 'hook-ran'}\n")
+        script.chmod(0o755)
+    (folder / "tracked.txt").write_text("one\ntwo (staged)\n")
+    _git(folder, "add", "tracked.txt", env=env)
+    (folder / "tracked.txt").write_text("one\ntwo (staged)\nthree (unstaged)\n")
+    (folder / "untracked.txt").write_text("new\n")
+    (folder / ".git" / "info" / "exclude").write_text("notes.md\n")
+    ran = folder.parent / "hook-ran"
+    assert ran.exists()  # the hooks are live for the user's own git
+    ran.unlink()
+
+
+def test_the_users_repository_is_byte_identical_after_many_captures(
+    tmp_path: Path, user_home: Path
+) -> None:
+    folder = tmp_path / "project"
+    _user_repository(folder)
+    before = _tree_state(folder / ".git")
+    store = GitCheckpointStore(tmp_path / "data")
+    assert store.decide_mode(folder, WS).mode is CheckpointMode.GIT_V1
+    trees = []
+    for n in range(12):
+        (folder / "work.txt").write_text(f"edit {n}\r\n")
+        trees.append(store.capture(folder, WS, f"refs/maka/s/r/{n}", f"capture {n}").tree_id)
+        store.observe(folder, WS)
+    assert len(set(trees)) == 12
+    assert _tree_state(folder / ".git") == before
+    assert not (tmp_path / "hook-ran").exists()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "GIT_INDEX_FILE"},
+    ).stdout
+    assert "MM tracked.txt" in status
+    # Captured byte for byte (no autocrlf), *.txt kept (no global excludes), .git left out.
+    listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", trees[-1])
+    names = sorted(line.split("\t")[1] for line in listed.splitlines())
+    assert names == ["notes.md", "tracked.txt", "untracked.txt", "work.txt"]
+    raw = subprocess.run(
+        ["git", "--git-dir", str(store.git_dir(WS)), "cat-file", "blob", f"{trees[-1]}:work.txt"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert raw == b"edit 11\r\n"
+
+
+def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / ".maka-workspace.json").write_text("{}")
+    (folder / ".gitignore").write_text("build/\n")
+    (folder / "build").mkdir()
+    (folder / "build" / "out.o").write_text("x")
+    (folder / "src.py").write_text("print(1)\n")
+    (folder / "big.bin").write_bytes(b"0" * 2048)
+    (folder / "link").symlink_to("/etc/passwd")
+    store = GitCheckpointStore(tmp_path / "data", max_file_bytes=1024)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    assert snap.skipped == ("big.bin",)
+    listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", snap.tree_id)
+    entries = {line.split("\t")[1]: line.split()[0] for line in listed.splitlines()}
+    assert entries == {".gitignore": "100644", "src.py": "100644", "link": "120000"}
+    git_dir = str(store.git_dir(WS))
+    message = _git(tmp_path, "--git-dir", git_dir, "log", "-1", "--format=%B", snap.commit_id)
+    assert "big.bin" in message
+    # A small file that grows past the limit leaves the snapshot; one that shrinks comes back.
+    (folder / "src.py").write_bytes(b"1" * 4096)
+    (folder / "big.bin").write_bytes(b"small")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "next")
+    assert second.skipped == ("src.py",)
+    changes = {c.path: c.change for c in store.changes(WS, snap.tree_id, second.tree_id)}
+    assert changes == {"src.py": PathChange.DELETED, "big.bin": PathChange.ADDED}
+
+
+def test_observe_leaves_no_ref_and_keeps_the_index(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a").write_text("a")
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    index_before = store.index_path(WS).read_bytes()
+    (folder / "a").write_text("changed")
+    seen = store.observe(folder, WS)
+    assert seen.commit_id == "" and seen.tree_id != first.tree_id
+    assert store.refs(WS) == {"refs/maka/s/r/1": first.commit_id}
+    assert store.index_path(WS).read_bytes() == index_before
+    assert [(c.path, c.change) for c in store.changes(WS, first.tree_id, seen.tree_id)] == [
+        ("a", PathChange.MODIFIED)
+    ]
+    assert store.has_snapshot(WS, first.commit_id, first.tree_id)
+    shutil.rmtree(store.git_dir(WS))
+    assert not store.has_snapshot(WS, first.commit_id, first.tree_id)
+
+
+def test_a_killed_captures_index_lock_does_not_block_the_next(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a").write_text("a")
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    (store.root / f"{workspace_key(WS)}.index.lock").write_text("left by a SIGKILL")
+    (folder / "a").write_text("b")
+    assert store.capture(folder, WS, "refs/maka/s/r/2", "next").commit_id
+
+
+def test_unavailable_modes_name_their_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("x" * 100)
+    no_git = GitCheckpointStore(tmp_path / "data", git=None)
+    decision = no_git.decide_mode(folder, WS)
+    assert decision.reason is CheckpointUnavailableCode.CHECKPOINT_GIT_MISSING
+    assert find_git({"PATH": str(tmp_path / "empty")}) is None
+
+    small = GitCheckpointStore(tmp_path / "data", size_budget=50)
+    assert small.decide_mode(folder, WS).reason is CheckpointUnavailableCode.CHECKPOINT_TOO_LARGE
+
+    store = GitCheckpointStore(tmp_path / "data")
+    (folder / ".gitattributes").write_text("*.psd filter=lfs diff=lfs merge=lfs -text\n")
+    lfs = store.decide_mode(folder, WS)
+    assert lfs.reason is CheckpointUnavailableCode.CHECKPOINT_LFS_UNSUPPORTED
+    (folder / ".gitattributes").unlink()
+
+    nested = folder / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    _git(nested, "init", "-q")
+    (nested / "x").write_text("x")
+    decision = store.decide_mode(folder, WS)
+    assert decision.reason is CheckpointUnavailableCode.CHECKPOINT_NESTED_REPOSITORY
+    assert "vendor/lib" in decision.detail
+    with pytest.raises(CheckpointError) as raised:
+        store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY
