@@ -23,8 +23,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 DIR_FD_SUPPORTED = (
     os.open in os.supports_dir_fd
@@ -49,8 +48,10 @@ class FolderMoved(Exception):
 
 
 def _parts(relative: str) -> list[str]:
-    parts = [part for part in PurePosixPath(relative).parts if part not in ("", ".")]
-    if any(part == ".." or "/" in part for part in parts):
+    # ``relative`` is already normalised (``workspace_paths``); a plain split is enough, and the
+    # hot path's cheapest.
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if ".." in parts or relative.startswith("/"):
         raise OSError(errno.EINVAL, "the path must be relative, without '..'", relative)
     return parts
 
@@ -65,10 +66,14 @@ def _walk(root: Path, parts: list[str], *, create: bool) -> int:
     fd = _open_root(root)
     try:
         for part in parts:
-            if create:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
-            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = child
     except BaseException:
@@ -77,27 +82,53 @@ def _walk(root: Path, parts: list[str], *, create: bool) -> int:
     return fd
 
 
-@contextlib.contextmanager
-def open_folder(root: Path, relative: str, *, create: bool = False) -> Iterator[int]:
-    """A descriptor of the folder ``relative`` inside ``root`` (closed on exit)."""
-    fd = _walk(root, _parts(relative), create=create)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+class _Opened:
+    """A walked descriptor, closed on leaving the ``with`` block (a plain class: cheaper than a
+    generator-based context manager on the tools' hot path)."""
+
+    __slots__ = ("fd", "name")
+
+    def __init__(self, fd: int, name: str) -> None:
+        self.fd = fd
+        self.name = name
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
-@contextlib.contextmanager
-def open_parent(root: Path, relative: str, *, create: bool = False) -> Iterator[tuple[int, str]]:
-    """The descriptor of the folder holding ``relative`` and the file's own name."""
+class _Folder(_Opened):
+    __slots__ = ()
+
+    def __enter__(self) -> int:
+        return self.fd
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Parent(_Opened):
+    __slots__ = ()
+
+    def __enter__(self) -> tuple[int, str]:
+        return self.fd, self.name
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_folder(root: Path, relative: str, *, create: bool = False) -> _Folder:
+    """``with open_folder(...) as fd``: a descriptor of the folder ``relative`` inside
+    ``root``."""
+    return _Folder(_walk(root, _parts(relative), create=create), "")
+
+
+def open_parent(root: Path, relative: str, *, create: bool = False) -> _Parent:
+    """``with open_parent(...) as (fd, name)``: the descriptor of the folder holding
+    ``relative`` and the file's own name."""
     parts = _parts(relative)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "the session folder itself is not a file", relative)
-    fd = _walk(root, parts[:-1], create=create)
-    try:
-        yield fd, parts[-1]
-    finally:
-        os.close(fd)
+    return _Parent(_walk(root, parts[:-1], create=create), parts[-1])
 
 
 def lstat_at(folder_fd: int, name: str) -> os.stat_result | None:
@@ -117,16 +148,18 @@ def read_at(folder_fd: int, name: str, limit: int | None = None) -> bytes:
             raise IsADirectoryError(errno.EISDIR, "is a folder", name)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", name)
-        chunks: list[bytes] = []
-        remaining = limit
-        while remaining is None or remaining > 0:
-            chunk = os.read(fd, 1 << 20 if remaining is None else min(1 << 20, remaining))
+        # Read what fstat says is there (one more byte shows a file that grew past ``limit``),
+        # then on until end of file or ``limit``: a file may change size while it is read.
+        want = info.st_size + 1 if limit is None else min(limit, info.st_size + 1)
+        chunks = [os.read(fd, want)]
+        got = len(chunks[0])
+        while chunks[-1] and (limit is None or got < limit):
+            chunk = os.read(fd, 1 << 16 if limit is None else min(1 << 16, limit - got))
             if not chunk:
                 break
             chunks.append(chunk)
-            if remaining is not None:
-                remaining -= len(chunk)
-        return b"".join(chunks)
+            got += len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     finally:
         os.close(fd)
 
