@@ -486,7 +486,7 @@ class DesktopServices:
             clock=self._clock,
             lifecycle=None,
         )
-        return settle_call(
+        result = settle_call(
             self._store,
             self._shells,
             planner.plan_latest,
@@ -496,6 +496,12 @@ class DesktopServices:
             ran,
             note,
         )
+        # The settled call changed the boundary: what Safe resume would do now is the verdict.
+        if result.parked is None:
+            self._verdicts.clear(session_id)
+        else:
+            self._remember_verdict(session_id, result.parked)
+        return result
 
     # ---- shutdown ------------------------------------------------------------------------
 

@@ -182,6 +182,14 @@ def test_it_ran_is_recorded_and_safe_resume_continues_once(desk: Desk) -> None:
     refused = _settled(client, "again")
     assert refused is not None and not refused.recorded and refused.code == "operation_settled"
 
+    # A restart now does not bring back the park from before the answer: its boundary changed.
+    assert main.terminate() == 0
+    main, client = desk.start()
+    client.send(SessionsOpenRequest(session_id=session_id, correlation_id="reopen"))
+    desk.wait(client, MessageKind.SESSION_OPENED)
+    desk.qtbot.wait(500)
+    assert not client.has(MessageKind.RESUME_PARKED)
+
     client.send(ResumeLatestRequest(session_id=session_id, correlation_id="click"))
     desk.wait(client, MessageKind.RESUME_STARTED)
     started = client.first(MessageKind.RESUME_STARTED)
