@@ -10,8 +10,10 @@ private directory, tried in this order:
 2. ``<data_dir>/ipc/maka-<hash>``: a 0700 directory inside the (private) data directory;
 3. when both paths are too long for a socket address (``sun_path`` holds 108 bytes on Linux and
    104 on macOS, including the terminating NUL, so 100 is the limit used here), a directory with
-   a random name under the system temp folder (``mkdtemp``: 0700, unguessable), whose path is
-   written to ``<data_dir>/ipc/endpoint`` so a second launch can find it.
+   a random name under the system temp folder (``mkdtemp``: 0700, unguessable).
+
+The chosen path is also written to ``<data_dir>/ipc/endpoint`` (0600), so a second launch finds
+the running instance even where it would not have chosen the same place itself.
 
 The hash derives from the user id and the data directory, so two data directories (tests,
 portable mode) never meet. Windows keeps a plain pipe name (named pipes are not files).
@@ -82,16 +84,35 @@ def fixed_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -> 
     return candidate if fits(candidate) else None
 
 
-def find_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -> str | None:
-    """For a second launch: where the running instance listens (None when it has not said)."""
-    fixed = fixed_endpoint(data_dir, environ)
-    if fixed is not None:
-        return fixed
+def _pointed(data_dir: Path) -> str | None:
     try:
         pointed = (Path(_ipc_dir(data_dir)) / POINTER_NAME).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
     return pointed if os.path.isabs(pointed) and fits(pointed) else None
+
+
+def find_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -> str | None:
+    """For a second launch: where the running instance listens (None when it has not said).
+
+    A socket that exists in any of the places wins, so a launch whose environment differs (no
+    ``XDG_RUNTIME_DIR``, say) still finds the running instance; else the place this launch
+    would choose itself."""
+    if sys.platform == "win32":
+        return socket_name_for(data_dir)
+    fixed = fixed_endpoint(data_dir, environ)
+    data_dir_socket = os.path.join(_ipc_dir(data_dir), socket_name_for(data_dir))
+    for candidate in (fixed, data_dir_socket, _pointed(data_dir)):
+        if candidate is not None and fits(candidate) and _is_socket(candidate):
+            return candidate
+    return fixed if fixed is not None else _pointed(data_dir)
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def prepare_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -> str:
@@ -104,11 +125,14 @@ def prepare_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -
         return fixed
     ipc_dir = _ipc_dir(data_dir)
     _make_private_dir(ipc_dir)
+    pointer = os.path.join(ipc_dir, POINTER_NAME)
     if fixed is not None:
+        # Said where, too: a second launch from another environment (no XDG_RUNTIME_DIR)
+        # would not guess this place.
+        _write_private(pointer, fixed)
         return fixed
     name = socket_name_for(data_dir)
-    pointer = os.path.join(ipc_dir, POINTER_NAME)
-    previous = find_endpoint(data_dir, environ)
+    previous = _pointed(data_dir)
     if (
         previous is not None
         and os.path.basename(os.path.dirname(previous)).startswith(_TEMP_PREFIX)
@@ -130,14 +154,13 @@ def prepare_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -
 
 
 def release_endpoint(data_dir: Path, endpoint: str) -> None:
-    """After the server closed: remove a random fallback directory and its pointer."""
-    directory = os.path.dirname(endpoint)
-    if not os.path.basename(directory).startswith(_TEMP_PREFIX):
-        return
-    with contextlib.suppress(OSError):
-        os.rmdir(directory)
+    """After the server closed: remove the pointer and a random fallback directory."""
     with contextlib.suppress(OSError):
         os.unlink(os.path.join(_ipc_dir(data_dir), POINTER_NAME))
+    directory = os.path.dirname(endpoint)
+    if os.path.basename(directory).startswith(_TEMP_PREFIX):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
 
 
 def _make_private_dir(path: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def test_the_data_directory_holds_a_private_ipc_folder_when_the_path_fits() -> N
         assert _mode(data / "ipc") == 0o700
         assert find_endpoint(data, NO_XDG) == endpoint
     finally:
-        (data / "ipc").rmdir()
+        shutil.rmtree(data / "ipc")
         data.rmdir()
 
 
@@ -53,7 +54,7 @@ def test_a_private_runtime_directory_is_preferred() -> None:
         runtime.chmod(0o755)
         assert fixed_endpoint(short, env) == str(short.resolve() / "ipc" / socket_name_for(short))
     finally:
-        (short / "ipc").rmdir()
+        shutil.rmtree(short / "ipc")
         short.rmdir()
         runtime.rmdir()
 
@@ -66,7 +67,7 @@ def test_a_wider_ipc_folder_is_made_private() -> None:
         prepare_endpoint(data, NO_XDG)
         assert _mode(data / "ipc") == 0o700
     finally:
-        (data / "ipc").rmdir()
+        shutil.rmtree(data / "ipc")
         data.rmdir()
 
 
@@ -92,7 +93,7 @@ def test_an_ipc_folder_of_another_user_is_refused_with_the_reason(tmp_path: Path
         with pytest.raises(EndpointError, match="another user"):
             prepare_endpoint(data, NO_XDG)
     finally:
-        (data / "ipc").rmdir()
+        shutil.rmtree(data / "ipc")
         data.rmdir()
 
 
@@ -116,3 +117,25 @@ def test_a_long_data_directory_falls_back_to_a_random_private_folder(tmp_path: P
 
 def test_endpoints_differ_per_data_directory(tmp_path: Path) -> None:
     assert fixed_endpoint(tmp_path / "a", NO_XDG) != fixed_endpoint(tmp_path / "b", NO_XDG)
+
+
+def test_a_second_launch_without_the_runtime_directory_still_finds_the_socket() -> None:
+    import socket
+
+    runtime = Path("/tmp") / f"mkf-{os.getpid()}"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    data = Path("/tmp") / f"mkg-{os.getpid()}"
+    data.mkdir(mode=0o700, exist_ok=True)
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    endpoint = prepare_endpoint(data, env)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(endpoint)
+        assert find_endpoint(data, NO_XDG) == endpoint  # its own guess would be <data>/ipc
+        assert fixed_endpoint(data, NO_XDG) != endpoint
+    finally:
+        listener.close()
+        os.unlink(endpoint)
+        shutil.rmtree(data / "ipc")
+        data.rmdir()
+        runtime.rmdir()
