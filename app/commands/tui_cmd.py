@@ -238,6 +238,16 @@ def _print_transcript(service: Any, session_id: str) -> None:
             print(f"[tool] {visible(entry.tool_name)} {args}  ({entry.status})")
             if entry.result_summary:
                 print(f"  {visible(entry.result_summary)}")
+            if entry.attestation is not None:
+                from runtime.ledger.attestation import when_text
+
+                what = "it ran" if entry.attestation == "ran" else "it did not run"
+                when = when_text(entry.attested_at) if entry.attested_at is not None else ""
+                print(f"  confirmed by you: {what} ({when})")
+                if entry.attestation_note:
+                    print(f"  your note: {visible(entry.attestation_note)}")
+            elif entry.settleable and entry.status == "indeterminate":
+                print(f"  outcome unknown; if you know: /settle {entry.tool_call_id} ran|not-run")
         elif entry.type == "notice":
             print(f"[{entry.level}] {visible(entry.text)}")
 

@@ -140,6 +140,13 @@ def _excerpt(text: str, limit: int = 400) -> str:
 def summarize_result(result: ToolResult) -> str:
     """A short, honest summary of a tool result."""
     value = result.result
+    if isinstance(value, dict) and value.get("attestation") in ("ran", "not_run"):
+        # A call settled on the user's word (RECOVERY.md section 8): say so, and no more.
+        what = "ran" if value["attestation"] == "ran" else "did not run"
+        return (
+            f"You confirmed that {result.name} {what}; its output was not recorded, so I will "
+            "not assume anything beyond that."
+        )
     if result.is_error:
         detail = value.get("error") if isinstance(value, dict) else value
         return f"{result.name} did not succeed: {_excerpt(str(detail))}"

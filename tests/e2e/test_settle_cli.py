@@ -195,10 +195,14 @@ def test_settle_in_the_tui_uses_the_same_seam(tmp_path: Path) -> None:
         ["tui", "--session", drill.session, "--permission-mode", "auto"],
         drill.data,
         env={**drill.env, **FLAG},
-        stdin="/settle c1 maybe\n/settle c9 ran\n/settle c1 ran " + NOTE + "\n/resume\n/quit\n",
+        stdin="/transcript\n/settle c1 maybe\n/settle c9 ran\n/settle c1 ran "
+        + NOTE
+        + "\n/transcript\n/resume\n/quit\n",
     )
     assert result.returncode == 0, result.stderr
+    assert "outcome unknown; if you know: /settle c1 ran|not-run" in result.stdout
     assert "usage: /settle CALL ran|not-run [NOTE]" in result.stdout
+    assert "confirmed by you: it ran" in result.stdout and f"your note: {NOTE}" in result.stdout
     assert "not recorded [operation_not_found]" in result.stdout
     assert "recorded: you confirmed that bash c1 ran" in result.stdout
     assert "Counted once." in result.stdout  # /resume continued from the settled call

@@ -147,3 +147,13 @@ def test_a_long_command_output_is_summed_up_not_repeated() -> None:
     text = summarize_result(ToolResult("c", "bash", {"exitCode": 0, "output": output}))
     assert text.splitlines()[1:6] == ["1", "2", "3", "4", "5"]
     assert text.endswith("[...] (3000 lines in all)") and len(text.splitlines()) == 7
+
+
+def test_a_result_the_user_confirmed_is_worded_as_their_confirmation() -> None:
+    from runtime.ledger.attestation import Attestation, attestation_result
+
+    attested = Attestation(1_764_606_000_000, 2, "seen")
+    ran = summarize_result(ToolResult("c", "bash", attestation_result(True, attested)))
+    assert ran.startswith("You confirmed that bash ran;")
+    not_run = summarize_result(ToolResult("c", "bash", attestation_result(False, attested), True))
+    assert not_run.startswith("You confirmed that bash did not run;")
