@@ -16,6 +16,7 @@ import math
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
@@ -83,6 +84,11 @@ class CommandView(QPlainTextEdit):
         return max(self.fontMetrics().lineSpacing(), math.ceil(laid_out))
 
     def _fit(self) -> None:
+        # Text that fits sits on the prompt like a label; a framed box appears only when there
+        # is more to scroll to (a white box around one line reads as an input field).
+        scrolls = self.visual_lines() > COMMAND_VIEW_LINES
+        self.setFrameShape(QFrame.Shape.StyledPanel if scrolls else QFrame.Shape.NoFrame)
+        self.viewport().setAutoFillBackground(scrolls)
         lines = min(self.visual_lines(), COMMAND_VIEW_LINES)
         margin = 2 * math.ceil(self.document().documentMargin())
         # + 1: QPlainTextEdit counts a line as visible only with a pixel to spare.
