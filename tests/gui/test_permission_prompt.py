@@ -6,7 +6,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QFrame
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
@@ -55,6 +55,7 @@ def test_a_long_command_is_shown_whole_in_a_scrolling_view(qtbot: QtBot) -> None
     assert view.height() <= (COMMAND_VIEW_LINES + 1) * line + 2 * view.frameWidth()
     bar = view.verticalScrollBar()
     assert bar.maximum() > 0, "the rest is reachable by scrolling"
+    assert view.frameShape() == QFrame.Shape.StyledPanel, "a scrolling view shows its bounds"
     bar.setValue(bar.maximum())
     end = view.cursorForPosition(view.viewport().rect().bottomLeft()).block().text()
     assert end.endswith(TAIL)
@@ -72,6 +73,7 @@ def test_a_short_request_takes_one_line_and_only_a_command_carries_the_warning(
     assert view.toPlainText() == "write notes.txt"
     assert view.visual_lines() == 1
     assert view.verticalScrollBar().maximum() == 0
+    assert view.frameShape() == QFrame.Shape.NoFrame, "one line reads as text, not as a field"
     assert not prompt.warning_label.isVisibleTo(prompt)
 
 
