@@ -307,6 +307,10 @@ class SettingsUpdateRequest(_Message):
     openai_api_key: Annotated[str, StringConstraints(max_length=1024)] | None = None
     max_steps: StepLimit | None = None
     """The step limit of every later turn; ``None`` keeps the stored one."""
+    safe_resume: bool | None = None
+    """Safe resume on or off (``None`` keeps it); the environment variable still wins."""
+    auto_resume: bool | None = None
+    """Resume interrupted sessions automatically at start (``None`` keeps it)."""
 
 
 class WindowActivateRequest(_Message):
@@ -528,6 +532,12 @@ class SettingsCurrentPush(_Message):
     openai_model: Annotated[str, StringConstraints(max_length=200)] = ""
     api_key_set: bool = False
     max_steps: StepLimit = DEFAULT_MAX_STEPS
+    safe_resume: bool = False
+    auto_resume: bool = True
+    resume_from_environment: bool = False
+    """``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` is set: it decides, whatever the two settings say."""
+    safe_resume_enabled: bool | None = None
+    """Whether Safe resume is on now (environment or setting); ``None`` = not said."""
 
 
 class ErrorPush(_Message):

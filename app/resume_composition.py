@@ -18,6 +18,7 @@ from main_process.resume_seam import continuation_resume_service, resume_service
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import (
+    RESUME_FLAG,
     ResumeService,
     ResumeStore,
     safe_resume_enabled,
@@ -38,6 +39,18 @@ if TYPE_CHECKING:
     from runtime.ledger.event_model import RuntimeEvent
 
 
+def resume_enabled(data_dir: Path) -> bool:
+    """Safe resume for the CLI: ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` when set, else the
+    desktop's setting in the data directory (off when never set)."""
+    import os
+
+    if RESUME_FLAG in os.environ:
+        return safe_resume_enabled()
+    from main_process.desktop_settings import DesktopSettings
+
+    return DesktopSettings(data_dir).stored_safe_resume() is True
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -54,7 +67,7 @@ def build_resume_service(
         store,
         tool_names,
         shells,
-        enabled=safe_resume_enabled(),
+        enabled=resume_enabled(data_dir),
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(data_dir, now_ms),
         processes=processes,
@@ -81,7 +94,7 @@ def host_resume_service(
         asker=asker,
         observer=observer,
         cwd=session_cwd,
-        enabled=safe_resume_enabled(),
+        enabled=resume_enabled(host.data_dir),
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
         settings=host.settings,

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from app.bridge_contract import (
@@ -76,6 +77,7 @@ from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
 
 _MAX_DIAGNOSTICS = 500
+SAFE_RESUME_ENV = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 
 
 def _now_ms() -> int:
@@ -115,7 +117,7 @@ class DesktopServices:
     ) -> None:
         self._store = store
         self._data_dir = data_dir
-        self._safe_resume_enabled = safe_resume_enabled
+        self._safe_resume_default = safe_resume_enabled
         self._clock = clock
         self._settings = DesktopSettings(data_dir)
         self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
@@ -406,7 +408,7 @@ class DesktopServices:
             asker=ask,
             observer=observer,
             cwd=cwd,
-            enabled=self._safe_resume_enabled,
+            enabled=self.resume_flags()[0],
             clock=self._clock,
             lifecycle=self._lifecycle,
             settings=self._run_settings(),
@@ -482,7 +484,7 @@ class DesktopServices:
             self._store,
             sessions.catalog.names,
             self._shells,
-            enabled=self._safe_resume_enabled,
+            enabled=self.resume_flags()[0],
             clock=self._clock,
             lifecycle=None,
         )
@@ -514,10 +516,30 @@ class DesktopServices:
     # ---- settings ------------------------------------------------------------------------
 
     def get_settings(self) -> SettingsView:
-        return self._settings.view()
+        return self._with_flags(self._settings.view())
 
     def update_settings(self, change: SettingsChange) -> SettingsView:
-        return self._settings.update(change)
+        return self._with_flags(self._settings.update(change))
+
+    def resume_flags(self) -> tuple[bool, bool]:  # never None: the settings are here
+        """Safe resume and automatic resume now. ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when
+        set, decides both (as it always did); else the settings; else what the host was
+        started with."""
+        from_env = os.environ.get(SAFE_RESUME_ENV)
+        if from_env is not None:
+            return from_env == "1", from_env == "1"
+        stored = self._settings.stored_safe_resume()
+        safe = self._safe_resume_default if stored is None else stored
+        return safe, safe and self._settings.auto_resume()
+
+    def _with_flags(self, view: SettingsView) -> SettingsView:
+        safe, _auto = self.resume_flags()
+        return replace(
+            view,
+            safe_resume=safe if SAFE_RESUME_ENV in os.environ else view.safe_resume,
+            resume_from_environment=SAFE_RESUME_ENV in os.environ,
+            safe_resume_enabled=safe,
+        )
 
 
 class _ResumeObserver(LiveTurnView):

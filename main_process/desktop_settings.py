@@ -1,5 +1,6 @@
 """The desktop's settings: ``<data_dir>/settings.json``, user-only, written atomically: the
-provider, and the step limit of a turn (``max_steps``).
+provider, the step limit of a turn (``max_steps``), and Safe resume and automatic resume
+(``safe_resume``, ``auto_resume``; ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when set, wins).
 
 Why a file in the data directory: the settings belong with the data they produce (a portable
 data directory keeps its provider), and the main process is the only writer. The API key is stored
@@ -48,7 +49,19 @@ class DesktopSettings:
             openai_model=values.get("openai_model", ""),
             api_key_set=bool(values.get("openai_api_key")),
             max_steps=_step_limit(values.get("max_steps")),
+            safe_resume=values.get("safe_resume") == "1",
+            auto_resume=values.get("auto_resume", "1") == "1",
         )
+
+    def stored_safe_resume(self) -> bool | None:
+        """The Safe resume checkbox, or None when the user never set it."""
+        with self._lock:
+            value = self._values.get("safe_resume")
+        return None if value is None else value == "1"
+
+    def auto_resume(self) -> bool:
+        with self._lock:
+            return self._values.get("auto_resume", "1") == "1"
 
     def max_steps(self) -> int:
         """The step limit of the next turn (a missing or damaged value: the default)."""
@@ -65,6 +78,10 @@ class DesktopSettings:
                 values["openai_api_key"] = change.openai_api_key
             if change.max_steps is not None:
                 values["max_steps"] = str(_step_limit(change.max_steps))
+            if change.safe_resume is not None:
+                values["safe_resume"] = "1" if change.safe_resume else "0"
+            if change.auto_resume is not None:
+                values["auto_resume"] = "1" if change.auto_resume else "0"
             self._write(values)
             self._values = values
         return self.view()

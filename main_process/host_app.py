@@ -256,7 +256,15 @@ class HostApp(QObject):
     def _hello(self) -> HelloOkPush:
         state = self.lifecycle.state
         wire = WireHostState.RECOVERING if state is HostState.OPENING else WireHostState(state)
-        return HelloOkPush(host_state=wire, safe_resume_enabled=self._config.safe_resume_enabled)
+        return HelloOkPush(host_state=wire, safe_resume_enabled=self._resume_flags()[0])
+
+    def _resume_flags(self) -> tuple[bool, bool]:
+        """Safe resume and automatic resume now (the settings can change them while running;
+        the environment variable wins), else what the host was started with."""
+        flags = self._services.resume_flags() if self._services is not None else None
+        if flags is None:
+            return self._config.safe_resume_enabled, self._config.safe_resume_enabled
+        return flags
 
     def _on_request(self, peer_id: int, message: object) -> None:
         if self._router is not None:
@@ -299,7 +307,7 @@ class HostApp(QObject):
     def _begin_auto_resume(self) -> None:
         selection = select_auto_resume(
             self._recovery.interrupted,
-            enabled=self._config.safe_resume_enabled,
+            enabled=all(self._resume_flags()),
             limit=self._config.auto_resume_limit,
         )
         for run in selection.skipped_crash_loop:

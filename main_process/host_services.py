@@ -59,6 +59,10 @@ class SettingsView:
     openai_model: str = ""
     api_key_set: bool = False
     max_steps: int = DEFAULT_MAX_STEPS
+    safe_resume: bool = False
+    auto_resume: bool = True
+    resume_from_environment: bool = False
+    safe_resume_enabled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,8 @@ class SettingsChange:
     openai_api_key: str | None = None
     max_steps: int | None = None
     """The step limit of later turns; ``None`` keeps the stored one."""
+    safe_resume: bool | None = None
+    auto_resume: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +205,11 @@ class HostServices(Protocol):
         ...
 
     def get_settings(self) -> SettingsView: ...
+
+    def resume_flags(self) -> tuple[bool, bool] | None:
+        """(Safe resume on, automatic resume on) now: the environment variable when set, else
+        the settings; ``None`` = what the host was started with."""
+        ...
 
     def update_settings(self, change: SettingsChange) -> SettingsView: ...
 

@@ -193,6 +193,8 @@ class RequestRouter:
                 openai_model=message.openai_model,
                 openai_api_key=message.openai_api_key,
                 max_steps=message.max_steps,
+                safe_resume=message.safe_resume,
+                auto_resume=message.auto_resume,
             )
             self._query(
                 peer_id,
@@ -576,6 +578,10 @@ def _settings(value: object) -> Message:
         openai_model=value.openai_model,
         api_key_set=value.api_key_set,
         max_steps=value.max_steps,
+        safe_resume=value.safe_resume,
+        auto_resume=value.auto_resume,
+        resume_from_environment=value.resume_from_environment,
+        safe_resume_enabled=value.safe_resume_enabled,
     )
 
 

@@ -199,6 +199,8 @@ class RendererBridge(BridgePort):
                 self._sent_settles.pop(message.correlation_id or "", None)
                 self.tool_settled.emit(message)
             case SettingsCurrentPush():
+                if message.safe_resume_enabled is not None:
+                    self._set_safe_resume_enabled(message.safe_resume_enabled)
                 self.settings_current.emit(message)
             case ErrorPush():
                 key = message.correlation_id or ""
@@ -381,6 +383,9 @@ class RendererBridge(BridgePort):
         openai_model: str,
         openai_api_key: str | None,
         max_steps: int | None = None,
+        *,
+        safe_resume: bool | None = None,
+        auto_resume: bool | None = None,
     ) -> bool:
         return self._send(
             SettingsUpdateRequest(
@@ -389,6 +394,8 @@ class RendererBridge(BridgePort):
                 openai_model=openai_model,
                 openai_api_key=openai_api_key,
                 max_steps=max_steps,
+                safe_resume=safe_resume,
+                auto_resume=auto_resume,
                 correlation_id=self._correlation(),
             )
         )

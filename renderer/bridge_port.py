@@ -130,5 +130,8 @@ class BridgePort(QObject):
         openai_model: str,
         openai_api_key: str | None,
         max_steps: int | None = None,
+        *,
+        safe_resume: bool | None = None,
+        auto_resume: bool | None = None,
     ) -> bool:
         raise NotImplementedError

@@ -461,8 +461,8 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             restarted,
             _tr(
                 "Safe resume is turned off, so this turn cannot be continued from where it "
-                "stopped. Check your files, then send a new message to carry on. (Set "
-                "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1 to turn Safe resume on.)"
+                "stopped. Check your files, then send a new message to carry on, or turn on "
+                "Safe resume in Settings (File › Settings…)."
             ),
             "",
         )

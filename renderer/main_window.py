@@ -232,9 +232,7 @@ class MainWindow(QMainWindow):
         if self._session_id is None:
             reason = _tr("Open a session first.")
         elif self.banner.state is BannerState.DISABLED:
-            reason = _tr(
-                "Safe resume is turned off (MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1 turns it on)."
-            )
+            reason = _tr("Safe resume is turned off; turn it on in Settings (Ctrl+,).")
         elif self.banner.state in (BannerState.RESUMING, BannerState.STARTED):
             reason = _tr("Safe resume is already under way for this session.")
         else:

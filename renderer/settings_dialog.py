@@ -1,4 +1,5 @@
-"""Settings: which model provider answers turns, and how many model steps a turn may take.
+"""Settings: which model provider answers turns, how many model steps a turn may take, and
+whether Safe resume (and automatic resume at start) is on.
 
 Why the key field starts empty: the API key is write-only on the bridge. The dialog shows only
 whether one is stored; leaving the field empty keeps it, "Forget stored key" clears it.
@@ -46,6 +47,7 @@ class SettingsDialog(QDialog):
         self.setWindowTitle(_tr("Settings"))
         self.setMinimumWidth(520)
         self._bridge = bridge
+        self._from_environment = False
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 18, 20, 14)
         layout.setSpacing(10)
@@ -107,7 +109,33 @@ class SettingsDialog(QDialog):
         )
         steps_note.setWordWrap(True)
         layout.addWidget(steps_note)
-        for note in (offline_note, steps_note):
+        resume_heading = QLabel(_tr("After a crash"))
+        resume_heading.setFont(font)
+        layout.addSpacing(6)
+        layout.addWidget(resume_heading)
+        self.safe_resume_box = QCheckBox(_tr("&Safe resume: offer to continue an interrupted turn"))
+        self.auto_resume_box = QCheckBox(
+            _tr("Resume interrupted sessions &automatically when Maka starts")
+        )
+        resume_note = QLabel(
+            _tr(
+                "Safe resume continues only from the last step known to be complete, as a new "
+                "run, and only when the history, tools and folder are proven unchanged."
+            )
+        )
+        resume_note.setWordWrap(True)
+        self.environment_note = QLabel()
+        self.environment_note.setWordWrap(True)
+        self.environment_note.setObjectName("ResumeFromEnvironment")
+        layout.addWidget(self.safe_resume_box)
+        auto_row = QVBoxLayout()
+        auto_row.setContentsMargins(24, 0, 0, 0)
+        auto_row.addWidget(self.auto_resume_box)
+        layout.addLayout(auto_row)
+        layout.addWidget(resume_note)
+        layout.addWidget(self.environment_note)
+        self.safe_resume_box.toggled.connect(self._update_enabled)
+        for note in (offline_note, steps_note, resume_note, self.environment_note):
             palette = note.palette()
             palette.setColor(note.foregroundRole(), theme.muted_text(palette))
             note.setPalette(palette)
@@ -136,6 +164,20 @@ class SettingsDialog(QDialog):
         )
         self.forget_key.setVisible(key_set)
         self.max_steps_spin.setValue(current.max_steps if current else DEFAULT_MAX_STEPS)
+        self._from_environment = bool(current and current.resume_from_environment)
+        self.safe_resume_box.setChecked(bool(current and current.safe_resume))
+        self.auto_resume_box.setChecked(current.auto_resume if current else True)
+        self.environment_note.setText(
+            _tr(
+                "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME is set in the environment Maka was started "
+                "from, so it decides (Safe resume is {state}); these boxes apply once it is "
+                "not set."
+            ).replace(
+                "{state}",
+                _tr("on") if current and current.safe_resume_enabled else _tr("off"),
+            )
+        )
+        self.environment_note.setVisible(self._from_environment)
         self._update_enabled()
 
     def save(self) -> None:
@@ -153,6 +195,8 @@ class SettingsDialog(QDialog):
             self.model_edit.text().strip(),
             key,
             self.max_steps_spin.value(),
+            safe_resume=self.safe_resume_box.isChecked(),
+            auto_resume=self.auto_resume_box.isChecked(),
         )
         self.accept()
 
@@ -164,3 +208,7 @@ class SettingsDialog(QDialog):
         )
         save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
         save.setEnabled(ready)
+        self.safe_resume_box.setEnabled(not self._from_environment)
+        self.auto_resume_box.setEnabled(
+            not self._from_environment and self.safe_resume_box.isChecked()
+        )

@@ -126,3 +126,36 @@ def test_every_desktop_run_records_its_workspace_even_with_safe_resume_off(
         assert (work / ".maka-workspace.json").is_file()
     finally:
         services.close()
+
+
+def test_safe_resume_setting_is_kept_in_the_data_dir_and_the_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.bridge_contract import ProviderChoice
+    from main_process.host_services import SettingsChange
+
+    data = tmp_path / "data"
+    monkeypatch.delenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", raising=False)
+    services = DesktopServices(open_store(data), data, safe_resume_enabled=False)
+    try:
+        services.recover_at_startup()
+        assert services.resume_flags() == (False, False)
+        view = services.update_settings(
+            SettingsChange(ProviderChoice.OFFLINE_DEMO, safe_resume=True, auto_resume=False)
+        )
+        assert view.safe_resume and not view.auto_resume and view.safe_resume_enabled
+        assert services.resume_flags() == (True, False)
+    finally:
+        services.close()
+    again = DesktopServices(open_store(data), data, safe_resume_enabled=False)
+    try:
+        again.recover_at_startup()
+        assert again.resume_flags() == (True, False), "kept in the data directory"
+        monkeypatch.setenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", "0")
+        assert again.resume_flags() == (False, False)
+        view = again.get_settings()
+        assert view.resume_from_environment and not view.safe_resume_enabled
+        monkeypatch.setenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", "1")
+        assert again.resume_flags() == (True, True)
+    finally:
+        again.close()

@@ -54,3 +54,22 @@ def test_plan_and_sessions_print_their_sentences_without_loading_qt(tmp_path: Pa
     stdout, report = _probe(["sessions"], drill.data, drill.env)
     assert report["code"] == 0 and report["qt"] == []
     assert drill.session in stdout
+
+
+def test_plan_follows_the_desktop_setting_unless_the_environment_decides(tmp_path: Path) -> None:
+    from tests.helpers.maka_run import maka
+
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    env = {k: v for k, v in drill.env.items() if k != "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"}
+    off = maka(["plan", drill.session, "--json"], drill.data, env=env)
+    assert json.loads(off.stdout)["rejectionReasons"] == ["resume_feature_disabled"]
+    (drill.data / "settings.json").write_text(json.dumps({"safe_resume": "1"}))
+    on = maka(["plan", drill.session, "--json"], drill.data, env=env)
+    assert on.returncode == 0, on.stdout
+    forced_off = maka(
+        ["plan", drill.session, "--json"],
+        drill.data,
+        env={**env, "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "0"},
+    )
+    assert json.loads(forced_off.stdout)["rejectionReasons"] == ["resume_feature_disabled"]

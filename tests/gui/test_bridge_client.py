@@ -185,3 +185,17 @@ def test_a_push_before_hello_ok_is_refused(qtbot: QtBot, main: FakeMain) -> None
     qtbot.waitUntil(lambda: len(main.sockets) == 2, timeout=3000)
     assert parked == []
     bridge.stop()
+
+
+def test_a_settings_answer_turns_safe_resume_on_or_off_in_the_window(
+    qtbot: QtBot, main: FakeMain
+) -> None:
+    bridge = _connected(qtbot, main, enabled=False)
+    assert not bridge.safe_resume_enabled
+    on = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO, safe_resume=True, safe_resume_enabled=True
+    )
+    with qtbot.waitSignal(bridge.safe_resume_enabled_changed) as blocker:
+        main.send(on)
+    assert blocker.args == [True] and bridge.safe_resume_enabled
+    bridge.stop()

@@ -232,6 +232,9 @@ def test_flag_off_is_disabled_text_without_button(qtbot: QtBot) -> None:
     assert _state(banner) is BannerState.DISABLED
     assert banner.isVisible()
     assert "turned off" in banner.body_label.text()
+    # it points at the checkbox, not at an environment variable
+    assert "Settings" in banner.body_label.text()
+    assert "MAKA_" not in banner.body_label.text()
     assert not banner.action_button.isVisible()
     assert banner.request_resume() is False
     assert bridge.calls_to("resume_latest") == []

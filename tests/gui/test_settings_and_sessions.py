@@ -38,7 +38,7 @@ def test_offline_demo_is_the_default_and_hides_nothing_it_needs(qtbot: QtBot) ->
     assert not dialog.endpoint.isEnabled()
     _save(dialog)
     assert bridge.calls_to("update_settings") == [
-        (bc.ProviderChoice.OFFLINE_DEMO, "", "", None, bc.DEFAULT_MAX_STEPS)
+        (bc.ProviderChoice.OFFLINE_DEMO, "", "", None, bc.DEFAULT_MAX_STEPS, False, True)
     ]
 
 
@@ -63,6 +63,8 @@ def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBo
             "llama3.1",
             None,
             bc.DEFAULT_MAX_STEPS,
+            False,
+            True,
         )
     ]
 
@@ -93,6 +95,38 @@ def test_new_key_or_forget_key(qtbot: QtBot) -> None:
     _save(dialog2)
     assert bridge.calls_to("update_settings")[0][3] == "sk-new"
     assert bridge2.calls_to("update_settings")[0][3] == ""
+
+
+def test_safe_resume_and_automatic_resume_are_checkboxes_saved_with_the_rest(
+    qtbot: QtBot,
+) -> None:
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO, safe_resume=False, auto_resume=True
+    )
+    dialog, bridge = _dialog(qtbot, current)
+    assert not dialog.safe_resume_box.isChecked() and dialog.auto_resume_box.isChecked()
+    assert dialog.safe_resume_box.isEnabled()
+    assert not dialog.auto_resume_box.isEnabled(), "automatic resume needs Safe resume"
+    assert not dialog.environment_note.isVisible()
+    QTest.mouseClick(dialog.safe_resume_box, Qt.MouseButton.LeftButton)
+    assert dialog.auto_resume_box.isEnabled()
+    QTest.mouseClick(dialog.auto_resume_box, Qt.MouseButton.LeftButton)
+    _save(dialog)
+    assert bridge.calls_to("update_settings")[0][5:] == (True, False)
+
+
+def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> None:
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO,
+        safe_resume=True,
+        resume_from_environment=True,
+        safe_resume_enabled=True,
+    )
+    dialog, _bridge = _dialog(qtbot, current)
+    assert not dialog.safe_resume_box.isEnabled() and not dialog.auto_resume_box.isEnabled()
+    assert dialog.environment_note.isVisible()
+    note = dialog.environment_note.text()
+    assert "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME" in note and "Safe resume is on" in note
 
 
 def _summary(i: int, **extra: object) -> bc.SessionSummary:

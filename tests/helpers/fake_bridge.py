@@ -132,7 +132,17 @@ class FakeBridge(BridgePort):
         openai_model: str,
         openai_api_key: str | None,
         max_steps: int | None = None,
+        *,
+        safe_resume: bool | None = None,
+        auto_resume: bool | None = None,
     ) -> bool:
+        resume = () if safe_resume is None and auto_resume is None else (safe_resume, auto_resume)
         return self._record(
-            "update_settings", provider, openai_base_url, openai_model, openai_api_key, max_steps
+            "update_settings",
+            provider,
+            openai_base_url,
+            openai_model,
+            openai_api_key,
+            max_steps,
+            *resume,
         )

@@ -43,6 +43,7 @@ class FakeHostServices:
     resume_outcomes: dict[str, ResumeOutcome] = field(default_factory=dict)
     settle_outcomes: dict[str, SettleResult | HostServiceError] = field(default_factory=dict)
     block_turns: bool = False
+    flags: tuple[bool, bool] | None = None
     calls: list[str] = field(default_factory=list)
     threads: dict[str, str] = field(default_factory=dict)
     resumed_automatic: list[tuple[str, bool]] = field(default_factory=list)
@@ -174,6 +175,9 @@ class FakeHostServices:
         if isinstance(outcome, HostServiceError):
             raise outcome
         return outcome or SettleResult(None, None)
+
+    def resume_flags(self) -> tuple[bool, bool] | None:
+        return self.flags
 
     def get_settings(self) -> SettingsView:
         self._record("get_settings")
