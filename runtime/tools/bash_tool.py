@@ -162,7 +162,7 @@ class BashTool:
         registry.record(
             ShellRecord(
                 pid=process.pid,
-                create_time=process_create_time(process.pid),
+                create_time=process.create_time or process_create_time(process.pid),
                 session_id=ctx.session_id,
                 run_id=ctx.run_id,
                 command=command,
@@ -186,7 +186,14 @@ def _spawn(
         raise ToolFailure(f"the command could not be started: {error}") from None
     if ctx.process_recorder is not None:
         try:
-            ctx.process_recorder(ctx, "bash", command, process.pid, process.process_group)
+            ctx.process_recorder(
+                ctx,
+                "bash",
+                command,
+                process.pid,
+                process.process_group,
+                create_time=process.create_time,
+            )
         except Exception as error:
             process.kill()
             process.release()

@@ -47,11 +47,13 @@ class ProcessIdentity:
     boot_id: str
 
 
-def identify(pid: int, process_group: int) -> ProcessIdentity:
-    """The identity of a process this host just started (raises ``psutil.Error`` if it is gone)."""
-    return ProcessIdentity(
-        pid, process_group, float(psutil.Process(pid).create_time()), current_boot_id()
-    )
+def identify(pid: int, process_group: int, create_time: float | None = None) -> ProcessIdentity:
+    """The identity of a process this host just started. ``create_time`` is its start time as
+    read by whoever started it (before it could be reaped); without it, psutil reads it now
+    (raises ``psutil.Error`` if the process is already gone)."""
+    if create_time is None:
+        create_time = float(psutil.Process(pid).create_time())
+    return ProcessIdentity(pid, process_group, create_time, current_boot_id())
 
 
 class TableProcessRecorder:
@@ -62,9 +64,16 @@ class TableProcessRecorder:
         self._owner_epoch = owner_epoch
 
     def __call__(
-        self, ctx: ToolContext, tool_name: str, command: str, pid: int, process_group: int
+        self,
+        ctx: ToolContext,
+        tool_name: str,
+        command: str,
+        pid: int,
+        process_group: int,
+        *,
+        create_time: float | None = None,
     ) -> None:
-        identity = identify(pid, process_group)
+        identity = identify(pid, process_group, create_time)
         self._table.record_tool_process(
             ToolProcessRecord(
                 operation_id=ctx.operation_id or f"unbound:{ctx.run_id}",

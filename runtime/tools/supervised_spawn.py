@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
+
 from runtime.ledger.crash_points import CrashPoint, failpoint_active
 from runtime.tools.process_tree import kill_process_tree
 from runtime.tools.windows_job import attach_kill_on_close_job, close_job
@@ -39,14 +41,23 @@ def supervisor_command() -> list[str]:
     return [sys.executable, "-I", "-S", os.fspath(_SUPERVISOR_SCRIPT)]
 
 
+def _create_time_now(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
 class SpawnFailed(Exception):
     pass
 
 
 class SupervisedCommand:
     """One command. ``pid`` / ``process_group`` name the command's own process (not the
-    supervisor's); ``wait`` returns its exit code; ``kill`` stops its tree now; ``release``
-    (always call it) stops what is left of its group and reaps the supervisor."""
+    supervisor's) and ``create_time`` its start time when known (read while it could not yet
+    have been reaped, so a command that ends at once still has an identity); ``wait`` returns
+    its exit code; ``kill`` stops its tree now; ``release`` (always call it) stops what is left
+    of its group and reaps the supervisor."""
 
     def __init__(
         self,
@@ -62,6 +73,7 @@ class SupervisedCommand:
         self._exit_code: int | None = None
         self._ended = threading.Event()
         self.stdout: IO[bytes] | None = None
+        self.create_time: float | None = None
         if os.name == "nt" or failpoint_active(CrashPoint.TOOL_SUPERVISOR_DISABLED):
             self._start_direct(argv, cwd, stdout)
         else:
@@ -93,6 +105,7 @@ class SupervisedCommand:
             group = process.pid
         self.pid = process.pid
         self.process_group = group
+        self.create_time = _create_time_now(process.pid)  # before the reaper can reap it
         self.stdout = process.stdout
 
         def reap() -> None:
@@ -138,8 +151,10 @@ class SupervisedCommand:
             status.close()
             self.release()
             raise SpawnFailed(first.removeprefix("error ").strip() or "the command did not start")
-        self.pid = int(first.split()[1])
+        words = first.split()
+        self.pid = int(words[1])
         self.process_group = self.pid
+        self.create_time = float(words[2]) if len(words) > 2 else None
 
         def read_status() -> None:
             with status:

@@ -72,7 +72,14 @@ class ProcessRecorder(Protocol):
     when it cannot, and the tool then stops the process rather than run it unrecorded."""
 
     def __call__(
-        self, ctx: ToolContext, tool_name: str, command: str, pid: int, process_group: int
+        self,
+        ctx: ToolContext,
+        tool_name: str,
+        command: str,
+        pid: int,
+        process_group: int,
+        *,
+        create_time: float | None = None,
     ) -> None: ...
 
 

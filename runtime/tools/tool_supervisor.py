@@ -7,8 +7,10 @@ few milliseconds without the site packages.
 - It starts PROGRAM in a new process group (stdin closed, stdout/stderr inherited from the host),
   then points its own stdout and stderr at the null device, so only the command's processes hold
   the host's output pipe.
-- It reports on STATUS_FD: ``pid N`` once the command runs, ``exit CODE`` when it ends (a
-  negative code is the signal that ended it), or ``error TEXT`` if it could not start.
+- It reports on STATUS_FD: ``pid N [CREATE_TIME]`` once the command runs, ``exit CODE`` when it
+  ends (a negative code is the signal that ended it), or ``error TEXT`` if it could not start.
+  CREATE_TIME (Linux) is the command's start time, read before the supervisor can reap it, so
+  the host can record the process's identity even when a quick command has already ended.
 - WATCH_FD is the read end of a pipe whose write end only the host holds. When it reaches end of
   file (the host closed it, or the host died in any way, SIGKILL included) the supervisor
   terminates the command's whole process group, kills what is left after one second, and exits.
@@ -71,6 +73,21 @@ def stop_group(group: int, grace_seconds: float = _GRACE_SECONDS) -> None:
         return
 
 
+def _create_time(pid: int) -> str:
+    """The process's start time in seconds since the epoch, as the kernel counts it (boot time
+    plus the start tick; the same figure psutil gives), or "" where ``/proc`` cannot say. The
+    process is this supervisor's unreaped child, so its ``/proc`` entry exists even if it has
+    already exited."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        with open("/proc/stat", encoding="ascii", errors="replace") as system:
+            boot = next(line.split()[1] for line in system if line.startswith("btime "))
+        return repr(int(boot) + int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return ""
+
+
 def _silence_own_output() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
@@ -96,7 +113,8 @@ def main(argv: list[str]) -> int:
         status.write(f"error {error}\n")
         return 1
     _silence_own_output()
-    status.write(f"pid {child.pid}\n")
+    created = _create_time(child.pid) if sys.platform.startswith("linux") else ""
+    status.write(f"pid {child.pid} {created}".rstrip() + "\n")
     ended = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

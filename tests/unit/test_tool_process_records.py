@@ -14,9 +14,12 @@ from pathlib import Path
 
 import psutil
 
+from runtime.agent.cancel_token import CancelToken
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.tools.bash_tool import BashTool
 from runtime.tools.process_identity import (
+    TableProcessRecorder,
     current_boot_id,
     forget_ended,
     how_to_stop,
@@ -26,6 +29,7 @@ from runtime.tools.process_identity import (
     stop_tool_process,
     surviving_process,
 )
+from runtime.tools.tool_contract import ToolContext
 from storage import ledger_schema
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.sqlite_connection import DATABASE_NAME
@@ -191,3 +195,51 @@ def test_attestation_can_ask_for_a_surviving_process_inside_a_write(data_dir: Pa
         if sleeper.poll() is None:
             sleeper.kill()
             sleeper.wait()
+
+
+def test_a_command_that_ends_before_it_is_recorded_still_runs_and_is_recorded(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """A quick command may end (and be reaped by its supervisor) before the host records it;
+    under load that is the common case. Its identity comes from its supervisor, read before the
+    reap, so the call is recorded with its real start time and is not reported as stopped."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with _store(data_dir) as store:
+        recorder = TableProcessRecorder(store, owner_epoch=1)
+        seen: list[int] = []
+
+        def record_after_the_command_ended(
+            ctx: ToolContext,
+            tool_name: str,
+            command: str,
+            pid: int,
+            process_group: int,
+            *,
+            create_time: float | None = None,
+        ) -> None:
+            deadline = time.monotonic() + 10
+            while psutil.pid_exists(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert not psutil.pid_exists(pid), "the command should have ended and been reaped"
+            seen.append(pid)
+            recorder(ctx, tool_name, command, pid, process_group, create_time=create_time)
+
+        ctx = ToolContext(
+            cwd=Path(os.path.realpath(workspace)),
+            cancel=CancelToken(),
+            session_id=IDS.session_id,
+            run_id=IDS.run_id,
+            operation_id="op-quick",
+            process_recorder=record_after_the_command_ended,
+        )
+        before = time.time()
+        tool = BashTool()
+        output = tool.run(tool.prepare({"command": "echo x >> counter.txt"}, ctx), ctx)
+        assert not output.is_error, output.result
+        assert output.result["exitCode"] == 0
+        assert (workspace / "counter.txt").read_text() == "x\n"
+        [record] = store.list_tool_processes(operation_id="op-quick")
+        assert record.pid == seen[0]
+        assert before - 1 <= record.create_time <= time.time() + 1
+        assert running_process(record) is None  # ended, so never taken for a survivor
