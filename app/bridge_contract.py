@@ -474,6 +474,8 @@ class ResumeStartedPush(_Message):
     session_id: Id
     run_id: Id
     turn_id: Id
+    automatic: bool = False
+    """Automatic resume at start continued it (the window announces it until seen)."""
 
 
 class ResumeDiagnostic(WireModel):
@@ -492,6 +494,8 @@ class ResumeParkedPush(_Message):
     session_id: Id
     rejection_reasons: Annotated[tuple[Code, ...], Field(min_length=1, max_length=64)]
     diagnostics: Annotated[tuple[ResumeDiagnostic, ...], Field(max_length=500)] = ()
+    automatic: bool = False
+    """Automatic resume at start parked it (the window announces it until seen)."""
 
 
 class ResumeFailedPush(_Message):
@@ -502,6 +506,7 @@ class ResumeFailedPush(_Message):
     session_id: Id
     code: Code
     message: Explanation = ""
+    automatic: bool = False
 
 
 class ToolSettledPush(_Message):

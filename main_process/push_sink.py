@@ -45,8 +45,11 @@ class CoalescingPushSink:
         relay: MainThreadRelay,
         send: Callable[[Message], None],
         correlation_id: str | None = None,
+        *,
+        automatic: bool = False,
     ) -> None:
         self._session_id = session_id
+        self._automatic = automatic
         self._relay = relay
         self._send = send
         self._correlation_id = correlation_id
@@ -96,6 +99,7 @@ class CoalescingPushSink:
                 run_id=run_id,
                 turn_id=turn_id,
                 correlation_id=self._correlation_id,
+                automatic=self._automatic,
             )
             self._resume_started = push
             return push

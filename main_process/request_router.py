@@ -129,6 +129,7 @@ class RequestRouter:
         self._workers = workers
         self._lifecycle = lifecycle
         self._standing = StandingState()
+        self._auto_started: dict[str, ResumeStartedPush] = {}
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -303,6 +304,7 @@ class RequestRouter:
                 )
             else:
                 self._standing.forget(session_id)  # standing state only for existing sessions
+                self._auto_started.pop(session_id, None)
                 push = SessionRemovedPush(session_id=session_id, correlation_id=correlation_id)
             self._broadcast(push)
 
@@ -346,14 +348,20 @@ class RequestRouter:
         """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
         could not start; the outcome was pushed either way."""
         sink = CoalescingPushSink(
-            session_id, self._workers.relay, self._turn_sender(session_id), correlation_id
+            session_id,
+            self._workers.relay,
+            self._turn_sender(session_id),
+            correlation_id,
+            automatic=automatic,
         )
 
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
             outcome = _resume_outcome(result)
-            self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, correlation_id)
+            self._push_resume_outcome(
+                session_id, outcome, sink.resume_started_sent, correlation_id, automatic
+            )
             self.refresh_session(session_id)
             if on_done is not None:
                 on_done(outcome)
@@ -376,7 +384,7 @@ class RequestRouter:
                 parked: ResumeOutcome = ResumeParked(rejection_reasons=(SESSION_BUSY,))
             else:
                 parked = ResumeFailed(HOST_CLOSING, "the main process is closing")
-            self._push_resume_outcome(session_id, parked, None, correlation_id)
+            self._push_resume_outcome(session_id, parked, None, correlation_id, automatic)
             if on_done is not None:
                 on_done(parked)
         return started
@@ -387,18 +395,24 @@ class RequestRouter:
         outcome: ResumeOutcome,
         already_started: ResumeStartedPush | None,
         correlation_id: str | None,
+        automatic: bool = False,
     ) -> None:
         if isinstance(outcome, ResumeStarted):
-            if already_started is None:
-                self._broadcast(
-                    ResumeStartedPush(
-                        session_id=session_id,
-                        run_id=outcome.run_id,
-                        turn_id=outcome.turn_id,
-                        correlation_id=correlation_id,
-                    )
+            started = already_started
+            if started is None:
+                started = ResumeStartedPush(
+                    session_id=session_id,
+                    run_id=outcome.run_id,
+                    turn_id=outcome.turn_id,
+                    correlation_id=correlation_id,
+                    automatic=automatic,
                 )
+                self._broadcast(started)
             self._standing.clear_outcome(session_id)
+            if automatic:
+                # Told again to a window that connects later: it announces what continued by
+                # itself until the user has looked at it.
+                self._auto_started[session_id] = started.model_copy(update={"correlation_id": None})
             return
         push: ResumeParkedPush | ResumeFailedPush
         if isinstance(outcome, ResumeParked):
@@ -407,6 +421,7 @@ class RequestRouter:
                 rejection_reasons=outcome.rejection_reasons,
                 diagnostics=outcome.diagnostics,
                 correlation_id=correlation_id,
+                automatic=automatic,
             )
             transient = outcome.rejection_reasons == (SESSION_BUSY,)
         else:
@@ -415,6 +430,7 @@ class RequestRouter:
                 code=outcome.code,
                 message=outcome.message[:4000],
                 correlation_id=correlation_id,
+                automatic=automatic,
             )
             transient = outcome.code in (HOST_CLOSING, HOST_NOT_READY)
         self._broadcast(push)
@@ -486,7 +502,10 @@ class RequestRouter:
 
     def send_standing_outcomes(self, peer_id: int) -> None:
         """Tell a renderer that just connected everything that still stands (standing_state):
-        a running turn, its open permission requests, a park or failure of Safe resume."""
+        a running turn, its open permission requests, a park or failure of Safe resume, and
+        the sessions automatic resume continued."""
+        for started in list(self._auto_started.values()):
+            self._server.send(peer_id, started)
         self._send_standing(peer_id, None)
 
     def _send_standing(self, peer_id: int, session_id: str | None) -> None:

@@ -34,6 +34,7 @@ from app.bridge_contract import (
     TranscriptItemPush,
 )
 from renderer import theme
+from renderer.auto_resume_notice import AutoResumeNotice
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.composer import Composer
 from renderer.connection_status import ConnectionStatus
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         self._session_id: str | None = None
         self._running: set[str] = set()
         self._pending_create_cwd: str | None = None
+        self._selecting = False
         self._settings: SettingsCurrentPush | None = None
         self._build()
         self._build_actions()
@@ -135,6 +137,8 @@ class MainWindow(QMainWindow):
         splitter.setChildrenCollapsible(False)
         self.setCentralWidget(splitter)
         self.connection_status = ConnectionStatus(self._bridge)
+        self.auto_resume_notice = AutoResumeNotice(self._bridge, self.sessions.model)
+        self.statusBar().addPermanentWidget(self.auto_resume_notice.label)
         self.statusBar().addPermanentWidget(self.connection_status)
         self._recolour_header()
         for first, second in (
@@ -255,6 +259,7 @@ class MainWindow(QMainWindow):
     def _send(self, text: str) -> None:
         if self._session_id is None:
             return
+        self.auto_resume_notice.seen(self._session_id)
         self.transcript.follow_newest()
         if not self._bridge.send_turn(self._session_id, text):
             self.composer.give_back(text, describe("bridge_disconnected").sentence)
@@ -269,12 +274,22 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{reason} [{push.code}]", 10_000)
 
     def _select(self, session_id: str) -> None:
+        if not self._selecting:
+            self.auto_resume_notice.seen(session_id)  # the user opened it
         if session_id == self._session_id:
             return
         self._show_session(session_id)
         self.composer.clear_note()
         self.transcript.clear()
         self._bridge.open_session(session_id)
+
+    def _select_quietly(self, session_id: str) -> None:
+        """Select a row for the user (a listing, a new session): not a sign they looked at it."""
+        self._selecting = True
+        try:
+            self.sessions.select(session_id)
+        finally:
+            self._selecting = False
 
     # ----------------------------------------------------------------- pushes
 
@@ -295,10 +310,10 @@ class MainWindow(QMainWindow):
             self._session_id is not None
             and self.sessions.model.row_of(self._session_id) is not None
         ):
-            self.sessions.select(self._session_id)
+            self._select_quietly(self._session_id)
             self._show_session(self._session_id)
         elif push.sessions:
-            self.sessions.select(push.sessions[0].session_id)
+            self._select_quietly(push.sessions[0].session_id)
 
     def _on_session_updated(self, push: SessionUpdatedPush) -> None:
         summary = push.session
@@ -311,7 +326,7 @@ class MainWindow(QMainWindow):
             and summary.cwd == self._pending_create_cwd
         ):
             self._pending_create_cwd = None
-            self.sessions.select(summary.session_id)
+            self._select_quietly(summary.session_id)
         elif summary.session_id == self._session_id:
             self._show_session(summary.session_id)
 

@@ -7,6 +7,7 @@ uniform rows paints only what is visible, and a summary update touches one row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import PurePath
 from typing import Any
 
@@ -40,6 +41,7 @@ from renderer.park_text import Severity
 
 SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 1
 WAITING_ROLE = Qt.ItemDataRole.UserRole + 2
+ANNOUNCED_ROLE = Qt.ItemDataRole.UserRole + 3
 AnyIndex = QModelIndex | QPersistentModelIndex
 
 
@@ -47,11 +49,25 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("SessionList", text)
 
 
-def badge_for(summary: SessionSummary, waiting: bool = False) -> tuple[str, Severity] | None:
+class Announcement(StrEnum):
+    """What automatic resume did to a session at start (shown until the user has seen it)."""
+
+    CONTINUED = "continued"
+    ON_HOLD = "on_hold"
+
+
+def badge_for(
+    summary: SessionSummary, waiting: bool = False, announced: Announcement | None = None
+) -> tuple[str, Severity] | None:
     """The short status shown at the right of a row, or ``None`` for a quiet row. ``waiting``:
-    a tool of the session's running turn waits for the user's permission."""
+    a tool of the session's running turn waits for the user's permission; ``announced``: what
+    automatic resume did, not yet seen."""
     if waiting:
         return _tr("Needs you"), Severity.WARN
+    if announced is Announcement.CONTINUED:
+        return _tr("Resumed by itself"), Severity.INFO
+    if announced is Announcement.ON_HOLD:
+        return _tr("Auto-resume on hold"), Severity.WARN
     if summary.interrupted:
         return _tr("Interrupted"), Severity.WARN
     if summary.last_run_status in (
@@ -71,6 +87,7 @@ class SessionListModel(QAbstractListModel):
         self._rows: list[SessionSummary] = []
         self._index: dict[str, int] = {}
         self._waiting: set[str] = set()
+        self._announced: dict[str, Announcement] = {}
 
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
         return 0 if parent.isValid() else len(self._rows)
@@ -84,14 +101,40 @@ class SessionListModel(QAbstractListModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{summary.title or _tr('Untitled session')}\n{summary.cwd}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
-            badge = badge_for(summary, summary.session_id in self._waiting)
+            badge = badge_for(
+                summary,
+                summary.session_id in self._waiting,
+                self._announced.get(summary.session_id),
+            )
             title = summary.title or _tr("Untitled session")
             return f"{title}, {badge[0]}" if badge else title
         if role == SUMMARY_ROLE:
             return summary
         if role == WAITING_ROLE:
             return summary.session_id in self._waiting
+        if role == ANNOUNCED_ROLE:
+            return self._announced.get(summary.session_id)
         return None
+
+    def announce(self, session_id: str, what: Announcement) -> None:
+        self._announced[session_id] = what
+        self._row_changed(session_id)
+
+    def mark_seen(self, session_id: str) -> bool:
+        """The user looked at the session: its announcement goes. True if it had one."""
+        if self._announced.pop(session_id, None) is None:
+            return False
+        self._row_changed(session_id)
+        return True
+
+    def announcements(self) -> dict[str, Announcement]:
+        return dict(self._announced)
+
+    def _row_changed(self, session_id: str) -> None:
+        row = self._index.get(session_id)
+        if row is not None:
+            index = self.index(row)
+            self.dataChanged.emit(index, index)
 
     def set_waiting(self, session_id: str, waiting: bool) -> None:
         """Whether the session waits for the user (a permission request is open)."""
@@ -164,7 +207,12 @@ class SessionDelegate(QStyledItemDelegate):
         title_font = QFont(opt.font)
         title_font.setBold(True)
         metrics = QFontMetrics(title_font)
-        badge = badge_for(summary, bool(index.data(WAITING_ROLE)))
+        announced = index.data(ANNOUNCED_ROLE)
+        badge = badge_for(
+            summary,
+            bool(index.data(WAITING_ROLE)),
+            announced if isinstance(announced, Announcement) else None,
+        )
         badge_width = 0
         if badge is not None:
             badge_text, severity = badge

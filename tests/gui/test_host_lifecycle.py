@@ -437,14 +437,19 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
         ]
         for _ in range(2):  # a renderer started later, then the same one restarted
             late = _client(qtbot, started)
-            wait_for_outcomes(late, 2)
+            wait_for_outcomes(late, 3)
             qtbot.wait(100)
+            # ... and which sessions automatic resume continued, to announce them until seen
             assert sorted(outcomes(late)) == [
                 ("resume.failed", "fails"),
                 ("resume.parked", "parks"),
+                ("resume.started", "starts"),
             ]
+            resumed = late.first(MessageKind.RESUME_STARTED)
+            assert isinstance(resumed, ResumeStartedPush) and resumed.automatic
             parked = late.first(MessageKind.RESUME_PARKED)
             assert isinstance(parked, ResumeParkedPush)
+            assert parked.automatic
             assert parked.rejection_reasons == ("dangling_tool_state",)
             assert parked.diagnostics == (diagnostic,)
             assert parked.correlation_id is None
@@ -466,9 +471,9 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
             timeout=5000,
         )
         after = _client(qtbot, started)
-        qtbot.waitUntil(lambda: len(outcomes(after)) >= 1, timeout=5000)
+        qtbot.waitUntil(lambda: len(outcomes(after)) >= 2, timeout=5000)
         qtbot.wait(100)
-        assert outcomes(after) == [("resume.failed", "fails")]
+        assert sorted(outcomes(after)) == [("resume.failed", "fails"), ("resume.started", "starts")]
     finally:
         started.host.close()
 

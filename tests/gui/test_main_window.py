@@ -206,3 +206,41 @@ def test_rejected_connection_is_explained(qtbot: QtBot) -> None:
     bridge._set_connection_state(ConnectionState.REJECTED)
     assert "earlier start" in window.connection_status.text
     assert not window.composer.editor.isEnabled()
+
+
+def test_automatic_resume_is_announced_in_the_status_bar_and_rows_until_seen(
+    qtbot: QtBot,
+) -> None:
+    window, bridge = _window(qtbot)
+    model = window.sessions.model
+    bridge.resume_parked.emit(
+        bc.ResumeParkedPush(
+            session_id="s1", rejection_reasons=("dangling_tool_state",), automatic=True
+        )
+    )
+    bridge.resume_started.emit(
+        bc.ResumeStartedPush(session_id="s2", run_id="r", turn_id="t", automatic=True)
+    )
+    bridge.push_started("s1")  # a click's outcome is no announcement
+    notice = window.auto_resume_notice
+    assert notice.text == (
+        "Automatic resume: 1 session continued by itself and 1 is on hold; open them to see."
+    )
+
+    def row_text(session_id: str) -> str:
+        row = model.row_of(session_id)
+        assert row is not None
+        return str(model.index(row).data(Qt.ItemDataRole.AccessibleTextRole))
+
+    assert row_text("s2") == "Two, Resumed by itself"
+    assert row_text("s1") == "One, Auto-resume on hold"
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))  # a refresh is no look
+    assert "1 is on hold" in notice.text
+    window.sessions.view.setFocus()
+    QTest.keyClick(window.sessions.view, Qt.Key.Key_Down)  # the user opens "Two"
+    assert window.session_id == "s2"
+    assert notice.text == "Automatic resume: 1 is on hold; open them to see."
+    assert row_text("s2") == "Two"
+    QTest.keyClick(window.sessions.view, Qt.Key.Key_Up)  # and then "One"
+    assert not notice.label.isVisible() and notice.text == ""
+    assert row_text("s1") == "One, Interrupted"

@@ -1,0 +1,78 @@
+"""Automatic resume, announced: which sessions continued by themselves at start and which are on
+hold, in the status bar and on their rows, until the user has looked at each one.
+
+Why it stays until seen: automatic resume acts before anyone watches (the window may open later
+or be in the background), so a message that vanishes after a few seconds would leave the user
+not knowing that a session moved on, or that one waits for them. A row's announcement goes when
+the user opens that session or sends a message in it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtWidgets import QLabel
+
+from app.bridge_contract import ResumeFailedPush, ResumeParkedPush, ResumeStartedPush
+from renderer.bridge_port import BridgePort
+from renderer.session_list import Announcement, SessionListModel
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("AutoResumeNotice", text)
+
+
+class AutoResumeNotice(QObject):
+    def __init__(self, bridge: BridgePort, model: SessionListModel) -> None:
+        super().__init__(model)
+        self._model = model
+        self.label = QLabel()
+        self.label.setObjectName("AutoResumeNotice")
+        self.label.setVisible(False)
+        bridge.resume_started.connect(self._on_started)
+        bridge.resume_parked.connect(self._on_held)
+        bridge.resume_failed.connect(self._on_held)
+
+    @property
+    def text(self) -> str:
+        return self.label.text() if self.label.isVisible() else ""
+
+    def seen(self, session_id: str) -> None:
+        if self._model.mark_seen(session_id):
+            self._render()
+
+    def _on_started(self, push: ResumeStartedPush) -> None:
+        if push.automatic:
+            self._model.announce(push.session_id, Announcement.CONTINUED)
+            self._render()
+
+    def _on_held(self, push: ResumeParkedPush | ResumeFailedPush) -> None:
+        if push.automatic:
+            self._model.announce(push.session_id, Announcement.ON_HOLD)
+            self._render()
+
+    def _render(self) -> None:
+        announced = list(self._model.announcements().values())
+        continued = announced.count(Announcement.CONTINUED)
+        held = announced.count(Announcement.ON_HOLD)
+        parts = []
+        if continued:
+            parts.append(
+                _tr("1 session continued by itself")
+                if continued == 1
+                else _tr("{n} sessions continued by themselves").replace("{n}", str(continued))
+            )
+        if held:
+            parts.append(
+                _tr("1 is on hold")
+                if held == 1
+                else _tr("{n} are on hold").replace("{n}", str(held))
+            )
+        if not parts:
+            self.label.setVisible(False)
+            return
+        text = _tr("Automatic resume: {what}; open them to see.").replace(
+            "{what}", _tr(" and ").join(parts)
+        )
+        self.label.setText(text)
+        self.label.setToolTip(_tr("Marked on their rows until you open them."))
+        self.label.setVisible(True)
