@@ -65,6 +65,7 @@ from main_process.renderer_launcher import RendererLauncher
 from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
+from runtime.ledger.codes import StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from storage.private_files import ensure_private_dir
 from storage.store_creation import os_refusal
@@ -183,7 +184,17 @@ class HostApp(QObject):
         except (EndpointError, IpcListenError) as error:
             self._signals.uninstall()
             self._lock.release()
-            print_error("ipc_unavailable", str(error))
+            # A full disk or a read-only data folder is said as such, like everywhere else.
+            cause = error.__context__
+            named = (
+                os_refusal(cause, f"preparing the window's connection in {self._data_dir}")
+                if isinstance(cause, OSError)
+                else None
+            )
+            if named is not None and named.code is not StoreCode.STORE_IO_FAILED:
+                print_error(str(named.code), named.message)
+            else:
+                print_error("ipc_unavailable", str(error))
             return EXIT_ERROR
         self._server = server
         server.request_received.connect(self._on_request)

@@ -25,6 +25,10 @@ from storage.ledger_schema import migrate
 from storage.sqlite_connection import connect_writer, sqlite_errors
 
 _NEW_INFIX = ".new-"
+DISK_FULL_ADVICE = "Free some space, then start Maka again; everything saved before is kept."
+READ_ONLY_ADVICE = (
+    "Give your user write access to it (or to the file), or choose another --data-dir."
+)
 _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 
@@ -34,14 +38,13 @@ def os_refusal(error: OSError, what: str) -> StoreRefusal:
     if error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
         return StoreRefusal(
             StoreCode.DISK_FULL,
-            f"the disk is full: {what} failed. Free some space, then start Maka again; "
-            "everything saved before is kept.",
+            f"the disk is full: {what} failed. {DISK_FULL_ADVICE}",
         )
     if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return StoreRefusal(
             StoreCode.DATA_DIR_READ_ONLY,
-            f"the data folder cannot be written: {what} failed ({error.strerror}). Give your "
-            "user write access to it (or to the file), or choose another --data-dir.",
+            f"the data folder cannot be written: {what} failed ({error.strerror}). "
+            f"{READ_ONLY_ADVICE}",
         )
     return StoreRefusal(StoreCode.STORE_IO_FAILED, f"{what} failed: {error}")
 

@@ -139,10 +139,21 @@ def _show_refusal(code: str, message: str) -> int:
         "Maka cannot start",
         _REFUSAL_ADVICE.get(code, "Maka could not open its data folder."),
     )
-    box.setInformativeText(f"[{code}] {message}")
+    box.setInformativeText(f"[{code}] {refusal_detail(message)}")
     box.setStandardButtons(QMessageBox.StandardButton.Close)
     box.exec()
     return EXIT_ERROR
+
+
+def refusal_detail(message: str) -> str:
+    """The store's message without the advice the screen already gives above it (the
+    terminal prints the message whole)."""
+    from storage.store_creation import DISK_FULL_ADVICE, READ_ONLY_ADVICE
+    from storage.store_verification import DAMAGED_ADVICE
+
+    for advice in (DAMAGED_ADVICE, DISK_FULL_ADVICE, READ_ONLY_ADVICE):
+        message = message.replace(advice, "")
+    return message.strip()
 
 
 class _BriefFormatter(logging.Formatter):
