@@ -40,6 +40,7 @@ from runtime.agent.permission_policy import (
     PolicyVerdict,
 )
 from runtime.agent.text_limits import PROMPT_CHARS, shorten
+from runtime.agent.write_question import write_question
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
@@ -297,7 +298,8 @@ class ToolRuntime:
     def _ask(self, call: ModelToolCall, op_id: str) -> str | None:
         identity = self._builder.identity
         request_id = f"{op_id}_permission"
-        summary = _summarize_args(call)
+        args = call.args if isinstance(call.args, dict) else {}
+        summary = write_question(call.name, args, self._ctx.cwd) or _summarize_args(call)
         self._append(
             self._builder.permission_request(
                 request_id,
