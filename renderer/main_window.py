@@ -44,7 +44,7 @@ from renderer.measured_row import MeasuredRow
 from renderer.park_text import describe
 from renderer.permission_prompt import PermissionPrompt
 from renderer.session_actions import SessionActions
-from renderer.session_list import SessionListPanel
+from renderer.session_list import SessionListPanel, display_title
 from renderer.settings_dialog import SettingsDialog
 from renderer.transcript_view import TranscriptView
 
@@ -411,10 +411,10 @@ class MainWindow(QMainWindow):
             )
             self.banner.set_session(session_id, interrupted=False)
         else:
-            self.title_label.setText(summary.title or _tr("Untitled session"))
+            self.title_label.setText(display_title(summary))
             self.path_label.setText(summary.cwd)
             self.banner.set_session(session_id, interrupted=summary.interrupted)
-            self.setWindowTitle(f"{summary.title or _tr('Untitled session')} — Maka")
+            self.setWindowTitle(f"{display_title(summary)} — Maka")
         self.permission.set_session(session_id)
         self.transcript.set_session_open(session_id is not None)
         self._refresh_availability()

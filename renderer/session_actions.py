@@ -32,6 +32,7 @@ from app.bridge_contract import (
 from renderer.bridge_port import BridgePort
 from renderer.interrupted_banner import InterruptedBanner
 from renderer.park_text import describe
+from renderer.session_list import display_title
 
 
 def _tr(text: str) -> str:
@@ -201,9 +202,7 @@ class SessionActions(QObject):
         box = QMessageBox(self._window)
         box.setIcon(QMessageBox.Icon.Warning)
         box.setWindowTitle(_tr("Remove session"))
-        box.setText(
-            _tr("Remove “{title}”?").replace("{title}", summary.title or summary.session_id)
-        )
+        box.setText(_tr("Remove “{title}”?").replace("{title}", display_title(summary)))
         box.setInformativeText(
             _tr(
                 "Its history (every message, tool call and result Maka recorded) is deleted "

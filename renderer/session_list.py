@@ -49,6 +49,15 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("SessionList", text)
 
 
+def display_title(summary: SessionSummary) -> str:
+    """What a session is called on screen. A session that has not had a message yet is titled
+    after its folder; it reads "New session" (the folder shows under it), not "ws1 / ws1"."""
+    folder = PurePath(summary.cwd).name
+    if summary.last_run_status is None and (not summary.title or summary.title == folder):
+        return _tr("New session")
+    return summary.title or _tr("Untitled session")
+
+
 class Announcement(StrEnum):
     """What automatic resume did to a session at start (shown until the user has seen it)."""
 
@@ -97,16 +106,16 @@ class SessionListModel(QAbstractListModel):
             return None
         summary = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return summary.title or _tr("Untitled session")
+            return display_title(summary)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{summary.title or _tr('Untitled session')}\n{summary.cwd}"
+            return f"{display_title(summary)}\n{summary.cwd}"
         if role == Qt.ItemDataRole.AccessibleTextRole:
             badge = badge_for(
                 summary,
                 summary.session_id in self._waiting,
                 self._announced.get(summary.session_id),
             )
-            title = summary.title or _tr("Untitled session")
+            title = display_title(summary)
             return f"{title}, {badge[0]}" if badge else title
         if role == SUMMARY_ROLE:
             return summary

@@ -77,6 +77,20 @@ def _title(text: str) -> str:
     return first if len(first) <= 80 else first[:79].rstrip() + "…"
 
 
+def distinct_title(title: str, folder: str, taken: set[str]) -> str:
+    """``title`` unless another session already has it: then with the folder's name, then a
+    number, so two sessions started with the same message can be told apart in the list."""
+    if title not in taken:
+        return title
+    with_folder = f"{title} — {folder}" if folder else title
+    if with_folder not in taken:
+        return with_folder
+    number = 2
+    while f"{with_folder} ({number})" in taken:
+        number += 1
+    return f"{with_folder} ({number})"
+
+
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:20]}"
 
@@ -123,6 +137,12 @@ class SessionService:
         return self._catalog
 
     # ---- sessions -----------------------------------------------------------------------------
+
+    def _distinct_title(self, session_id: str, title: str) -> str:
+        session = self._store.get_session(session_id)
+        folder = Path(session.cwd).name if session is not None else ""
+        taken = {s.title for s in self._store.list_sessions() if s.session_id != session_id}
+        return distinct_title(title, folder, taken)
 
     def create_session(self, cwd: Path, title: str = "") -> SessionRecord:
         folder = Path(os.path.realpath(cwd))
@@ -210,7 +230,7 @@ class SessionService:
         session = self.get_session(session_id)
         first_title = _title(text)
         if first_title and self._store.name_new_session(
-            session_id, first_title, Path(session.cwd).name
+            session_id, self._distinct_title(session_id, first_title), Path(session.cwd).name
         ):
             session = self.get_session(session_id)
         token = cancel or CancelToken()

@@ -170,3 +170,17 @@ def test_panel_selection_emits_the_session_id(qtbot: QtBot) -> None:
     assert blocker.args == ["s2"]
     with qtbot.waitSignal(panel.new_session_requested):
         QTest.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
+
+
+def test_a_fresh_session_reads_new_session_not_its_folder_twice(qtbot: QtBot) -> None:
+    from renderer.session_list import display_title
+
+    fresh = bc.SessionSummary(session_id="s1", cwd="/w/ws1", title="ws1")
+    assert display_title(fresh) == "New session"
+    used = fresh.model_copy(update={"last_run_status": bc.RunStatusValue.COMPLETED})
+    assert display_title(used) == "ws1", "a session that ran keeps its folder title"
+    named = bc.SessionSummary(session_id="s2", cwd="/w/ws1", title="release notes")
+    assert display_title(named) == "release notes"
+    model = SessionListModel()
+    model.set_sessions([fresh])
+    assert model.index(0).data(Qt.ItemDataRole.DisplayRole) == "New session"

@@ -71,3 +71,21 @@ def test_a_session_that_already_has_a_run_keeps_its_folder_title(tmp_path: Path)
     assert service.get_session(session.session_id).title == "project"
     _send(service, session.session_id, "list files")
     assert service.get_session(session.session_id).title == "project"
+
+
+def test_sessions_started_with_the_same_message_can_be_told_apart(tmp_path: Path) -> None:
+    service, folder = _service(tmp_path)
+    other_folder = tmp_path / "elsewhere"
+    other_folder.mkdir()
+    titles = []
+    for where in (folder, other_folder, folder, folder):
+        session = service.create_session(where)
+        _send(service, session.session_id, "list files")
+        titles.append(service.get_session(session.session_id).title)
+    assert titles == [
+        "list files",
+        "list files — elsewhere",
+        "list files — project",
+        "list files — project (2)",
+    ]
+    assert len(set(titles)) == len(titles)
