@@ -3,8 +3,8 @@
 A model server may echo what it was sent (the ``Authorization`` header, the key inside a JSON
 error) in an error body. Such a text is shown to the user, logged and committed to the immutable
 ledger, so every provider error passes through ``redact_secrets`` first: the configured key (also
-in its JSON-escaped and URL-encoded spellings) and anything that follows ``Bearer`` are replaced
-by ``[redacted]``.
+in its JSON-escaped and URL-encoded spellings), anything that follows ``Bearer`` and the password
+of a URL (``https://user:password@host``) are replaced by ``[redacted]``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from runtime.providers.provider_port import ProviderError
 REDACTED = "[redacted]"
 _MIN_SECRET_LENGTH = 4  # shorter "keys" would redact ordinary words
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+|%20|\+)[^\s\"'<>,;&]+")
+_URL_PASSWORD = re.compile(r"(?<=://)([^/\s@:]*):[^/\s@]+@")  # https://user:secret@host
 
 
 def _spellings(secret: str) -> set[str]:
@@ -32,6 +33,7 @@ def redact_secrets(text: str, secrets: Iterable[str | None] = ()) -> str:
             continue
         for spelling in sorted(_spellings(secret), key=len, reverse=True):
             text = text.replace(spelling, REDACTED)
+    text = _URL_PASSWORD.sub(lambda match: f"{match.group(1)}:{REDACTED}@", text)
     return _BEARER.sub(lambda match: f"{match.group(1)} {REDACTED}", text)
 
 

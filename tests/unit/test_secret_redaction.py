@@ -41,3 +41,11 @@ def test_texts_without_secrets_are_unchanged_and_short_keys_are_ignored() -> Non
     error = ProviderError(ProviderErrorCode.HTTP_ERROR, "bad key sk-abcdef")
     assert redacted_error(error, ["sk-abcdef"]).message == f"bad key {REDACTED}"
     assert redacted_error(error, ["other-key"]) is error
+
+
+def test_a_password_in_a_url_is_removed() -> None:
+    text = "cannot reach https://me:hunter2secret@models.example/v1 (timeout)"
+    assert redact_secrets(text) == f"cannot reach https://me:{REDACTED}@models.example/v1 (timeout)"
+    assert (
+        redact_secrets("see https://models.example:8443/v1") == "see https://models.example:8443/v1"
+    )
