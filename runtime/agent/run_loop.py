@@ -35,7 +35,10 @@ from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, RunHeader, RunStatus
-from runtime.providers.history_projection import history_from_events, unpaired_tool_calls
+from runtime.providers.history_projection import (
+    IncrementalHistory,
+    unpaired_tool_calls,
+)
 from runtime.providers.provider_port import (
     Finished,
     HistoryItem,
@@ -197,9 +200,16 @@ class RunLoop:
     ) -> RunOutcome:
         """The model loop for a run whose header is running and whose first event is committed."""
         committed: list[RuntimeEvent] = list(run_events)
+        # The turn's provider history, kept as events commit: a step projects its own events,
+        # not the whole turn again (a turn of thousands of steps stays flat per step).
+        turn_history = IncrementalHistory(committed)
+        prior = tuple(prior_history)
+        prior_paired = not unpaired_tool_calls(prior)
+        checked = 0  # turn items already checked for pairing
 
         def publish(event: RuntimeEvent) -> None:
             committed.append(event)
+            turn_history.append(event)
             self._observer.committed(event)
 
         cancel = tool_context.cancel
@@ -229,8 +239,13 @@ class RunLoop:
                         message=step_limit_message(steps),
                     )
                 steps += 1
-                history = (*prior_history, *history_from_events(committed))
-                unpaired = unpaired_tool_calls(history)
+                turn_items = turn_history.items()
+                history = (*prior, *turn_items)
+                if prior_paired and turn_history.folded:
+                    unpaired = unpaired_tool_calls(turn_items[checked:])
+                    checked = len(turn_items)
+                else:
+                    unpaired = unpaired_tool_calls(history)
                 if unpaired:  # cannot happen by construction; never send such a request
                     raise ToolBoundaryError("history", f"unpaired tool calls {unpaired}")
                 step, calls = self._model_step(history, cancel)

@@ -130,6 +130,92 @@ def _regroup_steps(tagged: list[tuple[HistoryItem, str | None]]) -> tuple[Histor
     return tuple(out)
 
 
+class IncrementalHistory:
+    """The provider history of a growing list of events, kept as the events arrive.
+
+    ``items()`` equals ``history_from_events`` of every event appended so far, always; it costs
+    the projection of the events since the last *fold* instead of the whole list. Events are
+    folded into the kept items once they form a self-contained stretch: every call in it has its
+    response in it, its step ids and call ids are new, and no host notice anywhere leaves events
+    out (``providerHistoryOmits``). Then, by the projection's own rules, the projection of the
+    whole list is the kept items followed by the projection of the stretch: pairing, regrouping
+    by step and dropping unpaired items never reach across the fold. Anything else (an open
+    call, a reused id, an omission notice) is projected from all events, as before.
+
+    The run loop appends each committed event and asks for the items before every provider call:
+    a step costs the projection of its own few events, not of the whole turn."""
+
+    def __init__(self, events: Iterable[RuntimeEvent] = ()) -> None:
+        self._events: list[RuntimeEvent] = []
+        self._items: list[HistoryItem] = []
+        self._folded = 0
+        self._step_ids: set[str] = set()
+        self._call_ids: set[str] = set()
+        self._omissions = False
+        self.folded = True
+        """Whether the last ``items()`` were all folded (each stretch self-contained, so every
+        call in them is followed by its result): then only the newly folded items need the
+        caller's pairing check."""
+        for event in events:
+            self.append(event)
+
+    def append(self, event: RuntimeEvent) -> None:
+        self._events.append(event)
+        if event["author"] == "host" and not event["partial"]:
+            delta = (event.get("actions") or {}).get("stateDelta") or {}
+            if "providerHistoryOmits" in delta:
+                self._omissions = True
+
+    def items(self) -> tuple[HistoryItem, ...]:
+        self.folded = False
+        if self._omissions:
+            return history_from_events(self._events)
+        stretch = self._events[self._folded :]
+        if not stretch:
+            self.folded = True
+            return tuple(self._items)
+        calls = self._self_contained(stretch)
+        if calls is None:
+            return history_from_events(self._events)
+        self.folded = True
+        projected = history_from_events(stretch)
+        self._items.extend(projected)
+        self._folded = len(self._events)
+        self._call_ids.update(calls[0])
+        self._step_ids.update(calls[1])
+        return tuple(self._items)
+
+    def _self_contained(self, stretch: list[RuntimeEvent]) -> tuple[set[str], set[str]] | None:
+        """(call ids, step ids) of ``stretch`` when it can be folded, else None."""
+        open_calls: dict[str, str] = {}
+        call_ids: set[str] = set()
+        step_ids: set[str] = set()
+        for event in stretch:
+            content = event.get("content")
+            if content is None or event["partial"] or event.get("modelVisibility") == "hidden":
+                continue  # never projected (omission notices are handled apart)
+            if content["kind"] == "function_call":
+                call_id = content["id"]
+                if call_id in self._call_ids or call_id in call_ids:
+                    return None
+                call_ids.add(call_id)
+                open_calls[call_id] = content["name"]
+                step = event.get("refs", {}).get("stepId")
+                if step is not None:
+                    if step in self._step_ids:
+                        return None
+                    step_ids.add(step)
+            elif content["kind"] == "function_response":
+                call_id = content["id"]
+                if call_id in self._call_ids:
+                    return None
+                if open_calls.get(call_id) == content["name"]:
+                    del open_calls[call_id]
+        if open_calls:
+            return None
+        return call_ids, step_ids
+
+
 def unpaired_tool_calls(items: Iterable[HistoryItem]) -> list[str]:
     """Call ids in ``items`` without a later result (or results without an earlier call).
 
