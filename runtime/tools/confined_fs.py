@@ -73,13 +73,35 @@ def _walk(root: Path, parts: list[str], *, create: bool) -> int:
                     raise
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o777, dir_fd=fd)
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = _open_dir(part, fd)
+            except NotADirectoryError:
+                _raise_if_link(part, fd)
+                raise
             os.close(fd)
             fd = child
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _open_dir(part: str, fd: int) -> int:
+    try:
+        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+    except NotADirectoryError:
+        _raise_if_link(part, fd)
+        raise
+
+
+def _raise_if_link(part: str, fd: int) -> None:
+    """``O_NOFOLLOW | O_DIRECTORY`` on a link fails with ``ENOTDIR``: say ``ELOOP`` instead, so
+    the message names a link, not a file."""
+    try:
+        is_link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return
+    if is_link:
+        raise OSError(errno.ELOOP, "a folder on the path is a symbolic link", part)
 
 
 class _Opened:

@@ -60,7 +60,7 @@ def resolve_workspace_path(cwd: Path, raw: object, *, for_write: bool = False) -
 
 _PATH_ERRORS = {
     errno.ENOTDIR: "a part of the path is a file, not a folder",
-    errno.ELOOP: "the path runs into a link loop, or a folder on it was replaced by a link",
+    errno.ELOOP: "a folder on the path is now a symbolic link (or the links on it loop)",
     errno.ENAMETOOLONG: "a name on the path is too long for the file system",
     errno.EACCES: "permission denied",
     errno.EPERM: "the operation is not permitted",
