@@ -8,7 +8,7 @@ re-asks for the list and the open session after every reconnect.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent, QMargins, Qt
+from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -221,7 +221,9 @@ class MainWindow(QMainWindow):
         return self._session_id
 
     def new_session(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, _tr("Choose the workspace folder"))
+        folder = QFileDialog.getExistingDirectory(
+            self, _tr("Choose the workspace folder"), QDir.homePath()
+        )
         if folder and self._bridge.create_session(folder):
             self._pending_create_cwd = folder
 
@@ -428,6 +430,7 @@ class MainWindow(QMainWindow):
         self.cancel_action.setEnabled(connected and running)
         self.session_actions.set_enabled(connected and session is not None and not running)
         self.new_action.setEnabled(connected)
+        self.sessions.new_button.setEnabled(connected)  # the same action as File › New session
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
         running = len(self._running)

@@ -2,7 +2,8 @@
 
 Why inline rather than a modal dialog: a dialog would block the window (and the reading of
 the transcript that explains the request). Requests queue per session; the prompt shows the
-oldest one for the session on screen. Nothing is pre-focused, so a stray Enter decides nothing.
+oldest one for the session on screen. A new request takes the keyboard focus on the text being
+approved (never on a button, so a stray Enter decides nothing); Alt+A allows, Alt+D denies.
 
 What is approved is shown whole: the command sits in a read-only view that wraps and scrolls
 (up to ``COMMAND_VIEW_LINES`` lines tall), control characters made visible (``visible_text``), and
@@ -110,6 +111,7 @@ class PermissionPrompt(TintedPanel):
         # Requests this window answered: the main process sends open requests again on every
         # connect and session open, and such a copy may cross the answer on the wire.
         self._answered: dict[str, None] = {}
+        self._shown_request: str | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 10, 12, 10)
         layout.setSpacing(4)
@@ -127,8 +129,8 @@ class PermissionPrompt(TintedPanel):
         text_column.addWidget(self.title_label)
         text_column.addWidget(self.summary_view)
         text_column.addWidget(self.warning_label)
-        self.allow_button = QPushButton(_tr("Allow"))
-        self.deny_button = QPushButton(_tr("Deny"))
+        self.allow_button = QPushButton(_tr("&Allow"))
+        self.deny_button = QPushButton(_tr("&Deny"))
         self.allow_button.clicked.connect(lambda: self._answer(allow=True))
         self.deny_button.clicked.connect(lambda: self._answer(allow=False))
         row.addLayout(text_column, 1)
@@ -185,7 +187,14 @@ class PermissionPrompt(TintedPanel):
         request = self.current
         self.setVisible(request is not None)
         if request is None:
+            self._shown_request = None
             return
+        if request.request_id != self._shown_request:
+            # A new question takes the keyboard: on the text being approved (reading it is
+            # the point), never on a button, so a stray Enter still decides nothing.
+            self._shown_request = request.request_id
+            if self.window().isActiveWindow():
+                self.summary_view.setFocus(Qt.FocusReason.OtherFocusReason)
         self.title_label.setText(
             _tr("{tool} asks for permission").replace("{tool}", visible(request.tool_name))
         )

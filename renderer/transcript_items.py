@@ -49,6 +49,7 @@ from app.bridge_contract import (
 )
 from renderer import theme
 from renderer.park_text import Severity, describe
+from renderer.quoted_text import FENCE, apply_quoted_format, split_quoted
 from renderer.settle_panel import SettlePanel, confirmation_text
 from renderer.tinted_panel import TintedPanel
 from renderer.visible_text import visible
@@ -282,6 +283,7 @@ class MessageWidget(TintedPanel):
         font.setBold(True)
         self.role_label.setFont(font)
         self.text_label = WrappingText()
+        self._had_quotes = False
         layout.addWidget(self.role_label)
         layout.addWidget(self.text_label)
         self.update_item(item)
@@ -289,7 +291,17 @@ class MessageWidget(TintedPanel):
 
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, UserMessageItem | AssistantMessageItem)
-        self.text_label.setText(visible(item.text))
+        if self._is_user or FENCE not in item.text:
+            self.text_label.setText(visible(item.text))
+            self.quoted_spans: list[tuple[int, int]] = []
+            if self._had_quotes:
+                apply_quoted_format(self.text_label.document(), [])
+                self._had_quotes = False
+            return
+        shown, self.quoted_spans = split_quoted(item.text)
+        self.text_label.setText(shown)
+        apply_quoted_format(self.text_label.document(), self.quoted_spans)
+        self._had_quotes = True
 
     def refresh_colours(self) -> None:
         palette = self.palette()

@@ -137,6 +137,11 @@ def _excerpt(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + " [...]"
 
 
+def _quoted(text: str) -> str:
+    """Output or file content as a fenced block (the window shows it in the monospace font)."""
+    return f"```\n{text}\n```"
+
+
 def summarize_result(result: ToolResult) -> str:
     """A short, honest summary of a tool result."""
     value = result.result
@@ -157,14 +162,16 @@ def summarize_result(result: ToolResult) -> str:
             f"Done: {result.name} wrote {value.get('bytesWritten')} bytes to {value.get('path')}."
         )
     if result.name == "read_file":
-        return f"{value.get('path')} contains:\n{_excerpt(str(value.get('content', '')))}"
+        content = _excerpt(str(value.get("content", ""))).rstrip("\n")
+        return f"{value.get('path')} contains:\n{_quoted(content)}"
     if result.name == "bash":
         output = str(value.get("output", "")).rstrip()
         lines = output.splitlines()
         if len(lines) > 6:  # the card above shows the output; the answer only sums it up
-            shown = f":\n{_excerpt(chr(10).join(lines[:5]))}\n[...] ({len(lines)} lines in all)"
+            head = _excerpt(chr(10).join(lines[:5]))
+            shown = f":\n{_quoted(head)}\n[...] ({len(lines)} lines in all)"
         else:
-            shown = f":\n{_excerpt(output)}" if output else " with no output."
+            shown = f":\n{_quoted(_excerpt(output))}" if output else " with no output."
         return f"The command exited with code {value.get('exitCode')}{shown}"
     if result.name == "list_dir":
         names = [str(entry.get("name")) for entry in value.get("entries", [])]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QDir, Qt
+from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QFileDialog, QWidget
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
 from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
+from renderer.theme import monospace_font
+from renderer.transcript_items import MessageWidget
 from tests.helpers.fake_bridge import FakeBridge
 
 pytestmark = pytest.mark.gui
@@ -244,3 +247,67 @@ def test_automatic_resume_is_announced_in_the_status_bar_and_rows_until_seen(
     QTest.keyClick(window.sessions.view, Qt.Key.Key_Up)  # and then "One"
     assert not notice.label.isVisible() and notice.text == ""
     assert row_text("s1") == "One, Interrupted"
+
+
+def test_a_permission_request_takes_the_keyboard_and_answers_by_mnemonic(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    window.composer.editor.setFocus()
+    for request_id in ("p1", "p2"):
+        bridge.permission_requested.emit(
+            bc.PermissionRequestedPush(
+                session_id="s1", request_id=request_id, tool_name="bash", summary="run: ls"
+            )
+        )
+    prompt = window.permission
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is prompt.summary_view)
+    QTest.keyClick(prompt.summary_view, Qt.Key.Key_Return)  # a stray Enter decides nothing
+    assert bridge.calls_to("answer_permission") == []
+    QTest.keyClick(prompt.summary_view, Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: bridge.calls_to("answer_permission") == [("s1", "p1", False)])
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is prompt.summary_view)
+    QTest.keyClick(prompt.summary_view, Qt.Key.Key_A, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: bridge.calls_to("answer_permission")[-1] == ("s1", "p2", True))
+
+
+def test_the_folder_dialog_starts_at_home_and_new_follows_the_connection(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, bridge = _window(qtbot)
+    asked: list[tuple[object, ...]] = []
+
+    def choose(*args: object) -> str:
+        asked.append(args)
+        return ""
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(choose))
+    window.new_session()
+    assert asked and asked[0][2] == QDir.homePath()
+    assert window.sessions.new_button.isEnabled()
+    bridge.disconnect_now()
+    assert not window.sessions.new_button.isEnabled() and not window.new_action.isEnabled()
+    bridge.connect_now()
+    assert window.sessions.new_button.isEnabled()
+
+
+def test_quoted_command_output_is_shown_in_the_monospace_font(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    text = "The command exited with code 0:\n```\nhi   there\n  col\n```\nAll done."
+    bridge.session_opened.emit(
+        bc.SessionOpenedPush(
+            session_id="s1", items=(bc.AssistantMessageItem(item_id="a", text=text),)
+        )
+    )
+    message = window.transcript.item_widget("a")
+    assert isinstance(message, MessageWidget)
+    shown = message.text_label.text()
+    assert shown == "The command exited with code 0:\nhi   there\n  col\nAll done."
+    document = message.text_label.document()
+
+    def fixed_at(position: int) -> bool:
+        cursor = QTextCursor(document)
+        cursor.setPosition(position + 1)
+        found = cursor.charFormat()
+        return found.fontFixedPitch() and found.fontFamilies() == monospace_font().families()
+
+    assert fixed_at(shown.index("hi   there")) and fixed_at(shown.index("col"))
+    assert not fixed_at(shown.index("exited")) and not fixed_at(shown.index("done"))

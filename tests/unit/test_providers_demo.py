@@ -145,8 +145,8 @@ def test_a_failed_step_ends_the_turn() -> None:
 def test_a_long_command_output_is_summed_up_not_repeated() -> None:
     output = "".join(f"{n}\n" for n in range(1, 3001))
     text = summarize_result(ToolResult("c", "bash", {"exitCode": 0, "output": output}))
-    assert text.splitlines()[1:6] == ["1", "2", "3", "4", "5"]
-    assert text.endswith("[...] (3000 lines in all)") and len(text.splitlines()) == 7
+    assert text.splitlines()[1:8] == ["```", "1", "2", "3", "4", "5", "```"]
+    assert text.endswith("[...] (3000 lines in all)") and len(text.splitlines()) == 9
 
 
 def test_a_result_the_user_confirmed_is_worded_as_their_confirmation() -> None:
