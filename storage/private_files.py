@@ -3,9 +3,10 @@
 Why: it holds every transcript (prompts, file contents, command output), the settings (an API
 key) and the logs. Other local users must not read any of it, whatever the umask, on every path
 that creates something there (desktop and CLI alike). Files are created with mode 0600 from the
-start where the program opens them itself (``private_opener``, ``PrivateRotatingFileHandler``);
-files another library creates (SQLite's database, ``-wal`` and ``-shm``) are tightened right after
-(``tighten``); SQLite then gives any later ``-wal``/``-shm`` the database file's mode.
+start where the program opens them itself (``private_opener``; the log's
+``PrivateRotatingFileHandler`` in ``storage/private_log.py``); files another library creates
+(SQLite's database, ``-wal`` and ``-shm``) are tightened right after (``tighten``); SQLite
+then gives any later ``-wal``/``-shm`` the database file's mode.
 
 An existing folder or file that is wider (made by an earlier version) is tightened when the
 program next creates or opens it, if it belongs to this user; ``wider_modes`` lists what is still
@@ -15,8 +16,6 @@ wider for ``maka doctor``.
 from __future__ import annotations
 
 import contextlib
-import io
-import logging.handlers
 import os
 import stat
 import sys
@@ -62,19 +61,6 @@ def private_opener(path: str, flags: int) -> int:
             if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & _OTHERS:
                 os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~_OTHERS)
     return fd
-
-
-class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A rotating log whose files (the current one and each new one after a rotation) are 0600."""
-
-    def _open(self) -> io.TextIOWrapper:
-        return open(
-            self.baseFilename,
-            "a",  # a rotating log always appends
-            encoding=self.encoding,
-            errors=self.errors,
-            opener=private_opener,
-        )
 
 
 def wider_modes(data_dir: Path) -> list[tuple[Path, int]]:

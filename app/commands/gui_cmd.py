@@ -177,7 +177,8 @@ def _configure_logging(data_dir: Path) -> None:
         return
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    from storage.private_files import PrivateRotatingFileHandler, ensure_private_dir
+    from storage.private_files import ensure_private_dir
+    from storage.private_log import PrivateRotatingFileHandler
 
     class _QuietFileHandler(_QuietErrors, PrivateRotatingFileHandler):
         pass

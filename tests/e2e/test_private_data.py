@@ -16,7 +16,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import MessageKind, ProviderChoice, SettingsUpdateRequest
-from storage.private_files import PrivateRotatingFileHandler
+from storage.private_log import PrivateRotatingFileHandler
 from tests.helpers.maka_process import main_log, run_maka, start_main
 from tests.helpers.maka_run import maka
 from tests.helpers.wire_client import WireClient

@@ -35,6 +35,7 @@ HEAVY = (
     "runtime.agent.run_loop",
     "runtime.agent.session_service",
     "runtime.providers.provider_port",
+    "logging.handlers",
 )
 
 
