@@ -70,9 +70,12 @@ class AutoResumeNotice(QObject):
         if not parts:
             self.label.setVisible(False)
             return
-        text = _tr("Automatic resume: {what}; open them to see.").replace(
-            "{what}", _tr(" and ").join(parts)
+        pattern = (
+            _tr("Automatic resume: {what}; open it to see.")
+            if continued + held == 1
+            else _tr("Automatic resume: {what}; open them to see.")
         )
+        text = pattern.replace("{what}", _tr(" and ").join(parts))
         self.label.setText(text)
         self.label.setToolTip(_tr("Marked on their rows until you open them."))
         self.label.setVisible(True)

@@ -90,6 +90,7 @@ class _SessionResume:
     # Try again: set while a parked session is planned again, then the time it was checked.
     retrying: bool = False
     checked_at: str = ""
+    automatic: bool = False  # automatic resume at start parked it
 
 
 class InterruptedBanner(TintedPanel):
@@ -104,6 +105,7 @@ class InterruptedBanner(TintedPanel):
         self._bridge = bridge
         self._session_id: str | None = None
         self._interrupted = False
+        self._folder = ""
         self._by_session: dict[str, _SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
         self._build()
@@ -215,12 +217,14 @@ class InterruptedBanner(TintedPanel):
     def session_id(self) -> str | None:
         return self._session_id
 
-    def set_session(self, session_id: str | None, interrupted: bool) -> None:
+    def set_session(self, session_id: str | None, interrupted: bool, folder: str = "") -> None:
         """Show the banner for ``session_id``; ``interrupted`` = latest run failed with
-        ``app_restarted``. A session whose resume started stays closed until the main process
-        reports it is no longer interrupted."""
+        ``app_restarted``; ``folder`` = where the session lives (named when it is missing). A
+        session whose resume started stays closed until the main process reports it is no
+        longer interrupted."""
         self._session_id = session_id
         self._interrupted = interrupted
+        self._folder = folder
         if session_id is not None:
             current = self._by_session.get(session_id)
             if current is not None and current.state is BannerState.STARTED and not interrupted:
@@ -318,6 +322,7 @@ class InterruptedBanner(TintedPanel):
             reasons=push.rejection_reasons,
             diagnostics=push.diagnostics,
             checked_at=checked_at,
+            automatic=push.automatic,
         )
         self._render()
 
@@ -415,6 +420,10 @@ class InterruptedBanner(TintedPanel):
             sentence = describe(code).sentence
             if write_not_done:
                 sentence = _park_tr(WRITE_NOT_DONE_REASON)
+            elif code == "workspace_folder_missing" and self._folder:
+                sentence = _tr(
+                    "The folder {folder} no longer exists; it was moved or deleted."
+                ).replace("{folder}", self._folder)
             label = QLabel("•  " + sentence)
             label.setWordWrap(True)
             label.setTextFormat(Qt.TextFormat.PlainText)
@@ -474,15 +483,8 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
         )
     if state is BannerState.PARKED:
         if "workspace_folder_missing" in current.reasons:
-            folder = next(
-                (d.message for d in current.diagnostics if d.code == "workspace_folder_missing"),
-                "",
-            )
             title = _tr("The session's folder is missing.")
-            body = next_step(current.reasons)
-            if folder:
-                body = f"{folder[:1].upper()}{folder[1:]}. {body}"
-            return title, body, _tr("&Locate folder…")
+            return title, next_step(current.reasons), _tr("&Locate folder…")
         again = _tr("Try again") if _can_try_again(current) else ""
         if _write_not_done(current):
             return (
@@ -492,16 +494,18 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             )
         if highest_severity(current.reasons) is Severity.INFO:
             title = _tr("Nothing to resume right now.")
+        elif current.automatic and not current.checked_at:
+            title = _tr("Automatic resume is on hold.")
         else:
             title = _tr("Safe resume is on hold.")
         body = next_step(current.reasons, [d.code for d in current.diagnostics])
         if current.checked_at and current.reasons:
-            still = describe(current.reasons[0]).sentence.rstrip(".")
+            # the reasons are listed just above: say when, and that they still hold
             checked = (
-                _tr("Checked again at {time}: still on hold because {reason}.")
-                .replace("{time}", current.checked_at)
-                .replace("{reason}", still[:1].lower() + still[1:])
-            )
+                _tr("Checked again at {time}: still on hold because of the reason above.")
+                if len(current.reasons) == 1
+                else _tr("Checked again at {time}: still on hold because of the reasons above.")
+            ).replace("{time}", current.checked_at)
             body = f"{checked} {body}".strip()
         return title, body, again
     if state is BannerState.FAILED:

@@ -216,11 +216,11 @@ class SessionDelegate(QStyledItemDelegate):
         title_font = QFont(opt.font)
         title_font.setBold(True)
         metrics = QFontMetrics(title_font)
-        announced = index.data(ANNOUNCED_ROLE)
+        announced = index.data(ANNOUNCED_ROLE)  # a plain str once it has crossed Qt
         badge = badge_for(
             summary,
             bool(index.data(WAITING_ROLE)),
-            announced if isinstance(announced, Announcement) else None,
+            Announcement(announced) if announced in set(Announcement) else None,
         )
         badge_width = 0
         if badge is not None:

@@ -99,7 +99,7 @@ def test_a_park_at_startup_opens_the_banner_parked_for_a_late_or_restarted_rende
     for _ in range(2):
         banner, bridge = _renderer(qtbot, main, session_id)
         _wait_parked(qtbot, banner)
-        assert banner.title_label.text() == "Safe resume is on hold."
+        assert banner.title_label.text() == "Automatic resume is on hold."
         assert [label.property("code") for label in banner.reason_labels] == ["dangling_tool_state"]
         assert "send a new message to carry on" in banner.body_label.text()
         assert banner.action_button.text() == "Try again"

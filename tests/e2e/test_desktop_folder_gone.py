@@ -127,7 +127,7 @@ def test_a_moved_folder_is_located_by_its_marker_and_the_session_resumes_there(
         "workspace_folder_missing"
     ]
     assert banner.title_label.text() == "The session's folder is missing."
-    assert str(tmp_path / "work") in banner.body_label.text()
+    assert str(tmp_path / "work") in banner.reason_labels[0].text(), "the folder is named"
     assert "Error" not in banner.body_label.text() + banner.details_label.text()
     assert banner.action_button.text().replace("&", "") == "Locate folder…"
     assert banner.remove_button.isVisible()

@@ -285,9 +285,11 @@ def test_try_again_says_when_it_checked_and_what_still_holds(qtbot: QtBot) -> No
     now = QTime.currentTime().toString("HH:mm")
     body = banner.body_label.text()
     assert body.startswith(
-        f"Checked again at {now}: still on hold because this folder is not the same workspace "
-        "the session ran in."
+        f"Checked again at {now}: still on hold because of the reason above. "
     ), body
+    assert [label.property("code") for label in banner.reason_labels] == [
+        "workspace_identity_mismatch"
+    ]
     assert _state(banner) is BannerState.PARKED
 
 

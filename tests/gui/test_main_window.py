@@ -221,10 +221,11 @@ def test_automatic_resume_is_announced_in_the_status_bar_and_rows_until_seen(
             session_id="s1", rejection_reasons=("dangling_tool_state",), automatic=True
         )
     )
+    assert window.banner.title_label.text() == "Automatic resume is on hold."
     bridge.resume_started.emit(
         bc.ResumeStartedPush(session_id="s2", run_id="r", turn_id="t", automatic=True)
     )
-    bridge.push_started("s1")  # a click's outcome is no announcement
+    bridge.push_started("s3")  # a click's outcome is no announcement
     notice = window.auto_resume_notice
     assert notice.text == (
         "Automatic resume: 1 session continued by itself and 1 is on hold; open them to see."
@@ -242,7 +243,7 @@ def test_automatic_resume_is_announced_in_the_status_bar_and_rows_until_seen(
     window.sessions.view.setFocus()
     QTest.keyClick(window.sessions.view, Qt.Key.Key_Down)  # the user opens "Two"
     assert window.session_id == "s2"
-    assert notice.text == "Automatic resume: 1 is on hold; open them to see."
+    assert notice.text == "Automatic resume: 1 is on hold; open it to see."
     assert row_text("s2") == "Two"
     QTest.keyClick(window.sessions.view, Qt.Key.Key_Up)  # and then "One"
     assert not notice.label.isVisible() and notice.text == ""

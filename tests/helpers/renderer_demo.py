@@ -287,7 +287,10 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     open_session("s-old", STOPPED_ITEMS)
     bridge.permission_requested.emit(
         bc.PermissionRequestedPush(
-            session_id="s-old", request_id="req-1", tool_name="write_file", summary="hello.txt"
+            session_id="s-old",
+            request_id="req-1",
+            tool_name="write_file",
+            summary="write hello.txt (3 bytes; replaces an existing 12-byte file)\ncontent:\n  hi",
         )
     )
     shot("stopped-and-waiting")
