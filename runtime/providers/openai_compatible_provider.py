@@ -53,6 +53,10 @@ class OpenAISettings:
     data_timeout: float = DEFAULT_DATA_TIMEOUT
     """Longest wait between two data events (keep-alive comments do not count)."""
     context_tokens: int | None = None
+    send_tool_choice: bool = True
+    """``tool_choice: "auto"`` goes with the tools (some servers enable tool calling only then;
+    a few, such as llama-cpp-python's ``chatml-function-calling`` format, refuse it when
+    streaming: ``MAKA_OPENAI_TOOL_CHOICE=off`` leaves it out)."""
     """The model's context size, when configured: a request estimated above it is not sent
     (for servers that report an overflow only in their log)."""
 
@@ -116,8 +120,8 @@ class OpenAICompatibleProvider:
                 }
                 for tool in request.tools
             ]
-            # Some servers enable tool calling only when this is present.
-            body["tool_choice"] = "auto"
+            if self._settings.send_tool_choice:
+                body["tool_choice"] = "auto"
         return json.dumps(body).encode("utf-8")
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:

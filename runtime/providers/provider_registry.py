@@ -5,7 +5,9 @@ Keys (CLI.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, 
 (seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT`` (seconds between two data
 events of a stream, keep-alive comments not counting: 600 by default, never less than the read
 timeout), ``MAKA_OPENAI_CONTEXT_TOKENS`` (the model's context size: a request estimated above it
-is refused as a context overflow without being sent), and for the scripted provider
+is refused as a context overflow without being sent), ``MAKA_OPENAI_TOOL_CHOICE`` (``auto``, the
+default, sends ``tool_choice: "auto"`` with the tools; ``off`` leaves it out), and for the
+scripted provider
 ``MAKA_SCRIPT_FILE`` and ``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
 """
 
@@ -51,6 +53,7 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
                 connect_timeout=min(timeout, 15.0),
                 data_timeout=max(data_timeout, timeout),
                 context_tokens=_context_tokens(config),
+                send_tool_choice=_tool_choice(config),
             )
         )
     if chosen == "scripted":
@@ -93,3 +96,13 @@ def _context_tokens(config: Mapping[str, str]) -> int | None:
             f"MAKA_OPENAI_CONTEXT_TOKENS must be a positive number of tokens, got {text!r}",
         )
     return int(text)
+
+
+def _tool_choice(config: Mapping[str, str]) -> bool:
+    text = (config.get("MAKA_OPENAI_TOOL_CHOICE") or "auto").strip().lower()
+    if text not in ("auto", "off"):
+        raise ProviderError(
+            ProviderErrorCode.CONFIG_INVALID,
+            f"MAKA_OPENAI_TOOL_CHOICE must be auto or off, got {text!r}",
+        )
+    return text == "auto"

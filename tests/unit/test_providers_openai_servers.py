@@ -357,6 +357,17 @@ def test_tool_choice_auto_is_sent_whenever_tools_are_offered() -> None:
     assert "tool_choice" not in without and "tools" not in without
 
 
+def test_tool_choice_can_be_left_out_for_servers_that_refuse_it() -> None:
+    base = {"MAKA_MODEL": "m", "MAKA_OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    off = build_provider("openai", {**base, "MAKA_OPENAI_TOOL_CHOICE": "off"})
+    assert isinstance(off, OpenAICompatibleProvider)
+    body = json.loads(off.request_body(REQUEST))
+    assert body["tools"] and "tool_choice" not in body
+    with pytest.raises(ProviderError) as caught:
+        build_provider("openai", {**base, "MAKA_OPENAI_TOOL_CHOICE": "always"})
+    assert caught.value.code == ProviderErrorCode.CONFIG_INVALID
+
+
 def test_a_tool_call_cut_off_by_the_length_limit_says_so() -> None:
     def reply(handler: BaseHTTPRequestHandler) -> None:
         sse_headers(handler)
