@@ -273,8 +273,9 @@ def _unfinished_stream(events: int) -> ProviderError:
         return ProviderError(
             ProviderErrorCode.EMPTY_STREAM,
             "the model server accepted the request but sent no events at all: it probably "
-            "refused it (for example a prompt longer than the model's context, or a chat "
-            "template error); the server's log says why",
+            "refused it (for example a prompt longer than the model's context, a chat template "
+            "error, or a tool_choice it cannot stream: try MAKA_OPENAI_TOOL_CHOICE=off); the "
+            "server's log says why",
         )
     return ProviderError(
         ProviderErrorCode.CONNECTION_LOST,
