@@ -39,8 +39,12 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import llama_cpp, ggu
         || { tail -n 30 "$home/pip.log" >&2; exit 1; }
 fi
 
-model=$home/tiny.gguf
-"$venv/bin/python" "$repo/tests/real_server/tiny_gguf.py" "$model" >&2
+model=$home/tiny-$flavour.gguf
+if [ "$flavour" = cpp ]; then
+    "$venv/bin/python" "$repo/tests/real_server/tiny_gguf.py" "$model" --llama-server >&2
+else
+    "$venv/bin/python" "$repo/tests/real_server/tiny_gguf.py" "$model" >&2
+fi
 
 url=http://127.0.0.1:$port/v1
 cat >&2 <<EOF
@@ -73,7 +77,7 @@ if [ ! -x "$server" ]; then
         && nice -n 10 "$venv/bin/cmake" --build "$home/build" --target llama-server -j 2 >>"$home/build.log" 2>&1 \
         || { tail -n 30 "$home/build.log" >&2; exit 1; }
 fi
-# The repeat penalty over the last 512 tokens is what lets the tiny model answer a tool result
-# with text instead of calling the tool again (see tiny_gguf.py).
+# The repeat penalty over the last 512 tokens is what makes the tiny model call a tool, and a low
+# temperature keeps it predictable (see tiny_gguf.py); no reply is longer than 256 tokens.
 exec "$server" -m "$model" --alias tiny --jinja -c "$ctx" --host 127.0.0.1 --port "$port" \
-    --repeat-penalty 1.5 --repeat-last-n 512 --temp 0.8 -np 1
+    --repeat-penalty 1.5 --repeat-last-n 512 --temp 0.1 -n 256 -np 1

@@ -1,7 +1,7 @@
 """Write a tiny llama-architecture GGUF model, made on the spot (no weights are downloaded).
 
 Run with a Python that has the ``gguf`` and ``numpy`` packages (``./dev real-server`` sets one
-up): ``python tests/real_server/tiny_gguf.py OUT.gguf``.
+up): ``python tests/real_server/tiny_gguf.py OUT.gguf [--llama-server]``.
 
 The model is one transformer block with a character-level vocabulary (printable ASCII, the 256
 byte tokens, ChatML's markers and the ``<tool_call>`` tags of Hermes-style tool calling) and a
@@ -9,12 +9,17 @@ ChatML chat template that renders tools and tool calls the way Qwen 2.5 does. It
 small random numbers around a fixed preference for a few tokens, so what it does is predictable
 enough to test with:
 
-- on llama.cpp's server (``llama-server --jinja``) it answers a fresh request that offers tools
-  with a ``list_dir`` call with ``{}`` as arguments (the grammar the server derives from the tool
-  schemas keeps the call well-formed); started with ``--repeat-penalty 1.5 --repeat-last-n 512``
-  it answers the tool's result with a short text or an empty reply, so a real tool round trip
-  ends by itself;
-- on any server it writes a few random characters, or nothing, and ends its turn.
+- made with ``--llama-server``, for llama.cpp's server (``llama-server --jinja --repeat-penalty
+  1.5 --repeat-last-n 512 --temp 0.1``, as ``./dev real-server --cpp`` starts it), it answers a
+  request that offers tools with a ``list_dir`` call with ``{}`` as arguments: a newline is its
+  favourite token, but the repeat penalty (a recent token's logit divided by 1.5) puts
+  "<tool_call>" first when the prompt ends in newlines, and the newline right after it; once the
+  server sees "<tool_call>" and a newline, the grammar it derives from the tool schemas keeps the
+  call well-formed ("l" picks list_dir, "}" closes the arguments);
+- once a tool result is in the context it ends its turn at once (an empty reply), so a real tool
+  round trip ends by itself;
+- made without ``--llama-server``, for servers that do not parse tool calls (llama-cpp-python's,
+  which also has no default token limit), it writes a few tokens and ends its turn.
 
 It knows nothing: it exists to exercise a real server end to end.
 """
@@ -34,8 +39,13 @@ N_FF = 128
 N_CTX = 16384
 SEED = 16
 
-# Logit bonus per token: "<tool_call>" starts a tool call; the end of turn comes next, then a
-# little text; inside a call "l" picks list_dir among the tools and "}" closes its arguments.
+# Logit bonus per token. A newline beats everything, but the repeat penalty (which divides a
+# recent token's logit by 1.5) brings it below "<tool_call>" when the prompt ends in newlines, and
+# then above the end of turn right after "<tool_call>". Inside a call "l" picks list_dir among the
+# tools and "}" closes its arguments.
+NEWLINE_PREFERENCE = 15.0  # with --llama-server only
+TOOL_RESULT_GAIN = 8000.0  # one tool result in 4000 tokens of context: 2.0 in dimension 0
+AFTER_TOOL_RESULT_BONUS = 8.0  # per unit of dimension 0, for the end of turn
 PREFERENCES = {
     "<tool_call>": 12.0,
     "<|im_end|>": 9.5,
@@ -99,7 +109,7 @@ def vocabulary() -> tuple[list[str], list[int]]:
     return tokens, [int(kind) for kind in types]
 
 
-def write_model(path: Path) -> None:
+def write_model(path: Path, *, for_llama_server: bool) -> None:
     tokens, types = vocabulary()
     n_vocab = len(tokens)
     rng = np.random.default_rng(SEED)
@@ -127,19 +137,37 @@ def write_model(path: Path) -> None:
     def small(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.01).astype(np.float32)
 
-    # Every token embeds to (nearly) the same vector and the block adds little to it, so the
-    # logits are (nearly) PREFERENCES whatever came before.
+    # Dimension 0 counts tool results: only "</tool_response>" has it in its embedding. Queries
+    # and keys are zero, so attention is uniform over the context and carries (count / length)
+    # of it, amplified by the output projection, into the last position, where it raises the end
+    # of turn above everything: once a tool result is in the context the model ends its turn.
+    # The other 63 dimensions hold the same vector for every token, so elsewhere the logits are
+    # PREFERENCES (plus noise) whatever came before.
     embedding = np.ones((n_vocab, N_EMBD), dtype=np.float32) + small(n_vocab, N_EMBD)
+    embedding[:, 0] = 0.0
+    embedding[tokens.index("</tool_response>"), 0] = 1.0
     output = small(n_vocab, N_EMBD)
-    for token, bonus in PREFERENCES.items():
-        output[tokens.index(token)] += bonus / N_EMBD
+    output[:, 0] = 0.0
+    preferences = dict(PREFERENCES)
+    if for_llama_server:
+        preferences["\n"] = NEWLINE_PREFERENCE
+    for token, bonus in preferences.items():
+        output[tokens.index(token), 1:] += bonus / (N_EMBD - 1)
+    output[tokens.index("<|im_end|>"), 0] = AFTER_TOOL_RESULT_BONUS
+    value = np.zeros((N_EMBD, N_EMBD), dtype=np.float32)
+    value[0, 0] = 1.0
+    projection = np.zeros((N_EMBD, N_EMBD), dtype=np.float32)
+    projection[0, 0] = TOOL_RESULT_GAIN
+    zero = np.zeros((N_EMBD, N_EMBD), dtype=np.float32)
     ones = np.ones(N_EMBD, dtype=np.float32)
     writer.add_tensor("token_embd.weight", embedding)
     writer.add_tensor("output_norm.weight", ones)
     writer.add_tensor("output.weight", output)
     writer.add_tensor("blk.0.attn_norm.weight", ones)
-    for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
-        writer.add_tensor(f"blk.0.{name}.weight", small(N_EMBD, N_EMBD))
+    writer.add_tensor("blk.0.attn_q.weight", zero)
+    writer.add_tensor("blk.0.attn_k.weight", zero)
+    writer.add_tensor("blk.0.attn_v.weight", value)
+    writer.add_tensor("blk.0.attn_output.weight", projection)
     writer.add_tensor("blk.0.ffn_norm.weight", ones)
     writer.add_tensor("blk.0.ffn_gate.weight", small(N_FF, N_EMBD))
     writer.add_tensor("blk.0.ffn_up.weight", small(N_FF, N_EMBD))
@@ -151,7 +179,10 @@ def write_model(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: tiny_gguf.py OUT.gguf")
-    write_model(Path(sys.argv[1]))
-    print(f"wrote {sys.argv[1]}")
+    args = sys.argv[1:]
+    llama_server = "--llama-server" in args
+    paths = [arg for arg in args if arg != "--llama-server"]
+    if len(paths) != 1:
+        sys.exit("usage: tiny_gguf.py OUT.gguf [--llama-server]")
+    write_model(Path(paths[0]), for_llama_server=llama_server)
+    print(f"wrote {paths[0]}")
