@@ -242,6 +242,24 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
     return lines
 
 
+def _folder_advice(plan: ContinuationPlan) -> list[str]:
+    """A missing folder or Safe resume turned off: the command that changes it."""
+    codes = {reason.value for reason in plan.rejection_reasons}
+    advice: list[str] = []
+    if "workspace_folder_missing" in codes:
+        advice.append(
+            "The folder moved? Point the session at its new place: maka sessions relocate "
+            f"{plan.session_id} NEW_FOLDER (its .maka-workspace.json must match). Deleted? "
+            f"Remove the session: maka sessions remove {plan.session_id} --yes."
+        )
+    if "resume_feature_disabled" in codes:
+        advice.append(
+            "Turn Safe resume on in the desktop's Settings, or for one command with "
+            "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1."
+        )
+    return advice
+
+
 def plan_summary(
     plan: ContinuationPlan, operations: Sequence[OperationView] | None = None
 ) -> list[str]:
@@ -259,6 +277,7 @@ def plan_summary(
             f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
             *_stop_advice(plan),
+            *_folder_advice(plan),
             "What next: check what the interrupted calls may have changed, then carry on with a "
             f"new message (maka run --session {plan.session_id} MESSAGE, or the desktop); the "
             "model is told which calls are unsettled. Safe resume stays parked until the reasons "

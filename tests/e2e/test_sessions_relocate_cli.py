@@ -37,6 +37,7 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert body["rejectionReasons"] == ["workspace_folder_missing"]
     text = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG}).stdout
     assert "[warn] workspace_folder_missing" in text and "Error" not in text
+    assert f"maka sessions relocate {drill.session} NEW_FOLDER" in text
 
     # A different workspace is refused, and nothing changes.
     other = tmp_path / "other"
