@@ -321,7 +321,11 @@ FAILURES: dict[str, tuple[Severity, str]] = {
     "host_draining": (_W, "Maka is shutting down."),
     "operation_conflict": (_W, "A resume with different inputs is already under way."),
     "internal_failure": (_E, "Safe resume could not start because of an internal error."),
-    "invalid_cwd": (_W, "The session's folder does not exist or is not a folder."),
+    "invalid_cwd": (
+        _W,
+        "The session's folder does not exist; if it moved, locate it (Session › Locate "
+        "folder…, or maka sessions relocate).",
+    ),
     "workspace_identity_differs": (
         _W,
         "That folder is a different workspace, so the session was not moved there.",
