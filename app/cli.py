@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tui": ("app.commands.tui_cmd", "chat with the agent in the terminal"),
     "plan": ("app.commands.plan_cmd", "explain whether Safe resume can continue a session"),
     "resume": ("app.commands.resume_cmd", "Safe resume: continue a session's interrupted run"),
+    "checkpoints": ("app.commands.checkpoints_cmd", "list a session's workspace checkpoints"),
     "settle": (
         "app.commands.settle_cmd",
         "record whether an interrupted tool call ran, so Safe resume can continue",

@@ -128,8 +128,32 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         _I,
         "The workspace folder has moved; it is still the same workspace.",
     ),
-    "workspace_verified": (_I, "The folder is the same workspace the session ran in."),
-    "workspace_checkpoint_unavailable": (_I, "No snapshot of the folder is available to compare."),
+    "workspace_verified": (
+        _I,
+        "The files in the folder are exactly as they were when the run stopped.",
+    ),
+    "workspace_checkpoint_unavailable": (
+        _I,
+        "This session runs without snapshots of its folder, so changed files cannot be "
+        "detected; resume checks the history only.",
+    ),
+    "checkpoint_git_missing": (
+        _I,
+        "Snapshots of the folder need Git 2.25 or newer, and none was found.",
+    ),
+    "checkpoint_nested_repository": (
+        _I,
+        "The folder holds another Git repository or a submodule, which snapshots do not cover.",
+    ),
+    "checkpoint_lfs_unsupported": (
+        _I,
+        "The folder uses Git LFS, which snapshots do not support.",
+    ),
+    "checkpoint_too_large": (_I, "The folder is too large for snapshots."),
+    "checkpoint_turned_off": (_I, "Snapshots of the folder are turned off on this computer."),
+    "checkpoint_git_failed": (_W, "Git could not take a snapshot of the folder."),
+    "checkpoint_git_timeout": (_W, "Taking a snapshot of the folder took too long."),
+    "checkpoint_folder_unreadable": (_W, "A file in the folder could not be read for a snapshot."),
     "reconcile_matches_prior_state": (
         _W,
         "The write did not happen; redo is left to you.",
@@ -185,6 +209,10 @@ REVALIDATION: dict[str, tuple[Severity, str]] = {
     ),
     "tool_catalog_changed": (_W, "The available tools changed while resume was starting."),
     "target_run_conflict": (_E, "Another run already uses the new run's identity."),
+    "workspace_tree_changed": (
+        _W,
+        "Files in the folder changed while resume was starting.",
+    ),
 }
 
 # What the resolver concluded about one tool call, and how a settlement came about.
@@ -215,6 +243,7 @@ STORE: dict[str, tuple[Severity, str]] = {
     "reserved_tool_boundary_fact": (_E, "Only the tool writer may record a tool's start or end."),
     "reserved_recovery_fact": (_E, "Only recovery may record a recovery decision."),
     "reserved_continuation_fact": (_E, "Only Safe resume may record a continuation."),
+    "reserved_workspace_fact": (_E, "Only the snapshot writer may record a folder snapshot."),
     "reserved_run_ending_fact": (_E, "Only the run-ending writer may end a run."),
     "transition_shape_conflict": (_E, "The events to save do not form a valid step."),
     "run_sealed": (_E, "This run has already ended; nothing more can be added to it."),
@@ -374,6 +403,17 @@ NEXT_STEPS: dict[str, str] = {
         "send a new message to carry on."
     ),
     "pending_permission": ("Check what that request was for, then send a new message to carry on."),
+    "workspace_drift": (
+        "Look at the changed files listed below; put them back and choose Try again, or send a "
+        "new message telling the model what changed."
+    ),
+    "workspace_checkpoint_stale": (
+        "A command may have changed files after the last snapshot: check them, then send a new "
+        "message to carry on."
+    ),
+    "workspace_checkpoint_missing": (
+        "Check your files, then send a new message to carry on; the snapshot cannot be compared."
+    ),
 }
 NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
     _I: "",  # the reason itself says what to do (wait, or nothing to resume)

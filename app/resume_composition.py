@@ -63,6 +63,8 @@ def build_resume_service(
     processes: ToolProcessTable | None = None,
 ) -> ResumeService:
     """The seam for planning only (``maka plan``)."""
+    from storage.checkpoint_store import GitCheckpointStore
+
     return resume_service(
         store,
         tool_names,
@@ -71,6 +73,7 @@ def build_resume_service(
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(data_dir, now_ms),
         processes=processes,
+        checkpoints=GitCheckpointStore.from_environment(data_dir),
     )
 
 
@@ -98,6 +101,7 @@ def host_resume_service(
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
         settings=host.settings,
+        checkpoints=host.service.checkpoints,
     )
     return service, turn.cancel
 
@@ -239,6 +243,27 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
             found = recovery_sentence(code)
             if found is not None:
                 lines.append(f"      {found}")
+        lines.extend(changed_path_lines(diagnostic.detail))
+    return lines
+
+
+def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> list[str]:
+    """The changed files of a ``workspace_drift`` diagnostic, one a line (``limit`` of them,
+    then "and N more")."""
+    paths = detail.get("changedPaths")
+    if not isinstance(paths, list):
+        return []
+    more = detail.get("moreChangedPaths", 0)
+    more = more if isinstance(more, int) else 0
+    shown = paths if limit is None else paths[:limit]
+    lines = [
+        f"      {entry.get('change', '?'):<8} {entry.get('path', '?')}"
+        for entry in shown
+        if isinstance(entry, dict)
+    ]
+    rest = len(paths) - len(shown) + more
+    if rest:
+        lines.append(f"      and {rest} more")
     return lines
 
 

@@ -73,6 +73,7 @@ from runtime.recovery.startup_recovery import run_startup_recovery
 from runtime.recovery.write_leftovers import parked_writes
 from runtime.tools.process_identity import forget_ended, live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
+from storage.checkpoint_store import GitCheckpointStore
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
 
@@ -143,6 +144,7 @@ class DesktopServices:
             process_table=self._store,
             clock=self._clock,
             settings=self._run_settings,
+            checkpoints=GitCheckpointStore.from_environment(self._data_dir),
         )
         forget_ended(self._store, before_epoch=report.owner_epoch)
         interrupted: list[InterruptedRun] = []
@@ -412,6 +414,7 @@ class DesktopServices:
             clock=self._clock,
             lifecycle=self._lifecycle,
             settings=self._run_settings(),
+            checkpoints=sessions.checkpoints,
         )
         with self._lock:
             if session_id in self._continuations:
@@ -487,6 +490,7 @@ class DesktopServices:
             enabled=self.resume_flags()[0],
             clock=self._clock,
             lifecycle=None,
+            checkpoints=sessions.checkpoints,
         )
         result = settle_call(
             self._store,

@@ -16,6 +16,7 @@ from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunObserver, RunSettings
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ContinuationRunner, ResumeService, ResumeStore
+from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.providers.provider_port import Provider
 from runtime.tools.process_tree import BackgroundShellRegistry
@@ -33,15 +34,18 @@ def resume_service(
     lifecycle: LifecycleLog | None,
     runner: ContinuationRunner | None = None,
     processes: ToolProcessTable | None = None,
+    checkpoints: CheckpointCarrier | None = None,
 ) -> ResumeService:
-    """The seam for planning (``runner`` None) or planning and executing."""
+    """The seam for planning (``runner`` None) or planning and executing. ``checkpoints``: the
+    workspace checkpoint carrier the inspector captures the folder with (WORKSPACE.md)."""
     return ResumeService(
         store,
-        SafetyInspector(tool_names, shells, processes=processes),
+        SafetyInspector(tool_names, shells, processes=processes, checkpoints=checkpoints),
         runner,
         enabled=enabled,
         now_ms=clock,
         lifecycle=lifecycle,
+        checkpoints=checkpoints,
     )
 
 
@@ -65,6 +69,7 @@ def continuation_resume_service(
     settings: RunSettings | None = None,
     processes: ToolProcessTable | None = None,
     process_recorder: ProcessRecorder | None = None,
+    checkpoints: CheckpointCarrier | None = None,
 ) -> tuple[ResumeService, ContinuationTurn]:
     """The seam wired to a host's provider, tools and observer; the turn holds the cancel token."""
     turn = ContinuationTurn(
@@ -79,6 +84,7 @@ def continuation_resume_service(
         shell_registry=shells,
         settings=settings,
         process_recorder=process_recorder,
+        checkpoints=checkpoints,
     )
     service = resume_service(
         store,
@@ -89,5 +95,6 @@ def continuation_resume_service(
         lifecycle=lifecycle,
         runner=turn,
         processes=processes,
+        checkpoints=checkpoints,
     )
     return service, turn

@@ -8,6 +8,8 @@ supply these facts: it sends a session id, and the inspector observes
   identity; an invalid marker is an error, never silently replaced),
 - the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
 - the current tool catalog,
+- the folder's current tree under the workspace checkpoint policy (WORKSPACE.md section 3),
+  captured without a ref or a fact, when the workspace has a checkpoint store,
 - background work: shells started by tools that are still alive (pid + process create time, so
   a reused pid is never mistaken for ours), tool processes recorded in the ``tool_processes``
   host table that still run (a command that survived a crash; pid + create time + boot id,
@@ -20,6 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from runtime.continuation.continuation_planner import SafetyObservation, SessionFolderMissing
+from runtime.continuation.workspace_gate import WorkspaceTree
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.tools.process_identity import describe, how_to_stop, live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
@@ -34,7 +38,9 @@ class SafetyInspector:
         unfinished_runs: Callable[[str], Sequence[str]] | None = None,
         *,
         processes: ToolProcessTable | None = None,
+        checkpoints: CheckpointCarrier | None = None,
     ) -> None:
+        self._checkpoints = checkpoints
         self._tool_names = tool_names
         self._shells = shells
         self._processes = processes
@@ -66,4 +72,17 @@ class SafetyInspector:
             background_settled=not pending,
             tool_names=tuple(sorted(set(self._tool_names()))),
             background_detail=tuple(pending),
+            workspace_tree=self._tree(Path(identity.realpath), identity.identity),
         )
+
+    def _tree(self, folder: Path, workspace_identity: str) -> WorkspaceTree | None:
+        """The folder's current tree under the checkpoint policy (no ref, no fact); None when
+        this workspace has no checkpoint store (a session without checkpoints, or a store that
+        was deleted: the planner tells those apart from the ledger's facts)."""
+        carrier = self._checkpoints
+        if carrier is None or not carrier.has_repository(workspace_identity):
+            return None
+        try:
+            return WorkspaceTree(carrier.observe(folder, workspace_identity).tree_id)
+        except CheckpointError as error:
+            return WorkspaceTree(None, f"{error.code}: {error.message}")

@@ -28,6 +28,7 @@ from runtime.ledger.event_model import RuntimeEvent, has_t1_marker, is_terminal
 from runtime.ledger.lane_rules import LaneConflict, classify_lane, is_bound_response
 from runtime.ledger.store_ports import RunHeader, RunStatus, StoredEvent, StoreRefusal
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner, plain_lane
+from runtime.ledger.workspace_facts import is_workspace_fact, workspace_fact_problem
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.run_ending_writer import check_ending
 from storage.run_header_store import insert_header, set_terminal
@@ -74,6 +75,8 @@ def _walk(
             actions = event.get("actions") or {}
             if "continuationStart" in actions or (has_t1_marker(event) and index != 0):
                 return None
+            if is_workspace_fact(event) and workspace_fact_problem(event) is not None:
+                return None  # the per-event path refuses it with its code
             if is_terminal(event):
                 if index != count - 1 or event["partial"]:
                     return None

@@ -80,6 +80,9 @@ def find_git(environ: Mapping[str, str] | None = None) -> GitCommand | None:
     return GitCommand(path, (int(match.group(1)), int(match.group(2))), text)
 
 
+# Everything git writes in the data directory is the user's only (0700 folders, 0600 files),
+# like every other file Maka keeps there.
+_UMASK = 0o077 if sys.platform != "win32" else -1  # -1: Popen leaves it as it is
 # No console window flashes up for each git call on Windows.
 _NO_WINDOW: int = getattr(subprocess, "CREATE_NO_WINDOW", 0) if sys.platform == "win32" else 0
 
@@ -137,6 +140,7 @@ class GitRunner:
                 env=env,
                 cwd=str(work_tree if work_tree is not None else git_dir),
                 creationflags=_NO_WINDOW,
+                umask=_UMASK,
             )
         except subprocess.TimeoutExpired:
             raise CheckpointError(
@@ -167,6 +171,7 @@ class GitRunner:
                 env=env,
                 cwd=str(git_dir.parent),
                 creationflags=_NO_WINDOW,
+                umask=_UMASK,
             )
         except (OSError, subprocess.SubprocessError) as error:
             raise CheckpointError(

@@ -26,11 +26,10 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Literal
 
@@ -45,9 +44,10 @@ from runtime.ledger.checkpoint_ports import (
 )
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
-from storage.private_files import ensure_private_dir
+from storage.private_files import ensure_private_dir, private_opener
 
 CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
 TIP_REF = "refs/maka-tip"
 MARKER_NAME = ".maka-workspace.json"
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -86,7 +86,9 @@ class GitCheckpointStore:
         git: GitCommand | Literal["find"] | None = "find",
         size_budget: int = DEFAULT_SIZE_BUDGET,
         max_file_bytes: int = MAX_FILE_BYTES,
+        turned_off: bool = False,
     ) -> None:
+        self._turned_off = turned_off
         self.root = Path(data_dir) / CHECKPOINTS_DIR
         # "find": the ``git`` on PATH; None: run as if there were none.
         self._git = find_git() if isinstance(git, str) else git
@@ -96,6 +98,17 @@ class GitCheckpointStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._tips: dict[str, str] = {}
+
+    @classmethod
+    def from_environment(
+        cls, data_dir: Path, environ: Mapping[str, str] | None = None
+    ) -> GitCheckpointStore:
+        """The store the app uses: ``MAKA_WORKSPACE_CHECKPOINTS=off`` turns checkpoints off
+        (runs then declare ``unavailable`` / ``checkpoint_turned_off`` and resume works as in
+        Phase 1)."""
+        env = os.environ if environ is None else environ
+        off = env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
+        return cls(data_dir, turned_off=off)
 
     @property
     def git(self) -> GitCommand | None:
@@ -124,11 +137,12 @@ class GitCheckpointStore:
             ensure_private_dir(self.root)
             self._git_runner().init_bare(git_dir)
         info = git_dir / "info"
-        info.mkdir(exist_ok=True)
+        ensure_private_dir(info)
         for name, text in (("attributes", _ATTRIBUTES), ("exclude", _EXCLUDE)):
             path = info / name
             if not path.is_file() or path.read_text("utf-8") != text:
-                path.write_text(text, "utf-8")
+                with open(path, "w", encoding="utf-8", opener=private_opener) as handle:
+                    handle.write(text)
         return git_dir
 
     @contextlib.contextmanager
@@ -138,7 +152,7 @@ class GitCheckpointStore:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             ensure_private_dir(self.root)
-            with open(self.root / f"{key}.lock", "a+b") as handle:
+            with open(self.root / f"{key}.lock", "a+b", opener=private_opener) as handle:
                 _lock_file(handle)
                 try:
                     # Under the lock no capture runs, so an index.lock is a killed capture's.
@@ -155,6 +169,11 @@ class GitCheckpointStore:
     # ---- the mode ------------------------------------------------------------------------------
     def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision:
         """``git_v1`` when this folder can be captured faithfully, else ``unavailable`` + why."""
+        if self._turned_off:
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_TURNED_OFF,
+                f"{CHECKPOINTS_ENV} turns workspace checkpoints off",
+            )
         git = self._git
         if git is None:
             return _unavailable(
@@ -227,7 +246,8 @@ class GitCheckpointStore:
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
             try:
                 if index.is_file():
-                    shutil.copyfile(index, scratch)
+                    with open(scratch, "wb", opener=private_opener) as copy:
+                        copy.write(index.read_bytes())
                 else:
                     scratch.unlink(missing_ok=True)
                 tree, skipped = self._stage_and_write_tree(folder, git_dir, scratch)
@@ -317,6 +337,9 @@ class GitCheckpointStore:
         return tip
 
     # ---- verify and compare --------------------------------------------------------------------
+    def has_repository(self, workspace_identity: str) -> bool:
+        return (self.git_dir(workspace_identity) / "HEAD").is_file()
+
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():
@@ -351,7 +374,10 @@ class GitCheckpointStore:
 
     def refs(self, workspace_identity: str) -> dict[str, str]:
         """Every checkpoint ref of the workspace's repository and the commit it names."""
-        git_dir = self.git_dir(workspace_identity)
+        return self.refs_in(self.git_dir(workspace_identity))
+
+    def refs_in(self, git_dir: Path) -> dict[str, str]:
+        """Every checkpoint ref of one private repository and the commit it names."""
         if not (git_dir / "HEAD").is_file():
             return {}
         out = self._git_runner().run(

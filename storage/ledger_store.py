@@ -82,6 +82,7 @@ from storage.store_doctor import DoctorReport, diagnose
 from storage.store_open import file_version, open_read_connection
 from storage.store_verification import damaged, record_verified, verify_before_write
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
+from storage.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
 
 T = TypeVar("T")
 
@@ -271,6 +272,14 @@ class SqliteLedgerStore:
         check_generic(candidate)
         with self._write() as tx:
             return append_generic(tx, candidate)
+
+    def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult:
+        """A ``workspaceCheckpoint`` or ``workspaceCheckpointFailed`` fact (WORKSPACE.md
+        section 2): the one writer of those facts (``workspace_fact_writer``)."""
+        candidate = prepare_candidate(event)
+        check_workspace_fact(candidate)
+        with self._write() as tx:
+            return commit_workspace_fact(tx, candidate)
 
     def commit_tool_prepared(
         self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent

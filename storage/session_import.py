@@ -29,6 +29,7 @@ from runtime.ledger.store_ports import (
     RunStatus,
     StoreRefusal,
 )
+from runtime.ledger.workspace_facts import is_workspace_fact
 from storage import continuation_claim_store as claims
 from storage.bulk_run_writer import bulk_commit_new_run
 from storage.event_writer import (
@@ -49,6 +50,7 @@ from storage.run_header_store import (
 )
 from storage.session_export import ParsedExport, RunBlock, TransferError
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
+from storage.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,9 @@ def _commit_next(
         return 1, [commit_outcome(tx, candidate, armed_crash_point())]
     if lane is Lane.RECONCILE_RESULT:
         return _commit_bundle(tx, events, position, candidate)
+    if is_workspace_fact(candidate.event):  # through the workspace-fact writer's own checks
+        check_workspace_fact(candidate)
+        return 1, [commit_workspace_fact(tx, candidate)]
     check_generic(candidate)
     return 1, [append_generic(tx, candidate)]
 

@@ -108,6 +108,7 @@ def owned_session_host(
     """The host of a command that runs turns; ``settings`` (``--max-steps``) apply to every
     turn it runs, continuations included."""
     from runtime.recovery.startup_recovery import run_startup_recovery
+    from storage.checkpoint_store import GitCheckpointStore
     from storage.ledger_store import open_store
 
     factory = provider_factory(data_dir, provider_name)
@@ -130,6 +131,7 @@ def owned_session_host(
                 shell_registry=shells,
                 settings=settings,
                 process_table=store,
+                checkpoints=GitCheckpointStore.from_environment(data_dir),
             )
             forget_ended(store, before_epoch=report.owner_epoch)
             yield CliHost(

@@ -4,7 +4,10 @@ Opens the database read-only (it works while the desktop app runs) and reports t
 version, SQLite's integrity check, the tool-ledger scanner over every run, header/terminal
 agreement, rebuilt-versus-stored projections and the workspace markers of session folders
 (``storage/store_doctor.py``), and whether other users could read the data directory
-(``data_not_private``: a folder wider than 0700 or a file wider than 0600). With ``--json``
+(``data_not_private``: a folder wider than 0700 or a file wider than 0600), and the workspace
+checkpoints: every ``workspaceCheckpoint`` fact against its Git objects (a missing one is a
+problem, ``workspace_checkpoint_missing``) and every checkpoint ref against the facts (an orphan
+ref, left by a capture killed before its fact, is reported, not a problem). With ``--json``
 exactly one JSON document is printed.
 """
 
@@ -111,9 +114,13 @@ def run(args: argparse.Namespace) -> int:
             ],
         )
         return EXIT_ERROR
+    from storage.checkpoint_audit import audit_checkpoints
+    from storage.checkpoint_store import GitCheckpointStore
+
     with store:
         try:
             report = store.diagnose()
+            checkpoints = audit_checkpoints(store, GitCheckpointStore(data_dir))
         except StoreRefusal as refusal:
             failed = {"code": str(refusal.code), "message": refusal.message}
             _emit(
@@ -134,7 +141,22 @@ def run(args: argparse.Namespace) -> int:
     from storage.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
-    document = {"database": str(database), "present": True, **report.to_json()}
+    report.problems.extend(
+        DoctorProblem(
+            "workspace_checkpoint_missing",
+            f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is recorded "
+            "but its Git objects are gone from the checkpoint store",
+            row.run_id,
+            row.event_id,
+        )
+        for row in checkpoints.missing
+    )
+    document = {
+        "database": str(database),
+        "present": True,
+        **report.to_json(),
+        "workspaceCheckpoints": checkpoints.to_json(),
+    }
     lines = [
         f"database: {database}",
         f"schema version: {report.schema_version} (program {report.program_schema_version})",
@@ -143,6 +165,16 @@ def run(args: argparse.Namespace) -> int:
         f"tool operations: {report.operations}",
     ]
     lines.extend(f"workspace {item['cwd']}: marker {item['marker']}" for item in report.workspaces)
+    lines.append(
+        f"workspace checkpoints: {checkpoints.facts} recorded, {checkpoints.refs} refs, "
+        f"{len(checkpoints.missing)} missing, {len(checkpoints.orphans)} orphan refs"
+        + (
+            " (left by an interrupted capture; retention removes them)"
+            if checkpoints.orphans
+            else ""
+        )
+    )
+    lines.extend(f"  orphan ref: {orphan}" for orphan in checkpoints.orphans[:20])
     for problem in report.problems:
         where = " ".join(
             part

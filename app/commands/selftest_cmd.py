@@ -299,7 +299,7 @@ def _check_git_checkpoints() -> str:
         folder = Path(scratch) / "folder"
         folder.mkdir()
         (folder / "a.txt").write_text("one\n", "utf-8")
-        store = GitCheckpointStore(Path(scratch) / "data")
+        store = GitCheckpointStore.from_environment(Path(scratch) / "data")
         identity = "workspace:v1:self-test"
         decision = store.decide_mode(folder, identity)
         if decision.mode is CheckpointMode.UNAVAILABLE:

@@ -18,10 +18,13 @@ from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings, RunStore
+from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.continuation.continuation_planner import ContinuationDetails
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointMode, ModeDecision
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
+from runtime.ledger.workspace_facts import declared_mode
 from runtime.providers.history_projection import history_from_events
 from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.tools.tool_catalog import ToolCatalog
@@ -66,7 +69,9 @@ class ContinuationTurn:
         process_recorder: ProcessRecorder | None = None,
         cancel: CancelToken | None = None,
         settings: RunSettings | None = None,
+        checkpoints: CheckpointCarrier | None = None,
     ) -> None:
+        self._checkpoints = checkpoints
         self._store = store
         self._provider_factory = provider_factory
         self._catalog = catalog
@@ -100,6 +105,7 @@ class ContinuationTurn:
             observer=self._observer,
             clock=self._clock,
             settings=self._settings,
+            checkpointer=self._checkpointer(target, details, start_event),
         )
         builder = EventBuilder(
             RunIdentity(target.session_id, target.invocation_id, target.run_id, target.turn_id)
@@ -116,3 +122,22 @@ class ContinuationTurn:
         self.outcome = loop.drive(builder, history, [start_event], context)
         failpoint(CrashPoint.AFTER_CONTINUATION_TERMINAL_COMMITTED)
         return self.outcome.status
+
+    def _checkpointer(
+        self, target: RunHeader, details: ContinuationDetails, start_event: RuntimeEvent
+    ) -> WorkspaceCheckpointer | None:
+        """Captures for the continuation in the mode its first event declared."""
+        declared = declared_mode([start_event])
+        if self._checkpoints is None or declared is None or declared.get("mode") != "git_v1":
+            return None
+        return WorkspaceCheckpointer(
+            carrier=self._checkpoints,
+            store=self._store,
+            identity=RunIdentity(
+                target.session_id, target.invocation_id, target.run_id, target.turn_id
+            ),
+            folder=Path(os.path.realpath(self._cwd)),
+            workspace_identity=details.workspace_identity,
+            mode=ModeDecision(CheckpointMode.GIT_V1),
+            clock=self._clock,
+        )

@@ -52,11 +52,23 @@ class EventBuilder:
     def next_id(self) -> str:
         return f"{self.identity.run_id}_e{next(self._counter):04d}"
 
-    def user_message(self, text: str, ts: int, *, t1_marker: bool) -> RuntimeEvent:
+    def user_message(
+        self,
+        text: str,
+        ts: int,
+        *,
+        t1_marker: bool,
+        checkpoint_mode: dict[str, str] | None = None,
+    ) -> RuntimeEvent:
+        """The run's first event; with ``checkpoint_mode`` it declares the run's workspace
+        checkpoint mode (WORKSPACE.md section 2) beside the T1 marker."""
         event = self._base(self.next_id(), ts, "user", "user")
         event["content"] = {"kind": "text", "text": text}
         if t1_marker:
-            event["actions"] = {"runtimeProtocol": {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}}
+            protocol: dict[str, Any] = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
+            if checkpoint_mode is not None:
+                protocol["workspaceCheckpoints"] = dict(checkpoint_mode)
+            event["actions"] = {"runtimeProtocol": protocol}
         return cast(RuntimeEvent, event)
 
     def host_notice(self, text: str, ts: int, *, omitted_event_ids: list[str]) -> RuntimeEvent:

@@ -31,6 +31,7 @@ from runtime.agent.context_overflow import WAY_ON, overflow_notice
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
+from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
@@ -103,6 +104,8 @@ class RunStore(Protocol):
 
     def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult: ...
 
+    def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult: ...
+
     def commit_run_ending(
         self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
     ) -> CommitResult: ...
@@ -160,7 +163,9 @@ class RunLoop:
         observer: RunObserver,
         clock: Callable[[], int],
         settings: RunSettings | None = None,
+        checkpointer: WorkspaceCheckpointer | None = None,
     ) -> None:
+        self._checkpoints = checkpointer
         self._store = store
         self._provider = provider
         self._catalog = catalog
@@ -184,7 +189,8 @@ class RunLoop:
         builder = EventBuilder(identity)
         self._store.create_run(header)
         self._observer.run_status(header.run_id, RunStatus.CREATED, None)
-        first = builder.user_message(text, self._clock(), t1_marker=True)
+        mode = self._checkpoints.mode_json() if self._checkpoints is not None else None
+        first = builder.user_message(text, self._clock(), t1_marker=True, checkpoint_mode=mode)
         self._store.append_event(first)
         self._observer.committed(first)
         self._store.mark_run_running(header.run_id)
@@ -226,6 +232,18 @@ class RunLoop:
         )
         used_call_ids: set[str] = set()
         steps = 0
+        checkpoints = self._checkpoints
+
+        def joined() -> None:
+            """The capture in progress finishes (and its fact is published) before anything
+            else happens: the next T1, the run's ending."""
+            if checkpoints is not None:
+                for fact in checkpoints.join_facts():
+                    publish(fact)
+
+        if checkpoints is not None:
+            for fact in checkpoints.capture_now():  # before the first provider call
+                publish(fact)
         try:
             while True:
                 if cancel.is_cancelled():
@@ -248,7 +266,12 @@ class RunLoop:
                     unpaired = unpaired_tool_calls(history)
                 if unpaired:  # cannot happen by construction; never send such a request
                     raise ToolBoundaryError("history", f"unpaired tool calls {unpaired}")
-                step, calls = self._model_step(history, cancel)
+                if checkpoints is not None:  # the capture after the last T2 overlaps this step
+                    checkpoints.overlap_next_step()
+                try:
+                    step, calls = self._model_step(history, cancel)
+                finally:
+                    joined()
                 step_id = f"{builder.identity.run_id}_s{steps}"
                 self._commit_step(builder, publish, step)
                 if cancel.is_cancelled():
@@ -267,7 +290,10 @@ class RunLoop:
                     if call.call_id in used_call_ids or not call.call_id:
                         continue  # a repeated id would be a duplicate operation: never run
                     used_call_ids.add(call.call_id)
+                    joined()
                     tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
+                    if checkpoints is not None:
+                        checkpoints.after_tool(call.name)
                 failpoint(CrashPoint.P7)
         except ProviderError as error:
             if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
@@ -368,6 +394,9 @@ class RunLoop:
         failure_class: FailureClass | None = None,
         message: str | None = None,
     ) -> RunOutcome:
+        if self._checkpoints is not None:  # a capture in progress commits before the ending
+            for fact in self._checkpoints.join_facts():
+                publish(fact)
         event_status = {
             RunStatus.COMPLETED: "completed",
             RunStatus.FAILED: "failed",

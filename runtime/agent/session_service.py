@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runtime.agent.cancel_token import CancelToken
+from runtime.agent.event_builders import RunIdentity
 from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import (
     Decision,
@@ -35,6 +36,8 @@ from runtime.agent.session_overview import (
     ordered_runs,
 )
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
+from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer, decide_mode
+from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import (
@@ -112,9 +115,13 @@ class SessionService:
         process_table: ToolProcessTable | None = None,
         clock: Callable[[], int] = _now_ms,
         settings: RunSettings | Callable[[], RunSettings] | None = None,
+        checkpoints: CheckpointCarrier | None = None,
     ) -> None:
         """``settings``: the run settings of every turn, or a function read at the start of
-        each turn (the desktop's Settings may change the step limit between turns)."""
+        each turn (the desktop's Settings may change the step limit between turns).
+        ``checkpoints``: the workspace checkpoint carrier (WORKSPACE.md); without one, runs
+        declare no checkpoint mode and capture nothing."""
+        self.checkpoints = checkpoints
         self._store = store
         self._provider_factory = provider_factory
         self._owner_epoch = owner_epoch
@@ -280,6 +287,8 @@ class SessionService:
         def wait_for_answer(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
             return self.permissions.wait(question, cancel, on_question)
 
+        folder = Path(os.path.realpath(cwd))
+        checkpointer = self.checkpointer_for(header, folder)
         loop = RunLoop(
             store=self._store,
             provider=self._provider_factory(),
@@ -289,9 +298,10 @@ class SessionService:
             observer=observer,
             clock=self._clock,
             settings=self._settings(),
+            checkpointer=checkpointer,
         )
         context = ToolContext(
-            cwd=Path(os.path.realpath(cwd)),
+            cwd=folder,
             cancel=token,
             workspace_identity=identity,
             session_id=session.session_id,
@@ -300,6 +310,23 @@ class SessionService:
             process_recorder=self.process_recorder,
         )
         return loop.start_turn(header, text, history, context)
+
+    def checkpointer_for(self, header: RunHeader, folder: Path) -> WorkspaceCheckpointer | None:
+        """The run's workspace checkpointer, its mode decided now (before its first event)."""
+        carrier, identity = self.checkpoints, header.workspace_identity
+        if carrier is None or identity is None:
+            return None
+        return WorkspaceCheckpointer(
+            carrier=carrier,
+            store=self._store,
+            identity=RunIdentity(
+                header.session_id, header.invocation_id, header.run_id, header.turn_id
+            ),
+            folder=folder,
+            workspace_identity=identity,
+            mode=decide_mode(carrier, folder, identity),
+            clock=self._clock,
+        )
 
 
 def _constant(settings: RunSettings) -> Callable[[], RunSettings]:

@@ -22,6 +22,7 @@ from runtime.continuation.continuation_replay import (
 )
 from runtime.continuation.lineage_reader import Lineage, LineageError
 from runtime.continuation.provider_replay import ItemKind, ProviderItem
+from runtime.continuation.workspace_gate import CheckpointEvidence, WorkspaceTree, workspace_gate
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
 from runtime.ledger.continuation_ports import ContinuationClaim
@@ -55,6 +56,9 @@ class SafetyObservation:
     background_settled: bool
     tool_names: tuple[str, ...]
     background_detail: tuple[str, ...] = ()
+    # The folder's current tree under the checkpoint policy (no ref, no fact): None when there
+    # is no checkpoint store for this workspace (WORKSPACE.md section 3).
+    workspace_tree: WorkspaceTree | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,8 @@ class ContinuationDetails:
     lineage_digests: tuple[str, ...]
     workspace_identity: str
     tool_names: tuple[str, ...]
+    # The tree verified equal to the boundary checkpoint; revalidation re-checks it.
+    workspace_tree_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +170,8 @@ class PlannerInput:
     expected_high_water: int | None = None
     # The lineage's replay when the caller already built it (to look its claim up); else built here.
     replay: ReplayPlan | ReplayBlocked | None = None
+    # The boundary checkpoint held against the folder (the session service's reading of it).
+    checkpoint_evidence: CheckpointEvidence | None = None
 
 
 _UNSETTLED_TO_REASON = {
@@ -383,6 +391,17 @@ def _accumulating_gates(
                     detail={"lastRole": last_role},
                 ),
             )
+    verified_tree: str | None = None
+    for finding in workspace_gate(events, given.checkpoint_evidence):
+        diagnostic = PlanDiagnostic(
+            finding.code, finding.message, finding.event_id, detail=finding.detail
+        )
+        if finding.reason is not None:
+            add(finding.reason, diagnostic)
+            continue
+        diagnostics.append(diagnostic)
+        if finding.code == DiagnosticCode.WORKSPACE_VERIFIED.value and observation.workspace_tree:
+            verified_tree = observation.workspace_tree.tree_id
     if reasons or terminal is None:
         return ContinuationPlan(
             given.session_id, given.source.run_id, tuple(reasons), tuple(diagnostics)
@@ -402,6 +421,7 @@ def _accumulating_gates(
         lineage_digests=tuple(p.prefix_digest for p in lineage.prefixes),
         workspace_identity=observation.workspace_identity,
         tool_names=tuple(sorted(available)),
+        workspace_tree_id=verified_tree,
     )
     return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
 

@@ -9,11 +9,14 @@ event) and only then calls the provider, with the replayed history and no new us
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol, cast
 
+from runtime.agent.workspace_checkpointer import decide_mode
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,
     ContinuationPlan,
@@ -28,10 +31,12 @@ from runtime.continuation.continuation_planner import (
 from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
+from runtime.continuation.workspace_gate import CheckpointEvidence
 from runtime.ledger.attestation import attestation_suffix_ok
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
 from runtime.ledger.codes import ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
-from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.event_model import RuntimeEvent, RuntimeProtocol
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
     TERMINAL_RUN_STATUSES,
@@ -40,6 +45,7 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoredEvent,
 )
+from runtime.ledger.workspace_facts import boundary_checkpoint
 
 RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 
@@ -105,7 +111,9 @@ class ResumeService:
         now_ms: Callable[[], int],
         lifecycle: LifecycleLog | None = None,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        checkpoints: CheckpointCarrier | None = None,
     ) -> None:
+        self._checkpoints = checkpoints
         self._store = store
         self._inspector = inspector
         self._runner = runner
@@ -214,6 +222,11 @@ class ResumeService:
                     )
             except LedgerError as error:
                 authority_error = str(error)
+        evidence = None
+        if isinstance(lineage, Lineage):
+            evidence = checkpoint_evidence(
+                self._checkpoints, lineage.prefixes[-1].events, observation
+            )
         return plan_continuation(
             PlannerInput(
                 session_id=session_id,
@@ -224,6 +237,7 @@ class ResumeService:
                 observation=observation,
                 ids=_fresh_ids(self._new_id),
                 replay=replay,
+                checkpoint_evidence=evidence,
             )
         )
 
@@ -339,6 +353,13 @@ class ResumeService:
             raise ResumeRefused(code.BACKGROUND_OPERATION_STARTED, "background work started")
         if tuple(sorted(set(observation.tool_names))) != details.tool_names:
             raise ResumeRefused(code.TOOL_CATALOG_CHANGED, "the tool catalog changed")
+        if details.workspace_tree_id is not None:
+            tree = observation.workspace_tree
+            if tree is None or tree.tree_id != details.workspace_tree_id:
+                raise ResumeRefused(
+                    code.WORKSPACE_TREE_CHANGED,
+                    "files in the folder changed after the plan verified them",
+                )
 
     def _admit(
         self, session_id: str, details: ContinuationDetails, automatic: bool
@@ -383,7 +404,7 @@ class ResumeService:
             "role": "system",
             "author": "system",
             "actions": {
-                "runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"},
+                "runtimeProtocol": self._start_protocol(details),
                 "continuationStart": {
                     "protocol": "continuation_start_v2",
                     "provenance": "runtime_admission",
@@ -422,6 +443,46 @@ class ResumeService:
         except LedgerError as error:
             raise ResumeRefused(error.code, error.message) from error
         return target, start_event
+
+    def _start_protocol(self, details: ContinuationDetails) -> RuntimeProtocol:
+        """The continuation's T1 marker, declaring its checkpoint mode when there is a carrier."""
+        protocol: dict[str, Any] = {"toolBoundary": "t1_after_preflight_v1"}
+        if self._checkpoints is not None:
+            folder = Path(os.path.realpath(self._session_cwd(details.source)))
+            mode = decide_mode(self._checkpoints, folder, details.workspace_identity)
+            protocol["workspaceCheckpoints"] = mode.to_json()
+        return cast(RuntimeProtocol, protocol)
+
+
+def checkpoint_evidence(
+    carrier: CheckpointCarrier | None,
+    events: Sequence[RuntimeEvent],
+    observation: SafetyObservation,
+) -> CheckpointEvidence | None:
+    """What the planner's workspace gate needs about the boundary checkpoint: whether its Git
+    objects still exist and how the observed tree differs from it. None when the run has no
+    checkpoint the gate would compare (no mode, a failed or stale one)."""
+    boundary = boundary_checkpoint(events)
+    checkpoint = boundary.checkpoint
+    if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
+        return None
+    if carrier is None:
+        return CheckpointEvidence(False)
+    workspace = str(checkpoint["workspaceIdentity"])
+    tree_id = str(checkpoint["treeId"])
+    if not carrier.has_snapshot(workspace, str(checkpoint["commitId"]), tree_id):
+        return CheckpointEvidence(False)
+    tree = observation.workspace_tree
+    if tree is None or tree.tree_id is None:
+        problem = tree.problem if tree is not None else None
+        return CheckpointEvidence(True, problem=problem or "the folder could not be captured")
+    if workspace != observation.workspace_identity:
+        return CheckpointEvidence(True)  # the identity gate parks; nothing to compare
+    try:
+        changes = carrier.changes(workspace, tree_id, tree.tree_id)
+    except CheckpointError as error:
+        return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
+    return CheckpointEvidence(True, tuple(changes))
 
 
 def _ends_at(rows: Sequence[StoredEvent], terminal_event_id: str) -> bool:

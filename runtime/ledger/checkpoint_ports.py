@@ -87,6 +87,10 @@ class CheckpointCarrier(Protocol):
         persistent index is left as it was. Raises ``CheckpointError``."""
         ...
 
+    def has_repository(self, workspace_identity: str) -> bool:
+        """Whether the workspace's private repository exists."""
+        ...
+
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
         """Whether the commit and its tree still exist in the workspace's repository."""
         ...

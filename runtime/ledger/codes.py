@@ -48,6 +48,7 @@ class WriterRejectionCode(StrEnum):
     RESERVED_TOOL_BOUNDARY_FACT = "reserved_tool_boundary_fact"
     RESERVED_RECOVERY_FACT = "reserved_recovery_fact"
     RESERVED_CONTINUATION_FACT = "reserved_continuation_fact"
+    RESERVED_WORKSPACE_FACT = "reserved_workspace_fact"
     TRANSITION_SHAPE_CONFLICT = "transition_shape_conflict"
     RUN_SEALED = "run_sealed"
     IDENTITY_CONFLICT = "identity_conflict"
@@ -101,6 +102,8 @@ class CheckpointUnavailableCode(StrEnum):
     CHECKPOINT_NESTED_REPOSITORY = "checkpoint_nested_repository"
     CHECKPOINT_LFS_UNSUPPORTED = "checkpoint_lfs_unsupported"
     CHECKPOINT_TOO_LARGE = "checkpoint_too_large"
+    # The user turned checkpoints off (``MAKA_WORKSPACE_CHECKPOINTS=off``).
+    CHECKPOINT_TURNED_OFF = "checkpoint_turned_off"
 
 
 class CheckpointFailureCode(StrEnum):
@@ -236,6 +239,9 @@ class DiagnosticCode(StrEnum):
     UNMATCHED_TOOL_RESULT = "unmatched_tool_result"
     TOOL_NAME_MISMATCH = "tool_name_mismatch"
     WORKSPACE_LOCATION_CHANGED = "workspace_location_changed"
+    # Workspace checkpoints (WORKSPACE.md section 3), diagnostic only.
+    WORKSPACE_VERIFIED = "workspace_verified"
+    WORKSPACE_CHECKPOINT_UNAVAILABLE = "workspace_checkpoint_unavailable"
 
 
 class ParkReason(StrEnum):
@@ -274,6 +280,11 @@ class ParkReason(StrEnum):
     # The session folder is gone (moved or deleted); the user can point the session at its new
     # place, proven the same workspace by its marker.
     WORKSPACE_FOLDER_MISSING = "workspace_folder_missing"
+    # The files against the boundary checkpoint (WORKSPACE.md section 3).
+    WORKSPACE_DRIFT = "workspace_drift"
+    WORKSPACE_CHECKPOINT_STALE = "workspace_checkpoint_stale"
+    WORKSPACE_CHECKPOINT_FAILED = "workspace_checkpoint_failed"
+    WORKSPACE_CHECKPOINT_MISSING = "workspace_checkpoint_missing"
 
 
 class RevalidationCode(StrEnum):
@@ -289,6 +300,7 @@ class RevalidationCode(StrEnum):
     TOOL_CATALOG_CHANGED = "tool_catalog_changed"
     CONTINUATION_CLAIM_CONFLICT = "continuation_claim_conflict"
     TARGET_RUN_CONFLICT = "target_run_conflict"
+    WORKSPACE_TREE_CHANGED = "workspace_tree_changed"
 
 
 class FailureClass(StrEnum):

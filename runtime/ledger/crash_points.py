@@ -66,6 +66,9 @@ class CrashPoint(StrEnum):
     # temporary file exists without a schema; its schema is committed, not yet published.
     FIRST_OPEN_BEFORE_MIGRATE = "first_open_before_migrate"
     FIRST_OPEN_BEFORE_PUBLISH = "first_open_before_publish"
+    # Workspace checkpoints (WORKSPACE.md section 2): the ref exists, the fact does not; both.
+    AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
+    AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"

@@ -166,8 +166,17 @@ class PermissionClosure(TypedDict):
 
 
 @_closed
+class WorkspaceCheckpointMode(TypedDict):
+    """The checkpoint mode a run declares in its first event (WORKSPACE.md section 2)."""
+
+    mode: Literal["git_v1", "unavailable"]
+    reasonCode: NotRequired[NonEmpty]
+
+
+@_closed
 class RuntimeProtocol(TypedDict):
     toolBoundary: Literal["t1_after_preflight_v1"]
+    workspaceCheckpoints: NotRequired[WorkspaceCheckpointMode]
 
 
 @_closed
@@ -238,6 +247,37 @@ class ContinuationStart(TypedDict):
     providerReplayDigest: Digest
 
 
+GitObjectId = Annotated[str, _Constrained(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+
+
+@_closed
+class WorkspaceCheckpoint(TypedDict):
+    """A snapshot of the session folder bound to the committed run prefix it belongs to
+    (WORKSPACE.md section 2); written only by the workspace-fact writer."""
+
+    protocol: Literal["workspace_checkpoint_v1"]
+    workspaceIdentity: NonEmpty
+    workspaceEpoch: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
+    runtimeHighWater: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
+    runtimeDigest: Digest
+    checkpointRef: NonEmpty
+    commitId: GitObjectId
+    treeId: GitObjectId
+    policyHash: Annotated[str, _Constrained(pattern=r"^[0-9a-f]{64}$")]
+    skippedPaths: NotRequired[list[str]]
+
+
+@_closed
+class WorkspaceCheckpointFailed(TypedDict):
+    """A capture that failed: the tool and the turn went on; resume at this boundary parks."""
+
+    protocol: Literal["workspace_checkpoint_v1"]
+    workspaceIdentity: NonEmpty
+    runtimeHighWater: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
+    reasonCode: NonEmpty
+    message: NotRequired[str]
+
+
 @_closed
 class Actions(TypedDict, total=False):
     stateDelta: dict[str, Any]
@@ -250,6 +290,8 @@ class Actions(TypedDict, total=False):
     toolDispatch: ToolDispatch
     toolRecovery: ToolRecovery
     continuationStart: ContinuationStart
+    workspaceCheckpoint: WorkspaceCheckpoint
+    workspaceCheckpointFailed: WorkspaceCheckpointFailed
 
 
 @_closed

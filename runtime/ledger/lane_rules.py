@@ -175,6 +175,14 @@ def check_generic_append(event: RuntimeEvent) -> Rejection | None:
             event_id,
             "continuation-start facts are written only by the continuation writer",
         )
+    if actions is not None and (
+        "workspaceCheckpoint" in actions or ("workspaceCheckpointFailed" in actions)
+    ):
+        return Rejection(
+            WriterRejectionCode.RESERVED_WORKSPACE_FACT,
+            event_id,
+            "workspace checkpoint facts are written only by the workspace-fact writer",
+        )
     lane = classify_lane(event)
     if isinstance(lane, LaneConflict):
         return Rejection(lane.code, event_id, lane.reason)

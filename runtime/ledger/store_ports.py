@@ -191,6 +191,10 @@ class LedgerWriter(Protocol):
         decision_event: RuntimeEvent,
     ) -> CommitResult: ...
 
+    def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult:
+        """A ``workspaceCheckpoint`` / ``workspaceCheckpointFailed`` fact (WORKSPACE.md)."""
+        ...
+
     def commit_run_ending(
         self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
     ) -> CommitResult:

@@ -47,7 +47,7 @@ OperationKey = tuple[str, str]
 """(invocationId, provider tool-call id): a tuple, so ``("a\\0b","c")`` and ``("a","b\\0c")``
 are different keys."""
 
-_MARKER = {"toolBoundary": TOOL_BOUNDARY_PROTOCOL_V1}
+_BOUNDARY = TOOL_BOUNDARY_PROTOCOL_V1
 _TOOL_CONTENT = frozenset({"function_call", "function_response"})
 
 
@@ -371,7 +371,9 @@ class ToolLedgerScanner:
             self._issues.append(ScanIssue(ScanIssueCode.INVOCATION_IDENTITY_CONFLICT, event_id))
         if actions is not None and "runtimeProtocol" in actions:
             self._markers.append((position, event_id))
-            if known is not None or actions["runtimeProtocol"] != _MARKER:
+            # The marker's value is the T1 protocol (the decoder already holds the rest of its
+            # shape, e.g. the run's declared workspace checkpoint mode).
+            if known is not None or actions["runtimeProtocol"].get("toolBoundary") != _BOUNDARY:
                 self._issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id))
         content = raw.get("content")
         if content is None:

@@ -25,6 +25,7 @@ from runtime.ledger.codes import (
     ResolverStatus,
     SettlementOrigin,
 )
+from runtime.ledger.workspace_facts import is_workspace_fact
 from runtime.recovery.failpoints import FAILPOINTS_BY_ID, CommittedPrefix
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.resume_plan import plan_resume
@@ -85,15 +86,19 @@ def test_maka_run_killed_at_failpoint_leaves_the_contracted_prefix(
     )
     assert result.returncode == -signal.SIGKILL, result.stderr
 
-    [(header, events)] = committed_runs(data_dir)
+    [(header, all_events)] = committed_runs(data_dir)
+    # Workspace checkpoint facts (their own lane, tested in test_checkpoint_capture) aside.
+    events = [event for event in all_events if not is_workspace_fact(event)]
     assert [shape(event) for event in events] == EXPECTED[point]
-    assert events[0]["actions"]["runtimeProtocol"] == {"toolBoundary": "t1_after_preflight_v1"}
+    protocol = events[0]["actions"]["runtimeProtocol"]
+    assert protocol["toolBoundary"] == "t1_after_preflight_v1"
     counted = _counter(workspace)
     assert counted == COUNTER_AFTER.get(point, 1)
     assert header.status == ("completed" if point == "P9" else "running")
 
     prefix = FAILPOINTS_BY_ID[point].committed_prefix
     resolution = resolve_recovery(events)
+    assert resolve_recovery(all_events) == resolution  # the tool scanner passes over them
     plan = plan_resume(events)
     assert plan == plan_resume(events)  # deterministic
     replay_ids = [event["id"] for event in plan.replay_runtime_events]
@@ -162,8 +167,9 @@ def test_write_file_killed_inside_the_tool_or_after_the_replace(tmp_path: Path, 
         env=scripted_env(script, MAKA_FAILPOINT=point),
     )
     assert result.returncode == -signal.SIGKILL
-    [(_, events)] = committed_runs(data_dir)
-    assert [shape(event) for event in events] == ["user", "call", "dispatch"]
+    [(_, all_events)] = committed_runs(data_dir)
+    events = [e for e in all_events if not is_workspace_fact(e)]
+    assert [shape(e) for e in events] == ["user", "call", "dispatch"]
     evidence = events[2]["actions"]["toolDispatch"]["evidence"]
     assert evidence["path"] == "notes.txt"
     assert evidence["workspaceIdentity"].startswith("workspace:v1:")

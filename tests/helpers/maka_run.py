@@ -53,8 +53,16 @@ def maka(
     return RunResult(completed.returncode, completed.stdout, completed.stderr)
 
 
-def scripted_env(script: Path, record: Path | None = None, **extra: str) -> dict[str, str]:
+def scripted_env(
+    script: Path, record: Path | None = None, *, checkpoints: bool = False, **extra: str
+) -> dict[str, str]:
+    """The environment of a scripted ``maka`` run. Workspace checkpoints are off unless
+    ``checkpoints``: most drills test Safe resume as in Phase 1 (a session without checkpoints
+    resumes as before), while a crash between a T2 and its capture parks with
+    ``workspace_checkpoint_stale`` once they are on (tests/e2e/test_workspace_checkpoints_cli.py,
+    tests/crash/test_checkpoint_capture.py)."""
     env = {"MAKA_PROVIDER": "scripted", "MAKA_SCRIPT_FILE": str(script)}
+    env["MAKA_WORKSPACE_CHECKPOINTS"] = "on" if checkpoints else "off"
     if record is not None:
         env["MAKA_SCRIPT_RECORD"] = str(record)
     env.update(extra)

@@ -51,6 +51,8 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     codes.RecoveryReasonCode,
     codes.ScanIssueCode,
     codes.AttestationRefusal,
+    codes.CheckpointUnavailableCode,
+    codes.CheckpointFailureCode,
     ToolRefusalCode,
     ToolFailureCode,
 )

@@ -1,0 +1,87 @@
+"""``maka checkpoints SESSION [--json]``: a session's workspace checkpoints (WORKSPACE.md).
+
+For each run, oldest first: the checkpoint mode its first event declared (``git_v1``, or
+``unavailable`` with the reason), then every checkpoint (its ref, commit and tree, the committed
+run prefix it belongs to, whether its Git objects are still in the checkpoint store, and the
+files skipped as too large) and every failed capture with its code. Read-only: it works while
+the desktop app or another command runs. Exit 0, or 2 when there is no such session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from typing import Any
+
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from app.data_paths import resolve_data_dir
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="the session id (see 'maka sessions')")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _when(ts: int) -> str:
+    moment = datetime.datetime.fromtimestamp(ts / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def run(args: argparse.Namespace) -> int:
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.checkpoint_audit import session_checkpoints
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.ledger_store import open_store
+
+    data_dir = resolve_data_dir(args.data_dir)
+    if not (data_dir / "runtime.sqlite").exists():
+        raise CliError(
+            "session_not_found", f"no session {args.session} (no data in {data_dir})", EXIT_USAGE
+        )
+    try:
+        store = open_store(data_dir, read_only=True)
+    except LedgerError as error:
+        raise CliError(str(error.code), error.message) from None
+    with store:
+        if store.get_session(args.session) is None:
+            raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+        found = session_checkpoints(store, GitCheckpointStore(data_dir), args.session)
+    runs: list[dict[str, Any]] = []
+    for run_id, mode in found.modes.items():
+        rows = [row for row in found.rows if row.run_id == run_id]
+        runs.append(
+            {
+                "runId": run_id,
+                "mode": dict(mode) if mode is not None else None,
+                "checkpoints": [row.to_json() for row in rows],
+            }
+        )
+    if args.json:
+        print(json.dumps({"sessionId": args.session, "runs": runs}, ensure_ascii=False))
+        return EXIT_OK
+    print(f"Workspace checkpoints of session {args.session}:")
+    for entry in runs:
+        mode = entry["mode"]
+        if mode is None:
+            said = "no checkpoint mode (a run from before checkpoints, or without a carrier)"
+        elif mode["mode"] == "git_v1":
+            said = "mode git_v1"
+        else:
+            said = f"mode unavailable ({mode.get('reasonCode', '?')})"
+        print(f"  run {entry['runId']}: {said}")
+        for row in entry["checkpoints"]:
+            when = _when(row["ts"])
+            if row["kind"] == "checkpoint":
+                state = "present" if row["present"] else "MISSING from the checkpoint store"
+                print(
+                    f"    {when}  {row['checkpointRef']}  tree {row['treeId'][:12]}  "
+                    f"after event {row['runtimeHighWater']}  {state}"
+                )
+                for path in row.get("skippedPaths", []):
+                    print(f"      skipped (over 50 MiB): {path}")
+            else:
+                print(f"    {when}  capture FAILED [{row['reasonCode']}] {row['message']}")
+        if not entry["checkpoints"]:
+            print("    (no checkpoints)")
+    return EXIT_OK

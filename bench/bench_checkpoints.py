@@ -1,0 +1,235 @@
+"""Benchmark: workspace checkpoints on a generated 10,000-file / 200 MB workspace
+(WORKSPACE.md section 5), everything in one run, with the real ``git`` and the real store.
+
+Prints:
+
+- the first capture of the workspace (every file hashed into the private repository);
+- a capture after changing 10 files, median and p95 over ``--rounds`` (goal: median <= 100 ms);
+- the drift check at resume: the inspector's capture of the current tree (no ref, no fact),
+  the boundary checkpoint's objects looked up, and the changed paths listed (goal <= 150 ms);
+- the time a capture adds between a T2 and the next T1 when the model answers at once (the run
+  loop joins the capture started after the T2), beside T1+T2 themselves (two real ``BEGIN
+  IMMEDIATE`` commits in a WAL database) and as a ratio to them;
+- checkpoint storage after 100 small edits, each captured (bytes the repository grew by).
+
+Usage::
+
+    .venv/bin/python -m bench.bench_checkpoints [--files 10000] [--megabytes 200] [--rounds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from runtime.agent.event_builders import EventBuilder, RunIdentity
+from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
+from runtime.ledger.canonical_codec import canonical_args_hash, operation_id
+from runtime.ledger.checkpoint_ports import CheckpointMode, ModeDecision, checkpoint_ref
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from storage.checkpoint_store import GitCheckpointStore
+from storage.ledger_store import open_store
+
+WS = "workspace:v1:bench0000-0000-0000-0000-000000000000"
+
+
+def generate(folder: Path, files: int, total_bytes: int, seed: int = 7) -> list[Path]:
+    """``files`` files in 100 folders, ``total_bytes`` in all: text-like content (compressible
+    like source code), sizes spread around the mean."""
+    rng = random.Random(seed)
+    words = [f"token{n}" for n in range(4000)]
+    mean = total_bytes // files
+    paths: list[Path] = []
+    for index in range(files):
+        directory = folder / f"pkg{index % 100:02d}"
+        directory.mkdir(parents=True, exist_ok=True)
+        size = max(64, int(rng.uniform(0.5, 1.5) * mean))
+        line = " ".join(rng.choice(words) for _ in range(12)) + "\n"
+        body = (line * (size // len(line) + 1))[:size]
+        path = directory / f"file{index:05d}.txt"
+        path.write_text(body, "utf-8")
+        paths.append(path)
+    (folder / ".gitignore").write_text("build/\n")
+    return paths
+
+
+def edit(paths: list[Path], count: int, rng: random.Random) -> None:
+    for path in rng.sample(paths, count):
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"edit {rng.random()}\n")
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return (time.perf_counter() - started) * 1000
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--megabytes", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    rng = random.Random(11)
+    with tempfile.TemporaryDirectory(prefix="maka-bench-ckpt-") as scratch:
+        root = Path(scratch)
+        work = root / "work"
+        work.mkdir()
+        started = time.perf_counter()
+        paths = generate(work, args.files, args.megabytes * 1024 * 1024)
+        print(
+            f"workspace: {args.files:,} files, {folder_bytes(work) / 1e6:,.0f} MB generated in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
+        store = GitCheckpointStore(root / "data")
+        if store.git is None:
+            raise SystemExit("bench_checkpoints: no git on PATH")
+        print(f"git: {store.git.version_text}")
+        mode_ms = timed(lambda: store.decide_mode(work, WS))
+        print(f"mode decision at run start (size, nested repositories, LFS): {mode_ms:8.1f} ms")
+        counter = iter(range(1, 1_000_000))
+
+        def capture() -> object:
+            return store.capture(work, WS, checkpoint_ref("s", "bench", next(counter)), "bench")
+
+        first_ms = timed(capture)
+        print(f"first capture:                                   {first_ms:8.1f} ms")
+        small: list[float] = []
+        for _ in range(args.rounds):
+            edit(paths, 10, rng)
+            small.append(timed(capture))
+        median_small = statistics.median(small)
+        print(
+            f"capture after changing 10 files: median {median_small:8.1f} ms, p95 "
+            f"{percentile(small, 0.95):.1f} ms (goal: median <= 100 ms) "
+            f"{'MET' if median_small <= 100 else 'NOT MET'}"
+        )
+        last = store.capture(work, WS, checkpoint_ref("s", "bench", next(counter)), "boundary")
+        drift: list[float] = []
+        for _ in range(max(5, args.rounds // 2)):
+            edit(paths, 10, rng)
+
+            def check() -> object:
+                seen = store.observe(work, WS)
+                store.has_snapshot(WS, last.commit_id, last.tree_id)
+                return store.changes(WS, last.tree_id, seen.tree_id)
+
+            drift.append(timed(check))
+        median_drift = statistics.median(drift)
+        print(
+            f"drift check at resume:           median {median_drift:8.1f} ms, p95 "
+            f"{percentile(drift, 0.95):.1f} ms (goal <= 150 ms) "
+            f"{'MET' if median_drift <= 150 else 'NOT MET'}"
+        )
+        boundary_ms, added_ms = _tool_path(
+            root, store, work=work, paths=paths, rng=rng, rounds=args.rounds
+        )
+        print(
+            f"T1+T2 (two commits):             median {boundary_ms:8.2f} ms\n"
+            f"capture added before the next T1 (model answers at once): median "
+            f"{added_ms:.1f} ms = {added_ms / boundary_ms:.1f} x T1+T2"
+        )
+        before = folder_bytes(store.git_dir(WS))
+        for _ in range(100):
+            target = rng.choice(paths)
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write("small edit\n")
+            capture()
+        grown = folder_bytes(store.git_dir(WS)) - before
+        print(
+            f"storage after 100 small edits: +{grown:,} bytes ({grown / 100:,.0f} bytes per "
+            f"checkpoint); repository {folder_bytes(store.git_dir(WS)) / 1e6:,.1f} MB, index "
+            f"{store.index_path(WS).stat().st_size / 1e6:.1f} MB"
+        )
+
+
+def _tool_path(
+    root: Path,
+    carrier: GitCheckpointStore,
+    *,
+    work: Path,
+    paths: list[Path],
+    rng: random.Random,
+    rounds: int,
+) -> tuple[float, float]:
+    """Median T1+T2 and median join wait of the capture that follows a writing call's T2."""
+    ledger = open_store(root / "ledger")
+    identity = RunIdentity("s", "inv", "run-bench", "turn")
+    ledger.create_session(SessionRecord("s", str(work), "bench", 1))
+    ledger.create_run(
+        RunHeader(
+            "run-bench",
+            "s",
+            "inv",
+            "turn",
+            RunStatus.CREATED,
+            str(work),
+            ledger.bump_owner_epoch(),
+            1,
+            1,
+            workspace_identity=WS,
+        )
+    )
+    builder = EventBuilder(identity)
+    ledger.append_event(builder.user_message("bench", 1, t1_marker=True))
+    ledger.mark_run_running("run-bench")
+    checkpoints = WorkspaceCheckpointer(
+        carrier=carrier,
+        store=ledger,
+        identity=identity,
+        folder=work,
+        workspace_identity=WS,
+        mode=ModeDecision(CheckpointMode.GIT_V1),
+        clock=lambda: 1,
+    )
+    checkpoints.capture_now()
+    boundaries: list[float] = []
+    added: list[float] = []
+    for index in range(rounds):
+        call_id = f"c{index}"
+        op = operation_id("inv", call_id)
+        args = {"command": f"echo {index}"}
+        call = builder.function_call(op, call_id, name="bash", args=args, step_id="s", ts=1)
+        dispatch = builder.tool_dispatch(
+            op,
+            call_id,
+            name="bash",
+            args_hash=canonical_args_hash("bash", args),
+            recovery_mode="never_auto_retry",
+            evidence=None,
+            ts=1,
+        )
+        response = builder.bound_response(
+            op, call_id, name="bash", result={"output": ""}, is_error=False, duration_ms=1, ts=1
+        )
+        t1 = timed(partial(ledger.commit_tool_prepared, call, dispatch))
+        edit(paths, 1, rng)  # the tool's side effect
+        t2 = timed(partial(ledger.commit_tool_outcome, response))
+        boundaries.append(t1 + t2)
+        checkpoints.after_tool("bash")
+        checkpoints.overlap_next_step()
+        added.append(timed(checkpoints.join_facts))  # the model answered at once
+    ledger.close()
+    return statistics.median(boundaries), statistics.median(added)
+
+
+if __name__ == "__main__":
+    os.environ.pop("MAKA_FAILPOINT", None)
+    main()

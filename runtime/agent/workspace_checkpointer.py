@@ -1,0 +1,218 @@
+"""Capturing a run's workspace checkpoints (WORKSPACE.md section 2).
+
+A run decides its checkpoint mode once, before its first event (which declares it). In mode
+``git_v1`` the run captures at its start, before the first provider call, and after the T2 of
+every tool call that may write. That capture runs in a background thread while the model works
+on its next step, and the run loop joins it before anything else happens: before the next T1,
+before the run's ending, right after the provider's answer. So no side effect of a tool ever
+overlaps a capture, and the facts are published on the run's own thread.
+
+A capture is artifact first (the carrier's commit and ref), then the ``workspaceCheckpoint`` fact
+through the workspace-fact writer, pinned to the committed run prefix it belongs to
+(``runtimeHighWater`` + ``runtimeDigest``). A capture that fails commits
+``workspaceCheckpointFailed`` instead; nothing here ever fails the tool or the turn. Crash points:
+``after_checkpoint_artifact`` (the ref exists, the fact does not) and ``after_checkpoint_fact``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from runtime.agent.event_builders import RunIdentity
+from runtime.ledger.canonical_codec import prefix_digest
+from runtime.ledger.checkpoint_ports import (
+    CHECKPOINT_PROTOCOL,
+    CheckpointCarrier,
+    CheckpointError,
+    CheckpointMode,
+    ModeDecision,
+    checkpoint_ref,
+)
+from runtime.ledger.codes import CheckpointFailureCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import CommitResult, StoredEvent
+from runtime.ledger.workspace_facts import may_write
+
+_log = logging.getLogger(__name__)
+INITIAL_EPOCH = 1
+
+
+class CheckpointFactStore(Protocol):
+    def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+def decide_mode(carrier: CheckpointCarrier, folder: Path, workspace_identity: str) -> ModeDecision:
+    """The run's mode. A probe that fails for another reason than the listed ones leaves the
+    mode ``git_v1``: its captures will fail and say so (fail closed, never silently off)."""
+    try:
+        return carrier.decide_mode(folder, workspace_identity)
+    except Exception as error:  # the carrier's trouble must not stop the turn
+        _log.warning("checkpoint mode probe failed: %s", error)
+        return ModeDecision(CheckpointMode.GIT_V1)
+
+
+class WorkspaceCheckpointer:
+    """The checkpoints of one run."""
+
+    def __init__(
+        self,
+        *,
+        carrier: CheckpointCarrier,
+        store: CheckpointFactStore,
+        identity: RunIdentity,
+        folder: Path,
+        workspace_identity: str,
+        mode: ModeDecision,
+        clock: Callable[[], int],
+        epoch: int = INITIAL_EPOCH,
+    ) -> None:
+        self._carrier = carrier
+        self._store = store
+        self._identity = identity
+        self._folder = folder
+        self._workspace = workspace_identity
+        self.mode = mode
+        self._clock = clock
+        self._epoch = epoch
+        self._count = 0
+        self._thread: threading.Thread | None = None
+        self._due = False
+        self._done: list[RuntimeEvent] = []
+
+    @property
+    def active(self) -> bool:
+        return self.mode.mode is CheckpointMode.GIT_V1
+
+    def mode_json(self) -> dict[str, str]:
+        return self.mode.to_json()
+
+    # ---- the run loop's calls ------------------------------------------------------------------
+    def capture_now(self) -> list[RuntimeEvent]:
+        """Capture synchronously (the run's start); the committed facts to publish."""
+        self.join_facts()
+        if self.active:
+            self._capture()
+        return self.join_facts()
+
+    def after_tool(self, tool_name: str) -> None:
+        """A tool call's T2 committed: a capture is due when the tool may write. It starts when
+        the model's next step does (``overlap_next_step``), or runs at once when something else
+        comes first (``join_facts``: the next T1, the run's ending)."""
+        if self.active and may_write(tool_name):
+            self._due = True
+
+    def overlap_next_step(self) -> None:
+        """Start the due capture in the background while the model works on its next step."""
+        if not self._due:
+            return
+        self._due = False
+        thread = threading.Thread(target=self._capture, name="maka-checkpoint", daemon=True)
+        self._thread = thread
+        thread.start()
+
+    def join_facts(self) -> list[RuntimeEvent]:
+        """Finish the capture in progress (or the one due); the facts committed since the last
+        call, to publish on the run's thread."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+        if self._due:
+            self._due = False
+            self._capture()
+        done, self._done = self._done, []
+        return done
+
+    # ---- one capture ---------------------------------------------------------------------------
+    def _capture(self) -> None:
+        try:
+            rows = self._store.read_run_events(self._identity.run_id)
+            if not rows:
+                return
+            high_water = rows[-1].seq
+            digest = prefix_digest(self._identity_json(), ((row.seq, row.payload) for row in rows))
+        except Exception as error:  # no prefix to pin: nothing can be recorded
+            _log.warning("checkpoint skipped: the run's events could not be read: %s", error)
+            return
+        self._count += 1
+        ref = checkpoint_ref(self._identity.session_id, self._identity.run_id, self._count)
+        try:
+            snapshot = self._carrier.capture(
+                self._folder, self._workspace, ref, f"maka checkpoint {ref}"
+            )
+        except CheckpointError as error:
+            self._commit(self._failed(high_water, error.code.value, error.message))
+            return
+        except Exception as error:
+            code = CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value
+            self._commit(self._failed(high_water, code, str(error)))
+            return
+        failpoint(CrashPoint.AFTER_CHECKPOINT_ARTIFACT)
+        fact: dict[str, Any] = {
+            "protocol": CHECKPOINT_PROTOCOL,
+            "workspaceIdentity": self._workspace,
+            "workspaceEpoch": self._epoch,
+            "runtimeHighWater": high_water,
+            "runtimeDigest": digest,
+            "checkpointRef": snapshot.ref,
+            "commitId": snapshot.commit_id,
+            "treeId": snapshot.tree_id,
+            "policyHash": snapshot.policy_hash,
+        }
+        if snapshot.skipped:
+            fact["skippedPaths"] = list(snapshot.skipped[:100])
+        if self._commit(self._event("workspaceCheckpoint", fact)):
+            failpoint(CrashPoint.AFTER_CHECKPOINT_FACT)
+
+    def _identity_json(self) -> dict[str, str]:
+        i = self._identity
+        return {
+            "sessionId": i.session_id,
+            "invocationId": i.invocation_id,
+            "runId": i.run_id,
+            "turnId": i.turn_id,
+        }
+
+    def _failed(self, high_water: int, code: str, message: str) -> RuntimeEvent:
+        body = {
+            "protocol": CHECKPOINT_PROTOCOL,
+            "workspaceIdentity": self._workspace,
+            "runtimeHighWater": high_water,
+            "reasonCode": code,
+            "message": message[:500],
+        }
+        return self._event("workspaceCheckpointFailed", body)
+
+    def _event(self, key: str, body: dict[str, Any]) -> RuntimeEvent:
+        i = self._identity
+        return cast(
+            RuntimeEvent,
+            {
+                "id": f"{i.run_id}_ckpt{self._count:04d}",
+                "sessionId": i.session_id,
+                "invocationId": i.invocation_id,
+                "runId": i.run_id,
+                "turnId": i.turn_id,
+                "ts": self._clock(),
+                "partial": False,
+                "role": "system",
+                "author": "system",
+                "modelVisibility": "hidden",
+                "actions": {key: body},
+            },
+        )
+
+    def _commit(self, event: RuntimeEvent) -> bool:
+        try:
+            self._store.commit_workspace_fact(event)
+        except Exception as error:  # never fails the tool or the turn
+            _log.warning("checkpoint fact %s not committed: %s", event["id"], error)
+            return False
+        self._done.append(event)
+        return True

@@ -1,0 +1,129 @@
+"""The workspace checkpoint gate of the continuation planner (WORKSPACE.md section 3).
+
+Pure: it reads the interrupted run's committed events (its declared checkpoint mode and its
+checkpoint facts) and the evidence the resume service gathered (whether the boundary
+checkpoint's Git objects still exist, and how the folder's current tree differs from it), and
+says whether the resume parks and why. It never approves a resume on its own: the planner's
+other gates still apply.
+
+- no mode declared, or mode ``unavailable``: diagnostic ``workspace_checkpoint_unavailable``,
+  never a rejection (the resume works as in Phase 1);
+- the newest fact is a failed capture: ``workspace_checkpoint_failed``;
+- no checkpoint yet, or a writing call dispatched after the newest one:
+  ``workspace_checkpoint_stale`` (the crash came between a T2 and its capture, or inside it);
+- the checkpoint's Git objects are gone: ``workspace_checkpoint_missing``;
+- the folder differs: ``workspace_drift`` with each changed path (the first 50, then a count);
+- otherwise the diagnostic ``workspace_verified``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.ledger.checkpoint_ports import TreeChange, changed_paths_summary
+from runtime.ledger.codes import DiagnosticCode, ParkReason
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.workspace_facts import boundary_checkpoint, declared_mode
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceTree:
+    """The safety inspector's capture of the folder (no ref, no fact)."""
+
+    tree_id: str | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointEvidence:
+    """What the resume service found about the boundary checkpoint."""
+
+    snapshot_present: bool
+    changes: tuple[TreeChange, ...] = ()
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GateFinding:
+    reason: ParkReason | None  # None: a diagnostic only
+    code: str
+    message: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    event_id: str | None = None
+
+
+def workspace_gate(
+    events: Sequence[RuntimeEvent], evidence: CheckpointEvidence | None
+) -> list[GateFinding]:
+    mode = declared_mode(events)
+    if mode is None or mode.get("mode") != "git_v1":
+        detail: dict[str, Any] = {}
+        if mode is not None and "reasonCode" in mode:
+            detail["reasonCode"] = mode["reasonCode"]
+        return [
+            GateFinding(
+                None,
+                DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE.value,
+                "the session runs without workspace checkpoints; its files are not compared",
+                detail,
+            )
+        ]
+    boundary = boundary_checkpoint(events)
+    if boundary.failed is not None:
+        reason = ParkReason.WORKSPACE_CHECKPOINT_FAILED
+        code = str(boundary.failed.get("reasonCode", ""))
+        return [
+            GateFinding(
+                reason,
+                reason.value,
+                "the capture of the folder at the stop failed",
+                {"reasonCode": code, "message": str(boundary.failed.get("message", ""))},
+            )
+        ]
+    if boundary.checkpoint is None or boundary.stale_after is not None:
+        reason = ParkReason.WORKSPACE_CHECKPOINT_STALE
+        message = (
+            f"a {boundary.stale_tool} call may have changed files after the last snapshot"
+            if boundary.stale_after is not None
+            else "the run stopped before its first snapshot of the folder was recorded"
+        )
+        stale_detail: dict[str, Any] = {}
+        if boundary.checkpoint is not None:
+            stale_detail["checkpointRef"] = boundary.checkpoint.get("checkpointRef")
+        return [GateFinding(reason, reason.value, message, stale_detail, boundary.stale_after)]
+    ref = boundary.checkpoint.get("checkpointRef")
+    if evidence is None or not evidence.snapshot_present:
+        reason = ParkReason.WORKSPACE_CHECKPOINT_MISSING
+        return [
+            GateFinding(
+                reason,
+                reason.value,
+                "the snapshot recorded at the stop is gone from the checkpoint store",
+                {"checkpointRef": ref, "commitId": boundary.checkpoint.get("commitId")},
+            )
+        ]
+    if evidence.problem is not None:
+        reason = ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
+        return [GateFinding(reason, reason.value, evidence.problem)]
+    if evidence.changes:
+        reason = ParkReason.WORKSPACE_DRIFT
+        count = len(evidence.changes)
+        noun = "file" if count == 1 else "files"
+        return [
+            GateFinding(
+                reason,
+                reason.value,
+                f"{count} {noun} changed since the snapshot taken at the stop",
+                {"checkpointRef": ref, **changed_paths_summary(evidence.changes)},
+            )
+        ]
+    return [
+        GateFinding(
+            None,
+            DiagnosticCode.WORKSPACE_VERIFIED.value,
+            "the files are as they were at the stop",
+            {"checkpointRef": ref},
+        )
+    ]

@@ -1,0 +1,99 @@
+"""Workspace checkpoint facts (WORKSPACE.md section 2, LEDGER.md section 7): their envelope and
+how the planner reads them.
+
+``workspaceCheckpoint`` and ``workspaceCheckpointFailed`` events are system facts in a lane of
+their own: no content (nothing for a model), hidden from the model, exactly one action key. For
+the tool ledger they are ordinary events, so its scanner passes over them; the generic append
+refuses them (``reserved_workspace_fact``) and only the workspace-fact writer commits them.
+A run declares its checkpoint mode in its first event
+(``actions.runtimeProtocol.workspaceCheckpoints``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.ledger.event_model import RuntimeEvent
+
+WORKSPACE_FACT_KEYS = frozenset({"workspaceCheckpoint", "workspaceCheckpointFailed"})
+READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob"})
+"""Tools that never change the folder. Every other tool may write (``write_file``,
+``edit_file``, ``bash`` and any tool added later): a capture follows each of its T2s, and a
+dispatch of one after the newest checkpoint makes that checkpoint stale."""
+
+
+def may_write(tool_name: str) -> bool:
+    return tool_name not in READ_ONLY_TOOLS
+
+
+def is_workspace_fact(event: Mapping[str, Any]) -> bool:
+    actions = event.get("actions")
+    return isinstance(actions, Mapping) and not WORKSPACE_FACT_KEYS.isdisjoint(actions)
+
+
+def workspace_fact_problem(event: RuntimeEvent) -> str | None:
+    """Why ``event`` is not a well-formed workspace fact, or None."""
+    actions = event.get("actions")
+    if actions is None or len(actions) != 1 or not WORKSPACE_FACT_KEYS.issuperset(actions):
+        return "a workspace fact carries exactly one action: a checkpoint or a failed capture"
+    if "content" in event or "status" in event or "refs" in event:
+        return "a workspace fact has no content, status or refs"
+    if event["role"] != "system" or event["author"] != "system":
+        return "a workspace fact is role system, author system"
+    if event.get("modelVisibility") != "hidden" or event["partial"]:
+        return "a workspace fact is hidden from the model and never partial"
+    return None
+
+
+def declared_mode(events: Sequence[RuntimeEvent]) -> Mapping[str, Any] | None:
+    """The checkpoint mode the run's first event declares, or None (a run from before
+    checkpoints, or one run without a checkpoint carrier)."""
+    if not events:
+        return None
+    actions: Mapping[str, Any] = events[0].get("actions") or {}
+    protocol: Mapping[str, Any] = actions.get("runtimeProtocol") or {}
+    mode = protocol.get("workspaceCheckpoints")
+    return mode if isinstance(mode, Mapping) else None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundaryCheckpoint:
+    """The checkpoint state of a run's committed prefix, as the planner judges it.
+
+    ``checkpoint``: the newest ``workspaceCheckpoint`` payload (None: none was committed);
+    ``failed``: the newest fact is a failed capture (its payload); ``stale_after``: the event id
+    of a writing call dispatched after the newest checkpoint fact (None: not stale)."""
+
+    checkpoint: Mapping[str, Any] | None
+    failed: Mapping[str, Any] | None
+    stale_after: str | None
+    stale_tool: str | None = None
+
+
+def boundary_checkpoint(events: Sequence[RuntimeEvent]) -> BoundaryCheckpoint:
+    """The newest checkpoint fact of ``events`` (a committed run prefix) and whether a writing
+    call was dispatched after it. Read-only calls do not age a checkpoint."""
+    checkpoint: Mapping[str, Any] | None = None
+    failed: Mapping[str, Any] | None = None
+    stale_after: str | None = None
+    stale_tool: str | None = None
+    for event in events:
+        actions = event.get("actions")
+        if actions is None:
+            continue
+        if "workspaceCheckpoint" in actions:
+            checkpoint, failed, stale_after, stale_tool = (
+                actions["workspaceCheckpoint"],
+                None,
+                None,
+                None,
+            )
+        elif "workspaceCheckpointFailed" in actions:
+            failed, stale_after, stale_tool = actions["workspaceCheckpointFailed"], None, None
+        elif "toolDispatch" in actions and stale_after is None:
+            name = actions["toolDispatch"]["toolName"]
+            if may_write(name):
+                stale_after, stale_tool = event["id"], name
+    return BoundaryCheckpoint(checkpoint, failed, stale_after, stale_tool)

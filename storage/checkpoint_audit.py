@@ -1,0 +1,138 @@
+"""Workspace checkpoints held against the ledger's facts (WORKSPACE.md section 5): what
+``maka checkpoints`` lists and ``maka doctor`` checks.
+
+- a **missing artifact**: a ``workspaceCheckpoint`` fact whose commit or tree is gone from the
+  workspace's repository (resume at that boundary fails closed: ``workspace_checkpoint_missing``);
+- an **orphan**: a checkpoint ref no fact names (a capture killed between its artifact and its
+  fact, ``after_checkpoint_artifact``); harmless, removed by retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
+from runtime.ledger.workspace_facts import declared_mode
+from storage.checkpoint_store import GitCheckpointStore
+
+
+class _Reader(Protocol):
+    def list_sessions(self) -> Sequence[SessionRecord]: ...
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    session_id: str
+    run_id: str
+    event_id: str
+    ts: int
+    kind: str  # "checkpoint" | "failed"
+    body: Mapping[str, Any]
+    present: bool | None = None  # the Git objects exist (None for a failed capture)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "runId": self.run_id,
+            "eventId": self.event_id,
+            "ts": self.ts,
+            "kind": self.kind,
+        }
+        if self.kind == "checkpoint":
+            out.update(
+                checkpointRef=self.body.get("checkpointRef"),
+                commitId=self.body.get("commitId"),
+                treeId=self.body.get("treeId"),
+                runtimeHighWater=self.body.get("runtimeHighWater"),
+                present=self.present,
+            )
+            if self.body.get("skippedPaths"):
+                out["skippedPaths"] = list(self.body["skippedPaths"])
+        else:
+            out.update(reasonCode=self.body.get("reasonCode"), message=self.body.get("message"))
+        return out
+
+
+@dataclass(slots=True)
+class SessionCheckpoints:
+    session_id: str
+    modes: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    rows: list[CheckpointRow] = field(default_factory=list)
+
+
+def session_checkpoints(
+    reader: _Reader, carrier: GitCheckpointStore, session_id: str
+) -> SessionCheckpoints:
+    """Every run's declared mode and checkpoint facts, oldest run first, each checkpoint
+    checked against the repository."""
+    found = SessionCheckpoints(session_id)
+    runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
+    for header in runs:
+        events = [row.event for row in reader.read_run_events(header.run_id)]
+        found.modes[header.run_id] = declared_mode(events)
+        for event in events:
+            actions = event.get("actions") or {}
+            if "workspaceCheckpoint" in actions:
+                body: Mapping[str, Any] = actions["workspaceCheckpoint"]
+                present = carrier.has_snapshot(
+                    str(body["workspaceIdentity"]), str(body["commitId"]), str(body["treeId"])
+                )
+                row = CheckpointRow(
+                    session_id, header.run_id, event["id"], event["ts"], "checkpoint", body, present
+                )
+                found.rows.append(row)
+            elif "workspaceCheckpointFailed" in actions:
+                failed: Mapping[str, Any] = actions["workspaceCheckpointFailed"]
+                found.rows.append(
+                    CheckpointRow(
+                        session_id, header.run_id, event["id"], event["ts"], "failed", failed
+                    )
+                )
+    return found
+
+
+@dataclass(slots=True)
+class CheckpointAudit:
+    facts: int = 0
+    refs: int = 0
+    missing: list[CheckpointRow] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "facts": self.facts,
+            "refs": self.refs,
+            "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
+            "orphans": list(self.orphans),
+        }
+
+
+def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> CheckpointAudit:
+    """Every checkpoint fact against the refs of its workspace's repository."""
+    audit = CheckpointAudit()
+    named: dict[str, set[str]] = {}
+    for session in reader.list_sessions():
+        for row in session_checkpoints(reader, carrier, session.session_id).rows:
+            if row.kind != "checkpoint":
+                continue
+            audit.facts += 1
+            workspace = str(row.body["workspaceIdentity"])
+            named.setdefault(carrier.git_dir(workspace).name, set()).add(
+                str(row.body["checkpointRef"])
+            )
+            if not row.present:
+                audit.missing.append(row)
+    if carrier.root.is_dir() and carrier.git is not None:
+        for repository in sorted(carrier.root.glob("*.git")):
+            refs = carrier.refs_in(repository)
+            audit.refs += len(refs)
+            known = named.get(repository.name, set())
+            audit.orphans.extend(
+                f"{repository.name} {ref}" for ref in sorted(refs) if ref not in known
+            )
+    return audit

@@ -1,0 +1,124 @@
+"""Workspace checkpoint facts: only their own writer commits them, the tool scanner passes over
+them, and the planner's reading of a run's checkpoint state (WORKSPACE.md sections 2 and 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from runtime.ledger.codes import WriterRejectionCode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
+from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
+from runtime.ledger.workspace_facts import boundary_checkpoint, declared_mode, is_workspace_fact
+from storage.ledger_store import SqliteLedgerStore, open_store
+from tests.helpers.ledger_builders import (
+    RunIds,
+    bound_response,
+    call_event,
+    dispatch_event,
+    user_text,
+)
+
+IDS = RunIds()
+
+
+def _fact(
+    event_id: str, *, failed: bool = False, tree: str = "a" * 40, **envelope: Any
+) -> RuntimeEvent:
+    body: dict[str, Any]
+    if failed:
+        key, body = (
+            "workspaceCheckpointFailed",
+            {
+                "protocol": "workspace_checkpoint_v1",
+                "workspaceIdentity": "workspace:v1:x",
+                "runtimeHighWater": 1,
+                "reasonCode": "checkpoint_git_failed",
+            },
+        )
+    else:
+        key, body = (
+            "workspaceCheckpoint",
+            {
+                "protocol": "workspace_checkpoint_v1",
+                "workspaceIdentity": "workspace:v1:x",
+                "workspaceEpoch": 1,
+                "runtimeHighWater": 1,
+                "runtimeDigest": "sha256:" + "0" * 64,
+                "checkpointRef": "refs/maka/s/r/1",
+                "commitId": "b" * 40,
+                "treeId": tree,
+                "policyHash": "c" * 64,
+            },
+        )
+    event = IDS.envelope(event_id, "system", "system", 2)
+    event["modelVisibility"] = "hidden"
+    event["actions"] = {key: body}
+    event.update(envelope)
+    return cast(RuntimeEvent, event)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteLedgerStore:
+    opened = open_store(tmp_path)
+    opened.create_session(SessionRecord(IDS.session_id, "/work", "s", 1))
+    opened.create_run(
+        RunHeader(
+            IDS.run_id,
+            IDS.session_id,
+            IDS.invocation_id,
+            IDS.turn_id,
+            RunStatus.CREATED,
+            "/work",
+            opened.bump_owner_epoch(),
+            1,
+            1,
+        )
+    )
+    opened.append_event(user_text(marker=True, ids=IDS))
+    return opened
+
+
+def test_only_the_workspace_fact_writer_commits_checkpoint_facts(store: SqliteLedgerStore) -> None:
+    for fact in (_fact("ck1"), _fact("ck2", failed=True)):
+        with pytest.raises(StoreRefusal) as refused:
+            store.append_event(fact)
+        assert refused.value.code == WriterRejectionCode.RESERVED_WORKSPACE_FACT
+        assert store.commit_workspace_fact(fact).created
+        assert not store.commit_workspace_fact(fact).created  # an exact retry
+    visible = _fact("ck3", modelVisibility="visible")
+    with pytest.raises(StoreRefusal):
+        store.commit_workspace_fact(visible)
+    with pytest.raises(StoreRefusal):
+        store.commit_workspace_fact(user_text(event_id="u2", ids=IDS))
+    events = [row.event for row in store.read_run_events(IDS.run_id)]
+    assert [e["id"] for e in events if is_workspace_fact(e)] == ["ck1", "ck2"]
+    assert not scan_tool_ledger(events).issues
+
+
+def test_the_boundary_checkpoint_ages_only_with_writing_calls() -> None:
+    first = user_text(marker=True, ids=IDS)
+    read = call_event("r1", "read_file", {"path": "a"}, ids=IDS)
+    write = call_event("w1", "bash", {"command": "x"}, ids=IDS)
+    clean = boundary_checkpoint([first, _fact("ck1"), read, dispatch_event(read)])
+    assert clean.checkpoint is not None and clean.stale_after is None and clean.failed is None
+    stale = boundary_checkpoint([first, _fact("ck1"), write, dispatch_event(write)])
+    assert stale.stale_after is not None and stale.stale_tool == "bash"
+    recaptured = boundary_checkpoint(
+        [
+            first,
+            _fact("ck1"),
+            write,
+            dispatch_event(write),
+            bound_response(write),
+            _fact("ck2", tree="d" * 40),
+        ]
+    )
+    assert recaptured.stale_after is None
+    assert recaptured.checkpoint is not None and recaptured.checkpoint["treeId"] == "d" * 40
+    failed = boundary_checkpoint([first, _fact("ck1"), _fact("ck2", failed=True)])
+    assert failed.failed is not None
+    assert declared_mode([first]) is None
