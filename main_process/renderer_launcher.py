@@ -13,7 +13,9 @@ is user-only as well, so another local user can neither find nor use the token.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,6 +32,22 @@ ENV_TOKEN = "MAKA_RENDERER_TOKEN"
 _VOLUNTARY_EXIT_MS = 1500
 _STOP_GRACE_MS = 3000
 _KILL_WAIT_MS = 2000
+
+
+ENV_MAIN_PID = "MAKA_MAIN_PID"
+ENV_RESTART_ARGV = "MAKA_RESTART_ARGV"
+
+
+def restart_argv() -> list[str]:
+    """How this main process was started, to start it again: the bundle is its own program; a
+    source install runs its ``maka`` script (or ``-m`` module) with this interpreter."""
+    if is_frozen():
+        return [QCoreApplication.applicationFilePath(), *sys.argv[1:]]
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    if spec is not None and spec.name:
+        return [sys.executable, "-m", spec.name.removesuffix(".__main__"), *sys.argv[1:]]
+    return [sys.executable, *sys.argv]
 
 
 RESET_FROZEN_ENVIRONMENT = "PYINSTALLER_RESET_ENVIRONMENT"
@@ -93,6 +111,10 @@ class RendererLauncher(QObject):
         environment = QProcessEnvironment.systemEnvironment()
         environment.insert(ENV_SOCKET, socket_name)
         environment.insert(ENV_TOKEN, token)
+        # What the window needs if this process dies: whose death to watch for, and the command
+        # that starts Maka again (its **Restart Maka**; renderer/host_lost_panel.py).
+        environment.insert(ENV_MAIN_PID, str(os.getpid()))
+        environment.insert(ENV_RESTART_ARGV, json.dumps(restart_argv()))
         if is_frozen():
             # The renderer is this bundle again, but a new instance of it: its loader must put
             # the bundle's libraries first again (this process gave its tools the user's

@@ -8,6 +8,11 @@ Why it behaves this way:
   with a doubling backoff (capped), because a restarted main process may come back on the same
   name. A ``hello.rejected`` is final: the token belongs to a main process that is gone, and
   retrying would only hammer the new one.
+* When the connection closes and the main process that started this window no longer exists
+  (its pid is gone, or this process was handed to another parent), the state turns
+  ``host_lost`` within a few hundred milliseconds: Maka stopped unexpectedly, nothing more will
+  answer. The bridge keeps trying the name, so a newer start of Maka rejecting this window's
+  token is noticed too (``rejected`` after having been connected: superseded).
 * Any frame that breaks the contract closes the connection (and is logged); it never reaches a
   widget. Requests made while disconnected are dropped, not queued, so a stale click cannot fire
   after a reconnect; a Safe resume request answers ``resume_failed`` at once instead.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtNetwork import QLocalSocket
@@ -78,11 +84,44 @@ BACKOFF_MAX_MS = 2000
 SENT_TURNS_KEPT = 16
 
 
+LOST_CHECK_MS = 250
+
+
+def process_gone(pid: int, parent_at_start: int) -> bool:
+    """True when the main process ``pid`` is known to have ended. A child whose parent dies is
+    handed to another process at once (POSIX), before the dead parent is even reaped, so the
+    parent check is exact for the usual case (the main process started this window); otherwise
+    signal 0 asks whether the pid exists. Windows has no safe signal 0: never "gone" there."""
+    if os.name == "nt" or pid <= 0:
+        return False
+    if parent_at_start == pid and os.getppid() != pid:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 class RendererBridge(BridgePort):
-    def __init__(self, server_name: str, token: str, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        server_name: str,
+        token: str,
+        parent: QObject | None = None,
+        *,
+        main_pid: int | None = None,
+    ) -> None:
         super().__init__(parent)
         self._server_name = server_name
         self._token = token
+        self._main_pid = main_pid
+        self._parent_at_start = os.getppid()
+        self._lost_check = QTimer(self)
+        self._lost_check.setInterval(LOST_CHECK_MS)
+        self._lost_check.timeout.connect(self._check_main_process)
         self._socket = QLocalSocket(self)
         self._reader = FrameReader(accept=PUSH_KINDS)
         self._handshaken = False
@@ -104,6 +143,15 @@ class RendererBridge(BridgePort):
     @property
     def server_name(self) -> str:
         return self._server_name
+
+    def _check_main_process(self) -> None:
+        if self.connection_state is ConnectionState.CONNECTED or self._stopped:
+            self._lost_check.stop()
+            return
+        if self._main_pid is not None and process_gone(self._main_pid, self._parent_at_start):
+            self._lost_check.stop()
+            log.warning("the main process (pid %s) is gone", self._main_pid)
+            self._set_connection_state(ConnectionState.HOST_LOST)
 
     @property
     def next_retry_ms(self) -> int:
@@ -150,7 +198,11 @@ class RendererBridge(BridgePort):
         self._handshaken = False
         if self._stopped or self.connection_state is ConnectionState.REJECTED:
             return
-        self._set_connection_state(ConnectionState.DISCONNECTED)
+        if self.connection_state is not ConnectionState.HOST_LOST:
+            self._set_connection_state(ConnectionState.DISCONNECTED)
+            if self.ever_connected and not self._lost_check.isActive():
+                self._lost_check.start()
+                self._check_main_process()
         if not self._retry.isActive():
             self._retry.start(self._backoff_ms)
             self._backoff_ms = min(self._backoff_ms * 2, BACKOFF_MAX_MS)

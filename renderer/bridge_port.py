@@ -20,6 +20,9 @@ class ConnectionState(StrEnum):
     CONNECTED = "connected"
     DISCONNECTED = "disconnected"
     REJECTED = "rejected"
+    HOST_LOST = "host_lost"
+    """The connection closed and the main process no longer exists: Maka stopped unexpectedly.
+    (A new start may still answer on the same name; it rejects this window's token.)"""
 
 
 class BridgePort(QObject):
@@ -54,10 +57,16 @@ class BridgePort(QObject):
         super().__init__(parent)
         self._connection_state = ConnectionState.CONNECTING
         self._safe_resume_enabled = False
+        self._ever_connected = False
 
     @property
     def connection_state(self) -> ConnectionState:
         return self._connection_state
+
+    @property
+    def ever_connected(self) -> bool:
+        """Whether a handshake ever succeeded (a later rejection then means a newer start)."""
+        return self._ever_connected
 
     @property
     def safe_resume_enabled(self) -> bool:
@@ -65,6 +74,8 @@ class BridgePort(QObject):
         return self._safe_resume_enabled
 
     def _set_connection_state(self, state: ConnectionState) -> None:
+        if state is ConnectionState.CONNECTED:
+            self._ever_connected = True
         if state != self._connection_state:
             self._connection_state = state
             self.connection_state_changed.emit(state.value)

@@ -25,6 +25,7 @@ _WORDS = {
     ConnectionState.CONNECTED: "Connected",
     ConnectionState.DISCONNECTED: "Disconnected, reconnecting…",
     ConnectionState.REJECTED: "Disconnected: this window belongs to an earlier start of Maka",
+    ConnectionState.HOST_LOST: "Maka stopped unexpectedly",
 }
 _HOST_WORDS = {
     HostState.OPENING: "Opening…",

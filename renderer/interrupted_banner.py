@@ -377,7 +377,12 @@ class InterruptedBanner(TintedPanel):
         self.setVisible(state not in (BannerState.HIDDEN, BannerState.STARTED))
         self._set_reasons(current if state is BannerState.PARKED else _SessionResume())
         self.busy_bar.setVisible(state is BannerState.RESUMING)
-        self.action_button.setEnabled(state in _ACTIONABLE)
+        # Nothing can be resumed from a window whose main process is gone (or replaced).
+        host_gone = self._bridge.connection_state in (
+            ConnectionState.HOST_LOST,
+            ConnectionState.REJECTED,
+        )
+        self.action_button.setEnabled(state in _ACTIONABLE and not host_gone)
         self.tools_row.setVisible(state is BannerState.PARKED)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))

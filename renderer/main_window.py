@@ -8,7 +8,9 @@ re-asks for the list and the open session after every reconnect.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, Qt
+from collections.abc import Sequence
+
+from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -39,6 +41,7 @@ from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.composer import Composer
 from renderer.connection_status import ConnectionStatus
 from renderer.elided_label import ElidedLabel
+from renderer.host_lost_panel import SUPERSEDED_CLOSE_MS, HostLostPanel
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from renderer.measured_row import MeasuredRow
 from renderer.park_text import describe
@@ -66,7 +69,12 @@ def _tr(text: str) -> str:
 
 class MainWindow(QMainWindow):
     def __init__(
-        self, bridge: BridgePort, parent: QWidget | None = None, *, confirm_quit: bool = False
+        self,
+        bridge: BridgePort,
+        parent: QWidget | None = None,
+        *,
+        confirm_quit: bool = False,
+        restart_argv: Sequence[str] = (),
     ) -> None:
         super().__init__(parent)
         self.confirm_quit = confirm_quit
@@ -81,6 +89,7 @@ class MainWindow(QMainWindow):
         self._pending_create_cwd: str | None = None
         self._selecting = False
         self._settings: SettingsCurrentPush | None = None
+        self._restart_argv = tuple(restart_argv)
         self._build()
         self._build_actions()
         self._wire()
@@ -109,6 +118,10 @@ class MainWindow(QMainWindow):
         self.path_label = ElidedLabel(Qt.TextElideMode.ElideMiddle)
         header_layout.addWidget(self.title_label)
         header_layout.addWidget(self.path_label)
+        self.host_lost = HostLostPanel(self._restart_argv)
+        host_lost_holder = MeasuredRow(self.host_lost, margins=QMargins(20, 10, 20, 4))
+        self.host_lost.shown_changed.connect(host_lost_holder.setVisible)
+        host_lost_holder.setVisible(False)
         self.banner = InterruptedBanner(self._bridge)
         banner_holder = MeasuredRow(self.banner, margins=QMargins(20, 4, 20, 8))
         self.banner.shown_changed.connect(banner_holder.setVisible)
@@ -124,6 +137,7 @@ class MainWindow(QMainWindow):
         self.session_actions = SessionActions(
             self, self._bridge, self.banner, self.sessions.model.summary, lambda: self._session_id
         )
+        column.addWidget(host_lost_holder)
         column.addWidget(header)
         column.addWidget(banner_holder)
         column.addWidget(self.transcript, 1)
@@ -296,6 +310,10 @@ class MainWindow(QMainWindow):
     # ----------------------------------------------------------------- pushes
 
     def _on_connection(self, state: str) -> None:
+        if state == ConnectionState.HOST_LOST:
+            self._on_host_lost()
+        elif state == ConnectionState.REJECTED and self._bridge.ever_connected:
+            self._on_superseded()
         connected = state == ConnectionState.CONNECTED
         self._refresh_availability()
         if connected:
@@ -303,6 +321,24 @@ class MainWindow(QMainWindow):
             self._bridge.get_settings()
             if self._session_id is not None:
                 self._bridge.open_session(self._session_id)
+
+    def _on_host_lost(self) -> None:
+        """The main process is gone: nothing runs any more, nothing here can act, and the
+        window says so (and never claims a running turn when it is closed)."""
+        self._running.clear()
+        self.permission.drop_all()
+        self.transcript.mark_running_interrupted()
+        self.host_lost.show_lost()
+        self.statusBar().clearMessage()
+
+    def _on_superseded(self) -> None:
+        """A newer start of Maka owns the data directory: this window closes itself."""
+        self._running.clear()
+        self.permission.drop_all()
+        self.transcript.mark_running_interrupted()
+        self.host_lost.show_superseded()
+        self.confirm_quit = False
+        QTimer.singleShot(SUPERSEDED_CLOSE_MS, self.close)
 
     def _on_sessions_listed(self, push: SessionsListedPush) -> None:
         self.sessions.model.set_sessions(push.sessions)

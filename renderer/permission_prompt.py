@@ -158,6 +158,11 @@ class PermissionPrompt(TintedPanel):
             self.waiting_changed.emit(session_id, False)
         self._render()
 
+    def drop_all(self) -> None:
+        """The main process is gone: no request can be answered any more."""
+        for session_id in list(self._pending):
+            self.drop_session_requests(session_id)
+
     def _on_requested(self, push: PermissionRequestedPush) -> None:
         if push.request_id in self._answered:
             return

@@ -23,10 +23,12 @@ from PySide6.QtWidgets import QApplication
 from app.bridge_contract import HostState, HostStatePush
 from renderer import theme
 from renderer.bridge_client import RendererBridge
+from renderer.host_lost_panel import restart_argv_from_env
 from renderer.main_window import MainWindow
 
 TOKEN_ENV = "MAKA_RENDERER_TOKEN"
 SERVER_ENV = "MAKA_RENDERER_SERVER"
+MAIN_PID_ENV = "MAKA_MAIN_PID"
 EXIT_USAGE = 2
 
 
@@ -48,6 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _main_pid() -> int:
+    """The main process that started this window (it says so; else our parent)."""
+    try:
+        return int(os.environ.get(MAIN_PID_ENV, ""))
+    except ValueError:
+        return os.getppid()
+
+
 def main(argv: Sequence[str]) -> int:
     """Run the renderer; ``argv[0]`` is the program name, as in ``sys.argv``."""
     args, qt_args = _parser().parse_known_args(list(argv[1:]))
@@ -67,9 +77,9 @@ def main(argv: Sequence[str]) -> int:
     app.setApplicationDisplayName("Maka")
     app.setDesktopFileName("maka")
     theme.apply_readable_font(app)
-    bridge = RendererBridge(args.server, token)
+    bridge = RendererBridge(args.server, token, main_pid=_main_pid())
     # The user's close asks first while turns run; the main process closing the app does not.
-    window = MainWindow(bridge, confirm_quit=True)
+    window = MainWindow(bridge, confirm_quit=True, restart_argv=restart_argv_from_env())
 
     def on_host_state(push: HostStatePush) -> None:
         if push.state is HostState.CLOSED:

@@ -178,6 +178,7 @@ class Tone(Enum):
 AWAITING_PERMISSION = "awaiting_permission"
 CANCELLED = "cancelled"
 PERMISSION_DENIED = "permission_denied"
+HOST_STOPPED = "host_stopped"
 
 # (status, qualifying code or None) -> (chip label, sentence, tone)
 _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
@@ -187,6 +188,12 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
     (ToolCardStatus.FAILED, None): ("Failed", "", Tone.ERROR),
     (ToolCardStatus.FAILED, CANCELLED): ("Stopped", "", Tone.NEUTRAL),
     (ToolCardStatus.FAILED, PERMISSION_DENIED): ("Denied", "", Tone.NEUTRAL),
+    (ToolCardStatus.INDETERMINATE, HOST_STOPPED): (
+        "Interrupted",
+        "Maka stopped while this call was running; it may have run in part. Check before "
+        "doing it again.",
+        Tone.WARN,
+    ),
     (ToolCardStatus.INDETERMINATE, None): (
         "Outcome unknown",
         "Maka cannot tell whether this call took effect. Check before doing it again.",

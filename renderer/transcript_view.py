@@ -35,9 +35,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.bridge_contract import TranscriptItem
+from app.bridge_contract import ToolCardItem, ToolCardStatus, TranscriptItem
 from renderer.measured_row import MeasuredRow
-from renderer.transcript_items import ItemWidget, ToolCardWidget, widget_for
+from renderer.transcript_items import HOST_STOPPED, ItemWidget, ToolCardWidget, widget_for
 
 FOLLOW_SLACK_PX = 48
 MAX_LIVE_ITEMS = 150
@@ -151,6 +151,21 @@ class TranscriptView(QScrollArea):
         self._pending[item.item_id] = item
         if not self._flush_timer.isActive():
             self._flush_timer.start()
+
+    def mark_running_interrupted(self) -> int:
+        """The main process is gone: every call still shown as running was interrupted (it may
+        have run in part). Returns how many cards changed."""
+        self.flush()
+        changed = 0
+        for item in list(self._items.values()):
+            if isinstance(item, ToolCardItem) and item.status is ToolCardStatus.RUNNING:
+                self._apply(
+                    item.model_copy(
+                        update={"status": ToolCardStatus.INDETERMINATE, "park_reason": HOST_STOPPED}
+                    )
+                )
+                changed += 1
+        return changed
 
     def flush(self) -> None:
         """Apply queued items now (also done on the next frame by itself)."""

@@ -1,0 +1,136 @@
+"""A window whose main process is gone tells the truth (DESKTOP.md "Around a crash"): it says
+Maka stopped unexpectedly, marks running calls as interrupted, disables what needs the main
+process, offers Restart Maka and never claims a running turn when closed; a window replaced by
+a newer start says so and closes itself."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app import bridge_contract as bc
+from renderer import main_window as main_window_module
+from renderer.bridge_port import ConnectionState
+from renderer.main_window import MainWindow
+from tests.helpers.fake_bridge import FakeBridge
+
+pytestmark = pytest.mark.gui
+
+SESSION = bc.SessionSummary(
+    session_id="s1", cwd="/w/one", title="One", last_run_status=bc.RunStatusValue.RUNNING
+)
+RUNNING_CARD = bc.ToolCardItem(
+    item_id="card-1",
+    tool_call_id="c1",
+    tool_name="bash",
+    args_summary="sleep 30; echo done >> late.txt",
+    status=bc.ToolCardStatus.RUNNING,
+)
+
+
+def _running_window(
+    qtbot: QtBot, restart: tuple[str, ...] = (), *, confirm: bool = False
+) -> tuple[MainWindow, FakeBridge]:
+    bridge = FakeBridge()
+    window = MainWindow(bridge, confirm_quit=confirm, restart_argv=restart)
+    qtbot.addWidget(window)
+    window.show()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(SESSION,)))
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(RUNNING_CARD,)))
+    bridge.run_status.emit(
+        bc.RunStatusPush(session_id="s1", run_id="r1", status=bc.RunStatusValue.RUNNING)
+    )
+    bridge.permission_requested.emit(
+        bc.PermissionRequestedPush(
+            session_id="s1", request_id="q1", tool_name="bash", summary="run: rm -rf build"
+        )
+    )
+    window.transcript.flush()
+    assert window.composer.stop_button.isVisible()
+    assert window.permission.isVisible()
+    return window, bridge
+
+
+def test_a_lost_main_process_is_said_and_nothing_claims_to_run(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, bridge = _running_window(qtbot, restart=(sys.executable, "-c", "pass"), confirm=True)
+    asked: list[int] = []
+
+    def quit_question(running: int) -> bool:
+        asked.append(running)
+        return True
+
+    monkeypatch.setattr(window, "_quit_confirmed", quit_question)
+    assert not window.host_lost.isVisible()
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    assert window.host_lost.isVisible()
+    assert window.host_lost.title_label.text() == "Maka stopped unexpectedly."
+    assert window.host_lost.restart_button.isVisible()
+    assert window.host_lost.restart_button.isEnabled()
+    assert window.connection_status.text == "Maka stopped unexpectedly"
+    # running items read as interrupted; nothing that needs the main process can be used
+    card = window.transcript.tool_card("c1")
+    assert card is not None and "Interrupted" in card.chip.text()
+    assert not window.composer.editor.isEnabled()
+    assert not window.composer.stop_button.isVisible()
+    assert not window.permission.isVisible()
+    assert not window.cancel_action.isEnabled()
+    assert not window.banner.action_button.isEnabled()
+    # closing asks nothing: no turn is claimed to be running
+    window.close()
+    assert not window.isVisible()
+    assert asked == []
+
+
+def test_restart_maka_starts_the_program_again(qtbot: QtBot, tmp_path: object) -> None:
+    from pathlib import Path
+
+    marker = Path(str(tmp_path)) / "started"
+    window, bridge = _running_window(
+        qtbot, restart=(sys.executable, "-c", f"open({str(marker)!r}, 'w').write('yes')")
+    )
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    with qtbot.waitSignal(window.host_lost.restarted, timeout=5000):
+        window.host_lost.restart_button.click()
+    qtbot.waitUntil(marker.exists, timeout=10_000)
+    assert not window.host_lost.restart_button.isEnabled()
+
+
+def test_without_a_restart_command_the_button_says_where_to_start(qtbot: QtBot) -> None:
+    window, bridge = _running_window(qtbot)
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    assert not window.host_lost.restart_button.isEnabled()
+    assert "applications menu" in window.host_lost.restart_button.toolTip()
+
+
+def test_a_window_replaced_by_a_newer_start_says_so_and_closes(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(main_window_module, "SUPERSEDED_CLOSE_MS", 200)
+    window, bridge = _running_window(qtbot)
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    bridge._set_connection_state(ConnectionState.REJECTED)  # the new start refused our token
+    assert window.host_lost.title_label.text() == "Maka was started again."
+    assert not window.host_lost.restart_button.isVisible()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=5000)
+
+
+def test_a_mere_disconnect_is_not_a_lost_main_process(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, bridge = _running_window(qtbot, confirm=True)
+    asked: list[int] = []
+
+    def quit_question(running: int) -> bool:
+        asked.append(running)
+        return True
+
+    monkeypatch.setattr(window, "_quit_confirmed", quit_question)
+    bridge.disconnect_now()
+    assert not window.host_lost.isVisible()
+    assert "reconnecting" in window.connection_status.text
+    window.close()
+    assert asked == [1], "while the main process may still run its turn, quitting asks"
