@@ -66,7 +66,7 @@ def _renderer_of(main: subprocess.Popen[bytes]) -> psutil.Process:
 
 def _gone(process: psutil.Process) -> bool:
     try:
-        return process.status() == psutil.STATUS_ZOMBIE
+        return bool(process.status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 
@@ -158,7 +158,12 @@ def test_a_window_over_a_killed_main_says_so_within_three_seconds(
     assert not window.composer.editor.isEnabled()
     assert not window.composer.stop_button.isVisible()
     asked: list[int] = []
-    monkeypatch.setattr(window, "_quit_confirmed", lambda running: asked.append(running) or True)
+
+    def quit_question(running: int) -> bool:
+        asked.append(running)
+        return True
+
+    monkeypatch.setattr(window, "_quit_confirmed", quit_question)
     window.close()
     assert asked == [], "the quit never claims a running turn"
     assert not (work / "late.txt").exists()
