@@ -478,15 +478,25 @@ class ResumeStartedPush(_Message):
     """Automatic resume at start continued it (the window announces it until seen)."""
 
 
+class ChangedPath(WireModel):
+    """One file that differs from the boundary checkpoint (``workspace_drift``)."""
+
+    path: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    change: Literal["added", "modified", "deleted"]
+
+
 class ResumeDiagnostic(WireModel):
     """One detail behind a park: a Phase 0 diagnostic or a detailed planner code, with the
     affected operation when there is one. ``message`` is a redacted English explanation for the
-    "Copy diagnostics" text; the banner's own sentence comes from the code."""
+    "Copy diagnostics" text; the banner's own sentence comes from the code. A
+    ``workspace_drift`` carries the changed files (the first 50) and how many more there are."""
 
     code: Code
     message: Explanation = ""
     tool_call_id: Id | None = None
     tool_name: Annotated[str, StringConstraints(max_length=200)] | None = None
+    changed_paths: Annotated[tuple[ChangedPath, ...], Field(max_length=50)] = ()
+    more_changed_paths: Annotated[int, Field(ge=0, le=10**9)] = 0
 
 
 class ResumeParkedPush(_Message):

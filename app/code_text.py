@@ -404,8 +404,8 @@ NEXT_STEPS: dict[str, str] = {
     ),
     "pending_permission": ("Check what that request was for, then send a new message to carry on."),
     "workspace_drift": (
-        "Look at the changed files listed below; put them back and choose Try again, or send a "
-        "new message telling the model what changed."
+        "Look at the changed files listed above: put them back as they were and choose Try "
+        "again, or send a new message telling the model what changed."
     ),
     "workspace_checkpoint_stale": (
         "A command may have changed files after the last snapshot: check them, then send a new "

@@ -18,11 +18,13 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from app.bridge_contract import (
+    ChangedPath,
     PermissionDecision,
     ResumeDiagnostic,
     RunStatusValue,
@@ -562,14 +564,37 @@ class _ResumeObserver(LiveTurnView):
 
 
 def _diagnostic(
-    code: str, message: str, tool_call_id: str | None = None, tool_name: str | None = None
+    code: str,
+    message: str,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    detail: Mapping[str, Any] | None = None,
 ) -> ResumeDiagnostic:
+    changed, more = _changed_paths(detail or {})
     return ResumeDiagnostic(
         code=code,
         message=message[:4000],
         tool_call_id=tool_call_id[:200] if tool_call_id else None,
         tool_name=tool_name[:200] if tool_name else None,
+        changed_paths=changed,
+        more_changed_paths=more,
     )
+
+
+def _changed_paths(detail: Mapping[str, Any]) -> tuple[tuple[ChangedPath, ...], int]:
+    """A drift's changed files as the wire carries them (the planner's first 50 and a count)."""
+    listed = detail.get("changedPaths")
+    if not isinstance(listed, list):
+        return (), 0
+    paths = tuple(
+        ChangedPath(path=str(entry["path"])[:4096], change=entry["change"])
+        for entry in listed[:50]
+        if isinstance(entry, dict)
+        and entry.get("change") in ("added", "modified", "deleted")
+        and entry.get("path")
+    )
+    more = detail.get("moreChangedPaths", 0)
+    return paths, (more if isinstance(more, int) and more >= 0 else 0) + len(listed) - len(paths)
 
 
 _WRITE_FINDINGS = {
@@ -584,7 +609,7 @@ def _parked(plan: ContinuationPlan, extra: tuple[ResumeDiagnostic, ...] = ()) ->
         "resume_candidate_missing",
     )
     diagnostics = tuple(
-        _diagnostic(d.code, d.message, d.tool_call_id, d.tool_name)
+        _diagnostic(d.code, d.message, d.tool_call_id, d.tool_name, d.detail)
         for d in plan.diagnostics[:_MAX_DIAGNOSTICS]
     )
     return ResumeParked(reasons[:64], (*diagnostics, *extra)[:_MAX_DIAGNOSTICS])

@@ -491,6 +491,10 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
             title = _tr("The session's folder is missing.")
             return title, next_step(current.reasons), _tr("&Locate folder…")
         again = _tr("Try again") if _can_try_again(current) else ""
+        changed = _changed_files_text(current)
+        if changed:
+            body = next_step(current.reasons, [d.code for d in current.diagnostics])
+            return _tr("Files changed since the run stopped."), f"{changed}\n\n{body}", again
         if _write_not_done(current):
             return (
                 _park_tr(WRITE_NOT_DONE_HEADLINE),
@@ -527,6 +531,27 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
         ),
         _tr("Safe resume"),
     )
+
+
+BANNER_CHANGED_FILES = 10
+"""The banner names this many changed files, then "and N more" (all are in ``maka plan``)."""
+
+
+def _changed_files_text(current: _SessionResume) -> str:
+    """The changed files of a ``workspace_drift`` park, one a line (the first 10, then "and N
+    more"); empty when the park is not a drift."""
+    if "workspace_drift" not in current.reasons:
+        return ""
+    drift = next((d for d in current.diagnostics if d.code == "workspace_drift"), None)
+    if drift is None or not drift.changed_paths:
+        return ""
+    words = {"added": _tr("added"), "modified": _tr("changed"), "deleted": _tr("deleted")}
+    shown = drift.changed_paths[:BANNER_CHANGED_FILES]
+    lines = [f"  {words[entry.change]}: {entry.path}" for entry in shown]
+    rest = len(drift.changed_paths) - len(shown) + drift.more_changed_paths
+    if rest:
+        lines.append("  " + _tr("and {count} more").replace("{count}", f"{rest:,}"))
+    return "\n".join(lines)
 
 
 def _can_try_again(current: _SessionResume) -> bool:

@@ -9,7 +9,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
-from app.bridge_contract import ResumeDiagnostic
+from app.bridge_contract import ChangedPath, ResumeDiagnostic
 from renderer import theme
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from renderer.park_text import Severity, describe, next_step
@@ -304,3 +304,23 @@ def test_a_park_nobody_can_change_offers_no_try_again(qtbot: QtBot) -> None:
     bridge.push_parked("s1", ("dangling_tool_state",))  # an unsettled write: nothing to confirm
     assert not banner.action_button.isVisible()
     assert "Try again" not in banner.body_label.text()
+
+
+def test_a_drift_names_the_changed_files_first_ten_and_how_many_more(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    changed = tuple(ChangedPath(path=f"src/file{n:02d}.py", change="modified") for n in range(12))
+    drift = ResumeDiagnostic(
+        code="workspace_drift",
+        message="62 files changed since the snapshot taken at the stop",
+        changed_paths=(ChangedPath(path="notes.md", change="added"), *changed),
+        more_changed_paths=49,
+    )
+    bridge.push_parked("s1", ("workspace_drift",), (drift,))
+    assert _state(banner) is BannerState.PARKED
+    assert banner.title_label.text() == "Files changed since the run stopped."
+    body = banner.body_label.text()
+    assert "added: notes.md" in body and "changed: src/file08.py" in body
+    assert "src/file09.py" not in body  # the first 10 only
+    assert "and 52 more" in body  # 3 of the 50 sent, plus 49 the planner counted
+    assert next_step(("workspace_drift",)) in body

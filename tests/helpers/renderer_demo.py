@@ -332,6 +332,29 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     window.banner.set_details_shown(True)
     shot("banner-parked")
 
+    # Workspace checkpoints: the files differ from the snapshot taken at the stop.
+    window.banner.set_details_shown(False)
+    window.banner.request_resume()
+    changed = [
+        bc.ChangedPath(path="CHANGELOG.md", change="modified"),
+        bc.ChangedPath(path="notes/draft-2.md", change="added"),
+        bc.ChangedPath(path="notes/old-outline.md", change="deleted"),
+        *(bc.ChangedPath(path=f"notes/section-{n}.md", change="modified") for n in range(1, 10)),
+    ]
+    bridge.push_parked(
+        "s-notes",
+        ("workspace_drift",),
+        (
+            bc.ResumeDiagnostic(
+                code="workspace_drift",
+                message="14 files changed since the snapshot taken at the stop",
+                changed_paths=tuple(changed),
+                more_changed_paths=2,
+            ),
+        ),
+    )
+    shot("banner-drift")
+
     window.banner.request_resume()
     bridge.push_started("s-notes", run_id="run-2", turn_id="turn-2")
     bridge.run_status.emit(

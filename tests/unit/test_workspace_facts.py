@@ -122,3 +122,19 @@ def test_the_boundary_checkpoint_ages_only_with_writing_calls() -> None:
     failed = boundary_checkpoint([first, _fact("ck1"), _fact("ck2", failed=True)])
     assert failed.failed is not None
     assert declared_mode([first]) is None
+
+
+def test_the_desktop_carries_a_drifts_changed_files_to_the_banner() -> None:
+    from main_process.desktop_services import _parked
+    from runtime.continuation.continuation_planner import ContinuationPlan, PlanDiagnostic
+    from runtime.ledger.checkpoint_ports import PathChange, TreeChange, changed_paths_summary
+    from runtime.ledger.codes import ParkReason
+
+    changes = [TreeChange(f"f{n:03d}", PathChange.MODIFIED) for n in range(60)]
+    drift = PlanDiagnostic(
+        "workspace_drift", "60 files changed", detail=changed_paths_summary(changes)
+    )
+    plan = ContinuationPlan("s", "r", (ParkReason.WORKSPACE_DRIFT,), (drift,))
+    [diagnostic] = _parked(plan).diagnostics
+    assert [p.path for p in diagnostic.changed_paths] == [f"f{n:03d}" for n in range(50)]
+    assert diagnostic.more_changed_paths == 10
