@@ -76,6 +76,7 @@ class MessageKind(StrEnum):
     SESSIONS_RENAME = "sessions.rename"
     SESSIONS_REMOVE = "sessions.remove"
     SESSIONS_EXPORT = "sessions.export"
+    PROCESSES_STOP = "processes.stop"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -95,6 +96,7 @@ class MessageKind(StrEnum):
     WINDOW_SHOW = "window.show"
     SESSION_REMOVED = "session.removed"
     SESSION_EXPORTED = "session.exported"
+    PROCESSES_STOPPED = "processes.stopped"
 
 
 class BridgeErrorCode(StrEnum):
@@ -228,6 +230,14 @@ class SessionsRemoveRequest(_Message):
     """Delete a session and its ledger (the window asked the user, offering export first)."""
 
     kind: Literal[MessageKind.SESSIONS_REMOVE] = MessageKind.SESSIONS_REMOVE
+    session_id: Id
+
+
+class ProcessesStopRequest(_Message):
+    """**Stop it**: end the commands of this session that still run from before Maka stopped
+    (RECOVERY.md section 9). Only a session id: the main process finds them itself."""
+
+    kind: Literal[MessageKind.PROCESSES_STOP] = MessageKind.PROCESSES_STOP
     session_id: Id
 
 
@@ -533,6 +543,18 @@ class ToolSettledPush(_Message):
     resume_available: bool = False
 
 
+class ProcessesStoppedPush(_Message):
+    """Commands from before a restart ended (stopped by the user, or by themselves):
+    ``still_running`` counts those that could not be stopped; ``resume_available``: Safe resume
+    would now continue (a park that still holds arrives as ``resume.parked``)."""
+
+    kind: Literal[MessageKind.PROCESSES_STOPPED] = MessageKind.PROCESSES_STOPPED
+    session_id: Id
+    stopped: Annotated[int, Field(ge=0, le=10_000)] = 0
+    still_running: Annotated[int, Field(ge=0, le=10_000)] = 0
+    resume_available: bool = False
+
+
 class HostStatePush(_Message):
     kind: Literal[MessageKind.HOST_STATE] = MessageKind.HOST_STATE
     state: HostState
@@ -584,6 +606,7 @@ Request = (
     | SessionsRenameRequest
     | SessionsRemoveRequest
     | SessionsExportRequest
+    | ProcessesStopRequest
 )
 Push = (
     HelloOkPush
@@ -604,6 +627,7 @@ Push = (
     | WindowShowPush
     | SessionRemovedPush
     | SessionExportedPush
+    | ProcessesStoppedPush
 )
 Message = Request | Push
 
@@ -625,6 +649,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_RENAME,
         MessageKind.SESSIONS_REMOVE,
         MessageKind.SESSIONS_EXPORT,
+        MessageKind.PROCESSES_STOP,
     }
 )
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)

@@ -42,6 +42,7 @@ from main_process.host_services import (
     SettingsChange,
     SettingsView,
     SettleResult,
+    SurvivorsChecked,
     Transcript,
     TurnSink,
 )
@@ -63,17 +64,18 @@ from runtime.agent.session_service import SessionService
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
-from runtime.continuation.resume_service import ResumeRefused
+from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.ledger.codes import ResolverReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
 from runtime.recovery.file_reconciler import FileReconciler
 from runtime.recovery.startup_recovery import run_startup_recovery
 from runtime.recovery.write_leftovers import parked_writes
-from runtime.tools.process_identity import forget_ended, live_tool_processes
+from runtime.tools.process_identity import forget_ended, live_tool_processes, stop_tool_process
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.checkpoint_store import GitCheckpointStore
 from storage.ledger_store import SqliteLedgerStore, open_store
@@ -485,15 +487,7 @@ class DesktopServices:
         sessions = self._service
         if sessions.is_busy(session_id):
             raise HostServiceError("session_busy", "this session is running; wait for it")
-        planner = resume_service(
-            self._store,
-            sessions.catalog.names,
-            self._shells,
-            enabled=self.resume_flags()[0],
-            clock=self._clock,
-            lifecycle=None,
-            checkpoints=sessions.checkpoints,
-        )
+        planner = self._planner()
         result = settle_call(
             self._store,
             self._shells,
@@ -510,6 +504,46 @@ class DesktopServices:
         else:
             self._remember_verdict(session_id, result.parked)
         return result
+
+    def _planner(self) -> ResumeService:
+        sessions = self._service
+        return resume_service(
+            self._store,
+            sessions.catalog.names,
+            self._shells,
+            enabled=self.resume_flags()[0],
+            clock=self._clock,
+            lifecycle=None,
+            checkpoints=sessions.checkpoints,
+            processes=self._store,
+        )
+
+    # ---- commands still running from an earlier start (RECOVERY.md section 9) ------------
+
+    def _survivors(self, session_id: str) -> list[ToolProcessRecord]:
+        epoch = self._store.read_owner_epoch()
+        return live_tool_processes(self._store, session_id=session_id, before_epoch=epoch)
+
+    def check_survivors(self, session_id: str, *, stop: bool) -> SurvivorsChecked:
+        stopped = 0
+        if stop:
+            for record in self._survivors(session_id):
+                if stop_tool_process(record):
+                    self._store.delete_tool_process(record.operation_id, record.pid)
+                    stopped += 1
+            shells = self._shells.live_shells(session_id)
+            self._shells.stop(shells)
+            stopped += len(shells)
+        still = len(self._survivors(session_id)) + len(self._shells.live_shells(session_id))
+        if still or self._service.is_busy(session_id):
+            return SurvivorsChecked(stopped, still)
+        plan = self._planner().plan_latest(session_id)
+        if plan.continues:
+            self._verdicts.clear(session_id)
+            return SurvivorsChecked(stopped, 0, checked=True)
+        parked = _parked(plan)
+        self._remember_verdict(session_id, parked)
+        return SurvivorsChecked(stopped, 0, checked=True, parked=parked)
 
     # ---- shutdown ------------------------------------------------------------------------
 

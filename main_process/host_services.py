@@ -135,6 +135,18 @@ class SettleResult:
     parked: ResumeParked | None
 
 
+@dataclass(frozen=True, slots=True)
+class SurvivorsChecked:
+    """Commands from before a restart (RECOVERY.md section 9): how many this request stopped,
+    how many still run, and, once none runs, what Safe resume would do now (``parked`` None and
+    ``checked`` True: it would continue)."""
+
+    stopped: int
+    still_running: int
+    checked: bool = False
+    parked: ResumeParked | None = None
+
+
 class TurnSink(Protocol):
     """Where a running turn (or continuation) reports progress; thread-safe."""
 
@@ -204,6 +216,12 @@ class HostServices(Protocol):
         ``HostServiceError`` with its code. Runs on a worker thread."""
         ...
 
+    def check_survivors(self, session_id: str, *, stop: bool) -> SurvivorsChecked:
+        """The session's commands still running from an earlier start: stop them (**Stop it**:
+        terminate each group, kill after 3 s) or only look; once none runs, plan again.
+        Runs on a worker thread."""
+        ...
+
     def get_settings(self) -> SettingsView: ...
 
     def resume_flags(self) -> tuple[bool, bool] | None:
@@ -240,6 +258,7 @@ __all__ = [
     "ResumeStarted",
     "SettingsChange",
     "SettingsView",
+    "SurvivorsChecked",
     "Transcript",
     "TurnSink",
 ]

@@ -33,11 +33,15 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
+
 from app.bridge_contract import (
     AttestationChoice,
     ErrorPush,
     Message,
     PermissionsAnswerRequest,
+    ProcessesStoppedPush,
+    ProcessesStopRequest,
     ResumeFailedPush,
     ResumeLatestRequest,
     ResumeParkedPush,
@@ -77,6 +81,7 @@ from main_process.host_services import (
     SettingsChange,
     SettingsView,
     SettleResult,
+    SurvivorsChecked,
     Transcript,
 )
 from main_process.ipc_server import IpcServer
@@ -85,6 +90,9 @@ from main_process.push_sink import CoalescingPushSink
 from main_process.session_folder import check_session_folder
 from main_process.standing_state import StandingState
 from main_process.turn_workers import JobResult, TurnWorkers
+
+SURVIVOR_CHECK_MS = 1000
+BACKGROUND_PENDING = "background_operation_pending"
 
 _log = logging.getLogger("maka.main.router")
 _limited = RateLimitedLog(_log)
@@ -130,6 +138,12 @@ class RequestRouter:
         self._lifecycle = lifecycle
         self._standing = StandingState()
         self._auto_started: dict[str, ResumeStartedPush] = {}
+        # Sessions parked on a command still running from an earlier start: checked every
+        # second, so the banner updates when the command ends by itself.
+        self._watched: set[str] = set()
+        self._watch_timer = QTimer()
+        self._watch_timer.setInterval(SURVIVOR_CHECK_MS)
+        self._watch_timer.timeout.connect(self._check_watched)
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -185,6 +199,10 @@ class RequestRouter:
             )
         elif isinstance(message, ToolsSettleRequest):
             self._settle(message)
+        elif isinstance(message, ProcessesStopRequest):
+            self._check_survivors(
+                message.session_id, stop=True, correlation_id=message.correlation_id
+            )
         elif isinstance(message, SettingsGetRequest):
             self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
         elif isinstance(message, SettingsUpdateRequest):
@@ -436,6 +454,66 @@ class RequestRouter:
         self._broadcast(push)
         if not transient:
             self._standing.set_outcome(push)
+        if isinstance(push, ResumeParkedPush) and BACKGROUND_PENDING in push.rejection_reasons:
+            self._watch(session_id)
+
+    # ---------------------------------------------------- commands from an earlier start
+
+    def _watch(self, session_id: str) -> None:
+        self._watched.add(session_id)
+        if not self._watch_timer.isActive():
+            self._watch_timer.start()
+
+    def _check_watched(self) -> None:
+        if not self._watched or not self._lifecycle.admits_work:
+            self._watch_timer.stop()
+            return
+        for session_id in list(self._watched):
+            self._check_survivors(session_id, stop=False)
+
+    def _check_survivors(
+        self, session_id: str, *, stop: bool, correlation_id: str | None = None
+    ) -> None:
+        """**Stop it** (``stop``) or the periodic look: once no command of an earlier start
+        runs, every window hears ``processes.stopped`` and the park as it stands now."""
+
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                if stop:
+                    self._broadcast(
+                        ProcessesStoppedPush(
+                            session_id=session_id, still_running=1, correlation_id=correlation_id
+                        )
+                    )
+                return
+            checked = result.value
+            assert isinstance(checked, SurvivorsChecked)
+            if checked.still_running and not stop:
+                return  # still running: nothing new to say
+            if not checked.still_running:
+                self._watched.discard(session_id)
+            self._broadcast(
+                ProcessesStoppedPush(
+                    session_id=session_id,
+                    stopped=min(checked.stopped, 10_000),
+                    still_running=min(checked.still_running, 10_000),
+                    resume_available=checked.checked and checked.parked is None,
+                    correlation_id=correlation_id,
+                )
+            )
+            if not checked.checked:
+                return
+            if checked.parked is None:
+                self._standing.clear_outcome(session_id)
+            else:
+                self._push_resume_outcome(session_id, checked.parked, None, None)
+
+        if not self._workers.run_query(
+            f"survivors-{session_id}",
+            lambda: self._services.check_survivors(session_id, stop=stop),
+            done,
+        ):
+            self._watched.discard(session_id)
 
     def _settle(self, message: ToolsSettleRequest) -> None:
         """The user's answer about a call whose outcome is unknown (RECOVERY.md section 8), on

@@ -45,6 +45,8 @@ from app.bridge_contract import (
     PermissionDecision,
     PermissionRequestedPush,
     PermissionsAnswerRequest,
+    ProcessesStoppedPush,
+    ProcessesStopRequest,
     ProviderChoice,
     Request,
     ResumeFailedPush,
@@ -280,6 +282,8 @@ class RendererBridge(BridgePort):
                 self.session_removed.emit(message)
             case SessionExportedPush():
                 self.session_exported.emit(message)
+            case ProcessesStoppedPush():
+                self.processes_stopped.emit(message)
             case WindowShowPush():
                 self.window_show_requested.emit()
             case _:
@@ -399,6 +403,11 @@ class RendererBridge(BridgePort):
         )
         QTimer.singleShot(0, lambda: self.resume_failed.emit(failed))
         return False
+
+    def stop_processes(self, session_id: str) -> bool:
+        return self._send(
+            ProcessesStopRequest(session_id=session_id, correlation_id=self._correlation())
+        )
 
     def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
         correlation = self._correlation()

@@ -42,6 +42,7 @@ class BridgePort(QObject):
     resume_parked = Signal(object)  # ResumeParkedPush
     resume_failed = Signal(object)  # ResumeFailedPush
     tool_settled = Signal(object)  # ToolSettledPush
+    processes_stopped = Signal(object)  # ProcessesStoppedPush
     settings_current = Signal(object)  # SettingsCurrentPush
     error_received = Signal(object)  # ErrorPush
     session_removed = Signal(object)  # SessionRemovedPush
@@ -109,6 +110,11 @@ class BridgePort(QObject):
     def resume_latest(self, session_id: str) -> bool:
         """Ask for Safe resume. The answer arrives as ``resume_started``, ``resume_parked`` or
         ``resume_failed`` for that session, also when the request could not be sent."""
+        raise NotImplementedError
+
+    def stop_processes(self, session_id: str) -> bool:
+        """**Stop it**: end the session's commands still running from before Maka stopped;
+        answered by ``processes_stopped``."""
         raise NotImplementedError
 
     def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge_contract import (
+    ProcessesStoppedPush,
     ResumeDiagnostic,
     ResumeFailedPush,
     ResumeParkedPush,
@@ -67,6 +68,7 @@ def _tr(text: str) -> str:
 
 
 DETAILS_MAX_LINES = 10
+SURVIVOR_REASON = "background_operation_pending"
 DETAILS_MIN_LINES = 2
 
 
@@ -108,11 +110,13 @@ class InterruptedBanner(TintedPanel):
         self._folder = ""
         self._by_session: dict[str, _SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
+        self._stopping: set[str] = set()
         self._build()
         bridge.resume_started.connect(self._on_started)
         bridge.resume_parked.connect(self._on_parked)
         bridge.resume_failed.connect(self._on_failed)
         bridge.tool_settled.connect(self._on_tool_settled)
+        bridge.processes_stopped.connect(self._on_processes_stopped)
         bridge.safe_resume_enabled_changed.connect(lambda _enabled: self._render())
         bridge.connection_state_changed.connect(self._on_connection)
         self._render()
@@ -156,7 +160,16 @@ class InterruptedBanner(TintedPanel):
         self.remove_button = QPushButton(_tr("&Remove session…"))
         self.remove_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.remove_button.clicked.connect(self._on_remove)
+        # A command from before the restart still runs (background_operation_pending): the
+        # user can stop it here; the banner updates when it has ended (RECOVERY.md 9).
+        self.stop_button = QPushButton(_tr("Stop it"))
+        self.stop_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.stop_button.setToolTip(
+            _tr("Stop the command that still runs from before Maka stopped (and what it started)")
+        )
+        self.stop_button.clicked.connect(self.stop_survivors)
         top.addWidget(self.busy_bar, 0, Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.stop_button, 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.remove_button, 0, Qt.AlignmentFlag.AlignTop)
         outer.addLayout(top)
@@ -334,6 +347,26 @@ class InterruptedBanner(TintedPanel):
         )
         self._render()
 
+    def stop_survivors(self) -> bool:
+        """**Stop it**: ask the main process to end the session's commands from before the
+        restart; the answer is ``processes.stopped`` (and the park as it stands then)."""
+        session_id = self._session_id
+        if session_id is None or session_id in self._stopping:
+            return False
+        if not self._bridge.stop_processes(session_id):
+            return False
+        self._stopping.add(session_id)
+        self._render()
+        return True
+
+    def _on_processes_stopped(self, push: ProcessesStoppedPush) -> None:
+        self._stopping.discard(push.session_id)
+        if push.resume_available:
+            current = self._by_session.get(push.session_id)
+            if current is None or current.state is not BannerState.RESUMING:
+                self._by_session[push.session_id] = _SessionResume()
+        self._render()
+
     def _on_tool_settled(self, push: ToolSettledPush) -> None:
         """The user settled a call with an unknown outcome and nothing else parks: offer Safe
         resume again (a park that still holds arrives as ``resume.parked``)."""
@@ -393,6 +426,11 @@ class InterruptedBanner(TintedPanel):
         self.action_button.setText(action)
         self.action_button.setVisible(bool(action))
         self.remove_button.setVisible(self.folder_missing)
+        survivor = state is BannerState.PARKED and SURVIVOR_REASON in current.reasons
+        stopping = self._session_id in self._stopping
+        self.stop_button.setVisible(survivor)
+        self.stop_button.setEnabled(survivor and not stopping and not host_gone)
+        self.stop_button.setText(_tr("Stopping…") if stopping else _tr("Stop it"))
         self.details_label.setText(visible(_details_for(current)))
         self._fit_details()
         self.setProperty("severity", self._severity().value)

@@ -119,6 +119,9 @@ class FakeBridge(BridgePort):
     def export_session(self, session_id: str, path: str) -> bool:
         return self._record("export_session", session_id, path)
 
+    def stop_processes(self, session_id: str) -> bool:
+        return self._record("stop_processes", session_id)
+
     def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
         return self._record("settle_call", session_id, tool_call_id, ran, note)
 

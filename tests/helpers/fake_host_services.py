@@ -31,6 +31,7 @@ from main_process.host_services import (
     SettingsChange,
     SettingsView,
     SettleResult,
+    SurvivorsChecked,
     Transcript,
     TurnSink,
 )
@@ -42,6 +43,9 @@ class FakeHostServices:
     sessions: dict[str, SessionSummary] = field(default_factory=dict)
     resume_outcomes: dict[str, ResumeOutcome] = field(default_factory=dict)
     settle_outcomes: dict[str, SettleResult | HostServiceError] = field(default_factory=dict)
+    survivors: dict[str, int] = field(default_factory=dict)
+    """Commands still running from an earlier start, per session (``check_survivors``)."""
+    after_survivors: dict[str, ResumeParked | None] = field(default_factory=dict)
     block_turns: bool = False
     flags: tuple[bool, bool] | None = None
     calls: list[str] = field(default_factory=list)
@@ -175,6 +179,17 @@ class FakeHostServices:
         if isinstance(outcome, HostServiceError):
             raise outcome
         return outcome or SettleResult(None, None)
+
+    def check_survivors(self, session_id: str, *, stop: bool) -> SurvivorsChecked:
+        self._record(f"check_survivors:{session_id}:{stop}")
+        running = self.survivors.get(session_id, 0)
+        if stop:
+            self.survivors[session_id] = 0
+        still = self.survivors.get(session_id, 0)
+        if still:
+            return SurvivorsChecked(0, still)
+        parked = self.after_survivors.get(session_id)
+        return SurvivorsChecked(running if stop else 0, 0, checked=True, parked=parked)
 
     def resume_flags(self) -> tuple[bool, bool] | None:
         return self.flags

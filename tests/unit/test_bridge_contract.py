@@ -118,6 +118,8 @@ SAMPLES: list[bc.Message] = [
     bc.WindowShowPush(),
     bc.SessionRemovedPush(session_id="s1"),
     bc.SessionExportedPush(session_id="s1", path="/tmp/s1.jsonl", events=12),
+    bc.ProcessesStopRequest(session_id="s1"),
+    bc.ProcessesStoppedPush(session_id="s1", stopped=1, resume_available=False),
 ]
 
 
