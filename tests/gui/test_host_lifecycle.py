@@ -491,6 +491,33 @@ def test_no_auto_resume_with_the_flag_off(
 
 
 @pytest.mark.parametrize(
+    ("flags", "expected"),
+    [((True, False), []), ((False, False), []), ((True, True), [("a", True)])],
+)
+def test_the_settings_decide_automatic_resume_at_start(
+    qtbot: QtBot,
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    flags: tuple[bool, bool],
+    expected: list[tuple[str, bool]],
+) -> None:
+    """Safe resume on with automatic resume unticked: interrupted sessions wait for a click."""
+    services = FakeHostServices(
+        report=RecoveryReport(interrupted=(_run("a", "r", 1),)), flags=flags
+    )
+    services.resume_outcomes["a"] = ResumeParked(("dangling_tool_state",))
+    started = _start(qtbot, data_dir, services, capsys, safe_resume=True)
+    try:
+        if expected:
+            qtbot.waitUntil(lambda: services.resumed_automatic == expected, timeout=5000)
+        else:
+            qtbot.wait(300)
+        assert services.resumed_automatic == expected
+    finally:
+        started.host.close()
+
+
+@pytest.mark.parametrize(
     "code",
     [StoreCode.SCHEMA_NEWER_THAN_PROGRAM, StoreCode.STORE_CORRUPT, StoreCode.STORE_LOCKED],
 )
