@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import threading
 import time
@@ -81,6 +82,7 @@ from storage.checkpoint_store import GitCheckpointStore
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
 
+_log = logging.getLogger("maka.main")
 _MAX_DIAGNOSTICS = 500
 SAFE_RESUME_ENV = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 
@@ -547,6 +549,19 @@ class DesktopServices:
 
     # ---- shutdown ------------------------------------------------------------------------
 
+    def start_checkpoint_retention(self) -> None:
+        """Workspace checkpoint retention on a thread of its own, over a read-only store (it
+        never holds the writer); its outcome goes to the log."""
+        if self._sessions is None or self._sessions.checkpoints is None:
+            return
+        thread = threading.Thread(
+            target=_retain_checkpoints,
+            args=(self._data_dir,),
+            name="maka-checkpoint-retention",
+            daemon=True,
+        )
+        thread.start()
+
     def stop_background_work(self) -> None:
         self._shells.stop_all()
 
@@ -595,6 +610,24 @@ class _ResumeObserver(LiveTurnView):
             self._started = True
             self._sink.resume_started(event["runId"], event["turnId"])
         super().committed(event)
+
+
+def _retain_checkpoints(data_dir: Path) -> None:
+    from storage.checkpoint_retention import run_retention
+
+    try:
+        with open_store(data_dir, read_only=True) as reader:
+            result = run_retention(reader, GitCheckpointStore.from_environment(data_dir))
+    except Exception as error:  # retention is housekeeping: never disturb the host
+        _log.warning("workspace checkpoint retention failed: %s", error)
+        return
+    _log.info(
+        "workspace checkpoints: %d ref(s) deleted, %d kept, %d repositor(ies) pruned%s",
+        len(result.deleted),
+        result.kept,
+        len(result.pruned),
+        f"; errors: {'; '.join(result.errors)}" if result.errors else "",
+    )
 
 
 def _diagnostic(

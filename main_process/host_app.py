@@ -263,6 +263,7 @@ class HostApp(QObject):
         for peer_id, message in early:
             self._router.handle(peer_id, message)
         self._begin_auto_resume()
+        services.start_checkpoint_retention()
 
     def _hello(self) -> HelloOkPush:
         state = self.lifecycle.state

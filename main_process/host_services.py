@@ -231,6 +231,11 @@ class HostServices(Protocol):
 
     def update_settings(self, change: SettingsChange) -> SettingsView: ...
 
+    def start_checkpoint_retention(self) -> None:
+        """Trim workspace checkpoints in the background (WORKSPACE.md section 5); returns at
+        once. Called once the host is ready and the window shows."""
+        ...
+
     def stop_background_work(self) -> None:
         """Terminate, then kill, the process trees of background shells started by tools."""
         ...

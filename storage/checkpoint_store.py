@@ -386,6 +386,24 @@ class GitCheckpointStore:
         pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
         return {name: commit for name, commit in pairs}
 
+    # ---- retention -----------------------------------------------------------------------------
+    def delete_refs(self, git_dir: Path, refs: list[str]) -> None:
+        """Delete checkpoint refs of one repository in one ref transaction."""
+        lines = "".join(f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/"))
+        if lines:
+            self._git_runner().run(["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode())
+
+    def prune(self, git_dir: Path, expire: str) -> None:
+        """Remove objects no ref reaches that are older than ``expire`` (a capture running
+        meanwhile writes only younger ones), and pack the rest. The workspace's private index
+        is named, so what it holds is kept even if no commit names it yet."""
+        index = git_dir.with_name(git_dir.name.removesuffix(".git") + ".index")
+        self._git_runner().run(
+            ["gc", "--quiet", f"--prune={expire}"],
+            git_dir=git_dir,
+            index=index if index.is_file() else None,
+        )
+
 
 def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:
     return ModeDecision(CheckpointMode.UNAVAILABLE, code, detail)

@@ -208,6 +208,9 @@ class FakeHostServices:
         )
         return self.settings
 
+    def start_checkpoint_retention(self) -> None:
+        self._record("start_checkpoint_retention")
+
     def stop_background_work(self) -> None:
         self._record("stop_background_work")
 

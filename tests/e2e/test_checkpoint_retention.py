@@ -1,0 +1,90 @@
+"""Retention of workspace checkpoints (WORKSPACE.md section 5) over checkpoints real ``maka run``
+turns captured: every checkpoint of the two latest runs, the boundary checkpoint of each earlier
+run; orphans (a capture killed before its fact) and the rest deleted, objects pruned."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from storage.checkpoint_retention import run_retention
+from storage.checkpoint_store import GitCheckpointStore
+from storage.ledger_store import open_store
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+
+def _turn(n: int) -> list[dict[str, object]]:
+    command = f"echo {n} >> log.txt"
+    return [
+        {"text": "", "toolCalls": [{"id": f"c{n}", "name": "bash", "args": {"command": command}}]},
+        {"text": f"turn {n} done"},
+    ]
+
+
+def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> None:
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(5)]), checkpoints=True
+    )
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    again = ["run", "--session", session, "--permission-mode", "auto"]
+    assert maka([*again, "b"], data, env=env).returncode == 0
+    killed = maka([*again, "c"], data, env={**env, "MAKA_FAILPOINT": "after_checkpoint_artifact"})
+    assert killed.returncode == -9
+    assert maka([*again, "d"], data, env=env).returncode == 0
+    runs = [header.run_id for header, _ in committed_runs(data)]
+    assert len(runs) == 4
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    before = set(carrier.refs_in(repository))
+    ref = f"refs/maka/{session}/{{}}/{{}}".format
+    assert before == {
+        ref(runs[0], 1), ref(runs[0], 2),
+        ref(runs[1], 1), ref(runs[1], 2),
+        ref(runs[2], 1),  # the orphan: its fact was never committed
+        ref(runs[3], 1), ref(runs[3], 2),
+    }  # fmt: skip
+    loose = subprocess.run(
+        ["git", "--git-dir", str(repository), "count-objects"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    store = open_store(data, read_only=True)
+    try:
+        result = run_retention(store, carrier)
+    finally:
+        store.close()
+    assert result.errors == []
+    after = set(carrier.refs_in(repository))
+    # runs[2] and runs[3] are the two latest; runs[2]'s only ref is an orphan.
+    assert after == {ref(runs[0], 2), ref(runs[1], 2), ref(runs[3], 1), ref(runs[3], 2)}
+    assert sorted(result.deleted) == sorted(
+        f"{repository.name} {r}" for r in (ref(runs[0], 1), ref(runs[1], 1), ref(runs[2], 1))
+    )
+    packed = subprocess.run(
+        ["git", "--git-dir", str(repository), "count-objects"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert packed != loose  # gc packed the loose objects
+    fsck = subprocess.run(
+        ["git", "--git-dir", str(repository), "fsck", "--no-dangling"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert fsck.returncode == 0, fsck.stderr
+    # Every kept checkpoint still resolves; a new capture still works after the prune.
+    listed = maka(["checkpoints", session, "--json"], data, env=env)
+    assert listed.returncode == 0
+    assert maka([*again, "e"], data, env=env).returncode == 0
