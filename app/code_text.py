@@ -388,8 +388,9 @@ NEXT_STEPS: dict[str, str] = {
         "or confirm whether it ran and choose Try again."
     ),
     "workspace_identity_mismatch": (
-        "Put back the folder's .maka-workspace.json file (or open the session's own folder), "
-        "then choose Try again, or send a new message to carry on here."
+        "Put back the folder's .maka-workspace.json file (or, if the session's own folder is "
+        "elsewhere, choose Locate folder…), then choose Try again, or send a new message to "
+        "carry on here."
     ),
     "workspace_identity_missing": (
         "Check your files, then send a new message to carry on; this run cannot be resumed."

@@ -23,6 +23,9 @@ EXPECTED_SEVERITY = {
     "workspace_identity_missing": Severity.WARN,
     "tool_catalog_mismatch": Severity.WARN,
     "workspace_folder_missing": Severity.WARN,
+    "workspace_drift": Severity.WARN,
+    "workspace_checkpoint_stale": Severity.WARN,
+    "workspace_checkpoint_failed": Severity.WARN,
 }
 
 
@@ -84,11 +87,7 @@ def test_highest_severity() -> None:
 
 
 def test_a_warning_park_says_how_to_carry_on_and_when_try_again_helps() -> None:
-    for reasons in (
-        ("dangling_tool_state",),
-        ("background_operation_pending",),
-        ("workspace_drift",),
-    ):
+    for reasons in (("dangling_tool_state",), ("background_operation_pending",)):
         sentence = next_step(reasons)
         assert "send a new message to carry on" in sentence.lower() and "Try again" in sentence
         assert sentence.endswith(".") and sentence.count(". ") == 0, "one sentence"
