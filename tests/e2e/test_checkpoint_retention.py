@@ -88,3 +88,39 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
     listed = maka(["checkpoints", session, "--json"], data, env=env)
     assert listed.returncode == 0
     assert maka([*again, "e"], data, env=env).returncode == 0
+
+
+def test_the_desktop_trims_checkpoints_in_the_background_once_ready(tmp_path: Path) -> None:
+    import time
+
+    from tests.helpers.maka_process import main_log, start_main
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(3)]), checkpoints=True
+    )
+    assert (
+        maka(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env
+        ).returncode
+        == 0
+    )
+    session = committed_runs(data)[0][0].session_id
+    for text in ("b", "c"):
+        again = ["run", "--session", session, "--permission-mode", "auto", text]
+        assert maka(again, data, env=env).returncode == 0
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    assert len(carrier.refs_in(repository)) == 6
+    main = start_main(data, env).wait_ready()
+    try:
+        deadline = time.monotonic() + 60
+        while "workspace checkpoints:" not in main_log(data) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "workspace checkpoints: 1 ref(s) deleted, 5 kept" in main_log(data)
+    finally:
+        main.stop()
+    runs = [header.run_id for header, _ in committed_runs(data)]
+    assert f"refs/maka/{session}/{runs[0]}/1" not in carrier.refs_in(repository)
+    assert len(carrier.refs_in(repository)) == 5

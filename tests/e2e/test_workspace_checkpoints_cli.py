@@ -177,3 +177,47 @@ def test_checkpoints_and_doctor_list_facts_refs_orphans_and_missing(tmp_path: Pa
     assert codes == ["workspace_checkpoint_missing", "workspace_checkpoint_missing"]
     missing = maka(["checkpoints", "nope"], second.data)
     assert missing.returncode == 2 and "session_not_found" in missing.stderr
+
+
+class _Runner:
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def run_continuation(self, target: Any, details: Any, start_event: Any) -> Any:
+        self.runs += 1
+        raise AssertionError("the provider must not be reached")
+
+
+def test_a_file_changed_between_plan_and_execution_refuses_before_the_provider(
+    tmp_path: Path,
+) -> None:
+    from main_process.resume_seam import resume_service
+    from runtime.continuation.resume_service import ResumeRefused
+    from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.ledger_store import open_store
+
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    code, body = drill.plan()  # repairs the run (startup recovery) and finds it verified
+    assert code == 0 and _diagnostic(body, "workspace_verified")
+    runner = _Runner()
+    with open_store(drill.data) as store:
+        service = resume_service(
+            store,
+            default_catalog().names,
+            None,
+            enabled=True,
+            clock=lambda: 1,
+            lifecycle=None,
+            runner=runner,
+            checkpoints=GitCheckpointStore(drill.data),
+        )
+        plan = service.plan_latest(drill.session)
+        assert plan.continues
+        (drill.work / "a.txt").write_text("changed after the plan\n")
+        with pytest.raises(ResumeRefused) as refused:
+            service.execute(plan)
+        assert refused.value.code == "workspace_tree_changed"
+    assert runner.runs == 0
+    assert len(committed_runs(drill.data)) == 1  # nothing admitted
