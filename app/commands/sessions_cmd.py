@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
@@ -56,8 +57,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _change(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from app.commands.cli_session_host import own_data_dir
     from main_process.session_relocation import (
         SessionChangeRefused,
@@ -147,6 +146,8 @@ def _list(args: argparse.Namespace) -> int:
         flag = "  INTERRUPTED" if row["interrupted"] else ""
         if row.get("awaitingRepair"):
             flag = "  INTERRUPTED (repaired at the next start)"
+        if row["folderMissing"]:
+            flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")
     return EXIT_OK
 
@@ -172,6 +173,7 @@ def _row(overview: Any, unowned: bool) -> dict[str, Any]:
         "createdAt": session.created_at,
         "interrupted": overview.interrupted,
         "runCount": overview.run_count,
+        "folderMissing": not Path(session.cwd).is_dir(),
     }
     if overview.last_run_status is not None:
         row["lastRunStatus"] = str(overview.last_run_status)

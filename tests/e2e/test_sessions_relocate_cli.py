@@ -35,6 +35,9 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert parked.returncode == 3
     body = json.loads(parked.stdout)
     assert body["rejectionReasons"] == ["workspace_folder_missing"]
+    listed = maka(["sessions"], drill.data).stdout
+    assert f"FOLDER MISSING (maka sessions relocate {drill.session} NEW_FOLDER)" in listed
+    assert _sessions(drill)[0]["folderMissing"] is True
     text = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG}).stdout
     assert "[warn] workspace_folder_missing" in text and "Error" not in text
     assert f"maka sessions relocate {drill.session} NEW_FOLDER" in text
@@ -58,6 +61,7 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert located.returncode == 0, located.stderr
     assert str(moved) in located.stdout
     assert _sessions(drill)[0]["cwd"] == str(moved)
+    assert _sessions(drill)[0]["folderMissing"] is False
     log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
     assert '"kind": "session.relocated"' in log
 
