@@ -19,8 +19,10 @@ import shutil
 import sys
 import textwrap
 import threading
-from typing import ClassVar, TextIO
+from collections.abc import Mapping
+from typing import Any, ClassVar, TextIO
 
+from app.code_text import describe
 from renderer.visible_text import AUTO_MODE_WARNING, visible
 from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionQuestion
@@ -60,9 +62,29 @@ class TerminalTranscript:
         with self._lock:
             self._committed(event)
 
+    def _checkpoint_notes(self, actions: Mapping[str, Any]) -> None:
+        """Say when this run has no workspace checkpoints, or one could not be taken
+        (WORKSPACE.md: no pretending)."""
+        mode = (actions.get("runtimeProtocol") or {}).get("workspaceCheckpoints")
+        code = str(mode.get("reasonCode", "")) if isinstance(mode, Mapping) else ""
+        if (
+            isinstance(mode, Mapping)
+            and mode.get("mode") == "unavailable"
+            and code
+            not in (
+                "checkpoint_turned_off",  # the user's own choice: not repeated at every turn
+            )
+        ):
+            self._line(f"[checkpoints] off for this run [{code}]: {describe(code).sentence}")
+        failed = actions.get("workspaceCheckpointFailed")
+        if isinstance(failed, Mapping):
+            code = str(failed.get("reasonCode", ""))
+            self._line(f"[checkpoint] not taken [{code}]: {describe(code).sentence}")
+
     def _committed(self, event: RuntimeEvent) -> None:
         content = event.get("content")
         actions = event.get("actions") or {}
+        self._checkpoint_notes(actions)
         if content is not None and content["kind"] == "text" and event["role"] == "model":
             if self._mid_line:
                 self._write("\n")

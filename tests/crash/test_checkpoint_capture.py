@@ -139,6 +139,7 @@ def test_a_failed_capture_is_recorded_and_the_turn_goes_on(tmp_path: Path) -> No
     env = scripted_env(write_script(tmp_path / "script.json", script), checkpoints=True)
     result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env=env)
     assert result.returncode == 0, result.stderr
+    assert "[checkpoint] not taken [checkpoint_nested_repository]" in result.stdout
     [(header, events)] = committed_runs(data)
     assert header.status == "completed"
     [failed] = _facts(events, "workspaceCheckpointFailed")

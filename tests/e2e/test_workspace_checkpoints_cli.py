@@ -41,10 +41,11 @@ class Drill:
             **env,
         }
 
-    def run(self, failpoint: str) -> None:
+    def run(self, failpoint: str) -> str:
         args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", "count once"]
         result = maka(args, self.data, env={**self.env, "MAKA_FAILPOINT": failpoint})
         assert result.returncode == -9, result.stderr
+        return result.stdout
 
     @property
     def session(self) -> str:
@@ -137,7 +138,8 @@ def test_without_git_the_session_resumes_as_before(tmp_path: Path) -> None:
         assert found is not None
         os.symlink(found, tools / name)
     drill = Drill(tmp_path, PATH=str(tools))
-    drill.run("P8")
+    said = drill.run("P8")
+    assert "[checkpoints] off for this run [checkpoint_git_missing]" in said
     [(_, events)] = committed_runs(drill.data)
     assert events[0]["actions"]["runtimeProtocol"]["workspaceCheckpoints"] == {
         "mode": "unavailable",
