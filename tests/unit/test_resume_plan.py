@@ -413,7 +413,13 @@ def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
         DiagnosticCode.UNMATCHED_TOOL_RESULT,
         DiagnosticCode.TOOL_NAME_MISMATCH,
     }
-    assert produced == set(DiagnosticCode) - {DiagnosticCode.WORKSPACE_LOCATION_CHANGED}
+    # The continuation planner's own diagnostics (workspace location and checkpoints) aside.
+    planner_only = {
+        DiagnosticCode.WORKSPACE_LOCATION_CHANGED,
+        DiagnosticCode.WORKSPACE_VERIFIED,
+        DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE,
+    }
+    assert produced == set(DiagnosticCode) - planner_only
 
 
 # ---- verification, disposition, high-water ----------------------------------------------------
