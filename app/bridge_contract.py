@@ -350,6 +350,8 @@ class SessionSummary(WireModel):
     interrupted: bool = False
     """True when the latest run failed with ``app_restarted``: the banner shows."""
     failure_class: Code | None = None
+    folder_missing: bool = False
+    """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
 
 
 class SessionsListedPush(_Message):

@@ -106,6 +106,7 @@ def _summary(overview: SessionOverview) -> SessionSummary:
         last_run_status=RunStatusValue(status.value) if status is not None else None,
         interrupted=overview.interrupted,
         failure_class=overview.failure_class,
+        folder_missing=not os.path.isdir(record.cwd),
     )
 
 

@@ -114,6 +114,14 @@ class Composer(QWidget):
         self.note_label.setPalette(palette)
         self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
+    def show_note(self, text: str) -> None:
+        """A sentence beside the editor about what a message would meet (not a refusal)."""
+        self.note_label.setText(text)
+        self.note_label.setVisible(bool(text))
+        palette = self.note_label.palette()
+        palette.setColor(QPalette.ColorRole.WindowText, theme.accent(Severity.WARN, self.palette()))
+        self.note_label.setPalette(palette)
+
     def clear_note(self) -> None:
         self.note_label.clear()
         self.note_label.setVisible(False)

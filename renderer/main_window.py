@@ -296,8 +296,20 @@ class MainWindow(QMainWindow):
             return
         self._show_session(session_id)
         self.composer.clear_note()
+        self._note_missing_folder()
         self.transcript.clear()
         self._bridge.open_session(session_id)
+
+    def _note_missing_folder(self) -> None:
+        """A session whose folder is gone (and that has no banner to say so): the composer says
+        it before anything is typed; the note goes once the folder is located."""
+        summary = self.sessions.model.summary(self._session_id) if self._session_id else None
+        sentence = describe("invalid_cwd").sentence
+        if summary is not None and summary.folder_missing and not summary.interrupted:
+            if not self.composer.note:  # a refusal's "Not sent: …" stays
+                self.composer.show_note(sentence)
+        elif self.composer.note == sentence:
+            self.composer.clear_note()
 
     def _select_quietly(self, session_id: str) -> None:
         """Select a row for the user (a listing, a new session): not a sign they looked at it."""
@@ -367,6 +379,7 @@ class MainWindow(QMainWindow):
             self._select_quietly(summary.session_id)
         elif summary.session_id == self._session_id:
             self._show_session(summary.session_id)
+            self._note_missing_folder()
 
     def _on_session_removed(self, push: SessionRemovedPush) -> None:
         self._running.discard(push.session_id)

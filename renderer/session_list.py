@@ -77,6 +77,8 @@ def badge_for(
         return _tr("Resumed by itself"), Severity.INFO
     if announced is Announcement.ON_HOLD:
         return _tr("Auto-resume on hold"), Severity.WARN
+    if summary.folder_missing:
+        return _tr("Folder missing"), Severity.WARN
     if summary.interrupted:
         return _tr("Interrupted"), Severity.WARN
     if summary.last_run_status in (

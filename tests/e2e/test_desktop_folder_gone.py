@@ -69,9 +69,10 @@ def test_a_refused_message_stays_in_the_composer_with_the_reason_beside_it(
     window, bridge = _window(qtbot, main)
     qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
     qtbot.waitUntil(window.composer.editor.isEnabled, timeout=WAIT_MS)
+    assert "if it moved, locate it" in window.composer.note, "said before anything is typed"
     QTest.keyClicks(window.composer.editor, "please carry on with the list")
     QTest.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: bool(window.composer.note), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.composer.note.startswith("Not sent"), timeout=WAIT_MS)
     assert window.composer.editor.toPlainText() == "please carry on with the list"
     note = window.composer.note
     assert note.startswith("Not sent: ")

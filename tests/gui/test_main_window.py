@@ -312,3 +312,21 @@ def test_quoted_command_output_is_shown_in_the_monospace_font(qtbot: QtBot) -> N
 
     assert fixed_at(shown.index("hi   there")) and fixed_at(shown.index("col"))
     assert not fixed_at(shown.index("exited")) and not fixed_at(shown.index("done"))
+
+
+def test_a_session_whose_folder_is_gone_says_so_on_its_row_and_by_the_composer(
+    qtbot: QtBot,
+) -> None:
+    window, bridge = _window(qtbot)
+    gone = bc.SessionSummary(session_id="s3", cwd="/w/gone", title="Gone", folder_missing=True)
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=gone))
+    model = window.sessions.model
+    row = model.row_of("s3")
+    assert row is not None
+    assert model.index(row).data(Qt.ItemDataRole.AccessibleTextRole) == "Gone, Folder missing"
+    window.sessions.select("s3")
+    assert "if it moved, locate it" in window.composer.note
+    located = gone.model_copy(update={"cwd": "/w/found", "folder_missing": False})
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=located))
+    assert window.composer.note == ""
+    assert model.index(row).data(Qt.ItemDataRole.AccessibleTextRole) == "Gone"
