@@ -340,6 +340,7 @@ class MainWindow(QMainWindow):
         self._running.clear()
         self.permission.drop_all()
         self.transcript.mark_running_interrupted()
+        self.sessions.model.set_host_stopped()
         self.host_lost.show_lost()
         self.statusBar().clearMessage()
 
@@ -348,6 +349,7 @@ class MainWindow(QMainWindow):
         self._running.clear()
         self.permission.drop_all()
         self.transcript.mark_running_interrupted()
+        self.sessions.model.set_host_stopped()
         self.host_lost.show_superseded()
         self.confirm_quit = False
         QTimer.singleShot(SUPERSEDED_CLOSE_MS, self.close)

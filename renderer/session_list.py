@@ -43,6 +43,9 @@ SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 1
 WAITING_ROLE = Qt.ItemDataRole.UserRole + 2
 ANNOUNCED_ROLE = Qt.ItemDataRole.UserRole + 3
 AnyIndex = QModelIndex | QPersistentModelIndex
+_RUNNING_STATUSES = frozenset(
+    {RunStatusValue.RUNNING, RunStatusValue.CREATED, RunStatusValue.WAITING_FOR_USER}
+)
 
 
 def _tr(text: str) -> str:
@@ -98,7 +101,14 @@ class SessionListModel(QAbstractListModel):
         self._rows: list[SessionSummary] = []
         self._index: dict[str, int] = {}
         self._waiting: set[str] = set()
+        self._host_stopped = False
         self._announced: dict[str, Announcement] = {}
+
+    def set_host_stopped(self) -> None:
+        """The main process is gone: no session runs any more (rows say Interrupted)."""
+        self._host_stopped = True
+        if self._rows:
+            self.dataChanged.emit(self.index(0), self.index(len(self._rows) - 1))
 
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008, N802
         return 0 if parent.isValid() else len(self._rows)
@@ -107,6 +117,9 @@ class SessionListModel(QAbstractListModel):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         summary = self._rows[index.row()]
+        if self._host_stopped and summary.last_run_status in _RUNNING_STATUSES:
+            # The main process is gone: a turn shown as running was interrupted.
+            summary = summary.model_copy(update={"interrupted": True})
         if role == Qt.ItemDataRole.DisplayRole:
             return display_title(summary)
         if role == Qt.ItemDataRole.ToolTipRole:

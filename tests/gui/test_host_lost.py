@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
@@ -79,6 +80,10 @@ def test_a_lost_main_process_is_said_and_nothing_claims_to_run(
     assert not window.permission.isVisible()
     assert not window.cancel_action.isEnabled()
     assert not window.banner.action_button.isEnabled()
+    model = window.sessions.model
+    row = model.row_of("s1")
+    assert row is not None
+    assert model.index(row).data(Qt.ItemDataRole.AccessibleTextRole) == "One, Interrupted"
     # closing asks nothing: no turn is claimed to be running
     window.close()
     assert not window.isVisible()

@@ -246,6 +246,126 @@ def settle_scene(root: Path, out: Path, *, clicks: bool = True) -> None:
         capture(window, out / "app-settle-resumed.png", 3.0)
 
 
+LONG_JOB = {
+    "id": "j1",
+    "name": "bash",
+    "args": {"command": "echo started > started.txt; sleep 60; echo done >> late.txt"},
+}
+SURVIVOR_SCRIPT: list[list[dict[str, Any]]] = [
+    [{"text": "Starting the long job.", "toolCalls": [LONG_JOB]}, {"text": "Done."}]
+]
+ORPHAN_SCRIPT: list[list[dict[str, Any]]] = [
+    [{"text": "Ready when you are."}],
+    [{"text": "Starting the long job.", "toolCalls": [LONG_JOB]}, {"text": "Done."}],
+]
+ALLOW_XY = (1107, 592)
+STOP_IT_XY = (1015, 108)
+"""Where the permission prompt's Allow and the banner's Stop it are (measured on the first
+screenshots of these scenes)."""
+
+
+def _kill_while_running(scene: Scene, failpoint: str | None) -> None:
+    """``maka run`` killed (SIGKILL) while its command sleeps."""
+    env = dict(os.environ)
+    env.update(scene.env)
+    env.update({"MAKA_DATA_DIR": str(scene.data), "QT_QPA_PLATFORM": "offscreen"})
+    env.pop("MAKA_FAILPOINT", None)
+    if failpoint:
+        env["MAKA_FAILPOINT"] = failpoint
+    args = ["run", "--cwd", str(scene.work), "--permission-mode", "auto", "run the long job"]
+    host = subprocess.Popen([*maka_executable(), *args], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (scene.work / "started.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    host.send_signal(signal.SIGKILL)
+    host.wait(10)
+
+
+def survivor_scene(root: Path, out: Path) -> None:
+    """A command that outlived the crash (made on purpose: the supervisor is disabled by the
+    test-only failpoint): the banner names it and offers Stop it; after Stop it the banner
+    shows the park that still holds."""
+    scene = Scene(root, "survivor", SURVIVOR_SCRIPT)
+    _kill_while_running(scene, "tool_supervisor_disabled")
+    try:
+        with scene.app() as window:
+            time.sleep(2.0)
+            click(window, 350, 205)  # "Details"
+            capture(window, out / "app-survivor-stop-it.png", 2.0)
+            click(window, *STOP_IT_XY)
+            capture(window, out / "app-survivor-stopped.png", 5.0)
+    finally:
+        _stop_recorded_commands(scene.data)
+
+
+def _stop_recorded_commands(data: Path) -> None:
+    """Stop the command this scene left running, by its recorded identity (pid + create time)."""
+    from runtime.tools.process_identity import stop_tool_process
+    from storage.ledger_store import open_store
+
+    store = open_store(data, read_only=True)
+    try:
+        records = list(store.list_tool_processes())
+    finally:
+        store.close()
+    for record in records:
+        stop_tool_process(record, grace_seconds=1.0)
+
+
+def _wait_log(data: Path, text: str, *, main_log_count: int, timeout_s: float = 30) -> None:
+    """Wait until ``text`` appears ``main_log_count`` times in the main log (each start of the
+    main process writes its own lines to the same log)."""
+    log = data / "logs" / "main.log"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text(errors="replace").count(text) >= main_log_count:
+            return
+        time.sleep(0.1)
+
+
+def orphan_scene(root: Path, out: Path) -> None:
+    """The main process is SIGKILLed while a command runs: the window says Maka stopped
+    unexpectedly and offers Restart Maka; a new start then replaces the window."""
+    scene = Scene(root, "orphan", ORPHAN_SCRIPT)
+    assert scene.run("hello") == 0
+    env = dict(os.environ)
+    env.update(scene.env)
+    env.update({"MAKA_DATA_DIR": str(scene.data), "DISPLAY": DISPLAY, "QT_QPA_PLATFORM": "xcb"})
+    for key in ("MAKA_NO_RENDERER", "MAKA_FAILPOINT", "XAUTHORITY"):
+        env.pop(key, None)
+    main = subprocess.Popen([*maka_executable()], env=env)
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        window = _window(main)
+        time.sleep(2.0)
+        press(window, "ctrl+l")  # the composer
+        type_text(window, "run the long job")
+        press(window, "ctrl+Return")
+        capture(window, out / "app-permission-before-crash.png", 2.5)
+        click(window, *ALLOW_XY)
+        capture(window, out / "app-command-running.png", 2.0)
+        main.send_signal(signal.SIGKILL)
+        main.wait(10)
+        capture(window, out / "app-orphaned-window.png", 3.0)
+        second = subprocess.Popen([*maka_executable()], env=env)
+        _wait_log(scene.data, "renderer connection 1 authenticated", main_log_count=2)
+        time.sleep(1.0)
+        _x("xdotool", "windowraise", window)  # the new start's window opened on top of it
+        capture(window, out / "app-window-superseded.png", 0.5)
+        time.sleep(8.0)
+        print("late.txt exists:", (scene.work / "late.txt").exists())
+    finally:
+        for process in (main, second):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(10)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -258,6 +378,13 @@ def main(argv: list[str]) -> int:
             return 1
     with tempfile.TemporaryDirectory(prefix="maka-shots-") as temp, xvfb():
         root = Path(temp)
+        only = os.environ.get("MAKA_SHOTS_ONLY", "")
+        if only in ("crash", "survivor"):
+            survivor_scene(root, out)
+        if only in ("crash", "orphan"):
+            orphan_scene(root, out)
+        if only in ("crash", "survivor", "orphan"):
+            return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "settle":
             settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
             return 0
