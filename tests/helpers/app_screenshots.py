@@ -366,6 +366,17 @@ def orphan_scene(root: Path, out: Path) -> None:
                     process.wait(10)
 
 
+def folder_scene(root: Path, out: Path) -> None:
+    """A turn killed at P6, then its folder moved away: automatic resume parks with
+    ``workspace_folder_missing``; the banner names the folder and offers Locate folder… and
+    Remove session…."""
+    scene = Scene(root, "folder", RESUME_SCRIPT)
+    assert scene.run("count once", failpoint="P6") == -9
+    shutil.move(str(scene.work), str(scene.root / "moved-project"))
+    with scene.app() as window:
+        capture(window, out / "app-banner-folder-missing.png", 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -387,6 +398,9 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "settle":
             settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "folder":
+            folder_scene(root, out)
             return 0
         cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
         assert cards.run("write hello.txt saying hi, then show me the folder") == 0
@@ -427,6 +441,7 @@ def main(argv: list[str]) -> int:
             capture(window, out / "app-continuation-running.png", 3.0)
 
         settle_scene(root, out)
+        folder_scene(root, out)
     return 0
 
 
