@@ -66,6 +66,7 @@ from runtime.agent.transcript_projection import transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
+from runtime.ledger.canonical_codec import operation_id
 from runtime.ledger.codes import ResolverReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
@@ -284,12 +285,24 @@ class DesktopServices:
             self._service.get_session(session_id)
             runs = []
             epoch = self._store.read_owner_epoch()
+            # A call whose command still runs from an earlier start cannot be settled by the
+            # user yet (RECOVERY.md sections 8 and 9): its card offers no choice until it ends.
+            running_ops = {record.operation_id for record in self._survivors(session_id)}
             for header in _ordered(self._store.list_session_runs(session_id)):
                 events = [row.event for row in self._store.read_run_events(header.run_id)]
                 source = header.continuation_source or {}
                 source_run = source.get("sourceRunId") or source.get("runId")
                 entries = transcript_of_run(events)
                 settleable_in(entries, header, epoch)
+                if running_ops:
+                    entries = [
+                        replace(entry, settleable=False)
+                        if entry.settleable
+                        and operation_id(header.invocation_id, entry.tool_call_id or "")
+                        in running_ops
+                        else entry
+                        for entry in entries
+                    ]
                 runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
             raise HostServiceError(str(error.code), error.message) from None

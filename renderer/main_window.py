@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge_contract import (
     ErrorPush,
+    ProcessesStoppedPush,
     ResumeStartedPush,
     RunStatusPush,
     RunStatusValue,
@@ -217,6 +218,7 @@ class MainWindow(QMainWindow):
         bridge.run_status.connect(self._on_run_status)
         bridge.resume_started.connect(self._on_resume_started)
         bridge.tool_settled.connect(self._on_tool_settled)
+        bridge.processes_stopped.connect(self._on_processes_stopped)
         self.transcript.settle_requested.connect(self._settle)
         bridge.settings_current.connect(self._on_settings)
         bridge.error_received.connect(self._on_error)
@@ -418,6 +420,12 @@ class MainWindow(QMainWindow):
     def _settle(self, tool_call_id: str, ran: bool, note: str) -> None:
         if self._session_id is not None:
             self._bridge.settle_call(self._session_id, tool_call_id, ran, note or None)
+
+    def _on_processes_stopped(self, push: ProcessesStoppedPush) -> None:
+        """Commands from before the restart ended: the open session's cards read anew (a call
+        whose command ended may now be settled by the user)."""
+        if push.session_id == self._session_id and not push.still_running:
+            self._bridge.open_session(push.session_id)
 
     def _on_tool_settled(self, push: ToolSettledPush) -> None:
         if push.session_id != self._session_id:

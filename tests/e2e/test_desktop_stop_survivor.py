@@ -21,6 +21,7 @@ import psutil
 import pytest
 from pytestqt.qtbot import QtBot
 
+from app.bridge_contract import SessionOpenedPush, ToolCardItem
 from renderer.bridge_client import RendererBridge
 from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
@@ -103,6 +104,16 @@ def _banner(qtbot: QtBot, main: MainProcess, session_id: str) -> InterruptedBann
     return banner
 
 
+def _card_settleable(qtbot: QtBot, banner: InterruptedBanner, session_id: str) -> bool:
+    bridge = banner._bridge
+    with qtbot.waitSignal(bridge.session_opened, timeout=WAIT_MS) as opened:
+        bridge.open_session(session_id)
+    push = opened.args[0]
+    assert isinstance(push, SessionOpenedPush)
+    (card,) = [item for item in push.items if isinstance(item, ToolCardItem)]
+    return card.settleable
+
+
 def _codes(banner: InterruptedBanner) -> list[str]:
     return [str(label.property("code")) for label in banner.reason_labels]
 
@@ -119,6 +130,7 @@ def test_stop_it_ends_the_survivor_and_the_banner_updates(
         assert f"pid {record.pid}" in banner.details_label.text()
         assert "sleep 60" in banner.details_label.text()
         assert banner.stop_button.isVisible() and banner.stop_button.isEnabled()
+        assert not _card_settleable(qtbot, banner, record.session_id), "no choice while it runs"
         members = [psutil.Process(record.pid), *psutil.Process(record.pid).children(True)]
         banner.stop_button.click()
         qtbot.waitUntil(
@@ -131,6 +143,7 @@ def test_stop_it_ends_the_survivor_and_the_banner_updates(
         assert _codes(banner) == ["dangling_tool_state"]
         assert not banner.stop_button.isVisible()
         assert not (work / "late.txt").exists()
+        assert _card_settleable(qtbot, banner, record.session_id), "it ended: now the user may say"
         assert main.terminate() == 0
     finally:
         stop_tool_process(record, grace_seconds=0.5)
