@@ -477,7 +477,7 @@ def checkpoint_evidence(
         problem = tree.problem if tree is not None else None
         return CheckpointEvidence(True, problem=problem or "the folder could not be captured")
     if workspace != observation.workspace_identity:
-        return CheckpointEvidence(True)  # the identity gate parks; nothing to compare
+        return CheckpointEvidence(True, compared=False)  # the identity gate parks
     try:
         changes = carrier.changes(workspace, tree_id, tree.tree_id)
     except CheckpointError as error:

@@ -43,6 +43,9 @@ class CheckpointEvidence:
     snapshot_present: bool
     changes: tuple[TreeChange, ...] = ()
     problem: str | None = None
+    # False when the folder is another workspace than the checkpoint's: nothing was compared
+    # (the identity gate parks; no drift and no verification are claimed).
+    compared: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,8 @@ def workspace_gate(
                 {"checkpointRef": ref, "commitId": boundary.checkpoint.get("commitId")},
             )
         ]
+    if not evidence.compared:
+        return []
     if evidence.problem is not None:
         reason = ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
         return [GateFinding(reason, reason.value, evidence.problem)]

@@ -138,3 +138,56 @@ def test_the_desktop_carries_a_drifts_changed_files_to_the_banner() -> None:
     [diagnostic] = _parked(plan).diagnostics
     assert [p.path for p in diagnostic.changed_paths] == [f"f{n:03d}" for n in range(50)]
     assert diagnostic.more_changed_paths == 10
+
+
+def _git_v1_first() -> RuntimeEvent:
+    first = user_text(marker=True, ids=IDS)
+    first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
+    return first
+
+
+@pytest.mark.parametrize(
+    ("events", "evidence", "reason", "code"),
+    [
+        ("no-mode", None, None, "workspace_checkpoint_unavailable"),
+        ("failed", None, "workspace_checkpoint_failed", "workspace_checkpoint_failed"),
+        ("none-yet", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
+        ("stale", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
+        ("clean", None, "workspace_checkpoint_missing", "workspace_checkpoint_missing"),
+        ("clean", "absent", "workspace_checkpoint_missing", "workspace_checkpoint_missing"),
+        ("clean", "equal", None, "workspace_verified"),
+        ("clean", "drift", "workspace_drift", "workspace_drift"),
+        ("clean", "unreadable", "safety_observation_unavailable", "safety_observation_unavailable"),
+    ],
+)
+def test_the_workspace_gate(
+    events: str, evidence: str | None, reason: str | None, code: str
+) -> None:
+    from runtime.continuation.workspace_gate import CheckpointEvidence, workspace_gate
+    from runtime.ledger.checkpoint_ports import PathChange, TreeChange
+
+    write = call_event("w1", "bash", {"command": "x"}, ids=IDS)
+    ledgers = {
+        "no-mode": [user_text(marker=True, ids=IDS)],
+        "failed": [_git_v1_first(), _fact("ck1"), _fact("ck2", failed=True)],
+        "none-yet": [_git_v1_first()],
+        "stale": [_git_v1_first(), _fact("ck1"), write, dispatch_event(write)],
+        "clean": [_git_v1_first(), _fact("ck1")],
+    }
+    drift = tuple(TreeChange(f"f{n:03d}", PathChange.ADDED) for n in range(60))
+    given = {
+        None: None,
+        "absent": CheckpointEvidence(False),
+        "equal": CheckpointEvidence(True),
+        "drift": CheckpointEvidence(True, drift),
+        "unreadable": CheckpointEvidence(True, problem="git failed"),
+    }[evidence]
+    [finding] = workspace_gate(ledgers[events], given)
+    assert finding.code == code
+    assert (finding.reason.value if finding.reason else None) == reason
+    if code == "workspace_drift":
+        assert len(finding.detail["changedPaths"]) == 50
+        assert finding.detail["moreChangedPaths"] == 10
+        assert finding.message.startswith("60 files changed")
+    # Another workspace in the folder: nothing compared, nothing claimed (the identity gate parks).
+    assert workspace_gate(ledgers["clean"], CheckpointEvidence(True, compared=False)) == []
