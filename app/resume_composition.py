@@ -303,11 +303,15 @@ def plan_summary(
             *park_lines(plan, reasons),
             *_stop_advice(plan),
             *_folder_advice(plan),
-            "What next: check what the interrupted calls may have changed, then carry on with a "
-            f"new message (maka run --session {plan.session_id} MESSAGE, or the desktop); the "
-            "model is told which calls are unsettled. Safe resume stays parked until the reasons "
-            "above change.",
         ]
+        if "workspace_folder_missing" not in {r.value for r in plan.rejection_reasons}:
+            # (a new message cannot run in a folder that is gone: the advice above comes first)
+            lines.append(
+                "What next: check what the interrupted calls may have changed, then carry on with "
+                f"a new message (maka run --session {plan.session_id} MESSAGE, or the desktop); "
+                "the model is told which calls are unsettled. Safe resume stays parked until the "
+                "reasons above change."
+            )
         unknown = [
             op.decision
             for op in operations or ()
