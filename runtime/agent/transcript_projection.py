@@ -11,7 +11,7 @@ crossed T1 in an ended run is ``not_dispatched``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -204,10 +204,39 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                 entries[index] = replace(entries[index], status=status, settleable=settleable)
         elif "toolRecovery" in actions:
             _apply_recovery(entries, cards, event)
+        elif "workspaceCheckpointFailed" in actions:
+            failed = actions["workspaceCheckpointFailed"]
+            entries.append(
+                TranscriptEntry(
+                    "notice",
+                    event["id"],
+                    run_id,
+                    text="A snapshot of the folder could not be taken after this step; Safe "
+                    "resume will not continue from here without you.",
+                    level="warn",
+                    code=failed["reasonCode"],
+                )
+            )
         elif is_terminal(event):
             notice = _ending_notice(event, run_id)
             if notice is not None:
                 entries.append(notice)
+        protocol: Mapping[str, Any] = actions.get("runtimeProtocol") or {}
+        mode = protocol.get("workspaceCheckpoints")
+        if isinstance(mode, Mapping) and mode.get("mode") == "unavailable":
+            code = str(mode.get("reasonCode", "unavailable"))
+            if code != "checkpoint_turned_off":  # the user's own choice: not said every turn
+                entries.append(
+                    TranscriptEntry(
+                        "notice",
+                        f"{event['id']}_checkpoints",
+                        run_id,
+                        text="This run takes no snapshots of its folder, so Safe resume cannot "
+                        "tell whether files changed after a crash.",
+                        level="info",
+                        code=code,
+                    )
+                )
     return entries
 
 

@@ -191,3 +191,25 @@ def test_the_workspace_gate(
         assert finding.message.startswith("60 files changed")
     # Another workspace in the folder: nothing compared, nothing claimed (the identity gate parks).
     assert workspace_gate(ledgers["clean"], CheckpointEvidence(True, compared=False)) == []
+
+
+def test_the_transcript_says_when_a_run_has_no_snapshots_or_one_failed() -> None:
+    from runtime.agent.transcript_projection import transcript_of_run
+
+    first = user_text(marker=True, ids=IDS)
+    first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {
+        "mode": "unavailable",
+        "reasonCode": "checkpoint_git_missing",
+    }
+    entries = transcript_of_run([first, _fact("ck1", failed=True)])
+    assert [(e.type, e.code, e.level) for e in entries] == [
+        ("user_message", None, "info"),
+        ("notice", "checkpoint_git_missing", "info"),
+        ("notice", "checkpoint_git_failed", "warn"),
+    ]
+    off = user_text(marker=True, ids=IDS)
+    off["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {
+        "mode": "unavailable",
+        "reasonCode": "checkpoint_turned_off",
+    }
+    assert [e.type for e in transcript_of_run([off, _fact("ck2")])] == ["user_message"]
