@@ -400,8 +400,8 @@ NEXT_STEPS: dict[str, str] = {
         "carry on."
     ),
     "background_operation_pending": (
-        "Wait for the background command to finish (or stop it), then choose Try again, or "
-        "send a new message to carry on."
+        "A command from before the restart is still running and may still change files: stop "
+        "it (or wait for it to end), then choose Try again, or send a new message to carry on."
     ),
     "pending_permission": ("Check what that request was for, then send a new message to carry on."),
     "workspace_drift": (
@@ -476,6 +476,12 @@ def next_step_source(codes: Iterable[str], diagnostic_codes: Iterable[str] | Non
     """The (untranslated) sentence saying what to do after a park with ``codes``."""
     codes = tuple(codes)
     worst = highest_severity(codes)
+    if (
+        "background_operation_pending" in codes
+        and describe("background_operation_pending").severity is worst
+    ):
+        # Nothing else can be done while a command from before the restart still runs.
+        return NEXT_STEPS["background_operation_pending"]
     stepped = [c for c in NEXT_STEPS if c in codes and describe(c).severity is worst]
     if stepped:
         if (

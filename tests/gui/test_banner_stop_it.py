@@ -54,3 +54,8 @@ def test_no_stop_it_without_a_survivor_or_without_the_main_process(qtbot: QtBot)
     bridge.connect_now()
     bridge.push_parked("s1", ("dangling_tool_state",))
     assert not banner.stop_button.isVisible()
+
+
+def test_while_it_runs_the_next_step_is_about_it(qtbot: QtBot) -> None:
+    banner, _bridge = _parked_banner(qtbot)
+    assert banner.body_label.text().startswith("A command from before the restart is still")
