@@ -81,7 +81,7 @@ def test_maka_run_killed_at_failpoint_leaves_the_contracted_prefix(
     result = maka(
         ["run", "--cwd", str(workspace), "--permission-mode", mode, "do it"],
         data_dir,
-        env=scripted_env(script, MAKA_FAILPOINT=point),
+        env=scripted_env(script, checkpoints=True, MAKA_FAILPOINT=point),
         stdin="y\n",
     )
     assert result.returncode == -signal.SIGKILL, result.stderr
@@ -89,6 +89,7 @@ def test_maka_run_killed_at_failpoint_leaves_the_contracted_prefix(
     [(header, all_events)] = committed_runs(data_dir)
     # Workspace checkpoint facts (their own lane, tested in test_checkpoint_capture) aside.
     events = [event for event in all_events if not is_workspace_fact(event)]
+    assert len(all_events) > len(events)  # the run's start was captured
     assert [shape(event) for event in events] == EXPECTED[point]
     protocol = events[0]["actions"]["runtimeProtocol"]
     assert protocol["toolBoundary"] == "t1_after_preflight_v1"
