@@ -167,11 +167,20 @@ class ToolRuntime:
             raise ToolBoundaryError("preflight", error) from error
         self._publish(event)
 
-    def _refuse(self, pending: _PendingCall, code: ToolRefusalCode, message: str) -> ToolResult:
+    def _refuse(
+        self,
+        pending: _PendingCall,
+        code: ToolRefusalCode,
+        message: str,
+        *,
+        detail: str | None = None,
+    ) -> ToolResult:
         call = pending.call
         if not pending.committed:
             self._append(pending.call_event)
         result = {"error": message, "code": code.value}
+        if detail is not None:
+            result["detail"] = detail
         self._append(
             self._builder.unbound_error_response(
                 pending.op_id, call.call_id, name=call.name, result=result, ts=self._now()
@@ -287,7 +296,9 @@ class ToolRuntime:
             return self._refuse(
                 pending,
                 ToolRefusalCode.PREFLIGHT_FAILED,
-                f"the tool could not be prepared ({type(error).__name__}); it did not run",
+                "the tool could not be prepared because of an unexpected problem in Maka; "
+                "it did not run",
+                detail=_exception_detail(error),
             )
         if self.cancel.is_cancelled():
             return self._refuse(
@@ -377,14 +388,22 @@ class ToolRuntime:
         except ToolFailure as failure:
             return ToolOutput(failure.result, is_error=True)
         except Exception as error:  # a tool bug must still settle the operation
-            text = str(error) or type(error).__name__
+            text = str(error)[:2000]
+            sentence = "the tool failed because of an unexpected problem in Maka"
             return ToolOutput(
                 {
-                    "error": f"{type(error).__name__}: {text[:2000]}",
+                    "error": f"{sentence}: {text}" if text else sentence,
                     "code": ToolFailureCode.TOOL_INTERNAL_ERROR.value,
+                    "detail": _exception_detail(error),
                 },
                 is_error=True,
             )
+
+
+def _exception_detail(error: BaseException) -> str:
+    """The raw exception, for the ledger and "Copy diagnostics": never the sentence a card or
+    a terminal shows (those read ``error``)."""
+    return f"{type(error).__name__}: {str(error)[:2000]}"
 
 
 def _summarize_args(call: ModelToolCall) -> str:

@@ -197,8 +197,9 @@ def _spawn(
         except Exception as error:
             process.kill()
             process.release()
+            reason = f" ({error})" if str(error) else ""
             raise ToolFailure(
-                "the command was stopped at once: its process could not be recorded "
-                f"({type(error).__name__}), so a crash could not have been detected"
+                "the command was stopped at once: its process could not be recorded"
+                f"{reason}, so a crash could not have been detected"
             ) from None
     return process

@@ -313,8 +313,11 @@ def test_tool_exceptions_become_is_error_responses(
     outcome, _ = _turn(service, workspace)
     response = _ledger(store, outcome.run_id)[3]
     assert response["content"]["isError"] is True  # type: ignore[typeddict-item]
-    assert "kaboom" in response["content"]["result"]["error"]  # type: ignore[typeddict-item]
-    assert response["content"]["result"]["code"] == "tool_internal_error"  # type: ignore[typeddict-item]
+    result = response["content"]["result"]  # type: ignore[typeddict-item]
+    assert result["code"] == "tool_internal_error"
+    # what a card and the model read is a sentence; the exception's class stays in the detail
+    assert result["error"] == "the tool failed because of an unexpected problem in Maka: kaboom"
+    assert result["detail"] == "RuntimeError: kaboom"
 
 
 class BrokenPrepareTool(ExplodingTool):
@@ -367,6 +370,7 @@ def test_os_errors_and_defects_in_preflight_are_coded_refusals_and_the_turn_goes
     result = events[2]["content"]["result"]  # type: ignore[typeddict-item]
     assert result["code"] == code
     assert "Traceback" not in result["error"]
+    assert "Error" not in result["error"]  # no exception class name in what a user reads
     assert sorted(p.name for p in workspace.iterdir()) == ["file.txt", "loop", "loop2"]
 
 
