@@ -1,0 +1,82 @@
+"""A workspace drift through the real desktop main process to the real banner (WORKSPACE.md
+sections 3 and 4's surfaces): a turn killed at P8 (its checkpoints committed), a file edited
+afterwards, then auto-resume at startup parks with ``workspace_drift``, and a renderer's banner
+names the changed file under "Files changed since the run stopped."."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from renderer.bridge_client import RendererBridge
+from renderer.bridge_port import ConnectionState
+from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.maka_process import MainProcess, main_log, start_main
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
+        },
+        {"text": "Counted."},
+    ],
+]
+WAIT_MS = 30_000
+
+
+@pytest.fixture
+def processes() -> Iterator[list[MainProcess]]:
+    started: list[MainProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+def test_the_banner_names_the_file_changed_after_the_crash(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P8"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+    (work / "n.txt").write_text("edited by hand\n")
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    bridge = RendererBridge(main.socket_name, main.token)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session(session_id, interrupted=True)
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    assert [label.property("code") for label in banner.reason_labels] == ["workspace_drift"]
+    assert banner.title_label.text() == "Files changed since the run stopped."
+    assert "changed: n.txt" in banner.body_label.text()
+    assert "workspace_drift" in banner.details_label.text()
+    bridge.stop()
+    banner.close()
+    assert len(committed_runs(data)) == 1  # nothing was continued
+    assert main.terminate() == 0
