@@ -369,7 +369,8 @@ class GitCheckpointStore:
             kind = {b"A": PathChange.ADDED, b"D": PathChange.DELETED}.get(
                 status[:1], PathChange.MODIFIED
             )
-            found.append(TreeChange(os.fsdecode(raw), kind))
+            # For people: a name that is not UTF-8 shows with replacement characters.
+            found.append(TreeChange(raw.decode("utf-8", "replace"), kind))
         return sorted(found, key=lambda change: change.path)
 
     def refs(self, workspace_identity: str) -> dict[str, str]:

@@ -204,3 +204,18 @@ def test_unavailable_modes_name_their_reason(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError) as raised:
         store.capture(folder, WS, "refs/maka/s/r/1", "start")
     assert raised.value.code is CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY
+
+
+def test_changed_paths_read_well_whatever_their_bytes(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    (folder / "line\nbreak.txt").write_text("x")
+    (folder / os.fsdecode(b"latin-\xe9.txt")).write_text("y")
+    (folder / "été.md").write_text("z")
+    seen = store.observe(folder, WS)
+    paths = [c.path for c in store.changes(WS, first.tree_id, seen.tree_id)]
+    assert sorted(paths) == sorted(["line\nbreak.txt", "latin-\ufffd.txt", "été.md"])
+    for path in paths:
+        path.encode("utf-8")  # printable as JSON, sendable over the bridge
