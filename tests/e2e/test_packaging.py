@@ -142,6 +142,7 @@ def test_self_test_passes_in_the_frozen_app(maka_exe: Path, tmp_path: Path) -> N
         "sqlite-wal",
         "store-open",
         "ipc-listen",
+        "git-checkpoints",
         "data-dir",
     ]
     assert data_dir.is_dir() and list(data_dir.iterdir()) == []  # probe file cleaned up
