@@ -3,22 +3,19 @@
 The child process that decodes the ledger's tail (``parallel_decode``) also scans and plans it
 (``TailPlan``) and sends back the tail's plan facts with its two long lists already written as
 JSON text, while this process decodes, scans and plans the head. When the two parts are
-independent (the tail's scan: ``tail_scan.tail_is_independent``; the plans:
-``resume_plan.plan_parts_independent``), the document is their verdict (``plan_verdict``) and
-their lists joined, and the tail's events are never loaded here. Otherwise the tail's events
-come over from the child after all and the whole run is planned here, so the document is the
-same either way (tests compare both paths with the serial plan).
+independent (``tail_scan.tail_is_independent`` and ``plan_parts.plan_parts_independent``, in
+``runtime/fastplan``), the document is their verdict (``plan_verdict``) and their lists joined,
+and the tail's events are never loaded here. Otherwise the tail's events come over from the
+child after all and the whole run is planned here, so the document is the same either way
+(tests compare both paths with the serial plan).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from app.commands.ledger_report import (
-    LedgerReading,
     compose_plan_json_text,
     join_json_items,
     operations_json_text,
@@ -27,92 +24,22 @@ from app.commands.ledger_report import (
     replay_json_text,
 )
 from app.process_exit import request_fast_exit
-from runtime.ledger.codes import DiagnosticCode, ScanIssueCode
-from runtime.ledger.event_model import RuntimeEvent, decode_event_json
-from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
-from runtime.ledger.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.ledger.tail_scan import TAIL_START_MARKER, TAIL_START_NOT_AFTER, TailScan
-from runtime.ledger.tool_ledger_scanner import ScanIssue
-from runtime.recovery.resume_plan import (
-    PlanFacts,
-    PlanPart,
-    ResumeDiagnostic,
+from runtime.fastplan.ledger_reading import LedgerReading
+from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces
+from runtime.fastplan.plan_parts import (
+    facts_from_plain,
+    facts_to_plain,
     plan_part,
     plan_parts_independent,
-    plan_resume,
-    plan_verdict,
 )
+from runtime.fastplan.tail_scan import TAIL_START_MARKER, TAIL_START_NOT_AFTER, TailScan
+from runtime.ledger.event_model import RuntimeEvent, decode_event_json
+from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
+from runtime.recovery.resume_plan import PlanFacts, PlanPart, plan_resume, plan_verdict
 
 PARENT_SHARE = 0.55
 """The share of the file this process decodes: the child's events cost it nothing here, but
 the child also copies them out for the case where the parts turn out not to be independent."""
-
-# ---- the parts' facts as plain data (the child sends them through ``marshal``) -------------
-
-
-def _diagnostic_row(diagnostic: ResumeDiagnostic) -> tuple[Any, ...]:
-    detail = dict(diagnostic.detail) if diagnostic.detail is not None else None
-    return (
-        diagnostic.code.value,
-        diagnostic.message,
-        diagnostic.event_id,
-        diagnostic.tool_call_id,
-        diagnostic.tool_name,
-        detail,
-    )
-
-
-def _diagnostics(rows: Sequence[Any]) -> tuple[ResumeDiagnostic, ...]:
-    return tuple(
-        ResumeDiagnostic(
-            DiagnosticCode(code),
-            message,
-            event_id,
-            tool_call_id,
-            tool_name,
-            MappingProxyType(detail) if detail is not None else None,
-        )
-        for code, message, event_id, tool_call_id, tool_name, detail in rows
-    )
-
-
-def _issues(rows: Sequence[Any]) -> tuple[ScanIssue, ...]:
-    return tuple(ScanIssue(ScanIssueCode(code), *rest) for code, *rest in rows)
-
-
-def facts_to_plain(facts: PlanFacts) -> tuple[Any, ...]:
-    def issue_rows(issues: Sequence[ScanIssue]) -> list[tuple[Any, ...]]:
-        return [(i.code.value, i.event_id, i.operation_id, i.tool_call_id) for i in issues]
-
-    return (
-        facts.event_count,
-        [_diagnostic_row(d) for d in facts.operation_diagnostics],
-        issue_rows(facts.marker_issues),
-        issue_rows(facts.scan_issues),
-        facts.corrupt_decision,
-        facts.indeterminate_operation,
-        [_diagnostic_row(d) for d in facts.orphan_facts],
-        [_diagnostic_row(d) for d in facts.hidden_pending],
-        [_diagnostic_row(d) for d in facts.response_diagnostics],
-    )
-
-
-def facts_from_plain(row: Sequence[Any]) -> PlanFacts:
-    count, operations, markers, scan_issues, corrupt, indeterminate, orphans, hidden, responses = (
-        row
-    )
-    return PlanFacts(
-        event_count=count,
-        operation_diagnostics=_diagnostics(operations),
-        marker_issues=_issues(markers),
-        scan_issues=_issues(scan_issues),
-        corrupt_decision=corrupt,
-        indeterminate_operation=indeterminate,
-        orphan_facts=_diagnostics(orphans),
-        hidden_pending=_diagnostics(hidden),
-        response_diagnostics=_diagnostics(responses),
-    )
-
 
 # ---- the child's work -----------------------------------------------------------------------
 

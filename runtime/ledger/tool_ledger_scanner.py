@@ -605,58 +605,12 @@ def _touched(event: Mapping[str, Any]) -> tuple[list[OperationKey], list[str]]:
     return keys, operation_ids
 
 
-class BatchScan:
-    """The batch form of ``ToolLedgerScanner`` for a caller that receives a ledger in pieces
-    (``feed`` each piece in ledger order, then ``finish`` once): the same result as
-    ``scan_tool_ledger`` over the pieces joined, without per-event issue tuples."""
-
-    __slots__ = ("_scanner",)
-
-    def __init__(self) -> None:
-        self._scanner: ToolLedgerScanner | None = ToolLedgerScanner()
-
-    def feed(self, events: Iterable[RuntimeEvent]) -> None:
-        scanner = self._scanner
-        if scanner is None:
-            raise RuntimeError("this scan is finished")
-        apply = scanner._apply
-        for event in cast(Iterable[dict[str, Any]], events):
-            apply(event)
-
-    def take_scanner(self) -> ToolLedgerScanner:
-        """Finish by handing over the scanner itself (``tail_scan.adopt_tail`` builds the result
-        from it and a tail's summary)."""
-        scanner = self._scanner
-        if scanner is None:
-            raise RuntimeError("this scan is finished")
-        self._scanner = None
-        return scanner
-
-    def scanner_view(self) -> ToolLedgerScanner:
-        """The scanner, to be read only (``tail_scan.adopt_tail`` checks a tail against it)."""
-        scanner = self._scanner
-        if scanner is None:
-            raise RuntimeError("this scan is finished")
-        return scanner
-
-    def result_so_far(self) -> ToolLedgerScan:
-        """The scan of what was fed so far; feeding may go on."""
-        scanner = self._scanner
-        if scanner is None:
-            raise RuntimeError("this scan is finished")
-        return scanner.result()
-
-    def finish(self) -> ToolLedgerScan:
-        scanner = self._scanner
-        if scanner is None:
-            raise RuntimeError("this scan is finished")
-        self._scanner = None
-        # The scanner goes away here, so its operations' containers can be handed over uncopied.
-        return scanner.result(copy=False)
-
-
 def scan_tool_ledger(events: Iterable[RuntimeEvent]) -> ToolLedgerScan:
-    """Scan ``events`` in ledger order (the batch form of ``ToolLedgerScanner``)."""
-    batch = BatchScan()
-    batch.feed(events)
-    return batch.finish()
+    """Scan ``events`` in ledger order (the batch form of ``ToolLedgerScanner``): the same
+    result, without per-event issue tuples."""
+    scanner = ToolLedgerScanner()
+    apply = scanner._apply
+    for event in cast(Iterable[dict[str, Any]], events):
+        apply(event)
+    # The scanner goes away here, so its operations' containers can be handed over uncopied.
+    return scanner.result(copy=False)

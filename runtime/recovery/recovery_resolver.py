@@ -113,29 +113,29 @@ def run_protocol(first_event: RuntimeEvent) -> str | None:
 
 
 def _marker_issues(
-    events: Sequence[RuntimeEvent], scan: ToolLedgerScan, run_first_event: RuntimeEvent | None
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan
 ) -> tuple[str | None, list[ScanIssue]]:
     """The run's tool-boundary protocol (from the first event only) and every marker issue:
     an invalid marker on the first event, then every marker on a later one (the scan lists
-    where the markers are, so the events are not searched again). With ``run_first_event``
-    (``events`` are a later part of the run) the protocol is that event's and every marker in
-    ``events`` is a late one."""
+    where the markers are, so the events are not searched again)."""
     issues: list[ScanIssue] = []
-    if run_first_event is not None:
-        protocol = run_protocol(run_first_event)
-    elif not events:
+    if not events:
         return None, issues
-    else:
-        protocol = run_protocol(events[0])
-        first_actions = cast(Mapping[str, Any] | None, events[0].get("actions"))
-        if protocol is None and first_actions is not None and "runtimeProtocol" in first_actions:
-            issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, events[0]["id"]))
-    issues.extend(
+    protocol = run_protocol(events[0])
+    first_actions = cast(Mapping[str, Any] | None, events[0].get("actions"))
+    if protocol is None and first_actions is not None and "runtimeProtocol" in first_actions:
+        issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, events[0]["id"]))
+    issues.extend(late_marker_issues(scan))
+    return protocol, issues
+
+
+def late_marker_issues(scan: ToolLedgerScan) -> list[ScanIssue]:
+    """A marker issue for every marker the scan found after the run's first event."""
+    return [
         ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id)
         for position, event_id in scan.markers
         if position > 0
-    )
-    return protocol, issues
+    ]
 
 
 # The verdicts of the decision table's common rows, looked up once (``_decide`` runs once per
@@ -245,21 +245,25 @@ def _recovery_tail(
 
 
 def resolve_operations(
-    events: Sequence[RuntimeEvent],
-    scan: ToolLedgerScan | None = None,
-    *,
-    run_first_event: RuntimeEvent | None = None,
+    events: Sequence[RuntimeEvent], scan: ToolLedgerScan | None = None
 ) -> tuple[RecoveryResolution, tuple[ResolvedOperation, ...]]:
     """``resolve_recovery`` plus the scanned operation behind each decision (same order).
 
     ``scan``: the caller's ``scan_tool_ledger`` of exactly ``events`` (a reader that scanned the
-    ledger while it was still decoding it), so the scan is not done twice. ``run_first_event``:
-    when ``events`` are a later part of a run (``resume_plan.plan_part``), the run's first
-    event; ``scan`` must then be that part's scan as it is within the whole (its positions
-    counted from the run's start)."""
+    ledger while it was still decoding it), so the scan is not done twice."""
     if scan is None:
         scan = scan_tool_ledger(events)
-    protocol, issues = _marker_issues(events, scan, run_first_event)
+    protocol, marker_issues = _marker_issues(events, scan)
+    return resolve_scanned(scan, protocol, marker_issues)
+
+
+def resolve_scanned(
+    scan: ToolLedgerScan, protocol: str | None, marker_issues: list[ScanIssue]
+) -> tuple[RecoveryResolution, tuple[ResolvedOperation, ...]]:
+    """The decisions of a scan, given the run's tool-boundary ``protocol`` and its marker
+    issues (``resolve_operations`` takes both from the events; a reader that plans a run in
+    parts takes them from the run's first event and ``late_marker_issues``)."""
+    issues = marker_issues
     issues.extend(
         issue for issue in scan.issues if issue.code is not ScanIssueCode.PROTOCOL_MARKER_INVALID
     )

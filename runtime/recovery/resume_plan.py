@@ -11,15 +11,15 @@ requires the model to verify the world with read-only tools before retrying (the
 The replay list never contains an unpaired call or response, a partial chunk or a hidden event,
 so whatever happens next, the model is never shown half a tool exchange.
 
-The plan is assembled from the facts of a run's parts: ``plan_resume`` plans the run as one part
-(``plan_part``) and takes its verdict (``plan_verdict``). A long run may be planned as a head and
-a tail apart (``maka ledger plan`` does it on two cores) when ``plan_parts_independent`` holds;
-the verdict of both parts' facts is then the whole run's (a property test checks every cut).
+``plan_resume`` resolves the run, plans the resolved operations (``plan_resolved``) and takes the
+verdict of their facts (``plan_verdict``). Those two functions are the one extension point of the
+plan: ``runtime/fastplan`` plans a long run as a head and a tail apart on two cores and gives
+``plan_verdict`` both parts' facts (a property test checks it equals ``plan_resume``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -35,7 +35,11 @@ from runtime.ledger.codes import (
 )
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScan
-from runtime.recovery.recovery_resolver import ResolvedOperation, resolve_operations
+from runtime.recovery.recovery_resolver import (
+    RecoveryResolution,
+    ResolvedOperation,
+    resolve_operations,
+)
 from runtime.recovery.replay_walk import ResponseMismatch, walk_replay
 
 INDETERMINATE_TOOL_RESULT_DIRECTIVE = (
@@ -320,9 +324,8 @@ class PlanFacts:
     """What the plan's verdict takes from a run's events, or from one part of them.
 
     The verdict of a run planned in parts (``plan_verdict`` of each part's facts, in ledger
-    order) equals that of the whole run when the parts cannot see each other: the tail's scan
-    could be adopted (``tail_scan``) and the parts share no tool-call id
-    (``plan_parts_independent``)."""
+    order) equals that of the whole run when the parts cannot see each other
+    (``runtime/fastplan`` checks that before it plans in parts)."""
 
     event_count: int
     operation_diagnostics: tuple[ResumeDiagnostic, ...]
@@ -338,26 +341,13 @@ class PlanFacts:
 @dataclass(frozen=True, slots=True)
 class PlanPart:
     """A run's events, or a contiguous part of them, planned: the verdict's facts, the
-    projected operations and the replay list of the part, and (``plan_part(...,
+    projected operations and the replay list of the part, and (``plan_resolved(...,
     collect_ids=True)``) the tool-call ids of its committed calls and responses."""
 
     facts: PlanFacts
     operations: tuple[ToolOperation, ...]
     replay: tuple[RuntimeEvent, ...]
     tool_call_ids: frozenset[str]
-
-
-def plan_parts_independent(head: PlanPart, tail_tool_call_ids: Iterable[str]) -> bool:
-    """Whether two parts of a run (planned with ``collect_ids=True``, the tail's scan being
-    its scan within the whole; the tail given by its ``tool_call_ids``) plan as the whole run
-    does, given that the tail's scan is independent of the head's
-    (``tail_scan.tail_is_independent``).
-
-    Then no operation spans the cut, and what else the plan reads across events goes by
-    tool-call id: a response pairs the latest earlier call of its id (the replay list), and is
-    checked against the projected call of its id (its diagnostics). Parts that share no
-    tool-call id therefore cannot change each other's replay list or diagnostics."""
-    return head.tool_call_ids.isdisjoint(tail_tool_call_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,17 +362,16 @@ class PlanVerdict:
     directive: str | None
 
 
-def plan_part(
+def plan_resolved(
     events: Sequence[RuntimeEvent],
-    scan: ToolLedgerScan | None = None,
+    resolved: tuple[RecoveryResolution, tuple[ResolvedOperation, ...]],
     *,
-    run_first_event: RuntimeEvent | None = None,
     collect_ids: bool = False,
 ) -> PlanPart:
-    """Plan ``events``: a whole run, or (with ``run_first_event``, the run's first event) a
-    later part of one whose ``scan`` counts positions from the run's start."""
-    resolution, resolved = resolve_operations(events, scan, run_first_event=run_first_event)
-    projection = _project(resolved)
+    """Plan ``events`` (a whole run, or a contiguous part of one) from their resolution
+    (``resolve_operations``)."""
+    resolution, operations_resolved = resolved
+    projection = _project(operations_resolved)
     operations = projection.operations
     walk = walk_replay(
         events,
@@ -437,7 +426,7 @@ def plan_resume(
 ) -> ResumePlan:
     """The Phase 0 resume plan of one run's committed events, in ledger order. ``scan``: the
     caller's ``scan_tool_ledger`` of exactly ``events``, if it already has one."""
-    part = plan_part(events, scan)
+    part = plan_resolved(events, resolve_operations(events, scan))
     verdict = plan_verdict([part.facts], expected_high_water)
     return ResumePlan(
         disposition=verdict.disposition,

@@ -130,7 +130,7 @@ def test_strict_events_without_ledger_lines_equal_the_line_reader() -> None:
 
 
 def test_a_scan_fed_in_pieces_gives_the_plan_and_resolution_of_a_whole_scan() -> None:
-    from runtime.ledger.tool_ledger_scanner import BatchScan
+    from runtime.fastplan.tail_scan import BatchScan
     from runtime.recovery.recovery_resolver import resolve_recovery
     from runtime.recovery.resume_plan import plan_resume
 

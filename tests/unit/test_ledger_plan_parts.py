@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from app.commands import ledger_plan_parts
 from app.commands.ledger_plan_parts import plan_json_text_in_parts
 from app.commands.ledger_report import plan_json_text
-from runtime.ledger import parallel_decode
+from runtime.fastplan import parallel_decode
+from runtime.fastplan.plan_parts import facts_from_plain, facts_to_plain, plan_part
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.recovery.resume_plan import ResumePlan, plan_part, plan_resume
+from runtime.recovery.resume_plan import ResumePlan, plan_resume
 from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     ENDINGS,
@@ -156,5 +157,5 @@ def test_plan_facts_cross_to_the_child_and_back_unchanged(data: st.DataObject) -
     """The child sends its part's facts as plain data (``marshal``); they come back equal."""
     events = mixed_ledger(data.draw, edits=MIXED_EDITS, endings=ALL_ENDINGS)
     facts = plan_part(events).facts
-    plain = marshal.loads(marshal.dumps(ledger_plan_parts.facts_to_plain(facts)))
-    assert ledger_plan_parts.facts_from_plain(plain) == facts
+    plain = marshal.loads(marshal.dumps(facts_to_plain(facts)))
+    assert facts_from_plain(plain) == facts

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime.ledger import parallel_decode, tail_scan
+from runtime.fastplan import parallel_decode, tail_scan
+from runtime.fastplan.parallel_decode import decode_ledger_pieces
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_ledger_events
-from runtime.ledger.parallel_decode import decode_ledger_pieces
 from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
 from tests.helpers.ledger_builders import ENDINGS, clean_ledger, to_jsonl
 

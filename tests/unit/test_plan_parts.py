@@ -9,14 +9,12 @@ from typing import Any
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from runtime.fastplan.plan_parts import plan_part, plan_parts_independent
+from runtime.fastplan.tail_scan import BatchScan, TailScan, tail_is_independent
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.tail_scan import TailScan, tail_is_independent
-from runtime.ledger.tool_ledger_scanner import BatchScan
 from runtime.recovery.resume_plan import (
     PlanPart,
     ResumePlan,
-    plan_part,
-    plan_parts_independent,
     plan_resume,
     plan_verdict,
 )

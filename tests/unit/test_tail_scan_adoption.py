@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from runtime.fastplan.tail_scan import BatchScan, TailScan, adopt_tail
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.tail_scan import TailScan, adopt_tail
-from runtime.ledger.tool_ledger_scanner import BatchScan, ToolLedgerScan, scan_tool_ledger
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScan, scan_tool_ledger
 from tests.helpers.ledger_builders import (
     ALL_ENDINGS,
     ENDINGS,

@@ -7,8 +7,9 @@ only when the tail scanned alone provably gives what scanning it after the head 
 the caller scans the tail itself. A property test checks that any split scan equals the whole
 scan, event positions included.
 
-This module works on the scanner's state directly; it belongs to the scanner (the package's
-modules share those internals, nothing outside the package reads them).
+This module works on the scanner's state directly (``runtime/ledger/tool_ledger_scanner.py``);
+nothing else outside the scanner reads it. A change to the scanner's state shows up here first:
+the property tests compare every split scan with ``scan_tool_ledger``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,62 @@ from typing import Any, cast
 from runtime.ledger.codes import ScanIssueCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.tool_ledger_scanner import (
-    BatchScan,
     ScanIssue,
     ScannedOperation,
     ToolLedgerScan,
     ToolLedgerScanner,
 )
+
+
+class BatchScan:
+    """The batch form of ``ToolLedgerScanner`` for a caller that receives a ledger in pieces
+    (``feed`` each piece in ledger order, then ``finish`` once): the same result as
+    ``scan_tool_ledger`` over the pieces joined, without per-event issue tuples."""
+
+    __slots__ = ("_scanner",)
+
+    def __init__(self) -> None:
+        self._scanner: ToolLedgerScanner | None = ToolLedgerScanner()
+
+    def feed(self, events: Iterable[RuntimeEvent]) -> None:
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        apply = scanner._apply
+        for event in cast(Iterable[dict[str, Any]], events):
+            apply(event)
+
+    def take_scanner(self) -> ToolLedgerScanner:
+        """Finish by handing over the scanner itself (``adopt_tail`` builds the result
+        from it and a tail's summary)."""
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        self._scanner = None
+        return scanner
+
+    def scanner_view(self) -> ToolLedgerScanner:
+        """The scanner, to be read only (``adopt_tail`` checks a tail against it)."""
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        return scanner
+
+    def result_so_far(self) -> ToolLedgerScan:
+        """The scan of what was fed so far; feeding may go on."""
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        return scanner.result()
+
+    def finish(self) -> ToolLedgerScan:
+        scanner = self._scanner
+        if scanner is None:
+            raise RuntimeError("this scan is finished")
+        self._scanner = None
+        # The scanner goes away here, so its operations' containers can be handed over uncopied.
+        return scanner.result(copy=False)
+
 
 TAIL_START_MARKER = b'"function_call"'
 TAIL_START_NOT_AFTER = (b'"function_call"', b'"toolDispatch"')
