@@ -77,7 +77,12 @@ from storage.sqlite_connection import (
     sqlite_errors,
     translate_sqlite_error,
 )
-from storage.store_creation import create_database, os_refusal, probe_io_failure
+from storage.store_creation import (
+    create_database,
+    os_refusal,
+    probe_io_failure,
+    remove_abandoned,
+)
 from storage.store_doctor import DoctorReport, diagnose
 from storage.store_open import file_version, open_read_connection
 from storage.store_verification import damaged, record_verified, verify_before_write
@@ -638,6 +643,8 @@ def open_store(
         verify_before_write(path, conn)
         with sqlite_errors():
             migrate(conn)
+        # A first open killed after publishing leaves its temporary name linked to the file.
+        remove_abandoned(data_dir, path.name)
     except StoreRefusal as refusal:
         conn.close()
         if refusal.code is not StoreCode.STORE_IO_FAILED:

@@ -140,6 +140,7 @@ def create_database(path: Path) -> None:
         _fsync(temp)
         failpoint(CrashPoint.FIRST_OPEN_BEFORE_PUBLISH)
         _publish(temp, path)
+        failpoint(CrashPoint.FIRST_OPEN_AFTER_PUBLISH)
         _fsync(data_dir, directory=True)
     except OSError as error:
         raise os_refusal(error, f"creating the database in {data_dir}") from None

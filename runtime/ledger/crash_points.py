@@ -63,9 +63,11 @@ class CrashPoint(StrEnum):
     RUN_ENDING_AFTER_EVENT_INSERT = "run_ending_after_event_insert"
     RUN_ENDING_AFTER_COMMIT = "run_ending_after_commit"
     # The first open of a new data directory (``storage/store_creation.py``): the new database's
-    # temporary file exists without a schema; its schema is committed, not yet published.
+    # temporary file exists without a schema; its schema is committed, not yet published;
+    # published as ``runtime.sqlite`` while the temporary name still links to it.
     FIRST_OPEN_BEFORE_MIGRATE = "first_open_before_migrate"
     FIRST_OPEN_BEFORE_PUBLISH = "first_open_before_publish"
+    FIRST_OPEN_AFTER_PUBLISH = "first_open_after_publish"
     # Workspace checkpoints (WORKSPACE.md section 2): the ref exists, the fact does not; both.
     AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"

@@ -66,3 +66,33 @@ def test_a_kill_during_the_first_open_leaves_no_half_made_database(
     names = sorted(p.name for p in data_dir.iterdir() if p.name.startswith(DATABASE_NAME))
     assert ".new-" not in " ".join(names), names
     assert json.loads(maka(["sessions", "--json"], data_dir).stdout)["sessions"]
+
+
+def test_a_kill_right_after_publishing_leaves_no_second_name_for_the_database(
+    tmp_path: Path,
+) -> None:
+    """Killed between publishing ``runtime.sqlite`` (a hard link) and removing the temporary
+    name: the database is complete and every command works; the next writer removes the
+    leftover name, which would otherwise stay a second, unexplained link to the live file."""
+    data_dir = tmp_path / "data"
+    folder = tmp_path / "work"
+    folder.mkdir()
+    killed = maka(
+        ["run", "--cwd", str(folder), "--permission-mode", "auto", "hello"],
+        data_dir,
+        env={"MAKA_FAILPOINT": "first_open_after_publish"},
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (data_dir / DATABASE_NAME).exists()
+    assert [p.name for p in data_dir.iterdir() if ".new-" in p.name], "nothing was left over"
+    listed = maka(["sessions", "--json"], data_dir)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["sessions"] == []
+
+    again = maka(["run", "--cwd", str(folder), "--permission-mode", "auto", "hello"], data_dir)
+    assert again.returncode == 0, again.stderr
+    names = sorted(p.name for p in data_dir.iterdir() if p.name.startswith(DATABASE_NAME))
+    assert ".new-" not in " ".join(names), names
+    assert (data_dir / DATABASE_NAME).stat().st_nlink == 1
+    doctor = maka(["doctor", "--json"], data_dir)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
