@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from runtime.agent.workspace_checkpointer import decide_mode
+from runtime.continuation.checkpoint_evidence import checkpoint_evidence
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,
     ContinuationPlan,
@@ -31,9 +32,8 @@ from runtime.continuation.continuation_planner import (
 from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
-from runtime.continuation.workspace_gate import CheckpointEvidence
 from runtime.ledger.attestation import attestation_suffix_ok
-from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
+from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.codes import ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, RuntimeProtocol
@@ -45,7 +45,6 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoredEvent,
 )
-from runtime.ledger.workspace_facts import boundary_checkpoint
 
 RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 
@@ -452,37 +451,6 @@ class ResumeService:
             mode = decide_mode(self._checkpoints, folder, details.workspace_identity)
             protocol["workspaceCheckpoints"] = mode.to_json()
         return cast(RuntimeProtocol, protocol)
-
-
-def checkpoint_evidence(
-    carrier: CheckpointCarrier | None,
-    events: Sequence[RuntimeEvent],
-    observation: SafetyObservation,
-) -> CheckpointEvidence | None:
-    """What the planner's workspace gate needs about the boundary checkpoint: whether its Git
-    objects still exist and how the observed tree differs from it. None when the run has no
-    checkpoint the gate would compare (no mode, a failed or stale one)."""
-    boundary = boundary_checkpoint(events)
-    checkpoint = boundary.checkpoint
-    if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
-        return None
-    if carrier is None:
-        return CheckpointEvidence(False)
-    workspace = str(checkpoint["workspaceIdentity"])
-    tree_id = str(checkpoint["treeId"])
-    if not carrier.has_snapshot(workspace, str(checkpoint["commitId"]), tree_id):
-        return CheckpointEvidence(False)
-    tree = observation.workspace_tree
-    if tree is None or tree.tree_id is None:
-        problem = tree.problem if tree is not None else None
-        return CheckpointEvidence(True, problem=problem or "the folder could not be captured")
-    if workspace != observation.workspace_identity:
-        return CheckpointEvidence(True, compared=False)  # the identity gate parks
-    try:
-        changes = carrier.changes(workspace, tree_id, tree.tree_id)
-    except CheckpointError as error:
-        return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
-    return CheckpointEvidence(True, tuple(changes))
 
 
 def _ends_at(rows: Sequence[StoredEvent], terminal_event_id: str) -> bool:

@@ -1,0 +1,45 @@
+"""The evidence the workspace gate needs about the boundary checkpoint (WORKSPACE.md section 3),
+gathered from the checkpoint carrier by the resume service before the (pure) planner runs:
+whether the checkpoint's Git objects still exist, and how the safety inspector's capture of the
+folder differs from it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.continuation.continuation_planner import SafetyObservation
+from runtime.continuation.workspace_gate import CheckpointEvidence
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.workspace_facts import boundary_checkpoint
+
+
+def checkpoint_evidence(
+    carrier: CheckpointCarrier | None,
+    events: Sequence[RuntimeEvent],
+    observation: SafetyObservation,
+) -> CheckpointEvidence | None:
+    """What the planner's workspace gate needs about the boundary checkpoint: whether its Git
+    objects still exist and how the observed tree differs from it. None when the run has no
+    checkpoint the gate would compare (no mode, a failed or stale one)."""
+    boundary = boundary_checkpoint(events)
+    checkpoint = boundary.checkpoint
+    if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
+        return None
+    if carrier is None:
+        return CheckpointEvidence(False)
+    workspace = str(checkpoint["workspaceIdentity"])
+    tree_id = str(checkpoint["treeId"])
+    if not carrier.has_snapshot(workspace, str(checkpoint["commitId"]), tree_id):
+        return CheckpointEvidence(False)
+    tree = observation.workspace_tree
+    if tree is None or tree.tree_id is None:
+        problem = tree.problem if tree is not None else None
+        return CheckpointEvidence(True, problem=problem or "the folder could not be captured")
+    if workspace != observation.workspace_identity:
+        return CheckpointEvidence(True, compared=False)  # the identity gate parks
+    try:
+        changes = carrier.changes(workspace, tree_id, tree.tree_id)
+    except CheckpointError as error:
+        return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
+    return CheckpointEvidence(True, tuple(changes))
