@@ -97,7 +97,6 @@ class GitCheckpointStore:
         self._runner: GitRunner | None = None
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self._tips: dict[str, str] = {}
 
     @classmethod
     def from_environment(
@@ -236,7 +235,6 @@ class GitCheckpointStore:
             commit = runner.run(args, git_dir=git_dir, stdin=body.encode("utf-8")).decode().strip()
             updates = f"update {ref} {commit}\nupdate {TIP_REF} {commit}\n"
             runner.run(["update-ref", "--stdin"], git_dir=git_dir, stdin=updates.encode())
-            self._tips[workspace_key(workspace_identity)] = commit
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
 
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
@@ -322,19 +320,21 @@ class GitCheckpointStore:
         return tree.decode().strip(), sorted(skipped)
 
     def _tip(self, workspace_identity: str, git_dir: Path) -> str | None:
-        key = workspace_key(workspace_identity)
-        cached = self._tips.get(key)
-        if cached is not None:
-            return cached
+        """The workspace's previous checkpoint, read under the lock each time (another process
+        may have captured since): the loose ref file, else the packed one."""
+        loose = git_dir / TIP_REF
+        try:
+            text = loose.read_text("ascii").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            text = ""
+        if re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", text):
+            return text
         out = self._git_runner().run(
             ["rev-parse", "-q", "--verify", f"{TIP_REF}^{{commit}}"],
             git_dir=git_dir,
             ok_codes=(0, 1),
         )
-        tip = out.decode().strip() or None
-        if tip is not None:
-            self._tips[key] = tip
-        return tip
+        return out.decode().strip() or None
 
     # ---- verify and compare --------------------------------------------------------------------
     def has_repository(self, workspace_identity: str) -> bool:

@@ -219,3 +219,21 @@ def test_changed_paths_read_well_whatever_their_bytes(tmp_path: Path) -> None:
     assert sorted(paths) == sorted(["line\nbreak.txt", "latin-\ufffd.txt", "été.md"])
     for path in paths:
         path.encode("utf-8")  # printable as JSON, sendable over the bridge
+
+
+def test_each_checkpoint_follows_the_previous_one_whoever_captured_it(tmp_path: Path) -> None:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    desktop, cli = GitCheckpointStore(tmp_path / "data"), GitCheckpointStore(tmp_path / "data")
+    commits = []
+    for n, store in enumerate((desktop, cli, desktop, cli), start=1):
+        (folder / "a").write_text(str(n))
+        commits.append(store.capture(folder, WS, f"refs/maka/s/r/{n}", "c").commit_id)
+        if n == 2:
+            _git(tmp_path, "--git-dir", str(desktop.git_dir(WS)), "pack-refs", "--all")
+    git_dir = str(desktop.git_dir(WS))
+    parents = [
+        _git(tmp_path, "--git-dir", git_dir, "rev-parse", f"{commit}^@").strip()
+        for commit in commits
+    ]
+    assert parents == ["", commits[0], commits[1], commits[2]]
