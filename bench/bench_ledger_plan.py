@@ -10,7 +10,11 @@ included, median of several runs. Goal: under 0.9 s on the project's 2-core refe
 
 Usage::
 
-    .venv/bin/python -m bench.bench_ledger_plan [--runs 5] [--keep FILE]
+    .venv/bin/python -m bench.bench_ledger_plan [--runs 5] [--keep FILE] [--baseline DIR]
+
+``--baseline DIR``: a source tree of the product (its ``app/`` and ``runtime/``, for example
+``git archive REV app runtime | tar -x -C DIR``) timed in the same run, round by round
+interleaved with this tree, both through ``python -m app.cli``; prints the ratio of the medians.
 """
 
 from __future__ import annotations
@@ -184,11 +188,11 @@ def _check_output(path: Path) -> None:
     assert len(plan["replayRuntimeEventIds"]) == EVENT_COUNT - 1  # the unpaired last call
 
 
-def compile_product() -> None:
+def compile_product(root: Path | None = None) -> None:
     """Write the product's bytecode, as every installed form of it has (wheel, bundle, .deb):
     a development checkout run with ``PYTHONDONTWRITEBYTECODE`` would otherwise compile every
     module of the command again at each start."""
-    root = Path(__file__).resolve().parents[1]
+    root = root or Path(__file__).resolve().parents[1]
     for package in ("app", "runtime"):
         compileall.compile_dir(root / package, quiet=1)
 
@@ -214,6 +218,47 @@ def _reap_orphans() -> None:
             return
 
 
+def _tree_command(tree: Path) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run the product in source tree ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("MAKA_FAILPOINT", None)
+    return [sys.executable, "-m", "app.cli"], env
+
+
+def _time_once(
+    command: list[str], path: Path, env: dict[str, str], cwd: Path | None
+) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        [*command, "ledger", "plan", str(path), "--json"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+    )
+    wall = time.perf_counter() - start
+    _reap_orphans()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def time_trees(
+    path: Path, runs: int, trees: list[Path]
+) -> tuple[list[list[tuple[float, float]]], bool]:
+    """(wall, CPU) per run of each source tree, the trees interleaved round by round (after
+    one untimed warm-up round), so that the machine's load falls on all of them alike."""
+    whole = _reap_orphans_here()
+    commands = [_tree_command(tree) for tree in trees]
+    timings: list[list[tuple[float, float]]] = [[] for _ in trees]
+    for round_index in range(runs + 1):
+        for index, (command, env) in enumerate(commands):
+            measured = _time_once(command, path, env, trees[index])
+            if round_index:
+                timings[index].append(measured)
+    return timings, whole
+
+
 def time_plan(path: Path, runs: int) -> tuple[list[tuple[float, float]], bool]:
     """(wall seconds, CPU seconds of the command) per run, and whether the CPU time includes
     the forked child's. CPU time is reported too because wall time on a shared 2-core machine
@@ -223,21 +268,7 @@ def time_plan(path: Path, runs: int) -> tuple[list[tuple[float, float]], bool]:
     env = {**os.environ}
     env.pop("MAKA_FAILPOINT", None)
     whole = _reap_orphans_here()
-    timings: list[tuple[float, float]] = []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(
-            [*_maka(), "ledger", "plan", str(path), "--json"],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            env=env,
-        )
-        wall = time.perf_counter() - start
-        _reap_orphans()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        timings.append((wall, cpu))
+    timings = [_time_once(_maka(), path, env, None) for _ in range(runs)]
     return timings, whole
 
 
@@ -245,7 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="write the ledger here and keep it")
+    parser.add_argument("--baseline", type=Path, help="a source tree to time against this one")
     args = parser.parse_args(argv)
+    if args.baseline is not None:
+        return _compare(args.baseline.resolve(), args.runs, args.keep)
     with tempfile.TemporaryDirectory() as scratch:
         path = args.keep or Path(scratch) / "bench-100k.jsonl"
         write_ledger(path)
@@ -266,6 +300,33 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"median wall: {median:.3f} s (goal < {GOAL_SECONDS} s, ratio {median / GOAL_SECONDS:.2f});"
         f" median cpu: {statistics.median(cpus):.3f} s"
+    )
+    return 0
+
+
+def _compare(baseline: Path, runs: int, keep: Path | None) -> int:
+    """This tree against ``baseline``, interleaved in one run."""
+    here = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as scratch:
+        path = keep or Path(scratch) / "bench-100k.jsonl"
+        write_ledger(path)
+        for tree in (baseline, here):
+            compile_product(tree)
+        load = os.getloadavg()
+        (before, after), whole = time_trees(path, runs, [baseline, here])
+    counted = "both processes" if whole else "the command's own process only"
+    print(f"ledger: {EVENT_COUNT} events; cpu counts {counted}; load before: {load[0]:.2f}")
+    medians = {}
+    for name, timings in (("baseline", before), ("this tree", after)):
+        walls = [wall for wall, _ in timings]
+        cpus = [cpu for _, cpu in timings]
+        medians[name] = (statistics.median(walls), statistics.median(cpus))
+        print(f"{name:>9}: cpu (s) " + ", ".join(f"{t:.3f}" for t in cpus))
+        print(f"{'':>9}  wall (s) " + ", ".join(f"{t:.3f}" for t in walls))
+    (wall_0, cpu_0), (wall_1, cpu_1) = medians["baseline"], medians["this tree"]
+    print(
+        f"median cpu: baseline {cpu_0:.3f} s, this tree {cpu_1:.3f} s (ratio {cpu_1 / cpu_0:.3f});"
+        f" median wall: {wall_0:.3f} s, {wall_1:.3f} s (ratio {wall_1 / wall_0:.3f})"
     )
     return 0
 
