@@ -317,7 +317,13 @@ def plan_summary(
             for op in operations or ()
             if op.decision.reason.value == "dispatch_without_response"
         ]
-        if unknown:
+        running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
+        if unknown and running:
+            lines.append(
+                "Once it has ended you can say on the record whether the call ran: maka settle "
+                f"{plan.session_id} {unknown[0].tool_call_id} --ran (or --not-run)."
+            )
+        elif unknown:
             lines.append(
                 "If you can check whether a call with an unknown outcome ran, say so on the "
                 f"record: maka settle {plan.session_id} {unknown[0].tool_call_id} --ran (or "

@@ -134,6 +134,7 @@ def test_a_survivor_is_reported_with_command_and_pid_until_it_is_stopped(tmp_pat
         assert "background_operation_pending" in text.stdout
         assert f"pid {record.pid}" in text.stdout and "sleep 60" in text.stdout
         assert f"kill -TERM -- -{record.process_group}" in text.stdout
+        assert "Once it has ended you can say on the record" in text.stdout
         body = json.loads(maka(["plan", record.session_id, "--json"], data, env=FLAG).stdout)
         assert "background_operation_pending" in body["rejectionReasons"]
         assert _records(data) == [record], "a live record is kept"
