@@ -72,6 +72,7 @@ def session_checkpoints(
     checked against the repository."""
     found = SessionCheckpoints(session_id)
     runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
+    pending: list[tuple[str, str, str, int, Mapping[str, Any]]] = []
     for header in runs:
         events = [row.event for row in reader.read_run_events(header.run_id)]
         found.modes[header.run_id] = declared_mode(events)
@@ -79,20 +80,24 @@ def session_checkpoints(
             actions = event.get("actions") or {}
             if "workspaceCheckpoint" in actions:
                 body: Mapping[str, Any] = actions["workspaceCheckpoint"]
-                present = carrier.has_snapshot(
-                    str(body["workspaceIdentity"]), str(body["commitId"]), str(body["treeId"])
-                )
-                row = CheckpointRow(
-                    session_id, header.run_id, event["id"], event["ts"], "checkpoint", body, present
-                )
-                found.rows.append(row)
+                pending.append((header.run_id, event["id"], "checkpoint", event["ts"], body))
             elif "workspaceCheckpointFailed" in actions:
                 failed: Mapping[str, Any] = actions["workspaceCheckpointFailed"]
-                found.rows.append(
-                    CheckpointRow(
-                        session_id, header.run_id, event["id"], event["ts"], "failed", failed
-                    )
-                )
+                pending.append((header.run_id, event["id"], "failed", event["ts"], failed))
+    present: set[tuple[str, str, str]] = set()
+    by_workspace: dict[str, list[tuple[str, str]]] = {}
+    for _, _, kind, _, body in pending:
+        if kind == "checkpoint":
+            pair = (str(body["commitId"]), str(body["treeId"]))
+            by_workspace.setdefault(str(body["workspaceIdentity"]), []).append(pair)
+    for workspace, pairs in by_workspace.items():
+        present.update((workspace, *pair) for pair in carrier.present_snapshots(workspace, pairs))
+    for run_id, event_id, kind, ts, body in pending:
+        exists = None
+        if kind == "checkpoint":
+            key = (str(body["workspaceIdentity"]), str(body["commitId"]), str(body["treeId"]))
+            exists = key in present
+        found.rows.append(CheckpointRow(session_id, run_id, event_id, ts, kind, body, exists))
     return found
 
 

@@ -341,18 +341,31 @@ class GitCheckpointStore:
         return (self.git_dir(workspace_identity) / "HEAD").is_file()
 
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
+        return (commit_id, tree_id) in self.present_snapshots(
+            workspace_identity, [(commit_id, tree_id)]
+        )
+
+    def present_snapshots(
+        self, workspace_identity: str, snapshots: list[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        """Which (commit, tree) pairs still exist in the workspace's repository: one
+        ``cat-file --batch-check`` for all of them."""
         git_dir = self.git_dir(workspace_identity)
-        if not (git_dir / "HEAD").is_file():
-            return False
+        if not snapshots or not (git_dir / "HEAD").is_file():
+            return set()
+        query = "".join(f"{commit}\n{tree}\n" for commit, tree in snapshots)
         try:
             out = self._git_runner().run(
-                ["cat-file", "--batch-check=%(objecttype)"],
-                git_dir=git_dir,
-                stdin=f"{commit_id}\n{tree_id}\n".encode(),
+                ["cat-file", "--batch-check=%(objecttype)"], git_dir=git_dir, stdin=query.encode()
             )
         except CheckpointError:
-            return False
-        return out.decode().split() == ["commit", "tree"]
+            return set()
+        kinds = out.decode().split()
+        return {
+            pair
+            for index, pair in enumerate(snapshots)
+            if kinds[2 * index : 2 * index + 2] == ["commit", "tree"]
+        }
 
     def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
         if old_tree == new_tree:
