@@ -62,6 +62,10 @@ _CARD_STATUS = {
 
 
 AWAITING_PERMISSION = "awaiting_permission"
+HOST_STOPPED = "host_stopped"
+"""A command whose run ended without its result: it was stopped when Maka stopped (the tool
+supervisor ends its process group with the host, RECOVERY.md section 9) and may have run in
+part."""
 CANCELLED = "cancelled"
 PERMISSION_DENIED = "permission_denied"
 
@@ -71,6 +75,8 @@ def _card_qualifier(entry: TranscriptEntry) -> str | None:
         return AWAITING_PERMISSION
     if entry.status == "failed" and entry.code in (CANCELLED, PERMISSION_DENIED):
         return entry.code
+    if entry.status == "indeterminate" and entry.tool_name == "bash":
+        return HOST_STOPPED
     return None
 
 
