@@ -33,9 +33,9 @@ from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
-    from runtime.agent.cancel_token import CancelToken
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
     from runtime.agent.run_loop import RunObserver
+    from runtime.base.cancel_token import CancelToken
     from runtime.ledger.event_model import RuntimeEvent
 
 

@@ -83,7 +83,7 @@ def _baseline_read(root: Path, raw: str) -> dict[str, object]:
 
 
 def main() -> None:
-    from runtime.agent.cancel_token import CancelToken
+    from runtime.base.cancel_token import CancelToken
     from runtime.tools.tool_catalog import default_catalog
     from runtime.tools.tool_contract import ToolContext
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.crash_points import FAILPOINT_ENV, CrashPoint
 from runtime.tools.bash_tool import BashTool
 from runtime.tools.tool_contract import ToolContext

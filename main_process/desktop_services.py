@@ -57,12 +57,12 @@ from main_process.session_relocation import (
 )
 from main_process.settle_call import settle_call, settleable_in
 from main_process.transcript_items import session_transcript
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
 from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_overview import SessionOverview, session_overview
 from runtime.agent.session_service import SessionService
 from runtime.agent.transcript_projection import transcript_of_run
+from runtime.base.cancel_token import CancelToken
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused, ResumeService

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TypeVar
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 
 T = TypeVar("T")
 

@@ -133,9 +133,9 @@ def run(args: argparse.Namespace) -> int:
     from app.commands.cancellable_turn import run_cancellable
     from app.commands.cli_session_host import owned_session_host
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
-    from runtime.agent.cancel_token import CancelToken
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
+    from runtime.base.cancel_token import CancelToken
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.ledger.store_ports import RunStatus
 

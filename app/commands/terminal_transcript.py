@@ -24,9 +24,9 @@ from typing import Any, ClassVar, TextIO
 
 from app.code_text import describe
 from renderer.visible_text import AUTO_MODE_WARNING, visible
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import Decision, PermissionQuestion
 from runtime.agent.transcript_projection import summarize_args, summarize_result
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.store_ports import RunStatus
 

@@ -256,7 +256,7 @@ def _turn(
     service: Any, session_id: str, text: str, *, transcript: Any, policy: Any, asker: Any
 ) -> None:
     from app.commands.cancellable_turn import run_cancellable
-    from runtime.agent.cancel_token import CancelToken
+    from runtime.base.cancel_token import CancelToken
     from runtime.ledger.ledger_errors import LedgerError
 
     cancel = CancelToken()

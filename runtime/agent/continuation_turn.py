@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings, RunStore
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
+from runtime.base.cancel_token import CancelToken
 from runtime.continuation.continuation_planner import ContinuationDetails
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointMode, ModeDecision
 from runtime.ledger.crash_points import CrashPoint, failpoint

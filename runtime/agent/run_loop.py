@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.context_overflow import WAY_ON, overflow_notice
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent

@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.event_builders import RunIdentity
 from runtime.agent.outcome_notices import committed_history
 from runtime.agent.permission_policy import (
@@ -36,7 +35,9 @@ from runtime.agent.session_overview import (
     ordered_runs,
 )
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
-from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer, decide_mode
+from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
+from runtime.base.cancel_token import CancelToken
+from runtime.base.checkpoint_mode import decide_mode
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable

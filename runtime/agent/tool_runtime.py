@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.event_builders import EventBuilder
 from runtime.agent.permission_policy import (
     PermissionAsker,
@@ -41,6 +40,7 @@ from runtime.agent.permission_policy import (
 )
 from runtime.agent.text_limits import PROMPT_CHARS, shorten
 from runtime.agent.write_question import write_question
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent

@@ -48,16 +48,6 @@ class CheckpointFactStore(Protocol):
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
 
 
-def decide_mode(carrier: CheckpointCarrier, folder: Path, workspace_identity: str) -> ModeDecision:
-    """The run's mode. A probe that fails for another reason than the listed ones leaves the
-    mode ``git_v1``: its captures will fail and say so (fail closed, never silently off)."""
-    try:
-        return carrier.decide_mode(folder, workspace_identity)
-    except Exception as error:  # the carrier's trouble must not stop the turn
-        _log.warning("checkpoint mode probe failed: %s", error)
-        return ModeDecision(CheckpointMode.GIT_V1)
-
-
 class WorkspaceCheckpointer:
     """The checkpoints of one run."""
 

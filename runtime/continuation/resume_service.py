@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from runtime.agent.workspace_checkpointer import decide_mode
+from runtime.base.checkpoint_mode import decide_mode
 from runtime.continuation.checkpoint_evidence import checkpoint_evidence
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,

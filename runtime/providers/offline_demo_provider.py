@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.providers.provider_port import (
     Finished,
     HistoryItem,

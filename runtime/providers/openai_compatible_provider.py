@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.providers.openai_errors import ERROR_BODY_LIMIT, error_message, is_context_overflow
 from runtime.providers.openai_messages import messages_from_history
 from runtime.providers.provider_port import (

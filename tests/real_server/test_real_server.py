@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.providers.openai_compatible_provider import OpenAICompatibleProvider, OpenAISettings

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.tools import confined_fs
 from runtime.tools.tool_catalog import default_catalog
 from runtime.tools.tool_contract import Tool, ToolContext, ToolFailure

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.transcript_projection import transcript_of_run
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.codes import ReconcileObservation, ResolverReason, ResolverStatus
 from runtime.ledger.event_model import FileStateEvidence, RuntimeEvent

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from runtime.agent import run_loop
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_service import SessionService
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunStatus
 from runtime.providers import history_projection

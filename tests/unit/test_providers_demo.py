@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.providers.offline_demo_provider import (
     OfflineDemoProvider,
     plan_steps,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.providers.openai_compatible_provider import (
     OpenAICompatibleProvider,
     OpenAISettings,

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.providers.openai_compatible_provider import (
     OpenAICompatibleProvider,
     OpenAISettings,

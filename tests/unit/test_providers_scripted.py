@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.providers.provider_port import (
     AssistantText,
     Finished,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.tools.bash_tool import BashTool

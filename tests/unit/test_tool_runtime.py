@@ -17,7 +17,6 @@ from typing import Any
 import psutil
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
 from runtime.agent.permission_policy import (
     Decision,
     PermissionMode,
@@ -27,6 +26,7 @@ from runtime.agent.permission_policy import (
 from runtime.agent.run_loop import RunOutcome, RunSettings
 from runtime.agent.session_service import SessionService
 from runtime.agent.tool_runtime import cap_result
+from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import ResolverStatus, SettlementOrigin, StoreCode
 from runtime.ledger.event_model import RecoveryMode, RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, RunStatus, StoreRefusal

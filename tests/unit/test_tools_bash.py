@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.tools.bash_tool import BashTool
 from runtime.tools.process_tree import BackgroundShellRegistry, ShellRecord
 from runtime.tools.tool_contract import ToolContext

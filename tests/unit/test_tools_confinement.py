@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.tools.tool_catalog import default_catalog
 from runtime.tools.tool_contract import ToolContext, ToolRefusal, ToolRefusalCode
 from runtime.tools.workspace_paths import resolve_workspace_path

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent.cancel_token import CancelToken
+from runtime.base.cancel_token import CancelToken
 from runtime.tools.args_schema import schema_errors
 from runtime.tools.file_state_evidence import file_write_result
 from runtime.tools.tool_catalog import default_catalog
