@@ -297,12 +297,20 @@ def plan_summary(
             f"over {len(details.lineage_run_ids)} generation(s), with no new user message.",
         ]
         lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
+        if details.workspace_decision is not None:
+            changes = details.decision_changes
+            said = f"{len(changes)} file(s) changed" if changes is not None else "not compared"
+            lines.append(
+                f"  Continuing with your current files ({said}); the model is told to re-read "
+                "what changed."
+            )
     else:
         lines = [
             f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
             *_stop_advice(plan),
             *_folder_advice(plan),
+            *_workspace_advice(plan),
         ]
         if "workspace_folder_missing" not in {r.value for r in plan.rejection_reasons}:
             # (a new message cannot run in a folder that is gone: the advice above comes first)
@@ -332,6 +340,18 @@ def plan_summary(
     if operations:
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)
+    return lines
+
+
+def _workspace_advice(plan: ContinuationPlan) -> list[str]:
+    """The user's ways forward when only the files stand in the way (WORKSPACE.md 4)."""
+    lines: list[str] = []
+    if "rebaseline" in plan.workspace_options:
+        lines.append(
+            "Continue with your current files: maka resume "
+            f"{plan.session_id} --rebaseline (the files as they are now become the new "
+            "snapshot; the model is told which files changed and to re-read them)."
+        )
     return lines
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
-from runtime.ledger.workspace_facts import declared_mode
+from runtime.ledger.workspace_facts import declared_mode, snapshot_fact
 from storage.checkpoint_store import GitCheckpointStore
 
 
@@ -78,8 +78,9 @@ def session_checkpoints(
         found.modes[header.run_id] = declared_mode(events)
         for event in events:
             actions = event.get("actions") or {}
-            if "workspaceCheckpoint" in actions:
-                body: Mapping[str, Any] = actions["workspaceCheckpoint"]
+            snapshot = snapshot_fact(actions)
+            if snapshot is not None:
+                body: Mapping[str, Any] = snapshot
                 pending.append((header.run_id, event["id"], "checkpoint", event["ts"], body))
             elif "workspaceCheckpointFailed" in actions:
                 failed: Mapping[str, Any] = actions["workspaceCheckpointFailed"]

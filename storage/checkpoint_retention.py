@@ -22,6 +22,7 @@ from typing import Protocol
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
+from runtime.ledger.workspace_facts import snapshot_fact
 from storage.checkpoint_store import GitCheckpointStore
 
 _log = logging.getLogger(__name__)
@@ -58,11 +59,11 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
         for run in runs:
             if run.status not in TERMINAL_RUN_STATUSES:
                 open_runs.add((session.session_id, run.run_id))
-            named = [
-                str(row.event["actions"]["workspaceCheckpoint"]["checkpointRef"])
+            facts = (
+                snapshot_fact(row.event.get("actions"))
                 for row in reader.read_run_events(run.run_id)
-                if "workspaceCheckpoint" in (row.event.get("actions") or {})
-            ]
+            )
+            named = [str(fact["checkpointRef"]) for fact in facts if fact is not None]
             if run.run_id in latest:
                 keep.update(named)
             elif named:

@@ -84,7 +84,7 @@ def _check_start_event(claim: ContinuationClaim, header: RunHeader, event: Runti
     start = actions.get("continuationStart")
     if (
         start is None
-        or set(actions) - {"continuationStart", "runtimeProtocol"}
+        or set(actions) - {"continuationStart", "runtimeProtocol", "workspaceBaseline"}
         or event.get("content") is not None
         or event.get("status") is not None
         or event["role"] != "system"

@@ -21,12 +21,19 @@ if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
     from app.commands.terminal_transcript import TerminalTranscript
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+    from runtime.continuation.workspace_decision import WorkspaceDecision
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="the session id (see 'maka sessions')")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument(
+        "--rebaseline",
+        action="store_true",
+        help="when the files changed since the stop: continue with them as they are now "
+        "(they become the new snapshot and the model is told which files changed)",
+    )
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),
@@ -47,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+    from runtime.continuation.workspace_decision import WorkspaceDecision
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
     note_refusals_without_terminal(args.permission_mode)
@@ -66,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
             asker=asker,
             transcript=transcript,
             as_json=args.json,
+            decision=WorkspaceDecision.REBASELINE if args.rebaseline else None,
         )
 
 
@@ -78,6 +87,7 @@ def resume_session(
     asker: PermissionAsker,
     transcript: TerminalTranscript,
     as_json: bool = False,
+    decision: WorkspaceDecision | None = None,
 ) -> int:
     """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI."""
     from app.commands.cancellable_turn import run_cancellable
@@ -86,7 +96,7 @@ def resume_session(
     from runtime.ledger.store_ports import RunStatus
 
     service, cancel = host_resume_service(host, cwd, policy, asker, transcript)
-    plan = service.plan_latest(session_id)
+    plan = service.plan_latest(session_id, decision=decision)
     if not plan.continues:
         if as_json:
             print(json.dumps(plan_json(plan), ensure_ascii=False))

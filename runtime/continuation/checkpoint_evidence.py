@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from runtime.continuation.continuation_planner import SafetyObservation
 from runtime.continuation.workspace_gate import CheckpointEvidence
-from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, TreeChange
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.workspace_facts import boundary_checkpoint
 
@@ -43,3 +43,26 @@ def checkpoint_evidence(
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
     return CheckpointEvidence(True, tuple(changes))
+
+
+def changes_since_snapshot(
+    carrier: CheckpointCarrier | None,
+    events: Sequence[RuntimeEvent],
+    observation: SafetyObservation,
+) -> tuple[TreeChange, ...] | None:
+    """How the observed folder differs from the run's newest snapshot, stale or not (what a
+    rebaseline tells the model); None when there is nothing to compare with (no snapshot, its
+    objects gone, another workspace)."""
+    checkpoint = boundary_checkpoint(events).checkpoint
+    tree = observation.workspace_tree
+    if carrier is None or checkpoint is None or tree is None or tree.tree_id is None:
+        return None
+    workspace = str(checkpoint["workspaceIdentity"])
+    if workspace != observation.workspace_identity or not carrier.has_snapshot(
+        workspace, str(checkpoint["commitId"]), str(checkpoint["treeId"])
+    ):
+        return None
+    try:
+        return tuple(carrier.changes(workspace, str(checkpoint["treeId"]), tree.tree_id))
+    except CheckpointError:
+        return None

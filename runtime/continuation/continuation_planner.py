@@ -22,13 +22,20 @@ from runtime.continuation.continuation_replay import (
 )
 from runtime.continuation.lineage_reader import Lineage, LineageError
 from runtime.continuation.provider_replay import ItemKind, ProviderItem
+from runtime.continuation.workspace_decision import (
+    ANSWERED_BY,
+    WorkspaceDecision,
+    offered_decisions,
+)
 from runtime.continuation.workspace_gate import CheckpointEvidence, WorkspaceTree, workspace_gate
 from runtime.ledger.attestation import attestation_suffix_ok
+from runtime.ledger.checkpoint_ports import TreeChange
 from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.permission_facts import open_permission_requests
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+from runtime.ledger.workspace_facts import boundary_checkpoint
 
 
 class SessionFolderMissing(FileNotFoundError):
@@ -110,6 +117,12 @@ class ContinuationDetails:
     tool_names: tuple[str, ...]
     # The tree verified equal to the boundary checkpoint; revalidation re-checks it.
     workspace_tree_id: str | None = None
+    # The workspace epoch the continuation runs in (one more after a user's decision).
+    workspace_epoch: int = 1
+    # The user's decision that answered the workspace gate, and what it answered.
+    workspace_decision: WorkspaceDecision | None = None
+    previous_checkpoint_ref: str | None = None
+    decision_changes: tuple[TreeChange, ...] | None = None  # None: nothing to compare with
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +137,11 @@ class ContinuationPlan:
     def continues(self) -> bool:
         return self.continuation is not None and not self.rejection_reasons
 
+    @property
+    def workspace_options(self) -> tuple[str, ...]:
+        """The user's ways forward when only the workspace gate parks (WORKSPACE.md 4)."""
+        return () if self.continues else offered_decisions(self.rejection_reasons)
+
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "sessionId": self.session_id,
@@ -133,6 +151,9 @@ class ContinuationPlan:
         }
         if self.source_run_id is not None:
             body["sourceRunId"] = self.source_run_id
+        options = self.workspace_options
+        if options:
+            body["workspaceOptions"] = list(options)
         if self.continuation is not None:
             c = self.continuation
             body["continuation"] = {
@@ -143,6 +164,8 @@ class ContinuationPlan:
                 "lineageRunIds": list(c.lineage_run_ids),
                 "replayRuntimeEventIds": [e["id"] for e in c.runtime_context],
             }
+            if c.workspace_decision is not None:
+                body["continuation"]["workspaceDecision"] = c.workspace_decision.value
         return body
 
 
@@ -172,6 +195,10 @@ class PlannerInput:
     replay: ReplayPlan | ReplayBlocked | None = None
     # The boundary checkpoint held against the folder (the session service's reading of it).
     checkpoint_evidence: CheckpointEvidence | None = None
+    # The user's explicit way forward for a workspace park (WORKSPACE.md section 4), and how
+    # the folder differs from the newest snapshot it would replace (None: not comparable).
+    decision: WorkspaceDecision | None = None
+    decision_changes: tuple[TreeChange, ...] | None = None
 
 
 _UNSETTLED_TO_REASON = {
@@ -392,10 +419,16 @@ def _accumulating_gates(
                 ),
             )
     verified_tree: str | None = None
+    answered = ANSWERED_BY.get(given.decision, frozenset()) if given.decision else frozenset()
+    decided = False
     for finding in workspace_gate(events, given.checkpoint_evidence):
         diagnostic = PlanDiagnostic(
             finding.code, finding.message, finding.event_id, detail=finding.detail
         )
+        if finding.reason is not None and finding.reason in answered:
+            decided = True  # the user's decision answers it; it stays as a diagnostic
+            diagnostics.append(diagnostic)
+            continue
         if finding.reason is not None:
             add(finding.reason, diagnostic)
             continue
@@ -422,8 +455,28 @@ def _accumulating_gates(
         workspace_identity=observation.workspace_identity,
         tool_names=tuple(sorted(available)),
         workspace_tree_id=verified_tree,
+        **_decision_fields(given, events, decided),
     )
     return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
+
+
+def _decision_fields(
+    given: PlannerInput, events: tuple[RuntimeEvent, ...], decided: bool
+) -> dict[str, Any]:
+    boundary = boundary_checkpoint(events)
+    epoch = 1
+    previous: str | None = None
+    if boundary.checkpoint is not None:
+        epoch = int(boundary.checkpoint.get("workspaceEpoch", 1))
+        previous = str(boundary.checkpoint.get("checkpointRef", "")) or None
+    if not decided:
+        return {"workspace_epoch": epoch}
+    return {
+        "workspace_epoch": epoch + 1,
+        "workspace_decision": given.decision,
+        "previous_checkpoint_ref": previous,
+        "decision_changes": given.decision_changes,
+    }
 
 
 _STATUS_FOR_EVENT = {

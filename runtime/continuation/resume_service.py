@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from runtime.base.checkpoint_mode import decide_mode
-from runtime.continuation.checkpoint_evidence import checkpoint_evidence
+from runtime.continuation.checkpoint_evidence import changes_since_snapshot, checkpoint_evidence
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,
     ContinuationPlan,
@@ -32,11 +32,19 @@ from runtime.continuation.continuation_planner import (
 from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
+from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import attestation_suffix_ok
-from runtime.ledger.checkpoint_ports import CheckpointCarrier
+from runtime.ledger.checkpoint_ports import (
+    CheckpointCarrier,
+    CheckpointError,
+    TreeChange,
+    changed_paths_summary,
+    checkpoint_ref,
+)
 from runtime.ledger.codes import ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, RuntimeProtocol
+from runtime.ledger.event_model import WorkspaceBaseline as WorkspaceBaselineFact
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
     TERMINAL_RUN_STATUSES,
@@ -123,13 +131,21 @@ class ResumeService:
 
     # ---- planning -----------------------------------------------------------------------------
 
-    def plan_latest(self, session_id: str, *, automatic: bool = False) -> ContinuationPlan:
-        plan = self._plan_latest(session_id)
+    def plan_latest(
+        self,
+        session_id: str,
+        *,
+        automatic: bool = False,
+        decision: WorkspaceDecision | None = None,
+    ) -> ContinuationPlan:
+        """Plan the latest interruption; ``decision`` is the user's explicit way forward for a
+        workspace park (WORKSPACE.md section 4: never automatic)."""
+        plan = self._plan_latest(session_id, None if automatic else decision)
         if self._log is not None:
             self._log.plan(plan, automatic=automatic)
         return plan
 
-    def _plan_latest(self, session_id: str) -> ContinuationPlan:
+    def _plan_latest(self, session_id: str, decision: WorkspaceDecision | None) -> ContinuationPlan:
         if not self._enabled:
             return park(
                 session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
@@ -222,10 +238,15 @@ class ResumeService:
             except LedgerError as error:
                 authority_error = str(error)
         evidence = None
+        changes: tuple[TreeChange, ...] | None = None
         if isinstance(lineage, Lineage):
             evidence = checkpoint_evidence(
                 self._checkpoints, lineage.prefixes[-1].events, observation
             )
+            if decision is not None:
+                changes = changes_since_snapshot(
+                    self._checkpoints, lineage.prefixes[-1].events, observation
+                )
         return plan_continuation(
             PlannerInput(
                 session_id=session_id,
@@ -237,6 +258,8 @@ class ResumeService:
                 ids=_fresh_ids(self._new_id),
                 replay=replay,
                 checkpoint_evidence=evidence,
+                decision=decision,
+                decision_changes=changes,
             )
         )
 
@@ -366,6 +389,7 @@ class ResumeService:
         ids = details.ids
         source = details.source
         now = self._now_ms()
+        baseline = self._baseline(session_id, details, now)
         source_record = {
             "protocol": "continuation_source_v2",
             "claimId": ids.claim_id,
@@ -423,6 +447,8 @@ class ResumeService:
                 },
             },
         }
+        if baseline is not None:
+            start_event["actions"]["workspaceBaseline"] = cast(WorkspaceBaselineFact, baseline)
         claim = ContinuationClaim(
             claim_id=ids.claim_id,
             session_id=session_id,
@@ -442,6 +468,44 @@ class ResumeService:
         except LedgerError as error:
             raise ResumeRefused(error.code, error.message) from error
         return target, start_event
+
+    def _baseline(
+        self, session_id: str, details: ContinuationDetails, now: int
+    ) -> dict[str, Any] | None:
+        """For a rebaseline: capture the folder as it is now (the artifact, before the fact)
+        and the ``workspaceBaseline`` fact the admission transaction commits."""
+        if details.workspace_decision is not WorkspaceDecision.REBASELINE:
+            return None
+        if self._checkpoints is None:
+            raise ResumeRefused(
+                ParkReason.WORKSPACE_CHECKPOINT_MISSING, "no checkpoint store to capture the files"
+            )
+        folder = Path(os.path.realpath(self._session_cwd(details.source)))
+        ref = checkpoint_ref(session_id, details.ids.run_id, 0)
+        try:
+            snapshot = self._checkpoints.capture(
+                folder, details.workspace_identity, ref, f"maka baseline {ref}"
+            )
+        except CheckpointError as error:
+            message = f"the files could not be captured: {error.message}"
+            raise ResumeRefused(error.code, message) from error
+        changes = details.decision_changes
+        body: dict[str, Any] = {
+            "protocol": "workspace_baseline_v1",
+            "workspaceIdentity": details.workspace_identity,
+            "workspaceEpoch": details.workspace_epoch,
+            "checkpointRef": snapshot.ref,
+            "commitId": snapshot.commit_id,
+            "treeId": snapshot.tree_id,
+            "policyHash": snapshot.policy_hash,
+            **changed_paths_summary(changes or ()),
+            "compared": changes is not None,
+            "decidedBy": "local_user",
+            "decidedAt": now,
+        }
+        if details.previous_checkpoint_ref:
+            body["previousCheckpointRef"] = details.previous_checkpoint_ref
+        return body
 
     def _start_protocol(self, details: ContinuationDetails) -> RuntimeProtocol:
         """The continuation's T1 marker, declaring its checkpoint mode when there is a carrier."""

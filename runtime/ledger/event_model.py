@@ -279,6 +279,32 @@ class WorkspaceCheckpointFailed(TypedDict):
 
 
 @_closed
+class ChangedPath(TypedDict):
+    path: str
+    change: Literal["added", "modified", "deleted"]
+
+
+@_closed
+class WorkspaceBaseline(TypedDict):
+    """The user chose to continue with the folder's current files (WORKSPACE.md section 4):
+    committed in the continuation's start event, in its admission transaction."""
+
+    protocol: Literal["workspace_baseline_v1"]
+    workspaceIdentity: NonEmpty
+    workspaceEpoch: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
+    previousCheckpointRef: NotRequired[str]
+    checkpointRef: NonEmpty
+    commitId: GitObjectId
+    treeId: GitObjectId
+    policyHash: Annotated[str, _Constrained(pattern=r"^[0-9a-f]{64}$")]
+    changedPaths: list[ChangedPath]
+    moreChangedPaths: Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]
+    compared: bool
+    decidedBy: Literal["local_user"]
+    decidedAt: Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]
+
+
+@_closed
 class Actions(TypedDict, total=False):
     stateDelta: dict[str, Any]
     endInvocation: bool
@@ -292,6 +318,7 @@ class Actions(TypedDict, total=False):
     continuationStart: ContinuationStart
     workspaceCheckpoint: WorkspaceCheckpoint
     workspaceCheckpointFailed: WorkspaceCheckpointFailed
+    workspaceBaseline: WorkspaceBaseline
 
 
 @_closed

@@ -47,6 +47,20 @@ def workspace_fact_problem(event: RuntimeEvent) -> str | None:
     return None
 
 
+def snapshot_fact(actions: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The snapshot an event's actions record: a ``workspaceCheckpoint``, or the checkpoint of
+    the user's decision to continue with the current files (``workspaceBaseline``, in a
+    continuation's start event). Both name ``checkpointRef``, ``commitId``, ``treeId``,
+    ``workspaceIdentity`` and ``workspaceEpoch``."""
+    if not actions:
+        return None
+    for key in ("workspaceCheckpoint", "workspaceBaseline"):
+        body = actions.get(key)
+        if isinstance(body, Mapping):
+            return body
+    return None
+
+
 def declared_mode(events: Sequence[RuntimeEvent]) -> Mapping[str, Any] | None:
     """The checkpoint mode the run's first event declares, or None (a run from before
     checkpoints, or one run without a checkpoint carrier)."""
@@ -62,7 +76,8 @@ def declared_mode(events: Sequence[RuntimeEvent]) -> Mapping[str, Any] | None:
 class BoundaryCheckpoint:
     """The checkpoint state of a run's committed prefix, as the planner judges it.
 
-    ``checkpoint``: the newest ``workspaceCheckpoint`` payload (None: none was committed);
+    ``checkpoint``: the newest ``workspaceCheckpoint`` (or ``workspaceBaseline``) payload (None:
+    none was committed);
     ``failed``: the newest fact is a failed capture (its payload); ``stale_after``: the event id
     of a writing call dispatched after the newest checkpoint fact (None: not stale)."""
 
@@ -83,13 +98,9 @@ def boundary_checkpoint(events: Sequence[RuntimeEvent]) -> BoundaryCheckpoint:
         actions = event.get("actions")
         if actions is None:
             continue
-        if "workspaceCheckpoint" in actions:
-            checkpoint, failed, stale_after, stale_tool = (
-                actions["workspaceCheckpoint"],
-                None,
-                None,
-                None,
-            )
+        snapshot = snapshot_fact(actions)
+        if snapshot is not None:
+            checkpoint, failed, stale_after, stale_tool = snapshot, None, None, None
         elif "workspaceCheckpointFailed" in actions:
             failed, stale_after, stale_tool = actions["workspaceCheckpointFailed"], None, None
         elif "toolDispatch" in actions and stale_after is None:

@@ -1,0 +1,200 @@
+"""The user's ways forward after a workspace park (WORKSPACE.md section 4), end to end: a real
+``maka run`` killed at a failpoint, the folder changed, then ``maka resume --rebaseline``
+(scripted provider recording its requests, real tools, real store, the real ``git``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+FIRST_STEP = {
+    "text": "Counting.",
+    "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
+}
+# The interrupted run: its first call runs and is captured, then the provider fails.
+INTERRUPTED = [[FIRST_STEP, {"error": {"message": "the service went away"}}]]
+# The continuation picks up at the second step.
+SCRIPT = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
+        },
+        {
+            "text": "Writing the report.",
+            "toolCalls": [
+                {
+                    "id": "c2",
+                    "name": "write_file",
+                    "args": {"path": "report.txt", "content": "done\n"},
+                }
+            ],
+        },
+        {"text": "Finished."},
+    ]
+]
+
+
+class Drill:
+    def __init__(self, tmp_path: Path) -> None:
+        self.data = tmp_path / "data"
+        self.work = tmp_path / "work"
+        self.work.mkdir(parents=True)
+        (self.work / "a.txt").write_text("alpha\n")
+        (self.work / "b.txt").write_text("beta\n")
+        self.record = tmp_path / "requests.jsonl"
+        script = write_script(tmp_path / "script.json", SCRIPT)
+        self.interrupted = write_script(tmp_path / "interrupted.json", INTERRUPTED)
+        self.env = {**scripted_env(script, self.record, checkpoints=True), **FLAG}
+
+    def run(self, failpoint: str | None = None) -> None:
+        """The interrupted run: killed at ``failpoint``, or ended by the provider's failure."""
+        args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", "count once"]
+        env = {**self.env, "MAKA_SCRIPT_FILE": str(self.interrupted)}
+        if failpoint is not None:
+            env["MAKA_FAILPOINT"] = failpoint
+        result = maka(args, self.data, env=env)
+        assert result.returncode == (-9 if failpoint else 1), result.stderr
+        self.record.unlink(missing_ok=True)
+
+    @property
+    def session(self) -> str:
+        return committed_runs(self.data)[0][0].session_id
+
+    def resume(self, *extra: str) -> tuple[int, dict[str, Any]]:
+        args = ["resume", self.session, "--json", "--permission-mode", "auto", *extra]
+        result = maka(args, self.data, env=self.env)
+        assert result.stdout.strip(), result.stderr
+        return result.returncode, json.loads(result.stdout)
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+
+def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run()  # the first call ran and was captured; then the provider failed
+    (drill.work / "count.txt").write_text("edited by the user\n")
+    (drill.work / "new.txt").write_text("new\n")
+    (drill.work / "b.txt").unlink()
+
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
+    assert parked["workspaceOptions"] == ["rebaseline"]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert f"maka resume {drill.session} --rebaseline" in text
+    assert drill.requests() == []
+
+    code, body = drill.resume("--rebaseline")
+    assert code == 0, body
+    assert body["status"] == "completed"
+    assert body["continuation"]["workspaceDecision"] == "rebaseline"
+    # The drift stays on the record as a diagnostic of the plan the user decided on.
+    assert [d["code"] for d in body["diagnostics"]].count("workspace_drift") == 1
+
+    # The exact first request: the replayed history, no new user message, then the notice.
+    first = drill.requests()[0]["history"]
+    assert [item["type"] for item in first] == [
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+        "host_notice",
+    ]
+    assert first[0] == {"type": "user", "text": "count once"}
+    assert first[-1]["text"] == (
+        "Note from the host: while this session was stopped, 3 files in the folder changed "
+        "outside your view:\n"
+        "- b.txt (deleted)\n- count.txt (modified)\n- new.txt (added)\n"
+        "The user chose to continue with the files as they are now. Re-read these files "
+        "before you rely on what you saw of them earlier."
+    )
+    # The continuation carried on where it stopped and its write landed in the folder.
+    assert (drill.work / "report.txt").read_text() == "done\n"
+    assert (drill.work / "count.txt").read_text() == "edited by the user\n"
+
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2
+    start = runs[1][1][0]
+    baseline = start["actions"]["workspaceBaseline"]
+    first_checkpoint = runs[0][1]
+    source_refs = [
+        e["actions"]["workspaceCheckpoint"]["checkpointRef"]
+        for e in first_checkpoint
+        if "workspaceCheckpoint" in e.get("actions", {})
+    ]
+    assert baseline["protocol"] == "workspace_baseline_v1"
+    assert baseline["workspaceEpoch"] == 2
+    assert baseline["previousCheckpointRef"] == source_refs[-1]
+    assert baseline["compared"] is True and baseline["decidedBy"] == "local_user"
+    assert baseline["changedPaths"] == [
+        {"path": "b.txt", "change": "deleted"},
+        {"path": "count.txt", "change": "modified"},
+        {"path": "new.txt", "change": "added"},
+    ]
+    # The continuation's own checkpoints carry the new epoch.
+    epochs = {
+        e["actions"]["workspaceCheckpoint"]["workspaceEpoch"]
+        for e in runs[1][1]
+        if "workspaceCheckpoint" in e.get("actions", {})
+    }
+    assert epochs == {2}
+    listed = json.loads(maka(["checkpoints", drill.session, "--json"], drill.data).stdout)
+    assert all(c["present"] for run in listed["runs"] for c in run["checkpoints"])
+
+    # Once: a second resume (with or without the decision) starts nothing.
+    code, again = drill.resume("--rebaseline")
+    assert code == 3 and again["rejectionReasons"] == ["continuation_already_exists"]
+    assert len(committed_runs(drill.data)) == 2
+
+
+def test_rebaseline_answers_a_stale_snapshot(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P6")  # the bash call's T2 committed; the capture after it never ran
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_stale"]
+    assert parked["workspaceOptions"] == ["rebaseline"]
+    code, body = drill.resume("--rebaseline")
+    assert code == 0, body
+    notice = drill.requests()[0]["history"][-1]
+    assert notice["type"] == "host_notice"
+    assert "- count.txt (added)" in notice["text"]
+
+
+def test_rebaseline_answers_a_missing_snapshot_without_naming_files(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run()
+    shutil.rmtree(drill.data / "checkpoints")
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"]
+    code, body = drill.resume("--rebaseline")
+    assert code == 0, body
+    notice = drill.requests()[0]["history"][-1]
+    assert notice["type"] == "host_notice"
+    assert "there is no snapshot to tell which" in notice["text"]
+    start = committed_runs(drill.data)[1][1][0]
+    assert start["actions"]["workspaceBaseline"]["compared"] is False
+    assert "previousCheckpointRef" in start["actions"]["workspaceBaseline"]
+
+
+def test_rebaseline_never_waives_another_reason(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P3")  # the call's outcome is unknown: a reason the files cannot answer
+    (drill.work / "a.txt").write_text("changed\n")
+    code, body = drill.resume("--rebaseline")
+    assert code == 3
+    assert body["rejectionReasons"] == ["dangling_tool_state"], body
+    assert "workspaceOptions" not in body
+    assert len(committed_runs(drill.data)) == 1
+    assert drill.requests() == []
