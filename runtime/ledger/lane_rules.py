@@ -11,8 +11,9 @@ module owns three pure rules:
 - ``check_transition_shape``: the lane sequence each writer accepts.
 
 Prospective validation against the ledger (``validate_transition``) needs the scanner, which
-itself classifies lanes; it lives in ``transition_validator`` and is re-exported here lazily so
-callers that think of it as a lane rule find it.
+itself classifies lanes; it lives in ``transition_validator``, above this module (the ledger's
+modules import one way: ``lane_rules`` < ``tool_ledger_scanner`` < ``recovery_bundle`` <
+``transition_validator``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime.ledger.codes import Lane, ScanIssueCode, TransitionKind, WriterRejectionCode
 from runtime.ledger.event_model import RuntimeEvent
-
-if TYPE_CHECKING:
-    from runtime.ledger.transition_validator import TransitionVerdict
 
 RECONCILE_RESULT_KIND = "maka.tool.reconcile_result"
 RECOVERY_DECISION_KIND = "maka.tool.recovery_decision"
@@ -254,14 +252,3 @@ def check_transition_shape(
             "a T2 outcome is a function_response bound by refs.operationId",
         )
     return None
-
-
-def validate_transition(
-    existing_events: Sequence[RuntimeEvent],
-    candidates: Sequence[RuntimeEvent],
-    kind: TransitionKind,
-) -> TransitionVerdict:
-    """Prospective validation of a write (see ``transition_validator.validate_transition``)."""
-    from runtime.ledger import transition_validator
-
-    return transition_validator.validate_transition(existing_events, candidates, kind)

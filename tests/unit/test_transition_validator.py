@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime.ledger import lane_rules
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import (
     BundleCode,
@@ -54,10 +53,6 @@ def test_a_clean_t1_t2_sequence_is_accepted_with_its_new_events() -> None:
     assert t1 == TransitionVerdict(True, new_events=(CALL, DISPATCH))
     t2 = validate_transition([*HISTORY, CALL, DISPATCH], [BOUND], K.T2_OUTCOME)
     assert t2 == TransitionVerdict(True, new_events=(BOUND,))
-
-
-def test_lane_rules_exposes_the_same_validation() -> None:
-    assert lane_rules.validate_transition(HISTORY, [CALL, DISPATCH], K.T1_PREPARE).ok
 
 
 def test_a_corrupt_ledger_refuses_even_an_exact_retry() -> None:
