@@ -11,7 +11,7 @@
 Every subcommand accepts ``--data-dir`` (CLI.md) and ignores it: these tools never open a
 database. A line that is one of ``maka export``'s own records (the session line, a run header, a
 continuation claim) is named as such (``export_record_message``) instead of the decoder's
-complaint about a missing ``id``; its code stays the decoder's.
+complaint about a missing ``id`` (``ledger_lines``); its code stays the decoder's.
 """
 
 from __future__ import annotations
@@ -23,14 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
-
-# The lines of a ``maka export`` file that are not RuntimeEvents, as ``storage.session_export``
-# writes them (not imported from there: the ledger tools never load the storage package).
-EXPORT_RECORDS = {
-    "maka.session.v1": "a session export record",
-    "maka.run_header.v1": "a run header export record",
-    "maka.continuation_claim.v1": "a continuation claim export record",
-}
+from app.commands.ledger_lines import export_record_kind, export_record_message
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,40 +77,6 @@ def _report_module() -> Any:
         raise CliError(
             "command_unavailable", "this build has no ledger report commands", EXIT_ERROR
         ) from None
-
-
-def export_record_kind(raw: bytes) -> str | None:
-    """The ``kind`` of an export record line (``EXPORT_RECORDS``), else None. Called only for a
-    line that did not decode as a RuntimeEvent."""
-    if b'"kind"' not in raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
-        return None
-    kind = value.get("kind") if isinstance(value, dict) else None
-    return kind if isinstance(kind, str) and kind in EXPORT_RECORDS else None
-
-
-def export_record_message(line_number: int, kind: str) -> str:
-    return (
-        f"line {line_number} is {EXPORT_RECORDS[kind]} ({kind}), not a RuntimeEvent: ledger tools"
-        " read one run's events; `maka import` reads export files"
-    )
-
-
-def file_line(path: Path, line_number: int) -> bytes | None:
-    """Line ``line_number`` (1-based) of ``path`` without its newline; None when it cannot be
-    read. For error messages only: it reads the file again."""
-    from itertools import islice
-
-    try:
-        with path.open("rb") as file:
-            for raw in islice(file, line_number - 1, line_number):
-                return raw.rstrip(b"\n")
-    except OSError:
-        return None
-    return None
 
 
 def run_check(args: argparse.Namespace) -> int:

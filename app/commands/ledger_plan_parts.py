@@ -15,14 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.commands.ledger_report import (
+from app.commands.ledger_json import (
     compose_plan_json_text,
     join_json_items,
     operations_json_text,
     plan_json_text,
-    reading_error,
     replay_json_text,
 )
+from app.commands.ledger_lines import reading_error
 from app.process_exit import request_fast_exit
 from runtime.fastplan.ledger_reading import LedgerReading
 from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces

@@ -381,7 +381,7 @@ def test_a_large_ledger_with_both_facts_in_its_tail_gives_the_serial_answer(
 ) -> None:
     """The two-core path (the tail scanned and planned in a child) reports them as the plain
     path does."""
-    from app.commands.ledger_report import plan_json, scan_json
+    from app.commands.ledger_json import plan_json, scan_json
     from runtime.ledger.ledger_file import read_ledger_events
     from runtime.recovery.recovery_resolver import resolve_recovery
     from runtime.recovery.resume_plan import plan_resume
@@ -506,7 +506,7 @@ def _large_run(turns: int) -> list[RuntimeEvent]:
 
 @pytest.mark.parametrize("command", ["plan", "scan"])
 def test_a_large_ledger_gives_the_plan_of_the_serial_decode(tmp_path: Path, command: str) -> None:
-    from app.commands.ledger_report import plan_json, scan_json
+    from app.commands.ledger_json import plan_json, scan_json
     from runtime.fastplan.parallel_decode import MIN_PARALLEL_BYTES
     from runtime.ledger.ledger_file import read_ledger_events
     from runtime.recovery.recovery_resolver import resolve_recovery

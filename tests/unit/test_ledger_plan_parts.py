@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.commands import ledger_plan_parts
+from app.commands.ledger_json import plan_json_text
 from app.commands.ledger_plan_parts import plan_json_text_in_parts
-from app.commands.ledger_report import plan_json_text
 from runtime.fastplan import parallel_decode
 from runtime.fastplan.plan_parts import facts_from_plain, facts_to_plain, plan_part
 from runtime.ledger.event_model import RuntimeEvent

@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.commands import ledger_report
-from app.commands.ledger_report import plan_json, plan_json_text
+from app.commands import ledger_json
+from app.commands.ledger_json import plan_json, plan_json_text
 from runtime.ledger.codes import DiagnosticCode, Disposition, OperationStatus, ParkReason
 from runtime.recovery.resume_plan import (
     INDETERMINATE_TOOL_RESULT_DIRECTIVE,
@@ -105,7 +105,7 @@ def test_plain_strings_take_the_direct_form(plan: ResumePlan) -> None:
     ]
     op_strings += [op.response_runtime_event_id or "" for op in plan.operations]
     dumped: list[str] = []
-    original_operation, original_dumps = ledger_report.operation_json, ledger_report._dumps
+    original_operation, original_dumps = ledger_json.operation_json, ledger_json._dumps
 
     def operation_spy(operation: ToolOperation) -> dict[str, Any]:
         dumped.append("operations")
@@ -116,12 +116,12 @@ def test_plain_strings_take_the_direct_form(plan: ResumePlan) -> None:
             dumped.append("replay")
         return original_dumps(value)
 
-    ledger_report.operation_json = operation_spy
-    ledger_report._dumps = dumps_spy
+    ledger_json.operation_json = operation_spy
+    ledger_json._dumps = dumps_spy
     try:
-        ledger_report.plan_json_text(plan)
+        ledger_json.plan_json_text(plan)
     finally:
-        ledger_report.operation_json = original_operation
-        ledger_report._dumps = original_dumps
+        ledger_json.operation_json = original_operation
+        ledger_json._dumps = original_dumps
     assert ("operations" in dumped) == (not all(map(_is_plain, op_strings)))
     assert ("replay" in dumped) == (not all(map(_is_plain, ids)))

@@ -1,0 +1,206 @@
+"""The JSON documents of ``maka ledger plan`` and ``maka ledger scan`` (CLI.md, "Ledger tools").
+
+A contract: camelCase keys in a fixed order, optional keys omitted (never ``null``),
+``directive`` only when verification is required. The plan's text is written directly for a
+long run (``plan_json_text``), byte for byte what ``json.dumps`` of the document gives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from json.encoder import encode_basestring
+from typing import Any
+
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.tool_ledger_scanner import ScanIssue
+from runtime.recovery.recovery_resolver import RecoveryResolution, ToolRecoveryDecision
+from runtime.recovery.resume_plan import PlanVerdict, ResumeDiagnostic, ResumePlan, ToolOperation
+
+JsonObject = dict[str, Any]
+
+
+def _present(*pairs: tuple[str, Any]) -> JsonObject:
+    """An object of the given keys, in order, leaving out the absent (None) ones."""
+    return {key: value for key, value in pairs if value is not None}
+
+
+# ---- plan -------------------------------------------------------------------------------------
+
+
+def operation_json(operation: ToolOperation) -> JsonObject:
+    # Built key by key rather than through ``_present``: a long run has tens of thousands.
+    document: JsonObject = {
+        "toolCallId": operation.tool_call_id,
+        "toolName": operation.tool_name,
+        "status": operation.status.value,
+        "callRuntimeEventId": operation.call_runtime_event_id,
+    }
+    if operation.response_runtime_event_id is not None:
+        document["responseRuntimeEventId"] = operation.response_runtime_event_id
+    if operation.response_is_error is not None:
+        document["responseIsError"] = operation.response_is_error
+    return document
+
+
+def diagnostic_json(diagnostic: ResumeDiagnostic) -> JsonObject:
+    return _present(
+        ("code", diagnostic.code.value),
+        ("message", diagnostic.message),
+        ("eventId", diagnostic.event_id),
+        ("toolCallId", diagnostic.tool_call_id),
+        ("toolName", diagnostic.tool_name),
+        ("detail", dict(diagnostic.detail) if diagnostic.detail is not None else None),
+    )
+
+
+def verdict_json(verdict: ResumePlan | PlanVerdict) -> JsonObject:
+    """The plan document's keys other than its two long lists, in document order."""
+    return _present(
+        ("disposition", verdict.disposition.value),
+        ("diagnostics", [diagnostic_json(diagnostic) for diagnostic in verdict.diagnostics]),
+        ("rejectionReasons", [reason.value for reason in verdict.rejection_reasons]),
+        ("requiresVerification", verdict.requires_verification),
+        ("sourceRuntimeEventHighWater", verdict.source_runtime_event_high_water),
+        ("directive", verdict.directive),
+    )
+
+
+def plan_json(plan: ResumePlan) -> JsonObject:
+    """The ``maka ledger plan --json`` document."""
+    verdict = verdict_json(plan)
+    document: JsonObject = {"disposition": verdict.pop("disposition")}
+    document["operations"] = [operation_json(operation) for operation in plan.operations]
+    document.update(verdict)
+    document["replayRuntimeEventIds"] = [event["id"] for event in plan.replay_runtime_events]
+    return document
+
+
+# The plan's JSON text. A long run's plan lists tens of thousands of operations and a replay list
+# of every event, so the two lists are written directly rather than through ``json.dumps``; the
+# text is the same, byte for byte (a property test compares them). The direct form is taken
+# only when no string it inserts needs a JSON escape (``_plain``); otherwise the list is dumped.
+_OPERATION_HEAD = (
+    '{"toolCallId": "%s", "toolName": "%s", "status": "%s", "callRuntimeEventId": "%s"'
+)
+_SETTLED_OPERATION = (
+    _OPERATION_HEAD + ', "responseRuntimeEventId": "%s", "responseIsError": %s}'
+)  # the usual case: a response is bound
+_RESPONSE_ID = ', "responseRuntimeEventId": "%s"'
+_IS_ERROR = {True: ', "responseIsError": true', False: ', "responseIsError": false'}
+_JSON_BOOL = {True: "true", False: "false"}
+
+
+def _plain(text: str) -> bool:
+    """True when ``text`` holds no character JSON escapes (a quote, a backslash or a control
+    character). The C string encoder escapes exactly those, each escape lengthening the text, so
+    an unchanged length (plus the two quotes) proves it; faster than a regular expression."""
+    return len(encode_basestring(text)) == len(text) + 2
+
+
+def operations_json_text(operations: Sequence[ToolOperation]) -> str:
+    """The items of the document's ``operations`` list as JSON text (no brackets)."""
+    inserted: list[str] = []
+    add = inserted.extend
+    texts: list[str] = []
+    keep = texts.append
+    for call_id, name, _, status, call_event_id, response_id, is_error in operations:
+        if response_id is not None and is_error is not None:
+            keep(
+                _SETTLED_OPERATION
+                % (call_id, name, status.value, call_event_id, response_id, _JSON_BOOL[is_error])
+            )
+            add((call_id, name, call_event_id, response_id))
+            continue
+        text = _OPERATION_HEAD % (call_id, name, status.value, call_event_id)
+        add((call_id, name, call_event_id))
+        if response_id is not None:
+            text += _RESPONSE_ID % response_id
+            inserted.append(response_id)
+        if is_error is not None:
+            text += _IS_ERROR[is_error]
+        keep(text + "}")
+    if _plain("".join(inserted)):
+        return ", ".join(texts)
+    return _dumps([operation_json(operation) for operation in operations])[1:-1]
+
+
+def replay_json_text(events: Sequence[RuntimeEvent]) -> str:
+    """The items of the document's ``replayRuntimeEventIds`` list as JSON text."""
+    ids = [event["id"] for event in events]
+    if not ids:
+        return ""
+    text = '"' + '", "'.join(ids) + '"'
+    # Its own quotes are escaped too: one character more for each of the 2 * len(ids).
+    if len(encode_basestring(text)) == len(text) + 2 + 2 * len(ids):
+        return text
+    return _dumps(ids)[1:-1]
+
+
+def join_json_items(*texts: str) -> str:
+    """JSON list items from consecutive parts of one list (``operations_json_text``...)."""
+    return ", ".join(text for text in texts if text)
+
+
+def compose_plan_json_text(
+    verdict: ResumePlan | PlanVerdict, operations_text: str, replay_text: str
+) -> str:
+    """The plan document's text from its verdict and its two lists' items."""
+    document = verdict_json(verdict)
+    parts = [f'{{"disposition": {_dumps(document.pop("disposition"))}, "operations": [']
+    parts.append(operations_text)
+    parts.append("]")
+    parts.extend(f", {_dumps(key)}: {_dumps(value)}" for key, value in document.items())
+    parts.append(', "replayRuntimeEventIds": [' + replay_text + "]}")
+    return "".join(parts)
+
+
+def plan_json_text(plan: ResumePlan) -> str:
+    """``json.dumps(plan_json(plan), ensure_ascii=False)``, faster on a long plan."""
+    return compose_plan_json_text(
+        plan,
+        operations_json_text(plan.operations),
+        replay_json_text(plan.replay_runtime_events),
+    )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# ---- scan -------------------------------------------------------------------------------------
+
+
+def decision_json(decision: ToolRecoveryDecision) -> JsonObject:
+    origin = decision.settlement_origin
+    return _present(
+        ("toolCallId", decision.tool_call_id),
+        ("toolName", decision.tool_name),
+        ("operationId", decision.operation_id),
+        ("status", decision.status.value),
+        ("reason", decision.reason.value),
+        ("settlementOrigin", origin.value if origin is not None else None),
+        ("callRuntimeEventId", decision.call_runtime_event_id),
+        ("dispatchRuntimeEventId", decision.dispatch_runtime_event_id),
+        ("responseRuntimeEventId", decision.response_runtime_event_id),
+        ("responseIsError", decision.response_is_error),
+    )
+
+
+def issue_json(issue: ScanIssue) -> JsonObject:
+    return _present(
+        ("code", issue.code.value),
+        ("eventId", issue.event_id),
+        ("operationId", issue.operation_id),
+        ("toolCallId", issue.tool_call_id),
+    )
+
+
+def scan_json(resolution: RecoveryResolution) -> JsonObject:
+    """The ``maka ledger scan --json`` document."""
+    return {
+        "operations": [decision_json(decision) for decision in resolution.decisions],
+        "issues": [issue_json(issue) for issue in resolution.issues],
+        "hasCorruption": resolution.has_corruption,
+        "requiresReconciliation": resolution.requires_reconciliation,
+    }
