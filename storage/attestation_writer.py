@@ -154,15 +154,15 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
         same = _same_attestation(tx, operation, ran, note)
         if same is not None:
             return same
+        call = f"{operation.tool_name} {operation.provider_tool_call_id}"  # as maka plan names it
         if operation.current_state == OUTCOME_COMMITTED:
             raise StoreRefusal(
                 AttestationRefusal.ATTESTATION_NOT_APPLICABLE,
-                f"the outcome of {operation_id} was recorded; there is nothing to settle",
+                f"the outcome of {call} was recorded; there is nothing to settle",
             )
         raise StoreRefusal(
             WriterRejectionCode.OPERATION_SETTLED,
-            f"operation {operation_id} is already settled ({operation.current_state}); "
-            "a settlement is final",
+            f"{call} is already settled; a settlement is final",
         )
     state = tx.run(operation.run_id)
     tx.check_health(state)  # a run with a ledger issue: the operation is corrupt, not unknown

@@ -225,3 +225,24 @@ def test_export_and_import_carry_the_attestation(tmp_path: Path) -> None:
     (operation,) = json.loads(planned.stdout)["operations"]
     assert operation["settlementOrigin"] == "user_attestation"
     assert operation["attestation"]["note"] == NOTE
+
+
+def test_refusals_name_the_call_as_maka_plan_shows_it(tmp_path: Path) -> None:
+    """The user names the call ``c1`` (as ``maka plan`` lists it): a refusal names it the same
+    way, never by the ledger's internal operation id."""
+    (tmp_path / "settled").mkdir()
+    (tmp_path / "recorded").mkdir()
+    settled = Drill(tmp_path / "settled")
+    settled.crash_inside_bash()
+    assert settled.maka("settle", settled.session, "c1", "--ran").returncode == 0
+    other = settled.maka("settle", settled.session, "c1", "--not-run")
+    assert (other.returncode, _code(other)) == (1, "operation_settled")
+    assert "bash c1 is already settled" in other.stderr and "toolop_" not in other.stderr
+
+    recorded = Drill(tmp_path / "recorded")
+    args = ["run", "--cwd", str(recorded.work), "--permission-mode", "auto", "count once"]
+    assert recorded.maka(*args, env={"MAKA_FAILPOINT": "P6"}).returncode == -9
+    refused = recorded.maka("settle", recorded.session, "c1", "--ran")
+    assert (refused.returncode, _code(refused)) == (1, "attestation_not_applicable")
+    assert "bash c1" in refused.stderr and "toolop_" not in refused.stderr
+    recorded.doctor_clean()
