@@ -1,4 +1,8 @@
-"""The layers import one way (ARCHITECTURE.md); this test walks every module's imports."""
+"""The layers import one way (ARCHITECTURE.md); this test walks every module's imports.
+
+Every import counts: at module level, inside a function and under ``TYPE_CHECKING`` alike.
+Inside ``runtime/`` the subpackages are ordered (``RUNTIME_LAYERS``), and no module anywhere is
+part of an import cycle (``import_cycles``)."""
 
 from __future__ import annotations
 
@@ -14,13 +18,41 @@ PACKAGES = ("app", "main_process", "renderer", "runtime", "storage")
 #  allowed third-party top-level modules; None = anything)
 STDLIB = frozenset(__import__("sys").stdlib_module_names)
 
+RUNTIME_LAYERS = ("ledger", "base", "providers", "tools", "recovery", "continuation", "agent")
+"""``runtime``'s subpackages, lowest first: each imports only itself and the ones before it."""
+
+RUNTIME_BESIDE = {"fastplan": "recovery"}
+"""Subpackages beside the order: each may import the layers up to the named one, and no
+``runtime`` module but its own imports it (``fastplan`` serves the ledger tools in ``app``)."""
+
+
+def _runtime_prefixes(module: str) -> set[str]:
+    """The ``runtime`` subpackages ``module`` (a ``runtime`` module) may import."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return {"runtime"}
+    sub = parts[1]
+    if sub in RUNTIME_LAYERS:
+        below = RUNTIME_LAYERS[: RUNTIME_LAYERS.index(sub) + 1]
+        return {f"runtime.{layer}" for layer in below}
+    if sub in RUNTIME_BESIDE:
+        below = RUNTIME_LAYERS[: RUNTIME_LAYERS.index(RUNTIME_BESIDE[sub]) + 1]
+        return {f"runtime.{sub}"} | {f"runtime.{layer}" for layer in below}
+    pytest.fail(f"runtime.{sub} has no place in RUNTIME_LAYERS or RUNTIME_BESIDE")
+
 
 def _rules(module: str) -> tuple[set[str], set[str] | None]:
     """Allowed project prefixes and third-party roots for ``module``."""
     if module.startswith("runtime.ledger"):
         return {"runtime.ledger"}, {"pydantic", "pydantic_core", "rfc8785", "typing_extensions"}
     if module.startswith("runtime"):
-        return {"runtime"}, {"pydantic", "pydantic_core", "rfc8785", "typing_extensions", "psutil"}
+        return _runtime_prefixes(module), {
+            "pydantic",
+            "pydantic_core",
+            "rfc8785",
+            "typing_extensions",
+            "psutil",
+        }
     if module.startswith("storage"):
         return {"storage", "runtime.ledger"}, {"pydantic", "typing_extensions"}
     if module.startswith("main_process"):
@@ -48,30 +80,91 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
 
 
 def _imports(path: Path, module: str) -> list[str]:
+    """Every name ``path`` (module ``module``) imports, anywhere in it; ``from X import Y``
+    gives ``X.Y`` (``Y`` may be a module), relative imports made absolute."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = module.split(".")[: -node.level]
-                names.append(".".join([*base, node.module] if node.module else base))
+                base = package[: len(package) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+                names.append(source)
             elif node.module:
-                names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+                source = node.module
+            else:
+                continue
+            names.extend(f"{source}.{alias.name}" for alias in node.names)
     return names
 
 
-def _modules() -> list[tuple[str, Path]]:
+def _modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[tuple[str, Path]]:
     found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            rel = path.relative_to(ROOT).with_suffix("")
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
             parts = list(rel.parts)
             if parts[-1] == "__init__":
                 parts.pop()
             found.append((".".join(parts), path))
     return found
+
+
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (the longest known module each name starts
+    with; an import of a package's name is an edge to its ``__init__``)."""
+    modules = dict(_modules(root, packages))
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        edges: set[str] = set()
+        for name in _imports(path, module):
+            target = name
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != module:
+                edges.add(target)
+        graph[module] = edges
+    return graph
+
+
+def import_cycles(root: Path, packages: tuple[str, ...]) -> list[list[str]]:
+    """The import cycles among the modules of ``packages`` under ``root``: every strongly
+    connected set of two or more modules, each sorted, in sorted order."""
+    graph = import_graph(root, packages)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan; the graph is a few hundred modules deep at most
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
 
 
 def _allowed(name: str, prefixes: set[str]) -> bool:
@@ -103,3 +196,43 @@ def test_the_walker_sees_a_forbidden_import(tmp_path: Path) -> None:
     assert third is not None
     assert not _allowed("PySide6.QtWidgets", third)
     assert "PySide6.QtWidgets" in names
+
+
+def test_the_walker_sees_a_runtime_layer_importing_upwards() -> None:
+    own, _ = _rules("runtime.tools.tool_contract")
+    assert not _allowed("runtime.agent.run_loop.CancelToken", own)
+    assert _allowed("runtime.providers.provider_port.ProviderPort", own)
+    assert _allowed("runtime.base.cancel_token.CancelToken", own)
+    fastplan, _ = _rules("runtime.fastplan.plan_parts")
+    assert _allowed("runtime.recovery.resume_plan.plan_verdict", fastplan)
+    assert not _allowed("runtime.continuation.resume_service", fastplan)
+    for layer in RUNTIME_LAYERS:
+        assert not _allowed("runtime.fastplan.tail_scan", _rules(f"runtime.{layer}.m")[0])
+
+
+def test_a_runtime_subpackage_without_a_place_in_the_order_fails() -> None:
+    with pytest.raises(pytest.fail.Exception, match=r"runtime\.newthing has no place"):
+        _rules("runtime.newthing.module")
+
+
+def test_no_module_is_part_of_an_import_cycle() -> None:
+    assert import_cycles(ROOT, PACKAGES) == []
+
+
+def test_a_cycle_is_found_however_its_imports_are_hidden(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    # a <-> b: one import only for the type checker, the other inside a function
+    (package / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n"
+    )
+    (package / "b.py").write_text("class B:\n    def f(self):\n        from pkg import a\n")
+    # c -> d -> e -> c through relative imports; f imports c but is in no cycle
+    (package / "c.py").write_text("from . import d\n")
+    (package / "d.py").write_text("from .e import E\n")
+    (package / "e.py").write_text("E = 1\nimport pkg.c\n")
+    (package / "f.py").write_text("import pkg.c\n")
+    assert import_cycles(tmp_path, ("pkg",)) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d", "pkg.e"]]
+    (package / "a.py").write_text("")  # the cycle broken
+    assert import_cycles(tmp_path, ("pkg",)) == [["pkg.c", "pkg.d", "pkg.e"]]
