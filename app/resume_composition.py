@@ -314,11 +314,12 @@ def plan_summary(
         ]
         if "workspace_folder_missing" not in {r.value for r in plan.rejection_reasons}:
             # (a new message cannot run in a folder that is gone: the advice above comes first)
+            unsettled = any(op.decision.status.value != "completed" for op in operations or ())
+            told = "; the model is told which calls are unsettled" if unsettled else ""
             lines.append(
                 "What next: check what the interrupted calls may have changed, then carry on with "
-                f"a new message (maka run --session {plan.session_id} MESSAGE, or the desktop); "
-                "the model is told which calls are unsettled. Safe resume stays parked until the "
-                "reasons above change."
+                f"a new message (maka run --session {plan.session_id} MESSAGE, or the desktop)"
+                f"{told}. Safe resume stays parked until the reasons above change."
             )
         unknown = [
             op.decision

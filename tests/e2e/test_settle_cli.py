@@ -246,3 +246,23 @@ def test_refusals_name_the_call_as_maka_plan_shows_it(tmp_path: Path) -> None:
     assert (refused.returncode, _code(refused)) == (1, "attestation_not_applicable")
     assert "bash c1" in refused.stderr and "toolop_" not in refused.stderr
     recorded.doctor_clean()
+
+
+def test_a_park_after_settling_does_not_speak_of_unsettled_calls(tmp_path: Path) -> None:
+    """With workspace snapshots on, the settled call still leaves the snapshot stale, so Safe
+    resume parks for that; the plan's advice must not tell the user that the model will hear
+    about unsettled calls when none is left."""
+    drill = Drill(tmp_path)
+    snapshots = {"MAKA_WORKSPACE_CHECKPOINTS": "on"}
+    args = ["run", "--cwd", str(drill.work), "--permission-mode", "auto", "count once"]
+    assert drill.maka(*args, env={"MAKA_FAILPOINT": "P4", **snapshots}).returncode == -9
+    before = drill.maka("plan", drill.session, env=snapshots)
+    assert before.returncode == 3 and "dangling_tool_state" in before.stdout
+    assert "the model is told which calls are unsettled" in before.stdout
+    assert drill.maka("settle", drill.session, "c1", "--ran", env=snapshots).returncode == 0
+    after = drill.maka("plan", drill.session, env=snapshots)
+    assert after.returncode == 3, after.stdout + after.stderr
+    assert "workspace_checkpoint_stale" in after.stdout
+    assert "bash c1: completed (user_attested_ran)" in after.stdout
+    assert "unsettled" not in after.stdout
+    drill.doctor_clean()
