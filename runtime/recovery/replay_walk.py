@@ -4,7 +4,7 @@ The replay list is what a model may be shown again: no partial chunk, no hidden 
 calls and responses only when paired, so that whatever happens next the model never sees half a
 tool exchange. The same pass notes the visible responses that answer no projected call of their
 tool (the plan's response diagnostics) and, for a run planned in parts, the tool-call ids the
-part holds (``resume_plan.plan_parts_independent``).
+part holds (``runtime/fastplan``: ``plan_parts.plan_parts_independent``).
 """
 
 from __future__ import annotations
