@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
-from app.commands.ledger_lines import export_record_kind, export_record_message
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +81,7 @@ def _report_module() -> Any:
 def run_check(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
+    from app.commands.ledger_lines import export_record_kind, export_record_message
     from runtime.ledger.ledger_file import LedgerFileError, check_ledger_bytes, read_file_bytes
 
     path: Path = args.file

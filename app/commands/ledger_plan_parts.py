@@ -22,9 +22,7 @@ from app.commands.ledger_json import (
     plan_json_text,
     replay_json_text,
 )
-from app.commands.ledger_lines import reading_error
 from app.process_exit import request_fast_exit
-from runtime.fastplan.ledger_reading import LedgerReading
 from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces
 from runtime.fastplan.plan_parts import (
     facts_from_plain,
@@ -32,7 +30,12 @@ from runtime.fastplan.plan_parts import (
     plan_part,
     plan_parts_independent,
 )
-from runtime.fastplan.tail_scan import TAIL_START_MARKER, TAIL_START_NOT_AFTER, TailScan
+from runtime.fastplan.tail_scan import (
+    TAIL_START_MARKER,
+    TAIL_START_NOT_AFTER,
+    LedgerReading,
+    TailScan,
+)
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.recovery.resume_plan import PlanFacts, PlanPart, plan_resume, plan_verdict
@@ -137,6 +140,8 @@ def plan_json_text_in_parts(path: Path, expected_high_water: int | None) -> str:
         )
         decode_ledger_pieces(data, parts.reading.consume, tail_hooks=hooks, linger=exits)
     except LedgerFileError as error:
+        from app.commands.ledger_lines import reading_error  # only a refused file needs it
+
         raise reading_error(path, error) from None
     if parts.head is not None and parts.tail is not None:
         facts, operations, replay = parts.tail

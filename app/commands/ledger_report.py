@@ -24,11 +24,14 @@ from typing import TypeVar
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.commands.ledger_json import JsonObject, plan_json, plan_json_text, scan_json
-from app.commands.ledger_lines import reading_error
 from app.process_exit import fast_exit_requested, request_fast_exit
-from runtime.fastplan.ledger_reading import LedgerReading
 from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.fastplan.tail_scan import TAIL_START_MARKER, TAIL_START_NOT_AFTER, TailScan
+from runtime.fastplan.tail_scan import (
+    TAIL_START_MARKER,
+    TAIL_START_NOT_AFTER,
+    LedgerReading,
+    TailScan,
+)
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
@@ -77,6 +80,8 @@ def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLed
         exits = request_fast_exit(data)
         decode_ledger_pieces(data, reading.consume, tail_hooks=hooks, linger=exits)
     except LedgerFileError as error:
+        from app.commands.ledger_lines import reading_error  # only a refused file needs it
+
         raise reading_error(path, error) from None
     scanned = reading.finish()
     request_fast_exit(reading, scanned)  # freeing them at exit would only cost time
