@@ -60,7 +60,7 @@ from main_process.ipc_endpoint import (
     release_endpoint,
 )
 from main_process.ipc_server import IpcListenError, IpcServer
-from main_process.refusal_screen import print_error, show_refusal
+from main_process.refusal_screen import show_refusal
 from main_process.renderer_launcher import RendererLauncher
 from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
@@ -163,18 +163,15 @@ class HostApp(QObject):
             ensure_private_dir(self._data_dir)
         except OSError as error:
             refusal = os_refusal(error, f"creating the data folder {self._data_dir}")
-            print_error(str(refusal.code), refusal.message)
-            return EXIT_ERROR
+            return self._refuse_early(str(refusal.code), refusal.message)
         lock = self._lock.acquire()
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
             return self._activate_running_instance(lock.holder_pid)
         if lock.outcome is LockOutcome.UNAVAILABLE:
             if lock.error is not None:  # a full disk, a read-only lock file or folder
                 refusal = os_refusal(lock.error, f"opening the lock file {self._lock.path}")
-                print_error(str(refusal.code), refusal.message)
-            else:
-                print_error("data_dir_unavailable", lock.detail)
-            return EXIT_ERROR
+                return self._refuse_early(str(refusal.code), refusal.message)
+            return self._refuse_early("data_dir_unavailable", lock.detail)
         self._signals.install()
         self._token = secrets.token_urlsafe(32)
         try:
@@ -192,10 +189,8 @@ class HostApp(QObject):
                 else None
             )
             if named is not None and named.code is not StoreCode.STORE_IO_FAILED:
-                print_error(str(named.code), named.message)
-            else:
-                print_error("ipc_unavailable", str(error))
-            return EXIT_ERROR
+                return self._refuse_early(str(named.code), named.message)
+            return self._refuse_early("ipc_unavailable", str(error))
         self._server = server
         server.request_received.connect(self._on_request)
         server.renderer_connected.connect(self._on_renderer_connected)
@@ -307,12 +302,11 @@ class HostApp(QObject):
         if request_activation(lambda: find_endpoint(self._data_dir), timeout_s=3.0):
             print("maka: already running; brought its window to front", file=sys.stderr)
             return EXIT_OK
-        print_error(
+        return self._refuse_early(
             "store_locked",
             f"another maka (pid {holder_pid or 'unknown'}) owns {self._data_dir} "
             "and did not answer",
         )
-        return EXIT_ERROR
 
     # --------------------------------------------------------------------------- auto-resume
 
@@ -394,6 +388,12 @@ class HostApp(QObject):
         drained = self._workers.drain(self._config.drain_timeout_s)
         _log.info("cancelled %d turn(s); drained: %s", cancelled, drained)
         self._finish_close()
+
+    def _refuse_early(self, code: str, message: str) -> int:
+        """Before the event loop runs (nothing opened yet): stderr, and the refusal screen
+        when a window could be seen (a desktop started from a menu has no terminal)."""
+        show_refusal(code, message, windows_enabled=self._config.launch_renderer)
+        return EXIT_ERROR
 
     def _fail_startup(self, refusal: StartupRefused) -> None:
         if not self.lifecycle.begin_closing():

@@ -121,6 +121,11 @@ _REFUSAL_ADVICE = {
     "Maka again; everything saved before is kept.",
     "data_dir_read_only": "Maka's data folder (or a file in it) cannot be written. Give your "
     "user write access to it, or start Maka with another --data-dir.",
+    "ipc_unavailable": "Maka could not open the private connection between its window and "
+    "its main process in this data folder. Fix what is named below, or start Maka with another "
+    "--data-dir.",
+    "data_dir_unavailable": "Maka could not use its data folder. Fix what is named below, or "
+    "start Maka with another --data-dir.",
     "store_locked": "Another Maka process is using this data folder. Close it, or wait for it "
     "to finish, then start Maka again.",
     "startup_recovery_failed": "Maka could not check its interrupted work, so it did not start. "

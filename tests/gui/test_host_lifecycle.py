@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from pytestqt.qtbot import QtBot
 
+import main_process.host_app as host_app_module
 from app.bridge_contract import (
     HelloOkPush,
     HostStatePush,
@@ -686,3 +687,25 @@ def test_a_crashed_renderer_without_renderers_enabled_changes_nothing(
     qtbot.wait(500)
     assert running.host.lifecycle.state is HostState.READY
     assert running.closed == []
+
+
+def test_an_endpoint_that_cannot_listen_is_shown_like_any_refusal(
+    qtbot: QtBot, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A desktop started from a menu has no terminal: when the window's connection cannot be
+    made, the reason goes to the refusal screen as well as to stderr, like a refused store."""
+    shown: list[tuple[str, str, bool]] = []
+    monkeypatch.setattr(
+        host_app_module,
+        "show_refusal",
+        lambda code, message, *, windows_enabled: shown.append((code, message, windows_enabled)),
+    )
+    (data_dir / "ipc").write_text("a file where the private folder belongs")
+    config = HostConfig(data_dir, safe_resume_enabled=False, launch_renderer=True)
+    host = HostApp(config, lambda *a, **k: FakeHostServices(), lambda code: None)
+    assert host.start() == 1
+    assert [(code, enabled) for code, _, enabled in shown] == [("ipc_unavailable", True)]
+    assert "is not a folder" in shown[0][1]
+    relock = InstanceLock(data_dir)
+    assert relock.acquire().outcome is LockOutcome.ACQUIRED
+    relock.release()
