@@ -17,13 +17,17 @@ Why it is built this way:
   label on every change, which made each streamed delta cost time in proportion to the
   transcript's length; with measured rows a delta costs about the same at 10 items or 1,000.
 * The view follows new items only while the reader is at the bottom.
+* The page grows in the same pass as its rows: a row's new height reaches the scroll area
+  only through a posted event, so the column placed its rows for a ~10,000 px message one pass
+  before the page was made tall enough, and a paint in between showed the next cards over the
+  message's text. The page now has the scroll area resize it as soon as its column is laid out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -54,6 +58,23 @@ def _item_widget(row: MeasuredRow) -> ItemWidget:
     return row.content  # type: ignore[return-value]  # rows are built from widget_for()
 
 
+FIT_PASSES = 4
+"""At most this many resizes of the page per layout pass (a scroll bar appearing narrows the
+rows, which may make them taller once more)."""
+
+
+class _Column(QVBoxLayout):
+    """The scrolled column: tells the view each time it has placed its rows."""
+
+    def __init__(self, page: QWidget, placed: Callable[[], None]) -> None:
+        super().__init__(page)
+        self._placed = placed
+
+    def setGeometry(self, rect: QRect) -> None:  # noqa: N802 (Qt override)
+        super().setGeometry(rect)
+        self._placed()
+
+
 class TranscriptView(QScrollArea):
     settle_requested = Signal(str, bool, str)
     """A card's "It ran" / "It did not run": (tool call id, ran, note or "")."""
@@ -71,7 +92,8 @@ class TranscriptView(QScrollArea):
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._page = QWidget()
-        self._column = QVBoxLayout(self._page)
+        self._fitting = False
+        self._column = _Column(self._page, self._fit_page)
         self._column.setContentsMargins(20, 16, 20, 16)
         self._column.setSpacing(10)
         self.earlier_button = QPushButton()
@@ -178,6 +200,7 @@ class TranscriptView(QScrollArea):
         if self._follow and len(self._order) - self._live_from > MAX_LIVE_ITEMS + TRIM_SLACK:
             self._retire(len(self._order) - self._live_from - MAX_LIVE_ITEMS)
         self._update_chrome()
+        self._column.activate()  # place the rows (and grow the page) before the next paint
 
     def show_earlier(self) -> None:
         """Turn up to ``PAGE_ITEMS`` older items back into widgets, above the shown ones."""
@@ -275,12 +298,32 @@ class TranscriptView(QScrollArea):
         if existing is None:
             return  # an earlier item that is not a widget now; its data is updated
         if previous is not None and previous.type == item.type:
-            _item_widget(existing).update_item(item)
+            widget = _item_widget(existing)
+            widget.update_item(item)
+            widget.updateGeometry()  # measure the new content now, not one posted event later
+            existing.fit(existing.width())
             return
         index = self._column.indexOf(existing)
         self._column.removeWidget(existing)
         existing.deleteLater()
         self._insert_widget(item, index)
+
+    def _fit_page(self) -> None:
+        """Size the page to its rows now (taller or shorter), not one posted event later."""
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            for _ in range(FIT_PASSES):
+                viewport = self.viewport().size()
+                height = max(self._column.totalMinimumSize().height(), viewport.height())
+                if self._page.height() == height and self._page.width() == viewport.width():
+                    return
+                # QScrollArea answers a layout request by sizing its widget and scroll bars.
+                QCoreApplication.sendEvent(self, QEvent(QEvent.Type.LayoutRequest))
+                self._column.activate()
+        finally:
+            self._fitting = False
 
     def _row_width(self) -> int:
         margins = self._column.contentsMargins()

@@ -1,0 +1,110 @@
+"""A very long message stays inside its card: the items below it never sit over its text.
+
+A 90,000-character message is ~10,000 px tall. The column used to place its rows for the new
+height one pass of the event loop before the scrolled page grew to hold them, so a paint in
+between showed the next cards on top of the message's text (and the text running past them).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QApplication, QWidget
+from pytestqt.qtbot import QtBot
+
+from app import bridge_contract as bc
+from renderer.transcript_items import MessageWidget
+from renderer.transcript_view import TranscriptView
+
+pytestmark = pytest.mark.gui
+
+LONG_TEXT = " ".join(f"word{i:05d}" for i in range(20_000))[:90_000]
+
+
+def _items() -> list[bc.TranscriptItem]:
+    return [
+        bc.UserMessageItem(item_id="u0", text="hello"),
+        bc.AssistantMessageItem(item_id="a0", text="Hi."),
+        bc.UserMessageItem(item_id="u", text=LONG_TEXT),
+        bc.AssistantMessageItem(item_id="a", text="After the long message."),
+        bc.NoticeItem(item_id="n", level=bc.NoticeLevel.INFO, text="A notice below."),
+    ]
+
+
+def _rows(view: TranscriptView) -> list[tuple[str, QWidget]]:
+    rows: list[tuple[str, QWidget]] = []
+    for item_id in view.item_ids():
+        widget = view.item_widget(item_id)
+        assert widget is not None
+        row = widget.parentWidget()
+        assert row is not None
+        rows.append((item_id, row))
+    return rows
+
+
+def _assert_nothing_overlaps(view: TranscriptView) -> None:
+    page = view.widget()
+    assert page is not None
+    rows = _rows(view)
+    for (above_id, above), (below_id, below) in itertools.pairwise(rows):
+        assert above.geometry().bottom() < below.geometry().top(), (
+            f"{below_id} (top {below.geometry().top()}) sits over {above_id} "
+            f"(bottom {above.geometry().bottom()})"
+        )
+    for item_id, row in rows:
+        assert row.geometry().bottom() < page.height(), f"{item_id} runs past the page"
+        assert row.width() <= view.viewport().width(), item_id
+    last_bottom = rows[-1][1].geometry().bottom()
+    assert page.height() <= max(view.viewport().height(), last_bottom + 40), (
+        f"the page ({page.height()} px) runs far past its last item ({last_bottom}): blank space"
+    )
+    message = view.item_widget("u")
+    assert isinstance(message, MessageWidget)
+    text = message.text_label
+    bottom = text.mapTo(message, QPoint(0, text.height())).y()
+    assert bottom <= message.height(), "the message's text runs past its card"
+    assert text.height() >= text.heightForWidth(text.width()), "the text is cut"
+
+
+@pytest.mark.parametrize("arrival", ["opened", "streamed"])
+def test_a_90000_character_message_stays_inside_its_card(qtbot: QtBot, arrival: str) -> None:
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    with qtbot.waitExposed(view):
+        view.show()
+    if arrival == "opened":
+        view.set_items(_items())
+    else:
+        view.set_items(_items()[:2])
+        QApplication.processEvents()
+        for item in _items()[2:]:
+            view.apply_item(item)
+        view.flush()
+    QApplication.processEvents()  # one pass: what the next paint shows
+    _assert_nothing_overlaps(view)
+    assert view.verticalScrollBar().maximum() > 5_000
+    # and it stays so once everything has settled, at the bottom as at the top
+    qtbot.wait(50)
+    _assert_nothing_overlaps(view)
+    view.verticalScrollBar().setValue(0)
+    QApplication.processEvents()
+    _assert_nothing_overlaps(view)
+
+
+def test_the_page_follows_a_message_that_grows_past_the_window(qtbot: QtBot) -> None:
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    with qtbot.waitExposed(view):
+        view.show()
+    items = _items()
+    view.set_items([items[0], items[1], bc.UserMessageItem(item_id="u", text="short"), *items[3:]])
+    QApplication.processEvents()
+    _assert_nothing_overlaps(view)
+    view.apply_item(items[2])  # the same item, now 90,000 characters long
+    view.flush()
+    QApplication.processEvents()
+    _assert_nothing_overlaps(view)
