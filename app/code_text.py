@@ -151,6 +151,16 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     ),
     "checkpoint_too_large": (_I, "The folder is too large for snapshots."),
     "checkpoint_turned_off": (_I, "Snapshots of the folder are turned off on this computer."),
+    "workspace_restore_abandoned": (
+        _I,
+        "A restored copy was made by a resume that did not start; it is left as it is and "
+        "never used.",
+    ),
+    "workspace_restore_target_not_empty": (
+        _E,
+        "A restored copy needs a new or empty folder; the one chosen holds files.",
+    ),
+    "workspace_restore_failed": (_E, "The restored copy of the folder could not be made."),
     "checkpoint_git_failed": (_W, "Git could not take a snapshot of the folder."),
     "checkpoint_git_timeout": (_W, "Taking a snapshot of the folder took too long."),
     "checkpoint_folder_unreadable": (_W, "A file in the folder could not be read for a snapshot."),

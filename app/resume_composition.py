@@ -23,6 +23,7 @@ from runtime.continuation.resume_service import (
     ResumeStore,
     safe_resume_enabled,
 )
+from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import SettlementOrigin
 from runtime.ledger.process_records import ToolProcessTable
@@ -297,7 +298,12 @@ def plan_summary(
             f"over {len(details.lineage_run_ids)} generation(s), with no new user message.",
         ]
         lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
-        if details.workspace_decision is not None:
+        if details.workspace_decision is WorkspaceDecision.RESTORE:
+            lines.append(
+                "  Continuing in a restored copy of the folder as it was at the stop; your "
+                "folder is left as it is."
+            )
+        elif details.workspace_decision is not None:
             changes = details.decision_changes
             said = f"{len(changes)} file(s) changed" if changes is not None else "not compared"
             lines.append(
@@ -347,6 +353,12 @@ def plan_summary(
 def _workspace_advice(plan: ContinuationPlan) -> list[str]:
     """The user's ways forward when only the files stand in the way (WORKSPACE.md 4)."""
     lines: list[str] = []
+    if "isolated_restore" in plan.workspace_options:
+        lines.append(
+            f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
+            "(a copy of the folder as it was at the stop, in DIR or a new sibling folder; "
+            "your folder is left as it is and the session lives in the copy)."
+        )
     if "rebaseline" in plan.workspace_options:
         lines.append(
             "Continue with your current files: maka resume "

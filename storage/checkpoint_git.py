@@ -121,6 +121,7 @@ class GitRunner:
         index: Path | None = None,
         stdin: bytes | None = None,
         ok_codes: tuple[int, ...] = (0,),
+        umask: int | None = None,
     ) -> bytes:
         """``git args`` with the private repository; its standard output. Raises
         ``CheckpointError`` (``checkpoint_git_failed`` / ``checkpoint_git_timeout``)."""
@@ -140,7 +141,7 @@ class GitRunner:
                 env=env,
                 cwd=str(work_tree if work_tree is not None else git_dir),
                 creationflags=_NO_WINDOW,
-                umask=_UMASK,
+                umask=_UMASK if umask is None or sys.platform == "win32" else umask,
             )
         except subprocess.TimeoutExpired:
             raise CheckpointError(

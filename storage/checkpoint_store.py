@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import stat
@@ -42,13 +43,14 @@ from runtime.ledger.checkpoint_ports import (
     Snapshot,
     TreeChange,
 )
-from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
+from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
 from storage.private_files import ensure_private_dir, private_opener
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
 TIP_REF = "refs/maka-tip"
+RESTORES_LOG = "restores.jsonl"
 MARKER_NAME = ".maka-workspace.json"
 MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
@@ -385,6 +387,75 @@ class GitCheckpointStore:
             # For people: a name that is not UTF-8 shows with replacement characters.
             found.append(TreeChange(raw.decode("utf-8", "replace"), kind))
         return sorted(found, key=lambda change: change.path)
+
+    # ---- isolated restore ----------------------------------------------------------------------
+    def materialize(
+        self, workspace_identity: str, tree_id: str, target: Path, session_id: str
+    ) -> str:
+        """Check a snapshot out into ``target`` through a temporary index (``read-tree``,
+        ``checkout-index``): the workspace's own folder and its persistent index are not
+        touched. ``target`` must be new or an empty folder. Returns the copy's new identity."""
+        from storage.workspace_identity import WorkspaceMarkerError, resolve_workspace_identity
+
+        target = Path(os.path.abspath(target))
+        not_empty = CheckpointError(
+            RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
+            f"{target} is not an empty folder; a restored copy needs a new or empty one",
+        )
+        try:
+            target.mkdir()  # exclusive: two restores never share a new folder
+        except FileExistsError:
+            if not target.is_dir() or any(target.iterdir()):
+                raise not_empty from None
+        except OSError as error:
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_FAILED, f"cannot create {target}: {error.strerror}"
+            ) from None
+        self._note_restore(session_id, target)
+        git_dir = self.git_dir(workspace_identity)
+        scratch = self.root / f"{workspace_key(workspace_identity)}.restore-{os.getpid()}.index"
+        try:
+            runner = self._git_runner()
+            runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
+            runner.run(
+                ["checkout-index", "-a", "-f"],
+                git_dir=git_dir,
+                work_tree=target,
+                index=scratch,
+                umask=0o022,
+            )
+            return resolve_workspace_identity(target).identity
+        except (OSError, WorkspaceMarkerError) as error:
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_FAILED, f"the copy at {target} failed: {error}"
+            ) from None
+        finally:
+            scratch.unlink(missing_ok=True)
+
+    def _note_restore(self, session_id: str, target: Path) -> None:
+        ensure_private_dir(self.root)
+        line = json.dumps({"sessionId": session_id, "path": str(target)}) + "\n"
+        with open(self.root / RESTORES_LOG, "a", encoding="utf-8", opener=private_opener) as log:
+            log.write(line)
+            log.flush()
+            os.fsync(log.fileno())
+
+    def restore_attempts(self, session_id: str) -> list[str]:
+        try:
+            text = (self.root / RESTORES_LOG).read_text("utf-8")
+        except OSError:
+            return []
+        found: list[str] = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash
+            if isinstance(entry, dict) and entry.get("sessionId") == session_id:
+                path = entry.get("path")
+                if isinstance(path, str) and path not in found:
+                    found.append(path)
+        return found
 
     def refs(self, workspace_identity: str) -> dict[str, str]:
         """Every checkpoint ref of the workspace's repository and the commit it names."""

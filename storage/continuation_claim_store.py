@@ -22,6 +22,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, StoreRefusal
 from storage import run_header_store as headers
 from storage.event_writer import LedgerTransaction, prepare_candidate
+from storage.session_admin import relocate_session
 
 _COLUMNS = (
     "claim_id, session_id, boundary_digest, source_run_id, source_high_water, "
@@ -79,12 +80,44 @@ def find_by_source(
     )
 
 
+_START_KEYS = frozenset(
+    {"continuationStart", "runtimeProtocol", "workspaceBaseline", "workspaceTransition"}
+)
+
+
+def _check_workspace(source: RunHeader, target: RunHeader, event: RuntimeEvent) -> bool:
+    """A continuation runs in its source's workspace, or in another one only when the start
+    event's ``workspaceTransition`` names exactly that change (WORKSPACE.md section 4). Returns
+    whether the session moves to the transition's folder."""
+    transition = (event.get("actions") or {}).get("workspaceTransition")
+    if transition is None:
+        if target.workspace_identity != source.workspace_identity:
+            raise StoreRefusal(
+                WriterRejectionCode.IDENTITY_CONFLICT,
+                "a continuation in another workspace needs a workspace transition",
+                event["id"],
+            )
+        return False
+    if (
+        transition["fromIdentity"] != source.workspace_identity
+        or transition["toIdentity"] != target.workspace_identity
+        or transition["toPath"] != target.cwd
+        or transition["toIdentity"] == transition["fromIdentity"]
+    ):
+        raise StoreRefusal(
+            WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+            "the workspace transition does not match the source and target runs",
+            event["id"],
+        )
+    return True
+
+
 def _check_start_event(claim: ContinuationClaim, header: RunHeader, event: RuntimeEvent) -> None:
     actions = event.get("actions") or {}
     start = actions.get("continuationStart")
     if (
         start is None
-        or set(actions) - {"continuationStart", "runtimeProtocol", "workspaceBaseline"}
+        or set(actions) - _START_KEYS
         or event.get("content") is not None
         or event.get("status") is not None
         or event["role"] != "system"
@@ -156,7 +189,10 @@ def admit(
         raise StoreRefusal(
             WriterRejectionCode.IDENTITY_CONFLICT, "a continuation target starts as created"
         )
+    moves = _check_workspace(source, target, candidate.event)
     headers.insert_header(conn, target)
+    if moves:  # the session lives in the restored copy from now on
+        relocate_session(conn, claim.session_id, target.cwd)
     state = tx.run(target.run_id)
     tx.check_spine(state, [candidate])
     if state.next_seq != 1:

@@ -28,11 +28,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="the session id (see 'maka sessions')")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--provider", help="demo (default), openai or scripted")
-    parser.add_argument(
+    decision = parser.add_mutually_exclusive_group()
+    decision.add_argument(
         "--rebaseline",
         action="store_true",
         help="when the files changed since the stop: continue with them as they are now "
         "(they become the new snapshot and the model is told which files changed)",
+    )
+    decision.add_argument(
+        "--restore-to",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="when the files changed since the stop: continue in a copy of the folder as it was "
+        "at the stop, made in DIR (a new or empty folder; default: a sibling named "
+        "<folder>-restored-<n>); your folder is left as it is and the session lives in the copy",
     )
     parser.add_argument(
         "--permission-mode",
@@ -54,7 +64,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
-    from runtime.continuation.workspace_decision import WorkspaceDecision
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
     note_refusals_without_terminal(args.permission_mode)
@@ -74,8 +83,19 @@ def run(args: argparse.Namespace) -> int:
             asker=asker,
             transcript=transcript,
             as_json=args.json,
-            decision=WorkspaceDecision.REBASELINE if args.rebaseline else None,
+            decision=_decision(args),
+            restore_to=args.restore_to or None,
         )
+
+
+def _decision(args: argparse.Namespace) -> WorkspaceDecision | None:
+    from runtime.continuation.workspace_decision import WorkspaceDecision
+
+    if args.rebaseline:
+        return WorkspaceDecision.REBASELINE
+    if args.restore_to is not None:
+        return WorkspaceDecision.RESTORE
+    return None
 
 
 def resume_session(
@@ -88,6 +108,7 @@ def resume_session(
     transcript: TerminalTranscript,
     as_json: bool = False,
     decision: WorkspaceDecision | None = None,
+    restore_to: str | None = None,
 ) -> int:
     """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI."""
     from app.commands.cancellable_turn import run_cancellable
@@ -96,7 +117,7 @@ def resume_session(
     from runtime.ledger.store_ports import RunStatus
 
     service, cancel = host_resume_service(host, cwd, policy, asker, transcript)
-    plan = service.plan_latest(session_id, decision=decision)
+    plan = service.plan_latest(session_id, decision=decision, restore_to=restore_to)
     if not plan.continues:
         if as_json:
             print(json.dumps(plan_json(plan), ensure_ascii=False))
@@ -118,9 +139,19 @@ def resume_session(
                 f"{refused.message}"
             )
         return EXIT_PARKED
+    target = host.store.read_run_header(result.target_run_id)
+    moved = target is not None and target.cwd != cwd
     if as_json:
-        extra = {"started": True, "runId": result.target_run_id, "status": result.status.value}
+        extra: dict[str, object] = {
+            "started": True,
+            "runId": result.target_run_id,
+            "status": result.status.value,
+        }
+        if target is not None:
+            extra["workspacePath"] = target.cwd
         print(json.dumps(plan_json(plan, extra), ensure_ascii=False))
     else:
+        if moved and target is not None:
+            print(f"Continued in a restored copy at {target.cwd}; {cwd} was left as it is.")
         print(f"\ncontinuation run {result.target_run_id} ended {result.status.value}")
     return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_ERROR

@@ -120,9 +120,9 @@ class ContinuationTurn:
             RunIdentity(target.session_id, target.invocation_id, target.run_id, target.turn_id)
         )
         context = ToolContext(
-            cwd=Path(os.path.realpath(self._cwd)),
+            cwd=Path(os.path.realpath(target.cwd or self._cwd)),
             cancel=self.cancel,
-            workspace_identity=details.workspace_identity,
+            workspace_identity=target.workspace_identity or details.workspace_identity,
             session_id=target.session_id,
             run_id=target.run_id,
             shell_registry=self._shells,
@@ -145,8 +145,8 @@ class ContinuationTurn:
             identity=RunIdentity(
                 target.session_id, target.invocation_id, target.run_id, target.turn_id
             ),
-            folder=Path(os.path.realpath(self._cwd)),
-            workspace_identity=details.workspace_identity,
+            folder=Path(os.path.realpath(target.cwd or self._cwd)),
+            workspace_identity=target.workspace_identity or details.workspace_identity,
             mode=ModeDecision(CheckpointMode.GIT_V1),
             clock=self._clock,
             epoch=details.workspace_epoch,

@@ -5,6 +5,7 @@ folder differs from it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from runtime.continuation.continuation_planner import SafetyObservation
@@ -66,3 +67,33 @@ def changes_since_snapshot(
         return tuple(carrier.changes(workspace, str(checkpoint["treeId"]), tree.tree_id))
     except CheckpointError:
         return None
+
+
+def restorable(carrier: CheckpointCarrier | None, events: Sequence[RuntimeEvent]) -> bool:
+    """Whether the run's newest snapshot (stale or not) still has its objects, so a restored
+    copy of it can be made."""
+    checkpoint = boundary_checkpoint(events).checkpoint
+    if carrier is None or checkpoint is None:
+        return False
+    return carrier.has_snapshot(
+        str(checkpoint["workspaceIdentity"]), str(checkpoint["commitId"]), str(checkpoint["treeId"])
+    )
+
+
+def abandoned_copies(
+    carrier: CheckpointCarrier | None, session_id: str, lineage_events: Sequence[RuntimeEvent]
+) -> list[str]:
+    """Folders a restore of this session was materialized into whose transition never
+    committed (a crash, or a refusal, after the copy was made): left in place, never reused."""
+    if carrier is None:
+        return []
+    used = {
+        str(event["actions"]["workspaceTransition"]["toPath"])
+        for event in lineage_events
+        if "workspaceTransition" in (event.get("actions") or {})
+    }
+    return [
+        path
+        for path in carrier.restore_attempts(session_id)
+        if path not in used and os.path.isdir(path)
+    ]

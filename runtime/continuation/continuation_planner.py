@@ -123,6 +123,9 @@ class ContinuationDetails:
     workspace_decision: WorkspaceDecision | None = None
     previous_checkpoint_ref: str | None = None
     decision_changes: tuple[TreeChange, ...] | None = None  # None: nothing to compare with
+    # For a restore: the folder the user picked (None: the default sibling) and the snapshot.
+    restore_to: str | None = None
+    restore_checkpoint: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,8 @@ class ContinuationPlan:
     rejection_reasons: tuple[ParkReason, ...]
     diagnostics: tuple[PlanDiagnostic, ...]
     continuation: ContinuationDetails | None = None
+    # The newest snapshot's objects exist: a restored copy of it can be offered.
+    restorable: bool = False
 
     @property
     def continues(self) -> bool:
@@ -140,7 +145,9 @@ class ContinuationPlan:
     @property
     def workspace_options(self) -> tuple[str, ...]:
         """The user's ways forward when only the workspace gate parks (WORKSPACE.md 4)."""
-        return () if self.continues else offered_decisions(self.rejection_reasons)
+        if self.continues:
+            return ()
+        return offered_decisions(self.rejection_reasons, restorable=self.restorable)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -199,6 +206,8 @@ class PlannerInput:
     # the folder differs from the newest snapshot it would replace (None: not comparable).
     decision: WorkspaceDecision | None = None
     decision_changes: tuple[TreeChange, ...] | None = None
+    restorable: bool = False
+    restore_to: str | None = None
 
 
 _UNSETTLED_TO_REASON = {
@@ -419,7 +428,9 @@ def _accumulating_gates(
                 ),
             )
     verified_tree: str | None = None
-    answered = ANSWERED_BY.get(given.decision, frozenset()) if given.decision else frozenset()
+    answered = ANSWERED_BY[given.decision] if given.decision else frozenset()
+    if given.decision is WorkspaceDecision.RESTORE and not given.restorable:
+        answered = frozenset()  # no snapshot to copy: the park stands
     decided = False
     for finding in workspace_gate(events, given.checkpoint_evidence):
         diagnostic = PlanDiagnostic(
@@ -437,7 +448,11 @@ def _accumulating_gates(
             verified_tree = observation.workspace_tree.tree_id
     if reasons or terminal is None:
         return ContinuationPlan(
-            given.session_id, given.source.run_id, tuple(reasons), tuple(diagnostics)
+            given.session_id,
+            given.source.run_id,
+            tuple(reasons),
+            tuple(diagnostics),
+            restorable=given.restorable,
         )
     details = ContinuationDetails(
         ids=given.ids,
@@ -471,12 +486,16 @@ def _decision_fields(
         previous = str(boundary.checkpoint.get("checkpointRef", "")) or None
     if not decided:
         return {"workspace_epoch": epoch}
-    return {
+    fields: dict[str, Any] = {
         "workspace_epoch": epoch + 1,
         "workspace_decision": given.decision,
         "previous_checkpoint_ref": previous,
         "decision_changes": given.decision_changes,
     }
+    if given.decision is WorkspaceDecision.RESTORE:
+        fields["restore_to"] = given.restore_to
+        fields["restore_checkpoint"] = boundary.checkpoint
+    return fields
 
 
 _STATUS_FOR_EVENT = {

@@ -12,16 +12,22 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 from runtime.base.checkpoint_mode import decide_mode
-from runtime.continuation.checkpoint_evidence import changes_since_snapshot, checkpoint_evidence
+from runtime.continuation.checkpoint_evidence import (
+    abandoned_copies,
+    changes_since_snapshot,
+    checkpoint_evidence,
+    restorable,
+)
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,
     ContinuationPlan,
     FreshIds,
+    PlanDiagnostic,
     PlannerInput,
     SafetyObservation,
     SessionFolderMissing,
@@ -33,6 +39,7 @@ from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, 
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
 from runtime.continuation.workspace_decision import WorkspaceDecision
+from runtime.continuation.workspace_transition import RestoreFailed, materialize_restore
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.checkpoint_ports import (
     CheckpointCarrier,
@@ -41,10 +48,11 @@ from runtime.ledger.checkpoint_ports import (
     changed_paths_summary,
     checkpoint_ref,
 )
-from runtime.ledger.codes import ParkReason, RevalidationCode
+from runtime.ledger.codes import DiagnosticCode, ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, RuntimeProtocol
 from runtime.ledger.event_model import WorkspaceBaseline as WorkspaceBaselineFact
+from runtime.ledger.event_model import WorkspaceTransition as WorkspaceTransitionFact
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
     TERMINAL_RUN_STATUSES,
@@ -128,6 +136,7 @@ class ResumeService:
         self._now_ms = now_ms
         self._log = lifecycle
         self._new_id = new_id
+        self._restore_to: str | None = None
 
     # ---- planning -----------------------------------------------------------------------------
 
@@ -137,9 +146,12 @@ class ResumeService:
         *,
         automatic: bool = False,
         decision: WorkspaceDecision | None = None,
+        restore_to: str | None = None,
     ) -> ContinuationPlan:
         """Plan the latest interruption; ``decision`` is the user's explicit way forward for a
-        workspace park (WORKSPACE.md section 4: never automatic)."""
+        workspace park (WORKSPACE.md section 4: never automatic); ``restore_to``: the folder a
+        restored copy goes to (None: the default sibling)."""
+        self._restore_to = restore_to
         plan = self._plan_latest(session_id, None if automatic else decision)
         if self._log is not None:
             self._log.plan(plan, automatic=automatic)
@@ -247,7 +259,7 @@ class ResumeService:
                 changes = changes_since_snapshot(
                     self._checkpoints, lineage.prefixes[-1].events, observation
                 )
-        return plan_continuation(
+        plan = plan_continuation(
             PlannerInput(
                 session_id=session_id,
                 source=source,
@@ -260,8 +272,24 @@ class ResumeService:
                 checkpoint_evidence=evidence,
                 decision=decision,
                 decision_changes=changes,
+                restorable=isinstance(lineage, Lineage)
+                and restorable(self._checkpoints, lineage.prefixes[-1].events),
+                restore_to=self._restore_to,
             )
         )
+        if not isinstance(lineage, Lineage):
+            return plan
+        events = [event for prefix in lineage.prefixes for event in prefix.events]
+        left = [
+            PlanDiagnostic(
+                DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
+                f"a restored copy at {path} was made by a resume that did not start; "
+                "it is left as it is and not used",
+                detail={"path": path},
+            )
+            for path in abandoned_copies(self._checkpoints, session_id, events)
+        ]
+        return replace(plan, diagnostics=(*plan.diagnostics, *left)) if left else plan
 
     def _session_cwd(self, source: RunHeader) -> str:
         """Where the session lives now (the session record), else where the run ran."""
@@ -390,6 +418,11 @@ class ResumeService:
         source = details.source
         now = self._now_ms()
         baseline = self._baseline(session_id, details, now)
+        transition = self._transition(session_id, details, now)
+        cwd = self._session_cwd(source)  # where it runs: the session's folder, maybe moved
+        workspace = details.workspace_identity
+        if transition is not None:  # the restored copy, backed by the transition fact
+            cwd, workspace = transition["toPath"], transition["toIdentity"]
         source_record = {
             "protocol": "continuation_source_v2",
             "claimId": ids.claim_id,
@@ -408,11 +441,11 @@ class ResumeService:
             invocation_id=ids.invocation_id,
             turn_id=ids.turn_id,
             status=RunStatus.CREATED,
-            cwd=self._session_cwd(source),  # where it runs: the session's folder, maybe moved
+            cwd=cwd,
             owner_epoch=self._store.read_owner_epoch(),
             created_at=now,
             updated_at=now,
-            workspace_identity=details.workspace_identity,
+            workspace_identity=workspace,
             parent_run_id=source.run_id,
             continuation_source=source_record,
         )
@@ -427,7 +460,7 @@ class ResumeService:
             "role": "system",
             "author": "system",
             "actions": {
-                "runtimeProtocol": self._start_protocol(details),
+                "runtimeProtocol": self._start_protocol(cwd, workspace),
                 "continuationStart": {
                     "protocol": "continuation_start_v2",
                     "provenance": "runtime_admission",
@@ -449,6 +482,9 @@ class ResumeService:
         }
         if baseline is not None:
             start_event["actions"]["workspaceBaseline"] = cast(WorkspaceBaselineFact, baseline)
+        if transition is not None:
+            fact = cast(WorkspaceTransitionFact, transition)
+            start_event["actions"]["workspaceTransition"] = fact
         claim = ContinuationClaim(
             claim_id=ids.claim_id,
             session_id=session_id,
@@ -507,12 +543,36 @@ class ResumeService:
             body["previousCheckpointRef"] = details.previous_checkpoint_ref
         return body
 
-    def _start_protocol(self, details: ContinuationDetails) -> RuntimeProtocol:
+    def _transition(
+        self, session_id: str, details: ContinuationDetails, now: int
+    ) -> dict[str, Any] | None:
+        """For a restore: the copy, made before the admission; the transition fact naming it."""
+        if details.workspace_decision is not WorkspaceDecision.RESTORE:
+            return None
+        if self._checkpoints is None or details.restore_checkpoint is None:
+            raise ResumeRefused(
+                ParkReason.WORKSPACE_CHECKPOINT_MISSING, "no snapshot to restore a copy from"
+            )
+        try:
+            return materialize_restore(
+                self._checkpoints,
+                session_id=session_id,
+                from_identity=details.workspace_identity,
+                from_path=self._session_cwd(details.source),
+                checkpoint=details.restore_checkpoint,
+                restore_to=details.restore_to,
+                epoch=details.workspace_epoch,
+                now=now,
+            )
+        except RestoreFailed as failed:
+            raise ResumeRefused(failed.code, failed.message) from None
+
+    def _start_protocol(self, cwd: str, workspace: str) -> RuntimeProtocol:
         """The continuation's T1 marker, declaring its checkpoint mode when there is a carrier."""
         protocol: dict[str, Any] = {"toolBoundary": "t1_after_preflight_v1"}
         if self._checkpoints is not None:
-            folder = Path(os.path.realpath(self._session_cwd(details.source)))
-            mode = decide_mode(self._checkpoints, folder, details.workspace_identity)
+            folder = Path(os.path.realpath(cwd))
+            mode = decide_mode(self._checkpoints, folder, workspace)
             protocol["workspaceCheckpoints"] = mode.to_json()
         return cast(RuntimeProtocol, protocol)
 

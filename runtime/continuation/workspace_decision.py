@@ -19,6 +19,7 @@ NOTICE_PATHS_SHOWN = 50
 
 class WorkspaceDecision(StrEnum):
     REBASELINE = "rebaseline"
+    RESTORE = "isolated_restore"
 
 
 ANSWERED_BY = {
@@ -30,28 +31,34 @@ ANSWERED_BY = {
             ParkReason.WORKSPACE_CHECKPOINT_MISSING,
         }
     ),
+    WorkspaceDecision.RESTORE: frozenset(
+        {
+            ParkReason.WORKSPACE_DRIFT,
+            ParkReason.WORKSPACE_CHECKPOINT_STALE,
+            ParkReason.WORKSPACE_CHECKPOINT_FAILED,
+        }
+    ),
 }
 """The park reasons each decision answers: a rebaseline records the folder as it is now, so it
-answers a drift, a stale or failed capture and a snapshot that is gone."""
-
-DECISION_OPTIONS: dict[ParkReason, tuple[str, ...]] = {
-    ParkReason.WORKSPACE_DRIFT: ("rebaseline",),
-    ParkReason.WORKSPACE_CHECKPOINT_STALE: ("rebaseline",),
-    ParkReason.WORKSPACE_CHECKPOINT_FAILED: ("rebaseline",),
-    ParkReason.WORKSPACE_CHECKPOINT_MISSING: ("rebaseline",),
-}
-"""What a parked plan offers for each workspace reason (``maka plan``, the banner)."""
+answers a drift, a stale or failed capture and a snapshot that is gone; a restore needs a
+snapshot whose objects exist (the newest one), so it never answers a missing one."""
 
 
-def offered_decisions(reasons: Sequence[ParkReason]) -> tuple[str, ...]:
-    """The decisions that would answer a park, when every reason of it is a workspace reason
-    that they answer (a decision never waives another gate)."""
-    if not reasons or any(reason not in DECISION_OPTIONS for reason in reasons):
+def offered_decisions(
+    reasons: Sequence[ParkReason], *, restorable: bool = False
+) -> tuple[str, ...]:
+    """The decisions that would answer a park (``maka plan``, the banner), when every reason of
+    it is a workspace reason they answer (a decision never waives another gate). ``restorable``:
+    the newest snapshot's objects exist, so a copy of it can be made."""
+    if not reasons:
         return ()
-    common = set(DECISION_OPTIONS[reasons[0]])
-    for reason in reasons[1:]:
-        common &= set(DECISION_OPTIONS[reason])
-    return tuple(sorted(common))
+    offered: list[str] = []
+    for decision in (WorkspaceDecision.RESTORE, WorkspaceDecision.REBASELINE):
+        if decision is WorkspaceDecision.RESTORE and not restorable:
+            continue
+        if all(reason in ANSWERED_BY[decision] for reason in reasons):
+            offered.append(decision.value)
+    return tuple(offered)
 
 
 def baseline_notice(baseline: Mapping[str, Any]) -> str:

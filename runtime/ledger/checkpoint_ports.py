@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
-from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
+from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
 
 CHECKPOINT_PROTOCOL = "workspace_checkpoint_v1"
 CHANGED_PATHS_SHOWN = 50
@@ -66,7 +66,7 @@ class TreeChange:
 class CheckpointError(Exception):
     """A capture or an observation that could not be made; ``code`` says why."""
 
-    def __init__(self, code: CheckpointFailureCode, message: str) -> None:
+    def __init__(self, code: CheckpointFailureCode | RestoreCode, message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -97,6 +97,19 @@ class CheckpointCarrier(Protocol):
 
     def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
         """Each path that differs between two trees, sorted by path."""
+        ...
+
+    def materialize(
+        self, workspace_identity: str, tree_id: str, target: Path, session_id: str
+    ) -> str:
+        """Write a snapshot's files into ``target`` (a new or empty folder; the workspace's own
+        folder is not touched), give it a workspace marker of its own and return its identity.
+        The attempt is noted first, so a copy whose transition never committed can be named
+        (``restore_attempts``). Raises ``CheckpointError``."""
+        ...
+
+    def restore_attempts(self, session_id: str) -> list[str]:
+        """The folders restores of this session were attempted into, oldest first."""
         ...
 
 

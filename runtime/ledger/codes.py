@@ -116,6 +116,13 @@ class CheckpointFailureCode(StrEnum):
     CHECKPOINT_NESTED_REPOSITORY = "checkpoint_nested_repository"
 
 
+class RestoreCode(StrEnum):
+    """Why a restored copy could not be made (``maka resume --restore-to``); nothing is admitted."""
+
+    WORKSPACE_RESTORE_TARGET_NOT_EMPTY = "workspace_restore_target_not_empty"
+    WORKSPACE_RESTORE_FAILED = "workspace_restore_failed"
+
+
 class TransferCode(StrEnum):
     """Session export/import (``maka export`` / ``maka import``)."""
 
@@ -242,6 +249,8 @@ class DiagnosticCode(StrEnum):
     # Workspace checkpoints (WORKSPACE.md section 3), diagnostic only.
     WORKSPACE_VERIFIED = "workspace_verified"
     WORKSPACE_CHECKPOINT_UNAVAILABLE = "workspace_checkpoint_unavailable"
+    # A restored copy made by a resume that never committed its transition (WORKSPACE.md 4).
+    WORKSPACE_RESTORE_ABANDONED = "workspace_restore_abandoned"
 
 
 class ParkReason(StrEnum):

@@ -71,6 +71,8 @@ class CrashPoint(StrEnum):
     # Workspace checkpoints (WORKSPACE.md section 2): the ref exists, the fact does not; both.
     AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"
+    # The restored copy exists, the transition fact does not (WORKSPACE.md section 4).
+    AFTER_RESTORE_MATERIALIZED = "after_restore_materialized"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"

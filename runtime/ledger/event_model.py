@@ -305,6 +305,27 @@ class WorkspaceBaseline(TypedDict):
 
 
 @_closed
+class WorkspaceTransition(TypedDict):
+    """The user chose to continue in a restored copy (WORKSPACE.md section 4): the session lives
+    in ``toPath`` from then on. Committed in the continuation's start event, in its admission
+    transaction; the only fact that lets a continuation run in another workspace than its
+    source."""
+
+    protocol: Literal["workspace_transition_v1"]
+    kind: Literal["isolated_restore"]
+    fromIdentity: NonEmpty
+    toIdentity: NonEmpty
+    fromPath: NonEmpty
+    toPath: NonEmpty
+    checkpointRef: NonEmpty
+    commitId: GitObjectId
+    treeId: GitObjectId
+    workspaceEpoch: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
+    decidedBy: Literal["local_user"]
+    decidedAt: Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]
+
+
+@_closed
 class Actions(TypedDict, total=False):
     stateDelta: dict[str, Any]
     endInvocation: bool
@@ -319,6 +340,7 @@ class Actions(TypedDict, total=False):
     workspaceCheckpoint: WorkspaceCheckpoint
     workspaceCheckpointFailed: WorkspaceCheckpointFailed
     workspaceBaseline: WorkspaceBaseline
+    workspaceTransition: WorkspaceTransition
 
 
 @_closed

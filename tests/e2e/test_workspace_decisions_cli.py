@@ -91,7 +91,7 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
 
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
-    assert parked["workspaceOptions"] == ["rebaseline"]
+    assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
     assert f"maka resume {drill.session} --rebaseline" in text
     assert drill.requests() == []
@@ -164,7 +164,7 @@ def test_rebaseline_answers_a_stale_snapshot(tmp_path: Path) -> None:
     drill.run("P6")  # the bash call's T2 committed; the capture after it never ran
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_stale"]
-    assert parked["workspaceOptions"] == ["rebaseline"]
+    assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
     code, body = drill.resume("--rebaseline")
     assert code == 0, body
     notice = drill.requests()[0]["history"][-1]
@@ -178,6 +178,9 @@ def test_rebaseline_answers_a_missing_snapshot_without_naming_files(tmp_path: Pa
     shutil.rmtree(drill.data / "checkpoints")
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"]
+    assert parked["workspaceOptions"] == ["rebaseline"]  # no snapshot left to copy
+    code, refused = drill.resume("--restore-to")
+    assert code == 3 and refused["rejectionReasons"] == ["workspace_checkpoint_missing"]
     code, body = drill.resume("--rebaseline")
     assert code == 0, body
     notice = drill.requests()[0]["history"][-1]
@@ -198,3 +201,140 @@ def test_rebaseline_never_waives_another_reason(tmp_path: Path) -> None:
     assert "workspaceOptions" not in body
     assert len(committed_runs(drill.data)) == 1
     assert drill.requests() == []
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _drifted(tmp_path: Path) -> tuple[Drill, dict[str, bytes]]:
+    drill = Drill(tmp_path)
+    drill.run()
+    (drill.work / "count.txt").write_text("edited by the user\n")
+    (drill.work / "new.txt").write_text("new\n")
+    (drill.work / "b.txt").unlink()
+    return drill, _files(drill.work)
+
+
+def test_restore_continues_in_a_copy_and_leaves_the_folder_alone(tmp_path: Path) -> None:
+    drill, before = _drifted(tmp_path)
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    assert body["continuation"]["workspaceDecision"] == "isolated_restore"
+    copy = tmp_path / "work-restored-1"
+    assert body["workspacePath"] == str(copy)
+    # The user's folder is byte for byte as the user left it.
+    assert _files(drill.work) == before
+    # The copy is the folder at the stop, and the continuation's write landed there.
+    files = _files(copy)
+    marker = json.loads(files.pop(".maka-workspace.json"))
+    assert files == {
+        "a.txt": b"alpha\n",
+        "b.txt": b"beta\n",
+        "count.txt": b"x\n",
+        "report.txt": b"done\n",
+    }
+    original = json.loads((drill.work / ".maka-workspace.json").read_text())
+    assert marker["workspaceId"] != original["workspaceId"]
+    # No notice: the model continues exactly where it left off.
+    first = drill.requests()[0]["history"]
+    assert [item["type"] for item in first] == ["user", "assistant", "tool_call", "tool_result"]
+
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2
+    header, events = runs[1]
+    transition = events[0]["actions"]["workspaceTransition"]
+    assert transition["kind"] == "isolated_restore"
+    assert transition["toPath"] == str(copy) == header.cwd
+    assert transition["fromPath"] == str(drill.work)
+    assert transition["toIdentity"] == header.workspace_identity != runs[0][0].workspace_identity
+    assert transition["workspaceEpoch"] == 2 and transition["decidedBy"] == "local_user"
+    assert events[0]["actions"]["runtimeProtocol"]["workspaceCheckpoints"] == {"mode": "git_v1"}
+    checkpoints = [
+        e["actions"]["workspaceCheckpoint"]
+        for e in events
+        if "workspaceCheckpoint" in e.get("actions", {})
+    ]
+    assert checkpoints and {c["workspaceEpoch"] for c in checkpoints} == {2}
+    assert {c["workspaceIdentity"] for c in checkpoints} == {header.workspace_identity}
+    # The session lives in the copy now.
+    listed = json.loads(maka(["sessions", "--json"], drill.data).stdout)
+    [session] = [s for s in listed["sessions"] if s["sessionId"] == drill.session]
+    assert session["cwd"] == str(copy)
+    code, again = drill.resume("--restore-to")
+    assert code == 3 and again["rejectionReasons"] == ["continuation_already_exists"]
+    assert not (tmp_path / "work-restored-2").exists()
+
+
+def test_restore_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
+    drill, before = _drifted(tmp_path)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine\n")
+    code, body = drill.resume("--restore-to", str(busy))
+    assert code == 3
+    assert body["disposition"] == "refused"
+    assert body["code"] == "workspace_restore_target_not_empty"
+    assert _files(busy) == {"keep.txt": b"mine\n"}
+    assert _files(drill.work) == before
+    assert len(committed_runs(drill.data)) == 1 and drill.requests() == []
+
+
+def test_a_copy_left_by_a_killed_restore_is_named_and_never_reused(tmp_path: Path) -> None:
+    drill, before = _drifted(tmp_path)
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
+    killed = maka(
+        args, drill.data, env={**drill.env, "MAKA_FAILPOINT": "after_restore_materialized"}
+    )
+    assert killed.returncode == -9, killed.stderr
+    left = tmp_path / "work-restored-1"
+    assert (left / "count.txt").read_text() == "x\n"
+    assert len(committed_runs(drill.data)) == 1 and drill.requests() == []
+    assert _files(drill.work) == before
+
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
+    abandoned = [d for d in parked["diagnostics"] if d["code"] == "workspace_restore_abandoned"]
+    assert [d["detail"]["path"] for d in abandoned] == [str(left)]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert str(left) in text
+
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    assert body["workspacePath"] == str(tmp_path / "work-restored-2")
+    assert not (left / "report.txt").exists()  # the abandoned copy was not used
+    assert (tmp_path / "work-restored-2" / "report.txt").read_text() == "done\n"
+
+
+def test_a_continuation_in_a_restored_copy_can_itself_be_resumed(tmp_path: Path) -> None:
+    drill, before = _drifted(tmp_path)
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
+    killed = maka(args, drill.data, env={**drill.env, "MAKA_FAILPOINT": "P8"})
+    assert killed.returncode == -9, killed.stderr  # the continuation, before its ending
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2
+    copy = tmp_path / "work-restored-1"
+    assert (copy / "report.txt").read_text() == "done\n"
+    drill.record.unlink(missing_ok=True)
+
+    code, body = drill.resume()
+    assert code == 0, body
+    assert body["status"] == "completed"
+    assert any(d["code"] == "workspace_verified" for d in body["diagnostics"])
+    runs = committed_runs(drill.data)
+    assert len(runs) == 3
+    third_header, third = runs[2]
+    assert third_header.cwd == str(copy)
+    assert third_header.workspace_identity == runs[1][0].workspace_identity
+    assert "workspaceTransition" not in third[0].get("actions", {})
+    epochs = {
+        e["actions"]["workspaceCheckpoint"]["workspaceEpoch"]
+        for e in third
+        if "workspaceCheckpoint" in e.get("actions", {})
+    }
+    assert epochs == {2}
+    assert _files(drill.work) == before

@@ -1,0 +1,77 @@
+"""Continuing in a restored copy (WORKSPACE.md section 4, isolated restore): where the copy goes
+and the ``workspaceTransition`` fact the admission transaction commits.
+
+The carrier materializes the boundary snapshot into a new, empty folder and gives it a marker
+of its own; the user's folder is not touched. A crash after that (``after_restore_materialized``)
+leaves the copy in place: the next plan names it and no resume ever reuses it (the default name
+skips every folder that exists).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
+from runtime.ledger.codes import RestoreCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
+
+
+def default_restore_path(folder: str) -> Path:
+    """``<folder>-restored-<n>``: the first such sibling that does not exist."""
+    base = os.path.normpath(folder)
+    n = 1
+    while os.path.lexists(f"{base}-restored-{n}"):
+        n += 1
+    return Path(f"{base}-restored-{n}")
+
+
+class RestoreFailed(Exception):
+    def __init__(self, error: CheckpointError) -> None:
+        super().__init__(error.message)
+        self.code = error.code
+        self.message = error.message
+
+
+def materialize_restore(
+    carrier: CheckpointCarrier,
+    *,
+    session_id: str,
+    from_identity: str,
+    from_path: str,
+    checkpoint: Mapping[str, Any],
+    restore_to: str | None,
+    epoch: int,
+    now: int,
+) -> dict[str, Any]:
+    """Make the copy; the transition fact naming it. Raises ``RestoreFailed``."""
+    for _ in range(100):
+        target = Path(os.path.abspath(restore_to or default_restore_path(from_path)))
+        try:
+            to_identity = carrier.materialize(
+                str(checkpoint["workspaceIdentity"]), str(checkpoint["treeId"]), target, session_id
+            )
+            break
+        except CheckpointError as error:
+            if restore_to or error.code is not RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY:
+                raise RestoreFailed(error) from None
+            # another resume took that name a moment ago: the next one
+    else:
+        raise RestoreFailed(CheckpointError(RestoreCode.WORKSPACE_RESTORE_FAILED, "no free name"))
+    failpoint(CrashPoint.AFTER_RESTORE_MATERIALIZED)
+    return {
+        "protocol": "workspace_transition_v1",
+        "kind": "isolated_restore",
+        "fromIdentity": from_identity,
+        "toIdentity": to_identity,
+        "fromPath": from_path,
+        "toPath": str(target),
+        "checkpointRef": str(checkpoint["checkpointRef"]),
+        "commitId": str(checkpoint["commitId"]),
+        "treeId": str(checkpoint["treeId"]),
+        "workspaceEpoch": epoch,
+        "decidedBy": "local_user",
+        "decidedAt": now,
+    }

@@ -1,0 +1,70 @@
+"""Materializing a snapshot into a restored copy (WORKSPACE.md section 4) with the real ``git``:
+the copy holds the snapshot byte for byte, links as links, a marker of its own; the user's folder
+and the workspace's persistent index are untouched; a folder in use is refused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runtime.continuation.workspace_transition import default_restore_path
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import RestoreCode
+from storage.checkpoint_store import GitCheckpointStore
+from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
+from tests.unit.test_checkpoint_store import _tree_state
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def test_a_restored_copy_is_the_snapshot_and_the_folder_is_untouched(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (work / "a.txt").write_bytes(b"alpha\r\n")
+    (work / "sub" / "tool.sh").write_bytes(b"#!/bin/sh\necho hi\n")
+    (work / "sub" / "tool.sh").chmod(0o755)
+    os.symlink("a.txt", work / "link")
+    identity = resolve_workspace_identity(work).identity
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(work, identity, "refs/maka/s/r/1", "m")
+    (work / "a.txt").write_bytes(b"changed after the stop\n")
+    (work / "new.txt").write_text("new\n")
+    before = _tree_state(work)
+    index = store.index_path(identity).read_bytes()
+
+    copy = tmp_path / "copy"
+    new_identity = store.materialize(identity, snapshot.tree_id, copy, "s")
+
+    assert _tree_state(work) == before
+    assert store.index_path(identity).read_bytes() == index
+    assert (copy / "a.txt").read_bytes() == b"alpha\r\n"
+    assert os.readlink(copy / "link") == "a.txt"
+    assert (copy / "sub" / "tool.sh").stat().st_mode & 0o777 == 0o755
+    assert not (copy / "new.txt").exists()
+    marker = read_workspace_identity(copy)
+    assert marker is not None and marker.identity == new_identity != identity
+    assert store.restore_attempts("s") == [str(copy)]
+    assert store.restore_attempts("other") == []
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep").write_text("mine")
+    with pytest.raises(CheckpointError) as refused:
+        store.materialize(identity, snapshot.tree_id, busy, "s")
+    assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY
+    assert sorted(p.name for p in busy.iterdir()) == ["keep"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    store.materialize(identity, snapshot.tree_id, empty, "s")
+    assert (empty / "a.txt").read_bytes() == b"alpha\r\n"
+
+
+def test_the_default_copy_name_skips_every_folder_that_exists(tmp_path: Path) -> None:
+    folder = tmp_path / "proj"
+    assert default_restore_path(str(folder)) == tmp_path / "proj-restored-1"
+    (tmp_path / "proj-restored-1").mkdir()
+    (tmp_path / "proj-restored-2").write_text("a file, not a folder")
+    assert default_restore_path(str(folder) + "/") == tmp_path / "proj-restored-3"
