@@ -41,9 +41,20 @@ def _existing(path: Path) -> str:
     return "the target is not a regular file"
 
 
+def _split_lines(text: str) -> list[str]:
+    """Lines broken at ``\n`` only (a ``\r\n`` ending counts as one): ``str.splitlines``
+    would also break at a lone ``\r`` and other separators, so ``line1\r\x1b[2Kevil`` (which a
+    terminal shows as ``evil``) would read as two honest lines instead of one whose carriage
+    return the prompt names."""
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line, it does not start another
+    return lines
+
+
 def preview(text: str) -> str:
     """The first ``PREVIEW_LINES`` lines, each shortened, saying how many more there are."""
-    lines = text.splitlines() or [""]
+    lines = _split_lines(text)
     shown = [shorten(line, PREVIEW_LINE_CHARS) for line in lines[:PREVIEW_LINES]]
     rest = len(lines) - len(shown)
     if rest > 0:
@@ -80,5 +91,5 @@ def write_question(name: str, args: Mapping[str, Any], cwd: Path) -> str | None:
 
 
 def _lines(text: str) -> str:
-    count = len(text.splitlines()) or 1
+    count = len(_split_lines(text)) if text else 1
     return "1 line" if count == 1 else f"{count} lines"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime.agent.write_question import preview, write_question
-from tests.helpers.maka_run import maka
+from tests.helpers.maka_run import maka, scripted_env, write_script
 
 pytestmark = pytest.mark.e2e
 
@@ -49,3 +49,45 @@ def test_the_preview_is_short_and_says_how_much_is_left_out(tmp_path: Path) -> N
     )
     assert write_question("write_file", {"path": "../out.txt", "content": "x"}, tmp_path) is None
     assert write_question("bash", {"command": "ls"}, tmp_path) is None
+
+
+def test_a_carriage_return_in_the_content_is_shown_not_taken_for_a_line_break(
+    tmp_path: Path,
+) -> None:
+    """``line1\\r\\x1b[2Kevil``: a terminal showing the file prints only ``evil``. The preview
+    keeps it one line with the carriage return named, as a command's prompt does; a Windows
+    line ending (CRLF) is still a line break."""
+    work = tmp_path / "work"
+    work.mkdir()
+    content = "line1\r\x1b[2Kevil\nok\r\nend\n"
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            [
+                {
+                    "toolCalls": [
+                        {
+                            "id": "w1",
+                            "name": "write_file",
+                            "args": {"path": "notes.txt", "content": content},
+                        }
+                    ]
+                },
+                {"text": "done"},
+            ]
+        ],
+    )
+    asked = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "ask", "write it"],
+        tmp_path / "data",
+        env=scripted_env(script),
+        stdin="n\n",
+    )
+    out = asked.stdout + asked.stderr
+    assert "content:\n      line1<CR><ESC>[2Kevil\n      ok\n      end\n" in out, out
+    assert not (work / "notes.txt").exists()
+    assert preview("a\r\nb\r\n") == "  a\n  b"
+    edit = write_question(
+        "edit_file", {"path": "notes.txt", "old_string": "a\rb", "new_string": "c"}, work
+    )
+    assert edit is not None and "replace 1 line with 1 line" in edit
