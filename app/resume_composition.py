@@ -344,6 +344,9 @@ def plan_summary(
                 f"record: maka settle {plan.session_id} {unknown[0].tool_call_id} --ran (or "
                 "--not-run) [--note TEXT]. Safe resume can then continue from there."
             )
+    if plan.transitions:
+        lines.append("Workspace decisions in this lineage:")
+        lines.extend(f"  run {t['runId']}: {t['text']}" for t in plan.transitions)
     if operations:
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)

@@ -29,6 +29,7 @@ from runtime.agent.transcript_projection import summarize_args, summarize_result
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.store_ports import RunStatus
+from runtime.ledger.workspace_facts import decision_mark
 
 
 class TerminalTranscript:
@@ -76,6 +77,9 @@ class TerminalTranscript:
             )
         ):
             self._line(f"[checkpoints] off for this run [{code}]: {describe(code).sentence}")
+        mark = decision_mark(actions)
+        if mark is not None:
+            self._line(f"[workspace] {visible(mark)}.")
         failed = actions.get("workspaceCheckpointFailed")
         if isinstance(failed, Mapping):
             code = str(failed.get("reasonCode", ""))

@@ -17,6 +17,7 @@ from typing import Any
 
 from runtime.agent.text_limits import shorten
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.workspace_facts import decision_mark
 
 CARD_ARGS_CHARS = 300
 
@@ -221,6 +222,13 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
             notice = _ending_notice(event, run_id)
             if notice is not None:
                 entries.append(notice)
+        mark = decision_mark(actions)
+        if mark is not None:
+            entries.append(
+                TranscriptEntry(
+                    "notice", f"{event['id']}_workspace", run_id, text=mark + ".", level="info"
+                )
+            )
         protocol: Mapping[str, Any] = actions.get("runtimeProtocol") or {}
         mode = protocol.get("workspaceCheckpoints")
         if isinstance(mode, Mapping) and mode.get("mode") == "unavailable":

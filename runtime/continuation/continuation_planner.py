@@ -137,6 +137,8 @@ class ContinuationPlan:
     continuation: ContinuationDetails | None = None
     # The newest snapshot's objects exist: a restored copy of it can be offered.
     restorable: bool = False
+    # The user's workspace decisions recorded in the lineage, oldest first (``maka plan``).
+    transitions: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def continues(self) -> bool:
@@ -161,6 +163,8 @@ class ContinuationPlan:
         options = self.workspace_options
         if options:
             body["workspaceOptions"] = list(options)
+        if self.transitions:
+            body["workspaceTransitions"] = [dict(t) for t in self.transitions]
         if self.continuation is not None:
             c = self.continuation
             body["continuation"] = {

@@ -61,6 +61,7 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoredEvent,
 )
+from runtime.ledger.workspace_facts import lineage_transitions
 
 RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 
@@ -137,6 +138,7 @@ class ResumeService:
         self._log = lifecycle
         self._new_id = new_id
         self._restore_to: str | None = None
+        self._lineage_events: list[RuntimeEvent] | None = None
 
     # ---- planning -----------------------------------------------------------------------------
 
@@ -152,7 +154,9 @@ class ResumeService:
         workspace park (WORKSPACE.md section 4: never automatic); ``restore_to``: the folder a
         restored copy goes to (None: the default sibling)."""
         self._restore_to = restore_to
+        self._lineage_events = None
         plan = self._plan_latest(session_id, None if automatic else decision)
+        plan = self._with_workspace_notes(plan)
         if self._log is not None:
             self._log.plan(plan, automatic=automatic)
         return plan
@@ -277,9 +281,28 @@ class ResumeService:
                 restore_to=self._restore_to,
             )
         )
-        if not isinstance(lineage, Lineage):
+        if isinstance(lineage, Lineage):
+            self._lineage_events = [e for prefix in lineage.prefixes for e in prefix.events]
+        return plan
+
+    def _with_workspace_notes(self, plan: ContinuationPlan) -> ContinuationPlan:
+        """The lineage's workspace decisions, and the restored copies a resume made but never
+        started in (WORKSPACE.md section 4: named, never reused)."""
+        events = self._lineage_events
+        attempts = self._checkpoints.restore_attempts(plan.session_id) if self._checkpoints else []
+        if attempts and events is None:  # an early park: the continuations' first events
+            try:
+                runs = self._store.list_session_runs(plan.session_id)
+                events = [
+                    rows[0].event
+                    for run in runs
+                    if run.continuation_source is not None
+                    and (rows := self._store.read_run_events(run.run_id))
+                ]
+            except LedgerError:
+                events = None
+        if events is None:
             return plan
-        events = [event for prefix in lineage.prefixes for event in prefix.events]
         left = [
             PlanDiagnostic(
                 DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
@@ -287,9 +310,10 @@ class ResumeService:
                 "it is left as it is and not used",
                 detail={"path": path},
             )
-            for path in abandoned_copies(self._checkpoints, session_id, events)
+            for path in abandoned_copies(self._checkpoints, plan.session_id, events)
         ]
-        return replace(plan, diagnostics=(*plan.diagnostics, *left)) if left else plan
+        transitions = tuple(lineage_transitions(events)) if self._lineage_events else ()
+        return replace(plan, diagnostics=(*plan.diagnostics, *left), transitions=transitions)
 
     def _session_cwd(self, source: RunHeader) -> str:
         """Where the session lives now (the session record), else where the run ran."""

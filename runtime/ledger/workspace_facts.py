@@ -108,3 +108,45 @@ def boundary_checkpoint(events: Sequence[RuntimeEvent]) -> BoundaryCheckpoint:
             if may_write(name):
                 stale_after, stale_tool = event["id"], name
     return BoundaryCheckpoint(checkpoint, failed, stale_after, stale_tool)
+
+
+def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
+    """How the transcript marks a continuation that began with the user's workspace decision
+    (WORKSPACE.md section 4), or None."""
+    if not actions:
+        return None
+    transition = actions.get("workspaceTransition")
+    if isinstance(transition, Mapping):
+        return f"Continued in a restored copy at {transition.get('toPath', '?')}"
+    baseline = actions.get("workspaceBaseline")
+    if isinstance(baseline, Mapping):
+        if not baseline.get("compared", False):
+            return "Continued with your current files; there was no snapshot to compare them with"
+        count = len(baseline.get("changedPaths") or []) + int(baseline.get("moreChangedPaths") or 0)
+        noun = "file" if count == 1 else "files"
+        return f"Continued with your current files; {count} {noun} changed"
+    return None
+
+
+def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:
+    """The user's workspace decisions recorded in a lineage's events, oldest first (``maka
+    plan``)."""
+    found: list[dict[str, Any]] = []
+    for event in events:
+        actions = event.get("actions") or {}
+        mark = decision_mark(actions)
+        if mark is None:
+            continue
+        body: Mapping[str, Any] = (
+            actions.get("workspaceTransition") or actions.get("workspaceBaseline") or {}
+        )
+        found.append(
+            {
+                "runId": event["runId"],
+                "kind": "isolated_restore" if "workspaceTransition" in actions else "rebaseline",
+                "workspaceEpoch": body.get("workspaceEpoch"),
+                "decidedAt": body.get("decidedAt"),
+                "text": mark,
+            }
+        )
+    return found

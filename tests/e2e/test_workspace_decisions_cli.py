@@ -96,10 +96,14 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
     assert f"maka resume {drill.session} --rebaseline" in text
     assert drill.requests() == []
 
-    code, body = drill.resume("--rebaseline")
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--rebaseline"]
+    result = maka(args, drill.data, env=drill.env)
+    code, body = result.returncode, json.loads(result.stdout)
     assert code == 0, body
     assert body["status"] == "completed"
     assert body["continuation"]["workspaceDecision"] == "rebaseline"
+    # The transcript marks it (on standard error with --json).
+    assert "[workspace] Continued with your current files; 3 files changed." in result.stderr
     # The drift stays on the record as a diagnostic of the plan the user decided on.
     assert [d["code"] for d in body["diagnostics"]].count("workspace_drift") == 1
 
@@ -201,6 +205,11 @@ def test_rebaseline_never_waives_another_reason(tmp_path: Path) -> None:
     assert "workspaceOptions" not in body
     assert len(committed_runs(drill.data)) == 1
     assert drill.requests() == []
+
+
+def _plan(drill: Drill) -> tuple[int, dict[str, Any]]:
+    result = maka(["plan", drill.session, "--json"], drill.data, env=drill.env)
+    return result.returncode, json.loads(result.stdout)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -321,10 +330,33 @@ def test_a_continuation_in_a_restored_copy_can_itself_be_resumed(tmp_path: Path)
     assert (copy / "report.txt").read_text() == "done\n"
     drill.record.unlink(missing_ok=True)
 
+    code, planned = _plan(drill)
+    second_run = committed_runs(drill.data)[1][0].run_id
+    assert planned["workspaceTransitions"] == [
+        {
+            "runId": second_run,
+            "kind": "isolated_restore",
+            "workspaceEpoch": 2,
+            "decidedAt": planned["workspaceTransitions"][0]["decidedAt"],
+            "text": f"Continued in a restored copy at {copy}",
+        }
+    ]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert f"run {second_run}: Continued in a restored copy at {copy}" in text
     code, body = drill.resume()
     assert code == 0, body
     assert body["status"] == "completed"
     assert any(d["code"] == "workspace_verified" for d in body["diagnostics"])
+    # The desktop's transcript marks where the session moved.
+    from runtime.agent.transcript_projection import transcript_of_run
+
+    marks = [
+        entry.text
+        for _, events in committed_runs(drill.data)
+        for entry in transcript_of_run(events)
+        if entry.type == "notice" and entry.text.startswith("Continued")
+    ]
+    assert marks == [f"Continued in a restored copy at {copy}."]
     runs = committed_runs(drill.data)
     assert len(runs) == 3
     third_header, third = runs[2]
@@ -338,3 +370,85 @@ def test_a_continuation_in_a_restored_copy_can_itself_be_resumed(tmp_path: Path)
     }
     assert epochs == {2}
     assert _files(drill.work) == before
+
+
+@pytest.mark.parametrize("decision", [["--restore-to"], ["--rebaseline"]])
+def test_two_racing_decisions_make_exactly_one_continuation(
+    tmp_path: Path, decision: list[str]
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    drill, before = _drifted(tmp_path)
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", *decision]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: maka(args, drill.data, env=drill.env), range(2)))
+    codes = sorted(result.returncode for result in results)
+    assert codes == [0, 3], [r.stderr for r in results]
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2
+    assert len(drill.requests()) == 2  # one continuation: its two model steps
+    assert _files(drill.work) == before or decision == ["--rebaseline"]
+    if decision == ["--restore-to"]:
+        winner = runs[1][0].cwd
+        copies = sorted(p for p in tmp_path.iterdir() if p.name.startswith("work-restored-"))
+        # A loser that got as far as its copy leaves it, and the next plan names it.
+        _, planned = _plan(drill)
+        named = [
+            d["detail"]["path"]
+            for d in planned["diagnostics"]
+            if d["code"] == "workspace_restore_abandoned"
+        ]
+        assert sorted([winner, *named]) == [str(p) for p in copies]
+
+
+class _CountingRunner:
+    def __init__(self) -> None:
+        self.targets: list[Any] = []
+
+    def run_continuation(self, target: Any, details: Any, start_event: Any) -> Any:
+        from runtime.ledger.store_ports import RunStatus
+
+        self.targets.append(target)
+        return RunStatus.COMPLETED
+
+
+def test_two_restores_planned_together_make_one_continuation(tmp_path: Path) -> None:
+    """Both plans continue (planned before either executes); one continuation is admitted and
+    the other is refused before any copy or provider call: the session already moved."""
+    from main_process.resume_seam import resume_service
+    from runtime.continuation.resume_service import ResumeRefused
+    from runtime.continuation.workspace_decision import WorkspaceDecision
+    from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.ledger_store import open_store
+
+    drill, before = _drifted(tmp_path)
+    code, _ = _plan(drill)  # startup recovery has run; the plan parks on the drift
+    assert code == 3
+    runner = _CountingRunner()
+    with open_store(drill.data) as store:
+
+        def service() -> Any:
+            return resume_service(
+                store,
+                default_catalog().names,
+                None,
+                enabled=True,
+                clock=lambda: 1,
+                lifecycle=None,
+                runner=runner,
+                checkpoints=GitCheckpointStore(drill.data),
+            )
+
+        first, second = service(), service()
+        restore = WorkspaceDecision.RESTORE
+        plans = [s.plan_latest(drill.session, decision=restore) for s in (first, second)]
+        assert all(plan.continues for plan in plans)
+        first.execute(plans[0])
+        with pytest.raises(ResumeRefused) as refused:
+            second.execute(plans[1])
+        assert refused.value.code == "workspace_identity_changed"
+    assert [t.cwd for t in runner.targets] == [str(tmp_path / "work-restored-1")]
+    assert len(committed_runs(drill.data)) == 2
+    assert _files(drill.work) == before
+    assert not (tmp_path / "work-restored-2").exists()
