@@ -8,7 +8,10 @@ Why :class:`WrappingText` and not a word-wrapped ``QLabel``: a label never break
 and asks its layout for at least the width of its longest word, so one long URL, hash or run
 of ``x`` made the whole transcript column wider than the window. ``WrappingText`` breaks at
 word boundaries, or anywhere in a word longer than the line, asks for almost no width, and
-keeps the text unchanged (selecting and copying gives exactly what was sent).
+keeps the text unchanged (selecting and copying gives exactly what was sent). Qt's "word
+boundary or anywhere" costs time in the square of the longest word, so a text holding a run of
+``LONG_RUN`` characters or more without a space (a pasted blob) is broken anywhere instead: a
+90,000-character run otherwise froze the window for minutes.
 
 Why tool output is previewed: a command's output can be long; the card shows its first lines
 and an expandable, height-capped view of everything the card received, created only when the
@@ -62,6 +65,14 @@ OUTPUT_VIEW_LINES = 18
 """Height cap of the expanded output view, in lines; it scrolls beyond that."""
 
 
+LONG_RUN = 2_000
+"""From this many characters without whitespace on, a text wraps anywhere (see above)."""
+
+
+def _has_long_run(text: str) -> bool:
+    return len(text) >= LONG_RUN and any(len(word) >= LONG_RUN for word in text.split())
+
+
 def _tr(text: str) -> str:
     return QCoreApplication.translate("Transcript", text)
 
@@ -104,6 +115,13 @@ class WrappingText(QTextEdit):
         if text == self._text:
             return
         previous, self._text = self._text, text
+        mode = (
+            QTextOption.WrapMode.WrapAnywhere
+            if _has_long_run(text)
+            else QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
+        )
+        if self.wordWrapMode() != mode:
+            self.setWordWrapMode(mode)
         if previous and text.startswith(previous):
             cursor = QTextCursor(self.document())  # streaming: append the new part only
             cursor.movePosition(QTextCursor.MoveOperation.End)

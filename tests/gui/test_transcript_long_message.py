@@ -11,6 +11,7 @@ import itertools
 
 import pytest
 from PySide6.QtCore import QPoint
+from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 
@@ -108,3 +109,29 @@ def test_the_page_follows_a_message_that_grows_past_the_window(qtbot: QtBot) -> 
     view.flush()
     QApplication.processEvents()
     _assert_nothing_overlaps(view)
+
+
+@pytest.mark.timeout(60)
+def test_a_90000_character_unbroken_run_is_laid_out_without_freezing(qtbot: QtBot) -> None:
+    """Breaking at a word boundary "or anywhere" costs Qt time in the square of the longest
+    word (20,000 characters: over a second per measurement, 90,000: minutes of a frozen
+    window). A text holding a run that long is broken anywhere: the same lines for the run,
+    and copying still gives the exact text."""
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    with qtbot.waitExposed(view):
+        view.show()
+    blob = "x" * 90_000
+    view.set_items([bc.UserMessageItem(item_id="u", text=f"here it is: {blob} thanks")])
+    QApplication.processEvents()
+    message = view.item_widget("u")
+    assert isinstance(message, MessageWidget)
+    text = message.text_label
+    assert text.wordWrapMode() == QTextOption.WrapMode.WrapAnywhere
+    assert text.document().toPlainText() == f"here it is: {blob} thanks"
+    line = text.fontMetrics().lineSpacing()
+    assert text.height() >= 90_000 * text.fontMetrics().horizontalAdvance("x") // 700 * line // 2
+    view.apply_item(bc.UserMessageItem(item_id="u", text="short again"))
+    view.flush()
+    assert text.wordWrapMode() == QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
