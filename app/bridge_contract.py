@@ -279,6 +279,11 @@ class ResumeLatestRequest(_Message):
 
     kind: Literal[MessageKind.SESSIONS_RESUME_LATEST] = MessageKind.SESSIONS_RESUME_LATEST
     session_id: Id
+    workspace_decision: Literal["isolated_restore", "rebaseline"] | None = None
+    """The user's way forward when the files changed since the stop (WORKSPACE.md section 4):
+    continue in a restored copy, or with the current files."""
+    restore_to: FsPath | None = None
+    """For ``isolated_restore``: a new or empty folder for the copy (None: a new sibling)."""
 
 
 class AttestationChoice(StrEnum):
@@ -518,6 +523,9 @@ class ResumeParkedPush(_Message):
     diagnostics: Annotated[tuple[ResumeDiagnostic, ...], Field(max_length=500)] = ()
     automatic: bool = False
     """Automatic resume at start parked it (the window announces it until seen)."""
+    workspace_options: Annotated[tuple[Code, ...], Field(max_length=4)] = ()
+    """The user's ways forward when only the files stand in the way: ``isolated_restore``,
+    ``rebaseline``."""
 
 
 class ResumeFailedPush(_Message):

@@ -66,6 +66,7 @@ from runtime.base.cancel_token import CancelToken
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
+from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
 from runtime.ledger.codes import ResolverReason
 from runtime.ledger.event_model import RuntimeEvent
@@ -400,12 +401,31 @@ class DesktopServices:
 
     # ---- Safe resume ---------------------------------------------------------------------
 
-    def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
-        outcome = self._resume_latest(session_id, sink, automatic=automatic)
+    def resume_latest(
+        self,
+        session_id: str,
+        sink: TurnSink,
+        *,
+        automatic: bool,
+        decision: str | None = None,
+        restore_to: str | None = None,
+    ) -> ResumeOutcome:
+        choice = WorkspaceDecision(decision) if decision and not automatic else None
+        outcome = self._resume_latest(
+            session_id, sink, automatic=automatic, decision=choice, restore_to=restore_to
+        )
         self._remember_verdict(session_id, outcome)
         return outcome
 
-    def _resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+    def _resume_latest(
+        self,
+        session_id: str,
+        sink: TurnSink,
+        *,
+        automatic: bool,
+        decision: WorkspaceDecision | None = None,
+        restore_to: str | None = None,
+    ) -> ResumeOutcome:
         sessions = self._service
         if sessions.is_busy(session_id):
             return ResumeParked(("session_busy",))
@@ -442,7 +462,9 @@ class DesktopServices:
             # registered before planning, so no turn can start in between
             self._continuations[session_id] = turn.cancel
         try:
-            plan = resume.plan_latest(session_id, automatic=automatic)
+            plan = resume.plan_latest(
+                session_id, automatic=automatic, decision=decision, restore_to=restore_to
+            )
             if not plan.continues:
                 return _parked(plan, self._parked_write_diagnostics(plan, cwd))
             observer.continuation_of = plan.source_run_id
@@ -693,7 +715,9 @@ def _parked(plan: ContinuationPlan, extra: tuple[ResumeDiagnostic, ...] = ()) ->
         _diagnostic(d.code, d.message, d.tool_call_id, d.tool_name, d.detail)
         for d in plan.diagnostics[:_MAX_DIAGNOSTICS]
     )
-    return ResumeParked(reasons[:64], (*diagnostics, *extra)[:_MAX_DIAGNOSTICS])
+    return ResumeParked(
+        reasons[:64], (*diagnostics, *extra)[:_MAX_DIAGNOSTICS], plan.workspace_options
+    )
 
 
 __all__ = ["DesktopServices", "open_host_services"]

@@ -96,6 +96,7 @@ class InterruptedRun:
 class ResumeParked:
     rejection_reasons: tuple[str, ...]
     diagnostics: tuple[ResumeDiagnostic, ...] = ()
+    workspace_options: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,10 +204,20 @@ class HostServices(Protocol):
         self, session_id: str, request_id: str, decision: PermissionDecision
     ) -> None: ...
 
-    def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+    def resume_latest(
+        self,
+        session_id: str,
+        sink: TurnSink,
+        *,
+        automatic: bool,
+        decision: str | None = None,
+        restore_to: str | None = None,
+    ) -> ResumeOutcome:
         """Plan the session's latest interrupted run; when the plan says continue, execute it and
         stream the continuation into ``sink`` until it ends. ``automatic`` marks an auto-resume
-        at startup (recorded on the continuation, read by the crash-loop guard)."""
+        at startup (recorded on the continuation, read by the crash-loop guard); ``decision``
+        (``isolated_restore`` / ``rebaseline``) and ``restore_to``: the user's way forward when
+        the files changed since the stop."""
         ...
 
     def settle_call(

@@ -195,7 +195,11 @@ class RequestRouter:
             self._send_turn(peer_id, message)
         elif isinstance(message, ResumeLatestRequest):
             self.start_resume(
-                message.session_id, automatic=False, correlation_id=message.correlation_id
+                message.session_id,
+                automatic=False,
+                correlation_id=message.correlation_id,
+                decision=message.workspace_decision,
+                restore_to=message.restore_to,
             )
         elif isinstance(message, ToolsSettleRequest):
             self._settle(message)
@@ -362,6 +366,8 @@ class RequestRouter:
         automatic: bool,
         correlation_id: str | None = None,
         on_done: ResumeDone | None = None,
+        decision: str | None = None,
+        restore_to: str | None = None,
     ) -> bool:
         """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
         could not start; the outcome was pushed either way."""
@@ -393,7 +399,9 @@ class RequestRouter:
             return False
         started = self._workers.run_turn(
             session_id,
-            lambda: self._services.resume_latest(session_id, sink, automatic=automatic),
+            lambda: self._services.resume_latest(
+                session_id, sink, automatic=automatic, decision=decision, restore_to=restore_to
+            ),
             lambda: self._services.cancel_turn(session_id),
             done,
         )
@@ -440,6 +448,7 @@ class RequestRouter:
                 diagnostics=outcome.diagnostics,
                 correlation_id=correlation_id,
                 automatic=automatic,
+                workspace_options=outcome.workspace_options,
             )
             transient = outcome.rejection_reasons == (SESSION_BUSY,)
         else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+from typing import Literal
 
 from PySide6.QtCore import QObject, QTimer
 from PySide6.QtNetwork import QLocalSocket
@@ -391,9 +392,20 @@ class RendererBridge(BridgePort):
             )
         )
 
-    def resume_latest(self, session_id: str) -> bool:
+    def resume_latest(
+        self,
+        session_id: str,
+        decision: Literal["isolated_restore", "rebaseline"] | None = None,
+        restore_to: str | None = None,
+    ) -> bool:
         correlation = self._correlation()
-        if self._send(ResumeLatestRequest(session_id=session_id, correlation_id=correlation)):
+        request = ResumeLatestRequest(
+            session_id=session_id,
+            correlation_id=correlation,
+            workspace_decision=decision,
+            restore_to=restore_to or None,
+        )
+        if self._send(request):
             return True
         failed = ResumeFailedPush(
             session_id=session_id,

@@ -9,6 +9,7 @@ frozen models of :mod:`app.bridge_contract`; widgets never see bytes or sockets.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from PySide6.QtCore import QObject, Signal
 
@@ -107,9 +108,16 @@ class BridgePort(QObject):
     def answer_permission(self, session_id: str, request_id: str, allow: bool) -> bool:
         raise NotImplementedError
 
-    def resume_latest(self, session_id: str) -> bool:
+    def resume_latest(
+        self,
+        session_id: str,
+        decision: Literal["isolated_restore", "rebaseline"] | None = None,
+        restore_to: str | None = None,
+    ) -> bool:
         """Ask for Safe resume. The answer arrives as ``resume_started``, ``resume_parked`` or
-        ``resume_failed`` for that session, also when the request could not be sent."""
+        ``resume_failed`` for that session, also when the request could not be sent.
+        ``decision``: the user's way forward when the files changed since the stop (continue in
+        a restored copy, in ``restore_to`` or a new sibling folder, or with the current files)."""
         raise NotImplementedError
 
     def stop_processes(self, session_id: str) -> bool:

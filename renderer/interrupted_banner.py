@@ -18,15 +18,20 @@ connects), so the banner opens parked instead of offering a resume that would be
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Literal
 
 from PySide6.QtCore import QCoreApplication, Qt, QTime, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
+    QFileDialog,
     QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -93,6 +98,8 @@ class _SessionResume:
     retrying: bool = False
     checked_at: str = ""
     automatic: bool = False  # automatic resume at start parked it
+    # The user's ways forward when only the files stand in the way (WORKSPACE.md section 4).
+    workspace_options: tuple[str, ...] = ()
 
 
 class InterruptedBanner(TintedPanel):
@@ -173,6 +180,7 @@ class InterruptedBanner(TintedPanel):
         top.addWidget(self.action_button, 0, Qt.AlignmentFlag.AlignTop)
         top.addWidget(self.remove_button, 0, Qt.AlignmentFlag.AlignTop)
         outer.addLayout(top)
+        self._build_decisions(outer)
         self.tools_row = QWidget()
         tools = QHBoxLayout(self.tools_row)
         tools.setContentsMargins(0, 2, 0, 0)
@@ -212,6 +220,82 @@ class InterruptedBanner(TintedPanel):
         details_layout.addWidget(self.details_scroll)
         outer.addWidget(self.details_panel)
         self.reason_labels: list[QLabel] = []
+
+    def _build_decisions(self, outer: QVBoxLayout) -> None:
+        """The two ways forward after a workspace park, each with its consequence in one line."""
+        self.decisions_row = QWidget()
+        grid = QGridLayout(self.decisions_row)
+        grid.setContentsMargins(0, 4, 0, 2)
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(4)
+        self.restore_button = QPushButton(_tr("Continue in a restored copy…"))
+        self.restore_button.clicked.connect(self._on_restore)
+        self.restore_note = QLabel(
+            _tr(
+                "Your folder stays as it is; the session continues in a copy of it as it was "
+                "at the stop."
+            )
+        )
+        self.rebaseline_button = QPushButton(_tr("Continue with my current files"))
+        self.rebaseline_button.clicked.connect(lambda: self.request_decision("rebaseline"))
+        self.rebaseline_note = QLabel(
+            _tr(
+                "The files stay as they are now; the model is told which changed and re-reads them."
+            )
+        )
+        pairs = (
+            (self.restore_button, self.restore_note),
+            (self.rebaseline_button, self.rebaseline_note),
+        )
+        for row, (button, note) in enumerate(pairs):
+            button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+            note.setWordWrap(True)
+            button.setToolTip(note.text())
+            grid.addWidget(button, row, 0, Qt.AlignmentFlag.AlignLeft)
+            grid.addWidget(note, row, 1)
+        grid.setColumnStretch(1, 1)
+        outer.addWidget(self.decisions_row)
+
+    def _on_restore(self) -> None:
+        """Confirm the copy, in a new sibling folder or one the user picks."""
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(_tr("Continue in a restored copy"))
+        box.setText(_tr("Continue in a copy of the folder as it was when the run stopped?"))
+        where = self._folder + "-restored-N" if self._folder else _tr("a new folder beside it")
+        box.setInformativeText(
+            _tr(
+                "Maka makes the copy in {where} and the session continues there. Your folder "
+                "is not changed."
+            ).replace("{where}", where)
+        )
+        make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)
+        choose = box.addButton(_tr("Choose folder…"), QMessageBox.ButtonRole.ActionRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(make)
+        box.exec()
+        if box.clickedButton() is make:
+            self.request_decision("isolated_restore")
+        elif box.clickedButton() is choose:
+            folder = QFileDialog.getExistingDirectory(
+                self, _tr("Choose an empty folder for the copy"), os.path.dirname(self._folder)
+            )
+            if folder:
+                self.request_decision("isolated_restore", folder)
+
+    def request_decision(
+        self, decision: Literal["isolated_restore", "rebaseline"], restore_to: str | None = None
+    ) -> bool:
+        """Continue a workspace park the way the user chose, if the park offers it."""
+        current = self._current()
+        if self.state is not BannerState.PARKED or decision not in current.workspace_options:
+            return False
+        session_id = self._session_id
+        assert session_id is not None
+        self._by_session[session_id] = replace(current, state=BannerState.RESUMING)
+        self._render()
+        self._bridge.resume_latest(session_id, decision, restore_to)
+        return True
 
     # ----------------------------------------------------------------- public
 
@@ -336,6 +420,7 @@ class InterruptedBanner(TintedPanel):
             diagnostics=push.diagnostics,
             checked_at=checked_at,
             automatic=push.automatic,
+            workspace_options=push.workspace_options,
         )
         self._render()
 
@@ -417,6 +502,15 @@ class InterruptedBanner(TintedPanel):
         )
         self.action_button.setEnabled(state in _ACTIONABLE and not host_gone)
         self.tools_row.setVisible(state is BannerState.PARKED)
+        options = current.workspace_options if state is BannerState.PARKED else ()
+        self.decisions_row.setVisible(bool(options))
+        for button, note, option in (
+            (self.restore_button, self.restore_note, "isolated_restore"),
+            (self.rebaseline_button, self.rebaseline_note, "rebaseline"),
+        ):
+            button.setVisible(option in options)
+            note.setVisible(option in options)
+            button.setEnabled(not host_gone)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = _copy_for(state, current)
@@ -532,6 +626,11 @@ def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, st
         changed = _changed_files_text(current)
         if changed:
             body = next_step(current.reasons, [d.code for d in current.diagnostics])
+            if current.workspace_options:
+                body = _tr(
+                    "Choose how to continue below, or put the files back as they were and "
+                    "choose Try again."
+                )
             return _tr("Files changed since the run stopped."), f"{changed}\n\n{body}", again
         if _write_not_done(current):
             return (

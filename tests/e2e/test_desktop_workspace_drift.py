@@ -80,3 +80,70 @@ def test_the_banner_names_the_file_changed_after_the_crash(
     banner.close()
     assert len(committed_runs(data)) == 1  # nothing was continued
     assert main.terminate() == 0
+
+
+def _parked_banner(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> tuple[Path, Path, str, RendererBridge, InterruptedBanner]:
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P8"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+    (work / "n.txt").write_text("edited by hand\n")
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    bridge = RendererBridge(main.socket_name, main.token)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session(session_id, interrupted=True, folder=str(work))
+    bridge.start()
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    return data, work, session_id, bridge, banner
+
+
+def test_continue_with_my_current_files_from_the_banner(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    assert banner.rebaseline_button.isVisible() and banner.restore_button.isVisible()
+    assert banner.rebaseline_note.text() == (
+        "The files stay as they are now; the model is told which changed and re-reads them."
+    )
+    banner.rebaseline_button.click()
+    qtbot.waitUntil(lambda: banner.state is not BannerState.PARKED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: len(committed_runs(data)) == 2, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: committed_runs(data)[1][0].status.value == "completed", timeout=WAIT_MS)
+    start = committed_runs(data)[1][1][0]
+    baseline = start["actions"]["workspaceBaseline"]
+    assert baseline["changedPaths"] == [{"path": "n.txt", "change": "modified"}]
+    assert (work / "n.txt").read_text() == "edited by hand\n"
+    bridge.stop()
+    banner.close()
+
+
+def test_continue_in_a_restored_copy_from_the_banner(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    assert banner.request_decision("isolated_restore")
+    qtbot.waitUntil(lambda: len(committed_runs(data)) == 2, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: committed_runs(data)[1][0].status.value == "completed", timeout=WAIT_MS)
+    header = committed_runs(data)[1][0]
+    copy = tmp_path / "work-restored-1"
+    assert header.cwd == str(copy)
+    assert (copy / "n.txt").read_text() == "x\n"  # as at the stop
+    assert (work / "n.txt").read_text() == "edited by hand\n"  # the user's folder untouched
+    bridge.stop()
+    banner.close()

@@ -107,8 +107,18 @@ def test_resume_latest_sends_a_session_id_and_nothing_else(qtbot: QtBot, main: F
     assert bridge.resume_latest("s1")
     qtbot.waitUntil(lambda: len(main.bodies) == 2)
     body = main.bodies[1]
-    assert set(body) == {"kind", "sessionId", "correlationId"}
+    # The session and, only when the user chose one, a way forward for changed files: never
+    # a fact about the run or the folder.
+    assert set(body) == {"kind", "sessionId", "correlationId", "workspaceDecision", "restoreTo"}
     assert body["kind"] == "sessions.resumeLatest" and body["sessionId"] == "s1"
+    assert body["workspaceDecision"] is None and body["restoreTo"] is None
+    assert bridge.resume_latest("s1", "isolated_restore", "/home/ann/copy")
+    qtbot.waitUntil(lambda: len(main.bodies) == 3)
+    chosen = main.bodies[2]
+    assert (chosen["workspaceDecision"], chosen["restoreTo"]) == (
+        "isolated_restore",
+        "/home/ann/copy",
+    )
     bridge.stop()
 
 

@@ -6,7 +6,7 @@ pushes with the helpers below, exactly as the real bridge would after decoding a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from PySide6.QtCore import QObject
 
@@ -47,10 +47,14 @@ class FakeBridge(BridgePort):
         session_id: str,
         reasons: tuple[str, ...],
         diagnostics: tuple[bc.ResumeDiagnostic, ...] = (),
+        workspace_options: tuple[str, ...] = (),
     ) -> None:
         self.resume_parked.emit(
             bc.ResumeParkedPush(
-                session_id=session_id, rejection_reasons=reasons, diagnostics=diagnostics
+                session_id=session_id,
+                rejection_reasons=reasons,
+                diagnostics=diagnostics,
+                workspace_options=workspace_options,
             )
         )
 
@@ -104,8 +108,15 @@ class FakeBridge(BridgePort):
     def answer_permission(self, session_id: str, request_id: str, allow: bool) -> bool:
         return self._record("answer_permission", session_id, request_id, allow)
 
-    def resume_latest(self, session_id: str) -> bool:
-        return self._record("resume_latest", session_id)
+    def resume_latest(
+        self,
+        session_id: str,
+        decision: Literal["isolated_restore", "rebaseline"] | None = None,
+        restore_to: str | None = None,
+    ) -> bool:
+        if decision is None:
+            return self._record("resume_latest", session_id)
+        return self._record("resume_latest", session_id, decision, restore_to)
 
     def relocate_session(self, session_id: str, cwd: str) -> bool:
         return self._record("relocate_session", session_id, cwd)

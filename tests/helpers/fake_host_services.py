@@ -158,7 +158,15 @@ class FakeHostServices:
     ) -> None:
         self._record(f"answer_permission:{session_id}:{request_id}:{decision}")
 
-    def resume_latest(self, session_id: str, sink: TurnSink, *, automatic: bool) -> ResumeOutcome:
+    def resume_latest(
+        self,
+        session_id: str,
+        sink: TurnSink,
+        *,
+        automatic: bool,
+        decision: str | None = None,
+        restore_to: str | None = None,
+    ) -> ResumeOutcome:
         self._record(f"resume_latest:{session_id}")
         with self._lock:
             self.resumed_automatic.append((session_id, automatic))

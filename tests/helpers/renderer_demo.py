@@ -352,6 +352,7 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
                 more_changed_paths=2,
             ),
         ),
+        workspace_options=("isolated_restore", "rebaseline"),
     )
     shot("banner-drift")
 

@@ -1,0 +1,84 @@
+"""The banner's two ways forward after a workspace park (WORKSPACE.md section 4): shown only
+when the main process offers them, each with its consequence in one line, and each sends the
+user's decision (never a plain resume)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QMessageBox
+from pytestqt.qtbot import QtBot
+
+from app.bridge_contract import ChangedPath, ResumeDiagnostic
+from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.fake_bridge import FakeBridge
+
+pytestmark = pytest.mark.gui
+DRIFT = ResumeDiagnostic(
+    code="workspace_drift",
+    message="1 file changed",
+    changed_paths=(ChangedPath(path="n.txt", change="modified"),),
+)
+
+
+def _parked(qtbot: QtBot, options: tuple[str, ...]) -> tuple[InterruptedBanner, FakeBridge]:
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    bridge.push_parked("s1", ("workspace_drift",), (DRIFT,), workspace_options=options)
+    return banner, bridge
+
+
+def test_both_ways_forward_with_their_consequences(qtbot: QtBot) -> None:
+    banner, bridge = _parked(qtbot, ("isolated_restore", "rebaseline"))
+    assert banner.decisions_row.isVisible()
+    assert banner.restore_button.text() == "Continue in a restored copy…"
+    assert banner.rebaseline_button.text() == "Continue with my current files"
+    assert banner.restore_note.text() == (
+        "Your folder stays as it is; the session continues in a copy of it as it was at the stop."
+    )
+    assert "Choose how to continue below" in banner.body_label.text()
+    QTest.mouseClick(banner.rebaseline_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("resume_latest") == [("s1", "rebaseline", None)]
+    assert banner.state is BannerState.RESUMING
+    assert not banner.decisions_row.isVisible()
+
+
+def test_the_restore_button_confirms_then_asks_for_the_copy(qtbot: QtBot) -> None:
+    banner, bridge = _parked(qtbot, ("isolated_restore", "rebaseline"))
+
+    def cancel(box: QMessageBox) -> int:
+        assert "/home/ann/proj-restored-N" in box.informativeText()
+        return 0
+
+    with mock.patch.object(QMessageBox, "exec", cancel):
+        banner.restore_button.click()
+    assert bridge.calls_to("resume_latest") == []  # cancelled: nothing sent
+    assert banner.state is BannerState.PARKED
+
+    def make(box: QMessageBox) -> int:
+        [made] = [b for b in box.buttons() if b.text() == "Make the copy"]
+        made.click()
+        return 0
+
+    with mock.patch.object(QMessageBox, "exec", make):
+        banner.restore_button.click()
+    assert bridge.calls_to("resume_latest") == [("s1", "isolated_restore", None)]
+
+
+def test_a_decision_not_offered_is_neither_shown_nor_sent(qtbot: QtBot) -> None:
+    banner, bridge = _parked(qtbot, ("rebaseline",))  # the snapshot is gone: no copy possible
+    assert banner.rebaseline_button.isVisible()
+    assert not banner.restore_button.isVisible() and not banner.restore_note.isVisible()
+    assert not banner.request_decision("isolated_restore", "/tmp/x")
+    assert bridge.calls_to("resume_latest") == []
+
+    plain, plain_bridge = _parked(qtbot, ())
+    assert not plain.decisions_row.isVisible()
+    assert not plain.request_decision("rebaseline")
+    assert plain_bridge.calls_to("resume_latest") == []
