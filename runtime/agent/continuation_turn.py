@@ -20,14 +20,13 @@ from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.base.cancel_token import CancelToken
 from runtime.continuation.continuation_planner import ContinuationDetails
-from runtime.continuation.workspace_decision import baseline_notice
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointMode, ModeDecision
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
 from runtime.ledger.workspace_facts import declared_mode
 from runtime.providers.history_projection import history_from_events
-from runtime.providers.provider_port import HistoryItem, HostNotice, Provider
+from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ProcessRecorder, ToolContext
 
@@ -50,13 +49,6 @@ def history_before_lineage(
         and (root is None or (run.created_at, run.run_id) < (root.created_at, root.run_id))
     ]
     return committed_history(reader, earlier)
-
-
-def decision_notices(start_event: RuntimeEvent) -> tuple[HistoryItem, ...]:
-    """The host notice a continuation's history ends with after the user's decision to go on
-    with the current files (WORKSPACE.md section 4); no new user message."""
-    baseline = (start_event.get("actions") or {}).get("workspaceBaseline")
-    return (HostNotice(baseline_notice(baseline)),) if baseline is not None else ()
 
 
 class ContinuationTurn:
@@ -100,8 +92,7 @@ class ContinuationTurn:
         history = (
             *history_before_lineage(self._store, target.session_id, details.lineage_run_ids),
             *history_from_events(details.runtime_context),
-            *decision_notices(start_event),
-        )
+        )  # the start event (driven below) adds a rebaseline's notice: WORKSPACE.md section 4
         self._observer.committed(start_event)
         self._store.mark_run_running(target.run_id)
         self._observer.run_status(target.run_id, RunStatus.RUNNING, None)

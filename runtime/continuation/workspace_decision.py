@@ -8,13 +8,13 @@ its provider history with. The decision itself is recorded by the admission tran
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any
 
 from runtime.ledger.codes import ParkReason
+from runtime.ledger.workspace_facts import baseline_notice
 
-NOTICE_PATHS_SHOWN = 50
+__all__ = ["ANSWERED_BY", "WorkspaceDecision", "baseline_notice", "offered_decisions"]
 
 
 class WorkspaceDecision(StrEnum):
@@ -59,33 +59,3 @@ def offered_decisions(
         if all(reason in ANSWERED_BY[decision] for reason in reasons):
             offered.append(decision.value)
     return tuple(offered)
-
-
-def baseline_notice(baseline: Mapping[str, Any]) -> str:
-    """The host notice that ends a rebaselined continuation's provider history."""
-    changed: Sequence[Mapping[str, Any]] = baseline.get("changedPaths") or []
-    more = int(baseline.get("moreChangedPaths") or 0)
-    if not baseline.get("compared", False):
-        return (
-            "Note from the host: while this session was stopped, files in the folder may have "
-            "changed outside your view, and there is no snapshot to tell which. The user chose "
-            "to continue with the files as they are now. Re-read any file before you rely on "
-            "what you saw of it earlier."
-        )
-    if not changed:
-        return (
-            "Note from the host: the user chose to continue with the files as they are now; "
-            "no file differs from what you last saw."
-        )
-    lines = [f"- {item['path']} ({item['change']})" for item in changed[:NOTICE_PATHS_SHOWN]]
-    if more:
-        lines.append(f"- and {more} more")
-    count = len(changed) + more
-    noun = "file" if count == 1 else "files"
-    return (
-        f"Note from the host: while this session was stopped, {count} {noun} in the folder "
-        "changed outside your view:\n"
-        + "\n".join(lines)
-        + "\nThe user chose to continue with the files as they are now. Re-read these files "
-        "before you rely on what you saw of them earlier."
-    )

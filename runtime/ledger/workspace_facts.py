@@ -150,3 +150,36 @@ def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+NOTICE_PATHS_SHOWN = 50
+
+
+def baseline_notice(baseline: Mapping[str, Any]) -> str:
+    """The host notice that ends a rebaselined continuation's provider history."""
+    changed: Sequence[Mapping[str, Any]] = baseline.get("changedPaths") or []
+    more = int(baseline.get("moreChangedPaths") or 0)
+    if not baseline.get("compared", False):
+        return (
+            "Note from the host: while this session was stopped, files in the folder may have "
+            "changed outside your view, and there is no snapshot to tell which. The user chose "
+            "to continue with the files as they are now. Re-read any file before you rely on "
+            "what you saw of it earlier."
+        )
+    if not changed:
+        return (
+            "Note from the host: the user chose to continue with the files as they are now; "
+            "no file differs from what you last saw."
+        )
+    lines = [f"- {item['path']} ({item['change']})" for item in changed[:NOTICE_PATHS_SHOWN]]
+    if more:
+        lines.append(f"- and {more} more")
+    count = len(changed) + more
+    noun = "file" if count == 1 else "files"
+    return (
+        f"Note from the host: while this session was stopped, {count} {noun} in the folder "
+        "changed outside your view:\n"
+        + "\n".join(lines)
+        + "\nThe user chose to continue with the files as they are now. Re-read these files "
+        "before you rely on what you saw of them earlier."
+    )

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.workspace_facts import baseline_notice
 from runtime.providers.provider_port import (
     AssistantText,
     HistoryItem,
@@ -70,6 +71,11 @@ def history_from_events(events: Iterable[RuntimeEvent]) -> tuple[HistoryItem, ..
     tagged: list[tuple[HistoryItem, str | None]] = []
     for event in visible:
         content = event.get("content")
+        baseline = (event.get("actions") or {}).get("workspaceBaseline")
+        if baseline is not None:
+            # The user chose to go on with the files as they are (WORKSPACE.md section 4): every
+            # later request keeps telling the model which files changed outside its view.
+            tagged.append((HostNotice(baseline_notice(baseline)), None))
         if content is None:
             continue
         if content["kind"] == "text":

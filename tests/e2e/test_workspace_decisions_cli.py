@@ -124,6 +124,10 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
         "The user chose to continue with the files as they are now. Re-read these files "
         "before you rely on what you saw of them earlier."
     )
+    # Every later request of the continuation keeps the notice, once.
+    requests = drill.requests()
+    assert len(requests) == 2
+    assert [[i["type"] for i in r["history"]].count("host_notice") for r in requests] == [1, 1]
     # The continuation carried on where it stopped and its write landed in the folder.
     assert (drill.work / "report.txt").read_text() == "done\n"
     assert (drill.work / "count.txt").read_text() == "edited by the user\n"
@@ -452,3 +456,27 @@ def test_two_restores_planned_together_make_one_continuation(tmp_path: Path) -> 
     assert len(committed_runs(drill.data)) == 2
     assert _files(drill.work) == before
     assert not (tmp_path / "work-restored-2").exists()
+
+
+def test_the_notice_stays_in_the_history_of_later_generations(tmp_path: Path) -> None:
+    drill, _ = _drifted(tmp_path)
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--rebaseline"]
+    killed = maka(args, drill.data, env={**drill.env, "MAKA_FAILPOINT": "P8"})
+    assert killed.returncode == -9, killed.stderr
+    drill.record.unlink(missing_ok=True)
+    code, body = drill.resume()
+    assert code == 0, body
+    history = drill.requests()[0]["history"]
+    notices = [item for item in history if item["type"] == "host_notice"]
+    assert len(notices) == 1 and "- count.txt (modified)" in notices[0]["text"]
+    # Where it was told: after the replayed first step, before the continuation's own step.
+    kinds = [item["type"] for item in history]
+    assert kinds.index("host_notice") == 4 and kinds[:4] == [
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+    ]
+    runs = committed_runs(drill.data)
+    assert len(runs) == 3
+    assert "workspaceBaseline" not in runs[2][1][0].get("actions", {})
