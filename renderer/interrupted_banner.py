@@ -262,12 +262,12 @@ class InterruptedBanner(TintedPanel):
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle(_tr("Continue in a restored copy"))
         box.setText(_tr("Continue in a copy of the folder as it was when the run stopped?"))
-        where = self._folder + "-restored-N" if self._folder else _tr("a new folder beside it")
+        name = os.path.basename(self._folder.rstrip("/\\")) or _tr("folder")
         box.setInformativeText(
             _tr(
-                "Maka makes the copy in {where} and the session continues there. Your folder "
-                "is not changed."
-            ).replace("{where}", where)
+                "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
+                "next free number) and the session continues there. Your folder is not changed."
+            ).replace("{name}", name)
         )
         make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)
         choose = box.addButton(_tr("Choose folder…"), QMessageBox.ButtonRole.ActionRole)

@@ -53,7 +53,7 @@ def test_the_restore_button_confirms_then_asks_for_the_copy(qtbot: QtBot) -> Non
     banner, bridge = _parked(qtbot, ("isolated_restore", "rebaseline"))
 
     def cancel(box: QMessageBox) -> int:
-        assert "/home/ann/proj-restored-N" in box.informativeText()
+        assert "(proj-restored-1, or the next free number)" in box.informativeText()
         return 0
 
     with mock.patch.object(QMessageBox, "exec", cancel):
