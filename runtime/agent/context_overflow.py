@@ -55,17 +55,43 @@ def _describe(events: Sequence[RuntimeEvent]) -> str:
     return " and ".join(parts) or "its messages"
 
 
+def unanswered_turn_events(
+    run_events: Sequence[RuntimeEvent], already_omitted: frozenset[str] = frozenset()
+) -> list[RuntimeEvent]:
+    """The model-visible events of a failed turn the model never answered (no text, thinking
+    or tool call of the model's own), not already left out. Such a turn stays in the history
+    (its message is merged with the next one), so it is the likeliest cause of a later
+    overflow: a server that reports an overflow only as an empty stream, or a context size
+    configured after the fact, leaves exactly this behind."""
+    if any(event["role"] == "model" and _model_visible(event) for event in run_events):
+        return []
+    return [
+        event
+        for event in run_events
+        if _model_visible(event) and event["id"] not in already_omitted
+    ]
+
+
 def overflow_notice(
-    builder: EventBuilder, run_events: Sequence[RuntimeEvent], ts: int
+    builder: EventBuilder,
+    run_events: Sequence[RuntimeEvent],
+    ts: int,
+    earlier: Sequence[RuntimeEvent] = (),
 ) -> RuntimeEvent | None:
-    """The host notice that leaves this run's model-visible events out of later histories, or
-    None when there is nothing to leave out."""
+    """The host notice that leaves this run's model-visible events out of later histories, and
+    with them ``earlier`` (the messages of earlier turns the model never answered), or None
+    when there is nothing to leave out."""
     left_out = [event for event in run_events if _model_visible(event)]
-    if not left_out:
+    if not left_out and not earlier:
         return None
     text = (
         "Note from the host: the previous turn did not fit the model's context window, so it "
-        f"is left out of this conversation: {_describe(left_out)}. If it is still needed, ask "
-        "the user for a shorter version."
+        f"is left out of this conversation: {_describe(left_out)}."
     )
-    return builder.host_notice(text, ts, omitted_event_ids=[event["id"] for event in left_out])
+    if earlier:
+        text += (
+            f" Also left out, from earlier turns the model never answered: {_describe(earlier)}."
+        )
+    text += " If it is still needed, ask the user for a shorter version."
+    ids = [event["id"] for event in (*earlier, *left_out)]
+    return builder.host_notice(text, ts, omitted_event_ids=ids)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runtime.agent.event_builders import EventBuilder, RunIdentity
-from runtime.agent.outcome_notices import committed_history
+from runtime.agent.outcome_notices import committed_context
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunLoop, RunObserver, RunOutcome, RunSettings, RunStore
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
@@ -25,7 +25,7 @@ from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
 from runtime.ledger.workspace_facts import declared_mode
-from runtime.providers.history_projection import history_from_events
+from runtime.providers.history_projection import history_from_events, omitted_event_ids
 from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ProcessRecorder, ToolContext
@@ -36,9 +36,13 @@ class ContinuationStore(RunStore, LedgerReader, Protocol):
 
 
 def history_before_lineage(
-    reader: LedgerReader, session_id: str, lineage_run_ids: Sequence[str]
+    reader: LedgerReader,
+    session_id: str,
+    lineage_run_ids: Sequence[str],
+    also_omit: frozenset[str] = frozenset(),
 ) -> tuple[HistoryItem, ...]:
-    """The session's committed turns that precede the lineage's first generation."""
+    """The session's committed turns that precede the lineage's first generation (less what a
+    notice of the lineage, ``also_omit``, leaves out)."""
     runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
     lineage = set(lineage_run_ids)
     root = next((run for run in runs if run.run_id in lineage), None)
@@ -48,7 +52,7 @@ def history_before_lineage(
         if run.run_id not in lineage
         and (root is None or (run.created_at, run.run_id) < (root.created_at, root.run_id))
     ]
-    return committed_history(reader, earlier)
+    return committed_context(reader, earlier, also_omit)[0]
 
 
 class ContinuationTurn:
@@ -90,7 +94,12 @@ class ContinuationTurn:
         self, target: RunHeader, details: ContinuationDetails, start_event: RuntimeEvent
     ) -> RunStatus:
         history = (
-            *history_before_lineage(self._store, target.session_id, details.lineage_run_ids),
+            *history_before_lineage(
+                self._store,
+                target.session_id,
+                details.lineage_run_ids,
+                frozenset(omitted_event_ids(details.runtime_context)),
+            ),
             *history_from_events(details.runtime_context),
         )  # the start event (driven below) adds a rebaseline's notice: WORKSPACE.md section 4
         self._observer.committed(start_event)

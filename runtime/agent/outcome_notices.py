@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from runtime.agent.context_overflow import unanswered_turn_events
 from runtime.ledger.codes import ResolverReason, ResolverStatus
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.store_ports import LedgerReader, RunHeader
-from runtime.providers.history_projection import history_from_events
+from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
+from runtime.providers.history_projection import history_from_events, omitted_event_ids
 from runtime.providers.provider_port import HistoryItem, HostNotice
 from runtime.recovery.recovery_resolver import resolve_recovery
 
@@ -66,10 +67,23 @@ def committed_history(reader: LedgerReader, runs: Sequence[RunHeader]) -> tuple[
     """What the model is shown of earlier turns: each run's committed, paired history, oldest
     first, then a notice for every tool call whose outcome is unknown or parked. A new turn and a
     continuation (for the turns before its lineage) both build their history with this."""
+    return committed_context(reader, runs)[0]
+
+
+def committed_context(
+    reader: LedgerReader, runs: Sequence[RunHeader], also_omit: frozenset[str] = frozenset()
+) -> tuple[tuple[HistoryItem, ...], tuple[RuntimeEvent, ...]]:
+    """``committed_history`` and, beside it, the model-visible events of earlier turns that
+    failed before the model answered anything (what an overflow also leaves out). A host notice
+    in any of ``runs`` (or ``also_omit``) leaves its named events out of every run's history."""
+    per_run = [[row.event for row in reader.read_run_events(header.run_id)] for header in runs]
+    omitted = frozenset(also_omit.union(*(omitted_event_ids(events) for events in per_run)))
     items: list[HistoryItem] = []
     notices: list[HistoryItem] = []
-    for header in runs:
-        events = [row.event for row in reader.read_run_events(header.run_id)]
-        items.extend(history_from_events(events))
+    unanswered: list[RuntimeEvent] = []
+    for header, events in zip(runs, per_run, strict=True):
+        items.extend(history_from_events(events, omitted))
         notices.extend(outcome_notices(events))
-    return (*items, *notices)
+        if header.status is RunStatus.FAILED:
+            unanswered.extend(unanswered_turn_events(events, omitted))
+    return (*items, *notices), tuple(unanswered)

@@ -181,8 +181,12 @@ class RunLoop:
         text: str,
         prior_history: Sequence[HistoryItem],
         tool_context: ToolContext,
+        *,
+        unanswered: Sequence[RuntimeEvent] = (),
     ) -> RunOutcome:
-        """Create the run, commit the user message (with the T1 marker) and drive the loop."""
+        """Create the run, commit the user message (with the T1 marker) and drive the loop.
+        ``unanswered``: earlier turns' messages the model never answered, which an overflow of
+        this turn leaves out too (``context_overflow``)."""
         identity = RunIdentity(
             header.session_id, header.invocation_id, header.run_id, header.turn_id
         )
@@ -195,7 +199,7 @@ class RunLoop:
         self._observer.committed(first)
         self._store.mark_run_running(header.run_id)
         self._observer.run_status(header.run_id, RunStatus.RUNNING, None)
-        return self.drive(builder, prior_history, [first], tool_context)
+        return self.drive(builder, prior_history, [first], tool_context, unanswered=unanswered)
 
     def drive(
         self,
@@ -203,6 +207,8 @@ class RunLoop:
         prior_history: Sequence[HistoryItem],
         run_events: Sequence[RuntimeEvent],
         tool_context: ToolContext,
+        *,
+        unanswered: Sequence[RuntimeEvent] = (),
     ) -> RunOutcome:
         """The model loop for a run whose header is running and whose first event is committed."""
         committed: list[RuntimeEvent] = list(run_events)
@@ -300,7 +306,7 @@ class RunLoop:
                 return self._cancelled(builder, publish)
             message = f"{self._provider.label}: {error.message}"
             if error.code is ProviderErrorCode.CONTEXT_OVERFLOW:
-                self._leave_out_of_history(builder, publish, committed)
+                self._leave_out_of_history(builder, publish, committed, unanswered)
                 message = f"{message}. {WAY_ON}"
             return self._finish(
                 builder,
@@ -367,8 +373,9 @@ class RunLoop:
         builder: EventBuilder,
         publish: Callable[[RuntimeEvent], None],
         run_events: Sequence[RuntimeEvent],
+        unanswered: Sequence[RuntimeEvent],
     ) -> None:
-        notice = overflow_notice(builder, run_events, self._clock())
+        notice = overflow_notice(builder, run_events, self._clock(), unanswered)
         if notice is not None:
             self._store.append_event(notice)
             publish(notice)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runtime.agent.event_builders import RunIdentity
-from runtime.agent.outcome_notices import committed_history
+from runtime.agent.outcome_notices import committed_context, committed_history
 from runtime.agent.permission_policy import (
     Decision,
     PendingPermissions,
@@ -283,7 +283,9 @@ class SessionService:
             updated_at=now,
             workspace_identity=identity,
         )
-        history = self.prior_history(session.session_id)
+        history, unanswered = committed_context(
+            self._store, ordered_runs(self._store.list_session_runs(session.session_id))
+        )
 
         def wait_for_answer(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
             return self.permissions.wait(question, cancel, on_question)
@@ -310,7 +312,7 @@ class SessionService:
             shell_registry=self._shells,
             process_recorder=self.process_recorder,
         )
-        return loop.start_turn(header, text, history, context)
+        return loop.start_turn(header, text, history, context, unanswered=unanswered)
 
     def checkpointer_for(self, header: RunHeader, folder: Path) -> WorkspaceCheckpointer | None:
         """The run's workspace checkpointer, its mode decided now (before its first event)."""

@@ -56,9 +56,13 @@ def omitted_event_ids(events: Iterable[RuntimeEvent]) -> set[str]:
     return omitted
 
 
-def history_from_events(events: Iterable[RuntimeEvent]) -> tuple[HistoryItem, ...]:
+def history_from_events(
+    events: Iterable[RuntimeEvent], also_omit: frozenset[str] = frozenset()
+) -> tuple[HistoryItem, ...]:
+    """``also_omit``: ids that notices of *other* runs leave out (an overflow notice may name an
+    earlier turn's message; see ``runtime.agent.context_overflow``)."""
     events = list(events)
-    omitted = omitted_event_ids(events)
+    omitted = omitted_event_ids(events) | also_omit
     visible = [
         event
         for event in events

@@ -234,6 +234,52 @@ def test_a_context_overflow_is_recorded_and_the_next_turn_can_continue(
     assert codes == ["context_overflow", "provider_error"]
 
 
+def _empty_stream(handler: Any) -> None:
+    """A server that refuses a prompt by sending 200 headers and no event at all (how
+    llama-cpp-python's server answers a context overflow)."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()
+
+
+def test_an_overflow_also_leaves_out_an_earlier_turn_the_model_never_answered(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    """The oversized message failed as an empty stream (not recognisable as an overflow), so it
+    stayed in the history; the next turn's overflow must leave it out too, or every later short
+    message is dropped one by one while the real cause stays."""
+    huge = "paste " * 3000
+    replies = [text_reply("Hi."), _empty_stream, OVERFLOW, text_reply("Short is fine.")]
+    with chat_server(replies) as server:
+        service, session_id = _session(store, server, workspace)
+        service.send_turn(session_id, "hello", Recorder(), POLICY)
+        first = service.send_turn(session_id, huge, Recorder(), POLICY)
+        second = service.send_turn(session_id, "hello again", Recorder(), POLICY)
+        after = service.send_turn(session_id, "a short question", Recorder(), POLICY)
+        bodies = server.requests()
+    assert first.status is RunStatus.FAILED and second.status is RunStatus.FAILED
+    assert huge in json.dumps(bodies[2])  # the unanswered turn was still sent once more
+    notice = next(e for e in _events(store, second.run_id) if e["author"] == "host")
+    omits = notice["actions"]["stateDelta"]["providerHistoryOmits"]
+    huge_id = _events(store, first.run_id)[0]["id"]
+    assert omits == [huge_id, _events(store, second.run_id)[0]["id"]]
+    text = notice["content"]["text"]  # type: ignore[typeddict-item]
+    assert "earlier turns the model never answered" in text and "18000 characters" in text
+    # The next turn goes through without either message; the answered first turn stays.
+    assert after.status is RunStatus.COMPLETED
+    sent = bodies[3]
+    assert huge not in json.dumps(sent)
+    assert _roles(sent) == ["system", "user", "assistant", "user"]
+    assert [m["content"] for m in sent["messages"][1:3]] == ["hello", "Hi."]
+    last = sent["messages"][-1]["content"]  # the notice (naming what it left out), then the text
+    assert last.startswith("Note from the host: the previous turn did not fit")
+    assert last.endswith("a short question")
+    assert _no_adjacent_roles(sent)
+    # A restart rebuilds the same history from the ledger.
+    rebuilt = service.prior_history(session_id)
+    assert all(huge not in json.dumps(str(item)) for item in rebuilt)
+
+
 def test_an_overflow_in_a_tool_step_leaves_out_the_whole_turn_paired(
     store: SqliteLedgerStore, workspace: Path
 ) -> None:
