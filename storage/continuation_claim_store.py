@@ -91,7 +91,8 @@ def _check_workspace(source: RunHeader, target: RunHeader, event: RuntimeEvent) 
     whether the session moves to the transition's folder."""
     transition = (event.get("actions") or {}).get("workspaceTransition")
     if transition is None:
-        if target.workspace_identity != source.workspace_identity:
+        # (a source from before workspace identities names none: nothing to hold it to)
+        if source.workspace_identity and target.workspace_identity != source.workspace_identity:
             raise StoreRefusal(
                 WriterRejectionCode.IDENTITY_CONFLICT,
                 "a continuation in another workspace needs a workspace transition",
