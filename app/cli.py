@@ -10,6 +10,7 @@ Exit codes (CLI.md): 0 success, 1 error, 2 usage or invalid input, 3 parked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -128,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _refused(error.code, error.message, error.exit_code, as_json=as_json)
     except KeyboardInterrupt:
         return _refused("interrupted", "interrupted", EXIT_ERROR, as_json=as_json)
+    except BrokenPipeError:  # the reader went away (`maka plan S | head`): stop quietly
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception as error:
         # Every refusal of the ledger, the store and the services carries a stable code (a
         # damaged database met halfway through a command, say): the user gets that code and
@@ -137,6 +141,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(error, LedgerError):
             raise
         return _refused(str(error.code), error.message, EXIT_ERROR, as_json=as_json)
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program the pipe ended
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's final flush into a
+    closed pipe cannot print a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
@@ -184,6 +200,11 @@ def run_main() -> None:
 
     enter_console()
     code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_BROKEN_PIPE
     if fast_exit_requested():
         exit_now(code)
     sys.exit(code)

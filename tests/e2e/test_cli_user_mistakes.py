@@ -22,7 +22,7 @@ import pytest
 
 from main_process.instance_lock import InstanceLock, LockOutcome
 from storage.sqlite_connection import DATABASE_NAME
-from tests.helpers.ledger_builders import RunIds, clean_ledger
+from tests.helpers.ledger_builders import RunIds, clean_ledger, to_jsonl
 from tests.helpers.maka_process import maka_executable
 from tests.helpers.store_workloads import commit_ledger, db_state, store_with_runs
 
@@ -453,3 +453,38 @@ def test_self_test_reports_the_workspace_checkpoint_mode(tmp_path: Path) -> None
     checks = {check["name"]: check for check in without["checks"]}  # type: ignore[attr-defined]
     assert checks["git-checkpoints"]["ok"] is True
     assert "unavailable (checkpoint_git_missing)" in checks["git-checkpoints"]["detail"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("ledger", "plan", "LEDGER", "--json"), ("ledger", "scan", "LEDGER"), ("sessions",)],
+)
+def test_a_reader_that_went_away_ends_the_command_quietly(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """`maka plan S | head` and the like: output into a pipe nobody reads any more ends the
+    command with the shell's SIGPIPE status, never a BrokenPipeError traceback."""
+    ledger = tmp_path / "run.jsonl"
+    ledger.write_bytes(to_jsonl(clean_ledger(40, ids=IDS)))
+    data_dir = tmp_path / "data"
+    if args == ("sessions",):
+        with store_with_runs(data_dir, IDS) as store:
+            commit_ledger(store, clean_ledger(3, ids=IDS))
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte is written
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
+    env["MAKA_DATA_DIR"] = str(data_dir)
+    try:
+        result = subprocess.run(
+            [*maka_executable(), *(str(ledger) if a == "LEDGER" else a for a in args)],
+            env=env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    err = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert result.returncode == 141, (result.returncode, err)
