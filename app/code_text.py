@@ -450,9 +450,11 @@ CHANGEABLE: frozenset[str] = frozenset(
         "session_busy",
         "safety_observation_unavailable",
         "workspace_drift",
-        "workspace_checkpoint_stale",
     }
 )
+# Not here: ``workspace_checkpoint_stale`` comes from the ledger alone (a writing call after the
+# last snapshot), so checking again can never clear it; its way on is "Continue with my current
+# files" or a new message.
 
 UNKNOWN_CODE = "Safe resume stopped for a reason this version does not know ({code})."
 

@@ -118,6 +118,10 @@ def test_try_again_is_only_for_reasons_the_user_can_change() -> None:
     assert not can_try_again(["workspace_identity_missing"])
     assert not can_try_again(["runtime_lineage_cycle"])
     assert not can_try_again([])
+    assert can_try_again(["workspace_drift"])  # putting the files back clears it
+    # decided by the ledger alone: a later check can never come out differently
+    assert not can_try_again(["workspace_checkpoint_stale"])
+    assert not can_try_again(["dangling_tool_state", "workspace_checkpoint_stale"])
 
 
 def test_the_table_module_imports_no_qt() -> None:
