@@ -33,6 +33,7 @@ from runtime.base.cancel_token import CancelToken
 from runtime.providers.provider_port import (
     Finished,
     HistoryItem,
+    HostNotice,
     ProviderRequest,
     StreamEvent,
     TextDelta,
@@ -42,6 +43,10 @@ from runtime.providers.provider_port import (
 )
 
 LABEL = "offline demo (rule-based, not an AI model)"
+
+NOTICE_ACK = (
+    "Noted the host's message: I will not rely on what I saw earlier of the files it names."
+)
 
 HELP_TEXT = (
     "I am the offline demo agent: a few fixed rules, not an AI model. I understand:\n"
@@ -209,22 +214,37 @@ class OfflineDemoProvider:
         steps = plan_steps(last_user)
         # One tool call per step: the results since the user's message tell which step is next.
         done = [item for item in history[position + 1 :] if isinstance(item, ToolResult)]
-        if history and isinstance(history[-1], ToolResult):
+        # A host notice may end the history (a continuation with the current files tells the
+        # model which files changed): acknowledge it, then go on as if it were not there.
+        noticed = 0
+        while noticed < len(history) - position - 1 and isinstance(
+            history[-1 - noticed], HostNotice
+        ):
+            noticed += 1
+        before = history[: len(history) - noticed]
+        ack = NOTICE_ACK + "\n" if noticed else ""
+        if before and isinstance(before[-1], ToolResult):
             latest: list[ToolResult] = []
-            for item in reversed(history):
+            for item in reversed(before):
                 if not isinstance(item, ToolResult):
                     break
                 latest.append(item)
-            text = "\n".join(summarize_result(item) for item in reversed(latest))
+            text = ack + "\n".join(summarize_result(item) for item in reversed(latest))
             if len(done) >= len(steps) or any(item.is_error for item in latest):
                 yield from _words(text)
                 yield Finished("end_turn")
                 return
             yield from _words(text + "\n")
         elif not steps:
-            yield from _words(HELP_TEXT)
+            yield from _words(ack + HELP_TEXT)
             yield Finished("end_turn")
             return
+        elif len(done) >= len(steps):  # every step ran and was summed up before the notice
+            yield from _words(ack.rstrip("\n"))
+            yield Finished("end_turn")
+            return
+        else:
+            yield from _words(ack)
         name, args = steps[len(done)]
         yield TextDelta(f"[offline demo] calling {name}.\n")
         yield ToolCallReady(_call_id(history, name, args), name, args)

@@ -8,14 +8,17 @@ import pytest
 
 from runtime.base.cancel_token import CancelToken
 from runtime.providers.offline_demo_provider import (
+    NOTICE_ACK,
     OfflineDemoProvider,
     plan_steps,
     plan_tool_call,
     summarize_result,
 )
 from runtime.providers.provider_port import (
+    AssistantText,
     Finished,
     HistoryItem,
+    HostNotice,
     ProviderRequest,
     TextDelta,
     ToolCall,
@@ -157,3 +160,32 @@ def test_a_result_the_user_confirmed_is_worded_as_their_confirmation() -> None:
     assert ran.startswith("You confirmed that bash ran;")
     not_run = summarize_result(ToolResult("c", "bash", attestation_result(False, attested), True))
     assert not_run.startswith("You confirmed that bash did not run;")
+
+
+def _text(events: list[object]) -> str:
+    return "".join(event.text for event in events if isinstance(event, TextDelta))
+
+
+def test_a_host_notice_after_the_last_step_is_acknowledged_and_the_turn_ends() -> None:
+    # A continuation with the current files ends its history with a host notice after the
+    # last tool result (maka resume S --rebaseline after a crash at P8).
+    call = ToolCall("c1", "bash", {"command": "echo hi"})
+    result = ToolResult("c1", "bash", {"exitCode": 0, "output": "hi\n"}, False)
+    notice = HostNotice("Note from the host: 1 file in the folder changed outside your view")
+    events = _stream((UserText("run echo hi"), call, result, notice))
+    assert events[-1] == Finished("end_turn")
+    assert not any(isinstance(event, ToolCallReady) for event in events)
+    text = _text(events)
+    assert text.startswith(NOTICE_ACK) and "exited with code 0" in text
+    answered = _stream((UserText("run echo hi"), call, result, AssistantText("ok"), notice))
+    assert answered[-1] == Finished("end_turn") and _text(answered) == NOTICE_ACK
+
+
+def test_a_host_notice_between_steps_is_acknowledged_and_the_next_step_runs() -> None:
+    call = ToolCall("c1", "write_file", {"path": "a.txt", "content": "x\n"})
+    result = ToolResult("c1", "write_file", {"bytesWritten": 2, "path": "a.txt"}, False)
+    notice = HostNotice("Note from the host: files changed")
+    events = _stream((UserText("write a.txt saying x, then list files"), call, result, notice))
+    calls = [event for event in events if isinstance(event, ToolCallReady)]
+    assert [c.name for c in calls] == ["list_dir"] and events[-1] == Finished("tool_calls")
+    assert _text(events).startswith(NOTICE_ACK)
