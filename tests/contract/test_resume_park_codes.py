@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -468,4 +469,67 @@ def test_admission_refuses_an_existing_target_run(tmp_path: Path) -> None:
     )
     assert _refused(service, plan) == RevalidationCode.TARGET_RUN_CONFLICT
     assert runner.calls == 0
+    store.close()
+
+
+# ---- the admission holds a continuation to its source's workspace (WORKSPACE.md section 4) -----
+
+
+def _admitted_start(
+    store: SqliteLedgerStore, cwd: str, edit: Callable[[dict[str, Any]], None]
+) -> Any:
+    """Plan normally, then alter what the admission writes (a forged target), and admit."""
+    from dataclasses import replace as dc_replace
+
+    plan = _plan(store, cwd)
+    assert plan.continuation is not None
+    service = _service(store, cwd)
+    original = store.admit_continuation
+
+    def forged(claim: Any, target: Any, start: Any) -> None:
+        changes: dict[str, Any] = {}
+        edit({"target": changes, "start": start})
+        original(claim, dc_replace(target, **changes), start)
+
+    store.admit_continuation = forged  # type: ignore[method-assign,assignment]
+    try:
+        return service.execute(plan)
+    finally:
+        store.admit_continuation = original  # type: ignore[method-assign]
+
+
+def test_a_continuation_in_another_workspace_needs_a_transition(tmp_path: Path) -> None:
+    store, cwd = _setup(tmp_path)
+    other = "workspace:v1:22222222-2222-4222-8222-222222222222"
+
+    def elsewhere(parts: dict[str, Any]) -> None:
+        parts["target"].update(workspace_identity=other, cwd=str(tmp_path / "copy"))
+
+    with pytest.raises(ResumeRefused) as refused:
+        _admitted_start(store, cwd, elsewhere)
+    assert refused.value.code == "identity_conflict"
+
+    def mismatched(parts: dict[str, Any]) -> None:
+        parts["target"].update(workspace_identity=other, cwd=str(tmp_path / "copy"))
+        parts["start"]["actions"]["workspaceTransition"] = {
+            "protocol": "workspace_transition_v1",
+            "kind": "isolated_restore",
+            "fromIdentity": "workspace:v1:33333333-3333-4333-8333-333333333333",  # not the source
+            "toIdentity": other,
+            "fromPath": cwd,
+            "toPath": str(tmp_path / "copy"),
+            "checkpointRef": "refs/maka/s/r/1",
+            "commitId": "a" * 40,
+            "treeId": "b" * 40,
+            "workspaceEpoch": 2,
+            "decidedBy": "local_user",
+            "decidedAt": 1,
+        }
+
+    with pytest.raises(ResumeRefused) as refused:
+        _admitted_start(store, cwd, mismatched)
+    assert refused.value.code == "transition_shape_conflict"
+    assert [r.run_id for r in store.list_session_runs(IDS.session_id)] == [IDS.run_id]
+    session = store.get_session(IDS.session_id)
+    assert session is not None and session.cwd == cwd  # the session did not move
     store.close()
