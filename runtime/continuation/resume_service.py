@@ -106,6 +106,14 @@ class ResumeResult:
     status: RunStatus
 
 
+@dataclass(slots=True)
+class _PlanCall:
+    """One planning call's own state (a service may plan for several sessions at once)."""
+
+    restore_to: str | None
+    lineage_events: list[RuntimeEvent] | None = None
+
+
 def _fresh_ids(new_id: Callable[[], str]) -> FreshIds:
     return FreshIds(
         invocation_id=f"inv-{new_id()}",
@@ -137,8 +145,6 @@ class ResumeService:
         self._now_ms = now_ms
         self._log = lifecycle
         self._new_id = new_id
-        self._restore_to: str | None = None
-        self._lineage_events: list[RuntimeEvent] | None = None
 
     # ---- planning -----------------------------------------------------------------------------
 
@@ -153,15 +159,16 @@ class ResumeService:
         """Plan the latest interruption; ``decision`` is the user's explicit way forward for a
         workspace park (WORKSPACE.md section 4: never automatic); ``restore_to``: the folder a
         restored copy goes to (None: the default sibling)."""
-        self._restore_to = restore_to
-        self._lineage_events = None
-        plan = self._plan_latest(session_id, None if automatic else decision)
-        plan = self._with_workspace_notes(plan)
+        call = _PlanCall(restore_to)
+        plan = self._plan_latest(session_id, None if automatic else decision, call)
+        plan = self._with_workspace_notes(plan, call)
         if self._log is not None:
             self._log.plan(plan, automatic=automatic)
         return plan
 
-    def _plan_latest(self, session_id: str, decision: WorkspaceDecision | None) -> ContinuationPlan:
+    def _plan_latest(
+        self, session_id: str, decision: WorkspaceDecision | None, call: _PlanCall
+    ) -> ContinuationPlan:
         if not self._enabled:
             return park(
                 session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
@@ -278,17 +285,17 @@ class ResumeService:
                 decision_changes=changes,
                 restorable=isinstance(lineage, Lineage)
                 and restorable(self._checkpoints, lineage.prefixes[-1].events),
-                restore_to=self._restore_to,
+                restore_to=call.restore_to,
             )
         )
         if isinstance(lineage, Lineage):
-            self._lineage_events = [e for prefix in lineage.prefixes for e in prefix.events]
+            call.lineage_events = [e for prefix in lineage.prefixes for e in prefix.events]
         return plan
 
-    def _with_workspace_notes(self, plan: ContinuationPlan) -> ContinuationPlan:
+    def _with_workspace_notes(self, plan: ContinuationPlan, call: _PlanCall) -> ContinuationPlan:
         """The lineage's workspace decisions, and the restored copies a resume made but never
         started in (WORKSPACE.md section 4: named, never reused)."""
-        events = self._lineage_events
+        events = call.lineage_events
         attempts = self._checkpoints.restore_attempts(plan.session_id) if self._checkpoints else []
         if attempts and events is None:  # an early park: the continuations' first events
             try:
@@ -312,7 +319,7 @@ class ResumeService:
             )
             for path in abandoned_copies(self._checkpoints, plan.session_id, events)
         ]
-        transitions = tuple(lineage_transitions(events)) if self._lineage_events else ()
+        transitions = tuple(lineage_transitions(events)) if call.lineage_events else ()
         return replace(plan, diagnostics=(*plan.diagnostics, *left), transitions=transitions)
 
     def _session_cwd(self, source: RunHeader) -> str:
