@@ -95,7 +95,7 @@ def session_checkpoints(
         present.update((workspace, *pair) for pair in carrier.present_snapshots(workspace, pairs))
     for run_id, event_id, kind, ts, body in pending:
         exists = None
-        if kind == "checkpoint":
+        if kind == "checkpoint" and carrier.usable:  # without Git, presence is unknown
             key = (str(body["workspaceIdentity"]), str(body["commitId"]), str(body["treeId"]))
             exists = key in present
         found.rows.append(CheckpointRow(session_id, run_id, event_id, ts, kind, body, exists))
@@ -108,6 +108,7 @@ class CheckpointAudit:
     refs: int = 0
     missing: list[CheckpointRow] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
+    unchecked: int = 0  # facts whose objects could not be looked up (no usable git)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,6 +116,7 @@ class CheckpointAudit:
             "refs": self.refs,
             "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
             "orphans": list(self.orphans),
+            "unchecked": self.unchecked,
         }
 
 
@@ -131,7 +133,9 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
             named.setdefault(carrier.git_dir(workspace).name, set()).add(
                 str(row.body["checkpointRef"])
             )
-            if not row.present:
+            if row.present is None:
+                audit.unchecked += 1
+            elif not row.present:
                 audit.missing.append(row)
     if carrier.root.is_dir() and carrier.git is not None:
         for repository in sorted(carrier.root.glob("*.git")):

@@ -115,6 +115,11 @@ class GitCheckpointStore:
     def git(self) -> GitCommand | None:
         return self._git
 
+    @property
+    def usable(self) -> bool:
+        """Whether a git command new enough to read and write checkpoints was found."""
+        return self._git is not None and self._git.version >= MIN_GIT_VERSION
+
     # ---- paths ---------------------------------------------------------------------------------
     def git_dir(self, workspace_identity: str) -> Path:
         return self.root / f"{workspace_key(workspace_identity)}.git"

@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         for row in entry["checkpoints"]:
             when = _when(row["ts"])
             if row["kind"] == "checkpoint":
-                state = "present" if row["present"] else "MISSING from the checkpoint store"
+                state = {True: "present", None: "not checked (no usable git on PATH)"}.get(
+                    row["present"], "MISSING from the checkpoint store"
+                )
                 print(
                     f"    {when}  {row['checkpointRef']}  tree {row['treeId'][:12]}  "
                     f"after event {row['runtimeHighWater']}  {state}"

@@ -174,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if checkpoints.unchecked:
+        lines.append(
+            f"  {checkpoints.unchecked} not checked: no git 2.25 or newer on PATH "
+            "(checkpoint_git_missing)"
+        )
     lines.extend(f"  orphan ref: {orphan}" for orphan in checkpoints.orphans[:20])
     for problem in report.problems:
         where = " ".join(

@@ -31,12 +31,18 @@ def checkpoint_evidence(
         return CheckpointEvidence(False)
     workspace = str(checkpoint["workspaceIdentity"])
     tree_id = str(checkpoint["treeId"])
+    tree = observation.workspace_tree
+    if tree is not None and tree.tree_id is None:
+        # The store is there but Git could not run (no git on PATH any more, a Git error): the
+        # snapshot cannot be looked up either, which does not make it missing.
+        problem = tree.problem or "the folder could not be captured"
+        return CheckpointEvidence(
+            False, problem=f"the folder could not be compared with the snapshot ({problem})"
+        )
     if not carrier.has_snapshot(workspace, str(checkpoint["commitId"]), tree_id):
         return CheckpointEvidence(False)
-    tree = observation.workspace_tree
     if tree is None or tree.tree_id is None:
-        problem = tree.problem if tree is not None else None
-        return CheckpointEvidence(True, problem=problem or "the folder could not be captured")
+        return CheckpointEvidence(True, problem="the folder could not be captured")
     if workspace != observation.workspace_identity:
         return CheckpointEvidence(True, compared=False)  # the identity gate parks
     try:

@@ -97,6 +97,9 @@ def workspace_gate(
             stale_detail["checkpointRef"] = boundary.checkpoint.get("checkpointRef")
         return [GateFinding(reason, reason.value, message, stale_detail, boundary.stale_after)]
     ref = boundary.checkpoint.get("checkpointRef")
+    if evidence is not None and evidence.problem is not None:
+        reason = ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
+        return [GateFinding(reason, reason.value, evidence.problem)]
     if evidence is None or not evidence.snapshot_present:
         reason = ParkReason.WORKSPACE_CHECKPOINT_MISSING
         return [
@@ -109,9 +112,6 @@ def workspace_gate(
         ]
     if not evidence.compared:
         return []
-    if evidence.problem is not None:
-        reason = ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
-        return [GateFinding(reason, reason.value, evidence.problem)]
     if evidence.changes:
         reason = ParkReason.WORKSPACE_DRIFT
         count = len(evidence.changes)

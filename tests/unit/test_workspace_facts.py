@@ -158,6 +158,7 @@ def _git_v1_first() -> RuntimeEvent:
         ("clean", "equal", None, "workspace_verified"),
         ("clean", "drift", "workspace_drift", "workspace_drift"),
         ("clean", "unreadable", "safety_observation_unavailable", "safety_observation_unavailable"),
+        ("clean", "no-git", "safety_observation_unavailable", "safety_observation_unavailable"),
     ],
 )
 def test_the_workspace_gate(
@@ -181,6 +182,8 @@ def test_the_workspace_gate(
         "equal": CheckpointEvidence(True),
         "drift": CheckpointEvidence(True, drift),
         "unreadable": CheckpointEvidence(True, problem="git failed"),
+        # Git could not run: the snapshot could not be looked up, which is not "missing".
+        "no-git": CheckpointEvidence(False, problem="git is not available"),
     }[evidence]
     [finding] = workspace_gate(ledgers[events], given)
     assert finding.code == code
