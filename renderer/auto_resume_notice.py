@@ -4,7 +4,7 @@ hold, in the status bar and on their rows, until the user has looked at each one
 Why it stays until seen: automatic resume acts before anyone watches (the window may open later
 or be in the background), so a message that vanishes after a few seconds would leave the user
 not knowing that a session moved on, or that one waits for them. A row's announcement goes when
-the user opens that session or sends a message in it.
+the user opens that session, sends a message in it or continues it.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class AutoResumeNotice(QObject):
         if push.automatic:
             self._model.announce(push.session_id, Announcement.CONTINUED)
             self._render()
+        else:  # the user continued it: "on hold" is no longer true
+            self.seen(push.session_id)
 
     def _on_held(self, push: ResumeParkedPush | ResumeFailedPush) -> None:
         if push.automatic:

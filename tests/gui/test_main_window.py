@@ -330,3 +330,22 @@ def test_a_session_whose_folder_is_gone_says_so_on_its_row_and_by_the_composer(
     bridge.session_updated.emit(bc.SessionUpdatedPush(session=located))
     assert window.composer.note == ""
     assert model.index(row).data(Qt.ItemDataRole.AccessibleTextRole) == "Gone"
+
+
+def test_a_session_the_user_continued_is_no_longer_announced_as_on_hold(qtbot: QtBot) -> None:
+    """Automatic resume parked it; the user then continued it (a workspace decision or Safe
+    resume): its row and the status bar must not go on saying it is on hold."""
+    window, bridge = _window(qtbot)
+    model = window.sessions.model
+    bridge.resume_parked.emit(
+        bc.ResumeParkedPush(
+            session_id="s1", rejection_reasons=("workspace_checkpoint_stale",), automatic=True
+        )
+    )
+    notice = window.auto_resume_notice
+    assert notice.text == "Automatic resume: 1 is on hold; open it to see."
+    bridge.push_started("s1")  # the user's click continued it
+    row = model.row_of("s1")
+    assert row is not None
+    assert "on hold" not in str(model.index(row).data(Qt.ItemDataRole.AccessibleTextRole))
+    assert not notice.label.isVisible() and notice.text == ""
