@@ -1,6 +1,6 @@
 """Composition of Safe resume for the CLI hosts (``maka plan``, ``maka resume``, ``/resume``).
 
-The seam is wired in ``main_process/resume_seam.py`` (shared with the desktop); this module adds
+The seam is wired in ``app/host/resume_seam.py`` (shared with the desktop); this module adds
 the CLI's pieces: the terminal observer and asker, the flag from the environment, and the text
 and JSON the commands print.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.code_text import DIAGNOSTICS, describe
-from main_process.resume_seam import continuation_resume_service, resume_service
+from app.host.resume_seam import continuation_resume_service, resume_service
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import (
@@ -47,7 +47,7 @@ def resume_enabled(data_dir: Path) -> bool:
 
     if RESUME_FLAG in os.environ:
         return safe_resume_enabled()
-    from main_process.desktop_settings import DesktopSettings
+    from app.host.desktop_settings import DesktopSettings
 
     return DesktopSettings(data_dir).stored_safe_resume() is True
 

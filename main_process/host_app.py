@@ -52,7 +52,6 @@ from main_process.host_services import (
     ResumeOutcome,
 )
 from main_process.instance_activation import request_activation
-from main_process.instance_lock import InstanceLock, LockOutcome
 from main_process.ipc_endpoint import (
     EndpointError,
     find_endpoint,
@@ -67,6 +66,7 @@ from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.ledger_errors import LedgerError
+from storage.instance_lock import InstanceLock, LockOutcome
 from storage.private_files import ensure_private_dir
 from storage.store_creation import os_refusal
 

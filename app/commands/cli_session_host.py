@@ -26,8 +26,8 @@ from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
-    from main_process.instance_lock import InstanceLock
     from runtime.recovery.startup_recovery import Reconciler
+    from storage.instance_lock import InstanceLock
     from storage.ledger_store import SqliteLedgerStore
 
 
@@ -49,7 +49,7 @@ class CliHost:
 
 def provider_factory(data_dir: Path, name: str | None) -> Callable[[], Provider]:
     """Validate the provider configuration now (a usage error, exit 2) and return a factory."""
-    from main_process.desktop_settings import DesktopSettings
+    from app.host.desktop_settings import DesktopSettings
 
     config = DesktopSettings(data_dir).provider_config(os.environ)
     try:
@@ -77,7 +77,7 @@ def startup_reconciler(store: SqliteLedgerStore) -> Reconciler:
 def own_data_dir(data_dir: Path) -> InstanceLock:
     """Create the data directory if needed and take its instance lock (the caller releases it);
     ``store_locked`` naming the owner when another Maka process holds it."""
-    from main_process.instance_lock import InstanceLock, LockOutcome
+    from storage.instance_lock import InstanceLock, LockOutcome
     from storage.store_creation import os_refusal
 
     try:

@@ -96,7 +96,7 @@ def _run_main(args: argparse.Namespace) -> int:
 def _open_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices:
     """Runs on the host's startup worker, after the renderer was launched: the runtime and the
     store are imported here, not before the window can appear."""
-    from main_process.desktop_services import open_host_services
+    from app.host.desktop_services import open_host_services
 
     return open_host_services(data_dir, safe_resume_enabled=safe_resume_enabled)
 

@@ -34,12 +34,12 @@ def run(args: argparse.Namespace) -> int:
         plan_summary,
         source_operations,
     )
-    from main_process.instance_lock import InstanceLock, LockOutcome
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.startup_recovery import run_startup_recovery
     from runtime.tools.process_identity import forget_ended
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
+    from storage.instance_lock import InstanceLock, LockOutcome
     from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)

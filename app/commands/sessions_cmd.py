@@ -155,7 +155,7 @@ def _list(args: argparse.Namespace) -> int:
 def _nobody_owns(data_dir: Any) -> bool:
     """True when no process owns the data directory right now: then a run still marked
     running or created belongs to a process that is gone (startup recovery will end it)."""
-    from main_process.instance_lock import InstanceLock, LockOutcome
+    from storage.instance_lock import InstanceLock, LockOutcome
 
     lock = InstanceLock(data_dir)
     if lock.acquire().outcome is not LockOutcome.ACQUIRED:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.bridge_contract import TranscriptItem
-from main_process.desktop_services import DesktopServices
+from app.host.desktop_services import DesktopServices
 from main_process.host_services import HostServiceError, ResumeOutcome, ResumeParked
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from storage.ledger_store import open_store

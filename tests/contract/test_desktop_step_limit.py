@@ -9,8 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from app import bridge_contract as bc
-from main_process.desktop_services import DesktopServices
-from main_process.desktop_settings import SETTINGS_FILE, DesktopSettings
+from app.host.desktop_services import DesktopServices
+from app.host.desktop_settings import SETTINGS_FILE, DesktopSettings
 from main_process.host_services import SettingsChange
 from runtime.agent import run_loop
 from runtime.ledger.store_ports import RunStatus

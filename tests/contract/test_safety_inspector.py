@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from main_process.safety_inspector import SafetyInspector
+from app.host.safety_inspector import SafetyInspector
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.codes import DiagnosticCode, ParkReason

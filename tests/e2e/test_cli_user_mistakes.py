@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from main_process.instance_lock import InstanceLock, LockOutcome
+from storage.instance_lock import InstanceLock, LockOutcome
 from storage.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import RunIds, clean_ledger, to_jsonl
 from tests.helpers.maka_process import maka_executable

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from main_process.instance_lock import LOCK_FILE_NAME
+from storage.instance_lock import LOCK_FILE_NAME
 from tests.helpers.maka_process import run_maka
 
 pytestmark = pytest.mark.e2e

@@ -25,7 +25,7 @@ from app.bridge_contract import (
     SessionUpdatedPush,
     TurnsSendRequest,
 )
-from main_process.instance_lock import LOCK_FILE_NAME
+from storage.instance_lock import LOCK_FILE_NAME
 from tests.helpers.maka_process import main_log, start_main
 from tests.helpers.maka_run import committed_runs, scripted_env, write_script
 from tests.helpers.wire_client import WireClient

@@ -16,7 +16,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import MessageKind, SessionsListRequest
-from main_process.instance_lock import LOCK_FILE_NAME
+from storage.instance_lock import LOCK_FILE_NAME
 from tests.helpers.maka_process import run_maka, start_main
 from tests.helpers.wire_client import WireClient
 
@@ -86,7 +86,7 @@ def test_different_data_directories_run_side_by_side(tmp_path: Path) -> None:
 def test_a_lock_held_by_a_command_that_does_not_listen_is_store_locked(data_dir: Path) -> None:
     """``maka run`` (or any owning command) holds the same lock but serves no window: the
     desktop says who owns the directory and exits 1 instead of waiting forever."""
-    from main_process.instance_lock import InstanceLock, LockOutcome
+    from storage.instance_lock import InstanceLock, LockOutcome
 
     holder = InstanceLock(data_dir)
     assert holder.acquire().outcome is LockOutcome.ACQUIRED

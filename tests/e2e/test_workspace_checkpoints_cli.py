@@ -193,7 +193,7 @@ class _Runner:
 def test_a_file_changed_between_plan_and_execution_refuses_before_the_provider(
     tmp_path: Path,
 ) -> None:
-    from main_process.resume_seam import resume_service
+    from app.host.resume_seam import resume_service
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.tools.tool_catalog import default_catalog
     from storage.checkpoint_store import GitCheckpointStore

@@ -419,7 +419,7 @@ class _CountingRunner:
 def test_two_restores_planned_together_make_one_continuation(tmp_path: Path) -> None:
     """Both plans continue (planned before either executes); one continuation is admitted and
     the other is refused before any copy or provider call: the session already moved."""
-    from main_process.resume_seam import resume_service
+    from app.host.resume_seam import resume_service
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.continuation.workspace_decision import WorkspaceDecision
     from runtime.tools.tool_catalog import default_catalog

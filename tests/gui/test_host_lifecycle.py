@@ -50,11 +50,11 @@ from main_process.host_services import (
     ResumeParked,
     ResumeStarted,
 )
-from main_process.instance_lock import InstanceLock, LockOutcome
 from main_process.ipc_endpoint import find_endpoint, socket_name_for
 from main_process.renderer_launcher import renderer_command
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.ledger_errors import LedgerError
+from storage.instance_lock import InstanceLock, LockOutcome
 from tests.helpers.fake_host_services import FakeHostServices
 from tests.helpers.wire_client import WireClient
 

@@ -16,7 +16,7 @@ from app.bridge_contract import (
     ToolCardStatus,
     TranscriptItem,
 )
-from main_process.desktop_settings import SETTINGS_FILE, DesktopSettings
+from app.host.desktop_settings import SETTINGS_FILE, DesktopSettings
 from main_process.host_services import SettingsChange
 from main_process.live_turn_view import LiveTurnView
 from main_process.transcript_items import session_transcript, wire_item

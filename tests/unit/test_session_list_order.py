@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from main_process.desktop_services import DesktopServices
+from app.host.desktop_services import DesktopServices
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from storage.ledger_store import open_store
 

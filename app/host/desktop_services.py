@@ -31,7 +31,8 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionSummary,
 )
-from main_process.desktop_settings import DesktopSettings
+from app.host.desktop_settings import DesktopSettings
+from app.host.resume_seam import continuation_resume_service, resume_service
 from main_process.host_services import (
     HostServiceError,
     InterruptedRun,
@@ -48,7 +49,6 @@ from main_process.host_services import (
     TurnSink,
 )
 from main_process.live_turn_view import LiveTurnView
-from main_process.resume_seam import continuation_resume_service, resume_service
 from main_process.resume_verdicts import ResumeVerdicts, StoredVerdict
 from main_process.session_relocation import (
     SessionChangeRefused,

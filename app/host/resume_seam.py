@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from main_process.safety_inspector import SafetyInspector
+from app.host.safety_inspector import SafetyInspector
 from runtime.agent.continuation_turn import ContinuationStore, ContinuationTurn
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
 from runtime.agent.run_loop import RunObserver, RunSettings
