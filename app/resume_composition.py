@@ -7,13 +7,13 @@ and JSON the commands print.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.code_text import DIAGNOSTICS, describe
+from app.host.host_bootstrap import now_ms
 from app.host.resume_seam import continuation_resume_service, resume_service
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
@@ -50,10 +50,6 @@ def resume_enabled(data_dir: Path) -> bool:
     from app.host.desktop_settings import DesktopSettings
 
     return DesktopSettings(data_dir).stored_safe_resume() is True
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def build_resume_service(

@@ -1,4 +1,4 @@
-"""The CLI's composition of the runtime: ownership, store, startup recovery, session service.
+"""The CLI's host: ownership, store, then the shared bootstrap (``app/host/host_bootstrap.py``).
 
 ``maka run`` and ``maka tui`` execute agent work, so they must own the data directory (the same
 single-instance lock the desktop takes) and run startup recovery before touching sessions
@@ -9,7 +9,6 @@ single-instance lock the desktop takes) and run startup recovery before touching
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,13 +25,8 @@ from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
-    from runtime.recovery.startup_recovery import Reconciler
     from storage.instance_lock import InstanceLock
     from storage.ledger_store import SqliteLedgerStore
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,21 +51,6 @@ def provider_factory(data_dir: Path, name: str | None) -> Callable[[], Provider]
     except ProviderError as error:
         raise CliError(error.code, error.message, EXIT_USAGE) from None
     return lambda: build_provider(name, config)
-
-
-def _workspace_identity(folder: Path) -> str:
-    from storage.workspace_identity import resolve_workspace_identity
-
-    return resolve_workspace_identity(folder).identity
-
-
-def startup_reconciler(store: SqliteLedgerStore) -> Reconciler:
-    """The file-write reconciler of startup recovery: the store writes the bundles; the marker
-    is only *read* (a missing marker means the identity changed, never a reason to create one)."""
-    from runtime.recovery.file_reconciler import FileReconciler
-    from storage.workspace_identity import read_workspace_identity
-
-    return FileReconciler(store, read_workspace_identity, _now_ms)
 
 
 def own_data_dir(data_dir: Path) -> InstanceLock:
@@ -107,8 +86,7 @@ def owned_session_host(
 ) -> Iterator[CliHost]:
     """The host of a command that runs turns; ``settings`` (``--max-steps``) apply to every
     turn it runs, continuations included."""
-    from runtime.recovery.startup_recovery import run_startup_recovery
-    from storage.checkpoint_store import GitCheckpointStore
+    from app.host.host_bootstrap import recover_at_startup, session_service
     from storage.ledger_store import open_store
 
     factory = provider_factory(data_dir, provider_name)
@@ -119,21 +97,16 @@ def owned_session_host(
         except LedgerError as error:
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
-            report = run_startup_recovery(store, _now_ms, startup_reconciler(store))
+            report = recover_at_startup(store)
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
-            from runtime.tools.process_identity import forget_ended
-
-            service = SessionService(
-                store=store,
+            service = session_service(
+                store,
+                data_dir,
+                report.owner_epoch,
                 provider_factory=factory,
-                owner_epoch=report.owner_epoch,
-                workspace_identity=_workspace_identity,
-                shell_registry=shells,
+                shells=shells,
                 settings=settings,
-                process_table=store,
-                checkpoints=GitCheckpointStore.from_environment(data_dir),
             )
-            forget_ended(store, before_epoch=report.owner_epoch)
             yield CliHost(
                 service,
                 factory().label,

@@ -26,17 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.cli_session_host import startup_reconciler
+    from app.host.host_bootstrap import recover_at_startup
     from app.resume_composition import (
         build_resume_service,
-        now_ms,
         plan_json,
         plan_summary,
         source_operations,
     )
     from runtime.ledger.ledger_errors import LedgerError
-    from runtime.recovery.startup_recovery import run_startup_recovery
-    from runtime.tools.process_identity import forget_ended
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
     from storage.instance_lock import InstanceLock, LockOutcome
@@ -56,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(error.code), error.message, EXIT_ERROR) from None
         try:
             if owned:
-                report = run_startup_recovery(store, now_ms, startup_reconciler(store))
-                forget_ended(store, before_epoch=report.owner_epoch)
+                recover_at_startup(store)
             if store.get_session(args.session) is None:
                 raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
             shells = BackgroundShellRegistry.in_data_dir(data_dir)

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _change(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
+    from app.host.host_bootstrap import now_ms
     from main_process.session_relocation import (
         SessionChangeRefused,
         relocate_session,
@@ -83,7 +84,7 @@ def _change(args: argparse.Namespace) -> int:
             store = open_store(data_dir)
         except LedgerError as error:
             raise CliError(str(error.code), error.message) from None
-        lifecycle = LifecycleLog.in_data_dir(data_dir, _now_ms)
+        lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
             if args.action == "relocate":
                 moved = relocate_session(
@@ -107,12 +108,6 @@ def _change(args: argparse.Namespace) -> int:
     finally:
         lock.release()
     return EXIT_OK
-
-
-def _now_ms() -> int:
-    import time
-
-    return time.time_ns() // 1_000_000
 
 
 def _list(args: argparse.Namespace) -> int:

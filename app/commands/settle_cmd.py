@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.cli_session_host import own_data_dir, startup_reconciler
-    from app.resume_composition import build_resume_service, now_ms
+    from app.commands.cli_session_host import own_data_dir
+    from app.host.host_bootstrap import now_ms, startup_reconciler
+    from app.resume_composition import build_resume_service
     from runtime.ledger.attestation import when_text
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.settlement import settle

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +31,7 @@ from app.bridge_contract import (
     SessionSummary,
 )
 from app.host.desktop_settings import DesktopSettings
+from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.resume_seam import continuation_resume_service, resume_service
 from main_process.host_services import (
     HostServiceError,
@@ -75,22 +75,16 @@ from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
-from runtime.recovery.file_reconciler import FileReconciler
-from runtime.recovery.startup_recovery import run_startup_recovery
 from runtime.recovery.write_leftovers import parked_writes
-from runtime.tools.process_identity import forget_ended, live_tool_processes, stop_tool_process
+from runtime.tools.process_identity import live_tool_processes, stop_tool_process
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.checkpoint_store import GitCheckpointStore
 from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
+from storage.workspace_identity import read_workspace_identity
 
 _log = logging.getLogger("maka.main")
 _MAX_DIAGNOSTICS = 500
 SAFE_RESUME_ENV = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def open_host_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> DesktopServices:
@@ -123,7 +117,7 @@ class DesktopServices:
         data_dir: Path,
         *,
         safe_resume_enabled: bool,
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self._store = store
         self._data_dir = data_dir
@@ -142,20 +136,16 @@ class DesktopServices:
     def recover_at_startup(self) -> RecoveryReport:
         # Interrupted file writes are reconciled before run endings are repaired; the marker
         # is only read here (recovery never creates one).
-        reconciler = FileReconciler(self._store, read_workspace_identity, self._clock)
-        report = run_startup_recovery(self._store, self._clock, reconciler)
-        self._sessions = SessionService(
-            store=self._store,
+        report = recover_at_startup(self._store, self._clock)
+        self._sessions = session_service(
+            self._store,
+            self._data_dir,
+            report.owner_epoch,
             provider_factory=self._provider,
-            owner_epoch=report.owner_epoch,
-            workspace_identity=self._workspace_identity,
-            shell_registry=self._shells,
-            process_table=self._store,
-            clock=self._clock,
+            shells=self._shells,
             settings=self._run_settings,
-            checkpoints=GitCheckpointStore.from_environment(self._data_dir),
+            clock=self._clock,
         )
-        forget_ended(self._store, before_epoch=report.owner_epoch)
         interrupted: list[InterruptedRun] = []
         for repaired in report.repaired:
             header = self._store.read_run_header(repaired.run_id)
@@ -251,10 +241,6 @@ class DesktopServices:
     def _run_settings(self) -> RunSettings:
         """Read at the start of every turn and continuation: Settings may change the limit."""
         return RunSettings(max_steps=self._settings.max_steps())
-
-    @staticmethod
-    def _workspace_identity(folder: Path) -> str | None:
-        return resolve_workspace_identity(folder).identity
 
     @property
     def _service(self) -> SessionService:
