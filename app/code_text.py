@@ -160,6 +160,10 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         _E,
         "A restored copy needs a new or empty folder; the one chosen holds files.",
     ),
+    "workspace_restore_target_inside": (
+        _E,
+        "A restored copy goes outside your folder: the one chosen is inside it.",
+    ),
     "workspace_restore_failed": (_E, "The restored copy of the folder could not be made."),
     "checkpoint_git_failed": (_W, "Git could not take a snapshot of the folder."),
     "checkpoint_git_timeout": (_W, "Taking a snapshot of the folder took too long."),

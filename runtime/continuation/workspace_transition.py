@@ -28,6 +28,16 @@ def default_restore_path(folder: str) -> Path:
     return Path(f"{base}-restored-{n}")
 
 
+def _inside(target: str, folder: str) -> bool:
+    """Whether ``target`` is ``folder`` or under it (links resolved): a copy there would change
+    the folder the user keeps."""
+    real_target, real_folder = os.path.realpath(target), os.path.realpath(folder)
+    try:
+        return os.path.commonpath([real_target, real_folder]) == real_folder
+    except ValueError:  # different drives
+        return False
+
+
 class RestoreFailed(Exception):
     def __init__(self, error: CheckpointError) -> None:
         super().__init__(error.message)
@@ -47,6 +57,14 @@ def materialize_restore(
     now: int,
 ) -> dict[str, Any]:
     """Make the copy; the transition fact naming it. Raises ``RestoreFailed``."""
+    if restore_to is not None and _inside(restore_to, from_path):
+        raise RestoreFailed(
+            CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
+                f"{os.path.abspath(restore_to)} is inside {from_path}; a restored copy goes "
+                "outside your folder, which is left as it is",
+            )
+        )
     for _ in range(100):
         target = Path(os.path.abspath(restore_to or default_restore_path(from_path)))
         try:

@@ -120,6 +120,7 @@ class RestoreCode(StrEnum):
     """Why a restored copy could not be made (``maka resume --restore-to``); nothing is admitted."""
 
     WORKSPACE_RESTORE_TARGET_NOT_EMPTY = "workspace_restore_target_not_empty"
+    WORKSPACE_RESTORE_TARGET_INSIDE = "workspace_restore_target_inside"
     WORKSPACE_RESTORE_FAILED = "workspace_restore_failed"
 
 
