@@ -318,11 +318,17 @@ def plan_summary(
             # (a new message cannot run in a folder that is gone: the advice above comes first)
             unsettled = any(op.decision.status.value != "completed" for op in operations or ())
             told = "; the model is told which calls are unsettled" if unsettled else ""
-            lines.append(
-                "What next: check what the interrupted calls may have changed, then carry on with "
-                f"a new message (maka run --session {plan.session_id} MESSAGE, or the desktop)"
-                f"{told}. Safe resume stays parked until the reasons above change."
-            )
+            if plan.workspace_options:
+                lines.append(
+                    "Or carry on with a new message (maka run --session "
+                    f"{plan.session_id} MESSAGE, or the desktop){told}."
+                )
+            else:
+                lines.append(
+                    "What next: check what the interrupted calls may have changed, then carry on "
+                    f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
+                    f"desktop){told}. Safe resume stays parked until the reasons above change."
+                )
         unknown = [
             op.decision
             for op in operations or ()
