@@ -76,9 +76,16 @@ def run(args: argparse.Namespace) -> int:
                 state = {True: "present", None: "not checked (no usable git on PATH)"}.get(
                     row["present"], "MISSING from the checkpoint store"
                 )
+                high_water = row["runtimeHighWater"]
+                # A snapshot without a high-water mark is the one of a decision to continue
+                # with the current files (workspaceBaseline), taken before the run's events.
+                at = (
+                    f"after event {high_water}"
+                    if high_water is not None
+                    else "your current files, as you chose to continue with them"
+                )
                 print(
-                    f"    {when}  {row['checkpointRef']}  tree {row['treeId'][:12]}  "
-                    f"after event {row['runtimeHighWater']}  {state}"
+                    f"    {when}  {row['checkpointRef']}  tree {row['treeId'][:12]}  {at}  {state}"
                 )
                 for path in row.get("skippedPaths", []):
                     print(f"      skipped (over 50 MiB): {path}")
