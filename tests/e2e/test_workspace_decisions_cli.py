@@ -386,7 +386,7 @@ def test_two_racing_decisions_make_exactly_one_continuation(
     args = ["resume", drill.session, "--json", "--permission-mode", "auto", *decision]
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(lambda _: maka(args, drill.data, env=drill.env), range(2)))
-    [winner] = [r for r in results if r.returncode == 0]
+    assert [r.returncode for r in results].count(0) == 1, [r.stderr for r in results]
     [loser] = [r for r in results if r.returncode != 0]
     # The loser waited and found the continuation (parked), or found the data folder held by
     # the winner (refused with its code): never a second continuation.
@@ -399,7 +399,7 @@ def test_two_racing_decisions_make_exactly_one_continuation(
     assert len(drill.requests()) == 2  # one continuation: its two model steps
     assert _files(drill.work) == before or decision == ["--rebaseline"]
     if decision == ["--restore-to"]:
-        winner = runs[1][0].cwd
+        winner = runs[1][0].cwd  # where the one continuation runs
         copies = sorted(p for p in tmp_path.iterdir() if p.name.startswith("work-restored-"))
         # A loser that got as far as its copy leaves it, and the next plan names it.
         _, planned = _plan(drill)
