@@ -47,6 +47,7 @@ from app.bridge_contract import (
     ResumeFailedPush,
     ResumeParkedPush,
     ResumeStartedPush,
+    SettingsCurrentPush,
     ToolSettledPush,
 )
 from app.code_text import (
@@ -118,6 +119,7 @@ class InterruptedBanner(TintedPanel):
         self._by_session: dict[str, _SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
         self._stopping: set[str] = set()
+        self._resume_from_environment = False
         self._build()
         bridge.resume_started.connect(self._on_started)
         bridge.resume_parked.connect(self._on_parked)
@@ -125,6 +127,7 @@ class InterruptedBanner(TintedPanel):
         bridge.tool_settled.connect(self._on_tool_settled)
         bridge.processes_stopped.connect(self._on_processes_stopped)
         bridge.safe_resume_enabled_changed.connect(lambda _enabled: self._render())
+        bridge.settings_current.connect(self._on_settings)
         bridge.connection_state_changed.connect(self._on_connection)
         self._render()
 
@@ -444,6 +447,11 @@ class InterruptedBanner(TintedPanel):
         self._render()
         return True
 
+    def _on_settings(self, push: SettingsCurrentPush) -> None:
+        if push.resume_from_environment != self._resume_from_environment:
+            self._resume_from_environment = push.resume_from_environment
+            self._render()
+
     def _on_processes_stopped(self, push: ProcessesStoppedPush) -> None:
         self._stopping.discard(push.session_id)
         if push.resume_available:
@@ -513,7 +521,7 @@ class InterruptedBanner(TintedPanel):
             button.setEnabled(not host_gone)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))
-        title, body, action = _copy_for(state, current)
+        title, body, action = _copy_for(state, current, self._resume_from_environment)
         self.title_label.setText(title)
         self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body))
@@ -599,9 +607,24 @@ class InterruptedBanner(TintedPanel):
 _ACTIONABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
 
 
-def _copy_for(state: BannerState, current: _SessionResume) -> tuple[str, str, str]:
-    """Title, body and action-button text for ``state``."""
+def _copy_for(
+    state: BannerState, current: _SessionResume, from_environment: bool = False
+) -> tuple[str, str, str]:
+    """Title, body and action-button text for ``state``. ``from_environment``: the
+    environment variable decides, so the settings checkbox is locked and is no way to turn
+    Safe resume on."""
     restarted = _tr("Maka restarted before the last turn finished.")
+    if state is BannerState.DISABLED and from_environment:
+        return (
+            restarted,
+            _tr(
+                "Safe resume is turned off, so this turn cannot be continued from where it "
+                "stopped. Check your files, then send a new message to carry on. "
+                "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME in the environment Maka was started from "
+                "turns it off: start Maka without it to use the setting."
+            ),
+            "",
+        )
     if state is BannerState.DISABLED:
         return (
             restarted,

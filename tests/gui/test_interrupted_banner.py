@@ -9,6 +9,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
+from app import bridge_contract as bc
 from app.bridge_contract import ChangedPath, ResumeDiagnostic
 from renderer import theme
 from renderer.interrupted_banner import BannerState, InterruptedBanner
@@ -324,3 +325,21 @@ def test_a_drift_names_the_changed_files_first_ten_and_how_many_more(qtbot: QtBo
     assert "src/file09.py" not in body  # the first 10 only
     assert "and 52 more" in body  # 3 of the 50 sent, plus 49 the planner counted
     assert next_step(("workspace_drift",)) in body
+
+
+def test_flag_off_by_the_environment_does_not_point_at_a_locked_checkbox(qtbot: QtBot) -> None:
+    """When MAKA_RUNTIME_SAFE_BOUNDARY_RESUME decides, the settings checkbox is disabled: the
+    banner's advice names what actually turns Safe resume on."""
+    banner, bridge = _banner(qtbot, enabled=False)
+    assert "Settings" in banner.body_label.text()
+    bridge.settings_current.emit(
+        bc.SettingsCurrentPush(
+            provider="offline_demo", resume_from_environment=True, safe_resume_enabled=False
+        )
+    )
+    text = banner.body_label.text()
+    assert "turned off" in text
+    assert "Settings" not in text
+    assert "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME" in text
+    bridge.settings_current.emit(bc.SettingsCurrentPush(provider="offline_demo"))
+    assert "Settings" in banner.body_label.text()
