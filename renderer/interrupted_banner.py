@@ -607,6 +607,17 @@ class InterruptedBanner(TintedPanel):
 _ACTIONABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
 
 
+def _checked_again(current: _SessionResume) -> str:
+    """After Try again: when it checked, and that the reasons listed above still hold."""
+    if not (current.checked_at and current.reasons):
+        return ""
+    return (
+        _tr("Checked again at {time}: still on hold because of the reason above.")
+        if len(current.reasons) == 1
+        else _tr("Checked again at {time}: still on hold because of the reasons above.")
+    ).replace("{time}", current.checked_at)
+
+
 def _copy_for(
     state: BannerState, current: _SessionResume, from_environment: bool = False
 ) -> tuple[str, str, str]:
@@ -654,11 +665,12 @@ def _copy_for(
                     "Choose how to continue below, or put the files back as they were and "
                     "choose Try again."
                 )
+            body = f"{_checked_again(current)} {body}".strip()
             return _tr("Files changed since the run stopped."), f"{changed}\n\n{body}", again
         if _write_not_done(current):
             return (
                 _park_tr(WRITE_NOT_DONE_HEADLINE),
-                _park_tr(WRITE_NOT_DONE_NEXT_STEP),
+                f"{_checked_again(current)} {_park_tr(WRITE_NOT_DONE_NEXT_STEP)}".strip(),
                 again,
             )
         if highest_severity(current.reasons) is Severity.INFO:
@@ -668,15 +680,7 @@ def _copy_for(
         else:
             title = _tr("Safe resume is on hold.")
         body = next_step(current.reasons, [d.code for d in current.diagnostics])
-        if current.checked_at and current.reasons:
-            # the reasons are listed just above: say when, and that they still hold
-            checked = (
-                _tr("Checked again at {time}: still on hold because of the reason above.")
-                if len(current.reasons) == 1
-                else _tr("Checked again at {time}: still on hold because of the reasons above.")
-            ).replace("{time}", current.checked_at)
-            body = f"{checked} {body}".strip()
-        return title, body, again
+        return title, f"{_checked_again(current)} {body}".strip(), again
     if state is BannerState.FAILED:
         known = describe(current.failure_code)
         text = known.sentence if known.known else current.failure_message

@@ -343,3 +343,26 @@ def test_flag_off_by_the_environment_does_not_point_at_a_locked_checkbox(qtbot: 
     assert "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME" in text
     bridge.settings_current.emit(bc.SettingsCurrentPush(provider="offline_demo"))
     assert "Settings" in banner.body_label.text()
+
+
+def test_try_again_on_changed_files_says_when_it_checked(qtbot: QtBot) -> None:
+    """Files still changed after Try again: the banner lists them as before and says that it
+    checked again, so the click visibly did something."""
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    drift = ResumeDiagnostic(
+        code="workspace_drift",
+        message="1 file changed since the snapshot taken at the stop",
+        changed_paths=(ChangedPath(path="notes.txt", change="modified"),),
+    )
+    options = ("isolated_restore", "rebaseline")
+    bridge.push_parked("s1", ("workspace_drift",), (drift,), options)
+    assert "Checked again" not in banner.body_label.text(), "the first answer is no re-check"
+    assert banner.action_button.text() == "Try again"
+    _click_resume(qtbot, banner)
+    bridge.push_parked("s1", ("workspace_drift",), (drift,), options)
+    now = QTime.currentTime().toString("HH:mm")
+    body = banner.body_label.text()
+    assert banner.title_label.text() == "Files changed since the run stopped."
+    assert "changed: notes.txt" in body
+    assert f"Checked again at {now}: still on hold because of the reason above." in body
