@@ -423,8 +423,8 @@ NEXT_STEPS: dict[str, str] = {
         "again, or send a new message telling the model what changed."
     ),
     "workspace_checkpoint_stale": (
-        "A command may have changed files after the last snapshot: check them, then send a new "
-        "message to carry on."
+        "A command or a write ran after the last snapshot, so files may have changed: check "
+        "them, then send a new message to carry on."
     ),
     "workspace_checkpoint_missing": (
         "Check your files, then send a new message to carry on; the snapshot cannot be compared."

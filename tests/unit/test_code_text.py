@@ -105,6 +105,12 @@ def test_the_flag_off_next_step_points_at_settings() -> None:
     assert "Settings" in next_step_source(["resume_feature_disabled"])
 
 
+def test_a_stale_snapshot_does_not_say_a_command_after_a_write() -> None:
+    """A crash right after a write parks with it as well as after a command."""
+    step = next_step_source(["workspace_checkpoint_stale"])
+    assert "write" in step and not step.startswith("A command may")
+
+
 def test_a_missing_folder_offers_locate_and_remove() -> None:
     assert describe("workspace_folder_missing").severity is Severity.WARN
     step = next_step_source(["workspace_folder_missing"])
