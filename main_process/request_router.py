@@ -583,6 +583,7 @@ class RequestRouter:
                 session_id=session_id,
                 rejection_reasons=parked.rejection_reasons,
                 diagnostics=parked.diagnostics,
+                workspace_options=parked.workspace_options,
             )
             self._standing.set_outcome(push)
             self._broadcast(push)

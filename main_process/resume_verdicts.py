@@ -39,6 +39,9 @@ class StoredVerdict:
     reasons: tuple[str, ...]
     diagnostics: tuple[ResumeDiagnostic, ...]
     at: int
+    # The user's ways forward the park offered (continue in a restored copy, with the current
+    # files): the banner's buttons after a restart depend on them.
+    workspace_options: tuple[str, ...] = ()
 
 
 class ResumeVerdicts:
@@ -88,6 +91,7 @@ class ResumeVerdicts:
                         ResumeDiagnostic.model_validate(d) for d in row.get("diagnostics", ())
                     ),
                     at=int(row["at"]),
+                    workspace_options=tuple(str(o) for o in row.get("workspaceOptions", ())),
                 )
                 loaded[verdict.session_id] = verdict
             return loaded
@@ -103,6 +107,7 @@ class ResumeVerdicts:
                 "reasons": list(v.reasons),
                 "diagnostics": [d.model_dump(mode="json", by_alias=True) for d in v.diagnostics],
                 "at": v.at,
+                "workspaceOptions": list(v.workspace_options),
             }
             for v in self._verdicts.values()
         ]

@@ -176,7 +176,9 @@ class DesktopServices:
         for verdict in self._verdicts.all():
             current = self._plan_inputs(verdict.session_id)
             if current == (verdict.boundary, verdict.inputs):
-                parked = ResumeParked(verdict.reasons, verdict.diagnostics)
+                parked = ResumeParked(
+                    verdict.reasons, verdict.diagnostics, verdict.workspace_options
+                )
                 standing.append((verdict.session_id, parked))
             else:
                 self._verdicts.clear(verdict.session_id)
@@ -231,6 +233,7 @@ class DesktopServices:
                 outcome.rejection_reasons,
                 outcome.diagnostics,
                 self._clock(),
+                outcome.workspace_options,
             )
         )
 

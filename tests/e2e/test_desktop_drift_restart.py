@@ -1,0 +1,83 @@
+"""A park on changed files still offers the user's two ways forward after a restart (the real
+main process): the standing verdict of an earlier start keeps the workspace options, so the
+banner shows "Continue in a restored copy…" and "Continue with my current files" again instead
+of only "Try again"."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.bridge_contract import MessageKind, SessionsListRequest
+from tests.helpers.maka_process import MainProcess, main_log, start_main
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.wire_client import WireClient
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
+        },
+        {"text": "Counted."},
+    ]
+]
+WAIT_MS = 30_000
+
+
+@pytest.fixture
+def processes() -> Iterator[list[MainProcess]]:
+    started: list[MainProcess] = []
+    yield started
+    for process in started:
+        process.stop()
+
+
+def _standing_parks(qtbot: QtBot, main: MainProcess) -> list[dict[str, Any]]:
+    client = WireClient(main.socket_name)
+    client.hello(main.token)
+    client.send(SessionsListRequest(correlation_id="list"))
+    qtbot.waitUntil(lambda: client.has(MessageKind.SESSIONS_LISTED), timeout=WAIT_MS)
+    return [push.model_dump() for push in client.all(MessageKind.RESUME_PARKED)]
+
+
+def test_a_drift_park_keeps_its_ways_forward_after_a_restart(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    env = {**scripted_env(write_script(tmp_path / "s.json", SCRIPT), checkpoints=True), **FLAG}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"]
+    crashed = maka(args, data, env={**env, "MAKA_FAILPOINT": "P8"})
+    assert crashed.returncode == -9, crashed.stderr
+    assert committed_runs(data)
+    (work / "a.txt").write_text("edited by the user\n")
+
+    first = start_main(data, env).wait_ready()
+    processes.append(first)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    [parked] = _standing_parks(qtbot, first)
+    assert parked["rejectionReasons"] == ("workspace_drift",)
+    assert parked["workspaceOptions"] == ("isolated_restore", "rebaseline")
+    assert first.terminate() == 0
+
+    second = start_main(data, env).wait_ready()
+    processes.append(second)
+    [standing] = _standing_parks(qtbot, second)
+    assert standing["rejectionReasons"] == ("workspace_drift",)
+    assert standing["workspaceOptions"] == ("isolated_restore", "rebaseline")
+    assert second.terminate() == 0
