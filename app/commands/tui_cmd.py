@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
         if args.session:
-            _say_if_interrupted(service, session.session_id)
+            _say_if_interrupted(service, session.session_id, host.data_dir)
         print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         if host.repaired_runs:
@@ -206,17 +206,28 @@ def _settle(host: Any, session_id: str, text: str) -> None:
 CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
 
 
-def _say_if_interrupted(service: Any, session_id: str) -> None:
+def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
     """Opening a session whose last turn was cut off by a crash says so, like the desktop's
-    banner, and names the command that continues it."""
+    banner, and names the command that continues it (only when Safe resume is on: off, /resume
+    could only answer that it is off)."""
+    from app.resume_composition import resume_enabled
     from runtime.agent.session_overview import session_overview
 
     overview = session_overview(service.store, service.get_session(session_id))
-    if overview.interrupted:
+    if not overview.interrupted:
+        return
+    if resume_enabled(data_dir):
         print(
             "This session was interrupted: Maka stopped before its last turn finished. Check "
             "your files, then type /resume to continue it safely from the last step known to "
             "be complete (or send a new message)."
+        )
+    else:
+        print(
+            "This session was interrupted: Maka stopped before its last turn finished. Safe "
+            "resume is turned off, so it cannot be continued from where it stopped: check your "
+            "files, then send a new message to carry on (turn Safe resume on in the desktop's "
+            "Settings, or with MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1)."
         )
 
 

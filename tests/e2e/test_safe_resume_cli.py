@@ -254,6 +254,29 @@ def test_sessions_marks_a_crashed_run_until_the_next_start_repairs_it(tmp_path: 
     assert listed["interrupted"] is True and "awaitingRepair" not in listed
 
 
+@pytest.mark.parametrize("flag", ["0", None])
+def test_the_tui_does_not_offer_resume_when_safe_resume_is_off(
+    tmp_path: Path, flag: str | None
+) -> None:
+    """Off by the variable or by the (never set) setting: /resume would only park with
+    resume_feature_disabled, so opening the session says Safe resume is off instead."""
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    env = dict(drill.env)
+    if flag is not None:
+        env["MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"] = flag
+    opened = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=env,
+        stdin="/quit\n",
+    )
+    assert opened.returncode == 0, opened.stderr
+    line = opened.stdout.split("This session was interrupted", 1)[1].split("\n")[0]
+    assert "Safe resume is turned off" in line
+    assert "type /resume" not in line
+
+
 def test_the_tui_says_a_session_was_interrupted_and_marks_the_continuation(
     tmp_path: Path,
 ) -> None:
