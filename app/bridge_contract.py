@@ -115,7 +115,10 @@ class BridgeErrorCode(StrEnum):
 
 class BridgeProtocolError(Exception):
     """A frame that must close the connection. ``code`` is a :class:`BridgeErrorCode`; the
-    message never echoes the offending bytes (they may hold a token or be huge)."""
+    message never echoes the offending bytes (they may hold a token or be huge). The one coded
+    error outside ``runtime.ledger.coded_error.CodedError``: this module imports nothing of the
+    project (the renderer reads it), and the error closes a connection, it is never mapped to a
+    reply."""
 
     def __init__(self, code: BridgeErrorCode, message: str) -> None:
         super().__init__(f"[{code}] {message}")

@@ -19,6 +19,8 @@ from typing import NoReturn, Protocol
 
 from app import __version__
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
+from runtime.ledger.coded_error import coded_failure
+from runtime.ledger.codes import HostCode
 
 
 class CommandModule(Protocol):
@@ -62,8 +64,8 @@ class UsageParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         if self.json_errors:
-            print_json_error("usage_invalid", message)
-        self.exit(EXIT_USAGE, f"{self.prog}: error [usage_invalid]: {message}\n")
+            print_json_error(HostCode.USAGE_INVALID, message)
+        self.exit(EXIT_USAGE, f"{self.prog}: error [{HostCode.USAGE_INVALID}]: {message}\n")
 
 
 def print_json_error(code: str, message: str) -> None:
@@ -125,22 +127,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         _require_known_failpoint()
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         return module.run(args)
-    except CliError as error:
-        return _refused(error.code, error.message, error.exit_code, as_json=as_json)
     except KeyboardInterrupt:
-        return _refused("interrupted", "interrupted", EXIT_ERROR, as_json=as_json)
+        return _refused(HostCode.INTERRUPTED, "interrupted", EXIT_ERROR, as_json=as_json)
     except BrokenPipeError:  # the reader went away (`maka plan S | head`): stop quietly
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except Exception as error:
-        # Every refusal of the ledger, the store and the services carries a stable code (a
-        # damaged database met halfway through a command, say): the user gets that code and
-        # sentence, never a traceback. Anything else is a defect and keeps its traceback.
-        from runtime.ledger.ledger_errors import LedgerError
-
-        if not isinstance(error, LedgerError):
+        # Every refusal (a command's own, and those of the ledger, the store and the services:
+        # a damaged database met halfway through a command, say) carries a stable code: the
+        # user gets that code and sentence, never a traceback. The desktop's request router
+        # maps errors with the same ``coded_failure``. Anything else is a defect and keeps its
+        # traceback.
+        failure = coded_failure(error)
+        if failure is None:
             raise
-        return _refused(str(error.code), error.message, EXIT_ERROR, as_json=as_json)
+        exit_code = error.exit_code if isinstance(error, CliError) else EXIT_ERROR
+        return _refused(failure.code, failure.message, exit_code, as_json=as_json)
 
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program the pipe ended
@@ -161,7 +163,7 @@ def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
     sys.stdout.flush()
     if as_json:
         print_json_error(code, message)
-    if code == "interrupted":
+    if code == HostCode.INTERRUPTED:
         print("maka: interrupted", file=sys.stderr)
     else:
         print(f"maka: error [{code}]: {message}", file=sys.stderr)
@@ -189,7 +191,7 @@ def _require_utf8_data_dir(data_dir: str | None) -> None:
         data_dir.encode("utf-8")
     except UnicodeEncodeError:
         raise CliError(
-            "data_dir_invalid",
+            HostCode.DATA_DIR_INVALID,
             "the data directory (--data-dir or MAKA_DATA_DIR) holds bytes that are not UTF-8 text",
             EXIT_USAGE,
         ) from None

@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
@@ -64,7 +65,8 @@ from main_process.renderer_launcher import RendererLauncher
 from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
-from runtime.ledger.codes import StoreCode
+from runtime.ledger.coded_error import CodedError
+from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from storage.instance_lock import InstanceLock, LockOutcome
 from storage.private_files import ensure_private_dir
@@ -99,13 +101,11 @@ class HostConfig:
     auto_resume_limit: int = 3
 
 
-class StartupRefused(Exception):
+class StartupRefused(CodedError):
     """Startup stopped before the host became ready; nothing was modified."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+    def __init__(self, code: StrEnum, message: str) -> None:
+        super().__init__(code, message, text=f"{code}: {message}")
 
 
 class HostApp(QObject):
@@ -163,14 +163,14 @@ class HostApp(QObject):
             ensure_private_dir(self._data_dir)
         except OSError as error:
             refusal = os_refusal(error, f"creating the data folder {self._data_dir}")
-            return self._refuse_early(str(refusal.code), refusal.message)
+            return self._refuse_early(refusal.code, refusal.message)
         lock = self._lock.acquire()
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
             return self._activate_running_instance(lock.holder_pid)
         if lock.outcome is LockOutcome.UNAVAILABLE:
             if lock.error is not None:  # a full disk, a read-only lock file or folder
                 refusal = os_refusal(lock.error, f"opening the lock file {self._lock.path}")
-                return self._refuse_early(str(refusal.code), refusal.message)
+                return self._refuse_early(refusal.code, refusal.message)
             return self._refuse_early("data_dir_unavailable", lock.detail)
         self._signals.install()
         self._token = secrets.token_urlsafe(32)
@@ -216,16 +216,16 @@ class HostApp(QObject):
                     self._data_dir, safe_resume_enabled=self._config.safe_resume_enabled
                 )
             except LedgerError as error:
-                raise StartupRefused(str(error.code), error.message) from None
+                raise StartupRefused(error.code, error.message) from None
             with self._services_lock:
                 self._services = services
             try:
                 return services.recover_at_startup()
             except LedgerError as error:
-                raise StartupRefused(str(error.code), error.message) from None
+                raise StartupRefused(error.code, error.message) from None
             except Exception as error:
                 _log.exception("startup recovery failed")
-                raise StartupRefused("startup_recovery_failed", str(error)[:500]) from None
+                raise StartupRefused(HostCode.STARTUP_RECOVERY_FAILED, str(error)[:500]) from None
         finally:
             self._startup_done.set()
 
@@ -236,7 +236,7 @@ class HostApp(QObject):
         if result.error is not None:
             refusal = result.error
             if not isinstance(refusal, StartupRefused):
-                refusal = StartupRefused("startup_recovery_failed", str(refusal)[:500])
+                refusal = StartupRefused(HostCode.STARTUP_RECOVERY_FAILED, str(refusal)[:500])
             _log.info("startup refused [%s]: %s", refusal.code, refusal.message)
             self._fail_startup(refusal)
             return

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
@@ -32,15 +33,14 @@ from app.bridge_contract import (
     SessionSummary,
     TranscriptItem,
 )
+from runtime.ledger.coded_error import CodedError
 
 
-class HostServiceError(Exception):
+class HostServiceError(CodedError):
     """A refusal with a stable code (``not_found``, ``session_busy``, ``invalid_cwd``...)."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+    def __init__(self, code: StrEnum, message: str) -> None:
+        super().__init__(code, message, text=f"{code}: {message}")
 
 
 @dataclass(frozen=True, slots=True)

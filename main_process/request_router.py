@@ -29,7 +29,6 @@ for a session that does not exist.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -90,32 +89,30 @@ from main_process.push_sink import CoalescingPushSink
 from main_process.session_folder import check_session_folder
 from main_process.standing_state import StandingState
 from main_process.turn_workers import JobResult, TurnWorkers
+from runtime.ledger.coded_error import coded_failure
+from runtime.ledger.codes import HostCode
 
 SURVIVOR_CHECK_MS = 1000
-BACKGROUND_PENDING = "background_operation_pending"
+BACKGROUND_PENDING = HostCode.BACKGROUND_OPERATION_PENDING
 
 _log = logging.getLogger("maka.main.router")
 _limited = RateLimitedLog(_log)
 
-HOST_NOT_READY = "host_not_ready"
-HOST_CLOSING = "host_draining"
-SESSION_BUSY = "session_busy"
-INTERNAL_FAILURE = "internal_failure"
+HOST_NOT_READY = HostCode.HOST_NOT_READY
+HOST_CLOSING = HostCode.HOST_DRAINING
+SESSION_BUSY = HostCode.SESSION_BUSY
+INTERNAL_FAILURE = HostCode.INTERNAL_FAILURE
 
 ResumeDone = Callable[[ResumeOutcome], None]
 
 
-_CODE = re.compile(r"^[a-z][a-z0-9_]{0,79}$")
-
-
 def _error_code(error: BaseException | None) -> tuple[str, str]:
-    """A service error's code and message, or ``internal_failure`` for anything unexpected (the
-    details go to the log, not to the renderer)."""
-    if isinstance(error, HostServiceError) and _CODE.match(error.code):
-        return error.code, error.message[:4000]
-    code = getattr(error, "code", None)
-    if code is not None and _CODE.match(str(code)):
-        return str(code), str(getattr(error, "message", ""))[:4000]
+    """A coded error's code and message (:func:`coded_failure`, as the CLI reports it), or
+    ``internal_failure`` for anything unexpected (the details go to the log, not to the
+    renderer)."""
+    failure = coded_failure(error)
+    if failure is not None:
+        return failure.code.value, failure.message[:4000]
     if error is not None:
         # The worker already logged the traceback (turn_workers); one rate-limited line here.
         _limited.log(

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 
 from main_process.host_services import HostServiceError
+from runtime.ledger.codes import HostCode
 
-INVALID_CWD = "invalid_cwd"
+INVALID_CWD = HostCode.INVALID_CWD
 
 
 def check_session_folder(cwd: str, home: str | None = None) -> str:

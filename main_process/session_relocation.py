@@ -11,23 +11,23 @@ new place (a run's header keeps the folder it ran in; the planner reports
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 from pathlib import Path
 
 from runtime.continuation.lifecycle_log import LifecycleLog
-from runtime.ledger.codes import StoreCode
+from runtime.ledger.coded_error import CodedError
+from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord
 from storage.ledger_store import SqliteLedgerStore
 from storage.workspace_identity import read_workspace_identity
 
 
-class SessionChangeRefused(Exception):
+class SessionChangeRefused(CodedError):
     """A relocation or removal that was refused; nothing changed. ``code`` is stable."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+    def __init__(self, code: StrEnum, message: str) -> None:
+        super().__init__(code, message, text=f"{code}: {message}")
 
 
 def recorded_identity(runs: list[RunHeader] | tuple[RunHeader, ...]) -> str | None:
@@ -39,7 +39,7 @@ def recorded_identity(runs: list[RunHeader] | tuple[RunHeader, ...]) -> str | No
 def _session(store: SqliteLedgerStore, session_id: str) -> SessionRecord:
     session = store.get_session(session_id)
     if session is None:
-        raise SessionChangeRefused(str(StoreCode.SESSION_NOT_FOUND), f"no session {session_id}")
+        raise SessionChangeRefused(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
     return session
 
 
@@ -49,26 +49,26 @@ def relocate_session(
     """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace."""
     session = _session(store, session_id)
     if not folder.is_absolute() or not folder.is_dir():
-        raise SessionChangeRefused("invalid_cwd", f"{folder} is not a folder")
+        raise SessionChangeRefused(HostCode.INVALID_CWD, f"{folder} is not a folder")
     real = Path(os.path.realpath(folder))
     expected = recorded_identity(list(store.list_session_runs(session_id)))
     if expected is None:
         raise SessionChangeRefused(
-            "workspace_identity_missing",
+            HostCode.WORKSPACE_IDENTITY_MISSING,
             "the session's runs recorded no workspace identity, so no folder can be proven to be "
             "its workspace",
         )
     try:
         marker = read_workspace_identity(real)
     except LedgerError as error:
-        raise SessionChangeRefused(str(error.code), error.message) from None
+        raise SessionChangeRefused(error.code, error.message) from None
     if marker is None:
         raise SessionChangeRefused(
-            "workspace_identity_differs", f"{real} has no .maka-workspace.json marker"
+            HostCode.WORKSPACE_IDENTITY_DIFFERS, f"{real} has no .maka-workspace.json marker"
         )
     if marker.identity != expected:
         raise SessionChangeRefused(
-            "workspace_identity_differs",
+            HostCode.WORKSPACE_IDENTITY_DIFFERS,
             f"{real} is workspace {marker.identity}, the session ran in {expected}",
         )
     store.relocate_session(session_id, str(real))

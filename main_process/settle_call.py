@@ -67,7 +67,7 @@ def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
             settlement_store, session_id, tool_call_id, ran=ran, note=note, shells=shells
         )
     except LedgerError as refusal:
-        raise HostServiceError(str(refusal.code), refusal.message) from None
+        raise HostServiceError(refusal.code, refusal.message) from None
     card = card_of(store, settled.run_id, settled.tool_call_id, store.read_owner_epoch())
     plan = plan_latest(session_id)
     if plan.continues:

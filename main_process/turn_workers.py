@@ -26,6 +26,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from main_process.log_limits import RateLimitedLog, escape
+from runtime.ledger.coded_error import coded_failure
 
 _log = logging.getLogger("maka.main.workers")
 _limited = RateLimitedLog(_log)
@@ -187,14 +188,14 @@ def _execute(key: str, job: Callable[[], Any]) -> JobResult:
         # A refusal with a code (unknown session, busy, bad folder) is expected: one line by
         # code. Anything else keeps its traceback. Keys may hold peer-chosen ids: escaped, and
         # repeats are rate-limited so a flood cannot rotate the log's history away.
-        code = getattr(error, "code", None)
-        if code is not None:
+        failure = coded_failure(error)
+        if failure is not None:
             _limited.log(
                 logging.INFO,
-                f"refused:{escape(code, 40)}",
+                f"refused:{escape(failure.code, 40)}",
                 "job %s refused [%s]",
                 escape(key),
-                escape(code, 40),
+                escape(failure.code, 40),
             )
         else:
             _limited.log(

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import StoreCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,15 +38,17 @@ def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(
-            "session_not_found", f"no session {args.session} (no data in {data_dir})", EXIT_USAGE
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {args.session} (no data in {data_dir})",
+            EXIT_USAGE,
         )
     try:
         store = open_store(data_dir, read_only=True)
     except LedgerError as error:
-        raise CliError(str(error.code), error.message) from None
+        raise CliError(error.code, error.message) from None
     with store:
         if store.get_session(args.session) is None:
-            raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+            raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
         found = session_checkpoints(store, GitCheckpointStore(data_dir), args.session)
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():

@@ -19,6 +19,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
 from app.data_paths import ensure_data_dir
 from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_service import SessionService
+from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.providers.provider_port import Provider, ProviderError
 from runtime.providers.provider_registry import build_provider
@@ -63,20 +64,20 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
         ensure_data_dir(data_dir)
     except OSError as error:
         refusal = os_refusal(error, f"creating the data folder {data_dir}")
-        raise CliError(str(refusal.code), refusal.message) from None
+        raise CliError(refusal.code, refusal.message) from None
     lock = InstanceLock(data_dir)
     outcome = lock.acquire()
     if outcome.outcome is LockOutcome.HELD_ELSEWHERE:
         raise CliError(
-            "store_locked",
+            StoreCode.STORE_LOCKED,
             f"another Maka process (pid {outcome.holder_pid}) owns {data_dir}; close it or use "
             "another --data-dir",
         )
     if outcome.outcome is not LockOutcome.ACQUIRED:
         if outcome.error is not None:  # a full disk, a read-only lock file or folder
             refusal = os_refusal(outcome.error, f"opening the lock file {lock.path}")
-            raise CliError(str(refusal.code), refusal.message)
-        raise CliError("data_dir_unavailable", outcome.detail)
+            raise CliError(refusal.code, refusal.message)
+        raise CliError(HostCode.DATA_DIR_UNAVAILABLE, outcome.detail)
     return lock
 
 
@@ -95,7 +96,7 @@ def owned_session_host(
         try:
             store = open_store(data_dir)
         except LedgerError as error:
-            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+            raise CliError(error.code, error.message, EXIT_ERROR) from None
         try:
             report = recover_at_startup(store)
             shells = BackgroundShellRegistry.in_data_dir(data_dir)

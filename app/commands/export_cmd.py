@@ -98,9 +98,7 @@ def _export(args: argparse.Namespace, out: BinaryIO) -> int:
             return store.export_session(args.session, out)
     except LedgerError as error:
         usage = error.code in (TransferCode.SESSION_NOT_FOUND, "store_not_found")
-        raise CliError(
-            str(error.code), error.message, EXIT_USAGE if usage else EXIT_ERROR
-        ) from None
+        raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
 
 
 def run(args: argparse.Namespace) -> int:

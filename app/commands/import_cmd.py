@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         gc.disable()  # decoding makes many small containers and no cycles
         parsed = parse_export(data, accept_torn_tail=args.accept_torn_tail)
     except TransferError as error:
-        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
     finally:
         gc.enable()
     del data
@@ -63,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
         with open_store(data_dir) as store:
             report = store.import_parsed(parsed)
     except TransferError as error:
-        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
     except StoreRefusal as error:
         where = f" (event {error.event_id})" if error.event_id else ""
-        raise CliError(str(error.code), f"{error.message}{where}", EXIT_ERROR) from None
+        raise CliError(error.code, f"{error.message}{where}", EXIT_ERROR) from None
     finally:
         lock.release()
     if args.json:

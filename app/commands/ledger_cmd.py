@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from runtime.ledger.codes import HostCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +75,7 @@ def _report_module() -> Any:
         if error.name != "app.commands.ledger_report":
             raise
         raise CliError(
-            "command_unavailable", "this build has no ledger report commands", EXIT_ERROR
+            HostCode.COMMAND_UNAVAILABLE, "this build has no ledger report commands", EXIT_ERROR
         ) from None
 
 
@@ -88,7 +89,7 @@ def run_check(args: argparse.Namespace) -> int:
     try:
         data = read_file_bytes(path)
     except LedgerFileError as error:
-        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
     report = check_ledger_bytes(data)
     problems = report.problems
     if report.unreadable:

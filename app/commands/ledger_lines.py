@@ -70,4 +70,4 @@ def reading_error(path: Path, error: LedgerFileError) -> CliError:
         kind = export_record_kind(raw) if raw is not None else None
         if kind is not None:
             message = export_record_message(error.line_number, kind)
-    return CliError(str(error.code), f"{path}: {message}", EXIT_USAGE)
+    return CliError(error.code, f"{path}: {message}", EXIT_USAGE)

@@ -32,6 +32,7 @@ from runtime.fastplan.tail_scan import (
     LedgerReading,
     TailScan,
 )
+from runtime.ledger.codes import HostCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
@@ -109,7 +110,7 @@ def run_plan(args: argparse.Namespace) -> int:
     """``maka ledger plan FILE [--expected-high-water N] [--json]``."""
     expected: int | None = getattr(args, "expected_high_water", None)
     if expected is not None and expected < 0:
-        raise CliError("invalid_argument", "--expected-high-water must be >= 0", EXIT_USAGE)
+        raise CliError(HostCode.INVALID_ARGUMENT, "--expected-high-water must be >= 0", EXIT_USAGE)
     if args.json:
         from app.commands.ledger_plan_parts import plan_json_text_in_parts
 

@@ -18,6 +18,7 @@ import sys
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import StoreCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(
-            "session_not_found", f"no session {args.session} (no data in {data_dir})", EXIT_USAGE
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {args.session} (no data in {data_dir})",
+            EXIT_USAGE,
         )
     lock = InstanceLock(data_dir)
     owned = lock.acquire().outcome is LockOutcome.ACQUIRED
@@ -50,12 +53,14 @@ def run(args: argparse.Namespace) -> int:
         try:
             store = open_store(data_dir, read_only=not owned)
         except LedgerError as error:
-            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+            raise CliError(error.code, error.message, EXIT_ERROR) from None
         try:
             if owned:
                 recover_at_startup(store)
             if store.get_session(args.session) is None:
-                raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+                raise CliError(
+                    StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
+                )
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
             service = build_resume_service(
                 store, data_dir, default_catalog().names, shells, processes=store

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import StoreCode
 
 if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
         session = host.store.get_session(args.session)
         if session is None:
-            raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+            raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
         return resume_session(
             host,
             args.session,

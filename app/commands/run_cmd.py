@@ -17,6 +17,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import HostCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +123,7 @@ def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
     in the folder it was created for, so another folder is a mistake to report, not to ignore."""
     if os.path.realpath(cwd) != os.path.realpath(session_cwd):
         raise CliError(
-            "session_cwd_mismatch",
+            HostCode.SESSION_CWD_MISMATCH,
             f"session {session_id} works in {session_cwd}, not in {cwd}; leave out --cwd to "
             "continue it, or start a new session in that folder without --session",
             EXIT_USAGE,
@@ -143,13 +144,13 @@ def run(args: argparse.Namespace) -> int:
         require_utf8(args.prompt, "the prompt")
         require_utf8(args.cwd or "", "--cwd")
     except LedgerError as error:
-        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
     if not args.prompt.strip():
-        raise CliError("prompt_empty", "the prompt is empty", EXIT_USAGE)
+        raise CliError(HostCode.PROMPT_EMPTY, "the prompt is empty", EXIT_USAGE)
     if not args.session and not args.cwd:
-        raise CliError("cwd_required", "a new session needs --cwd DIR", EXIT_USAGE)
+        raise CliError(HostCode.CWD_REQUIRED, "a new session needs --cwd DIR", EXIT_USAGE)
     if args.cwd and not Path(args.cwd).is_dir():
-        raise CliError("invalid_cwd", f"{args.cwd} is not a folder", EXIT_USAGE)
+        raise CliError(HostCode.INVALID_CWD, f"{args.cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
     data_dir = resolve_data_dir(args.data_dir)
     transcript = TerminalTranscript()
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 session = service.create_session(Path(args.cwd), title=args.prompt)
         except LedgerError as error:
-            raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+            raise CliError(error.code, error.message, EXIT_USAGE) from None
         if args.session and args.cwd:
             require_same_folder(args.cwd, session.session_id, session.cwd)
         print(
@@ -183,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
                 cancel,
             )
         except LedgerError as error:
-            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+            raise CliError(error.code, error.message, EXIT_ERROR) from None
         if result.status is RunStatus.COMPLETED:
             note_step_limit(result, session.session_id)
             return EXIT_OK

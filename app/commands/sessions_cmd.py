@@ -17,6 +17,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import HostCode, StoreCode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,19 +72,19 @@ def _change(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
         raise CliError(
-            "confirmation_required",
+            HostCode.CONFIRMATION_REQUIRED,
             f"removing deletes the session's history; save it first with 'maka export "
             f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
             EXIT_USAGE,
         )
     if not (data_dir / "runtime.sqlite").exists():
-        raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+        raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     lock = own_data_dir(data_dir)
     try:
         try:
             store = open_store(data_dir)
         except LedgerError as error:
-            raise CliError(str(error.code), error.message) from None
+            raise CliError(error.code, error.message) from None
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
             if args.action == "relocate":
@@ -101,8 +102,8 @@ def _change(args: argparse.Namespace) -> int:
             usage = refusal.code in ("session_not_found", "invalid_cwd")
             raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else 1) from None
         except LedgerError as error:
-            usage = str(error.code) in ("session_not_found", "identity_conflict")
-            raise CliError(str(error.code), error.message, EXIT_USAGE if usage else 1) from None
+            usage = error.code in ("session_not_found", "identity_conflict")
+            raise CliError(error.code, error.message, EXIT_USAGE if usage else 1) from None
         finally:
             store.close()
     finally:
@@ -123,7 +124,7 @@ def _list(args: argparse.Namespace) -> int:
         listing = SessionListing.open(data_dir)
     except LedgerError as error:
         if error.code != StoreCode.STORE_NOT_FOUND:
-            raise CliError(str(error.code), error.message) from None
+            raise CliError(error.code, error.message) from None
     else:
         with listing:
             overviews = list_session_overviews(listing)

@@ -21,6 +21,7 @@ import json
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import StoreCode
 
 _USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
 
@@ -50,18 +51,22 @@ def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(
-            "session_not_found", f"no session {args.session} (no data in {data_dir})", EXIT_USAGE
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {args.session} (no data in {data_dir})",
+            EXIT_USAGE,
         )
     lock = own_data_dir(data_dir)
     try:
         try:
             store = open_store(data_dir)
         except LedgerError as error:
-            raise CliError(str(error.code), error.message, EXIT_ERROR) from None
+            raise CliError(error.code, error.message, EXIT_ERROR) from None
         try:
             run_startup_recovery(store, now_ms, startup_reconciler(store))
             if store.get_session(args.session) is None:
-                raise CliError("session_not_found", f"no session {args.session}", EXIT_USAGE)
+                raise CliError(
+                    StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
+                )
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
             try:
                 settled = settle(
@@ -73,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
                     shells=shells,
                 )
             except LedgerError as refusal:
-                exit_code = EXIT_USAGE if str(refusal.code) in _USAGE_CODES else EXIT_ERROR
-                raise CliError(str(refusal.code), refusal.message, exit_code) from None
+                exit_code = EXIT_USAGE if refusal.code in _USAGE_CODES else EXIT_ERROR
+                raise CliError(refusal.code, refusal.message, exit_code) from None
             service = build_resume_service(store, data_dir, default_catalog().names, shells)
             plan = service.plan_latest(args.session)
         finally:

@@ -22,6 +22,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import HostCode
 
 HELP = """commands:
   /transcript   show this session's transcript
@@ -68,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         require_utf8(args.cwd or "", "--cwd")
     except LedgerError as error:
-        raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
     cwd = Path(args.cwd or ".")
     if not cwd.is_dir():
-        raise CliError("invalid_cwd", f"{cwd} is not a folder", EXIT_USAGE)
+        raise CliError(HostCode.INVALID_CWD, f"{cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(args.permission_mode))
     note_auto_mode(args.permission_mode)
     transcript = TerminalTranscript()
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 else service.create_session(cwd, title=f"chat in {cwd.resolve().name}")
             )
         except LedgerError as error:
-            raise CliError(str(error.code), error.message, EXIT_USAGE) from None
+            raise CliError(error.code, error.message, EXIT_USAGE) from None
         if args.session and args.cwd:
             require_same_folder(args.cwd, session.session_id, session.cwd)
         if isinstance(sys.stdin, io.TextIOWrapper):

@@ -68,7 +68,7 @@ from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import ResolverReason
+from runtime.ledger.codes import HostCode, ResolverReason, TransferCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
@@ -210,7 +210,7 @@ class DesktopServices:
                 found = read_workspace_identity(folder)
                 marker = found.identity if found is not None else "no_marker"
             except LedgerError as error:
-                marker = str(error.code)
+                marker = error.code
         tools = list(self._sessions.catalog.names()) if self._sessions is not None else []
         body = {"cwd": session.cwd, "marker": marker, "tools": tools, "background": background}
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -248,7 +248,7 @@ class DesktopServices:
     @property
     def _service(self) -> SessionService:
         if self._sessions is None:
-            raise HostServiceError("host_not_ready", "startup recovery has not run")
+            raise HostServiceError(HostCode.HOST_NOT_READY, "startup recovery has not run")
         return self._sessions
 
     # ---- sessions ------------------------------------------------------------------------
@@ -268,7 +268,7 @@ class DesktopServices:
         try:
             return _summary(session_overview(self._store, service.get_session(session_id)))
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
 
     def open_session(self, session_id: str) -> Transcript:
         try:
@@ -295,14 +295,14 @@ class DesktopServices:
                     ]
                 runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
         return session_transcript(session_id, runs)
 
     def create_session(self, cwd: Path) -> SessionSummary:
         try:
             record = self._service.create_session(cwd)
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
         return self.session_summary(record.session_id)
 
     def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
@@ -312,14 +312,14 @@ class DesktopServices:
         except SessionChangeRefused as refusal:
             raise HostServiceError(refusal.code, refusal.message) from None
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
         return self.session_summary(session_id)
 
     def rename_session(self, session_id: str, title: str) -> SessionSummary:
         try:
             self._store.rename_session(session_id, title)
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
         return self.session_summary(session_id)
 
     def remove_session(self, session_id: str) -> None:
@@ -330,31 +330,37 @@ class DesktopServices:
         except SessionChangeRefused as refusal:
             raise HostServiceError(refusal.code, refusal.message) from None
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
 
     def export_session(self, session_id: str, path: Path) -> int:
         if not path.is_absolute() or path.exists() or path.is_symlink():
-            raise HostServiceError("export_target_exists", f"{path} already exists")
+            raise HostServiceError(TransferCode.EXPORT_TARGET_EXISTS, f"{path} already exists")
         if not path.parent.is_dir():
-            raise HostServiceError("export_target_invalid", f"{path.parent} is not a folder")
+            raise HostServiceError(
+                TransferCode.EXPORT_TARGET_INVALID, f"{path.parent} is not a folder"
+            )
         try:
             with path.open("xb") as out:
                 return self._store.export_session(session_id, out)
         except FileExistsError:
-            raise HostServiceError("export_target_exists", f"{path} already exists") from None
+            raise HostServiceError(
+                TransferCode.EXPORT_TARGET_EXISTS, f"{path} already exists"
+            ) from None
         except OSError as error:
             path.unlink(missing_ok=True)
-            raise HostServiceError("export_write_failed", error.strerror or "not written") from None
+            raise HostServiceError(
+                TransferCode.EXPORT_WRITE_FAILED, error.strerror or "not written"
+            ) from None
         except LedgerError as error:
             path.unlink(missing_ok=True)
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
 
     def _refuse_while_busy(self, session_id: str, doing: str) -> None:
         with self._lock:
             resuming = session_id in self._continuations
         if resuming or self._service.is_busy(session_id):
             raise HostServiceError(
-                "session_busy", f"the session is running; stop it before {doing} it"
+                HostCode.SESSION_BUSY, f"the session is running; stop it before {doing} it"
             )
 
     # ---- turns ---------------------------------------------------------------------------
@@ -366,13 +372,13 @@ class DesktopServices:
         with self._lock:
             resuming = session_id in self._continuations
         if resuming:
-            raise HostServiceError("session_busy", "Safe resume is continuing this session")
+            raise HostServiceError(HostCode.SESSION_BUSY, "Safe resume is continuing this session")
         try:
             self._service.send_turn(
                 session_id, text, LiveTurnView(sink), PermissionPolicy(), on_question=ask
             )
         except LedgerError as error:
-            raise HostServiceError(str(error.code), error.message) from None
+            raise HostServiceError(error.code, error.message) from None
 
     def cancel_turn(self, session_id: str) -> None:
         if self._sessions is not None:
@@ -386,7 +392,9 @@ class DesktopServices:
         self, session_id: str, request_id: str, decision: PermissionDecision
     ) -> None:
         if not self._service.answer_permission(request_id, decision.value):
-            raise HostServiceError("permission_not_pending", "that question is no longer open")
+            raise HostServiceError(
+                HostCode.PERMISSION_NOT_PENDING, "that question is no longer open"
+            )
 
     # ---- Safe resume ---------------------------------------------------------------------
 
@@ -421,7 +429,7 @@ class DesktopServices:
         try:
             cwd = sessions.get_session(session_id).cwd
         except LedgerError as error:
-            return ResumeFailed(str(error.code), error.message)
+            return ResumeFailed(error.code, error.message)
         observer = _ResumeObserver(sink)
 
         def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
@@ -459,10 +467,10 @@ class DesktopServices:
             observer.continuation_of = plan.source_run_id
             result = resume.execute(plan, automatic=automatic)
         except ResumeRefused as refusal:
-            code = str(refusal.code)
+            code = refusal.code
             return ResumeParked((code,), (_diagnostic(code, refusal.message),))
         except LedgerError as error:
-            return ResumeFailed(str(error.code), error.message)
+            return ResumeFailed(error.code, error.message)
         finally:
             with self._lock:
                 self._continuations.pop(session_id, None)
@@ -513,7 +521,7 @@ class DesktopServices:
     ) -> SettleResult:
         sessions = self._service
         if sessions.is_busy(session_id):
-            raise HostServiceError("session_busy", "this session is running; wait for it")
+            raise HostServiceError(HostCode.SESSION_BUSY, "this session is running; wait for it")
         planner = self._planner()
         result = settle_call(
             self._store,

@@ -39,6 +39,7 @@ from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.base.cancel_token import CancelToken
 from runtime.base.checkpoint_mode import decide_mode
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
+from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import (
@@ -67,7 +68,8 @@ def require_utf8(text: str, what: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise SessionError(
-            "text_not_utf8", f"{what} holds bytes that are not UTF-8 text; nothing was written"
+            HostCode.TEXT_NOT_UTF8,
+            f"{what} holds bytes that are not UTF-8 text; nothing was written",
         ) from None
 
 
@@ -157,7 +159,7 @@ class SessionService:
         require_utf8(str(folder), "the folder name")
         require_utf8(title, "the title")
         if not folder.is_dir():
-            raise SessionError("invalid_cwd", f"{cwd} is not a folder")
+            raise SessionError(HostCode.INVALID_CWD, f"{cwd} is not a folder")
         record = SessionRecord(
             session_id=_new_id("session"),
             cwd=str(folder),
@@ -170,7 +172,7 @@ class SessionService:
     def get_session(self, session_id: str) -> SessionRecord:
         record = self._store.get_session(session_id)
         if record is None:
-            raise SessionError("session_not_found", f"no session {session_id}")
+            raise SessionError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
         return record
 
     def list_sessions(self) -> list[SessionOverview]:
@@ -244,7 +246,7 @@ class SessionService:
         token = cancel or CancelToken()
         with self._lock:
             if session_id in self._active:
-                raise SessionError("session_busy", f"session {session_id} is running a turn")
+                raise SessionError(HostCode.SESSION_BUSY, f"session {session_id} is running a turn")
             self._active[session_id] = token
         try:
             return self._run_turn(
@@ -267,7 +269,7 @@ class SessionService:
     ) -> RunOutcome:
         cwd = Path(session.cwd)
         if not cwd.is_dir():
-            raise SessionError("invalid_cwd", f"the session folder {cwd} no longer exists")
+            raise SessionError(HostCode.INVALID_CWD, f"the session folder {cwd} no longer exists")
         identity = self._workspace_identity(cwd) if self._workspace_identity else None
         now = self._clock()
         run_id = _new_id("run")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
+from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import RestoreCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
 
@@ -38,11 +39,9 @@ def _inside(target: str, folder: str) -> bool:
         return False
 
 
-class RestoreFailed(Exception):
+class RestoreFailed(CodedError):
     def __init__(self, error: CheckpointError) -> None:
-        super().__init__(error.message)
-        self.code = error.code
-        self.message = error.message
+        super().__init__(error.code, error.message)
 
 
 def materialize_restore(

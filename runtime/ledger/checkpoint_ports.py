@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
 
+from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
 
 CHECKPOINT_PROTOCOL = "workspace_checkpoint_v1"
@@ -63,13 +64,13 @@ class TreeChange:
     change: PathChange
 
 
-class CheckpointError(Exception):
+class CheckpointError(CodedError):
     """A capture or an observation that could not be made; ``code`` says why."""
 
+    code: CheckpointFailureCode | RestoreCode
+
     def __init__(self, code: CheckpointFailureCode | RestoreCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(code, message)
 
 
 class CheckpointCarrier(Protocol):

@@ -369,3 +369,34 @@ class DoctorCode(StrEnum):
     PROJECTION_MISMATCH = "projection_mismatch"
     SCHEMA_VERSION_MISMATCH = "schema_version_mismatch"
     DATA_NOT_PRIVATE = "data_not_private"
+
+
+class HostCode(StrEnum):
+    """Refusals of the desktop host and the CLI that belong to no other family (CODES.md)."""
+
+    HOST_NOT_READY = "host_not_ready"
+    # The host is closing (draining its work); the wire code has always been ``host_draining``.
+    HOST_DRAINING = "host_draining"
+    SESSION_BUSY = "session_busy"
+    INTERNAL_FAILURE = "internal_failure"
+    BACKGROUND_OPERATION_PENDING = "background_operation_pending"
+    PERMISSION_NOT_PENDING = "permission_not_pending"
+    STARTUP_RECOVERY_FAILED = "startup_recovery_failed"
+    INVALID_CWD = "invalid_cwd"
+    CWD_REQUIRED = "cwd_required"
+    PROMPT_EMPTY = "prompt_empty"
+    TEXT_NOT_UTF8 = "text_not_utf8"
+    SESSION_CWD_MISMATCH = "session_cwd_mismatch"
+    WORKSPACE_IDENTITY_MISSING = "workspace_identity_missing"
+    WORKSPACE_IDENTITY_DIFFERS = "workspace_identity_differs"
+    # A session the desktop was asked about does not exist.
+    NOT_FOUND = "not_found"
+    # The CLI's own.
+    USAGE_INVALID = "usage_invalid"
+    INVALID_ARGUMENT = "invalid_argument"
+    INTERRUPTED = "interrupted"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    COMMAND_UNAVAILABLE = "command_unavailable"
+    DATA_DIR_INVALID = "data_dir_invalid"
+    DATA_DIR_UNAVAILABLE = "data_dir_unavailable"
+    FAILPOINT_UNKNOWN = "failpoint_unknown"

@@ -24,6 +24,9 @@ import sys
 from enum import StrEnum
 from typing import Any
 
+from runtime.ledger.coded_error import CodedError
+from runtime.ledger.codes import HostCode
+
 FAILPOINT_ENV = "MAKA_FAILPOINT"
 
 
@@ -78,20 +81,18 @@ class CrashPoint(StrEnum):
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"
 
 
-class UnknownCrashPoint(ValueError):
-    """A ``MAKA_FAILPOINT`` value that names no crash point."""
-
-    code = "failpoint_unknown"
+class UnknownCrashPoint(CodedError, ValueError):
+    """A ``MAKA_FAILPOINT`` value that names no crash point (``failpoint_unknown``)."""
 
     def __init__(self, value: str) -> None:
         self.value = value
         close = _closest(value)
         hint = f" (did you mean {close!r}?)" if close is not None else ""
-        self.message = (
+        super().__init__(
+            HostCode.FAILPOINT_UNKNOWN,
             f"{FAILPOINT_ENV}={value!r} names no crash point, so it would never fire{hint}; "
-            "the crash points are listed in docs/crash-contract.md"
+            "the crash points are listed in docs/crash-contract.md",
         )
-        super().__init__(self.message)
 
 
 def _closest(value: str) -> str | None:

@@ -2,9 +2,10 @@
 
 Family tree::
 
-    LedgerError(code)                     base: every error carries a stable code
-    ├── EventDecodeError                  input is not a valid RuntimeEvent v1 (names the field)
-    └── CanonicalEncodeError              a value cannot be written as canonical JSON
+    CodedError(code)                      the one root of coded errors (coded_error.py)
+    └── LedgerError(code)                 base of the ledger's: every error carries a stable code
+        ├── EventDecodeError              input is not a valid RuntimeEvent v1 (names the field)
+        └── CanonicalEncodeError          a value cannot be written as canonical JSON
 
 Storage and the runtime derive their own errors from ``LedgerError`` so that every failure a
 caller sees has a code.
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from runtime.ledger.coded_error import CodedError
+
 
 class DecodeCode(StrEnum):
     EVENT_SCHEMA_INVALID = "event_schema_invalid"
@@ -21,13 +24,11 @@ class DecodeCode(StrEnum):
     NOT_CANONICAL = "not_canonical"
 
 
-class LedgerError(Exception):
+class LedgerError(CodedError):
     """Base of every ledger error; ``code`` is a stable machine code (a ``StrEnum`` member)."""
 
-    def __init__(self, code: StrEnum | str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    def __init__(self, code: StrEnum, message: str) -> None:
+        super().__init__(code, message)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -36,7 +37,7 @@ class LedgerError(Exception):
 class EventDecodeError(LedgerError):
     """The input is not a RuntimeEvent v1. ``field`` is a dotted path such as ``content.args``."""
 
-    def __init__(self, message: str, field: str = "", code: StrEnum | str | None = None) -> None:
+    def __init__(self, message: str, field: str = "", code: StrEnum | None = None) -> None:
         super().__init__(code or DecodeCode.EVENT_SCHEMA_INVALID, message)
         self.field = field
 

@@ -34,7 +34,7 @@ class StoreRefusal(LedgerError):
     """A write the store refused; nothing was written. ``code`` is a ``WriterRejectionCode``,
     a ``ScanIssueCode`` or a ``StoreCode``; ``event_id`` names the offending candidate."""
 
-    def __init__(self, code: StrEnum | str, message: str, event_id: str | None = None) -> None:
+    def __init__(self, code: StrEnum, message: str, event_id: str | None = None) -> None:
         super().__init__(code, message)
         self.event_id = event_id
 

@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from runtime.base.cancel_token import CancelToken
+from runtime.ledger.coded_error import CodedError
 
 
 class ProviderErrorCode(StrEnum):
@@ -35,13 +36,13 @@ class ProviderErrorCode(StrEnum):
     EMPTY_STREAM = "provider_empty_stream"
 
 
-class ProviderError(Exception):
+class ProviderError(CodedError):
     """A provider failure: ``code`` is stable, ``message`` is for people."""
 
+    code: ProviderErrorCode
+
     def __init__(self, code: ProviderErrorCode, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message, text=f"{code}: {message}")
 
 
 # ---- history (provider-neutral) ---------------------------------------------------------------

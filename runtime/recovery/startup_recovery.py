@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.ledger.attestation import attestation_suffix_ok
-from runtime.ledger.codes import FailureClass
+from runtime.ledger.codes import FailureClass, ParkReason
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.permission_facts import open_permission_requests
@@ -165,7 +165,7 @@ def run_startup_recovery(
                 # Header behind its own terminal fact: align it, write nothing to the ledger.
                 last = max(i for i, event in enumerate(events) if is_terminal(event))
                 if len(terminals) != 1 or not attestation_suffix_ok(events[last + 1 :]):
-                    raise LedgerError("terminal_repair_failed", "ambiguous terminal facts")
+                    raise LedgerError(ParkReason.TERMINAL_REPAIR_FAILED, "ambiguous terminal facts")
                 store.repair_run_header(header.run_id)
                 aligned.append(header.run_id)
                 continue

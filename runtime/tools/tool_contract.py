@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runtime.base.cancel_token import CancelToken
+from runtime.ledger.coded_error import CodedError
 from runtime.ledger.event_model import FileStateEvidence, RecoveryMode
 
 
@@ -51,11 +52,11 @@ class ToolFailureCode(StrEnum):
     TOOL_INTERNAL_ERROR = "tool_internal_error"
 
 
-class ToolRefusal(Exception):
+class ToolRefusal(CodedError):
+    code: ToolRefusalCode
+
     def __init__(self, code: ToolRefusalCode, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+        super().__init__(code, message, text=f"{code}: {message}")
 
 
 class ToolFailure(Exception):

@@ -52,7 +52,7 @@ from main_process.host_services import (
 )
 from main_process.ipc_endpoint import find_endpoint, socket_name_for
 from main_process.renderer_launcher import renderer_command
-from runtime.ledger.codes import StoreCode
+from runtime.ledger.codes import ParkReason, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from storage.instance_lock import InstanceLock, LockOutcome
 from tests.helpers.fake_host_services import FakeHostServices
@@ -546,7 +546,7 @@ def test_failed_startup_recovery_is_a_refusal_and_closes_the_store(
     services = FakeHostServices()
 
     def broken_recovery() -> RecoveryReport:
-        raise LedgerError("runtime_ledger_unreadable", "run r1 cannot be read")
+        raise LedgerError(ParkReason.RUNTIME_LEDGER_UNREADABLE, "run r1 cannot be read")
 
     services.recover_at_startup = broken_recovery  # type: ignore[method-assign]
     closed: list[int] = []

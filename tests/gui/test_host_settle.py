@@ -27,6 +27,7 @@ from app.bridge_contract import (
 from main_process.host_app import HostApp, HostConfig
 from main_process.host_lifecycle import HostState
 from main_process.host_services import HostServiceError, HostServices, ResumeParked, SettleResult
+from runtime.ledger.codes import WriterRejectionCode
 from tests.helpers.fake_host_services import FakeHostServices
 from tests.helpers.wire_client import WireClient
 
@@ -124,7 +125,9 @@ def test_a_refusal_reaches_the_renderer_with_its_code(
 ) -> None:
     _app, services, socket, token = host
     client = _client(qtbot, socket, token)
-    services.settle_outcomes["s1"] = HostServiceError("operation_settled", "already settled")
+    services.settle_outcomes["s1"] = HostServiceError(
+        WriterRejectionCode.OPERATION_SETTLED, "already settled"
+    )
     _settle(client, "no", AttestationChoice.NOT_RUN)
     qtbot.waitUntil(lambda: _answer(client, "no") is not None, timeout=5000)
     answer = _answer(client, "no")

@@ -35,6 +35,7 @@ from main_process.host_services import (
     Transcript,
     TurnSink,
 )
+from runtime.ledger.codes import HostCode, StoreCode
 
 
 @dataclass
@@ -73,19 +74,19 @@ class FakeHostServices:
     def session_summary(self, session_id: str) -> SessionSummary:
         self._record(f"session_summary:{session_id}")
         if session_id not in self.sessions:
-            raise HostServiceError("not_found", f"no session {session_id}")
+            raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
         return self.sessions[session_id]
 
     def open_session(self, session_id: str) -> Transcript:
         self._record(f"open_session:{session_id}")
         if session_id not in self.sessions:
-            raise HostServiceError("not_found", f"no session {session_id}")
+            raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
         return Transcript(session_id, (UserMessageItem(item_id="u1", text="hello"),))
 
     def create_session(self, cwd: Path) -> SessionSummary:
         self._record(f"create_session:{cwd}")
         if not cwd.is_dir():
-            raise HostServiceError("invalid_cwd", f"{cwd} is not a folder")
+            raise HostServiceError(HostCode.INVALID_CWD, f"{cwd} is not a folder")
         session_id = f"s{len(self.sessions) + 1}"
         summary = SessionSummary(session_id=session_id, cwd=str(cwd), title="new session")
         self.sessions[session_id] = summary
@@ -94,7 +95,7 @@ class FakeHostServices:
     def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
         self._record(f"relocate_session:{session_id}")
         if session_id not in self.sessions:
-            raise HostServiceError("session_not_found", f"no session {session_id}")
+            raise HostServiceError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
         moved = self.sessions[session_id].model_copy(update={"cwd": str(cwd)})
         self.sessions[session_id] = moved
         return moved
@@ -102,7 +103,7 @@ class FakeHostServices:
     def rename_session(self, session_id: str, title: str) -> SessionSummary:
         self._record(f"rename_session:{session_id}")
         if session_id not in self.sessions:
-            raise HostServiceError("session_not_found", f"no session {session_id}")
+            raise HostServiceError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
         renamed = self.sessions[session_id].model_copy(update={"title": title})
         self.sessions[session_id] = renamed
         return renamed
@@ -110,7 +111,7 @@ class FakeHostServices:
     def remove_session(self, session_id: str) -> None:
         self._record(f"remove_session:{session_id}")
         if self.sessions.pop(session_id, None) is None:
-            raise HostServiceError("session_not_found", f"no session {session_id}")
+            raise HostServiceError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
 
     def export_session(self, session_id: str, path: Path) -> int:
         self._record(f"export_session:{session_id}")

@@ -17,7 +17,7 @@ from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
-from runtime.ledger.codes import ReconcileObservation, ResolverReason, ResolverStatus
+from runtime.ledger.codes import ReconcileObservation, ResolverReason, ResolverStatus, StoreCode
 from runtime.ledger.event_model import FileStateEvidence, RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, StoreRefusal
 from runtime.recovery.file_observation import (
@@ -428,7 +428,7 @@ def test_a_refused_bundle_leaves_the_operation_indeterminate(tmp_path: Path) -> 
 
     class RefusingWriter:
         def commit_recovery_bundle(self, *_: RuntimeEvent | None) -> CommitResult:
-            raise StoreRefusal("store_corrupt", "disk on fire")
+            raise StoreRefusal(StoreCode.STORE_CORRUPT, "disk on fire")
 
     store = open_store(drill.data)
     try:
