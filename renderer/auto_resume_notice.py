@@ -4,7 +4,7 @@ hold, in the status bar and on their rows, until the user has looked at each one
 Why it stays until seen: automatic resume acts before anyone watches (the window may open later
 or be in the background), so a message that vanishes after a few seconds would leave the user
 not knowing that a session moved on, or that one waits for them. A row's announcement goes when
-the user opens that session, sends a message in it or continues it.
+the user opens that session, sends a message in it, continues it or removes it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtWidgets import QLabel
 
-from app.bridge_contract import ResumeFailedPush, ResumeParkedPush, ResumeStartedPush
+from app.bridge_contract import (
+    ResumeFailedPush,
+    ResumeParkedPush,
+    ResumeStartedPush,
+    SessionRemovedPush,
+)
 from renderer.bridge_port import BridgePort
 from renderer.session_list import Announcement, SessionListModel
 
@@ -31,6 +36,7 @@ class AutoResumeNotice(QObject):
         bridge.resume_started.connect(self._on_started)
         bridge.resume_parked.connect(self._on_held)
         bridge.resume_failed.connect(self._on_held)
+        bridge.session_removed.connect(self._on_removed)
 
     @property
     def text(self) -> str:
@@ -46,6 +52,9 @@ class AutoResumeNotice(QObject):
             self._render()
         else:  # the user continued it: "on hold" is no longer true
             self.seen(push.session_id)
+
+    def _on_removed(self, push: SessionRemovedPush) -> None:
+        self.seen(push.session_id)  # nothing is left to open
 
     def _on_held(self, push: ResumeParkedPush | ResumeFailedPush) -> None:
         if push.automatic:

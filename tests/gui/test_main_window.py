@@ -349,3 +349,18 @@ def test_a_session_the_user_continued_is_no_longer_announced_as_on_hold(qtbot: Q
     assert row is not None
     assert "on hold" not in str(model.index(row).data(Qt.ItemDataRole.AccessibleTextRole))
     assert not notice.label.isVisible() and notice.text == ""
+
+
+def test_a_removed_session_is_no_longer_announced(qtbot: QtBot) -> None:
+    """Automatic resume left it on hold and the user removed it (Remove session): the status
+    bar must not go on saying one is on hold with nothing left to open."""
+    window, bridge = _window(qtbot)
+    bridge.resume_parked.emit(
+        bc.ResumeParkedPush(
+            session_id="s2", rejection_reasons=("workspace_folder_missing",), automatic=True
+        )
+    )
+    notice = window.auto_resume_notice
+    assert notice.text == "Automatic resume: 1 is on hold; open it to see."
+    bridge.session_removed.emit(bc.SessionRemovedPush(session_id="s2"))
+    assert not notice.label.isVisible() and notice.text == ""
