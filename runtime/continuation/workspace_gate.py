@@ -124,11 +124,15 @@ def workspace_gate(
                 {"checkpointRef": ref, **changed_paths_summary(evidence.changes)},
             )
         ]
-    return [
-        GateFinding(
-            None,
-            DiagnosticCode.WORKSPACE_VERIFIED.value,
-            "the files are as they were at the stop",
-            {"checkpointRef": ref},
+    skipped: Sequence[str] = boundary.checkpoint.get("skippedPaths") or ()
+    message = "the files are as they were at the stop"
+    verified: dict[str, Any] = {"checkpointRef": ref}
+    if skipped:
+        # Files over the size limit are not in the snapshot: say so, never claim them.
+        noun = "file" if len(skipped) == 1 else "files"
+        named = ", ".join(skipped[:3]) + (
+            f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         )
-    ]
+        message += f", except {len(skipped)} {noun} over 50 MiB, not compared: {named}"
+        verified["skippedPaths"] = list(skipped)
+    return [GateFinding(None, DiagnosticCode.WORKSPACE_VERIFIED.value, message, verified)]

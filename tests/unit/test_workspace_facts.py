@@ -216,3 +216,19 @@ def test_the_transcript_says_when_a_run_has_no_snapshots_or_one_failed() -> None
         "reasonCode": "checkpoint_turned_off",
     }
     assert [e.type for e in transcript_of_run([off, _fact("ck2")])] == ["user_message"]
+
+
+def test_a_verified_folder_names_the_big_files_it_did_not_compare() -> None:
+    from runtime.continuation.workspace_gate import CheckpointEvidence, workspace_gate
+
+    fact = _fact("ck1")
+    fact["actions"]["workspaceCheckpoint"]["skippedPaths"] = ["big.bin", "b2", "b3", "b4"]
+    [finding] = workspace_gate([_git_v1_first(), fact], CheckpointEvidence(True))
+    assert finding.code == "workspace_verified" and finding.reason is None
+    assert finding.message == (
+        "the files are as they were at the stop, except 4 files over 50 MiB, not compared: "
+        "big.bin, b2, b3 and 1 more"
+    )
+    assert finding.detail["skippedPaths"] == ["big.bin", "b2", "b3", "b4"]
+    [plain] = workspace_gate([_git_v1_first(), _fact("ck1")], CheckpointEvidence(True))
+    assert plain.message == "the files are as they were at the stop"
