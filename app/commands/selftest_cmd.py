@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
             f"maka self-test: maka {__version__} ({mode}), Python {platform.python_version()}, "
             f"{sys.platform}-{platform.machine()}"
         )
+        width = max((len(result.name) for result in results), default=0)
         for result in results:
-            print(f"  {'ok  ' if result.ok else 'FAIL'}  {result.name:<12} {result.detail}")
+            print(f"  {'ok  ' if result.ok else 'FAIL'}  {result.name:<{width}} {result.detail}")
         if failures:
             print(
                 f"self-test: {len(failures)} of {len(results)} checks failed: {', '.join(failures)}"
