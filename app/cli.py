@@ -19,8 +19,6 @@ from typing import NoReturn, Protocol
 
 from app import __version__
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
-from runtime.ledger.coded_error import coded_failure
-from runtime.ledger.codes import HostCode
 
 
 class CommandModule(Protocol):
@@ -62,6 +60,8 @@ class UsageParser(argparse.ArgumentParser):
     json_errors = False
 
     def error(self, message: str) -> NoReturn:
+        from runtime.ledger.codes import HostCode
+
         self.print_usage(sys.stderr)
         if self.json_errors:
             print_json_error(HostCode.USAGE_INVALID, message)
@@ -128,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         return module.run(args)
     except KeyboardInterrupt:
+        from runtime.ledger.codes import HostCode
+
         return _refused(HostCode.INTERRUPTED, "interrupted", EXIT_ERROR, as_json=as_json)
     except BrokenPipeError:  # the reader went away (`maka plan S | head`): stop quietly
         _silence_stdout()
@@ -138,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # user gets that code and sentence, never a traceback. The desktop's request router
         # maps errors with the same ``coded_failure``. Anything else is a defect and keeps its
         # traceback.
+        from runtime.ledger.coded_error import coded_failure
+
         failure = coded_failure(error)
         if failure is None:
             raise
@@ -163,7 +167,7 @@ def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
     sys.stdout.flush()
     if as_json:
         print_json_error(code, message)
-    if code == HostCode.INTERRUPTED:
+    if code == "interrupted":  # HostCode.INTERRUPTED, without loading the codes
         print("maka: interrupted", file=sys.stderr)
     else:
         print(f"maka: error [{code}]: {message}", file=sys.stderr)
@@ -190,6 +194,8 @@ def _require_utf8_data_dir(data_dir: str | None) -> None:
     try:
         data_dir.encode("utf-8")
     except UnicodeEncodeError:
+        from runtime.ledger.codes import HostCode
+
         raise CliError(
             HostCode.DATA_DIR_INVALID,
             "the data directory (--data-dir or MAKA_DATA_DIR) holds bytes that are not UTF-8 text",
