@@ -165,6 +165,10 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "A restored copy goes outside your folder: the one chosen is inside it.",
     ),
     "workspace_restore_failed": (_E, "The restored copy of the folder could not be made."),
+    "workspace_decision_not_offered": (
+        _E,
+        "This resume has no changed files to decide about; nothing was done.",
+    ),
     "checkpoint_git_failed": (_W, "Git could not take a snapshot of the folder."),
     "checkpoint_git_timeout": (_W, "Taking a snapshot of the folder took too long."),
     "checkpoint_folder_unreadable": (_W, "A file in the folder could not be read for a snapshot."),

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
-from runtime.ledger.codes import StoreCode
+from runtime.ledger.codes import RestoreCode, StoreCode
 
 if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
     from app.commands.terminal_transcript import TerminalTranscript
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+    from runtime.continuation.continuation_planner import ContinuationPlan
     from runtime.continuation.workspace_decision import WorkspaceDecision
 
 
@@ -99,6 +100,21 @@ def _decision(args: argparse.Namespace) -> WorkspaceDecision | None:
     return None
 
 
+def _unanswered_decision(
+    plan: ContinuationPlan, decision: WorkspaceDecision | None, cwd: str
+) -> tuple[str, str] | None:
+    """The refusal for a decision the plan does not carry out (no workspace park to answer)."""
+    details = plan.continuation
+    if decision is None or details is None or details.workspace_decision is not None:
+        return None
+    flag = "--rebaseline" if decision.value == "rebaseline" else "--restore-to"
+    return (
+        RestoreCode.WORKSPACE_DECISION_NOT_OFFERED.value,
+        f"{flag} answers a park on changed files, and this resume has none (see the notes "
+        f"above); nothing was done. Resume without {flag} to continue in {cwd}.",
+    )
+
+
 def resume_session(
     host: CliHost,
     session_id: str,
@@ -124,6 +140,18 @@ def resume_session(
             print(json.dumps(plan_json(plan), ensure_ascii=False))
         else:
             print("\n".join(plan_summary(plan)))
+        return EXIT_PARKED
+    unanswered = _unanswered_decision(plan, decision, cwd)
+    if unanswered is not None:
+        # The user asked for a restored copy (or a rebaseline) and the plan would continue
+        # without it, in their own folder: refuse rather than drop their decision silently.
+        body = plan_json(plan, {"disposition": "refused", "code": unanswered[0]})
+        body["message"] = unanswered[1]
+        if as_json:
+            print(json.dumps(body, ensure_ascii=False))
+        else:
+            print("\n".join(plan_summary(plan)))
+            print(f"Refused: [{unanswered[0]}] {unanswered[1]}")
         return EXIT_PARKED
     if not as_json:
         print("\n".join(plan_summary(plan)))

@@ -121,6 +121,9 @@ class RestoreCode(StrEnum):
 
     WORKSPACE_RESTORE_TARGET_NOT_EMPTY = "workspace_restore_target_not_empty"
     WORKSPACE_RESTORE_TARGET_INSIDE = "workspace_restore_target_inside"
+    # --restore-to / --rebaseline on a resume that no workspace park stands in the way of (the
+    # files match, or the session has no snapshots): the decision would be dropped silently.
+    WORKSPACE_DECISION_NOT_OFFERED = "workspace_decision_not_offered"
     WORKSPACE_RESTORE_FAILED = "workspace_restore_failed"
 
 
