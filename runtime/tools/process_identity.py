@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from runtime.ledger.process_records import ToolProcessRecord, ToolProcessTable
+from runtime.tools.process_tree import process_create_time
 from runtime.tools.tool_contract import ToolContext
 
 _CREATE_TIME_TOLERANCE = 0.05
@@ -52,7 +53,7 @@ def identify(pid: int, process_group: int, create_time: float | None = None) -> 
     read by whoever started it (before it could be reaped); without it, psutil reads it now
     (raises ``psutil.Error`` if the process is already gone)."""
     if create_time is None:
-        create_time = float(psutil.Process(pid).create_time())
+        create_time = process_create_time(pid)
     return ProcessIdentity(pid, process_group, create_time, current_boot_id())
 
 

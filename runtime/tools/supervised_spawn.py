@@ -21,7 +21,7 @@ from typing import IO, Any
 import psutil
 
 from runtime.ledger.crash_points import CrashPoint, failpoint_active
-from runtime.tools.process_tree import kill_process_tree
+from runtime.tools.process_tree import kill_process_tree, process_create_time
 from runtime.tools.windows_job import attach_kill_on_close_job, close_job
 
 _SUPERVISOR_SCRIPT = Path(__file__).with_name("tool_supervisor.py")
@@ -43,7 +43,7 @@ def supervisor_command() -> list[str]:
 
 def _create_time_now(pid: int) -> float | None:
     try:
-        return float(psutil.Process(pid).create_time())
+        return process_create_time(pid)
     except psutil.Error:
         return None
 
