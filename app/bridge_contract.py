@@ -171,6 +171,7 @@ class ProviderChoice(StrEnum):
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Code = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$", max_length=80)]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]*$", max_length=80)]
 Token = Annotated[str, StringConstraints(min_length=16, max_length=256)]
 FsPath = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PATH_CHARS)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
@@ -588,6 +589,9 @@ class SettingsCurrentPush(_Message):
     """``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` is set: it decides, whatever the two settings say."""
     safe_resume_enabled: bool | None = None
     """Whether Safe resume is on now (environment or setting); ``None`` = not said."""
+    provider_from_environment: tuple[EnvName, ...] = ()
+    """The provider variables set in the environment Maka was started from (``MAKA_PROVIDER``,
+    ...): they decide the provider, whatever ``provider`` and the endpoint fields say."""
 
 
 class ErrorPush(_Message):

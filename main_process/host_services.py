@@ -63,6 +63,7 @@ class SettingsView:
     auto_resume: bool = True
     resume_from_environment: bool = False
     safe_resume_enabled: bool = False
+    provider_from_environment: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -686,6 +686,7 @@ def _settings(value: object) -> Message:
         auto_resume=value.auto_resume,
         resume_from_environment=value.resume_from_environment,
         safe_resume_enabled=value.safe_resume_enabled,
+        provider_from_environment=value.provider_from_environment,
     )
 
 

@@ -88,6 +88,10 @@ class SettingsDialog(QDialog):
         form.addRow(_tr("API key"), self.key_edit)
         form.addRow("", self.forget_key)
         layout.addWidget(self.endpoint)
+        self.provider_environment_note = QLabel()
+        self.provider_environment_note.setWordWrap(True)
+        self.provider_environment_note.setObjectName("ProviderFromEnvironment")
+        layout.addWidget(self.provider_environment_note)
         turns_heading = QLabel(_tr("Turns"))
         turns_heading.setFont(font)
         layout.addSpacing(6)
@@ -135,7 +139,13 @@ class SettingsDialog(QDialog):
         layout.addWidget(resume_note)
         layout.addWidget(self.environment_note)
         self.safe_resume_box.toggled.connect(self._update_enabled)
-        for note in (offline_note, steps_note, resume_note, self.environment_note):
+        for note in (
+            offline_note,
+            self.provider_environment_note,
+            steps_note,
+            resume_note,
+            self.environment_note,
+        ):
             palette = note.palette()
             palette.setColor(note.foregroundRole(), theme.muted_text(palette))
             note.setPalette(palette)
@@ -163,6 +173,19 @@ class SettingsDialog(QDialog):
             _tr("A key is stored; leave empty to keep it") if key_set else _tr("Optional")
         )
         self.forget_key.setVisible(key_set)
+        names = current.provider_from_environment if current else ()
+        if len(names) == 1:
+            text = _tr(
+                "{name} is set in the environment Maka was started from, so it decides the "
+                "provider; these choices apply once it is not set."
+            ).replace("{name}", names[0])
+        else:
+            text = _tr(
+                "{names} are set in the environment Maka was started from, so they decide the "
+                "provider; these choices apply once they are not set."
+            ).replace("{names}", ", ".join(names))
+        self.provider_environment_note.setText(text)
+        self.provider_environment_note.setVisible(bool(names))
         self.max_steps_spin.setValue(current.max_steps if current else DEFAULT_MAX_STEPS)
         self._from_environment = bool(current and current.resume_from_environment)
         self.safe_resume_box.setChecked(bool(current and current.safe_resume))

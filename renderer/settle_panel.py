@@ -67,8 +67,8 @@ class SettlePanel(QWidget):
         self.question_label = QLabel(
             _tr(
                 "Did it run? If you can check (the files, the database, the command's own log), "
-                "tell Maka what happened. Your answer is recorded as your confirmation and the "
-                "model is told; then Safe resume can continue from here."
+                "tell Maka what happened. Your answer is recorded as your confirmation, and "
+                "the model is told it when the session continues."
             )
         )
         self.question_label.setWordWrap(True)

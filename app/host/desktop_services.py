@@ -30,7 +30,7 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionSummary,
 )
-from app.host.desktop_settings import DesktopSettings
+from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.resume_seam import continuation_resume_service, resume_service
 from main_process.host_services import (
@@ -627,6 +627,7 @@ class DesktopServices:
             safe_resume=safe if SAFE_RESUME_ENV in os.environ else view.safe_resume,
             resume_from_environment=SAFE_RESUME_ENV in os.environ,
             safe_resume_enabled=safe,
+            provider_from_environment=provider_environment(os.environ),
         )
 
 

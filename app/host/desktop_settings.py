@@ -29,6 +29,20 @@ SETTINGS_FILE = "settings.json"
 
 _PROVIDER_NAMES = {ProviderChoice.OFFLINE_DEMO: "demo", ProviderChoice.OPENAI_COMPATIBLE: "openai"}
 
+PROVIDER_ENVIRONMENT = (
+    "MAKA_PROVIDER",
+    "MAKA_OPENAI_BASE_URL",
+    "MAKA_MODEL",
+    "MAKA_OPENAI_API_KEY",
+)
+"""The variables that, when set, win over the provider part of the file (``provider_config``)."""
+
+
+def provider_environment(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Which of ``PROVIDER_ENVIRONMENT`` are set: the settings dialog names them, because the
+    provider they pick is not the one its radio buttons show."""
+    return tuple(name for name in PROVIDER_ENVIRONMENT if name in environ)
+
 
 class DesktopSettings:
     def __init__(self, data_dir: Path) -> None:

@@ -155,6 +155,11 @@ def test_safe_resume_setting_is_kept_in_the_data_dir_and_the_environment_wins(
         assert again.resume_flags() == (False, False)
         view = again.get_settings()
         assert view.resume_from_environment and not view.safe_resume_enabled
+        for name in ("MAKA_PROVIDER", "MAKA_OPENAI_BASE_URL", "MAKA_MODEL", "MAKA_OPENAI_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        assert again.get_settings().provider_from_environment == ()
+        monkeypatch.setenv("MAKA_PROVIDER", "scripted")
+        assert again.get_settings().provider_from_environment == ("MAKA_PROVIDER",)
         monkeypatch.setenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", "1")
         assert again.resume_flags() == (True, True)
     finally:

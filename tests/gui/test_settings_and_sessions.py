@@ -129,6 +129,26 @@ def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> N
     assert "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME" in note and "Safe resume is on" in note
 
 
+def test_a_provider_chosen_in_the_environment_is_named_not_hidden(qtbot: QtBot) -> None:
+    plain, _bridge = _dialog(qtbot, bc.SettingsCurrentPush(provider=bc.ProviderChoice.OFFLINE_DEMO))
+    assert not plain.provider_environment_note.isVisible()
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO,
+        provider_from_environment=("MAKA_PROVIDER", "MAKA_MODEL"),
+    )
+    dialog, _bridge = _dialog(qtbot, current)
+    assert dialog.provider_environment_note.isVisible()
+    note = dialog.provider_environment_note.text()
+    assert note.startswith("MAKA_PROVIDER, MAKA_MODEL are set") and "decide the provider" in note
+    one, _bridge = _dialog(
+        qtbot,
+        bc.SettingsCurrentPush(
+            provider=bc.ProviderChoice.OFFLINE_DEMO, provider_from_environment=("MAKA_PROVIDER",)
+        ),
+    )
+    assert one.provider_environment_note.text().startswith("MAKA_PROVIDER is set")
+
+
 def _summary(i: int, **extra: object) -> bc.SessionSummary:
     return bc.SessionSummary.model_validate(
         {"session_id": f"s{i}", "cwd": f"/p/{i}", "title": f"T{i}", **extra}
