@@ -377,6 +377,70 @@ FAILURES: dict[str, tuple[Severity, str]] = {
         _W,
         "That folder is a different workspace, so the session was not moved there.",
     ),
+    "startup_recovery_failed": (
+        _E,
+        "Maka could not finish checking the runs interrupted before it started, so it did "
+        "not open the data folder.",
+    ),
+    "not_found": (_W, "That session does not exist; it may have been removed."),
+    "permission_not_pending": (
+        _I,
+        "That permission question is no longer open; it was already answered or its turn ended.",
+    ),
+    "text_not_utf8": (
+        _W,
+        "The text holds bytes that are not valid UTF-8, so nothing was saved.",
+    ),
+    # The command line's own (maka run, maka sessions, maka ledger ...).
+    "usage_invalid": (_W, "The command line is not valid; see maka --help."),
+    "invalid_argument": (_W, "A value given on the command line is out of range."),
+    "prompt_empty": (_W, "The message is empty, so there is nothing to send."),
+    "cwd_required": (_W, "A new session needs a folder to work in; name it with --cwd."),
+    "session_cwd_mismatch": (
+        _W,
+        "That session works in another folder; leave out --cwd to continue it there.",
+    ),
+    "confirmation_required": (
+        _W,
+        "This deletes a session's history, so it needs your confirmation (--yes).",
+    ),
+    "command_unavailable": (_W, "This command is not part of this build of Maka."),
+    "interrupted": (_I, "The command was interrupted before it finished."),
+    "data_dir_invalid": (
+        _W,
+        "The data folder's path is not valid UTF-8 text; choose another data folder.",
+    ),
+    "data_dir_unavailable": (
+        _E,
+        "Maka's data folder could not be reserved for this process, so nothing was opened.",
+    ),
+    "failpoint_unknown": (
+        _W,
+        "The test crash point that was asked for does not exist, so it would never fire.",
+    ),
+}
+
+TRANSFER: dict[str, tuple[Severity, str]] = {
+    "import_file_unreadable": (_W, "The file to import could not be read."),
+    "import_line_invalid": (
+        _W,
+        "A line of the file to import is not a valid saved event; nothing was imported.",
+    ),
+    "import_structure_invalid": (
+        _W,
+        "The file to import is not a complete, consistent session export; nothing was imported.",
+    ),
+    "import_torn_tail": (
+        _W,
+        "The file to import ends with a cut-off line; nothing was imported.",
+    ),
+    "import_conflict": (
+        _W,
+        "The file to import disagrees with the history already saved here; nothing was imported.",
+    ),
+    "export_target_exists": (_W, "A file with that name already exists; Maka will not replace it."),
+    "export_target_invalid": (_W, "The session cannot be saved to that place."),
+    "export_write_failed": (_E, "The export file could not be written."),
 }
 
 _TABLES = (
@@ -388,6 +452,7 @@ _TABLES = (
     TOOL_REFUSALS,
     RUN_ENDINGS,
     FAILURES,
+    TRANSFER,
 )
 
 # What the user can do about a park: one sentence under the reasons. A new message always

@@ -53,9 +53,29 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     codes.AttestationRefusal,
     codes.CheckpointUnavailableCode,
     codes.CheckpointFailureCode,
+    codes.RestoreCode,
+    codes.RecoveryDisposition,
+    # Refusals of the desktop host and the CLI, and of export/import: the desktop's request
+    # router sends their codes in ``error`` pushes, which the window words with this table.
+    codes.HostCode,
+    codes.TransferCode,
     ToolRefusalCode,
     ToolFailureCode,
 )
+
+# The vocabularies of runtime/ledger/codes.py that never reach a person as a code on their own
+# (each with where it shows instead). Any other enum there must be in CODE_ENUMS, so a new
+# family of codes cannot arrive without its sentences.
+NOT_SHOWN_BY_CODE: dict[type[StrEnum], str] = {
+    codes.Lane: "ledger rows' lanes (the scanner's codes name what is wrong with them)",
+    codes.TransitionKind: "the writer's kinds of transaction, never a refusal",
+    codes.BundleCode: "recovery-bundle validation inside the store (a defect, in the log)",
+    codes.ReconcileObservation: "what reconcile saw; the banner shows the resolver's codes",
+    codes.OperationStatus: "a tool call's status in 'maka ledger plan' output",
+    codes.Disposition: "the plan's disposition field in 'maka ledger plan' output",
+    codes.LedgerFileCode: "'maka ledger plan FILE' diagnostics, printed with their messages",
+    codes.DoctorCode: "'maka doctor' problems, printed with their messages",
+}
 
 
 def _enum_codes() -> list[str]:
@@ -86,6 +106,24 @@ def test_every_code_of_codes_md_has_a_plain_sentence(code: str) -> None:
 @pytest.mark.parametrize("code", _enum_codes(), ids=str)
 def test_every_code_the_program_can_produce_has_a_plain_sentence(code: str) -> None:
     _assert_plain(code)
+
+
+def test_every_code_enum_of_the_ledger_is_worded_or_named_as_never_shown() -> None:
+    found = {
+        value
+        for value in vars(codes).values()
+        if isinstance(value, type) and issubclass(value, StrEnum) and value is not StrEnum
+    }
+    unplaced = found - set(CODE_ENUMS) - set(NOT_SHOWN_BY_CODE)
+    assert not unplaced, f"give these codes sentences in app/code_text.py: {unplaced}"
+
+
+def test_every_host_and_cli_refusal_has_a_plain_sentence() -> None:
+    """The codes the host and the CLI refuse with reach the window's status bar and its
+    refusal dialogs through ``describe``: none may fall back to the unknown-code sentence."""
+    for family in (codes.HostCode, codes.TransferCode):
+        for code in family:
+            _assert_plain(code.value)
 
 
 def test_the_walk_catches_a_missing_sentence() -> None:
