@@ -31,16 +31,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import assert_never, cast, get_args
 
 from PySide6.QtCore import QTimer
 
 from app.bridge_contract import (
     AttestationChoice,
     ErrorPush,
+    HelloRequest,
     Message,
     PermissionsAnswerRequest,
     ProcessesStoppedPush,
     ProcessesStopRequest,
+    Request,
     ResumeFailedPush,
     ResumeLatestRequest,
     ResumeParkedPush,
@@ -68,6 +71,7 @@ from app.bridge_contract import (
     TranscriptItemPush,
     TurnsCancelRequest,
     TurnsSendRequest,
+    WindowActivateRequest,
 )
 from main_process.host_lifecycle import HostLifecycle
 from main_process.host_services import (
@@ -104,6 +108,8 @@ SESSION_BUSY = HostCode.SESSION_BUSY
 INTERNAL_FAILURE = HostCode.INTERNAL_FAILURE
 
 ResumeDone = Callable[[ResumeOutcome], None]
+
+_REQUEST_TYPES: tuple[type, ...] = get_args(Request)
 
 
 def _error_code(error: BaseException | None) -> tuple[str, str]:
@@ -145,85 +151,102 @@ class RequestRouter:
     # --------------------------------------------------------------------------- dispatch
 
     def handle(self, peer_id: int, message: object) -> None:
-        """Slot for ``IpcServer.request_received``."""
-        if isinstance(message, TurnsCancelRequest):
-            self._cancel(peer_id, message)
-        elif isinstance(message, PermissionsAnswerRequest):
-            self._answer_permission(peer_id, message)
-        elif not self._lifecycle.admits_work:
-            code = HOST_NOT_READY if self._lifecycle.state == "opening" else HOST_CLOSING
-            if isinstance(message, ResumeLatestRequest):
-                self._broadcast(
-                    ResumeFailedPush(
-                        session_id=message.session_id,
-                        code=code,
-                        message="the main process is not accepting work right now",
-                        correlation_id=message.correlation_id,
-                    )
-                )
-            else:
-                self._reply_error(peer_id, getattr(message, "correlation_id", None), code, "")
-        elif isinstance(message, SessionsListRequest):
-            self._query(
-                peer_id,
-                message.correlation_id,
-                self._services.list_sessions,
-                _listed,
-            )
-        elif isinstance(message, SessionsOpenRequest):
-            self._query(
-                peer_id,
-                message.correlation_id,
-                lambda: self._services.open_session(message.session_id),
-                _opened,
-                after=lambda: self._send_standing(peer_id, message.session_id),
-            )
-        elif isinstance(message, SessionsCreateRequest):
-            self._create(peer_id, message)
-        elif isinstance(
-            message,
-            SessionsRelocateRequest
-            | SessionsRenameRequest
-            | SessionsRemoveRequest
-            | SessionsExportRequest,
-        ):
-            self._change_session(peer_id, message)
-        elif isinstance(message, TurnsSendRequest):
-            self._send_turn(peer_id, message)
-        elif isinstance(message, ResumeLatestRequest):
-            self.start_resume(
-                message.session_id,
-                automatic=False,
-                correlation_id=message.correlation_id,
-                decision=message.workspace_decision,
-                restore_to=message.restore_to,
-            )
-        elif isinstance(message, ToolsSettleRequest):
-            self._settle(message)
-        elif isinstance(message, ProcessesStopRequest):
-            self._check_survivors(
-                message.session_id, stop=True, correlation_id=message.correlation_id
-            )
-        elif isinstance(message, SettingsGetRequest):
-            self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
-        elif isinstance(message, SettingsUpdateRequest):
-            change = SettingsChange(
-                provider=message.provider,
-                openai_base_url=message.openai_base_url,
-                openai_model=message.openai_model,
-                openai_api_key=message.openai_api_key,
-                max_steps=message.max_steps,
-                safe_resume=message.safe_resume,
-                auto_resume=message.auto_resume,
-            )
-            self._query(
-                peer_id,
-                message.correlation_id,
-                lambda: self._services.update_settings(change),
-                _settings,
-            )
-        else:  # pragma: no cover - the server only forwards request kinds
+        """Slot for ``IpcServer.request_received``, which forwards only requests."""
+        if not isinstance(message, _REQUEST_TYPES):  # pragma: no cover - never forwarded
             _log.warning("ignoring %s", type(message).__name__)
+            return
+        self._route(peer_id, cast(Request, message))
+
+    def _route(self, peer_id: int, message: Request) -> None:
+        """One case per request kind: a kind added to the contract and not routed here fails
+        the type check (``assert_never``)."""
+        match message:
+            case TurnsCancelRequest():
+                self._cancel(peer_id, message)
+            case PermissionsAnswerRequest():
+                self._answer_permission(peer_id, message)
+            case _ if not self._lifecycle.admits_work:
+                self._refuse_while_not_ready(peer_id, message)
+            case SessionsListRequest():
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    self._services.list_sessions,
+                    _listed,
+                )
+            case SessionsOpenRequest():
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    lambda: self._services.open_session(message.session_id),
+                    _opened,
+                    after=lambda: self._send_standing(peer_id, message.session_id),
+                )
+            case SessionsCreateRequest():
+                self._create(peer_id, message)
+            case (
+                SessionsRelocateRequest()
+                | SessionsRenameRequest()
+                | SessionsRemoveRequest()
+                | SessionsExportRequest()
+            ):
+                self._change_session(peer_id, message)
+            case TurnsSendRequest():
+                self._send_turn(peer_id, message)
+            case ResumeLatestRequest():
+                self.start_resume(
+                    message.session_id,
+                    automatic=False,
+                    correlation_id=message.correlation_id,
+                    decision=message.workspace_decision,
+                    restore_to=message.restore_to,
+                )
+            case ToolsSettleRequest():
+                self._settle(message)
+            case ProcessesStopRequest():
+                self._check_survivors(
+                    message.session_id, stop=True, correlation_id=message.correlation_id
+                )
+            case SettingsGetRequest():
+                self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
+            case SettingsUpdateRequest():
+                self._update_settings(peer_id, message)
+            case HelloRequest() | WindowActivateRequest():
+                # The server answers these itself and never forwards them.
+                _log.warning("ignoring %s", type(message).__name__)
+            case _:
+                assert_never(message)
+
+    def _refuse_while_not_ready(self, peer_id: int, message: Request) -> None:
+        code = HOST_NOT_READY if self._lifecycle.state == "opening" else HOST_CLOSING
+        if isinstance(message, ResumeLatestRequest):
+            self._broadcast(
+                ResumeFailedPush(
+                    session_id=message.session_id,
+                    code=code,
+                    message="the main process is not accepting work right now",
+                    correlation_id=message.correlation_id,
+                )
+            )
+        else:
+            self._reply_error(peer_id, getattr(message, "correlation_id", None), code, "")
+
+    def _update_settings(self, peer_id: int, message: SettingsUpdateRequest) -> None:
+        change = SettingsChange(
+            provider=message.provider,
+            openai_base_url=message.openai_base_url,
+            openai_model=message.openai_model,
+            openai_api_key=message.openai_api_key,
+            max_steps=message.max_steps,
+            safe_resume=message.safe_resume,
+            auto_resume=message.auto_resume,
+        )
+        self._query(
+            peer_id,
+            message.correlation_id,
+            lambda: self._services.update_settings(change),
+            _settings,
+        )
 
     # --------------------------------------------------------------------------- requests
 
