@@ -35,6 +35,7 @@ from runtime.providers.provider_port import (
     ToolCallReady,
 )
 from storage.ledger_store import open_store
+from storage.sqlite_connection import Synchronous
 
 
 class InstantProvider:
@@ -88,7 +89,7 @@ def run_turn(steps: int, sync: str, folder: Path) -> InstantProvider:
     for index in range(20):
         (work / f"file{index:02d}.txt").write_text("x\n")
     with open_store(folder / "data") as store:
-        store.connection.execute(f"PRAGMA synchronous = {sync}")
+        store.set_synchronous(Synchronous(sync))
         service = SessionService(
             store=store,
             provider_factory=lambda: provider,

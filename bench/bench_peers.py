@@ -176,10 +176,11 @@ def _maka_history(cache: Path) -> Path:
 def _maka_body(folder: Path, steps: int) -> Callable[[Stepper], None]:
     from bench import bench_store
     from storage.ledger_store import open_store
+    from storage.sqlite_connection import Synchronous
 
     def body(stepper: Stepper) -> None:
         with open_store(folder) as store:
-            store.connection.execute(f"PRAGMA synchronous = {_SYNC['mode']}")
+            store.set_synchronous(Synchronous(_SYNC["mode"]))
             ids = bench_store._fresh_run(store, "peers")
             for index in range(steps):
                 stepper.tick()

@@ -49,6 +49,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,14 @@ from runtime.ledger.canonical_codec import canonical_bytes, operation_id
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import BUSY_TIMEOUT_MS, DATABASE_NAME, bulk_cache
+from storage.sqlite_connection import (
+    BUSY_TIMEOUT_MS,
+    DATABASE_NAME,
+    Synchronous,
+    bulk_cache,
+    connect_reader,
+    connect_writer,
+)
 from storage.tool_projection import JOURNAL_COLUMNS, OPERATION_COLUMNS
 from tests.helpers.ledger_builders import (
     RunIds,
@@ -104,7 +112,8 @@ def _template(workdir: Path) -> Template:
         store.create_session(SessionRecord(TEMPLATE.session_id, "/work", "bench", 1))
         store.create_run(_header(TEMPLATE, RunStatus.CREATED))
         commit_ledger(store, events)
-        conn = store.connection
+        path = store.path
+    with closing(connect_reader(path)) as conn:
         rows = conn.execute(
             "SELECT event_id, lane, terminal, payload FROM runtime_events ORDER BY event_seq"
         ).fetchall()
@@ -308,8 +317,10 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def _synchronous(connections: list[sqlite3.Connection], mode: str) -> None:
-    for conn in connections:
+def _synchronous(stores: list[SqliteLedgerStore], raw: list[sqlite3.Connection], mode: str) -> None:
+    for store in stores:
+        store.set_synchronous(Synchronous(mode))
+    for conn in raw:
         conn.execute(f"PRAGMA synchronous = {mode}")
 
 
@@ -339,7 +350,7 @@ def measure_baseline_ratio(root: Path, history: Path, iterations: int) -> dict[s
     with open_store(store_dir) as store:
         raw = RawBaseline(raw_dir)
         for mode in ("FULL", "OFF"):
-            _synchronous([store.connection, raw.conn], mode)
+            _synchronous([store], [raw.conn], mode)
             ids = _fresh_run(store, f"a{mode}")
             raw.start(ids)
             times: dict[str, list[float]] = {"store": [], "raw": []}
@@ -366,7 +377,7 @@ def measure_long_run(root: Path, large: Path, calls: int, mode: str) -> dict[str
     paths = {"fresh": fresh, "large": copy}
     with open_store(fresh) as new, open_store(copy) as old:
         stores = {"fresh": new, "large": old}
-        _synchronous([new.connection, old.connection], mode)
+        _synchronous([new, old], [], mode)
         runs = {name: _fresh_run(store, f"b{mode}") for name, store in stores.items()}
         return long_run.measure_long_run(
             stores, lambda name, index: _tool_call(runs[name], index), calls, paths
@@ -424,18 +435,17 @@ _FLOOR_TABLES = (
 
 def measure_sqlite_floor(root: Path, imported: Path) -> float:
     """SQLite's share of (c) alone: the rows the import wrote, read back in the order it wrote
-    them, inserted into a fresh data directory by the store's own connection (same schema,
-    pragmas and bulk page cache) in one transaction, with no validation at all. No import can be
-    faster than this on the same machine; returns its wall time in seconds."""
+    them, inserted into a fresh data directory by a connection opened as the store opens its own
+    (same schema, pragmas and bulk page cache) in one transaction, with no validation at all. No
+    import can be faster than this on the same machine; returns its wall time in seconds."""
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    with open_store(imported) as store:
-        conn = store._conn
+    with closing(connect_reader(imported / DATABASE_NAME)) as conn:
         for table, columns, order in _FLOOR_TABLES:
             rows[table] = conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}").fetchall()
     floor = root / "c-floor"
     shutil.rmtree(floor, ignore_errors=True)
-    with open_store(floor) as store, bulk_cache(store._conn):
-        conn = store._conn
+    open_store(floor).close()  # the schema, migrated like any data folder
+    with closing(connect_writer(floor / DATABASE_NAME)) as conn, bulk_cache(conn):
         gc.collect()
         started = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")

@@ -30,6 +30,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from storage.ledger_schema import SCHEMA_VERSION
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.sqlite_connection import DATABASE_NAME
+from tests.helpers.store_internals import connection_to_measure
 
 CACHE_ROOT = Path("/tmp/maka-bench-store-cache")
 ToolCall = tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]
@@ -127,7 +128,7 @@ def measure_long_run(
     call timed on its own. ``calls(name, index)`` builds the events of a store's call."""
     series = {name: Series([], [], [], []) for name in stores}
     misses = {
-        name: CacheMisses(store.connection, paths[name] / DATABASE_NAME)
+        name: CacheMisses(connection_to_measure(store), paths[name] / DATABASE_NAME)
         for name, store in stores.items()
     }
     names = list(stores)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import BinaryIO, TypeVar
 
 from runtime.ledger.codes import StoreCode, TransitionKind
 from runtime.ledger.continuation_ports import ContinuationClaim
@@ -71,8 +71,11 @@ from storage.session_export import ParsedExport, export_lines, parse_export
 from storage.session_import import ImportReport, import_parsed
 from storage.sqlite_connection import (
     DATABASE_NAME,
+    ConnectionSettings,
+    Synchronous,
     bulk_cache,
     connect_writer,
+    read_settings,
     read_transaction,
     sqlite_errors,
     translate_sqlite_error,
@@ -101,7 +104,7 @@ class SqliteLedgerStore:
 
     def __init__(
         self,
-        conn: Any,
+        conn: sqlite3.Connection,
         path: Path,
         *,
         read_only: bool,
@@ -174,22 +177,32 @@ class SqliteLedgerStore:
             return nullcontext()
         return bulk_cache(self._conn)
 
-    def _read(self, action: Callable[[Any], T]) -> T:
+    def _read(self, action: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock, sqlite_errors():
             self._check_open()
             with read_transaction(self._conn):
                 return action(self._conn)
-
-    @property
-    def connection(self) -> Any:
-        """The underlying ``sqlite3.Connection`` (doctor, tests and benchmarks only)."""
-        return self._conn
 
     def schema_version(self) -> int:
         return self._read(read_user_version)
 
     def journal_mode(self) -> str:
         return self._read(lambda conn: str(conn.execute("PRAGMA journal_mode").fetchone()[0]))
+
+    def connection_settings(self) -> ConnectionSettings:
+        """The pragmas the connection runs with now. Answers inside this store's own write
+        transaction too (on its thread): a bulk write's raised page cache shows."""
+        with self._lock, sqlite_errors():
+            self._check_open()
+            return read_settings(self._conn)
+
+    def set_synchronous(self, mode: Synchronous) -> None:
+        """Trade durability for speed on this connection (``PRAGMA synchronous``). The product
+        always runs ``FULL``; benchmarks compare modes, and tests about verdicts and rows (never
+        crash tests) skip the fsyncs."""
+        with self._lock, sqlite_errors():
+            self._check_open()
+            self._conn.execute(f"PRAGMA synchronous = {Synchronous(mode).value}")
 
     # ---- sessions and run headers -------------------------------------------------------------
 
@@ -422,7 +435,7 @@ class SqliteLedgerStore:
     # ---- reads --------------------------------------------------------------------------------
 
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]:
-        def action(conn: Any) -> list[StoredEvent]:
+        def action(conn: sqlite3.Connection) -> list[StoredEvent]:
             header = headers.read_header(conn, run_id)
             if header is None:
                 return []
@@ -436,7 +449,7 @@ class SqliteLedgerStore:
     def run_high_water(self, run_id: str) -> int:
         """The run's last ``event_seq`` (0 for a run without events)."""
 
-        def action(conn: Any) -> int:
+        def action(conn: sqlite3.Connection) -> int:
             header = headers.require_header(conn, run_id)
             row = conn.execute(
                 "SELECT MAX(event_seq) FROM runtime_events WHERE invocation_id = ?",
@@ -464,7 +477,9 @@ class SqliteLedgerStore:
     ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
         """The projection rows the events imply (read-only; the doctor compares them)."""
 
-        def action(conn: Any) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
+        def action(
+            conn: sqlite3.Connection,
+        ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
             invocations = [
                 row[0] for row in conn.execute("SELECT invocation_id FROM runs ORDER BY run_id")
             ]
@@ -495,7 +510,7 @@ class SqliteLedgerStore:
         """Write the session's export (``session_export`` format) to ``out`` from one
         consistent snapshot; returns the number of lines."""
 
-        def action(conn: Any) -> int:
+        def action(conn: sqlite3.Connection) -> int:
             count = 0
             for line in export_lines(conn, session_id):
                 out.write(line + b"\n")
@@ -656,7 +671,7 @@ def open_store(
     return SqliteLedgerStore(conn, path, read_only=False, full_rescan=full_rescan, clock=clock)
 
 
-def _writer_connection(path: Path) -> Any:
+def _writer_connection(path: Path) -> sqlite3.Connection:
     """``connect_writer`` with a read-only file or folder named as such."""
     try:
         return connect_writer(path)

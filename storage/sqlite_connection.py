@@ -17,6 +17,8 @@ import struct
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from runtime.ledger.codes import StoreCode
@@ -143,6 +145,47 @@ def connect_writer(path: Path) -> sqlite3.Connection:
             conn.close()
             raise
     return conn
+
+
+class Synchronous(StrEnum):
+    """``PRAGMA synchronous`` modes (https://sqlite.org/pragma.html#pragma_synchronous)."""
+
+    OFF = "OFF"
+    NORMAL = "NORMAL"
+    FULL = "FULL"
+    EXTRA = "EXTRA"
+
+
+_SYNCHRONOUS_BY_NUMBER = dict(enumerate(Synchronous))  # SQLite reports the mode's number
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """The pragmas a connection runs with (``SqliteLedgerStore.connection_settings``)."""
+
+    journal_mode: str
+    synchronous: Synchronous
+    foreign_keys: bool
+    busy_timeout_ms: int
+    cache_size: int
+    """SQLite's value: negative = KiB, positive = pages."""
+    query_only: bool
+    user_version: int
+
+
+def read_settings(conn: sqlite3.Connection) -> ConnectionSettings:
+    def pragma(name: str) -> object:
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
+
+    return ConnectionSettings(
+        journal_mode=str(pragma("journal_mode")),
+        synchronous=_SYNCHRONOUS_BY_NUMBER[int(str(pragma("synchronous")))],
+        foreign_keys=bool(pragma("foreign_keys")),
+        busy_timeout_ms=int(str(pragma("busy_timeout"))),
+        cache_size=int(str(pragma("cache_size"))),
+        query_only=bool(pragma("query_only")),
+        user_version=int(str(pragma("user_version"))),
+    )
 
 
 def connect_reader(path: Path) -> sqlite3.Connection:

@@ -44,6 +44,7 @@ from tests.helpers.ledger_builders import (
     user_text,
     with_changes,
 )
+from tests.helpers.store_tampering import edit_behind_the_back
 from tests.helpers.store_workloads import add_run, db_state, store_with_runs
 
 IDS = RunIds()
@@ -313,10 +314,11 @@ def test_a_damaged_run_refuses_even_an_exact_t1_retry(store: SqliteLedgerStore) 
     duplicate = call_event(ids=IDS, event_id="injected")
     from runtime.ledger.canonical_codec import canonical_bytes
 
-    store.connection.execute(
+    edit_behind_the_back(
+        store,
         "INSERT INTO runtime_events VALUES (?, ?, ?, ?, ?, 3, 'function_call', 0, ?, 1)",
-        ("injected", IDS.session_id, IDS.invocation_id, IDS.run_id, IDS.turn_id,
-         canonical_bytes(duplicate)),
+        "injected", IDS.session_id, IDS.invocation_id, IDS.run_id, IDS.turn_id,
+        canonical_bytes(duplicate),
     )  # fmt: skip
     reopened = open_store(store.path.parent)
     try:
@@ -585,8 +587,10 @@ def test_repair_run_header_follows_the_terminal_event(store: SqliteLedgerStore) 
     store.append_event(user_text(ids=IDS))
     ending = terminal(IDS, status="failed", state_delta={"failureClass": "app_restarted"})
     store.commit_run_ending(ending, RunStatus.FAILED, "app_restarted")
-    store.connection.execute(
-        "UPDATE runs SET status = 'running', failure_class = NULL WHERE run_id = ?", (IDS.run_id,)
+    edit_behind_the_back(
+        store,
+        "UPDATE runs SET status = 'running', failure_class = NULL WHERE run_id = ?",
+        IDS.run_id,
     )
     repaired = store.repair_run_header(IDS.run_id)
     assert (repaired.status, repaired.failure_class) == (RunStatus.FAILED, "app_restarted")

@@ -46,6 +46,7 @@ from tests.helpers.resume_fixtures import (
     recover,
     seed_interrupted_run,
 )
+from tests.helpers.store_tampering import edit_behind_the_back
 
 IDS = RunIds("sess-p", "inv-p", "run-p", "turn-p")
 
@@ -103,8 +104,7 @@ def _service(
 
 
 def _sql(store: SqliteLedgerStore, statement: str, *args: object) -> None:
-    store.connection.execute(statement, args)
-    store.connection.commit()
+    edit_behind_the_back(store, statement, *args)
 
 
 def _plan(store: SqliteLedgerStore, cwd: str) -> ContinuationPlan:

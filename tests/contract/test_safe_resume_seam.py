@@ -37,6 +37,7 @@ from tests.helpers.resume_fixtures import (
     recover,
     seed_interrupted_run,
 )
+from tests.helpers.store_tampering import edit_behind_the_back
 
 IDS = RunIds(session_id="sess-a", invocation_id="inv-a", run_id="run-a", turn_id="turn-a")
 
@@ -366,17 +367,18 @@ def test_a_changed_ancestor_prefix_breaks_the_lineage(tmp_path: Path) -> None:
     # someone edits the committed history of the first generation behind the store's back
     user_row = store.read_run_events(IDS.run_id)[0]
     edited = bytes(user_row.payload).replace(b'"run it"', b'"RUN IT"')
-    store.connection.execute(
-        "UPDATE runtime_events SET payload = ? WHERE event_id = ?", (edited, "evt-user")
+    edit_behind_the_back(
+        store, "UPDATE runtime_events SET payload = ? WHERE event_id = ?", edited, "evt-user"
     )
-    store.connection.commit()
     plan = service(store, cwd)[0].plan_latest(IDS.session_id)
     assert plan.rejection_reasons == (ParkReason.SOURCE_PREFIX_DIGEST_MISMATCH,)
-    store.connection.execute("DELETE FROM continuation_claims")
-    store.connection.execute(
-        "UPDATE runtime_events SET payload = ? WHERE event_id = ?", (user_row.payload, "evt-user")
+    edit_behind_the_back(store, "DELETE FROM continuation_claims")
+    edit_behind_the_back(
+        store,
+        "UPDATE runtime_events SET payload = ? WHERE event_id = ?",
+        user_row.payload,
+        "evt-user",
     )
-    store.connection.commit()
     plan = service(store, cwd)[0].plan_latest(IDS.session_id)
     assert plan.rejection_reasons == (ParkReason.RUNTIME_LINEAGE_CLAIM_MISMATCH,)
     store.close()

@@ -26,6 +26,7 @@ from runtime.ledger.store_ports import (
     StoreRefusal,
 )
 from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.sqlite_connection import Synchronous
 from tests.helpers.ledger_builders import RunIds
 
 FIXED_NOW = 1_767_225_600_000
@@ -59,7 +60,7 @@ def add_run(store: SqliteLedgerStore, ids: RunIds, *, cwd: str = "/work", epoch:
 def without_fsync(store: SqliteLedgerStore) -> SqliteLedgerStore:
     """For tests about verdicts and rows, not durability: skip the fsyncs (many more examples
     per second). Crash tests never use this."""
-    store.connection.execute("PRAGMA synchronous = OFF")
+    store.set_synchronous(Synchronous.OFF)
     return store
 
 

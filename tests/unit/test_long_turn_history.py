@@ -29,6 +29,7 @@ from runtime.providers.provider_port import (
     ToolResult,
 )
 from storage.ledger_store import open_store
+from storage.sqlite_connection import Synchronous
 
 STEPS = 300
 
@@ -83,7 +84,7 @@ def test_a_long_turn_projects_each_event_about_once(
     (work / "a.txt").write_text("a\n")
     provider = ListingProvider()
     with open_store(tmp_path / "data") as store:
-        store.connection.execute("PRAGMA synchronous = OFF")  # speed only
+        store.set_synchronous(Synchronous.OFF)  # speed only
         service = SessionService(
             store=store,
             provider_factory=lambda: provider,

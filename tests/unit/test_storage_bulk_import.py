@@ -22,7 +22,7 @@ from storage import session_import
 from storage.bulk_run_writer import bulk_commit_new_run
 from storage.ledger_store import open_store
 from storage.session_export import header_line, session_line
-from storage.sqlite_connection import DATABASE_NAME
+from storage.sqlite_connection import DATABASE_NAME, Synchronous
 from tests.helpers.ledger_builders import ENDINGS, RunIds, clean_ledger
 from tests.helpers.store_workloads import db_state, fixed_clock
 
@@ -89,7 +89,7 @@ def _mutate(lines: list[bytes], mutations: list[tuple[str, int]]) -> list[bytes]
 
 def _import(folder: Path, data: bytes, *, bulk: bool) -> tuple[str, object]:
     with open_store(folder, clock=fixed_clock()) as store, _spy() as taken:
-        store.connection.execute("PRAGMA synchronous = OFF")
+        store.set_synchronous(Synchronous.OFF)
         try:
             report = store.import_session(data, bulk=bulk)
         except LedgerError as error:

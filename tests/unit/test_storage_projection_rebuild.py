@@ -15,6 +15,7 @@ from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger_store import open_store
 from tests.helpers.ledger_builders import RunIds, call_event, clean_ledger
+from tests.helpers.store_tampering import edit_behind_the_back
 from tests.helpers.store_workload_strategies import RUNS, WORKLOADS, Step, apply_step
 from tests.helpers.store_workloads import (
     commit_ledger,
@@ -63,8 +64,8 @@ def test_rebuild_of_every_kind_of_tool_turn(data_dir: Path) -> None:
         assert states == sorted(
             ["outcome_committed", "prepared", "recovery_parked", "recovery_completed"] * 2
         )
-        store.connection.execute("DELETE FROM tool_journal_events")
-        store.connection.execute("DELETE FROM tool_operations")
+        edit_behind_the_back(store, "DELETE FROM tool_journal_events")
+        edit_behind_the_back(store, "DELETE FROM tool_operations")
         counts = store.rebuild_projections()
         assert (counts.operations, counts.journal_events) == (8, 2 * (2 + 1 + 3 + 4))
         assert store.read_projections() == online
@@ -76,10 +77,11 @@ def test_rebuild_refuses_a_corrupt_ledger_and_keeps_the_projection(data_dir: Pat
         commit_ledger(store, clean_ledger(3, ids=ids)[:-1])
         duplicate = call_event("call-0", ids=ids, event_id="injected")
         seq = store.run_high_water(ids.run_id) + 1
-        store.connection.execute(
+        edit_behind_the_back(
+            store,
             "INSERT INTO runtime_events VALUES (?, ?, ?, ?, ?, ?, 'function_call', 0, ?, 1)",
-            ("injected", ids.session_id, ids.invocation_id, ids.run_id, ids.turn_id, seq,
-             canonical_bytes(duplicate)),
+            "injected", ids.session_id, ids.invocation_id, ids.run_id, ids.turn_id, seq,
+            canonical_bytes(duplicate),
         )  # fmt: skip
         before = db_state(store.path)
         with pytest.raises(StoreRefusal) as refused:

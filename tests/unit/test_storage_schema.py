@@ -14,7 +14,7 @@ from runtime.ledger.store_ports import StoreRefusal
 from storage import ledger_schema
 from storage.ledger_schema import SCHEMA_VERSION
 from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME, translate_sqlite_error
+from storage.sqlite_connection import DATABASE_NAME, Synchronous, translate_sqlite_error
 
 
 def _fingerprint(folder: Path) -> dict[str, str]:
@@ -110,14 +110,25 @@ def test_a_foreign_sqlite_database_is_not_adopted(data_dir: Path) -> None:
 
 def test_writer_pragmas(data_dir: Path) -> None:
     with open_store(data_dir) as store:
-        conn = store.connection
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        settings = store.connection_settings()
+        assert settings.journal_mode == "wal"
+        assert settings.synchronous is Synchronous.FULL
+        assert settings.foreign_keys
+        assert settings.busy_timeout_ms == 5000
+        assert settings.user_version == SCHEMA_VERSION
+        assert not settings.query_only
     with open_store(data_dir, read_only=True) as reader:
-        assert reader.connection.execute("PRAGMA query_only").fetchone()[0] == 1
+        assert reader.connection_settings().query_only
+
+
+def test_durability_is_traded_only_through_a_named_setting(data_dir: Path) -> None:
+    """Benchmarks and row-level tests skip the fsyncs through ``set_synchronous``; nothing
+    outside the store gets at its connection."""
+    with open_store(data_dir) as store:
+        store.set_synchronous(Synchronous.OFF)
+        assert store.connection_settings().synchronous is Synchronous.OFF
+        public = [getattr(store, name) for name in dir(store) if not name.startswith("_")]
+        assert not [value for value in public if isinstance(value, sqlite3.Connection)]
 
 
 def test_read_only_open_needs_an_existing_current_database(data_dir: Path) -> None:

@@ -114,7 +114,7 @@ def test_bulk_work_raises_the_page_cache_only_for_its_duration(
     """Everyday writes keep SQLite's default page cache; a projection rebuild (or an import)
     raises it while it runs and gives the connection its size back, even when refused."""
     store = _open_with_run(data_dir)
-    everyday = int(store.connection.execute("PRAGMA cache_size").fetchone()[0])
+    everyday = store.connection_settings().cache_size
     assert everyday == -2000
     call = call_event(ids=IDS)
     store.commit_tool_prepared(call, dispatch_event(call))
@@ -123,18 +123,18 @@ def test_bulk_work_raises_the_page_cache_only_for_its_duration(
     derive = tool_projection.derive_projections
 
     def spy(*args: Any) -> Any:
-        seen.append(int(store.connection.execute("PRAGMA cache_size").fetchone()[0]))
+        seen.append(store.connection_settings().cache_size)
         return derive(*args)
 
     monkeypatch.setattr(tool_projection, "derive_projections", spy)
     store.rebuild_projections()
     assert seen == [-BULK_CACHE_KIB]
-    assert int(store.connection.execute("PRAGMA cache_size").fetchone()[0]) == everyday
+    assert store.connection_settings().cache_size == everyday
     exported = io.BytesIO()
     store.export_session(IDS.session_id, exported)
     conflicting = exported.getvalue().replace(b'"result":"ok"', b'"result":"ko"')
     assert conflicting != exported.getvalue()
     with pytest.raises(StoreRefusal):  # refused inside the write transaction
         store.import_session(conflicting)
-    assert int(store.connection.execute("PRAGMA cache_size").fetchone()[0]) == everyday
+    assert store.connection_settings().cache_size == everyday
     store.close()
