@@ -35,6 +35,7 @@ from runtime.ledger.crash_points import (
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import (
+    EVENT_STATUS_TO_RUN,
     AttestationCommit,
     CommitResult,
     ProjectionCounts,
@@ -65,7 +66,7 @@ from storage.ledger_schema import (
 )
 from storage.private_files import ensure_private_dir
 from storage.recovery_bundle_writer import commit_bundle
-from storage.run_ending_writer import EVENT_STATUS_TO_RUN, check_ending, commit_ending
+from storage.run_ending_writer import check_ending, commit_ending
 from storage.run_ledger_state import RunStateCache
 from storage.session_export import ParsedExport, export_lines, parse_export
 from storage.session_import import ImportReport, import_parsed

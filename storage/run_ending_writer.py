@@ -22,6 +22,7 @@ from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.lane_rules import check_generic_append
 from runtime.ledger.store_ports import (
+    EVENT_STATUS_TO_RUN,
     TERMINAL_RUN_STATUSES,
     CommitResult,
     RunStatus,
@@ -29,13 +30,6 @@ from runtime.ledger.store_ports import (
 )
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.run_header_store import require_header, set_terminal
-
-EVENT_STATUS_TO_RUN: Mapping[str, RunStatus] = {
-    "completed": RunStatus.COMPLETED,
-    "failed": RunStatus.FAILED,
-    "aborted": RunStatus.CANCELLED,
-    "cancelled": RunStatus.CANCELLED,
-}
 
 
 def _failure_class_of(event: RuntimeEvent) -> object:

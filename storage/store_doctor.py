@@ -29,6 +29,7 @@ from runtime.ledger.event_model import is_terminal
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
 from runtime.ledger.store_ports import (
+    EVENT_STATUS_TO_RUN,
     TERMINAL_RUN_STATUSES,
     RunHeader,
     StoredEvent,
@@ -39,7 +40,6 @@ from runtime.ledger.store_ports import (
 from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
 from storage.event_rows import EVENT_COLUMNS, decode_row
 from storage.ledger_schema import SCHEMA_VERSION, read_user_version
-from storage.run_ending_writer import EVENT_STATUS_TO_RUN
 from storage.run_header_store import list_headers, list_sessions
 from storage.tool_projection import derive_run_projection, read_all_projection_rows
 from storage.workspace_identity import read_workspace_identity

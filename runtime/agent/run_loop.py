@@ -35,7 +35,7 @@ from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.store_ports import CommitResult, RunHeader, RunStatus
+from runtime.ledger.store_ports import RUN_STATUS_TO_EVENT, CommitResult, RunHeader, RunStatus
 from runtime.providers.history_projection import (
     IncrementalHistory,
     unpaired_tool_calls,
@@ -404,13 +404,8 @@ class RunLoop:
         if self._checkpoints is not None:  # a capture in progress commits before the ending
             for fact in self._checkpoints.join_facts():
                 publish(fact)
-        event_status = {
-            RunStatus.COMPLETED: "completed",
-            RunStatus.FAILED: "failed",
-            RunStatus.CANCELLED: "cancelled",
-        }[status]
         terminal = builder.terminal(
-            event_status,  # type: ignore[arg-type]
+            RUN_STATUS_TO_EVENT[status],  # type: ignore[arg-type]
             self._clock(),
             stop_reason=stop_reason,
             failure_class=failure_class,

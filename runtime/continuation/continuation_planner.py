@@ -34,7 +34,12 @@ from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.permission_facts import open_permission_requests
-from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+from runtime.ledger.store_ports import (
+    EVENT_STATUS_TO_RUN,
+    TERMINAL_RUN_STATUSES,
+    RunHeader,
+    RunStatus,
+)
 from runtime.ledger.workspace_facts import boundary_checkpoint
 
 
@@ -502,14 +507,6 @@ def _decision_fields(
     return fields
 
 
-_STATUS_FOR_EVENT = {
-    "completed": RunStatus.COMPLETED,
-    "failed": RunStatus.FAILED,
-    "aborted": RunStatus.CANCELLED,
-    "cancelled": RunStatus.CANCELLED,
-}
-
-
 def _consistent_terminal(header: RunHeader, events: tuple[RuntimeEvent, ...]) -> str | None:
     """The id of the run's single terminal event when header and ledger agree on the ending."""
     if header.status not in TERMINAL_RUN_STATUSES:
@@ -520,7 +517,7 @@ def _consistent_terminal(header: RunHeader, events: tuple[RuntimeEvent, ...]) ->
     if len(positions) != 1 or not attestation_suffix_ok(events[positions[0] + 1 :]):
         return None
     terminal = events[positions[0]]
-    status = _STATUS_FOR_EVENT.get(terminal.get("status", ""))
+    status = EVENT_STATUS_TO_RUN.get(terminal.get("status", ""))
     if status is None or status != header.status:
         return None
     if status is RunStatus.FAILED:

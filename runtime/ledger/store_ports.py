@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from runtime.ledger.ledger_errors import LedgerError
@@ -28,6 +29,24 @@ class RunStatus(StrEnum):
 
 
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+EVENT_STATUS_TO_RUN: Mapping[str, RunStatus] = MappingProxyType(
+    {
+        "completed": RunStatus.COMPLETED,
+        "failed": RunStatus.FAILED,
+        "aborted": RunStatus.CANCELLED,
+        "cancelled": RunStatus.CANCELLED,
+    }
+)
+"""The run status a terminal event's ``status`` ends its run with (RECOVERY.md section 1, item
+7): the one map the run-ending writer, the header repair, the store doctor and the continuation
+planner read."""
+
+RUN_STATUS_TO_EVENT: Mapping[RunStatus, str] = MappingProxyType(
+    {run: event for event, run in EVENT_STATUS_TO_RUN.items() if event != "aborted"}
+)
+"""The terminal event status a run ending writes for each terminal run status: the inverse of
+``EVENT_STATUS_TO_RUN`` (``aborted`` is read, never written)."""
 
 
 class StoreRefusal(LedgerError):

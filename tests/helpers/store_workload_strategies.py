@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.store_ports import RunStatus
+from runtime.ledger.store_ports import EVENT_STATUS_TO_RUN
 from storage.ledger_store import SqliteLedgerStore
 from tests.helpers.ledger_builders import (
     RunIds,
@@ -116,9 +116,7 @@ def _end(store: SqliteLedgerStore, step: Step) -> Any:
     status = ("completed", "failed", "cancelled", "aborted")[step.choice]
     delta = {"failureClass": "app_restarted"} if status == "failed" else {"stopReason": "x"}
     event = terminal(ids, status=status, state_delta=delta, event_id=f"end{_suffix(step)}")
-    run_status = {"completed": RunStatus.COMPLETED, "failed": RunStatus.FAILED}.get(
-        status, RunStatus.CANCELLED
-    )
+    run_status = EVENT_STATUS_TO_RUN[status]
     failure = "app_restarted" if status == "failed" else None
     return store.commit_run_ending(event, run_status, failure)
 

@@ -19,6 +19,7 @@ from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.lane_rules import classify_lane, is_bound_response
 from runtime.ledger.store_ports import (
+    EVENT_STATUS_TO_RUN,
     CommitResult,
     RunHeader,
     RunStatus,
@@ -110,9 +111,7 @@ def commit_ledger(store: SqliteLedgerStore, events: Sequence[RuntimeEvent]) -> l
                 results.append(store.commit_recovery_bundle(bundle[0], bundle[1], bundle[2]))
                 index += 3
         elif is_terminal(event):
-            status = {"completed": RunStatus.COMPLETED, "failed": RunStatus.FAILED}.get(
-                event.get("status") or "", RunStatus.CANCELLED
-            )
+            status = EVENT_STATUS_TO_RUN[event.get("status") or ""]
             actions: dict[str, Any] = dict(event.get("actions") or {})
             delta: dict[str, Any] = actions.get("stateDelta") or {}
             results.append(store.commit_run_ending(event, status, delta.get("failureClass")))
