@@ -24,7 +24,6 @@ The bundle's event ids are fixed per operation (``<operationId>_attest_reconcile
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from runtime.ledger.attestation import (
     ATTESTED_REASONS,
@@ -40,6 +39,7 @@ from runtime.ledger.codes import (
     WriterRejectionCode,
 )
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.fact_events import EventIdentity, recovered_outcome_event, tool_recovery_event
 from runtime.ledger.recovery_bundle import DecisionFact, ReconcileFact, parse_reconcile_fact
 from runtime.ledger.store_ports import (
     AttestationCommit,
@@ -71,49 +71,37 @@ def attestation_event_ids(operation_id: str) -> tuple[str, str, str]:
     )
 
 
-def _envelope(dispatch: RuntimeEvent, event_id: str, role: str, ts: int) -> dict[str, Any]:
-    return {
-        "id": event_id,
-        "sessionId": dispatch["sessionId"],
-        "invocationId": dispatch["invocationId"],
-        "runId": dispatch["runId"],
-        "turnId": dispatch["turnId"],
-        "ts": ts,
-        "partial": False,
-        "role": role,
-        "author": role,
-    }
-
-
 def attestation_events(
     operation: ToolOperationRecord, dispatch: RuntimeEvent, ran: bool, attestation: Attestation
 ) -> tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]:
     """The bundle for ``operation``: reconcile observation, recovered outcome, decision."""
     op = operation.operation_id
-    refs = {"operationId": op, "toolCallId": operation.provider_tool_call_id}
+    call_id = operation.provider_tool_call_id
+    ids = EventIdentity.of_event(dispatch)
     reconcile_id, outcome_id, decision_id = attestation_event_ids(op)
     ts = attestation.attested_at
     fact = ReconcileFact.attested(op, ran, attestation)
-    reconcile = _envelope(dispatch, reconcile_id, "system", ts)
-    reconcile["actions"] = {"toolRecovery": fact.to_tool_recovery()}
-    reconcile["refs"] = dict(refs)
-    outcome = _envelope(dispatch, outcome_id, "tool", ts)
-    outcome["content"] = {
-        "kind": "function_response",
-        "id": operation.provider_tool_call_id,
-        "name": operation.tool_name,
-        "result": attestation_result(ran, attestation),
-        "isError": not ran,
-    }
-    outcome["refs"] = dict(refs)
-    decision = _envelope(dispatch, decision_id, "system", ts)
+    reconcile = tool_recovery_event(
+        ids, reconcile_id, ts, fact, operation_id=op, tool_call_id=call_id
+    )
+    outcome = recovered_outcome_event(
+        ids,
+        outcome_id,
+        ts,
+        operation_id=op,
+        tool_call_id=call_id,
+        tool_name=operation.tool_name,
+        result=attestation_result(ran, attestation),
+        is_error=not ran,
+    )
     evidence = (operation.call_event_id, operation.dispatch_event_id, reconcile_id, outcome_id)
     decided = DecisionFact(
         op, RecoveryDisposition.COMPLETED, ATTESTED_REASONS[fact.observation], evidence, outcome_id
     )
-    decision["actions"] = {"toolRecovery": decided.to_tool_recovery()}
-    decision["refs"] = dict(refs)
-    return reconcile, outcome, decision  # type: ignore[return-value]
+    decision = tool_recovery_event(
+        ids, decision_id, ts, decided, operation_id=op, tool_call_id=call_id
+    )
+    return reconcile, outcome, decision
 
 
 def _same_attestation(

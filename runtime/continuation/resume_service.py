@@ -53,6 +53,7 @@ from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, Conti
 from runtime.ledger.event_model import RuntimeEvent, RuntimeProtocol
 from runtime.ledger.event_model import WorkspaceBaseline as WorkspaceBaselineFact
 from runtime.ledger.event_model import WorkspaceTransition as WorkspaceTransitionFact
+from runtime.ledger.fact_events import EventIdentity, continuation_start_event
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
     TERMINAL_RUN_STATUSES,
@@ -480,42 +481,20 @@ class ResumeService:
             parent_run_id=source.run_id,
             continuation_source=source_record,
         )
-        start_event: RuntimeEvent = {
-            "id": ids.start_event_id,
-            "sessionId": session_id,
-            "invocationId": ids.invocation_id,
-            "runId": ids.run_id,
-            "turnId": ids.turn_id,
-            "ts": now,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "actions": {
-                "runtimeProtocol": self._start_protocol(cwd, workspace),
-                "continuationStart": {
-                    "protocol": "continuation_start_v2",
-                    "provenance": "runtime_admission",
-                    "claimId": ids.claim_id,
-                    "boundaryDigest": details.boundary_digest,
-                    "immediateSource": {
-                        "sessionId": session_id,
-                        "invocationId": source.invocation_id,
-                        "runId": source.run_id,
-                        "turnId": source.turn_id,
-                        "highWater": details.source_high_water,
-                        "prefixDigest": details.source_prefix_digest,
-                    },
-                    "replayManifestDigest": details.boundary_digest,
-                    "providerProjectionVersion": 1,
-                    "providerReplayDigest": details.provider_replay_digest,
-                },
-            },
-        }
-        if baseline is not None:
-            start_event["actions"]["workspaceBaseline"] = cast(WorkspaceBaselineFact, baseline)
-        if transition is not None:
-            fact = cast(WorkspaceTransitionFact, transition)
-            start_event["actions"]["workspaceTransition"] = fact
+        start_event = continuation_start_event(
+            EventIdentity(session_id, ids.invocation_id, ids.run_id, ids.turn_id),
+            ids.start_event_id,
+            now,
+            runtime_protocol=self._start_protocol(cwd, workspace),
+            claim_id=ids.claim_id,
+            boundary_digest=details.boundary_digest,
+            source=EventIdentity(session_id, source.invocation_id, source.run_id, source.turn_id),
+            source_high_water=details.source_high_water,
+            source_prefix_digest=details.source_prefix_digest,
+            provider_replay_digest=details.provider_replay_digest,
+            baseline=cast(WorkspaceBaselineFact | None, baseline),
+            transition=cast(WorkspaceTransitionFact | None, transition),
+        )
         claim = ContinuationClaim(
             claim_id=ids.claim_id,
             session_id=session_id,

@@ -38,6 +38,7 @@ from runtime.ledger.codes import (
     ResolverStatus,
 )
 from runtime.ledger.event_model import FileStateEvidence, RuntimeEvent
+from runtime.ledger.fact_events import EventIdentity, recovered_outcome_event, tool_recovery_event
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.recovery_bundle import PARKED_REASONS, DecisionFact, ReconcileFact
 from runtime.ledger.store_ports import CommitResult, RunHeader, StoredEvent
@@ -148,53 +149,31 @@ def reconcile_targets(events: Sequence[RuntimeEvent]) -> list[ReconcileTarget]:
     return targets
 
 
-def _fact_event(
-    target: ReconcileTarget, event_id: str, ts: int, tool_recovery: dict[str, Any]
-) -> RuntimeEvent:
-    dispatch = target.dispatch_event
-    return cast(
-        RuntimeEvent,
-        {
-            "id": event_id,
-            "sessionId": dispatch["sessionId"],
-            "invocationId": dispatch["invocationId"],
-            "runId": dispatch["runId"],
-            "turnId": dispatch["turnId"],
-            "ts": ts,
-            "partial": False,
-            "role": "system",
-            "author": "system",
-            "actions": {"toolRecovery": tool_recovery},
-            "refs": {"operationId": target.operation_id, "toolCallId": target.tool_call_id},
-        },
-    )
-
-
 def recovered_outcome(target: ReconcileTarget, ts: int) -> RuntimeEvent:
     """The bound, successful function_response a completed decision points at: the normal T2 id
     and the tool's own result shape. It has no ``durationMs`` (nobody timed the write); the
     decision that follows it is what marks it as recovered."""
-    dispatch = target.dispatch_event
-    return cast(
-        RuntimeEvent,
-        {
-            "id": f"{target.operation_id}_response",
-            "sessionId": dispatch["sessionId"],
-            "invocationId": dispatch["invocationId"],
-            "runId": dispatch["runId"],
-            "turnId": dispatch["turnId"],
-            "ts": ts,
-            "partial": False,
-            "role": "tool",
-            "author": "tool",
-            "content": {
-                "kind": "function_response",
-                "id": target.tool_call_id,
-                "name": target.tool_name,
-                "result": file_write_result(target.tool_name, target.evidence),
-            },
-            "refs": {"operationId": target.operation_id, "toolCallId": target.tool_call_id},
-        },
+    return recovered_outcome_event(
+        EventIdentity.of_event(target.dispatch_event),
+        f"{target.operation_id}_response",
+        ts,
+        operation_id=target.operation_id,
+        tool_call_id=target.tool_call_id,
+        tool_name=target.tool_name,
+        result=file_write_result(target.tool_name, target.evidence),
+    )
+
+
+def _fact_event(
+    target: ReconcileTarget, event_id: str, ts: int, fact: ReconcileFact | DecisionFact
+) -> RuntimeEvent:
+    return tool_recovery_event(
+        EventIdentity.of_event(target.dispatch_event),
+        event_id,
+        ts,
+        fact,
+        operation_id=target.operation_id,
+        tool_call_id=target.tool_call_id,
     )
 
 
@@ -206,7 +185,7 @@ def build_bundle(target: ReconcileTarget, observed: FileObservation, ts: int) ->
         target,
         f"{op}_reconcile",
         ts,
-        ReconcileFact(op, observation, observed.digest).to_tool_recovery(),
+        ReconcileFact(op, observation, observed.digest),
     )
     evidence_ids: tuple[str, ...] = (
         target.call_event["id"],
@@ -223,7 +202,7 @@ def build_bundle(target: ReconcileTarget, observed: FileObservation, ts: int) ->
     else:
         reason = PARKED_REASONS[observation]
         fact = DecisionFact(op, RecoveryDisposition.PARKED, reason, evidence_ids)
-    decision = _fact_event(target, f"{op}_decision", ts, fact.to_tool_recovery())
+    decision = _fact_event(target, f"{op}_decision", ts, fact)
     return RecoveryBundle(reconcile, outcome, decision, observation, reason)
 
 

@@ -23,6 +23,7 @@ from typing import Protocol
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import FailureClass, ParkReason
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.fact_events import permission_closure_event, recovered_terminal_event
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.permission_facts import open_permission_requests
 from runtime.ledger.store_ports import (
@@ -101,40 +102,6 @@ def _recovery_reason(events: Sequence[RuntimeEvent], had_open_request: bool) -> 
     if "toolDispatch" in actions or (content is not None and content["kind"] == "function_call"):
         return "tool_interrupted"
     return "run_interrupted"
-
-
-def _identity_event(header: RunHeader, event_id: str, now_ms: int) -> RuntimeEvent:
-    return {
-        "id": event_id,
-        "sessionId": header.session_id,
-        "invocationId": header.invocation_id,
-        "runId": header.run_id,
-        "turnId": header.turn_id,
-        "ts": now_ms,
-        "partial": False,
-        "role": "system",
-        "author": "system",
-    }
-
-
-def recovered_terminal_event(header: RunHeader, reason: str, now_ms: int) -> RuntimeEvent:
-    event = _identity_event(header, f"{header.run_id}_recovered_terminal", now_ms)
-    event["status"] = "failed"
-    event["actions"] = {
-        "endInvocation": True,
-        "stateDelta": {
-            "failureClass": FailureClass.APP_RESTARTED.value,
-            "recoveryReason": reason,
-            "recovered": True,
-        },
-    }
-    return event
-
-
-def permission_closure_event(header: RunHeader, request_id: str, now_ms: int) -> RuntimeEvent:
-    event = _identity_event(header, f"{header.run_id}_{request_id}_closure", now_ms)
-    event["actions"] = {"permissionClosure": {"requestId": request_id, "reason": "host_restarted"}}
-    return event
 
 
 def run_startup_recovery(
