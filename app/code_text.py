@@ -156,6 +156,16 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "A restored copy was made by a resume that did not start; it is left as it is and "
         "never used.",
     ),
+    "workspace_restore_point": (
+        _I,
+        "A restored copy would not be the folder at the stop: the note says which point of "
+        "the history it would hold.",
+    ),
+    "workspace_restore_unavailable": (
+        _E,
+        "No snapshot of the folder is left to make a restored copy from; only continuing with "
+        "your current files is offered.",
+    ),
     "workspace_restore_target_not_empty": (
         _E,
         "A restored copy needs a new or empty folder; the one chosen holds files.",

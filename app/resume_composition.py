@@ -27,6 +27,7 @@ from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import SettlementOrigin
 from runtime.ledger.process_records import ToolProcessTable
+from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.store_ports import LedgerReader
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.recovery.write_leftovers import parked_writes
@@ -296,8 +297,8 @@ def plan_summary(
         lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
         if details.workspace_decision is WorkspaceDecision.RESTORE:
             lines.append(
-                "  Continuing in a restored copy of the folder as it was at the stop; your "
-                "folder is left as it is."
+                f"  Continuing in a restored copy holding {copy_reflects(details.restore_fields)}"
+                "; your folder is left as it is."
             )
         elif details.workspace_decision is not None:
             changes = details.decision_changes
@@ -359,9 +360,11 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
     """The user's ways forward when only the files stand in the way (WORKSPACE.md 4)."""
     lines: list[str] = []
     if "isolated_restore" in plan.workspace_options:
+        point = plan.restore_point
+        reflects = point.reflects if point is not None else copy_reflects({})
         lines.append(
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
-            "(a copy of the folder as it was at the stop, in DIR or a new sibling folder; "
+            f"(a copy holding {reflects}, in DIR or a new sibling folder; "
             "your folder is left as it is and the session lives in the copy)."
         )
     if "rebaseline" in plan.workspace_options:

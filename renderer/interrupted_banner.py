@@ -103,6 +103,16 @@ class _SessionResume:
     workspace_options: tuple[str, ...] = ()
 
 
+def _at_stop_note() -> str:
+    return _tr(
+        "Your folder stays as it is; the session continues in a copy of it as it was at the stop."
+    )
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(".") else f"{text}."
+
+
 class InterruptedBanner(TintedPanel):
     locate_folder_requested = Signal(str)
     """A session id whose folder is missing: the window asks where it is now."""
@@ -233,12 +243,7 @@ class InterruptedBanner(TintedPanel):
         grid.setVerticalSpacing(4)
         self.restore_button = QPushButton(_tr("Continue in a restored copy…"))
         self.restore_button.clicked.connect(self._on_restore)
-        self.restore_note = QLabel(
-            _tr(
-                "Your folder stays as it is; the session continues in a copy of it as it was "
-                "at the stop."
-            )
-        )
+        self.restore_note = QLabel(_at_stop_note())
         self.rebaseline_button = QPushButton(_tr("Continue with my current files"))
         self.rebaseline_button.clicked.connect(lambda: self.request_decision("rebaseline"))
         self.rebaseline_note = QLabel(
@@ -264,14 +269,19 @@ class InterruptedBanner(TintedPanel):
         box = QMessageBox(self)
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle(_tr("Continue in a restored copy"))
-        box.setText(_tr("Continue in a copy of the folder as it was when the run stopped?"))
-        name = os.path.basename(self._folder.rstrip("/\\")) or _tr("folder")
-        box.setInformativeText(
-            _tr(
-                "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
-                "next free number) and the session continues there. Your folder is not changed."
-            ).replace("{name}", name)
+        point = self._restore_point()
+        box.setText(
+            _tr("Continue in a restored copy of the folder?")
+            if point
+            else _tr("Continue in a copy of the folder as it was when the run stopped?")
         )
+        name = os.path.basename(self._folder.rstrip("/\\")) or _tr("folder")
+        where = _tr(
+            "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
+            "next free number) and the session continues there. Your folder is not changed."
+        ).replace("{name}", name)
+        said = _sentence(point[:1].upper() + point[1:])
+        box.setInformativeText(f"{said}\n\n{where}" if point else where)
         make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)
         choose = box.addButton(_tr("Choose folder…"), QMessageBox.ButtonRole.ActionRole)
         box.addButton(QMessageBox.StandardButton.Cancel)
@@ -285,6 +295,18 @@ class InterruptedBanner(TintedPanel):
             )
             if folder:
                 self.request_decision("isolated_restore", folder)
+
+    def _restore_point(self) -> str:
+        """What a restored copy would hold when it is not the folder at the stop (the main
+        process's ``workspace_restore_point`` note), or ""."""
+        return next(
+            (
+                d.message
+                for d in self._current().diagnostics
+                if d.code == "workspace_restore_point" and d.message
+            ),
+            "",
+        )
 
     def request_decision(
         self, decision: Literal["isolated_restore", "rebaseline"], restore_to: str | None = None
@@ -512,6 +534,13 @@ class InterruptedBanner(TintedPanel):
         self.tools_row.setVisible(state is BannerState.PARKED)
         options = current.workspace_options if state is BannerState.PARKED else ()
         self.decisions_row.setVisible(bool(options))
+        point = self._restore_point()
+        self.restore_note.setText(
+            _tr("Your folder stays as it is; {point}").replace("{point}", _sentence(point))
+            if point
+            else _at_stop_note()
+        )
+        self.restore_button.setToolTip(self.restore_note.text())
         for button, note, option in (
             (self.restore_button, self.restore_note, "isolated_restore"),
             (self.rebaseline_button, self.rebaseline_note, "rebaseline"),

@@ -115,6 +115,24 @@ def _unanswered_decision(
     )
 
 
+def _restore_unavailable(
+    plan: ContinuationPlan, decision: WorkspaceDecision | None
+) -> tuple[str, str] | None:
+    """The refusal for ``--restore-to`` on a workspace park no snapshot is left to copy from
+    (only the rebaseline is offered)."""
+    options = plan.workspace_options
+    if decision is None or decision.value != "isolated_restore" or not options:
+        return None
+    if "isolated_restore" in options:
+        return None
+    return (
+        RestoreCode.WORKSPACE_RESTORE_UNAVAILABLE.value,
+        "no snapshot of the folder is left in the checkpoint store to make a restored copy "
+        "from; nothing was done. Continue with your current files instead: maka resume "
+        f"{plan.session_id} --rebaseline",
+    )
+
+
 def resume_session(
     host: CliHost,
     session_id: str,
@@ -136,10 +154,16 @@ def resume_session(
     service, cancel = host_resume_service(host, cwd, policy, asker, transcript)
     plan = service.plan_latest(session_id, decision=decision, restore_to=restore_to)
     if not plan.continues:
+        refusal = _restore_unavailable(plan, decision)
+        body = plan_json(plan)
+        if refusal is not None:
+            body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
         if as_json:
-            print(json.dumps(plan_json(plan), ensure_ascii=False))
+            print(json.dumps(body, ensure_ascii=False))
         else:
             print("\n".join(plan_summary(plan)))
+            if refusal is not None:
+                print(f"Refused: [{refusal[0]}] {refusal[1]}")
         return EXIT_PARKED
     unanswered = _unanswered_decision(plan, decision, cwd)
     if unanswered is not None:

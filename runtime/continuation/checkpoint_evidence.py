@@ -6,9 +6,11 @@ folder differs from it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from runtime.continuation.continuation_planner import SafetyObservation
+from runtime.continuation.restore_point import RestorePoint, find_restore_point
 from runtime.continuation.workspace_gate import CheckpointEvidence
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, TreeChange
 from runtime.ledger.event_model import RuntimeEvent
@@ -75,15 +77,26 @@ def changes_since_snapshot(
         return None
 
 
-def restorable(carrier: CheckpointCarrier | None, events: Sequence[RuntimeEvent]) -> bool:
-    """Whether the run's newest snapshot (stale or not) still has its objects, so a restored
-    copy of it can be made."""
-    checkpoint = boundary_checkpoint(events).checkpoint
-    if carrier is None or checkpoint is None:
-        return False
-    return carrier.has_snapshot(
-        str(checkpoint["workspaceIdentity"]), str(checkpoint["commitId"]), str(checkpoint["treeId"])
-    )
+def restore_point(
+    carrier: CheckpointCarrier | None, generations: Sequence[Sequence[RuntimeEvent]]
+) -> RestorePoint | None:
+    """The snapshot a restored copy would be made from: the newest one of the lineage whose
+    Git objects still exist (the boundary one, else the latest earlier one), or None."""
+    if carrier is None:
+        return None
+    found = carrier
+
+    def intact(checkpoint: Mapping[str, Any]) -> bool:
+        try:
+            return found.has_snapshot(
+                str(checkpoint["workspaceIdentity"]),
+                str(checkpoint["commitId"]),
+                str(checkpoint["treeId"]),
+            )
+        except (CheckpointError, KeyError):
+            return False
+
+    return find_restore_point(generations, intact)
 
 
 def abandoned_copies(

@@ -22,6 +22,7 @@ from runtime.continuation.continuation_replay import (
 )
 from runtime.continuation.lineage_reader import Lineage, LineageError
 from runtime.continuation.provider_replay import ItemKind, ProviderItem
+from runtime.continuation.restore_point import RestorePoint
 from runtime.continuation.workspace_decision import (
     ANSWERED_BY,
     WorkspaceDecision,
@@ -34,6 +35,7 @@ from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.permission_facts import open_permission_requests
+from runtime.ledger.restore_point_words import AT_STOP
 from runtime.ledger.store_ports import (
     EVENT_STATUS_TO_RUN,
     TERMINAL_RUN_STATUSES,
@@ -131,6 +133,8 @@ class ContinuationDetails:
     # For a restore: the folder the user picked (None: the default sibling) and the snapshot.
     restore_to: str | None = None
     restore_checkpoint: Mapping[str, Any] | None = None
+    # What the copy reflects when it is not the folder at the stop (the transition's fields).
+    restore_fields: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +144,10 @@ class ContinuationPlan:
     rejection_reasons: tuple[ParkReason, ...]
     diagnostics: tuple[PlanDiagnostic, ...]
     continuation: ContinuationDetails | None = None
-    # The newest snapshot's objects exist: a restored copy of it can be offered.
+    # A snapshot of the lineage whose objects exist: a restored copy of it can be offered.
     restorable: bool = False
+    # The snapshot that copy would be made from and what it reflects.
+    restore_point: RestorePoint | None = None
     # The user's workspace decisions recorded in the lineage, oldest first (``maka plan``).
     transitions: tuple[Mapping[str, Any], ...] = ()
 
@@ -168,6 +174,13 @@ class ContinuationPlan:
         options = self.workspace_options
         if options:
             body["workspaceOptions"] = list(options)
+        if "isolated_restore" in options and self.restore_point is not None:
+            point = self.restore_point
+            body["restorePoint"] = {
+                "kind": point.kind,
+                "checkpointRef": str(point.checkpoint.get("checkpointRef", "")),
+                "reflects": point.reflects,
+            }
         if self.transitions:
             body["workspaceTransitions"] = [dict(t) for t in self.transitions]
         if self.continuation is not None:
@@ -217,6 +230,8 @@ class PlannerInput:
     decision_changes: tuple[TreeChange, ...] | None = None
     restorable: bool = False
     restore_to: str | None = None
+    # The snapshot a restored copy would be made from (None: the boundary one, when restorable).
+    restore_point: RestorePoint | None = None
 
 
 _UNSETTLED_TO_REASON = {
@@ -456,12 +471,14 @@ def _accumulating_gates(
         if finding.code == DiagnosticCode.WORKSPACE_VERIFIED.value and observation.workspace_tree:
             verified_tree = observation.workspace_tree.tree_id
     if reasons or terminal is None:
+        diagnostics.extend(_restore_point_note(given, tuple(reasons)))
         return ContinuationPlan(
             given.session_id,
             given.source.run_id,
             tuple(reasons),
             tuple(diagnostics),
             restorable=given.restorable,
+            restore_point=given.restore_point if given.restorable else None,
         )
     details = ContinuationDetails(
         ids=given.ids,
@@ -484,6 +501,24 @@ def _accumulating_gates(
     return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
 
 
+def _restore_point_note(
+    given: PlannerInput, reasons: tuple[ParkReason, ...]
+) -> list[PlanDiagnostic]:
+    """When a restored copy is offered and would not be the folder at the stop: which point of
+    the history it would hold (the offer says so on every surface)."""
+    point = given.restore_point
+    offered = offered_decisions(reasons, restorable=given.restorable)
+    if point is None or point.kind == AT_STOP or "isolated_restore" not in offered:
+        return []
+    return [
+        PlanDiagnostic(
+            DiagnosticCode.WORKSPACE_RESTORE_POINT.value,
+            f"a restored copy would hold {point.reflects}",
+            detail={"checkpointRef": point.checkpoint.get("checkpointRef"), **point.fields},
+        )
+    ]
+
+
 def _decision_fields(
     given: PlannerInput, events: tuple[RuntimeEvent, ...], decided: bool
 ) -> dict[str, Any]:
@@ -503,7 +538,9 @@ def _decision_fields(
     }
     if given.decision is WorkspaceDecision.RESTORE:
         fields["restore_to"] = given.restore_to
-        fields["restore_checkpoint"] = boundary.checkpoint
+        point = given.restore_point
+        fields["restore_checkpoint"] = point.checkpoint if point else boundary.checkpoint
+        fields["restore_fields"] = dict(point.fields) if point else {}
     return fields
 
 

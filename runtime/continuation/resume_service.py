@@ -21,7 +21,7 @@ from runtime.continuation.checkpoint_evidence import (
     abandoned_copies,
     changes_since_snapshot,
     checkpoint_evidence,
-    restorable,
+    restore_point,
 )
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,
@@ -263,7 +263,9 @@ class ResumeService:
                 authority_error = str(error)
         evidence = None
         changes: tuple[TreeChange, ...] | None = None
+        point = None
         if isinstance(lineage, Lineage):
+            point = restore_point(self._checkpoints, [p.events for p in lineage.prefixes])
             evidence = checkpoint_evidence(
                 self._checkpoints, lineage.prefixes[-1].events, observation
             )
@@ -284,8 +286,8 @@ class ResumeService:
                 checkpoint_evidence=evidence,
                 decision=decision,
                 decision_changes=changes,
-                restorable=isinstance(lineage, Lineage)
-                and restorable(self._checkpoints, lineage.prefixes[-1].events),
+                restorable=point is not None,
+                restore_point=point,
                 restore_to=call.restore_to,
             )
         )
@@ -573,6 +575,7 @@ class ResumeService:
                 restore_to=details.restore_to,
                 epoch=details.workspace_epoch,
                 now=now,
+                point_fields=details.restore_fields,
             )
         except RestoreFailed as failed:
             raise ResumeRefused(failed.code, failed.message) from None

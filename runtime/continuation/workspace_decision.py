@@ -36,12 +36,14 @@ ANSWERED_BY = {
             ParkReason.WORKSPACE_DRIFT,
             ParkReason.WORKSPACE_CHECKPOINT_STALE,
             ParkReason.WORKSPACE_CHECKPOINT_FAILED,
+            ParkReason.WORKSPACE_CHECKPOINT_MISSING,
         }
     ),
 }
 """The park reasons each decision answers: a rebaseline records the folder as it is now, so it
 answers a drift, a stale or failed capture and a snapshot that is gone; a restore needs a
-snapshot whose objects exist (the newest one), so it never answers a missing one."""
+snapshot whose objects exist (``restorable``): for a missing one, an earlier snapshot of the
+lineage (``restore_point``), and without one it is not offered."""
 
 
 def offered_decisions(
@@ -49,7 +51,7 @@ def offered_decisions(
 ) -> tuple[str, ...]:
     """The decisions that would answer a park (``maka plan``, the banner), when every reason of
     it is a workspace reason they answer (a decision never waives another gate). ``restorable``:
-    the newest snapshot's objects exist, so a copy of it can be made."""
+    a snapshot of the lineage whose objects exist, so a copy of it can be made."""
     if not reasons:
         return ()
     offered: list[str] = []

@@ -54,8 +54,10 @@ def materialize_restore(
     restore_to: str | None,
     epoch: int,
     now: int,
+    point_fields: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Make the copy; the transition fact naming it. Raises ``RestoreFailed``."""
+    """Make the copy; the transition fact naming it (with what the copy reflects when it is
+    not the folder at the stop: ``point_fields``). Raises ``RestoreFailed``."""
     if restore_to is not None and _inside(restore_to, from_path):
         raise RestoreFailed(
             CheckpointError(
@@ -91,4 +93,5 @@ def materialize_restore(
         "workspaceEpoch": epoch,
         "decidedBy": "local_user",
         "decidedAt": now,
+        **(point_fields or {}),
     }

@@ -124,6 +124,9 @@ class RestoreCode(StrEnum):
     # --restore-to / --rebaseline on a resume that no workspace park stands in the way of (the
     # files match, or the session has no snapshots): the decision would be dropped silently.
     WORKSPACE_DECISION_NOT_OFFERED = "workspace_decision_not_offered"
+    # --restore-to on a park no snapshot of the lineage is left to copy from (every one is gone
+    # from the checkpoint store): only --rebaseline is offered.
+    WORKSPACE_RESTORE_UNAVAILABLE = "workspace_restore_unavailable"
     WORKSPACE_RESTORE_FAILED = "workspace_restore_failed"
 
 
@@ -255,6 +258,9 @@ class DiagnosticCode(StrEnum):
     WORKSPACE_CHECKPOINT_UNAVAILABLE = "workspace_checkpoint_unavailable"
     # A restored copy made by a resume that never committed its transition (WORKSPACE.md 4).
     WORKSPACE_RESTORE_ABANDONED = "workspace_restore_abandoned"
+    # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
+    # what it would hold instead (WORKSPACE.md 4).
+    WORKSPACE_RESTORE_POINT = "workspace_restore_point"
 
 
 class ParkReason(StrEnum):

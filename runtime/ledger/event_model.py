@@ -305,6 +305,23 @@ class WorkspaceBaseline(TypedDict):
 
 
 @_closed
+class RestoreLaterCall(TypedDict):
+    """A call that may have written, named in a restore point."""
+
+    toolName: NonEmpty
+    toolCallId: NonEmpty
+
+
+@_closed
+class RestoreAfterCall(TypedDict):
+    """The call an earlier snapshot was taken after (a separate type: the derived schema
+    inlines each TypedDict once)."""
+
+    toolName: NonEmpty
+    toolCallId: NonEmpty
+
+
+@_closed
 class WorkspaceTransition(TypedDict):
     """The user chose to continue in a restored copy (WORKSPACE.md section 4): the session lives
     in ``toPath`` from then on. Committed in the continuation's start event, in its admission
@@ -323,6 +340,14 @@ class WorkspaceTransition(TypedDict):
     workspaceEpoch: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
     decidedBy: Literal["local_user"]
     decidedAt: Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]
+    # What the copy reflects when it is not the folder at the stop (absent: it is):
+    # ``before_later_calls`` (the snapshot predates calls that may have written) or
+    # ``earlier_snapshot`` (the snapshot at the stop is gone: an earlier one of the lineage).
+    restorePoint: NotRequired[Literal["before_later_calls", "earlier_snapshot"]]
+    laterCalls: NotRequired[list[RestoreLaterCall]]
+    moreLaterCalls: NotRequired[Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]]
+    snapshotAfterCall: NotRequired[RestoreAfterCall]
+    lostCheckpointRef: NotRequired[str]
 
 
 @_closed

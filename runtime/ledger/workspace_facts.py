@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.restore_point_words import AT_STOP, copy_reflects, restore_kind
 
 WORKSPACE_FACT_KEYS = frozenset({"workspaceCheckpoint", "workspaceCheckpointFailed"})
 READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob"})
@@ -117,7 +118,10 @@ def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
         return None
     transition = actions.get("workspaceTransition")
     if isinstance(transition, Mapping):
-        return f"Continued in a restored copy at {transition.get('toPath', '?')}"
+        mark = f"Continued in a restored copy at {transition.get('toPath', '?')}"
+        if restore_kind(transition) != AT_STOP:
+            mark += f", holding {copy_reflects(transition)}"
+        return mark
     baseline = actions.get("workspaceBaseline")
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):

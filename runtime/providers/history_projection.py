@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.restore_point_words import restore_notice
 from runtime.ledger.workspace_facts import baseline_notice
 from runtime.providers.provider_port import (
     AssistantText,
@@ -80,6 +81,12 @@ def history_from_events(
             # The user chose to go on with the files as they are (WORKSPACE.md section 4): every
             # later request keeps telling the model which files changed outside its view.
             tagged.append((HostNotice(baseline_notice(baseline)), None))
+        transition = (event.get("actions") or {}).get("workspaceTransition")
+        restored = restore_notice(transition) if transition is not None else None
+        if restored is not None:
+            # A copy that is not the folder the model last saw (a stale, failed or lost
+            # snapshot): every later request tells the model which changes are not in it.
+            tagged.append((HostNotice(restored), None))
         if content is None:
             continue
         if content["kind"] == "text":

@@ -82,3 +82,41 @@ def test_a_decision_not_offered_is_neither_shown_nor_sent(qtbot: QtBot) -> None:
     assert not plain.decisions_row.isVisible()
     assert not plain.request_decision("rebaseline")
     assert plain_bridge.calls_to("resume_latest") == []
+
+
+def test_the_restore_offer_says_when_the_copy_is_not_the_folder_at_the_stop(
+    qtbot: QtBot,
+) -> None:
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    point = ResumeDiagnostic(
+        code="workspace_restore_point",
+        message="a restored copy would hold the folder as it was before the bash call c1; "
+        "what it changed is not in the copy",
+    )
+    stale = ResumeDiagnostic(code="workspace_checkpoint_stale", message="stale")
+    bridge.push_parked(
+        "s1",
+        ("workspace_checkpoint_stale",),
+        (stale, point),
+        workspace_options=("isolated_restore", "rebaseline"),
+    )
+    assert banner.restore_note.text() == (
+        "Your folder stays as it is; a restored copy would hold the folder as it was before "
+        "the bash call c1; what it changed is not in the copy."
+    )
+    assert "as it was at the stop" not in banner.restore_button.toolTip()
+
+    def cancel(box: QMessageBox) -> int:
+        assert box.text() == "Continue in a restored copy of the folder?"
+        assert box.informativeText().startswith(
+            "A restored copy would hold the folder as it was before the bash call c1"
+        )
+        return 0
+
+    with mock.patch.object(QMessageBox, "exec", cancel):
+        banner.restore_button.click()
+    assert bridge.calls_to("resume_latest") == []

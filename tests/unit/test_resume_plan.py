@@ -419,6 +419,7 @@ def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
         DiagnosticCode.WORKSPACE_VERIFIED,
         DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE,
         DiagnosticCode.WORKSPACE_RESTORE_ABANDONED,
+        DiagnosticCode.WORKSPACE_RESTORE_POINT,
     }
     assert produced == set(DiagnosticCode) - planner_only
 

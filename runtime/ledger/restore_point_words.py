@@ -1,0 +1,111 @@
+"""What a restored copy reflects, in words (WORKSPACE.md section 4), from the restore point a
+``workspaceTransition`` fact records (or a plan offers).
+
+A copy holds the snapshot it was made from, which is not always the folder at the stop:
+
+- ``at_stop`` (no ``restorePoint`` field): the boundary snapshot; the copy is the folder as the
+  model last saw it;
+- ``before_later_calls``: the newest snapshot predates calls that may have written (the run
+  stopped between a call's result and the capture after it, or that capture failed): what those
+  calls changed is not in the copy, even though their results say they ran;
+- ``earlier_snapshot``: the snapshot at the stop is gone from the checkpoint store, so the copy
+  is an earlier one of the lineage: the changes of every later call are not in it.
+
+One source for every surface: the plan's offer, the transcript marker and the host notice that
+tells the model (the history projection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+AT_STOP = "at_stop"
+BEFORE_LATER_CALLS = "before_later_calls"
+EARLIER_SNAPSHOT = "earlier_snapshot"
+CALLS_NAMED = 5
+
+
+def restore_kind(body: Mapping[str, Any]) -> str:
+    kind = body.get("restorePoint")
+    return kind if kind in (BEFORE_LATER_CALLS, EARLIER_SNAPSHOT) else AT_STOP
+
+
+def _call(call: Mapping[str, Any]) -> str:
+    return f"{call.get('toolName', '?')} {call.get('toolCallId', '?')}"
+
+
+def calls_phrase(body: Mapping[str, Any], owner: str = "the") -> str:
+    """``the bash call c1`` / ``the 3 calls that may have written (bash c1, ...)``."""
+    calls: Sequence[Mapping[str, Any]] = body.get("laterCalls") or []
+    count = len(calls) + int(body.get("moreLaterCalls") or 0)
+    if count == 1 and calls:
+        return f"{owner} {calls[0].get('toolName', '?')} call {calls[0].get('toolCallId', '?')}"
+    named = ", ".join(_call(call) for call in calls[:CALLS_NAMED])
+    rest = count - min(len(calls), CALLS_NAMED)
+    if rest:
+        named += f" and {rest} more"
+    return f"{owner} {count} calls that may have written ({named})"
+
+
+def point_phrase(body: Mapping[str, Any]) -> str:
+    """Where in the history an earlier snapshot was taken."""
+    after: Mapping[str, Any] | None = body.get("snapshotAfterCall")
+    if after:
+        return f"the snapshot taken after the {after.get('toolName', '?')} call " + str(
+            after.get("toolCallId", "?")
+        )
+    return "the snapshot taken at the start of a run, before any call that may have written"
+
+
+def copy_reflects(body: Mapping[str, Any]) -> str:
+    """For people: what the copy holds (the offer, the transcript marker)."""
+    kind = restore_kind(body)
+    if kind == BEFORE_LATER_CALLS:
+        count = len(body.get("laterCalls") or []) + int(body.get("moreLaterCalls") or 0)
+        them = "it" if count == 1 else "they"
+        return (
+            f"the folder as it was before {calls_phrase(body)}; what {them} changed is not in "
+            "the copy"
+        )
+    if kind == EARLIER_SNAPSHOT:
+        text = (
+            f"the folder at an earlier point, {point_phrase(body)}, because the snapshot taken "
+            "at the stop is gone"
+        )
+        if body.get("laterCalls"):
+            return text + f"; the agent's later changes ({calls_phrase(body)}) are not in it"
+        return text + "; anything changed after it is not in the copy"
+    return "the folder as it was at the stop"
+
+
+def restore_notice(body: Mapping[str, Any]) -> str | None:
+    """The host notice a continuation in a restored copy tells the model, when the copy is not
+    the folder as the model last saw it (None: it is)."""
+    kind = restore_kind(body)
+    if kind == BEFORE_LATER_CALLS:
+        count = len(body.get("laterCalls") or []) + int(body.get("moreLaterCalls") or 0)
+        what, said = (
+            ("that call", "its result above says it ran")
+            if count == 1
+            else ("those calls", "their results above say they ran")
+        )
+        return (
+            "Note from the host: the user chose to continue in a restored copy of the folder. "
+            f"The copy holds the files as they were before {calls_phrase(body, 'your')}: what "
+            f"{what} changed is not in these files, even though {said}. "
+            "Re-read the files before you rely on what you saw of them earlier."
+        )
+    if kind == EARLIER_SNAPSHOT:
+        later = (
+            f"the changes made by your later calls ({calls_phrase(body)}) are not in these files"
+            if body.get("laterCalls")
+            else "anything changed after it is not in these files"
+        )
+        return (
+            "Note from the host: the user chose to continue in a restored copy of the folder. "
+            "The snapshot taken when this session stopped was lost, so the copy holds the "
+            f"files as they were at an earlier point, {point_phrase(body)}: {later}. Re-read "
+            "the files before you rely on what you saw of them earlier."
+        )
+    return None
