@@ -50,6 +50,7 @@ from runtime.ledger.checkpoint_ports import (
 )
 from runtime.ledger.codes import DiagnosticCode, ParkReason, RevalidationCode
 from runtime.ledger.continuation_ports import ContinuationAdmissionWriter, ContinuationClaim
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent, RuntimeProtocol
 from runtime.ledger.event_model import WorkspaceBaseline as WorkspaceBaselineFact
 from runtime.ledger.event_model import WorkspaceTransition as WorkspaceTransitionFact
@@ -537,6 +538,8 @@ class ResumeService:
         except CheckpointError as error:
             message = f"the files could not be captured: {error.message}"
             raise ResumeRefused(error.code, message) from error
+        # The artifact exists, its fact does not: an orphan ref until the admission commits.
+        failpoint(CrashPoint.AFTER_REBASELINE_CAPTURED)
         changes = details.decision_changes
         body: dict[str, Any] = {
             "protocol": "workspace_baseline_v1",

@@ -76,6 +76,9 @@ class CrashPoint(StrEnum):
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"
     # The restored copy exists, the transition fact does not (WORKSPACE.md section 4).
     AFTER_RESTORE_MATERIALIZED = "after_restore_materialized"
+    # A rebaseline's capture of the current files exists (its ref), the continuation and its
+    # ``workspaceBaseline`` fact were not admitted (WORKSPACE.md section 4).
+    AFTER_REBASELINE_CAPTURED = "after_rebaseline_captured"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"
