@@ -32,12 +32,12 @@ from runtime.continuation.continuation_planner import (
     SafetyObservation,
     SessionFolderMissing,
     observation_problem,
-    park,
     plan_continuation,
 )
 from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
+from runtime.continuation.resume_gates import LatestRun, first_park, first_refusal
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.continuation.workspace_transition import RestoreFailed, materialize_restore
 from runtime.ledger.attestation import attestation_suffix_ok
@@ -57,7 +57,6 @@ from runtime.ledger.event_model import WorkspaceTransition as WorkspaceTransitio
 from runtime.ledger.fact_events import EventIdentity, continuation_start_event
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
-    TERMINAL_RUN_STATUSES,
     RunHeader,
     RunStatus,
     SessionRecord,
@@ -171,82 +170,15 @@ class ResumeService:
     def _plan_latest(
         self, session_id: str, decision: WorkspaceDecision | None, call: _PlanCall
     ) -> ContinuationPlan:
-        if not self._enabled:
-            return park(
-                session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
-            )
-        if self._inspector is None:
-            return park(
-                session_id,
-                None,
-                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
-                "no safety inspector is available",
-            )
-        try:
-            runs = list(self._store.list_session_runs(session_id))
-        except LedgerError as error:
-            return park(session_id, None, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
-        if not runs:
-            return park(session_id, None, ParkReason.RESUME_CANDIDATE_MISSING, "nothing to resume")
-        latest = max(runs, key=lambda run: (run.created_at, run.run_id))
-        if latest.status not in TERMINAL_RUN_STATUSES:
-            if latest.owner_epoch < self._store.read_owner_epoch():
-                return park(
-                    session_id,
-                    latest.run_id,
-                    ParkReason.RUNTIME_LEDGER_UNREADABLE,
-                    "the interrupted run's ledger could not be repaired and is quarantined",
-                )
-            return park(
-                session_id, latest.run_id, ParkReason.SESSION_BUSY, "the session is running"
-            )
-        if latest.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
-            if latest.continuation_source is not None:
-                # The newest run is the finished continuation of the last interruption.
-                return park(
-                    session_id,
-                    str(latest.continuation_source.get("sourceRunId", latest.run_id)),
-                    ParkReason.CONTINUATION_ALREADY_EXISTS,
-                    "this interruption was already resumed",
-                    detail={
-                        "continuationClaimId": latest.continuation_source.get("claimId"),
-                        "continuationRunId": latest.run_id,
-                    },
-                )
-            return park(
-                session_id,
-                latest.run_id,
-                ParkReason.RESUME_CANDIDATE_MISSING,
-                "the latest run finished normally",
-            )
-        try:
-            source = self._store.read_run_header(latest.run_id)
-        except LedgerError as error:
-            return park(session_id, latest.run_id, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
-        if source is None:
-            return park(
-                session_id, latest.run_id, ParkReason.SOURCE_RUN_UNREADABLE, "header missing"
-            )
-        if not source.workspace_identity:
-            return park(
-                session_id,
-                source.run_id,
-                ParkReason.WORKSPACE_IDENTITY_MISSING,
-                "the interrupted run recorded no workspace identity",
-            )
-        try:
-            observation = self._inspector.observe(source.session_id, self._session_cwd(source))
-        except SessionFolderMissing as missing:
-            return park(
-                session_id, source.run_id, ParkReason.WORKSPACE_FOLDER_MISSING, str(missing)
-            )
-        except Exception as error:  # the inspector's failure of any kind parks
-            return park(
-                session_id,
-                source.run_id,
-                ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
-                observation_problem(error),
-            )
+        found = LatestRun(
+            session_id, self._store, self._inspector, self._enabled, self._session_cwd
+        )
+        parked = first_park(found)
+        if parked is not None:
+            return parked
+        source = found.source_header()
+        observation = found.observation
+        assert observation is not None, "the last gate observes the workspace"
         lineage = read_lineage(self._store, source)
         claim: ContinuationClaim | None = None
         authority_error: str | None = None
@@ -452,6 +384,9 @@ class ResumeService:
         ids = details.ids
         source = details.source
         now = self._now_ms()
+        refusal = first_refusal(details, self._checkpoints)
+        if refusal is not None:
+            raise ResumeRefused(refusal.code, refusal.message)
         baseline = self._baseline(session_id, details, now)
         transition = self._transition(session_id, details, now)
         cwd = self._session_cwd(source)  # where it runs: the session's folder, maybe moved
@@ -525,10 +460,7 @@ class ResumeService:
         and the ``workspaceBaseline`` fact the admission transaction commits."""
         if details.workspace_decision is not WorkspaceDecision.REBASELINE:
             return None
-        if self._checkpoints is None:
-            raise ResumeRefused(
-                ParkReason.WORKSPACE_CHECKPOINT_MISSING, "no checkpoint store to capture the files"
-            )
+        assert self._checkpoints is not None, "an admission gate checked it"
         folder = Path(os.path.realpath(self._session_cwd(details.source)))
         ref = checkpoint_ref(session_id, details.ids.run_id, 0)
         try:
@@ -564,10 +496,8 @@ class ResumeService:
         """For a restore: the copy, made before the admission; the transition fact naming it."""
         if details.workspace_decision is not WorkspaceDecision.RESTORE:
             return None
-        if self._checkpoints is None or details.restore_checkpoint is None:
-            raise ResumeRefused(
-                ParkReason.WORKSPACE_CHECKPOINT_MISSING, "no snapshot to restore a copy from"
-            )
+        assert self._checkpoints is not None, "an admission gate checked it"
+        assert details.restore_checkpoint is not None, "an admission gate checked it"
         try:
             return materialize_restore(
                 self._checkpoints,

@@ -1,0 +1,255 @@
+"""The gates of the resume seam (``ResumeService``), one named function each, evaluated in order:
+the first that refuses decides.
+
+``PLAN_GATES``, the early gates of planning (``plan_latest``): each returns None to pass or the
+single-reason park. A gate that reads something (the session's runs, the source header, the
+safety observation) keeps it in the ``LatestRun`` for the gates after it, and reads it only once
+every gate before it has passed: a turned-off feature lists nothing, an unreadable source is
+never observed.
+
+``ADMISSION_GATES``, what a user's workspace decision needs before the admission makes anything
+(``_admit``): each returns None to pass or the ``Refusal`` execution raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from runtime.continuation.continuation_planner import (
+    ContinuationDetails,
+    ContinuationPlan,
+    SafetyObservation,
+    SessionFolderMissing,
+    observation_problem,
+    park,
+)
+from runtime.continuation.workspace_decision import WorkspaceDecision
+from runtime.ledger.checkpoint_ports import CheckpointCarrier
+from runtime.ledger.codes import ParkReason
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+
+
+class RunReader(Protocol):
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_owner_epoch(self) -> int: ...
+
+    def read_run_header(self, run_id: str) -> RunHeader | None: ...
+
+
+class Observer(Protocol):
+    def observe(self, session_id: str, cwd: str) -> SafetyObservation: ...
+
+
+@dataclass(slots=True)
+class LatestRun:
+    """One planning call: what the gates may read, and what they have read so far."""
+
+    session_id: str
+    store: RunReader
+    inspector: Observer | None
+    enabled: bool
+    session_cwd: Callable[[RunHeader], str]
+    runs: list[RunHeader] = field(default_factory=list)
+    latest: RunHeader | None = None
+    source: RunHeader | None = None
+    observation: SafetyObservation | None = None
+
+    def newest(self) -> RunHeader:
+        assert self.latest is not None, "the runs gate picks the newest run first"
+        return self.latest
+
+    def source_header(self) -> RunHeader:
+        assert self.source is not None, "the source gate reads the header first"
+        return self.source
+
+
+PlanGate = Callable[[LatestRun], ContinuationPlan | None]
+
+
+def feature_enabled(run: LatestRun) -> ContinuationPlan | None:
+    if run.enabled:
+        return None
+    return park(
+        run.session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
+    )
+
+
+def inspector_available(run: LatestRun) -> ContinuationPlan | None:
+    if run.inspector is not None:
+        return None
+    return park(
+        run.session_id,
+        None,
+        ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
+        "no safety inspector is available",
+    )
+
+
+def runs_listed(run: LatestRun) -> ContinuationPlan | None:
+    """Lists the session's runs and picks the newest."""
+    try:
+        run.runs = list(run.store.list_session_runs(run.session_id))
+    except LedgerError as error:
+        return park(run.session_id, None, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
+    if not run.runs:
+        return park(run.session_id, None, ParkReason.RESUME_CANDIDATE_MISSING, "nothing to resume")
+    run.latest = max(run.runs, key=lambda header: (header.created_at, header.run_id))
+    return None
+
+
+def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
+    latest = run.newest()
+    if latest.status in TERMINAL_RUN_STATUSES:
+        return None
+    if latest.owner_epoch < run.store.read_owner_epoch():
+        return park(
+            run.session_id,
+            latest.run_id,
+            ParkReason.RUNTIME_LEDGER_UNREADABLE,
+            "the interrupted run's ledger could not be repaired and is quarantined",
+        )
+    return park(run.session_id, latest.run_id, ParkReason.SESSION_BUSY, "the session is running")
+
+
+def latest_interrupted(run: LatestRun) -> ContinuationPlan | None:
+    latest = run.newest()
+    if latest.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        return None
+    if latest.continuation_source is not None:
+        # The newest run is the finished continuation of the last interruption.
+        return park(
+            run.session_id,
+            str(latest.continuation_source.get("sourceRunId", latest.run_id)),
+            ParkReason.CONTINUATION_ALREADY_EXISTS,
+            "this interruption was already resumed",
+            detail={
+                "continuationClaimId": latest.continuation_source.get("claimId"),
+                "continuationRunId": latest.run_id,
+            },
+        )
+    return park(
+        run.session_id,
+        latest.run_id,
+        ParkReason.RESUME_CANDIDATE_MISSING,
+        "the latest run finished normally",
+    )
+
+
+def source_readable(run: LatestRun) -> ContinuationPlan | None:
+    """Reads the interrupted run's header (the source of the continuation)."""
+    latest = run.newest()
+    try:
+        run.source = run.store.read_run_header(latest.run_id)
+    except LedgerError as error:
+        return park(run.session_id, latest.run_id, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
+    if run.source is None:
+        return park(
+            run.session_id, latest.run_id, ParkReason.SOURCE_RUN_UNREADABLE, "header missing"
+        )
+    return None
+
+
+def workspace_recorded(run: LatestRun) -> ContinuationPlan | None:
+    source = run.source_header()
+    if source.workspace_identity:
+        return None
+    return park(
+        run.session_id,
+        source.run_id,
+        ParkReason.WORKSPACE_IDENTITY_MISSING,
+        "the interrupted run recorded no workspace identity",
+    )
+
+
+def workspace_observed(run: LatestRun) -> ContinuationPlan | None:
+    """Asks the safety inspector about the session's folder, tools and background work."""
+    source = run.source_header()
+    assert run.inspector is not None, "the inspector gate comes first"
+    try:
+        run.observation = run.inspector.observe(source.session_id, run.session_cwd(source))
+    except SessionFolderMissing as missing:
+        return park(
+            run.session_id, source.run_id, ParkReason.WORKSPACE_FOLDER_MISSING, str(missing)
+        )
+    except Exception as error:  # the inspector's failure of any kind parks
+        return park(
+            run.session_id,
+            source.run_id,
+            ParkReason.SAFETY_OBSERVATION_UNAVAILABLE,
+            observation_problem(error),
+        )
+    return None
+
+
+PLAN_GATES: tuple[PlanGate, ...] = (
+    feature_enabled,
+    inspector_available,
+    runs_listed,
+    latest_not_running,
+    latest_interrupted,
+    source_readable,
+    workspace_recorded,
+    workspace_observed,
+)
+
+
+def first_park(run: LatestRun, gates: Sequence[PlanGate] = PLAN_GATES) -> ContinuationPlan | None:
+    """The park of the first gate that refuses, else None (every gate passed)."""
+    for gate in gates:
+        parked = gate(run)
+        if parked is not None:
+            return parked
+    return None
+
+
+# ---- admission ---------------------------------------------------------------------------------
+
+
+class Refusal(NamedTuple):
+    code: ParkReason
+    message: str
+
+
+AdmissionGate = Callable[[ContinuationDetails, CheckpointCarrier | None], Refusal | None]
+
+
+def baseline_capturable(
+    details: ContinuationDetails, checkpoints: CheckpointCarrier | None
+) -> Refusal | None:
+    """A rebaseline captures the folder as it is now: it needs a checkpoint store."""
+    if details.workspace_decision is not WorkspaceDecision.REBASELINE or checkpoints is not None:
+        return None
+    return Refusal(
+        ParkReason.WORKSPACE_CHECKPOINT_MISSING, "no checkpoint store to capture the files"
+    )
+
+
+def restore_snapshot_present(
+    details: ContinuationDetails, checkpoints: CheckpointCarrier | None
+) -> Refusal | None:
+    """A restore copies the boundary snapshot: it needs the store and the snapshot."""
+    if details.workspace_decision is not WorkspaceDecision.RESTORE:
+        return None
+    if checkpoints is not None and details.restore_checkpoint is not None:
+        return None
+    return Refusal(ParkReason.WORKSPACE_CHECKPOINT_MISSING, "no snapshot to restore a copy from")
+
+
+ADMISSION_GATES: tuple[AdmissionGate, ...] = (baseline_capturable, restore_snapshot_present)
+
+
+def first_refusal(
+    details: ContinuationDetails,
+    checkpoints: CheckpointCarrier | None,
+    gates: Sequence[AdmissionGate] = ADMISSION_GATES,
+) -> Refusal | None:
+    """The refusal of the first admission gate that refuses, else None."""
+    for gate in gates:
+        refusal = gate(details, checkpoints)
+        if refusal is not None:
+            return refusal
+    return None
