@@ -106,6 +106,18 @@ def _summary(overview: SessionOverview) -> SessionSummary:
     )
 
 
+_WORKSPACE_REASONS = frozenset(
+    {
+        "workspace_drift",
+        "workspace_checkpoint_stale",
+        "workspace_checkpoint_failed",
+        "workspace_checkpoint_missing",
+    }
+)
+"""Parks on the folder's files: re-checked at start, since the files may change while Maka is
+closed."""
+
+
 def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
 
@@ -171,18 +183,41 @@ class DesktopServices:
     # ---- the last verdict per boundary ---------------------------------------------------
 
     def _standing_verdicts(self) -> tuple[tuple[str, ResumeParked], ...]:
-        """Parks of an earlier start whose boundary and inputs are unchanged (others go)."""
+        """Parks of an earlier start whose boundary and inputs are unchanged (others go). A
+        park on the folder's files is planned again: the files may have changed back (Safe
+        resume is then offered as usual) or differently (the park lists the files as they
+        differ now)."""
         standing: list[tuple[str, ResumeParked]] = []
         for verdict in self._verdicts.all():
             current = self._plan_inputs(verdict.session_id)
-            if current == (verdict.boundary, verdict.inputs):
-                parked = ResumeParked(
-                    verdict.reasons, verdict.diagnostics, verdict.workspace_options
-                )
-                standing.append((verdict.session_id, parked))
-            else:
+            if current != (verdict.boundary, verdict.inputs):
                 self._verdicts.clear(verdict.session_id)
+                continue
+            parked: ResumeParked | None = ResumeParked(
+                verdict.reasons, verdict.diagnostics, verdict.workspace_options
+            )
+            if _WORKSPACE_REASONS.intersection(verdict.reasons) and self.resume_flags()[0]:
+                parked = self._recheck_files(verdict.session_id)
+            if parked is not None:
+                standing.append((verdict.session_id, parked))
         return tuple(standing)
+
+    def _recheck_files(self, session_id: str) -> ResumeParked | None:
+        """Plan again (read-only) a session parked on its files: None when it would continue
+        now, else the park as it stands now (recorded as the verdict)."""
+        try:
+            plan = self._planner().plan_latest(session_id)
+        except LedgerError as error:
+            _log.warning("re-checking the folder of session %s failed: %s", session_id, error)
+            return None
+        if plan.continues:
+            self._verdicts.clear(session_id)
+            return None
+        session = self._store.get_session(session_id)
+        cwd = session.cwd if session is not None else ""
+        parked = _parked(plan, self._parked_write_diagnostics(plan, cwd))
+        self._remember_verdict(session_id, parked)
+        return parked
 
     def _plan_inputs(self, session_id: str) -> tuple[str, str] | None:
         """The interrupted boundary of the session (its latest run, failed by a restart, and

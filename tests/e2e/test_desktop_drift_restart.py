@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pytestqt.qtbot import QtBot
 
-from app.bridge_contract import MessageKind, SessionsListRequest
+from app.bridge_contract import MessageKind, ResumeLatestRequest, SessionsListRequest
 from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.wire_client import WireClient
@@ -80,4 +80,68 @@ def test_a_drift_park_keeps_its_ways_forward_after_a_restart(
     [standing] = _standing_parks(qtbot, second)
     assert standing["rejectionReasons"] == ("workspace_drift",)
     assert standing["workspaceOptions"] == ("isolated_restore", "rebaseline")
+    assert second.terminate() == 0
+
+
+def _parked_then_stopped(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> tuple[Path, Path, dict[str, str]]:
+    """A run killed at P8, a.txt edited, a first start parked on the drift, then closed."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    env = {**scripted_env(write_script(tmp_path / "s.json", SCRIPT), checkpoints=True), **FLAG}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"]
+    crashed = maka(args, data, env={**env, "MAKA_FAILPOINT": "P8"})
+    assert crashed.returncode == -9, crashed.stderr
+    (work / "a.txt").write_text("edited by the user\n")
+    first = start_main(data, env).wait_ready()
+    processes.append(first)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    [parked] = _standing_parks(qtbot, first)
+    paths = [p["path"] for d in parked["diagnostics"] for p in d["changedPaths"]]
+    assert paths == ["a.txt"]
+    assert first.terminate() == 0
+    return data, work, env
+
+
+def test_files_changed_back_while_closed_are_checked_again_at_start(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work, env = _parked_then_stopped(tmp_path, qtbot, processes)
+    (work / "a.txt").write_text("alpha\n")  # back to the snapshot while Maka was closed
+
+    second = start_main(data, env).wait_ready()
+    processes.append(second)
+    assert _standing_parks(qtbot, second) == []  # no stale drift park is shown
+    # Safe resume is offered as usual, and continues.
+    session_id = committed_runs(data)[0][0].session_id
+    client = WireClient(second.socket_name)
+    client.hello(second.token)
+    client.send(ResumeLatestRequest(correlation_id="r", session_id=session_id))
+    qtbot.waitUntil(lambda: client.has(MessageKind.RESUME_STARTED), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: len(committed_runs(data)) == 2, timeout=WAIT_MS)
+    assert second.terminate() == 0
+
+
+def test_files_changed_differently_while_closed_are_listed_as_they_are_now(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    data, work, env = _parked_then_stopped(tmp_path, qtbot, processes)
+    (work / "a.txt").write_text("alpha\n")
+    (work / "b.txt").write_text("new while closed\n")
+    (work / "n.txt").unlink()
+
+    second = start_main(data, env).wait_ready()
+    processes.append(second)
+    [standing] = _standing_parks(qtbot, second)
+    assert standing["rejectionReasons"] == ("workspace_drift",)
+    assert standing["workspaceOptions"] == ("isolated_restore", "rebaseline")
+    changed = [(p["path"], p["change"]) for d in standing["diagnostics"] for p in d["changedPaths"]]
+    assert changed == [("b.txt", "added"), ("n.txt", "deleted")]
+    assert len(committed_runs(data)) == 1
     assert second.terminate() == 0

@@ -377,6 +377,35 @@ def folder_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-banner-folder-missing.png", 3.0)
 
 
+def drift_restart_scene(root: Path, out: Path) -> None:
+    """A park on changed files, then Maka closed and the files changed again before the next
+    start: the main process checks the folder again before the banner shows. Files changed
+    differently: the banner lists them as they are now; changed back: Safe resume is offered
+    as usual."""
+    from tests.helpers.maka_process import main_log
+
+    for name, back in (("drift-changed", False), ("drift-back", True)):
+        scene = Scene(root, name, RESUME_SCRIPT)
+        scene.env = scripted_env(
+            write_script(scene.root / "script.json", RESUME_SCRIPT), None, checkpoints=True
+        )
+        assert scene.run("count once", failpoint="P8") == -9
+        (scene.work / "count.txt").write_text("edited by hand\n")
+        first = start_main(scene.data, {**scene.env, **FLAG}).wait_ready()
+        deadline = time.monotonic() + 30
+        while "auto-resume outcome: ResumeParked" not in main_log(scene.data):
+            assert time.monotonic() < deadline, main_log(scene.data)
+            time.sleep(0.1)
+        first.terminate()
+        first.stop()
+        (scene.work / "count.txt").write_text("x\n")  # the edit undone while Maka was closed
+        if not back:
+            (scene.work / "notes.txt").write_text("written while Maka was closed\n")
+        with scene.app() as window:
+            shot = "app-drift-rechecked-back.png" if back else "app-drift-rechecked-changed.png"
+            capture(window, out / shot, 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -401,6 +430,9 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "folder":
             folder_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "drift-restart":
+            drift_restart_scene(root, out)
             return 0
         cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
         assert cards.run("write hello.txt saying hi, then show me the folder") == 0
@@ -442,6 +474,7 @@ def main(argv: list[str]) -> int:
 
         settle_scene(root, out)
         folder_scene(root, out)
+        drift_restart_scene(root, out)
     return 0
 
 
