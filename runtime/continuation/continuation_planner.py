@@ -9,9 +9,9 @@ pinned boundary (manifest digest, source high-water, prefix digest, terminal eve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from runtime.continuation.continuation_replay import (
     ImmutablePrefix,
@@ -311,165 +311,260 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
     return _accumulating_gates(given, lineage, replay, immediate)
 
 
-def _accumulating_gates(
-    given: PlannerInput, lineage: Lineage, replay: ReplayPlan, immediate: ImmutablePrefix
-) -> ContinuationPlan:
-    reasons: list[ParkReason] = []
-    diagnostics: list[PlanDiagnostic] = []
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """What the accumulating gates judge: the planner's input and the interrupted boundary
+    (the immediate source's committed prefix and the lineage's replay)."""
 
-    def add(reason: ParkReason, diagnostic: PlanDiagnostic) -> None:
-        if reason not in reasons:
-            reasons.append(reason)
-        diagnostics.append(diagnostic)
+    given: PlannerInput
+    lineage: Lineage
+    replay: ReplayPlan
+    immediate: ImmutablePrefix
 
-    events = immediate.events
-    for request_event, request_id in open_permission_requests(events):
-        add(
+    @property
+    def events(self) -> tuple[RuntimeEvent, ...]:
+        return self.immediate.events
+
+
+class Finding(NamedTuple):
+    """One thing a gate found: a park reason with its diagnostic, or (``reason`` None) a
+    diagnostic only. ``answered``: a workspace park the user's decision answers."""
+
+    reason: ParkReason | None
+    diagnostic: PlanDiagnostic
+    answered: bool = False
+
+
+BoundaryGate = Callable[[Boundary], Sequence[Finding]]
+
+
+def _refusal(
+    reason: ParkReason, message: str, event_id: str | None = None, **detail: Any
+) -> Finding:
+    return Finding(reason, PlanDiagnostic(reason.value, message, event_id, detail=detail))
+
+
+def pending_permissions(b: Boundary) -> Sequence[Finding]:
+    return [
+        _refusal(
             ParkReason.PENDING_PERMISSION,
-            PlanDiagnostic(
-                ParkReason.PENDING_PERMISSION.value,
-                "a permission request was never answered",
-                request_event,
-                detail={"requestId": request_id},
-            ),
+            "a permission request was never answered",
+            request_event,
+            requestId=request_id,
         )
-    if given.expected_high_water is not None and given.expected_high_water != (
-        immediate.last_event_seq
-    ):
-        add(
+        for request_event, request_id in open_permission_requests(b.events)
+    ]
+
+
+def offset_matches(b: Boundary) -> Sequence[Finding]:
+    expected, actual = b.given.expected_high_water, b.immediate.last_event_seq
+    if expected is None or expected == actual:
+        return ()
+    return [
+        _refusal(
             ParkReason.RUNTIME_OFFSET_MISMATCH,
-            PlanDiagnostic(
-                ParkReason.RUNTIME_OFFSET_MISMATCH.value,
-                "the committed history does not end where the checkpoint says",
-                detail={
-                    "expectedRuntimeEventHighWater": given.expected_high_water,
-                    "actualRuntimeEventHighWater": immediate.last_event_seq,
-                },
-            ),
+            "the committed history does not end where the checkpoint says",
+            expectedRuntimeEventHighWater=expected,
+            actualRuntimeEventHighWater=actual,
         )
-    identity_broken = False
+    ]
+
+
+def ledger_not_empty(b: Boundary) -> Sequence[Finding]:
+    if b.events:
+        return ()
+    return [_refusal(ParkReason.RUNTIME_LEDGER_EMPTY, "the run has no events")]
+
+
+def _foreign_event(events: tuple[RuntimeEvent, ...]) -> RuntimeEvent | None:
+    """The first event whose four ids differ from the first event's."""
     if not events:
-        add(
-            ParkReason.RUNTIME_LEDGER_EMPTY,
-            PlanDiagnostic(ParkReason.RUNTIME_LEDGER_EMPTY.value, "the run has no events"),
+        return None
+    first = events[0]
+    key = (first["sessionId"], first["invocationId"], first["runId"], first["turnId"])
+    for event in events:
+        if (event["sessionId"], event["invocationId"], event["runId"], event["turnId"]) != key:
+            return event
+    return None
+
+
+def one_run_identity(b: Boundary) -> Sequence[Finding]:
+    foreign = _foreign_event(b.events)
+    if foreign is None:
+        return ()
+    return [
+        _refusal(
+            ParkReason.RUNTIME_IDENTITY_MISMATCH,
+            "the ledger mixes events of different runs",
+            foreign["id"],
         )
-    else:
-        first = events[0]
-        key = (first["sessionId"], first["invocationId"], first["runId"], first["turnId"])
-        for event in events:
-            if (event["sessionId"], event["invocationId"], event["runId"], event["turnId"]) != key:
-                identity_broken = True
-                add(
-                    ParkReason.RUNTIME_IDENTITY_MISMATCH,
-                    PlanDiagnostic(
-                        ParkReason.RUNTIME_IDENTITY_MISMATCH.value,
-                        "the ledger mixes events of different runs",
-                        event["id"],
-                    ),
-                )
-                break
-        ids = given.ids
-        used = {p.identity.invocation_id for p in lineage.prefixes} | {
-            p.identity.run_id for p in lineage.prefixes
-        }
-        used |= {p.identity.turn_id for p in lineage.prefixes}
-        if {ids.invocation_id, ids.run_id, ids.turn_id} & used:
-            add(
-                ParkReason.CONTINUATION_IDENTITY_REUSED,
-                PlanDiagnostic(
-                    ParkReason.CONTINUATION_IDENTITY_REUSED.value,
-                    "a new run would reuse an old identity",
-                ),
-            )
-    terminal = _consistent_terminal(given.source, events)
-    if terminal is None:
-        add(
-            ParkReason.TERMINAL_REPAIR_FAILED,
-            PlanDiagnostic(
-                ParkReason.TERMINAL_REPAIR_FAILED.value,
-                "the run's recorded ending and its header disagree",
-            ),
+    ]
+
+
+def identity_fresh(b: Boundary) -> Sequence[Finding]:
+    """The new run's ids are none of the lineage's (judged when the run has events)."""
+    if not b.events:
+        return ()
+    prefixes = b.lineage.prefixes
+    used = {p.identity.invocation_id for p in prefixes} | {p.identity.run_id for p in prefixes}
+    used |= {p.identity.turn_id for p in prefixes}
+    ids = b.given.ids
+    if not {ids.invocation_id, ids.run_id, ids.turn_id} & used:
+        return ()
+    return [
+        _refusal(ParkReason.CONTINUATION_IDENTITY_REUSED, "a new run would reuse an old identity")
+    ]
+
+
+def terminal_consistent(b: Boundary) -> Sequence[Finding]:
+    if _consistent_terminal(b.given.source, b.events) is not None:
+        return ()
+    return [
+        _refusal(
+            ParkReason.TERMINAL_REPAIR_FAILED, "the run's recorded ending and its header disagree"
         )
-    observation = given.observation
-    if _normalise_path(given.source.cwd) != _normalise_path(observation.workspace_path):
-        diagnostics.append(
-            PlanDiagnostic(
-                DiagnosticCode.WORKSPACE_LOCATION_CHANGED.value,
-                "the workspace folder moved; it is still the same workspace",
-                detail={"sourceCwd": given.source.cwd, "currentCwd": observation.workspace_path},
-            )
-        )
-    if given.source.workspace_identity != observation.workspace_identity:
-        add(
+    ]
+
+
+def workspace_location(b: Boundary) -> Sequence[Finding]:
+    """A moved folder is a diagnostic only: it is still the same workspace."""
+    source, observation = b.given.source, b.given.observation
+    if _normalise_path(source.cwd) == _normalise_path(observation.workspace_path):
+        return ()
+    code = DiagnosticCode.WORKSPACE_LOCATION_CHANGED.value
+    detail = {"sourceCwd": source.cwd, "currentCwd": observation.workspace_path}
+    message = "the workspace folder moved; it is still the same workspace"
+    return [Finding(None, PlanDiagnostic(code, message, detail=detail))]
+
+
+def workspace_identity_same(b: Boundary) -> Sequence[Finding]:
+    recorded, current = b.given.source.workspace_identity, b.given.observation.workspace_identity
+    if recorded == current:
+        return ()
+    return [
+        _refusal(
             ParkReason.WORKSPACE_IDENTITY_MISMATCH,
-            PlanDiagnostic(
-                ParkReason.WORKSPACE_IDENTITY_MISMATCH.value,
-                "the folder is not the same workspace the session ran in",
-                detail={
-                    "sourceWorkspaceIdentity": given.source.workspace_identity,
-                    "currentWorkspaceIdentity": observation.workspace_identity,
-                },
-            ),
+            "the folder is not the same workspace the session ran in",
+            sourceWorkspaceIdentity=recorded,
+            currentWorkspaceIdentity=current,
         )
-    pending = _background_pending(observation)
-    if pending is not None:
-        add(ParkReason.BACKGROUND_OPERATION_PENDING, pending)
-    available = set(observation.tool_names)
-    missing = sorted(
-        {item.name for item in replay.provider_items if item.kind is ItemKind.TOOL_CALL} - available
-    )
-    if missing:
-        add(
+    ]
+
+
+def background_settled(b: Boundary) -> Sequence[Finding]:
+    pending = _background_pending(b.given.observation)
+    return () if pending is None else [Finding(ParkReason.BACKGROUND_OPERATION_PENDING, pending)]
+
+
+def tools_available(b: Boundary) -> Sequence[Finding]:
+    used = {item.name for item in b.replay.provider_items if item.kind is ItemKind.TOOL_CALL}
+    missing = sorted(used - set(b.given.observation.tool_names))
+    if not missing:
+        return ()
+    return [
+        _refusal(
             ParkReason.TOOL_CATALOG_MISMATCH,
-            PlanDiagnostic(
-                ParkReason.TOOL_CATALOG_MISMATCH.value,
-                "a tool used in this session is no longer available",
-                detail={"unavailableToolNames": missing},
-            ),
+            "a tool used in this session is no longer available",
+            unavailableToolNames=missing,
         )
-    if events and not identity_broken:
-        items = replay.provider_items
-        first_role = items[0].role if items else None
-        if first_role != "user":
-            add(
-                ParkReason.PROVIDER_RESUME_HEAD_UNSUPPORTED,
-                PlanDiagnostic(
-                    ParkReason.PROVIDER_RESUME_HEAD_UNSUPPORTED.value,
-                    "the history does not start with a user message",
-                    items[0].event_id if items else None,
-                    detail={"firstRole": first_role},
-                ),
-            )
-        last_role = items[-1].role if items else None
-        if last_role not in ("user", "tool"):
-            add(
-                ParkReason.PROVIDER_RESUME_BOUNDARY_UNSUPPORTED,
-                PlanDiagnostic(
-                    ParkReason.PROVIDER_RESUME_BOUNDARY_UNSUPPORTED.value,
-                    "the history does not end at a user message or tool result",
-                    items[-1].event_id if items else None,
-                    detail={"lastRole": last_role},
-                ),
-            )
-    verified_tree: str | None = None
+    ]
+
+
+def _replay_judged(b: Boundary) -> bool:
+    """The provider history is judged for a ledger of one run with events."""
+    return bool(b.events) and _foreign_event(b.events) is None
+
+
+def provider_head(b: Boundary) -> Sequence[Finding]:
+    if not _replay_judged(b):
+        return ()
+    items = b.replay.provider_items
+    first_role = items[0].role if items else None
+    if first_role == "user":
+        return ()
+    return [
+        _refusal(
+            ParkReason.PROVIDER_RESUME_HEAD_UNSUPPORTED,
+            "the history does not start with a user message",
+            items[0].event_id if items else None,
+            firstRole=first_role,
+        )
+    ]
+
+
+def provider_boundary(b: Boundary) -> Sequence[Finding]:
+    if not _replay_judged(b):
+        return ()
+    items = b.replay.provider_items
+    last_role = items[-1].role if items else None
+    if last_role in ("user", "tool"):
+        return ()
+    return [
+        _refusal(
+            ParkReason.PROVIDER_RESUME_BOUNDARY_UNSUPPORTED,
+            "the history does not end at a user message or tool result",
+            items[-1].event_id if items else None,
+            lastRole=last_role,
+        )
+    ]
+
+
+def workspace_checkpoint(b: Boundary) -> Sequence[Finding]:
+    """The workspace checkpoint gate (``workspace_gate``); a park the user's decision answers
+    stays as a diagnostic only."""
+    given = b.given
     answered = ANSWERED_BY[given.decision] if given.decision else frozenset()
     if given.decision is WorkspaceDecision.RESTORE and not given.restorable:
         answered = frozenset()  # no snapshot to copy: the park stands
-    decided = False
-    for finding in workspace_gate(events, given.checkpoint_evidence):
+    findings: list[Finding] = []
+    for finding in workspace_gate(b.events, given.checkpoint_evidence):
         diagnostic = PlanDiagnostic(
             finding.code, finding.message, finding.event_id, detail=finding.detail
         )
         if finding.reason is not None and finding.reason in answered:
-            decided = True  # the user's decision answers it; it stays as a diagnostic
-            diagnostics.append(diagnostic)
-            continue
-        if finding.reason is not None:
-            add(finding.reason, diagnostic)
-            continue
-        diagnostics.append(diagnostic)
-        if finding.code == DiagnosticCode.WORKSPACE_VERIFIED.value and observation.workspace_tree:
-            verified_tree = observation.workspace_tree.tree_id
+            findings.append(Finding(None, diagnostic, answered=True))
+        else:
+            findings.append(Finding(finding.reason, diagnostic))
+    return findings
+
+
+BOUNDARY_GATES: tuple[BoundaryGate, ...] = (
+    pending_permissions,
+    offset_matches,
+    ledger_not_empty,
+    one_run_identity,
+    identity_fresh,
+    terminal_consistent,
+    workspace_location,
+    workspace_identity_same,
+    background_settled,
+    tools_available,
+    provider_head,
+    provider_boundary,
+    workspace_checkpoint,
+)
+"""The gates after the early ones, in order; they accumulate, so a user sees every reason."""
+
+
+def _accumulating_gates(
+    given: PlannerInput, lineage: Lineage, replay: ReplayPlan, immediate: ImmutablePrefix
+) -> ContinuationPlan:
+    boundary = Boundary(given, lineage, replay, immediate)
+    reasons: list[ParkReason] = []
+    diagnostics: list[PlanDiagnostic] = []
+    decided = False
+    verified_tree: str | None = None
+    observation = given.observation
+    for gate in BOUNDARY_GATES:
+        for finding in gate(boundary):
+            if finding.reason is not None and finding.reason not in reasons:
+                reasons.append(finding.reason)
+            diagnostics.append(finding.diagnostic)
+            decided = decided or finding.answered
+            verified = finding.diagnostic.code == DiagnosticCode.WORKSPACE_VERIFIED.value
+            if verified and finding.reason is None and observation.workspace_tree:
+                verified_tree = observation.workspace_tree.tree_id
+    terminal = _consistent_terminal(given.source, immediate.events)
     if reasons or terminal is None:
         diagnostics.extend(_restore_point_note(given, tuple(reasons)))
         return ContinuationPlan(
@@ -494,9 +589,9 @@ def _accumulating_gates(
         lineage_high_waters=tuple(p.last_event_seq for p in lineage.prefixes),
         lineage_digests=tuple(p.prefix_digest for p in lineage.prefixes),
         workspace_identity=observation.workspace_identity,
-        tool_names=tuple(sorted(available)),
+        tool_names=tuple(sorted(set(observation.tool_names))),
         workspace_tree_id=verified_tree,
-        **_decision_fields(given, events, decided),
+        **_decision_fields(given, immediate.events, decided),
     )
     return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
 
