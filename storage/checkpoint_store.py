@@ -10,7 +10,8 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
 ``.git`` directories, paths the folder's own ``.gitignore`` files ignore, the workspace marker
 and files over 50 MiB (listed as skipped in the commit message). Symbolic links are stored as
-links, never followed. Content is stored byte for byte (no line-ending conversion, no filters).
+links, never followed; empty folders are recorded too (``checkpoint_empty_dirs``). Content is
+stored byte for byte (no line-ending conversion, no filters).
 
 A capture: list what changed since the index last saw the folder (``ls-files``), stage it
 (``update-index``), ``write-tree``, ``commit-tree`` (parent: the workspace's previous
@@ -39,11 +40,16 @@ from runtime.ledger.checkpoint_ports import (
     CheckpointError,
     CheckpointMode,
     ModeDecision,
-    PathChange,
     Snapshot,
     TreeChange,
 )
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
+from storage.checkpoint_empty_dirs import (
+    create_empty_dirs,
+    empty_dirs_under,
+    graft_empty_dirs,
+    tree_changes,
+)
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
 from storage.private_files import ensure_private_dir, private_opener
 
@@ -62,6 +68,7 @@ POLICY: dict[str, object] = {
     "excluded": [".git directories", "paths ignored by the folder's .gitignore files", MARKER_NAME],
     "maxFileBytes": MAX_FILE_BYTES,
     "symlinks": "stored_as_links",
+    "emptyDirectories": "recorded",
     "content": "byte_for_byte",
 }
 POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
@@ -99,6 +106,7 @@ class GitCheckpointStore:
         self._runner: GitRunner | None = None
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
 
     @classmethod
     def from_environment(
@@ -268,17 +276,41 @@ class GitCheckpointStore:
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
+        # ``--directory``: a folder with no staged file is listed once ("new/"), so the empty
+        # ones are found without a second walk of the whole folder; the files of such folders
+        # are listed on their own (a nested repository there shows as "new/sub/").
         listed = runner.run(
-            ["ls-files", "-z", "--others", "--modified", "--deleted", "--exclude-standard"],
+            [
+                "ls-files",
+                "-z",
+                "--others",
+                "--modified",
+                "--deleted",
+                "--directory",
+                "--exclude-standard",
+            ],
             git_dir=git_dir,
             work_tree=folder,
             index=index,
         )
+        entries = [raw for raw in listed.split(b"\0") if raw]
+        new_dirs = [os.fsdecode(raw) for raw in entries if raw.endswith(b"/")]
+        entries = [raw for raw in entries if not raw.endswith(b"/")]
+        empties: list[str] = []
+        if new_dirs:
+            inside = runner.run(
+                ["ls-files", "-z", "--others", "--exclude-standard", "--", *new_dirs],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+            )
+            entries.extend(raw for raw in inside.split(b"\0") if raw)
+            empties = empty_dirs_under(runner, git_dir, folder, index, new_dirs)
         stage: list[bytes] = []
         drop: list[bytes] = []
         skipped: list[str] = []
         seen: set[bytes] = set()
-        for raw in listed.split(b"\0"):
+        for raw in entries:
             if not raw or raw in seen:
                 continue
             seen.add(raw)
@@ -324,7 +356,22 @@ class GitCheckpointStore:
                 stdin=b"\0".join(stage) + b"\0",
             )
         tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
-        return tree.decode().strip(), sorted(skipped)
+        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), empties)
+        return tree_id, sorted(skipped)
+
+    def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
+        """``tree`` with the folder's empty folders, remembered: they rarely change between
+        two captures, and the grafting costs two Git calls per folder on their paths."""
+        if not empties:
+            return tree
+        key = (str(git_dir), tree, tuple(empties))
+        found = self._grafts.get(key)
+        if found is None:
+            found = graft_empty_dirs(runner, git_dir, tree, empties)
+            if len(self._grafts) > 256:
+                self._grafts.clear()
+            self._grafts[key] = found
+        return found
 
     def _tip(self, workspace_identity: str, git_dir: Path) -> str | None:
         """The workspace's previous checkpoint, read under the lock each time (another process
@@ -377,21 +424,9 @@ class GitCheckpointStore:
     def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
         if old_tree == new_tree:
             return []
-        out = self._git_runner().run(
-            ["diff-tree", "-r", "-z", "--no-renames", "--name-status", old_tree, new_tree],
-            git_dir=self.git_dir(workspace_identity),
+        return tree_changes(
+            self._git_runner(), self.git_dir(workspace_identity), old_tree, new_tree
         )
-        parts = out.split(b"\0")
-        found: list[TreeChange] = []
-        for status, raw in zip(parts[0::2], parts[1::2], strict=False):
-            if not status:
-                continue
-            kind = {b"A": PathChange.ADDED, b"D": PathChange.DELETED}.get(
-                status[:1], PathChange.MODIFIED
-            )
-            # For people: a name that is not UTF-8 shows with replacement characters.
-            found.append(TreeChange(raw.decode("utf-8", "replace"), kind))
-        return sorted(found, key=lambda change: change.path)
 
     # ---- isolated restore ----------------------------------------------------------------------
     def materialize(
@@ -429,6 +464,7 @@ class GitCheckpointStore:
                 index=scratch,
                 umask=0o022,
             )
+            create_empty_dirs(runner, git_dir, tree_id, target)
             return resolve_workspace_identity(target).identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(

@@ -25,7 +25,11 @@ from typing import Any
 from runtime.ledger.checkpoint_ports import TreeChange, changed_paths_summary
 from runtime.ledger.codes import DiagnosticCode, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.workspace_facts import boundary_checkpoint, declared_mode
+from runtime.ledger.workspace_facts import (
+    boundary_checkpoint,
+    changed_count_words,
+    declared_mode,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +118,12 @@ def workspace_gate(
         return []
     if evidence.changes:
         reason = ParkReason.WORKSPACE_DRIFT
-        count = len(evidence.changes)
-        noun = "file" if count == 1 else "files"
+        said = changed_count_words([change.path for change in evidence.changes])
         return [
             GateFinding(
                 reason,
                 reason.value,
-                f"{count} {noun} changed since the snapshot taken at the stop",
+                f"{said} changed since the snapshot taken at the stop",
                 {"checkpointRef": ref, **changed_paths_summary(evidence.changes)},
             )
         ]

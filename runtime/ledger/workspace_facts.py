@@ -126,9 +126,9 @@ def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):
             return "Continued with your current files; there was no snapshot to compare them with"
-        count = len(baseline.get("changedPaths") or []) + int(baseline.get("moreChangedPaths") or 0)
-        noun = "file" if count == 1 else "files"
-        return f"Continued with your current files; {count} {noun} changed"
+        listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
+        said = changed_count_words(listed, int(baseline.get("moreChangedPaths") or 0))
+        return f"Continued with your current files; {said} changed"
     return None
 
 
@@ -156,6 +156,18 @@ def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:
     return found
 
 
+def changed_count_words(paths: Sequence[str], more: int = 0) -> str:
+    """``3 files``; empty folders (``name/``, WORKSPACE.md section 1) are said as folders:
+    ``1 empty folder``, or ``3 files and folders`` when both changed (or some were not listed)."""
+    count = len(paths) + more
+    folders = sum(1 for path in paths if path.endswith("/"))
+    if not folders:
+        return f"{count} file" + ("" if count == 1 else "s")
+    if folders == count:
+        return f"{count} empty folder" + ("" if count == 1 else "s")
+    return f"{count} files and folders"
+
+
 NOTICE_PATHS_SHOWN = 50
 
 
@@ -178,10 +190,9 @@ def baseline_notice(baseline: Mapping[str, Any]) -> str:
     lines = [f"- {item['path']} ({item['change']})" for item in changed[:NOTICE_PATHS_SHOWN]]
     if more:
         lines.append(f"- and {more} more")
-    count = len(changed) + more
-    noun = "file" if count == 1 else "files"
+    said = changed_count_words([str(item["path"]) for item in changed], more)
     return (
-        f"Note from the host: while this session was stopped, {count} {noun} in the folder "
+        f"Note from the host: while this session was stopped, {said} in the folder "
         "changed outside your view:\n"
         + "\n".join(lines)
         + "\nThe user chose to continue with the files as they are now. Re-read these files "

@@ -165,3 +165,25 @@ def test_restore_is_refused_with_its_code_when_no_snapshot_is_left(tmp_path: Pat
     assert "Refused: [workspace_restore_unavailable]" in text.stdout
     assert len(committed_runs(drill.data)) == 1 and drill.requests() == []
     assert not (tmp_path / "work-restored-1").exists()
+
+
+def test_empty_folders_are_drift_and_come_back_in_a_restored_copy(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    (drill.work / "logs").mkdir()
+    drill.run()
+    (drill.work / "logs").rmdir()  # removed while stopped
+    (drill.work / "cache" / "tmp").mkdir(parents=True)  # made while stopped
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
+    [drift] = [d for d in parked["diagnostics"] if d["code"] == "workspace_drift"]
+    assert drift["message"] == "2 empty folders changed since the snapshot taken at the stop"
+    assert drift["detail"]["changedPaths"] == [
+        {"path": "cache/tmp/", "change": "added"},
+        {"path": "logs/", "change": "deleted"},
+    ]
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    copy = tmp_path / "work-restored-1"
+    assert (copy / "logs").is_dir() and not any((copy / "logs").iterdir())
+    assert not (copy / "cache").exists()
+    assert not (drill.work / "logs").exists()  # the user's folder is left as it is

@@ -232,3 +232,14 @@ def test_a_verified_folder_names_the_big_files_it_did_not_compare() -> None:
     assert finding.detail["skippedPaths"] == ["big.bin", "b2", "b3", "b4"]
     [plain] = workspace_gate([_git_v1_first(), _fact("ck1")], CheckpointEvidence(True))
     assert plain.message == "the files are as they were at the stop"
+
+
+def test_changed_counts_say_empty_folders_as_folders() -> None:
+    from runtime.ledger.workspace_facts import changed_count_words
+
+    assert changed_count_words(["a.txt"]) == "1 file"
+    assert changed_count_words(["a.txt", "b.txt"], more=3) == "5 files"
+    assert changed_count_words(["logs/"]) == "1 empty folder"
+    assert changed_count_words(["logs/", "cache/"]) == "2 empty folders"
+    assert changed_count_words(["logs/", "a.txt"]) == "2 files and folders"
+    assert changed_count_words(["logs/"], more=1) == "2 files and folders"
