@@ -364,8 +364,8 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
         reflects = point.reflects if point is not None else copy_reflects({})
         lines.append(
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
-            f"(a copy holding {reflects}, in DIR or a new sibling folder; "
-            "your folder is left as it is and the session lives in the copy)."
+            "(made in DIR or a new sibling folder; your folder is left as it is and the "
+            f"session lives in the copy). The copy holds {reflects}."
         )
     if "rebaseline" in plan.workspace_options:
         lines.append(

@@ -709,6 +709,11 @@ def _copy_for(
         else:
             title = _tr("Safe resume is on hold.")
         body = next_step(current.reasons, [d.code for d in current.diagnostics])
+        if current.workspace_options:  # a stale, failed or missing snapshot: the two buttons
+            body = _tr(
+                "Choose how to continue below, or check your files and send a new message to "
+                "carry on."
+            )
         return title, f"{_checked_again(current)} {body}".strip(), again
     if state is BannerState.FAILED:
         known = describe(current.failure_code)

@@ -70,8 +70,8 @@ def copy_reflects(body: Mapping[str, Any]) -> str:
         )
     if kind == EARLIER_SNAPSHOT:
         text = (
-            f"the folder at an earlier point, {point_phrase(body)}, because the snapshot taken "
-            "at the stop is gone"
+            f"the folder at an earlier point ({point_phrase(body)}), because the snapshot "
+            "taken at the stop is gone"
         )
         if body.get("laterCalls"):
             return text + f"; the agent's later changes ({calls_phrase(body)}) are not in it"
@@ -105,7 +105,7 @@ def restore_notice(body: Mapping[str, Any]) -> str | None:
         return (
             "Note from the host: the user chose to continue in a restored copy of the folder. "
             "The snapshot taken when this session stopped was lost, so the copy holds the "
-            f"files as they were at an earlier point, {point_phrase(body)}: {later}. Re-read "
+            f"files as they were at an earlier point ({point_phrase(body)}): {later}. Re-read "
             "the files before you rely on what you saw of them earlier."
         )
     return None

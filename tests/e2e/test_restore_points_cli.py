@@ -58,7 +58,7 @@ def test_a_copy_of_a_stale_snapshot_says_it_predates_the_last_command(tmp_path: 
     note = [d for d in parked["diagnostics"] if d["code"] == "workspace_restore_point"]
     assert [d["message"] for d in note] == [f"a restored copy would hold {STALE_REFLECTS}"]
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
-    assert f"(a copy holding {STALE_REFLECTS}, in DIR" in text
+    assert f"session lives in the copy). The copy holds {STALE_REFLECTS}." in text
 
     args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
     result = maka(args, drill.data, env=drill.env)
@@ -101,8 +101,8 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"]
     assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
     reflects = (
-        "the folder at an earlier point, the snapshot taken at the start of a run, before any "
-        "call that may have written, because the snapshot taken at the stop is gone; the "
+        "the folder at an earlier point (the snapshot taken at the start of a run, before any "
+        "call that may have written), because the snapshot taken at the stop is gone; the "
         "agent's later changes (the bash call c1) are not in it"
     )
     assert parked["restorePoint"] == {
@@ -111,7 +111,7 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
         "reflects": reflects,
     }
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
-    assert f"a copy holding {reflects}" in text
+    assert f"The copy holds {reflects}." in text
 
     args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
     result = maka(args, drill.data, env=drill.env)
@@ -132,8 +132,8 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
         "type": "host_notice",
         "text": "Note from the host: the user chose to continue in a restored copy of the "
         "folder. The snapshot taken when this session stopped was lost, so the copy holds the "
-        "files as they were at an earlier point, the snapshot taken at the start of a run, "
-        "before any call that may have written: the changes made by your later calls (the "
+        "files as they were at an earlier point (the snapshot taken at the start of a run, "
+        "before any call that may have written): the changes made by your later calls (the "
         "bash call c1) are not in these files. Re-read the files before you rely on what you "
         "saw of them earlier.",
     }

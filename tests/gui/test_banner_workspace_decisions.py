@@ -109,6 +109,9 @@ def test_the_restore_offer_says_when_the_copy_is_not_the_folder_at_the_stop(
         "the bash call c1; what it changed is not in the copy."
     )
     assert "as it was at the stop" not in banner.restore_button.toolTip()
+    assert banner.body_label.text() == (
+        "Choose how to continue below, or check your files and send a new message to carry on."
+    )
 
     def cancel(box: QMessageBox) -> int:
         assert box.text() == "Continue in a restored copy of the folder?"

@@ -406,6 +406,32 @@ def drift_restart_scene(root: Path, out: Path) -> None:
             capture(window, out / shot, 3.0)
 
 
+def restore_point_scene(root: Path, out: Path) -> None:
+    """Parks whose restored copy would not be the folder at the stop: a stale snapshot (the
+    run killed right after its bash call's result, P6) and a snapshot gone from the store (an
+    earlier one is offered). The note beside "Continue in a restored copy…" says what the copy
+    would hold."""
+    from tests.helpers.maka_run import committed_runs
+
+    for name, failpoint in (("restore-stale", "P6"), ("restore-earlier", "P8")):
+        scene = Scene(root, name, RESUME_SCRIPT)
+        scene.env = scripted_env(
+            write_script(scene.root / "script.json", RESUME_SCRIPT), None, checkpoints=True
+        )
+        assert scene.run("count once", failpoint=failpoint) == -9
+        if name == "restore-earlier":
+            facts = [
+                e["actions"]["workspaceCheckpoint"]
+                for e in committed_runs(scene.data)[0][1]
+                if "workspaceCheckpoint" in e.get("actions", {})
+            ]
+            commit = facts[-1]["commitId"]
+            [loose] = (scene.data / "checkpoints").glob(f"*.git/objects/{commit[:2]}/{commit[2:]}")
+            loose.unlink()  # the snapshot at the stop is gone; the one at the start is not
+        with scene.app() as window:
+            capture(window, out / f"app-banner-{name}.png", 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -433,6 +459,9 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "drift-restart":
             drift_restart_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "restore-point":
+            restore_point_scene(root, out)
             return 0
         cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
         assert cards.run("write hello.txt saying hi, then show me the folder") == 0
@@ -475,6 +504,7 @@ def main(argv: list[str]) -> int:
         settle_scene(root, out)
         folder_scene(root, out)
         drift_restart_scene(root, out)
+        restore_point_scene(root, out)
     return 0
 
 

@@ -63,7 +63,7 @@ def test_a_lost_boundary_falls_back_to_the_latest_earlier_intact_one_across_gene
     assert point.fields["lostCheckpointRef"] == "b/1"
     assert point.fields["laterCalls"] == [{"toolName": "edit_file", "toolCallId": "c2"}]
     assert point.reflects == (
-        "the folder at an earlier point, the snapshot taken after the bash call c1, because the "
+        "the folder at an earlier point (the snapshot taken after the bash call c1), because the "
         "snapshot taken at the stop is gone; the agent's later changes (the edit_file call c2) "
         "are not in it"
     )
