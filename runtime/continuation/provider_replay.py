@@ -8,7 +8,8 @@ reported so the segment builder can trim or refuse them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -109,112 +110,194 @@ class ProviderProjection:
         return tuple(d for d in self.diagnostics if d.code in BLOCKING_REPLAY_CODES)
 
 
+@dataclass(slots=True)
+class CallBook:
+    """The segment's tool calls so far: call id -> (raw item index, tool name), and the ids a
+    result has answered."""
+
+    pending: dict[str, tuple[int, str]] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+
+
+LeftOut = tuple[ReplayDiagnostic, ...]
+"""What a gate says about an event it leaves out of the items (maybe nothing)."""
+
+EventGate = Callable[[RuntimeEvent, CallBook], LeftOut | None]
+_code = ReplayDiagnosticCode
+
+
+def _said(code: ReplayDiagnosticCode, event: RuntimeEvent, call_id: str | None = None) -> LeftOut:
+    return (ReplayDiagnostic(code, event["id"], call_id),)
+
+
+def _content(event: RuntimeEvent) -> Mapping[str, Any]:
+    content: Mapping[str, Any] = event.get("content") or _NO_CONTENT
+    return content
+
+
+_NO_CONTENT: Mapping[str, Any] = {}
+
+
+# ---- every event --------------------------------------------------------------------------------
+
+
+def final(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    return _said(_code.PARTIAL_SKIPPED, event) if event["partial"] else None
+
+
+def model_visible(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    return _said(_code.MODEL_HIDDEN_SKIPPED, event) if is_hidden(event) else None
+
+
+def has_content(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    """A fact without content is no history; a terminal one is named, others left silently."""
+    if event.get("content") is not None:
+        return None
+    return _said(_code.TERMINAL_FACT_DIAGNOSTIC_ONLY, event) if is_terminal(event) else ()
+
+
+# ---- by content kind ----------------------------------------------------------------------------
+
+
+def error_content(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    """An error is a diagnostic only, never history."""
+    return _said(_code.ERROR_CONTENT_DIAGNOSTIC_ONLY, event)
+
+
+def text_not_system(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    if event["role"] != "system":
+        return None
+    return _said(_code.SYSTEM_RUNTIME_FACT_DIAGNOSTIC_ONLY, event)
+
+
+def text_not_tool(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    return _said(_code.UNSUPPORTED_ROLE, event) if event["role"] == "tool" else None
+
+
+def text_not_empty(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    if str(_content(event).get("text", "")) != "":
+        return None
+    return _said(_code.EMPTY_TEXT_SKIPPED, event)
+
+
+def thinking_from_model(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    return None if event["role"] == "model" else _said(_code.UNSUPPORTED_ROLE, event)
+
+
+def call_from_model(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    if event["role"] == "model":
+        return None
+    return _said(_code.UNSUPPORTED_ROLE, event, str(_content(event).get("id", "")))
+
+
+def result_from_tool(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    if event["role"] == "tool":
+        return None
+    return _said(_code.UNSUPPORTED_ROLE, event, str(_content(event).get("id", "")))
+
+
+def result_answers_a_call(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    """A result answers a call of the segment that no result answered yet."""
+    call_id = str(_content(event).get("id", ""))
+    if call_id in calls.pending and call_id not in calls.answered:
+        return None
+    return _said(_code.UNMATCHED_TOOL_RESULT, event, call_id)
+
+
+def result_names_the_calls_tool(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    content = _content(event)
+    call_id = str(content.get("id", ""))
+    if calls.pending[call_id][1] == str(content.get("name", "")):
+        return None
+    return _said(_code.TOOL_ID_MISMATCH, event, call_id)
+
+
+def unsupported_content(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    return _said(_code.UNSUPPORTED_CONTENT, event)  # pragma: no cover - the decoder admits none
+
+
+EVENT_GATES: tuple[EventGate, ...] = (final, model_visible, has_content)
+"""What every event must pass to become a provider item, in order."""
+
+CONTENT_GATES: Mapping[str, tuple[EventGate, ...]] = {
+    "error": (error_content,),
+    "text": (text_not_system, text_not_tool, text_not_empty),
+    "thinking": (thinking_from_model,),
+    "function_call": (call_from_model,),
+    "function_response": (result_from_tool, result_answers_a_call, result_names_the_calls_tool),
+}
+"""Then what its content kind must pass, in order; any other kind is ``unsupported_content``.
+The first gate that leaves an event out says why (or nothing)."""
+
+
+def _left_out(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
+    for gate in EVENT_GATES:
+        said = gate(event, calls)
+        if said is not None:
+            return said
+    kind = _content(event)["kind"]
+    for gate in CONTENT_GATES.get(kind, (unsupported_content,)):
+        said = gate(event, calls)
+        if said is not None:
+            return said
+    return None
+
+
+def _item(event: RuntimeEvent) -> ProviderItem:
+    """The provider item of an event every gate let through."""
+    content = _content(event)
+    event_id, kind = event["id"], content["kind"]
+    if kind == "text":
+        role = "user" if event["role"] == "user" else "assistant"
+        return ProviderItem(ItemKind.TEXT, role, event_id, text=str(content.get("text", "")))
+    if kind == "thinking":
+        signature = content.get("signature")
+        return ProviderItem(
+            ItemKind.THINKING,
+            "assistant",
+            event_id,
+            text=str(content.get("text", "")),
+            signature=signature if isinstance(signature, str) else None,
+        )
+    call_id, name = str(content.get("id", "")), str(content.get("name", ""))
+    if kind == "function_call":
+        return ProviderItem(
+            ItemKind.TOOL_CALL,
+            "assistant",
+            event_id,
+            call_id=call_id,
+            name=name,
+            args=content.get("args"),
+        )
+    return ProviderItem(
+        ItemKind.TOOL_RESULT,
+        "tool",
+        event_id,
+        call_id=call_id,
+        name=name,
+        result=content.get("result"),
+        is_error=content.get("isError") is True,
+    )
+
+
 def project_provider_items(events: tuple[RuntimeEvent, ...]) -> ProviderProjection:
     """Project one segment's events onto provider items (pure)."""
     diagnostics: list[ReplayDiagnostic] = []
     raw: list[tuple[int, ProviderItem]] = []
-    pending_calls: dict[str, tuple[int, str]] = {}  # call id -> (raw index, tool name)
-    answered: set[str] = set()
-    code = ReplayDiagnosticCode
+    calls = CallBook()
     for position, event in enumerate(events):
-        event_id = event["id"]
-        if event["partial"]:
-            diagnostics.append(ReplayDiagnostic(code.PARTIAL_SKIPPED, event_id))
+        said = _left_out(event, calls)
+        if said is not None:
+            diagnostics.extend(said)
             continue
-        content = event.get("content")
-        if is_hidden(event):
-            diagnostics.append(ReplayDiagnostic(code.MODEL_HIDDEN_SKIPPED, event_id))
-            continue
-        if content is None:
-            if is_terminal(event):
-                diagnostics.append(ReplayDiagnostic(code.TERMINAL_FACT_DIAGNOSTIC_ONLY, event_id))
-            continue
-        kind = content["kind"]
-        role = event["role"]
-        if kind == "error":
-            diagnostics.append(ReplayDiagnostic(code.ERROR_CONTENT_DIAGNOSTIC_ONLY, event_id))
-        elif kind == "text":
-            text = str(content.get("text", ""))
-            if role == "system":
-                diagnostics.append(
-                    ReplayDiagnostic(code.SYSTEM_RUNTIME_FACT_DIAGNOSTIC_ONLY, event_id)
-                )
-            elif role == "tool":
-                diagnostics.append(ReplayDiagnostic(code.UNSUPPORTED_ROLE, event_id))
-            elif text == "":
-                diagnostics.append(ReplayDiagnostic(code.EMPTY_TEXT_SKIPPED, event_id))
-            else:
-                item_role = "user" if role == "user" else "assistant"
-                raw.append((position, ProviderItem(ItemKind.TEXT, item_role, event_id, text=text)))
-        elif kind == "thinking":
-            if role != "model":
-                diagnostics.append(ReplayDiagnostic(code.UNSUPPORTED_ROLE, event_id))
-                continue
-            signature = content.get("signature")
-            raw.append(
-                (
-                    position,
-                    ProviderItem(
-                        ItemKind.THINKING,
-                        "assistant",
-                        event_id,
-                        text=str(content.get("text", "")),
-                        signature=signature if isinstance(signature, str) else None,
-                    ),
-                )
-            )
-        elif kind == "function_call":
-            call_id = str(content.get("id", ""))
-            if role != "model":
-                diagnostics.append(ReplayDiagnostic(code.UNSUPPORTED_ROLE, event_id, call_id))
-                continue
-            name = str(content.get("name", ""))
-            pending_calls[call_id] = (len(raw), name)
-            raw.append(
-                (
-                    position,
-                    ProviderItem(
-                        ItemKind.TOOL_CALL,
-                        "assistant",
-                        event_id,
-                        call_id=call_id,
-                        name=name,
-                        args=content.get("args"),
-                    ),
-                )
-            )
-        elif kind == "function_response":
-            call_id = str(content.get("id", ""))
-            if role != "tool":
-                diagnostics.append(ReplayDiagnostic(code.UNSUPPORTED_ROLE, event_id, call_id))
-                continue
-            name = str(content.get("name", ""))
-            pending = pending_calls.get(call_id)
-            if pending is None or call_id in answered:
-                diagnostics.append(ReplayDiagnostic(code.UNMATCHED_TOOL_RESULT, event_id, call_id))
-                continue
-            if pending[1] != name:
-                diagnostics.append(ReplayDiagnostic(code.TOOL_ID_MISMATCH, event_id, call_id))
-                continue
-            answered.add(call_id)
-            raw.append(
-                (
-                    position,
-                    ProviderItem(
-                        ItemKind.TOOL_RESULT,
-                        "tool",
-                        event_id,
-                        call_id=call_id,
-                        name=name,
-                        result=content.get("result"),
-                        is_error=content.get("isError") is True,
-                    ),
-                )
-            )
-        else:  # pragma: no cover - the decoder admits no other kind
-            diagnostics.append(ReplayDiagnostic(code.UNSUPPORTED_CONTENT, event_id))
+        item = _item(event)
+        if item.kind is ItemKind.TOOL_CALL:
+            calls.pending[item.call_id] = (len(raw), item.name)
+        elif item.kind is ItemKind.TOOL_RESULT:
+            calls.answered.add(item.call_id)
+        raw.append((position, item))
     unmatched_indexes = {
-        index for call_id, (index, _) in pending_calls.items() if call_id not in answered
+        index for call_id, (index, _) in calls.pending.items() if call_id not in calls.answered
     }
     items: list[ProviderItem] = []
     positions: list[int] = []
@@ -222,7 +305,7 @@ def project_provider_items(events: tuple[RuntimeEvent, ...]) -> ProviderProjecti
     for index, (position, item) in enumerate(raw):
         if index in unmatched_indexes:
             diagnostics.append(
-                ReplayDiagnostic(code.UNMATCHED_TOOL_CALL, item.event_id, item.call_id)
+                ReplayDiagnostic(_code.UNMATCHED_TOOL_CALL, item.event_id, item.call_id)
             )
             unmatched.append((item.call_id, position))
             continue
