@@ -328,7 +328,9 @@ class ToolRuntime:
         self._append(self._builder.permission_decision(request_id, decision or "deny", self._now()))
         return decision
 
-    def _dispatch(self, tool: Tool, pending: _PendingCall, prepared: PreparedCall) -> ToolResult:
+    def _dispatch(
+        self, tool: Tool[Any], pending: _PendingCall, prepared: PreparedCall[Any]
+    ) -> ToolResult:
         call, op_id, call_event, call_committed = (
             pending.call,
             pending.op_id,
@@ -382,7 +384,7 @@ class ToolRuntime:
         self._note_outcome(call, failed=output.is_error)
         return ToolResult(call.call_id, call.name, result, is_error=output.is_error)
 
-    def _run_tool(self, tool: Tool, prepared: PreparedCall, op_id: str) -> ToolOutput:
+    def _run_tool(self, tool: Tool[Any], prepared: PreparedCall[Any], op_id: str) -> ToolOutput:
         try:
             return tool.run(prepared, replace(self._ctx, operation_id=op_id))
         except ToolFailure as failure:

@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import IO, Any
 
 from runtime.ledger.crash_points import CrashPoint, failpoint
@@ -74,6 +75,16 @@ class _CappedReader(threading.Thread):
         return body
 
 
+@dataclass(frozen=True, slots=True)
+class BashPlan:
+    """``bash``: the command line, its own timeout (None = the host's default) and whether it
+    runs detached."""
+
+    command: str
+    timeout_seconds: float | None
+    background: bool
+
+
 class BashTool:
     name = "bash"
     description = (
@@ -98,19 +109,26 @@ class BashTool:
     read_only = False
     recovery_mode: RecoveryMode = "never_auto_retry"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[BashPlan]:
         del ctx
         command = str(args["command"])
-        return PreparedCall(self.name, args, summary=f"run: {command}")
+        timeout = args.get("timeout_seconds")
+        plan = BashPlan(
+            command=command,
+            timeout_seconds=None if timeout is None else float(timeout),
+            background=bool(args.get("background")),
+        )
+        return PreparedCall(self.name, args, summary=f"run: {command}", plan=plan)
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
-        command = str(prepared.args["command"])
+    def run(self, prepared: PreparedCall[BashPlan], ctx: ToolContext) -> ToolOutput:
+        plan = prepared.plan
+        command = plan.command
         if ctx.cancel.is_cancelled():
             raise ToolFailure("cancelled before the command started")
         failpoint(CrashPoint.P3)  # tool started; the command has not been spawned
-        if prepared.args.get("background"):
+        if plan.background:
             return self._run_background(command, ctx)
-        timeout = float(prepared.args.get("timeout_seconds", ctx.bash_timeout_seconds))
+        timeout = ctx.bash_timeout_seconds if plan.timeout_seconds is None else plan.timeout_seconds
         process = _spawn(command, ctx, stdout=subprocess.PIPE)
         try:
             assert process.stdout is not None

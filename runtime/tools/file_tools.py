@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -49,6 +50,25 @@ def _path_schema(description: str) -> dict[str, Any]:
     return {"type": "string", "minLength": 1, "description": description}
 
 
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """``read_file``: the confined path and the lines to return (``limit`` None = to the end)."""
+
+    relative: str
+    offset: int
+    limit: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """``write_file`` and ``edit_file``: exactly these bytes replace the file, provided it is
+    still in the ``before`` state preflight observed (the T1 evidence records both)."""
+
+    relative: str
+    before: FileStateBefore
+    data: bytes
+
+
 class ReadFileTool:
     name = "read_file"
     description = "Read a UTF-8 text file in the session folder (optionally a range of lines)."
@@ -65,18 +85,24 @@ class ReadFileTool:
     read_only = True
     recovery_mode: RecoveryMode = "replay_safe"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[ReadPlan]:
         target = resolve_workspace_path(ctx.cwd, args["path"])
+        limit = args.get("limit")
         return PreparedCall(
             self.name,
             args,
             summary=f"read {target.relative}",
-            plan={"absolute": str(target.absolute), "relative": target.relative},
+            plan=ReadPlan(
+                relative=target.relative,
+                offset=int(args.get("offset", 1)),
+                limit=None if limit is None else int(limit),
+            ),
         )
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+    def run(self, prepared: PreparedCall[ReadPlan], ctx: ToolContext) -> ToolOutput:
         failpoint(CrashPoint.P3)
-        relative = prepared.plan["relative"]
+        plan = prepared.plan
+        relative = plan.relative
         try:
             data = _read_confined(ctx.cwd, relative, READ_LIMIT_BYTES + 1)
         except FileNotFoundError:
@@ -91,9 +117,8 @@ class ReadFileTool:
             raise ToolFailure(f"{relative} looks like a binary file")
         text = data.decode("utf-8", errors="replace")
         lines = text.splitlines(keepends=True)
-        offset = int(prepared.args.get("offset", 1))
-        limit = prepared.args.get("limit")
-        end = len(lines) if limit is None else offset - 1 + int(limit)
+        offset, limit = plan.offset, plan.limit
+        end = len(lines) if limit is None else offset - 1 + limit
         selected = "".join(lines[offset - 1 : end])
         return ToolOutput(
             {
@@ -144,7 +169,7 @@ def _changed(name: str) -> ToolFailure:
 
 
 def _atomic_replace(
-    root: Path, relative: str, data: bytes, evidence_before: Mapping[str, Any]
+    root: Path, relative: str, data: bytes, evidence_before: FileStateBefore
 ) -> None:
     if not confined_fs.DIR_FD_SUPPORTED:
         _replace_by_path(root, relative, data, evidence_before)
@@ -168,7 +193,7 @@ def _atomic_replace(
 
 
 def _replace_by_path(
-    root: Path, relative: str, data: bytes, evidence_before: Mapping[str, Any]
+    root: Path, relative: str, data: bytes, evidence_before: FileStateBefore
 ) -> None:
     """The fallback without ``dir_fd`` (Windows): path operations, with the final path
     re-verified (``confined_fs.verified_path``) after opening and just before the rename."""
@@ -221,7 +246,7 @@ def _prepared_write(
     before: FileStateBefore,
     data: bytes,
     summary: str,
-) -> PreparedCall:
+) -> PreparedCall[WritePlan]:
     """A write of ``data`` to ``target`` (write_file and edit_file alike): the T1 evidence and
     the plan ``_write_output`` carries out."""
     return PreparedCall(
@@ -229,21 +254,17 @@ def _prepared_write(
         args,
         evidence=write_evidence(target.relative, ctx.workspace_identity, before, data),
         summary=summary,
-        plan={
-            "relative": target.relative,
-            "before": before,
-            "bytes": data,
-        },
+        plan=WritePlan(relative=target.relative, before=before, data=data),
     )
 
 
-def _write_output(prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+def _write_output(prepared: PreparedCall[WritePlan], ctx: ToolContext) -> ToolOutput:
     if ctx.cancel.is_cancelled():
         raise ToolFailure("cancelled before the write; nothing was written")
-    data: bytes = prepared.plan["bytes"]
-    relative: str = prepared.plan["relative"]
+    plan = prepared.plan
+    data, relative = plan.data, plan.relative
     try:
-        _atomic_replace(ctx.cwd, relative, data, prepared.plan["before"])
+        _atomic_replace(ctx.cwd, relative, data, plan.before)
     except ToolRefusal as refusal:
         raise ToolFailure(refusal.message) from None
     except confined_fs.FolderMoved:
@@ -258,9 +279,9 @@ def _write_output(prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
     if evidence is None:  # no workspace identity: same shape, computed here
         evidence = FileStateEvidence(
             kind="file_state_v1",
-            path=prepared.plan["relative"],
+            path=relative,
             workspaceIdentity="-",
-            before=prepared.plan["before"],
+            before=plan.before,
             expectedAfter={"exists": True, "sha256": digest_bytes(data), "size": len(data)},
         )
     return ToolOutput(file_write_result(prepared.tool_name, evidence))
@@ -281,7 +302,7 @@ class WriteFileTool:
     read_only = False
     recovery_mode: RecoveryMode = "reconcile"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[WritePlan]:
         target = resolve_workspace_path(ctx.cwd, args["path"], for_write=True)
         before, _ = _preflight_observe(ctx.cwd, target)
         data = str(args["content"]).encode("utf-8")
@@ -290,7 +311,7 @@ class WriteFileTool:
             self.name, args, ctx, target, before=before, data=data, summary=summary
         )
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+    def run(self, prepared: PreparedCall[WritePlan], ctx: ToolContext) -> ToolOutput:
         return _write_output(prepared, ctx)
 
 
@@ -312,7 +333,7 @@ class EditFileTool:
     read_only = False
     recovery_mode: RecoveryMode = "reconcile"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[WritePlan]:
         target = resolve_workspace_path(ctx.cwd, args["path"], for_write=True)
         before, current = _preflight_observe(ctx.cwd, target)
         if current is None:
@@ -342,5 +363,5 @@ class EditFileTool:
             self.name, args, ctx, target, before=before, data=data, summary=summary
         )
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+    def run(self, prepared: PreparedCall[WritePlan], ctx: ToolContext) -> ToolOutput:
         return _write_output(prepared, ctx)

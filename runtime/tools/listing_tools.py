@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -34,6 +35,22 @@ def _kind(mode: int) -> str:
     return "other"
 
 
+@dataclass(frozen=True, slots=True)
+class ListDirPlan:
+    """``list_dir``: the confined folder to list."""
+
+    relative: str
+
+
+@dataclass(frozen=True, slots=True)
+class GlobPlan:
+    """``glob``: the folder to search, the session folder no match may leave, the pattern."""
+
+    base: Path
+    root: str
+    pattern: str
+
+
 class ListDirTool:
     name = "list_dir"
     description = "List the entries of a folder in the session folder (name, type, size)."
@@ -48,18 +65,18 @@ class ListDirTool:
     read_only = True
     recovery_mode: RecoveryMode = "replay_safe"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[ListDirPlan]:
         target = resolve_workspace_path(ctx.cwd, args.get("path", "."))
         return PreparedCall(
             self.name,
             args,
             summary=f"list {target.relative}",
-            plan={"absolute": str(target.absolute), "relative": target.relative},
+            plan=ListDirPlan(relative=target.relative),
         )
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+    def run(self, prepared: PreparedCall[ListDirPlan], ctx: ToolContext) -> ToolOutput:
         failpoint(CrashPoint.P3)
-        relative = prepared.plan["relative"]
+        relative = prepared.plan.relative
         try:
             names, entries = _list_confined(ctx.cwd, relative)
         except FileNotFoundError:
@@ -70,7 +87,7 @@ class ListDirTool:
             raise ToolFailure(f"cannot list {relative}: {path_error_sentence(error)}") from None
         return ToolOutput(
             {
-                "path": prepared.plan["relative"],
+                "path": relative,
                 "entries": entries,
                 "truncated": len(names) > ENTRY_LIMIT,
             }
@@ -125,7 +142,7 @@ class GlobTool:
     read_only = True
     recovery_mode: RecoveryMode = "replay_safe"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[GlobPlan]:
         pattern = str(args["pattern"])
         pure = PurePosixPath(pattern)
         if pure.is_absolute() or os.path.isabs(pattern) or ".." in pure.parts:
@@ -139,16 +156,17 @@ class GlobTool:
             self.name,
             args,
             summary=f"find {pattern}",
-            plan={"absolute": str(base.absolute), "root": str(ctx.cwd)},
+            plan=GlobPlan(base=base.absolute, root=str(ctx.cwd), pattern=pattern),
         )
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+    def run(self, prepared: PreparedCall[GlobPlan], ctx: ToolContext) -> ToolOutput:
         failpoint(CrashPoint.P3)
-        base = Path(prepared.plan["absolute"])
-        root = os.path.realpath(prepared.plan["root"])
+        plan = prepared.plan
+        base = plan.base
+        root = os.path.realpath(plan.root)
         matches: list[str] = []
         truncated = False
-        for found in sorted(base.glob(str(prepared.args["pattern"]))):
+        for found in sorted(base.glob(plan.pattern)):
             real = os.path.realpath(found)
             if real != root and not real.startswith(root + os.sep):
                 continue  # a symlink pointing outside: never reported, never followed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from runtime.providers.provider_port import ToolSpec
 from runtime.tools.bash_tool import BashTool
@@ -12,20 +13,20 @@ from runtime.tools.tool_contract import Tool
 
 
 class ToolCatalog:
-    def __init__(self, tools: Iterable[Tool]) -> None:
-        self._tools: dict[str, Tool] = {}
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name {tool.name}")
             self._tools[tool.name] = tool
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
 
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._tools))
 
-    def tools(self) -> Mapping[str, Tool]:
+    def tools(self) -> Mapping[str, Tool[Any]]:
         return dict(self._tools)
 
     def specs(self) -> tuple[ToolSpec, ...]:

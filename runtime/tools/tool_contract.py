@@ -9,6 +9,10 @@ response: the tool never ran. ``run`` happens after T1 and is the only place wit
 Splitting the two is what lets the evidence be "computed by the same transform the tool applies":
 ``prepare`` computes the new bytes once, the dispatch records their hash, ``run`` writes exactly
 those bytes.
+
+Each tool has its own typed *plan* (a frozen dataclass): ``prepare`` turns the arguments (already
+checked against the tool's JSON schema, ``arguments_invalid`` otherwise) into it, and ``run``
+reads only the plan, never the raw arguments.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.coded_error import CodedError
@@ -101,13 +105,19 @@ class ToolContext:
     output_cap_bytes: int = 64 * 1024
 
 
+PlanT = TypeVar("PlanT")
+
+
 @dataclass(frozen=True, slots=True)
-class PreparedCall:
+class PreparedCall(Generic[PlanT]):
+    """A call that passed preflight: its arguments as the model sent them (what the ledger
+    records), the T1 evidence, and the tool's own ``plan`` that ``run`` carries out."""
+
     tool_name: str
     args: Mapping[str, Any]
     evidence: FileStateEvidence | None = None
     summary: str = ""
-    plan: Mapping[str, Any] = field(default_factory=dict)
+    plan: PlanT = field(kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +126,7 @@ class ToolOutput:
     is_error: bool = False
 
 
-class Tool(Protocol):
+class Tool(Protocol[PlanT]):
     @property
     def name(self) -> str: ...
 
@@ -132,6 +142,6 @@ class Tool(Protocol):
     @property
     def recovery_mode(self) -> RecoveryMode: ...
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall: ...
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[PlanT]: ...
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput: ...
+    def run(self, prepared: PreparedCall[PlanT], ctx: ToolContext) -> ToolOutput: ...

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def _swap(ctx: ToolContext, outside: Path) -> None:
     (ctx.cwd / "sub").symlink_to(outside, target_is_directory=True)
 
 
-def _tool(name: str) -> Tool:
+def _tool(name: str) -> Tool[Any]:
     tool = default_catalog().get(name)
     assert tool is not None
     return tool

@@ -75,9 +75,9 @@ class Drill:
             workspace_identity=self.identity,
         )
         self.events: list[RuntimeEvent] = [self.builder.user_message("go", 1, t1_marker=True)]
-        self.prepared: dict[str, PreparedCall] = {}
+        self.prepared: dict[str, PreparedCall[Any]] = {}
 
-    def dispatch(self, call_id: str, tool_name: str, args: Mapping[str, Any]) -> PreparedCall:
+    def dispatch(self, call_id: str, tool_name: str, args: Mapping[str, Any]) -> PreparedCall[Any]:
         tool = default_catalog().get(tool_name)
         assert tool is not None
         prepared = tool.prepare(args, self.ctx)

@@ -89,11 +89,11 @@ class ExplodingTool:
     read_only = True
     recovery_mode: RecoveryMode = "replay_safe"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[None]:
         del ctx
-        return PreparedCall(self.name, args)
+        return PreparedCall(self.name, args, plan=None)
 
-    def run(self, prepared: PreparedCall, ctx: ToolContext) -> ToolOutput:
+    def run(self, prepared: PreparedCall[None], ctx: ToolContext) -> ToolOutput:
         raise RuntimeError("kaboom")
 
 
@@ -323,7 +323,7 @@ def test_tool_exceptions_become_is_error_responses(
 class BrokenPrepareTool(ExplodingTool):
     name = "broken_prepare"
 
-    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall:
+    def prepare(self, args: Mapping[str, Any], ctx: ToolContext) -> PreparedCall[None]:
         raise KeyError("a defect in preflight")
 
 

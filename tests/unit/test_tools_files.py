@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +32,7 @@ def ctx(tmp_path: Path) -> ToolContext:
     )
 
 
-def _tool(name: str) -> Tool:
+def _tool(name: str) -> Tool[Any]:
     tool = default_catalog().get(name)
     assert tool is not None
     return tool
@@ -195,3 +197,44 @@ def test_catalog_declares_recovery_modes() -> None:
         "read_file": "replay_safe",
         "write_file": "reconcile",
     }
+
+
+def _effect(tool: str, ctx: ToolContext, result: Any) -> object:
+    """What a run of ``tool`` from the test below did: its answer or the file it changed."""
+    if tool == "write_file":
+        return (ctx.cwd / "new.txt").read_text()
+    if tool == "edit_file":
+        return (ctx.cwd / "r.txt").read_text()
+    if tool == "bash":
+        return result["output"].strip()
+    key = {"read_file": "content", "list_dir": "entries", "glob": "matches"}[tool]
+    return result[key]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "effect"),
+    [
+        ("read_file", {"path": "r.txt", "offset": 2, "limit": 1}, "two\n"),
+        ("write_file", {"path": "new.txt", "content": "fresh\n"}, "fresh\n"),
+        ("edit_file", {"path": "r.txt", "old_string": "two", "new_string": "2"}, "one\n2\nthree\n"),
+        ("list_dir", {"path": "sub"}, [{"name": "s.txt", "type": "file", "size": 1}]),
+        ("glob", {"pattern": "**/*.txt"}, ["r.txt", "sub/s.txt"]),
+        ("bash", {"command": "echo planned", "timeout_seconds": 5}, "planned"),
+    ],
+)
+def test_a_tool_runs_what_its_typed_plan_says_not_the_raw_arguments(
+    ctx: ToolContext, tool: str, args: dict[str, object], effect: object
+) -> None:
+    """``prepare`` turns the checked arguments into the tool's own frozen plan; ``run`` reads
+    only that plan (the arguments stay for the ledger)."""
+    (ctx.cwd / "r.txt").write_text("one\ntwo\nthree\n")
+    (ctx.cwd / "sub").mkdir()
+    (ctx.cwd / "sub" / "s.txt").write_text("s")
+    prepared = _tool(tool).prepare(args, ctx)
+    plan = prepared.plan
+    assert dataclasses.is_dataclass(plan) and not isinstance(plan, type)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(plan, dataclasses.fields(plan)[0].name, None)
+    output = _tool(tool).run(dataclasses.replace(prepared, args={}), ctx)
+    assert not output.is_error, output.result
+    assert _effect(tool, ctx, output.result) == effect
