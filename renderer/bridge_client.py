@@ -236,6 +236,7 @@ class RendererBridge(BridgePort):
                 self.sessions_listed.emit(message)
             case SessionUpdatedPush():
                 self.session_updated.emit(message)
+                self._answered(message, message.session.session_id, ("relocate", "rename"))
             case SessionOpenedPush():
                 self.session_opened.emit(message)
             case TranscriptItemPush():
@@ -281,14 +282,32 @@ class RendererBridge(BridgePort):
                     self.error_received.emit(message)
             case SessionRemovedPush():
                 self.session_removed.emit(message)
+                self._answered(message, message.session_id, ("remove",))
             case SessionExportedPush():
                 self.session_exported.emit(message)
+                self._answered(message, message.session_id, ("export",))
             case ProcessesStoppedPush():
                 self.processes_stopped.emit(message)
             case WindowShowPush():
                 self.window_show_requested.emit()
             case _:
                 log.warning("ignoring unexpected %s after handshake", message.kind.value)
+
+    def _answered(
+        self,
+        push: SessionUpdatedPush | SessionRemovedPush | SessionExportedPush,
+        session_id: str,
+        kinds: tuple[str, ...],
+    ) -> None:
+        """``session_change_done`` when ``push`` answers a change this window asked for: its
+        correlation id is ours, for that session and that kind of change (answers are sent to
+        every window, whose correlation ids are their own)."""
+        key = push.correlation_id
+        change = self._changes.get(key) if key is not None else None
+        if key is None or change is None or change[0] != session_id or change[1] not in kinds:
+            return
+        del self._changes[key]
+        self.session_change_done.emit(change[0], change[1], push)
 
     def _dispatch_handshake(self, message: Message) -> None:
         if isinstance(message, HelloOkPush):

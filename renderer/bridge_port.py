@@ -50,6 +50,12 @@ class BridgePort(QObject):
     session_exported = Signal(object)  # SessionExportedPush
     session_change_refused = Signal(str, str, object)
     """(session id, what was asked: relocate / rename / remove / export, ErrorPush)."""
+    session_change_done = Signal(str, str, object)
+    """(session id, what was asked, the answer: ``SessionUpdatedPush`` for relocate and rename,
+    ``SessionRemovedPush``, ``SessionExportedPush``): a change *this window* asked for went
+    through. The same pushes also arrive as ``session_updated`` and the like, for every window
+    and for any reason (a run ending refreshes its session); only this says a request was
+    answered."""
     turn_refused = Signal(str, str, object)
     """(session id, the refused text, ErrorPush): a message the main process did not take;
     the composer gets the text back and says why beside it."""

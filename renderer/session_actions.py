@@ -70,7 +70,6 @@ class SessionActions(QObject):
         self._banner = banner
         self._summary_of = summary_of
         self._current = current
-        self._relocating: set[str] = set()
         self._remove_after_export: set[str] = set()
         self.choose_folder: Callable[[str], str] = self._choose_folder
         self.ask_title: Callable[[str], str | None] = self._ask_title
@@ -88,7 +87,7 @@ class SessionActions(QObject):
         self.remove_action.triggered.connect(lambda: self._on_current(self.remove))
         banner.locate_folder_requested.connect(self.locate_folder)
         banner.remove_session_requested.connect(self.remove)
-        bridge.session_updated.connect(self._on_updated)
+        bridge.session_change_done.connect(self._on_change_done)
         bridge.session_removed.connect(self._on_removed)
         bridge.session_exported.connect(self._on_exported)
         bridge.session_change_refused.connect(self._on_refused)
@@ -111,8 +110,8 @@ class SessionActions(QObject):
     def locate_folder(self, session_id: str) -> None:
         summary = self._summary_of(session_id)
         folder = self.choose_folder(summary.cwd if summary else "")
-        if folder and self._bridge.relocate_session(session_id, folder):
-            self._relocating.add(session_id)
+        if folder:
+            self._bridge.relocate_session(session_id, folder)
 
     def rename(self, session_id: str) -> None:
         summary = self._summary_of(session_id)
@@ -142,10 +141,10 @@ class SessionActions(QObject):
 
     # ----------------------------------------------------------------- answers
 
-    def _on_updated(self, push: SessionUpdatedPush) -> None:
-        session_id = push.session.session_id
-        if session_id in self._relocating:
-            self._relocating.discard(session_id)
+    def _on_change_done(self, session_id: str, what: str, push: object) -> None:
+        """This window's relocation went through (the answer to its own request; a session
+        refreshed for another reason while the request is under way is no answer)."""
+        if what == "relocate" and isinstance(push, SessionUpdatedPush):
             self._banner.forget_session(session_id)
             self._status(
                 _tr("The session now uses {folder}.").replace("{folder}", push.session.cwd)
@@ -166,7 +165,6 @@ class SessionActions(QObject):
             self.remove(push.session_id)
 
     def _on_refused(self, session_id: str, what: str, push: ErrorPush) -> None:
-        self._relocating.discard(session_id)
         self._remove_after_export.discard(session_id)
         known = describe(push.code)
         sentence = known.sentence if known.known else _tr("It could not be done.")

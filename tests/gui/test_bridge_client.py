@@ -139,6 +139,42 @@ def test_pushes_become_signals(qtbot: QtBot, main: FakeMain) -> None:
     bridge.stop()
 
 
+def test_only_the_answer_to_its_own_change_says_the_change_went_through(
+    qtbot: QtBot, main: FakeMain
+) -> None:
+    """``session.updated`` reaches every window, for any reason; ``session_change_done`` is
+    emitted once, for the push that carries this window's correlation id for that session."""
+    bridge = _connected(qtbot, main)
+    done: list[tuple[str, str, object]] = []
+    bridge.session_change_done.connect(lambda *args: done.append(args))
+    assert bridge.relocate_session("s1", "/w/found")
+    qtbot.waitUntil(lambda: len(main.requests) == 2)
+    request = main.requests[1]
+    assert isinstance(request, bc.SessionsRelocateRequest) and request.correlation_id
+    ours = request.correlation_id
+    moved = bc.SessionSummary(session_id="s1", cwd="/w/found", title="One")
+    other = bc.SessionSummary(session_id="s2", cwd="/w/two", title="Two")
+    not_answers: list[bc.SessionUpdatedPush | bc.SessionRemovedPush] = [
+        bc.SessionUpdatedPush(session=moved),  # a refresh: no correlation id
+        bc.SessionUpdatedPush(session=other, correlation_id=ours),  # another window's id
+        bc.SessionRemovedPush(session_id="s1", correlation_id=ours),  # not a relocation
+    ]
+    for push in not_answers:
+        # the push was read and handled: then it is known whether it counted as the answer
+        removed = isinstance(push, bc.SessionRemovedPush)
+        with qtbot.waitSignal(bridge.session_removed if removed else bridge.session_updated):
+            main.send(push)
+    assert done == []
+    answer = bc.SessionUpdatedPush(session=moved, correlation_id=ours)
+    with qtbot.waitSignal(bridge.session_change_done) as blocker:
+        main.send(answer)
+    assert blocker.args == ["s1", "relocate", answer]
+    with qtbot.waitSignal(bridge.session_updated):
+        main.send(answer)  # a second copy answers nothing more
+    assert len(done) == 1
+    bridge.stop()
+
+
 def test_garbage_from_the_main_process_closes_and_reconnects(qtbot: QtBot, main: FakeMain) -> None:
     bridge = _connected(qtbot, main)
     received: list[object] = []

@@ -364,3 +364,38 @@ def test_a_removed_session_is_no_longer_announced(qtbot: QtBot) -> None:
     assert notice.text == "Automatic resume: 1 is on hold; open it to see."
     bridge.session_removed.emit(bc.SessionRemovedPush(session_id="s2"))
     assert not notice.label.isVisible() and notice.text == ""
+
+
+def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as_it_was(
+    qtbot: QtBot,
+) -> None:
+    """A refresh of the session for another reason while Locate folder… is under way (the
+    automatic resume at start ending, say) is no answer to it: the banner never flips to
+    "Safe resume" and the status bar never claims the new folder before the main process
+    accepted it; a refusal leaves Locate folder… on offer."""
+    window, bridge = _window(qtbot)
+    banner = window.banner
+    bridge.push_parked("s1", ("workspace_folder_missing",))
+    assert banner.folder_missing
+    problems: list[tuple[str, str]] = []
+    actions = window.session_actions
+    actions.show_problem = lambda headline, sentence: problems.append((headline, sentence))
+    actions.choose_folder = lambda _missing: "/w/other"
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("relocate_session") == [("s1", "/w/other")]
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=SESSIONS[0]))
+    assert banner.folder_missing, "a refresh is not the answer"
+    assert "now uses" not in window.statusBar().currentMessage()
+    refusal = bc.ErrorPush(code="workspace_identity_differs", message="another workspace")
+    bridge.session_change_refused.emit("s1", "relocate", refusal)
+    assert problems == [("The folder was not accepted", problems[0][1])]
+    assert "different workspace" in problems[0][1]
+    assert banner.folder_missing, "still parked: nothing changed"
+
+    actions.choose_folder = lambda _missing: "/w/found"
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+    located = SESSIONS[0].model_copy(update={"cwd": "/w/found"})
+    bridge.answer_change("s1", "relocate", bc.SessionUpdatedPush(session=located))
+    assert banner.state is BannerState.IDLE
+    assert banner.action_button.text() == "Safe resume"
+    assert window.statusBar().currentMessage() == "The session now uses /w/found."

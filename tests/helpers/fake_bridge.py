@@ -58,6 +58,22 @@ class FakeBridge(BridgePort):
             )
         )
 
+    def answer_change(
+        self,
+        session_id: str,
+        what: str,
+        push: bc.SessionUpdatedPush | bc.SessionRemovedPush | bc.SessionExportedPush,
+    ) -> None:
+        """The answer to this window's own relocate / rename / remove / export: the push every
+        window hears, then ``session_change_done`` (the real bridge matches correlation ids)."""
+        if isinstance(push, bc.SessionUpdatedPush):
+            self.session_updated.emit(push)
+        elif isinstance(push, bc.SessionRemovedPush):
+            self.session_removed.emit(push)
+        else:
+            self.session_exported.emit(push)
+        self.session_change_done.emit(session_id, what, push)
+
     def push_failed(self, session_id: str, code: str, message: str = "") -> None:
         self.resume_failed.emit(
             bc.ResumeFailedPush(session_id=session_id, code=code, message=message)
