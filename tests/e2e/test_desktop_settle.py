@@ -187,7 +187,8 @@ def test_it_ran_is_recorded_and_safe_resume_continues_once(desk: Desk) -> None:
     main, client = desk.start()
     client.send(SessionsOpenRequest(session_id=session_id, correlation_id="reopen"))
     desk.wait(client, MessageKind.SESSION_OPENED)
-    desk.qtbot.wait(500)
+    client.ask_marker("after-open")  # answered after what stands for the session was sent
+    desk.qtbot.waitUntil(lambda: client.answered("after-open"), timeout=WAIT_MS)
     assert not client.has(MessageKind.RESUME_PARKED)
 
     client.send(ResumeLatestRequest(session_id=session_id, correlation_id="click"))

@@ -216,7 +216,8 @@ def test_rejected_handshake_is_final(qtbot: QtBot, main: FakeMain) -> None:
     with qtbot.waitSignal(bridge.connection_state_changed) as blocker:
         main.send(bc.HelloRejectedPush(code="token_invalid"))
     assert blocker.args == [ConnectionState.REJECTED.value]
-    qtbot.wait(300)
+    with qtbot.assertNotEmitted(main.server.newConnection, wait=300):
+        pass  # no reconnect after a rejection (the first retry would come within 300 ms)
     assert len(main.sockets) == 1, "no reconnect after a rejection"
     assert bridge.connection_state is ConnectionState.REJECTED
 

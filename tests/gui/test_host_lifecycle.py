@@ -295,7 +295,9 @@ def test_resume_sends_only_the_session_and_reports_started_once(
         ),
         timeout=5000,
     )
-    qtbot.wait(100)
+    # The session's row is refreshed when its run starts and again once the resume is over,
+    # after its outcome was pushed: any second "started" would have arrived before that.
+    qtbot.waitUntil(lambda: len(client.all(MessageKind.SESSION_UPDATED)) >= 2, timeout=5000)
     started = client.all(MessageKind.RESUME_STARTED)
     assert len(started) == 1
     assert isinstance(started[0], ResumeStartedPush)
@@ -427,6 +429,11 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
     def wait_for_outcomes(client: WireClient, count: int) -> None:
         qtbot.waitUntil(lambda: len(outcomes(client)) == count, timeout=5000)
 
+    def caught_up(client: WireClient) -> None:
+        """Everything that stands was sent right after the handshake, before this answer."""
+        client.ask_marker("after-hello")
+        qtbot.waitUntil(lambda: client.answered("after-hello"), timeout=5000)
+
     try:
         # Connected while auto-resume runs: each outcome arrives once, pushed or on connecting.
         early = _client(qtbot, started)
@@ -439,7 +446,7 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
         for _ in range(2):  # a renderer started later, then the same one restarted
             late = _client(qtbot, started)
             wait_for_outcomes(late, 3)
-            qtbot.wait(100)
+            caught_up(late)
             # ... and which sessions automatic resume continued, to announce them until seen
             assert sorted(outcomes(late)) == [
                 ("resume.failed", "fails"),
@@ -472,11 +479,24 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
             timeout=5000,
         )
         after = _client(qtbot, started)
-        qtbot.waitUntil(lambda: len(outcomes(after)) >= 2, timeout=5000)
-        qtbot.wait(100)
+        caught_up(after)
         assert sorted(outcomes(after)) == [("resume.failed", "fails"), ("resume.started", "starts")]
     finally:
         started.host.close()
+
+
+def _click_resume_after_startup(qtbot: QtBot, started: Running) -> None:
+    """Resume session "a" by hand and wait for the answer. Automatic resume is decided when
+    the host becomes ready and runs on the session's own turn thread, before a later click: had
+    it started, it would be recorded first (or the click would be refused as busy)."""
+    client = _client(qtbot, started)
+    client.send(ResumeLatestRequest(session_id="a", correlation_id="click"))
+    qtbot.waitUntil(
+        lambda: any(
+            m.correlation_id == "click" and m.kind.startswith("resume.") for m in client.received
+        ),
+        timeout=5000,
+    )
 
 
 def test_no_auto_resume_with_the_flag_off(
@@ -485,8 +505,8 @@ def test_no_auto_resume_with_the_flag_off(
     services = FakeHostServices(report=RecoveryReport(interrupted=(_run("a", "r", 1),)))
     started = _start(qtbot, data_dir, services, capsys, safe_resume=False)
     try:
-        qtbot.wait(200)
-        assert services.resumed_automatic == []
+        _click_resume_after_startup(qtbot, started)
+        assert services.resumed_automatic == [("a", False)], "only the click resumed it"
     finally:
         started.host.close()
 
@@ -512,7 +532,8 @@ def test_the_settings_decide_automatic_resume_at_start(
         if expected:
             qtbot.waitUntil(lambda: services.resumed_automatic == expected, timeout=5000)
         else:
-            qtbot.wait(300)
+            _click_resume_after_startup(qtbot, started)
+            expected = [("a", False)]  # only the click resumed it
         assert services.resumed_automatic == expected
     finally:
         started.host.close()
@@ -564,11 +585,13 @@ def test_frames_are_refused_before_the_services_see_them(qtbot: QtBot, running: 
     body = b'{"kind":"sessions.resumeLatest","sessionId":"s1","workspaceIdentity":"w"}'
     client.send_raw(len(body).to_bytes(4, "big") + body)
     qtbot.waitUntil(lambda: client.disconnected, timeout=5000)
-    qtbot.wait(100)
-    assert not any(c.startswith("resume_latest") for c in running.services.calls)
     again = _client(qtbot, running)
     again.send_raw(encode_frame(ResumeLatestRequest(session_id="s1")))
     qtbot.waitUntil(lambda: again.has(MessageKind.RESUME_PARKED), timeout=5000)
+    # the honest request, sent later, is the only one the services ever saw
+    assert [c for c in running.services.calls if c.startswith("resume_latest")] == [
+        "resume_latest:s1"
+    ]
 
 
 class SlowRecovery(FakeHostServices):

@@ -116,7 +116,8 @@ def test_a_recorded_answer_resends_the_card_and_drops_the_standing_park(
     assert "settle_call:s1:c1:True:seen" in services.calls
     assert services.threads["settle_call"] != threading.main_thread().name
     later = _client(qtbot, socket, token)
-    qtbot.wait(300)
+    later.ask_marker("after-hello")  # answered after whatever stands was sent
+    qtbot.waitUntil(lambda: later.answered("after-hello"), timeout=5000)
     assert not later.has(MessageKind.RESUME_PARKED)  # no stale park for a later window
 
 

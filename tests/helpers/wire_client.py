@@ -14,6 +14,7 @@ from app.bridge_contract import (
     HelloRequest,
     Message,
     MessageKind,
+    SettingsGetRequest,
     encode_frame,
 )
 
@@ -54,6 +55,16 @@ class WireClient:
 
     def has(self, kind: MessageKind) -> bool:
         return self.first(kind) is not None
+
+    def ask_marker(self, tag: str) -> None:
+        """Ask for the settings (a question every ready main process answers) with
+        ``correlationId`` ``tag``. The answer is written after everything already sent to this
+        client (the pushes right after the handshake, or right after a ``session.opened``):
+        once ``answered(tag)``, a push that has not arrived was not sent before the question."""
+        self.send(SettingsGetRequest(correlation_id=tag))
+
+    def answered(self, tag: str) -> bool:
+        return any(message.correlation_id == tag for message in self.received)
 
     def close(self) -> None:
         self.socket.abort()
