@@ -230,33 +230,42 @@ class ResumeService:
 
     def _with_workspace_notes(self, plan: ContinuationPlan, call: _PlanCall) -> ContinuationPlan:
         """The lineage's workspace decisions, and the restored copies a resume made but never
-        started in (WORKSPACE.md section 4: named, never reused)."""
-        events = call.lineage_events
+        started in (WORKSPACE.md section 4: named, never reused). A copy is in use when any
+        continuation of the session moved there, in this lineage or an earlier one (a new
+        message starts a new lineage in the copy the session lives in)."""
         attempts = self._checkpoints.restore_attempts(plan.session_id) if self._checkpoints else []
-        if attempts and events is None:  # an early park: the continuations' first events
-            try:
-                runs = self._store.list_session_runs(plan.session_id)
-                events = [
-                    rows[0].event
-                    for run in runs
-                    if run.continuation_source is not None
-                    and (rows := self._store.read_run_events(run.run_id))
+        left: list[PlanDiagnostic] = []
+        if attempts:
+            starts = self._continuation_starts(plan.session_id)
+            if starts is not None:
+                left = [
+                    PlanDiagnostic(
+                        DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
+                        f"a restored copy at {path} was made by a resume that did not start; "
+                        "it is left as it is and not used",
+                        detail={"path": path},
+                    )
+                    for path in abandoned_copies(self._checkpoints, plan.session_id, starts)
                 ]
-            except LedgerError:
-                events = None
-        if events is None:
+        events = call.lineage_events
+        transitions = tuple(lineage_transitions(events)) if events else ()
+        if not left and not transitions:
             return plan
-        left = [
-            PlanDiagnostic(
-                DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
-                f"a restored copy at {path} was made by a resume that did not start; "
-                "it is left as it is and not used",
-                detail={"path": path},
-            )
-            for path in abandoned_copies(self._checkpoints, plan.session_id, events)
-        ]
-        transitions = tuple(lineage_transitions(events)) if call.lineage_events else ()
         return replace(plan, diagnostics=(*plan.diagnostics, *left), transitions=transitions)
+
+    def _continuation_starts(self, session_id: str) -> list[RuntimeEvent] | None:
+        """The first event of every continuation of the session (where a transition is
+        committed); None when the store cannot be read."""
+        try:
+            runs = self._store.list_session_runs(session_id)
+            return [
+                rows[0].event
+                for run in runs
+                if run.continuation_source is not None
+                and (rows := self._store.read_run_events(run.run_id))
+            ]
+        except LedgerError:
+            return None
 
     def _session_cwd(self, source: RunHeader) -> str:
         """Where the session lives now (the session record), else where the run ran."""

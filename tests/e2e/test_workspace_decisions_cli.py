@@ -486,3 +486,29 @@ def test_the_notice_stays_in_the_history_of_later_generations(tmp_path: Path) ->
     runs = committed_runs(drill.data)
     assert len(runs) == 3
     assert "workspaceBaseline" not in runs[2][1][0].get("actions", {})
+
+
+def test_the_copy_the_session_lives_in_is_not_called_abandoned_after_a_new_message(
+    tmp_path: Path,
+) -> None:
+    """A new message in the restored copy starts a new lineage; the copy it runs in was made by
+    a resume that did start, so the plan never calls it abandoned."""
+    drill, before = _drifted(tmp_path)
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    copy = tmp_path / "work-restored-1"
+    second_turn = [{"text": "Again.", "toolCalls": [FIRST_STEP["toolCalls"][0]]}]
+    script = write_script(
+        tmp_path / "second.json", [SCRIPT[0], [*second_turn, {"error": {"message": "gone"}}]]
+    )
+    args = ["run", "--session", drill.session, "--permission-mode", "auto", "once more"]
+    ran = maka(args, drill.data, env={**drill.env, "MAKA_SCRIPT_FILE": str(script)})
+    assert ran.returncode == 1, ran.stderr  # the provider failed after the call ran
+    assert (copy / "count.txt").read_text() == "x\nx\n"
+
+    code, planned = _plan(drill)
+    assert planned["sourceRunId"] == committed_runs(drill.data)[2][0].run_id
+    assert not [d for d in planned["diagnostics"] if d["code"] == "workspace_restore_abandoned"]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert "did not start" not in text
+    assert _files(drill.work) == before
