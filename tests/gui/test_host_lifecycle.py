@@ -52,6 +52,7 @@ from main_process.host_services import (
 )
 from main_process.ipc_endpoint import find_endpoint, socket_name_for
 from main_process.renderer_launcher import renderer_command
+from main_process.turn_workers import MainThreadRelay
 from runtime.ledger.codes import ParkReason, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from storage.instance_lock import InstanceLock, LockOutcome
@@ -631,8 +632,11 @@ def test_requests_wait_for_startup_recovery_then_are_served(
         qtbot.waitUntil(lambda: client.has(MessageKind.HELLO_OK), timeout=5000)
         hello = client.first(MessageKind.HELLO_OK)
         assert isinstance(hello, HelloOkPush) and hello.host_state == "recovering"
-        client.send(SessionsListRequest(correlation_id="early"))
-        qtbot.wait(300)
+        assert host._server is not None
+        with qtbot.waitSignal(host._server.request_received, timeout=5000):
+            client.send(SessionsListRequest(correlation_id="early"))
+        # The host has the request (its own slot ran first) and holds it: not answered, and
+        # the order of the calls below shows the services saw it only after recovery.
         assert not client.has(MessageKind.SESSIONS_LISTED)
         assert "list_sessions" not in services.calls  # nothing touches sessions yet
         services.release.set()
@@ -643,6 +647,16 @@ def test_requests_wait_for_startup_recovery_then_are_served(
     finally:
         services.release.set()
         host.close()
+
+
+def _after_callbacks_posted_so_far(qtbot: QtBot, relay: MainThreadRelay) -> None:
+    """Wait until every callable other threads have already posted to ``relay`` has run: a
+    marker posted now from another thread is queued behind them and runs after them."""
+    ran: list[bool] = []
+    poster = threading.Thread(target=relay.post, args=(lambda: ran.append(True),))
+    poster.start()
+    poster.join()
+    qtbot.waitUntil(lambda: ran == [True], timeout=5000)
 
 
 def test_shutdown_during_recovery_waits_for_it_then_closes_the_store(
@@ -657,7 +671,8 @@ def test_shutdown_during_recovery_waits_for_it_then_closes_the_store(
     calls = services.calls
     assert calls.index("recover_at_startup") < calls.index("close")
     assert host.lifecycle.state is HostState.CLOSED
-    qtbot.wait(100)  # the late "recovery finished" callback changes nothing
+    _after_callbacks_posted_so_far(qtbot, host._workers.relay)
+    # the late "recovery finished" callback has run and changed nothing
     assert host.lifecycle.state is HostState.CLOSED
     assert "list_sessions" not in calls
 
@@ -665,7 +680,6 @@ def test_shutdown_during_recovery_waits_for_it_then_closes_the_store(
 def test_push_sink_coalesces_a_burst_and_keeps_first_seen_order(qtbot: QtBot) -> None:
     from app.bridge_contract import AssistantMessageItem, Message, ToolCardItem, ToolCardStatus
     from main_process.push_sink import CoalescingPushSink
-    from main_process.turn_workers import MainThreadRelay
 
     relay = MainThreadRelay()
     sent: list[Message] = []
@@ -687,8 +701,7 @@ def test_push_sink_coalesces_a_burst_and_keeps_first_seen_order(qtbot: QtBot) ->
     worker = threading.Thread(target=burst)
     worker.start()
     worker.join()
-    qtbot.waitUntil(lambda: len(sent) >= 2, timeout=5000)
-    qtbot.wait(50)
+    _after_callbacks_posted_so_far(qtbot, relay)  # every flush the burst asked for has run
     items = [m for m in sent if isinstance(m, TranscriptItemPush)]
     assert len(items) == 2, "500 updates of one item collapse into its newest state"
     assert [i.item.item_id for i in items] == ["a", "card"]
