@@ -377,6 +377,12 @@ def test_sigterm_inside_the_event_loop_runs_the_orderly_shutdown(
     assert running.services.calls[-2:] == ["stop_background_work", "close"]
 
 
+def _wait_for_auto_resume_to_end(qtbot: QtBot, started: Running) -> None:
+    """Automatic resume chooses its sessions when the host becomes ready and resumes them one
+    after the other; its last outcome has been pushed when the host marks the run over."""
+    qtbot.waitUntil(lambda: started.host._auto_total == 0, timeout=5000)
+
+
 def test_auto_resume_at_startup_resumes_newest_interrupted_sessions(
     qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -390,8 +396,7 @@ def test_auto_resume_at_startup_resumes_newest_interrupted_sessions(
     services = FakeHostServices(report=report, resume_outcomes={"new": ResumeStarted("c1", "t1")})
     started = _start(qtbot, data_dir, services, capsys)
     try:
-        qtbot.waitUntil(lambda: len(services.resumed_automatic) == 2, timeout=5000)
-        qtbot.wait(100)
+        _wait_for_auto_resume_to_end(qtbot, started)
         assert services.resumed_automatic == [("new", True), ("old", True)]
     finally:
         started.host.close()
@@ -438,8 +443,8 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
     try:
         # Connected while auto-resume runs: each outcome arrives once, pushed or on connecting.
         early = _client(qtbot, started)
-        qtbot.waitUntil(lambda: len(outcomes(early)) >= 2, timeout=5000)
-        qtbot.wait(200)
+        _wait_for_auto_resume_to_end(qtbot, started)  # every outcome was pushed by then
+        caught_up(early)
         assert sorted(o for o in outcomes(early) if o[1] != "starts") == [
             ("resume.failed", "fails"),
             ("resume.parked", "parks"),
