@@ -161,6 +161,11 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "A restored copy would not be the folder at the stop: the note says which point of "
         "the history it would hold.",
     ),
+    "workspace_rebaseline_uncompared": (
+        _I,
+        "No snapshot is left to compare your current files with: continuing with them tells "
+        "the model that files may have changed, not which.",
+    ),
     "workspace_restore_unavailable": (
         _E,
         "No snapshot of the folder is left to make a restored copy from; only continuing with "

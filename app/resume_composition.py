@@ -25,7 +25,7 @@ from runtime.continuation.resume_service import (
 )
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
-from runtime.ledger.codes import SettlementOrigin
+from runtime.ledger.codes import DiagnosticCode, SettlementOrigin
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.store_ports import LedgerReader
@@ -368,10 +368,18 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
             f"session lives in the copy). The copy holds {reflects}."
         )
     if "rebaseline" in plan.workspace_options:
+        uncompared = any(
+            d.code == DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED.value for d in plan.diagnostics
+        )
+        told = (
+            "that files may have changed, with no snapshot to tell which,"
+            if uncompared
+            else "which files changed"
+        )
         lines.append(
             "Continue with your current files: maka resume "
             f"{plan.session_id} --rebaseline (the files as they are now become the new "
-            "snapshot; the model is told which files changed and to re-read them)."
+            f"snapshot; the model is told {told} and to re-read them)."
         )
     return lines
 

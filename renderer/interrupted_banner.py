@@ -109,6 +109,17 @@ def _at_stop_note() -> str:
     )
 
 
+def _rebaseline_note(*, compared: bool) -> str:
+    if compared:
+        return _tr(
+            "The files stay as they are now; the model is told which changed and re-reads them."
+        )
+    return _tr(
+        "The files stay as they are now; no snapshot is left to tell which changed, so the "
+        "model is told they may have changed and re-reads them."
+    )
+
+
 def _sentence(text: str) -> str:
     return text if text.endswith(".") else f"{text}."
 
@@ -246,11 +257,7 @@ class InterruptedBanner(TintedPanel):
         self.restore_note = QLabel(_at_stop_note())
         self.rebaseline_button = QPushButton(_tr("Continue with my current files"))
         self.rebaseline_button.clicked.connect(lambda: self.request_decision("rebaseline"))
-        self.rebaseline_note = QLabel(
-            _tr(
-                "The files stay as they are now; the model is told which changed and re-reads them."
-            )
-        )
+        self.rebaseline_note = QLabel(_rebaseline_note(compared=True))
         pairs = (
             (self.restore_button, self.restore_note),
             (self.rebaseline_button, self.rebaseline_note),
@@ -541,6 +548,9 @@ class InterruptedBanner(TintedPanel):
             else _at_stop_note()
         )
         self.restore_button.setToolTip(self.restore_note.text())
+        uncompared = any(d.code == "workspace_rebaseline_uncompared" for d in current.diagnostics)
+        self.rebaseline_note.setText(_rebaseline_note(compared=not uncompared))
+        self.rebaseline_button.setToolTip(self.rebaseline_note.text())
         for button, note, option in (
             (self.restore_button, self.restore_note, "isolated_restore"),
             (self.rebaseline_button, self.rebaseline_note, "rebaseline"),

@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rebaseline",
         action="store_true",
         help="when the files changed since the stop: continue with them as they are now "
-        "(they become the new snapshot and the model is told which files changed)",
+        "(they become the new snapshot and the model is told which files changed, or that "
+        "files may have changed when no snapshot is left to compare them with)",
     )
     decision.add_argument(
         "--restore-to",

@@ -62,19 +62,39 @@ def changes_since_snapshot(
     """How the observed folder differs from the run's newest snapshot, stale or not (what a
     rebaseline tells the model); None when there is nothing to compare with (no snapshot, its
     objects gone, another workspace)."""
+    checkpoint = comparable_snapshot(carrier, events, observation)
+    tree = observation.workspace_tree
+    if carrier is None or checkpoint is None or tree is None or tree.tree_id is None:
+        return None
+    workspace = str(checkpoint["workspaceIdentity"])
+    try:
+        return tuple(carrier.changes(workspace, str(checkpoint["treeId"]), tree.tree_id))
+    except CheckpointError:
+        return None
+
+
+def comparable_snapshot(
+    carrier: CheckpointCarrier | None,
+    events: Sequence[RuntimeEvent],
+    observation: SafetyObservation,
+) -> Mapping[str, Any] | None:
+    """The snapshot a rebaseline would compare the current files with (the run's newest one,
+    stale or not, of this workspace, its objects present), or None: the model is then told only
+    that files may have changed."""
     checkpoint = boundary_checkpoint(events).checkpoint
     tree = observation.workspace_tree
     if carrier is None or checkpoint is None or tree is None or tree.tree_id is None:
         return None
     workspace = str(checkpoint["workspaceIdentity"])
-    if workspace != observation.workspace_identity or not carrier.has_snapshot(
-        workspace, str(checkpoint["commitId"]), str(checkpoint["treeId"])
-    ):
+    if workspace != observation.workspace_identity:
         return None
     try:
-        return tuple(carrier.changes(workspace, str(checkpoint["treeId"]), tree.tree_id))
+        present = carrier.has_snapshot(
+            workspace, str(checkpoint["commitId"]), str(checkpoint["treeId"])
+        )
     except CheckpointError:
         return None
+    return checkpoint if present else None
 
 
 def restore_point(

@@ -21,6 +21,7 @@ from runtime.continuation.checkpoint_evidence import (
     abandoned_copies,
     changes_since_snapshot,
     checkpoint_evidence,
+    comparable_snapshot,
     restore_point,
 )
 from runtime.continuation.continuation_planner import (
@@ -113,6 +114,8 @@ class _PlanCall:
 
     restore_to: str | None
     lineage_events: list[RuntimeEvent] | None = None
+    # A rebaseline is offered and there is no snapshot to compare the current files with.
+    rebaseline_uncompared: bool = False
 
 
 def _fresh_ids(new_id: Callable[[], str]) -> FreshIds:
@@ -226,6 +229,11 @@ class ResumeService:
         )
         if isinstance(lineage, Lineage):
             call.lineage_events = [e for prefix in lineage.prefixes for e in prefix.events]
+            if "rebaseline" in plan.workspace_options:
+                call.rebaseline_uncompared = (
+                    comparable_snapshot(self._checkpoints, lineage.prefixes[-1].events, observation)
+                    is None
+                )
         return plan
 
     def _with_workspace_notes(self, plan: ContinuationPlan, call: _PlanCall) -> ContinuationPlan:
@@ -247,6 +255,14 @@ class ResumeService:
                     )
                     for path in abandoned_copies(self._checkpoints, plan.session_id, starts)
                 ]
+        if call.rebaseline_uncompared:
+            left.append(
+                PlanDiagnostic(
+                    DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED.value,
+                    "there is no snapshot to compare the current files with: continuing with "
+                    "them tells the model that files may have changed, not which",
+                )
+            )
         events = call.lineage_events
         transitions = tuple(lineage_transitions(events)) if events else ()
         if not left and not transitions:

@@ -261,6 +261,9 @@ class DiagnosticCode(StrEnum):
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
     # what it would hold instead (WORKSPACE.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"
+    # Continuing with the current files is offered and no snapshot is left to compare them
+    # with: the model is told that files may have changed, not which (WORKSPACE.md 4).
+    WORKSPACE_REBASELINE_UNCOMPARED = "workspace_rebaseline_uncompared"
 
 
 class ParkReason(StrEnum):

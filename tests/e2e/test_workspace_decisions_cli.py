@@ -92,8 +92,10 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
     assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
+    assert "workspace_rebaseline_uncompared" not in [d["code"] for d in parked["diagnostics"]]
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
     assert f"maka resume {drill.session} --rebaseline" in text
+    assert "the model is told which files changed and to re-read them" in text
     assert drill.requests() == []
 
     args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--rebaseline"]
@@ -187,6 +189,12 @@ def test_rebaseline_answers_a_missing_snapshot_without_naming_files(tmp_path: Pa
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"]
     assert parked["workspaceOptions"] == ["rebaseline"]  # no snapshot left to copy
+    # The offer does not promise to tell the model which files changed: nothing can tell.
+    codes = [d["code"] for d in parked["diagnostics"]]
+    assert codes.count("workspace_rebaseline_uncompared") == 1
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert "the model is told which files changed" not in text
+    assert "the model is told that files may have changed, with no snapshot to tell which" in text
     code, refused = drill.resume("--restore-to")
     assert code == 3 and refused["rejectionReasons"] == ["workspace_checkpoint_missing"]
     code, body = drill.resume("--rebaseline")

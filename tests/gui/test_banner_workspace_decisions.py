@@ -123,3 +123,33 @@ def test_the_restore_offer_says_when_the_copy_is_not_the_folder_at_the_stop(
     with mock.patch.object(QMessageBox, "exec", cancel):
         banner.restore_button.click()
     assert bridge.calls_to("resume_latest") == []
+
+
+def test_the_rebaseline_offer_says_when_no_snapshot_can_tell_which_files_changed(
+    qtbot: QtBot,
+) -> None:
+    compared_text = (
+        "The files stay as they are now; the model is told which changed and re-reads them."
+    )
+    banner, _ = _parked(qtbot, ("isolated_restore", "rebaseline"))
+    assert banner.rebaseline_note.text() == compared_text
+
+    bridge = FakeBridge(safe_resume_enabled=True)
+    missing = InterruptedBanner(bridge)
+    qtbot.addWidget(missing)
+    missing.show()
+    missing.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    gone = ResumeDiagnostic(code="workspace_checkpoint_missing", message="gone")
+    uncompared = ResumeDiagnostic(code="workspace_rebaseline_uncompared", message="no snapshot")
+    bridge.push_parked(
+        "s1",
+        ("workspace_checkpoint_missing",),
+        (gone, uncompared),
+        workspace_options=("rebaseline",),
+    )
+    assert missing.rebaseline_note.text() == (
+        "The files stay as they are now; no snapshot is left to tell which changed, so the "
+        "model is told they may have changed and re-reads them."
+    )
+    assert missing.rebaseline_button.toolTip() == missing.rebaseline_note.text()
+    assert "which changed and re-reads" not in missing.rebaseline_note.text()
