@@ -18,7 +18,6 @@ connects), so the banner opens parked instead of offering a resume that would be
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Literal
@@ -26,12 +25,10 @@ from typing import Literal
 from PySide6.QtCore import QCoreApplication, Qt, QTime, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -65,6 +62,7 @@ from renderer.park_text import (
     highest_severity,
     next_step,
 )
+from renderer.restore_dialog import ask_restore_target
 from renderer.tinted_panel import TintedPanel
 from renderer.visible_text import visible
 
@@ -273,35 +271,12 @@ class InterruptedBanner(TintedPanel):
 
     def _on_restore(self) -> None:
         """Confirm the copy, in a new sibling folder or one the user picks."""
-        box = QMessageBox(self)
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle(_tr("Continue in a restored copy"))
-        point = self._restore_point()
-        box.setText(
-            _tr("Continue in a restored copy of the folder?")
-            if point
-            else _tr("Continue in a copy of the folder as it was when the run stopped?")
+        left = any(d.code == "workspace_restore_abandoned" for d in self._current().diagnostics)
+        confirmed, folder = ask_restore_target(
+            self, self._folder, self._restore_point(), abandoned=left
         )
-        name = os.path.basename(self._folder.rstrip("/\\")) or _tr("folder")
-        where = _tr(
-            "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
-            "next free number) and the session continues there. Your folder is not changed."
-        ).replace("{name}", name)
-        said = _sentence(point[:1].upper() + point[1:])
-        box.setInformativeText(f"{said}\n\n{where}" if point else where)
-        make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)
-        choose = box.addButton(_tr("Choose folder…"), QMessageBox.ButtonRole.ActionRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(make)
-        box.exec()
-        if box.clickedButton() is make:
-            self.request_decision("isolated_restore")
-        elif box.clickedButton() is choose:
-            folder = QFileDialog.getExistingDirectory(
-                self, _tr("Choose an empty folder for the copy"), os.path.dirname(self._folder)
-            )
-            if folder:
-                self.request_decision("isolated_restore", folder)
+        if confirmed:
+            self.request_decision("isolated_restore", folder)
 
     def _restore_point(self) -> str:
         """What a restored copy would hold when it is not the folder at the stop (the main

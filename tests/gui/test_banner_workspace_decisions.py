@@ -153,3 +153,62 @@ def test_the_rebaseline_offer_says_when_no_snapshot_can_tell_which_files_changed
     )
     assert missing.rebaseline_button.toolTip() == missing.rebaseline_note.text()
     assert "which changed and re-reads" not in missing.rebaseline_note.text()
+
+
+def test_the_restore_dialog_does_not_name_a_copy_left_by_a_resume_that_did_not_start(
+    qtbot: QtBot,
+) -> None:
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    left = ResumeDiagnostic(
+        code="workspace_restore_abandoned",
+        message="a restored copy at /home/ann/proj-restored-1 was made by a resume that did "
+        "not start; it is left as it is and not used",
+    )
+    bridge.push_parked(
+        "s1",
+        ("workspace_drift",),
+        (DRIFT, left),
+        workspace_options=("isolated_restore", "rebaseline"),
+    )
+    shown: list[str] = []
+
+    def cancel(box: QMessageBox) -> int:
+        shown.append(box.informativeText())
+        return 0
+
+    with mock.patch.object(QMessageBox, "exec", cancel):
+        banner.restore_button.click()
+    [text] = shown
+    assert "proj-restored-1" not in text
+    assert "(the next free proj-restored-N; a copy left by a resume that did not start is not " in (
+        text.replace("\n", " ")
+    )
+
+
+def test_choose_folder_sends_the_folder_the_user_picked(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PySide6.QtWidgets import QFileDialog
+
+    banner, bridge = _parked(qtbot, ("isolated_restore", "rebaseline"))
+
+    def choose(box: QMessageBox) -> int:
+        [button] = [b for b in box.buttons() if b.text() == "Choose folder…"]
+        button.click()
+        return 0
+
+    asked: list[str] = []
+
+    def pick(parent: object, title: str, start: str) -> str:
+        asked.append(start)
+        return "/home/ann/empty"
+
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(pick))
+    with mock.patch.object(QMessageBox, "exec", choose):
+        banner.restore_button.click()
+    assert asked == ["/home/ann"]  # the dialog starts beside the session's folder
+    assert bridge.calls_to("resume_latest") == [("s1", "isolated_restore", "/home/ann/empty")]

@@ -1,0 +1,63 @@
+"""The confirmation behind "Continue in a restored copy…" (WORKSPACE.md section 4): where the
+copy goes (a new sibling folder, or one the user picks) and what it holds."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("InterruptedBanner", text)
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(".") else f"{text}."
+
+
+def ask_restore_target(
+    parent: QWidget, folder: str, point: str, *, abandoned: bool
+) -> tuple[bool, str | None]:
+    """Ask to confirm the copy. ``point``: what the copy would hold when it is not the folder at
+    the stop (else ""); ``abandoned``: a copy left by a resume that did not start exists (it is
+    never used, so the default name is not promised). Returns (confirmed, the folder the user
+    picked or None for the default sibling)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Question)
+    box.setWindowTitle(_tr("Continue in a restored copy"))
+    box.setText(
+        _tr("Continue in a restored copy of the folder?")
+        if point
+        else _tr("Continue in a copy of the folder as it was when the run stopped?")
+    )
+    name = os.path.basename(folder.rstrip("/\\")) or _tr("folder")
+    where = (
+        _tr(
+            "Maka makes the copy in a new folder beside yours (the next free "
+            "{name}-restored-N; a copy left by a resume that did not start is not used) "
+            "and the session continues there. Your folder is not changed."
+        )
+        if abandoned
+        else _tr(
+            "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
+            "next free number) and the session continues there. Your folder is not changed."
+        )
+    ).replace("{name}", name)
+    said = _sentence(point[:1].upper() + point[1:])
+    box.setInformativeText(f"{said}\n\n{where}" if point else where)
+    make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)
+    choose = box.addButton(_tr("Choose folder…"), QMessageBox.ButtonRole.ActionRole)
+    box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(make)
+    box.exec()
+    if box.clickedButton() is make:
+        return True, None
+    if box.clickedButton() is choose:
+        picked = QFileDialog.getExistingDirectory(
+            parent, _tr("Choose an empty folder for the copy"), os.path.dirname(folder)
+        )
+        if picked:
+            return True, picked
+    return False, None
