@@ -204,6 +204,17 @@ def capture(window: str, path: Path, settle_s: float = 1.5) -> None:
     print(f"wrote {path}")
 
 
+def capture_with_dialogs(window: str, path: Path, settle_s: float = 1.5) -> None:
+    """The window with the dialogs above it: a grab of the screen cut to the window (a grab of
+    the window alone leaves a dialog's area black)."""
+    time.sleep(settle_s)
+    geometry = _x("xdotool", "getwindowgeometry", "--shell", window)
+    values = dict(line.split("=", 1) for line in geometry.splitlines() if "=" in line)
+    crop = f"{values['WIDTH']}x{values['HEIGHT']}+{values['X']}+{values['Y']}"
+    _x("import", "-window", "root", "-crop", crop, str(path))
+    print(f"wrote {path}")
+
+
 def press(window: str, keys: str) -> None:
     _x("xdotool", "windowfocus", "--sync", window)
     _x("xdotool", "key", "--clearmodifiers", keys)
@@ -432,6 +443,87 @@ def restore_point_scene(root: Path, out: Path) -> None:
             capture(window, out / f"app-banner-{name}.png", 3.0)
 
 
+REPORT_CALL = {"id": "c2", "name": "write_file", "args": {"path": "report.txt", "content": "1\n"}}
+DECISION_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {"text": "Counting.", "toolCalls": [COUNT_CALL]},
+        {"text": "Writing the report.", "toolCalls": [REPORT_CALL]},
+        {"text": "The count is in report.txt."},
+    ]
+]
+RESTORE_XY = (423, 221)
+REBASELINE_XY = (424, 249)
+MAKE_COPY_XY = (524, 393)
+DECISION_ALLOW_XY = (1107, 587)
+"""Where the banner's two buttons (a park listing two files), the confirmation's Make the copy
+and the write's Allow are (measured on the first screenshots of these scenes)."""
+
+
+def _drift_park(root: Path, name: str) -> Scene:
+    """``maka run`` (checkpoints on, as by default) killed by SIGKILL while the model thinks
+    after its first call (its snapshot taken), then the folder changed: count.txt edited and
+    notes.txt added."""
+    scene = Scene(root, name, DECISION_SCRIPT)
+    scene.env = scripted_env(write_script(scene.root / "script.json", DECISION_SCRIPT))
+    scene.env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
+    stopping = [[{"text": "Counting.", "toolCalls": [COUNT_CALL]}, {"hang": True}]]
+    env = dict(os.environ)
+    env.update(scene.env)
+    env.update(FLAG)
+    env.update(
+        {
+            "MAKA_DATA_DIR": str(scene.data),
+            "QT_QPA_PLATFORM": "offscreen",
+            "MAKA_SCRIPT_FILE": str(write_script(scene.root / "stopping.json", stopping)),
+        }
+    )
+    env.pop("MAKA_FAILPOINT", None)
+    args = ["run", "--cwd", str(scene.work), "--permission-mode", "auto", "count once"]
+    host = subprocess.Popen([*maka_executable(), *args], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (scene.work / "count.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(2.0)  # the call's result and the snapshot after it are committed
+    host.send_signal(signal.SIGKILL)
+    host.wait(10)
+    (scene.work / "count.txt").write_text("edited by hand\n")
+    (scene.work / "notes.txt").write_text("written while Maka was closed\n")
+    return scene
+
+
+def decisions_scene(root: Path, out: Path) -> None:
+    """A park on changed files and the user's two ways forward (WORKSPACE.md section 4): the
+    banner with its two buttons, the restored copy's confirmation, the continuation in the copy
+    (its write lands there; the transcript marks the move), and the same park continued with
+    the current files; then a park whose snapshots are all gone (only the current files)."""
+    restore = _drift_park(root, "restore")
+    with restore.app() as window:
+        capture(window, out / "app-banner-drift-decisions.png", 3.0)
+        click(window, *RESTORE_XY)
+        capture_with_dialogs(window, out / "app-restore-confirm.png", 1.5)
+        click(window, *MAKE_COPY_XY)
+        time.sleep(3.0)
+        click(window, *DECISION_ALLOW_XY)
+        capture(window, out / "app-continued-in-restored-copy.png", 3.0)
+    copy = restore.root / "project-restored-1"
+    assert (copy / "report.txt").read_text() == "1\n", "the write lands in the copy"
+    assert not (restore.work / "report.txt").exists(), "the user's folder is left alone"
+
+    current = _drift_park(root, "current")
+    with current.app() as window:
+        time.sleep(3.0)
+        click(window, *REBASELINE_XY)
+        time.sleep(3.0)
+        click(window, *DECISION_ALLOW_XY)
+        capture(window, out / "app-continued-with-current-files.png", 3.0)
+    assert (current.work / "report.txt").read_text() == "1\n"
+
+    gone = _drift_park(root, "gone")
+    shutil.rmtree(gone.data / "checkpoints")
+    with gone.app() as window:
+        capture(window, out / "app-banner-no-snapshot-left.png", 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -462,6 +554,9 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "restore-point":
             restore_point_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "decisions":
+            decisions_scene(root, out)
             return 0
         cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
         assert cards.run("write hello.txt saying hi, then show me the folder") == 0
@@ -505,6 +600,7 @@ def main(argv: list[str]) -> int:
         folder_scene(root, out)
         drift_restart_scene(root, out)
         restore_point_scene(root, out)
+        decisions_scene(root, out)
     return 0
 
 
