@@ -362,10 +362,17 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
     if "isolated_restore" in plan.workspace_options:
         point = plan.restore_point
         reflects = point.reflects if point is not None else copy_reflects({})
+        skipped = [str(p) for p in (point.checkpoint.get("skippedPaths") or [])] if point else []
+        named = ", ".join(skipped[:3]) + (
+            f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        )
         lines.append(
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
             "(made in DIR or a new sibling folder; your folder is left as it is and the "
-            f"session lives in the copy). The copy holds {reflects}."
+            f"session lives in the copy). The copy holds {reflects}. Snapshots leave out "
+            "paths the folder's .gitignore files ignore and files over 50 MiB"
+            + (f" (here: {named})" if skipped else "")
+            + ", so the copy does not have them."
         )
     if "rebaseline" in plan.workspace_options:
         uncompared = any(

@@ -45,6 +45,10 @@ def ask_restore_target(
             "next free number) and the session continues there. Your folder is not changed."
         )
     ).replace("{name}", name)
+    where += " " + _tr(
+        "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
+        "are not in the copy."
+    )
     said = _sentence(point[:1].upper() + point[1:])
     box.setInformativeText(f"{said}\n\n{where}" if point else where)
     make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)

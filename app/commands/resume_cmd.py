@@ -45,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="when the files changed since the stop: continue in a copy of the folder as it was "
         "at the stop, made in DIR (a new or empty folder; default: a sibling named "
-        "<folder>-restored-<n>); your folder is left as it is and the session lives in the copy",
+        "<folder>-restored-<n>); your folder is left as it is and the session lives in the copy "
+        "(paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so not "
+        "in the copy)",
     )
     parser.add_argument(
         "--permission-mode",

@@ -520,3 +520,27 @@ def test_the_copy_the_session_lives_in_is_not_called_abandoned_after_a_new_messa
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
     assert "did not start" not in text
     assert _files(drill.work) == before
+
+
+def test_the_restore_offer_says_what_snapshots_leave_out(tmp_path: Path) -> None:
+    """A restored copy lacks what the snapshots' policy leaves out (WORKSPACE.md section 1):
+    paths the folder's .gitignore ignores and files over 50 MiB. The offer says so, naming the
+    big files of the snapshot it would copy, instead of claiming the folder as it was."""
+    drill = Drill(tmp_path)
+    (drill.work / ".gitignore").write_text("*.log\n")
+    (drill.work / "build.log").write_text("ignored\n")
+    with (drill.work / "data.bin").open("wb") as big:
+        big.truncate(51 * 1024 * 1024)  # sparse: over the limit, nothing written
+    drill.run()
+    (drill.work / "a.txt").write_text("changed\n")
+
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert (
+        "Snapshots leave out paths the folder's .gitignore files ignore and files over 50 MiB "
+        "(here: data.bin), so the copy does not have them." in text
+    ), text
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    copy = tmp_path / "work-restored-1"
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert not (copy / "build.log").exists() and not (copy / "data.bin").exists()

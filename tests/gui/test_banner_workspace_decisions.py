@@ -212,3 +212,19 @@ def test_choose_folder_sends_the_folder_the_user_picked(
         banner.restore_button.click()
     assert asked == ["/home/ann"]  # the dialog starts beside the session's folder
     assert bridge.calls_to("resume_latest") == [("s1", "isolated_restore", "/home/ann/empty")]
+
+
+def test_the_restore_dialog_says_what_snapshots_leave_out(qtbot: QtBot) -> None:
+    banner, _ = _parked(qtbot, ("isolated_restore", "rebaseline"))
+    shown: list[str] = []
+
+    def cancel(box: QMessageBox) -> int:
+        shown.append(box.informativeText())
+        return 0
+
+    with mock.patch.object(QMessageBox, "exec", cancel):
+        banner.restore_button.click()
+    assert shown[0].endswith(
+        "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
+        "are not in the copy."
+    )
