@@ -29,6 +29,7 @@ from runtime.ledger.codes import DiagnosticCode, SettlementOrigin
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.store_ports import LedgerReader
+from runtime.ledger.workspace_facts import changed_count_words
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
 from runtime.recovery.write_leftovers import parked_writes
 from runtime.tools.process_tree import BackgroundShellRegistry
@@ -302,7 +303,11 @@ def plan_summary(
             )
         elif details.workspace_decision is not None:
             changes = details.decision_changes
-            said = f"{len(changes)} file(s) changed" if changes is not None else "not compared"
+            said = (
+                f"{changed_count_words([c.path for c in changes])} changed"
+                if changes is not None
+                else "no snapshot to compare them with"
+            )
             lines.append(
                 f"  Continuing with your current files ({said}); the model is told to re-read "
                 "what changed."

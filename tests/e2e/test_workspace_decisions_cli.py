@@ -544,3 +544,14 @@ def test_the_restore_offer_says_what_snapshots_leave_out(tmp_path: Path) -> None
     copy = tmp_path / "work-restored-1"
     assert (copy / "a.txt").read_text() == "alpha\n"
     assert not (copy / "build.log").exists() and not (copy / "data.bin").exists()
+
+
+def test_the_rebaseline_summary_counts_the_changed_files_in_words(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run()
+    (drill.work / "a.txt").write_text("changed\n")
+    args = ["resume", drill.session, "--permission-mode", "auto", "--rebaseline"]
+    result = maka(args, drill.data, env=drill.env)
+    assert result.returncode == 0, result.stderr
+    assert "Continuing with your current files (1 file changed);" in result.stdout, result.stdout
+    assert "file(s)" not in result.stdout
