@@ -206,7 +206,7 @@ def generate_history(
 
         conn.executemany("INSERT INTO runtime_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows())
         conn.executemany(
-            "INSERT INTO tool_operations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO tool_operations VALUES ({', '.join('?' * len(template.operations[0]))})",
             (
                 tuple(owner if i == 1 else cloner.text(v, mapping) for i, v in enumerate(row))
                 for row in template.operations
@@ -282,7 +282,7 @@ class RawBaseline:
         self._event(dispatch, "tool_dispatch")
         conn.execute(
             "INSERT INTO tool_operations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'prepared', ?, ?,"
-            " NULL, 1)",
+            " NULL, 1, 1)",
             (op, dispatch["sessionId"], dispatch["invocationId"], dispatch["runId"],
              dispatch["turnId"], fact["providerToolCallId"], fact["toolName"],
              fact["canonicalArgsHash"], fact["recoveryMode"], call["id"], dispatch["id"]),
@@ -294,8 +294,8 @@ class RawBaseline:
         self._journal(op, response, "outcome_committed", f"{op}_outcome", fact)
         conn.execute(
             "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
-            " version = version + 1 WHERE operation_id = ?",
-            (response["id"], op),
+            " version = version + 1 WHERE invocation_id = ? AND operation_id = ?",
+            (response["id"], response["invocationId"], op),
         )
         conn.execute("COMMIT")
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.ledger.event_model import RuntimeEvent
-from storage.ledger_schema import SCHEMA_VERSION
+from storage.ledger_schema import MIGRATIONS, SCHEMA_VERSION
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.sqlite_connection import DATABASE_NAME
 from tests.helpers.store_internals import connection_to_measure
@@ -37,8 +37,14 @@ ToolCall = tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]
 
 
 def history_cache(key_material: bytes, events: int, generate: Callable[[Path], None]) -> Path:
-    """A generated history under ``CACHE_ROOT``, generated once per (template, size, schema)."""
-    digest = hashlib.sha256(key_material + f"|{events}|{SCHEMA_VERSION}".encode()).hexdigest()
+    """A generated history under ``CACHE_ROOT``, generated once per (template, size, schema).
+
+    The schema part of the key is its version and the text of every migration, so a schema
+    whose statements change without a new version number never reuses a stale history."""
+    schema = repr(sorted(MIGRATIONS.items())).encode()
+    digest = hashlib.sha256(
+        key_material + f"|{events}|{SCHEMA_VERSION}|".encode() + schema
+    ).hexdigest()
     folder = CACHE_ROOT / f"history-{events}-{digest[:12]}"
     if not (folder / "complete").exists():
         shutil.rmtree(folder, ignore_errors=True)

@@ -109,8 +109,8 @@ def _same_attestation(
 ) -> AttestationCommit | None:
     """The stored attestation when it says the same (choice and note), else None."""
     reconcile_id, outcome_id, decision_id = attestation_event_ids(operation.operation_id)
-    stored = read_event(tx.conn, reconcile_id)
-    decision = read_event(tx.conn, decision_id)
+    stored = read_event(tx.conn, reconcile_id, operation.run_id)
+    decision = read_event(tx.conn, decision_id, operation.run_id)
     if operation.current_state != RECOVERY_COMPLETED or stored is None or decision is None:
         return None
     fact = parse_reconcile_fact((stored.event.get("actions") or {}).get("toolRecovery"))
@@ -172,7 +172,7 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
             ParkReason.BACKGROUND_OPERATION_PENDING,
             f"a process of this call is still running ({alive}); stop it first",
         )
-    dispatch = read_event(tx.conn, operation.dispatch_event_id)
+    dispatch = read_event(tx.conn, operation.dispatch_event_id, operation.run_id)
     if dispatch is None:
         raise StoreRefusal(StoreCode.STORE_CORRUPT, f"operation {operation_id} lost its dispatch")
     attestation = Attestation(attested_at, headers.read_owner_epoch(tx.conn), note)

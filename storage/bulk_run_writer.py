@@ -26,9 +26,17 @@ from typing import Any
 from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent, has_t1_marker, is_terminal
 from runtime.ledger.lane_rules import LaneConflict, classify_lane, is_bound_response
-from runtime.ledger.store_ports import RunHeader, RunStatus, StoredEvent, StoreRefusal
+from runtime.ledger.store_ports import (
+    RunHeader,
+    RunStatus,
+    StoredEvent,
+    StoreRefusal,
+    ToolOperationRecord,
+)
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner, plain_lane
 from runtime.ledger.workspace_facts import is_workspace_fact, workspace_fact_problem
+from storage.derived_ids import is_derived_operation_id
+from storage.event_rows import any_event_stored, derived_in_run, record_chosen_tool_ids
 from storage.event_writer import Candidate, LedgerTransaction
 from storage.run_ending_writer import check_ending
 from storage.run_header_store import insert_header, set_terminal
@@ -37,17 +45,44 @@ from storage.tool_projection import derive_run_projection, insert_projection_row
 _CHUNK = 500
 
 
-def _any_stored(conn: sqlite3.Connection, table: str, column: str, keys: Iterable[str]) -> bool:
+def _any_stored(
+    conn: sqlite3.Connection, table: str, column: str, keys: Iterable[str], where: str = ""
+) -> bool:
     values = list(keys)
+    also = f" AND {where}" if where else ""
     for start in range(0, len(values), _CHUNK):
         chunk = values[start : start + _CHUNK]
         marks = ", ".join("?" for _ in chunk)
         found = conn.execute(
-            f"SELECT 1 FROM {table} WHERE {column} IN ({marks}) LIMIT 1", chunk
+            f"SELECT 1 FROM {table} WHERE {column} IN ({marks}){also} LIMIT 1", chunk
         ).fetchone()
         if found is not None:
             return True
     return False
+
+
+def _operations_stored(
+    conn: sqlite3.Connection, invocation_id: str, operations: Sequence[ToolOperationRecord]
+) -> bool:
+    """Whether an operation id of the run is already held (schema 4 has no global index on it,
+    storage/schema_v4.py): a derived id only by a row with a chosen id (their small index) or
+    of the run's own invocation; a chosen id by any row (a scan, as the triggers do)."""
+    if not operations:
+        return False
+    derived: list[str] = []
+    chosen: list[str] = []
+    for record in operations:
+        flag = is_derived_operation_id(
+            record.operation_id, record.invocation_id, record.provider_tool_call_id
+        )
+        (derived if flag else chosen).append(record.operation_id)
+    if conn.execute(
+        "SELECT 1 FROM tool_operations WHERE invocation_id = ? LIMIT 1", (invocation_id,)
+    ).fetchone():
+        return True
+    return _any_stored(
+        conn, "tool_operations", "operation_id", derived, "operation_id_derived = 0"
+    ) or _any_stored(conn, "tool_operations", "operation_id", chosen)
 
 
 def _refs(event: RuntimeEvent) -> dict[str, Any]:
@@ -188,8 +223,9 @@ def bulk_commit_new_run(
         operations, journal = derive_run_projection(stored, scan=scan)
     except StoreRefusal:
         return False
-    if _any_stored(conn, "runtime_events", "event_id", ids) or _any_stored(
-        conn, "tool_operations", "operation_id", operation_ids
+    derived = derived_in_run(events)
+    if any_event_stored(conn, events, derived) or _operations_stored(
+        conn, admitted.invocation_id, operations
     ):
         return False
     insert_header(conn, admitted)
@@ -204,6 +240,7 @@ def bulk_commit_new_run(
             for i, event in enumerate(events)
         ),
     )  # fmt: skip
+    record_chosen_tool_ids(conn, events, derived)
     insert_projection_rows(conn, operations, journal)
     if events and is_terminal(events[-1]):
         set_terminal(

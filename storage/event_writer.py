@@ -223,7 +223,7 @@ class LedgerTransaction:
         new: list[Candidate] = []
         retried: dict[str, int] = {}
         for candidate in candidates:
-            stored = lookup_payload(self.conn, candidate.event_id)
+            stored = lookup_payload(self.conn, candidate.event)
             if stored is None:
                 if any(other.event_id == candidate.event_id for other in new):
                     raise StoreRefusal(

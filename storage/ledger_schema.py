@@ -22,7 +22,8 @@ Tables (version 1):
 - ``meta``: the durable ``owner_epoch`` (RECOVERY.md section 3, step 1).
 
 Later versions: 2 adds ``continuation_claims``; 3 adds ``tool_processes``, the host table of
-processes started by tool calls (not a ledger fact; cleared at T2).
+processes started by tool calls (not a ledger fact; cleared at T2); 4 keys the indexes a tool call
+writes by the run first (``storage/schema_v4.py``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from __future__ import annotations
 import sqlite3
 
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.store_ports import StoreRefusal
 from storage.schema_v2 import MIGRATION_V2
+from storage.schema_v4 import EVENT_FUNCTION, MIGRATION_V4, OPERATION_FUNCTION
 from storage.sqlite_connection import write_transaction
 from storage.tool_process_store import MIGRATION_V3
 
@@ -122,7 +125,13 @@ _V1 = (
 # MIGRATIONS[n] brings a database from version n-1 to n. Append only.
 # Version 2: durable continuation claims (storage/schema_v2.py, continuation_claim_store.py).
 # Version 3: the tool_processes host table (storage/tool_process_store.py).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: MIGRATION_V2, 3: MIGRATION_V3}
+# Version 4: the indexes a tool call writes keyed by the run first (storage/schema_v4.py).
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: _V1,
+    2: MIGRATION_V2,
+    3: MIGRATION_V3,
+    4: MIGRATION_V4,
+}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 REQUIRED_TABLES = frozenset(
@@ -135,6 +144,7 @@ REQUIRED_TABLES = frozenset(
         "tool_journal_events",
         "continuation_claims",
         "tool_processes",
+        "chosen_tool_event_ids",
     }
 )
 
@@ -178,6 +188,13 @@ def migrate(conn: sqlite3.Connection) -> int:
     if version == SCHEMA_VERSION:
         check_tables(conn)
         return version
+    # Version 4 computes which stored ids are derived; the functions exist on this connection
+    # only and no schema object refers to them (imported here: opening a current database
+    # needs none of it).
+    from storage.derived_ids import is_derived_event_row, is_derived_operation_id
+
+    conn.create_function(OPERATION_FUNCTION, 3, is_derived_operation_id, deterministic=True)
+    conn.create_function(EVENT_FUNCTION, 3, is_derived_event_row, deterministic=True)
     with write_transaction(conn):
         version = read_user_version(conn)  # re-read under the write lock
         refuse_if_newer(version)
@@ -190,5 +207,6 @@ def migrate(conn: sqlite3.Connection) -> int:
             for statement in MIGRATIONS[step]:
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {step}")
+        failpoint(CrashPoint.MIGRATION_BEFORE_COMMIT)
     check_tables(conn)
     return version

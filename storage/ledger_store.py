@@ -389,7 +389,7 @@ class SqliteLedgerStore:
             ).fetchone()
             if row is None:
                 return header
-            stored = read_event(tx.conn, row[0])
+            stored = read_event(tx.conn, row[0], run_id)
             assert stored is not None
             status = EVENT_STATUS_TO_RUN.get(stored.event.get("status") or "", RunStatus.FAILED)
             delta = dict(stored.event.get("actions") or {}).get("stateDelta") or {}

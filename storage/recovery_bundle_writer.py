@@ -52,7 +52,7 @@ def commit_bundle(
     tx.check_health(state)
     new, retried = tx.split_retries(candidates)
     refs: dict[str, Any] = dict(reconcile.event.get("refs") or {})
-    operation = read_operation(tx.conn, refs["operationId"])
+    operation = read_operation(tx.conn, refs["operationId"], reconcile.event["invocationId"])
     if operation is None:
         raise StoreRefusal(
             StoreCode.OPERATION_NOT_FOUND,
@@ -73,8 +73,8 @@ def commit_bundle(
         # The user's attestation is the one bundle that may follow the terminal event: the user
         # settles after startup recovery closed the run (``attestation_suffix_ok``).
         tx.check_seal(state, new)
-    call = read_event(tx.conn, operation.call_event_id)
-    dispatch = read_event(tx.conn, operation.dispatch_event_id)
+    call = read_event(tx.conn, operation.call_event_id, operation.run_id)
+    dispatch = read_event(tx.conn, operation.dispatch_event_id, operation.run_id)
     if call is None or dispatch is None:
         raise StoreRefusal(
             StoreCode.STORE_CORRUPT, f"operation {operation.operation_id} lost its T1 events"

@@ -57,6 +57,7 @@ def remove_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
         if exists:
             conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
     conn.execute(f"DELETE FROM tool_journal_events WHERE run_id IN ({in_runs})", (session_id,))
+    conn.execute(f"DELETE FROM chosen_tool_event_ids WHERE run_id IN ({in_runs})", (session_id,))
     conn.execute(f"DELETE FROM tool_operations WHERE run_id IN ({in_runs})", (session_id,))
     conn.execute(f"DELETE FROM runtime_events WHERE run_id IN ({in_runs})", (session_id,))
     conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))

@@ -68,7 +68,7 @@ def commit_prepared(
     new, retried = tx.split_retries(candidates, state)
     fact = cast(dict[str, Any], dispatch.event["actions"]["toolDispatch"])
     if not new:
-        stored = read_operation(tx.conn, fact["operationId"])
+        stored = read_operation(tx.conn, fact["operationId"], state.invocation_id)
         if stored is None or stored.dispatch_event_id != dispatch.event_id:
             raise StoreRefusal(
                 StoreCode.STORE_CORRUPT,

@@ -38,6 +38,7 @@ from runtime.ledger.store_ports import (
     ToolOperationRecord,
 )
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScan, scan_tool_ledger
+from storage.derived_ids import is_derived_operation_id
 
 PREPARED = "prepared"
 OUTCOME_COMMITTED = "outcome_committed"
@@ -75,6 +76,9 @@ def _operation_values(record: ToolOperationRecord) -> tuple[object, ...]:
         record.dispatch_event_id,
         record.result_event_id,
         record.version,
+        is_derived_operation_id(
+            record.operation_id, record.invocation_id, record.provider_tool_call_id
+        ),
     )
 
 
@@ -95,9 +99,11 @@ def _journal_values(record: ToolJournalRecord) -> tuple[object, ...]:
     )
 
 
+# ``operation_id_derived`` (schema 4) is written, never read: it only keeps operation ids unique
+# across the ledger without a global index (storage/schema_v4.py).
 _INSERT_OPERATION = (
-    f"INSERT INTO tool_operations ({OPERATION_COLUMNS})"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO tool_operations ({OPERATION_COLUMNS}, operation_id_derived)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_JOURNAL = (
     f"INSERT INTO tool_journal_events ({JOURNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -118,11 +124,23 @@ def _journal_from_row(row: Sequence[Any]) -> ToolJournalRecord:
     return ToolJournalRecord(*values)
 
 
-def read_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperationRecord | None:
-    row = conn.execute(
-        f"SELECT {OPERATION_COLUMNS} FROM tool_operations WHERE operation_id = ?",
-        (operation_id,),
-    ).fetchone()
+def read_operation(
+    conn: sqlite3.Connection, operation_id: str, invocation_id: str | None = None
+) -> ToolOperationRecord | None:
+    """The operation row of ``operation_id``. Operations are indexed by their invocation
+    (schema 4): a writer, which knows the run, passes ``invocation_id``; without it the table
+    is scanned (a reader asking by operation id alone, e.g. a test or an operator's tool)."""
+    if invocation_id is None:
+        row = conn.execute(
+            f"SELECT {OPERATION_COLUMNS} FROM tool_operations WHERE operation_id = ?",
+            (operation_id,),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            f"SELECT {OPERATION_COLUMNS} FROM tool_operations"
+            " WHERE invocation_id = ? AND operation_id = ?",
+            (invocation_id, operation_id),
+        ).fetchone()
     return _operation_from_row(row) if row is not None else None
 
 
@@ -135,11 +153,20 @@ def read_session_operations(conn: sqlite3.Connection, session_id: str) -> list[T
     return [_operation_from_row(row) for row in rows]
 
 
-def read_journal(conn: sqlite3.Connection, operation_id: str) -> list[ToolJournalRecord]:
+def read_journal(
+    conn: sqlite3.Connection, operation_id: str, invocation_id: str | None = None
+) -> list[ToolJournalRecord]:
+    """The journal of ``operation_id`` in order; its invocation is looked up when not given
+    (``read_operation``)."""
+    if invocation_id is None:
+        operation = read_operation(conn, operation_id)
+        if operation is None:
+            return []
+        invocation_id = operation.invocation_id
     rows = conn.execute(
-        f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events WHERE operation_id = ?"
-        " ORDER BY journal_seq",
-        (operation_id,),
+        f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events"
+        " WHERE invocation_id = ? AND operation_id = ? ORDER BY journal_seq",
+        (invocation_id, operation_id),
     ).fetchall()
     return [_journal_from_row(row) for row in rows]
 
@@ -266,6 +293,7 @@ def project_prepared(
             dispatch_id,
             None,
             1,
+            is_derived_operation_id(operation_id, invocation_id, fact["providerToolCallId"]),
         ),
     )
     conn.execute(
@@ -304,8 +332,15 @@ def _advance(
     cursor = conn.execute(
         "UPDATE tool_operations SET current_state = ?,"
         " result_event_id = COALESCE(?, result_event_id), version = version + 1"
-        " WHERE operation_id = ? AND current_state = ? AND version = ?",
-        (to_state, result_event_id, operation.operation_id, from_state, operation.version),
+        " WHERE invocation_id = ? AND operation_id = ? AND current_state = ? AND version = ?",
+        (
+            to_state,
+            result_event_id,
+            operation.invocation_id,
+            operation.operation_id,
+            from_state,
+            operation.version,
+        ),
     )
     if cursor.rowcount != 1:
         raise StoreRefusal(
@@ -366,9 +401,9 @@ def project_t2_outcome(
     )
     cursor = conn.execute(
         "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
-        " version = version + 1"
-        " WHERE operation_id = ? AND current_state = 'prepared' AND result_event_id IS NULL",
-        (response_id, operation_id),
+        " version = version + 1 WHERE invocation_id = ? AND operation_id = ?"
+        " AND current_state = 'prepared' AND result_event_id IS NULL",
+        (response_id, dispatch["invocationId"], operation_id),
     )
     if cursor.rowcount != 1:
         raise StoreRefusal(
@@ -391,8 +426,10 @@ def project_recovery_fact(
     return _advance(conn, operation, operation.current_state, to_state, None)
 
 
-def require_operation(conn: sqlite3.Connection, operation_id: str) -> ToolOperationRecord:
-    record = read_operation(conn, operation_id)
+def require_operation(
+    conn: sqlite3.Connection, operation_id: str, invocation_id: str | None = None
+) -> ToolOperationRecord:
+    record = read_operation(conn, operation_id, invocation_id)
     if record is None:
         raise StoreRefusal(StoreCode.STORE_CORRUPT, f"operation {operation_id} vanished")
     return record

@@ -71,6 +71,9 @@ class CrashPoint(StrEnum):
     FIRST_OPEN_BEFORE_MIGRATE = "first_open_before_migrate"
     FIRST_OPEN_BEFORE_PUBLISH = "first_open_before_publish"
     FIRST_OPEN_AFTER_PUBLISH = "first_open_after_publish"
+    # An older database's upgrade (``storage/ledger_schema.py``): every step ran, the new
+    # version is set, nothing committed.
+    MIGRATION_BEFORE_COMMIT = "migration_before_commit"
     # Workspace checkpoints (WORKSPACE.md section 2): the ref exists, the fact does not; both.
     AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"
