@@ -413,13 +413,15 @@ def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
         DiagnosticCode.UNMATCHED_TOOL_RESULT,
         DiagnosticCode.TOOL_NAME_MISMATCH,
     }
-    # The continuation planner's own diagnostics (workspace location and checkpoints) aside.
+    # The continuation planner's and the resume seam's own diagnostics (workspace location,
+    # checkpoints, restore and rebaseline) aside.
     planner_only = {
         DiagnosticCode.WORKSPACE_LOCATION_CHANGED,
         DiagnosticCode.WORKSPACE_VERIFIED,
         DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE,
         DiagnosticCode.WORKSPACE_RESTORE_ABANDONED,
         DiagnosticCode.WORKSPACE_RESTORE_POINT,
+        DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED,
     }
     assert produced == set(DiagnosticCode) - planner_only
 
