@@ -453,10 +453,9 @@ DECISION_SCRIPT: list[list[dict[str, Any]]] = [
 ]
 RESTORE_XY = (423, 221)
 REBASELINE_XY = (424, 249)
-MAKE_COPY_XY = (524, 393)
 DECISION_ALLOW_XY = (1107, 587)
-"""Where the banner's two buttons (a park listing two files), the confirmation's Make the copy
-and the write's Allow are (measured on the first screenshots of these scenes)."""
+"""Where the banner's two buttons (a park listing two files) and the write's Allow are
+(measured on the first screenshots of these scenes)."""
 
 
 def _drift_park(root: Path, name: str) -> Scene:
@@ -501,7 +500,7 @@ def decisions_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-banner-drift-decisions.png", 3.0)
         click(window, *RESTORE_XY)
         capture_with_dialogs(window, out / "app-restore-confirm.png", 1.5)
-        click(window, *MAKE_COPY_XY)
+        _x("xdotool", "key", "Return")  # the dialog's default button: Make the copy
         time.sleep(3.0)
         click(window, *DECISION_ALLOW_XY)
         capture(window, out / "app-continued-in-restored-copy.png", 3.0)
