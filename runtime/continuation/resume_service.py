@@ -263,11 +263,29 @@ class ResumeService:
                     "them tells the model that files may have changed, not which",
                 )
             )
-        events = call.lineage_events
+        events = [*(call.lineage_events or ()), *self._resumed_by(plan)]
         transitions = tuple(lineage_transitions(events)) if events else ()
         if not left and not transitions:
             return plan
         return replace(plan, diagnostics=(*plan.diagnostics, *left), transitions=transitions)
+
+    def _resumed_by(self, plan: ContinuationPlan) -> list[RuntimeEvent]:
+        """The first event of the continuation that already resumed this interruption (where
+        its workspace decision is recorded), so an "already resumed" plan still says where the
+        session went; none when it was not resumed or cannot be read."""
+        run_ids = [
+            str(d.detail["continuationRunId"])
+            for d in plan.diagnostics
+            if d.code == ParkReason.CONTINUATION_ALREADY_EXISTS.value
+            and d.detail
+            and d.detail.get("continuationRunId")
+        ]
+        try:
+            return [
+                rows[0].event for run_id in run_ids if (rows := self._store.read_run_events(run_id))
+            ]
+        except LedgerError:
+            return []
 
     def _continuation_starts(self, session_id: str) -> list[RuntimeEvent] | None:
         """The first event of every continuation of the session (where a transition is

@@ -289,6 +289,13 @@ def test_restore_continues_in_a_copy_and_leaves_the_folder_alone(tmp_path: Path)
     code, again = drill.resume("--restore-to")
     assert code == 3 and again["rejectionReasons"] == ["continuation_already_exists"]
     assert not (tmp_path / "work-restored-2").exists()
+    # The plan of the resumed interruption still says where the session went.
+    code, planned = _plan(drill)
+    assert [t["text"] for t in planned["workspaceTransitions"]] == [
+        f"Continued in a restored copy at {copy}"
+    ]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert f"run {runs[1][0].run_id}: Continued in a restored copy at {copy}" in text
 
 
 def test_restore_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
