@@ -68,7 +68,7 @@ from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import HostCode, ResolverReason, TransferCode
+from runtime.ledger.codes import HostCode, ResolverReason, RestoreCode, TransferCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
@@ -503,7 +503,23 @@ class DesktopServices:
             result = resume.execute(plan, automatic=automatic)
         except ResumeRefused as refusal:
             code = refusal.code
-            return ResumeParked((code,), (_diagnostic(code, refusal.message),))
+            refused = ResumeParked((code,), (_diagnostic(code, refusal.message),))
+            if decision is None or code not in _TARGET_REFUSALS:
+                return refused
+            # The folder picked for the copy was refused: the park stands as it was, with its
+            # ways forward, so the user can pick another folder (or the other way).
+            try:
+                again = resume.plan_latest(session_id, automatic=automatic)
+            except LedgerError:
+                return refused
+            if again.continues or not again.workspace_options:
+                return refused
+            parked = _parked(again)
+            return ResumeParked(
+                (code, *parked.rejection_reasons),
+                (*refused.diagnostics, *parked.diagnostics),
+                parked.workspace_options,
+            )
         except LedgerError as error:
             return ResumeFailed(error.code, error.message)
         finally:
@@ -732,6 +748,15 @@ def _changed_paths(detail: Mapping[str, Any]) -> tuple[tuple[ChangedPath, ...], 
     more = detail.get("moreChangedPaths", 0)
     return paths, (more if isinstance(more, int) and more >= 0 else 0) + len(listed) - len(paths)
 
+
+_TARGET_REFUSALS = frozenset(
+    {
+        RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
+        RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
+        RestoreCode.WORKSPACE_RESTORE_FAILED,
+    }
+)
+"""Refusals of the folder a restored copy was to go to: the user can pick another."""
 
 _WRITE_FINDINGS = {
     ResolverReason.RECONCILE_MATCHES_PRIOR_STATE: "it is as it was, the write did not happen",

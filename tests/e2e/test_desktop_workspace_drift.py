@@ -147,3 +147,37 @@ def test_continue_in_a_restored_copy_from_the_banner(
     assert (work / "n.txt").read_text() == "edited by hand\n"  # the user's folder untouched
     bridge.stop()
     banner.close()
+
+
+def test_a_refused_folder_for_the_copy_leaves_both_ways_forward(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    """Choose folder… with a folder that holds files: the banner says why it was refused and
+    still offers both ways forward, so the user picks another folder; nothing was continued."""
+    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine\n")
+    assert banner.request_decision("isolated_restore", str(busy))
+    qtbot.waitUntil(
+        lambda: (
+            banner.state is BannerState.PARKED
+            and "workspace_restore_target_not_empty"
+            in [label.property("code") for label in banner.reason_labels]
+        ),
+        timeout=WAIT_MS,
+    )
+    codes = [label.property("code") for label in banner.reason_labels]
+    assert codes == ["workspace_restore_target_not_empty", "workspace_drift"]
+    assert banner.restore_button.isVisible() and banner.rebaseline_button.isVisible()
+    body = banner.body_label.text()
+    assert "Choose how to continue below" in body and "report the problem" not in body
+    assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+    assert len(committed_runs(data)) == 1
+    # Another folder: the copy is made there and the session continues in it.
+    assert banner.request_decision("isolated_restore", str(tmp_path / "elsewhere"))
+    qtbot.waitUntil(lambda: len(committed_runs(data)) == 2, timeout=WAIT_MS)
+    assert committed_runs(data)[1][0].cwd == str(tmp_path / "elsewhere")
+    assert (work / "n.txt").read_text() == "edited by hand\n"
+    bridge.stop()
+    banner.close()
