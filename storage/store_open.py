@@ -59,7 +59,10 @@ def open_read_connection(data_dir: Path) -> tuple[sqlite3.Connection, Path]:
             if current != SCHEMA_VERSION:
                 raise StoreRefusal(
                     StoreCode.SCHEMA_UPGRADE_REQUIRED,
-                    f"schema {current} must be upgraded to {SCHEMA_VERSION} by a writer first",
+                    f"this data folder was written by an older Maka: its saved data must be "
+                    f"upgraded from schema {current} to {SCHEMA_VERSION}, which starting the "
+                    f"desktop app or any 'maka run' or 'maka resume' in it does; nothing was "
+                    f"changed",
                 )
             check_tables(conn)
     except BaseException:
