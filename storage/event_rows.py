@@ -186,10 +186,32 @@ def find_event_row(
         ).fetchone()
     if candidate is not None and is_derived_event(candidate, stored_call_of(conn, run_id or "")):
         return None
+    if run_id is not None and _operation_derived_in_run(conn, run_id, event_id):
+        # ``<operationId>_...`` of an operation derived in this run (a recovery or attestation
+        # fact not written yet): no other run can hold it but as a chosen id, checked above.
+        return None
     # A derived id of a run not known here (its invocation is inside the hash): a scan.
     return conn.execute(
         f"SELECT {columns} FROM runtime_events WHERE event_id = ?", (event_id,)
     ).fetchone()
+
+
+_OPERATION_ID_LENGTH = len(TOOL_ID_PREFIX) + 32
+
+
+def _operation_derived_in_run(conn: sqlite3.Connection, run_id: str, event_id: str) -> bool:
+    """Whether ``event_id`` is ``<operationId>_...`` of an operation of ``run_id`` whose id is
+    the reference's derivation (``operation_id_derived``)."""
+    if len(event_id) <= _OPERATION_ID_LENGTH or event_id[_OPERATION_ID_LENGTH] != "_":
+        return False
+    row = conn.execute(
+        "SELECT 1 FROM runs JOIN tool_operations"
+        " ON tool_operations.invocation_id = runs.invocation_id"
+        " WHERE runs.run_id = ? AND tool_operations.operation_id = ?"
+        " AND tool_operations.operation_id_derived = 1",
+        (run_id, event_id[:_OPERATION_ID_LENGTH]),
+    ).fetchone()
+    return row is not None
 
 
 def decode_row(row: Sequence[Any]) -> StoredEvent:

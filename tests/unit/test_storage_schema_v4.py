@@ -137,3 +137,32 @@ def _ids_stay_unique(store: SqliteLedgerStore) -> None:
     assert store.commit_tool_prepared(call, dispatch_event(call)).created
     assert store.commit_tool_outcome(bound_response(call, ts=30)).created
     assert store.read_tool_operation(operation_of(call)) is not None
+
+
+def test_a_fact_not_written_yet_of_a_known_operation_is_looked_up_without_a_scan(
+    data_dir: Path,
+) -> None:
+    from storage.event_rows import read_event
+
+    current_store_with_ledgers(data_dir)
+    with open_store(data_dir) as store:
+        add_run(store, NEW)
+        store.append_event(user_text(ids=NEW, marker=True, event_id="u-new"))
+        call = call_event("call-n", ids=NEW, ts=20)
+        assert store.commit_tool_prepared(call, dispatch_event(call)).created
+    operation = operation_of(call)
+    conn = sqlite3.connect(data_dir / DATABASE_NAME)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        # An attestation asks whether the operation's reconcile fact exists before writing it.
+        assert read_event(conn, f"{operation}_reconcile", NEW.run_id) is None
+        scans = [sql for sql in statements if "FROM runtime_events WHERE event_id =" in sql]
+        assert scans == [], "a lookup by id alone reads every event of the ledger"
+        # The call itself is still found, in its run and from another run's point of view.
+        assert read_event(conn, call["id"], NEW.run_id) is not None
+        assert read_event(conn, call["id"], RUNS[0].run_id) is not None
+        # A chosen id shaped like a derived one, held by another run, is still found.
+        assert read_event(conn, CHOSEN_EVENT_ID, NEW.run_id) is not None
+    finally:
+        conn.close()
