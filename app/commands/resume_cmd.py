@@ -93,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
         )
 
 
+# A folder refused for the restored copy: the user can pick another one.
+_TARGET_REFUSALS = (
+    RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY.value,
+    RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE.value,
+)
+
+
 def _decision(args: argparse.Namespace) -> WorkspaceDecision | None:
     from runtime.continuation.workspace_decision import WorkspaceDecision
 
@@ -181,10 +188,13 @@ def resume_session(
             print(f"Refused: [{unanswered[0]}] {unanswered[1]}")
         return EXIT_PARKED
     if not as_json:
-        print("\n".join(plan_summary(plan)))
+        # Said once the continuation is admitted and runs: a refusal before that (a folder
+        # refused for the restored copy, a changed source) is all that is printed.
+        transcript.hold("\n".join(plan_summary(plan)) + "\n")
     try:
         result = run_cancellable(lambda: service.execute(plan), cancel)
     except ResumeRefused as refused:
+        transcript.release(keep=False)
         body = plan_json(plan, {"disposition": "refused", "code": str(refused.code)})
         body["message"] = refused.message
         if as_json:
@@ -194,7 +204,17 @@ def resume_session(
                 f"Safe resume refused before the provider was called: [{refused.code}] "
                 f"{refused.message}"
             )
+            if str(refused.code) in _TARGET_REFUSALS:
+                print(
+                    f"Nothing was changed and nothing continued. Pick a new or empty folder "
+                    f"outside {cwd}: maka resume {session_id} --restore-to DIR (or leave DIR "
+                    "out for a new sibling folder)."
+                )
         return EXIT_PARKED
+    except BaseException:
+        transcript.release(keep=False)
+        raise
+    transcript.release()
     target = host.store.read_run_header(result.target_run_id)
     moved = target is not None and target.cwd != cwd
     if as_json:

@@ -40,8 +40,25 @@ class TerminalTranscript:
         self._lock = threading.Lock()
         self._mid_line = False
         self._show_user = show_user
+        self._held = ""
+
+    def hold(self, text: str) -> None:
+        """Print ``text`` before the first output, not now: what a resume says it will do is
+        printed only once it does something (a refusal before that drops it)."""
+        with self._lock:
+            self._held = text
+
+    def release(self, keep: bool = True) -> None:
+        """Print the held text now (``keep``), or drop it."""
+        with self._lock:
+            held, self._held = self._held, ""
+            if keep and held:
+                self._out.write(held)
+                self._out.flush()
 
     def _write(self, text: str) -> None:
+        if self._held:
+            text, self._held = self._held + text, ""
         self._out.write(text)
         self._out.flush()
 

@@ -562,3 +562,35 @@ def test_the_rebaseline_summary_counts_the_changed_files_in_words(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert "Continuing with your current files (1 file changed);" in result.stdout, result.stdout
     assert "file(s)" not in result.stdout
+
+
+def test_a_refused_restore_folder_is_said_without_claiming_resume_can_continue(
+    tmp_path: Path,
+) -> None:
+    drill, before = _drifted(tmp_path)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine\n")
+    resume = ["resume", drill.session, "--permission-mode", "auto", "--restore-to"]
+    for target, code in (
+        (busy, "workspace_restore_target_not_empty"),
+        (drill.work / "inside", "workspace_restore_target_inside"),
+    ):
+        result = maka([*resume, str(target)], drill.data, env=drill.env)
+        assert result.returncode == 3, result.stdout + result.stderr
+        assert "can continue" not in result.stdout, result.stdout
+        assert "Continuing in a restored copy" not in result.stdout, result.stdout
+        assert f"Safe resume refused before the provider was called: [{code}]" in result.stdout
+        assert "Nothing was changed and nothing continued." in result.stdout
+        assert f"maka resume {drill.session} --restore-to DIR" in result.stdout
+        assert "Traceback" not in result.stderr
+    assert _files(busy) == {"keep.txt": b"mine\n"}
+    assert _files(drill.work) == before
+    assert len(committed_runs(drill.data)) == 1 and drill.requests() == []
+
+    # When it goes ahead, the plan's summary is still printed first.
+    result = maka([*resume, str(tmp_path / "copy")], drill.data, env=drill.env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith(f"Safe resume can continue session {drill.session}")
+    assert "Continuing in a restored copy" in result.stdout
+
