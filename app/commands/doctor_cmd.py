@@ -7,8 +7,10 @@ agreement, rebuilt-versus-stored projections and the workspace markers of sessio
 (``data_not_private``: a folder wider than 0700 or a file wider than 0600), and the workspace
 checkpoints: every ``workspaceCheckpoint`` fact against its Git objects (a missing one is a
 problem, ``workspace_checkpoint_missing``) and every checkpoint ref against the facts (an orphan
-ref, left by a capture killed before its fact, is reported, not a problem). With ``--json``
-exactly one JSON document is printed.
+ref, left by a capture killed before its fact, is reported, not a problem). Restored copies a
+resume made but never started in (``workspace_restore_abandoned``, as ``maka plan`` names them)
+are listed as notes, not problems: Maka never uses them and the user may remove them. With
+``--json`` exactly one JSON document is printed.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK
+
+if TYPE_CHECKING:
+    from runtime.ledger.checkpoint_ports import CheckpointCarrier
+    from runtime.ledger.store_ports import LedgerReader
 
 ENV_DATA_DIR = "MAKA_DATA_DIR"
 
@@ -63,6 +69,25 @@ def _privacy_problems(data_dir: Path) -> list[dict[str, str]]:
             }
         )
     return problems
+
+
+def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[dict[str, str]]:
+    """The restored copies a resume made but never started in, by session (the ones ``maka
+    plan`` names): notes, not problems."""
+    from runtime.continuation.checkpoint_evidence import abandoned_restores
+    from runtime.ledger.codes import DiagnosticCode
+
+    return [
+        {
+            "code": DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
+            "sessionId": session.session_id,
+            "path": path,
+            "message": f"a restored copy at {path} was made by a resume that did not start; "
+            "Maka will not use it. If you do not need it, you may remove that folder.",
+        }
+        for session in store.list_sessions()
+        for path in abandoned_restores(store, carrier, session.session_id)
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
     with store:
         try:
             report = store.diagnose()
-            checkpoints = audit_checkpoints(store, GitCheckpointStore(data_dir))
+            carrier = GitCheckpointStore(data_dir)
+            checkpoints = audit_checkpoints(store, carrier)
+            notes = _abandoned_copies(store, carrier)
         except StoreRefusal as refusal:
             failed = {"code": str(refusal.code), "message": refusal.message}
             _emit(
@@ -156,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         "present": True,
         **report.to_json(),
         "workspaceCheckpoints": checkpoints.to_json(),
+        "notes": notes,
     }
     lines = [
         f"database: {database}",
@@ -180,6 +208,9 @@ def run(args: argparse.Namespace) -> int:
             "(checkpoint_git_missing)"
         )
     lines.extend(f"  orphan ref: {orphan}" for orphan in checkpoints.orphans[:20])
+    lines.extend(
+        f"note [{note['code']}] session {note['sessionId']}: {note['message']}" for note in notes
+    )
     for problem in report.problems:
         where = " ".join(
             part

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from runtime.continuation.continuation_planner import SafetyObservation
 from runtime.continuation.restore_point import RestorePoint, find_restore_point
 from runtime.continuation.workspace_gate import CheckpointEvidence
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, TreeChange
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.workspace_facts import boundary_checkpoint
 
 
@@ -117,6 +119,31 @@ def restore_point(
             return False
 
     return find_restore_point(generations, intact)
+
+
+class SessionRunsReader(Protocol):
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+def abandoned_restores(
+    store: SessionRunsReader, carrier: CheckpointCarrier | None, session_id: str
+) -> list[str]:
+    """The restored copies of a session a resume made but no continuation ever moved to (in
+    any lineage: a new message starts a new one in the copy the session lives in), for
+    ``maka plan`` and ``maka doctor``; none when the store cannot be read."""
+    if carrier is None or not carrier.restore_attempts(session_id):
+        return []
+    try:
+        starts = [
+            rows[0].event
+            for run in store.list_session_runs(session_id)
+            if run.continuation_source is not None and (rows := store.read_run_events(run.run_id))
+        ]
+    except LedgerError:
+        return []
+    return abandoned_copies(carrier, session_id, starts)
 
 
 def abandoned_copies(

@@ -18,7 +18,7 @@ from typing import Any, Protocol, cast
 
 from runtime.base.checkpoint_mode import decide_mode
 from runtime.continuation.checkpoint_evidence import (
-    abandoned_copies,
+    abandoned_restores,
     changes_since_snapshot,
     checkpoint_evidence,
     comparable_snapshot,
@@ -241,20 +241,15 @@ class ResumeService:
         started in (WORKSPACE.md section 4: named, never reused). A copy is in use when any
         continuation of the session moved there, in this lineage or an earlier one (a new
         message starts a new lineage in the copy the session lives in)."""
-        attempts = self._checkpoints.restore_attempts(plan.session_id) if self._checkpoints else []
-        left: list[PlanDiagnostic] = []
-        if attempts:
-            starts = self._continuation_starts(plan.session_id)
-            if starts is not None:
-                left = [
-                    PlanDiagnostic(
-                        DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
-                        f"a restored copy at {path} was made by a resume that did not start; "
-                        "it is left as it is and not used",
-                        detail={"path": path},
-                    )
-                    for path in abandoned_copies(self._checkpoints, plan.session_id, starts)
-                ]
+        left = [
+            PlanDiagnostic(
+                DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
+                f"a restored copy at {path} was made by a resume that did not start; "
+                "it is left as it is and not used",
+                detail={"path": path},
+            )
+            for path in abandoned_restores(self._store, self._checkpoints, plan.session_id)
+        ]
         if call.rebaseline_uncompared:
             left.append(
                 PlanDiagnostic(
@@ -286,20 +281,6 @@ class ResumeService:
             ]
         except LedgerError:
             return []
-
-    def _continuation_starts(self, session_id: str) -> list[RuntimeEvent] | None:
-        """The first event of every continuation of the session (where a transition is
-        committed); None when the store cannot be read."""
-        try:
-            runs = self._store.list_session_runs(session_id)
-            return [
-                rows[0].event
-                for run in runs
-                if run.continuation_source is not None
-                and (rows := self._store.read_run_events(run.run_id))
-            ]
-        except LedgerError:
-            return None
 
     def _session_cwd(self, source: RunHeader) -> str:
         """Where the session lives now (the session record), else where the run ran."""

@@ -594,3 +594,32 @@ def test_a_refused_restore_folder_is_said_without_claiming_resume_can_continue(
     assert result.stdout.startswith(f"Safe resume can continue session {drill.session}")
     assert "Continuing in a restored copy" in result.stdout
 
+
+def test_doctor_notes_a_copy_left_by_a_killed_restore(tmp_path: Path) -> None:
+    drill, _ = _drifted(tmp_path)
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
+    killed = maka(
+        args, drill.data, env={**drill.env, "MAKA_FAILPOINT": "after_restore_materialized"}
+    )
+    assert killed.returncode == -9, killed.stderr
+    left = tmp_path / "work-restored-1"
+    assert left.is_dir()
+
+    result = maka(["doctor"], drill.data, env=drill.env)
+    assert result.returncode == 0, result.stdout + result.stderr  # a note, not a problem
+    [line] = [ln for ln in result.stdout.splitlines() if "workspace_restore_abandoned" in ln]
+    assert line.startswith(f"note [workspace_restore_abandoned] session {drill.session}: ")
+    assert f"a restored copy at {left} was made by a resume that did not start" in line
+    assert "Maka will not use it" in line and "you may remove that folder" in line
+    assert result.stdout.splitlines()[-1] == "ok"
+    body = json.loads(maka(["doctor", "--json"], drill.data, env=drill.env).stdout)
+    assert body["ok"] is True
+    assert [(n["code"], n["sessionId"], n["path"]) for n in body["notes"]] == [
+        ("workspace_restore_abandoned", drill.session, str(left))
+    ]
+
+    # Once a continuation moved to a copy, that copy is no note; the abandoned one still is.
+    code, moved = drill.resume("--restore-to")
+    assert code == 0, moved
+    body = json.loads(maka(["doctor", "--json"], drill.data, env=drill.env).stdout)
+    assert [n["path"] for n in body["notes"]] == [str(left)]
