@@ -13,6 +13,7 @@ line-ending conversion). Path arguments are literal (``GIT_LITERAL_PATHSPECS``).
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -111,6 +112,14 @@ class GitRunner:
         self._prefix = [git.path]
         for key, value in _ISOLATING_CONFIG:
             self._prefix += ["-c", f"{key}={value}"]
+
+    def with_alternate(self, objects: Path) -> GitRunner:
+        """A runner that also reads objects from another private repository's ``objects``
+        folder (``GIT_ALTERNATE_OBJECT_DIRECTORIES``, for its commands only: no repository's
+        configuration changes)."""
+        other = copy.copy(self)
+        other._env = {**self._env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
+        return other
 
     def run(
         self,

@@ -421,12 +421,20 @@ class GitCheckpointStore:
             if kinds[2 * index : 2 * index + 2] == ["commit", "tree"]
         }
 
-    def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
+    def changes(
+        self,
+        workspace_identity: str,
+        old_tree: str,
+        new_tree: str,
+        *,
+        old_workspace: str | None = None,
+    ) -> list[TreeChange]:
         if old_tree == new_tree:
             return []
-        return tree_changes(
-            self._git_runner(), self.git_dir(workspace_identity), old_tree, new_tree
-        )
+        runner = self._git_runner()
+        if old_workspace is not None and old_workspace != workspace_identity:
+            runner = runner.with_alternate(self.git_dir(old_workspace) / "objects")
+        return tree_changes(runner, self.git_dir(workspace_identity), old_tree, new_tree)
 
     # ---- isolated restore ----------------------------------------------------------------------
     def materialize(

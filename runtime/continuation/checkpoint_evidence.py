@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from runtime.continuation.admission_basis import AdmissionBasis
 from runtime.continuation.continuation_planner import SafetyObservation
 from runtime.continuation.restore_point import RestorePoint, find_restore_point
 from runtime.continuation.workspace_gate import CheckpointEvidence
@@ -23,12 +24,17 @@ def checkpoint_evidence(
     carrier: CheckpointCarrier | None,
     events: Sequence[RuntimeEvent],
     observation: SafetyObservation,
+    basis: AdmissionBasis | None = None,
 ) -> CheckpointEvidence | None:
     """What the planner's workspace gate needs about the boundary checkpoint: whether its Git
     objects still exist and how the observed tree differs from it. None when the run has no
-    checkpoint the gate would compare (no mode, a failed or stale one)."""
+    checkpoint the gate would compare (no mode, a failed or stale one). A continuation that
+    stopped before its first snapshot with nothing run is compared with ``basis`` (the snapshot
+    its admission was based on), when that is intact."""
     boundary = boundary_checkpoint(events)
     checkpoint = boundary.checkpoint
+    if checkpoint is None and boundary.failed is None and boundary.stale_after is None:
+        return _basis_evidence(carrier, basis, observation) if basis is not None else None
     if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
         return None
     if carrier is None:
@@ -56,21 +62,63 @@ def checkpoint_evidence(
     return CheckpointEvidence(True, tuple(changes))
 
 
+def _intact(carrier: CheckpointCarrier, checkpoint: Mapping[str, Any]) -> bool:
+    try:
+        return carrier.has_snapshot(
+            str(checkpoint["workspaceIdentity"]),
+            str(checkpoint["commitId"]),
+            str(checkpoint["treeId"]),
+        )
+    except (CheckpointError, KeyError):
+        return False
+
+
+def _basis_evidence(
+    carrier: CheckpointCarrier | None, basis: AdmissionBasis, observation: SafetyObservation
+) -> CheckpointEvidence | None:
+    """The evidence about the admission basis, or None (the run's own facts decide: stale)
+    when it is not intact or the folder could not be captured."""
+    tree = observation.workspace_tree
+    if carrier is None or tree is None or tree.tree_id is None:
+        return None
+    if not _intact(carrier, basis.checkpoint):
+        return None
+    if basis.folder_identity != observation.workspace_identity:
+        return CheckpointEvidence(True, compared=False, basis=True)  # the identity gate parks
+    try:
+        changes = carrier.changes(
+            observation.workspace_identity,
+            str(basis.checkpoint["treeId"]),
+            tree.tree_id,
+            old_workspace=str(basis.checkpoint["workspaceIdentity"]),
+        )
+    except CheckpointError as error:
+        return CheckpointEvidence(True, problem=f"{error.code}: {error.message}", basis=True)
+    return CheckpointEvidence(True, tuple(changes), basis=True)
+
+
 def changes_since_snapshot(
     carrier: CheckpointCarrier | None,
     events: Sequence[RuntimeEvent],
     observation: SafetyObservation,
+    basis: AdmissionBasis | None = None,
 ) -> tuple[TreeChange, ...] | None:
     """How the observed folder differs from the run's newest snapshot, stale or not (what a
     rebaseline tells the model); None when there is nothing to compare with (no snapshot, its
     objects gone, another workspace)."""
-    checkpoint = comparable_snapshot(carrier, events, observation)
+    checkpoint = comparable_snapshot(carrier, events, observation, basis)
     tree = observation.workspace_tree
     if carrier is None or checkpoint is None or tree is None or tree.tree_id is None:
         return None
-    workspace = str(checkpoint["workspaceIdentity"])
     try:
-        return tuple(carrier.changes(workspace, str(checkpoint["treeId"]), tree.tree_id))
+        return tuple(
+            carrier.changes(
+                observation.workspace_identity,
+                str(checkpoint["treeId"]),
+                tree.tree_id,
+                old_workspace=str(checkpoint["workspaceIdentity"]),
+            )
+        )
     except CheckpointError:
         return None
 
@@ -79,13 +127,21 @@ def comparable_snapshot(
     carrier: CheckpointCarrier | None,
     events: Sequence[RuntimeEvent],
     observation: SafetyObservation,
+    basis: AdmissionBasis | None = None,
 ) -> Mapping[str, Any] | None:
     """The snapshot a rebaseline would compare the current files with (the run's newest one,
-    stale or not, of this workspace, its objects present), or None: the model is then told only
-    that files may have changed."""
+    stale or not, of this workspace, its objects present; for a continuation stopped before its
+    first one with nothing run, ``basis``, the snapshot its admission was based on), or None:
+    the model is then told only that files may have changed."""
     checkpoint = boundary_checkpoint(events).checkpoint
     tree = observation.workspace_tree
-    if carrier is None or checkpoint is None or tree is None or tree.tree_id is None:
+    if carrier is None or tree is None or tree.tree_id is None:
+        return None
+    if checkpoint is None and basis is not None:
+        if basis.folder_identity != observation.workspace_identity:
+            return None
+        return basis.checkpoint if _intact(carrier, basis.checkpoint) else None
+    if checkpoint is None:
         return None
     workspace = str(checkpoint["workspaceIdentity"])
     if workspace != observation.workspace_identity:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from runtime.continuation.admission_basis import admission_basis
 from runtime.continuation.continuation_replay import (
     ImmutablePrefix,
     ReplayBlocked,
@@ -325,6 +326,11 @@ class Boundary:
     def events(self) -> tuple[RuntimeEvent, ...]:
         return self.immediate.events
 
+    @property
+    def generations(self) -> list[tuple[RuntimeEvent, ...]]:
+        """Every generation's committed events, oldest first (the immediate source last)."""
+        return [prefix.events for prefix in self.lineage.prefixes]
+
 
 class Finding(NamedTuple):
     """One thing a gate found: a park reason with its diagnostic, or (``reason`` None) a
@@ -517,7 +523,8 @@ def workspace_checkpoint(b: Boundary) -> Sequence[Finding]:
     if given.decision is WorkspaceDecision.RESTORE and not given.restorable:
         answered = frozenset()  # no snapshot to copy: the park stands
     findings: list[Finding] = []
-    for finding in workspace_gate(b.events, given.checkpoint_evidence):
+    basis = admission_basis(b.generations, given.source.workspace_identity)
+    for finding in workspace_gate(b.events, given.checkpoint_evidence, basis):
         diagnostic = PlanDiagnostic(
             finding.code, finding.message, finding.event_id, detail=finding.detail
         )
@@ -591,7 +598,7 @@ def _accumulating_gates(
         workspace_identity=observation.workspace_identity,
         tool_names=tuple(sorted(set(observation.tool_names))),
         workspace_tree_id=verified_tree,
-        **_decision_fields(given, immediate.events, decided),
+        **_decision_fields(given, boundary, decided),
     )
     return ContinuationPlan(given.session_id, given.source.run_id, (), tuple(diagnostics), details)
 
@@ -614,15 +621,17 @@ def _restore_point_note(
     ]
 
 
-def _decision_fields(
-    given: PlannerInput, events: tuple[RuntimeEvent, ...], decided: bool
-) -> dict[str, Any]:
-    boundary = boundary_checkpoint(events)
+def _decision_fields(given: PlannerInput, b: Boundary, decided: bool) -> dict[str, Any]:
+    boundary = boundary_checkpoint(b.events)
+    newest = boundary.checkpoint
+    if newest is None:  # stopped before its first snapshot: the one its admission was based on
+        basis = admission_basis(b.generations, given.source.workspace_identity)
+        newest = basis.checkpoint if basis is not None else None
     epoch = 1
     previous: str | None = None
-    if boundary.checkpoint is not None:
-        epoch = int(boundary.checkpoint.get("workspaceEpoch", 1))
-        previous = str(boundary.checkpoint.get("checkpointRef", "")) or None
+    if newest is not None:
+        epoch = int(newest.get("workspaceEpoch") or 1)
+        previous = str(newest.get("checkpointRef") or "") or None
     if not decided:
         return {"workspace_epoch": epoch}
     fields: dict[str, Any] = {
@@ -634,7 +643,7 @@ def _decision_fields(
     if given.decision is WorkspaceDecision.RESTORE:
         fields["restore_to"] = given.restore_to
         point = given.restore_point
-        fields["restore_checkpoint"] = point.checkpoint if point else boundary.checkpoint
+        fields["restore_checkpoint"] = point.checkpoint if point else newest
         fields["restore_fields"] = dict(point.fields) if point else {}
     return fields
 

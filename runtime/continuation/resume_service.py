@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 from runtime.base.checkpoint_mode import decide_mode
+from runtime.continuation.admission_basis import AdmissionBasis, admission_basis
 from runtime.continuation.checkpoint_evidence import (
     abandoned_restores,
     changes_since_snapshot,
@@ -200,14 +201,17 @@ class ResumeService:
         evidence = None
         changes: tuple[TreeChange, ...] | None = None
         point = None
+        basis: AdmissionBasis | None = None
         if isinstance(lineage, Lineage):
-            point = restore_point(self._checkpoints, [p.events for p in lineage.prefixes])
+            generations = [p.events for p in lineage.prefixes]
+            point = restore_point(self._checkpoints, generations)
+            basis = admission_basis(generations, source.workspace_identity)
             evidence = checkpoint_evidence(
-                self._checkpoints, lineage.prefixes[-1].events, observation
+                self._checkpoints, lineage.prefixes[-1].events, observation, basis
             )
             if decision is not None:
                 changes = changes_since_snapshot(
-                    self._checkpoints, lineage.prefixes[-1].events, observation
+                    self._checkpoints, lineage.prefixes[-1].events, observation, basis
                 )
         plan = plan_continuation(
             PlannerInput(
@@ -230,9 +234,9 @@ class ResumeService:
         if isinstance(lineage, Lineage):
             call.lineage_events = [e for prefix in lineage.prefixes for e in prefix.events]
             if "rebaseline" in plan.workspace_options:
+                last = lineage.prefixes[-1].events
                 call.rebaseline_uncompared = (
-                    comparable_snapshot(self._checkpoints, lineage.prefixes[-1].events, observation)
-                    is None
+                    comparable_snapshot(self._checkpoints, last, observation, basis) is None
                 )
         return plan
 

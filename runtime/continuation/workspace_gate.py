@@ -11,6 +11,9 @@ other gates still apply.
 - the newest fact is a failed capture: ``workspace_checkpoint_failed``;
 - no checkpoint yet, or a writing call dispatched after the newest one:
   ``workspace_checkpoint_stale`` (the crash came between a T2 and its capture, or inside it);
+  except a continuation stopped before its first snapshot with nothing run
+  (``admission_basis``): when the snapshot its admission was based on is intact (the
+  evidence says so), that snapshot is the one compared;
 - the checkpoint's Git objects are gone: ``workspace_checkpoint_missing``;
 - the folder differs: ``workspace_drift`` with each changed path (the first 50, then a count);
 - otherwise the diagnostic ``workspace_verified``.
@@ -22,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.continuation.admission_basis import AdmissionBasis
 from runtime.ledger.checkpoint_ports import TreeChange, changed_paths_summary
 from runtime.ledger.codes import DiagnosticCode, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
@@ -50,6 +54,9 @@ class CheckpointEvidence:
     # False when the folder is another workspace than the checkpoint's: nothing was compared
     # (the identity gate parks; no drift and no verification are claimed).
     compared: bool = True
+    # True: this is about the snapshot the interrupted continuation's admission was based on
+    # (``admission_basis``; it stopped before its own first one), and its objects exist.
+    basis: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +69,9 @@ class GateFinding:
 
 
 def workspace_gate(
-    events: Sequence[RuntimeEvent], evidence: CheckpointEvidence | None
+    events: Sequence[RuntimeEvent],
+    evidence: CheckpointEvidence | None,
+    basis: AdmissionBasis | None = None,
 ) -> list[GateFinding]:
     mode = declared_mode(events)
     if mode is None or mode.get("mode") != "git_v1":
@@ -89,7 +98,14 @@ def workspace_gate(
                 {"reasonCode": code, "message": str(boundary.failed.get("message", ""))},
             )
         ]
-    if boundary.checkpoint is None or boundary.stale_after is not None:
+    inherited = (
+        boundary.checkpoint is None
+        and boundary.stale_after is None
+        and basis is not None
+        and evidence is not None
+        and evidence.basis
+    )
+    if not inherited and (boundary.checkpoint is None or boundary.stale_after is not None):
         reason = ParkReason.WORKSPACE_CHECKPOINT_STALE
         message = (
             f"a {boundary.stale_tool} call may have changed files after the last snapshot"
@@ -100,7 +116,14 @@ def workspace_gate(
         if boundary.checkpoint is not None:
             stale_detail["checkpointRef"] = boundary.checkpoint.get("checkpointRef")
         return [GateFinding(reason, reason.value, message, stale_detail, boundary.stale_after)]
-    ref = boundary.checkpoint.get("checkpointRef")
+    checkpoint = basis.checkpoint if inherited and basis is not None else boundary.checkpoint
+    assert checkpoint is not None
+    ref = checkpoint.get("checkpointRef")
+    taken = "taken at the stop"
+    based: dict[str, Any] = {}
+    if inherited and basis is not None:
+        taken = "this continuation started from (it stopped before taking one of its own)"
+        based = {"basis": basis.kind, "basisRunId": basis.run_id}
     if evidence is not None and evidence.problem is not None:
         reason = ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
         return [GateFinding(reason, reason.value, evidence.problem)]
@@ -111,7 +134,7 @@ def workspace_gate(
                 reason,
                 reason.value,
                 "the snapshot recorded at the stop is gone from the checkpoint store",
-                {"checkpointRef": ref, "commitId": boundary.checkpoint.get("commitId")},
+                {"checkpointRef": ref, "commitId": checkpoint.get("commitId")},
             )
         ]
     if not evidence.compared:
@@ -123,13 +146,15 @@ def workspace_gate(
             GateFinding(
                 reason,
                 reason.value,
-                f"{said} changed since the snapshot taken at the stop",
-                {"checkpointRef": ref, **changed_paths_summary(evidence.changes)},
+                f"{said} changed since the snapshot {taken}",
+                {"checkpointRef": ref, **based, **changed_paths_summary(evidence.changes)},
             )
         ]
-    skipped: Sequence[str] = boundary.checkpoint.get("skippedPaths") or ()
+    skipped: Sequence[str] = checkpoint.get("skippedPaths") or ()
     message = "the files are as they were at the stop"
-    verified: dict[str, Any] = {"checkpointRef": ref}
+    if based:
+        message += f", as in the snapshot {taken}"
+    verified: dict[str, Any] = {"checkpointRef": ref, **based}
     if skipped:
         # Files over the size limit are not in the snapshot: say so, never claim them.
         noun = "file" if len(skipped) == 1 else "files"

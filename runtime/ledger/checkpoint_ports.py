@@ -96,8 +96,17 @@ class CheckpointCarrier(Protocol):
         """Whether the commit and its tree still exist in the workspace's repository."""
         ...
 
-    def changes(self, workspace_identity: str, old_tree: str, new_tree: str) -> list[TreeChange]:
-        """Each path that differs between two trees, sorted by path."""
+    def changes(
+        self,
+        workspace_identity: str,
+        old_tree: str,
+        new_tree: str,
+        *,
+        old_workspace: str | None = None,
+    ) -> list[TreeChange]:
+        """Each path that differs between two trees, sorted by path. ``old_workspace``: the
+        repository holding ``old_tree`` when it is another workspace's (a restored copy
+        compared with the snapshot it was made from)."""
         ...
 
     def materialize(
