@@ -122,7 +122,7 @@ def workspace_gate(
     taken = "taken at the stop"
     based: dict[str, Any] = {}
     if inherited and basis is not None:
-        taken = "this continuation started from (it stopped before taking one of its own)"
+        taken = "the interrupted resume started from (it stopped before taking one of its own)"
         based = {"basis": basis.kind, "basisRunId": basis.run_id}
     if evidence is not None and evidence.problem is not None:
         reason = ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
@@ -153,7 +153,7 @@ def workspace_gate(
     skipped: Sequence[str] = checkpoint.get("skippedPaths") or ()
     message = "the files are as they were at the stop"
     if based:
-        message += f", as in the snapshot {taken}"
+        message = f"the files are as in the snapshot {taken}"
     verified: dict[str, Any] = {"checkpointRef": ref, **based}
     if skipped:
         # Files over the size limit are not in the snapshot: say so, never claim them.

@@ -282,4 +282,4 @@ def test_the_workspace_gate_judges_the_basis(
         detail = findings[0].diagnostic.detail
         assert detail["checkpointRef"] == "refs/p/1"
         assert detail["basis"] in (PARENT, RESTORED_COPY)
-        assert "this continuation started from" in findings[0].diagnostic.message
+        assert "the interrupted resume started from" in findings[0].diagnostic.message
