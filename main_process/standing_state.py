@@ -10,7 +10,8 @@ session, the latest such pushes, and sends them again on every ``hello`` and ``s
 - **running**: the ``run.status running`` of the session's turn, until its run ends;
 - **permissions**: every open ``permission.requested``, until answered or the run ends;
 - **outcome**: a ``resume.parked`` / ``resume.failed`` that describes the session (not a moment:
-  ``session_busy``, a closing host), until the session moves on.
+  ``session_busy``, a closing host), until the session moves on (a continuation starts, or a
+  turn of the session runs).
 
 Bounded, and only for sessions that exist: an outcome whose code says the session does not exist
 is never kept, and at most ``MAX_SESSIONS`` sessions are remembered (the least recently changed
@@ -28,6 +29,7 @@ from app.bridge_contract import (
     PermissionRequestedPush,
     ResumeFailedPush,
     ResumeParkedPush,
+    ResumeStartedPush,
     RunStatusPush,
     RunStatusValue,
 )
@@ -66,11 +68,16 @@ class StandingState:
                 standing.permissions[message.request_id] = message.model_copy(
                     update={"correlation_id": None}
                 )
+        elif isinstance(message, ResumeStartedPush):
+            # A continuation was admitted: the park it answered no longer describes the session
+            # (a window opening it meanwhile must not be told it is on hold again).
+            self.clear_outcome(message.session_id)
         elif isinstance(message, RunStatusPush):
             if message.status in _ACTIVE:
                 self._touch(message.session_id).running = message.model_copy(
                     update={"correlation_id": None}
                 )
+                self._sessions[message.session_id].outcome = None  # the session moved on
             else:
                 self.turn_ended(message.session_id)
 

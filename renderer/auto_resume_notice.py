@@ -4,7 +4,8 @@ hold, in the status bar and on their rows, until the user has looked at each one
 Why it stays until seen: automatic resume acts before anyone watches (the window may open later
 or be in the background), so a message that vanishes after a few seconds would leave the user
 not knowing that a session moved on, or that one waits for them. A row's announcement goes when
-the user opens that session, sends a message in it, continues it or removes it.
+the user opens that session, sends a message in it, continues it or removes it; "on hold" also
+goes as soon as the session is no longer interrupted (whatever moved it on).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from app.bridge_contract import (
     ResumeParkedPush,
     ResumeStartedPush,
     SessionRemovedPush,
+    SessionsListedPush,
+    SessionSummary,
+    SessionUpdatedPush,
 )
 from renderer.bridge_port import BridgePort
 from renderer.session_list import Announcement, SessionListModel
@@ -37,6 +41,8 @@ class AutoResumeNotice(QObject):
         bridge.resume_parked.connect(self._on_held)
         bridge.resume_failed.connect(self._on_held)
         bridge.session_removed.connect(self._on_removed)
+        bridge.session_updated.connect(self._on_updated)
+        bridge.sessions_listed.connect(self._on_listed)
 
     @property
     def text(self) -> str:
@@ -55,6 +61,24 @@ class AutoResumeNotice(QObject):
 
     def _on_removed(self, push: SessionRemovedPush) -> None:
         self.seen(push.session_id)  # nothing is left to open
+
+    def _on_updated(self, push: SessionUpdatedPush) -> None:
+        self._moved_on((push.session,))
+
+    def _on_listed(self, push: SessionsListedPush) -> None:
+        self._moved_on(push.sessions)
+
+    def _moved_on(self, sessions: tuple[SessionSummary, ...]) -> None:
+        """A session on hold that is no longer interrupted was carried on (a continuation or a
+        new message, from this window or not): "on hold" is no longer true."""
+        held = self._model.announcements()
+        cleared = [
+            s.session_id
+            for s in sessions
+            if not s.interrupted and held.get(s.session_id) is Announcement.ON_HOLD
+        ]
+        if any([self._model.mark_seen(session_id) for session_id in cleared]):
+            self._render()
 
     def _on_held(self, push: ResumeParkedPush | ResumeFailedPush) -> None:
         if push.automatic:

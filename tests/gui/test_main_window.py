@@ -351,6 +351,51 @@ def test_a_session_the_user_continued_is_no_longer_announced_as_on_hold(qtbot: Q
     assert not notice.label.isVisible() and notice.text == ""
 
 
+def test_on_hold_goes_once_the_session_is_no_longer_interrupted(qtbot: QtBot) -> None:
+    """The park was told again after the user continued the session (a window opening it while
+    the continuation started): once the session's row says it is no longer interrupted, it is
+    not on hold, whatever was told before; the same after a reconnect lists it."""
+    window, bridge = _window(qtbot)
+    model = window.sessions.model
+    notice = window.auto_resume_notice
+    held = bc.ResumeParkedPush(
+        session_id="s1", rejection_reasons=("workspace_drift",), automatic=True
+    )
+    carried_on = SESSIONS[0].model_copy(
+        update={
+            "interrupted": False,
+            "last_run_status": bc.RunStatusValue.RUNNING,
+            "failure_class": None,
+        }
+    )
+
+    def badge() -> str:
+        row = model.row_of("s1")
+        assert row is not None
+        return str(model.index(row).data(Qt.ItemDataRole.AccessibleTextRole))
+
+    def updated() -> None:
+        bridge.session_updated.emit(bc.SessionUpdatedPush(session=carried_on))
+
+    def listed() -> None:
+        bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(carried_on, SESSIONS[1])))
+
+    for moved_on in (updated, listed):
+        bridge.resume_parked.emit(held)
+        bridge.push_started("s1")
+        bridge.resume_parked.emit(held)  # told again, late
+        moved_on()
+        assert "on hold" not in badge()
+        assert not notice.label.isVisible() and notice.text == ""
+        bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))
+
+    # A session still interrupted stays announced.
+    bridge.resume_parked.emit(held)
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=SESSIONS[0]))
+    assert notice.text == "Automatic resume: 1 is on hold; open it to see."
+    assert "Auto-resume on hold" in badge()
+
+
 def test_a_removed_session_is_no_longer_announced(qtbot: QtBot) -> None:
     """Automatic resume left it on hold and the user removed it (Remove session): the status
     bar must not go on saying one is on hold with nothing left to open."""

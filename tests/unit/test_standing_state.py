@@ -6,6 +6,7 @@ from app.bridge_contract import (
     PermissionRequestedPush,
     ResumeFailedPush,
     ResumeParkedPush,
+    ResumeStartedPush,
     RunStatusPush,
     RunStatusValue,
 )
@@ -59,3 +60,20 @@ def test_the_state_is_bounded_and_keeps_sessions_waiting_for_the_user() -> None:
     sessions = {getattr(p, "session_id", None) for p in state.pushes()}
     assert "waiting" in sessions
     assert sessions >= {"s99", "s98"}
+
+
+def test_a_park_no_longer_stands_once_a_continuation_starts_or_a_turn_runs() -> None:
+    """Automatic resume parked the session, then the user continued it: a window opening the
+    session while the continuation runs must not be told again that it is on hold."""
+    state = StandingState()
+    parked = ResumeParkedPush(
+        session_id="s1", rejection_reasons=("workspace_drift",), automatic=True
+    )
+    state.set_outcome(parked)
+    state.note(ResumeStartedPush(session_id="s1", run_id="run_2", turn_id="t2"))
+    assert state.outcome("s1") is None and state.pushes("s1") == []
+
+    state.set_outcome(parked.model_copy(update={"session_id": "s2"}))
+    state.note(_status("s2", RunStatusValue.RUNNING))  # a new message's turn
+    assert state.outcome("s2") is None
+    assert [push.kind for push in state.pushes("s2")] == ["run.status"]
