@@ -69,8 +69,11 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from storage.instance_lock import InstanceLock, LockOutcome
+from storage.ledger_schema import SCHEMA_VERSION
 from storage.private_files import ensure_private_dir
+from storage.sqlite_connection import DATABASE_NAME
 from storage.store_creation import os_refusal
+from storage.store_open import file_version
 
 _log = logging.getLogger("maka.main")
 
@@ -138,6 +141,7 @@ class HostApp(QObject):
         self._server: IpcServer | None = None
         self._router: RequestRouter | None = None
         self._early: list[tuple[int, object]] = []
+        self._opening_detail = ""
         self._token = ""
         self._crashes: list[float] = []
         self._exit_code = EXIT_OK
@@ -201,6 +205,7 @@ class HostApp(QObject):
                 f"pid={os.getpid()}",
                 flush=True,
             )
+        self._opening_detail = upgrade_note(self._data_dir)
         if self._config.launch_renderer:
             self._launch_renderer()
         self._startup_started = self._workers.run_turn(
@@ -287,6 +292,11 @@ class HostApp(QObject):
         # is ready nothing has been resumed, so there is nothing to tell.
         if self._router is not None:
             self._router.send_standing_outcomes(peer_id)
+        elif self._opening_detail and self._server is not None:
+            # Opening takes long only when an older database is upgraded first: say so.
+            self._server.send(
+                peer_id, HostStatePush(state=WireHostState.RECOVERING, detail=self._opening_detail)
+            )
 
     def _launch_renderer(self) -> None:
         assert self._server is not None
@@ -435,6 +445,19 @@ class HostApp(QObject):
         state = self.lifecycle.state
         wire = WireHostState.RECOVERING if state is HostState.OPENING else WireHostState(state)
         self._server.broadcast(HostStatePush(state=wire, detail=detail[:500]))
+
+
+def upgrade_note(data_dir: Path) -> str:
+    """What the window says while the store opens when the database is an older version's: the
+    upgrade (once) rebuilds its largest tables, seconds for a long history. Empty otherwise
+    (and when the file cannot be read: opening it will say why)."""
+    try:
+        version = file_version(Path(data_dir) / DATABASE_NAME)
+    except (LedgerError, OSError):
+        return ""
+    if version is None or version == 0 or version >= SCHEMA_VERSION:
+        return ""
+    return "Upgrading saved data from an earlier Maka (once), then checking interrupted runs…"
 
 
 def _attempt(what: str, step: Callable[[], None]) -> None:

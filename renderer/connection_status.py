@@ -61,6 +61,8 @@ class ConnectionStatus(QWidget):
 
     def _on_host_state(self, push: HostStatePush) -> None:
         words = _tr(_HOST_WORDS[push.state]) if _HOST_WORDS[push.state] else ""
+        if push.state is HostState.RECOVERING and push.detail:
+            words = ""  # the detail says what opening is doing (an upgrade, then the check)
         self._host_text = f"{words} {push.detail}".strip()
         self._render()
 
