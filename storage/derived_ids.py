@@ -71,16 +71,24 @@ def tool_call_ids(event: Mapping[str, Any]) -> list[str]:
 _OPERATION_ID_LENGTH = len(TOOL_ID_PREFIX) + 32
 
 
-def is_derived_event_id(event_id: str, invocation_id: str, call_ids: Iterable[str]) -> bool:
-    """Whether ``event_id`` is the operation id of ``invocation_id`` and one of the event's own
-    tool-call ids, then ``_`` and a suffix."""
+def operation_prefix(event_id: str) -> str | None:
+    """The operation id an id shaped like a derived event id starts with (``toolop_`` + 32
+    characters, then ``_`` and a suffix), else None."""
     if (
         len(event_id) <= _OPERATION_ID_LENGTH
         or event_id[_OPERATION_ID_LENGTH] != "_"
         or not event_id.startswith(TOOL_ID_PREFIX)
     ):
+        return None
+    return event_id[:_OPERATION_ID_LENGTH]
+
+
+def is_derived_event_id(event_id: str, invocation_id: str, call_ids: Iterable[str]) -> bool:
+    """Whether ``event_id`` is the operation id of ``invocation_id`` and one of the event's own
+    tool-call ids, then ``_`` and a suffix."""
+    operation = operation_prefix(event_id)
+    if operation is None:
         return False
-    operation = event_id[:_OPERATION_ID_LENGTH]
     return any(_derived_of(invocation_id, call_id) == operation for call_id in call_ids)
 
 

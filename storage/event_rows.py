@@ -22,7 +22,7 @@ from runtime.ledger.codes import Lane, StoreCode
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import StoredEvent, StoreRefusal
-from storage.derived_ids import is_derived_event
+from storage.derived_ids import is_derived_event, operation_prefix
 from storage.schema_v4 import NOT_TOOL_SHAPED, TOOL_ID_PREFIX
 
 EVENT_COLUMNS = (
@@ -196,20 +196,18 @@ def find_event_row(
     ).fetchone()
 
 
-_OPERATION_ID_LENGTH = len(TOOL_ID_PREFIX) + 32
-
-
 def _operation_derived_in_run(conn: sqlite3.Connection, run_id: str, event_id: str) -> bool:
     """Whether ``event_id`` is ``<operationId>_...`` of an operation of ``run_id`` whose id is
     the reference's derivation (``operation_id_derived``)."""
-    if len(event_id) <= _OPERATION_ID_LENGTH or event_id[_OPERATION_ID_LENGTH] != "_":
+    operation = operation_prefix(event_id)
+    if operation is None:
         return False
     row = conn.execute(
         "SELECT 1 FROM runs JOIN tool_operations"
         " ON tool_operations.invocation_id = runs.invocation_id"
         " WHERE runs.run_id = ? AND tool_operations.operation_id = ?"
         " AND tool_operations.operation_id_derived = 1",
-        (run_id, event_id[:_OPERATION_ID_LENGTH]),
+        (run_id, operation),
     ).fetchone()
     return row is not None
 

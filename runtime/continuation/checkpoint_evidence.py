@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from runtime.continuation.admission_basis import AdmissionBasis
@@ -162,19 +163,7 @@ def restore_point(
     Git objects still exist (the boundary one, else the latest earlier one), or None."""
     if carrier is None:
         return None
-    found = carrier
-
-    def intact(checkpoint: Mapping[str, Any]) -> bool:
-        try:
-            return found.has_snapshot(
-                str(checkpoint["workspaceIdentity"]),
-                str(checkpoint["commitId"]),
-                str(checkpoint["treeId"]),
-            )
-        except (CheckpointError, KeyError):
-            return False
-
-    return find_restore_point(generations, intact)
+    return find_restore_point(generations, partial(_intact, carrier))
 
 
 class SessionRunsReader(Protocol):
