@@ -28,10 +28,13 @@ WRITES = 300
 
 # Exchanges ``race`` and ``.swap`` atomically (renameat2 RENAME_EXCHANGE) where the C library
 # has it, else with two renames; stops when ``stop`` exists and leaves the real folder at
-# ``race``.
+# ``race``. It flips in bursts of 16 exchanges (about every half millisecond) and after each
+# burst, with the real folder in place, holds still for 5-30 ms: a write takes several
+# milliseconds (two committed transactions around it), so without the still spells hardly any
+# write can finish on a loaded machine, and the test could not tell a confined write from none.
 SWAPPER = textwrap.dedent(
     """
-    import ctypes, os, sys, time
+    import ctypes, os, random, sys, time
     work, stop = sys.argv[1], sys.argv[2]
     race, swap = os.path.join(work, "race"), os.path.join(work, ".swap")
     libc = ctypes.CDLL(None, use_errno=True)
@@ -52,6 +55,8 @@ SWAPPER = textwrap.dedent(
         flip()
         flips += 1
         time.sleep(0.0005)
+        if flips % 16 == 0:
+            time.sleep(random.uniform(0.005, 0.03))
     if os.path.islink(race):
         flip()
     print(flips, flush=True)
@@ -115,7 +120,7 @@ def test_a_folder_swapped_for_an_outside_link_never_receives_a_write(tmp_path: P
         for event in events
         if "toolDispatch" in (event.get("actions") or {})
     }
-    succeeded = 0
+    succeeded = refused = 0
     for event in events:
         content: dict[str, Any] = dict(event.get("content") or {})
         if content.get("kind") != "function_response" or "operationId" not in (
@@ -123,6 +128,7 @@ def test_a_folder_swapped_for_an_outside_link_never_receives_a_write(tmp_path: P
         ):
             continue
         if content.get("isError"):
+            refused += 1
             continue
         succeeded += 1
         recorded = evidence[content["id"]]
@@ -132,6 +138,7 @@ def test_a_folder_swapped_for_an_outside_link_never_receives_a_write(tmp_path: P
         assert _sha(written.read_bytes()) == recorded["expectedAfter"]["sha256"]
         assert content["result"]["sha256"] == recorded["expectedAfter"]["sha256"]
     assert succeeded > 0, "no write succeeded at all: the race did not exercise the write path"
+    assert refused > 0, "no write was refused: the swap never met a write"
 
 
 def test_the_swapper_really_redirects_path_based_writes(tmp_path: Path) -> None:
