@@ -1,8 +1,13 @@
 """The JSON documents of ``maka ledger plan`` and ``maka ledger scan`` (CLI.md, "Ledger tools").
 
 A contract: camelCase keys in a fixed order, optional keys omitted (never ``null``),
-``directive`` only when verification is required. The plan's text is written directly for a
-long run (``plan_json_text``), byte for byte what ``json.dumps`` of the document gives.
+``directive`` only when verification is required. A plan operation the user settled (RECOVERY.md
+section 8) keeps the ``status`` its recorded result gives (``succeeded`` for "it ran", ``failed``
+for "it did not run") and adds ``attestation`` (``ran`` | ``not_run``), ``attestedAt`` (ms) and
+``attestationNote`` when there is one, as the desktop's tool cards carry them.
+
+The plan's text is written directly for a long run (``plan_json_text``), byte for byte what
+``json.dumps`` of the document gives.
 """
 
 from __future__ import annotations
@@ -40,6 +45,13 @@ def operation_json(operation: ToolOperation) -> JsonObject:
         document["responseRuntimeEventId"] = operation.response_runtime_event_id
     if operation.response_is_error is not None:
         document["responseIsError"] = operation.response_is_error
+    if operation.attested is not None:
+        # The status says how the recorded result reads; these say it is the user's word.
+        ran, attestation = operation.attested
+        document["attestation"] = "ran" if ran else "not_run"
+        document["attestedAt"] = attestation.attested_at
+        if attestation.note is not None:
+            document["attestationNote"] = attestation.note
     return document
 
 
@@ -104,7 +116,11 @@ def operations_json_text(operations: Sequence[ToolOperation]) -> str:
     add = inserted.extend
     texts: list[str] = []
     keep = texts.append
-    for call_id, name, _, status, call_event_id, response_id, is_error in operations:
+    for operation in operations:
+        call_id, name, _, status, call_event_id, response_id, is_error, attested = operation
+        if attested is not None:  # rare: the user's word on an unknown outcome
+            keep(_dumps(operation_json(operation)))
+            continue
         if response_id is not None and is_error is not None:
             keep(
                 _SETTLED_OPERATION

@@ -136,6 +136,17 @@ def run_scan(args: argparse.Namespace) -> int:
     )
 
 
+def _status_text(operation: JsonObject) -> str:
+    """An operation's status in words. A call the user settled was never seen to succeed or
+    fail: it says what the user confirmed, and when, as ``maka plan`` and the desktop do."""
+    if "attestation" not in operation:
+        return str(operation["status"])
+    from runtime.ledger.attestation import when_text
+
+    what = "ran" if operation["attestation"] == "ran" else "did not run"
+    return f"{what} (confirmed by you on {when_text(operation['attestedAt'])})"
+
+
 def _print_text(document: JsonObject) -> None:
     """A short human reading of either document (the JSON form is the contract)."""
     out = sys.stdout
@@ -144,8 +155,13 @@ def _print_text(document: JsonObject) -> None:
         out.write(f"disposition: {document['disposition']} (reasons: {reasons})\n")
         for operation in document["operations"]:
             out.write(
-                f"  {operation['toolName']} {operation['toolCallId']}: {operation['status']}\n"
+                f"  {operation['toolName']} {operation['toolCallId']}: {_status_text(operation)}\n"
             )
+            if "attestationNote" in operation:
+                from renderer.visible_text import visible  # text from the file: shown as it is
+
+                note = visible(operation["attestationNote"]).replace("\n", "\n      ")
+                out.write(f"    your note: {note}\n")
         for diagnostic in document["diagnostics"]:
             where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
             out.write(f"  ! {diagnostic['code']}{where}: {diagnostic['message']}\n")

@@ -22,25 +22,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runtime.ledger.codes import (
     DiagnosticCode,
     Disposition,
     OperationStatus,
     ParkReason,
+    ReconcileObservation,
     ResolverReason,
     ResolverStatus,
     ScanIssueCode,
+    SettlementOrigin,
 )
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.tool_ledger_scanner import ScanIssue, ToolLedgerScan
+from runtime.ledger.tool_ledger_scanner import ScanIssue, ScannedOperation, ToolLedgerScan
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
     ResolvedOperation,
     resolve_operations,
 )
 from runtime.recovery.replay_walk import ResponseMismatch, walk_replay
+
+if TYPE_CHECKING:
+    from runtime.ledger.attestation import Attestation
 
 INDETERMINATE_TOOL_RESULT_DIRECTIVE = (
     "Tool execution was interrupted before a matching committed tool result was found. The side "
@@ -52,10 +57,19 @@ DetailValue = str | int
 Detail = Mapping[str, DetailValue]
 
 
+class AttestedCall(NamedTuple):
+    """What the user said about a call whose outcome was unknown (RECOVERY.md section 8):
+    ``ran`` or not, and who, when and with which note (``attestation``)."""
+
+    ran: bool
+    attestation: Attestation
+
+
 class ToolOperation(NamedTuple):
     """A model-visible tool call as the plan sees it. ``status`` succeeded/failed is decided only
-    by the committed response's ``isError``. A named tuple, as the resolver's per-operation
-    records are (one per call of a long run)."""
+    by the committed response's ``isError``; ``attested`` is set when that response is the
+    user's word (the call was never seen to succeed or fail). A named tuple, as the resolver's
+    per-operation records are (one per call of a long run)."""
 
     tool_call_id: str
     tool_name: str
@@ -64,6 +78,7 @@ class ToolOperation(NamedTuple):
     call_runtime_event_id: str
     response_runtime_event_id: str | None = None
     response_is_error: bool | None = None
+    attested: AttestedCall | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +171,22 @@ _CORRUPTION = ResolverStatus.CORRUPTION
 _COMPLETED = ResolverStatus.COMPLETED
 _ORPHAN_RESPONSE = ResolverReason.ORPHAN_RESPONSE
 _SUCCEEDED, _FAILED = OperationStatus.SUCCEEDED, OperationStatus.FAILED
+_USER_ATTESTATION = SettlementOrigin.USER_ATTESTATION
+
+
+def _attested(scanned: ScannedOperation) -> AttestedCall | None:
+    """The user's attestation among the operation's reconcile facts (the resolver settled it
+    with ``user_attestation``, so its bundle is valid)."""
+    # Imported here, as the resolver does: most runs hold no recovery fact.
+    from runtime.ledger.recovery_bundle import parse_reconcile_fact
+
+    for event in scanned.reconcile_events:
+        actions: Any = event.get("actions") or {}
+        fact = parse_reconcile_fact(actions.get("toolRecovery"))
+        if fact is not None and fact.attestation is not None:
+            ran = fact.observation is ReconcileObservation.USER_ATTESTED_RAN
+            return AttestedCall(ran, fact.attestation)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +241,11 @@ def _project(resolved: Sequence[ResolvedOperation]) -> _Projection:
         content: Any = call.get("content") or {}
         if content.get("kind") != "function_call":
             continue
+        attested = None
         if decision.status is _COMPLETED:
             status = _FAILED if decision.response_is_error is True else _SUCCEEDED
+            if decision.settlement_origin is _USER_ATTESTATION:
+                attested = _attested(scanned)
         else:
             status = _STATUS[decision.status]
             entry = operation_entry(status)
@@ -230,6 +264,7 @@ def _project(resolved: Sequence[ResolvedOperation]) -> _Projection:
                 call_event_id,
                 decision.response_runtime_event_id,
                 decision.response_is_error,
+                attested,
             )
         )
     return _Projection(tuple(operations), operation_diagnostics, orphan_facts, hidden_pending)

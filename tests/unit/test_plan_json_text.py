@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 
 from app.commands import ledger_json
 from app.commands.ledger_json import plan_json, plan_json_text
+from runtime.ledger.attestation import Attestation
 from runtime.ledger.codes import DiagnosticCode, Disposition, OperationStatus, ParkReason
 from runtime.recovery.resume_plan import (
     INDETERMINATE_TOOL_RESULT_DIRECTIVE,
+    AttestedCall,
     ResumeDiagnostic,
     ResumePlan,
     ToolOperation,
@@ -30,6 +32,12 @@ _ID = st.one_of(_PLAIN_ID, _PLAIN_ID, _TEXT)
 
 
 @st.composite
+def _attested(draw: st.DrawFn) -> AttestedCall:
+    note = draw(st.none() | _TEXT)
+    return AttestedCall(draw(st.booleans()), Attestation(draw(st.integers(0, 2**53)), 1, note))
+
+
+@st.composite
 def _operations(draw: st.DrawFn) -> ToolOperation:
     responded = draw(st.booleans())
     return ToolOperation(
@@ -40,6 +48,7 @@ def _operations(draw: st.DrawFn) -> ToolOperation:
         draw(_ID),
         draw(_ID) if responded else None,
         draw(st.booleans()) if responded or draw(st.booleans()) else None,
+        draw(_attested()) if draw(st.integers(0, 4)) == 0 else None,
     )
 
 
@@ -96,19 +105,20 @@ def _is_plain(text: str) -> bool:
 @given(_plans())
 def test_plain_strings_take_the_direct_form(plan: ResumePlan) -> None:
     """Each long list is written directly whenever no string it inserts needs an escape
-    (otherwise the fast path would silently never run), and dumped otherwise."""
+    (otherwise the fast path would silently never run), and dumped otherwise. A call the user
+    settled is always dumped on its own (rare, and it carries their note)."""
     ids = [event["id"] for event in plan.replay_runtime_events]
+    direct = [op for op in plan.operations if op.attested is None]
     op_strings = [
-        text
-        for op in plan.operations
-        for text in (op.tool_call_id, op.tool_name, op.call_runtime_event_id)
+        text for op in direct for text in (op.tool_call_id, op.tool_name, op.call_runtime_event_id)
     ]
-    op_strings += [op.response_runtime_event_id or "" for op in plan.operations]
+    op_strings += [op.response_runtime_event_id or "" for op in direct]
     dumped: list[str] = []
     original_operation, original_dumps = ledger_json.operation_json, ledger_json._dumps
 
     def operation_spy(operation: ToolOperation) -> dict[str, Any]:
-        dumped.append("operations")
+        if operation.attested is None:
+            dumped.append("operations")
         return original_operation(operation)
 
     def dumps_spy(value: Any) -> str:
