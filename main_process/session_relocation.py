@@ -48,28 +48,40 @@ def relocate_session(
 ) -> SessionRecord:
     """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace."""
     session = _session(store, session_id)
-    if not folder.is_absolute() or not folder.is_dir():
-        raise SessionChangeRefused(HostCode.INVALID_CWD, f"{folder} is not a folder")
+    if not folder.is_absolute() or not folder.exists():
+        raise SessionChangeRefused(
+            HostCode.INVALID_CWD, f"{folder} does not exist; the session was not moved"
+        )
+    if not folder.is_dir():
+        raise SessionChangeRefused(
+            HostCode.INVALID_CWD, f"{folder} is a file, not a folder; the session was not moved"
+        )
     real = Path(os.path.realpath(folder))
     expected = recorded_identity(list(store.list_session_runs(session_id)))
     if expected is None:
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_MISSING,
             "the session's runs recorded no workspace identity, so no folder can be proven to be "
-            "its workspace",
+            "its workspace; the session was not moved",
         )
     try:
         marker = read_workspace_identity(real)
     except LedgerError as error:
-        raise SessionChangeRefused(error.code, error.message) from None
+        raise SessionChangeRefused(
+            error.code, f"{error.message}; the session was not moved"
+        ) from None
     if marker is None:
         raise SessionChangeRefused(
-            HostCode.WORKSPACE_IDENTITY_DIFFERS, f"{real} has no .maka-workspace.json marker"
+            HostCode.WORKSPACE_IDENTITY_DIFFERS,
+            f"{real} has no .maka-workspace.json marker, so it cannot be shown to be the "
+            "session's workspace (Maka never worked there, or the marker was removed); the "
+            "session was not moved",
         )
     if marker.identity != expected:
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_DIFFERS,
-            f"{real} is workspace {marker.identity}, the session ran in {expected}",
+            f"{real} belongs to another workspace (its marker names {marker.identity}; the "
+            f"session ran in {expected}); the session was not moved",
         )
     store.relocate_session(session_id, str(real))
     if lifecycle is not None:

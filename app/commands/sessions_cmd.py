@@ -1,7 +1,8 @@
 """``maka sessions [--json]``: list sessions (read-only; works while the desktop is open).
 
 ``maka sessions relocate SESSION FOLDER`` points a session whose folder was moved at its new
-place (accepted only when the folder's ``.maka-workspace.json`` is the session's workspace);
+place (accepted only when the folder's ``.maka-workspace.json`` is the session's workspace; a
+FOLDER refused, missing or of another workspace alike, exits 2 and changes nothing);
 ``maka sessions rename SESSION TITLE`` renames it; ``maka sessions remove SESSION --yes`` deletes
 it and its history (export it first with ``maka export``). These three take the data directory
 like ``maka run`` (``store_locked`` while the desktop is open: use its menu instead).
@@ -15,9 +16,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode, StoreCode
+
+# A refused relocation exits 2 (CLI.md: usage or invalid input) when the SESSION or FOLDER given
+# cannot be used: no such session, no such folder, a folder of another workspace or without a
+# marker, a damaged marker; the same folder mistakes ``maka run --cwd`` refuses with 2. Only a
+# session that recorded no workspace identity is refused whatever folder is given: exit 1.
+_STATE_REFUSALS = frozenset({HostCode.WORKSPACE_IDENTITY_MISSING})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,11 +106,11 @@ def _change(args: argparse.Namespace) -> int:
                 removed = remove_session(store, args.session, lifecycle)
                 print(f"removed session {args.session} ({removed.title}); {removed.cwd} untouched")
         except SessionChangeRefused as refusal:
-            usage = refusal.code in ("session_not_found", "invalid_cwd")
-            raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else 1) from None
+            exit_code = EXIT_ERROR if refusal.code in _STATE_REFUSALS else EXIT_USAGE
+            raise CliError(refusal.code, refusal.message, exit_code) from None
         except LedgerError as error:
             usage = error.code in ("session_not_found", "identity_conflict")
-            raise CliError(error.code, error.message, EXIT_USAGE if usage else 1) from None
+            raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
         finally:
             store.close()
     finally:

@@ -47,7 +47,7 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     other.mkdir()
     (other / ".maka-workspace.json").write_bytes(marker_bytes(str(uuid.uuid4()), 1))
     refused = maka(["sessions", "relocate", drill.session, str(other)], drill.data)
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert "maka: error [workspace_identity_differs]" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert _sessions(drill)[0]["cwd"] == str(drill.work)
@@ -71,6 +71,52 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert (moved / "count.txt").read_text().count("x") == 1  # the bash call never ran again
     runs = committed_runs(drill.data)
     assert runs[-1][0].cwd == str(moved)
+
+
+def _relocate(drill: Drill, folder: Path) -> tuple[int, str]:
+    done = maka(["sessions", "relocate", drill.session, str(folder)], drill.data)
+    assert done.stdout == "" and "Traceback" not in done.stderr, done.stdout + done.stderr
+    return done.returncode, done.stderr
+
+
+def test_every_folder_relocate_refuses_is_a_usage_refusal_that_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """A folder that does not exist and a folder of another workspace are the same kind of
+    mistake (the FOLDER given cannot be the session's): both exit 2 (CLI.md: usage or invalid
+    input), each with its code and a sentence saying why, and nothing changes."""
+    drill = Drill(tmp_path)
+    assert drill.run(None).returncode == 0
+    before = _sessions(drill)
+    other = tmp_path / "other"
+    other.mkdir()
+    marker = marker_bytes(str(uuid.uuid4()), 1)
+    (other / ".maka-workspace.json").write_bytes(marker)
+    no_marker = tmp_path / "no-marker"
+    no_marker.mkdir()
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / ".maka-workspace.json").write_text("{not json")
+    a_file = tmp_path / "a-file.txt"
+    a_file.write_text("not a folder")
+    cases = {
+        tmp_path / "missing": ("invalid_cwd", "does not exist"),
+        a_file: ("invalid_cwd", "is a file, not a folder"),
+        other: ("workspace_identity_differs", "belongs to another workspace"),
+        no_marker: ("workspace_identity_differs", "has no .maka-workspace.json"),
+        damaged: ("workspace_marker_invalid", ""),
+    }
+    for folder, (code, words) in cases.items():
+        exit_code, stderr = _relocate(drill, folder)
+        assert exit_code == 2, (folder, stderr)
+        assert stderr.startswith(f"maka: error [{code}]: "), stderr
+        assert words in stderr and "not moved" in stderr, stderr
+        assert _sessions(drill) == before
+    assert (other / ".maka-workspace.json").read_bytes() == marker
+    assert not (no_marker / ".maka-workspace.json").exists()
+    assert (damaged / ".maka-workspace.json").read_text() == "{not json"
+    log = drill.data / "logs" / "lifecycle.jsonl"
+    assert not log.exists() or "session.relocated" not in log.read_text()
 
 
 def test_rename_and_remove_need_what_they_say(tmp_path: Path) -> None:
