@@ -63,6 +63,9 @@ class SessionCheckpoints:
     session_id: str
     modes: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
     rows: list[CheckpointRow] = field(default_factory=list)
+    # Each run's header, by run id: the folder it worked in (its snapshots are of that folder)
+    # and the workspace identity its snapshots are kept under.
+    headers: dict[str, RunHeader] = field(default_factory=dict)
 
 
 def session_checkpoints(
@@ -76,6 +79,7 @@ def session_checkpoints(
     for header in runs:
         events = [row.event for row in reader.read_run_events(header.run_id)]
         found.modes[header.run_id] = declared_mode(events)
+        found.headers[header.run_id] = header
         for event in events:
             actions = event.get("actions") or {}
             snapshot = snapshot_fact(actions)

@@ -1,6 +1,8 @@
 """``maka checkpoints SESSION [--json]``: a session's workspace checkpoints (WORKSPACE.md).
 
-For each run, oldest first: the checkpoint mode its first event declared (``git_v1``, or
+For each run, oldest first: the folder it worked in, whose snapshots these are (``cwd``; a
+continuation in a restored copy works in the copy, and ``workspaceIdentity`` names the workspace
+they are kept under), the checkpoint mode its first event declared (``git_v1``, or
 ``unavailable`` with the reason), then every checkpoint (its ref, commit and tree, the committed
 run prefix it belongs to, whether its Git objects are still in the checkpoint store, and the
 files skipped as too large) and every failed capture with its code. Read-only: it works while
@@ -53,13 +55,13 @@ def run(args: argparse.Namespace) -> int:
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():
         rows = [row for row in found.rows if row.run_id == run_id]
-        runs.append(
-            {
-                "runId": run_id,
-                "mode": dict(mode) if mode is not None else None,
-                "checkpoints": [row.to_json() for row in rows],
-            }
-        )
+        header = found.headers[run_id]
+        entry: dict[str, Any] = {"runId": run_id, "cwd": header.cwd}
+        if header.workspace_identity is not None:
+            entry["workspaceIdentity"] = header.workspace_identity
+        entry["mode"] = dict(mode) if mode is not None else None
+        entry["checkpoints"] = [row.to_json() for row in rows]
+        runs.append(entry)
     if args.json:
         print(json.dumps({"sessionId": args.session, "runs": runs}, ensure_ascii=False))
         return EXIT_OK
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             said = "mode git_v1"
         else:
             said = f"mode unavailable ({mode.get('reasonCode', '?')})"
-        print(f"  run {entry['runId']}: {said}")
+        print(f"  run {entry['runId']} in {entry['cwd']}: {said}")
         for row in entry["checkpoints"]:
             when = _when(row["ts"])
             if row["kind"] == "checkpoint":

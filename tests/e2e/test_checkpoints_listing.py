@@ -47,3 +47,29 @@ def test_the_snapshot_of_a_rebaseline_is_listed_as_such(tmp_path: Path) -> None:
         for row in run["checkpoints"]
     ]
     assert [row["runtimeHighWater"] is None for row in rows].count(True) == 1
+
+
+def test_each_run_says_which_folder_its_snapshots_are_of(tmp_path: Path) -> None:
+    """After a continuation in a restored copy the session's runs worked in two folders: the
+    listing says, per run, which folder (and workspace) its snapshots were taken of."""
+    from tests.e2e.test_workspace_decisions_cli import _drifted
+
+    drill, _ = _drifted(tmp_path)
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    copy = tmp_path / "work-restored-1"
+    (first, _), (second, _) = committed_runs(drill.data)
+    assert (first.cwd, second.cwd) == (str(drill.work), str(copy))
+
+    listed = maka(["checkpoints", drill.session], drill.data, env=drill.env)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert f"  run {first.run_id} in {drill.work}: mode git_v1" in lines, listed.stdout
+    assert f"  run {second.run_id} in {copy}: mode git_v1" in lines, listed.stdout
+
+    document = json.loads(maka(["checkpoints", drill.session, "--json"], drill.data).stdout)
+    assert [(run["runId"], run["cwd"], run["workspaceIdentity"]) for run in document["runs"]] == [
+        (first.run_id, str(drill.work), first.workspace_identity),
+        (second.run_id, str(copy), second.workspace_identity),
+    ]
+    assert first.workspace_identity != second.workspace_identity
