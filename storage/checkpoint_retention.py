@@ -5,8 +5,9 @@ every earlier run; delete the other refs and the orphans (refs no fact names: a 
 before its fact); then prune unreachable Git objects older than a day (a resume-time observation
 leaves a tree nothing names). The refs of a run that has not ended are never touched (a capture
 may be committing its fact right now), and nothing younger than a day is pruned, so a capture
-that runs meanwhile loses nothing. The desktop runs this in the background after its window
-shows.
+that runs meanwhile loses nothing. Refs whose commits are gone (objects pruned or removed by
+hand) are deleted first: they keep nothing, and Git will not prune while they exist. The desktop
+runs this in the background after its window shows.
 
 Checkpoint commits are chained (each one's parent is the workspace's previous checkpoint), so a
 deleted ref frees its objects only once no kept checkpoint descends from it: retention bounds
@@ -80,6 +81,10 @@ def run_retention(
     keep, open_runs = refs_to_keep(reader)
     for repository in sorted(carrier.root.glob("*.git")):
         try:
+            broken = carrier.broken_refs(repository)
+            if broken:
+                carrier.delete_refs(repository, broken)
+                result.deleted.extend(f"{repository.name} {ref}" for ref in broken)
             refs = carrier.refs_in(repository)
             doomed = [ref for ref in sorted(refs) if ref not in keep and not _open(ref, open_runs)]
             result.kept += len(refs) - len(doomed)

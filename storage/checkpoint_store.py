@@ -246,8 +246,7 @@ class GitCheckpointStore:
             body = message.rstrip("\n") + "\n"
             if skipped:
                 body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
-            args = ["commit-tree", tree, *(["-p", parent] if parent else []), "-F", "-"]
-            commit = runner.run(args, git_dir=git_dir, stdin=body.encode("utf-8")).decode().strip()
+            commit = self._commit(runner, git_dir, tree, parent, body)
             updates = f"update {ref} {commit}\nupdate {TIP_REF} {commit}\n"
             runner.run(["update-ref", "--stdin"], git_dir=git_dir, stdin=updates.encode())
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
@@ -268,7 +267,44 @@ class GitCheckpointStore:
                 scratch.unlink(missing_ok=True)
             return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
 
+    def _commit(
+        self, runner: GitRunner, git_dir: Path, tree: str, parent: str | None, body: str
+    ) -> str:
+        """``commit-tree``; a previous checkpoint whose objects are gone (pruned or removed
+        by hand) cannot be a parent, so the chain starts again from this one."""
+        stdin = body.encode("utf-8")
+        args = ["commit-tree", tree, "-F", "-"]
+        try:
+            return (
+                runner.run(
+                    [*args, *(["-p", parent] if parent else [])], git_dir=git_dir, stdin=stdin
+                )
+                .decode()
+                .strip()
+            )
+        except CheckpointError:
+            if parent is None or _missing_objects(runner, git_dir, [parent]) != {parent}:
+                raise
+        return runner.run(args, git_dir=git_dir, stdin=stdin).decode().strip()
+
     def _stage_and_write_tree(
+        self, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[str, list[str]]:
+        """Stage the folder into ``index`` and write its tree. The index is only a cache of
+        what Git last saw: when it names objects the repository no longer holds (a manual
+        ``git gc --prune=now`` after a killed capture, objects removed by hand), ``write-tree``
+        cannot succeed with it, so it is rebuilt from the folder (every file hashed again)."""
+        try:
+            return self._stage_and_write_tree_once(folder, git_dir, index)
+        except CheckpointError as error:
+            if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
+                raise
+            if not _index_names_missing_objects(self._git_runner(), git_dir, index):
+                raise
+        index.unlink(missing_ok=True)
+        return self._stage_and_write_tree_once(folder, git_dir, index)
+
+    def _stage_and_write_tree_once(
         self, folder: Path, git_dir: Path, index: Path
     ) -> tuple[str, list[str]]:
         if not folder.is_dir():
@@ -395,26 +431,33 @@ class GitCheckpointStore:
         return (self.git_dir(workspace_identity) / "HEAD").is_file()
 
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
-        return (commit_id, tree_id) in self.present_snapshots(
-            workspace_identity, [(commit_id, tree_id)]
-        )
+        """Whether the commit and its tree exist; raises ``CheckpointError`` when Git cannot
+        tell (a snapshot that cannot be looked up now is not a missing one)."""
+        pair = (commit_id, tree_id)
+        return pair in self._present(workspace_identity, [pair])
 
     def present_snapshots(
         self, workspace_identity: str, snapshots: list[tuple[str, str]]
     ) -> set[tuple[str, str]]:
         """Which (commit, tree) pairs still exist in the workspace's repository: one
-        ``cat-file --batch-check`` for all of them."""
+        ``cat-file --batch-check`` for all of them; none when Git cannot tell."""
+        try:
+            return self._present(workspace_identity, snapshots)
+        except CheckpointError:
+            return set()
+
+    def _present(
+        self, workspace_identity: str, snapshots: list[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
         git_dir = self.git_dir(workspace_identity)
         if not snapshots or not (git_dir / "HEAD").is_file():
             return set()
         query = "".join(f"{commit}\n{tree}\n" for commit, tree in snapshots)
-        try:
-            out = self._git_runner().run(
-                ["cat-file", "--batch-check=%(objecttype)"], git_dir=git_dir, stdin=query.encode()
-            )
-        except CheckpointError:
-            return set()
-        kinds = out.decode().split()
+        out = self._git_runner().run(
+            ["cat-file", "--batch-check=%(objecttype)"], git_dir=git_dir, stdin=query.encode()
+        )
+        # One line per object: its type, or "<id> missing" for one the repository lacks.
+        kinds = out.decode().splitlines()
         return {
             pair
             for index, pair in enumerate(snapshots)
@@ -521,9 +564,26 @@ class GitCheckpointStore:
         return {name: commit for name, commit in pairs}
 
     # ---- retention -----------------------------------------------------------------------------
+    def broken_refs(self, git_dir: Path) -> list[str]:
+        """The refs of one private repository (checkpoints and the tip) whose commits are gone
+        (objects pruned or removed by hand): they keep nothing, and Git refuses to ``gc`` while
+        they exist."""
+        if not (git_dir / "HEAD").is_file():
+            return []
+        runner = self._git_runner()
+        out = runner.run(
+            ["for-each-ref", "--format=%(refname) %(objectname)", "refs/maka/", TIP_REF],
+            git_dir=git_dir,
+        )
+        pairs = [line.split(" ", 1) for line in out.decode().splitlines() if line]
+        missing = _missing_objects(runner, git_dir, sorted({commit for _, commit in pairs}))
+        return sorted(name for name, commit in pairs if commit in missing)
+
     def delete_refs(self, git_dir: Path, refs: list[str]) -> None:
-        """Delete checkpoint refs of one repository in one ref transaction."""
-        lines = "".join(f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/"))
+        """Delete checkpoint refs (and the tip) of one repository in one ref transaction."""
+        lines = "".join(
+            f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/") or ref == TIP_REF
+        )
         if lines:
             self._git_runner().run(["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode())
 
@@ -537,6 +597,30 @@ class GitCheckpointStore:
             git_dir=git_dir,
             index=index if index.is_file() else None,
         )
+
+
+def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> set[str]:
+    """Which of ``object_ids`` the repository does not hold (one ``cat-file --batch-check``)."""
+    if not object_ids:
+        return set()
+    query = "".join(f"{object_id}\n" for object_id in object_ids).encode()
+    out = runner.run(["cat-file", "--batch-check"], git_dir=git_dir, stdin=query)
+    return {
+        line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
+    }
+
+
+def _index_names_missing_objects(runner: GitRunner, git_dir: Path, index: Path) -> bool:
+    """Whether the index names an object the repository does not hold; False when the index
+    cannot be read either (the original failure then stands)."""
+    if not index.is_file():
+        return False
+    try:
+        listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
+        ids = sorted({entry.split(b" ", 2)[1].decode() for entry in listed.split(b"\0") if entry})
+        return bool(_missing_objects(runner, git_dir, ids))
+    except (CheckpointError, IndexError, UnicodeDecodeError):
+        return False
 
 
 def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:

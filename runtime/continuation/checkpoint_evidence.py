@@ -50,7 +50,14 @@ def checkpoint_evidence(
         return CheckpointEvidence(
             False, problem=f"the folder could not be compared with the snapshot ({problem})"
         )
-    if not carrier.has_snapshot(workspace, str(checkpoint["commitId"]), tree_id):
+    try:
+        present = carrier.has_snapshot(workspace, str(checkpoint["commitId"]), tree_id)
+    except CheckpointError as error:
+        # Git could not look it up (a timeout, a lock): that does not make it missing.
+        return CheckpointEvidence(
+            False, problem=f"the snapshot could not be looked up ({error.code}: {error.message})"
+        )
+    if not present:
         return CheckpointEvidence(False)
     if tree is None or tree.tree_id is None:
         return CheckpointEvidence(True, problem="the folder could not be captured")

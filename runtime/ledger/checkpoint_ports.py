@@ -93,7 +93,8 @@ class CheckpointCarrier(Protocol):
         ...
 
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
-        """Whether the commit and its tree still exist in the workspace's repository."""
+        """Whether the commit and its tree still exist in the workspace's repository. Raises
+        ``CheckpointError`` when Git cannot tell: that is not a missing snapshot."""
         ...
 
     def changes(

@@ -1,0 +1,126 @@
+"""A checkpoint store whose objects are gone (a manual ``git gc --prune=now`` in it, objects
+removed by hand), end to end: a real ``maka run`` with checkpoints at the product default killed
+with SIGKILL at a failpoint, the store damaged, then ``maka plan`` / ``maka resume`` (scripted
+provider, real tools, real store, the real ``git``). The park names the missing snapshot and
+leads on: the user can continue with the current files (WORKSPACE.md section 4)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storage.checkpoint_retention import run_retention
+from storage.checkpoint_store import GitCheckpointStore
+from storage.ledger_store import open_store
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+SCRIPT = [
+    [
+        {
+            "text": "Counting.",
+            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
+        },
+        {"text": "Counted once."},
+        {"text": "Carried on."},
+    ]
+]
+
+
+class Drill:
+    def __init__(self, tmp_path: Path) -> None:
+        self.data = tmp_path / "data"
+        self.work = tmp_path / "work"
+        self.work.mkdir(parents=True)
+        (self.work / "a.txt").write_text("alpha\n")
+        self.env = scripted_env(write_script(tmp_path / "script.json", SCRIPT))
+        self.env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
+        self.env["MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"] = "1"
+
+    def run(self, failpoint: str, *args: str) -> None:
+        result = maka(
+            ["run", *args, "--permission-mode", "auto", "count once"],
+            self.data,
+            env={**self.env, "MAKA_FAILPOINT": failpoint},
+        )
+        assert result.returncode == -9, result.stderr
+
+    @property
+    def session(self) -> str:
+        return committed_runs(self.data)[0][0].session_id
+
+    def remove_every_object(self) -> None:
+        [store] = (self.data / "checkpoints").glob("*.git")
+        for path in (store / "objects").rglob("*"):
+            if path.is_file() and path.parent.name != "info":
+                path.unlink()
+
+    def json(self, *args: str) -> tuple[int, dict[str, Any]]:
+        result = maka([*args, "--json"], self.data, env=self.env)
+        assert result.stdout.strip(), result.stderr
+        return result.returncode, json.loads(result.stdout)
+
+
+def test_a_pruned_store_parks_on_the_missing_snapshot_and_offers_the_current_files(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P8", "--cwd", str(drill.work))  # killed at the terminal event's commit
+    listed = drill.json("checkpoints", drill.session)[1]
+    assert [c["present"] for c in listed["runs"][0]["checkpoints"]] == [True, True]
+    drill.remove_every_object()
+    (drill.work / "a.txt").write_text("edited while Maka was stopped\n")
+
+    for command in (["plan", drill.session], ["resume", drill.session]):
+        code, parked = drill.json(*command)
+        assert code == 3, parked
+        assert parked["rejectionReasons"] == ["workspace_checkpoint_missing"], parked
+        assert parked["workspaceOptions"] == ["rebaseline"]  # no snapshot left to copy
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert "The snapshot of the folder taken at the stop is gone." in text
+    assert f"maka resume {drill.session} --rebaseline" in text
+    assert "could not be inspected" not in text
+
+    code, body = drill.json("resume", drill.session, "--rebaseline")
+    assert code == 0, body
+    assert body["status"] == "completed"
+    assert body["continuation"]["workspaceDecision"] == "rebaseline"
+    # The continuation's own snapshots are whole again.
+    listed = drill.json("checkpoints", drill.session)[1]
+    source, continuation = listed["runs"]
+    assert [c["present"] for c in source["checkpoints"]] == [False, False]
+    assert continuation["checkpoints"] and all(c["present"] for c in continuation["checkpoints"])
+    assert (drill.work / "a.txt").read_text() == "edited while Maka was stopped\n"
+
+    # Retention drops the refs that name gone commits (Git will not prune while they exist) and
+    # keeps the whole ones.
+    carrier = GitCheckpointStore(drill.data)
+    [repository] = list(carrier.root.glob("*.git"))
+    store = open_store(drill.data, read_only=True)
+    try:
+        result = run_retention(store, carrier)
+    finally:
+        store.close()
+    assert result.errors == [] and result.pruned == [repository.name]
+    gone = {c["checkpointRef"] for c in source["checkpoints"]}
+    assert gone <= {entry.split(" ", 1)[1] for entry in result.deleted}
+    kept = set(carrier.refs_in(repository))
+    assert kept == {c["checkpointRef"] for c in continuation["checkpoints"]}
+
+
+def test_a_new_message_after_the_damage_takes_whole_snapshots_again(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P8", "--cwd", str(drill.work))
+    drill.remove_every_object()
+    drill.run("P8", "--session", drill.session)  # a new message, killed the same way
+    listed = drill.json("checkpoints", drill.session)[1]
+    latest = listed["runs"][-1]["checkpoints"]
+    assert latest and all(c.get("present") for c in latest), latest
+    code, body = drill.json("plan", drill.session)
+    assert code == 0, body
+    assert "workspace_verified" in [d["code"] for d in body["diagnostics"]]

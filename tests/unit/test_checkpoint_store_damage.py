@@ -1,0 +1,171 @@
+"""A checkpoint store whose objects were pruned or removed by hand (WORKSPACE.md sections 1, 3):
+the private index is only a cache, so captures and observations go on; a snapshot whose objects
+are gone is said to be missing, and one Git cannot look up right now is not (real ``git``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from runtime.continuation.checkpoint_evidence import checkpoint_evidence
+from runtime.continuation.continuation_planner import SafetyObservation
+from runtime.continuation.workspace_gate import WorkspaceTree, workspace_gate
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import ParkReason
+from runtime.ledger.event_model import RuntimeEvent
+from storage.checkpoint_git import GitCommand, find_git
+from storage.checkpoint_store import GitCheckpointStore
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+WS = "workspace:v1:0f0e0d0c-1111-2222-3333-444455556666"
+
+
+def _git(
+    git_dir: Path,
+    *args: str,
+    index: Path | None = None,
+    work: Path | None = None,
+    stdin: str | None = None,
+) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_DIR"] = str(git_dir)
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    if work is not None:
+        env["GIT_WORK_TREE"] = str(work)
+    return subprocess.run(
+        ["git", *args],
+        input=stdin,
+        cwd=work or git_dir,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def _remove_all_objects(git_dir: Path) -> None:
+    for path in (git_dir / "objects").rglob("*"):
+        if path.is_file() and path.parent.name not in ("info",):
+            path.chmod(stat.S_IWUSR | stat.S_IRUSR)
+            path.unlink()
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha\n")
+    (folder / "b.txt").write_text("beta\n")
+    return folder
+
+
+def test_an_index_naming_objects_a_manual_gc_pruned_is_rebuilt(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    git_dir, index = store.git_dir(WS), store.index_path(WS)
+    # A capture killed after staging a new file, before its commit: the index names a blob no
+    # ref reaches; then the user runs `git gc --prune=now` in the store.
+    (folder / "c.txt").write_text("gamma\n")
+    _git(git_dir, "update-index", "--add", "c.txt", index=index, work=folder)
+    _git(git_dir, "gc", "--quiet", "--prune=now")
+    blob = _git(git_dir, "ls-files", "-s", "c.txt", index=index, work=folder).split()[1]
+    gone = _git(git_dir, "cat-file", "--batch-check", stdin=f"{blob}\n")
+    assert gone.strip() == f"{blob} missing"  # the index names a pruned object
+    assert store.has_snapshot(WS, first.commit_id, first.tree_id)
+
+    seen = store.observe(folder, WS)
+    assert [(c.path, c.change.value) for c in store.changes(WS, first.tree_id, seen.tree_id)] == [
+        ("c.txt", "added")
+    ]
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "next")
+    assert second.tree_id == seen.tree_id
+    assert store.has_snapshot(WS, second.commit_id, second.tree_id)
+    assert _git(git_dir, "cat-file", "-t", blob) == "blob\n"
+    # The chain of checkpoints is kept: its parent is the previous one.
+    assert _git(git_dir, "rev-parse", f"{second.commit_id}^").strip() == first.commit_id
+
+
+def test_with_every_object_removed_old_snapshots_are_missing_and_new_ones_work(
+    tmp_path: Path,
+) -> None:
+    folder = _folder(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    _remove_all_objects(store.git_dir(WS))
+
+    assert not store.has_snapshot(WS, first.commit_id, first.tree_id)
+    seen = store.observe(folder, WS)
+    assert seen.tree_id == first.tree_id  # the same files make the same tree
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "after the damage")
+    assert store.has_snapshot(WS, second.commit_id, second.tree_id)
+    # The previous checkpoint is gone, so this one starts a new chain.
+    parents = _git(store.git_dir(WS), "rev-list", "--parents", "-n", "1", second.commit_id)
+    assert parents.split() == [second.commit_id]
+    pairs = [(first.commit_id, first.tree_id), (second.commit_id, second.tree_id)]
+    assert store.present_snapshots(WS, pairs) == {(second.commit_id, second.tree_id)}
+    assert store.present_snapshots(WS, list(reversed(pairs))) == {
+        (second.commit_id, second.tree_id)
+    }
+
+
+def test_a_snapshot_git_cannot_look_up_now_is_not_called_missing(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    real = find_git()
+    assert real is not None
+    # A git that fails to read objects (a lock held elsewhere, a disk error).
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = cat-file ] && { echo "fatal: cannot read" >&2; exit 128; }; '
+        "done\n"
+        f'exec {real.path} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    flaky = GitCheckpointStore(
+        tmp_path / "data", git=GitCommand(str(wrapper), real.version, real.version_text)
+    )
+    with pytest.raises(CheckpointError):
+        flaky.has_snapshot(WS, first.commit_id, first.tree_id)
+    assert flaky.present_snapshots(WS, [(first.commit_id, first.tree_id)]) == set()
+    assert store.has_snapshot(WS, first.commit_id, first.tree_id)
+
+    # The resume's evidence: a snapshot that cannot be looked up now parks as an observation
+    # that failed (try again), never as a missing snapshot (which offers to give it up).
+    events = _run_with_snapshot(first.commit_id, first.tree_id)
+    seen = SafetyObservation(WS, str(folder), True, (), (), WorkspaceTree(first.tree_id))
+    evidence = checkpoint_evidence(flaky, events, seen)
+    assert evidence is not None and evidence.problem is not None
+    assert "could not be looked up" in evidence.problem
+    [finding] = workspace_gate(events, evidence)
+    assert finding.reason is ParkReason.SAFETY_OBSERVATION_UNAVAILABLE
+    [finding] = workspace_gate(events, checkpoint_evidence(store, events, seen))
+    assert finding.code == "workspace_verified"
+    _remove_all_objects(store.git_dir(WS))
+    [finding] = workspace_gate(events, checkpoint_evidence(store, events, seen))
+    assert finding.reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING
+
+
+def _run_with_snapshot(commit_id: str, tree_id: str) -> list[RuntimeEvent]:
+    def event(n: int, actions: dict[str, Any]) -> RuntimeEvent:
+        body = {"id": f"r-{n}", "runId": "r", "role": "system", "actions": actions}
+        return cast(RuntimeEvent, body)
+
+    protocol = {"toolBoundary": "t1_after_preflight_v1", "workspaceCheckpoints": {"mode": "git_v1"}}
+    snapshot = {
+        "workspaceIdentity": WS,
+        "workspaceEpoch": 1,
+        "checkpointRef": "refs/maka/s/r/1",
+        "commitId": commit_id,
+        "treeId": tree_id,
+    }
+    return [event(0, {"runtimeProtocol": protocol}), event(1, {"workspaceCheckpoint": snapshot})]
