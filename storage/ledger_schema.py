@@ -149,6 +149,17 @@ REQUIRED_TABLES = frozenset(
 )
 
 
+# An upgrade from below this version rebuilds the largest tables (schema 4), leaving about half
+# the file free: the store compacts it right after (``storage/upgrade_compaction.py``).
+_REBUILDS_BELOW = 4
+
+
+def compacts_after(version_before: int) -> bool:
+    """Whether an upgrade from ``version_before`` rebuilt tables, so leaves free pages worth
+    giving back. A new database (version 0) and a current one have none."""
+    return 0 < version_before < _REBUILDS_BELOW
+
+
 def read_user_version(conn: sqlite3.Connection) -> int:
     value = conn.execute("PRAGMA user_version").fetchone()[0]
     if not isinstance(value, int) or value < 0:

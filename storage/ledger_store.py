@@ -61,6 +61,7 @@ from storage.event_writer import (
     prepare_candidate,
 )
 from storage.ledger_schema import (
+    compacts_after,
     migrate,
     read_user_version,
 )
@@ -658,7 +659,13 @@ def open_store(
         # refused untouched.
         verify_before_write(path, conn)
         with sqlite_errors():
-            migrate(conn)
+            version_before = migrate(conn)
+        if compacts_after(version_before):
+            # The upgrade rebuilt tables: give back their free pages (once; never fails the
+            # open). Imported here: opening a current database needs none of it.
+            from storage.upgrade_compaction import compact_after_upgrade
+
+            compact_after_upgrade(conn, path)
         # A first open killed after publishing leaves its temporary name linked to the file.
         remove_abandoned(data_dir, path.name)
     except StoreRefusal as refusal:

@@ -74,6 +74,11 @@ class CrashPoint(StrEnum):
     # An older database's upgrade (``storage/ledger_schema.py``): every step ran, the new
     # version is set, nothing committed.
     MIGRATION_BEFORE_COMMIT = "migration_before_commit"
+    # The upgrade's compaction (``storage/upgrade_compaction.py``), the upgrade committed:
+    # inside VACUUM, nothing of it committed; VACUUM committed into the WAL, the file not yet
+    # rewritten from it.
+    MIGRATION_COMPACTING = "migration_compacting"
+    MIGRATION_AFTER_COMPACTION = "migration_after_compaction"
     # Workspace checkpoints (WORKSPACE.md section 2): the ref exists, the fact does not; both.
     AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"

@@ -15,7 +15,12 @@ import pytest
 
 from storage.ledger_schema import SCHEMA_VERSION
 from storage.ledger_store import open_store
-from tests.helpers.schema_v3 import current_store_with_ledgers, table_rows, write_schema_3
+from tests.helpers.schema_v3 import (
+    current_store_with_history,
+    current_store_with_ledgers,
+    table_rows,
+    write_schema_3,
+)
 
 pytestmark = pytest.mark.crash
 
@@ -62,4 +67,74 @@ def test_a_kill_before_the_upgrade_commits_leaves_the_old_database(tmp_path: Pat
         assert store.schema_version() == SCHEMA_VERSION
         report = store.diagnose()
         assert report.ok, report.to_json()
+    assert table_rows(old) == before
+
+
+def _pragma(database: Path, name: str) -> int:
+    conn = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        value = conn.execute(f"PRAGMA {name}").fetchone()[0]
+    finally:
+        conn.close()
+    return int(value) if name != "quick_check" else int(value == "ok")
+
+
+def _killed_at(point: str, data_dir: Path) -> None:
+    killed = subprocess.run(
+        [sys.executable, "-c", _OPEN, str(data_dir)],
+        cwd=REPO,
+        env={**os.environ, "MAKA_FAILPOINT": point},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert "OPENED" not in killed.stdout
+
+
+# More than SQLite's page cache, so that VACUUM writes its copy into the WAL over a while.
+_HISTORY_RUNS = 120
+
+
+def test_a_kill_while_compacting_leaves_the_upgraded_database(tmp_path: Path) -> None:
+    """Killed inside VACUUM, its copy half built: the upgrade stays committed, the database
+    valid, every row kept, the free pages still there; the next open works."""
+    current = current_store_with_history(tmp_path / "current", _HISTORY_RUNS)
+    old = write_schema_3(current, tmp_path / "old")
+    before = table_rows(old)
+    _killed_at("migration_compacting", old.parent)
+    assert _version(old) == SCHEMA_VERSION
+    assert _pragma(old, "quick_check") == 1
+    assert _pragma(old, "freelist_count") * 3 > _pragma(old, "page_count"), "not compacted"
+    assert table_rows(old) == before
+
+    with open_store(old.parent) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        report = store.diagnose()
+        assert report.ok, report.to_json()
+    assert _pragma(old, "quick_check") == 1
+    assert table_rows(old) == before
+
+
+def test_a_kill_after_compacting_leaves_the_compacted_database(tmp_path: Path) -> None:
+    """Killed after VACUUM committed into the WAL, before the file was rewritten from it: the
+    next connection reads the compacted database, and the next open's checkpoint shrinks the
+    file."""
+    current = current_store_with_history(tmp_path / "current", _HISTORY_RUNS)
+    old = write_schema_3(current, tmp_path / "old")
+    before = table_rows(old)
+    size_3 = old.stat().st_size
+    _killed_at("migration_after_compaction", old.parent)
+    assert old.stat().st_size > size_3 * 1.5, "the file itself is still the uncompacted one"
+    assert _version(old) == SCHEMA_VERSION
+    assert _pragma(old, "quick_check") == 1
+    assert _pragma(old, "freelist_count") == 0
+    assert table_rows(old) == before
+
+    with open_store(old.parent) as store:
+        report = store.diagnose()
+        assert report.ok, report.to_json()
+    assert old.stat().st_size < size_3 * 1.15
+    assert _pragma(old, "quick_check") == 1
     assert table_rows(old) == before

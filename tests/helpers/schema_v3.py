@@ -24,7 +24,7 @@ from tests.helpers.ledger_builders import (
     user_text,
     with_changes,
 )
-from tests.helpers.store_workloads import add_run, commit_ledger, fixed_clock
+from tests.helpers.store_workloads import add_run, commit_ledger, fixed_clock, without_fsync
 
 RUNS = (RunIds("sess-a", "inv-a", "run-a", "turn-a"), RunIds("sess-a", "inv-b", "run-b", "turn-b"))
 CHOSEN = RunIds("sess-c", "inv-c", "run-c", "turn-c")
@@ -80,6 +80,21 @@ def current_store_with_ledgers(data_dir: Path) -> Path:
         add_run(store, CHOSEN)
         commit_ledger(store, chosen_ledger())
     return data_dir / DATABASE_NAME
+
+
+def current_store_with_history(data_dir: Path, runs: int) -> Path:
+    """``current_store_with_ledgers`` and ``runs`` more runs of every ending: a history of a few
+    MB, larger than SQLite's page cache (the rows are what matter here, not their durability,
+    so the writes skip the fsyncs)."""
+    database = current_store_with_ledgers(data_dir)
+    with open_store(data_dir, clock=fixed_clock()) as store:
+        without_fsync(store)
+        endings = ["response", "synthetic", "parked", "completed", "attested_ran"]
+        for index in range(runs):
+            ids = RunIds("sess-h", f"inv-h{index}", f"run-h{index}", f"turn-h{index}")
+            add_run(store, ids)
+            commit_ledger(store, _tagged(clean_ledger(ids=ids, endings=endings), f"h{index}"))
+    return database
 
 
 def write_schema_3(source: Path, target_dir: Path) -> Path:
