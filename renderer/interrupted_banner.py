@@ -1,5 +1,7 @@
-"""The interrupted banner: Safe resume for a session whose latest run failed with
-``app_restarted``.
+"""The interrupted banner: Safe resume for a session whose latest run ended before its turn was
+done (``SessionSummary.resumable``: a restart, a model server that failed, a stop; the seam's own
+decision, so the banner offers exactly what ``maka plan`` would accept). The title names what
+ended the run.
 
 States (DESKTOP.md): ``idle`` (explanation + Safe resume) -> ``resuming`` (button disabled,
 busy bar) -> ``started`` (the banner closes; the continuation streams into the transcript) |
@@ -134,6 +136,7 @@ class InterruptedBanner(TintedPanel):
         self._bridge = bridge
         self._session_id: str | None = None
         self._interrupted = False
+        self._ending: str | None = None
         self._folder = ""
         self._by_session: dict[str, _SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
@@ -321,13 +324,21 @@ class InterruptedBanner(TintedPanel):
     def session_id(self) -> str | None:
         return self._session_id
 
-    def set_session(self, session_id: str | None, interrupted: bool, folder: str = "") -> None:
-        """Show the banner for ``session_id``; ``interrupted`` = latest run failed with
-        ``app_restarted``; ``folder`` = where the session lives (named when it is missing). A
-        session whose resume started stays closed until the main process reports it is no
-        longer interrupted."""
+    def set_session(
+        self,
+        session_id: str | None,
+        interrupted: bool,
+        folder: str = "",
+        ending: str | None = None,
+    ) -> None:
+        """Show the banner for ``session_id``; ``interrupted`` = Safe resume would take up the
+        latest run (``SessionSummary.resumable``); ``folder`` = where the session lives (named
+        when it is missing); ``ending`` = the run's failure class (None: a restart). A session
+        whose resume started stays closed until the main process reports it is no longer
+        interrupted."""
         self._session_id = session_id
         self._interrupted = interrupted
+        self._ending = ending
         self._folder = folder
         if session_id is not None:
             current = self._by_session.get(session_id)
@@ -535,7 +546,7 @@ class InterruptedBanner(TintedPanel):
             button.setEnabled(not host_gone)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))
-        title, body, action = _copy_for(state, current, self._resume_from_environment)
+        title, body, action = _copy_for(state, current, self._resume_from_environment, self._ending)
         self.title_label.setText(title)
         self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body))
@@ -632,13 +643,27 @@ def _checked_again(current: _SessionResume) -> str:
     ).replace("{time}", current.checked_at)
 
 
+def _ending_title(ending: str | None) -> str:
+    """What ended the run Safe resume would carry on, in one sentence."""
+    if ending == "provider_error":
+        return _tr("The model failed before the last turn finished.")
+    if ending == "cancelled_by_user":
+        return _tr("You stopped the last turn before it finished.")
+    if ending in (None, "app_restarted"):
+        return _tr("Maka restarted before the last turn finished.")
+    return _tr("The last turn ended before it finished.")
+
+
 def _copy_for(
-    state: BannerState, current: _SessionResume, from_environment: bool = False
+    state: BannerState,
+    current: _SessionResume,
+    from_environment: bool = False,
+    ending: str | None = None,
 ) -> tuple[str, str, str]:
     """Title, body and action-button text for ``state``. ``from_environment``: the
     environment variable decides, so the settings checkbox is locked and is no way to turn
-    Safe resume on."""
-    restarted = _tr("Maka restarted before the last turn finished.")
+    Safe resume on. ``ending``: the failure class of the run (None: a restart)."""
+    restarted = _ending_title(ending)
     if state is BannerState.DISABLED and from_environment:
         return (
             restarted,
@@ -706,6 +731,15 @@ def _copy_for(
         if not text:
             text = _tr("Safe resume could not start.")
         return _tr("Safe resume could not start."), f"{text} [{current.failure_code}]", _tr("Retry")
+    if ending == "provider_error":
+        return (
+            restarted,
+            _tr(
+                "Once the model server is back, Safe resume continues from the last step that "
+                "is known to be complete, as a new run; nothing that already ran runs again."
+            ),
+            _tr("Safe resume"),
+        )
     return (
         restarted,
         _tr(

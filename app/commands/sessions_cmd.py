@@ -149,6 +149,8 @@ def _list(args: argparse.Namespace) -> int:
         flag = "  INTERRUPTED" if row["interrupted"] else ""
         if row.get("awaitingRepair"):
             flag = "  INTERRUPTED (repaired at the next start)"
+        if row["resumable"]:
+            flag += f"  (maka resume {row['sessionId']} continues it)"
         if row["folderMissing"]:
             flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")
@@ -177,6 +179,7 @@ def _row(overview: Any, unowned: bool) -> dict[str, Any]:
         "interrupted": overview.interrupted,
         "runCount": overview.run_count,
         "folderMissing": not Path(session.cwd).is_dir(),
+        "resumable": overview.resumable,
     }
     if overview.last_run_status is not None:
         row["lastRunStatus"] = str(overview.last_run_status)

@@ -208,14 +208,24 @@ CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
 
 
 def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
-    """Opening a session whose last turn was cut off by a crash says so, like the desktop's
-    banner, and names the command that continues it (only when Safe resume is on: off, /resume
+    """Opening a session whose last turn was cut off (by a crash, a failed model server, a stop)
+    says so, like the desktop's banner, and names the command that continues it; Safe resume's
+    own decision (``resumable``) says which sessions. Off, only a crash is mentioned (/resume
     could only answer that it is off)."""
     from app.resume_composition import resume_enabled
     from runtime.agent.session_overview import session_overview
 
     overview = session_overview(service.store, service.get_session(session_id))
+    if not overview.resumable:
+        return
     if not overview.interrupted:
+        ending = overview.failure_class or str(overview.last_run_status)
+        if resume_enabled(data_dir):
+            print(
+                f"This session's last turn ended before it finished ({ending}). Once the cause "
+                "is dealt with (a model server that is back, for one), type /resume to "
+                "continue it from the last step known to be complete (or send a new message)."
+            )
         return
     if resume_enabled(data_dir):
         print(

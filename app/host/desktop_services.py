@@ -65,6 +65,7 @@ from runtime.agent.transcript_projection import transcript_of_run
 from runtime.base.cancel_token import CancelToken
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.continuation.resume_candidate import resume_candidate
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
@@ -72,7 +73,7 @@ from runtime.ledger.codes import HostCode, ResolverReason, RestoreCode, Transfer
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
-from runtime.ledger.store_ports import RunHeader, RunStatus
+from runtime.ledger.store_ports import RunHeader
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
 from runtime.recovery.write_leftovers import parked_writes
@@ -103,6 +104,7 @@ def _summary(overview: SessionOverview) -> SessionSummary:
         interrupted=overview.interrupted,
         failure_class=overview.failure_class,
         folder_missing=not os.path.isdir(record.cwd),
+        resumable=overview.resumable,
     )
 
 
@@ -220,16 +222,13 @@ class DesktopServices:
         return parked
 
     def _plan_inputs(self, session_id: str) -> tuple[str, str] | None:
-        """The interrupted boundary of the session (its latest run, failed by a restart, and
-        that run's high-water mark) and a digest of what the safety inspector would observe;
-        None when the session has no interrupted run. Read-only: no marker is created."""
+        """The interrupted boundary of the session (the run Safe resume takes up, and that
+        run's high-water mark) and a digest of what the safety inspector would observe; None
+        when the session has no interrupted run. Read-only: no marker is created."""
         try:
             session = self._store.get_session(session_id)
-            runs = _ordered(self._store.list_session_runs(session_id))
-            if session is None or not runs:
-                return None
-            latest = runs[-1]
-            if latest.status is not RunStatus.FAILED or latest.failure_class != "app_restarted":
+            latest = resume_candidate(self._store.list_session_runs(session_id))
+            if session is None or latest is None:
                 return None
             boundary = f"{latest.run_id}@{self._store.run_high_water(latest.run_id)}"
             background = [f"shell:{s.pid}" for s in self._shells.live_shells(session_id)]

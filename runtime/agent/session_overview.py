@@ -1,4 +1,5 @@
-"""A session's row in a list: its last run's status, and whether a crash interrupted it.
+"""A session's row in a list: its last run's status, whether a crash interrupted it, and
+whether Safe resume would take its latest run up (``resumable``: the seam's own decision).
 
 Kept apart from ``session_service`` so that listing sessions (``maka sessions``) imports neither
 the run loop nor the tools nor the providers.
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtime.continuation.resume_candidate import resume_candidate
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
@@ -28,9 +30,13 @@ class SessionOverview:
     last_run_status: RunStatus | None
     failure_class: str | None
     interrupted: bool
+    """The latest run was closed by startup recovery (``app_restarted``)."""
     run_count: int
     last_activity_at: int = 0
     """The latest of the session's creation and its runs' last updates (ms)."""
+    resumable: bool = False
+    """The latest run ended failed or cancelled, so Safe resume takes it up
+    (``runtime.continuation.resume_candidate``: the decision the seam's gate makes)."""
 
 
 def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
@@ -39,7 +45,8 @@ def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
 
 
 def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOverview:
-    """A session's list row: last run status and whether it was interrupted by a crash."""
+    """A session's list row: last run status, whether a crash interrupted it and whether Safe
+    resume would carry its latest run on."""
     runs = ordered_runs(reader.list_session_runs(record.session_id))
     last = runs[-1] if runs else None
     return SessionOverview(
@@ -49,6 +56,7 @@ def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOve
         interrupted=bool(last and last.failure_class == FailureClass.APP_RESTARTED.value),
         run_count=len(runs),
         last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
+        resumable=resume_candidate(runs) is not None,
     )
 
 

@@ -25,11 +25,12 @@ from runtime.continuation.continuation_planner import (
     observation_problem,
     park,
 )
+from runtime.continuation.resume_candidate import ended_resumably, newest_run
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, RunStatus
+from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader
 
 
 class RunReader(Protocol):
@@ -97,7 +98,7 @@ def runs_listed(run: LatestRun) -> ContinuationPlan | None:
         return park(run.session_id, None, ParkReason.SOURCE_RUN_UNREADABLE, str(error))
     if not run.runs:
         return park(run.session_id, None, ParkReason.RESUME_CANDIDATE_MISSING, "nothing to resume")
-    run.latest = max(run.runs, key=lambda header: (header.created_at, header.run_id))
+    run.latest = newest_run(run.runs)
     return None
 
 
@@ -116,8 +117,9 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
 
 
 def latest_interrupted(run: LatestRun) -> ContinuationPlan | None:
+    """The shared decision (``resume_candidate``): the newest run ended failed or cancelled."""
     latest = run.newest()
-    if latest.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+    if ended_resumably(latest):
         return None
     if latest.continuation_source is not None:
         # The newest run is the finished continuation of the last interruption.

@@ -409,7 +409,9 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
     which sessions parked (with reasons and diagnostics) or failed, and only those."""
     diagnostic = ResumeDiagnostic(code="pending_tool_result", tool_call_id="c1", tool_name="bash")
     summaries = {
-        name: SessionSummary(session_id=name, cwd=str(data_dir), title=name, interrupted=True)
+        name: SessionSummary(
+            session_id=name, cwd=str(data_dir), title=name, interrupted=True, resumable=True
+        )
         for name in ("parks", "fails", "starts")
     }
     services = FakeHostServices(
@@ -473,7 +475,9 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
             late.close()
 
         # A new message carries the parked session on: its park no longer stands.
-        services.sessions["parks"] = summaries["parks"].model_copy(update={"interrupted": False})
+        services.sessions["parks"] = summaries["parks"].model_copy(
+            update={"interrupted": False, "resumable": False}
+        )
         early.send(TurnsSendRequest(session_id="parks", text="carry on", correlation_id="t"))
         qtbot.waitUntil(
             lambda: any(

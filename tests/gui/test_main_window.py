@@ -26,6 +26,7 @@ SESSIONS = (
         title="One",
         last_run_status=bc.RunStatusValue.FAILED,
         interrupted=True,
+        resumable=True,
         failure_class="app_restarted",
     ),
     bc.SessionSummary(
@@ -121,7 +122,11 @@ def test_resume_started_closes_banner_and_streams_the_continuation(qtbot: QtBot)
     )
     assert window.transcript.in_continuation("a")
     updated = SESSIONS[0].model_copy(
-        update={"interrupted": False, "last_run_status": bc.RunStatusValue.RUNNING}
+        update={
+            "interrupted": False,
+            "resumable": False,
+            "last_run_status": bc.RunStatusValue.RUNNING,
+        }
     )
     bridge.session_updated.emit(bc.SessionUpdatedPush(session=updated))
     assert _banner_state(window) is BannerState.HIDDEN
@@ -364,6 +369,7 @@ def test_on_hold_goes_once_the_session_is_no_longer_interrupted(qtbot: QtBot) ->
     carried_on = SESSIONS[0].model_copy(
         update={
             "interrupted": False,
+            "resumable": False,
             "last_run_status": bc.RunStatusValue.RUNNING,
             "failure_class": None,
         }
@@ -444,3 +450,37 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
     assert banner.state is BannerState.IDLE
     assert banner.action_button.text() == "Safe resume"
     assert window.statusBar().currentMessage() == "The session now uses /w/found."
+
+
+@pytest.mark.parametrize(
+    ("status", "failure_class", "resumable", "title"),
+    [
+        ("failed", "provider_error", True, "The model failed before the last turn finished."),
+        ("cancelled", "cancelled_by_user", True, "You stopped the last turn before it finished."),
+        ("failed", "tool_boundary_failed", True, "The last turn ended before it finished."),
+        ("completed", None, False, None),
+    ],
+)
+def test_the_banner_offers_safe_resume_exactly_when_the_summary_says_resumable(
+    qtbot: QtBot, status: str, failure_class: str | None, resumable: bool, title: str | None
+) -> None:
+    """Not only after a restart: a turn whose model server failed (or that the user stopped)
+    is offered too, as ``maka plan`` would accept it; the title says what ended it."""
+    window, bridge = _window(qtbot)
+    ended = bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/one",
+        title="One",
+        last_run_status=bc.RunStatusValue(status),
+        failure_class=failure_class,
+        resumable=resumable,
+    )
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=ended))
+    if title is None:
+        assert _banner_state(window) is BannerState.HIDDEN
+        return
+    assert _banner_state(window) is BannerState.IDLE and window.banner.isVisible()
+    assert window.banner.title_label.text() == title
+    assert window.banner.action_button.text() == "Safe resume"
+    QTest.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("resume_latest") == [("s1",)]

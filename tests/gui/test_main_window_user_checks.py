@@ -35,6 +35,7 @@ INTERRUPTED = bc.SessionSummary(
     title="One",
     last_run_status=bc.RunStatusValue.FAILED,
     interrupted=True,
+    resumable=True,
     failure_class="app_restarted",
 )
 

@@ -26,6 +26,7 @@ SESSION = bc.SessionSummary(
     title="One",
     last_run_status=bc.RunStatusValue.FAILED,
     interrupted=True,
+    resumable=True,
     failure_class="app_restarted",
 )
 UNKNOWN = bc.ToolCardItem(

@@ -31,6 +31,7 @@ SESSIONS = (
         title="Draft the release notes",
         last_run_status=bc.RunStatusValue.FAILED,
         interrupted=True,
+        resumable=True,
         failure_class="app_restarted",
     ),
     bc.SessionSummary(
@@ -364,7 +365,11 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     bridge.session_updated.emit(
         bc.SessionUpdatedPush(
             session=SESSIONS[0].model_copy(
-                update={"interrupted": False, "last_run_status": bc.RunStatusValue.RUNNING}
+                update={
+                    "interrupted": False,
+                    "resumable": False,
+                    "last_run_status": bc.RunStatusValue.RUNNING,
+                }
             )
         )
     )

@@ -1,0 +1,40 @@
+"""Which run Safe resume takes up: the one decision every surface shares.
+
+The candidate is the session's newest run (creation time, then run id) when it ended ``failed``
+or ``cancelled`` (RECOVERY.md section 6, the reference's "latest" candidate), whatever ended it:
+a restart (``app_restarted``), a model server that failed or could not be reached
+(``provider_error``), a ledger write that could not commit, or the user's stop. What the
+continuation may replay, and whether it parks, is the planner's business; this only says
+whether there is an interruption to plan for.
+
+Used by the seam's ``latest_interrupted`` gate (``maka plan``, ``maka resume``, ``/resume``, the
+desktop's Safe resume request) and by the session overview both the desktop's banner and
+``maka sessions`` read (``resumable``), so that what a surface offers and what the seam accepts
+cannot differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from runtime.ledger.store_ports import RunHeader, RunStatus
+
+RESUMABLE_STATUSES = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
+"""Run endings a continuation may carry on from (a completed run has nothing left to do)."""
+
+
+def newest_run(runs: Iterable[RunHeader]) -> RunHeader | None:
+    """The session's latest run: newest creation time, then the greatest run id."""
+    return max(runs, key=lambda header: (header.created_at, header.run_id), default=None)
+
+
+def ended_resumably(header: RunHeader) -> bool:
+    """The run ended before its turn was done, so Safe resume may carry it on."""
+    return header.status in RESUMABLE_STATUSES
+
+
+def resume_candidate(runs: Iterable[RunHeader]) -> RunHeader | None:
+    """The run Safe resume would plan for, or None when the latest run is not an interruption
+    (no runs, still running, or completed)."""
+    latest = newest_run(runs)
+    return latest if latest is not None and ended_resumably(latest) else None
