@@ -215,6 +215,22 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     ),
     "user_attested_ran": (_I, "You confirmed that this tool call ran."),
     "user_attested_not_run": (_I, "You confirmed that this tool call did not run."),
+    # Why a history cannot be handed back to the model (listed under runtime_ledger_unreadable).
+    "partial_skipped": (
+        _E,
+        "A model reply in the history was only partly saved, so the history cannot be handed "
+        "back to the model.",
+    ),
+    "tool_id_mismatch": (_E, "A tool result answers its call under a different tool name."),
+    "unsupported_role": (
+        _E,
+        "An entry of the history comes from the wrong side for its kind (a tool result not "
+        "from a tool, say).",
+    ),
+    "unsupported_content": (
+        _E,
+        "An entry of the history is of a kind that cannot be handed back to the model.",
+    ),
 }
 
 REVALIDATION: dict[str, tuple[Severity, str]] = {
@@ -435,6 +451,28 @@ FAILURES: dict[str, tuple[Severity, str]] = {
     ),
 }
 
+# The model provider cannot be built from its settings: ``maka run`` / ``resume`` / ``tui``
+# refuse to start, and the window does not send the message. (A failure while the model answers
+# ends the run as ``provider_error``, with the provider's message.)
+PROVIDER: dict[str, tuple[Severity, str]] = {
+    "provider_config_invalid": (
+        _W,
+        "The model provider is not set up correctly: check its name, address, model and key.",
+    ),
+    "provider_script_invalid": (_W, "The scripted provider's test script is not valid."),
+}
+
+# A line of a ledger file (``maka ledger``, ``maka import``) or an event to save that is not a
+# RuntimeEvent as Maka writes it.
+DECODING: dict[str, tuple[Severity, str]] = {
+    "json_invalid": (_E, "A line is not valid JSON, so it is not a saved event."),
+    "event_schema_invalid": (_E, "An event does not have the shape of the events Maka saves."),
+    "not_canonical": (
+        _E,
+        "An event is not written byte for byte in the one form Maka saves events in.",
+    ),
+}
+
 TRANSFER: dict[str, tuple[Severity, str]] = {
     "import_file_unreadable": (_W, "The file to import could not be read."),
     "import_line_invalid": (
@@ -467,6 +505,8 @@ _TABLES = (
     TOOL_REFUSALS,
     RUN_ENDINGS,
     FAILURES,
+    PROVIDER,
+    DECODING,
     TRANSFER,
 )
 

@@ -484,3 +484,17 @@ def test_the_banner_offers_safe_resume_exactly_when_the_summary_says_resumable(
     assert window.banner.action_button.text() == "Safe resume"
     QTest.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert bridge.calls_to("resume_latest") == [("s1",)]
+
+
+def test_a_message_refused_for_the_provider_settings_says_so(qtbot: QtBot) -> None:
+    """The main process could not build the model provider from its settings (no model set,
+    say): the message comes back with that reason, not the unknown-code fallback."""
+    window, bridge = _window(qtbot)
+    window.sessions.select("s2")
+    refused = bc.ErrorPush(code="provider_config_invalid", message="no model configured")
+    bridge.turn_refused.emit("s2", "hello", refused)
+    assert window.composer.editor.toPlainText() == "hello"
+    assert window.composer.note == (
+        "Not sent: The model provider is not set up correctly: check its name, address, model "
+        "and key."
+    )

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
 import pytest
 
 from app import code_text
+from app.bridge_contract import BridgeErrorCode
 from app.code_text import Severity, can_try_again, describe, next_step_source
+from runtime.continuation.provider_replay import BLOCKING_REPLAY_CODES, ReplayDiagnosticCode
 from runtime.ledger import codes
+from runtime.ledger.ledger_errors import DecodeCode
+from runtime.providers.provider_port import ProviderErrorCode
 from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +67,34 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     codes.TransferCode,
     ToolRefusalCode,
     ToolFailureCode,
+    # Outside runtime/ledger/codes.py: a provider that cannot be built refuses ``maka run`` and
+    # a message sent in the window; a line that does not decode refuses ``maka ledger`` and
+    # ``maka import``; a history that cannot be replayed lists its codes in ``maka plan``.
+    ProviderErrorCode,
+    DecodeCode,
+    ReplayDiagnosticCode,
 )
+
+_ENDS_THE_RUN = (
+    "met while the model answers: the run ends as provider_error, shown with the provider's message"
+)
+_REPLAY_SILENT = "left out of the model's history without blocking resume: in no plan"
+
+# Codes of the families above that never reach a person on their own, each with where it
+# shows instead. Every other code of CODE_ENUMS needs its sentence.
+NOT_SHOWN_ALONE: dict[str, str] = {
+    "reconcile_matches_expected_state": "the completed path of a reconciled write: 'completed'",
+    ProviderErrorCode.HTTP_ERROR: _ENDS_THE_RUN,
+    ProviderErrorCode.TIMEOUT: _ENDS_THE_RUN,
+    ProviderErrorCode.CONNECTION_LOST: _ENDS_THE_RUN,
+    ProviderErrorCode.MALFORMED_STREAM: _ENDS_THE_RUN,
+    ProviderErrorCode.EMPTY_STREAM: _ENDS_THE_RUN,
+    ProviderErrorCode.CONTEXT_OVERFLOW: _ENDS_THE_RUN + " and the way on",
+    ProviderErrorCode.SCRIPT_EXHAUSTED: _ENDS_THE_RUN,
+    ProviderErrorCode.SCRIPTED_FAILURE: _ENDS_THE_RUN,
+    ProviderErrorCode.CANCELLED: "a stopped answer ends the turn as cancelled_by_user",
+    **{code: _REPLAY_SILENT for code in ReplayDiagnosticCode if code not in BLOCKING_REPLAY_CODES},
+}
 
 # The vocabularies of runtime/ledger/codes.py that never reach a person as a code on their own
 # (each with where it shows instead). Any other enum there must be in CODE_ENUMS, so a new
@@ -77,11 +110,16 @@ NOT_SHOWN_BY_CODE: dict[type[StrEnum], str] = {
     codes.DoctorCode: "'maka doctor' problems, printed with their messages",
 }
 
+# Families outside runtime/ledger/codes.py that never reach a person as a code on their own.
+NOT_SHOWN_ELSEWHERE: dict[type[StrEnum], str] = {
+    BridgeErrorCode: "a refused frame between Maka's own processes: the window words its "
+    "connection state (renderer/connection_status.py), the code goes to the log",
+}
+
 
 def _enum_codes() -> list[str]:
     found = {member.value for enum in CODE_ENUMS for member in enum}
-    # reconcile_matches_expected_state is the "completed" path, never shown on its own.
-    return sorted(found - {"reconcile_matches_expected_state"})
+    return sorted(found - set(NOT_SHOWN_ALONE))
 
 
 def _assert_plain(code: str) -> None:
@@ -116,6 +154,54 @@ def test_every_code_enum_of_the_ledger_is_worded_or_named_as_never_shown() -> No
     }
     unplaced = found - set(CODE_ENUMS) - set(NOT_SHOWN_BY_CODE)
     assert not unplaced, f"give these codes sentences in app/code_text.py: {unplaced}"
+
+
+def _code_enums_in_source() -> set[str]:
+    """``module.Class`` of every ``StrEnum`` named ``...Code`` in the product's packages."""
+    found: set[str] = set()
+    for package in ("app", "main_process", "renderer", "runtime", "storage"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if (
+                    isinstance(node, ast.ClassDef)
+                    and node.name.endswith("Code")
+                    and any(isinstance(b, ast.Name) and b.id == "StrEnum" for b in node.bases)
+                ):
+                    found.add(f"{module}.{node.name}")
+    return found
+
+
+def _named(enums: Iterable[type[StrEnum]]) -> set[str]:
+    return {f"{enum.__module__}.{enum.__qualname__}" for enum in enums}
+
+
+def test_every_code_enum_anywhere_is_worded_or_named_as_never_shown() -> None:
+    """A family of codes outside runtime/ledger/codes.py (the provider's, the decoder's...)
+    cannot arrive without its sentences either."""
+    found = _code_enums_in_source()
+    assert {
+        "runtime.providers.provider_port.ProviderErrorCode",
+        "runtime.ledger.ledger_errors.DecodeCode",
+    } <= found, "the walk finds the families outside codes.py"
+    placed = _named(CODE_ENUMS) | _named(NOT_SHOWN_BY_CODE) | _named(NOT_SHOWN_ELSEWHERE)
+    unplaced = found - placed
+    assert not unplaced, f"give these codes sentences in app/code_text.py: {unplaced}"
+
+
+def test_codes_named_as_never_shown_alone_are_codes_of_a_worded_family() -> None:
+    every = {member.value for enum in CODE_ENUMS for member in enum}
+    assert set(NOT_SHOWN_ALONE) <= every
+
+
+@pytest.mark.parametrize(
+    "code", [ProviderErrorCode.CONFIG_INVALID, ProviderErrorCode.SCRIPT_INVALID, *DecodeCode]
+)
+def test_a_refusal_of_the_provider_or_the_decoder_is_worded_as_itself(code: StrEnum) -> None:
+    """``maka run`` with a provider that cannot be built, a message sent in the window then,
+    and ``maka ledger`` / ``maka import`` on a line that does not decode refuse with these."""
+    text = describe(code.value)
+    assert text.known and "resume" not in text.sentence.lower(), text.sentence
 
 
 def test_every_host_and_cli_refusal_has_a_plain_sentence() -> None:
