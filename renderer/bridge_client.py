@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import secrets
 from typing import Literal
 
 from PySide6.QtCore import QObject, QTimer
@@ -130,6 +131,9 @@ class RendererBridge(BridgePort):
         self._handshaken = False
         self._stopped = False
         self._backoff_ms = BACKOFF_FIRST_MS
+        # Answers to session changes go to every window: each window's correlation ids carry
+        # a random prefix of its own, so one window never takes another's answer for its own.
+        self._id_prefix = f"w{secrets.token_hex(4)}-"
         self._ids = itertools.count(1)
         self._sent_turns: dict[str, tuple[str, str]] = {}
         self._changes: dict[str, tuple[str, str]] = {}
@@ -334,7 +338,7 @@ class RendererBridge(BridgePort):
         return True
 
     def _correlation(self) -> str:
-        return f"r{next(self._ids)}"
+        return f"{self._id_prefix}r{next(self._ids)}"
 
     def list_sessions(self) -> bool:
         return self._send(SessionsListRequest(correlation_id=self._correlation()))

@@ -175,6 +175,52 @@ def test_only_the_answer_to_its_own_change_says_the_change_went_through(
     bridge.stop()
 
 
+def test_two_windows_asking_the_same_change_each_take_only_their_own_answer(
+    qtbot: QtBot, main: FakeMain
+) -> None:
+    """Two windows rename the same session as their first change: the main process answers
+    both to every window, and each window takes only the answer carrying its own id."""
+    first = _connected(qtbot, main)
+    second = _connected_again(qtbot, main)
+    done: dict[str, list[tuple[str, str, object]]] = {"first": [], "second": []}
+    updated: list[object] = []
+    first.session_change_done.connect(lambda *args: done["first"].append(args))
+    second.session_change_done.connect(lambda *args: done["second"].append(args))
+    first.session_updated.connect(updated.append)
+    second.session_updated.connect(updated.append)
+    assert first.rename_session("s1", "From the first")
+    assert second.rename_session("s1", "From the second")
+    qtbot.waitUntil(
+        lambda: sum(isinstance(r, bc.SessionsRenameRequest) for r in main.requests) == 2
+    )
+    renames = [r for r in main.requests if isinstance(r, bc.SessionsRenameRequest)]
+    ids = {r.title: r.correlation_id for r in renames}
+    assert ids["From the first"] != ids["From the second"], "two windows used one id"
+    answer = bc.SessionUpdatedPush(
+        session=bc.SessionSummary(session_id="s1", cwd="/w", title="From the second"),
+        correlation_id=ids["From the second"],
+    )
+    assert len(main.sockets) == 2
+    for socket in main.sockets:
+        main.send(answer, socket)
+    qtbot.waitUntil(lambda: len(updated) == 2)  # both windows have read and handled it
+    assert len(done["second"]) == 1
+    assert done["first"] == [], "the first window took the second window's answer"
+    first.stop()
+    second.stop()
+
+
+def _connected_again(qtbot: QtBot, main: FakeMain) -> RendererBridge:
+    """A second window on the same main process."""
+    before = len(main.requests)
+    bridge = RendererBridge(main.name, TOKEN)
+    bridge.start()
+    qtbot.waitUntil(lambda: len(main.requests) == before + 1)
+    with qtbot.waitSignal(bridge.connection_state_changed):
+        main.send(bc.HelloOkPush(host_state=bc.HostState.READY, safe_resume_enabled=True))
+    return bridge
+
+
 def test_garbage_from_the_main_process_closes_and_reconnects(qtbot: QtBot, main: FakeMain) -> None:
     bridge = _connected(qtbot, main)
     received: list[object] = []
