@@ -16,12 +16,15 @@ switching sessions while one is resuming must neither lose its answer nor show i
 other session. The banner only sends a sessionId; the main process supplies every fact. A park
 or failure of auto-resume at startup arrives the same way (pushed, or sent when the bridge
 connects), so the banner opens parked instead of offering a resume that would be refused.
+
+This module is the widget: layout, the per-session state machine, pushes and colours. What it
+says in each state (titles, bodies, reason sentences, details, the diagnostics block) is
+composed in ``renderer.banner_text``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import replace
 from typing import Literal
 
 from PySide6.QtCore import QCoreApplication, Qt, QTime, Signal
@@ -42,28 +45,27 @@ from PySide6.QtWidgets import (
 
 from app.bridge_contract import (
     ProcessesStoppedPush,
-    ResumeDiagnostic,
     ResumeFailedPush,
     ResumeParkedPush,
     ResumeStartedPush,
     SettingsCurrentPush,
     ToolSettledPush,
 )
-from app.code_text import (
-    WRITE_NOT_DONE_HEADLINE,
-    WRITE_NOT_DONE_NEXT_STEP,
-    WRITE_NOT_DONE_REASON,
-    write_did_not_happen,
-)
 from renderer import theme
-from renderer.bridge_port import BridgePort, ConnectionState
-from renderer.park_text import (
-    Severity,
-    can_try_again,
-    describe,
-    highest_severity,
-    next_step,
+from renderer.banner_text import (
+    BannerState,
+    SessionResume,
+    at_stop_note,
+    copy_for,
+    details_for,
+    diagnostics_block,
+    offers_try_again,
+    reason_sentences,
+    rebaseline_note,
+    with_full_stop,
 )
+from renderer.bridge_port import BridgePort, ConnectionState
+from renderer.park_text import Severity, highest_severity
 from renderer.restore_dialog import ask_restore_target
 from renderer.tinted_panel import TintedPanel
 from renderer.visible_text import visible
@@ -76,52 +78,6 @@ def _tr(text: str) -> str:
 DETAILS_MAX_LINES = 10
 SURVIVOR_REASON = "background_operation_pending"
 DETAILS_MIN_LINES = 2
-
-
-class BannerState(StrEnum):
-    HIDDEN = "hidden"
-    DISABLED = "disabled"
-    IDLE = "idle"
-    RESUMING = "resuming"
-    STARTED = "started"
-    PARKED = "parked"
-    FAILED = "failed"
-
-
-@dataclass(frozen=True, slots=True)
-class _SessionResume:
-    state: BannerState = BannerState.IDLE
-    reasons: tuple[str, ...] = ()
-    diagnostics: tuple[ResumeDiagnostic, ...] = field(default=())
-    failure_code: str = ""
-    failure_message: str = ""
-    # Try again: set while a parked session is planned again, then the time it was checked.
-    retrying: bool = False
-    checked_at: str = ""
-    automatic: bool = False  # automatic resume at start parked it
-    # The user's ways forward when only the files stand in the way (WORKSPACE.md section 4).
-    workspace_options: tuple[str, ...] = ()
-
-
-def _at_stop_note() -> str:
-    return _tr(
-        "Your folder stays as it is; the session continues in a copy of it as it was at the stop."
-    )
-
-
-def _rebaseline_note(*, compared: bool) -> str:
-    if compared:
-        return _tr(
-            "The files stay as they are now; the model is told which changed and re-reads them."
-        )
-    return _tr(
-        "The files stay as they are now; no snapshot is left to tell which changed, so the "
-        "model is told they may have changed and re-reads them."
-    )
-
-
-def _sentence(text: str) -> str:
-    return text if text.endswith(".") else f"{text}."
 
 
 class InterruptedBanner(TintedPanel):
@@ -138,7 +94,7 @@ class InterruptedBanner(TintedPanel):
         self._interrupted = False
         self._ending: str | None = None
         self._folder = ""
-        self._by_session: dict[str, _SessionResume] = {}
+        self._by_session: dict[str, SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
         self._stopping: set[str] = set()
         self._resume_from_environment = False
@@ -255,10 +211,10 @@ class InterruptedBanner(TintedPanel):
         grid.setVerticalSpacing(4)
         self.restore_button = QPushButton(_tr("Continue in a restored copy…"))
         self.restore_button.clicked.connect(self._on_restore)
-        self.restore_note = QLabel(_at_stop_note())
+        self.restore_note = QLabel(at_stop_note())
         self.rebaseline_button = QPushButton(_tr("Continue with my current files"))
         self.rebaseline_button.clicked.connect(lambda: self.request_decision("rebaseline"))
-        self.rebaseline_note = QLabel(_rebaseline_note(compared=True))
+        self.rebaseline_note = QLabel(rebaseline_note(compared=True))
         pairs = (
             (self.restore_button, self.restore_note),
             (self.rebaseline_button, self.rebaseline_note),
@@ -376,7 +332,7 @@ class InterruptedBanner(TintedPanel):
             return False
         current = self._current()
         retrying = self.state is BannerState.PARKED
-        if retrying and not _can_try_again(current):
+        if retrying and not offers_try_again(current):
             return False  # planning again from the same facts can only park the same way
         session_id = self._session_id
         assert session_id is not None
@@ -389,23 +345,7 @@ class InterruptedBanner(TintedPanel):
 
     def diagnostics_text(self) -> str:
         """The block "Copy diagnostics" puts on the clipboard: codes, operations, sentences."""
-        current = self._current()
-        lines = [
-            "Maka Safe resume diagnostics",
-            f"session: {self._session_id}",
-            f"result: {current.state.value}",
-        ]
-        if current.reasons:
-            lines.append("reasons:")
-            for code in current.reasons:
-                text = describe(code)
-                lines.append(f"  {code} ({text.severity.value}): {text.sentence}")
-        if current.diagnostics:
-            lines.append("diagnostics:")
-            lines.extend(f"  {_diagnostic_line(d)}" for d in current.diagnostics)
-        if current.failure_code:
-            lines.append(f"error: {current.failure_code}: {current.failure_message}")
-        return "\n".join(lines) + "\n"
+        return diagnostics_block(self._session_id, self._current())
 
     def set_details_line_limit(self, lines: int) -> None:
         """How many detail lines show before they scroll (the window shrinks it when short)."""
@@ -418,13 +358,13 @@ class InterruptedBanner(TintedPanel):
 
     # ----------------------------------------------------------------- pushes
 
-    def _current(self) -> _SessionResume:
+    def _current(self) -> SessionResume:
         if self._session_id is None:
-            return _SessionResume(state=BannerState.HIDDEN)
-        return self._by_session.get(self._session_id, _SessionResume())
+            return SessionResume(state=BannerState.HIDDEN)
+        return self._by_session.get(self._session_id, SessionResume())
 
     def _on_started(self, push: ResumeStartedPush) -> None:
-        self._by_session[push.session_id] = _SessionResume(state=BannerState.STARTED)
+        self._by_session[push.session_id] = SessionResume(state=BannerState.STARTED)
         self._render()
 
     def _on_parked(self, push: ResumeParkedPush) -> None:
@@ -432,7 +372,7 @@ class InterruptedBanner(TintedPanel):
         checked_at = ""
         if before is not None and before.state is BannerState.RESUMING and before.retrying:
             checked_at = QTime.currentTime().toString("HH:mm")
-        self._by_session[push.session_id] = _SessionResume(
+        self._by_session[push.session_id] = SessionResume(
             state=BannerState.PARKED,
             reasons=push.rejection_reasons,
             diagnostics=push.diagnostics,
@@ -443,7 +383,7 @@ class InterruptedBanner(TintedPanel):
         self._render()
 
     def _on_failed(self, push: ResumeFailedPush) -> None:
-        self._by_session[push.session_id] = _SessionResume(
+        self._by_session[push.session_id] = SessionResume(
             state=BannerState.FAILED,
             failure_code=push.code,
             failure_message=push.message,
@@ -472,7 +412,7 @@ class InterruptedBanner(TintedPanel):
         if push.resume_available:
             current = self._by_session.get(push.session_id)
             if current is None or current.state is not BannerState.RESUMING:
-                self._by_session[push.session_id] = _SessionResume()
+                self._by_session[push.session_id] = SessionResume()
         self._render()
 
     def _on_tool_settled(self, push: ToolSettledPush) -> None:
@@ -481,7 +421,7 @@ class InterruptedBanner(TintedPanel):
         if push.recorded and push.resume_available:
             current = self._by_session.get(push.session_id)
             if current is None or current.state is not BannerState.RESUMING:
-                self._by_session[push.session_id] = _SessionResume()
+                self._by_session[push.session_id] = SessionResume()
                 self._render()
 
     def _on_connection(self, state: str) -> None:
@@ -490,7 +430,7 @@ class InterruptedBanner(TintedPanel):
             return
         for session_id, current in list(self._by_session.items()):
             if current.state is BannerState.RESUMING:
-                self._by_session[session_id] = _SessionResume(
+                self._by_session[session_id] = SessionResume(
                     state=BannerState.FAILED,
                     failure_code="bridge_disconnected",
                     failure_message="lost the connection while resuming",
@@ -516,7 +456,7 @@ class InterruptedBanner(TintedPanel):
         state = self.state
         current = self._current()
         self.setVisible(state not in (BannerState.HIDDEN, BannerState.STARTED))
-        self._set_reasons(current if state is BannerState.PARKED else _SessionResume())
+        self._set_reasons(current if state is BannerState.PARKED else SessionResume())
         self.busy_bar.setVisible(state is BannerState.RESUMING)
         # Nothing can be resumed from a window whose main process is gone (or replaced).
         host_gone = self._bridge.connection_state in (
@@ -529,13 +469,13 @@ class InterruptedBanner(TintedPanel):
         self.decisions_row.setVisible(bool(options))
         point = self._restore_point()
         self.restore_note.setText(
-            _tr("Your folder stays as it is; {point}").replace("{point}", _sentence(point))
+            _tr("Your folder stays as it is; {point}").replace("{point}", with_full_stop(point))
             if point
-            else _at_stop_note()
+            else at_stop_note()
         )
         self.restore_button.setToolTip(self.restore_note.text())
         uncompared = any(d.code == "workspace_rebaseline_uncompared" for d in current.diagnostics)
-        self.rebaseline_note.setText(_rebaseline_note(compared=not uncompared))
+        self.rebaseline_note.setText(rebaseline_note(compared=not uncompared))
         self.rebaseline_button.setToolTip(self.rebaseline_note.text())
         for button, note, option in (
             (self.restore_button, self.restore_note, "isolated_restore"),
@@ -546,7 +486,7 @@ class InterruptedBanner(TintedPanel):
             button.setEnabled(not host_gone)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))
-        title, body, action = _copy_for(state, current, self._resume_from_environment, self._ending)
+        title, body, action = copy_for(state, current, self._resume_from_environment, self._ending)
         self.title_label.setText(title)
         self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body))
@@ -558,7 +498,7 @@ class InterruptedBanner(TintedPanel):
         self.stop_button.setVisible(survivor)
         self.stop_button.setEnabled(survivor and not stopping and not host_gone)
         self.stop_button.setText(_tr("Stopping…") if stopping else _tr("Stop it"))
-        self.details_label.setText(visible(_details_for(current)))
+        self.details_label.setText(visible(details_for(current)))
         self._fit_details()
         self.setProperty("severity", self._severity().value)
         self._apply_colours(self._severity())
@@ -580,20 +520,12 @@ class InterruptedBanner(TintedPanel):
         super().resizeEvent(event)
         self._fit_details()
 
-    def _set_reasons(self, current: _SessionResume) -> None:
+    def _set_reasons(self, current: SessionResume) -> None:
         for label in self.reason_labels:
             self.reasons_box.removeWidget(label)
             label.deleteLater()
         self.reason_labels = []
-        write_not_done = _write_not_done(current)
-        for code in current.reasons:
-            sentence = describe(code).sentence
-            if write_not_done:
-                sentence = _park_tr(WRITE_NOT_DONE_REASON)
-            elif code == "workspace_folder_missing" and self._folder:
-                sentence = _tr(
-                    "The folder {folder} no longer exists; it was moved or deleted."
-                ).replace("{folder}", self._folder)
+        for code, sentence in reason_sentences(current, self._folder):
             label = QLabel("•  " + sentence)
             label.setWordWrap(True)
             label.setTextFormat(Qt.TextFormat.PlainText)
@@ -632,173 +564,4 @@ class InterruptedBanner(TintedPanel):
 _ACTIONABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
 
 
-def _checked_again(current: _SessionResume) -> str:
-    """After Try again: when it checked, and that the reasons listed above still hold."""
-    if not (current.checked_at and current.reasons):
-        return ""
-    return (
-        _tr("Checked again at {time}: still on hold because of the reason above.")
-        if len(current.reasons) == 1
-        else _tr("Checked again at {time}: still on hold because of the reasons above.")
-    ).replace("{time}", current.checked_at)
-
-
-def _ending_title(ending: str | None) -> str:
-    """What ended the run Safe resume would carry on, in one sentence."""
-    if ending == "provider_error":
-        return _tr("The model failed before the last turn finished.")
-    if ending == "cancelled_by_user":
-        return _tr("You stopped the last turn before it finished.")
-    if ending in (None, "app_restarted"):
-        return _tr("Maka restarted before the last turn finished.")
-    return _tr("The last turn ended before it finished.")
-
-
-def _copy_for(
-    state: BannerState,
-    current: _SessionResume,
-    from_environment: bool = False,
-    ending: str | None = None,
-) -> tuple[str, str, str]:
-    """Title, body and action-button text for ``state``. ``from_environment``: the
-    environment variable decides, so the settings checkbox is locked and is no way to turn
-    Safe resume on. ``ending``: the failure class of the run (None: a restart)."""
-    restarted = _ending_title(ending)
-    if state is BannerState.DISABLED and from_environment:
-        return (
-            restarted,
-            _tr(
-                "Safe resume is turned off, so this turn cannot be continued from where it "
-                "stopped. Check your files, then send a new message to carry on. "
-                "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME in the environment Maka was started from "
-                "turns it off: start Maka without it to use the setting."
-            ),
-            "",
-        )
-    if state is BannerState.DISABLED:
-        return (
-            restarted,
-            _tr(
-                "Safe resume is turned off, so this turn cannot be continued from where it "
-                "stopped. Check your files, then send a new message to carry on, or turn on "
-                "Safe resume in Settings (File › Settings…)."
-            ),
-            "",
-        )
-    if state is BannerState.RESUMING:
-        return (
-            restarted,
-            _tr("Checking the saved history, tools and workspace…"),
-            _tr("Safe resume"),
-        )
-    if state is BannerState.PARKED:
-        if "workspace_folder_missing" in current.reasons:
-            title = _tr("The session's folder is missing.")
-            return title, next_step(current.reasons), _tr("&Locate folder…")
-        again = _tr("Try again") if _can_try_again(current) else ""
-        changed = _changed_files_text(current)
-        if changed:
-            body = next_step(current.reasons, [d.code for d in current.diagnostics])
-            if current.workspace_options:
-                body = _tr(
-                    "Choose how to continue below, or put the files back as they were and "
-                    "choose Try again."
-                )
-            body = f"{_checked_again(current)} {body}".strip()
-            return _tr("Files changed since the run stopped."), f"{changed}\n\n{body}", again
-        if _write_not_done(current):
-            return (
-                _park_tr(WRITE_NOT_DONE_HEADLINE),
-                f"{_checked_again(current)} {_park_tr(WRITE_NOT_DONE_NEXT_STEP)}".strip(),
-                again,
-            )
-        if highest_severity(current.reasons) is Severity.INFO:
-            title = _tr("Nothing to resume right now.")
-        elif current.automatic and not current.checked_at:
-            title = _tr("Automatic resume is on hold.")
-        else:
-            title = _tr("Safe resume is on hold.")
-        body = next_step(current.reasons, [d.code for d in current.diagnostics])
-        if current.workspace_options:  # a stale, failed or missing snapshot: the two buttons
-            body = _tr(
-                "Choose how to continue below, or check your files and send a new message to "
-                "carry on."
-            )
-        return title, f"{_checked_again(current)} {body}".strip(), again
-    if state is BannerState.FAILED:
-        known = describe(current.failure_code)
-        text = known.sentence if known.known else current.failure_message
-        if not text:
-            text = _tr("Safe resume could not start.")
-        return _tr("Safe resume could not start."), f"{text} [{current.failure_code}]", _tr("Retry")
-    if ending == "provider_error":
-        return (
-            restarted,
-            _tr(
-                "Once the model server is back, Safe resume continues from the last step that "
-                "is known to be complete, as a new run; nothing that already ran runs again."
-            ),
-            _tr("Safe resume"),
-        )
-    return (
-        restarted,
-        _tr(
-            "Check the current state of your files first. Safe resume continues from the last "
-            "step that is known to be complete, as a new run."
-        ),
-        _tr("Safe resume"),
-    )
-
-
-BANNER_CHANGED_FILES = 10
-"""The banner names this many changed files, then "and N more" (all are in ``maka plan``)."""
-
-
-def _changed_files_text(current: _SessionResume) -> str:
-    """The changed files of a ``workspace_drift`` park, one a line (the first 10, then "and N
-    more"); empty when the park is not a drift."""
-    if "workspace_drift" not in current.reasons:
-        return ""
-    drift = next((d for d in current.diagnostics if d.code == "workspace_drift"), None)
-    if drift is None or not drift.changed_paths:
-        return ""
-    words = {"added": _tr("added"), "modified": _tr("changed"), "deleted": _tr("deleted")}
-    shown = drift.changed_paths[:BANNER_CHANGED_FILES]
-    lines = [f"  {words[entry.change]}: {entry.path}" for entry in shown]
-    rest = len(drift.changed_paths) - len(shown) + drift.more_changed_paths
-    if rest:
-        lines.append("  " + _tr("and {count} more").replace("{count}", f"{rest:,}"))
-    return "\n".join(lines)
-
-
-def _can_try_again(current: _SessionResume) -> bool:
-    return can_try_again(current.reasons, (d.code for d in current.diagnostics))
-
-
-def _park_tr(text: str) -> str:
-    return QCoreApplication.translate("ParkText", text)
-
-
-def _write_not_done(current: _SessionResume) -> bool:
-    return write_did_not_happen(
-        current.reasons, ((d.code, d.tool_call_id) for d in current.diagnostics)
-    )
-
-
-def _diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
-    """``code · tool (call id): message``; the operation is named once, so a message that names
-    the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again."""
-    message = diagnostic.message or describe(diagnostic.code).sentence
-    call_id = diagnostic.tool_call_id
-    where = ""
-    if (diagnostic.tool_name or call_id) and not (call_id and call_id in message):
-        where = f" · {diagnostic.tool_name or '?'}" + (f" ({call_id})" if call_id else "")
-    return f"{diagnostic.code}{where}: {message}"
-
-
-def _details_for(current: _SessionResume) -> str:
-    lines = [f"{code}  [{describe(code).severity.value}]" for code in current.reasons]
-    if current.diagnostics:
-        lines.append("")
-        lines.extend(_diagnostic_line(d) for d in current.diagnostics)
-    return "\n".join(lines)
+__all__ = ["BannerState", "InterruptedBanner"]

@@ -7,32 +7,37 @@ recovery of RECOVERY.md section 3 (the host holds the data-directory lock), then
 service with the new owner epoch, the safety inspector and the resume seam, so that nothing can
 touch a session before its interrupted runs are repaired.
 
+What a park looks like on the wire is ``resume_wire``; the verdict remembered per boundary across
+starts is ``verdict_memory``.
+
 Everything here runs on worker threads (the host never calls it on the event loop) except
 ``cancel_turn`` and ``answer_permission``, which only signal a running turn.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from app.bridge_contract import (
-    ChangedPath,
     PermissionDecision,
-    ResumeDiagnostic,
     RunStatusValue,
     SessionSummary,
 )
 from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.resume_seam import continuation_resume_service, resume_service
+from app.host.resume_wire import (
+    TARGET_REFUSALS,
+    parked_outcome,
+    parked_write_diagnostics,
+    wire_diagnostic,
+)
+from app.host.verdict_memory import VerdictMemory
 from main_process.host_services import (
     HostServiceError,
     InterruptedRun,
@@ -49,7 +54,7 @@ from main_process.host_services import (
     TurnSink,
 )
 from main_process.live_turn_view import LiveTurnView
-from main_process.resume_verdicts import ResumeVerdicts, StoredVerdict
+from main_process.resume_verdicts import ResumeVerdicts
 from main_process.session_relocation import (
     SessionChangeRefused,
     relocate_session,
@@ -63,25 +68,21 @@ from runtime.agent.session_overview import SessionOverview, session_overview
 from runtime.agent.session_service import SessionService
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.base.cancel_token import CancelToken
-from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
-from runtime.continuation.resume_candidate import resume_candidate
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import HostCode, ResolverReason, RestoreCode, TransferCode
+from runtime.ledger.codes import HostCode, TransferCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import RunHeader
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
-from runtime.recovery.write_leftovers import parked_writes
 from runtime.tools.process_identity import live_tool_processes, stop_tool_process
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.checkpoint_store import GitCheckpointStore
 from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.workspace_identity import read_workspace_identity
 
 _log = logging.getLogger("maka.main")
 _MAX_DIAGNOSTICS = 500
@@ -108,18 +109,6 @@ def _summary(overview: SessionOverview) -> SessionSummary:
     )
 
 
-_WORKSPACE_REASONS = frozenset(
-    {
-        "workspace_drift",
-        "workspace_checkpoint_stale",
-        "workspace_checkpoint_failed",
-        "workspace_checkpoint_missing",
-    }
-)
-"""Parks on the folder's files: re-checked at start, since the files may change while Maka is
-closed."""
-
-
 def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
 
@@ -141,7 +130,15 @@ class DesktopServices:
         self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
         self._sessions: SessionService | None = None
         self._lifecycle = LifecycleLog.in_data_dir(data_dir, clock)
-        self._verdicts = ResumeVerdicts(data_dir)
+        self._memory = VerdictMemory(
+            store,
+            self._shells,
+            ResumeVerdicts(data_dir),
+            clock,
+            tool_names=self._tool_names,
+            planner=self._planner,
+            safe_resume_on=lambda: self.resume_flags()[0],
+        )
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
 
@@ -179,97 +176,11 @@ class DesktopServices:
             interrupted=tuple(interrupted),
             quarantined_sessions=quarantined,
             repaired_runs=len(report.repaired),
-            standing=self._standing_verdicts(),
+            standing=self._memory.standing(),
         )
 
-    # ---- the last verdict per boundary ---------------------------------------------------
-
-    def _standing_verdicts(self) -> tuple[tuple[str, ResumeParked], ...]:
-        """Parks of an earlier start whose boundary and inputs are unchanged (others go). A
-        park on the folder's files is planned again: the files may have changed back (Safe
-        resume is then offered as usual) or differently (the park lists the files as they
-        differ now)."""
-        standing: list[tuple[str, ResumeParked]] = []
-        for verdict in self._verdicts.all():
-            current = self._plan_inputs(verdict.session_id)
-            if current != (verdict.boundary, verdict.inputs):
-                self._verdicts.clear(verdict.session_id)
-                continue
-            parked: ResumeParked | None = ResumeParked(
-                verdict.reasons, verdict.diagnostics, verdict.workspace_options
-            )
-            if _WORKSPACE_REASONS.intersection(verdict.reasons) and self.resume_flags()[0]:
-                parked = self._recheck_files(verdict.session_id)
-            if parked is not None:
-                standing.append((verdict.session_id, parked))
-        return tuple(standing)
-
-    def _recheck_files(self, session_id: str) -> ResumeParked | None:
-        """Plan again (read-only) a session parked on its files: None when it would continue
-        now, else the park as it stands now (recorded as the verdict)."""
-        try:
-            plan = self._planner().plan_latest(session_id)
-        except LedgerError as error:
-            _log.warning("re-checking the folder of session %s failed: %s", session_id, error)
-            return None
-        if plan.continues:
-            self._verdicts.clear(session_id)
-            return None
-        session = self._store.get_session(session_id)
-        cwd = session.cwd if session is not None else ""
-        parked = _parked(plan, self._parked_write_diagnostics(plan, cwd))
-        self._remember_verdict(session_id, parked)
-        return parked
-
-    def _plan_inputs(self, session_id: str) -> tuple[str, str] | None:
-        """The interrupted boundary of the session (the run Safe resume takes up, and that
-        run's high-water mark) and a digest of what the safety inspector would observe; None
-        when the session has no interrupted run. Read-only: no marker is created."""
-        try:
-            session = self._store.get_session(session_id)
-            latest = resume_candidate(self._store.list_session_runs(session_id))
-            if session is None or latest is None:
-                return None
-            boundary = f"{latest.run_id}@{self._store.run_high_water(latest.run_id)}"
-            background = [f"shell:{s.pid}" for s in self._shells.live_shells(session_id)]
-            background += [
-                f"tool:{r.pid}" for r in live_tool_processes(self._store, session_id=session_id)
-            ]
-        except LedgerError:
-            return None
-        folder = Path(session.cwd)
-        marker = "folder_missing"
-        if folder.is_dir():
-            try:
-                found = read_workspace_identity(folder)
-                marker = found.identity if found is not None else "no_marker"
-            except LedgerError as error:
-                marker = error.code
-        tools = list(self._sessions.catalog.names()) if self._sessions is not None else []
-        body = {"cwd": session.cwd, "marker": marker, "tools": tools, "background": background}
-        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-        return boundary, digest
-
-    def _remember_verdict(self, session_id: str, outcome: ResumeOutcome) -> None:
-        if isinstance(outcome, ResumeStarted):
-            self._verdicts.clear(session_id)
-            return
-        if not isinstance(outcome, ResumeParked):
-            return
-        inputs = self._plan_inputs(session_id)
-        if inputs is None:
-            return
-        self._verdicts.record(
-            StoredVerdict(
-                session_id,
-                inputs[0],
-                inputs[1],
-                outcome.rejection_reasons,
-                outcome.diagnostics,
-                self._clock(),
-                outcome.workspace_options,
-            )
-        )
+    def _tool_names(self) -> Sequence[str]:
+        return list(self._sessions.catalog.names()) if self._sessions is not None else []
 
     def _provider(self) -> Provider:
         config = self._settings.provider_config(os.environ)
@@ -360,7 +271,7 @@ class DesktopServices:
         self._refuse_while_busy(session_id, "removing")
         try:
             remove_session(self._store, session_id, self._lifecycle)
-            self._verdicts.clear(session_id)
+            self._memory.clear(session_id)
         except SessionChangeRefused as refusal:
             raise HostServiceError(refusal.code, refusal.message) from None
         except LedgerError as error:
@@ -445,7 +356,7 @@ class DesktopServices:
         outcome = self._resume_latest(
             session_id, sink, automatic=automatic, decision=choice, restore_to=restore_to
         )
-        self._remember_verdict(session_id, outcome)
+        self._memory.remember(session_id, outcome)
         return outcome
 
     def _resume_latest(
@@ -497,13 +408,13 @@ class DesktopServices:
                 session_id, automatic=automatic, decision=decision, restore_to=restore_to
             )
             if not plan.continues:
-                return _parked(plan, self._parked_write_diagnostics(plan, cwd))
+                return parked_outcome(plan, parked_write_diagnostics(self._store, plan, cwd))
             observer.continuation_of = plan.source_run_id
             result = resume.execute(plan, automatic=automatic)
         except ResumeRefused as refusal:
             code = refusal.code
-            refused = ResumeParked((code,), (_diagnostic(code, refusal.message),))
-            if decision is None or code not in _TARGET_REFUSALS:
+            refused = ResumeParked((code,), (wire_diagnostic(code, refusal.message),))
+            if decision is None or code not in TARGET_REFUSALS:
                 return refused
             # The folder picked for the copy was refused: the park stands as it was, with its
             # ways forward, so the user can pick another folder (or the other way).
@@ -513,7 +424,7 @@ class DesktopServices:
                 return refused
             if again.continues or not again.workspace_options:
                 return refused
-            parked = _parked(again)
+            parked = parked_outcome(again)
             return ResumeParked(
                 (code, *parked.rejection_reasons),
                 (*refused.diagnostics, *parked.diagnostics),
@@ -525,44 +436,6 @@ class DesktopServices:
             with self._lock:
                 self._continuations.pop(session_id, None)
         return ResumeStarted(result.target_run_id, result.target_turn_id)
-
-    def _parked_write_diagnostics(
-        self, plan: ContinuationPlan, cwd: str
-    ) -> tuple[ResumeDiagnostic, ...]:
-        """What recovery concluded about each parked file write of the source run (its reason
-        code, so the banner can say "the write did not happen"), and any temporary file of it
-        still in the folder."""
-        run_id = plan.source_run_id
-        if run_id is None:
-            runs = _ordered(self._store.list_session_runs(plan.session_id))
-            if not runs:
-                return ()
-            run_id = runs[-1].run_id
-        try:
-            events = [row.event for row in self._store.read_run_events(run_id)]
-        except LedgerError:
-            return ()
-        found: list[ResumeDiagnostic] = []
-        for write in parked_writes(events, cwd):
-            found.append(
-                _diagnostic(
-                    str(write.reason),
-                    f"recovery checked {write.path}: {_WRITE_FINDINGS[write.reason]}",
-                    write.tool_call_id,
-                    write.tool_name,
-                )
-            )
-            found.extend(
-                _diagnostic(
-                    "write_temp_file_left",
-                    f"{leftover} is still in the folder (a temporary file of this write whose "
-                    "content is not what Maka was writing, so it was left for you)",
-                    write.tool_call_id,
-                    write.tool_name,
-                )
-                for leftover in write.leftovers
-            )
-        return tuple(found)
 
     # ---- settling an unknown outcome ------------------------------------------------------
 
@@ -577,7 +450,7 @@ class DesktopServices:
             self._store,
             self._shells,
             planner.plan_latest,
-            _parked,
+            parked_outcome,
             session_id,
             tool_call_id,
             ran,
@@ -585,9 +458,9 @@ class DesktopServices:
         )
         # The settled call changed the boundary: what Safe resume would do now is the verdict.
         if result.parked is None:
-            self._verdicts.clear(session_id)
+            self._memory.clear(session_id)
         else:
-            self._remember_verdict(session_id, result.parked)
+            self._memory.remember(session_id, result.parked)
         return result
 
     def _planner(self) -> ResumeService:
@@ -624,10 +497,10 @@ class DesktopServices:
             return SurvivorsChecked(stopped, still)
         plan = self._planner().plan_latest(session_id)
         if plan.continues:
-            self._verdicts.clear(session_id)
+            self._memory.clear(session_id)
             return SurvivorsChecked(stopped, 0, checked=True)
-        parked = _parked(plan)
-        self._remember_verdict(session_id, parked)
+        parked = parked_outcome(plan)
+        self._memory.remember(session_id, parked)
         return SurvivorsChecked(stopped, 0, checked=True, parked=parked)
 
     # ---- shutdown ------------------------------------------------------------------------
@@ -711,69 +584,6 @@ def _retain_checkpoints(data_dir: Path) -> None:
         result.kept,
         len(result.pruned),
         f"; errors: {'; '.join(result.errors)}" if result.errors else "",
-    )
-
-
-def _diagnostic(
-    code: str,
-    message: str,
-    tool_call_id: str | None = None,
-    tool_name: str | None = None,
-    detail: Mapping[str, Any] | None = None,
-) -> ResumeDiagnostic:
-    changed, more = _changed_paths(detail or {})
-    return ResumeDiagnostic(
-        code=code,
-        message=message[:4000],
-        tool_call_id=tool_call_id[:200] if tool_call_id else None,
-        tool_name=tool_name[:200] if tool_name else None,
-        changed_paths=changed,
-        more_changed_paths=more,
-    )
-
-
-def _changed_paths(detail: Mapping[str, Any]) -> tuple[tuple[ChangedPath, ...], int]:
-    """A drift's changed files as the wire carries them (the planner's first 50 and a count)."""
-    listed = detail.get("changedPaths")
-    if not isinstance(listed, list):
-        return (), 0
-    paths = tuple(
-        ChangedPath(path=str(entry["path"])[:4096], change=entry["change"])
-        for entry in listed[:50]
-        if isinstance(entry, dict)
-        and entry.get("change") in ("added", "modified", "deleted")
-        and entry.get("path")
-    )
-    more = detail.get("moreChangedPaths", 0)
-    return paths, (more if isinstance(more, int) and more >= 0 else 0) + len(listed) - len(paths)
-
-
-_TARGET_REFUSALS = frozenset(
-    {
-        RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
-        RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
-        RestoreCode.WORKSPACE_RESTORE_FAILED,
-    }
-)
-"""Refusals of the folder a restored copy was to go to: the user can pick another."""
-
-_WRITE_FINDINGS = {
-    ResolverReason.RECONCILE_MATCHES_PRIOR_STATE: "it is as it was, the write did not happen",
-    ResolverReason.RECONCILE_DIVERGED: "it was changed by someone else since",
-    ResolverReason.RECONCILE_UNREADABLE: "it or the workspace could not be checked",
-}
-
-
-def _parked(plan: ContinuationPlan, extra: tuple[ResumeDiagnostic, ...] = ()) -> ResumeParked:
-    reasons = tuple(str(reason) for reason in plan.rejection_reasons) or (
-        "resume_candidate_missing",
-    )
-    diagnostics = tuple(
-        _diagnostic(d.code, d.message, d.tool_call_id, d.tool_name, d.detail)
-        for d in plan.diagnostics[:_MAX_DIAGNOSTICS]
-    )
-    return ResumeParked(
-        reasons[:64], (*diagnostics, *extra)[:_MAX_DIAGNOSTICS], plan.workspace_options
     )
 
 

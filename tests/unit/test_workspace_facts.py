@@ -125,7 +125,7 @@ def test_the_boundary_checkpoint_ages_only_with_writing_calls() -> None:
 
 
 def test_the_desktop_carries_a_drifts_changed_files_to_the_banner() -> None:
-    from app.host.desktop_services import _parked
+    from app.host.resume_wire import parked_outcome as _parked
     from runtime.continuation.continuation_planner import ContinuationPlan, PlanDiagnostic
     from runtime.ledger.checkpoint_ports import PathChange, TreeChange, changed_paths_summary
     from runtime.ledger.codes import ParkReason

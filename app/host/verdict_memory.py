@@ -1,0 +1,156 @@
+"""The last Safe resume verdict per boundary, kept across starts (DESKTOP.md: "A session whose
+last plan parked is not offered Safe resume again after a restart until something it depends on
+changed").
+
+A park is remembered with the boundary it was planned for (the run Safe resume takes up and its
+high-water mark) and a digest of what the safety inspector would observe (folder, marker, tools,
+background work). At the next start a verdict whose boundary and inputs are unchanged stands (the
+banner opens parked); any other goes. A park on the folder's files is planned again, since the
+files may change while Maka is closed. A continuation that started clears the verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from app.host.resume_wire import parked_outcome, parked_write_diagnostics
+from main_process.host_services import ResumeOutcome, ResumeParked, ResumeStarted
+from main_process.resume_verdicts import ResumeVerdicts, StoredVerdict
+from runtime.continuation.resume_candidate import resume_candidate
+from runtime.continuation.resume_service import ResumeService
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.tools.process_identity import live_tool_processes
+from runtime.tools.process_tree import BackgroundShellRegistry
+from storage.ledger_store import SqliteLedgerStore
+from storage.workspace_identity import read_workspace_identity
+
+_log = logging.getLogger("maka.main")
+
+_WORKSPACE_REASONS = frozenset(
+    {
+        "workspace_drift",
+        "workspace_checkpoint_stale",
+        "workspace_checkpoint_failed",
+        "workspace_checkpoint_missing",
+    }
+)
+"""Parks on the folder's files: re-checked at start, since the files may change while Maka is
+closed."""
+
+
+class VerdictMemory:
+    def __init__(
+        self,
+        store: SqliteLedgerStore,
+        shells: BackgroundShellRegistry,
+        verdicts: ResumeVerdicts,
+        clock: Callable[[], int],
+        *,
+        tool_names: Callable[[], Sequence[str]],
+        planner: Callable[[], ResumeService],
+        safe_resume_on: Callable[[], bool],
+    ) -> None:
+        """``tool_names``: the current catalog; ``planner``: a read-only resume seam;
+        ``safe_resume_on``: whether Safe resume is on now (a park on files is re-checked only
+        then)."""
+        self._store = store
+        self._shells = shells
+        self._verdicts = verdicts
+        self._clock = clock
+        self._tool_names = tool_names
+        self._planner = planner
+        self._safe_resume_on = safe_resume_on
+
+    def clear(self, session_id: str) -> None:
+        self._verdicts.clear(session_id)
+
+    def standing(self) -> tuple[tuple[str, ResumeParked], ...]:
+        """Parks of an earlier start whose boundary and inputs are unchanged (others go). A
+        park on the folder's files is planned again: the files may have changed back (Safe
+        resume is then offered as usual) or differently (the park lists the files as they
+        differ now)."""
+        standing: list[tuple[str, ResumeParked]] = []
+        for verdict in self._verdicts.all():
+            current = self.plan_inputs(verdict.session_id)
+            if current != (verdict.boundary, verdict.inputs):
+                self._verdicts.clear(verdict.session_id)
+                continue
+            parked: ResumeParked | None = ResumeParked(
+                verdict.reasons, verdict.diagnostics, verdict.workspace_options
+            )
+            if _WORKSPACE_REASONS.intersection(verdict.reasons) and self._safe_resume_on():
+                parked = self._recheck_files(verdict.session_id)
+            if parked is not None:
+                standing.append((verdict.session_id, parked))
+        return tuple(standing)
+
+    def _recheck_files(self, session_id: str) -> ResumeParked | None:
+        """Plan again (read-only) a session parked on its files: None when it would continue
+        now, else the park as it stands now (recorded as the verdict)."""
+        try:
+            plan = self._planner().plan_latest(session_id)
+        except LedgerError as error:
+            _log.warning("re-checking the folder of session %s failed: %s", session_id, error)
+            return None
+        if plan.continues:
+            self._verdicts.clear(session_id)
+            return None
+        session = self._store.get_session(session_id)
+        cwd = session.cwd if session is not None else ""
+        parked = parked_outcome(plan, parked_write_diagnostics(self._store, plan, cwd))
+        self.remember(session_id, parked)
+        return parked
+
+    def plan_inputs(self, session_id: str) -> tuple[str, str] | None:
+        """The interrupted boundary of the session (the run Safe resume takes up, and that
+        run's high-water mark) and a digest of what the safety inspector would observe; None
+        when the session has no interrupted run. Read-only: no marker is created."""
+        try:
+            session = self._store.get_session(session_id)
+            latest = resume_candidate(self._store.list_session_runs(session_id))
+            if session is None or latest is None:
+                return None
+            boundary = f"{latest.run_id}@{self._store.run_high_water(latest.run_id)}"
+            background = [f"shell:{s.pid}" for s in self._shells.live_shells(session_id)]
+            background += [
+                f"tool:{r.pid}" for r in live_tool_processes(self._store, session_id=session_id)
+            ]
+        except LedgerError:
+            return None
+        folder = Path(session.cwd)
+        marker = "folder_missing"
+        if folder.is_dir():
+            try:
+                found = read_workspace_identity(folder)
+                marker = found.identity if found is not None else "no_marker"
+            except LedgerError as error:
+                marker = error.code
+        tools = list(self._tool_names())
+        body = {"cwd": session.cwd, "marker": marker, "tools": tools, "background": background}
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return boundary, digest
+
+    def remember(self, session_id: str, outcome: ResumeOutcome) -> None:
+        if isinstance(outcome, ResumeStarted):
+            self._verdicts.clear(session_id)
+            return
+        if not isinstance(outcome, ResumeParked):
+            return
+        inputs = self.plan_inputs(session_id)
+        if inputs is None:
+            return
+        self._verdicts.record(
+            StoredVerdict(
+                session_id,
+                inputs[0],
+                inputs[1],
+                outcome.rejection_reasons,
+                outcome.diagnostics,
+                self._clock(),
+                outcome.workspace_options,
+            )
+        )

@@ -1,0 +1,283 @@
+"""What the interrupted banner says, apart from the widget that shows it (``interrupted_banner``).
+
+The banner's states, what it knows of one session's resume (``SessionResume``), and the text
+of each state: the title (naming what ended the run), body and button (``copy_for``), the
+sentence per park reason, the changed files of a drift, the details lines and the block "Copy
+diagnostics" puts on the clipboard. Pure functions of that state: no widgets, so the words can
+be read and tested without a window. Translations keep the banner's context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from PySide6.QtCore import QCoreApplication
+
+from app.bridge_contract import ResumeDiagnostic
+from app.code_text import (
+    WRITE_NOT_DONE_HEADLINE,
+    WRITE_NOT_DONE_NEXT_STEP,
+    WRITE_NOT_DONE_REASON,
+    write_did_not_happen,
+)
+from renderer.park_text import Severity, can_try_again, describe, highest_severity, next_step
+
+
+def _tr(text: str) -> str:
+    return QCoreApplication.translate("InterruptedBanner", text)
+
+
+class BannerState(StrEnum):
+    HIDDEN = "hidden"
+    DISABLED = "disabled"
+    IDLE = "idle"
+    RESUMING = "resuming"
+    STARTED = "started"
+    PARKED = "parked"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionResume:
+    state: BannerState = BannerState.IDLE
+    reasons: tuple[str, ...] = ()
+    diagnostics: tuple[ResumeDiagnostic, ...] = field(default=())
+    failure_code: str = ""
+    failure_message: str = ""
+    # Try again: set while a parked session is planned again, then the time it was checked.
+    retrying: bool = False
+    checked_at: str = ""
+    automatic: bool = False  # automatic resume at start parked it
+    # The user's ways forward when only the files stand in the way (WORKSPACE.md section 4).
+    workspace_options: tuple[str, ...] = ()
+
+
+def at_stop_note() -> str:
+    return _tr(
+        "Your folder stays as it is; the session continues in a copy of it as it was at the stop."
+    )
+
+
+def rebaseline_note(*, compared: bool) -> str:
+    if compared:
+        return _tr(
+            "The files stay as they are now; the model is told which changed and re-reads them."
+        )
+    return _tr(
+        "The files stay as they are now; no snapshot is left to tell which changed, so the "
+        "model is told they may have changed and re-reads them."
+    )
+
+
+def with_full_stop(text: str) -> str:
+    return text if text.endswith(".") else f"{text}."
+
+
+def checked_again(current: SessionResume) -> str:
+    """After Try again: when it checked, and that the reasons listed above still hold."""
+    if not (current.checked_at and current.reasons):
+        return ""
+    return (
+        _tr("Checked again at {time}: still on hold because of the reason above.")
+        if len(current.reasons) == 1
+        else _tr("Checked again at {time}: still on hold because of the reasons above.")
+    ).replace("{time}", current.checked_at)
+
+
+def ending_title(ending: str | None) -> str:
+    """What ended the run Safe resume would carry on, in one sentence."""
+    if ending == "provider_error":
+        return _tr("The model failed before the last turn finished.")
+    if ending == "cancelled_by_user":
+        return _tr("You stopped the last turn before it finished.")
+    if ending in (None, "app_restarted"):
+        return _tr("Maka restarted before the last turn finished.")
+    return _tr("The last turn ended before it finished.")
+
+
+def copy_for(
+    state: BannerState,
+    current: SessionResume,
+    from_environment: bool = False,
+    ending: str | None = None,
+) -> tuple[str, str, str]:
+    """Title, body and action-button text for ``state``. ``from_environment``: the
+    environment variable decides, so the settings checkbox is locked and is no way to turn
+    Safe resume on. ``ending``: the failure class of the run (None: a restart)."""
+    restarted = ending_title(ending)
+    if state is BannerState.DISABLED and from_environment:
+        return (
+            restarted,
+            _tr(
+                "Safe resume is turned off, so this turn cannot be continued from where it "
+                "stopped. Check your files, then send a new message to carry on. "
+                "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME in the environment Maka was started from "
+                "turns it off: start Maka without it to use the setting."
+            ),
+            "",
+        )
+    if state is BannerState.DISABLED:
+        return (
+            restarted,
+            _tr(
+                "Safe resume is turned off, so this turn cannot be continued from where it "
+                "stopped. Check your files, then send a new message to carry on, or turn on "
+                "Safe resume in Settings (File › Settings…)."
+            ),
+            "",
+        )
+    if state is BannerState.RESUMING:
+        return (
+            restarted,
+            _tr("Checking the saved history, tools and workspace…"),
+            _tr("Safe resume"),
+        )
+    if state is BannerState.PARKED:
+        if "workspace_folder_missing" in current.reasons:
+            title = _tr("The session's folder is missing.")
+            return title, next_step(current.reasons), _tr("&Locate folder…")
+        again = _tr("Try again") if offers_try_again(current) else ""
+        changed = changed_files_text(current)
+        if changed:
+            body = next_step(current.reasons, [d.code for d in current.diagnostics])
+            if current.workspace_options:
+                body = _tr(
+                    "Choose how to continue below, or put the files back as they were and "
+                    "choose Try again."
+                )
+            body = f"{checked_again(current)} {body}".strip()
+            return _tr("Files changed since the run stopped."), f"{changed}\n\n{body}", again
+        if write_not_done(current):
+            return (
+                park_tr(WRITE_NOT_DONE_HEADLINE),
+                f"{checked_again(current)} {park_tr(WRITE_NOT_DONE_NEXT_STEP)}".strip(),
+                again,
+            )
+        if highest_severity(current.reasons) is Severity.INFO:
+            title = _tr("Nothing to resume right now.")
+        elif current.automatic and not current.checked_at:
+            title = _tr("Automatic resume is on hold.")
+        else:
+            title = _tr("Safe resume is on hold.")
+        body = next_step(current.reasons, [d.code for d in current.diagnostics])
+        if current.workspace_options:  # a stale, failed or missing snapshot: the two buttons
+            body = _tr(
+                "Choose how to continue below, or check your files and send a new message to "
+                "carry on."
+            )
+        return title, f"{checked_again(current)} {body}".strip(), again
+    if state is BannerState.FAILED:
+        known = describe(current.failure_code)
+        text = known.sentence if known.known else current.failure_message
+        if not text:
+            text = _tr("Safe resume could not start.")
+        return _tr("Safe resume could not start."), f"{text} [{current.failure_code}]", _tr("Retry")
+    if ending == "provider_error":
+        return (
+            restarted,
+            _tr(
+                "Once the model server is back, Safe resume continues from the last step that "
+                "is known to be complete, as a new run; nothing that already ran runs again."
+            ),
+            _tr("Safe resume"),
+        )
+    return (
+        restarted,
+        _tr(
+            "Check the current state of your files first. Safe resume continues from the last "
+            "step that is known to be complete, as a new run."
+        ),
+        _tr("Safe resume"),
+    )
+
+
+BANNER_CHANGED_FILES = 10
+"""The banner names this many changed files, then "and N more" (all are in ``maka plan``)."""
+
+
+def changed_files_text(current: SessionResume) -> str:
+    """The changed files of a ``workspace_drift`` park, one a line (the first 10, then "and N
+    more"); empty when the park is not a drift."""
+    if "workspace_drift" not in current.reasons:
+        return ""
+    drift = next((d for d in current.diagnostics if d.code == "workspace_drift"), None)
+    if drift is None or not drift.changed_paths:
+        return ""
+    words = {"added": _tr("added"), "modified": _tr("changed"), "deleted": _tr("deleted")}
+    shown = drift.changed_paths[:BANNER_CHANGED_FILES]
+    lines = [f"  {words[entry.change]}: {entry.path}" for entry in shown]
+    rest = len(drift.changed_paths) - len(shown) + drift.more_changed_paths
+    if rest:
+        lines.append("  " + _tr("and {count} more").replace("{count}", f"{rest:,}"))
+    return "\n".join(lines)
+
+
+def offers_try_again(current: SessionResume) -> bool:
+    return can_try_again(current.reasons, (d.code for d in current.diagnostics))
+
+
+def park_tr(text: str) -> str:
+    return QCoreApplication.translate("ParkText", text)
+
+
+def write_not_done(current: SessionResume) -> bool:
+    return write_did_not_happen(
+        current.reasons, ((d.code, d.tool_call_id) for d in current.diagnostics)
+    )
+
+
+def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
+    """``code · tool (call id): message``; the operation is named once, so a message that names
+    the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again."""
+    message = diagnostic.message or describe(diagnostic.code).sentence
+    call_id = diagnostic.tool_call_id
+    where = ""
+    if (diagnostic.tool_name or call_id) and not (call_id and call_id in message):
+        where = f" · {diagnostic.tool_name or '?'}" + (f" ({call_id})" if call_id else "")
+    return f"{diagnostic.code}{where}: {message}"
+
+
+def details_for(current: SessionResume) -> str:
+    lines = [f"{code}  [{describe(code).severity.value}]" for code in current.reasons]
+    if current.diagnostics:
+        lines.append("")
+        lines.extend(diagnostic_line(d) for d in current.diagnostics)
+    return "\n".join(lines)
+
+
+def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str]]:
+    """Each park reason with the sentence the banner lists for it (``folder``: where the
+    session lives, named when it is missing)."""
+    not_done = write_not_done(current)
+    found: list[tuple[str, str]] = []
+    for code in current.reasons:
+        sentence = describe(code).sentence
+        if not_done:
+            sentence = park_tr(WRITE_NOT_DONE_REASON)
+        elif code == "workspace_folder_missing" and folder:
+            sentence = _tr(
+                "The folder {folder} no longer exists; it was moved or deleted."
+            ).replace("{folder}", folder)
+        found.append((code, sentence))
+    return found
+
+
+def diagnostics_block(session_id: str | None, current: SessionResume) -> str:
+    """The block "Copy diagnostics" puts on the clipboard: codes, operations, sentences."""
+    lines = [
+        "Maka Safe resume diagnostics",
+        f"session: {session_id}",
+        f"result: {current.state.value}",
+    ]
+    if current.reasons:
+        lines.append("reasons:")
+        for code in current.reasons:
+            text = describe(code)
+            lines.append(f"  {code} ({text.severity.value}): {text.sentence}")
+    if current.diagnostics:
+        lines.append("diagnostics:")
+        lines.extend(f"  {diagnostic_line(d)}" for d in current.diagnostics)
+    if current.failure_code:
+        lines.append(f"error: {current.failure_code}: {current.failure_message}")
+    return "\n".join(lines) + "\n"
