@@ -357,14 +357,11 @@ class SessionSummary(WireModel):
     title: Short
     last_run_status: RunStatusValue | None = None
     interrupted: bool = False
-    """True when the latest run failed with ``app_restarted`` (the list says "Interrupted")."""
+    """True when the latest run failed with ``app_restarted``: the list says "Interrupted" and
+    the banner offers Safe resume (DESKTOP.md)."""
     failure_class: Code | None = None
     folder_missing: bool = False
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
-    resumable: bool = False
-    """Safe resume would take up the latest run (it ended failed, whatever failed it, or
-    cancelled): the banner offers it. The seam's own decision
-    (``runtime.continuation.resume_candidate``), so the banner and ``maka plan`` agree."""
 
 
 class SessionsListedPush(_Message):

@@ -85,27 +85,15 @@ def checked_again(current: SessionResume) -> str:
     ).replace("{time}", current.checked_at)
 
 
-def ending_title(ending: str | None) -> str:
-    """What ended the run Safe resume would carry on, in one sentence."""
-    if ending == "provider_error":
-        return _tr("The model failed before the last turn finished.")
-    if ending == "cancelled_by_user":
-        return _tr("You stopped the last turn before it finished.")
-    if ending in (None, "app_restarted"):
-        return _tr("Maka restarted before the last turn finished.")
-    return _tr("The last turn ended before it finished.")
-
-
 def copy_for(
     state: BannerState,
     current: SessionResume,
     from_environment: bool = False,
-    ending: str | None = None,
 ) -> tuple[str, str, str]:
     """Title, body and action-button text for ``state``. ``from_environment``: the
     environment variable decides, so the settings checkbox is locked and is no way to turn
-    Safe resume on. ``ending``: the failure class of the run (None: a restart)."""
-    restarted = ending_title(ending)
+    Safe resume on."""
+    restarted = _tr("Maka restarted before the last turn finished.")
     if state is BannerState.DISABLED and from_environment:
         return (
             restarted,
@@ -173,15 +161,6 @@ def copy_for(
         if not text:
             text = _tr("Safe resume could not start.")
         return _tr("Safe resume could not start."), f"{text} [{current.failure_code}]", _tr("Retry")
-    if ending == "provider_error":
-        return (
-            restarted,
-            _tr(
-                "Once the model server is back, Safe resume continues from the last step that "
-                "is known to be complete, as a new run; nothing that already ran runs again."
-            ),
-            _tr("Safe resume"),
-        )
     return (
         restarted,
         _tr(

@@ -1,7 +1,5 @@
-"""The interrupted banner: Safe resume for a session whose latest run ended before its turn was
-done (``SessionSummary.resumable``: a restart, a model server that failed, a stop; the seam's own
-decision, so the banner offers exactly what ``maka plan`` would accept). The title names what
-ended the run.
+"""The interrupted banner: Safe resume for a session whose latest run failed with
+``app_restarted`` (DESKTOP.md; every such run is one the resume seam accepts).
 
 States (DESKTOP.md): ``idle`` (explanation + Safe resume) -> ``resuming`` (button disabled,
 busy bar) -> ``started`` (the banner closes; the continuation streams into the transcript) |
@@ -92,7 +90,6 @@ class InterruptedBanner(TintedPanel):
         self._bridge = bridge
         self._session_id: str | None = None
         self._interrupted = False
-        self._ending: str | None = None
         self._folder = ""
         self._by_session: dict[str, SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
@@ -280,21 +277,13 @@ class InterruptedBanner(TintedPanel):
     def session_id(self) -> str | None:
         return self._session_id
 
-    def set_session(
-        self,
-        session_id: str | None,
-        interrupted: bool,
-        folder: str = "",
-        ending: str | None = None,
-    ) -> None:
-        """Show the banner for ``session_id``; ``interrupted`` = Safe resume would take up the
-        latest run (``SessionSummary.resumable``); ``folder`` = where the session lives (named
-        when it is missing); ``ending`` = the run's failure class (None: a restart). A session
-        whose resume started stays closed until the main process reports it is no longer
-        interrupted."""
+    def set_session(self, session_id: str | None, interrupted: bool, folder: str = "") -> None:
+        """Show the banner for ``session_id``; ``interrupted`` = latest run failed with
+        ``app_restarted``; ``folder`` = where the session lives (named when it is missing). A
+        session whose resume started stays closed until the main process reports it is no
+        longer interrupted."""
         self._session_id = session_id
         self._interrupted = interrupted
-        self._ending = ending
         self._folder = folder
         if session_id is not None:
             current = self._by_session.get(session_id)
@@ -486,7 +475,7 @@ class InterruptedBanner(TintedPanel):
             button.setEnabled(not host_gone)
         self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
         self.copy_button.setText(_tr("Copy diagnostics"))
-        title, body, action = copy_for(state, current, self._resume_from_environment, self._ending)
+        title, body, action = copy_for(state, current, self._resume_from_environment)
         self.title_label.setText(title)
         self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body))

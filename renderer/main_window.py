@@ -307,7 +307,7 @@ class MainWindow(QMainWindow):
         it before anything is typed; the note goes once the folder is located."""
         summary = self.sessions.model.summary(self._session_id) if self._session_id else None
         sentence = describe("invalid_cwd").sentence
-        if summary is not None and summary.folder_missing and not summary.resumable:
+        if summary is not None and summary.folder_missing and not summary.interrupted:
             if not self.composer.note:  # a refusal's "Not sent: …" stays
                 self.composer.show_note(sentence)
         elif self.composer.note == sentence:
@@ -474,13 +474,7 @@ class MainWindow(QMainWindow):
         else:
             self.title_label.setText(display_title(summary))
             self.path_label.setText(summary.cwd)
-            # Safe resume's own decision (the seam's candidate), whatever ended the run.
-            self.banner.set_session(
-                session_id,
-                interrupted=summary.resumable,
-                folder=summary.cwd,
-                ending=summary.failure_class,
-            )
+            self.banner.set_session(session_id, interrupted=summary.interrupted, folder=summary.cwd)
             self.setWindowTitle(f"{display_title(summary)} — Maka")
         self.permission.set_session(session_id)
         self.transcript.set_session_open(session_id is not None)

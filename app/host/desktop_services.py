@@ -105,7 +105,6 @@ def _summary(overview: SessionOverview) -> SessionSummary:
         interrupted=overview.interrupted,
         failure_class=overview.failure_class,
         folder_missing=not os.path.isdir(record.cwd),
-        resumable=overview.resumable,
     )
 
 

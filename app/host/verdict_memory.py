@@ -20,7 +20,7 @@ from pathlib import Path
 from app.host.resume_wire import parked_outcome, parked_write_diagnostics
 from main_process.host_services import ResumeOutcome, ResumeParked, ResumeStarted
 from main_process.resume_verdicts import ResumeVerdicts, StoredVerdict
-from runtime.continuation.resume_candidate import resume_candidate
+from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
 from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.tools.process_identity import live_tool_processes
@@ -106,13 +106,14 @@ class VerdictMemory:
         return parked
 
     def plan_inputs(self, session_id: str) -> tuple[str, str] | None:
-        """The interrupted boundary of the session (the run Safe resume takes up, and that
-        run's high-water mark) and a digest of what the safety inspector would observe; None
-        when the session has no interrupted run. Read-only: no marker is created."""
+        """The interrupted boundary of the session (its latest run, when a restart failed it:
+        the banner's run, DESKTOP.md; and that run's high-water mark) and a digest of what the
+        safety inspector would observe; None when the session has no such run. Read-only: no
+        marker is created."""
         try:
             session = self._store.get_session(session_id)
             latest = resume_candidate(self._store.list_session_runs(session_id))
-            if session is None or latest is None:
+            if session is None or latest is None or not restart_interrupted(latest):
                 return None
             boundary = f"{latest.run_id}@{self._store.run_high_water(latest.run_id)}"
             background = [f"shell:{s.pid}" for s in self._shells.live_shells(session_id)]

@@ -8,9 +8,13 @@ continuation may replay, and whether it parks, is the planner's business; this o
 whether there is an interruption to plan for.
 
 Used by the seam's ``latest_interrupted`` gate (``maka plan``, ``maka resume``, ``/resume``, the
-desktop's Safe resume request) and by the session overview both the desktop's banner and
-``maka sessions`` read (``resumable``), so that what a surface offers and what the seam accepts
-cannot differ.
+desktop's Safe resume request) and by the session overview ``maka sessions`` reads
+(``resumable``), so that what the CLI offers and what the seam accepts cannot differ.
+
+The desktop's banner offers Safe resume for a narrower set (DESKTOP.md): only when the latest
+run is the candidate *and* a restart failed it (``restart_interrupted``). A turn whose model
+server failed, or that the user stopped, is shown as ended; ``maka resume`` can still carry it
+on. Every run the banner offers is one the seam accepts.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ def newest_run(runs: Iterable[RunHeader]) -> RunHeader | None:
 def ended_resumably(header: RunHeader) -> bool:
     """The run ended before its turn was done, so Safe resume may carry it on."""
     return header.status in RESUMABLE_STATUSES
+
+
+def restart_interrupted(header: RunHeader) -> bool:
+    """The run was live when Maka stopped: startup recovery failed it with ``app_restarted``
+    (the only ending the desktop's banner offers Safe resume for)."""
+    return header.status is RunStatus.FAILED and header.failure_class == "app_restarted"
 
 
 def resume_candidate(runs: Iterable[RunHeader]) -> RunHeader | None:

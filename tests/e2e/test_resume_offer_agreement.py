@@ -1,11 +1,11 @@
-"""The CLI and the desktop offer Safe resume for the same runs: one decision, the seam's.
+"""Which runs the CLI and the desktop offer Safe resume for, from one decision in the seam.
 
 Each row is a real SQLite ledger whose latest run ended one way. The CLI's answer is the real
-``maka plan SESSION --json`` (it continues, or parks because there is nothing to resume); the
-desktop's is the session summary its host service sends the window (``resumable``: the banner
-offers Safe resume). They must agree, and agree with RECOVERY.md section 6: a run that ended
-before its turn was done (a restart, a model server that failed, a ledger write that failed, a
-stop) can be carried on; a completed run cannot.
+``maka plan SESSION --json`` (it continues, or parks because there is nothing to resume): the
+seam takes up a run that ended before its turn was done (RECOVERY.md section 6: a restart, a
+model server that failed, a ledger write that failed, a stop). The desktop's is the session
+summary its host service sends the window (``interrupted``): the banner offers Safe resume only
+when a restart failed the run (DESKTOP.md). Every run the banner offers, the seam accepts.
 """
 
 from __future__ import annotations
@@ -46,17 +46,18 @@ class Ending:
 
     status: RunStatus | None
     failure_class: str | None = None
-    offered: bool = True
+    cli: bool = True
+    banner: bool = False
     runs: bool = True
 
 
 ENDINGS = {
-    "maka restarted mid-turn": Ending(None),
+    "maka restarted mid-turn": Ending(None, banner=True),
     "the model server failed": Ending(RunStatus.FAILED, "provider_error"),
     "a ledger write failed": Ending(RunStatus.FAILED, "tool_boundary_failed"),
     "the user stopped it": Ending(RunStatus.CANCELLED, "cancelled_by_user"),
-    "the turn completed": Ending(RunStatus.COMPLETED, offered=False),
-    "no turn yet": Ending(None, offered=False, runs=False),
+    "the turn completed": Ending(RunStatus.COMPLETED, cli=False),
+    "no turn yet": Ending(None, cli=False, runs=False),
 }
 
 
@@ -112,13 +113,13 @@ def _desktop_offers(data: Path) -> bool:
     services = DesktopServices(open_store(data), data, safe_resume_enabled=True)
     try:
         services.recover_at_startup()
-        return services.session_summary(IDS.session_id).resumable
+        return services.session_summary(IDS.session_id).interrupted
     finally:
         services.close()
 
 
 @pytest.mark.parametrize("name", list(ENDINGS))
-def test_cli_and_desktop_offer_safe_resume_for_the_same_endings(
+def test_the_banner_offers_safe_resume_only_for_runs_the_seam_takes_up(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ending = ENDINGS[name]
@@ -129,14 +130,16 @@ def test_cli_and_desktop_offer_safe_resume_for_the_same_endings(
     monkeypatch.setenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", "1")
     desktop = _desktop_offers(data)
     cli = _cli_offers(data)
-    assert (cli, desktop) == (ending.offered, ending.offered), name
+    assert (cli, desktop) == (ending.cli, ending.banner), name
+    assert cli or not desktop, "the banner offers a run the seam would refuse"
 
 
-def test_a_turn_whose_model_server_failed_is_offered_and_continues_without_repeating_a_command(
+def test_a_turn_whose_model_server_failed_continues_with_maka_resume_without_repeating_a_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real ``maka run`` against a local model server that answers one tool call and then
-    fails (HTTP 503); both surfaces offer to continue; ``maka resume`` carries the turn on once
+    fails (HTTP 503); ``maka sessions`` says ``maka resume`` continues it (the desktop shows the
+    turn as failed, with no banner); ``maka resume`` carries the turn on once
     the server answers again: the command ran once, and the model got the paired history with
     no new user message."""
     work = tmp_path / "work"
@@ -170,7 +173,7 @@ def test_a_turn_whose_model_server_failed_is_offered_and_continues_without_repea
             summary = services.session_summary(session_id)
         finally:
             services.close()
-        assert (summary.failure_class, summary.resumable) == ("provider_error", True)
+        assert (summary.failure_class, summary.interrupted) == ("provider_error", False)
 
         resumed = maka(["resume", session_id], data, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -409,9 +409,7 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
     which sessions parked (with reasons and diagnostics) or failed, and only those."""
     diagnostic = ResumeDiagnostic(code="pending_tool_result", tool_call_id="c1", tool_name="bash")
     summaries = {
-        name: SessionSummary(
-            session_id=name, cwd=str(data_dir), title=name, interrupted=True, resumable=True
-        )
+        name: SessionSummary(session_id=name, cwd=str(data_dir), title=name, interrupted=True)
         for name in ("parks", "fails", "starts")
     }
     services = FakeHostServices(
@@ -475,9 +473,7 @@ def test_a_renderer_connecting_after_auto_resume_learns_each_park_and_failure_on
             late.close()
 
         # A new message carries the parked session on: its park no longer stands.
-        services.sessions["parks"] = summaries["parks"].model_copy(
-            update={"interrupted": False, "resumable": False}
-        )
+        services.sessions["parks"] = summaries["parks"].model_copy(update={"interrupted": False})
         early.send(TurnsSendRequest(session_id="parks", text="carry on", correlation_id="t"))
         qtbot.waitUntil(
             lambda: any(

@@ -49,9 +49,7 @@ def host(
 ) -> Iterator[tuple[HostApp, FakeHostServices, str, str]]:
     services = FakeHostServices(
         sessions={
-            "s1": SessionSummary(
-                session_id="s1", cwd=str(data_dir), title="one", interrupted=True, resumable=True
-            )
+            "s1": SessionSummary(session_id="s1", cwd=str(data_dir), title="one", interrupted=True)
         },
         resume_outcomes={"s1": ResumeParked(("dangling_tool_state",))},
     )

@@ -26,7 +26,6 @@ SESSIONS = (
         title="One",
         last_run_status=bc.RunStatusValue.FAILED,
         interrupted=True,
-        resumable=True,
         failure_class="app_restarted",
     ),
     bc.SessionSummary(
@@ -124,7 +123,6 @@ def test_resume_started_closes_banner_and_streams_the_continuation(qtbot: QtBot)
     updated = SESSIONS[0].model_copy(
         update={
             "interrupted": False,
-            "resumable": False,
             "last_run_status": bc.RunStatusValue.RUNNING,
         }
     )
@@ -369,7 +367,6 @@ def test_on_hold_goes_once_the_session_is_no_longer_interrupted(qtbot: QtBot) ->
     carried_on = SESSIONS[0].model_copy(
         update={
             "interrupted": False,
-            "resumable": False,
             "last_run_status": bc.RunStatusValue.RUNNING,
             "failure_class": None,
         }
@@ -453,19 +450,21 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
 
 
 @pytest.mark.parametrize(
-    ("status", "failure_class", "resumable", "title"),
+    ("status", "failure_class", "offered"),
     [
-        ("failed", "provider_error", True, "The model failed before the last turn finished."),
-        ("cancelled", "cancelled_by_user", True, "You stopped the last turn before it finished."),
-        ("failed", "tool_boundary_failed", True, "The last turn ended before it finished."),
-        ("completed", None, False, None),
+        ("failed", "app_restarted", True),
+        ("failed", "provider_error", False),
+        ("cancelled", "cancelled_by_user", False),
+        ("failed", "tool_boundary_failed", False),
+        ("completed", None, False),
     ],
 )
-def test_the_banner_offers_safe_resume_exactly_when_the_summary_says_resumable(
-    qtbot: QtBot, status: str, failure_class: str | None, resumable: bool, title: str | None
+def test_the_banner_offers_safe_resume_only_after_a_restart(
+    qtbot: QtBot, status: str, failure_class: str | None, offered: bool
 ) -> None:
-    """Not only after a restart: a turn whose model server failed (or that the user stopped)
-    is offered too, as ``maka plan`` would accept it; the title says what ended it."""
+    """DESKTOP.md: the banner shows when the latest run failed with ``app_restarted``. A turn
+    whose model server failed, or that the user stopped, ends as shown in the transcript with
+    no banner (``maka resume`` can still carry it on)."""
     window, bridge = _window(qtbot)
     ended = bc.SessionSummary(
         session_id="s1",
@@ -473,14 +472,14 @@ def test_the_banner_offers_safe_resume_exactly_when_the_summary_says_resumable(
         title="One",
         last_run_status=bc.RunStatusValue(status),
         failure_class=failure_class,
-        resumable=resumable,
+        interrupted=failure_class == "app_restarted",
     )
     bridge.session_updated.emit(bc.SessionUpdatedPush(session=ended))
-    if title is None:
-        assert _banner_state(window) is BannerState.HIDDEN
+    if not offered:
+        assert _banner_state(window) is BannerState.HIDDEN and not window.banner.isVisible()
         return
     assert _banner_state(window) is BannerState.IDLE and window.banner.isVisible()
-    assert window.banner.title_label.text() == title
+    assert window.banner.title_label.text() == "Maka restarted before the last turn finished."
     assert window.banner.action_button.text() == "Safe resume"
     QTest.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert bridge.calls_to("resume_latest") == [("s1",)]

@@ -35,7 +35,6 @@ INTERRUPTED = bc.SessionSummary(
     title="One",
     last_run_status=bc.RunStatusValue.FAILED,
     interrupted=True,
-    resumable=True,
     failure_class="app_restarted",
 )
 

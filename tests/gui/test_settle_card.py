@@ -26,7 +26,6 @@ SESSION = bc.SessionSummary(
     title="One",
     last_run_status=bc.RunStatusValue.FAILED,
     interrupted=True,
-    resumable=True,
     failure_class="app_restarted",
 )
 UNKNOWN = bc.ToolCardItem(

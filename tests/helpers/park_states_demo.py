@@ -36,7 +36,6 @@ def _session(session_id: str, cwd: str, title: str, **extra: object) -> bc.Sessi
         "title": title,
         "last_run_status": S.FAILED,
         "interrupted": True,
-        "resumable": True,
         "failure_class": "app_restarted",
     }
     fields.update(extra)

@@ -31,7 +31,6 @@ SESSIONS = (
         title="Draft the release notes",
         last_run_status=bc.RunStatusValue.FAILED,
         interrupted=True,
-        resumable=True,
         failure_class="app_restarted",
     ),
     bc.SessionSummary(
@@ -367,7 +366,6 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
             session=SESSIONS[0].model_copy(
                 update={
                     "interrupted": False,
-                    "resumable": False,
                     "last_run_status": bc.RunStatusValue.RUNNING,
                 }
             )
