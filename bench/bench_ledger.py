@@ -9,26 +9,34 @@ prints events per second for:
 - the scanner over already-decoded events (goal >= 100,000 events/s);
 - ``check_ledger_bytes`` end to end (decode, canonical check, scanner, recovery tails);
 - one T1 validation with ``validate_candidates`` against 1,000 vs 100,000 events of history:
-  the ratio shows the cost does not grow with history.
+  the ratio shows the cost does not grow with history;
+- the provider replay projection a Safe resume builds the model's history with
+  (``project_provider_items`` over the decoded run), in CPU ms per 10,000 events against the plain
+  decode of the same lines (``decode_event_json`` each, the collector paused as the ledger reader
+  does), measured side by side in ``--rounds`` interleaved rounds: medians, and the median of
+  the rounds' ratios.
 
 Time is the process's CPU time (``time.process_time``), best of ``--repeat`` runs: other work on
 the machine then changes the figures little; the wall-clock rate is printed alongside.
 
 Usage::
 
-    .venv/bin/python -m bench.bench_ledger [--events 100000] [--repeat 3]
+    .venv/bin/python -m bench.bench_ledger [--events 100000] [--repeat 3] [--rounds 7]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
+from runtime.continuation.provider_replay import project_provider_items
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import TransitionKind
+from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
 from runtime.ledger.ledger_file import check_ledger_bytes
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
@@ -107,10 +115,41 @@ def t1_validation_cost(events: list[RuntimeEvent], repeat: int) -> float:
     return per_call_seconds(repeat, validate)
 
 
+def _cpu(work: Callable[[], Any]) -> float:
+    gc.collect()
+    started = time.process_time()
+    work()
+    return time.process_time() - started
+
+
+def provider_replay_rounds(lines: list[bytes], rounds: int) -> tuple[float, float, float]:
+    """(decode, projection) CPU seconds per 10,000 events, medians over ``rounds`` interleaved
+    rounds, and the median of the rounds' projection/decode ratios."""
+    decoded = tuple(decode_event_json(line) for line in lines)
+
+    def decode() -> None:
+        with collector_paused():
+            for line in lines:
+                decode_event_json(line)
+
+    def project() -> None:
+        project_provider_items(decoded)
+
+    scale = 10_000 / len(lines)
+    decodes: list[float] = []
+    projections: list[float] = []
+    for _ in range(rounds):
+        decodes.append(_cpu(decode) * scale)
+        projections.append(_cpu(project) * scale)
+    ratios = [p / d for p, d in zip(projections, decodes, strict=True)]
+    return statistics.median(decodes), statistics.median(projections), statistics.median(ratios)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     options = parser.parse_args()
     events = generate(options.events)
     data = to_jsonl(events)
@@ -146,6 +185,12 @@ def main() -> None:
     print(
         f"T1 validation: {small * 1e6:.1f} us with 1,000 events of history, "
         f"{large * 1e6:.1f} us with {count:,} (ratio {large / small:.2f})"
+    )
+    decode_ms, project_ms, ratio = provider_replay_rounds(lines, options.rounds)
+    print(
+        f"provider replay (project_provider_items): {project_ms * 1e3:.1f} ms CPU per 10,000 "
+        f"events, decode of the same {decode_ms * 1e3:.1f} ms (ratio {ratio:.2f}, medians of "
+        f"{options.rounds} interleaved rounds)"
     )
     verdict = encode_rate >= ENCODE_GOAL and scan_rate >= SCAN_GOAL
     print("goals met" if verdict else "GOALS MISSED")

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
+from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent, is_hidden, is_terminal
 
 PROVIDER_PROJECTION_VERSION = 1
@@ -243,9 +244,32 @@ def _left_out(event: RuntimeEvent, calls: CallBook) -> LeftOut | None:
     return None
 
 
-def _item(event: RuntimeEvent) -> ProviderItem:
-    """The provider item of an event every gate let through."""
-    content = _content(event)
+def _let_through(event: RuntimeEvent, content: Mapping[str, Any] | None, calls: CallBook) -> bool:
+    """Whether every gate lets ``event`` through (``content`` is its content): the verdict of
+    ``_left_out(event, calls) is None``, reached without calling the gates one by one. The
+    projection asks it of every event of a segment, most of which every gate lets through; the
+    gates, which define the verdict, then run only for the events left out, to say why. A
+    property test holds the two equal on generated segments."""
+    if content is None or event["partial"] or is_hidden(event):
+        return False
+    kind, role = content["kind"], event["role"]
+    if kind == "text":
+        return role not in ("system", "tool") and str(content.get("text", "")) != ""
+    if kind in ("thinking", "function_call"):
+        return role == "model"
+    if kind == "function_response" and role == "tool":
+        call_id = str(content.get("id", ""))
+        call = calls.pending.get(call_id)
+        return (
+            call is not None
+            and call_id not in calls.answered
+            and call[1] == str(content.get("name", ""))
+        )
+    return False
+
+
+def _item(event: RuntimeEvent, content: Mapping[str, Any]) -> ProviderItem:
+    """The provider item of an event every gate let through (``content`` is its content)."""
     event_id, kind = event["id"], content["kind"]
     if kind == "text":
         role = "user" if event["role"] == "user" else "assistant"
@@ -281,16 +305,25 @@ def _item(event: RuntimeEvent) -> ProviderItem:
 
 
 def project_provider_items(events: tuple[RuntimeEvent, ...]) -> ProviderProjection:
-    """Project one segment's events onto provider items (pure)."""
+    """Project one segment's events onto provider items (pure). The items are many small
+    acyclic objects, made with the cyclic collector paused (``collector_paused``): otherwise
+    its collections re-traverse every event of the segment, more than half the cost."""
+    with collector_paused():
+        return _projection(events)
+
+
+def _projection(events: tuple[RuntimeEvent, ...]) -> ProviderProjection:
     diagnostics: list[ReplayDiagnostic] = []
     raw: list[tuple[int, ProviderItem]] = []
     calls = CallBook()
     for position, event in enumerate(events):
-        said = _left_out(event, calls)
-        if said is not None:
-            diagnostics.extend(said)
-            continue
-        item = _item(event)
+        content = event.get("content")
+        if not _let_through(event, content, calls):
+            said = _left_out(event, calls)
+            if said is not None:
+                diagnostics.extend(said)
+                continue
+        item = _item(event, content or _NO_CONTENT)
         if item.kind is ItemKind.TOOL_CALL:
             calls.pending[item.call_id] = (len(raw), item.name)
         elif item.kind is ItemKind.TOOL_RESULT:
