@@ -560,6 +560,21 @@ NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
     _E: "Send a new message to carry on, and use Copy diagnostics to report the problem.",
 }
 
+# The files' park reasons a decision answers (continue in a restored copy, or with the current
+# files; WORKSPACE.md section 4). When other reasons park too, the files' reason is listed with
+# them and this follows the other reasons' next step: a decision never waives another gate.
+FILES_DECISION_CODES: frozenset[str] = frozenset(
+    {
+        "workspace_drift",
+        "workspace_checkpoint_stale",
+        "workspace_checkpoint_failed",
+        "workspace_checkpoint_missing",
+    }
+)
+FILES_DECISION_LATER = (
+    "After that, the files in the folder still need your decision on how to continue with them."
+)
+
 DANGLING_NOTHING_TO_CONFIRM = (
     "Check the files that tool call may have changed, then send a new message to carry on."
 )

@@ -347,11 +347,18 @@ def plan_summary(
                 f"{plan.session_id} {unknown[0].tool_call_id} --ran (or --not-run)."
             )
         elif unknown:
+            alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}
+            then = (
+                "Safe resume can then continue from there."
+                if alone
+                else "The other reasons above still hold after that."
+            )
             lines.append(
                 "If you can check whether a call with an unknown outcome ran, say so on the "
                 f"record: maka settle {plan.session_id} {unknown[0].tool_call_id} --ran (or "
-                "--not-run) [--note TEXT]. Safe resume can then continue from there."
+                f"--not-run) [--note TEXT]. {then}"
             )
+        lines.extend(_later_workspace_advice(plan))
     if plan.transitions:
         lines.append("Workspace decisions in this lineage:")
         lines.extend(f"  run {t['runId']}: {t['text']}" for t in plan.transitions)
@@ -394,6 +401,23 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
             f"snapshot; the model is told {told} and to re-read them)."
         )
     return lines
+
+
+def _later_workspace_advice(plan: ContinuationPlan) -> list[str]:
+    """The files' ways forward when other reasons park too: said now, so clearing those is not
+    followed by a surprise (a decision never waives another gate)."""
+    later = plan.later_workspace_options
+    if not later:
+        return []
+    ways = []
+    if "isolated_restore" in later:
+        ways.append(f"in a restored copy (maka resume {plan.session_id} --restore-to [DIR])")
+    if "rebaseline" in later:
+        ways.append(f"with your current files (maka resume {plan.session_id} --rebaseline)")
+    return [
+        "The folder needs your decision too: once the other reasons above are cleared, "
+        f"continue {' or '.join(ways)}."
+    ]
 
 
 def _stop_advice(plan: ContinuationPlan) -> list[str]:

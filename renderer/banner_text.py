@@ -2,7 +2,9 @@
 
 The banner's states, what it knows of one session's resume (``SessionResume``), and the text
 of each state: the title (naming what ended the run), body and button (``copy_for``), the
-sentence per park reason, the changed files of a drift, the details lines and the block "Copy
+sentence per park reason, the changed files of a drift (under the drift's own reason when other
+reasons park too, with what to do about those first and that the files still need a decision
+afterwards: a decision never waives another gate), the details lines and the block "Copy
 diagnostics" puts on the clipboard. Pure functions of that state: no widgets, so the words can
 be read and tested without a window. Translations keep the banner's context.
 """
@@ -16,6 +18,8 @@ from PySide6.QtCore import QCoreApplication
 
 from app.bridge_contract import ResumeDiagnostic
 from app.code_text import (
+    FILES_DECISION_CODES,
+    FILES_DECISION_LATER,
     WRITE_NOT_DONE_HEADLINE,
     WRITE_NOT_DONE_NEXT_STEP,
     WRITE_NOT_DONE_REASON,
@@ -126,7 +130,8 @@ def copy_for(
             title = _tr("The session's folder is missing.")
             return title, next_step(current.reasons), _tr("&Locate folder…")
         again = _tr("Try again") if offers_try_again(current) else ""
-        changed = changed_files_text(current)
+        others = other_reasons(current)
+        changed = "" if others else changed_files_text(current)
         if changed:
             body = next_step(current.reasons, [d.code for d in current.diagnostics])
             if current.workspace_options:
@@ -149,6 +154,8 @@ def copy_for(
         else:
             title = _tr("Safe resume is on hold.")
         body = next_step(current.reasons, [d.code for d in current.diagnostics])
+        if others:
+            body = then_the_files(current, others)
         if current.workspace_options:  # a stale, failed or missing snapshot: the two buttons
             body = _tr(
                 "Choose how to continue below, or check your files and send a new message to "
@@ -190,6 +197,27 @@ def changed_files_text(current: SessionResume) -> str:
     if rest:
         lines.append("  " + _tr("and {count} more").replace("{count}", f"{rest:,}"))
     return "\n".join(lines)
+
+
+def other_reasons(current: SessionResume) -> tuple[str, ...]:
+    """When the files' reason (drift, a stale, failed or missing snapshot) parks together with
+    others that keep its ways forward from being offered: those others (they are cleared first,
+    then the files are decided); else () (a refused folder for the copy, say, leaves the ways
+    forward offered: the files' park is the story)."""
+    reasons = current.reasons
+    if current.workspace_options or not any(code in FILES_DECISION_CODES for code in reasons):
+        return ()
+    return tuple(code for code in reasons if code not in FILES_DECISION_CODES)
+
+
+def then_the_files(current: SessionResume, others: tuple[str, ...]) -> str:
+    """What to do about the other reasons first, then that the files still need a decision
+    (when clearing those can lead there; else a new message is the way on)."""
+    codes = [d.code for d in current.diagnostics]
+    first = next_step(others, codes)
+    if not can_try_again(others, codes):
+        return first
+    return f"{first} {park_tr(FILES_DECISION_LATER)}".strip()
 
 
 def offers_try_again(current: SessionResume) -> bool:
@@ -238,6 +266,11 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
             sentence = _tr(
                 "The folder {folder} no longer exists; it was moved or deleted."
             ).replace("{folder}", folder)
+        elif code == "workspace_drift" and other_reasons(current):
+            # Listed with other reasons: its files go under it, not under all of them.
+            files = changed_files_text(current)
+            if files:
+                sentence += "\n" + "\n".join(f"   {line}" for line in files.splitlines())
         found.append((code, sentence))
     return found
 

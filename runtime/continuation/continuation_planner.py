@@ -26,6 +26,7 @@ from runtime.continuation.provider_replay import ItemKind, ProviderItem
 from runtime.continuation.restore_point import RestorePoint
 from runtime.continuation.workspace_decision import (
     ANSWERED_BY,
+    WORKSPACE_DECISION_REASONS,
     WorkspaceDecision,
     offered_decisions,
 )
@@ -163,6 +164,17 @@ class ContinuationPlan:
             return ()
         return offered_decisions(self.rejection_reasons, restorable=self.restorable)
 
+    @property
+    def later_workspace_options(self) -> tuple[str, ...]:
+        """The ways forward for the files when other reasons park too (a decision never waives
+        another gate): offered once those are cleared."""
+        if self.continues or self.workspace_options:
+            return ()
+        answerable = [r for r in self.rejection_reasons if r in WORKSPACE_DECISION_REASONS]
+        if not answerable:
+            return ()
+        return offered_decisions(answerable, restorable=self.restorable)
+
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "sessionId": self.session_id,
@@ -175,6 +187,9 @@ class ContinuationPlan:
         options = self.workspace_options
         if options:
             body["workspaceOptions"] = list(options)
+        later = self.later_workspace_options
+        if later:
+            body["laterWorkspaceOptions"] = list(later)
         if "isolated_restore" in options and self.restore_point is not None:
             point = self.restore_point
             body["restorePoint"] = {
@@ -279,17 +294,7 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
             )
             for issue in replay.issues
         )
-        pending = _background_pending(given.observation)
-        if pending is not None:
-            # A command of the interrupted call still runs: say that first (it may still change
-            # files, and whether it ran cannot be settled until it ends; RECOVERY.md section 9).
-            return ContinuationPlan(
-                session_id,
-                run_id,
-                (ParkReason.BACKGROUND_OPERATION_PENDING, reason),
-                (pending, *diagnostics),
-            )
-        return ContinuationPlan(session_id, run_id, (reason,), diagnostics)
+        return _blocked_plan(given, lineage, immediate, reason, diagnostics)
     if given.claim_authority_error is not None:
         return park(
             session_id,
@@ -312,14 +317,50 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
     return _accumulating_gates(given, lineage, replay, immediate)
 
 
+def _blocked_plan(
+    given: PlannerInput,
+    lineage: Lineage,
+    immediate: ImmutablePrefix,
+    reason: ParkReason,
+    diagnostics: tuple[PlanDiagnostic, ...],
+) -> ContinuationPlan:
+    """Unsettled tool state parks, and every other gate that can be judged without a replay
+    still speaks (the files, the workspace, a permission, the run's ending), so the user sees
+    every reason at once instead of one after the other. A command of the interrupted call that
+    still runs is said first (it may still change files, and whether it ran cannot be settled
+    until it ends; RECOVERY.md section 9)."""
+    findings = _findings(Boundary(given, lineage, None, immediate))
+    reasons = [reason]
+    said = list(diagnostics)
+    pending: list[PlanDiagnostic] = []
+    for finding in findings:
+        if finding.reason is ParkReason.BACKGROUND_OPERATION_PENDING:
+            pending.append(finding.diagnostic)
+            continue
+        if finding.reason is not None and finding.reason not in reasons:
+            reasons.append(finding.reason)
+        said.append(finding.diagnostic)
+    if pending:
+        reasons.insert(0, ParkReason.BACKGROUND_OPERATION_PENDING)
+    return ContinuationPlan(
+        given.session_id,
+        given.source.run_id,
+        tuple(reasons),
+        (*pending, *said),
+        restorable=given.restorable,
+        restore_point=given.restore_point if given.restorable else None,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Boundary:
     """What the accumulating gates judge: the planner's input and the interrupted boundary
-    (the immediate source's committed prefix and the lineage's replay)."""
+    (the immediate source's committed prefix and the lineage's replay; None when the replay is
+    blocked by unsettled tool state: the gates that judge it are then skipped)."""
 
     given: PlannerInput
     lineage: Lineage
-    replay: ReplayPlan
+    replay: ReplayPlan | None
     immediate: ImmutablePrefix
 
     @property
@@ -463,6 +504,8 @@ def background_settled(b: Boundary) -> Sequence[Finding]:
 
 
 def tools_available(b: Boundary) -> Sequence[Finding]:
+    if b.replay is None:
+        return ()
     used = {item.name for item in b.replay.provider_items if item.kind is ItemKind.TOOL_CALL}
     missing = sorted(used - set(b.given.observation.tool_names))
     if not missing:
@@ -476,15 +519,19 @@ def tools_available(b: Boundary) -> Sequence[Finding]:
     ]
 
 
-def _replay_judged(b: Boundary) -> bool:
-    """The provider history is judged for a ledger of one run with events."""
-    return bool(b.events) and _foreign_event(b.events) is None
+def _replay_judged(b: Boundary) -> ReplayPlan | None:
+    """The replay, when the provider history is judged: for a ledger of one run with events
+    whose replay is not blocked."""
+    if b.replay is None or not b.events or _foreign_event(b.events) is not None:
+        return None
+    return b.replay
 
 
 def provider_head(b: Boundary) -> Sequence[Finding]:
-    if not _replay_judged(b):
+    replay = _replay_judged(b)
+    if replay is None:
         return ()
-    items = b.replay.provider_items
+    items = replay.provider_items
     first_role = items[0].role if items else None
     if first_role == "user":
         return ()
@@ -499,9 +546,10 @@ def provider_head(b: Boundary) -> Sequence[Finding]:
 
 
 def provider_boundary(b: Boundary) -> Sequence[Finding]:
-    if not _replay_judged(b):
+    replay = _replay_judged(b)
+    if replay is None:
         return ()
-    items = b.replay.provider_items
+    items = replay.provider_items
     last_role = items[-1].role if items else None
     if last_role in ("user", "tool"):
         return ()
@@ -553,6 +601,10 @@ BOUNDARY_GATES: tuple[BoundaryGate, ...] = (
 """The gates after the early ones, in order; they accumulate, so a user sees every reason."""
 
 
+def _findings(boundary: Boundary) -> list[Finding]:
+    return [finding for gate in BOUNDARY_GATES for finding in gate(boundary)]
+
+
 def _accumulating_gates(
     given: PlannerInput, lineage: Lineage, replay: ReplayPlan, immediate: ImmutablePrefix
 ) -> ContinuationPlan:
@@ -562,15 +614,14 @@ def _accumulating_gates(
     decided = False
     verified_tree: str | None = None
     observation = given.observation
-    for gate in BOUNDARY_GATES:
-        for finding in gate(boundary):
-            if finding.reason is not None and finding.reason not in reasons:
-                reasons.append(finding.reason)
-            diagnostics.append(finding.diagnostic)
-            decided = decided or finding.answered
-            verified = finding.diagnostic.code == DiagnosticCode.WORKSPACE_VERIFIED.value
-            if verified and finding.reason is None and observation.workspace_tree:
-                verified_tree = observation.workspace_tree.tree_id
+    for finding in _findings(boundary):
+        if finding.reason is not None and finding.reason not in reasons:
+            reasons.append(finding.reason)
+        diagnostics.append(finding.diagnostic)
+        decided = decided or finding.answered
+        verified = finding.diagnostic.code == DiagnosticCode.WORKSPACE_VERIFIED.value
+        if verified and finding.reason is None and observation.workspace_tree:
+            verified_tree = observation.workspace_tree.tree_id
     terminal = _consistent_terminal(given.source, immediate.events)
     if reasons or terminal is None:
         diagnostics.extend(_restore_point_note(given, tuple(reasons)))

@@ -14,7 +14,13 @@ from enum import StrEnum
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.workspace_facts import baseline_notice
 
-__all__ = ["ANSWERED_BY", "WorkspaceDecision", "baseline_notice", "offered_decisions"]
+__all__ = [
+    "ANSWERED_BY",
+    "WORKSPACE_DECISION_REASONS",
+    "WorkspaceDecision",
+    "baseline_notice",
+    "offered_decisions",
+]
 
 
 class WorkspaceDecision(StrEnum):
@@ -44,6 +50,11 @@ ANSWERED_BY = {
 answers a drift, a stale or failed capture and a snapshot that is gone; a restore needs a
 snapshot whose objects exist (``restorable``): for a missing one, an earlier snapshot of the
 lineage (``restore_point``), and without one it is not offered."""
+
+WORKSPACE_DECISION_REASONS = (
+    ANSWERED_BY[WorkspaceDecision.REBASELINE] | ANSWERED_BY[WorkspaceDecision.RESTORE]
+)
+"""The park reasons some decision answers: the files' reasons."""
 
 
 def offered_decisions(

@@ -181,3 +181,64 @@ def test_a_refused_folder_for_the_copy_leaves_both_ways_forward(
     assert (work / "n.txt").read_text() == "edited by hand\n"
     bridge.stop()
     banner.close()
+
+
+def test_an_unknown_outcome_and_changed_files_show_together(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    """A read killed mid-call (its outcome unknown) and a file edited afterwards: the banner
+    lists both reasons at once, the file under its own; once the user says the call ran, the
+    announced park remains, with its two ways forward."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (work / "n.txt").write_text("x\n")
+    read = [
+        [
+            {
+                "text": "Reading.",
+                "toolCalls": [{"id": "c1", "name": "read_file", "args": {"path": "n.txt"}}],
+            },
+            {"text": "Read."},
+        ]
+    ]
+    env = scripted_env(write_script(tmp_path / "script.json", read))
+    env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "read it"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P3"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+    (work / "n.txt").write_text("edited by hand\n")
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    bridge = RendererBridge(main.socket_name, main.token)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session(session_id, interrupted=True, folder=str(work))
+    bridge.start()
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    labels = {label.property("code"): label.text() for label in banner.reason_labels}
+    assert list(labels) == ["dangling_tool_state", "workspace_drift"]
+    assert "changed: n.txt" in labels["workspace_drift"]
+    assert banner.title_label.text() != "Files changed since the run stopped."
+    assert "still need your decision" in banner.body_label.text()
+    assert not banner.rebaseline_button.isVisible()
+
+    assert bridge.settle_call(session_id, "c1", True, None)
+    qtbot.waitUntil(
+        lambda: [label.property("code") for label in banner.reason_labels] == ["workspace_drift"],
+        timeout=WAIT_MS,
+    )
+    assert banner.title_label.text() == "Files changed since the run stopped."
+    assert banner.rebaseline_button.isVisible() and banner.restore_button.isVisible()
+    assert len(committed_runs(data)) == 1  # nothing was continued
+    bridge.stop()
+    banner.close()

@@ -228,3 +228,72 @@ def test_the_restore_dialog_says_what_snapshots_leave_out(qtbot: QtBot) -> None:
         "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
         "are not in the copy."
     )
+
+
+UNKNOWN = ResumeDiagnostic(
+    code="pending_tool_result",
+    message="generation 1: tool call read_file (c1) is indeterminate (dispatch_without_response)",
+    tool_call_id="c1",
+    tool_name="read_file",
+)
+
+
+def test_changed_files_with_another_reason_are_listed_under_their_own_reason(
+    qtbot: QtBot,
+) -> None:
+    """A call with an unknown outcome and changed files: both reasons at once, the files
+    under the drift's reason (not presented as the whole story in the headline), the call's
+    next step first, then that the files still need a decision; no decision offered yet."""
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    bridge.push_parked("s1", ("dangling_tool_state", "workspace_drift"), (UNKNOWN, DRIFT))
+    assert banner.state is BannerState.PARKED
+    labels = {label.property("code"): label.text() for label in banner.reason_labels}
+    assert list(labels) == ["dangling_tool_state", "workspace_drift"]
+    assert labels["workspace_drift"].splitlines()[1].strip() == "changed: n.txt"
+    assert "n.txt" not in labels["dangling_tool_state"]
+    assert banner.title_label.text() == "Safe resume is on hold."
+    body = banner.body_label.text()
+    assert "n.txt" not in body  # said once, under its reason
+    assert body == (
+        "Check the files that tool call may have changed, then send a new message to carry on, "
+        "or confirm whether it ran and choose Try again. After that, the files in the folder "
+        "still need your decision on how to continue with them."
+    )
+    assert not banner.decisions_row.isVisible()
+    assert banner.action_button.text() == "Try again"
+
+    # Once the call is settled, the announced park remains, with its two ways forward.
+    bridge.push_parked(
+        "s1", ("workspace_drift",), (DRIFT,), workspace_options=("isolated_restore", "rebaseline")
+    )
+    assert banner.title_label.text() == "Files changed since the run stopped."
+    assert "changed: n.txt" in banner.body_label.text()
+    assert banner.decisions_row.isVisible()
+
+
+def test_a_parked_write_and_a_stale_snapshot_point_to_a_new_message_only(qtbot: QtBot) -> None:
+    """When nothing the user can do clears the other reason (a parked write is final), the
+    banner does not promise a decision on the files later."""
+    parked = ResumeDiagnostic(
+        code="tool_recovery_parked",
+        message="tool call bash (c1) is parked (reconcile_diverged)",
+        tool_call_id="c1",
+        tool_name="bash",
+    )
+    stale = ResumeDiagnostic(code="workspace_checkpoint_stale", message="a bash call may have…")
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True)
+    bridge.push_parked("s1", ("dangling_tool_state", "workspace_checkpoint_stale"), (parked, stale))
+    body = banner.body_label.text()
+    assert "still need your decision" not in body
+    assert (
+        body
+        == "Check the files that tool call may have changed, then send a new message to carry on."
+    )

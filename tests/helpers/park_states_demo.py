@@ -47,6 +47,7 @@ SESSIONS = (
     _session("s-notes", "/home/ann/projects/release-notes", "Draft the release notes"),
     _session("s-count", "/home/ann/projects/counter", "run echo once >> count.txt"),
     _session("s-hello", "/home/ann/projects/hello", "Write hello.txt saying hi"),
+    _session("s-both", "/home/ann/projects/report", "Summarise the logs into report.md"),
     _session(
         "s-auto",
         "/home/ann/projects/maka-demo",
@@ -100,6 +101,17 @@ ITEMS: dict[str, tuple[bc.TranscriptItem, ...]] = {
             "hello.txt",
             bc.ToolCardStatus.PARKED,
             park_reason="reconcile_matches_prior_state",
+        ),
+    ),
+    "s-both": (
+        bc.UserMessageItem(item_id="f1", text="Summarise the logs into report.md"),
+        _card(
+            "f2",
+            "read_file",
+            "logs/today.log",
+            bc.ToolCardStatus.INDETERMINATE,
+            park_reason="dispatch_without_response",
+            settleable=True,
         ),
     ),
     "s-auto": (
@@ -157,6 +169,27 @@ PARKS: dict[str, tuple[tuple[str, ...], tuple[bc.ResumeDiagnostic, ...]]] = {
             ),
         ),
     ),
+    # An unknown outcome and changed files at once: both are listed, neither waits for the other.
+    "s-both": (
+        ("dangling_tool_state", "workspace_drift"),
+        (
+            bc.ResumeDiagnostic(
+                code="pending_tool_result",
+                message="generation 1: tool call read_file (call_f2) is indeterminate "
+                "(dispatch_without_response)",
+                tool_call_id="call_f2",
+                tool_name="read_file",
+            ),
+            bc.ResumeDiagnostic(
+                code="workspace_drift",
+                message="2 files changed since the snapshot taken at the stop",
+                changed_paths=(
+                    bc.ChangedPath(path="logs/today.log", change="modified"),
+                    bc.ChangedPath(path="notes.txt", change="added"),
+                ),
+            ),
+        ),
+    ),
 }
 
 
@@ -207,6 +240,7 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
         ("s-notes", "park-marker-swapped"),
         ("s-count", "park-unknown-bash"),
         ("s-hello", "park-write-not-done"),
+        ("s-both", "park-unknown-and-changed-files"),
     ):
         open_session(session_id)
         window.banner.request_resume()

@@ -32,7 +32,14 @@ from runtime.continuation.continuation_planner import (
     workspace_identity_same,
     workspace_location,
 )
-from runtime.continuation.continuation_replay import ImmutablePrefix, ReplayPlan, RunIdentity
+from runtime.continuation.continuation_replay import (
+    ImmutablePrefix,
+    ReplayBlocked,
+    ReplayPlan,
+    RunIdentity,
+    SegmentBlockReason,
+    SegmentIssue,
+)
 from runtime.continuation.lineage_reader import Lineage
 from runtime.continuation.provider_replay import ItemKind, ProviderItem
 from runtime.continuation.workspace_decision import WorkspaceDecision
@@ -465,3 +472,49 @@ def test_a_continuing_plan_carries_the_verified_tree_and_the_decision() -> None:
     assert plan.continuation.workspace_decision is REBASELINE
     assert plan.continuation.workspace_tree_id is None
     assert plan.continuation.workspace_epoch == 2
+
+
+UNSETTLED = ReplayBlocked(
+    SegmentBlockReason.TOOL_RECOVERY_UNSETTLED,
+    0,
+    (SegmentIssue("pending_tool_result", "tool call read_file (c1) is indeterminate", "e1", "c1"),),
+)
+
+
+def test_unsettled_tool_state_parks_with_every_other_reason_that_holds() -> None:
+    """A call with an unknown outcome and changed files: both are said at once, so settling the
+    call is not followed by a surprise; the files' ways forward are named for later."""
+    given = _boundary(_git_v1(), checkpoint_evidence=DRIFT, restorable=True).given
+    plan = plan_continuation(replace(given, replay=UNSETTLED))
+    assert [r.value for r in plan.rejection_reasons] == ["dangling_tool_state", "workspace_drift"]
+    assert [d.code for d in plan.diagnostics] == ["pending_tool_result", "workspace_drift"]
+    assert plan.workspace_options == ()  # a decision never waives another gate
+    assert plan.later_workspace_options == ("isolated_restore", "rebaseline")
+    body = plan.to_json()
+    assert "workspaceOptions" not in body
+    assert body["laterWorkspaceOptions"] == ["isolated_restore", "rebaseline"]
+
+    # A command of the call still running is said first, as before.
+    busy = replace(OBSERVATION, background_settled=False, background_detail=("shell pid 7",))
+    plan = plan_continuation(replace(given, replay=UNSETTLED, observation=busy))
+    assert [r.value for r in plan.rejection_reasons] == [
+        "background_operation_pending",
+        "dangling_tool_state",
+        "workspace_drift",
+    ]
+    assert plan.diagnostics[0].code == "background_operation_pending"
+
+    # The user's decision answers the files; the call still parks, alone.
+    decided = replace(given, replay=UNSETTLED, decision=REBASELINE)
+    plan = plan_continuation(decided)
+    assert [r.value for r in plan.rejection_reasons] == ["dangling_tool_state"]
+    assert "workspace_drift" in [d.code for d in plan.diagnostics]
+    assert plan.later_workspace_options == ()
+
+    # Without checkpoints, nothing is added but the note that the files are not compared.
+    plan = plan_continuation(replace(_boundary().given, replay=UNSETTLED))
+    assert [r.value for r in plan.rejection_reasons] == ["dangling_tool_state"]
+    assert [d.code for d in plan.diagnostics] == [
+        "pending_tool_result",
+        "workspace_checkpoint_unavailable",
+    ]
