@@ -14,17 +14,17 @@ another process owns the directory and refuses every write with ``store_read_onl
 
 from __future__ import annotations
 
-import gc
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from runtime.ledger.codes import StoreCode, TransitionKind
+from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.crash_points import (
     CrashPoint,
@@ -526,32 +526,19 @@ class SqliteLedgerStore:
     ) -> ImportReport:
         """Validate and import an export file's bytes, all or nothing (one transaction).
         ``bulk=False`` forces the per-event writers for every run (tests compare the paths)."""
-        with _collector_paused():
+        with collector_paused():
             parsed = parse_export(data, accept_torn_tail=accept_torn_tail)
             return self.import_parsed(parsed, bulk=bulk)
 
     def import_parsed(self, parsed: ParsedExport, *, bulk: bool = True) -> ImportReport:
         """Import an export already decoded by ``parse_export`` (a caller that checks the file
         before it opens the store), all or nothing."""
-        with _collector_paused(), self._lock, self._bulk_cache(), self._write() as tx:
+        with collector_paused(), self._lock, self._bulk_cache(), self._write() as tx:
             return import_parsed(tx, parsed, bulk=bulk)
 
     def diagnose(self) -> DoctorReport:
         """The doctor's integrity report (reads only)."""
         return self._read(diagnose)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Decoding and importing create many small containers and no cycles: the cyclic collector
-    would only rescan them again and again."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 class _RecheckWithLookups(Exception):

@@ -17,12 +17,12 @@ another process owns the data directory), 2 the file is unreadable or not a vali
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 from pathlib import Path
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
+from runtime.ledger.collector_pause import collector_paused
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,12 +50,10 @@ def run(args: argparse.Namespace) -> int:
             TransferCode.IMPORT_FILE_UNREADABLE, f"cannot read {path}: {error}", EXIT_USAGE
         ) from None
     try:
-        gc.disable()  # decoding makes many small containers and no cycles
-        parsed = parse_export(data, accept_torn_tail=args.accept_torn_tail)
+        with collector_paused():  # decoding makes many small containers and no cycles
+            parsed = parse_export(data, accept_torn_tail=args.accept_torn_tail)
     except TransferError as error:
         raise CliError(error.code, error.message, EXIT_USAGE) from None
-    finally:
-        gc.enable()
     del data
     data_dir = data_dir_from(args)
     lock = own_data_dir(data_dir)

@@ -14,11 +14,9 @@ module imports only the pure ledger and recovery modules: no Qt, no SQLite, no s
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,6 +31,7 @@ from runtime.fastplan.tail_scan import (
     TailScan,
 )
 from runtime.ledger.codes import HostCode
+from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
@@ -43,24 +42,6 @@ R = TypeVar("R")
 
 
 # ---- commands ---------------------------------------------------------------------------------
-
-
-@contextmanager
-def _bulk_allocation() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a whole ledger is decoded and planned.
-
-    Decoding allocates hundreds of thousands of small containers and none of them form cycles,
-    yet every allocation burst would trigger collections that re-walk everything decoded so far.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # Re-enabled, the collector would at once walk everything allocated meanwhile; when the
-        # process ends right after the command there is nothing left for it to find.
-        if was_enabled and not fast_exit_requested():
-            gc.enable()
 
 
 def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
@@ -95,7 +76,7 @@ def _run(
     document: Callable[[R], JsonObject],
     json_text: Callable[[R], str],
 ) -> int:
-    with _bulk_allocation():
+    with collector_paused(keep_off=fast_exit_requested):
         result = _read_and_build(args.file, build)
         request_fast_exit(result)
         if args.json:
@@ -114,7 +95,7 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.json:
         from app.commands.ledger_plan_parts import plan_json_text_in_parts
 
-        with _bulk_allocation():
+        with collector_paused(keep_off=fast_exit_requested):
             sys.stdout.write(plan_json_text_in_parts(args.file, expected))
             sys.stdout.write("\n")
         return EXIT_OK

@@ -10,16 +10,19 @@ it was off).
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(keep_off: Callable[[], bool] | None = None) -> Iterator[None]:
+    """Pause the collector for the block; resume it after if it was on, unless ``keep_off()``
+    says the process ends right away (a resumed collector would at once walk everything
+    allocated meanwhile, for nothing)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if enabled:
+        if enabled and not (keep_off is not None and keep_off()):
             gc.enable()

@@ -11,15 +11,13 @@ the event concerned.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import LedgerFileCode, ScanIssueCode
+from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json, decode_event_lines
 from runtime.ledger.lane_rules import LaneConflict, classify_lane
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError, LedgerError
@@ -54,23 +52,6 @@ class LedgerFileContent:
     """Bytes of a torn last line that were dropped (only with ``accept_torn_tail``)."""
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a file's events are built.
-
-    Decoding allocates a long-lived tree per line; the generational collector would otherwise
-    re-traverse every event already decoded many times over, which costs more than the decoding
-    on large files. Events are acyclic, so nothing collectable accumulates meanwhile.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _segments(data: bytes) -> list[tuple[int, bytes, bool]]:
     """``(line number, bytes, ended by a newline)`` for every line of ``data``."""
     parts = data.split(b"\n")
@@ -103,7 +84,7 @@ def read_ledger_bytes(data: bytes, *, accept_torn_tail: bool = False) -> LedgerF
     With ``accept_torn_tail`` a torn last line is dropped and counted instead of refused.
     """
     lines: list[LedgerLine] = []
-    with _collector_paused():
+    with collector_paused():
         for line_number, raw, terminated in _segments(data):
             try:
                 event = _decode_line(line_number, raw, terminated)
@@ -138,7 +119,7 @@ def decode_lines(
     """Decode consecutive lines of a file, the first being line ``first_line_number``; raises
     ``LedgerFileError`` for the first bad one (``last_terminated``: whether the last of
     ``parts`` ended with a newline, which decides whether a bad last line is a torn tail)."""
-    with _collector_paused():
+    with collector_paused():
         events, stopped = decode_event_lines(parts)
     if stopped < len(parts):
         raise_line_error(
@@ -194,7 +175,7 @@ class LedgerCheckReport:
 
 
 def check_ledger_bytes(data: bytes) -> LedgerCheckReport:
-    with _collector_paused():
+    with collector_paused():
         return _check_bytes(data)
 
 
