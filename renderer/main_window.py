@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QMainWindow,
     QMessageBox,
@@ -51,6 +52,7 @@ from renderer.session_actions import SessionActions
 from renderer.session_list import SessionListPanel, display_title
 from renderer.settings_dialog import SettingsDialog
 from renderer.transcript_view import TranscriptView
+from renderer.visible_text import visible
 
 _ACTIVE = frozenset(
     {RunStatusValue.CREATED, RunStatusValue.RUNNING, RunStatusValue.WAITING_FOR_USER}
@@ -66,6 +68,11 @@ RESERVED_HEIGHT_PX = 460
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
+
+
+REFUSAL_DETAIL_CODES = frozenset({"provider_config_invalid", "provider_script_invalid"})
+"""Refusals whose message names the one setting to fix (``no model configured (set
+MAKA_MODEL)``): the composer shows it after the code's sentence."""
 
 
 class MainWindow(QMainWindow):
@@ -286,6 +293,9 @@ class MainWindow(QMainWindow):
         """The main process did not take a message: nothing typed is lost."""
         known = describe(push.code)
         reason = known.sentence if known.known else _tr("The message was not sent.")
+        if push.code in REFUSAL_DETAIL_CODES and push.message:
+            # The sentence says what kind of setting is wrong; the detail says which one.
+            reason = f"{reason} {_tr('Details:')} {visible(push.message[:300])}"
         if session_id == self._session_id:
             self.composer.give_back(text, _tr("Not sent: {reason}").replace("{reason}", reason))
         else:
@@ -368,6 +378,15 @@ class MainWindow(QMainWindow):
             self._show_session(self._session_id)
         elif push.sessions:
             self._select_quietly(push.sessions[0].session_id)
+            self._offer_composer()
+
+    def _offer_composer(self) -> None:
+        """Put the cursor in the composer when nothing else has it (the window's first listing,
+        a session just created): what the user types then is the message, instead of keys sent
+        to whatever took focus first (a space would press New)."""
+        focused = QApplication.focusWidget()
+        if focused is None or focused is self.sessions.new_button:
+            self.focus_composer()
 
     def _on_session_updated(self, push: SessionUpdatedPush) -> None:
         summary = push.session
@@ -381,6 +400,7 @@ class MainWindow(QMainWindow):
         ):
             self._pending_create_cwd = None
             self._select_quietly(summary.session_id)
+            self._offer_composer()
         elif summary.session_id == self._session_id:
             self._show_session(summary.session_id)
             self._note_missing_folder()

@@ -495,5 +495,24 @@ def test_a_message_refused_for_the_provider_settings_says_so(qtbot: QtBot) -> No
     assert window.composer.editor.toPlainText() == "hello"
     assert window.composer.note == (
         "Not sent: The model provider is not set up correctly: check its name, address, model "
-        "and key."
+        "and key. Details: no model configured"
     )
+
+
+def test_the_first_listing_puts_the_cursor_in_the_composer(qtbot: QtBot) -> None:
+    """Opening the window, what the user types is the message: the focus is not left on New,
+    where a space would open the new-session dialog."""
+    window, _bridge = _window(qtbot)
+    qtbot.waitUntil(window.composer.editor.hasFocus)
+    QTest.keyClicks(window.composer.editor, "carry on")
+    assert window.composer.editor.toPlainText() == "carry on"
+
+
+def test_a_later_listing_leaves_the_focus_where_the_user_put_it(
+    qtbot: QtBot,
+) -> None:
+    window, bridge = _window(qtbot)
+    window.sessions.view.setFocus()
+    qtbot.waitUntil(window.sessions.view.hasFocus)
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))  # a reconnect
+    assert window.sessions.view.hasFocus()
