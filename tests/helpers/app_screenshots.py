@@ -523,6 +523,25 @@ def decisions_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-banner-no-snapshot-left.png", 3.0)
 
 
+def refusal_scene(root: Path, out: Path) -> None:
+    """A finished session, then Maka started with the OpenAI-compatible provider and no model:
+    the message typed right after the window opens (the cursor starts in the composer) is given
+    back with the reason and the setting to fix."""
+    scene = Scene(root, "refusal", [[{"text": "Hello."}]])
+    assert scene.run("say hello") == 0
+    scene.env = {
+        **scene.env,
+        "MAKA_PROVIDER": "openai",
+        "MAKA_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    scene.env.pop("MAKA_MODEL", None)
+    with scene.app() as window:
+        time.sleep(2.0)
+        type_text(window, "carry on please")
+        press(window, "ctrl+Return")
+        capture_with_dialogs(window, out / "app-not-sent-provider-settings.png", 2.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -553,6 +572,9 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "restore-point":
             restore_point_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "refusal":
+            refusal_scene(root, out)
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "decisions":
             decisions_scene(root, out)
