@@ -236,10 +236,20 @@ class GitCheckpointStore:
         return ModeDecision(CheckpointMode.GIT_V1)
 
     # ---- capture and observe -------------------------------------------------------------------
-    def capture(self, folder: Path, workspace_identity: str, ref: str, message: str) -> Snapshot:
+    def capture(
+        self,
+        folder: Path,
+        workspace_identity: str,
+        ref: str,
+        message: str,
+        *,
+        rebuild_index: bool = False,
+    ) -> Snapshot:
         with self._locked(workspace_identity):
             git_dir = self._ensure_repo(workspace_identity)
             index = self.index_path(workspace_identity)
+            if rebuild_index:
+                index.unlink(missing_ok=True)  # every file hashed again, every tree written
             tree, skipped = self._stage_and_write_tree(folder, git_dir, index)
             runner = self._git_runner()
             parent = self._tip(workspace_identity, git_dir)
@@ -431,10 +441,18 @@ class GitCheckpointStore:
         return (self.git_dir(workspace_identity) / "HEAD").is_file()
 
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
-        """Whether the commit and its tree exist; raises ``CheckpointError`` when Git cannot
-        tell (a snapshot that cannot be looked up now is not a missing one)."""
+        """Whether the commit, its tree and every folder and file under it exist (a snapshot
+        with a file pruned or removed by hand can be neither compared nor copied); raises
+        ``CheckpointError`` when Git cannot tell (a snapshot that cannot be looked up now is
+        not a missing one)."""
         pair = (commit_id, tree_id)
-        return pair in self._present(workspace_identity, [pair])
+        if pair not in self._present(workspace_identity, [pair]):
+            return False
+        listed = self._git_runner().run(
+            ["rev-list", "--objects", "--no-walk", "--missing=print", commit_id],
+            git_dir=self.git_dir(workspace_identity),
+        )
+        return not any(line.startswith(b"?") for line in listed.splitlines())
 
     def present_snapshots(
         self, workspace_identity: str, snapshots: list[tuple[str, str]]

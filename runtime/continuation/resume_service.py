@@ -495,6 +495,18 @@ class ResumeService:
             snapshot = self._checkpoints.capture(
                 folder, details.workspace_identity, ref, f"maka baseline {ref}"
             )
+            if not self._checkpoints.has_snapshot(
+                details.workspace_identity, snapshot.commit_id, snapshot.tree_id
+            ):
+                # Objects the store's index cache names were removed by hand: the user's way on
+                # must not be a snapshot that is missing parts again, so capture it afresh.
+                snapshot = self._checkpoints.capture(
+                    folder,
+                    details.workspace_identity,
+                    ref,
+                    f"maka baseline {ref}",
+                    rebuild_index=True,
+                )
         except CheckpointError as error:
             message = f"the files could not be captured: {error.message}"
             raise ResumeRefused(error.code, message) from error

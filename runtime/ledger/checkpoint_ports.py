@@ -78,9 +78,19 @@ class CheckpointCarrier(Protocol):
 
     def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision: ...
 
-    def capture(self, folder: Path, workspace_identity: str, ref: str, message: str) -> Snapshot:
+    def capture(
+        self,
+        folder: Path,
+        workspace_identity: str,
+        ref: str,
+        message: str,
+        *,
+        rebuild_index: bool = False,
+    ) -> Snapshot:
         """Add the folder under the policy, write the tree, commit it (parent: the workspace's
-        previous checkpoint) and point ``ref`` at it. Raises ``CheckpointError``."""
+        previous checkpoint) and point ``ref`` at it. ``rebuild_index``: start from an empty
+        index (every file hashed again), for a store whose objects were partly removed, where
+        the index's cache could name them. Raises ``CheckpointError``."""
         ...
 
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:

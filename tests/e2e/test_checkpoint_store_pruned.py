@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,38 @@ def test_a_new_message_after_the_damage_takes_whole_snapshots_again(tmp_path: Pa
     code, body = drill.json("plan", drill.session)
     assert code == 0, body
     assert "workspace_verified" in [d["code"] for d in body["diagnostics"]]
+
+
+def test_one_file_removed_from_the_store_parks_and_the_rebaseline_is_whole(
+    tmp_path: Path,
+) -> None:
+    """Only the object of one file of the snapshot was removed by hand (its commit and folders
+    are there): the snapshot can be neither compared nor copied, so it is missing; continuing
+    with the current files takes a whole snapshot, though the store's index cache named the
+    removed object."""
+    drill = Drill(tmp_path)
+    drill.run("P8", "--cwd", str(drill.work))
+    carrier = GitCheckpointStore(drill.data)
+    [repository] = list(carrier.root.glob("*.git"))
+    blob = subprocess.run(
+        ["git", "--git-dir", str(repository), "rev-parse", "refs/maka-tip:a.txt"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (repository / "objects" / blob[:2] / blob[2:]).unlink()
+
+    code, parked = drill.json("plan", drill.session)
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"], parked
+    assert parked["workspaceOptions"] == ["rebaseline"]
+    code, body = drill.json("resume", drill.session, "--rebaseline")
+    assert code == 0, body
+    runs = committed_runs(drill.data)
+    baseline = runs[1][1][0]["actions"]["workspaceBaseline"]
+    identity = str(baseline["workspaceIdentity"])
+    assert carrier.has_snapshot(identity, baseline["commitId"], baseline["treeId"])
+    # The continuation's own snapshots after it are whole too (the index was rebuilt).
+    for event in runs[1][1]:
+        fact = (event.get("actions") or {}).get("workspaceCheckpoint")
+        if fact is not None:
+            assert carrier.has_snapshot(identity, fact["commitId"], fact["treeId"])

@@ -169,3 +169,37 @@ def _run_with_snapshot(commit_id: str, tree_id: str) -> list[RuntimeEvent]:
         "treeId": tree_id,
     }
     return [event(0, {"runtimeProtocol": protocol}), event(1, {"workspaceCheckpoint": snapshot})]
+
+
+def test_a_snapshot_with_one_file_gone_is_missing_not_comparable(tmp_path: Path) -> None:
+    """The commit and its top tree are there, but a file (or a folder) under it was removed by
+    hand: it can be neither compared nor copied, so it is missing, and the folder can be
+    captured anew."""
+    folder = _folder(tmp_path)
+    (folder / "sub").mkdir()
+    (folder / "sub" / "c.txt").write_text("gamma\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    git_dir = store.git_dir(WS)
+    for spec in (f"{first.tree_id}:a.txt", f"{first.tree_id}:sub"):
+        whole = GitCheckpointStore(tmp_path / f"copy-{len(spec)}")
+        shutil.copytree(store.root, whole.root)
+        object_id = _git(whole.git_dir(WS), "rev-parse", spec).strip()
+        loose = whole.git_dir(WS) / "objects" / object_id[:2] / object_id[2:]
+        assert whole.has_snapshot(WS, first.commit_id, first.tree_id)
+        loose.unlink()
+        assert not whole.has_snapshot(WS, first.commit_id, first.tree_id), spec
+        events = _run_with_snapshot(first.commit_id, first.tree_id)
+        seen = SafetyObservation(
+            WS, str(folder), True, (), (), WorkspaceTree(whole.observe(folder, WS).tree_id)
+        )
+        [finding] = workspace_gate(events, checkpoint_evidence(whole, events, seen))
+        assert finding.reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING
+        # The index's cache still names the removed object, so a plain capture would reuse it;
+        # rebuilt from the folder, the snapshot is whole again.
+        again = whole.capture(folder, WS, "refs/maka/s/r/2", "after", rebuild_index=True)
+        assert again.tree_id == first.tree_id
+        assert whole.has_snapshot(WS, again.commit_id, again.tree_id)
+        assert whole.has_snapshot(WS, first.commit_id, first.tree_id)  # the same objects
+    assert store.has_snapshot(WS, first.commit_id, first.tree_id)
+    assert git_dir.is_dir()
