@@ -91,6 +91,7 @@ ITEMS: dict[str, tuple[bc.TranscriptItem, ...]] = {
             "echo once >> count.txt",
             bc.ToolCardStatus.INDETERMINATE,
             park_reason="dispatch_without_response",
+            settleable=True,
         ),
     ),
     "s-hello": (
