@@ -233,6 +233,20 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     ),
 }
 
+# The history replay's codes (``runtime.continuation.provider_replay.BLOCKING_REPLAY_CODES``):
+# their messages name only the code and the generation, so the sentence above stands for them
+# wherever a diagnostic is printed (``maka plan``, the banner's details); a test holds the two
+# sets equal.
+HISTORY_REPLAY_CODES: frozenset[str] = frozenset(
+    {
+        "partial_skipped",
+        "unmatched_tool_result",
+        "tool_id_mismatch",
+        "unsupported_role",
+        "unsupported_content",
+    }
+)
+
 REVALIDATION: dict[str, tuple[Severity, str]] = {
     "source_identity_changed": (_E, "The interrupted run changed while resume was starting."),
     "source_terminal_changed": (

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.code_text import DIAGNOSTICS, describe
+from app.code_text import DIAGNOSTICS, HISTORY_REPLAY_CODES, describe
 from app.host.host_bootstrap import now_ms
 from app.host.resume_seam import continuation_resume_service, resume_service
 from runtime.continuation.continuation_planner import ContinuationPlan
@@ -236,7 +236,12 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
         where = ""
         if diagnostic.tool_name or diagnostic.tool_call_id:
             where = f" ({diagnostic.tool_name or 'tool'} {diagnostic.tool_call_id or ''})".rstrip()
-        lines.append(f"    - {diagnostic.code}{where}: {diagnostic.message}")
+        message = diagnostic.message
+        if diagnostic.code in HISTORY_REPLAY_CODES:
+            # The replay's message is only its code: say its sentence and the event instead.
+            message = describe(diagnostic.code).sentence
+            where += f" (event {diagnostic.event_id})" if diagnostic.event_id else ""
+        lines.append(f"    - {diagnostic.code}{where}: {message}")
         if diagnostic.code == "tool_recovery_parked":
             code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
             found = recovery_sentence(code)

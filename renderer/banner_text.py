@@ -20,6 +20,7 @@ from app.bridge_contract import ResumeDiagnostic
 from app.code_text import (
     FILES_DECISION_CODES,
     FILES_DECISION_LATER,
+    HISTORY_REPLAY_CODES,
     WRITE_NOT_DONE_HEADLINE,
     WRITE_NOT_DONE_NEXT_STEP,
     WRITE_NOT_DONE_REASON,
@@ -236,8 +237,11 @@ def write_not_done(current: SessionResume) -> bool:
 
 def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
     """``code · tool (call id): message``; the operation is named once, so a message that names
-    the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again."""
+    the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again. The
+    history replay's messages name only their code: its sentence stands for them."""
     message = diagnostic.message or describe(diagnostic.code).sentence
+    if diagnostic.code in HISTORY_REPLAY_CODES:
+        message = describe(diagnostic.code).sentence
     call_id = diagnostic.tool_call_id
     where = ""
     if (diagnostic.tool_name or call_id) and not (call_id and call_id in message):

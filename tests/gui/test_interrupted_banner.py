@@ -189,6 +189,18 @@ def test_a_diagnostic_that_names_its_call_names_it_once(qtbot: QtBot) -> None:
     assert f"  pending_tool_result: {message}" in banner.diagnostics_text()
 
 
+def test_a_history_replay_code_is_said_in_words(qtbot: QtBot) -> None:
+    """The replay's message names only its code; the details say the code's sentence."""
+    banner, bridge = _banner(qtbot)
+    diagnostic = ResumeDiagnostic(
+        code="unsupported_role", message="generation 1: provider replay: unsupported_role"
+    )
+    bridge.push_parked("s1", ("runtime_ledger_unreadable",), (diagnostic,))
+    line = banner.details_label.text().splitlines()[-1]
+    assert line == f"unsupported_role: {describe('unsupported_role').sentence}"
+    assert "provider replay" not in banner.diagnostics_text()
+
+
 def test_parked_then_try_again_resumes(qtbot: QtBot) -> None:
     banner, bridge = _banner(qtbot)
     _click_resume(qtbot, banner)

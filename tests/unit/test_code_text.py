@@ -14,7 +14,13 @@ import pytest
 
 from app import code_text
 from app.bridge_contract import BridgeErrorCode
-from app.code_text import Severity, can_try_again, describe, next_step_source
+from app.code_text import (
+    HISTORY_REPLAY_CODES,
+    Severity,
+    can_try_again,
+    describe,
+    next_step_source,
+)
 from runtime.continuation.provider_replay import BLOCKING_REPLAY_CODES, ReplayDiagnosticCode
 from runtime.ledger import codes
 from runtime.ledger.ledger_errors import DecodeCode
@@ -210,6 +216,14 @@ def test_every_host_and_cli_refusal_has_a_plain_sentence() -> None:
     for family in (codes.HostCode, codes.TransferCode):
         for code in family:
             _assert_plain(code.value)
+
+
+def test_the_history_replays_words_stand_for_exactly_the_codes_that_block_a_resume() -> None:
+    """``maka plan`` and the banner's details say these codes' sentences instead of their
+    messages, which name only the code."""
+    assert {code.value for code in BLOCKING_REPLAY_CODES} == HISTORY_REPLAY_CODES
+    for code in HISTORY_REPLAY_CODES:
+        _assert_plain(code)
 
 
 def test_the_walk_catches_a_missing_sentence() -> None:
