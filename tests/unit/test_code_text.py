@@ -21,10 +21,12 @@ from app.code_text import (
     describe,
     next_step_source,
 )
+from runtime.continuation.continuation_replay import SegmentBlockReason
 from runtime.continuation.provider_replay import BLOCKING_REPLAY_CODES, ReplayDiagnosticCode
 from runtime.ledger import codes
 from runtime.ledger.ledger_errors import DecodeCode
 from runtime.providers.provider_port import ProviderErrorCode
+from runtime.recovery.file_observation import ObservationProblem
 from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,6 +122,11 @@ NOT_SHOWN_BY_CODE: dict[type[StrEnum], str] = {
 NOT_SHOWN_ELSEWHERE: dict[type[StrEnum], str] = {
     BridgeErrorCode: "a refused frame between Maka's own processes: the window words its "
     "connection state (renderer/connection_status.py), the code goes to the log",
+    ObservationProblem: "why recovery could not look at an interrupted write's file: only "
+    "hashed into the reconcile fact's observationDigest (the document is never stored, "
+    "printed or logged); people see the observation's verdict, reconcile_unreadable",
+    SegmentBlockReason: "why a generation cannot be replayed: the planner parks with the "
+    "ParkReason it maps to (continuation_planner._UNSETTLED_TO_REASON), never with it",
 }
 
 
@@ -162,8 +169,13 @@ def test_every_code_enum_of_the_ledger_is_worded_or_named_as_never_shown() -> No
     assert not unplaced, f"give these codes sentences in app/code_text.py: {unplaced}"
 
 
+# The names a vocabulary of why something failed ends with: each one may reach a person.
+CODE_FAMILY_SUFFIXES = ("Code", "Problem", "Reason", "Refusal")
+
+
 def _code_enums_in_source() -> set[str]:
-    """``module.Class`` of every ``StrEnum`` named ``...Code`` in the product's packages."""
+    """``module.Class`` of every ``StrEnum`` in the product's packages named ``...Code`` (or
+    ``...Problem``, ``...Reason``, ``...Refusal``)."""
     found: set[str] = set()
     for package in ("app", "main_process", "renderer", "runtime", "storage"):
         for path in sorted((REPO / package).rglob("*.py")):
@@ -171,7 +183,7 @@ def _code_enums_in_source() -> set[str]:
             for node in ast.parse(path.read_text(encoding="utf-8")).body:
                 if (
                     isinstance(node, ast.ClassDef)
-                    and node.name.endswith("Code")
+                    and node.name.endswith(CODE_FAMILY_SUFFIXES)
                     and any(isinstance(b, ast.Name) and b.id == "StrEnum" for b in node.bases)
                 ):
                     found.add(f"{module}.{node.name}")
@@ -189,6 +201,7 @@ def test_every_code_enum_anywhere_is_worded_or_named_as_never_shown() -> None:
     assert {
         "runtime.providers.provider_port.ProviderErrorCode",
         "runtime.ledger.ledger_errors.DecodeCode",
+        "runtime.recovery.file_observation.ObservationProblem",
     } <= found, "the walk finds the families outside codes.py"
     placed = _named(CODE_ENUMS) | _named(NOT_SHOWN_BY_CODE) | _named(NOT_SHOWN_ELSEWHERE)
     unplaced = found - placed
