@@ -1,8 +1,8 @@
 """Composition of Safe resume for the CLI hosts (``maka plan``, ``maka resume``, ``/resume``).
 
 The seam is wired in ``app/host/resume_seam.py`` (shared with the desktop); this module adds
-the CLI's pieces: the terminal observer and asker, the flag from the environment, and the text
-and JSON the commands print.
+the CLI's pieces: the terminal observer and asker, the flag (``app/host/resume_switch.py``), and
+the text and JSON the commands print.
 """
 
 from __future__ import annotations
@@ -15,14 +15,10 @@ from typing import TYPE_CHECKING, Any
 from app.code_text import DIAGNOSTICS, HISTORY_REPLAY_CODES, describe
 from app.host.host_bootstrap import now_ms
 from app.host.resume_seam import continuation_resume_service, resume_service
+from app.host.resume_switch import resume_enabled
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
-from runtime.continuation.resume_service import (
-    RESUME_FLAG,
-    ResumeService,
-    ResumeStore,
-    safe_resume_enabled,
-)
+from runtime.continuation.resume_service import ResumeService, ResumeStore
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import DiagnosticCode, SettlementOrigin
@@ -40,18 +36,6 @@ if TYPE_CHECKING:
     from runtime.agent.run_loop import RunObserver
     from runtime.base.cancel_token import CancelToken
     from runtime.ledger.event_model import RuntimeEvent
-
-
-def resume_enabled(data_dir: Path) -> bool:
-    """Safe resume for the CLI: ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` when set, else the
-    desktop's setting in the data directory (off when never set)."""
-    import os
-
-    if RESUME_FLAG in os.environ:
-        return safe_resume_enabled()
-    from app.host.desktop_settings import DesktopSettings
-
-    return DesktopSettings(data_dir).stored_safe_resume() is True
 
 
 def build_resume_service(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR
+from app.host.resume_switch import RESUME_FLAG
 
 if TYPE_CHECKING:
     from main_process.host_services import HostServices
@@ -31,7 +32,7 @@ ENV_NO_RENDERER = "MAKA_NO_RENDERER"
 ENV_DATA_DIR = "MAKA_DATA_DIR"
 ENV_REFUSAL_MESSAGE = "MAKA_REFUSAL_MESSAGE"  # main_process.refusal_screen sets it
 # CLI.md: only the exact value "1" enables Safe resume and automatic resume at startup.
-ENV_SAFE_RESUME = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
+ENV_SAFE_RESUME = RESUME_FLAG
 ROLE_MAIN = "main"
 ROLE_RENDERER = "renderer"
 

@@ -26,6 +26,11 @@ from runtime.ledger.codes import HostCode, StoreCode
 # session that recorded no workspace identity is refused whatever folder is given: exit 1.
 _STATE_REFUSALS = frozenset({HostCode.WORKSPACE_IDENTITY_MISSING})
 
+SAFE_RESUME_OFF = (
+    "Safe resume is off: maka resume continues no session until it is turned on in the "
+    "desktop's Settings (or MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1)."
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
@@ -120,6 +125,7 @@ def _change(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     # Only what listing needs: no run loop, tools, providers or store writers (start-up time).
+    from app.host.resume_switch import resume_enabled
     from runtime.agent.session_overview import SessionOverview, list_session_overviews
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
@@ -144,16 +150,20 @@ def _list(args: argparse.Namespace) -> int:
     if not rows:
         print("no sessions yet; start one with: maka run --cwd DIR 'write hello.txt saying hi'")
         return EXIT_OK
+    # Off, 'maka resume' can only refuse: the hint would send the user to a refusal.
+    enabled = resume_enabled(data_dir) if any(row["resumable"] for row in rows) else False
     for row in rows:
         status = row.get("lastRunStatus") or "no runs"
         flag = "  INTERRUPTED" if row["interrupted"] else ""
         if row.get("awaitingRepair"):
             flag = "  INTERRUPTED (repaired at the next start)"
-        if row["resumable"]:
+        if row["resumable"] and enabled:
             flag += f"  (maka resume {row['sessionId']} continues it)"
         if row["folderMissing"]:
             flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")
+    if any(row["resumable"] for row in rows) and not enabled:
+        print(SAFE_RESUME_OFF)
     return EXIT_OK
 
 

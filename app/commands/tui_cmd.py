@@ -212,7 +212,7 @@ def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
     says so, like the desktop's banner, and names the command that continues it; Safe resume's
     own decision (``resumable``) says which sessions. Off, only a crash is mentioned (/resume
     could only answer that it is off)."""
-    from app.resume_composition import resume_enabled
+    from app.host.resume_switch import resume_enabled
     from runtime.agent.session_overview import session_overview
 
     overview = session_overview(service.store, service.get_session(session_id))

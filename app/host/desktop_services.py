@@ -31,6 +31,7 @@ from app.bridge_contract import (
 from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.resume_seam import continuation_resume_service, resume_service
+from app.host.resume_switch import RESUME_FLAG
 from app.host.resume_wire import (
     TARGET_REFUSALS,
     parked_outcome,
@@ -86,7 +87,7 @@ from storage.ledger_store import SqliteLedgerStore, open_store
 
 _log = logging.getLogger("maka.main")
 _MAX_DIAGNOSTICS = 500
-SAFE_RESUME_ENV = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
+SAFE_RESUME_ENV = RESUME_FLAG
 
 
 def open_host_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> DesktopServices:

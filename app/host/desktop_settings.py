@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice
+from app.host.resume_switch import SETTINGS_FILE, read_settings
 from main_process.host_services import SettingsChange, SettingsView
 from storage.private_files import ensure_private_dir
 
-SETTINGS_FILE = "settings.json"
+__all__ = ["SETTINGS_FILE", "DesktopSettings", "provider_environment"]
 
 _PROVIDER_NAMES = {ProviderChoice.OFFLINE_DEMO: "demo", ProviderChoice.OPENAI_COMPATIBLE: "openai"}
 
@@ -118,13 +119,7 @@ class DesktopSettings:
         return config
 
     def _load(self) -> dict[str, str]:
-        try:
-            raw = json.loads(self._path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(raw, dict):
-            return {}
-        return {str(k): v for k, v in raw.items() if isinstance(v, str)}
+        return read_settings(self._path)
 
     def _write(self, values: dict[str, str]) -> None:
         ensure_private_dir(self._path.parent)

@@ -66,15 +66,6 @@ from runtime.ledger.store_ports import (
 )
 from runtime.ledger.workspace_facts import lineage_transitions
 
-RESUME_FLAG = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
-
-
-def safe_resume_enabled(environ: dict[str, str] | None = None) -> bool:
-    """The feature flag is on only when the variable is exactly ``"1"``."""
-    import os
-
-    return (environ if environ is not None else dict(os.environ)).get(RESUME_FLAG) == "1"
-
 
 class ResumeStore(LineageStore, ContinuationAdmissionWriter, Protocol):
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...

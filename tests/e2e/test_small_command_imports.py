@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.test_sessions_resume_hint_cli import interrupted_session
 from tests.helpers.maka_run import maka
 
 pytestmark = pytest.mark.e2e
@@ -72,6 +73,18 @@ def test_sessions_lists_real_sessions_without_the_writers_or_the_event_model(
     assert _loaded(modules, HEAVY) == []
     stdout_json, code, _ = _probe(["sessions", "--json"], data)
     assert code == 0 and len(json.loads(stdout_json)["sessions"]) == 2
+
+
+def test_sessions_decides_its_resume_hint_without_the_resume_seam(tmp_path: Path) -> None:
+    """A session ``maka resume`` would carry on: whether Safe resume is on (the desktop's
+    setting here) is read without the seam, the planner or the settings' contract models."""
+    data, session = interrupted_session(tmp_path)
+    (data / "settings.json").write_text(json.dumps({"safe_resume": "1"}))
+    stdout, code, modules = _probe(["sessions"], data)
+    assert code == 0
+    assert f"(maka resume {session} continues it)" in stdout, stdout
+    seam = ("app.resume_composition", "app.host.resume_seam", "app.host.desktop_settings")
+    assert _loaded(modules, HEAVY + seam) == []
 
 
 def test_ledger_plan_of_an_empty_file_builds_no_validator(tmp_path: Path) -> None:
