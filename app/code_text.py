@@ -696,6 +696,19 @@ _UNSETTLED_CALL_CODES = frozenset(
 )
 
 
+_BESIDE_A_WRITE_NOT_DONE = frozenset(
+    {
+        "reconcile_matches_prior_state",
+        "write_temp_file_left",
+        # The workspace gate's notes that park nothing (it runs beside the unsettled calls).
+        "workspace_checkpoint_unavailable",
+        "workspace_verified",
+    }
+)
+"""Diagnostics that may come with a write recovery found not to have happened without making
+it anything else."""
+
+
 def write_did_not_happen(
     reasons: Iterable[str], diagnostics: Iterable[tuple[str, str | None]]
 ) -> bool:
@@ -707,8 +720,7 @@ def write_did_not_happen(
     not_done = {call for code, call in pairs if code == "reconcile_matches_prior_state"}
     unsettled = {call for code, call in pairs if code in _UNSETTLED_CALL_CODES}
     other = any(
-        code not in _UNSETTLED_CALL_CODES
-        and code not in ("reconcile_matches_prior_state", "write_temp_file_left")
+        code not in _UNSETTLED_CALL_CODES and code not in _BESIDE_A_WRITE_NOT_DONE
         for code, _call in pairs
     )
     return bool(not_done) and unsettled <= not_done and not other

@@ -290,3 +290,40 @@ def test_the_table_module_imports_no_qt() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("diagnostics", "expected"),
+    [
+        ([("tool_recovery_parked", "w1"), ("reconcile_matches_prior_state", "w1")], True),
+        (
+            [
+                ("tool_recovery_parked", "w1"),
+                ("workspace_checkpoint_unavailable", None),
+                ("reconcile_matches_prior_state", "w1"),
+            ],
+            True,
+        ),
+        (
+            [
+                ("tool_recovery_parked", "w1"),
+                ("workspace_verified", None),
+                ("reconcile_matches_prior_state", "w1"),
+                ("write_temp_file_left", "w1"),
+            ],
+            True,
+        ),
+        ([("tool_recovery_parked", "w1"), ("pending_tool_result", "b2")], False),
+        ([("pending_tool_result", "w1"), ("reconcile_matches_prior_state", "w1")], True),
+        ([("tool_recovery_parked", "w1")], False),
+    ],
+)
+def test_a_write_that_did_not_happen_is_told_apart_from_an_unknown_outcome(
+    diagnostics: list[tuple[str, str | None]], expected: bool
+) -> None:
+    """The workspace gate's notes that park nothing (no checkpoints, files verified) do not
+    turn a write recovery found not done into an unknown outcome."""
+    assert code_text.write_did_not_happen(("dangling_tool_state",), diagnostics) is expected
+    assert not code_text.write_did_not_happen(
+        ("dangling_tool_state", "workspace_drift"), diagnostics
+    )
