@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.code_text import DIAGNOSTICS, HISTORY_REPLAY_CODES, describe
+from app.code_text import DIAGNOSTICS, HISTORY_REPLAY_CODES, Severity, describe, highest_severity
 from app.host.host_bootstrap import now_ms
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import resume_enabled
@@ -317,6 +317,12 @@ def plan_summary(
                 lines.append(
                     "Or carry on with a new message (maka run --session "
                     f"{plan.session_id} MESSAGE, or the desktop){told}."
+                )
+            elif highest_severity(r.value for r in plan.rejection_reasons) is Severity.INFO:
+                # Nothing was interrupted (the latest turn finished, say): no calls to check.
+                lines.append(
+                    "What next: carry on with a new message (maka run --session "
+                    f"{plan.session_id} MESSAGE, or the desktop)."
                 )
             else:
                 lines.append(

@@ -311,3 +311,18 @@ def test_the_tui_says_a_session_was_interrupted_and_marks_the_continuation(
         stdin="/quit\n",
     )
     assert "This session was interrupted" not in again.stdout
+
+
+def test_plan_on_a_finished_turn_says_there_is_nothing_to_check(tmp_path: Path) -> None:
+    """The latest turn completed: ``maka plan`` parks (nothing to resume) and says to carry on
+    with a new message, without asking to check what "interrupted calls" changed."""
+    drill = Drill(tmp_path)
+    assert drill.run(None).returncode == 0
+    plan = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG})
+    assert plan.returncode == 3, plan.stderr
+    assert "resume_candidate_missing" in plan.stdout
+    assert "interrupted calls" not in plan.stdout
+    assert f"What next: carry on with a new message (maka run --session {drill.session}" in (
+        plan.stdout
+    )
+    assert drill.count() == 1
