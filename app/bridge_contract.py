@@ -519,6 +519,8 @@ class ResumeDiagnostic(WireModel):
     tool_name: Annotated[str, StringConstraints(max_length=200)] | None = None
     changed_paths: Annotated[tuple[ChangedPath, ...], Field(max_length=50)] = ()
     more_changed_paths: Annotated[int, Field(ge=0, le=10**9)] = 0
+    event_id: Id | None = None
+    """The saved event a damaged record or an unreplayable history entry is at."""
 
 
 class ResumeParkedPush(_Message):

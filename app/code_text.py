@@ -17,6 +17,7 @@ trustworthy state. An unknown code is shown as ``error`` with its code, never hi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -119,9 +120,17 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     "tool_recovery_parked": (_W, "Recovery could not settle a tool call; it waits for you."),
     "tool_recovery_corruption": (_E, "A tool call's recovery record is inconsistent."),
     "tool_ledger_corruption": (_E, "The tool history is inconsistent."),
-    "duplicate_event_id": (_E, "The same event appears twice in the history."),
-    "semantic_lane_conflict": (_E, "An event is recorded in the wrong place for its kind."),
-    "protocol_marker_invalid": (_E, "A tool call carries an invalid protocol marker."),
+    "duplicate_event_id": (_E, "The same event is saved twice in the history."),
+    "semantic_lane_conflict": (
+        _E,
+        "A saved tool event is not in the form its kind is saved in (a tool result not "
+        "recorded as coming from the tool, say).",
+    ),
+    "protocol_marker_invalid": (
+        _E,
+        "A mark only the run's first event may carry is on another event, or is not one Maka "
+        "writes.",
+    ),
     "unmatched_tool_result": (_E, "A tool result has no matching call."),
     "tool_name_mismatch": (_E, "A tool result names a different tool than its call."),
     "workspace_location_changed": (
@@ -206,8 +215,12 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "is never retried or assumed.",
     ),
     "legacy_dispatch_unknown": (_W, "It is not known whether the tool started."),
-    "orphan_dispatch": (_E, "A tool start was recorded without its call."),
-    "recovery_fact_corruption": (_E, "A recovery record is inconsistent."),
+    "orphan_dispatch": (_E, "The start of a tool call is saved, but the call itself is missing."),
+    "recovery_fact_corruption": (
+        _E,
+        "What recovery saved about a tool call after a restart is malformed or does not fit "
+        "the call.",
+    ),
     "write_temp_file_left": (
         _W,
         "A temporary file of the interrupted write is still in the folder; Maka left it for "
@@ -246,6 +259,45 @@ HISTORY_REPLAY_CODES: frozenset[str] = frozenset(
         "unsupported_content",
     }
 )
+
+# The ledger check's codes (the tool-ledger scanner's issues, LEDGER.md section 4, and the
+# resolver's corruption reasons): a damaged record. A park lists one under
+# ``tool_ledger_corruption`` or ``tool_recovery_corruption`` with a message naming only the code
+# (``... ledger issue CODE``, ``... corrupt ledger facts (CODE)``), so ``maka plan`` and the
+# banner's details say its sentence and ``LEDGER_DAMAGED`` instead; a test holds the set equal
+# to the codes that can reach a park.
+LEDGER_CHECK_CODES: frozenset[str] = frozenset(
+    {
+        "duplicate_event_id",
+        "semantic_lane_conflict",
+        "duplicate_call",
+        "duplicate_operation",
+        "duplicate_dispatch",
+        "duplicate_response",
+        "orphan_dispatch",
+        "orphan_response",
+        "canonical_args_hash_conflict",
+        "invocation_identity_conflict",
+        "identity_conflict",
+        "event_order_conflict",
+        "protocol_marker_invalid",
+        "recovery_fact_corruption",
+    }
+)
+LEDGER_DAMAGED = "The saved history is damaged there, so Maka will not resume over it."
+_LEDGER_DAMAGE_DIAGNOSTICS = frozenset({"tool_ledger_corruption", "tool_recovery_corruption"})
+_LEDGER_CHECK_TAIL = re.compile(r"(?:ledger issue |\()([a-z_]+)\)?$")
+
+
+def ledger_check_code(code: str, message: str) -> str | None:
+    """The ledger check's code a ``tool_ledger_corruption`` / ``tool_recovery_corruption``
+    diagnostic stands for (named at the end of its message), ``code`` itself when its message
+    names none, or ``None`` for any other diagnostic."""
+    if code not in _LEDGER_DAMAGE_DIAGNOSTICS:
+        return None
+    found = _LEDGER_CHECK_TAIL.search(message)
+    return found.group(1) if found and found.group(1) in LEDGER_CHECK_CODES else code
+
 
 REVALIDATION: dict[str, tuple[Severity, str]] = {
     "source_identity_changed": (_E, "The interrupted run changed while resume was starting."),
@@ -287,15 +339,29 @@ RESOLVER: dict[str, tuple[Severity, str]] = {
     "corruption": (_E, "The tool call's record is inconsistent."),
     "matching_response": (_I, "The tool call has its recorded result."),
     "new_protocol_before_dispatch": (_I, "The tool call stopped before it started."),
-    "orphan_response": (_E, "A tool result was recorded without its call."),
-    "duplicate_call": (_E, "The same tool call is recorded twice."),
-    "duplicate_operation": (_E, "The same tool operation is recorded twice."),
-    "duplicate_dispatch": (_E, "A tool call is recorded as started twice."),
-    "duplicate_response": (_E, "A tool call has two recorded results."),
-    "canonical_args_hash_conflict": (_E, "A tool call's arguments do not match their record."),
-    "invocation_identity_conflict": (_E, "A tool call's identity does not match its record."),
-    "identity_conflict": (_E, "An identifier was reused for different content."),
-    "event_order_conflict": (_E, "Events are recorded in an impossible order."),
+    "orphan_response": (_E, "A tool result is saved, but the call it answers is missing."),
+    "duplicate_call": (_E, "The same tool call is saved twice."),
+    "duplicate_operation": (_E, "Two different tool calls are saved under one operation."),
+    "duplicate_dispatch": (_E, "A tool call is saved as started twice."),
+    "duplicate_response": (_E, "A tool call has two saved results."),
+    "canonical_args_hash_conflict": (
+        _E,
+        "A tool call's arguments differ from the ones saved when it started.",
+    ),
+    "invocation_identity_conflict": (
+        _E,
+        "Events of one turn are saved as belonging to different sessions, runs or turns.",
+    ),
+    "identity_conflict": (
+        _E,
+        "Saved events of one tool call disagree about which call they belong to (its tool "
+        "name or its identifiers).",
+    ),
+    "event_order_conflict": (
+        _E,
+        "A tool call's events are saved in an impossible order (started before it was called, "
+        "say).",
+    ),
     "normal_t2": (_I, "Settled by the tool's own result."),
     "pre_t1_synthetic": (_I, "Settled before the tool started."),
     "recovery_bundle": (_I, "Settled by recovery after a restart."),

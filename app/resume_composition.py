@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.code_text import DIAGNOSTICS, HISTORY_REPLAY_CODES, Severity, describe, highest_severity
+from app.code_text import (
+    DIAGNOSTICS,
+    HISTORY_REPLAY_CODES,
+    LEDGER_DAMAGED,
+    Severity,
+    describe,
+    highest_severity,
+    ledger_check_code,
+)
 from app.host.host_bootstrap import now_ms
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import resume_enabled
@@ -220,12 +228,18 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
         where = ""
         if diagnostic.tool_name or diagnostic.tool_call_id:
             where = f" ({diagnostic.tool_name or 'tool'} {diagnostic.tool_call_id or ''})".rstrip()
-        message = diagnostic.message
-        if diagnostic.code in HISTORY_REPLAY_CODES:
+        code, message = diagnostic.code, diagnostic.message
+        checked = ledger_check_code(diagnostic.code, diagnostic.message)
+        if checked is not None:
+            # A damaged record: the message names only the ledger check's code.
+            code += f" [{checked}]" if checked != diagnostic.code else ""
+            message = f"{describe(checked).sentence} {LEDGER_DAMAGED}"
+        elif diagnostic.code in HISTORY_REPLAY_CODES:
             # The replay's message is only its code: say its sentence and the event instead.
             message = describe(diagnostic.code).sentence
+        if checked is not None or diagnostic.code in HISTORY_REPLAY_CODES:
             where += f" (event {diagnostic.event_id})" if diagnostic.event_id else ""
-        lines.append(f"    - {diagnostic.code}{where}: {message}")
+        lines.append(f"    - {code}{where}: {message}")
         if diagnostic.code == "tool_recovery_parked":
             code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
             found = recovery_sentence(code)
@@ -233,6 +247,11 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
                 lines.append(f"      {found}")
         lines.extend(changed_path_lines(diagnostic.detail))
     return lines
+
+
+def damaged(plan: ContinuationPlan) -> bool:
+    """The park lists a damaged record of the history (the ledger check found an issue)."""
+    return any(ledger_check_code(d.code, d.message) is not None for d in plan.diagnostics)
 
 
 def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> list[str]:
@@ -340,6 +359,13 @@ def plan_summary(
             lines.append(
                 "Once it has ended you can say on the record whether the call ran: maka settle "
                 f"{plan.session_id} {unknown[0].tool_call_id} --ran (or --not-run)."
+            )
+        elif damaged(plan):
+            lines.append(
+                "The saved history is damaged, so saying whether a call ran cannot make this "
+                "run resumable. maka doctor lists every damaged record in the data folder (it "
+                "changes nothing); only a backup of the data folder from before the damage "
+                "could resume it."
             )
         elif unknown:
             alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}

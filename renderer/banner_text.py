@@ -21,9 +21,11 @@ from app.code_text import (
     FILES_DECISION_CODES,
     FILES_DECISION_LATER,
     HISTORY_REPLAY_CODES,
+    LEDGER_DAMAGED,
     WRITE_NOT_DONE_HEADLINE,
     WRITE_NOT_DONE_NEXT_STEP,
     WRITE_NOT_DONE_REASON,
+    ledger_check_code,
     write_did_not_happen,
 )
 from renderer.park_text import Severity, can_try_again, describe, highest_severity, next_step
@@ -238,15 +240,23 @@ def write_not_done(current: SessionResume) -> bool:
 def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
     """``code · tool (call id): message``; the operation is named once, so a message that names
     the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again. The
-    history replay's messages name only their code: its sentence stands for them."""
-    message = diagnostic.message or describe(diagnostic.code).sentence
-    if diagnostic.code in HISTORY_REPLAY_CODES:
-        message = describe(diagnostic.code).sentence
+    history replay's messages and a damaged record's name only their code: its sentence stands
+    for them, with the event it is at."""
+    code = diagnostic.code
+    message = diagnostic.message or describe(code).sentence
+    checked = ledger_check_code(code, diagnostic.message)
+    if checked is not None:
+        code += f" [{checked}]" if checked != diagnostic.code else ""
+        message = f"{describe(checked).sentence} {park_tr(LEDGER_DAMAGED)}"
+    elif code in HISTORY_REPLAY_CODES:
+        message = describe(code).sentence
     call_id = diagnostic.tool_call_id
     where = ""
     if (diagnostic.tool_name or call_id) and not (call_id and call_id in message):
         where = f" · {diagnostic.tool_name or '?'}" + (f" ({call_id})" if call_id else "")
-    return f"{diagnostic.code}{where}: {message}"
+    if diagnostic.event_id and (checked is not None or code in HISTORY_REPLAY_CODES):
+        where += f" · event {diagnostic.event_id}"
+    return f"{code}{where}: {message}"
 
 
 def details_for(current: SessionResume) -> str:

@@ -35,6 +35,8 @@ def wire_diagnostic(
     tool_call_id: str | None = None,
     tool_name: str | None = None,
     detail: Mapping[str, Any] | None = None,
+    *,
+    event_id: str | None = None,
 ) -> ResumeDiagnostic:
     changed, more = _changed_paths(detail or {})
     return ResumeDiagnostic(
@@ -44,6 +46,7 @@ def wire_diagnostic(
         tool_name=tool_name[:200] if tool_name else None,
         changed_paths=changed,
         more_changed_paths=more,
+        event_id=event_id[:200] if event_id else None,
     )
 
 
@@ -86,7 +89,9 @@ def parked_outcome(
         "resume_candidate_missing",
     )
     diagnostics = tuple(
-        wire_diagnostic(d.code, d.message, d.tool_call_id, d.tool_name, d.detail)
+        wire_diagnostic(
+            d.code, d.message, d.tool_call_id, d.tool_name, d.detail, event_id=d.event_id
+        )
         for d in plan.diagnostics[:MAX_DIAGNOSTICS]
     )
     return ResumeParked(

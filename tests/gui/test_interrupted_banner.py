@@ -11,6 +11,7 @@ from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
 from app.bridge_contract import ChangedPath, ResumeDiagnostic
+from app.code_text import LEDGER_DAMAGED
 from renderer import theme
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from renderer.park_text import Severity, describe, next_step
@@ -199,6 +200,36 @@ def test_a_history_replay_code_is_said_in_words(qtbot: QtBot) -> None:
     line = banner.details_label.text().splitlines()[-1]
     assert line == f"unsupported_role: {describe('unsupported_role').sentence}"
     assert "provider replay" not in banner.diagnostics_text()
+
+
+def test_a_damaged_record_is_said_in_words_with_where_it_is(qtbot: QtBot) -> None:
+    """The planner's messages name only the ledger check's code; the details say its sentence,
+    the code, and the event or the tool call."""
+    banner, bridge = _banner(qtbot)
+    damaged = describe("orphan_response").sentence + " " + LEDGER_DAMAGED
+    bridge.push_parked(
+        "s1",
+        ("dangling_tool_state",),
+        (
+            ResumeDiagnostic(
+                code="tool_recovery_corruption",
+                message="generation 1: tool call c9 has corrupt ledger facts (orphan_response)",
+                tool_call_id="c9",
+                tool_name="read_file",
+            ),
+            ResumeDiagnostic(
+                code="tool_ledger_corruption",
+                message="generation 1: ledger issue orphan_response",
+                event_id="toolop_1_response",
+            ),
+        ),
+    )
+    assert banner.details_label.text().splitlines()[-2:] == [
+        f"tool_recovery_corruption [orphan_response] · read_file (c9): {damaged}",
+        f"tool_ledger_corruption [orphan_response] · event toolop_1_response: {damaged}",
+    ]
+    assert "ledger issue" not in banner.diagnostics_text()
+    assert "corrupt ledger facts" not in banner.diagnostics_text()
 
 
 def test_parked_then_try_again_resumes(qtbot: QtBot) -> None:

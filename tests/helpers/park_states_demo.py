@@ -6,8 +6,8 @@
 The window is populated through the fake bridge exactly as the main process would (the same
 pushes, reasons and diagnostics the runtime produces for each case): a deleted folder, a swapped
 workspace marker, a command whose outcome is unknown (and Try again checking once more), a write
-that did not happen, Safe resume turned off, and automatic resume that parked one session and
-continued another.
+that did not happen, a damaged record of the tool history, Safe resume turned off, and automatic
+resume that parked one session and continued another.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ SESSIONS = (
     _session("s-count", "/home/ann/projects/counter", "run echo once >> count.txt"),
     _session("s-hello", "/home/ann/projects/hello", "Write hello.txt saying hi"),
     _session("s-both", "/home/ann/projects/report", "Summarise the logs into report.md"),
+    _session("s-damaged", "/home/ann/projects/notes", "Read a.txt"),
     _session(
         "s-auto",
         "/home/ann/projects/maka-demo",
@@ -114,6 +115,10 @@ ITEMS: dict[str, tuple[bc.TranscriptItem, ...]] = {
             park_reason="dispatch_without_response",
             settleable=True,
         ),
+    ),
+    "s-damaged": (
+        bc.UserMessageItem(item_id="g1", text="Read a.txt"),
+        _card("g2", "read_file", "a.txt", bc.ToolCardStatus.SUCCEEDED),
     ),
     "s-auto": (
         bc.UserMessageItem(item_id="e1", text="Run the test suite"),
@@ -191,6 +196,23 @@ PARKS: dict[str, tuple[tuple[str, ...], tuple[bc.ResumeDiagnostic, ...]]] = {
             ),
         ),
     ),
+    # The saved tool result was damaged on disk: it answers a call id no call has.
+    "s-damaged": (
+        ("dangling_tool_state",),
+        (
+            bc.ResumeDiagnostic(
+                code="tool_recovery_corruption",
+                message="generation 1: tool call c9 has corrupt ledger facts (orphan_response)",
+                tool_call_id="c9",
+                tool_name="read_file",
+            ),
+            bc.ResumeDiagnostic(
+                code="tool_ledger_corruption",
+                message="generation 1: ledger issue orphan_response",
+                event_id="toolop_2d51f5c09b499235c969d97411f6bdff_response",
+            ),
+        ),
+    ),
 }
 
 
@@ -242,6 +264,7 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
         ("s-count", "park-unknown-bash"),
         ("s-hello", "park-write-not-done"),
         ("s-both", "park-unknown-and-changed-files"),
+        ("s-damaged", "park-damaged-record"),
     ):
         open_session(session_id)
         window.banner.request_resume()

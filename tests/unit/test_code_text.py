@@ -16,18 +16,35 @@ from app import code_text
 from app.bridge_contract import BridgeErrorCode
 from app.code_text import (
     HISTORY_REPLAY_CODES,
+    LEDGER_CHECK_CODES,
     Severity,
     can_try_again,
     describe,
+    ledger_check_code,
     next_step_source,
 )
-from runtime.continuation.continuation_replay import SegmentBlockReason
+from runtime.continuation.continuation_replay import (
+    ImmutablePrefix,
+    RunIdentity,
+    SegmentBlocked,
+    SegmentBlockReason,
+    build_segment,
+)
 from runtime.continuation.provider_replay import BLOCKING_REPLAY_CODES, ReplayDiagnosticCode
 from runtime.ledger import codes
+from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import DecodeCode
 from runtime.providers.provider_port import ProviderErrorCode
 from runtime.recovery.file_observation import ObservationProblem
 from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
+from tests.helpers.ledger_builders import (
+    bound_response,
+    call_event,
+    dispatch_event,
+    response_event,
+    user_text,
+    with_changes,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -237,6 +254,62 @@ def test_the_history_replays_words_stand_for_exactly_the_codes_that_block_a_resu
     assert {code.value for code in BLOCKING_REPLAY_CODES} == HISTORY_REPLAY_CODES
     for code in HISTORY_REPLAY_CODES:
         _assert_plain(code)
+
+
+# The resolver's reasons that are not a damaged record: a settled, unknown or parked call.
+NOT_DAMAGE = {
+    "matching_response",
+    "recovery_bundle_completed",
+    "dispatch_without_response",
+    "new_protocol_before_dispatch",
+    "legacy_dispatch_unknown",
+    "reconcile_matches_prior_state",
+    "reconcile_diverged",
+    "reconcile_unreadable",
+    "user_attested_ran",
+    "user_attested_not_run",
+}
+
+
+def test_every_ledger_check_code_that_can_park_has_words() -> None:
+    """A park lists the scanner's issues under tool_ledger_corruption and a corrupt call's
+    resolver reason under tool_recovery_corruption; ``maka plan`` and the banner say these
+    codes' sentences instead of the messages, which name only the code."""
+    scanner = {code.value for code in codes.ScanIssueCode}
+    corrupt_calls = {reason.value for reason in codes.ResolverReason} - NOT_DAMAGE
+    assert scanner | corrupt_calls == LEDGER_CHECK_CODES
+    for code in LEDGER_CHECK_CODES:
+        _assert_plain(code)
+        assert "resume" not in describe(code).sentence, "the sentence says what is wrong only"
+
+
+def _segment_issues(*events: RuntimeEvent) -> list[tuple[str, str]]:
+    identity = RunIdentity("sess-1", "inv-1", "run-1", "turn-1")
+    blocked = build_segment(ImmutablePrefix(identity, events, len(events), ""))
+    assert isinstance(blocked, SegmentBlocked)
+    return [(issue.code, f"generation 1: {issue.message}") for issue in blocked.issues]
+
+
+def test_a_damaged_records_message_names_its_ledger_check_code() -> None:
+    """The planner's own messages, read back: the code they end with is the one worded."""
+    user = user_text(marker=True)
+    orphan = response_event(call_event("call-9"), ts=5)
+    issues = _segment_issues(user, orphan)
+    assert [code for code, _ in issues] == ["tool_recovery_corruption", "tool_ledger_corruption"]
+    assert [ledger_check_code(*issue) for issue in issues] == ["orphan_response"] * 2
+
+    call = call_event("call-1")
+    model_side = with_changes(bound_response(call), role="model", author="agent")
+    issues = _segment_issues(user, call, dispatch_event(call), model_side)
+    assert ("tool_ledger_corruption", "generation 1: ledger issue semantic_lane_conflict") in issues
+    assert ledger_check_code(*issues[-1]) == "semantic_lane_conflict"
+
+
+def test_only_a_damaged_record_is_read_as_a_ledger_check_code() -> None:
+    assert ledger_check_code("pending_tool_result", "tool call (orphan_response)") is None
+    assert ledger_check_code("unsupported_role", "provider replay: unsupported_role") is None
+    # A message naming no code it knows: the diagnostic's own sentence stands for it.
+    assert ledger_check_code("tool_ledger_corruption", "ledger issue x") == "tool_ledger_corruption"
 
 
 def test_the_walk_catches_a_missing_sentence() -> None:

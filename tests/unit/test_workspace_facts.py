@@ -140,6 +140,19 @@ def test_the_desktop_carries_a_drifts_changed_files_to_the_banner() -> None:
     assert diagnostic.more_changed_paths == 10
 
 
+def test_the_desktop_carries_where_a_damaged_record_is_to_the_banner() -> None:
+    from app.host.resume_wire import parked_outcome as _parked
+    from runtime.continuation.continuation_planner import ContinuationPlan, PlanDiagnostic
+    from runtime.ledger.codes import ParkReason
+
+    damaged = PlanDiagnostic(
+        "tool_ledger_corruption", "generation 1: ledger issue orphan_response", "evt-9"
+    )
+    plan = ContinuationPlan("s", "r", (ParkReason.DANGLING_TOOL_STATE,), (damaged,))
+    [diagnostic] = _parked(plan).diagnostics
+    assert (diagnostic.code, diagnostic.event_id) == ("tool_ledger_corruption", "evt-9")
+
+
 def _git_v1_first() -> RuntimeEvent:
     first = user_text(marker=True, ids=IDS)
     first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
