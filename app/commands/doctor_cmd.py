@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK
+from app.code_text import LEDGER_CHECK_CODES, describe
 
 if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier
@@ -220,7 +221,10 @@ def run(args: argparse.Namespace) -> int:
             )
             if part
         )
-        lines.append(f"PROBLEM [{problem.code}] {where + ': ' if where else ''}{problem.message}")
+        message = problem.message
+        if message == f"tool ledger issue {problem.code}" and problem.code in LEDGER_CHECK_CODES:
+            message = describe(problem.code).sentence  # the scanner's message is only its code
+        lines.append(f"PROBLEM [{problem.code}] {where + ': ' if where else ''}{message}")
     lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
     _emit(args, document, lines)
     if not report.ok:

@@ -129,3 +129,12 @@ def test_plan_and_resume_say_what_is_damaged_in_words(
     }
     assert parked["rejectionReasons"] == ["dangling_tool_state"]
     assert len(committed_runs(data)) == 1  # nothing was started
+
+    # maka doctor, which the advice names, says the same words at the run and the event.
+    checked = maka(["doctor"], data, env=env)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    code = lines[-1][1]
+    run = committed_runs(data)[0][0].run_id
+    problem = f"PROBLEM [{code}] run {run} event {event}: {describe(code).sentence}"
+    assert problem in checked.stdout.splitlines(), checked.stdout
+    assert "tool ledger issue" not in checked.stdout
