@@ -711,6 +711,15 @@ def next_step_source(codes: Iterable[str], diagnostic_codes: Iterable[str] | Non
     """The (untranslated) sentence saying what to do after a park with ``codes``."""
     codes = tuple(codes)
     worst = highest_severity(codes)
+    diagnostic_codes = None if diagnostic_codes is None else tuple(diagnostic_codes)
+    if (
+        diagnostic_codes is not None
+        and record_damaged(codes, diagnostic_codes)
+        and "background_operation_pending" not in codes
+        and "workspace_folder_missing" not in codes
+    ):
+        # (a command still running, or a folder that is gone, comes first)
+        return DAMAGED_RECORD_NEXT_STEP
     if (
         "background_operation_pending" in codes
         and describe("background_operation_pending").severity is worst
@@ -739,11 +748,56 @@ def highest_severity(codes: Iterable[str]) -> Severity:
 def can_try_again(codes: Iterable[str], diagnostic_codes: Iterable[str] = ()) -> bool:
     """True when at least one reason is one the user can change, so checking again may help:
     the listed ones, or an unknown tool outcome (``pending_tool_result``) the user can settle by
-    confirming whether the call ran."""
-    codes = tuple(codes)
+    confirming whether the call ran (unless a record is damaged too: confirming cannot lift
+    that)."""
+    codes, diagnostic_codes = tuple(codes), tuple(diagnostic_codes)
     if any(code in CHANGEABLE for code in codes):
         return True
-    return "dangling_tool_state" in codes and "pending_tool_result" in tuple(diagnostic_codes)
+    return (
+        "dangling_tool_state" in codes
+        and "pending_tool_result" in diagnostic_codes
+        and not record_damaged(codes, diagnostic_codes)
+    )
+
+
+# A park whose tool calls include a damaged record (the ledger check found an issue): its
+# ``dangling_tool_state`` is not an outcome to settle but a history Maka will not resume over, so
+# the headline, the reason, the next step and the severity say so. The code stays the same.
+DAMAGED_RECORD_DIAGNOSTICS: frozenset[str] = frozenset(
+    {
+        "tool_recovery_corruption",
+        "tool_ledger_corruption",
+        "duplicate_event_id",
+        "semantic_lane_conflict",
+        "protocol_marker_invalid",
+        "unmatched_tool_result",
+        "tool_name_mismatch",
+    }
+)
+DAMAGED_RECORD_HEADLINE = "The saved history is damaged, so this run cannot be resumed."
+DAMAGED_RECORD_REASON = (
+    "A tool call's saved record is damaged, and Maka will not resume over it; saying whether "
+    "the call ran cannot repair it."
+)
+DAMAGED_RECORD_NEXT_STEP = (
+    "Check what the interrupted tool calls may have changed, then send a new message to carry "
+    "on. maka doctor (in a terminal) lists every damaged record; only a backup of Maka's data "
+    "folder from before the damage could resume this run."
+)
+
+
+def record_damaged(reasons: Iterable[str], diagnostic_codes: Iterable[str]) -> bool:
+    """True when the park's unsettled tool state includes a damaged record."""
+    return "dangling_tool_state" in tuple(reasons) and any(
+        code in DAMAGED_RECORD_DIAGNOSTICS for code in diagnostic_codes
+    )
+
+
+def park_severity(reasons: Iterable[str], diagnostic_codes: Iterable[str]) -> Severity:
+    """The park's severity: its most serious reason's, or ``error`` when a record is damaged
+    (CODES.md: the ledger is not in a trustworthy state)."""
+    reasons = tuple(reasons)
+    return _E if record_damaged(reasons, diagnostic_codes) else highest_severity(reasons)
 
 
 # A park whose only unsettled tool calls are file writes that recovery found did not happen: the

@@ -13,13 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.code_text import (
+    DAMAGED_RECORD_REASON,
     DIAGNOSTICS,
     HISTORY_REPLAY_CODES,
+    LEDGER_CHECK_CODES,
     LEDGER_DAMAGED,
     Severity,
     describe,
     highest_severity,
     ledger_check_code,
+    park_severity,
+    record_damaged,
 )
 from app.host.host_bootstrap import now_ms
 from app.host.resume_seam import continuation_resume_service, resume_service
@@ -111,6 +115,10 @@ RECOVERY_CODES = (
 
 
 def recovery_sentence(code: str) -> str | None:
+    """What recovery found about a tool call (``code``: the resolver's reason), or, for a
+    damaged record, what is wrong with it."""
+    if code in LEDGER_CHECK_CODES:
+        return f"{describe(code).sentence} {LEDGER_DAMAGED}"
     if code not in RECOVERY_CODES or code not in DIAGNOSTICS:
         return None
     return DIAGNOSTICS[code][1]
@@ -221,9 +229,15 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
     or unsettled tool call also gets a sentence saying what recovery found; ``reasons`` maps tool
     call ids to resolver reasons (else the reason code named in the diagnostic is used)."""
     lines: list[str] = []
+    broken = damaged(plan)
     for reason in plan.rejection_reasons:
         text = describe(reason.value)
-        lines.append(f"  [{text.severity}] {reason.value}: {text.sentence}")
+        severity, sentence = text.severity, text.sentence
+        if broken and reason.value == "dangling_tool_state":
+            # Not an outcome to settle: a record Maka will not resume over.
+            severity = park_severity(_codes(plan), (d.code for d in plan.diagnostics))
+            sentence = DAMAGED_RECORD_REASON
+        lines.append(f"  [{severity}] {reason.value}: {sentence}")
     for diagnostic in plan.diagnostics:
         where = ""
         if diagnostic.tool_name or diagnostic.tool_call_id:
@@ -249,9 +263,13 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
     return lines
 
 
+def _codes(plan: ContinuationPlan) -> tuple[str, ...]:
+    return tuple(reason.value for reason in plan.rejection_reasons)
+
+
 def damaged(plan: ContinuationPlan) -> bool:
-    """The park lists a damaged record of the history (the ledger check found an issue)."""
-    return any(ledger_check_code(d.code, d.message) is not None for d in plan.diagnostics)
+    """The park's unsettled tool state includes a damaged record of the history."""
+    return record_damaged(_codes(plan), (d.code for d in plan.diagnostics))
 
 
 def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> list[str]:
@@ -344,10 +362,16 @@ def plan_summary(
                     f"{plan.session_id} MESSAGE, or the desktop)."
                 )
             else:
+                # A damaged record stays: the line below says what can and cannot help.
+                until = (
+                    ""
+                    if damaged(plan)
+                    else " Safe resume stays parked until the reasons above change."
+                )
                 lines.append(
                     "What next: check what the interrupted calls may have changed, then carry on "
                     f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
-                    f"desktop){told}. Safe resume stays parked until the reasons above change."
+                    f"desktop){told}.{until}"
                 )
         unknown = [
             op.decision
@@ -355,17 +379,17 @@ def plan_summary(
             if op.decision.reason.value == "dispatch_without_response"
         ]
         running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
-        if unknown and running:
+        if damaged(plan):
+            # Saying whether a call ran cannot lift it, nor can clearing the other reasons.
+            lines.append(
+                "maka doctor lists every damaged record in the data folder (it changes "
+                "nothing); only a backup of the data folder from before the damage could "
+                "resume this run."
+            )
+        elif unknown and running:
             lines.append(
                 "Once it has ended you can say on the record whether the call ran: maka settle "
                 f"{plan.session_id} {unknown[0].tool_call_id} --ran (or --not-run)."
-            )
-        elif damaged(plan):
-            lines.append(
-                "The saved history is damaged, so saying whether a call ran cannot make this "
-                "run resumable. maka doctor lists every damaged record in the data folder (it "
-                "changes nothing); only a backup of the data folder from before the damage "
-                "could resume it."
             )
         elif unknown:
             alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}
@@ -379,7 +403,8 @@ def plan_summary(
                 f"record: maka settle {plan.session_id} {unknown[0].tool_call_id} --ran (or "
                 f"--not-run) [--note TEXT]. {then}"
             )
-        lines.extend(_later_workspace_advice(plan))
+        if not damaged(plan):
+            lines.extend(_later_workspace_advice(plan))
     if plan.transitions:
         lines.append("Workspace decisions in this lineage:")
         lines.extend(f"  run {t['runId']}: {t['text']}" for t in plan.transitions)

@@ -18,6 +18,8 @@ from PySide6.QtCore import QCoreApplication
 
 from app.bridge_contract import ResumeDiagnostic
 from app.code_text import (
+    DAMAGED_RECORD_HEADLINE,
+    DAMAGED_RECORD_REASON,
     FILES_DECISION_CODES,
     FILES_DECISION_LATER,
     HISTORY_REPLAY_CODES,
@@ -26,6 +28,8 @@ from app.code_text import (
     WRITE_NOT_DONE_NEXT_STEP,
     WRITE_NOT_DONE_REASON,
     ledger_check_code,
+    park_severity,
+    record_damaged,
     write_did_not_happen,
 )
 from renderer.park_text import Severity, can_try_again, describe, highest_severity, next_step
@@ -152,6 +156,8 @@ def copy_for(
             )
         if highest_severity(current.reasons) is Severity.INFO:
             title = _tr("Nothing to resume right now.")
+        elif damaged(current):
+            title = park_tr(DAMAGED_RECORD_HEADLINE)
         elif current.automatic and not current.checked_at:
             title = _tr("Automatic resume is on hold.")
         else:
@@ -231,6 +237,32 @@ def park_tr(text: str) -> str:
     return QCoreApplication.translate("ParkText", text)
 
 
+def damaged(current: SessionResume) -> bool:
+    """The park's unsettled tool state includes a damaged record of the history."""
+    return record_damaged(current.reasons, (d.code for d in current.diagnostics))
+
+
+def severity_of(current: SessionResume) -> Severity:
+    """The parked banner's severity: ``error`` when a record is damaged."""
+    return park_severity(current.reasons, (d.code for d in current.diagnostics))
+
+
+def reason_severity(current: SessionResume, code: str) -> Severity:
+    """One reason's severity as the details show it (a damaged record makes its
+    ``dangling_tool_state`` an error)."""
+    return (
+        severity_of(current)
+        if code == "dangling_tool_state" and damaged(current)
+        else (describe(code).severity)
+    )
+
+
+def reason_sentence(current: SessionResume, code: str) -> str:
+    if code == "dangling_tool_state" and damaged(current):
+        return park_tr(DAMAGED_RECORD_REASON)
+    return describe(code).sentence
+
+
 def write_not_done(current: SessionResume) -> bool:
     return write_did_not_happen(
         current.reasons, ((d.code, d.tool_call_id) for d in current.diagnostics)
@@ -260,7 +292,7 @@ def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
 
 
 def details_for(current: SessionResume) -> str:
-    lines = [f"{code}  [{describe(code).severity.value}]" for code in current.reasons]
+    lines = [f"{code}  [{reason_severity(current, code).value}]" for code in current.reasons]
     if current.diagnostics:
         lines.append("")
         lines.extend(diagnostic_line(d) for d in current.diagnostics)
@@ -273,7 +305,7 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
     not_done = write_not_done(current)
     found: list[tuple[str, str]] = []
     for code in current.reasons:
-        sentence = describe(code).sentence
+        sentence = reason_sentence(current, code)
         if not_done:
             sentence = park_tr(WRITE_NOT_DONE_REASON)
         elif code == "workspace_folder_missing" and folder:
@@ -299,8 +331,8 @@ def diagnostics_block(session_id: str | None, current: SessionResume) -> str:
     if current.reasons:
         lines.append("reasons:")
         for code in current.reasons:
-            text = describe(code)
-            lines.append(f"  {code} ({text.severity.value}): {text.sentence}")
+            severity, sentence = reason_severity(current, code), reason_sentence(current, code)
+            lines.append(f"  {code} ({severity.value}): {sentence}")
     if current.diagnostics:
         lines.append("diagnostics:")
         lines.extend(f"  {diagnostic_line(d)}" for d in current.diagnostics)

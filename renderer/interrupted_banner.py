@@ -60,10 +60,11 @@ from renderer.banner_text import (
     offers_try_again,
     reason_sentences,
     rebaseline_note,
+    severity_of,
     with_full_stop,
 )
 from renderer.bridge_port import BridgePort, ConnectionState
-from renderer.park_text import Severity, highest_severity
+from renderer.park_text import Severity
 from renderer.restore_dialog import ask_restore_target
 from renderer.tinted_panel import TintedPanel
 from renderer.visible_text import visible
@@ -434,7 +435,7 @@ class InterruptedBanner(TintedPanel):
     def _severity(self) -> Severity:
         state = self.state
         if state is BannerState.PARKED:
-            return highest_severity(self._current().reasons)
+            return severity_of(self._current())
         if state is BannerState.FAILED:
             return Severity.ERROR
         if state is BannerState.DISABLED:

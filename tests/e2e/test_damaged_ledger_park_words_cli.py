@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.code_text import LEDGER_DAMAGED, describe
+from app.code_text import DAMAGED_RECORD_REASON, LEDGER_DAMAGED, describe
 from storage.sqlite_connection import DATABASE_NAME
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -80,7 +80,7 @@ def _damaged_session(tmp_path: Path, damage: Any) -> tuple[Path, str, str, dict[
 
 
 @pytest.mark.parametrize(
-    ("damage", "lines"),
+    ("damage", "lines", "calls"),
     [
         (
             _orphan,
@@ -88,6 +88,7 @@ def _damaged_session(tmp_path: Path, damage: Any) -> tuple[Path, str, str, dict[
                 ("tool_recovery_corruption [orphan_response] (read_file c9)", "orphan_response"),
                 ("tool_ledger_corruption [orphan_response] (event {event})", "orphan_response"),
             ],
+            [("  read_file c9: corruption (orphan_response)", "orphan_response")],
         ),
         (
             _wrong_side,
@@ -97,18 +98,23 @@ def _damaged_session(tmp_path: Path, damage: Any) -> tuple[Path, str, str, dict[
                     "semantic_lane_conflict",
                 )
             ],
+            [],
         ),
     ],
     ids=["orphan_response", "semantic_lane_conflict"],
 )
 def test_plan_and_resume_say_what_is_damaged_in_words(
-    tmp_path: Path, damage: Any, lines: list[tuple[str, str]]
+    tmp_path: Path, damage: Any, lines: list[tuple[str, str]], calls: list[tuple[str, str]]
 ) -> None:
     data, session, event, env = _damaged_session(tmp_path, damage)
     for command in ("plan", "resume"):
         shown = maka([command, session], data, env=env)
         assert shown.returncode == 3, shown.stdout + shown.stderr
-        assert "[warn] dangling_tool_state:" in shown.stdout
+        # The reason says the record is damaged, at the severity of a damaged ledger; the code
+        # stays the same.
+        assert f"  [error] dangling_tool_state: {DAMAGED_RECORD_REASON}" in shown.stdout
+        assert "[warn]" not in shown.stdout
+        assert describe("dangling_tool_state").sentence not in shown.stdout
         for head, code in lines:
             sentence = f"{describe(code).sentence} {LEDGER_DAMAGED}"
             assert f"    - {head.format(event=event)}: {sentence}" in shown.stdout, shown.stdout
@@ -117,7 +123,16 @@ def test_plan_and_resume_say_what_is_damaged_in_words(
         # Saying whether a call ran cannot lift a damaged record: no settle advice.
         assert "maka settle" not in shown.stdout
         assert "maka doctor lists every damaged record" in shown.stdout
+        assert "backup of the data folder from before the damage" in shown.stdout
+        # A new message does carry the session on (checked below); waiting for the reasons to
+        # change does not.
+        assert "carry on with a new message" in shown.stdout
+        assert "until the reasons above change" not in shown.stdout
         assert "Traceback" not in shown.stderr
+    # The tool calls list says what is wrong with a damaged call too.
+    shown = maka(["plan", session], data, env=env)
+    for head, code in calls:
+        assert f"{head}: {describe(code).sentence} {LEDGER_DAMAGED}" in shown.stdout.splitlines()
 
     # The JSON keeps its fields as they were (the messages name the codes for tools).
     parked = json.loads(maka(["plan", session, "--json"], data, env=env).stdout)
@@ -138,3 +153,13 @@ def test_plan_and_resume_say_what_is_damaged_in_words(
     problem = f"PROBLEM [{code}] run {run} event {event}: {describe(code).sentence}"
     assert problem in checked.stdout.splitlines(), checked.stdout
     assert "tool ledger issue" not in checked.stdout
+
+    # And the way on the advice names works: a new message carries the session on.
+    more = write_script(tmp_path / "more.json", [[{"text": "unused"}], [{"text": "Carrying on."}]])
+    carried = maka(
+        ["run", "--session", session, "--permission-mode", "auto", "go on"],
+        data,
+        env={**env, **scripted_env(more)},
+    )
+    assert carried.returncode == 0, carried.stdout + carried.stderr
+    assert "Carrying on." in carried.stdout

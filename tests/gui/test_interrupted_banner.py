@@ -11,7 +11,12 @@ from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
 from app.bridge_contract import ChangedPath, ResumeDiagnostic
-from app.code_text import LEDGER_DAMAGED
+from app.code_text import (
+    DAMAGED_RECORD_HEADLINE,
+    DAMAGED_RECORD_NEXT_STEP,
+    DAMAGED_RECORD_REASON,
+    LEDGER_DAMAGED,
+)
 from renderer import theme
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from renderer.park_text import Severity, describe, next_step
@@ -230,6 +235,47 @@ def test_a_damaged_record_is_said_in_words_with_where_it_is(qtbot: QtBot) -> Non
     ]
     assert "ledger issue" not in banner.diagnostics_text()
     assert "corrupt ledger facts" not in banner.diagnostics_text()
+
+
+def test_a_damaged_record_is_the_banners_story_not_an_unknown_outcome(qtbot: QtBot) -> None:
+    """With an unknown outcome beside the damage, the headline, the reason, the next step and
+    the colour say the history is damaged and what helps (a new message; maka doctor; a
+    backup), and no Try again is offered: saying whether a call ran cannot lift the damage."""
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    bridge.push_parked(
+        "s1",
+        ("dangling_tool_state",),
+        (
+            ResumeDiagnostic(code="pending_tool_result", message="no result", tool_call_id="c1"),
+            ResumeDiagnostic(
+                code="tool_ledger_corruption",
+                message="generation 1: ledger issue orphan_response",
+                event_id="toolop_1_response",
+            ),
+        ),
+    )
+    assert banner.title_label.text() == DAMAGED_RECORD_HEADLINE
+    assert [label.text() for label in banner.reason_labels] == [f"•  {DAMAGED_RECORD_REASON}"]
+    body = banner.body_label.text()
+    assert body == DAMAGED_RECORD_NEXT_STEP
+    assert "new message" in body and "maka doctor" in body and "backup" in body
+    assert "confirm whether it ran" not in body
+    assert not banner.action_button.isVisible(), "checking again cannot lift the damage"
+    assert banner.property("severity") == Severity.ERROR.value
+    assert banner.details_label.text().splitlines()[0] == "dangling_tool_state  [error]"
+    assert f"dangling_tool_state (error): {DAMAGED_RECORD_REASON}" in banner.diagnostics_text()
+
+    # The same unknown outcome without the damage keeps its own words and Try again.
+    bridge.push_parked(
+        "s1",
+        ("dangling_tool_state",),
+        (ResumeDiagnostic(code="pending_tool_result", message="no result", tool_call_id="c1"),),
+    )
+    assert banner.title_label.text() != DAMAGED_RECORD_HEADLINE
+    assert banner.reason_labels[0].text() == "•  " + describe("dangling_tool_state").sentence
+    assert banner.property("severity") == Severity.WARN.value
+    assert banner.action_button.isVisible()
 
 
 def test_parked_then_try_again_resumes(qtbot: QtBot) -> None:

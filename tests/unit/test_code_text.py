@@ -22,6 +22,8 @@ from app.code_text import (
     describe,
     ledger_check_code,
     next_step_source,
+    park_severity,
+    record_damaged,
 )
 from runtime.continuation.continuation_replay import (
     ImmutablePrefix,
@@ -352,6 +354,38 @@ def test_try_again_is_only_for_reasons_the_user_can_change() -> None:
     # decided by the ledger alone: a later check can never come out differently
     assert not can_try_again(["workspace_checkpoint_stale"])
     assert not can_try_again(["dangling_tool_state", "workspace_checkpoint_stale"])
+
+
+def test_a_damaged_record_is_every_error_diagnostic_of_an_unsettled_tool_state() -> None:
+    """The diagnostics that come with ``dangling_tool_state`` and mean the ledger is not in a
+    trustworthy state (error) are the damaged records; the one other error diagnostic is a
+    park reason's own note."""
+    errors = {c.value for c in codes.DiagnosticCode if describe(c.value).severity is Severity.ERROR}
+    assert errors - {"runtime_offset_mismatch"} == code_text.DAMAGED_RECORD_DIAGNOSTICS
+
+
+def test_a_damaged_record_changes_the_next_step_the_severity_and_try_again() -> None:
+    damaged = ["pending_tool_result", "tool_ledger_corruption"]
+    assert record_damaged(["dangling_tool_state"], damaged)
+    assert not record_damaged(["dangling_tool_state"], ["pending_tool_result"])
+    assert not record_damaged(["workspace_drift"], damaged), "only an unsettled tool state"
+    step = next_step_source(["dangling_tool_state"], damaged)
+    assert step == code_text.DAMAGED_RECORD_NEXT_STEP
+    assert "new message" in step and "maka doctor" in step and "backup" in step
+    assert "confirm whether it ran" not in step
+    # Confirming whether a call ran cannot lift the damage; a reason the user can change can.
+    assert can_try_again(["dangling_tool_state"], ["pending_tool_result"])
+    assert not can_try_again(["dangling_tool_state"], damaged)
+    assert can_try_again(["dangling_tool_state", "tool_catalog_mismatch"], damaged)
+    assert park_severity(["dangling_tool_state"], damaged) is Severity.ERROR
+    assert park_severity(["dangling_tool_state"], ["pending_tool_result"]) is Severity.WARN
+    # A command still running, or a folder that is gone, is still said first.
+    for first in ("background_operation_pending", "workspace_folder_missing"):
+        assert next_step_source(["dangling_tool_state", first], damaged) == next_step_source(
+            [first]
+        )
+    # Without the diagnostics (the folder's own headline, say) nothing changes.
+    assert next_step_source(["dangling_tool_state"]) == code_text.NEXT_STEPS["dangling_tool_state"]
 
 
 def test_the_table_module_imports_no_qt() -> None:
