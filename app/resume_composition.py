@@ -12,22 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.code_text import (
+from app.code_text import DIAGNOSTICS, Severity, describe, highest_severity
+from app.host.host_bootstrap import now_ms
+from app.host.resume_seam import continuation_resume_service, resume_service
+from app.host.resume_switch import resume_enabled
+from app.park_guidance import (
     DAMAGED_RECORD_REASON,
-    DIAGNOSTICS,
     HISTORY_REPLAY_CODES,
     LEDGER_CHECK_CODES,
     LEDGER_DAMAGED,
-    Severity,
-    describe,
-    highest_severity,
     ledger_check_code,
     park_severity,
     record_damaged,
 )
-from app.host.host_bootstrap import now_ms
-from app.host.resume_seam import continuation_resume_service, resume_service
-from app.host.resume_switch import resume_enabled
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeService, ResumeStore

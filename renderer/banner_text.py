@@ -17,7 +17,7 @@ from enum import StrEnum
 from PySide6.QtCore import QCoreApplication
 
 from app.bridge_contract import ResumeDiagnostic
-from app.code_text import (
+from app.park_guidance import (
     DAMAGED_RECORD_HEADLINE,
     DAMAGED_RECORD_REASON,
     FILES_DECISION_CODES,

@@ -1,6 +1,7 @@
-"""The renderer's view of the one code table (``app/code_text.py``), translated with Qt.
+"""The renderer's view of the one code table (``app/code_text.py``) and of the next steps
+(``app/park_guidance.py``), translated with Qt.
 
-The table itself is Qt-free so the CLI and the TUI print the same words without loading Qt;
+Both are Qt-free so the CLI and the TUI print the same words without loading Qt;
 this module only passes each English source string through
 ``QCoreApplication.translate("ParkText", ...)``, so a loaded ``QTranslator`` localises them.
 """
@@ -12,19 +13,21 @@ from collections.abc import Iterable
 from PySide6.QtCore import QCoreApplication
 
 from app.code_text import (
-    CHANGEABLE,
     DIAGNOSTICS,
     FAILURES,
-    NEXT_STEP_BY_SEVERITY,
-    NEXT_STEPS,
     PARK_REASONS,
     REVALIDATION,
     UNKNOWN_CODE,
     CodeText,
     Severity,
-    can_try_again,
     highest_severity,
     lookup,
+)
+from app.park_guidance import (
+    CHANGEABLE,
+    NEXT_STEP_BY_SEVERITY,
+    NEXT_STEPS,
+    can_try_again,
     next_step_source,
 )
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK
-from app.code_text import LEDGER_CHECK_CODES, describe
+from app.code_text import describe
+from app.park_guidance import LEDGER_CHECK_CODES
 
 if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier

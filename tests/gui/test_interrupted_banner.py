@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
 from app.bridge_contract import ChangedPath, ResumeDiagnostic
-from app.code_text import (
+from app.park_guidance import (
     DAMAGED_RECORD_HEADLINE,
     DAMAGED_RECORD_NEXT_STEP,
     DAMAGED_RECORD_REASON,

@@ -12,41 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from app import code_text
 from app.bridge_contract import BridgeErrorCode
-from app.code_text import (
+from app.code_text import describe
+from app.park_guidance import (
     HISTORY_REPLAY_CODES,
     LEDGER_CHECK_CODES,
-    Severity,
-    can_try_again,
-    describe,
-    ledger_check_code,
-    next_step_source,
-    park_severity,
-    record_damaged,
 )
 from runtime.continuation.continuation_replay import (
-    ImmutablePrefix,
-    RunIdentity,
-    SegmentBlocked,
     SegmentBlockReason,
-    build_segment,
 )
 from runtime.continuation.provider_replay import BLOCKING_REPLAY_CODES, ReplayDiagnosticCode
 from runtime.ledger import codes
-from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import DecodeCode
 from runtime.providers.provider_port import ProviderErrorCode
 from runtime.recovery.file_observation import ObservationProblem
 from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
-from tests.helpers.ledger_builders import (
-    bound_response,
-    call_event,
-    dispatch_event,
-    response_event,
-    user_text,
-    with_changes,
-)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -285,107 +265,9 @@ def test_every_ledger_check_code_that_can_park_has_words() -> None:
         assert "resume" not in describe(code).sentence, "the sentence says what is wrong only"
 
 
-def _segment_issues(*events: RuntimeEvent) -> list[tuple[str, str]]:
-    identity = RunIdentity("sess-1", "inv-1", "run-1", "turn-1")
-    blocked = build_segment(ImmutablePrefix(identity, events, len(events), ""))
-    assert isinstance(blocked, SegmentBlocked)
-    return [(issue.code, f"generation 1: {issue.message}") for issue in blocked.issues]
-
-
-def test_a_damaged_records_message_names_its_ledger_check_code() -> None:
-    """The planner's own messages, read back: the code they end with is the one worded."""
-    user = user_text(marker=True)
-    orphan = response_event(call_event("call-9"), ts=5)
-    issues = _segment_issues(user, orphan)
-    assert [code for code, _ in issues] == ["tool_recovery_corruption", "tool_ledger_corruption"]
-    assert [ledger_check_code(*issue) for issue in issues] == ["orphan_response"] * 2
-
-    call = call_event("call-1")
-    model_side = with_changes(bound_response(call), role="model", author="agent")
-    issues = _segment_issues(user, call, dispatch_event(call), model_side)
-    assert ("tool_ledger_corruption", "generation 1: ledger issue semantic_lane_conflict") in issues
-    assert ledger_check_code(*issues[-1]) == "semantic_lane_conflict"
-
-
-def test_only_a_damaged_record_is_read_as_a_ledger_check_code() -> None:
-    assert ledger_check_code("pending_tool_result", "tool call (orphan_response)") is None
-    assert ledger_check_code("unsupported_role", "provider replay: unsupported_role") is None
-    # A message naming no code it knows: the diagnostic's own sentence stands for it.
-    assert ledger_check_code("tool_ledger_corruption", "ledger issue x") == "tool_ledger_corruption"
-
-
 def test_the_walk_catches_a_missing_sentence() -> None:
     with pytest.raises(AssertionError, match="no sentence"):
         _assert_plain("a_code_nobody_wrote_words_for")
-
-
-def test_every_warn_or_error_park_reason_has_a_next_step() -> None:
-    for code, (severity, _sentence) in code_text.PARK_REASONS.items():
-        if severity is not Severity.INFO or code == "resume_feature_disabled":
-            step = next_step_source([code])
-            assert step.endswith("."), code
-            assert "MAKA_" not in step, "the next step points at Settings, not at a variable"
-
-
-def test_the_flag_off_next_step_points_at_settings() -> None:
-    assert "Settings" in next_step_source(["resume_feature_disabled"])
-
-
-def test_a_stale_snapshot_does_not_say_a_command_after_a_write() -> None:
-    """A crash right after a write parks with it as well as after a command."""
-    step = next_step_source(["workspace_checkpoint_stale"])
-    assert "write" in step and not step.startswith("A command may")
-
-
-def test_a_missing_folder_offers_locate_and_remove() -> None:
-    assert describe("workspace_folder_missing").severity is Severity.WARN
-    step = next_step_source(["workspace_folder_missing"])
-    assert "Locate folder" in step and "Remove session" in step
-
-
-def test_try_again_is_only_for_reasons_the_user_can_change() -> None:
-    assert can_try_again(["workspace_identity_mismatch"])
-    assert can_try_again(["dangling_tool_state", "background_operation_pending"])
-    assert not can_try_again(["dangling_tool_state"])
-    assert not can_try_again(["workspace_identity_missing"])
-    assert not can_try_again(["runtime_lineage_cycle"])
-    assert not can_try_again([])
-    assert can_try_again(["workspace_drift"])  # putting the files back clears it
-    # decided by the ledger alone: a later check can never come out differently
-    assert not can_try_again(["workspace_checkpoint_stale"])
-    assert not can_try_again(["dangling_tool_state", "workspace_checkpoint_stale"])
-
-
-def test_a_damaged_record_is_every_error_diagnostic_of_an_unsettled_tool_state() -> None:
-    """The diagnostics that come with ``dangling_tool_state`` and mean the ledger is not in a
-    trustworthy state (error) are the damaged records; the one other error diagnostic is a
-    park reason's own note."""
-    errors = {c.value for c in codes.DiagnosticCode if describe(c.value).severity is Severity.ERROR}
-    assert errors - {"runtime_offset_mismatch"} == code_text.DAMAGED_RECORD_DIAGNOSTICS
-
-
-def test_a_damaged_record_changes_the_next_step_the_severity_and_try_again() -> None:
-    damaged = ["pending_tool_result", "tool_ledger_corruption"]
-    assert record_damaged(["dangling_tool_state"], damaged)
-    assert not record_damaged(["dangling_tool_state"], ["pending_tool_result"])
-    assert not record_damaged(["workspace_drift"], damaged), "only an unsettled tool state"
-    step = next_step_source(["dangling_tool_state"], damaged)
-    assert step == code_text.DAMAGED_RECORD_NEXT_STEP
-    assert "new message" in step and "maka doctor" in step and "backup" in step
-    assert "confirm whether it ran" not in step
-    # Confirming whether a call ran cannot lift the damage; a reason the user can change can.
-    assert can_try_again(["dangling_tool_state"], ["pending_tool_result"])
-    assert not can_try_again(["dangling_tool_state"], damaged)
-    assert can_try_again(["dangling_tool_state", "tool_catalog_mismatch"], damaged)
-    assert park_severity(["dangling_tool_state"], damaged) is Severity.ERROR
-    assert park_severity(["dangling_tool_state"], ["pending_tool_result"]) is Severity.WARN
-    # A command still running, or a folder that is gone, is still said first.
-    for first in ("background_operation_pending", "workspace_folder_missing"):
-        assert next_step_source(["dangling_tool_state", first], damaged) == next_step_source(
-            [first]
-        )
-    # Without the diagnostics (the folder's own headline, say) nothing changes.
-    assert next_step_source(["dangling_tool_state"]) == code_text.NEXT_STEPS["dangling_tool_state"]
 
 
 def test_the_table_module_imports_no_qt() -> None:
@@ -397,40 +279,3 @@ def test_the_table_module_imports_no_qt() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
-
-
-@pytest.mark.parametrize(
-    ("diagnostics", "expected"),
-    [
-        ([("tool_recovery_parked", "w1"), ("reconcile_matches_prior_state", "w1")], True),
-        (
-            [
-                ("tool_recovery_parked", "w1"),
-                ("workspace_checkpoint_unavailable", None),
-                ("reconcile_matches_prior_state", "w1"),
-            ],
-            True,
-        ),
-        (
-            [
-                ("tool_recovery_parked", "w1"),
-                ("workspace_verified", None),
-                ("reconcile_matches_prior_state", "w1"),
-                ("write_temp_file_left", "w1"),
-            ],
-            True,
-        ),
-        ([("tool_recovery_parked", "w1"), ("pending_tool_result", "b2")], False),
-        ([("pending_tool_result", "w1"), ("reconcile_matches_prior_state", "w1")], True),
-        ([("tool_recovery_parked", "w1")], False),
-    ],
-)
-def test_a_write_that_did_not_happen_is_told_apart_from_an_unknown_outcome(
-    diagnostics: list[tuple[str, str | None]], expected: bool
-) -> None:
-    """The workspace gate's notes that park nothing (no checkpoints, files verified) do not
-    turn a write recovery found not done into an unknown outcome."""
-    assert code_text.write_did_not_happen(("dangling_tool_state",), diagnostics) is expected
-    assert not code_text.write_did_not_happen(
-        ("dangling_tool_state", "workspace_drift"), diagnostics
-    )

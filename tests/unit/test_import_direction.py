@@ -69,11 +69,13 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         )
     if module.startswith("renderer"):
         return (
-            {"renderer", "app.bridge_contract", "app.code_text"},
+            {"renderer", "app.bridge_contract", "app.code_text", "app.park_guidance"},
             {"PySide6", "pydantic", "typing_extensions"},
         )
     if module == "app.code_text":
         return {"app.code_text"}, set()
+    if module == "app.park_guidance":
+        return {"app.park_guidance", "app.code_text"}, set()
     if module == "app.bridge_contract":
         return {"app.bridge_contract"}, {"pydantic", "typing_extensions"}
     return set(PACKAGES), None
