@@ -35,7 +35,8 @@ from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.store_ports import LedgerReader
 from runtime.ledger.workspace_facts import changed_count_words
-from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_recovery
+from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_operations
+from runtime.recovery.settle_verdict import settle_verdict
 from runtime.recovery.write_leftovers import parked_writes
 from runtime.tools.process_tree import BackgroundShellRegistry
 
@@ -132,6 +133,9 @@ class OperationView:
     leftovers: tuple[str, ...] = ()
     # What the user confirmed when they settled the call (RECOVERY.md section 8).
     attestation: Attestation | None = None
+    # The run's facts let the user settle it (``runtime.recovery.settle_verdict``: the decision
+    # ``maka settle`` applies), so the advice may name ``maka settle`` for it.
+    settleable: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -196,7 +200,8 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     leftovers: dict[str, tuple[str, ...]] = {}
     if session is not None:
         leftovers = {w.tool_call_id: w.leftovers for w in parked_writes(events, session.cwd)}
-    decisions = resolve_recovery(events).decisions
+    resolution, resolved = resolve_operations(events)
+    decisions = resolution.decisions
     attested = (
         _attestations(events)
         if any(d.settlement_origin is SettlementOrigin.USER_ATTESTATION for d in decisions)
@@ -205,13 +210,14 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     return tuple(
         OperationView(
             run_id,
-            d,
-            leftovers.get(d.tool_call_id, ()),
-            attested.get(d.operation_id or "")
-            if d.settlement_origin is SettlementOrigin.USER_ATTESTATION
+            op.decision,
+            leftovers.get(op.decision.tool_call_id, ()),
+            attested.get(op.decision.operation_id or "")
+            if op.decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
             else None,
+            settle_verdict(resolution, op).open,
         )
-        for d in decisions
+        for op in resolved
     )
 
 
@@ -370,11 +376,7 @@ def plan_summary(
                     f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
                     f"desktop){told}.{until}"
                 )
-        unknown = [
-            op.decision
-            for op in operations or ()
-            if op.decision.reason.value == "dispatch_without_response"
-        ]
+        unknown = [op.decision for op in operations or () if op.settleable]
         running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
         if damaged(plan):
             # Saying whether a call ran cannot lift it, nor can clearing the other reasons.

@@ -9,12 +9,15 @@ Refusals (nothing written), in this order:
 
 - ``operation_not_found``: no T1 operation with that id;
 - ``attestation_note_too_long``: the note is empty or longer than 500 characters;
-- an existing bundle: the same choice and note again is a no-op (``created=False``, the stored
-  bundle stands, its time included); anything else is ``operation_settled`` (parked is final);
-- ``attestation_not_applicable``: the operation is not left dispatched without a response (its
-  outcome was recorded), or the run's ledger has an issue (the scanner's code);
+- the verdict of the run's committed events (``judge``: ``runtime.recovery.settle_verdict``, the
+  resolver's reading that ``maka plan`` shows, never the ``tool_operations`` projection, which
+  only names the operation): ``tool_ledger_corruption`` (the run's record is damaged),
+  ``operation_settled`` (already settled, or parked: final; the same choice and note again is a
+  no-op, ``created=False``, the stored bundle stands, its time included),
+  ``attestation_not_applicable`` (its outcome was recorded, or it never started),
+  ``attestation_not_offered_for_reconcile`` (a file write: its evidence decides);
+- the writer's own rule that a run with a ledger issue accepts no tool fact (the scanner's code);
 - ``run_not_orphaned``: the run was started by the current owner of the data directory;
-- ``attestation_not_offered_for_reconcile``: a file write (its evidence decides);
 - ``background_operation_pending``: a process of the call is still recorded alive.
 
 The bundle's event ids are fixed per operation (``<operationId>_attest_reconcile`` / ``_outcome``
@@ -28,6 +31,7 @@ from collections.abc import Callable
 from runtime.ledger.attestation import (
     ATTESTED_REASONS,
     Attestation,
+    SettleJudge,
     attestation_result,
     note_problem,
 )
@@ -48,15 +52,10 @@ from runtime.ledger.store_ports import (
     ToolOperationRecord,
 )
 from storage import run_header_store as headers
-from storage.event_rows import read_event
+from storage.event_rows import read_event, read_invocation_rows
 from storage.event_writer import LedgerTransaction, prepare_candidate
 from storage.recovery_bundle_writer import commit_bundle
-from storage.tool_projection import (
-    OUTCOME_COMMITTED,
-    PREPARED,
-    RECOVERY_COMPLETED,
-    read_operation,
-)
+from storage.tool_projection import read_operation
 
 SurvivingProcess = Callable[[str], str | None]
 """Given an operation id, a description of a process of that call still recorded alive (for
@@ -111,7 +110,7 @@ def _same_attestation(
     reconcile_id, outcome_id, decision_id = attestation_event_ids(operation.operation_id)
     stored = read_event(tx.conn, reconcile_id, operation.run_id)
     decision = read_event(tx.conn, decision_id, operation.run_id)
-    if operation.current_state != RECOVERY_COMPLETED or stored is None or decision is None:
+    if stored is None or decision is None:
         return None
     fact = parse_reconcile_fact((stored.event.get("actions") or {}).get("toolRecovery"))
     if fact is None or fact.attestation is None:
@@ -131,6 +130,7 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
     note: str | None,
     attested_at: int,
     surviving_process: SurvivingProcess,
+    judge: SettleJudge,
 ) -> AttestationCommit:
     operation = read_operation(tx.conn, operation_id)
     if operation is None:
@@ -138,33 +138,22 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
     problem = note_problem(note)
     if problem is not None:
         raise StoreRefusal(AttestationRefusal.ATTESTATION_NOTE_TOO_LONG, problem)
-    if operation.current_state != PREPARED or operation.result_event_id is not None:
-        same = _same_attestation(tx, operation, ran, note)
-        if same is not None:
-            return same
-        call = f"{operation.tool_name} {operation.provider_tool_call_id}"  # as maka plan names it
-        if operation.current_state == OUTCOME_COMMITTED:
-            raise StoreRefusal(
-                AttestationRefusal.ATTESTATION_NOT_APPLICABLE,
-                f"the outcome of {call} was recorded; there is nothing to settle",
-            )
-        raise StoreRefusal(
-            WriterRejectionCode.OPERATION_SETTLED,
-            f"{call} is already settled; a settlement is final",
-        )
-    state = tx.run(operation.run_id)
-    tx.check_health(state)  # a run with a ledger issue: the operation is corrupt, not unknown
     header = headers.require_header(tx.conn, operation.run_id)
+    events = [stored.event for stored in read_invocation_rows(tx.conn, header.invocation_id)]
+    verdict = judge(events, operation_id)
+    if verdict.code is not None:
+        if verdict.code == WriterRejectionCode.OPERATION_SETTLED:
+            same = _same_attestation(tx, operation, ran, note)
+            if same is not None:
+                return same
+        raise StoreRefusal(verdict.code, verdict.message)
+    state = tx.run(operation.run_id)
+    tx.check_health(state)  # the writer's own rule: a run with a ledger issue takes no tool fact
     if header.owner_epoch >= headers.read_owner_epoch(tx.conn):
         raise StoreRefusal(
             AttestationRefusal.RUN_NOT_ORPHANED,
             f"run {operation.run_id} belongs to the process that owns the data directory now; "
             "its call may still be running",
-        )
-    if operation.recovery_mode == "reconcile":
-        raise StoreRefusal(
-            AttestationRefusal.ATTESTATION_NOT_OFFERED_FOR_RECONCILE,
-            f"{operation.tool_name} is a file write: recovery checks the file itself",
         )
     alive = surviving_process(operation_id)
     if alive is not None:

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
+from runtime.ledger.attestation import SettleJudge
 from runtime.ledger.codes import StoreCode, TransitionKind
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.continuation_ports import ContinuationClaim
@@ -347,13 +348,15 @@ class SqliteLedgerStore:
         ran: bool,
         note: str | None,
         surviving_process: SurvivingProcess,
+        judge: SettleJudge,
     ) -> AttestationCommit:
         """Record the user's attestation of an operation's unknown outcome (RECOVERY.md
         section 8) in one transaction through the recovery-bundle writer; refusals in
-        ``attestation_writer``. ``surviving_process`` is asked inside the transaction."""
+        ``attestation_writer``. ``judge`` (whether the run's committed events let the user
+        settle it) and ``surviving_process`` are asked inside the transaction."""
         with self._write() as tx:
             result = commit_attestation(
-                tx, operation_id, ran, note, tx.committed_at, surviving_process
+                tx, operation_id, ran, note, tx.committed_at, surviving_process, judge
             )
         if result.created:
             failpoint(

@@ -8,10 +8,14 @@ confirmed it, when, with their note. ``OPERATION`` is the tool call id ``maka pl
 the operation id). Like ``maka resume`` it owns the data directory and runs startup recovery
 first. Afterwards it says whether Safe resume can now continue.
 
+Whether the call may be settled at all is decided from the run's committed events by the same
+reading ``maka plan`` shows (``runtime.recovery.settle_verdict``): a run whose record of tool
+calls is damaged is refused with ``tool_ledger_corruption`` (an answer cannot make it resumable).
+
 Exit 0 when recorded (or already recorded the same way), 2 for an unknown session or call or a
-bad note, 1 for any other refusal (its code on stderr: ``attestation_not_applicable``,
-``operation_settled``, ``run_not_orphaned``, ``attestation_not_offered_for_reconcile``,
-``background_operation_pending``, ``store_locked``...).
+bad note, 1 for any other refusal (its code on stderr: ``tool_ledger_corruption``,
+``attestation_not_applicable``, ``operation_settled``, ``run_not_orphaned``,
+``attestation_not_offered_for_reconcile``, ``background_operation_pending``, ``store_locked``...).
 """
 
 from __future__ import annotations

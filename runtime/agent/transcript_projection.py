@@ -18,6 +18,7 @@ from typing import Any
 from runtime.agent.text_limits import shorten
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.workspace_facts import decision_mark
+from runtime.recovery.settle_verdict import verdicts_by_call
 
 CARD_ARGS_CHARS = 300
 
@@ -40,7 +41,8 @@ class TranscriptEntry:
     level: str = "info"
     code: str | None = None
     # A call whose outcome is unknown and that the user may settle (RECOVERY.md section 8): its
-    # run ended with the call dispatched and no result, and it is not a file write. (Whether the
+    # run ended with the call dispatched and no result, and the run's facts let the user settle it
+    # (``runtime.recovery.settle_verdict``: not a file write, not a damaged record). (Whether the
     # run belongs to an earlier start of the host is the host's to add.)
     settleable: bool = False
     # What the user confirmed about it: "ran" / "not_run", when (ms), and their note.
@@ -192,6 +194,7 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                 is_error = content.get("isError", False)
                 entries[index] = replace(
                     entries[index],
+                    settleable=False,
                     status="failed" if is_error else "succeeded",
                     code=result_code(content["result"], is_error),
                     result_summary=summarize_result(content["result"], is_error, whole_output=True),
@@ -201,8 +204,8 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
             index = cards.get(fact["providerToolCallId"])
             if index is not None:
                 status = "indeterminate" if ended else "running"
-                settleable = ended and fact.get("recoveryMode") != "reconcile"
-                entries[index] = replace(entries[index], status=status, settleable=settleable)
+                # (a candidate: the run's facts decide below)
+                entries[index] = replace(entries[index], status=status, settleable=ended)
         elif "toolRecovery" in actions:
             _apply_recovery(entries, cards, event)
         elif "workspaceCheckpointFailed" in actions:
@@ -245,7 +248,22 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:
                         code=code,
                     )
                 )
+    if any(entry.settleable for entry in entries):
+        _settleable_by_the_facts(entries, events)
     return entries
+
+
+def _settleable_by_the_facts(
+    entries: list[TranscriptEntry], events: Sequence[RuntimeEvent]
+) -> None:
+    """A card asks "Did it run?" only when the run's committed facts let the user settle the
+    call: the one decision ``maka settle`` and ``maka plan`` use (not on a damaged record, not
+    for a file write, not once it is settled)."""
+    verdicts = verdicts_by_call(events)
+    for index, entry in enumerate(entries):
+        verdict = verdicts.get(entry.tool_call_id) if entry.settleable else None
+        if entry.settleable and (verdict is None or not verdict.open):
+            entries[index] = replace(entry, settleable=False)
 
 
 def _apply_recovery(

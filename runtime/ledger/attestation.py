@@ -23,13 +23,14 @@ a run's terminal event (``attestation_suffix_ok``): the run stays sealed against
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
 from runtime.ledger.codes import ReconcileObservation, RecoveryReasonCode
-from runtime.ledger.event_model import MAX_SAFE_INTEGER
+from runtime.ledger.event_model import MAX_SAFE_INTEGER, RuntimeEvent
 
 ATTESTATION_SCHEMA = "user_attestation_v1"
 LOCAL_USER = "local_user"
@@ -66,6 +67,26 @@ class Attestation:
 
     def digest(self) -> str:
         return sha256_digest(canonical_json_bytes(self.fields()))
+
+
+class SettleVerdict(NamedTuple):
+    """Whether the user may settle a tool call on their word, as the run's committed facts say
+    (``runtime.recovery.settle_verdict``): ``code`` None when they may, else the refusal's code
+    and a sentence saying why. Host facts (the run is an earlier start's, no process of the call
+    survives) are checked after it."""
+
+    code: StrEnum | None
+    message: str = ""
+
+    @property
+    def open(self) -> bool:
+        return self.code is None
+
+
+SettleJudge = Callable[[Sequence[RuntimeEvent], str], SettleVerdict]
+"""Given a run's committed events (in ledger order) and an operation id: the verdict. The store
+asks it inside the attestation's write transaction, so the facts it reads are the ones the
+attestation would follow."""
 
 
 def _is_int(value: object, low: int) -> bool:

@@ -3,7 +3,9 @@
 One seam for every surface: ``maka settle``, ``/settle`` in the TUI and the desktop card's "It
 ran" / "It did not run" all call ``settle``. It names the operation (by operation id or by the
 tool call id ``maka plan`` shows), asks the store to record the attestation in one transaction,
-and reports what was recorded. Refusals are the store's coded ``StoreRefusal`` s.
+and reports what was recorded. Refusals are the store's coded ``StoreRefusal`` s; whether the
+committed facts let the user settle the call at all is ``settle_verdict.judge_settlement``, which
+the store asks inside that transaction (the same decision the transcript and ``maka plan`` use).
 
 Processes (section 9): an attestation waits until no process of the call is recorded alive.
 ``surviving_process_check`` is the one function that decides it: the host's per-call process
@@ -17,9 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from runtime.ledger.attestation import SettleJudge
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOperationRecord
+from runtime.recovery.settle_verdict import judge_settlement
 
 if TYPE_CHECKING:
     from runtime.tools.process_tree import BackgroundShellRegistry
@@ -31,7 +35,12 @@ class SettlementStore(ToolProcessTable, Protocol):
     def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]: ...
 
     def commit_attestation(
-        self, operation_id: str, ran: bool, note: str | None, surviving_process: SurvivingProcess
+        self,
+        operation_id: str,
+        ran: bool,
+        note: str | None,
+        surviving_process: SurvivingProcess,
+        judge: SettleJudge,
     ) -> AttestationCommit: ...
 
 
@@ -122,7 +131,9 @@ def settle(
     """Record the user's attestation; ``StoreRefusal`` with a code when it may not be."""
     operation = find_operation(store, session_id, reference)
     surviving = surviving_process_check(store, shells, session_id, operation.run_id)
-    result = store.commit_attestation(operation.operation_id, ran, note, surviving)
+    result = store.commit_attestation(
+        operation.operation_id, ran, note, surviving, judge_settlement
+    )
     return Settled(
         operation.operation_id,
         operation.provider_tool_call_id,

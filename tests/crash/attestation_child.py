@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.recovery.settle_verdict import judge_settlement
 from storage.ledger_store import open_store
 from tests.helpers.ledger_builders import (
     RunIds,
@@ -45,7 +46,7 @@ def setup(data_dir: Path) -> None:
 def attest(data_dir: Path) -> None:
     setup(data_dir)
     with open_store(data_dir, clock=lambda: 1_767_300_000_000) as store:
-        store.commit_attestation(OPERATION, True, "checked", lambda _op: None)
+        store.commit_attestation(OPERATION, True, "checked", lambda _op: None, judge_settlement)
 
 
 def main() -> None:

@@ -16,6 +16,7 @@ from runtime.ledger.codes import ResolverStatus, SettlementOrigin
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import StoreRefusal
 from runtime.recovery.recovery_resolver import resolve_recovery
+from runtime.recovery.settle_verdict import judge_settlement
 from storage.ledger_store import SqliteLedgerStore, open_store
 from storage.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
@@ -79,6 +80,7 @@ def _refusal(store: SqliteLedgerStore, data_dir: Path, operation_id: str, **kwar
             bool(kwargs.get("ran", True)),
             kwargs.get("note"),  # type: ignore[arg-type]
             kwargs.get("surviving", _no_process),  # type: ignore[arg-type]
+            judge_settlement,
         )
     assert db_state(data_dir / DATABASE_NAME) == before
     assert store.diagnose().problems == []
@@ -91,7 +93,9 @@ def test_an_attestation_settles_the_call_after_the_terminal_event(
 ) -> None:
     call, dispatch = _bash()
     _crashed_run(store, call, dispatch)
-    result = store.commit_attestation(operation_of(call), ran, "checked the table", _no_process)
+    result = store.commit_attestation(
+        operation_of(call), ran, "checked the table", _no_process, judge_settlement
+    )
     assert result.created
     events = _events(store)
     assert [event["id"] for event in events[-4:]] == [
@@ -115,7 +119,9 @@ def test_an_attestation_settles_the_call_after_the_terminal_event(
     assert store.diagnose().problems == []
     # The same choice and note again: nothing new, the first record stands.
     before = db_state(data_dir / DATABASE_NAME)
-    again = store.commit_attestation(operation_of(call), ran, "checked the table", _no_process)
+    again = store.commit_attestation(
+        operation_of(call), ran, "checked the table", _no_process, judge_settlement
+    )
     assert not again.created and again.attested_at == result.attested_at
     assert db_state(data_dir / DATABASE_NAME) == before
     # Anything else is refused: a settlement is final.
@@ -136,7 +142,9 @@ def test_an_attestation_may_come_before_the_run_is_closed(
     it after the attestation, as it closes any run."""
     call, dispatch = _bash()
     _crashed_run(store, call, dispatch, close=False)
-    assert store.commit_attestation(operation_of(call), True, None, _no_process).created
+    assert store.commit_attestation(
+        operation_of(call), True, None, _no_process, judge_settlement
+    ).created
     commit_ledger(store, [CRASHED])
     assert store.diagnose().problems == []
 
@@ -153,7 +161,7 @@ def test_a_note_too_long_or_empty(store: SqliteLedgerStore, data_dir: Path) -> N
     op = operation_of(call)
     assert _refusal(store, data_dir, op, note="x" * 501) == "attestation_note_too_long"
     assert _refusal(store, data_dir, op, note="  ") == "attestation_note_too_long"
-    assert store.commit_attestation(op, True, "x" * 500, _no_process).created
+    assert store.commit_attestation(op, True, "x" * 500, _no_process, judge_settlement).created
 
 
 def test_a_call_whose_outcome_was_recorded(store: SqliteLedgerStore, data_dir: Path) -> None:
@@ -214,7 +222,7 @@ def test_a_run_with_a_ledger_issue_is_not_settled(store: SqliteLedgerStore, data
         )
     store._cache.clear()
     with pytest.raises(StoreRefusal) as raised:
-        store.commit_attestation(operation_of(call), True, None, _no_process)
+        store.commit_attestation(operation_of(call), True, None, _no_process, judge_settlement)
     assert str(raised.value.code) not in ("", "operation_settled")
 
 
@@ -224,7 +232,9 @@ def test_export_and_import_carry_the_attestation(
 ) -> None:
     call, dispatch = _bash()
     _crashed_run(store, call, dispatch)
-    store.commit_attestation(operation_of(call), False, "nothing in the log", _no_process)
+    store.commit_attestation(
+        operation_of(call), False, "nothing in the log", _no_process, judge_settlement
+    )
     out = io.BytesIO()
     store.export_session(IDS.session_id, out)
     other = open_store(tmp_path / "other", clock=fixed_clock())
