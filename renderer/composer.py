@@ -95,6 +95,10 @@ class Composer(QWidget):
         if not self.send_button.isEnabled() or not text:
             return
         self.clear_note()
+        if self.send_button.hasFocus():
+            # Clicked: Send is disabled once the editor empties, and Qt would pass its focus on
+            # to the next button in the window (New, where a space opens a dialog).
+            self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
         self.editor.clear()
         self.send_requested.emit(text)
 

@@ -516,3 +516,17 @@ def test_a_later_listing_leaves_the_focus_where_the_user_put_it(
     qtbot.waitUntil(window.sessions.view.hasFocus)
     bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))  # a reconnect
     assert window.sessions.view.hasFocus()
+
+
+def test_clicking_send_leaves_the_cursor_in_the_composer(qtbot: QtBot) -> None:
+    """Send is disabled as soon as the message leaves the editor: the focus it had must go back
+    to the composer, not on to New, where the next space would open the new-session dialog."""
+    window, bridge = _window(qtbot)
+    qtbot.waitUntil(window.composer.editor.hasFocus)
+    QTest.keyClicks(window.composer.editor, "first")
+    qtbot.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("send_turn") == [("s1", "first")]
+    assert window.composer.editor.hasFocus()
+    assert not window.sessions.new_button.hasFocus()
+    QTest.keyClicks(QApplication.focusWidget(), "and then")
+    assert window.composer.editor.toPlainText() == "and then"
