@@ -524,9 +524,11 @@ def test_clicking_send_leaves_the_cursor_in_the_composer(qtbot: QtBot) -> None:
     window, bridge = _window(qtbot)
     qtbot.waitUntil(window.composer.editor.hasFocus)
     QTest.keyClicks(window.composer.editor, "first")
-    qtbot.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
+    QTest.mouseClick(window.composer.send_button, Qt.MouseButton.LeftButton)
     assert bridge.calls_to("send_turn") == [("s1", "first")]
     assert window.composer.editor.hasFocus()
     assert not window.sessions.new_button.hasFocus()
-    QTest.keyClicks(QApplication.focusWidget(), "and then")
+    focused = QApplication.focusWidget()
+    assert focused is not None
+    QTest.keyClicks(focused, "and then")
     assert window.composer.editor.toPlainText() == "and then"
