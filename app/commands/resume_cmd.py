@@ -157,7 +157,12 @@ def resume_session(
 ) -> int:
     """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI."""
     from app.commands.cancellable_turn import run_cancellable
-    from app.resume_composition import host_resume_service, plan_json, plan_summary
+    from app.resume_composition import (
+        host_resume_service,
+        plan_json,
+        plan_summary,
+        source_operations,
+    )
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.ledger.store_ports import RunStatus
 
@@ -171,7 +176,9 @@ def resume_session(
         if as_json:
             print(json.dumps(body, ensure_ascii=False))
         else:
-            print("\n".join(plan_summary(plan)))
+            # With the source run's calls, as maka plan: the park names maka settle when a call
+            # with an unknown outcome is what holds it (the way forward it can take).
+            print("\n".join(plan_summary(plan, source_operations(host.store, plan))))
             if refusal is not None:
                 print(f"Refused: [{refusal[0]}] {refusal[1]}")
         return EXIT_PARKED

@@ -83,6 +83,11 @@ def test_crash_park_settle_resume_continues_once_with_the_attested_result(
     assert planned.returncode == 3
     assert "dangling_tool_state" in planned.stdout
     assert f"maka settle {drill.session} c1 --ran" in planned.stdout
+    # maka resume parks with the same way forward (not only "send a new message").
+    parked = drill.maka("resume", drill.session, "--permission-mode", "auto")
+    assert parked.returncode == 3
+    assert f"maka settle {drill.session} c1 --ran" in parked.stdout
+    assert "bash c1: indeterminate" in parked.stdout
     drill.doctor_clean()
 
     settled = drill.maka("settle", drill.session, "c1", "--ran", "--note", NOTE)
