@@ -158,7 +158,9 @@ def _list(args: argparse.Namespace) -> int:
         if row.get("awaitingRepair"):
             flag = "  INTERRUPTED (repaired at the next start)"
         if row["resumable"] and enabled:
-            flag += f"  (maka resume {row['sessionId']} continues it)"
+            # The listing does not plan: the resume may still park (an unknown outcome, changed
+            # files), and then it says why instead of continuing.
+            flag += f"  (maka resume {row['sessionId']} continues it or says what holds it)"
         if row["folderMissing"]:
             flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")

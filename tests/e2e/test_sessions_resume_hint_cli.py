@@ -55,7 +55,7 @@ def test_the_resume_hint_follows_safe_resume(
     env = {FLAG: variable} if variable is not None else {}
     listed = maka(["sessions"], data, env=env)
     assert listed.returncode == 0, listed.stderr
-    hint = f"(maka resume {session} continues it)"
+    hint = f"(maka resume {session} continues it or says what holds it)"
     assert (hint in listed.stdout) is on, listed.stdout
     assert (SAFE_RESUME_OFF in listed.stdout) is not on, listed.stdout
     # ... and maka resume agrees: it refuses exactly when the listing says Safe resume is off.
@@ -72,3 +72,26 @@ def test_no_word_about_safe_resume_when_nothing_could_be_resumed(tmp_path: Path)
     listed = maka(["sessions"], data)
     assert "completed" in listed.stdout
     assert "Safe resume" not in listed.stdout and "maka resume" not in listed.stdout
+
+
+def test_the_hint_does_not_promise_a_continuation_the_resume_parks(tmp_path: Path) -> None:
+    """A command killed before its result was recorded (P3): maka resume parks on its unknown
+    outcome, so the listing may not say that maka resume continues the session, only that it
+    is the command to try (it says what holds the session)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = tmp_path / "script.json"
+    call = {"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}
+    script.write_text(json.dumps({"turns": [[{"text": "Counting.", "toolCalls": [call]}]]}))
+    env = {"MAKA_PROVIDER": "scripted", "MAKA_SCRIPT_FILE": str(script), FLAG: "1"}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count"]
+    assert maka(args, data, env={**env, "MAKA_FAILPOINT": "P3"}).returncode == -9
+    [row] = json.loads(maka(["sessions", "--json"], data).stdout)["sessions"]
+    session = str(row["sessionId"])
+    resumed = maka(["resume", session], data, env=env)
+    assert resumed.returncode == 3, resumed.stdout + resumed.stderr
+    assert "dangling_tool_state" in resumed.stdout
+    listed = maka(["sessions"], data, env=env)
+    assert f"(maka resume {session} continues it)" not in listed.stdout, listed.stdout
+    assert f"(maka resume {session} continues it or says what holds it)" in listed.stdout
