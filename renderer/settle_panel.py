@@ -46,8 +46,7 @@ def confirmation_text(choice: AttestationChoice, attested_at: int | None, note: 
     if attested_at is not None:
         text += f" · {attested_time(attested_at)}"
     text += "\n" + _tr(
-        "No output of this call was recorded; the model is told your answer in its place "
-        "when the session continues."
+        "No output of this call was recorded; the model gets your answer in its place."
     )
     if note:
         text += "\n" + _tr("Your note: {note}").replace("{note}", note)

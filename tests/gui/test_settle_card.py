@@ -116,7 +116,7 @@ def test_the_settled_card_reads_confirmed_by_you_with_time_and_note(qtbot: QtBot
     assert "Your note: checked the table" in explanation
     # Right after the answer nothing has continued yet: the model has not been told anything.
     assert "was told" not in explanation
-    assert "the model is told your answer in its place when the session continues" in explanation
+    assert "the model gets your answer in its place" in explanation
     assert card.settle_panel is not None and not card.settle_panel.isVisibleTo(card)
     not_run = settled.model_copy(
         update={"attestation": bc.AttestationChoice.NOT_RUN, "attestation_note": None}
