@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
+
+if TYPE_CHECKING:
+    from runtime.continuation.continuation_planner import ContinuationPlan
 
 _USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
 
@@ -107,9 +111,25 @@ def run(args: argparse.Namespace) -> int:
     if settled.note is not None:
         print(f"  Your note: {settled.note}")
     print("  The model will be told this, and that no output of the call was recorded.")
-    if plan.continues:
-        print(f"Safe resume can now continue: maka resume {args.session}")
-    else:
-        reasons = ", ".join(reason.value for reason in plan.rejection_reasons)
-        print(f"Safe resume is still parked ({reasons}): see maka plan {args.session}")
+    print("\n".join(_after_settling(plan, args.session)))
     return EXIT_OK
+
+
+def _after_settling(plan: ContinuationPlan, session_id: str) -> list[str]:
+    """What the answer changed for Safe resume, in words: each reason that still holds with its
+    sentence, or, when the session was already carried on by a new message, that the next
+    message is where the model hears of it."""
+    from app.code_text import describe
+
+    if plan.continues:
+        return [f"Safe resume can now continue: maka resume {session_id}"]
+    codes = [reason.value for reason in plan.rejection_reasons]
+    if codes == ["resume_candidate_missing"]:
+        return [
+            "Nothing in this session is left to resume (its latest turn finished): the model is "
+            f"told your answer with your next message (maka run --session {session_id} MESSAGE, "
+            "or the desktop)."
+        ]
+    lines = [f"Safe resume is still on hold (maka plan {session_id} says more):"]
+    lines.extend(f"  - {code}: {describe(code).sentence}" for code in codes)
+    return lines

@@ -264,10 +264,35 @@ def test_a_park_after_settling_does_not_speak_of_unsettled_calls(tmp_path: Path)
     before = drill.maka("plan", drill.session, env=snapshots)
     assert before.returncode == 3 and "dangling_tool_state" in before.stdout
     assert "the model is told which calls are unsettled" in before.stdout
-    assert drill.maka("settle", drill.session, "c1", "--ran", env=snapshots).returncode == 0
+    settled = drill.maka("settle", drill.session, "c1", "--ran", env=snapshots)
+    assert settled.returncode == 0, settled.stderr
+    # What still holds is said in words, not as a bare code in parentheses.
+    assert f"Safe resume is still on hold (maka plan {drill.session} says more):" in settled.stdout
+    assert (
+        "  - workspace_checkpoint_stale: The snapshot of the folder is out of date."
+        in settled.stdout
+    )
     after = drill.maka("plan", drill.session, env=snapshots)
     assert after.returncode == 3, after.stdout + after.stderr
     assert "workspace_checkpoint_stale" in after.stdout
     assert "bash c1: completed (user_attested_ran)" in after.stdout
     assert "unsettled" not in after.stdout
     drill.doctor_clean()
+
+
+def test_settling_after_a_new_message_carried_the_session_on_says_so(tmp_path: Path) -> None:
+    """The user carried on with a new message first and answers afterwards: nothing is left to
+    resume, so the answer reaches the model with the next message; settle says that instead
+    of 'still parked' and a bare code."""
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    args = ["run", "--session", drill.session, "--cwd", str(drill.work), "carry on"]
+    assert drill.maka(*args, "--permission-mode", "auto").returncode == 0
+    settled = drill.maka("settle", drill.session, "c1", "--ran")
+    assert settled.returncode == 0, settled.stderr
+    assert "resume_candidate_missing" not in settled.stdout
+    assert "still parked" not in settled.stdout
+    assert (
+        "Nothing in this session is left to resume (its latest turn finished): the model is "
+        f"told your answer with your next message (maka run --session {drill.session} MESSAGE"
+    ) in settled.stdout
