@@ -313,8 +313,15 @@ def _folder_advice(plan: ContinuationPlan) -> list[str]:
     return advice
 
 
+def settle_command(session_id: str, tool_call_id: str) -> str:
+    """How a terminal says a call ran or not: ``maka settle`` (the TUI passes ``/settle``)."""
+    return f"maka settle {session_id} {tool_call_id} --ran (or --not-run) [--note TEXT]"
+
+
 def plan_summary(
-    plan: ContinuationPlan, operations: Sequence[OperationView] | None = None
+    plan: ContinuationPlan,
+    operations: Sequence[OperationView] | None = None,
+    settle: Callable[[str, str], str] = settle_command,
 ) -> list[str]:
     reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
     if plan.continues and plan.continuation is not None:
@@ -387,8 +394,8 @@ def plan_summary(
             )
         elif unknown and running:
             lines.append(
-                "Once it has ended you can say on the record whether the call ran: maka settle "
-                f"{plan.session_id} {unknown[0].tool_call_id} --ran (or --not-run)."
+                "Once it has ended you can say on the record whether the call ran: "
+                f"{settle(plan.session_id, unknown[0].tool_call_id)}."
             )
         elif unknown:
             alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}
@@ -399,8 +406,7 @@ def plan_summary(
             )
             lines.append(
                 "If you can check whether a call with an unknown outcome ran, say so on the "
-                f"record: maka settle {plan.session_id} {unknown[0].tool_call_id} --ran (or "
-                f"--not-run) [--note TEXT]. {then}"
+                f"record: {settle(plan.session_id, unknown[0].tool_call_id)}. {then}"
             )
         if not damaged(plan):
             lines.extend(_later_workspace_advice(plan))

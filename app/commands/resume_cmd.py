@@ -19,6 +19,8 @@ from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import RestoreCode, StoreCode
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.commands.cli_session_host import CliHost
     from app.commands.terminal_transcript import TerminalTranscript
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
@@ -154,13 +156,16 @@ def resume_session(
     as_json: bool = False,
     decision: WorkspaceDecision | None = None,
     restore_to: str | None = None,
+    settle: Callable[[str, str], str] | None = None,
 ) -> int:
-    """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI."""
+    """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI
+    (``settle`` says how the terminal records a call's outcome: the TUI's ``/settle``)."""
     from app.commands.cancellable_turn import run_cancellable
     from app.resume_composition import (
         host_resume_service,
         plan_json,
         plan_summary,
+        settle_command,
         source_operations,
     )
     from runtime.continuation.resume_service import ResumeRefused
@@ -178,7 +183,8 @@ def resume_session(
         else:
             # With the source run's calls, as maka plan: the park names maka settle when a call
             # with an unknown outcome is what holds it (the way forward it can take).
-            print("\n".join(plan_summary(plan, source_operations(host.store, plan))))
+            operations = source_operations(host.store, plan)
+            print("\n".join(plan_summary(plan, operations, settle or settle_command)))
             if refusal is not None:
                 print(f"Refused: [{refusal[0]}] {refusal[1]}")
         return EXIT_PARKED

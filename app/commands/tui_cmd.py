@@ -167,7 +167,15 @@ def _resume(
     if text != "/resume":
         print("usage: /resume")
         return
-    resume_session(host, session_id, cwd, policy=policy, asker=asker, transcript=transcript)
+    resume_session(
+        host,
+        session_id,
+        cwd,
+        policy=policy,
+        asker=asker,
+        transcript=transcript,
+        settle=lambda _session, call: f"/settle {call} ran (or not-run) [NOTE]",
+    )
 
 
 SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"

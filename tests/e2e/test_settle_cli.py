@@ -296,3 +296,20 @@ def test_settling_after_a_new_message_carried_the_session_on_says_so(tmp_path: P
         "Nothing in this session is left to resume (its latest turn finished): the model is "
         f"told your answer with your next message (maka run --session {drill.session} MESSAGE"
     ) in settled.stdout
+
+
+def test_a_park_in_the_tui_names_its_own_settle_command(tmp_path: Path) -> None:
+    """/resume parked on the unknown outcome says how to answer in the TUI (/settle), not with
+    maka settle, which the TUI's own hold on the data folder would refuse."""
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+        stdin="/resume\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dangling_tool_state" in result.stdout
+    assert "say so on the record: /settle c1 ran (or not-run) [NOTE]." in result.stdout
+    assert "maka settle" not in result.stdout
