@@ -167,7 +167,9 @@ def _resume(
     if text != "/resume":
         print("usage: /resume")
         return
-    resume_session(
+    from app.cli_errors import EXIT_PARKED
+
+    parked = resume_session(
         host,
         session_id,
         cwd,
@@ -176,7 +178,16 @@ def _resume(
         transcript=transcript,
         settle=lambda _session, call: f"/settle {call} ran (or not-run) [NOTE]",
     )
+    if parked == EXIT_PARKED:
+        print(TUI_PARK_NOTE)
 
+
+TUI_PARK_NOTE = (
+    "(In this TUI a message is simply typed here. The maka commands above need the data "
+    "folder, which this TUI holds: /quit first, or they are refused with store_locked.)"
+)
+"""After a park in the TUI: its advice names maka commands another terminal cannot run while
+the TUI is open."""
 
 SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from app.commands.tui_cmd import TUI_PARK_NOTE
 from runtime.ledger.attestation import Attestation, attestation_result
 from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
 
@@ -313,3 +314,5 @@ def test_a_park_in_the_tui_names_its_own_settle_command(tmp_path: Path) -> None:
     assert "dangling_tool_state" in result.stdout
     assert "say so on the record: /settle c1 ran (or not-run) [NOTE]." in result.stdout
     assert "maka settle" not in result.stdout
+    # The other ways forward are maka commands: the TUI holds the data folder they need.
+    assert TUI_PARK_NOTE in result.stdout
