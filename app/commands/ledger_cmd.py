@@ -124,12 +124,20 @@ def run_check(args: argparse.Namespace) -> int:
         }
         print(json.dumps(document, ensure_ascii=False, indent=2))
     else:
+        from app.code_text import describe
+        from app.park_guidance import LEDGER_CHECK_CODES
+
         for problem in problems:
             where = f" (field {problem.field})" if problem.field else ""
             event = f" event {problem.event_id}" if problem.event_id else ""
             text = f"{path}:{problem.line_number}: {problem.code}{where}:{event}"
-            if problem.message:
-                text += f"{':' if event else ''} {problem.message}"
+            message = problem.message
+            if problem.code in LEDGER_CHECK_CODES:
+                # The scanner's message only names the call: say what is wrong first.
+                sentence = describe(problem.code).sentence
+                message = f"{sentence} ({message})" if message else sentence
+            if message:
+                text += f"{':' if event else ''} {message}"
             print(text)
         if report.unreadable:
             print(

@@ -128,6 +128,21 @@ def _status_text(operation: JsonObject) -> str:
     return f"{what} (confirmed by you on {when_text(operation['attestedAt'])})"
 
 
+def _sentence(code: str) -> str:
+    """``: `` and the ledger check's sentence for ``code``, or nothing for another code."""
+    from app.code_text import describe
+    from app.park_guidance import LEDGER_CHECK_CODES
+
+    return f": {describe(code).sentence}" if code in LEDGER_CHECK_CODES else ""
+
+
+def _damage_words(message: str) -> str:
+    """A corruption diagnostic's message ends with the ledger check's code only ("immutable
+    tool ledger is corrupt: orphan_dispatch"): the code's sentence follows it."""
+    code = message.rsplit(": ", 1)[-1] if ": " in message else ""
+    return f"{message}{_sentence(code)}" if code else message
+
+
 def _print_text(document: JsonObject) -> None:
     """A short human reading of either document (the JSON form is the contract)."""
     out = sys.stdout
@@ -145,7 +160,8 @@ def _print_text(document: JsonObject) -> None:
                 out.write(f"    your note: {note}\n")
         for diagnostic in document["diagnostics"]:
             where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
-            out.write(f"  ! {diagnostic['code']}{where}: {diagnostic['message']}\n")
+            message = _damage_words(str(diagnostic["message"]))
+            out.write(f"  ! {diagnostic['code']}{where}: {message}\n")
         if "directive" in document:
             out.write(f"directive: {document['directive']}\n")
         out.write(
@@ -163,4 +179,4 @@ def _print_text(document: JsonObject) -> None:
             f"{decision['status']} ({decision['reason']})\n"
         )
     for issue in document["issues"]:
-        out.write(f"  ! {issue['code']} at {issue['eventId']}\n")
+        out.write(f"  ! {issue['code']} at {issue['eventId']}{_sentence(str(issue['code']))}\n")

@@ -126,3 +126,31 @@ def test_plan_takes_the_expected_high_water() -> None:
     result = maka("ledger", "plan", "--help")
     assert result.returncode == 0
     assert "--expected-high-water" in result.stdout
+
+
+def test_a_damaged_record_is_said_in_words_by_check_scan_and_plan(tmp_path: Path) -> None:
+    """The ledger tools say what a ledger check's code means, as maka doctor and maka plan do,
+    instead of naming only the code and the call."""
+    from app.code_text import describe
+
+    call = call_event()
+    lines = to_jsonl([user_text(), call, response_event(call), dispatch_event(call)])
+    path = write(tmp_path, lines)
+    checked = maka("ledger", "check", path)
+    assert checked.returncode == 1, checked.stderr
+    for code in ("identity_conflict", "event_order_conflict"):
+        [line] = [text for text in checked.stdout.splitlines() if f": {code}:" in text]
+        assert describe(code).sentence in line, line
+    scanned = maka("ledger", "scan", path)
+    assert f"event_order_conflict at {call['id']}" not in scanned.stdout.splitlines()
+    assert describe("event_order_conflict").sentence in scanned.stdout, scanned.stdout
+    planned = maka("ledger", "plan", path)
+    corrupt = [text for text in planned.stdout.splitlines() if "ledger is corrupt:" in text]
+    assert corrupt, planned.stdout
+    assert all(
+        any(
+            describe(code).sentence in text
+            for code in ("identity_conflict", "event_order_conflict")
+        )
+        for text in corrupt
+    ), planned.stdout
