@@ -231,6 +231,7 @@ def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
     says so, like the desktop's banner, and names the command that continues it; Safe resume's
     own decision (``resumable``) says which sessions. Off, only a crash is mentioned (/resume
     could only answer that it is off)."""
+    from app.code_text import describe
     from app.host.resume_switch import resume_enabled
     from runtime.agent.session_overview import session_overview
 
@@ -238,10 +239,14 @@ def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
     if not overview.resumable:
         return
     if not overview.interrupted:
-        ending = overview.failure_class or str(overview.last_run_status)
+        code = overview.failure_class or str(overview.last_run_status)
+        ending = f" ({code})"
+        if overview.failure_class is not None and describe(overview.failure_class).known:
+            # The ending in words, its code after it (as maka plan lists codes).
+            ending = f": {describe(code).sentence[:-1]} ({code})"
         if resume_enabled(data_dir):
             print(
-                f"This session's last turn ended before it finished ({ending}). Once the cause "
+                f"This session's last turn ended before it finished{ending}. Once the cause "
                 "is dealt with (a model server that is back, for one), type /resume to "
                 "continue it from the last step known to be complete (or send a new message)."
             )

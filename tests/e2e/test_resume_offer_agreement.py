@@ -175,6 +175,14 @@ def test_a_turn_whose_model_server_failed_continues_with_maka_resume_without_rep
             services.close()
         assert (summary.failure_class, summary.interrupted) == ("provider_error", False)
 
+        # The TUI says how the turn ended in words, its code after them.
+        opened = maka(["tui", "--session", session_id], data, env=env, stdin="/quit\n")
+        assert opened.returncode == 0, opened.stderr
+        assert (
+            "This session's last turn ended before it finished: The model could not be reached "
+            "or answered with an error (provider_error)."
+        ) in opened.stdout, opened.stdout
+
         resumed = maka(["resume", session_id], data, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "Done." in resumed.stdout
