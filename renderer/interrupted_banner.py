@@ -28,6 +28,7 @@ from typing import Literal
 from PySide6.QtCore import QCoreApplication, Qt, QTime, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -83,6 +84,10 @@ class InterruptedBanner(TintedPanel):
     locate_folder_requested = Signal(str)
     """A session id whose folder is missing: the window asks where it is now."""
     remove_session_requested = Signal(str)
+    focus_released = Signal()
+    """The button that had the keyboard focus was disabled or hidden (Safe resume pressed, a
+    decision taken): the window puts the cursor back in the composer instead of leaving it on
+    whatever Qt chose next, where typing is lost."""
 
     def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -443,6 +448,19 @@ class InterruptedBanner(TintedPanel):
         return Severity.WARN
 
     def _render(self) -> None:
+        focused = QApplication.focusWidget()
+        had_focus = focused is not None and self.isAncestorOf(focused)
+        self._render_state()
+        focused = QApplication.focusWidget()
+        if had_focus and (
+            focused is None
+            or not self.isAncestorOf(focused)
+            or not focused.isVisible()
+            or not focused.isEnabled()
+        ):
+            self.focus_released.emit()
+
+    def _render_state(self) -> None:
         state = self.state
         current = self._current()
         self.setVisible(state not in (BannerState.HIDDEN, BannerState.STARTED))

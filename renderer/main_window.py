@@ -133,6 +133,7 @@ class MainWindow(QMainWindow):
         self.banner = InterruptedBanner(self._bridge)
         banner_holder = MeasuredRow(self.banner, margins=QMargins(20, 4, 20, 8))
         self.banner.shown_changed.connect(banner_holder.setVisible)
+        self.banner.focus_released.connect(self.focus_composer)
         banner_holder.setVisible(not self.banner.isHidden())
         self.transcript = TranscriptView()
         self.transcript.setMinimumHeight(40)  # in a short window the banner keeps its text

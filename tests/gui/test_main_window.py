@@ -532,3 +532,18 @@ def test_clicking_send_leaves_the_cursor_in_the_composer(qtbot: QtBot) -> None:
     assert focused is not None
     QTest.keyClicks(focused, "and then")
     assert window.composer.editor.toPlainText() == "and then"
+
+
+def test_pressing_safe_resume_leaves_the_cursor_in_the_composer(qtbot: QtBot) -> None:
+    """The pressed button is disabled while the resume runs and hidden once it started: the
+    focus goes back to the composer, not to the transcript, where what is typed is lost."""
+    window, bridge = _window(qtbot)
+    qtbot.waitUntil(window.composer.editor.hasFocus)
+    QTest.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("resume_latest") == [("s1",)]
+    assert window.composer.editor.hasFocus()
+    bridge.push_started("s1", run_id="run-2")
+    focused = QApplication.focusWidget()
+    assert focused is not None
+    QTest.keyClicks(focused, "next")
+    assert window.composer.editor.toPlainText() == "next"
