@@ -83,7 +83,8 @@ NEXT_STEPS: dict[str, str] = {
     ),
     "dangling_tool_state": (
         "Check the files that tool call may have changed, then send a new message to carry on, "
-        "or confirm whether it ran and choose Try again."
+        "or say on its card below whether it ran (It ran / It did not run): Safe resume then "
+        "checks again by itself, as Try again does."
     ),
     "workspace_identity_mismatch": (
         "Put back the folder's .maka-workspace.json file (or, if the session's own folder is "

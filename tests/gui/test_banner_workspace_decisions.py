@@ -260,7 +260,8 @@ def test_changed_files_with_another_reason_are_listed_under_their_own_reason(
     assert "n.txt" not in body  # said once, under its reason
     assert body == (
         "Check the files that tool call may have changed, then send a new message to carry on, "
-        "or confirm whether it ran and choose Try again. After that, the files in the folder "
+        "or say on its card below whether it ran (It ran / It did not run): Safe resume then "
+        "checks again by itself, as Try again does. After that, the files in the folder "
         "still need your decision on how to continue with them."
     )
     assert not banner.decisions_row.isVisible()

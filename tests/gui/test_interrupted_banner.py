@@ -260,7 +260,7 @@ def test_a_damaged_record_is_the_banners_story_not_an_unknown_outcome(qtbot: QtB
     body = banner.body_label.text()
     assert body == DAMAGED_RECORD_NEXT_STEP
     assert "new message" in body and "maka doctor" in body and "backup" in body
-    assert "confirm whether it ran" not in body
+    assert "It ran / It did not run" not in body
     assert not banner.action_button.isVisible(), "checking again cannot lift the damage"
     assert banner.property("severity") == Severity.ERROR.value
     assert banner.details_label.text().splitlines()[0] == "dangling_tool_state  [error]"

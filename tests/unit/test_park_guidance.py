@@ -124,7 +124,7 @@ def test_a_damaged_record_changes_the_next_step_the_severity_and_try_again() -> 
     step = next_step_source(["dangling_tool_state"], damaged)
     assert step == DAMAGED_RECORD_NEXT_STEP
     assert "new message" in step and "maka doctor" in step and "backup" in step
-    assert "confirm whether it ran" not in step
+    assert "It ran / It did not run" not in step
     # Confirming whether a call ran cannot lift the damage; a reason the user can change can.
     assert can_try_again(["dangling_tool_state"], ["pending_tool_result"])
     assert not can_try_again(["dangling_tool_state"], damaged)
