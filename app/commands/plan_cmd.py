@@ -78,5 +78,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(plan_summary(plan, operations)))
         if not owned:
-            print("(read-only: another Maka process owns the data directory)", file=sys.stderr)
+            print(
+                "(read-only: another Maka process owns the data directory, so maka run, maka "
+                "resume and maka settle are refused (store_locked) until it closes; the "
+                "desktop, if it is the one, offers the same choices on its banner and cards)",
+                file=sys.stderr,
+            )
     return EXIT_OK if plan.continues else EXIT_PARKED

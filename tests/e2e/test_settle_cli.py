@@ -316,3 +316,26 @@ def test_a_park_in_the_tui_names_its_own_settle_command(tmp_path: Path) -> None:
     assert "maka settle" not in result.stdout
     # The other ways forward are maka commands: the TUI holds the data folder they need.
     assert TUI_PARK_NOTE in result.stdout
+
+
+def test_a_read_only_plan_says_the_commands_it_names_wait_for_the_owner(tmp_path: Path) -> None:
+    """While another Maka process owns the data folder (the desktop, say), maka plan reads it
+    read-only: the commands its advice names would be refused, and it says so."""
+    from storage.instance_lock import InstanceLock, LockOutcome
+
+    drill = Drill(tmp_path)
+    drill.crash_inside_bash()
+    assert drill.maka("plan", drill.session).returncode == 3  # repaired, parked
+    lock = InstanceLock(drill.data)
+    assert lock.acquire().outcome is LockOutcome.ACQUIRED
+    try:
+        planned = drill.maka("plan", drill.session)
+        assert planned.returncode == 3
+        assert f"maka settle {drill.session} c1 --ran" in planned.stdout
+        assert "maka run, maka resume and maka settle are refused (store_locked)" in (
+            planned.stderr
+        )
+        settled = drill.maka("settle", drill.session, "c1", "--ran")
+        assert settled.returncode == 1 and "[store_locked]" in settled.stderr
+    finally:
+        lock.release()
