@@ -352,7 +352,8 @@ STORE: dict[str, tuple[Severity, str]] = {
     "store_not_found": (_I, "There is no saved data here yet."),
     "schema_upgrade_required": (
         _W,
-        "The saved data needs an upgrade that only the desktop app or 'maka run' performs.",
+        "The saved data was written by an older Maka and needs a one-time upgrade; starting "
+        "the desktop app, 'maka run' or 'maka resume' does it.",
     ),
     "store_read_only": (_W, "The saved data can only be read right now."),
     "store_io_failed": (_E, "The saved data could not be read or written on disk."),

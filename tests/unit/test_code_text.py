@@ -279,3 +279,11 @@ def test_the_table_module_imports_no_qt() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_the_upgrade_sentence_names_the_commands_that_upgrade_without_claiming_only_them() -> None:
+    """Any writer upgrades an older data folder (``maka plan`` and ``maka settle`` too): the
+    sentence names the usual ways and does not say no other does."""
+    sentence = describe("schema_upgrade_required").sentence
+    assert "only" not in sentence
+    assert "desktop app" in sentence and "'maka run'" in sentence and "'maka resume'" in sentence
