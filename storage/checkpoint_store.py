@@ -51,6 +51,7 @@ from storage.checkpoint_empty_dirs import (
     tree_changes,
 )
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoint_presence import snapshots_whole
 from storage.private_files import ensure_private_dir, private_opener
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -446,19 +447,13 @@ class GitCheckpointStore:
         ``CheckpointError`` when Git cannot tell (a snapshot that cannot be looked up now is
         not a missing one)."""
         pair = (commit_id, tree_id)
-        if pair not in self._present(workspace_identity, [pair]):
-            return False
-        listed = self._git_runner().run(
-            ["rev-list", "--objects", "--no-walk", "--missing=print", commit_id],
-            git_dir=self.git_dir(workspace_identity),
-        )
-        return not any(line.startswith(b"?") for line in listed.splitlines())
+        return pair in self._present(workspace_identity, [pair])
 
     def present_snapshots(
         self, workspace_identity: str, snapshots: list[tuple[str, str]]
     ) -> set[tuple[str, str]]:
-        """Which (commit, tree) pairs still exist in the workspace's repository: one
-        ``cat-file --batch-check`` for all of them; none when Git cannot tell."""
+        """Which (commit, tree) pairs are whole in the workspace's repository, decided as
+        ``has_snapshot`` decides it, for all of them in one batch; none when Git cannot tell."""
         try:
             return self._present(workspace_identity, snapshots)
         except CheckpointError:
@@ -470,17 +465,8 @@ class GitCheckpointStore:
         git_dir = self.git_dir(workspace_identity)
         if not snapshots or not (git_dir / "HEAD").is_file():
             return set()
-        query = "".join(f"{commit}\n{tree}\n" for commit, tree in snapshots)
-        out = self._git_runner().run(
-            ["cat-file", "--batch-check=%(objecttype)"], git_dir=git_dir, stdin=query.encode()
-        )
-        # One line per object: its type, or "<id> missing" for one the repository lacks.
-        kinds = out.decode().splitlines()
-        return {
-            pair
-            for index, pair in enumerate(snapshots)
-            if kinds[2 * index : 2 * index + 2] == ["commit", "tree"]
-        }
+        found = snapshots_whole(self._git_runner(), git_dir, snapshots)
+        return {pair for pair in snapshots if pair in found}
 
     def changes(
         self,

@@ -103,7 +103,8 @@ class CheckpointCarrier(Protocol):
         ...
 
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
-        """Whether the commit and its tree still exist in the workspace's repository. Raises
+        """Whether the commit, its tree and every folder and file under it still exist in the
+        workspace's repository (the one presence decision every surface uses). Raises
         ``CheckpointError`` when Git cannot tell: that is not a missing snapshot."""
         ...
 

@@ -160,3 +160,57 @@ def test_one_file_removed_from_the_store_parks_and_the_rebaseline_is_whole(
         fact = (event.get("actions") or {}).get("workspaceCheckpoint")
         if fact is not None:
             assert carrier.has_snapshot(identity, fact["commitId"], fact["treeId"])
+
+
+def test_every_surface_calls_a_snapshot_with_one_file_gone_missing(tmp_path: Path) -> None:
+    """One file of the later snapshot (the one the tool call wrote) removed by hand from the
+    store: ``maka checkpoints`` (text and JSON), ``maka doctor`` and ``maka plan`` all say
+    that snapshot is missing and the earlier one, which never held that file, is present."""
+    drill = Drill(tmp_path)
+    drill.run("P8", "--cwd", str(drill.work))
+    [repository] = list((drill.data / "checkpoints").glob("*.git"))
+    listed = drill.json("checkpoints", drill.session)[1]
+    rows = listed["runs"][0]["checkpoints"]
+    assert [c["present"] for c in rows] == [True, True]
+    first, second = rows
+
+    def git(*args: str, input_ids: list[str] | None = None) -> str:
+        return subprocess.run(
+            ["git", "--git-dir", str(repository), *args],
+            input=None if input_ids is None else "".join(f"{i}\n" for i in input_ids),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    def blobs(commit: str) -> set[str]:
+        objects = git("rev-list", "--objects", "--no-walk", commit).split("\n")
+        ids = [line.split(" ", 1)[0] for line in objects if line]
+        kinds = git("cat-file", "--batch-check=%(objectname) %(objecttype)", input_ids=ids)
+        return {line.split()[0] for line in kinds.splitlines() if line.endswith(" blob")}
+
+    only_second = blobs(second["commitId"]) - blobs(first["commitId"])
+    assert len(only_second) == 1, only_second  # count.txt, written by the tool call
+    [blob] = only_second
+    (repository / "objects" / blob[:2] / blob[2:]).unlink()
+    assert git("cat-file", "-t", second["commitId"]).strip() == "commit"  # commit and tree stay
+    assert git("cat-file", "-t", second["treeId"]).strip() == "tree"
+
+    listed = drill.json("checkpoints", drill.session)[1]
+    assert [c["present"] for c in listed["runs"][0]["checkpoints"]] == [True, False]
+    text = maka(["checkpoints", drill.session], drill.data, env=drill.env).stdout
+    [first_line] = [line for line in text.splitlines() if first["checkpointRef"] in line]
+    [second_line] = [line for line in text.splitlines() if second["checkpointRef"] in line]
+    assert first_line.endswith("present") and second_line.endswith(
+        "MISSING from the checkpoint store"
+    )
+
+    _, doctor = drill.json("doctor")
+    audit = doctor["workspaceCheckpoints"]
+    assert audit["facts"] == 2
+    assert [m["checkpointRef"] for m in audit["missing"]] == [second["checkpointRef"]]
+    problems = [p for p in doctor["problems"] if p["code"] == "workspace_checkpoint_missing"]
+    assert len(problems) == 1 and second["checkpointRef"] in problems[0]["message"]
+
+    code, parked = drill.json("plan", drill.session)
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"], parked

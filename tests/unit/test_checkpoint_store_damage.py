@@ -19,7 +19,7 @@ from runtime.continuation.workspace_gate import WorkspaceTree, workspace_gate
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.event_model import RuntimeEvent
-from storage.checkpoint_git import GitCommand, find_git
+from storage.checkpoint_git import GitCommand, GitRunner, find_git
 from storage.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -203,3 +203,55 @@ def test_a_snapshot_with_one_file_gone_is_missing_not_comparable(tmp_path: Path)
         assert whole.has_snapshot(WS, first.commit_id, first.tree_id)  # the same objects
     assert store.has_snapshot(WS, first.commit_id, first.tree_id)
     assert git_dir.is_dir()
+
+
+class _CountingRunner:
+    """The store's own runner, counting the Git calls it makes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def run(self, args: Any, **kwargs: Any) -> bytes:
+        self.calls.append(str(args[0]))
+        return cast(bytes, self.inner.run(args, **kwargs))
+
+
+def test_a_listing_decides_each_snapshot_as_the_planner_does_in_a_few_calls(
+    tmp_path: Path,
+) -> None:
+    """Many snapshots sharing most of their files: the listing's batch says exactly the
+    snapshots reaching a removed file or folder are missing, as ``has_snapshot`` (the
+    planner's check) says one by one, with a few Git calls whatever the number of snapshots."""
+    folder = _folder(tmp_path)
+    (folder / "sub" / "deep").mkdir(parents=True)
+    (folder / "sub" / "deep" / "c.txt").write_text("gamma\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshots = []
+    for n in range(12):
+        if n == 4:
+            (folder / "sub" / "deep" / "d.txt").write_text("only in 4 and 5\n")
+        if n == 6:
+            (folder / "sub" / "deep" / "d.txt").unlink()
+        if n == 8:
+            (folder / "sub" / "e.txt").write_text("from 8 on\n")
+        (folder / "a.txt").write_text(f"alpha {n % 3}\n")  # trees repeat: shared objects
+        snapshots.append(store.capture(folder, WS, f"refs/maka/s/r/{n}", f"n{n}"))
+    pairs = [(s.commit_id, s.tree_id) for s in snapshots]
+    git_dir = store.git_dir(WS)
+    assert store.present_snapshots(WS, pairs) == set(pairs)
+
+    def remove(spec: str) -> None:
+        object_id = _git(git_dir, "rev-parse", spec).strip()
+        (git_dir / "objects" / object_id[:2] / object_id[2:]).unlink()
+
+    remove(f"{snapshots[4].tree_id}:sub/deep/d.txt")  # a file only 4 and 5 hold
+    remove(f"{snapshots[9].tree_id}:sub")  # a folder from 8 on (it holds e.txt)
+    counting = _CountingRunner(store._git_runner())
+    store._git_runner = lambda: cast(GitRunner, counting)  # type: ignore[method-assign]
+    present = store.present_snapshots(WS, pairs)
+    expected = {pairs[n] for n in (0, 1, 2, 3, 6, 7)}
+    assert present == expected
+    assert len(counting.calls) <= 5, counting.calls  # batch-check, rev-list, tree depth reads
+    one_by_one = {pair for pair in pairs if store.has_snapshot(WS, *pair)}
+    assert one_by_one == expected
