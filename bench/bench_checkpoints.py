@@ -32,7 +32,12 @@ from pathlib import Path
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.ledger.canonical_codec import canonical_args_hash, operation_id
-from runtime.ledger.checkpoint_ports import CheckpointMode, ModeDecision, checkpoint_ref
+from runtime.ledger.checkpoint_ports import (
+    CheckpointMode,
+    ModeDecision,
+    Snapshot,
+    checkpoint_ref,
+)
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from storage.checkpoint_store import GitCheckpointStore
 from storage.ledger_store import open_store
@@ -106,7 +111,7 @@ def main() -> None:
         print(f"mode decision at run start (size, nested repositories, LFS): {mode_ms:8.1f} ms")
         counter = iter(range(1, 1_000_000))
 
-        def capture() -> object:
+        def capture() -> Snapshot:
             return store.capture(work, WS, checkpoint_ref("s", "bench", next(counter)), "bench")
 
         first_ms = timed(capture)
@@ -145,7 +150,7 @@ def main() -> None:
         whole: list[float] = []
         pair = [(last.commit_id, last.tree_id)]
         for _ in range(max(5, args.rounds)):
-            shallow.append(timed(lambda: store.present_snapshots(WS, pair)))
+            shallow.append(timed(lambda: _commit_and_tree(store, pair)))
             whole.append(timed(lambda: store.has_snapshot(WS, last.commit_id, last.tree_id)))
         print(
             f"  of which the snapshot lookup:  commit+tree median {statistics.median(shallow):.1f}"
@@ -160,17 +165,20 @@ def main() -> None:
             f"{added_ms:.1f} ms = {added_ms / boundary_ms:.1f} x T1+T2"
         )
         before = folder_bytes(store.git_dir(WS))
+        taken: list[tuple[str, str]] = []
         for _ in range(100):
             target = rng.choice(paths)
             with open(target, "a", encoding="utf-8") as handle:
                 handle.write("small edit\n")
-            capture()
+            snapshot = capture()
+            taken.append((snapshot.commit_id, snapshot.tree_id))
         grown = folder_bytes(store.git_dir(WS)) - before
         print(
             f"storage after 100 small edits: +{grown:,} bytes ({grown / 100:,.0f} bytes per "
             f"checkpoint); repository {folder_bytes(store.git_dir(WS)) / 1e6:,.1f} MB, index "
             f"{store.index_path(WS).stat().st_size / 1e6:.1f} MB"
         )
+        _listing(store, taken[-50:], rounds=max(5, args.rounds // 2))
 
 
 def _tool_path(
@@ -241,6 +249,33 @@ def _tool_path(
         added.append(timed(checkpoints.join_facts))  # the model answered at once
     ledger.close()
     return statistics.median(boundaries), statistics.median(added)
+
+
+def _commit_and_tree(store: GitCheckpointStore, pairs: list[tuple[str, str]]) -> object:
+    """The lookup listings made before they asked for whole snapshots: commits and top trees
+    in one ``cat-file --batch-check``."""
+    query = "".join(f"{commit}\n{tree}\n" for commit, tree in pairs)
+    return store._git_runner().run(
+        ["cat-file", "--batch-check=%(objecttype)"], git_dir=store.git_dir(WS), stdin=query.encode()
+    )
+
+
+def _listing(store: GitCheckpointStore, pairs: list[tuple[str, str]], *, rounds: int) -> None:
+    """``maka checkpoints`` / ``maka doctor`` on a session of 50 snapshots: commit and top tree
+    only (before), every object in one batch (now), every object one snapshot at a time (the
+    planner's call repeated), alternately in one run."""
+    shallow: list[float] = []
+    batched: list[float] = []
+    single: list[float] = []
+    for _ in range(rounds):
+        shallow.append(timed(lambda: _commit_and_tree(store, pairs)))
+        batched.append(timed(lambda: store.present_snapshots(WS, pairs)))
+        single.append(timed(lambda: [store.has_snapshot(WS, *pair) for pair in pairs]))
+    print(
+        f"listing {len(pairs)} snapshots: commit+tree median {statistics.median(shallow):.1f} ms,"
+        f" every object batched median {statistics.median(batched):.1f} ms, one by one median"
+        f" {statistics.median(single):.1f} ms"
+    )
 
 
 if __name__ == "__main__":
