@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.continuation.resume_candidate import resume_candidate
-from runtime.ledger.codes import FailureClass
+from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
 
@@ -53,7 +52,7 @@ def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOve
         session=record,
         last_run_status=last.status if last else None,
         failure_class=last.failure_class if last else None,
-        interrupted=bool(last and last.failure_class == FailureClass.APP_RESTARTED.value),
+        interrupted=last is not None and restart_interrupted(last),
         run_count=len(runs),
         last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
         resumable=resume_candidate(runs) is not None,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from runtime.ledger.codes import FailureClass
 from runtime.ledger.store_ports import RunHeader, RunStatus
 
 RESUMABLE_STATUSES = frozenset({RunStatus.FAILED, RunStatus.CANCELLED})
@@ -40,7 +41,10 @@ def ended_resumably(header: RunHeader) -> bool:
 def restart_interrupted(header: RunHeader) -> bool:
     """The run was live when Maka stopped: startup recovery failed it with ``app_restarted``
     (the only ending the desktop's banner offers Safe resume for)."""
-    return header.status is RunStatus.FAILED and header.failure_class == "app_restarted"
+    return (
+        header.status is RunStatus.FAILED
+        and header.failure_class == FailureClass.APP_RESTARTED.value
+    )
 
 
 def resume_candidate(runs: Iterable[RunHeader]) -> RunHeader | None:
