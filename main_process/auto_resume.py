@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from main_process.host_services import InterruptedRun
+from app.host.host_services import InterruptedRun
 
 AUTO_RESUME_LIMIT = 3
 

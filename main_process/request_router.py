@@ -73,8 +73,7 @@ from app.bridge_contract import (
     TurnsSendRequest,
     WindowActivateRequest,
 )
-from main_process.host_lifecycle import HostLifecycle
-from main_process.host_services import (
+from app.host.host_services import (
     HostServiceError,
     HostServices,
     ResumeFailed,
@@ -87,6 +86,7 @@ from main_process.host_services import (
     SurvivorsChecked,
     Transcript,
 )
+from main_process.host_lifecycle import HostLifecycle
 from main_process.ipc_server import IpcServer
 from main_process.log_limits import RateLimitedLog, escape
 from main_process.push_sink import CoalescingPushSink

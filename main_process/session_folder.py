@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from main_process.host_services import HostServiceError
+from app.host.host_services import HostServiceError
 from runtime.ledger.codes import HostCode
 
 INVALID_CWD = HostCode.INVALID_CWD

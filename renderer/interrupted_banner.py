@@ -50,6 +50,7 @@ from app.bridge_contract import (
     SettingsCurrentPush,
     ToolSettledPush,
 )
+from app.visible_text import visible
 from renderer import theme
 from renderer.banner_text import (
     BannerState,
@@ -68,7 +69,6 @@ from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.park_text import Severity
 from renderer.restore_dialog import ask_restore_target
 from renderer.tinted_panel import TintedPanel
-from renderer.visible_text import visible
 
 
 def _tr(text: str) -> str:

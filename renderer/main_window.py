@@ -37,6 +37,7 @@ from app.bridge_contract import (
     ToolSettledPush,
     TranscriptItemPush,
 )
+from app.visible_text import visible
 from renderer import theme
 from renderer.auto_resume_notice import AutoResumeNotice
 from renderer.bridge_port import BridgePort, ConnectionState
@@ -52,7 +53,6 @@ from renderer.session_actions import SessionActions
 from renderer.session_list import SessionListPanel, display_title
 from renderer.settings_dialog import SettingsDialog
 from renderer.transcript_view import TranscriptView
-from renderer.visible_text import visible
 
 _ACTIVE = frozenset(
     {RunStatusValue.CREATED, RunStatusValue.RUNNING, RunStatusValue.WAITING_FOR_USER}

@@ -28,11 +28,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge_contract import PermissionRequestedPush
+from app.visible_text import AUTO_MODE_WARNING, visible
 from renderer import theme
 from renderer.bridge_port import BridgePort
 from renderer.park_text import Severity
 from renderer.tinted_panel import TintedPanel
-from renderer.visible_text import AUTO_MODE_WARNING, visible
 
 COMMAND_VIEW_LINES = 8
 """The command view grows with its text up to this many lines, then scrolls."""

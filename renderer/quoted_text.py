@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from PySide6.QtGui import QTextCharFormat, QTextCursor, QTextDocument
 
+from app.visible_text import visible
 from renderer import theme
-from renderer.visible_text import visible
 
 FENCE = "```"
 

@@ -50,12 +50,12 @@ from app.bridge_contract import (
     TranscriptItem,
     UserMessageItem,
 )
+from app.visible_text import visible
 from renderer import theme
 from renderer.park_text import Severity, describe
 from renderer.quoted_text import FENCE, apply_quoted_format, split_quoted
 from renderer.settle_panel import SettlePanel, confirmation_text
 from renderer.tinted_panel import TintedPanel
-from renderer.visible_text import visible
 
 PREVIEW_LINES = 6
 """Output lines a tool card shows before "Show N more lines"."""

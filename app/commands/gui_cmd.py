@@ -26,7 +26,7 @@ from app.cli_errors import EXIT_ERROR
 from app.host.resume_switch import RESUME_FLAG
 
 if TYPE_CHECKING:
-    from main_process.host_services import HostServices
+    from app.host.host_services import HostServices
 
 ENV_NO_RENDERER = "MAKA_NO_RENDERER"
 ENV_DATA_DIR = "MAKA_DATA_DIR"

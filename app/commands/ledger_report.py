@@ -154,7 +154,7 @@ def _print_text(document: JsonObject) -> None:
                 f"  {operation['toolName']} {operation['toolCallId']}: {_status_text(operation)}\n"
             )
             if "attestationNote" in operation:
-                from renderer.visible_text import visible  # text from the file: shown as it is
+                from app.visible_text import visible  # text from the file: shown as it is
 
                 note = visible(operation["attestationNote"]).replace("\n", "\n      ")
                 out.write(f"    your note: {note}\n")

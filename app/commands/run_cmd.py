@@ -84,7 +84,7 @@ def permission_mode(option: str | None) -> str:
 
 def note_auto_mode(mode: str) -> None:
     """With ``auto``, say once what it means: commands are not confined to the session folder."""
-    from renderer.visible_text import AUTO_MODE_WARNING
+    from app.visible_text import AUTO_MODE_WARNING
 
     if mode == "auto":
         print(

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 def _change(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
     from app.host.host_bootstrap import now_ms
-    from main_process.session_relocation import (
+    from app.host.session_relocation import (
         SessionChangeRefused,
         relocate_session,
         remove_session,

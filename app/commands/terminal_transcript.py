@@ -6,7 +6,7 @@ questions are answered from standard input: on a terminal the user types y or n;
 next line is the answer (end of input means deny). Waiting never blocks cancellation.
 
 Nothing from the model or a command reaches the terminal raw: control characters are made visible
-(``renderer.visible_text``), so an escape sequence or a carriage return can neither erase part of
+(``app.visible_text``), so an escape sequence or a carriage return can neither erase part of
 a command being approved nor restyle the terminal. A permission question shows the whole command,
 wrapped to the terminal's width (a shortened one says how many characters are left out), and a
 command's question says that commands can change files anywhere the user can.
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, TextIO
 
 from app.code_text import describe
-from renderer.visible_text import AUTO_MODE_WARNING, visible
+from app.visible_text import AUTO_MODE_WARNING, visible
 from runtime.agent.permission_policy import Decision, PermissionQuestion
 from runtime.agent.transcript_projection import summarize_args, summarize_result
 from runtime.base.cancel_token import CancelToken

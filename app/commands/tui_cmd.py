@@ -268,7 +268,7 @@ def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
 
 def _print_transcript(service: Any, session_id: str) -> None:
     """``/transcript``: every entry, control characters shown by name (never sent raw)."""
-    from renderer.visible_text import visible
+    from app.visible_text import visible
 
     for continued, entry in service.transcript_by_run(session_id):
         if continued:

@@ -30,16 +30,7 @@ from app.bridge_contract import (
 )
 from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
-from app.host.resume_seam import continuation_resume_service, resume_service
-from app.host.resume_switch import RESUME_FLAG
-from app.host.resume_wire import (
-    TARGET_REFUSALS,
-    parked_outcome,
-    parked_write_diagnostics,
-    wire_diagnostic,
-)
-from app.host.verdict_memory import VerdictMemory
-from main_process.host_services import (
+from app.host.host_services import (
     HostServiceError,
     InterruptedRun,
     RecoveryReport,
@@ -54,15 +45,24 @@ from main_process.host_services import (
     Transcript,
     TurnSink,
 )
-from main_process.live_turn_view import LiveTurnView
-from main_process.resume_verdicts import ResumeVerdicts
-from main_process.session_relocation import (
+from app.host.live_turn_view import LiveTurnView
+from app.host.resume_seam import continuation_resume_service, resume_service
+from app.host.resume_switch import RESUME_FLAG
+from app.host.resume_verdicts import ResumeVerdicts
+from app.host.resume_wire import (
+    TARGET_REFUSALS,
+    parked_outcome,
+    parked_write_diagnostics,
+    wire_diagnostic,
+)
+from app.host.session_relocation import (
     SessionChangeRefused,
     relocate_session,
     remove_session,
 )
-from main_process.settle_call import settle_call, settleable_in
-from main_process.transcript_items import session_transcript
+from app.host.settle_call import settle_call, settleable_in
+from app.host.transcript_items import session_transcript
+from app.host.verdict_memory import VerdictMemory
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
 from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_overview import SessionOverview, session_overview

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice
+from app.host.host_services import SettingsChange, SettingsView
 from app.host.resume_switch import SETTINGS_FILE, read_settings
-from main_process.host_services import SettingsChange, SettingsView
 from storage.private_files import ensure_private_dir
 
 __all__ = ["SETTINGS_FILE", "DesktopSettings", "provider_environment"]

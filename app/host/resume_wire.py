@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from app.bridge_contract import ChangedPath, ResumeDiagnostic
-from main_process.host_services import ResumeParked
+from app.host.host_services import ResumeParked
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.resume_candidate import newest_run
 from runtime.ledger.codes import ResolverReason, RestoreCode

@@ -17,9 +17,9 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from app.host.host_services import ResumeOutcome, ResumeParked, ResumeStarted
+from app.host.resume_verdicts import ResumeVerdicts, StoredVerdict
 from app.host.resume_wire import parked_outcome, parked_write_diagnostics
-from main_process.host_services import ResumeOutcome, ResumeParked, ResumeStarted
-from main_process.resume_verdicts import ResumeVerdicts, StoredVerdict
 from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
 from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.ledger_errors import LedgerError

@@ -12,7 +12,7 @@ import pytest
 
 from app.bridge_contract import TranscriptItem
 from app.host.desktop_services import DesktopServices
-from main_process.host_services import HostServiceError, ResumeOutcome, ResumeParked
+from app.host.host_services import HostServiceError, ResumeOutcome, ResumeParked
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from storage.ledger_store import open_store
 from storage.workspace_identity import resolve_workspace_identity
@@ -132,7 +132,7 @@ def test_safe_resume_setting_is_kept_in_the_data_dir_and_the_environment_wins(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from app.bridge_contract import ProviderChoice
-    from main_process.host_services import SettingsChange
+    from app.host.host_services import SettingsChange
 
     data = tmp_path / "data"
     monkeypatch.delenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", raising=False)

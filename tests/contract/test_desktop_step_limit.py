@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from app import bridge_contract as bc
 from app.host.desktop_services import DesktopServices
 from app.host.desktop_settings import SETTINGS_FILE, DesktopSettings
-from main_process.host_services import SettingsChange
+from app.host.host_services import SettingsChange
 from runtime.agent import run_loop
 from runtime.ledger.store_ports import RunStatus
 from storage.ledger_store import open_store

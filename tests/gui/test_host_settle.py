@@ -24,9 +24,9 @@ from app.bridge_contract import (
     ToolsSettleRequest,
     TranscriptItemPush,
 )
+from app.host.host_services import HostServiceError, HostServices, ResumeParked, SettleResult
 from main_process.host_app import HostApp, HostConfig
 from main_process.host_lifecycle import HostState
-from main_process.host_services import HostServiceError, HostServices, ResumeParked, SettleResult
 from runtime.ledger.codes import WriterRejectionCode
 from tests.helpers.fake_host_services import FakeHostServices
 from tests.helpers.wire_client import WireClient

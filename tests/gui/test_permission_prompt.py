@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QApplication, QFrame
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
+from app.visible_text import AUTO_MODE_WARNING
 from renderer.interrupted_banner import InterruptedBanner
 from renderer.permission_prompt import COMMAND_VIEW_LINES, PermissionPrompt
 from renderer.transcript_items import ToolCardWidget
-from renderer.visible_text import AUTO_MODE_WARNING
 from tests.helpers.fake_bridge import FakeBridge
 from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import scripted_env, write_script

@@ -22,7 +22,7 @@ from app.bridge_contract import (
     ToolCardStatus,
     UserMessageItem,
 )
-from main_process.host_services import (
+from app.host.host_services import (
     HostServiceError,
     RecoveryReport,
     ResumeOutcome,

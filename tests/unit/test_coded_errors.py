@@ -21,7 +21,7 @@ import pytest
 from app import cli
 from app.bridge_contract import BridgeErrorCode, BridgeProtocolError
 from app.cli_errors import EXIT_ERROR, EXIT_USAGE, CliError
-from main_process.host_services import HostServiceError
+from app.host.host_services import HostServiceError
 from main_process.request_router import _error_code
 from runtime.ledger.coded_error import CodedError, CodedFailure, coded_failure
 from runtime.ledger.codes import HostCode, StoreCode

@@ -5,7 +5,7 @@ when Maka stopped and may have run in part (RECOVERY.md section 9); other unknow
 from __future__ import annotations
 
 from app.bridge_contract import ToolCardItem, ToolCardStatus
-from main_process.transcript_items import HOST_STOPPED, wire_item
+from app.host.transcript_items import HOST_STOPPED, wire_item
 from runtime.agent.transcript_projection import TranscriptEntry
 
 

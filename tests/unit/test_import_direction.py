@@ -1,12 +1,15 @@
-"""The layers import one way (ARCHITECTURE.md); this test walks every module's imports.
+"""The layers import one way (docs/design/architecture.md); this test walks every module's imports.
 
 Every import counts: at module level, inside a function and under ``TYPE_CHECKING`` alike.
 Inside ``runtime/`` the subpackages are ordered (``RUNTIME_LAYERS``), and no module anywhere is
-part of an import cycle (``import_cycles``)."""
+part of an import cycle (``import_cycles``). The Qt-free host (``app.host``) imports neither Qt
+nor the desktop's processes, and the CLI's commands (but ``maka gui``, which starts the desktop)
+import neither ``main_process`` nor ``renderer``."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,30 @@ RUNTIME_LAYERS = ("ledger", "base", "providers", "tools", "recovery", "continuat
 RUNTIME_BESIDE = {"fastplan": "recovery"}
 """Subpackages beside the order: each may import the layers up to the named one, and no
 ``runtime`` module but its own imports it (``fastplan`` serves the ledger tools in ``app``)."""
+
+
+HOST_MAY_IMPORT = (
+    "app.host",
+    "app.bridge_contract",
+    "app.code_text",
+    "app.park_guidance",
+    "app.visible_text",
+    "app.data_paths",
+    "runtime",
+    "storage",
+)
+"""What the Qt-free host the desktop's main process and the CLI share may import: never
+``main_process``, ``renderer`` or a command."""
+
+HOST_THIRD_PARTY = ("pydantic", "pydantic_core", "typing_extensions", "psutil", "platformdirs")
+"""The host's third-party imports: no Qt (``PySide6``) among them."""
+
+CLI_MAY_IMPORT = ("app", "runtime", "storage")
+"""The CLI's commands reach the desktop's code only through ``app.host``."""
+
+GUI_COMMANDS = frozenset({"app.commands.gui_cmd"})
+"""``maka gui`` starts the desktop: the one command that imports ``main_process`` and
+``renderer``."""
 
 
 def _runtime_prefixes(module: str) -> set[str]:
@@ -57,7 +84,7 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         return {"storage", "runtime.ledger"}, {"pydantic", "typing_extensions"}
     if module.startswith("main_process"):
         return (
-            {"main_process", "runtime", "storage", "app.bridge_contract"},
+            {"main_process", "runtime", "storage", "app.bridge_contract", "app.host"},
             {
                 "PySide6.QtCore",
                 "PySide6.QtNetwork",
@@ -69,9 +96,23 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         )
     if module.startswith("renderer"):
         return (
-            {"renderer", "app.bridge_contract", "app.code_text", "app.park_guidance"},
+            {
+                "renderer",
+                "app.bridge_contract",
+                "app.code_text",
+                "app.park_guidance",
+                "app.visible_text",
+            },
             {"PySide6", "pydantic", "typing_extensions"},
         )
+    if module == "app.host" or module.startswith("app.host."):
+        return set(HOST_MAY_IMPORT), set(HOST_THIRD_PARTY)
+    if module in GUI_COMMANDS:
+        return set(PACKAGES), None
+    if module.startswith("app.commands"):
+        return set(CLI_MAY_IMPORT), None
+    if module == "app.visible_text":
+        return {"app.visible_text"}, set()
     if module == "app.code_text":
         return {"app.code_text"}, set()
     if module == "app.park_guidance":
@@ -173,9 +214,10 @@ def _allowed(name: str, prefixes: set[str]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-@pytest.mark.parametrize(("module", "path"), _modules(), ids=str)
-def test_module_imports_follow_the_layer_rules(module: str, path: Path) -> None:
+def _violations(module: str, path: Path) -> list[str]:
+    """What ``module`` (at ``path``) imports that its layer may not, one sentence each."""
     own, third_party = _rules(module)
+    found: list[str] = []
     for name in _imports(path, module):
         root = name.split(".")[0]
         if root in STDLIB or root == "__future__":
@@ -183,10 +225,38 @@ def test_module_imports_follow_the_layer_rules(module: str, path: Path) -> None:
         if root in PACKAGES:
             # "from app import bridge_contract" style is normalised by the ImportFrom branch
             if not _allowed(name, own):
-                pytest.fail(f"{module} imports {name}, which its layer may not import")
+                found.append(f"{module} imports {name}, which its layer may not import")
             continue
         if third_party is not None and not _allowed(name, third_party):
-            pytest.fail(f"{module} imports third-party {name}, which its layer may not import")
+            found.append(f"{module} imports third-party {name}, which its layer may not import")
+    return found
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=str)
+def test_module_imports_follow_the_layer_rules(module: str, path: Path) -> None:
+    assert _violations(module, path) == []
+
+
+def test_planted_host_and_command_violations_fail(tmp_path: Path) -> None:
+    """A copy of ``app/`` with Qt, ``main_process`` and ``renderer`` imports planted in the
+    host and in a command: each planted module fails, the copied modules (``maka gui`` among
+    them) pass."""
+    shutil.copytree(ROOT / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    planted = {
+        "app.host.planted_qt": "from PySide6.QtCore import QObject\n",
+        "app.host.planted_main": "def f():\n    import main_process.host_app\n",
+        "app.host.planted_renderer": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from renderer import theme\n"
+        ),
+        "app.host.planted_command": "from app.commands import run_cmd\n",
+        "app.commands.planted_main": "from main_process.host_app import HostApp\n",
+        "app.commands.planted_renderer": "def f():\n    from renderer.theme import COLORS\n",
+    }
+    for module, source in planted.items():
+        (tmp_path / Path(*module.split("."))).with_suffix(".py").write_text(source)
+    failing = {module for module, path in _modules(tmp_path, ("app",)) if _violations(module, path)}
+    assert failing == set(planted)
+    assert "app.commands.gui_cmd" in dict(_modules(tmp_path, ("app",)))
 
 
 def test_the_walker_sees_a_forbidden_import(tmp_path: Path) -> None:

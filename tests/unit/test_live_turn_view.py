@@ -17,9 +17,9 @@ from app.bridge_contract import (
     TranscriptItem,
 )
 from app.host.desktop_settings import SETTINGS_FILE, DesktopSettings
-from main_process.host_services import SettingsChange
-from main_process.live_turn_view import LiveTurnView
-from main_process.transcript_items import session_transcript, wire_item
+from app.host.host_services import SettingsChange
+from app.host.live_turn_view import LiveTurnView
+from app.host.transcript_items import session_transcript, wire_item
 from runtime.agent.transcript_projection import TranscriptEntry
 from runtime.ledger.store_ports import RunStatus
 from tests.helpers.ledger_builders import (

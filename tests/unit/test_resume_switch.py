@@ -13,8 +13,8 @@ import pytest
 
 from app.bridge_contract import ProviderChoice
 from app.host.desktop_settings import DesktopSettings
+from app.host.host_services import SettingsChange
 from app.host.resume_switch import RESUME_FLAG, resume_enabled, stored_safe_resume
-from main_process.host_services import SettingsChange
 
 REPO = Path(__file__).resolve().parents[2]
 

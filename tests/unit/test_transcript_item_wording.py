@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.bridge_contract import NoticeLevel, ToolCardItem, ToolCardStatus, TranscriptItem
-from main_process.live_turn_view import LiveTurnView
-from main_process.transcript_items import wire_item
+from app.host.live_turn_view import LiveTurnView
+from app.host.transcript_items import wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.ledger.store_ports import RunStatus
 from tests.helpers.ledger_builders import (

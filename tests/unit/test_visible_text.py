@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from renderer.visible_text import visible
+from app.visible_text import visible
 from runtime.agent.text_limits import more_characters, shorten
 from runtime.agent.transcript_projection import summarize_args
 

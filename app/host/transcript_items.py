@@ -41,7 +41,7 @@ from app.bridge_contract import (
     TranscriptItem,
     UserMessageItem,
 )
-from main_process.host_services import Transcript
+from app.host.host_services import Transcript
 from runtime.agent.text_limits import shorten
 from runtime.agent.transcript_projection import TranscriptEntry
 

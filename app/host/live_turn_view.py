@@ -18,8 +18,8 @@ from app.bridge_contract import (
     ThinkingItem,
     TranscriptItem,
 )
-from main_process.host_services import TurnSink
-from main_process.transcript_items import continuation_marker, wire_item
+from app.host.host_services import TurnSink
+from app.host.transcript_items import continuation_marker, wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunStatus

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app.bridge_contract import TranscriptItem
-from main_process.host_services import HostServiceError, ResumeParked, SettleResult
-from main_process.transcript_items import wire_item
+from app.host.host_services import HostServiceError, ResumeParked, SettleResult
+from app.host.transcript_items import wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.ledger.ledger_errors import LedgerError
