@@ -96,7 +96,8 @@ def checked_again(current: SessionResume) -> str:
     ).replace("{time}", current.checked_at)
 
 
-def copy_for(
+# C901: one table of banner states, written as branches so each state's words read together.
+def copy_for(  # noqa: C901
     state: BannerState,
     current: SessionResume,
     from_environment: bool = False,

@@ -95,7 +95,8 @@ def _dispatch_fact(event: RuntimeEvent) -> dict[str, Any]:
     return fact
 
 
-def _walk(
+# C901: the writers' gates in one pass, one branch per lane, as the writers apply them.
+def _walk(  # noqa: C901
     header: RunHeader, events: Sequence[RuntimeEvent], lanes: Sequence[Lane]
 ) -> set[str] | None:
     """The writers' gates and shapes over the run; returns the dispatched operation ids, or None

@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_max_steps(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+# C901: the terminal's one read-eval loop; each slash command is a short branch of it.
+def run(args: argparse.Namespace) -> int:  # noqa: C901
     from app.commands.cli_session_host import owned_session_host
     from app.commands.run_cmd import (
         note_auto_mode,
