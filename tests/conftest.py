@@ -12,6 +12,35 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.pop("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", None)
 os.environ.pop("MAKA_FAILPOINT", None)
 
+TESTS = Path(__file__).resolve().parent
+
+FOLDER_MARKERS = {
+    "unit": "unit",
+    "contract": "contract",
+    "crash": "crash",
+    "gui": "gui",
+    "e2e": "e2e",
+    "real_server": "real_server",
+}
+"""Each test folder's marker, added to every test in it: ``-m`` selects a tier by what the tests
+are (``-m "not e2e and not crash"`` is the fast tier), whatever their modules declare."""
+
+
+def folder_marker(path: Path) -> str | None:
+    """The marker of the test folder ``path`` (a test module) lies in, or None."""
+    try:
+        folder = path.resolve().relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        return None
+    return FOLDER_MARKERS.get(folder)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = folder_marker(item.path)
+        if marker is not None and item.get_closest_marker(marker) is None:
+            item.add_marker(getattr(pytest.mark, marker))
+
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
