@@ -239,7 +239,7 @@ class SessionsRemoveRequest(_Message):
 
 class ProcessesStopRequest(_Message):
     """**Stop it**: end the commands of this session that still run from before Maka stopped
-    (RECOVERY.md section 9). Only a session id: the main process finds them itself."""
+    (docs/design/recovery.md section 9). Only a session id: the main process finds them itself."""
 
     kind: Literal[MessageKind.PROCESSES_STOP] = MessageKind.PROCESSES_STOP
     session_id: Id
@@ -284,8 +284,8 @@ class ResumeLatestRequest(_Message):
     kind: Literal[MessageKind.SESSIONS_RESUME_LATEST] = MessageKind.SESSIONS_RESUME_LATEST
     session_id: Id
     workspace_decision: Literal["isolated_restore", "rebaseline"] | None = None
-    """The user's way forward when the files changed since the stop (WORKSPACE.md section 4):
-    continue in a restored copy, or with the current files."""
+    """The user's way forward when the files changed since the stop (docs/design/workspace.md
+    section 4): continue in a restored copy, or with the current files."""
     restore_to: FsPath | None = None
     """For ``isolated_restore``: a new or empty folder for the copy (None: a new sibling)."""
 
@@ -299,7 +299,7 @@ MAX_NOTE_CHARS: Final = 500
 
 
 class ToolsSettleRequest(_Message):
-    """The user checked what a call with an unknown outcome did and says so (RECOVERY.md
+    """The user checked what a call with an unknown outcome did and says so (docs/design/recovery.md
     section 8). It names the session, the call and the answer; the main process decides whether
     the call may be settled (unknown outcome, an earlier start of Maka, no process left) and
     records it. Answered by ``tool.settled``."""
@@ -358,7 +358,7 @@ class SessionSummary(WireModel):
     last_run_status: RunStatusValue | None = None
     interrupted: bool = False
     """True when the latest run failed with ``app_restarted``: the list says "Interrupted" and
-    the banner offers Safe resume (DESKTOP.md)."""
+    the banner offers Safe resume (docs/design/desktop.md)."""
     failure_class: Code | None = None
     folder_missing: bool = False
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""

@@ -4,7 +4,7 @@ Subcommands live in ``app/commands/<name>_cmd.py`` and are imported only when us
 ``maka ledger plan`` never pays for Qt or SQLite start-up. Each command module exposes
 ``add_arguments(parser)`` and ``run(args) -> int``.
 
-Exit codes (CLI.md): 0 success, 1 error, 2 usage or invalid input, 3 parked.
+Exit codes (docs/design/cli.md): 0 success, 1 error, 2 usage or invalid input, 3 parked.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ class UsageParser(argparse.ArgumentParser):
 
 
 def print_json_error(code: str, message: str) -> None:
-    """A refused command's one JSON document on stdout (CLI.md: ``--json`` prints exactly
-    one): ``{"error": {"code": ..., "message": ...}}``."""
+    """A refused command's one JSON document on stdout (docs/design/cli.md: ``--json`` prints
+    exactly one): ``{"error": {"code": ..., "message": ...}}``."""
     import json
 
     print(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False))

@@ -1,6 +1,6 @@
 """Every stable code a user can meet -> a severity and a headline, in plain words.
 
-Why one table outside Qt: CODES.md says the UI maps each stable code to a severity and a
+Why one table outside Qt: docs/design/codes.md says the UI maps each stable code to a severity and a
 sentence in one place, and tests assert codes, not sentences. The renderer (through
 ``renderer/park_text.py``, which translates with Qt's ``tr``), the CLI and the TUI all read this
 module, so ``maka plan`` prints the same words as the banner without loading Qt. It imports only
@@ -9,8 +9,9 @@ about a park (its next step, Try again, a damaged record, a write that did not h
 ``app/park_guidance.py``, which reads this table.
 
 Keyed by the code *strings*: the renderer may not import the runtime's enums. A test walks every
-code of CODES.md and every code enum and fails when one has no sentence here. Sentences name no
-exception classes and quote no raw operating-system errors; those stay in "Copy diagnostics".
+code of docs/design/codes.md and every code enum and fails when one has no sentence here. Sentences
+name no exception classes and quote no raw operating-system errors; those stay in "Copy
+diagnostics".
 
 Severity: ``info`` = an expected state the user can act on calmly; ``warn`` = the workspace or
 session needs attention before resuming; ``error`` = the ledger or the host is not in a
@@ -325,7 +326,8 @@ STORE: dict[str, tuple[Severity, str]] = {
     "transition_shape_conflict": (_E, "The events to save do not form a valid step."),
     "run_sealed": (_E, "This run has already ended; nothing more can be added to it."),
     "operation_settled": (_E, "This tool call is already settled."),
-    # Recording what the user confirmed about an unknown outcome (RECOVERY.md section 8).
+    # Recording what the user confirmed about an unknown outcome
+    # (docs/design/recovery.md section 8).
     "attestation_not_applicable": (
         _W,
         "Only a tool call whose outcome is unknown can be confirmed; this one is not.",

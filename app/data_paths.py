@@ -1,7 +1,7 @@
 """Where the data directory is: ``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data folder.
 
 One data directory per user holds ``runtime.sqlite``, settings, logs and the background-shell
-registry (ARCHITECTURE.md, Data). It is created on first use, readable by the user only.
+registry (docs/design/architecture.md, Data). It is created on first use, readable by the user only.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ HISTORY_REPLAY_CODES: frozenset[str] = frozenset(
     }
 )
 
-# The ledger check's codes (the tool-ledger scanner's issues, LEDGER.md section 4, and the
-# resolver's corruption reasons): a damaged record. A park lists one under
+# The ledger check's codes (the tool-ledger scanner's issues, docs/design/ledger.md section 4, and
+# the resolver's corruption reasons): a damaged record. A park lists one under
 # ``tool_ledger_corruption`` or ``tool_recovery_corruption`` with a message naming only the code
 # (``... ledger issue CODE``, ``... corrupt ledger facts (CODE)``), so ``maka plan`` and the
 # banner's details say its sentence and ``LEDGER_DAMAGED`` instead; a test holds the set equal
@@ -122,8 +122,9 @@ NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
 }
 
 # The files' park reasons a decision answers (continue in a restored copy, or with the current
-# files; WORKSPACE.md section 4). When other reasons park too, the files' reason is listed with
-# them and this follows the other reasons' next step: a decision never waives another gate.
+# files; docs/design/workspace.md section 4). When other reasons park too, the files' reason is
+# listed with them and this follows the other reasons' next step: a decision never waives
+# another gate.
 FILES_DECISION_CODES: frozenset[str] = frozenset(
     {
         "workspace_drift",
@@ -244,7 +245,7 @@ def record_damaged(reasons: Iterable[str], diagnostic_codes: Iterable[str]) -> b
 
 def park_severity(reasons: Iterable[str], diagnostic_codes: Iterable[str]) -> Severity:
     """The park's severity: its most serious reason's, or ``error`` when a record is damaged
-    (CODES.md: the ledger is not in a trustworthy state)."""
+    (docs/design/codes.md: the ledger is not in a trustworthy state)."""
     reasons = tuple(reasons)
     return _E if record_damaged(reasons, diagnostic_codes) else highest_severity(reasons)
 

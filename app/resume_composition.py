@@ -131,7 +131,7 @@ class OperationView:
     # Temporary files of a parked write still in the folder (relative paths): not what Maka
     # was writing, so recovery left them for the user.
     leftovers: tuple[str, ...] = ()
-    # What the user confirmed when they settled the call (RECOVERY.md section 8).
+    # What the user confirmed when they settled the call (docs/design/recovery.md section 8).
     attestation: Attestation | None = None
     # The run's facts let the user settle it (``runtime.recovery.settle_verdict``: the decision
     # ``maka settle`` applies), so the advice may name ``maka settle`` for it.
@@ -420,7 +420,7 @@ def plan_summary(
 
 
 def _workspace_advice(plan: ContinuationPlan) -> list[str]:
-    """The user's ways forward when only the files stand in the way (WORKSPACE.md 4)."""
+    """The user's ways forward when only the files stand in the way (docs/design/workspace.md 4)."""
     lines: list[str] = []
     if "isolated_restore" in plan.workspace_options:
         point = plan.restore_point

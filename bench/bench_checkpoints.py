@@ -1,5 +1,6 @@
 """Benchmark: workspace checkpoints on a generated 10,000-file / 200 MB workspace
-(WORKSPACE.md section 5), everything in one run, with the real ``git`` and the real store.
+(docs/design/workspace.md section 5), everything in one run, with the real ``git`` and
+the real store.
 
 Prints:
 

@@ -2,9 +2,9 @@
 
 Runs the real ``bash`` tool (``BashTool.run``) on ``true`` and on ``echo x``, interleaved round
 by round: once through the supervisor (the product's path: a small process that kills the
-command's group if the host dies, RECOVERY.md section 9) and once with the supervisor disabled
-(``MAKA_FAILPOINT=tool_supervisor_disabled``, the direct spawn the product used before). Prints
-the median wall time of each and the difference per call.
+command's group if the host dies, docs/design/recovery.md section 9) and once with the supervisor
+disabled (``MAKA_FAILPOINT=tool_supervisor_disabled``, the direct spawn the product used before).
+Prints the median wall time of each and the difference per call.
 
 Usage::
 

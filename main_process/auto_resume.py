@@ -1,10 +1,10 @@
 """Which interrupted sessions the desktop resumes automatically at startup (pure policy).
 
-RECOVERY.md section 3, step 5: only with ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1``; only sessions
-whose latest top-level run was interrupted in *this* repair pass; newest first; at most three. The
-crash-loop guard: a run that is itself an automatic continuation and was interrupted again is never
-auto-resumed, otherwise a continuation that crashes the process would restart (and crash) on every
-launch. The user can still press Safe resume in the banner for such a session.
+docs/design/recovery.md section 3, step 5: only with ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1``; only
+sessions whose latest top-level run was interrupted in *this* repair pass; newest first; at most
+three. The crash-loop guard: a run that is itself an automatic continuation and was interrupted
+again is never auto-resumed, otherwise a continuation that crashes the process would restart (and
+crash) on every launch. The user can still press Safe resume in the banner for such a session.
 
 The selection is a pure function so the guard is testable without processes; the host executes
 the selected sessions one after another through the same ``resume_latest`` seam as the banner.

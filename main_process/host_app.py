@@ -1,6 +1,6 @@
 """The main process, composed: startup order, shutdown order, renderer supervision.
 
-Startup (DESKTOP.md, RECOVERY.md section 3):
+Startup (docs/design/desktop.md, docs/design/recovery.md section 3):
 
 1. data directory -> single-instance lock (a second launch asks the running instance to show its
    window and exits 0);
@@ -387,7 +387,8 @@ class HostApp(QObject):
     # --------------------------------------------------------------------------- shutdown
 
     def close(self, exit_code: int = EXIT_OK) -> None:
-        """The shutdown order of DESKTOP.md. Idempotent; ends with ``on_closed(exit_code)``."""
+        """The shutdown order of docs/design/desktop.md. Idempotent; ends with
+        ``on_closed(exit_code)``."""
         if not self.lifecycle.begin_closing():
             return
         self._exit_code = exit_code

@@ -545,8 +545,8 @@ class RequestRouter:
             self._watched.discard(session_id)
 
     def _settle(self, message: ToolsSettleRequest) -> None:
-        """The user's answer about a call whose outcome is unknown (RECOVERY.md section 8), on
-        the session's turn thread (never while a turn of it runs). Every renderer hears the
+        """The user's answer about a call whose outcome is unknown (docs/design/recovery.md section
+        8), on the session's turn thread (never while a turn of it runs). Every renderer hears the
         answer: the card re-sent as it now reads, then ``tool.settled``; when Safe resume would
         now continue the standing park goes, else the new park stands and is sent."""
         session_id = message.session_id

@@ -1,5 +1,5 @@
-"""What a window must show about each session, kept by the main process (DESKTOP.md, "Around a
-crash").
+"""What a window must show about each session, kept by the main process (docs/design/desktop.md,
+"Around a crash").
 
 A push is sent once, to the renderers connected at that moment. A renderer that connects later
 (the window of a start whose auto-resume ran before it connected, or a window restarted after a

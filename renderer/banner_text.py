@@ -60,7 +60,8 @@ class SessionResume:
     retrying: bool = False
     checked_at: str = ""
     automatic: bool = False  # automatic resume at start parked it
-    # The user's ways forward when only the files stand in the way (WORKSPACE.md section 4).
+    # The user's ways forward when only the files stand in the way
+    # (docs/design/workspace.md section 4).
     workspace_options: tuple[str, ...] = ()
 
 

@@ -1,4 +1,4 @@
-"""The window's own notice when its main process is gone (DESKTOP.md "Around a crash").
+"""The window's own notice when its main process is gone (docs/design/desktop.md "Around a crash").
 
 Two cases, both decided by the bridge's connection state:
 

@@ -1,9 +1,9 @@
 """The interrupted banner: Safe resume for a session whose latest run failed with
-``app_restarted`` (DESKTOP.md; every such run is one the resume seam accepts).
+``app_restarted`` (docs/design/desktop.md; every such run is one the resume seam accepts).
 
-States (DESKTOP.md): ``idle`` (explanation + Safe resume) -> ``resuming`` (button disabled,
-busy bar) -> ``started`` (the banner closes; the continuation streams into the transcript) |
-``parked`` (colour of the most serious reason, one sentence per reason, then one on what to
+States (docs/design/desktop.md): ``idle`` (explanation + Safe resume) -> ``resuming`` (button
+disabled, busy bar) -> ``started`` (the banner closes; the continuation streams into the transcript)
+| ``parked`` (colour of the most serious reason, one sentence per reason, then one on what to
 do next; expandable details with codes and affected operations, Copy diagnostics, Try again) |
 ``failed`` (error text, Retry).
 With the flag off the banner is ``disabled``: it says Safe resume is off and offers no button
@@ -152,7 +152,7 @@ class InterruptedBanner(TintedPanel):
         self.remove_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.remove_button.clicked.connect(self._on_remove)
         # A command from before the restart still runs (background_operation_pending): the
-        # user can stop it here; the banner updates when it has ended (RECOVERY.md 9).
+        # user can stop it here; the banner updates when it has ended (docs/design/recovery.md 9).
         self.stop_button = QPushButton(_tr("Stop it"))
         self.stop_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.stop_button.setToolTip(

@@ -1,5 +1,5 @@
-"""The confirmation behind "Continue in a restored copy…" (WORKSPACE.md section 4): where the
-copy goes (a new sibling folder, or one the user picks) and what it holds."""
+"""The confirmation behind "Continue in a restored copy…" (docs/design/workspace.md section 4):
+where the copy goes (a new sibling folder, or one the user picks) and what it holds."""
 
 from __future__ import annotations
 

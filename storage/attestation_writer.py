@@ -1,4 +1,4 @@
-"""Recording the user's attestation of an unknown outcome (RECOVERY.md section 8).
+"""Recording the user's attestation of an unknown outcome (docs/design/recovery.md section 8).
 
 ``commit_attestation`` runs inside one ``BEGIN IMMEDIATE`` transaction: it checks that the
 attestation may be recorded, builds the bundle (reconcile observation, recovered outcome,

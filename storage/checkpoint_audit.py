@@ -1,4 +1,4 @@
-"""Workspace checkpoints held against the ledger's facts (WORKSPACE.md section 5): what
+"""Workspace checkpoints held against the ledger's facts (docs/design/workspace.md section 5): what
 ``maka checkpoints`` lists and ``maka doctor`` checks.
 
 - a **missing artifact**: a ``workspaceCheckpoint`` fact whose commit or tree is gone from the

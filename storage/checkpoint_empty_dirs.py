@@ -1,5 +1,5 @@
-"""Empty folders in workspace checkpoints (WORKSPACE.md section 1: the policy covers everything
-under the folder, and an empty folder is part of it).
+"""Empty folders in workspace checkpoints (docs/design/workspace.md section 1: the policy covers
+everything under the folder, and an empty folder is part of it).
 
 Git's index holds files only, so a tree written from it has no empty folder. The checkpoint
 store adds them after ``write-tree``: every empty folder the folder's own ignore rules do not

@@ -1,5 +1,5 @@
 """Running the user's ``git`` against a private checkpoint repository, isolated from everything
-else the user has configured (WORKSPACE.md section 1).
+else the user has configured (docs/design/workspace.md section 1).
 
 Every call runs with ``GIT_DIR`` = the private bare repository, ``GIT_WORK_TREE`` = the session
 folder and ``GIT_INDEX_FILE`` = the private persistent index, so the folder's own ``.git`` (if

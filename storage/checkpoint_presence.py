@@ -1,7 +1,7 @@
 """Whether snapshots are whole: their commit, their tree and every folder and file under it
-exist in the workspace's private repository (WORKSPACE.md sections 2, 3). One decision for every
-surface (the resume planner, ``maka checkpoints``, ``maka doctor``), taken for many snapshots
-in a few Git calls: one ``cat-file --batch-check`` for the commits and trees, one
+exist in the workspace's private repository (docs/design/workspace.md sections 2, 3). One decision
+for every surface (the resume planner, ``maka checkpoints``, ``maka doctor``), taken for many
+snapshots in a few Git calls: one ``cat-file --batch-check`` for the commits and trees, one
 ``rev-list --objects --missing=print`` for everything under them, and only when something is
 missing, one ``cat-file --batch`` per folder depth to tell which snapshots reach it."""
 

@@ -1,4 +1,4 @@
-"""Retention of workspace checkpoints (WORKSPACE.md section 5).
+"""Retention of workspace checkpoints (docs/design/workspace.md section 5).
 
 Keep every checkpoint of a session's two latest runs and the boundary checkpoint (the newest) of
 every earlier run; delete the other refs and the orphans (refs no fact names: a capture killed

@@ -1,5 +1,5 @@
 """The workspace checkpoint store: Git object storage driven through the user's ``git``
-(WORKSPACE.md sections 1 to 3).
+(docs/design/workspace.md sections 1 to 3).
 
 One private bare repository per workspace identity, ``<data>/checkpoints/<workspaceId>.git``,
 with the session folder as work tree and a private persistent index beside it

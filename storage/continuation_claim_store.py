@@ -1,4 +1,5 @@
-"""Durable continuation claims and the admission transaction (RECOVERY.md section 6, step 2).
+"""Durable continuation claims and the admission transaction (docs/design/recovery.md
+section 6, step 2).
 
 ``continuation_claims`` (schema version 2) holds one row per admitted continuation, unique per
 boundary digest, per source run + high-water, per target run and per start event. Admission is
@@ -87,8 +88,8 @@ _START_KEYS = frozenset(
 
 def _check_workspace(source: RunHeader, target: RunHeader, event: RuntimeEvent) -> bool:
     """A continuation runs in its source's workspace, or in another one only when the start
-    event's ``workspaceTransition`` names exactly that change (WORKSPACE.md section 4). Returns
-    whether the session moves to the transition's folder."""
+    event's ``workspaceTransition`` names exactly that change (docs/design/workspace.md section 4).
+    Returns whether the session moves to the transition's folder."""
     transition = (event.get("actions") or {}).get("workspaceTransition")
     if transition is None:
         # (a source from before workspace identities names none: nothing to hold it to)
@@ -222,7 +223,7 @@ def admit(
 
 def _ends_at_terminal(conn: sqlite3.Connection, invocation_id: str, terminal_event_id: str) -> bool:
     """The run's ledger ends with that terminal event, or with it and the user's attestations
-    recorded after it (RECOVERY.md section 8)."""
+    recorded after it (docs/design/recovery.md section 8)."""
     row = conn.execute(
         "SELECT event_seq, event_id FROM runtime_events WHERE invocation_id = ? AND terminal = 1",
         (invocation_id,),

@@ -1,4 +1,5 @@
-"""Which ids are the reference's derivations (LEDGER.md section 2), for schema 4's uniqueness.
+"""Which ids are the reference's derivations (docs/design/ledger.md section 2), for schema
+4's uniqueness.
 
 An operation id is ``toolop_`` + 32 hex digits of SHA-256 over ``[invocationId,
 providerToolCallId]``, and a tool fact's event id starts with its operation id and ``_``

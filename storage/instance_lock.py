@@ -91,8 +91,9 @@ def _unlock(fd: int) -> None:
 class InstanceLock:
     """Owns ``<data_dir>/maka-main.lock`` for the life of the main process.
 
-    ``release()`` is idempotent and is the very last step of shutdown (DESKTOP.md), after the
-    store is closed, so a second instance can never open the store while this one still writes.
+    ``release()`` is idempotent and is the very last step of shutdown (docs/design/desktop.md),
+    after the store is closed, so a second instance can never open the store while this one
+    still writes.
     """
 
     def __init__(self, data_dir: Path) -> None:

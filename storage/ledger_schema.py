@@ -19,7 +19,7 @@ Tables (version 1):
   ``runs.invocation_id`` is unique and the event spine is checked against the header.
 - ``tool_operations`` / ``tool_journal_events``: projections of the tool facts, recreated by
   ``rebuild_projections()``.
-- ``meta``: the durable ``owner_epoch`` (RECOVERY.md section 3, step 1).
+- ``meta``: the durable ``owner_epoch`` (docs/design/recovery.md section 3, step 1).
 
 Later versions: 2 adds ``continuation_claims``; 3 adds ``tool_processes``, the host table of
 processes started by tool calls (not a ledger fact; cleared at T2); 4 keys the indexes a tool call

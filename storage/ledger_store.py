@@ -3,7 +3,7 @@
 One store = one connection to ``<data_dir>/runtime.sqlite``, shared by the threads of a process
 behind a re-entrant lock (SQLite serialises writers across processes; the lock serialises this
 process's threads on its single connection). Writers are narrow (one per kind of fact,
-ARCHITECTURE.md principle 3): ``append_event`` (generic), ``commit_tool_prepared`` (T1),
+docs/design/architecture.md principle 3): ``append_event`` (generic), ``commit_tool_prepared`` (T1),
 ``commit_tool_outcome`` (T2), ``commit_recovery_bundle``, ``commit_run_ending``, plus run-header
 and session creation. Each validates its candidates against per-run state and commits in one
 ``BEGIN IMMEDIATE`` transaction (``event_writer``).
@@ -265,7 +265,7 @@ class SqliteLedgerStore:
         with self._write() as tx:
             return headers.raise_owner_epoch(tx.conn)
 
-    # ---- tool processes (a host table, not ledger facts; RECOVERY.md section 9) ----------------
+    # ---- tool processes (a host table, not ledger facts; docs/design/recovery.md section 9) ----
 
     def record_tool_process(self, record: ToolProcessRecord) -> None:
         with self._write() as tx:
@@ -295,7 +295,7 @@ class SqliteLedgerStore:
             return append_generic(tx, candidate)
 
     def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult:
-        """A ``workspaceCheckpoint`` or ``workspaceCheckpointFailed`` fact (WORKSPACE.md
+        """A ``workspaceCheckpoint`` or ``workspaceCheckpointFailed`` fact (docs/design/workspace.md
         section 2): the one writer of those facts (``workspace_fact_writer``)."""
         candidate = prepare_candidate(event)
         check_workspace_fact(candidate)
@@ -350,7 +350,7 @@ class SqliteLedgerStore:
         surviving_process: SurvivingProcess,
         judge: SettleJudge,
     ) -> AttestationCommit:
-        """Record the user's attestation of an operation's unknown outcome (RECOVERY.md
+        """Record the user's attestation of an operation's unknown outcome (docs/design/recovery.md
         section 8) in one transaction through the recovery-bundle writer; refusals in
         ``attestation_writer``. ``judge`` (whether the run's committed events let the user
         settle it) and ``surviving_process`` are asked inside the transaction."""
@@ -380,9 +380,9 @@ class SqliteLedgerStore:
         return result
 
     def repair_run_header(self, run_id: str) -> RunHeader:
-        """Make a header agree with its run's terminal event (RECOVERY.md section 3, step 4):
-        a stored terminal event decides the header's status and failure class. A run without a
-        terminal event is left as it is (its ending must be committed with
+        """Make a header agree with its run's terminal event (docs/design/recovery.md section 3,
+        step 4): a stored terminal event decides the header's status and failure class. A run
+        without a terminal event is left as it is (its ending must be committed with
         ``commit_run_ending``)."""
         with self._write() as tx:
             header = headers.require_header(tx.conn, run_id)

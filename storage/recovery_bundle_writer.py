@@ -1,7 +1,7 @@
 """The recovery-bundle writer: reconcile, optional recovered outcome, decision, in one transaction.
 
 Startup recovery observes an operation left ``prepared`` (T1 committed, no T2) and commits one
-bundle (LEDGER.md section 4): ``[reconcile_result, recovery_decision]`` (parked) or
+bundle (docs/design/ledger.md section 4): ``[reconcile_result, recovery_decision]`` (parked) or
 ``[reconcile_result, function_response, recovery_decision]`` (completed). The bundle is checked
 against the operation as T1 recorded it (the projection row and the stored call and dispatch) with
 the shared ``validate_recovery_bundle``, then through the shared transition validation, and the
@@ -10,8 +10,8 @@ bundle is accepted afterwards (``created=False``).
 
 A run sealed by its terminal event accepts no bundle (``run_sealed``): startup recovery
 reconciles before it writes the recovered ending. The exception is the user's attestation
-(RECOVERY.md section 8, ``attestation_writer``): it comes after recovery closed the run, and a
-whole, valid attestation bundle is the only thing a sealed run accepts.
+(docs/design/recovery.md section 8, ``attestation_writer``): it comes after recovery closed the run,
+and a whole, valid attestation bundle is the only thing a sealed run accepts.
 
 Failpoints inside the transaction: ``bundle_after_reconcile_insert``,
 ``bundle_after_outcome_insert``, ``bundle_after_decision_insert`` (after ``COMMIT``:

@@ -1,9 +1,9 @@
 """The run ending: the terminal event and the terminal run header in one transaction.
 
-A header may never claim an ending the ledger does not contain (RECOVERY.md section 1, item 7),
-so this is the only path that makes a header terminal, and the generic append refuses terminal
-events (``reserved_run_ending_fact``). The terminal event must be final (not partial), on the
-ordinary lane, carry a terminal ``status`` that maps to the header status (``completed`` ->
+A header may never claim an ending the ledger does not contain (docs/design/recovery.md section 1,
+item 7), so this is the only path that makes a header terminal, and the generic append refuses
+terminal events (``reserved_run_ending_fact``). The terminal event must be final (not partial), on
+the ordinary lane, carry a terminal ``status`` that maps to the header status (``completed`` ->
 completed, ``failed`` -> failed, ``aborted``/``cancelled`` -> cancelled), and, when its
 ``stateDelta`` names a ``failureClass``, the same failure class as the header.
 

@@ -65,7 +65,7 @@ class ImportReport:
 
 def _ends_with_terminal(events: Sequence[RuntimeEvent]) -> bool:
     """The run ends with its terminal event, or with it and the user's attestations that
-    followed (RECOVERY.md section 8: the only facts allowed after it)."""
+    followed (docs/design/recovery.md section 8: the only facts allowed after it)."""
     for index in range(len(events) - 1, -1, -1):
         if is_terminal(events[index]):
             return attestation_suffix_ok(events[index + 1 :])

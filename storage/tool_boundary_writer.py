@@ -1,4 +1,5 @@
-"""T1 and T2: the two short transactions that bracket every tool side effect (RECOVERY.md 1).
+"""T1 and T2: the two short transactions that bracket every tool side effect
+(docs/design/recovery.md 1).
 
 - **T1** ``commit_prepared``: ``[function_call, tool_dispatch]`` or ``[tool_dispatch]`` (the call
   was committed earlier through the generic append, e.g. during a permission wait). The
@@ -8,7 +9,7 @@
   when the dispatch is. T1 also writes the ``prepared`` projection rows.
 - **T2** ``commit_outcome``: exactly one function_response bound by ``refs.operationId``; it
   moves the operation from ``prepared`` to ``outcome_committed`` and clears the call's
-  ``tool_processes`` records (its process has ended; RECOVERY.md section 9).
+  ``tool_processes`` records (its process has ended; docs/design/recovery.md section 9).
 
 Both answer an exact retry with ``created=False`` and write nothing. Failpoints:
 ``t1_after_call_insert``, ``t1_after_dispatch_insert`` and ``t2_after_response_insert`` inside the
@@ -34,7 +35,7 @@ _T1_SHAPES = ((Lane.FUNCTION_CALL, Lane.TOOL_DISPATCH), (Lane.TOOL_DISPATCH,))
 def check_shape(candidates: list[Candidate], kind: TransitionKind) -> None:
     """The writer's lane shape over *all* candidates, before anything is read: an exact retry
     can never smuggle another kind of fact through a tool writer. The two shapes every tool
-    call writes (LEDGER.md section 3: T1 ``[function_call, tool_dispatch]`` or
+    call writes (docs/design/ledger.md section 3: T1 ``[function_call, tool_dispatch]`` or
     ``[tool_dispatch]``, T2 one bound ``function_response``) are recognised here directly;
     anything else is decided, and named, by the shared ``check_transition_shape``."""
     if kind is TransitionKind.T1_PREPARE:

@@ -1,4 +1,4 @@
-"""The ``tool_processes`` host table (schema version 3; RECOVERY.md section 9).
+"""The ``tool_processes`` host table (schema version 3; docs/design/recovery.md section 9).
 
 One row per OS process a tool call started, written right after the spawn and deleted by the T2
 transaction of that call (``clear_operation``), so a row that outlives a crash names a process

@@ -1,5 +1,6 @@
 """The workspace-fact writer: the one path that commits ``workspaceCheckpoint`` and
-``workspaceCheckpointFailed`` facts (WORKSPACE.md section 2; the generic append refuses them).
+``workspaceCheckpointFailed`` facts (docs/design/workspace.md section 2; the generic append
+refuses them).
 
 A fact is checked for its envelope (``runtime.ledger.workspace_facts``) and then appended like an
 ordinary event of its run: the run must exist, be open (a sealed run takes no checkpoint) and

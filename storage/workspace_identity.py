@@ -1,4 +1,4 @@
-"""The workspace identity marker ``.maka-workspace.json`` (ARCHITECTURE.md, Data).
+"""The workspace identity marker ``.maka-workspace.json`` (docs/design/architecture.md, Data).
 
 A session's working folder carries a marker holding a random UUID; the identity
 ``workspace:v1:<uuid>`` proves "the same logical workspace" across moves, renames and copies

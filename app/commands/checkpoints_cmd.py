@@ -1,4 +1,5 @@
-"""``maka checkpoints SESSION [--json]``: a session's workspace checkpoints (WORKSPACE.md).
+"""``maka checkpoints SESSION [--json]``: a session's workspace checkpoints
+(docs/design/workspace.md).
 
 For each run, oldest first: the folder it worked in, whose snapshots these are (``cwd``; a
 continuation in a restored copy works in the copy, and ``workspaceIdentity`` names the workspace

@@ -2,8 +2,8 @@
 
 ``maka run`` and ``maka tui`` execute agent work, so they must own the data directory (the same
 single-instance lock the desktop takes) and run startup recovery before touching sessions
-(RECOVERY.md section 3). If the desktop or another command owns the directory, they stop with
-``store_locked`` and name the owner.
+(docs/design/recovery.md section 3). If the desktop or another command owns the directory, they stop
+with ``store_locked`` and name the owner.
 """
 
 from __future__ import annotations

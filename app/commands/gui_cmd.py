@@ -6,10 +6,10 @@ only, owns the store); the main process starts the renderer by running this prog
 Qt, the store and the runtime are imported inside ``run()`` only, so other subcommands never pay
 for them.
 
-Environment (CLI.md): ``MAKA_DATA_DIR``, ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1`` (Safe resume and
-automatic resume at startup), provider variables. Test-only: ``MAKA_NO_RENDERER=1`` starts the
-main process without a renderer and prints ``MAKA_MAIN_READY socket=... token=... pid=...`` on
-stdout, so protocol tests can connect as the renderer would.
+Environment (docs/design/cli.md): ``MAKA_DATA_DIR``, ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1`` (Safe
+resume and automatic resume at startup), provider variables. Test-only: ``MAKA_NO_RENDERER=1``
+starts the main process without a renderer and prints ``MAKA_MAIN_READY socket=... token=...
+pid=...`` on stdout, so protocol tests can connect as the renderer would.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 ENV_NO_RENDERER = "MAKA_NO_RENDERER"
 ENV_DATA_DIR = "MAKA_DATA_DIR"
 ENV_REFUSAL_MESSAGE = "MAKA_REFUSAL_MESSAGE"  # main_process.refusal_screen sets it
-# CLI.md: only the exact value "1" enables Safe resume and automatic resume at startup.
+# docs/design/cli.md: only the exact value "1" enables Safe resume and automatic resume at startup.
 ENV_SAFE_RESUME = RESUME_FLAG
 ROLE_MAIN = "main"
 ROLE_RENDERER = "renderer"

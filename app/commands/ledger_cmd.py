@@ -8,8 +8,8 @@
   and the Phase 0 resume plan, implemented in ``app.commands.ledger_report`` (imported only when
   used); they refuse undecodable input with exit 2 and ``maka: error [code]: FILE: line N...``.
 
-Every subcommand accepts ``--data-dir`` (CLI.md) and ignores it: these tools never open a
-database. A line that is one of ``maka export``'s own records (the session line, a run header, a
+Every subcommand accepts ``--data-dir`` (docs/design/cli.md) and ignores it: these tools never open
+a database. A line that is one of ``maka export``'s own records (the session line, a run header, a
 continuation claim) is named as such (``export_record_message``) instead of the decoder's
 complaint about a missing ``id`` (``ledger_lines``); its code stays the decoder's.
 """
@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE.jsonl", type=Path)
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    # Accepted after the subcommand too, as by every command (CLI.md). SUPPRESS: absent here, it
-    # leaves the value given before the subcommand (or the default) in place.
+    # Accepted after the subcommand too, as by every command (docs/design/cli.md). SUPPRESS: absent
+    # here, it leaves the value given before the subcommand (or the default) in place.
     parser.add_argument(
         "--data-dir",
         default=argparse.SUPPRESS,

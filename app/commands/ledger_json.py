@@ -1,10 +1,12 @@
-"""The JSON documents of ``maka ledger plan`` and ``maka ledger scan`` (CLI.md, "Ledger tools").
+"""The JSON documents of ``maka ledger plan`` and ``maka ledger scan`` (docs/design/cli.md,
+"Ledger tools").
 
 A contract: camelCase keys in a fixed order, optional keys omitted (never ``null``),
-``directive`` only when verification is required. A plan operation the user settled (RECOVERY.md
-section 8) keeps the ``status`` its recorded result gives (``succeeded`` for "it ran", ``failed``
-for "it did not run") and adds ``attestation`` (``ran`` | ``not_run``), ``attestedAt`` (ms) and
-``attestationNote`` when there is one, as the desktop's tool cards carry them.
+``directive`` only when verification is required. A plan operation the user settled
+(docs/design/recovery.md section 8) keeps the ``status`` its recorded result gives (``succeeded``
+for "it ran", ``failed`` for "it did not run") and adds ``attestation`` (``ran`` | ``not_run``),
+``attestedAt`` (ms) and ``attestationNote`` when there is one, as the desktop's tool
+cards carry them.
 
 The plan's text is written directly for a long run (``plan_json_text``), byte for byte what
 ``json.dumps`` of the document gives.

@@ -1,5 +1,5 @@
 """``maka ledger scan`` and ``maka ledger plan``: the resolver's view and the Phase 0 resume plan
-of a RuntimeEvent JSONL file (CLI.md, "Ledger tools").
+of a RuntimeEvent JSONL file (docs/design/cli.md, "Ledger tools").
 
 These make the recovery logic inspectable from outside, so the JSON shapes are a contract
 (``ledger_json``). Every decodable line goes to the resolver as it is, in file order:

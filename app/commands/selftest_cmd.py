@@ -14,7 +14,8 @@ the same parts the app uses, on throw-away resources, and never touches the user
 - ``store-open``: the product's store opens (creating its schema) in a temporary directory.
 - ``ipc-listen``: a user-only ``QLocalServer`` listens on a short unique name and a
   ``QLocalSocket`` round-trips bytes through it, as the main process and the renderer do.
-- ``git-checkpoints``: the ``git`` command workspace checkpoints drive (WORKSPACE.md section 1):
+- ``git-checkpoints``: the ``git`` command workspace checkpoints drive
+  (docs/design/workspace.md section 1):
   its version, and a capture, an observation and a comparison in a throw-away folder. Without a
   usable ``git`` the check still passes (the app runs, without checkpoints) and says so with the
   code sessions will carry: ``unavailable (checkpoint_git_missing)``.

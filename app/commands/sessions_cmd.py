@@ -20,10 +20,10 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode, StoreCode
 
-# A refused relocation exits 2 (CLI.md: usage or invalid input) when the SESSION or FOLDER given
-# cannot be used: no such session, no such folder, a folder of another workspace or without a
-# marker, a damaged marker; the same folder mistakes ``maka run --cwd`` refuses with 2. Only a
-# session that recorded no workspace identity is refused whatever folder is given: exit 1.
+# A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the SESSION or
+# FOLDER given cannot be used: no such session, no such folder, a folder of another workspace or
+# without a marker, a damaged marker; the same folder mistakes ``maka run --cwd`` refuses with 2.
+# Only a session that recorded no workspace identity is refused whatever folder is given: exit 1.
 _STATE_REFUSALS = frozenset({HostCode.WORKSPACE_IDENTITY_MISSING})
 
 SAFE_RESUME_OFF = (

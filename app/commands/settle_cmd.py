@@ -1,5 +1,5 @@
 """``maka settle SESSION OPERATION --ran|--not-run [--note TEXT] [--json]``: record what the user
-checked about a tool call whose outcome is unknown (RECOVERY.md section 8).
+checked about a tool call whose outcome is unknown (docs/design/recovery.md section 8).
 
 A call interrupted between its start and its recorded result (a ``bash`` command, typically)
 stays unknown forever, and Safe resume parks on it. The person at the keyboard can often check.

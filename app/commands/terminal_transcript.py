@@ -82,7 +82,7 @@ class TerminalTranscript:
 
     def _checkpoint_notes(self, actions: Mapping[str, Any]) -> None:
         """Say when this run has no workspace checkpoints, or one could not be taken
-        (WORKSPACE.md: no pretending)."""
+        (docs/design/workspace.md: no pretending)."""
         mode = (actions.get("runtimeProtocol") or {}).get("workspaceCheckpoints")
         code = str(mode.get("reasonCode", "")) if isinstance(mode, Mapping) else ""
         if (

@@ -5,7 +5,7 @@ Ctrl+C cancels a running turn (and at the prompt, leaves). Commands: ``/help``, 
 ``/sessions``, ``/resume``, ``/settle`` and ``/quit``.
 
 ``/settle CALL ran|not-run [NOTE]`` records what the user checked about a tool call whose outcome
-is unknown (RECOVERY.md section 8), through the same seam as ``maka settle``.
+is unknown (docs/design/recovery.md section 8), through the same seam as ``maka settle``.
 
 ``/resume`` runs the safe-boundary resume of this session through the same plan/execute seam as
 ``maka resume`` and the desktop banner: it prints the reasons when the plan parks, otherwise it

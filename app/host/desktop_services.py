@@ -3,9 +3,9 @@
 ``open_host_services(data_dir)`` is the factory the composition root gives the host. It opens the
 store (a refusal raises ``LedgerError`` with ``schema_newer_than_program``, ``store_corrupt`` or
 ``store_locked``: the host shows the refusal screen). ``recover_at_startup`` runs the one startup
-recovery of RECOVERY.md section 3 (the host holds the data-directory lock), then builds the session
-service with the new owner epoch, the safety inspector and the resume seam, so that nothing can
-touch a session before its interrupted runs are repaired.
+recovery of docs/design/recovery.md section 3 (the host holds the data-directory lock), then builds
+the session service with the new owner epoch, the safety inspector and the resume seam, so that
+nothing can touch a session before its interrupted runs are repaired.
 
 What a park looks like on the wire is ``resume_wire``; the verdict remembered per boundary across
 starts is ``verdict_memory``.
@@ -221,7 +221,8 @@ class DesktopServices:
             runs = []
             epoch = self._store.read_owner_epoch()
             # A call whose command still runs from an earlier start cannot be settled by the
-            # user yet (RECOVERY.md sections 8 and 9): its card offers no choice until it ends.
+            # user yet (docs/design/recovery.md sections 8 and 9): its card offers no choice
+            # until it ends.
             running_ops = {record.operation_id for record in self._survivors(session_id)}
             for header in _ordered(self._store.list_session_runs(session_id)):
                 events = [row.event for row in self._store.read_run_events(header.run_id)]
@@ -476,7 +477,7 @@ class DesktopServices:
             processes=self._store,
         )
 
-    # ---- commands still running from an earlier start (RECOVERY.md section 9) ------------
+    # ---- commands still running from an earlier start (docs/design/recovery.md section 9) ----
 
     def _survivors(self, session_id: str) -> list[ToolProcessRecord]:
         epoch = self._store.read_owner_epoch()

@@ -7,8 +7,8 @@ data directory keeps its provider), and the main process is the only writer. The
 with mode 0600 and never sent back to the renderer (the contract only says whether one is set).
 
 Precedence: an environment variable (``MAKA_PROVIDER``, ``MAKA_OPENAI_BASE_URL``,
-``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, CLI.md) wins over the file, so a test or a one-off launch
-can pick a provider without touching the user's settings.
+``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, docs/design/cli.md) wins over the file, so a test or a
+one-off launch can pick a provider without touching the user's settings.
 """
 
 from __future__ import annotations

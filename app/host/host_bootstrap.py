@@ -1,11 +1,11 @@
-"""The one host bootstrap the desktop main process and the CLI share (ARCHITECTURE.md: one
-recovery implementation, not three): the clock, startup recovery with the file-write
+"""The one host bootstrap the desktop main process and the CLI share (docs/design/architecture.md:
+one recovery implementation, not three): the clock, startup recovery with the file-write
 reconciler, and the session service over the recovered store.
 
 Every host follows the same order once it owns the data directory (the instance lock) and has
 opened the store: startup recovery (interrupted file writes are reconciled before run endings
-are repaired, RECOVERY.md section 3), then the tool-process records of earlier owners whose
-process ended are forgotten, then sessions are served under the new owner epoch.
+are repaired, docs/design/recovery.md section 3), then the tool-process records of earlier owners
+whose process ended are forgotten, then sessions are served under the new owner epoch.
 
 The runtime and the store are imported inside the functions: small commands that never run
 recovery must not load them (tests/e2e/test_small_command_imports.py).

@@ -85,7 +85,7 @@ class InterruptedRun:
     """A top-level run that startup recovery closed with ``app_restarted`` in *this* pass.
 
     ``automatic_continuation`` is True when the run was itself started by auto-resume: the
-    crash-loop guard never auto-resumes such a run again (RECOVERY.md section 3)."""
+    crash-loop guard never auto-resumes such a run again (docs/design/recovery.md section 3)."""
 
     session_id: str
     run_id: str
@@ -130,8 +130,8 @@ ResumeOutcome = ResumeStarted | ResumeParked | ResumeFailed
 
 @dataclass(frozen=True, slots=True)
 class SettleResult:
-    """The user's attestation was recorded (RECOVERY.md section 8): the call's card as it reads
-    now, and what Safe resume would do now (``parked`` None: it would continue)."""
+    """The user's attestation was recorded (docs/design/recovery.md section 8): the call's card as
+    it reads now, and what Safe resume would do now (``parked`` None: it would continue)."""
 
     card: TranscriptItem | None
     parked: ResumeParked | None
@@ -139,9 +139,9 @@ class SettleResult:
 
 @dataclass(frozen=True, slots=True)
 class SurvivorsChecked:
-    """Commands from before a restart (RECOVERY.md section 9): how many this request stopped,
-    how many still run, and, once none runs, what Safe resume would do now (``parked`` None and
-    ``checked`` True: it would continue)."""
+    """Commands from before a restart (docs/design/recovery.md section 9): how many this request
+    stopped, how many still run, and, once none runs, what Safe resume would do now (``parked`` None
+    and ``checked`` True: it would continue)."""
 
     stopped: int
     still_running: int
@@ -167,7 +167,7 @@ class TurnSink(Protocol):
 
 class HostServices(Protocol):
     def recover_at_startup(self) -> RecoveryReport:
-        """Startup recovery (RECOVERY.md section 3), before any request is served."""
+        """Startup recovery (docs/design/recovery.md section 3), before any request is served."""
         ...
 
     def list_sessions(self) -> Sequence[SessionSummary]: ...
@@ -244,8 +244,8 @@ class HostServices(Protocol):
     def update_settings(self, change: SettingsChange) -> SettingsView: ...
 
     def start_checkpoint_retention(self) -> None:
-        """Trim workspace checkpoints in the background (WORKSPACE.md section 5); returns at
-        once. Called once the host is ready and the window shows."""
+        """Trim workspace checkpoints in the background (docs/design/workspace.md section 5);
+        returns at once. Called once the host is ready and the window shows."""
         ...
 
     def stop_background_work(self) -> None:

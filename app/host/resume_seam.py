@@ -37,7 +37,8 @@ def resume_service(
     checkpoints: CheckpointCarrier | None = None,
 ) -> ResumeService:
     """The seam for planning (``runner`` None) or planning and executing. ``checkpoints``: the
-    workspace checkpoint carrier the inspector captures the folder with (WORKSPACE.md)."""
+    workspace checkpoint carrier the inspector captures the folder with
+    (docs/design/workspace.md)."""
     return ResumeService(
         store,
         SafetyInspector(tool_names, shells, processes=processes, checkpoints=checkpoints),

@@ -1,7 +1,7 @@
 """Whether Safe resume is on for the commands (``maka plan``, ``maka resume``, ``maka tui``'s
 ``/resume``, and the hint ``maka sessions`` prints): ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` when
-set (``1`` on, any other value off; CLI.md), else the desktop's Safe resume setting in the data
-directory's ``settings.json`` (off when it was never set).
+set (``1`` on, any other value off; docs/design/cli.md), else the desktop's Safe resume setting in
+the data directory's ``settings.json`` (off when it was never set).
 
 Why a module of its own, on the standard library only: ``maka sessions`` must stay a small
 command (tests/e2e/test_small_command_imports.py), while the resume seam and the desktop's

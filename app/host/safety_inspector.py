@@ -1,4 +1,4 @@
-"""The safety inspector: the authoritative facts Safe resume checks (DESKTOP.md).
+"""The safety inspector: the authoritative facts Safe resume checks (docs/design/desktop.md).
 
 Qt-free, so the CLI uses the same inspector as the desktop main process. The renderer can never
 supply these facts: it sends a session id, and the inspector observes
@@ -8,12 +8,13 @@ supply these facts: it sends a session id, and the inspector observes
   identity; an invalid marker is an error, never silently replaced),
 - the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
 - the current tool catalog,
-- the folder's current tree under the workspace checkpoint policy (WORKSPACE.md section 3),
+- the folder's current tree under the workspace checkpoint policy
+  (docs/design/workspace.md section 3),
   captured without a ref or a fact, when the workspace has a checkpoint store,
 - background work: shells started by tools that are still alive (pid + process create time, so
   a reused pid is never mistaken for ours), tool processes recorded in the ``tool_processes``
   host table that still run (a command that survived a crash; pid + create time + boot id,
-  RECOVERY.md section 9) and runs of the live owner epoch still unfinished.
+  docs/design/recovery.md section 9) and runs of the live owner epoch still unfinished.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The desktop's "It ran" / "It did not run" (RECOVERY.md section 8), on a worker thread.
+"""The desktop's "It ran" / "It did not run" (docs/design/recovery.md section 8), on a
+worker thread.
 
 The renderer names a session, a call and the user's answer; everything else is decided here from
 committed facts: ``runtime.recovery.settlement.settle`` finds the operation and the store records

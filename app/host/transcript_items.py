@@ -64,8 +64,8 @@ _CARD_STATUS = {
 AWAITING_PERMISSION = "awaiting_permission"
 HOST_STOPPED = "host_stopped"
 """A command whose run ended without its result: it was stopped when Maka stopped (the tool
-supervisor ends its process group with the host, RECOVERY.md section 9) and may have run in
-part."""
+supervisor ends its process group with the host, docs/design/recovery.md section 9) and may have
+run in part."""
 CANCELLED = "cancelled"
 PERMISSION_DENIED = "permission_denied"
 

@@ -1,6 +1,6 @@
-"""The last Safe resume verdict per boundary, kept across starts (DESKTOP.md: "A session whose
-last plan parked is not offered Safe resume again after a restart until something it depends on
-changed").
+"""The last Safe resume verdict per boundary, kept across starts (docs/design/desktop.md: "A session
+whose last plan parked is not offered Safe resume again after a restart until something it depends
+on changed").
 
 A park is remembered with the boundary it was planned for (the run Safe resume takes up and its
 high-water mark) and a digest of what the safety inspector would observe (folder, marker, tools,
@@ -107,9 +107,9 @@ class VerdictMemory:
 
     def plan_inputs(self, session_id: str) -> tuple[str, str] | None:
         """The interrupted boundary of the session (its latest run, when a restart failed it:
-        the banner's run, DESKTOP.md; and that run's high-water mark) and a digest of what the
-        safety inspector would observe; None when the session has no such run. Read-only: no
-        marker is created."""
+        the banner's run, docs/design/desktop.md; and that run's high-water mark) and a digest of
+        what the safety inspector would observe; None when the session has no such run. Read-only:
+        no marker is created."""
         try:
             session = self._store.get_session(session_id)
             latest = resume_candidate(self._store.list_session_runs(session_id))

@@ -101,7 +101,8 @@ class ContinuationTurn:
                 frozenset(omitted_event_ids(details.runtime_context)),
             ),
             *history_from_events(details.runtime_context),
-        )  # the start event (driven below) adds a rebaseline's notice: WORKSPACE.md section 4
+        )
+        # the start event (driven below) adds a rebaseline's notice (docs/design/workspace.md 4)
         self._observer.committed(start_event)
         self._store.mark_run_running(target.run_id)
         self._observer.run_status(target.run_id, RunStatus.RUNNING, None)

@@ -61,7 +61,7 @@ class EventBuilder:
         checkpoint_mode: dict[str, str] | None = None,
     ) -> RuntimeEvent:
         """The run's first event; with ``checkpoint_mode`` it declares the run's workspace
-        checkpoint mode (WORKSPACE.md section 2) beside the T1 marker."""
+        checkpoint mode (docs/design/workspace.md section 2) beside the T1 marker."""
         event = self._base(self.next_id(), ts, "user", "user")
         event["content"] = {"kind": "text", "text": text}
         if t1_marker:

@@ -1,4 +1,5 @@
-"""Host-authored notices for tool calls whose outcome a new turn cannot know (RECOVERY.md 7).
+"""Host-authored notices for tool calls whose outcome a new turn cannot know
+(docs/design/recovery.md 7).
 
 After a park the user may type a new message instead of resuming. The model then sees the
 session's committed history with paired calls only; an interrupted call is not in it, and it is

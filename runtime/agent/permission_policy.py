@@ -1,8 +1,8 @@
 """Permission policy and the wait for a user's answer.
 
-Modes (CLI.md): ``ask`` asks the user before a tool that changes something (read-only tools are
-allowed without asking unless ``ask_read_only`` is set); ``auto`` allows every tool; ``deny``
-refuses every tool that would need asking (read-only tools still run unless
+Modes (docs/design/cli.md): ``ask`` asks the user before a tool that changes something (read-only
+tools are allowed without asking unless ``ask_read_only`` is set); ``auto`` allows every tool;
+``deny`` refuses every tool that would need asking (read-only tools still run unless
 ``deny_read_only``). An ``ask`` becomes a durable ``permissionRequest`` event; the answer a
 ``permissionDecision`` event; both are written by the tool runtime.
 

@@ -122,8 +122,8 @@ class SessionService:
     ) -> None:
         """``settings``: the run settings of every turn, or a function read at the start of
         each turn (the desktop's Settings may change the step limit between turns).
-        ``checkpoints``: the workspace checkpoint carrier (WORKSPACE.md); without one, runs
-        declare no checkpoint mode and capture nothing."""
+        ``checkpoints``: the workspace checkpoint carrier (docs/design/workspace.md); without one,
+        runs declare no checkpoint mode and capture nothing."""
         self.checkpoints = checkpoints
         self._store = store
         self._provider_factory = provider_factory
@@ -200,7 +200,8 @@ class SessionService:
 
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:
         """Each earlier run's committed, paired history, oldest run first, followed by a
-        host notice for every tool call whose outcome is unknown or parked (RECOVERY.md 7)."""
+        host notice for every tool call whose outcome is unknown or parked
+        (docs/design/recovery.md 7)."""
         return committed_history(
             self._store, ordered_runs(self._store.list_session_runs(session_id))
         )

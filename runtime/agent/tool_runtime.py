@@ -1,4 +1,4 @@
-"""ToolRuntime: preflight, T1, the implementation, T2 (RECOVERY.md section 1).
+"""ToolRuntime: preflight, T1, the implementation, T2 (docs/design/recovery.md section 1).
 
 For one tool call from the model:
 

@@ -40,10 +40,10 @@ class TranscriptEntry:
     park_reason: str | None = None
     level: str = "info"
     code: str | None = None
-    # A call whose outcome is unknown and that the user may settle (RECOVERY.md section 8): its
-    # run ended with the call dispatched and no result, and the run's facts let the user settle it
-    # (``runtime.recovery.settle_verdict``: not a file write, not a damaged record). (Whether the
-    # run belongs to an earlier start of the host is the host's to add.)
+    # A call whose outcome is unknown and that the user may settle (docs/design/recovery.md section
+    # 8): its run ended with the call dispatched and no result, and the run's facts let the user
+    # settle it (``runtime.recovery.settle_verdict``: not a file write, not a damaged record).
+    # (Whether the run belongs to an earlier start of the host is the host's to add.)
     settleable: bool = False
     # What the user confirmed about it: "ran" / "not_run", when (ms), and their note.
     attestation: str | None = None

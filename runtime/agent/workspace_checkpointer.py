@@ -1,4 +1,4 @@
-"""Capturing a run's workspace checkpoints (WORKSPACE.md section 2).
+"""Capturing a run's workspace checkpoints (docs/design/workspace.md section 2).
 
 A run decides its checkpoint mode once, before its first event (which declares it). In mode
 ``git_v1`` the run captures at its start, before the first provider call, and after the T2 of

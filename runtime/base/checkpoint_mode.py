@@ -1,4 +1,5 @@
-"""A run's workspace checkpoint mode, decided once before its first event (WORKSPACE.md section 2).
+"""A run's workspace checkpoint mode, decided once before its first event
+(docs/design/workspace.md section 2).
 
 Shared by the agent (a new run) and the continuation (a resumed run's new run), so it lives
 below both."""

@@ -1,4 +1,4 @@
-"""The snapshot a continuation's admission was based on (WORKSPACE.md sections 3 and 4).
+"""The snapshot a continuation's admission was based on (docs/design/workspace.md sections 3 and 4).
 
 A continuation stopped before its first snapshot of the folder (killed right after its admission,
 or inside its first capture) ran nothing that could change the files. Its boundary snapshot is then

@@ -1,7 +1,7 @@
-"""The evidence the workspace gate needs about the boundary checkpoint (WORKSPACE.md section 3),
-gathered from the checkpoint carrier by the resume service before the (pure) planner runs:
-whether the checkpoint's Git objects still exist, and how the safety inspector's capture of the
-folder differs from it."""
+"""The evidence the workspace gate needs about the boundary checkpoint (docs/design/workspace.md
+section 3), gathered from the checkpoint carrier by the resume service before the (pure) planner
+runs: whether the checkpoint's Git objects still exist, and how the safety inspector's capture of
+the folder differs from it."""
 
 from __future__ import annotations
 

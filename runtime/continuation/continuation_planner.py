@@ -1,5 +1,5 @@
-"""The safe-boundary continuation planner (RECOVERY.md section 6): pure gates over facts the
-session service has already read.
+"""The safe-boundary continuation planner (docs/design/recovery.md section 6): pure gates over facts
+the session service has already read.
 
 Early gates park with one reason (lineage, replay, claim); the rest accumulate, so a user sees
 every reason at once. A plan that continues carries everything execution must revalidate: the
@@ -73,7 +73,7 @@ class SafetyObservation:
     tool_names: tuple[str, ...]
     background_detail: tuple[str, ...] = ()
     # The folder's current tree under the checkpoint policy (no ref, no fact): None when there
-    # is no checkpoint store for this workspace (WORKSPACE.md section 3).
+    # is no checkpoint store for this workspace (docs/design/workspace.md section 3).
     workspace_tree: WorkspaceTree | None = None
 
 
@@ -159,7 +159,8 @@ class ContinuationPlan:
 
     @property
     def workspace_options(self) -> tuple[str, ...]:
-        """The user's ways forward when only the workspace gate parks (WORKSPACE.md 4)."""
+        """The user's ways forward when only the workspace gate parks
+        (docs/design/workspace.md 4)."""
         if self.continues:
             return ()
         return offered_decisions(self.rejection_reasons, restorable=self.restorable)
@@ -240,8 +241,8 @@ class PlannerInput:
     replay: ReplayPlan | ReplayBlocked | None = None
     # The boundary checkpoint held against the folder (the session service's reading of it).
     checkpoint_evidence: CheckpointEvidence | None = None
-    # The user's explicit way forward for a workspace park (WORKSPACE.md section 4), and how
-    # the folder differs from the newest snapshot it would replace (None: not comparable).
+    # The user's explicit way forward for a workspace park (docs/design/workspace.md section 4), and
+    # how the folder differs from the newest snapshot it would replace (None: not comparable).
     decision: WorkspaceDecision | None = None
     decision_changes: tuple[TreeChange, ...] | None = None
     restorable: bool = False
@@ -328,7 +329,7 @@ def _blocked_plan(
     still speaks (the files, the workspace, a permission, the run's ending), so the user sees
     every reason at once instead of one after the other. A command of the interrupted call that
     still runs is said first (it may still change files, and whether it ran cannot be settled
-    until it ends; RECOVERY.md section 9)."""
+    until it ends; docs/design/recovery.md section 9)."""
     findings = _findings(Boundary(given, lineage, None, immediate))
     reasons = [reason]
     said = list(diagnostics)
@@ -705,7 +706,7 @@ def _consistent_terminal(header: RunHeader, events: tuple[RuntimeEvent, ...]) ->
         return None
     positions = [index for index, event in enumerate(events) if is_terminal(event)]
     # The terminal event is the last one, save the user's attestations recorded after it
-    # (RECOVERY.md section 8: the only facts a closed run accepts).
+    # (docs/design/recovery.md section 8: the only facts a closed run accepts).
     if len(positions) != 1 or not attestation_suffix_ok(events[positions[0] + 1 :]):
         return None
     terminal = events[positions[0]]

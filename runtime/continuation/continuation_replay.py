@@ -1,4 +1,4 @@
-"""Composite continuation replay over a run lineage (RECOVERY.md section 6).
+"""Composite continuation replay over a run lineage (docs/design/recovery.md section 6).
 
 Each generation of a lineage is an *immutable prefix*: a run's committed events 1..n with their
 digest. A segment is replayable when its tool state is settled (completed or provably not

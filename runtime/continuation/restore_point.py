@@ -1,5 +1,5 @@
-"""Which snapshot a restored copy would be made from (WORKSPACE.md section 4), and what it
-reflects.
+"""Which snapshot a restored copy would be made from (docs/design/workspace.md section 4), and what
+it reflects.
 
 Pure over the lineage's committed events (oldest generation first) and a predicate saying whether
 a snapshot's Git objects still exist: the newest snapshot of the lineage that is intact. When

@@ -1,8 +1,8 @@
 """Which run Safe resume takes up: the one decision every surface shares.
 
 The candidate is the session's newest run (creation time, then run id) when it ended ``failed``
-or ``cancelled`` (RECOVERY.md section 6, the reference's "latest" candidate), whatever ended it:
-a restart (``app_restarted``), a model server that failed or could not be reached
+or ``cancelled`` (docs/design/recovery.md section 6, the reference's "latest" candidate), whatever
+ended it: a restart (``app_restarted``), a model server that failed or could not be reached
 (``provider_error``), a ledger write that could not commit, or the user's stop. What the
 continuation may replay, and whether it parks, is the planner's business; this only says
 whether there is an interruption to plan for.
@@ -11,8 +11,8 @@ Used by the seam's ``latest_interrupted`` gate (``maka plan``, ``maka resume``, 
 desktop's Safe resume request) and by the session overview ``maka sessions`` reads
 (``resumable``), so that what the CLI offers and what the seam accepts cannot differ.
 
-The desktop's banner offers Safe resume for a narrower set (DESKTOP.md): only when the latest
-run is the candidate *and* a restart failed it (``restart_interrupted``). A turn whose model
+The desktop's banner offers Safe resume for a narrower set (docs/design/desktop.md): only when the
+latest run is the candidate *and* a restart failed it (``restart_interrupted``). A turn whose model
 server failed, or that the user stopped, is shown as ended; ``maka resume`` can still carry it
 on. Every run the banner offers is one the seam accepts.
 """

@@ -153,8 +153,8 @@ class ResumeService:
         restore_to: str | None = None,
     ) -> ContinuationPlan:
         """Plan the latest interruption; ``decision`` is the user's explicit way forward for a
-        workspace park (WORKSPACE.md section 4: never automatic); ``restore_to``: the folder a
-        restored copy goes to (None: the default sibling)."""
+        workspace park (docs/design/workspace.md section 4: never automatic); ``restore_to``: the
+        folder a restored copy goes to (None: the default sibling)."""
         call = _PlanCall(restore_to)
         plan = self._plan_latest(session_id, None if automatic else decision, call)
         plan = self._with_workspace_notes(plan, call)
@@ -233,8 +233,8 @@ class ResumeService:
 
     def _with_workspace_notes(self, plan: ContinuationPlan, call: _PlanCall) -> ContinuationPlan:
         """The lineage's workspace decisions, and the restored copies a resume made but never
-        started in (WORKSPACE.md section 4: named, never reused). A copy is in use when any
-        continuation of the session moved there, in this lineage or an earlier one (a new
+        started in (docs/design/workspace.md section 4: named, never reused). A copy is in use when
+        any continuation of the session moved there, in this lineage or an earlier one (a new
         message starts a new lineage in the copy the session lives in)."""
         left = [
             PlanDiagnostic(
@@ -556,7 +556,7 @@ class ResumeService:
 
 def _ends_at(rows: Sequence[StoredEvent], terminal_event_id: str) -> bool:
     """The rows end with that terminal event, or with it and the user's attestations recorded
-    after it (RECOVERY.md section 8)."""
+    after it (docs/design/recovery.md section 8)."""
     for index in range(len(rows) - 1, -1, -1):
         if rows[index].event["id"] == terminal_event_id:
             return attestation_suffix_ok([row.event for row in rows[index + 1 :]])

@@ -1,5 +1,5 @@
-"""The user's ways forward when the files no longer match the boundary snapshot (WORKSPACE.md
-section 4).
+"""The user's ways forward when the files no longer match the boundary snapshot
+(docs/design/workspace.md section 4).
 
 Pure: which park reasons a decision answers, and the host notice a rebaselined continuation ends
 its provider history with. The decision itself is recorded by the admission transaction (the

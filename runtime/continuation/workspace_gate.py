@@ -1,4 +1,4 @@
-"""The workspace checkpoint gate of the continuation planner (WORKSPACE.md section 3).
+"""The workspace checkpoint gate of the continuation planner (docs/design/workspace.md section 3).
 
 Pure: it reads the interrupted run's committed events (its declared checkpoint mode and its
 checkpoint facts) and the evidence the resume service gathered (whether the boundary

@@ -1,5 +1,5 @@
-"""Continuing in a restored copy (WORKSPACE.md section 4, isolated restore): where the copy goes
-and the ``workspaceTransition`` fact the admission transaction commits.
+"""Continuing in a restored copy (docs/design/workspace.md section 4, isolated restore): where the
+copy goes and the ``workspaceTransition`` fact the admission transaction commits.
 
 The carrier materializes the boundary snapshot into a new, empty folder and gives it a marker
 of its own; the user's folder is not touched. A crash after that (``after_restore_materialized``)

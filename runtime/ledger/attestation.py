@@ -1,4 +1,5 @@
-"""The user's attestation of an unknown outcome (RECOVERY.md section 8, LEDGER.md section 5.7).
+"""The user's attestation of an unknown outcome (docs/design/recovery.md section 8,
+docs/design/ledger.md section 5.7).
 
 A call interrupted between T1 and T2 (a ``bash`` command, typically) stays ``indeterminate``: the
 ledger cannot know whether it ran. The person at the keyboard often can. Their answer is recorded

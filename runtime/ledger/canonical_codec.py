@@ -1,5 +1,5 @@
 """Canonical bytes (RFC 8785), ``canonicalArgsHash``, ``operationId`` and the immutable prefix
-digest (LEDGER.md section 2).
+digest (docs/design/ledger.md section 2).
 
 ``canonical_bytes`` takes a fast path through the standard library's C JSON encoder, whose output
 equals RFC 8785 exactly when the value holds no float and no object key with a character at or

@@ -1,4 +1,5 @@
-"""The workspace checkpoint carrier, as the runtime and the planner see it (WORKSPACE.md).
+"""The workspace checkpoint carrier, as the runtime and the planner see it
+(docs/design/workspace.md).
 
 The carrier (``storage.checkpoint_store``) only captures, verifies and compares snapshots of a
 session folder; it never approves a resume (the planner decides from committed facts). These are

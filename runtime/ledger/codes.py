@@ -1,4 +1,5 @@
-"""Every stable machine code of CODES.md and LEDGER.md, as append-only ``StrEnum`` s.
+"""Every stable machine code of docs/design/codes.md and docs/design/ledger.md, as append-only
+``StrEnum`` s.
 
 Codes are persisted and shown verbatim; never rename a member or reuse a value for another
 meaning. Sentences and severities for the user live in one presentation table, not here.
@@ -19,7 +20,7 @@ class Lane(StrEnum):
 
 
 class ScanIssueCode(StrEnum):
-    """Tool-ledger scanner issues (LEDGER.md section 4)."""
+    """Tool-ledger scanner issues (docs/design/ledger.md section 4)."""
 
     DUPLICATE_EVENT_ID = "duplicate_event_id"
     SEMANTIC_LANE_CONFLICT = "semantic_lane_conflict"
@@ -43,7 +44,7 @@ class TransitionKind(StrEnum):
 
 
 class WriterRejectionCode(StrEnum):
-    """Refusals of the store's writers (CODES.md, store refusals)."""
+    """Refusals of the store's writers (docs/design/codes.md, store refusals)."""
 
     RESERVED_TOOL_BOUNDARY_FACT = "reserved_tool_boundary_fact"
     RESERVED_RECOVERY_FACT = "reserved_recovery_fact"
@@ -95,8 +96,9 @@ class WorkspaceMarkerCode(StrEnum):
 
 
 class CheckpointUnavailableCode(StrEnum):
-    """Why a session runs without workspace checkpoints (WORKSPACE.md section 1): its mode is
-    ``unavailable`` with one of these reasons, shown in the session and every resume diagnostic."""
+    """Why a session runs without workspace checkpoints (docs/design/workspace.md section 1): its
+    mode is ``unavailable`` with one of these reasons, shown in the session and every resume
+    diagnostic."""
 
     CHECKPOINT_GIT_MISSING = "checkpoint_git_missing"
     CHECKPOINT_NESTED_REPOSITORY = "checkpoint_nested_repository"
@@ -108,7 +110,7 @@ class CheckpointUnavailableCode(StrEnum):
 
 class CheckpointFailureCode(StrEnum):
     """Why one capture failed (``workspaceCheckpointFailed.reasonCode``); the tool and the turn
-    go on (WORKSPACE.md section 2)."""
+    go on (docs/design/workspace.md section 2)."""
 
     CHECKPOINT_GIT_FAILED = "checkpoint_git_failed"
     CHECKPOINT_GIT_TIMEOUT = "checkpoint_git_timeout"
@@ -164,8 +166,8 @@ class BundleCode(StrEnum):
     RECONCILE_DECISION_CONFLICT = "reconcile_decision_conflict"
     EVIDENCE_ORDER_CONFLICT = "evidence_order_conflict"
     EVENT_ORDER_CONFLICT = "event_order_conflict"
-    # Appended (RECOVERY.md section 8): a user's attestation whose recovered outcome does not
-    # say what the attestation says (its choice, time, note, error flag).
+    # Appended (docs/design/recovery.md section 8): a user's attestation whose recovered outcome
+    # does not say what the attestation says (its choice, time, note, error flag).
     ATTESTATION_OUTCOME_CONFLICT = "attestation_outcome_conflict"
 
 
@@ -174,7 +176,8 @@ class ReconcileObservation(StrEnum):
     MATCHES_PRIOR_STATE = "matches_prior_state"
     DIVERGED = "diverged"
     UNREADABLE = "unreadable"
-    # The user's attestation (schema ``user_attestation_v1`` only, RECOVERY.md section 8).
+    # The user's attestation (schema ``user_attestation_v1`` only,
+    # docs/design/recovery.md section 8).
     USER_ATTESTED_RAN = "user_attested_ran"
     USER_ATTESTED_NOT_RUN = "user_attested_not_run"
 
@@ -253,16 +256,17 @@ class DiagnosticCode(StrEnum):
     UNMATCHED_TOOL_RESULT = "unmatched_tool_result"
     TOOL_NAME_MISMATCH = "tool_name_mismatch"
     WORKSPACE_LOCATION_CHANGED = "workspace_location_changed"
-    # Workspace checkpoints (WORKSPACE.md section 3), diagnostic only.
+    # Workspace checkpoints (docs/design/workspace.md section 3), diagnostic only.
     WORKSPACE_VERIFIED = "workspace_verified"
     WORKSPACE_CHECKPOINT_UNAVAILABLE = "workspace_checkpoint_unavailable"
-    # A restored copy made by a resume that never committed its transition (WORKSPACE.md 4).
+    # A restored copy made by a resume that never committed its transition
+    # (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_ABANDONED = "workspace_restore_abandoned"
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
-    # what it would hold instead (WORKSPACE.md 4).
+    # what it would hold instead (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"
     # Continuing with the current files is offered and no snapshot is left to compare them
-    # with: the model is told that files may have changed, not which (WORKSPACE.md 4).
+    # with: the model is told that files may have changed, not which (docs/design/workspace.md 4).
     WORKSPACE_REBASELINE_UNCOMPARED = "workspace_rebaseline_uncompared"
 
 
@@ -302,7 +306,7 @@ class ParkReason(StrEnum):
     # The session folder is gone (moved or deleted); the user can point the session at its new
     # place, proven the same workspace by its marker.
     WORKSPACE_FOLDER_MISSING = "workspace_folder_missing"
-    # The files against the boundary checkpoint (WORKSPACE.md section 3).
+    # The files against the boundary checkpoint (docs/design/workspace.md section 3).
     WORKSPACE_DRIFT = "workspace_drift"
     WORKSPACE_CHECKPOINT_STALE = "workspace_checkpoint_stale"
     WORKSPACE_CHECKPOINT_FAILED = "workspace_checkpoint_failed"
@@ -336,7 +340,7 @@ class FailureClass(StrEnum):
 
 
 class RecoveryReasonCode(StrEnum):
-    """``reasonCode`` of a recovery decision fact (LEDGER.md section 4)."""
+    """``reasonCode`` of a recovery decision fact (docs/design/ledger.md section 4)."""
 
     RECONCILE_MATCHES_EXPECTED_STATE = "reconcile_matches_expected_state"
     RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
@@ -347,8 +351,8 @@ class RecoveryReasonCode(StrEnum):
 
 
 class AttestationRefusal(StrEnum):
-    """Why the store refuses to record a user's attestation (RECOVERY.md section 8). Besides
-    these: ``operation_not_found``, ``operation_settled`` (another bundle settled it) and
+    """Why the store refuses to record a user's attestation (docs/design/recovery.md section 8).
+    Besides these: ``operation_not_found``, ``operation_settled`` (another bundle settled it) and
     ``background_operation_pending`` (a process of the call is still recorded alive)."""
 
     # The operation is not ``indeterminate`` with ``dispatch_without_response`` (already
@@ -384,7 +388,8 @@ class DoctorCode(StrEnum):
 
 
 class HostCode(StrEnum):
-    """Refusals of the desktop host and the CLI that belong to no other family (CODES.md)."""
+    """Refusals of the desktop host and the CLI that belong to no other family
+    (docs/design/codes.md)."""
 
     HOST_NOT_READY = "host_not_ready"
     # The host is closing (draining its work); the wire code has always been ``host_draining``.

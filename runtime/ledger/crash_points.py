@@ -3,8 +3,8 @@
 With ``MAKA_FAILPOINT=<name>`` in the environment the process kills itself with SIGKILL when it
 reaches the crash point of that name: no ``finally`` block, no rollback, no ``atexit`` handler and
 no buffered write after the kill runs; exactly what a power cut or an OOM kill does. The crash
-tests drive real processes into each point (RECOVERY.md section 2; ``docs/crash-contract.md``
-lists every point, and a test keeps that list equal to ``CrashPoint``).
+tests drive real processes into each point (docs/design/recovery.md section 2;
+``docs/crash-contract.md`` lists every point, and a test keeps that list equal to ``CrashPoint``).
 
 The vocabulary lives here, in the ledger contract, because both the runtime and the store reach
 crash points and the store may import only ``runtime.ledger``. ``failpoint`` accepts only
@@ -79,13 +79,14 @@ class CrashPoint(StrEnum):
     # rewritten from it.
     MIGRATION_COMPACTING = "migration_compacting"
     MIGRATION_AFTER_COMPACTION = "migration_after_compaction"
-    # Workspace checkpoints (WORKSPACE.md section 2): the ref exists, the fact does not; both.
+    # Workspace checkpoints (docs/design/workspace.md section 2): the ref exists, the fact
+    # does not; both.
     AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"
-    # The restored copy exists, the transition fact does not (WORKSPACE.md section 4).
+    # The restored copy exists, the transition fact does not (docs/design/workspace.md section 4).
     AFTER_RESTORE_MATERIALIZED = "after_restore_materialized"
     # A rebaseline's capture of the current files exists (its ref), the continuation and its
-    # ``workspaceBaseline`` fact were not admitted (WORKSPACE.md section 4).
+    # ``workspaceBaseline`` fact were not admitted (docs/design/workspace.md section 4).
     AFTER_REBASELINE_CAPTURED = "after_rebaseline_captured"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).

@@ -1,4 +1,4 @@
-"""The RuntimeEvent v1 shape (LEDGER.md section 1) and its strict decoder.
+"""The RuntimeEvent v1 shape (docs/design/ledger.md section 1) and its strict decoder.
 
 An event is represented as the JSON object itself, typed with ``TypedDict`` s: that is what the
 store persists, what the codec hashes and what every pure decision function reads. Treat decoded
@@ -167,7 +167,8 @@ class PermissionClosure(TypedDict):
 
 @_closed
 class WorkspaceCheckpointMode(TypedDict):
-    """The checkpoint mode a run declares in its first event (WORKSPACE.md section 2)."""
+    """The checkpoint mode a run declares in its first event (docs/design/workspace.md
+    section 2)."""
 
     mode: Literal["git_v1", "unavailable"]
     reasonCode: NotRequired[NonEmpty]
@@ -195,7 +196,8 @@ class FileStateAfter(TypedDict):
 
 @_closed
 class FileStateEvidence(TypedDict):
-    """Evidence a reconcilable write carries in its T1 dispatch (RECOVERY.md section 5)."""
+    """Evidence a reconcilable write carries in its T1 dispatch (docs/design/recovery.md
+    section 5)."""
 
     kind: Literal["file_state_v1"]
     path: NonEmpty
@@ -253,7 +255,7 @@ GitObjectId = Annotated[str, _Constrained(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?
 @_closed
 class WorkspaceCheckpoint(TypedDict):
     """A snapshot of the session folder bound to the committed run prefix it belongs to
-    (WORKSPACE.md section 2); written only by the workspace-fact writer."""
+    (docs/design/workspace.md section 2); written only by the workspace-fact writer."""
 
     protocol: Literal["workspace_checkpoint_v1"]
     workspaceIdentity: NonEmpty
@@ -286,8 +288,8 @@ class ChangedPath(TypedDict):
 
 @_closed
 class WorkspaceBaseline(TypedDict):
-    """The user chose to continue with the folder's current files (WORKSPACE.md section 4):
-    committed in the continuation's start event, in its admission transaction."""
+    """The user chose to continue with the folder's current files (docs/design/workspace.md section
+    4): committed in the continuation's start event, in its admission transaction."""
 
     protocol: Literal["workspace_baseline_v1"]
     workspaceIdentity: NonEmpty
@@ -323,9 +325,9 @@ class RestoreAfterCall(TypedDict):
 
 @_closed
 class WorkspaceTransition(TypedDict):
-    """The user chose to continue in a restored copy (WORKSPACE.md section 4): the session lives
-    in ``toPath`` from then on. Committed in the continuation's start event, in its admission
-    transaction; the only fact that lets a continuation run in another workspace than its
+    """The user chose to continue in a restored copy (docs/design/workspace.md section 4): the
+    session lives in ``toPath`` from then on. Committed in the continuation's start event, in its
+    admission transaction; the only fact that lets a continuation run in another workspace than its
     source."""
 
     protocol: Literal["workspace_transition_v1"]

@@ -1,5 +1,6 @@
 """The system facts recovery, reconciliation, attestation and continuation admission write, built
-in one place (LEDGER.md sections 4 and 6, RECOVERY.md sections 3, 5, 6 and 8).
+in one place (docs/design/ledger.md sections 4 and 6, docs/design/recovery.md sections 3,
+5, 6 and 8).
 
 Each builder returns the event exactly as its writer commits it; the writers choose the ids, the
 times and the fact payloads (``ReconcileFact`` / ``DecisionFact`` of ``recovery_bundle``, the
@@ -59,7 +60,7 @@ def _envelope(ids: EventIdentity, event_id: str, ts: int, role: str = "system") 
     }
 
 
-# ---- startup recovery (RECOVERY.md section 3) -------------------------------------------------
+# ---- startup recovery (docs/design/recovery.md section 3) ----
 
 
 def recovered_terminal_event(header: RunHeader, reason: str, now_ms: int) -> RuntimeEvent:
@@ -87,7 +88,7 @@ def permission_closure_event(header: RunHeader, request_id: str, now_ms: int) ->
     return cast("RuntimeEvent", event)
 
 
-# ---- recovery bundles: reconcile, recovered outcome, decision (LEDGER.md section 4) ------------
+# ---- recovery bundles: reconcile, recovered outcome, decision (docs/design/ledger.md section 4)
 
 
 def tool_recovery_event(
@@ -133,7 +134,7 @@ def recovered_outcome_event(
     return cast("RuntimeEvent", event)
 
 
-# ---- continuation admission (RECOVERY.md section 6) --------------------------------------------
+# ---- continuation admission (docs/design/recovery.md section 6) ----
 
 
 def continuation_start_event(

@@ -1,4 +1,5 @@
-"""Lanes: the one semantic role a physical event plays for the tool ledger (LEDGER.md section 3).
+"""Lanes: the one semantic role a physical event plays for the tool ledger
+(docs/design/ledger.md section 3).
 
 The structural decoder lets content and actions coexist; the tool ledger is narrower so that the
 online writers, the projection rebuild and the resolver can never read one row two ways. This

@@ -1,8 +1,8 @@
 """Reading permission facts: which requests of a run are still open.
 
 A ``permissionRequest`` is open until a ``permissionDecision`` or a ``permissionClosure`` with the
-same ``requestId`` follows it (LEDGER.md section 1). Startup recovery closes the open requests of
-orphaned runs; the continuation planner parks on any that remain.
+same ``requestId`` follows it (docs/design/ledger.md section 1). Startup recovery closes the open
+requests of orphaned runs; the continuation planner parks on any that remain.
 """
 
 from __future__ import annotations

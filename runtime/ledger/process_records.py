@@ -1,4 +1,4 @@
-"""Tool process records: which OS process a tool call started (RECOVERY.md section 9).
+"""Tool process records: which OS process a tool call started (docs/design/recovery.md section 9).
 
 Not a ledger fact: a host table the store keeps beside the ledger. The host records a tool's
 process right after spawning it and the T2 transaction clears the record, so a record that is

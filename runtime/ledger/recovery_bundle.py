@@ -1,4 +1,4 @@
-"""Recovery facts and the recovery bundle (LEDGER.md section 4).
+"""Recovery facts and the recovery bundle (docs/design/ledger.md section 4).
 
 After a crash between T1 (dispatch) and T2 (response), startup recovery observes the world and
 writes one bundle for the operation: a *reconcile observation*, an optional *recovered outcome*

@@ -1,5 +1,5 @@
-"""What a restored copy reflects, in words (WORKSPACE.md section 4), from the restore point a
-``workspaceTransition`` fact records (or a plan offers).
+"""What a restored copy reflects, in words (docs/design/workspace.md section 4), from the restore
+point a ``workspaceTransition`` fact records (or a plan offers).
 
 A copy holds the snapshot it was made from, which is not always the folder at the stop:
 

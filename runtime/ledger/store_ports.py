@@ -1,9 +1,9 @@
 """The store ports: what the runtime may ask of durable storage (implemented by ``storage/``).
 
-One writer per kind of fact (ARCHITECTURE.md principle 3): the generic append accepts ordinary
-events, function_calls and unbound function_responses only; T1, T2, the recovery bundle, the run
-ending and the continuation admission each have their own method, and the store refuses any other
-shape with a coded ``StoreRefusal``.
+One writer per kind of fact (docs/design/architecture.md principle 3): the generic append accepts
+ordinary events, function_calls and unbound function_responses only; T1, T2, the recovery bundle,
+the run ending and the continuation admission each have their own method, and the store refuses any
+other shape with a coded ``StoreRefusal``.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ EVENT_STATUS_TO_RUN: Mapping[str, RunStatus] = MappingProxyType(
         "cancelled": RunStatus.CANCELLED,
     }
 )
-"""The run status a terminal event's ``status`` ends its run with (RECOVERY.md section 1, item
-7): the one map the run-ending writer, the header repair, the store doctor and the continuation
-planner read."""
+"""The run status a terminal event's ``status`` ends its run with (docs/design/recovery.md section
+1, item 7): the one map the run-ending writer, the header repair, the store doctor and the
+continuation planner read."""
 
 RUN_STATUS_TO_EVENT: Mapping[RunStatus, str] = MappingProxyType(
     {run: event for event, run in EVENT_STATUS_TO_RUN.items() if event != "aborted"}
@@ -106,8 +106,9 @@ class RunHeader:
 
 
 class AttestationCommit(NamedTuple):
-    """The user's attestation as recorded (RECOVERY.md section 8). ``created`` False: the same
-    attestation (choice and note) was already recorded; its bundle and time are returned."""
+    """The user's attestation as recorded (docs/design/recovery.md section 8). ``created`` False:
+    the same attestation (choice and note) was already recorded; its bundle and time are
+    returned."""
 
     created: bool
     event_seq: int
@@ -211,7 +212,8 @@ class LedgerWriter(Protocol):
     ) -> CommitResult: ...
 
     def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult:
-        """A ``workspaceCheckpoint`` / ``workspaceCheckpointFailed`` fact (WORKSPACE.md)."""
+        """A ``workspaceCheckpoint`` / ``workspaceCheckpointFailed`` fact
+        (docs/design/workspace.md)."""
         ...
 
     def commit_run_ending(

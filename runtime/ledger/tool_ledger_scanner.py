@@ -1,4 +1,4 @@
-"""The tool-ledger scanner: the single interpreter of tool facts (LEDGER.md section 4).
+"""The tool-ledger scanner: the single interpreter of tool facts (docs/design/ledger.md section 4).
 
 Every consumer (resolver, projection rebuild, import, every tool-bearing writer) reads tool facts
 through this scanner, so they can never disagree about duplicates, order or identity.
@@ -440,7 +440,7 @@ class ToolLedgerScanner:
             # A dispatch before its call (an orphan dispatch): the operation is created from
             # the dispatch, its operation id and dispatch event set at once, before the
             # duplicate-operation check, so it stays an orphan dispatch with both even when
-            # that check skips the binding below (LEDGER.md section 4).
+            # that check skips the binding below (docs/design/ledger.md section 4).
             op = self._new_op(key, fact["toolName"])
             op.operation_id = operation_id
             op.dispatch = event

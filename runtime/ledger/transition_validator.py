@@ -1,4 +1,5 @@
-"""Prospective validation of a write against the ledger (LEDGER.md section 3, last paragraph).
+"""Prospective validation of a write against the ledger (docs/design/ledger.md section 3,
+last paragraph).
 
 Every writer calls this before committing, with the ledger's current scanner state and its
 candidates:
@@ -143,7 +144,7 @@ def feed_boundary_candidates(
     - T2: the operation the response is filed under (its invocation and call id); its recovery
       tail is interpreted when it has one.
     - T1: none can hold a recovery fact. Recovery facts attach only to an operation with a
-      dispatch (before it they are ``event_order_conflict``, LEDGER.md section 4); the
+      dispatch (before it they are ``event_order_conflict``, docs/design/ledger.md section 4); the
       dispatch, fed without an issue, joined an operation that had none
       (``duplicate_dispatch`` otherwise); and the call, fed without an issue into a ledger
       without issues, opened a new operation (a dispatch before its call is

@@ -1,5 +1,5 @@
-"""Workspace checkpoint facts (WORKSPACE.md section 2, LEDGER.md section 7): their envelope and
-how the planner reads them.
+"""Workspace checkpoint facts (docs/design/workspace.md section 2, docs/design/ledger.md section 7):
+their envelope and how the planner reads them.
 
 ``workspaceCheckpoint`` and ``workspaceCheckpointFailed`` events are system facts in a lane of
 their own: no content (nothing for a model), hidden from the model, exactly one action key. For
@@ -113,7 +113,7 @@ def boundary_checkpoint(events: Sequence[RuntimeEvent]) -> BoundaryCheckpoint:
 
 def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
     """How the transcript marks a continuation that began with the user's workspace decision
-    (WORKSPACE.md section 4), or None."""
+    (docs/design/workspace.md section 4), or None."""
     if not actions:
         return None
     transition = actions.get("workspaceTransition")
@@ -157,8 +157,9 @@ def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:
 
 
 def changed_count_words(paths: Sequence[str], more: int = 0) -> str:
-    """``3 files``; empty folders (``name/``, WORKSPACE.md section 1) are said as folders:
-    ``1 empty folder``, or ``3 files and folders`` when both changed (or some were not listed)."""
+    """``3 files``; empty folders (``name/``, docs/design/workspace.md section 1) are said as
+    folders: ``1 empty folder``, or ``3 files and folders`` when both changed (or some were
+    not listed)."""
     count = len(paths) + more
     folders = sum(1 for path in paths if path.endswith("/"))
     if not folders:

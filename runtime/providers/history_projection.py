@@ -78,8 +78,8 @@ def history_from_events(
         content = event.get("content")
         baseline = (event.get("actions") or {}).get("workspaceBaseline")
         if baseline is not None:
-            # The user chose to go on with the files as they are (WORKSPACE.md section 4): every
-            # later request keeps telling the model which files changed outside its view.
+            # The user chose to go on with the files as they are (docs/design/workspace.md section
+            # 4): every later request keeps telling the model which files changed outside its view.
             tagged.append((HostNotice(baseline_notice(baseline)), None))
         transition = (event.get("actions") or {}).get("workspaceTransition")
         restored = restore_notice(transition) if transition is not None else None

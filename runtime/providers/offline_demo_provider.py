@@ -151,7 +151,8 @@ def summarize_result(result: ToolResult) -> str:
     """A short, honest summary of a tool result."""
     value = result.result
     if isinstance(value, dict) and value.get("attestation") in ("ran", "not_run"):
-        # A call settled on the user's word (RECOVERY.md section 8): say so, and no more.
+        # A call settled on the user's word (docs/design/recovery.md section 8): say so,
+        # and no more.
         what = "ran" if value["attestation"] == "ran" else "did not run"
         return (
             f"You confirmed that {result.name} {what}; its output was not recorded, so I will "

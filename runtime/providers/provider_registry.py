@@ -1,13 +1,13 @@
 """Choosing a provider by name from a flat configuration (environment variables or settings).
 
-Keys (CLI.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, ``scripted``),
-``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, ``MAKA_OPENAI_TIMEOUT``
-(seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT`` (seconds between two data
-events of a stream, keep-alive comments not counting: 600 by default, never less than the read
-timeout), ``MAKA_OPENAI_CONTEXT_TOKENS`` (the model's context size: a request estimated above it
-is refused as a context overflow without being sent), ``MAKA_OPENAI_TOOL_CHOICE`` (``auto``, the
-default, sends ``tool_choice: "auto"`` with the tools; ``off`` leaves it out), and for the
-scripted provider
+Keys (docs/design/cli.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``,
+``scripted``), ``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``,
+``MAKA_OPENAI_TIMEOUT`` (seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT``
+(seconds between two data events of a stream, keep-alive comments not counting: 600 by default,
+never less than the read timeout), ``MAKA_OPENAI_CONTEXT_TOKENS`` (the model's context size: a
+request estimated above it is refused as a context overflow without being sent),
+``MAKA_OPENAI_TOOL_CHOICE`` (``auto``, the default, sends ``tool_choice: "auto"`` with the tools;
+``off`` leaves it out), and for the scripted provider
 ``MAKA_SCRIPT_FILE`` and ``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
 """
 

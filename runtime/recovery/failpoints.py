@@ -1,10 +1,10 @@
 """The Phase 0 failpoint catalog (P0-P11) and the crash contract it encodes.
 
-The catalog is the crash contract of RECOVERY.md section 2: each failpoint names a boundary of the
-tool path and the committed RuntimeEvent prefix a crash there leaves behind. The prefix, not the
-failpoint, decides recovery, which is why twelve failpoints collapse onto four prefixes and why the
-crash tests assert per prefix. ``committed_prefix`` means "the last fully committed prefix after
-the crash"; P8 reasons about the prefix before the terminal append.
+The catalog is the crash contract of docs/design/recovery.md section 2: each failpoint names a
+boundary of the tool path and the committed RuntimeEvent prefix a crash there leaves behind. The
+prefix, not the failpoint, decides recovery, which is why twelve failpoints collapse onto four
+prefixes and why the crash tests assert per prefix. ``committed_prefix`` means "the last fully
+committed prefix after the crash"; P8 reasons about the prefix before the terminal append.
 
 ``failpoint(point)`` (``runtime.ledger.crash_points``: the one hook and the one vocabulary,
 ``CrashPoint``, for the runtime and the store alike) is compiled into the real T1/T2, terminal,

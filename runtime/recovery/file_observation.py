@@ -1,4 +1,5 @@
-"""Observing the target of an interrupted file write (RECOVERY.md section 5), without writing.
+"""Observing the target of an interrupted file write (docs/design/recovery.md section 5),
+without writing.
 
 The reconciler must decide what happened to a ``write_file`` / ``edit_file`` whose process died
 between T1 and T2, from the file as it is *now*. This module produces that observation and
@@ -99,8 +100,9 @@ class FileObservation:
 
 
 def classify(observation: FileObservation, evidence: FileStateEvidence) -> ReconcileObservation:
-    """The table of RECOVERY.md section 5. Expected-after is checked first: a write whose new
-    bytes equal its old ones did happen as far as anyone can tell, and completing it is true."""
+    """The table of docs/design/recovery.md section 5. Expected-after is checked first: a write
+    whose new bytes equal its old ones did happen as far as anyone can tell, and completing
+    it is true."""
     if observation.problem is not None:
         return ReconcileObservation.UNREADABLE
     after = evidence["expectedAfter"]

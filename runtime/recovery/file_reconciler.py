@@ -1,10 +1,10 @@
-"""The file-write reconciler: startup recovery's step 3 (RECOVERY.md sections 3 and 5).
+"""The file-write reconciler: startup recovery's step 3 (docs/design/recovery.md sections 3 and 5).
 
 When the process dies while ``write_file`` or ``edit_file`` runs (T1 committed, no T2), the
 outcome is unknown, but for a file it can be observed: the T1 dispatch carries ``file_state_v1``
 evidence (the file's state before and the state the write produces). For every such operation of
 an orphaned run, before the run's ending is repaired, the reconciler observes the file
-(``file_observation``) and commits one recovery bundle (LEDGER.md section 4):
+(``file_observation``) and commits one recovery bundle (docs/design/ledger.md section 4):
 
 - ``matches_expected_state``: a recovered outcome whose ``result`` is built by the tool's own
   ``file_write_result`` (so it is the normal result, byte for byte), then the decision

@@ -225,7 +225,8 @@ def _recovery_tail(
     if isinstance(meaning, RecoveryCorruption):
         return ResolverStatus.CORRUPTION, ResolverReason.RECOVERY_FACT_CORRUPTION, None
     if meaning.reconcile.attestation is not None:
-        # The user's attestation (RECOVERY.md section 8): settled on their word, and said so.
+        # The user's attestation (docs/design/recovery.md section 8): settled on their word,
+        # and said so.
         return (
             ResolverStatus.COMPLETED,
             ResolverReason(meaning.decision.reason_code.value),

@@ -1,4 +1,4 @@
-"""The replay list of a run's committed events (RECOVERY.md section 4), in one pass.
+"""The replay list of a run's committed events (docs/design/recovery.md section 4), in one pass.
 
 The replay list is what a model may be shown again: no partial chunk, no hidden event, and tool
 calls and responses only when paired, so that whatever happens next the model never sees half a

@@ -1,4 +1,4 @@
-"""Phase 0: the resume plan of one run's committed events (RECOVERY.md section 4).
+"""Phase 0: the resume plan of one run's committed events (docs/design/recovery.md section 4).
 
 ``plan_resume(events, expected_high_water=None)`` answers "may this history be handed back to a
 model as it is?" without touching anything: resolver -> tool-operation projection -> diagnostics
@@ -58,8 +58,8 @@ Detail = Mapping[str, DetailValue]
 
 
 class AttestedCall(NamedTuple):
-    """What the user said about a call whose outcome was unknown (RECOVERY.md section 8):
-    ``ran`` or not, and who, when and with which note (``attestation``)."""
+    """What the user said about a call whose outcome was unknown (docs/design/recovery.md section
+    8): ``ran`` or not, and who, when and with which note (``attestation``)."""
 
     ran: bool
     attestation: Attestation

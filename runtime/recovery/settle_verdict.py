@@ -1,6 +1,6 @@
-"""Whether the user may settle a tool call on their word (RECOVERY.md section 8): one decision,
-read from the run's committed events through the recovery resolver, the same reading ``maka
-plan`` shows. Every surface uses it: the store refuses an attestation by it (``maka settle``,
+"""Whether the user may settle a tool call on their word (docs/design/recovery.md section 8): one
+decision, read from the run's committed events through the recovery resolver, the same reading
+``maka plan`` shows. Every surface uses it: the store refuses an attestation by it (``maka settle``,
 ``/settle``, the desktop's "It ran" / "It did not run"), the transcript offers the question by
 it (the desktop card's "Did it run?", the TUI's hint) and ``maka plan`` advises ``maka settle``
 by it. It never reads the ``tool_operations`` projection: a projection can disagree with the

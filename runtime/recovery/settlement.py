@@ -1,4 +1,4 @@
-"""Settling an unknown outcome on the user's word (RECOVERY.md section 8).
+"""Settling an unknown outcome on the user's word (docs/design/recovery.md section 8).
 
 One seam for every surface: ``maka settle``, ``/settle`` in the TUI and the desktop card's "It
 ran" / "It did not run" all call ``settle``. It names the operation (by operation id or by the

@@ -1,4 +1,5 @@
-"""Startup recovery (RECOVERY.md section 3), shared by the desktop main process and the CLI.
+"""Startup recovery (docs/design/recovery.md section 3), shared by the desktop main process
+and the CLI.
 
 Runs in the process that owns the data directory, before anything else touches sessions:
 

@@ -1,4 +1,5 @@
-"""``file_state_v1`` evidence (RECOVERY.md section 5) and the result shape of file writes.
+"""``file_state_v1`` evidence (docs/design/recovery.md section 5) and the result shape of
+file writes.
 
 The T1 dispatch of ``write_file`` / ``edit_file`` records the file's state before the write and the
 state the write will produce. Both come from the same bytes the tool then writes, so the

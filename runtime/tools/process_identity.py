@@ -125,8 +125,8 @@ def live_tool_processes(
 
 
 def surviving_process(table: ToolProcessTable) -> Callable[[str], str | None]:
-    """For attestation (RECOVERY.md section 8): given an operation id, a description of a
-    process of that call still running (``bash `cmd` (pid N)``), or None when none is."""
+    """For attestation (docs/design/recovery.md section 8): given an operation id, a description of
+    a process of that call still running (``bash `cmd` (pid N)``), or None when none is."""
 
     def check(operation_id: str) -> str | None:
         live = live_tool_processes(table, operation_id=operation_id)

@@ -1,4 +1,4 @@
-"""Start a tool's command so that it never outlives this host (RECOVERY.md section 9).
+"""Start a tool's command so that it never outlives this host (docs/design/recovery.md section 9).
 
 POSIX (Linux, macOS): the command runs under ``tool_supervisor``, which watches a pipe only this
 process holds and kills the command's whole process group when the pipe closes, which the kernel

@@ -73,8 +73,8 @@ class ToolFailure(Exception):
 
 
 class ProcessRecorder(Protocol):
-    """Records a process a tool just started (``tool_processes``, RECOVERY.md section 9); raises
-    when it cannot, and the tool then stops the process rather than run it unrecorded."""
+    """Records a process a tool just started (``tool_processes``, docs/design/recovery.md section
+    9); raises when it cannot, and the tool then stops the process rather than run it unrecorded."""
 
     def __call__(
         self,

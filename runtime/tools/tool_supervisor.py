@@ -1,4 +1,5 @@
-"""The tool supervisor: a command dies with the process that started it (RECOVERY.md section 9).
+"""The tool supervisor: a command dies with the process that started it
+(docs/design/recovery.md section 9).
 
 Run as ``python -I -S tool_supervisor.py WATCH_FD STATUS_FD MODE -- PROGRAM ARGS...`` (a frozen
 bundle: ``maka -m runtime.tools.tool_supervisor ...``). Standard library only, so it starts in a

@@ -1,4 +1,5 @@
-"""Windows: a Job Object with kill-on-close holds every process a tool starts (RECOVERY.md 9).
+"""Windows: a Job Object with kill-on-close holds every process a tool starts
+(docs/design/recovery.md 9).
 
 The host keeps the job's handle. When the host exits in any way (a crash, ``TerminateProcess``)
 Windows closes the handle and kills every process in the job, grandchildren included; a finished

@@ -1,5 +1,5 @@
-"""The ledger store port contract (LEDGER.md section 3, RECOVERY.md sections 1 and 3, CODES.md
-store refusals), run against the SQLite store on a real database file.
+"""The ledger store port contract (docs/design/ledger.md section 3, docs/design/recovery.md sections
+1 and 3, docs/design/codes.md store refusals), run against the SQLite store on a real database file.
 
 Each test names one rule; a refused write must change nothing (checked by snapshotting the file
 before and after).

@@ -472,7 +472,8 @@ def test_admission_refuses_an_existing_target_run(tmp_path: Path) -> None:
     store.close()
 
 
-# ---- the admission holds a continuation to its source's workspace (WORKSPACE.md section 4) -----
+# ---- the admission holds a continuation to its source's workspace (docs/design/workspace.md
+# section 4) -----
 
 
 def _admitted_start(

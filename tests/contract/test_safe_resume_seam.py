@@ -244,7 +244,8 @@ def test_a_moved_folder_is_only_a_diagnostic(tmp_path: Path) -> None:
     inspector = FakeInspector(observation(cwd + "-moved"))
     plan = service(store, cwd, inspector=inspector)[0].plan_latest(IDS.session_id)
     assert plan.continues
-    # A run without workspace checkpoints also says so (diagnostic only, WORKSPACE.md section 3).
+    # A run without workspace checkpoints also says so (diagnostic only,
+    # docs/design/workspace.md section 3).
     assert [d.code for d in plan.diagnostics] == [
         DiagnosticCode.WORKSPACE_LOCATION_CHANGED.value,
         DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE.value,

@@ -139,7 +139,8 @@ def test_moving_the_folder_only_adds_workspace_location_changed(tmp_path: Path) 
     work.symlink_to(moved, target_is_directory=True)  # the session's path now leads elsewhere
     plan = _service(store, tmp_path)[0].plan_latest(IDS.session_id)
     assert plan.continues
-    # A run without workspace checkpoints also says so (diagnostic only, WORKSPACE.md section 3).
+    # A run without workspace checkpoints also says so (diagnostic only,
+    # docs/design/workspace.md section 3).
     assert [d.code for d in plan.diagnostics] == [
         DiagnosticCode.WORKSPACE_LOCATION_CHANGED.value,
         DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE.value,

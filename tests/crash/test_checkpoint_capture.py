@@ -1,5 +1,5 @@
-"""Workspace checkpoints captured by a real ``maka run`` (WORKSPACE.md section 2): the run
-declares its mode, captures at its start and after each writing call, and the two crash windows
+"""Workspace checkpoints captured by a real ``maka run`` (docs/design/workspace.md section 2): the
+run declares its mode, captures at its start and after each writing call, and the two crash windows
 of a capture (real SIGKILL at ``after_checkpoint_artifact`` / ``after_checkpoint_fact``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Phase 0 crash contract (RECOVERY.md section 2, ``docs/crash-contract.md``).
+"""The Phase 0 crash contract (docs/design/recovery.md section 2, ``docs/crash-contract.md``).
 
 For each of the twelve failpoints, in its own data directory: a real child process appends the
 failpoint's committed prefix through the real SQLite writers, prints READY only after every commit

@@ -1,9 +1,10 @@
 """A real ``maka run`` killed with SIGKILL at each production crash point P0-P9.
 
 For each point the committed prefix must be exactly what the crash contract names
-(RECOVERY.md section 2, ``docs/crash-contract.md``), the resolver and the Phase 0 plan must read it
-as documented, and a side-effect counter (the tool appends a line to a file) shows the tool ran at
-most once, also after the next ``maka run`` in the same session (which runs startup recovery).
+(docs/design/recovery.md section 2, ``docs/crash-contract.md``), the resolver and the Phase 0 plan
+must read it as documented, and a side-effect counter (the tool appends a line to a file) shows the
+tool ran at most once, also after the next ``maka run`` in the same session (which runs
+startup recovery).
 
 P1 is reached through a permission wait (``--permission-mode ask`` answered "y" on standard
 input): that is the only path where the function_call commits before T1; every other call commits

@@ -1,4 +1,4 @@
-"""Tool processes die with their host, and a survivor is seen (RECOVERY.md section 9).
+"""Tool processes die with their host, and a survivor is seen (docs/design/recovery.md section 9).
 
 A real ``maka run`` (scripted provider, real bash tool, real store) starts
 ``echo started; sleep N; echo done >> late.txt`` and is killed with SIGKILL while the command

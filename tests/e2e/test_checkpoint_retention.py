@@ -1,6 +1,7 @@
-"""Retention of workspace checkpoints (WORKSPACE.md section 5) over checkpoints real ``maka run``
-turns captured: every checkpoint of the two latest runs, the boundary checkpoint of each earlier
-run; orphans (a capture killed before its fact) and the rest deleted, objects pruned."""
+"""Retention of workspace checkpoints (docs/design/workspace.md section 5) over checkpoints real
+``maka run`` turns captured: every checkpoint of the two latest runs, the boundary checkpoint of
+each earlier run; orphans (a capture killed before its fact) and the rest deleted,
+objects pruned."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 removed by hand), end to end: a real ``maka run`` with checkpoints at the product default killed
 with SIGKILL at a failpoint, the store damaged, then ``maka plan`` / ``maka resume`` (scripted
 provider, real tools, real store, the real ``git``). The park names the missing snapshot and
-leads on: the user can continue with the current files (WORKSPACE.md section 4)."""
+leads on: the user can continue with the current files (docs/design/workspace.md section 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""An orphaned window tells the truth, with the real processes (DESKTOP.md "Around a crash").
+"""An orphaned window tells the truth, with the real processes (docs/design/desktop.md
+"Around a crash").
 
 1. The real two-process app (offscreen): SIGKILL of the main process; within 3 seconds the
    window process notices that its main process is gone (it logs it, and shows the notice the

@@ -1,4 +1,4 @@
-"""Settling an unknown outcome through the desktop main process, end to end (RECOVERY.md
+"""Settling an unknown outcome through the desktop main process, end to end (docs/design/recovery.md
 section 8): the real ``maka`` main process (scripted provider, real tools and store) with the test
 playing the renderer over the real socket.
 

@@ -1,5 +1,5 @@
 """Whatever a window must show about a session reaches every window, however late it connects
-(DESKTOP.md "Around a crash"; issue: a permission prompt nobody can see).
+(docs/design/desktop.md "Around a crash"; issue: a permission prompt nobody can see).
 
 The real ``maka`` main process (``MAKA_NO_RENDERER=1``) plays against the real renderer code
 (``RendererBridge`` and ``MainWindow``) in this process, over the real socket:

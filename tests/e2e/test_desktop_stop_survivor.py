@@ -1,4 +1,5 @@
-"""A command that survived a crash, seen and stopped from the desktop (RECOVERY.md section 9).
+"""A command that survived a crash, seen and stopped from the desktop
+(docs/design/recovery.md section 9).
 
 ``maka run`` is killed (SIGKILL) while its bash command sleeps, with the supervisor disabled by
 the test-only failpoint so the command survives on purpose. The real main process then starts

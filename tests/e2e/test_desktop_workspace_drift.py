@@ -1,7 +1,7 @@
-"""A workspace drift through the real desktop main process to the real banner (WORKSPACE.md
-sections 3 and 4's surfaces): a turn killed at P8 (its checkpoints committed), a file edited
-afterwards, then auto-resume at startup parks with ``workspace_drift``, and a renderer's banner
-names the changed file under "Files changed since the run stopped."."""
+"""A workspace drift through the real desktop main process to the real banner
+(docs/design/workspace.md sections 3 and 4's surfaces): a turn killed at P8 (its checkpoints
+committed), a file edited afterwards, then auto-resume at startup parks with ``workspace_drift``,
+and a renderer's banner names the changed file under "Files changed since the run stopped."."""
 
 from __future__ import annotations
 

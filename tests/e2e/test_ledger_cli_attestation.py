@@ -1,6 +1,6 @@
 """The real ``maka ledger check/scan/plan`` on a run whose interrupted ``bash`` call the user
-settled (RECOVERY.md section 8): a clean ledger, the call ``completed`` with settlement origin
-``user_attestation``, and a plan that replays the call with the attested result. A forged
+settled (docs/design/recovery.md section 8): a clean ledger, the call ``completed`` with settlement
+origin ``user_attestation``, and a plan that replays the call with the attested result. A forged
 attestation (its outcome says something else) is corruption, as any bad bundle is."""
 
 from __future__ import annotations

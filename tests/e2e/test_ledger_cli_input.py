@@ -1,6 +1,6 @@
-"""The real ``maka ledger check|scan|plan`` on input that is not a clean ledger (CLI.md, "Ledger
-tools"): ``check`` lists an undecodable line as a problem (line number and code) and exits 1;
-``scan`` and ``plan`` refuse it with exit 2 and ``maka: error [code]: FILE: line N...``; a file
+"""The real ``maka ledger check|scan|plan`` on input that is not a clean ledger (docs/design/cli.md,
+"Ledger tools"): ``check`` lists an undecodable line as a problem (line number and code) and exits
+1; ``scan`` and ``plan`` refuse it with exit 2 and ``maka: error [code]: FILE: line N...``; a file
 that cannot be opened exits 2 with a coded error; an export file's own records are named as
 such; ``--data-dir`` is accepted (and ignored) wherever it appears."""
 

@@ -1,4 +1,5 @@
-"""The real ``maka ledger plan`` / ``maka ledger scan`` commands (CLI.md, "Ledger tools").
+"""The real ``maka ledger plan`` / ``maka ledger scan`` commands (docs/design/cli.md,
+"Ledger tools").
 
 Every example ledger of the shared design is planned by the installed console script and checked
 against its ``expected.json``; further ledgers written here cover the JSON shapes exactly, the

@@ -1,8 +1,8 @@
-"""Every park reason that holds is said at once (CODES.md, RECOVERY.md section 6), end to end:
-a real ``maka run`` with checkpoints at the product default killed with SIGKILL while a tool call
-ran, the folder changed afterwards, then ``maka plan`` / ``maka resume`` (scripted provider, real
-tools, real store, the real ``git``). The unknown outcome and the changed files are listed
-together, so settling the call is not followed by a second, unannounced park."""
+"""Every park reason that holds is said at once (docs/design/codes.md, docs/design/recovery.md
+section 6), end to end: a real ``maka run`` with checkpoints at the product default killed with
+SIGKILL while a tool call ran, the folder changed afterwards, then ``maka plan`` / ``maka resume``
+(scripted provider, real tools, real store, the real ``git``). The unknown outcome and the changed
+files are listed together, so settling the call is not followed by a second, unannounced park."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""What a restored copy holds when it cannot be the folder at the stop (WORKSPACE.md section 4),
-end to end with the real ``maka`` and the real ``git``: a stale snapshot (the run was killed
-between a writing call's result and the capture after it) and a boundary snapshot gone from the
-checkpoint store (restore from the latest earlier one that exists). The offer, the transcript
+"""What a restored copy holds when it cannot be the folder at the stop (docs/design/workspace.md
+section 4), end to end with the real ``maka`` and the real ``git``: a stale snapshot (the run was
+killed between a writing call's result and the capture after it) and a boundary snapshot gone from
+the checkpoint store (restore from the latest earlier one that exists). The offer, the transcript
 marker and the host notice the model gets (the exact provider request) say which point of the
 history the copy reflects."""
 

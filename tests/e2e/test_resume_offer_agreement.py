@@ -2,10 +2,11 @@
 
 Each row is a real SQLite ledger whose latest run ended one way. The CLI's answer is the real
 ``maka plan SESSION --json`` (it continues, or parks because there is nothing to resume): the
-seam takes up a run that ended before its turn was done (RECOVERY.md section 6: a restart, a
-model server that failed, a ledger write that failed, a stop). The desktop's is the session
-summary its host service sends the window (``interrupted``): the banner offers Safe resume only
-when a restart failed the run (DESKTOP.md). Every run the banner offers, the seam accepts.
+seam takes up a run that ended before its turn was done (docs/design/recovery.md section 6: a
+restart, a model server that failed, a ledger write that failed, a stop). The desktop's is the
+session summary its host service sends the window (``interrupted``): the banner offers Safe resume
+only when a restart failed the run (docs/design/desktop.md). Every run the banner offers, the
+seam accepts.
 """
 
 from __future__ import annotations

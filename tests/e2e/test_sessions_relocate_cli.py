@@ -83,8 +83,8 @@ def test_every_folder_relocate_refuses_is_a_usage_refusal_that_changes_nothing(
     tmp_path: Path,
 ) -> None:
     """A folder that does not exist and a folder of another workspace are the same kind of
-    mistake (the FOLDER given cannot be the session's): both exit 2 (CLI.md: usage or invalid
-    input), each with its code and a sentence saying why, and nothing changes."""
+    mistake (the FOLDER given cannot be the session's): both exit 2 (docs/design/cli.md: usage or
+    invalid input), each with its code and a sentence saying why, and nothing changes."""
     drill = Drill(tmp_path)
     assert drill.run(None).returncode == 0
     before = _sessions(drill)

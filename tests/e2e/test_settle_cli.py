@@ -1,8 +1,9 @@
-"""Settling an unknown outcome, as a user does it with the real ``maka`` command (RECOVERY.md
-section 8): a ``bash`` call killed inside its command (``MAKA_FAILPOINT=P4``: the side effect
-happened, its result was never recorded) parks Safe resume; the user checks, runs ``maka settle
-SESSION c1 --ran``; ``maka resume`` then continues once, the command never runs again, and the
-provider receives the attested result. Every refusal has its code, and doctor stays clean."""
+"""Settling an unknown outcome, as a user does it with the real ``maka`` command
+(docs/design/recovery.md section 8): a ``bash`` call killed inside its command
+(``MAKA_FAILPOINT=P4``: the side effect happened, its result was never recorded) parks Safe resume;
+the user checks, runs ``maka settle SESSION c1 --ran``; ``maka resume`` then continues once, the
+command never runs again, and the provider receives the attested result. Every refusal has its code,
+and doctor stays clean."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Workspace checkpoints end to end (WORKSPACE.md section 3): a real ``maka run`` killed at a
-failpoint, then ``maka plan`` / ``maka resume`` compare the folder with the boundary checkpoint
+"""Workspace checkpoints end to end (docs/design/workspace.md section 3): a real ``maka run`` killed
+at a failpoint, then ``maka plan`` / ``maka resume`` compare the folder with the boundary checkpoint
 (scripted provider, real tools, real store, the real ``git``)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The user's ways forward after a workspace park (WORKSPACE.md section 4), end to end: a real
-``maka run`` killed at a failpoint, the folder changed, then ``maka resume --rebaseline``
+"""The user's ways forward after a workspace park (docs/design/workspace.md section 4), end to end:
+a real ``maka run`` killed at a failpoint, the folder changed, then ``maka resume --rebaseline``
 (scripted provider recording its requests, real tools, real store, the real ``git``)."""
 
 from __future__ import annotations
@@ -530,8 +530,8 @@ def test_the_copy_the_session_lives_in_is_not_called_abandoned_after_a_new_messa
 
 
 def test_the_restore_offer_says_what_snapshots_leave_out(tmp_path: Path) -> None:
-    """A restored copy lacks what the snapshots' policy leaves out (WORKSPACE.md section 1):
-    paths the folder's .gitignore ignores and files over 50 MiB. The offer says so, naming the
+    """A restored copy lacks what the snapshots' policy leaves out (docs/design/workspace.md section
+    1): paths the folder's .gitignore ignores and files over 50 MiB. The offer says so, naming the
     big files of the snapshot it would copy, instead of claiming the folder as it was."""
     drill = Drill(tmp_path)
     (drill.work / ".gitignore").write_text("*.log\n")

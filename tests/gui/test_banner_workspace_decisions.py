@@ -1,5 +1,5 @@
-"""The banner's two ways forward after a workspace park (WORKSPACE.md section 4): shown only
-when the main process offers them, each with its consequence in one line, and each sends the
+"""The banner's two ways forward after a workspace park (docs/design/workspace.md section 4): shown
+only when the main process offers them, each with its consequence in one line, and each sends the
 user's decision (never a plain resume)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A window whose main process is gone tells the truth (DESKTOP.md "Around a crash"): it says
-Maka stopped unexpectedly, marks running calls as interrupted, disables what needs the main
+"""A window whose main process is gone tells the truth (docs/design/desktop.md "Around a crash"): it
+says Maka stopped unexpectedly, marks running calls as interrupted, disables what needs the main
 process, offers Restart Maka and never claims a running turn when closed; a window replaced by
 a newer start says so and closes itself."""
 

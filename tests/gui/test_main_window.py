@@ -462,8 +462,8 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
 def test_the_banner_offers_safe_resume_only_after_a_restart(
     qtbot: QtBot, status: str, failure_class: str | None, offered: bool
 ) -> None:
-    """DESKTOP.md: the banner shows when the latest run failed with ``app_restarted``. A turn
-    whose model server failed, or that the user stopped, ends as shown in the transcript with
+    """docs/design/desktop.md: the banner shows when the latest run failed with ``app_restarted``. A
+    turn whose model server failed, or that the user stopped, ends as shown in the transcript with
     no banner (``maka resume`` can still carry it on)."""
     window, bridge = _window(qtbot)
     ended = bc.SessionSummary(

@@ -10,7 +10,7 @@ from runtime.ledger.codes import DiagnosticCode, ParkReason, RevalidationCode
 
 pytestmark = pytest.mark.gui
 
-# CODES.md's severity column, restated so a table edit that changes one is caught.
+# docs/design/codes.md's severity column, restated so a table edit that changes one is caught.
 EXPECTED_SEVERITY = {
     "resume_feature_disabled": Severity.INFO,
     "resume_candidate_missing": Severity.INFO,

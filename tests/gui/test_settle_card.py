@@ -1,5 +1,5 @@
-"""The unknown-outcome card asks "Did it run?" (RECOVERY.md section 8): the command in full, an
-optional note, "It ran" / "It did not run"; the answer goes to the main process as
+"""The unknown-outcome card asks "Did it run?" (docs/design/recovery.md section 8): the command in
+full, an optional note, "It ran" / "It did not run"; the answer goes to the main process as
 ``tools.settle``; a refusal is said on the card with its code; the settled card reads "Confirmed
 by you: it ran" with the time and note; and the banner offers Safe resume again when the main
 process says nothing else parks."""

@@ -491,8 +491,8 @@ def _drift_park(root: Path, name: str) -> Scene:
 
 
 def decisions_scene(root: Path, out: Path) -> None:
-    """A park on changed files and the user's two ways forward (WORKSPACE.md section 4): the
-    banner with its two buttons, the restored copy's confirmation, the continuation in the copy
+    """A park on changed files and the user's two ways forward (docs/design/workspace.md section 4):
+    the banner with its two buttons, the restored copy's confirmation, the continuation in the copy
     (its write lands there; the transcript marks the move), and the same park continued with
     the current files; then a park whose snapshots are all gone (only the current files)."""
     restore = _drift_park(root, "restore")

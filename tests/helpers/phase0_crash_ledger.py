@@ -1,4 +1,5 @@
-"""The Phase 0 crash-contract ledger: one legacy tool turn per failpoint (RECOVERY.md section 2).
+"""The Phase 0 crash-contract ledger: one legacy tool turn per failpoint
+(docs/design/recovery.md section 2).
 
 Each failpoint Pk uses its own identity (``session-Pk``, ``run-Pk``, ``invocation-run-Pk``,
 ``turn-run-Pk``) and the same four events: the user's request, a Bash call, its response (no
@@ -19,7 +20,8 @@ PREFIX_EVENT_COUNTS: dict[CommittedPrefix, int] = {
     CommittedPrefix.AFTER_TERMINAL_EVENT: 4,
 }
 
-# What RECOVERY.md section 2 requires of each prefix: disposition, operation statuses, replay ids.
+# What docs/design/recovery.md section 2 requires of each prefix: disposition, operation
+# statuses, replay ids.
 REQUIRED_DECISIONS: dict[CommittedPrefix, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     CommittedPrefix.BEFORE_FUNCTION_CALL: ("safe_replay", (), ("user",)),
     CommittedPrefix.AFTER_FUNCTION_CALL: ("blocked", ("indeterminate",), ("user",)),

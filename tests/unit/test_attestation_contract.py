@@ -1,7 +1,8 @@
-"""The user's attestation in the ledger contract (RECOVERY.md section 8, LEDGER.md 5.7): the
-bundle rules accept exactly the attestation bundles the builders write, for any recoveryMode and
-only with schema ``user_attestation_v1``; the resolver settles them ``completed`` with origin
-``user_attestation``; the resume plan then replays the call with the attested result."""
+"""The user's attestation in the ledger contract (docs/design/recovery.md section 8,
+docs/design/ledger.md 5.7): the bundle rules accept exactly the attestation bundles the builders
+write, for any recoveryMode and only with schema ``user_attestation_v1``; the resolver settles them
+``completed`` with origin ``user_attestation``; the resume plan then replays the call with the
+attested result."""
 
 from __future__ import annotations
 

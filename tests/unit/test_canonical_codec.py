@@ -1,4 +1,4 @@
-"""Canonical bytes, hashes, ids and the strict decoder (LEDGER.md sections 1 and 2)."""
+"""Canonical bytes, hashes, ids and the strict decoder (docs/design/ledger.md sections 1 and 2)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from runtime.ledger.ledger_errors import (
 from tests.helpers.ledger_builders import call_event, clean_ledger, user_text, with_changes
 from tests.helpers.ledger_strategies import EVENTS, JSON_VALUES
 
-# ---- the vectors of LEDGER.md section 2 and the example ledger ---------------------------------
+# ---- the vectors of docs/design/ledger.md section 2 and the example ledger ----
 
 
 def test_canonical_args_hash_reproduces_the_write_vector() -> None:

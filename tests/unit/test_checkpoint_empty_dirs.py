@@ -1,6 +1,6 @@
-"""Empty folders are part of a snapshot (WORKSPACE.md section 1: everything under the folder):
-captured, compared (a folder created or removed while stopped is drift) and restored, with the
-real ``git``; the folder's own ignore rules still apply."""
+"""Empty folders are part of a snapshot (docs/design/workspace.md section 1: everything under the
+folder): captured, compared (a folder created or removed while stopped is drift) and restored, with
+the real ``git``; the folder's own ignore rules still apply."""
 
 from __future__ import annotations
 

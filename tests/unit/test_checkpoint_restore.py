@@ -1,6 +1,6 @@
-"""Materializing a snapshot into a restored copy (WORKSPACE.md section 4) with the real ``git``:
-the copy holds the snapshot byte for byte, links as links, a marker of its own; the user's folder
-and the workspace's persistent index are untouched; a folder in use is refused."""
+"""Materializing a snapshot into a restored copy (docs/design/workspace.md section 4) with the real
+``git``: the copy holds the snapshot byte for byte, links as links, a marker of its own; the user's
+folder and the workspace's persistent index are untouched; a folder in use is refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The workspace checkpoint carrier against the real ``git`` (WORKSPACE.md section 1)."""
+"""The workspace checkpoint carrier against the real ``git`` (docs/design/workspace.md
+section 1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""A checkpoint store whose objects were pruned or removed by hand (WORKSPACE.md sections 1, 3):
-the private index is only a cache, so captures and observations go on; a snapshot whose objects
-are gone is said to be missing, and one Git cannot look up right now is not (real ``git``)."""
+"""A checkpoint store whose objects were pruned or removed by hand (docs/design/workspace.md
+sections 1, 3): the private index is only a cache, so captures and observations go on; a snapshot
+whose objects are gone is said to be missing, and one Git cannot look up right now is not (real
+``git``)."""
 
 from __future__ import annotations
 

@@ -30,24 +30,21 @@ from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Backticked words of CODES.md that are not codes (file names, the Qt function).
-NOT_CODES = {"tr"}
+CODES_MD = REPO / "docs" / "design" / "codes.md"
+"""The codes document of the repository: every backticked snake_case word in it is a code."""
 
-
-def _codes_md() -> Path | None:
-    for folder in REPO.parents:
-        candidate = folder / "shared" / "spec" / "CODES.md"
-        if candidate.is_file():
-            return candidate
-    return None
+# Backticked words of docs/design/codes.md that are not codes.
+NOT_CODES: set[str] = set()
 
 
 def _spec_codes() -> list[str]:
-    path = _codes_md()
-    if path is None:
-        return []
-    words = set(re.findall(r"`([a-z][a-z0-9_]*)`", path.read_text(encoding="utf-8")))
-    return sorted(words - NOT_CODES)
+    """The codes ``CODES_MD`` names. Read at collection: a missing document is a collection
+    error, never an empty parametrization."""
+    words = set(re.findall(r"`([a-z][a-z0-9_]*)`", CODES_MD.read_text(encoding="utf-8")))
+    found = sorted(words - NOT_CODES)
+    if not found:
+        raise AssertionError(f"{CODES_MD} names no code")
+    return found
 
 
 CODE_ENUMS: tuple[type[StrEnum], ...] = (
@@ -144,8 +141,26 @@ def _assert_plain(code: str) -> None:
 
 
 def test_codes_md_is_found_and_walked() -> None:
-    assert _codes_md() is not None, "CODES.md (shared/spec) is next to the checkout"
-    assert "workspace_folder_missing" in _spec_codes()
+    """The document is in the checkout and its every table and list is read: a park reason, a
+    diagnostic, a resolver reason, a store refusal and a failure class among them, and at
+    least as many codes as there are park reasons."""
+    assert CODES_MD.is_file()
+    codes_named = _spec_codes()
+    for code in (
+        "workspace_folder_missing",
+        "tool_name_mismatch",
+        "reconcile_unreadable",
+        "store_corrupt",
+        "continuation_revalidation_failed",
+    ):
+        assert code in codes_named
+    assert len(codes_named) >= len(codes.ParkReason)
+
+
+def test_every_park_reason_is_in_the_codes_document() -> None:
+    """The document keeps up with the program: each reason Safe resume can park with is in it."""
+    missing = {reason.value for reason in codes.ParkReason} - set(_spec_codes())
+    assert missing == set()
 
 
 @pytest.mark.parametrize("code", _spec_codes(), ids=str)

@@ -1,4 +1,4 @@
-"""The failpoint catalog (RECOVERY.md section 2) and the SIGKILL hook."""
+"""The failpoint catalog (docs/design/recovery.md section 2) and the SIGKILL hook."""
 
 from __future__ import annotations
 

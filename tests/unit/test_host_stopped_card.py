@@ -1,6 +1,6 @@
 """A bash call whose run ended without its result reads "Interrupted": the command was stopped
-when Maka stopped and may have run in part (RECOVERY.md section 9); other unknown outcomes keep
-"Outcome unknown"."""
+when Maka stopped and may have run in part (docs/design/recovery.md section 9); other unknown
+outcomes keep "Outcome unknown"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Lane classification, lane envelopes, the generic-append gate and writer shapes (LEDGER.md s3)."""
+"""Lane classification, lane envelopes, the generic-append gate and writer shapes
+(docs/design/ledger.md s3)."""
 
 from __future__ import annotations
 

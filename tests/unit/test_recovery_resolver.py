@@ -1,4 +1,5 @@
-"""The recovery resolver's decision table (RECOVERY.md section 4; CODES.md, Resolver)."""
+"""The recovery resolver's decision table (docs/design/recovery.md section 4; docs/design/codes.md,
+Resolver)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Which snapshot a restored copy is made from and what it reflects (WORKSPACE.md section 4):
-the newest intact snapshot of the lineage, and the calls that may have written after it."""
+"""Which snapshot a restored copy is made from and what it reflects (docs/design/workspace.md
+section 4): the newest intact snapshot of the lineage, and the calls that may have written
+after it."""
 
 from __future__ import annotations
 

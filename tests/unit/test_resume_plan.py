@@ -1,5 +1,5 @@
-"""Phase 0 resume plans (RECOVERY.md sections 2 and 4): projection, diagnostics in emission order,
-rejection reasons, verification, disposition, high-water and the replay list."""
+"""Phase 0 resume plans (docs/design/recovery.md sections 2 and 4): projection, diagnostics in
+emission order, rejection reasons, verification, disposition, high-water and the replay list."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
         (None, None, False),
         ("1", None, True),
         ("0", None, False),
-        ("yes", None, False),  # only the exact value 1 (CLI.md)
+        ("yes", None, False),  # only the exact value 1 (docs/design/cli.md)
         ("", '{"safe_resume": "1"}', False),  # set, even empty, the variable wins
         (None, '{"safe_resume": "1"}', True),
         (None, '{"safe_resume": "0"}', False),

@@ -1,5 +1,5 @@
-"""Recording the user's attestation (RECOVERY.md section 8) in a real SQLite store: one bundle
-after the run's recovered terminal event, settled ``completed`` / ``user_attestation``; every
+"""Recording the user's attestation (docs/design/recovery.md section 8) in a real SQLite store: one
+bundle after the run's recovered terminal event, settled ``completed`` / ``user_attestation``; every
 refusal with its code and nothing written; an identical retry is a no-op; doctor stays clean;
 export and import carry it."""
 
@@ -255,8 +255,8 @@ def test_export_and_import_carry_the_attestation(
 def test_a_live_process_of_the_call_waits_the_attestation_until_it_ends(
     store: SqliteLedgerStore, data_dir: Path
 ) -> None:
-    """The real check (RECOVERY.md section 9): the call's process recorded in the host table
-    and still running (a real child) refuses; once it has ended the answer is recorded."""
+    """The real check (docs/design/recovery.md section 9): the call's process recorded in the host
+    table and still running (a real child) refuses; once it has ended the answer is recorded."""
     import subprocess
 
     from runtime.ledger.process_records import ToolProcessRecord

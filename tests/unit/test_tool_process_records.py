@@ -1,6 +1,6 @@
-"""The ``tool_processes`` host table and process identity (RECOVERY.md section 9): a record is
-written right after spawn, cleared by T2, survives a restart only while its process runs, and a
-reused pid (or another boot) is never taken for ours."""
+"""The ``tool_processes`` host table and process identity (docs/design/recovery.md section 9): a
+record is written right after spawn, cleared by T2, survives a restart only while its process runs,
+and a reused pid (or another boot) is never taken for ours."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prospective validation of writes (LEDGER.md section 3, core contract 4.4)."""
+"""Prospective validation of writes (docs/design/ledger.md section 3, core contract 4.4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Workspace checkpoint facts: only their own writer commits them, the tool scanner passes over
-them, and the planner's reading of a run's checkpoint state (WORKSPACE.md sections 2 and 3)."""
+them, and the planner's reading of a run's checkpoint state (docs/design/workspace.md sections
+2 and 3)."""
 
 from __future__ import annotations
 
