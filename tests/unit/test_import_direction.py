@@ -46,7 +46,8 @@ HOST_THIRD_PARTY = ("pydantic", "pydantic_core", "typing_extensions", "psutil", 
 """The host's third-party imports: no Qt (``PySide6``) among them."""
 
 CLI_MAY_IMPORT = ("app", "runtime", "storage")
-"""The CLI's commands reach the desktop's code only through ``app.host``."""
+"""The CLI (``app.cli``, its commands and the rest of ``app``) reaches the desktop's code only
+through ``app.host``."""
 
 GUI_COMMANDS = frozenset({"app.commands.gui_cmd"})
 """``maka gui`` starts the desktop: the one command that imports ``main_process`` and
@@ -109,8 +110,6 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         return set(HOST_MAY_IMPORT), set(HOST_THIRD_PARTY)
     if module in GUI_COMMANDS:
         return set(PACKAGES), None
-    if module.startswith("app.commands"):
-        return set(CLI_MAY_IMPORT), None
     if module == "app.visible_text":
         return {"app.visible_text"}, set()
     if module == "app.code_text":
@@ -119,6 +118,8 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         return {"app.park_guidance", "app.code_text"}, set()
     if module == "app.bridge_contract":
         return {"app.bridge_contract"}, {"pydantic", "typing_extensions"}
+    if module == "app" or module.startswith("app."):
+        return set(CLI_MAY_IMPORT), None
     return set(PACKAGES), None
 
 
@@ -251,6 +252,7 @@ def test_planted_host_and_command_violations_fail(tmp_path: Path) -> None:
         "app.host.planted_command": "from app.commands import run_cmd\n",
         "app.commands.planted_main": "from main_process.host_app import HostApp\n",
         "app.commands.planted_renderer": "def f():\n    from renderer.theme import COLORS\n",
+        "app.planted_cli": "from main_process import host_app\n",
     }
     for module, source in planted.items():
         (tmp_path / Path(*module.split("."))).with_suffix(".py").write_text(source)
