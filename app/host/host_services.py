@@ -1,4 +1,5 @@
-"""What the main process needs from the rest of the product: a narrow port.
+"""What the main process needs from the rest of the product: a narrow port. It lives in the
+Qt-free host package, so the CLI and the tests share its value types without Qt.
 
 Why a port: the host (lock, IPC server, workers, shutdown order) is about processes and threads;
 sessions, runs, recovery and Safe resume belong to the runtime and the store. The composition root
