@@ -64,9 +64,10 @@ def run_settings(max_steps: int | None) -> Any:
 
 
 def note_step_limit(result: Any, session_id: str) -> None:
-    """Say on stderr, with its code, that a turn ended at the step limit: the turn completed,
-    but its work may not be done, so it must never look like an ordinary ending."""
-    from runtime.agent.run_loop import STEP_LIMIT
+    """Say on stderr, with its code, that a turn ended at the step limit or with an empty reply:
+    the turn completed, but its work may not be done, so it must never look like an ordinary
+    ending."""
+    from runtime.agent.run_loop import EMPTY_REPLY, STEP_LIMIT
 
     if getattr(result, "stop_reason", None) == STEP_LIMIT:
         print(
@@ -74,6 +75,8 @@ def note_step_limit(result: Any, session_id: str) -> None:
             f"'maka run --session {session_id} PROMPT' and raise the limit with --max-steps N",
             file=sys.stderr,
         )
+    if getattr(result, "stop_reason", None) == EMPTY_REPLY:
+        print(f"maka: notice [{EMPTY_REPLY}]: {result.message}", file=sys.stderr)
 
 
 def permission_mode(option: str | None) -> str:

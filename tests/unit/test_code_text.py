@@ -31,7 +31,7 @@ from runtime.tools.tool_contract import ToolFailureCode, ToolRefusalCode
 REPO = Path(__file__).resolve().parents[2]
 
 # Backticked words of CODES.md that are not codes (file names, the Qt function).
-NOT_CODES = {"tr"}
+NOT_CODES = {"tr", "tool_choice"}  # a request field named in a sentence
 
 
 def _codes_md() -> Path | None:
