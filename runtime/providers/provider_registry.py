@@ -1,6 +1,6 @@
 """Choosing a provider by name from a flat configuration (environment variables or settings).
 
-Keys (CLI.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, ``scripted``),
+Keys (docs/providers.md): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, ``scripted``),
 ``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, ``MAKA_OPENAI_TIMEOUT``
 (seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT`` (seconds between two data
 events of a stream, keep-alive comments not counting: 600 by default, never less than the read
@@ -28,6 +28,7 @@ from runtime.providers.scripted_provider import ScriptedProvider, load_script
 PROVIDER_NAMES = ("demo", "openai", "scripted")
 DEFAULT_PROVIDER = "demo"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:11434/v1"
+DEFAULT_READ_TIMEOUT = 120.0
 
 
 def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
@@ -36,7 +37,7 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
     if chosen in ("demo", "offline", "offline-demo"):
         return OfflineDemoProvider()
     if chosen in ("openai", "openai-compatible"):
-        timeout = _seconds(config, "MAKA_OPENAI_TIMEOUT", 120.0)
+        timeout = _seconds(config, "MAKA_OPENAI_TIMEOUT", DEFAULT_READ_TIMEOUT)
         data_timeout = _seconds(config, "MAKA_OPENAI_DATA_TIMEOUT", DEFAULT_DATA_TIMEOUT)
         if "MAKA_OPENAI_DATA_TIMEOUT" in config and data_timeout < timeout:
             raise ProviderError(

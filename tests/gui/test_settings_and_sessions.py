@@ -38,7 +38,16 @@ def test_offline_demo_is_the_default_and_hides_nothing_it_needs(qtbot: QtBot) ->
     assert not dialog.endpoint.isEnabled()
     _save(dialog)
     assert bridge.calls_to("update_settings") == [
-        (bc.ProviderChoice.OFFLINE_DEMO, "", "", None, bc.DEFAULT_MAX_STEPS, False, True)
+        (
+            bc.ProviderChoice.OFFLINE_DEMO,
+            "",
+            "",
+            None,
+            bc.DEFAULT_MAX_STEPS,
+            False,
+            True,
+            bc.ProviderTuning(),
+        )
     ]
 
 
@@ -65,6 +74,7 @@ def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBo
             bc.DEFAULT_MAX_STEPS,
             False,
             True,
+            bc.ProviderTuning(),
         )
     ]
 
@@ -112,7 +122,44 @@ def test_safe_resume_and_automatic_resume_are_checkboxes_saved_with_the_rest(
     assert dialog.auto_resume_box.isEnabled()
     QTest.mouseClick(dialog.auto_resume_box, Qt.MouseButton.LeftButton)
     _save(dialog)
-    assert bridge.calls_to("update_settings")[0][5:] == (True, False)
+    assert bridge.calls_to("update_settings")[0][5:7] == (True, False)
+
+
+def test_provider_waits_context_size_and_tool_choice_show_and_save(qtbot: QtBot) -> None:
+    stored = bc.ProviderTuning(
+        timeout_s=90, data_timeout_s=900, context_tokens=4096, tool_choice=True
+    )
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="http://127.0.0.1:8080/v1",
+        openai_model="qwen",
+        provider_tuning=stored,
+    )
+    dialog, bridge = _dialog(qtbot, current)
+    assert dialog.timeout_spin.value() == 90 and dialog.data_timeout_spin.value() == 900
+    assert dialog.context_spin.value() == 4096 and dialog.tool_choice_box.isChecked()
+    QTest.mouseClick(dialog.tool_choice_box, Qt.MouseButton.LeftButton)
+    dialog.context_spin.setValue(0)
+    assert dialog.context_spin.text() == "Not set"
+    _save(dialog)
+    saved = bridge.calls_to("update_settings")[0][-1]
+    assert saved == bc.ProviderTuning(timeout_s=90, data_timeout_s=900, tool_choice=False)
+
+
+def test_a_data_wait_shorter_than_the_answer_wait_cannot_be_saved(qtbot: QtBot) -> None:
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="http://127.0.0.1:8080/v1",
+        openai_model="qwen",
+    )
+    dialog, _bridge = _dialog(qtbot, current)
+    save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
+    assert save.isEnabled() and not dialog.wait_problem.isVisible()
+    assert dialog.timeout_spin.text() == "Default (120 s)"
+    dialog.data_timeout_spin.setValue(60)  # shorter than the default answer wait
+    assert not save.isEnabled() and dialog.wait_problem.isVisible()
+    dialog.timeout_spin.setValue(30)
+    assert save.isEnabled() and not dialog.wait_problem.isVisible()
 
 
 def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> None:
