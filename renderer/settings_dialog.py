@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QRadioButton,
     QSpinBox,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -52,17 +53,21 @@ class SettingsDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(_tr("Settings"))
-        self.setMinimumWidth(520)
         self._bridge = bridge
         self._from_environment = False
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(20, 18, 20, 14)
+        # Two pages: the provider with its server's settings, and how turns run and recover.
+        # One page would be taller than a laptop screen allows a dialog.
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(14, 14, 14, 12)
+        self.tabs = QTabWidget()
+        outer.addWidget(self.tabs)
+        self.provider_page = QWidget()
+        self.tabs.addTab(self.provider_page, _tr("Model provider"))
+        layout = QVBoxLayout(self.provider_page)
+        layout.setContentsMargins(12, 12, 12, 8)
         layout.setSpacing(10)
-        heading = QLabel(_tr("Model provider"))
-        font = heading.font()
+        font = self.font()
         font.setBold(True)
-        heading.setFont(font)
-        layout.addWidget(heading)
         self.offline_radio = QRadioButton(_tr("Offline demo"))
         offline_note = QLabel(
             _tr(
@@ -80,6 +85,10 @@ class SettingsDialog(QDialog):
         layout.addWidget(offline_note)
         layout.addWidget(self.openai_radio)
         self.endpoint = QWidget()
+        # The width is set on the content, not the dialog: a minimum set on the dialog would
+        # stop its layout from enforcing the content's minimum height, and a screen too short
+        # for the whole dialog would then squeeze the fields flat.
+        self.endpoint.setMinimumWidth(476)
         form = QFormLayout(self.endpoint)
         form.setContentsMargins(24, 0, 0, 0)
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
@@ -115,28 +124,39 @@ class SettingsDialog(QDialog):
         form.addRow(_tr("Tool choice"), self.tool_choice_box)
         self.endpoint_note = QLabel(
             _tr(
-                "A server working through a long prompt may send no data for minutes: the "
-                "second wait allows for that. With the context size set, a request counted "
-                "above it is not sent. Turn tool choice off when the server answers with "
-                "nothing or refuses requests. More in docs/providers.md."
+                "Keep the default waits unless the server is slow to start answering. With a "
+                "context size, a request counted above it is not sent. Turn tool choice off "
+                "if the server answers with nothing or refuses requests.\nMore: "
+                "docs/providers.md"
             )
         )
         self.endpoint_note.setWordWrap(True)
-        form.addRow("", self.endpoint_note)
         self.wait_problem = QLabel(
             _tr("The wait between data must not be shorter than the wait for an answer.")
         )
         self.wait_problem.setWordWrap(True)
         self.wait_problem.setObjectName("WaitProblem")
-        form.addRow("", self.wait_problem)
-        layout.addWidget(self.endpoint)
+        endpoint_box = QVBoxLayout()
+        endpoint_box.setContentsMargins(0, 0, 0, 0)
+        endpoint_box.addWidget(self.endpoint)
+        notes = QVBoxLayout()
+        notes.setContentsMargins(24, 0, 0, 0)
+        notes.addWidget(self.wait_problem)
+        notes.addWidget(self.endpoint_note)
+        endpoint_box.addLayout(notes)
+        layout.addLayout(endpoint_box)
         self.provider_environment_note = QLabel()
         self.provider_environment_note.setWordWrap(True)
         self.provider_environment_note.setObjectName("ProviderFromEnvironment")
         layout.addWidget(self.provider_environment_note)
+        layout.addStretch(1)
+        self.turns_page = QWidget()
+        self.tabs.addTab(self.turns_page, _tr("Turns and recovery"))
+        layout = QVBoxLayout(self.turns_page)
+        layout.setContentsMargins(12, 12, 12, 8)
+        layout.setSpacing(10)
         turns_heading = QLabel(_tr("Turns"))
         turns_heading.setFont(font)
-        layout.addSpacing(6)
         layout.addWidget(turns_heading)
         turns = QFormLayout()
         turns.setContentsMargins(0, 0, 0, 0)
@@ -198,7 +218,7 @@ class SettingsDialog(QDialog):
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
         layout.addStretch(1)
-        layout.addWidget(self.buttons)
+        outer.addWidget(self.buttons)
         self.openai_radio.toggled.connect(self._update_enabled)
         self.key_edit.textChanged.connect(self._update_enabled)
         self.base_url_edit.textChanged.connect(self._update_enabled)
@@ -245,13 +265,13 @@ class SettingsDialog(QDialog):
         names = current.provider_from_environment if current else ()
         if len(names) == 1:
             text = _tr(
-                "{name} is set in the environment Maka was started from, so it decides the "
-                "provider; these choices apply once it is not set."
+                "{name} is set in the environment Maka was started from, so it wins over "
+                "what is chosen here; these choices apply once it is not set."
             ).replace("{name}", names[0])
         else:
             text = _tr(
-                "{names} are set in the environment Maka was started from, so they decide the "
-                "provider; these choices apply once they are not set."
+                "{names} are set in the environment Maka was started from, so they win over "
+                "what is chosen here; these choices apply once they are not set."
             ).replace("{names}", ", ".join(names))
         self.provider_environment_note.setText(text)
         self.provider_environment_note.setVisible(bool(names))
@@ -301,6 +321,7 @@ class SettingsDialog(QDialog):
     def _update_enabled(self) -> None:
         openai = self.openai_radio.isChecked()
         self.endpoint.setEnabled(openai)
+        self.endpoint_note.setEnabled(openai)
         waits_agree = self.tuning() is not None
         self.wait_problem.setVisible(not waits_agree)
         ready = not openai or bool(

@@ -23,7 +23,7 @@ from runtime.ledger.codes import HostCode
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cwd", help="the session folder (required for a new session)")
     parser.add_argument("--session", help="continue this session instead of creating one")
-    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),

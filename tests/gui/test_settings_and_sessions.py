@@ -24,6 +24,7 @@ def _dialog(
     dialog = SettingsDialog(bridge, current)
     qtbot.addWidget(dialog)
     dialog.show()
+    assert dialog.tabs.currentWidget() is dialog.provider_page, "it opens on the provider"
     return dialog, bridge
 
 
@@ -114,6 +115,7 @@ def test_safe_resume_and_automatic_resume_are_checkboxes_saved_with_the_rest(
         provider=bc.ProviderChoice.OFFLINE_DEMO, safe_resume=False, auto_resume=True
     )
     dialog, bridge = _dialog(qtbot, current)
+    dialog.tabs.setCurrentWidget(dialog.turns_page)
     assert not dialog.safe_resume_box.isChecked() and dialog.auto_resume_box.isChecked()
     assert dialog.safe_resume_box.isEnabled()
     assert not dialog.auto_resume_box.isEnabled(), "automatic resume needs Safe resume"
@@ -170,6 +172,7 @@ def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> N
         safe_resume_enabled=True,
     )
     dialog, _bridge = _dialog(qtbot, current)
+    dialog.tabs.setCurrentWidget(dialog.turns_page)
     assert not dialog.safe_resume_box.isEnabled() and not dialog.auto_resume_box.isEnabled()
     assert dialog.environment_note.isVisible()
     note = dialog.environment_note.text()
@@ -186,7 +189,7 @@ def test_a_provider_chosen_in_the_environment_is_named_not_hidden(qtbot: QtBot) 
     dialog, _bridge = _dialog(qtbot, current)
     assert dialog.provider_environment_note.isVisible()
     note = dialog.provider_environment_note.text()
-    assert note.startswith("MAKA_PROVIDER, MAKA_MODEL are set") and "decide the provider" in note
+    assert note.startswith("MAKA_PROVIDER, MAKA_MODEL are set") and "win over" in note
     one, _bridge = _dialog(
         qtbot,
         bc.SettingsCurrentPush(
