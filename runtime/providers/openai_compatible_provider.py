@@ -42,6 +42,7 @@ from runtime.providers.provider_port import (
     TextDelta,
 )
 from runtime.providers.secret_redaction import redacted_error
+from runtime.providers.server_tokens import ServerTokens
 from runtime.providers.sse_stream_codec import ChunkAssembler, sse_data_payloads
 from runtime.providers.token_estimate import estimated_tokens
 
@@ -94,6 +95,9 @@ class OpenAICompatibleProvider:
         self._settings = settings
         self._parts = parts
         self._endpoint = shown_url(settings.base_url, "/chat/completions")
+        self._server = ServerTokens(
+            settings.base_url, settings.model, settings.api_key, settings.connect_timeout
+        )
 
     @property
     def name(self) -> str:
@@ -114,6 +118,9 @@ class OpenAICompatibleProvider:
 
     def request_body(self, request: ProviderRequest) -> bytes:
         """The exact bytes POSTed for ``request`` (the same for a live turn and a rebuilt one)."""
+        return json.dumps(self._document(request)).encode("utf-8")
+
+    def _document(self, request: ProviderRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._settings.model,
             "stream": True,
@@ -134,7 +141,7 @@ class OpenAICompatibleProvider:
             ]
             if self._settings.send_tool_choice:
                 body["tool_choice"] = "auto"
-        return json.dumps(body).encode("utf-8")
+        return body
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
         try:
@@ -188,16 +195,29 @@ class OpenAICompatibleProvider:
             "stopped or the network dropped); the server's log may say why",
         )
 
-    def _check_context(self, body: bytes) -> None:
-        limit = self._settings.context_tokens
+    def _check_context(self, document: dict[str, Any], body: bytes, cancel: CancelToken) -> None:
+        """Refuse, unsent, a request longer than the model's context: the size configured, else
+        the one the server reports; the tokens as the server counts them, else estimated."""
+        configured = self._settings.context_tokens
+        limit = configured if configured is not None else self._server.context_tokens(cancel)
         if limit is None:
             return
-        estimate = estimated_tokens(body)
-        if estimate > limit:
+        counted = self._server.count(document, cancel)
+        if counted is None:
+            counted = estimated_tokens(body)
+            how = f"about {counted} tokens by a cautious estimate"
+        else:
+            how = f"{counted} tokens as the server counts them"
+        if counted > limit:
+            source = (
+                f"the {limit} of MAKA_OPENAI_CONTEXT_TOKENS"
+                if configured is not None
+                else f"the server's context size of {limit}"
+            )
             raise ProviderError(
                 ProviderErrorCode.CONTEXT_OVERFLOW,
-                f"the request is longer than the model's context window (about {estimate} "
-                f"tokens, more than the {limit} of MAKA_OPENAI_CONTEXT_TOKENS); it was not sent",
+                f"the request is longer than the model's context window ({how}, more than "
+                f"{source}); it was not sent",
             )
 
     def _tool_choice_sent(self, request: ProviderRequest) -> bool:
@@ -212,8 +232,10 @@ class OpenAICompatibleProvider:
         self, exchange: _Exchange, request: ProviderRequest, cancel: CancelToken
     ) -> Iterator[StreamEvent]:
         connection = exchange.connection
-        body = self.request_body(request)
-        self._check_context(body)
+        document = self._document(request)
+        body = json.dumps(document).encode("utf-8")
+        self._check_context(document, body, cancel)
+        self._raise_if_cancelled(cancel)
         path = (self._parts.path.rstrip("/") or "") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self._settings.api_key:

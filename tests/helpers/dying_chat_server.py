@@ -3,7 +3,7 @@ request, sends the 200 headers of a chunked event stream, and is then killed wit
 its first event (the kernel closes its socket; no terminating chunk is ever sent).
 
 Run as ``python -m tests.helpers.dying_chat_server``: it prints its port on the first line of
-standard output, then serves until the first request kills it.
+standard output, then serves until the first chat request kills it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if not self.path.endswith("/chat/completions"):
+            self.send_error(404)  # no tokenizer or model facts here
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
