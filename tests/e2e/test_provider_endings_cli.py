@@ -105,3 +105,18 @@ def test_a_server_killed_before_its_first_event_is_a_cut_connection(tmp_path: Pa
     assert "Traceback" not in result.stderr
     [(header, _)] = committed_runs(data)
     assert header.status is RunStatus.FAILED
+
+
+def test_the_tui_says_an_empty_reply_live_and_in_its_transcript(tmp_path: Path) -> None:
+    data, work = tmp_path / "data", _work(tmp_path)
+    with chat_server([text_reply("")]) as server:
+        env = _env(server.base_url, MAKA_OPENAI_TOOL_CHOICE="off")
+        result = maka(
+            ["tui", "--cwd", str(work)], data, env=env, stdin="Hello.\n/transcript\n/quit\n"
+        )
+    assert result.returncode == 0, result.stderr
+    live = "[provider_empty_reply] the model ended its turn without any text or tool call"
+    assert live in result.stdout
+    assert "tool_choice" not in result.stdout  # it was not sent
+    after_live = result.stdout.split(live, 1)[1]
+    assert "empty reply" in after_live, "the /transcript listing shows the notice too"
