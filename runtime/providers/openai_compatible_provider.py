@@ -48,6 +48,7 @@ from runtime.providers.token_estimate import estimated_tokens
 
 __all__ = ["OpenAICompatibleProvider", "OpenAISettings", "messages_from_history"]
 
+DEFAULT_READ_TIMEOUT = 120.0
 DEFAULT_DATA_TIMEOUT = 600.0
 TOOL_CHOICE_OFF = (
     "set MAKA_OPENAI_TOOL_CHOICE=off, or Tool choice: off in the desktop's Settings "
@@ -61,7 +62,7 @@ class OpenAISettings:
     model: str
     api_key: str | None = None
     connect_timeout: float = 15.0
-    read_timeout: float = 120.0
+    read_timeout: float = DEFAULT_READ_TIMEOUT
     data_timeout: float = DEFAULT_DATA_TIMEOUT
     """Longest wait between two data events (keep-alive comments do not count)."""
     context_tokens: int | None = None

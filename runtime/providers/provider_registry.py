@@ -19,6 +19,7 @@ from pathlib import Path
 from runtime.providers.offline_demo_provider import OfflineDemoProvider
 from runtime.providers.openai_compatible_provider import (
     DEFAULT_DATA_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
     OpenAICompatibleProvider,
     OpenAISettings,
 )
@@ -28,7 +29,6 @@ from runtime.providers.scripted_provider import ScriptedProvider, load_script
 PROVIDER_NAMES = ("demo", "openai", "scripted")
 DEFAULT_PROVIDER = "demo"
 DEFAULT_OPENAI_BASE_URL = "http://127.0.0.1:11434/v1"
-DEFAULT_READ_TIMEOUT = 120.0
 
 
 def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:

@@ -16,9 +16,10 @@ from app.host.desktop_settings import DesktopSettings, provider_environment
 from main_process.host_services import SettingsChange
 from runtime.providers.openai_compatible_provider import (
     DEFAULT_DATA_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
     OpenAICompatibleProvider,
 )
-from runtime.providers.provider_registry import DEFAULT_READ_TIMEOUT, build_provider
+from runtime.providers.provider_registry import build_provider
 
 TUNING = bc.ProviderTuning(timeout_s=90, data_timeout_s=900, context_tokens=4096, tool_choice=False)
 
