@@ -5,6 +5,7 @@ URL tried, and the ``tool_choice`` hint comes only with a request that carried i
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 from http.server import BaseHTTPRequestHandler
@@ -18,6 +19,7 @@ from runtime.base.cancel_token import CancelToken
 from runtime.providers.openai_compatible_provider import (
     OpenAICompatibleProvider,
     OpenAISettings,
+    response_lines,
     shown_url,
 )
 from runtime.providers.provider_port import (
@@ -202,3 +204,32 @@ def test_a_server_closed_before_headers_is_a_connection_failure_naming_the_url()
         server.close()
     assert caught.value.code == ProviderErrorCode.CONNECTION_LOST
     assert server.base_url in caught.value.message
+
+
+class _Pieces:
+    """A response whose body arrives in the given pieces (``read1`` returns one at a time; an
+    empty answer is the end, as from ``http.client``)."""
+
+    def __init__(self, pieces: list[bytes], length: int | None = None) -> None:
+        self._pieces = list(pieces)
+        self.length = length
+
+    def read1(self, size: int) -> bytes:
+        del size
+        return self._pieces.pop(0) if self._pieces else b""
+
+
+@given(st.lists(st.binary(min_size=1, max_size=40), max_size=20))
+def test_lines_are_the_body_split_after_each_newline_however_it_arrives(
+    pieces: list[bytes],
+) -> None:
+    body = b"".join(pieces)
+    lines = list(response_lines(_Pieces(pieces), block=7))  # type: ignore[arg-type]
+    assert b"".join(lines) == body
+    assert all(line.endswith(b"\n") for line in lines[:-1])
+    assert all(line.count(b"\n") <= 1 and line for line in lines)
+
+
+def test_a_content_length_body_that_ends_early_raises_incomplete_read() -> None:
+    with pytest.raises(http.client.IncompleteRead):
+        list(response_lines(_Pieces([b"data: x\n"], length=100)))  # type: ignore[arg-type]
