@@ -34,7 +34,15 @@ import struct
 from enum import StrEnum
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 PROTOCOL_VERSION: Final = 1
@@ -54,6 +62,13 @@ MAX_STEPS_LIMIT: Final = 100_000
 """The step limit of a turn (``settings.*``): the runtime's ``DEFAULT_MAX_STEPS`` and
 ``MAX_STEPS_RANGE`` (a unit test keeps them equal; the renderer must not import the runtime)."""
 StepLimit = Annotated[int, Field(ge=1, le=MAX_STEPS_LIMIT)]
+DEFAULT_OPENAI_TIMEOUT_S: Final = 120.0
+DEFAULT_OPENAI_DATA_TIMEOUT_S: Final = 600.0
+"""The OpenAI-compatible provider's waits when none is set (``ProviderTuning``): the runtime's
+``MAKA_OPENAI_TIMEOUT`` and ``MAKA_OPENAI_DATA_TIMEOUT`` defaults (a unit test keeps them equal)."""
+MAX_TIMEOUT_S: Final = 86_400.0
+MAX_CONTEXT_TOKENS: Final = 100_000_000
+Seconds = Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S)]
 
 
 class MessageKind(StrEnum):
@@ -311,6 +326,27 @@ class ToolsSettleRequest(_Message):
     note: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE_CHARS)] | None = None
 
 
+class ProviderTuning(WireModel):
+    """How the OpenAI-compatible provider talks to its server (docs/providers.md); ``None``
+    leaves a value to the provider's default. ``timeout_s``: the longest wait for any answer
+    (``MAKA_OPENAI_TIMEOUT``); ``data_timeout_s``: the longest wait between two data events of a
+    stream (``MAKA_OPENAI_DATA_TIMEOUT``, never shorter than ``timeout_s``); ``context_tokens``:
+    the model's context size (``MAKA_OPENAI_CONTEXT_TOKENS``); ``tool_choice``: send
+    ``tool_choice: "auto"`` with the tools (``MAKA_OPENAI_TOOL_CHOICE``)."""
+
+    timeout_s: Seconds | None = None
+    data_timeout_s: Seconds | None = None
+    context_tokens: Annotated[int, Field(ge=1, le=MAX_CONTEXT_TOKENS)] | None = None
+    tool_choice: bool = True
+
+    @model_validator(mode="after")
+    def _data_wait_not_shorter(self) -> ProviderTuning:
+        timeout = self.timeout_s or DEFAULT_OPENAI_TIMEOUT_S
+        if self.data_timeout_s is not None and self.data_timeout_s < timeout:
+            raise ValueError("the wait for data must not be shorter than the wait for an answer")
+        return self
+
+
 class SettingsGetRequest(_Message):
     kind: Literal[MessageKind.SETTINGS_GET] = MessageKind.SETTINGS_GET
 
@@ -330,6 +366,9 @@ class SettingsUpdateRequest(_Message):
     """Safe resume on or off (``None`` keeps it); the environment variable still wins."""
     auto_resume: bool | None = None
     """Resume interrupted sessions automatically at start (``None`` keeps it)."""
+    provider_tuning: ProviderTuning | None = None
+    """The OpenAI-compatible provider's waits, context size and tool choice (``None`` keeps
+    them)."""
 
 
 class WindowActivateRequest(_Message):
@@ -595,6 +634,7 @@ class SettingsCurrentPush(_Message):
     provider_from_environment: tuple[EnvName, ...] = ()
     """The provider variables set in the environment Maka was started from (``MAKA_PROVIDER``,
     ...): they decide the provider, whatever ``provider`` and the endpoint fields say."""
+    provider_tuning: ProviderTuning = ProviderTuning()
 
 
 class ErrorPush(_Message):

@@ -491,6 +491,11 @@ PROVIDER: dict[str, tuple[Severity, str]] = {
         "The model provider is not set up correctly: check its name, address, model and key.",
     ),
     "provider_script_invalid": (_W, "The scripted provider's test script is not valid."),
+    "provider_empty_reply": (
+        _W,
+        "The model ended its turn without a word or a tool call. Ask again, or see "
+        "docs/providers.md for server settings that cause empty replies.",
+    ),
 }
 
 # A line of a ledger file (``maka ledger``, ``maka import``) or an event to save that is not a

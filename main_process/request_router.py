@@ -240,6 +240,7 @@ class RequestRouter:
             max_steps=message.max_steps,
             safe_resume=message.safe_resume,
             auto_resume=message.auto_resume,
+            provider_tuning=message.provider_tuning,
         )
         self._query(
             peer_id,
@@ -710,6 +711,7 @@ def _settings(value: object) -> Message:
         resume_from_environment=value.resume_from_environment,
         safe_resume_enabled=value.safe_resume_enabled,
         provider_from_environment=value.provider_from_environment,
+        provider_tuning=value.provider_tuning,
     )
 
 

@@ -50,6 +50,7 @@ from app.bridge_contract import (
     ProcessesStoppedPush,
     ProcessesStopRequest,
     ProviderChoice,
+    ProviderTuning,
     Request,
     ResumeFailedPush,
     ResumeLatestRequest,
@@ -483,6 +484,7 @@ class RendererBridge(BridgePort):
         *,
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
+        provider_tuning: ProviderTuning | None = None,
     ) -> bool:
         return self._send(
             SettingsUpdateRequest(
@@ -493,6 +495,7 @@ class RendererBridge(BridgePort):
                 max_steps=max_steps,
                 safe_resume=safe_resume,
                 auto_resume=auto_resume,
+                provider_tuning=provider_tuning,
                 correlation_id=self._correlation(),
             )
         )

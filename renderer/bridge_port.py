@@ -13,7 +13,7 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Signal
 
-from app.bridge_contract import ProviderChoice
+from app.bridge_contract import ProviderChoice, ProviderTuning
 
 
 class ConnectionState(StrEnum):
@@ -164,5 +164,6 @@ class BridgePort(QObject):
         *,
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
+        provider_tuning: ProviderTuning | None = None,
     ) -> bool:
         raise NotImplementedError

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="the session id (see 'maka sessions')")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
     decision = parser.add_mutually_exclusive_group()
     decision.add_argument(
         "--rebaseline",

@@ -23,7 +23,7 @@ from runtime.ledger.codes import HostCode
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cwd", help="the session folder (required for a new session)")
     parser.add_argument("--session", help="continue this session instead of creating one")
-    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),
@@ -64,9 +64,10 @@ def run_settings(max_steps: int | None) -> Any:
 
 
 def note_step_limit(result: Any, session_id: str) -> None:
-    """Say on stderr, with its code, that a turn ended at the step limit: the turn completed,
-    but its work may not be done, so it must never look like an ordinary ending."""
-    from runtime.agent.run_loop import STEP_LIMIT
+    """Say on stderr, with its code, that a turn ended at the step limit or with an empty reply:
+    the turn completed, but its work may not be done, so it must never look like an ordinary
+    ending."""
+    from runtime.agent.run_loop import EMPTY_REPLY, STEP_LIMIT
 
     if getattr(result, "stop_reason", None) == STEP_LIMIT:
         print(
@@ -74,6 +75,8 @@ def note_step_limit(result: Any, session_id: str) -> None:
             f"'maka run --session {session_id} PROMPT' and raise the limit with --max-steps N",
             file=sys.stderr,
         )
+    if getattr(result, "stop_reason", None) == EMPTY_REPLY:
+        print(f"maka: notice [{EMPTY_REPLY}]: {result.message}", file=sys.stderr)
 
 
 def permission_mode(option: str | None) -> str:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, TextIO
 from app.code_text import describe
 from app.visible_text import AUTO_MODE_WARNING, visible
 from runtime.agent.permission_policy import Decision, PermissionQuestion
-from runtime.agent.transcript_projection import summarize_args, summarize_result
+from runtime.agent.transcript_projection import CODED_ENDINGS, summarize_args, summarize_result
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.store_ports import RunStatus
@@ -124,13 +124,11 @@ class TerminalTranscript:
             decision = actions["permissionDecision"]["decision"]
             self._line(f"  [permission] {decision}")
         elif is_terminal(event) and content is not None and content["kind"] == "error":
-            # A turn that completed at its step limit says so with the code: its work may not
-            # be done, so it must not read like an ordinary ending.
-            step_limit = content.get("code") == "step_limit"
-            self._line(
-                f"[{'step_limit' if step_limit else event.get('status')}] "
-                f"{visible(content['message'])}"
-            )
+            # A turn that completed at its step limit or with an empty reply says so with the
+            # code: its work may not be done, so it must not read like an ordinary ending.
+            code = content.get("code")
+            tag = code if code in CODED_ENDINGS else event.get("status")
+            self._line(f"[{tag}] {visible(content['message'])}")
 
     def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
         del run_id, status, failure_class

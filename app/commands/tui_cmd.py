@@ -37,7 +37,7 @@ anything else is sent to the agent"""
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", help="continue this session")
     parser.add_argument("--cwd", help="folder for a new session (default: current folder)")
-    parser.add_argument("--provider", help="demo (default), openai or scripted")
+    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),

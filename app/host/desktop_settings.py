@@ -1,14 +1,15 @@
 """The desktop's settings: ``<data_dir>/settings.json``, user-only, written atomically: the
-provider, the step limit of a turn (``max_steps``), and Safe resume and automatic resume
-(``safe_resume``, ``auto_resume``; ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when set, wins).
+provider (with the OpenAI-compatible provider's waits, context size and tool choice), the step
+limit of a turn (``max_steps``), and Safe resume and automatic resume (``safe_resume``,
+``auto_resume``; ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when set, wins). ``maka`` commands read
+the same file for the provider (docs/providers.md).
 
 Why a file in the data directory: the settings belong with the data they produce (a portable
 data directory keeps its provider), and the main process is the only writer. The API key is stored
 with mode 0600 and never sent back to the renderer (the contract only says whether one is set).
 
-Precedence: an environment variable (``MAKA_PROVIDER``, ``MAKA_OPENAI_BASE_URL``,
-``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, docs/design/cli.md) wins over the file, so a test or a
-one-off launch can pick a provider without touching the user's settings.
+Precedence: an environment variable (``PROVIDER_ENVIRONMENT``, docs/providers.md) wins over the
+file, so a test or a one-off launch can pick a provider without touching the user's settings.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice
+from pydantic import ValidationError
+
+from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice, ProviderTuning
 from app.host.host_services import SettingsChange, SettingsView
 from app.host.resume_switch import SETTINGS_FILE, read_settings
 from storage.private_files import ensure_private_dir
@@ -35,6 +38,10 @@ PROVIDER_ENVIRONMENT = (
     "MAKA_OPENAI_BASE_URL",
     "MAKA_MODEL",
     "MAKA_OPENAI_API_KEY",
+    "MAKA_OPENAI_TIMEOUT",
+    "MAKA_OPENAI_DATA_TIMEOUT",
+    "MAKA_OPENAI_CONTEXT_TOKENS",
+    "MAKA_OPENAI_TOOL_CHOICE",
 )
 """The variables that, when set, win over the provider part of the file (``provider_config``)."""
 
@@ -66,6 +73,7 @@ class DesktopSettings:
             max_steps=_step_limit(values.get("max_steps")),
             safe_resume=values.get("safe_resume") == "1",
             auto_resume=values.get("auto_resume", "1") == "1",
+            provider_tuning=_tuning(values),
         )
 
     def stored_safe_resume(self) -> bool | None:
@@ -97,6 +105,8 @@ class DesktopSettings:
                 values["safe_resume"] = "1" if change.safe_resume else "0"
             if change.auto_resume is not None:
                 values["auto_resume"] = "1" if change.auto_resume else "0"
+            if change.provider_tuning is not None:
+                values.update(_tuning_values(change.provider_tuning))
             self._write(values)
             self._values = values
         return self.view()
@@ -115,6 +125,9 @@ class DesktopSettings:
         ):
             if values.get(key):
                 config[name] = values[key]
+        for key, value in _tuning_values(_tuning(values)).items():
+            if value:
+                config[_TUNING_ENVIRONMENT[key]] = value
         config.update({k: v for k, v in environ.items() if k.startswith("MAKA_")})
         return config
 
@@ -145,3 +158,45 @@ def _step_limit(value: object) -> int:
     except ValueError:
         return DEFAULT_MAX_STEPS
     return number if 1 <= number <= MAX_STEPS_LIMIT else DEFAULT_MAX_STEPS
+
+
+_TUNING_ENVIRONMENT = {
+    "openai_timeout": "MAKA_OPENAI_TIMEOUT",
+    "openai_data_timeout": "MAKA_OPENAI_DATA_TIMEOUT",
+    "openai_context_tokens": "MAKA_OPENAI_CONTEXT_TOKENS",
+    "openai_tool_choice": "MAKA_OPENAI_TOOL_CHOICE",
+}
+"""The file's keys for ``ProviderTuning`` and the variables they stand for (kept as text, like
+every value in the file; an empty value leaves the provider's default)."""
+
+
+def _tuning_values(tuning: ProviderTuning) -> dict[str, str]:
+    def number(value: float | int | None) -> str:
+        return "" if value is None else f"{value:g}"
+
+    return {
+        "openai_timeout": number(tuning.timeout_s),
+        "openai_data_timeout": number(tuning.data_timeout_s),
+        "openai_context_tokens": ""
+        if tuning.context_tokens is None
+        else str(tuning.context_tokens),
+        "openai_tool_choice": "auto" if tuning.tool_choice else "off",
+    }
+
+
+def _tuning(values: Mapping[str, str]) -> ProviderTuning:
+    """The stored tuning; a damaged value (edited by hand) reads as the provider's default,
+    never as an error that would keep the window from opening its settings."""
+    fields: dict[str, object] = {"tool_choice": values.get("openai_tool_choice", "auto") != "off"}
+    for key, field in (
+        ("openai_timeout", "timeout_s"),
+        ("openai_data_timeout", "data_timeout_s"),
+        ("openai_context_tokens", "context_tokens"),
+    ):
+        text = values.get(key, "").strip()
+        if text:
+            fields[field] = text
+    try:
+        return ProviderTuning.model_validate(fields)
+    except ValidationError:
+        return ProviderTuning(tool_choice=bool(fields["tool_choice"]))

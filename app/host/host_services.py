@@ -20,7 +20,7 @@ store raises ``runtime.ledger.ledger_errors.LedgerError`` with a ``StoreCode``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -29,6 +29,7 @@ from app.bridge_contract import (
     DEFAULT_MAX_STEPS,
     PermissionDecision,
     ProviderChoice,
+    ProviderTuning,
     ResumeDiagnostic,
     RunStatusValue,
     SessionSummary,
@@ -65,6 +66,7 @@ class SettingsView:
     resume_from_environment: bool = False
     safe_resume_enabled: bool = False
     provider_from_environment: tuple[str, ...] = ()
+    provider_tuning: ProviderTuning = field(default_factory=ProviderTuning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ class SettingsChange:
     """The step limit of later turns; ``None`` keeps the stored one."""
     safe_resume: bool | None = None
     auto_resume: bool | None = None
+    provider_tuning: ProviderTuning | None = None
+    """The provider's waits, context size and tool choice; ``None`` keeps the stored ones."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The way on after a turn that did not fit the model's context window.
 
 Left alone, the oversized message would stay in the provider history and overflow every later
-turn: the session could never continue. So when the server reports an overflow, the run commits
+turn: the session could never continue. So when the server reports an overflow (or accepts the
+request and sends no event at all, which is how some servers report one), the run commits
 one host notice (role user, author host) before its failed ending. The notice names the run's
 model-visible events in ``stateDelta.providerHistoryOmits``; from the next turn on the provider
 history leaves those out and shows the notice instead, saying what was left out. The ledger keeps
@@ -77,16 +78,24 @@ def overflow_notice(
     run_events: Sequence[RuntimeEvent],
     ts: int,
     earlier: Sequence[RuntimeEvent] = (),
+    *,
+    refused: bool = False,
 ) -> RuntimeEvent | None:
     """The host notice that leaves this run's model-visible events out of later histories, and
     with them ``earlier`` (the messages of earlier turns the model never answered), or None
-    when there is nothing to leave out."""
+    when there is nothing to leave out. ``refused``: the server did not say the turn overflowed
+    but answered it with no event at all (how some servers report an overflow)."""
     left_out = [event for event in run_events if _model_visible(event)]
     if not left_out and not earlier:
         return None
+    why = (
+        "the model server refused the previous turn without an answer (most often a prompt "
+        "longer than the model's context window)"
+        if refused
+        else "the previous turn did not fit the model's context window"
+    )
     text = (
-        "Note from the host: the previous turn did not fit the model's context window, so it "
-        f"is left out of this conversation: {_describe(left_out)}."
+        f"Note from the host: {why}, so it is left out of this conversation: {_describe(left_out)}."
     )
     if earlier:
         text += (

@@ -13,11 +13,13 @@ Endings, each a terminal event committed together with the terminal header
 (``commit_run_ending``): ``completed`` (the model ended its turn, or the step limit was reached:
 ``stopReason: step_limit``), ``failed`` with ``provider_error`` or ``tool_boundary_failed``,
 ``cancelled`` with ``cancelled_by_user``. A reply cut off by the length limit completes with
-``stopReason: length`` and says so. A request that did not fit the model's context window fails
-with ``provider_error`` after a host notice that leaves the turn out of later histories
-(``context_overflow``). Crash points: P7 after a step's results reached the
-model history and before the next provider call; P8 before the terminal commit; P9 after it (the
-event and the header commit in one transaction, so P9 leaves both).
+``stopReason: length`` and says so; a last step with neither text nor a tool call completes with
+``stopReason: provider_empty_reply`` and says so. A request that did not fit the model's context
+window, or that the server answered with no event at all, fails with ``provider_error`` after a
+host notice that leaves the turn out of later histories (``context_overflow``). Crash points:
+P7 after a step's results reached the model history and before the next provider call; P8
+before the terminal commit; P9 after it (the event and the header commit in one transaction, so
+P9 leaves both).
 """
 
 from __future__ import annotations
@@ -67,6 +69,18 @@ STEP_LIMIT = "step_limit"
 LENGTH_MESSAGE = (
     "the reply was cut off: the model reached its length limit (max_tokens) before it finished"
 )
+EMPTY_REPLY = ProviderErrorCode.EMPTY_REPLY.value
+"""The terminal event's ``stopReason`` (and its content's code) when the model's last step held
+neither text nor a tool call: the turn completed, but nothing was said, which must never look
+like an ordinary ending."""
+
+
+def empty_reply_message(hint: str | None) -> str:
+    """The sentence of a turn that ended with an empty reply, with the provider's ``hint``."""
+    message = "the model ended its turn without any text or tool call (an empty reply)"
+    if hint:
+        return f"{message}; {hint}"
+    return f"{message}; ask again, and if it keeps happening the server's log may say why"
 
 
 def step_limit_message(steps: int) -> str:
@@ -84,6 +98,13 @@ def check_max_steps(value: int) -> int:
         raise ValueError(f"the step limit must be a whole number from {low} to {high:,}")
     return value
 
+
+LEAVES_THE_TURN_OUT = frozenset(
+    {ProviderErrorCode.CONTEXT_OVERFLOW, ProviderErrorCode.EMPTY_STREAM}
+)
+"""Failures that leave the turn out of later histories (``context_overflow``): an overflow, and
+a request the server accepted and answered with no event at all (how some servers report an
+overflow), so one refused prompt can never make every later turn fail the same way."""
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent working in the user's project folder. Use the tools to read and change "
@@ -149,6 +170,7 @@ class _Step:
     signature: str | None = None
     usage: tuple[int, int] | None = None
     finish: str = "end_turn"
+    empty_reply_hint: str | None = None
 
 
 class RunLoop:
@@ -283,6 +305,14 @@ class RunLoop:
                 self._commit_step(builder, publish, step)
                 if cancel.is_cancelled():
                     return self._cancelled(builder, publish)
+                if not calls and step.finish != "length" and not step.text.strip():
+                    return self._finish(
+                        builder,
+                        publish,
+                        RunStatus.COMPLETED,
+                        stop_reason=EMPTY_REPLY,
+                        message=empty_reply_message(step.empty_reply_hint),
+                    )
                 if not calls:
                     return self._finish(
                         builder,
@@ -306,8 +336,9 @@ class RunLoop:
             if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
                 return self._cancelled(builder, publish)
             message = f"{self._provider.label}: {error.message}"
-            if error.code is ProviderErrorCode.CONTEXT_OVERFLOW:
-                self._leave_out_of_history(builder, publish, committed, unanswered)
+            if error.code in LEAVES_THE_TURN_OUT:
+                refused = error.code is ProviderErrorCode.EMPTY_STREAM
+                self._leave_out_of_history(builder, publish, committed, unanswered, refused)
                 message = f"{message}. {WAY_ON}"
             return self._finish(
                 builder,
@@ -348,6 +379,7 @@ class RunLoop:
                 step.usage = (item.input_tokens, item.output_tokens)
             elif isinstance(item, Finished):
                 step.finish = item.reason
+                step.empty_reply_hint = item.empty_reply_hint
                 finished = True
         if not finished:
             raise ProviderError(
@@ -375,8 +407,9 @@ class RunLoop:
         publish: Callable[[RuntimeEvent], None],
         run_events: Sequence[RuntimeEvent],
         unanswered: Sequence[RuntimeEvent],
+        refused: bool,
     ) -> None:
-        notice = overflow_notice(builder, run_events, self._clock(), unanswered)
+        notice = overflow_notice(builder, run_events, self._clock(), unanswered, refused=refused)
         if notice is not None:
             self._store.append_event(notice)
             publish(notice)

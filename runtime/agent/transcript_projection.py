@@ -125,13 +125,18 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
     return shorten(json.dumps(result, ensure_ascii=False, sort_keys=True), 300)
 
 
+CODED_ENDINGS = frozenset({"step_limit", "provider_empty_reply"})
+"""``stopReason`` s of a completed turn that are shown with their code (the step limit, a reply
+with neither text nor a tool call): the turn's work may not be done."""
+
+
 def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
     status = event.get("status")
     delta = (event.get("actions") or {}).get("stateDelta") or {}
     content = event.get("content")
     message = content["message"] if content is not None and content["kind"] == "error" else ""
     failure = delta.get("failureClass")
-    if status == "completed" and delta.get("stopReason") not in ("step_limit", "length"):
+    if status == "completed" and delta.get("stopReason") not in (*CODED_ENDINGS, "length"):
         return None
     level = "error" if status == "failed" else "warn"
     code = str(failure) if failure else (str(delta.get("stopReason")) or None)

@@ -6,9 +6,15 @@ is bounded separately by ``data_timeout`` (larger: a server processing a long pr
 keep-alive comments, which reset the socket timeout but are no progress). Cancellation closes the
 socket from the cancelling thread, and every failure (HTTP status, timeout, dropped connection,
 malformed chunk, an ``error`` object in the stream) becomes a ``ProviderError`` with a readable
-message. A stream that ends without ``[DONE]`` and without a finish reason is a dropped connection
-when events came first, and a refused request when none came at all (some servers report a
-context overflow or a template error that way, after the 200 headers).
+message that names the URL tried.
+
+How a stream ends matters. A body cut short (a chunked body without its terminating chunk, or
+fewer bytes than its ``Content-Length``) is a connection that was cut: the server stopped or the
+network dropped, whether or not events came first. A body that ended properly without ``[DONE]``
+and without a finish reason is a dropped reply when events came first, and a refused request
+when none came at all (some servers report a context overflow or a template error that way,
+after the 200 headers). The ``tool_choice`` hint is given only when the request carried it.
+Settings and environment variables: ``docs/providers.md``.
 """
 
 from __future__ import annotations
@@ -33,14 +39,21 @@ from runtime.providers.provider_port import (
     ProviderErrorCode,
     ProviderRequest,
     StreamEvent,
+    TextDelta,
 )
 from runtime.providers.secret_redaction import redacted_error
+from runtime.providers.server_tokens import ServerTokens
 from runtime.providers.sse_stream_codec import ChunkAssembler, sse_data_payloads
+from runtime.providers.token_estimate import estimated_tokens
 
 __all__ = ["OpenAICompatibleProvider", "OpenAISettings", "messages_from_history"]
 
+DEFAULT_READ_TIMEOUT = 120.0
 DEFAULT_DATA_TIMEOUT = 600.0
-BYTES_PER_TOKEN = 4  # a rough estimate for common tokenizers: errs towards sending
+TOOL_CHOICE_OFF = (
+    "set MAKA_OPENAI_TOOL_CHOICE=off, or Tool choice: off in the desktop's Settings "
+    "(docs/providers.md)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +62,16 @@ class OpenAISettings:
     model: str
     api_key: str | None = None
     connect_timeout: float = 15.0
-    read_timeout: float = 120.0
+    read_timeout: float = DEFAULT_READ_TIMEOUT
     data_timeout: float = DEFAULT_DATA_TIMEOUT
     """Longest wait between two data events (keep-alive comments do not count)."""
     context_tokens: int | None = None
+    """The model's context size, when configured: a request counted above it is not sent
+    (for servers that report an overflow only in their log)."""
     send_tool_choice: bool = True
     """``tool_choice: "auto"`` goes with the tools (some servers enable tool calling only then;
     a few, such as llama-cpp-python's ``chatml-function-calling`` format, refuse it when
-    streaming: ``MAKA_OPENAI_TOOL_CHOICE=off`` leaves it out)."""
-    """The model's context size, when configured: a request estimated above it is not sent
-    (for servers that report an overflow only in their log)."""
+    streaming or answer every plain turn empty: ``MAKA_OPENAI_TOOL_CHOICE=off`` leaves it out)."""
 
 
 class OpenAICompatibleProvider:
@@ -82,6 +95,10 @@ class OpenAICompatibleProvider:
             )
         self._settings = settings
         self._parts = parts
+        self._endpoint = shown_url(settings.base_url, "/chat/completions")
+        self._server = ServerTokens(
+            settings.base_url, settings.model, settings.api_key, settings.connect_timeout
+        )
 
     @property
     def name(self) -> str:
@@ -102,6 +119,9 @@ class OpenAICompatibleProvider:
 
     def request_body(self, request: ProviderRequest) -> bytes:
         """The exact bytes POSTed for ``request`` (the same for a live turn and a rebuilt one)."""
+        return json.dumps(self._document(request)).encode("utf-8")
+
+    def _document(self, request: ProviderRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._settings.model,
             "stream": True,
@@ -122,7 +142,7 @@ class OpenAICompatibleProvider:
             ]
             if self._settings.send_tool_choice:
                 body["tool_choice"] = "auto"
-        return json.dumps(body).encode("utf-8")
+        return body
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
         try:
@@ -134,10 +154,7 @@ class OpenAICompatibleProvider:
         try:
             exchange = _Exchange(self._connection())
         except (http.client.HTTPException, OSError, ValueError) as error:
-            raise ProviderError(
-                ProviderErrorCode.CONNECTION_LOST,
-                f"the connection to the model server failed: {_describe(error)}",
-            ) from None
+            raise self._connection_failed(error) from None
         unregister = cancel.on_cancel(exchange.abort)
         try:
             yield from self._exchange(exchange, request, cancel)
@@ -147,27 +164,65 @@ class OpenAICompatibleProvider:
             self._raise_if_cancelled(cancel)
             raise ProviderError(
                 ProviderErrorCode.TIMEOUT,
-                f"the model server did not answer within {self._settings.read_timeout:g} s",
+                f"the model server at {self._endpoint} did not answer within "
+                f"{self._settings.read_timeout:g} s (MAKA_OPENAI_TIMEOUT)",
             ) from None
         except (http.client.HTTPException, OSError, ValueError) as error:
             self._raise_if_cancelled(cancel)
-            raise ProviderError(
-                ProviderErrorCode.CONNECTION_LOST,
-                f"the connection to the model server failed: {_describe(error)}",
-            ) from None
+            raise self._connection_failed(error) from None
         finally:
             unregister()
             exchange.close()
 
-    def _check_context(self, body: bytes) -> None:
-        limit = self._settings.context_tokens
-        estimate = -(-len(body) // BYTES_PER_TOKEN)
-        if limit is not None and estimate > limit:
+    def _connection_failed(self, error: BaseException) -> ProviderError:
+        if isinstance(error, http.client.IncompleteRead):
+            return self._cut(events=None)
+        return ProviderError(
+            ProviderErrorCode.CONNECTION_LOST,
+            f"the connection to the model server at {self._endpoint} failed: {_describe(error)}",
+        )
+
+    def _cut(self, events: int | None) -> ProviderError:
+        when = (
+            "before it sent any event"
+            if events == 0
+            else "in the middle of the reply"
+            if events
+            else "before the reply ended"
+        )
+        return ProviderError(
+            ProviderErrorCode.CONNECTION_LOST,
+            f"the connection to the model server at {self._endpoint} was cut {when} (the server "
+            "stopped or the network dropped); the server's log may say why",
+        )
+
+    def _check_context(self, document: dict[str, Any], body: bytes, cancel: CancelToken) -> None:
+        """Refuse, unsent, a request longer than the model's context: the size configured, else
+        the one the server reports; the tokens as the server counts them, else estimated."""
+        configured = self._settings.context_tokens
+        limit = configured if configured is not None else self._server.context_tokens(cancel)
+        if limit is None:
+            return
+        counted = self._server.count(document, cancel)
+        if counted is None:
+            counted = estimated_tokens(body)
+            how = f"about {counted} tokens by a cautious estimate"
+        else:
+            how = f"{counted} tokens as the server counts them"
+        if counted > limit:
+            source = (
+                f"the {limit} of MAKA_OPENAI_CONTEXT_TOKENS"
+                if configured is not None
+                else f"the server's context size of {limit}"
+            )
             raise ProviderError(
                 ProviderErrorCode.CONTEXT_OVERFLOW,
-                f"the request is longer than the model's context window (about {estimate} "
-                f"tokens, more than the {limit} of MAKA_OPENAI_CONTEXT_TOKENS); it was not sent",
+                f"the request is longer than the model's context window ({how}, more than "
+                f"{source}); it was not sent",
             )
+
+    def _tool_choice_sent(self, request: ProviderRequest) -> bool:
+        return bool(request.tools) and self._settings.send_tool_choice
 
     @staticmethod
     def _raise_if_cancelled(cancel: CancelToken) -> None:
@@ -178,8 +233,10 @@ class OpenAICompatibleProvider:
         self, exchange: _Exchange, request: ProviderRequest, cancel: CancelToken
     ) -> Iterator[StreamEvent]:
         connection = exchange.connection
-        body = self.request_body(request)
-        self._check_context(body)
+        document = self._document(request)
+        body = json.dumps(document).encode("utf-8")
+        self._check_context(document, body, cancel)
+        self._raise_if_cancelled(cancel)
         path = (self._parts.path.rstrip("/") or "") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self._settings.api_key:
@@ -199,26 +256,58 @@ class OpenAICompatibleProvider:
             # A login page, a web UI, or a server that ignores "stream": true.
             raise ProviderError(
                 ProviderErrorCode.MALFORMED_STREAM,
-                f"the server at {self._settings.base_url} answered {content_type}, not a stream "
+                f"the server at {self._endpoint} answered {content_type}, not a stream "
                 "of chat completion events (text/event-stream); check MAKA_OPENAI_BASE_URL and "
                 "that the server supports streaming",
             )
         assembler = ChunkAssembler()
-        lines = data_deadline(iter(response.readline, b""), self._settings.data_timeout)
+        lines = data_deadline(response_lines(response), self._settings.data_timeout)
         events = 0
-        for payload in sse_data_payloads(lines):
+        said = False
+        try:
+            for payload in sse_data_payloads(lines):
+                self._raise_if_cancelled(cancel)
+                events += 1
+                for event in assembler.feed(payload):
+                    said = said or (isinstance(event, TextDelta) and bool(event.text.strip()))
+                    yield event
+                if assembler.done:
+                    break
+        except http.client.IncompleteRead:
             self._raise_if_cancelled(cancel)
-            events += 1
-            yield from assembler.feed(payload)
-            if assembler.done:
-                break
+            raise self._cut(events) from None
         self._raise_if_cancelled(cancel)
         if not assembler.done and assembler.finish_reason is None:
-            raise _unfinished_stream(events)
+            raise self._unfinished_stream(events, self._tool_choice_sent(request))
         calls = assembler.finish()
         yield from calls
         reason = assembler.finish_reason or ("tool_calls" if calls else "end_turn")
-        yield Finished("end_turn" if reason == "stop" else reason)
+        hint = None
+        if not said and not calls and self._tool_choice_sent(request):
+            hint = (
+                'the request carried tool_choice "auto", and some servers answer every plain '
+                f"turn empty with it: {TOOL_CHOICE_OFF}"
+            )
+        yield Finished("end_turn" if reason == "stop" else reason, empty_reply_hint=hint)
+
+    def _unfinished_stream(self, events: int, tool_choice_sent: bool) -> ProviderError:
+        if events == 0:
+            causes = "a prompt longer than the model's context or a chat template error"
+            if tool_choice_sent:
+                causes = (
+                    "a prompt longer than the model's context, a chat template error, or a "
+                    f"tool_choice it cannot stream: {TOOL_CHOICE_OFF}"
+                )
+            return ProviderError(
+                ProviderErrorCode.EMPTY_STREAM,
+                f"the model server at {self._endpoint} accepted the request but sent no events "
+                f"at all: it probably refused it (for example {causes}); the server's log says "
+                "why",
+            )
+        return ProviderError(
+            ProviderErrorCode.CONNECTION_LOST,
+            f"the model server at {self._endpoint} closed the stream before it finished",
+        )
 
 
 class _Exchange:
@@ -268,21 +357,6 @@ def _http_error(response: http.client.HTTPResponse) -> ProviderError:
     )
 
 
-def _unfinished_stream(events: int) -> ProviderError:
-    if events == 0:
-        return ProviderError(
-            ProviderErrorCode.EMPTY_STREAM,
-            "the model server accepted the request but sent no events at all: it probably "
-            "refused it (for example a prompt longer than the model's context, a chat template "
-            "error, or a tool_choice it cannot stream: try MAKA_OPENAI_TOOL_CHOICE=off); the "
-            "server's log says why",
-        )
-    return ProviderError(
-        ProviderErrorCode.CONNECTION_LOST,
-        "the model server closed the stream before it finished",
-    )
-
-
 def data_deadline(
     lines: Iterator[bytes], limit: float, clock: Callable[[], float] = time.monotonic
 ) -> Iterator[bytes]:
@@ -301,9 +375,39 @@ def data_deadline(
         yield raw
 
 
+def response_lines(response: http.client.HTTPResponse, block: int = 65536) -> Iterator[bytes]:
+    """The body's lines, each with its newline, as they arrive. A body cut short raises
+    ``IncompleteRead``: ``readline()`` on a chunked body turns a missing terminating chunk into a
+    clean end of file, so the body is read with ``read1``, which does not."""
+    pending = b""
+    while True:
+        data = response.read1(block)
+        if not data:
+            break
+        pieces = (pending + data).split(b"\n")
+        pending = pieces.pop()
+        for piece in pieces:
+            yield piece + b"\n"
+    if response.length:  # a Content-Length body that ended early
+        raise http.client.IncompleteRead(pending, response.length)
+    if pending:
+        yield pending
+
+
+def shown_url(base_url: str, path: str) -> str:
+    """``base_url`` followed by ``path``, without any user name or password it holds."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path.rstrip('/')}{path}"
+
+
 def _describe(error: BaseException) -> str:
-    if isinstance(error, http.client.IncompleteRead):
-        return "the response was cut off"
     if isinstance(error, ConnectionRefusedError):
         return "connection refused (is the server running?)"
     text = str(error) or type(error).__name__

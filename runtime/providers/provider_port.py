@@ -34,6 +34,9 @@ class ProviderErrorCode(StrEnum):
     CANCELLED = "provider_cancelled"
     CONTEXT_OVERFLOW = "provider_context_overflow"
     EMPTY_STREAM = "provider_empty_stream"
+    EMPTY_REPLY = "provider_empty_reply"
+    """Not a failure: a step that ended with neither text nor a tool call. The turn completes
+    with it as its ``stopReason`` and a notice that says so."""
 
 
 class ProviderError(CodedError):
@@ -136,9 +139,12 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class Finished:
     """The last event of a successful stream. ``reason``: ``end_turn``, ``tool_calls``,
-    ``length`` or a provider-specific word."""
+    ``length`` or a provider-specific word. ``empty_reply_hint``: when the reply held neither
+    text nor a tool call, what the provider knows about why (for example a request setting some
+    servers answer empty to, and how to turn it off); None otherwise."""
 
     reason: str
+    empty_reply_hint: str | None = None
 
 
 StreamEvent = TextDelta | ThinkingDelta | ToolCallReady | Usage | Finished

@@ -1,13 +1,13 @@
 """Choosing a provider by name from a flat configuration (environment variables or settings).
 
-Keys (docs/design/cli.md, Environment): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``,
-``scripted``), ``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``,
-``MAKA_OPENAI_TIMEOUT`` (seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT``
-(seconds between two data events of a stream, keep-alive comments not counting: 600 by default,
-never less than the read timeout), ``MAKA_OPENAI_CONTEXT_TOKENS`` (the model's context size: a
-request estimated above it is refused as a context overflow without being sent),
-``MAKA_OPENAI_TOOL_CHOICE`` (``auto``, the default, sends ``tool_choice: "auto"`` with the tools;
-``off`` leaves it out), and for the scripted provider
+Keys (docs/providers.md): ``MAKA_PROVIDER`` (``demo`` by default, ``openai``, ``scripted``),
+``MAKA_OPENAI_BASE_URL``, ``MAKA_OPENAI_API_KEY``, ``MAKA_MODEL``, ``MAKA_OPENAI_TIMEOUT``
+(seconds per socket read, 120 by default), ``MAKA_OPENAI_DATA_TIMEOUT`` (seconds between two data
+events of a stream, keep-alive comments not counting: 600 by default, never less than the read
+timeout), ``MAKA_OPENAI_CONTEXT_TOKENS`` (the model's context size: a request estimated above it
+is refused as a context overflow without being sent), ``MAKA_OPENAI_TOOL_CHOICE`` (``auto``, the
+default, sends ``tool_choice: "auto"`` with the tools; ``off`` leaves it out), and for the
+scripted provider
 ``MAKA_SCRIPT_FILE`` and ``MAKA_SCRIPT_RECORD`` (a JSON-lines file that receives every request).
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from runtime.providers.offline_demo_provider import OfflineDemoProvider
 from runtime.providers.openai_compatible_provider import (
     DEFAULT_DATA_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
     OpenAICompatibleProvider,
     OpenAISettings,
 )
@@ -36,7 +37,7 @@ def build_provider(name: str | None, config: Mapping[str, str]) -> Provider:
     if chosen in ("demo", "offline", "offline-demo"):
         return OfflineDemoProvider()
     if chosen in ("openai", "openai-compatible"):
-        timeout = _seconds(config, "MAKA_OPENAI_TIMEOUT", 120.0)
+        timeout = _seconds(config, "MAKA_OPENAI_TIMEOUT", DEFAULT_READ_TIMEOUT)
         data_timeout = _seconds(config, "MAKA_OPENAI_DATA_TIMEOUT", DEFAULT_DATA_TIMEOUT)
         if "MAKA_OPENAI_DATA_TIMEOUT" in config and data_timeout < timeout:
             raise ProviderError(

@@ -24,6 +24,7 @@ def _dialog(
     dialog = SettingsDialog(bridge, current)
     qtbot.addWidget(dialog)
     dialog.show()
+    assert dialog.tabs.currentWidget() is dialog.provider_page, "it opens on the provider"
     return dialog, bridge
 
 
@@ -38,7 +39,16 @@ def test_offline_demo_is_the_default_and_hides_nothing_it_needs(qtbot: QtBot) ->
     assert not dialog.endpoint.isEnabled()
     _save(dialog)
     assert bridge.calls_to("update_settings") == [
-        (bc.ProviderChoice.OFFLINE_DEMO, "", "", None, bc.DEFAULT_MAX_STEPS, False, True)
+        (
+            bc.ProviderChoice.OFFLINE_DEMO,
+            "",
+            "",
+            None,
+            bc.DEFAULT_MAX_STEPS,
+            False,
+            True,
+            bc.ProviderTuning(),
+        )
     ]
 
 
@@ -65,6 +75,7 @@ def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBo
             bc.DEFAULT_MAX_STEPS,
             False,
             True,
+            bc.ProviderTuning(),
         )
     ]
 
@@ -104,6 +115,7 @@ def test_safe_resume_and_automatic_resume_are_checkboxes_saved_with_the_rest(
         provider=bc.ProviderChoice.OFFLINE_DEMO, safe_resume=False, auto_resume=True
     )
     dialog, bridge = _dialog(qtbot, current)
+    dialog.tabs.setCurrentWidget(dialog.turns_page)
     assert not dialog.safe_resume_box.isChecked() and dialog.auto_resume_box.isChecked()
     assert dialog.safe_resume_box.isEnabled()
     assert not dialog.auto_resume_box.isEnabled(), "automatic resume needs Safe resume"
@@ -112,7 +124,44 @@ def test_safe_resume_and_automatic_resume_are_checkboxes_saved_with_the_rest(
     assert dialog.auto_resume_box.isEnabled()
     QTest.mouseClick(dialog.auto_resume_box, Qt.MouseButton.LeftButton)
     _save(dialog)
-    assert bridge.calls_to("update_settings")[0][5:] == (True, False)
+    assert bridge.calls_to("update_settings")[0][5:7] == (True, False)
+
+
+def test_provider_waits_context_size_and_tool_choice_show_and_save(qtbot: QtBot) -> None:
+    stored = bc.ProviderTuning(
+        timeout_s=90, data_timeout_s=900, context_tokens=4096, tool_choice=True
+    )
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="http://127.0.0.1:8080/v1",
+        openai_model="qwen",
+        provider_tuning=stored,
+    )
+    dialog, bridge = _dialog(qtbot, current)
+    assert dialog.timeout_spin.value() == 90 and dialog.data_timeout_spin.value() == 900
+    assert dialog.context_spin.value() == 4096 and dialog.tool_choice_box.isChecked()
+    QTest.mouseClick(dialog.tool_choice_box, Qt.MouseButton.LeftButton)
+    dialog.context_spin.setValue(0)
+    assert dialog.context_spin.text() == "Not set"
+    _save(dialog)
+    saved = bridge.calls_to("update_settings")[0][-1]
+    assert saved == bc.ProviderTuning(timeout_s=90, data_timeout_s=900, tool_choice=False)
+
+
+def test_a_data_wait_shorter_than_the_answer_wait_cannot_be_saved(qtbot: QtBot) -> None:
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="http://127.0.0.1:8080/v1",
+        openai_model="qwen",
+    )
+    dialog, _bridge = _dialog(qtbot, current)
+    save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
+    assert save.isEnabled() and not dialog.wait_problem.isVisible()
+    assert dialog.timeout_spin.text() == "Default (120 s)"
+    dialog.data_timeout_spin.setValue(60)  # shorter than the default answer wait
+    assert not save.isEnabled() and dialog.wait_problem.isVisible()
+    dialog.timeout_spin.setValue(30)
+    assert save.isEnabled() and not dialog.wait_problem.isVisible()
 
 
 def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> None:
@@ -123,6 +172,7 @@ def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> N
         safe_resume_enabled=True,
     )
     dialog, _bridge = _dialog(qtbot, current)
+    dialog.tabs.setCurrentWidget(dialog.turns_page)
     assert not dialog.safe_resume_box.isEnabled() and not dialog.auto_resume_box.isEnabled()
     assert dialog.environment_note.isVisible()
     note = dialog.environment_note.text()
@@ -139,7 +189,7 @@ def test_a_provider_chosen_in_the_environment_is_named_not_hidden(qtbot: QtBot) 
     dialog, _bridge = _dialog(qtbot, current)
     assert dialog.provider_environment_note.isVisible()
     note = dialog.provider_environment_note.text()
-    assert note.startswith("MAKA_PROVIDER, MAKA_MODEL are set") and "decide the provider" in note
+    assert note.startswith("MAKA_PROVIDER, MAKA_MODEL are set") and "win over" in note
     one, _bridge = _dialog(
         qtbot,
         bc.SettingsCurrentPush(

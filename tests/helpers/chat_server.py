@@ -1,6 +1,7 @@
 """A local chat-completions server speaking SSE, for provider and end-to-end tests.
 
-Each request is answered by the next reply in ``replies`` (the last one repeats); every request
+Each chat request is answered by the next reply in ``replies`` (the last one repeats); any other
+path answers 404, as on a server without llama.cpp's extras. Every chat request
 body is kept as the exact bytes received, so tests can compare what a live run sent with what a
 run rebuilt from the ledger sends. It listens on 127.0.0.1 only.
 """
@@ -82,6 +83,9 @@ class ChatServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
+                if not self.path.endswith("/chat/completions"):
+                    self.send_error(404)  # as a server without a tokenizer endpoint answers
+                    return
                 with outer._lock:
                     outer.bodies.append(body)
                     index = len(outer.bodies) - 1

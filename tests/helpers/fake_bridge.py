@@ -165,6 +165,7 @@ class FakeBridge(BridgePort):
         *,
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
+        provider_tuning: bc.ProviderTuning | None = None,
     ) -> bool:
         resume = () if safe_resume is None and auto_resume is None else (safe_resume, auto_resume)
         return self._record(
@@ -175,4 +176,5 @@ class FakeBridge(BridgePort):
             openai_api_key,
             max_steps,
             *resume,
+            *(() if provider_tuning is None else (provider_tuning,)),
         )

@@ -245,11 +245,12 @@ def _empty_stream(handler: Any) -> None:
 def test_an_overflow_also_leaves_out_an_earlier_turn_the_model_never_answered(
     store: SqliteLedgerStore, workspace: Path
 ) -> None:
-    """The oversized message failed as an empty stream (not recognisable as an overflow), so it
-    stayed in the history; the next turn's overflow must leave it out too, or every later short
-    message is dropped one by one while the real cause stays."""
+    """The oversized message failed with an error not recognisable as an overflow (a proxy's
+    503), so it stayed in the history; the next turn's overflow must leave it out too, or every
+    later short message is dropped one by one while the real cause stays."""
     huge = "paste " * 3000
-    replies = [text_reply("Hi."), _empty_stream, OVERFLOW, text_reply("Short is fine.")]
+    gateway = json_error(503, {"error": {"message": "upstream closed"}})
+    replies = [text_reply("Hi."), gateway, OVERFLOW, text_reply("Short is fine.")]
     with chat_server(replies) as server:
         service, session_id = _session(store, server, workspace)
         service.send_turn(session_id, "hello", Recorder(), POLICY)
@@ -278,6 +279,41 @@ def test_an_overflow_also_leaves_out_an_earlier_turn_the_model_never_answered(
     # A restart rebuilds the same history from the ledger.
     rebuilt = service.prior_history(session_id)
     assert all(huge not in json.dumps(str(item)) for item in rebuilt)
+
+
+def test_an_empty_stream_leaves_its_turn_out_so_a_short_message_goes_through(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    """A server that answers an overflow with 200 headers and no event: the turn is left out at
+    once, with the same kind of host notice as an overflow, so the next message is not sent
+    with it (and does not fail the same way, again and again)."""
+    huge = "paste " * 3000
+    replies = [text_reply("Hi."), _empty_stream, text_reply("Short is fine.")]
+    with chat_server(replies) as server:
+        service, session_id = _session(store, server, workspace)
+        service.send_turn(session_id, "hello", Recorder(), POLICY)
+        failed = service.send_turn(session_id, huge, Recorder(), POLICY)
+        after = service.send_turn(session_id, "a short question", Recorder(), POLICY)
+        bodies = server.requests()
+    assert failed.status is RunStatus.FAILED and failed.failure_class == "provider_error"
+    assert failed.message is not None
+    assert "sent no events at all" in failed.message
+    assert "left out of what the model sees" in failed.message
+    events = _events(store, failed.run_id)
+    assert events[0]["content"] == {"kind": "text", "text": huge}  # the ledger keeps it
+    notice = next(e for e in events if e["author"] == "host")
+    assert notice["actions"]["stateDelta"]["providerHistoryOmits"] == [events[0]["id"]]
+    text = notice["content"]["text"]  # type: ignore[typeddict-item]
+    assert text.startswith("Note from the host: the model server refused the previous turn")
+    assert after.status is RunStatus.COMPLETED
+    sent = bodies[2]
+    assert huge not in json.dumps(sent)
+    assert _roles(sent) == ["system", "user", "assistant", "user"]
+    assert sent["messages"][-1]["content"].endswith("a short question")
+    codes = [entry.code for entry in transcript_of_run(events) if entry.type == "notice"]
+    assert codes == ["context_overflow", "provider_error"]
+    # A restart rebuilds the same history from the ledger.
+    assert all(huge not in json.dumps(str(item)) for item in service.prior_history(session_id))
 
 
 def test_an_overflow_in_a_tool_step_leaves_out_the_whole_turn_paired(
@@ -319,3 +355,52 @@ def test_a_reply_cut_off_by_the_length_limit_says_so(
     for event in events:
         printer.committed(event)
     assert "[completed] the reply was cut off" in terminal.getvalue()
+
+
+# ---- 9. a reply with neither text nor a tool call -----------------------------------------------
+
+
+def test_an_empty_reply_is_a_coded_notice_in_the_ledger_transcript_and_terminal(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    with chat_server([text_reply(""), text_reply("  \n")]) as server:
+        service, session_id = _session(store, server, workspace)
+        outcomes = [service.send_turn(session_id, text, Recorder(), POLICY) for text in "ab"]
+    for outcome in outcomes:
+        assert outcome.status is RunStatus.COMPLETED
+        assert outcome.stop_reason == "provider_empty_reply"
+        assert outcome.message is not None and "empty reply" in outcome.message
+        # The request carried tool_choice: the notice says how to leave it out.
+        assert "MAKA_OPENAI_TOOL_CHOICE=off" in outcome.message
+        events = _events(store, outcome.run_id)
+        terminal_event = events[-1]
+        assert terminal_event["actions"]["stateDelta"]["stopReason"] == "provider_empty_reply"
+        assert terminal_event["content"]["code"] == "provider_empty_reply"  # type: ignore[typeddict-item]
+        notice = transcript_of_run(events)[-1]
+        assert notice.type == "notice" and notice.code == "provider_empty_reply"
+        assert notice.level == "warn" and "empty reply" in notice.text
+        terminal = io.StringIO()
+        printer = TerminalTranscript(terminal)
+        for event in events:
+            printer.committed(event)
+        assert "[provider_empty_reply] the model ended its turn" in terminal.getvalue()
+
+
+def test_an_empty_reply_without_tool_choice_gives_no_tool_choice_hint(
+    store: SqliteLedgerStore, workspace: Path
+) -> None:
+    with chat_server([text_reply("")]) as server:
+        service = SessionService(
+            store=store,
+            provider_factory=lambda: OpenAICompatibleProvider(
+                OpenAISettings(server.base_url, "tiny", read_timeout=5, send_tool_choice=False)
+            ),
+            owner_epoch=1,
+            workspace_identity=lambda folder: IDENTITY,
+            settings=RunSettings(max_steps=6),
+        )
+        session_id = service.create_session(workspace).session_id
+        outcome = service.send_turn(session_id, "hi", Recorder(), POLICY)
+    assert outcome.stop_reason == "provider_empty_reply"
+    assert outcome.message is not None and "tool_choice" not in outcome.message
+    assert "server's log" in outcome.message

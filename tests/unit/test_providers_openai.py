@@ -52,6 +52,9 @@ class _Server:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length))
+                if not self.path.endswith("/chat/completions"):
+                    self.send_error(404)  # a server without llama.cpp's extras
+                    return
                 outer.requests.append(
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )

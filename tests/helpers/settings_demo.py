@@ -1,0 +1,68 @@
+"""The Settings dialog, for people to look at: an OpenAI-compatible endpoint with its waits,
+context size and tool choice (and the two waits disagreeing), provider variables set in the
+environment, and the page of turns and recovery (with the Safe resume variable set).
+
+    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m tests.helpers.settings_demo \
+        docs/screenshots
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from app import bridge_contract as bc
+from renderer.settings_dialog import SettingsDialog
+from tests.helpers.fake_bridge import FakeBridge
+
+
+def _grab(dialog: SettingsDialog, path: Path) -> None:
+    dialog.show()
+    for _ in range(20):
+        QApplication.processEvents()
+    dialog.grab().save(str(path))
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[0] if argv else "docs/screenshots")
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication([])
+    current = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OPENAI_COMPATIBLE,
+        openai_base_url="http://127.0.0.1:8080/v1",
+        openai_model="qwen2.5-coder-7b-instruct",
+        provider_tuning=bc.ProviderTuning(context_tokens=8192, tool_choice=False),
+    )
+    dialog = SettingsDialog(FakeBridge(), current)
+    _grab(dialog, out / "settings-provider-tuning.png")
+    dialog.data_timeout_spin.setValue(60)
+    _grab(dialog, out / "settings-provider-waits-disagree.png")
+    dialog.close()
+    from_environment = current.model_copy(
+        update={"provider_from_environment": ("MAKA_PROVIDER", "MAKA_OPENAI_TOOL_CHOICE")}
+    )
+    dialog = SettingsDialog(FakeBridge(), from_environment)
+    _grab(dialog, out / "settings-provider-from-environment.png")
+    dialog.close()
+    turns = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO, max_steps=350, safe_resume=True
+    )
+    dialog = SettingsDialog(FakeBridge(), turns)
+    dialog.tabs.setCurrentWidget(dialog.turns_page)
+    _grab(dialog, out / "settings-step-limit.png")
+    dialog.close()
+    resume_env = turns.model_copy(
+        update={"resume_from_environment": True, "safe_resume_enabled": True}
+    )
+    dialog = SettingsDialog(FakeBridge(), resume_env)
+    dialog.tabs.setCurrentWidget(dialog.turns_page)
+    _grab(dialog, out / "settings-resume-from-environment.png")
+    dialog.close()
+    del app
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
