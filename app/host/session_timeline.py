@@ -9,27 +9,25 @@ A session whose latest run was not interrupted has nothing to resume, and no pla
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline
-from runtime.ledger.timeline_pins import ParkHeader, ResumeMarks, TimelineReason, pin_reasons
+from runtime.ledger.timeline_pins import (
+    ParkHeader,
+    ResumeMarks,
+    SessionTimeline,
+    TimelineReason,
+    pin_reasons,
+)
 
 
 class TimelineStore(Protocol):
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
 
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SessionTimeline:
-    session_id: str
-    runs: tuple[TimelineRun, ...]
-    header: ParkHeader | None
 
 
 def run_source(header: RunHeader, rows: Sequence[StoredEvent]) -> RunSource:

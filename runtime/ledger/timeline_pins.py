@@ -3,10 +3,10 @@
 The reasons come from the planner Safe resume itself runs (the caller plans and hands the
 diagnostics over as ``TimelineReason``s): nothing here decides whether a run may continue. A
 diagnostic that names an event (``eventId``) is pinned to the row holding that event; one that
-names only a tool call (``toolCallId``) to that call's row, the latest run's first. What names
-nothing in the ledger shown (the folder, the tool catalog, a background process, the files)
-sits in its own lane, ``outside``, as does a park reason of those families no diagnostic
-carries.
+names only a tool call (``toolCallId``) to that call's row, the latest run's first; a stale or
+failed snapshot to the latest snapshot's row. What names nothing in the ledger shown (the
+folder, the tool catalog, a background process, the files) sits in its own lane, ``outside``,
+as does a park reason of those families no diagnostic carries.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ OUTSIDE_REASONS = frozenset(
     }
 )
 """Park reasons about the world beside the ledger: folder, files, catalog, processes, flag."""
+
+SNAPSHOT_REASONS = frozenset({"workspace_checkpoint_stale", "workspace_checkpoint_failed"})
+"""Park reasons about the record's latest snapshot: pinned to that snapshot's row (or outside
+when the record has none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,16 @@ class ParkHeader:
     marks: ResumeMarks | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SessionTimeline:
+    """A stored session's timeline as a host reads it: its runs and, for an interrupted
+    session, the plan header."""
+
+    session_id: str
+    runs: tuple[TimelineRun, ...]
+    header: ParkHeader | None
+
+
 def pin_reasons(
     runs: Sequence[TimelineRun],
     diagnostics: Iterable[TimelineReason],
@@ -94,6 +108,7 @@ def pin_reasons(
                 by_event.setdefault(entry.event_id, (run.run_id, row.seq))
             if row.tool_call_id is not None:
                 by_call[row.tool_call_id] = (run.run_id, row.seq)
+    snapshot = _last_checkpoint(runs)
     pinned: list[PinnedReason] = []
     for reason in diagnostics:
         place = None
@@ -101,12 +116,27 @@ def pin_reasons(
             place = by_event.get(reason.event_id)
         if place is None and reason.tool_call_id is not None:
             place = by_call.get(reason.tool_call_id)
+        if place is None and reason.code in SNAPSHOT_REASONS:
+            place = snapshot
         pinned.append(PinnedReason(reason, *place) if place else PinnedReason(reason))
     codes = {pin.reason.code for pin in pinned}
     for code in rejection_reasons:
-        if code in OUTSIDE_REASONS and code not in codes:
+        if code in codes:
+            continue
+        if code in SNAPSHOT_REASONS and snapshot is not None:
+            pinned.append(PinnedReason(TimelineReason(code, ""), *snapshot))
+        elif code in OUTSIDE_REASONS or code in SNAPSHOT_REASONS:
             pinned.append(PinnedReason(TimelineReason(code, "")))
     return tuple(pinned)
+
+
+def _last_checkpoint(runs: Sequence[TimelineRun]) -> tuple[str, int] | None:
+    """The latest workspace snapshot row (a stale or failed snapshot is about it)."""
+    for run in reversed(runs):
+        for row in reversed(run.rows):
+            if row.kind is TimelineKind.CHECKPOINT:
+                return run.run_id, row.seq
+    return None
 
 
 def row_problem(row: TimelineRow, pinned: bool) -> bool:
