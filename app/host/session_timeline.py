@@ -3,7 +3,8 @@
 Shared by ``maka timeline`` and the desktop's Timeline view, so both read the same runs the
 same way. It only reads the store (``read_run_events``, ``list_session_runs``); the plan comes
 from the caller's planner (``plan_latest``, the entry point Safe resume and ``maka plan`` use).
-A session whose latest run was not interrupted has nothing to resume, and no plan header.
+A session whose latest run was not interrupted (``resume_candidate``, the banner's test) has
+nothing to resume: the planner is not asked, and there is no plan header.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.continuation.resume_candidate import resume_candidate
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline
@@ -54,7 +56,8 @@ def read_session_timeline(
     headers = store.list_session_runs(session_id)
     sources = [run_source(header, store.read_run_events(header.run_id)) for header in headers]
     runs = build_timeline(sources)
-    plan = plan_latest(session_id) if plan_latest is not None else None
+    interrupted = resume_candidate(headers) is not None  # the run Safe resume would plan for
+    plan = plan_latest(session_id) if plan_latest is not None and interrupted else None
     header = park_header(runs, plan) if plan is not None else None
     if run_id is not None:
         runs = tuple(run for run in runs if run.run_id == run_id)
