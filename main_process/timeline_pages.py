@@ -147,7 +147,7 @@ def _row(row: TimelineRow, marks: ResumeMarks | None) -> TimelineRowItem:
                 seq=entry.seq,
                 event_id=entry.event_id,
                 kind=entry.kind.value,
-                lane=entry.lane,
+                lane=str(entry.lane),
                 status=entry.status.value,
                 ts=entry.event["ts"],
                 summary=entry.summary[:SUMMARY_CHARS],

@@ -40,7 +40,7 @@ from renderer.park_text import Severity
 
 PAGE_ROWS = 500
 PROBLEMS = frozenset({"failed", "unknown", "parked", "damaged"})
-COLUMNS = ("#", "Kind", "What", "Time")
+COLUMNS = ("#", "Kind", "What", "Time (UTC)")
 Index = QModelIndex | QPersistentModelIndex
 
 _SEVERITY = {
@@ -53,12 +53,20 @@ KIND_ROLE = Qt.ItemDataRole.UserRole + 1
 STATUS_ROLE = Qt.ItemDataRole.UserRole + 2
 PROBLEM_ROLE = Qt.ItemDataRole.UserRole + 3
 NODE_ROLE = Qt.ItemDataRole.UserRole + 4
+_DISPLAY = Qt.ItemDataRole.DisplayRole.value
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole.value
+_FOREGROUND = Qt.ItemDataRole.ForegroundRole.value
+_FONT = Qt.ItemDataRole.FontRole.value
+_ANSWERED = frozenset(
+    {_DISPLAY, _TOOLTIP, _FOREGROUND, _FONT, KIND_ROLE, STATUS_ROLE, PROBLEM_ROLE, NODE_ROLE}
+)
 
 
 @dataclass(eq=False)
 class RunNode:
     head: TimelineRunHead
     loaded: int = 0
+    texts: tuple[str, ...] = ()
 
 
 @dataclass(eq=False)
@@ -67,6 +75,7 @@ class RowNode:
     item: TimelineRowItem
     pins: tuple[TimelinePin, ...] = ()
     entries: list[EntryNode] = field(default_factory=list)
+    texts: tuple[str, ...] = ()
 
     @property
     def problem(self) -> bool:
@@ -78,6 +87,7 @@ class EntryNode:
     row: RowNode
     item: TimelineEntryItem
     number: int
+    texts: tuple[str, ...] = ()
 
 
 Node = RunNode | RowNode | EntryNode
@@ -236,23 +246,43 @@ class TimelineModel(QAbstractItemModel):
             return COLUMNS[section]
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
-        if not index.isValid():
+    def data(self, index: Index, role: int = _DISPLAY) -> object:
+        # Called for every role of every visible cell at each repaint: roles this model does
+        # not answer leave first, and roles are compared as plain ints.
+        if role not in _ANSWERED or not index.isValid():
             return None
-        owner = int(index.internalId())
+        owner = index.internalId()
+        top = self._top
         node: Node | None
         if owner == 0:
-            node = self._top[index.row()] if index.row() < len(self._top) else None
+            row_number = index.row()
+            node = top[row_number] if row_number < len(top) else None
         else:
-            row = self._top[owner - 1] if owner - 1 < len(self._top) else None
+            row = top[owner - 1] if owner - 1 < len(top) else None
             node = row.entries[index.row()] if isinstance(row, RowNode) else None
         if node is None:
             return None
+        if role == _DISPLAY:
+            if not node.texts:  # made once, when first shown: scrolling repaints rows often
+                node.texts = tuple(_display(node, column) for column in range(len(COLUMNS)))
+            return node.texts[index.column()]
+        if role == _FOREGROUND:
+            if isinstance(node, RunNode):
+                return None
+            severity = _SEVERITY.get(node.item.status)
+            return None if severity is None else theme.accent(severity, QGuiApplication.palette())
+        if role == _FONT:
+            if not isinstance(node, RunNode):
+                return None
+            font = QGuiApplication.font()
+            font.setBold(True)
+            return font
+        return self._other(node, role)
+
+    def _other(self, node: Node, role: int) -> object:
         if role == NODE_ROLE:
             return node
-        if role == Qt.ItemDataRole.DisplayRole:
-            return _display(node, index.column())
-        if role == Qt.ItemDataRole.ToolTipRole:
+        if role == _TOOLTIP:
             return _tooltip(node)
         if role == KIND_ROLE:
             return "run" if isinstance(node, RunNode) else node.item.kind
@@ -260,14 +290,6 @@ class TimelineModel(QAbstractItemModel):
             return node.head.status if isinstance(node, RunNode) else node.item.status
         if role == PROBLEM_ROLE:
             return isinstance(node, RowNode) and node.problem
-        if role == Qt.ItemDataRole.ForegroundRole and not isinstance(node, RunNode):
-            severity = _SEVERITY.get(node.item.status)
-            if severity is not None:
-                return theme.accent(severity, QGuiApplication.palette())
-        if role == Qt.ItemDataRole.FontRole and isinstance(node, RunNode):
-            font = QGuiApplication.font()
-            font.setBold(True)
-            return font
         return None
 
 
@@ -277,14 +299,13 @@ def _display(node: Node, column: int) -> str:
         if column == 0:
             return "  " * head.depth + ("↳ " if head.depth else "") + "Run"
         if column == 1:
-            return head.status + (f" ({head.failure_class})" if head.failure_class else "")
+            return "continuation" if head.parent_run_id is not None else "run"
         if column == 2:
-            continues = ""
+            ending = f" ({head.failure_class})" if head.failure_class else ""
+            words = f"{head.run_id} · {head.status}{ending} · {head.event_count:,} events"
             if head.parent_run_id is not None:
-                continues = (
-                    f" · continues {head.parent_run_id} after event {head.source_high_water}"
-                )
-            return f"{head.run_id} · {head.event_count} events{continues}"
+                words += f" · continues {head.parent_run_id} after event {head.source_high_water}"
+            return words
         return ""
     item = node.item
     if column == 0:

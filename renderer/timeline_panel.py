@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -96,14 +97,12 @@ class TimelinePanel(QWidget):
         column.addWidget(self.verdict)
         self.pinned = QListWidget()
         self.pinned.setAccessibleName(_tr("Why Safe resume parks"))
-        self.pinned.setMaximumHeight(110)
         self.pinned.itemActivated.connect(self._on_pin_activated)
         self.pinned.itemClicked.connect(self._on_pin_activated)
         column.addWidget(self.pinned)
         self.outside_label = QLabel(_tr("Outside the record (folder, tools, processes, files):"))
         self.outside = QListWidget()
         self.outside.setAccessibleName(_tr("Reasons from outside the record"))
-        self.outside.setMaximumHeight(80)
         column.addWidget(self.outside_label)
         column.addWidget(self.outside)
         column.addLayout(self._filter_bar())
@@ -113,16 +112,20 @@ class TimelinePanel(QWidget):
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setAccessibleName(_tr("Timeline"))
-        self.tree.header().setStretchLastSection(False)
-        self.tree.setColumnWidth(0, 90)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        self.tree.setColumnWidth(0, 110)
         self.tree.setColumnWidth(1, 120)
-        self.tree.setColumnWidth(2, 520)
-        self.tree.setColumnWidth(3, 150)
+        self.tree.setColumnWidth(3, 160)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setFont(theme.monospace_font())
         self.detail.setAccessibleName(_tr("Selected event"))
+        self.detail.setPlaceholderText(
+            _tr("Select a row to see its saved event, its lane, digest and tool operation.")
+        )
         self.copy_button = QPushButton(_tr("&Copy JSON"))
         self.copy_button.clicked.connect(self.copy_json)
         detail_box = QWidget()
@@ -134,7 +137,7 @@ class TimelinePanel(QWidget):
         splitter.addWidget(self.tree)
         splitter.addWidget(detail_box)
         splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 1)
+        splitter.setStretchFactor(1, 2)
         column.addWidget(splitter, 1)
         self._set_lanes_visible(False)
         self._json = ""
@@ -175,6 +178,8 @@ class TimelinePanel(QWidget):
         self.pinned.setVisible(shown)
         self.outside_label.setVisible(outside)
         self.outside.setVisible(outside)
+        for lane in (self.pinned, self.outside):
+            _fit_height(lane)
 
     # ---- behaviour --------------------------------------------------------------------------
 
@@ -216,18 +221,18 @@ class TimelinePanel(QWidget):
         plan = push.plan
         if plan is None:
             self.verdict.setText(
-                _tr(f"{runs} run(s), {events} events. Nothing interrupted to resume.")
+                _tr(f"{_runs(runs)}, {events:,} events. Nothing interrupted to resume.")
             )
             return
         verdict = "can continue" if plan.disposition == "continue" else "parks"
-        text = f"{runs} run(s), {events} events. Safe resume {verdict}"
+        text = f"{_runs(runs)}, {events:,} events. Safe resume {verdict}"
         if plan.boundary_high_water is not None:
             text += f" at event {plan.boundary_high_water} of {plan.boundary_run_id}"
         self.verdict.setText(_tr(text + "."))
         pinned = [pin for pin in plan.pins if pin.run_id is not None]
         outside = [pin for pin in plan.pins if pin.run_id is None]
         for pin in pinned:
-            item = QListWidgetItem(f"⚑ #{pin.seq}  {_words(pin)}")
+            item = QListWidgetItem(f"⚑ {_words(pin)}  (row #{pin.seq} of {pin.run_id})")
             item.setData(PIN_ROLE, (pin.run_id, pin.seq))
             item.setToolTip(_tr("Show this row (Enter)"))
             self.pinned.addItem(item)
@@ -297,9 +302,20 @@ class TimelinePanel(QWidget):
             QGuiApplication.clipboard().setText(self._json)
 
 
+def _fit_height(lane: QListWidget, most: int = 5) -> None:
+    """As tall as its reasons (up to ``most``; it scrolls beyond), never a blank box."""
+    rows = max(1, min(lane.count(), most))
+    line = lane.sizeHintForRow(0) if lane.count() else lane.fontMetrics().height()
+    lane.setFixedHeight(rows * line + 2 * lane.frameWidth() + 4)
+
+
 def _words(pin: TimelinePin) -> str:
     sentence = describe(pin.code).sentence or pin.message
     return f"{pin.code}: {sentence}" if sentence else pin.code
+
+
+def _runs(count: int) -> str:
+    return "1 run" if count == 1 else f"{count:,} runs"
 
 
 def _run_detail(node: RunNode) -> str:

@@ -42,6 +42,7 @@ def run_source(header: RunHeader, rows: Sequence[StoredEvent]) -> RunSource:
         parent_run_id=header.parent_run_id,
         failure_class=header.failure_class,
         source_high_water=high_water if isinstance(high_water, int) else None,
+        lanes_checked=True,
     )
 
 

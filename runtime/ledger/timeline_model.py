@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from runtime.ledger.codes import Lane
+from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import TERMINAL_STATUSES, RuntimeEvent
-from runtime.ledger.lane_rules import LaneConflict, classify_lane
+from runtime.ledger.lane_rules import RECONCILE_RESULT_KIND, LaneConflict, classify_lane
 
 SUMMARY_LIMIT = 160
 """Characters of text a row's summary keeps (the detail pane shows the whole event)."""
@@ -79,9 +80,10 @@ _TOOL_KINDS = frozenset(
 _ATTESTED = frozenset({"user_attested_ran", "user_attested_not_run"})
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineEntry:
-    """One committed event: its place on the axis, its lane and a one-line summary."""
+class TimelineEntry(NamedTuple):
+    """One committed event: its place on the axis, its lane and a one-line summary. A named
+    tuple: a 100,000-event session builds one per event (a frozen dataclass's ``__init__``
+    costs several times as much)."""
 
     seq: int
     event: RuntimeEvent
@@ -95,8 +97,7 @@ class TimelineEntry:
         return self.event["id"]
 
 
-@dataclass(frozen=True, slots=True)
-class TimelineRow:
+class TimelineRow(NamedTuple):
     """A top-level row of a run: one event, or a tool operation's facts (``kind`` tool)."""
 
     kind: TimelineKind
@@ -125,6 +126,10 @@ class RunSource:
     parent_run_id: str | None = None
     failure_class: str | None = None
     source_high_water: int | None = None
+    lanes_checked: bool = False
+    """The events were committed by the store's writers, which refuse an event without exactly
+    one lane (LEDGER.md section 3): a lane is then read from its signal alone, without checking
+    the envelope again (a file's events are checked in full)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,14 +148,15 @@ class TimelineRun:
 
 def build_run(source: RunSource, depth: int = 0) -> TimelineRun:
     """The rows of one run, tool facts grouped per call id, in ``event_seq`` order."""
-    ordered = sorted(source.events, key=lambda pair: pair[0])
-    ended = any(_terminal(event) for _, event in ordered)
+    ordered = sorted(source.events, key=_by_seq)
+    ended = False
     slots: list[TimelineRow | list[TimelineEntry]] = []
     groups: dict[str, list[TimelineEntry]] = {}
     for seq, event in ordered:
-        entry = _entry(seq, event)
+        entry = _entry(seq, event, source.lanes_checked)
         call_id = _tool_call_id(event) if entry.kind in _TOOL_KINDS else None
         if call_id is None:
+            ended = ended or entry.kind is TimelineKind.RUN_END
             slots.append(_single(entry))
             continue
         group = groups.get(call_id)
@@ -171,6 +177,10 @@ def build_run(source: RunSource, depth: int = 0) -> TimelineRun:
         failure_class=source.failure_class,
         source_high_water=source.source_high_water,
     )
+
+
+def _by_seq(pair: tuple[int, RuntimeEvent]) -> int:
+    return pair[0]
 
 
 def lineage_order(sources: Sequence[RunSource]) -> list[tuple[RunSource, int]]:
@@ -201,8 +211,11 @@ def lineage_order(sources: Sequence[RunSource]) -> list[tuple[RunSource, int]]:
 
 
 def build_timeline(sources: Sequence[RunSource]) -> tuple[TimelineRun, ...]:
-    """Every run's rows, in lineage order."""
-    return tuple(build_run(source, depth) for source, depth in lineage_order(sources))
+    """Every run's rows, in lineage order. Builds an object or two per event, none of them
+    cyclic: the cyclic collector is paused meanwhile (its passes would cost more than the
+    building)."""
+    with collector_paused():
+        return tuple(build_run(source, depth) for source, depth in lineage_order(sources))
 
 
 # ---- one event --------------------------------------------------------------------------------
@@ -226,35 +239,97 @@ def _tool_call_id(event: RuntimeEvent) -> str | None:
 
 
 def _short(text: str) -> str:
-    line = " ".join(text.split())
+    """One line of at most ``SUMMARY_LIMIT`` characters (free text from the ledger only)."""
+    line = " ".join(text[: SUMMARY_LIMIT * 4].split())
     return line if len(line) <= SUMMARY_LIMIT else line[: SUMMARY_LIMIT - 1] + "…"
 
 
-def _entry(seq: int, event: RuntimeEvent) -> TimelineEntry:
-    lane = classify_lane(event)
+def _signal_lane(event: RuntimeEvent) -> Lane:
+    """The lane of an event the store already classified (its one lane signal)."""
+    content = event.get("content")
+    if content is not None:
+        kind = content["kind"]
+        if kind == "function_call":
+            return Lane.FUNCTION_CALL
+        if kind == "function_response":
+            return Lane.FUNCTION_RESPONSE
+    actions = event.get("actions")
+    if actions is not None:
+        if "toolDispatch" in actions:
+            return Lane.TOOL_DISPATCH
+        recovery = actions.get("toolRecovery")
+        if recovery is not None:
+            if recovery["kind"] == RECONCILE_RESULT_KIND:
+                return Lane.RECONCILE_RESULT
+            return Lane.RECOVERY_DECISION
+    return Lane.ORDINARY
+
+
+def _entry(seq: int, event: RuntimeEvent, lanes_checked: bool = False) -> TimelineEntry:
+    lane = _signal_lane(event) if lanes_checked else classify_lane(event)
     if isinstance(lane, LaneConflict):
         return TimelineEntry(
-            seq, event, TimelineKind.EVENT, "conflict", TimelineStatus.DAMAGED, lane.reason
+            seq,
+            event,
+            TimelineKind.EVENT,
+            "conflict",
+            TimelineStatus.DAMAGED,
+            _short(f"damaged record: {lane.reason}"),
         )
     kind, status, summary = _describe(event, lane)
-    return TimelineEntry(seq, event, kind, lane.value, status, _short(summary))
+    return TimelineEntry(seq, event, kind, lane, status, summary)  # a Lane is its value
 
 
-def _describe(event: RuntimeEvent, lane: Lane) -> tuple[TimelineKind, TimelineStatus, str]:
-    ok = TimelineStatus.OK
-    content: Mapping[str, Any] = event.get("content") or {}
-    if lane is Lane.FUNCTION_CALL:
-        return TimelineKind.TOOL_CALL, ok, f"call {content['name']}"
-    if lane is Lane.TOOL_DISPATCH:
-        dispatch = event["actions"]["toolDispatch"]
-        return TimelineKind.TOOL_DISPATCH, ok, f"dispatched ({dispatch['recoveryMode']})"
-    if lane is Lane.FUNCTION_RESPONSE:
-        failed = bool(content.get("isError"))
-        status = TimelineStatus.FAILED if failed else ok
-        return TimelineKind.TOOL_RESPONSE, status, "error result" if failed else "result"
-    if lane in (Lane.RECONCILE_RESULT, Lane.RECOVERY_DECISION):
-        return _recovery(event["actions"]["toolRecovery"].get("payload", {}), lane)
-    return _ordinary(event, content)
+_Described = tuple["TimelineKind", "TimelineStatus", str]
+_RESULT: _Described = (TimelineKind.TOOL_RESPONSE, TimelineStatus.OK, "result")
+_ERROR_RESULT: _Described = (TimelineKind.TOOL_RESPONSE, TimelineStatus.FAILED, "error result")
+_DISPATCHED: dict[str, _Described] = {}
+
+
+def _call(event: RuntimeEvent) -> _Described:
+    return TimelineKind.TOOL_CALL, TimelineStatus.OK, f"call {event['content']['name']}"  # type: ignore[typeddict-item]
+
+
+def _dispatch(event: RuntimeEvent) -> _Described:
+    mode = event["actions"]["toolDispatch"]["recoveryMode"]
+    found = _DISPATCHED.get(mode)
+    if found is None:
+        found = _DISPATCHED[mode] = (
+            TimelineKind.TOOL_DISPATCH,
+            TimelineStatus.OK,
+            f"dispatched ({mode})",
+        )
+    return found
+
+
+def _response(event: RuntimeEvent) -> _Described:
+    return _ERROR_RESULT if event["content"].get("isError") else _RESULT
+
+
+def _reconcile(event: RuntimeEvent) -> _Described:
+    return _recovery(event["actions"]["toolRecovery"].get("payload", {}), Lane.RECONCILE_RESULT)
+
+
+def _decision(event: RuntimeEvent) -> _Described:
+    return _recovery(event["actions"]["toolRecovery"].get("payload", {}), Lane.RECOVERY_DECISION)
+
+
+def _plain(event: RuntimeEvent) -> _Described:
+    return _ordinary(event, event.get("content") or {})
+
+
+_DESCRIBERS = {
+    Lane.FUNCTION_CALL: _call,
+    Lane.TOOL_DISPATCH: _dispatch,
+    Lane.FUNCTION_RESPONSE: _response,
+    Lane.RECONCILE_RESULT: _reconcile,
+    Lane.RECOVERY_DECISION: _decision,
+    Lane.ORDINARY: _plain,
+}
+
+
+def _describe(event: RuntimeEvent, lane: Lane) -> _Described:
+    return _DESCRIBERS[lane](event)
 
 
 def _recovery(payload: Mapping[str, Any], lane: Lane) -> tuple[TimelineKind, TimelineStatus, str]:
@@ -278,7 +353,7 @@ def _ordinary(
     actions: Mapping[str, Any] = event.get("actions") or {}
     if "workspaceTransition" in actions:
         fact = actions["workspaceTransition"]
-        return TimelineKind.RESTORE, ok, f"continued in a restored copy at {fact['toPath']}"
+        return TimelineKind.RESTORE, ok, _short(f"continued in a restored copy at {fact['toPath']}")
     if "workspaceBaseline" in actions:
         fact = actions["workspaceBaseline"]
         changed = len(fact["changedPaths"]) + fact["moreChangedPaths"]
@@ -311,11 +386,11 @@ def _ordinary(
         return TimelineKind.PERMISSION, ok, permission
     kind = content.get("kind")
     if kind == "error":
-        return TimelineKind.ERROR, TimelineStatus.FAILED, f"error: {content['message']}"
+        return TimelineKind.ERROR, TimelineStatus.FAILED, _short(f"error: {content['message']}")
     if kind == "thinking":
-        return TimelineKind.THINKING, ok, f"thinking: {content['text']}"
+        return TimelineKind.THINKING, ok, _short(f"thinking: {content['text']}")
     if kind == "text":
-        return TimelineKind.MESSAGE, ok, f"{event['role']}: {content['text']}"
+        return TimelineKind.MESSAGE, ok, _short(f"{event['role']}: {content['text']}")
     return TimelineKind.EVENT, ok, f"{event['author']} event"
 
 
@@ -338,7 +413,7 @@ def _ending(
 def _permission(actions: Mapping[str, Any]) -> str | None:
     if "permissionRequest" in actions:
         request = actions["permissionRequest"]
-        return f"asked to allow {request['toolName']}: {request['summary']}"
+        return _short(f"asked to allow {request['toolName']}: {request['summary']}")
     if "permissionDecision" in actions:
         decision = actions["permissionDecision"]["decision"]
         return "allowed" if decision == "allow" else "denied"

@@ -74,7 +74,8 @@ def test_a_tool_call_is_one_row_whose_children_are_its_facts(qtbot: QtBot) -> No
     assert "read_file: done" in str(model.index(tool.row(), 2).data())
     heading = model.node(model.index(0, 0))
     assert isinstance(heading, RunNode)
-    assert model.index(0, 1).data() == "completed"
+    assert model.index(0, 1).data() == "run"
+    assert str(model.index(0, 2).data()).startswith("run-1 · completed · ")
 
 
 def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
@@ -88,22 +89,22 @@ def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
 
     panel.problems_box.setChecked(True)
     # the pinned snapshot, the unknown call, the damaged record, the failed ending
-    assert shown() == ["failed (app_restarted)", "checkpoint", "tool", "event", "run end"]
+    assert shown() == ["run", "checkpoint", "tool", "event", "run end"]
     assert all(proxy.index(n, 0).data(PROBLEM_ROLE) for n in range(1, proxy.rowCount(ROOT)))
     panel.problems_box.setChecked(False)
     panel.kind_box.setCurrentIndex(panel.kind_box.findData("tool"))
-    assert shown() == ["failed (app_restarted)", *["tool"] * 4]  # three read_file, one bash
+    assert shown() == ["run", *["tool"] * 4]  # three read_file, one bash
     panel.kind_box.setCurrentIndex(0)
     panel.tool_edit.setText("BASH")
-    assert shown() == ["failed (app_restarted)", "tool"]
+    assert shown() == ["run", "tool"]
     panel.tool_edit.clear()
     panel.status_box.setCurrentIndex(panel.status_box.findData("damaged"))
-    assert shown() == ["failed (app_restarted)", "event"]
+    assert shown() == ["run", "event"]
     panel.status_box.setCurrentIndex(0)
     panel.text_edit.setText("question 4")
-    assert shown() == ["failed (app_restarted)", "message"]
+    assert shown() == ["run", "message"]
     panel.text_edit.setText("evt-bash")  # an event id finds its row
-    assert shown() == ["failed (app_restarted)", "tool"]
+    assert shown() == ["run", "tool"]
 
 
 def test_a_filter_keeps_loading_pages_so_no_problem_is_missed(qtbot: QtBot) -> None:
@@ -123,7 +124,8 @@ def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) 
     pinned = [panel.pinned.item(n) for n in range(panel.pinned.count())]
     assert [item.data(PIN_ROLE) for item in pinned] == [("run-1", 3), ("run-1", 5), ("run-1", 2)]
     words = [item.text() for item in pinned]
-    assert words[0].startswith("⚑ #3  pending_tool_result: ")  # unknown outcome
+    assert words[0].startswith("⚑ pending_tool_result: ")  # unknown outcome
+    assert words[0].endswith("(row #3 of run-1)")
     assert "tool_ledger_corruption" in words[1]  # damaged record
     assert "workspace_checkpoint_stale" in words[2]  # stale snapshot
     outside = [panel.outside.item(n).text() for n in range(panel.outside.count())]
@@ -143,7 +145,7 @@ def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) 
         assert isinstance(node, RowNode)
         assert [pin.code for pin in node.pins] == [code]
         assert node.problem
-    assert "parks at event 6 of run-1" in panel.verdict.text()
+    assert panel.verdict.text() == "1 run, 6 events. Safe resume parks at event 6 of run-1."
 
 
 def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(

@@ -78,13 +78,21 @@ class ServingBridge(FakeBridge):
         return True
 
 
-def _system(event_id: str, actions: dict[str, Any]) -> RuntimeEvent:
+DAY = 1_764_650_000_000
+"""Timestamps of the demo sessions: 2 December 2025, a few seconds apart."""
+
+
+def _system(event_id: str, actions: dict[str, Any], ts: int = DAY) -> RuntimeEvent:
     return with_changes(
-        user_text(event_id=event_id), role="system", author="system", actions=actions, content=DROP
+        user_text(event_id=event_id, ts=ts),
+        role="system",
+        author="system",
+        actions=actions,
+        content=DROP,
     )
 
 
-def checkpoint_event(event_id: str, high_water: int) -> RuntimeEvent:
+def checkpoint_event(event_id: str, high_water: int, *, ts: int = DAY) -> RuntimeEvent:
     return _system(
         event_id,
         {
@@ -100,6 +108,7 @@ def checkpoint_event(event_id: str, high_water: int) -> RuntimeEvent:
                 "policyHash": "e" * 64,
             }
         },
+        ts,
     )
 
 
@@ -107,17 +116,20 @@ def chat_events(count: int, *, start: int = 0) -> list[RuntimeEvent]:
     """``count`` rows of plain conversation and completed tool calls, alternating."""
     events: list[RuntimeEvent] = []
     for number in range(start, start + count):
+        ts = DAY + number * 7_000
         if number % 4 == 3:
-            call = call_event(f"call-{number}", tool_name="read_file", event_id=f"evt-c{number}")
+            call = call_event(
+                f"call-{number}", tool_name="read_file", event_id=f"evt-c{number}", ts=ts
+            )
             events += [
                 call,
                 dispatch_event(call, recovery_mode="replay_safe"),
                 bound_response(call),
             ]
         elif number % 2:
-            events.append(model_text(f"answer {number}", event_id=f"evt-m{number}"))
+            events.append(model_text(f"answer {number}", event_id=f"evt-m{number}", ts=ts))
         else:
-            events.append(user_text(f"question {number}", event_id=f"evt-u{number}"))
+            events.append(user_text(f"question {number}", event_id=f"evt-u{number}", ts=ts))
     return events
 
 
@@ -127,19 +139,20 @@ def parked_session(
     """An interrupted session parked for every family of reason: an unknown outcome and a
     damaged record (pinned to their rows), a stale snapshot (pinned to the snapshot), and a
     drifted folder, a missing folder and a background process (outside the record)."""
-    call = call_event("call-bash", tool_name="bash", event_id="evt-bash")
+    later = DAY + (rows_before + 1) * 7_000
+    call = call_event("call-bash", tool_name="bash", event_id="evt-bash", ts=later + 2_000)
     damaged = with_changes(
-        call_event("call-x", event_id="evt-damaged"),
+        call_event("call-x", event_id="evt-damaged", ts=later + 60_000),
         actions=dispatch_event(call_event("call-x"))["actions"],
     )
     events = [
-        user_text("please run the build", event_id="evt-ask", marker=True),
+        user_text("please run the build", event_id="evt-ask", marker=True, ts=DAY - 5_000),
         *chat_events(rows_before),
-        checkpoint_event("evt-snap", 2),
+        checkpoint_event("evt-snap", 2, ts=later),
         call,
         dispatch_event(call, recovery_mode="never_auto_retry"),
         damaged,
-        terminal(status="failed", state_delta={"failureClass": "app_restarted"}),
+        terminal(status="failed", state_delta={"failureClass": "app_restarted"}, ts=later + 90_000),
     ]
     runs = build_timeline(
         [RunSource("run-1", list(enumerate(events, 1)), "failed", failure_class="app_restarted")]
@@ -177,8 +190,9 @@ def parked_session(
 
 
 def long_session(rows: int, session_id: str = DEFAULT_IDS.session_id) -> SessionTimeline:
-    events = [user_text("start", event_id="evt-first", marker=True), *chat_events(rows - 1)]
-    events.append(terminal(status="completed"))
+    events = [user_text("start", event_id="evt-first", marker=True, ts=DAY - 5_000)]
+    events += chat_events(rows - 1)
+    events.append(terminal(status="completed", ts=DAY + rows * 7_000))
     runs = build_timeline([RunSource("run-1", list(enumerate(events, 1)), "completed")])
     return SessionTimeline(session_id, runs, None)
 
