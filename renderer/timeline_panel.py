@@ -137,7 +137,8 @@ class TimelinePanel(QWidget):
         splitter.addWidget(self.tree)
         splitter.addWidget(detail_box)
         splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([600, 200])  # rows first; the detail grows when dragged
         column.addWidget(splitter, 1)
         self._set_lanes_visible(False)
         self._json = ""

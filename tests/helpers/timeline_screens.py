@@ -17,6 +17,7 @@ import os
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QModelIndex
 from PySide6.QtWidgets import QApplication
 
 from app import bridge_contract as bc
@@ -111,8 +112,10 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     shot("timeline-parked-detail")
     window.sessions.select("s-big")
     bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s-big", items=()))
-    bar = panel.tree.verticalScrollBar()
-    bar.setValue(bar.maximum() // 2)
+    model = panel.model
+    while model.rowCount() < 40_000 and model.canFetchMore(QModelIndex()):
+        model.fetchMore(QModelIndex())  # what scrolling down does, a page at a time
+    panel.tree.setCurrentIndex(panel.proxy.mapFromSource(model.index(model.rowCount() - 400, 0)))
     shot("timeline-100k")
     window.close()
     return saved

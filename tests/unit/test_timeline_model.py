@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.timeline_model import (
     RunSource,
@@ -189,3 +191,27 @@ def test_a_damaged_event_is_flagged_not_hidden() -> None:
     row = build_run(_run([user_text(), both])).rows[1]
     assert row.status is TimelineStatus.DAMAGED
     assert row.problem
+
+
+def test_the_terminal_text_is_coloured_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    from app.commands.timeline_text import write_timeline
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    runs = build_timeline([_run(_parked_session())])
+    pins = pin_reasons(runs, [TimelineReason("pending_tool_result", "", event_id="evt-call")])
+    header = ParkHeader("park", ("dangling_tool_state",), pins)
+    plain, coloured = io.StringIO(), Terminal()
+    write_timeline(runs, header, plain)
+    write_timeline(runs, header, coloured)
+    assert "\033[" not in plain.getvalue()
+    unknown = next(line for line in coloured.getvalue().splitlines() if "outcome unknown" in line)
+    assert unknown.startswith("\033[33m") and unknown.endswith("\033[0m")
+    pinned = plain.getvalue().splitlines()
+    row = next(n for n, line in enumerate(pinned) if "outcome unknown" in line)
+    assert pinned[row + 1].strip().startswith("! pending_tool_result: ")
