@@ -41,6 +41,7 @@ from renderer.park_text import Severity
 PAGE_ROWS = 500
 PROBLEMS = frozenset({"failed", "unknown", "parked", "damaged"})
 COLUMNS = ("#", "Kind", "What", "Time (UTC)")
+_COLUMN_COUNT = len(COLUMNS)
 Index = QModelIndex | QPersistentModelIndex
 
 _SEVERITY = {
@@ -207,20 +208,29 @@ class TimelineModel(QAbstractItemModel):
         found = index.data(NODE_ROLE)
         return found if isinstance(found, RunNode | RowNode | EntryNode) else None
 
-    def _node_at(self, row: int, parent: Index) -> Node | None:
-        if not parent.isValid():
-            return self._top[row] if 0 <= row < len(self._top) else None
-        owner = self._top[parent.row()] if 0 <= parent.row() < len(self._top) else None
-        if isinstance(owner, RowNode) and not parent.parent().isValid():
-            return owner.entries[row] if 0 <= row < len(owner.entries) else None
-        return None
-
     def index(self, row: int, column: int, parent: Index = QModelIndex()) -> QModelIndex:  # noqa: B008
-        if column < 0 or column >= len(COLUMNS) or self._node_at(row, parent) is None:
+        # Called for every row at each layout of the view: bounds only, no node lookups.
+        if not 0 <= column < _COLUMN_COUNT or row < 0:
+            return QModelIndex()
+        if not parent.isValid():
+            return self.createIndex(row, column, 0) if row < len(self._top) else QModelIndex()
+        owner_row = parent.row()
+        if parent.internalId() != 0 or owner_row >= len(self._top):
+            return QModelIndex()
+        owner = self._top[owner_row]
+        if not isinstance(owner, RowNode) or row >= len(owner.entries):
             return QModelIndex()
         # internalId: 0 for a top-level item, 1 + the owning row's number for a fact.
-        owner = 0 if not parent.isValid() else parent.row() + 1
-        return self.createIndex(row, column, owner)
+        return self.createIndex(row, column, owner_row + 1)
+
+    def hasChildren(self, parent: Index = QModelIndex()) -> bool:  # noqa: N802, B008
+        """Asked for every row at each layout: answered without making an index."""
+        if not parent.isValid():
+            return bool(self._top)
+        if parent.internalId() != 0 or parent.column() != 0:
+            return False
+        node = self._top[parent.row()] if parent.row() < len(self._top) else None
+        return isinstance(node, RowNode) and bool(node.entries)
 
     def parent(self, index: Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
         if not index.isValid():
