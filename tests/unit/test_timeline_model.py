@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.timeline_model import (
@@ -215,3 +217,33 @@ def test_the_terminal_text_is_coloured_only_on_a_terminal(monkeypatch: pytest.Mo
     pinned = plain.getvalue().splitlines()
     row = next(n for n, line in enumerate(pinned) if "outcome unknown" in line)
     assert pinned[row + 1].strip().startswith("! pending_tool_result: ")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_any_ledger_shows_every_event_once_in_seq_order_and_never_hides_damage(
+    data: st.DataObject,
+) -> None:
+    """Whatever a file holds (repeated, dropped, swapped events, orphan dispatches, stray
+    recovery facts, any ending), the timeline holds each event exactly once, rows start in
+    ``event_seq`` order, a tool row's facts are in order, and every event the lane rules refuse
+    is a damaged entry on a problem row."""
+    from runtime.ledger.lane_rules import LaneConflict, classify_lane
+    from tests.helpers.ledger_builders import ENDINGS, mixed_ledger
+
+    events = mixed_ledger(
+        data.draw,
+        edits=("dup", "drop", "swap", "mark", "spine", "orphan", "stray"),
+        endings=ENDINGS,
+    )
+    pairs = list(enumerate(events, 1))
+    run = build_run(RunSource("run-x", pairs, "failed"))
+    seen = [entry.seq for row in run.rows for entry in row.entries]
+    assert sorted(seen) == list(range(1, len(events) + 1))
+    assert [row.seq for row in run.rows] == sorted(row.seq for row in run.rows)
+    for row in run.rows:
+        assert [e.seq for e in row.entries] == sorted(e.seq for e in row.entries)
+        for entry in row.entries:
+            if isinstance(classify_lane(entry.event), LaneConflict):
+                assert entry.status is TimelineStatus.DAMAGED
+                assert row.problem
