@@ -21,7 +21,13 @@ launch sends to bring the running window to front; it has no other effect.
 
 Correlation: every message may carry ``correlationId``. A request that expects an answer sets
 one; the push answering it (``sessions.listed``, ``session.opened``, ``resume.*``,
-``settings.current``, ``error``) echoes it. Unsolicited pushes leave it ``null``.
+``settings.current``, ``timeline.opened``, ``timeline.page``, ``timeline.eventShown``,
+``error``) echoes it. Unsolicited pushes leave it ``null``.
+
+The Timeline view reads the record through the main process only: ``timeline.open`` (a
+session's runs, counted, and the plan Safe resume would make with its reasons pinned),
+``timeline.rows`` (a page of one run's rows, at most ``MAX_TIMELINE_PAGE``) and
+``timeline.event`` (one saved event's canonical JSON); the renderer never opens SQLite.
 
 Replacement rule for transcript items: every item has an ``itemId``; an item whose ``itemId`` is
 already shown replaces the shown one (a tool card moving from ``running`` to ``succeeded``, an
