@@ -68,6 +68,12 @@ class RunNode:
     head: TimelineRunHead
     loaded: int = 0
     texts: tuple[str, ...] = ()
+    total: int = -1
+    """Rows the main process says the run has (its heading's count until a page says)."""
+
+    @property
+    def complete(self) -> bool:
+        return self.loaded >= (self.head.row_count if self.total < 0 else self.total)
 
 
 @dataclass(eq=False)
@@ -156,7 +162,10 @@ class TimelineModel(QAbstractItemModel):
             return
         self._asked = None
         run = next((run for run in self._runs if run.head.run_id == push.run_id), None)
-        if run is None or push.start != run.loaded or not push.rows:
+        if run is None or push.start != run.loaded:
+            return
+        run.total = min(push.total, run.head.row_count)  # never ask past what is there
+        if not push.rows:
             return
         position = self._top.index(run) + 1 + run.loaded
         nodes = [self._row_node(run, item) for item in push.rows]
@@ -175,19 +184,19 @@ class TimelineModel(QAbstractItemModel):
     def canFetchMore(self, parent: Index) -> bool:  # noqa: N802 - Qt's name
         if parent.isValid() or self._session_id is None or self._asked is not None:
             return False
-        return any(run.loaded < run.head.row_count for run in self._runs)
+        return any(not run.complete for run in self._runs)
 
     def fetchMore(self, parent: Index) -> None:  # noqa: N802 - Qt's name
         if not self.canFetchMore(parent) or self._session_id is None:
             return
-        run = next(run for run in self._runs if run.loaded < run.head.row_count)
+        run = next(run for run in self._runs if not run.complete)
         asked = (run.head.run_id, run.loaded)
         self._asked = asked  # before asking: an answer may come back within the call
         if not self._bridge.timeline_rows(self._session_id, *asked, PAGE_ROWS):
             self._asked = None
 
     def fully_loaded(self) -> bool:
-        return all(run.loaded >= run.head.row_count for run in self._runs)
+        return all(run.complete for run in self._runs)
 
     def index_of_row(self, run_id: str, seq: int) -> QModelIndex:
         """The loaded row of ``run_id`` starting at ``seq`` (invalid when not loaded yet)."""

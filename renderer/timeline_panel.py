@@ -192,7 +192,10 @@ class TimelinePanel(QWidget):
         self.detail.clear()
         self._json = ""
         self._target = None
-        self.model.open(session_id)
+        if not self.model.open(session_id):
+            self.verdict.setText(
+                _tr("Not connected to the main process; the record shows once it is.")
+            )
 
     def apply_filters(self) -> None:
         self.proxy.set_filters(

@@ -202,3 +202,34 @@ def test_the_keyboard_moves_through_rows_and_opens_a_tool_row(qtbot: QtBot) -> N
     assert panel.tree.isExpanded(current)
     QTest.keyClick(panel.tree, Qt.Key.Key_Down)
     assert panel.tree.currentIndex().parent() == current
+
+
+def test_a_run_that_has_fewer_rows_than_announced_stops_asking(qtbot: QtBot) -> None:
+    """The record is read afresh when a page is asked of a session no longer kept: a page
+    that says the run ends earlier ends the asking, instead of asking for the same page again."""
+    timeline = long_session(700)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    bridge.serve()
+    model = panel.model
+    assert model.canFetchMore(ROOT)
+    shorter = long_session(400)
+    bridge.pages = type(bridge.pages)(lambda _session: shorter)  # what a fresh read gives
+    model.fetchMore(ROOT)
+    bridge.serve()
+    assert not model.canFetchMore(ROOT)
+    assert len(bridge.calls_to("timeline_rows")) == 2
+
+
+def test_opening_while_disconnected_says_so(qtbot: QtBot) -> None:
+    from tests.helpers.fake_bridge import FakeBridge
+
+    class Offline(FakeBridge):
+        def open_timeline(self, session_id: str) -> bool:
+            return False
+
+    panel = TimelinePanel(Offline())
+    qtbot.addWidget(panel)
+    panel.open("sess-1")
+    assert panel.verdict.text().startswith("Not connected to the main process")
