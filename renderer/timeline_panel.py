@@ -107,7 +107,7 @@ class TimelinePanel(QWidget):
         column.addWidget(self.outside)
         column.addLayout(self._filter_bar())
         self.tree = QTreeView()
-        self.tree.setModel(self.proxy)
+        self.tree.setModel(self.model)  # the filter sits in between only while one is set
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -118,7 +118,7 @@ class TimelinePanel(QWidget):
         self.tree.setColumnWidth(1, 120)
         self.tree.setColumnWidth(3, 160)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self.tree.selectionModel().currentChanged.connect(self._on_current)
+        self._watch_current()
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setFont(theme.monospace_font())
@@ -205,7 +205,27 @@ class TimelinePanel(QWidget):
             text=self.text_edit.text(),
             only_problems=self.problems_box.isChecked(),
         )
+        shown = self.proxy if self.proxy.active else self.model
+        if self.tree.model() is not shown:
+            # Without a filter the view reads the model directly: a page of rows arriving
+            # then costs the view's layout alone, not the filter's mapping of every row too.
+            current = self.source_index(self.tree.currentIndex())
+            self.tree.setModel(shown)
+            self._watch_current()
+            if current.isValid():
+                self.tree.setCurrentIndex(self.view_index(current))
         self._after_page()
+
+    def _watch_current(self) -> None:
+        self.tree.selectionModel().currentChanged.connect(self._on_current)
+
+    def source_index(self, index: QModelIndex) -> QModelIndex:
+        """The model's index for an index of the view (through the filter when one is set)."""
+        return self.proxy.mapToSource(index) if self.tree.model() is self.proxy else index
+
+    def view_index(self, source: QModelIndex) -> QModelIndex:
+        """The view's index for a model index (invalid when a filter hides it)."""
+        return self.proxy.mapFromSource(source) if self.tree.model() is self.proxy else source
 
     def _after_page(self) -> None:
         """A filter or a sought row needs every page: keep asking until they are all here
@@ -257,14 +277,14 @@ class TimelinePanel(QWidget):
         source = self.model.index_of_row(run_id, seq)
         if not source.isValid():
             return False
-        index = self.proxy.mapFromSource(source)
+        index = self.view_index(source)
         if not index.isValid():  # filtered out: show everything again so the row can show
             self.kind_box.setCurrentIndex(0)
             self.status_box.setCurrentIndex(0)
             self.tool_edit.clear()
             self.text_edit.clear()
             self.problems_box.setChecked(False)
-            index = self.proxy.mapFromSource(source)
+            index = self.view_index(source)
         self.tree.setCurrentIndex(index)
         self.tree.selectionModel().select(
             index,
@@ -278,7 +298,7 @@ class TimelinePanel(QWidget):
         return True
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        node = self.model.node(self.proxy.mapToSource(current))
+        node = self.model.node(self.source_index(current))
         self._json = ""
         if node is None or isinstance(node, RunNode):
             self.detail.setPlainText(_run_detail(node) if node is not None else "")
@@ -291,7 +311,7 @@ class TimelinePanel(QWidget):
             self._bridge.timeline_event(session, run.head.run_id, entry.event_id)
 
     def _on_event_shown(self, push: TimelineEventShownPush) -> None:
-        node = self.model.node(self.proxy.mapToSource(self.tree.currentIndex()))
+        node = self.model.node(self.source_index(self.tree.currentIndex()))
         if node is None or isinstance(node, RunNode) or push.session_id != self.model.session_id:
             return
         entry = node.item.entries[0] if isinstance(node, RowNode) else node.item

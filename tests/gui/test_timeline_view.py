@@ -165,7 +165,7 @@ def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(
         panel.pinned.itemActivated.emit(first)
         qtbot.waitUntil(lambda: bridge.serve() == 0 and panel._target is None, timeout=60_000)
     assert shown.args == ["run-1", first.data(PIN_ROLE)[1]]
-    node = panel.model.node(panel.proxy.mapToSource(panel.tree.currentIndex()))
+    node = panel.model.node(panel.source_index(panel.tree.currentIndex()))
     assert isinstance(node, RowNode) and node.item.tool_name == "bash"
 
 
@@ -174,7 +174,7 @@ def test_the_detail_shows_the_saved_events_canonical_json_and_digest(qtbot: QtBo
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
     source = panel.model.index_of_row("run-1", 3)
-    panel.tree.setCurrentIndex(panel.proxy.mapFromSource(source))
+    panel.tree.setCurrentIndex(panel.view_index(source))
     assert bridge.calls_to("timeline_event")[-1] == ("sess-1", "run-1", "evt-bash")
     text = panel.detail.toPlainText()
     assert "tool operation: bash call-bash (unknown, 2 facts)" in text
@@ -193,7 +193,7 @@ def test_the_keyboard_moves_through_rows_and_opens_a_tool_row(qtbot: QtBot) -> N
     panel.show()
     panel.open("sess-1")
     panel.tree.setFocus()
-    panel.tree.setCurrentIndex(panel.proxy.index(0, 0))
+    panel.tree.setCurrentIndex(panel.tree.model().index(0, 0))
     for _ in range(5):  # the heading, three messages, then the read_file call
         QTest.keyClick(panel.tree, Qt.Key.Key_Down)
     current = panel.tree.currentIndex()
