@@ -233,3 +233,34 @@ def test_opening_while_disconnected_says_so(qtbot: QtBot) -> None:
     qtbot.addWidget(panel)
     panel.open("sess-1")
     assert panel.verdict.text().startswith("Not connected to the main process")
+
+
+def test_view_timeline_replaces_the_transcript_and_follows_the_open_session(
+    qtbot: QtBot,
+) -> None:
+    from app import bridge_contract as bc
+    from renderer.main_window import MainWindow
+
+    timelines = {"s1": parked_session(session_id="s1"), "s2": long_session(5, session_id="s2")}
+    bridge = ServingBridge(timelines, immediate=True)
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.show()
+    summaries = tuple(
+        bc.SessionSummary(session_id=session, cwd=f"/w/{session}", title=session)
+        for session in ("s1", "s2")
+    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=summaries))
+    window.sessions.select("s1")
+    assert window.transcript.isVisible() and not window.timeline.isVisible()
+    assert window.timeline_action.shortcut().toString() == "Ctrl+T"
+    window.timeline_action.trigger()  # View › Timeline
+    assert window.timeline.isVisible() and not window.transcript.isVisible()
+    assert bridge.calls_to("open_timeline") == [("s1",)]
+    assert window.timeline.pinned.count() == 3
+    window.sessions.select("s2")
+    assert bridge.calls_to("open_timeline")[-1] == ("s2",)
+    assert window.timeline.model.session_id == "s2"
+    assert window.timeline.pinned.isHidden()  # nothing interrupted there
+    window.timeline_action.trigger()
+    assert window.transcript.isVisible() and not window.timeline.isVisible()
