@@ -21,7 +21,13 @@ launch sends to bring the running window to front; it has no other effect.
 
 Correlation: every message may carry ``correlationId``. A request that expects an answer sets
 one; the push answering it (``sessions.listed``, ``session.opened``, ``resume.*``,
-``settings.current``, ``error``) echoes it. Unsolicited pushes leave it ``null``.
+``settings.current``, ``timeline.opened``, ``timeline.page``, ``timeline.eventShown``,
+``error``) echoes it. Unsolicited pushes leave it ``null``.
+
+The Timeline view reads the record through the main process only: ``timeline.open`` (a
+session's runs, counted, and the plan Safe resume would make with its reasons pinned),
+``timeline.rows`` (a page of one run's rows, at most ``MAX_TIMELINE_PAGE``) and
+``timeline.event`` (one saved event's canonical JSON); the renderer never opens SQLite.
 
 Replacement rule for transcript items: every item has an ``itemId``; an item whose ``itemId`` is
 already shown replaces the shown one (a tool card moving from ``running`` to ``succeeded``, an
@@ -53,6 +59,11 @@ bug or an attack and closes the connection."""
 FRAME_HEADER: Final = struct.Struct(">I")
 
 MAX_ITEMS_PER_OPEN: Final = 2000
+MAX_TIMELINE_RUNS: Final = 10_000
+MAX_TIMELINE_PAGE: Final = 500
+"""Rows of one run per ``timeline.page``: the renderer asks for more as the view scrolls."""
+MAX_TIMELINE_ROW_EVENTS: Final = 64
+MAX_EVENT_JSON_CHARS: Final = 200_000
 MAX_SESSIONS_PER_LIST: Final = 20_000
 MAX_TEXT_CHARS: Final = 200_000
 MAX_SUMMARY_CHARS: Final = 4000
@@ -92,6 +103,9 @@ class MessageKind(StrEnum):
     SESSIONS_REMOVE = "sessions.remove"
     SESSIONS_EXPORT = "sessions.export"
     PROCESSES_STOP = "processes.stop"
+    TIMELINE_OPEN = "timeline.open"
+    TIMELINE_ROWS = "timeline.rows"
+    TIMELINE_EVENT = "timeline.event"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -112,6 +126,9 @@ class MessageKind(StrEnum):
     SESSION_REMOVED = "session.removed"
     SESSION_EXPORTED = "session.exported"
     PROCESSES_STOPPED = "processes.stopped"
+    TIMELINE_OPENED = "timeline.opened"
+    TIMELINE_PAGE = "timeline.page"
+    TIMELINE_EVENT_SHOWN = "timeline.eventShown"
 
 
 class BridgeErrorCode(StrEnum):
@@ -345,6 +362,33 @@ class ProviderTuning(WireModel):
         if self.data_timeout_s is not None and self.data_timeout_s < timeout:
             raise ValueError("the wait for data must not be shorter than the wait for an answer")
         return self
+
+
+class TimelineOpenRequest(_Message):
+    """Open a session's timeline: answered by ``timeline.opened`` (its runs, counted, and the
+    plan Safe resume would make, its reasons pinned); rows follow per run on request."""
+
+    kind: Literal[MessageKind.TIMELINE_OPEN] = MessageKind.TIMELINE_OPEN
+    session_id: Id
+
+
+class TimelineRowsRequest(_Message):
+    """Rows ``start`` .. ``start + count`` of one run of an opened timeline (``timeline.page``)."""
+
+    kind: Literal[MessageKind.TIMELINE_ROWS] = MessageKind.TIMELINE_ROWS
+    session_id: Id
+    run_id: Id
+    start: Annotated[int, Field(ge=0, le=10**9)]
+    count: Annotated[int, Field(ge=1, le=MAX_TIMELINE_PAGE)]
+
+
+class TimelineEventRequest(_Message):
+    """One committed event's canonical JSON, for the detail pane (``timeline.eventShown``)."""
+
+    kind: Literal[MessageKind.TIMELINE_EVENT] = MessageKind.TIMELINE_EVENT
+    session_id: Id
+    run_id: Id
+    event_id: Id
 
 
 class SettingsGetRequest(_Message):
@@ -611,6 +655,95 @@ class ProcessesStoppedPush(_Message):
     resume_available: bool = False
 
 
+class TimelineRunHead(WireModel):
+    """One run of a timeline, in lineage order (``depth`` 0 for a first run, +1 for each
+    continuation); its rows arrive on request."""
+
+    run_id: Id
+    depth: Annotated[int, Field(ge=0, le=10_000)]
+    status: Code
+    failure_class: Code | None = None
+    parent_run_id: Id | None = None
+    source_high_water: Annotated[int, Field(ge=0)] | None = None
+    row_count: Annotated[int, Field(ge=0)]
+    event_count: Annotated[int, Field(ge=0)]
+
+
+class TimelinePin(WireModel):
+    """A planner reason: pinned to the row of ``run_id`` that starts at ``seq``, or (both
+    None) in the lane of reasons from outside the record."""
+
+    code: Code
+    message: Explanation = ""
+    event_id: Id | None = None
+    tool_call_id: Id | None = None
+    tool_name: Short | None = None
+    run_id: Id | None = None
+    seq: Annotated[int, Field(ge=0)] | None = None
+
+
+class TimelinePlan(WireModel):
+    disposition: Code
+    rejection_reasons: Annotated[tuple[Code, ...], Field(max_length=64)] = ()
+    pins: Annotated[tuple[TimelinePin, ...], Field(max_length=500)] = ()
+    boundary_run_id: Id | None = None
+    boundary_high_water: Annotated[int, Field(ge=0)] | None = None
+
+
+class TimelineOpenedPush(_Message):
+    kind: Literal[MessageKind.TIMELINE_OPENED] = MessageKind.TIMELINE_OPENED
+    session_id: Id
+    runs: Annotated[tuple[TimelineRunHead, ...], Field(max_length=MAX_TIMELINE_RUNS)]
+    plan: TimelinePlan | None = None
+    """None: the latest run was not interrupted, there is nothing to resume."""
+
+
+class TimelineEntryItem(WireModel):
+    """One committed event inside a row: its place on the ``event_seq`` axis and its lane."""
+
+    seq: Annotated[int, Field(ge=0)]
+    event_id: Id
+    kind: Code
+    lane: Code
+    status: Code
+    ts: Annotated[int, Field(ge=0)]
+    summary: Short
+    replayed: bool = False
+
+
+class TimelineRowItem(WireModel):
+    """A row: one event, or a tool operation's facts (``kind`` ``tool``)."""
+
+    seq: Annotated[int, Field(ge=0)]
+    kind: Code
+    status: Code
+    summary: Short
+    tool_name: Short | None = None
+    tool_call_id: Id | None = None
+    entries: Annotated[
+        tuple[TimelineEntryItem, ...], Field(min_length=1, max_length=MAX_TIMELINE_ROW_EVENTS)
+    ]
+    more_entries: Annotated[int, Field(ge=0)] = 0
+
+
+class TimelinePagePush(_Message):
+    kind: Literal[MessageKind.TIMELINE_PAGE] = MessageKind.TIMELINE_PAGE
+    session_id: Id
+    run_id: Id
+    start: Annotated[int, Field(ge=0)]
+    total: Annotated[int, Field(ge=0)]
+    rows: Annotated[tuple[TimelineRowItem, ...], Field(max_length=MAX_TIMELINE_PAGE)]
+
+
+class TimelineEventShownPush(_Message):
+    kind: Literal[MessageKind.TIMELINE_EVENT_SHOWN] = MessageKind.TIMELINE_EVENT_SHOWN
+    session_id: Id
+    run_id: Id
+    event_id: Id
+    canonical_json: Annotated[str, StringConstraints(max_length=MAX_EVENT_JSON_CHARS)]
+    truncated: bool = False
+
+
 class HostStatePush(_Message):
     kind: Literal[MessageKind.HOST_STATE] = MessageKind.HOST_STATE
     state: HostState
@@ -667,6 +800,9 @@ Request = (
     | SessionsRemoveRequest
     | SessionsExportRequest
     | ProcessesStopRequest
+    | TimelineOpenRequest
+    | TimelineRowsRequest
+    | TimelineEventRequest
 )
 Push = (
     HelloOkPush
@@ -688,6 +824,9 @@ Push = (
     | SessionRemovedPush
     | SessionExportedPush
     | ProcessesStoppedPush
+    | TimelineOpenedPush
+    | TimelinePagePush
+    | TimelineEventShownPush
 )
 Message = Request | Push
 
@@ -710,6 +849,9 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_REMOVE,
         MessageKind.SESSIONS_EXPORT,
         MessageKind.PROCESSES_STOP,
+        MessageKind.TIMELINE_OPEN,
+        MessageKind.TIMELINE_ROWS,
+        MessageKind.TIMELINE_EVENT,
     }
 )
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)

@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "tui": ("app.commands.tui_cmd", "chat with the agent in the terminal"),
     "plan": ("app.commands.plan_cmd", "explain whether Safe resume can continue a session"),
+    "timeline": (
+        "app.commands.timeline_cmd",
+        "show a session's record: runs, events and tool calls, park reasons pinned",
+    ),
     "resume": ("app.commands.resume_cmd", "Safe resume: continue a session's interrupted run"),
     "checkpoints": ("app.commands.checkpoints_cmd", "list a session's workspace checkpoints"),
     "settle": (

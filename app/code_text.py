@@ -367,6 +367,7 @@ STORE: dict[str, tuple[Severity, str]] = {
     ),
     "session_not_found": (_E, "This session no longer exists."),
     "run_not_found": (_E, "This run no longer exists."),
+    "event_not_found": (_E, "This run has no saved event with that id."),
     "run_status_conflict": (_E, "The run's status changed in the meantime."),
     "operation_not_found": (_E, "The tool call this refers to was never recorded."),
     "workspace_not_found": (_W, "The folder does not exist."),

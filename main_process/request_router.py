@@ -66,6 +66,12 @@ from app.bridge_contract import (
     SettingsCurrentPush,
     SettingsGetRequest,
     SettingsUpdateRequest,
+    TimelineEventRequest,
+    TimelineEventShownPush,
+    TimelineOpenedPush,
+    TimelineOpenRequest,
+    TimelinePagePush,
+    TimelineRowsRequest,
     ToolSettledPush,
     ToolsSettleRequest,
     TranscriptItemPush,
@@ -92,6 +98,7 @@ from main_process.log_limits import RateLimitedLog, escape
 from main_process.push_sink import CoalescingPushSink
 from main_process.session_folder import check_session_folder
 from main_process.standing_state import StandingState
+from main_process.timeline_pages import TimelinePages
 from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.ledger.coded_error import coded_failure
 from runtime.ledger.codes import HostCode
@@ -147,6 +154,7 @@ class RequestRouter:
         self._watch_timer = QTimer()
         self._watch_timer.setInterval(SURVIVOR_CHECK_MS)
         self._watch_timer.timeout.connect(self._check_watched)
+        self._timelines = TimelinePages(services.session_timeline)
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -157,7 +165,9 @@ class RequestRouter:
             return
         self._route(peer_id, cast(Request, message))
 
-    def _route(self, peer_id: int, message: Request) -> None:
+    # C901: one flat match case per request kind of the contract; splitting it would hide the
+    # exhaustiveness check (assert_never) that catches an unrouted kind.
+    def _route(self, peer_id: int, message: Request) -> None:  # noqa: C901
         """One case per request kind: a kind added to the contract and not routed here fails
         the type check (``assert_never``)."""
         match message:
@@ -206,6 +216,31 @@ class RequestRouter:
             case ProcessesStopRequest():
                 self._check_survivors(
                     message.session_id, stop=True, correlation_id=message.correlation_id
+                )
+            case TimelineOpenRequest():
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    lambda: self._timelines.open(message.session_id),
+                    _as_push,
+                )
+            case TimelineRowsRequest():
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    lambda: self._timelines.page(
+                        message.session_id, message.run_id, message.start, message.count
+                    ),
+                    _as_push,
+                )
+            case TimelineEventRequest():
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    lambda: self._timelines.event(
+                        message.session_id, message.run_id, message.event_id
+                    ),
+                    _as_push,
                 )
             case SettingsGetRequest():
                 self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
@@ -684,6 +719,12 @@ class RequestRouter:
         self._server.send(
             peer_id, ErrorPush(code=code, message=text[:4000], correlation_id=correlation_id)
         )
+
+
+def _as_push(value: object) -> Message:
+    """A push the job built itself (the timeline's pages)."""
+    assert isinstance(value, TimelineOpenedPush | TimelinePagePush | TimelineEventShownPush)
+    return value
 
 
 def _listed(value: object) -> Message:

@@ -32,6 +32,7 @@ from PySide6.QtNetwork import QLocalSocket
 from app.bridge_contract import (
     MAX_PATH_CHARS,
     MAX_TEXT_CHARS,
+    MAX_TIMELINE_PAGE,
     PROTOCOL_VERSION,
     PUSH_KINDS,
     AttestationChoice,
@@ -72,6 +73,12 @@ from app.bridge_contract import (
     SettingsCurrentPush,
     SettingsGetRequest,
     SettingsUpdateRequest,
+    TimelineEventRequest,
+    TimelineEventShownPush,
+    TimelineOpenedPush,
+    TimelineOpenRequest,
+    TimelinePagePush,
+    TimelineRowsRequest,
     ToolSettledPush,
     ToolsSettleRequest,
     TranscriptItemPush,
@@ -296,6 +303,12 @@ class RendererBridge(BridgePort):
                 self.processes_stopped.emit(message)
             case WindowShowPush():
                 self.window_show_requested.emit()
+            case TimelineOpenedPush():
+                self.timeline_opened.emit(message)
+            case TimelinePagePush():
+                self.timeline_page.emit(message)
+            case TimelineEventShownPush():
+                self.timeline_event_shown.emit(message)
             case _:
                 log.warning("ignoring unexpected %s after handshake", message.kind.value)
 
@@ -473,6 +486,30 @@ class RendererBridge(BridgePort):
 
     def get_settings(self) -> bool:
         return self._send(SettingsGetRequest(correlation_id=self._correlation()))
+
+    def open_timeline(self, session_id: str) -> bool:
+        return self._send(
+            TimelineOpenRequest(session_id=session_id, correlation_id=self._correlation())
+        )
+
+    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
+        request = TimelineRowsRequest(
+            session_id=session_id,
+            run_id=run_id,
+            start=start,
+            count=max(1, min(count, MAX_TIMELINE_PAGE)),
+            correlation_id=self._correlation(),
+        )
+        return self._send(request)
+
+    def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:
+        request = TimelineEventRequest(
+            session_id=session_id,
+            run_id=run_id,
+            event_id=event_id,
+            correlation_id=self._correlation(),
+        )
+        return self._send(request)
 
     def update_settings(
         self,

@@ -60,6 +60,9 @@ class BridgePort(QObject):
     """(session id, the refused text, ErrorPush): a message the main process did not take;
     the composer gets the text back and says why beside it."""
     window_show_requested = Signal()
+    timeline_opened = Signal(object)  # TimelineOpenedPush
+    timeline_page = Signal(object)  # TimelinePagePush
+    timeline_event_shown = Signal(object)  # TimelineEventShownPush
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -152,6 +155,18 @@ class BridgePort(QObject):
         raise NotImplementedError
 
     def get_settings(self) -> bool:
+        raise NotImplementedError
+
+    def open_timeline(self, session_id: str) -> bool:
+        """Ask for the session's timeline: its runs and the plan (``timeline_opened``)."""
+        raise NotImplementedError
+
+    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
+        """Ask for rows of one run (``timeline_page``)."""
+        raise NotImplementedError
+
+    def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:
+        """Ask for one event's canonical JSON (``timeline_event_shown``)."""
         raise NotImplementedError
 
     def update_settings(

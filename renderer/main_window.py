@@ -52,6 +52,7 @@ from renderer.permission_prompt import PermissionPrompt
 from renderer.session_actions import SessionActions
 from renderer.session_list import SessionListPanel, display_title
 from renderer.settings_dialog import SettingsDialog
+from renderer.timeline_panel import TimelinePanel
 from renderer.transcript_view import TranscriptView
 
 _ACTIVE = frozenset(
@@ -149,7 +150,10 @@ class MainWindow(QMainWindow):
         column.addWidget(host_lost_holder)
         column.addWidget(header)
         column.addWidget(banner_holder)
+        self.timeline = TimelinePanel(self._bridge)
+        self.timeline.setVisible(False)
         column.addWidget(self.transcript, 1)
+        column.addWidget(self.timeline, 1)
         column.addWidget(permission_holder)
         column.addWidget(self.composer)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -207,6 +211,12 @@ class MainWindow(QMainWindow):
         )
         session_menu.addSeparator()
         session_menu.addActions(self.session_actions.actions)
+        self.timeline_action = QAction(_tr("&Timeline"), self)
+        self.timeline_action.setCheckable(True)
+        self.timeline_action.setShortcut(QKeySequence("Ctrl+T"))
+        self.timeline_action.toggled.connect(self.show_timeline)
+        view_menu = self.menuBar().addMenu(_tr("&View"))
+        view_menu.addAction(self.timeline_action)
         self.sessions.view.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
         self.sessions.view.addActions(self.session_actions.actions)
         # The menu shows Safe resume greyed out when the banner has nothing to offer; the
@@ -243,6 +253,19 @@ class MainWindow(QMainWindow):
     @property
     def session_id(self) -> str | None:
         return self._session_id
+
+    def show_timeline(self, shown: bool) -> None:
+        """View › Timeline: the session's record in place of its transcript (the composer and
+        banner stay)."""
+        if self.timeline_action.isChecked() != shown:
+            self.timeline_action.setChecked(shown)  # toggled calls back here
+            return
+        self.transcript.setVisible(not shown)
+        self.timeline.setVisible(shown)
+        if shown:
+            if self._session_id is not None:
+                self.timeline.open(self._session_id)
+            self.timeline.tree.setFocus()
 
     def new_session(self) -> None:
         folder = QFileDialog.getExistingDirectory(
@@ -312,6 +335,8 @@ class MainWindow(QMainWindow):
         self._note_missing_folder()
         self.transcript.clear()
         self._bridge.open_session(session_id)
+        if self.timeline.isVisible():
+            self.timeline.open(session_id)
 
     def _note_missing_folder(self) -> None:
         """A session whose folder is gone (and that has no banner to say so): the composer says

@@ -6,7 +6,9 @@
   ``maka: error [ledger_file_unreadable]`` only when the file cannot be read at all;
 - ``scan FILE --json`` and ``plan FILE [--expected-high-water N] --json``: the resolver's view
   and the Phase 0 resume plan, implemented in ``app.commands.ledger_report`` (imported only when
-  used); they refuse undecodable input with exit 2 and ``maka: error [code]: FILE: line N...``.
+  used); they refuse undecodable input with exit 2 and ``maka: error [code]: FILE: line N...``;
+- ``timeline FILE [--only-problems] [--json]``: the runs and events, tool calls grouped, the
+  plan's reasons pinned to their rows (``app.commands.ledger_timeline``), as strict as ``plan``.
 
 Every subcommand accepts ``--data-dir`` (docs/design/cli.md) and ignores it: these tools never open
 a database. A line that is one of ``maka export``'s own records (the session line, a run header, a
@@ -42,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the committed high-water the checkpoint expects",
     )
+    timeline = commands.add_parser(
+        "timeline",
+        help="print the ledger's runs and events, tool calls grouped, park reasons pinned",
+    )
+    _add_file_arguments(timeline)
+    timeline.add_argument(
+        "--only-problems", action="store_true", help="only rows that failed, parked or are unknown"
+    )
 
 
 def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
     command: str = args.ledger_command
     if command == "check":
         return run_check(args)
+    if command == "timeline":
+        from app.commands.ledger_timeline import run_timeline
+
+        return run_timeline(args)
     report = _report_module()
     if command == "scan":
         result: int = report.run_scan(args)

@@ -44,7 +44,7 @@ R = TypeVar("R")
 # ---- commands ---------------------------------------------------------------------------------
 
 
-def _read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
+def read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
     """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
     large file the scan overlaps with the decoding (``LedgerReading``)."""
     reading = LedgerReading()
@@ -77,7 +77,7 @@ def _run(
     json_text: Callable[[R], str],
 ) -> int:
     with collector_paused(keep_off=fast_exit_requested):
-        result = _read_and_build(args.file, build)
+        result = read_and_build(args.file, build)
         request_fast_exit(result)
         if args.json:
             sys.stdout.write(json_text(result))

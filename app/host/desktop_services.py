@@ -78,6 +78,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import RunHeader
+from runtime.ledger.timeline_pins import SessionTimeline
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_identity import live_tool_processes, stop_tool_process
@@ -212,6 +213,15 @@ class DesktopServices:
         service = self._service
         try:
             return _summary(session_overview(self._store, service.get_session(session_id)))
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
+
+    def session_timeline(self, session_id: str) -> SessionTimeline:
+        from app.host.session_timeline import read_session_timeline
+
+        try:
+            self._service.get_session(session_id)
+            return read_session_timeline(self._store, session_id, self._planner().plan_latest)
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
 

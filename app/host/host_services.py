@@ -36,6 +36,7 @@ from app.bridge_contract import (
     TranscriptItem,
 )
 from runtime.ledger.coded_error import CodedError
+from runtime.ledger.timeline_pins import SessionTimeline
 
 
 class HostServiceError(CodedError):
@@ -180,6 +181,11 @@ class HostServices(Protocol):
     def session_summary(self, session_id: str) -> SessionSummary: ...
 
     def open_session(self, session_id: str) -> Transcript: ...
+
+    def session_timeline(self, session_id: str) -> SessionTimeline:
+        """The session's runs and events as a timeline, with the reasons of the plan Safe
+        resume would make pinned to them (read only; runs on a worker thread)."""
+        ...
 
     def create_session(self, cwd: Path) -> SessionSummary: ...
 

@@ -79,6 +79,7 @@ class StoreCode(StrEnum):
     # Run headers and sessions.
     SESSION_NOT_FOUND = "session_not_found"
     RUN_NOT_FOUND = "run_not_found"
+    EVENT_NOT_FOUND = "event_not_found"
     RUN_STATUS_CONFLICT = "run_status_conflict"
     # A function_response or recovery bundle for an operation the store never prepared.
     OPERATION_NOT_FOUND = "operation_not_found"

@@ -152,6 +152,15 @@ class FakeBridge(BridgePort):
     def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
         return self._record("settle_call", session_id, tool_call_id, ran, note)
 
+    def open_timeline(self, session_id: str) -> bool:
+        return self._record("open_timeline", session_id)
+
+    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
+        return self._record("timeline_rows", session_id, run_id, start, count)
+
+    def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:
+        return self._record("timeline_event", session_id, run_id, event_id)
+
     def get_settings(self) -> bool:
         return self._record("get_settings")
 

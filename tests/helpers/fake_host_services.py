@@ -36,6 +36,7 @@ from app.host.host_services import (
     TurnSink,
 )
 from runtime.ledger.codes import HostCode, StoreCode
+from runtime.ledger.timeline_pins import SessionTimeline
 
 
 @dataclass
@@ -47,6 +48,7 @@ class FakeHostServices:
     survivors: dict[str, int] = field(default_factory=dict)
     """Commands still running from an earlier start, per session (``check_survivors``)."""
     after_survivors: dict[str, ResumeParked | None] = field(default_factory=dict)
+    timelines: dict[str, SessionTimeline] = field(default_factory=dict)
     block_turns: bool = False
     flags: tuple[bool, bool] | None = None
     calls: list[str] = field(default_factory=list)
@@ -82,6 +84,12 @@ class FakeHostServices:
         if session_id not in self.sessions:
             raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
         return Transcript(session_id, (UserMessageItem(item_id="u1", text="hello"),))
+
+    def session_timeline(self, session_id: str) -> SessionTimeline:
+        self._record(f"session_timeline:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
+        return self.timelines.get(session_id, SessionTimeline(session_id, (), None))
 
     def create_session(self, cwd: Path) -> SessionSummary:
         self._record(f"create_session:{cwd}")

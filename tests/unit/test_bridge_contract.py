@@ -120,6 +120,48 @@ SAMPLES: list[bc.Message] = [
     bc.SessionExportedPush(session_id="s1", path="/tmp/s1.jsonl", events=12),
     bc.ProcessesStopRequest(session_id="s1"),
     bc.ProcessesStoppedPush(session_id="s1", stopped=1, resume_available=False),
+    bc.TimelineOpenRequest(session_id="s1"),
+    bc.TimelineRowsRequest(session_id="s1", run_id="r1", start=0, count=500),
+    bc.TimelineEventRequest(session_id="s1", run_id="r1", event_id="e1"),
+    bc.TimelineOpenedPush(
+        session_id="s1",
+        runs=(
+            bc.TimelineRunHead(run_id="r1", depth=0, status="failed", row_count=2, event_count=3),
+        ),
+        plan=bc.TimelinePlan(
+            disposition="park",
+            rejection_reasons=("dangling_tool_state",),
+            pins=(bc.TimelinePin(code="pending_tool_result", run_id="r1", seq=2),),
+        ),
+    ),
+    bc.TimelinePagePush(
+        session_id="s1",
+        run_id="r1",
+        start=0,
+        total=1,
+        rows=(
+            bc.TimelineRowItem(
+                seq=2,
+                kind="tool",
+                status="unknown",
+                summary="bash: outcome unknown",
+                tool_name="bash",
+                tool_call_id="c1",
+                entries=(
+                    bc.TimelineEntryItem(
+                        seq=2,
+                        event_id="e2",
+                        kind="tool_call",
+                        lane="function_call",
+                        status="ok",
+                        ts=1,
+                        summary="call bash",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    bc.TimelineEventShownPush(session_id="s1", run_id="r1", event_id="e2", canonical_json="{}"),
 ]
 
 

@@ -320,7 +320,7 @@ def test_the_ledger_report_scans_every_event_once_in_file_order(
         _child_dies_after(monkeypatch, die_after)
     path = tmp_path / "ledger.jsonl"
     path.write_bytes(LEDGER)
-    document = ledger_report._read_and_build(path, lambda events, scan: {"e": events, "s": scan})
+    document = ledger_report.read_and_build(path, lambda events, scan: {"e": events, "s": scan})
     events = read_ledger_events(LEDGER)
     assert document["e"] == events
     expected = scan_tool_ledger(events)

@@ -1,0 +1,82 @@
+"""``maka timeline SESSION [--run R] [--only-problems] [--json]``: a session's record as a
+timeline: its runs in lineage order, each run's events on the ``event_seq`` axis, tool calls
+grouped, and, for an interrupted session, the reasons of the same plan Safe resume makes pinned
+to the rows they concern.
+
+It reads the database and never writes it: the store is opened read-only whoever owns the
+data directory, so it works beside a running desktop (startup recovery is not run, so a crash
+nobody has recovered yet shows as it was left; ``maka plan`` repairs first).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.data_paths import resolve_data_dir
+from runtime.ledger.codes import StoreCode
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", help="the session id (see 'maka sessions')")
+    parser.add_argument("--run", metavar="R", help="only this run of the session")
+    parser.add_argument(
+        "--only-problems", action="store_true", help="only rows that failed, parked or are unknown"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.commands.timeline_text import write_timeline, write_timeline_json
+    from app.host.host_bootstrap import now_ms
+    from app.host.resume_seam import resume_service
+    from app.host.resume_switch import resume_enabled
+    from app.host.session_timeline import read_session_timeline
+    from runtime.ledger.ledger_errors import LedgerError
+    from runtime.ledger.timeline_pins import only_problems
+    from runtime.tools.process_tree import BackgroundShellRegistry
+    from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.ledger_store import open_store
+
+    data_dir = resolve_data_dir(args.data_dir)
+    if not (data_dir / "runtime.sqlite").exists():
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {args.session} (no data in {data_dir})",
+            EXIT_USAGE,
+        )
+    try:
+        store = open_store(data_dir, read_only=True)
+    except LedgerError as error:
+        raise CliError(error.code, error.message, EXIT_ERROR) from None
+    try:
+        if store.get_session(args.session) is None:
+            raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+        # The planner Safe resume runs, without the lifecycle log: looking is not planning.
+        service = resume_service(
+            store,
+            default_catalog().names,
+            BackgroundShellRegistry.in_data_dir(data_dir),
+            enabled=resume_enabled(data_dir),
+            clock=now_ms,
+            lifecycle=None,
+            processes=store,
+            checkpoints=GitCheckpointStore.from_environment(data_dir),
+        )
+        timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
+    finally:
+        store.close()
+    if args.run is not None and not timeline.runs:
+        raise CliError(
+            StoreCode.RUN_NOT_FOUND, f"session {args.session} has no run {args.run}", EXIT_USAGE
+        )
+    runs = timeline.runs
+    header = timeline.header
+    if args.only_problems:
+        runs = only_problems(runs, header.pins if header is not None else ())
+    if args.json:
+        write_timeline_json(runs, header, {"sessionId": args.session})
+    else:
+        write_timeline(runs, header)
+    return EXIT_OK

@@ -1,0 +1,114 @@
+"""The terminal reading of a ledger timeline (``maka timeline``, ``maka ledger timeline``).
+
+One line per row, indented by the run's lineage depth; a tool operation's facts indented under
+it; each pinned reason right under its row, the outside lane and the verdict in a header.
+Colour (by status) only when standard output is a terminal and ``NO_COLOR`` is not set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from runtime.ledger.timeline_model import TimelineKind, TimelineRow, TimelineRun, TimelineStatus
+from runtime.ledger.timeline_pins import ParkHeader, PinnedReason, TimelineReason, timeline_json
+
+_COLOURS = {
+    TimelineStatus.FAILED: "31",
+    TimelineStatus.DAMAGED: "31",
+    TimelineStatus.PARKED: "33",
+    TimelineStatus.UNKNOWN: "33",
+    TimelineStatus.CANCELLED: "2",
+    TimelineStatus.NOT_RUN: "2",
+}
+_MARKS = {
+    TimelineStatus.FAILED: "✗",
+    TimelineStatus.DAMAGED: "✗",
+    TimelineStatus.PARKED: "‖",
+    TimelineStatus.UNKNOWN: "?",
+}
+
+
+def use_colour(out: TextIO) -> bool:
+    return out.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _paint(text: str, code: str | None, colour: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if colour and code else text
+
+
+def reason_words(reason: TimelineReason) -> str:
+    """``code: sentence`` for a reason; the planner's own message when the code has none."""
+    from app.code_text import describe
+
+    sentence = describe(reason.code).sentence
+    words = sentence or reason.message
+    return f"{reason.code}: {words}" if words else reason.code
+
+
+def write_timeline(
+    runs: Sequence[TimelineRun], header: ParkHeader | None, out: TextIO | None = None
+) -> None:
+    out = out if out is not None else sys.stdout
+    colour = use_colour(out)
+    pins: dict[tuple[str, int], list[PinnedReason]] = {}
+    if header is not None:
+        _write_header(header, out, colour)
+        for pin in header.pins:
+            if pin.run_id is not None and pin.seq is not None:
+                pins.setdefault((pin.run_id, pin.seq), []).append(pin)
+    marks = header.marks if header is not None else None
+    for run in runs:
+        pad = "  " * run.depth
+        ending = f", {run.failure_class}" if run.failure_class else ""
+        line = f"{pad}run {run.run_id} [{run.status}{ending}] {run.event_count} events"
+        if run.parent_run_id is not None:
+            line += f" (continues {run.parent_run_id} after event {run.source_high_water})"
+        out.write(_paint(line, "1", colour) + "\n")
+        for row in run.rows:
+            _write_row(row, pad + "  ", pins.get((run.run_id, row.seq), ()), out, colour)
+        if marks is not None and marks.run_id == run.run_id:
+            replay = len(marks.replay_event_ids)
+            words = f", replaying {replay} events" if replay else ""
+            out.write(
+                f"{pad}  -- resume boundary: a continuation starts after event "
+                f"{marks.high_water}{words}\n"
+            )
+
+
+def _write_header(header: ParkHeader, out: TextIO, colour: bool) -> None:
+    reasons = ", ".join(header.rejection_reasons) or "none"
+    code = None if header.disposition in ("continue", "safe_replay") else "33"
+    out.write(_paint(f"Safe resume: {header.disposition} (reasons: {reasons})", code, colour))
+    out.write("\n")
+    outside = [pin for pin in header.pins if pin.run_id is None]
+    if outside:
+        out.write("outside the record:\n")
+        for pin in outside:
+            out.write(_paint(f"  ! {reason_words(pin.reason)}", "33", colour) + "\n")
+
+
+def _write_row(
+    row: TimelineRow, pad: str, pins: Sequence[PinnedReason], out: TextIO, colour: bool
+) -> None:
+    mark = _MARKS.get(row.status, " ")
+    text = f"{pad}{mark} #{row.seq:<5} {row.kind.value:<13} {row.summary}"
+    out.write(_paint(text, _COLOURS.get(row.status), colour) + "\n")
+    for pin in pins:
+        out.write(_paint(f"{pad}    ! {reason_words(pin.reason)}", "33", colour) + "\n")
+    if row.kind is not TimelineKind.TOOL:
+        return
+    for entry in row.entries:
+        line = f"{pad}    #{entry.seq:<5} {entry.kind.value:<13} {entry.summary}"
+        out.write(_paint(line, _COLOURS.get(entry.status), colour) + "\n")
+
+
+def write_timeline_json(
+    runs: Sequence[TimelineRun], header: ParkHeader | None, extra: dict[str, object]
+) -> None:
+    document = {**extra, **timeline_json(runs, header)}
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2))
+    sys.stdout.write("\n")

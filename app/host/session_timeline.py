@@ -1,0 +1,87 @@
+"""A stored session's timeline, with the reasons Safe resume's own planner gives pinned to it.
+
+Shared by ``maka timeline`` and the desktop's Timeline view, so both read the same runs the
+same way. It only reads the store (``read_run_events``, ``list_session_runs``); the plan comes
+from the caller's planner (``plan_latest``, the entry point Safe resume and ``maka plan`` use).
+A session whose latest run was not interrupted (``resume_candidate``, the banner's test) has
+nothing to resume: the planner is not asked, and there is no plan header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.continuation.resume_candidate import resume_candidate
+from runtime.ledger.codes import ParkReason
+from runtime.ledger.store_ports import RunHeader, StoredEvent
+from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline
+from runtime.ledger.timeline_pins import (
+    ParkHeader,
+    ResumeMarks,
+    SessionTimeline,
+    TimelineReason,
+    pin_reasons,
+)
+
+
+class TimelineStore(Protocol):
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+def run_source(header: RunHeader, rows: Sequence[StoredEvent]) -> RunSource:
+    source = header.continuation_source or {}
+    high_water = source.get("highWater")
+    return RunSource(
+        run_id=header.run_id,
+        events=[(row.seq, row.event) for row in rows],
+        status=str(header.status),
+        parent_run_id=header.parent_run_id,
+        failure_class=header.failure_class,
+        source_high_water=high_water if isinstance(high_water, int) else None,
+        lanes_checked=True,
+    )
+
+
+def read_session_timeline(
+    store: TimelineStore,
+    session_id: str,
+    plan_latest: Callable[[str], ContinuationPlan] | None,
+    *,
+    run_id: str | None = None,
+) -> SessionTimeline:
+    """The session's runs in lineage order (only ``run_id`` when given) and the plan header."""
+    headers = store.list_session_runs(session_id)
+    sources = [run_source(header, store.read_run_events(header.run_id)) for header in headers]
+    runs = build_timeline(sources)
+    interrupted = resume_candidate(headers) is not None  # the run Safe resume would plan for
+    plan = plan_latest(session_id) if plan_latest is not None and interrupted else None
+    header = park_header(runs, plan) if plan is not None else None
+    if run_id is not None:
+        runs = tuple(run for run in runs if run.run_id == run_id)
+    return SessionTimeline(session_id, runs, header)
+
+
+def park_header(runs: Sequence[TimelineRun], plan: ContinuationPlan) -> ParkHeader | None:
+    """The plan as the timeline shows it; None when there is no interrupted run to resume."""
+    if plan.rejection_reasons == (ParkReason.RESUME_CANDIDATE_MISSING,):
+        return None
+    diagnostics = [
+        TimelineReason(d.code, d.message, d.event_id, d.tool_call_id, d.tool_name)
+        for d in plan.diagnostics
+    ]
+    reasons = tuple(reason.value for reason in plan.rejection_reasons)
+    marks = None
+    if plan.continuation is not None:
+        details = plan.continuation
+        replay = frozenset(event["id"] for event in details.runtime_context)
+        marks = ResumeMarks(details.source.run_id, details.source_high_water, replay)
+    elif plan.source_run_id is not None:
+        source = next((run for run in runs if run.run_id == plan.source_run_id), None)
+        if source is not None and source.event_count:  # event_seq is gap-free from 1
+            marks = ResumeMarks(source.run_id, source.event_count)
+    disposition = "continue" if plan.continues else "park"
+    return ParkHeader(disposition, reasons, pin_reasons(runs, diagnostics, reasons), marks)

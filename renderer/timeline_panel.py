@@ -1,0 +1,377 @@
+"""The Timeline view (View › Timeline): a session's record beside its transcript.
+
+From top to bottom: the verdict Safe resume's planner gives (for an interrupted session) with
+its reasons, those pinned to a row first (activating one, by click or Enter, scrolls to the row,
+loading pages until it is there) and those from outside the record in their own labelled list;
+a filter bar (kind, tool, status, text, only problems); the rows (uniform heights, loaded as
+the view scrolls); and the detail of the selected row or fact: its kind, lane, status, the
+tool operation it belongs to, its digest and its canonical JSON (read-only, selectable, with a
+Copy button). Everything is reachable from the keyboard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.bridge_contract import TimelineEventShownPush, TimelineOpenedPush, TimelinePin
+from app.code_text import describe
+from renderer import theme
+from renderer.bridge_port import BridgePort
+from renderer.timeline_model import (
+    EntryNode,
+    RowNode,
+    RunNode,
+    TimelineFilter,
+    TimelineModel,
+)
+
+KINDS = (
+    "message",
+    "thinking",
+    "tool",
+    "tool_call",
+    "tool_dispatch",
+    "tool_response",
+    "recovery",
+    "attestation",
+    "permission",
+    "continuation",
+    "checkpoint",
+    "baseline",
+    "restore",
+    "run_end",
+    "error",
+    "event",
+)
+STATUSES = ("ok", "running", "not_run", "cancelled", "failed", "unknown", "parked", "damaged")
+PIN_ROLE = 0x0100 + 10
+
+
+def _tr(text: str) -> str:
+    return text
+
+
+class TimelinePanel(QWidget):
+    row_shown = Signal(str, int)
+    """(run id, seq): a pinned reason's row was scrolled to and selected."""
+
+    def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self.model = TimelineModel(bridge, self)
+        self.proxy = TimelineFilter(self)
+        self.proxy.setSourceModel(self.model)
+        self._target: tuple[str, int] | None = None
+        self._build()
+        bridge.timeline_opened.connect(self._on_opened)
+        bridge.timeline_page.connect(lambda _push: self._after_page())
+        bridge.timeline_event_shown.connect(self._on_event_shown)
+
+    # ---- layout -----------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        column = QVBoxLayout(self)
+        column.setContentsMargins(20, 4, 20, 8)
+        self.verdict = QLabel(_tr("Open a session to see its record."))
+        self.verdict.setWordWrap(True)
+        column.addWidget(self.verdict)
+        self.pinned = QListWidget()
+        self.pinned.setAccessibleName(_tr("Why Safe resume parks"))
+        self.pinned.itemActivated.connect(self._on_pin_activated)
+        self.pinned.itemClicked.connect(self._on_pin_activated)
+        column.addWidget(self.pinned)
+        self.outside_label = QLabel(_tr("Outside the record (folder, tools, processes, files):"))
+        self.outside = QListWidget()
+        self.outside.setAccessibleName(_tr("Reasons from outside the record"))
+        column.addWidget(self.outside_label)
+        column.addWidget(self.outside)
+        column.addLayout(self._filter_bar())
+        self.tree = QTreeView()
+        self.tree.setModel(self.model)  # the filter sits in between only while one is set
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setAccessibleName(_tr("Timeline"))
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        self.tree.setColumnWidth(0, 110)
+        self.tree.setColumnWidth(1, 120)
+        self.tree.setColumnWidth(3, 160)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        self._watch_current()
+        self.detail = QPlainTextEdit()
+        self.detail.setReadOnly(True)
+        self.detail.setFont(theme.monospace_font())
+        self.detail.setAccessibleName(_tr("Selected event"))
+        self.detail.setPlaceholderText(
+            _tr("Select a row to see its saved event, its lane, digest and tool operation.")
+        )
+        self.copy_button = QPushButton(_tr("&Copy JSON"))
+        self.copy_button.clicked.connect(self.copy_json)
+        detail_box = QWidget()
+        detail_column = QVBoxLayout(detail_box)
+        detail_column.setContentsMargins(0, 0, 0, 0)
+        detail_column.addWidget(self.detail)
+        detail_column.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignRight)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.tree)
+        splitter.addWidget(detail_box)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([600, 200])  # rows first; the detail grows when dragged
+        column.addWidget(splitter, 1)
+        self._set_lanes_visible(False)
+        self._json = ""
+
+    def _filter_bar(self) -> QHBoxLayout:
+        bar = QHBoxLayout()
+        self.kind_box = QComboBox()
+        self.kind_box.addItem(_tr("All kinds"), "")
+        for kind in KINDS:
+            self.kind_box.addItem(kind.replace("_", " "), kind)
+        self.status_box = QComboBox()
+        self.status_box.addItem(_tr("Any status"), "")
+        for status in STATUSES:
+            self.status_box.addItem(status.replace("_", " "), status)
+        self.tool_edit = QLineEdit()
+        self.tool_edit.setPlaceholderText(_tr("Tool"))
+        self.text_edit = QLineEdit()
+        self.text_edit.setPlaceholderText(_tr("Search text or event id"))
+        self.problems_box = QCheckBox(_tr("Only &problems"))
+        for box in (self.kind_box, self.status_box):
+            box.currentIndexChanged.connect(self.apply_filters)
+        for edit in (self.tool_edit, self.text_edit):
+            edit.textChanged.connect(self.apply_filters)
+        self.problems_box.toggled.connect(self.apply_filters)
+        widgets: tuple[QWidget, ...] = (
+            self.kind_box,
+            self.status_box,
+            self.tool_edit,
+            self.text_edit,
+            self.problems_box,
+        )
+        for widget in widgets:
+            bar.addWidget(widget)
+        bar.setStretch(3, 1)
+        return bar
+
+    def _set_lanes_visible(self, shown: bool, outside: bool = False) -> None:
+        self.pinned.setVisible(shown)
+        self.outside_label.setVisible(outside)
+        self.outside.setVisible(outside)
+        for lane in (self.pinned, self.outside):
+            _fit_height(lane)
+
+    # ---- behaviour --------------------------------------------------------------------------
+
+    def open(self, session_id: str) -> None:
+        self.verdict.setText(_tr("Loading the record…"))
+        self.pinned.clear()
+        self.outside.clear()
+        self._set_lanes_visible(False)
+        self.detail.clear()
+        self._json = ""
+        self._target = None
+        if not self.model.open(session_id):
+            self.verdict.setText(
+                _tr("Not connected to the main process; the record shows once it is.")
+            )
+
+    def apply_filters(self) -> None:
+        self.proxy.set_filters(
+            kind=str(self.kind_box.currentData() or ""),
+            tool=self.tool_edit.text(),
+            status=str(self.status_box.currentData() or ""),
+            text=self.text_edit.text(),
+            only_problems=self.problems_box.isChecked(),
+        )
+        shown = self.proxy if self.proxy.active else self.model
+        if self.tree.model() is not shown:
+            # Without a filter the view reads the model directly: a page of rows arriving
+            # then costs the view's layout alone, not the filter's mapping of every row too.
+            current = self.source_index(self.tree.currentIndex())
+            self.tree.setModel(shown)
+            self._watch_current()
+            if current.isValid():
+                self.tree.setCurrentIndex(self.view_index(current))
+        self._after_page()
+
+    def _watch_current(self) -> None:
+        self.tree.selectionModel().currentChanged.connect(self._on_current)
+
+    def source_index(self, index: QModelIndex) -> QModelIndex:
+        """The model's index for an index of the view (through the filter when one is set)."""
+        return self.proxy.mapToSource(index) if self.tree.model() is self.proxy else index
+
+    def view_index(self, source: QModelIndex) -> QModelIndex:
+        """The view's index for a model index (invalid when a filter hides it)."""
+        return self.proxy.mapFromSource(source) if self.tree.model() is self.proxy else source
+
+    def _after_page(self) -> None:
+        """A filter or a sought row needs every page: keep asking until they are all here
+        (the view alone only asks when scrolled to the bottom)."""
+        if self._target is not None and self._select_row(*self._target):
+            self._target = None
+        if (self.proxy.active or self._target is not None) and self.model.canFetchMore(
+            QModelIndex()
+        ):
+            QTimer.singleShot(0, lambda: self.model.fetchMore(QModelIndex()))
+
+    def _on_opened(self, push: TimelineOpenedPush) -> None:
+        if push.session_id != self.model.session_id:
+            return
+        events = sum(run.event_count for run in push.runs)
+        runs = len(push.runs)
+        plan = push.plan
+        if plan is None:
+            self.verdict.setText(
+                _tr(f"{_runs(runs)}, {events:,} events. Nothing interrupted to resume.")
+            )
+            return
+        verdict = "can continue" if plan.disposition == "continue" else "parks"
+        text = f"{_runs(runs)}, {events:,} events. Safe resume {verdict}"
+        if plan.boundary_high_water is not None:
+            text += f" at event {plan.boundary_high_water} of {plan.boundary_run_id}"
+        self.verdict.setText(_tr(text + "."))
+        pinned = [pin for pin in plan.pins if pin.run_id is not None]
+        outside = [pin for pin in plan.pins if pin.run_id is None]
+        for pin in pinned:
+            item = QListWidgetItem(f"⚑ {_words(pin)}  (row #{pin.seq} of {pin.run_id})")
+            item.setData(PIN_ROLE, (pin.run_id, pin.seq))
+            item.setToolTip(_tr("Show this row (Enter)"))
+            self.pinned.addItem(item)
+        for pin in outside:
+            self.outside.addItem(QListWidgetItem(_words(pin)))
+        self._set_lanes_visible(bool(pinned), bool(outside))
+
+    def _on_pin_activated(self, item: QListWidgetItem) -> None:
+        place = item.data(PIN_ROLE)
+        if not isinstance(place, tuple):
+            return
+        run_id, seq = place
+        if not self._select_row(run_id, seq):
+            self._target = (run_id, seq)
+            self._after_page()
+
+    def _select_row(self, run_id: str, seq: int) -> bool:
+        source = self.model.index_of_row(run_id, seq)
+        if not source.isValid():
+            return False
+        index = self.view_index(source)
+        if not index.isValid():  # filtered out: show everything again so the row can show
+            self.kind_box.setCurrentIndex(0)
+            self.status_box.setCurrentIndex(0)
+            self.tool_edit.clear()
+            self.text_edit.clear()
+            self.problems_box.setChecked(False)
+            index = self.view_index(source)
+        self.tree.setCurrentIndex(index)
+        self.tree.selectionModel().select(
+            index,
+            QItemSelectionModel.SelectionFlag.ClearAndSelect
+            | QItemSelectionModel.SelectionFlag.Rows,
+        )
+        self.tree.expand(index)
+        self.tree.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
+        self.tree.setFocus()
+        self.row_shown.emit(run_id, seq)
+        return True
+
+    def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        node = self.model.node(self.source_index(current))
+        self._json = ""
+        if node is None or isinstance(node, RunNode):
+            self.detail.setPlainText(_run_detail(node) if node is not None else "")
+            return
+        self.detail.setPlainText(_detail(node, None))
+        entry = node.item.entries[0] if isinstance(node, RowNode) else node.item
+        run = node.run if isinstance(node, RowNode) else node.row.run
+        session = self.model.session_id
+        if session is not None:
+            self._bridge.timeline_event(session, run.head.run_id, entry.event_id)
+
+    def _on_event_shown(self, push: TimelineEventShownPush) -> None:
+        node = self.model.node(self.source_index(self.tree.currentIndex()))
+        if node is None or isinstance(node, RunNode) or push.session_id != self.model.session_id:
+            return
+        entry = node.item.entries[0] if isinstance(node, RowNode) else node.item
+        if entry.event_id != push.event_id:
+            return
+        self._json = push.canonical_json
+        more = "\n… (shortened)" if push.truncated else ""
+        self.detail.setPlainText(_detail(node, push.canonical_json) + more)
+
+    def copy_json(self) -> None:
+        if self._json:
+            QGuiApplication.clipboard().setText(self._json)
+
+
+def _fit_height(lane: QListWidget, most: int = 5) -> None:
+    """As tall as its reasons (up to ``most``; it scrolls beyond), never a blank box."""
+    rows = max(1, min(lane.count(), most))
+    line = lane.sizeHintForRow(0) if lane.count() else lane.fontMetrics().height()
+    lane.setFixedHeight(rows * line + 2 * lane.frameWidth() + 4)
+
+
+def _words(pin: TimelinePin) -> str:
+    sentence = describe(pin.code).sentence or pin.message
+    return f"{pin.code}: {sentence}" if sentence else pin.code
+
+
+def _runs(count: int) -> str:
+    return "1 run" if count == 1 else f"{count:,} runs"
+
+
+def _run_detail(node: RunNode) -> str:
+    head = node.head
+    lines = [f"run {head.run_id}", f"status: {head.status}"]
+    if head.failure_class:
+        lines.append(f"ending: {head.failure_class}")
+    if head.parent_run_id:
+        lines.append(f"continues {head.parent_run_id} after event {head.source_high_water}")
+    lines.append(f"{head.event_count} events in {head.row_count} rows")
+    return "\n".join(lines)
+
+
+def _detail(node: RowNode | EntryNode, canonical: str | None) -> str:
+    row = node if isinstance(node, RowNode) else node.row
+    entry = node.item.entries[0] if isinstance(node, RowNode) else node.item
+    lines = [
+        f"event {entry.event_id}  (#{entry.seq} of run {row.run.head.run_id})",
+        f"kind: {entry.kind}   lane: {entry.lane}   status: {entry.status}",
+    ]
+    if row.item.tool_call_id is not None:
+        lines.append(
+            f"tool operation: {row.item.tool_name} {row.item.tool_call_id} "
+            f"({row.item.status}, {len(row.item.entries)} facts)"
+        )
+    if entry.replayed:
+        lines.append("a continuation would replay this event")
+    for pin in row.pins:
+        lines.append(f"! {_words(pin)}")
+    if canonical is not None:
+        digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        lines += [f"digest: sha256:{digest}", "", canonical]
+    else:
+        lines += ["", "(loading the saved event…)"]
+    return "\n".join(lines)

@@ -1,0 +1,291 @@
+"""One committed event as the ledger timeline shows it: its kind, its status and a one-line
+summary (``timeline_model`` groups these into rows).
+
+The kinds and statuses are closed vocabularies the desktop's filters and icons key on. An event
+read from a file is classified by the full lane rules (a damaged event becomes a ``damaged``
+entry, never hidden); one read from the store by its lane signal alone, the store's writers
+having refused any event without exactly one lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from runtime.ledger.codes import Lane
+from runtime.ledger.event_model import TERMINAL_STATUSES, RuntimeEvent
+from runtime.ledger.lane_rules import RECONCILE_RESULT_KIND, LaneConflict, classify_lane
+
+SUMMARY_LIMIT = 160
+"""Characters of text a row's summary keeps (the detail pane shows the whole event)."""
+
+
+class TimelineKind(StrEnum):
+    """What a row or entry is; append-only (the desktop's filters and icons key on it)."""
+
+    MESSAGE = "message"
+    THINKING = "thinking"
+    TOOL = "tool"
+    TOOL_CALL = "tool_call"
+    TOOL_DISPATCH = "tool_dispatch"
+    TOOL_RESPONSE = "tool_response"
+    RECOVERY = "recovery"
+    ATTESTATION = "attestation"
+    PERMISSION = "permission"
+    CONTINUATION = "continuation"
+    CHECKPOINT = "checkpoint"
+    BASELINE = "baseline"
+    RESTORE = "restore"
+    RUN_END = "run_end"
+    ERROR = "error"
+    EVENT = "event"
+
+
+class TimelineStatus(StrEnum):
+    """A row's outcome. ``failed``, ``unknown``, ``parked`` and ``damaged`` are problems."""
+
+    OK = "ok"
+    RUNNING = "running"
+    NOT_RUN = "not_run"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    PARKED = "parked"
+    DAMAGED = "damaged"
+
+
+PROBLEM_STATUSES = frozenset(
+    {TimelineStatus.FAILED, TimelineStatus.UNKNOWN, TimelineStatus.PARKED, TimelineStatus.DAMAGED}
+)
+TOOL_KINDS = frozenset(
+    {
+        TimelineKind.TOOL_CALL,
+        TimelineKind.TOOL_DISPATCH,
+        TimelineKind.TOOL_RESPONSE,
+        TimelineKind.RECOVERY,
+        TimelineKind.ATTESTATION,
+    }
+)
+_ATTESTED = frozenset({"user_attested_ran", "user_attested_not_run"})
+
+
+class TimelineEntry(NamedTuple):
+    """One committed event: its place on the axis, its lane and a one-line summary. A named
+    tuple: a 100,000-event session builds one per event (a frozen dataclass's ``__init__``
+    costs several times as much)."""
+
+    seq: int
+    event: RuntimeEvent
+    kind: TimelineKind
+    lane: str
+    status: TimelineStatus
+    summary: str
+
+    @property
+    def event_id(self) -> str:
+        return self.event["id"]
+
+
+# ---- one event --------------------------------------------------------------------------------
+
+
+def _terminal(event: RuntimeEvent) -> bool:
+    actions = event.get("actions")
+    return event.get("status") in TERMINAL_STATUSES or bool(
+        actions is not None and actions.get("endInvocation")
+    )
+
+
+def tool_call_id(event: RuntimeEvent) -> str | None:
+    refs = event.get("refs")
+    if refs is not None and "toolCallId" in refs:
+        return refs["toolCallId"]
+    content: Mapping[str, Any] | None = event.get("content")
+    if content is not None and content.get("kind") in ("function_call", "function_response"):
+        return str(content["id"])
+    return None
+
+
+def _short(text: str) -> str:
+    """One line of at most ``SUMMARY_LIMIT`` characters (free text from the ledger only)."""
+    line = " ".join(text[: SUMMARY_LIMIT * 4].split())
+    return line if len(line) <= SUMMARY_LIMIT else line[: SUMMARY_LIMIT - 1] + "…"
+
+
+def _signal_lane(event: RuntimeEvent) -> Lane:
+    """The lane of an event the store already classified (its one lane signal)."""
+    content = event.get("content")
+    if content is not None:
+        kind = content["kind"]
+        if kind == "function_call":
+            return Lane.FUNCTION_CALL
+        if kind == "function_response":
+            return Lane.FUNCTION_RESPONSE
+    actions = event.get("actions")
+    if actions is not None:
+        if "toolDispatch" in actions:
+            return Lane.TOOL_DISPATCH
+        recovery = actions.get("toolRecovery")
+        if recovery is not None:
+            if recovery["kind"] == RECONCILE_RESULT_KIND:
+                return Lane.RECONCILE_RESULT
+            return Lane.RECOVERY_DECISION
+    return Lane.ORDINARY
+
+
+def entry_of(seq: int, event: RuntimeEvent, lanes_checked: bool = False) -> TimelineEntry:
+    lane = _signal_lane(event) if lanes_checked else classify_lane(event)
+    if isinstance(lane, LaneConflict):
+        return TimelineEntry(
+            seq,
+            event,
+            TimelineKind.EVENT,
+            "conflict",
+            TimelineStatus.DAMAGED,
+            _short(f"damaged record: {lane.reason}"),
+        )
+    kind, status, summary = _describe(event, lane)
+    return TimelineEntry(seq, event, kind, lane, status, summary)  # a Lane is its value
+
+
+_Described = tuple["TimelineKind", "TimelineStatus", str]
+_RESULT: _Described = (TimelineKind.TOOL_RESPONSE, TimelineStatus.OK, "result")
+_ERROR_RESULT: _Described = (TimelineKind.TOOL_RESPONSE, TimelineStatus.FAILED, "error result")
+_DISPATCHED: dict[str, _Described] = {}
+
+
+def _call(event: RuntimeEvent) -> _Described:
+    return TimelineKind.TOOL_CALL, TimelineStatus.OK, f"call {event['content']['name']}"  # type: ignore[typeddict-item]
+
+
+def _dispatch(event: RuntimeEvent) -> _Described:
+    mode = event["actions"]["toolDispatch"]["recoveryMode"]
+    found = _DISPATCHED.get(mode)
+    if found is None:
+        found = _DISPATCHED[mode] = (
+            TimelineKind.TOOL_DISPATCH,
+            TimelineStatus.OK,
+            f"dispatched ({mode})",
+        )
+    return found
+
+
+def _response(event: RuntimeEvent) -> _Described:
+    return _ERROR_RESULT if event["content"].get("isError") else _RESULT
+
+
+def _reconcile(event: RuntimeEvent) -> _Described:
+    return _recovery(event["actions"]["toolRecovery"].get("payload", {}), Lane.RECONCILE_RESULT)
+
+
+def _decision(event: RuntimeEvent) -> _Described:
+    return _recovery(event["actions"]["toolRecovery"].get("payload", {}), Lane.RECOVERY_DECISION)
+
+
+def _plain(event: RuntimeEvent) -> _Described:
+    return _ordinary(event, event.get("content") or {})
+
+
+_DESCRIBERS = {
+    Lane.FUNCTION_CALL: _call,
+    Lane.TOOL_DISPATCH: _dispatch,
+    Lane.FUNCTION_RESPONSE: _response,
+    Lane.RECONCILE_RESULT: _reconcile,
+    Lane.RECOVERY_DECISION: _decision,
+    Lane.ORDINARY: _plain,
+}
+
+
+def _describe(event: RuntimeEvent, lane: Lane) -> _Described:
+    return _DESCRIBERS[lane](event)
+
+
+def _recovery(payload: Mapping[str, Any], lane: Lane) -> tuple[TimelineKind, TimelineStatus, str]:
+    if lane is Lane.RECONCILE_RESULT:
+        observation = str(payload.get("observation", "?"))
+        kind = TimelineKind.ATTESTATION if observation in _ATTESTED else TimelineKind.RECOVERY
+        return kind, TimelineStatus.OK, f"observed {observation}"
+    reason = str(payload.get("reasonCode", "?"))
+    kind = TimelineKind.ATTESTATION if reason in _ATTESTED else TimelineKind.RECOVERY
+    disposition = str(payload.get("disposition", "?"))
+    status = {"completed": TimelineStatus.OK, "parked": TimelineStatus.PARKED}.get(
+        disposition, TimelineStatus.DAMAGED
+    )
+    return kind, status, f"decided {disposition} ({reason})"
+
+
+def _ordinary(
+    event: RuntimeEvent, content: Mapping[str, Any]
+) -> tuple[TimelineKind, TimelineStatus, str]:
+    ok = TimelineStatus.OK
+    actions: Mapping[str, Any] = event.get("actions") or {}
+    if "workspaceTransition" in actions:
+        fact = actions["workspaceTransition"]
+        return TimelineKind.RESTORE, ok, _short(f"continued in a restored copy at {fact['toPath']}")
+    if "workspaceBaseline" in actions:
+        fact = actions["workspaceBaseline"]
+        changed = len(fact["changedPaths"]) + fact["moreChangedPaths"]
+        return TimelineKind.BASELINE, ok, f"continued with the current files ({changed} changed)"
+    if "continuationStart" in actions:
+        source = actions["continuationStart"]["immediateSource"]
+        return (
+            TimelineKind.CONTINUATION,
+            ok,
+            f"continues {source['runId']} after event {source['highWater']}",
+        )
+    if "workspaceCheckpoint" in actions:
+        fact = actions["workspaceCheckpoint"]
+        return (
+            TimelineKind.CHECKPOINT,
+            ok,
+            f"snapshot at event {fact['runtimeHighWater']} ({fact['commitId'][:12]})",
+        )
+    if "workspaceCheckpointFailed" in actions:
+        fact = actions["workspaceCheckpointFailed"]
+        return (
+            TimelineKind.CHECKPOINT,
+            TimelineStatus.FAILED,
+            f"snapshot failed ({fact['reasonCode']})",
+        )
+    if _terminal(event):
+        return _ending(event, actions)
+    permission = _permission(actions)
+    if permission is not None:
+        return TimelineKind.PERMISSION, ok, permission
+    kind = content.get("kind")
+    if kind == "error":
+        return TimelineKind.ERROR, TimelineStatus.FAILED, _short(f"error: {content['message']}")
+    if kind == "thinking":
+        return TimelineKind.THINKING, ok, _short(f"thinking: {content['text']}")
+    if kind == "text":
+        return TimelineKind.MESSAGE, ok, _short(f"{event['role']}: {content['text']}")
+    return TimelineKind.EVENT, ok, f"{event['author']} event"
+
+
+def _ending(
+    event: RuntimeEvent, actions: Mapping[str, Any]
+) -> tuple[TimelineKind, TimelineStatus, str]:
+    status = event.get("status", "completed")
+    delta: Mapping[str, Any] = actions.get("stateDelta") or {}
+    why = delta.get("failureClass") or delta.get("stopReason") or delta.get("abortSource")
+    words = f"run {status}" + (f" ({why})" if why else "")
+    outcome = {
+        "completed": TimelineStatus.OK,
+        "failed": TimelineStatus.FAILED,
+        "aborted": TimelineStatus.CANCELLED,
+        "cancelled": TimelineStatus.CANCELLED,
+    }.get(status, TimelineStatus.OK)
+    return TimelineKind.RUN_END, outcome, words
+
+
+def _permission(actions: Mapping[str, Any]) -> str | None:
+    if "permissionRequest" in actions:
+        request = actions["permissionRequest"]
+        return _short(f"asked to allow {request['toolName']}: {request['summary']}")
+    if "permissionDecision" in actions:
+        decision = actions["permissionDecision"]["decision"]
+        return "allowed" if decision == "allow" else "denied"
+    if "permissionClosure" in actions:
+        return f"question closed ({actions['permissionClosure']['reason']})"
+    return None

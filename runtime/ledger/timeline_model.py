@@ -1,0 +1,233 @@
+"""The ledger timeline: every committed event of a session, grouped the way a reader thinks.
+
+A pure reading of runs and their events (no Qt, no SQLite) shared by ``maka timeline``, ``maka
+ledger timeline`` and the desktop's Timeline view, so all three show one picture:
+
+- runs in lineage order: a continuation directly under its source, one level deeper, its
+  boundary (the source's high-water it continues after) on the run;
+- inside a run, rows on the ``event_seq`` axis (timestamps are shown, never used for order);
+- the facts of one tool operation (call, T1 dispatch, T2 response or recovery outcome, the
+  user's attestation) grouped as one row placed at its first fact, each fact a child entry;
+- recovery facts, run endings, workspace checkpoints, baselines and restores as kinds of their
+  own; failures, unknown outcomes, parked and damaged records carry a problem status that no
+  filter hides (``TimelineRow.problem``).
+
+Why a continuation would park is pinned onto these rows by ``timeline_pins``.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from runtime.ledger.codes import Lane
+from runtime.ledger.collector_pause import collector_paused
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.timeline_events import (
+    PROBLEM_STATUSES,
+    TOOL_KINDS,
+    TimelineEntry,
+    TimelineKind,
+    TimelineStatus,
+    entry_of,
+    tool_call_id,
+)
+
+__all__ = [
+    "PROBLEM_STATUSES",
+    "RunSource",
+    "TimelineEntry",
+    "TimelineKind",
+    "TimelineRow",
+    "TimelineRun",
+    "TimelineStatus",
+    "build_run",
+    "build_timeline",
+    "lineage_order",
+]
+
+
+class TimelineRow(NamedTuple):
+    """A top-level row of a run: one event, or a tool operation's facts (``kind`` tool)."""
+
+    kind: TimelineKind
+    status: TimelineStatus
+    summary: str
+    entries: tuple[TimelineEntry, ...]
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+    @property
+    def seq(self) -> int:
+        return self.entries[0].seq
+
+    @property
+    def problem(self) -> bool:
+        return self.status in PROBLEM_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class RunSource:
+    """A run and its committed events as a reader found them (store rows or file lines)."""
+
+    run_id: str
+    events: Sequence[tuple[int, RuntimeEvent]]
+    status: str
+    parent_run_id: str | None = None
+    failure_class: str | None = None
+    source_high_water: int | None = None
+    lanes_checked: bool = False
+    """The events were committed by the store's writers, which refuse an event without exactly
+    one lane (LEDGER.md section 3): a lane is then read from its signal alone, without checking
+    the envelope again (a file's events are checked in full)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineRun:
+    """One run in lineage order: ``depth`` 0 for a first run, +1 per continuation."""
+
+    run_id: str
+    depth: int
+    status: str
+    rows: tuple[TimelineRow, ...]
+    event_count: int
+    parent_run_id: str | None = None
+    failure_class: str | None = None
+    source_high_water: int | None = None
+
+
+def build_run(source: RunSource, depth: int = 0) -> TimelineRun:
+    """The rows of one run, tool facts grouped per call id, in ``event_seq`` order."""
+    ordered = sorted(source.events, key=_by_seq)
+    ended = False
+    slots: list[TimelineRow | list[TimelineEntry]] = []
+    groups: dict[str, list[TimelineEntry]] = {}
+    for seq, event in ordered:
+        entry = entry_of(seq, event, source.lanes_checked)
+        call_id = tool_call_id(event) if entry.kind in TOOL_KINDS else None
+        if call_id is None:
+            ended = ended or entry.kind is TimelineKind.RUN_END
+            slots.append(_single(entry))
+            continue
+        group = groups.get(call_id)
+        if group is None:
+            group = groups[call_id] = []
+            slots.append(group)
+        group.append(entry)
+    rows = tuple(
+        slot if isinstance(slot, TimelineRow) else _tool_row(tuple(slot), ended) for slot in slots
+    )
+    return TimelineRun(
+        run_id=source.run_id,
+        depth=depth,
+        status=source.status,
+        rows=rows,
+        event_count=len(ordered),
+        parent_run_id=source.parent_run_id,
+        failure_class=source.failure_class,
+        source_high_water=source.source_high_water,
+    )
+
+
+def _by_seq(pair: tuple[int, RuntimeEvent]) -> int:
+    return pair[0]
+
+
+def lineage_order(sources: Sequence[RunSource]) -> list[tuple[RunSource, int]]:
+    """Runs with their depth: each first run in the given order, its continuations right under
+    it. A parent that is not among ``sources`` (or a cycle) makes a run a first run."""
+    known = {source.run_id for source in sources}
+    children: dict[str, list[RunSource]] = {}
+    roots: list[RunSource] = []
+    for source in sources:
+        parent = source.parent_run_id
+        if parent is not None and parent in known and parent != source.run_id:
+            children.setdefault(parent, []).append(source)
+        else:
+            roots.append(source)
+    ordered: list[tuple[RunSource, int]] = []
+    seen: set[str] = set()
+    stack = [(root, 0) for root in reversed(roots)]
+    while stack:
+        source, depth = stack.pop()
+        if source.run_id in seen:
+            continue
+        seen.add(source.run_id)
+        ordered.append((source, depth))
+        stack.extend((child, depth + 1) for child in reversed(children.get(source.run_id, [])))
+    # Runs caught in a parent cycle have no root: show them at the top level all the same.
+    ordered.extend((source, 0) for source in sources if source.run_id not in seen)
+    return ordered
+
+
+def build_timeline(sources: Sequence[RunSource]) -> tuple[TimelineRun, ...]:
+    """Every run's rows, in lineage order. Builds an object or two per event, none of them
+    cyclic: the cyclic collector is paused meanwhile (its passes would cost more than the
+    building)."""
+    with collector_paused():
+        return tuple(build_run(source, depth) for source, depth in lineage_order(sources))
+
+
+# ---- rows -------------------------------------------------------------------------------------
+
+
+def _single(entry: TimelineEntry) -> TimelineRow:
+    return TimelineRow(entry.kind, entry.status, entry.summary, (entry,))
+
+
+def _tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
+    """A tool operation's row: its status is what its facts prove, in this order: a damaged
+    or parked fact, a recovery decision or attestation, the response, else unknown (a
+    dispatch with nothing after it in an ended run), not run (a call never dispatched)."""
+    name = _tool_name(entries)
+    call_id = tool_call_id(entries[0].event)
+    kinds = {entry.kind for entry in entries}
+    status = _tool_status(entries, kinds, ended)
+    words = {
+        TimelineStatus.OK: "done",
+        TimelineStatus.FAILED: "failed",
+        TimelineStatus.UNKNOWN: "outcome unknown",
+        TimelineStatus.PARKED: "parked",
+        TimelineStatus.DAMAGED: "damaged record",
+        TimelineStatus.NOT_RUN: "not run",
+        TimelineStatus.RUNNING: "no result yet",
+        TimelineStatus.CANCELLED: "cancelled",
+    }[status]
+    if TimelineKind.ATTESTATION in kinds:
+        words += ", settled by you"
+    return TimelineRow(
+        TimelineKind.TOOL,
+        status,
+        f"{name}: {words}",
+        entries,
+        tool_name=name,
+        tool_call_id=call_id,
+    )
+
+
+def _tool_status(
+    entries: tuple[TimelineEntry, ...], kinds: set[TimelineKind], ended: bool
+) -> TimelineStatus:
+    statuses = {entry.status for entry in entries}
+    for worst in (TimelineStatus.DAMAGED, TimelineStatus.PARKED):
+        if worst in statuses:
+            return worst
+    decided = [e for e in entries if e.lane == Lane.RECOVERY_DECISION.value]
+    if decided:  # a recovery or the user settled it (an attested "did not run" is no failure)
+        return decided[-1].status
+    response = [e for e in entries if e.kind is TimelineKind.TOOL_RESPONSE]
+    if response:
+        return response[-1].status
+    if TimelineKind.TOOL_DISPATCH in kinds:
+        return TimelineStatus.UNKNOWN if ended else TimelineStatus.RUNNING
+    return TimelineStatus.NOT_RUN if ended else TimelineStatus.RUNNING
+
+
+def _tool_name(entries: tuple[TimelineEntry, ...]) -> str:
+    for entry in entries:
+        content: Mapping[str, Any] = entry.event.get("content") or {}
+        if "name" in content:
+            return str(content["name"])
+        actions: Mapping[str, Any] = entry.event.get("actions") or {}
+        if "toolDispatch" in actions:
+            return str(actions["toolDispatch"]["toolName"])
+    return "tool"

@@ -1,0 +1,266 @@
+"""The Timeline view: the renderer's item model fed by the main process's own paging.
+
+Rows come in pages as the view asks (``fetchMore``); a tool call's facts are one row with
+children; filters hide rows, never run headings; every park family's reason is pinned to its row
+or listed outside the record, and activating a pinned reason brings its row into view, loading
+the pages before it when needed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from renderer.timeline_model import PAGE_ROWS, PROBLEM_ROLE, EntryNode, RowNode, RunNode
+from renderer.timeline_panel import PIN_ROLE, TimelinePanel
+from tests.helpers.timeline_demo import ServingBridge, long_session, parked_session
+
+ROOT = QModelIndex()
+
+
+def _panel(qtbot: QtBot, bridge: ServingBridge) -> TimelinePanel:
+    panel = TimelinePanel(bridge)
+    qtbot.addWidget(panel)
+    panel.resize(1000, 700)
+    return panel
+
+
+def test_rows_arrive_a_page_at_a_time_as_the_view_asks(qtbot: QtBot) -> None:
+    timeline = long_session(1300)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    model = panel.model
+    panel.open("sess-1")
+    assert model.rowCount(ROOT) == 0
+    bridge.serve()
+    # the heading of the one run, then the first page of its rows only
+    assert model.rowCount(ROOT) == 1 + PAGE_ROWS
+    assert bridge.calls_to("timeline_rows") == [("sess-1", "run-1", 0, PAGE_ROWS)]
+    assert model.canFetchMore(ROOT)
+    model.fetchMore(ROOT)
+    assert not model.canFetchMore(ROOT)  # one page asked at a time
+    bridge.serve()
+    assert model.rowCount(ROOT) == 1 + 2 * PAGE_ROWS
+    model.fetchMore(ROOT)
+    bridge.serve()
+    total = len(timeline.runs[0].rows)
+    assert model.rowCount(ROOT) == 1 + total
+    assert model.fully_loaded() and not model.canFetchMore(ROOT)
+    seqs = [model.node(model.index(n, 0)) for n in range(1, model.rowCount(ROOT))]
+    assert [n.item.seq for n in seqs if isinstance(n, RowNode)] == [
+        row.seq for row in timeline.runs[0].rows
+    ]
+    assert panel.tree.uniformRowHeights()
+
+
+def test_a_tool_call_is_one_row_whose_children_are_its_facts(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": long_session(8)}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    model = panel.model
+    tool = next(
+        model.index(n, 0) for n in range(model.rowCount(ROOT)) if model.index(n, 1).data() == "tool"
+    )
+    assert model.rowCount(tool) == 3
+    facts = [model.index(n, 1, tool).data() for n in range(3)]
+    assert facts == ["tool call", "tool dispatch", "tool response"]
+    child = model.node(model.index(0, 0, tool))
+    assert isinstance(child, EntryNode)
+    assert model.parent(model.index(0, 0, tool)) == tool
+    assert "read_file: done" in str(model.index(tool.row(), 2).data())
+    heading = model.node(model.index(0, 0))
+    assert isinstance(heading, RunNode)
+    assert model.index(0, 1).data() == "run"
+    assert str(model.index(0, 2).data()).startswith("run-1 · completed · ")
+
+
+def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": parked_session(rows_before=12)}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    proxy = panel.proxy
+
+    def shown() -> list[str]:
+        return [str(proxy.index(n, 1).data()) for n in range(proxy.rowCount(ROOT))]
+
+    panel.problems_box.setChecked(True)
+    # the pinned snapshot, the unknown call, the damaged record, the failed ending
+    assert shown() == ["run", "checkpoint", "tool", "event", "run end"]
+    assert all(proxy.index(n, 0).data(PROBLEM_ROLE) for n in range(1, proxy.rowCount(ROOT)))
+    panel.problems_box.setChecked(False)
+    panel.kind_box.setCurrentIndex(panel.kind_box.findData("tool"))
+    assert shown() == ["run", *["tool"] * 4]  # three read_file, one bash
+    panel.kind_box.setCurrentIndex(0)
+    panel.tool_edit.setText("BASH")
+    assert shown() == ["run", "tool"]
+    panel.tool_edit.clear()
+    panel.status_box.setCurrentIndex(panel.status_box.findData("damaged"))
+    assert shown() == ["run", "event"]
+    panel.status_box.setCurrentIndex(0)
+    panel.text_edit.setText("question 4")
+    assert shown() == ["run", "message"]
+    panel.text_edit.setText("evt-bash")  # an event id finds its row
+    assert shown() == ["run", "tool"]
+
+
+def test_a_filter_keeps_loading_pages_so_no_problem_is_missed(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": parked_session(rows_before=1200)}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    assert not panel.model.fully_loaded()
+    panel.problems_box.setChecked(True)
+    qtbot.waitUntil(panel.model.fully_loaded, timeout=60_000)
+    assert panel.proxy.rowCount(ROOT) == 5
+
+
+def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": parked_session()}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    pinned = [panel.pinned.item(n) for n in range(panel.pinned.count())]
+    assert [item.data(PIN_ROLE) for item in pinned] == [("run-1", 3), ("run-1", 5), ("run-1", 2)]
+    words = [item.text() for item in pinned]
+    assert words[0].startswith("⚑ pending_tool_result: ")  # unknown outcome
+    assert words[0].endswith("(row #3 of run-1)")
+    assert "tool_ledger_corruption" in words[1]  # damaged record
+    assert "workspace_checkpoint_stale" in words[2]  # stale snapshot
+    outside = [panel.outside.item(n).text() for n in range(panel.outside.count())]
+    assert [text.split(":")[0] for text in outside] == [
+        "workspace_drift",
+        "workspace_folder_missing",
+        "background_operation_pending",
+    ]
+    assert not panel.outside_label.isHidden()
+    model = panel.model
+    for (run_id, seq), code in (
+        (("run-1", 3), "pending_tool_result"),
+        (("run-1", 5), "tool_ledger_corruption"),
+        (("run-1", 2), "workspace_checkpoint_stale"),
+    ):
+        node = model.node(model.index_of_row(run_id, seq))
+        assert isinstance(node, RowNode)
+        assert [pin.code for pin in node.pins] == [code]
+        assert node.problem
+    assert panel.verdict.text() == "1 run, 6 events. Safe resume parks at event 6 of run-1."
+
+
+def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(
+    qtbot: QtBot,
+) -> None:
+    timeline = parked_session(rows_before=1400)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    assert not panel.model.fully_loaded()
+    panel.problems_box.setChecked(False)
+    first = panel.pinned.item(0)
+    panel.pinned.setCurrentItem(first)
+    with qtbot.waitSignal(panel.row_shown, timeout=60_000) as shown:
+        panel.pinned.itemActivated.emit(first)
+        qtbot.waitUntil(lambda: bridge.serve() == 0 and panel._target is None, timeout=60_000)
+    assert shown.args == ["run-1", first.data(PIN_ROLE)[1]]
+    node = panel.model.node(panel.source_index(panel.tree.currentIndex()))
+    assert isinstance(node, RowNode) and node.item.tool_name == "bash"
+
+
+def test_the_detail_shows_the_saved_events_canonical_json_and_digest(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": parked_session()}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    source = panel.model.index_of_row("run-1", 3)
+    panel.tree.setCurrentIndex(panel.view_index(source))
+    assert bridge.calls_to("timeline_event")[-1] == ("sess-1", "run-1", "evt-bash")
+    text = panel.detail.toPlainText()
+    assert "tool operation: bash call-bash (unknown, 2 facts)" in text
+    assert "! pending_tool_result: " in text
+    assert "digest: sha256:" in text
+    body = text.splitlines()[-1]
+    assert json.loads(body)["id"] == "evt-bash"
+    panel.copy_json()
+    assert QApplication.clipboard().text() == body
+    assert panel.detail.isReadOnly()
+
+
+def test_the_keyboard_moves_through_rows_and_opens_a_tool_row(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": long_session(8)}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    panel.tree.setFocus()
+    panel.tree.setCurrentIndex(panel.tree.model().index(0, 0))
+    for _ in range(5):  # the heading, three messages, then the read_file call
+        QTest.keyClick(panel.tree, Qt.Key.Key_Down)
+    current = panel.tree.currentIndex()
+    assert current.row() == 5 and current.siblingAtColumn(1).data() == "tool"
+    QTest.keyClick(panel.tree, Qt.Key.Key_Right)
+    assert panel.tree.isExpanded(current)
+    QTest.keyClick(panel.tree, Qt.Key.Key_Down)
+    assert panel.tree.currentIndex().parent() == current
+
+
+def test_a_run_that_has_fewer_rows_than_announced_stops_asking(qtbot: QtBot) -> None:
+    """The record is read afresh when a page is asked of a session no longer kept: a page
+    that says the run ends earlier ends the asking, instead of asking for the same page again."""
+    timeline = long_session(700)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.open("sess-1")
+    bridge.serve()
+    model = panel.model
+    assert model.canFetchMore(ROOT)
+    shorter = long_session(400)
+    bridge.pages = type(bridge.pages)(lambda _session: shorter)  # what a fresh read gives
+    model.fetchMore(ROOT)
+    bridge.serve()
+    assert not model.canFetchMore(ROOT)
+    assert len(bridge.calls_to("timeline_rows")) == 2
+
+
+def test_opening_while_disconnected_says_so(qtbot: QtBot) -> None:
+    from tests.helpers.fake_bridge import FakeBridge
+
+    class Offline(FakeBridge):
+        def open_timeline(self, session_id: str) -> bool:
+            return False
+
+    panel = TimelinePanel(Offline())
+    qtbot.addWidget(panel)
+    panel.open("sess-1")
+    assert panel.verdict.text().startswith("Not connected to the main process")
+
+
+def test_view_timeline_replaces_the_transcript_and_follows_the_open_session(
+    qtbot: QtBot,
+) -> None:
+    from app import bridge_contract as bc
+    from renderer.main_window import MainWindow
+
+    timelines = {"s1": parked_session(session_id="s1"), "s2": long_session(5, session_id="s2")}
+    bridge = ServingBridge(timelines, immediate=True)
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.show()
+    summaries = tuple(
+        bc.SessionSummary(session_id=session, cwd=f"/w/{session}", title=session)
+        for session in ("s1", "s2")
+    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=summaries))
+    window.sessions.select("s1")
+    assert window.transcript.isVisible() and not window.timeline.isVisible()
+    assert window.timeline_action.shortcut().toString() == "Ctrl+T"
+    window.timeline_action.trigger()  # View › Timeline
+    assert window.timeline.isVisible() and not window.transcript.isVisible()
+    assert bridge.calls_to("open_timeline") == [("s1",)]
+    assert window.timeline.pinned.count() == 3
+    window.sessions.select("s2")
+    assert bridge.calls_to("open_timeline")[-1] == ("s2",)
+    assert window.timeline.model.session_id == "s2"
+    assert window.timeline.pinned.isHidden()  # nothing interrupted there
+    window.timeline_action.trigger()
+    assert window.transcript.isVisible() and not window.timeline.isVisible()
