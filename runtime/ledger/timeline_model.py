@@ -77,8 +77,8 @@ class RunSource:
     source_high_water: int | None = None
     lanes_checked: bool = False
     """The events were committed by the store's writers, which refuse an event without exactly
-    one lane (LEDGER.md section 3): a lane is then read from its signal alone, without checking
-    the envelope again (a file's events are checked in full)."""
+    one lane (docs/design/ledger.md section 3): a lane is then read from its signal alone,
+    without checking the envelope again (a file's events are checked in full)."""
 
 
 @dataclass(frozen=True, slots=True)
