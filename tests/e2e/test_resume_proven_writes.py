@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from runtime.ledger.event_model import RuntimeEvent
+from tests.helpers.maka_process import maka_executable
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
@@ -232,3 +233,34 @@ def test_a_run_killed_before_its_first_snapshot_with_nothing_written_continues(
     assert len(runs) == 2
     assert _snapshots(runs[1][1]) >= 1  # the continuation captured the first snapshot
     assert (drill.work / "a.txt").read_text() == "one\n"  # the write ran once, in it
+
+
+def test_two_processes_resuming_at_once_make_exactly_one_continuation(tmp_path: Path) -> None:
+    for round_index in range(3):
+        folder = tmp_path / f"round-{round_index}"
+        drill = Drill(folder, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+        drill.run("P6")  # checkpoints on: the snapshot after the write was never taken
+        assert drill.plan()["disposition"] == "continue"
+        args = ["resume", drill.session, "--json", "--permission-mode", "auto"]
+        environment = {**os.environ, **drill.env, "MAKA_DATA_DIR": str(drill.data)}
+        environment.pop("MAKA_FAILPOINT", None)
+        racers = [
+            subprocess.Popen(
+                [*maka_executable(), *args],
+                env=environment,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        codes = [racer.wait(timeout=120) for racer in racers]
+        for racer in racers:
+            assert racer.stdout is not None and racer.stderr is not None
+            racer.stdout.close()
+            racer.stderr.close()
+        runs = committed_runs(drill.data)
+        assert len(runs) == 2, (codes, [r[0].run_id for r in runs])  # one continuation
+        assert sorted(codes)[0] == 0 and sorted(codes)[1] != 0, codes
+        assert len(drill.requests()) == 1  # the provider was called by one of them only
+        assert (drill.work / "a.txt").read_text() == "one\n"
