@@ -186,7 +186,7 @@ def workspace_gate(
         said = changed_count_words([change.path for change in evidence.changes])
         since = f"since the snapshot {taken}"
         if rolled:
-            since += f" and {rolled_words(rolled)} after it"
+            since += f", rolled forward over {rolled_words(rolled)}"
         return [
             GateFinding(
                 reason,
@@ -201,8 +201,8 @@ def workspace_gate(
         message = f"the files are as in the snapshot {taken}"
     if rolled:
         message += (
-            f" (the snapshot before the stop, with what {rolled_words(rolled)} did after it, "
-            "as the saved history proves)"
+            f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, as "
+            "the saved history proves"
         )
     verified: dict[str, Any] = {"checkpointRef": ref, **based}
     if skipped:

@@ -264,3 +264,68 @@ def test_two_processes_resuming_at_once_make_exactly_one_continuation(tmp_path: 
         assert sorted(codes)[0] == 0 and sorted(codes)[1] != 0, codes
         assert len(drill.requests()) == 1  # the provider was called by one of them only
         assert (drill.work / "a.txt").read_text() == "one\n"
+
+
+def _doctor_clean(drill: Drill) -> None:
+    doctor = maka(["doctor", "--json"], drill.data, env=drill.env)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert json.loads(doctor.stdout)["ok"] is True
+
+
+def test_a_write_recovery_found_not_done_is_confirmed_in_one_answer(tmp_path: Path) -> None:
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+    drill.run("P3")  # inside the tool, the target untouched
+    planned = drill.plan()  # the reconciler finds a.txt as it was and parks the call
+    assert planned["rejectionReasons"] == ["dangling_tool_state"]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert "Recovery found the file of write_file c1 as it was before the write" in text
+    assert f"maka settle {drill.session} c1 --not-run [--note TEXT]" in text
+    assert "already settled" not in text
+
+    ran = maka(["settle", drill.session, "c1", "--ran"], drill.data, env=drill.env)
+    assert ran.returncode == 1
+    assert "[attestation_not_applicable]" in ran.stderr
+    assert "only 'it did not run' can be confirmed" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    assert drill.plan()["rejectionReasons"] == ["dangling_tool_state"]  # nothing recorded
+
+    args = ["settle", drill.session, "c1", "--not-run", "--json", "--note", "a.txt unchanged"]
+    confirmed = maka(args, drill.data, env=drill.env)
+    assert confirmed.returncode == 0, confirmed.stderr
+    body = json.loads(confirmed.stdout)
+    assert body["attestation"] == "not_run" and body["created"] is True
+    again = maka(args, drill.data, env=drill.env)
+    assert again.returncode == 0 and json.loads(again.stdout)["created"] is False
+    _doctor_clean(drill)
+
+    planned = drill.plan()
+    assert planned["disposition"] == "continue", planned
+    rolled = _diagnostic(planned, "workspace_verified")["detail"]["rolledForward"]
+    assert rolled == [{"toolName": "write_file", "toolCallId": "c1", "how": "not_run"}]
+    code, resumed = drill.resume()
+    assert code == 0, resumed
+    assert resumed["status"] == "completed"
+    history = drill.requests()[0]["history"]
+    assert [item["type"] for item in history] == ["user", "assistant", "tool_call", "tool_result"]
+    told = json.dumps(history[-1])
+    assert "the write did not happen" in told and "a.txt unchanged" in told
+    assert (drill.work / "a.txt").read_text() == "alpha\n"  # never written
+    _doctor_clean(drill)
+
+
+def test_the_tui_confirms_a_write_recovery_found_not_done(tmp_path: Path) -> None:
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+    drill.run("P3")
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin="/resume\n/settle c1 ran\n/settle c1 not-run\n/resume\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "say so on the record" not in result.stdout
+    assert "/settle c1 not-run [NOTE]" in result.stdout
+    assert "not recorded [attestation_not_applicable]" in result.stdout
+    assert "recorded: you confirmed that write_file c1 did not run" in result.stdout
+    assert "Done." in result.stdout  # the second /resume continued
+    assert (drill.work / "a.txt").read_text() == "alpha\n"
