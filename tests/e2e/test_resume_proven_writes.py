@@ -329,3 +329,30 @@ def test_the_tui_confirms_a_write_recovery_found_not_done(tmp_path: Path) -> Non
     assert "recorded: you confirmed that write_file c1 did not run" in result.stdout
     assert "Done." in result.stdout  # the second /resume continued
     assert (drill.work / "a.txt").read_text() == "alpha\n"
+
+
+@pytest.mark.parametrize(
+    "failpoint",
+    [
+        "bundle_after_reconcile_insert",
+        "bundle_after_outcome_insert",
+        "bundle_after_decision_insert",
+        "attestation_after_commit",
+    ],
+)
+def test_confirming_a_write_not_done_is_all_or_nothing(tmp_path: Path, failpoint: str) -> None:
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+    drill.run("P3")
+    assert drill.plan()["rejectionReasons"] == ["dangling_tool_state"]
+    args = ["settle", drill.session, "c1", "--not-run", "--json"]
+    killed = maka(args, drill.data, env={**drill.env, "MAKA_FAILPOINT": failpoint})
+    assert killed.returncode == -9, killed.stderr
+    _doctor_clean(drill)
+    committed = failpoint == "attestation_after_commit"
+    planned = drill.plan()
+    assert planned["disposition"] == ("continue" if committed else "park"), planned
+    again = maka(args, drill.data, env=drill.env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["created"] is not committed
+    assert drill.plan()["disposition"] == "continue"
+    _doctor_clean(drill)
