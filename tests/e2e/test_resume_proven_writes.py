@@ -356,3 +356,29 @@ def test_confirming_a_write_not_done_is_all_or_nothing(tmp_path: Path, failpoint
     assert json.loads(again.stdout)["created"] is not committed
     assert drill.plan()["disposition"] == "continue"
     _doctor_clean(drill)
+
+
+def test_a_continuation_killed_before_its_first_snapshot_uses_the_rolled_forward_source(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+    drill.run("P6")  # the write proven, its snapshot never taken
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto"]
+    failpoint = "after_continuation_admission_committed"
+    killed = maka(args, drill.data, env={**drill.env, "MAKA_FAILPOINT": failpoint})
+    assert killed.returncode == -9, killed.stderr
+    assert len(committed_runs(drill.data)) == 2  # admitted, no snapshot of its own
+    planned = drill.plan()
+    assert planned["disposition"] == "continue", planned
+    verified = _diagnostic(planned, "workspace_verified")
+    assert verified["detail"]["basis"] == "parent"
+    assert verified["detail"]["rolledForward"] == [
+        {"toolName": "write_file", "toolCallId": "c1", "how": "completed", "path": "a.txt"}
+    ]
+    (drill.work / "a.txt").write_text("changed by the user\n")
+    assert drill.plan()["rejectionReasons"] == ["workspace_drift"]
+    (drill.work / "a.txt").write_text("one\n")
+    code, body = drill.resume()
+    assert code == 0, body
+    assert body["status"] == "completed"
+    assert len(committed_runs(drill.data)) == 3
