@@ -145,8 +145,8 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     ),
     "workspace_checkpoint_unavailable": (
         _I,
-        "This session runs without snapshots of its folder, so changed files cannot be "
-        "detected; resume checks the history only.",
+        "No snapshot of the folder could be compared: the session runs without them, or the "
+        "run stopped before its first one with nothing written; resume checks the history only.",
     ),
     "checkpoint_git_missing": (
         _I,

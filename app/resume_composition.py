@@ -136,6 +136,8 @@ class OperationView:
     # The run's facts let the user settle it (``runtime.recovery.settle_verdict``: the decision
     # ``maka settle`` applies), so the advice may name ``maka settle`` for it.
     settleable: bool = False
+    # Only "it did not run" can be said: recovery found the file of this write untouched.
+    not_run_only: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -207,18 +209,22 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
         if any(d.settlement_origin is SettlementOrigin.USER_ATTESTATION for d in decisions)
         else {}
     )
-    return tuple(
-        OperationView(
-            run_id,
-            op.decision,
-            leftovers.get(op.decision.tool_call_id, ()),
-            attested.get(op.decision.operation_id or "")
-            if op.decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
-            else None,
-            settle_verdict(resolution, op).open,
+    views: list[OperationView] = []
+    for op in resolved:
+        verdict = settle_verdict(resolution, op)
+        views.append(
+            OperationView(
+                run_id,
+                op.decision,
+                leftovers.get(op.decision.tool_call_id, ()),
+                attested.get(op.decision.operation_id or "")
+                if op.decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
+                else None,
+                verdict.open,
+                verdict.open and verdict.not_run_only,
+            )
         )
-        for op in resolved
-    )
+    return tuple(views)
 
 
 def _recovery_reason(message: str, tool_call_id: str | None, reasons: Mapping[str, str]) -> str:
@@ -313,15 +319,18 @@ def _folder_advice(plan: ContinuationPlan) -> list[str]:
     return advice
 
 
-def settle_command(session_id: str, tool_call_id: str) -> str:
-    """How a terminal says a call ran or not: ``maka settle`` (the TUI passes ``/settle``)."""
+def settle_command(session_id: str, tool_call_id: str, not_run_only: bool = False) -> str:
+    """How a terminal says a call ran or not: ``maka settle`` (the TUI passes ``/settle``);
+    ``not_run_only``: only "it did not run" can be said (a write recovery found not done)."""
+    if not_run_only:
+        return f"maka settle {session_id} {tool_call_id} --not-run [--note TEXT]"
     return f"maka settle {session_id} {tool_call_id} --ran (or --not-run) [--note TEXT]"
 
 
 def plan_summary(
     plan: ContinuationPlan,
     operations: Sequence[OperationView] | None = None,
-    settle: Callable[[str, str], str] = settle_command,
+    settle: Callable[[str, str, bool], str] = settle_command,
 ) -> list[str]:
     reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
     if plan.continues and plan.continuation is not None:
@@ -384,6 +393,7 @@ def plan_summary(
                     f"desktop){told}.{until}"
                 )
         unknown = [op.decision for op in operations or () if op.settleable]
+        confirmable = [op.decision for op in operations or () if op.not_run_only]
         running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
         if damaged(plan):
             # Saying whether a call ran cannot lift it, nor can clearing the other reasons.
@@ -395,7 +405,15 @@ def plan_summary(
         elif unknown and running:
             lines.append(
                 "Once it has ended you can say on the record whether the call ran: "
-                f"{settle(plan.session_id, unknown[0].tool_call_id)}."
+                f"{settle(plan.session_id, unknown[0].tool_call_id, False)}."
+            )
+        elif confirmable and len(confirmable) == len(unknown):
+            found = confirmable[0]
+            lines.append(
+                f"Recovery found the file of {found.tool_name} {found.tool_call_id} as it was "
+                "before the write: the write did not happen. Confirm that on the record and "
+                "the model is told so when Safe resume continues: "
+                f"{settle(plan.session_id, found.tool_call_id, True)}."
             )
         elif unknown:
             alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}
@@ -406,7 +424,7 @@ def plan_summary(
             )
             lines.append(
                 "If you can check whether a call with an unknown outcome ran, say so on the "
-                f"record: {settle(plan.session_id, unknown[0].tool_call_id)}. {then}"
+                f"record: {settle(plan.session_id, unknown[0].tool_call_id, False)}. {then}"
             )
         if not damaged(plan):
             lines.extend(_later_workspace_advice(plan))

@@ -34,6 +34,15 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("SettlePanel", text)
 
 
+def question_text() -> str:
+    """The question for a call whose outcome is unknown."""
+    return _tr(
+        "Did it run? If you can check (the files, the database, the command's own log), "
+        "tell Maka what happened. Your answer is recorded as your confirmation, and "
+        "the model is told it when the session continues."
+    )
+
+
 def attested_time(attested_at: int) -> str:
     """When the user confirmed it, in the user's local time."""
     return QDateTime.fromMSecsSinceEpoch(attested_at).toString("yyyy-MM-dd HH:mm")
@@ -64,13 +73,7 @@ class SettlePanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(6)
-        self.question_label = QLabel(
-            _tr(
-                "Did it run? If you can check (the files, the database, the command's own log), "
-                "tell Maka what happened. Your answer is recorded as your confirmation, and "
-                "the model is told it when the session continues."
-            )
-        )
+        self.question_label = QLabel(question_text())
         self.question_label.setWordWrap(True)
         self.command_view = QPlainTextEdit()
         self.command_view.setReadOnly(True)
@@ -101,6 +104,23 @@ class SettlePanel(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.status_label)
         self.refresh_colours()
+
+    def set_not_run_only(self, only: bool) -> None:
+        """A file write recovery found not done: the one answer is confirming that finding."""
+        self.ran_button.setVisible(not only)
+        if only:
+            self.question_label.setText(
+                _tr(
+                    "Recovery found this file as it was before the write: the write did not "
+                    "happen. If that is right, confirm it: your answer is recorded beside what "
+                    "recovery found, and the model is told the write did not happen when the "
+                    "session continues."
+                )
+            )
+            self.not_run_button.setText(_tr("Confirm: it did not run"))
+        else:
+            self.question_label.setText(question_text())
+            self.not_run_button.setText(_tr("It did not run"))
 
     def set_command(self, command: str) -> None:
         if self.command_view.toPlainText() != command:

@@ -230,6 +230,9 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
     ),
 }
 
+RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
+"""The park reason of a file write recovery found not done (the file as it was before it)."""
+
 _UNUSUAL = frozenset({ToolCardStatus.INDETERMINATE, ToolCardStatus.PARKED, ToolCardStatus.FAILED})
 
 
@@ -461,7 +464,15 @@ class ToolCardWidget(TintedPanel):
         self.refresh_colours()
 
     def _show_settle_panel(self, item: ToolCardItem) -> None:
-        asking = (
+        # A file write recovery found untouched: the user may confirm that finding (it did not
+        # run), the one answer it takes.
+        confirming = (
+            item.settleable
+            and item.status is ToolCardStatus.PARKED
+            and item.park_reason == RECONCILE_MATCHES_PRIOR_STATE
+            and item.attestation is None
+        )
+        asking = confirming or (
             item.settleable
             and item.status is ToolCardStatus.INDETERMINATE
             and item.attestation is None
@@ -477,6 +488,7 @@ class ToolCardWidget(TintedPanel):
         self.args_label.setVisible(bool(item.args_summary) and not asking)
         if self.settle_panel is not None:
             if asking:
+                self.settle_panel.set_not_run_only(confirming)
                 self.settle_panel.set_command(item.args_full or item.args_summary)
                 self.settle_panel.set_waiting(False)
                 self.settle_panel.show_status("")

@@ -14,7 +14,8 @@ Refusals (nothing written), in this order:
   only names the operation): ``tool_ledger_corruption`` (the run's record is damaged),
   ``operation_settled`` (already settled, or parked: final; the same choice and note again is a
   no-op, ``created=False``, the stored bundle stands, its time included),
-  ``attestation_not_applicable`` (its outcome was recorded, or it never started),
+  ``attestation_not_applicable`` (its outcome was recorded, or it never started, or "it ran"
+  for a file write recovery found untouched: only "it did not run" confirms that finding),
   ``attestation_not_offered_for_reconcile`` (a file write: its evidence decides);
 - the writer's own rule that a run with a ledger issue accepts no tool fact (the scanner's code);
 - ``run_not_orphaned``: the run was started by the current owner of the data directory;
@@ -71,9 +72,14 @@ def attestation_event_ids(operation_id: str) -> tuple[str, str, str]:
 
 
 def attestation_events(
-    operation: ToolOperationRecord, dispatch: RuntimeEvent, ran: bool, attestation: Attestation
+    operation: ToolOperationRecord,
+    dispatch: RuntimeEvent,
+    ran: bool,
+    attestation: Attestation,
+    write_not_done: bool = False,
 ) -> tuple[RuntimeEvent, RuntimeEvent, RuntimeEvent]:
-    """The bundle for ``operation``: reconcile observation, recovered outcome, decision."""
+    """The bundle for ``operation``: reconcile observation, recovered outcome, decision
+    (``write_not_done``: confirming a file write recovery found not done)."""
     op = operation.operation_id
     call_id = operation.provider_tool_call_id
     ids = EventIdentity.of_event(dispatch)
@@ -90,7 +96,7 @@ def attestation_events(
         operation_id=op,
         tool_call_id=call_id,
         tool_name=operation.tool_name,
-        result=attestation_result(ran, attestation),
+        result=attestation_result(ran, attestation, write_not_done),
         is_error=not ran,
     )
     evidence = (operation.call_event_id, operation.dispatch_event_id, reconcile_id, outcome_id)
@@ -147,6 +153,8 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
             if same is not None:
                 return same
         raise StoreRefusal(verdict.code, verdict.message)
+    if verdict.not_run_only and ran:
+        raise StoreRefusal(AttestationRefusal.ATTESTATION_NOT_APPLICABLE, verdict.message)
     state = tx.run(operation.run_id)
     tx.check_health(state)  # the writer's own rule: a run with a ledger issue takes no tool fact
     if header.owner_epoch >= headers.read_owner_epoch(tx.conn):
@@ -165,7 +173,9 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
     if dispatch is None:
         raise StoreRefusal(StoreCode.STORE_CORRUPT, f"operation {operation_id} lost its dispatch")
     attestation = Attestation(attested_at, headers.read_owner_epoch(tx.conn), note)
-    reconcile, outcome, decision = attestation_events(operation, dispatch.event, ran, attestation)
+    reconcile, outcome, decision = attestation_events(
+        operation, dispatch.event, ran, attestation, verdict.not_run_only
+    )
     result: CommitResult = commit_bundle(
         tx, prepare_candidate(reconcile), prepare_candidate(outcome), prepare_candidate(decision)
     )

@@ -240,6 +240,16 @@ class SqliteLedgerStore:
         with self._write() as tx:
             headers.insert_header(tx.conn, header)
 
+    def start_run(self, header: RunHeader, first_event: RuntimeEvent) -> CommitResult:
+        """A new run's header and its first event (the user's message) in one transaction: a
+        kill between them leaves neither, never a run without events."""
+        candidate = prepare_candidate(first_event)
+        check_generic(candidate)
+        with self._write() as tx:
+            headers.insert_header(tx.conn, header)
+            failpoint(CrashPoint.RUN_START_AFTER_HEADER_INSERT)
+            return append_generic(tx, candidate)
+
     def mark_run_running(self, run_id: str) -> None:
         with self._write() as tx:
             headers.mark_running(tx.conn, run_id, tx.committed_at)

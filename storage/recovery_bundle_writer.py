@@ -6,7 +6,9 @@ bundle (docs/design/ledger.md section 4): ``[reconcile_result, recovery_decision
 against the operation as T1 recorded it (the projection row and the stored call and dispatch) with
 the shared ``validate_recovery_bundle``, then through the shared transition validation, and the
 operation must still be ``prepared``: parked is final, and only a byte-identical retry of the same
-bundle is accepted afterwards (``created=False``).
+bundle is accepted afterwards (``created=False``). The one exception: the user's attestation that a
+file write recovery found untouched (``reconcile_matches_prior_state``) did not run, which
+confirms that finding beside it.
 
 A run sealed by its terminal event accepts no bundle (``run_sealed``): startup recovery
 reconciles before it writes the recovered ending. The exception is the user's attestation
@@ -106,7 +108,12 @@ def commit_bundle(
             decision.event_id,
         )
     tx.validate_tool_transition(state, new, TransitionKind.RECOVERY_BUNDLE)
-    if operation.current_state != PREPARED or operation.result_event_id is not None:
+    # The user confirming a file write recovery found untouched follows its parked bundle (the
+    # transition validation accepts only that shape: ``recovery_bundle``).
+    confirming = operation.current_state == RECOVERY_PARKED and is_attestation_fact(reconcile.event)
+    if (
+        operation.current_state != PREPARED and not confirming
+    ) or operation.result_event_id is not None:
         raise StoreRefusal(
             WriterRejectionCode.OPERATION_SETTLED,
             f"operation {operation.operation_id} is already {operation.current_state}",

@@ -469,6 +469,10 @@ def derive_run_projection(
         tail: list[tuple[str, str, RuntimeEvent]] = []
         state = PREPARED
         if isinstance(meaning, RecoveryValid):
+            if meaning.confirmed is not None:  # recovery's finding, then the user's word on it
+                found, parked = meaning.confirmed
+                tail.append((f"{found['id']}_journal", RECONCILE_OBSERVED, found))
+                tail.append((f"{parked['id']}_journal", RECOVERY_PARKED, parked))
             tail.append(
                 (
                     f"{meaning.reconcile_event['id']}_journal",

@@ -156,7 +156,7 @@ def resume_session(
     as_json: bool = False,
     decision: WorkspaceDecision | None = None,
     restore_to: str | None = None,
-    settle: Callable[[str, str], str] | None = None,
+    settle: Callable[[str, str, bool], str] | None = None,
 ) -> int:
     """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI
     (``settle`` says how the terminal records a call's outcome: the TUI's ``/settle``)."""

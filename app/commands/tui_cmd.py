@@ -34,6 +34,13 @@ HELP = """commands:
 anything else is sent to the agent"""
 
 
+def _tui_settle(_session: str, call: str, not_run_only: bool) -> str:
+    """How the TUI says a call ran or not (``/settle``), for the park's advice."""
+    if not_run_only:
+        return f"/settle {call} not-run [NOTE]"
+    return f"/settle {call} ran (or not-run) [NOTE]"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", help="continue this session")
     parser.add_argument("--cwd", help="folder for a new session (default: current folder)")
@@ -177,7 +184,7 @@ def _resume(
         policy=policy,
         asker=asker,
         transcript=transcript,
-        settle=lambda _session, call: f"/settle {call} ran (or not-run) [NOTE]",
+        settle=_tui_settle,
     )
     if parked == EXIT_PARKED:
         print(TUI_PARK_NOTE)

@@ -113,7 +113,7 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 class RunStore(Protocol):
-    def create_run(self, header: RunHeader) -> None: ...
+    def start_run(self, header: RunHeader, first_event: RuntimeEvent) -> CommitResult: ...
 
     def mark_run_running(self, run_id: str) -> None: ...
 
@@ -213,11 +213,10 @@ class RunLoop:
             header.session_id, header.invocation_id, header.run_id, header.turn_id
         )
         builder = EventBuilder(identity)
-        self._store.create_run(header)
-        self._observer.run_status(header.run_id, RunStatus.CREATED, None)
         mode = self._checkpoints.mode_json() if self._checkpoints is not None else None
         first = builder.user_message(text, self._clock(), t1_marker=True, checkpoint_mode=mode)
-        self._store.append_event(first)
+        self._store.start_run(header, first)  # one transaction: never a run without events
+        self._observer.run_status(header.run_id, RunStatus.CREATED, None)
         self._observer.committed(first)
         self._store.mark_run_running(header.run_id)
         self._observer.run_status(header.run_id, RunStatus.RUNNING, None)

@@ -20,13 +20,13 @@ snapshot is intact is the resume service's evidence.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.continuation.expected_tree import ExpectedFile, expected_tree
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.workspace_facts import (
     WORKSPACE_FACT_KEYS,
-    boundary_checkpoint,
     declared_mode,
     may_write,
     snapshot_fact,
@@ -41,12 +41,14 @@ class AdmissionBasis:
     """``checkpoint``: the snapshot (``workspaceIdentity`` names the store holding it,
     ``workspaceEpoch`` the epoch the continuation runs in); ``folder_identity``: the workspace
     compared with it; ``kind``: ``parent`` or ``restored_copy``; ``run_id``: the run that
-    recorded it."""
+    recorded it; ``files``: the parent's writes after that snapshot the ledger proves
+    (``expected_tree``), compared by their content hash."""
 
     checkpoint: Mapping[str, Any]
     folder_identity: str
     kind: str
     run_id: str
+    files: Mapping[str, ExpectedFile] = field(default_factory=dict)
 
 
 def _call_names(event: RuntimeEvent) -> list[str]:
@@ -106,13 +108,15 @@ def admission_basis(
             }
             return AdmissionBasis(checkpoint, workspace_identity, RESTORED_COPY, _run(events))
         parent = generations[index - 1]
-        own = boundary_checkpoint(parent)
+        own = expected_tree(parent)
         if own.failed is not None or own.stale_after is not None:
             return None
         if own.checkpoint is not None:
             if str(own.checkpoint.get("workspaceIdentity")) != workspace_identity:
                 return None
-            return AdmissionBasis(own.checkpoint, workspace_identity, PARENT, _run(parent))
+            return AdmissionBasis(
+                own.checkpoint, workspace_identity, PARENT, _run(parent), own.files
+            )
         index -= 1  # the parent stopped before its first snapshot too: what it was based on
     return None
 

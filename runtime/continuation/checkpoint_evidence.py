@@ -12,13 +12,20 @@ from typing import Any, Protocol
 
 from runtime.continuation.admission_basis import AdmissionBasis
 from runtime.continuation.continuation_planner import SafetyObservation
+from runtime.continuation.expected_tree import ExpectedFile, expected_tree
 from runtime.continuation.restore_point import RestorePoint, find_restore_point
 from runtime.continuation.workspace_gate import CheckpointEvidence
-from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, TreeChange
+from runtime.ledger.checkpoint_ports import (
+    CheckpointCarrier,
+    CheckpointError,
+    PathChange,
+    TreeChange,
+)
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.workspace_facts import boundary_checkpoint
+from runtime.recovery.file_observation import observe_in_folder
 
 
 def checkpoint_evidence(
@@ -28,11 +35,12 @@ def checkpoint_evidence(
     basis: AdmissionBasis | None = None,
 ) -> CheckpointEvidence | None:
     """What the planner's workspace gate needs about the boundary checkpoint: whether its Git
-    objects still exist and how the observed tree differs from it. None when the run has no
-    checkpoint the gate would compare (no mode, a failed or stale one). A continuation that
+    objects still exist and how the observed tree differs from the expected tree (the checkpoint
+    rolled forward over the writes the ledger proves, ``expected_tree``). None when the run has
+    no checkpoint the gate would compare (no mode, a failed or stale one). A continuation that
     stopped before its first snapshot with nothing run is compared with ``basis`` (the snapshot
     its admission was based on), when that is intact."""
-    boundary = boundary_checkpoint(events)
+    boundary = expected_tree(events)
     checkpoint = boundary.checkpoint
     if checkpoint is None and boundary.failed is None and boundary.stale_after is None:
         return _basis_evidence(carrier, basis, observation) if basis is not None else None
@@ -67,7 +75,33 @@ def checkpoint_evidence(
         changes = carrier.changes(workspace, tree_id, tree.tree_id)
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
-    return CheckpointEvidence(True, tuple(changes))
+    return CheckpointEvidence(True, rolled_forward(changes, boundary.files, observation))
+
+
+def rolled_forward(
+    changes: Sequence[TreeChange],
+    files: Mapping[str, ExpectedFile],
+    observation: SafetyObservation,
+) -> tuple[TreeChange, ...]:
+    """How the folder differs from the expected tree: every path a proven write changed is
+    compared with the content hash its T1 evidence recorded, every other path with the
+    checkpoint (``changes``, the checkpoint's tree against the folder's)."""
+    if not files:
+        return tuple(changes)
+    differ = [change for change in changes if change.path not in files]
+    for path, want in files.items():
+        seen = observe_in_folder(observation.workspace_path, path, observation.workspace_identity)
+        same = not want.exists or (seen.sha256, seen.size) == (want.sha256, want.size)
+        if seen.problem is None and seen.exists == want.exists and same:
+            continue
+        if seen.problem is None and not seen.exists:
+            change = PathChange.DELETED
+        elif not want.exists:
+            change = PathChange.ADDED
+        else:
+            change = PathChange.MODIFIED
+        differ.append(TreeChange(path, change))
+    return tuple(sorted(differ, key=lambda change: change.path))
 
 
 def _intact(carrier: CheckpointCarrier, checkpoint: Mapping[str, Any]) -> bool:
@@ -102,7 +136,7 @@ def _basis_evidence(
         )
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}", basis=True)
-    return CheckpointEvidence(True, tuple(changes), basis=True)
+    return CheckpointEvidence(True, rolled_forward(changes, basis.files, observation), basis=True)
 
 
 def changes_since_snapshot(

@@ -573,7 +573,7 @@ def workspace_checkpoint(b: Boundary) -> Sequence[Finding]:
         answered = frozenset()  # no snapshot to copy: the park stands
     findings: list[Finding] = []
     basis = admission_basis(b.generations, given.source.workspace_identity)
-    for finding in workspace_gate(b.events, given.checkpoint_evidence, basis):
+    for finding in workspace_gate(b.events, given.checkpoint_evidence, basis, b.generations):
         diagnostic = PlanDiagnostic(
             finding.code, finding.message, finding.event_id, detail=finding.detail
         )

@@ -46,6 +46,7 @@ class _Seen:
     checkpoint: Mapping[str, Any]
     after_call: dict[str, str] | None
     later: list[dict[str, str]]
+    ts: int = 0  # when its fact was committed
 
 
 def find_restore_point(
@@ -62,7 +63,7 @@ def find_restore_point(
                 continue
             snapshot = snapshot_fact(actions)
             if snapshot is not None:
-                seen.append(_Seen(snapshot, last_write, []))
+                seen.append(_Seen(snapshot, last_write, [], int(event.get("ts") or 0)))
                 continue
             dispatch = actions.get("toolDispatch")
             if dispatch is not None and may_write(dispatch["toolName"]):
@@ -84,6 +85,7 @@ def find_restore_point(
             fields["lostCheckpointRef"] = str(seen[-1].checkpoint.get("checkpointRef", ""))
             if entry.after_call is not None:
                 fields["snapshotAfterCall"] = entry.after_call
+            fields["snapshotAgeMs"] = max(0, seen[-1].ts - entry.ts)
         elif entry.later:
             kind = BEFORE_LATER_CALLS
             fields["restorePoint"] = kind

@@ -9,14 +9,19 @@ other gates still apply.
 - no mode declared, or mode ``unavailable``: diagnostic ``workspace_checkpoint_unavailable``,
   never a rejection (the resume works as in Phase 1);
 - the newest fact is a failed capture: ``workspace_checkpoint_failed``;
-- no checkpoint yet, or a writing call dispatched after the newest one:
-  ``workspace_checkpoint_stale`` (the crash came between a T2 and its capture, or inside it);
-  except a continuation stopped before its first snapshot with nothing run
-  (``admission_basis``): when the snapshot its admission was based on is intact (the
-  evidence says so), that snapshot is the one compared;
+- no snapshot in the whole lineage and no writing call dispatched in it: the diagnostic
+  ``workspace_checkpoint_unavailable`` (nothing the agent ran could have changed files), never a
+  rejection; the continuation captures the first snapshot;
+- no checkpoint yet, or a writing call whose effect the ledger does not prove dispatched after
+  the newest one (``expected_tree``: completed or finalized file writes and calls that did not
+  run roll the checkpoint forward): ``workspace_checkpoint_stale`` (the crash came between a
+  T2 and its capture, or inside it); except a continuation stopped before its first snapshot
+  with nothing run (``admission_basis``): when the snapshot its admission was based on is
+  intact (the evidence says so), that snapshot is the one compared;
 - the checkpoint's Git objects are gone: ``workspace_checkpoint_missing``;
 - the folder differs: ``workspace_drift`` with each changed path (the first 50, then a count);
-- otherwise the diagnostic ``workspace_verified``.
+- otherwise the diagnostic ``workspace_verified``, naming the calls the checkpoint was rolled
+  forward over.
 """
 
 from __future__ import annotations
@@ -26,13 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.continuation.admission_basis import AdmissionBasis
+from runtime.continuation.expected_tree import expected_tree, rolled_words
 from runtime.ledger.checkpoint_ports import TreeChange, changed_paths_summary
 from runtime.ledger.codes import DiagnosticCode, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.workspace_facts import (
-    boundary_checkpoint,
     changed_count_words,
     declared_mode,
+    may_write,
+    snapshot_fact,
 )
 
 
@@ -68,11 +75,30 @@ class GateFinding:
     event_id: str | None = None
 
 
+def nothing_written_nor_captured(generations: Sequence[Sequence[RuntimeEvent]]) -> bool:
+    """No snapshot (nor failed capture, nor baseline) in the lineage and no call that may write
+    dispatched in it: the model has changed nothing (WORKSPACE.md section 3)."""
+    for events in generations:
+        for event in events:
+            actions = event.get("actions")
+            if not actions:
+                continue
+            if snapshot_fact(actions) is not None or "workspaceCheckpointFailed" in actions:
+                return False
+            dispatch = actions.get("toolDispatch")
+            if dispatch is not None and may_write(str(dispatch.get("toolName", ""))):
+                return False
+    return True
+
+
 def workspace_gate(
     events: Sequence[RuntimeEvent],
     evidence: CheckpointEvidence | None,
     basis: AdmissionBasis | None = None,
+    generations: Sequence[Sequence[RuntimeEvent]] = (),
 ) -> list[GateFinding]:
+    """``events``: the interrupted run's committed prefix; ``generations``: the whole lineage,
+    oldest first (``events`` is its last), for the lineage-wide questions."""
     mode = declared_mode(events)
     if mode is None or mode.get("mode") != "git_v1":
         detail: dict[str, Any] = {}
@@ -86,7 +112,7 @@ def workspace_gate(
                 detail,
             )
         ]
-    boundary = boundary_checkpoint(events)
+    boundary = expected_tree(events)
     if boundary.failed is not None:
         reason = ParkReason.WORKSPACE_CHECKPOINT_FAILED
         code = str(boundary.failed.get("reasonCode", ""))
@@ -105,6 +131,16 @@ def workspace_gate(
         and evidence is not None
         and evidence.basis
     )
+    if not inherited and nothing_written_nor_captured(generations or (events,)):
+        return [
+            GateFinding(
+                None,
+                DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE.value,
+                "no snapshot was taken before the stop; nothing the agent ran could have "
+                "changed files",
+                {"noSnapshotYet": True},
+            )
+        ]
     if not inherited and (boundary.checkpoint is None or boundary.stale_after is not None):
         reason = ParkReason.WORKSPACE_CHECKPOINT_STALE
         message = (
@@ -139,21 +175,35 @@ def workspace_gate(
         ]
     if not evidence.compared:
         return []
+    rolled = () if inherited else boundary.rolled
+    if inherited and basis is not None and basis.files:
+        parent = [g for g in generations if g and g[0]["runId"] == basis.run_id]
+        rolled = expected_tree(parent[0]).rolled if parent else ()
+    if rolled:
+        based["rolledForward"] = [call.to_json() for call in rolled]
     if evidence.changes:
         reason = ParkReason.WORKSPACE_DRIFT
         said = changed_count_words([change.path for change in evidence.changes])
+        since = f"since the snapshot {taken}"
+        if rolled:
+            since += f", rolled forward over {rolled_words(rolled)}"
         return [
             GateFinding(
                 reason,
                 reason.value,
-                f"{said} changed since the snapshot {taken}",
+                f"{said} changed {since}",
                 {"checkpointRef": ref, **based, **changed_paths_summary(evidence.changes)},
             )
         ]
     skipped: Sequence[str] = checkpoint.get("skippedPaths") or ()
     message = "the files are as they were at the stop"
-    if based:
+    if inherited:
         message = f"the files are as in the snapshot {taken}"
+    if rolled:
+        message += (
+            f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, as "
+            "the saved history proves"
+        )
     verified: dict[str, Any] = {"checkpointRef": ref, **based}
     if skipped:
         # Files over the size limit are not in the snapshot: say so, never claim them.

@@ -78,6 +78,9 @@ class SettleVerdict(NamedTuple):
 
     code: StrEnum | None
     message: str = ""
+    # Open for one answer only: "it did not run", confirming what recovery found (a file write
+    # it found untouched); ``message`` says why "it ran" is refused.
+    not_run_only: bool = False
 
     @property
     def open(self) -> bool:
@@ -124,13 +127,21 @@ def when_text(attested_at: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def attestation_message(ran: bool, attestation: Attestation) -> str:
-    """What the model is told (deterministic: derived from the recorded fields only)."""
+def attestation_message(ran: bool, attestation: Attestation, write_not_done: bool = False) -> str:
+    """What the model is told (deterministic: derived from the recorded fields only);
+    ``write_not_done``: the user confirmed what recovery found, a file write that did not
+    happen (the file as it was before it)."""
     when = when_text(attestation.attested_at)
     if ran:
         text = (
             f"Maka stopped before this call's result was recorded. On {when} the user confirmed "
             "that it ran. No output was recorded: only the user's confirmation is known."
+        )
+    elif write_not_done:
+        text = (
+            f"Maka stopped before this call's result was recorded. Recovery found the file as "
+            f"it was before the write, and on {when} the user confirmed it: the write did not "
+            "happen. Nothing was written."
         )
     else:
         text = (
@@ -142,7 +153,9 @@ def attestation_message(ran: bool, attestation: Attestation) -> str:
     return text
 
 
-def attestation_result(ran: bool, attestation: Attestation) -> dict[str, Any]:
+def attestation_result(
+    ran: bool, attestation: Attestation, write_not_done: bool = False
+) -> dict[str, Any]:
     """The recovered outcome's ``result`` (its ``isError`` is ``not ran``)."""
     result: dict[str, Any] = {"attestation": "ran" if ran else "not_run"}
     if ran:
@@ -150,7 +163,7 @@ def attestation_result(ran: bool, attestation: Attestation) -> dict[str, Any]:
     result["attestedAt"] = attestation.attested_at
     if attestation.note is not None:
         result["note"] = attestation.note
-    result["message"] = attestation_message(ran, attestation)
+    result["message"] = attestation_message(ran, attestation, write_not_done)
     return result
 
 

@@ -53,6 +53,8 @@ class CrashPoint(StrEnum):
     AFTER_CONTINUATION_ADMISSION_COMMITTED = "after_continuation_admission_committed"
     AFTER_CONTINUATION_TERMINAL_COMMITTED = "after_continuation_terminal_committed"
     # Inside (``*_insert``) or right after (``*_commit``) the store's write transactions.
+    # A new run's header is inserted, its first event not yet (one transaction: neither commits).
+    RUN_START_AFTER_HEADER_INSERT = "run_start_after_header_insert"
     T1_AFTER_CALL_INSERT = "t1_after_call_insert"
     T1_AFTER_DISPATCH_INSERT = "t1_after_dispatch_insert"
     T1_AFTER_COMMIT = "t1_after_commit"

@@ -350,6 +350,8 @@ class WorkspaceTransition(TypedDict):
     moreLaterCalls: NotRequired[Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]]
     snapshotAfterCall: NotRequired[RestoreAfterCall]
     lostCheckpointRef: NotRequired[str]
+    # ``earlier_snapshot``: how much older than the lost snapshot at the stop the copy's is (ms).
+    snapshotAgeMs: NotRequired[Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]]
 
 
 @_closed

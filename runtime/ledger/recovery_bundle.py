@@ -485,11 +485,16 @@ class RecoveryCorruption:
 
 @dataclass(frozen=True, slots=True)
 class RecoveryValid:
+    """The bundle that settles the operation. ``confirmed``: the parked bundle (reconcile,
+    decision) of a file write recovery found untouched, which this bundle (the user's
+    attestation that it did not run) confirmed; None for a single bundle."""
+
     reconcile: ReconcileFact
     decision: DecisionFact
     reconcile_event: RuntimeEvent
     decision_event: RuntimeEvent
     outcome_event: RuntimeEvent | None
+    confirmed: tuple[RuntimeEvent, RuntimeEvent] | None = None
     kind: Literal["valid"] = "valid"
 
 
@@ -509,6 +514,16 @@ def interpret_scanned_recovery(
         if call is not None and dispatch is not None
         else None
     )
+    order = op.event_positions if event_order is None else event_order
+    if (
+        len(op.reconcile_events) == 2
+        and len(op.decision_events) == 2
+        and op.operation_id is not None
+        and identity is not None
+        and call is not None
+        and dispatch is not None
+    ):
+        return _confirmed_finding(op, identity, call, dispatch, order)
     if (
         len(op.reconcile_events) != 1
         or len(op.decision_events) != 1
@@ -528,7 +543,6 @@ def interpret_scanned_recovery(
         return RecoveryCorruption(
             verdict.code or BundleCode.RECOVERY_FACT_SHAPE_CONFLICT, verdict.message
         )
-    order = op.event_positions if event_order is None else event_order
     chain = [call, dispatch, reconcile, *([outcome] if outcome is not None else []), decision]
     positions = [order.get(event["id"]) for event in chain]
     if any(position is None for position in positions) or any(
@@ -540,3 +554,66 @@ def interpret_scanned_recovery(
             "< decision",
         )
     return RecoveryValid(verdict.reconcile, verdict.decision, reconcile, decision, outcome)
+
+
+def _in_order(chain: list[RuntimeEvent], order: Mapping[str, int]) -> bool:
+    positions = [order.get(event["id"]) for event in chain]
+    return all(position is not None for position in positions) and all(
+        cast(int, a) < cast(int, b) for a, b in itertools.pairwise(positions)
+    )
+
+
+def _confirmed_finding(
+    op: ScannedOperation,
+    identity: OperationIdentity,
+    call: RuntimeEvent,
+    dispatch: RuntimeEvent,
+    order: Mapping[str, int],
+) -> RecoveryInterpretation:
+    """Two bundles: valid only as a file write recovery found untouched (parked,
+    ``reconcile_matches_prior_state``) followed by the user's attestation that it did not run
+    (RECOVERY.md section 8: the user confirms recovery's finding in one answer). Parked stays
+    final for every other finding and every other answer."""
+    position = lambda event: order.get(event["id"], -1)  # noqa: E731
+    reconciles = sorted(op.reconcile_events, key=position)
+    decisions = sorted(op.decision_events, key=position)
+    found = validate_recovery_bundle(identity, call, dispatch, reconciles[0], None, decisions[0])
+    if (
+        not found.ok
+        or found.reconcile is None
+        or found.decision is None
+        or found.reconcile.observation is not ReconcileObservation.MATCHES_PRIOR_STATE
+        or found.decision.disposition is not RecoveryDisposition.PARKED
+    ):
+        return RecoveryCorruption(
+            BundleCode.RECOVERY_FACT_SHAPE_CONFLICT,
+            "a second recovery bundle only confirms a file write recovery found not done",
+        )
+    outcome = op.response_event
+    said = validate_recovery_bundle(identity, call, dispatch, reconciles[1], outcome, decisions[1])
+    if not said.ok or said.reconcile is None or said.decision is None:
+        return RecoveryCorruption(
+            said.code or BundleCode.RECOVERY_FACT_SHAPE_CONFLICT, said.message
+        )
+    if said.reconcile.observation is not ReconcileObservation.USER_ATTESTED_NOT_RUN:
+        return RecoveryCorruption(
+            BundleCode.RECONCILE_DECISION_CONFLICT,
+            "recovery found the file as it was before the write: only 'it did not run' "
+            "confirms that",
+        )
+    assert outcome is not None  # a completed attestation has its outcome (validated above)
+    chain = [call, dispatch, reconciles[0], decisions[0], reconciles[1], outcome, decisions[1]]
+    if not _in_order(chain, order):
+        return RecoveryCorruption(
+            BundleCode.EVENT_ORDER_CONFLICT,
+            "recovery facts violate the causal order call < dispatch < recovery's finding < "
+            "the user's confirmation",
+        )
+    return RecoveryValid(
+        said.reconcile,
+        said.decision,
+        reconciles[1],
+        decisions[1],
+        outcome,
+        (reconciles[0], decisions[0]),
+    )

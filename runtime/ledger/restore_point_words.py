@@ -48,14 +48,32 @@ def calls_phrase(body: Mapping[str, Any], owner: str = "the") -> str:
     return f"{owner} {count} calls that may have written ({named})"
 
 
+def age_words(age_ms: int) -> str:
+    """``less than a minute`` / ``1 minute`` / ``3 hours`` / ``2 days``."""
+    minutes = age_ms // 60_000
+    if minutes < 1:
+        return "less than a minute"
+    for size, unit in ((24 * 60, "day"), (60, "hour"), (1, "minute")):
+        if minutes >= size:
+            count = minutes // size
+            return f"{count} {unit}" + ("" if count == 1 else "s")
+    return "less than a minute"  # (never: minutes >= 1 here)
+
+
 def point_phrase(body: Mapping[str, Any]) -> str:
-    """Where in the history an earlier snapshot was taken."""
+    """Where in the history an earlier snapshot was taken, and how much older it is than the one
+    lost at the stop."""
     after: Mapping[str, Any] | None = body.get("snapshotAfterCall")
     if after:
-        return f"the snapshot taken after the {after.get('toolName', '?')} call " + str(
+        text = f"the snapshot taken after the {after.get('toolName', '?')} call " + str(
             after.get("toolCallId", "?")
         )
-    return "the snapshot taken at the start of a run, before any call that may have written"
+    else:
+        text = "the snapshot taken at the start of a run, before any call that may have written"
+    age = body.get("snapshotAgeMs")
+    if isinstance(age, int) and not isinstance(age, bool):
+        text += f", {age_words(age)} before the stop"
+    return text
 
 
 def copy_reflects(body: Mapping[str, Any]) -> str:

@@ -188,6 +188,11 @@ class LedgerWriter(Protocol):
 
     def create_run(self, header: RunHeader) -> None: ...
 
+    def start_run(self, header: RunHeader, first_event: RuntimeEvent) -> CommitResult:
+        """A new run's header and its first event in one transaction (never a run without
+        events)."""
+        ...
+
     def mark_run_running(self, run_id: str) -> None: ...
 
     def append_event(self, event: RuntimeEvent) -> CommitResult:

@@ -164,6 +164,15 @@ def observe_write_target(
     return _observe_path(root, parts, relative, identity)
 
 
+def observe_in_folder(cwd: str, relative: str, identity: str) -> FileObservation:
+    """Observe ``relative`` under ``cwd``, a folder whose workspace identity the caller already
+    checked (the resume's expected tree); read-only, with the same strict checks."""
+    parts = relative_parts(relative)
+    if parts is None:
+        return FileObservation(relative, identity, problem=ObservationProblem.PATH_INVALID)
+    return _observe_path(Path(os.path.realpath(cwd)), parts, relative, identity)
+
+
 def _observe_path(
     root: Path, parts: tuple[str, ...], relative: str, identity: str
 ) -> FileObservation:

@@ -14,7 +14,10 @@ In order:
 2. Settled by the user already: ``operation_settled`` (the same answer again is the store's
    no-op).
 3. Its outcome is recorded (``completed``): ``attestation_not_applicable``.
-4. Parked by recovery: ``operation_settled`` (parked is final).
+4. Parked by recovery: a file write recovery found untouched (``reconcile_matches_prior_state``)
+   may be confirmed "it did not run" (only that answer: ``not_run_only``), recorded beside the
+   reconciler's finding; any other park is final (``operation_settled``, saying recovery parked
+   it, never that the user settled it).
 5. Dispatched without a recorded result: a file write is decided by its evidence
    (``attestation_not_offered_for_reconcile``); anything else may be settled.
 6. Anything else (never dispatched, or no dispatch recorded): ``attestation_not_applicable``.
@@ -95,9 +98,17 @@ def settle_verdict(resolution: RecoveryResolution, resolved: ResolvedOperation) 
             f"the outcome of {call} was recorded; there is nothing to settle",
         )
     if status is ResolverStatus.PARKED:
+        if decision.reason is ResolverReason.RECONCILE_MATCHES_PRIOR_STATE:
+            return SettleVerdict(
+                None,
+                f"recovery found the file of {call} as it was before the write: the write did "
+                "not happen, so only 'it did not run' can be confirmed",
+                not_run_only=True,
+            )
         return SettleVerdict(
             WriterRejectionCode.OPERATION_SETTLED,
-            f"{call} is already settled; a settlement is final",
+            f"recovery parked {call} ({decision.reason.value}) after checking the file; that "
+            "is final and cannot be changed by an answer",
         )
     if decision.reason is ResolverReason.DISPATCH_WITHOUT_RESPONSE:
         if _recovery_mode(resolved.operation.dispatch_event) == "reconcile":

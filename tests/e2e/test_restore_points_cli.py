@@ -102,8 +102,8 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
     assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
     reflects = (
         "the folder at an earlier point (the snapshot taken at the start of a run, before any "
-        "call that may have written), because the snapshot taken at the stop is gone; the "
-        "agent's later changes (the bash call c1) are not in it"
+        "call that may have written, less than a minute before the stop), because the snapshot "
+        "taken at the stop is gone; the agent's later changes (the bash call c1) are not in it"
     )
     assert parked["restorePoint"] == {
         "kind": "earlier_snapshot",
@@ -133,9 +133,9 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
         "text": "Note from the host: the user chose to continue in a restored copy of the "
         "folder. The snapshot taken when this session stopped was lost, so the copy holds the "
         "files as they were at an earlier point (the snapshot taken at the start of a run, "
-        "before any call that may have written): the changes made by your later calls (the "
-        "bash call c1) are not in these files. Re-read the files before you rely on what you "
-        "saw of them earlier.",
+        "before any call that may have written, less than a minute before the stop): the "
+        "changes made by your later calls (the bash call c1) are not in these files. Re-read "
+        "the files before you rely on what you saw of them earlier.",
     }
     transition = committed_runs(drill.data)[1][1][0]["actions"]["workspaceTransition"]
     assert transition["restorePoint"] == "earlier_snapshot"

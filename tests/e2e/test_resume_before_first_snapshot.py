@@ -150,15 +150,23 @@ def test_a_restored_copy_continuation_killed_before_its_snapshot_continues_there
     assert not (tmp_path / "work-restored-2").exists()
 
 
-def test_a_continuation_killed_after_a_writing_call_still_parks(tmp_path: Path) -> None:
+def test_a_continuation_killed_after_a_proven_write_continues_rolled_forward(
+    tmp_path: Path,
+) -> None:
     drill = Drill(tmp_path)
     drill.run()
-    # The continuation's write_file call ran (its T2 committed); the capture after it never did.
+    # The continuation's write_file call ran (its T2 committed); the capture after it never did:
+    # the ledger proves what it wrote, so the snapshot before it is rolled forward.
     args = ["resume", drill.session, "--json", "--permission-mode", "auto"]
     killed = maka(args, drill.data, env={**drill.env, "MAKA_FAILPOINT": "P6"})
     assert killed.returncode == -9, killed.stderr
     planned = _plan(drill)
-    assert planned["rejectionReasons"] == ["workspace_checkpoint_stale"], planned
+    assert planned["disposition"] == "continue", planned
+    verified = [d for d in planned["diagnostics"] if d["code"] == "workspace_verified"]
+    assert verified[0]["detail"]["rolledForward"][0]["path"] == "report.txt"
+    (drill.work / "report.txt").write_text("changed by the user\n")
+    planned = _plan(drill)
+    assert planned["rejectionReasons"] == ["workspace_drift"], planned
     assert planned["workspaceOptions"] == ["isolated_restore", "rebaseline"]
 
 

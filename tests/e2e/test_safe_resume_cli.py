@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env
 pytestmark = pytest.mark.e2e
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+GIT = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 SCRIPT = [
     [
         {
@@ -25,15 +27,26 @@ SCRIPT = [
 ]
 
 
+# The drill matrix: the key drills also run with workspace checkpoints on (a folder where Git
+# is found; WORKSPACE.md section 3), where a bash call's result committed without the snapshot
+# after it is the one window that still parks (workspace_checkpoint_stale).
+MATRIX = pytest.mark.parametrize(
+    "checkpoints",
+    [False, pytest.param(True, marks=GIT)],
+    ids=["checkpoints-off", "checkpoints-on"],
+)
+
+
 class Drill:
     """One session in a temporary data directory, driven through the real command."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, checkpoints: bool = False) -> None:
         self.data = tmp_path / "data"
         self.work = tmp_path / "work"
         self.work.mkdir()
         self.record = tmp_path / "requests.jsonl"
-        self.env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), self.record)
+        script = write_script(tmp_path / "script.json", SCRIPT)
+        self.env = scripted_env(script, self.record, checkpoints=checkpoints)
 
     def run(self, failpoint: str | None, mode: str = "auto", stdin: str = "") -> RunResult:
         env = dict(self.env)
@@ -63,14 +76,24 @@ class Drill:
         return [json.loads(line) for line in self.record.read_text().splitlines()]
 
 
+@MATRIX
 @pytest.mark.parametrize("failpoint", ["P5", "P6", "P7", "P8", "P9"])
 def test_a_run_killed_after_its_tool_result_resumes_as_a_new_run(
-    tmp_path: Path, failpoint: str
+    tmp_path: Path, failpoint: str, checkpoints: bool
 ) -> None:
-    drill = Drill(tmp_path)
+    drill = Drill(tmp_path, checkpoints=checkpoints)
     assert drill.run(failpoint).returncode == -9
     assert drill.count() == 1
     code, body = drill.resume()
+    if checkpoints and failpoint in ("P5", "P6", "P7"):
+        # The bash call's result committed, the snapshot after it never taken: what the
+        # command changed is not proven, so this one window parks.
+        assert code == 3
+        assert body["rejectionReasons"] == ["workspace_checkpoint_stale"]
+        assert drill.count() == 1
+        return
+    if checkpoints and failpoint == "P8":
+        assert "workspace_verified" in [d["code"] for d in body["diagnostics"]]
     if failpoint == "P9":
         # the run's ending was committed before the crash: nothing was interrupted
         assert code == 3
@@ -95,13 +118,18 @@ def test_a_run_killed_after_its_tool_result_resumes_as_a_new_run(
     assert body["rejectionReasons"] == ["continuation_already_exists"]
 
 
+@MATRIX
 @pytest.mark.parametrize("failpoint", ["P2", "P3", "P4"])
-def test_a_bash_call_interrupted_after_dispatch_parks(tmp_path: Path, failpoint: str) -> None:
-    drill = Drill(tmp_path)
+def test_a_bash_call_interrupted_after_dispatch_parks(
+    tmp_path: Path, failpoint: str, checkpoints: bool
+) -> None:
+    drill = Drill(tmp_path, checkpoints=checkpoints)
     assert drill.run(failpoint).returncode == -9
     code, body = drill.resume()
     assert code == 3
-    assert body["rejectionReasons"] == ["dangling_tool_state"]
+    # With checkpoints on, the unsettled command also leaves the snapshot stale.
+    stale = ["workspace_checkpoint_stale"] if checkpoints else []
+    assert body["rejectionReasons"] == ["dangling_tool_state", *stale]
     assert any(d.get("toolCallId") == "c1" for d in body["diagnostics"])
     assert drill.count() == (1 if failpoint == "P4" else 0)  # never retried
 
@@ -130,11 +158,12 @@ def test_after_a_park_the_user_learns_what_to_do_and_what_is_unsettled(tmp_path:
     assert "interrupted while calling bash" in notes[0] and "outcome is unknown" in notes[0]
 
 
+@MATRIX
 @pytest.mark.parametrize(("failpoint", "mode", "stdin"), [("P0", "auto", ""), ("P1", "ask", "y\n")])
 def test_an_undispatched_call_is_trimmed_and_runs_once_after_resume(
-    tmp_path: Path, failpoint: str, mode: str, stdin: str
+    tmp_path: Path, failpoint: str, mode: str, stdin: str, checkpoints: bool
 ) -> None:
-    drill = Drill(tmp_path)
+    drill = Drill(tmp_path, checkpoints=checkpoints)
     assert drill.run(failpoint, mode, stdin).returncode == -9
     assert drill.count() == 0
     code, body = drill.resume()

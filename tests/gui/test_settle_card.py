@@ -149,3 +149,47 @@ def test_the_banner_offers_safe_resume_again_once_nothing_else_parks(qtbot: QtBo
     assert window.banner.state.value == BannerState.IDLE.value
     assert window.banner.action_button.text() == "Safe resume"
     assert window.banner.action_button.isEnabled()
+
+
+def _pushed(window: MainWindow, bridge: FakeBridge, item: bc.ToolCardItem) -> ToolCardWidget:
+    """The card of ``item`` in the session as the main process opens it."""
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(UNKNOWN, item)))
+    card = window.transcript.tool_card(item.tool_call_id)
+    assert card is not None
+    return card
+
+
+def test_a_write_recovery_found_not_done_asks_only_to_confirm_it(qtbot: QtBot) -> None:
+    window, bridge, _ = _window(qtbot)
+    parked = bc.ToolCardItem(
+        item_id="write-evt",
+        tool_call_id="c2",
+        tool_name="write_file",
+        args_summary="a.txt (4 bytes)",
+        args_full="path: a.txt\ncontent: one",
+        status=bc.ToolCardStatus.PARKED,
+        park_reason="reconcile_matches_prior_state",
+        settleable=True,
+    )
+    card = _pushed(window, bridge, parked)
+    panel = card.settle_panel
+    assert panel is not None and panel.isVisibleTo(card)
+    assert not panel.ran_button.isVisibleTo(card)
+    assert panel.not_run_button.text() == "Confirm: it did not run"
+    assert "Recovery found this file as it was before the write" in panel.question_label.text()
+    QTest.mouseClick(panel.not_run_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("settle_call") == [("s1", "c2", False, None)]
+
+
+def test_any_other_park_asks_nothing(qtbot: QtBot) -> None:
+    window, bridge, _ = _window(qtbot)
+    diverged = bc.ToolCardItem(
+        item_id="write-evt",
+        tool_call_id="c2",
+        tool_name="write_file",
+        args_summary="a.txt (4 bytes)",
+        status=bc.ToolCardStatus.PARKED,
+        park_reason="reconcile_diverged",
+        settleable=True,
+    )
+    assert _pushed(window, bridge, diverged).settle_panel is None

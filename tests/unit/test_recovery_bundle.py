@@ -32,6 +32,7 @@ from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
 from tests.helpers.ledger_builders import (
     DIGEST_A,
     DROP,
+    attestation_bundle,
     bound_response,
     call_event,
     decision_event,
@@ -532,3 +533,30 @@ def test_a_caller_supplied_order_is_used_and_must_cover_every_fact() -> None:
 def test_builders_produce_decodable_facts() -> None:
     for event in (DIVERGED, PARKED, MATCHED, COMPLETED):
         assert decode_event(event) == event
+
+
+# ---- the user confirming a write recovery found not done --------------------------------------
+
+PRIOR = reconcile_event(CALL, "matches_prior_state")
+PRIOR_PARKED = decision_event(CALL, DISPATCH, PRIOR)
+
+
+def test_a_not_run_attestation_after_a_prior_state_park_confirms_it() -> None:
+    said = attestation_bundle(CALL, DISPATCH, ran=False)
+    meaning = interpret([CALL, DISPATCH, PRIOR, PRIOR_PARKED, *said])
+    assert isinstance(meaning, RecoveryValid)
+    assert meaning.decision.disposition is RecoveryDisposition.COMPLETED
+    assert meaning.decision.reason_code == "user_attested_not_run"
+    assert meaning.confirmed == (PRIOR, PRIOR_PARKED)
+    assert (meaning.reconcile_event, meaning.outcome_event, meaning.decision_event) == tuple(said)
+
+
+def test_parked_stays_final_for_every_other_second_bundle() -> None:
+    ran = attestation_bundle(CALL, DISPATCH, ran=True)
+    not_run = attestation_bundle(CALL, DISPATCH, ran=False)
+    for events in (
+        [CALL, DISPATCH, PRIOR, PRIOR_PARKED, *ran],  # "it ran" contradicts the file
+        [CALL, DISPATCH, DIVERGED, PARKED, *not_run],  # another finding is final
+        [CALL, DISPATCH, *not_run, PRIOR, PRIOR_PARKED],  # the answer before the finding
+    ):
+        assert isinstance(interpret(events), RecoveryCorruption), events

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.continuation.restore_point import LATER_CALLS_KEPT, find_restore_point
-from runtime.ledger.restore_point_words import copy_reflects, restore_notice
+from runtime.ledger.restore_point_words import age_words, copy_reflects, restore_notice
 
 
 def _snap(ref: str) -> Any:
@@ -64,9 +64,9 @@ def test_a_lost_boundary_falls_back_to_the_latest_earlier_intact_one_across_gene
     assert point.fields["lostCheckpointRef"] == "b/1"
     assert point.fields["laterCalls"] == [{"toolName": "edit_file", "toolCallId": "c2"}]
     assert point.reflects == (
-        "the folder at an earlier point (the snapshot taken after the bash call c1), because the "
-        "snapshot taken at the stop is gone; the agent's later changes (the edit_file call c2) "
-        "are not in it"
+        "the folder at an earlier point (the snapshot taken after the bash call c1, less than "
+        "a minute before the stop), because the snapshot taken at the stop is gone; the agent's "
+        "later changes (the edit_file call c2) are not in it"
     )
     assert find_restore_point([first, second], _intact()) is None
 
@@ -81,3 +81,23 @@ def test_many_later_calls_are_named_then_counted() -> None:
         f"the folder as it was before the {LATER_CALLS_KEPT + 3} calls that may have written "
         "(bash c0, bash c1, bash c2, bash c3, bash c4 and 48 more)"
     )
+
+
+def test_the_age_of_an_earlier_snapshot_is_said_in_words() -> None:
+    hour = 3_600_000
+    first = [{**_snap("a/1"), "ts": 1_000}, _call("bash", "c1"), {**_snap("a/2"), "ts": 2_000}]
+    later = [_call("bash", "c2"), {**_snap("a/3"), "ts": 2_000 + 3 * hour + 5}]
+    point = find_restore_point([first, later], _intact("a/1", "a/2"))
+    assert point is not None and point.fields["snapshotAgeMs"] == 3 * hour + 5
+    assert "(the snapshot taken after the bash call c1, 3 hours before the stop)" in (
+        point.reflects
+    )
+    notice = restore_notice(point.fields)
+    assert notice is not None and "3 hours before the stop" in notice
+    assert [age_words(ms) for ms in (59_999, 60_000, 150_000, hour, 49 * hour)] == [
+        "less than a minute",
+        "1 minute",
+        "2 minutes",
+        "1 hour",
+        "2 days",
+    ]

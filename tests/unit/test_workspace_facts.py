@@ -165,7 +165,8 @@ def _git_v1_first() -> RuntimeEvent:
     [
         ("no-mode", None, None, "workspace_checkpoint_unavailable"),
         ("failed", None, "workspace_checkpoint_failed", "workspace_checkpoint_failed"),
-        ("none-yet", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
+        ("none-yet", None, None, "workspace_checkpoint_unavailable"),
+        ("none-yet-wrote", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
         ("stale", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
         ("clean", None, "workspace_checkpoint_missing", "workspace_checkpoint_missing"),
         ("clean", "absent", "workspace_checkpoint_missing", "workspace_checkpoint_missing"),
@@ -186,6 +187,7 @@ def test_the_workspace_gate(
         "no-mode": [user_text(marker=True, ids=IDS)],
         "failed": [_git_v1_first(), _fact("ck1"), _fact("ck2", failed=True)],
         "none-yet": [_git_v1_first()],
+        "none-yet-wrote": [_git_v1_first(), write, dispatch_event(write)],
         "stale": [_git_v1_first(), _fact("ck1"), write, dispatch_event(write)],
         "clean": [_git_v1_first(), _fact("ck1")],
     }

@@ -1,0 +1,93 @@
+"""The expected tree at the boundary (WORKSPACE.md section 3): the newest checkpoint rolled
+forward over the writing calls the ledger proves; anything else after it leaves it stale."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.continuation.expected_tree import expected_tree, rolled_words
+from runtime.ledger.event_model import RuntimeEvent
+from tests.helpers.ledger_builders import (
+    RunIds,
+    attestation_bundle,
+    bound_response,
+    call_event,
+    dispatch_event,
+    user_text,
+)
+from tests.unit.test_workspace_facts import _fact
+
+IDS = RunIds()
+
+
+def _first() -> RuntimeEvent:
+    first = user_text(marker=True, ids=IDS)
+    first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
+    return first
+
+
+def _evidence(path: str, digest: str, size: int) -> dict[str, Any]:
+    return {
+        "kind": "file_state_v1",
+        "path": path,
+        "workspaceIdentity": "workspace:v1:x",
+        "before": {"exists": False},
+        "expectedAfter": {"exists": True, "sha256": "sha256:" + digest * 64, "size": size},
+    }
+
+
+def _write(call_id: str, path: str, digest: str, size: int) -> list[RuntimeEvent]:
+    call = call_event(call_id, "write_file", {"path": path, "content": "x"}, ids=IDS)
+    dispatch = dispatch_event(call, evidence=_evidence(path, digest, size))
+    return [call, dispatch]
+
+
+def test_a_completed_write_rolls_the_checkpoint_forward_the_newest_write_winning() -> None:
+    first = _write("w1", "a.txt", "1", 1)
+    second = _write("w2", "a.txt", "2", 2)
+    third = _write("w3", "b.txt", "3", 3)
+    events = [_first(), _fact("ck1")]
+    for call, dispatch in (first, second, third):
+        events += [call, dispatch, bound_response(call, {"path": "x"}, is_error=False)]
+    tree = expected_tree(events)
+    assert tree.stale_after is None and tree.checkpoint is not None
+    assert {path: f.sha256 for path, f in tree.files.items()} == {
+        "a.txt": "sha256:" + "2" * 64,
+        "b.txt": "sha256:" + "3" * 64,
+    }
+    assert [(c.tool_call_id, c.how, c.path) for c in tree.rolled] == [
+        ("w1", "completed", "a.txt"),
+        ("w2", "completed", "a.txt"),
+        ("w3", "completed", "b.txt"),
+    ]
+    assert rolled_words(tree.rolled[:1]) == "the write_file call w1 (a.txt)"
+    assert rolled_words(tree.rolled).startswith("3 calls (write_file w1 (a.txt), ")
+
+
+def test_a_write_without_a_result_or_with_an_error_leaves_it_stale() -> None:
+    call, dispatch = _write("w1", "a.txt", "1", 1)
+    dangling = expected_tree([_first(), _fact("ck1"), call, dispatch])
+    assert dangling.stale_after == dispatch["id"] and dangling.stale_tool == "write_file"
+    failed = bound_response(call, "cannot write", is_error=True)
+    errored = expected_tree([_first(), _fact("ck1"), call, dispatch, failed])
+    assert errored.stale_after == dispatch["id"]
+
+
+def test_bash_leaves_it_stale_unless_the_user_said_it_did_not_run() -> None:
+    call = call_event("b1", "bash", {"command": "echo x >> f"}, ids=IDS)
+    dispatch = dispatch_event(call, recovery_mode="never_auto_retry")
+    ran = bound_response(call, {"exitCode": 0}, is_error=False)
+    assert expected_tree([_first(), _fact("ck1"), call, dispatch, ran]).stale_tool == "bash"
+    settled = attestation_bundle(call, dispatch, ran=False)
+    tree = expected_tree([_first(), _fact("ck1"), call, dispatch, *settled])
+    assert tree.stale_after is None
+    assert [(c.tool_call_id, c.how, c.path) for c in tree.rolled] == [("b1", "not_run", None)]
+    said_ran = attestation_bundle(call, dispatch, ran=True)
+    assert expected_tree([_first(), _fact("ck1"), call, dispatch, *said_ran]).stale_tool == "bash"
+
+
+def test_without_a_checkpoint_a_proven_write_is_still_stale() -> None:
+    call, dispatch = _write("w1", "a.txt", "1", 1)
+    done = bound_response(call, {"path": "a.txt"}, is_error=False)
+    tree = expected_tree([_first(), call, dispatch, done])
+    assert tree.checkpoint is None and tree.stale_after == dispatch["id"] and tree.wrote
