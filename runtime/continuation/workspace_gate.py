@@ -91,7 +91,9 @@ def nothing_written_nor_captured(generations: Sequence[Sequence[RuntimeEvent]]) 
     return True
 
 
-def workspace_gate(
+# C901: the workspace gate's findings in the order the design ranks them (mode, failed capture,
+# nothing written, stale, missing, drift, verified); each branch returns one finding.
+def workspace_gate(  # noqa: C901
     events: Sequence[RuntimeEvent],
     evidence: CheckpointEvidence | None,
     basis: AdmissionBasis | None = None,
