@@ -142,6 +142,9 @@ class TransferCode(StrEnum):
     EXPORT_TARGET_EXISTS = "export_target_exists"
     EXPORT_TARGET_INVALID = "export_target_invalid"
     EXPORT_WRITE_FAILED = "export_write_failed"
+    IMPORT_CHECKPOINTS_MISSING = "import_checkpoints_missing"
+    IMPORT_CHECKPOINTS_INVALID = "import_checkpoints_invalid"
+    IMPORT_CHECKPOINTS_FAILED = "import_checkpoints_failed"
 
 
 class BundleCode(StrEnum):
@@ -258,6 +261,7 @@ class DiagnosticCode(StrEnum):
     WORKSPACE_CHECKPOINT_UNAVAILABLE = "workspace_checkpoint_unavailable"
     # A restored copy made by a resume that never committed its transition (WORKSPACE.md 4).
     WORKSPACE_RESTORE_ABANDONED = "workspace_restore_abandoned"
+    WORKSPACE_CHECKPOINTS_NOT_CARRIED = "workspace_checkpoints_not_carried"
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
     # what it would hold instead (WORKSPACE.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"
