@@ -50,6 +50,11 @@ PARK_REASONS: dict[str, tuple[Severity, str]] = {
         _W,
         "This folder is not the same workspace the session ran in.",
     ),
+    "provider_history_too_long": (
+        _W,
+        "The conversation no longer fits the model's context window, so resuming would fail "
+        "the same way.",
+    ),
     "workspace_identity_missing": (
         _W,
         "The interrupted run did not record which workspace it used.",

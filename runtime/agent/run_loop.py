@@ -305,7 +305,8 @@ class RunLoop:
             if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
                 return self._cancelled(builder, publish)
             message = f"{self._provider.label}: {error.message}"
-            if error.code is ProviderErrorCode.CONTEXT_OVERFLOW:
+            overflow = error.code is ProviderErrorCode.CONTEXT_OVERFLOW
+            if overflow:
                 self._leave_out_of_history(builder, publish, committed, unanswered)
                 message = f"{message}. {WAY_ON}"
             return self._finish(
@@ -314,6 +315,7 @@ class RunLoop:
                 RunStatus.FAILED,
                 failure_class=FailureClass.PROVIDER_ERROR,
                 message=redact_secrets(message),
+                reason=ProviderErrorCode.CONTEXT_OVERFLOW.value if overflow else None,
             )
         except ToolBoundaryError as error:
             return self._finish(
@@ -400,6 +402,7 @@ class RunLoop:
         stop_reason: str | None = None,
         failure_class: FailureClass | None = None,
         message: str | None = None,
+        reason: str | None = None,
     ) -> RunOutcome:
         if self._checkpoints is not None:  # a capture in progress commits before the ending
             for fact in self._checkpoints.join_facts():
@@ -410,6 +413,7 @@ class RunLoop:
             stop_reason=stop_reason,
             failure_class=failure_class,
             message=message,
+            reason=reason,
         )
         failpoint(CrashPoint.P8)
         self._store.commit_run_ending(

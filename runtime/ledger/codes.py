@@ -311,6 +311,9 @@ class ParkReason(StrEnum):
     WORKSPACE_CHECKPOINT_STALE = "workspace_checkpoint_stale"
     WORKSPACE_CHECKPOINT_FAILED = "workspace_checkpoint_failed"
     WORKSPACE_CHECKPOINT_MISSING = "workspace_checkpoint_missing"
+    # The run ended because the history did not fit the model's context window: resuming would
+    # send it again (a new message, with the oversized turn left out, is the way on).
+    PROVIDER_HISTORY_TOO_LONG = "provider_history_too_long"
 
 
 class RevalidationCode(StrEnum):
