@@ -349,9 +349,8 @@ def _overflow_notice() -> RuntimeEvent:
 def _overflow_ending(reason: str) -> RuntimeEvent:
     end = terminal(IDS, status="failed", state_delta={"failureClass": "provider_error"})
     message = "the prompt is longer than the model's context window"
-    end["content"] = {"kind": "error", "message": message, "code": "provider_error"}
-    end["content"]["reason"] = reason
-    return end
+    content = {"kind": "error", "message": message, "code": "provider_error", "reason": reason}
+    return with_changes(end, content=content)
 
 
 FIRST = user_text("go", ids=IDS, marker=True)
