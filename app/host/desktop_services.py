@@ -39,6 +39,7 @@ from app.host.resume_wire import (
     wire_diagnostic,
 )
 from app.host.verdict_memory import VerdictMemory
+from main_process.auto_resume import select_auto_resume
 from main_process.host_services import (
     HostServiceError,
     InterruptedRun,
@@ -172,11 +173,14 @@ class DesktopServices:
                 )
             )
         quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
+        # The sessions automatic resume takes up now say their own outcome; every other one
+        # the banner would offer is planned (verdict_memory).
+        automatic = select_auto_resume(interrupted, enabled=all(self.resume_flags())).resume
         return RecoveryReport(
             interrupted=tuple(interrupted),
             quarantined_sessions=quarantined,
             repaired_runs=len(report.repaired),
-            standing=self._memory.standing(),
+            standing=self._memory.standing(skip=frozenset(r.session_id for r in automatic)),
         )
 
     def _tool_names(self) -> Sequence[str]:
