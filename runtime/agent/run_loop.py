@@ -235,6 +235,9 @@ class RunLoop:
             clock=self._clock,
             publish=publish,
             result_cap_bytes=self._settings.result_cap_bytes,
+            effects_done=(
+                self._checkpoints.begin_capture if self._checkpoints is not None else None
+            ),
         )
         used_call_ids: set[str] = set()
         steps = 0
