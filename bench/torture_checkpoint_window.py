@@ -14,6 +14,7 @@ classed by what it cut:
 - ``T1 -> T2``: a call dispatched without its outcome (the command may or may not have run):
   resume parks until the user says whether it ran (RECOVERY.md section 8);
 - ``elsewhere``: anywhere else (a model step, before the first call, after a snapshot);
+- ``starting``: before the run's session was created (the command was still starting);
 - ``finished``: the run ended before the kill.
 
 Usage::
@@ -43,6 +44,7 @@ from storage.ledger_store import open_store
 WINDOW = "T2 -> snapshot"
 UNKNOWN = "T1 -> T2"
 ELSEWHERE = "elsewhere"
+STARTING = "starting"
 FINISHED = "finished"
 
 
@@ -87,12 +89,22 @@ def _start(work: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _latest_run_events(data: Path) -> list[RuntimeEvent]:
+def _sessions(data: Path) -> int:
+    store = open_store(data, read_only=True)
+    try:
+        return len(store.list_sessions())
+    finally:
+        store.close()
+
+
+def _latest_run_events(data: Path, before: int) -> list[RuntimeEvent] | None:
+    """The events of the newest session's run; None when the trial created no session (it
+    was killed while the command started)."""
     store = open_store(data, read_only=True)
     try:
         sessions = sorted(store.list_sessions(), key=lambda s: (s.created_at, s.session_id))
-        if not sessions:
-            return []
+        if len(sessions) <= before:
+            return None
         runs = store.list_session_runs(sessions[-1].session_id)
         latest = max(runs, key=lambda r: (r.created_at, r.run_id), default=None)
         if latest is None:
@@ -157,19 +169,21 @@ def main() -> None:
         )
         found: Counter[str] = Counter()
         for _ in range(args.kills):
+            before = _sessions(data)
             process = _start(work, env)
             time.sleep(rng.uniform(0.0, length))
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=60)
-            found[classify(_latest_run_events(data))] += 1
-    for kind in (WINDOW, UNKNOWN, ELSEWHERE, FINISHED):
+            events = _latest_run_events(data, before)
+            found[STARTING if events is None else classify(events)] += 1
+    for kind in (WINDOW, UNKNOWN, ELSEWHERE, STARTING, FINISHED):
         share = found[kind] / args.kills
         print(f"  {kind:15} {found[kind]:4d} of {args.kills} ({share:6.1%})")
-    killed = args.kills - found[FINISHED]
+    killed = args.kills - found[FINISHED] - found[STARTING]
     if killed:
         share = found[WINDOW] / killed
-        print(f"share of the kills that cut a run landing in the window: {share:.1%}")
+        print(f"share of the kills that cut a running turn landing in the window: {share:.1%}")
 
 
 if __name__ == "__main__":
