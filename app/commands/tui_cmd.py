@@ -275,11 +275,15 @@ def _say_if_parked(host: Any, session_id: str) -> bool:
     """Say what holds Safe resume when the planner would park (as /resume prints it); True
     when it parks."""
     from app.resume_composition import build_resume_service, plan_summary, source_operations
+    from runtime.ledger.ledger_errors import LedgerError
 
     planner = build_resume_service(
         host.store, host.data_dir, host.service.catalog.names, host.shells, processes=host.store
     )
-    plan = planner.plan_latest(session_id)
+    try:
+        plan = planner.plan_latest(session_id)
+    except LedgerError:
+        return False  # /resume says what went wrong, as maka resume would
     if plan.continues:
         return False
     print("This session's last turn ended before it finished, and Safe resume cannot continue it:")
