@@ -51,6 +51,11 @@ PARK_REASONS: dict[str, tuple[Severity, str]] = {
         _W,
         "This folder is not the same workspace the session ran in.",
     ),
+    "provider_history_too_long": (
+        _W,
+        "The conversation no longer fits the model's context window, so resuming would fail "
+        "the same way.",
+    ),
     "workspace_identity_missing": (
         _W,
         "The interrupted run did not record which workspace it used.",
@@ -162,6 +167,11 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
     ),
     "checkpoint_too_large": (_I, "The folder is too large for snapshots."),
     "checkpoint_turned_off": (_I, "Snapshots of the folder are turned off on this computer."),
+    "workspace_checkpoints_not_carried": (
+        _I,
+        "The session was imported without its snapshots of the folder; to resume, continue "
+        "with the current files.",
+    ),
     "workspace_restore_abandoned": (
         _I,
         "A restored copy was made by a resume that did not start; it is left as it is and "
@@ -531,6 +541,19 @@ TRANSFER: dict[str, tuple[Severity, str]] = {
     "export_target_exists": (_W, "A file with that name already exists; Maka will not replace it."),
     "export_target_invalid": (_W, "The session cannot be saved to that place."),
     "export_write_failed": (_E, "The export file could not be written."),
+    "import_checkpoints_missing": (
+        _W,
+        "The snapshots file the export names is not beside it; nothing was imported.",
+    ),
+    "import_checkpoints_invalid": (
+        _W,
+        "The snapshots file beside the export is not the one it was written with; nothing was "
+        "imported.",
+    ),
+    "import_checkpoints_failed": (
+        _E,
+        "The session was imported, but its snapshots could not be added to the store.",
+    ),
 }
 
 _TABLES = (

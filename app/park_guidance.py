@@ -114,6 +114,11 @@ NEXT_STEPS: dict[str, str] = {
     "workspace_checkpoint_missing": (
         "Check your files, then send a new message to carry on; the snapshot cannot be compared."
     ),
+    "provider_history_too_long": (
+        "Send a new, shorter message to carry on: the turn that did not fit is left out from "
+        "then on. If a short message fails the same way, start a new session or give the model "
+        "server a larger context size."
+    ),
 }
 NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
     _I: "",  # the reason itself says what to do (wait, or nothing to resume)

@@ -30,7 +30,7 @@ from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeService, ResumeStore
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
-from runtime.ledger.codes import DiagnosticCode, SettlementOrigin
+from runtime.ledger.codes import DiagnosticCode, ParkReason, SettlementOrigin
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.store_ports import LedgerReader
@@ -319,6 +319,19 @@ def _folder_advice(plan: ContinuationPlan) -> list[str]:
     return advice
 
 
+def _history_advice(plan: ContinuationPlan) -> list[str]:
+    """The conversation no longer fits the model's context window: resuming would send it
+    again, a new message leaves the oversized turn out."""
+    if ParkReason.PROVIDER_HISTORY_TOO_LONG not in plan.rejection_reasons:
+        return []
+    return [
+        "Send a new, shorter message to carry on (maka run --session "
+        f"{plan.session_id} MESSAGE, or the desktop): the turn that did not fit is left out "
+        "from then on. If a short message fails the same way, start a new session or give the "
+        "model server a larger context size."
+    ]
+
+
 def settle_command(session_id: str, tool_call_id: str, not_run_only: bool = False) -> str:
     """How a terminal says a call ran or not: ``maka settle`` (the TUI passes ``/settle``);
     ``not_run_only``: only "it did not run" can be said (a write recovery found not done)."""
@@ -364,8 +377,12 @@ def plan_summary(
             *_stop_advice(plan),
             *_folder_advice(plan),
             *_workspace_advice(plan),
+            *_history_advice(plan),
         ]
-        if "workspace_folder_missing" not in {r.value for r in plan.rejection_reasons}:
+        only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
+        if not only_history and "workspace_folder_missing" not in {
+            r.value for r in plan.rejection_reasons
+        }:
             # (a new message cannot run in a folder that is gone: the advice above comes first)
             unsettled = any(op.decision.status.value != "completed" for op in operations or ())
             told = "; the model is told which calls are unsettled" if unsettled else ""

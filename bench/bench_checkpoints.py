@@ -11,11 +11,17 @@ Prints:
 - the time a capture adds between a T2 and the next T1 when the model answers at once (the run
   loop joins the capture started after the T2), beside T1+T2 themselves (two real ``BEGIN
   IMMEDIATE`` commits in a WAL database) and as a ratio to them;
-- checkpoint storage after 100 small edits, each captured (bytes the repository grew by).
+- checkpoint storage after 100 small edits, each captured (bytes the repository grew by);
+- the window between a ``bash`` call's T2 and its snapshot's fact (a crash in it finds the call's
+  effects unrecorded: Safe resume parks on a stale snapshot), at 1,000, 10,000 and 50,000 files:
+  the capture started after the T2 (before) beside the capture started the moment the tool
+  returned, in parallel with writing the T2 (now), and their ratio (``--window-files``;
+  ``--window-only`` measures only this).
 
 Usage::
 
     .venv/bin/python -m bench.bench_checkpoints [--files 10000] [--megabytes 200] [--rounds 15]
+        [--window-files 1000,10000,50000] [--window-rounds 5] [--window-only]
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import random
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -39,9 +45,16 @@ from runtime.ledger.checkpoint_ports import (
     Snapshot,
     checkpoint_ref,
 )
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import (
+    CommitResult,
+    RunHeader,
+    RunStatus,
+    SessionRecord,
+    StoredEvent,
+)
 from storage.checkpoint_store import GitCheckpointStore
-from storage.ledger_store import open_store
+from storage.ledger_store import SqliteLedgerStore, open_store
 
 WS = "workspace:v1:bench0000-0000-0000-0000-000000000000"
 
@@ -92,7 +105,18 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--megabytes", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--window-files", default="1000,10000,50000")
+    parser.add_argument("--window-rounds", type=int, default=5)
+    parser.add_argument("--window-only", action="store_true")
     args = parser.parse_args()
+    sizes = [int(size) for size in args.window_files.split(",") if size.strip()]
+    if not args.window_only:
+        _whole_bench(args)
+    for files in sizes:
+        _window(files, rounds=args.window_rounds)
+
+
+def _whole_bench(args: argparse.Namespace) -> None:
     rng = random.Random(11)
     with tempfile.TemporaryDirectory(prefix="maka-bench-ckpt-") as scratch:
         root = Path(scratch)
@@ -250,6 +274,109 @@ def _tool_path(
         added.append(timed(checkpoints.join_facts))  # the model answered at once
     ledger.close()
     return statistics.median(boundaries), statistics.median(added)
+
+
+class _FactClock:
+    """The ledger, noting when each snapshot fact has committed."""
+
+    def __init__(self, ledger: SqliteLedgerStore) -> None:
+        self._ledger = ledger
+        self.committed_at = 0.0
+
+    def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult:
+        result = self._ledger.commit_workspace_fact(event)
+        self.committed_at = time.perf_counter()
+        return result
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]:
+        return self._ledger.read_run_events(run_id)
+
+
+def _window(files: int, *, rounds: int) -> None:
+    """The time from a ``bash`` call's T2 (committed) to its snapshot's fact (committed), the
+    capture started after the T2 (before) and started as the tool returned, in parallel with
+    the T2 (now), alternately in one run; files of 4 KB on average."""
+    rng = random.Random(files)
+    with tempfile.TemporaryDirectory(prefix="maka-bench-window-") as scratch:
+        root = Path(scratch)
+        work = root / "work"
+        work.mkdir()
+        started = time.perf_counter()
+        paths = generate(work, files, files * 4096)
+        generated_s = time.perf_counter() - started
+        carrier = GitCheckpointStore(root / "data")
+        if carrier.git is None:
+            raise SystemExit("bench_checkpoints: no git on PATH")
+        ledger = open_store(root / "ledger")
+        identity = RunIdentity("s", "inv", "run-window", "turn")
+        ledger.create_session(SessionRecord("s", str(work), "bench", 1))
+        ledger.create_run(
+            RunHeader(
+                "run-window",
+                "s",
+                "inv",
+                "turn",
+                RunStatus.CREATED,
+                str(work),
+                ledger.bump_owner_epoch(),
+                1,
+                1,
+                workspace_identity=WS,
+            )
+        )
+        builder = EventBuilder(identity)
+        ledger.append_event(builder.user_message("bench", 1, t1_marker=True))
+        ledger.mark_run_running("run-window")
+        facts = _FactClock(ledger)
+        checkpoints = WorkspaceCheckpointer(
+            carrier=carrier,
+            store=facts,
+            identity=identity,
+            folder=work,
+            workspace_identity=WS,
+            mode=ModeDecision(CheckpointMode.GIT_V1),
+            clock=lambda: 1,
+        )
+        first_ms = timed(checkpoints.capture_now)
+        before: list[float] = []
+        now: list[float] = []
+        writes: list[float] = []
+        for index in range(2 * rounds):
+            early = index % 2 == 1
+            call_id = f"w{index}"
+            op = operation_id("inv", call_id)
+            args = {"command": f"echo {index} >> log.txt"}
+            call = builder.function_call(op, call_id, name="bash", args=args, step_id="s", ts=1)
+            dispatch = builder.tool_dispatch(
+                op,
+                call_id,
+                name="bash",
+                args_hash=canonical_args_hash("bash", args),
+                recovery_mode="never_auto_retry",
+                evidence=None,
+                ts=1,
+            )
+            response = builder.bound_response(
+                op, call_id, name="bash", result={"output": ""}, is_error=False, duration_ms=1, ts=1
+            )
+            ledger.commit_tool_prepared(call, dispatch)
+            edit(paths, 1, rng)  # the command's side effect; then its process exits
+            if early:
+                checkpoints.begin_capture("bash")
+            writes.append(timed(partial(ledger.commit_tool_outcome, response)))
+            t2_done = time.perf_counter()
+            checkpoints.after_tool("bash")
+            checkpoints.overlap_next_step()
+            checkpoints.join_facts()  # the model answered at once
+            (now if early else before).append((facts.committed_at - t2_done) * 1000)
+        ledger.close()
+    old, new = statistics.median(before), statistics.median(now)
+    print(
+        f"T2 -> snapshot fact, {files:,} files (generated in {generated_s:.0f} s, first capture "
+        f"{first_ms / 1000:.1f} s, T2 write median {statistics.median(writes):.1f} ms): capture "
+        f"after the T2 median {old:.1f} ms, capture from the tool's return median {new:.1f} ms "
+        f"= {old / max(new, 0.01):.2f} x shorter ({rounds} rounds each)"
+    )
 
 
 def _commit_and_tree(store: GitCheckpointStore, pairs: list[tuple[str, str]]) -> object:

@@ -44,13 +44,13 @@ from PySide6.QtCore import QObject, QTimer
 
 from app.bridge_contract import HelloOkPush, HostStatePush, WindowShowPush
 from app.bridge_contract import HostState as WireHostState
+from app.host.auto_resume import select_auto_resume
 from app.host.host_services import (
     HostServices,
     HostServicesFactory,
     RecoveryReport,
     ResumeOutcome,
 )
-from main_process.auto_resume import select_auto_resume
 from main_process.host_lifecycle import HostLifecycle, HostState
 from main_process.instance_activation import request_activation
 from main_process.ipc_endpoint import (

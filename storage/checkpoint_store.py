@@ -146,6 +146,18 @@ class GitCheckpointStore:
             self._runner = GitRunner(self._git, home)
         return self._runner
 
+    def git_runner(self) -> GitRunner:
+        """The runner for the private repositories; raises ``CheckpointError`` without git."""
+        return self._git_runner()
+
+    def ensure_repo(self, workspace_identity: str) -> Path:
+        """The workspace's private repository, created when missing (call under ``locked``)."""
+        return self._ensure_repo(workspace_identity)
+
+    def locked(self, workspace_identity: str) -> contextlib.AbstractContextManager[None]:
+        """The per-workspace lock every capture holds."""
+        return self._locked(workspace_identity)
+
     def _ensure_repo(self, workspace_identity: str) -> Path:
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():

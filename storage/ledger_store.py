@@ -521,14 +521,18 @@ class SqliteLedgerStore:
 
     # ---- export, import, doctor ---------------------------------------------------------------
 
-    def export_session(self, session_id: str, out: BinaryIO) -> int:
+    def export_session(
+        self, session_id: str, out: BinaryIO, seen: Callable[[bytes], None] | None = None
+    ) -> int:
         """Write the session's export (``session_export`` format) to ``out`` from one
-        consistent snapshot; returns the number of lines."""
+        consistent snapshot; returns the number of lines. ``seen`` is shown each line."""
 
         def action(conn: sqlite3.Connection) -> int:
             count = 0
             for line in export_lines(conn, session_id):
                 out.write(line + b"\n")
+                if seen is not None:
+                    seen(line)
                 count += 1
             return count
 

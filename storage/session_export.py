@@ -15,7 +15,11 @@ ending in ``\\n``, every line in canonical JSON (RFC 8785)):
      "sourceHighWater","sourcePrefixDigest","sourceTerminalEventId","targetRunId","startEventId",
      "providerReplayDigest","automatic","createdAt"}``;
    - then the run's events in ``event_seq`` order: exactly the stored canonical bytes of each
-     RuntimeEvent (a RuntimeEvent has no ``kind`` key, so the line types never mix up).
+     RuntimeEvent (a RuntimeEvent has no ``kind`` key, so the line types never mix up);
+3. when the session's snapshots of its folder were exported beside the file, a last line
+   ``{"kind":"maka.checkpoints.v1","bundle","sha256","bytes","refs":[{"ref","commitId",
+   "treeId","workspaceIdentity"}]}`` naming that Git bundle (``checkpoint_transfer``). An export
+   without it (older, ``--no-checkpoints``, standard output) imports the ledger alone.
 
 Import (``maka import FILE.jsonl``, ``session_import``) is all-or-nothing, in one transaction,
 and re-commits every event through the same writers as live code (generic append, T1, T2,
@@ -49,6 +53,7 @@ from storage.run_header_store import list_session_headers, read_session
 SESSION_KIND = "maka.session.v1"
 RUN_HEADER_KIND = "maka.run_header.v1"
 CLAIM_KIND = "maka.continuation_claim.v1"
+CHECKPOINTS_KIND = "maka.checkpoints.v1"
 
 
 class TransferError(LedgerError):
@@ -159,6 +164,9 @@ class ParsedExport:
     runs: list[RunBlock]
     dropped_bytes: int
     event_count: int
+    # The last line's record of the snapshots file beside the export (``checkpoint_transfer``),
+    # None for an export without one.
+    checkpoints: dict[str, Any] | None = None
 
 
 def _record(value: Mapping[str, Any], keys: set[str], optional: set[str], line: int) -> None:
@@ -280,7 +288,8 @@ def _record_value(raw: bytes) -> dict[str, Any] | None:
         value = json.loads(raw)
     except ValueError:
         return None
-    if isinstance(value, dict) and value.get("kind") in (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND):
+    kinds = (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND, CHECKPOINTS_KIND)
+    if isinstance(value, dict) and value.get("kind") in kinds:
         return value
     return None
 
@@ -341,6 +350,7 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
     runs: list[RunBlock] = []
     run_ids: set[str] = set()
     events = 0
+    checkpoints: dict[str, Any] | None = None
     for index, raw in enumerate(lines, start=1):
         try:
             event = decode_event_json(raw)
@@ -351,6 +361,11 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
                 raise _invalid(
                     index, f"not a RuntimeEvent ({error.code}): {error.message}"
                 ) from None
+            if value["kind"] == CHECKPOINTS_KIND:
+                if index != len(lines) or session is None:
+                    raise _structure(index, "the snapshots record must be the last line") from None
+                checkpoints = value
+                continue
             session = _add_record(value, index, session, runs, run_ids)
             continue
         if not runs:
@@ -367,4 +382,4 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
         events += 1
     if session is None:
         raise _structure(1, "the first line must be the session line")
-    return ParsedExport(session, runs, dropped, events)
+    return ParsedExport(session, runs, dropped, events, checkpoints)

@@ -9,7 +9,9 @@ checkpoints: every ``workspaceCheckpoint`` fact against its Git objects (a missi
 problem, ``workspace_checkpoint_missing``) and every checkpoint ref against the facts (an orphan
 ref, left by a capture killed before its fact, is reported, not a problem). Restored copies a
 resume made but never started in (``workspace_restore_abandoned``, as ``maka plan`` names them)
-are listed as notes, not problems: Maka never uses them and the user may remove them. With
+are listed as notes, not problems: Maka never uses them and the user may remove them. So are
+the snapshots of a session imported without them (``workspace_checkpoints_not_carried``: an
+older export or ``--no-checkpoints``); resume offers to continue with the current files. With
 ``--json`` exactly one JSON document is printed.
 """
 
@@ -29,6 +31,7 @@ from app.park_guidance import LEDGER_CHECK_CODES
 if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier
     from runtime.ledger.store_ports import LedgerReader
+    from storage.checkpoint_audit import CheckpointRow
 
 ENV_DATA_DIR = "MAKA_DATA_DIR"
 
@@ -89,6 +92,26 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
         }
         for session in store.list_sessions()
         for path in abandoned_restores(store, carrier, session.session_id)
+    ]
+
+
+def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[dict[str, str]]:
+    """One note per session imported without its snapshots: their absence is expected."""
+    from runtime.ledger.codes import DiagnosticCode
+
+    counts: dict[str, int] = {}
+    for row in missing:
+        if row.session_id in not_carried:
+            counts[row.session_id] = counts.get(row.session_id, 0) + 1
+    return [
+        {
+            "code": DiagnosticCode.WORKSPACE_CHECKPOINTS_NOT_CARRIED.value,
+            "sessionId": session_id,
+            "message": f"the session was imported without its snapshots of the folder ({count} "
+            "recorded); to resume it, continue with the current files (maka resume "
+            f"{session_id} --rebaseline)",
+        }
+        for session_id, count in counts.items()
     ]
 
 
@@ -170,6 +193,9 @@ def run(args: argparse.Namespace) -> int:
     from storage.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
+    from storage.checkpoint_transfer import imported_without_snapshots
+
+    not_carried = imported_without_snapshots(data_dir)
     report.problems.extend(
         DoctorProblem(
             "workspace_checkpoint_missing",
@@ -179,7 +205,10 @@ def run(args: argparse.Namespace) -> int:
             row.event_id,
         )
         for row in checkpoints.missing
+        if row.session_id not in not_carried
     )
+    notes.extend(_not_carried(checkpoints.missing, not_carried))
+    uncarried = sum(1 for row in checkpoints.missing if row.session_id in not_carried)
     document = {
         "database": str(database),
         "present": True,
@@ -197,7 +226,9 @@ def run(args: argparse.Namespace) -> int:
     lines.extend(f"workspace {item['cwd']}: marker {item['marker']}" for item in report.workspaces)
     lines.append(
         f"workspace checkpoints: {checkpoints.facts} recorded, {checkpoints.refs} refs, "
-        f"{len(checkpoints.missing)} missing, {len(checkpoints.orphans)} orphan refs"
+        f"{len(checkpoints.missing) - uncarried} missing"
+        + (f" ({uncarried} not carried by an import)" if uncarried else "")
+        + f", {len(checkpoints.orphans)} orphan refs"
         + (
             " (left by an interrupted capture; retention removes them)"
             if checkpoints.orphans

@@ -8,6 +8,12 @@ An existing file is only replaced with ``--force``, and only a regular file: a d
 device, a pipe or a symbolic link is refused (``export_target_invalid``), never replaced.
 ``-o -`` writes the export to standard output (the summary then goes to standard error).
 
+The session's snapshots of its folder (workspace checkpoints) go beside the file, as the Git
+bundle ``FILE.jsonl.bundle`` named by the file's last line (``storage/checkpoint_transfer.py``),
+so an import in another data directory verifies, restores and rebaselines as here.
+``--no-checkpoints`` leaves them out, as does an export to standard output; ``maka doctor``
+then notes the import without them.
+
 Exit codes: 0 written, 1 the store or the disk failed, 2 invalid input (unknown session, a
 target that exists or cannot be one).
 """
@@ -16,14 +22,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import stat
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
+
+if TYPE_CHECKING:
+    from runtime.ledger.event_model import RuntimeEvent
 
 STDOUT = "-"
 
@@ -38,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="file to write ('-' for standard output)",
     )
     parser.add_argument("--force", action="store_true", help="replace an existing file")
+    parser.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        help="leave the session's snapshots of its folder out",
+    )
 
 
 def _kind(mode: int) -> str:
@@ -88,25 +103,79 @@ def _check_target(target: Path, force: bool) -> None:
         )
 
 
-def _export(args: argparse.Namespace, out: BinaryIO) -> int:
+class _Snapshots:
+    """Collects the snapshot facts of the exported lines (few lines name one)."""
+
+    def __init__(self) -> None:
+        self.events: list[RuntimeEvent] = []
+
+    def __call__(self, line: bytes) -> None:
+        if b'"workspaceCheckpoint"' in line or b'"workspaceBaseline"' in line:
+            value = json.loads(line)
+            if isinstance(value, dict) and "kind" not in value:
+                self.events.append(cast("RuntimeEvent", value))
+
+
+def _export(args: argparse.Namespace, out: BinaryIO, seen: _Snapshots) -> int:
     from runtime.ledger.codes import TransferCode
     from runtime.ledger.ledger_errors import LedgerError
     from storage.ledger_store import open_store
 
     try:
         with open_store(data_dir_from(args), read_only=True) as store:
-            return store.export_session(args.session, out)
+            return store.export_session(args.session, out, seen)
     except LedgerError as error:
         usage = error.code in (TransferCode.SESSION_NOT_FOUND, "store_not_found")
         raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
 
 
+def _carry(
+    args: argparse.Namespace, seen: _Snapshots, bundle: Path, name: str
+) -> tuple[bytes | None, int]:
+    """Write the snapshots bundle to ``bundle``; the export's last line naming it (None when
+    nothing is carried) and the number of snapshots."""
+    from runtime.ledger.checkpoint_ports import CheckpointError
+    from runtime.ledger.codes import TransferCode
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoint_transfer import manifest_line, snapshot_refs, write_bundle
+
+    refs = snapshot_refs(seen.events)
+    if not refs or args.no_checkpoints:
+        return None, 0
+    carrier = GitCheckpointStore(data_dir_from(args))
+    if not carrier.usable:
+        print(
+            "note: the session's snapshots of its folder were left out: no git 2.25 or newer "
+            "on PATH (checkpoint_git_missing)",
+            file=sys.stderr,
+        )
+        return None, 0
+    try:
+        carried = write_bundle(carrier, refs, bundle)
+    except CheckpointError as error:
+        raise CliError(
+            TransferCode.EXPORT_WRITE_FAILED,
+            f"cannot write the snapshots file: {error.message}",
+            EXIT_ERROR,
+        ) from None
+    if not carried:
+        print(
+            "note: none of the session's snapshots of its folder is whole in the checkpoint "
+            "store; the export carries none (maka doctor says more)",
+            file=sys.stderr,
+        )
+        return None, 0
+    return manifest_line(name, bundle, carried), len(carried)
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import TransferCode
+    from storage.checkpoint_transfer import bundle_name
 
+    seen = _Snapshots()
     if args.output == STDOUT:
         try:
-            lines = _export(args, sys.stdout.buffer)
+            lines = _export(args, sys.stdout.buffer, seen)
             sys.stdout.buffer.flush()
         except OSError as error:
             raise CliError(
@@ -114,18 +183,37 @@ def run(args: argparse.Namespace) -> int:
                 f"cannot write to standard output: {error.strerror or error}",
             ) from None
         print(f"exported session {args.session}: {lines} lines", file=sys.stderr)
+        if seen.events and not args.no_checkpoints:
+            print(
+                "note: an export to standard output leaves the session's snapshots of its "
+                "folder out (export to a file to carry them)",
+                file=sys.stderr,
+            )
         return EXIT_OK
     from storage.private_files import private_opener
 
     target = Path(args.output)
     _check_target(target, args.force)
+    bundle = target.with_name(bundle_name(target.name))
+    if not args.no_checkpoints:
+        _check_target(bundle, args.force)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temp_bundle = target.with_name(f".{bundle.name}.{os.getpid()}.tmp")
     try:
         # Only the user may read an export: it holds whole transcripts, as the data directory.
         with open(temp, "xb", opener=private_opener) as out:
-            lines = _export(args, out)
+            lines = _export(args, out, seen)
+            manifest, carried = _carry(args, seen, temp_bundle, bundle.name)
+            if manifest is not None:
+                out.write(manifest + b"\n")
+                lines += 1
             out.flush()
             os.fsync(out.fileno())
+        if manifest is not None:
+            os.chmod(temp_bundle, 0o600)
+            with open(temp_bundle, "rb") as written:
+                os.fsync(written.fileno())
+            os.replace(temp_bundle, bundle)
         os.replace(temp, target)
     except OSError as error:
         raise CliError(
@@ -134,7 +222,10 @@ def run(args: argparse.Namespace) -> int:
             EXIT_ERROR,
         ) from None
     finally:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+        for leftover in (temp, temp_bundle):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
     print(f"exported session {args.session}: {lines} lines to {target}")
+    if carried:
+        print(f"with {carried} snapshots of its folder in {bundle}")
     return EXIT_OK

@@ -10,6 +10,17 @@ not a valid export changes nothing (not even a fresh data directory is created).
 to the data directory, so it owns it like ``maka run``: while the desktop or another command owns
 it, the import is refused with ``store_locked``.
 
+The session's snapshots of its folder come from the Git bundle the file's last line names
+(``FILE.jsonl.bundle`` beside it, ``storage/checkpoint_transfer.py``). The bundle is checked in
+a scratch repository before anything is written (its sha256 and size as recorded, exactly the
+recorded refs, each one of the session's snapshot facts with every file under it); a bundle
+that is missing (``import_checkpoints_missing``) or not the one the export was written with
+(``import_checkpoints_invalid``) refuses the import and changes nothing. After the ledger's
+import its refs go into each workspace's private store. ``--no-checkpoints`` (or an export
+without a bundle) imports the ledger alone; ``maka doctor`` then notes the snapshots were not
+carried (``workspace_checkpoints_not_carried``) and resume offers to continue with the
+current files.
+
 Exit codes: 0 imported (or already present), 1 refused by the store (conflict, store problem,
 another process owns the data directory), 2 the file is unreadable or not a valid export.
 """
@@ -18,11 +29,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
 from runtime.ledger.collector_pause import collector_paused
+
+if TYPE_CHECKING:
+    from storage.checkpoint_transfer import CarriedRef
+    from storage.session_export import ParsedExport
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--accept-torn-tail",
         action="store_true",
         help="import the valid lines before a torn last line and drop it",
+    )
+    parser.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        help="leave the snapshots file beside the export out",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -56,17 +79,20 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(error.code, error.message, EXIT_USAGE) from None
     del data
     data_dir = data_dir_from(args)
-    lock = own_data_dir(data_dir)
-    try:
-        with open_store(data_dir) as store:
-            report = store.import_parsed(parsed)
-    except TransferError as error:
-        raise CliError(error.code, error.message, EXIT_USAGE) from None
-    except StoreRefusal as error:
-        where = f" (event {error.event_id})" if error.event_id else ""
-        raise CliError(error.code, f"{error.message}{where}", EXIT_ERROR) from None
-    finally:
-        lock.release()
+    with tempfile.TemporaryDirectory(prefix="maka-import-") as scratch:
+        carry = _checked_snapshots(args, parsed, data_dir, Path(scratch))
+        lock = own_data_dir(data_dir)
+        try:
+            with open_store(data_dir) as store:
+                report = store.import_parsed(parsed)
+            carried = _add_snapshots(data_dir, parsed, carry, Path(scratch))
+        except TransferError as error:
+            raise CliError(error.code, error.message, EXIT_USAGE) from None
+        except StoreRefusal as error:
+            where = f" (event {error.event_id})" if error.event_id else ""
+            raise CliError(error.code, f"{error.message}{where}", EXIT_ERROR) from None
+        finally:
+            lock.release()
     if args.json:
         document = {
             "sessionId": report.session_id,
@@ -75,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             "eventsCreated": report.events_created,
             "eventsExisting": report.events_existing,
             "droppedBytes": report.dropped_bytes,
+            "checkpointsCarried": carried,
         }
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
@@ -84,4 +111,75 @@ def run(args: argparse.Namespace) -> int:
         )
         if report.dropped_bytes:
             print(f"dropped a torn last line of {report.dropped_bytes} bytes")
+        if carried is not None:
+            print(
+                f"with {carried} snapshots of its folder"
+                if carried
+                else "without its snapshots of the folder (maka doctor notes it; resume "
+                "offers to continue with the current files)"
+            )
     return EXIT_OK
+
+
+def _checked_snapshots(
+    args: argparse.Namespace, parsed: ParsedExport, data_dir: Path, scratch: Path
+) -> list[CarriedRef] | None:
+    """The bundle's refs, validated in ``scratch`` (None: the snapshots are not carried)."""
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoint_transfer import (
+        CheckpointTransferError,
+        checked_bundle,
+        snapshot_refs,
+    )
+
+    if parsed.checkpoints is None or args.no_checkpoints:
+        return None
+    carrier = GitCheckpointStore(data_dir)
+    if not carrier.usable or carrier.git is None:
+        print(
+            "note: the snapshots beside the export are left out: no git 2.25 or newer on PATH "
+            "(checkpoint_git_missing)",
+            file=sys.stderr,
+        )
+        return None
+    recorded = snapshot_refs(event for block in parsed.runs for event in block.events)
+    try:
+        return checked_bundle(
+            carrier.git,
+            args.file,
+            parsed.checkpoints,
+            session_id=parsed.session.session_id,
+            recorded=recorded,
+            scratch=scratch,
+        )
+    except CheckpointTransferError as error:
+        raise CliError(error.code, error.message, EXIT_USAGE) from None
+
+
+def _add_snapshots(
+    data_dir: Path, parsed: ParsedExport, carry: list[CarriedRef] | None, scratch: Path
+) -> int | None:
+    """Unpack the validated refs into the private stores, or note the import without them;
+    the number carried (None when the session records no snapshot)."""
+    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoint_transfer import (
+        CheckpointTransferError,
+        note_import,
+        snapshot_refs,
+        unpack,
+    )
+
+    carrier = GitCheckpointStore(data_dir)
+    session_id = parsed.session.session_id
+    if carry is None:
+        if not snapshot_refs(event for block in parsed.runs for event in block.events):
+            return None
+        note_import(carrier, session_id, carried=False)
+        return 0
+    try:
+        unpack(carrier, scratch, carry)
+    except CheckpointTransferError as error:
+        note_import(carrier, session_id, carried=False)
+        raise CliError(error.code, error.message, EXIT_ERROR) from None
+    note_import(carrier, session_id, carried=True)
+    return len(carry)

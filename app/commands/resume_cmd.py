@@ -73,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
-    note_refusals_without_terminal(args.permission_mode)
     out = sys.stderr if args.json else sys.stdout
     transcript = TerminalTranscript(out)
     asker = StdinPermissionAsker(transcript)
@@ -92,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
             as_json=args.json,
             decision=_decision(args),
             restore_to=args.restore_to or None,
+            # Only a continuation that runs may meet a tool: a park says nothing about them.
+            before_running=lambda: note_refusals_without_terminal(args.permission_mode),
         )
 
 
@@ -145,7 +146,9 @@ def _restore_unavailable(
     )
 
 
-def resume_session(
+# C901: plan, the terminal's workspace decision, settle advice, then run; one flow the CLI and the
+# TUI share, each branch an early return with its exit code.
+def resume_session(  # noqa: C901
     host: CliHost,
     session_id: str,
     cwd: str,
@@ -157,9 +160,11 @@ def resume_session(
     decision: WorkspaceDecision | None = None,
     restore_to: str | None = None,
     settle: Callable[[str, str, bool], str] | None = None,
+    before_running: Callable[[], None] | None = None,
 ) -> int:
     """Plan and, when safe, execute; shared by ``maka resume`` and ``/resume`` in the TUI
-    (``settle`` says how the terminal records a call's outcome: the TUI's ``/settle``)."""
+    (``settle`` says how the terminal records a call's outcome: the TUI's ``/settle``;
+    ``before_running`` is called once the continuation is about to run, never for a park)."""
     from app.commands.cancellable_turn import run_cancellable
     from app.resume_composition import (
         host_resume_service,
@@ -200,6 +205,8 @@ def resume_session(
             print("\n".join(plan_summary(plan)))
             print(f"Refused: [{unanswered[0]}] {unanswered[1]}")
         return EXIT_PARKED
+    if before_running is not None:
+        before_running()
     if not as_json:
         # Said once the continuation is admitted and runs: a refusal before that (a folder
         # refused for the restored copy, a changed source) is all that is printed.

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
         if args.session:
-            _say_if_interrupted(service, session.session_id, host.data_dir)
+            _say_if_interrupted(service, session.session_id, host)
         print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         if host.repaired_runs:
@@ -234,17 +234,22 @@ def _settle(host: Any, session_id: str, text: str) -> None:
 CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
 
 
-def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
+def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
     """Opening a session whose last turn was cut off (by a crash, a failed model server, a stop)
     says so, like the desktop's banner, and names the command that continues it; Safe resume's
-    own decision (``resumable``) says which sessions. Off, only a crash is mentioned (/resume
-    could only answer that it is off)."""
+    own decision (``resumable``) says which sessions. /resume is offered only when the planner
+    (read-only, as ``maka plan``) would continue: a park (a damaged record, an unsettled call,
+    changed files) is shown as ``/resume`` would show it. Off, only a crash is mentioned
+    (/resume could only answer that it is off)."""
     from app.code_text import describe
     from app.host.resume_switch import resume_enabled
     from runtime.agent.session_overview import session_overview
 
+    data_dir: Path = host.data_dir
     overview = session_overview(service.store, service.get_session(session_id))
     if not overview.resumable:
+        return
+    if resume_enabled(data_dir) and _say_if_parked(host, session_id):
         return
     if not overview.interrupted:
         code = overview.failure_class or str(overview.last_run_status)
@@ -272,6 +277,28 @@ def _say_if_interrupted(service: Any, session_id: str, data_dir: Path) -> None:
             "files, then send a new message to carry on (turn Safe resume on in the desktop's "
             "Settings, or with MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1)."
         )
+
+
+def _say_if_parked(host: Any, session_id: str) -> bool:
+    """Say what holds Safe resume when the planner would park (as /resume prints it); True
+    when it parks."""
+    from app.resume_composition import build_resume_service, plan_summary, source_operations
+    from runtime.ledger.ledger_errors import LedgerError
+
+    planner = build_resume_service(
+        host.store, host.data_dir, host.service.catalog.names, host.shells, processes=host.store
+    )
+    try:
+        plan = planner.plan_latest(session_id)
+    except LedgerError:
+        return False  # /resume says what went wrong, as maka resume would
+    if plan.continues:
+        return False
+    print("This session's last turn ended before it finished, and Safe resume cannot continue it:")
+    operations = source_operations(host.store, plan)
+    print("\n".join(plan_summary(plan, operations, _tui_settle)))
+    print(TUI_PARK_NOTE)
+    return True
 
 
 def _print_transcript(service: Any, session_id: str) -> None:

@@ -28,6 +28,7 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionSummary,
 )
+from app.host.auto_resume import select_auto_resume
 from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.host_services import (
@@ -173,11 +174,14 @@ class DesktopServices:
                 )
             )
         quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
+        # The sessions automatic resume takes up now say their own outcome; every other one
+        # the banner would offer is planned (verdict_memory).
+        automatic = select_auto_resume(interrupted, enabled=all(self.resume_flags())).resume
         return RecoveryReport(
             interrupted=tuple(interrupted),
             quarantined_sessions=quarantined,
             repaired_runs=len(report.repaired),
-            standing=self._memory.standing(),
+            standing=self._memory.standing(skip=frozenset(r.session_id for r in automatic)),
         )
 
     def _tool_names(self) -> Sequence[str]:

@@ -4,9 +4,11 @@ on changed").
 
 A park is remembered with the boundary it was planned for (the run Safe resume takes up and its
 high-water mark) and a digest of what the safety inspector would observe (folder, marker, tools,
-background work). At the next start a verdict whose boundary and inputs are unchanged stands (the
-banner opens parked); any other goes. A park on the folder's files is planned again, since the
-files may change while Maka is closed. A continuation that started clears the verdict.
+background work). With Safe resume on, every session the banner would offer is planned again at
+start by the same planner as ``maka plan`` (one truth: a park decided in the CLI, or one whose
+files changed while Maka was closed, is what the banner shows). With it off, a verdict whose
+boundary and inputs are unchanged stands (the banner opens parked); any other goes. A
+continuation that started clears the verdict.
 """
 
 from __future__ import annotations
@@ -29,17 +31,6 @@ from storage.ledger_store import SqliteLedgerStore
 from storage.workspace_identity import read_workspace_identity
 
 _log = logging.getLogger("maka.main")
-
-_WORKSPACE_REASONS = frozenset(
-    {
-        "workspace_drift",
-        "workspace_checkpoint_stale",
-        "workspace_checkpoint_failed",
-        "workspace_checkpoint_missing",
-    }
-)
-"""Parks on the folder's files: re-checked at start, since the files may change while Maka is
-closed."""
 
 
 class VerdictMemory:
@@ -68,33 +59,57 @@ class VerdictMemory:
     def clear(self, session_id: str) -> None:
         self._verdicts.clear(session_id)
 
-    def standing(self) -> tuple[tuple[str, ResumeParked], ...]:
-        """Parks of an earlier start whose boundary and inputs are unchanged (others go). A
-        park on the folder's files is planned again: the files may have changed back (Safe
-        resume is then offered as usual) or differently (the park lists the files as they
-        differ now)."""
+    def standing(self, skip: frozenset[str] = frozenset()) -> tuple[tuple[str, ResumeParked], ...]:
+        """The parks that stand at start, for the sessions the banner would offer Safe resume
+        for (the latest run failed by a restart). With Safe resume on, each is planned again
+        (read-only) by the same planner ``maka plan`` and ``maka resume`` use, so the banner
+        never offers Safe resume for a session whose resume would park (a park decided in the
+        CLI included), and a session that would continue now is offered as usual. With it off,
+        parks of an earlier start whose boundary and inputs are unchanged stand (others go).
+        ``skip``: sessions automatic resume takes up now (its outcome is theirs)."""
+        if self._safe_resume_on():
+            return self._planned(skip)
         standing: list[tuple[str, ResumeParked]] = []
         for verdict in self._verdicts.all():
             current = self.plan_inputs(verdict.session_id)
             if current != (verdict.boundary, verdict.inputs):
                 self._verdicts.clear(verdict.session_id)
                 continue
-            parked: ResumeParked | None = ResumeParked(
-                verdict.reasons, verdict.diagnostics, verdict.workspace_options
+            standing.append(
+                (
+                    verdict.session_id,
+                    ResumeParked(verdict.reasons, verdict.diagnostics, verdict.workspace_options),
+                )
             )
-            if _WORKSPACE_REASONS.intersection(verdict.reasons) and self._safe_resume_on():
-                parked = self._recheck_files(verdict.session_id)
-            if parked is not None:
-                standing.append((verdict.session_id, parked))
         return tuple(standing)
 
-    def _recheck_files(self, session_id: str) -> ResumeParked | None:
-        """Plan again (read-only) a session parked on its files: None when it would continue
-        now, else the park as it stands now (recorded as the verdict)."""
+    def _planned(self, skip: frozenset[str]) -> tuple[tuple[str, ResumeParked], ...]:
+        remembered = {verdict.session_id for verdict in self._verdicts.all()}
+        standing: list[tuple[str, ResumeParked]] = []
+        try:
+            sessions = [session.session_id for session in self._store.list_sessions()]
+        except LedgerError as error:
+            _log.warning("listing sessions to plan at start failed: %s", error)
+            return ()
+        for session_id in sessions:
+            if session_id in skip:
+                continue
+            if self.plan_inputs(session_id) is None:
+                if session_id in remembered:
+                    self._verdicts.clear(session_id)
+                continue
+            parked = self._plan_now(session_id)
+            if parked is not None:
+                standing.append((session_id, parked))
+        return tuple(standing)
+
+    def _plan_now(self, session_id: str) -> ResumeParked | None:
+        """Plan the session (read-only): None when it would continue now, else the park as it
+        stands now (recorded as the verdict)."""
         try:
             plan = self._planner().plan_latest(session_id)
         except LedgerError as error:
-            _log.warning("re-checking the folder of session %s failed: %s", session_id, error)
+            _log.warning("planning session %s at start failed: %s", session_id, error)
             return None
         if plan.continues:
             self._verdicts.clear(session_id)

@@ -203,7 +203,10 @@ class EventBuilder:
         stop_reason: str | None = None,
         failure_class: FailureClass | None = None,
         message: str | None = None,
+        reason: str | None = None,
     ) -> RuntimeEvent:
+        """The run's ending; ``reason`` (default: the code) says more precisely what ended it
+        (``provider_context_overflow``: the history did not fit the model's context window)."""
         event = self._base(f"{self.identity.run_id}_terminal", ts, "system", "system")
         event["status"] = status
         delta: dict[str, Any] = {}
@@ -216,5 +219,10 @@ class EventBuilder:
         event["actions"] = {"endInvocation": True, "stateDelta": delta}
         if message:
             code = failure_class.value if failure_class is not None else stop_reason or "run_ended"
-            event["content"] = {"kind": "error", "message": message, "code": code, "reason": code}
+            event["content"] = {
+                "kind": "error",
+                "message": message,
+                "code": code,
+                "reason": reason or code,
+            }
         return cast(RuntimeEvent, event)

@@ -257,6 +257,9 @@ class RunLoop:
             clock=self._clock,
             publish=publish,
             result_cap_bytes=self._settings.result_cap_bytes,
+            effects_done=(
+                self._checkpoints.begin_capture if self._checkpoints is not None else None
+            ),
         )
         used_call_ids: set[str] = set()
         steps = 0
@@ -335,6 +338,7 @@ class RunLoop:
             if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
                 return self._cancelled(builder, publish)
             message = f"{self._provider.label}: {error.message}"
+            overflow = error.code is ProviderErrorCode.CONTEXT_OVERFLOW
             if error.code in LEAVES_THE_TURN_OUT:
                 refused = error.code is ProviderErrorCode.EMPTY_STREAM
                 self._leave_out_of_history(builder, publish, committed, unanswered, refused)
@@ -345,6 +349,7 @@ class RunLoop:
                 RunStatus.FAILED,
                 failure_class=FailureClass.PROVIDER_ERROR,
                 message=redact_secrets(message),
+                reason=ProviderErrorCode.CONTEXT_OVERFLOW.value if overflow else None,
             )
         except ToolBoundaryError as error:
             return self._finish(
@@ -433,6 +438,7 @@ class RunLoop:
         stop_reason: str | None = None,
         failure_class: FailureClass | None = None,
         message: str | None = None,
+        reason: str | None = None,
     ) -> RunOutcome:
         if self._checkpoints is not None:  # a capture in progress commits before the ending
             for fact in self._checkpoints.join_facts():
@@ -443,6 +449,7 @@ class RunLoop:
             stop_reason=stop_reason,
             failure_class=failure_class,
             message=message,
+            reason=reason,
         )
         failpoint(CrashPoint.P8)
         self._store.commit_run_ending(

@@ -142,6 +142,7 @@ class ToolRuntime:
         clock: Callable[[], int],
         publish: Callable[[RuntimeEvent], None],
         result_cap_bytes: int = DEFAULT_RESULT_CAP_BYTES,
+        effects_done: Callable[[str], None] | None = None,
     ) -> None:
         self._writer = writer
         self._builder = builder
@@ -152,6 +153,9 @@ class ToolRuntime:
         self._clock = clock
         self._publish = publish
         self._cap = result_cap_bytes
+        # Told a dispatched tool's name the moment it returned (its process exited), before
+        # T2 is written: the workspace snapshot after it starts then (WORKSPACE.md section 3).
+        self._effects_done = effects_done
         self._last_failure: tuple[str, int] | None = None  # (identity key, consecutive count)
 
     @property
@@ -363,6 +367,8 @@ class ToolRuntime:
         started = time.monotonic()
         output = self._run_tool(tool, prepared, op_id)
         failpoint(CrashPoint.P4)
+        if self._effects_done is not None:
+            self._effects_done(call.name)
         duration = int((time.monotonic() - started) * 1000)
         result = cap_result(output.result, output.is_error, self._cap)
         response = self._builder.bound_response(

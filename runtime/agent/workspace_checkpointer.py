@@ -1,11 +1,17 @@
 """Capturing a run's workspace checkpoints (docs/design/workspace.md section 2).
 
 A run decides its checkpoint mode once, before its first event (which declares it). In mode
-``git_v1`` the run captures at its start, before the first provider call, and after the T2 of
-every tool call that may write. That capture runs in a background thread while the model works
-on its next step, and the run loop joins it before anything else happens: before the next T1,
-before the run's ending, right after the provider's answer. So no side effect of a tool ever
-overlaps a capture, and the facts are published on the run's own thread.
+``git_v1`` the run captures at its start, before the first provider call, and after every tool
+call that may write. That capture starts in a background thread the moment the tool returns (its
+process exited: ``begin_capture``), in parallel with writing its T2, and commits its fact as soon
+as both are done, pinned to the prefix that ends with the T2; it goes on while the model works on
+its next step, and the run loop joins it before anything else happens: before the next T1, before
+the run's ending, right after the provider's answer. So no side effect of a tool ever overlaps a
+capture, the facts are published on the run's own thread, and a crash after a ``bash`` call's T2
+finds its snapshot unrecorded only for as long as the capture takes beyond the T2 write
+(``bench/bench_checkpoints.py`` measures that window, ``bench/torture_checkpoint_window.py`` how
+often random kills land in it). A writing call refused before it ran has no such moment: its
+capture starts with the model's next step (``after_tool``, ``overlap_next_step``).
 
 A capture is artifact first (the carrier's commit and ref), then the ``workspaceCheckpoint`` fact
 through the workspace-fact writer, pinned to the committed run prefix it belongs to
@@ -75,6 +81,9 @@ class WorkspaceCheckpointer:
         self._thread: threading.Thread | None = None
         self._due = False
         self._done: list[RuntimeEvent] = []
+        # Set once the T2 of the call whose capture started early is committed (or the capture
+        # is joined first): its fact is pinned to the prefix then.
+        self._outcome_written: threading.Event | None = None
 
     @property
     def active(self) -> bool:
@@ -91,12 +100,44 @@ class WorkspaceCheckpointer:
             self._capture()
         return self.join_facts()
 
+    def begin_capture(self, tool_name: str) -> None:
+        """A dispatched tool returned (its process exited) and its T2 is about to be written:
+        when it may write, start the capture now, in parallel with the T2; its fact waits for
+        ``after_tool``."""
+        if not (self.active and may_write(tool_name)):
+            return
+        self._wait_thread()
+        self._due = False
+        written = threading.Event()
+        self._outcome_written = written
+        thread = threading.Thread(
+            target=self._capture, args=(written,), name="maka-checkpoint", daemon=True
+        )
+        self._thread = thread
+        thread.start()
+
     def after_tool(self, tool_name: str) -> None:
-        """A tool call's T2 committed: a capture is due when the tool may write. It starts when
-        the model's next step does (``overlap_next_step``), or runs at once when something else
-        comes first (``join_facts``: the next T1, the run's ending)."""
+        """A tool call's T2 committed: the capture begun when it returned may record its fact
+        now; otherwise a capture is due when the tool may write. It starts when the model's next
+        step does (``overlap_next_step``), or runs at once when something else comes first
+        (``join_facts``: the next T1, the run's ending)."""
+        if self._release():
+            return
         if self.active and may_write(tool_name):
             self._due = True
+
+    def _release(self) -> bool:
+        written, self._outcome_written = self._outcome_written, None
+        if written is None:
+            return False
+        written.set()
+        return True
+
+    def _wait_thread(self) -> None:
+        self._release()  # (a T2 that was never written: the fact pins the prefix as it is)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
 
     def overlap_next_step(self) -> None:
         """Start the due capture in the background while the model works on its next step."""
@@ -110,9 +151,7 @@ class WorkspaceCheckpointer:
     def join_facts(self) -> list[RuntimeEvent]:
         """Finish the capture in progress (or the one due); the facts committed since the last
         call, to publish on the run's thread."""
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join()
+        self._wait_thread()
         if self._due:
             self._due = False
             self._capture()
@@ -120,7 +159,22 @@ class WorkspaceCheckpointer:
         return done
 
     # ---- one capture ---------------------------------------------------------------------------
-    def _capture(self) -> None:
+    def _capture(self, outcome_written: threading.Event | None = None) -> None:
+        """Artifact first, then the fact pinned to the committed prefix: the one that ends with
+        the tool's T2 when the capture began as the tool returned (``outcome_written``)."""
+        self._count += 1
+        ref = checkpoint_ref(self._identity.session_id, self._identity.run_id, self._count)
+        failure: tuple[str, str] | None = None
+        try:
+            snapshot = self._carrier.capture(
+                self._folder, self._workspace, ref, f"maka checkpoint {ref}"
+            )
+        except CheckpointError as error:
+            failure = (error.code.value, error.message)
+        except Exception as error:
+            failure = (CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, str(error))
+        if outcome_written is not None:
+            outcome_written.wait()
         try:
             rows = self._store.read_run_events(self._identity.run_id)
             if not rows:
@@ -130,18 +184,8 @@ class WorkspaceCheckpointer:
         except Exception as error:  # no prefix to pin: nothing can be recorded
             _log.warning("checkpoint skipped: the run's events could not be read: %s", error)
             return
-        self._count += 1
-        ref = checkpoint_ref(self._identity.session_id, self._identity.run_id, self._count)
-        try:
-            snapshot = self._carrier.capture(
-                self._folder, self._workspace, ref, f"maka checkpoint {ref}"
-            )
-        except CheckpointError as error:
-            self._commit(self._failed(high_water, error.code.value, error.message))
-            return
-        except Exception as error:
-            code = CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value
-            self._commit(self._failed(high_water, code, str(error)))
+        if failure is not None:
+            self._commit(self._failed(high_water, *failure))
             return
         failpoint(CrashPoint.AFTER_CHECKPOINT_ARTIFACT)
         fact: dict[str, Any] = {

@@ -564,6 +564,48 @@ def provider_boundary(b: Boundary) -> Sequence[Finding]:
     ]
 
 
+CONTEXT_OVERFLOW_REASON = "provider_context_overflow"
+"""The ``reason`` of an ending's error content when the model server said the history did not
+fit its context window (``ProviderErrorCode.CONTEXT_OVERFLOW``)."""
+
+
+def _overflowed(events: tuple[RuntimeEvent, ...]) -> str | None:
+    """The id of the event that records the run's context overflow: the host notice that
+    leaves the turn out (``stateDelta.providerHistoryOmits``, committed before the ending, so a
+    kill before the ending still shows it), or an ending whose error names the overflow (when
+    there was nothing to leave out)."""
+    for event in reversed(events):
+        delta = (event.get("actions") or {}).get("stateDelta") or {}
+        if event["author"] == "host" and "providerHistoryOmits" in delta:
+            return str(event["id"])
+        content = event.get("content")
+        if (
+            is_terminal(event)
+            and content is not None
+            and content["kind"] == "error"
+            and content.get("reason") == CONTEXT_OVERFLOW_REASON
+        ):
+            return str(event["id"])
+    return None
+
+
+def history_fits(b: Boundary) -> Sequence[Finding]:
+    """A run that ended because its history did not fit the model's context window is not
+    resumed: the continuation would send that history again. A new message (the oversized turn
+    left out) is the way on."""
+    found = _overflowed(b.events)
+    if found is None:
+        return ()
+    return [
+        _refusal(
+            ParkReason.PROVIDER_HISTORY_TOO_LONG,
+            "the run stopped because the conversation did not fit the model's context window; "
+            "resuming would send it again",
+            found,
+        )
+    ]
+
+
 def workspace_checkpoint(b: Boundary) -> Sequence[Finding]:
     """The workspace checkpoint gate (``workspace_gate``); a park the user's decision answers
     stays as a diagnostic only."""
@@ -597,6 +639,7 @@ BOUNDARY_GATES: tuple[BoundaryGate, ...] = (
     tools_available,
     provider_head,
     provider_boundary,
+    history_fits,
     workspace_checkpoint,
 )
 """The gates after the early ones, in order; they accumulate, so a user sees every reason."""

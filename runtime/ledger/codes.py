@@ -145,6 +145,9 @@ class TransferCode(StrEnum):
     EXPORT_TARGET_EXISTS = "export_target_exists"
     EXPORT_TARGET_INVALID = "export_target_invalid"
     EXPORT_WRITE_FAILED = "export_write_failed"
+    IMPORT_CHECKPOINTS_MISSING = "import_checkpoints_missing"
+    IMPORT_CHECKPOINTS_INVALID = "import_checkpoints_invalid"
+    IMPORT_CHECKPOINTS_FAILED = "import_checkpoints_failed"
 
 
 class BundleCode(StrEnum):
@@ -263,6 +266,7 @@ class DiagnosticCode(StrEnum):
     # A restored copy made by a resume that never committed its transition
     # (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_ABANDONED = "workspace_restore_abandoned"
+    WORKSPACE_CHECKPOINTS_NOT_CARRIED = "workspace_checkpoints_not_carried"
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
     # what it would hold instead (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"
@@ -312,6 +316,9 @@ class ParkReason(StrEnum):
     WORKSPACE_CHECKPOINT_STALE = "workspace_checkpoint_stale"
     WORKSPACE_CHECKPOINT_FAILED = "workspace_checkpoint_failed"
     WORKSPACE_CHECKPOINT_MISSING = "workspace_checkpoint_missing"
+    # The run ended because the history did not fit the model's context window: resuming would
+    # send it again (a new message, with the oversized turn left out, is the way on).
+    PROVIDER_HISTORY_TOO_LONG = "provider_history_too_long"
 
 
 class RevalidationCode(StrEnum):

@@ -11,8 +11,10 @@ Script format (a JSON object)::
     ]}
 
 ``{"steps": [...]}`` is shorthand for a single turn. A step may instead be
-``{"error": {"message": "..."}}`` (the provider fails) or ``{"hang": true}`` (it waits until the
-turn is cancelled: used to test cancellation).
+``{"error": {"message": "..."}}`` (the provider fails; with ``"code":
+"provider_context_overflow"`` it fails as a server does when the history does not fit the
+model's context window) or ``{"hang": true}`` (it waits until the turn is cancelled: used to
+test cancellation).
 
 The provider is *stateless*: the turn is the number of user messages in the request history and
 the step is the number of model steps since the last user message. A new ``maka run`` process, a
@@ -178,7 +180,9 @@ class ScriptedProvider:
         if "error" in step:
             detail = step["error"]
             message = detail.get("message", "scripted failure") if isinstance(detail, dict) else ""
-            raise ProviderError(ProviderErrorCode.SCRIPTED_FAILURE, str(message))
+            overflow = ProviderErrorCode.CONTEXT_OVERFLOW
+            code = overflow if isinstance(detail, dict) and detail.get("code") == overflow else None
+            raise ProviderError(code or ProviderErrorCode.SCRIPTED_FAILURE, str(message))
         if "hang" in step:
             cancel.wait(3600.0)
             raise ProviderError(ProviderErrorCode.CANCELLED, "the turn was cancelled")

@@ -4,8 +4,9 @@ A turn killed at P3 (a bash call dispatched, its outcome unknown) parks auto-res
 ``dangling_tool_state``. After a restart nothing was repaired, so nothing auto-resumes: before,
 the banner then offered Safe resume again, a button that could only park the same way. Now the
 last verdict is kept per boundary with a digest of what the safety inspector observes, so the
-banner opens parked; once an input changes (here the folder's marker is removed), the verdict is
-stale and Safe resume is offered again.
+banner opens parked; once what the plan depends on changes (here the user settles the call in the
+CLI), the planner would continue and Safe resume is offered again. The banner asks the same
+planner at start, so a park decided in the CLI is what it shows too.
 """
 
 from __future__ import annotations
@@ -102,9 +103,48 @@ def test_a_park_stands_after_a_restart_until_an_input_changes(
     assert "auto-resume outcome" not in second.stderr()
     assert second.terminate() == 0
 
-    # An input of that plan changes: the verdict is stale and Safe resume is offered again.
-    (work / ".maka-workspace.json").unlink()
+    # What the plan depends on changes (the user says in the CLI that the command ran): the
+    # planner would continue now, so Safe resume is offered again.
+    settled = maka(["settle", session_id, "c1", "--ran"], data, env=env)
+    assert settled.returncode == 0, settled.stderr
     third = start_main(data, env).wait_ready()
     processes.append(third)
     assert _standing_parks(qtbot, third) == []
     assert third.terminate() == 0
+
+
+def test_a_park_decided_by_maka_plan_is_what_the_banner_shows(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    """The run is repaired by ``maka plan`` in the CLI (which parks), so the desktop's start
+    repairs nothing, auto-resume plans nothing and no verdict is remembered: the banner still
+    shows the park the planner decides, never a Safe resume button that can only park."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = {**scripted_env(write_script(tmp_path / "script.json", SCRIPT)), **FLAG}
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P3"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+    planned = maka(["plan", session_id], data, env=env)
+    assert planned.returncode == 3 and "dangling_tool_state" in planned.stdout, planned.stdout
+
+    main = start_main(data, env).wait_ready()
+    processes.append(main)
+    bridge = RendererBridge(main.socket_name, main.token)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session(session_id, interrupted=True)
+    bridge.start()
+    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    assert [label.property("code") for label in banner.reason_labels] == ["dangling_tool_state"]
+    assert banner.action_button.text() != "Safe resume"
+    bridge.stop()
+    assert "auto-resume outcome" not in main.stderr()
+    assert main.terminate() == 0

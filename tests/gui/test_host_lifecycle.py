@@ -39,6 +39,7 @@ from app.bridge_contract import (
     WindowActivateRequest,
     encode_frame,
 )
+from app.host.auto_resume import select_auto_resume
 from app.host.host_services import (
     HostServices,
     InterruptedRun,
@@ -47,7 +48,6 @@ from app.host.host_services import (
     ResumeParked,
     ResumeStarted,
 )
-from main_process.auto_resume import select_auto_resume
 from main_process.host_app import HostApp, HostConfig
 from main_process.host_lifecycle import HostLifecycle, HostState, IllegalTransition
 from main_process.ipc_endpoint import find_endpoint, socket_name_for

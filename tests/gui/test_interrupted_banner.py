@@ -455,3 +455,22 @@ def test_try_again_on_changed_files_says_when_it_checked(qtbot: QtBot) -> None:
     assert banner.title_label.text() == "Files changed since the run stopped."
     assert "changed: notes.txt" in body
     assert f"Checked again at {now}: still on hold because of the reason above." in body
+
+
+def test_a_history_that_no_longer_fits_offers_a_new_message_not_try_again(qtbot: QtBot) -> None:
+    banner, bridge = _banner(qtbot)
+    _click_resume(qtbot, banner)
+    overflow = ResumeDiagnostic(
+        code="provider_history_too_long",
+        message="the run stopped because the conversation did not fit the model's context "
+        "window; resuming would send it again",
+    )
+    bridge.push_parked("s1", ("provider_history_too_long",), (overflow,))
+    assert _state(banner) is BannerState.PARKED
+    assert [label.property("code") for label in banner.reason_labels] == [
+        "provider_history_too_long"
+    ]
+    assert "no longer fits the model's context window" in banner.reason_labels[0].text()
+    body = banner.body_label.text()
+    assert "Send a new, shorter message" in body and "Try again" not in body
+    assert not banner.action_button.isVisible(), "checking again would send the same history"

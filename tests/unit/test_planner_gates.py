@@ -18,6 +18,7 @@ from runtime.continuation.continuation_planner import (
     PlannerInput,
     SafetyObservation,
     background_settled,
+    history_fits,
     identity_fresh,
     ledger_not_empty,
     offset_matches,
@@ -337,6 +338,52 @@ def test_provider_boundary(
     assert _codes(provider_boundary(_boundary(events, items))) == expected
 
 
+def _overflow_notice() -> RuntimeEvent:
+    """The host notice a context overflow commits before the run's ending."""
+    event: dict[str, Any] = IDS.envelope("notice", "user", "host", 2)
+    event["content"] = {"kind": "text", "text": "Note from the host: the previous turn ..."}
+    event["actions"] = {"stateDelta": {"providerHistoryOmits": ["evt-user"]}}
+    return cast(RuntimeEvent, event)
+
+
+def _overflow_ending(reason: str) -> RuntimeEvent:
+    end = terminal(IDS, status="failed", state_delta={"failureClass": "provider_error"})
+    message = "the prompt is longer than the model's context window"
+    content = {"kind": "error", "message": message, "code": "provider_error", "reason": reason}
+    return with_changes(end, content=content)
+
+
+FIRST = user_text("go", ids=IDS, marker=True)
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        (GO, []),
+        # the notice (an overflow with something to leave out), ended or killed before its end
+        ((FIRST, _overflow_notice(), _overflow_ending("provider_error")), ["notice"]),
+        ((FIRST, _overflow_notice()), ["notice"]),
+        # an overflow with nothing to leave out: its ending says so
+        ((FIRST, _overflow_ending("provider_context_overflow")), ["evt-terminal"]),
+        # another failure of the model server
+        ((FIRST, _overflow_ending("provider_error")), []),
+    ],
+)
+def test_history_fits(events: tuple[RuntimeEvent, ...], expected: list[str]) -> None:
+    findings = history_fits(_boundary(events))
+    assert [f.diagnostic.event_id for f in findings] == expected
+    assert _codes(findings) == [("provider_history_too_long", "provider_history_too_long")] * len(
+        expected
+    )
+
+
+def test_the_overflow_reason_is_the_model_servers_code() -> None:
+    from runtime.continuation.continuation_planner import CONTEXT_OVERFLOW_REASON
+    from runtime.providers.provider_port import ProviderErrorCode
+
+    assert ProviderErrorCode.CONTEXT_OVERFLOW.value == CONTEXT_OVERFLOW_REASON
+
+
 def _snapshot_fact() -> RuntimeEvent:
     event: dict[str, Any] = IDS.envelope("ck1", "system", "system", 2)
     event["modelVisibility"] = "hidden"
@@ -429,6 +476,7 @@ def test_the_boundary_gates_run_in_this_order() -> None:
         "tools_available",
         "provider_head",
         "provider_boundary",
+        "history_fits",
         "workspace_checkpoint",
     ]
 

@@ -1,0 +1,147 @@
+"""Export and import carry the snapshots (WORKSPACE.md section 4): a real ``maka run`` with
+checkpoints on, killed by SIGKILL at P8, exported with the real ``maka export`` and imported
+into another data directory with ``maka import``; the real ``git`` carries the bundle. There
+``maka doctor`` is clean and ``maka resume`` verifies the folder against the carried snapshot.
+An export without them imports with a note and resume offers the rebaseline; a snapshots file
+that is not the export's own is refused and changes nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_workspace_checkpoints_cli import FLAG, Drill
+from tests.helpers.maka_run import committed_runs, maka
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+
+def _export(drill: Drill, out: Path, *extra: str) -> str:
+    result = maka(["export", drill.session, "-o", str(out), *extra], drill.data, env=drill.env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _json(args: list[str], data: Path, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    result = maka(args, data, env={**env, **FLAG})
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stdout.strip(), result.stderr
+    body: dict[str, Any] = json.loads(result.stdout)
+    return result.returncode, body
+
+
+def _codes(body: dict[str, Any]) -> list[str]:
+    return [d["code"] for d in body["diagnostics"]]
+
+
+def test_export_import_carries_the_snapshots_and_resume_verifies(tmp_path: Path) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    out = tmp_path / "session.jsonl"
+    said = _export(drill, out)
+    bundle = tmp_path / "session.jsonl.bundle"
+    assert bundle.is_file() and f"in {bundle}" in said
+    last = json.loads(out.read_bytes().splitlines()[-1])
+    assert last["kind"] == "maka.checkpoints.v1" and last["bundle"] == bundle.name
+    facts = [
+        e["actions"]["workspaceCheckpoint"]
+        for _, events in committed_runs(drill.data)
+        for e in events
+        if "workspaceCheckpoint" in e.get("actions", {})
+    ]
+    assert [r["ref"] for r in last["refs"]] == [f["checkpointRef"] for f in facts]
+
+    other = tmp_path / "other"
+    code, imported = _json(["import", str(out), "--json"], other, drill.env)
+    assert code == 0 and imported["checkpointsCarried"] == len(facts), imported
+    code, doctor = _json(["doctor", "--json"], other, drill.env)
+    assert code == 0 and doctor["ok"] is True, doctor
+    assert doctor["workspaceCheckpoints"]["missing"] == []
+    assert doctor["workspaceCheckpoints"]["orphans"] == []
+    assert doctor["notes"] == []
+    # A second import of the same files is a no-op, snapshots included.
+    code, again = _json(["import", str(out), "--json"], other, drill.env)
+    assert code == 0 and again["eventsCreated"] == 0, again
+
+    code, planned = _json(["plan", drill.session, "--json"], other, drill.env)
+    assert planned["disposition"] == "continue", planned
+    assert "workspace_verified" in _codes(planned)
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto"]
+    code, resumed = _json(args, other, drill.env)
+    assert code == 0 and resumed["status"] == "completed", resumed
+    assert "workspace_verified" in _codes(resumed)
+
+
+def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseline(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    out = tmp_path / "session.jsonl"
+    _export(drill, out, "--no-checkpoints")
+    assert not (tmp_path / "session.jsonl.bundle").exists()
+    assert b"maka.checkpoints.v1" not in out.read_bytes()
+
+    other = tmp_path / "other"
+    code, imported = _json(["import", str(out), "--json"], other, drill.env)
+    assert code == 0 and imported["checkpointsCarried"] == 0, imported
+    code, doctor = _json(["doctor", "--json"], other, drill.env)
+    assert code == 0 and doctor["ok"] is True, doctor
+    [note] = doctor["notes"]
+    assert note["code"] == "workspace_checkpoints_not_carried"
+    assert note["sessionId"] == drill.session
+    human = maka(["doctor"], other, env=drill.env)
+    assert human.returncode == 0 and "note [workspace_checkpoints_not_carried]" in human.stdout
+
+    code, planned = _json(["plan", drill.session, "--json"], other, drill.env)
+    assert planned["rejectionReasons"] == ["workspace_checkpoint_missing"], planned
+    assert "rebaseline" in planned["workspaceOptions"]
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--rebaseline"]
+    code, resumed = _json(args, other, drill.env)
+    assert code == 0 and resumed["status"] == "completed", resumed
+
+
+def test_a_snapshots_file_not_the_exports_own_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    out = tmp_path / "session.jsonl"
+    _export(drill, out)
+    bundle = tmp_path / "session.jsonl.bundle"
+    original = bundle.read_bytes()
+    data = bytearray(original)
+    data[-30] ^= 0x01
+    bundle.write_bytes(bytes(data))
+
+    other = tmp_path / "other"
+    refused = maka(["import", str(out)], other, env=drill.env)
+    assert refused.returncode == 2, refused.stderr
+    assert "import_checkpoints_invalid" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not other.exists()
+
+    bundle.unlink()
+    missing = maka(["import", str(out)], other, env=drill.env)
+    assert missing.returncode == 2 and "import_checkpoints_missing" in missing.stderr
+    assert not other.exists()
+
+    # The export's own snapshots file, but its record rewritten to name a ref the ledger does
+    # not record: refused by what the ledger records.
+    bundle.write_bytes(original)
+    lines = out.read_bytes().splitlines()
+    record = json.loads(lines[-1])
+    record["refs"] = record["refs"][:1]
+    record["refs"][0]["ref"] = record["refs"][0]["ref"] + "-elsewhere"
+    out.write_bytes(b"\n".join([*lines[:-1], json.dumps(record).encode()]) + b"\n")
+    forged = maka(["import", str(out)], other, env=drill.env)
+    assert forged.returncode == 2 and "import_checkpoints_invalid" in forged.stderr
+    assert not other.exists()
+
+    # The ledger alone can still be imported on purpose.
+    alone = maka(["import", str(out), "--no-checkpoints"], other, env=drill.env)
+    assert alone.returncode == 0, alone.stderr
