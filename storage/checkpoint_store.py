@@ -16,6 +16,8 @@ stored byte for byte (no line-ending conversion, no filters).
 A capture: list what changed since the index last saw the folder (``ls-files``), stage it
 (``update-index``), ``write-tree``, ``commit-tree`` (parent: the workspace's previous
 checkpoint) and ``update-ref`` the run's ref and the workspace's tip in one transaction. An
+entry that changed type (a folder now a file or a link, a file now a folder) is an ordinary
+change: the old entries leave the index, the new one comes in. An
 observation does the same on a copy of the index and stops at the tree: no commit, no ref.
 A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
 capture that was killed is removed under that lock.
@@ -302,15 +304,16 @@ class GitCheckpointStore:
         self, folder: Path, git_dir: Path, index: Path
     ) -> tuple[str, list[str]]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
-        what Git last saw: when it names objects the repository no longer holds (a manual
-        ``git gc --prune=now`` after a killed capture, objects removed by hand), ``write-tree``
-        cannot succeed with it, so it is rebuilt from the folder (every file hashed again)."""
+        what Git last saw: when Git refuses to work from it (it names objects the repository
+        no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
+        be brought in line with the folder), it is rebuilt from the folder (every file hashed
+        again), so no state of a readable folder leaves a capture failing for good."""
         try:
             return self._stage_and_write_tree_once(folder, git_dir, index)
         except CheckpointError as error:
             if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
                 raise
-            if not _index_names_missing_objects(self._git_runner(), git_dir, index):
+            if not index.is_file():
                 raise
         index.unlink(missing_ok=True)
         return self._stage_and_write_tree_once(folder, git_dir, index)
@@ -323,6 +326,28 @@ class GitCheckpointStore:
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
+        empties: list[str] = []
+        skipped: list[str] = []
+        # A file that became a folder hides the folder's files from the listing while the
+        # index still names the file: once the file's entry is dropped, a second pass lists
+        # them (a third never finds one more: the index then holds no such file).
+        for _ in range(3):
+            pass_empties, pass_skipped, became_folders = self._stage_pass(
+                runner, folder, git_dir, index
+            )
+            empties.extend(pass_empties)
+            skipped.extend(pass_skipped)
+            if not became_folders:
+                break
+        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
+        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), sorted(set(empties)))
+        return tree_id, sorted(set(skipped))
+
+    def _stage_pass(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[list[str], list[str], bool]:
+        """Stage what changed since the index last saw the folder: the empty folders found,
+        the files skipped as too large, and whether an entry's file became a folder."""
         # ``--directory``: a folder with no staged file is listed once ("new/"), so the empty
         # ones are found without a second walk of the whole folder; the files of such folders
         # are listed on their own (a nested repository there shows as "new/sub/").
@@ -356,7 +381,9 @@ class GitCheckpointStore:
         stage: list[bytes] = []
         drop: list[bytes] = []
         skipped: list[str] = []
+        became_folders = False
         seen: set[bytes] = set()
+        folders = _FolderKinds(folder)
         for raw in entries:
             if not raw or raw in seen:
                 continue
@@ -367,10 +394,15 @@ class GitCheckpointStore:
                     CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY,
                     f"{name.rstrip('/')} is a nested repository",
                 )
+            if not folders.reachable(name):
+                # A folder on its path is now a file or a link (``rm -r lib && ln -s x lib``):
+                # the entry is gone, and the new ``lib`` is listed on its own.
+                drop.append(raw)
+                continue
             try:
                 info = os.lstat(folder / name)
-            except FileNotFoundError:
-                stage.append(raw)  # deleted: --remove drops it from the index
+            except (FileNotFoundError, NotADirectoryError):
+                drop.append(raw)  # deleted
                 continue
             except OSError as error:
                 raise CheckpointError(
@@ -385,7 +417,10 @@ class GitCheckpointStore:
                 else:
                     stage.append(raw)
             else:
-                drop.append(raw)  # a directory where a file was, a fifo, a socket...
+                # A folder where a file was (its files are listed once the entry is gone), a
+                # fifo, a socket...
+                became_folders = became_folders or stat.S_ISDIR(info.st_mode)
+                drop.append(raw)
         if drop:
             runner.run(
                 ["update-index", "-z", "--force-remove", "--stdin"],
@@ -396,15 +431,13 @@ class GitCheckpointStore:
             )
         if stage:
             runner.run(
-                ["update-index", "-z", "--add", "--remove", "--stdin"],
+                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
                 git_dir=git_dir,
                 work_tree=folder,
                 index=index,
                 stdin=b"\0".join(stage) + b"\0",
             )
-        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
-        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), empties)
-        return tree_id, sorted(skipped)
+        return empties, skipped, became_folders
 
     def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
         """``tree`` with the folder's empty folders, remembered: they rarely change between
@@ -603,6 +636,28 @@ class GitCheckpointStore:
         )
 
 
+class _FolderKinds:
+    """Whether each folder on an entry's path is still a real folder (not a file, a link or
+    gone), each folder looked at once per capture."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._known: dict[str, bool] = {"": True}
+
+    def reachable(self, name: str) -> bool:
+        parent = name.rpartition("/")[0]
+        found = self._known.get(parent)
+        if found is None:
+            found = self.reachable(parent)
+            if found:
+                try:
+                    found = stat.S_ISDIR(os.lstat(self._root / parent).st_mode)
+                except OSError:
+                    found = False
+            self._known[parent] = found
+        return found
+
+
 def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> set[str]:
     """Which of ``object_ids`` the repository does not hold (one ``cat-file --batch-check``)."""
     if not object_ids:
@@ -612,19 +667,6 @@ def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) ->
     return {
         line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
     }
-
-
-def _index_names_missing_objects(runner: GitRunner, git_dir: Path, index: Path) -> bool:
-    """Whether the index names an object the repository does not hold; False when the index
-    cannot be read either (the original failure then stands)."""
-    if not index.is_file():
-        return False
-    try:
-        listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
-        ids = sorted({entry.split(b" ", 2)[1].decode() for entry in listed.split(b"\0") if entry})
-        return bool(_missing_objects(runner, git_dir, ids))
-    except (CheckpointError, IndexError, UnicodeDecodeError):
-        return False
 
 
 def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:

@@ -623,3 +623,33 @@ def test_doctor_notes_a_copy_left_by_a_killed_restore(tmp_path: Path) -> None:
     assert code == 0, moved
     body = json.loads(maka(["doctor", "--json"], drill.data, env=drill.env).stdout)
     assert [n["path"] for n in body["notes"]] == [str(left)]
+
+
+def test_a_folder_that_changed_type_while_stopped_is_drift_with_both_ways_forward(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    (drill.work / "lib").mkdir()
+    (drill.work / "lib" / "mod.py").write_text("x = 1\n")
+    (drill.work / "shared").mkdir()
+    (drill.work / "shared" / "mod.py").write_text("x = 2\n")
+    drill.run()
+    shutil.rmtree(drill.work / "lib")
+    (drill.work / "lib").symlink_to("shared")  # rm -r lib && ln -s shared lib
+    (drill.work / "b.txt").unlink()
+    (drill.work / "b.txt").mkdir()  # rm b.txt && mkdir b.txt && echo i > b.txt/i
+    (drill.work / "b.txt" / "i").write_text("i\n")
+
+    code, parked = _plan(drill)
+    assert parked["rejectionReasons"] == ["workspace_drift"], parked
+    assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
+    code, body = drill.resume("--rebaseline")
+    assert code == 0, body
+    notice = drill.requests()[0]["history"][-1]["text"]
+    for line in (
+        "- b.txt (deleted)",
+        "- b.txt/i (added)",
+        "- lib (added)",
+        "- lib/mod.py (deleted)",
+    ):
+        assert line in notice
