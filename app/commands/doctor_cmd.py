@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,19 +29,12 @@ if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier
     from runtime.ledger.store_ports import LedgerReader
 
-ENV_DATA_DIR = "MAKA_DATA_DIR"
-
 
 def data_dir_from(args: argparse.Namespace) -> Path:
     """``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data directory."""
-    given = getattr(args, "data_dir", None)
-    if given:
-        return Path(given).expanduser()
-    if os.environ.get(ENV_DATA_DIR):
-        return Path(os.environ[ENV_DATA_DIR]).expanduser()
-    from platformdirs import user_data_dir
+    from app.data_paths import resolve_data_dir
 
-    return Path(user_data_dir("maka", appauthor=False))
+    return resolve_data_dir(getattr(args, "data_dir", None))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
