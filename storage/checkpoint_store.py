@@ -53,7 +53,19 @@ from storage.checkpoint_empty_dirs import (
     tree_changes,
 )
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoint_permissions import (
+    RECORD_DIR,
+    RECORD_PATH,
+    add_folders,
+    apply_record,
+    apply_root,
+    permission_changes,
+    permission_record,
+    read_record,
+    stage_record,
+)
 from storage.checkpoint_presence import snapshots_whole
+from storage.checkpoint_verify import DamagedObject, verify_trees
 from storage.private_files import ensure_private_dir, private_opener
 
 CHECKPOINTS_DIR = "checkpoints"
@@ -65,13 +77,19 @@ MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
 # Highest-precedence attributes: store every file as it is on disk.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -crlf\n"
-_EXCLUDE = f"/{MARKER_NAME}\n"
+_EXCLUDE = f"/{MARKER_NAME}\n/{RECORD_DIR}/\n"
 POLICY: dict[str, object] = {
-    "version": 1,
-    "excluded": [".git directories", "paths ignored by the folder's .gitignore files", MARKER_NAME],
+    "version": 2,
+    "excluded": [
+        ".git directories",
+        "paths ignored by the folder's .gitignore files",
+        MARKER_NAME,
+        f"{RECORD_DIR} at the top of the folder",
+    ],
     "maxFileBytes": MAX_FILE_BYTES,
     "symlinks": "stored_as_links",
     "emptyDirectories": "recorded",
+    "permissions": "recorded",
     "content": "byte_for_byte",
 }
 POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
@@ -339,8 +357,12 @@ class GitCheckpointStore:
             skipped.extend(pass_skipped)
             if not became_folders:
                 break
+        folders = sorted(set(empties))
+        record, staged = permission_record(runner, git_dir, folder, index)
+        record = add_folders(record, folder, folders)
+        stage_record(runner, git_dir, folder, index, record, staged=staged)
         tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
-        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), sorted(set(empties)))
+        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), folders)
         return tree_id, sorted(set(skipped))
 
     def _stage_pass(
@@ -389,6 +411,8 @@ class GitCheckpointStore:
                 continue
             seen.add(raw)
             name = os.fsdecode(raw)
+            if name == RECORD_PATH:
+                continue  # the permission record: staged on its own, never in the folder
             if name.endswith("/"):
                 raise CheckpointError(
                     CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY,
@@ -514,7 +538,33 @@ class GitCheckpointStore:
         runner = self._git_runner()
         if old_workspace is not None and old_workspace != workspace_identity:
             runner = runner.with_alternate(self.git_dir(old_workspace) / "objects")
-        return tree_changes(runner, self.git_dir(workspace_identity), old_tree, new_tree)
+        git_dir = self.git_dir(workspace_identity)
+        every = tree_changes(runner, git_dir, old_tree, new_tree)
+        found = [
+            change
+            for change in every
+            if change.path != RECORD_DIR + "/" and not change.path.startswith(RECORD_DIR + "/")
+        ]
+        if not any(change.path == RECORD_PATH for change in every):
+            return found  # the same bits everywhere (or no record on one side)
+        named = {change.path for change in found}
+        old_bits = read_record(runner, git_dir, old_tree)
+        new_bits = read_record(runner, git_dir, new_tree)
+        for change in permission_changes(old_bits, new_bits):
+            if change.path not in named:
+                found.append(change)
+        return sorted(found, key=lambda change: change.path)
+
+    def verify_snapshots(
+        self, workspace_identity: str, trees: list[str]
+    ) -> dict[str, list[DamagedObject]]:
+        """For each snapshot tree, the objects under it whose stored bytes are gone or do not
+        hash to their names (empty: it is what it recorded); raises ``CheckpointError`` when
+        Git cannot read them."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return {tree: [DamagedObject(tree, "", True)] for tree in trees}
+        return verify_trees(self._git_runner(), git_dir, trees)
 
     # ---- isolated restore ----------------------------------------------------------------------
     def materialize(
@@ -526,6 +576,17 @@ class GitCheckpointStore:
         from storage.workspace_identity import WorkspaceMarkerError, resolve_workspace_identity
 
         target = Path(os.path.abspath(target))
+        damaged = self.verify_snapshots(workspace_identity, [tree_id])[tree_id]
+        if damaged:
+            # Checked before anything is written: a copy never holds bytes the snapshot did
+            # not record.
+            first = damaged[0]
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED,
+                f"the snapshot {tree_id[:12]} is damaged in the checkpoint store: "
+                f"{len(damaged)} object(s) {'missing' if first.missing else 'changed'}, "
+                f"first {first.path or 'its top folder'}",
+            )
         not_empty = CheckpointError(
             RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
             f"{target} is not an empty folder; a restored copy needs a new or empty one",
@@ -543,8 +604,19 @@ class GitCheckpointStore:
         git_dir = self.git_dir(workspace_identity)
         scratch = self.root / f"{workspace_key(workspace_identity)}.restore-{os.getpid()}.index"
         try:
+            # Private while it is written; the recorded bits are set once everything is in.
+            os.chmod(target, 0o700)
             runner = self._git_runner()
             runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
+            record = read_record(runner, git_dir, tree_id)
+            if record is not None:
+                runner.run(
+                    ["update-index", "-z", "--force-remove", "--stdin"],
+                    git_dir=git_dir,
+                    work_tree=target,
+                    index=scratch,
+                    stdin=RECORD_PATH.encode() + b"\0",
+                )
             runner.run(
                 ["checkout-index", "-a", "-f"],
                 git_dir=git_dir,
@@ -553,7 +625,12 @@ class GitCheckpointStore:
                 umask=0o022,
             )
             create_empty_dirs(runner, git_dir, tree_id, target)
-            return resolve_workspace_identity(target).identity
+            if record is not None:
+                apply_record(record, target)
+            identity = resolve_workspace_identity(target).identity
+            if record is not None:
+                apply_root(record, target)
+            return identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(
                 RestoreCode.WORKSPACE_RESTORE_FAILED, f"the copy at {target} failed: {error}"

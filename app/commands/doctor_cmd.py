@@ -9,7 +9,9 @@ checkpoints: every ``workspaceCheckpoint`` fact against its Git objects (a missi
 problem, ``workspace_checkpoint_missing``) and every checkpoint ref against the facts (an orphan
 ref, left by a capture killed before its fact, is reported, not a problem). Restored copies a
 resume made but never started in (``workspace_restore_abandoned``, as ``maka plan`` names them)
-are listed as notes, not problems: Maka never uses them and the user may remove them. With
+are listed as notes, not problems: Maka never uses them and the user may remove them.
+``--verify-snapshots`` also re-hashes every present snapshot's stored objects against its
+recorded tree, the check a restore makes before it writes (``workspace_checkpoint_damaged``). With
 ``--json`` exactly one JSON document is printed.
 """
 
@@ -39,6 +41,12 @@ def data_dir_from(args: argparse.Namespace) -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--verify-snapshots",
+        action="store_true",
+        help="also re-hash every workspace snapshot's stored files against what it recorded "
+        "(the check a restore makes; reads every snapshot, so it takes longer)",
+    )
 
 
 def _emit(args: argparse.Namespace, document: dict[str, Any], lines: list[str]) -> None:
@@ -133,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             ],
         )
         return EXIT_ERROR
-    from storage.checkpoint_audit import audit_checkpoints
+    from storage.checkpoint_audit import audit_checkpoints, verify_snapshots
     from storage.checkpoint_store import GitCheckpointStore
 
     with store:
@@ -142,6 +150,11 @@ def run(args: argparse.Namespace) -> int:
             carrier = GitCheckpointStore(data_dir)
             checkpoints = audit_checkpoints(store, carrier)
             notes = _abandoned_copies(store, carrier)
+            verification = (
+                verify_snapshots(store, carrier)
+                if getattr(args, "verify_snapshots", False) and carrier.usable
+                else None
+            )
         except StoreRefusal as refusal:
             failed = {"code": str(refusal.code), "message": refusal.message}
             _emit(
@@ -159,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
                 ],
             )
             return EXIT_ERROR
+    from runtime.ledger.codes import CheckpointFailureCode, DoctorCode
     from storage.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
@@ -172,11 +186,34 @@ def run(args: argparse.Namespace) -> int:
         )
         for row in checkpoints.missing
     )
+    if verification is not None:
+        report.problems.extend(
+            DoctorProblem(
+                DoctorCode.WORKSPACE_CHECKPOINT_DAMAGED.value,
+                f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
+                f"damaged in the checkpoint store (stored bytes that are not what it "
+                f"recorded: {names}); a restore from it is refused",
+                row.run_id,
+                row.event_id,
+            )
+            for row, names in verification.damaged
+        )
+        report.problems.extend(
+            DoctorProblem(CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, error)
+            for error in verification.errors
+        )
     document = {
         "database": str(database),
         "present": True,
         **report.to_json(),
-        "workspaceCheckpoints": checkpoints.to_json(),
+        "workspaceCheckpoints": {
+            **checkpoints.to_json(),
+            **(
+                {"verified": verification.verified, "damaged": len(verification.damaged)}
+                if verification is not None
+                else {}
+            ),
+        },
         "notes": notes,
     }
     lines = [
@@ -196,6 +233,10 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if verification is not None:
+        lines.append(
+            f"  snapshots re-hashed: {verification.verified}, damaged: {len(verification.damaged)}"
+        )
     if checkpoints.unchecked:
         lines.append(
             f"  {checkpoints.unchecked} not checked: no git 2.25 or newer on PATH "

@@ -108,7 +108,8 @@ def test_the_users_repository_is_byte_identical_after_many_captures(
     # Captured byte for byte (no autocrlf), *.txt kept (no global excludes), .git left out.
     listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", trees[-1])
     names = sorted(line.split("\t")[1] for line in listed.splitlines())
-    assert names == ["notes.md", "tracked.txt", "untracked.txt", "work.txt"]
+    # (``.maka/permissions``: the store's record of every entry's permission bits.)
+    assert names == [".maka/permissions", "notes.md", "tracked.txt", "untracked.txt", "work.txt"]
     raw = subprocess.run(
         ["git", "--git-dir", str(store.git_dir(WS)), "cat-file", "blob", f"{trees[-1]}:work.txt"],
         capture_output=True,
@@ -121,6 +122,8 @@ def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
     folder = tmp_path / "ws"
     folder.mkdir()
     (folder / ".maka-workspace.json").write_text("{}")
+    (folder / ".maka").mkdir()  # the app's own folder: never the user's files
+    (folder / ".maka" / "permissions").write_text("0777 src.py\0")
     (folder / ".gitignore").write_text("build/\n")
     (folder / "build").mkdir()
     (folder / "build" / "out.o").write_text("x")
@@ -132,7 +135,12 @@ def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
     assert snap.skipped == ("big.bin",)
     listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", snap.tree_id)
     entries = {line.split("\t")[1]: line.split()[0] for line in listed.splitlines()}
-    assert entries == {".gitignore": "100644", "src.py": "100644", "link": "120000"}
+    assert entries == {
+        ".gitignore": "100644",
+        "src.py": "100644",
+        "link": "120000",
+        ".maka/permissions": "100644",
+    }
     git_dir = str(store.git_dir(WS))
     message = _git(tmp_path, "--git-dir", git_dir, "log", "-1", "--format=%B", snap.commit_id)
     assert "big.bin" in message
