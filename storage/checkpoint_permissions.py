@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
@@ -31,41 +32,74 @@ ROOT = "."
 _LINK_MODE = b"120000"
 
 
+@dataclass(frozen=True, slots=True)
+class FoundBits:
+    record: bytes
+    staged: str | None  # the blob id of the record the index holds now, if any
+    stat_dirty: bool  # a file not staged now changed its stat data since ``since``
+
+
 def permission_record(
-    runner: GitRunner, git_dir: Path, folder: Path, index: Path
-) -> tuple[bytes, str | None]:
+    runner: GitRunner,
+    git_dir: Path,
+    folder: Path,
+    index: Path,
+    *,
+    since: int | None = None,
+    staged_now: set[bytes] | None = None,
+) -> FoundBits:
     """The permission bits of the folder itself, every folder on the way to an entry of
     ``index`` and every regular file it holds (empty folders are not in the index: see
-    ``add_folders``), and the blob id of the record the index holds now, if any."""
+    ``add_folders``); on the way, whether a file that is not in ``staged_now`` changed its
+    ``ctime`` or ``mtime`` at or after ``since`` (a touch, a chmod: its stat data in the index
+    is out of date though its content is not)."""
     listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
-    bits: dict[str, int] = {}
-    folders: set[str] = set()
+    root = os.fsencode(folder) + b"/"
+    record_name = RECORD_PATH.encode()
+    staged_now = staged_now or set()
+    lstat = os.lstat
+    is_reg = stat.S_ISREG
+    bits: dict[bytes, int] = {}
+    folders: set[bytes] = set()
     staged: str | None = None
+    stat_dirty = False
     for entry in listed.split(b"\0"):
         if not entry:
             continue
         meta, raw = entry.split(b"\t", 1)
-        name = os.fsdecode(raw)
-        if name == RECORD_PATH:
+        if raw == record_name:
             staged = meta.split(b" ")[1].decode()
             continue
-        parent = name.rpartition("/")[0]
+        parent = raw.rpartition(b"/")[0]
         while parent and parent not in folders:
             folders.add(parent)
-            parent = parent.rpartition("/")[0]
+            parent = parent.rpartition(b"/")[0]
         if meta.startswith(_LINK_MODE):
             continue
-        found = _bits(folder / name, regular=True)
-        if found is not None:
-            bits[name] = found
+        try:
+            info = lstat(root + raw)
+        except OSError:
+            continue
+        if is_reg(info.st_mode):
+            bits[raw] = stat.S_IMODE(info.st_mode)
+            if (
+                since is not None
+                and not stat_dirty
+                and max(info.st_ctime_ns, info.st_mtime_ns) >= since
+                and raw not in staged_now
+            ):
+                stat_dirty = True
     for name in folders:
-        found = _bits(folder / name, regular=False)
-        if found is not None:
-            bits[name + "/"] = found
-    root = _bits(folder, regular=False)
-    if root is not None:
-        bits[ROOT + "/"] = root
-    return encode_record(bits), staged
+        try:
+            info = lstat(root + name)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            bits[name + b"/"] = stat.S_IMODE(info.st_mode)
+    found = _bits(folder, regular=False)
+    if found is not None:
+        bits[ROOT.encode() + b"/"] = found
+    return FoundBits(_encode_raw(bits), staged, stat_dirty)
 
 
 def add_folders(record: bytes, folder: Path, names: list[str]) -> bytes:
@@ -94,9 +128,11 @@ def _bits(path: Path, *, regular: bool) -> int | None:
 
 
 def encode_record(bits: dict[str, int]) -> bytes:
-    return b"".join(
-        f"{bits[name]:04o} ".encode() + os.fsencode(name) + b"\0" for name in sorted(bits)
-    )
+    return _encode_raw({os.fsencode(name): value for name, value in bits.items()})
+
+
+def _encode_raw(bits: dict[bytes, int]) -> bytes:
+    return b"".join(b"%04o " % bits[name] + name + b"\0" for name in sorted(bits))
 
 
 def decode_record(body: bytes) -> dict[str, int]:

@@ -14,8 +14,9 @@ links, never followed; empty folders are recorded too (``checkpoint_empty_dirs``
 stored byte for byte (no line-ending conversion, no filters).
 
 A capture: list what changed since the index last saw the folder (``ls-files``), stage it
-(``update-index``), ``write-tree``, ``commit-tree`` (parent: the workspace's previous
-checkpoint) and ``update-ref`` the run's ref and the workspace's tip in one transaction. An
+(``update-index``), refresh the stat data of files whose content did not change (so a touch is
+compared once, not at every capture), ``write-tree``, ``commit-tree`` (no parent: retention
+frees whatever only a deleted ref reached) and ``update-ref`` the run's ref. An
 entry that changed type (a folder now a file or a link, a file now a folder) is an ordinary
 change: the old entries leave the index, the new one comes in. An
 observation does the same on a copy of the index and stops at the tree: no commit, no ref.
@@ -70,7 +71,7 @@ from storage.private_files import ensure_private_dir, private_opener
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
-TIP_REF = "refs/maka-tip"
+TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
 RESTORES_LOG = "restores.jsonl"
 MARKER_NAME = ".maka-workspace.json"
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -271,16 +272,35 @@ class GitCheckpointStore:
             index = self.index_path(workspace_identity)
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
-            tree, skipped = self._stage_and_write_tree(folder, git_dir, index)
+            tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
             runner = self._git_runner()
-            parent = self._tip(workspace_identity, git_dir)
+            if stat_dirty:
+                self._refresh(runner, folder, git_dir, index)
             body = message.rstrip("\n") + "\n"
             if skipped:
                 body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
-            commit = self._commit(runner, git_dir, tree, parent, body)
-            updates = f"update {ref} {commit}\nupdate {TIP_REF} {commit}\n"
-            runner.run(["update-ref", "--stdin"], git_dir=git_dir, stdin=updates.encode())
+            # No parent: a snapshot needs none to be compared or copied, and a chain would keep
+            # every byte ever captured reachable from the newest ref (retention frees nothing).
+            commit = (
+                runner.run(["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode())
+                .decode()
+                .strip()
+            )
+            runner.run(["update-ref", ref, commit], git_dir=git_dir)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+
+    def _refresh(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> None:
+        """Bring the index's stat data up to date for files whose content did not change (an
+        ``mtime`` touch, a ``chmod`` to the same Git mode, a copy back): the listing compares
+        such files' content on every capture and drift check until their stat data is
+        refreshed once. The permission record is never in the folder (``--ignore-missing``)."""
+        runner.run(
+            ["update-index", "-q", "--refresh", "--ignore-missing", "--unmerged"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+            ok_codes=(0, 1),
+        )
 
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
         with self._locked(workspace_identity):
@@ -293,34 +313,14 @@ class GitCheckpointStore:
                         copy.write(index.read_bytes())
                 else:
                     scratch.unlink(missing_ok=True)
-                tree, skipped = self._stage_and_write_tree(folder, git_dir, scratch)
+                tree, skipped, _ = self._stage_and_write_tree(folder, git_dir, scratch)
             finally:
                 scratch.unlink(missing_ok=True)
             return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
 
-    def _commit(
-        self, runner: GitRunner, git_dir: Path, tree: str, parent: str | None, body: str
-    ) -> str:
-        """``commit-tree``; a previous checkpoint whose objects are gone (pruned or removed
-        by hand) cannot be a parent, so the chain starts again from this one."""
-        stdin = body.encode("utf-8")
-        args = ["commit-tree", tree, "-F", "-"]
-        try:
-            return (
-                runner.run(
-                    [*args, *(["-p", parent] if parent else [])], git_dir=git_dir, stdin=stdin
-                )
-                .decode()
-                .strip()
-            )
-        except CheckpointError:
-            if parent is None or _missing_objects(runner, git_dir, [parent]) != {parent}:
-                raise
-        return runner.run(args, git_dir=git_dir, stdin=stdin).decode().strip()
-
     def _stage_and_write_tree(
         self, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[str], bool]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
         what Git last saw: when Git refuses to work from it (it names objects the repository
         no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
@@ -338,38 +338,50 @@ class GitCheckpointStore:
 
     def _stage_and_write_tree_once(
         self, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[str], bool]:
+        """The tree, the files skipped as too large, and whether a file the listing did not
+        stage changed its stat data since the index was last written (a touch, a chmod):
+        its stat data is worth refreshing."""
         if not folder.is_dir():
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
+        try:
+            since: int | None = index.stat().st_mtime_ns
+        except OSError:
+            since = None  # every file is staged afresh
         empties: list[str] = []
         skipped: list[str] = []
+        staged_names: set[bytes] = set()
         # A file that became a folder hides the folder's files from the listing while the
         # index still names the file: once the file's entry is dropped, a second pass lists
         # them (a third never finds one more: the index then holds no such file).
         for _ in range(3):
-            pass_empties, pass_skipped, became_folders = self._stage_pass(
+            pass_empties, pass_skipped, became_folders, pass_staged = self._stage_pass(
                 runner, folder, git_dir, index
             )
+            staged_names.update(pass_staged)
             empties.extend(pass_empties)
             skipped.extend(pass_skipped)
             if not became_folders:
                 break
         folders = sorted(set(empties))
-        record, staged = permission_record(runner, git_dir, folder, index)
-        record = add_folders(record, folder, folders)
-        stage_record(runner, git_dir, folder, index, record, staged=staged)
+        found = permission_record(
+            runner, git_dir, folder, index, since=since, staged_now=staged_names
+        )
+        record = add_folders(found.record, folder, folders)
+        stage_record(runner, git_dir, folder, index, record, staged=found.staged)
         tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
         tree_id = self._grafted(runner, git_dir, tree.decode().strip(), folders)
-        return tree_id, sorted(set(skipped))
+        return tree_id, sorted(set(skipped)), found.stat_dirty
 
     def _stage_pass(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[list[str], list[str], bool]:
+    ) -> tuple[list[str], list[str], bool, list[bytes]]:
         """Stage what changed since the index last saw the folder: the empty folders found,
-        the files skipped as too large, and whether an entry's file became a folder."""
+        the files skipped as too large, whether an entry's file became a folder, and the
+        names staged."""
         # ``--directory``: a folder with no staged file is listed once ("new/"), so the empty
         # ones are found without a second walk of the whole folder; the files of such folders
         # are listed on their own (a nested repository there shows as "new/sub/").
@@ -461,7 +473,7 @@ class GitCheckpointStore:
                 index=index,
                 stdin=b"\0".join(stage) + b"\0",
             )
-        return empties, skipped, became_folders
+        return empties, skipped, became_folders, stage
 
     def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
         """``tree`` with the folder's empty folders, remembered: they rarely change between
@@ -476,23 +488,6 @@ class GitCheckpointStore:
                 self._grafts.clear()
             self._grafts[key] = found
         return found
-
-    def _tip(self, workspace_identity: str, git_dir: Path) -> str | None:
-        """The workspace's previous checkpoint, read under the lock each time (another process
-        may have captured since): the loose ref file, else the packed one."""
-        loose = git_dir / TIP_REF
-        try:
-            text = loose.read_text("ascii").strip()
-        except (FileNotFoundError, UnicodeDecodeError):
-            text = ""
-        if re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", text):
-            return text
-        out = self._git_runner().run(
-            ["rev-parse", "-q", "--verify", f"{TIP_REF}^{{commit}}"],
-            git_dir=git_dir,
-            ok_codes=(0, 1),
-        )
-        return out.decode().strip() or None
 
     # ---- verify and compare --------------------------------------------------------------------
     def has_repository(self, workspace_identity: str) -> bool:

@@ -138,8 +138,9 @@ def test_one_file_removed_from_the_store_parks_and_the_rebaseline_is_whole(
     drill.run("P8", "--cwd", str(drill.work))
     carrier = GitCheckpointStore(drill.data)
     [repository] = list(carrier.root.glob("*.git"))
+    newest = drill.json("checkpoints", drill.session)[1]["runs"][-1]["checkpoints"][-1]
     blob = subprocess.run(
-        ["git", "--git-dir", str(repository), "rev-parse", "refs/maka-tip:a.txt"],
+        ["git", "--git-dir", str(repository), "rev-parse", f"{newest['treeId']}:a.txt"],
         capture_output=True,
         text=True,
         check=True,
