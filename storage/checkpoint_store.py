@@ -94,6 +94,8 @@ POLICY: dict[str, object] = {
     "content": "byte_for_byte",
 }
 POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
+# The commit message's heading over the paths a new ignore rule took out of the snapshot.
+NOW_IGNORED = "left out (now ignored):"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
 
@@ -129,6 +131,7 @@ class GitCheckpointStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._left_out: list[str] = []  # the capture in progress: paths now ignored
 
     @classmethod
     def from_environment(
@@ -272,6 +275,7 @@ class GitCheckpointStore:
             index = self.index_path(workspace_identity)
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
+            self._left_out = []
             tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
             runner = self._git_runner()
             if stat_dirty:
@@ -279,6 +283,8 @@ class GitCheckpointStore:
             body = message.rstrip("\n") + "\n"
             if skipped:
                 body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
+            if self._left_out:
+                body += f"\n{NOW_IGNORED}\n" + "".join(f"  {p}\n" for p in self._left_out[:200])
             # No parent: a snapshot needs none to be compared or copied, and a chain would keep
             # every byte ever captured reachable from the newest ref (retention frees nothing).
             commit = (
@@ -366,15 +372,49 @@ class GitCheckpointStore:
             skipped.extend(pass_skipped)
             if not became_folders:
                 break
+        rules_changed = any(
+            name == b".gitignore" or name.endswith(b"/.gitignore") for name in staged_names
+        )
+        if rules_changed:
+            # An ignore rule may have come in: what it now excludes leaves the snapshot.
+            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
         folders = sorted(set(empties))
         found = permission_record(
             runner, git_dir, folder, index, since=since, staged_now=staged_names
         )
+        if found.staged is None and since is not None and not rules_changed:
+            # An index from before permission records: swept once for ignored entries too.
+            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+            found = permission_record(
+                runner, git_dir, folder, index, since=since, staged_now=staged_names
+            )
         record = add_folders(found.record, folder, folders)
         stage_record(runner, git_dir, folder, index, record, staged=found.staged)
         tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
         tree_id = self._grafted(runner, git_dir, tree.decode().strip(), folders)
         return tree_id, sorted(set(skipped)), found.stat_dirty
+
+    def _drop_ignored(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
+    ) -> list[str]:
+        """Remove from the index the entries the folder's ignore rules now exclude (a path
+        added to a ``.gitignore`` after its first capture); the paths removed."""
+        listed = runner.run(
+            ["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+        )
+        names = [raw for raw in listed.split(b"\0") if raw and raw != RECORD_PATH.encode()]
+        if names:
+            runner.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(names) + b"\0",
+            )
+        return sorted(os.fsdecode(raw) for raw in names)
 
     def _stage_pass(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
@@ -656,6 +696,34 @@ class GitCheckpointStore:
                 path = entry.get("path")
                 if isinstance(path, str) and path not in found:
                     found.append(path)
+        return found
+
+    def now_ignored(self, workspace_identity: str, commits: list[str]) -> dict[str, list[str]]:
+        """For each checkpoint commit, the paths it left out because an ignore rule came in
+        since the previous capture (from the commit messages, one batch); none when Git
+        cannot tell."""
+        git_dir = self.git_dir(workspace_identity)
+        if not commits or not (git_dir / "HEAD").is_file():
+            return {}
+        try:
+            query = "".join(f"{commit}\n" for commit in commits).encode()
+            out = self._git_runner().run(["cat-file", "--batch"], git_dir=git_dir, stdin=query)
+        except CheckpointError:
+            return {}
+        found: dict[str, list[str]] = {}
+        at = 0
+        for commit in commits:
+            end = out.index(b"\n", at)
+            header = out[at:end].decode().split(" ")
+            at = end + 1
+            if len(header) < 3:
+                continue  # missing
+            size = int(header[2])
+            text = out[at : at + size].decode("utf-8", "replace")
+            at += size + 1
+            _, heading, rest = text.partition(f"\n{NOW_IGNORED}\n")
+            if heading:
+                found[commit] = [line[2:] for line in rest.splitlines() if line.startswith("  ")]
         return found
 
     def refs(self, workspace_identity: str) -> dict[str, str]:
