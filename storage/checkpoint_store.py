@@ -8,8 +8,9 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 (``checkpoint_git``).
 
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
-``.git`` directories, paths the folder's own ``.gitignore`` files ignore, the workspace marker
-and files over 50 MiB (listed as skipped in the commit message). Symbolic links are stored as
+``.git`` directories, paths the folder's own ``.gitignore`` files ignore, paths the rules of a
+repository enclosing the folder ignore (``checkpoint_enclosing``), the workspace marker, the
+app's own ``.maka`` folder at the top and files over 50 MiB (listed as skipped in the commit message). Symbolic links are stored as
 links, never followed; empty folders are recorded too (``checkpoint_empty_dirs``). Content is
 stored byte for byte (no line-ending conversion, no filters).
 
@@ -53,6 +54,7 @@ from storage.checkpoint_empty_dirs import (
     graft_empty_dirs,
     tree_changes,
 )
+from storage.checkpoint_enclosing import enclosing_rules
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
 from storage.checkpoint_permissions import (
     RECORD_DIR,
@@ -84,6 +86,7 @@ POLICY: dict[str, object] = {
     "excluded": [
         ".git directories",
         "paths ignored by the folder's .gitignore files",
+        "paths ignored by the rules of a repository enclosing the folder",
         MARKER_NAME,
         f"{RECORD_DIR} at the top of the folder",
     ],
@@ -96,6 +99,8 @@ POLICY: dict[str, object] = {
 POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
 # The commit message's heading over the paths a new ignore rule took out of the snapshot.
 NOW_IGNORED = "left out (now ignored):"
+# The exclude rules the persistent index was last swept with (a change sweeps it again).
+SWEPT_RULES = "exclude.swept"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
 
@@ -170,14 +175,22 @@ class GitCheckpointStore:
             self._runner = GitRunner(self._git, home)
         return self._runner
 
-    def _ensure_repo(self, workspace_identity: str) -> Path:
+    def _ensure_repo(self, workspace_identity: str, folder: Path | None = None) -> Path:
+        """The workspace's private repository, its attributes and its exclude rules (the
+        marker, the app's own folder and, with ``folder``, the rules of a repository enclosing
+        it, read afresh each time)."""
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():
             ensure_private_dir(self.root)
             self._git_runner().init_bare(git_dir)
         info = git_dir / "info"
         ensure_private_dir(info)
-        for name, text in (("attributes", _ATTRIBUTES), ("exclude", _EXCLUDE)):
+        exclude = _EXCLUDE
+        if folder is not None:
+            exclude += enclosing_rules(Path(os.path.abspath(folder)))
+        elif (info / "exclude").is_file():
+            exclude = (info / "exclude").read_text("utf-8")
+        for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):
             path = info / name
             if not path.is_file() or path.read_text("utf-8") != text:
                 with open(path, "w", encoding="utf-8", opener=private_opener) as handle:
@@ -225,7 +238,7 @@ class GitCheckpointStore:
                 f"{git.version_text} is older than {need}",
             )
         with self._locked(workspace_identity):
-            git_dir = self._ensure_repo(workspace_identity)
+            git_dir = self._ensure_repo(workspace_identity, folder)
             listed = self._git_runner().run(
                 ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                 git_dir=git_dir,
@@ -271,12 +284,17 @@ class GitCheckpointStore:
         rebuild_index: bool = False,
     ) -> Snapshot:
         with self._locked(workspace_identity):
-            git_dir = self._ensure_repo(workspace_identity)
+            git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
             tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
+            rules = _read_bytes(git_dir / "info" / "exclude")
+            if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
+                # The index holds nothing these rules exclude now (it was swept with them).
+                with open(git_dir / "info" / SWEPT_RULES, "wb", opener=private_opener) as out:
+                    out.write(rules)
             runner = self._git_runner()
             if stat_dirty:
                 self._refresh(runner, folder, git_dir, index)
@@ -310,7 +328,7 @@ class GitCheckpointStore:
 
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
         with self._locked(workspace_identity):
-            git_dir = self._ensure_repo(workspace_identity)
+            git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
             try:
@@ -372,9 +390,11 @@ class GitCheckpointStore:
             skipped.extend(pass_skipped)
             if not became_folders:
                 break
+        rules = _read_bytes(git_dir / "info" / "exclude")
+        swept = git_dir / "info" / SWEPT_RULES
         rules_changed = any(
             name == b".gitignore" or name.endswith(b"/.gitignore") for name in staged_names
-        )
+        ) or (since is not None and _read_bytes(swept) != rules)
         if rules_changed:
             # An ignore rule may have come in: what it now excludes leaves the snapshot.
             self._left_out = self._drop_ignored(runner, folder, git_dir, index)
@@ -807,6 +827,13 @@ def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) ->
     return {
         line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
     }
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:
