@@ -10,9 +10,10 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
 ``.git`` directories, paths the folder's own ``.gitignore`` files ignore, paths the rules of a
 repository enclosing the folder ignore (``checkpoint_enclosing``), the workspace marker, the
-app's own ``.maka`` folder at the top and files over 50 MiB (listed as skipped in the commit message). Symbolic links are stored as
-links, never followed; empty folders are recorded too (``checkpoint_empty_dirs``). Content is
-stored byte for byte (no line-ending conversion, no filters).
+app's own ``.maka`` folder at the top and files over 50 MiB (listed as skipped in the commit
+message). Symbolic links are stored as links, never followed; empty folders are recorded too
+(``checkpoint_empty_dirs``), and every entry's permission bits (``checkpoint_permissions``).
+Content is stored byte for byte (no line-ending conversion, no filters).
 
 A capture: list what changed since the index last saw the folder (``ls-files``), stage it
 (``update-index``), refresh the stat data of files whose content did not change (so a touch is
