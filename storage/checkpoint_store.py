@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import sys
 import threading
@@ -624,11 +625,21 @@ class GitCheckpointStore:
 
     # ---- isolated restore ----------------------------------------------------------------------
     def materialize(
-        self, workspace_identity: str, tree_id: str, target: Path, session_id: str
+        self,
+        workspace_identity: str,
+        tree_id: str,
+        target: Path,
+        session_id: str,
+        *,
+        source: Path | None = None,
     ) -> str:
         """Check a snapshot out into ``target`` through a temporary index (``read-tree``,
         ``checkout-index``): the workspace's own folder and its persistent index are not
-        touched. ``target`` must be new or an empty folder. Returns the copy's new identity."""
+        touched. ``target`` must be new or an empty folder. When ``source`` (the folder the
+        snapshot is of) is a Git repository, the copy is first a local clone of it at the
+        user's HEAD (their ``.git`` only read), with the snapshot's files on top: ``git
+        status`` and ``git diff`` there show the snapshot's changes against that HEAD.
+        Returns the copy's new identity."""
         from storage.workspace_identity import WorkspaceMarkerError, resolve_workspace_identity
 
         target = Path(os.path.abspath(target))
@@ -663,6 +674,8 @@ class GitCheckpointStore:
             # Private while it is written; the recorded bits are set once everything is in.
             os.chmod(target, 0o700)
             runner = self._git_runner()
+            if source is not None:
+                _clone_into(runner, Path(source), target)
             runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
             record = read_record(runner, git_dir, tree_id)
             if record is not None:
@@ -828,6 +841,32 @@ def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) ->
     return {
         line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
     }
+
+
+def _clone_into(runner: GitRunner, source: Path, target: Path) -> None:
+    """A local clone of the user's repository at ``source`` in the (empty) ``target``, its
+    index at the user's HEAD and no file checked out (the snapshot's files come next). Only a
+    plain repository (a ``.git`` folder) with a HEAD is cloned; the user's ``.git`` is read, not
+    written (``--no-hardlinks``: not even a link count changes). Anything else, or a clone that
+    fails, leaves the copy without a repository, as before."""
+    if not (source / ".git").is_dir():
+        return
+    try:
+        runner.run_outside(
+            [
+                "clone",
+                "--quiet",
+                "--no-checkout",
+                "--no-hardlinks",
+                "--template=",
+                str(source),
+                ".",
+            ],
+            cwd=target,
+        )
+        runner.run_outside(["read-tree", "HEAD"], cwd=target)
+    except CheckpointError:
+        shutil.rmtree(target / ".git", ignore_errors=True)
 
 
 def _read_bytes(path: Path) -> bytes:
