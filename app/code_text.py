@@ -138,6 +138,11 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "A mark only the run's first event may carry is on another event, or is not one Maka "
         "writes.",
     ),
+    "workspace_fact_malformed": (
+        _E,
+        "A record of a folder snapshot is not one Maka writes: it is visible to the model or "
+        "carries content.",
+    ),
     "unmatched_tool_result": (_E, "A tool result has no matching call."),
     "tool_name_mismatch": (_E, "A tool result names a different tool than its call."),
     "workspace_location_changed": (
@@ -201,6 +206,10 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "A restored copy goes outside your folder: the one chosen is inside it.",
     ),
     "workspace_restore_failed": (_E, "The restored copy of the folder could not be made."),
+    "workspace_restore_snapshot_damaged": (
+        _E,
+        "The snapshot's stored files are not what it recorded, so no copy was made from it.",
+    ),
     "workspace_decision_not_offered": (
         _E,
         "This resume has no changed files to decide about; nothing was done.",

@@ -14,14 +14,21 @@ DATA_DIR_ENV = "MAKA_DATA_DIR"
 
 
 def resolve_data_dir(option: str | None, environ: Mapping[str, str] | None = None) -> Path:
+    """The data directory, always absolute: a relative ``--data-dir`` or ``MAKA_DATA_DIR`` is
+    taken from the current folder once, here, so every part (the store, the checkpoint
+    repositories, Git running in another folder) names the same place."""
     env = os.environ if environ is None else environ
     if option:
-        return Path(option).expanduser()
+        return _absolute(Path(option).expanduser())
     if env.get(DATA_DIR_ENV):
-        return Path(env[DATA_DIR_ENV]).expanduser()
+        return _absolute(Path(env[DATA_DIR_ENV]).expanduser())
     from platformdirs import user_data_dir
 
-    return Path(user_data_dir("maka", appauthor=False))
+    return _absolute(Path(user_data_dir("maka", appauthor=False)))
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path))
 
 
 def ensure_data_dir(path: Path) -> Path:

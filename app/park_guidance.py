@@ -52,6 +52,7 @@ LEDGER_CHECK_CODES: frozenset[str] = frozenset(
         "identity_conflict",
         "event_order_conflict",
         "protocol_marker_invalid",
+        "workspace_fact_malformed",
         "recovery_fact_corruption",
     }
 )

@@ -17,11 +17,18 @@ Prints:
   the capture started after the T2 (before) beside the capture started the moment the tool
   returned, in parallel with writing the T2 (now), and their ratio (``--window-files``;
   ``--window-only`` measures only this).
+- side by side with the plain-Git floor on the same tree (``git add -A`` + ``write-tree`` with a
+  repository and index of its own): a capture after 10 changes, and after touching 100 files and
+  ``chmod``-ing 100 others to the mode they had (the first capture after, then the next capture
+  and drift check, which should be back at the floor);
+- churn: ``--churn-runs`` runs that each write and delete three 300 KB files (captured after
+  each), retention keeping the two latest runs' snapshots and the last of each earlier run,
+  pruned at once: the store's size beside what the kept snapshots hold (goal: within 10 %).
 
 Usage::
 
     .venv/bin/python -m bench.bench_checkpoints [--files 10000] [--megabytes 200] [--rounds 15]
-        [--window-files 1000,10000,50000] [--window-rounds 5] [--window-only]
+        [--window-files 1000,10000,50000] [--window-rounds 5] [--window-only] [--churn-runs 12]
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -108,6 +116,7 @@ def main() -> None:
     parser.add_argument("--window-files", default="1000,10000,50000")
     parser.add_argument("--window-rounds", type=int, default=5)
     parser.add_argument("--window-only", action="store_true")
+    parser.add_argument("--churn-runs", type=int, default=12)
     args = parser.parse_args()
     sizes = [int(size) for size in args.window_files.split(",") if size.strip()]
     if not args.window_only:
@@ -204,6 +213,137 @@ def _whole_bench(args: argparse.Namespace) -> None:
             f"{store.index_path(WS).stat().st_size / 1e6:.1f} MB"
         )
         _listing(store, taken[-50:], rounds=max(5, args.rounds // 2))
+        _floor_side_by_side(root, store, work, paths, rng, rounds=args.rounds)
+    with tempfile.TemporaryDirectory(prefix="maka-bench-churn-") as scratch:
+        _churn(Path(scratch), runs=args.churn_runs)
+
+
+class _Floor:
+    """Plain Git on the same tree: a repository and index of its own, ``add -A`` + ``write-tree``
+    (what any snapshot of the folder costs at least)."""
+
+    def __init__(self, root: Path, work: Path) -> None:
+        self.env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+        self.env.update(
+            GIT_DIR=str(root / "floor.git"),
+            GIT_WORK_TREE=str(work),
+            GIT_INDEX_FILE=str(root / "floor.index"),
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=os.devnull,
+        )
+        subprocess.run(
+            ["git", "init", "-q", "--bare", str(root / "floor.git")],
+            check=True,
+            capture_output=True,
+        )
+        self.snapshot()
+
+    def _git(self, *args: str) -> None:
+        subprocess.run(["git", *args], env=self.env, check=True, capture_output=True)
+
+    def snapshot(self) -> None:
+        self._git("add", "-A")
+        self._git("write-tree")
+
+
+def _floor_side_by_side(
+    root: Path,
+    store: GitCheckpointStore,
+    work: Path,
+    paths: list[Path],
+    rng: random.Random,
+    *,
+    rounds: int,
+) -> None:
+    floor = _Floor(root, work)
+    refs = iter(range(10_000, 1_000_000))
+
+    def capture() -> Snapshot:
+        return store.capture(work, WS, checkpoint_ref("s", "floor", next(refs)), "bench")
+
+    capture()
+    mine: list[float] = []
+    plain: list[float] = []
+    for _ in range(rounds):
+        edit(paths, 10, rng)
+        plain.append(timed(floor.snapshot))
+        mine.append(timed(capture))
+    ratio = statistics.median(mine) / statistics.median(plain)
+    print(
+        f"capture after 10 changes vs plain Git: median {statistics.median(mine):.1f} ms vs "
+        f"{statistics.median(plain):.1f} ms = {ratio:.2f}x (goal <= 1.3x)"
+    )
+    time.sleep(1.1)  # a new second: every touched file's stat data differs for certain
+    for path in rng.sample(paths, 100):
+        os.utime(path)
+    for path in rng.sample(paths, 100):
+        path.chmod(path.stat().st_mode & 0o7777)
+    first_plain = timed(floor.snapshot)
+    first_mine = timed(capture)
+    after: list[float] = []
+    after_plain: list[float] = []
+    drift: list[float] = []
+    for _ in range(max(5, rounds // 2)):
+        after_plain.append(timed(floor.snapshot))
+        after.append(timed(capture))
+        drift.append(timed(lambda: store.observe(work, WS)))
+    floor_ms = statistics.median(after_plain)
+    drift_ms = statistics.median(drift)
+    print(
+        f"after touching 100 files and a same-mode chmod of 100: first capture "
+        f"{first_mine:.1f} ms (plain Git {first_plain:.1f} ms); then capture median "
+        f"{statistics.median(after):.1f} ms = {statistics.median(after) / floor_ms:.2f}x, drift "
+        f"check median {drift_ms:.1f} ms = {drift_ms / floor_ms:.2f}x"
+        f" the floor {floor_ms:.1f} ms (goal <= 1.3x)"
+    )
+
+
+def _churn(root: Path, *, runs: int) -> None:
+    """Runs that each write and delete three 300 KB files, retention after each run."""
+    from runtime.ledger.checkpoint_ports import checkpoint_ref as ref_of
+
+    work = root / "work"
+    generate(work, 200, 2 * 1024 * 1024)
+    store = GitCheckpointStore(root / "data")
+    git_dir = store.git_dir(WS)
+    by_run: list[list[str]] = []
+    for run in range(runs):
+        refs: list[str] = []
+        n = iter(range(1, 100))
+        refs.append(store.capture(work, WS, ref_of("s", f"run{run:03d}", next(n)), "start").ref)
+        for index in range(3):
+            big = work / f"big-{index}.bin"
+            big.write_bytes(os.urandom(300 * 1024))
+            refs.append(store.capture(work, WS, ref_of("s", f"run{run:03d}", next(n)), "w").ref)
+            big.unlink()
+            refs.append(store.capture(work, WS, ref_of("s", f"run{run:03d}", next(n)), "d").ref)
+        by_run.append(refs)
+        # Retention: every ref of the two latest runs, the last ref of every earlier one.
+        keep = {ref for refs_of in by_run[-2:] for ref in refs_of}
+        keep.update(refs_of[-1] for refs_of in by_run[:-2])
+        doomed = [ref for ref in store.refs_in(git_dir) if ref not in keep]
+        store.delete_refs(git_dir, doomed)
+        store.prune(git_dir, "now")
+    kept = list(store.refs_in(git_dir).values())
+    listed = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "rev-list", "--objects", "--no-walk", *kept],
+        capture_output=True,
+        check=True,
+    ).stdout
+    ids = b"".join(line.split(b" ", 1)[0] + b"\n" for line in listed.splitlines())
+    sizes = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch-check=%(objectsize:disk)"],
+        input=ids,
+        capture_output=True,
+        check=True,
+    ).stdout
+    kept_bytes = sum(int(line) for line in sizes.split())
+    store_bytes = folder_bytes(git_dir / "objects")
+    print(
+        f"churn, {runs} runs writing and deleting three 300 KB files: {len(kept)} refs kept, "
+        f"store objects {store_bytes / 1e6:.2f} MB, kept snapshots {kept_bytes / 1e6:.2f} MB "
+        f"= {store_bytes / kept_bytes:.2f}x (goal <= 1.10x)"
+    )
 
 
 def _tool_path(

@@ -46,6 +46,11 @@ def ask_restore_target(
         )
     ).replace("{name}", name)
     where += " " + _tr(
+        "If your folder is a Git repository, the copy is a clone of it at your current commit "
+        "with the snapshot's files on top, so git status and git diff there show the same "
+        "changes."
+    )
+    where += " " + _tr(
         "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
         "are not in the copy."
     )

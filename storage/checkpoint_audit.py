@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import declared_mode, snapshot_fact
 from storage.checkpoint_store import GitCheckpointStore
@@ -150,3 +151,34 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
                 f"{repository.name} {ref}" for ref in sorted(refs) if ref not in known
             )
     return audit
+
+
+@dataclass(slots=True)
+class SnapshotVerification:
+    verified: int = 0
+    damaged: list[tuple[CheckpointRow, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def verify_snapshots(reader: _Reader, carrier: GitCheckpointStore) -> SnapshotVerification:
+    """Every present snapshot's stored bytes re-hashed against its recorded tree, the check a
+    restore makes before it writes (``maka doctor --verify-snapshots``)."""
+    found = SnapshotVerification()
+    by_workspace: dict[str, list[CheckpointRow]] = {}
+    for session in reader.list_sessions():
+        for row in session_checkpoints(reader, carrier, session.session_id).rows:
+            if row.kind == "checkpoint" and row.present:
+                by_workspace.setdefault(str(row.body["workspaceIdentity"]), []).append(row)
+    for workspace, rows in by_workspace.items():
+        try:
+            damage = carrier.verify_snapshots(workspace, [str(row.body["treeId"]) for row in rows])
+        except CheckpointError as error:
+            found.errors.append(f"{error.code}: {error.message}")
+            continue
+        for row in rows:
+            objects = damage.get(str(row.body["treeId"]), [])
+            found.verified += 1
+            if objects:
+                names = ", ".join(obj.path or "its top folder" for obj in objects[:5])
+                found.damaged.append((row, names))
+    return found

@@ -169,6 +169,34 @@ class GitRunner:
             )
         return done.stdout
 
+    def run_outside(self, args: Sequence[str], *, cwd: Path) -> bytes:
+        """``git args`` with no private repository named (``clone``, or a command in a
+        repository of its own such as a restored copy's), isolated from the user's
+        configuration as every call is. Raises ``CheckpointError``."""
+        try:
+            done = subprocess.run(
+                [*self._prefix, *args],
+                input=b"",
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                env=dict(self._env),
+                cwd=str(cwd),
+                creationflags=_NO_WINDOW,
+                umask=0o022 if sys.platform != "win32" else -1,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git {args[0]} failed: {error}"
+            ) from None
+        if done.returncode != 0:
+            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                f"git {args[0]} failed: {message[-1] if message else done.returncode}",
+            )
+        return done.stdout
+
     def init_bare(self, git_dir: Path) -> None:
         """Create the private bare repository (no template: no sample hooks)."""
         env = dict(self._env)

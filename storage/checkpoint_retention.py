@@ -9,9 +9,10 @@ that runs meanwhile loses nothing. Refs whose commits are gone (objects pruned o
 hand) are deleted first: they keep nothing, and Git will not prune while they exist. The desktop
 runs this in the background after its window shows.
 
-Checkpoint commits are chained (each one's parent is the workspace's previous checkpoint), so a
-deleted ref frees its objects only once no kept checkpoint descends from it: retention bounds
-the refs and removes what nothing reaches, it does not rewrite the chain.
+Checkpoint commits have no parent, so a deleted ref frees every object only it reached: the
+store stays bounded by what the kept snapshots hold. Stores from before kept a tip ref naming the
+newest checkpoint and chained each commit to the previous one; retention deletes that tip, and
+a chain still hanging from a kept older commit is freed when that commit's ref goes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Protocol
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import snapshot_fact
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoint_store import TIP_REF, GitCheckpointStore
 
 _log = logging.getLogger(__name__)
 KEEP_LATEST_RUNS = 2
@@ -85,6 +86,7 @@ def run_retention(
             if broken:
                 carrier.delete_refs(repository, broken)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in broken)
+            carrier.delete_refs(repository, [TIP_REF])  # no capture reads or writes it now
             refs = carrier.refs_in(repository)
             doomed = [ref for ref in sorted(refs) if ref not in keep and not _open(ref, open_runs)]
             result.kept += len(refs) - len(doomed)

@@ -8,14 +8,19 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 (``checkpoint_git``).
 
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
-``.git`` directories, paths the folder's own ``.gitignore`` files ignore, the workspace marker
-and files over 50 MiB (listed as skipped in the commit message). Symbolic links are stored as
-links, never followed; empty folders are recorded too (``checkpoint_empty_dirs``). Content is
-stored byte for byte (no line-ending conversion, no filters).
+``.git`` directories, paths the folder's own ``.gitignore`` files ignore, paths the rules of a
+repository enclosing the folder ignore (``checkpoint_enclosing``), the workspace marker, the
+app's own ``.maka`` folder at the top and files over 50 MiB (listed as skipped in the commit
+message). Symbolic links are stored as links, never followed; empty folders are recorded too
+(``checkpoint_empty_dirs``), and every entry's permission bits (``checkpoint_permissions``).
+Content is stored byte for byte (no line-ending conversion, no filters).
 
 A capture: list what changed since the index last saw the folder (``ls-files``), stage it
-(``update-index``), ``write-tree``, ``commit-tree`` (parent: the workspace's previous
-checkpoint) and ``update-ref`` the run's ref and the workspace's tip in one transaction. An
+(``update-index``), refresh the stat data of files whose content did not change (so a touch is
+compared once, not at every capture), ``write-tree``, ``commit-tree`` (no parent: retention
+frees whatever only a deleted ref reached) and ``update-ref`` the run's ref. An
+entry that changed type (a folder now a file or a link, a file now a folder) is an ordinary
+change: the old entries leave the index, the new one comes in. An
 observation does the same on a copy of the index and stops at the tree: no commit, no ref.
 A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
 capture that was killed is removed under that lock.
@@ -28,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import sys
 import threading
@@ -50,29 +56,53 @@ from storage.checkpoint_empty_dirs import (
     graft_empty_dirs,
     tree_changes,
 )
+from storage.checkpoint_enclosing import enclosing_rules
 from storage.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoint_permissions import (
+    RECORD_DIR,
+    RECORD_PATH,
+    add_folders,
+    apply_record,
+    apply_root,
+    permission_changes,
+    permission_record,
+    read_record,
+    stage_record,
+)
 from storage.checkpoint_presence import snapshots_whole
+from storage.checkpoint_verify import DamagedObject, verify_trees
 from storage.private_files import ensure_private_dir, private_opener
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
-TIP_REF = "refs/maka-tip"
+TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
 RESTORES_LOG = "restores.jsonl"
 MARKER_NAME = ".maka-workspace.json"
 MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
 # Highest-precedence attributes: store every file as it is on disk.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -crlf\n"
-_EXCLUDE = f"/{MARKER_NAME}\n"
+_EXCLUDE = f"/{MARKER_NAME}\n/{RECORD_DIR}/\n"
 POLICY: dict[str, object] = {
-    "version": 1,
-    "excluded": [".git directories", "paths ignored by the folder's .gitignore files", MARKER_NAME],
+    "version": 2,
+    "excluded": [
+        ".git directories",
+        "paths ignored by the folder's .gitignore files",
+        "paths ignored by the rules of a repository enclosing the folder",
+        MARKER_NAME,
+        f"{RECORD_DIR} at the top of the folder",
+    ],
     "maxFileBytes": MAX_FILE_BYTES,
     "symlinks": "stored_as_links",
     "emptyDirectories": "recorded",
+    "permissions": "recorded",
     "content": "byte_for_byte",
 }
 POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
+# The commit message's heading over the paths a new ignore rule took out of the snapshot.
+NOW_IGNORED = "left out (now ignored):"
+# The exclude rules the persistent index was last swept with (a change sweeps it again).
+SWEPT_RULES = "exclude.swept"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
 
@@ -108,6 +138,7 @@ class GitCheckpointStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._left_out: list[str] = []  # the capture in progress: paths now ignored
 
     @classmethod
     def from_environment(
@@ -158,14 +189,22 @@ class GitCheckpointStore:
         """The per-workspace lock every capture holds."""
         return self._locked(workspace_identity)
 
-    def _ensure_repo(self, workspace_identity: str) -> Path:
+    def _ensure_repo(self, workspace_identity: str, folder: Path | None = None) -> Path:
+        """The workspace's private repository, its attributes and its exclude rules (the
+        marker, the app's own folder and, with ``folder``, the rules of a repository enclosing
+        it, read afresh each time)."""
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():
             ensure_private_dir(self.root)
             self._git_runner().init_bare(git_dir)
         info = git_dir / "info"
         ensure_private_dir(info)
-        for name, text in (("attributes", _ATTRIBUTES), ("exclude", _EXCLUDE)):
+        exclude = _EXCLUDE
+        if folder is not None:
+            exclude += enclosing_rules(Path(os.path.abspath(folder)))
+        elif (info / "exclude").is_file():
+            exclude = (info / "exclude").read_text("utf-8")
+        for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):
             path = info / name
             if not path.is_file() or path.read_text("utf-8") != text:
                 with open(path, "w", encoding="utf-8", opener=private_opener) as handle:
@@ -213,7 +252,7 @@ class GitCheckpointStore:
                 f"{git.version_text} is older than {need}",
             )
         with self._locked(workspace_identity):
-            git_dir = self._ensure_repo(workspace_identity)
+            git_dir = self._ensure_repo(workspace_identity, folder)
             listed = self._git_runner().run(
                 ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                 git_dir=git_dir,
@@ -259,24 +298,51 @@ class GitCheckpointStore:
         rebuild_index: bool = False,
     ) -> Snapshot:
         with self._locked(workspace_identity):
-            git_dir = self._ensure_repo(workspace_identity)
+            git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
-            tree, skipped = self._stage_and_write_tree(folder, git_dir, index)
+            self._left_out = []
+            tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
+            rules = _read_bytes(git_dir / "info" / "exclude")
+            if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
+                # The index holds nothing these rules exclude now (it was swept with them).
+                with open(git_dir / "info" / SWEPT_RULES, "wb", opener=private_opener) as out:
+                    out.write(rules)
             runner = self._git_runner()
-            parent = self._tip(workspace_identity, git_dir)
+            if stat_dirty:
+                self._refresh(runner, folder, git_dir, index)
             body = message.rstrip("\n") + "\n"
             if skipped:
                 body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
-            commit = self._commit(runner, git_dir, tree, parent, body)
-            updates = f"update {ref} {commit}\nupdate {TIP_REF} {commit}\n"
-            runner.run(["update-ref", "--stdin"], git_dir=git_dir, stdin=updates.encode())
+            if self._left_out:
+                body += f"\n{NOW_IGNORED}\n" + "".join(f"  {p}\n" for p in self._left_out[:200])
+            # No parent: a snapshot needs none to be compared or copied, and a chain would keep
+            # every byte ever captured reachable from the newest ref (retention frees nothing).
+            commit = (
+                runner.run(["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode())
+                .decode()
+                .strip()
+            )
+            runner.run(["update-ref", ref, commit], git_dir=git_dir)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+
+    def _refresh(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> None:
+        """Bring the index's stat data up to date for files whose content did not change (an
+        ``mtime`` touch, a ``chmod`` to the same Git mode, a copy back): the listing compares
+        such files' content on every capture and drift check until their stat data is
+        refreshed once. The permission record is never in the folder (``--ignore-missing``)."""
+        runner.run(
+            ["update-index", "-q", "--refresh", "--ignore-missing", "--unmerged"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+            ok_codes=(0, 1),
+        )
 
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
         with self._locked(workspace_identity):
-            git_dir = self._ensure_repo(workspace_identity)
+            git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
             try:
@@ -285,56 +351,111 @@ class GitCheckpointStore:
                         copy.write(index.read_bytes())
                 else:
                     scratch.unlink(missing_ok=True)
-                tree, skipped = self._stage_and_write_tree(folder, git_dir, scratch)
+                tree, skipped, _ = self._stage_and_write_tree(folder, git_dir, scratch)
             finally:
                 scratch.unlink(missing_ok=True)
             return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
 
-    def _commit(
-        self, runner: GitRunner, git_dir: Path, tree: str, parent: str | None, body: str
-    ) -> str:
-        """``commit-tree``; a previous checkpoint whose objects are gone (pruned or removed
-        by hand) cannot be a parent, so the chain starts again from this one."""
-        stdin = body.encode("utf-8")
-        args = ["commit-tree", tree, "-F", "-"]
-        try:
-            return (
-                runner.run(
-                    [*args, *(["-p", parent] if parent else [])], git_dir=git_dir, stdin=stdin
-                )
-                .decode()
-                .strip()
-            )
-        except CheckpointError:
-            if parent is None or _missing_objects(runner, git_dir, [parent]) != {parent}:
-                raise
-        return runner.run(args, git_dir=git_dir, stdin=stdin).decode().strip()
-
     def _stage_and_write_tree(
         self, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[str], bool]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
-        what Git last saw: when it names objects the repository no longer holds (a manual
-        ``git gc --prune=now`` after a killed capture, objects removed by hand), ``write-tree``
-        cannot succeed with it, so it is rebuilt from the folder (every file hashed again)."""
+        what Git last saw: when Git refuses to work from it (it names objects the repository
+        no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
+        be brought in line with the folder), it is rebuilt from the folder (every file hashed
+        again), so no state of a readable folder leaves a capture failing for good."""
         try:
             return self._stage_and_write_tree_once(folder, git_dir, index)
         except CheckpointError as error:
             if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
                 raise
-            if not _index_names_missing_objects(self._git_runner(), git_dir, index):
+            if not index.is_file():
                 raise
         index.unlink(missing_ok=True)
         return self._stage_and_write_tree_once(folder, git_dir, index)
 
     def _stage_and_write_tree_once(
         self, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[str, list[str]]:
+    ) -> tuple[str, list[str], bool]:
+        """The tree, the files skipped as too large, and whether a file the listing did not
+        stage changed its stat data since the index was last written (a touch, a chmod):
+        its stat data is worth refreshing."""
         if not folder.is_dir():
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
+        try:
+            since: int | None = index.stat().st_mtime_ns
+        except OSError:
+            since = None  # every file is staged afresh
+        empties: list[str] = []
+        skipped: list[str] = []
+        staged_names: set[bytes] = set()
+        # A file that became a folder hides the folder's files from the listing while the
+        # index still names the file: once the file's entry is dropped, a second pass lists
+        # them (a third never finds one more: the index then holds no such file).
+        for _ in range(3):
+            pass_empties, pass_skipped, became_folders, pass_staged = self._stage_pass(
+                runner, folder, git_dir, index
+            )
+            staged_names.update(pass_staged)
+            empties.extend(pass_empties)
+            skipped.extend(pass_skipped)
+            if not became_folders:
+                break
+        rules = _read_bytes(git_dir / "info" / "exclude")
+        swept = git_dir / "info" / SWEPT_RULES
+        rules_changed = any(
+            name == b".gitignore" or name.endswith(b"/.gitignore") for name in staged_names
+        ) or (since is not None and _read_bytes(swept) != rules)
+        if rules_changed:
+            # An ignore rule may have come in: what it now excludes leaves the snapshot.
+            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+        folders = sorted(set(empties))
+        found = permission_record(
+            runner, git_dir, folder, index, since=since, staged_now=staged_names
+        )
+        if found.staged is None and since is not None and not rules_changed:
+            # An index from before permission records: swept once for ignored entries too.
+            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+            found = permission_record(
+                runner, git_dir, folder, index, since=since, staged_now=staged_names
+            )
+        record = add_folders(found.record, folder, folders)
+        stage_record(runner, git_dir, folder, index, record, staged=found.staged)
+        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
+        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), folders)
+        return tree_id, sorted(set(skipped)), found.stat_dirty
+
+    def _drop_ignored(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
+    ) -> list[str]:
+        """Remove from the index the entries the folder's ignore rules now exclude (a path
+        added to a ``.gitignore`` after its first capture); the paths removed."""
+        listed = runner.run(
+            ["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+        )
+        names = [raw for raw in listed.split(b"\0") if raw and raw != RECORD_PATH.encode()]
+        if names:
+            runner.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(names) + b"\0",
+            )
+        return sorted(os.fsdecode(raw) for raw in names)
+
+    def _stage_pass(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[list[str], list[str], bool, list[bytes]]:
+        """Stage what changed since the index last saw the folder: the empty folders found,
+        the files skipped as too large, whether an entry's file became a folder, and the
+        names staged."""
         # ``--directory``: a folder with no staged file is listed once ("new/"), so the empty
         # ones are found without a second walk of the whole folder; the files of such folders
         # are listed on their own (a nested repository there shows as "new/sub/").
@@ -368,21 +489,30 @@ class GitCheckpointStore:
         stage: list[bytes] = []
         drop: list[bytes] = []
         skipped: list[str] = []
+        became_folders = False
         seen: set[bytes] = set()
+        folders = _FolderKinds(folder)
         for raw in entries:
             if not raw or raw in seen:
                 continue
             seen.add(raw)
             name = os.fsdecode(raw)
+            if name == RECORD_PATH:
+                continue  # the permission record: staged on its own, never in the folder
             if name.endswith("/"):
                 raise CheckpointError(
                     CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY,
                     f"{name.rstrip('/')} is a nested repository",
                 )
+            if not folders.reachable(name):
+                # A folder on its path is now a file or a link (``rm -r lib && ln -s x lib``):
+                # the entry is gone, and the new ``lib`` is listed on its own.
+                drop.append(raw)
+                continue
             try:
                 info = os.lstat(folder / name)
-            except FileNotFoundError:
-                stage.append(raw)  # deleted: --remove drops it from the index
+            except (FileNotFoundError, NotADirectoryError):
+                drop.append(raw)  # deleted
                 continue
             except OSError as error:
                 raise CheckpointError(
@@ -397,7 +527,10 @@ class GitCheckpointStore:
                 else:
                     stage.append(raw)
             else:
-                drop.append(raw)  # a directory where a file was, a fifo, a socket...
+                # A folder where a file was (its files are listed once the entry is gone), a
+                # fifo, a socket...
+                became_folders = became_folders or stat.S_ISDIR(info.st_mode)
+                drop.append(raw)
         if drop:
             runner.run(
                 ["update-index", "-z", "--force-remove", "--stdin"],
@@ -408,15 +541,13 @@ class GitCheckpointStore:
             )
         if stage:
             runner.run(
-                ["update-index", "-z", "--add", "--remove", "--stdin"],
+                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
                 git_dir=git_dir,
                 work_tree=folder,
                 index=index,
                 stdin=b"\0".join(stage) + b"\0",
             )
-        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
-        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), empties)
-        return tree_id, sorted(skipped)
+        return empties, skipped, became_folders, stage
 
     def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
         """``tree`` with the folder's empty folders, remembered: they rarely change between
@@ -431,23 +562,6 @@ class GitCheckpointStore:
                 self._grafts.clear()
             self._grafts[key] = found
         return found
-
-    def _tip(self, workspace_identity: str, git_dir: Path) -> str | None:
-        """The workspace's previous checkpoint, read under the lock each time (another process
-        may have captured since): the loose ref file, else the packed one."""
-        loose = git_dir / TIP_REF
-        try:
-            text = loose.read_text("ascii").strip()
-        except (FileNotFoundError, UnicodeDecodeError):
-            text = ""
-        if re.fullmatch(r"[0-9a-f]{40}([0-9a-f]{24})?", text):
-            return text
-        out = self._git_runner().run(
-            ["rev-parse", "-q", "--verify", f"{TIP_REF}^{{commit}}"],
-            git_dir=git_dir,
-            ok_codes=(0, 1),
-        )
-        return out.decode().strip() or None
 
     # ---- verify and compare --------------------------------------------------------------------
     def has_repository(self, workspace_identity: str) -> bool:
@@ -493,18 +607,65 @@ class GitCheckpointStore:
         runner = self._git_runner()
         if old_workspace is not None and old_workspace != workspace_identity:
             runner = runner.with_alternate(self.git_dir(old_workspace) / "objects")
-        return tree_changes(runner, self.git_dir(workspace_identity), old_tree, new_tree)
+        git_dir = self.git_dir(workspace_identity)
+        every = tree_changes(runner, git_dir, old_tree, new_tree)
+        found = [
+            change
+            for change in every
+            if change.path != RECORD_DIR + "/" and not change.path.startswith(RECORD_DIR + "/")
+        ]
+        if not any(change.path == RECORD_PATH for change in every):
+            return found  # the same bits everywhere (or no record on one side)
+        named = {change.path for change in found}
+        old_bits = read_record(runner, git_dir, old_tree)
+        new_bits = read_record(runner, git_dir, new_tree)
+        for change in permission_changes(old_bits, new_bits):
+            if change.path not in named:
+                found.append(change)
+        return sorted(found, key=lambda change: change.path)
+
+    def verify_snapshots(
+        self, workspace_identity: str, trees: list[str]
+    ) -> dict[str, list[DamagedObject]]:
+        """For each snapshot tree, the objects under it whose stored bytes are gone or do not
+        hash to their names (empty: it is what it recorded); raises ``CheckpointError`` when
+        Git cannot read them."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return {tree: [DamagedObject(tree, "", True)] for tree in trees}
+        return verify_trees(self._git_runner(), git_dir, trees)
 
     # ---- isolated restore ----------------------------------------------------------------------
     def materialize(
-        self, workspace_identity: str, tree_id: str, target: Path, session_id: str
+        self,
+        workspace_identity: str,
+        tree_id: str,
+        target: Path,
+        session_id: str,
+        *,
+        source: Path | None = None,
     ) -> str:
         """Check a snapshot out into ``target`` through a temporary index (``read-tree``,
         ``checkout-index``): the workspace's own folder and its persistent index are not
-        touched. ``target`` must be new or an empty folder. Returns the copy's new identity."""
+        touched. ``target`` must be new or an empty folder. When ``source`` (the folder the
+        snapshot is of) is a Git repository, the copy is first a local clone of it at the
+        user's HEAD (their ``.git`` only read), with the snapshot's files on top: ``git
+        status`` and ``git diff`` there show the snapshot's changes against that HEAD.
+        Returns the copy's new identity."""
         from storage.workspace_identity import WorkspaceMarkerError, resolve_workspace_identity
 
         target = Path(os.path.abspath(target))
+        damaged = self.verify_snapshots(workspace_identity, [tree_id])[tree_id]
+        if damaged:
+            # Checked before anything is written: a copy never holds bytes the snapshot did
+            # not record.
+            first = damaged[0]
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED,
+                f"the snapshot {tree_id[:12]} is damaged in the checkpoint store: "
+                f"{len(damaged)} object(s) {'missing' if first.missing else 'changed'}, "
+                f"first {first.path or 'its top folder'}",
+            )
         not_empty = CheckpointError(
             RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
             f"{target} is not an empty folder; a restored copy needs a new or empty one",
@@ -522,8 +683,21 @@ class GitCheckpointStore:
         git_dir = self.git_dir(workspace_identity)
         scratch = self.root / f"{workspace_key(workspace_identity)}.restore-{os.getpid()}.index"
         try:
+            # Private while it is written; the recorded bits are set once everything is in.
+            os.chmod(target, 0o700)
             runner = self._git_runner()
+            if source is not None:
+                _clone_into(runner, Path(source), target)
             runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
+            record = read_record(runner, git_dir, tree_id)
+            if record is not None:
+                runner.run(
+                    ["update-index", "-z", "--force-remove", "--stdin"],
+                    git_dir=git_dir,
+                    work_tree=target,
+                    index=scratch,
+                    stdin=RECORD_PATH.encode() + b"\0",
+                )
             runner.run(
                 ["checkout-index", "-a", "-f"],
                 git_dir=git_dir,
@@ -532,7 +706,12 @@ class GitCheckpointStore:
                 umask=0o022,
             )
             create_empty_dirs(runner, git_dir, tree_id, target)
-            return resolve_workspace_identity(target).identity
+            if record is not None:
+                apply_record(record, target)
+            identity = resolve_workspace_identity(target).identity
+            if record is not None:
+                apply_root(record, target)
+            return identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(
                 RestoreCode.WORKSPACE_RESTORE_FAILED, f"the copy at {target} failed: {error}"
@@ -563,6 +742,34 @@ class GitCheckpointStore:
                 path = entry.get("path")
                 if isinstance(path, str) and path not in found:
                     found.append(path)
+        return found
+
+    def now_ignored(self, workspace_identity: str, commits: list[str]) -> dict[str, list[str]]:
+        """For each checkpoint commit, the paths it left out because an ignore rule came in
+        since the previous capture (from the commit messages, one batch); none when Git
+        cannot tell."""
+        git_dir = self.git_dir(workspace_identity)
+        if not commits or not (git_dir / "HEAD").is_file():
+            return {}
+        try:
+            query = "".join(f"{commit}\n" for commit in commits).encode()
+            out = self._git_runner().run(["cat-file", "--batch"], git_dir=git_dir, stdin=query)
+        except CheckpointError:
+            return {}
+        found: dict[str, list[str]] = {}
+        at = 0
+        for commit in commits:
+            end = out.index(b"\n", at)
+            header = out[at:end].decode().split(" ")
+            at = end + 1
+            if len(header) < 3:
+                continue  # missing
+            size = int(header[2])
+            text = out[at : at + size].decode("utf-8", "replace")
+            at += size + 1
+            _, heading, rest = text.partition(f"\n{NOW_IGNORED}\n")
+            if heading:
+                found[commit] = [line[2:] for line in rest.splitlines() if line.startswith("  ")]
         return found
 
     def refs(self, workspace_identity: str) -> dict[str, str]:
@@ -615,6 +822,28 @@ class GitCheckpointStore:
         )
 
 
+class _FolderKinds:
+    """Whether each folder on an entry's path is still a real folder (not a file, a link or
+    gone), each folder looked at once per capture."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._known: dict[str, bool] = {"": True}
+
+    def reachable(self, name: str) -> bool:
+        parent = name.rpartition("/")[0]
+        found = self._known.get(parent)
+        if found is None:
+            found = self.reachable(parent)
+            if found:
+                try:
+                    found = stat.S_ISDIR(os.lstat(self._root / parent).st_mode)
+                except OSError:
+                    found = False
+            self._known[parent] = found
+        return found
+
+
 def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> set[str]:
     """Which of ``object_ids`` the repository does not hold (one ``cat-file --batch-check``)."""
     if not object_ids:
@@ -626,17 +855,37 @@ def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) ->
     }
 
 
-def _index_names_missing_objects(runner: GitRunner, git_dir: Path, index: Path) -> bool:
-    """Whether the index names an object the repository does not hold; False when the index
-    cannot be read either (the original failure then stands)."""
-    if not index.is_file():
-        return False
+def _clone_into(runner: GitRunner, source: Path, target: Path) -> None:
+    """A local clone of the user's repository at ``source`` in the (empty) ``target``, its
+    index at the user's HEAD and no file checked out (the snapshot's files come next). Only a
+    plain repository (a ``.git`` folder) with a HEAD is cloned; the user's ``.git`` is read, not
+    written (``--no-hardlinks``: not even a link count changes). Anything else, or a clone that
+    fails, leaves the copy without a repository, as before."""
+    if not (source / ".git").is_dir():
+        return
     try:
-        listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
-        ids = sorted({entry.split(b" ", 2)[1].decode() for entry in listed.split(b"\0") if entry})
-        return bool(_missing_objects(runner, git_dir, ids))
-    except (CheckpointError, IndexError, UnicodeDecodeError):
-        return False
+        runner.run_outside(
+            [
+                "clone",
+                "--quiet",
+                "--no-checkout",
+                "--no-hardlinks",
+                "--template=",
+                str(source),
+                ".",
+            ],
+            cwd=target,
+        )
+        runner.run_outside(["read-tree", "HEAD"], cwd=target)
+    except CheckpointError:
+        shutil.rmtree(target / ".git", ignore_errors=True)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:

@@ -5,8 +5,9 @@ For each run, oldest first: the folder it worked in, whose snapshots these are (
 continuation in a restored copy works in the copy, and ``workspaceIdentity`` names the workspace
 they are kept under), the checkpoint mode its first event declared (``git_v1``, or
 ``unavailable`` with the reason), then every checkpoint (its ref, commit and tree, the committed
-run prefix it belongs to, whether its Git objects are still in the checkpoint store, and the
-files skipped as too large) and every failed capture with its code. Read-only: it works while
+run prefix it belongs to, whether its Git objects are still in the checkpoint store, the
+files skipped as too large and the paths it left out because an ignore rule came in since the
+capture before) and every failed capture with its code. Read-only: it works while
 the desktop app or another command runs. Exit 0, or 2 when there is no such session.
 """
 
@@ -52,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     with store:
         if store.get_session(args.session) is None:
             raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
-        found = session_checkpoints(store, GitCheckpointStore(data_dir), args.session)
+        carrier = GitCheckpointStore(data_dir)
+        found = session_checkpoints(store, carrier, args.session)
+        ignored = _now_ignored(carrier, found.rows)
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():
         rows = [row for row in found.rows if row.run_id == run_id]
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if header.workspace_identity is not None:
             entry["workspaceIdentity"] = header.workspace_identity
         entry["mode"] = dict(mode) if mode is not None else None
-        entry["checkpoints"] = [row.to_json() for row in rows]
+        entry["checkpoints"] = [{**row.to_json(), **_ignored_of(ignored, row.body)} for row in rows]
         runs.append(entry)
     if args.json:
         print(json.dumps({"sessionId": args.session, "runs": runs}, ensure_ascii=False))
@@ -95,8 +98,30 @@ def run(args: argparse.Namespace) -> int:
                 )
                 for path in row.get("skippedPaths", []):
                     print(f"      skipped (over 50 MiB): {path}")
+                for path in row.get("nowIgnoredPaths", []):
+                    print(f"      left out, now ignored: {path}")
             else:
                 print(f"    {when}  capture FAILED [{row['reasonCode']}] {row['message']}")
         if not entry["checkpoints"]:
             print("    (no checkpoints)")
     return EXIT_OK
+
+
+def _now_ignored(carrier: Any, rows: list[Any]) -> dict[tuple[str, str], list[str]]:
+    """The paths each present snapshot left out because an ignore rule came in."""
+    by_workspace: dict[str, list[str]] = {}
+    for row in rows:
+        if row.kind == "checkpoint" and row.present:
+            workspace = str(row.body["workspaceIdentity"])
+            by_workspace.setdefault(workspace, []).append(str(row.body["commitId"]))
+    found: dict[tuple[str, str], list[str]] = {}
+    for workspace, commits in by_workspace.items():
+        for commit, paths in carrier.now_ignored(workspace, commits).items():
+            found[(workspace, commit)] = paths
+    return found
+
+
+def _ignored_of(ignored: dict[tuple[str, str], list[str]], body: Any) -> dict[str, list[str]]:
+    key = (str(body.get("workspaceIdentity")), str(body.get("commitId")))
+    paths = ignored.get(key)
+    return {"nowIgnoredPaths": paths} if paths else {}

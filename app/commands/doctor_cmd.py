@@ -11,7 +11,9 @@ ref, left by a capture killed before its fact, is reported, not a problem). Rest
 resume made but never started in (``workspace_restore_abandoned``, as ``maka plan`` names them)
 are listed as notes, not problems: Maka never uses them and the user may remove them. So are
 the snapshots of a session imported without them (``workspace_checkpoints_not_carried``: an
-older export or ``--no-checkpoints``); resume offers to continue with the current files. With
+older export or ``--no-checkpoints``); resume offers to continue with the current files.
+``--verify-snapshots`` also re-hashes every present snapshot's stored objects against its
+recorded tree, the check a restore makes before it writes (``workspace_checkpoint_damaged``). With
 ``--json`` exactly one JSON document is printed.
 """
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,23 +34,22 @@ if TYPE_CHECKING:
     from runtime.ledger.store_ports import LedgerReader
     from storage.checkpoint_audit import CheckpointRow
 
-ENV_DATA_DIR = "MAKA_DATA_DIR"
-
 
 def data_dir_from(args: argparse.Namespace) -> Path:
     """``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data directory."""
-    given = getattr(args, "data_dir", None)
-    if given:
-        return Path(given).expanduser()
-    if os.environ.get(ENV_DATA_DIR):
-        return Path(os.environ[ENV_DATA_DIR]).expanduser()
-    from platformdirs import user_data_dir
+    from app.data_paths import resolve_data_dir
 
-    return Path(user_data_dir("maka", appauthor=False))
+    return resolve_data_dir(getattr(args, "data_dir", None))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--verify-snapshots",
+        action="store_true",
+        help="also re-hash every workspace snapshot's stored files against what it recorded "
+        "(the check a restore makes; reads every snapshot, so it takes longer)",
+    )
 
 
 def _emit(args: argparse.Namespace, document: dict[str, Any], lines: list[str]) -> None:
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             ],
         )
         return EXIT_ERROR
-    from storage.checkpoint_audit import audit_checkpoints
+    from storage.checkpoint_audit import audit_checkpoints, verify_snapshots
     from storage.checkpoint_store import GitCheckpointStore
 
     with store:
@@ -173,6 +173,11 @@ def run(args: argparse.Namespace) -> int:
             carrier = GitCheckpointStore(data_dir)
             checkpoints = audit_checkpoints(store, carrier)
             notes = _abandoned_copies(store, carrier)
+            verification = (
+                verify_snapshots(store, carrier)
+                if getattr(args, "verify_snapshots", False) and carrier.usable
+                else None
+            )
         except StoreRefusal as refusal:
             failed = {"code": str(refusal.code), "message": refusal.message}
             _emit(
@@ -190,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
                 ],
             )
             return EXIT_ERROR
+    from runtime.ledger.codes import CheckpointFailureCode, DoctorCode
     from storage.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
@@ -209,11 +215,34 @@ def run(args: argparse.Namespace) -> int:
     )
     notes.extend(_not_carried(checkpoints.missing, not_carried))
     uncarried = sum(1 for row in checkpoints.missing if row.session_id in not_carried)
+    if verification is not None:
+        report.problems.extend(
+            DoctorProblem(
+                DoctorCode.WORKSPACE_CHECKPOINT_DAMAGED.value,
+                f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
+                f"damaged in the checkpoint store (stored bytes that are not what it "
+                f"recorded: {names}); a restore from it is refused",
+                row.run_id,
+                row.event_id,
+            )
+            for row, names in verification.damaged
+        )
+        report.problems.extend(
+            DoctorProblem(CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, error)
+            for error in verification.errors
+        )
     document = {
         "database": str(database),
         "present": True,
         **report.to_json(),
-        "workspaceCheckpoints": checkpoints.to_json(),
+        "workspaceCheckpoints": {
+            **checkpoints.to_json(),
+            **(
+                {"verified": verification.verified, "damaged": len(verification.damaged)}
+                if verification is not None
+                else {}
+            ),
+        },
         "notes": notes,
     }
     lines = [
@@ -235,6 +264,10 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
     )
+    if verification is not None:
+        lines.append(
+            f"  snapshots re-hashed: {verification.verified}, damaged: {len(verification.damaged)}"
+        )
     if checkpoints.unchecked:
         lines.append(
             f"  {checkpoints.unchecked} not checked: no git 2.25 or newer on PATH "

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from app.host.host_services import HostServices
 
 ENV_NO_RENDERER = "MAKA_NO_RENDERER"
-ENV_DATA_DIR = "MAKA_DATA_DIR"
 ENV_REFUSAL_MESSAGE = "MAKA_REFUSAL_MESSAGE"  # main_process.refusal_screen sets it
 # docs/design/cli.md: only the exact value "1" enables Safe resume and automatic resume at startup.
 ENV_SAFE_RESUME = RESUME_FLAG
@@ -54,13 +53,9 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve_data_dir(option: str | None) -> Path:
     """``--data-dir`` > ``MAKA_DATA_DIR`` > the per-user data directory."""
-    if option:
-        return Path(option).expanduser().resolve()
-    if os.environ.get(ENV_DATA_DIR):
-        return Path(os.environ[ENV_DATA_DIR]).expanduser().resolve()
-    from platformdirs import user_data_dir
+    from app.data_paths import resolve_data_dir as resolved
 
-    return Path(user_data_dir("maka", appauthor=False))
+    return resolved(option)
 
 
 def _run_main(args: argparse.Namespace) -> int:

@@ -70,7 +70,11 @@ def materialize_restore(
         target = Path(os.path.abspath(restore_to or default_restore_path(from_path)))
         try:
             to_identity = carrier.materialize(
-                str(checkpoint["workspaceIdentity"]), str(checkpoint["treeId"]), target, session_id
+                str(checkpoint["workspaceIdentity"]),
+                str(checkpoint["treeId"]),
+                target,
+                session_id,
+                source=Path(from_path),
             )
             break
         except CheckpointError as error:

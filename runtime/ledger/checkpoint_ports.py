@@ -123,7 +123,13 @@ class CheckpointCarrier(Protocol):
         ...
 
     def materialize(
-        self, workspace_identity: str, tree_id: str, target: Path, session_id: str
+        self,
+        workspace_identity: str,
+        tree_id: str,
+        target: Path,
+        session_id: str,
+        *,
+        source: Path | None = None,
     ) -> str:
         """Write a snapshot's files into ``target`` (a new or empty folder; the workspace's own
         folder is not touched), give it a workspace marker of its own and return its identity.

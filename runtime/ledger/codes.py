@@ -34,6 +34,9 @@ class ScanIssueCode(StrEnum):
     IDENTITY_CONFLICT = "identity_conflict"
     EVENT_ORDER_CONFLICT = "event_order_conflict"
     PROTOCOL_MARKER_INVALID = "protocol_marker_invalid"
+    # A workspace checkpoint fact that is not one (visible to the model, carrying content,
+    # status or refs, another action beside it): the check the store's writer and import make.
+    WORKSPACE_FACT_MALFORMED = "workspace_fact_malformed"
 
 
 class TransitionKind(StrEnum):
@@ -131,6 +134,9 @@ class RestoreCode(StrEnum):
     # from the checkpoint store): only --rebaseline is offered.
     WORKSPACE_RESTORE_UNAVAILABLE = "workspace_restore_unavailable"
     WORKSPACE_RESTORE_FAILED = "workspace_restore_failed"
+    # The snapshot's stored bytes do not hash to what it recorded (an object changed or removed
+    # in the private checkpoint store): nothing is written.
+    WORKSPACE_RESTORE_SNAPSHOT_DAMAGED = "workspace_restore_snapshot_damaged"
 
 
 class TransferCode(StrEnum):
@@ -393,6 +399,9 @@ class DoctorCode(StrEnum):
     PROJECTION_MISMATCH = "projection_mismatch"
     SCHEMA_VERSION_MISMATCH = "schema_version_mismatch"
     DATA_NOT_PRIVATE = "data_not_private"
+    # ``maka doctor --verify-snapshots``: a snapshot's stored bytes do not hash to what it
+    # recorded (the check a restore makes before writing).
+    WORKSPACE_CHECKPOINT_DAMAGED = "workspace_checkpoint_damaged"
 
 
 class HostCode(StrEnum):

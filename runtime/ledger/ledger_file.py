@@ -22,6 +22,7 @@ from runtime.ledger.event_model import RuntimeEvent, decode_event_json, decode_e
 from runtime.ledger.lane_rules import LaneConflict, classify_lane
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError, LedgerError
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
+from runtime.ledger.workspace_facts import workspace_fact_problem
 
 LineCode = LedgerFileCode | DecodeCode
 
@@ -229,6 +230,8 @@ def _check_lines(lines: list[LedgerLine]) -> tuple[LedgerProblem, ...]:
                 )
                 if value is not None
             )
+            if issue.code is ScanIssueCode.WORKSPACE_FACT_MALFORMED:
+                message = workspace_fact_problem(line.event) or message
             if issue.code is ScanIssueCode.SEMANTIC_LANE_CONFLICT:
                 lane = classify_lane(line.event)
                 if isinstance(lane, LaneConflict):

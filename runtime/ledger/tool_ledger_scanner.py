@@ -42,6 +42,7 @@ from runtime.ledger.codes import Lane, ScanIssueCode
 from runtime.ledger.event_model import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent
 from runtime.ledger.lane_rules import LaneConflict, classify_lane
 from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.workspace_facts import workspace_fact_problem
 
 OperationKey = tuple[str, str]
 """(invocationId, provider tool-call id): a tuple, so ``("a\\0b","c")`` and ``("a","b\\0c")``
@@ -376,6 +377,14 @@ class ToolLedgerScanner:
             # shape, e.g. the run's declared workspace checkpoint mode).
             if known is not None or actions["runtimeProtocol"].get("toolBoundary") != _BOUNDARY:
                 self._issues.append(ScanIssue(ScanIssueCode.PROTOCOL_MARKER_INVALID, event_id))
+        # The workspace-fact writer's and import's own check: a fact that is not one is an
+        # issue here too (never an ordinary event to replay).
+        if (
+            actions is not None
+            and ("workspaceCheckpoint" in actions or "workspaceCheckpointFailed" in actions)
+            and workspace_fact_problem(cast(RuntimeEvent, raw)) is not None
+        ):
+            self._issues.append(ScanIssue(ScanIssueCode.WORKSPACE_FACT_MALFORMED, event_id))
         content = raw.get("content")
         if content is None:
             if actions is None or ("toolDispatch" not in actions and "toolRecovery" not in actions):

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.restore_point_words import restore_notice
-from runtime.ledger.workspace_facts import baseline_notice
+from runtime.ledger.workspace_facts import baseline_notice, is_workspace_fact
 from runtime.providers.provider_port import (
     AssistantText,
     HistoryItem,
@@ -70,6 +70,7 @@ def history_from_events(
         if not event["partial"]
         and event.get("modelVisibility") != "hidden"
         and event["id"] not in omitted
+        and not is_workspace_fact(event)  # never for the model, whatever it says
     ]
     paired = _paired_call_ids(visible)
     emitted_calls: set[str] = set()

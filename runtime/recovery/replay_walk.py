@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.workspace_facts import WORKSPACE_FACT_KEYS
 
 
 class ResponseMismatch(NamedTuple):
@@ -37,15 +38,17 @@ class ReplayWalk:
     tool_call_ids: frozenset[str]
 
 
-def walk_replay(
+# C901: one hot pass over every event (left out, call, response, pairing); split into helpers it
+# would pay a call per event on the replay path the ledger bench measures.
+def walk_replay(  # noqa: C901
     events: Sequence[RuntimeEvent],
     call_names: Mapping[str, str] | None = None,
     *,
     collect_ids: bool = False,
 ) -> ReplayWalk:
-    """One pass: note the events left out (partial or hidden) and where visible calls and
-    responses are, then drop afterwards the ones whose id never paired; the replay list is the
-    events between the dropped ones.
+    """One pass: note the events left out (partial, hidden or a checkpoint fact) and where
+    visible calls and responses are, then drop afterwards the ones whose id never paired; the
+    replay list is the events between the dropped ones.
 
     Pairing walks non-partial events, hidden ones included: a response pairs a call of the same
     id and tool name seen before it (a later call with the same id replaces the earlier one).
@@ -63,6 +66,10 @@ def walk_replay(
         index += 1
         if event["partial"]:
             left_out.append(index)
+            continue
+        actions = event.get("actions")
+        if actions is not None and not WORKSPACE_FACT_KEYS.isdisjoint(actions):
+            left_out.append(index)  # a checkpoint fact is never for the model, whatever it says
             continue
         if "content" not in event:
             if "modelVisibility" in event and event["modelVisibility"] == "hidden":

@@ -623,3 +623,76 @@ def test_doctor_notes_a_copy_left_by_a_killed_restore(tmp_path: Path) -> None:
     assert code == 0, moved
     body = json.loads(maka(["doctor", "--json"], drill.data, env=drill.env).stdout)
     assert [n["path"] for n in body["notes"]] == [str(left)]
+
+
+def test_a_folder_that_changed_type_while_stopped_is_drift_with_both_ways_forward(
+    tmp_path: Path,
+) -> None:
+    drill = Drill(tmp_path)
+    (drill.work / "lib").mkdir()
+    (drill.work / "lib" / "mod.py").write_text("x = 1\n")
+    (drill.work / "shared").mkdir()
+    (drill.work / "shared" / "mod.py").write_text("x = 2\n")
+    drill.run()
+    shutil.rmtree(drill.work / "lib")
+    (drill.work / "lib").symlink_to("shared")  # rm -r lib && ln -s shared lib
+    (drill.work / "b.txt").unlink()
+    (drill.work / "b.txt").mkdir()  # rm b.txt && mkdir b.txt && echo i > b.txt/i
+    (drill.work / "b.txt" / "i").write_text("i\n")
+
+    code, parked = _plan(drill)
+    assert parked["rejectionReasons"] == ["workspace_drift"], parked
+    assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
+    code, body = drill.resume("--rebaseline")
+    assert code == 0, body
+    notice = drill.requests()[0]["history"][-1]["text"]
+    for line in (
+        "- b.txt (deleted)",
+        "- b.txt/i (added)",
+        "- lib (added)",
+        "- lib/mod.py (deleted)",
+    ):
+        assert line in notice
+
+
+def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: Path) -> None:
+    from tests.unit.test_checkpoint_verify import swap_blob
+
+    drill, before = _drifted(tmp_path)
+    runs = committed_runs(drill.data)
+    checkpoint = [
+        e["actions"]["workspaceCheckpoint"]
+        for e in runs[0][1]
+        if "workspaceCheckpoint" in e.get("actions", {})
+    ][-1]
+    from storage.checkpoint_store import GitCheckpointStore
+
+    git_dir = GitCheckpointStore(drill.data).git_dir(checkpoint["workspaceIdentity"])
+    import subprocess
+
+    blob = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "rev-parse", f"{checkpoint['treeId']}:a.txt"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    doctor = maka(["doctor", "--json", "--verify-snapshots"], drill.data)
+    assert doctor.returncode == 0, doctor.stdout
+    swap_blob(git_dir, blob, b"planted\n")
+
+    code, body = drill.resume("--restore-to")
+    assert code != 0
+    assert "workspace_restore_snapshot_damaged" in json.dumps(body), body
+    assert not (tmp_path / "work-restored-1").exists()
+    assert _files(drill.work) == before
+    assert len(committed_runs(drill.data)) == 1
+
+    assert maka(["doctor", "--json"], drill.data).returncode == 0  # not re-hashed unless asked
+    doctor = maka(["doctor", "--json", "--verify-snapshots"], drill.data)
+    assert doctor.returncode == 1
+    report = json.loads(doctor.stdout)
+    codes = [problem["code"] for problem in report["problems"]]
+    assert "workspace_checkpoint_damaged" in codes
+    assert report["workspaceCheckpoints"]["damaged"] >= 1
+    text = maka(["doctor", "--verify-snapshots"], drill.data).stdout
+    assert "a.txt" in text and "workspace_checkpoint_damaged" in text

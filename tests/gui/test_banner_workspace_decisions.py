@@ -228,6 +228,11 @@ def test_the_restore_dialog_says_what_snapshots_leave_out(qtbot: QtBot) -> None:
         "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
         "are not in the copy."
     )
+    assert (
+        "If your folder is a Git repository, the copy is a clone of it at your current commit "
+        "with the snapshot's files on top, so git status and git diff there show the same "
+        "changes." in shown[0]
+    )
 
 
 UNKNOWN = ResumeDiagnostic(

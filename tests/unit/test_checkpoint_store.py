@@ -109,7 +109,8 @@ def test_the_users_repository_is_byte_identical_after_many_captures(
     # Captured byte for byte (no autocrlf), *.txt kept (no global excludes), .git left out.
     listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", trees[-1])
     names = sorted(line.split("\t")[1] for line in listed.splitlines())
-    assert names == ["notes.md", "tracked.txt", "untracked.txt", "work.txt"]
+    # (``.maka/permissions``: the store's record of every entry's permission bits.)
+    assert names == [".maka/permissions", "notes.md", "tracked.txt", "untracked.txt", "work.txt"]
     raw = subprocess.run(
         ["git", "--git-dir", str(store.git_dir(WS)), "cat-file", "blob", f"{trees[-1]}:work.txt"],
         capture_output=True,
@@ -122,6 +123,8 @@ def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
     folder = tmp_path / "ws"
     folder.mkdir()
     (folder / ".maka-workspace.json").write_text("{}")
+    (folder / ".maka").mkdir()  # the app's own folder: never the user's files
+    (folder / ".maka" / "permissions").write_text("0777 src.py\0")
     (folder / ".gitignore").write_text("build/\n")
     (folder / "build").mkdir()
     (folder / "build" / "out.o").write_text("x")
@@ -133,7 +136,12 @@ def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
     assert snap.skipped == ("big.bin",)
     listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", snap.tree_id)
     entries = {line.split("\t")[1]: line.split()[0] for line in listed.splitlines()}
-    assert entries == {".gitignore": "100644", "src.py": "100644", "link": "120000"}
+    assert entries == {
+        ".gitignore": "100644",
+        "src.py": "100644",
+        "link": "120000",
+        ".maka/permissions": "100644",
+    }
     git_dir = str(store.git_dir(WS))
     message = _git(tmp_path, "--git-dir", git_dir, "log", "-1", "--format=%B", snap.commit_id)
     assert "big.bin" in message
@@ -222,7 +230,8 @@ def test_changed_paths_read_well_whatever_their_bytes(tmp_path: Path) -> None:
         path.encode("utf-8")  # printable as JSON, sendable over the bridge
 
 
-def test_each_checkpoint_follows_the_previous_one_whoever_captured_it(tmp_path: Path) -> None:
+def test_no_checkpoint_chains_to_another_whoever_captured_it(tmp_path: Path) -> None:
+    """A snapshot stands alone (no parent): retention frees what only a deleted ref reached."""
     folder = tmp_path / "ws"
     folder.mkdir()
     desktop, cli = GitCheckpointStore(tmp_path / "data"), GitCheckpointStore(tmp_path / "data")
@@ -237,4 +246,5 @@ def test_each_checkpoint_follows_the_previous_one_whoever_captured_it(tmp_path: 
         _git(tmp_path, "--git-dir", git_dir, "rev-parse", f"{commit}^@").strip()
         for commit in commits
     ]
-    assert parents == ["", commits[0], commits[1], commits[2]]
+    assert parents == ["", "", "", ""]
+    assert len(set(commits)) == 4

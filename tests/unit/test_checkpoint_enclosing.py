@@ -1,0 +1,114 @@
+"""A session folder inside a larger repository: that repository's ignore rules apply to the
+snapshots too, read without writing anything of it (WORKSPACE.md section 1), with the real
+``git``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from storage.checkpoint_enclosing import _moved, enclosing_rules
+from storage.checkpoint_store import GitCheckpointStore
+from tests.unit.test_checkpoint_store import _tree_state
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+WS = "workspace:v1:2f2f2f2f-1111-2222-3333-444455556666"
+
+
+def _monorepo(tmp_path: Path) -> tuple[Path, Path]:
+    top = tmp_path / "mono"
+    package = top / "packages" / "app"
+    (package / "node_modules" / "dep").mkdir(parents=True)
+    (package / "node_modules" / "dep" / "index.js").write_text("dep\n")
+    (package / "dist").mkdir()
+    (package / "dist" / "out.js").write_text("built\n")
+    (package / "src").mkdir()
+    (package / "src" / "main.js").write_text("main\n")
+    (package / "keep.log").write_text("kept by a negation\n")
+    (package / "debug.log").write_text("log\n")
+    (package / "local.tmp").write_text("tmp\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["HOME"] = str(tmp_path)
+    subprocess.run(["git", "init", "-q", str(top)], check=True, env=env)
+    (top / ".gitignore").write_text(
+        "node_modules/\n*.log\n!keep.log\n/packages/*/dist/\n/other/\n# a comment\n"
+    )
+    (top / "packages" / ".gitignore").write_text("app/local.tmp\n")
+    (top / ".git" / "info" / "exclude").write_text("*.swp\n")
+    return top, package
+
+
+def test_the_rules_of_an_enclosing_repository_apply_read_only(tmp_path: Path) -> None:
+    top, package = _monorepo(tmp_path)
+    (package / "notes.swp").write_text("swap\n")
+    before = _tree_state(top / ".git")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(package, WS, "refs/maka/s/r/1", "m")
+    listed = subprocess.run(
+        [
+            "git",
+            "--git-dir",
+            str(store.git_dir(WS)),
+            "ls-tree",
+            "-r",
+            "--name-only",
+            snapshot.tree_id,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(listed) == [".maka/permissions", "keep.log", "src/main.js"]
+    assert _tree_state(top / ".git") == before  # the user's repository is never written
+
+
+def test_a_rule_that_comes_in_above_the_folder_leaves_the_next_snapshot(tmp_path: Path) -> None:
+    top, package = _monorepo(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(package, WS, "refs/maka/s/r/1", "m")
+    (top / ".gitignore").write_text((top / ".gitignore").read_text() + "src/\n")
+    second = store.capture(package, WS, "refs/maka/s/r/2", "m")
+    assert store.now_ignored(WS, [second.commit_id]) == {second.commit_id: ["src/main.js"]}
+
+
+def test_rules_are_moved_to_the_folder_or_left_out() -> None:
+    inside = ("packages", "app")
+    assert _moved("node_modules/", inside) == "node_modules/"
+    assert _moved("**/build", inside) == "**/build"
+    assert _moved("/packages/*/dist/", inside) == "/dist/"
+    assert _moved("packages/app/src/gen", inside) == "/src/gen"
+    assert _moved("/other/", inside) is None
+    assert _moved("packages/app", inside) is None  # the folder itself: not inside it
+    assert _moved("**/x/y", inside) == "**/x/y"
+    assert _moved("packages/**/dist", inside) is None
+
+
+@given(st.lists(st.text(alphabet="ab*/!#\\ .", max_size=12), max_size=6))
+def test_any_rules_read_without_failing(rules: list[str]) -> None:
+    from storage.checkpoint_enclosing import _rewritten
+
+    for line in _rewritten(rules, ("a", "b")):
+        assert line and "\n" not in line
+
+
+def test_a_folder_that_is_a_repository_of_its_own_reads_no_rule_from_above(
+    tmp_path: Path,
+) -> None:
+    _top, package = _monorepo(tmp_path)
+    assert enclosing_rules(package) != ""
+    subprocess.run(["git", "init", "-q", str(package)], check=True, capture_output=True)
+    assert enclosing_rules(package) == ""
+
+
+def test_no_enclosing_repository_adds_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "alone"
+    folder.mkdir()
+    if any((parent / ".git").exists() for parent in folder.parents):
+        pytest.skip("the temporary folder is itself inside a repository")
+    assert enclosing_rules(folder) == ""
