@@ -1,7 +1,7 @@
 """Torture: random SIGKILLs of real ``maka run`` processes with workspace checkpoints on, and the
-share of them that land between a ``bash`` call's T2 and its snapshot's fact (WORKSPACE.md
-section 3: the one window in which Safe resume must park on a stale snapshot, since a command's
-effects are unknown by nature).
+share of them that land between a ``bash`` call's T2 and its snapshot's fact
+(docs/design/workspace.md section 3: the one window in which Safe resume must park on a stale
+snapshot, since a command's effects are unknown by nature).
 
 Each trial is a real ``maka run`` (scripted provider: ``--calls`` model steps, each one ``bash``
 call appending to a file, the model taking ``--think-ms`` per step) in one folder of ``--files``
@@ -12,7 +12,7 @@ classed by what it cut:
 - ``T2 -> snapshot``: a ``bash`` call's outcome (T2) is committed and no snapshot fact (nor a
   failed capture) after it: resume parks with ``workspace_checkpoint_stale``;
 - ``T1 -> T2``: a call dispatched without its outcome (the command may or may not have run):
-  resume parks until the user says whether it ran (RECOVERY.md section 8);
+  resume parks until the user says whether it ran (docs/design/recovery.md section 8);
 - ``elsewhere``: anywhere else (a model step, before the first call, after a snapshot);
 - ``starting``: before the run's session was created (the command was still starting);
 - ``finished``: the run ended before the kill.

@@ -1,4 +1,5 @@
-"""The ignore rules of a repository enclosing the session folder (WORKSPACE.md section 1).
+"""The ignore rules of a repository enclosing the session folder (docs/design/workspace.md section
+1).
 
 A session folder inside a larger repository (a package of a monorepo) is ignored by that
 repository's rules as well as its own: ``node_modules/`` in the monorepo's top ``.gitignore``

@@ -1,4 +1,4 @@
-"""Permission bits in workspace checkpoints (WORKSPACE.md section 1).
+"""Permission bits in workspace checkpoints (docs/design/workspace.md section 1).
 
 Git keeps two file modes (``100644`` and ``100755``) and none for folders, so a snapshot alone
 would bring ``private.env`` 0600 back as 0644 and a 0700 folder as 0755, and a ``chmod`` would

@@ -1,5 +1,5 @@
-"""A session's workspace snapshots carried by ``maka export`` / ``maka import`` (WORKSPACE.md
-section 4, "Export and import carry the snapshots").
+"""A session's workspace snapshots carried by ``maka export`` / ``maka import``
+(docs/design/workspace.md section 4, "Export and import carry the snapshots").
 
 Export: the session's checkpoint refs (every ``workspaceCheckpoint`` / ``workspaceBaseline`` fact
 of the exported lines whose snapshot is whole in the private store) go into one Git bundle

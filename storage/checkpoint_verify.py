@@ -1,4 +1,5 @@
-"""Checking a snapshot's stored bytes against its recorded tree (WORKSPACE.md section 4).
+"""Checking a snapshot's stored bytes against its recorded tree (docs/design/workspace.md section
+4).
 
 Git names every object by the hash of its content but does not re-hash what it reads, so a blob
 swapped in a private repository would land in a restored copy unnoticed. Before a restore

@@ -154,7 +154,8 @@ class ToolRuntime:
         self._publish = publish
         self._cap = result_cap_bytes
         # Told a dispatched tool's name the moment it returned (its process exited), before
-        # T2 is written: the workspace snapshot after it starts then (WORKSPACE.md section 3).
+        # T2 is written: the workspace snapshot after it starts then (docs/design/workspace.md
+        # section 3).
         self._effects_done = effects_done
         self._last_failure: tuple[str, int] | None = None  # (identity key, consecutive count)
 

@@ -1,4 +1,4 @@
-"""The expected tree at the boundary (WORKSPACE.md section 3, "Verify at resume").
+"""The expected tree at the boundary (docs/design/workspace.md section 3, "Verify at resume").
 
 A run's newest checkpoint is taken after the T2 of each call that may write, so a crash between a
 writing call's T2 and its capture (or inside the capture) leaves the checkpoint behind the folder.
@@ -7,8 +7,8 @@ Often the ledger itself proves what that call did, and the checkpoint is rolled 
 - a ``write_file`` / ``edit_file`` call that completed (its T2 holds a matching, successful
   response) or that the file reconciler finalized (a recovered outcome): its path is expected to
   hold exactly the content whose hash its T1 evidence recorded (or to be absent, for a deletion);
-- a call the user settled "did not run" (RECOVERY.md section 8), or a file write the reconciler
-  found untouched (``reconcile_matches_prior_state``): it changed nothing.
+- a call the user settled "did not run" (docs/design/recovery.md section 8), or a file write the
+  reconciler found untouched (``reconcile_matches_prior_state``): it changed nothing.
 
 Any other writing call dispatched after the checkpoint (a ``bash`` call, a write whose effect is
 not proven: an error response, no result, a diverged file) makes the checkpoint stale, as before.

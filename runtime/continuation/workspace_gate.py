@@ -77,7 +77,7 @@ class GateFinding:
 
 def nothing_written_nor_captured(generations: Sequence[Sequence[RuntimeEvent]]) -> bool:
     """No snapshot (nor failed capture, nor baseline) in the lineage and no call that may write
-    dispatched in it: the model has changed nothing (WORKSPACE.md section 3)."""
+    dispatched in it: the model has changed nothing (docs/design/workspace.md section 3)."""
     for events in generations:
         for event in events:
             actions = event.get("actions")

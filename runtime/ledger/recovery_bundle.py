@@ -572,8 +572,8 @@ def _confirmed_finding(
 ) -> RecoveryInterpretation:
     """Two bundles: valid only as a file write recovery found untouched (parked,
     ``reconcile_matches_prior_state``) followed by the user's attestation that it did not run
-    (RECOVERY.md section 8: the user confirms recovery's finding in one answer). Parked stays
-    final for every other finding and every other answer."""
+    (docs/design/recovery.md section 8: the user confirms recovery's finding in one answer). Parked
+    stays final for every other finding and every other answer."""
     position = lambda event: order.get(event["id"], -1)  # noqa: E731
     reconciles = sorted(op.reconcile_events, key=position)
     decisions = sorted(op.decision_events, key=position)

@@ -1,5 +1,5 @@
-"""Export and import carry the snapshots (WORKSPACE.md section 4): a real ``maka run`` with
-checkpoints on, killed by SIGKILL at P8, exported with the real ``maka export`` and imported
+"""Export and import carry the snapshots (docs/design/workspace.md section 4): a real ``maka run``
+with checkpoints on, killed by SIGKILL at P8, exported with the real ``maka export`` and imported
 into another data directory with ``maka import``; the real ``git`` carries the bundle. There
 ``maka doctor`` is clean and ``maka resume`` verifies the folder against the carried snapshot.
 An export without them imports with a note and resume offers the rebaseline; a snapshots file

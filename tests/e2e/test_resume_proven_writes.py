@@ -1,5 +1,5 @@
-"""Safe resume with checkpoints on, after the everyday crashes (WORKSPACE.md section 3, "the
-expected tree"): the real ``maka run`` killed with a real SIGKILL at a failpoint, in a Git
+"""Safe resume with checkpoints on, after the everyday crashes (docs/design/workspace.md section 3,
+"the expected tree"): the real ``maka run`` killed with a real SIGKILL at a failpoint, in a Git
 repository holding uncommitted work, then the real ``maka plan`` / ``maka resume`` (scripted
 provider, real tools, real store, the real ``git``).
 

@@ -28,8 +28,8 @@ SCRIPT = [
 
 
 # The drill matrix: the key drills also run with workspace checkpoints on (a folder where Git
-# is found; WORKSPACE.md section 3), where a bash call's result committed without the snapshot
-# after it is the one window that still parks (workspace_checkpoint_stale).
+# is found; docs/design/workspace.md section 3), where a bash call's result committed without the
+# snapshot after it is the one window that still parks (workspace_checkpoint_stale).
 MATRIX = pytest.mark.parametrize(
     "checkpoints",
     [False, pytest.param(True, marks=GIT)],

@@ -1,6 +1,6 @@
 """The snapshot after a writing call starts the moment the tool returns, in parallel with writing
-its T2, and its fact is pinned to the prefix that ends with that T2 (WORKSPACE.md sections 2
-and 3: the window between a ``bash`` call's T2 and its snapshot's fact is as short as the
+its T2, and its fact is pinned to the prefix that ends with that T2 (docs/design/workspace.md
+sections 2 and 3: the window between a ``bash`` call's T2 and its snapshot's fact is as short as the
 capture). A real turn (scripted provider, the real ``bash`` tool, real SQLite store, the real
 ``git`` carrier): the T2 write waits until a capture has begun, which happens only when the
 capture starts before the T2, never after it."""

@@ -1,6 +1,6 @@
 """A session folder inside a larger repository: that repository's ignore rules apply to the
-snapshots too, read without writing anything of it (WORKSPACE.md section 1), with the real
-``git``."""
+snapshots too, read without writing anything of it (docs/design/workspace.md section 1), with the
+real ``git``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A path the folder's ignore rules take in after its first capture leaves the next snapshot
-(WORKSPACE.md section 1: the policy excludes what the folder's ``.gitignore`` files ignore), and
-the checkpoint says which paths left, with the real ``git``."""
+(docs/design/workspace.md section 1: the policy excludes what the folder's ``.gitignore`` files
+ignore), and the checkpoint says which paths left, with the real ``git``."""
 
 from __future__ import annotations
 

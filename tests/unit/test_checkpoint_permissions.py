@@ -1,5 +1,5 @@
-"""Every entry's permission bits in workspace checkpoints (WORKSPACE.md section 1), with the real
-``git``: a restored copy gets them back (private files, private and read-only folders, the
+"""Every entry's permission bits in workspace checkpoints (docs/design/workspace.md section 1), with
+the real ``git``: a restored copy gets them back (private files, private and read-only folders, the
 folder itself), and a permission change is drift."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """A restored copy of a folder that is a Git repository is a local clone of it at the user's
-HEAD with the snapshot's files on top (WORKSPACE.md section 4): ``git status``, ``git diff``
-and ``git log`` there show what they showed in the folder; the user's ``.git`` is only read."""
+HEAD with the snapshot's files on top (docs/design/workspace.md section 4): ``git status``, ``git
+diff`` and ``git log`` there show what they showed in the folder; the user's ``.git`` is only
+read."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Entries that change type between two captures (WORKSPACE.md section 1: everything under the
-folder is captured): a folder replaced by a file or a link, a file replaced by a folder. Each is
-an ordinary change: captured, compared as added / deleted paths and restored, with the real
+"""Entries that change type between two captures (docs/design/workspace.md section 1: everything
+under the folder is captured): a folder replaced by a file or a link, a file replaced by a folder.
+Each is an ordinary change: captured, compared as added / deleted paths and restored, with the real
 ``git``; no capture ever fails on one."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A restore checks the snapshot's stored bytes before it writes anything (WORKSPACE.md section
-4), with the real ``git``: an object swapped or removed in the private repository is refused
+"""A restore checks the snapshot's stored bytes before it writes anything (docs/design/workspace.md
+section 4), with the real ``git``: an object swapped or removed in the private repository is refused
 with ``workspace_restore_snapshot_damaged`` and no copy is made."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The expected tree at the boundary (WORKSPACE.md section 3): the newest checkpoint rolled
-forward over the writing calls the ledger proves; anything else after it leaves it stale."""
+"""The expected tree at the boundary (docs/design/workspace.md section 3): the newest checkpoint
+rolled forward over the writing calls the ledger proves; anything else after it leaves it stale."""
 
 from __future__ import annotations
 
