@@ -346,7 +346,9 @@ def _tone_colour(tone: Tone, palette: QPalette) -> QColor:
             return theme.accent(Severity(tone.value), palette)
 
 
-_EXIT_CODE = re.compile(r"exit code (-?\d+)(: |\n|$)")
+_EXIT_CODE = re.compile(
+    r"exit code (-?\d+)(?: · (\d+) background process(?:es)? stopped)?(: |\n|$)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +367,16 @@ def split_result(summary: str) -> ResultParts:
         return ResultParts("", summary)
     rest = summary[match.end() :]
     status = _tr("exit code {code}").replace("{code}", match.group(1))
-    return ResultParts(status, rest, match.group(2) == ": " and "\n" not in rest)
+    if match.group(2) is not None:
+        stopped = int(match.group(2))
+        status += " · " + (
+            _tr("1 background process it left running was stopped when it ended")
+            if stopped == 1
+            else _tr(
+                "{count} background processes it left running were stopped when it ended"
+            ).replace("{count}", f"{stopped:,}")
+        )
+    return ResultParts(status, rest, match.group(3) == ": " and "\n" not in rest)
 
 
 def preview_of(output: str) -> tuple[str, int]:
