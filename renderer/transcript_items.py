@@ -74,9 +74,9 @@ COLLAPSE_CHARS = 12_000
 """A message longer than this (characters) is shown collapsed, with "Show all"."""
 COLLAPSE_LINES = 150
 """... and so is one of more lines than this."""
-COLLAPSED_LINES = 40
+COLLAPSED_LINES = 20
 """A collapsed message shows its first lines, up to this many ..."""
-COLLAPSED_CHARS = 4_000
+COLLAPSED_CHARS = 2_000
 """... and at most this many characters of them (one very long line is cut, too)."""
 EXPANDED_VIEW_LINES = 30
 """Height cap of an expanded message's view, in lines; it scrolls beyond that."""

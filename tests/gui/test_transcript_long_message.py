@@ -132,7 +132,7 @@ def test_a_90000_character_unbroken_run_is_laid_out_without_freezing(qtbot: QtBo
     assert isinstance(message, MessageWidget)
     assert message.collapsed
     text = message.text_label
-    assert text.wordWrapMode() == QTextOption.WrapMode.WrapAnywhere
+    assert len(text.text()) <= 2_010, "collapsed: only the beginning is laid out"
     assert message.full_text == f"here it is: {blob} thanks"
     message.set_expanded(True)
     QApplication.processEvents()
