@@ -623,3 +623,48 @@ def test_doctor_notes_a_copy_left_by_a_killed_restore(tmp_path: Path) -> None:
     assert code == 0, moved
     body = json.loads(maka(["doctor", "--json"], drill.data, env=drill.env).stdout)
     assert [n["path"] for n in body["notes"]] == [str(left)]
+
+
+@pytest.mark.parametrize("command", ["/rebaseline", "/restore"])
+def test_the_tui_answers_a_park_on_changed_files_itself(tmp_path: Path, command: str) -> None:
+    """After a park on changed files the TUI names its own ways forward, and /rebaseline or
+    /restore [DIR] continues as maka resume --rebaseline / --restore-to would."""
+    drill, before = _drifted(tmp_path)
+    copy = tmp_path / "the-copy"
+    typed = command if command == "/rebaseline" else f"{command} {copy}"
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin=f"/resume\n{typed}\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "workspace_drift" in result.stdout
+    assert "/rebaseline or /restore [DIR]" in result.stdout, "the park names the TUI's answers"
+    assert "Finished." in result.stdout, "the continuation ran"
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2 and runs[1][0].continuation_source is not None
+    start = runs[1][1][0]["actions"]
+    if command == "/rebaseline":
+        assert "workspaceBaseline" in start
+        assert "Continued with your current files; 3 files changed." in result.stdout
+        assert (drill.work / "report.txt").read_text() == "done\n"
+    else:
+        transition = start["workspaceTransition"]
+        assert transition["kind"] == "isolated_restore" and transition["toPath"] == str(copy)
+        assert _files(drill.work) == before, "the user's folder is left as it is"
+        assert (copy / "report.txt").read_text() == "done\n"
+
+
+def test_the_tui_says_how_to_use_its_decision_commands(tmp_path: Path) -> None:
+    drill, _before = _drifted(tmp_path)
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin="/rebaseline now\n/help\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage: /rebaseline" in result.stdout
+    assert "/restore [DIR]" in result.stdout
+    assert len(committed_runs(drill.data)) == 1, "nothing continued"
