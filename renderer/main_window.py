@@ -536,7 +536,7 @@ class MainWindow(QMainWindow):
         )
         box.setInformativeText(
             _tr(
-                "Quitting stops it now; a command it started is stopped too. What it has done so "
+                "Quitting stops it now, with any command it has started. What it has done so "
                 "far stays in the session."
             )
         )
