@@ -567,6 +567,22 @@ def long_content_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-long-content-expanded.png", 2.0)
 
 
+def small_banners_scene(root: Path, out: Path) -> None:
+    """Banners at the window's minimum size (720x480): the running text takes two lines at
+    most, with More for the rest, and the transcript stays in view."""
+    idle = Scene(root, "small-idle", RESUME_SCRIPT)
+    assert idle.run("count once", failpoint="P6") == -9
+    idle.repair()
+    with idle.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "720", "480")
+        capture(window, out / "app-banner-small-idle.png", 3.0)
+    parked = Scene(root, "small-parked", RESUME_SCRIPT)
+    assert parked.run("count once", failpoint="P3") == -9
+    with parked.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "720", "480")
+        capture(window, out / "app-banner-small-parked.png", 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -600,6 +616,9 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "refusal":
             refusal_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "small-banners":
+            small_banners_scene(root, out)
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "long":
             long_content_scene(root, out)
