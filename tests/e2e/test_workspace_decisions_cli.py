@@ -105,7 +105,10 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
     assert body["status"] == "completed"
     assert body["continuation"]["workspaceDecision"] == "rebaseline"
     # The transcript marks it (on standard error with --json).
-    assert "[workspace] Continued with your current files; 3 files changed." in result.stderr
+    assert (
+        "[workspace] Continued with your current files; 3 files changed: b.txt, count.txt, "
+        "new.txt." in result.stderr
+    )
     # The drift stays on the record as a diagnostic of the plan the user decided on.
     assert [d["code"] for d in body["diagnostics"]].count("workspace_drift") == 1
 
@@ -647,7 +650,9 @@ def test_the_tui_answers_a_park_on_changed_files_itself(tmp_path: Path, command:
     start = runs[1][1][0]["actions"]
     if command == "/rebaseline":
         assert "workspaceBaseline" in start
-        assert "Continued with your current files; 3 files changed." in result.stdout
+        assert "Continued with your current files; 3 files changed: b.txt, count.txt, new.txt." in (
+            result.stdout
+        )
         assert (drill.work / "report.txt").read_text() == "done\n"
     else:
         transition = start["workspaceTransition"]
