@@ -560,8 +560,16 @@ class InterruptedBanner(TintedPanel):
     def _fit_body(self) -> None:
         """At most ``BODY_LINES`` lines of running text, and More when there is more."""
         label = self.body_label
-        cap = BODY_LINES * label.fontMetrics().lineSpacing()
+        metrics = label.fontMetrics()
+        cap = BODY_LINES * metrics.lineSpacing()
         width = label.width() if label.width() > 0 else label.sizeHint().width()
+        head, blank, _running = label.text().rpartition("\n\n")
+        if blank:
+            # A list (the changed files) before the running text is not running text: it
+            # stays whole, and the two lines are counted after it.
+            flags = int(Qt.TextFlag.TextWordWrap)
+            listed = metrics.boundingRect(0, 0, max(width, 1), 1 << 20, flags, head)
+            cap += listed.height() + metrics.lineSpacing()
         long = bool(label.text()) and label.heightForWidth(width) > cap + 1
         self.body_more.setVisible(long and not label.isHidden())
         self.body_more.setText(_tr("Less") if self._body_open else _tr("More"))

@@ -74,3 +74,28 @@ def test_a_short_body_shows_whole_without_more(qtbot: QtBot) -> None:
     assert label.heightForWidth(label.width()) <= BODY_LINES * label.fontMetrics().lineSpacing()
     assert not banner.body_more.isVisible() and not banner.body_cut
     qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()))  # all shown
+
+
+def test_the_changed_files_stay_whole_and_the_next_step_is_not_cut(qtbot: QtBot) -> None:
+    """The list of changed files is no running text: the two lines count after it."""
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.resize(1100, 300)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    drift = ResumeDiagnostic(
+        code="workspace_drift",
+        message="3 files changed",
+        changed_paths=tuple(
+            bc.ChangedPath(path=name, change="modified") for name in ("a.txt", "b.txt", "c.txt")
+        ),
+    )
+    bridge.push_parked(
+        "s1", ("workspace_drift",), (drift,), workspace_options=("isolated_restore", "rebaseline")
+    )
+    QApplication.processEvents()
+    label = banner.body_label
+    assert "c.txt" in label.text() and "Choose how to continue below" in label.text()
+    qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()))
+    assert not banner.body_cut and not banner.body_more.isVisible()
