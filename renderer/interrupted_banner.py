@@ -27,6 +27,7 @@ composed in ``renderer.banner_text``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Literal
 
@@ -558,25 +559,30 @@ class InterruptedBanner(TintedPanel):
         return self.body_more.isVisibleTo(self) and not self._body_open
 
     def _fit_body(self) -> None:
-        """At most ``BODY_LINES`` lines of running text, and More when there is more."""
+        """At most ``BODY_LINES`` lines of running text, and More when there is more. A list
+        before the running text (the changed files, ending at a blank line) is no running
+        text: it stays whole and the two lines are counted after it."""
         label = self.body_label
         metrics = label.fontMetrics()
-        cap = BODY_LINES * metrics.lineSpacing()
-        width = label.width() if label.width() > 0 else label.sizeHint().width()
-        head, blank, _running = label.text().rpartition("\n\n")
+        spacing = max(metrics.lineSpacing(), 1)
+        width = max(label.width() if label.width() > 0 else label.sizeHint().width(), 1)
+        text = label.text()
+        full = label.heightForWidth(width) if text else 0
+        lines = max(round(full / spacing), 1) if text else 0
+        line_px = full / lines if lines else spacing  # the label's own line height
+        head, blank, _running = text.rpartition("\n\n")
+        keep = BODY_LINES
         if blank:
-            # A list (the changed files) before the running text is not running text: it
-            # stays whole, and the two lines are counted after it.
             flags = int(Qt.TextFlag.TextWordWrap)
-            listed = metrics.boundingRect(0, 0, max(width, 1), 1 << 20, flags, head)
-            cap += listed.height() + metrics.lineSpacing()
-        long = bool(label.text()) and label.heightForWidth(width) > cap + 1
+            listed = metrics.boundingRect(0, 0, width, 1 << 20, flags, head)
+            keep += round(listed.height() / spacing) + 1  # the list and the blank line
+        long = lines > keep
         self.body_more.setVisible(long and not label.isHidden())
         self.body_more.setText(_tr("Less") if self._body_open else _tr("More"))
         self.body_more.setArrowType(
             Qt.ArrowType.DownArrow if self._body_open else Qt.ArrowType.RightArrow
         )
-        limit = cap if long and not self._body_open else QWIDGETSIZE_MAX
+        limit = math.ceil(line_px * keep) if long and not self._body_open else QWIDGETSIZE_MAX
         if label.maximumHeight() != limit:
             label.setMaximumHeight(limit)
 
