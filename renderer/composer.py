@@ -43,6 +43,13 @@ class Composer(QWidget):
         self.note_label.setTextFormat(Qt.TextFormat.PlainText)
         self.note_label.setVisible(False)
         outer.addWidget(self.note_label)
+        # Why Send is off for a message over the limit: the limit and the count, while typing.
+        self.limit_label = QLabel()
+        self.limit_label.setObjectName("ComposerLimit")
+        self.limit_label.setWordWrap(True)
+        self.limit_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.limit_label.setVisible(False)
+        outer.addWidget(self.limit_label)
         layout = QHBoxLayout()
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
@@ -134,8 +141,35 @@ class Composer(QWidget):
     def note(self) -> str:
         return self.note_label.text() if self.note_label.isVisible() else ""
 
+    @property
+    def limit_note(self) -> str:
+        """Why Send is off for a message over the limit ("" when it is not over)."""
+        return self.limit_label.text() if not self.limit_label.isHidden() else ""
+
     def _update_enabled(self) -> None:
-        text = self.editor.toPlainText().strip()
+        length = len(self.editor.toPlainText().strip())
+        over = length > MAX_TEXT_CHARS
         self.send_button.setEnabled(
-            self._available and not self._running and 0 < len(text) <= MAX_TEXT_CHARS
+            self._available and not self._running and length > 0 and not over
         )
+        if over:
+            sentence = (
+                _tr(
+                    "Too long to send: this message has {count} characters and a message can "
+                    "have at most {limit}. Shorten it by {excess} to send it."
+                )
+                .replace("{count}", f"{length:,}")
+                .replace("{limit}", f"{MAX_TEXT_CHARS:,}")
+                .replace("{excess}", f"{length - MAX_TEXT_CHARS:,}")
+            )
+            if self.limit_label.text() != sentence:
+                self.limit_label.setText(sentence)
+                palette = self.limit_label.palette()
+                colour = theme.accent(Severity.WARN, self.palette())
+                palette.setColor(QPalette.ColorRole.WindowText, colour)
+                self.limit_label.setPalette(palette)
+            self.send_button.setToolTip(sentence)
+        elif not self.limit_label.isHidden():
+            self.limit_label.clear()
+            self.send_button.setToolTip(_tr("Send (Ctrl+Enter)"))
+        self.limit_label.setVisible(over)

@@ -15,6 +15,11 @@ other session. The banner only sends a sessionId; the main process supplies ever
 or failure of auto-resume at startup arrives the same way (pushed, or sent when the bridge
 connects), so the banner opens parked instead of offering a resume that would be refused.
 
+Why the body shows at most ``BODY_LINES`` lines with "More" for the rest: at the window's
+minimum size a body of four or five wrapped lines pushed the transcript out of view. The reasons
+(one line each) and the buttons stay; the running text below them is cut to two lines until the
+reader asks for the rest.
+
 This module is the widget: layout, the per-session state machine, pushes and colours. What it
 says in each state (titles, bodies, reason sentences, details, the diagnostics block) is
 composed in ``renderer.banner_text``.
@@ -22,10 +27,11 @@ composed in ``renderer.banner_text``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Literal
 
-from PySide6.QtCore import QCoreApplication, Qt, QTime, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTime, Signal
 from PySide6.QtGui import QGuiApplication, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -131,12 +137,23 @@ class InterruptedBanner(TintedPanel):
         self.body_label = QLabel()
         self.body_label.setWordWrap(True)
         self.body_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.body_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.body_label.installEventFilter(self)
+        self._body_open = False
+        self.body_more = QToolButton()
+        self.body_more.setAutoRaise(True)
+        self.body_more.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.body_more.setArrowType(Qt.ArrowType.RightArrow)
+        self.body_more.setText(_tr("More"))
+        self.body_more.setVisible(False)
+        self.body_more.clicked.connect(self._on_body_more)
         self.reasons_box = QVBoxLayout()
         self.reasons_box.setSpacing(2)
         # Parked: the reasons, then the body says what the user can do about them.
         text_column.addWidget(self.title_label)
         text_column.addLayout(self.reasons_box)
         text_column.addWidget(self.body_label)
+        text_column.addWidget(self.body_more, 0, Qt.AlignmentFlag.AlignLeft)
         top.addLayout(text_column, 1)
         self.busy_bar = QProgressBar()
         self.busy_bar.setRange(0, 0)
@@ -496,8 +513,11 @@ class InterruptedBanner(TintedPanel):
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = copy_for(state, current, self._resume_from_environment)
         self.title_label.setText(title)
+        if self.body_label.text() != visible(body):
+            self._body_open = False
         self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body))
+        self._fit_body()
         self.action_button.setText(action)
         self.action_button.setVisible(bool(action))
         self.remove_button.setVisible(self.folder_missing)
@@ -527,6 +547,48 @@ class InterruptedBanner(TintedPanel):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
         self._fit_details()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if watched is self.body_label and event.type() == QEvent.Type.Resize:
+            self._fit_body()
+        return super().eventFilter(watched, event)
+
+    @property
+    def body_cut(self) -> bool:
+        """Whether only the first ``BODY_LINES`` lines of the body show (the rest under More)."""
+        return self.body_more.isVisibleTo(self) and not self._body_open
+
+    def _fit_body(self) -> None:
+        """At most ``BODY_LINES`` lines of running text, and More when there is more. A list
+        before the running text (the changed files, ending at a blank line) is no running
+        text: it stays whole and the two lines are counted after it."""
+        label = self.body_label
+        metrics = label.fontMetrics()
+        spacing = max(metrics.lineSpacing(), 1)
+        width = max(label.width() if label.width() > 0 else label.sizeHint().width(), 1)
+        text = label.text()
+        full = label.heightForWidth(width) if text else 0
+        lines = max(round(full / spacing), 1) if text else 0
+        line_px = full / lines if lines else spacing  # the label's own line height
+        head, blank, _running = text.rpartition("\n\n")
+        keep = BODY_LINES
+        if blank:
+            flags = int(Qt.TextFlag.TextWordWrap)
+            listed = metrics.boundingRect(0, 0, width, 1 << 20, flags, head)
+            keep += round(listed.height() / spacing) + 1  # the list and the blank line
+        long = lines > keep
+        self.body_more.setVisible(long and not label.isHidden())
+        self.body_more.setText(_tr("Less") if self._body_open else _tr("More"))
+        self.body_more.setArrowType(
+            Qt.ArrowType.DownArrow if self._body_open else Qt.ArrowType.RightArrow
+        )
+        limit = math.ceil(line_px * keep) if long and not self._body_open else QWIDGETSIZE_MAX
+        if label.maximumHeight() != limit:
+            label.setMaximumHeight(limit)
+
+    def _on_body_more(self) -> None:
+        self._body_open = not self._body_open
+        self._fit_body()
 
     def _set_reasons(self, current: SessionResume) -> None:
         for label in self.reason_labels:
@@ -568,6 +630,11 @@ class InterruptedBanner(TintedPanel):
         title_palette.setColor(QPalette.ColorRole.WindowText, accent)
         self.title_label.setPalette(title_palette)
 
+
+BODY_LINES = 2
+"""Lines of running text the body shows before "More"."""
+QWIDGETSIZE_MAX = (1 << 24) - 1
+"""Qt's "no maximum" for a widget's size."""
 
 _ACTIONABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
 

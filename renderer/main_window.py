@@ -340,13 +340,17 @@ class MainWindow(QMainWindow):
 
     def _note_missing_folder(self) -> None:
         """A session whose folder is gone (and that has no banner to say so): the composer says
-        it before anything is typed; the note goes once the folder is located."""
+        it before anything is typed; the note, and a message's refusal for the missing folder,
+        go once the folder is located."""
         summary = self.sessions.model.summary(self._session_id) if self._session_id else None
         sentence = describe("invalid_cwd").sentence
+        refused = _tr("Not sent: {reason}").replace("{reason}", sentence)
         if summary is not None and summary.folder_missing and not summary.interrupted:
             if not self.composer.note:  # a refusal's "Not sent: …" stays
                 self.composer.show_note(sentence)
-        elif self.composer.note == sentence:
+        elif summary is not None and self.composer.note in (sentence, refused):
+            # The folder is back (located, say): neither the note nor a refusal for its
+            # absence is true any longer; the message given back stays in the editor.
             self.composer.clear_note()
 
     def _select_quietly(self, session_id: str) -> None:
@@ -557,7 +561,7 @@ class MainWindow(QMainWindow):
         )
         box.setInformativeText(
             _tr(
-                "Quitting stops it now; a command it started is stopped too. What it has done so "
+                "Quitting stops it now, with any command it has started. What it has done so "
                 "far stays in the session."
             )
         )

@@ -13,9 +13,14 @@ boundary or anywhere" costs time in the square of the longest word, so a text ho
 ``LONG_RUN`` characters or more without a space (a pasted blob) is broken anywhere instead: a
 90,000-character run otherwise froze the window for minutes.
 
-Why tool output is previewed: a command's output can be long; the card shows its first lines
-and an expandable, height-capped view of everything the card received, created only when the
-reader asks for it.
+Why tool output is previewed and long messages are collapsed: laying out text costs time in
+proportion to its length, at every width the window takes, and a pasted 190 KB log froze the
+window for seconds on opening its session and again on every resize. The card shows a command's
+first lines; a message longer than a few screens (``COLLAPSE_CHARS`` / ``COLLAPSE_LINES``) shows
+its first ``COLLAPSED_LINES`` lines and "Show all". Both expand into a height-capped, scrolling
+plain-text view of everything, created only when the reader asks for it, which lays out only
+the lines it shows. ``WrappingText`` also measures once per (width, text): a layout asks a row's
+height for the same width many times, and each answer used to lay the whole text out twice.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QPalette, QTextCursor, QTextOption, QWheelEvent
+from PySide6.QtGui import QColor, QFont, QPalette, QTextCursor, QTextOption, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -65,6 +70,17 @@ OUTPUT_VIEW_LINES = 18
 """Height cap of the expanded output view, in lines; it scrolls beyond that."""
 
 
+COLLAPSE_CHARS = 12_000
+"""A message longer than this (characters) is shown collapsed, with "Show all"."""
+COLLAPSE_LINES = 150
+"""... and so is one of more lines than this."""
+COLLAPSED_LINES = 20
+"""A collapsed message shows its first lines, up to this many ..."""
+COLLAPSED_CHARS = 2_000
+"""... and at most this many characters of them (one very long line is cut, too)."""
+EXPANDED_VIEW_LINES = 30
+"""Height cap of an expanded message's view, in lines; it scrolls beyond that."""
+
 LONG_RUN = 2_000
 """From this many characters without whitespace on, a text wraps anywhere (see above)."""
 
@@ -75,6 +91,59 @@ def _has_long_run(text: str) -> bool:
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("Transcript", text)
+
+
+def collapsed_head(text: str) -> str | None:
+    """The beginning a long text is shown by while collapsed, or None: short enough to show."""
+    if len(text) <= COLLAPSE_CHARS and text.count("\n", 0, COLLAPSE_CHARS) < COLLAPSE_LINES:
+        return None
+    cut = -1
+    for _ in range(COLLAPSED_LINES):
+        cut = text.find("\n", cut + 1, COLLAPSED_CHARS)
+        if cut < 0:
+            break
+    head = text[:cut] if cut >= 0 else text[:COLLAPSED_CHARS]
+    return head.rstrip("\n") + "\n…"
+
+
+def _plain_view(accessible_name: str, font: QFont | None = None) -> QPlainTextEdit:
+    """A read-only plain-text view that scrolls; it lays out only the lines it shows."""
+    view = QPlainTextEdit()
+    view.setReadOnly(True)
+    view.setUndoRedoEnabled(False)
+    if font is not None:
+        view.setFont(font)
+    view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+    view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+    view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    view.setTabChangesFocus(True)
+    view.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+    view.setAccessibleName(accessible_name)
+    return view
+
+
+def _set_view_text(view: QPlainTextEdit, text: str, shown: str) -> None:
+    """Show ``text`` in ``view``, which shows ``shown`` now (streaming: append the new part)."""
+    if shown == text:
+        return
+    mode = (
+        QTextOption.WrapMode.WrapAnywhere
+        if _has_long_run(text)
+        else QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
+    )
+    if view.wordWrapMode() != mode:
+        view.setWordWrapMode(mode)
+    if shown and text.startswith(shown):
+        cursor = QTextCursor(view.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text[len(shown) :])
+    else:
+        view.setPlainText(text)
+
+
+def _cap_height(view: QPlainTextEdit, lines: int) -> None:
+    frame = 2 * view.frameWidth() + 2 * math.ceil(view.document().documentMargin())
+    view.setFixedHeight(lines * view.fontMetrics().lineSpacing() + frame)
 
 
 class WrappingText(QTextEdit):
@@ -106,6 +175,8 @@ class WrappingText(QTextEdit):
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
         self._text = ""
+        self._heights: dict[tuple[int, int, int], int] = {}
+        self.document().contentsChanged.connect(self._forget_heights)
         self.setText(text)
 
     def text(self) -> str:
@@ -135,6 +206,17 @@ class WrappingText(QTextEdit):
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
         margins = self.viewportMargins()
+        key = (width, margins.left() + margins.right(), margins.top() + margins.bottom())
+        known = self._heights.get(key)
+        if known is None:
+            known = self._heights[key] = self._measure(width)
+        return known
+
+    def _forget_heights(self) -> None:
+        self._heights.clear()
+
+    def _measure(self, width: int) -> int:
+        margins = self.viewportMargins()
         frame = 2 * self.frameWidth()
         text_width = max(width - margins.left() - margins.right() - frame, 1)
         document = self.document()
@@ -156,6 +238,11 @@ class WrappingText(QTextEdit):
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt override)
         event.ignore()  # nothing to scroll here; the transcript scrolls
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._forget_heights()
 
     def set_text_colour(self, colour: QColor) -> None:
         palette = self.palette()
@@ -262,7 +349,9 @@ def _tone_colour(tone: Tone, palette: QPalette) -> QColor:
             return theme.accent(Severity(tone.value), palette)
 
 
-_EXIT_CODE = re.compile(r"exit code (-?\d+)(: |\n|$)")
+_EXIT_CODE = re.compile(
+    r"exit code (-?\d+)(?: · (\d+) background process(?:es)? stopped)?(: |\n|$)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +370,16 @@ def split_result(summary: str) -> ResultParts:
         return ResultParts("", summary)
     rest = summary[match.end() :]
     status = _tr("exit code {code}").replace("{code}", match.group(1))
-    return ResultParts(status, rest, match.group(2) == ": " and "\n" not in rest)
+    if match.group(2) is not None:
+        stopped = int(match.group(2))
+        status += " · " + (
+            _tr("1 background process it left running was stopped when it ended")
+            if stopped == 1
+            else _tr(
+                "{count} background processes it left running were stopped when it ended"
+            ).replace("{count}", f"{stopped:,}")
+        )
+    return ResultParts(status, rest, match.group(3) == ": " and "\n" not in rest)
 
 
 def preview_of(output: str) -> tuple[str, int]:
@@ -298,38 +396,105 @@ def preview_of(output: str) -> tuple[str, int]:
 
 
 class MessageWidget(TintedPanel):
-    """A user or assistant message; the user's is tinted, the assistant's sits on the page."""
+    """A user or assistant message; the user's is tinted, the assistant's sits on the page.
+
+    A message longer than a few screens is collapsed to its first lines; "Show all" swaps them
+    for a scrolling view of the whole text (see the module's notes)."""
 
     def __init__(self, item: UserMessageItem | AssistantMessageItem) -> None:
         super().__init__()
         self._is_user = isinstance(item, UserMessageItem)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(14, 10, 14, 12)
-        layout.setSpacing(4)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(14, 10, 14, 12)
+        self._layout.setSpacing(4)
         self.role_label = QLabel(_tr("You") if self._is_user else _tr("Maka"))
         font = self.role_label.font()
         font.setBold(True)
         self.role_label.setFont(font)
         self.text_label = WrappingText()
         self._had_quotes = False
-        layout.addWidget(self.role_label)
-        layout.addWidget(self.text_label)
+        self._full_text = ""
+        self._collapsible = False
+        self._expanded = False
+        self.full_view: QPlainTextEdit | None = None
+        self.expand_button = QToolButton()
+        self.expand_button.setAutoRaise(True)
+        self.expand_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.expand_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.expand_button.clicked.connect(lambda: self.set_expanded(not self._expanded))
+        self.expand_button.setVisible(False)
+        self._layout.addWidget(self.role_label)
+        self._layout.addWidget(self.text_label)
+        self._layout.addWidget(self.expand_button, 0, Qt.AlignmentFlag.AlignLeft)
         self.update_item(item)
         self.refresh_colours()
 
+    @property
+    def collapsed(self) -> bool:
+        """Whether only the beginning of a long message is shown."""
+        return self._collapsible and not self._expanded
+
+    @property
+    def full_text(self) -> str:
+        """The whole message as shown (control characters made visible, fences removed)."""
+        return self._full_text
+
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, UserMessageItem | AssistantMessageItem)
-        if self._is_user or FENCE not in item.text:
-            self.text_label.setText(visible(item.text))
-            self.quoted_spans: list[tuple[int, int]] = []
-            if self._had_quotes:
-                apply_quoted_format(self.text_label.document(), [])
-                self._had_quotes = False
-            return
-        shown, self.quoted_spans = split_quoted(item.text)
+        quoted = not self._is_user and FENCE in item.text
+        if quoted:
+            shown, spans = split_quoted(item.text)
+        else:
+            shown, spans = visible(item.text), []
+        self._full_text = shown
+        head = collapsed_head(shown)
+        self._collapsible = head is not None
+        if head is not None:
+            shown = head
+            spans = [(a, min(b, len(head))) for a, b in spans if a < len(head)]
+        self.quoted_spans: list[tuple[int, int]] = spans
         self.text_label.setText(shown)
-        apply_quoted_format(self.text_label.document(), self.quoted_spans)
-        self._had_quotes = True
+        if spans or self._had_quotes:
+            apply_quoted_format(self.text_label.document(), spans)
+            self._had_quotes = bool(spans)
+        self._render_expansion()
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Show the whole of a long message (``True``) or its first lines only."""
+        self._expanded = expanded and self._collapsible
+        self._render_expansion()
+
+    def _render_expansion(self) -> None:
+        if not self._collapsible:
+            self._expanded = False
+        self.expand_button.setVisible(self._collapsible)
+        self.expand_button.setArrowType(
+            Qt.ArrowType.UpArrow if self._expanded else Qt.ArrowType.DownArrow
+        )
+        if self._collapsible:
+            size = f"{len(self._full_text):,}"
+            lines = f"{self._full_text.count(chr(10)) + 1:,}"
+            self.expand_button.setText(
+                _tr("Show less")
+                if self._expanded
+                else _tr("Show all ({lines} lines, {size} characters)")
+                .replace("{lines}", lines)
+                .replace("{size}", size)
+            )
+        self.text_label.setVisible(not self._expanded)
+        if self._expanded:
+            view = self.full_view
+            if view is None:
+                view = self.full_view = _plain_view(_tr("Whole message"))
+                view.setFrameShape(QFrame.Shape.NoFrame)
+                view.viewport().setAutoFillBackground(False)
+                self._layout.insertWidget(self._layout.indexOf(self.text_label) + 1, view)
+                self.refresh_colours()
+            _set_view_text(view, self._full_text, view.toPlainText())
+            _cap_height(view, EXPANDED_VIEW_LINES)
+            view.setVisible(True)
+        elif self.full_view is not None:
+            self.full_view.setVisible(False)
 
     def refresh_colours(self) -> None:
         palette = self.palette()
@@ -340,6 +505,8 @@ class MessageWidget(TintedPanel):
             self.set_colours(palette.color(QPalette.ColorRole.Base), theme.subtle_border(palette))
         _set_text_colour(self.role_label, theme.muted_text(palette))
         self.text_label.set_text_colour(palette.color(QPalette.ColorRole.WindowText))
+        if self.full_view is not None:
+            _set_text_colour(self.full_view, palette.color(QPalette.ColorRole.WindowText))
 
 
 class ThinkingWidget(QWidget):
@@ -535,29 +702,18 @@ class ToolCardWidget(TintedPanel):
         self.result_label.setVisible(bool(self._output) and not self._expanded)
         if self._expanded:
             view = self._ensure_output_view()
-            if view.toPlainText() != self._output:
-                view.setPlainText(self._output)
+            _set_view_text(view, self._output, view.toPlainText())
             lines = min(self._output.count("\n") + 1, OUTPUT_VIEW_LINES)
             if len(self._output) > PREVIEW_CHARS * 2:
                 lines = OUTPUT_VIEW_LINES
-            frame = 2 * view.frameWidth() + 2 * math.ceil(view.document().documentMargin())
-            view.setFixedHeight(lines * view.fontMetrics().lineSpacing() + frame)
+            _cap_height(view, lines)
             view.setVisible(True)
         elif self.output_view is not None:
             self.output_view.setVisible(False)
 
     def _ensure_output_view(self) -> QPlainTextEdit:
         if self.output_view is None:
-            view = QPlainTextEdit()
-            view.setReadOnly(True)
-            view.setUndoRedoEnabled(False)
-            view.setFont(theme.monospace_font())
-            view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-            view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-            view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-            view.setTabChangesFocus(True)
-            view.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-            view.setAccessibleName(_tr("Tool output"))
+            view = _plain_view(_tr("Tool output"), theme.monospace_font())
             self._layout.insertWidget(self._layout.indexOf(self.result_label) + 1, view)
             self.output_view = view
         return self.output_view

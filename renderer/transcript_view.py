@@ -41,7 +41,13 @@ from PySide6.QtWidgets import (
 
 from app.bridge_contract import ToolCardItem, ToolCardStatus, TranscriptItem
 from renderer.measured_row import MeasuredRow
-from renderer.transcript_items import HOST_STOPPED, ItemWidget, ToolCardWidget, widget_for
+from renderer.transcript_items import (
+    AWAITING_PERMISSION,
+    HOST_STOPPED,
+    ItemWidget,
+    ToolCardWidget,
+    widget_for,
+)
 
 FOLLOW_SLACK_PX = 48
 MAX_LIVE_ITEMS = 150
@@ -176,16 +182,19 @@ class TranscriptView(QScrollArea):
 
     def mark_running_interrupted(self) -> int:
         """The main process is gone: every call still shown as running was interrupted (it may
-        have run in part). Returns how many cards changed."""
+        have run in part), except one that was only waiting for permission: it never started,
+        and reads "Not run" (what the next start finds too). Returns how many cards changed."""
         self.flush()
         changed = 0
         for item in list(self._items.values()):
             if isinstance(item, ToolCardItem) and item.status is ToolCardStatus.RUNNING:
-                self._apply(
-                    item.model_copy(
-                        update={"status": ToolCardStatus.INDETERMINATE, "park_reason": HOST_STOPPED}
-                    )
+                waiting = item.park_reason == AWAITING_PERMISSION
+                update = (
+                    {"status": ToolCardStatus.NOT_DISPATCHED, "park_reason": None}
+                    if waiting
+                    else {"status": ToolCardStatus.INDETERMINATE, "park_reason": HOST_STOPPED}
                 )
+                self._apply(item.model_copy(update=update))
                 changed += 1
         return changed
 

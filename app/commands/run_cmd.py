@@ -112,13 +112,16 @@ def note_refusals_without_terminal(option: str | None) -> None:
 
 def print_unsettled_calls(service: Any, session_id: str) -> None:
     """Tell the user what the model is told before a new turn: earlier tool calls whose
-    outcome is unknown (a crash between dispatch and result), so nothing is repeated unseen."""
+    outcome is unknown (a crash between dispatch and result), so nothing is repeated unseen.
+    The notice is written to the model ("Do not retry it blindly"), so it is quoted as what the
+    model is told, never printed as if it spoke to the user."""
     from runtime.providers.provider_port import HostNotice
 
     for item in service.prior_history(session_id):
         if isinstance(item, HostNotice):
             text = item.text.removeprefix("Note from the host: ")
-            print(f"note: {text}", file=sys.stderr)
+            quoted = text[:1].upper() + text[1:]
+            print(f"note: with your next message the model is told: “{quoted}”", file=sys.stderr)
 
 
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:

@@ -2,14 +2,17 @@
 
 Type a message and press Enter; the reply streams with tool cards and permission questions.
 Ctrl+C cancels a running turn (and at the prompt, leaves). Commands: ``/help``, ``/transcript``,
-``/sessions``, ``/resume``, ``/settle`` and ``/quit``.
+``/sessions``, ``/resume``, ``/rebaseline``, ``/restore``, ``/settle`` and ``/quit``.
 
 ``/settle CALL ran|not-run [NOTE]`` records what the user checked about a tool call whose outcome
 is unknown (docs/design/recovery.md section 8), through the same seam as ``maka settle``.
 
 ``/resume`` runs the safe-boundary resume of this session through the same plan/execute seam as
 ``maka resume`` and the desktop banner: it prints the reasons when the plan parks, otherwise it
-streams the continuation.
+streams the continuation. ``/rebaseline`` and ``/restore [DIR]`` answer a park on changed files
+as ``maka resume --rebaseline`` / ``--restore-to [DIR]`` do (continue with the files as they are
+now, or in a copy of the folder as it was at the stop), so the decision a park asks for can be
+made without leaving the TUI (which holds the data folder ``maka`` would need).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ HELP = """commands:
   /transcript   show this session's transcript
   /sessions     list sessions
   /resume       resume the latest interrupted run of this session (Safe resume)
+  /rebaseline   when the files changed since the stop: resume with them as they are now
+  /restore [DIR]
+                when the files changed since the stop: resume in a copy of the folder as it
+                was at the stop, made in DIR (default: a new folder beside it); yours stays
   /settle CALL ran|not-run [NOTE]
                 you checked what an interrupted call (outcome unknown) did: record it
   /quit         leave (Ctrl+D works too)
@@ -134,7 +141,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
                 for overview in service.list_sessions():
                     status = overview.last_run_status or "no runs"
                     print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
-            elif text.startswith("/resume"):
+            elif text.split()[0] in ("/resume", "/rebaseline", "/restore"):
                 _resume(
                     host,
                     session.session_id,
@@ -169,11 +176,20 @@ def _resume(
     asker: Any,
     transcript: Any,
 ) -> None:
-    """``/resume``: the same plan/execute seam as ``maka resume`` and the desktop banner."""
+    """``/resume``, ``/rebaseline``, ``/restore [DIR]``: the same plan/execute seam as
+    ``maka resume`` (with ``--rebaseline`` / ``--restore-to``) and the desktop banner."""
     from app.commands.resume_cmd import resume_session
+    from runtime.continuation.workspace_decision import WorkspaceDecision
 
-    if text != "/resume":
-        print("usage: /resume")
+    command, _, rest = text.partition(" ")
+    rest = rest.strip()
+    decision: WorkspaceDecision | None = None
+    if command == "/rebaseline" and not rest:
+        decision = WorkspaceDecision.REBASELINE
+    elif command == "/restore":
+        decision = WorkspaceDecision.RESTORE
+    elif command != "/resume" or rest:
+        print(f"usage: {command}" + (" [DIR]" if command == "/restore" else ""))
         return
     from app.cli_errors import EXIT_PARKED
 
@@ -184,6 +200,8 @@ def _resume(
         policy=policy,
         asker=asker,
         transcript=transcript,
+        decision=decision,
+        restore_to=rest or None,
         settle=_tui_settle,
     )
     if parked == EXIT_PARKED:
@@ -191,8 +209,10 @@ def _resume(
 
 
 TUI_PARK_NOTE = (
-    "(In this TUI a message is simply typed here. The maka commands above need the data "
-    "folder, which this TUI holds: /quit first, or they are refused with store_locked.)"
+    "(In this TUI a message is simply typed here, and changed files are answered with "
+    "/rebaseline or /restore [DIR] (maka resume --rebaseline / --restore-to). The maka "
+    "commands above need the data folder, which this TUI holds: /quit first, or they are "
+    "refused with store_locked.)"
 )
 """After a park in the TUI: its advice names maka commands another terminal cannot run while
 the TUI is open."""
@@ -227,7 +247,8 @@ def _settle(host: Any, session_id: str, text: str) -> None:
     verb = "recorded" if settled.created else "already recorded"
     print(
         f"{verb}: you confirmed that {settled.tool_name} {settled.tool_call_id} {what} "
-        f"({when_text(settled.attested_at)}); /resume can continue from there"
+        f"({when_text(settled.attested_at)}); /resume continues from there, or says what "
+        "still holds it (changed files: /rebaseline or /restore [DIR])"
     )
 
 

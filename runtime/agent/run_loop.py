@@ -85,8 +85,9 @@ def empty_reply_message(hint: str | None) -> str:
 
 def step_limit_message(steps: int) -> str:
     """The sentence the terminal event carries when the step limit ends a turn."""
+    noun = "model step" if steps == 1 else "model steps"
     return (
-        f"the turn stopped at its step limit of {steps} model steps; send a message to let it "
+        f"the turn stopped at its step limit of {steps} {noun}; send a message to let it "
         "continue, or raise the limit (--max-steps, or Settings in the desktop app)"
     )
 

@@ -59,6 +59,7 @@ from runtime.tools.tool_contract import (
     ToolRefusal,
     ToolRefusalCode,
 )
+from runtime.tools.undecodable_text import escape_undecodable
 from runtime.tools.workspace_paths import path_error_sentence
 
 DEFAULT_RESULT_CAP_BYTES = 128 * 1024
@@ -371,7 +372,7 @@ class ToolRuntime:
         if self._effects_done is not None:
             self._effects_done(call.name)
         duration = int((time.monotonic() - started) * 1000)
-        result = cap_result(output.result, output.is_error, self._cap)
+        result = cap_result(escape_undecodable(output.result), output.is_error, self._cap)
         response = self._builder.bound_response(
             op_id,
             call.call_id,

@@ -93,13 +93,26 @@ OUTPUT_CHARS = 2000
 and expands to the rest)."""
 
 
+def _stopped_note(result: dict[str, Any]) -> str:
+    """ " · N background processes stopped" for a command whose leftover processes were stopped
+    when its call ended (``backgroundStopped``), else ""."""
+    count = result.get("backgroundStopped")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        return ""
+    noun = "process" if count == 1 else "processes"
+    return f" · {count} background {noun} stopped"
+
+
 def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False) -> str:
     """A tool result in a line (the terminal), or for a command with ``whole_output`` its exit
-    code on the first line and its output below (up to ``OUTPUT_CHARS``; the transcript card)."""
+    code on the first line and its output below (up to ``OUTPUT_CHARS``; the transcript card).
+    The exit code is followed by " · N background processes stopped" when the command left
+    processes running that were stopped as its call ended."""
     if isinstance(result, dict):
         if is_error and "error" in result:
             return shorten(str(result["error"]), 300)
         if "exitCode" in result:
+            stopped = _stopped_note(result)
             if whole_output:
                 text = str(result.get("output", "")).strip("\n")
                 if len(text) > OUTPUT_CHARS:
@@ -108,10 +121,10 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
                     rest = text[len(kept) :].strip("\n")
                     lines = rest.count("\n") + 1
                     text = f"{kept}\n[{lines} more {_plural(lines, 'line')} not shown here]"
-                return f"exit code {result['exitCode']}" + (f"\n{text}" if text else "")
+                return f"exit code {result['exitCode']}{stopped}" + (f"\n{text}" if text else "")
             output = str(result.get("output", "")).strip().splitlines()
             tail = f": {output[-1][:200]}" if output else ""
-            return f"exit code {result['exitCode']}{tail}"
+            return f"exit code {result['exitCode']}{stopped}{tail}"
         if "bytesWritten" in result:
             return f"wrote {result['bytesWritten']} bytes to {result.get('path')}"
         if "content" in result:

@@ -111,6 +111,10 @@ def boundary_checkpoint(events: Sequence[RuntimeEvent]) -> BoundaryCheckpoint:
     return BoundaryCheckpoint(checkpoint, failed, stale_after, stale_tool)
 
 
+MARK_PATHS_NAMED = 5
+"""How many changed paths the mark of a continuation with the current files names."""
+
+
 def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
     """How the transcript marks a continuation that began with the user's workspace decision
     (docs/design/workspace.md section 4), or None."""
@@ -127,8 +131,15 @@ def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
         if not baseline.get("compared", False):
             return "Continued with your current files; there was no snapshot to compare them with"
         listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
-        said = changed_count_words(listed, int(baseline.get("moreChangedPaths") or 0))
-        return f"Continued with your current files; {said} changed"
+        more = int(baseline.get("moreChangedPaths") or 0)
+        said = changed_count_words(listed, more)
+        named = ", ".join(listed[:MARK_PATHS_NAMED])
+        rest = len(listed) + more - min(len(listed), MARK_PATHS_NAMED)
+        if rest and named:
+            named += f" and {rest} more"
+        return f"Continued with your current files; {said} changed" + (
+            f": {named}" if named else ""
+        )
     return None
 
 

@@ -10,13 +10,15 @@ Rules (case-insensitive):
 - ``write FILE saying TEXT`` / ``write TEXT to FILE``  -> ``write_file``
 - ``read FILE`` / ``show FILE`` / ``cat FILE``         -> ``read_file``
 - ``edit FILE replace OLD with NEW``                   -> ``edit_file``
-- ``run COMMAND``                                      -> ``bash``
+- ``run COMMAND``                                      -> ``bash`` (COMMAND: the rest of the
+  message, ``;`` and ``then`` included: ``run pwd; ls -la`` is one command)
 - ``list files`` / ``ls`` / ``list DIR`` /
   ``show me the folder``                               -> ``list_dir``
 - ``find PATTERN`` / ``glob PATTERN``                  -> ``glob``
 
 Steps joined by ``, then`` / ``and then`` / ``; `` (``write hello.txt saying hi, then show me the
-folder``) run one after the other, one tool call per step, when every step is one of the above;
+folder``) run one after the other (a ``run`` step is the last: its command is the rest), one
+tool call per step, when every step is one of the above;
 otherwise the whole message is read as one request (so ``write a.txt saying now, then later``
 still writes ``now, then later``). A step that fails ends the turn with its summary.
 """
@@ -126,10 +128,30 @@ def plan_tool_call(message: str) -> tuple[str, dict[str, Any]] | None:
 _STEP_SEPARATOR = re.compile(r"\s*(?:,\s*(?:and\s+)?then|;\s*(?:then)?|\s+and\s+then)\s+", re.I)
 
 
+_RUN_STEP = re.compile(r"^run\s", re.I)
+
+
+def _split_steps(text: str) -> list[str]:
+    """``text`` cut at the step separators, except that a step starting with ``run`` takes
+    the rest of the text (a shell command has its own ``;``)."""
+    steps: list[str] = []
+    start = 0
+    for separator in [*_STEP_SEPARATOR.finditer(text), None]:
+        end = len(text) if separator is None else separator.start()
+        if _RUN_STEP.match(text[start:end]):
+            steps.append(text[start:])
+            break
+        steps.append(text[start:end])
+        if separator is not None:
+            start = separator.end()
+    return [step for step in steps if step.strip()]
+
+
 def plan_steps(message: str) -> list[tuple[str, dict[str, Any]]]:
     """The tool calls the demo makes for ``message``, in order: one per step when the message
-    joins recognised steps with ``, then`` / ``and then`` / ``;``, else at most one."""
-    steps = [step for step in _STEP_SEPARATOR.split(message.strip()) if step.strip()]
+    joins recognised steps with ``, then`` / ``and then`` / ``;``, else at most one. A ``run``
+    step takes the rest of the message as its command."""
+    steps = _split_steps(message.strip())
     if len(steps) > 1:
         planned = [plan_tool_call(step) for step in steps]
         if all(call is not None for call in planned):

@@ -5,7 +5,10 @@ group if this host dies (``supervised_spawn``), and its process is recorded righ
 (``ToolContext.process_recorder``); stdout and stderr are merged and capped (the head is kept,
 the rest counted); a timeout or a cancelled turn kills the whole process tree. Leftover children
 still holding the output pipe after the shell exits are killed too, and when the call ends the
-supervisor stops whatever is left of the group: a foreground command owns everything it started.
+supervisor stops whatever is left of the group and, on Linux, every other descendant (those that
+left with ``setsid``, a double fork or ``nohup … &`` included): a foreground command owns
+everything it started. How many such background processes were stopped is in the result
+(``backgroundStopped``), so the card can say so.
 Long-lived work asks for ``background: true``: the shell outlives the call (never the host), its
 output goes to a log file, and it is recorded by pid and create time so the safety inspector can
 see it.
@@ -158,6 +161,8 @@ class BashTool:
             "output": reader.text(),
             "durationMs": int((time.monotonic() - started) * 1000),
         }
+        if process.stopped_background:
+            result["backgroundStopped"] = process.stopped_background
         if ctx.cancel.is_cancelled():
             result["cancelled"] = True
             return ToolOutput(result | {"error": "the command was cancelled"}, is_error=True)

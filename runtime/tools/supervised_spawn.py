@@ -2,9 +2,11 @@
 
 POSIX (Linux, macOS): the command runs under ``tool_supervisor``, which watches a pipe only this
 process holds and kills the command's whole process group when the pipe closes, which the kernel
-does for us when this process dies, SIGKILL included. Windows: the command runs in a Job Object
-with kill-on-close. The test-only failpoint ``MAKA_FAILPOINT=tool_supervisor_disabled`` starts
-the command without either, so tests can make a survivor on purpose.
+does for us when this process dies, SIGKILL included. On Linux the supervisor is also a child
+subreaper and kills every descendant, those that left the group with ``setsid`` included.
+Windows: the command runs in a Job Object with kill-on-close. The test-only failpoint
+``MAKA_FAILPOINT=tool_supervisor_disabled`` starts the command without either, so tests can make
+a survivor on purpose.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ class SupervisedCommand:
         self._ended = threading.Event()
         self.stdout: IO[bytes] | None = None
         self.create_time: float | None = None
+        self.stopped_background = 0
+        """Processes the command left running that were stopped when the call ended."""
+        self._status_reader: threading.Thread | None = None
         if os.name == "nt" or failpoint_active(CrashPoint.TOOL_SUPERVISOR_DISABLED):
             self._start_direct(argv, cwd, stdout)
         else:
@@ -163,11 +168,15 @@ class SupervisedCommand:
                         with contextlib.suppress(ValueError):
                             self._exit_code = int(line.split()[1])
                             self._ended.set()
+                    elif line.startswith("stopped "):
+                        with contextlib.suppress(ValueError):
+                            self.stopped_background = int(line.split()[1])
             if self._exit_code is None:  # the supervisor itself was killed
                 self._exit_code = supervisor.wait()
             self._ended.set()
 
-        threading.Thread(target=read_status, daemon=True).start()
+        self._status_reader = threading.Thread(target=read_status, daemon=True)
+        self._status_reader.start()
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -181,6 +190,9 @@ class SupervisedCommand:
 
     def kill(self) -> None:
         """Stop the command's whole tree now (a timeout or a cancelled turn)."""
+        if self._watch is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._watch, b"k")  # the supervisor stops every descendant
         kill_process_tree(self.pid)
         if self.process_group > 0:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -197,6 +209,8 @@ class SupervisedCommand:
                 self._supervisor.wait(_RELEASE_WAIT_SECONDS)
             except subprocess.TimeoutExpired:
                 kill_process_tree(self._supervisor.pid)
+            if self._status_reader is not None:
+                self._status_reader.join(_RELEASE_WAIT_SECONDS)
         if self._job is not None:
             close_job(self._job)
             self._job = None

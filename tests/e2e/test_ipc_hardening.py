@@ -243,6 +243,9 @@ def test_a_flood_of_refusals_keeps_the_log_history(qtbot: QtBot, main: MainProce
         ("/", "root"),
         ("HOME", "home folder"),
         ("/tmp/a\0b", "NUL"),
+        ("/proc/self/cwd", "/proc"),
+        ("/proc/self/root/tmp", "/proc"),
+        ("/dev/fd/0", "/proc"),
     ],
 )
 def test_sessions_create_refuses_unsafe_folders_with_invalid_cwd(

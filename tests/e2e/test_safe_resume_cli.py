@@ -355,3 +355,27 @@ def test_plan_on_a_finished_turn_says_there_is_nothing_to_check(tmp_path: Path) 
         plan.stdout
     )
     assert drill.count() == 1
+
+
+@pytest.mark.parametrize("command", ["tui", "run"])
+def test_the_notice_for_the_model_is_quoted_not_said_to_the_user(
+    tmp_path: Path, command: str
+) -> None:
+    """A call killed inside its command has an unknown outcome; the next turn's model is told
+    "Do not retry it blindly…". The terminal says that is what the model is told, instead of
+    printing the model's instructions as if they were the user's."""
+    drill = Drill(tmp_path)
+    assert drill.run("P3").returncode == -9
+    args = (
+        ["tui", "--session", drill.session, "--permission-mode", "auto"]
+        if command == "tui"
+        else ["run", "--session", drill.session, "--permission-mode", "auto", "hello"]
+    )
+    result = maka(args, drill.data, env=drill.env, stdin="/quit\n")
+    lines = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    told = [line for line in lines if "Do not retry it blindly" in line]
+    assert told, result.stderr
+    assert all(
+        line.startswith("note: with your next message the model is told: “An earlier turn")
+        for line in told
+    ), told

@@ -105,7 +105,10 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
     assert body["status"] == "completed"
     assert body["continuation"]["workspaceDecision"] == "rebaseline"
     # The transcript marks it (on standard error with --json).
-    assert "[workspace] Continued with your current files; 3 files changed." in result.stderr
+    assert (
+        "[workspace] Continued with your current files; 3 files changed: b.txt, count.txt, "
+        "new.txt." in result.stderr
+    )
     # The drift stays on the record as a diagnostic of the plan the user decided on.
     assert [d["code"] for d in body["diagnostics"]].count("workspace_drift") == 1
 
@@ -696,3 +699,50 @@ def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: 
     assert report["workspaceCheckpoints"]["damaged"] >= 1
     text = maka(["doctor", "--verify-snapshots"], drill.data).stdout
     assert "a.txt" in text and "workspace_checkpoint_damaged" in text
+
+
+@pytest.mark.parametrize("command", ["/rebaseline", "/restore"])
+def test_the_tui_answers_a_park_on_changed_files_itself(tmp_path: Path, command: str) -> None:
+    """After a park on changed files the TUI names its own ways forward, and /rebaseline or
+    /restore [DIR] continues as maka resume --rebaseline / --restore-to would."""
+    drill, before = _drifted(tmp_path)
+    copy = tmp_path / "the-copy"
+    typed = command if command == "/rebaseline" else f"{command} {copy}"
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin=f"/resume\n{typed}\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "workspace_drift" in result.stdout
+    assert "/rebaseline or /restore [DIR]" in result.stdout, "the park names the TUI's answers"
+    assert "Finished." in result.stdout, "the continuation ran"
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2 and runs[1][0].continuation_source is not None
+    start = runs[1][1][0]["actions"]
+    if command == "/rebaseline":
+        assert "workspaceBaseline" in start
+        assert "Continued with your current files; 3 files changed: b.txt, count.txt, new.txt." in (
+            result.stdout
+        )
+        assert (drill.work / "report.txt").read_text() == "done\n"
+    else:
+        transition = start["workspaceTransition"]
+        assert transition["kind"] == "isolated_restore" and transition["toPath"] == str(copy)
+        assert _files(drill.work) == before, "the user's folder is left as it is"
+        assert (copy / "report.txt").read_text() == "done\n"
+
+
+def test_the_tui_says_how_to_use_its_decision_commands(tmp_path: Path) -> None:
+    drill, _before = _drifted(tmp_path)
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin="/rebaseline now\n/help\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage: /rebaseline" in result.stdout
+    assert "/restore [DIR]" in result.stdout
+    assert len(committed_runs(drill.data)) == 1, "nothing continued"

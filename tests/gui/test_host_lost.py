@@ -90,6 +90,27 @@ def test_a_lost_main_process_is_said_and_nothing_claims_to_run(
     assert asked == []
 
 
+def test_a_call_only_waiting_for_permission_reads_not_run_in_a_lost_window(
+    qtbot: QtBot,
+) -> None:
+    """It never started: "Interrupted … it may have run in part" would be untrue (and the next
+    start calls it "Not run")."""
+    window, bridge = _running_window(qtbot)
+    waiting = RUNNING_CARD.model_copy(
+        update={"item_id": "card-2", "tool_call_id": "c2", "park_reason": "awaiting_permission"}
+    )
+    bridge.transcript_item.emit(bc.TranscriptItemPush(session_id="s1", item=waiting))
+    window.transcript.flush()
+    card = window.transcript.tool_card("c2")
+    assert card is not None and card.chip.text() == "Waiting for permission"
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    card = window.transcript.tool_card("c2")
+    assert card is not None and card.chip.text() == "Not run"
+    assert "may have run" not in card.explanation_label.text()
+    running = window.transcript.tool_card("c1")
+    assert running is not None and "Interrupted" in running.chip.text()
+
+
 def test_restart_maka_starts_the_program_again(qtbot: QtBot, tmp_path: object) -> None:
     from pathlib import Path
 

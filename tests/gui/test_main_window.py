@@ -335,6 +335,35 @@ def test_a_session_whose_folder_is_gone_says_so_on_its_row_and_by_the_composer(
     assert model.index(row).data(Qt.ItemDataRole.AccessibleTextRole) == "Gone"
 
 
+def test_a_refusal_for_a_missing_folder_goes_once_the_folder_is_located(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    gone = bc.SessionSummary(session_id="s3", cwd="/w/gone", title="Gone", folder_missing=True)
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=gone))
+    window.sessions.select("s3")
+    window.composer.clear_note()
+    bridge.turn_refused.emit(
+        "s3", "hello", bc.ErrorPush(code="invalid_cwd", message="the folder does not exist")
+    )
+    assert window.composer.note.startswith("Not sent: ")
+    assert window.composer.editor.toPlainText() == "hello"
+    located = gone.model_copy(update={"cwd": "/w/found", "folder_missing": False})
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=located))
+    assert window.composer.note == "", "the folder is there now: the refusal is no longer true"
+    assert window.composer.editor.toPlainText() == "hello", "the message stays to be sent"
+
+
+def test_another_refusal_stays_when_a_session_changes(qtbot: QtBot) -> None:
+    window, bridge = _window(qtbot)
+    window.sessions.select("s2")
+    bridge.turn_refused.emit("s2", "hi", bc.ErrorPush(code="provider_config_invalid", message=""))
+    note = window.composer.note
+    assert note.startswith("Not sent: ")
+    summary = window.sessions.model.summary("s2")
+    assert summary is not None
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=summary))
+    assert window.composer.note == note
+
+
 def test_a_session_the_user_continued_is_no_longer_announced_as_on_hold(qtbot: QtBot) -> None:
     """Automatic resume parked it; the user then continued it (a workspace decision or Safe
     resume): its row and the status bar must not go on saying it is on hold."""

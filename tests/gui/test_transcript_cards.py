@@ -242,6 +242,25 @@ def test_the_bash_card_expands_to_the_full_output_and_back(qtbot: QtBot) -> None
     qtbot.waitUntil(lambda: row.height() == collapsed)
 
 
+@pytest.mark.parametrize(
+    ("count", "words"),
+    [
+        (1, "1 background process it left running was stopped when it ended"),
+        (3, "3 background processes it left running were stopped when it ended"),
+    ],
+)
+def test_a_bash_card_says_when_background_processes_were_stopped(
+    qtbot: QtBot, count: int, words: str
+) -> None:
+    view = _view(qtbot)
+    noun = "process" if count == 1 else "processes"
+    view.set_items([_bash("c", f"exit code 0 · {count} background {noun} stopped\nspawned")])
+    _settle()
+    card = _tool(view, "c")
+    assert card.status_line.text() == f"exit code 0 · {words}"
+    assert card.result_label.text() == "spawned"
+
+
 def test_a_summary_with_only_the_last_line_says_so(qtbot: QtBot) -> None:
     view = _view(qtbot)
     view.set_items([_bash("c", "exit code 0: 3000")])

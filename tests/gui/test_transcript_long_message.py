@@ -1,6 +1,7 @@
 """A very long message stays inside its card: the items below it never sit over its text.
 
-A 90,000-character message is ~10,000 px tall. The column used to place its rows for the new
+A message just short of being collapsed is a few thousand px tall (a 90,000-character one was
+~10,000 px before long messages were collapsed). The column used to place its rows for the new
 height one pass of the event loop before the scrolled page grew to hold them, so a paint in
 between showed the next cards on top of the message's text (and the text running past them).
 """
@@ -16,12 +17,12 @@ from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
-from renderer.transcript_items import MessageWidget
+from renderer.transcript_items import COLLAPSE_CHARS, MessageWidget
 from renderer.transcript_view import TranscriptView
 
 pytestmark = pytest.mark.gui
 
-LONG_TEXT = " ".join(f"word{i:05d}" for i in range(20_000))[:90_000]
+LONG_TEXT = " ".join(f"word{i:05d}" for i in range(20_000))[: COLLAPSE_CHARS - 10]
 
 
 def _items() -> list[bc.TranscriptItem]:
@@ -70,7 +71,7 @@ def _assert_nothing_overlaps(view: TranscriptView) -> None:
 
 
 @pytest.mark.parametrize("arrival", ["opened", "streamed"])
-def test_a_90000_character_message_stays_inside_its_card(qtbot: QtBot, arrival: str) -> None:
+def test_a_message_short_of_collapsing_stays_inside_its_card(qtbot: QtBot, arrival: str) -> None:
     view = TranscriptView()
     qtbot.addWidget(view)
     view.resize(700, 500)
@@ -86,7 +87,9 @@ def test_a_90000_character_message_stays_inside_its_card(qtbot: QtBot, arrival: 
         view.flush()
     QApplication.processEvents()  # one pass: what the next paint shows
     _assert_nothing_overlaps(view)
-    assert view.verticalScrollBar().maximum() > 5_000
+    message = view.item_widget("u")
+    assert isinstance(message, MessageWidget) and not message.collapsed
+    assert view.verticalScrollBar().maximum() > 1_000
     # and it stays so once everything has settled, at the bottom as at the top
     qtbot.wait(50)
     _assert_nothing_overlaps(view)
@@ -105,7 +108,7 @@ def test_the_page_follows_a_message_that_grows_past_the_window(qtbot: QtBot) -> 
     view.set_items([items[0], items[1], bc.UserMessageItem(item_id="u", text="short"), *items[3:]])
     QApplication.processEvents()
     _assert_nothing_overlaps(view)
-    view.apply_item(items[2])  # the same item, now 90,000 characters long
+    view.apply_item(items[2])  # the same item, now thousands of characters long
     view.flush()
     QApplication.processEvents()
     _assert_nothing_overlaps(view)
@@ -127,11 +130,17 @@ def test_a_90000_character_unbroken_run_is_laid_out_without_freezing(qtbot: QtBo
     QApplication.processEvents()
     message = view.item_widget("u")
     assert isinstance(message, MessageWidget)
+    assert message.collapsed
     text = message.text_label
-    assert text.wordWrapMode() == QTextOption.WrapMode.WrapAnywhere
-    assert text.document().toPlainText() == f"here it is: {blob} thanks"
-    line = text.fontMetrics().lineSpacing()
-    assert text.height() >= 90_000 * text.fontMetrics().horizontalAdvance("x") // 700 * line // 2
+    assert len(text.text()) <= 2_010, "collapsed: only the beginning is laid out"
+    assert message.full_text == f"here it is: {blob} thanks"
+    message.set_expanded(True)
+    QApplication.processEvents()
+    assert message.full_view is not None
+    assert message.full_view.wordWrapMode() == QTextOption.WrapMode.WrapAnywhere
+    assert message.full_view.toPlainText() == f"here it is: {blob} thanks"
     view.apply_item(bc.UserMessageItem(item_id="u", text="short again"))
     view.flush()
+    assert not message.collapsed and not message.full_view.isVisible()
     assert text.wordWrapMode() == QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere
+    assert text.text() == "short again"

@@ -542,6 +542,47 @@ def refusal_scene(root: Path, out: Path) -> None:
         capture_with_dialogs(window, out / "app-not-sent-provider-settings.png", 2.0)
 
 
+LONG_LOG = "".join(
+    f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}Z INFO worker[{i % 7}] request {i} served "
+    f"in {i % 97} ms path=/api/v1/items/{i}\n"
+    for i in range(1_400)
+)[:120_000]
+"""A pasted log: as long as one command-line argument may be (the prompt of ``maka run``)."""
+LONG_REPLY = "Here is the token again, whole:\n" + "0123456789abcdef" * 12_000
+"""A reply of one 192,000-character line."""
+SHOW_ALL_XY = (470, 225)
+"""Where the pasted log's "Show all" is in the 1200x800 window (measured on the first
+screenshot: the transcript follows the newest item, so the log's end shows above the reply)."""
+
+
+def long_content_scene(root: Path, out: Path) -> None:
+    """A session with a 120 KB log pasted as a message and a 190 KB one-line reply: both are
+    collapsed to their first lines with "Show all"; then the first is expanded."""
+    scene = Scene(root, "long", [[{"text": LONG_REPLY}]])
+    assert scene.run("What failed here?\n" + LONG_LOG) == 0
+    with scene.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "1200", "800")
+        capture(window, out / "app-long-content-collapsed.png", 3.0)
+        click(window, *SHOW_ALL_XY)
+        capture(window, out / "app-long-content-expanded.png", 2.0)
+
+
+def small_banners_scene(root: Path, out: Path) -> None:
+    """Banners at the window's minimum size (720x480): the running text takes two lines at
+    most, with More for the rest, and the transcript stays in view."""
+    idle = Scene(root, "small-idle", RESUME_SCRIPT)
+    assert idle.run("count once", failpoint="P6") == -9
+    idle.repair()
+    with idle.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "720", "480")
+        capture(window, out / "app-banner-small-idle.png", 3.0)
+    parked = Scene(root, "small-parked", RESUME_SCRIPT)
+    assert parked.run("count once", failpoint="P3") == -9
+    with parked.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "720", "480")
+        capture(window, out / "app-banner-small-parked.png", 3.0)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -575,6 +616,12 @@ def main(argv: list[str]) -> int:
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "refusal":
             refusal_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "small-banners":
+            small_banners_scene(root, out)
+            return 0
+        if os.environ.get("MAKA_SHOTS_ONLY") == "long":
+            long_content_scene(root, out)
             return 0
         if os.environ.get("MAKA_SHOTS_ONLY") == "decisions":
             decisions_scene(root, out)

@@ -90,13 +90,20 @@ def test_error_results_are_summarized_honestly() -> None:
             [("write_file", {"path": "hello.txt", "content": "hi\n"}), ("list_dir", {"path": "."})],
         ),
         (
-            "read a.txt and then run wc -l a.txt; list files",
+            "list files; read a.txt and then run wc -l a.txt",
             [
+                ("list_dir", {"path": "."}),
                 ("read_file", {"path": "a.txt"}),
                 ("bash", {"command": "wc -l a.txt"}),
-                ("list_dir", {"path": "."}),
             ],
         ),
+        # A command is the rest of the message: its own ";" and "then" belong to it.
+        ("run pwd; ls -la", [("bash", {"command": "pwd; ls -la"})]),
+        (
+            "read a.txt, then run make; then ls -la",
+            [("read_file", {"path": "a.txt"}), ("bash", {"command": "make; then ls -la"})],
+        ),
+        ("Run echo a, then echo b", [("bash", {"command": "echo a, then echo b"})]),
         # A piece that is no step of its own keeps the message whole.
         (
             "write a.txt saying now, then later",

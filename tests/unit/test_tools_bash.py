@@ -115,3 +115,32 @@ def test_background_without_registry_fails_cleanly(tmp_path: Path) -> None:
 
     with pytest.raises(ToolFailure):
         _run(_ctx(tmp_path), command="true", background=True)
+
+
+ESCAPES = {
+    "setsid": "setsid sh -c '{body}' > /dev/null 2>&1 < /dev/null &",
+    "double fork": "( sh -c '{body}' > /dev/null 2>&1 < /dev/null & )",
+    "setsid in a double fork": "( setsid sh -c '{body}' > /dev/null 2>&1 < /dev/null & )",
+    "nohup": "nohup sh -c '{body}' > /dev/null 2>&1 < /dev/null &",
+}
+
+
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="a child subreaper is Linux only")
+@pytest.mark.parametrize("form", sorted(ESCAPES))
+def test_a_process_that_detaches_is_stopped_when_the_call_ends(tmp_path: Path, form: str) -> None:
+    body = "echo $$ >> escaped.pid; sleep 6; echo escaped >> late.txt"
+    wait = "while [ ! -s escaped.pid ]; do sleep 0.05; done"  # it runs before the call ends
+    command = ESCAPES[form].format(body=body) + f"\n{wait}\necho spawned"
+    result, is_error = _run(_ctx(tmp_path), command=command)
+    assert not is_error and "spawned" in str(result["output"])
+    (pid,) = _pids_from(tmp_path / "escaped.pid", 1)
+    stopped = result.get("backgroundStopped")
+    assert isinstance(stopped, int) and stopped >= 1, result  # its shell and its sleep
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    time.sleep(6.5)  # past the moment it would have written
+    assert not (tmp_path / "late.txt").exists()
+
+
+def test_a_command_that_leaves_nothing_behind_reports_no_stopped_processes(tmp_path: Path) -> None:
+    result, is_error = _run(_ctx(tmp_path), command="sleep 0.1; echo done")
+    assert not is_error and "backgroundStopped" not in result

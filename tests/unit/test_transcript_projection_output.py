@@ -37,3 +37,12 @@ def test_errors_and_other_tools_are_unchanged() -> None:
     assert summarize_result({"error": "boom"}, True, whole_output=True) == "boom"
     wrote = {"bytesWritten": 3, "path": "a.txt"}
     assert summarize_result(wrote, False, whole_output=True) == "wrote 3 bytes to a.txt"
+
+
+def test_a_command_whose_leftover_processes_were_stopped_says_how_many() -> None:
+    result = {"exitCode": 0, "output": "spawned\n", "backgroundStopped": 2}
+    card = summarize_result(result, False, whole_output=True)
+    assert card == "exit code 0 · 2 background processes stopped\nspawned"
+    line = summarize_result({**result, "backgroundStopped": 1}, False)
+    assert line == "exit code 0 · 1 background process stopped: spawned"
+    assert summarize_result({"exitCode": 0, "output": ""}, False) == "exit code 0"

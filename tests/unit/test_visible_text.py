@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.visible_text import visible
+from app.visible_text import _shown, visible
 from runtime.agent.text_limits import more_characters, shorten
 from runtime.agent.transcript_projection import summarize_args
 
@@ -52,3 +52,11 @@ def test_a_shortened_text_says_how_much_is_left_out() -> None:
     assert more_characters(1) == "(1 more character)"
     card = summarize_args("bash", {"command": "echo " + "x" * 1000})
     assert card.endswith("… (705 more characters)") and card.startswith("echo xxx")
+
+
+@given(st.text(max_size=300))
+def test_plain_text_is_shown_as_each_character_would_be(text: str) -> None:
+    """The scan a long log goes through gives, character for character, what each character is
+    shown as on its own."""
+    expected = "".join(_shown(char, False) or char for char in text)
+    assert visible(text) == expected

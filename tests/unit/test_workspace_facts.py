@@ -259,3 +259,24 @@ def test_changed_counts_say_empty_folders_as_folders() -> None:
     assert changed_count_words(["logs/", "cache/"]) == "2 empty folders"
     assert changed_count_words(["logs/", "a.txt"]) == "2 files and folders"
     assert changed_count_words(["logs/"], more=1) == "2 files and folders"
+
+
+def test_the_mark_of_a_continuation_with_the_current_files_names_them() -> None:
+    from runtime.ledger.workspace_facts import MARK_PATHS_NAMED, decision_mark
+
+    few = {"compared": True, "changedPaths": [{"path": "b.txt"}, {"path": "count.txt"}]}
+    assert decision_mark({"workspaceBaseline": few}) == (
+        "Continued with your current files; 2 files changed: b.txt, count.txt"
+    )
+    many = {
+        "compared": True,
+        "changedPaths": [{"path": f"f{i}.txt"} for i in range(50)],
+        "moreChangedPaths": 12,
+    }
+    named = ", ".join(f"f{i}.txt" for i in range(MARK_PATHS_NAMED))
+    assert decision_mark({"workspaceBaseline": many}) == (
+        f"Continued with your current files; 62 files changed: {named} and 57 more"
+    )
+    assert decision_mark({"workspaceBaseline": {"compared": False}}) == (
+        "Continued with your current files; there was no snapshot to compare them with"
+    )

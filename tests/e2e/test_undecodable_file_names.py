@@ -1,0 +1,59 @@
+"""A folder holding a file whose name is not UTF-8 is listed like any other: the real ``maka run``
+ends its turn, the result names the file with the stray byte written as ``\\xNN``, and the
+session is not left interrupted (it used to end with ``event_schema_invalid``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(sys.platform != "linux", reason="file names are bytes on Linux"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [("list_dir", {"path": "."}), ("glob", {"pattern": "*.txt"})],
+)
+def test_a_non_utf8_file_name_is_listed_escaped(
+    tmp_path: Path, tool: str, args: dict[str, str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    with open(os.path.join(os.fsencode(work), b"caf\xe9.txt"), "wb") as named:
+        named.write(b"x")
+    (work / "plain.txt").write_text("y", encoding="utf-8")
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            [
+                {"text": "Listing.", "toolCalls": [{"id": "c1", "name": tool, "args": args}]},
+                {"text": "Done."},
+            ]
+        ],
+    )
+    env = scripted_env(script)
+    ran = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "go"], tmp_path / "data", env=env
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "event_schema_invalid" not in ran.stderr and "Done." in ran.stdout
+    ((_header, events),) = committed_runs(tmp_path / "data")
+    assert events[-1].get("status") == "completed"
+    responses = [
+        content["result"]
+        for event in events
+        if (content := event.get("content")) is not None
+        and content["kind"] == "function_response"
+        and not content.get("isError")
+    ]
+    (result,) = responses
+    names = [entry["name"] for entry in result.get("entries", [])] + result.get("matches", [])
+    assert "caf\\xe9.txt" in names and "plain.txt" in names, result
