@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -583,6 +583,68 @@ def small_banners_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-banner-small-parked.png", 3.0)
 
 
+NOTE_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Writing the release note.",
+            "toolCalls": [
+                {
+                    "id": "n1",
+                    "name": "write_file",
+                    "args": {"path": "NOTES.md", "content": "# 0.2\n\n- Safe resume\n"},
+                }
+            ],
+        },
+        {"text": "NOTES.md is written; the release note is ready for review."},
+    ]
+]
+
+
+def auto_write_scene(root: Path, out: Path) -> None:
+    """The everyday crash with a user's defaults: snapshots on, a Git repository with
+    uncommitted work, the process killed right after an allowed ``write_file`` (P6). The next
+    start resumes the session by itself (the ledger proves the write: ``workspace_verified``)
+    and the continuation finishes the turn without writing again."""
+    from tests.helpers.maka_process import main_log
+
+    scene = Scene(root, "auto-write", NOTE_SCRIPT)
+    scene.env = scripted_env(
+        write_script(scene.root / "script.json", NOTE_SCRIPT), None, checkpoints=True
+    )
+    git = ["git", "-C", str(scene.work), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (scene.work / "README.md").write_text("A project.\n")
+    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    (scene.work / "README.md").write_text("A project, with work in progress.\n")
+    assert scene.run("write the release note", failpoint="P6") == -9
+    with scene.app() as window:
+        deadline = time.monotonic() + 60
+        while "auto-resume outcome: ResumeStarted" not in main_log(scene.data):
+            assert time.monotonic() < deadline, main_log(scene.data)
+            time.sleep(0.2)
+        capture(window, out / "app-auto-resume-after-write.png", 4.0)
+    assert (scene.work / "NOTES.md").read_text() == "# 0.2\n\n- Safe resume\n"
+    assert (scene.work / "README.md").read_text() == "A project, with work in progress.\n"
+
+
+def _settle_only(root: Path, out: Path) -> None:
+    settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
+
+
+_SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
+    "settle": _settle_only,
+    "folder": folder_scene,
+    "drift-restart": drift_restart_scene,
+    "restore-point": restore_point_scene,
+    "refusal": refusal_scene,
+    "small-banners": small_banners_scene,
+    "long": long_content_scene,
+    "auto-write": auto_write_scene,
+    "decisions": decisions_scene,
+}
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.helpers.app_screenshots OUTPUT_DIR", file=sys.stderr)
@@ -602,29 +664,9 @@ def main(argv: list[str]) -> int:
             orphan_scene(root, out)
         if only in ("crash", "survivor", "orphan"):
             return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "settle":
-            settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "folder":
-            folder_scene(root, out)
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "drift-restart":
-            drift_restart_scene(root, out)
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "restore-point":
-            restore_point_scene(root, out)
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "refusal":
-            refusal_scene(root, out)
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "small-banners":
-            small_banners_scene(root, out)
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "long":
-            long_content_scene(root, out)
-            return 0
-        if os.environ.get("MAKA_SHOTS_ONLY") == "decisions":
-            decisions_scene(root, out)
+        single = _SINGLE_SCENES.get(only)
+        if single is not None:
+            single(root, out)
             return 0
         cards = Scene(root, "cards", TOOL_CARDS_SCRIPT)
         assert cards.run("write hello.txt saying hi, then show me the folder") == 0
