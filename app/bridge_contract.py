@@ -92,6 +92,7 @@ class MessageKind(StrEnum):
     SESSIONS_REMOVE = "sessions.remove"
     SESSIONS_EXPORT = "sessions.export"
     PROCESSES_STOP = "processes.stop"
+    SESSIONS_OVERVIEW = "sessions.overview"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -112,6 +113,7 @@ class MessageKind(StrEnum):
     SESSION_REMOVED = "session.removed"
     SESSION_EXPORTED = "session.exported"
     PROCESSES_STOPPED = "processes.stopped"
+    SESSIONS_OVERVIEWED = "sessions.overviewed"
 
 
 class BridgeErrorCode(StrEnum):
@@ -139,6 +141,22 @@ class BridgeProtocolError(Exception):
         super().__init__(f"[{code}] {message}")
         self.code = code
         self.message = message
+
+
+class ClientRole(StrEnum):
+    """Who says ``hello``: the desktop's window (one per launch, its token bound to its process)
+    or a ``maka`` command in a terminal (any number, each with the host's terminal token)."""
+
+    RENDERER = "renderer"
+    TERMINAL = "terminal"
+
+
+class HostKind(StrEnum):
+    """Which process owns the data folder and serves it: the desktop's main process, or
+    ``maka host`` without a window."""
+
+    DESKTOP = "desktop"
+    HEADLESS = "headless"
 
 
 class HostState(StrEnum):
@@ -219,6 +237,9 @@ class HelloRequest(_Message):
     kind: Literal[MessageKind.HELLO] = MessageKind.HELLO
     token: Token
     protocol_version: Annotated[int, Field(ge=0, le=1_000_000)]
+    role: ClientRole = ClientRole.RENDERER
+    """A terminal client says so and uses the terminal token (``<data>/ipc/terminal-token``);
+    it may send only ``TERMINAL_REQUEST_KINDS``."""
 
 
 class SessionsListRequest(_Message):
@@ -371,6 +392,13 @@ class SettingsUpdateRequest(_Message):
     them)."""
 
 
+class SessionsOverviewRequest(_Message):
+    """A terminal's ``maka sessions``: every session as the command lists it (answered by
+    ``sessions.overviewed``)."""
+
+    kind: Literal[MessageKind.SESSIONS_OVERVIEW] = MessageKind.SESSIONS_OVERVIEW
+
+
 class WindowActivateRequest(_Message):
     kind: Literal[MessageKind.WINDOW_ACTIVATE] = MessageKind.WINDOW_ACTIVATE
 
@@ -382,6 +410,8 @@ class HelloOkPush(_Message):
     kind: Literal[MessageKind.HELLO_OK] = MessageKind.HELLO_OK
     host_state: HostState
     safe_resume_enabled: bool
+    host_kind: HostKind = HostKind.DESKTOP
+    host_pid: Annotated[int, Field(ge=1, le=2**31)] | None = None
 
 
 class HelloRejectedPush(_Message):
@@ -401,6 +431,29 @@ class SessionSummary(WireModel):
     failure_class: Code | None = None
     folder_missing: bool = False
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
+
+
+class SessionRow(WireModel):
+    """One line of ``maka sessions`` (its ``--json`` row, field for field)."""
+
+    session_id: Id
+    cwd: FsPath
+    title: Text
+    created_at: Annotated[int, Field(ge=0)]
+    interrupted: bool
+    run_count: Annotated[int, Field(ge=0)]
+    folder_missing: bool
+    resumable: bool
+    last_run_status: RunStatusValue | None = None
+    failure_class: Code | None = None
+    awaiting_repair: bool | None = None
+
+
+class SessionsOverviewedPush(_Message):
+    """The answer to ``sessions.overview``, oldest session first."""
+
+    kind: Literal[MessageKind.SESSIONS_OVERVIEWED] = MessageKind.SESSIONS_OVERVIEWED
+    rows: Annotated[tuple[SessionRow, ...], Field(max_length=MAX_SESSIONS_PER_LIST)]
 
 
 class SessionsListedPush(_Message):
@@ -667,6 +720,7 @@ Request = (
     | SessionsRemoveRequest
     | SessionsExportRequest
     | ProcessesStopRequest
+    | SessionsOverviewRequest
 )
 Push = (
     HelloOkPush
@@ -688,6 +742,7 @@ Push = (
     | SessionRemovedPush
     | SessionExportedPush
     | ProcessesStoppedPush
+    | SessionsOverviewedPush
 )
 Message = Request | Push
 
@@ -710,8 +765,18 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_REMOVE,
         MessageKind.SESSIONS_EXPORT,
         MessageKind.PROCESSES_STOP,
+        MessageKind.SESSIONS_OVERVIEW,
     }
 )
+TERMINAL_REQUEST_KINDS: Final = frozenset(
+    {
+        MessageKind.HELLO,
+        MessageKind.SESSIONS_OVERVIEW,
+        MessageKind.SETTINGS_GET,
+    }
+)
+"""What a terminal client may ask; any other request closes its connection (a terminal is never
+trusted more than the window, and is given only what its commands use)."""
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(

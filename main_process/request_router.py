@@ -58,6 +58,8 @@ from app.bridge_contract import (
     SessionsListedPush,
     SessionsListRequest,
     SessionsOpenRequest,
+    SessionsOverviewedPush,
+    SessionsOverviewRequest,
     SessionsRelocateRequest,
     SessionsRemoveRequest,
     SessionsRenameRequest,
@@ -167,13 +169,8 @@ class RequestRouter:
                 self._answer_permission(peer_id, message)
             case _ if not self._lifecycle.admits_work:
                 self._refuse_while_not_ready(peer_id, message)
-            case SessionsListRequest():
-                self._query(
-                    peer_id,
-                    message.correlation_id,
-                    self._services.list_sessions,
-                    _listed,
-                )
+            case SessionsListRequest() | SessionsOverviewRequest():
+                self._list(peer_id, message)
             case SessionsOpenRequest():
                 self._query(
                     peer_id,
@@ -216,6 +213,13 @@ class RequestRouter:
                 _log.warning("ignoring %s", type(message).__name__)
             case _:
                 assert_never(message)
+
+    def _list(self, peer_id: int, message: SessionsListRequest | SessionsOverviewRequest) -> None:
+        """The window's list, or a terminal's ``maka sessions`` rows."""
+        if isinstance(message, SessionsOverviewRequest):
+            self._query(peer_id, message.correlation_id, self._services.session_rows, _overviewed)
+        else:
+            self._query(peer_id, message.correlation_id, self._services.list_sessions, _listed)
 
     def _refuse_while_not_ready(self, peer_id: int, message: Request) -> None:
         code = HOST_NOT_READY if self._lifecycle.state == "opening" else HOST_CLOSING
@@ -689,6 +693,11 @@ class RequestRouter:
 def _listed(value: object) -> Message:
     assert isinstance(value, Sequence)
     return SessionsListedPush(sessions=tuple(value))
+
+
+def _overviewed(value: object) -> Message:
+    assert isinstance(value, Sequence)
+    return SessionsOverviewedPush(rows=tuple(value))
 
 
 def _opened(value: object) -> Message:

@@ -26,6 +26,7 @@ from pathlib import Path
 from app.bridge_contract import (
     PermissionDecision,
     RunStatusValue,
+    SessionRow,
     SessionSummary,
 )
 from app.host.desktop_settings import DesktopSettings, provider_environment
@@ -60,6 +61,7 @@ from app.host.session_relocation import (
     relocate_session,
     remove_session,
 )
+from app.host.session_rows import wire_rows
 from app.host.settle_call import settle_call, settleable_in
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
@@ -207,6 +209,9 @@ class DesktopServices:
             reverse=True,
         )
         return [_summary(overview) for overview in ordered]
+
+    def session_rows(self) -> Sequence[SessionRow]:
+        return wire_rows(self._service.list_sessions())
 
     def session_summary(self, session_id: str) -> SessionSummary:
         service = self._service

@@ -32,6 +32,7 @@ from app.bridge_contract import (
     ProviderTuning,
     ResumeDiagnostic,
     RunStatusValue,
+    SessionRow,
     SessionSummary,
     TranscriptItem,
 )
@@ -176,6 +177,10 @@ class HostServices(Protocol):
         ...
 
     def list_sessions(self) -> Sequence[SessionSummary]: ...
+
+    def session_rows(self) -> Sequence[SessionRow]:
+        """Every session as ``maka sessions`` lists it, oldest first (a terminal attached)."""
+        ...
 
     def session_summary(self, session_id: str) -> SessionSummary: ...
 
