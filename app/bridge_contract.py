@@ -638,10 +638,25 @@ class ResumeFailedPush(_Message):
     automatic: bool = False
 
 
+class Settlement(WireModel):
+    """What was recorded for ``tools.settle``, as ``maka settle --json`` prints it."""
+
+    operation_id: Id
+    tool_call_id: Id
+    tool_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    run_id: Id
+    attestation: AttestationChoice
+    attested_at: Annotated[int, Field(ge=0)]
+    created: bool
+    """False: the same answer was already recorded."""
+    note: Annotated[str, StringConstraints(max_length=MAX_NOTE_CHARS)] | None = None
+
+
 class ToolSettledPush(_Message):
     """The answer to ``tools.settle``: ``recorded`` (the card is re-sent as a transcript item)
     or refused with ``code``; ``resume_available``: Safe resume would now continue (nothing else
-    parks), so the banner offers it again."""
+    parks), so the banner offers it again. ``settlement`` and ``resume_reasons`` (why Safe resume
+    would still not continue) say the rest a terminal prints."""
 
     kind: Literal[MessageKind.TOOL_SETTLED] = MessageKind.TOOL_SETTLED
     session_id: Id
@@ -650,6 +665,8 @@ class ToolSettledPush(_Message):
     code: Code | None = None
     message: Explanation = ""
     resume_available: bool = False
+    settlement: Settlement | None = None
+    resume_reasons: Annotated[tuple[Code, ...], Field(max_length=64)] = ()
 
 
 class ProcessesStoppedPush(_Message):
@@ -773,6 +790,7 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.HELLO,
         MessageKind.SESSIONS_OVERVIEW,
         MessageKind.SETTINGS_GET,
+        MessageKind.TOOLS_SETTLE,
     }
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never

@@ -199,7 +199,7 @@ class RequestRouter:
                     restore_to=message.restore_to,
                 )
             case ToolsSettleRequest():
-                self._settle(message)
+                self._settle(peer_id, message)
             case ProcessesStopRequest():
                 self._check_survivors(
                     message.session_id, stop=True, correlation_id=message.correlation_id
@@ -549,12 +549,19 @@ class RequestRouter:
         ):
             self._watched.discard(session_id)
 
-    def _settle(self, message: ToolsSettleRequest) -> None:
+    def _settle(self, peer_id: int, message: ToolsSettleRequest) -> None:
         """The user's answer about a call whose outcome is unknown (docs/design/recovery.md section
         8), on the session's turn thread (never while a turn of it runs). Every renderer hears the
         answer: the card re-sent as it now reads, then ``tool.settled``; when Safe resume would
-        now continue the standing park goes, else the new park stands and is sent."""
+        now continue the standing park goes, else the new park stands and is sent. A terminal
+        that asked (``maka settle``) is sent ``tool.settled`` too, with what was recorded."""
         session_id = message.session_id
+        from_terminal = peer_id in self._server.terminal_ids()
+
+        def tell(push: ToolSettledPush) -> None:
+            self._broadcast(push)
+            if from_terminal:
+                self._server.send(peer_id, push)
 
         def answer(recorded: bool, code: str | None = None, text: str = "") -> ToolSettledPush:
             return ToolSettledPush(
@@ -568,7 +575,7 @@ class RequestRouter:
 
         def done(result: JobResult) -> None:
             if result.error is not None:
-                self._broadcast(answer(False, *_error_code(result.error)))
+                tell(answer(False, *_error_code(result.error)))
                 return
             settled = result.value
             assert isinstance(settled, SettleResult)
@@ -579,8 +586,14 @@ class RequestRouter:
             elif settled.parked.rejection_reasons != ("resume_feature_disabled",):
                 # What still parks now stands (the banner shows it instead of a stale park).
                 self._push_resume_outcome(session_id, settled.parked, None, None)
-            push = answer(True).model_copy(update={"resume_available": settled.parked is None})
-            self._broadcast(push)
+            push = answer(True).model_copy(
+                update={
+                    "resume_available": settled.parked is None,
+                    "settlement": settled.settlement,
+                    "resume_reasons": settled.resume_reasons,
+                }
+            )
+            tell(push)
             self.refresh_session(session_id)
 
         ran = message.outcome is AttestationChoice.RAN
@@ -592,7 +605,7 @@ class RequestRouter:
         )
         if not started:
             busy = self._workers.busy(session_id)
-            self._broadcast(
+            tell(
                 answer(
                     False,
                     SESSION_BUSY if busy else HOST_CLOSING,

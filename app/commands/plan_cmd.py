@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import StoreCode
 
 
@@ -78,10 +80,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(plan_summary(plan, operations)))
         if not owned:
-            print(
-                "(read-only: another Maka process owns the data directory, so maka run, maka "
-                "resume and maka settle are refused (store_locked) until it closes; the "
-                "desktop, if it is the one, offers the same choices on its banner and cards)",
-                file=sys.stderr,
-            )
+            print(_read_only_note(data_dir), file=sys.stderr)
     return EXIT_OK if plan.continues else EXIT_PARKED
+
+
+def _read_only_note(data_dir: Path) -> str:
+    """Which of the commands the advice names work now: beside the desktop (a host that serves
+    the folder) ``maka settle`` is recorded by it; beside another command nothing waits."""
+    from app.host.host_client import attach
+
+    try:
+        host = attach(data_dir)
+    except CodedError:
+        host = None
+    if host is not None:
+        host.close()
+        return (
+            "(read-only: the desktop owns the data directory, so maka run and maka resume are "
+            "refused (store_locked) until it closes; maka settle is recorded by the desktop, "
+            "which offers the same choices on its banner and cards)"
+        )
+    return (
+        "(read-only: another Maka process owns the data directory, so maka run, maka "
+        "resume and maka settle are refused (store_locked) until it closes; the "
+        "desktop, if it is the one, offers the same choices on its banner and cards)"
+    )

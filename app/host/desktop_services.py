@@ -449,6 +449,10 @@ class DesktopServices:
         self, session_id: str, tool_call_id: str, ran: bool, note: str | None
     ) -> SettleResult:
         sessions = self._service
+        try:
+            sessions.get_session(session_id)
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
         if sessions.is_busy(session_id):
             raise HostServiceError(HostCode.SESSION_BUSY, "this session is running; wait for it")
         planner = self._planner()

@@ -34,6 +34,7 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionRow,
     SessionSummary,
+    Settlement,
     TranscriptItem,
 )
 from runtime.ledger.coded_error import CodedError
@@ -141,6 +142,9 @@ class SettleResult:
 
     card: TranscriptItem | None
     parked: ResumeParked | None
+    settlement: Settlement | None = None
+    resume_reasons: tuple[str, ...] = ()
+    """The plan's reasons when Safe resume would still not continue (empty when it would)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,12 @@
 Real processes: the desktop's main process (offscreen, no renderer) owns a data folder holding a
 session killed with SIGKILL and recovered; the real ``maka sessions`` attaches to it as a
 terminal client. Its output and exit code are the ones the command prints without a host, and
-``--json`` names the host that served it. SIGKILL of the host while the command waits for its
-answer ends the command with ``host_stopped`` (exit 1); the next command, finding no host, reads
-the folder itself as always. A terminal is never trusted more than the window: a wrong token, or
-a request a terminal may not send, closes that connection and nothing else.
+``--json`` names the host that served it. ``maka settle`` beside the desktop (refused with
+``store_locked`` before) is recorded by the host, printing what the command prints alone. SIGKILL
+of the host while the command waits for its answer ends the command with ``host_stopped`` (exit
+1); the next command, finding no host, reads the folder itself as always. A terminal is never
+trusted more than the window: a wrong token, or a request a terminal may not send, closes that
+connection and nothing else.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytestqt.qtbot import QtBot
@@ -37,8 +41,9 @@ from app.bridge_contract import (
 )
 from app.host.ipc_endpoint import terminal_token_path
 from tests.e2e.test_sessions_resume_hint_cli import interrupted_session
+from tests.e2e.test_settle_cli import FLAG, NOTE, Drill
 from tests.helpers.maka_process import MainProcess, maka_executable, start_main
-from tests.helpers.maka_run import maka
+from tests.helpers.maka_run import RunResult, maka
 from tests.helpers.wire_client import WireClient
 
 pytestmark = [
@@ -204,3 +209,90 @@ def test_a_terminal_needs_the_terminal_token_and_asks_only_what_it_may(
     second.send(SessionsOverviewRequest(correlation_id="still"))
     qtbot.waitUntil(lambda: second.answered("still"), timeout=30_000)
     assert not second.disconnected
+
+
+def _settled(result: RunResult) -> dict[str, Any]:
+    assert result.returncode == 0, result.stdout + result.stderr
+    body: dict[str, Any] = json.loads(result.stdout)
+    return body
+
+
+def test_settle_beside_the_desktop_is_recorded_by_it_as_the_command_would(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "beside").mkdir()
+    alone = Drill(tmp_path / "alone")
+    alone.crash_inside_bash()
+    answer = ["c1", "--ran", "--note", NOTE, "--json"]
+    expected = _settled(alone.maka("settle", alone.session, *answer))
+
+    beside = Drill(tmp_path / "beside")
+    beside.crash_inside_bash()
+    session = beside.session
+    host = start_main(beside.data, FLAG).wait_ready()
+    try:
+        planned = beside.maka("plan", session)
+        body = _settled(beside.maka("settle", session, *answer))
+        again = beside.maka("settle", session, *answer[:-1])
+        unknown_call = beside.maka("settle", session, "c9", "--not-run")
+        unknown_session = beside.maka("settle", "no-such-session", "c1", "--ran")
+        long_note = beside.maka("settle", session, "c1", "--ran", "--note", "n" * 501)
+        assert host.process.poll() is None
+    finally:
+        host.stop()
+
+    # maka plan, read-only beside the desktop, names maka settle as what works now.
+    assert planned.returncode == 3, planned.stderr
+    assert f"maka settle {session} c1 --ran" in planned.stdout
+    assert "maka settle is recorded by the desktop" in planned.stderr
+    varying = ("operationId", "runId", "attestedAt")
+    assert {k: v for k, v in body.items() if k not in varying} == {
+        k: v for k, v in expected.items() if k not in varying
+    }
+    assert body["created"] is True and body["note"] == NOTE and body["resume"]["continues"]
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("Already recorded: you confirmed that bash c1 ran (")
+    assert f"Safe resume can now continue: maka resume {session}" in again.stdout
+    assert unknown_call.returncode == 2, unknown_call.stderr
+    assert "[operation_not_found]" in unknown_call.stderr
+    assert unknown_session.returncode == 2, unknown_session.stderr
+    assert "[session_not_found]" in unknown_session.stderr
+    assert long_note.returncode == 2 and "[attestation_note_too_long]" in long_note.stderr
+    assert "Traceback" not in unknown_call.stderr + unknown_session.stderr + long_note.stderr
+    ran, attestation = beside.attestation()
+    assert ran and attestation.note == NOTE
+    assert beside.count() == 1
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as a second local account")
+def test_another_accounts_process_cannot_reach_the_host(
+    folder: tuple[Path, str], host: MainProcess
+) -> None:
+    """Even holding the terminal token (read here as root), a process of another account cannot
+    connect: the socket lives in a folder only the owner may enter."""
+    data, _ = folder
+    token = Path(terminal_token_path(data)).read_text().strip()
+    assert len(token) >= 16
+    pid = os.fork()
+    if pid == 0:  # the child: become the other account, then try
+        code = 3
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(host.socket_name)
+                code = 1
+            except PermissionError:
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "another account reached the socket"
+    assert host.process.poll() is None
+    served = maka(["sessions", "--json"], data)
+    assert json.loads(served.stdout)["servedBy"]["pid"] == host.pid
