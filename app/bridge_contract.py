@@ -93,6 +93,7 @@ class MessageKind(StrEnum):
     SESSIONS_EXPORT = "sessions.export"
     PROCESSES_STOP = "processes.stop"
     SESSIONS_OVERVIEW = "sessions.overview"
+    SESSIONS_PLAN = "sessions.plan"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -114,6 +115,7 @@ class MessageKind(StrEnum):
     SESSION_EXPORTED = "session.exported"
     PROCESSES_STOPPED = "processes.stopped"
     SESSIONS_OVERVIEWED = "sessions.overviewed"
+    SESSION_PLANNED = "session.planned"
 
 
 class BridgeErrorCode(StrEnum):
@@ -399,6 +401,18 @@ class SessionsOverviewRequest(_Message):
     kind: Literal[MessageKind.SESSIONS_OVERVIEW] = MessageKind.SESSIONS_OVERVIEW
 
 
+class SessionsPlanRequest(_Message):
+    """A terminal's ``maka plan SESSION``: whether Safe resume would continue the session's latest
+    interrupted run, planned by the host from committed facts (answered by ``session.planned``)."""
+
+    kind: Literal[MessageKind.SESSIONS_PLAN] = MessageKind.SESSIONS_PLAN
+    session_id: Id
+
+
+MAX_PLAN_LINES: Final = 100_000
+MAX_PLAN_DOCUMENT_CHARS: Final = 8 * 1024 * 1024
+
+
 class WindowActivateRequest(_Message):
     kind: Literal[MessageKind.WINDOW_ACTIVATE] = MessageKind.WINDOW_ACTIVATE
 
@@ -454,6 +468,17 @@ class SessionsOverviewedPush(_Message):
 
     kind: Literal[MessageKind.SESSIONS_OVERVIEWED] = MessageKind.SESSIONS_OVERVIEWED
     rows: Annotated[tuple[SessionRow, ...], Field(max_length=MAX_SESSIONS_PER_LIST)]
+
+
+class SessionPlannedPush(_Message):
+    """The answer to ``sessions.plan``: ``continues``, the summary ``maka plan`` prints, and its
+    ``--json`` document as JSON text (the plan's own format, docs/design/cli.md)."""
+
+    kind: Literal[MessageKind.SESSION_PLANNED] = MessageKind.SESSION_PLANNED
+    session_id: Id
+    continues: bool
+    summary: Annotated[tuple[Text, ...], Field(max_length=MAX_PLAN_LINES)]
+    document: Annotated[str, StringConstraints(min_length=2, max_length=MAX_PLAN_DOCUMENT_CHARS)]
 
 
 class SessionsListedPush(_Message):
@@ -738,6 +763,7 @@ Request = (
     | SessionsExportRequest
     | ProcessesStopRequest
     | SessionsOverviewRequest
+    | SessionsPlanRequest
 )
 Push = (
     HelloOkPush
@@ -760,6 +786,7 @@ Push = (
     | SessionExportedPush
     | ProcessesStoppedPush
     | SessionsOverviewedPush
+    | SessionPlannedPush
 )
 Message = Request | Push
 
@@ -783,12 +810,14 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_EXPORT,
         MessageKind.PROCESSES_STOP,
         MessageKind.SESSIONS_OVERVIEW,
+        MessageKind.SESSIONS_PLAN,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(
     {
         MessageKind.HELLO,
         MessageKind.SESSIONS_OVERVIEW,
+        MessageKind.SESSIONS_PLAN,
         MessageKind.SETTINGS_GET,
         MessageKind.TOOLS_SETTLE,
     }

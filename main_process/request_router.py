@@ -52,6 +52,7 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionExportedPush,
     SessionOpenedPush,
+    SessionPlannedPush,
     SessionRemovedPush,
     SessionsCreateRequest,
     SessionsExportRequest,
@@ -60,6 +61,7 @@ from app.bridge_contract import (
     SessionsOpenRequest,
     SessionsOverviewedPush,
     SessionsOverviewRequest,
+    SessionsPlanRequest,
     SessionsRelocateRequest,
     SessionsRemoveRequest,
     SessionsRenameRequest,
@@ -78,6 +80,7 @@ from app.bridge_contract import (
 from app.host.host_services import (
     HostServiceError,
     HostServices,
+    PlanReport,
     ResumeFailed,
     ResumeOutcome,
     ResumeParked,
@@ -169,7 +172,7 @@ class RequestRouter:
                 self._answer_permission(peer_id, message)
             case _ if not self._lifecycle.admits_work:
                 self._refuse_while_not_ready(peer_id, message)
-            case SessionsListRequest() | SessionsOverviewRequest():
+            case SessionsListRequest() | SessionsOverviewRequest() | SessionsPlanRequest():
                 self._list(peer_id, message)
             case SessionsOpenRequest():
                 self._query(
@@ -214,9 +217,17 @@ class RequestRouter:
             case _:
                 assert_never(message)
 
-    def _list(self, peer_id: int, message: SessionsListRequest | SessionsOverviewRequest) -> None:
-        """The window's list, or a terminal's ``maka sessions`` rows."""
-        if isinstance(message, SessionsOverviewRequest):
+    def _list(
+        self,
+        peer_id: int,
+        message: SessionsListRequest | SessionsOverviewRequest | SessionsPlanRequest,
+    ) -> None:
+        """The window's list, a terminal's ``maka sessions`` rows or its ``maka plan``."""
+        if isinstance(message, SessionsPlanRequest):
+            session_id = message.session_id
+            job = lambda: self._services.plan_report(session_id)  # noqa: E731
+            self._query(peer_id, message.correlation_id, job, _planned)
+        elif isinstance(message, SessionsOverviewRequest):
             self._query(peer_id, message.correlation_id, self._services.session_rows, _overviewed)
         else:
             self._query(peer_id, message.correlation_id, self._services.list_sessions, _listed)
@@ -711,6 +722,16 @@ def _listed(value: object) -> Message:
 def _overviewed(value: object) -> Message:
     assert isinstance(value, Sequence)
     return SessionsOverviewedPush(rows=tuple(value))
+
+
+def _planned(value: object) -> Message:
+    assert isinstance(value, PlanReport)
+    return SessionPlannedPush(
+        session_id=value.session_id,
+        continues=value.continues,
+        summary=value.summary,
+        document=value.document,
+    )
 
 
 def _opened(value: object) -> Message:

@@ -16,6 +16,7 @@ Everything here runs on worker threads (the host never calls it on the event loo
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -34,6 +35,7 @@ from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.host_services import (
     HostServiceError,
     InterruptedRun,
+    PlanReport,
     RecoveryReport,
     ResumeFailed,
     ResumeOutcome,
@@ -47,6 +49,7 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
+from app.host.plan_report import plan_json, plan_summary, source_operations
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
 from app.host.resume_verdicts import ResumeVerdicts
@@ -212,6 +215,21 @@ class DesktopServices:
 
     def session_rows(self) -> Sequence[SessionRow]:
         return wire_rows(self._service.list_sessions())
+
+    def plan_report(self, session_id: str) -> PlanReport:
+        try:
+            self._service.get_session(session_id)
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
+        plan = self._planner().plan_latest(session_id)
+        operations = source_operations(self._store, plan)
+        document = json.dumps(plan_json(plan, {"readOnly": False}, operations), ensure_ascii=False)
+        return PlanReport(
+            session_id=session_id,
+            continues=plan.continues,
+            summary=tuple(plan_summary(plan, operations)),
+            document=document,
+        )
 
     def session_summary(self, session_id: str) -> SessionSummary:
         service = self._service

@@ -25,6 +25,7 @@ from app.bridge_contract import (
 )
 from app.host.host_services import (
     HostServiceError,
+    PlanReport,
     RecoveryReport,
     ResumeOutcome,
     ResumeParked,
@@ -89,6 +90,12 @@ class FakeHostServices:
             )
             for s in self.sessions.values()
         ]
+
+    def plan_report(self, session_id: str) -> PlanReport:
+        self._record(f"plan_report:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
+        return PlanReport(session_id, True, ("Safe resume would continue.",), '{"continues": true}')
 
     def session_summary(self, session_id: str) -> SessionSummary:
         self._record(f"session_summary:{session_id}")

@@ -133,6 +133,13 @@ SAMPLES: list[bc.Message] = [
         host_pid=4242,
     ),
     bc.SessionsOverviewRequest(correlation_id="o1"),
+    bc.SessionsPlanRequest(session_id="s1", correlation_id="p1"),
+    bc.SessionPlannedPush(
+        session_id="s1",
+        continues=False,
+        summary=("Safe resume would not continue", "  - dangling_tool_state"),
+        document='{"continues": false}',
+    ),
     bc.SessionsOverviewedPush(
         rows=(
             bc.SessionRow(
