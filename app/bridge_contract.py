@@ -106,6 +106,8 @@ class MessageKind(StrEnum):
     TIMELINE_OPEN = "timeline.open"
     TIMELINE_ROWS = "timeline.rows"
     TIMELINE_EVENT = "timeline.event"
+    SESSIONS_OVERVIEW = "sessions.overview"
+    SESSIONS_PLAN = "sessions.plan"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -129,6 +131,8 @@ class MessageKind(StrEnum):
     TIMELINE_OPENED = "timeline.opened"
     TIMELINE_PAGE = "timeline.page"
     TIMELINE_EVENT_SHOWN = "timeline.eventShown"
+    SESSIONS_OVERVIEWED = "sessions.overviewed"
+    SESSION_PLANNED = "session.planned"
 
 
 class BridgeErrorCode(StrEnum):
@@ -156,6 +160,22 @@ class BridgeProtocolError(Exception):
         super().__init__(f"[{code}] {message}")
         self.code = code
         self.message = message
+
+
+class ClientRole(StrEnum):
+    """Who says ``hello``: the desktop's window (one per launch, its token bound to its process)
+    or a ``maka`` command in a terminal (any number, each with the host's terminal token)."""
+
+    RENDERER = "renderer"
+    TERMINAL = "terminal"
+
+
+class HostKind(StrEnum):
+    """Which process owns the data folder and serves it: the desktop's main process, or
+    ``maka host`` without a window."""
+
+    DESKTOP = "desktop"
+    HEADLESS = "headless"
 
 
 class HostState(StrEnum):
@@ -236,6 +256,9 @@ class HelloRequest(_Message):
     kind: Literal[MessageKind.HELLO] = MessageKind.HELLO
     token: Token
     protocol_version: Annotated[int, Field(ge=0, le=1_000_000)]
+    role: ClientRole = ClientRole.RENDERER
+    """A terminal client says so and uses the terminal token (``<data>/ipc/terminal-token``);
+    it may send only ``TERMINAL_REQUEST_KINDS``."""
 
 
 class SessionsListRequest(_Message):
@@ -415,6 +438,25 @@ class SettingsUpdateRequest(_Message):
     them)."""
 
 
+class SessionsOverviewRequest(_Message):
+    """A terminal's ``maka sessions``: every session as the command lists it (answered by
+    ``sessions.overviewed``)."""
+
+    kind: Literal[MessageKind.SESSIONS_OVERVIEW] = MessageKind.SESSIONS_OVERVIEW
+
+
+class SessionsPlanRequest(_Message):
+    """A terminal's ``maka plan SESSION``: whether Safe resume would continue the session's latest
+    interrupted run, planned by the host from committed facts (answered by ``session.planned``)."""
+
+    kind: Literal[MessageKind.SESSIONS_PLAN] = MessageKind.SESSIONS_PLAN
+    session_id: Id
+
+
+MAX_PLAN_LINES: Final = 100_000
+MAX_PLAN_DOCUMENT_CHARS: Final = 8 * 1024 * 1024
+
+
 class WindowActivateRequest(_Message):
     kind: Literal[MessageKind.WINDOW_ACTIVATE] = MessageKind.WINDOW_ACTIVATE
 
@@ -426,6 +468,8 @@ class HelloOkPush(_Message):
     kind: Literal[MessageKind.HELLO_OK] = MessageKind.HELLO_OK
     host_state: HostState
     safe_resume_enabled: bool
+    host_kind: HostKind = HostKind.DESKTOP
+    host_pid: Annotated[int, Field(ge=1, le=2**31)] | None = None
 
 
 class HelloRejectedPush(_Message):
@@ -445,6 +489,40 @@ class SessionSummary(WireModel):
     failure_class: Code | None = None
     folder_missing: bool = False
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
+
+
+class SessionRow(WireModel):
+    """One line of ``maka sessions`` (its ``--json`` row, field for field)."""
+
+    session_id: Id
+    cwd: FsPath
+    title: Text
+    created_at: Annotated[int, Field(ge=0)]
+    interrupted: bool
+    run_count: Annotated[int, Field(ge=0)]
+    folder_missing: bool
+    resumable: bool
+    last_run_status: RunStatusValue | None = None
+    failure_class: Code | None = None
+    awaiting_repair: bool | None = None
+
+
+class SessionsOverviewedPush(_Message):
+    """The answer to ``sessions.overview``, oldest session first."""
+
+    kind: Literal[MessageKind.SESSIONS_OVERVIEWED] = MessageKind.SESSIONS_OVERVIEWED
+    rows: Annotated[tuple[SessionRow, ...], Field(max_length=MAX_SESSIONS_PER_LIST)]
+
+
+class SessionPlannedPush(_Message):
+    """The answer to ``sessions.plan``: ``continues``, the summary ``maka plan`` prints, and its
+    ``--json`` document as JSON text (the plan's own format, docs/design/cli.md)."""
+
+    kind: Literal[MessageKind.SESSION_PLANNED] = MessageKind.SESSION_PLANNED
+    session_id: Id
+    continues: bool
+    summary: Annotated[tuple[Text, ...], Field(max_length=MAX_PLAN_LINES)]
+    document: Annotated[str, StringConstraints(min_length=2, max_length=MAX_PLAN_DOCUMENT_CHARS)]
 
 
 class SessionsListedPush(_Message):
@@ -629,10 +707,25 @@ class ResumeFailedPush(_Message):
     automatic: bool = False
 
 
+class Settlement(WireModel):
+    """What was recorded for ``tools.settle``, as ``maka settle --json`` prints it."""
+
+    operation_id: Id
+    tool_call_id: Id
+    tool_name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    run_id: Id
+    attestation: AttestationChoice
+    attested_at: Annotated[int, Field(ge=0)]
+    created: bool
+    """False: the same answer was already recorded."""
+    note: Annotated[str, StringConstraints(max_length=MAX_NOTE_CHARS)] | None = None
+
+
 class ToolSettledPush(_Message):
     """The answer to ``tools.settle``: ``recorded`` (the card is re-sent as a transcript item)
     or refused with ``code``; ``resume_available``: Safe resume would now continue (nothing else
-    parks), so the banner offers it again."""
+    parks), so the banner offers it again. ``settlement`` and ``resume_reasons`` (why Safe resume
+    would still not continue) say the rest a terminal prints."""
 
     kind: Literal[MessageKind.TOOL_SETTLED] = MessageKind.TOOL_SETTLED
     session_id: Id
@@ -641,6 +734,8 @@ class ToolSettledPush(_Message):
     code: Code | None = None
     message: Explanation = ""
     resume_available: bool = False
+    settlement: Settlement | None = None
+    resume_reasons: Annotated[tuple[Code, ...], Field(max_length=64)] = ()
 
 
 class ProcessesStoppedPush(_Message):
@@ -803,6 +898,8 @@ Request = (
     | TimelineOpenRequest
     | TimelineRowsRequest
     | TimelineEventRequest
+    | SessionsOverviewRequest
+    | SessionsPlanRequest
 )
 Push = (
     HelloOkPush
@@ -827,6 +924,8 @@ Push = (
     | TimelineOpenedPush
     | TimelinePagePush
     | TimelineEventShownPush
+    | SessionsOverviewedPush
+    | SessionPlannedPush
 )
 Message = Request | Push
 
@@ -852,8 +951,21 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TIMELINE_OPEN,
         MessageKind.TIMELINE_ROWS,
         MessageKind.TIMELINE_EVENT,
+        MessageKind.SESSIONS_OVERVIEW,
+        MessageKind.SESSIONS_PLAN,
     }
 )
+TERMINAL_REQUEST_KINDS: Final = frozenset(
+    {
+        MessageKind.HELLO,
+        MessageKind.SESSIONS_OVERVIEW,
+        MessageKind.SESSIONS_PLAN,
+        MessageKind.SETTINGS_GET,
+        MessageKind.TOOLS_SETTLE,
+    }
+)
+"""What a terminal client may ask; any other request closes its connection (a terminal is never
+trusted more than the window, and is given only what its commands use)."""
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(

@@ -500,6 +500,15 @@ FAILURES: dict[str, tuple[Severity, str]] = {
         _W,
         "The test crash point that was asked for does not exist, so it would never fire.",
     ),
+    "host_stopped": (
+        _E,
+        "The Maka window serving this data folder stopped before answering; run the command again.",
+    ),
+    "host_unreachable": (
+        _E,
+        "The Maka window serving this data folder did not accept this command; nothing was "
+        "changed.",
+    ),
 }
 
 # The model provider cannot be built from its settings: ``maka run`` / ``resume`` / ``tui``

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
 
-from app.bridge_contract import HelloOkPush, HostStatePush, WindowShowPush
+from app.bridge_contract import HelloOkPush, HostKind, HostStatePush, WindowShowPush
 from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
 from app.host.host_services import (
@@ -51,14 +51,15 @@ from app.host.host_services import (
     RecoveryReport,
     ResumeOutcome,
 )
-from main_process.host_lifecycle import HostLifecycle, HostState
-from main_process.instance_activation import request_activation
-from main_process.ipc_endpoint import (
+from app.host.ipc_endpoint import (
     EndpointError,
     find_endpoint,
     prepare_endpoint,
+    publish_terminal_token,
     release_endpoint,
 )
+from main_process.host_lifecycle import HostLifecycle, HostState
+from main_process.instance_activation import request_activation
 from main_process.ipc_server import IpcListenError, IpcServer
 from main_process.refusal_screen import show_refusal
 from main_process.renderer_launcher import RendererLauncher
@@ -180,7 +181,12 @@ class HostApp(QObject):
         self._token = secrets.token_urlsafe(32)
         try:
             endpoint = prepare_endpoint(self._data_dir)
-            server = IpcServer(endpoint, self._token, self._hello, self)
+            # Terminal commands attach with their own token (docs/design/hosts.md section 1).
+            terminal_token = secrets.token_urlsafe(32)
+            publish_terminal_token(self._data_dir, terminal_token)
+            server = IpcServer(
+                endpoint, self._token, self._hello, self, terminal_token=terminal_token
+            )
             server.listen()
         except (EndpointError, IpcListenError) as error:
             self._signals.uninstall()
@@ -268,7 +274,12 @@ class HostApp(QObject):
     def _hello(self) -> HelloOkPush:
         state = self.lifecycle.state
         wire = WireHostState.RECOVERING if state is HostState.OPENING else WireHostState(state)
-        return HelloOkPush(host_state=wire, safe_resume_enabled=self._resume_flags()[0])
+        return HelloOkPush(
+            host_state=wire,
+            safe_resume_enabled=self._resume_flags()[0],
+            host_kind=HostKind.DESKTOP,
+            host_pid=os.getpid(),
+        )
 
     def _resume_flags(self) -> tuple[bool, bool]:
         """Safe resume and automatic resume now (the settings can change them while running;

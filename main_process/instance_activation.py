@@ -1,9 +1,10 @@
 """The second launch's side of single instance: ask the running one to show its window.
 
 When ``maka`` finds the data directory's instance lock held by a live process, it connects to that
-instance's socket (its path derives from the data directory, see ``ipc_endpoint.find_endpoint``),
-sends one ``window.activate`` frame and exits 0. The running instance may still be in its startup
-recovery (not listening yet), so the connection is retried for a few seconds before giving up.
+instance's socket (its path derives from the data directory, see
+``app.host.ipc_endpoint.find_endpoint``), sends one ``window.activate`` frame and exits 0. The
+running instance may still be in its startup recovery (not listening yet), so the connection is
+retried for a few seconds before giving up.
 """
 
 from __future__ import annotations

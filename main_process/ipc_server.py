@@ -13,6 +13,14 @@ that is malformed, oversized, of an unknown kind, not a request, invalid for its
 closes *that* connection and is logged by code, never by content; the server keeps serving
 everyone else. Nothing from a refused frame reaches the services.
 
+A terminal client (``maka sessions`` and the other commands, ``app.host.host_client``) says
+``hello`` with ``role: terminal`` and the terminal token, which the host publishes in its private
+``ipc`` folder (``ipc_endpoint.publish_terminal_token``). That token is not bound to one process
+(any number of commands may attach), so it is accepted only from a peer running as this user
+(``SO_PEERCRED``) and a terminal may send only ``TERMINAL_REQUEST_KINDS``: anything else closes
+its connection like any other refused frame. A terminal hears only the answers to its own
+requests.
+
 One exception to the handshake rule: a connection whose first frame is ``window.activate`` is a
 second ``maka`` launch asking this instance to show its window. It carries no data and has no
 effect besides raising the window, so it needs no token (the second launch has none); the
@@ -45,8 +53,10 @@ from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 from app.bridge_contract import (
     PROTOCOL_VERSION,
     REQUEST_KINDS,
+    TERMINAL_REQUEST_KINDS,
     BridgeErrorCode,
     BridgeProtocolError,
+    ClientRole,
     FrameReader,
     HelloOkPush,
     HelloRejectedPush,
@@ -61,6 +71,7 @@ _log = logging.getLogger("maka.main.ipc")
 
 HANDSHAKE_TIMEOUT_MS = 5000
 MAX_RENDERERS = 16
+MAX_TERMINALS = 32
 # Connections that have not sent a valid hello yet; a new one beyond this closes the oldest.
 MAX_PENDING_PEERS = 4
 # Before the handshake a peer may buffer only this much: a hello frame is well under 1 KiB, so a
@@ -72,6 +83,19 @@ _CLOSE_FLUSH_MS = 500
 
 
 _limited = RateLimitedLog(_log)
+
+
+def peer_uid(sock: QLocalSocket) -> int | None:
+    """The connected peer's user id (Linux ``SO_PEERCRED``), or None where it cannot be read."""
+    descriptor = int(sock.socketDescriptor())
+    if descriptor < 0 or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        with socket.socket(fileno=os.dup(descriptor)) as dup:
+            raw = dup.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    return int(struct.unpack("3i", raw)[1])
 
 
 def peer_pid(sock: QLocalSocket) -> int | None:
@@ -103,6 +127,7 @@ class IpcListenError(RuntimeError):
 class PeerRole(StrEnum):
     PENDING = "pending"
     RENDERER = "renderer"
+    TERMINAL = "terminal"
 
 
 @dataclass(slots=True)
@@ -137,9 +162,12 @@ class IpcServer(QObject):
         token: str,
         hello_reply: Callable[[], HelloOkPush],
         parent: QObject | None = None,
+        terminal_token: str = "",
     ) -> None:
+        """``terminal_token``: what terminal clients say hello with (empty: none accepted)."""
         super().__init__(parent)
         self._name = socket_name
+        self._terminal_token = terminal_token.encode("utf-8")
         self._token = token.encode("utf-8")
         self._token_used = False
         self._token_pid: int | None = None
@@ -192,9 +220,12 @@ class IpcServer(QObject):
     def renderer_ids(self) -> tuple[int, ...]:
         return tuple(p.peer_id for p in self._peers.values() if p.role is PeerRole.RENDERER)
 
+    def terminal_ids(self) -> tuple[int, ...]:
+        return tuple(p.peer_id for p in self._peers.values() if p.role is PeerRole.TERMINAL)
+
     def send(self, peer_id: int, message: Message) -> bool:
         peer = self._peers.get(peer_id)
-        if peer is None or peer.closing or peer.role is not PeerRole.RENDERER:
+        if peer is None or peer.closing or peer.role is PeerRole.PENDING:
             return False
         return self._write(peer, encode_frame(message))
 
@@ -280,6 +311,9 @@ class IpcServer(QObject):
         if isinstance(message, HelloRequest):
             self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, "hello sent twice")
             return
+        if peer.role is PeerRole.TERMINAL and message.kind not in TERMINAL_REQUEST_KINDS:
+            self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, f"{message.kind} from a terminal")
+            return
         if isinstance(message, WindowActivateRequest):
             self.activate_requested.emit()
             return
@@ -295,6 +329,9 @@ class IpcServer(QObject):
             return
         if not isinstance(message, HelloRequest):
             self._refuse(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, f"{message.kind} before hello")
+            return
+        if message.role is ClientRole.TERMINAL:
+            self._terminal_handshake(peer, message)
             return
         if not self._token or not hmac.compare_digest(message.token.encode("utf-8"), self._token):
             self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token is not valid")
@@ -323,6 +360,33 @@ class IpcServer(QObject):
         self._write(peer, encode_frame(reply))
         _log.info("renderer connection %d authenticated", peer.peer_id)
         self.renderer_connected.emit(peer.peer_id)
+
+    def _terminal_handshake(self, peer: _Peer, message: HelloRequest) -> None:
+        token = self._terminal_token
+        if not token or not hmac.compare_digest(message.token.encode("utf-8"), token):
+            self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token is not valid")
+            return
+        uid = peer_uid(peer.socket)
+        if sys.platform != "win32" and uid != os.getuid():
+            # The token file is private, but a terminal token is reusable: only this user's
+            # processes may present it.
+            self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "another user's process")
+            return
+        if message.protocol_version != PROTOCOL_VERSION:
+            self._reject_hello(
+                peer,
+                BridgeErrorCode.PROTOCOL_VERSION_UNSUPPORTED,
+                f"protocol {message.protocol_version} is not {PROTOCOL_VERSION}",
+            )
+            return
+        if len(self.terminal_ids()) >= MAX_TERMINALS:
+            self._reject_hello(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, "too many terminals")
+            return
+        self._stop_timer(peer)
+        peer.role = PeerRole.TERMINAL
+        reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
+        self._write(peer, encode_frame(reply))
+        _log.info("terminal connection %d authenticated", peer.peer_id)
 
     def _reject_hello(self, peer: _Peer, code: BridgeErrorCode, text: str) -> None:
         self._write(peer, encode_frame(HelloRejectedPush(code=code.value, message=text)))

@@ -52,12 +52,16 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionExportedPush,
     SessionOpenedPush,
+    SessionPlannedPush,
     SessionRemovedPush,
     SessionsCreateRequest,
     SessionsExportRequest,
     SessionsListedPush,
     SessionsListRequest,
     SessionsOpenRequest,
+    SessionsOverviewedPush,
+    SessionsOverviewRequest,
+    SessionsPlanRequest,
     SessionsRelocateRequest,
     SessionsRemoveRequest,
     SessionsRenameRequest,
@@ -82,6 +86,7 @@ from app.bridge_contract import (
 from app.host.host_services import (
     HostServiceError,
     HostServices,
+    PlanReport,
     ResumeFailed,
     ResumeOutcome,
     ResumeParked,
@@ -177,13 +182,8 @@ class RequestRouter:
                 self._answer_permission(peer_id, message)
             case _ if not self._lifecycle.admits_work:
                 self._refuse_while_not_ready(peer_id, message)
-            case SessionsListRequest():
-                self._query(
-                    peer_id,
-                    message.correlation_id,
-                    self._services.list_sessions,
-                    _listed,
-                )
+            case SessionsListRequest() | SessionsOverviewRequest() | SessionsPlanRequest():
+                self._list(peer_id, message)
             case SessionsOpenRequest():
                 self._query(
                     peer_id,
@@ -212,7 +212,7 @@ class RequestRouter:
                     restore_to=message.restore_to,
                 )
             case ToolsSettleRequest():
-                self._settle(message)
+                self._settle(peer_id, message)
             case ProcessesStopRequest():
                 self._check_survivors(
                     message.session_id, stop=True, correlation_id=message.correlation_id
@@ -251,6 +251,21 @@ class RequestRouter:
                 _log.warning("ignoring %s", type(message).__name__)
             case _:
                 assert_never(message)
+
+    def _list(
+        self,
+        peer_id: int,
+        message: SessionsListRequest | SessionsOverviewRequest | SessionsPlanRequest,
+    ) -> None:
+        """The window's list, a terminal's ``maka sessions`` rows or its ``maka plan``."""
+        if isinstance(message, SessionsPlanRequest):
+            session_id = message.session_id
+            job = lambda: self._services.plan_report(session_id)  # noqa: E731
+            self._query(peer_id, message.correlation_id, job, _planned)
+        elif isinstance(message, SessionsOverviewRequest):
+            self._query(peer_id, message.correlation_id, self._services.session_rows, _overviewed)
+        else:
+            self._query(peer_id, message.correlation_id, self._services.list_sessions, _listed)
 
     def _refuse_while_not_ready(self, peer_id: int, message: Request) -> None:
         code = HOST_NOT_READY if self._lifecycle.state == "opening" else HOST_CLOSING
@@ -580,12 +595,19 @@ class RequestRouter:
         ):
             self._watched.discard(session_id)
 
-    def _settle(self, message: ToolsSettleRequest) -> None:
+    def _settle(self, peer_id: int, message: ToolsSettleRequest) -> None:
         """The user's answer about a call whose outcome is unknown (docs/design/recovery.md section
         8), on the session's turn thread (never while a turn of it runs). Every renderer hears the
         answer: the card re-sent as it now reads, then ``tool.settled``; when Safe resume would
-        now continue the standing park goes, else the new park stands and is sent."""
+        now continue the standing park goes, else the new park stands and is sent. A terminal
+        that asked (``maka settle``) is sent ``tool.settled`` too, with what was recorded."""
         session_id = message.session_id
+        from_terminal = peer_id in self._server.terminal_ids()
+
+        def tell(push: ToolSettledPush) -> None:
+            self._broadcast(push)
+            if from_terminal:
+                self._server.send(peer_id, push)
 
         def answer(recorded: bool, code: str | None = None, text: str = "") -> ToolSettledPush:
             return ToolSettledPush(
@@ -599,7 +621,7 @@ class RequestRouter:
 
         def done(result: JobResult) -> None:
             if result.error is not None:
-                self._broadcast(answer(False, *_error_code(result.error)))
+                tell(answer(False, *_error_code(result.error)))
                 return
             settled = result.value
             assert isinstance(settled, SettleResult)
@@ -610,8 +632,14 @@ class RequestRouter:
             elif settled.parked.rejection_reasons != ("resume_feature_disabled",):
                 # What still parks now stands (the banner shows it instead of a stale park).
                 self._push_resume_outcome(session_id, settled.parked, None, None)
-            push = answer(True).model_copy(update={"resume_available": settled.parked is None})
-            self._broadcast(push)
+            push = answer(True).model_copy(
+                update={
+                    "resume_available": settled.parked is None,
+                    "settlement": settled.settlement,
+                    "resume_reasons": settled.resume_reasons,
+                }
+            )
+            tell(push)
             self.refresh_session(session_id)
 
         ran = message.outcome is AttestationChoice.RAN
@@ -623,7 +651,7 @@ class RequestRouter:
         )
         if not started:
             busy = self._workers.busy(session_id)
-            self._broadcast(
+            tell(
                 answer(
                     False,
                     SESSION_BUSY if busy else HOST_CLOSING,
@@ -730,6 +758,21 @@ def _as_push(value: object) -> Message:
 def _listed(value: object) -> Message:
     assert isinstance(value, Sequence)
     return SessionsListedPush(sessions=tuple(value))
+
+
+def _overviewed(value: object) -> Message:
+    assert isinstance(value, Sequence)
+    return SessionsOverviewedPush(rows=tuple(value))
+
+
+def _planned(value: object) -> Message:
+    assert isinstance(value, PlanReport)
+    return SessionPlannedPush(
+        session_id=value.session_id,
+        continues=value.continues,
+        summary=value.summary,
+        document=value.document,
+    )
 
 
 def _opened(value: object) -> Message:

@@ -2,8 +2,10 @@
 interrupted run, without executing anything.
 
 When no other process owns the data directory, ``plan`` takes ownership and runs startup recovery
-first (so a crash is repaired before it is explained); while the desktop or another command owns
-it, ``plan`` reads the database read-only. Exit 0 when the plan continues, 3 when it parks.
+first (so a crash is repaired before it is explained); while the desktop owns it, the desktop's
+main process (the host) plans from its own store and sends the same words and document
+(docs/design/cli.md, "Beside the desktop"); while another command owns it, ``plan`` reads the
+database read-only. Exit 0 when the plan continues, 3 when it parks.
 
 Besides the plan, it lists every tool call of the source run with the resolver's status and
 reason, so a call settled or parked by startup recovery (a reconciled file write) is explained
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
@@ -28,12 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.host.host_bootstrap import recover_at_startup
-    from app.resume_composition import (
-        build_resume_service,
-        plan_json,
-        plan_summary,
-        source_operations,
-    )
+    from app.host.host_client import attach
+    from app.host.plan_report import plan_json, plan_summary, source_operations
+    from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
+    host = attach(data_dir)
+    if host is not None:
+        with host:
+            return _through_host(args, host)
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(
             StoreCode.SESSION_NOT_FOUND,
@@ -85,3 +89,29 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return EXIT_OK if plan.continues else EXIT_PARKED
+
+
+def _through_host(args: argparse.Namespace, host: Any) -> int:
+    """The desktop owns the data folder: it plans from its own store, after its own startup
+    recovery, and sends the words and the document this command prints when it owns the folder."""
+    from pydantic import ValidationError
+
+    from app.bridge_contract import SessionPlannedPush, SessionsPlanRequest
+    from app.host.host_client import HostRefusal
+    from runtime.ledger.codes import HostCode
+
+    try:
+        request = SessionsPlanRequest(session_id=args.session)
+    except ValidationError:
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
+        ) from None
+    try:
+        answer = host.ask(request)
+    except HostRefusal as refusal:
+        usage = str(refusal.code) == StoreCode.SESSION_NOT_FOUND
+        raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR) from None
+    if not isinstance(answer, SessionPlannedPush):
+        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+    print(answer.document if args.json else "\n".join(answer.summary))
+    return EXIT_OK if answer.continues else EXIT_PARKED

@@ -168,13 +168,8 @@ def resume_session(  # noqa: C901
     (``settle`` says how the terminal records a call's outcome: the TUI's ``/settle``;
     ``before_running`` is called once the continuation is about to run, never for a park)."""
     from app.commands.cancellable_turn import run_cancellable
-    from app.resume_composition import (
-        host_resume_service,
-        plan_json,
-        plan_summary,
-        settle_command,
-        source_operations,
-    )
+    from app.host.plan_report import plan_json, plan_summary, settle_command, source_operations
+    from app.resume_composition import host_resume_service
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.ledger.store_ports import RunStatus
 

@@ -1,4 +1,7 @@
-"""``maka sessions [--json]``: list sessions (read-only; works while the desktop is open).
+"""``maka sessions [--json]``: list sessions (read-only). While the desktop is open, its main
+process (the host that owns the data folder) answers: the same rows from its own store, and
+``--json`` adds ``servedBy`` naming it (docs/design/cli.md, "Beside the desktop"). Without a host
+the command reads the database itself.
 
 ``maka sessions relocate SESSION FOLDER`` points a session whose folder was moved at its new
 place (accepted only when the folder's ``.maka-workspace.json`` is the session's workspace; a
@@ -18,6 +21,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from app.host.session_rows import session_row
 from runtime.ledger.codes import HostCode, StoreCode
 
 # A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the SESSION or
@@ -125,13 +129,17 @@ def _change(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     # Only what listing needs: no run loop, tools, providers or store writers (start-up time).
-    from app.host.resume_switch import resume_enabled
+    from app.host.host_client import attach
     from runtime.agent.session_overview import SessionOverview, list_session_overviews
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
     from storage.session_listing import SessionListing
 
     data_dir = resolve_data_dir(args.data_dir)
+    host = attach(data_dir)
+    if host is not None:
+        with host:
+            return _list_from_host(args, data_dir, host)
     overviews: list[SessionOverview] = []
     try:
         listing = SessionListing.open(data_dir)
@@ -142,14 +150,25 @@ def _list(args: argparse.Namespace) -> int:
         with listing:
             overviews = list_session_overviews(listing)
     unowned = _nobody_owns(data_dir) if overviews else False
-    rows = [_row(overview, unowned) for overview in overviews]
+    rows = [session_row(overview, unowned) for overview in overviews]
+    return _print(args, data_dir, rows, None)
+
+
+def _print(
+    args: argparse.Namespace, data_dir: Path, rows: list[dict[str, Any]], served: Any
+) -> int:
     if args.json:
-        json.dump({"sessions": rows}, sys.stdout, indent=2, sort_keys=True)
+        document: dict[str, Any] = {"sessions": rows}
+        if served is not None:
+            document["servedBy"] = served
+        json.dump(document, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return EXIT_OK
     if not rows:
         print("no sessions yet; start one with: maka run --cwd DIR 'write hello.txt saying hi'")
         return EXIT_OK
+    from app.host.resume_switch import resume_enabled
+
     # Off, 'maka resume' can only refuse: the hint would send the user to a refusal.
     enabled = resume_enabled(data_dir) if any(row["resumable"] for row in rows) else False
     for row in rows:
@@ -169,6 +188,18 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _list_from_host(args: argparse.Namespace, data_dir: Path, host: Any) -> int:
+    """The running desktop owns the folder: it lists from its own store (the same rows)."""
+    from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
+    from app.host.session_rows import rows_from_wire
+
+    answer = host.ask(SessionsOverviewRequest())
+    if not isinstance(answer, SessionsOverviewedPush):
+        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+    served = {"host": str(host.host_kind), "pid": host.host_pid}
+    return _print(args, data_dir, rows_from_wire(answer.rows), served)
+
+
 def _nobody_owns(data_dir: Any) -> bool:
     """True when no process owns the data directory right now: then a run still marked
     running or created belongs to a process that is gone (startup recovery will end it)."""
@@ -179,25 +210,3 @@ def _nobody_owns(data_dir: Any) -> bool:
         return False
     lock.release()
     return True
-
-
-def _row(overview: Any, unowned: bool) -> dict[str, Any]:
-    session = overview.session
-    row: dict[str, Any] = {
-        "sessionId": session.session_id,
-        "cwd": session.cwd,
-        "title": session.title,
-        "createdAt": session.created_at,
-        "interrupted": overview.interrupted,
-        "runCount": overview.run_count,
-        "folderMissing": not Path(session.cwd).is_dir(),
-        "resumable": overview.resumable,
-    }
-    if overview.last_run_status is not None:
-        row["lastRunStatus"] = str(overview.last_run_status)
-    if overview.failure_class is not None:
-        row["failureClass"] = overview.failure_class
-    if unowned and str(overview.last_run_status) in ("created", "running"):
-        row["interrupted"] = True
-        row["awaitingRepair"] = True
-    return row

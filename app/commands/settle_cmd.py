@@ -6,7 +6,9 @@ stays unknown forever, and Safe resume parks on it. The person at the keyboard c
 This command records their answer, on the record and once: a recovery bundle that says the user
 confirmed it, when, with their note. ``OPERATION`` is the tool call id ``maka plan`` shows (or
 the operation id). Like ``maka resume`` it owns the data directory and runs startup recovery
-first. Afterwards it says whether Safe resume can now continue.
+first; while the desktop is open, its main process (the host that owns the folder) records the
+answer instead, and every open window shows it (docs/design/cli.md, "Beside the desktop"): same
+output, same exit codes. Afterwards it says whether Safe resume can now continue.
 
 Whether the call may be settled at all is decided from the run's committed events by the same
 reading ``maka plan`` shows (``runtime.recovery.settle_verdict``): a run whose record of tool
@@ -22,14 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
-
-if TYPE_CHECKING:
-    from runtime.continuation.continuation_planner import ContinuationPlan
 
 _USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
 
@@ -47,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
     from app.host.host_bootstrap import now_ms, startup_reconciler
+    from app.host.host_client import attach
     from app.resume_composition import build_resume_service
-    from runtime.ledger.attestation import when_text
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.settlement import settle
     from runtime.recovery.startup_recovery import run_startup_recovery
@@ -57,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
+    host = attach(data_dir)
+    if host is not None:
+        with host:
+            return _through_host(args, host)
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(
             StoreCode.SESSION_NOT_FOUND,
@@ -94,36 +97,77 @@ def run(args: argparse.Namespace) -> int:
             store.close()
     finally:
         lock.release()
+    codes = [reason.value for reason in plan.rejection_reasons]
+    return _report(args, settled.to_json(), plan.continues, codes)
+
+
+def _report(
+    args: argparse.Namespace, body: dict[str, Any], continues: bool, codes: list[str]
+) -> int:
+    """What was recorded (``Settled.to_json``'s fields) and what Safe resume would do now."""
+    from runtime.ledger.attestation import when_text
+
     if args.json:
-        body = settled.to_json()
-        body["resume"] = {
-            "continues": plan.continues,
-            "rejectionReasons": [reason.value for reason in plan.rejection_reasons],
-        }
+        body["resume"] = {"continues": continues, "rejectionReasons": codes}
         print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
-    what = "ran" if settled.ran else "did not run"
-    verb = "Recorded" if settled.created else "Already recorded"
+    what = "ran" if body["attestation"] == "ran" else "did not run"
+    verb = "Recorded" if body["created"] else "Already recorded"
     print(
-        f"{verb}: you confirmed that {settled.tool_name} {settled.tool_call_id} {what} "
-        f"({when_text(settled.attested_at)})."
+        f"{verb}: you confirmed that {body['toolName']} {body['toolCallId']} {what} "
+        f"({when_text(body['attestedAt'])})."
     )
-    if settled.note is not None:
-        print(f"  Your note: {settled.note}")
+    if body.get("note") is not None:
+        print(f"  Your note: {body['note']}")
     print("  The model will be told this, and that no output of the call was recorded.")
-    print("\n".join(_after_settling(plan, args.session)))
+    print("\n".join(_after_settling(continues, codes, args.session)))
     return EXIT_OK
 
 
-def _after_settling(plan: ContinuationPlan, session_id: str) -> list[str]:
+def _through_host(args: argparse.Namespace, host: Any) -> int:
+    """The desktop owns the data folder: it records the answer (every window hears it)."""
+    from pydantic import ValidationError
+
+    from app.bridge_contract import AttestationChoice, ToolSettledPush, ToolsSettleRequest
+    from app.host.host_client import HostRefusal
+    from runtime.ledger.attestation import note_problem
+    from runtime.ledger.codes import AttestationRefusal, HostCode
+
+    problem = note_problem(args.note)
+    if problem is not None:
+        raise CliError(AttestationRefusal.ATTESTATION_NOTE_TOO_LONG, problem, EXIT_USAGE)
+    try:
+        request = ToolsSettleRequest(
+            session_id=args.session,
+            tool_call_id=args.operation,
+            outcome=AttestationChoice.RAN if args.ran else AttestationChoice.NOT_RUN,
+            note=args.note,
+        )
+    except ValidationError:
+        raise CliError(
+            StoreCode.OPERATION_NOT_FOUND,
+            f"no tool operation {args.operation} in session {args.session}",
+            EXIT_USAGE,
+        ) from None
+    answer = host.ask(request)
+    if not isinstance(answer, ToolSettledPush):
+        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+    if not answer.recorded or answer.settlement is None:
+        refusal = HostRefusal(answer.code or HostCode.INTERNAL_FAILURE, answer.message)
+        usage = str(refusal.code) in _USAGE_CODES | {StoreCode.SESSION_NOT_FOUND}
+        raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
+    body = answer.settlement.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return _report(args, body, answer.resume_available, list(answer.resume_reasons))
+
+
+def _after_settling(continues: bool, codes: list[str], session_id: str) -> list[str]:
     """What the answer changed for Safe resume, in words: each reason that still holds with its
     sentence, or, when the session was already carried on by a new message, that the next
     message is where the model hears of it."""
     from app.code_text import describe
 
-    if plan.continues:
+    if continues:
         return [f"Safe resume can now continue: maka resume {session_id}"]
-    codes = [reason.value for reason in plan.rejection_reasons]
     if codes == ["resume_candidate_missing"]:
         return [
             "Nothing in this session is left to resume (its latest turn finished): the model is "

@@ -303,7 +303,8 @@ def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
 def _say_if_parked(host: Any, session_id: str) -> bool:
     """Say what holds Safe resume when the planner would park (as /resume prints it); True
     when it parks."""
-    from app.resume_composition import build_resume_service, plan_summary, source_operations
+    from app.host.plan_report import plan_summary, source_operations
+    from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
 
     planner = build_resume_service(

@@ -16,6 +16,7 @@ Everything here runs on worker threads (the host never calls it on the event loo
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -26,6 +27,7 @@ from pathlib import Path
 from app.bridge_contract import (
     PermissionDecision,
     RunStatusValue,
+    SessionRow,
     SessionSummary,
 )
 from app.host.auto_resume import select_auto_resume
@@ -34,6 +36,7 @@ from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.host_services import (
     HostServiceError,
     InterruptedRun,
+    PlanReport,
     RecoveryReport,
     ResumeFailed,
     ResumeOutcome,
@@ -47,6 +50,7 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
+from app.host.plan_report import plan_json, plan_summary, source_operations
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
 from app.host.resume_verdicts import ResumeVerdicts
@@ -61,6 +65,7 @@ from app.host.session_relocation import (
     relocate_session,
     remove_session,
 )
+from app.host.session_rows import wire_rows
 from app.host.settle_call import settle_call, settleable_in
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
@@ -212,6 +217,24 @@ class DesktopServices:
             reverse=True,
         )
         return [_summary(overview) for overview in ordered]
+
+    def session_rows(self) -> Sequence[SessionRow]:
+        return wire_rows(self._service.list_sessions())
+
+    def plan_report(self, session_id: str) -> PlanReport:
+        try:
+            self._service.get_session(session_id)
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
+        plan = self._planner().plan_latest(session_id)
+        operations = source_operations(self._store, plan)
+        document = json.dumps(plan_json(plan, {"readOnly": False}, operations), ensure_ascii=False)
+        return PlanReport(
+            session_id=session_id,
+            continues=plan.continues,
+            summary=tuple(plan_summary(plan, operations)),
+            document=document,
+        )
 
     def session_summary(self, session_id: str) -> SessionSummary:
         service = self._service
@@ -458,6 +481,10 @@ class DesktopServices:
         self, session_id: str, tool_call_id: str, ran: bool, note: str | None
     ) -> SettleResult:
         sessions = self._service
+        try:
+            sessions.get_session(session_id)
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
         if sessions.is_busy(session_id):
             raise HostServiceError(HostCode.SESSION_BUSY, "this session is running; wait for it")
         planner = self._planner()

@@ -32,7 +32,9 @@ from app.bridge_contract import (
     ProviderTuning,
     ResumeDiagnostic,
     RunStatusValue,
+    SessionRow,
     SessionSummary,
+    Settlement,
     TranscriptItem,
 )
 from runtime.ledger.coded_error import CodedError
@@ -135,12 +137,25 @@ ResumeOutcome = ResumeStarted | ResumeParked | ResumeFailed
 
 
 @dataclass(frozen=True, slots=True)
+class PlanReport:
+    """What ``maka plan`` prints: ``summary`` lines, and ``document``, its ``--json`` (text)."""
+
+    session_id: str
+    continues: bool
+    summary: tuple[str, ...]
+    document: str
+
+
+@dataclass(frozen=True, slots=True)
 class SettleResult:
     """The user's attestation was recorded (docs/design/recovery.md section 8): the call's card as
     it reads now, and what Safe resume would do now (``parked`` None: it would continue)."""
 
     card: TranscriptItem | None
     parked: ResumeParked | None
+    settlement: Settlement | None = None
+    resume_reasons: tuple[str, ...] = ()
+    """The plan's reasons when Safe resume would still not continue (empty when it would)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +192,15 @@ class HostServices(Protocol):
         ...
 
     def list_sessions(self) -> Sequence[SessionSummary]: ...
+
+    def session_rows(self) -> Sequence[SessionRow]:
+        """Every session as ``maka sessions`` lists it, oldest first (a terminal attached)."""
+        ...
+
+    def plan_report(self, session_id: str) -> PlanReport:
+        """``maka plan SESSION`` for a terminal: the plan from committed facts, in words and as
+        its JSON document (``HostServiceError`` with ``session_not_found`` for no session)."""
+        ...
 
     def session_summary(self, session_id: str) -> SessionSummary: ...
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from app.bridge_contract import TranscriptItem
+from app.bridge_contract import AttestationChoice, Settlement, TranscriptItem
 from app.host.host_services import HostServiceError, ResumeParked, SettleResult
 from app.host.transcript_items import wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
@@ -71,6 +71,17 @@ def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
         raise HostServiceError(refusal.code, refusal.message) from None
     card = card_of(store, settled.run_id, settled.tool_call_id, store.read_owner_epoch())
     plan = plan_latest(session_id)
+    settlement = Settlement(
+        operation_id=settled.operation_id,
+        tool_call_id=settled.tool_call_id,
+        tool_name=settled.tool_name,
+        run_id=settled.run_id,
+        attestation=AttestationChoice.RAN if settled.ran else AttestationChoice.NOT_RUN,
+        attested_at=settled.attested_at,
+        created=settled.created,
+        note=settled.note,
+    )
     if plan.continues:
-        return SettleResult(card, None)
-    return SettleResult(card, parked(plan))
+        return SettleResult(card, None, settlement)
+    reasons = tuple(str(reason) for reason in plan.rejection_reasons)
+    return SettleResult(card, parked(plan), settlement, reasons)

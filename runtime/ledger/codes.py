@@ -434,3 +434,6 @@ class HostCode(StrEnum):
     DATA_DIR_INVALID = "data_dir_invalid"
     DATA_DIR_UNAVAILABLE = "data_dir_unavailable"
     FAILPOINT_UNKNOWN = "failpoint_unknown"
+    # A command served by the running desktop (docs/design/hosts.md section 1).
+    HOST_STOPPED = "host_stopped"
+    HOST_UNREACHABLE = "host_unreachable"

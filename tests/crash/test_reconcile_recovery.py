@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.resume_composition import recovery_sentence
+from app.host.plan_report import recovery_sentence
 from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.event_model import RuntimeEvent
 from storage.workspace_identity import marker_bytes

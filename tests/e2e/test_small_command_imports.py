@@ -83,7 +83,12 @@ def test_sessions_decides_its_resume_hint_without_the_resume_seam(tmp_path: Path
     stdout, code, modules = _probe(["sessions"], data)
     assert code == 0
     assert f"(maka resume {session} continues it or says what holds it)" in stdout, stdout
-    seam = ("app.resume_composition", "app.host.resume_seam", "app.host.desktop_settings")
+    seam = (
+        "app.resume_composition",
+        "app.host.plan_report",
+        "app.host.resume_seam",
+        "app.host.desktop_settings",
+    )
     assert _loaded(modules, HEAVY + seam) == []
 
 

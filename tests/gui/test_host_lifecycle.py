@@ -48,9 +48,9 @@ from app.host.host_services import (
     ResumeParked,
     ResumeStarted,
 )
+from app.host.ipc_endpoint import find_endpoint, socket_name_for
 from main_process.host_app import HostApp, HostConfig
 from main_process.host_lifecycle import HostLifecycle, HostState, IllegalTransition
-from main_process.ipc_endpoint import find_endpoint, socket_name_for
 from main_process.renderer_launcher import renderer_command
 from main_process.turn_workers import MainThreadRelay
 from runtime.ledger.codes import ParkReason, StoreCode

@@ -13,8 +13,8 @@ from pytestqt.qtbot import QtBot
 from app.bridge_contract import HostState as WireHostState
 from app.bridge_contract import HostStatePush, MessageKind, SessionSummary
 from app.host.host_services import RecoveryReport
+from app.host.ipc_endpoint import find_endpoint
 from main_process.host_app import HostApp, HostConfig, upgrade_note
-from main_process.ipc_endpoint import find_endpoint
 from renderer.bridge_port import ConnectionState
 from renderer.connection_status import ConnectionStatus
 from storage.ledger_store import open_store

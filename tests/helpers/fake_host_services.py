@@ -17,6 +17,7 @@ from app.bridge_contract import (
     PermissionDecision,
     ProviderChoice,
     RunStatusValue,
+    SessionRow,
     SessionSummary,
     ToolCardItem,
     ToolCardStatus,
@@ -24,6 +25,7 @@ from app.bridge_contract import (
 )
 from app.host.host_services import (
     HostServiceError,
+    PlanReport,
     RecoveryReport,
     ResumeOutcome,
     ResumeParked,
@@ -72,6 +74,30 @@ class FakeHostServices:
     def list_sessions(self) -> Sequence[SessionSummary]:
         self._record("list_sessions")
         return list(self.sessions.values())
+
+    def session_rows(self) -> Sequence[SessionRow]:
+        self._record("session_rows")
+        return [
+            SessionRow(
+                session_id=s.session_id,
+                cwd=s.cwd,
+                title=s.title,
+                created_at=0,
+                interrupted=s.interrupted,
+                run_count=0 if s.last_run_status is None else 1,
+                folder_missing=s.folder_missing,
+                resumable=False,
+                last_run_status=s.last_run_status,
+                failure_class=s.failure_class,
+            )
+            for s in self.sessions.values()
+        ]
+
+    def plan_report(self, session_id: str) -> PlanReport:
+        self._record(f"plan_report:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
+        return PlanReport(session_id, True, ("Safe resume would continue.",), '{"continues": true}')
 
     def session_summary(self, session_id: str) -> SessionSummary:
         self._record(f"session_summary:{session_id}")

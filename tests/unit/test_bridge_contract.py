@@ -162,6 +162,42 @@ SAMPLES: list[bc.Message] = [
         ),
     ),
     bc.TimelineEventShownPush(session_id="s1", run_id="r1", event_id="e2", canonical_json="{}"),
+    bc.HelloRequest(
+        token=TOKEN,
+        protocol_version=bc.PROTOCOL_VERSION,
+        role=bc.ClientRole.TERMINAL,
+        correlation_id="c9",
+    ),
+    bc.HelloOkPush(
+        host_state=bc.HostState.READY,
+        safe_resume_enabled=False,
+        host_kind=bc.HostKind.HEADLESS,
+        host_pid=4242,
+    ),
+    bc.SessionsOverviewRequest(correlation_id="o1"),
+    bc.SessionsPlanRequest(session_id="s1", correlation_id="p1"),
+    bc.SessionPlannedPush(
+        session_id="s1",
+        continues=False,
+        summary=("Safe resume would not continue", "  - dangling_tool_state"),
+        document='{"continues": false}',
+    ),
+    bc.SessionsOverviewedPush(
+        rows=(
+            bc.SessionRow(
+                session_id="s1",
+                cwd="/p",
+                title="First",
+                created_at=1,
+                interrupted=True,
+                run_count=2,
+                folder_missing=False,
+                resumable=True,
+                last_run_status=bc.RunStatusValue.FAILED,
+                failure_class="app_restarted",
+            ),
+        )
+    ),
 ]
 
 
@@ -334,3 +370,46 @@ def test_random_bytes_either_wait_for_more_or_raise_a_coded_error(junk: bytes) -
         assert exc.code in set(BridgeErrorCode)
     else:
         assert out == []
+
+
+def test_a_hello_without_a_role_is_the_renderers_and_a_terminal_says_so() -> None:
+    plain = bc.parse_frame_payload(
+        json.dumps({"kind": "hello", "token": TOKEN, "protocolVersion": 1}).encode()
+    )
+    assert isinstance(plain, bc.HelloRequest) and plain.role is bc.ClientRole.RENDERER
+    terminal = {"kind": "hello", "token": TOKEN, "protocolVersion": 1, "role": "terminal"}
+    parsed = bc.parse_frame_payload(json.dumps(terminal).encode())
+    assert isinstance(parsed, bc.HelloRequest) and parsed.role is bc.ClientRole.TERMINAL
+    unknown = {**terminal, "role": "administrator"}
+    assert _code(json.dumps(unknown).encode()) is BridgeErrorCode.MESSAGE_INVALID
+
+
+def test_a_terminal_may_ask_only_what_its_commands_use() -> None:
+    assert bc.TERMINAL_REQUEST_KINDS <= bc.REQUEST_KINDS
+    assert MessageKind.SESSIONS_OVERVIEW in bc.TERMINAL_REQUEST_KINDS
+    for kind in (
+        MessageKind.SETTINGS_UPDATE,
+        MessageKind.SESSIONS_REMOVE,
+        MessageKind.SESSIONS_EXPORT,
+        MessageKind.WINDOW_ACTIVATE,
+    ):
+        assert kind not in bc.TERMINAL_REQUEST_KINDS
+
+
+def test_the_overview_request_carries_nothing_and_rows_are_bounded() -> None:
+    extra = {"kind": "sessions.overview", "sessionId": "s1"}
+    assert _code(json.dumps(extra).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    row = {
+        "sessionId": "s1",
+        "cwd": "/p",
+        "title": "t",
+        "createdAt": 1,
+        "interrupted": False,
+        "runCount": -1,
+        "folderMissing": False,
+        "resumable": False,
+    }
+    pushed = {"kind": "sessions.overviewed", "rows": [row]}
+    assert _code(json.dumps(pushed).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    too_many = {"kind": "sessions.overviewed", "rows": [{**row, "runCount": 0}] * 20_001}
+    assert _code(json.dumps(too_many).encode()) is BridgeErrorCode.MESSAGE_INVALID

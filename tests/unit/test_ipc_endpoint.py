@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from main_process.ipc_endpoint import (
+from app.host.ipc_endpoint import (
     MAX_SOCKET_PATH_BYTES,
     EndpointError,
     find_endpoint,

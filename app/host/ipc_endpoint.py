@@ -15,6 +15,10 @@ private directory, tried in this order:
 The chosen path is also written to ``<data_dir>/ipc/endpoint`` (0600), so a second launch finds
 the running instance even where it would not have chosen the same place itself.
 
+While the host serves, ``<data_dir>/ipc/terminal-token`` (0600) holds the token a terminal
+client (``maka sessions`` and the other commands, ``host_client``) says hello with; the host
+writes a new one at each start and removes it when it closes.
+
 The hash derives from the user id and the data directory, so two data directories (tests,
 portable mode) never meet. Windows keeps a plain pipe name (named pipes are not files).
 """
@@ -33,6 +37,7 @@ from pathlib import Path
 MAX_SOCKET_PATH_BYTES = 100
 IPC_DIR_NAME = "ipc"
 POINTER_NAME = "endpoint"
+TERMINAL_TOKEN_NAME = "terminal-token"
 _TEMP_PREFIX = "maka-ipc-"
 
 
@@ -153,10 +158,22 @@ def prepare_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -
     return endpoint
 
 
+def terminal_token_path(data_dir: Path) -> str:
+    return os.path.join(_ipc_dir(data_dir), TERMINAL_TOKEN_NAME)
+
+
+def publish_terminal_token(data_dir: Path, token: str) -> None:
+    """For the host, after ``prepare_endpoint``: where terminal clients find their token (0600,
+    in the private ``ipc`` folder). Raises ``EndpointError`` when it cannot be written."""
+    _write_private(terminal_token_path(data_dir), token)
+
+
 def release_endpoint(data_dir: Path, endpoint: str) -> None:
-    """After the server closed: remove the pointer and a random fallback directory."""
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(_ipc_dir(data_dir), POINTER_NAME))
+    """After the server closed: remove the pointer, the terminal token and a random fallback
+    directory."""
+    for name in (POINTER_NAME, TERMINAL_TOKEN_NAME):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(_ipc_dir(data_dir), name))
     directory = os.path.dirname(endpoint)
     if os.path.basename(directory).startswith(_TEMP_PREFIX):
         with contextlib.suppress(OSError):

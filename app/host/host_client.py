@@ -1,0 +1,237 @@
+"""A terminal's connection to the running host of its data folder (docs/design/hosts.md section 1).
+
+The host (the desktop's main process) owns the data folder and serves it over its private
+endpoint (``ipc_endpoint``). A ``maka`` command first looks for it: :func:`attach` returns a
+:class:`HostClient` when a host listens, else ``None`` and the command opens the store itself,
+as it always did. Plain sockets, no Qt: the CLI never imports the desktop.
+
+Authentication is the renderer's: the first frame is ``hello`` with a token, answered by
+``hello.ok`` or ``hello.rejected``. A terminal's token is the host's terminal token, which the
+host writes to ``<data>/ipc/terminal-token`` (0600, inside the user-only data folder) while it
+serves and removes when it closes; the hello says ``role: terminal``, and the host accepts from
+a terminal only the requests its commands use (``TERMINAL_REQUEST_KINDS``).
+
+Every frame in either direction is the contract's (``app.bridge_contract``): strict pydantic
+models, bounded sizes. The contract is imported only once a host answers, so a command that
+finds no host loads nothing more than before (``maka sessions`` stays small).
+
+A host that stops while a command waits (SIGKILL, a crash, a close) ends the command with
+``host_stopped`` (exit 1): the next command, or the next start of the desktop, runs startup
+recovery as always.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import stat
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.host.ipc_endpoint import find_endpoint, terminal_token_path
+from runtime.ledger.coded_error import CodedError
+from runtime.ledger.codes import HostCode
+
+if TYPE_CHECKING:
+    from app.bridge_contract import HostKind, Message
+
+CONNECT_TIMEOUT_S = 10.0
+ANSWER_TIMEOUT_S = 600.0
+"""The longest wait for one answer: a loaded machine and a long history take time, and a host that
+stops is noticed at once (the connection closes), never by this wait."""
+_READ_CHUNK = 256 * 1024
+
+
+class HostConnectionError(CodedError):
+    """The host stopped (``host_stopped``) or refused this terminal (``host_unreachable``)."""
+
+
+class HostClient:
+    """One authenticated connection; requests are answered in order, one at a time."""
+
+    def __init__(self, sock: socket.socket, host_kind: HostKind, host_pid: int | None) -> None:
+        from app.bridge_contract import PUSH_KINDS, FrameReader
+
+        self._sock = sock
+        self._reader = FrameReader(accept=PUSH_KINDS)
+        self._pending: list[Message] = []
+        self.host_kind = host_kind
+        self.host_pid = host_pid
+
+    def __enter__(self) -> HostClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    def ask(self, message: Message) -> Message:
+        """Send ``message`` with a fresh correlation id and return the push that answers it.
+
+        An ``error`` push raises :class:`HostRefusal` (the host's code and sentence); a closed
+        connection raises :class:`HostConnectionError` with ``host_stopped``."""
+        from app.bridge_contract import ErrorPush, encode_frame
+
+        correlation = secrets.token_hex(8)
+        request = message.model_copy(update={"correlation_id": correlation})
+        try:
+            self._sock.sendall(encode_frame(request))
+        except OSError:
+            raise _stopped() from None
+        while True:
+            answer = self._next()
+            if answer.correlation_id != correlation:
+                continue  # a push about something else (a terminal is sent only answers today)
+            if isinstance(answer, ErrorPush):
+                raise HostRefusal(answer.code, answer.message)
+            return answer
+
+    def _next(self) -> Message:
+        from app.bridge_contract import BridgeProtocolError
+
+        while not self._pending:
+            try:
+                data = self._sock.recv(_READ_CHUNK)
+            except OSError:
+                raise _stopped() from None
+            if not data:
+                raise _stopped()
+            try:
+                self._pending.extend(self._reader.feed(data))
+            except BridgeProtocolError as error:
+                raise HostConnectionError(
+                    HostCode.HOST_UNREACHABLE,
+                    f"the running Maka sent something this version cannot read ({error.code})",
+                ) from None
+        return self._pending.pop(0)
+
+
+class HostRefusal(CodedError):
+    """The host answered a request with ``error``: its code (one of the project's code tables;
+    an unknown one is reported as ``host_unreachable`` naming it) and its sentence."""
+
+    def __init__(self, code: str, message: str) -> None:
+        known = _known_code(code)
+        if known is None:
+            super().__init__(HostCode.HOST_UNREACHABLE, f"the running Maka refused ({code})")
+        else:
+            super().__init__(known, message)
+
+
+def _known_code(value: str) -> StrEnum | None:
+    from runtime.ledger import codes
+
+    for table in vars(codes).values():
+        if isinstance(table, type) and issubclass(table, StrEnum) and table is not StrEnum:
+            with contextlib.suppress(ValueError):
+                return table(value)
+    return None
+
+
+def _stopped() -> HostConnectionError:
+    return HostConnectionError(
+        HostCode.HOST_STOPPED,
+        "the Maka window or host serving this data folder stopped before answering; run the "
+        "command again (the next start repairs what it left)",
+    )
+
+
+def attach(data_dir: Path) -> HostClient | None:
+    """The running host of ``data_dir``, authenticated as a terminal; ``None`` when no host
+    serves it (nothing listens, or a listener that left without removing its socket)."""
+    if sys.platform == "win32":
+        return None
+    endpoint = find_endpoint(data_dir)
+    if endpoint is None or not _is_socket(endpoint):
+        return None
+    token = _read_token(data_dir)
+    if token is None:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        sock.connect(endpoint)
+    except OSError:
+        # ConnectionRefused: the socket of a host that was killed; nobody serves the folder.
+        sock.close()
+        return None
+    sock.settimeout(ANSWER_TIMEOUT_S)
+    try:
+        return _hello(sock, token)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _hello(sock: socket.socket, token: str) -> HostClient:
+    from app.bridge_contract import (
+        PROTOCOL_VERSION,
+        ClientRole,
+        HelloOkPush,
+        HelloRejectedPush,
+        HelloRequest,
+        encode_frame,
+    )
+
+    hello = HelloRequest(
+        token=token,
+        protocol_version=PROTOCOL_VERSION,
+        role=ClientRole.TERMINAL,
+        correlation_id="hello",
+    )
+    client = HostClient(sock, _desktop(), None)
+    try:
+        sock.sendall(encode_frame(hello))
+    except OSError:
+        raise _stopped() from None
+    answer = client._next()
+    if isinstance(answer, HelloRejectedPush):
+        raise HostConnectionError(
+            HostCode.HOST_UNREACHABLE,
+            f"the Maka serving this data folder refused this command ({answer.code}: "
+            f"{answer.message})",
+        )
+    if not isinstance(answer, HelloOkPush):
+        raise HostConnectionError(
+            HostCode.HOST_UNREACHABLE, "the Maka serving this data folder did not say hello"
+        )
+    client.host_kind = answer.host_kind
+    client.host_pid = answer.host_pid
+    return client
+
+
+def _desktop() -> HostKind:
+    from app.bridge_contract import HostKind
+
+    return HostKind.DESKTOP
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read_token(data_dir: Path) -> str | None:
+    """The host's terminal token, only from a private file of this user (never a link)."""
+    path = terminal_token_path(data_dir)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+            return None
+        text = os.read(fd, 4096).decode("utf-8", errors="replace").strip()
+    finally:
+        os.close(fd)
+    return text if 16 <= len(text) <= 256 else None

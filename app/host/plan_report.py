@@ -1,0 +1,468 @@
+"""What ``maka plan`` and ``maka resume`` say about a Safe resume plan: the summary in words, the
+JSON document, and every tool call of the source run with the resolver's status and reason.
+
+Qt-free and free of the commands, so the host that owns the data folder (the desktop's main
+process) answers a terminal's ``maka plan`` with the same words and document the command prints
+when it opens the folder itself (docs/design/cli.md, "Beside the desktop").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from app.code_text import DIAGNOSTICS, Severity, describe, highest_severity
+from app.park_guidance import (
+    DAMAGED_RECORD_REASON,
+    HISTORY_REPLAY_CODES,
+    LEDGER_CHECK_CODES,
+    LEDGER_DAMAGED,
+    ledger_check_code,
+    park_severity,
+    record_damaged,
+)
+from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.continuation.workspace_decision import WorkspaceDecision
+from runtime.ledger.attestation import Attestation, when_text
+from runtime.ledger.codes import DiagnosticCode, ParkReason, SettlementOrigin
+from runtime.ledger.restore_point_words import copy_reflects
+from runtime.ledger.store_ports import LedgerReader
+from runtime.ledger.workspace_facts import changed_count_words
+from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_operations
+from runtime.recovery.settle_verdict import settle_verdict
+from runtime.recovery.write_leftovers import parked_writes
+
+if TYPE_CHECKING:
+    from runtime.ledger.event_model import RuntimeEvent
+
+
+# What startup recovery decided about an interrupted tool call: the resolver's reasons (the
+# parked ones are the recovery decision's reasonCode), worded in the renderer's one table.
+RECOVERY_CODES = (
+    "recovery_bundle_completed",
+    "reconcile_matches_prior_state",
+    "reconcile_diverged",
+    "reconcile_unreadable",
+    "dispatch_without_response",
+    "user_attested_ran",
+    "user_attested_not_run",
+)
+
+
+def recovery_sentence(code: str) -> str | None:
+    """What recovery found about a tool call (``code``: the resolver's reason), or, for a
+    damaged record, what is wrong with it."""
+    if code in LEDGER_CHECK_CODES:
+        return f"{describe(code).sentence} {LEDGER_DAMAGED}"
+    if code not in RECOVERY_CODES or code not in DIAGNOSTICS:
+        return None
+    return DIAGNOSTICS[code][1]
+
+
+@dataclass(frozen=True, slots=True)
+class OperationView:
+    """One tool call of the plan's source run, as the resolver sees it (for ``maka plan``)."""
+
+    run_id: str
+    decision: ToolRecoveryDecision
+    # Temporary files of a parked write still in the folder (relative paths): not what Maka
+    # was writing, so recovery left them for the user.
+    leftovers: tuple[str, ...] = ()
+    # What the user confirmed when they settled the call (docs/design/recovery.md section 8).
+    attestation: Attestation | None = None
+    # The run's facts let the user settle it (``runtime.recovery.settle_verdict``: the decision
+    # ``maka settle`` applies), so the advice may name ``maka settle`` for it.
+    settleable: bool = False
+    # Only "it did not run" can be said: recovery found the file of this write untouched.
+    not_run_only: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.decision
+        body: dict[str, Any] = {
+            "runId": self.run_id,
+            "toolName": d.tool_name,
+            "toolCallId": d.tool_call_id,
+            "status": d.status.value,
+            "reason": d.reason.value,
+        }
+        if d.operation_id is not None:
+            body["operationId"] = d.operation_id
+        if self.leftovers:
+            body["temporaryFiles"] = list(self.leftovers)
+        if d.settlement_origin is not None:
+            body["settlementOrigin"] = d.settlement_origin.value
+        if self.attestation is not None:
+            body["attestation"] = self.attestation.fields()
+        return body
+
+    def line(self) -> str:
+        d = self.decision
+        sentence = recovery_sentence(d.reason.value)
+        if self.attestation is not None and sentence is not None:
+            sentence = f"{sentence[:-1]} on {when_text(self.attestation.attested_at)}."
+            if self.attestation.note is not None:
+                sentence += f" Your note: {self.attestation.note}"
+        text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
+        text = f"{text}: {sentence}" if sentence else text
+        for leftover in self.leftovers:
+            text += (
+                f"\n    {leftover} is still in the folder: a temporary file of this write "
+                "whose content is not what Maka was writing, left for you to check"
+            )
+        return text
+
+
+def _attestations(events: Sequence[RuntimeEvent]) -> dict[str, Attestation]:
+    """The user's attestations in a run's events, by operation id."""
+    # Imported here: the bundle rules cost a few milliseconds, and most plans hold no bundle.
+    from runtime.ledger.recovery_bundle import parse_reconcile_fact
+
+    found: dict[str, Attestation] = {}
+    for event in events:
+        actions: Any = event.get("actions") or {}
+        fact = parse_reconcile_fact(actions.get("toolRecovery"))
+        if fact is not None and fact.attestation is not None:
+            found.setdefault(fact.operation_id, fact.attestation)
+    return found
+
+
+def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[OperationView, ...]:
+    """The tool calls of the plan's source run (else the session's latest run), resolved."""
+    run_id = plan.source_run_id
+    if run_id is None:
+        runs = sorted(store.list_session_runs(plan.session_id), key=lambda h: h.created_at)
+        if not runs:
+            return ()
+        run_id = runs[-1].run_id
+    events = [row.event for row in store.read_run_events(run_id)]
+    session = store.get_session(plan.session_id)
+    leftovers: dict[str, tuple[str, ...]] = {}
+    if session is not None:
+        leftovers = {w.tool_call_id: w.leftovers for w in parked_writes(events, session.cwd)}
+    resolution, resolved = resolve_operations(events)
+    decisions = resolution.decisions
+    attested = (
+        _attestations(events)
+        if any(d.settlement_origin is SettlementOrigin.USER_ATTESTATION for d in decisions)
+        else {}
+    )
+    views: list[OperationView] = []
+    for op in resolved:
+        verdict = settle_verdict(resolution, op)
+        views.append(
+            OperationView(
+                run_id,
+                op.decision,
+                leftovers.get(op.decision.tool_call_id, ()),
+                attested.get(op.decision.operation_id or "")
+                if op.decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
+                else None,
+                verdict.open,
+                verdict.open and verdict.not_run_only,
+            )
+        )
+    return tuple(views)
+
+
+def _recovery_reason(message: str, tool_call_id: str | None, reasons: Mapping[str, str]) -> str:
+    if tool_call_id is not None and tool_call_id in reasons:
+        return reasons[tool_call_id]
+    return next((code for code in RECOVERY_CODES if code in message), "")
+
+
+def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None) -> list[str]:
+    """One sentence per reason, then the diagnostics with their codes (for a terminal). A parked
+    or unsettled tool call also gets a sentence saying what recovery found; ``reasons`` maps tool
+    call ids to resolver reasons (else the reason code named in the diagnostic is used)."""
+    lines: list[str] = []
+    broken = damaged(plan)
+    for reason in plan.rejection_reasons:
+        text = describe(reason.value)
+        severity, sentence = text.severity, text.sentence
+        if broken and reason.value == "dangling_tool_state":
+            # Not an outcome to settle: a record Maka will not resume over.
+            severity = park_severity(_codes(plan), (d.code for d in plan.diagnostics))
+            sentence = DAMAGED_RECORD_REASON
+        lines.append(f"  [{severity}] {reason.value}: {sentence}")
+    for diagnostic in plan.diagnostics:
+        where = ""
+        if diagnostic.tool_name or diagnostic.tool_call_id:
+            where = f" ({diagnostic.tool_name or 'tool'} {diagnostic.tool_call_id or ''})".rstrip()
+        code, message = diagnostic.code, diagnostic.message
+        checked = ledger_check_code(diagnostic.code, diagnostic.message)
+        if checked is not None:
+            # A damaged record: the message names only the ledger check's code.
+            code += f" [{checked}]" if checked != diagnostic.code else ""
+            message = f"{describe(checked).sentence} {LEDGER_DAMAGED}"
+        elif diagnostic.code in HISTORY_REPLAY_CODES:
+            # The replay's message is only its code: say its sentence and the event instead.
+            message = describe(diagnostic.code).sentence
+        if checked is not None or diagnostic.code in HISTORY_REPLAY_CODES:
+            where += f" (event {diagnostic.event_id})" if diagnostic.event_id else ""
+        lines.append(f"    - {code}{where}: {message}")
+        if diagnostic.code == "tool_recovery_parked":
+            code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
+            found = recovery_sentence(code)
+            if found is not None:
+                lines.append(f"      {found}")
+        lines.extend(changed_path_lines(diagnostic.detail))
+    return lines
+
+
+def _codes(plan: ContinuationPlan) -> tuple[str, ...]:
+    return tuple(reason.value for reason in plan.rejection_reasons)
+
+
+def damaged(plan: ContinuationPlan) -> bool:
+    """The park's unsettled tool state includes a damaged record of the history."""
+    return record_damaged(_codes(plan), (d.code for d in plan.diagnostics))
+
+
+def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> list[str]:
+    """The changed files of a ``workspace_drift`` diagnostic, one a line (``limit`` of them,
+    then "and N more")."""
+    paths = detail.get("changedPaths")
+    if not isinstance(paths, list):
+        return []
+    more = detail.get("moreChangedPaths", 0)
+    more = more if isinstance(more, int) else 0
+    shown = paths if limit is None else paths[:limit]
+    lines = [
+        f"      {entry.get('change', '?'):<8} {entry.get('path', '?')}"
+        for entry in shown
+        if isinstance(entry, dict)
+    ]
+    rest = len(paths) - len(shown) + more
+    if rest:
+        lines.append(f"      and {rest} more")
+    return lines
+
+
+def _folder_advice(plan: ContinuationPlan) -> list[str]:
+    """A missing folder or Safe resume turned off: the command that changes it."""
+    codes = {reason.value for reason in plan.rejection_reasons}
+    advice: list[str] = []
+    if "workspace_folder_missing" in codes:
+        advice.append(
+            "The folder moved? Point the session at its new place: maka sessions relocate "
+            f"{plan.session_id} NEW_FOLDER (its .maka-workspace.json must match). Deleted? "
+            f"Remove the session: maka sessions remove {plan.session_id} --yes."
+        )
+    if "resume_feature_disabled" in codes:
+        advice.append(
+            "Turn Safe resume on in the desktop's Settings, or for one command with "
+            "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1."
+        )
+    return advice
+
+
+def _history_advice(plan: ContinuationPlan) -> list[str]:
+    """The conversation no longer fits the model's context window: resuming would send it
+    again, a new message leaves the oversized turn out."""
+    if ParkReason.PROVIDER_HISTORY_TOO_LONG not in plan.rejection_reasons:
+        return []
+    return [
+        "Send a new, shorter message to carry on (maka run --session "
+        f"{plan.session_id} MESSAGE, or the desktop): the turn that did not fit is left out "
+        "from then on. If a short message fails the same way, start a new session or give the "
+        "model server a larger context size."
+    ]
+
+
+def settle_command(session_id: str, tool_call_id: str, not_run_only: bool = False) -> str:
+    """How a terminal says a call ran or not: ``maka settle`` (the TUI passes ``/settle``);
+    ``not_run_only``: only "it did not run" can be said (a write recovery found not done)."""
+    if not_run_only:
+        return f"maka settle {session_id} {tool_call_id} --not-run [--note TEXT]"
+    return f"maka settle {session_id} {tool_call_id} --ran (or --not-run) [--note TEXT]"
+
+
+def plan_summary(
+    plan: ContinuationPlan,
+    operations: Sequence[OperationView] | None = None,
+    settle: Callable[[str, str, bool], str] = settle_command,
+) -> list[str]:
+    reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
+    if plan.continues and plan.continuation is not None:
+        details = plan.continuation
+        lines = [
+            f"Safe resume can continue session {plan.session_id} from run {plan.source_run_id}",
+            f"  as a new run, replaying {len(details.runtime_context)} committed events "
+            f"over {len(details.lineage_run_ids)} generation(s), with no new user message.",
+        ]
+        lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
+        if details.workspace_decision is WorkspaceDecision.RESTORE:
+            lines.append(
+                f"  Continuing in a restored copy holding {copy_reflects(details.restore_fields)}"
+                "; your folder is left as it is."
+            )
+        elif details.workspace_decision is not None:
+            changes = details.decision_changes
+            said = (
+                f"{changed_count_words([c.path for c in changes])} changed"
+                if changes is not None
+                else "no snapshot to compare them with"
+            )
+            lines.append(
+                f"  Continuing with your current files ({said}); the model is told to re-read "
+                "what changed."
+            )
+    else:
+        lines = [
+            f"Safe resume is parked for session {plan.session_id}:",
+            *park_lines(plan, reasons),
+            *_stop_advice(plan),
+            *_folder_advice(plan),
+            *_workspace_advice(plan),
+            *_history_advice(plan),
+        ]
+        only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
+        if not only_history and "workspace_folder_missing" not in {
+            r.value for r in plan.rejection_reasons
+        }:
+            # (a new message cannot run in a folder that is gone: the advice above comes first)
+            unsettled = any(op.decision.status.value != "completed" for op in operations or ())
+            told = "; the model is told which calls are unsettled" if unsettled else ""
+            if plan.workspace_options:
+                lines.append(
+                    "Or carry on with a new message (maka run --session "
+                    f"{plan.session_id} MESSAGE, or the desktop){told}."
+                )
+            elif highest_severity(r.value for r in plan.rejection_reasons) is Severity.INFO:
+                # Nothing was interrupted (the latest turn finished, say): no calls to check.
+                lines.append(
+                    "What next: carry on with a new message (maka run --session "
+                    f"{plan.session_id} MESSAGE, or the desktop)."
+                )
+            else:
+                # A damaged record stays: the line below says what can and cannot help.
+                until = (
+                    ""
+                    if damaged(plan)
+                    else " Safe resume stays parked until the reasons above change."
+                )
+                lines.append(
+                    "What next: check what the interrupted calls may have changed, then carry on "
+                    f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
+                    f"desktop){told}.{until}"
+                )
+        unknown = [op.decision for op in operations or () if op.settleable]
+        confirmable = [op.decision for op in operations or () if op.not_run_only]
+        running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
+        if damaged(plan):
+            # Saying whether a call ran cannot lift it, nor can clearing the other reasons.
+            lines.append(
+                "maka doctor lists every damaged record in the data folder (it changes "
+                "nothing); only a backup of the data folder from before the damage could "
+                "resume this run."
+            )
+        elif unknown and running:
+            lines.append(
+                "Once it has ended you can say on the record whether the call ran: "
+                f"{settle(plan.session_id, unknown[0].tool_call_id, False)}."
+            )
+        elif confirmable and len(confirmable) == len(unknown):
+            found = confirmable[0]
+            lines.append(
+                f"Recovery found the file of {found.tool_name} {found.tool_call_id} as it was "
+                "before the write: the write did not happen. Confirm that on the record and "
+                "the model is told so when Safe resume continues: "
+                f"{settle(plan.session_id, found.tool_call_id, True)}."
+            )
+        elif unknown:
+            alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}
+            then = (
+                "Safe resume can then continue from there."
+                if alone
+                else "The other reasons above still hold after that."
+            )
+            lines.append(
+                "If you can check whether a call with an unknown outcome ran, say so on the "
+                f"record: {settle(plan.session_id, unknown[0].tool_call_id, False)}. {then}"
+            )
+        if not damaged(plan):
+            lines.extend(_later_workspace_advice(plan))
+    if plan.transitions:
+        lines.append("Workspace decisions in this lineage:")
+        lines.extend(f"  run {t['runId']}: {t['text']}" for t in plan.transitions)
+    if operations:
+        lines.append(f"Tool calls of run {operations[0].run_id}:")
+        lines.extend(op.line() for op in operations)
+    return lines
+
+
+def _workspace_advice(plan: ContinuationPlan) -> list[str]:
+    """The user's ways forward when only the files stand in the way (docs/design/workspace.md 4)."""
+    lines: list[str] = []
+    if "isolated_restore" in plan.workspace_options:
+        point = plan.restore_point
+        reflects = point.reflects if point is not None else copy_reflects({})
+        skipped = [str(p) for p in (point.checkpoint.get("skippedPaths") or [])] if point else []
+        named = ", ".join(skipped[:3]) + (
+            f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        )
+        lines.append(
+            f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
+            "(made in DIR or a new sibling folder; your folder is left as it is and the "
+            f"session lives in the copy). The copy holds {reflects}. Snapshots leave out "
+            "paths the folder's .gitignore files ignore and files over 50 MiB"
+            + (f" (here: {named})" if skipped else "")
+            + ", so the copy does not have them."
+        )
+    if "rebaseline" in plan.workspace_options:
+        uncompared = any(
+            d.code == DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED.value for d in plan.diagnostics
+        )
+        told = (
+            "that files may have changed, with no snapshot to tell which,"
+            if uncompared
+            else "which files changed"
+        )
+        lines.append(
+            "Continue with your current files: maka resume "
+            f"{plan.session_id} --rebaseline (the files as they are now become the new "
+            f"snapshot; the model is told {told} and to re-read them)."
+        )
+    return lines
+
+
+def _later_workspace_advice(plan: ContinuationPlan) -> list[str]:
+    """The files' ways forward when other reasons park too: said now, so clearing those is not
+    followed by a surprise (a decision never waives another gate)."""
+    later = plan.later_workspace_options
+    if not later:
+        return []
+    ways = []
+    if "isolated_restore" in later:
+        ways.append(f"in a restored copy (maka resume {plan.session_id} --restore-to [DIR])")
+    if "rebaseline" in later:
+        ways.append(f"with your current files (maka resume {plan.session_id} --rebaseline)")
+    return [
+        "The folder needs your decision too: once the other reasons above are cleared, "
+        f"continue {' or '.join(ways)}."
+    ]
+
+
+def _stop_advice(plan: ContinuationPlan) -> list[str]:
+    """A command still running from before the restart: say so first, and how to stop it."""
+    if not any(r.value == "background_operation_pending" for r in plan.rejection_reasons):
+        return []
+    return [
+        "A command started before Maka stopped is still running and may still change files. "
+        "Stop it with the command shown above (or wait for it to end), then run "
+        f"maka plan {plan.session_id} again."
+    ]
+
+
+def plan_json(
+    plan: ContinuationPlan,
+    extra: dict[str, Any] | None = None,
+    operations: Sequence[OperationView] | None = None,
+) -> dict[str, Any]:
+    body = plan.to_json()
+    if operations is not None:
+        body["operations"] = [op.to_json() for op in operations]
+    if extra:
+        body.update(extra)
+    return body

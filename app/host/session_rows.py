@@ -1,0 +1,53 @@
+"""The rows of ``maka sessions``: one function, whether the command reads the store itself or the
+running host answers ``sessions.overview`` (the output must not depend on which served it).
+
+Standard library only at import time (``maka sessions`` stays small); the wire model is imported
+by the two functions that cross the wire."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.bridge_contract import SessionRow
+    from runtime.agent.session_overview import SessionOverview
+
+
+def session_row(overview: SessionOverview, unowned: bool) -> dict[str, Any]:
+    """One session's ``--json`` row. ``unowned``: no process owns the data folder now, so a run
+    still marked running or created belongs to a process that is gone (startup recovery ends it)."""
+    session = overview.session
+    row: dict[str, Any] = {
+        "sessionId": session.session_id,
+        "cwd": session.cwd,
+        "title": session.title,
+        "createdAt": session.created_at,
+        "interrupted": overview.interrupted,
+        "runCount": overview.run_count,
+        "folderMissing": not Path(session.cwd).is_dir(),
+        "resumable": overview.resumable,
+    }
+    if overview.last_run_status is not None:
+        row["lastRunStatus"] = str(overview.last_run_status)
+    if overview.failure_class is not None:
+        row["failureClass"] = overview.failure_class
+    if unowned and str(overview.last_run_status) in ("created", "running"):
+        row["interrupted"] = True
+        row["awaitingRepair"] = True
+    return row
+
+
+def wire_rows(overviews: Iterable[SessionOverview]) -> tuple[SessionRow, ...]:
+    """The host's answer: its own store, which it owns (nothing is awaiting repair)."""
+    from app.bridge_contract import SessionRow
+
+    return tuple(
+        SessionRow.model_validate(session_row(overview, unowned=False)) for overview in overviews
+    )
+
+
+def rows_from_wire(rows: Sequence[SessionRow]) -> list[dict[str, Any]]:
+    """Back to the ``--json`` rows, key for key (absent fields stay absent)."""
+    return [row.model_dump(mode="json", by_alias=True, exclude_none=True) for row in rows]
