@@ -7,13 +7,14 @@ next page of the first run not fully loaded, so a view scrolled to the bottom ke
 a 100,000-event session costs the rows scrolled to, not all of them. The model never opens
 anything itself: it asks through the bridge and is filled by the pushes.
 
-``TimelineFilter`` filters (kind, tool, status, text, only problems) without ever hiding a run
-heading, so the lineage stays readable.
+Filters (kind, tool, status, text, only problems) are applied by the main process: with one
+set, the pages hold only the rows it shows (run headings always stay, so the lineage stays
+readable), and a row sought by its place (``want``) is loaded up to that place in its own run
+only, so the model never holds rows it does not show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import (
@@ -21,7 +22,6 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
-    QSortFilterProxyModel,
     Qt,
 )
 from PySide6.QtGui import QGuiApplication
@@ -31,6 +31,7 @@ from app.bridge_contract import (
     TimelineOpenedPush,
     TimelinePagePush,
     TimelinePin,
+    TimelineRowFilter,
     TimelineRowItem,
     TimelineRunHead,
 )
@@ -116,6 +117,8 @@ class TimelineModel(QAbstractItemModel):
         self._runs: list[RunNode] = []
         self._pins: dict[tuple[str, int], list[TimelinePin]] = {}
         self._asked: tuple[str, int] | None = None  # the page asked for and not yet answered
+        self._filters: TimelineRowFilter | None = None
+        self._wanted: tuple[str, int] | None = None  # (run id, place): load that run that far
         bridge.timeline_opened.connect(self.on_opened)
         bridge.timeline_page.connect(self.on_page)
 
@@ -129,6 +132,10 @@ class TimelineModel(QAbstractItemModel):
     def opened(self) -> TimelineOpenedPush | None:
         return self._opened
 
+    @property
+    def filters(self) -> TimelineRowFilter | None:
+        return self._filters
+
     def open(self, session_id: str) -> bool:
         self.beginResetModel()
         self._session_id = session_id
@@ -137,8 +144,39 @@ class TimelineModel(QAbstractItemModel):
         self._runs = []
         self._pins = {}
         self._asked = None
+        self._wanted = None
         self.endResetModel()
         return self._bridge.open_timeline(session_id)
+
+    def set_filters(self, filters: TimelineRowFilter | None) -> None:
+        """Show only the rows ``filters`` shows (None or empty: every row), from the first page
+        again: the rows held are those of the previous filter, dropped."""
+        if filters == TimelineRowFilter():
+            filters = None
+        if filters == self._filters:
+            return
+        self.beginResetModel()
+        self._filters = filters
+        self._top = []
+        self._runs = [RunNode(node.head) for node in self._runs]
+        self._top = list(self._runs)
+        self._asked = None
+        self._wanted = None
+        self.endResetModel()
+        if self.canFetchMore(QModelIndex()):
+            self.fetchMore(QModelIndex())
+
+    def want(self, run_id: str, place: int) -> None:
+        """Load ``run_id`` until its row at ``place`` (among those shown) is here, before any
+        other run: a pinned reason's row, without the rows of the runs before it."""
+        self._wanted = (run_id, place)
+        if self.canFetchMore(QModelIndex()):
+            self.fetchMore(QModelIndex())
+
+    def wanting(self) -> bool:
+        """Whether a row sought by ``want`` is still to come."""
+        run = self._wanted_run()
+        return run is not None and not run.complete
 
     def on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self._session_id:
@@ -158,7 +196,11 @@ class TimelineModel(QAbstractItemModel):
             self.fetchMore(QModelIndex())
 
     def on_page(self, push: TimelinePagePush) -> None:
-        if push.session_id != self._session_id or self._asked != (push.run_id, push.start):
+        if (
+            push.session_id != self._session_id
+            or self._asked != (push.run_id, push.start)
+            or push.filters != self._filters
+        ):
             return
         self._asked = None
         run = next((run for run in self._runs if run.head.run_id == push.run_id), None)
@@ -166,6 +208,10 @@ class TimelineModel(QAbstractItemModel):
             return
         run.total = min(push.total, run.head.row_count)  # never ask past what is there
         if not push.rows:
+            # nothing shown in this run (a filter): no rows arrive for the view to scroll
+            # to, so ask for the next run's at once
+            if self.canFetchMore(QModelIndex()):
+                self.fetchMore(QModelIndex())
             return
         position = self._top.index(run) + 1 + run.loaded
         nodes = [self._row_node(run, item) for item in push.rows]
@@ -189,11 +235,23 @@ class TimelineModel(QAbstractItemModel):
     def fetchMore(self, parent: Index) -> None:  # noqa: N802 - Qt's name
         if not self.canFetchMore(parent) or self._session_id is None:
             return
-        run = next(run for run in self._runs if not run.complete)
+        run = self._wanted_run()
+        if run is None or run.complete:
+            run = next(run for run in self._runs if not run.complete)
         asked = (run.head.run_id, run.loaded)
         self._asked = asked  # before asking: an answer may come back within the call
-        if not self._bridge.timeline_rows(self._session_id, *asked, PAGE_ROWS):
+        if not self._bridge.timeline_rows(self._session_id, *asked, PAGE_ROWS, self._filters):
             self._asked = None
+
+    def _wanted_run(self) -> RunNode | None:
+        """The run a sought row is in, while that row is not loaded yet."""
+        if self._wanted is None:
+            return None
+        run_id, place = self._wanted
+        run = next((run for run in self._runs if run.head.run_id == run_id), None)
+        if run is None or run.loaded > place:
+            return None
+        return run
 
     def fully_loaded(self) -> bool:
         return all(run.complete for run in self._runs)
@@ -346,78 +404,3 @@ def _tooltip(node: Node) -> str:
     if isinstance(node, RowNode) and node.pins:
         return "\n".join(f"{pin.code}: {pin.message}" for pin in node.pins)
     return node.item.summary
-
-
-class TimelineFilter(QSortFilterProxyModel):
-    """Rows by kind, tool, status, text and "only problems"; run headings always stay; a
-    tool row's facts stay with it."""
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.kind = ""
-        self.tool = ""
-        self.status = ""
-        self.text = ""
-        self.only_problems = False
-
-    def set_filters(
-        self,
-        *,
-        kind: str = "",
-        tool: str = "",
-        status: str = "",
-        text: str = "",
-        only_problems: bool = False,
-    ) -> None:
-        self.beginFilterChange()
-        self.kind, self.tool, self.status = kind, tool.casefold(), status
-        self.text, self.only_problems = text.casefold(), only_problems
-        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-
-    @property
-    def active(self) -> bool:
-        return bool(self.kind or self.tool or self.status or self.text or self.only_problems)
-
-    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
-        if source_parent.isValid():
-            return True  # a fact goes with its row
-        model = self.sourceModel()
-        node = model.index(source_row, 0, source_parent).data(NODE_ROLE)
-        if not isinstance(node, RowNode):
-            return True
-        return row_matches(
-            node,
-            kind=self.kind,
-            tool=self.tool,
-            status=self.status,
-            text=self.text,
-            only_problems=self.only_problems,
-        )
-
-
-def row_matches(
-    node: RowNode, *, kind: str, tool: str, status: str, text: str, only_problems: bool
-) -> bool:
-    """Whether a row passes the filters (``tool`` and ``text`` already case-folded)."""
-    item = node.item
-    if only_problems and not node.problem:
-        return False
-    if kind and item.kind != kind and not any(e.kind == kind for e in item.entries):
-        return False
-    if tool and tool not in (item.tool_name or "").casefold():
-        return False
-    if status and item.status != status:
-        return False
-    if text:
-        words = [
-            item.summary,
-            *(e.summary for e in item.entries),
-            *(e.event_id for e in item.entries),
-        ]
-        if not any(text in word.casefold() for word in words):
-            return False
-    return True
-
-
-def kinds_of(rows: Sequence[TimelineRowItem]) -> list[str]:
-    return sorted({row.kind for row in rows})

@@ -17,6 +17,7 @@ from pytestqt.qtbot import QtBot
 
 from renderer.timeline_model import PAGE_ROWS, PROBLEM_ROLE, EntryNode, RowNode, RunNode
 from renderer.timeline_panel import PIN_ROLE, TimelinePanel
+from runtime.ledger.timeline_model import RowFilter, matching_rows
 from tests.helpers.timeline_demo import ServingBridge, long_session, parked_session
 
 ROOT = QModelIndex()
@@ -82,15 +83,15 @@ def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
     bridge = ServingBridge({"sess-1": parked_session(rows_before=12)}, immediate=True)
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
-    proxy = panel.proxy
+    model = panel.model
 
     def shown() -> list[str]:
-        return [str(proxy.index(n, 1).data()) for n in range(proxy.rowCount(ROOT))]
+        return [str(model.index(n, 1).data()) for n in range(model.rowCount(ROOT))]
 
     panel.problems_box.setChecked(True)
     # the pinned snapshot, the unknown call, the damaged record, the failed ending
     assert shown() == ["run", "checkpoint", "tool", "event", "run end"]
-    assert all(proxy.index(n, 0).data(PROBLEM_ROLE) for n in range(1, proxy.rowCount(ROOT)))
+    assert all(model.index(n, 0).data(PROBLEM_ROLE) for n in range(1, model.rowCount(ROOT)))
     panel.problems_box.setChecked(False)
     panel.kind_box.setCurrentIndex(panel.kind_box.findData("tool"))
     assert shown() == ["run", *["tool"] * 4]  # three read_file, one bash
@@ -105,16 +106,63 @@ def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
     assert shown() == ["run", "message"]
     panel.text_edit.setText("evt-bash")  # an event id finds its row
     assert shown() == ["run", "tool"]
+    panel.text_edit.clear()
+    assert model.rowCount(ROOT) == 1 + len(parked_session(rows_before=12).runs[0].rows)
 
 
-def test_a_filter_keeps_loading_pages_so_no_problem_is_missed(qtbot: QtBot) -> None:
-    bridge = ServingBridge({"sess-1": parked_session(rows_before=1200)}, immediate=True)
+def test_the_main_process_filters_so_the_view_holds_only_the_rows_shown(qtbot: QtBot) -> None:
+    """Only problems over 1,200 rows: the pages asked carry the filter and hold the four
+    problem rows alone, however far into the run they are; no unfiltered page is asked."""
+    timeline = parked_session(rows_before=1200)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    model = panel.model
+    assert not model.fully_loaded()
+    before = len(bridge.calls_to("timeline_rows"))
+    panel.problems_box.setChecked(True)
+    bridge.serve()
+    assert model.fully_loaded()
+    asked = bridge.calls_to("timeline_rows")[before:]
+    assert asked == [("sess-1", "run-1", 0, PAGE_ROWS, panel.filters())]
+    assert panel.filters().only_problems
+    assert model.rowCount(ROOT) == 5
+    kinds = [model.index(n, 1).data() for n in range(1, 5)]
+    assert kinds == ["checkpoint", "tool", "event", "run end"]
+    rows = timeline.runs[0].rows
+    problems = [str(row.seq) for row in rows[-4:]]
+    assert [model.index(n, 0).data() for n in range(1, 5)] == problems
+    assert not any(row.problem for row in rows[:-4])
+
+
+def test_a_filter_showing_many_rows_still_pages_them(qtbot: QtBot) -> None:
+    timeline = long_session(2000)
+    bridge = ServingBridge({"sess-1": timeline})
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
-    assert not panel.model.fully_loaded()
-    panel.problems_box.setChecked(True)
-    qtbot.waitUntil(panel.model.fully_loaded, timeout=60_000)
-    assert panel.proxy.rowCount(ROOT) == 5
+    bridge.serve()
+    panel.text_edit.setText("question")
+    bridge.serve()
+    model = panel.model
+    questions = [row for row in timeline.runs[0].rows if "question" in row.summary]
+    assert len(questions) > PAGE_ROWS
+    assert model.rowCount(ROOT) == 1 + PAGE_ROWS  # one page of matches, no more
+    model.fetchMore(ROOT)
+    bridge.serve()
+    shown = [model.node(model.index(n, 0)) for n in range(1, model.rowCount(ROOT))]
+    assert [node.item.seq for node in shown if isinstance(node, RowNode)] == [
+        row.seq for row in questions[: model.rowCount(ROOT) - 1]
+    ]
+    assert model.rowCount(ROOT) == 1 + min(2 * PAGE_ROWS, len(questions))
+    # a page of the previous filter arriving late is not mixed in
+    panel.text_edit.setText("answer")
+    stale = bridge.pages.page("sess-1", "run-1", 0, 10, None)
+    model.on_page(stale)
+    assert model.rowCount(ROOT) == 1
+    bridge.serve()
+    assert all("answer" in str(model.index(n, 2).data()) for n in range(1, model.rowCount(ROOT)))
 
 
 def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) -> None:
@@ -148,9 +196,19 @@ def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) 
     assert panel.verdict.text() == "1 run, 6 events. Safe resume parks at event 6 of run-1."
 
 
-def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(
-    qtbot: QtBot,
-) -> None:
+def _activate_first_reason(qtbot: QtBot, panel: TimelinePanel, bridge: ServingBridge) -> str:
+    first = panel.pinned.item(0)
+    panel.pinned.setCurrentItem(first)
+    with qtbot.waitSignal(panel.row_shown, timeout=60_000) as shown:
+        panel.pinned.itemActivated.emit(first)
+        qtbot.waitUntil(lambda: bridge.serve() == 0 and panel._target is None, timeout=60_000)
+    assert shown.args == ["run-1", first.data(PIN_ROLE)[1]]
+    node = panel.model.node(panel.tree.currentIndex())
+    assert isinstance(node, RowNode) and node.item.tool_name == "bash"
+    return str(first.data(PIN_ROLE)[0])
+
+
+def test_activating_a_reason_asks_the_main_process_where_its_row_is(qtbot: QtBot) -> None:
     timeline = parked_session(rows_before=1400)
     bridge = ServingBridge({"sess-1": timeline})
     panel = _panel(qtbot, bridge)
@@ -158,23 +216,64 @@ def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(
     panel.open("sess-1")
     bridge.serve()
     assert not panel.model.fully_loaded()
-    panel.problems_box.setChecked(False)
-    first = panel.pinned.item(0)
-    panel.pinned.setCurrentItem(first)
-    with qtbot.waitSignal(panel.row_shown, timeout=60_000) as shown:
-        panel.pinned.itemActivated.emit(first)
-        qtbot.waitUntil(lambda: bridge.serve() == 0 and panel._target is None, timeout=60_000)
-    assert shown.args == ["run-1", first.data(PIN_ROLE)[1]]
-    node = panel.model.node(panel.source_index(panel.tree.currentIndex()))
-    assert isinstance(node, RowNode) and node.item.tool_name == "bash"
+    _activate_first_reason(qtbot, panel, bridge)
+    seq = panel.pinned.item(0).data(PIN_ROLE)[1]
+    assert bridge.calls_to("timeline_locate") == [("sess-1", "run-1", seq, None)]
+    # loaded up to the page holding the row, in pages of the one run, not beyond
+    place = next(n for n, row in enumerate(timeline.runs[0].rows) if row.seq == seq)
+    rows = len(timeline.runs[0].rows)
+    assert place >= 2 * PAGE_ROWS  # beyond the first two pages
+    assert panel.model.rowCount(ROOT) - 1 == min((place // PAGE_ROWS + 1) * PAGE_ROWS, rows)
+
+
+def test_a_reason_under_a_filter_is_found_among_the_filtered_rows(qtbot: QtBot) -> None:
+    """700 questions come before the unknown call; under a filter matching both, the call's
+    place among the matches is asked, and the matches alone are loaded up to it."""
+    timeline = parked_session(rows_before=1400)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    panel.text_edit.setText("u")  # "question 12", "bash: outcome unknown", a tool's "result"
+    bridge.serve()
+    model = panel.model
+    assert model.rowCount(ROOT) == 1 + PAGE_ROWS
+    _activate_first_reason(qtbot, panel, bridge)
+    located = bridge.calls_to("timeline_locate")
+    assert [call[3] for call in located] == [panel.filters()]
+    assert panel.text_edit.text() == "u"  # the filter stays
+    run = timeline.runs[0]
+    matches = matching_rows(run, RowFilter(text="u"))
+    place = [run.rows[n].seq for n in matches].index(located[0][2])
+    assert place >= PAGE_ROWS  # beyond the first page of matches
+    pages = place // PAGE_ROWS + 1
+    assert model.rowCount(ROOT) == 1 + min(pages * PAGE_ROWS, len(matches))
+    shown = [model.index(n, 0).data() for n in range(1, model.rowCount(ROOT))]
+    assert shown == [str(run.rows[n].seq) for n in matches[: len(shown)]]
+
+
+def test_a_reason_a_filter_hides_clears_the_filter_and_shows_its_row(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": parked_session(rows_before=1400)})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    panel.kind_box.setCurrentIndex(panel.kind_box.findData("message"))
+    bridge.serve()
+    hidden = panel.filters()
+    _activate_first_reason(qtbot, panel, bridge)
+    located = bridge.calls_to("timeline_locate")
+    assert [call[3] for call in located] == [hidden, None]
+    assert panel.filters() == type(hidden)()  # every filter cleared
+    assert panel.kind_box.currentIndex() == 0
 
 
 def test_the_detail_shows_the_saved_events_canonical_json_and_digest(qtbot: QtBot) -> None:
     bridge = ServingBridge({"sess-1": parked_session()}, immediate=True)
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
-    source = panel.model.index_of_row("run-1", 3)
-    panel.tree.setCurrentIndex(panel.view_index(source))
+    panel.tree.setCurrentIndex(panel.model.index_of_row("run-1", 3))
     assert bridge.calls_to("timeline_event")[-1] == ("sess-1", "run-1", "evt-bash")
     text = panel.detail.toPlainText()
     assert "tool operation: bash call-bash (unknown, 2 facts)" in text

@@ -115,7 +115,7 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     model = panel.model
     while model.rowCount() < 40_000 and model.canFetchMore(QModelIndex()):
         model.fetchMore(QModelIndex())  # what scrolling down does, a page at a time
-    panel.tree.setCurrentIndex(panel.view_index(model.index(model.rowCount() - 400, 0)))
+    panel.tree.setCurrentIndex(model.index(model.rowCount() - 400, 0))
     shot("timeline-100k")
     window.close()
     return saved
