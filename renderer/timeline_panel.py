@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -223,15 +223,9 @@ class TimelinePanel(QWidget):
         self.apply_filters()
 
     def _after_page(self) -> None:
-        """A sought row's run keeps loading (that run only) until the row is here."""
+        """A sought row is selected once its page is here (the model asks for that page)."""
         if self._target is not None and self._select_row(*self._target):
             self._target = None
-        if self._target is not None and self.model.wanting():
-            QTimer.singleShot(0, self._fetch_wanted)
-
-    def _fetch_wanted(self) -> None:
-        if self.model.wanting() and self.model.canFetchMore(QModelIndex()):
-            self.model.fetchMore(QModelIndex())
 
     def _on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self.model.session_id:
