@@ -120,7 +120,8 @@ def main(argv: list[str]) -> int:
     app.processEvents()
     shown_wall, shown_cpu = time.perf_counter() - t0, time.process_time() - c0
     assert panel.model.rowCount(QModelIndex()) > 1, "no rows shown"
-    ours = scroll(app, panel.tree, args.steps)
+    collected: list[int] = []
+    ours = scroll(app, panel.tree, args.steps, full_passes, collected)
     passes_while_scrolling = full_passes[0]
     loaded = panel.model.loaded_rows
     plain = plain_tree(app, panel)
@@ -151,7 +152,10 @@ def main(argv: list[str]) -> int:
             f"({max(frame[0] for frame in frames):.0f}) | goal max < {FRAME_GOAL_MS:.0f} ms | "
             f"{max(cpu) / FRAME_GOAL_MS:.2f} |"
         )
-    print(f"full cyclic collections while the Timeline view scrolled: {passes_while_scrolling}")
+    print(
+        f"full cyclic collections while the Timeline view scrolled: {passes_while_scrolling}"
+        f" (at steps {', '.join(f'#{n}' for n in collected) or '-'})"
+    )
     slowest = sorted(range(len(ours)), key=lambda n: -ours[n][1])[:3]
     print(f"slowest Timeline view steps: {', '.join(f'#{n} {ours[n][1]:.0f} ms' for n in slowest)}")
     ratio = statistics.median(f[1] for f in ours) / statistics.median(f[1] for f in theirs)
@@ -171,17 +175,27 @@ def _p99(values: list[float]) -> float:
     return sorted(values)[max(0, int(len(values) * 0.99) - 1)]
 
 
-def scroll(app: QApplication, tree: QTreeView, steps: int) -> list[tuple[float, float]]:
-    """(wall, CPU) ms of each page-down, painted synchronously; rows load at the bottom."""
+def scroll(
+    app: QApplication,
+    tree: QTreeView,
+    steps: int,
+    passes: list[int] | None = None,
+    collected: list[int] | None = None,
+) -> list[tuple[float, float]]:
+    """(wall, CPU) ms of each page-down, painted synchronously; the steps during which a full
+    cyclic collection ran go to ``collected``."""
     frames: list[tuple[float, float]] = []
     bar = tree.verticalScrollBar()
     bar.setValue(0)
-    for _ in range(steps):
+    for step in range(steps):
+        before = passes[0] if passes is not None else 0
         t0, c0 = time.perf_counter(), time.process_time()
         bar.setValue(min(bar.value() + bar.pageStep(), bar.maximum()))
         tree.viewport().repaint()
         app.processEvents()
         frames.append(((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000))
+        if passes is not None and collected is not None and passes[0] != before:
+            collected.append(step)
     return frames
 
 

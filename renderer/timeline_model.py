@@ -42,7 +42,7 @@ from renderer import theme
 from renderer.bridge_port import BridgePort
 from renderer.park_text import Severity
 
-PAGE_ROWS = 200
+PAGE_ROWS = 100
 PROBLEMS = frozenset({"failed", "unknown", "parked", "damaged"})
 COLUMNS = ("#", "Kind", "What", "Time (UTC)")
 _COLUMN_COUNT = len(COLUMNS)
@@ -67,7 +67,7 @@ _ANSWERED = frozenset(
 )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RunNode:
     head: TimelineRunHead
     total: int = -1
@@ -84,7 +84,7 @@ class RunNode:
         return self.total >= 0 and len(self.pages) >= -(-self.total // PAGE_ROWS)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RowNode:
     run: RunNode
     item: TimelineRowItem
@@ -97,7 +97,7 @@ class RowNode:
         return self.item.status in PROBLEMS or bool(self.pins)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class EntryNode:
     row: RowNode
     item: TimelineEntryItem
