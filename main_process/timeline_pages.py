@@ -47,7 +47,7 @@ class TimelinePages:
     def __init__(self, read: Callable[[str], SessionTimeline]) -> None:
         self._read = read
         self._kept: OrderedDict[str, SessionTimeline] = OrderedDict()
-        self._shown: OrderedDict[tuple[int, str, RowFilter], list[int]] = OrderedDict()
+        self._shown: OrderedDict[tuple[str, str, RowFilter], list[int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def open(self, session_id: str) -> TimelineOpenedPush:
@@ -56,8 +56,9 @@ class TimelinePages:
         with self._lock:
             self._kept[session_id] = timeline
             self._kept.move_to_end(session_id)
+            self._forget(session_id)  # the positions were worked out on the previous reading
             while len(self._kept) > KEPT_SESSIONS:
-                self._kept.popitem(last=False)
+                self._forget(self._kept.popitem(last=False)[0])
         return TimelineOpenedPush(
             session_id=session_id,
             runs=tuple(_head(run) for run in timeline.runs),
@@ -72,13 +73,19 @@ class TimelinePages:
     def _run(self, session_id: str, run_id: str) -> tuple[TimelineRun, ResumeMarks | None]:
         return _find(self._timeline(session_id), session_id, run_id)
 
+    def _forget(self, session_id: str) -> None:
+        for key in [key for key in self._shown if key[0] == session_id]:
+            del self._shown[key]
+
     def _positions(
-        self, timeline: SessionTimeline, run: TimelineRun, where: RowFilter
+        self, session_id: str, timeline: SessionTimeline, run: TimelineRun, where: RowFilter
     ) -> list[int]:
-        """The positions in ``run.rows`` of the rows ``where`` shows, worked out once."""
-        key = (id(timeline), run.run_id, where)
+        """The positions in ``run.rows`` of the rows ``where`` shows, worked out once per
+        kept reading of the session (a session no longer kept is read, and worked out, anew)."""
+        key = (session_id, run.run_id, where)
         with self._lock:
-            found = self._shown.get(key)
+            kept = self._kept.get(session_id) is timeline
+            found = self._shown.get(key) if kept else None
             if found is not None:
                 self._shown.move_to_end(key)
                 return found
@@ -88,9 +95,10 @@ class TimelinePages:
         )
         found = matching_rows(run, where, pinned)
         with self._lock:
-            self._shown[key] = found
-            while len(self._shown) > KEPT_FILTERS:
-                self._shown.popitem(last=False)
+            if self._kept.get(session_id) is timeline:
+                self._shown[key] = found
+                while len(self._shown) > KEPT_FILTERS:
+                    self._shown.popitem(last=False)
         return found
 
     def page(
@@ -108,7 +116,7 @@ class TimelinePages:
             rows = run.rows[start : start + count]
             total = len(run.rows)
         else:
-            positions = self._positions(timeline, run, where)
+            positions = self._positions(session_id, timeline, run, where)
             rows = tuple(run.rows[n] for n in positions[start : start + count])
             total = len(positions)
         return TimelinePagePush(
@@ -129,7 +137,7 @@ class TimelinePages:
         where = _where(filters)
         found = next((n for n, row in enumerate(run.rows) if row.seq == seq), None)
         if found is not None and where is not None:
-            positions = self._positions(timeline, run, where)
+            positions = self._positions(session_id, timeline, run, where)
             found = _index(positions, found)
         return TimelineLocatedPush(
             session_id=session_id,

@@ -97,3 +97,20 @@ def test_every_filter_pages_exactly_the_rows_it_matches_and_locates_each(
     # failures and unknown outcomes are never hidden by "only problems"
     if filters == TimelineRowFilter(only_problems=True):
         assert all(row.seq in shown for row in RUN.rows if row.problem)
+
+
+def test_a_session_opened_again_is_filtered_on_its_new_reading() -> None:
+    """Positions worked out for a filter belong to one reading of the session: opened again
+    (a run grew), the same filter is worked out anew, never served from the older reading."""
+    readings = [parked_session(rows_before=4), parked_session(rows_before=40)]
+    pages = TimelinePages(lambda _session_id: readings[0])
+    only = TimelineRowFilter(only_problems=True)
+    pages.open("s")
+    before = pages.page("s", "run-1", 0, 50, only)
+    readings.pop(0)
+    pages.open("s")
+    after = pages.page("s", "run-1", 0, 50, only)
+    expected = [row.seq for row in readings[0].runs[0].rows[-4:]]
+    assert [row.seq for row in after.rows] == expected != [row.seq for row in before.rows]
+    bash = next(row for row in readings[0].runs[0].rows if row.tool_name == "bash")
+    assert pages.locate("s", "run-1", bash.seq, only).position == 1
