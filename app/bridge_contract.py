@@ -22,12 +22,14 @@ launch sends to bring the running window to front; it has no other effect.
 Correlation: every message may carry ``correlationId``. A request that expects an answer sets
 one; the push answering it (``sessions.listed``, ``session.opened``, ``resume.*``,
 ``settings.current``, ``timeline.opened``, ``timeline.page``, ``timeline.eventShown``,
-``error``) echoes it. Unsolicited pushes leave it ``null``.
+``timeline.located``, ``error``) echoes it. Unsolicited pushes leave it ``null``.
 
 The Timeline view reads the record through the main process only: ``timeline.open`` (a
 session's runs, counted, and the plan Safe resume would make with its reasons pinned),
 ``timeline.rows`` (a page of one run's rows, at most ``MAX_TIMELINE_PAGE``) and
-``timeline.event`` (one saved event's canonical JSON); the renderer never opens SQLite.
+``timeline.event`` (one saved event's canonical JSON); filters are applied there too (a
+filtered ``timeline.rows``) and ``timeline.locate`` finds a row's place, so the renderer holds
+only the rows it shows and never opens SQLite.
 
 Replacement rule for transcript items: every item has an ``itemId``; an item whose ``itemId`` is
 already shown replaces the shown one (a tool card moving from ``running`` to ``succeeded``, an
@@ -108,6 +110,7 @@ class MessageKind(StrEnum):
     TIMELINE_EVENT = "timeline.event"
     SESSIONS_OVERVIEW = "sessions.overview"
     SESSIONS_PLAN = "sessions.plan"
+    TIMELINE_LOCATE = "timeline.locate"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -133,6 +136,7 @@ class MessageKind(StrEnum):
     TIMELINE_EVENT_SHOWN = "timeline.eventShown"
     SESSIONS_OVERVIEWED = "sessions.overviewed"
     SESSION_PLANNED = "session.planned"
+    TIMELINE_LOCATED = "timeline.located"
 
 
 class BridgeErrorCode(StrEnum):
@@ -395,14 +399,39 @@ class TimelineOpenRequest(_Message):
     session_id: Id
 
 
+class TimelineRowFilter(WireModel):
+    """The Timeline view's filters, applied by the main process: rows of a kind (the row's or
+    one of its facts'), a tool (part of its name), a status, a text (part of a summary or an
+    event id), only problems (a problem status or a pinned reason). Empty: no filter."""
+
+    kind: Annotated[str, StringConstraints(max_length=80)] = ""
+    tool: Short = ""
+    status: Annotated[str, StringConstraints(max_length=80)] = ""
+    text: Short = ""
+    only_problems: bool = False
+
+
 class TimelineRowsRequest(_Message):
-    """Rows ``start`` .. ``start + count`` of one run of an opened timeline (``timeline.page``)."""
+    """Rows ``start`` .. ``start + count`` of one run of an opened timeline (``timeline.page``),
+    counted among the rows ``filters`` shows when given."""
 
     kind: Literal[MessageKind.TIMELINE_ROWS] = MessageKind.TIMELINE_ROWS
     session_id: Id
     run_id: Id
     start: Annotated[int, Field(ge=0, le=10**9)]
     count: Annotated[int, Field(ge=1, le=MAX_TIMELINE_PAGE)]
+    filters: TimelineRowFilter | None = None
+
+
+class TimelineLocateRequest(_Message):
+    """Where the row of ``run_id`` starting at ``seq`` is among the rows ``filters`` shows
+    (``timeline.located``): a pinned reason's row is then loaded by its page alone."""
+
+    kind: Literal[MessageKind.TIMELINE_LOCATE] = MessageKind.TIMELINE_LOCATE
+    session_id: Id
+    run_id: Id
+    seq: Annotated[int, Field(ge=0)]
+    filters: TimelineRowFilter | None = None
 
 
 class TimelineEventRequest(_Message):
@@ -822,12 +851,26 @@ class TimelineRowItem(WireModel):
 
 
 class TimelinePagePush(_Message):
+    """Rows of one run; ``start`` and ``total`` count the rows ``filters`` shows when given."""
+
     kind: Literal[MessageKind.TIMELINE_PAGE] = MessageKind.TIMELINE_PAGE
     session_id: Id
     run_id: Id
     start: Annotated[int, Field(ge=0)]
     total: Annotated[int, Field(ge=0)]
     rows: Annotated[tuple[TimelineRowItem, ...], Field(max_length=MAX_TIMELINE_PAGE)]
+    filters: TimelineRowFilter | None = None
+
+
+class TimelineLocatedPush(_Message):
+    """The row's place among the rows ``filters`` shows; ``position`` None: it shows none."""
+
+    kind: Literal[MessageKind.TIMELINE_LOCATED] = MessageKind.TIMELINE_LOCATED
+    session_id: Id
+    run_id: Id
+    seq: Annotated[int, Field(ge=0)]
+    position: Annotated[int, Field(ge=0)] | None = None
+    filters: TimelineRowFilter | None = None
 
 
 class TimelineEventShownPush(_Message):
@@ -900,6 +943,7 @@ Request = (
     | TimelineEventRequest
     | SessionsOverviewRequest
     | SessionsPlanRequest
+    | TimelineLocateRequest
 )
 Push = (
     HelloOkPush
@@ -926,6 +970,7 @@ Push = (
     | TimelineEventShownPush
     | SessionsOverviewedPush
     | SessionPlannedPush
+    | TimelineLocatedPush
 )
 Message = Request | Push
 
@@ -953,6 +998,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TIMELINE_EVENT,
         MessageKind.SESSIONS_OVERVIEW,
         MessageKind.SESSIONS_PLAN,
+        MessageKind.TIMELINE_LOCATE,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(

@@ -72,6 +72,8 @@ from app.bridge_contract import (
     SettingsUpdateRequest,
     TimelineEventRequest,
     TimelineEventShownPush,
+    TimelineLocatedPush,
+    TimelineLocateRequest,
     TimelineOpenedPush,
     TimelineOpenRequest,
     TimelinePagePush,
@@ -229,7 +231,20 @@ class RequestRouter:
                     peer_id,
                     message.correlation_id,
                     lambda: self._timelines.page(
-                        message.session_id, message.run_id, message.start, message.count
+                        message.session_id,
+                        message.run_id,
+                        message.start,
+                        message.count,
+                        message.filters,
+                    ),
+                    _as_push,
+                )
+            case TimelineLocateRequest():
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    lambda: self._timelines.locate(
+                        message.session_id, message.run_id, message.seq, message.filters
                     ),
                     _as_push,
                 )
@@ -751,7 +766,10 @@ class RequestRouter:
 
 def _as_push(value: object) -> Message:
     """A push the job built itself (the timeline's pages)."""
-    assert isinstance(value, TimelineOpenedPush | TimelinePagePush | TimelineEventShownPush)
+    assert isinstance(
+        value,
+        TimelineOpenedPush | TimelinePagePush | TimelineEventShownPush | TimelineLocatedPush,
+    )
     return value
 
 

@@ -3,12 +3,16 @@
 ``timeline.open`` builds the session's timeline once (on the query pool: the store read and the
 planner run off the event loop) and keeps it; ``timeline.page`` then answers any slice of one
 run's rows from memory, and ``timeline.event`` one event's canonical JSON, so the renderer only
-ever holds what it has scrolled to and never opens SQLite. A few sessions are kept (the latest
-opened); a page for one no longer kept rebuilds it.
+ever holds what it has scrolled to and never opens SQLite. Filters are applied here: a filtered
+page counts only the rows the filter shows (the positions are worked out once per run and
+filter, and kept), and ``timeline.locate`` answers where a pinned reason's row is, so the
+renderer loads that row's page instead of every row before it. A few sessions are kept (the
+latest opened); a page for one no longer kept rebuilds it.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -18,20 +22,24 @@ from app.bridge_contract import (
     MAX_TIMELINE_ROW_EVENTS,
     TimelineEntryItem,
     TimelineEventShownPush,
+    TimelineLocatedPush,
     TimelineOpenedPush,
     TimelinePagePush,
     TimelinePin,
     TimelinePlan,
+    TimelineRowFilter,
     TimelineRowItem,
     TimelineRunHead,
 )
 from app.host.host_services import HostServiceError
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.timeline_model import TimelineRow, TimelineRun
+from runtime.ledger.timeline_model import RowFilter, TimelineRow, TimelineRun, matching_rows
 from runtime.ledger.timeline_pins import ParkHeader, ResumeMarks, SessionTimeline
 
 KEPT_SESSIONS = 4
+KEPT_FILTERS = 16
+"""Filtered row positions kept (per session, run and filter), the latest used."""
 SUMMARY_CHARS = 500
 
 
@@ -39,6 +47,7 @@ class TimelinePages:
     def __init__(self, read: Callable[[str], SessionTimeline]) -> None:
         self._read = read
         self._kept: OrderedDict[str, SessionTimeline] = OrderedDict()
+        self._shown: OrderedDict[tuple[str, str, RowFilter], list[int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def open(self, session_id: str) -> TimelineOpenedPush:
@@ -47,8 +56,9 @@ class TimelinePages:
         with self._lock:
             self._kept[session_id] = timeline
             self._kept.move_to_end(session_id)
+            self._forget(session_id)  # the positions were worked out on the previous reading
             while len(self._kept) > KEPT_SESSIONS:
-                self._kept.popitem(last=False)
+                self._forget(self._kept.popitem(last=False)[0])
         return TimelineOpenedPush(
             session_id=session_id,
             runs=tuple(_head(run) for run in timeline.runs),
@@ -61,22 +71,80 @@ class TimelinePages:
         return kept if kept is not None else self._read(session_id)
 
     def _run(self, session_id: str, run_id: str) -> tuple[TimelineRun, ResumeMarks | None]:
-        timeline = self._timeline(session_id)
-        for run in timeline.runs:
-            if run.run_id == run_id:
-                marks = timeline.header.marks if timeline.header is not None else None
-                return run, marks
-        raise HostServiceError(StoreCode.RUN_NOT_FOUND, f"session {session_id} has no run {run_id}")
+        return _find(self._timeline(session_id), session_id, run_id)
 
-    def page(self, session_id: str, run_id: str, start: int, count: int) -> TimelinePagePush:
-        run, marks = self._run(session_id, run_id)
-        rows = run.rows[start : start + count]
+    def _forget(self, session_id: str) -> None:
+        for key in [key for key in self._shown if key[0] == session_id]:
+            del self._shown[key]
+
+    def _positions(
+        self, session_id: str, timeline: SessionTimeline, run: TimelineRun, where: RowFilter
+    ) -> list[int]:
+        """The positions in ``run.rows`` of the rows ``where`` shows, worked out once per
+        kept reading of the session (a session no longer kept is read, and worked out, anew)."""
+        key = (session_id, run.run_id, where)
+        with self._lock:
+            kept = self._kept.get(session_id) is timeline
+            found = self._shown.get(key) if kept else None
+            if found is not None:
+                self._shown.move_to_end(key)
+                return found
+        pins = timeline.header.pins if timeline.header is not None else ()
+        pinned = frozenset(
+            pin.seq for pin in pins if pin.run_id == run.run_id and pin.seq is not None
+        )
+        found = matching_rows(run, where, pinned)
+        with self._lock:
+            if self._kept.get(session_id) is timeline:
+                self._shown[key] = found
+                while len(self._shown) > KEPT_FILTERS:
+                    self._shown.popitem(last=False)
+        return found
+
+    def page(
+        self,
+        session_id: str,
+        run_id: str,
+        start: int,
+        count: int,
+        filters: TimelineRowFilter | None = None,
+    ) -> TimelinePagePush:
+        timeline = self._timeline(session_id)
+        run, marks = _find(timeline, session_id, run_id)
+        where = _where(filters)
+        if where is None:
+            rows = run.rows[start : start + count]
+            total = len(run.rows)
+        else:
+            positions = self._positions(session_id, timeline, run, where)
+            rows = tuple(run.rows[n] for n in positions[start : start + count])
+            total = len(positions)
         return TimelinePagePush(
             session_id=session_id,
             run_id=run_id,
             start=start,
-            total=len(run.rows),
+            total=total,
             rows=tuple(_row(row, marks) for row in rows),
+            filters=filters if where is not None else None,
+        )
+
+    def locate(
+        self, session_id: str, run_id: str, seq: int, filters: TimelineRowFilter | None = None
+    ) -> TimelineLocatedPush:
+        """Where the row of ``run_id`` starting at ``seq`` is among the rows shown."""
+        timeline = self._timeline(session_id)
+        run, _ = _find(timeline, session_id, run_id)
+        where = _where(filters)
+        found = next((n for n, row in enumerate(run.rows) if row.seq == seq), None)
+        if found is not None and where is not None:
+            positions = self._positions(session_id, timeline, run, where)
+            found = _index(positions, found)
+        return TimelineLocatedPush(
+            session_id=session_id,
+            run_id=run_id,
+            seq=seq,
+            position=found,
+            filters=filters if where is not None else None,
         )
 
     def event(self, session_id: str, run_id: str, event_id: str) -> TimelineEventShownPush:
@@ -93,6 +161,32 @@ class TimelinePages:
                         truncated=len(text) > MAX_EVENT_JSON_CHARS,
                     )
         raise HostServiceError(StoreCode.EVENT_NOT_FOUND, f"run {run_id} has no event {event_id}")
+
+
+def _find(
+    timeline: SessionTimeline, session_id: str, run_id: str
+) -> tuple[TimelineRun, ResumeMarks | None]:
+    for run in timeline.runs:
+        if run.run_id == run_id:
+            marks = timeline.header.marks if timeline.header is not None else None
+            return run, marks
+    raise HostServiceError(StoreCode.RUN_NOT_FOUND, f"session {session_id} has no run {run_id}")
+
+
+def _where(filters: TimelineRowFilter | None) -> RowFilter | None:
+    """The filter as the model applies it; None when it shows every row."""
+    if filters is None:
+        return None
+    where = RowFilter(
+        filters.kind, filters.tool, filters.status, filters.text, filters.only_problems
+    )
+    return where if where.active else None
+
+
+def _index(positions: list[int], position: int) -> int | None:
+    """Where ``position`` is in the sorted ``positions`` (None: not there)."""
+    found = bisect.bisect_left(positions, position)
+    return found if found < len(positions) and positions[found] == position else None
 
 
 def _head(run: TimelineRun) -> TimelineRunHead:

@@ -75,9 +75,12 @@ from app.bridge_contract import (
     SettingsUpdateRequest,
     TimelineEventRequest,
     TimelineEventShownPush,
+    TimelineLocatedPush,
+    TimelineLocateRequest,
     TimelineOpenedPush,
     TimelineOpenRequest,
     TimelinePagePush,
+    TimelineRowFilter,
     TimelineRowsRequest,
     ToolSettledPush,
     ToolsSettleRequest,
@@ -309,6 +312,8 @@ class RendererBridge(BridgePort):
                 self.timeline_page.emit(message)
             case TimelineEventShownPush():
                 self.timeline_event_shown.emit(message)
+            case TimelineLocatedPush():
+                self.timeline_located.emit(message)
             case _:
                 log.warning("ignoring unexpected %s after handshake", message.kind.value)
 
@@ -492,12 +497,32 @@ class RendererBridge(BridgePort):
             TimelineOpenRequest(session_id=session_id, correlation_id=self._correlation())
         )
 
-    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
+    def timeline_rows(
+        self,
+        session_id: str,
+        run_id: str,
+        start: int,
+        count: int,
+        filters: TimelineRowFilter | None = None,
+    ) -> bool:
         request = TimelineRowsRequest(
             session_id=session_id,
             run_id=run_id,
             start=start,
             count=max(1, min(count, MAX_TIMELINE_PAGE)),
+            filters=filters,
+            correlation_id=self._correlation(),
+        )
+        return self._send(request)
+
+    def timeline_locate(
+        self, session_id: str, run_id: str, seq: int, filters: TimelineRowFilter | None = None
+    ) -> bool:
+        request = TimelineLocateRequest(
+            session_id=session_id,
+            run_id=run_id,
+            seq=seq,
+            filters=filters,
             correlation_id=self._correlation(),
         )
         return self._send(request)

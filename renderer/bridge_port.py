@@ -13,7 +13,7 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Signal
 
-from app.bridge_contract import ProviderChoice, ProviderTuning
+from app.bridge_contract import ProviderChoice, ProviderTuning, TimelineRowFilter
 
 
 class ConnectionState(StrEnum):
@@ -63,6 +63,7 @@ class BridgePort(QObject):
     timeline_opened = Signal(object)  # TimelineOpenedPush
     timeline_page = Signal(object)  # TimelinePagePush
     timeline_event_shown = Signal(object)  # TimelineEventShownPush
+    timeline_located = Signal(object)  # TimelineLocatedPush
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -161,8 +162,21 @@ class BridgePort(QObject):
         """Ask for the session's timeline: its runs and the plan (``timeline_opened``)."""
         raise NotImplementedError
 
-    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
-        """Ask for rows of one run (``timeline_page``)."""
+    def timeline_rows(
+        self,
+        session_id: str,
+        run_id: str,
+        start: int,
+        count: int,
+        filters: TimelineRowFilter | None = None,
+    ) -> bool:
+        """Ask for rows of one run, counted among those ``filters`` shows (``timeline_page``)."""
+        raise NotImplementedError
+
+    def timeline_locate(
+        self, session_id: str, run_id: str, seq: int, filters: TimelineRowFilter | None = None
+    ) -> bool:
+        """Ask where a row is among those ``filters`` shows (``timeline_located``)."""
         raise NotImplementedError
 
     def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:

@@ -7,12 +7,15 @@ next page of the first run not fully loaded, so a view scrolled to the bottom ke
 a 100,000-event session costs the rows scrolled to, not all of them. The model never opens
 anything itself: it asks through the bridge and is filled by the pushes.
 
-``TimelineFilter`` filters (kind, tool, status, text, only problems) without ever hiding a run
-heading, so the lineage stays readable.
+Filters (kind, tool, status, text, only problems) are applied by the main process: with one
+set, the pages hold only the rows it shows (run headings always stay, so the lineage stays
+readable), and a row sought by its place (``want``) is loaded up to that place in its own run
+only, so the model never holds rows it does not show.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,8 +24,8 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
-    QSortFilterProxyModel,
     Qt,
+    QTimer,
 )
 from PySide6.QtGui import QGuiApplication
 
@@ -31,6 +34,7 @@ from app.bridge_contract import (
     TimelineOpenedPush,
     TimelinePagePush,
     TimelinePin,
+    TimelineRowFilter,
     TimelineRowItem,
     TimelineRunHead,
 )
@@ -38,7 +42,7 @@ from renderer import theme
 from renderer.bridge_port import BridgePort
 from renderer.park_text import Severity
 
-PAGE_ROWS = 500
+PAGE_ROWS = 100
 PROBLEMS = frozenset({"failed", "unknown", "parked", "damaged"})
 COLUMNS = ("#", "Kind", "What", "Time (UTC)")
 _COLUMN_COUNT = len(COLUMNS)
@@ -63,20 +67,24 @@ _ANSWERED = frozenset(
 )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RunNode:
     head: TimelineRunHead
-    loaded: int = 0
-    texts: tuple[str, ...] = ()
     total: int = -1
-    """Rows the main process says the run has (its heading's count until a page says)."""
+    """Rows shown of the run: its heading's count, or under a filter -1 until its first page
+    says how many the filter shows."""
+    offset: int = 0
+    """Its heading's place among the top-level items."""
+    pages: set[int] = field(default_factory=set)
+    """The pages (of ``PAGE_ROWS``) here."""
+    texts: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        return self.loaded >= (self.head.row_count if self.total < 0 else self.total)
+        return self.total >= 0 and len(self.pages) >= -(-self.total // PAGE_ROWS)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class RowNode:
     run: RunNode
     item: TimelineRowItem
@@ -89,7 +97,7 @@ class RowNode:
         return self.item.status in PROBLEMS or bool(self.pins)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class EntryNode:
     row: RowNode
     item: TimelineEntryItem
@@ -112,10 +120,19 @@ class TimelineModel(QAbstractItemModel):
         self._bridge = bridge
         self._session_id: str | None = None
         self._opened: TimelineOpenedPush | None = None
-        self._top: list[RunNode | RowNode] = []
+        self._top: list[RunNode | RowNode | None] = []  # None: a row whose page is not here
         self._runs: list[RunNode] = []
+        self._offsets: list[int] = []  # each run's heading's place, ascending
         self._pins: dict[tuple[str, int], list[TimelinePin]] = {}
-        self._asked: tuple[str, int] | None = None  # the page asked for and not yet answered
+        self._asked: set[tuple[str, int]] = set()  # (run id, page) asked and not answered
+        self._needed: set[tuple[str, int]] = set()  # pages the view showed, to ask for
+        self._filters: TimelineRowFilter | None = None
+        self._wanted: tuple[str, int] | None = None  # (run id, place): a row sought
+        self._loaded = 0
+        self._ask_timer = QTimer(self)
+        self._ask_timer.setSingleShot(True)
+        self._ask_timer.setInterval(0)
+        self._ask_timer.timeout.connect(self._ask_needed)
         bridge.timeline_opened.connect(self.on_opened)
         bridge.timeline_page.connect(self.on_page)
 
@@ -129,83 +146,239 @@ class TimelineModel(QAbstractItemModel):
     def opened(self) -> TimelineOpenedPush | None:
         return self._opened
 
+    @property
+    def filters(self) -> TimelineRowFilter | None:
+        return self._filters
+
+    @property
+    def loaded_rows(self) -> int:
+        """Rows held: those of the pages asked for, never the whole run unless looked at."""
+        return self._loaded
+
     def open(self, session_id: str) -> bool:
         self.beginResetModel()
         self._session_id = session_id
         self._opened = None
-        self._top = []
-        self._runs = []
         self._pins = {}
-        self._asked = None
+        self._set_runs([])
         self.endResetModel()
         return self._bridge.open_timeline(session_id)
+
+    def _set_runs(self, heads: list[TimelineRunHead]) -> None:
+        """Every run's heading, then as many rows as it shows (all of them not here yet);
+        under a filter a run's rows count only once its first page says how many."""
+        self._runs = [
+            RunNode(head, -1 if self._filters is not None else head.row_count) for head in heads
+        ]
+        self._top = []
+        for run in self._runs:
+            run.offset = len(self._top)
+            self._top.append(run)
+            self._top.extend([None] * max(run.total, 0))
+        self._offsets = [run.offset for run in self._runs]
+        self._asked = set()
+        self._needed = set()
+        self._wanted = None
+        self._loaded = 0
+
+    def set_filters(self, filters: TimelineRowFilter | None) -> None:
+        """Show only the rows ``filters`` shows (None or empty: every row), from the first page
+        again: the rows held are those of the previous filter, dropped."""
+        if filters == TimelineRowFilter():
+            filters = None
+        if filters == self._filters:
+            return
+        self.beginResetModel()
+        self._filters = filters
+        self._set_runs([run.head for run in self._runs])
+        self.endResetModel()
+        self._ask_first()
+
+    def want(self, run_id: str, place: int) -> None:
+        """Load the page of ``run_id`` holding its row at ``place`` (among those shown): a
+        pinned reason's row, without the rows before it."""
+        self._wanted = (run_id, place)
+        self._ask_wanted()
+
+    def wanting(self) -> bool:
+        """Whether a row sought by ``want`` is still to come."""
+        if self._wanted is None:
+            return False
+        run_id, place = self._wanted
+        run = self._run(run_id)
+        if run is None:
+            return False
+        return run.total < 0 or (place < run.total and place // PAGE_ROWS not in run.pages)
+
+    def _ask_wanted(self) -> None:
+        if not self.wanting() or self._wanted is None:
+            return
+        run_id, place = self._wanted
+        run = self._run(run_id)
+        if run is not None:
+            self._ask(run, 0 if run.total < 0 else place // PAGE_ROWS)
+
+    def _run(self, run_id: str) -> RunNode | None:
+        return next((run for run in self._runs if run.head.run_id == run_id), None)
 
     def on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self._session_id:
             return
         self.beginResetModel()
         self._opened = push
-        self._runs = [RunNode(head) for head in push.runs]
-        self._top = list(self._runs)
         self._pins = {}
-        self._asked = None
         if push.plan is not None:
             for pin in push.plan.pins:
                 if pin.run_id is not None and pin.seq is not None:
                     self._pins.setdefault((pin.run_id, pin.seq), []).append(pin)
+        self._set_runs(list(push.runs))
         self.endResetModel()
-        if self.canFetchMore(QModelIndex()):
-            self.fetchMore(QModelIndex())
+        self._ask_first()
+
+    def _ask_first(self) -> None:
+        """The first page of the first run with rows, before the view asks for any: a view
+        not shown yet has them at once."""
+        if self._filters is not None:
+            if self.canFetchMore(QModelIndex()):
+                self.fetchMore(QModelIndex())
+            return
+        run = next((run for run in self._runs if run.total > 0), None)
+        if run is not None:
+            self._ask(run, 0)
+
+    def _ask(self, run: RunNode, page: int) -> None:
+        key = (run.head.run_id, page)
+        if self._session_id is None or page in run.pages or key in self._asked:
+            return
+        self._asked.add(key)  # before asking: an answer may come back within the call
+        start = page * PAGE_ROWS
+        if not self._bridge.timeline_rows(
+            self._session_id, run.head.run_id, start, PAGE_ROWS, self._filters
+        ):
+            self._asked.discard(key)
+
+    def _need(self, row: int) -> None:
+        """A row not here was shown: its page is asked for once the view is painted."""
+        run = self._runs[bisect.bisect_right(self._offsets, row) - 1]
+        self._needed.add((run.head.run_id, (row - run.offset - 1) // PAGE_ROWS))
+        if not self._ask_timer.isActive():
+            self._ask_timer.start()
+
+    def _ask_needed(self) -> None:
+        needed, self._needed = self._needed, set()
+        for run_id, page in sorted(needed):
+            run = self._run(run_id)
+            if run is not None and 0 <= page * PAGE_ROWS < max(run.total, 0):
+                self._ask(run, page)
 
     def on_page(self, push: TimelinePagePush) -> None:
-        if push.session_id != self._session_id or self._asked != (push.run_id, push.start):
+        key = (push.run_id, push.start // PAGE_ROWS)
+        if (
+            push.session_id != self._session_id
+            or push.filters != self._filters
+            or push.start % PAGE_ROWS
+            or key not in self._asked
+        ):
             return
-        self._asked = None
-        run = next((run for run in self._runs if run.head.run_id == push.run_id), None)
-        if run is None or push.start != run.loaded:
+        self._asked.discard(key)
+        run = self._run(push.run_id)
+        if run is None:
             return
-        run.total = min(push.total, run.head.row_count)  # never ask past what is there
-        if not push.rows:
-            return
-        position = self._top.index(run) + 1 + run.loaded
-        nodes = [self._row_node(run, item) for item in push.rows]
-        self.beginInsertRows(QModelIndex(), position, position + len(nodes) - 1)
-        self._top[position:position] = nodes
-        run.loaded += len(nodes)
-        self.endInsertRows()
+        total = min(push.total, run.head.row_count)  # never show more than the run has
+        if run.total < 0 or total != run.total:
+            self._resize(run, total)
+        if push.start < run.total:
+            run.pages.add(push.start // PAGE_ROWS)
+        rows = push.rows[: max(0, run.total - push.start)]
+        if rows:
+            self._fill(run, push.start, rows)
+        if self._filters is not None and run.total == 0 and self.canFetchMore(QModelIndex()):
+            # nothing shown in this run: no rows arrive for the view to scroll to, so ask
+            # for the next run's at once
+            self.fetchMore(QModelIndex())
+        self._ask_wanted()
 
-    def _row_node(self, run: RunNode, item: TimelineRowItem) -> RowNode:
-        pins = tuple(self._pins.get((run.head.run_id, item.seq), ()))
-        node = RowNode(run, item, pins)
-        if item.kind == "tool":
+    def _resize(self, run: RunNode, total: int) -> None:
+        """The run shows ``total`` rows: its first page under a filter, or a fresh read of
+        the record found fewer (or more) than announced."""
+        first = run.offset + 1
+        shown = max(run.total, 0)
+        if total > shown:
+            self.beginInsertRows(QModelIndex(), first + shown, first + total - 1)
+            self._top[first + shown : first + shown] = [None] * (total - shown)
+        elif total < shown:
+            self.beginRemoveRows(QModelIndex(), first + total, first + shown - 1)
+            dropped = self._top[first + total : first + shown]
+            self._loaded -= sum(isinstance(node, RowNode) for node in dropped)
+            del self._top[first + total : first + shown]
+            run.pages = {page for page in run.pages if page * PAGE_ROWS < total}
+        run.total = total
+        for later in self._runs:
+            if later.offset > run.offset:
+                later.offset += total - shown
+        self._offsets = [each.offset for each in self._runs]
+        if total > shown:
+            self.endInsertRows()
+        elif total < shown:
+            self.endRemoveRows()
+
+    def _fill(self, run: RunNode, start: int, rows: Sequence[TimelineRowItem]) -> None:
+        """A page arriving changes the rows it holds in place: no row is inserted at the top
+        level, so the view lays nothing out again; a tool row's facts are inserted under it
+        (the view only marks it as having children)."""
+        first = run.offset + 1 + start
+        fresh = 0
+        for number, item in enumerate(rows):
+            if self._top[first + number] is None:
+                fresh += 1
+            pins = tuple(self._pins.get((run.head.run_id, item.seq), ()))
+            self._top[first + number] = RowNode(run, item, pins)
+        self._loaded += fresh
+        last = first + len(rows) - 1
+        self.dataChanged.emit(self.index(first, 0), self.index(last, _COLUMN_COUNT - 1))
+        for number, item in enumerate(rows):
+            if item.kind != "tool" or not item.entries:
+                continue
+            node = self._top[first + number]
+            assert isinstance(node, RowNode)
+            self.beginInsertRows(self.index(first + number, 0), 0, len(item.entries) - 1)
             node.entries = [EntryNode(node, entry, n) for n, entry in enumerate(item.entries)]
-        return node
+            self.endInsertRows()
 
     def canFetchMore(self, parent: Index) -> bool:  # noqa: N802 - Qt's name
-        if parent.isValid() or self._session_id is None or self._asked is not None:
+        """Under a filter: a run whose count of rows shown is not known yet (its first page
+        is asked when the view reaches it). Without, every row is counted from the start."""
+        if parent.isValid() or self._session_id is None:
             return False
-        return any(not run.complete for run in self._runs)
+        unknown = [run for run in self._runs if run.total < 0]
+        return bool(unknown) and not any((run.head.run_id, 0) in self._asked for run in unknown)
 
     def fetchMore(self, parent: Index) -> None:  # noqa: N802 - Qt's name
-        if not self.canFetchMore(parent) or self._session_id is None:
+        if not self.canFetchMore(parent):
             return
-        run = next(run for run in self._runs if not run.complete)
-        asked = (run.head.run_id, run.loaded)
-        self._asked = asked  # before asking: an answer may come back within the call
-        if not self._bridge.timeline_rows(self._session_id, *asked, PAGE_ROWS):
-            self._asked = None
+        run = next(run for run in self._runs if run.total < 0)
+        self._ask(run, 0)
 
     def fully_loaded(self) -> bool:
         return all(run.complete for run in self._runs)
 
+    def load_all(self) -> None:
+        """Ask for every page not here (tests and screenshots; the view asks as it shows)."""
+        for run in self._runs:
+            for page in range(-(-max(run.total, 0) // PAGE_ROWS)):
+                self._ask(run, page)
+        if self.canFetchMore(QModelIndex()):
+            self.fetchMore(QModelIndex())
+
     def index_of_row(self, run_id: str, seq: int) -> QModelIndex:
         """The loaded row of ``run_id`` starting at ``seq`` (invalid when not loaded yet)."""
-        for number, node in enumerate(self._top):
-            if (
-                isinstance(node, RowNode)
-                and node.run.head.run_id == run_id
-                and node.item.seq == seq
-            ):
+        run = self._run(run_id)
+        if run is None:
+            return QModelIndex()
+        first = run.offset + 1
+        for number in range(first, first + max(run.total, 0)):
+            node = self._top[number]
+            if isinstance(node, RowNode) and node.item.seq == seq:
                 return self.index(number, 0)
         return QModelIndex()
 
@@ -276,6 +449,9 @@ class TimelineModel(QAbstractItemModel):
         if owner == 0:
             row_number = index.row()
             node = top[row_number] if row_number < len(top) else None
+            if node is None and role == _DISPLAY and row_number < len(top):
+                self._need(row_number)  # shown before its page is here: ask for the page
+                return "…" if index.column() == 2 else ""
         else:
             row = top[owner - 1] if owner - 1 < len(top) else None
             node = row.entries[index.row()] if isinstance(row, RowNode) else None
@@ -346,78 +522,3 @@ def _tooltip(node: Node) -> str:
     if isinstance(node, RowNode) and node.pins:
         return "\n".join(f"{pin.code}: {pin.message}" for pin in node.pins)
     return node.item.summary
-
-
-class TimelineFilter(QSortFilterProxyModel):
-    """Rows by kind, tool, status, text and "only problems"; run headings always stay; a
-    tool row's facts stay with it."""
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.kind = ""
-        self.tool = ""
-        self.status = ""
-        self.text = ""
-        self.only_problems = False
-
-    def set_filters(
-        self,
-        *,
-        kind: str = "",
-        tool: str = "",
-        status: str = "",
-        text: str = "",
-        only_problems: bool = False,
-    ) -> None:
-        self.beginFilterChange()
-        self.kind, self.tool, self.status = kind, tool.casefold(), status
-        self.text, self.only_problems = text.casefold(), only_problems
-        self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-
-    @property
-    def active(self) -> bool:
-        return bool(self.kind or self.tool or self.status or self.text or self.only_problems)
-
-    def filterAcceptsRow(self, source_row: int, source_parent: Index) -> bool:  # noqa: N802
-        if source_parent.isValid():
-            return True  # a fact goes with its row
-        model = self.sourceModel()
-        node = model.index(source_row, 0, source_parent).data(NODE_ROLE)
-        if not isinstance(node, RowNode):
-            return True
-        return row_matches(
-            node,
-            kind=self.kind,
-            tool=self.tool,
-            status=self.status,
-            text=self.text,
-            only_problems=self.only_problems,
-        )
-
-
-def row_matches(
-    node: RowNode, *, kind: str, tool: str, status: str, text: str, only_problems: bool
-) -> bool:
-    """Whether a row passes the filters (``tool`` and ``text`` already case-folded)."""
-    item = node.item
-    if only_problems and not node.problem:
-        return False
-    if kind and item.kind != kind and not any(e.kind == kind for e in item.entries):
-        return False
-    if tool and tool not in (item.tool_name or "").casefold():
-        return False
-    if status and item.status != status:
-        return False
-    if text:
-        words = [
-            item.summary,
-            *(e.summary for e in item.entries),
-            *(e.event_id for e in item.entries),
-        ]
-        if not any(text in word.casefold() for word in words):
-            return False
-    return True
-
-
-def kinds_of(rows: Sequence[TimelineRowItem]) -> list[str]:
-    return sorted({row.kind for row in rows})

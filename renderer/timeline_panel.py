@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -33,17 +33,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.bridge_contract import TimelineEventShownPush, TimelineOpenedPush, TimelinePin
+from app.bridge_contract import (
+    TimelineEventShownPush,
+    TimelineLocatedPush,
+    TimelineOpenedPush,
+    TimelinePin,
+    TimelineRowFilter,
+)
 from app.code_text import describe
 from renderer import theme
 from renderer.bridge_port import BridgePort
-from renderer.timeline_model import (
-    EntryNode,
-    RowNode,
-    RunNode,
-    TimelineFilter,
-    TimelineModel,
-)
+from renderer.timeline_model import EntryNode, RowNode, RunNode, TimelineModel
 
 KINDS = (
     "message",
@@ -79,13 +79,12 @@ class TimelinePanel(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self.model = TimelineModel(bridge, self)
-        self.proxy = TimelineFilter(self)
-        self.proxy.setSourceModel(self.model)
         self._target: tuple[str, int] | None = None
         self._build()
         bridge.timeline_opened.connect(self._on_opened)
         bridge.timeline_page.connect(lambda _push: self._after_page())
         bridge.timeline_event_shown.connect(self._on_event_shown)
+        bridge.timeline_located.connect(self._on_located)
 
     # ---- layout -----------------------------------------------------------------------------
 
@@ -107,7 +106,7 @@ class TimelinePanel(QWidget):
         column.addWidget(self.outside)
         column.addLayout(self._filter_bar())
         self.tree = QTreeView()
-        self.tree.setModel(self.model)  # the filter sits in between only while one is set
+        self.tree.setModel(self.model)  # filtered by the main process: the view reads it directly
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -118,7 +117,7 @@ class TimelinePanel(QWidget):
         self.tree.setColumnWidth(1, 120)
         self.tree.setColumnWidth(3, 160)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
-        self._watch_current()
+        self.tree.selectionModel().currentChanged.connect(self._on_current)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setFont(theme.monospace_font())
@@ -197,45 +196,36 @@ class TimelinePanel(QWidget):
                 _tr("Not connected to the main process; the record shows once it is.")
             )
 
-    def apply_filters(self) -> None:
-        self.proxy.set_filters(
+    def filters(self) -> TimelineRowFilter:
+        return TimelineRowFilter(
             kind=str(self.kind_box.currentData() or ""),
-            tool=self.tool_edit.text(),
+            tool=self.tool_edit.text()[:500],
             status=str(self.status_box.currentData() or ""),
-            text=self.text_edit.text(),
+            text=self.text_edit.text()[:500],
             only_problems=self.problems_box.isChecked(),
         )
-        shown = self.proxy if self.proxy.active else self.model
-        if self.tree.model() is not shown:
-            # Without a filter the view reads the model directly: a page of rows arriving
-            # then costs the view's layout alone, not the filter's mapping of every row too.
-            current = self.source_index(self.tree.currentIndex())
-            self.tree.setModel(shown)
-            self._watch_current()
-            if current.isValid():
-                self.tree.setCurrentIndex(self.view_index(current))
-        self._after_page()
 
-    def _watch_current(self) -> None:
-        self.tree.selectionModel().currentChanged.connect(self._on_current)
+    def apply_filters(self) -> None:
+        """The main process filters: the model asks it again for the rows now shown."""
+        self.model.set_filters(self.filters())
 
-    def source_index(self, index: QModelIndex) -> QModelIndex:
-        """The model's index for an index of the view (through the filter when one is set)."""
-        return self.proxy.mapToSource(index) if self.tree.model() is self.proxy else index
-
-    def view_index(self, source: QModelIndex) -> QModelIndex:
-        """The view's index for a model index (invalid when a filter hides it)."""
-        return self.proxy.mapFromSource(source) if self.tree.model() is self.proxy else source
+    def clear_filters(self) -> None:
+        widgets = (self.kind_box, self.status_box, self.tool_edit, self.text_edit)
+        for widget in (*widgets, self.problems_box):
+            widget.blockSignals(True)
+        self.kind_box.setCurrentIndex(0)
+        self.status_box.setCurrentIndex(0)
+        self.tool_edit.clear()
+        self.text_edit.clear()
+        self.problems_box.setChecked(False)
+        for widget in (*widgets, self.problems_box):
+            widget.blockSignals(False)
+        self.apply_filters()
 
     def _after_page(self) -> None:
-        """A filter or a sought row needs every page: keep asking until they are all here
-        (the view alone only asks when scrolled to the bottom)."""
+        """A sought row is selected once its page is here (the model asks for that page)."""
         if self._target is not None and self._select_row(*self._target):
             self._target = None
-        if (self.proxy.active or self._target is not None) and self.model.canFetchMore(
-            QModelIndex()
-        ):
-            QTimer.singleShot(0, lambda: self.model.fetchMore(QModelIndex()))
 
     def _on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self.model.session_id:
@@ -269,22 +259,35 @@ class TimelinePanel(QWidget):
         if not isinstance(place, tuple):
             return
         run_id, seq = place
-        if not self._select_row(run_id, seq):
-            self._target = (run_id, seq)
+        session = self.model.session_id
+        if self._select_row(run_id, seq) or session is None:
+            return
+        # Not loaded: the main process says where it is among the rows shown, and only its
+        # run is loaded that far.
+        self._target = (run_id, seq)
+        self._bridge.timeline_locate(session, run_id, seq, self.model.filters)
+
+    def _on_located(self, push: TimelineLocatedPush) -> None:
+        if (
+            push.session_id != self.model.session_id
+            or self._target != (push.run_id, push.seq)
+            or push.filters != self.model.filters
+        ):
+            return
+        if push.position is not None:
+            self.model.want(push.run_id, push.position)
             self._after_page()
+        elif self.model.filters is not None:
+            # the filter hides it: show every row again, then find it among them
+            self.clear_filters()
+            self._bridge.timeline_locate(push.session_id, push.run_id, push.seq, None)
+        else:
+            self._target = None
 
     def _select_row(self, run_id: str, seq: int) -> bool:
-        source = self.model.index_of_row(run_id, seq)
-        if not source.isValid():
+        index = self.model.index_of_row(run_id, seq)
+        if not index.isValid():
             return False
-        index = self.view_index(source)
-        if not index.isValid():  # filtered out: show everything again so the row can show
-            self.kind_box.setCurrentIndex(0)
-            self.status_box.setCurrentIndex(0)
-            self.tool_edit.clear()
-            self.text_edit.clear()
-            self.problems_box.setChecked(False)
-            index = self.view_index(source)
         self.tree.setCurrentIndex(index)
         self.tree.selectionModel().select(
             index,
@@ -298,7 +301,7 @@ class TimelinePanel(QWidget):
         return True
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        node = self.model.node(self.source_index(current))
+        node = self.model.node(current)
         self._json = ""
         if node is None or isinstance(node, RunNode):
             self.detail.setPlainText(_run_detail(node) if node is not None else "")
@@ -311,7 +314,7 @@ class TimelinePanel(QWidget):
             self._bridge.timeline_event(session, run.head.run_id, entry.event_id)
 
     def _on_event_shown(self, push: TimelineEventShownPush) -> None:
-        node = self.model.node(self.source_index(self.tree.currentIndex()))
+        node = self.model.node(self.tree.currentIndex())
         if node is None or isinstance(node, RunNode) or push.session_id != self.model.session_id:
             return
         entry = node.item.entries[0] if isinstance(node, RowNode) else node.item

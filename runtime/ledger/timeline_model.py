@@ -34,6 +34,7 @@ from runtime.ledger.timeline_events import (
 
 __all__ = [
     "PROBLEM_STATUSES",
+    "RowFilter",
     "RunSource",
     "TimelineEntry",
     "TimelineKind",
@@ -43,6 +44,7 @@ __all__ = [
     "build_run",
     "build_timeline",
     "lineage_order",
+    "matching_rows",
 ]
 
 
@@ -165,6 +167,51 @@ def build_timeline(sources: Sequence[RunSource]) -> tuple[TimelineRun, ...]:
     building)."""
     with collector_paused():
         return tuple(build_run(source, depth) for source, depth in lineage_order(sources))
+
+
+# ---- filters ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """Which rows of a run to show: by kind (the row's or one of its facts'), tool name (part
+    of it, any case), status, text (part of a summary or an event id, any case) and only
+    problems (a problem status or a pinned reason). The desktop's filters are answered with
+    it where the rows are kept, so a view never needs every row to filter them."""
+
+    kind: str = ""
+    tool: str = ""
+    status: str = ""
+    text: str = ""
+    only_problems: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.kind or self.tool or self.status or self.text or self.only_problems)
+
+    def matches(self, row: TimelineRow, pinned: bool = False) -> bool:
+        if self.only_problems and not (pinned or row.problem):
+            return False
+        if self.kind and row.kind != self.kind and all(e.kind != self.kind for e in row.entries):
+            return False
+        if self.tool and self.tool.casefold() not in (row.tool_name or "").casefold():
+            return False
+        if self.status and row.status != self.status:
+            return False
+        if self.text:
+            text = self.text.casefold()
+            words = [row.summary, *(e.summary for e in row.entries)]
+            words += [e.event_id for e in row.entries]
+            return any(text in word.casefold() for word in words)
+        return True
+
+
+def matching_rows(
+    run: TimelineRun, where: RowFilter, pinned_seqs: frozenset[int] = frozenset()
+) -> list[int]:
+    """The positions in ``run.rows`` of the rows ``where`` shows (``pinned_seqs``: the seqs of
+    the run's rows a reason is pinned to, problems whatever their status)."""
+    return [n for n, row in enumerate(run.rows) if where.matches(row, row.seq in pinned_seqs)]
 
 
 # ---- rows -------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 killed inside its ``bash`` command (P4: the command ran, its result was never recorded), then a
 new start with the test playing the renderer over the real socket. ``timeline.open`` answers
 with the session's runs and the plan Safe resume makes, its unknown outcome pinned to the bash
-row; ``timeline.rows`` serves the rows (the call's facts grouped); ``timeline.event`` the saved
+row; ``timeline.rows`` serves the rows (the call's facts grouped), filtered there when asked, and
+``timeline.locate`` a row's place among those a filter shows; ``timeline.event`` the saved
 event's canonical bytes; a run that is not there is refused with its code.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import (
     ErrorPush,
+    Message,
     MessageKind,
     PermissionDecision,
     PermissionRequestedPush,
@@ -25,9 +28,12 @@ from app.bridge_contract import (
     SessionUpdatedPush,
     TimelineEventRequest,
     TimelineEventShownPush,
+    TimelineLocatedPush,
+    TimelineLocateRequest,
     TimelineOpenedPush,
     TimelineOpenRequest,
     TimelinePagePush,
+    TimelineRowFilter,
     TimelineRowsRequest,
     TurnsSendRequest,
 )
@@ -63,6 +69,10 @@ def _connect(main: MainProcess, qtbot: QtBot) -> WireClient:
     client.hello(main.token)
     qtbot.waitUntil(lambda: client.has(MessageKind.HELLO_OK), timeout=WAIT_MS)
     return client
+
+
+def _answer(client: WireClient, tag: str) -> Message | None:
+    return next((m for m in client.received if m.correlation_id == tag), None)
 
 
 def test_the_main_process_serves_a_parked_sessions_timeline(
@@ -118,6 +128,45 @@ def test_the_main_process_serves_a_parked_sessions_timeline(
     assert (tool.tool_name, tool.status, tool.seq) == ("bash", "unknown", pin.seq)
     assert [entry.kind for entry in tool.entries] == ["tool_call", "tool_dispatch"]
     assert page.rows[-1].kind == "run_end"
+
+    # filtered and located by the main process: only problems are the unknown bash call and
+    # the failed ending; the call's place among them, and none among the messages
+    problems = TimelineRowFilter(only_problems=True)
+    client.send(
+        TimelineRowsRequest(
+            session_id=session,
+            run_id=run.run_id,
+            start=0,
+            count=500,
+            filters=problems,
+            correlation_id="problems",
+        )
+    )
+    qtbot.waitUntil(lambda: _answer(client, "problems") is not None, timeout=WAIT_MS)
+    filtered = _answer(client, "problems")
+    assert isinstance(filtered, TimelinePagePush) and filtered.filters == problems
+    assert [row.seq for row in filtered.rows] == [
+        row.seq for row in page.rows if row.status in ("unknown", "failed", "damaged", "parked")
+    ]
+    assert filtered.total == len(filtered.rows) == 2
+    for name, filters, position in (
+        ("at", problems, 0),
+        ("nowhere", TimelineRowFilter(kind="message"), None),
+        ("all", None, page.rows.index(tool)),
+    ):
+        client.send(
+            TimelineLocateRequest(
+                session_id=session,
+                run_id=run.run_id,
+                seq=pin.seq or 0,
+                filters=filters,
+                correlation_id=name,
+            )
+        )
+        qtbot.waitUntil(partial(client.answered, name), timeout=WAIT_MS)
+        located = _answer(client, name)
+        assert isinstance(located, TimelineLocatedPush)
+        assert (located.seq, located.position) == (pin.seq, position)
 
     call = tool.entries[0]
     client.send(TimelineEventRequest(session_id=session, run_id=run.run_id, event_id=call.event_id))

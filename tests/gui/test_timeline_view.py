@@ -17,6 +17,7 @@ from pytestqt.qtbot import QtBot
 
 from renderer.timeline_model import PAGE_ROWS, PROBLEM_ROLE, EntryNode, RowNode, RunNode
 from renderer.timeline_panel import PIN_ROLE, TimelinePanel
+from runtime.ledger.timeline_model import RowFilter, matching_rows
 from tests.helpers.timeline_demo import ServingBridge, long_session, parked_session
 
 ROOT = QModelIndex()
@@ -31,30 +32,61 @@ def _panel(qtbot: QtBot, bridge: ServingBridge) -> TimelinePanel:
 
 def test_rows_arrive_a_page_at_a_time_as_the_view_asks(qtbot: QtBot) -> None:
     timeline = long_session(1300)
+    total = len(timeline.runs[0].rows)
     bridge = ServingBridge({"sess-1": timeline})
     panel = _panel(qtbot, bridge)
     model = panel.model
     panel.open("sess-1")
     assert model.rowCount(ROOT) == 0
     bridge.serve()
-    # the heading of the one run, then the first page of its rows only
-    assert model.rowCount(ROOT) == 1 + PAGE_ROWS
-    assert bridge.calls_to("timeline_rows") == [("sess-1", "run-1", 0, PAGE_ROWS)]
-    assert model.canFetchMore(ROOT)
-    model.fetchMore(ROOT)
-    assert not model.canFetchMore(ROOT)  # one page asked at a time
-    bridge.serve()
-    assert model.rowCount(ROOT) == 1 + 2 * PAGE_ROWS
-    model.fetchMore(ROOT)
-    bridge.serve()
-    total = len(timeline.runs[0].rows)
+    # the heading of the one run and a place for each of its rows; the first page alone here
     assert model.rowCount(ROOT) == 1 + total
-    assert model.fully_loaded() and not model.canFetchMore(ROOT)
+    assert bridge.calls_to("timeline_rows") == [("sess-1", "run-1", 0, PAGE_ROWS)]
+    assert model.loaded_rows == PAGE_ROWS
+    assert model.node(model.index(PAGE_ROWS + 1, 0)) is None  # not here yet
+    # a row shown before its page is here asks for that page (once), after the paint
+    far = 3 * PAGE_ROWS + 5
+    assert model.index(far, 2).data() == "…"
+    assert model.index(far + 1, 2).data() == "…"
+    qtbot.waitUntil(lambda: len(bridge.calls_to("timeline_rows")) == 2, timeout=60_000)
+    assert bridge.calls_to("timeline_rows")[-1] == ("sess-1", "run-1", 3 * PAGE_ROWS, PAGE_ROWS)
+    bridge.serve()
+    assert model.loaded_rows == 2 * PAGE_ROWS
+    node = model.node(model.index(far, 0))
+    assert isinstance(node, RowNode) and node.item.seq == timeline.runs[0].rows[far - 1].seq
+    model.load_all()
+    bridge.serve()
+    assert model.fully_loaded() and model.loaded_rows == total
     seqs = [model.node(model.index(n, 0)) for n in range(1, model.rowCount(ROOT))]
     assert [n.item.seq for n in seqs if isinstance(n, RowNode)] == [
         row.seq for row in timeline.runs[0].rows
     ]
     assert panel.tree.uniformRowHeights()
+
+
+def test_a_page_arriving_inserts_no_top_level_row(qtbot: QtBot) -> None:
+    """The view lays its rows out again on any top-level insert or reset: a page arriving
+    changes the rows it holds in place, and only inserts a tool row's facts under it."""
+    bridge = ServingBridge({"sess-1": long_session(900)})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    model = panel.model
+    panel.open("sess-1")
+    bridge.serve()
+    inserted: list[tuple[bool, int, int]] = []
+    model.rowsInserted.connect(lambda parent, a, b: inserted.append((parent.isValid(), a, b)))
+    resets: list[str] = []
+    model.modelReset.connect(lambda: resets.append("reset"))
+    model.layoutChanged.connect(lambda: resets.append("layout"))
+    changed: list[tuple[int, int]] = []
+    model.dataChanged.connect(lambda a, b: changed.append((a.row(), b.row())))
+    panel.tree.scrollToBottom()
+    qtbot.waitUntil(lambda: bridge.serve() > 0, timeout=60_000)
+    assert changed and not resets
+    assert inserted and all(under_a_row for under_a_row, _a, _b in inserted)
+    assert model.loaded_rows < model.rowCount(ROOT) - 1  # the rows between never asked for
+    last = model.node(model.index(model.rowCount(ROOT) - 1, 0))
+    assert isinstance(last, RowNode) and last.item.kind == "run_end"
 
 
 def test_a_tool_call_is_one_row_whose_children_are_its_facts(qtbot: QtBot) -> None:
@@ -82,15 +114,15 @@ def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
     bridge = ServingBridge({"sess-1": parked_session(rows_before=12)}, immediate=True)
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
-    proxy = panel.proxy
+    model = panel.model
 
     def shown() -> list[str]:
-        return [str(proxy.index(n, 1).data()) for n in range(proxy.rowCount(ROOT))]
+        return [str(model.index(n, 1).data()) for n in range(model.rowCount(ROOT))]
 
     panel.problems_box.setChecked(True)
     # the pinned snapshot, the unknown call, the damaged record, the failed ending
     assert shown() == ["run", "checkpoint", "tool", "event", "run end"]
-    assert all(proxy.index(n, 0).data(PROBLEM_ROLE) for n in range(1, proxy.rowCount(ROOT)))
+    assert all(model.index(n, 0).data(PROBLEM_ROLE) for n in range(1, model.rowCount(ROOT)))
     panel.problems_box.setChecked(False)
     panel.kind_box.setCurrentIndex(panel.kind_box.findData("tool"))
     assert shown() == ["run", *["tool"] * 4]  # three read_file, one bash
@@ -105,16 +137,66 @@ def test_filters_hide_rows_but_never_a_run_heading(qtbot: QtBot) -> None:
     assert shown() == ["run", "message"]
     panel.text_edit.setText("evt-bash")  # an event id finds its row
     assert shown() == ["run", "tool"]
+    panel.text_edit.clear()
+    assert model.rowCount(ROOT) == 1 + len(parked_session(rows_before=12).runs[0].rows)
 
 
-def test_a_filter_keeps_loading_pages_so_no_problem_is_missed(qtbot: QtBot) -> None:
-    bridge = ServingBridge({"sess-1": parked_session(rows_before=1200)}, immediate=True)
+def test_the_main_process_filters_so_the_view_holds_only_the_rows_shown(qtbot: QtBot) -> None:
+    """Only problems over 1,200 rows: the pages asked carry the filter and hold the four
+    problem rows alone, however far into the run they are; no unfiltered page is asked."""
+    timeline = parked_session(rows_before=1200)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    model = panel.model
+    assert not model.fully_loaded()
+    before = len(bridge.calls_to("timeline_rows"))
+    panel.problems_box.setChecked(True)
+    bridge.serve()
+    assert model.fully_loaded()
+    asked = bridge.calls_to("timeline_rows")[before:]
+    assert asked == [("sess-1", "run-1", 0, PAGE_ROWS, panel.filters())]
+    assert panel.filters().only_problems
+    assert model.rowCount(ROOT) == 5
+    kinds = [model.index(n, 1).data() for n in range(1, 5)]
+    assert kinds == ["checkpoint", "tool", "event", "run end"]
+    rows = timeline.runs[0].rows
+    problems = [str(row.seq) for row in rows[-4:]]
+    assert [model.index(n, 0).data() for n in range(1, 5)] == problems
+    assert not any(row.problem for row in rows[:-4])
+
+
+def test_a_filter_showing_many_rows_still_pages_them(qtbot: QtBot) -> None:
+    timeline = long_session(2000)
+    bridge = ServingBridge({"sess-1": timeline})
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
-    assert not panel.model.fully_loaded()
-    panel.problems_box.setChecked(True)
-    qtbot.waitUntil(panel.model.fully_loaded, timeout=60_000)
-    assert panel.proxy.rowCount(ROOT) == 5
+    bridge.serve()
+    panel.text_edit.setText("question")
+    bridge.serve()
+    model = panel.model
+    questions = [row for row in timeline.runs[0].rows if "question" in row.summary]
+    assert len(questions) > PAGE_ROWS
+    assert model.rowCount(ROOT) == 1 + len(questions)  # counted by the main process
+    assert model.loaded_rows == PAGE_ROWS  # one page of matches here, no more
+    model.load_all()
+    bridge.serve()
+    shown = [model.node(model.index(n, 0)) for n in range(1, model.rowCount(ROOT))]
+    assert [node.item.seq for node in shown if isinstance(node, RowNode)] == [
+        row.seq for row in questions
+    ]
+    # a page of the previous filter arriving late is not mixed in
+    panel.text_edit.setText("answer")
+    stale = bridge.pages.page("sess-1", "run-1", 0, 10, None)
+    model.on_page(stale)
+    assert model.rowCount(ROOT) == 1
+    bridge.serve()
+    answers = [row for row in timeline.runs[0].rows if "answer" in row.summary]
+    assert model.rowCount(ROOT) == 1 + len(answers)
+    here = [model.index(n, 2).data() for n in range(1, 1 + PAGE_ROWS)]
+    assert all("answer" in str(text) for text in here)
 
 
 def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) -> None:
@@ -148,9 +230,19 @@ def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) 
     assert panel.verdict.text() == "1 run, 6 events. Safe resume parks at event 6 of run-1."
 
 
-def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(
-    qtbot: QtBot,
-) -> None:
+def _activate_first_reason(qtbot: QtBot, panel: TimelinePanel, bridge: ServingBridge) -> str:
+    first = panel.pinned.item(0)
+    panel.pinned.setCurrentItem(first)
+    with qtbot.waitSignal(panel.row_shown, timeout=60_000) as shown:
+        panel.pinned.itemActivated.emit(first)
+        qtbot.waitUntil(lambda: bridge.serve() == 0 and panel._target is None, timeout=60_000)
+    assert shown.args == ["run-1", first.data(PIN_ROLE)[1]]
+    node = panel.model.node(panel.tree.currentIndex())
+    assert isinstance(node, RowNode) and node.item.tool_name == "bash"
+    return str(first.data(PIN_ROLE)[0])
+
+
+def test_activating_a_reason_asks_the_main_process_where_its_row_is(qtbot: QtBot) -> None:
     timeline = parked_session(rows_before=1400)
     bridge = ServingBridge({"sess-1": timeline})
     panel = _panel(qtbot, bridge)
@@ -158,23 +250,79 @@ def test_activating_a_reason_loads_the_pages_before_its_row_and_selects_it(
     panel.open("sess-1")
     bridge.serve()
     assert not panel.model.fully_loaded()
-    panel.problems_box.setChecked(False)
-    first = panel.pinned.item(0)
-    panel.pinned.setCurrentItem(first)
-    with qtbot.waitSignal(panel.row_shown, timeout=60_000) as shown:
-        panel.pinned.itemActivated.emit(first)
-        qtbot.waitUntil(lambda: bridge.serve() == 0 and panel._target is None, timeout=60_000)
-    assert shown.args == ["run-1", first.data(PIN_ROLE)[1]]
-    node = panel.model.node(panel.source_index(panel.tree.currentIndex()))
-    assert isinstance(node, RowNode) and node.item.tool_name == "bash"
+    _activate_first_reason(qtbot, panel, bridge)
+    seq = panel.pinned.item(0).data(PIN_ROLE)[1]
+    assert bridge.calls_to("timeline_locate") == [("sess-1", "run-1", seq, None)]
+    # the first page and the one holding the row, none between
+    place = next(n for n, row in enumerate(timeline.runs[0].rows) if row.seq == seq)
+    rows = len(timeline.runs[0].rows)
+    assert place >= 2 * PAGE_ROWS  # beyond the first two pages
+    last = place // PAGE_ROWS
+    model = panel.model
+    # the pages between were never asked for (the view may ask for the page just before the
+    # row's, when it shows rows of it around the row)
+    assert all(
+        model.node(model.index(1 + n, 0)) is None for n in range(PAGE_ROWS, (last - 1) * PAGE_ROWS)
+    )
+    assert model.loaded_rows <= 2 * PAGE_ROWS + min(PAGE_ROWS, rows - last * PAGE_ROWS)
+    assert panel.tree.currentIndex().row() == 1 + place
+
+
+def test_a_reason_under_a_filter_is_found_among_the_filtered_rows(qtbot: QtBot) -> None:
+    """700 questions come before the unknown call; under a filter matching both, the call's
+    place among the matches is asked, and the matches alone are loaded up to it."""
+    timeline = parked_session(rows_before=1400)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    panel.text_edit.setText("u")  # "question 12", "bash: outcome unknown", a tool's "result"
+    bridge.serve()
+    model = panel.model
+    assert model.loaded_rows == PAGE_ROWS
+    _activate_first_reason(qtbot, panel, bridge)
+    located = bridge.calls_to("timeline_locate")
+    assert [call[3] for call in located] == [panel.filters()]
+    assert panel.text_edit.text() == "u"  # the filter stays
+    run = timeline.runs[0]
+    matches = matching_rows(run, RowFilter(text="u"))
+    place = [run.rows[n].seq for n in matches].index(located[0][2])
+    assert place >= 3 * PAGE_ROWS  # well beyond the first page of matches
+    assert model.rowCount(ROOT) == 1 + len(matches)
+    # the first page and the one holding the row (and the one before it, when the view shows
+    # rows of it around the row), none between
+    page = place // PAGE_ROWS
+    assert model.loaded_rows <= 2 * PAGE_ROWS + min(PAGE_ROWS, len(matches) - page * PAGE_ROWS)
+    for n, match in enumerate(matches):
+        node = model.node(model.index(1 + n, 0))
+        if n < PAGE_ROWS or n // PAGE_ROWS == page:
+            assert isinstance(node, RowNode) and node.item.seq == run.rows[match].seq
+        elif n // PAGE_ROWS < page - 1:
+            assert node is None
+
+
+def test_a_reason_a_filter_hides_clears_the_filter_and_shows_its_row(qtbot: QtBot) -> None:
+    bridge = ServingBridge({"sess-1": parked_session(rows_before=1400)})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    panel.kind_box.setCurrentIndex(panel.kind_box.findData("message"))
+    bridge.serve()
+    hidden = panel.filters()
+    _activate_first_reason(qtbot, panel, bridge)
+    located = bridge.calls_to("timeline_locate")
+    assert [call[3] for call in located] == [hidden, None]
+    assert panel.filters() == type(hidden)()  # every filter cleared
+    assert panel.kind_box.currentIndex() == 0
 
 
 def test_the_detail_shows_the_saved_events_canonical_json_and_digest(qtbot: QtBot) -> None:
     bridge = ServingBridge({"sess-1": parked_session()}, immediate=True)
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
-    source = panel.model.index_of_row("run-1", 3)
-    panel.tree.setCurrentIndex(panel.view_index(source))
+    panel.tree.setCurrentIndex(panel.model.index_of_row("run-1", 3))
     assert bridge.calls_to("timeline_event")[-1] == ("sess-1", "run-1", "evt-bash")
     text = panel.detail.toPlainText()
     assert "tool operation: bash call-bash (unknown, 2 facts)" in text
@@ -206,20 +354,29 @@ def test_the_keyboard_moves_through_rows_and_opens_a_tool_row(qtbot: QtBot) -> N
 
 def test_a_run_that_has_fewer_rows_than_announced_stops_asking(qtbot: QtBot) -> None:
     """The record is read afresh when a page is asked of a session no longer kept: a page
-    that says the run ends earlier ends the asking, instead of asking for the same page again."""
+    that says the run ends earlier drops the rows past its end, instead of asking again."""
     timeline = long_session(700)
     bridge = ServingBridge({"sess-1": timeline})
     panel = _panel(qtbot, bridge)
     panel.open("sess-1")
     bridge.serve()
     model = panel.model
-    assert model.canFetchMore(ROOT)
     shorter = long_session(400)
     bridge.pages = type(bridge.pages)(lambda _session: shorter)  # what a fresh read gives
-    model.fetchMore(ROOT)
+    far = len(timeline.runs[0].rows) - 1
+    past_end = far // PAGE_ROWS * PAGE_ROWS
+    assert past_end >= len(shorter.runs[0].rows)
+    model.want("run-1", far)
     bridge.serve()
-    assert not model.canFetchMore(ROOT)
-    assert len(bridge.calls_to("timeline_rows")) == 2
+    assert model.rowCount(ROOT) == 1 + len(shorter.runs[0].rows)
+    assert not model.wanting()
+    model.load_all()
+    bridge.serve()
+    assert model.fully_loaded()
+    asked = [call[2] for call in bridge.calls_to("timeline_rows")]
+    assert asked.count(past_end) == 1  # past the new end: asked once, never again
+    pages = -(-len(shorter.runs[0].rows) // PAGE_ROWS)
+    assert sorted(asked) == sorted([past_end, *(n * PAGE_ROWS for n in range(pages))])
 
 
 def test_opening_while_disconnected_says_so(qtbot: QtBot) -> None:

@@ -155,8 +155,22 @@ class FakeBridge(BridgePort):
     def open_timeline(self, session_id: str) -> bool:
         return self._record("open_timeline", session_id)
 
-    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
-        return self._record("timeline_rows", session_id, run_id, start, count)
+    def timeline_rows(
+        self,
+        session_id: str,
+        run_id: str,
+        start: int,
+        count: int,
+        filters: bc.TimelineRowFilter | None = None,
+    ) -> bool:
+        if filters is None:
+            return self._record("timeline_rows", session_id, run_id, start, count)
+        return self._record("timeline_rows", session_id, run_id, start, count, filters)
+
+    def timeline_locate(
+        self, session_id: str, run_id: str, seq: int, filters: bc.TimelineRowFilter | None = None
+    ) -> bool:
+        return self._record("timeline_locate", session_id, run_id, seq, filters)
 
     def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:
         return self._record("timeline_event", session_id, run_id, event_id)

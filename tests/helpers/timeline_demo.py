@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.bridge_contract import TimelineRowFilter
 from main_process.timeline_pages import TimelinePages
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.timeline_model import RunSource, build_timeline
@@ -65,9 +66,27 @@ class ServingBridge(FakeBridge):
         self._answer(lambda: self.pages.open(session_id), self.timeline_opened)
         return True
 
-    def timeline_rows(self, session_id: str, run_id: str, start: int, count: int) -> bool:
-        self._record("timeline_rows", session_id, run_id, start, count)
-        self._answer(lambda: self.pages.page(session_id, run_id, start, count), self.timeline_page)
+    def timeline_rows(
+        self,
+        session_id: str,
+        run_id: str,
+        start: int,
+        count: int,
+        filters: TimelineRowFilter | None = None,
+    ) -> bool:
+        super().timeline_rows(session_id, run_id, start, count, filters)
+        self._answer(
+            lambda: self.pages.page(session_id, run_id, start, count, filters), self.timeline_page
+        )
+        return True
+
+    def timeline_locate(
+        self, session_id: str, run_id: str, seq: int, filters: TimelineRowFilter | None = None
+    ) -> bool:
+        super().timeline_locate(session_id, run_id, seq, filters)
+        self._answer(
+            lambda: self.pages.locate(session_id, run_id, seq, filters), self.timeline_located
+        )
         return True
 
     def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:

@@ -17,8 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QModelIndex
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QAbstractItemView, QApplication
 
 from app import bridge_contract as bc
 from renderer import theme
@@ -113,9 +112,11 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     window.sessions.select("s-big")
     bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s-big", items=()))
     model = panel.model
-    while model.rowCount() < 40_000 and model.canFetchMore(QModelIndex()):
-        model.fetchMore(QModelIndex())  # what scrolling down does, a page at a time
-    panel.tree.setCurrentIndex(panel.view_index(model.index(model.rowCount() - 400, 0)))
+    # every row is counted at once; scrolled far down, only the page shown is asked for
+    target = model.index(model.rowCount() - 400, 0)
+    panel.tree.scrollTo(target, QAbstractItemView.ScrollHint.PositionAtCenter)
+    _settle()
+    panel.tree.setCurrentIndex(target)
     shot("timeline-100k")
     window.close()
     return saved

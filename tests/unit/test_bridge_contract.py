@@ -121,7 +121,13 @@ SAMPLES: list[bc.Message] = [
     bc.ProcessesStopRequest(session_id="s1"),
     bc.ProcessesStoppedPush(session_id="s1", stopped=1, resume_available=False),
     bc.TimelineOpenRequest(session_id="s1"),
-    bc.TimelineRowsRequest(session_id="s1", run_id="r1", start=0, count=500),
+    bc.TimelineRowsRequest(
+        session_id="s1",
+        run_id="r1",
+        start=0,
+        count=500,
+        filters=bc.TimelineRowFilter(status="unknown", tool="bash"),
+    ),
     bc.TimelineEventRequest(session_id="s1", run_id="r1", event_id="e1"),
     bc.TimelineOpenedPush(
         session_id="s1",
@@ -198,6 +204,13 @@ SAMPLES: list[bc.Message] = [
             ),
         )
     ),
+    bc.TimelineLocateRequest(
+        session_id="s1",
+        run_id="r1",
+        seq=40_000,
+        filters=bc.TimelineRowFilter(kind="tool", text="bash", only_problems=True),
+    ),
+    bc.TimelineLocatedPush(session_id="s1", run_id="r1", seq=40_000, position=12),
 ]
 
 
