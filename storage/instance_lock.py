@@ -26,9 +26,9 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 LOCK_FILE_NAME = "maka-main.lock"
 
@@ -43,8 +43,7 @@ class LockOutcome(StrEnum):
     UNAVAILABLE = "unavailable"
 
 
-@dataclass(frozen=True, slots=True)
-class LockResult:
+class LockResult(NamedTuple):
     """``holder_pid`` / ``holder_host`` name the running instance when ``HELD_ELSEWHERE``;
     ``detail`` explains ``UNAVAILABLE`` (permission denied, unwritable directory)."""
 

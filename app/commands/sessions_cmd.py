@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,8 @@ def _list(args: argparse.Namespace) -> int:
         with listing:
             overviews = list_session_overviews(listing)
     unowned = _nobody_owns(data_dir) if overviews else False
-    rows = [_row(overview, unowned) for overview in overviews]
+    folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
+    rows = [_row(overview, unowned, folders) for overview in overviews]
     if args.json:
         json.dump({"sessions": rows}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -181,8 +183,11 @@ def _nobody_owns(data_dir: Any) -> bool:
     return True
 
 
-def _row(overview: Any, unowned: bool) -> dict[str, Any]:
+def _row(overview: Any, unowned: bool, folders: dict[str, bool]) -> dict[str, Any]:
     session = overview.session
+    present = folders.get(session.cwd)
+    if present is None:
+        present = folders[session.cwd] = os.path.isdir(session.cwd)
     row: dict[str, Any] = {
         "sessionId": session.session_id,
         "cwd": session.cwd,
@@ -190,7 +195,7 @@ def _row(overview: Any, unowned: bool) -> dict[str, Any]:
         "createdAt": session.created_at,
         "interrupted": overview.interrupted,
         "runCount": overview.run_count,
-        "folderMissing": not Path(session.cwd).is_dir(),
+        "folderMissing": not present,
         "resumable": overview.resumable,
     }
     if overview.last_run_status is not None:
