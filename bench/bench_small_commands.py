@@ -16,9 +16,14 @@ and ``python -c pass`` with the same interpreter; prints the median wall time an
 (goal: each command <= 80 ms median, issue 23), and each command's median CPU divided by the
 interpreter's.
 
+``--before DIR`` also runs every ``maka`` command from another checkout's ``app``, ``runtime`` and
+``storage`` (put first on ``PYTHONPATH``, ahead of the editable install), interleaved with the
+others in the same rounds: a side-by-side "before" in one run, e.g. after
+``git archive BASE app runtime storage | tar -x -C DIR``.
+
 Usage::
 
-    .venv/bin/python -m bench.bench_small_commands [--rounds 21]
+    .venv/bin/python -m bench.bench_small_commands [--rounds 21] [--before DIR]
 """
 
 from __future__ import annotations
@@ -56,13 +61,14 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def compile_product() -> None:
+def compile_product(root: Path | None = None) -> None:
     """Write the product's bytecode, as every installed form of it has (a wheel, the bundle, a
     source checkout run once without ``PYTHONDONTWRITEBYTECODE``): otherwise each start would
     compile every module it imports again, ~20 ms of the figures."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[1] if root is None else root
     for package in ("app", "runtime", "storage", "main_process"):
-        compileall.compile_dir(root / package, quiet=1)
+        if (root / package).is_dir():
+            compileall.compile_dir(root / package, quiet=1)
 
 
 def _seed_sessions(data_dir: Path, count: int) -> None:
@@ -118,8 +124,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--sessions", type=int, default=3)
     parser.add_argument("--many-sessions", type=int, default=1000)
+    parser.add_argument("--before", type=Path, default=None, help="another checkout to compare")
     args = parser.parse_args()
     compile_product()
+    if args.before is not None:
+        compile_product(args.before.resolve())
     with tempfile.TemporaryDirectory(prefix="maka-bench-small-") as folder:
         root = Path(folder)
         data_dir = root / "data"
@@ -143,6 +152,11 @@ def main() -> None:
             **env,
             "MAKA_DATA_DIR": str(many_dir),
         }
+        if args.before is not None:
+            before = str(args.before.resolve())
+            for name in [name for name in commands if name.startswith("maka")]:
+                commands[f"{name} BEFORE"] = commands[name]
+                envs[f"{name} BEFORE"] = {**envs[name], "PYTHONPATH": before}
         for name, argv in commands.items():  # warm the file cache and the bytecode
             _timed(argv, envs[name])
         walls: dict[str, list[float]] = {name: [] for name in commands}
@@ -162,7 +176,7 @@ def main() -> None:
         cpu = statistics.median(cpus[name]) * 1e3
         goal = "" if name.startswith("python") else f", goal <= {GOAL_MS:.0f} ms"
         print(
-            f"  {name:<30} median {wall:6.1f} ms wall, {cpu:6.1f} ms CPU; "
+            f"  {name:<37} median {wall:6.1f} ms wall, {cpu:6.1f} ms CPU; "
             f"{wall / (base * 1e3):.2f}x python -c pass in wall, "
             f"{cpu / (base_cpu * 1e3):.2f}x in CPU{goal}"
         )
