@@ -41,6 +41,7 @@ HEAVY = (
     "logging.handlers",
     "dataclasses",
     "inspect",
+    "socket",
 )
 
 
