@@ -41,7 +41,7 @@ and named; maka then runs alone (fresh and large still interleaved).
 Usage::
 
     python -m bench.bench_peers [--steps 2000] [--block 50] [--rounds 3]
-        [--condition fresh|large|both]
+        [--condition fresh|large|both] [--systems maka,dbos,langgraph]
 """
 
 from __future__ import annotations
@@ -497,6 +497,11 @@ def main() -> None:
     parser.add_argument("--block", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--condition", choices=("fresh", "large", "both"), default="both")
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help="which systems, comma-separated (default: all three; maka is always run)",
+    )
     parser.add_argument("--work", type=Path, help="where the databases go (default: a temp dir)")
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -508,6 +513,10 @@ def main() -> None:
         WORKERS[args.worker](args.folder, Pauses(args.block, args.steps))
         return
     systems, missing = installed_systems()
+    wanted = {"maka", *args.systems.split(",")}
+    if not wanted <= set(SYSTEMS):
+        parser.error(f"--systems: choose among {', '.join(SYSTEMS)}")
+    systems = [name for name in systems if name in wanted]
     if missing:
         print(
             f"not installed, left out: {', '.join(missing)} (pip install -e '.[bench]' in a "
