@@ -42,6 +42,7 @@ HEAVY = (
     "dataclasses",
     "inspect",
     "socket",
+    "shutil",
 )
 
 
