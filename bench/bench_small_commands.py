@@ -8,7 +8,7 @@ script (the one next to this interpreter) for
 - ``maka sessions`` on a data directory holding a few sessions (made with the real ``maka run``),
 - ``maka sessions`` on a data directory holding 1,000 sessions of one completed run each
   (written through the store's own writers: a session, its run header, the opening user event,
-  a model reply and the run ending; goal: <= 2.5x ``python -c pass`` in CPU, issue 35),
+  a model reply and the run ending; goal: <= 2.5x ``python -c pass`` in CPU),
 - ``maka ledger plan FILE`` on an empty file,
 
 and ``python -c pass`` with the same interpreter; prints the median wall time and CPU time
