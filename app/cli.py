@@ -63,6 +63,14 @@ class UsageParser(argparse.ArgumentParser):
 
     json_errors = False
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse builds a formatter for every add_argument; its default width comes from
+        # shutil.get_terminal_size, and importing shutil (lzma, bz2 and more) costs every
+        # command's start. The same width, found without it.
+        # (typeshed's formatter_class protocol names only ``prog``; every HelpFormatter takes
+        # ``width``.)
+        return self.formatter_class(prog=self.prog, width=terminal_columns() - 2)  # type: ignore[call-arg]
+
     def error(self, message: str) -> NoReturn:
         from runtime.ledger.codes import HostCode
 
@@ -70,6 +78,21 @@ class UsageParser(argparse.ArgumentParser):
         if self.json_errors:
             print_json_error(HostCode.USAGE_INVALID, message)
         self.exit(EXIT_USAGE, f"{self.prog}: error [{HostCode.USAGE_INVALID}]: {message}\n")
+
+
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``COLUMNS`` when it is a positive number, else the
+    width of the terminal on standard output, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def print_json_error(code: str, message: str) -> None:

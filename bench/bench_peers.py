@@ -1,20 +1,18 @@
-"""Benchmark: the durable cost of one step here and in two peers, side by side (issue 23).
+"""Benchmark: the durable cost of one step here and in two peers, side by side.
 
-Three systems take 2,000 steps each in **one** long workflow, interleaved step by step in one
-process, all on SQLite in WAL mode with ``synchronous=FULL``:
+Three systems take steps in **one** long workflow each, all on SQLite in WAL mode with
+``synchronous=FULL``:
 
 - **maka**: one tool call through the store's writers, T1 (``commit_tool_prepared``: the call and
   its dispatch, validated, committed *before* the side effect) and T2 (``commit_tool_outcome``:
-  the result, validated, committed after it);
+  the result, validated, committed after it): two validated commits per step;
 - **DBOS Transact** (``dbos``, SQLite system database): one ``@DBOS.step()`` inside a
-  ``@DBOS.workflow()`` (the step's output is recorded after the step ran);
+  ``@DBOS.workflow()`` (the step's output is recorded after the step ran): one commit;
 - **LangGraph** with ``SqliteSaver`` and ``durability="sync"``: one super-step of a one-node
   graph that loops (the checkpoint and the node's writes are committed before the next step).
 
-A step is measured from its start to the start of the next one, inside the workflow's own
-thread, so each system's bookkeeping between steps counts; CPU is the whole process's
-(``time.process_time``: every thread, DBOS's background threads included), wall is the thread's.
-Each condition runs in its own child process (DBOS allows one instance per process):
+Every system and condition runs in **its own process** (a worker), so no system's threads or
+memory touch another's. The conditions:
 
 - ``fresh``: empty databases;
 - ``large``: databases already holding 100,000 operations of earlier workflows (maka: the
@@ -22,22 +20,35 @@ Each condition runs in its own child process (DBOS allows one instance per proce
   threads of 2,000 super-steps), generated once with ``synchronous=OFF`` by the systems
   themselves and cached under ``/tmp/maka-bench-store-cache``.
 
-Prints per system and condition: CPU per step (mean and median), median and p95 wall time,
-and the growth large / fresh; then what each records before the side effect.
+All workers of a round are started together and paused at block boundaries (every ``--block``
+steps, at the start of a step); the harness lets one worker at a time run its next block, the
+order rotating block by block, so systems *and* conditions are interleaved and meet the same
+load. A block's CPU is the worker process's whole CPU (user + system, every thread: DBOS's
+background work included) from its previous pause to this one, so work a system leaves running
+after a step is charged to it; its wall time runs from the harness's go to the pause. Each round
+starts new workers on new copies of the databases; ``--rounds`` rounds (default 3) are reported
+one by one with their spread.
+
+Prints per system and condition: CPU per step (mean over the round; median of the blocks) and
+the median and p95 of the blocks' wall time per step, for each round; the ratio maka / LangGraph
+of CPU per step per round, the growth large / fresh; then what each records before the side
+effect.
 
 The peers are an optional extra: ``pip install -e '.[bench]'`` (in a separate environment; the
-project's own environment and CI never install them).
+project's own environment and CI never install them). A peer that is not installed is left out
+and named; maka then runs alone (fresh and large still interleaved).
 
 Usage::
 
-    python -m bench.bench_peers [--steps 2000] [--condition fresh|large|both]
+    python -m bench.bench_peers [--steps 2000] [--block 50] [--rounds 3]
+        [--condition fresh|large|both] [--systems maka,dbos,langgraph]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
+import importlib.util
 import os
 import shutil
 import sqlite3
@@ -45,11 +56,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from bench import store_long_run as long_run
 
@@ -110,53 +121,33 @@ def _pragmas(conn: Any) -> None:
     conn.execute(f"PRAGMA synchronous = {_SYNC['mode']}")
 
 
-# ---- stepping: one step of one system at a time -----------------------------------------------
+# ---- a worker's pauses: one block of steps at a time -------------------------------------------
 
 
-class Stepper:
-    """Runs a workflow in its own thread; the workflow calls ``tick()`` at the start of each
-    step (and once after the last). ``advance()`` lets it run exactly one step. The time between
-    two ticks, less the wait for ``advance``, is the step's cost."""
+class Pauses:
+    """In a worker: ``step(index)`` is called at the start of every step (and once after the
+    last, with ``index == steps``). Every ``block`` steps it reports the process's CPU so far and
+    the wall time since the harness's last go on stdout, then waits for the next go on stdin."""
 
-    def __init__(self, name: str, body: Callable[[Stepper], None]) -> None:
-        self.name = name
-        self.wall: list[float] = []
-        self.cpu: list[float] = []
-        self._go = threading.Semaphore(0)
-        self._arrived = threading.Semaphore(0)
-        self._started: tuple[float, float] | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(body,), daemon=True)
+    def __init__(self, block: int, steps: int) -> None:
+        self.block = block
+        self.steps = steps
+        self._go = time.perf_counter()
 
-    def start(self) -> None:
-        self._thread.start()
-        self._arrived.acquire()  # the first tick
+    def step(self, index: int) -> None:
+        if index % self.block and index != self.steps:
+            return
+        now = time.perf_counter()
+        # The whole process's CPU, every thread (CLOCK_PROCESS_CPUTIME_ID: not clock ticks).
+        print(f"mark {time.process_time()!r} {now - self._go!r}", flush=True)
+        if not sys.stdin.readline():
+            raise SystemExit(0)  # the harness went away
+        self._go = time.perf_counter()
 
-    def _run(self, body: Callable[[Stepper], None]) -> None:
-        try:
-            body(self)
-        except BaseException as error:  # reported by the harness
-            self.error = error
-            self._arrived.release()
 
-    def tick(self) -> None:
-        now = (time.perf_counter(), time.process_time())
-        if self._started is not None:
-            self.wall.append(now[0] - self._started[0])
-            self.cpu.append(now[1] - self._started[1])
-        self._arrived.release()
-        self._go.acquire()
-        self._started = (time.perf_counter(), time.process_time())
-
-    def advance(self) -> None:
-        self._go.release()
-        self._arrived.acquire()
-        if self.error is not None:
-            raise RuntimeError(f"{self.name} failed") from self.error
-
-    def finish(self) -> None:
-        self._go.release()
-        self._thread.join(60)
+def side_effect(index: int) -> int:
+    """The 'tool' every system runs: nothing worth measuring."""
+    return index * 2
 
 
 # ---- maka -------------------------------------------------------------------------------------
@@ -173,34 +164,26 @@ def _maka_history(cache: Path) -> Path:
     )
 
 
-def _maka_body(folder: Path, steps: int) -> Callable[[Stepper], None]:
+def _maka_worker(folder: Path, pauses: Pauses) -> None:
     from bench import bench_store
     from storage.ledger_store import open_store
     from storage.sqlite_connection import Synchronous
 
-    def body(stepper: Stepper) -> None:
-        with open_store(folder) as store:
-            store.set_synchronous(Synchronous(_SYNC["mode"]))
-            ids = bench_store._fresh_run(store, "peers")
-            for index in range(steps):
-                stepper.tick()
-                call, dispatch, response = bench_store._tool_call(ids, index)
-                store.commit_tool_prepared(call, dispatch)
-                side_effect(index)
-                store.commit_tool_outcome(response)
-            stepper.tick()
-
-    return body
-
-
-def side_effect(index: int) -> int:
-    """The 'tool' every system runs: nothing worth measuring."""
-    return index * 2
+    with open_store(folder) as store:
+        store.set_synchronous(Synchronous(_SYNC["mode"]))
+        ids = bench_store._fresh_run(store, "peers")
+        for index in range(pauses.steps):
+            pauses.step(index)
+            call, dispatch, response = bench_store._tool_call(ids, index)
+            store.commit_tool_prepared(call, dispatch)
+            side_effect(index)
+            store.commit_tool_outcome(response)
+        pauses.step(pauses.steps)
 
 
 # ---- DBOS -------------------------------------------------------------------------------------
 
-_DBOS_STEPPERS: dict[str, Stepper] = {}
+_PAUSES: dict[str, Pauses] = {}
 
 
 def _dbos_launch(database: Path) -> Any:
@@ -222,15 +205,15 @@ def _dbos_launch(database: Path) -> Any:
 
     dbos_step = dbos.DBOS.step()(step_body)
 
-    def workflow_body(steps: int, stepper_key: str) -> int:
-        stepper = _DBOS_STEPPERS.get(stepper_key)
+    def workflow_body(steps: int, pauses_key: str) -> int:
+        pauses = _PAUSES.get(pauses_key)
         total = 0
         for index in range(steps):
-            if stepper is not None:
-                stepper.tick()
+            if pauses is not None:
+                pauses.step(index)
             total += dbos_step(index)
-        if stepper is not None:
-            stepper.tick()
+        if pauses is not None:
+            pauses.step(steps)
         return total
 
     dbos_workflow = dbos.DBOS.workflow()(workflow_body)
@@ -240,7 +223,6 @@ def _dbos_launch(database: Path) -> Any:
 
 def _dbos_history(cache: Path) -> Path:
     def generate(folder: Path) -> None:
-        _SYNC["mode"] = "OFF"
         script = (
             "import sys\n"
             "from pathlib import Path\n"
@@ -261,14 +243,11 @@ def _dbos_history(cache: Path) -> Path:
     return long_run.history_cache(b"dbos-history-v1", HISTORY_STEPS, generate)
 
 
-def _dbos_body(database: Path, steps: int) -> Callable[[Stepper], None]:
-    _app, workflow = _dbos_launch(database)
-
-    def body(stepper: Stepper) -> None:
-        _DBOS_STEPPERS["bench"] = stepper
-        workflow(steps, "bench")
-
-    return body
+def _dbos_worker(folder: Path, pauses: Pauses) -> None:
+    _app, workflow = _dbos_launch(folder / "dbos.sqlite")
+    _PAUSES["bench"] = pauses
+    workflow(pauses.steps, "bench")
+    _peer("dbos").DBOS.destroy()
 
 
 # ---- LangGraph --------------------------------------------------------------------------------
@@ -283,11 +262,11 @@ def _langgraph_graph(database: Path) -> tuple[Any, sqlite3.Connection]:
     saver.setup()
 
     def step(state: dict[str, Any]) -> dict[str, Any]:
-        ticker = state.get("ticker")
-        stepper = _LG_STEPPERS.get(ticker) if isinstance(ticker, str) else None
-        if stepper is not None:
-            stepper.tick()
+        key = state.get("pauses")
+        pauses = _PAUSES.get(key) if isinstance(key, str) else None
         index = int(state["index"])
+        if pauses is not None:
+            pauses.step(index)
         side_effect(index)
         return {"index": index + 1}
 
@@ -296,7 +275,7 @@ def _langgraph_graph(database: Path) -> tuple[Any, sqlite3.Connection]:
 
     typing_extensions = _peer("typing_extensions")
     state_type = typing_extensions.TypedDict(
-        "LoopState", {"index": int, "steps": int, "ticker": str}
+        "LoopState", {"index": int, "steps": int, "pauses": str}
     )
     builder = graph_module.StateGraph(state_type)
     builder.add_node("step", step)
@@ -305,12 +284,9 @@ def _langgraph_graph(database: Path) -> tuple[Any, sqlite3.Connection]:
     return builder.compile(checkpointer=saver), conn
 
 
-_LG_STEPPERS: dict[str, Stepper] = {}
-
-
-def _langgraph_run(graph: Any, thread: str, steps: int, ticker: str) -> None:
+def _langgraph_run(graph: Any, thread: str, steps: int, pauses_key: str) -> None:
     graph.invoke(
-        {"index": 0, "steps": steps, "ticker": ticker},
+        {"index": 0, "steps": steps, "pauses": pauses_key},
         config={"configurable": {"thread_id": thread}, "recursion_limit": steps + 10},
         durability="sync",
     )
@@ -329,128 +305,229 @@ def _langgraph_history(cache: Path) -> Path:
     return long_run.history_cache(b"langgraph-history-v1", HISTORY_STEPS, generate)
 
 
-def _langgraph_body(database: Path, steps: int) -> Callable[[Stepper], None]:
-    graph, _conn = _langgraph_graph(database)
-
-    def body(stepper: Stepper) -> None:
-        # The stepper's tick at each node start; one more once the loop has ended.
-        _LG_STEPPERS["bench"] = stepper
-        _langgraph_run(graph, "bench", steps, "bench")
-        stepper.tick()
-
-    return body
+def _langgraph_worker(folder: Path, pauses: Pauses) -> None:
+    graph, conn = _langgraph_graph(folder / "langgraph.sqlite")
+    _PAUSES["bench"] = pauses
+    _langgraph_run(graph, "bench", pauses.steps, "bench")  # a pause at each node's start
+    pauses.step(pauses.steps)
+    conn.close()
 
 
-# ---- one condition, in this process -----------------------------------------------------------
+WORKERS: dict[str, Callable[[Path, Pauses], None]] = {
+    "maka": _maka_worker,
+    "dbos": _dbos_worker,
+    "langgraph": _langgraph_worker,
+}
+HISTORIES: dict[str, Callable[[Path], Path]] = {
+    "maka": _maka_history,
+    "dbos": _dbos_history,
+    "langgraph": _langgraph_history,
+}
+PEER_MODULES = {"dbos": "dbos", "langgraph": "langgraph.checkpoint.sqlite"}
 
 
-def _summary(stepper: Stepper) -> dict[str, float]:
-    ordered = sorted(stepper.wall)
-    return {
-        "steps": len(stepper.wall),
-        "cpu_mean": statistics.fmean(stepper.cpu),
-        "cpu_median": statistics.median(stepper.cpu),
-        "median": statistics.median(stepper.wall),
-        "p95": ordered[int(0.95 * (len(ordered) - 1))],
-    }
-
-
-def run_condition(condition: str, steps: int, work: Path) -> dict[str, dict[str, float]]:
-    """All three systems, ``steps`` steps each, interleaved; returns each one's summary."""
-    work.mkdir(parents=True, exist_ok=True)
-    folders = {name: work / f"{condition}-{name}" for name in SYSTEMS}
-    for folder in folders.values():
-        shutil.rmtree(folder, ignore_errors=True)
-    if condition == "large":
-        sources = {
-            "maka": _maka_history(long_run.CACHE_ROOT),
-            "dbos": _dbos_history(long_run.CACHE_ROOT),
-            "langgraph": _langgraph_history(long_run.CACHE_ROOT),
-        }
-        for name, source in sources.items():
-            shutil.copytree(source, folders[name], ignore=shutil.ignore_patterns("complete"))
-    else:
-        for folder in folders.values():
-            folder.mkdir(parents=True)
-    _SYNC["mode"] = "FULL"
-    steppers = [
-        Stepper("maka", _maka_body(folders["maka"], steps)),
-        Stepper("dbos", _dbos_body(folders["dbos"] / "dbos.sqlite", steps)),
-        Stepper("langgraph", _langgraph_body(folders["langgraph"] / "langgraph.sqlite", steps)),
+def installed_systems() -> tuple[list[str], list[str]]:
+    """The systems this environment can run, and the peers left out (not installed)."""
+    missing = [
+        name
+        for name, module in PEER_MODULES.items()
+        if importlib.util.find_spec(module.split(".")[0]) is None
+        or importlib.util.find_spec(module) is None
     ]
-    for stepper in steppers:
-        stepper.start()
-    for index in range(steps):
-        order = steppers[index % 3 :] + steppers[: index % 3]
-        for stepper in order:
-            stepper.advance()
-    for stepper in steppers:
-        stepper.finish()
-    _peer("dbos").DBOS.destroy()
-    return {stepper.name: _summary(stepper) for stepper in steppers}
+    return [name for name in SYSTEMS if name not in missing], missing
 
 
-def _child(condition: str, steps: int, work: Path) -> dict[str, dict[str, float]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.bench_peers", "--child", condition, "--steps", str(steps),
-         "--work", str(work)],
-        check=True,
-        capture_output=True,
+# ---- the harness: workers in their own processes, blocks interleaved ----------------------------
+
+
+@dataclass
+class Worker:
+    system: str
+    condition: str
+    process: subprocess.Popen[str]
+    cpu_mark: float = 0.0
+    block_cpu: list[float] = field(default_factory=list)
+    block_wall: list[float] = field(default_factory=list)
+
+    def _read_mark(self) -> tuple[float, float]:
+        stdout: IO[str] | None = self.process.stdout
+        assert stdout is not None
+        line = stdout.readline()
+        if not line.startswith("mark "):
+            self.process.kill()
+            raise SystemExit(f"the {self.system} worker ({self.condition}) failed: {line!r}")
+        _, cpu, wall = line.split()
+        return float(cpu), float(wall)
+
+    def wait_ready(self) -> None:
+        self.cpu_mark, _ = self._read_mark()
+
+    def run_block(self) -> None:
+        stdin: IO[str] | None = self.process.stdin
+        assert stdin is not None
+        stdin.write("go\n")
+        stdin.flush()
+        cpu, wall = self._read_mark()
+        self.block_cpu.append(cpu - self.cpu_mark)
+        self.block_wall.append(wall)
+        self.cpu_mark = cpu
+
+    def finish(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write("go\n")
+        stdin.close()
+        if self.process.wait(timeout=300) != 0:
+            raise SystemExit(f"the {self.system} worker ({self.condition}) failed")
+
+
+def _start_worker(system: str, condition: str, folder: Path, steps: int, block: int) -> Worker:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.bench_peers", "--worker", system, "--folder", str(folder),
+         "--steps", str(steps), "--block", str(block)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    result: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return Worker(system, condition, process)
 
 
-def report(results: dict[str, dict[str, dict[str, float]]], steps: int) -> str:
+def run_round(
+    systems: list[str], conditions: tuple[str, ...], steps: int, block: int, work: Path
+) -> dict[tuple[str, str], dict[str, float]]:
+    """One round: a worker per system and condition, on new copies of the databases, their
+    blocks interleaved; each one's summary per step."""
+    workers: list[Worker] = []
+    for condition in conditions:
+        for system in systems:
+            folder = work / f"{condition}-{system}"
+            shutil.rmtree(folder, ignore_errors=True)
+            if condition == "large":
+                source = HISTORIES[system](long_run.CACHE_ROOT)
+                shutil.copytree(source, folder, ignore=shutil.ignore_patterns("complete"))
+            else:
+                folder.mkdir(parents=True)
+            workers.append(_start_worker(system, condition, folder, steps, block))
+    for worker in workers:
+        worker.wait_ready()
+    for index in range(-(-steps // block)):
+        shift = index % len(workers)
+        for worker in workers[shift:] + workers[:shift]:
+            worker.run_block()
+    for worker in workers:
+        worker.finish()
+    summaries: dict[tuple[str, str], dict[str, float]] = {}
+    for worker in workers:
+        sizes = [min(block, steps - start) for start in range(0, steps, block)]
+        cpu = [used / size for used, size in zip(worker.block_cpu, sizes, strict=True)]
+        wall = sorted(spent / size for spent, size in zip(worker.block_wall, sizes, strict=True))
+        summaries[(worker.system, worker.condition)] = {
+            "cpu_mean": sum(worker.block_cpu) / steps,
+            "cpu_median": statistics.median(cpu),
+            "median": statistics.median(wall),
+            "p95": wall[int(0.95 * (len(wall) - 1))],
+        }
+    return summaries
+
+
+def _spread(values: list[float]) -> str:
+    middle = statistics.median(values)
+    return f"spread {(max(values) - min(values)) / middle * 100:.0f}%" if middle else ""
+
+
+def report(
+    rounds: list[dict[tuple[str, str], dict[str, float]]],
+    systems: list[str],
+    conditions: tuple[str, ...],
+    steps: int,
+    block: int,
+) -> str:
     lines = [
-        f"{steps:,} steps per system in one workflow, interleaved; SQLite WAL, synchronous=FULL; "
+        f"{steps:,} steps per system and condition in one workflow, each in its own process, "
+        f"blocks of {block} interleaved; {len(rounds)} rounds; SQLite WAL, synchronous=FULL; "
         f"load average {os.getloadavg()[0]:.2f}",
-        "| system | condition | CPU/step mean | CPU/step median | median wall | p95 wall |",
-        "|---|---|---|---|---|---|",
+        "| system | condition | round | CPU/step mean | CPU/step median | wall/step median | "
+        "wall/step p95 |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name in SYSTEMS:
-        for condition, by_system in results.items():
-            row = by_system[name]
+    for system in systems:
+        for condition in conditions:
+            for number, by_key in enumerate(rounds, 1):
+                row = by_key[(system, condition)]
+                lines.append(
+                    f"| {system} | {condition} | {number} | {row['cpu_mean'] * 1e3:.3f} ms | "
+                    f"{row['cpu_median'] * 1e3:.3f} ms | {row['median'] * 1e3:.3f} ms | "
+                    f"{row['p95'] * 1e3:.3f} ms |"
+                )
+    lines.append("CPU per step (mean), rounds side by side:")
+    for system in systems:
+        for condition in conditions:
+            values = [by_key[(system, condition)]["cpu_mean"] * 1e3 for by_key in rounds]
+            shown = " / ".join(f"{value:.3f}" for value in values)
+            lines.append(f"  {system:<10} {condition:<6} {shown} ms; {_spread(values)}")
+    if "langgraph" in systems:
+        for condition in conditions:
+            ratios = [
+                by_key[("maka", condition)]["cpu_mean"]
+                / by_key[("langgraph", condition)]["cpu_mean"]
+                for by_key in rounds
+            ]
+            shown = " / ".join(f"{ratio:.2f}" for ratio in ratios)
             lines.append(
-                f"| {name} | {condition} | {row['cpu_mean'] * 1e3:.3f} ms | "
-                f"{row['cpu_median'] * 1e3:.3f} ms | {row['median'] * 1e3:.3f} ms | "
-                f"{row['p95'] * 1e3:.3f} ms |"
+                f"maka / LangGraph sync, CPU per step ({condition}), per round: {shown}; "
+                f"{_spread(ratios)} (goal <= 0.8)"
             )
-    if "fresh" in results and "large" in results:
-        lines.append("growth large / fresh (CPU mean, CPU median, median wall):")
-        for name in SYSTEMS:
-            fresh, large = results["fresh"][name], results["large"][name]
-            lines.append(
-                f"  {name:<10} {large['cpu_mean'] / fresh['cpu_mean']:.2f}, "
-                f"{large['cpu_median'] / fresh['cpu_median']:.2f}, "
-                f"{large['median'] / fresh['median']:.2f}"
-            )
-    for condition, by_system in results.items():
-        ours, lg = by_system["maka"], by_system["langgraph"]
-        lines.append(
-            f"maka / LangGraph sync, CPU per step ({condition}): mean "
-            f"{ours['cpu_mean'] / lg['cpu_mean']:.2f}, median "
-            f"{ours['cpu_median'] / lg['cpu_median']:.2f} (goal <= 1)"
-        )
+    if conditions == ("fresh", "large"):
+        lines.append("growth large / fresh per round (CPU mean; median wall):")
+        for system in systems:
+            growth = []
+            for by_key in rounds:
+                large, fresh = by_key[(system, "large")], by_key[(system, "fresh")]
+                growth.append(
+                    f"{large['cpu_mean'] / fresh['cpu_mean']:.2f}"
+                    f"; {large['median'] / fresh['median']:.2f}"
+                )
+            lines.append(f"  {system:<10} " + " / ".join(growth))
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2_000)
+    parser.add_argument("--block", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--condition", choices=("fresh", "large", "both"), default="both")
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help="which systems, comma-separated (default: all three; maka is always run)",
+    )
     parser.add_argument("--work", type=Path, help="where the databases go (default: a temp dir)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
+    parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        result = run_condition(args.child, args.steps, args.work)
-        print(json.dumps(result))
+    if args.steps < 1 or args.block < 1 or args.rounds < 1:
+        parser.error("--steps, --block and --rounds must be positive")
+    if args.worker:
+        _SYNC["mode"] = "FULL"
+        WORKERS[args.worker](args.folder, Pauses(args.block, args.steps))
         return
+    systems, missing = installed_systems()
+    wanted = {"maka", *args.systems.split(",")}
+    if not wanted <= set(SYSTEMS):
+        parser.error(f"--systems: choose among {', '.join(SYSTEMS)}")
+    systems = [name for name in systems if name in wanted]
+    if missing:
+        print(
+            f"not installed, left out: {', '.join(missing)} (pip install -e '.[bench]' in a "
+            "separate environment)"
+        )
     work = args.work or Path(tempfile.mkdtemp(prefix="maka-bench-peers-"))
     conditions = ("fresh", "large") if args.condition == "both" else (args.condition,)
-    results = {condition: _child(condition, args.steps, work) for condition in conditions}
-    print(report(results, args.steps))
+    rounds = [
+        run_round(systems, conditions, args.steps, args.block, work) for _ in range(args.rounds)
+    ]
+    print(report(rounds, systems, conditions, args.steps, args.block))
     print()
     print(GUARANTEES)
     if args.work is None:

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
 import time
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 LOCK_FILE_NAME = "maka-main.lock"
 
@@ -43,8 +42,7 @@ class LockOutcome(StrEnum):
     UNAVAILABLE = "unavailable"
 
 
-@dataclass(frozen=True, slots=True)
-class LockResult:
+class LockResult(NamedTuple):
     """``holder_pid`` / ``holder_host`` name the running instance when ``HELD_ELSEWHERE``;
     ``detail`` explains ``UNAVAILABLE`` (permission denied, unwritable directory)."""
 
@@ -53,6 +51,17 @@ class LockResult:
     holder_host: str | None = None
     detail: str = ""
     error: OSError | None = None  # why it is UNAVAILABLE (full disk, read-only file or folder)
+
+
+def _host_name() -> str:
+    """This machine's name, as ``socket.gethostname()`` gives it: on POSIX both are the
+    ``uname`` node name, read here without importing ``socket`` (every command that takes or
+    tests the lock, ``maka sessions`` included, would pay for it at start-up)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def _try_lock(fd: int) -> bool:
@@ -170,7 +179,7 @@ class InstanceLock:
         return (at_path.st_dev, at_path.st_ino) == (mine.st_dev, mine.st_ino)
 
     def _write_holder(self, fd: int) -> None:
-        text = f"{os.getpid()}\nmaka\n{socket.gethostname()}\n".encode()
+        text = f"{os.getpid()}\nmaka\n{_host_name()}\n".encode()
         with contextlib.suppress(OSError):
             os.lseek(fd, 0, os.SEEK_SET)
             os.ftruncate(fd, 0)

@@ -163,9 +163,7 @@ def _known_start(tx: LedgerTransaction, block: RunBlock) -> CommitResult:
 
 
 def _replace_status(header: RunHeader, status: RunStatus) -> RunHeader:
-    values = {name: getattr(header, name) for name in RunHeader.__slots__}
-    values.update(status=status, failure_class=None, completed_at=None)
-    return RunHeader(**values)
+    return header._replace(status=status, failure_class=None, completed_at=None)
 
 
 def _commit_next(

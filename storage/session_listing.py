@@ -2,7 +2,8 @@
 
 Opens through the same checks as ``open_store(read_only=True)`` (``storage/store_open.py``) and
 reads with the header store's own functions, in one snapshot; importing it costs SQLite and the
-header rows only.
+header rows only. Every run header is read in one query, the first time a session's runs are asked
+for (a list asks for every session's), instead of one query per session.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class SessionListing:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        self._runs: dict[str, list[RunHeader]] | None = None
 
     @classmethod
     def open(cls, data_dir: Path) -> SessionListing:
@@ -46,5 +48,12 @@ class SessionListing:
             return headers.list_sessions(self._conn)
 
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]:
-        with sqlite_errors():
-            return headers.list_session_headers(self._conn, session_id)
+        """The session's runs oldest first (creation time, then id), as
+        ``run_header_store.list_session_headers`` orders them."""
+        if self._runs is None:
+            runs: dict[str, list[RunHeader]] = {}
+            with sqlite_errors():
+                for header in headers.list_headers(self._conn):  # ordered the same way
+                    runs.setdefault(header.session_id, []).append(header)
+            self._runs = runs
+        return list(self._runs.get(session_id, ()))

@@ -17,9 +17,9 @@ import struct
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import NamedTuple
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
@@ -159,8 +159,7 @@ class Synchronous(StrEnum):
 _SYNCHRONOUS_BY_NUMBER = dict(enumerate(Synchronous))  # SQLite reports the mode's number
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionSettings:
+class ConnectionSettings(NamedTuple):
     """The pragmas a connection runs with (``SqliteLedgerStore.connection_settings``)."""
 
     journal_mode: str

@@ -516,7 +516,7 @@ def derive_run_projection(
 
 
 def _record_fields(record: ToolOperationRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in ToolOperationRecord.__slots__}
+    return record._asdict()
 
 
 def derive_projections(

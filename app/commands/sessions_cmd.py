@@ -150,7 +150,8 @@ def _list(args: argparse.Namespace) -> int:
         with listing:
             overviews = list_session_overviews(listing)
     unowned = _nobody_owns(data_dir) if overviews else False
-    rows = [session_row(overview, unowned) for overview in overviews]
+    folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
+    rows = [session_row(overview, unowned, folders) for overview in overviews]
     return _print(args, data_dir, rows, None)
 
 

@@ -6,8 +6,8 @@ by the two functions that cross the wire."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -15,10 +15,19 @@ if TYPE_CHECKING:
     from runtime.agent.session_overview import SessionOverview
 
 
-def session_row(overview: SessionOverview, unowned: bool) -> dict[str, Any]:
+def session_row(
+    overview: SessionOverview, unowned: bool, folders: dict[str, bool] | None = None
+) -> dict[str, Any]:
     """One session's ``--json`` row. ``unowned``: no process owns the data folder now, so a run
-    still marked running or created belongs to a process that is gone (startup recovery ends it)."""
+    still marked running or created belongs to a process that is gone (startup recovery ends it).
+    ``folders``: whether each folder exists, filled as they are looked up (sessions often share
+    a folder)."""
     session = overview.session
+    present = None if folders is None else folders.get(session.cwd)
+    if present is None:
+        present = os.path.isdir(session.cwd)
+        if folders is not None:
+            folders[session.cwd] = present
     row: dict[str, Any] = {
         "sessionId": session.session_id,
         "cwd": session.cwd,
@@ -26,7 +35,7 @@ def session_row(overview: SessionOverview, unowned: bool) -> dict[str, Any]:
         "createdAt": session.created_at,
         "interrupted": overview.interrupted,
         "runCount": overview.run_count,
-        "folderMissing": not Path(session.cwd).is_dir(),
+        "folderMissing": not present,
         "resumable": overview.resumable,
     }
     if overview.last_run_status is not None:

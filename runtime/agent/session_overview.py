@@ -8,8 +8,7 @@ the run loop nor the tools nor the providers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
@@ -23,8 +22,7 @@ class SessionLister(Protocol):
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class SessionOverview:
+class SessionOverview(NamedTuple):
     session: SessionRecord
     last_run_status: RunStatus | None
     failure_class: str | None

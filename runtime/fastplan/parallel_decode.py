@@ -109,7 +109,7 @@ def decode_ledger_pieces(
     ``linger``: for a caller that ends its process soon after: a child that finished normally
     is not waited for and the shared region is not unmapped here (unmapping tens of megabytes
     takes several milliseconds); both wait in ``_LINGERING`` for the next call, or for the end
-    of the process.
+    of the process, whose exit then waits for the child (``app.process_exit.exit_now``).
     """
     _release_lingering()
     share = PARENT_SHARE if tail_hooks is None else tail_hooks.parent_share

@@ -14,8 +14,8 @@ yields its code and message; anything else yields ``None`` (the router answers
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 class CodedError(Exception):
@@ -31,8 +31,10 @@ class CodedError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class CodedFailure:
+class CodedFailure(NamedTuple):
+    """A named tuple, not a dataclass: every command imports this module, and ``dataclasses``
+    brings ``inspect`` with it (about as much start-up time as the interpreter's own)."""
+
     code: StrEnum
     message: str
 

@@ -10,12 +10,10 @@ time and boot id together, so a reused pid is never taken for ours); the runtime
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
-@dataclass(frozen=True, slots=True)
-class ToolProcessRecord:
+class ToolProcessRecord(NamedTuple):
     operation_id: str
     session_id: str
     run_id: str

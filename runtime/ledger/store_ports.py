@@ -9,7 +9,6 @@ other shape with a coded ``StoreRefusal``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -78,16 +77,14 @@ class CommitResult(NamedTuple):
     event_seq: int
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
+class SessionRecord(NamedTuple):
     session_id: str
     cwd: str
     title: str
     created_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class RunHeader:
+class RunHeader(NamedTuple):
     run_id: str
     session_id: str
     invocation_id: str
@@ -118,8 +115,7 @@ class AttestationCommit(NamedTuple):
     attested_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOperationRecord:
+class ToolOperationRecord(NamedTuple):
     """One row of the ``tool_operations`` projection: the current state of a T1 operation.
 
     ``current_state``: ``prepared`` (T1 committed, no outcome: the side effect may or may not have
@@ -143,8 +139,7 @@ class ToolOperationRecord:
     version: int
 
 
-@dataclass(frozen=True, slots=True)
-class ToolJournalRecord:
+class ToolJournalRecord(NamedTuple):
     """One row of the ``tool_journal_events`` projection (a transition of an operation)."""
 
     journal_event_id: str
@@ -160,8 +155,7 @@ class ToolJournalRecord:
     committed_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectionCounts:
+class ProjectionCounts(NamedTuple):
     operations: int
     journal_events: int
 

@@ -536,17 +536,12 @@ def test_header_lifecycle(store: SqliteLedgerStore) -> None:
     header = store.read_run_header(IDS.run_id)
     assert header is not None
     store.create_run(header)  # the same admission again: a no-op
-    moved = RunHeader(**{**{k: getattr(header, k) for k in RunHeader.__slots__}, "cwd": "/else"})
+    moved = header._replace(cwd="/else")
     assert refused(store, lambda: store.create_run(moved)) == "identity_conflict"
     store.mark_run_running(IDS.run_id)
     store.mark_run_running(IDS.run_id)  # idempotent
-    terminal_header = RunHeader(
-        **{
-            **{k: getattr(header, k) for k in RunHeader.__slots__},
-            "run_id": "run-new",
-            "invocation_id": "inv-new",
-            "status": RunStatus.COMPLETED,
-        }
+    terminal_header = header._replace(
+        run_id="run-new", invocation_id="inv-new", status=RunStatus.COMPLETED
     )
     assert refused(store, lambda: store.create_run(terminal_header)) == "run_status_conflict"
     homeless = RunHeader("run-y", "no-session", "inv-y", "turn-y", RunStatus.CREATED, "/w", 1, 1, 1)

@@ -480,7 +480,6 @@ def _admitted_start(
     store: SqliteLedgerStore, cwd: str, edit: Callable[[dict[str, Any]], None]
 ) -> Any:
     """Plan normally, then alter what the admission writes (a forged target), and admit."""
-    from dataclasses import replace as dc_replace
 
     plan = _plan(store, cwd)
     assert plan.continuation is not None
@@ -490,7 +489,7 @@ def _admitted_start(
     def forged(claim: Any, target: Any, start: Any) -> None:
         changes: dict[str, Any] = {}
         edit({"target": changes, "start": start})
-        original(claim, dc_replace(target, **changes), start)
+        original(claim, target._replace(**changes), start)
 
     store.admit_continuation = forged  # type: ignore[method-assign,assignment]
     try:

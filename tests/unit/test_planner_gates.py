@@ -226,10 +226,10 @@ COMPLETED = terminal(IDS, status="completed", state_delta={})
     ("events", "source", "expected"),
     [
         (GO, HEADER, []),
-        ((*GO[:-1], COMPLETED), replace(HEADER, status=RunStatus.COMPLETED), []),
+        ((*GO[:-1], COMPLETED), HEADER._replace(status=RunStatus.COMPLETED), []),
         (GO[:-1], HEADER, _parks("terminal_repair_failed")),  # no ending recorded
-        (GO, replace(HEADER, status=RunStatus.RUNNING), _parks("terminal_repair_failed")),
-        (GO, replace(HEADER, failure_class="provider_error"), _parks("terminal_repair_failed")),
+        (GO, HEADER._replace(status=RunStatus.RUNNING), _parks("terminal_repair_failed")),
+        (GO, HEADER._replace(failure_class="provider_error"), _parks("terminal_repair_failed")),
         ((*GO[:-1], COMPLETED), HEADER, _parks("terminal_repair_failed")),
         ((*GO, COMPLETED), HEADER, _parks("terminal_repair_failed")),  # two endings
     ],

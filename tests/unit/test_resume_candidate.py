@@ -3,7 +3,6 @@ seam's gate and the session overview both make it."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
 def _header(run_id: str, status: RunStatus, created_at: int, **changes: Any) -> RunHeader:
     header = RunHeader(run_id, "s", "inv", "turn", status, "/w", 1, created_at, created_at)
-    return replace(header, **changes)
+    return header._replace(**changes)
 
 
 FAILED_EARLIER = _header("run-a", RunStatus.FAILED, 1, failure_class="provider_error")
@@ -31,7 +30,7 @@ CASES = [
     ([_header("run-a", RunStatus.RUNNING, 1)], None),
     # the newest run decides: a later completed turn leaves nothing to resume
     ([FAILED_EARLIER, _header("run-b", RunStatus.COMPLETED, 2)], None),
-    ([_header("run-b", RunStatus.COMPLETED, 1), replace(FAILED_EARLIER, created_at=2)], "run-a"),
+    ([_header("run-b", RunStatus.COMPLETED, 1), FAILED_EARLIER._replace(created_at=2)], "run-a"),
     # same creation time: the greater run id is the newer
     ([_header("run-b", RunStatus.COMPLETED, 1), FAILED_EARLIER], None),
     ([_header("run-0", RunStatus.COMPLETED, 1), FAILED_EARLIER], "run-a"),

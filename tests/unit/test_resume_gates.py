@@ -50,7 +50,7 @@ def _header(run_id: str = "run-1", **changes: Any) -> RunHeader:
         run_id, "sess-1", "inv-1", "turn-1", RunStatus.FAILED, "/w", 1, 5, 6,
         workspace_identity="ws",
     )  # fmt: skip
-    return replace(header, **changes)
+    return header._replace(**changes)
 
 
 class _Store:

@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -94,8 +93,8 @@ def test_t2_clears_the_calls_process_record(data_dir: Path) -> None:
         call = call_event(ids=IDS)
         op = operation_of(call)
         store.commit_tool_prepared(call, dispatch_event(call))
-        store.record_tool_process(replace(_record_of(_pid_of_self()), operation_id=op))
-        store.record_tool_process(replace(_record_of(_pid_of_self()), operation_id="other"))
+        store.record_tool_process(_record_of(_pid_of_self())._replace(operation_id=op))
+        store.record_tool_process(_record_of(_pid_of_self())._replace(operation_id="other"))
         assert len(store.list_tool_processes(operation_id=op)) == 1
         store.commit_tool_outcome(bound_response(call))
         assert store.list_tool_processes(operation_id=op) == []
@@ -132,11 +131,11 @@ def test_a_reused_pid_or_another_boot_is_never_ours() -> None:
         record = _record_of(sleeper.pid)
         assert running_process(record) is not None
         # the same pid number, but a process created at another time: a reused pid
-        assert running_process(replace(record, create_time=record.create_time - 30)) is None
+        assert running_process(record._replace(create_time=record.create_time - 30)) is None
         # the same pid and create time on another boot
-        assert running_process(replace(record, boot_id="another-boot")) is None
+        assert running_process(record._replace(boot_id="another-boot")) is None
         # stopping a record that is not ours signals nothing
-        assert stop_tool_process(replace(record, create_time=record.create_time + 5))
+        assert stop_tool_process(record._replace(create_time=record.create_time + 5))
         assert sleeper.poll() is None
     finally:
         sleeper.kill()
