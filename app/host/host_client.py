@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import socket
 import stat
 import sys
 from enum import StrEnum
@@ -37,6 +35,8 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode
 
 if TYPE_CHECKING:
+    import socket
+
     from app.bridge_contract import HostKind, Message
 
 CONNECT_TIMEOUT_S = 10.0
@@ -77,6 +77,8 @@ class HostClient:
 
         An ``error`` push raises :class:`HostRefusal` (the host's code and sentence); a closed
         connection raises :class:`HostConnectionError` with ``host_stopped``."""
+        import secrets
+
         from app.bridge_contract import ErrorPush, encode_frame
 
         correlation = secrets.token_hex(8)
@@ -154,6 +156,8 @@ def attach(data_dir: Path) -> HostClient | None:
     token = _read_token(data_dir)
     if token is None:
         return None
+    import socket  # only once a host's socket is there: `maka sessions` stays small
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT_S)
     try:

@@ -30,7 +30,6 @@ import hashlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -145,6 +144,8 @@ def prepare_endpoint(data_dir: Path, environ: Mapping[str, str] | None = None) -
     ):
         # A directory from an earlier launch that was killed: reuse it rather than leak another.
         return previous
+    import tempfile  # the host's start only: commands that look for a host stay small
+
     directory = tempfile.mkdtemp(prefix=_TEMP_PREFIX)
     endpoint = os.path.join(directory, name)
     if not fits(endpoint):
