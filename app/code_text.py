@@ -177,6 +177,10 @@ DIAGNOSTICS: dict[str, tuple[Severity, str]] = {
         "The session was imported without its snapshots of the folder; to resume, continue "
         "with the current files.",
     ),
+    "workspace_checkpoint_damaged": (
+        _E,
+        "A snapshot's stored files are not what it recorded; a restore from it is refused.",
+    ),
     "workspace_restore_abandoned": (
         _I,
         "A restored copy was made by a resume that did not start; it is left as it is and "
