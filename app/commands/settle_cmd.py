@@ -30,6 +30,7 @@ from runtime.ledger.codes import StoreCode
 
 if TYPE_CHECKING:
     from runtime.continuation.continuation_planner import ContinuationPlan
+    from runtime.recovery.settlement import Settled
 
 _USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
 
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
     from app.host.host_bootstrap import now_ms, startup_reconciler
+    from app.host.settle_folder import baseline_capture
     from app.resume_composition import build_resume_service
     from runtime.ledger.attestation import when_text
     from runtime.ledger.ledger_errors import LedgerError
@@ -54,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from runtime.recovery.startup_recovery import run_startup_recovery
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
     from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
@@ -76,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
                     StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
                 )
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
+            carrier = GitCheckpointStore.from_environment(data_dir)
             try:
                 settled = settle(
                     store,
@@ -84,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
                     ran=bool(args.ran),
                     note=args.note,
                     shells=shells,
+                    baseline=baseline_capture(store, carrier, now_ms),
                 )
             except LedgerError as refusal:
                 exit_code = EXIT_USAGE if refusal.code in _USAGE_CODES else EXIT_ERROR
@@ -111,8 +116,40 @@ def run(args: argparse.Namespace) -> int:
     if settled.note is not None:
         print(f"  Your note: {settled.note}")
     print("  The model will be told this, and that no output of the call was recorded.")
+    print("\n".join(_folder_lines(settled, args.session)))
     print("\n".join(_after_settling(plan, args.session)))
     return EXIT_OK
+
+
+def _folder_lines(settled: Settled, session_id: str) -> list[str]:
+    """What the answer did to the folder's starting point (docs/design/workspace.md section 3)."""
+    from runtime.ledger.workspace_facts import changed_count_words
+
+    found = settled.baseline
+    if found is None or not settled.created:
+        return []
+    if found.problem is not None:
+        return [
+            "  The folder could not be taken as the new starting point "
+            f"({found.problem}); its last snapshot stays behind it "
+            f"(maka resume {session_id} --rebaseline takes the files as they are)."
+        ]
+    if found.body is None:
+        return ["  No file changed since the last snapshot."]
+    if found.changes is None:
+        return [
+            "  The folder as it is now is the new starting point "
+            "(there was no snapshot to compare it with)."
+        ]
+    paths = found.changed_paths()
+    lines = [
+        "  The folder as it is now is the new starting point; "
+        f"{changed_count_words(paths)} changed since the last snapshot" + (":" if paths else ".")
+    ]
+    lines.extend(f"    {path}" for path in paths[:10])
+    if len(paths) > 10:
+        lines.append(f"    and {len(paths) - 10} more")
+    return lines
 
 
 def _after_settling(plan: ContinuationPlan, session_id: str) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.restore_point_words import restore_notice
-from runtime.ledger.workspace_facts import baseline_notice
+from runtime.ledger.workspace_facts import baseline_notice, is_settled_baseline
 from runtime.providers.provider_port import (
     AssistantText,
     HistoryItem,
@@ -68,7 +68,7 @@ def history_from_events(
         event
         for event in events
         if not event["partial"]
-        and event.get("modelVisibility") != "hidden"
+        and (event.get("modelVisibility") != "hidden" or is_settled_baseline(event))
         and event["id"] not in omitted
     ]
     paired = _paired_call_ids(visible)
