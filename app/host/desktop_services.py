@@ -61,6 +61,7 @@ from app.host.session_relocation import (
     remove_session,
 )
 from app.host.settle_call import settle_call, settleable_in
+from app.host.settle_folder import baseline_capture, with_folder_notes
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -252,7 +253,8 @@ class DesktopServices:
                 runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        return session_transcript(session_id, runs)
+        transcript = session_transcript(session_id, runs)
+        return with_folder_notes(self._store, self._service.checkpoints, transcript)
 
     def create_session(self, cwd: Path) -> SessionSummary:
         try:
@@ -466,6 +468,7 @@ class DesktopServices:
             tool_call_id,
             ran,
             note,
+            baseline_capture(self._store, sessions.checkpoints, self._clock),
         )
         # The settled call changed the boundary: what Safe resume would do now is the verdict.
         if result.parked is None:

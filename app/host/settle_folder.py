@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from app.bridge_contract import SettleFolderNote, ToolCardItem, TranscriptItem
+from app.host.host_services import Transcript
 from runtime.continuation.settle_baseline import (
     SettleBaseline,
     SettleFolder,
@@ -75,6 +78,38 @@ def settle_preview(
         return None
     run = settle_folder(store, carrier, operation)
     return baseline_preview(run) if run is not None else None
+
+
+FOLDER_NOTE_PATHS = 10
+
+
+def folder_note(preview: SettleBaseline) -> SettleFolderNote:
+    paths = preview.changed_paths()
+    return SettleFolderNote(
+        compared=preview.changes is not None,
+        changed_paths=[path[:500] for path in paths[:FOLDER_NOTE_PATHS]],
+        more_changed=max(0, len(paths) - FOLDER_NOTE_PATHS),
+        unreadable=preview.problem is not None,
+    )
+
+
+def with_folder_notes(
+    store: SettleFolderStore, carrier: CheckpointCarrier | None, transcript: Transcript
+) -> Transcript:
+    """The desktop's transcript with each settleable card's folder note (what answering does to
+    the folder's starting point)."""
+    if carrier is None:
+        return transcript
+    items: list[TranscriptItem] = []
+    for item in transcript.items:
+        preview = None
+        if isinstance(item, ToolCardItem) and item.settleable and item.attestation is None:
+            preview = settle_preview(store, carrier, transcript.session_id, item.tool_call_id)
+        if preview is not None:
+            items.append(item.model_copy(update={"settle_folder": folder_note(preview)}))
+        else:
+            items.append(item)
+    return replace(transcript, items=tuple(items))
 
 
 def preview_words(preview: SettleBaseline) -> str:
