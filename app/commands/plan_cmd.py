@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.host.host_bootstrap import recover_at_startup
+    from app.host.settle_folder import folder_words
     from app.resume_composition import (
         build_resume_service,
         plan_json,
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
     from storage.instance_lock import InstanceLock, LockOutcome
     from storage.ledger_store import open_store
 
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
             )
             plan = service.plan_latest(args.session)
             operations = source_operations(store, plan)
+            folder = folder_words(
+                store, GitCheckpointStore.from_environment(data_dir), plan, operations
+            )
         finally:
             store.close()
     finally:
@@ -76,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         body = plan_json(plan, {"readOnly": not owned}, operations)
         print(json.dumps(body, ensure_ascii=False))
     else:
-        print("\n".join(plan_summary(plan, operations)))
+        print("\n".join(plan_summary(plan, operations, folder=folder.get)))
         if not owned:
             print(
                 "(read-only: another Maka process owns the data directory, so maka run, maka "

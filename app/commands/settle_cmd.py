@@ -116,12 +116,12 @@ def run(args: argparse.Namespace) -> int:
     if settled.note is not None:
         print(f"  Your note: {settled.note}")
     print("  The model will be told this, and that no output of the call was recorded.")
-    print("\n".join(_folder_lines(settled, args.session)))
+    print("\n".join(folder_lines(settled, args.session)))
     print("\n".join(_after_settling(plan, args.session)))
     return EXIT_OK
 
 
-def _folder_lines(settled: Settled, session_id: str) -> list[str]:
+def folder_lines(settled: Settled, session_id: str) -> list[str]:
     """What the answer did to the folder's starting point (docs/design/workspace.md section 3)."""
     from runtime.ledger.workspace_facts import changed_count_words
 

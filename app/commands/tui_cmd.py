@@ -202,6 +202,8 @@ SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or 
 
 def _settle(host: Any, session_id: str, text: str) -> None:
     """``/settle``: the same seam as ``maka settle``; a refusal prints its code."""
+    from app.host.host_bootstrap import now_ms
+    from app.host.settle_folder import baseline_capture
     from runtime.ledger.attestation import when_text
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.settlement import settle
@@ -211,6 +213,7 @@ def _settle(host: Any, session_id: str, text: str) -> None:
         print(SETTLE_USAGE)
         return
     note = parts[3] if len(parts) == 4 else None
+    checkpoints = host.service.checkpoints
     try:
         settled = settle(
             host.store,
@@ -219,6 +222,7 @@ def _settle(host: Any, session_id: str, text: str) -> None:
             ran=parts[2] == "ran",
             note=note,
             shells=host.shells,
+            baseline=baseline_capture(host.store, checkpoints, now_ms),
         )
     except LedgerError as refusal:
         print(f"not recorded [{refusal.code}]: {refusal.message}")
@@ -229,6 +233,10 @@ def _settle(host: Any, session_id: str, text: str) -> None:
         f"{verb}: you confirmed that {settled.tool_name} {settled.tool_call_id} {what} "
         f"({when_text(settled.attested_at)}); /resume can continue from there"
     )
+    from app.commands.settle_cmd import folder_lines
+
+    for line in folder_lines(settled, session_id):
+        print(line.strip())
 
 
 CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"

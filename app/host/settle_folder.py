@@ -8,10 +8,14 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.bridge_contract import SettleFolderNote, ToolCardItem, TranscriptItem
 from app.host.host_services import Transcript
+
+if TYPE_CHECKING:
+    from app.resume_composition import OperationView
+from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.settle_baseline import (
     SettleBaseline,
     SettleFolder,
@@ -110,6 +114,28 @@ def with_folder_notes(
         else:
             items.append(item)
     return replace(transcript, items=tuple(items))
+
+
+def folder_words(
+    store: SettleFolderStore,
+    carrier: CheckpointCarrier | None,
+    plan: ContinuationPlan,
+    operations: Sequence[OperationView],
+) -> dict[str, str]:
+    """For a parked plan's calls the user may settle: tool call id -> what answering about it
+    also does to the folder (``preview_words``; none for a read-only call), for the terminal's
+    advice."""
+    words: dict[str, str] = {}
+    if carrier is None or plan.continues:
+        return words
+    for operation in operations:
+        call_id = operation.decision.tool_call_id
+        if not operation.settleable or call_id is None or call_id in words:
+            continue
+        preview = settle_preview(store, carrier, plan.session_id, call_id)
+        if preview is not None:
+            words[call_id] = preview_words(preview)
+    return words
 
 
 def preview_words(preview: SettleBaseline) -> str:

@@ -47,6 +47,12 @@ def test_settled_ran_takes_the_folder_and_resume_continues_without_rerunning(
     before = drill.plan()
     assert before["disposition"] != "continue"
     assert "workspace_checkpoint_stale" in before["rejectionReasons"]
+    told = maka(["plan", drill.session], drill.data, env=drill.env)  # before the answer
+    assert (
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: count.txt."
+    ) in told.stdout, told.stdout
+    assert "Safe resume can then continue from there." in told.stdout
 
     settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
     assert settled.returncode == 0, settled.stderr
