@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_resume_proven_writes import Drill, _codes
+from tests.helpers.maka_process import maka_executable
 from tests.helpers.maka_run import committed_runs, maka
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
@@ -100,3 +101,23 @@ def test_with_checkpoints_off_settling_records_no_baseline(tmp_path: Path) -> No
     code, body = drill.resume()
     assert code == 0, body
     assert (drill.work / "count.txt").read_text() == "once\n"
+
+
+def test_a_folder_that_cannot_be_captured_records_the_answer_and_says_the_snapshot_is_stale(
+    tmp_path: Path,
+) -> None:
+    """``git`` gone from ``PATH`` when the user answers: the capture fails, the answer is recorded
+    all the same (refusing it would help nothing), no baseline, and the answer says so."""
+    drill = _killed_in_bash(tmp_path)
+    maka_bin = str(Path(maka_executable()[0]).parent)
+    no_git = {**drill.env, "PATH": maka_bin}
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=no_git)
+    assert settled.returncode == 0, settled.stderr
+    assert "Recorded: you confirmed that bash b1 ran" in settled.stdout
+    assert "The folder could not be taken as the new starting point" in settled.stdout
+    assert f"maka resume {drill.session} --rebaseline" in settled.stdout
+    assert "workspace_checkpoint_stale" in settled.stdout  # still on hold, said in words
+    assert _baselines(drill.data) == []
+    planned = drill.plan()
+    assert "workspace_checkpoint_stale" in planned["rejectionReasons"]
+    assert "dangling_tool_state" not in planned["rejectionReasons"]  # the answer stands
