@@ -69,7 +69,7 @@ from storage.event_rows import read_event, read_invocation_rows
 from storage.event_writer import LedgerTransaction, prepare_candidate
 from storage.recovery_bundle_writer import commit_bundle
 from storage.tool_projection import read_operation
-from storage.workspace_fact_writer import check_workspace_fact
+from storage.workspace_fact_writer import commit_settled_baseline
 
 SurvivingProcess = Callable[[str], str | None]
 """Given an operation id, a description of a process of that call still recorded alive (for
@@ -155,11 +155,7 @@ def _commit_baseline(
     event = settled_baseline_event(
         EventIdentity.of_event(dispatch), baseline_event_id(operation_id), ts, body
     )
-    candidate = prepare_candidate(event)
-    check_workspace_fact(candidate)
-    state = tx.run(event["runId"])
-    tx.check_spine(state, [candidate])
-    tx.insert(state, candidate)
+    commit_settled_baseline(tx, prepare_candidate(event))
     failpoint(CrashPoint.SETTLE_AFTER_BASELINE_FACT)
 
 

@@ -121,3 +121,22 @@ def test_a_folder_that_cannot_be_captured_records_the_answer_and_says_the_snapsh
     planned = drill.plan()
     assert "workspace_checkpoint_stale" in planned["rejectionReasons"]
     assert "dangling_tool_state" not in planned["rejectionReasons"]  # the answer stands
+
+
+def test_a_settled_baseline_travels_through_export_and_import(tmp_path: Path) -> None:
+    drill = _killed_in_bash(tmp_path)
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    exported = tmp_path / "session.jsonl"
+    result = maka(["export", drill.session, "-o", str(exported)], drill.data, env=drill.env)
+    assert result.returncode == 0, result.stderr
+    other = tmp_path / "other"
+    result = maka(["import", str(exported)], other, env=drill.env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(_baselines(other)) == 1
+    doctor = json.loads(maka(["doctor", "--json"], other, env=drill.env).stdout)
+    # The ledger imports whole (the baseline after the run's terminal event included); whether
+    # the snapshots' Git objects travel with an export is another matter, so only their absence
+    # may be reported here.
+    codes = {problem["code"] for problem in doctor["problems"]}
+    assert codes <= {"workspace_checkpoint_missing"}, doctor
