@@ -140,6 +140,16 @@ def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
             mark += f", holding {copy_reflects(transition)}"
         return mark
     baseline = actions.get("workspaceBaseline")
+    if isinstance(baseline, Mapping) and set(actions) == {SETTLED_BASELINE_KEY}:
+        # a settled writing call's baseline (section 3), not a continuation's start
+        if not baseline.get("compared", False):
+            return "Your answer took the folder as it was as the new starting point"
+        listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
+        said = changed_count_words(listed, int(baseline.get("moreChangedPaths") or 0))
+        return (
+            f"Your answer took the folder as it was as the new starting point; {said} changed "
+            "since the last snapshot"
+        )
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):
             return "Continued with your current files; there was no snapshot to compare them with"

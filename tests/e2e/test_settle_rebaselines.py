@@ -68,6 +68,11 @@ def test_settled_ran_takes_the_folder_and_resume_continues_without_rerunning(
     planned = drill.plan()
     assert planned["disposition"] == "continue", planned
     assert "workspace_verified" in _codes(planned)
+    [decided] = planned["workspaceTransitions"]
+    assert decided["text"] == (
+        "Your answer took the folder as it was as the new starting point; 1 file changed since "
+        "the last snapshot"
+    )
 
     code, body = drill.resume()
     assert code == 0, body
