@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from runtime.tools.process_tree import BackgroundShellRegistry
 
 SurvivingProcess = Callable[[str], str | None]
+UNSETTLED_STATES = frozenset({"prepared", "recovery_parked"})
+"""The projection states of a call an answer may still settle (the verdict decides)."""
 BaselineCapture = Callable[[ToolOperationRecord, bool], "SettleBaseline | None"]
 """Given the operation and the answer (it ran), the capture of the folder as the new baseline
 (docs/design/workspace.md section 3), or None when settling it records none."""
@@ -148,7 +150,9 @@ def settle(
     records as the new baseline (docs/design/workspace.md section 3)."""
     operation = find_operation(store, session_id, reference)
     surviving = surviving_process_check(store, shells, session_id, operation.run_id)
-    captured = baseline(operation, ran) if baseline is not None else None
+    # Only for a call no answer settled yet: a repeated answer is a no-op and captures nothing.
+    unsettled = operation.current_state in UNSETTLED_STATES
+    captured = baseline(operation, ran) if baseline is not None and unsettled else None
     result = store.commit_attestation(
         operation.operation_id,
         ran,

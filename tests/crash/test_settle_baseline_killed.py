@@ -8,6 +8,7 @@ uncommitted work, checkpoints on, the real ``maka`` command."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -66,6 +67,8 @@ def test_a_kill_after_the_commit_leaves_both(tmp_path: Path) -> None:
     assert _attestations(drill.data) == 1
     assert len(_baselines(drill.data)) == 1
     assert drill.plan()["disposition"] == "continue"
-    assert _settle(drill) == 0  # an identical answer is a no-op
+    assert _settle(drill) == 0  # an identical answer is a no-op, and captures nothing
     assert _attestations(drill.data) == 1
     assert len(_baselines(drill.data)) == 1
+    doctor = maka(["doctor", "--json"], drill.data, env=drill.env)
+    assert json.loads(doctor.stdout)["ok"] is True, doctor.stdout
