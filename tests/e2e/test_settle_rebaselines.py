@@ -145,3 +145,28 @@ def test_a_settled_baseline_travels_through_export_and_import(tmp_path: Path) ->
     # may be reported here.
     codes = {problem["code"] for problem in doctor["problems"]}
     assert codes <= {"workspace_checkpoint_missing"}, doctor
+
+
+def test_the_tui_says_it_before_the_answer_and_one_settle_resumes(tmp_path: Path) -> None:
+    """``maka tui``: /resume parked on the call says that answering takes the folder as it is
+    now and which file changed; /settle records the baseline too; /resume then continues and
+    the command is not run again."""
+    drill = _killed_in_bash(tmp_path)
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin="/resume\n/settle b1 ran\n/resume\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    told = out.index(
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: count.txt."
+    )
+    answered = out.index("recorded: you confirmed that bash b1 ran")
+    assert told < answered
+    assert "The folder as it is now is the new starting point" in out[answered:]
+    assert "Done." in out[answered:]  # the second /resume continued
+    assert len(_baselines(drill.data)) == 1
+    assert (drill.work / "count.txt").read_text() == "once\n"
