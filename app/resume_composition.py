@@ -332,6 +332,15 @@ FolderWords = Callable[[str], str | None]
 section 3: ``app.host.settle_folder.preview_words``), or None."""
 
 
+def settleable_calls(operations: Sequence[OperationView]) -> list[str]:
+    """The tool call ids of the calls the user may settle."""
+    return [
+        op.decision.tool_call_id
+        for op in operations
+        if op.settleable and op.decision.tool_call_id is not None
+    ]
+
+
 def plan_summary(
     plan: ContinuationPlan,
     operations: Sequence[OperationView] | None = None,

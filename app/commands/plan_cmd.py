@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         build_resume_service,
         plan_json,
         plan_summary,
+        settleable_calls,
         source_operations,
     )
     from runtime.ledger.ledger_errors import LedgerError
@@ -70,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
             plan = service.plan_latest(args.session)
             operations = source_operations(store, plan)
             folder = folder_words(
-                store, GitCheckpointStore.from_environment(data_dir), plan, operations
+                store,
+                GitCheckpointStore.from_environment(data_dir),
+                plan,
+                settleable_calls(operations),
             )
         finally:
             store.close()

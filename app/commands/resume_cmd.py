@@ -184,9 +184,12 @@ def resume_session(
             # With the source run's calls, as maka plan: the park names maka settle when a call
             # with an unknown outcome is what holds it (the way forward it can take).
             from app.host.settle_folder import folder_words
+            from app.resume_composition import settleable_calls
 
             operations = source_operations(host.store, plan)
-            folder = folder_words(host.store, host.service.checkpoints, plan, operations)
+            folder = folder_words(
+                host.store, host.service.checkpoints, plan, settleable_calls(operations)
+            )
             print(
                 "\n".join(
                     plan_summary(plan, operations, settle or settle_command, folder=folder.get)

@@ -5,24 +5,20 @@ run as ``runtime.continuation.settle_baseline`` needs it, for every surface (``m
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from app.bridge_contract import SettleFolderNote, ToolCardItem, TranscriptItem
 from app.host.host_services import Transcript
-
-if TYPE_CHECKING:
-    from app.resume_composition import OperationView
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.settle_baseline import (
-    SettleBaseline,
     SettleFolder,
     baseline_preview,
     capture_baseline,
 )
-from runtime.ledger.checkpoint_ports import CheckpointCarrier
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, SettleBaseline
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent, ToolOperationRecord
 from runtime.recovery.settlement import BaselineCapture, SettlementStore, find_operation
@@ -120,17 +116,16 @@ def folder_words(
     store: SettleFolderStore,
     carrier: CheckpointCarrier | None,
     plan: ContinuationPlan,
-    operations: Sequence[OperationView],
+    call_ids: Iterable[str],
 ) -> dict[str, str]:
-    """For a parked plan's calls the user may settle: tool call id -> what answering about it
-    also does to the folder (``preview_words``; none for a read-only call), for the terminal's
-    advice."""
+    """For a parked plan's calls the user may settle (``call_ids``): tool call id -> what
+    answering about it also does to the folder (``preview_words``; none for a read-only call),
+    for the terminal's advice."""
     words: dict[str, str] = {}
     if carrier is None or plan.continues:
         return words
-    for operation in operations:
-        call_id = operation.decision.tool_call_id
-        if not operation.settleable or call_id is None or call_id in words:
+    for call_id in call_ids:
+        if call_id in words:
             continue
         preview = settle_preview(store, carrier, plan.session_id, call_id)
         if preview is not None:

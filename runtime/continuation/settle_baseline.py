@@ -28,6 +28,7 @@ from typing import Any
 from runtime.ledger.checkpoint_ports import (
     CheckpointCarrier,
     CheckpointError,
+    SettleBaseline,
     TreeChange,
     changed_paths_summary,
     checkpoint_ref,
@@ -43,23 +44,6 @@ from runtime.ledger.workspace_facts import (
 )
 
 BASELINE_PROTOCOL = "workspace_baseline_v1"
-
-
-@dataclass(frozen=True, slots=True)
-class SettleBaseline:
-    """What settling the call does to the folder's starting point.
-
-    ``changes``: the paths that differ from the run's newest snapshot (None: there is no
-    snapshot to compare with); ``body``: the ``workspaceBaseline`` fact to commit (None for a
-    preview, or when nothing is recorded); ``problem``: why the folder could not be captured
-    (the attestation is recorded all the same, the snapshot stays stale)."""
-
-    changes: tuple[TreeChange, ...] | None
-    body: dict[str, Any] | None = None
-    problem: str | None = None
-
-    def changed_paths(self) -> list[str]:
-        return [change.path for change in self.changes or ()]
 
 
 @dataclass(frozen=True, slots=True)

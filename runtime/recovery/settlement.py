@@ -26,7 +26,7 @@ from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOper
 from runtime.recovery.settle_verdict import judge_settlement
 
 if TYPE_CHECKING:
-    from runtime.continuation.settle_baseline import SettleBaseline
+    from runtime.ledger.checkpoint_ports import SettleBaseline
     from runtime.tools.process_tree import BackgroundShellRegistry
 
 SurvivingProcess = Callable[[str], str | None]

@@ -1,9 +1,9 @@
-"""Settling a writing call's unknown outcome is one answer (WORKSPACE.md section 3): the real
-``maka run`` killed with a real SIGKILL at P4 inside a ``bash`` call, in a Git repository holding
-uncommitted work, checkpoints on; then the real ``maka settle`` and ``maka resume``. The answer
-records the folder as it is now as the new baseline in the attestation's transaction, so Safe
-resume continues (no stale snapshot), the model is told which files changed, and the command is
-not run again. With checkpoints off nothing of that happens."""
+"""Settling a writing call's unknown outcome is one answer (docs/design/workspace.md section 3):
+the real ``maka run`` killed with a real SIGKILL at P4 inside a ``bash`` call, in a Git
+repository holding uncommitted work, checkpoints on; then the real ``maka settle`` and ``maka
+resume``. The answer records the folder as it is now as the new baseline in the attestation's
+transaction, so Safe resume continues (no stale snapshot), the model is told which files
+changed, and the command is not run again. With checkpoints off nothing of that happens."""
 
 from __future__ import annotations
 
