@@ -599,6 +599,18 @@ class ThinkingItem(WireModel):
     text: Text
 
 
+class SettleFolderNote(WireModel):
+    """What answering a writing call's card also does (docs/design/workspace.md section 3): the
+    folder as it is now becomes the new starting point. ``compared``: there is a snapshot to
+    compare it with; ``changed_paths``: the first paths changed since it, ``more_changed`` the
+    rest; ``unreadable``: the folder cannot be read now (the answer is recorded all the same)."""
+
+    compared: bool = True
+    changed_paths: Annotated[list[Short], Field(max_length=10)] = []
+    more_changed: Annotated[int, Field(ge=0)] = 0
+    unreadable: bool = False
+
+
 class ToolCardItem(WireModel):
     type: Literal["tool_card"] = "tool_card"
     item_id: Id
@@ -616,6 +628,9 @@ class ToolCardItem(WireModel):
     attestation: AttestationChoice | None = None
     attested_at: Annotated[int, Field(ge=0)] | None = None
     attestation_note: Short | None = None
+    settle_folder: SettleFolderNote | None = None
+    """For a settleable writing call in a session with snapshots: what answering does to the
+    folder's starting point, said before the user answers."""
 
 
 class NoticeItem(WireModel):

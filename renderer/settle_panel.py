@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.bridge_contract import MAX_NOTE_CHARS, AttestationChoice
+from app.bridge_contract import MAX_NOTE_CHARS, AttestationChoice, SettleFolderNote
 from renderer import theme
 
 COMMAND_VIEW_LINES = 6
@@ -41,6 +41,35 @@ def question_text() -> str:
         "tell Maka what happened. Your answer is recorded as your confirmation, and "
         "the model is told it when the session continues."
     )
+
+
+def folder_note_text(note: SettleFolderNote) -> str:
+    """What answering also does to the folder (docs/design/workspace.md section 3), said before
+    the user answers: the folder as it is now becomes the new starting point."""
+    if note.unreadable:
+        return _tr(
+            "Your answer would also take the folder as it is now as the new starting point, "
+            "but the folder cannot be read now: your answer is recorded all the same, and Safe "
+            "resume asks about the files again."
+        )
+    lead = _tr("Your answer also takes the folder as it is now as the new starting point.")
+    if not note.compared:
+        return lead + " " + _tr("There is no snapshot to compare it with.")
+    paths = list(note.changed_paths)
+    if not paths:
+        return lead + " " + _tr("No file changed since the last snapshot.")
+    shown = ", ".join(paths)
+    if note.more_changed:
+        shown += " " + _tr("and {count} more").replace("{count}", str(note.more_changed))
+    count = len(paths) + note.more_changed
+    said = (
+        _tr("1 file changed since the last snapshot: {paths}.")
+        if count == 1
+        else _tr("{count} files changed since the last snapshot: {paths}.").replace(
+            "{count}", str(count)
+        )
+    )
+    return lead + " " + said.replace("{paths}", shown)
 
 
 def attested_time(attested_at: int) -> str:
@@ -75,6 +104,9 @@ class SettlePanel(QWidget):
         layout.setSpacing(6)
         self.question_label = QLabel(question_text())
         self.question_label.setWordWrap(True)
+        self.folder_label = QLabel()
+        self.folder_label.setWordWrap(True)
+        self.folder_label.setVisible(False)
         self.command_view = QPlainTextEdit()
         self.command_view.setReadOnly(True)
         self.command_view.setFont(theme.monospace_font())
@@ -100,6 +132,7 @@ class SettlePanel(QWidget):
         self.status_label.setVisible(False)
         layout.addWidget(self.question_label)
         layout.addWidget(self.command_view)
+        layout.addWidget(self.folder_label)
         layout.addWidget(self.note_edit)
         layout.addLayout(buttons)
         layout.addWidget(self.status_label)
@@ -121,6 +154,10 @@ class SettlePanel(QWidget):
         else:
             self.question_label.setText(question_text())
             self.not_run_button.setText(_tr("It did not run"))
+
+    def set_folder_note(self, note: SettleFolderNote | None) -> None:
+        self.folder_label.setText(folder_note_text(note) if note is not None else "")
+        self.folder_label.setVisible(note is not None)
 
     def set_command(self, command: str) -> None:
         if self.command_view.toPlainText() != command:

@@ -657,6 +657,7 @@ class ToolCardWidget(TintedPanel):
             if asking:
                 self.settle_panel.set_not_run_only(confirming)
                 self.settle_panel.set_command(item.args_full or item.args_summary)
+                self.settle_panel.set_folder_note(item.settle_folder)
                 self.settle_panel.set_waiting(False)
                 self.settle_panel.show_status("")
             self.settle_panel.setVisible(asking)

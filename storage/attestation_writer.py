@@ -23,6 +23,12 @@ Refusals (nothing written), in this order:
 
 The bundle's event ids are fixed per operation (``<operationId>_attest_reconcile`` / ``_outcome``
 / ``_decision``): an operation has at most one attestation.
+
+Settling a writing call also takes the folder as the new baseline (docs/design/workspace.md
+section 3): ``baseline`` is the ``workspaceBaseline`` body of the capture the host made just
+before, committed as a fourth, hidden event (``<operationId>_attest_baseline``) in the same
+transaction, through the workspace-fact envelope check. Like the bundle it may follow the run's
+terminal event; the run's seal is otherwise kept.
 """
 
 from __future__ import annotations
@@ -43,8 +49,14 @@ from runtime.ledger.codes import (
     StoreCode,
     WriterRejectionCode,
 )
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.fact_events import EventIdentity, recovered_outcome_event, tool_recovery_event
+from runtime.ledger.fact_events import (
+    EventIdentity,
+    recovered_outcome_event,
+    settled_baseline_event,
+    tool_recovery_event,
+)
 from runtime.ledger.recovery_bundle import DecisionFact, ReconcileFact, parse_reconcile_fact
 from runtime.ledger.store_ports import (
     AttestationCommit,
@@ -57,6 +69,7 @@ from storage.event_rows import read_event, read_invocation_rows
 from storage.event_writer import LedgerTransaction, prepare_candidate
 from storage.recovery_bundle_writer import commit_bundle
 from storage.tool_projection import read_operation
+from storage.workspace_fact_writer import commit_settled_baseline
 
 SurvivingProcess = Callable[[str], str | None]
 """Given an operation id, a description of a process of that call still recorded alive (for
@@ -129,6 +142,23 @@ def _same_attestation(
     )
 
 
+def baseline_event_id(operation_id: str) -> str:
+    return f"{operation_id}_attest_baseline"
+
+
+def _commit_baseline(
+    tx: LedgerTransaction, dispatch: RuntimeEvent, operation_id: str, body: dict[str, object]
+) -> None:
+    """The settled call's ``workspaceBaseline`` fact, after its bundle in the same transaction."""
+    failpoint(CrashPoint.SETTLE_BEFORE_BASELINE_FACT)
+    ts = int(str(body["decidedAt"]))
+    event = settled_baseline_event(
+        EventIdentity.of_event(dispatch), baseline_event_id(operation_id), ts, body
+    )
+    commit_settled_baseline(tx, prepare_candidate(event))
+    failpoint(CrashPoint.SETTLE_AFTER_BASELINE_FACT)
+
+
 def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts)
     tx: LedgerTransaction,
     operation_id: str,
@@ -137,6 +167,7 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
     attested_at: int,
     surviving_process: SurvivingProcess,
     judge: SettleJudge,
+    baseline: dict[str, object] | None = None,
 ) -> AttestationCommit:
     operation = read_operation(tx.conn, operation_id)
     if operation is None:
@@ -179,6 +210,8 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
     result: CommitResult = commit_bundle(
         tx, prepare_candidate(reconcile), prepare_candidate(outcome), prepare_candidate(decision)
     )
+    if baseline is not None and result.created:
+        _commit_baseline(tx, dispatch.event, operation_id, baseline)
     return AttestationCommit(
         result.created,
         result.event_seq,

@@ -352,21 +352,24 @@ class SqliteLedgerStore:
             failpoint(CrashPoint.BUNDLE_AFTER_COMMIT, CrashPoint.P10)
         return result
 
-    def commit_attestation(
+    def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts)
         self,
         operation_id: str,
         ran: bool,
         note: str | None,
         surviving_process: SurvivingProcess,
         judge: SettleJudge,
+        baseline: dict[str, object] | None = None,
     ) -> AttestationCommit:
         """Record the user's attestation of an operation's unknown outcome (docs/design/recovery.md
         section 8) in one transaction through the recovery-bundle writer; refusals in
         ``attestation_writer``. ``judge`` (whether the run's committed events let the user
-        settle it) and ``surviving_process`` are asked inside the transaction."""
+        settle it) and ``surviving_process`` are asked inside the transaction. ``baseline``: the
+        ``workspaceBaseline`` fact a settled writing call records in the same transaction
+        (docs/design/workspace.md section 3)."""
         with self._write() as tx:
             result = commit_attestation(
-                tx, operation_id, ran, note, tx.committed_at, surviving_process, judge
+                tx, operation_id, ran, note, tx.committed_at, surviving_process, judge, baseline
             )
         if result.created:
             failpoint(

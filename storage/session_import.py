@@ -29,7 +29,7 @@ from runtime.ledger.store_ports import (
     RunStatus,
     StoreRefusal,
 )
-from runtime.ledger.workspace_facts import is_workspace_fact
+from runtime.ledger.workspace_facts import is_settled_baseline, is_workspace_fact
 from storage import continuation_claim_store as claims
 from storage.bulk_run_writer import bulk_commit_new_run
 from storage.event_writer import (
@@ -50,7 +50,11 @@ from storage.run_header_store import (
 )
 from storage.session_export import ParsedExport, RunBlock, TransferError
 from storage.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
-from storage.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
+from storage.workspace_fact_writer import (
+    check_workspace_fact,
+    commit_settled_baseline,
+    commit_workspace_fact,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +204,17 @@ def _commit_next(
         return 1, [commit_outcome(tx, candidate, armed_crash_point())]
     if lane is Lane.RECONCILE_RESULT:
         return _commit_bundle(tx, events, position, candidate)
+    if is_settled_baseline(candidate.event):
+        # A settled call's baseline: only right after its attestation bundle (docs/design/
+        # workspace.md section 3), which may follow the run's terminal event.
+        decision_id = candidate.event_id.removesuffix("_attest_baseline") + "_attest_decision"
+        if position == 0 or events[position - 1]["id"] != decision_id:
+            raise StoreRefusal(
+                WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+                "a settled call's baseline follows its attestation",
+                candidate.event_id,
+            )
+        return 1, [commit_settled_baseline(tx, candidate)]
     if is_workspace_fact(candidate.event):  # through the workspace-fact writer's own checks
         check_workspace_fact(candidate)
         return 1, [commit_workspace_fact(tx, candidate)]

@@ -32,3 +32,16 @@ def commit_workspace_fact(tx: LedgerTransaction, candidate: Candidate) -> Commit
     tx.check_seal(state, new)
     tx.check_marker(state, candidate, 0)
     return CommitResult(created=True, event_seq=tx.insert(state, candidate))
+
+
+def commit_settled_baseline(tx: LedgerTransaction, candidate: Candidate) -> CommitResult:
+    """A settled writing call's ``workspaceBaseline`` fact (docs/design/workspace.md section 3):
+    only right after the call's attestation bundle (the caller sees to that), which may follow
+    the run's terminal event, so the seal is not asked here; an exact retry is a no-op."""
+    check_workspace_fact(candidate)
+    state = tx.run(candidate.event["runId"])
+    tx.check_spine(state, [candidate])
+    new, retried = tx.split_retries([candidate])
+    if not new:
+        return CommitResult(created=False, event_seq=retried[candidate.event_id])
+    return CommitResult(created=True, event_seq=tx.insert(state, candidate))

@@ -32,11 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.host.host_bootstrap import recover_at_startup
     from app.host.host_client import attach
-    from app.host.plan_report import plan_json, plan_summary, source_operations
+    from app.host.plan_report import plan_json, plan_summary, settleable_calls, source_operations
+    from app.host.settle_folder import folder_words
     from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
     from storage.instance_lock import InstanceLock, LockOutcome
     from storage.ledger_store import open_store
 
@@ -71,6 +73,12 @@ def run(args: argparse.Namespace) -> int:
             )
             plan = service.plan_latest(args.session)
             operations = source_operations(store, plan)
+            folder = folder_words(
+                store,
+                GitCheckpointStore.from_environment(data_dir),
+                plan,
+                settleable_calls(operations),
+            )
         finally:
             store.close()
     finally:
@@ -80,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         body = plan_json(plan, {"readOnly": not owned}, operations)
         print(json.dumps(body, ensure_ascii=False))
     else:
-        print("\n".join(plan_summary(plan, operations)))
+        print("\n".join(plan_summary(plan, operations, folder=folder.get)))
         if not owned:
             print(
                 "(read-only: another Maka process owns the data directory, so maka run, maka "

@@ -185,8 +185,18 @@ def resume_session(  # noqa: C901
         else:
             # With the source run's calls, as maka plan: the park names maka settle when a call
             # with an unknown outcome is what holds it (the way forward it can take).
+            from app.host.plan_report import settleable_calls
+            from app.host.settle_folder import folder_words
+
             operations = source_operations(host.store, plan)
-            print("\n".join(plan_summary(plan, operations, settle or settle_command)))
+            folder = folder_words(
+                host.store, host.service.checkpoints, plan, settleable_calls(operations)
+            )
+            print(
+                "\n".join(
+                    plan_summary(plan, operations, settle or settle_command, folder=folder.get)
+                )
+            )
             if refusal is not None:
                 print(f"Refused: [{refusal[0]}] {refusal[1]}")
         return EXIT_PARKED

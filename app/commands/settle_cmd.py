@@ -24,11 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
+
+if TYPE_CHECKING:
+    from runtime.recovery.settlement import Settled
 
 _USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
 
@@ -47,12 +51,14 @@ def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
     from app.host.host_bootstrap import now_ms, startup_reconciler
     from app.host.host_client import attach
+    from app.host.settle_folder import baseline_capture
     from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.settlement import settle
     from runtime.recovery.startup_recovery import run_startup_recovery
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
+    from storage.checkpoint_store import GitCheckpointStore
     from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
@@ -79,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
                     StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
                 )
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
+            carrier = GitCheckpointStore.from_environment(data_dir)
             try:
                 settled = settle(
                     store,
@@ -87,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
                     ran=bool(args.ran),
                     note=args.note,
                     shells=shells,
+                    baseline=baseline_capture(store, carrier, now_ms),
                 )
             except LedgerError as refusal:
                 exit_code = EXIT_USAGE if refusal.code in _USAGE_CODES else EXIT_ERROR
@@ -98,11 +106,17 @@ def run(args: argparse.Namespace) -> int:
     finally:
         lock.release()
     codes = [reason.value for reason in plan.rejection_reasons]
-    return _report(args, settled.to_json(), plan.continues, codes)
+    return _report(
+        args, settled.to_json(), plan.continues, codes, folder_lines(settled, args.session)
+    )
 
 
 def _report(
-    args: argparse.Namespace, body: dict[str, Any], continues: bool, codes: list[str]
+    args: argparse.Namespace,
+    body: dict[str, Any],
+    continues: bool,
+    codes: list[str],
+    folder: Sequence[str] = (),
 ) -> int:
     """What was recorded (``Settled.to_json``'s fields) and what Safe resume would do now."""
     from runtime.ledger.attestation import when_text
@@ -120,6 +134,8 @@ def _report(
     if body.get("note") is not None:
         print(f"  Your note: {body['note']}")
     print("  The model will be told this, and that no output of the call was recorded.")
+    if folder:
+        print("\n".join(folder))
     print("\n".join(_after_settling(continues, codes, args.session)))
     return EXIT_OK
 
@@ -158,6 +174,37 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
         raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
     body = answer.settlement.model_dump(mode="json", by_alias=True, exclude_none=True)
     return _report(args, body, answer.resume_available, list(answer.resume_reasons))
+
+
+def folder_lines(settled: Settled, session_id: str) -> list[str]:
+    """What the answer did to the folder's starting point (docs/design/workspace.md section 3)."""
+    from runtime.ledger.workspace_facts import changed_count_words
+
+    found = settled.baseline
+    if found is None or not settled.created:
+        return []
+    if found.problem is not None:
+        return [
+            "  The folder could not be taken as the new starting point "
+            f"({found.problem}); its last snapshot stays behind it "
+            f"(maka resume {session_id} --rebaseline takes the files as they are)."
+        ]
+    if found.body is None:
+        return ["  No file changed since the last snapshot."]
+    if found.changes is None:
+        return [
+            "  The folder as it is now is the new starting point "
+            "(there was no snapshot to compare it with)."
+        ]
+    paths = found.changed_paths()
+    lines = [
+        "  The folder as it is now is the new starting point; "
+        f"{changed_count_words(paths)} changed since the last snapshot" + (":" if paths else ".")
+    ]
+    lines.extend(f"    {path}" for path in paths[:10])
+    if len(paths) > 10:
+        lines.append(f"    and {len(paths) - 10} more")
+    return lines
 
 
 def _after_settling(continues: bool, codes: list[str], session_id: str) -> list[str]:

@@ -222,6 +222,8 @@ SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or 
 
 def _settle(host: Any, session_id: str, text: str) -> None:
     """``/settle``: the same seam as ``maka settle``; a refusal prints its code."""
+    from app.host.host_bootstrap import now_ms
+    from app.host.settle_folder import baseline_capture
     from runtime.ledger.attestation import when_text
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.settlement import settle
@@ -231,6 +233,7 @@ def _settle(host: Any, session_id: str, text: str) -> None:
         print(SETTLE_USAGE)
         return
     note = parts[3] if len(parts) == 4 else None
+    checkpoints = host.service.checkpoints
     try:
         settled = settle(
             host.store,
@@ -239,6 +242,7 @@ def _settle(host: Any, session_id: str, text: str) -> None:
             ran=parts[2] == "ran",
             note=note,
             shells=host.shells,
+            baseline=baseline_capture(host.store, checkpoints, now_ms),
         )
     except LedgerError as refusal:
         print(f"not recorded [{refusal.code}]: {refusal.message}")
@@ -250,6 +254,10 @@ def _settle(host: Any, session_id: str, text: str) -> None:
         f"({when_text(settled.attested_at)}); /resume continues from there, or says what "
         "still holds it (changed files: /rebaseline or /restore [DIR])"
     )
+    from app.commands.settle_cmd import folder_lines
+
+    for line in folder_lines(settled, session_id):
+        print(line.strip())
 
 
 CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"

@@ -50,7 +50,7 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
-from app.host.plan_report import plan_json, plan_summary, source_operations
+from app.host.plan_report import plan_json, plan_summary, settleable_calls, source_operations
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
 from app.host.resume_verdicts import ResumeVerdicts
@@ -67,6 +67,7 @@ from app.host.session_relocation import (
 )
 from app.host.session_rows import wire_rows
 from app.host.settle_call import settle_call, settleable_in
+from app.host.settle_folder import baseline_capture, folder_words, with_folder_notes
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -229,10 +230,13 @@ class DesktopServices:
         plan = self._planner().plan_latest(session_id)
         operations = source_operations(self._store, plan)
         document = json.dumps(plan_json(plan, {"readOnly": False}, operations), ensure_ascii=False)
+        folder = folder_words(
+            self._store, self._service.checkpoints, plan, settleable_calls(operations)
+        )
         return PlanReport(
             session_id=session_id,
             continues=plan.continues,
-            summary=tuple(plan_summary(plan, operations)),
+            summary=tuple(plan_summary(plan, operations, folder=folder.get)),
             document=document,
         )
 
@@ -279,7 +283,8 @@ class DesktopServices:
                 runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        return session_transcript(session_id, runs)
+        transcript = session_transcript(session_id, runs)
+        return with_folder_notes(self._store, self._service.checkpoints, transcript)
 
     def create_session(self, cwd: Path) -> SessionSummary:
         try:
@@ -497,6 +502,7 @@ class DesktopServices:
             tool_call_id,
             ran,
             note,
+            baseline_capture(self._store, sessions.checkpoints, self._clock),
         )
         # The settled call changed the boundary: what Safe resume would do now is the verdict.
         if result.parked is None:

@@ -278,10 +278,25 @@ def settle_command(session_id: str, tool_call_id: str, not_run_only: bool = Fals
     return f"maka settle {session_id} {tool_call_id} --ran (or --not-run) [--note TEXT]"
 
 
+FolderWords = Callable[[str], str | None]
+"""Given a tool call id, what answering about it also does to the folder (docs/design/workspace.md
+section 3: ``app.host.settle_folder.preview_words``), or None."""
+
+
+def settleable_calls(operations: Sequence[OperationView]) -> list[str]:
+    """The tool call ids of the calls the user may settle."""
+    return [
+        op.decision.tool_call_id
+        for op in operations
+        if op.settleable and op.decision.tool_call_id is not None
+    ]
+
+
 def plan_summary(
     plan: ContinuationPlan,
     operations: Sequence[OperationView] | None = None,
     settle: Callable[[str, str, bool], str] = settle_command,
+    folder: FolderWords | None = None,
 ) -> list[str]:
     reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
     if plan.continues and plan.continuation is not None:
@@ -371,15 +386,8 @@ def plan_summary(
                 f"{settle(plan.session_id, found.tool_call_id, True)}."
             )
         elif unknown:
-            alone = {r.value for r in plan.rejection_reasons} == {"dangling_tool_state"}
-            then = (
-                "Safe resume can then continue from there."
-                if alone
-                else "The other reasons above still hold after that."
-            )
-            lines.append(
-                "If you can check whether a call with an unknown outcome ran, say so on the "
-                f"record: {settle(plan.session_id, unknown[0].tool_call_id, False)}. {then}"
+            lines.extend(
+                _unknown_advice(plan, unknown[0].tool_call_id, len(unknown), settle, folder)
             )
         if not damaged(plan):
             lines.extend(_later_workspace_advice(plan))
@@ -389,6 +397,34 @@ def plan_summary(
     if operations:
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)
+    return lines
+
+
+def _unknown_advice(
+    plan: ContinuationPlan,
+    call_id: str,
+    count: int,
+    settle: Callable[[str, str, bool], str],
+    folder: FolderWords | None,
+) -> list[str]:
+    """Saying on the record whether a call with an unknown outcome ran; for a call that may
+    write, what the answer also does to the folder (docs/design/workspace.md section 3)."""
+    said = folder(call_id) if folder is not None else None
+    lifted = {"dangling_tool_state"}
+    if said is not None and count == 1:
+        lifted.add("workspace_checkpoint_stale")  # the answer takes the folder as it is now
+    alone = {r.value for r in plan.rejection_reasons} <= lifted
+    then = (
+        "Safe resume can then continue from there."
+        if alone
+        else "The other reasons above still hold after that."
+    )
+    lines = [
+        "If you can check whether a call with an unknown outcome ran, say so on the "
+        f"record: {settle(plan.session_id, call_id, False)}. {then}"
+    ]
+    if said is not None:
+        lines.append(said)
     return lines
 
 

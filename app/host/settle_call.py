@@ -21,7 +21,7 @@ from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_r
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader
-from runtime.recovery.settlement import SettlementStore, settle
+from runtime.recovery.settlement import BaselineCapture, SettlementStore, settle
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.ledger_store import SqliteLedgerStore
 
@@ -61,11 +61,20 @@ def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
     tool_call_id: str,
     ran: bool,
     note: str | None,
+    baseline: BaselineCapture | None = None,
 ) -> SettleResult:
+    """``baseline``: for a writing call, the capture of the folder the answer records as the new
+    starting point (docs/design/workspace.md section 3)."""
     settlement_store: SettlementStore = store
     try:
         settled = settle(
-            settlement_store, session_id, tool_call_id, ran=ran, note=note, shells=shells
+            settlement_store,
+            session_id,
+            tool_call_id,
+            ran=ran,
+            note=note,
+            shells=shells,
+            baseline=baseline,
         )
     except LedgerError as refusal:
         raise HostServiceError(refusal.code, refusal.message) from None

@@ -209,11 +209,16 @@ def _is_bound_response(event: Mapping[str, Any]) -> bool:
 
 def attestation_suffix_ok(after_terminal: Sequence[Mapping[str, Any]]) -> bool:
     """``after_terminal`` (the events that follow a run's terminal event) are only whole
-    attestation bundles: reconcile, outcome, decision, each bound to one operation. An empty
-    suffix is fine. Whether each bundle is *valid* is the bundle rules' business."""
-    if len(after_terminal) % 3:
-        return False
-    for start in range(0, len(after_terminal), 3):
+    attestation bundles: reconcile, outcome, decision, each bound to one operation, each maybe
+    followed by the baseline its settling recorded (``<operationId>_attest_baseline``,
+    docs/design/workspace.md section 3). An empty suffix is fine. Whether each bundle is *valid*
+    is the bundle rules' business."""
+    from runtime.ledger.workspace_facts import is_settled_baseline
+
+    start = 0
+    while start < len(after_terminal):
+        if len(after_terminal) - start < 3:
+            return False
         reconcile, outcome, decision = after_terminal[start : start + 3]
         operation = (reconcile.get("refs") or {}).get("operationId")
         if (
@@ -225,4 +230,11 @@ def attestation_suffix_ok(after_terminal: Sequence[Mapping[str, Any]]) -> bool:
             or (decision.get("refs") or {}).get("operationId") != operation
         ):
             return False
+        start += 3
+        if start < len(after_terminal):
+            following = after_terminal[start]
+            if is_settled_baseline(following) and following.get("id") == (
+                f"{operation}_attest_baseline"
+            ):
+                start += 1
     return True

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
@@ -63,6 +63,23 @@ class Snapshot:
 class TreeChange:
     path: str
     change: PathChange
+
+
+@dataclass(frozen=True, slots=True)
+class SettleBaseline:
+    """What settling the call does to the folder's starting point.
+
+    ``changes``: the paths that differ from the run's newest snapshot (None: there is no
+    snapshot to compare with); ``body``: the ``workspaceBaseline`` fact to commit (None for a
+    preview, or when nothing is recorded); ``problem``: why the folder could not be captured
+    (the attestation is recorded all the same, the snapshot stays stale)."""
+
+    changes: tuple[TreeChange, ...] | None
+    body: dict[str, Any] | None = None
+    problem: str | None = None
+
+    def changed_paths(self) -> list[str]:
+        return [change.path for change in self.changes or ()]
 
 
 class CheckpointError(CodedError):

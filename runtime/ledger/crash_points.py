@@ -90,6 +90,13 @@ class CrashPoint(StrEnum):
     # A rebaseline's capture of the current files exists (its ref), the continuation and its
     # ``workspaceBaseline`` fact were not admitted (docs/design/workspace.md section 4).
     AFTER_REBASELINE_CAPTURED = "after_rebaseline_captured"
+    # Settling a writing call takes the folder as the new baseline (docs/design/workspace.md
+    # section 3): the capture's ref exists, nothing is recorded; inside the attestation's
+    # transaction, its bundle inserted and the baseline fact not yet; both inserted, not yet
+    # committed. A kill at any of them leaves neither the attestation nor the baseline.
+    SETTLE_BASELINE_CAPTURED = "settle_baseline_captured"
+    SETTLE_BEFORE_BASELINE_FACT = "settle_before_baseline_fact"
+    SETTLE_AFTER_BASELINE_FACT = "settle_after_baseline_fact"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"

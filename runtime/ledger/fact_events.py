@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 from runtime.ledger.codes import FailureClass
 
 if TYPE_CHECKING:  # the pydantic event model is not needed to name the types
+    from collections.abc import Mapping
+
     from runtime.ledger.event_model import (
         RuntimeEvent,
         RuntimeProtocol,
@@ -104,6 +106,17 @@ def tool_recovery_event(
     event = _envelope(ids, event_id, ts)
     event["actions"] = {"toolRecovery": fact.to_tool_recovery()}
     event["refs"] = {"operationId": operation_id, "toolCallId": tool_call_id}
+    return cast("RuntimeEvent", event)
+
+
+def settled_baseline_event(
+    ids: EventIdentity, event_id: str, ts: int, baseline: Mapping[str, Any]
+) -> RuntimeEvent:
+    """The ``workspaceBaseline`` fact a settled writing call records (docs/design/workspace.md
+    section 3): a hidden system fact of the call's run."""
+    event = _envelope(ids, event_id, ts)
+    event["modelVisibility"] = "hidden"
+    event["actions"] = {"workspaceBaseline": dict(baseline)}
     return cast("RuntimeEvent", event)
 
 

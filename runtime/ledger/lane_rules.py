@@ -176,7 +176,9 @@ def check_generic_append(event: RuntimeEvent) -> Rejection | None:
             "continuation-start facts are written only by the continuation writer",
         )
     if actions is not None and (
-        "workspaceCheckpoint" in actions or ("workspaceCheckpointFailed" in actions)
+        "workspaceCheckpoint" in actions
+        or "workspaceCheckpointFailed" in actions
+        or "workspaceBaseline" in actions
     ):
         return Rejection(
             WriterRejectionCode.RESERVED_WORKSPACE_FACT,

@@ -226,6 +226,12 @@ def _ordinary(
     if "workspaceBaseline" in actions:
         fact = actions["workspaceBaseline"]
         changed = len(fact["changedPaths"]) + fact["moreChangedPaths"]
+        if set(actions) == {"workspaceBaseline"}:  # a settled writing call's baseline
+            return (
+                TimelineKind.BASELINE,
+                ok,
+                f"your answer took the current files ({changed} changed)",
+            )
         return TimelineKind.BASELINE, ok, f"continued with the current files ({changed} changed)"
     if "continuationStart" in actions:
         source = actions["continuationStart"]["immediateSource"]

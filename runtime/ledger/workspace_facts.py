@@ -29,16 +29,33 @@ def may_write(tool_name: str) -> bool:
     return tool_name not in READ_ONLY_TOOLS
 
 
+SETTLED_BASELINE_KEY = "workspaceBaseline"
+"""A settled writing call's baseline (docs/design/workspace.md section 3) is a workspace fact of
+its own, committed only in the attestation's transaction; a continuation's start event carries a
+rebaseline's ``workspaceBaseline`` beside its other actions and is not a workspace fact."""
+
+
+def is_settled_baseline(event: Mapping[str, Any]) -> bool:
+    actions = event.get("actions")
+    return isinstance(actions, Mapping) and set(actions) == {SETTLED_BASELINE_KEY}
+
+
 def is_workspace_fact(event: Mapping[str, Any]) -> bool:
     actions = event.get("actions")
-    return isinstance(actions, Mapping) and not WORKSPACE_FACT_KEYS.isdisjoint(actions)
+    return isinstance(actions, Mapping) and (
+        not WORKSPACE_FACT_KEYS.isdisjoint(actions) or is_settled_baseline(event)
+    )
 
 
 def workspace_fact_problem(event: RuntimeEvent) -> str | None:
     """Why ``event`` is not a well-formed workspace fact, or None."""
     actions = event.get("actions")
-    if actions is None or len(actions) != 1 or not WORKSPACE_FACT_KEYS.issuperset(actions):
-        return "a workspace fact carries exactly one action: a checkpoint or a failed capture"
+    allowed = WORKSPACE_FACT_KEYS | {SETTLED_BASELINE_KEY}
+    if actions is None or len(actions) != 1 or not allowed.issuperset(actions):
+        return (
+            "a workspace fact carries exactly one action: a checkpoint, a failed capture or a "
+            "settled call's baseline"
+        )
     if "content" in event or "status" in event or "refs" in event:
         return "a workspace fact has no content, status or refs"
     if event["role"] != "system" or event["author"] != "system":
@@ -127,6 +144,16 @@ def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
             mark += f", holding {copy_reflects(transition)}"
         return mark
     baseline = actions.get("workspaceBaseline")
+    if isinstance(baseline, Mapping) and set(actions) == {SETTLED_BASELINE_KEY}:
+        # a settled writing call's baseline (section 3), not a continuation's start
+        if not baseline.get("compared", False):
+            return "Your answer took the folder as it was as the new starting point"
+        listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
+        said = changed_count_words(listed, int(baseline.get("moreChangedPaths") or 0))
+        return (
+            f"Your answer took the folder as it was as the new starting point; {said} changed "
+            "since the last snapshot"
+        )
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):
             return "Continued with your current files; there was no snapshot to compare them with"

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.restore_point_words import restore_notice
-from runtime.ledger.workspace_facts import baseline_notice, is_workspace_fact
+from runtime.ledger.workspace_facts import baseline_notice, is_settled_baseline, is_workspace_fact
 from runtime.providers.provider_port import (
     AssistantText,
     HistoryItem,
@@ -68,9 +68,11 @@ def history_from_events(
         event
         for event in events
         if not event["partial"]
-        and event.get("modelVisibility") != "hidden"
+        and (event.get("modelVisibility") != "hidden" or is_settled_baseline(event))
         and event["id"] not in omitted
-        and not is_workspace_fact(event)  # never for the model, whatever it says
+        # A workspace fact is never for the model, whatever it says; a settled call's baseline
+        # becomes the host's notice below (its changed files), never the fact itself.
+        and (not is_workspace_fact(event) or is_settled_baseline(event))
     ]
     paired = _paired_call_ids(visible)
     emitted_calls: set[str] = set()

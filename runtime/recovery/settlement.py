@@ -26,21 +26,28 @@ from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOper
 from runtime.recovery.settle_verdict import judge_settlement
 
 if TYPE_CHECKING:
+    from runtime.ledger.checkpoint_ports import SettleBaseline
     from runtime.tools.process_tree import BackgroundShellRegistry
 
 SurvivingProcess = Callable[[str], str | None]
+UNSETTLED_STATES = frozenset({"prepared", "recovery_parked"})
+"""The projection states of a call an answer may still settle (the verdict decides)."""
+BaselineCapture = Callable[[ToolOperationRecord, bool], "SettleBaseline | None"]
+"""Given the operation and the answer (it ran), the capture of the folder as the new baseline
+(docs/design/workspace.md section 3), or None when settling it records none."""
 
 
 class SettlementStore(ToolProcessTable, Protocol):
     def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]: ...
 
-    def commit_attestation(
+    def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts)
         self,
         operation_id: str,
         ran: bool,
         note: str | None,
         surviving_process: SurvivingProcess,
         judge: SettleJudge,
+        baseline: dict[str, object] | None = None,
     ) -> AttestationCommit: ...
 
 
@@ -54,6 +61,7 @@ class Settled:
     note: str | None
     attested_at: int
     created: bool
+    baseline: SettleBaseline | None = None
 
     def to_json(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -67,6 +75,14 @@ class Settled:
         }
         if self.note is not None:
             body["note"] = self.note
+        if self.baseline is not None:
+            recorded = self.baseline.body is not None and self.created
+            folder: dict[str, object] = {"baselineRecorded": recorded}
+            if self.baseline.changes is not None:
+                folder["changedPaths"] = self.baseline.changed_paths()
+            if self.baseline.problem is not None:
+                folder["problem"] = self.baseline.problem
+            body["workspace"] = folder
         return body
 
 
@@ -127,12 +143,23 @@ def settle(
     ran: bool,
     note: str | None,
     shells: BackgroundShellRegistry | None,
+    baseline: BaselineCapture | None = None,
 ) -> Settled:
-    """Record the user's attestation; ``StoreRefusal`` with a code when it may not be."""
+    """Record the user's attestation; ``StoreRefusal`` with a code when it may not be.
+    ``baseline``: for a writing call, the capture of the folder that the same transaction
+    records as the new baseline (docs/design/workspace.md section 3)."""
     operation = find_operation(store, session_id, reference)
     surviving = surviving_process_check(store, shells, session_id, operation.run_id)
+    # Only for a call no answer settled yet: a repeated answer is a no-op and captures nothing.
+    unsettled = operation.current_state in UNSETTLED_STATES
+    captured = baseline(operation, ran) if baseline is not None and unsettled else None
     result = store.commit_attestation(
-        operation.operation_id, ran, note, surviving, judge_settlement
+        operation.operation_id,
+        ran,
+        note,
+        surviving,
+        judge_settlement,
+        captured.body if captured is not None else None,
     )
     return Settled(
         operation.operation_id,
@@ -143,4 +170,5 @@ def settle(
         note,
         result.attested_at,
         result.created,
+        captured,
     )

@@ -13,6 +13,7 @@ and the provider receives the attested result. A second, different answer is ref
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,3 +223,60 @@ def test_it_ran_is_recorded_and_safe_resume_continues_once(desk: Desk) -> None:
     }
     doctor = maka(["doctor"], desk.data, env=desk.env)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+def test_with_snapshots_on_the_card_says_it_takes_the_folder_and_one_answer_resumes(
+    desk: Desk,
+) -> None:
+    """Checkpoints on, a Git folder with uncommitted work (docs/design/workspace.md section 3):
+    before the answer the card says that answering takes the folder as it is now and names the
+    file the command changed; "It ran" also records the baseline, so Safe resume is offered at
+    once (no stale snapshot) and the command never runs again."""
+    git = ["git", "-c", "user.name=Tester", "-c", "user.email=tester@example.invalid"]
+    (desk.work / "notes.txt").write_text("a draft\n")
+    subprocess.run([*git, "init", "-q"], cwd=desk.work, check=True)
+    subprocess.run([*git, "add", "."], cwd=desk.work, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "start"], cwd=desk.work, check=True)
+    (desk.work / "notes.txt").write_text("a draft, edited and not committed\n")
+    desk.env["MAKA_WORKSPACE_CHECKPOINTS"] = "on"
+    session_id = desk.crash_inside_bash()
+    _main, client = desk.start()
+    desk.wait(client, MessageKind.RESUME_PARKED)
+    parked = client.first(MessageKind.RESUME_PARKED)
+    assert isinstance(parked, ResumeParkedPush)
+    assert "workspace_checkpoint_stale" in parked.rejection_reasons
+
+    client.send(SessionsOpenRequest(session_id=session_id, correlation_id="open"))
+    desk.wait(client, MessageKind.SESSION_OPENED)
+    opened = client.first(MessageKind.SESSION_OPENED)
+    assert isinstance(opened, SessionOpenedPush)
+    (card,) = [item for item in opened.items if isinstance(item, ToolCardItem)]
+    assert card.settleable and card.settle_folder is not None
+    assert card.settle_folder.compared and card.settle_folder.changed_paths == ["count.txt"]
+
+    client.send(
+        ToolsSettleRequest(
+            session_id=session_id,
+            tool_call_id="c1",
+            outcome=AttestationChoice.RAN,
+            correlation_id="ran",
+        )
+    )
+    desk.qtbot.waitUntil(lambda: _settled(client, "ran") is not None, timeout=WAIT_MS)
+    answer = _settled(client, "ran")
+    assert answer is not None and answer.recorded and answer.resume_available
+
+    client.send(ResumeLatestRequest(session_id=session_id, correlation_id="click"))
+    desk.wait(client, MessageKind.RESUME_STARTED)
+    started = client.first(MessageKind.RESUME_STARTED)
+    assert isinstance(started, ResumeStartedPush)
+    desk.qtbot.waitUntil(
+        lambda: any(
+            isinstance(m, RunStatusPush) and m.run_id == started.run_id and m.status == "completed"
+            for m in client.received
+        ),
+        timeout=WAIT_MS,
+    )
+    assert desk.count() == 1  # never re-run
+    history = json.dumps(desk.requests()[-1]["history"])
+    assert "count.txt" in history and "changed outside your view" in history

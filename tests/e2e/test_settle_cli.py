@@ -256,27 +256,27 @@ def test_refusals_name_the_call_as_maka_plan_shows_it(tmp_path: Path) -> None:
 
 
 def test_a_park_after_settling_does_not_speak_of_unsettled_calls(tmp_path: Path) -> None:
-    """With workspace snapshots on, the settled call still leaves the snapshot stale, so Safe
-    resume parks for that; the plan's advice must not tell the user that the model will hear
-    about unsettled calls when none is left."""
+    """With workspace snapshots on, settling the call also takes the folder as the new starting
+    point (docs/design/workspace.md section 3), so the answer alone lifts the park; a file
+    changed afterwards parks again on drift, and the plan's advice must not tell the user that
+    the model will hear about unsettled calls when none is left."""
     drill = Drill(tmp_path)
     snapshots = {"MAKA_WORKSPACE_CHECKPOINTS": "on"}
     args = ["run", "--cwd", str(drill.work), "--permission-mode", "auto", "count once"]
     assert drill.maka(*args, env={"MAKA_FAILPOINT": "P4", **snapshots}).returncode == -9
     before = drill.maka("plan", drill.session, env=snapshots)
     assert before.returncode == 3 and "dangling_tool_state" in before.stdout
+    assert "workspace_checkpoint_stale" in before.stdout
     assert "the model is told which calls are unsettled" in before.stdout
     settled = drill.maka("settle", drill.session, "c1", "--ran", env=snapshots)
     assert settled.returncode == 0, settled.stderr
-    # What still holds is said in words, not as a bare code in parentheses.
-    assert f"Safe resume is still on hold (maka plan {drill.session} says more):" in settled.stdout
-    assert (
-        "  - workspace_checkpoint_stale: The snapshot of the folder is out of date."
-        in settled.stdout
-    )
+    assert "The folder as it is now is the new starting point" in settled.stdout
+    assert f"Safe resume can now continue: maka resume {drill.session}" in settled.stdout
+    (drill.work / "later.txt").write_text("written after the answer\n")
     after = drill.maka("plan", drill.session, env=snapshots)
     assert after.returncode == 3, after.stdout + after.stderr
-    assert "workspace_checkpoint_stale" in after.stdout
+    assert "workspace_drift" in after.stdout
+    assert "workspace_checkpoint_stale" not in after.stdout
     assert "bash c1: completed (user_attested_ran)" in after.stdout
     assert "unsettled" not in after.stdout
     drill.doctor_clean()

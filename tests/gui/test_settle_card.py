@@ -193,3 +193,63 @@ def test_any_other_park_asks_nothing(qtbot: QtBot) -> None:
         settleable=True,
     )
     assert _pushed(window, bridge, diverged).settle_panel is None
+
+
+WRITING = UNKNOWN.model_copy(
+    update={
+        "settle_folder": bc.SettleFolderNote(
+            compared=True, changed_paths=["count.txt", "notes.txt"], more_changed=0
+        )
+    }
+)
+
+
+def _card_of(qtbot: QtBot, item: bc.ToolCardItem) -> ToolCardWidget:
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.resize(1000, 800)
+    with qtbot.waitExposed(window):
+        window.show()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(SESSION,)))
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(item,)))
+    card = window.transcript.tool_card("c1")
+    assert card is not None
+    return card
+
+
+def test_a_writing_call_says_before_the_answer_that_it_takes_the_folder_as_it_is(
+    qtbot: QtBot,
+) -> None:
+    card = _card_of(qtbot, WRITING)
+    panel = card.settle_panel
+    assert panel is not None and panel.folder_label.isVisibleTo(card)
+    assert panel.folder_label.text() == (
+        "Your answer also takes the folder as it is now as the new starting point. "
+        "2 files changed since the last snapshot: count.txt, notes.txt."
+    )
+    assert panel.ran_button.isEnabled()  # said before anything is recorded
+
+
+@pytest.mark.parametrize(
+    ("note", "said"),
+    [
+        (bc.SettleFolderNote(changed_paths=[]), "No file changed since the last snapshot."),
+        (bc.SettleFolderNote(compared=False), "There is no snapshot to compare it with."),
+        (
+            bc.SettleFolderNote(changed_paths=["a.txt"], more_changed=3),
+            "4 files changed since the last snapshot: a.txt and 3 more.",
+        ),
+        (bc.SettleFolderNote(unreadable=True), "your answer is recorded all the same"),
+    ],
+)
+def test_the_folder_note_words(qtbot: QtBot, note: bc.SettleFolderNote, said: str) -> None:
+    card = _card_of(qtbot, UNKNOWN.model_copy(update={"settle_folder": note}))
+    assert card.settle_panel is not None
+    assert said in card.settle_panel.folder_label.text()
+
+
+def test_a_card_without_a_folder_note_says_nothing_of_the_folder(qtbot: QtBot) -> None:
+    card = _card_of(qtbot, UNKNOWN)
+    assert card.settle_panel is not None
+    assert not card.settle_panel.folder_label.isVisibleTo(card)

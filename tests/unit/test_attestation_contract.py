@@ -262,3 +262,38 @@ def test_only_whole_attestation_bundles_may_follow_a_terminal_event(
         assert not attestation_suffix_ok([*suffix, plain, plain, plain])
         swapped = [suffix[1], suffix[0], *suffix[2:]]
         assert not attestation_suffix_ok(swapped)
+
+
+def _baseline_after(decision: RuntimeEvent, operation_id: str) -> RuntimeEvent:
+    from runtime.ledger.fact_events import EventIdentity, settled_baseline_event
+
+    body = {"protocol": "workspace_baseline_v1", "changedPaths": [], "compared": True}
+    return settled_baseline_event(
+        EventIdentity.of_event(decision), f"{operation_id}_attest_baseline", 1, body
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), ATTESTATIONS), min_size=1, max_size=3))
+def test_a_bundle_may_be_followed_by_its_own_settled_baseline(
+    bundles: list[tuple[bool, bool, Attestation]],
+) -> None:
+    """docs/design/workspace.md section 3: settling a writing call records the folder as the new
+    baseline right after its bundle; only its own, only there."""
+    suffix: list[RuntimeEvent] = []
+    last_operation = ""
+    for index, (ran, with_baseline, attestation) in enumerate(bundles):
+        call = call_event(f"c{index}", "bash", {"command": "true"})
+        dispatch = dispatch_event(call, recovery_mode="never_auto_retry")
+        bundle = attestation_bundle(
+            call, dispatch, ran, attested_at=attestation.attested_at, note=attestation.note
+        )
+        suffix.extend(bundle)
+        last_operation = str((bundle[0].get("refs") or {})["operationId"])
+        if with_baseline:
+            suffix.append(_baseline_after(bundle[-1], last_operation))
+    assert attestation_suffix_ok(suffix)
+    stray = _baseline_after(suffix[-1], last_operation)
+    assert not attestation_suffix_ok([stray, *suffix])  # not before its bundle
+    other = _baseline_after(suffix[-1], "toolop_other")
+    assert not attestation_suffix_ok([*suffix, other])  # not another call's

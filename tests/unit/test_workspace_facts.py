@@ -280,3 +280,35 @@ def test_the_mark_of_a_continuation_with_the_current_files_names_them() -> None:
     assert decision_mark({"workspaceBaseline": {"compared": False}}) == (
         "Continued with your current files; there was no snapshot to compare them with"
     )
+
+
+def test_a_settled_baseline_is_a_workspace_fact_the_generic_append_refuses(
+    store: SqliteLedgerStore,
+) -> None:
+    """docs/design/workspace.md section 3: only the attestation's transaction commits it."""
+    from runtime.ledger.fact_events import EventIdentity, settled_baseline_event
+    from runtime.ledger.workspace_facts import is_settled_baseline, workspace_fact_problem
+
+    ids = EventIdentity(IDS.session_id, IDS.invocation_id, IDS.run_id, IDS.turn_id)
+    body = {
+        "protocol": "workspace_baseline_v1",
+        "workspaceIdentity": "workspace:v1:x",
+        "workspaceEpoch": 2,
+        "checkpointRef": "refs/maka/s/r/2",
+        "commitId": "b" * 40,
+        "treeId": "a" * 40,
+        "policyHash": "c" * 64,
+        "changedPaths": [{"path": "count.txt", "change": "added"}],
+        "moreChangedPaths": 0,
+        "compared": True,
+        "decidedBy": "local_user",
+        "decidedAt": 1,
+    }
+    fact = settled_baseline_event(ids, "op1_attest_baseline", 1, body)
+    assert is_settled_baseline(fact) and is_workspace_fact(fact)
+    assert workspace_fact_problem(fact) is None
+    with pytest.raises(StoreRefusal) as refused:
+        store.append_event(fact)
+    assert refused.value.code == WriterRejectionCode.RESERVED_WORKSPACE_FACT
+    start = cast(RuntimeEvent, {**fact, "actions": {"workspaceBaseline": body, "x": {}}})
+    assert not is_settled_baseline(start)  # a continuation's start event carries more

@@ -1,0 +1,160 @@
+"""The folder side of settling a call (docs/design/workspace.md section 3): the settled call's
+run as ``runtime.continuation.settle_baseline`` needs it, for every surface (``maka settle``,
+``/settle`` in the TUI, the desktop card)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from app.bridge_contract import SettleFolderNote, ToolCardItem, TranscriptItem
+from app.host.host_services import Transcript
+from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.continuation.settle_baseline import (
+    SettleFolder,
+    baseline_preview,
+    capture_baseline,
+)
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, SettleBaseline
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent, ToolOperationRecord
+from runtime.recovery.settlement import BaselineCapture, SettlementStore, find_operation
+
+
+class SettleFolderStore(SettlementStore, Protocol):
+    def read_run_header(self, run_id: str) -> RunHeader | None: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+
+def settle_folder(
+    store: SettleFolderStore, carrier: CheckpointCarrier | None, operation: ToolOperationRecord
+) -> SettleFolder | None:
+    """The call's run and folder, or None (no carrier, no workspace identity)."""
+    if carrier is None:
+        return None
+    header = store.read_run_header(operation.run_id)
+    if header is None or not header.workspace_identity:
+        return None
+    session = store.get_session(header.session_id)
+    cwd = session.cwd if session is not None else header.cwd
+    events = [row.event for row in store.read_run_events(operation.run_id)]
+    return SettleFolder(
+        carrier,
+        Path(os.path.realpath(cwd)),
+        header.workspace_identity,
+        header.session_id,
+        header.run_id,
+        operation.tool_name,
+        events,
+    )
+
+
+def baseline_capture(
+    store: SettleFolderStore, carrier: CheckpointCarrier | None, now_ms: Callable[[], int]
+) -> BaselineCapture:
+    """What ``settle`` asks for just before it records the answer."""
+
+    def capture(operation: ToolOperationRecord, ran: bool) -> SettleBaseline | None:
+        run = settle_folder(store, carrier, operation)
+        return capture_baseline(run, ran, now_ms()) if run is not None else None
+
+    return capture
+
+
+def settle_preview(
+    store: SettleFolderStore, carrier: CheckpointCarrier | None, session_id: str, reference: str
+) -> SettleBaseline | None:
+    """What answering about the call would do to the folder's starting point, said before the
+    user answers; None when nothing (a read-only call, no checkpoints, an unknown call)."""
+    try:
+        operation = find_operation(store, session_id, reference)
+    except LedgerError:
+        return None
+    run = settle_folder(store, carrier, operation)
+    return baseline_preview(run) if run is not None else None
+
+
+FOLDER_NOTE_PATHS = 10
+
+
+def folder_note(preview: SettleBaseline) -> SettleFolderNote:
+    paths = preview.changed_paths()
+    return SettleFolderNote(
+        compared=preview.changes is not None,
+        changed_paths=[path[:500] for path in paths[:FOLDER_NOTE_PATHS]],
+        more_changed=max(0, len(paths) - FOLDER_NOTE_PATHS),
+        unreadable=preview.problem is not None,
+    )
+
+
+def with_folder_notes(
+    store: SettleFolderStore, carrier: CheckpointCarrier | None, transcript: Transcript
+) -> Transcript:
+    """The desktop's transcript with each settleable card's folder note (what answering does to
+    the folder's starting point)."""
+    if carrier is None:
+        return transcript
+    items: list[TranscriptItem] = []
+    for item in transcript.items:
+        preview = None
+        if isinstance(item, ToolCardItem) and item.settleable and item.attestation is None:
+            preview = settle_preview(store, carrier, transcript.session_id, item.tool_call_id)
+        if preview is not None:
+            items.append(item.model_copy(update={"settle_folder": folder_note(preview)}))
+        else:
+            items.append(item)
+    return replace(transcript, items=tuple(items))
+
+
+def folder_words(
+    store: SettleFolderStore,
+    carrier: CheckpointCarrier | None,
+    plan: ContinuationPlan,
+    call_ids: Iterable[str],
+) -> dict[str, str]:
+    """For a parked plan's calls the user may settle (``call_ids``): tool call id -> what
+    answering about it also does to the folder (``preview_words``; none for a read-only call),
+    for the terminal's advice."""
+    words: dict[str, str] = {}
+    if carrier is None or plan.continues:
+        return words
+    for call_id in call_ids:
+        if call_id in words:
+            continue
+        preview = settle_preview(store, carrier, plan.session_id, call_id)
+        if preview is not None:
+            words[call_id] = preview_words(preview)
+    return words
+
+
+def preview_words(preview: SettleBaseline) -> str:
+    """The sentence every surface shows before the answer."""
+    if preview.problem is not None:
+        return (
+            "Answering also tries to take the folder as it is now as the new starting point, "
+            f"but it cannot be read now ({preview.problem})."
+        )
+    if preview.changes is None:
+        return (
+            "Answering also takes the folder as it is now as the new starting point; there is "
+            "no snapshot to compare it with."
+        )
+    paths = preview.changed_paths()
+    if not paths:
+        return (
+            "Answering also takes the folder as it is now as the new starting point; no file "
+            "changed since the last snapshot."
+        )
+    from runtime.ledger.workspace_facts import changed_count_words
+
+    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    return (
+        "Answering also takes the folder as it is now as the new starting point; "
+        f"{changed_count_words(paths)} changed since the last snapshot: {shown}."
+    )

@@ -1,0 +1,172 @@
+"""Settling a writing call's unknown outcome is one answer (docs/design/workspace.md section 3):
+the real ``maka run`` killed with a real SIGKILL at P4 inside a ``bash`` call, in a Git
+repository holding uncommitted work, checkpoints on; then the real ``maka settle`` and ``maka
+resume``. The answer records the folder as it is now as the new baseline in the attestation's
+transaction, so Safe resume continues (no stale snapshot), the model is told which files
+changed, and the command is not run again. With checkpoints off nothing of that happens."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_resume_proven_writes import Drill, _codes
+from tests.helpers.maka_process import maka_executable
+from tests.helpers.maka_run import committed_runs, maka
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+BASH = {"id": "b1", "name": "bash", "args": {"command": "echo once >> count.txt"}}
+STEPS: list[dict[str, Any]] = [{"text": "Counting.", "toolCalls": [BASH]}, {"text": "Done."}]
+
+
+def _baselines(data: Path) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for _header, events in committed_runs(data):
+        for event in events:
+            actions = event.get("actions") or {}
+            if set(actions) == {"workspaceBaseline"}:
+                found.append(dict(actions["workspaceBaseline"]))
+    return found
+
+
+def _killed_in_bash(tmp_path: Path) -> Drill:
+    drill = Drill(tmp_path, STEPS)
+    drill.run("P4")  # the command ran, its outcome was never recorded
+    assert (drill.work / "count.txt").read_text() == "once\n"
+    return drill
+
+
+def test_settled_ran_takes_the_folder_and_resume_continues_without_rerunning(
+    tmp_path: Path,
+) -> None:
+    drill = _killed_in_bash(tmp_path)
+    before = drill.plan()
+    assert before["disposition"] != "continue"
+    assert "workspace_checkpoint_stale" in before["rejectionReasons"]
+    told = maka(["plan", drill.session], drill.data, env=drill.env)  # before the answer
+    assert (
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: count.txt."
+    ) in told.stdout, told.stdout
+    assert "Safe resume can then continue from there." in told.stdout
+
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    assert "The folder as it is now is the new starting point" in settled.stdout
+    assert "1 file changed since the last snapshot" in settled.stdout
+    assert "count.txt" in settled.stdout
+    assert f"Safe resume can now continue: maka resume {drill.session}" in settled.stdout
+    [baseline] = _baselines(drill.data)
+    assert baseline["changedPaths"] == [{"path": "count.txt", "change": "added"}]
+    assert baseline["compared"] is True
+
+    planned = drill.plan()
+    assert planned["disposition"] == "continue", planned
+    assert "workspace_verified" in _codes(planned)
+    [decided] = planned["workspaceTransitions"]
+    assert decided["text"] == (
+        "Your answer took the folder as it was as the new starting point; 1 file changed since "
+        "the last snapshot"
+    )
+
+    code, body = drill.resume()
+    assert code == 0, body
+    assert body["status"] == "completed"
+    assert "workspace_checkpoint_stale" not in _codes(body)
+    assert (drill.work / "count.txt").read_text() == "once\n"  # not run a second time
+    [request] = drill.requests()
+    notices = [item for item in request["history"] if "count.txt" in json.dumps(item)]
+    assert notices, request["history"]
+    assert any("changed outside your view" in json.dumps(item) for item in notices)
+
+
+def test_settle_json_names_the_changed_files(tmp_path: Path) -> None:
+    drill = _killed_in_bash(tmp_path)
+    args = ["settle", drill.session, "b1", "--ran", "--json"]
+    settled = maka(args, drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    body = json.loads(settled.stdout)
+    assert body["workspace"] == {"baselineRecorded": True, "changedPaths": ["count.txt"]}
+    assert body["resume"]["continues"] is True
+
+
+def test_with_checkpoints_off_settling_records_no_baseline(tmp_path: Path) -> None:
+    drill = Drill(tmp_path, STEPS)
+    drill.env["MAKA_WORKSPACE_CHECKPOINTS"] = "off"
+    drill.run("P4")
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    assert "starting point" not in settled.stdout
+    assert _baselines(drill.data) == []
+    code, body = drill.resume()
+    assert code == 0, body
+    assert (drill.work / "count.txt").read_text() == "once\n"
+
+
+def test_a_folder_that_cannot_be_captured_records_the_answer_and_says_the_snapshot_is_stale(
+    tmp_path: Path,
+) -> None:
+    """``git`` gone from ``PATH`` when the user answers: the capture fails, the answer is recorded
+    all the same (refusing it would help nothing), no baseline, and the answer says so."""
+    drill = _killed_in_bash(tmp_path)
+    maka_bin = str(Path(maka_executable()[0]).parent)
+    no_git = {**drill.env, "PATH": maka_bin}
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=no_git)
+    assert settled.returncode == 0, settled.stderr
+    assert "Recorded: you confirmed that bash b1 ran" in settled.stdout
+    assert "The folder could not be taken as the new starting point" in settled.stdout
+    assert f"maka resume {drill.session} --rebaseline" in settled.stdout
+    assert "workspace_checkpoint_stale" in settled.stdout  # still on hold, said in words
+    assert _baselines(drill.data) == []
+    planned = drill.plan()
+    assert "workspace_checkpoint_stale" in planned["rejectionReasons"]
+    assert "dangling_tool_state" not in planned["rejectionReasons"]  # the answer stands
+
+
+def test_a_settled_baseline_travels_through_export_and_import(tmp_path: Path) -> None:
+    drill = _killed_in_bash(tmp_path)
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    exported = tmp_path / "session.jsonl"
+    result = maka(["export", drill.session, "-o", str(exported)], drill.data, env=drill.env)
+    assert result.returncode == 0, result.stderr
+    other = tmp_path / "other"
+    result = maka(["import", str(exported)], other, env=drill.env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(_baselines(other)) == 1
+    doctor = json.loads(maka(["doctor", "--json"], other, env=drill.env).stdout)
+    # The ledger imports whole (the baseline after the run's terminal event included); whether
+    # the snapshots' Git objects travel with an export is another matter, so only their absence
+    # may be reported here.
+    codes = {problem["code"] for problem in doctor["problems"]}
+    assert codes <= {"workspace_checkpoint_missing"}, doctor
+
+
+def test_the_tui_says_it_before_the_answer_and_one_settle_resumes(tmp_path: Path) -> None:
+    """``maka tui``: /resume parked on the call says that answering takes the folder as it is
+    now and which file changed; /settle records the baseline too; /resume then continues and
+    the command is not run again."""
+    drill = _killed_in_bash(tmp_path)
+    result = maka(
+        ["tui", "--session", drill.session, "--permission-mode", "auto"],
+        drill.data,
+        env=drill.env,
+        stdin="/resume\n/settle b1 ran\n/resume\n/quit\n",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    told = out.index(
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: count.txt."
+    )
+    answered = out.index("recorded: you confirmed that bash b1 ran")
+    assert told < answered
+    assert "The folder as it is now is the new starting point" in out[answered:]
+    assert "Done." in out[answered:]  # the second /resume continued
+    assert len(_baselines(drill.data)) == 1
+    assert (drill.work / "count.txt").read_text() == "once\n"
