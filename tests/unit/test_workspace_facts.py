@@ -265,7 +265,8 @@ def test_the_mark_of_a_continuation_with_the_current_files_names_them() -> None:
     from runtime.ledger.workspace_facts import MARK_PATHS_NAMED, decision_mark
 
     few = {"compared": True, "changedPaths": [{"path": "b.txt"}, {"path": "count.txt"}]}
-    assert decision_mark({"workspaceBaseline": few}) == (
+    start = {"continuationStart": {}}  # a continuation's start carries its lineage beside it
+    assert decision_mark({**start, "workspaceBaseline": few}) == (
         "Continued with your current files; 2 files changed: b.txt, count.txt"
     )
     many = {
@@ -274,10 +275,10 @@ def test_the_mark_of_a_continuation_with_the_current_files_names_them() -> None:
         "moreChangedPaths": 12,
     }
     named = ", ".join(f"f{i}.txt" for i in range(MARK_PATHS_NAMED))
-    assert decision_mark({"workspaceBaseline": many}) == (
+    assert decision_mark({**start, "workspaceBaseline": many}) == (
         f"Continued with your current files; 62 files changed: {named} and 57 more"
     )
-    assert decision_mark({"workspaceBaseline": {"compared": False}}) == (
+    assert decision_mark({**start, "workspaceBaseline": {"compared": False}}) == (
         "Continued with your current files; there was no snapshot to compare them with"
     )
 
