@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.workspace_facts import snapshot_fact
@@ -47,12 +48,13 @@ _OBJECT_ID = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _FETCH_BATCH = 200
 
 
-class CheckpointTransferError(Exception):
+class CheckpointTransferError(CodedError):
     """A bundle refused or a transfer that failed; ``code`` is a ``TransferCode``."""
 
+    code: TransferCode
+
     def __init__(self, code: TransferCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(code, message)
         self.message = message
 
 

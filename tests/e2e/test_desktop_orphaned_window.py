@@ -6,8 +6,8 @@
    widget tests check); a new start of Maka then replaces it, and the old window closes itself.
 2. The real main process and the real renderer code in this process: a turn waits for
    permission (a running card, Allow/Deny shown); SIGKILL of the main process; within 3 seconds
-   the window says Maka stopped unexpectedly, the card reads Interrupted, the prompt is gone, the
-   composer is disabled and closing asks nothing.
+   the window says Maka stopped unexpectedly, the card reads Not run (it was only waiting for
+   permission), the prompt is gone, the composer is disabled and closing asks nothing.
 """
 
 from __future__ import annotations
@@ -154,7 +154,8 @@ def test_a_window_over_a_killed_main_says_so_within_three_seconds(
     assert window.host_lost.title_label.text() == "Maka stopped unexpectedly."
     assert window.connection_status.text == "Maka stopped unexpectedly"
     card = window.transcript.tool_card("c1")
-    assert card is not None and card.chip.text() == "Interrupted"
+    # It was only waiting for permission: it never started, which the card says.
+    assert card is not None and card.chip.text() == "Not run"
     assert not window.permission.isVisible()
     assert not window.composer.editor.isEnabled()
     assert not window.composer.stop_button.isVisible()

@@ -26,6 +26,7 @@ EXPECTED_SEVERITY = {
     "workspace_drift": Severity.WARN,
     "workspace_checkpoint_stale": Severity.WARN,
     "workspace_checkpoint_failed": Severity.WARN,
+    "provider_history_too_long": Severity.WARN,
 }
 
 

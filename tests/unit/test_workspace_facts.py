@@ -265,7 +265,8 @@ def test_the_mark_of_a_continuation_with_the_current_files_names_them() -> None:
     from runtime.ledger.workspace_facts import MARK_PATHS_NAMED, decision_mark
 
     few = {"compared": True, "changedPaths": [{"path": "b.txt"}, {"path": "count.txt"}]}
-    start = {"continuationStart": {}}  # a continuation's start carries its lineage beside it
+    # A continuation's start carries its lineage beside the baseline.
+    start: dict[str, object] = {"continuationStart": {}}
     assert decision_mark({**start, "workspaceBaseline": few}) == (
         "Continued with your current files; 2 files changed: b.txt, count.txt"
     )
