@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,3 +50,24 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     path.mkdir()
     monkeypatch.setenv("MAKA_DATA_DIR", str(path))
     yield path
+
+
+@pytest.fixture(autouse=True)
+def _collect_on_the_qt_thread(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that drives Qt in this process (a gui or e2e test, or one using ``qtbot``) runs with
+    Python's automatic cycle collector off, and its garbage is collected here, on the Qt thread,
+    when it ends: as in the desktop's main process (``app.gui_thread_gc``), a Qt object is never
+    freed by a collection that happens to start on one of the test's worker threads."""
+    node = request.node
+    uses_qt = "qtbot" in request.fixturenames or any(
+        node.get_closest_marker(marker) is not None for marker in ("gui", "e2e")
+    )
+    if not uses_qt or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.enable()

@@ -61,6 +61,7 @@ def resolve_data_dir(option: str | None) -> Path:
 def _run_main(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QCoreApplication
 
+    from app.gui_thread_gc import GuiThreadCollector
     from main_process.host_app import HostApp, HostConfig
     from storage.private_files import ensure_private_dir
 
@@ -81,12 +82,17 @@ def _run_main(args: argparse.Namespace) -> int:
     app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
     QCoreApplication.setApplicationName("maka")
     host = HostApp(config, _open_services, on_closed=app.exit)
-    immediate = host.start()
-    if immediate is not None:
-        return immediate
-    app.exec()
-    host.close(host.exit_code)  # a no-op after an orderly close; a safety net otherwise
-    return host.exit_code
+    # The host runs Python on worker threads: Python's cycle collector runs on this thread only.
+    collector = GuiThreadCollector()
+    try:
+        immediate = host.start()
+        if immediate is not None:
+            return immediate
+        app.exec()
+        host.close(host.exit_code)  # a no-op after an orderly close; a safety net otherwise
+        return host.exit_code
+    finally:
+        collector.stop()
 
 
 def _open_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices:

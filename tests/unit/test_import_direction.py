@@ -85,7 +85,14 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         return {"storage", "runtime.ledger"}, {"pydantic", "typing_extensions"}
     if module.startswith("main_process"):
         return (
-            {"main_process", "runtime", "storage", "app.bridge_contract", "app.host"},
+            {
+                "main_process",
+                "runtime",
+                "storage",
+                "app.bridge_contract",
+                "app.host",
+                "app.gui_thread_gc",
+            },
             {
                 "PySide6.QtCore",
                 "PySide6.QtNetwork",
@@ -112,6 +119,8 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         return set(PACKAGES), None
     if module == "app.visible_text":
         return {"app.visible_text"}, set()
+    if module == "app.gui_thread_gc":
+        return {"app.gui_thread_gc"}, {"PySide6.QtCore"}
     if module == "app.code_text":
         return {"app.code_text"}, set()
     if module == "app.park_guidance":
