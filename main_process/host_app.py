@@ -82,6 +82,12 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 
 STARTUP_JOB = "startup-recovery"
+
+LISTENING_LINE = "MAKA_MAIN_LISTENING"
+"""Test-only (``announce_endpoint``): printed once the window's connection listens (the store
+may still be opening); ``READY_LINE`` follows once the store is open and recovered, never when
+the host refuses to start."""
+READY_LINE = "MAKA_MAIN_READY"
 # Requests a renderer may send before recovery finished; more is a misbehaving peer.
 _MAX_EARLY_REQUESTS = 256
 # A renderer that crashes this often within the window is not restarted again.
@@ -205,12 +211,7 @@ class HostApp(QObject):
         server.request_received.connect(self._on_request)
         server.renderer_connected.connect(self._on_renderer_connected)
         server.activate_requested.connect(self._on_activate)
-        if self._config.announce_endpoint:
-            print(
-                f"MAKA_MAIN_READY socket={server.socket_name} token={self._token} "
-                f"pid={os.getpid()}",
-                flush=True,
-            )
+        self._announce(LISTENING_LINE)
         self._opening_detail = upgrade_note(self._data_dir)
         if self._config.launch_renderer:
             self._launch_renderer()
@@ -258,6 +259,7 @@ class HostApp(QObject):
         self._router = RequestRouter(self._server, services, self._workers, self.lifecycle)
         self._router.restore_standing(self._recovery.standing)
         self.lifecycle.mark_ready()
+        self._announce(READY_LINE)  # never before the store is open: a refusal is never "ready"
         self._broadcast_state("")
         _log.info(
             "main process ready (%d run(s) repaired, %d interrupted session(s), %d quarantined)",
@@ -270,6 +272,15 @@ class HostApp(QObject):
             self._router.handle(peer_id, message)
         self._begin_auto_resume()
         services.start_checkpoint_retention()
+
+    def _announce(self, prefix: str) -> None:
+        """Test-only (``announce_endpoint``): say where to connect, once listening and again
+        once ready."""
+        if self._config.announce_endpoint and self._server is not None:
+            print(
+                f"{prefix} socket={self._server.socket_name} token={self._token} pid={os.getpid()}",
+                flush=True,
+            )
 
     def _hello(self) -> HelloOkPush:
         state = self.lifecycle.state

@@ -8,8 +8,9 @@ for them.
 
 Environment (docs/design/cli.md): ``MAKA_DATA_DIR``, ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1`` (Safe
 resume and automatic resume at startup), provider variables. Test-only: ``MAKA_NO_RENDERER=1``
-starts the main process without a renderer and prints ``MAKA_MAIN_READY socket=... token=...
-pid=...`` on stdout, so protocol tests can connect as the renderer would.
+starts the main process without a renderer and prints ``MAKA_MAIN_LISTENING socket=...
+token=... pid=...`` on stdout once it listens, then ``MAKA_MAIN_READY`` with the same fields once
+the store is open (never on a refusal), so protocol tests can connect as the renderer would.
 """
 
 from __future__ import annotations

@@ -4,12 +4,13 @@ exit 1, and nothing modified (the database bytes are unchanged, the lock is rele
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from storage.instance_lock import LOCK_FILE_NAME
-from tests.helpers.maka_process import run_maka
+from tests.helpers.maka_process import run_maka, start_main
 
 pytestmark = pytest.mark.e2e
 
@@ -44,3 +45,29 @@ def test_a_refused_store_exits_1_with_its_code_and_changes_nothing(
     assert database.read_bytes() == before
     assert not (data_dir / "runtime.sqlite-wal").exists()
     assert not (data_dir / LOCK_FILE_NAME).exists()
+
+
+def test_a_refused_store_is_never_announced_ready(data_dir: Path) -> None:
+    """The main process listens before its store opens (a window can show "Opening…"), but it
+    says it is ready only once the store is open: a damaged store is refused, never ready."""
+    (data_dir / "runtime.sqlite").write_bytes(b"this is not a database at all" * 100)
+    refused = run_maka(data_dir)
+    assert refused.returncode == 1, refused.stderr
+    assert "maka: error [store_corrupt]:" in refused.stderr
+    assert refused.stdout.startswith("MAKA_MAIN_LISTENING socket=")
+    assert "MAKA_MAIN_READY" not in refused.stdout
+
+
+def test_a_healthy_store_is_announced_ready_after_it_listens(data_dir: Path) -> None:
+    main = start_main(data_dir).wait_ready()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(line.startswith("MAKA_MAIN_READY") for line in main.stdout_lines):
+            assert time.monotonic() < deadline, main.stderr()
+            assert main.process.stdout is not None
+            main.stdout_lines.append(main.process.stdout.readline())
+        ready = next(line for line in main.stdout_lines if line.startswith("MAKA_MAIN_READY"))
+        assert main.stdout_lines[0].startswith("MAKA_MAIN_LISTENING")
+        assert f"socket={main.socket_name} token={main.token} " in ready
+    finally:
+        main.stop()

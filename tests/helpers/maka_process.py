@@ -1,8 +1,9 @@
 """Start the real ``maka`` main process as a child (no renderer) and talk to it.
 
 ``MAKA_NO_RENDERER=1`` (test-only) makes the main process skip the renderer and print
-``MAKA_MAIN_READY socket=... token=... pid=...`` once it listens; a test then plays the renderer
-over a real ``QLocalSocket``. Every child is killed and reaped in ``stop()``.
+``MAKA_MAIN_LISTENING socket=... token=... pid=...`` once it listens (the store may still be
+opening) and the same fields after ``MAKA_MAIN_READY`` once the store is open; a test then plays
+the renderer over a real ``QLocalSocket``. Every child is killed and reaped in ``stop()``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+LISTENING_PREFIX = "MAKA_MAIN_LISTENING"
 READY_PREFIX = "MAKA_MAIN_READY"
 
 
@@ -60,7 +62,8 @@ class MainProcess:
         return self.process.pid
 
     def wait_ready(self, timeout_s: float = 60.0) -> MainProcess:
-        """Read stdout until the ready line; fail with the child's stderr if it exits first."""
+        """Read stdout until the listening line (a window may connect from then on, while the
+        store opens); fail with the child's stderr if it exits first."""
         assert self.process.stdout is not None
         selector = selectors.DefaultSelector()
         selector.register(self.process.stdout, selectors.EVENT_READ)
@@ -74,7 +77,7 @@ class MainProcess:
             if not line:
                 break
             self.stdout_lines.append(line)
-            if line.startswith(READY_PREFIX):
+            if line.startswith(LISTENING_PREFIX):
                 fields = dict(part.split("=", 1) for part in line.split()[1:])
                 self.socket_name, self.token = fields["socket"], fields["token"]
                 return self
