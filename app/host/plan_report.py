@@ -308,9 +308,9 @@ def plan_summary(
         ]
         lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
         if details.workspace_decision is WorkspaceDecision.RESTORE:
+            holds = copy_reflects(details.restore_fields, details.restore_subjects)
             lines.append(
-                f"  Continuing in a restored copy holding {copy_reflects(details.restore_fields)}"
-                "; your folder is left as it is."
+                f"  Continuing in a restored copy holding {holds}; your folder is left as it is."
             )
         elif details.workspace_decision is not None:
             changes = details.decision_changes
