@@ -279,7 +279,7 @@ def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
     for them, with the event it is at."""
     code = diagnostic.code
     message = diagnostic.message or describe(code).sentence
-    checked = ledger_check_code(code, diagnostic.message)
+    checked = ledger_check_code(code, diagnostic.sub_code)
     if checked is not None:
         code += f" [{checked}]" if checked != diagnostic.code else ""
         message = f"{describe(checked).sentence} {park_tr(LEDGER_DAMAGED)}"

@@ -294,6 +294,7 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
                 issue.event_id,
                 issue.tool_call_id,
                 issue.tool_name,
+                dict(issue.detail),
             )
             for issue in replay.issues
         )

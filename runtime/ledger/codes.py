@@ -205,6 +205,14 @@ class ResolverStatus(StrEnum):
     CORRUPTION = "corruption"
 
 
+ISSUE_CODE = "issueCode"
+"""A diagnostic's detail field naming the ledger check (``ScanIssueCode``) a damaged record
+failed: carried as a field, never read out of the message."""
+RESOLVER_REASON = "resolverReason"
+"""A diagnostic's detail field naming the resolver's reason (``ResolverReason``) for a call that
+is parked, unsettled or corrupt."""
+
+
 class ResolverReason(StrEnum):
     MATCHING_RESPONSE = "matching_response"
     RECOVERY_BUNDLE_COMPLETED = "recovery_bundle_completed"
