@@ -104,7 +104,7 @@ def test_an_invalid_marker_is_an_error_and_is_never_replaced(
             resolve(tmp_path)
         assert error.value.code is code
     assert marker.read_bytes() == content
-    assert sorted(p.name for p in tmp_path.iterdir()) == [name.split("/")[0]]  # nothing added
+    assert sorted(p.name for p in tmp_path.iterdir()) == [Path(name).parts[0]]
 
 
 @pytest.mark.parametrize("name", [MARKER_NAME, LEGACY_MARKER_NAME])
