@@ -85,8 +85,9 @@ NEXT_STEPS: dict[str, str] = {
         "checks again by itself, as Try again does."
     ),
     "workspace_identity_mismatch": (
-        "Put back the folder's .maka-workspace.json file (or, if the session's own folder is "
-        "elsewhere, choose Locate folder…), then choose Try again, or send a new message to "
+        "Put back the folder's .maka/workspace.json file (.maka-workspace.json if Maka last "
+        "worked there before it kept the file in .maka) or, if the session's own folder is "
+        "elsewhere, choose Locate folder…; then choose Try again, or send a new message to "
         "carry on here."
     ),
     "workspace_identity_missing": (

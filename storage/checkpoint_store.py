@@ -9,8 +9,11 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
 ``.git`` directories, paths the folder's own ``.gitignore`` files ignore, paths the rules of a
-repository enclosing the folder ignore (``checkpoint_enclosing``), the workspace marker, the
-app's own ``.maka`` folder at the top and files over 50 MiB (listed as skipped in the commit
+repository enclosing the folder ignore (``checkpoint_enclosing``), the legacy workspace marker
+``.maka-workspace.json``, the app's own ``.maka`` folder at the top (where the workspace marker
+``.maka/workspace.json`` and its ``.gitignore`` live, and the name under which each snapshot
+carries its permission record: a folder's own ``.maka`` is never captured, so a restore never
+writes one) and files over 50 MiB (listed as skipped in the commit
 message). Symbolic links are stored as links, never followed; empty folders are recorded too
 (``checkpoint_empty_dirs``), and every entry's permission bits (``checkpoint_permissions``).
 Content is stored byte for byte (no line-ending conversion, no filters).
@@ -72,12 +75,16 @@ from storage.checkpoint_permissions import (
 from storage.checkpoint_presence import snapshots_whole
 from storage.checkpoint_verify import DamagedObject, verify_trees
 from storage.private_files import ensure_private_dir, private_opener
+from storage.workspace_identity import LEGACY_MARKER_NAME
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
 TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
 RESTORES_LOG = "restores.jsonl"
-MARKER_NAME = ".maka-workspace.json"
+# The legacy marker at the top of the folder; the current one is in ``RECORD_DIR`` (``.maka``),
+# which the exclude rules leave out as a whole. The policy's wording is unchanged, so its hash
+# (and every checkpoint taken before) stays valid.
+MARKER_NAME = LEGACY_MARKER_NAME
 MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
 # Highest-precedence attributes: store every file as it is on disk.

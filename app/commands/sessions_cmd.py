@@ -4,7 +4,8 @@ process (the host that owns the data folder) answers: the same rows from its own
 the command reads the database itself.
 
 ``maka sessions relocate SESSION FOLDER`` points a session whose folder was moved at its new
-place (accepted only when the folder's ``.maka-workspace.json`` is the session's workspace; a
+place (accepted only when the folder's workspace marker, ``.maka/workspace.json`` or the older
+``.maka-workspace.json``, is the session's workspace; a
 FOLDER refused, missing or of another workspace alike, exits 2 and changes nothing);
 ``maka sessions rename SESSION TITLE`` renames it; ``maka sessions remove SESSION --yes`` deletes
 it and its history (export it first with ``maka export``). These three take the data directory
@@ -47,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "relocate",
         help="point a session at its moved folder (its workspace marker must match)",
         description="Point SESSION at FOLDER, its folder's new place. Accepted only when "
-        "FOLDER's .maka-workspace.json is the workspace the session ran in; recorded in "
+        "FOLDER's workspace marker (.maka/workspace.json, or .maka-workspace.json from older "
+        "versions) names the workspace the session ran in; recorded in "
         "logs/lifecycle.jsonl.",
     )
     relocate.add_argument("session", help="the session id (see 'maka sessions')")

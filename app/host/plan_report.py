@@ -252,7 +252,8 @@ def _folder_advice(plan: ContinuationPlan) -> list[str]:
     if "workspace_folder_missing" in codes:
         advice.append(
             "The folder moved? Point the session at its new place: maka sessions relocate "
-            f"{plan.session_id} NEW_FOLDER (its .maka-workspace.json must match). Deleted? "
+            f"{plan.session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
+            ".maka-workspace.json, must match). Deleted? "
             f"Remove the session: maka sessions remove {plan.session_id} --yes."
         )
     if "resume_feature_disabled" in codes:

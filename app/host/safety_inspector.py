@@ -3,9 +3,10 @@
 Qt-free, so the CLI uses the same inspector as the desktop main process. The renderer can never
 supply these facts: it sends a session id, and the inspector observes
 
-- the workspace identity through the folder's ``.maka-workspace.json`` marker (read, or created
+- the workspace identity through the folder's ``.maka/workspace.json`` marker (read, or created
   atomically when the folder has none, so a deleted or replaced marker shows up as a different
-  identity; an invalid marker is an error, never silently replaced),
+  identity; an invalid marker is an error, never silently replaced; a legacy
+  ``.maka-workspace.json`` is read and moved into ``.maka``: storage/workspace_identity.py),
 - the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
 - the current tool catalog,
 - the folder's current tree under the workspace checkpoint policy

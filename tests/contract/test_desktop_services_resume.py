@@ -123,7 +123,8 @@ def test_every_desktop_run_records_its_workspace_even_with_safe_resume_off(
             time.sleep(0.05)
         assert runs and runs[0].status is RunStatus.COMPLETED
         assert runs[0].workspace_identity == resolve_workspace_identity(work).identity
-        assert (work / ".maka-workspace.json").is_file()
+        assert (work / ".maka" / "workspace.json").is_file()
+        assert not (work / ".maka-workspace.json").exists()
     finally:
         services.close()
 

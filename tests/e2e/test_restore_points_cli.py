@@ -80,7 +80,8 @@ def test_a_copy_of_a_stale_snapshot_says_it_predates_the_last_command(tmp_path: 
     )
     # The copy is the folder before the command: no count.txt; the continuation wrote its report.
     files = _files(copy)
-    files.pop(".maka-workspace.json")
+    files.pop(".maka/workspace.json")
+    files.pop(".maka/.gitignore")
     assert files == {"a.txt": b"alpha\n", "b.txt": b"beta\n", "report.txt": b"done\n"}
     assert _files(drill.work) == before
 
@@ -135,7 +136,8 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
         result.stderr
     )
     files = _files(copy)
-    files.pop(".maka-workspace.json")
+    files.pop(".maka/workspace.json")
+    files.pop(".maka/.gitignore")
     assert files == {"a.txt": b"alpha\n", "b.txt": b"beta\n", "report.txt": b"done\n"}
     assert _files(drill.work) == before
 

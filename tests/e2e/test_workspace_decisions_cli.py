@@ -255,14 +255,15 @@ def test_restore_continues_in_a_copy_and_leaves_the_folder_alone(tmp_path: Path)
     assert _files(drill.work) == before
     # The copy is the folder at the stop, and the continuation's write landed there.
     files = _files(copy)
-    marker = json.loads(files.pop(".maka-workspace.json"))
+    marker = json.loads(files.pop(".maka/workspace.json"))
+    assert files.pop(".maka/.gitignore") == b"*\n"  # the copy's marker stays out of git status
     assert files == {
         "a.txt": b"alpha\n",
         "b.txt": b"beta\n",
         "count.txt": b"x\n",
         "report.txt": b"done\n",
     }
-    original = json.loads((drill.work / ".maka-workspace.json").read_text())
+    original = json.loads((drill.work / ".maka" / "workspace.json").read_text())
     assert marker["workspaceId"] != original["workspaceId"]
     # No notice: the model continues exactly where it left off.
     first = drill.requests()[0]["history"]

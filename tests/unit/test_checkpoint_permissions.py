@@ -62,7 +62,7 @@ def test_a_restored_copy_gets_every_entrys_permission_bits_back(tmp_path: Path) 
         assert _bits(copy / "readonly" / "r.txt") == 0o644
         assert _bits(copy) == 0o700  # as private as the folder it copies
         # The record is the store's own: the copy holds the user's files and its marker only.
-        assert not (copy / ".maka").exists()
+        assert sorted(os.listdir(copy / ".maka")) == [".gitignore", "workspace.json"]
         assert (copy / "keys" / "private.env").read_text() == "TOKEN=1\n"
     finally:
         for path in (copy / "readonly", folder / "readonly"):
