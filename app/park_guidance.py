@@ -85,10 +85,9 @@ NEXT_STEPS: dict[str, str] = {
         "checks again by itself, as Try again does."
     ),
     "workspace_identity_mismatch": (
-        "Put back the folder's .maka/workspace.json file (.maka-workspace.json if Maka last "
-        "worked there before it kept the file in .maka) or, if the session's own folder is "
-        "elsewhere, choose Locate folder…; then choose Try again, or send a new message to "
-        "carry on here."
+        "Put back the folder's workspace marker (.maka/workspace.json, or an older "
+        ".maka-workspace.json), or choose Locate folder… if the session's folder is elsewhere; "
+        "then choose Try again, or send a new message to carry on here."
     ),
     "workspace_identity_missing": (
         "Check your files, then send a new message to carry on; this run cannot be resumed."
