@@ -3,7 +3,9 @@
 POSIX (Linux, macOS): the command runs under ``tool_supervisor``, which watches a pipe only this
 process holds and kills the command's whole process group when the pipe closes, which the kernel
 does for us when this process dies, SIGKILL included. On Linux the supervisor is also a child
-subreaper and kills every descendant, those that left the group with ``setsid`` included.
+subreaper and kills every descendant, those that left the group with ``setsid`` included; on macOS
+its descendant tracker remembers the processes the command starts and kills those (see
+``tool_supervisor``, and docs/crash-contract.md for what each platform guarantees).
 Windows: the command runs in a Job Object with kill-on-close. The test-only failpoint
 ``MAKA_FAILPOINT=tool_supervisor_disabled`` starts the command without either, so tests can make
 a survivor on purpose.
