@@ -52,6 +52,14 @@ def _create_time_now(pid: int) -> float | None:
         return None
 
 
+def _test_options() -> list[str]:
+    """Test-only: the supervisor skips its child subreaper, so its descendant tracker (the path
+    of macOS) runs on Linux too."""
+    if failpoint_active(CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER):
+        return ["--no-subreaper"]
+    return []
+
+
 class SpawnFailed(Exception):
     pass
 
@@ -133,6 +141,7 @@ class SupervisedCommand:
                     str(watch_read),
                     str(status_write),
                     "background" if background else "foreground",
+                    *_test_options(),
                     "--",
                     *argv,
                 ],

@@ -1,7 +1,8 @@
 """The tool supervisor: a command dies with the process that started it
 (docs/design/recovery.md section 9).
 
-Run as ``python -I -S tool_supervisor.py WATCH_FD STATUS_FD MODE -- PROGRAM ARGS...`` (a frozen
+Run as ``python -I -S tool_supervisor.py WATCH_FD STATUS_FD MODE [--no-subreaper] -- PROGRAM
+ARGS...`` (a frozen
 bundle: ``maka -m runtime.tools.tool_supervisor ...``). Standard library only, so it starts in a
 few milliseconds without the site packages.
 
@@ -32,8 +33,9 @@ few milliseconds without the site packages.
   another user through ``sudo``) *and* whose parent exits between two reads of the table (within
   50 ms of its start) is never seen, so it escapes. On Linux with the subreaper the tracker does
   not run: the subreaper already keeps every descendant below the supervisor, without polling.
-  Test-only: ``MAKA_FAILPOINT=tool_supervisor_no_subreaper`` (``NO_SUBREAPER_SWITCH``) makes the
-  supervisor skip the subreaper, so the tracker's path runs on Linux.
+  Test-only: ``--no-subreaper`` (which the host passes under
+  ``MAKA_FAILPOINT=tool_supervisor_no_subreaper``) makes the supervisor skip the subreaper, so
+  the tracker's path runs on Linux.
 - A byte ``k`` on WATCH_FD stops everything now (a timeout, a cancelled turn) and goes on
   reporting. Before it exits, the supervisor reports ``stopped N`` when it stopped N processes
   that were still running after the command's own process had ended (background processes).
@@ -65,17 +67,16 @@ _PR_SET_CHILD_SUBREAPER = 36
 _LINUX = sys.platform.startswith("linux")
 _DARWIN = sys.platform == "darwin"
 
-NO_SUBREAPER_SWITCH = "tool_supervisor_no_subreaper"
-"""Test-only: with ``MAKA_FAILPOINT`` naming it, the supervisor does not become a subreaper, so
-tests on Linux run the path of platforms without one (``CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER``;
-the supervisor runs on the standard library alone, so it cannot import that enum)."""
+NO_SUBREAPER_OPTION = "--no-subreaper"
+"""Test-only: the supervisor does not become a subreaper, so tests on Linux run the path of
+platforms without one (the host passes it under ``CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER``)."""
 MARK_VARIABLE = "MAKA_TOOL_CALL_MARK"
 """Where there is no subreaper: the environment variable that marks this call's processes."""
 
 
-def _become_subreaper() -> bool:
+def _become_subreaper(wanted: bool = True) -> bool:
     """Linux: orphaned descendants are re-parented to this process instead of init."""
-    if not _LINUX or os.environ.get("MAKA_FAILPOINT") == NO_SUBREAPER_SWITCH:
+    if not _LINUX or not wanted:
         return False
     try:
         import ctypes
@@ -500,15 +501,31 @@ def _silence_own_output() -> None:
     os.close(null)
 
 
+def parse_arguments(argv: list[str]) -> tuple[int, int, str, bool, list[str]] | None:
+    """``WATCH_FD STATUS_FD MODE [--no-subreaper] -- PROGRAM ARGS...``: the two descriptors, the
+    mode, whether to become a subreaper and the command; None when they are not that."""
+    if "--" not in argv[3:]:
+        return None
+    split = argv.index("--", 3)
+    options, command = argv[3:split], argv[split + 1 :]
+    if not command or any(option != NO_SUBREAPER_OPTION for option in options):
+        return None
+    try:
+        return int(argv[0]), int(argv[1]), argv[2], not options, command
+    except ValueError:
+        return None
+
+
 # C901: the supervisor's whole life in one place (start, report, reap, watch, stop), with its
 # closures sharing the child and the status pipe; the signal-safe order matters more than size.
 def main(argv: list[str]) -> int:  # noqa: C901
-    if len(argv) < 5 or argv[3] != "--":
+    parsed = parse_arguments(argv)
+    if parsed is None:
         return 2
-    watch_fd, status_fd, mode, command = int(argv[0]), int(argv[1]), argv[2], argv[4:]
+    watch_fd, status_fd, mode, subreaper, command = parsed
     status = os.fdopen(status_fd, "w", buffering=1, encoding="utf-8", errors="replace")
     me = os.getpid()
-    reaping = _become_subreaper()
+    reaping = _become_subreaper(subreaper)
     tracker = DescendantTracker(me, enabled=not reaping)
     preexec = (lambda: _die_with(me)) if _LINUX else None
     try:

@@ -13,12 +13,13 @@ import psutil
 import pytest
 
 from runtime.ledger.crash_points import CrashPoint
-from runtime.tools import tool_supervisor
+from runtime.tools import supervised_spawn, tool_supervisor
 from runtime.tools.tool_supervisor import (
     MARK_VARIABLE,
-    NO_SUBREAPER_SWITCH,
+    NO_SUBREAPER_OPTION,
     DescendantTracker,
     ProcessEntry,
+    parse_arguments,
     parse_bsdinfo,
     procargs_environment,
 )
@@ -133,13 +134,37 @@ def test_a_disabled_tracker_does_nothing() -> None:
     assert system.reads == []
 
 
-def test_the_switch_is_the_crash_point_the_host_accepts() -> None:
-    assert CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER.value == NO_SUBREAPER_SWITCH
+def test_the_host_passes_the_switch_as_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAKA_FAILPOINT", raising=False)
+    assert supervised_spawn._test_options() == []
+    monkeypatch.setenv("MAKA_FAILPOINT", CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER.value)
+    assert supervised_spawn._test_options() == [NO_SUBREAPER_OPTION]
+    assert tool_supervisor._become_subreaper(False) is False
 
 
-def test_the_switch_skips_the_subreaper(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MAKA_FAILPOINT", NO_SUBREAPER_SWITCH)
-    assert tool_supervisor._become_subreaper() is False
+def test_the_arguments_are_parsed() -> None:
+    assert parse_arguments(["3", "4", "foreground", "--", "sh", "--", "x"]) == (
+        3,
+        4,
+        "foreground",
+        True,
+        ["sh", "--", "x"],
+    )
+    assert parse_arguments(["3", "4", "background", "--no-subreaper", "--", "sh"]) == (
+        3,
+        4,
+        "background",
+        False,
+        ["sh"],
+    )
+    for wrong in (
+        ["3", "4", "foreground", "--"],
+        ["3", "4", "foreground", "sh"],
+        ["3", "4", "foreground", "--other", "--", "sh"],
+        ["x", "4", "foreground", "--", "sh"],
+        ["3", "--", "sh"],
+    ):
+        assert parse_arguments(wrong) is None, wrong
 
 
 def _bsdinfo(pid: int, parent: int, status: int, seconds: int, microseconds: int) -> bytes:
