@@ -100,6 +100,7 @@ class CrashPoint(StrEnum):
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"
+    TOOL_SUPERVISOR_NO_SUBREAPER = "tool_supervisor_no_subreaper"
 
 
 class UnknownCrashPoint(CodedError, ValueError):

@@ -126,8 +126,15 @@ ESCAPES = {
 
 
 @pytest.mark.skipif(os.uname().sysname != "Linux", reason="a child subreaper is Linux only")
+@pytest.mark.parametrize("subreaper", [True, False], ids=["subreaper", "tracker"])
 @pytest.mark.parametrize("form", sorted(ESCAPES))
-def test_a_process_that_detaches_is_stopped_when_the_call_ends(tmp_path: Path, form: str) -> None:
+def test_a_process_that_detaches_is_stopped_when_the_call_ends(
+    tmp_path: Path, form: str, subreaper: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the subreaper, or (the test-only switch) without it, as on macOS: then the
+    supervisor's descendant tracker remembers the process and stops it."""
+    if not subreaper:
+        monkeypatch.setenv("MAKA_FAILPOINT", "tool_supervisor_no_subreaper")
     body = "echo $$ >> escaped.pid; sleep 6; echo escaped >> late.txt"
     wait = "while [ ! -s escaped.pid ]; do sleep 0.05; done"  # it runs before the call ends
     command = ESCAPES[form].format(body=body) + f"\n{wait}\necho spawned"
