@@ -454,9 +454,14 @@ def stop_everything(
     seen = below()
     if not seen and not _group_alive(group):
         return 0
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGTERM)
-    _signal_all(seen, signal.SIGTERM)
+    # Frozen first, then asked to end, then let go: signalled one at a time while running, a
+    # shell whose child was just ended would run its next command (``sleep 6; echo late >>
+    # f``) before its own SIGTERM arrived. Stopped, nothing runs or forks until every process
+    # has its SIGTERM pending, and each takes it as it continues.
+    for signum in (signal.SIGSTOP, signal.SIGTERM, signal.SIGCONT):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signum)
+        _signal_all(seen, signum)
     deadline = time.monotonic() + grace_seconds
     while time.monotonic() < deadline:
         time.sleep(_POLL_SECONDS)
