@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _change(args: argparse.Namespace) -> int:
-    from app.commands.cli_session_host import own_data_dir
+    from app.commands.cli_session_host import owned_store
     from app.host.host_bootstrap import now_ms
     from app.host.session_relocation import (
         SessionChangeRefused,
@@ -85,7 +85,6 @@ def _change(args: argparse.Namespace) -> int:
     )
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
@@ -97,12 +96,7 @@ def _change(args: argparse.Namespace) -> int:
         )
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
-    lock = own_data_dir(data_dir)
-    try:
-        try:
-            store = open_store(data_dir)
-        except LedgerError as error:
-            raise CliError(error.code, error.message) from None
+    with owned_store(data_dir) as store:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
             if args.action == "relocate":
@@ -122,10 +116,6 @@ def _change(args: argparse.Namespace) -> int:
         except LedgerError as error:
             usage = error.code in ("session_not_found", "identity_conflict")
             raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
-        finally:
-            store.close()
-    finally:
-        lock.release()
     return EXIT_OK
 
 
@@ -135,7 +125,7 @@ def _list(args: argparse.Namespace) -> int:
     from runtime.agent.session_overview import SessionOverview, list_session_overviews
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.session_listing import SessionListing
+    from storage.sessions.session_listing import SessionListing
 
     data_dir = resolve_data_dir(args.data_dir)
     host = attach(data_dir)

@@ -20,8 +20,8 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord
-from storage.ledger_store import SqliteLedgerStore
-from storage.workspace_identity import read_workspace_identity
+from storage.ledger.ledger_store import SqliteLedgerStore
+from storage.sessions.workspace_identity import read_workspace_identity
 
 
 class SessionChangeRefused(CodedError):

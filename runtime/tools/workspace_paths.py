@@ -18,7 +18,7 @@ from pathlib import Path
 
 from runtime.tools.tool_contract import ToolRefusal, ToolRefusalCode
 
-# The same names as storage/workspace_identity.py (the runtime does not import storage).
+# The same names as storage/sessions/workspace_identity.py (the runtime does not import storage).
 APP_DIR = ".maka"
 WORKSPACE_MARKER = f"{APP_DIR}/workspace.json"
 LEGACY_WORKSPACE_MARKER = ".maka-workspace.json"

@@ -14,8 +14,8 @@ from app.bridge_contract import TranscriptItem
 from app.host.desktop_services import DesktopServices
 from app.host.host_services import HostServiceError, ResumeOutcome, ResumeParked
 from runtime.ledger.store_ports import RunHeader, RunStatus
-from storage.ledger_store import open_store
-from storage.workspace_identity import resolve_workspace_identity
+from storage.ledger.ledger_store import open_store
+from storage.sessions.workspace_identity import resolve_workspace_identity
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -16,7 +16,7 @@ import pytest
 from app.host.plan_report import recovery_sentence
 from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.event_model import RuntimeEvent
-from storage.workspace_identity import marker_bytes
+from storage.sessions.workspace_identity import marker_bytes
 from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
 
 pytestmark = pytest.mark.crash

@@ -17,7 +17,7 @@ import pytest
 
 from app.code_text import describe
 from app.park_guidance import DAMAGED_RECORD_REASON, LEDGER_DAMAGED
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.workspace_identity import (
+from storage.sessions.workspace_identity import (
     LEGACY_MARKER_NAME,
     MARKER_DIR,
     MARKER_NAME,

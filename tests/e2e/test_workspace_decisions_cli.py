@@ -448,8 +448,8 @@ def test_two_restores_planned_together_make_one_continuation(tmp_path: Path) -> 
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.continuation.workspace_decision import WorkspaceDecision
     from runtime.tools.tool_catalog import default_catalog
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.ledger_store import open_store
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
 
     drill, before = _drifted(tmp_path)
     code, _ = _plan(drill)  # startup recovery has run; the plan parks on the drift
@@ -669,7 +669,7 @@ def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: 
         for e in runs[0][1]
         if "workspaceCheckpoint" in e.get("actions", {})
     ][-1]
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     git_dir = GitCheckpointStore(drill.data).git_dir(checkpoint["workspaceIdentity"])
     import subprocess

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.workspace_identity import LEGACY_MARKER_NAME, MARKER_DIR, MARKER_NAME
+from storage.sessions.workspace_identity import LEGACY_MARKER_NAME, MARKER_DIR, MARKER_NAME
 from tests.helpers.maka_run import RunResult, committed_runs, maka
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]

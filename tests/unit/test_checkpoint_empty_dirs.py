@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
-from storage.checkpoint_store import GitCheckpointStore
-from storage.workspace_identity import resolve_workspace_identity
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.sessions.workspace_identity import resolve_workspace_identity
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
-from storage.checkpoint_permissions import decode_record, encode_record
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_permissions import decode_record, encode_record
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX modes"

@@ -12,9 +12,9 @@ import pytest
 
 from runtime.ledger.checkpoint_ports import CheckpointError, CheckpointMode, PathChange
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
-from storage.checkpoint_git import find_git
-from storage.checkpoint_store import GitCheckpointStore, workspace_key
-from storage.workspace_identity import (
+from storage.checkpoints.checkpoint_git import find_git
+from storage.checkpoints.checkpoint_store import GitCheckpointStore, workspace_key
+from storage.sessions.workspace_identity import (
     LEGACY_MARKER_NAME,
     MARKER_NAME,
     marker_bytes,

@@ -34,8 +34,8 @@ from runtime.recovery.startup_recovery import StartupRecoveryReport, run_startup
 from runtime.tools.file_state_evidence import digest_bytes
 from runtime.tools.tool_catalog import default_catalog
 from runtime.tools.tool_contract import PreparedCall, ToolContext
-from storage.ledger_store import open_store
-from storage.workspace_identity import (
+from storage.ledger.ledger_store import open_store
+from storage.sessions.workspace_identity import (
     LEGACY_MARKER_NAME,
     MARKER_DIR,
     MARKER_NAME,

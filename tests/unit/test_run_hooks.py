@@ -49,7 +49,7 @@ from runtime.providers.provider_port import (
     UserText,
 )
 from runtime.providers.scripted_provider import ScriptedProvider, parse_script
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 
 IDENTITY = "workspace:v1:11111111-2222-4333-8444-777777777777"
 BUILDER = EventBuilder(RunIdentity("sess-h", "inv-h", "run-h", "turn-h"))

@@ -11,9 +11,9 @@ import pytest
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.store_ports import SessionRecord
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME
-from storage.workspace_identity import (
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
+from storage.sessions.workspace_identity import (
     LEGACY_MARKER_NAME,
     MARKER_NAME,
     marker_bytes,

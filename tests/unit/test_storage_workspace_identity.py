@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runtime.ledger.codes import WorkspaceMarkerCode
-from storage.workspace_identity import (
+from storage.sessions.workspace_identity import (
     LEGACY_MARKER_NAME,
     MARKER_DIR,
     MARKER_NAME,
@@ -201,7 +201,7 @@ def test_a_failed_write_leaves_no_marker_and_no_temp_file(
     def broken_fsync(handle: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("storage.workspace_identity.os.fsync", broken_fsync)
+    monkeypatch.setattr("storage.sessions.workspace_identity.os.fsync", broken_fsync)
     with pytest.raises(WorkspaceMarkerError) as error:
         resolve_workspace_identity(tmp_path)
     assert error.value.code is WorkspaceMarkerCode.WORKSPACE_MARKER_WRITE_FAILED
@@ -214,7 +214,7 @@ def test_concurrent_creators_converge_on_one_identity(tmp_path: Path) -> None:
         """
         import sys, time
         from pathlib import Path
-        from storage.workspace_identity import resolve_workspace_identity
+        from storage.sessions.workspace_identity import resolve_workspace_identity
         start = Path(sys.argv[2])
         while not start.exists():
             time.sleep(0.001)
@@ -276,7 +276,7 @@ def test_a_migration_that_cannot_write_keeps_the_legacy_marker(
     def read_only(path: object, mode: int = 0o777) -> None:
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr("storage.workspace_identity.os.mkdir", read_only)
+    monkeypatch.setattr("storage.sessions.workspace_identity.os.mkdir", read_only)
     assert resolve_workspace_identity(tmp_path).identity == f"workspace:v1:{LEGACY_ID}"
     assert sorted(p.name for p in tmp_path.iterdir()) == [LEGACY_MARKER_NAME]
     assert (tmp_path / LEGACY_MARKER_NAME).read_bytes() == data

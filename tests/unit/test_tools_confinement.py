@@ -16,7 +16,7 @@ from runtime.tools.workspace_paths import (
     WORKSPACE_MARKER,
     resolve_workspace_path,
 )
-from storage import workspace_identity
+from storage.sessions import workspace_identity
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
 from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
 from runtime.ledger.workspace_facts import boundary_checkpoint, declared_mode, is_workspace_fact
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
