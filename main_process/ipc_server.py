@@ -342,23 +342,10 @@ class IpcServer(QObject):
             # environment (or the test's stdout) is worth nothing.
             self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token was already used")
             return
-        if message.protocol_version != PROTOCOL_VERSION:
-            self._reject_hello(
-                peer,
-                BridgeErrorCode.PROTOCOL_VERSION_UNSUPPORTED,
-                f"protocol {message.protocol_version} is not {PROTOCOL_VERSION}",
-            )
-            return
-        if len(self.renderer_ids()) >= MAX_RENDERERS:
-            self._reject_hello(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, "too many renderers")
+        if not self._admit(peer, message, PeerRole.RENDERER):
             return
         self._token_used = True
         self._token_pid = pid
-        self._stop_timer(peer)
-        peer.role = PeerRole.RENDERER
-        reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
-        self._write(peer, encode_frame(reply))
-        _log.info("renderer connection %d authenticated", peer.peer_id)
         self.renderer_connected.emit(peer.peer_id)
 
     def _terminal_handshake(self, peer: _Peer, message: HelloRequest) -> None:
@@ -372,21 +359,29 @@ class IpcServer(QObject):
             # processes may present it.
             self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "another user's process")
             return
+        self._admit(peer, message, PeerRole.TERMINAL)
+
+    def _admit(self, peer: _Peer, message: HelloRequest, role: PeerRole) -> bool:
+        """The tail both handshakes share once the token was accepted: the protocol version,
+        the room left for the role, then ``hello.ok``. False: refused (and said so)."""
         if message.protocol_version != PROTOCOL_VERSION:
             self._reject_hello(
                 peer,
                 BridgeErrorCode.PROTOCOL_VERSION_UNSUPPORTED,
                 f"protocol {message.protocol_version} is not {PROTOCOL_VERSION}",
             )
-            return
-        if len(self.terminal_ids()) >= MAX_TERMINALS:
-            self._reject_hello(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, "too many terminals")
-            return
+            return False
+        renderer = role is PeerRole.RENDERER
+        present = self.renderer_ids() if renderer else self.terminal_ids()
+        if len(present) >= (MAX_RENDERERS if renderer else MAX_TERMINALS):
+            self._reject_hello(peer, BridgeErrorCode.HANDSHAKE_REQUIRED, f"too many {role}s")
+            return False
         self._stop_timer(peer)
-        peer.role = PeerRole.TERMINAL
+        peer.role = role
         reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
         self._write(peer, encode_frame(reply))
-        _log.info("terminal connection %d authenticated", peer.peer_id)
+        _log.info("%s connection %d authenticated", role, peer.peer_id)
+        return True
 
     def _reject_hello(self, peer: _Peer, code: BridgeErrorCode, text: str) -> None:
         self._write(peer, encode_frame(HelloRejectedPush(code=code.value, message=text)))
