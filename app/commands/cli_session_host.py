@@ -44,9 +44,17 @@ class CliHost:
 
 def provider_factory(data_dir: Path, name: str | None) -> Callable[[], Provider]:
     """Validate the provider configuration now (a usage error, exit 2) and return a factory."""
-    from app.host.desktop_settings import DesktopSettings
+    from app.host.resume_switch import SETTINGS_FILE, read_settings
 
-    config = DesktopSettings(data_dir).provider_config(os.environ)
+    stored = read_settings(data_dir / SETTINGS_FILE)
+    if any(key == "provider" or key.startswith("openai_") for key in stored):
+        # The desktop's provider settings (validated by the wire contract: loaded only here).
+        from app.host.desktop_settings import DesktopSettings
+
+        config = DesktopSettings(data_dir).provider_config(os.environ)
+    else:
+        config = {"MAKA_OPENAI_TOOL_CHOICE": "auto"}  # what the empty file gives, cheaply
+        config.update({k: v for k, v in os.environ.items() if k.startswith("MAKA_")})
     try:
         build_provider(name, config)
     except ProviderError as error:

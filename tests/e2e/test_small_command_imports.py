@@ -133,3 +133,22 @@ def test_version_loads_no_command() -> None:
     )
     assert done.stdout.startswith("maka ")
     assert done.stderr.strip().splitlines()[-1] == str(ROOT_OF_CODED_ERRORS)
+
+
+def test_run_loads_no_window_contract_unless_the_desktop_stored_a_provider(
+    tmp_path: Path,
+) -> None:
+    """A turn in the terminal reads the desktop's provider settings only when the desktop stored
+    some: the wire contract's models (about half a second of start-up on this machine) stay out
+    of every ``maka run`` of a user who never opened the settings."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    args = ["run", "--cwd", str(work), "--provider", "demo", "hello"]
+    _stdout, code, modules = _probe(args, data)
+    assert code == 0
+    assert _loaded(modules, ("app.bridge_contract", "app.host.desktop_settings")) == []
+    (data / "settings.json").write_text(json.dumps({"openai_tool_choice": "off"}))
+    _stdout, code, modules = _probe(args, data)
+    assert code == 0
+    assert "app.host.desktop_settings" in modules  # the stored choice is read and applied
