@@ -38,6 +38,7 @@ from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RUN_STATUS_TO_EVENT, CommitResult, RunHeader, RunStatus
+from runtime.ledger.workspace_facts import may_write
 from runtime.providers.history_projection import (
     IncrementalHistory,
     unpaired_tool_calls,
@@ -266,15 +267,20 @@ class RunLoop:
         steps = 0
         checkpoints = self._checkpoints
 
-        def joined() -> None:
+        def joined(*, writing: bool = True) -> None:
             """The capture in progress finishes (and its fact is published) before anything
-            else happens: the next T1, the run's ending."""
+            else happens: the next T1, the run's ending. The run's first capture is waited for
+            only before something that may write (``writing``); otherwise its fact is published
+            if it is done, and it goes on in the background if not."""
             if checkpoints is not None:
-                for fact in checkpoints.join_facts():
+                facts = checkpoints.join_facts() if writing else checkpoints.ready_facts()
+                for fact in facts:
                     publish(fact)
 
         if checkpoints is not None:
-            for fact in checkpoints.capture_now():  # before the first provider call
+            # The first capture goes on while the model works on its first step and while
+            # read-only calls run: a writing call's T1 and the run's ending wait for it.
+            for fact in checkpoints.begin_first_capture():
                 publish(fact)
         try:
             while True:
@@ -303,7 +309,7 @@ class RunLoop:
                 try:
                     step, calls = self._model_step(history, cancel)
                 finally:
-                    joined()
+                    joined(writing=False)
                 step_id = f"{builder.identity.run_id}_s{steps}"
                 self._commit_step(builder, publish, step)
                 if cancel.is_cancelled():
@@ -330,7 +336,7 @@ class RunLoop:
                     if call.call_id in used_call_ids or not call.call_id:
                         continue  # a repeated id would be a duplicate operation: never run
                     used_call_ids.add(call.call_id)
-                    joined()
+                    joined(writing=may_write(call.name))
                     tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
                     if checkpoints is not None:
                         checkpoints.after_tool(call.name)
