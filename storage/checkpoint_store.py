@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -50,6 +51,7 @@ from runtime.ledger.checkpoint_ports import (
     TreeChange,
 )
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
+from storage.checkpoint_borrow import absorb, borrowed_from, drop_too_large, seed
 from storage.checkpoint_empty_dirs import (
     create_empty_dirs,
     empty_dirs_under,
@@ -103,6 +105,7 @@ POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
 NOW_IGNORED = "left out (now ignored):"
 # The exclude rules the persistent index was last swept with (a change sweeps it again).
 SWEPT_RULES = "exclude.swept"
+_log = logging.getLogger(__name__)
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
 
@@ -139,6 +142,7 @@ class GitCheckpointStore:
         self._locks_guard = threading.Lock()
         self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._left_out: list[str] = []  # the capture in progress: paths now ignored
+        self._absorbing: dict[str, threading.Thread] = {}
 
     @classmethod
     def from_environment(
@@ -211,9 +215,11 @@ class GitCheckpointStore:
                     handle.write(text)
         return git_dir
 
+    def _locked(self, workspace_identity: str) -> contextlib.AbstractContextManager[None]:
+        return self._locked_key(workspace_key(workspace_identity))
+
     @contextlib.contextmanager
-    def _locked(self, workspace_identity: str) -> Iterator[None]:
-        key = workspace_key(workspace_identity)
+    def _locked_key(self, key: str) -> Iterator[None]:
         with self._locks_guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -303,7 +309,9 @@ class GitCheckpointStore:
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
+            too_large = self._seed(folder, git_dir, index) if not rebuild_index else []
             tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
+            skipped = sorted({*skipped, *too_large})
             rules = _read_bytes(git_dir / "info" / "exclude")
             if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
                 # The index holds nothing these rules exclude now (it was swept with them).
@@ -325,7 +333,70 @@ class GitCheckpointStore:
                 .strip()
             )
             runner.run(["update-ref", ref, commit], git_dir=git_dir)
+            if borrowed_from(git_dir) is not None:
+                self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+
+    def _seed(self, folder: Path, git_dir: Path, index: Path) -> list[str]:
+        """The first capture of a folder that is a Git repository starts from a copy of the
+        user's index and borrows their objects (``checkpoint_borrow``); the paths of the seed
+        over the size limit, dropped from it."""
+        if index.exists():
+            return []
+        runner = self._git_runner()
+        names = seed(runner, folder, git_dir, index)
+        if not names:
+            return []
+        return drop_too_large(runner, folder, git_dir, index, names=names, limit=self._max_file)
+
+    # ---- borrowed objects ----------------------------------------------------------------------
+    def borrows(self, workspace_identity: str) -> bool:
+        """Whether the workspace's repository still reads objects from the folder's own."""
+        return borrowed_from(self.git_dir(workspace_identity)) is not None
+
+    def absorb_borrowed(self, workspace_identity: str) -> bool:
+        """Copy in every object the workspace's snapshots borrow from the folder's own
+        repository and stop borrowing (``checkpoint_borrow.absorb``); True when it borrows
+        nothing any more. Raises ``CheckpointError``."""
+        return self._absorb(workspace_key(workspace_identity))
+
+    def _absorb(self, key: str) -> bool:
+        git_dir = self.root / f"{key}.git"
+        if borrowed_from(git_dir) is None:
+            return True
+        index = self.root / f"{key}.index"
+        return absorb(
+            self._git_runner(),
+            git_dir,
+            index if index.is_file() else None,
+            locked=self._locked_key(key),
+        )
+
+    def _absorb_later(self, workspace_identity: str) -> None:
+        """Absorb in the background (one at a time per workspace): a capture never waits."""
+        key = workspace_key(workspace_identity)
+        with self._locks_guard:
+            running = self._absorbing.get(key)
+            if running is not None and running.is_alive():
+                return
+            thread = threading.Thread(
+                target=self._absorb_quietly, args=(key,), name="maka-absorb", daemon=True
+            )
+            self._absorbing[key] = thread
+        thread.start()
+
+    def _absorb_quietly(self, key: str) -> None:
+        try:
+            self._absorb(key)
+        except (CheckpointError, OSError) as error:  # tried again after the next capture
+            _log.warning("checkpoint store %s still borrows objects: %s", key, error)
+
+    def wait_absorbing(self) -> None:
+        """Wait for the background absorptions in progress (tests, benches, shutdown)."""
+        with self._locks_guard:
+            threads = list(self._absorbing.values())
+        for thread in threads:
+            thread.join()
 
     def _refresh(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> None:
         """Bring the index's stat data up to date for files whose content did not change (an
@@ -814,7 +885,12 @@ class GitCheckpointStore:
         """Remove objects no ref reaches that are older than ``expire`` (a capture running
         meanwhile writes only younger ones), and pack the rest. The workspace's private index
         is named, so what it holds is kept even if no commit names it yet."""
-        index = git_dir.with_name(git_dir.name.removesuffix(".git") + ".index")
+        key = git_dir.name.removesuffix(".git")
+        index = git_dir.with_name(key + ".index")
+        if borrowed_from(git_dir) is not None:
+            # Never prune or pack while borrowing: ``gc`` packs only local objects, so the
+            # store is made self-contained first (a failure keeps the alternate and skips gc).
+            self._absorb(key)
         self._git_runner().run(
             ["gc", "--quiet", f"--prune={expire}"],
             git_dir=git_dir,

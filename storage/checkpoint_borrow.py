@@ -1,0 +1,261 @@
+"""Borrowing what the user's Git already knows, read-only (docs/design/workspace.md section 1).
+
+The first capture of a big folder hashes and compresses every file into the private repository.
+When the folder is a Git repository, the user's Git has already done most of that work: its
+index holds the stat data and object name of every tracked file, and its object store holds the
+objects. So the first capture of such a folder:
+
+- **seeds** the private index with a copy of the user's ``.git/index`` (read, never written; the
+  copy keeps the original's modification time, so Git's racy-entry rule reads it as it reads the
+  original), and then lists, stages and writes only what differs from it, as every capture does;
+- **borrows** the user's object store: the private repository names it in
+  ``objects/info/alternates``, so the objects of unchanged files are read from there, never
+  hashed or written again.
+
+A seed is refused (the capture then starts from an empty index, as before) when the user's
+index holds anything a snapshot could not take as it is: an unmerged entry, a submodule, a
+``skip-worktree`` or ``assume-unchanged`` entry (Git would not look at those files), a split or
+sparse index, or a repository using another object format.
+
+A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
+repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after: every
+object its refs and its index reach that only the user's store holds is copied in (a loose object
+file byte for byte, a packed one through ``pack-objects``, which reuses the packed data), and
+only then, under the workspace lock, is the alternate removed and the store checked whole
+without it; should anything be missing, the alternate is put back and the copy tried again
+later. Absorption starts in the background after each capture of a borrowing store, and
+retention absorbs before it prunes. Until then a snapshot whose borrowed object the user pruned
+is reported missing (``has_snapshot`` walks every object), never restored wrong.
+
+The user's ``.git`` is only read: no Git command ever runs with it as its repository, and the
+alternate is only read from (objects the private repository needs are written to its own
+store). Git may set the modification time of one of the user's object files when it writes an
+object the user's store already holds ("freshening" it); a seeded index makes that rare (only
+for a file changed to content the user's store has but its index does not name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
+from storage.checkpoint_git import GitRunner
+from storage.private_files import private_opener
+
+ALTERNATES = Path("objects") / "info" / "alternates"
+_GITLINK = "160000"
+_INDEX_SIGNATURE = b"DIRC"
+
+
+def user_git_dir(folder: Path) -> Path | None:
+    """The folder's own ``.git`` folder when it is a plain repository (a ``.git`` folder with an
+    index and an object store, SHA-1 objects); None otherwise (no repository, a worktree's
+    ``.git`` file, a bare or odd layout)."""
+    git_dir = folder / ".git"
+    try:
+        if not stat.S_ISDIR(os.lstat(git_dir).st_mode):
+            return None
+        if not (git_dir / "index").is_file() or not (git_dir / "objects").is_dir():
+            return None
+        config = (git_dir / "config").read_text("utf-8", "replace").lower()
+    except OSError:
+        return None
+    if "objectformat" in config.replace(" ", ""):
+        return None  # another object format than the private repository's
+    return git_dir
+
+
+def borrowed_from(git_dir: Path) -> Path | None:
+    """The object store the private repository borrows from, if any."""
+    try:
+        text = (git_dir / ALTERNATES).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return Path(text.splitlines()[0]) if text else None
+
+
+def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[str]:
+    """Seed the (missing) private ``index`` from the user's and borrow their object store.
+    Returns the paths the seeded index names (none when the seed was refused). Never raises
+    for the user's side: a seed that cannot be made leaves no index and borrows nothing."""
+    user = user_git_dir(folder)
+    if user is None or index.exists():
+        return []
+    scratch = index.with_name(index.name + ".seed")
+    try:
+        info = os.stat(user / "index")
+        with open(user / "index", "rb") as source:
+            data = source.read()
+        if not data.startswith(_INDEX_SIGNATURE):
+            return []
+        with open(scratch, "wb", opener=private_opener) as copy:
+            copy.write(data)
+        # The original's time: Git's racy-entry rule compares entries with the index's mtime.
+        os.utime(scratch, ns=(info.st_atime_ns, info.st_mtime_ns))
+        # A split index (its shared part is not in the private repository) or a sparse one
+        # (folders as entries) fails or shows skip-worktree entries here: refused below.
+        listed = runner.run(["ls-files", "-z", "-s", "-v"], git_dir=git_dir, index=scratch)
+    except (OSError, CheckpointError):
+        scratch.unlink(missing_ok=True)
+        return []
+    names: list[str] = []
+    for raw in listed.split(b"\0"):
+        if not raw:
+            continue
+        meta, _, name = raw.partition(b"\t")
+        fields = meta.decode("ascii", "replace").split(" ")
+        if len(fields) != 4 or fields[0] != "H" or fields[1] == _GITLINK or fields[3] != "0":
+            # skip-worktree, assume-unchanged, unmerged or a submodule: Git would not look at
+            # the file as a capture must.
+            scratch.unlink(missing_ok=True)
+            return []
+        names.append(os.fsdecode(name))
+    try:
+        alternates = git_dir / ALTERNATES
+        alternates.parent.mkdir(parents=True, exist_ok=True)
+        with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
+            out.write(os.path.realpath(user / "objects") + "\n")
+        os.replace(scratch, index)
+    except OSError:
+        scratch.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            (git_dir / ALTERNATES).unlink()
+        return []
+    return names
+
+
+def drop_too_large(
+    runner: GitRunner, folder: Path, git_dir: Path, index: Path, *, names: list[str], limit: int
+) -> list[str]:
+    """Drop from a seeded index the files now over ``limit`` bytes (the policy leaves them
+    out; the listing only looks at files that changed); the paths dropped."""
+    big: list[str] = []
+    for name in names:
+        try:
+            info = os.lstat(folder / name)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            big.append(name)
+    if big:
+        runner.run(
+            ["update-index", "-z", "--force-remove", "--stdin"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+            stdin=b"\0".join(os.fsencode(name) for name in big) + b"\0",
+        )
+    return big
+
+
+def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:
+    """Every object the private repository's refs reach, and the blobs its index names."""
+    out = runner.run(["rev-list", "--objects", "--all", "--missing=print"], git_dir=git_dir)
+    found = {line.split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] not in "?"}
+    if index is not None and index.is_file():
+        listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+        for raw in listed.split(b"\0"):
+            if raw:
+                found.add(raw.split(b" ", 2)[1].decode())
+    return sorted(found)
+
+
+def copy_borrowed(runner: GitRunner, git_dir: Path, source: Path, objects: list[str]) -> None:
+    """Copy into the private store each of ``objects`` it does not hold itself: a loose object
+    of the user's byte for byte, the rest through one ``pack-objects`` (packed data reused)."""
+    local = git_dir / "objects"
+    to_pack: list[str] = []
+    for oid in objects:
+        mine = local / oid[:2] / oid[2:]
+        if mine.exists():
+            continue
+        theirs = source / oid[:2] / oid[2:]
+        if theirs.is_file():
+            mine.parent.mkdir(mode=0o700, exist_ok=True)
+            partial = mine.with_name(mine.name + ".absorb")
+            try:
+                shutil.copyfile(theirs, partial)
+                os.chmod(partial, 0o444)
+                os.replace(partial, mine)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    partial.unlink()
+                to_pack.append(oid)
+            continue
+        to_pack.append(oid)
+    if to_pack:
+        # Only what some store still holds (an object the user pruned before it was copied is
+        # gone everywhere: the snapshots naming it read missing either way).
+        to_pack = sorted(set(to_pack) - _missing(runner, git_dir, to_pack))
+    if to_pack:
+        runner.run(
+            ["pack-objects", "-q", str(local / "pack" / "pack")],
+            git_dir=git_dir,
+            stdin="".join(f"{oid}\n" for oid in to_pack).encode(),
+        )
+
+
+def _missing(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
+    if not objects:
+        return set()
+    query = "".join(f"{oid}\n" for oid in objects).encode()
+    out = runner.run(["cat-file", "--batch-check"], git_dir=git_dir, stdin=query)
+    return {
+        line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
+    }
+
+
+def _unreadable(runner: GitRunner, git_dir: Path, index: Path | None) -> set[str]:
+    """What the refs reach and the index names that the repository cannot read now."""
+    out = runner.run(["rev-list", "--objects", "--all", "--missing=print"], git_dir=git_dir)
+    gone = {line[1:].split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] == "?"}
+    if index is not None and index.is_file():
+        listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+        blobs = sorted({raw.split(b" ", 2)[1].decode() for raw in listed.split(b"\0") if raw})
+        gone |= _missing(runner, git_dir, blobs)
+    return gone
+
+
+def absorb(
+    runner: GitRunner,
+    git_dir: Path,
+    index: Path | None,
+    *,
+    locked: contextlib.AbstractContextManager[None],
+) -> bool:
+    """Make the private repository self-contained and stop borrowing (see the module's
+    docstring); True when it borrows nothing any more. Raises ``CheckpointError`` when Git
+    fails (the alternate then stays)."""
+    source = borrowed_from(git_dir)
+    if source is None:
+        return True
+    # Most of the copy without the lock: captures go on meanwhile.
+    copy_borrowed(runner, git_dir, source, needed_objects(runner, git_dir, index))
+    with locked:
+        source = borrowed_from(git_dir)
+        if source is None:
+            return True
+        copy_borrowed(runner, git_dir, source, needed_objects(runner, git_dir, index))
+        alternates = git_dir / ALTERNATES
+        # An object gone from both stores (the user pruned it before it was copied) is missing
+        # either way: the alternate is dropped when it no longer provides anything.
+        gone_before = _unreadable(runner, git_dir, index)
+        aside = alternates.with_name("alternates.absorbing")
+        os.replace(alternates, aside)
+        try:
+            whole = _unreadable(runner, git_dir, index) <= gone_before
+        except CheckpointError:
+            whole = False
+        if not whole:
+            os.replace(aside, alternates)
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                "the checkpoint store still needs objects of the folder's own repository",
+            )
+        aside.unlink()
+        return True
