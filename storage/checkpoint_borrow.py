@@ -37,9 +37,11 @@ for a file changed to content the user's store has but its index does not name).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
@@ -104,6 +106,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
         scratch.unlink(missing_ok=True)
         return []
     names: list[str] = []
+    blobs: set[str] = set()
     for raw in listed.split(b"\0"):
         if not raw:
             continue
@@ -115,13 +118,18 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
             scratch.unlink(missing_ok=True)
             return []
         names.append(os.fsdecode(name))
+        blobs.add(fields[2])
     try:
         alternates = git_dir / ALTERNATES
         alternates.parent.mkdir(parents=True, exist_ok=True)
         with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
             out.write(os.path.realpath(user / "objects") + "\n")
+        # Every object the seed names must be readable (a partial clone, a damaged store):
+        # else the seed is refused and nothing is borrowed.
+        if _missing(runner, git_dir, sorted(blobs)):
+            raise OSError("the folder's repository lacks objects its index names")
         os.replace(scratch, index)
-    except OSError:
+    except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             (git_dir / ALTERNATES).unlink()
@@ -151,6 +159,102 @@ def drop_too_large(
             stdin=b"\0".join(os.fsencode(name) for name in big) + b"\0",
         )
     return big
+
+
+def stage_held(
+    runner: GitRunner, folder: Path, git_dir: Path, index: Path, names: list[bytes]
+) -> list[bytes]:
+    """In a store that borrows, stage without writing the files whose objects a store already
+    holds (a copy of a tracked file, an empty file, a file staged then changed back): Git,
+    asked to write an object an alternate holds, sets the modification time of the user's file
+    that holds it ("freshens" it). They are staged ``--info-only`` (their stat data and object
+    name, nothing written), then checked: an entry whose object is not held after all (the
+    file changed meanwhile) is left for the ordinary staging. Returns the names to stage that
+    way."""
+    ids: dict[bytes, str] = {}
+    for raw in names:
+        path = folder / os.fsdecode(raw)
+        try:
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                ids[raw] = _blob_id(os.fsencode(os.readlink(path)))
+            elif stat.S_ISREG(info.st_mode):
+                ids[raw] = _file_blob_id(path, info.st_size)
+        except OSError:
+            continue  # gone meanwhile: the ordinary staging reports it
+    if not ids:
+        return names
+    absent = _missing(runner, git_dir, sorted(set(ids.values())))
+    held = [raw for raw, oid in ids.items() if oid not in absent]
+    if not held:
+        return names
+    runner.run(
+        ["update-index", "-z", "--add", "--replace", "--info-only", "--stdin"],
+        git_dir=git_dir,
+        work_tree=folder,
+        index=index,
+        stdin=b"\0".join(held) + b"\0",
+    )
+    recorded = _index_ids(runner, git_dir, index)
+    named = {recorded[raw] for raw in held if raw in recorded}
+    gone = _missing(runner, git_dir, sorted(named))
+    # An entry naming an object no store holds (the file changed meanwhile) is staged again,
+    # written this time.
+    done = {raw for raw in held if raw in recorded and recorded[raw] not in gone}
+    return [raw for raw in names if raw not in done]
+
+
+def _index_ids(runner: GitRunner, git_dir: Path, index: Path) -> dict[bytes, str]:
+    listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+    found: dict[bytes, str] = {}
+    for raw in listed.split(b"\0"):
+        if raw:
+            meta, _, name = raw.partition(b"\t")
+            found[name] = meta.split(b" ")[1].decode()
+    return found
+
+
+def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
+    """``write-tree`` in a store that borrows, without asking Git to write a tree a store
+    already holds (a folder staged, then changed back; see ``stage_held``): the trees are
+    written from a copy of the index into an empty object folder of their own, and only the
+    new ones are moved into the store; the copy, its cache of trees brought up to date, then
+    replaces the index."""
+    scratch = Path(tempfile.mkdtemp(prefix="trees-", dir=git_dir))
+    try:
+        objects = scratch / "objects"
+        objects.mkdir()
+        copy = scratch / "index"
+        shutil.copyfile(index, copy)
+        tree = (
+            runner.with_objects(objects)
+            .run(["write-tree", "--missing-ok"], git_dir=git_dir, index=copy)
+            .decode()
+            .strip()
+        )
+        written = {p.parent.name + p.name: p for p in objects.glob("??/*")}
+        new = _missing(runner, git_dir, sorted(written))
+        store = git_dir / "objects"
+        for oid in sorted(new):
+            target = store / oid[:2] / oid[2:]
+            target.parent.mkdir(mode=0o700, exist_ok=True)
+            os.replace(written[oid], target)
+        os.replace(copy, index)
+        return tree
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _file_blob_id(path: Path, size: int) -> str:
+    digest = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:

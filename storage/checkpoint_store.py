@@ -51,7 +51,14 @@ from runtime.ledger.checkpoint_ports import (
     TreeChange,
 )
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
-from storage.checkpoint_borrow import absorb, borrowed_from, drop_too_large, seed
+from storage.checkpoint_borrow import (
+    absorb,
+    borrowed_from,
+    drop_too_large,
+    seed,
+    stage_held,
+)
+from storage.checkpoint_borrow import write_tree as borrowing_write_tree
 from storage.checkpoint_empty_dirs import (
     create_empty_dirs,
     empty_dirs_under,
@@ -495,8 +502,15 @@ class GitCheckpointStore:
             )
         record = add_folders(found.record, folder, folders)
         stage_record(runner, git_dir, folder, index, record, staged=found.staged)
-        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
-        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), folders)
+        if borrowed_from(git_dir) is not None:
+            tree_text = borrowing_write_tree(runner, git_dir, index)  # nothing freshened
+        else:
+            tree_text = (
+                runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
+                .decode()
+                .strip()
+            )
+        tree_id = self._grafted(runner, git_dir, tree_text, folders)
         return tree_id, sorted(set(skipped)), found.stat_dirty
 
     def _drop_ignored(
@@ -610,6 +624,8 @@ class GitCheckpointStore:
                 index=index,
                 stdin=b"\0".join(drop) + b"\0",
             )
+        if stage and borrowed_from(git_dir) is not None:
+            stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
         if stage:
             runner.run(
                 ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],

@@ -209,3 +209,32 @@ def test_a_seeded_file_over_the_size_limit_is_left_out(tmp_path: Path) -> None:
         tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", "--name-only", snap.tree_id
     )
     assert "big.bin" not in listed.split()
+
+
+def test_content_the_users_store_already_holds_never_touches_their_object_files(
+    tmp_path: Path,
+) -> None:
+    """Git "freshens" (sets the time of) the file holding an object it is asked to write when an
+    alternate holds it: a file staged then changed back, a copy of a tracked file, an empty file.
+    Their objects are copied into the private store first, so the user's files keep their
+    times."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / "empty.txt").write_text("")
+    _git(folder, "add", "empty.txt")
+    _git(folder, "commit", "-q", "-m", "empty")
+    _git(folder, "gc", "-q")
+    (folder / "pkg1" / "f1.txt").write_text("staged, then changed back\n")
+    _git(folder, "add", "pkg1/f1.txt")
+    (folder / "pkg1" / "f1.txt").write_text("file 1\n" * 50)
+    shutil.copy(folder / "pkg2" / "f2.txt", folder / "copy-of-f2.txt")
+    (folder / "another-empty.txt").write_text("")
+    before = _state(folder / ".git")
+    store = _store(tmp_path, absorb=True)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    store.wait_absorbing()
+    assert _state(folder / ".git") == before
+    shown = _git(
+        tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{snap.tree_id}:pkg1/f1.txt"
+    )
+    assert shown == "file 1\n" * 50
