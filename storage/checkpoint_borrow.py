@@ -41,7 +41,7 @@ import hashlib
 import os
 import shutil
 import stat
-import tempfile
+import struct
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
@@ -50,6 +50,7 @@ from storage.checkpoint_git import GitRunner
 from storage.private_files import private_opener
 
 ALTERNATES = Path("objects") / "info" / "alternates"
+TREES_SCRATCH = "trees.scratch"
 _GITLINK = "160000"
 _INDEX_SIGNATURE = b"DIRC"
 
@@ -67,8 +68,11 @@ def user_git_dir(folder: Path) -> Path | None:
         config = (git_dir / "config").read_text("utf-8", "replace").lower()
     except OSError:
         return None
-    if "objectformat" in config.replace(" ", ""):
+    compact = config.replace(" ", "").replace("\t", "")
+    if "objectformat" in compact:
         return None  # another object format than the private repository's
+    if "partialclone" in compact or any((git_dir / "objects" / "pack").glob("*.promisor")):
+        return None  # a partial clone: objects its index names may not be there
     return git_dir
 
 
@@ -106,7 +110,6 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
         scratch.unlink(missing_ok=True)
         return []
     names: list[str] = []
-    blobs: set[str] = set()
     for raw in listed.split(b"\0"):
         if not raw:
             continue
@@ -118,16 +121,11 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
             scratch.unlink(missing_ok=True)
             return []
         names.append(os.fsdecode(name))
-        blobs.add(fields[2])
     try:
         alternates = git_dir / ALTERNATES
         alternates.parent.mkdir(parents=True, exist_ok=True)
         with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
             out.write(os.path.realpath(user / "objects") + "\n")
-        # Every object the seed names must be readable (a partial clone, a damaged store):
-        # else the seed is refused and nothing is borrowed.
-        if _missing(runner, git_dir, sorted(blobs)):
-            raise OSError("the folder's repository lacks objects its index names")
         os.replace(scratch, index)
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
@@ -141,11 +139,18 @@ def drop_too_large(
     runner: GitRunner, folder: Path, git_dir: Path, index: Path, *, names: list[str], limit: int
 ) -> list[str]:
     """Drop from a seeded index the files now over ``limit`` bytes (the policy leaves them
-    out; the listing only looks at files that changed); the paths dropped."""
+    out; the listing only looks at files that changed); the paths dropped. The sizes the index
+    recorded say which files to look at (a changed file is staged, and checked, on its own)."""
+    sizes = _recorded_sizes(index)
+    if sizes is None:
+        candidates = names
+    else:
+        candidates = [name for name in names if sizes.get(os.fsencode(name), limit + 1) > limit]
     big: list[str] = []
-    for name in names:
+    top = os.fspath(folder)
+    for name in candidates:
         try:
-            info = os.lstat(folder / name)
+            info = os.lstat(os.path.join(top, name))
         except OSError:
             continue
         if stat.S_ISREG(info.st_mode) and info.st_size > limit:
@@ -159,6 +164,29 @@ def drop_too_large(
             stdin=b"\0".join(os.fsencode(name) for name in big) + b"\0",
         )
     return big
+
+
+def _recorded_sizes(index: Path) -> dict[bytes, int] | None:
+    """Each entry's size as an index of version 2 or 3 records it (32 bits: a file of 4 GiB or
+    more reads small, but such a folder is over the size budget and never captured); None for
+    another version or an index that does not parse."""
+    try:
+        data = index.read_bytes()
+        signature, version, count = struct.unpack_from(">4sLL", data, 0)
+        if signature != _INDEX_SIGNATURE or version not in (2, 3):
+            return None
+        sizes: dict[bytes, int] = {}
+        at = 12
+        for _ in range(count):
+            size = struct.unpack_from(">L", data, at + 36)[0]
+            flags = struct.unpack_from(">H", data, at + 60)[0]
+            start = at + 62 + (2 if flags & 0x4000 else 0)
+            end = data.index(b"\0", start)
+            sizes[data[start:end]] = size
+            at += (end - at + 8) // 8 * 8
+    except (OSError, struct.error, ValueError):
+        return None
+    return sizes
 
 
 def stage_held(
@@ -217,32 +245,28 @@ def _index_ids(runner: GitRunner, git_dir: Path, index: Path) -> dict[bytes, str
 def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
     """``write-tree`` in a store that borrows, without asking Git to write a tree a store
     already holds (a folder staged, then changed back; see ``stage_held``): the trees are
-    written from a copy of the index into an empty object folder of their own, and only the
-    new ones are moved into the store; the copy, its cache of trees brought up to date, then
-    replaces the index."""
-    scratch = Path(tempfile.mkdtemp(prefix="trees-", dir=git_dir))
-    try:
-        objects = scratch / "objects"
-        objects.mkdir()
-        copy = scratch / "index"
-        shutil.copyfile(index, copy)
-        tree = (
-            runner.with_objects(objects)
-            .run(["write-tree", "--missing-ok"], git_dir=git_dir, index=copy)
-            .decode()
-            .strip()
-        )
-        written = {p.parent.name + p.name: p for p in objects.glob("??/*")}
-        new = _missing(runner, git_dir, sorted(written))
-        store = git_dir / "objects"
-        for oid in sorted(new):
-            target = store / oid[:2] / oid[2:]
-            target.parent.mkdir(mode=0o700, exist_ok=True)
-            os.replace(written[oid], target)
-        os.replace(copy, index)
-        return tree
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    written from a copy of the index into an object folder of their own (``trees.scratch``,
+    no alternate there), then moved into the store (a tree the user's store holds too is a
+    small local duplicate); the copy, its cache of trees brought up to date, then replaces the
+    index."""
+    scratch = git_dir / TREES_SCRATCH
+    objects = scratch / "objects"
+    objects.mkdir(parents=True, exist_ok=True)
+    copy = scratch / "index"
+    shutil.copyfile(index, copy)
+    tree = (
+        runner.with_objects(objects)
+        .run(["write-tree", "--missing-ok"], git_dir=git_dir, index=copy)
+        .decode()
+        .strip()
+    )
+    store = git_dir / "objects"
+    for written in objects.glob("??/*"):
+        target = store / written.parent.name / written.name
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        os.replace(written, target)
+    os.replace(copy, index)
+    return tree
 
 
 def _blob_id(data: bytes) -> str:
