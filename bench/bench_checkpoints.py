@@ -119,13 +119,14 @@ def main() -> None:
     parser.add_argument("--churn-runs", type=int, default=12)
     parser.add_argument("--repo-files", default="")
     parser.add_argument("--repo-only", action="store_true")
+    parser.add_argument("--repo-kb", type=int, default=20)
     parser.add_argument("--unborrowed", action="store_true")
     args = parser.parse_args()
     print(f"load average at start: {_load()}")
     sizes = [int(size) for size in args.window_files.split(",") if size.strip()]
     repo_sizes = [int(size) for size in args.repo_files.split(",") if size.strip()]
     for files in repo_sizes:
-        _repository_bench(files, rounds=args.rounds, unborrowed=args.unborrowed)
+        _repository_bench(files, kb=args.repo_kb, rounds=args.rounds, unborrowed=args.unborrowed)
     if args.repo_only:
         print(f"load average at end: {_load()}")
         return
@@ -151,7 +152,7 @@ def _user_git(work: Path, *args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True).stdout
 
 
-def _repository_bench(files: int, *, rounds: int, unborrowed: bool) -> None:
+def _repository_bench(files: int, *, kb: int, rounds: int, unborrowed: bool) -> None:
     """The session folder is the user's Git repository (``--repo-files``): its first capture
     (the private index seeded from the user's, their objects borrowed) beside ``git status``
     in it; the absorption that makes the store self-contained; then a capture after 10
@@ -161,7 +162,7 @@ def _repository_bench(files: int, *, rounds: int, unborrowed: bool) -> None:
         root = Path(scratch)
         work = root / "work"
         work.mkdir()
-        paths = generate(work, files, files * 20 * 1024)
+        paths = generate(work, files, files * kb * 1024)
         started = time.perf_counter()
         _user_git(work, "init", "-q")
         _user_git(work, "add", "-A")

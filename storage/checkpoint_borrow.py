@@ -39,9 +39,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 import struct
+import sys
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
@@ -109,7 +111,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
         return []
-    names: list[str] = []
+    blobs: dict[bytes, str] = {}
     for raw in listed.split(b"\0"):
         if not raw:
             continue
@@ -120,12 +122,32 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
             # the file as a capture must.
             scratch.unlink(missing_ok=True)
             return []
-        names.append(os.fsdecode(name))
+        blobs[name] = fields[2]
+    names = [os.fsdecode(name) for name in blobs]
+    conversions = _conversions(folder, user, names)
+    if conversions == _REFUSE:
+        scratch.unlink(missing_ok=True)
+        return []
     try:
         alternates = git_dir / ALTERNATES
         alternates.parent.mkdir(parents=True, exist_ok=True)
         with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
             out.write(os.path.realpath(user / "objects") + "\n")
+        if conversions == _SIZES:
+            converted = _converted(runner, git_dir, scratch, blobs)
+            if converted is None:
+                raise OSError("the index's sizes cannot be read")
+            if converted:
+                # Stored converted (line endings): staged again from the folder, as they are.
+                runner.run(
+                    ["update-index", "-z", "--force-remove", "--stdin"],
+                    git_dir=git_dir,
+                    work_tree=folder,
+                    index=scratch,
+                    stdin=b"\0".join(converted) + b"\0",
+                )
+                gone = set(converted)
+                names = [os.fsdecode(name) for name in blobs if name not in gone]
         os.replace(scratch, index)
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
@@ -133,6 +155,73 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
             (git_dir / ALTERNATES).unlink()
         return []
     return names
+
+
+_REFUSE = "refuse"
+_SIZES = "sizes"
+_CONVERTING_CONFIG = re.compile(r"^\s*(autocrlf|eol|attributesfile)\s*=\s*(.*?)\s*$", re.I | re.M)
+_FILTERING = re.compile(rb"(?<![\w-])(filter|ident|working-tree-encoding)(?![\w-])")
+_LINE_ENDINGS = re.compile(rb"(?<![\w-])(text|eol|crlf)(?![\w-])")
+
+
+def _conversions(folder: Path, user: Path, names: list[str]) -> str | None:
+    """Whether the user's Git may have stored the index's files converted, so that a blob the
+    index names is not the file's bytes: ``refuse`` (a filter, ``ident`` or an encoding: no
+    seed), ``sizes`` (line endings: each entry whose recorded size differs from its blob's is
+    staged again from the folder) or None (no conversion: the seed is used as it is). Read from
+    the repository's, the user's and the system's configuration and attribute files
+    (conservatively: any mention counts; on Windows, where Git's own installation may convert
+    line endings, always ``sizes``)."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    configs = [user / "config", home / ".gitconfig", xdg / "config", Path("/etc/gitconfig")]
+    attributes = [user / "info" / "attributes", xdg / "attributes"]
+    attributes += [folder / name for name in names if name.rsplit("/", 1)[-1] == ".gitattributes"]
+    line_endings = sys.platform == "win32"
+    for config in configs:
+        try:
+            text = config.read_text("utf-8", "replace")
+        except OSError:
+            continue
+        for key, value in _CONVERTING_CONFIG.findall(text):
+            if key.lower() == "attributesfile":
+                attributes.append(Path(os.path.expanduser(value.strip('"'))))
+            elif not (key.lower() == "autocrlf" and value.lower() == "false"):
+                line_endings = True
+    for path in attributes:
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.lstrip().startswith(b"#"):
+                continue
+            if _FILTERING.search(line):
+                return _REFUSE
+            if _LINE_ENDINGS.search(line):
+                line_endings = True
+    return _SIZES if line_endings else None
+
+
+def _converted(
+    runner: GitRunner, git_dir: Path, index: Path, blobs: dict[bytes, str]
+) -> list[bytes] | None:
+    """The entries whose file size the index recorded differs from their blob's size (the
+    file was stored converted); None when the sizes cannot be read."""
+    sizes = _recorded_sizes(index)
+    if sizes is None:
+        return None
+    ids = sorted(set(blobs.values()))
+    query = "".join(f"{oid}\n" for oid in ids).encode()
+    out = runner.run(
+        ["cat-file", "--batch-check=%(objectname) %(objectsize)"], git_dir=git_dir, stdin=query
+    )
+    stored: dict[str, int] = {}
+    for line in out.decode().splitlines():
+        oid, _, size = line.partition(" ")
+        if size.isdigit():
+            stored[oid] = int(size)
+    return [name for name, oid in blobs.items() if stored.get(oid) != sizes.get(name)]
 
 
 def drop_too_large(
@@ -293,39 +382,32 @@ def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list
     return sorted(found)
 
 
-def copy_borrowed(runner: GitRunner, git_dir: Path, source: Path, objects: list[str]) -> None:
-    """Copy into the private store each of ``objects`` it does not hold itself: a loose object
-    of the user's byte for byte, the rest through one ``pack-objects`` (packed data reused)."""
+def copy_borrowed(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
+    """Copy into the private store, as one new pack, each of ``objects`` it does not hold as a
+    loose object of its own; returns the objects it now holds itself. The pack reuses the
+    packed data of the user's store as it is and compresses loose objects fast (level 1, no
+    delta search): a copy of the tree, not an archive (retention's ``gc`` packs it well)."""
     local = git_dir / "objects"
-    to_pack: list[str] = []
-    for oid in objects:
-        mine = local / oid[:2] / oid[2:]
-        if mine.exists():
-            continue
-        theirs = source / oid[:2] / oid[2:]
-        if theirs.is_file():
-            mine.parent.mkdir(mode=0o700, exist_ok=True)
-            partial = mine.with_name(mine.name + ".absorb")
-            try:
-                shutil.copyfile(theirs, partial)
-                os.chmod(partial, 0o444)
-                os.replace(partial, mine)
-            except OSError:
-                with contextlib.suppress(OSError):
-                    partial.unlink()
-                to_pack.append(oid)
-            continue
-        to_pack.append(oid)
+    mine = {oid for oid in objects if (local / oid[:2] / oid[2:]).exists()}
+    to_pack = [oid for oid in objects if oid not in mine]
     if to_pack:
         # Only what some store still holds (an object the user pruned before it was copied is
         # gone everywhere: the snapshots naming it read missing either way).
         to_pack = sorted(set(to_pack) - _missing(runner, git_dir, to_pack))
     if to_pack:
         runner.run(
-            ["pack-objects", "-q", str(local / "pack" / "pack")],
+            [
+                "-c",
+                "pack.compression=1",
+                "pack-objects",
+                "-q",
+                "--window=0",
+                str(local / "pack" / "pack"),
+            ],
             git_dir=git_dir,
             stdin="".join(f"{oid}\n" for oid in to_pack).encode(),
         )
+    return mine | set(to_pack)
 
 
 def _missing(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
@@ -362,13 +444,13 @@ def absorb(
     source = borrowed_from(git_dir)
     if source is None:
         return True
-    # Most of the copy without the lock: captures go on meanwhile.
-    copy_borrowed(runner, git_dir, source, needed_objects(runner, git_dir, index))
+    # Most of the copy without the lock: captures go on meanwhile; under it, what they added.
+    held = copy_borrowed(runner, git_dir, needed_objects(runner, git_dir, index))
     with locked:
-        source = borrowed_from(git_dir)
-        if source is None:
+        if borrowed_from(git_dir) is None:
             return True
-        copy_borrowed(runner, git_dir, source, needed_objects(runner, git_dir, index))
+        later = [oid for oid in needed_objects(runner, git_dir, index) if oid not in held]
+        copy_borrowed(runner, git_dir, later)
         alternates = git_dir / ALTERNATES
         # An object gone from both stores (the user pruned it before it was copied) is missing
         # either way: the alternate is dropped when it no longer provides anything.
@@ -386,4 +468,5 @@ def absorb(
                 "the checkpoint store still needs objects of the folder's own repository",
             )
         aside.unlink()
+        shutil.rmtree(git_dir / TREES_SCRATCH, ignore_errors=True)
         return True

@@ -238,3 +238,45 @@ def test_content_the_users_store_already_holds_never_touches_their_object_files(
         tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{snap.tree_id}:pkg1/f1.txt"
     )
     assert shown == "file 1\n" * 50
+
+
+def test_files_the_users_git_stored_converted_are_taken_as_they_are(tmp_path: Path) -> None:
+    """With line-ending conversion the user's blob is not the file's bytes: such entries are
+    staged again from the folder (their recorded size differs from their blob's)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    _git(folder, "init", "-q")
+    _git(folder, "config", "core.autocrlf", "true")
+    (folder / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    (folder / "plain.txt").write_bytes(b"no conversion here\n")
+    _git(folder, "add", ".")
+    _git(folder, "commit", "-q", "-m", "converted")
+    before = _state(folder / ".git")
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert store.borrows(WS), "the seed is used for the entries stored as they are"
+    raw = subprocess.run(
+        [
+            "git",
+            "--git-dir",
+            str(store.git_dir(WS)),
+            "cat-file",
+            "blob",
+            f"{snap.tree_id}:crlf.txt",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert raw == b"one\r\ntwo\r\n", "the file's bytes, not the user's converted blob"
+    assert _state(folder / ".git") == before
+
+
+def test_a_repository_with_a_filter_is_not_seeded(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / ".gitattributes").write_text("*.secret filter=crypt\n")
+    _git(folder, "add", ".gitattributes")
+    _git(folder, "commit", "-q", "-m", "attributes")
+    store = _store(tmp_path, absorb=False)
+    store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert not store.borrows(WS)
