@@ -14,24 +14,28 @@ objects. So the first capture of such a folder:
 
 A seed is refused (the capture then starts from an empty index, as before) when the user's
 index holds anything a snapshot could not take as it is: an unmerged entry, a submodule, a
-``skip-worktree`` or ``assume-unchanged`` entry (Git would not look at those files), a split or
-sparse index, or a repository using another object format.
+``skip-worktree`` or ``assume-unchanged`` entry (Git would not look at those files), a split
+index, a partial clone, another object format, or a ``filter`` / ``ident`` /
+``working-tree-encoding`` attribute (the blob is not the file's bytes). With line-ending
+conversion configured anywhere the user's Git reads, each entry whose recorded size differs from
+its blob's is staged again from the folder.
+
+The user's ``.git`` is only read: no Git command runs with it as its repository, and nothing is
+written there, not even a file's time. Git, asked to write an object an alternate already holds,
+sets the time of the user's file that holds it ("freshens" it); so while a store borrows, a file
+whose object a store holds is staged without writing (``stage_held``: ``--info-only``, checked
+after), and trees are written into an object folder of the store's own, then moved in
+(``write_tree``).
 
 A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
-repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after: every
-object its refs and its index reach that only the user's store holds is copied in (a loose object
-file byte for byte, a packed one through ``pack-objects``, which reuses the packed data), and
-only then, under the workspace lock, is the alternate removed and the store checked whole
-without it; should anything be missing, the alternate is put back and the copy tried again
-later. Absorption starts in the background after each capture of a borrowing store, and
-retention absorbs before it prunes. Until then a snapshot whose borrowed object the user pruned
-is reported missing (``has_snapshot`` walks every object), never restored wrong.
-
-The user's ``.git`` is only read: no Git command ever runs with it as its repository, and the
-alternate is only read from (objects the private repository needs are written to its own
-store). Git may set the modification time of one of the user's object files when it writes an
-object the user's store already holds ("freshening" it); a seeded index makes that rare (only
-for a file changed to content the user's store has but its index does not name).
+repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after:
+every object its refs and its index reach that it does not hold as a loose object of its own is
+copied in as one pack (``pack-objects``: the user's packed data reused as it is, loose objects
+compressed fast), and only then, under the workspace lock, is the alternate removed; it is put
+back should anything the store could read with it be missing without it. Absorption starts in
+the background after each capture of a borrowing store, and retention absorbs before it prunes.
+Until then a snapshot whose borrowed object the user pruned reads missing (``has_snapshot``
+walks every object), never restored wrong.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ change: the old entries leave the index, the new one comes in. An
 observation does the same on a copy of the index and stops at the tree: no commit, no ref.
 A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
 capture that was killed is removed under that lock.
+
+The first capture of a folder that is a Git repository starts from a copy of the user's index
+and borrows their object store, read-only, until the store has copied in what it needs
+(``checkpoint_borrow``).
 """
 
 from __future__ import annotations
