@@ -726,6 +726,10 @@ class ResumeDiagnostic(WireModel):
     more_changed_paths: Annotated[int, Field(ge=0, le=10**9)] = 0
     event_id: Id | None = None
     """The saved event a damaged record or an unreplayable history entry is at."""
+    sub_code: Code | None = None
+    """The code the diagnostic stands for beside its own, as a field (never read out of
+    ``message``): the ledger check a damaged record failed, or the resolver's reason for the
+    call (``reconcile_diverged``...)."""
 
 
 class ResumeParkedPush(_Message):

@@ -396,18 +396,28 @@ STORE: dict[str, tuple[Severity, str]] = {
     "workspace_not_found": (_W, "The folder does not exist."),
     "workspace_marker_invalid": (
         _W,
-        "The folder's workspace marker (.maka-workspace.json) is damaged; Maka will not "
-        "replace it.",
+        "The folder's workspace marker (.maka/workspace.json, or .maka-workspace.json from "
+        "older versions) is damaged; Maka will not replace it.",
     ),
     "workspace_marker_symlink": (
         _W,
-        "The folder's workspace marker is a link to another file; Maka will not follow it.",
+        "The folder's workspace marker, or its .maka folder, is a link to somewhere else; Maka "
+        "will not follow it.",
     ),
-    "workspace_marker_not_file": (_W, "The folder's workspace marker is not a file."),
+    "workspace_marker_not_file": (
+        _W,
+        "The folder's workspace marker is not a file, or its .maka is not a folder.",
+    ),
     "workspace_marker_unreadable": (_W, "The folder's workspace marker cannot be read."),
     "workspace_marker_write_failed": (
         _W,
         "The workspace marker could not be written in the folder.",
+    ),
+    "workspace_markers_disagree": (
+        _W,
+        "The folder holds two workspace markers naming different workspaces "
+        "(.maka/workspace.json and the older .maka-workspace.json); Maka will not choose "
+        "between them: remove the one that is not this folder's.",
     ),
 }
 

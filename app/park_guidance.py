@@ -10,7 +10,6 @@ strings here are the English sources the renderer passes to ``tr`` in the ``Park
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from app.code_text import Severity, describe, highest_severity
@@ -34,9 +33,9 @@ HISTORY_REPLAY_CODES: frozenset[str] = frozenset(
 # The ledger check's codes (the tool-ledger scanner's issues, docs/design/ledger.md section 4, and
 # the resolver's corruption reasons): a damaged record. A park lists one under
 # ``tool_ledger_corruption`` or ``tool_recovery_corruption`` with a message naming only the code
-# (``... ledger issue CODE``, ``... corrupt ledger facts (CODE)``), so ``maka plan`` and the
-# banner's details say its sentence and ``LEDGER_DAMAGED`` instead; a test holds the set equal
-# to the codes that can reach a park.
+# carrying the code in a field (``issueCode`` / ``resolverReason``, the wire's ``sub_code``;
+# never read out of the message), so ``maka plan`` and the banner's details say its sentence
+# and ``LEDGER_DAMAGED`` instead; a test holds the set equal to the codes that can reach a park.
 LEDGER_CHECK_CODES: frozenset[str] = frozenset(
     {
         "duplicate_event_id",
@@ -58,17 +57,15 @@ LEDGER_CHECK_CODES: frozenset[str] = frozenset(
 )
 LEDGER_DAMAGED = "The saved history is damaged there, so Maka will not resume over it."
 _LEDGER_DAMAGE_DIAGNOSTICS = frozenset({"tool_ledger_corruption", "tool_recovery_corruption"})
-_LEDGER_CHECK_TAIL = re.compile(r"(?:ledger issue |\()([a-z_]+)\)?$")
 
 
-def ledger_check_code(code: str, message: str) -> str | None:
+def ledger_check_code(code: str, sub_code: str | None) -> str | None:
     """The ledger check's code a ``tool_ledger_corruption`` / ``tool_recovery_corruption``
-    diagnostic stands for (named at the end of its message), ``code`` itself when its message
-    names none, or ``None`` for any other diagnostic."""
+    diagnostic stands for (its ``sub_code`` field), ``code`` itself when that names no ledger
+    check, or ``None`` for any other diagnostic."""
     if code not in _LEDGER_DAMAGE_DIAGNOSTICS:
         return None
-    found = _LEDGER_CHECK_TAIL.search(message)
-    return found.group(1) if found and found.group(1) in LEDGER_CHECK_CODES else code
+    return sub_code if sub_code in LEDGER_CHECK_CODES else code
 
 
 # What the user can do about a park: one sentence under the reasons. A new message always
@@ -88,9 +85,9 @@ NEXT_STEPS: dict[str, str] = {
         "checks again by itself, as Try again does."
     ),
     "workspace_identity_mismatch": (
-        "Put back the folder's .maka-workspace.json file (or, if the session's own folder is "
-        "elsewhere, choose Locate folder…), then choose Try again, or send a new message to "
-        "carry on here."
+        "Put back the folder's workspace marker (.maka/workspace.json, or an older "
+        ".maka-workspace.json), or choose Locate folder… if the session's folder is elsewhere; "
+        "then choose Try again, or send a new message to carry on here."
     ),
     "workspace_identity_missing": (
         "Check your files, then send a new message to carry on; this run cannot be resumed."

@@ -35,7 +35,7 @@ def build_resume_service(
     processes: ToolProcessTable | None = None,
 ) -> ResumeService:
     """The seam for planning only (``maka plan``)."""
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     return resume_service(
         store,

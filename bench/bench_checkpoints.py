@@ -69,8 +69,8 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoredEvent,
 )
-from storage.checkpoint_store import GitCheckpointStore
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 
 WS = "workspace:v1:bench0000-0000-0000-0000-000000000000"
 

@@ -34,8 +34,8 @@ from runtime.providers.provider_port import (
     TextDelta,
     ToolCallReady,
 )
-from storage.ledger_store import open_store
-from storage.sqlite_connection import Synchronous
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import Synchronous
 
 
 class InstantProvider:

@@ -166,8 +166,8 @@ def _maka_history(cache: Path) -> Path:
 
 def _maka_worker(folder: Path, pauses: Pauses) -> None:
     from bench import bench_store
-    from storage.ledger_store import open_store
-    from storage.sqlite_connection import Synchronous
+    from storage.ledger.ledger_store import open_store
+    from storage.ledger.sqlite_connection import Synchronous
 
     with open_store(folder) as store:
         store.set_synchronous(Synchronous(_SYNC["mode"]))

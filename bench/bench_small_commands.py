@@ -89,7 +89,7 @@ def _seed_many_sessions(data_dir: Path, count: int) -> None:
     """A data directory with ``count`` sessions of one completed run each, written in-process
     through the store's writers (``maka run`` a thousand times would take minutes)."""
     from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
     from tests.helpers.ledger_builders import RunIds, model_text, terminal, user_text
 
     with open_store(data_dir) as store:

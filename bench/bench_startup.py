@@ -52,7 +52,7 @@ def seed(data_dir: Path, sessions: int, interrupted: int) -> None:
     """Sessions with a completed run each, then ``interrupted`` runs left running (their owner
     "crashed"): written through the store's own writers."""
     from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
     from tests.helpers.ledger_builders import RunIds, model_text, terminal, user_text
 
     work = data_dir.parent / "projects"

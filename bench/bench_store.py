@@ -58,8 +58,8 @@ from bench import store_long_run as long_run
 from runtime.ledger.canonical_codec import canonical_bytes, operation_id
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import (
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import (
     BUSY_TIMEOUT_MS,
     DATABASE_NAME,
     Synchronous,
@@ -67,7 +67,7 @@ from storage.sqlite_connection import (
     connect_reader,
     connect_writer,
 )
-from storage.tool_projection import JOURNAL_COLUMNS, OPERATION_COLUMNS
+from storage.ledger.tool_projection import JOURNAL_COLUMNS, OPERATION_COLUMNS
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -89,8 +89,8 @@ def _start(data: Path) -> dict[str, float]:
 
 
 def _check_costs(data: Path, repeats: int) -> tuple[list[float], float]:
-    from storage.sqlite_connection import DATABASE_NAME, connect_writer
-    from storage.store_verification import forget_verified, verify_before_write
+    from storage.ledger.sqlite_connection import DATABASE_NAME, connect_writer
+    from storage.ledger.store_verification import forget_verified, verify_before_write
 
     path = data / DATABASE_NAME
     conn = connect_writer(path)

@@ -48,8 +48,8 @@ from renderer.timeline_model import PAGE_ROWS
 from renderer.timeline_panel import TimelinePanel
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-from storage.ledger_store import open_store
-from storage.session_export import header_line, session_line
+from storage.ledger.ledger_store import open_store
+from storage.sessions.session_export import header_line, session_line
 from tests.helpers.timeline_demo import ServingBridge
 
 OPEN_GOAL_S = 1.0

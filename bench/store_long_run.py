@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.ledger.event_model import RuntimeEvent
-from storage.ledger_schema import MIGRATIONS, SCHEMA_VERSION
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_schema import MIGRATIONS, SCHEMA_VERSION
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.store_internals import connection_to_measure
 
 CACHE_ROOT = Path("/tmp/maka-bench-store-cache")

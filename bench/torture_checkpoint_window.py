@@ -39,7 +39,7 @@ from pathlib import Path
 
 from bench.bench_checkpoints import generate
 from runtime.ledger.event_model import RuntimeEvent
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 
 WINDOW = "T2 -> snapshot"
 UNKNOWN = "T1 -> T2"

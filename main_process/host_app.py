@@ -70,11 +70,11 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from storage.instance_lock import InstanceLock, LockOutcome
-from storage.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.sqlite_connection import DATABASE_NAME
+from storage.ledger.store_creation import os_refusal
+from storage.ledger.store_open import file_version
 from storage.private_files import ensure_private_dir
-from storage.sqlite_connection import DATABASE_NAME
-from storage.store_creation import os_refusal
-from storage.store_open import file_version
 
 _log = logging.getLogger("maka.main")
 

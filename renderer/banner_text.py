@@ -193,12 +193,13 @@ BANNER_CHANGED_FILES = 10
 """The banner names this many changed files, then "and N more" (all are in ``maka plan``)."""
 
 
-def changed_files_text(current: SessionResume) -> str:
-    """The changed files of a ``workspace_drift`` park, one a line (the first 10, then "and N
-    more"); empty when the park is not a drift."""
-    if "workspace_drift" not in current.reasons:
+def changed_files_text(current: SessionResume, code: str = "workspace_drift") -> str:
+    """The changed files of a ``workspace_drift`` park (or, with ``code``, the files that
+    differ from a stale snapshot), one a line (the first 10, then "and N more"); empty when the
+    park has no such reason or names no file."""
+    if code not in current.reasons:
         return ""
-    drift = next((d for d in current.diagnostics if d.code == "workspace_drift"), None)
+    drift = next((d for d in current.diagnostics if d.code == code), None)
     if drift is None or not drift.changed_paths:
         return ""
     words = {"added": _tr("added"), "modified": _tr("changed"), "deleted": _tr("deleted")}
@@ -278,7 +279,7 @@ def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
     for them, with the event it is at."""
     code = diagnostic.code
     message = diagnostic.message or describe(code).sentence
-    checked = ledger_check_code(code, diagnostic.message)
+    checked = ledger_check_code(code, diagnostic.sub_code)
     if checked is not None:
         code += f" [{checked}]" if checked != diagnostic.code else ""
         message = f"{describe(checked).sentence} {park_tr(LEDGER_DAMAGED)}"
@@ -314,10 +315,15 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
             sentence = _tr(
                 "The folder {folder} no longer exists; it was moved or deleted."
             ).replace("{folder}", folder)
-        elif code == "workspace_drift" and other_reasons(current):
-            # Listed with other reasons: its files go under it, not under all of them.
-            files = changed_files_text(current)
+        elif code == "workspace_checkpoint_stale" or (
+            code == "workspace_drift" and other_reasons(current)
+        ):
+            # Listed with other reasons (a drift), or a stale snapshot (what differs from it):
+            # its files go under it, not under all of them.
+            files = changed_files_text(current, code)
             if files:
+                if code == "workspace_checkpoint_stale":
+                    sentence += "\n   " + _tr("These differ from the last snapshot:")
                 sentence += "\n" + "\n".join(f"   {line}" for line in files.splitlines())
         found.append((code, sentence))
     return found

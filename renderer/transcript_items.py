@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPalette, QTextCursor, QTextOption, QWheelEvent
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QPaintEvent,
+    QPalette,
+    QTextCursor,
+    QTextOption,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -220,14 +228,22 @@ class WrappingText(QTextEdit):
         frame = 2 * self.frameWidth()
         text_width = max(width - margins.left() - margins.right() - frame, 1)
         document = self.document()
-        previous = document.textWidth()
-        if previous != text_width:
+        if document.textWidth() != text_width:
             document.setTextWidth(text_width)
         height = math.ceil(document.size().height())
-        if previous != text_width:
-            document.setTextWidth(previous)
+        # The width the text is shown at is put back when it is painted (``paintEvent``), not
+        # here: a layout asks for several widths in a row and usually settles on the last one,
+        # so putting each back would lay the whole text out twice per question.
         height = max(height, self.fontMetrics().lineSpacing())
         return height + margins.top() + margins.bottom() + frame
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt override)
+        shown = float(self.viewport().width())
+        if self.lineWrapMode() is QTextEdit.LineWrapMode.WidgetWidth and (
+            self.document().textWidth() != shown
+        ):
+            self.document().setTextWidth(shown)  # a measurement left another width
+        super().paintEvent(event)
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
         width = self.width() if self.width() > 0 else 400

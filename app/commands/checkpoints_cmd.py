@@ -35,9 +35,9 @@ def _when(ts: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.checkpoint_audit import session_checkpoints
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.ledger_store import open_store
+    from storage.checkpoints.checkpoint_audit import session_checkpoints
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
     if not (data_dir / "runtime.sqlite").exists():

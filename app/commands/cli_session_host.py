@@ -27,7 +27,7 @@ from runtime.tools.process_tree import BackgroundShellRegistry
 
 if TYPE_CHECKING:
     from storage.instance_lock import InstanceLock
-    from storage.ledger_store import SqliteLedgerStore
+    from storage.ledger.ledger_store import SqliteLedgerStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
     """Create the data directory if needed and take its instance lock (the caller releases it);
     ``store_locked`` naming the owner when another Maka process holds it."""
     from storage.instance_lock import InstanceLock, LockOutcome
-    from storage.store_creation import os_refusal
+    from storage.ledger.store_creation import os_refusal
 
     try:
         ensure_data_dir(data_dir)
@@ -82,43 +82,52 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
 
 
 @contextmanager
+def owned_store(data_dir: Path, error_exit: int = EXIT_ERROR) -> Iterator[SqliteLedgerStore]:
+    """A writing command's store: the data folder owned (``own_data_dir``), the store opened
+    with its refusal said as a coded error (exit ``error_exit``), both let go at the end."""
+    from storage.ledger.ledger_store import open_store
+
+    lock = own_data_dir(data_dir)
+    try:
+        try:
+            store = open_store(data_dir)
+        except LedgerError as error:
+            raise CliError(error.code, error.message, error_exit) from None
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        lock.release()
+
+
+@contextmanager
 def owned_session_host(
     data_dir: Path, provider_name: str | None, settings: RunSettings | None = None
 ) -> Iterator[CliHost]:
     """The host of a command that runs turns; ``settings`` (``--max-steps``) apply to every
     turn it runs, continuations included."""
     from app.host.host_bootstrap import recover_at_startup, session_service
-    from storage.ledger_store import open_store
 
     factory = provider_factory(data_dir, provider_name)
-    lock = own_data_dir(data_dir)
-    try:
-        try:
-            store = open_store(data_dir)
-        except LedgerError as error:
-            raise CliError(error.code, error.message, EXIT_ERROR) from None
-        try:
-            report = recover_at_startup(store)
-            shells = BackgroundShellRegistry.in_data_dir(data_dir)
-            service = session_service(
-                store,
-                data_dir,
-                report.owner_epoch,
-                provider_factory=factory,
-                shells=shells,
-                settings=settings,
-            )
-            yield CliHost(
-                service,
-                factory().label,
-                len(report.repaired),
-                store,
-                data_dir,
-                factory,
-                shells,
-                settings,
-            )
-        finally:
-            store.close()
-    finally:
-        lock.release()
+    with owned_store(data_dir) as store:
+        report = recover_at_startup(store)
+        shells = BackgroundShellRegistry.in_data_dir(data_dir)
+        service = session_service(
+            store,
+            data_dir,
+            report.owner_epoch,
+            provider_factory=factory,
+            shells=shells,
+            settings=settings,
+        )
+        yield CliHost(
+            service,
+            factory().label,
+            len(report.repaired),
+            store,
+            data_dir,
+            factory,
+            shells,
+            settings,
+        )

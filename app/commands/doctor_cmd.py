@@ -3,7 +3,7 @@
 Opens the database read-only (it works while the desktop app runs) and reports the schema
 version, SQLite's integrity check, the tool-ledger scanner over every run, header/terminal
 agreement, rebuilt-versus-stored projections and the workspace markers of session folders
-(``storage/store_doctor.py``), and whether other users could read the data directory
+(``storage/ledger/store_doctor.py``), and whether other users could read the data directory
 (``data_not_private``: a folder wider than 0700 or a file wider than 0600), and the workspace
 checkpoints: every ``workspaceCheckpoint`` fact against its Git objects (a missing one is a
 problem, ``workspace_checkpoint_missing``) and every checkpoint ref against the facts (an orphan
@@ -32,7 +32,7 @@ from app.park_guidance import LEDGER_CHECK_CODES
 if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier
     from runtime.ledger.store_ports import LedgerReader
-    from storage.checkpoint_audit import CheckpointRow
+    from storage.checkpoints.checkpoint_audit import CheckpointRow
 
 
 def data_dir_from(args: argparse.Namespace) -> Path:
@@ -118,8 +118,8 @@ def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[di
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.store_ports import StoreRefusal
-    from storage.ledger_store import open_store
-    from storage.sqlite_connection import DATABASE_NAME
+    from storage.ledger.ledger_store import open_store
+    from storage.ledger.sqlite_connection import DATABASE_NAME
 
     data_dir = data_dir_from(args)
     database = data_dir / DATABASE_NAME
@@ -164,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
             ],
         )
         return EXIT_ERROR
-    from storage.checkpoint_audit import audit_checkpoints, verify_snapshots
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_audit import audit_checkpoints, verify_snapshots
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     with store:
         try:
@@ -196,10 +196,10 @@ def run(args: argparse.Namespace) -> int:
             )
             return EXIT_ERROR
     from runtime.ledger.codes import CheckpointFailureCode, DoctorCode
-    from storage.store_doctor import DoctorProblem
+    from storage.ledger.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
-    from storage.checkpoint_transfer import imported_without_snapshots
+    from storage.checkpoints.checkpoint_transfer import imported_without_snapshots
 
     not_carried = imported_without_snapshots(data_dir)
     report.problems.extend(

@@ -1,7 +1,8 @@
 """``maka export SESSION -o FILE.jsonl [--force]``: write a session's committed ledger.
 
 The file holds a session line, then each run's header line and its events as canonical bytes,
-run by run (format in ``storage/session_export.py``). The database is opened read-only, so export
+run by run (format in ``storage/sessions/session_export.py``). The database is opened read-only, so
+export
 works while the desktop app runs; the file is written to a temporary name in the target's folder
 and renamed into place, so a crash never leaves a half-written export under the requested name.
 An existing file is only replaced with ``--force``, and only a regular file: a directory, a
@@ -9,7 +10,8 @@ device, a pipe or a symbolic link is refused (``export_target_invalid``), never 
 ``-o -`` writes the export to standard output (the summary then goes to standard error).
 
 The session's snapshots of its folder (workspace checkpoints) go beside the file, as the Git
-bundle ``FILE.jsonl.bundle`` named by the file's last line (``storage/checkpoint_transfer.py``),
+bundle ``FILE.jsonl.bundle`` named by the file's last line
+(``storage/checkpoints/checkpoint_transfer.py``),
 so an import in another data directory verifies, restores and rebaselines as here.
 ``--no-checkpoints`` leaves them out, as does an export to standard output; ``maka doctor``
 then notes the import without them.
@@ -119,7 +121,7 @@ class _Snapshots:
 def _export(args: argparse.Namespace, out: BinaryIO, seen: _Snapshots) -> int:
     from runtime.ledger.codes import TransferCode
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
 
     try:
         with open_store(data_dir_from(args), read_only=True) as store:
@@ -136,8 +138,8 @@ def _carry(
     nothing is carried) and the number of snapshots."""
     from runtime.ledger.checkpoint_ports import CheckpointError
     from runtime.ledger.codes import TransferCode
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.checkpoint_transfer import manifest_line, snapshot_refs, write_bundle
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_transfer import manifest_line, snapshot_refs, write_bundle
 
     refs = snapshot_refs(seen.events)
     if not refs or args.no_checkpoints:
@@ -170,7 +172,7 @@ def _carry(
 
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import TransferCode
-    from storage.checkpoint_transfer import bundle_name
+    from storage.checkpoints.checkpoint_transfer import bundle_name
 
     seen = _Snapshots()
     if args.output == STDOUT:

@@ -156,8 +156,8 @@ def _show_refusal(code: str, message: str) -> int:
 def refusal_detail(message: str) -> str:
     """The store's message without the advice the screen already gives above it (the
     terminal prints the message whole)."""
-    from storage.store_creation import DISK_FULL_ADVICE, READ_ONLY_ADVICE
-    from storage.store_verification import DAMAGED_ADVICE
+    from storage.ledger.store_creation import DISK_FULL_ADVICE, READ_ONLY_ADVICE
+    from storage.ledger.store_verification import DAMAGED_ADVICE
 
     for advice in (DAMAGED_ADVICE, DISK_FULL_ADVICE, READ_ONLY_ADVICE):
         message = message.replace(advice, "")

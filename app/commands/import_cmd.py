@@ -11,7 +11,8 @@ to the data directory, so it owns it like ``maka run``: while the desktop or ano
 it, the import is refused with ``store_locked``.
 
 The session's snapshots of its folder come from the Git bundle the file's last line names
-(``FILE.jsonl.bundle`` beside it, ``storage/checkpoint_transfer.py``). The bundle is checked in
+(``FILE.jsonl.bundle`` beside it, ``storage/checkpoints/checkpoint_transfer.py``). The bundle is
+checked in
 a scratch repository before anything is written (its sha256 and size as recorded, exactly the
 recorded refs, each one of the session's snapshot facts with every file under it); a bundle
 that is missing (``import_checkpoints_missing``) or not the one the export was written with
@@ -39,8 +40,8 @@ from app.commands.doctor_cmd import data_dir_from
 from runtime.ledger.collector_pause import collector_paused
 
 if TYPE_CHECKING:
-    from storage.checkpoint_transfer import CarriedRef
-    from storage.session_export import ParsedExport
+    from storage.checkpoints.checkpoint_transfer import CarriedRef
+    from storage.sessions.session_export import ParsedExport
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
     from runtime.ledger.codes import TransferCode
     from runtime.ledger.store_ports import StoreRefusal
-    from storage.ledger_store import open_store
-    from storage.session_export import TransferError, parse_export
+    from storage.ledger.ledger_store import open_store
+    from storage.sessions.session_export import TransferError, parse_export
 
     path: Path = args.file
     try:
@@ -125,8 +126,8 @@ def _checked_snapshots(
     args: argparse.Namespace, parsed: ParsedExport, data_dir: Path, scratch: Path
 ) -> list[CarriedRef] | None:
     """The bundle's refs, validated in ``scratch`` (None: the snapshots are not carried)."""
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.checkpoint_transfer import (
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_transfer import (
         CheckpointTransferError,
         checked_bundle,
         snapshot_refs,
@@ -161,8 +162,8 @@ def _add_snapshots(
 ) -> int | None:
     """Unpack the validated refs into the private stores, or note the import without them;
     the number carried (None when the session records no snapshot)."""
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.checkpoint_transfer import (
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_transfer import (
         CheckpointTransferError,
         note_import,
         snapshot_refs,

@@ -17,7 +17,8 @@ from app.cli_errors import EXIT_USAGE, CliError
 if TYPE_CHECKING:
     from runtime.ledger.ledger_file import LedgerFileError
 
-# The lines of a ``maka export`` file that are not RuntimeEvents, as ``storage.session_export``
+# The lines of a ``maka export`` file that are not RuntimeEvents, as
+# ``storage.sessions.session_export``
 # writes them (not imported from there: the ledger tools never load the storage package).
 EXPORT_RECORDS = {
     "maka.session.v1": "a session export record",

@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
     from storage.instance_lock import InstanceLock, LockOutcome
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
     host = attach(data_dir)

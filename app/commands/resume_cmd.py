@@ -214,6 +214,8 @@ def resume_session(  # noqa: C901
         return EXIT_PARKED
     if before_running is not None:
         before_running()
+    if plan.continuation is not None:
+        transcript.name_calls(plan.continuation.restore_subjects)
     if not as_json:
         # Said once the continuation is admitted and runs: a refusal before that (a folder
         # refused for the restored copy, a changed source) is all that is printed.

@@ -234,7 +234,7 @@ def _check_sqlite_wal() -> str:
 
 
 def _check_store_open() -> str:
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
 
     with tempfile.TemporaryDirectory(prefix="maka-selftest-") as folder:
         store = open_store(Path(folder))
@@ -295,7 +295,7 @@ def _check_ipc_listen() -> str:
 
 def _check_git_checkpoints() -> str:
     from runtime.ledger.checkpoint_ports import CheckpointMode
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     with tempfile.TemporaryDirectory(prefix="maka-selftest-") as scratch:
         folder = Path(scratch) / "folder"

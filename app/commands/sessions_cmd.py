@@ -4,7 +4,8 @@ process (the host that owns the data folder) answers: the same rows from its own
 the command reads the database itself.
 
 ``maka sessions relocate SESSION FOLDER`` points a session whose folder was moved at its new
-place (accepted only when the folder's ``.maka-workspace.json`` is the session's workspace; a
+place (accepted only when the folder's workspace marker, ``.maka/workspace.json`` or the older
+``.maka-workspace.json``, is the session's workspace; a
 FOLDER refused, missing or of another workspace alike, exits 2 and changes nothing);
 ``maka sessions rename SESSION TITLE`` renames it; ``maka sessions remove SESSION --yes`` deletes
 it and its history (export it first with ``maka export``). These three take the data directory
@@ -47,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "relocate",
         help="point a session at its moved folder (its workspace marker must match)",
         description="Point SESSION at FOLDER, its folder's new place. Accepted only when "
-        "FOLDER's .maka-workspace.json is the workspace the session ran in; recorded in "
+        "FOLDER's workspace marker (.maka/workspace.json, or .maka-workspace.json from older "
+        "versions) names the workspace the session ran in; recorded in "
         "logs/lifecycle.jsonl.",
     )
     relocate.add_argument("session", help="the session id (see 'maka sessions')")
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _change(args: argparse.Namespace) -> int:
-    from app.commands.cli_session_host import own_data_dir
+    from app.commands.cli_session_host import owned_store
     from app.host.host_bootstrap import now_ms
     from app.host.session_relocation import (
         SessionChangeRefused,
@@ -83,7 +85,6 @@ def _change(args: argparse.Namespace) -> int:
     )
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
@@ -95,12 +96,7 @@ def _change(args: argparse.Namespace) -> int:
         )
     if not (data_dir / "runtime.sqlite").exists():
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
-    lock = own_data_dir(data_dir)
-    try:
-        try:
-            store = open_store(data_dir)
-        except LedgerError as error:
-            raise CliError(error.code, error.message) from None
+    with owned_store(data_dir) as store:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
             if args.action == "relocate":
@@ -120,10 +116,6 @@ def _change(args: argparse.Namespace) -> int:
         except LedgerError as error:
             usage = error.code in ("session_not_found", "identity_conflict")
             raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
-        finally:
-            store.close()
-    finally:
-        lock.release()
     return EXIT_OK
 
 
@@ -133,7 +125,7 @@ def _list(args: argparse.Namespace) -> int:
     from runtime.agent.session_overview import SessionOverview, list_session_overviews
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.session_listing import SessionListing
+    from storage.sessions.session_listing import SessionListing
 
     data_dir = resolve_data_dir(args.data_dir)
     host = attach(data_dir)

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.commands.cli_session_host import own_data_dir
+    from app.commands.cli_session_host import owned_store
     from app.host.host_bootstrap import now_ms, startup_reconciler
     from app.host.host_client import attach
     from app.host.settle_folder import baseline_capture
@@ -58,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from runtime.recovery.startup_recovery import run_startup_recovery
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.ledger_store import open_store
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     data_dir = resolve_data_dir(args.data_dir)
     host = attach(data_dir)
@@ -72,39 +71,27 @@ def run(args: argparse.Namespace) -> int:
             f"no session {args.session} (no data in {data_dir})",
             EXIT_USAGE,
         )
-    lock = own_data_dir(data_dir)
-    try:
+    with owned_store(data_dir) as store:
+        run_startup_recovery(store, now_ms, startup_reconciler(store))
+        if store.get_session(args.session) is None:
+            raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+        shells = BackgroundShellRegistry.in_data_dir(data_dir)
+        carrier = GitCheckpointStore.from_environment(data_dir)
         try:
-            store = open_store(data_dir)
-        except LedgerError as error:
-            raise CliError(error.code, error.message, EXIT_ERROR) from None
-        try:
-            run_startup_recovery(store, now_ms, startup_reconciler(store))
-            if store.get_session(args.session) is None:
-                raise CliError(
-                    StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
-                )
-            shells = BackgroundShellRegistry.in_data_dir(data_dir)
-            carrier = GitCheckpointStore.from_environment(data_dir)
-            try:
-                settled = settle(
-                    store,
-                    args.session,
-                    args.operation,
-                    ran=bool(args.ran),
-                    note=args.note,
-                    shells=shells,
-                    baseline=baseline_capture(store, carrier, now_ms),
-                )
-            except LedgerError as refusal:
-                exit_code = EXIT_USAGE if refusal.code in _USAGE_CODES else EXIT_ERROR
-                raise CliError(refusal.code, refusal.message, exit_code) from None
-            service = build_resume_service(store, data_dir, default_catalog().names, shells)
-            plan = service.plan_latest(args.session)
-        finally:
-            store.close()
-    finally:
-        lock.release()
+            settled = settle(
+                store,
+                args.session,
+                args.operation,
+                ran=bool(args.ran),
+                note=args.note,
+                shells=shells,
+                baseline=baseline_capture(store, carrier, now_ms),
+            )
+        except LedgerError as refusal:
+            exit_code = EXIT_USAGE if refusal.code in _USAGE_CODES else EXIT_ERROR
+            raise CliError(refusal.code, refusal.message, exit_code) from None
+        service = build_resume_service(store, data_dir, default_catalog().names, shells)
+        plan = service.plan_latest(args.session)
     codes = [reason.value for reason in plan.rejection_reasons]
     return _report(
         args, settled.to_json(), plan.continues, codes, folder_lines(settled, args.session)

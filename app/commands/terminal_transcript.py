@@ -41,6 +41,12 @@ class TerminalTranscript:
         self._mid_line = False
         self._show_user = show_user
         self._held = ""
+        self._subjects: dict[str, str] = {}  # calls by what they did (``call_subjects``)
+
+    def name_calls(self, subjects: Mapping[str, str]) -> None:
+        """Calls of earlier runs by what they did, for a restored copy's words."""
+        with self._lock:
+            self._subjects.update(subjects)
 
     def hold(self, text: str) -> None:
         """Print ``text`` before the first output, not now: what a resume says it will do is
@@ -94,7 +100,7 @@ class TerminalTranscript:
             )
         ):
             self._line(f"[checkpoints] off for this run [{code}]: {describe(code).sentence}")
-        mark = decision_mark(actions)
+        mark = decision_mark(actions, self._subjects)
         if mark is not None:
             self._line(f"[workspace] {visible(mark)}.")
         failed = actions.get("workspaceCheckpointFailed")

@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from runtime.ledger.timeline_pins import only_problems
     from runtime.tools.process_tree import BackgroundShellRegistry
     from runtime.tools.tool_catalog import default_catalog
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.ledger_store import open_store
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
     if not (data_dir / "runtime.sqlite").exists():

@@ -90,8 +90,8 @@ from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_identity import live_tool_processes, stop_tool_process
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.checkpoint_store import GitCheckpointStore
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 
 _log = logging.getLogger("maka.main")
 _MAX_DIAGNOSTICS = 500
@@ -618,7 +618,7 @@ class _ResumeObserver(LiveTurnView):
 
 
 def _retain_checkpoints(data_dir: Path) -> None:
-    from storage.checkpoint_retention import run_retention
+    from storage.checkpoints.checkpoint_retention import run_retention
 
     try:
         with open_store(data_dir, read_only=True) as reader:

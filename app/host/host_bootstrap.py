@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from runtime.providers.provider_port import Provider
     from runtime.recovery.startup_recovery import Reconciler, StartupRecoveryReport
     from runtime.tools.process_tree import BackgroundShellRegistry
-    from storage.ledger_store import SqliteLedgerStore
+    from storage.ledger.ledger_store import SqliteLedgerStore
 
 
 def now_ms() -> int:
@@ -34,7 +34,7 @@ def now_ms() -> int:
 
 def workspace_identity(folder: Path) -> str:
     """A session folder's workspace identity (the marker is created when the folder has none)."""
-    from storage.workspace_identity import resolve_workspace_identity
+    from storage.sessions.workspace_identity import resolve_workspace_identity
 
     return resolve_workspace_identity(folder).identity
 
@@ -43,7 +43,7 @@ def startup_reconciler(store: SqliteLedgerStore, clock: Callable[[], int] = now_
     """The file-write reconciler of startup recovery: the store writes the bundles; the marker
     is only *read* (a missing marker means the identity changed, never a reason to create one)."""
     from runtime.recovery.file_reconciler import FileReconciler
-    from storage.workspace_identity import read_workspace_identity
+    from storage.sessions.workspace_identity import read_workspace_identity
 
     return FileReconciler(store, read_workspace_identity, clock)
 
@@ -74,7 +74,7 @@ def session_service(
     """The session service of a recovered store (``owner_epoch`` from its recovery report),
     with the tool-process table and the workspace checkpoint store of ``data_dir``."""
     from runtime.agent.session_service import SessionService
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     return SessionService(
         store=store,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from app.code_text import DIAGNOSTICS, Severity, describe, highest_severity
+from app.host.resume_wire import sub_code
 from app.park_guidance import (
     DAMAGED_RECORD_REASON,
     HISTORY_REPLAY_CODES,
@@ -25,7 +26,7 @@ from app.park_guidance import (
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
-from runtime.ledger.codes import DiagnosticCode, ParkReason, SettlementOrigin
+from runtime.ledger.codes import RESOLVER_REASON, DiagnosticCode, ParkReason, SettlementOrigin
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.store_ports import LedgerReader
 from runtime.ledger.workspace_facts import changed_count_words
@@ -165,10 +166,15 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     return tuple(views)
 
 
-def _recovery_reason(message: str, tool_call_id: str | None, reasons: Mapping[str, str]) -> str:
+def _recovery_reason(
+    detail: Mapping[str, Any], tool_call_id: str | None, reasons: Mapping[str, str]
+) -> str:
+    """The resolver's reason for a parked call: from the operations, else the diagnostic's own
+    ``resolverReason`` field (never from its message)."""
     if tool_call_id is not None and tool_call_id in reasons:
         return reasons[tool_call_id]
-    return next((code for code in RECOVERY_CODES if code in message), "")
+    found = detail.get(RESOLVER_REASON)
+    return found if isinstance(found, str) and found in RECOVERY_CODES else ""
 
 
 def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None) -> list[str]:
@@ -190,7 +196,7 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
         if diagnostic.tool_name or diagnostic.tool_call_id:
             where = f" ({diagnostic.tool_name or 'tool'} {diagnostic.tool_call_id or ''})".rstrip()
         code, message = diagnostic.code, diagnostic.message
-        checked = ledger_check_code(diagnostic.code, diagnostic.message)
+        checked = ledger_check_code(diagnostic.code, sub_code(diagnostic.detail))
         if checked is not None:
             # A damaged record: the message names only the ledger check's code.
             code += f" [{checked}]" if checked != diagnostic.code else ""
@@ -202,7 +208,7 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
             where += f" (event {diagnostic.event_id})" if diagnostic.event_id else ""
         lines.append(f"    - {code}{where}: {message}")
         if diagnostic.code == "tool_recovery_parked":
-            code = _recovery_reason(diagnostic.message, diagnostic.tool_call_id, reasons or {})
+            code = _recovery_reason(diagnostic.detail, diagnostic.tool_call_id, reasons or {})
             found = recovery_sentence(code)
             if found is not None:
                 lines.append(f"      {found}")
@@ -246,7 +252,8 @@ def _folder_advice(plan: ContinuationPlan) -> list[str]:
     if "workspace_folder_missing" in codes:
         advice.append(
             "The folder moved? Point the session at its new place: maka sessions relocate "
-            f"{plan.session_id} NEW_FOLDER (its .maka-workspace.json must match). Deleted? "
+            f"{plan.session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
+            ".maka-workspace.json, must match). Deleted? "
             f"Remove the session: maka sessions remove {plan.session_id} --yes."
         )
     if "resume_feature_disabled" in codes:
@@ -308,9 +315,9 @@ def plan_summary(
         ]
         lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
         if details.workspace_decision is WorkspaceDecision.RESTORE:
+            holds = copy_reflects(details.restore_fields, details.restore_subjects)
             lines.append(
-                f"  Continuing in a restored copy holding {copy_reflects(details.restore_fields)}"
-                "; your folder is left as it is."
+                f"  Continuing in a restored copy holding {holds}; your folder is left as it is."
             )
         elif details.workspace_decision is not None:
             changes = details.decision_changes

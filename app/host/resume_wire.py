@@ -8,6 +8,7 @@ host's services (``desktop_services``) and the settle and survivor checks use it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -15,7 +16,7 @@ from app.bridge_contract import ChangedPath, ResumeDiagnostic
 from app.host.host_services import ResumeParked
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.resume_candidate import newest_run
-from runtime.ledger.codes import ResolverReason, RestoreCode
+from runtime.ledger.codes import ISSUE_CODE, RESOLVER_REASON, ResolverReason, RestoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.recovery.write_leftovers import parked_writes
@@ -47,7 +48,22 @@ def wire_diagnostic(
         changed_paths=changed,
         more_changed_paths=more,
         event_id=event_id[:200] if event_id else None,
+        sub_code=sub_code(detail or {}),
     )
+
+
+_SUB_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def sub_code(detail: Mapping[str, Any]) -> str | None:
+    """The code a diagnostic stands for beside its own, from its detail fields: the ledger check
+    a damaged record failed (``issueCode``), else the resolver's reason for the call
+    (``resolverReason``); None when it names neither."""
+    for key in (ISSUE_CODE, RESOLVER_REASON):
+        value = detail.get(key)
+        if isinstance(value, str) and _SUB_CODE.fullmatch(value):
+            return value
+    return None
 
 
 def _changed_paths(detail: Mapping[str, Any]) -> tuple[tuple[ChangedPath, ...], int]:

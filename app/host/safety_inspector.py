@@ -3,9 +3,11 @@
 Qt-free, so the CLI uses the same inspector as the desktop main process. The renderer can never
 supply these facts: it sends a session id, and the inspector observes
 
-- the workspace identity through the folder's ``.maka-workspace.json`` marker (read, or created
+- the workspace identity through the folder's ``.maka/workspace.json`` marker (read, or created
   atomically when the folder has none, so a deleted or replaced marker shows up as a different
-  identity; an invalid marker is an error, never silently replaced),
+  identity; an invalid marker is an error, never silently replaced; a legacy
+  ``.maka-workspace.json`` is read and moved into ``.maka``:
+  storage/sessions/workspace_identity.py),
 - the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
 - the current tool catalog,
 - the folder's current tree under the workspace checkpoint policy
@@ -28,7 +30,7 @@ from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.tools.process_identity import describe, how_to_stop, live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.workspace_identity import resolve_workspace_identity
+from storage.sessions.workspace_identity import resolve_workspace_identity
 
 
 class SafetyInspector:

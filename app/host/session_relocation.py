@@ -1,8 +1,9 @@
 """Pointing a session at its folder's new place, and removing a session (desktop and CLI).
 
 Why the marker decides: a session's history is only meaningful in *its* workspace. A folder the
-user picks is accepted only when its ``.maka-workspace.json`` names the identity the session's
-runs recorded; the marker is read, never created (creating one would make any folder "match").
+user picks is accepted only when its workspace marker (``.maka/workspace.json``, or the
+``.maka-workspace.json`` of older versions) names the identity the session's runs recorded; the
+marker is read, never created or moved (creating one would make any folder "match").
 The move is recorded in the lifecycle log, and the session's next runs and Safe resume use the
 new place (a run's header keeps the folder it ran in; the planner reports
 ``workspace_location_changed``).
@@ -19,8 +20,8 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord
-from storage.ledger_store import SqliteLedgerStore
-from storage.workspace_identity import read_workspace_identity
+from storage.ledger.ledger_store import SqliteLedgerStore
+from storage.sessions.workspace_identity import read_workspace_identity
 
 
 class SessionChangeRefused(CodedError):
@@ -73,9 +74,9 @@ def relocate_session(
     if marker is None:
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_DIFFERS,
-            f"{real} has no .maka-workspace.json marker, so it cannot be shown to be the "
-            "session's workspace (Maka never worked there, or the marker was removed); the "
-            "session was not moved",
+            f"{real} has no workspace marker (.maka/workspace.json, or .maka-workspace.json "
+            "from older versions), so it cannot be shown to be the session's workspace (Maka "
+            "never worked there, or the marker was removed); the session was not moved",
         )
     if marker.identity != expected:
         raise SessionChangeRefused(

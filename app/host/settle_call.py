@@ -23,7 +23,7 @@ from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader
 from runtime.recovery.settlement import BaselineCapture, SettlementStore, settle
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.ledger_store import SqliteLedgerStore
+from storage.ledger.ledger_store import SqliteLedgerStore
 
 PlanLatest = Callable[[str], ContinuationPlan]
 Parked = Callable[[ContinuationPlan], ResumeParked]

@@ -27,8 +27,8 @@ from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.tools.process_identity import live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.ledger_store import SqliteLedgerStore
-from storage.workspace_identity import read_workspace_identity
+from storage.ledger.ledger_store import SqliteLedgerStore
+from storage.sessions.workspace_identity import read_workspace_identity
 
 _log = logging.getLogger("maka.main")
 

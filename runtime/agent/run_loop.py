@@ -28,9 +28,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from runtime.agent.context_overflow import WAY_ON, overflow_notice
+from runtime.agent.context_overflow import overflow_notice
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
+from runtime.agent.run_hooks import (
+    Publish,
+    RequestHistory,
+    provider_failure,
+    run_checkpoints,
+)
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.base.cancel_token import CancelToken
@@ -38,11 +44,6 @@ from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RUN_STATUS_TO_EVENT, CommitResult, RunHeader, RunStatus
-from runtime.ledger.workspace_facts import may_write
-from runtime.providers.history_projection import (
-    IncrementalHistory,
-    unpaired_tool_calls,
-)
 from runtime.providers.provider_port import (
     Finished,
     HistoryItem,
@@ -55,7 +56,6 @@ from runtime.providers.provider_port import (
     ToolCallReady,
     Usage,
 )
-from runtime.providers.secret_redaction import redact_secrets
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ToolContext
 
@@ -93,6 +93,15 @@ def step_limit_message(steps: int) -> str:
     )
 
 
+def reply_ending(finish: str, text: str, empty_reply_hint: str | None) -> tuple[str, str | None]:
+    """The ``stopReason`` and message of a turn whose last step called no tool: its ``finish``
+    reason (a reply cut off by the length limit says so), or ``provider_empty_reply`` when the
+    step held no ``text`` either (with the provider's ``empty_reply_hint``)."""
+    if finish != "length" and not text.strip():
+        return EMPTY_REPLY, empty_reply_message(empty_reply_hint)
+    return finish, LENGTH_MESSAGE if finish == "length" else None
+
+
 def check_max_steps(value: int) -> int:
     """``value`` when it is a valid step limit; ``ValueError`` naming the range otherwise."""
     low, high = MAX_STEPS_RANGE
@@ -100,13 +109,6 @@ def check_max_steps(value: int) -> int:
         raise ValueError(f"the step limit must be a whole number from {low} to {high:,}")
     return value
 
-
-LEAVES_THE_TURN_OUT = frozenset(
-    {ProviderErrorCode.CONTEXT_OVERFLOW, ProviderErrorCode.EMPTY_STREAM}
-)
-"""Failures that leave the turn out of later histories (``context_overflow``): an overflow, and
-a request the server accepted and answered with no event at all (how some servers report an
-overflow), so one refused prompt can never make every later turn fail the same way."""
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent working in the user's project folder. Use the tools to read and change "
@@ -189,7 +191,7 @@ class RunLoop:
         settings: RunSettings | None = None,
         checkpointer: WorkspaceCheckpointer | None = None,
     ) -> None:
-        self._checkpoints = checkpointer
+        self._checkpoints = run_checkpoints(checkpointer)
         self._store = store
         self._provider = provider
         self._catalog = catalog
@@ -215,7 +217,7 @@ class RunLoop:
             header.session_id, header.invocation_id, header.run_id, header.turn_id
         )
         builder = EventBuilder(identity)
-        mode = self._checkpoints.mode_json() if self._checkpoints is not None else None
+        mode = self._checkpoints.mode_json()
         first = builder.user_message(text, self._clock(), t1_marker=True, checkpoint_mode=mode)
         self._store.start_run(header, first)  # one transaction: never a run without events
         self._observer.run_status(header.run_id, RunStatus.CREATED, None)
@@ -224,8 +226,7 @@ class RunLoop:
         self._observer.run_status(header.run_id, RunStatus.RUNNING, None)
         return self.drive(builder, prior_history, [first], tool_context, unanswered=unanswered)
 
-    # C901: the model loop interleaved with checkpoint joins, history pairing and overflow steps.
-    def drive(  # noqa: C901
+    def drive(
         self,
         builder: EventBuilder,
         prior_history: Sequence[HistoryItem],
@@ -234,54 +235,25 @@ class RunLoop:
         *,
         unanswered: Sequence[RuntimeEvent] = (),
     ) -> RunOutcome:
-        """The model loop for a run whose header is running and whose first event is committed."""
+        """The model loop for a run whose header is running and whose first event is committed.
+
+        Each step: the request's history from committed events, the provider's answer, its
+        events committed, then each new tool call settled (T1, the tool, T2). The capture in
+        progress is joined before anything else happens (``RunCheckpoints.join``)."""
         committed: list[RuntimeEvent] = list(run_events)
-        # The turn's provider history, kept as events commit: a step projects its own events,
-        # not the whole turn again (a turn of thousands of steps stays flat per step).
-        turn_history = IncrementalHistory(committed)
-        prior = tuple(prior_history)
-        prior_paired = not unpaired_tool_calls(prior)
-        checked = 0  # turn items already checked for pairing
+        history = RequestHistory(prior_history, committed)
 
         def publish(event: RuntimeEvent) -> None:
             committed.append(event)
-            turn_history.append(event)
+            history.append(event)
             self._observer.committed(event)
 
         cancel = tool_context.cancel
-        tools = ToolRuntime(
-            writer=self._store,
-            builder=builder,
-            catalog=self._catalog,
-            policy=self._policy,
-            asker=self._asker,
-            tool_context=tool_context,
-            clock=self._clock,
-            publish=publish,
-            result_cap_bytes=self._settings.result_cap_bytes,
-            effects_done=(
-                self._checkpoints.begin_capture if self._checkpoints is not None else None
-            ),
-        )
+        tools = self._tool_runtime(builder, tool_context, publish)
+        checkpoints = self._checkpoints
         used_call_ids: set[str] = set()
         steps = 0
-        checkpoints = self._checkpoints
-
-        def joined(*, writing: bool = True) -> None:
-            """The capture in progress finishes (and its fact is published) before anything
-            else happens: the next T1, the run's ending. The run's first capture is waited for
-            only before something that may write (``writing``); otherwise its fact is published
-            if it is done, and it goes on in the background if not."""
-            if checkpoints is not None:
-                facts = checkpoints.join_facts() if writing else checkpoints.ready_facts()
-                for fact in facts:
-                    publish(fact)
-
-        if checkpoints is not None:
-            # The first capture goes on while the model works on its first step and while
-            # read-only calls run: a writing call's T1 and the run's ending wait for it.
-            for fact in checkpoints.begin_first_capture():
-                publish(fact)
+        checkpoints.capture_start(publish)  # begins before the first provider call
         try:
             while True:
                 if cancel.is_cancelled():
@@ -295,40 +267,26 @@ class RunLoop:
                         message=step_limit_message(steps),
                     )
                 steps += 1
-                turn_items = turn_history.items()
-                history = (*prior, *turn_items)
-                if prior_paired and turn_history.folded:
-                    unpaired = unpaired_tool_calls(turn_items[checked:])
-                    checked = len(turn_items)
-                else:
-                    unpaired = unpaired_tool_calls(history)
-                if unpaired:  # cannot happen by construction; never send such a request
-                    raise ToolBoundaryError("history", f"unpaired tool calls {unpaired}")
-                if checkpoints is not None:  # the capture after the last T2 overlaps this step
-                    checkpoints.overlap_next_step()
+                request_history = history.next_request()
+                checkpoints.overlap_next_step()  # the capture after the last T2 overlaps the step
                 try:
-                    step, calls = self._model_step(history, cancel)
+                    step, calls = self._model_step(request_history, cancel)
                 finally:
-                    joined(writing=False)
+                    checkpoints.ready(publish)  # right after the provider's answer
                 step_id = f"{builder.identity.run_id}_s{steps}"
                 self._commit_step(builder, publish, step)
                 if cancel.is_cancelled():
                     return self._cancelled(builder, publish)
-                if not calls and step.finish != "length" and not step.text.strip():
-                    return self._finish(
-                        builder,
-                        publish,
-                        RunStatus.COMPLETED,
-                        stop_reason=EMPTY_REPLY,
-                        message=empty_reply_message(step.empty_reply_hint),
-                    )
                 if not calls:
+                    stop_reason, message = reply_ending(
+                        step.finish, step.text, step.empty_reply_hint
+                    )
                     return self._finish(
                         builder,
                         publish,
                         RunStatus.COMPLETED,
-                        stop_reason=step.finish,
-                        message=LENGTH_MESSAGE if step.finish == "length" else None,
+                        stop_reason=stop_reason,
+                        message=message,
                     )
                 for call in calls:
                     if cancel.is_cancelled():
@@ -336,27 +294,13 @@ class RunLoop:
                     if call.call_id in used_call_ids or not call.call_id:
                         continue  # a repeated id would be a duplicate operation: never run
                     used_call_ids.add(call.call_id)
-                    joined(writing=may_write(call.name))
+                    checkpoints.before_call(call.name, publish)  # before the next T1
                     tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
-                    if checkpoints is not None:
-                        checkpoints.after_tool(call.name)
+                    checkpoints.after_tool(call.name)
                 failpoint(CrashPoint.P7)
         except ProviderError as error:
-            if cancel.is_cancelled() or error.code is ProviderErrorCode.CANCELLED:
-                return self._cancelled(builder, publish)
-            message = f"{self._provider.label}: {error.message}"
-            overflow = error.code is ProviderErrorCode.CONTEXT_OVERFLOW
-            if error.code in LEAVES_THE_TURN_OUT:
-                refused = error.code is ProviderErrorCode.EMPTY_STREAM
-                self._leave_out_of_history(builder, publish, committed, unanswered, refused)
-                message = f"{message}. {WAY_ON}"
-            return self._finish(
-                builder,
-                publish,
-                RunStatus.FAILED,
-                failure_class=FailureClass.PROVIDER_ERROR,
-                message=redact_secrets(message),
-                reason=ProviderErrorCode.CONTEXT_OVERFLOW.value if overflow else None,
+            return self._provider_failed(
+                error, builder, publish, run_events=committed, unanswered=unanswered, cancel=cancel
             )
         except ToolBoundaryError as error:
             return self._finish(
@@ -366,6 +310,22 @@ class RunLoop:
                 failure_class=FailureClass.TOOL_BOUNDARY_FAILED,
                 message=str(error),
             )
+
+    def _tool_runtime(
+        self, builder: EventBuilder, tool_context: ToolContext, publish: Publish
+    ) -> ToolRuntime:
+        return ToolRuntime(
+            writer=self._store,
+            builder=builder,
+            catalog=self._catalog,
+            policy=self._policy,
+            asker=self._asker,
+            tool_context=tool_context,
+            clock=self._clock,
+            publish=publish,
+            result_cap_bytes=self._settings.result_cap_bytes,
+            effects_done=self._checkpoints.effects_done,
+        )
 
     def _model_step(
         self, history: tuple[HistoryItem, ...], cancel: CancelToken
@@ -398,9 +358,7 @@ class RunLoop:
             )
         return step, calls
 
-    def _commit_step(
-        self, builder: EventBuilder, publish: Callable[[RuntimeEvent], None], step: _Step
-    ) -> None:
+    def _commit_step(self, builder: EventBuilder, publish: Publish, step: _Step) -> None:
         events: list[RuntimeEvent] = []
         if step.thinking:
             events.append(builder.thinking(step.thinking, step.signature, self._clock()))
@@ -412,22 +370,38 @@ class RunLoop:
             self._store.append_event(event)
             publish(event)
 
-    def _leave_out_of_history(
+    def _provider_failed(
         self,
+        error: ProviderError,
         builder: EventBuilder,
-        publish: Callable[[RuntimeEvent], None],
+        publish: Publish,
+        *,
         run_events: Sequence[RuntimeEvent],
         unanswered: Sequence[RuntimeEvent],
-        refused: bool,
-    ) -> None:
-        notice = overflow_notice(builder, run_events, self._clock(), unanswered, refused=refused)
-        if notice is not None:
-            self._store.append_event(notice)
-            publish(notice)
-
-    def _cancelled(
-        self, builder: EventBuilder, publish: Callable[[RuntimeEvent], None]
+        cancel: CancelToken,
     ) -> RunOutcome:
+        """The run's ending after ``error`` (``provider_failure``); an overflow first commits the
+        host notice that leaves the turn out of later histories, when there is one."""
+        failure = provider_failure(error, self._provider.label, cancelled=cancel.is_cancelled())
+        if failure.cancelled:
+            return self._cancelled(builder, publish)
+        if failure.leaves_turn_out:
+            notice = overflow_notice(
+                builder, run_events, self._clock(), unanswered, refused=failure.refused
+            )
+            if notice is not None:
+                self._store.append_event(notice)
+                publish(notice)
+        return self._finish(
+            builder,
+            publish,
+            RunStatus.FAILED,
+            failure_class=FailureClass.PROVIDER_ERROR,
+            message=failure.message,
+            reason=failure.reason,
+        )
+
+    def _cancelled(self, builder: EventBuilder, publish: Publish) -> RunOutcome:
         return self._finish(
             builder,
             publish,
@@ -439,7 +413,7 @@ class RunLoop:
     def _finish(
         self,
         builder: EventBuilder,
-        publish: Callable[[RuntimeEvent], None],
+        publish: Publish,
         status: RunStatus,
         *,
         stop_reason: str | None = None,
@@ -447,9 +421,7 @@ class RunLoop:
         message: str | None = None,
         reason: str | None = None,
     ) -> RunOutcome:
-        if self._checkpoints is not None:  # a capture in progress commits before the ending
-            for fact in self._checkpoints.join_facts():
-                publish(fact)
+        self._checkpoints.join(publish)  # a capture in progress commits before the ending
         terminal = builder.terminal(
             RUN_STATUS_TO_EVENT[status],  # type: ignore[arg-type]
             self._clock(),

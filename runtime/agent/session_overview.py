@@ -15,7 +15,7 @@ from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
 
 class SessionLister(Protocol):
-    """What listing needs of a store (the ledger store, or ``storage.session_listing``)."""
+    """What listing needs of a store (the ledger store, or ``storage.sessions.session_listing``)."""
 
     def list_sessions(self) -> Sequence[SessionRecord]: ...
 

@@ -42,6 +42,7 @@ from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable
+from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.store_ports import (
     LedgerReader,
     LedgerStore,
@@ -191,11 +192,13 @@ class SessionService:
         run Safe resume started after a restart), then ``(False, entry)`` per entry."""
         self.get_session(session_id)
         out: list[tuple[bool, TranscriptEntry | None]] = []
+        subjects: dict[str, str] = {}  # the calls so far, named by what they did
         for header in ordered_runs(self._store.list_session_runs(session_id)):
             if header.continuation_source is not None:
                 out.append((True, None))
             events = [row.event for row in self._store.read_run_events(header.run_id)]
-            out.extend((False, entry) for entry in transcript_of_run(events))
+            out.extend((False, entry) for entry in transcript_of_run(events, subjects))
+            subjects.update(call_subjects(events))
         return out
 
     def prior_history(self, session_id: str) -> tuple[HistoryItem, ...]:

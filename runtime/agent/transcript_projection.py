@@ -17,6 +17,7 @@ from typing import Any
 
 from runtime.agent.text_limits import shorten
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.workspace_facts import decision_mark
 from runtime.recovery.settle_verdict import verdicts_by_call
 
@@ -169,8 +170,12 @@ def _host_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry:
 
 
 # C901: one pass over the ledger, one branch per content kind, so the order of entries is plain.
-def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]:  # noqa: C901
-    """Entries of one run, in ledger order."""
+def transcript_of_run(  # noqa: C901
+    events: Sequence[RuntimeEvent], subjects: Mapping[str, str] | None = None
+) -> list[TranscriptEntry]:
+    """Entries of one run, in ledger order; ``subjects``: the session's earlier calls as people
+    know them (``call_subjects``), so a restored copy's mark names them by what they did."""
+    known = {**(subjects or {}), **call_subjects(events)}
     entries: list[TranscriptEntry] = []
     cards: dict[str, int] = {}
     ended = any(is_terminal(event) for event in events)
@@ -244,7 +249,7 @@ def transcript_of_run(events: Sequence[RuntimeEvent]) -> list[TranscriptEntry]: 
             notice = _ending_notice(event, run_id)
             if notice is not None:
                 entries.append(notice)
-        mark = decision_mark(actions)
+        mark = decision_mark(actions, known)
         if mark is not None:
             entries.append(
                 TranscriptEntry(

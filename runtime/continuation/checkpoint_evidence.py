@@ -44,6 +44,11 @@ def checkpoint_evidence(
     checkpoint = boundary.checkpoint
     if checkpoint is None and boundary.failed is None and boundary.stale_after is None:
         return _basis_evidence(carrier, basis, observation) if basis is not None else None
+    if checkpoint is not None and boundary.failed is None and boundary.stale_after is not None:
+        # Stale: the park stands whatever the folder holds, but it names what differs from
+        # that snapshot, so the user knows which files to check.
+        since = changes_since_snapshot(carrier, events, observation)
+        return None if since is None else CheckpointEvidence(True, since, stale_compared=True)
     if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
         return None
     if carrier is None:

@@ -137,6 +137,8 @@ class ContinuationDetails:
     restore_checkpoint: Mapping[str, Any] | None = None
     # What the copy reflects when it is not the folder at the stop (the transition's fields).
     restore_fields: Mapping[str, Any] = field(default_factory=dict)
+    # The lineage's calls as people know them, for those fields' words (``copy_reflects``).
+    restore_subjects: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +294,7 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
                 issue.event_id,
                 issue.tool_call_id,
                 issue.tool_name,
+                dict(issue.detail),
             )
             for issue in replay.issues
         )
@@ -740,6 +743,7 @@ def _decision_fields(given: PlannerInput, b: Boundary, decided: bool) -> dict[st
         point = given.restore_point
         fields["restore_checkpoint"] = point.checkpoint if point else newest
         fields["restore_fields"] = dict(point.fields) if point else {}
+        fields["restore_subjects"] = dict(point.subjects) if point else {}
     return fields
 
 

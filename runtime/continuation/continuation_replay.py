@@ -10,7 +10,8 @@ segment is projected exactly once, so a trimmed suffix is never reintroduced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from runtime.continuation.provider_replay import (
@@ -21,7 +22,7 @@ from runtime.continuation.provider_replay import (
     provider_replay_digest,
 )
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
-from runtime.ledger.codes import ResolverStatus
+from runtime.ledger.codes import ISSUE_CODE, RESOLVER_REASON, ResolverStatus
 from runtime.ledger.event_model import RuntimeEvent, is_hidden
 from runtime.ledger.workspace_facts import is_settled_baseline
 from runtime.recovery.recovery_resolver import resolve_recovery
@@ -73,6 +74,9 @@ class SegmentIssue:
     event_id: str | None = None
     tool_call_id: str | None = None
     tool_name: str | None = None
+    # The code the issue stands for beside its own, as a field (never read out of ``message``):
+    # the ledger check a damaged record failed, or the resolver's reason for a call.
+    detail: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +134,16 @@ def build_segment(prefix: ImmutablePrefix) -> ReplaySegment | SegmentBlocked:
                 d.call_runtime_event_id,
                 d.tool_call_id,
                 d.tool_name,
+                {RESOLVER_REASON: str(d.reason)},
             )
             for d in corrupt
         ] + [
-            SegmentIssue("tool_ledger_corruption", f"ledger issue {i.code}", i.event_id)
+            SegmentIssue(
+                "tool_ledger_corruption",
+                f"ledger issue {i.code}",
+                i.event_id,
+                detail={ISSUE_CODE: str(i.code)},
+            )
             for i in resolution.issues
         ]
         return SegmentBlocked(SegmentBlockReason.TOOL_RECOVERY_CORRUPTION, tuple(issues))
@@ -155,6 +165,7 @@ def build_segment(prefix: ImmutablePrefix) -> ReplaySegment | SegmentBlocked:
                     d.call_runtime_event_id,
                     d.tool_call_id,
                     d.tool_name,
+                    {RESOLVER_REASON: str(d.reason)},
                 )
                 for d in unsettled
             ),

@@ -12,7 +12,7 @@ the calls after it are named so nobody takes the copy for the folder at the stop
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.ledger.event_model import RuntimeEvent
@@ -20,6 +20,7 @@ from runtime.ledger.restore_point_words import (
     AT_STOP,
     BEFORE_LATER_CALLS,
     EARLIER_SNAPSHOT,
+    call_subjects,
     copy_reflects,
 )
 from runtime.ledger.workspace_facts import may_write, snapshot_fact
@@ -34,11 +35,13 @@ class RestorePoint:
     checkpoint: Mapping[str, Any]
     kind: str  # AT_STOP, BEFORE_LATER_CALLS or EARLIER_SNAPSHOT
     fields: Mapping[str, Any]  # the transition fact's restore-point fields (none at the stop)
+    # The lineage's calls as people know them (by command or file, never by id), for the words.
+    subjects: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def reflects(self) -> str:
         """What the copy holds, for people."""
-        return copy_reflects(self.fields)
+        return copy_reflects(self.fields, self.subjects)
 
 
 @dataclass(slots=True)
@@ -95,5 +98,6 @@ def find_restore_point(
             fields["laterCalls"] = entry.later[:LATER_CALLS_KEPT]
             if len(entry.later) > LATER_CALLS_KEPT:
                 fields["moreLaterCalls"] = len(entry.later) - LATER_CALLS_KEPT
-        return RestorePoint(entry.checkpoint, kind, fields)
+        subjects = call_subjects(event for events in generations for event in events)
+        return RestorePoint(entry.checkpoint, kind, fields, subjects)
     return None

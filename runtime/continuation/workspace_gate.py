@@ -35,6 +35,7 @@ from runtime.continuation.expected_tree import expected_tree, rolled_words
 from runtime.ledger.checkpoint_ports import TreeChange, changed_paths_summary
 from runtime.ledger.codes import DiagnosticCode, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.workspace_facts import (
     changed_count_words,
     declared_mode,
@@ -64,6 +65,9 @@ class CheckpointEvidence:
     # True: this is about the snapshot the interrupted continuation's admission was based on
     # (``admission_basis``; it stopped before its own first one), and its objects exist.
     basis: bool = False
+    # True: the run's newest snapshot is stale and ``changes`` says how the folder differs from
+    # it (never a verification: the stale park stands, naming the files to check).
+    stale_compared: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,24 @@ def nothing_written_nor_captured(generations: Sequence[Sequence[RuntimeEvent]]) 
             if dispatch is not None and may_write(str(dispatch.get("toolName", ""))):
                 return False
     return True
+
+
+def _stale_call(events: Sequence[RuntimeEvent], dispatch_id: str, tool: str | None) -> str:
+    """The call that made the snapshot stale, as people know it: ``the command "make"``."""
+    dispatch = next((e for e in events if e["id"] == dispatch_id), None)
+    actions: Mapping[str, Any] = (dispatch.get("actions") if dispatch is not None else None) or {}
+    call: Mapping[str, Any] = actions.get("toolDispatch") or {}
+    call_id = call.get("providerToolCallId")
+    subject = call_subjects(events).get(str(call_id)) if call_id else None
+    return f"the {subject}" if subject else f"a {tool} call"
+
+
+def _since_last_snapshot(changes: Sequence[TreeChange]) -> str:
+    """What differs from a stale snapshot, in words (the paths travel in the detail)."""
+    if not changes:
+        return "no file in the folder differs from that snapshot"
+    verb = "differs" if len(changes) == 1 else "differ"
+    return f"{changed_count_words([c.path for c in changes])} {verb} from that snapshot"
 
 
 # C901: the workspace gate's findings in the order the design ranks them (mode, failed capture,
@@ -146,13 +168,17 @@ def workspace_gate(  # noqa: C901
     if not inherited and (boundary.checkpoint is None or boundary.stale_after is not None):
         reason = ParkReason.WORKSPACE_CHECKPOINT_STALE
         message = (
-            f"a {boundary.stale_tool} call may have changed files after the last snapshot"
+            f"{_stale_call(events, boundary.stale_after, boundary.stale_tool)} may have changed "
+            "files after the last snapshot"
             if boundary.stale_after is not None
             else "the run stopped before its first snapshot of the folder was recorded"
         )
         stale_detail: dict[str, Any] = {}
         if boundary.checkpoint is not None:
             stale_detail["checkpointRef"] = boundary.checkpoint.get("checkpointRef")
+        if evidence is not None and evidence.stale_compared:
+            message += "; " + _since_last_snapshot(evidence.changes)
+            stale_detail.update(changed_paths_summary(evidence.changes))
         return [GateFinding(reason, reason.value, message, stale_detail, boundary.stale_after)]
     checkpoint = basis.checkpoint if inherited and basis is not None else boundary.checkpoint
     assert checkpoint is not None

@@ -1,7 +1,8 @@
 """The workspace checkpoint carrier, as the runtime and the planner see it
 (docs/design/workspace.md).
 
-The carrier (``storage.checkpoint_store``) only captures, verifies and compares snapshots of a
+The carrier (``storage.checkpoints.checkpoint_store``) only captures, verifies and compares
+snapshots of a
 session folder; it never approves a resume (the planner decides from committed facts). These are
 the values it hands back and the port the run loop and the safety inspector call.
 """

@@ -89,7 +89,8 @@ class StoreCode(StrEnum):
 
 
 class WorkspaceMarkerCode(StrEnum):
-    """The workspace identity marker ``.maka-workspace.json`` (never replaced when invalid)."""
+    """The workspace identity marker ``.maka/workspace.json`` (or the legacy
+    ``.maka-workspace.json``; never replaced when invalid)."""
 
     WORKSPACE_NOT_FOUND = "workspace_not_found"
     WORKSPACE_MARKER_INVALID = "workspace_marker_invalid"
@@ -97,6 +98,8 @@ class WorkspaceMarkerCode(StrEnum):
     WORKSPACE_MARKER_NOT_FILE = "workspace_marker_not_file"
     WORKSPACE_MARKER_UNREADABLE = "workspace_marker_unreadable"
     WORKSPACE_MARKER_WRITE_FAILED = "workspace_marker_write_failed"
+    # The folder holds both markers and they name different workspaces.
+    WORKSPACE_MARKERS_DISAGREE = "workspace_markers_disagree"
 
 
 class CheckpointUnavailableCode(StrEnum):
@@ -203,6 +206,14 @@ class ResolverStatus(StrEnum):
     DEFINITELY_NOT_DISPATCHED = "definitely_not_dispatched"
     INDETERMINATE = "indeterminate"
     CORRUPTION = "corruption"
+
+
+ISSUE_CODE = "issueCode"
+"""A diagnostic's detail field naming the ledger check (``ScanIssueCode``) a damaged record
+failed: carried as a field, never read out of the message."""
+RESOLVER_REASON = "resolverReason"
+"""A diagnostic's detail field naming the resolver's reason (``ResolverReason``) for a call that
+is parked, unsettled or corrupt."""
 
 
 class ResolverReason(StrEnum):

@@ -67,16 +67,17 @@ class CrashPoint(StrEnum):
     ATTESTATION_AFTER_COMMIT = "attestation_after_commit"
     RUN_ENDING_AFTER_EVENT_INSERT = "run_ending_after_event_insert"
     RUN_ENDING_AFTER_COMMIT = "run_ending_after_commit"
-    # The first open of a new data directory (``storage/store_creation.py``): the new database's
+    # The first open of a new data directory (``storage/ledger/store_creation.py``): the new
+    # database's
     # temporary file exists without a schema; its schema is committed, not yet published;
     # published as ``runtime.sqlite`` while the temporary name still links to it.
     FIRST_OPEN_BEFORE_MIGRATE = "first_open_before_migrate"
     FIRST_OPEN_BEFORE_PUBLISH = "first_open_before_publish"
     FIRST_OPEN_AFTER_PUBLISH = "first_open_after_publish"
-    # An older database's upgrade (``storage/ledger_schema.py``): every step ran, the new
+    # An older database's upgrade (``storage/ledger/ledger_schema.py``): every step ran, the new
     # version is set, nothing committed.
     MIGRATION_BEFORE_COMMIT = "migration_before_commit"
-    # The upgrade's compaction (``storage/upgrade_compaction.py``), the upgrade committed:
+    # The upgrade's compaction (``storage/ledger/upgrade_compaction.py``), the upgrade committed:
     # inside VACUUM, nothing of it committed; VACUUM committed into the WAL, the file not yet
     # rewritten from it.
     MIGRATION_COMPACTING = "migration_compacting"
@@ -100,6 +101,7 @@ class CrashPoint(StrEnum):
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"
+    TOOL_SUPERVISOR_NO_SUBREAPER = "tool_supervisor_no_subreaper"
 
 
 class UnknownCrashPoint(CodedError, ValueError):

@@ -17,7 +17,7 @@ tells the model (the history projection).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 AT_STOP = "at_stop"
@@ -31,17 +31,55 @@ def restore_kind(body: Mapping[str, Any]) -> str:
     return kind if kind in (BEFORE_LATER_CALLS, EARLIER_SNAPSHOT) else AT_STOP
 
 
-def _call(call: Mapping[str, Any]) -> str:
-    return f"{call.get('toolName', '?')} {call.get('toolCallId', '?')}"
+SUBJECT_CHARS = 60
+"""How much of a command a restore point's words quote."""
 
 
-def calls_phrase(body: Mapping[str, Any], owner: str = "the") -> str:
-    """``the bash call c1`` / ``the 3 calls that may have written (bash c1, ...)``."""
+def call_subject(tool_name: str, args: Any) -> str:
+    """A call as people know it, without an article: ``command "ls -la"``, ``write_file call
+    on notes/a.txt``, else ``list_dir call``."""
+    if isinstance(args, Mapping):
+        if tool_name == "bash" and isinstance(args.get("command"), str):
+            command = " ".join(args["command"].split())
+            if len(command) > SUBJECT_CHARS:
+                command = command[: SUBJECT_CHARS - 1] + "…"
+            return f'command "{command}"'
+        if isinstance(args.get("path"), str):
+            return f"{tool_name} call on {args['path']}"
+    return f"{tool_name} call"
+
+
+def call_subjects(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each model tool call of ``events`` by its call id, as people know it (``call_subject``)."""
+    subjects: dict[str, str] = {}
+    for event in events:
+        content = event.get("content")
+        if isinstance(content, Mapping) and content.get("kind") == "function_call":
+            subjects[str(content.get("id"))] = call_subject(
+                str(content.get("name")), content.get("args")
+            )
+    return subjects
+
+
+def _call(call: Mapping[str, Any], subjects: Mapping[str, str]) -> str:
+    subject = subjects.get(str(call.get("toolCallId")))
+    return subject or f"{call.get('toolName', '?')} {call.get('toolCallId', '?')}"
+
+
+def calls_phrase(
+    body: Mapping[str, Any], owner: str = "the", subjects: Mapping[str, str] | None = None
+) -> str:
+    """``the bash call c1`` / ``the 3 calls that may have written (bash c1, ...)``; with
+    ``subjects`` (for people), the calls by what they did: ``the command "make"``."""
+    subjects = subjects or {}
     calls: Sequence[Mapping[str, Any]] = body.get("laterCalls") or []
     count = len(calls) + int(body.get("moreLaterCalls") or 0)
     if count == 1 and calls:
+        subject = subjects.get(str(calls[0].get("toolCallId")))
+        if subject:
+            return f"{owner} {subject}"
         return f"{owner} {calls[0].get('toolName', '?')} call {calls[0].get('toolCallId', '?')}"
-    named = ", ".join(_call(call) for call in calls[:CALLS_NAMED])
+    named = ", ".join(_call(call, subjects) for call in calls[:CALLS_NAMED])
     rest = count - min(len(calls), CALLS_NAMED)
     if rest:
         named += f" and {rest} more"
@@ -60,11 +98,14 @@ def age_words(age_ms: int) -> str:
     return "less than a minute"  # (never: minutes >= 1 here)
 
 
-def point_phrase(body: Mapping[str, Any]) -> str:
+def point_phrase(body: Mapping[str, Any], subjects: Mapping[str, str] | None = None) -> str:
     """Where in the history an earlier snapshot was taken, and how much older it is than the one
     lost at the stop."""
     after: Mapping[str, Any] | None = body.get("snapshotAfterCall")
-    if after:
+    subject = (subjects or {}).get(str(after.get("toolCallId"))) if after else None
+    if after and subject:
+        text = f"the snapshot taken after the {subject}"
+    elif after:
         text = f"the snapshot taken after the {after.get('toolName', '?')} call " + str(
             after.get("toolCallId", "?")
         )
@@ -76,23 +117,26 @@ def point_phrase(body: Mapping[str, Any]) -> str:
     return text
 
 
-def copy_reflects(body: Mapping[str, Any]) -> str:
-    """For people: what the copy holds (the offer, the transcript marker)."""
+def copy_reflects(body: Mapping[str, Any], subjects: Mapping[str, str] | None = None) -> str:
+    """For people: what the copy holds (the offer, the transcript marker); ``subjects``
+    (``call_subjects``) names the calls by what they did rather than by their ids."""
     kind = restore_kind(body)
     if kind == BEFORE_LATER_CALLS:
         count = len(body.get("laterCalls") or []) + int(body.get("moreLaterCalls") or 0)
         them = "it" if count == 1 else "they"
         return (
-            f"the folder as it was before {calls_phrase(body)}; what {them} changed is not in "
-            "the copy"
+            f"the folder as it was before {calls_phrase(body, subjects=subjects)}; what {them} "
+            "changed is not in the copy"
         )
     if kind == EARLIER_SNAPSHOT:
         text = (
-            f"the folder at an earlier point ({point_phrase(body)}), because the snapshot "
+            f"the folder at an earlier point ({point_phrase(body, subjects)}), because the "
+            "snapshot "
             "taken at the stop is gone"
         )
         if body.get("laterCalls"):
-            return text + f"; the agent's later changes ({calls_phrase(body)}) are not in it"
+            later = calls_phrase(body, subjects=subjects)
+            return text + f"; the agent's later changes ({later}) are not in it"
         return text + "; anything changed after it is not in the copy"
     return "the folder as it was at the stop"
 

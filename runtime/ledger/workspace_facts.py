@@ -132,16 +132,18 @@ MARK_PATHS_NAMED = 5
 """How many changed paths the mark of a continuation with the current files names."""
 
 
-def decision_mark(actions: Mapping[str, Any] | None) -> str | None:
+def decision_mark(
+    actions: Mapping[str, Any] | None, subjects: Mapping[str, str] | None = None
+) -> str | None:
     """How the transcript marks a continuation that began with the user's workspace decision
-    (docs/design/workspace.md section 4), or None."""
+    (docs/design/workspace.md section 4), or None; ``subjects`` names calls by what they did."""
     if not actions:
         return None
     transition = actions.get("workspaceTransition")
     if isinstance(transition, Mapping):
         mark = f"Continued in a restored copy at {transition.get('toPath', '?')}"
         if restore_kind(transition) != AT_STOP:
-            mark += f", holding {copy_reflects(transition)}"
+            mark += f", holding {copy_reflects(transition, subjects)}"
         return mark
     baseline = actions.get("workspaceBaseline")
     if isinstance(baseline, Mapping) and set(actions) == {SETTLED_BASELINE_KEY}:

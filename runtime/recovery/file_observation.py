@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
 from runtime.ledger.codes import ReconcileObservation
 from runtime.ledger.event_model import FileStateEvidence
-from runtime.tools.workspace_paths import WORKSPACE_MARKER
+from runtime.tools.workspace_paths import is_protected
 
 OBSERVATION_SCHEMA = "state_identity_v1"
 _CHUNK = 1024 * 1024
@@ -134,7 +134,7 @@ def relative_parts(relative: str) -> tuple[str, ...] | None:
     parts = pure.parts
     if pure.is_absolute() or not parts or any(part in ("", ".", "..") for part in parts):
         return None
-    if relative != pure.as_posix() or relative == WORKSPACE_MARKER:
+    if relative != pure.as_posix() or is_protected(relative):
         return None
     return parts
 

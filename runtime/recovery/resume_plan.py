@@ -25,6 +25,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runtime.ledger.codes import (
+    ISSUE_CODE,
+    RESOLVER_REASON,
     DiagnosticCode,
     Disposition,
     OperationStatus,
@@ -222,6 +224,7 @@ def _project(resolved: Sequence[ResolvedOperation]) -> _Projection:
                         decision.dispatch_runtime_event_id or decision.response_runtime_event_id,
                         decision.tool_call_id,
                         decision.tool_name,
+                        detail=MappingProxyType({RESOLVER_REASON: decision.reason.value}),
                     )
                 )
             continue
@@ -252,7 +255,12 @@ def _project(resolved: Sequence[ResolvedOperation]) -> _Projection:
             if entry is not None:
                 operation_diagnostics.append(
                     ResumeDiagnostic(
-                        entry[0], entry[1], call_event_id, decision.tool_call_id, content["name"]
+                        entry[0],
+                        entry[1],
+                        call_event_id,
+                        decision.tool_call_id,
+                        content["name"],
+                        detail=MappingProxyType({RESOLVER_REASON: decision.reason.value}),
                     )
                 )
         operations.append(
@@ -278,7 +286,7 @@ def _issue_diagnostic(issue: ScanIssue) -> ResumeDiagnostic:
         DiagnosticCode.TOOL_LEDGER_CORRUPTION,
         f"immutable tool ledger is corrupt: {issue.code.value}",
         issue.event_id,
-        detail=MappingProxyType({"issueCode": issue.code.value}),
+        detail=MappingProxyType({ISSUE_CODE: issue.code.value}),
     )
 
 

@@ -3,7 +3,9 @@
 POSIX (Linux, macOS): the command runs under ``tool_supervisor``, which watches a pipe only this
 process holds and kills the command's whole process group when the pipe closes, which the kernel
 does for us when this process dies, SIGKILL included. On Linux the supervisor is also a child
-subreaper and kills every descendant, those that left the group with ``setsid`` included.
+subreaper and kills every descendant, those that left the group with ``setsid`` included; on macOS
+its descendant tracker remembers the processes the command starts and kills those (see
+``tool_supervisor``, and docs/crash-contract.md for what each platform guarantees).
 Windows: the command runs in a Job Object with kill-on-close. The test-only failpoint
 ``MAKA_FAILPOINT=tool_supervisor_disabled`` starts the command without either, so tests can make
 a survivor on purpose.
@@ -48,6 +50,14 @@ def _create_time_now(pid: int) -> float | None:
         return process_create_time(pid)
     except psutil.Error:
         return None
+
+
+def _test_options() -> list[str]:
+    """Test-only: the supervisor skips its child subreaper, so its descendant tracker (the path
+    of macOS) runs on Linux too."""
+    if failpoint_active(CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER):
+        return ["--no-subreaper"]
+    return []
 
 
 class SpawnFailed(Exception):
@@ -131,6 +141,7 @@ class SupervisedCommand:
                     str(watch_read),
                     str(status_write),
                     "background" if background else "foreground",
+                    *_test_options(),
                     "--",
                     *argv,
                 ],

@@ -2,9 +2,11 @@
 
 Checked twice, before T1: lexically (``..`` that climbs out, an absolute path elsewhere) and after
 resolving symlinks (a link, or a chain of links, that points outside). Paths inside the folder are
-fine however they are spelled (``sub/../a.txt``, an absolute path into the folder). The workspace
-identity marker is protected from writes: replacing it would silently change which workspace this
-is.
+fine however they are spelled (``sub/../a.txt``, an absolute path into the folder). The app's own
+``.maka`` folder at the top (the workspace identity marker ``.maka/workspace.json`` and the
+``.gitignore`` that keeps it out of the user's ``git status``) and the legacy marker
+``.maka-workspace.json`` are protected from writes, whatever the case of the name: replacing a
+marker would silently change which workspace this is. Reading them is allowed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ from pathlib import Path
 
 from runtime.tools.tool_contract import ToolRefusal, ToolRefusalCode
 
-WORKSPACE_MARKER = ".maka-workspace.json"
+# The same names as storage/sessions/workspace_identity.py (the runtime does not import storage).
+APP_DIR = ".maka"
+WORKSPACE_MARKER = f"{APP_DIR}/workspace.json"
+LEGACY_WORKSPACE_MARKER = ".maka-workspace.json"
+
+
+def is_protected(relative: str) -> bool:
+    """Whether the workspace-relative POSIX path ``relative`` is the app's own: ``.maka`` at the
+    top, anything in it, or the legacy marker (compared case-insensitively, so a folder on a
+    case-insensitive file system gives no way round it)."""
+    key = relative.casefold()
+    return key in (APP_DIR, LEGACY_WORKSPACE_MARKER) or key.startswith(APP_DIR + "/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +63,11 @@ def resolve_workspace_path(cwd: Path, raw: object, *, for_write: bool = False) -
             f"{raw!r} resolves through a symbolic link to {real}, outside the session folder",
         )
     relative = Path(os.path.relpath(real, root)).as_posix()
-    if for_write and relative == WORKSPACE_MARKER:
+    if for_write and is_protected(relative):
         raise ToolRefusal(
             ToolRefusalCode.PATH_PROTECTED,
-            f"{WORKSPACE_MARKER} is the workspace identity marker; tools may not change it",
+            f"{relative} is Maka's own (the workspace identity marker and its folder "
+            f"{APP_DIR}/); tools may not change it",
         )
     return WorkspacePath(Path(real), relative)
 

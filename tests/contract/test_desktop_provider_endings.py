@@ -12,7 +12,7 @@ from app.host.desktop_services import DesktopServices
 from app.host.desktop_settings import PROVIDER_ENVIRONMENT
 from app.host.host_services import SettingsChange
 from runtime.ledger.store_ports import RunStatus
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.contract.test_desktop_step_limit import Sink
 from tests.helpers.chat_server import chat_server, text_reply
 

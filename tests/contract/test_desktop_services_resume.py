@@ -14,8 +14,8 @@ from app.bridge_contract import TranscriptItem
 from app.host.desktop_services import DesktopServices
 from app.host.host_services import HostServiceError, ResumeOutcome, ResumeParked
 from runtime.ledger.store_ports import RunHeader, RunStatus
-from storage.ledger_store import open_store
-from storage.workspace_identity import resolve_workspace_identity
+from storage.ledger.ledger_store import open_store
+from storage.sessions.workspace_identity import resolve_workspace_identity
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -123,7 +123,8 @@ def test_every_desktop_run_records_its_workspace_even_with_safe_resume_off(
             time.sleep(0.05)
         assert runs and runs[0].status is RunStatus.COMPLETED
         assert runs[0].workspace_identity == resolve_workspace_identity(work).identity
-        assert (work / ".maka-workspace.json").is_file()
+        assert (work / ".maka" / "workspace.json").is_file()
+        assert not (work / ".maka-workspace.json").exists()
     finally:
         services.close()
 

@@ -14,7 +14,7 @@ from app.host.desktop_settings import SETTINGS_FILE, DesktopSettings
 from app.host.host_services import SettingsChange
 from runtime.agent import run_loop
 from runtime.ledger.store_ports import RunStatus
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_run import shape
 
 

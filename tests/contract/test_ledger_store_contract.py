@@ -28,7 +28,7 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoreRefusal,
 )
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     DROP,
     RunIds,

@@ -28,7 +28,7 @@ from runtime.ledger.codes import ParkReason, RevalidationCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.recovery.startup_recovery import run_startup_recovery
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

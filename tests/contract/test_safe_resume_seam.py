@@ -19,7 +19,7 @@ from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason, RevalidationCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -15,8 +15,8 @@ from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.codes import DiagnosticCode, ParkReason
 from runtime.tools.process_tree import BackgroundShellRegistry, ShellRecord, process_create_time
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.workspace_identity import MARKER_NAME, resolve_workspace_identity
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.sessions.workspace_identity import MARKER_NAME, resolve_workspace_identity
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.recovery.settle_verdict import judge_settlement
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     call_event,

@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.phase0_crash_ledger import crash_template_events
 from tests.helpers.store_workloads import commit_ledger
 

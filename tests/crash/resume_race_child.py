@@ -15,7 +15,7 @@ from runtime.continuation.continuation_planner import ContinuationDetails
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.resume_fixtures import FakeInspector, now_ms, observation
 
 SESSION = "sess-race"

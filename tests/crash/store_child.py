@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from runtime.ledger.store_ports import RunStatus
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

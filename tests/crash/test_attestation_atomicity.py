@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.crash import attestation_child
 from tests.helpers.store_workloads import db_state
 

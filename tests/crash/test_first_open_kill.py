@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.maka_run import maka
 
 pytestmark = pytest.mark.crash

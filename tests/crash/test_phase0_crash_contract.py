@@ -28,8 +28,8 @@ from runtime.ledger.store_ports import RunStatus
 from runtime.recovery.failpoints import RUNTIME_RESUME_FAILPOINTS, CommittedPrefix, Failpoint
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.resume_plan import plan_resume
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import RunIds
 from tests.helpers.phase0_crash_ledger import (
     PREFIX_EVENT_COUNTS,

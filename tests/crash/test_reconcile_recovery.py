@@ -16,7 +16,7 @@ import pytest
 from app.host.plan_report import recovery_sentence
 from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.event_model import RuntimeEvent
-from storage.workspace_identity import marker_bytes
+from storage.sessions.workspace_identity import marker_bytes
 from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
 
 pytestmark = pytest.mark.crash
@@ -227,11 +227,16 @@ def test_a_file_edited_between_crash_and_restart_parks_as_diverged_and_is_kept(
     assert drill.file_identity() == kept
 
 
-def test_a_marker_that_changed_identity_parks_as_unreadable(tmp_path: Path) -> None:
+@pytest.mark.parametrize("legacy", [False, True], ids=["marker", "legacy-marker"])
+def test_a_marker_that_changed_identity_parks_as_unreadable(tmp_path: Path, legacy: bool) -> None:
     drill = Drill(tmp_path)
     assert drill.run("P4").returncode == -9
-    marker = drill.work / ".maka-workspace.json"
+    marker = drill.work / ".maka" / "workspace.json"
     marker.unlink()
+    if legacy:  # the folder as an older version would mark another workspace
+        marker.parent.joinpath(".gitignore").unlink()
+        marker.parent.rmdir()
+        marker = drill.work / ".maka-workspace.json"
     marker.write_bytes(marker_bytes(str(uuid.uuid4()), 1))  # another workspace, same folder
     code, body = drill.plan()
     assert code == 3
@@ -241,6 +246,31 @@ def test_a_marker_that_changed_identity_parks_as_unreadable(tmp_path: Path) -> N
     )
     assert _sentence("reconcile_unreadable") in drill.plan_text().stdout
     assert drill.target.read_bytes() == CONTENT.encode()
+
+
+def test_a_folder_with_only_the_legacy_marker_recovers_as_the_same_workspace(
+    tmp_path: Path,
+) -> None:
+    """Killed at P4, then the folder carries its identity the way older versions kept it: the
+    write is still recognised as done in this workspace, and the marker moves into ``.maka``."""
+    drill = Drill(tmp_path)
+    assert drill.run("P4").returncode == -9
+    written = drill.file_identity()
+    marker = drill.work / ".maka" / "workspace.json"
+    data = marker.read_bytes()
+    marker.unlink()
+    marker.parent.joinpath(".gitignore").unlink()
+    marker.parent.rmdir()
+    (drill.work / ".maka-workspace.json").write_bytes(data)
+    code, body = drill.resume()
+    assert code == 0, body
+    assert body["started"] is True and body["status"] == "completed"
+    assert drill.file_identity() == written  # never rewritten
+    decision = [e for e in drill.source_events() if "toolRecovery" in (e.get("actions") or {})]
+    payload = decision[-1]["actions"]["toolRecovery"]["payload"]
+    assert payload["reasonCode"] == "reconcile_matches_expected_state"
+    assert marker.read_bytes() == data
+    assert not (drill.work / ".maka-workspace.json").exists()
 
 
 @pytest.mark.parametrize("point", ["bundle_after_outcome_insert", "P10"])

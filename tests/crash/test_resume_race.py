@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.ledger_schema import SCHEMA_VERSION
-from storage.ledger_store import open_store
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_store import open_store
 from tests.helpers.schema_v3 import (
     current_store_with_history,
     current_store_with_ledgers,
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.crash
 
 REPO = Path(__file__).resolve().parents[2]
 _OPEN = (
-    "import sys; from pathlib import Path; from storage.ledger_store import open_store; "
+    "import sys; from pathlib import Path; from storage.ledger.ledger_store import open_store; "
     "open_store(Path(sys.argv[1])).close(); print('OPENED')"
 )
 

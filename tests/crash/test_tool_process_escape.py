@@ -1,6 +1,11 @@
 """No process a command starts escapes its host (Linux): one that leaves the command's group and
 session (``setsid``, a double fork, ``nohup … &``) is re-parented to the tool supervisor, a child
-subreaper, and stopped with everything else when a real ``maka run`` is killed with SIGKILL."""
+subreaper, and stopped with everything else when a real ``maka run`` is killed with SIGKILL.
+
+The same escapes run again with the subreaper switched off (the test-only
+``MAKA_FAILPOINT=tool_supervisor_no_subreaper``), the path of platforms without one (macOS): the
+escaped process is re-parented to init there, and the supervisor's descendant tracker, which
+remembered it, stops it."""
 
 from __future__ import annotations
 
@@ -42,9 +47,22 @@ def _command(form: str) -> str:
     )
 
 
+def _below_a_supervisor(process: psutil.Process) -> bool:
+    for parent in process.parents():
+        try:
+            if any("tool_supervisor" in part for part in parent.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("subreaper", [True, False], ids=["subreaper", "tracker"])
 @pytest.mark.parametrize("form", sorted(ESCAPES))
-def test_a_detached_process_dies_with_a_sigkilled_host(tmp_path: Path, form: str) -> None:
+def test_a_detached_process_dies_with_a_sigkilled_host(
+    tmp_path: Path, form: str, subreaper: bool
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     script = write_script(
@@ -65,6 +83,8 @@ def test_a_detached_process_dies_with_a_sigkilled_host(tmp_path: Path, form: str
     environment.pop("MAKA_FAILPOINT", None)
     environment.update({"MAKA_DATA_DIR": str(tmp_path / "data"), "QT_QPA_PLATFORM": "offscreen"})
     environment.update(scripted_env(script))
+    if not subreaper:
+        environment["MAKA_FAILPOINT"] = "tool_supervisor_no_subreaper"
     host = subprocess.Popen(
         [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "auto", "go"],
         env=environment,
@@ -82,6 +102,8 @@ def test_a_detached_process_dies_with_a_sigkilled_host(tmp_path: Path, form: str
         assert escaped.is_running()
         if "setsid" in form:
             assert os.getsid(escaped.pid) != os.getsid(host.pid), "it left the session"
+        if not subreaper and "double fork" in form:  # re-parented to init, not the supervisor
+            assert not _below_a_supervisor(escaped)
         host.send_signal(signal.SIGKILL)
         host.wait(10)
         _, alive = psutil.wait_procs([escaped], timeout=15)

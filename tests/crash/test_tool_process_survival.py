@@ -23,7 +23,7 @@ import pytest
 
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.tools.process_identity import running_process, stop_tool_process
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_process import maka_executable
 from tests.helpers.maka_run import maka, scripted_env, write_script
 

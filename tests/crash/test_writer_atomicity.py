@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from runtime.ledger.store_ports import RunStatus
-from storage.ledger_schema import SCHEMA_VERSION
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.crash import store_child
 from tests.helpers.store_workloads import add_run, db_state
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoint_retention import run_retention
-from storage.checkpoint_store import GitCheckpointStore
-from storage.ledger_store import open_store
+from storage.checkpoints.checkpoint_retention import run_retention
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from storage.instance_lock import InstanceLock, LockOutcome
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import RunIds, clean_ledger, to_jsonl
 from tests.helpers.maka_process import maka_executable
 from tests.helpers.store_workloads import commit_ledger, db_state, store_with_runs

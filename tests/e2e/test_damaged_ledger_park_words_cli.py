@@ -17,7 +17,7 @@ import pytest
 
 from app.code_text import describe
 from app.park_guidance import DAMAGED_RECORD_REASON, LEDGER_DAMAGED
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
 pytestmark = pytest.mark.e2e
@@ -135,13 +135,15 @@ def test_plan_and_resume_say_what_is_damaged_in_words(
     for head, code in calls:
         assert f"{head}: {describe(code).sentence} {LEDGER_DAMAGED}" in shown.stdout.splitlines()
 
-    # The JSON keeps its fields as they were (the messages name the codes for tools).
+    # The JSON keeps its fields; the ledger check's code is also a field of its own (tools and
+    # the banner read that, never the message).
     parked = json.loads(maka(["plan", session, "--json"], data, env=env).stdout)
     [ledger] = [d for d in parked["diagnostics"] if d["code"] == "tool_ledger_corruption"]
     assert ledger == {
         "code": "tool_ledger_corruption",
         "message": f"generation 1: ledger issue {lines[-1][1]}",
         "eventId": event,
+        "detail": {"issueCode": lines[-1][1]},
     }
     assert parked["rejectionReasons"] == ["dangling_tool_state"]
     assert len(committed_runs(data)) == 1  # nothing was started

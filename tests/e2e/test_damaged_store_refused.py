@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.maka_process import run_maka
 from tests.helpers.maka_run import committed_runs, maka
 
@@ -86,7 +86,7 @@ def test_a_clean_close_lets_the_next_start_skip_the_whole_file_check(tmp_path: P
     Maka's back (even with its modification time put back) no longer matches it."""
     import os
 
-    from storage.store_verification import _current_stamp, _read_stamp
+    from storage.ledger.store_verification import _current_stamp, _read_stamp
 
     data_dir, _, _ = _populated(tmp_path)
     database = data_dir / DATABASE_NAME

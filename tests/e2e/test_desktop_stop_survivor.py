@@ -28,7 +28,7 @@ from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.tools.process_identity import running_process, stop_tool_process
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_process import MainProcess, maka_executable, start_main
 from tests.helpers.maka_run import scripted_env, write_script
 

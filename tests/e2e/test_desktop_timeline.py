@@ -37,7 +37,7 @@ from app.bridge_contract import (
     TimelineRowsRequest,
     TurnsSendRequest,
 )
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import scripted_env, write_script
 from tests.helpers.wire_client import WireClient

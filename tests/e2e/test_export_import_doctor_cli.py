@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.ledger_schema import SCHEMA_VERSION
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import RunIds, clean_ledger
 from tests.helpers.maka_process import maka_executable
 from tests.helpers.store_workloads import commit_ledger, db_state, store_with_runs

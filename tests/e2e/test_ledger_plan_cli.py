@@ -198,7 +198,10 @@ def test_plan_prints_exactly_the_documented_shape(tmp_path: Path) -> None:
         "eventId",
         "toolCallId",
         "toolName",
+        "detail",
     ]
+    # The resolver's reason as a field: tools and the banner never read it out of the message.
+    assert document["diagnostics"][0]["detail"] == {"resolverReason": "dispatch_without_response"}
     assert _no_nulls(document)
 
 
@@ -372,6 +375,7 @@ def test_scan_reports_an_orphan_dispatch_and_a_stray_recovery_fact_with_their_id
         "eventId": orphan["id"],
         "toolCallId": "thief",
         "toolName": "Write",
+        "detail": {"resolverReason": "orphan_dispatch"},
     }
     assert plan["disposition"] == "blocked"
 

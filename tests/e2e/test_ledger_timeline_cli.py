@@ -111,7 +111,7 @@ def _document(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def _interrupted_session(tmp_path: Path) -> tuple[Path, Path]:
     """A session whose bash call was dispatched when the process died, recovered at the next
     start (startup recovery wrote the run's failed ending)."""
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
     from tests.helpers.ledger_builders import DEFAULT_IDS, call_event, dispatch_event, user_text
     from tests.helpers.resume_fixtures import recover, seed_interrupted_run
 

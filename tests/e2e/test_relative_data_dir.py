@@ -65,7 +65,8 @@ def test_a_relative_data_dir_keeps_its_snapshots_whichever_way_it_is_named(
     assert run.returncode == 0, run.stderr
     assert (here / "data" / "runtime.sqlite").is_file()
     # Nothing in a second data folder one level deeper or in the session folder.
-    assert sorted(p.name for p in work.iterdir()) == [".maka-workspace.json", "a.txt"]
+    assert sorted(p.name for p in work.iterdir()) == [".maka", "a.txt"]
+    assert sorted(p.name for p in (work / ".maka").iterdir()) == [".gitignore", "workspace.json"]
     assert not (here / "data" / "data").exists()
     assert not (here / "data" / "checkpoints" / "data").exists()
 

@@ -35,7 +35,11 @@ def _delete_snapshot(data: Path, commit_id: str) -> None:
     loose.unlink()
 
 
-STALE_REFLECTS = "the folder as it was before the bash call c1; what it changed is not in the copy"
+# For people, calls are named by what they did; the model's notice names them by call id.
+STALE_REFLECTS = (
+    'the folder as it was before the command "echo x >> count.txt"; what it changed is not in '
+    "the copy"
+)
 STALE_NOTICE = (
     "Note from the host: the user chose to continue in a restored copy of the folder. The copy "
     "holds the files as they were before your bash call c1: what that call changed is not in "
@@ -55,6 +59,13 @@ def test_a_copy_of_a_stale_snapshot_says_it_predates_the_last_command(tmp_path: 
     assert parked["workspaceOptions"] == ["isolated_restore", "rebaseline"]
     assert parked["restorePoint"]["kind"] == "before_later_calls"
     assert parked["restorePoint"]["reflects"] == STALE_REFLECTS
+    # The stale park names the command and the files that differ from the last snapshot.
+    [stale] = [d for d in parked["diagnostics"] if d["code"] == "workspace_checkpoint_stale"]
+    assert stale["message"] == (
+        'the command "echo x >> count.txt" may have changed files after the last snapshot; '
+        "1 file differs from that snapshot"
+    )
+    assert stale["detail"]["changedPaths"] == [{"path": "count.txt", "change": "added"}]
     note = [d for d in parked["diagnostics"] if d["code"] == "workspace_restore_point"]
     assert [d["message"] for d in note] == [f"a restored copy would hold {STALE_REFLECTS}"]
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
@@ -69,7 +80,8 @@ def test_a_copy_of_a_stale_snapshot_says_it_predates_the_last_command(tmp_path: 
     )
     # The copy is the folder before the command: no count.txt; the continuation wrote its report.
     files = _files(copy)
-    files.pop(".maka-workspace.json")
+    files.pop(".maka/workspace.json")
+    files.pop(".maka/.gitignore")
     assert files == {"a.txt": b"alpha\n", "b.txt": b"beta\n", "report.txt": b"done\n"}
     assert _files(drill.work) == before
 
@@ -103,7 +115,8 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
     reflects = (
         "the folder at an earlier point (the snapshot taken at the start of a run, before any "
         "call that may have written, less than a minute before the stop), because the snapshot "
-        "taken at the stop is gone; the agent's later changes (the bash call c1) are not in it"
+        "taken at the stop is gone; the agent's later changes (the command \"echo x >> "
+        'count.txt") are not in it'
     )
     assert parked["restorePoint"] == {
         "kind": "earlier_snapshot",
@@ -123,7 +136,8 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
         result.stderr
     )
     files = _files(copy)
-    files.pop(".maka-workspace.json")
+    files.pop(".maka/workspace.json")
+    files.pop(".maka/.gitignore")
     assert files == {"a.txt": b"alpha\n", "b.txt": b"beta\n", "report.txt": b"done\n"}
     assert _files(drill.work) == before
 

@@ -152,7 +152,8 @@ def test_a_restored_copy_continuation_killed_before_its_snapshot_continues_there
     }
     assert epochs == {2}
     files = _files(copy)
-    files.pop(".maka-workspace.json")
+    files.pop(".maka/workspace.json")
+    files.pop(".maka/.gitignore")
     assert files == {
         "a.txt": b"alpha\n",
         "b.txt": b"beta\n",

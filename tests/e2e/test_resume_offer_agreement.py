@@ -20,8 +20,8 @@ import pytest
 from app.host.desktop_services import DesktopServices
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunStatus
-from storage.ledger_store import open_store
-from storage.workspace_identity import resolve_workspace_identity
+from storage.ledger.ledger_store import open_store
+from storage.sessions.workspace_identity import resolve_workspace_identity
 from tests.helpers.chat_server import chat_server, json_error, text_reply, tool_reply
 from tests.helpers.ledger_builders import (
     RunIds,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from storage.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_schema import SCHEMA_VERSION
 from tests.helpers.maka_run import maka, scripted_env, write_script
 from tests.helpers.schema_v3 import current_store_with_ledgers, write_schema_3
 

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from storage.workspace_identity import marker_bytes
+from storage.sessions.workspace_identity import (
+    LEGACY_MARKER_NAME,
+    MARKER_DIR,
+    MARKER_NAME,
+    marker_bytes,
+    read_workspace_identity,
+)
 from tests.e2e.test_safe_resume_cli import FLAG, Drill
 from tests.helpers.maka_run import committed_runs, maka
 
@@ -42,20 +48,21 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert "[warn] workspace_folder_missing" in text and "Error" not in text
     assert f"maka sessions relocate {drill.session} NEW_FOLDER" in text
 
-    # A different workspace is refused, and nothing changes.
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / ".maka-workspace.json").write_bytes(marker_bytes(str(uuid.uuid4()), 1))
-    refused = maka(["sessions", "relocate", drill.session, str(other)], drill.data)
-    assert refused.returncode == 2
-    assert "maka: error [workspace_identity_differs]" in refused.stderr
-    assert "Traceback" not in refused.stderr
-    assert _sessions(drill)[0]["cwd"] == str(drill.work)
+    # A different workspace is refused (its marker in either form), and nothing changes.
+    for n, name in enumerate((MARKER_NAME, LEGACY_MARKER_NAME)):
+        other = tmp_path / f"other-{n}"
+        (other / name).parent.mkdir(parents=True, exist_ok=True)
+        (other / name).write_bytes(marker_bytes(str(uuid.uuid4()), 1))
+        refused = maka(["sessions", "relocate", drill.session, str(other)], drill.data)
+        assert refused.returncode == 2
+        assert "maka: error [workspace_identity_differs]" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert _sessions(drill)[0]["cwd"] == str(drill.work)
     empty = tmp_path / "empty"
     empty.mkdir()
     no_marker = maka(["sessions", "relocate", drill.session, str(empty)], drill.data)
     assert "[workspace_identity_differs]" in no_marker.stderr
-    assert not (empty / ".maka-workspace.json").exists(), "the marker is read, never created"
+    assert list(empty.iterdir()) == [], "the marker is read, never created"
 
     located = maka(["sessions", "relocate", drill.session, str(moved)], drill.data)
     assert located.returncode == 0, located.stderr
@@ -79,6 +86,37 @@ def _relocate(drill: Drill, folder: Path) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
+def test_a_moved_folder_with_the_legacy_marker_is_located_and_resumes(tmp_path: Path) -> None:
+    """A folder an older version marked (``.maka-workspace.json`` only) is still the session's
+    workspace: relocation accepts it without touching the marker, and Safe resume continues
+    there as the same workspace, the marker then moved into ``.maka``."""
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9  # interrupted after the bash call completed
+    moved = tmp_path / "moved-work"
+    shutil.move(str(drill.work), moved)
+    data = (moved / MARKER_NAME).read_bytes()
+    shutil.rmtree(moved / MARKER_DIR)
+    (moved / LEGACY_MARKER_NAME).write_bytes(data)
+
+    located = maka(["sessions", "relocate", drill.session, str(moved)], drill.data)
+    assert located.returncode == 0, located.stderr
+    assert _sessions(drill)[0]["cwd"] == str(moved)
+    assert not (moved / MARKER_DIR).exists(), "relocation reads the marker, never moves it"
+    assert (moved / LEGACY_MARKER_NAME).read_bytes() == data
+
+    code, resumed = drill.resume()
+    assert code == 0, resumed
+    assert resumed["started"] is True
+    assert (moved / "count.txt").read_text().count("x") == 1  # the bash call never ran again
+    runs = committed_runs(drill.data)
+    assert runs[-1][0].cwd == str(moved)
+    assert {header.workspace_identity for header, _ in runs} == {runs[0][0].workspace_identity}
+    assert (moved / MARKER_NAME).read_bytes() == data
+    assert not (moved / LEGACY_MARKER_NAME).exists()
+    found = read_workspace_identity(moved)
+    assert found is not None and found.identity == runs[0][0].workspace_identity
+
+
 def test_every_folder_relocate_refuses_is_a_usage_refusal_that_changes_nothing(
     tmp_path: Path,
 ) -> None:
@@ -89,22 +127,32 @@ def test_every_folder_relocate_refuses_is_a_usage_refusal_that_changes_nothing(
     assert drill.run(None).returncode == 0
     before = _sessions(drill)
     other = tmp_path / "other"
-    other.mkdir()
+    (other / MARKER_DIR).mkdir(parents=True)
     marker = marker_bytes(str(uuid.uuid4()), 1)
-    (other / ".maka-workspace.json").write_bytes(marker)
+    (other / MARKER_NAME).write_bytes(marker)
     no_marker = tmp_path / "no-marker"
     no_marker.mkdir()
     damaged = tmp_path / "damaged"
-    damaged.mkdir()
-    (damaged / ".maka-workspace.json").write_text("{not json")
+    (damaged / MARKER_DIR).mkdir(parents=True)
+    (damaged / MARKER_NAME).write_text("{not json")
+    damaged_legacy = tmp_path / "damaged-legacy"
+    damaged_legacy.mkdir()
+    (damaged_legacy / LEGACY_MARKER_NAME).write_text("{not json")
+    # Both forms, naming different workspaces: neither is chosen.
+    both = tmp_path / "both"
+    (both / MARKER_DIR).mkdir(parents=True)
+    (both / MARKER_NAME).write_bytes(marker)
+    (both / LEGACY_MARKER_NAME).write_bytes(marker_bytes(str(uuid.uuid4()), 1))
     a_file = tmp_path / "a-file.txt"
     a_file.write_text("not a folder")
     cases = {
         tmp_path / "missing": ("invalid_cwd", "does not exist"),
         a_file: ("invalid_cwd", "is a file, not a folder"),
         other: ("workspace_identity_differs", "belongs to another workspace"),
-        no_marker: ("workspace_identity_differs", "has no .maka-workspace.json"),
+        no_marker: ("workspace_identity_differs", "has no workspace marker (.maka/workspace"),
         damaged: ("workspace_marker_invalid", ""),
+        damaged_legacy: ("workspace_marker_invalid", LEGACY_MARKER_NAME),
+        both: ("workspace_markers_disagree", "will not choose"),
     }
     for folder, (code, words) in cases.items():
         exit_code, stderr = _relocate(drill, folder)
@@ -112,9 +160,11 @@ def test_every_folder_relocate_refuses_is_a_usage_refusal_that_changes_nothing(
         assert stderr.startswith(f"maka: error [{code}]: "), stderr
         assert words in stderr and "not moved" in stderr, stderr
         assert _sessions(drill) == before
-    assert (other / ".maka-workspace.json").read_bytes() == marker
-    assert not (no_marker / ".maka-workspace.json").exists()
-    assert (damaged / ".maka-workspace.json").read_text() == "{not json"
+    assert (other / MARKER_NAME).read_bytes() == marker
+    assert list(no_marker.iterdir()) == []
+    assert (damaged / MARKER_NAME).read_text() == "{not json"
+    assert (damaged_legacy / LEGACY_MARKER_NAME).read_text() == "{not json"
+    assert (both / MARKER_NAME).read_bytes() == marker and (both / LEGACY_MARKER_NAME).exists()
     log = drill.data / "logs" / "lifecycle.jsonl"
     assert not log.exists() or "session.relocated" not in log.read_text()
 

@@ -28,7 +28,7 @@ from app.bridge_contract import (
     ToolSettledPush,
     ToolsSettleRequest,
 )
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.e2e.test_damaged_ledger_park_words_cli import _damaged_session, _orphan, _wrong_side
 from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import maka

@@ -32,8 +32,8 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stder
 HEAVY = (
     "pydantic",
     "pydantic_core",
-    "storage.ledger_store",
-    "storage.event_writer",
+    "storage.ledger.ledger_store",
+    "storage.ledger.event_writer",
     "runtime.ledger.event_model",
     "runtime.agent.run_loop",
     "runtime.agent.session_service",

@@ -196,8 +196,8 @@ def test_a_file_changed_between_plan_and_execution_refuses_before_the_provider(
     from app.host.resume_seam import resume_service
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.tools.tool_catalog import default_catalog
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.ledger_store import open_store
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
 
     drill = Drill(tmp_path)
     drill.run("P8")

@@ -255,14 +255,15 @@ def test_restore_continues_in_a_copy_and_leaves_the_folder_alone(tmp_path: Path)
     assert _files(drill.work) == before
     # The copy is the folder at the stop, and the continuation's write landed there.
     files = _files(copy)
-    marker = json.loads(files.pop(".maka-workspace.json"))
+    marker = json.loads(files.pop(".maka/workspace.json"))
+    assert files.pop(".maka/.gitignore") == b"*\n"  # the copy's marker stays out of git status
     assert files == {
         "a.txt": b"alpha\n",
         "b.txt": b"beta\n",
         "count.txt": b"x\n",
         "report.txt": b"done\n",
     }
-    original = json.loads((drill.work / ".maka-workspace.json").read_text())
+    original = json.loads((drill.work / ".maka" / "workspace.json").read_text())
     assert marker["workspaceId"] != original["workspaceId"]
     # No notice: the model continues exactly where it left off.
     first = drill.requests()[0]["history"]
@@ -447,8 +448,8 @@ def test_two_restores_planned_together_make_one_continuation(tmp_path: Path) -> 
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.continuation.workspace_decision import WorkspaceDecision
     from runtime.tools.tool_catalog import default_catalog
-    from storage.checkpoint_store import GitCheckpointStore
-    from storage.ledger_store import open_store
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
 
     drill, before = _drifted(tmp_path)
     code, _ = _plan(drill)  # startup recovery has run; the plan parks on the drift
@@ -668,7 +669,7 @@ def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: 
         for e in runs[0][1]
         if "workspaceCheckpoint" in e.get("actions", {})
     ][-1]
-    from storage.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     git_dir = GitCheckpointStore(drill.data).git_dir(checkpoint["workspaceIdentity"])
     import subprocess

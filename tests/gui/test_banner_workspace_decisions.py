@@ -303,3 +303,37 @@ def test_a_parked_write_and_a_stale_snapshot_point_to_a_new_message_only(qtbot: 
         body
         == "Check the files that tool call may have changed, then send a new message to carry on."
     )
+
+
+def test_a_stale_snapshot_lists_the_files_that_differ_from_it(qtbot: QtBot) -> None:
+    """A stale snapshot's park names the files that differ from that snapshot under its reason,
+    as a drift does; the headline never claims they changed after the stop."""
+    stale = ResumeDiagnostic(
+        code="workspace_checkpoint_stale",
+        message='the command "make" may have changed files after the last snapshot; 2 files '
+        "differ from that snapshot",
+        changed_paths=(
+            ChangedPath(path="build/out.o", change="added"),
+            ChangedPath(path="src/a.c", change="modified"),
+        ),
+    )
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    bridge.push_parked(
+        "s1",
+        ("workspace_checkpoint_stale",),
+        (stale,),
+        workspace_options=("isolated_restore", "rebaseline"),
+    )
+    labels = {label.property("code"): label.text() for label in banner.reason_labels}
+    lines = [line.strip() for line in labels["workspace_checkpoint_stale"].splitlines()]
+    assert lines[1:] == [
+        "These differ from the last snapshot:",
+        "added: build/out.o",
+        "changed: src/a.c",
+    ]
+    assert banner.title_label.text() != "Files changed since the run stopped."
+    assert banner.decisions_row.isVisible()

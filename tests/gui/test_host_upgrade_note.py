@@ -17,7 +17,7 @@ from app.host.ipc_endpoint import find_endpoint
 from main_process.host_app import HostApp, HostConfig, upgrade_note
 from renderer.bridge_port import ConnectionState
 from renderer.connection_status import ConnectionStatus
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.fake_bridge import FakeBridge
 from tests.helpers.fake_host_services import FakeHostServices
 from tests.helpers.schema_v3 import current_store_with_ledgers, write_schema_3

@@ -313,7 +313,7 @@ def survivor_scene(root: Path, out: Path) -> None:
 def _stop_recorded_commands(data: Path) -> None:
     """Stop the command this scene left running, by its recorded identity (pid + create time)."""
     from runtime.tools.process_identity import stop_tool_process
-    from storage.ledger_store import open_store
+    from storage.ledger.ledger_store import open_store
 
     store = open_store(data, read_only=True)
     try:

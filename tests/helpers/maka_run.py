@@ -12,7 +12,7 @@ from typing import Any
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_process import maka_executable
 
 

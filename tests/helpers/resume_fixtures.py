@@ -16,7 +16,7 @@ from runtime.continuation.continuation_planner import SafetyObservation
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.recovery.startup_recovery import StartupRecoveryReport, run_startup_recovery
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import RunIds
 
 WORKSPACE = "workspace:v1:11111111-1111-4111-8111-111111111111"

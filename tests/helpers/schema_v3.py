@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from runtime.ledger.event_model import RuntimeEvent
-from storage import ledger_schema
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger import ledger_schema
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from storage.ledger_store import SqliteLedgerStore
+from storage.ledger.ledger_store import SqliteLedgerStore
 
 
 def connection_to_measure(store: SqliteLedgerStore) -> sqlite3.Connection:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 
-from storage.ledger_store import SqliteLedgerStore
-from storage.sqlite_connection import BUSY_TIMEOUT_MS
+from storage.ledger.ledger_store import SqliteLedgerStore
+from storage.ledger.sqlite_connection import BUSY_TIMEOUT_MS
 
 
 def edit_behind_the_back(store: SqliteLedgerStore, statement: str, *args: object) -> None:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import EVENT_STATUS_TO_RUN
-from storage.ledger_store import SqliteLedgerStore
+from storage.ledger.ledger_store import SqliteLedgerStore
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -26,8 +26,8 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoreRefusal,
 )
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import Synchronous
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import Synchronous
 from tests.helpers.ledger_builders import RunIds
 
 FIXED_NOW = 1_767_225_600_000

@@ -1,8 +1,9 @@
 """The first capture of a folder that is a Git repository borrows what the user's Git knows,
-read-only (storage/checkpoint_borrow.py): a copy of the user's index as the private index's
-seed, the user's object store as an alternate; the store then makes itself self-contained, so
-no ``git gc`` of the user's, no history rewrite and no deletion of their repository can break a
-snapshot. The user's ``.git`` stays byte for byte (and time for time) what it was."""
+read-only (storage/checkpoints/checkpoint_borrow.py): a copy of the user's index as the private
+index's seed, the user's object store as an alternate; the store then makes itself
+self-contained, so no ``git gc`` of the user's, no history rewrite and no deletion of their
+repository can break a snapshot. The user's ``.git`` stays byte for byte (and time for time)
+what it was."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoint_borrow import ALTERNATES
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_borrow import ALTERNATES
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555aaaa"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoint_store import TIP_REF, GitCheckpointStore
+from storage.checkpoints.checkpoint_store import TIP_REF, GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:3d3d3d3d-1111-2222-3333-444455556666"

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
-from storage.checkpoint_store import GitCheckpointStore
-from storage.workspace_identity import resolve_workspace_identity
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.sessions.workspace_identity import resolve_workspace_identity
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -42,7 +42,15 @@ def test_empty_folders_are_captured_compared_and_restored(tmp_path: Path) -> Non
 
     copy = tmp_path / "copy"
     store.materialize(identity, snapshot.tree_id, copy, "s")
-    assert _dirs(copy) == {"src", "src/empty", "only", "only/nested", "only/nested/deeper"}
+    # (``.maka``: the copy's own workspace marker, never one from the snapshot.)
+    assert _dirs(copy) == {
+        ".maka",
+        "src",
+        "src/empty",
+        "only",
+        "only/nested",
+        "only/nested/deeper",
+    }
     assert (copy / "src" / "a.txt").read_text() == "alpha\n"
 
     # A folder made and one removed while the session was stopped: drift, named as folders.

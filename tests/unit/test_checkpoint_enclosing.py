@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.checkpoint_enclosing import _moved, enclosing_rules
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_enclosing import _moved, enclosing_rules
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from tests.unit.test_checkpoint_store import _tree_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -91,7 +91,7 @@ def test_rules_are_moved_to_the_folder_or_left_out() -> None:
 
 @given(st.lists(st.text(alphabet="ab*/!#\\ .", max_size=12), max_size=6))
 def test_any_rules_read_without_failing(rules: list[str]) -> None:
-    from storage.checkpoint_enclosing import _rewritten
+    from storage.checkpoints.checkpoint_enclosing import _rewritten
 
     for line in _rewritten(rules, ("a", "b")):
         assert line and "\n" not in line

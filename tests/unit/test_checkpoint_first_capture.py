@@ -23,8 +23,8 @@ from runtime.ledger.checkpoint_ports import Snapshot
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, RunStatus, StoredEvent
 from runtime.providers.scripted_provider import ScriptedProvider
-from storage.checkpoint_store import GitCheckpointStore
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:1e1e1e1e-1111-2222-3333-444455556666"

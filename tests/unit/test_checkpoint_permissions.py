@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
-from storage.checkpoint_permissions import decode_record, encode_record
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_permissions import decode_record, encode_record
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX modes"
@@ -62,7 +62,7 @@ def test_a_restored_copy_gets_every_entrys_permission_bits_back(tmp_path: Path) 
         assert _bits(copy / "readonly" / "r.txt") == 0o644
         assert _bits(copy) == 0o700  # as private as the folder it copies
         # The record is the store's own: the copy holds the user's files and its marker only.
-        assert not (copy / ".maka").exists()
+        assert sorted(os.listdir(copy / ".maka")) == [".gitignore", "workspace.json"]
         assert (copy / "keys" / "private.env").read_text() == "TOKEN=1\n"
     finally:
         for path in (copy / "readonly", folder / "readonly"):

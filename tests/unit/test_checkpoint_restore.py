@@ -13,8 +13,8 @@ import pytest
 from runtime.continuation.workspace_transition import default_restore_path
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import RestoreCode
-from storage.checkpoint_store import GitCheckpointStore
-from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.sessions.workspace_identity import read_workspace_identity, resolve_workspace_identity
 from tests.unit.test_checkpoint_store import _tree_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from tests.unit.test_checkpoint_store import _tree_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

@@ -12,8 +12,15 @@ import pytest
 
 from runtime.ledger.checkpoint_ports import CheckpointError, CheckpointMode, PathChange
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode
-from storage.checkpoint_git import find_git
-from storage.checkpoint_store import GitCheckpointStore, workspace_key
+from storage.checkpoints.checkpoint_git import find_git
+from storage.checkpoints.checkpoint_store import GitCheckpointStore, workspace_key
+from storage.sessions.workspace_identity import (
+    LEGACY_MARKER_NAME,
+    MARKER_NAME,
+    marker_bytes,
+    read_workspace_identity,
+    resolve_workspace_identity,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:0f0e0d0c-1111-2222-3333-444455556666"
@@ -122,9 +129,11 @@ def test_the_users_repository_is_byte_identical_after_many_captures(
 def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
     folder = tmp_path / "ws"
     folder.mkdir()
-    (folder / ".maka-workspace.json").write_text("{}")
-    (folder / ".maka").mkdir()  # the app's own folder: never the user's files
+    resolve_workspace_identity(folder)  # .maka/workspace.json and .maka/.gitignore
+    (folder / LEGACY_MARKER_NAME).write_text("{}")  # the marker of older versions
+    # The app's own folder: never the user's files, nor a record of theirs.
     (folder / ".maka" / "permissions").write_text("0777 src.py\0")
+    (folder / ".maka" / "empty").mkdir()
     (folder / ".gitignore").write_text("build/\n")
     (folder / "build").mkdir()
     (folder / "build" / "out.o").write_text("x")
@@ -152,6 +161,34 @@ def test_policy_ignores_links_big_files_and_the_marker(tmp_path: Path) -> None:
     assert second.skipped == ("src.py",)
     changes = {c.path: c.change for c in store.changes(WS, snap.tree_id, second.tree_id)}
     assert changes == {"src.py": PathChange.DELETED, "big.bin": PathChange.ADDED}
+
+
+def test_the_marker_in_either_form_is_outside_every_snapshot_and_every_restore(
+    tmp_path: Path,
+) -> None:
+    """Moving a legacy marker into ``.maka`` changes no snapshot; a restored copy gets a marker
+    of its own (a new identity) and never the snapshot's ``.maka`` record or the folder's."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    legacy = marker_bytes("0f0e0d0c-1111-4222-8333-444455556666", 1)
+    (folder / LEGACY_MARKER_NAME).write_bytes(legacy)
+    store = GitCheckpointStore(tmp_path / "data")
+    before = store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    identity = resolve_workspace_identity(folder)  # the legacy marker moves into .maka
+    assert not (folder / LEGACY_MARKER_NAME).exists()
+    after = store.observe(folder, WS)
+    assert after.tree_id == before.tree_id
+    assert store.changes(WS, before.tree_id, after.tree_id) == []
+    marker = (folder / MARKER_NAME).read_bytes()
+    copy = tmp_path / "copy"
+    restored = store.materialize(WS, after.tree_id, copy, "s")
+    assert restored != identity.identity
+    assert sorted(p.name for p in copy.iterdir()) == [".maka", "a.txt"]
+    assert sorted(p.name for p in (copy / ".maka").iterdir()) == [".gitignore", "workspace.json"]
+    found = read_workspace_identity(copy)
+    assert found is not None and found.identity == restored
+    assert (folder / MARKER_NAME).read_bytes() == marker  # the folder's marker untouched
 
 
 def test_observe_leaves_no_ref_and_keeps_the_index(tmp_path: Path) -> None:

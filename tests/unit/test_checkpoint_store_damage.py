@@ -20,8 +20,8 @@ from runtime.continuation.workspace_gate import WorkspaceTree, workspace_gate
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.event_model import RuntimeEvent
-from storage.checkpoint_git import GitCommand, GitRunner, find_git
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_git import GitCommand, GitRunner, find_git
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:0f0e0d0c-1111-2222-3333-444455556666"

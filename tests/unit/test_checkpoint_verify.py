@@ -14,7 +14,7 @@ import pytest
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import RestoreCode
-from storage.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:9c9c9c9c-1111-2222-3333-444455556666"

@@ -100,7 +100,9 @@ def test_a_switch_is_active_only_when_named(monkeypatch: pytest.MonkeyPatch) -> 
     assert not failpoint_active(CrashPoint.TOOL_SUPERVISOR_DISABLED)
     monkeypatch.setenv(FAILPOINT_ENV, "tool_supervisor_disabled")
     assert failpoint_active(CrashPoint.TOOL_SUPERVISOR_DISABLED)
-    failpoint(*[point for point in CrashPoint if point is not CrashPoint.TOOL_SUPERVISOR_DISABLED])
+    assert not failpoint_active(CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER)
+    switches = {CrashPoint.TOOL_SUPERVISOR_DISABLED, CrashPoint.TOOL_SUPERVISOR_NO_SUBREAPER}
+    failpoint(*[point for point in CrashPoint if point not in switches])
 
 
 def test_an_unknown_name_is_refused_with_the_closest_point() -> None:

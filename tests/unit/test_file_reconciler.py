@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,15 @@ from runtime.recovery.startup_recovery import StartupRecoveryReport, run_startup
 from runtime.tools.file_state_evidence import digest_bytes
 from runtime.tools.tool_catalog import default_catalog
 from runtime.tools.tool_contract import PreparedCall, ToolContext
-from storage.ledger_store import open_store
-from storage.workspace_identity import read_workspace_identity, resolve_workspace_identity
+from storage.ledger.ledger_store import open_store
+from storage.sessions.workspace_identity import (
+    LEGACY_MARKER_NAME,
+    MARKER_DIR,
+    MARKER_NAME,
+    marker_bytes,
+    read_workspace_identity,
+    resolve_workspace_identity,
+)
 from tests.helpers.ledger_builders import RunIds
 from tests.helpers.resume_fixtures import seed_interrupted_run
 
@@ -318,24 +327,30 @@ def test_targets_that_are_not_plain_files_are_unreadable(
 
 
 def _replace_marker(work: Path) -> None:
-    (work / ".maka-workspace.json").unlink()
+    (work / MARKER_NAME).unlink()
     resolve_workspace_identity(work)  # a new workspace identity in the same folder
+
+
+def _legacy_marker_of_another_workspace(work: Path) -> None:
+    shutil.rmtree(work / MARKER_DIR)
+    (work / LEGACY_MARKER_NAME).write_bytes(marker_bytes(str(uuid.uuid4()), 1))
 
 
 @pytest.mark.parametrize(
     ("damage", "problem"),
     [
         (_replace_marker, ObservationProblem.WORKSPACE_IDENTITY_CHANGED),
+        (_legacy_marker_of_another_workspace, ObservationProblem.WORKSPACE_IDENTITY_CHANGED),
         (
-            lambda w: (w / ".maka-workspace.json").unlink(),
+            lambda w: (w / MARKER_NAME).unlink(),
             ObservationProblem.WORKSPACE_IDENTITY_MISSING,
         ),
         (
-            lambda w: (w / ".maka-workspace.json").write_text("{not json"),
+            lambda w: (w / MARKER_NAME).write_text("{not json"),
             ObservationProblem.WORKSPACE_UNREADABLE,
         ),
     ],
-    ids=["identity-changed", "marker-missing", "marker-corrupt"],
+    ids=["identity-changed", "legacy-of-another", "marker-missing", "marker-corrupt"],
 )
 def test_a_changed_workspace_identity_is_unreadable_even_with_the_expected_bytes(
     tmp_path: Path, damage: Any, problem: ObservationProblem
@@ -524,7 +539,8 @@ def test_classification_follows_the_table(
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "/etc/passwd", "../x", "a/../b", "./a", ".maka-workspace.json"]
+    "bad",
+    ["", "/etc/passwd", "../x", "a/../b", "./a", ".maka-workspace.json", ".maka/workspace.json"],
 )
 def test_an_evidence_path_that_is_not_plain_is_unreadable(tmp_path: Path, bad: str) -> None:
     work = tmp_path / "w"

@@ -272,10 +272,10 @@ def test_planted_host_and_command_violations_fail(tmp_path: Path) -> None:
 
 def test_the_walker_sees_a_forbidden_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("import storage.ledger_store\nfrom PySide6 import QtWidgets\n")
+    bad.write_text("import storage.ledger.ledger_store\nfrom PySide6 import QtWidgets\n")
     names = _imports(bad, "runtime.tools.bad")
     own, third = _rules("runtime.tools.bad")
-    assert not _allowed("storage.ledger_store", own)
+    assert not _allowed("storage.ledger.ledger_store", own)
     assert third is not None
     assert not _allowed("PySide6.QtWidgets", third)
     assert "PySide6.QtWidgets" in names

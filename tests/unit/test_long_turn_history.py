@@ -28,8 +28,8 @@ from runtime.providers.provider_port import (
     ToolCallReady,
     ToolResult,
 )
-from storage.ledger_store import open_store
-from storage.sqlite_connection import Synchronous
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import Synchronous
 
 STEPS = 300
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from runtime.agent.continuation_turn import history_before_lineage
 from runtime.agent.outcome_notices import outcome_notices
 from runtime.providers.provider_port import HostNotice, UserText
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

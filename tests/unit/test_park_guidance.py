@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.code_text import PARK_REASONS, Severity, describe
+from app.host.resume_wire import sub_code, wire_diagnostic
 from app.park_guidance import (
     DAMAGED_RECORD_DIAGNOSTICS,
     DAMAGED_RECORD_NEXT_STEP,
@@ -42,15 +45,16 @@ from tests.helpers.ledger_builders import (
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _segment_issues(*events: RuntimeEvent) -> list[tuple[str, str]]:
+def _segment_issues(*events: RuntimeEvent) -> list[tuple[str, str | None]]:
+    """The planner's own issues: each code with the sub-code its detail field carries."""
     identity = RunIdentity("sess-1", "inv-1", "run-1", "turn-1")
     blocked = build_segment(ImmutablePrefix(identity, events, len(events), ""))
     assert isinstance(blocked, SegmentBlocked)
-    return [(issue.code, f"generation 1: {issue.message}") for issue in blocked.issues]
+    return [(issue.code, sub_code(issue.detail)) for issue in blocked.issues]
 
 
-def test_a_damaged_records_message_names_its_ledger_check_code() -> None:
-    """The planner's own messages, read back: the code they end with is the one worded."""
+def test_a_damaged_record_carries_its_ledger_check_code_in_a_field() -> None:
+    """The planner's own issues, read back: the ledger check's code travels as a field."""
     user = user_text(marker=True)
     orphan = response_event(call_event("call-9"), ts=5)
     issues = _segment_issues(user, orphan)
@@ -60,15 +64,31 @@ def test_a_damaged_records_message_names_its_ledger_check_code() -> None:
     call = call_event("call-1")
     model_side = with_changes(bound_response(call), role="model", author="agent")
     issues = _segment_issues(user, call, dispatch_event(call), model_side)
-    assert ("tool_ledger_corruption", "generation 1: ledger issue semantic_lane_conflict") in issues
+    assert ("tool_ledger_corruption", "semantic_lane_conflict") in issues
     assert ledger_check_code(*issues[-1]) == "semantic_lane_conflict"
 
 
+@settings(max_examples=50, deadline=None)
+@given(message=st.text(max_size=200))
+def test_a_message_is_never_read_for_a_code(message: str) -> None:
+    """Rewording a message changes nothing the banner or ``maka plan`` says: the wire carries
+    the sub-code in a field, whatever the message (even one naming another code)."""
+    wire = wire_diagnostic(
+        "tool_ledger_corruption", message, detail={"issueCode": "orphan_dispatch"}
+    )
+    assert wire.sub_code == "orphan_dispatch"
+    assert ledger_check_code(wire.code, wire.sub_code) == "orphan_dispatch"
+    plain = wire_diagnostic("tool_ledger_corruption", f"{message} ledger issue orphan_response")
+    assert plain.sub_code is None
+    assert ledger_check_code(plain.code, plain.sub_code) == "tool_ledger_corruption"
+
+
 def test_only_a_damaged_record_is_read_as_a_ledger_check_code() -> None:
-    assert ledger_check_code("pending_tool_result", "tool call (orphan_response)") is None
-    assert ledger_check_code("unsupported_role", "provider replay: unsupported_role") is None
-    # A message naming no code it knows: the diagnostic's own sentence stands for it.
-    assert ledger_check_code("tool_ledger_corruption", "ledger issue x") == "tool_ledger_corruption"
+    assert ledger_check_code("pending_tool_result", "orphan_response") is None
+    assert ledger_check_code("unsupported_role", "unsupported_role") is None
+    # A sub-code that is no ledger check: the diagnostic's own sentence stands for it.
+    assert ledger_check_code("tool_ledger_corruption", "x") == "tool_ledger_corruption"
+    assert ledger_check_code("tool_ledger_corruption", None) == "tool_ledger_corruption"
 
 
 def test_every_warn_or_error_park_reason_has_a_next_step() -> None:

@@ -21,9 +21,9 @@ from runtime.ledger.codes import ParkReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunStatus
 from runtime.providers.scripted_provider import ScriptedProvider
-from storage.checkpoint_store import GitCheckpointStore
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.workspace_identity import resolve_workspace_identity
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.sessions.workspace_identity import resolve_workspace_identity
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 

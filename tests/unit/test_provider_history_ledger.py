@@ -31,7 +31,7 @@ from runtime.ledger.store_ports import RunStatus
 from runtime.providers.history_projection import history_from_events
 from runtime.providers.openai_compatible_provider import OpenAICompatibleProvider, OpenAISettings
 from runtime.providers.provider_port import ProviderRequest
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.chat_server import ChatServer, Reply, chat_server, json_error, text_reply
 from tests.helpers.chat_server import tool_reply as call_reply
 

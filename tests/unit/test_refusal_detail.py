@@ -5,8 +5,8 @@ from __future__ import annotations
 import errno
 
 from app.commands.gui_cmd import refusal_detail
-from storage.store_creation import os_refusal
-from storage.store_verification import damaged
+from storage.ledger.store_creation import os_refusal
+from storage.ledger.store_verification import damaged
 
 
 def test_the_screen_shows_the_finding_without_repeating_the_advice() -> None:

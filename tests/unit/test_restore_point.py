@@ -101,3 +101,43 @@ def test_the_age_of_an_earlier_snapshot_is_said_in_words() -> None:
         "1 hour",
         "2 days",
     ]
+
+
+def _model_call(name: str, call_id: str, args: Any) -> Any:
+    return {"content": {"kind": "function_call", "id": call_id, "name": name, "args": args}}
+
+
+def test_for_people_the_calls_are_named_by_what_they_did_and_for_the_model_by_id() -> None:
+    long_command = "make " + "target " * 20
+    run = [
+        _snap("r/1"),
+        _model_call("write_file", "c1", {"path": "notes/a.txt", "content": "x"}),
+        _call("write_file", "c1"),
+        _model_call("bash", "c2", {"command": "echo  x\n>> count.txt"}),
+        _call("bash", "c2"),
+        _model_call("bash", "c3", {"command": long_command}),
+        _call("bash", "c3"),
+    ]
+    point = find_restore_point([run], _intact("r/1"))
+    assert point is not None
+    shortened = " ".join(long_command.split())[:59] + "…"
+    assert point.reflects == (
+        "the folder as it was before the 3 calls that may have written (write_file call on "
+        f'notes/a.txt, command "echo x >> count.txt", command "{shortened}"); what they '
+        "changed is not in the copy"
+    )
+    assert "c2" not in point.reflects
+    notice = restore_notice(point.fields)  # the model knows its calls by id
+    assert notice is not None and "(write_file c1, bash c2, bash c3)" in notice
+
+
+def test_one_call_named_by_its_command_and_an_unknown_call_by_its_id() -> None:
+    run = [_snap("r/1"), _model_call("bash", "c1", {"command": "rm -r build"}), _call("bash", "c1")]
+    point = find_restore_point([run], _intact("r/1"))
+    assert point is not None
+    assert point.reflects == (
+        'the folder as it was before the command "rm -r build"; what it changed is not in the copy'
+    )
+    assert copy_reflects(point.fields) == (
+        "the folder as it was before the bash call c1; what it changed is not in the copy"
+    )

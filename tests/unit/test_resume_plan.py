@@ -193,36 +193,43 @@ def test_a_matching_expected_high_water_changes_nothing() -> None:
     assert plan_resume(events, expected_high_water=4) == plan_resume(events)
 
 
-OPERATION_DIAGNOSTICS: dict[str, tuple[str, DiagnosticCode, str]] = {
+OPERATION_DIAGNOSTICS: dict[str, tuple[str, DiagnosticCode, str, str]] = {
     "an unknown outcome is a pending tool result": (
         "dangling",
         DiagnosticCode.PENDING_TOOL_RESULT,
         "function_call has no matching committed function_response",
+        "dispatch_without_response",
     ),
     "a call that never crossed T1 is reported as not dispatched": (
         "call",
         DiagnosticCode.TOOL_NOT_DISPATCHED,
         "function_call did not cross the durable tool dispatch boundary",
+        "new_protocol_before_dispatch",
     ),
     "a parked operation is reported as parked": (
         "parked",
         DiagnosticCode.TOOL_RECOVERY_PARKED,
         "tool recovery reached a terminal parked decision",
+        "reconcile_matches_prior_state",
     ),
     "a corrupt operation is reported as conflicting recovery facts": (
         "bad-bundle",
         DiagnosticCode.TOOL_RECOVERY_CORRUPTION,
         "tool recovery facts conflict",
+        "recovery_fact_corruption",
     ),
 }
 
 
 @pytest.mark.parametrize("name", list(OPERATION_DIAGNOSTICS))
 def test_operation_diagnostic(name: str) -> None:
-    ending, code, message = OPERATION_DIAGNOSTICS[name]
+    ending, code, message, reason = OPERATION_DIAGNOSTICS[name]
     events = _ledger(_turn("c1", ending))
     plan = plan_resume(events)
-    assert plan.diagnostics == (ResumeDiagnostic(code, message, events[1]["id"], "c1", "Write"),)
+    # The resolver's reason travels as a field (``resolverReason``), never inside the message.
+    detail = {"resolverReason": reason}
+    expected = ResumeDiagnostic(code, message, events[1]["id"], "c1", "Write", detail=detail)
+    assert plan.diagnostics == (expected,)
     assert plan.rejection_reasons == (ParkReason.DANGLING_TOOL_STATE,)
     assert plan.disposition is Disposition.BLOCKED
 
@@ -293,6 +300,7 @@ def test_an_orphan_dispatch_is_reported_at_the_dispatch() -> None:
             dispatch["id"],
             "c1",
             "Write",
+            detail={"resolverReason": "orphan_dispatch"},
         ),
     )
 
@@ -308,6 +316,7 @@ def test_an_orphan_dispatch_reusing_a_bound_operation_id_is_reported_at_the_disp
         orphan["id"],
         "c1",
         "Write",
+        detail={"resolverReason": "orphan_dispatch"},
     )
     assert plan.disposition is Disposition.BLOCKED
 
@@ -406,7 +415,7 @@ def test_diagnostics_follow_the_emission_order() -> None:
 
 
 def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
-    produced = {code for _, code, _ in OPERATION_DIAGNOSTICS.values()}
+    produced = {code for _, code, _, _ in OPERATION_DIAGNOSTICS.values()}
     produced |= {expected.code for _, expected in ISSUE_DIAGNOSTICS.values()}
     produced |= {
         DiagnosticCode.RUNTIME_OFFSET_MISMATCH,

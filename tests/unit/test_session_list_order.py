@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.host.desktop_services import DesktopServices
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 
 
 def _run(session_id: str, name: str, at: int) -> RunHeader:

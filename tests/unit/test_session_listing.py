@@ -7,9 +7,9 @@ from pathlib import Path
 
 from runtime.agent.session_overview import list_session_overviews
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-from storage import run_header_store
-from storage.ledger_store import open_store
-from storage.session_listing import SessionListing
+from storage.ledger import run_header_store
+from storage.ledger.ledger_store import open_store
+from storage.sessions.session_listing import SessionListing
 
 
 def _run(session_id: str, name: str, at: int) -> RunHeader:

@@ -10,7 +10,7 @@ from runtime.agent.session_service import SessionService
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunStatus
 from runtime.providers.offline_demo_provider import OfflineDemoProvider
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 
 
 class _Quiet:

@@ -17,8 +17,8 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import StoreRefusal
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.settle_verdict import judge_settlement
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -18,11 +18,11 @@ from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-from storage import session_import
-from storage.bulk_run_writer import bulk_commit_new_run
-from storage.ledger_store import open_store
-from storage.session_export import header_line, session_line
-from storage.sqlite_connection import DATABASE_NAME, Synchronous
+from storage.ledger.bulk_run_writer import bulk_commit_new_run
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME, Synchronous
+from storage.sessions import session_import
+from storage.sessions.session_export import header_line, session_line
 from tests.helpers.ledger_builders import ENDINGS, RunIds, clean_ledger
 from tests.helpers.store_workloads import db_state, fixed_clock
 

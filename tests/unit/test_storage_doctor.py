@@ -11,9 +11,14 @@ import pytest
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.store_ports import SessionRecord
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME
-from storage.workspace_identity import MARKER_NAME, resolve_workspace_identity
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
+from storage.sessions.workspace_identity import (
+    LEGACY_MARKER_NAME,
+    MARKER_NAME,
+    marker_bytes,
+    resolve_workspace_identity,
+)
 from tests.helpers.ledger_builders import RunIds, call_event, clean_ledger
 from tests.helpers.store_workloads import commit_ledger, store_with_runs
 
@@ -131,12 +136,18 @@ def test_an_event_after_the_terminal_is_reported(data_dir: Path) -> None:
 def test_workspace_markers_are_checked(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     good, bad, gone = tmp_path / "good", tmp_path / "bad", tmp_path / "gone"
+    legacy = tmp_path / "legacy"
     good.mkdir()
     bad.mkdir()
+    legacy.mkdir()
     resolve_workspace_identity(good)
+    (legacy / LEGACY_MARKER_NAME).write_bytes(
+        marker_bytes("0f8fad5b-d9cb-469f-a165-70867728950e", 1)
+    )
+    (bad / MARKER_NAME).parent.mkdir()
     (bad / MARKER_NAME).write_text("{broken")
     with open_store(data_dir) as store:
-        for index, folder in enumerate((good, bad, gone)):
+        for index, folder in enumerate((good, bad, gone, legacy)):
             store.create_session(SessionRecord(f"s{index}", str(folder), "t", index))
     with open_store(data_dir, read_only=True) as store:
         report = store.diagnose()
@@ -146,4 +157,6 @@ def test_workspace_markers_are_checked(tmp_path: Path) -> None:
         str(good): "valid",
         str(bad): "workspace_marker_invalid",
         str(gone): "folder_missing",
+        str(legacy): "valid",  # a marker of older versions still names the workspace
     }
+    assert [p.name for p in legacy.iterdir()] == [LEGACY_MARKER_NAME]  # the doctor only reads

@@ -15,8 +15,8 @@ from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, RunStatus
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
     RunIds,
     call_event,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.store_workload_strategies import RUNS, WORKLOADS, Step, apply_step
 from tests.helpers.store_workloads import db_state, fixed_clock, store_with_runs, without_fsync
 

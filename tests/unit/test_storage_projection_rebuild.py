@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.store_ports import StoreRefusal
-from storage.ledger_store import open_store
+from storage.ledger.ledger_store import open_store
 from tests.helpers.ledger_builders import RunIds, call_event, clean_ledger
 from tests.helpers.store_tampering import edit_behind_the_back
 from tests.helpers.store_workload_strategies import RUNS, WORKLOADS, Step, apply_step

@@ -11,10 +11,10 @@ import pytest
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
-from storage import ledger_schema
-from storage.ledger_schema import SCHEMA_VERSION
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME, Synchronous, translate_sqlite_error
+from storage.ledger import ledger_schema
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME, Synchronous, translate_sqlite_error
 
 
 def _fingerprint(folder: Path) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Schema 4: no index a tool call writes starts with a hash-derived id, ids stay unique across
 the whole ledger, and a schema-3 database holding real ledgers is upgraded with every row
-kept (``storage/schema_v4.py``)."""
+kept (``storage/ledger/schema_v4.py``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from runtime.ledger.store_ports import StoreRefusal
-from storage.ledger_schema import SCHEMA_VERSION
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -142,7 +142,7 @@ def _ids_stay_unique(store: SqliteLedgerStore) -> None:
 def test_a_fact_not_written_yet_of_a_known_operation_is_looked_up_without_a_scan(
     data_dir: Path,
 ) -> None:
-    from storage.event_rows import read_event
+    from storage.ledger.event_rows import read_event
 
     current_store_with_ledgers(data_dir)
     with open_store(data_dir) as store:

@@ -11,10 +11,10 @@ import pytest
 
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
-from storage import tool_projection
-from storage.ledger_schema import SCHEMA_VERSION
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import BULK_CACHE_KIB
+from storage.ledger import tool_projection
+from storage.ledger.ledger_schema import SCHEMA_VERSION
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import BULK_CACHE_KIB
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -11,7 +11,7 @@ import pytest
 
 from runtime.ledger.codes import WriterRejectionCode
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -29,9 +29,9 @@ from runtime.tools.process_identity import (
     surviving_process,
 )
 from runtime.tools.tool_contract import ToolContext
-from storage import ledger_schema
-from storage.ledger_store import SqliteLedgerStore, open_store
-from storage.sqlite_connection import DATABASE_NAME
+from storage.ledger import ledger_schema
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,

@@ -35,7 +35,7 @@ from runtime.providers.scripted_provider import ScriptedProvider, parse_script
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.tools.tool_catalog import ToolCatalog, default_catalog
 from runtime.tools.tool_contract import PreparedCall, ToolContext, ToolOutput
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.maka_run import shape
 
 IDENTITY = "workspace:v1:11111111-2222-4333-8444-555555555555"

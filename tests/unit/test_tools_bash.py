@@ -126,9 +126,16 @@ ESCAPES = {
 
 
 @pytest.mark.skipif(os.uname().sysname != "Linux", reason="a child subreaper is Linux only")
+@pytest.mark.parametrize("subreaper", [True, False], ids=["subreaper", "tracker"])
 @pytest.mark.parametrize("form", sorted(ESCAPES))
-def test_a_process_that_detaches_is_stopped_when_the_call_ends(tmp_path: Path, form: str) -> None:
-    body = "echo $$ >> escaped.pid; sleep 6; echo escaped >> late.txt"
+def test_a_process_that_detaches_is_stopped_when_the_call_ends(
+    tmp_path: Path, form: str, subreaper: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the subreaper, or (the test-only switch) without it, as on macOS: then the
+    supervisor's descendant tracker remembers the process and stops it."""
+    if not subreaper:
+        monkeypatch.setenv("MAKA_FAILPOINT", "tool_supervisor_no_subreaper")
+    body = "echo $$ >> escaped.pid; sleep 3; echo escaped >> late.txt"
     wait = "while [ ! -s escaped.pid ]; do sleep 0.05; done"  # it runs before the call ends
     command = ESCAPES[form].format(body=body) + f"\n{wait}\necho spawned"
     result, is_error = _run(_ctx(tmp_path), command=command)
@@ -137,10 +144,32 @@ def test_a_process_that_detaches_is_stopped_when_the_call_ends(tmp_path: Path, f
     stopped = result.get("backgroundStopped")
     assert isinstance(stopped, int) and stopped >= 1, result  # its shell and its sleep
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    time.sleep(6.5)  # past the moment it would have written
+    time.sleep(3.5)  # past the moment it would have written
     assert not (tmp_path / "late.txt").exists()
 
 
 def test_a_command_that_leaves_nothing_behind_reports_no_stopped_processes(tmp_path: Path) -> None:
     result, is_error = _run(_ctx(tmp_path), command="sleep 0.1; echo done")
     assert not is_error and "backgroundStopped" not in result
+
+
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="a child subreaper is Linux only")
+def test_a_shell_whose_child_is_stopped_first_never_runs_its_next_command(tmp_path: Path) -> None:
+    """Stopping is all at once: 24 detached shells each wait on a ``sleep``; were the sleeps
+    ended one by one while their shells ran, a shell could wake and run its next command before
+    its own signal arrived."""
+    body = "echo $$ >> escaped.pid; sleep 30; echo late >> late.txt"
+    spawn = f"setsid sh -c '{body}' > /dev/null 2>&1 < /dev/null &"
+    wait = "while [ $(wc -l < escaped.pid) -lt 24 ]; do sleep 0.05; done"
+    command = "touch escaped.pid\n" + "\n".join([spawn] * 24) + f"\n{wait}\necho spawned"
+    result, is_error = _run(_ctx(tmp_path), command=command)
+    assert not is_error and "spawned" in str(result["output"]), result
+    pids = _pids_from(tmp_path / "escaped.pid", 24)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(
+        psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        for pid in pids
+    ):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert not (tmp_path / "late.txt").exists()

@@ -10,7 +10,13 @@ import pytest
 from runtime.base.cancel_token import CancelToken
 from runtime.tools.tool_catalog import default_catalog
 from runtime.tools.tool_contract import ToolContext, ToolRefusal, ToolRefusalCode
-from runtime.tools.workspace_paths import resolve_workspace_path
+from runtime.tools.workspace_paths import (
+    APP_DIR,
+    LEGACY_WORKSPACE_MARKER,
+    WORKSPACE_MARKER,
+    resolve_workspace_path,
+)
+from storage.sessions import workspace_identity
 
 
 @pytest.fixture
@@ -76,11 +82,68 @@ def test_paths_inside_are_accepted_however_spelled(
     assert resolve_workspace_path(workspace, absolute).relative == relative
 
 
-def test_workspace_marker_is_protected_from_writes(workspace: Path) -> None:
-    with pytest.raises(ToolRefusal) as caught:
-        resolve_workspace_path(workspace, ".maka-workspace.json", for_write=True)
-    assert caught.value.code == ToolRefusalCode.PATH_PROTECTED
+PROTECTED = [
+    ".maka/workspace.json",
+    ".maka/.gitignore",
+    ".maka",
+    ".maka/anything/new.txt",
+    "sub/../.maka/workspace.json",
+    "./.maka//workspace.json",
+    ".MAKA/workspace.json",  # the same file on a case-insensitive file system
+    "link_maka/workspace.json",  # a link to the folder: the resolved path decides
+    ".maka-workspace.json",  # the legacy marker of folders from older versions
+    ".Maka-Workspace.JSON",
+]
+
+
+@pytest.mark.parametrize("raw", PROTECTED)
+def test_the_marker_and_its_folder_are_protected_from_writes(workspace: Path, raw: str) -> None:
+    workspace_identity.resolve_workspace_identity(workspace)
+    os.symlink(workspace / ".maka", workspace / "link_maka")
+    for spelled in (raw, str(workspace / raw)):
+        with pytest.raises(ToolRefusal) as caught:
+            resolve_workspace_path(workspace, spelled, for_write=True)
+        assert caught.value.code == ToolRefusalCode.PATH_PROTECTED
+    assert resolve_workspace_path(workspace, ".maka/workspace.json").relative  # reading is fine
     assert resolve_workspace_path(workspace, ".maka-workspace.json").relative
+
+
+@pytest.mark.parametrize("raw", ["sub/.maka/x.txt", ".makafile", ".maka-notes.txt", "maka/x"])
+def test_names_like_the_apps_own_are_the_users(workspace: Path, raw: str) -> None:
+    assert resolve_workspace_path(workspace, raw, for_write=True).relative == raw
+
+
+def test_the_runtime_protects_the_names_storage_uses() -> None:
+    assert APP_DIR == workspace_identity.MARKER_DIR
+    assert WORKSPACE_MARKER == workspace_identity.MARKER_NAME
+    assert LEGACY_WORKSPACE_MARKER == workspace_identity.LEGACY_MARKER_NAME
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("write_file", {"path": ".maka/workspace.json", "content": "{}"}),
+        ("write_file", {"path": ".maka/.gitignore", "content": ""}),
+        ("write_file", {"path": ".maka/workspace.json.tmp", "content": "{}"}),
+        ("edit_file", {"path": ".maka/.gitignore", "old_string": "*", "new_string": "x"}),
+        ("edit_file", {"path": ".maka/workspace.json", "old_string": "1", "new_string": "2"}),
+        ("write_file", {"path": ".maka-workspace.json", "content": "{}"}),
+    ],
+)
+def test_the_models_file_tools_cannot_change_the_marker(
+    workspace: Path, tool: str, args: dict[str, object]
+) -> None:
+    identity = workspace_identity.resolve_workspace_identity(workspace)
+    before = {p: p.read_bytes() for p in (workspace / ".maka").iterdir()}
+    ctx = ToolContext(cwd=workspace, cancel=CancelToken(), workspace_identity=identity.identity)
+    implementation = default_catalog().get(tool)
+    assert implementation is not None
+    with pytest.raises(ToolRefusal) as caught:
+        implementation.prepare(args, ctx)
+    assert caught.value.code == ToolRefusalCode.PATH_PROTECTED
+    assert {p: p.read_bytes() for p in (workspace / ".maka").iterdir()} == before
+    assert not (workspace / ".maka-workspace.json").exists()
+    assert workspace_identity.resolve_workspace_identity(workspace) == identity
 
 
 @pytest.mark.parametrize(

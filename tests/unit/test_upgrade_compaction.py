@@ -1,7 +1,7 @@
 """The upgrade to schema 4 leaves a compact file: a real schema-3 database holding a few MB of
 real ledgers, upgraded by opening it, ends at about its old size with no free page, every row and
 rowid kept; when SQLite's temporary directory is on a full disk the upgrade still succeeds,
-uncompacted, and says so (``storage/upgrade_compaction.py``)."""
+uncompacted, and says so (``storage/ledger/upgrade_compaction.py``)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import upgrade_compaction
-from storage.ledger_schema import SCHEMA_VERSION, migrate
-from storage.ledger_store import open_store
-from storage.sqlite_connection import DATABASE_NAME, connect_writer
-from storage.upgrade_compaction import Compaction
+from storage.ledger import upgrade_compaction
+from storage.ledger.ledger_schema import SCHEMA_VERSION, migrate
+from storage.ledger.ledger_store import open_store
+from storage.ledger.sqlite_connection import DATABASE_NAME, connect_writer
+from storage.ledger.upgrade_compaction import Compaction
 from tests.helpers.schema_v3 import current_store_with_history, table_rows, write_schema_3
 
 _RUNS = 120  # about 3 MB at schema 3: more than SQLite's 2 MiB page cache
@@ -161,7 +161,7 @@ def test_no_room_for_the_compaction_still_upgrades(
         return outcome
 
     monkeypatch.setattr(upgrade_compaction, "compact_after_upgrade", with_full_temporary_disk)
-    with caplog.at_level(logging.WARNING, logger="storage.upgrade_compaction"):
+    with caplog.at_level(logging.WARNING, logger="storage.ledger.upgrade_compaction"):
         store = open_store(old.parent)
     try:
         assert store.schema_version() == SCHEMA_VERSION

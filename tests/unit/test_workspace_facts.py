@@ -14,7 +14,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
 from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
 from runtime.ledger.workspace_facts import boundary_checkpoint, declared_mode, is_workspace_fact
-from storage.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -314,3 +314,27 @@ def test_a_settled_baseline_is_a_workspace_fact_the_generic_append_refuses(
     assert refused.value.code == WriterRejectionCode.RESERVED_WORKSPACE_FACT
     start = cast(RuntimeEvent, {**fact, "actions": {"workspaceBaseline": body, "x": {}}})
     assert not is_settled_baseline(start)  # a continuation's start event carries more
+
+
+def test_a_stale_park_names_the_command_and_the_files_that_differ_from_the_last_snapshot() -> None:
+    from runtime.continuation.workspace_gate import CheckpointEvidence, workspace_gate
+    from runtime.ledger.checkpoint_ports import PathChange, TreeChange
+
+    write = call_event("w1", "bash", {"command": "make all"}, ids=IDS)
+    stale = [_git_v1_first(), _fact("ck1"), write, dispatch_event(write)]
+    [unknown] = workspace_gate(stale, None)  # the folder could not be compared with it
+    assert unknown.message == (
+        'the command "make all" may have changed files after the last snapshot'
+    )
+    assert "changedPaths" not in unknown.detail
+    changes = (TreeChange("out.o", PathChange.ADDED), TreeChange("a.c", PathChange.MODIFIED))
+    [listed] = workspace_gate(stale, CheckpointEvidence(True, changes, stale_compared=True))
+    assert listed.reason is not None and listed.reason.value == "workspace_checkpoint_stale"
+    assert listed.message.endswith("; 2 files differ from that snapshot")
+    assert listed.detail["changedPaths"] == [
+        {"path": "out.o", "change": "added"},
+        {"path": "a.c", "change": "modified"},
+    ]
+    [same] = workspace_gate(stale, CheckpointEvidence(True, (), stale_compared=True))
+    assert same.reason is not None  # still parked: the command may have done more
+    assert same.message.endswith("; no file in the folder differs from that snapshot")

@@ -1,0 +1,184 @@
+"""Workspace checkpoints held against the ledger's facts (docs/design/workspace.md section 5): what
+``maka checkpoints`` lists and ``maka doctor`` checks.
+
+- a **missing artifact**: a ``workspaceCheckpoint`` fact whose commit or tree is gone from the
+  workspace's repository (resume at that boundary fails closed: ``workspace_checkpoint_missing``);
+- an **orphan**: a checkpoint ref no fact names (a capture killed between its artifact and its
+  fact, ``after_checkpoint_artifact``); harmless, removed by retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
+from runtime.ledger.workspace_facts import declared_mode, snapshot_fact
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+
+class _Reader(Protocol):
+    def list_sessions(self) -> Sequence[SessionRecord]: ...
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    session_id: str
+    run_id: str
+    event_id: str
+    ts: int
+    kind: str  # "checkpoint" | "failed"
+    body: Mapping[str, Any]
+    present: bool | None = None  # the Git objects exist (None for a failed capture)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "runId": self.run_id,
+            "eventId": self.event_id,
+            "ts": self.ts,
+            "kind": self.kind,
+        }
+        if self.kind == "checkpoint":
+            out.update(
+                checkpointRef=self.body.get("checkpointRef"),
+                commitId=self.body.get("commitId"),
+                treeId=self.body.get("treeId"),
+                runtimeHighWater=self.body.get("runtimeHighWater"),
+                present=self.present,
+            )
+            if self.body.get("skippedPaths"):
+                out["skippedPaths"] = list(self.body["skippedPaths"])
+        else:
+            out.update(reasonCode=self.body.get("reasonCode"), message=self.body.get("message"))
+        return out
+
+
+@dataclass(slots=True)
+class SessionCheckpoints:
+    session_id: str
+    modes: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    rows: list[CheckpointRow] = field(default_factory=list)
+    # Each run's header, by run id: the folder it worked in (its snapshots are of that folder)
+    # and the workspace identity its snapshots are kept under.
+    headers: dict[str, RunHeader] = field(default_factory=dict)
+
+
+def session_checkpoints(
+    reader: _Reader, carrier: GitCheckpointStore, session_id: str
+) -> SessionCheckpoints:
+    """Every run's declared mode and checkpoint facts, oldest run first, each checkpoint
+    checked against the repository."""
+    found = SessionCheckpoints(session_id)
+    runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
+    pending: list[tuple[str, str, str, int, Mapping[str, Any]]] = []
+    for header in runs:
+        events = [row.event for row in reader.read_run_events(header.run_id)]
+        found.modes[header.run_id] = declared_mode(events)
+        found.headers[header.run_id] = header
+        for event in events:
+            actions = event.get("actions") or {}
+            snapshot = snapshot_fact(actions)
+            if snapshot is not None:
+                body: Mapping[str, Any] = snapshot
+                pending.append((header.run_id, event["id"], "checkpoint", event["ts"], body))
+            elif "workspaceCheckpointFailed" in actions:
+                failed: Mapping[str, Any] = actions["workspaceCheckpointFailed"]
+                pending.append((header.run_id, event["id"], "failed", event["ts"], failed))
+    present: set[tuple[str, str, str]] = set()
+    by_workspace: dict[str, list[tuple[str, str]]] = {}
+    for _, _, kind, _, body in pending:
+        if kind == "checkpoint":
+            pair = (str(body["commitId"]), str(body["treeId"]))
+            by_workspace.setdefault(str(body["workspaceIdentity"]), []).append(pair)
+    for workspace, pairs in by_workspace.items():
+        present.update((workspace, *pair) for pair in carrier.present_snapshots(workspace, pairs))
+    for run_id, event_id, kind, ts, body in pending:
+        exists = None
+        if kind == "checkpoint" and carrier.usable:  # without Git, presence is unknown
+            key = (str(body["workspaceIdentity"]), str(body["commitId"]), str(body["treeId"]))
+            exists = key in present
+        found.rows.append(CheckpointRow(session_id, run_id, event_id, ts, kind, body, exists))
+    return found
+
+
+@dataclass(slots=True)
+class CheckpointAudit:
+    facts: int = 0
+    refs: int = 0
+    missing: list[CheckpointRow] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    unchecked: int = 0  # facts whose objects could not be looked up (no usable git)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "facts": self.facts,
+            "refs": self.refs,
+            "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
+            "orphans": list(self.orphans),
+            "unchecked": self.unchecked,
+        }
+
+
+def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> CheckpointAudit:
+    """Every checkpoint fact against the refs of its workspace's repository."""
+    audit = CheckpointAudit()
+    named: dict[str, set[str]] = {}
+    for session in reader.list_sessions():
+        for row in session_checkpoints(reader, carrier, session.session_id).rows:
+            if row.kind != "checkpoint":
+                continue
+            audit.facts += 1
+            workspace = str(row.body["workspaceIdentity"])
+            named.setdefault(carrier.git_dir(workspace).name, set()).add(
+                str(row.body["checkpointRef"])
+            )
+            if row.present is None:
+                audit.unchecked += 1
+            elif not row.present:
+                audit.missing.append(row)
+    if carrier.root.is_dir() and carrier.git is not None:
+        for repository in sorted(carrier.root.glob("*.git")):
+            refs = carrier.refs_in(repository)
+            audit.refs += len(refs)
+            known = named.get(repository.name, set())
+            audit.orphans.extend(
+                f"{repository.name} {ref}" for ref in sorted(refs) if ref not in known
+            )
+    return audit
+
+
+@dataclass(slots=True)
+class SnapshotVerification:
+    verified: int = 0
+    damaged: list[tuple[CheckpointRow, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def verify_snapshots(reader: _Reader, carrier: GitCheckpointStore) -> SnapshotVerification:
+    """Every present snapshot's stored bytes re-hashed against its recorded tree, the check a
+    restore makes before it writes (``maka doctor --verify-snapshots``)."""
+    found = SnapshotVerification()
+    by_workspace: dict[str, list[CheckpointRow]] = {}
+    for session in reader.list_sessions():
+        for row in session_checkpoints(reader, carrier, session.session_id).rows:
+            if row.kind == "checkpoint" and row.present:
+                by_workspace.setdefault(str(row.body["workspaceIdentity"]), []).append(row)
+    for workspace, rows in by_workspace.items():
+        try:
+            damage = carrier.verify_snapshots(workspace, [str(row.body["treeId"]) for row in rows])
+        except CheckpointError as error:
+            found.errors.append(f"{error.code}: {error.message}")
+            continue
+        for row in rows:
+            objects = damage.get(str(row.body["treeId"]), [])
+            found.verified += 1
+            if objects:
+                names = ", ".join(obj.path or "its top folder" for obj in objects[:5])
+                found.damaged.append((row, names))
+    return found

@@ -1,0 +1,107 @@
+"""Retention of workspace checkpoints (docs/design/workspace.md section 5).
+
+Keep every checkpoint of a session's two latest runs and the boundary checkpoint (the newest) of
+every earlier run; delete the other refs and the orphans (refs no fact names: a capture killed
+before its fact); then prune unreachable Git objects older than a day (a resume-time observation
+leaves a tree nothing names). The refs of a run that has not ended are never touched (a capture
+may be committing its fact right now), and nothing younger than a day is pruned, so a capture
+that runs meanwhile loses nothing. Refs whose commits are gone (objects pruned or removed by
+hand) are deleted first: they keep nothing, and Git will not prune while they exist. The desktop
+runs this in the background after its window shows.
+
+Checkpoint commits have no parent, so a deleted ref frees every object only it reached: the
+store stays bounded by what the kept snapshots hold. Stores from before kept a tip ref naming the
+newest checkpoint and chained each commit to the previous one; retention deletes that tip, and
+a chain still hanging from a kept older commit is freed when that commit's ref goes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
+from runtime.ledger.workspace_facts import snapshot_fact
+from storage.checkpoints.checkpoint_store import TIP_REF, GitCheckpointStore
+
+_log = logging.getLogger(__name__)
+KEEP_LATEST_RUNS = 2
+PRUNE_EXPIRE = "1.day.ago"
+
+
+class _Reader(Protocol):
+    def list_sessions(self) -> Sequence[SessionRecord]: ...
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+@dataclass(slots=True)
+class RetentionResult:
+    deleted: list[str] = field(default_factory=list)
+    kept: int = 0
+    pruned: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
+    """The refs retention keeps, and the (session, run) pairs whose refs it must not touch
+    (runs that have not ended)."""
+    keep: set[str] = set()
+    open_runs: set[tuple[str, str]] = set()
+    for session in reader.list_sessions():
+        runs = sorted(
+            reader.list_session_runs(session.session_id), key=lambda r: (r.created_at, r.run_id)
+        )
+        latest = {run.run_id for run in runs[-KEEP_LATEST_RUNS:]}
+        for run in runs:
+            if run.status not in TERMINAL_RUN_STATUSES:
+                open_runs.add((session.session_id, run.run_id))
+            facts = (
+                snapshot_fact(row.event.get("actions"))
+                for row in reader.read_run_events(run.run_id)
+            )
+            named = [str(fact["checkpointRef"]) for fact in facts if fact is not None]
+            if run.run_id in latest:
+                keep.update(named)
+            elif named:
+                keep.add(named[-1])  # the run's boundary checkpoint
+    return keep, open_runs
+
+
+def run_retention(
+    reader: _Reader, carrier: GitCheckpointStore, *, prune: bool = True
+) -> RetentionResult:
+    result = RetentionResult()
+    if carrier.git is None or not carrier.root.is_dir():
+        return result
+    keep, open_runs = refs_to_keep(reader)
+    for repository in sorted(carrier.root.glob("*.git")):
+        try:
+            broken = carrier.broken_refs(repository)
+            if broken:
+                carrier.delete_refs(repository, broken)
+                result.deleted.extend(f"{repository.name} {ref}" for ref in broken)
+            carrier.delete_refs(repository, [TIP_REF])  # no capture reads or writes it now
+            refs = carrier.refs_in(repository)
+            doomed = [ref for ref in sorted(refs) if ref not in keep and not _open(ref, open_runs)]
+            result.kept += len(refs) - len(doomed)
+            if doomed:
+                carrier.delete_refs(repository, doomed)
+                result.deleted.extend(f"{repository.name} {ref}" for ref in doomed)
+            if prune:
+                carrier.prune(repository, PRUNE_EXPIRE)
+                result.pruned.append(repository.name)
+        except CheckpointError as error:
+            result.errors.append(f"{repository.name}: {error.code}: {error.message}")
+            _log.warning("checkpoint retention of %s failed: %s", repository, error.message)
+    return result
+
+
+def _open(ref: str, open_runs: set[tuple[str, str]]) -> bool:
+    parts = ref.split("/")  # refs/maka/<sessionId>/<runId>/<n>
+    return len(parts) == 5 and (parts[2], parts[3]) in open_runs

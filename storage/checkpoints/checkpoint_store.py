@@ -1,0 +1,1030 @@
+"""The workspace checkpoint store: Git object storage driven through the user's ``git``
+(docs/design/workspace.md sections 1 to 3).
+
+One private bare repository per workspace identity, ``<data>/checkpoints/<workspaceId>.git``,
+with the session folder as work tree and a private persistent index beside it
+(``<workspaceId>.index``): the index keeps Git's stat cache, so a capture after a small change
+costs little more than a ``stat`` of every file. The folder's own ``.git`` is never touched
+(``checkpoint_git``).
+
+Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
+``.git`` directories, paths the folder's own ``.gitignore`` files ignore, paths the rules of a
+repository enclosing the folder ignore (``checkpoint_enclosing``), the legacy workspace marker
+``.maka-workspace.json``, the app's own ``.maka`` folder at the top (where the workspace marker
+``.maka/workspace.json`` and its ``.gitignore`` live, and the name under which each snapshot
+carries its permission record: a folder's own ``.maka`` is never captured, so a restore never
+writes one) and files over 50 MiB (listed as skipped in the commit
+message). Symbolic links are stored as links, never followed; empty folders are recorded too
+(``checkpoint_empty_dirs``), and every entry's permission bits (``checkpoint_permissions``).
+Content is stored byte for byte (no line-ending conversion, no filters).
+
+A capture: list what changed since the index last saw the folder (``ls-files``), stage it
+(``update-index``), refresh the stat data of files whose content did not change (so a touch is
+compared once, not at every capture), ``write-tree``, ``commit-tree`` (no parent: retention
+frees whatever only a deleted ref reached) and ``update-ref`` the run's ref. An
+entry that changed type (a folder now a file or a link, a file now a folder) is an ordinary
+change: the old entries leave the index, the new one comes in. An
+observation does the same on a copy of the index and stops at the tree: no commit, no ref.
+A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
+capture that was killed is removed under that lock.
+
+The first capture of a folder that is a Git repository starts from a copy of the user's index
+and borrows their object store, read-only, until the store has copied in what it needs
+(``checkpoint_borrow``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Literal
+
+from runtime.ledger.canonical_codec import canonical_json_bytes
+from runtime.ledger.checkpoint_ports import (
+    CheckpointError,
+    CheckpointMode,
+    ModeDecision,
+    Snapshot,
+    TreeChange,
+)
+from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
+from storage.checkpoints.checkpoint_borrow import (
+    absorb,
+    borrowed_from,
+    drop_too_large,
+    seed,
+    stage_held,
+)
+from storage.checkpoints.checkpoint_borrow import write_tree as borrowing_write_tree
+from storage.checkpoints.checkpoint_empty_dirs import (
+    create_empty_dirs,
+    empty_dirs_under,
+    graft_empty_dirs,
+    tree_changes,
+)
+from storage.checkpoints.checkpoint_enclosing import enclosing_rules
+from storage.checkpoints.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoints.checkpoint_permissions import (
+    RECORD_DIR,
+    RECORD_PATH,
+    add_folders,
+    apply_record,
+    apply_root,
+    permission_changes,
+    permission_record,
+    read_record,
+    stage_record,
+)
+from storage.checkpoints.checkpoint_presence import snapshots_whole
+from storage.checkpoints.checkpoint_verify import DamagedObject, verify_trees
+from storage.private_files import ensure_private_dir, private_opener
+from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
+
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
+TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
+RESTORES_LOG = "restores.jsonl"
+# The legacy marker at the top of the folder; the current one is in ``RECORD_DIR`` (``.maka``),
+# which the exclude rules leave out as a whole. The policy's wording is unchanged, so its hash
+# (and every checkpoint taken before) stays valid.
+MARKER_NAME = LEGACY_MARKER_NAME
+MAX_FILE_BYTES = 50 * 1024 * 1024
+DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
+# Highest-precedence attributes: store every file as it is on disk.
+_ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -crlf\n"
+_EXCLUDE = f"/{MARKER_NAME}\n/{RECORD_DIR}/\n"
+POLICY: dict[str, object] = {
+    "version": 2,
+    "excluded": [
+        ".git directories",
+        "paths ignored by the folder's .gitignore files",
+        "paths ignored by the rules of a repository enclosing the folder",
+        MARKER_NAME,
+        f"{RECORD_DIR} at the top of the folder",
+    ],
+    "maxFileBytes": MAX_FILE_BYTES,
+    "symlinks": "stored_as_links",
+    "emptyDirectories": "recorded",
+    "permissions": "recorded",
+    "content": "byte_for_byte",
+}
+POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
+# The commit message's heading over the paths a new ignore rule took out of the snapshot.
+NOW_IGNORED = "left out (now ignored):"
+# The exclude rules the persistent index was last swept with (a change sweeps it again).
+SWEPT_RULES = "exclude.swept"
+_log = logging.getLogger(__name__)
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_LFS = re.compile(rb"filter\s*=\s*lfs")
+
+
+def workspace_key(workspace_identity: str) -> str:
+    """The file name stem of a workspace's repository: the marker's UUID when the identity is
+    ``workspace:v1:<uuid>``, else a digest of the identity."""
+    tail = workspace_identity.rsplit(":", 1)[-1]
+    if _SAFE_ID.match(tail) and not tail.startswith("."):
+        return tail
+    return hashlib.sha256(workspace_identity.encode("utf-8")).hexdigest()[:32]
+
+
+class GitCheckpointStore:
+    """``CheckpointCarrier`` over private bare repositories under ``<data_dir>/checkpoints``."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        git: GitCommand | Literal["find"] | None = "find",
+        size_budget: int = DEFAULT_SIZE_BUDGET,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        turned_off: bool = False,
+    ) -> None:
+        self._turned_off = turned_off
+        self.root = Path(data_dir) / CHECKPOINTS_DIR
+        # "find": the ``git`` on PATH; None: run as if there were none.
+        self._git = find_git() if isinstance(git, str) else git
+        self._size_budget = size_budget
+        self._max_file = max_file_bytes
+        self._runner: GitRunner | None = None
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._left_out: list[str] = []  # the capture in progress: paths now ignored
+        self._absorbing: dict[str, threading.Thread] = {}
+
+    @classmethod
+    def from_environment(
+        cls, data_dir: Path, environ: Mapping[str, str] | None = None
+    ) -> GitCheckpointStore:
+        """The store the app uses: ``MAKA_WORKSPACE_CHECKPOINTS=off`` turns checkpoints off
+        (runs then declare ``unavailable`` / ``checkpoint_turned_off`` and resume works as in
+        Phase 1)."""
+        env = os.environ if environ is None else environ
+        off = env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
+        return cls(data_dir, turned_off=off)
+
+    @property
+    def git(self) -> GitCommand | None:
+        return self._git
+
+    @property
+    def usable(self) -> bool:
+        """Whether a git command new enough to read and write checkpoints was found."""
+        return self._git is not None and self._git.version >= MIN_GIT_VERSION
+
+    # ---- paths ---------------------------------------------------------------------------------
+    def git_dir(self, workspace_identity: str) -> Path:
+        return self.root / f"{workspace_key(workspace_identity)}.git"
+
+    def index_path(self, workspace_identity: str) -> Path:
+        return self.root / f"{workspace_key(workspace_identity)}.index"
+
+    def _git_runner(self) -> GitRunner:
+        if self._git is None or self._git.version < MIN_GIT_VERSION:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "git is not available"
+            )
+        if self._runner is None:
+            home = ensure_private_dir(self.root / ".home")
+            self._runner = GitRunner(self._git, home)
+        return self._runner
+
+    def git_runner(self) -> GitRunner:
+        """The runner for the private repositories; raises ``CheckpointError`` without git."""
+        return self._git_runner()
+
+    def ensure_repo(self, workspace_identity: str) -> Path:
+        """The workspace's private repository, created when missing (call under ``locked``)."""
+        return self._ensure_repo(workspace_identity)
+
+    def locked(self, workspace_identity: str) -> contextlib.AbstractContextManager[None]:
+        """The per-workspace lock every capture holds."""
+        return self._locked(workspace_identity)
+
+    def _ensure_repo(self, workspace_identity: str, folder: Path | None = None) -> Path:
+        """The workspace's private repository, its attributes and its exclude rules (the
+        marker, the app's own folder and, with ``folder``, the rules of a repository enclosing
+        it, read afresh each time)."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            ensure_private_dir(self.root)
+            self._git_runner().init_bare(git_dir)
+        info = git_dir / "info"
+        ensure_private_dir(info)
+        exclude = _EXCLUDE
+        if folder is not None:
+            exclude += enclosing_rules(Path(os.path.abspath(folder)))
+        elif (info / "exclude").is_file():
+            exclude = (info / "exclude").read_text("utf-8")
+        for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):
+            path = info / name
+            if not path.is_file() or path.read_text("utf-8") != text:
+                with open(path, "w", encoding="utf-8", opener=private_opener) as handle:
+                    handle.write(text)
+        return git_dir
+
+    def _locked(self, workspace_identity: str) -> contextlib.AbstractContextManager[None]:
+        return self._locked_key(workspace_key(workspace_identity))
+
+    @contextlib.contextmanager
+    def _locked_key(self, key: str) -> Iterator[None]:
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            ensure_private_dir(self.root)
+            with open(self.root / f"{key}.lock", "a+b", opener=private_opener) as handle:
+                _lock_file(handle)
+                try:
+                    # Under the lock no capture runs, so an index.lock is a killed capture's.
+                    for stale in (
+                        self.root / f"{key}.index.lock",
+                        self.root / f"{key}.observe.index.lock",
+                    ):
+                        with contextlib.suppress(FileNotFoundError):
+                            stale.unlink()
+                    yield
+                finally:
+                    _unlock_file(handle)
+
+    # ---- the mode ------------------------------------------------------------------------------
+    def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision:
+        """``git_v1`` when this folder can be captured faithfully, else ``unavailable`` + why."""
+        if self._turned_off:
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_TURNED_OFF,
+                f"{CHECKPOINTS_ENV} turns workspace checkpoints off",
+            )
+        git = self._git
+        if git is None:
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_GIT_MISSING, "no git command on PATH"
+            )
+        if git.version < MIN_GIT_VERSION:
+            need = ".".join(map(str, MIN_GIT_VERSION))
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_GIT_MISSING,
+                f"{git.version_text} is older than {need}",
+            )
+        with self._locked(workspace_identity):
+            git_dir = self._ensure_repo(workspace_identity, folder)
+            listed = self._git_runner().run(
+                ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=self.index_path(workspace_identity),
+            )
+        total = 0
+        for raw in listed.split(b"\0"):
+            if not raw:
+                continue
+            name = os.fsdecode(raw)
+            if name.endswith("/") or name == ".gitmodules" or name.endswith("/.gitmodules"):
+                return _unavailable(
+                    CheckpointUnavailableCode.CHECKPOINT_NESTED_REPOSITORY,
+                    f"{name.rstrip('/')} is a nested repository or submodule",
+                )
+            try:
+                info = os.lstat(folder / name)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and info.st_size <= self._max_file:
+                total += info.st_size
+            if name.rsplit("/", 1)[-1] == ".gitattributes" and _uses_lfs(folder / name):
+                return _unavailable(
+                    CheckpointUnavailableCode.CHECKPOINT_LFS_UNSUPPORTED,
+                    f"{name} uses Git LFS filters",
+                )
+        if total > self._size_budget:
+            return _unavailable(
+                CheckpointUnavailableCode.CHECKPOINT_TOO_LARGE,
+                f"the folder holds {total:,} bytes, over the {self._size_budget:,}-byte budget",
+            )
+        return ModeDecision(CheckpointMode.GIT_V1)
+
+    # ---- capture and observe -------------------------------------------------------------------
+    def capture(
+        self,
+        folder: Path,
+        workspace_identity: str,
+        ref: str,
+        message: str,
+        *,
+        rebuild_index: bool = False,
+    ) -> Snapshot:
+        with self._locked(workspace_identity):
+            git_dir = self._ensure_repo(workspace_identity, folder)
+            index = self.index_path(workspace_identity)
+            if rebuild_index:
+                index.unlink(missing_ok=True)  # every file hashed again, every tree written
+            self._left_out = []
+            too_large = self._seed(folder, git_dir, index) if not rebuild_index else []
+            tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
+            skipped = sorted({*skipped, *too_large})
+            rules = _read_bytes(git_dir / "info" / "exclude")
+            if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
+                # The index holds nothing these rules exclude now (it was swept with them).
+                with open(git_dir / "info" / SWEPT_RULES, "wb", opener=private_opener) as out:
+                    out.write(rules)
+            runner = self._git_runner()
+            if stat_dirty:
+                self._refresh(runner, folder, git_dir, index)
+            body = message.rstrip("\n") + "\n"
+            if skipped:
+                body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
+            if self._left_out:
+                body += f"\n{NOW_IGNORED}\n" + "".join(f"  {p}\n" for p in self._left_out[:200])
+            # No parent: a snapshot needs none to be compared or copied, and a chain would keep
+            # every byte ever captured reachable from the newest ref (retention frees nothing).
+            commit = (
+                runner.run(["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode())
+                .decode()
+                .strip()
+            )
+            runner.run(["update-ref", ref, commit], git_dir=git_dir)
+            if borrowed_from(git_dir) is not None:
+                self._absorb_later(workspace_identity)
+            return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+
+    def _seed(self, folder: Path, git_dir: Path, index: Path) -> list[str]:
+        """The first capture of a folder that is a Git repository starts from a copy of the
+        user's index and borrows their objects (``checkpoint_borrow``); the paths of the seed
+        over the size limit, dropped from it."""
+        if index.exists():
+            return []
+        runner = self._git_runner()
+        names = seed(runner, folder, git_dir, index)
+        if not names:
+            return []
+        return drop_too_large(runner, folder, git_dir, index, names=names, limit=self._max_file)
+
+    # ---- borrowed objects ----------------------------------------------------------------------
+    def borrows(self, workspace_identity: str) -> bool:
+        """Whether the workspace's repository still reads objects from the folder's own."""
+        return borrowed_from(self.git_dir(workspace_identity)) is not None
+
+    def absorb_borrowed(self, workspace_identity: str) -> bool:
+        """Copy in every object the workspace's snapshots borrow from the folder's own
+        repository and stop borrowing (``checkpoint_borrow.absorb``); True when it borrows
+        nothing any more. Raises ``CheckpointError``."""
+        return self._absorb(workspace_key(workspace_identity))
+
+    def _absorb(self, key: str) -> bool:
+        git_dir = self.root / f"{key}.git"
+        if borrowed_from(git_dir) is None:
+            return True
+        index = self.root / f"{key}.index"
+        return absorb(
+            self._git_runner(),
+            git_dir,
+            index if index.is_file() else None,
+            locked=self._locked_key(key),
+        )
+
+    def _absorb_later(self, workspace_identity: str) -> None:
+        """Absorb in the background (one at a time per workspace): a capture never waits."""
+        key = workspace_key(workspace_identity)
+        with self._locks_guard:
+            running = self._absorbing.get(key)
+            if running is not None and running.is_alive():
+                return
+            thread = threading.Thread(
+                target=self._absorb_quietly, args=(key,), name="maka-absorb", daemon=True
+            )
+            self._absorbing[key] = thread
+        thread.start()
+
+    def _absorb_quietly(self, key: str) -> None:
+        try:
+            self._absorb(key)
+        except (CheckpointError, OSError) as error:  # tried again after the next capture
+            _log.warning("checkpoint store %s still borrows objects: %s", key, error)
+
+    def wait_absorbing(self) -> None:
+        """Wait for the background absorptions in progress (tests, benches, shutdown)."""
+        with self._locks_guard:
+            threads = list(self._absorbing.values())
+        for thread in threads:
+            thread.join()
+
+    def _refresh(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> None:
+        """Bring the index's stat data up to date for files whose content did not change (an
+        ``mtime`` touch, a ``chmod`` to the same Git mode, a copy back): the listing compares
+        such files' content on every capture and drift check until their stat data is
+        refreshed once. The permission record is never in the folder (``--ignore-missing``)."""
+        runner.run(
+            ["update-index", "-q", "--refresh", "--ignore-missing", "--unmerged"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+            ok_codes=(0, 1),
+        )
+
+    def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
+        with self._locked(workspace_identity):
+            git_dir = self._ensure_repo(workspace_identity, folder)
+            index = self.index_path(workspace_identity)
+            scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
+            try:
+                if index.is_file():
+                    with open(scratch, "wb", opener=private_opener) as copy:
+                        copy.write(index.read_bytes())
+                else:
+                    scratch.unlink(missing_ok=True)
+                tree, skipped, _ = self._stage_and_write_tree(folder, git_dir, scratch)
+            finally:
+                scratch.unlink(missing_ok=True)
+            return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
+
+    def _stage_and_write_tree(
+        self, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[str, list[str], bool]:
+        """Stage the folder into ``index`` and write its tree. The index is only a cache of
+        what Git last saw: when Git refuses to work from it (it names objects the repository
+        no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
+        be brought in line with the folder), it is rebuilt from the folder (every file hashed
+        again), so no state of a readable folder leaves a capture failing for good."""
+        try:
+            return self._stage_and_write_tree_once(folder, git_dir, index)
+        except CheckpointError as error:
+            if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
+                raise
+            if not index.is_file():
+                raise
+        index.unlink(missing_ok=True)
+        return self._stage_and_write_tree_once(folder, git_dir, index)
+
+    def _stage_and_write_tree_once(
+        self, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[str, list[str], bool]:
+        """The tree, the files skipped as too large, and whether a file the listing did not
+        stage changed its stat data since the index was last written (a touch, a chmod):
+        its stat data is worth refreshing."""
+        if not folder.is_dir():
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
+            )
+        runner = self._git_runner()
+        try:
+            since: int | None = index.stat().st_mtime_ns
+        except OSError:
+            since = None  # every file is staged afresh
+        empties: list[str] = []
+        skipped: list[str] = []
+        staged_names: set[bytes] = set()
+        # A file that became a folder hides the folder's files from the listing while the
+        # index still names the file: once the file's entry is dropped, a second pass lists
+        # them (a third never finds one more: the index then holds no such file).
+        for _ in range(3):
+            pass_empties, pass_skipped, became_folders, pass_staged = self._stage_pass(
+                runner, folder, git_dir, index
+            )
+            staged_names.update(pass_staged)
+            empties.extend(pass_empties)
+            skipped.extend(pass_skipped)
+            if not became_folders:
+                break
+        rules = _read_bytes(git_dir / "info" / "exclude")
+        swept = git_dir / "info" / SWEPT_RULES
+        rules_changed = any(
+            name == b".gitignore" or name.endswith(b"/.gitignore") for name in staged_names
+        ) or (since is not None and _read_bytes(swept) != rules)
+        if rules_changed:
+            # An ignore rule may have come in: what it now excludes leaves the snapshot.
+            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+        folders = sorted(set(empties))
+        found = permission_record(
+            runner, git_dir, folder, index, since=since, staged_now=staged_names
+        )
+        if found.staged is None and since is not None and not rules_changed:
+            # An index from before permission records: swept once for ignored entries too.
+            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+            found = permission_record(
+                runner, git_dir, folder, index, since=since, staged_now=staged_names
+            )
+        record = add_folders(found.record, folder, folders)
+        stage_record(runner, git_dir, folder, index, record, staged=found.staged)
+        if borrowed_from(git_dir) is not None:
+            tree_text = borrowing_write_tree(runner, git_dir, index)  # nothing freshened
+        else:
+            tree_text = (
+                runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
+                .decode()
+                .strip()
+            )
+        tree_id = self._grafted(runner, git_dir, tree_text, folders)
+        return tree_id, sorted(set(skipped)), found.stat_dirty
+
+    def _drop_ignored(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
+    ) -> list[str]:
+        """Remove from the index the entries the folder's ignore rules now exclude (a path
+        added to a ``.gitignore`` after its first capture); the paths removed."""
+        listed = runner.run(
+            ["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+        )
+        names = [raw for raw in listed.split(b"\0") if raw and raw != RECORD_PATH.encode()]
+        if names:
+            runner.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(names) + b"\0",
+            )
+        return sorted(os.fsdecode(raw) for raw in names)
+
+    def _stage_pass(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[list[str], list[str], bool, list[bytes]]:
+        """Stage what changed since the index last saw the folder: the empty folders found,
+        the files skipped as too large, whether an entry's file became a folder, and the
+        names staged."""
+        # ``--directory``: a folder with no staged file is listed once ("new/"), so the empty
+        # ones are found without a second walk of the whole folder; the files of such folders
+        # are listed on their own (a nested repository there shows as "new/sub/").
+        listed = runner.run(
+            [
+                "ls-files",
+                "-z",
+                "--others",
+                "--modified",
+                "--deleted",
+                "--directory",
+                "--exclude-standard",
+            ],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+        )
+        entries = [raw for raw in listed.split(b"\0") if raw]
+        new_dirs = [os.fsdecode(raw) for raw in entries if raw.endswith(b"/")]
+        entries = [raw for raw in entries if not raw.endswith(b"/")]
+        empties: list[str] = []
+        if new_dirs:
+            inside = runner.run(
+                ["ls-files", "-z", "--others", "--exclude-standard", "--", *new_dirs],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+            )
+            entries.extend(raw for raw in inside.split(b"\0") if raw)
+            empties = empty_dirs_under(runner, git_dir, folder, index, new_dirs)
+        stage: list[bytes] = []
+        drop: list[bytes] = []
+        skipped: list[str] = []
+        became_folders = False
+        seen: set[bytes] = set()
+        folders = _FolderKinds(folder)
+        for raw in entries:
+            if not raw or raw in seen:
+                continue
+            seen.add(raw)
+            name = os.fsdecode(raw)
+            if name == RECORD_PATH:
+                continue  # the permission record: staged on its own, never in the folder
+            if name.endswith("/"):
+                raise CheckpointError(
+                    CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY,
+                    f"{name.rstrip('/')} is a nested repository",
+                )
+            if not folders.reachable(name):
+                # A folder on its path is now a file or a link (``rm -r lib && ln -s x lib``):
+                # the entry is gone, and the new ``lib`` is listed on its own.
+                drop.append(raw)
+                continue
+            try:
+                info = os.lstat(folder / name)
+            except (FileNotFoundError, NotADirectoryError):
+                drop.append(raw)  # deleted
+                continue
+            except OSError as error:
+                raise CheckpointError(
+                    CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{name}: {error}"
+                ) from None
+            if stat.S_ISLNK(info.st_mode):
+                stage.append(raw)
+            elif stat.S_ISREG(info.st_mode):
+                if info.st_size > self._max_file:
+                    skipped.append(name)
+                    drop.append(raw)
+                else:
+                    stage.append(raw)
+            else:
+                # A folder where a file was (its files are listed once the entry is gone), a
+                # fifo, a socket...
+                became_folders = became_folders or stat.S_ISDIR(info.st_mode)
+                drop.append(raw)
+        if drop:
+            runner.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(drop) + b"\0",
+            )
+        if stage and borrowed_from(git_dir) is not None:
+            stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
+        if stage:
+            runner.run(
+                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
+                git_dir=git_dir,
+                work_tree=folder,
+                index=index,
+                stdin=b"\0".join(stage) + b"\0",
+            )
+        return empties, skipped, became_folders, stage
+
+    def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
+        """``tree`` with the folder's empty folders, remembered: they rarely change between
+        two captures, and the grafting costs two Git calls per folder on their paths."""
+        if not empties:
+            return tree
+        key = (str(git_dir), tree, tuple(empties))
+        found = self._grafts.get(key)
+        if found is None:
+            found = graft_empty_dirs(runner, git_dir, tree, empties)
+            if len(self._grafts) > 256:
+                self._grafts.clear()
+            self._grafts[key] = found
+        return found
+
+    # ---- verify and compare --------------------------------------------------------------------
+    def has_repository(self, workspace_identity: str) -> bool:
+        return (self.git_dir(workspace_identity) / "HEAD").is_file()
+
+    def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
+        """Whether the commit, its tree and every folder and file under it exist (a snapshot
+        with a file pruned or removed by hand can be neither compared nor copied); raises
+        ``CheckpointError`` when Git cannot tell (a snapshot that cannot be looked up now is
+        not a missing one)."""
+        pair = (commit_id, tree_id)
+        return pair in self._present(workspace_identity, [pair])
+
+    def present_snapshots(
+        self, workspace_identity: str, snapshots: list[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        """Which (commit, tree) pairs are whole in the workspace's repository, decided as
+        ``has_snapshot`` decides it, for all of them in one batch; none when Git cannot tell."""
+        try:
+            return self._present(workspace_identity, snapshots)
+        except CheckpointError:
+            return set()
+
+    def _present(
+        self, workspace_identity: str, snapshots: list[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        git_dir = self.git_dir(workspace_identity)
+        if not snapshots or not (git_dir / "HEAD").is_file():
+            return set()
+        found = snapshots_whole(self._git_runner(), git_dir, snapshots)
+        return {pair for pair in snapshots if pair in found}
+
+    def changes(
+        self,
+        workspace_identity: str,
+        old_tree: str,
+        new_tree: str,
+        *,
+        old_workspace: str | None = None,
+    ) -> list[TreeChange]:
+        if old_tree == new_tree:
+            return []
+        runner = self._git_runner()
+        if old_workspace is not None and old_workspace != workspace_identity:
+            runner = runner.with_alternate(self.git_dir(old_workspace) / "objects")
+        git_dir = self.git_dir(workspace_identity)
+        every = tree_changes(runner, git_dir, old_tree, new_tree)
+        found = [
+            change
+            for change in every
+            if change.path != RECORD_DIR + "/" and not change.path.startswith(RECORD_DIR + "/")
+        ]
+        if not any(change.path == RECORD_PATH for change in every):
+            return found  # the same bits everywhere (or no record on one side)
+        named = {change.path for change in found}
+        old_bits = read_record(runner, git_dir, old_tree)
+        new_bits = read_record(runner, git_dir, new_tree)
+        for change in permission_changes(old_bits, new_bits):
+            if change.path not in named:
+                found.append(change)
+        return sorted(found, key=lambda change: change.path)
+
+    def verify_snapshots(
+        self, workspace_identity: str, trees: list[str]
+    ) -> dict[str, list[DamagedObject]]:
+        """For each snapshot tree, the objects under it whose stored bytes are gone or do not
+        hash to their names (empty: it is what it recorded); raises ``CheckpointError`` when
+        Git cannot read them."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return {tree: [DamagedObject(tree, "", True)] for tree in trees}
+        return verify_trees(self._git_runner(), git_dir, trees)
+
+    # ---- isolated restore ----------------------------------------------------------------------
+    def materialize(
+        self,
+        workspace_identity: str,
+        tree_id: str,
+        target: Path,
+        session_id: str,
+        *,
+        source: Path | None = None,
+    ) -> str:
+        """Check a snapshot out into ``target`` through a temporary index (``read-tree``,
+        ``checkout-index``): the workspace's own folder and its persistent index are not
+        touched. ``target`` must be new or an empty folder. When ``source`` (the folder the
+        snapshot is of) is a Git repository, the copy is first a local clone of it at the
+        user's HEAD (their ``.git`` only read), with the snapshot's files on top: ``git
+        status`` and ``git diff`` there show the snapshot's changes against that HEAD.
+        Returns the copy's new identity."""
+        from storage.sessions.workspace_identity import (
+            WorkspaceMarkerError,
+            resolve_workspace_identity,
+        )
+
+        target = Path(os.path.abspath(target))
+        damaged = self.verify_snapshots(workspace_identity, [tree_id])[tree_id]
+        if damaged:
+            # Checked before anything is written: a copy never holds bytes the snapshot did
+            # not record.
+            first = damaged[0]
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED,
+                f"the snapshot {tree_id[:12]} is damaged in the checkpoint store: "
+                f"{len(damaged)} object(s) {'missing' if first.missing else 'changed'}, "
+                f"first {first.path or 'its top folder'}",
+            )
+        not_empty = CheckpointError(
+            RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
+            f"{target} is not an empty folder; a restored copy needs a new or empty one",
+        )
+        try:
+            target.mkdir()  # exclusive: two restores never share a new folder
+        except FileExistsError:
+            if not target.is_dir() or any(target.iterdir()):
+                raise not_empty from None
+        except OSError as error:
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_FAILED, f"cannot create {target}: {error.strerror}"
+            ) from None
+        self._note_restore(session_id, target)
+        git_dir = self.git_dir(workspace_identity)
+        scratch = self.root / f"{workspace_key(workspace_identity)}.restore-{os.getpid()}.index"
+        try:
+            # Private while it is written; the recorded bits are set once everything is in.
+            os.chmod(target, 0o700)
+            runner = self._git_runner()
+            if source is not None:
+                _clone_into(runner, Path(source), target)
+            runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
+            record = read_record(runner, git_dir, tree_id)
+            if record is not None:
+                runner.run(
+                    ["update-index", "-z", "--force-remove", "--stdin"],
+                    git_dir=git_dir,
+                    work_tree=target,
+                    index=scratch,
+                    stdin=RECORD_PATH.encode() + b"\0",
+                )
+            runner.run(
+                ["checkout-index", "-a", "-f"],
+                git_dir=git_dir,
+                work_tree=target,
+                index=scratch,
+                umask=0o022,
+            )
+            create_empty_dirs(runner, git_dir, tree_id, target)
+            if record is not None:
+                apply_record(record, target)
+            identity = resolve_workspace_identity(target).identity
+            if record is not None:
+                apply_root(record, target)
+            return identity
+        except (OSError, WorkspaceMarkerError) as error:
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_FAILED, f"the copy at {target} failed: {error}"
+            ) from None
+        finally:
+            scratch.unlink(missing_ok=True)
+
+    def _note_restore(self, session_id: str, target: Path) -> None:
+        ensure_private_dir(self.root)
+        line = json.dumps({"sessionId": session_id, "path": str(target)}) + "\n"
+        with open(self.root / RESTORES_LOG, "a", encoding="utf-8", opener=private_opener) as log:
+            log.write(line)
+            log.flush()
+            os.fsync(log.fileno())
+
+    def restore_attempts(self, session_id: str) -> list[str]:
+        try:
+            text = (self.root / RESTORES_LOG).read_text("utf-8")
+        except OSError:
+            return []
+        found: list[str] = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash
+            if isinstance(entry, dict) and entry.get("sessionId") == session_id:
+                path = entry.get("path")
+                if isinstance(path, str) and path not in found:
+                    found.append(path)
+        return found
+
+    def now_ignored(self, workspace_identity: str, commits: list[str]) -> dict[str, list[str]]:
+        """For each checkpoint commit, the paths it left out because an ignore rule came in
+        since the previous capture (from the commit messages, one batch); none when Git
+        cannot tell."""
+        git_dir = self.git_dir(workspace_identity)
+        if not commits or not (git_dir / "HEAD").is_file():
+            return {}
+        try:
+            query = "".join(f"{commit}\n" for commit in commits).encode()
+            out = self._git_runner().run(["cat-file", "--batch"], git_dir=git_dir, stdin=query)
+        except CheckpointError:
+            return {}
+        found: dict[str, list[str]] = {}
+        at = 0
+        for commit in commits:
+            end = out.index(b"\n", at)
+            header = out[at:end].decode().split(" ")
+            at = end + 1
+            if len(header) < 3:
+                continue  # missing
+            size = int(header[2])
+            text = out[at : at + size].decode("utf-8", "replace")
+            at += size + 1
+            _, heading, rest = text.partition(f"\n{NOW_IGNORED}\n")
+            if heading:
+                found[commit] = [line[2:] for line in rest.splitlines() if line.startswith("  ")]
+        return found
+
+    def refs(self, workspace_identity: str) -> dict[str, str]:
+        """Every checkpoint ref of the workspace's repository and the commit it names."""
+        return self.refs_in(self.git_dir(workspace_identity))
+
+    def refs_in(self, git_dir: Path) -> dict[str, str]:
+        """Every checkpoint ref of one private repository and the commit it names."""
+        if not (git_dir / "HEAD").is_file():
+            return {}
+        out = self._git_runner().run(
+            ["for-each-ref", "--format=%(refname) %(objectname)", "refs/maka/"], git_dir=git_dir
+        )
+        pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
+        return {name: commit for name, commit in pairs}
+
+    # ---- retention -----------------------------------------------------------------------------
+    def broken_refs(self, git_dir: Path) -> list[str]:
+        """The refs of one private repository (checkpoints and the tip) whose commits are gone
+        (objects pruned or removed by hand): they keep nothing, and Git refuses to ``gc`` while
+        they exist."""
+        if not (git_dir / "HEAD").is_file():
+            return []
+        runner = self._git_runner()
+        out = runner.run(
+            ["for-each-ref", "--format=%(refname) %(objectname)", "refs/maka/", TIP_REF],
+            git_dir=git_dir,
+        )
+        pairs = [line.split(" ", 1) for line in out.decode().splitlines() if line]
+        missing = _missing_objects(runner, git_dir, sorted({commit for _, commit in pairs}))
+        return sorted(name for name, commit in pairs if commit in missing)
+
+    def delete_refs(self, git_dir: Path, refs: list[str]) -> None:
+        """Delete checkpoint refs (and the tip) of one repository in one ref transaction."""
+        lines = "".join(
+            f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/") or ref == TIP_REF
+        )
+        if lines:
+            self._git_runner().run(["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode())
+
+    def prune(self, git_dir: Path, expire: str) -> None:
+        """Remove objects no ref reaches that are older than ``expire`` (a capture running
+        meanwhile writes only younger ones), and pack the rest. The workspace's private index
+        is named, so what it holds is kept even if no commit names it yet."""
+        key = git_dir.name.removesuffix(".git")
+        index = git_dir.with_name(key + ".index")
+        if borrowed_from(git_dir) is not None:
+            # Never prune or pack while borrowing: ``gc`` packs only local objects, so the
+            # store is made self-contained first (a failure keeps the alternate and skips gc).
+            self._absorb(key)
+        self._git_runner().run(
+            ["gc", "--quiet", f"--prune={expire}"],
+            git_dir=git_dir,
+            index=index if index.is_file() else None,
+        )
+
+
+class _FolderKinds:
+    """Whether each folder on an entry's path is still a real folder (not a file, a link or
+    gone), each folder looked at once per capture."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._known: dict[str, bool] = {"": True}
+
+    def reachable(self, name: str) -> bool:
+        parent = name.rpartition("/")[0]
+        found = self._known.get(parent)
+        if found is None:
+            found = self.reachable(parent)
+            if found:
+                try:
+                    found = stat.S_ISDIR(os.lstat(self._root / parent).st_mode)
+                except OSError:
+                    found = False
+            self._known[parent] = found
+        return found
+
+
+def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> set[str]:
+    """Which of ``object_ids`` the repository does not hold (one ``cat-file --batch-check``)."""
+    if not object_ids:
+        return set()
+    query = "".join(f"{object_id}\n" for object_id in object_ids).encode()
+    out = runner.run(["cat-file", "--batch-check"], git_dir=git_dir, stdin=query)
+    return {
+        line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
+    }
+
+
+def _clone_into(runner: GitRunner, source: Path, target: Path) -> None:
+    """A local clone of the user's repository at ``source`` in the (empty) ``target``, its
+    index at the user's HEAD and no file checked out (the snapshot's files come next). Only a
+    plain repository (a ``.git`` folder) with a HEAD is cloned; the user's ``.git`` is read, not
+    written (``--no-hardlinks``: not even a link count changes). Anything else, or a clone that
+    fails, leaves the copy without a repository, as before."""
+    if not (source / ".git").is_dir():
+        return
+    try:
+        runner.run_outside(
+            [
+                "clone",
+                "--quiet",
+                "--no-checkout",
+                "--no-hardlinks",
+                "--template=",
+                str(source),
+                ".",
+            ],
+            cwd=target,
+        )
+        runner.run_outside(["read-tree", "HEAD"], cwd=target)
+    except CheckpointError:
+        shutil.rmtree(target / ".git", ignore_errors=True)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _unavailable(code: CheckpointUnavailableCode, detail: str) -> ModeDecision:
+    return ModeDecision(CheckpointMode.UNAVAILABLE, code, detail)
+
+
+def _uses_lfs(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return _LFS.search(handle.read(1024 * 1024)) is not None
+    except OSError:
+        return False
+
+
+def _lock_file(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+
+
+def _unlock_file(handle: IO[bytes]) -> None:
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        import msvcrt
+
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

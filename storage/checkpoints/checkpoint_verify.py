@@ -1,0 +1,93 @@
+"""Checking a snapshot's stored bytes against its recorded tree (docs/design/workspace.md section
+4).
+
+Git names every object by the hash of its content but does not re-hash what it reads, so a blob
+swapped in a private repository would land in a restored copy unnoticed. Before a restore
+writes anything, and when ``maka doctor --verify-snapshots`` asks, every object under the
+snapshot's tree (the tree itself, each folder, each file) is read once (``cat-file --batch``)
+and hashed again; any object whose content does not hash to its name, or that is gone, makes
+the snapshot damaged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.checkpoints.checkpoint_git import GitRunner
+
+
+@dataclass(frozen=True, slots=True)
+class DamagedObject:
+    object_id: str
+    path: str  # "" for the snapshot's own tree
+    missing: bool
+
+
+def verify_trees(
+    runner: GitRunner, git_dir: Path, trees: Iterable[str]
+) -> dict[str, list[DamagedObject]]:
+    """For each tree id, the objects under it that are missing or do not hash to their name
+    (an empty list: the snapshot's bytes are what it recorded). Objects shared between the
+    trees are read once."""
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    every: dict[str, str] = {}
+    for tree in dict.fromkeys(trees):
+        objects = [(tree, "")]
+        if not _missing(runner, git_dir, tree):
+            listed = runner.run(["ls-tree", "-r", "-t", "-z", tree], git_dir=git_dir)
+            for line in listed.split(b"\0"):
+                if not line:
+                    continue
+                meta, raw = line.split(b"\t", 1)
+                mode, _kind, object_id = meta.decode().split(" ")
+                if mode == "160000":
+                    continue  # a submodule's commit: not in this repository by design
+                objects.append((object_id, os.fsdecode(raw)))
+        wanted[tree] = objects
+        for object_id, path in objects:
+            every.setdefault(object_id, path)
+    bad = _bad_objects(runner, git_dir, list(every))
+    return {
+        tree: [
+            DamagedObject(object_id, path, bad[object_id])
+            for object_id, path in objects
+            if object_id in bad
+        ]
+        for tree, objects in wanted.items()
+    }
+
+
+def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:
+    out = runner.run(
+        ["cat-file", "--batch-check"], git_dir=git_dir, stdin=f"{object_id}\n".encode()
+    )
+    return out.decode().strip().endswith(" missing")
+
+
+def _bad_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dict[str, bool]:
+    """The ids whose stored content does not hash to them (False) or that are gone (True)."""
+    if not object_ids:
+        return {}
+    query = "".join(f"{object_id}\n" for object_id in object_ids).encode()
+    out = runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query)
+    bad: dict[str, bool] = {}
+    at = 0
+    for object_id in object_ids:
+        end = out.index(b"\n", at)
+        header = out[at:end].decode().split(" ")
+        at = end + 1
+        if len(header) == 2 and header[1] == "missing":
+            bad[object_id] = True
+            continue
+        kind, size = header[1], int(header[2])
+        body = out[at : at + size]
+        at += size + 1  # the content, then a newline
+        algorithm = hashlib.sha256 if len(object_id) == 64 else hashlib.sha1
+        digest = algorithm(f"{kind} {size}\0".encode() + body, usedforsecurity=False)
+        if digest.hexdigest() != object_id:
+            bad[object_id] = False
+    return bad

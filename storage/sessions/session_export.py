@@ -1,0 +1,385 @@
+"""Session export and import: a JSONL file that is the session's committed ledger, run by run.
+
+File format (``maka export SESSION -o FILE.jsonl``; UTF-8, one JSON value per line, every line
+ending in ``\\n``, every line in canonical JSON (RFC 8785)):
+
+1. one session line: ``{"kind":"maka.session.v1","sessionId","cwd","title","createdAt"}``;
+2. for each run of the session, oldest first:
+
+   - a header line ``{"kind":"maka.run_header.v1","runId","sessionId","invocationId","turnId",
+     "status","cwd","ownerEpoch","createdAt","updatedAt"}`` plus, when set, ``"failureClass"``,
+     ``"workspaceIdentity"``, ``"parentRunId"``, ``"continuationSource"``, ``"completedAt"``
+     (absent means not set; never ``null``);
+   - for a continuation run (one admitted by Safe resume), its claim line
+     ``{"kind":"maka.continuation_claim.v1","claimId","sessionId","boundaryDigest","sourceRunId",
+     "sourceHighWater","sourcePrefixDigest","sourceTerminalEventId","targetRunId","startEventId",
+     "providerReplayDigest","automatic","createdAt"}``;
+   - then the run's events in ``event_seq`` order: exactly the stored canonical bytes of each
+     RuntimeEvent (a RuntimeEvent has no ``kind`` key, so the line types never mix up);
+3. when the session's snapshots of its folder were exported beside the file, a last line
+   ``{"kind":"maka.checkpoints.v1","bundle","sha256","bytes","refs":[{"ref","commitId",
+   "treeId","workspaceIdentity"}]}`` naming that Git bundle (``checkpoint_transfer``). An export
+   without it (older, ``--no-checkpoints``, standard output) imports the ledger alone.
+
+Import (``maka import FILE.jsonl``, ``session_import``) is all-or-nothing, in one transaction,
+and re-commits every event through the same writers as live code (generic append, T1, T2,
+recovery bundle, run ending, continuation admission), so a file can never bring in a fact the
+writers would refuse. It is idempotent (an
+identical file again is a no-op), refuses a file that conflicts with what is stored (another
+header or other bytes for a stored id), and refuses a torn last line (no final newline) unless
+``accept_torn_tail``: then the valid prefix is imported and the report says how many bytes were
+dropped; a run whose terminal event was in the dropped tail is imported as ``running`` (its
+ending is not in the file, and a header never claims an ending the ledger lacks).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.ledger.canonical_codec import canonical_json_bytes, canonical_line_bytes
+from runtime.ledger.codes import TransferCode
+from runtime.ledger.continuation_ports import ContinuationClaim
+from runtime.ledger.event_model import RuntimeEvent, decode_event_json
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from storage.ledger.continuation_claim_store import find_by_target
+from storage.ledger.event_rows import EVENT_COLUMNS, decode_row
+from storage.ledger.run_header_store import list_session_headers, read_session
+
+SESSION_KIND = "maka.session.v1"
+RUN_HEADER_KIND = "maka.run_header.v1"
+CLAIM_KIND = "maka.continuation_claim.v1"
+CHECKPOINTS_KIND = "maka.checkpoints.v1"
+
+
+class TransferError(LedgerError):
+    """An export or import refused; ``code`` is a ``TransferCode`` (``line`` is 1-based)."""
+
+    def __init__(self, code: TransferCode, message: str, line: int | None = None) -> None:
+        super().__init__(code, message)
+        self.line = line
+
+
+# ---- export -----------------------------------------------------------------------------------
+
+
+def session_line(session: SessionRecord) -> bytes:
+    return canonical_json_bytes(
+        {
+            "kind": SESSION_KIND,
+            "sessionId": session.session_id,
+            "cwd": session.cwd,
+            "title": session.title,
+            "createdAt": session.created_at,
+        }
+    )
+
+
+def header_line(header: RunHeader) -> bytes:
+    value: dict[str, Any] = {
+        "kind": RUN_HEADER_KIND,
+        "runId": header.run_id,
+        "sessionId": header.session_id,
+        "invocationId": header.invocation_id,
+        "turnId": header.turn_id,
+        "status": RunStatus(header.status).value,
+        "cwd": header.cwd,
+        "ownerEpoch": header.owner_epoch,
+        "createdAt": header.created_at,
+        "updatedAt": header.updated_at,
+    }
+    optional = {
+        "failureClass": header.failure_class,
+        "workspaceIdentity": header.workspace_identity,
+        "parentRunId": header.parent_run_id,
+        "continuationSource": dict(header.continuation_source)
+        if header.continuation_source is not None
+        else None,
+        "completedAt": header.completed_at,
+    }
+    value.update({key: item for key, item in optional.items() if item is not None})
+    return canonical_json_bytes(value)
+
+
+def claim_line(claim: ContinuationClaim) -> bytes:
+    return canonical_json_bytes(
+        {
+            "kind": CLAIM_KIND,
+            "claimId": claim.claim_id,
+            "sessionId": claim.session_id,
+            "boundaryDigest": claim.boundary_digest,
+            "sourceRunId": claim.source_run_id,
+            "sourceHighWater": claim.source_high_water,
+            "sourcePrefixDigest": claim.source_prefix_digest,
+            "sourceTerminalEventId": claim.source_terminal_event_id,
+            "targetRunId": claim.target_run_id,
+            "startEventId": claim.start_event_id,
+            "providerReplayDigest": claim.provider_replay_digest,
+            "automatic": claim.automatic,
+            "createdAt": claim.created_at,
+        }
+    )
+
+
+def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
+    """Every line of the session's export (each without its newline). Call inside one read
+    transaction so the file is one consistent snapshot."""
+    session = read_session(conn, session_id)
+    if session is None:
+        raise TransferError(TransferCode.SESSION_NOT_FOUND, f"no session {session_id}")
+    yield session_line(session)
+    for header in list_session_headers(conn, session_id):
+        yield header_line(header)
+        claim = find_by_target(conn, header.run_id)
+        if claim is not None:
+            yield claim_line(claim)
+        rows = conn.execute(
+            f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE invocation_id = ?"
+            " ORDER BY event_seq",
+            (header.invocation_id,),
+        )
+        for row in rows:
+            yield decode_row(row).payload
+
+
+# ---- parsing ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RunBlock:
+    header: RunHeader
+    claim: ContinuationClaim | None = None
+    events: list[RuntimeEvent] = field(default_factory=list)
+    # canonical bytes of each event (the line itself when it already was canonical)
+    payloads: list[bytes] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ParsedExport:
+    session: SessionRecord
+    runs: list[RunBlock]
+    dropped_bytes: int
+    event_count: int
+    # The last line's record of the snapshots file beside the export (``checkpoint_transfer``),
+    # None for an export without one.
+    checkpoints: dict[str, Any] | None = None
+
+
+def _record(value: Mapping[str, Any], keys: set[str], optional: set[str], line: int) -> None:
+    present = set(value)
+    if not keys <= present or not present <= keys | optional:
+        raise TransferError(
+            TransferCode.IMPORT_LINE_INVALID,
+            f"line {line}: a {value.get('kind')} record needs keys {sorted(keys)}"
+            f" (optional {sorted(optional)})",
+            line,
+        )
+
+
+def _text(value: Mapping[str, Any], key: str, line: int, *, empty: bool = False) -> str:
+    item = value.get(key)
+    if not isinstance(item, str) or (not empty and not item):
+        raise TransferError(TransferCode.IMPORT_LINE_INVALID, f"line {line}: bad {key}", line)
+    return item
+
+
+def _int(value: Mapping[str, Any], key: str, line: int) -> int:
+    item = value.get(key)
+    if type(item) is not int or item < 0:
+        raise TransferError(TransferCode.IMPORT_LINE_INVALID, f"line {line}: bad {key}", line)
+    return item
+
+
+def _parse_session(value: Mapping[str, Any], line: int) -> SessionRecord:
+    _record(value, {"kind", "sessionId", "cwd", "title", "createdAt"}, set(), line)
+    return SessionRecord(
+        session_id=_text(value, "sessionId", line),
+        cwd=_text(value, "cwd", line, empty=True),
+        title=_text(value, "title", line, empty=True),
+        created_at=_int(value, "createdAt", line),
+    )
+
+
+_HEADER_KEYS = {
+    "kind", "runId", "sessionId", "invocationId", "turnId", "status", "cwd", "ownerEpoch",
+    "createdAt", "updatedAt",
+}  # fmt: skip
+_HEADER_OPTIONAL = {
+    "failureClass", "workspaceIdentity", "parentRunId", "continuationSource", "completedAt",
+}  # fmt: skip
+
+
+def _parse_header(value: Mapping[str, Any], line: int) -> RunHeader:
+    _record(value, _HEADER_KEYS, _HEADER_OPTIONAL, line)
+    try:
+        status = RunStatus(value["status"])
+    except ValueError:
+        raise TransferError(
+            TransferCode.IMPORT_LINE_INVALID, f"line {line}: bad status", line
+        ) from None
+    source = value.get("continuationSource")
+    if source is not None and not isinstance(source, dict):
+        raise TransferError(
+            TransferCode.IMPORT_LINE_INVALID, f"line {line}: bad continuationSource", line
+        )
+    optional_text = {
+        key: _text(value, key, line) if key in value else None
+        for key in ("failureClass", "workspaceIdentity", "parentRunId")
+    }
+    return RunHeader(
+        run_id=_text(value, "runId", line),
+        session_id=_text(value, "sessionId", line),
+        invocation_id=_text(value, "invocationId", line),
+        turn_id=_text(value, "turnId", line),
+        status=status,
+        cwd=_text(value, "cwd", line, empty=True),
+        owner_epoch=_int(value, "ownerEpoch", line),
+        created_at=_int(value, "createdAt", line),
+        updated_at=_int(value, "updatedAt", line),
+        failure_class=optional_text["failureClass"],
+        workspace_identity=optional_text["workspaceIdentity"],
+        parent_run_id=optional_text["parentRunId"],
+        continuation_source=source,
+        completed_at=_int(value, "completedAt", line) if "completedAt" in value else None,
+    )
+
+
+_CLAIM_KEYS = {
+    "kind", "claimId", "sessionId", "boundaryDigest", "sourceRunId", "sourceHighWater",
+    "sourcePrefixDigest", "sourceTerminalEventId", "targetRunId", "startEventId",
+    "providerReplayDigest", "automatic", "createdAt",
+}  # fmt: skip
+
+
+def _parse_claim(value: Mapping[str, Any], line: int) -> ContinuationClaim:
+    _record(value, _CLAIM_KEYS, set(), line)
+    if not isinstance(value["automatic"], bool):
+        raise TransferError(TransferCode.IMPORT_LINE_INVALID, f"line {line}: bad automatic", line)
+    return ContinuationClaim(
+        claim_id=_text(value, "claimId", line),
+        session_id=_text(value, "sessionId", line),
+        boundary_digest=_text(value, "boundaryDigest", line),
+        source_run_id=_text(value, "sourceRunId", line),
+        source_high_water=_int(value, "sourceHighWater", line),
+        source_prefix_digest=_text(value, "sourcePrefixDigest", line),
+        source_terminal_event_id=_text(value, "sourceTerminalEventId", line),
+        target_run_id=_text(value, "targetRunId", line),
+        start_event_id=_text(value, "startEventId", line),
+        provider_replay_digest=_text(value, "providerReplayDigest", line),
+        automatic=value["automatic"],
+        created_at=_int(value, "createdAt", line),
+    )
+
+
+def _invalid(line: int, message: str) -> TransferError:
+    return TransferError(TransferCode.IMPORT_LINE_INVALID, f"line {line}: {message}", line)
+
+
+def _structure(line: int, message: str) -> TransferError:
+    return TransferError(TransferCode.IMPORT_STRUCTURE_INVALID, f"line {line}: {message}", line)
+
+
+def _record_value(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    kinds = (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND, CHECKPOINTS_KIND)
+    if isinstance(value, dict) and value.get("kind") in kinds:
+        return value
+    return None
+
+
+def _add_record(
+    value: dict[str, Any],
+    index: int,
+    session: SessionRecord | None,
+    runs: list[RunBlock],
+    run_ids: set[str],
+) -> SessionRecord | None:
+    """Apply one record line; returns the session (set by the first line)."""
+    if value["kind"] == SESSION_KIND:
+        if index != 1:
+            raise _structure(index, "the session line must be the first line")
+        return _parse_session(value, index)
+    if session is None:
+        raise _structure(index, "a record before the session line")
+    if value["kind"] == CLAIM_KIND:
+        block = runs[-1] if runs else None
+        if block is None or block.events or block.claim is not None:
+            raise _structure(index, "a continuation claim must follow its run's header line")
+        block.claim = _parse_claim(value, index)
+        if block.claim.target_run_id != block.header.run_id:
+            raise _structure(index, "the continuation claim names another run")
+        return session
+    header = _parse_header(value, index)
+    if header.session_id != session.session_id:
+        raise _structure(index, "a run of another session")
+    if header.run_id in run_ids:  # a set: a search of ``runs`` is quadratic in the runs
+        raise _structure(index, f"run {header.run_id} appears twice")
+    run_ids.add(header.run_id)
+    runs.append(RunBlock(header))
+    return session
+
+
+def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport:
+    """Decode and structurally check a whole export file (nothing is written)."""
+    end = data.rfind(b"\n") + 1
+    if end != len(data) and not accept_torn_tail:
+        # The lines before the tear are checked first: a file that is not an export at all
+        # (binary, another format) is reported as such, not as torn, and the torn tail is only
+        # reported when dropping it would give a valid export.
+        if end:
+            parse_export(data[:end])
+        line = data.count(b"\n") + 1
+        raise TransferError(
+            TransferCode.IMPORT_TORN_TAIL,
+            f"line {line} is torn (the file does not end with a newline; "
+            f"{len(data) - end} bytes); use --accept-torn-tail to import the lines before it",
+            line,
+        )
+    dropped = len(data) - end
+    lines = data[:end].split(b"\n")[:-1]
+    if not lines:
+        raise TransferError(TransferCode.IMPORT_STRUCTURE_INVALID, "the file holds no session")
+    session: SessionRecord | None = None
+    runs: list[RunBlock] = []
+    run_ids: set[str] = set()
+    events = 0
+    checkpoints: dict[str, Any] | None = None
+    for index, raw in enumerate(lines, start=1):
+        try:
+            event = decode_event_json(raw)
+        except LedgerError as error:
+            # Not an event: a record line (a RuntimeEvent never has a top-level "kind").
+            value = _record_value(raw)
+            if value is None:
+                raise _invalid(
+                    index, f"not a RuntimeEvent ({error.code}): {error.message}"
+                ) from None
+            if value["kind"] == CHECKPOINTS_KIND:
+                if index != len(lines) or session is None:
+                    raise _structure(index, "the snapshots record must be the last line") from None
+                checkpoints = value
+                continue
+            session = _add_record(value, index, session, runs, run_ids)
+            continue
+        if not runs:
+            raise _structure(index, "an event before any run header")
+        block = runs[-1]
+        if event["runId"] != block.header.run_id:
+            raise _structure(index, f"event {event['id']} belongs to another run than its header")
+        block.events.append(event)
+        try:
+            canonical = canonical_line_bytes(raw, event)
+        except LedgerError as error:
+            raise _invalid(index, f"not canonical JSON ({error.code}): {error.message}") from None
+        block.payloads.append(canonical)
+        events += 1
+    if session is None:
+        raise _structure(1, "the first line must be the session line")
+    return ParsedExport(session, runs, dropped, events, checkpoints)

@@ -1,0 +1,274 @@
+"""Importing an export file (format: ``session_export``): every fact through its writer.
+
+The whole file is one write transaction. A run the store does not hold yet takes the fast path
+(``bulk_run_writer``: the same rules checked once over the whole run, rows inserted in bulk) and
+falls back to the per-event writers whenever the fast path declines. On the per-event path the
+header is created non-terminal (a continuation run through the continuation admission, with its
+claim and start event, exactly as Safe resume admits one), every event is committed by the
+writer that owns its kind of fact (generic append, T1 for a dispatch, T2 for a bound response,
+the recovery-bundle writer for reconcile [+ outcome] + decision, the run-ending writer for the
+terminal event, with the exported header timestamps), and each event must land at the
+``event_seq`` the file gives it. An identical file imports as a no-op (every write is an exact
+retry); anything else stored under the same ids is a conflict and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runtime.ledger.attestation import attestation_suffix_ok
+from runtime.ledger.codes import Lane, TransferCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.crash_points import armed_crash_point
+from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.lane_rules import is_bound_response
+from runtime.ledger.store_ports import (
+    TERMINAL_RUN_STATUSES,
+    CommitResult,
+    RunHeader,
+    RunStatus,
+    StoreRefusal,
+)
+from runtime.ledger.workspace_facts import is_settled_baseline, is_workspace_fact
+from storage.ledger import continuation_claim_store as claims
+from storage.ledger.bulk_run_writer import bulk_commit_new_run
+from storage.ledger.event_writer import (
+    Candidate,
+    LedgerTransaction,
+    append_generic,
+    check_generic,
+    prepare_candidate,
+)
+from storage.ledger.recovery_bundle_writer import commit_bundle
+from storage.ledger.run_ending_writer import check_ending, commit_ending
+from storage.ledger.run_header_store import (
+    insert_header,
+    insert_session,
+    raise_owner_epoch,
+    read_header,
+    restore_open_status,
+)
+from storage.ledger.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
+from storage.ledger.workspace_fact_writer import (
+    check_workspace_fact,
+    commit_settled_baseline,
+    commit_workspace_fact,
+)
+from storage.sessions.session_export import ParsedExport, RunBlock, TransferError
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    session_id: str
+    runs: int
+    events_read: int
+    events_created: int
+    events_existing: int
+    dropped_bytes: int
+
+
+def _ends_with_terminal(events: Sequence[RuntimeEvent]) -> bool:
+    """The run ends with its terminal event, or with it and the user's attestations that
+    followed (docs/design/recovery.md section 8: the only facts allowed after it)."""
+    for index in range(len(events) - 1, -1, -1):
+        if is_terminal(events[index]):
+            return attestation_suffix_ok(events[index + 1 :])
+    return False
+
+
+def _import_run(
+    tx: LedgerTransaction, block: RunBlock, torn: bool, *, bulk: bool
+) -> tuple[int, int]:
+    """Commit one run through the writers; returns (events created, events already stored)."""
+    header = block.header
+    events = block.events
+    final_status = RunStatus(header.status)
+    ends = _ends_with_terminal(events)
+    if final_status in TERMINAL_RUN_STATUSES and not ends and not torn:
+        raise TransferError(
+            TransferCode.IMPORT_STRUCTURE_INVALID,
+            f"run {header.run_id} is {final_status} but its terminal event is missing",
+        )
+    if final_status not in TERMINAL_RUN_STATUSES and ends:
+        raise TransferError(
+            TransferCode.IMPORT_STRUCTURE_INVALID,
+            f"run {header.run_id} has a terminal event but its header is {final_status}",
+        )
+    # The header as admitted: never terminal (the run-ending writer makes it terminal with its
+    # terminal event); a continuation run is admitted ``created``, like Safe resume admits it.
+    opening = RunStatus.RUNNING if final_status in TERMINAL_RUN_STATUSES else final_status
+    if block.claim is not None:
+        opening = RunStatus.CREATED
+    admitted = _replace_status(header, opening)
+    results: list[CommitResult] = []
+    stored = read_header(tx.conn, header.run_id)
+    if (
+        stored is None
+        and block.claim is None
+        and bulk
+        and bulk_commit_new_run(tx, header, admitted, events, block.payloads)
+    ):
+        return len(events), 0
+    if stored is None:
+        if block.claim is not None:
+            if not events:
+                raise TransferError(
+                    TransferCode.IMPORT_STRUCTURE_INVALID,
+                    f"continuation run {header.run_id} lacks its continuation-start event",
+                )
+            claims.admit(tx, block.claim, admitted, events[0])
+            results.append(CommitResult(created=True, event_seq=1))
+        else:
+            insert_header(tx.conn, admitted)
+    else:
+        torn_open = _replace_status(header, RunStatus.RUNNING)
+        if stored != header and not (torn and stored in (admitted, torn_open)):
+            raise StoreRefusal(
+                WriterRejectionCode.IDENTITY_CONFLICT,
+                f"run {header.run_id} is stored with another header than the file's",
+            )
+        if block.claim is not None:
+            results.append(_known_start(tx, block))
+    position = len(results)
+    while position < len(events):
+        used, committed = _commit_next(tx, block, position)
+        results.extend(committed)
+        position += used
+    for index, result in enumerate(results):
+        if result.event_seq != index + 1:
+            raise StoreRefusal(
+                WriterRejectionCode.IDENTITY_CONFLICT,
+                f"event {events[index]['id']} is stored at event_seq {result.event_seq}, "
+                f"the file has it at {index + 1}",
+            )
+    if stored is None and final_status not in TERMINAL_RUN_STATUSES and final_status != opening:
+        restore_open_status(tx.conn, header.run_id, final_status, header.updated_at)
+    created = sum(1 for result in results if result.created)
+    return created, len(results) - created
+
+
+def _known_start(tx: LedgerTransaction, block: RunBlock) -> CommitResult:
+    """A continuation run that is already stored: its claim and start event must be the file's."""
+    stored_claim = claims.find_by_target(tx.conn, block.header.run_id)
+    if stored_claim != block.claim or not block.events:
+        raise StoreRefusal(
+            WriterRejectionCode.IDENTITY_CONFLICT,
+            f"run {block.header.run_id} is stored with another continuation claim",
+        )
+    start = prepare_candidate(block.events[0], decoded=True)
+    new, retried = tx.split_retries([start])
+    if new:
+        raise StoreRefusal(
+            WriterRejectionCode.IDENTITY_CONFLICT,
+            f"continuation start {start.event_id} is not the stored one",
+            start.event_id,
+        )
+    return CommitResult(created=False, event_seq=retried[start.event_id])
+
+
+def _replace_status(header: RunHeader, status: RunStatus) -> RunHeader:
+    return header._replace(status=status, failure_class=None, completed_at=None)
+
+
+def _commit_next(
+    tx: LedgerTransaction, block: RunBlock, position: int
+) -> tuple[int, list[CommitResult]]:
+    """Commit the transition starting at ``position``; returns (events used, results)."""
+    events = block.events
+    candidate = prepare_candidate(events[position], decoded=True)
+    lane = candidate.lane
+    if candidate.terminal:
+        if not attestation_suffix_ok(events[position + 1 :]):
+            raise StoreRefusal(
+                WriterRejectionCode.RUN_SEALED,
+                f"event {events[position + 1]['id']} follows the terminal event",
+                events[position + 1]["id"],
+            )
+        header = block.header
+        check_ending(candidate, RunStatus(header.status), header.failure_class)
+        completed_at = header.completed_at if header.completed_at is not None else header.updated_at
+        result = commit_ending(
+            tx,
+            candidate,
+            RunStatus(header.status),
+            header.failure_class,
+            updated_at=header.updated_at,
+            completed_at=completed_at,
+        )
+        return 1, [result]
+    if lane is Lane.TOOL_DISPATCH:
+        check_shape([candidate], TransitionKind.T1_PREPARE)
+        return 1, [commit_prepared(tx, None, candidate, armed_crash_point())]
+    if lane is Lane.FUNCTION_RESPONSE and is_bound_response(candidate.event):
+        check_shape([candidate], TransitionKind.T2_OUTCOME)
+        return 1, [commit_outcome(tx, candidate, armed_crash_point())]
+    if lane is Lane.RECONCILE_RESULT:
+        return _commit_bundle(tx, events, position, candidate)
+    if is_settled_baseline(candidate.event):
+        # A settled call's baseline: only right after its attestation bundle (docs/design/
+        # workspace.md section 3), which may follow the run's terminal event.
+        decision_id = candidate.event_id.removesuffix("_attest_baseline") + "_attest_decision"
+        if position == 0 or events[position - 1]["id"] != decision_id:
+            raise StoreRefusal(
+                WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+                "a settled call's baseline follows its attestation",
+                candidate.event_id,
+            )
+        return 1, [commit_settled_baseline(tx, candidate)]
+    if is_workspace_fact(candidate.event):  # through the workspace-fact writer's own checks
+        check_workspace_fact(candidate)
+        return 1, [commit_workspace_fact(tx, candidate)]
+    check_generic(candidate)
+    return 1, [append_generic(tx, candidate)]
+
+
+def _commit_bundle(
+    tx: LedgerTransaction, events: list[RuntimeEvent], position: int, reconcile: Candidate
+) -> tuple[int, list[CommitResult]]:
+    following = [
+        prepare_candidate(event, decoded=True) for event in events[position + 1 : position + 3]
+    ]
+    if following and following[0].lane is Lane.RECOVERY_DECISION:
+        parts = [reconcile, following[0]]
+        outcome = None
+    elif len(following) == 2 and following[1].lane is Lane.RECOVERY_DECISION:
+        parts = [reconcile, following[0], following[1]]
+        outcome = following[0]
+    else:
+        raise StoreRefusal(
+            WriterRejectionCode.TRANSITION_SHAPE_CONFLICT,
+            "a reconcile fact must be followed by [outcome,] decision",
+            reconcile.event_id,
+        )
+    check_shape(parts, TransitionKind.RECOVERY_BUNDLE)
+    result = commit_bundle(tx, reconcile, outcome, parts[-1])
+    # The bundle answers for its decision; the facts before it got consecutive seqs.
+    first = result.event_seq - len(parts) + 1
+    return len(parts), [CommitResult(result.created, first + index) for index in range(len(parts))]
+
+
+def import_parsed(
+    tx: LedgerTransaction, parsed: ParsedExport, *, bulk: bool = True
+) -> ImportReport:
+    """Import a parsed file inside ``tx`` (the caller's one write transaction). ``bulk=False``
+    commits every event through the per-event writers even for new runs (the reference the
+    fast path is tested against)."""
+    highest = max((block.header.owner_epoch for block in parsed.runs), default=0)
+    # An imported run must never look like it belongs to a live owner from the future.
+    raise_owner_epoch(tx.conn, at_least=highest)
+    insert_session(tx.conn, parsed.session)
+    created = existing = 0
+    torn = parsed.dropped_bytes > 0
+    for index, block in enumerate(parsed.runs):
+        last = index == len(parsed.runs) - 1
+        made, kept = _import_run(tx, block, torn and last, bulk=bulk)
+        created += made
+        existing += kept
+    return ImportReport(
+        session_id=parsed.session.session_id,
+        runs=len(parsed.runs),
+        events_read=parsed.event_count,
+        events_created=created,
+        events_existing=existing,
+        dropped_bytes=parsed.dropped_bytes,
+    )
