@@ -1,9 +1,12 @@
 """What the run loop (``run_loop.RunLoop.drive``) hands off, so that it reads as the model loop.
 
-- ``RunCheckpoints``: the run's workspace checkpoint calls (``workspace_checkpointer``): capture
-  at the start, overlap the due capture with the model's next step, join the capture in progress
-  before the next T1 and before the run's ending, note each settled tool. A run without a
-  checkpointer gets the base class, whose calls do nothing.
+- ``RunCheckpoints``: the run's workspace checkpoint calls (``workspace_checkpointer``): begin
+  the first capture at the start (in the background: the model's first step and read-only calls
+  go on meanwhile), overlap the due capture with the model's next step, join the capture in
+  progress before the next T1 of a call that may write and before the run's ending (before a
+  read-only call and after the model's answer: the first capture's fact is published when it is
+  done, never waited for), note each settled tool. A run without a checkpointer gets the base
+  class, whose calls do nothing.
 - ``RequestHistory``: the provider history of each request, rebuilt from committed events (the
   session's earlier runs, then this run so far), checked for unpaired tool calls before it is
   ever sent.
@@ -20,6 +23,7 @@ from runtime.agent.context_overflow import WAY_ON
 from runtime.agent.tool_runtime import ToolBoundaryError
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.workspace_facts import may_write
 from runtime.providers.history_projection import IncrementalHistory, unpaired_tool_calls
 from runtime.providers.provider_port import HistoryItem, ProviderError, ProviderErrorCode
 from runtime.providers.secret_redaction import redact_secrets
@@ -41,14 +45,26 @@ class RunCheckpoints:
         return None
 
     def capture_start(self, publish: Publish) -> None:
-        """The run's first capture, before its first provider call."""
+        """The run's first capture begins, before its first provider call (in the background:
+        it never holds the model up)."""
 
     def overlap_next_step(self) -> None:
         """The capture due after the last T2 starts while the model works on its next step."""
 
     def join(self, publish: Publish) -> None:
         """The capture in progress finishes and its facts are published: before anything else
-        happens (the next T1, the run's ending), and right after the provider's answer."""
+        happens (the next T1 of a call that may write, the run's ending)."""
+
+    def ready(self, publish: Publish) -> None:
+        """Like ``join`` (right after the provider's answer, before a read-only call's T1), but
+        the run's first capture is not waited for: its fact is published if it is done."""
+
+    def before_call(self, tool_name: str, publish: Publish) -> None:
+        """Before a tool call is settled: ``join`` when it may write, else ``ready``."""
+        if may_write(tool_name):
+            self.join(publish)
+        else:
+            self.ready(publish)
 
     def after_tool(self, tool_name: str) -> None:
         """A tool call's T2 committed."""
@@ -68,7 +84,7 @@ class _Capturing(RunCheckpoints):
         return self._checkpointer.begin_capture
 
     def capture_start(self, publish: Publish) -> None:
-        for fact in self._checkpointer.capture_now():
+        for fact in self._checkpointer.begin_first_capture():
             publish(fact)
 
     def overlap_next_step(self) -> None:
@@ -76,6 +92,10 @@ class _Capturing(RunCheckpoints):
 
     def join(self, publish: Publish) -> None:
         for fact in self._checkpointer.join_facts():
+            publish(fact)
+
+    def ready(self, publish: Publish) -> None:
+        for fact in self._checkpointer.ready_facts():
             publish(fact)
 
     def after_tool(self, tool_name: str) -> None:

@@ -253,7 +253,7 @@ class RunLoop:
         checkpoints = self._checkpoints
         used_call_ids: set[str] = set()
         steps = 0
-        checkpoints.capture_start(publish)  # before the first provider call
+        checkpoints.capture_start(publish)  # begins before the first provider call
         try:
             while True:
                 if cancel.is_cancelled():
@@ -272,7 +272,7 @@ class RunLoop:
                 try:
                     step, calls = self._model_step(request_history, cancel)
                 finally:
-                    checkpoints.join(publish)  # right after the provider's answer
+                    checkpoints.ready(publish)  # right after the provider's answer
                 step_id = f"{builder.identity.run_id}_s{steps}"
                 self._commit_step(builder, publish, step)
                 if cancel.is_cancelled():
@@ -294,7 +294,7 @@ class RunLoop:
                     if call.call_id in used_call_ids or not call.call_id:
                         continue  # a repeated id would be a duplicate operation: never run
                     used_call_ids.add(call.call_id)
-                    checkpoints.join(publish)  # before the next T1
+                    checkpoints.before_call(call.name, publish)  # before the next T1
                     tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
                     checkpoints.after_tool(call.name)
                 failpoint(CrashPoint.P7)

@@ -13,6 +13,16 @@ finds its snapshot unrecorded only for as long as the capture takes beyond the T
 often random kills land in it). A writing call refused before it ran has no such moment: its
 capture starts with the model's next step (``after_tool``, ``overlap_next_step``).
 
+The run's first capture (``begin_first_capture``) never holds up the model: in a big folder it
+hashes every file, which may take many seconds. It runs in the background from the run's start
+while the model works and while read-only calls (``read_file``, ``list_dir``, ``glob``) run; its
+fact is committed on the run's thread at the first moment the capture is done and the run is
+between two commits (``ready_facts``), and at the latest before the T1 of the first call that may
+write and before the run's ending (``join_facts``): a snapshot describes the folder before any
+write, and its fact is committed before that write's T1. A run stopped before its first fact with
+no writing call dispatched is one that "stopped before its first snapshot" (its resume compares
+nothing and parks on nothing: ``runtime/continuation/workspace_gate.py``).
+
 A capture is artifact first (the carrier's commit and ref), then the ``workspaceCheckpoint`` fact
 through the workspace-fact writer, pinned to the committed run prefix it belongs to
 (``runtimeHighWater`` + ``runtimeDigest``). A capture that fails commits
@@ -36,6 +46,7 @@ from runtime.ledger.checkpoint_ports import (
     CheckpointError,
     CheckpointMode,
     ModeDecision,
+    Snapshot,
     checkpoint_ref,
 )
 from runtime.ledger.codes import CheckpointFailureCode
@@ -52,6 +63,17 @@ class CheckpointFactStore(Protocol):
     def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult: ...
 
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
+
+
+class _FirstCapture:
+    """The run's first capture while it runs in the background: its number, its thread and,
+    once done, its artifact or why it failed."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.thread: threading.Thread | None = None
+        self.snapshot: Snapshot | None = None
+        self.failure: tuple[str, str] | None = None
 
 
 class WorkspaceCheckpointer:
@@ -84,6 +106,8 @@ class WorkspaceCheckpointer:
         # Set once the T2 of the call whose capture started early is committed (or the capture
         # is joined first): its fact is pinned to the prefix then.
         self._outcome_written: threading.Event | None = None
+        # The run's first capture while it runs in the background (``begin_first_capture``).
+        self._first: _FirstCapture | None = None
 
     @property
     def active(self) -> bool:
@@ -99,6 +123,42 @@ class WorkspaceCheckpointer:
         if self.active:
             self._capture()
         return self.join_facts()
+
+    def begin_first_capture(self) -> list[RuntimeEvent]:
+        """The run's start: its first capture begins in the background (the model's first step
+        and read-only calls go on meanwhile); its fact is recorded by ``ready_facts`` once it is
+        done, or by ``join_facts`` (before a writing call's T1, before the run's ending)."""
+        done = self.join_facts()
+        if not self.active:
+            return done
+        self._count += 1
+        first = _FirstCapture(self._count)
+        thread = threading.Thread(
+            target=self._take_first, args=(first,), name="maka-first-checkpoint", daemon=True
+        )
+        first.thread = thread
+        self._first = first
+        thread.start()
+        return done
+
+    def _take_first(self, first: _FirstCapture) -> None:
+        first.snapshot, first.failure = self._take(first.count)
+
+    def ready_facts(self) -> list[RuntimeEvent]:
+        """Like ``join_facts``, but the run's first capture is only recorded when it is already
+        done (the model's step is over, or a read-only call comes next): it is never waited
+        for here."""
+        first = self._first
+        if first is not None and first.thread is not None and first.thread.is_alive():
+            self._wait_thread()
+            done, self._done = self._done, []
+            return done
+        return self.join_facts()
+
+    @property
+    def first_pending(self) -> bool:
+        """Whether the run's first capture is still to be recorded."""
+        return self._first is not None
 
     def begin_capture(self, tool_name: str) -> None:
         """A dispatched tool returned (its process exited) and its T2 is about to be written:
@@ -150,7 +210,9 @@ class WorkspaceCheckpointer:
 
     def join_facts(self) -> list[RuntimeEvent]:
         """Finish the capture in progress (or the one due); the facts committed since the last
-        call, to publish on the run's thread."""
+        call, to publish on the run's thread. The run's first capture is waited for and
+        recorded first."""
+        self._join_first()
         self._wait_thread()
         if self._due:
             self._due = False
@@ -158,23 +220,41 @@ class WorkspaceCheckpointer:
         done, self._done = self._done, []
         return done
 
+    def _join_first(self) -> None:
+        first, self._first = self._first, None
+        if first is None:
+            return
+        if first.thread is not None:
+            first.thread.join()
+        self._record(first.count, first.snapshot, first.failure)
+
     # ---- one capture ---------------------------------------------------------------------------
     def _capture(self, outcome_written: threading.Event | None = None) -> None:
         """Artifact first, then the fact pinned to the committed prefix: the one that ends with
         the tool's T2 when the capture began as the tool returned (``outcome_written``)."""
         self._count += 1
-        ref = checkpoint_ref(self._identity.session_id, self._identity.run_id, self._count)
-        failure: tuple[str, str] | None = None
-        try:
-            snapshot = self._carrier.capture(
-                self._folder, self._workspace, ref, f"maka checkpoint {ref}"
-            )
-        except CheckpointError as error:
-            failure = (error.code.value, error.message)
-        except Exception as error:
-            failure = (CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, str(error))
+        count = self._count
+        snapshot, failure = self._take(count)
         if outcome_written is not None:
             outcome_written.wait()
+        self._record(count, snapshot, failure)
+
+    def _take(self, count: int) -> tuple[Snapshot | None, tuple[str, str] | None]:
+        """The artifact: the carrier's commit and ref, or why it failed."""
+        ref = checkpoint_ref(self._identity.session_id, self._identity.run_id, count)
+        try:
+            return self._carrier.capture(
+                self._folder, self._workspace, ref, f"maka checkpoint {ref}"
+            ), None
+        except CheckpointError as error:
+            return None, (error.code.value, error.message)
+        except Exception as error:
+            return None, (CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, str(error))
+
+    def _record(
+        self, count: int, snapshot: Snapshot | None, failure: tuple[str, str] | None
+    ) -> None:
+        """The fact of a capture, pinned to the run's committed prefix as it is now."""
         try:
             rows = self._store.read_run_events(self._identity.run_id)
             if not rows:
@@ -184,8 +264,9 @@ class WorkspaceCheckpointer:
         except Exception as error:  # no prefix to pin: nothing can be recorded
             _log.warning("checkpoint skipped: the run's events could not be read: %s", error)
             return
-        if failure is not None:
-            self._commit(self._failed(high_water, *failure))
+        if failure is not None or snapshot is None:
+            code, message = failure or (CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, "")
+            self._commit(self._failed(count, high_water, code, message))
             return
         failpoint(CrashPoint.AFTER_CHECKPOINT_ARTIFACT)
         fact: dict[str, Any] = {
@@ -201,7 +282,7 @@ class WorkspaceCheckpointer:
         }
         if snapshot.skipped:
             fact["skippedPaths"] = list(snapshot.skipped[:100])
-        if self._commit(self._event("workspaceCheckpoint", fact)):
+        if self._commit(self._event(count, "workspaceCheckpoint", fact)):
             failpoint(CrashPoint.AFTER_CHECKPOINT_FACT)
 
     def _identity_json(self) -> dict[str, str]:
@@ -213,7 +294,7 @@ class WorkspaceCheckpointer:
             "turnId": i.turn_id,
         }
 
-    def _failed(self, high_water: int, code: str, message: str) -> RuntimeEvent:
+    def _failed(self, count: int, high_water: int, code: str, message: str) -> RuntimeEvent:
         body = {
             "protocol": CHECKPOINT_PROTOCOL,
             "workspaceIdentity": self._workspace,
@@ -221,14 +302,14 @@ class WorkspaceCheckpointer:
             "reasonCode": code,
             "message": message[:500],
         }
-        return self._event("workspaceCheckpointFailed", body)
+        return self._event(count, "workspaceCheckpointFailed", body)
 
-    def _event(self, key: str, body: dict[str, Any]) -> RuntimeEvent:
+    def _event(self, count: int, key: str, body: dict[str, Any]) -> RuntimeEvent:
         i = self._identity
         return cast(
             RuntimeEvent,
             {
-                "id": f"{i.run_id}_ckpt{self._count:04d}",
+                "id": f"{i.run_id}_ckpt{count:04d}",
                 "sessionId": i.session_id,
                 "invocationId": i.invocation_id,
                 "runId": i.run_id,

@@ -39,6 +39,7 @@ from runtime.continuation.continuation_planner import (
 from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, build_replay_plan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
+from runtime.continuation.presence_memo import PresenceMemo
 from runtime.continuation.resume_gates import LatestRun, first_park, first_refusal
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.continuation.workspace_transition import RestoreFailed, materialize_restore
@@ -193,16 +194,16 @@ class ResumeService:
         changes: tuple[TreeChange, ...] | None = None
         point = None
         basis: AdmissionBasis | None = None
+        # One presence decision per snapshot for the whole plan (it walks every object).
+        carrier = PresenceMemo(self._checkpoints) if self._checkpoints is not None else None
         if isinstance(lineage, Lineage):
             generations = [p.events for p in lineage.prefixes]
-            point = restore_point(self._checkpoints, generations)
+            point = restore_point(carrier, generations)
             basis = admission_basis(generations, source.workspace_identity)
-            evidence = checkpoint_evidence(
-                self._checkpoints, lineage.prefixes[-1].events, observation, basis
-            )
+            evidence = checkpoint_evidence(carrier, lineage.prefixes[-1].events, observation, basis)
             if decision is not None:
                 changes = changes_since_snapshot(
-                    self._checkpoints, lineage.prefixes[-1].events, observation, basis
+                    carrier, lineage.prefixes[-1].events, observation, basis
                 )
         plan = plan_continuation(
             PlannerInput(
@@ -227,7 +228,7 @@ class ResumeService:
             if "rebaseline" in plan.workspace_options:
                 last = lineage.prefixes[-1].events
                 call.rebaseline_uncompared = (
-                    comparable_snapshot(self._checkpoints, last, observation, basis) is None
+                    comparable_snapshot(carrier, last, observation, basis) is None
                 )
         return plan
 

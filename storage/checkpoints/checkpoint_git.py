@@ -121,6 +121,14 @@ class GitRunner:
         other._env = {**self._env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
         return other
 
+    def with_objects(self, objects: Path) -> GitRunner:
+        """A runner whose commands read and write objects in ``objects`` only (no alternate):
+        what a command would write, seen without writing it anywhere else."""
+        other = copy.copy(self)
+        other._env = {**self._env, "GIT_OBJECT_DIRECTORY": str(objects)}
+        other._env.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", None)
+        return other
+
     def run(
         self,
         args: Sequence[str],

@@ -27,6 +27,10 @@ change: the old entries leave the index, the new one comes in. An
 observation does the same on a copy of the index and stops at the tree: no commit, no ref.
 A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
 capture that was killed is removed under that lock.
+
+The first capture of a folder that is a Git repository starts from a copy of the user's index
+and borrows their object store, read-only, until the store has copied in what it needs
+(``checkpoint_borrow``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -53,6 +58,14 @@ from runtime.ledger.checkpoint_ports import (
     TreeChange,
 )
 from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCode, RestoreCode
+from storage.checkpoints.checkpoint_borrow import (
+    absorb,
+    borrowed_from,
+    drop_too_large,
+    seed,
+    stage_held,
+)
+from storage.checkpoints.checkpoint_borrow import write_tree as borrowing_write_tree
 from storage.checkpoints.checkpoint_empty_dirs import (
     create_empty_dirs,
     empty_dirs_under,
@@ -110,6 +123,7 @@ POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
 NOW_IGNORED = "left out (now ignored):"
 # The exclude rules the persistent index was last swept with (a change sweeps it again).
 SWEPT_RULES = "exclude.swept"
+_log = logging.getLogger(__name__)
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
 
@@ -146,6 +160,7 @@ class GitCheckpointStore:
         self._locks_guard = threading.Lock()
         self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._left_out: list[str] = []  # the capture in progress: paths now ignored
+        self._absorbing: dict[str, threading.Thread] = {}
 
     @classmethod
     def from_environment(
@@ -218,9 +233,11 @@ class GitCheckpointStore:
                     handle.write(text)
         return git_dir
 
+    def _locked(self, workspace_identity: str) -> contextlib.AbstractContextManager[None]:
+        return self._locked_key(workspace_key(workspace_identity))
+
     @contextlib.contextmanager
-    def _locked(self, workspace_identity: str) -> Iterator[None]:
-        key = workspace_key(workspace_identity)
+    def _locked_key(self, key: str) -> Iterator[None]:
         with self._locks_guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -310,7 +327,9 @@ class GitCheckpointStore:
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
+            too_large = self._seed(folder, git_dir, index) if not rebuild_index else []
             tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
+            skipped = sorted({*skipped, *too_large})
             rules = _read_bytes(git_dir / "info" / "exclude")
             if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
                 # The index holds nothing these rules exclude now (it was swept with them).
@@ -332,7 +351,70 @@ class GitCheckpointStore:
                 .strip()
             )
             runner.run(["update-ref", ref, commit], git_dir=git_dir)
+            if borrowed_from(git_dir) is not None:
+                self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+
+    def _seed(self, folder: Path, git_dir: Path, index: Path) -> list[str]:
+        """The first capture of a folder that is a Git repository starts from a copy of the
+        user's index and borrows their objects (``checkpoint_borrow``); the paths of the seed
+        over the size limit, dropped from it."""
+        if index.exists():
+            return []
+        runner = self._git_runner()
+        names = seed(runner, folder, git_dir, index)
+        if not names:
+            return []
+        return drop_too_large(runner, folder, git_dir, index, names=names, limit=self._max_file)
+
+    # ---- borrowed objects ----------------------------------------------------------------------
+    def borrows(self, workspace_identity: str) -> bool:
+        """Whether the workspace's repository still reads objects from the folder's own."""
+        return borrowed_from(self.git_dir(workspace_identity)) is not None
+
+    def absorb_borrowed(self, workspace_identity: str) -> bool:
+        """Copy in every object the workspace's snapshots borrow from the folder's own
+        repository and stop borrowing (``checkpoint_borrow.absorb``); True when it borrows
+        nothing any more. Raises ``CheckpointError``."""
+        return self._absorb(workspace_key(workspace_identity))
+
+    def _absorb(self, key: str) -> bool:
+        git_dir = self.root / f"{key}.git"
+        if borrowed_from(git_dir) is None:
+            return True
+        index = self.root / f"{key}.index"
+        return absorb(
+            self._git_runner(),
+            git_dir,
+            index if index.is_file() else None,
+            locked=self._locked_key(key),
+        )
+
+    def _absorb_later(self, workspace_identity: str) -> None:
+        """Absorb in the background (one at a time per workspace): a capture never waits."""
+        key = workspace_key(workspace_identity)
+        with self._locks_guard:
+            running = self._absorbing.get(key)
+            if running is not None and running.is_alive():
+                return
+            thread = threading.Thread(
+                target=self._absorb_quietly, args=(key,), name="maka-absorb", daemon=True
+            )
+            self._absorbing[key] = thread
+        thread.start()
+
+    def _absorb_quietly(self, key: str) -> None:
+        try:
+            self._absorb(key)
+        except (CheckpointError, OSError) as error:  # tried again after the next capture
+            _log.warning("checkpoint store %s still borrows objects: %s", key, error)
+
+    def wait_absorbing(self) -> None:
+        """Wait for the background absorptions in progress (tests, benches, shutdown)."""
+        with self._locks_guard:
+            threads = list(self._absorbing.values())
+        for thread in threads:
+            thread.join()
 
     def _refresh(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> None:
         """Bring the index's stat data up to date for files whose content did not change (an
@@ -431,8 +513,15 @@ class GitCheckpointStore:
             )
         record = add_folders(found.record, folder, folders)
         stage_record(runner, git_dir, folder, index, record, staged=found.staged)
-        tree = runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
-        tree_id = self._grafted(runner, git_dir, tree.decode().strip(), folders)
+        if borrowed_from(git_dir) is not None:
+            tree_text = borrowing_write_tree(runner, git_dir, index)  # nothing freshened
+        else:
+            tree_text = (
+                runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
+                .decode()
+                .strip()
+            )
+        tree_id = self._grafted(runner, git_dir, tree_text, folders)
         return tree_id, sorted(set(skipped)), found.stat_dirty
 
     def _drop_ignored(
@@ -546,6 +635,8 @@ class GitCheckpointStore:
                 index=index,
                 stdin=b"\0".join(drop) + b"\0",
             )
+        if stage and borrowed_from(git_dir) is not None:
+            stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
         if stage:
             runner.run(
                 ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
@@ -824,7 +915,12 @@ class GitCheckpointStore:
         """Remove objects no ref reaches that are older than ``expire`` (a capture running
         meanwhile writes only younger ones), and pack the rest. The workspace's private index
         is named, so what it holds is kept even if no commit names it yet."""
-        index = git_dir.with_name(git_dir.name.removesuffix(".git") + ".index")
+        key = git_dir.name.removesuffix(".git")
+        index = git_dir.with_name(key + ".index")
+        if borrowed_from(git_dir) is not None:
+            # Never prune or pack while borrowing: ``gc`` packs only local objects, so the
+            # store is made self-contained first (a failure keeps the alternate and skips gc).
+            self._absorb(key)
         self._git_runner().run(
             ["gc", "--quiet", f"--prune={expire}"],
             git_dir=git_dir,

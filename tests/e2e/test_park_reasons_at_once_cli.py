@@ -19,7 +19,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, r
 
 
 def _script(call: dict[str, Any]) -> list[list[dict[str, Any]]]:
-    return [[{"text": "Working.", "toolCalls": [call]}, {"text": "Done."}, {"text": "Onward."}]]
+    steps: list[dict[str, Any]] = [{"text": "Working.", "toolCalls": [call]}]
+    if call["name"] == "read_file":
+        # The run's first snapshot goes on while read-only calls run; a call that may write
+        # waits for it, even one refused before it runs (here: its arguments are invalid). So
+        # the folder's snapshot is recorded before the read the run is killed in.
+        refused = {"id": "c0", "name": "write_file", "args": {}}
+        steps.insert(0, {"text": "Preparing.", "toolCalls": [refused]})
+    return [[*steps, {"text": "Done."}, {"text": "Onward."}]]
 
 
 READ = {"id": "c1", "name": "read_file", "args": {"path": "a.txt"}}

@@ -73,8 +73,12 @@ class RecordingCheckpointer:
         self.log.append("mode_json")
         return {"mode": "git_v1"}
 
-    def capture_now(self) -> list[RuntimeEvent]:
-        self.log.append("capture_now")
+    def begin_first_capture(self) -> list[RuntimeEvent]:
+        self.log.append("begin_first_capture")
+        return self._next_facts()
+
+    def ready_facts(self) -> list[RuntimeEvent]:
+        self.log.append("ready_facts")
         return self._next_facts()
 
     def begin_capture(self, tool_name: str) -> None:
@@ -106,6 +110,8 @@ def test_without_a_checkpointer_the_checkpoint_calls_do_nothing() -> None:
     hook.capture_start(published.append)
     hook.overlap_next_step()
     hook.join(published.append)
+    hook.ready(published.append)
+    hook.before_call("bash", published.append)
     hook.after_tool("bash")
     assert published == []
 
@@ -129,14 +135,18 @@ def test_with_a_checkpointer_each_call_reaches_it_and_its_facts_are_published_in
     effects_done("write_file")
     hook.after_tool("write_file")
     assert published == [_fact("start"), _fact("a"), _fact("b")]
+    hook.before_call("read_file", published.append)
+    hook.before_call("bash", published.append)
     assert log == [
         "mode_json",
-        "capture_now",
+        "begin_first_capture",
         "overlap_next_step",
         "join_facts",
         "join_facts",
         "begin_capture write_file",
         "after_tool write_file",
+        "ready_facts",  # a read-only call: the first capture is not waited for
+        "join_facts",  # a call that may write waits for it
     ]
 
 
@@ -415,18 +425,18 @@ def test_the_run_loop_joins_the_capture_before_each_t1_and_before_its_ending(
     assert not (work / "b.txt").exists()
     assert log == [
         "mode_json",  # the first event declares the mode
-        "capture_now",  # before the first provider call
+        "begin_first_capture",  # begins before the first provider call
         "overlap_next_step",
         "model step",
-        "join_facts",  # right after the provider's answer
-        "join_facts",  # before the T1
+        "ready_facts",  # right after the provider's answer (the first capture not waited for)
+        "join_facts",  # before the T1 of a call that may write
         "T1",
         "begin_capture write_file",  # the tool returned: the capture starts with its T2
         "T2",
         "after_tool write_file",
         "overlap_next_step",  # the due capture overlaps the next step
         "model step",
-        "join_facts",
+        "ready_facts",
         "event",  # the reply
         "join_facts",  # before the ending
         "ending",

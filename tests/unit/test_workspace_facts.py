@@ -166,6 +166,9 @@ def _git_v1_first() -> RuntimeEvent:
         ("no-mode", None, None, "workspace_checkpoint_unavailable"),
         ("failed", None, "workspace_checkpoint_failed", "workspace_checkpoint_failed"),
         ("none-yet", None, None, "workspace_checkpoint_unavailable"),
+        # The first snapshot goes on while read-only calls run: a stop in one, before the
+        # snapshot's fact, has changed nothing (the run continues, as if stopped before it).
+        ("none-yet-read", None, None, "workspace_checkpoint_unavailable"),
         ("none-yet-wrote", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
         ("stale", None, "workspace_checkpoint_stale", "workspace_checkpoint_stale"),
         ("clean", None, "workspace_checkpoint_missing", "workspace_checkpoint_missing"),
@@ -183,10 +186,12 @@ def test_the_workspace_gate(
     from runtime.ledger.checkpoint_ports import PathChange, TreeChange
 
     write = call_event("w1", "bash", {"command": "x"}, ids=IDS)
+    read = call_event("r1", "read_file", {"path": "a.txt"}, ids=IDS)
     ledgers = {
         "no-mode": [user_text(marker=True, ids=IDS)],
         "failed": [_git_v1_first(), _fact("ck1"), _fact("ck2", failed=True)],
         "none-yet": [_git_v1_first()],
+        "none-yet-read": [_git_v1_first(), read, dispatch_event(read)],
         "none-yet-wrote": [_git_v1_first(), write, dispatch_event(write)],
         "stale": [_git_v1_first(), _fact("ck1"), write, dispatch_event(write)],
         "clean": [_git_v1_first(), _fact("ck1")],

@@ -1,0 +1,476 @@
+"""Borrowing what the user's Git already knows, read-only (docs/design/workspace.md section 1).
+
+The first capture of a big folder hashes and compresses every file into the private repository.
+When the folder is a Git repository, the user's Git has already done most of that work: its
+index holds the stat data and object name of every tracked file, and its object store holds the
+objects. So the first capture of such a folder:
+
+- **seeds** the private index with a copy of the user's ``.git/index`` (read, never written; the
+  copy keeps the original's modification time, so Git's racy-entry rule reads it as it reads the
+  original), and then lists, stages and writes only what differs from it, as every capture does;
+- **borrows** the user's object store: the private repository names it in
+  ``objects/info/alternates``, so the objects of unchanged files are read from there, never
+  hashed or written again.
+
+A seed is refused (the capture then starts from an empty index, as before) when the user's
+index holds anything a snapshot could not take as it is: an unmerged entry, a submodule, a
+``skip-worktree`` or ``assume-unchanged`` entry (Git would not look at those files), a split
+index, a partial clone, another object format, or a ``filter`` / ``ident`` /
+``working-tree-encoding`` attribute (the blob is not the file's bytes). With line-ending
+conversion configured anywhere the user's Git reads, each entry whose recorded size differs from
+its blob's is staged again from the folder.
+
+The user's ``.git`` is only read: no Git command runs with it as its repository, and nothing is
+written there, not even a file's time. Git, asked to write an object an alternate already holds,
+sets the time of the user's file that holds it ("freshens" it); so while a store borrows, a file
+whose object a store holds is staged without writing (``stage_held``: ``--info-only``, checked
+after), and trees are written into an object folder of the store's own, then moved in
+(``write_tree``).
+
+A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
+repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after:
+every object its refs and its index reach that it does not hold as a loose object of its own is
+copied in as one pack (``pack-objects``: the user's packed data reused as it is, loose objects
+compressed fast), and only then, under the workspace lock, is the alternate removed; it is put
+back should anything the store could read with it be missing without it. Absorption starts in
+the background after each capture of a borrowing store, and retention absorbs before it prunes.
+Until then a snapshot whose borrowed object the user pruned reads missing (``has_snapshot``
+walks every object), never restored wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import stat
+import struct
+import sys
+from pathlib import Path
+
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
+from storage.checkpoints.checkpoint_git import GitRunner
+from storage.private_files import private_opener
+
+ALTERNATES = Path("objects") / "info" / "alternates"
+TREES_SCRATCH = "trees.scratch"
+_GITLINK = "160000"
+_INDEX_SIGNATURE = b"DIRC"
+
+
+def user_git_dir(folder: Path) -> Path | None:
+    """The folder's own ``.git`` folder when it is a plain repository (a ``.git`` folder with an
+    index and an object store, SHA-1 objects); None otherwise (no repository, a worktree's
+    ``.git`` file, a bare or odd layout)."""
+    git_dir = folder / ".git"
+    try:
+        if not stat.S_ISDIR(os.lstat(git_dir).st_mode):
+            return None
+        if not (git_dir / "index").is_file() or not (git_dir / "objects").is_dir():
+            return None
+        config = (git_dir / "config").read_text("utf-8", "replace").lower()
+    except OSError:
+        return None
+    compact = config.replace(" ", "").replace("\t", "")
+    if "objectformat" in compact:
+        return None  # another object format than the private repository's
+    if "partialclone" in compact or any((git_dir / "objects" / "pack").glob("*.promisor")):
+        return None  # a partial clone: objects its index names may not be there
+    return git_dir
+
+
+def borrowed_from(git_dir: Path) -> Path | None:
+    """The object store the private repository borrows from, if any."""
+    try:
+        text = (git_dir / ALTERNATES).read_text("utf-8").strip()
+    except OSError:
+        return None
+    return Path(text.splitlines()[0]) if text else None
+
+
+def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[str]:
+    """Seed the (missing) private ``index`` from the user's and borrow their object store.
+    Returns the paths the seeded index names (none when the seed was refused). Never raises
+    for the user's side: a seed that cannot be made leaves no index and borrows nothing."""
+    user = user_git_dir(folder)
+    if user is None or index.exists():
+        return []
+    scratch = index.with_name(index.name + ".seed")
+    try:
+        info = os.stat(user / "index")
+        with open(user / "index", "rb") as source:
+            data = source.read()
+        if not data.startswith(_INDEX_SIGNATURE):
+            return []
+        with open(scratch, "wb", opener=private_opener) as copy:
+            copy.write(data)
+        # The original's time: Git's racy-entry rule compares entries with the index's mtime.
+        os.utime(scratch, ns=(info.st_atime_ns, info.st_mtime_ns))
+        # A split index (its shared part is not in the private repository) or a sparse one
+        # (folders as entries) fails or shows skip-worktree entries here: refused below.
+        listed = runner.run(["ls-files", "-z", "-s", "-v"], git_dir=git_dir, index=scratch)
+    except (OSError, CheckpointError):
+        scratch.unlink(missing_ok=True)
+        return []
+    blobs: dict[bytes, str] = {}
+    for raw in listed.split(b"\0"):
+        if not raw:
+            continue
+        meta, _, name = raw.partition(b"\t")
+        fields = meta.decode("ascii", "replace").split(" ")
+        if len(fields) != 4 or fields[0] != "H" or fields[1] == _GITLINK or fields[3] != "0":
+            # skip-worktree, assume-unchanged, unmerged or a submodule: Git would not look at
+            # the file as a capture must.
+            scratch.unlink(missing_ok=True)
+            return []
+        blobs[name] = fields[2]
+    names = [os.fsdecode(name) for name in blobs]
+    conversions = _conversions(folder, user, names)
+    if conversions == _REFUSE:
+        scratch.unlink(missing_ok=True)
+        return []
+    try:
+        alternates = git_dir / ALTERNATES
+        alternates.parent.mkdir(parents=True, exist_ok=True)
+        with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
+            out.write(os.path.realpath(user / "objects") + "\n")
+        if conversions == _SIZES:
+            converted = _converted(runner, git_dir, scratch, blobs)
+            if converted is None:
+                raise OSError("the index's sizes cannot be read")
+            if converted:
+                # Stored converted (line endings): staged again from the folder, as they are.
+                runner.run(
+                    ["update-index", "-z", "--force-remove", "--stdin"],
+                    git_dir=git_dir,
+                    work_tree=folder,
+                    index=scratch,
+                    stdin=b"\0".join(converted) + b"\0",
+                )
+                gone = set(converted)
+                names = [os.fsdecode(name) for name in blobs if name not in gone]
+        os.replace(scratch, index)
+    except (OSError, CheckpointError):
+        scratch.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            (git_dir / ALTERNATES).unlink()
+        return []
+    return names
+
+
+_REFUSE = "refuse"
+_SIZES = "sizes"
+_CONVERTING_CONFIG = re.compile(r"^\s*(autocrlf|eol|attributesfile)\s*=\s*(.*?)\s*$", re.I | re.M)
+_FILTERING = re.compile(rb"(?<![\w-])(filter|ident|working-tree-encoding)(?![\w-])")
+_LINE_ENDINGS = re.compile(rb"(?<![\w-])(text|eol|crlf)(?![\w-])")
+
+
+def _conversions(folder: Path, user: Path, names: list[str]) -> str | None:
+    """Whether the user's Git may have stored the index's files converted, so that a blob the
+    index names is not the file's bytes: ``refuse`` (a filter, ``ident`` or an encoding: no
+    seed), ``sizes`` (line endings: each entry whose recorded size differs from its blob's is
+    staged again from the folder) or None (no conversion: the seed is used as it is). Read from
+    the repository's, the user's and the system's configuration and attribute files
+    (conservatively: any mention counts; on Windows, where Git's own installation may convert
+    line endings, always ``sizes``)."""
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    configs = [user / "config", home / ".gitconfig", xdg / "config", Path("/etc/gitconfig")]
+    attributes = [user / "info" / "attributes", xdg / "attributes"]
+    attributes += [folder / name for name in names if name.rsplit("/", 1)[-1] == ".gitattributes"]
+    line_endings = sys.platform == "win32"
+    for config in configs:
+        try:
+            text = config.read_text("utf-8", "replace")
+        except OSError:
+            continue
+        for key, value in _CONVERTING_CONFIG.findall(text):
+            if key.lower() == "attributesfile":
+                attributes.append(Path(os.path.expanduser(value.strip('"'))))
+            elif not (key.lower() == "autocrlf" and value.lower() == "false"):
+                line_endings = True
+    for path in attributes:
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.lstrip().startswith(b"#"):
+                continue
+            if _FILTERING.search(line):
+                return _REFUSE
+            if _LINE_ENDINGS.search(line):
+                line_endings = True
+    return _SIZES if line_endings else None
+
+
+def _converted(
+    runner: GitRunner, git_dir: Path, index: Path, blobs: dict[bytes, str]
+) -> list[bytes] | None:
+    """The entries whose file size the index recorded differs from their blob's size (the
+    file was stored converted); None when the sizes cannot be read."""
+    sizes = _recorded_sizes(index)
+    if sizes is None:
+        return None
+    ids = sorted(set(blobs.values()))
+    query = "".join(f"{oid}\n" for oid in ids).encode()
+    out = runner.run(
+        ["cat-file", "--batch-check=%(objectname) %(objectsize)"], git_dir=git_dir, stdin=query
+    )
+    stored: dict[str, int] = {}
+    for line in out.decode().splitlines():
+        oid, _, size = line.partition(" ")
+        if size.isdigit():
+            stored[oid] = int(size)
+    return [name for name, oid in blobs.items() if stored.get(oid) != sizes.get(name)]
+
+
+def drop_too_large(
+    runner: GitRunner, folder: Path, git_dir: Path, index: Path, *, names: list[str], limit: int
+) -> list[str]:
+    """Drop from a seeded index the files now over ``limit`` bytes (the policy leaves them
+    out; the listing only looks at files that changed); the paths dropped. The sizes the index
+    recorded say which files to look at (a changed file is staged, and checked, on its own)."""
+    sizes = _recorded_sizes(index)
+    if sizes is None:
+        candidates = names
+    else:
+        candidates = [name for name in names if sizes.get(os.fsencode(name), limit + 1) > limit]
+    big: list[str] = []
+    top = os.fspath(folder)
+    for name in candidates:
+        try:
+            info = os.lstat(os.path.join(top, name))
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            big.append(name)
+    if big:
+        runner.run(
+            ["update-index", "-z", "--force-remove", "--stdin"],
+            git_dir=git_dir,
+            work_tree=folder,
+            index=index,
+            stdin=b"\0".join(os.fsencode(name) for name in big) + b"\0",
+        )
+    return big
+
+
+def _recorded_sizes(index: Path) -> dict[bytes, int] | None:
+    """Each entry's size as an index of version 2 or 3 records it (32 bits: a file of 4 GiB or
+    more reads small, but such a folder is over the size budget and never captured); None for
+    another version or an index that does not parse."""
+    try:
+        data = index.read_bytes()
+        signature, version, count = struct.unpack_from(">4sLL", data, 0)
+        if signature != _INDEX_SIGNATURE or version not in (2, 3):
+            return None
+        sizes: dict[bytes, int] = {}
+        at = 12
+        for _ in range(count):
+            size = struct.unpack_from(">L", data, at + 36)[0]
+            flags = struct.unpack_from(">H", data, at + 60)[0]
+            start = at + 62 + (2 if flags & 0x4000 else 0)
+            end = data.index(b"\0", start)
+            sizes[data[start:end]] = size
+            at += (end - at + 8) // 8 * 8
+    except (OSError, struct.error, ValueError):
+        return None
+    return sizes
+
+
+def stage_held(
+    runner: GitRunner, folder: Path, git_dir: Path, index: Path, names: list[bytes]
+) -> list[bytes]:
+    """In a store that borrows, stage without writing the files whose objects a store already
+    holds (a copy of a tracked file, an empty file, a file staged then changed back): Git,
+    asked to write an object an alternate holds, sets the modification time of the user's file
+    that holds it ("freshens" it). They are staged ``--info-only`` (their stat data and object
+    name, nothing written), then checked: an entry whose object is not held after all (the
+    file changed meanwhile) is left for the ordinary staging. Returns the names to stage that
+    way."""
+    ids: dict[bytes, str] = {}
+    for raw in names:
+        path = folder / os.fsdecode(raw)
+        try:
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                ids[raw] = _blob_id(os.fsencode(os.readlink(path)))
+            elif stat.S_ISREG(info.st_mode):
+                ids[raw] = _file_blob_id(path, info.st_size)
+        except OSError:
+            continue  # gone meanwhile: the ordinary staging reports it
+    if not ids:
+        return names
+    absent = _missing(runner, git_dir, sorted(set(ids.values())))
+    held = [raw for raw, oid in ids.items() if oid not in absent]
+    if not held:
+        return names
+    runner.run(
+        ["update-index", "-z", "--add", "--replace", "--info-only", "--stdin"],
+        git_dir=git_dir,
+        work_tree=folder,
+        index=index,
+        stdin=b"\0".join(held) + b"\0",
+    )
+    recorded = _index_ids(runner, git_dir, index)
+    named = {recorded[raw] for raw in held if raw in recorded}
+    gone = _missing(runner, git_dir, sorted(named))
+    # An entry naming an object no store holds (the file changed meanwhile) is staged again,
+    # written this time.
+    done = {raw for raw in held if raw in recorded and recorded[raw] not in gone}
+    return [raw for raw in names if raw not in done]
+
+
+def _index_ids(runner: GitRunner, git_dir: Path, index: Path) -> dict[bytes, str]:
+    listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+    found: dict[bytes, str] = {}
+    for raw in listed.split(b"\0"):
+        if raw:
+            meta, _, name = raw.partition(b"\t")
+            found[name] = meta.split(b" ")[1].decode()
+    return found
+
+
+def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
+    """``write-tree`` in a store that borrows, without asking Git to write a tree a store
+    already holds (a folder staged, then changed back; see ``stage_held``): the trees are
+    written from a copy of the index into an object folder of their own (``trees.scratch``,
+    no alternate there), then moved into the store (a tree the user's store holds too is a
+    small local duplicate); the copy, its cache of trees brought up to date, then replaces the
+    index."""
+    scratch = git_dir / TREES_SCRATCH
+    objects = scratch / "objects"
+    objects.mkdir(parents=True, exist_ok=True)
+    copy = scratch / "index"
+    shutil.copyfile(index, copy)
+    tree = (
+        runner.with_objects(objects)
+        .run(["write-tree", "--missing-ok"], git_dir=git_dir, index=copy)
+        .decode()
+        .strip()
+    )
+    store = git_dir / "objects"
+    for written in objects.glob("??/*"):
+        target = store / written.parent.name / written.name
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        os.replace(written, target)
+    os.replace(copy, index)
+    return tree
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _file_blob_id(path: Path, size: int) -> str:
+    digest = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:
+    """Every object the private repository's refs reach, and the blobs its index names."""
+    out = runner.run(["rev-list", "--objects", "--all", "--missing=print"], git_dir=git_dir)
+    found = {line.split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] not in "?"}
+    if index is not None and index.is_file():
+        listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+        for raw in listed.split(b"\0"):
+            if raw:
+                found.add(raw.split(b" ", 2)[1].decode())
+    return sorted(found)
+
+
+def copy_borrowed(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
+    """Copy into the private store, as one new pack, each of ``objects`` it does not hold as a
+    loose object of its own; returns the objects it now holds itself. The pack reuses the
+    packed data of the user's store as it is and compresses loose objects fast (level 1, no
+    delta search): a copy of the tree, not an archive (retention's ``gc`` packs it well)."""
+    local = git_dir / "objects"
+    mine = {oid for oid in objects if (local / oid[:2] / oid[2:]).exists()}
+    to_pack = [oid for oid in objects if oid not in mine]
+    if to_pack:
+        # Only what some store still holds (an object the user pruned before it was copied is
+        # gone everywhere: the snapshots naming it read missing either way).
+        to_pack = sorted(set(to_pack) - _missing(runner, git_dir, to_pack))
+    if to_pack:
+        runner.run(
+            [
+                "-c",
+                "pack.compression=1",
+                "pack-objects",
+                "-q",
+                "--window=0",
+                str(local / "pack" / "pack"),
+            ],
+            git_dir=git_dir,
+            stdin="".join(f"{oid}\n" for oid in to_pack).encode(),
+        )
+    return mine | set(to_pack)
+
+
+def _missing(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
+    if not objects:
+        return set()
+    query = "".join(f"{oid}\n" for oid in objects).encode()
+    out = runner.run(["cat-file", "--batch-check"], git_dir=git_dir, stdin=query)
+    return {
+        line.split(" ", 1)[0] for line in out.decode().splitlines() if line.endswith(" missing")
+    }
+
+
+def _unreadable(runner: GitRunner, git_dir: Path, index: Path | None) -> set[str]:
+    """What the refs reach and the index names that the repository cannot read now."""
+    out = runner.run(["rev-list", "--objects", "--all", "--missing=print"], git_dir=git_dir)
+    gone = {line[1:].split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] == "?"}
+    if index is not None and index.is_file():
+        listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+        blobs = sorted({raw.split(b" ", 2)[1].decode() for raw in listed.split(b"\0") if raw})
+        gone |= _missing(runner, git_dir, blobs)
+    return gone
+
+
+def absorb(
+    runner: GitRunner,
+    git_dir: Path,
+    index: Path | None,
+    *,
+    locked: contextlib.AbstractContextManager[None],
+) -> bool:
+    """Make the private repository self-contained and stop borrowing (see the module's
+    docstring); True when it borrows nothing any more. Raises ``CheckpointError`` when Git
+    fails (the alternate then stays)."""
+    source = borrowed_from(git_dir)
+    if source is None:
+        return True
+    # Most of the copy without the lock: captures go on meanwhile; under it, what they added.
+    held = copy_borrowed(runner, git_dir, needed_objects(runner, git_dir, index))
+    with locked:
+        if borrowed_from(git_dir) is None:
+            return True
+        later = [oid for oid in needed_objects(runner, git_dir, index) if oid not in held]
+        copy_borrowed(runner, git_dir, later)
+        alternates = git_dir / ALTERNATES
+        # An object gone from both stores (the user pruned it before it was copied) is missing
+        # either way: the alternate is dropped when it no longer provides anything.
+        gone_before = _unreadable(runner, git_dir, index)
+        aside = alternates.with_name("alternates.absorbing")
+        os.replace(alternates, aside)
+        try:
+            whole = _unreadable(runner, git_dir, index) <= gone_before
+        except CheckpointError:
+            whole = False
+        if not whole:
+            os.replace(aside, alternates)
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                "the checkpoint store still needs objects of the folder's own repository",
+            )
+        aside.unlink()
+        shutil.rmtree(git_dir / TREES_SCRATCH, ignore_errors=True)
+        return True

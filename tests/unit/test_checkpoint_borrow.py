@@ -1,0 +1,283 @@
+"""The first capture of a folder that is a Git repository borrows what the user's Git knows,
+read-only (storage/checkpoints/checkpoint_borrow.py): a copy of the user's index as the private
+index's seed, the user's object store as an alternate; the store then makes itself
+self-contained, so no ``git gc`` of the user's, no history rewrite and no deletion of their
+repository can break a snapshot. The user's ``.git`` stays byte for byte (and time for time)
+what it was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from storage.checkpoints.checkpoint_borrow import ALTERNATES
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+WS = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555aaaa"
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(home), GIT_AUTHOR_NAME="U", GIT_AUTHOR_EMAIL="u@x")
+    env.update(GIT_COMMITTER_NAME="U", GIT_COMMITTER_EMAIL="u@x", GIT_CONFIG_NOSYSTEM="1")
+    return env
+
+
+def _git(folder: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=_env(folder.parent),
+    ).stdout
+
+
+def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    found: dict[str, tuple[int, int, bytes]] = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        body = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
+        found[str(path.relative_to(root))] = (info.st_mode, info.st_mtime_ns, body)
+    return found
+
+
+def _repository(folder: Path, files: int = 40) -> None:
+    folder.mkdir()
+    _git(folder, "init", "-q")
+    for n in range(files):
+        sub = folder / f"pkg{n % 4}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"f{n}.txt").write_text(f"file {n}\n" * 50)
+    (folder / "gone-later.txt").write_text("committed, then reset away\n")
+    _git(folder, "add", ".")
+    _git(folder, "commit", "-q", "-m", "first")
+    _git(folder, "gc", "-q")  # most objects packed, as in a real repository
+    (folder / "pkg0" / "f0.txt").write_text("changed in the work tree\n")
+    (folder / "untracked.txt").write_text("new\n")
+
+
+def _loose_count(git_dir: Path) -> int:
+    return sum(1 for p in (git_dir / "objects").glob("??/*"))
+
+
+def _store(tmp_path: Path, *, absorb: bool) -> GitCheckpointStore:
+    store = GitCheckpointStore(tmp_path / "data")
+    if not absorb:
+        store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    return store
+
+
+def test_the_first_capture_borrows_and_leaves_the_users_git_as_it_was(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    before = _state(folder / ".git")
+    store = _store(tmp_path, absorb=False)
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    assert (git_dir / ALTERNATES).read_text().strip() == os.path.realpath(folder / ".git/objects")
+    # The unchanged files' objects were neither hashed into nor written to the private store.
+    assert _loose_count(git_dir) < 15
+    (folder / "pkg1" / "f1.txt").write_text("an edit\n")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "second")
+    assert _state(folder / ".git") == before, "the user's .git is byte (and time) identical"
+    listed = _git(
+        tmp_path, "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", first.tree_id
+    )
+    names = listed.split()
+    assert "untracked.txt" in names and "gone-later.txt" in names and "pkg3/f39.txt" in names
+    shown = _git(tmp_path, "--git-dir", str(git_dir), "show", f"{first.tree_id}:pkg0/f0.txt")
+    assert shown == "changed in the work tree\n", "the work tree, not the user's index"
+    assert second.tree_id != first.tree_id
+    # The seed never holds more than a fresh capture would: the same tree from scratch.
+    fresh = GitCheckpointStore(tmp_path / "data2")
+    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
+    (folder / ".git").rename(tmp_path / "hidden.git")
+    try:
+        assert fresh.capture(folder, ws2, "refs/maka/s/r/1", "x").tree_id == second.tree_id
+    finally:
+        (tmp_path / "hidden.git").rename(folder / ".git")
+
+
+def test_a_snapshot_survives_the_users_gc_after_a_reset_once_absorbed(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / "second.txt").write_text("only in the second commit\n")
+    _git(folder, "add", "second.txt")
+    _git(folder, "commit", "-q", "-m", "second")
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert store.borrows(WS)
+    assert store.absorb_borrowed(WS)
+    assert not store.borrows(WS)
+    assert not (store.git_dir(WS) / ALTERNATES).exists()
+    # The user rewrites history and prunes everything it no longer reaches.
+    _git(folder, "reset", "-q", "--hard", "HEAD~1")
+    _git(folder, "reflog", "expire", "--expire=now", "--all")
+    _git(folder, "gc", "-q", "--prune=now")
+    assert (
+        subprocess.run(
+            ["git", "cat-file", "-e", f"{snap.tree_id}"],
+            cwd=folder,
+            env=_env(tmp_path),
+            check=False,
+            capture_output=True,
+        ).returncode
+        != 0
+    ), "the user's repository does not hold the snapshot"
+    assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
+    copy = tmp_path / "copy"
+    store.materialize(WS, snap.tree_id, copy, "s")
+    assert (copy / "second.txt").read_text() == "only in the second commit\n"
+    assert (copy / "pkg2" / "f6.txt").read_text() == "file 6\n" * 50
+
+
+def test_a_snapshot_survives_the_users_repository_being_deleted(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=True)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    store.wait_absorbing()  # the capture started the absorption in the background
+    assert not store.borrows(WS)
+    shutil.rmtree(folder / ".git")
+    assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
+    (folder / "pkg3" / "f3.txt").write_text("later\n")
+    again = store.capture(folder, WS, "refs/maka/s/r/2", "after the repository went")
+    assert store.changes(WS, snap.tree_id, again.tree_id)[0].path == "pkg3/f3.txt"
+    copy = tmp_path / "copy"
+    store.materialize(WS, snap.tree_id, copy, "s")
+    assert (copy / "pkg1" / "f5.txt").read_text() == "file 5\n" * 50
+
+
+def test_before_absorption_a_pruned_borrowed_object_reads_missing_not_wrong(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    shutil.rmtree(folder / ".git")
+    assert not store.has_snapshot(WS, snap.commit_id, snap.tree_id)
+    # The next capture still works (the index is rebuilt from the folder).
+    assert store.capture(folder, WS, "refs/maka/s/r/2", "again").tree_id == snap.tree_id
+    # An alternate that provides nothing any more is dropped (retention never waits on it).
+    assert store.absorb_borrowed(WS)
+    assert not store.borrows(WS)
+
+
+def test_retention_absorbs_before_it_prunes(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    store.prune(store.git_dir(WS), "now")
+    assert not store.borrows(WS)
+    shutil.rmtree(folder / ".git")
+    assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
+
+
+def test_an_index_git_would_not_look_through_is_not_seeded(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    _git(folder, "update-index", "--assume-unchanged", "pkg0/f0.txt")
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert not store.borrows(WS)
+    shown = _git(
+        tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{snap.tree_id}:pkg0/f0.txt"
+    )
+    assert shown == "changed in the work tree\n"
+
+
+def test_a_seeded_file_over_the_size_limit_is_left_out(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / "big.bin").write_bytes(b"0" * 4096)
+    _git(folder, "add", "big.bin")
+    _git(folder, "commit", "-q", "-m", "big")
+    store = GitCheckpointStore(tmp_path / "data", max_file_bytes=2048)
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert store.borrows(WS)
+    assert "big.bin" in snap.skipped
+    listed = _git(
+        tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", "--name-only", snap.tree_id
+    )
+    assert "big.bin" not in listed.split()
+
+
+def test_content_the_users_store_already_holds_never_touches_their_object_files(
+    tmp_path: Path,
+) -> None:
+    """Git "freshens" (sets the time of) the file holding an object it is asked to write when an
+    alternate holds it: a file staged then changed back, a copy of a tracked file, an empty file.
+    Their objects are copied into the private store first, so the user's files keep their
+    times."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / "empty.txt").write_text("")
+    _git(folder, "add", "empty.txt")
+    _git(folder, "commit", "-q", "-m", "empty")
+    _git(folder, "gc", "-q")
+    (folder / "pkg1" / "f1.txt").write_text("staged, then changed back\n")
+    _git(folder, "add", "pkg1/f1.txt")
+    (folder / "pkg1" / "f1.txt").write_text("file 1\n" * 50)
+    shutil.copy(folder / "pkg2" / "f2.txt", folder / "copy-of-f2.txt")
+    (folder / "another-empty.txt").write_text("")
+    before = _state(folder / ".git")
+    store = _store(tmp_path, absorb=True)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    store.wait_absorbing()
+    assert _state(folder / ".git") == before
+    shown = _git(
+        tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{snap.tree_id}:pkg1/f1.txt"
+    )
+    assert shown == "file 1\n" * 50
+
+
+def test_files_the_users_git_stored_converted_are_taken_as_they_are(tmp_path: Path) -> None:
+    """With line-ending conversion the user's blob is not the file's bytes: such entries are
+    staged again from the folder (their recorded size differs from their blob's)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    _git(folder, "init", "-q")
+    _git(folder, "config", "core.autocrlf", "true")
+    (folder / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    (folder / "plain.txt").write_bytes(b"no conversion here\n")
+    _git(folder, "add", ".")
+    _git(folder, "commit", "-q", "-m", "converted")
+    before = _state(folder / ".git")
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert store.borrows(WS), "the seed is used for the entries stored as they are"
+    raw = subprocess.run(
+        [
+            "git",
+            "--git-dir",
+            str(store.git_dir(WS)),
+            "cat-file",
+            "blob",
+            f"{snap.tree_id}:crlf.txt",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert raw == b"one\r\ntwo\r\n", "the file's bytes, not the user's converted blob"
+    assert _state(folder / ".git") == before
+
+
+def test_a_repository_with_a_filter_is_not_seeded(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / ".gitattributes").write_text("*.secret filter=crypt\n")
+    _git(folder, "add", ".gitattributes")
+    _git(folder, "commit", "-q", "-m", "attributes")
+    store = _store(tmp_path, absorb=False)
+    store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert not store.borrows(WS)

@@ -1,0 +1,108 @@
+"""``maka plan`` decides whether the boundary snapshot is whole once (docs/design/workspace.md
+section 3): the restore point, the workspace gate's evidence and the snapshot a rebaseline would
+compare with all ask the same question, and each answer walks every object under the snapshot.
+A real turn (scripted provider, real store, the real ``git`` carrier) fails after a write, the
+folder drifts, and the plan is made with the real safety inspector."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.host.resume_seam import resume_service
+from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
+from runtime.agent.run_loop import RunSettings
+from runtime.agent.session_service import SessionService
+from runtime.ledger.codes import ParkReason
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunStatus
+from runtime.providers.scripted_provider import ScriptedProvider
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.sessions.workspace_identity import resolve_workspace_identity
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git")
+
+SCRIPT = (
+    (
+        {
+            "text": "",
+            "toolCalls": [
+                {"id": "w1", "name": "write_file", "args": {"path": "a.txt", "content": "a"}}
+            ],
+        },
+        {"error": {"message": "the server went away"}},
+    ),
+)
+
+
+class Recorder:
+    def text_delta(self, text: str) -> None:
+        del text
+
+    def thinking_delta(self, text: str) -> None:
+        del text
+
+    def committed(self, event: RuntimeEvent) -> None:
+        del event
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
+        del run_id, status, failure_class
+
+
+class CountingCarrier(GitCheckpointStore):
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir)
+        self.presence_checks = 0
+
+    def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
+        self.presence_checks += 1
+        return super().has_snapshot(workspace_identity, commit_id, tree_id)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteLedgerStore]:
+    instance = open_store(tmp_path / "data")
+    yield instance
+    instance.close()
+
+
+def test_a_plan_looks_the_boundary_snapshot_up_once(
+    store: SqliteLedgerStore, tmp_path: Path
+) -> None:
+    work = tmp_path / "ws"
+    work.mkdir()
+    work = Path(os.path.realpath(work))
+    carrier = CountingCarrier(tmp_path / "data")
+    service = SessionService(
+        store=store,
+        provider_factory=lambda: ScriptedProvider(SCRIPT),
+        owner_epoch=1,
+        workspace_identity=lambda folder: resolve_workspace_identity(folder).identity,
+        settings=RunSettings(max_steps=6),
+        checkpoints=carrier,
+    )
+    session_id = service.create_session(work).session_id
+    outcome = service.send_turn(
+        session_id, "write", Recorder(), PermissionPolicy(PermissionMode.AUTO)
+    )
+    assert outcome.status is RunStatus.FAILED
+    (work / "b.txt").write_text("changed behind the agent's back\n")
+    seam = resume_service(
+        store,
+        lambda: ("read_file", "write_file", "edit_file", "bash", "list_dir", "glob"),
+        None,
+        enabled=True,
+        clock=lambda: 1,
+        lifecycle=None,
+        checkpoints=carrier,
+    )
+    carrier.presence_checks = 0
+    plan = seam.plan_latest(session_id)
+    assert ParkReason.WORKSPACE_DRIFT in plan.rejection_reasons, plan.rejection_reasons
+    assert "rebaseline" in plan.workspace_options
+    assert carrier.presence_checks == 1
