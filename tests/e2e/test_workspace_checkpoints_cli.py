@@ -118,7 +118,9 @@ def test_a_write_after_its_t2_but_before_the_capture_is_stale(
     assert code == 3
     assert body["rejectionReasons"] == ["workspace_checkpoint_stale"]
     stale = _diagnostic(body, "workspace_checkpoint_stale")
-    assert "bash" in stale["message"]
+    # The command is named by what it ran, and the file it changed since the snapshot listed.
+    assert stale["message"].startswith('the command "echo x >> count.txt" may have changed')
+    assert {"path": "count.txt", "change": "added"} in stale["detail"]["changedPaths"]
 
 
 def test_a_deleted_checkpoint_store_fails_closed(tmp_path: Path) -> None:
