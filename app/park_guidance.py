@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.code_text import Severity, describe, highest_severity
+from app.code_text import PARK_REASONS, Severity, describe, highest_severity
 
 _I, _W, _E = Severity.INFO, Severity.WARN, Severity.ERROR
 
@@ -68,56 +68,25 @@ def ledger_check_code(code: str, sub_code: str | None) -> str | None:
     return sub_code if sub_code in LEDGER_CHECK_CODES else code
 
 
-# What the user can do about a park: one sentence under the reasons. A new message always
-# carries the session on; Try again only helps once a reason the user can change has changed.
-# When several reasons have one, the most serious reason's wins, then the first in this order.
-NEXT_STEPS: dict[str, str] = {
-    "resume_feature_disabled": (
-        "Turn on Safe resume in Settings, or check your files and send a new message to carry on."
-    ),
-    "workspace_folder_missing": (
-        "If you moved the folder, choose Locate folder… and pick its new place; if you deleted "
-        "it, choose Remove session."
-    ),
-    "dangling_tool_state": (
-        "Check the files that tool call may have changed, then send a new message to carry on, "
-        "or say on its card below whether it ran (It ran / It did not run): Safe resume then "
-        "checks again by itself, as Try again does."
-    ),
-    "workspace_identity_mismatch": (
-        "Put back the folder's workspace marker (.maka/workspace.json, or an older "
-        ".maka-workspace.json), or choose Locate folder… if the session's folder is elsewhere; "
-        "then choose Try again, or send a new message to carry on here."
-    ),
-    "workspace_identity_missing": (
-        "Check your files, then send a new message to carry on; this run cannot be resumed."
-    ),
-    "tool_catalog_mismatch": (
-        "Make the missing tool available again and choose Try again, or send a new message to "
-        "carry on."
-    ),
-    "background_operation_pending": (
-        "A command from before the restart is still running and may still change files: stop "
-        "it (or wait for it to end), then choose Try again, or send a new message to carry on."
-    ),
-    "pending_permission": ("Check what that request was for, then send a new message to carry on."),
-    "workspace_drift": (
-        "Look at the changed files listed above: put them back as they were and choose Try "
-        "again, or send a new message telling the model what changed."
-    ),
-    "workspace_checkpoint_stale": (
-        "A command or a write ran after the last snapshot, so files may have changed: check "
-        "them, then send a new message to carry on."
-    ),
-    "workspace_checkpoint_missing": (
-        "Check your files, then send a new message to carry on; the snapshot cannot be compared."
-    ),
-    "provider_history_too_long": (
-        "Send a new, shorter message to carry on: the turn that did not fit is left out from "
-        "then on. If a short message fails the same way, start a new session or give the model "
-        "server a larger context size."
-    ),
-}
+# What the user can do about a park: one sentence under the reasons, from each reason's record
+# (``app.code_text.PARK_REASONS``). A new message always carries the session on; Try again only
+# helps once a reason the user can change has changed. When several reasons have one, the most
+# serious reason's wins, then the first in this order.
+NEXT_STEP_ORDER: tuple[str, ...] = (
+    "resume_feature_disabled",
+    "workspace_folder_missing",
+    "dangling_tool_state",
+    "workspace_identity_mismatch",
+    "workspace_identity_missing",
+    "tool_catalog_mismatch",
+    "background_operation_pending",
+    "pending_permission",
+    "workspace_drift",
+    "workspace_checkpoint_stale",
+    "workspace_checkpoint_missing",
+    "provider_history_too_long",
+)
+NEXT_STEPS: dict[str, str] = {code: PARK_REASONS[code].next_step for code in NEXT_STEP_ORDER}
 NEXT_STEP_BY_SEVERITY: dict[Severity, str] = {
     _I: "",  # the reason itself says what to do (wait, or nothing to resume)
     _W: "Send a new message to carry on.",

@@ -54,8 +54,8 @@ def describe(code: str) -> CodeText:
     """Severity and translated sentence for ``code``; unknown codes fall back to ``error``."""
     entry = lookup(code)
     if entry is not None:
-        severity, source = entry
-        return CodeText(code, severity, QCoreApplication.translate(CONTEXT, source), True)
+        sentence = QCoreApplication.translate(CONTEXT, entry.sentence)
+        return CodeText(code, entry.severity, sentence, True, entry.next_step, entry.fields)
     sentence = QCoreApplication.translate(CONTEXT, UNKNOWN_CODE).replace("{code}", code)
     return CodeText(code, Severity.ERROR, sentence, False)
 

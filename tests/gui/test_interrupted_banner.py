@@ -208,8 +208,8 @@ def test_a_history_replay_code_is_said_in_words(qtbot: QtBot) -> None:
 
 
 def test_a_damaged_record_is_said_in_words_with_where_it_is(qtbot: QtBot) -> None:
-    """The planner's messages name only the ledger check's code; the details say its sentence,
-    the code, and the event or the tool call."""
+    """The ledger check's code travels in the diagnostic's ``sub_code`` (never read out of the
+    message); the details say its sentence, the code, and the event or the tool call."""
     banner, bridge = _banner(qtbot)
     damaged = describe("orphan_response").sentence + " " + LEDGER_DAMAGED
     bridge.push_parked(
@@ -221,11 +221,13 @@ def test_a_damaged_record_is_said_in_words_with_where_it_is(qtbot: QtBot) -> Non
                 message="generation 1: tool call c9 has corrupt ledger facts (orphan_response)",
                 tool_call_id="c9",
                 tool_name="read_file",
+                sub_code="orphan_response",
             ),
             ResumeDiagnostic(
                 code="tool_ledger_corruption",
                 message="generation 1: ledger issue orphan_response",
                 event_id="toolop_1_response",
+                sub_code="orphan_response",
             ),
         ),
     )
@@ -252,6 +254,7 @@ def test_a_damaged_record_is_the_banners_story_not_an_unknown_outcome(qtbot: QtB
                 code="tool_ledger_corruption",
                 message="generation 1: ledger issue orphan_response",
                 event_id="toolop_1_response",
+                sub_code="orphan_response",
             ),
         ),
     )

@@ -75,7 +75,7 @@ def test_unknown_codes_fall_back_to_error_and_name_the_code() -> None:
 
 def test_sentences_are_unique_per_table() -> None:
     for table in (park_text.PARK_REASONS, park_text.DIAGNOSTICS, park_text.REVALIDATION):
-        sentences = [sentence for _severity, sentence in table.values()]
+        sentences = [record.sentence for record in table.values()]
         assert len(sentences) == len(set(sentences))
 
 

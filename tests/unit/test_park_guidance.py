@@ -17,6 +17,7 @@ from app.host.resume_wire import sub_code, wire_diagnostic
 from app.park_guidance import (
     DAMAGED_RECORD_DIAGNOSTICS,
     DAMAGED_RECORD_NEXT_STEP,
+    NEXT_STEP_ORDER,
     NEXT_STEPS,
     can_try_again,
     ledger_check_code,
@@ -92,7 +93,7 @@ def test_only_a_damaged_record_is_read_as_a_ledger_check_code() -> None:
 
 
 def test_every_warn_or_error_park_reason_has_a_next_step() -> None:
-    for code, (severity, _sentence) in PARK_REASONS.items():
+    for code, (severity, _sentence, *_rest) in PARK_REASONS.items():
         if severity is not Severity.INFO or code == "resume_feature_disabled":
             step = next_step_source([code])
             assert step.endswith("."), code
@@ -204,3 +205,59 @@ def test_the_guidance_module_imports_no_qt() -> None:
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_park_reasons_next_step_lives_in_its_record() -> None:
+    """One record per code: the next step a park shows is the reason's own record's, and every
+    reason ordered for a next step has one."""
+    for code in NEXT_STEP_ORDER:
+        record = PARK_REASONS[code]
+        assert record.next_step, code
+        assert describe(code).next_step == record.next_step
+        assert next_step_source([code]) == record.next_step
+
+
+def test_every_diagnostic_carries_only_the_fields_its_record_names() -> None:
+    """The detail a diagnostic carries (codes and paths as data) is declared in its code's
+    record: the workspace gate's findings, the resolver's operations, a damaged record."""
+    from runtime.continuation.workspace_gate import CheckpointEvidence, workspace_gate
+    from runtime.ledger.checkpoint_ports import PathChange, TreeChange
+    from runtime.recovery.resume_plan import plan_resume
+    from tests.unit.test_resume_plan import _turn
+    from tests.unit.test_workspace_facts import IDS, _fact, _git_v1_first
+
+    write = call_event("w1", "bash", {"command": "x"}, ids=IDS)
+    stale = [_git_v1_first(), _fact("ck1"), write, dispatch_event(write)]
+    clean = [_git_v1_first(), _fact("ck1")]
+    changes = (TreeChange("a.txt", PathChange.MODIFIED),)
+    found: list[tuple[str, dict[str, object]]] = []
+    for events, evidence in (
+        (stale, None),
+        (stale, CheckpointEvidence(True, changes, stale_compared=True)),
+        (clean, None),
+        (clean, CheckpointEvidence(True)),
+        (clean, CheckpointEvidence(True, changes)),
+        ([_git_v1_first(), _fact("ck1"), _fact("ck2", failed=True)], None),
+        ([_git_v1_first()], None),
+    ):
+        found += [(f.code, dict(f.detail)) for f in workspace_gate(events, evidence)]
+    for ending in ("dangling", "call", "parked", "bad-bundle"):
+        ledger = [user_text(marker=True), *_turn("c1", ending)]
+        found += [(str(d.code), dict(d.detail or {})) for d in plan_resume(ledger).diagnostics]
+    orphan = response_event(call_event("call-9"), ts=5)
+    found += [
+        (str(d.code), dict(d.detail or {}))
+        for d in plan_resume([user_text(marker=True), orphan]).diagnostics
+    ]
+    assert {code for code, _ in found} >= {
+        "workspace_checkpoint_stale",
+        "workspace_drift",
+        "workspace_verified",
+        "workspace_checkpoint_missing",
+        "workspace_checkpoint_failed",
+        "tool_recovery_parked",
+        "tool_ledger_corruption",
+    }
+    for code, detail in found:
+        undeclared = set(detail) - set(describe(code).fields)
+        assert not undeclared, f"{code} carries {sorted(undeclared)} its record does not name"
