@@ -14,14 +14,22 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
+from typing import Protocol
 
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import RunHeader, SessionRecord
-from storage.ledger.ledger_store import SqliteLedgerStore
+from runtime.ledger.store_ports import LedgerReader, RunHeader, SessionRecord
 from storage.sessions.workspace_identity import read_workspace_identity
+
+
+class SessionAdminStore(LedgerReader, Protocol):
+    """What moving or removing a session needs of the store (the narrow port it declares)."""
+
+    def relocate_session(self, session_id: str, cwd: str) -> None: ...
+
+    def remove_session(self, session_id: str) -> None: ...
 
 
 class SessionChangeRefused(CodedError):
@@ -37,7 +45,7 @@ def recorded_identity(runs: list[RunHeader] | tuple[RunHeader, ...]) -> str | No
     return next((h.workspace_identity for h in reversed(ordered) if h.workspace_identity), None)
 
 
-def _session(store: SqliteLedgerStore, session_id: str) -> SessionRecord:
+def _session(store: SessionAdminStore, session_id: str) -> SessionRecord:
     session = store.get_session(session_id)
     if session is None:
         raise SessionChangeRefused(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
@@ -45,7 +53,7 @@ def _session(store: SqliteLedgerStore, session_id: str) -> SessionRecord:
 
 
 def relocate_session(
-    store: SqliteLedgerStore, session_id: str, folder: Path, lifecycle: LifecycleLog | None
+    store: SessionAdminStore, session_id: str, folder: Path, lifecycle: LifecycleLog | None
 ) -> SessionRecord:
     """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace."""
     session = _session(store, session_id)
@@ -93,7 +101,7 @@ def relocate_session(
 
 
 def remove_session(
-    store: SqliteLedgerStore, session_id: str, lifecycle: LifecycleLog | None
+    store: SessionAdminStore, session_id: str, lifecycle: LifecycleLog | None
 ) -> SessionRecord:
     """Delete ``session_id`` and its ledger (the caller asked the user first)."""
     session = _session(store, session_id)

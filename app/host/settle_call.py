@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
 from app.bridge_contract import AttestationChoice, Settlement, TranscriptItem
 from app.host.host_services import HostServiceError, ResumeParked, SettleResult
@@ -20,10 +21,9 @@ from app.host.transcript_items import wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import RunHeader
+from runtime.ledger.store_ports import LedgerReader, RunHeader
 from runtime.recovery.settlement import BaselineCapture, SettlementStore, settle
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.ledger.ledger_store import SqliteLedgerStore
 
 PlanLatest = Callable[[str], ContinuationPlan]
 Parked = Callable[[ContinuationPlan], ResumeParked]
@@ -38,8 +38,15 @@ def settleable_in(entries: list[TranscriptEntry], header: RunHeader, epoch: int)
                 entries[index] = replace(entry, settleable=False)
 
 
+class SettleCallStore(SettlementStore, LedgerReader, Protocol):
+    """What settling a call from a host needs of the store (the narrow port it declares): the
+    settlement's writer, the run's events for its card, and the owner epoch."""
+
+    def read_owner_epoch(self) -> int: ...
+
+
 def card_of(
-    store: SqliteLedgerStore, run_id: str, tool_call_id: str, epoch: int
+    store: LedgerReader, run_id: str, tool_call_id: str, epoch: int
 ) -> TranscriptItem | None:
     header = store.read_run_header(run_id)
     if header is None:
@@ -53,7 +60,7 @@ def card_of(
 
 
 def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
-    store: SqliteLedgerStore,
+    store: SettleCallStore,
     shells: BackgroundShellRegistry,
     plan_latest: PlanLatest,
     parked: Parked,
@@ -65,10 +72,9 @@ def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
 ) -> SettleResult:
     """``baseline``: for a writing call, the capture of the folder the answer records as the new
     starting point (docs/design/workspace.md section 3)."""
-    settlement_store: SettlementStore = store
     try:
         settled = settle(
-            settlement_store,
+            store,
             session_id,
             tool_call_id,
             ran=ran,

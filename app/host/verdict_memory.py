@@ -18,6 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from app.host.host_services import ResumeOutcome, ResumeParked, ResumeStarted
 from app.host.resume_verdicts import ResumeVerdicts, StoredVerdict
@@ -25,10 +26,19 @@ from app.host.resume_wire import parked_outcome, parked_write_diagnostics
 from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
 from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.process_records import ToolProcessTable
+from runtime.ledger.store_ports import LedgerReader
 from runtime.tools.process_identity import live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.ledger.ledger_store import SqliteLedgerStore
 from storage.sessions.workspace_identity import read_workspace_identity
+
+
+class VerdictStore(LedgerReader, ToolProcessTable, Protocol):
+    """What remembering a resume verdict needs of the store (the narrow port it declares): the
+    sessions and runs, the tool processes still alive, and a run's high-water mark."""
+
+    def run_high_water(self, run_id: str) -> int: ...
+
 
 _log = logging.getLogger("maka.main")
 
@@ -36,7 +46,7 @@ _log = logging.getLogger("maka.main")
 class VerdictMemory:
     def __init__(
         self,
-        store: SqliteLedgerStore,
+        store: VerdictStore,
         shells: BackgroundShellRegistry,
         verdicts: ResumeVerdicts,
         clock: Callable[[], int],
