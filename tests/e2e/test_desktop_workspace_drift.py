@@ -193,8 +193,13 @@ def test_an_unknown_outcome_and_changed_files_show_together(
     data.mkdir()
     work.mkdir()
     (work / "n.txt").write_text("x\n")
+    # The run's first snapshot goes on while read-only calls run; a call that may write waits
+    # for it, even one refused for its arguments: so the folder's snapshot is recorded before
+    # the read the run is killed in, and the hand edit afterwards is a drift from it.
+    refused = {"id": "c0", "name": "write_file", "args": {}}
     read = [
         [
+            {"text": "Preparing.", "toolCalls": [refused]},
             {
                 "text": "Reading.",
                 "toolCalls": [{"id": "c1", "name": "read_file", "args": {"path": "n.txt"}}],
