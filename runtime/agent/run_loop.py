@@ -55,6 +55,7 @@ from runtime.providers.provider_port import (
     ThinkingDelta,
     ToolCallReady,
     Usage,
+    tool_call_stub,
 )
 from runtime.tools.tool_catalog import ToolCatalog
 from runtime.tools.tool_contract import ToolContext
@@ -93,12 +94,27 @@ def step_limit_message(steps: int) -> str:
     )
 
 
+def stub_reply_message(name: str, hint: str | None) -> str:
+    """The sentence of a turn whose whole reply was the opening of a call to ``name``."""
+    message = (
+        f'the model\'s reply was only "functions.{name}:", the start of a call to {name} with '
+        "no arguments, so nothing was run (an empty reply)"
+    )
+    if hint:
+        return f"{message}; {hint}"
+    return f"{message}; ask again, and if it keeps happening the server's log may say why"
+
+
 def reply_ending(finish: str, text: str, empty_reply_hint: str | None) -> tuple[str, str | None]:
     """The ``stopReason`` and message of a turn whose last step called no tool: its ``finish``
     reason (a reply cut off by the length limit says so), or ``provider_empty_reply`` when the
-    step held no ``text`` either (with the provider's ``empty_reply_hint``)."""
+    step held no ``text`` either (with the provider's ``empty_reply_hint``) or only the opening
+    of a tool call written as text (``functions.edit_file:``), which did nothing either."""
     if finish != "length" and not text.strip():
         return EMPTY_REPLY, empty_reply_message(empty_reply_hint)
+    stub = tool_call_stub(text) if finish != "length" else None
+    if stub is not None:
+        return EMPTY_REPLY, stub_reply_message(stub, empty_reply_hint)
     return finish, LENGTH_MESSAGE if finish == "length" else None
 
 

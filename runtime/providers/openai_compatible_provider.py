@@ -40,6 +40,7 @@ from runtime.providers.provider_port import (
     ProviderRequest,
     StreamEvent,
     TextDelta,
+    tool_call_stub,
 )
 from runtime.providers.secret_redaction import redacted_error
 from runtime.providers.server_tokens import ServerTokens
@@ -263,13 +264,14 @@ class OpenAICompatibleProvider:
         assembler = ChunkAssembler()
         lines = data_deadline(response_lines(response), self._settings.data_timeout)
         events = 0
-        said = False
+        said: list[str] = []
         try:
             for payload in sse_data_payloads(lines):
                 self._raise_if_cancelled(cancel)
                 events += 1
                 for event in assembler.feed(payload):
-                    said = said or (isinstance(event, TextDelta) and bool(event.text.strip()))
+                    if isinstance(event, TextDelta):
+                        said.append(event.text)
                     yield event
                 if assembler.done:
                     break
@@ -283,7 +285,9 @@ class OpenAICompatibleProvider:
         yield from calls
         reason = assembler.finish_reason or ("tool_calls" if calls else "end_turn")
         hint = None
-        if not said and not calls and self._tool_choice_sent(request):
+        text = "".join(said)
+        nothing_said = not text.strip() or tool_call_stub(text) is not None
+        if nothing_said and not calls and self._tool_choice_sent(request):
             hint = (
                 'the request carried tool_choice "auto", and some servers answer every plain '
                 f"turn empty with it: {TOOL_CHOICE_OFF}"

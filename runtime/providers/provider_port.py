@@ -13,6 +13,7 @@ after a restart is exactly what it saw before.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -134,6 +135,18 @@ class ToolCallReady:
 class Usage:
     input_tokens: int
     output_tokens: int
+
+
+_CALL_STUB = re.compile(r"\s*functions\.([A-Za-z_][A-Za-z0-9_.-]{0,63}):\s*")
+
+
+def tool_call_stub(text: str) -> str | None:
+    """The tool name when a reply's whole ``text`` is the opening of a tool call written as text,
+    ``functions.edit_file:`` with nothing after it, which some servers' function-calling
+    templates send instead of a call (nothing is run: it is an empty reply); ``None`` for any
+    other text."""
+    match = _CALL_STUB.fullmatch(text)
+    return None if match is None else match.group(1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ empty stream (a refused prompt), or a server killed with SIGKILL before its firs
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from http.server import BaseHTTPRequestHandler
@@ -47,6 +48,22 @@ def test_an_empty_reply_is_said_with_its_code_and_the_tool_choice_way_out(tmp_pa
     assert "MAKA_OPENAI_TOOL_CHOICE=off" in result.stderr
     [(header, events)] = committed_runs(data)
     assert header.status is RunStatus.COMPLETED
+    assert events[-1]["actions"]["stateDelta"]["stopReason"] == "provider_empty_reply"
+
+
+def test_a_reply_that_only_opens_a_tool_call_is_said_as_an_empty_reply(tmp_path: Path) -> None:
+    data, work = tmp_path / "data", _work(tmp_path)
+    with chat_server([text_reply("functions.edit_file:")]) as server:
+        result = maka(["run", "--cwd", str(work), "Fix it."], data, env=_env(server.base_url))
+    assert result.returncode == 0, result.stderr
+    assert '[provider_empty_reply] the model\'s reply was only "functions.edit_file:"' in (
+        result.stdout
+    )
+    assert "MAKA_OPENAI_TOOL_CHOICE=off" in result.stderr
+    [(header, events)] = committed_runs(data)
+    assert header.status is RunStatus.COMPLETED
+    # The ledger keeps what the model said, word for word; the ending names what it was.
+    assert any("functions.edit_file:" in json.dumps(event) for event in events[:-1])
     assert events[-1]["actions"]["stateDelta"]["stopReason"] == "provider_empty_reply"
 
 

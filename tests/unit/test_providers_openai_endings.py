@@ -31,6 +31,7 @@ from runtime.providers.provider_port import (
     TextDelta,
     ToolSpec,
     UserText,
+    tool_call_stub,
 )
 from runtime.providers.token_estimate import estimated_tokens
 from tests.helpers.chat_server import ChatServer, Reply, chat_server, chunk
@@ -102,6 +103,36 @@ def test_an_empty_reply_without_tool_choice_or_a_reply_with_words_carries_no_hin
     assert _events(_empty_reply, send_tool_choice=False) == [Finished("end_turn")]
     said = _raw(CHUNKED_HEAD, _chunk(_event({"content": "hello"}, "stop")), b"0\r\n\r\n")
     assert _events(said) == [TextDelta("hello"), Finished("end_turn")]
+
+
+def _stub_reply(handler: BaseHTTPRequestHandler) -> None:
+    # The text arrives in two events, as a server streaming its grammar's output does.
+    parts = (_event({"content": "functions."}), _event({"content": "edit_file:"}, "stop"))
+    _raw(CHUNKED_HEAD, *(_chunk(part) for part in parts), b"0\r\n\r\n")(handler)
+
+
+def test_a_reply_that_only_opens_a_tool_call_carries_the_tool_choice_hint_when_sent() -> None:
+    events = _events(_stub_reply)
+    assert events[:2] == [TextDelta("functions."), TextDelta("edit_file:")]
+    assert isinstance(events[-1], Finished)
+    hint = events[-1].empty_reply_hint
+    assert hint is not None and "MAKA_OPENAI_TOOL_CHOICE=off" in hint
+    assert _events(_stub_reply, send_tool_choice=False)[-1] == Finished("end_turn")
+
+
+@given(st.text(max_size=40))
+def test_only_text_that_is_a_bare_functions_opening_is_a_call_stub(text: str) -> None:
+    stub = tool_call_stub(text)
+    if stub is not None:
+        assert text.strip() == f"functions.{stub}:"
+    assert tool_call_stub(f"functions.{text}:") in (None, text.strip() if text else None)
+
+
+def test_call_stubs_are_found_with_their_tool_name() -> None:
+    assert tool_call_stub("functions.edit_file:") == "edit_file"
+    assert tool_call_stub("\n functions.bash:\n") == "bash"
+    for text in ("functions.edit_file: {}", "call functions.bash:", "functions.:", "Summary:"):
+        assert tool_call_stub(text) is None, text
 
 
 # ---- a cut body and an empty stream --------------------------------------------------------------

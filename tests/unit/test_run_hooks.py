@@ -29,6 +29,7 @@ from runtime.agent.run_loop import (
     RunSettings,
     empty_reply_message,
     reply_ending,
+    stub_reply_message,
 )
 from runtime.agent.session_service import SessionService
 from runtime.agent.tool_runtime import ToolBoundaryError
@@ -315,6 +316,27 @@ def test_a_reply_without_text_is_an_empty_reply_with_the_providers_hint() -> Non
         empty_reply_message("raise n_ctx"),
     )
     assert reply_ending("stop", "", None) == (EMPTY_REPLY, empty_reply_message(None))
+
+
+def test_a_reply_that_is_only_the_opening_of_a_tool_call_is_an_empty_reply() -> None:
+    stop, message = reply_ending("end_turn", "functions.edit_file:", "turn tool_choice off")
+    assert stop == EMPTY_REPLY
+    assert message == stub_reply_message("edit_file", "turn tool_choice off")
+    assert message is not None and '"functions.edit_file:"' in message
+    assert "nothing was run" in message and message.endswith("turn tool_choice off")
+    assert reply_ending("stop", " functions.bash:\n", None)[0] == EMPTY_REPLY
+
+
+def test_text_around_a_call_opening_is_an_ordinary_reply() -> None:
+    for text in (
+        'functions.edit_file: {"path": "a.py"}',
+        "I will call functions.edit_file:",
+        "Summary:",
+        "edit_file:",
+    ):
+        assert reply_ending("end_turn", text, None) == ("end_turn", None), text
+    # A reply cut off by the length limit stays a length ending whatever it held.
+    assert reply_ending("length", "functions.bash:", None) == ("length", LENGTH_MESSAGE)
 
 
 # ---- the run loop with a recording checkpointer ---------------------------------------------
