@@ -143,12 +143,8 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
                 raise OSError("the index's sizes cannot be read")
             if converted:
                 # Stored converted (line endings): staged again from the folder, as they are.
-                runner.run(
-                    ["update-index", "-z", "--force-remove", "--stdin"],
-                    git_dir=git_dir,
-                    work_tree=folder,
-                    index=scratch,
-                    stdin=b"\0".join(converted) + b"\0",
+                runner.remove_from_index(
+                    converted, git_dir=git_dir, work_tree=folder, index=scratch
                 )
                 gone = set(converted)
                 names = [os.fsdecode(name) for name in blobs if name not in gone]
@@ -248,14 +244,9 @@ def drop_too_large(
             continue
         if stat.S_ISREG(info.st_mode) and info.st_size > limit:
             big.append(name)
-    if big:
-        runner.run(
-            ["update-index", "-z", "--force-remove", "--stdin"],
-            git_dir=git_dir,
-            work_tree=folder,
-            index=index,
-            stdin=b"\0".join(os.fsencode(name) for name in big) + b"\0",
-        )
+    runner.remove_from_index(
+        [os.fsencode(name) for name in big], git_dir=git_dir, work_tree=folder, index=index
+    )
     return big
 
 

@@ -177,6 +177,20 @@ class GitRunner:
             )
         return done.stdout
 
+    def remove_from_index(
+        self, names: Sequence[bytes], *, git_dir: Path, work_tree: Path, index: Path
+    ) -> None:
+        """Drop the entries ``names`` (paths as the index holds them) from ``index``, whatever
+        is in the work tree at those paths. Nothing to drop runs no command."""
+        if names:
+            self.run(
+                ["update-index", "-z", "--force-remove", "--stdin"],
+                git_dir=git_dir,
+                work_tree=work_tree,
+                index=index,
+                stdin=b"\0".join(names) + b"\0",
+            )
+
     def run_outside(self, args: Sequence[str], *, cwd: Path) -> bytes:
         """``git args`` with no private repository named (``clone``, or a command in a
         repository of its own such as a restored copy's), isolated from the user's

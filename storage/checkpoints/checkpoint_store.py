@@ -536,14 +536,7 @@ class GitCheckpointStore:
             index=index,
         )
         names = [raw for raw in listed.split(b"\0") if raw and raw != RECORD_PATH.encode()]
-        if names:
-            runner.run(
-                ["update-index", "-z", "--force-remove", "--stdin"],
-                git_dir=git_dir,
-                work_tree=folder,
-                index=index,
-                stdin=b"\0".join(names) + b"\0",
-            )
+        runner.remove_from_index(names, git_dir=git_dir, work_tree=folder, index=index)
         return sorted(os.fsdecode(raw) for raw in names)
 
     def _stage_pass(
@@ -627,14 +620,7 @@ class GitCheckpointStore:
                 # fifo, a socket...
                 became_folders = became_folders or stat.S_ISDIR(info.st_mode)
                 drop.append(raw)
-        if drop:
-            runner.run(
-                ["update-index", "-z", "--force-remove", "--stdin"],
-                git_dir=git_dir,
-                work_tree=folder,
-                index=index,
-                stdin=b"\0".join(drop) + b"\0",
-            )
+        runner.remove_from_index(drop, git_dir=git_dir, work_tree=folder, index=index)
         if stage and borrowed_from(git_dir) is not None:
             stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
         if stage:
@@ -792,12 +778,8 @@ class GitCheckpointStore:
             runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
             record = read_record(runner, git_dir, tree_id)
             if record is not None:
-                runner.run(
-                    ["update-index", "-z", "--force-remove", "--stdin"],
-                    git_dir=git_dir,
-                    work_tree=target,
-                    index=scratch,
-                    stdin=RECORD_PATH.encode() + b"\0",
+                runner.remove_from_index(
+                    [RECORD_PATH.encode()], git_dir=git_dir, work_tree=target, index=scratch
                 )
             runner.run(
                 ["checkout-index", "-a", "-f"],

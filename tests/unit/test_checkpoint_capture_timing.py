@@ -7,7 +7,6 @@ capture starts before the T2, never after it."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -15,15 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
-from runtime.agent.run_loop import RunSettings
-from runtime.agent.session_service import SessionService
 from runtime.ledger.checkpoint_ports import Snapshot
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, RunStatus
-from runtime.providers.scripted_provider import ScriptedProvider
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore
+from tests.helpers.checkpointed_turn import (
+    checkpoint_facts,
+    checkpointed_service,
+    data_store,
+    run_turn,
+    work_folder,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 
@@ -38,20 +40,6 @@ SCRIPT = (
         {"text": "Counted."},
     ),
 )
-
-
-class Recorder:
-    def text_delta(self, text: str) -> None:
-        del text
-
-    def thinking_delta(self, text: str) -> None:
-        del text
-
-    def committed(self, event: RuntimeEvent) -> None:
-        del event
-
-    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
-        del run_id, status, failure_class
 
 
 class WatchedCarrier(GitCheckpointStore):
@@ -87,17 +75,14 @@ def _kind(event: RuntimeEvent) -> str | None:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteLedgerStore]:
-    instance = open_store(tmp_path / "data")
-    yield instance
-    instance.close()
+    with data_store(tmp_path) as instance:
+        yield instance
 
 
 def test_the_capture_after_bash_starts_before_its_t2_and_pins_the_t2(
     store: SqliteLedgerStore, tmp_path: Path
 ) -> None:
-    work = tmp_path / "ws"
-    work.mkdir()
-    work = Path(os.path.realpath(work))
+    work = work_folder(tmp_path)
     carrier = WatchedCarrier(tmp_path / "data")
     order: list[str] = []
     commit_outcome = store.commit_tool_outcome
@@ -109,18 +94,8 @@ def test_the_capture_after_bash_starts_before_its_t2_and_pins_the_t2(
         return commit_outcome(response)
 
     store.commit_tool_outcome = t2_after_a_capture_began  # type: ignore[method-assign,assignment]
-    service = SessionService(
-        store=store,
-        provider_factory=lambda: ScriptedProvider(SCRIPT),
-        owner_epoch=1,
-        workspace_identity=lambda folder: IDENTITY,
-        settings=RunSettings(max_steps=6),
-        checkpoints=carrier,
-    )
-    session_id = service.create_session(work).session_id
-    outcome = service.send_turn(
-        session_id, "count once", Recorder(), PermissionPolicy(PermissionMode.AUTO)
-    )
+    service = checkpointed_service(store, carrier, SCRIPT, lambda folder: IDENTITY)
+    _, outcome = run_turn(service, work, "count once")
     assert outcome.status is RunStatus.COMPLETED
     # The T2 waited for a capture that was already under way: it began as the tool returned.
     assert order == ["capture began", "T2"]
@@ -128,7 +103,7 @@ def test_the_capture_after_bash_starts_before_its_t2_and_pins_the_t2(
 
     events = list(store.read_run_events(outcome.run_id))
     [t2] = [r for r in events if _kind(r.event) == "function_response"]
-    facts = [r for r in events if "workspaceCheckpoint" in r.event.get("actions", {})]
+    facts = checkpoint_facts(events)
     after = [r for r in facts if r.seq > t2.seq]
     assert len(after) == 1, "one snapshot after the call"
     fact = after[0].event.get("actions", {})["workspaceCheckpoint"]

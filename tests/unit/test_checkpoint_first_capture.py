@@ -16,15 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
-from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_service import SessionService
 from runtime.ledger.checkpoint_ports import Snapshot
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, RunStatus, StoredEvent
-from runtime.providers.scripted_provider import ScriptedProvider
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore
+from tests.helpers.checkpointed_turn import (
+    Script,
+    checkpoint_facts,
+    checkpointed_service,
+    data_store,
+    run_turn,
+    work_folder,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 
@@ -46,20 +51,6 @@ READ_THEN_WRITE = _script(
     },
     {"text": "Done."},
 )
-
-
-class Recorder:
-    def text_delta(self, text: str) -> None:
-        del text
-
-    def thinking_delta(self, text: str) -> None:
-        del text
-
-    def committed(self, event: RuntimeEvent) -> None:
-        del event
-
-    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
-        del run_id, status, failure_class
 
 
 class HeldCarrier(GitCheckpointStore):
@@ -91,9 +82,8 @@ class HeldCarrier(GitCheckpointStore):
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteLedgerStore]:
-    instance = open_store(tmp_path / "data")
-    yield instance
-    instance.close()
+    with data_store(tmp_path) as instance:
+        yield instance
 
 
 def _dispatch_seq(events: list[StoredEvent], tool: str) -> int:
@@ -105,29 +95,13 @@ def _dispatch_seq(events: list[StoredEvent], tool: str) -> int:
     return seq
 
 
-def _facts(events: list[StoredEvent]) -> list[StoredEvent]:
-    return [row for row in events if "workspaceCheckpoint" in (row.event.get("actions") or {})]
-
-
 def _turn(
-    store: SqliteLedgerStore, tmp_path: Path, script: object, carrier: HeldCarrier
+    store: SqliteLedgerStore, tmp_path: Path, script: Script, carrier: HeldCarrier
 ) -> tuple[SessionService, list[StoredEvent], RunStatus, Path]:
-    work = tmp_path / "ws"
-    work.mkdir()
-    work = Path(os.path.realpath(work))
+    work = work_folder(tmp_path)
     (work / "old.txt").write_text("old\n")
-    service = SessionService(
-        store=store,
-        provider_factory=lambda: ScriptedProvider(script),  # type: ignore[arg-type]
-        owner_epoch=1,
-        workspace_identity=lambda folder: IDENTITY,
-        settings=RunSettings(max_steps=6),
-        checkpoints=carrier,
-    )
-    session_id = service.create_session(work).session_id
-    outcome = service.send_turn(
-        session_id, "look, then write", Recorder(), PermissionPolicy(PermissionMode.AUTO)
-    )
+    service = checkpointed_service(store, carrier, script, lambda folder: IDENTITY)
+    _, outcome = run_turn(service, work, "look, then write")
     return service, list(store.read_run_events(outcome.run_id)), outcome.status, work
 
 
@@ -148,7 +122,7 @@ def test_a_read_only_call_runs_while_the_first_capture_does_and_a_write_waits_fo
     _, events, status, work = _turn(store, tmp_path, READ_THEN_WRITE, carrier)
     assert status is RunStatus.COMPLETED
     assert carrier.released_in_time == [True], "the model's first step waited for the capture"
-    facts = _facts(events)
+    facts = checkpoint_facts(events)
     assert len(facts) == 2, "the first snapshot, and the one after the write"
     first = facts[0]
     read_t1 = _dispatch_seq(events, "list_dir")
@@ -193,6 +167,6 @@ def test_the_run_ending_waits_for_the_first_capture(
     _, events, status, _ = _turn(store, tmp_path, script, carrier)
     assert status is RunStatus.COMPLETED
     assert carrier.released_in_time == [True]
-    [fact] = _facts(events)
+    [fact] = checkpoint_facts(events)
     assert _dispatch_seq(events, "list_dir") < fact.seq
     assert fact.seq < events[-1].seq, "the run's ending comes after the first snapshot's fact"

@@ -6,7 +6,6 @@ folder drifts, and the plan is made with the real safety inspector."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,16 +13,17 @@ from pathlib import Path
 import pytest
 
 from app.host.resume_seam import resume_service
-from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
-from runtime.agent.run_loop import RunSettings
-from runtime.agent.session_service import SessionService
 from runtime.ledger.codes import ParkReason
-from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunStatus
-from runtime.providers.scripted_provider import ScriptedProvider
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.ledger_store import SqliteLedgerStore
 from storage.sessions.workspace_identity import resolve_workspace_identity
+from tests.helpers.checkpointed_turn import (
+    checkpointed_service,
+    data_store,
+    run_turn,
+    work_folder,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git")
 
@@ -40,20 +40,6 @@ SCRIPT = (
 )
 
 
-class Recorder:
-    def text_delta(self, text: str) -> None:
-        del text
-
-    def thinking_delta(self, text: str) -> None:
-        del text
-
-    def committed(self, event: RuntimeEvent) -> None:
-        del event
-
-    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
-        del run_id, status, failure_class
-
-
 class CountingCarrier(GitCheckpointStore):
     def __init__(self, data_dir: Path) -> None:
         super().__init__(data_dir)
@@ -66,30 +52,19 @@ class CountingCarrier(GitCheckpointStore):
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteLedgerStore]:
-    instance = open_store(tmp_path / "data")
-    yield instance
-    instance.close()
+    with data_store(tmp_path) as instance:
+        yield instance
 
 
 def test_a_plan_looks_the_boundary_snapshot_up_once(
     store: SqliteLedgerStore, tmp_path: Path
 ) -> None:
-    work = tmp_path / "ws"
-    work.mkdir()
-    work = Path(os.path.realpath(work))
+    work = work_folder(tmp_path)
     carrier = CountingCarrier(tmp_path / "data")
-    service = SessionService(
-        store=store,
-        provider_factory=lambda: ScriptedProvider(SCRIPT),
-        owner_epoch=1,
-        workspace_identity=lambda folder: resolve_workspace_identity(folder).identity,
-        settings=RunSettings(max_steps=6),
-        checkpoints=carrier,
+    service = checkpointed_service(
+        store, carrier, SCRIPT, lambda folder: resolve_workspace_identity(folder).identity
     )
-    session_id = service.create_session(work).session_id
-    outcome = service.send_turn(
-        session_id, "write", Recorder(), PermissionPolicy(PermissionMode.AUTO)
-    )
+    session_id, outcome = run_turn(service, work, "write")
     assert outcome.status is RunStatus.FAILED
     (work / "b.txt").write_text("changed behind the agent's back\n")
     seam = resume_service(
