@@ -34,6 +34,7 @@ from app.bridge_contract import (
 from app.host.host_services import HostServiceError
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.timeline_lazy import row_position, run_event
 from runtime.ledger.timeline_model import RowFilter, TimelineRow, TimelineRun, matching_rows
 from runtime.ledger.timeline_pins import ParkHeader, ResumeMarks, SessionTimeline
 
@@ -135,7 +136,7 @@ class TimelinePages:
         timeline = self._timeline(session_id)
         run, _ = _find(timeline, session_id, run_id)
         where = _where(filters)
-        found = next((n for n, row in enumerate(run.rows) if row.seq == seq), None)
+        found = row_position(run.rows, seq)
         if found is not None and where is not None:
             positions = self._positions(session_id, timeline, run, where)
             found = _index(positions, found)
@@ -149,18 +150,19 @@ class TimelinePages:
 
     def event(self, session_id: str, run_id: str, event_id: str) -> TimelineEventShownPush:
         run, _ = self._run(session_id, run_id)
-        for row in run.rows:
-            for entry in row.entries:
-                if entry.event_id == event_id:
-                    text = canonical_bytes(entry.event).decode("utf-8")
-                    return TimelineEventShownPush(
-                        session_id=session_id,
-                        run_id=run_id,
-                        event_id=event_id,
-                        canonical_json=text[:MAX_EVENT_JSON_CHARS],
-                        truncated=len(text) > MAX_EVENT_JSON_CHARS,
-                    )
-        raise HostServiceError(StoreCode.EVENT_NOT_FOUND, f"run {run_id} has no event {event_id}")
+        event = run_event(run.rows, event_id)
+        if event is None:
+            raise HostServiceError(
+                StoreCode.EVENT_NOT_FOUND, f"run {run_id} has no event {event_id}"
+            )
+        text = canonical_bytes(event).decode("utf-8")
+        return TimelineEventShownPush(
+            session_id=session_id,
+            run_id=run_id,
+            event_id=event_id,
+            canonical_json=text[:MAX_EVENT_JSON_CHARS],
+            truncated=len(text) > MAX_EVENT_JSON_CHARS,
+        )
 
 
 def _find(

@@ -1,0 +1,222 @@
+"""A stored run's timeline rows built a page at a time, from an index the store answers in SQL.
+
+Opening a 100,000-event run must not decode every event (``json.loads`` alone costs seconds):
+the store answers, per event, its ``event_seq`` and, for an event on a tool lane, the tool
+call id it names, and which events may end the run (``TimelineIndex``). That is enough to
+count the rows and group a tool operation's facts exactly as ``build_run`` does; a row's entries, status and
+summary are made only when the row is asked for (``LazyRows[n]``, a slice, or iterating), from
+its events read back by ``event_seq``, with the same ``entry_of`` and row rules. Built rows are
+kept a few chunks at a time (the latest used), so memory is bounded whatever is read.
+
+No Qt, no SQLite: the events come from the caller's ``load`` (the store's read by seq).
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import overload
+
+from runtime.ledger.collector_pause import collector_paused
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import StoredEvent
+from runtime.ledger.timeline_events import TimelineKind, entry_of
+from runtime.ledger.timeline_model import TimelineRow, single_row, tool_row
+
+CHUNK_ROWS = 100
+"""Rows built (and their events read) together: the desktop's page."""
+KEPT_CHUNKS = 16
+"""Built chunks kept per run, the latest used."""
+
+EventLoader = Callable[[Sequence[int]], Sequence[tuple[int, RuntimeEvent]]]
+"""The run's committed events at these ``event_seq``s, as ``(seq, event)`` in any order."""
+EventFinder = Callable[[str], "tuple[int, RuntimeEvent] | None"]
+"""The run's event with this id, as ``(seq, event)`` (None: the run has none)."""
+
+
+Slot = int | tuple[int, ...]
+"""A row as the index knows it: a single event's ``event_seq``, or a tool operation's facts'
+(its first, the row's ``seq``, first)."""
+
+
+def row_slots(facts: Sequence[tuple[int, str | None, int]]) -> list[Slot]:
+    """``build_run``'s grouping from the store's index alone: ``facts`` are each event's
+    ``(event_seq, call id, ...)`` in ``event_seq`` order, the call id None but for an event on
+    a tool lane naming one (``tool_call_id``); such an event joins the row of its call's first
+    fact, any other is a row of its own."""
+    slots: list[int | list[int]] = []
+    groups: dict[str, list[int]] = {}
+    for fact in facts:
+        seq, call_id = fact[0], fact[1]
+        if call_id is None:
+            slots.append(seq)
+            continue
+        group = groups.get(call_id)
+        if group is None:
+            group = groups[call_id] = [seq]
+            slots.append(group)
+        else:
+            group.append(seq)
+    return [slot if isinstance(slot, int) else tuple(slot) for slot in slots]
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineIndex:
+    """A run as the store indexes it for the timeline: its rows (``row_slots``), its event
+    count and last ``event_seq``, and its events that may end it (every ordinary event that is
+    terminal or names ``endInvocation``)."""
+
+    rows: Sequence[Slot]
+    event_count: int
+    high_water: int
+    endings: Sequence[StoredEvent]
+
+
+def run_ended(candidates: Sequence[tuple[int, RuntimeEvent]]) -> bool:
+    """Whether any of the events that may end the run is a run ending as the timeline reads it
+    (the store gives every ordinary event that is terminal or names ``endInvocation``)."""
+    return any(entry_of(seq, event, True).kind is TimelineKind.RUN_END for seq, event in candidates)
+
+
+class LazyRows(Sequence[TimelineRow]):
+    """A run's rows, made when asked for. ``len`` and the rows' order are known from the index;
+    equal, row for row, to ``build_run``'s rows of the same events."""
+
+    def __init__(
+        self,
+        index: Sequence[Slot],
+        high_water: int,
+        ended: bool,
+        load: EventLoader,
+        find: EventFinder,
+        *,
+        chunk_rows: int = CHUNK_ROWS,
+        kept_chunks: int = KEPT_CHUNKS,
+    ) -> None:
+        """``index``: the run's rows (``row_slots``); ``high_water``: its last ``event_seq``
+        then; ``ended``: ``run_ended``'s answer."""
+        self._slots = index
+        self._high_water = high_water
+        self._firsts = [slot if isinstance(slot, int) else slot[0] for slot in index]
+        self._ended = ended
+        self._load = load
+        self._find = find
+        self._chunk_rows = chunk_rows
+        self._kept_chunks = kept_chunks
+        self._chunks: OrderedDict[int, tuple[TimelineRow, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    @overload
+    def __getitem__(self, index: int) -> TimelineRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[TimelineRow, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> TimelineRow | tuple[TimelineRow, ...]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self._slots))
+            if step != 1:
+                return tuple(self[n] for n in range(start, stop, step))
+            return self._range(start, stop)
+        position = index + len(self._slots) if index < 0 else index
+        if not 0 <= position < len(self._slots):
+            raise IndexError(index)
+        chunk = self._chunk(position // self._chunk_rows)
+        return chunk[position % self._chunk_rows]
+
+    def __iter__(self) -> Iterator[TimelineRow]:
+        for number in range((len(self._slots) + self._chunk_rows - 1) // self._chunk_rows):
+            yield from self._chunk(number)
+
+    def __reversed__(self) -> Iterator[TimelineRow]:
+        for number in reversed(
+            range((len(self._slots) + self._chunk_rows - 1) // self._chunk_rows)
+        ):
+            yield from reversed(self._chunk(number))
+
+    @property
+    def first_seqs(self) -> Sequence[int]:
+        """Each row's first ``event_seq`` (its ``seq``), in row order (ascending)."""
+        return self._firsts
+
+    def position_of(self, seq: int) -> int | None:
+        """The position of the row starting at ``seq`` (None: no row starts there)."""
+        found = bisect.bisect_left(self._firsts, seq)
+        return found if found < len(self._firsts) and self._firsts[found] == seq else None
+
+    def event(self, event_id: str) -> RuntimeEvent | None:
+        """The run's event with this id, read alone (None: the run has none)."""
+        found = self._find(event_id)
+        return found[1] if found is not None and self.holds(found[0]) else None
+
+    def holds(self, seq: int) -> bool:
+        """Whether the event at ``seq`` was committed when the index was read."""
+        return 0 < seq <= self._high_water
+
+    def _range(self, start: int, stop: int) -> tuple[TimelineRow, ...]:
+        if start >= stop:
+            return ()
+        first, last = start // self._chunk_rows, (stop - 1) // self._chunk_rows
+        rows: list[TimelineRow] = []
+        for number in range(first, last + 1):
+            rows += self._chunk(number)
+        offset = first * self._chunk_rows
+        return tuple(rows[start - offset : stop - offset])
+
+    def _chunk(self, number: int) -> tuple[TimelineRow, ...]:
+        with self._lock:
+            kept = self._chunks.get(number)
+            if kept is not None:
+                self._chunks.move_to_end(number)
+                return kept
+        slots = self._slots[number * self._chunk_rows : (number + 1) * self._chunk_rows]
+        built = self._build(slots)
+        with self._lock:
+            self._chunks[number] = built
+            self._chunks.move_to_end(number)
+            while len(self._chunks) > self._kept_chunks:
+                self._chunks.popitem(last=False)
+        return built
+
+    def _build(self, slots: Sequence[Slot]) -> tuple[TimelineRow, ...]:
+        seqs: list[int] = []
+        for slot in slots:
+            if isinstance(slot, int):
+                seqs.append(slot)
+            else:
+                seqs += slot
+        with collector_paused():
+            events = dict(self._load(seqs))
+            rows: list[TimelineRow] = []
+            for slot in slots:
+                if isinstance(slot, int):
+                    rows.append(single_row(entry_of(slot, events[slot], True)))
+                else:
+                    entries = tuple(entry_of(seq, events[seq], True) for seq in slot)
+                    rows.append(tool_row(entries, self._ended))
+        return tuple(rows)
+
+
+def row_position(rows: Sequence[TimelineRow], seq: int) -> int | None:
+    """The position among ``rows`` of the row starting at ``seq`` (None: none starts there),
+    without making the rows when they are made when asked for."""
+    if isinstance(rows, LazyRows):
+        return rows.position_of(seq)
+    return next((n for n, row in enumerate(rows) if row.seq == seq), None)
+
+
+def run_event(rows: Sequence[TimelineRow], event_id: str) -> RuntimeEvent | None:
+    """The event with this id among the rows' entries (read alone from lazy rows)."""
+    if isinstance(rows, LazyRows):
+        return rows.event(event_id)
+    for row in rows:
+        for entry in row.entries:
+            if entry.event_id == event_id:
+                return entry.event
+    return None
