@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -30,7 +31,6 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QGuiApplication
 
 from app.bridge_contract import (
-    TimelineEntryItem,
     TimelineOpenedPush,
     TimelinePagePush,
     TimelinePin,
@@ -67,6 +67,64 @@ _ANSWERED = frozenset(
 )
 
 
+class EntryItem(NamedTuple):
+    """A fact of a row: ``TimelineEntryItem``'s fields as plain values."""
+
+    seq: int
+    event_id: str
+    kind: str
+    lane: str
+    status: str
+    ts: int
+    summary: str
+    replayed: bool = False
+
+
+Fact = tuple[int, str, str, str, str, int, str, bool]
+"""An ``EntryItem``'s values in a plain tuple."""
+
+
+class RowItem(NamedTuple):
+    """A row as the model keeps it: ``TimelineRowItem``'s fields, its facts in plain tuples.
+    Why: Python's cyclic collector stops tracking a plain tuple of plain values, so the rows
+    looked at do not lengthen its full passes (one costs a frame; the wire models a page
+    arrives as are several tracked objects each, and an ``EntryItem`` per fact would be one)."""
+
+    seq: int
+    kind: str
+    status: str
+    summary: str
+    tool_name: str | None
+    tool_call_id: str | None
+    facts: tuple[Fact, ...]
+    more_entries: int = 0
+
+    @property
+    def entries(self) -> tuple[EntryItem, ...]:
+        return tuple(EntryItem._make(fact) for fact in self.facts)
+
+    @property
+    def ts(self) -> int:
+        """Its first fact's time."""
+        return self.facts[0][5]
+
+
+def row_item(item: TimelineRowItem) -> RowItem:
+    return RowItem(
+        item.seq,
+        item.kind,
+        item.status,
+        item.summary,
+        item.tool_name,
+        item.tool_call_id,
+        tuple(
+            (e.seq, e.event_id, e.kind, e.lane, e.status, e.ts, e.summary, e.replayed)
+            for e in item.entries
+        ),
+        item.more_entries,
+    )
+
+
 @dataclass(eq=False, slots=True)
 class RunNode:
     head: TimelineRunHead
@@ -87,10 +145,23 @@ class RunNode:
 @dataclass(eq=False, slots=True)
 class RowNode:
     run: RunNode
-    item: TimelineRowItem
+    item: RowItem
     pins: tuple[TimelinePin, ...] = ()
-    entries: list[EntryNode] = field(default_factory=list)
+    children: int = 0
+    """Facts shown under it: a tool row's, once its page has arrived (their rows inserted)."""
+    made: list[EntryNode] | None = None
     texts: tuple[str, ...] = ()
+
+    @property
+    def entries(self) -> list[EntryNode]:
+        """Its facts' nodes, made when first asked for (the view asks for an expanded row's):
+        the rows scrolled past hold none."""
+        if self.made is None or len(self.made) != self.children:
+            self.made = [
+                EntryNode(self, entry, n)
+                for n, entry in enumerate(self.item.entries[: self.children])
+            ]
+        return self.made
 
     @property
     def problem(self) -> bool:
@@ -100,7 +171,7 @@ class RowNode:
 @dataclass(eq=False, slots=True)
 class EntryNode:
     row: RowNode
-    item: TimelineEntryItem
+    item: EntryItem
     number: int
     texts: tuple[str, ...] = ()
 
@@ -328,7 +399,8 @@ class TimelineModel(QAbstractItemModel):
         (the view only marks it as having children)."""
         first = run.offset + 1 + start
         fresh = 0
-        for number, item in enumerate(rows):
+        items = [row_item(row) for row in rows]
+        for number, item in enumerate(items):
             if self._top[first + number] is None:
                 fresh += 1
             pins = tuple(self._pins.get((run.head.run_id, item.seq), ()))
@@ -336,13 +408,13 @@ class TimelineModel(QAbstractItemModel):
         self._loaded += fresh
         last = first + len(rows) - 1
         self.dataChanged.emit(self.index(first, 0), self.index(last, _COLUMN_COUNT - 1))
-        for number, item in enumerate(rows):
-            if item.kind != "tool" or not item.entries:
+        for number, item in enumerate(items):
+            if item.kind != "tool" or not item.facts:
                 continue
             node = self._top[first + number]
             assert isinstance(node, RowNode)
-            self.beginInsertRows(self.index(first + number, 0), 0, len(item.entries) - 1)
-            node.entries = [EntryNode(node, entry, n) for n, entry in enumerate(item.entries)]
+            self.beginInsertRows(self.index(first + number, 0), 0, len(item.facts) - 1)
+            node.children = len(item.facts)
             self.endInsertRows()
 
     def canFetchMore(self, parent: Index) -> bool:  # noqa: N802 - Qt's name
@@ -400,7 +472,7 @@ class TimelineModel(QAbstractItemModel):
         if parent.internalId() != 0 or owner_row >= len(self._top):
             return QModelIndex()
         owner = self._top[owner_row]
-        if not isinstance(owner, RowNode) or row >= len(owner.entries):
+        if not isinstance(owner, RowNode) or row >= owner.children:
             return QModelIndex()
         # internalId: 0 for a top-level item, 1 + the owning row's number for a fact.
         return self.createIndex(row, column, owner_row + 1)
@@ -412,7 +484,7 @@ class TimelineModel(QAbstractItemModel):
         if parent.internalId() != 0 or parent.column() != 0:
             return False
         node = self._top[parent.row()] if parent.row() < len(self._top) else None
-        return isinstance(node, RowNode) and bool(node.entries)
+        return isinstance(node, RowNode) and node.children > 0
 
     def parent(self, index: Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
         if not index.isValid():
@@ -426,7 +498,7 @@ class TimelineModel(QAbstractItemModel):
         if parent.column() != 0 or int(parent.internalId()) != 0:
             return 0
         node = self._top[parent.row()]
-        return len(node.entries) if isinstance(node, RowNode) else 0
+        return node.children if isinstance(node, RowNode) else 0
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
         return len(COLUMNS)
@@ -513,7 +585,7 @@ def _display(node: Node, column: int) -> str:
             item.status, ""
         )
         return f"{mark}{flag}{item.summary}"
-    return _time(item.entries[0].ts if isinstance(item, TimelineRowItem) else item.ts)
+    return _time(item.ts)
 
 
 def _tooltip(node: Node) -> str:
