@@ -466,9 +466,9 @@ class TimelineModel(QAbstractItemModel):
         # Called for every row at each layout of the view: bounds only, no node lookups.
         if not 0 <= column < _COLUMN_COUNT or row < 0:
             return QModelIndex()
-        if not parent.isValid():
+        owner_row = parent.row()  # -1: the root (an invalid index), one call fewer than isValid
+        if owner_row < 0:
             return self.createIndex(row, column, 0) if row < len(self._top) else QModelIndex()
-        owner_row = parent.row()
         if parent.internalId() != 0 or owner_row >= len(self._top):
             return QModelIndex()
         owner = self._top[owner_row]
@@ -478,13 +478,15 @@ class TimelineModel(QAbstractItemModel):
         return self.createIndex(row, column, owner_row + 1)
 
     def hasChildren(self, parent: Index = QModelIndex()) -> bool:  # noqa: N802, B008
-        """Asked for every row at each layout: answered without making an index."""
-        if not parent.isValid():
+        """Asked for every row at each layout: answered without making an index, and for a
+        row without facts shown (most) with one call to Qt."""
+        row = parent.row()  # -1: the root (an invalid index)
+        if row < 0:
             return bool(self._top)
-        if parent.internalId() != 0 or parent.column() != 0:
-            return False
-        node = self._top[parent.row()] if parent.row() < len(self._top) else None
-        return isinstance(node, RowNode) and node.children > 0
+        node = self._top[row] if row < len(self._top) else None
+        if type(node) is not RowNode or node.children == 0:
+            return False  # a fact's row number may name any top-level row: checked below
+        return parent.internalId() == 0 and parent.column() == 0
 
     def parent(self, index: Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
         if not index.isValid():

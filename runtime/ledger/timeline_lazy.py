@@ -3,10 +3,11 @@
 Opening a 100,000-event run must not decode every event (``json.loads`` alone costs seconds):
 the store answers, per event, its ``event_seq`` and, for an event on a tool lane, the tool
 call id it names, and which events may end the run (``TimelineIndex``). That is enough to
-count the rows and group a tool operation's facts exactly as ``build_run`` does; a row's entries, status and
-summary are made only when the row is asked for (``LazyRows[n]``, a slice, or iterating), from
-its events read back by ``event_seq``, with the same ``entry_of`` and row rules. Built rows are
-kept a few chunks at a time (the latest used), so memory is bounded whatever is read.
+count the rows and group a tool operation's facts exactly as ``build_run`` does; a row's
+entries, status and summary are made only when the row is asked for (``LazyRows[n]``, a
+slice, or iterating), from its events read back by ``event_seq``, with the same ``entry_of``
+and row rules. Built rows are kept a few chunks at a time (the latest used), so memory is
+bounded whatever is read.
 
 No Qt, no SQLite: the events come from the caller's ``load`` (the store's read by seq).
 """
@@ -37,30 +38,31 @@ EventFinder = Callable[[str], "tuple[int, RuntimeEvent] | None"]
 """The run's event with this id, as ``(seq, event)`` (None: the run has none)."""
 
 
-Slot = int | tuple[int, ...]
+Slot = int | list[int]
 """A row as the index knows it: a single event's ``event_seq``, or a tool operation's facts'
-(its first, the row's ``seq``, first)."""
+(its first, the row's ``seq``, first). Never changed once made."""
 
 
 def row_slots(facts: Sequence[tuple[int, str | None, int]]) -> list[Slot]:
     """``build_run``'s grouping from the store's index alone: ``facts`` are each event's
     ``(event_seq, call id, ...)`` in ``event_seq`` order, the call id None but for an event on
     a tool lane naming one (``tool_call_id``); such an event joins the row of its call's first
-    fact, any other is a row of its own."""
-    slots: list[int | list[int]] = []
+    fact, any other is a row of its own. One pass over 100,000 events: kept plain."""
+    slots: list[Slot] = []
     groups: dict[str, list[int]] = {}
-    for fact in facts:
-        seq, call_id = fact[0], fact[1]
+    append = slots.append
+    found = groups.get
+    for seq, call_id, _ in facts:
         if call_id is None:
-            slots.append(seq)
+            append(seq)
             continue
-        group = groups.get(call_id)
+        group = found(call_id)
         if group is None:
             group = groups[call_id] = [seq]
-            slots.append(group)
+            append(group)
         else:
             group.append(seq)
-    return [slot if isinstance(slot, int) else tuple(slot) for slot in slots]
+    return slots
 
 
 @dataclass(frozen=True, slots=True)
