@@ -1,11 +1,13 @@
 """The desktop's Timeline view, served from the main process a page at a time.
 
-``timeline.open`` builds the session's timeline once (on the query pool: the store read and the
-planner run off the event loop) and keeps it; ``timeline.page`` then answers any slice of one
-run's rows from memory, and ``timeline.event`` one event's canonical JSON, so the renderer only
-ever holds what it has scrolled to and never opens SQLite. Filters are applied here: a filtered
-page counts only the rows the filter shows (the positions are worked out once per run and
-filter, and kept), and ``timeline.locate`` answers where a pinned reason's row is, so the
+``timeline.open`` reads the session's timeline once (on the query pool: the store read and the
+planner run off the event loop) and keeps it; the desktop's services read each run's index
+only, its rows made from their events when a page asks for them (``timeline_lazy.LazyRows``).
+``timeline.page`` then answers any slice of one run's rows, and ``timeline.event`` one event's
+canonical JSON, so the renderer only ever holds what it has scrolled to and never opens SQLite.
+Filters are applied here: a filtered page counts only the rows the filter shows (the positions
+are worked out once per run and filter, and kept: the first filter of a lazily read run makes
+every row once), and ``timeline.locate`` answers where a pinned reason's row is, so the
 renderer loads that row's page instead of every row before it. A few sessions are kept (the
 latest opened); a page for one no longer kept rebuilds it.
 """
