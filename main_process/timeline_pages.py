@@ -18,6 +18,7 @@ import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 
 from app.bridge_contract import (
     MAX_EVENT_JSON_CHARS,
@@ -36,7 +37,7 @@ from app.bridge_contract import (
 from app.host.host_services import HostServiceError
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.timeline_lazy import row_position, run_event
+from runtime.ledger.timeline_lazy import row_position, run_event, searchable_rows
 from runtime.ledger.timeline_model import RowFilter, TimelineRow, TimelineRun, matching_rows
 from runtime.ledger.timeline_pins import ParkHeader, ResumeMarks, SessionTimeline
 
@@ -96,7 +97,7 @@ class TimelinePages:
         pinned = frozenset(
             pin.seq for pin in pins if pin.run_id == run.run_id and pin.seq is not None
         )
-        found = matching_rows(run, where, pinned)
+        found = matching_rows(replace(run, rows=searchable_rows(run.rows)), where, pinned)
         with self._lock:
             if self._kept.get(session_id) is timeline:
                 self._shown[key] = found

@@ -19,7 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import overload
+from typing import cast, overload
 
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
@@ -109,6 +109,7 @@ class LazyRows(Sequence[TimelineRow]):
         self._chunk_rows = chunk_rows
         self._kept_chunks = kept_chunks
         self._chunks: OrderedDict[int, tuple[TimelineRow, ...]] = OrderedDict()
+        self._searchable: tuple[TimelineRow, ...] | None = None
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -161,6 +162,19 @@ class LazyRows(Sequence[TimelineRow]):
         """Whether the event at ``seq`` was committed when the index was read."""
         return 0 < seq <= self._high_water
 
+    def searchable(self) -> tuple[TimelineRow, ...]:
+        """Every row as a filter reads it (``RowFilter.matches``: kinds, statuses, summaries,
+        the tool's name, the facts' event ids), made once and kept, each fact's event let go
+        but its id: a filter's first use reads the whole run, a later one (the next letter
+        typed) none of it."""
+        with self._lock:
+            found = self._searchable
+        if found is None:
+            found = tuple(_searchable(row) for row in self)
+            with self._lock:
+                self._searchable = found
+        return found
+
     def _range(self, start: int, stop: int) -> tuple[TimelineRow, ...]:
         if start >= stop:
             return ()
@@ -203,6 +217,20 @@ class LazyRows(Sequence[TimelineRow]):
                     entries = tuple(entry_of(seq, events[seq], True) for seq in slot)
                     rows.append(tool_row(entries, self._ended))
         return tuple(rows)
+
+
+def _searchable(row: TimelineRow) -> TimelineRow:
+    return row._replace(
+        entries=tuple(
+            entry._replace(event=cast("RuntimeEvent", {"id": entry.event_id}))
+            for entry in row.entries
+        )
+    )
+
+
+def searchable_rows(rows: Sequence[TimelineRow]) -> Sequence[TimelineRow]:
+    """The rows as a filter reads them: lazy rows' ``searchable``, any other as they are."""
+    return rows.searchable() if isinstance(rows, LazyRows) else rows
 
 
 def row_position(rows: Sequence[TimelineRow], seq: int) -> int | None:
