@@ -115,7 +115,7 @@ def _lazy_run(
         run_id=run_id,
         depth=depth,
         status=source.status,
-        rows=LazyRows(index.rows, index.high_water, ended, load, find),
+        rows=LazyRows(index, ended, load, find),
         event_count=index.event_count,
         parent_run_id=source.parent_run_id,
         failure_class=source.failure_class,

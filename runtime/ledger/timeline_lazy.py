@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast, overload
 
@@ -43,11 +43,12 @@ Slot = int | list[int]
 (its first, the row's ``seq``, first). Never changed once made."""
 
 
-def row_slots(facts: Sequence[tuple[int, str | None, int]]) -> list[Slot]:
+def row_slots(facts: Sequence[tuple[int, str | None, int]]) -> tuple[list[Slot], dict[str, int]]:
     """``build_run``'s grouping from the store's index alone: ``facts`` are each event's
     ``(event_seq, call id, ...)`` in ``event_seq`` order, the call id None but for an event on
     a tool lane naming one (``tool_call_id``); such an event joins the row of its call's first
-    fact, any other is a row of its own. One pass over 100,000 events: kept plain."""
+    fact, any other is a row of its own. The rows, and each call id's row (its first seq).
+    One pass over 100,000 events: kept plain."""
     slots: list[Slot] = []
     groups: dict[str, list[int]] = {}
     append = slots.append
@@ -62,19 +63,22 @@ def row_slots(facts: Sequence[tuple[int, str | None, int]]) -> list[Slot]:
             append(group)
         else:
             group.append(seq)
-    return slots
+    return slots, {call_id: group[0] for call_id, group in groups.items()}
 
 
 @dataclass(frozen=True, slots=True)
 class TimelineIndex:
-    """A run as the store indexes it for the timeline: its rows (``row_slots``), its event
-    count and last ``event_seq``, and its events that may end it (every ordinary event that is
-    terminal or names ``endInvocation``)."""
+    """A run as the store indexes it for the timeline: its rows and each tool call id's row
+    (``row_slots``), its event count and last ``event_seq``, its events that may end it (every
+    ordinary event that is terminal or names ``endInvocation``) and the seqs of those that may
+    be a workspace snapshot (every ordinary event naming ``workspaceCheckpoint``)."""
 
     rows: Sequence[Slot]
+    calls: Mapping[str, int]
     event_count: int
     high_water: int
     endings: Sequence[StoredEvent]
+    snapshots: Sequence[int] = ()
 
 
 def run_ended(candidates: Sequence[tuple[int, RuntimeEvent]]) -> bool:
@@ -89,8 +93,7 @@ class LazyRows(Sequence[TimelineRow]):
 
     def __init__(
         self,
-        index: Sequence[Slot],
-        high_water: int,
+        index: TimelineIndex,
         ended: bool,
         load: EventLoader,
         find: EventFinder,
@@ -98,11 +101,13 @@ class LazyRows(Sequence[TimelineRow]):
         chunk_rows: int = CHUNK_ROWS,
         kept_chunks: int = KEPT_CHUNKS,
     ) -> None:
-        """``index``: the run's rows (``row_slots``); ``high_water``: its last ``event_seq``
-        then; ``ended``: ``run_ended``'s answer."""
-        self._slots = index
-        self._high_water = high_water
-        self._firsts = [slot if isinstance(slot, int) else slot[0] for slot in index]
+        """``index``: the store's index of the run; ``ended``: ``run_ended``'s answer."""
+        self._slots = index.rows
+        self._calls = index.calls
+        self._snapshots = index.snapshots
+        self._high_water = index.high_water
+        self._firsts = [slot if isinstance(slot, int) else slot[0] for slot in self._slots]
+        self._grouped: dict[int, int] | None = None
         self._ended = ended
         self._load = load
         self._find = find
@@ -157,6 +162,37 @@ class LazyRows(Sequence[TimelineRow]):
         """The run's event with this id, read alone (None: the run has none)."""
         found = self._find(event_id)
         return found[1] if found is not None and self.holds(found[0]) else None
+
+    def row_of_event(self, event_id: str) -> int | None:
+        """The ``seq`` of the row holding the event with this id (None: the run has none)."""
+        found = self._find(event_id)
+        if found is None or not self.holds(found[0]):
+            return None
+        seq = found[0]
+        with self._lock:
+            grouped = self._grouped
+        if grouped is None:  # a tool operation's later facts to its row, made once
+            grouped = {
+                member: slot[0]
+                for slot in self._slots
+                if not isinstance(slot, int)
+                for member in slot
+            }
+            with self._lock:
+                self._grouped = grouped
+        return grouped.get(seq, seq)
+
+    def row_of_call(self, call_id: str) -> int | None:
+        """The ``seq`` of the tool call's row (None: the run has none)."""
+        return self._calls.get(call_id)
+
+    def last_snapshot(self) -> int | None:
+        """The ``seq`` of the run's latest workspace snapshot row (None: it has none)."""
+        for seq in sorted(self._snapshots, reverse=True):
+            for found, event in self._load([seq]):
+                if entry_of(found, event, True).kind is TimelineKind.CHECKPOINT:
+                    return found
+        return None
 
     def holds(self, seq: int) -> bool:
         """Whether the event at ``seq`` was committed when the index was read."""

@@ -474,7 +474,7 @@ class SqliteLedgerStore:
         def action(conn: sqlite3.Connection) -> TimelineIndex:
             header = headers.read_header(conn, run_id)
             if header is None:
-                return TimelineIndex([], 0, 0, [])
+                return TimelineIndex([], {}, 0, 0, [])
             return read_timeline_index(conn, header.invocation_id)
 
         return self._read(action)

@@ -32,12 +32,14 @@ SELECT event_seq,
         )
     END,
     CASE WHEN lane <> '{_ORDINARY}' THEN 0
-        ELSE terminal = 1 OR instr(payload, CAST('endInvocation' AS BLOB)) > 0
+        ELSE (terminal = 1 OR instr(payload, CAST('endInvocation' AS BLOB)) > 0)
+            + 2 * (instr(payload, CAST('workspaceCheckpoint' AS BLOB)) > 0)
     END
 FROM runtime_events WHERE invocation_id = ?
 ORDER BY event_seq
 """
-"""Each event's ``(event_seq, tool call id, may end the run)``. ``tool_call_id``'s rule: a
+"""Each event's ``(event_seq, tool call id, 1 if it may end the run + 2 if it may be a
+workspace snapshot)``. ``tool_call_id``'s rule: a
 ``refs.toolCallId``, else a call's or a response's ``content.id``. Only an event on a tool lane
 names one (``build_run`` groups only those), and a stored event decodes only with both ids
 strings (a ``null`` is refused), so ``json_extract``'s NULL means "none"; the call and
@@ -50,10 +52,12 @@ _MAX_PARAMETERS = 900
 
 def read_timeline_index(conn: sqlite3.Connection, invocation_id: str) -> TimelineIndex:
     facts: list[tuple[int, str | None, int]] = conn.execute(_FACTS, (invocation_id,)).fetchall()
-    ending = [seq for seq, _, ends in facts if ends]
+    ending = [seq for seq, _, marks in facts if marks & 1]
     endings = read_events_at(conn, invocation_id, ending) if ending else []
     high_water = facts[-1][0] if facts else 0
-    return TimelineIndex(row_slots(facts), len(facts), high_water, endings)
+    rows, calls = row_slots(facts)
+    snapshots = [seq for seq, _, marks in facts if marks & 2]
+    return TimelineIndex(rows, calls, len(facts), high_water, endings, snapshots)
 
 
 def read_events_at(

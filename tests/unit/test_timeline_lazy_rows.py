@@ -29,7 +29,12 @@ from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.ledger.timeline_lazy import LazyRows
-from runtime.ledger.timeline_pins import SessionTimeline, timeline_json
+from runtime.ledger.timeline_pins import (
+    SessionTimeline,
+    TimelineReason,
+    pin_reasons,
+    timeline_json,
+)
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from storage.sessions.session_export import header_line, session_line
 
@@ -192,3 +197,46 @@ def test_an_interrupted_session_and_its_plan_read_the_same_either_way(tmp_path: 
         _same(full, read_session_timeline_lazily(store, DEFAULT_IDS.session_id, plan))
     finally:
         store.close()
+
+
+def test_reasons_are_pinned_to_the_same_rows_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """By event id (a tool call's later fact pins its row), by call id, and a snapshot reason
+    to the latest snapshot's row, found without making the lazy rows (a message naming
+    ``workspaceCheckpoint`` is no snapshot)."""
+    from tests.helpers.ledger_builders import user_text
+    from tests.helpers.timeline_demo import chat_events, checkpoint_event
+
+    def hidden_snapshot(event_id: str, high_water: int) -> RuntimeEvent:
+        event = checkpoint_event(event_id, high_water)
+        event["modelVisibility"] = "hidden"
+        return event
+
+    chat = chat_events(18)
+    events = [
+        *chat[:12],
+        hidden_snapshot("evt-snap-1", 12),
+        *chat[12:],
+        hidden_snapshot("evt-snap-2", 19),
+        user_text(event_id="evt-says-snapshot", text="no workspaceCheckpoint here"),
+    ]
+    for n, event in enumerate(events):
+        event["ts"] = 1000 + n
+    store, session_id = opened(events)
+    full = read_session_timeline(store, session_id, None)
+    lazy = read_session_timeline_lazily(store, session_id, None)
+    _same(full, lazy)
+    rows = full.runs[0].rows
+    tool = next(row for row in rows if len(row.entries) > 1)
+    reasons = [
+        TimelineReason("unknown_tool_outcome", "m", event_id=tool.entries[-1].event_id),
+        TimelineReason("unknown_tool_outcome", "m", tool_call_id=tool.tool_call_id),
+        TimelineReason("unknown_tool_outcome", "m", event_id="no-such-event"),
+        TimelineReason("workspace_checkpoint_stale", "m"),
+    ]
+    parks = ("workspace_checkpoint_failed", "workspace_drift")
+    pinned = pin_reasons(lazy.runs, reasons, parks)
+    assert pinned == pin_reasons(full.runs, reasons, parks)
+    snapshot = next(row.seq for row in rows if row.entries[0].event_id == "evt-snap-2")
+    assert [pin.seq for pin in pinned] == [tool.seq, tool.seq, None, snapshot, snapshot, None]
