@@ -109,6 +109,10 @@ class RowItem(NamedTuple):
         return self.facts[0][5]
 
 
+def _values(item: RowItem) -> RowValues:
+    return (*item,)
+
+
 def row_item(item: TimelineRowItem) -> RowItem:
     return RowItem(
         item.seq,
@@ -142,10 +146,15 @@ class RunNode:
         return self.total >= 0 and len(self.pages) >= -(-self.total // PAGE_ROWS)
 
 
+RowValues = tuple[int, str, str, str, str | None, str | None, tuple[Fact, ...], int]
+"""A ``RowItem``'s values in a plain tuple."""
+
+
 @dataclass(eq=False, slots=True)
 class RowNode:
     run: RunNode
-    item: RowItem
+    values: RowValues
+    """Its ``RowItem`` kept as a plain tuple (untracked by the cyclic collector)."""
     pins: tuple[TimelinePin, ...] = ()
     children: int = 0
     """Facts shown under it: a tool row's, once its page has arrived (their rows inserted)."""
@@ -164,8 +173,12 @@ class RowNode:
         return self.made
 
     @property
+    def item(self) -> RowItem:
+        return RowItem._make(self.values)
+
+    @property
     def problem(self) -> bool:
-        return self.item.status in PROBLEMS or bool(self.pins)
+        return self.values[2] in PROBLEMS or bool(self.pins)
 
 
 @dataclass(eq=False, slots=True)
@@ -404,7 +417,7 @@ class TimelineModel(QAbstractItemModel):
             if self._top[first + number] is None:
                 fresh += 1
             pins = tuple(self._pins.get((run.head.run_id, item.seq), ()))
-            self._top[first + number] = RowNode(run, item, pins)
+            self._top[first + number] = RowNode(run, _values(item), pins)
         self._loaded += fresh
         last = first + len(rows) - 1
         self.dataChanged.emit(self.index(first, 0), self.index(last, _COLUMN_COUNT - 1))

@@ -29,8 +29,8 @@ from runtime.ledger.timeline_model import TimelineRow, single_row, tool_row
 
 CHUNK_ROWS = 100
 """Rows built (and their events read) together: the desktop's page."""
-KEPT_CHUNKS = 16
-"""Built chunks kept per run, the latest used."""
+KEPT_CHUNKS = 4
+"""Built chunks kept per run, the latest used (a view asks for each page once)."""
 
 EventLoader = Callable[[Sequence[int]], Sequence[tuple[int, RuntimeEvent]]]
 """The run's committed events at these ``event_seq``s, as ``(seq, event)`` in any order."""
