@@ -1,7 +1,9 @@
 """A stored session's timeline, with the reasons Safe resume's own planner gives pinned to it.
 
 Shared by ``maka timeline`` and the desktop's Timeline view, so both read the same runs the
-same way. It only reads the store (``read_run_events``, ``list_session_runs``); the plan comes
+same way: ``maka timeline`` decodes every event (``read_session_timeline``), the desktop reads
+each run's index and makes a page's rows when asked (``read_session_timeline_lazily``; equal
+row for row, ``tests/unit/test_timeline_lazy_rows.py``). It only reads the store; the plan comes
 from the caller's planner (``plan_latest``, the entry point Safe resume and ``maka plan`` use).
 A session whose latest run was not interrupted (``resume_candidate``, the banner's test) has
 nothing to resume: the planner is not asked, and there is no plan header.
