@@ -1,11 +1,13 @@
 """The desktop's Timeline view, served from the main process a page at a time.
 
-``timeline.open`` builds the session's timeline once (on the query pool: the store read and the
-planner run off the event loop) and keeps it; ``timeline.page`` then answers any slice of one
-run's rows from memory, and ``timeline.event`` one event's canonical JSON, so the renderer only
-ever holds what it has scrolled to and never opens SQLite. Filters are applied here: a filtered
-page counts only the rows the filter shows (the positions are worked out once per run and
-filter, and kept), and ``timeline.locate`` answers where a pinned reason's row is, so the
+``timeline.open`` reads the session's timeline once (on the query pool: the store read and the
+planner run off the event loop) and keeps it; the desktop's services read each run's index
+only, its rows made from their events when a page asks for them (``timeline_lazy.LazyRows``).
+``timeline.page`` then answers any slice of one run's rows, and ``timeline.event`` one event's
+canonical JSON, so the renderer only ever holds what it has scrolled to and never opens SQLite.
+Filters are applied here: a filtered page counts only the rows the filter shows (the positions
+are worked out once per run and filter, and kept: the first filter of a lazily read run makes
+every row once), and ``timeline.locate`` answers where a pinned reason's row is, so the
 renderer loads that row's page instead of every row before it. A few sessions are kept (the
 latest opened); a page for one no longer kept rebuilds it.
 """
@@ -16,6 +18,7 @@ import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 
 from app.bridge_contract import (
     MAX_EVENT_JSON_CHARS,
@@ -34,6 +37,7 @@ from app.bridge_contract import (
 from app.host.host_services import HostServiceError
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.timeline_lazy import row_position, run_event, searchable_rows
 from runtime.ledger.timeline_model import RowFilter, TimelineRow, TimelineRun, matching_rows
 from runtime.ledger.timeline_pins import ParkHeader, ResumeMarks, SessionTimeline
 
@@ -93,7 +97,7 @@ class TimelinePages:
         pinned = frozenset(
             pin.seq for pin in pins if pin.run_id == run.run_id and pin.seq is not None
         )
-        found = matching_rows(run, where, pinned)
+        found = matching_rows(replace(run, rows=searchable_rows(run.rows)), where, pinned)
         with self._lock:
             if self._kept.get(session_id) is timeline:
                 self._shown[key] = found
@@ -135,7 +139,7 @@ class TimelinePages:
         timeline = self._timeline(session_id)
         run, _ = _find(timeline, session_id, run_id)
         where = _where(filters)
-        found = next((n for n, row in enumerate(run.rows) if row.seq == seq), None)
+        found = row_position(run.rows, seq)
         if found is not None and where is not None:
             positions = self._positions(session_id, timeline, run, where)
             found = _index(positions, found)
@@ -149,18 +153,19 @@ class TimelinePages:
 
     def event(self, session_id: str, run_id: str, event_id: str) -> TimelineEventShownPush:
         run, _ = self._run(session_id, run_id)
-        for row in run.rows:
-            for entry in row.entries:
-                if entry.event_id == event_id:
-                    text = canonical_bytes(entry.event).decode("utf-8")
-                    return TimelineEventShownPush(
-                        session_id=session_id,
-                        run_id=run_id,
-                        event_id=event_id,
-                        canonical_json=text[:MAX_EVENT_JSON_CHARS],
-                        truncated=len(text) > MAX_EVENT_JSON_CHARS,
-                    )
-        raise HostServiceError(StoreCode.EVENT_NOT_FOUND, f"run {run_id} has no event {event_id}")
+        event = run_event(run.rows, event_id)
+        if event is None:
+            raise HostServiceError(
+                StoreCode.EVENT_NOT_FOUND, f"run {run_id} has no event {event_id}"
+            )
+        text = canonical_bytes(event).decode("utf-8")
+        return TimelineEventShownPush(
+            session_id=session_id,
+            run_id=run_id,
+            event_id=event_id,
+            canonical_json=text[:MAX_EVENT_JSON_CHARS],
+            truncated=len(text) > MAX_EVENT_JSON_CHARS,
+        )
 
 
 def _find(

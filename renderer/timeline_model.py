@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from PySide6.QtCore import (
     QAbstractItemModel,
@@ -30,7 +31,6 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QGuiApplication
 
 from app.bridge_contract import (
-    TimelineEntryItem,
     TimelineOpenedPush,
     TimelinePagePush,
     TimelinePin,
@@ -67,6 +67,68 @@ _ANSWERED = frozenset(
 )
 
 
+class EntryItem(NamedTuple):
+    """A fact of a row: ``TimelineEntryItem``'s fields as plain values."""
+
+    seq: int
+    event_id: str
+    kind: str
+    lane: str
+    status: str
+    ts: int
+    summary: str
+    replayed: bool = False
+
+
+Fact = tuple[int, str, str, str, str, int, str, bool]
+"""An ``EntryItem``'s values in a plain tuple."""
+
+
+class RowItem(NamedTuple):
+    """A row as the model keeps it: ``TimelineRowItem``'s fields, its facts in plain tuples.
+    Why: Python's cyclic collector stops tracking a plain tuple of plain values, so the rows
+    looked at do not lengthen its full passes (one costs a frame; the wire models a page
+    arrives as are several tracked objects each, and an ``EntryItem`` per fact would be one)."""
+
+    seq: int
+    kind: str
+    status: str
+    summary: str
+    tool_name: str | None
+    tool_call_id: str | None
+    facts: tuple[Fact, ...]
+    more_entries: int = 0
+
+    @property
+    def entries(self) -> tuple[EntryItem, ...]:
+        return tuple(EntryItem._make(fact) for fact in self.facts)
+
+    @property
+    def ts(self) -> int:
+        """Its first fact's time."""
+        return self.facts[0][5]
+
+
+def _values(item: RowItem) -> RowValues:
+    return (*item,)
+
+
+def row_item(item: TimelineRowItem) -> RowItem:
+    return RowItem(
+        item.seq,
+        item.kind,
+        item.status,
+        item.summary,
+        item.tool_name,
+        item.tool_call_id,
+        tuple(
+            (e.seq, e.event_id, e.kind, e.lane, e.status, e.ts, e.summary, e.replayed)
+            for e in item.entries
+        ),
+        item.more_entries,
+    )
+
+
 @dataclass(eq=False, slots=True)
 class RunNode:
     head: TimelineRunHead
@@ -84,23 +146,45 @@ class RunNode:
         return self.total >= 0 and len(self.pages) >= -(-self.total // PAGE_ROWS)
 
 
+RowValues = tuple[int, str, str, str, str | None, str | None, tuple[Fact, ...], int]
+"""A ``RowItem``'s values in a plain tuple."""
+
+
 @dataclass(eq=False, slots=True)
 class RowNode:
     run: RunNode
-    item: TimelineRowItem
+    values: RowValues
+    """Its ``RowItem`` kept as a plain tuple (untracked by the cyclic collector)."""
     pins: tuple[TimelinePin, ...] = ()
-    entries: list[EntryNode] = field(default_factory=list)
+    children: int = 0
+    """Facts shown under it: a tool row's, once its page has arrived (their rows inserted)."""
+    made: list[EntryNode] | None = None
     texts: tuple[str, ...] = ()
 
     @property
+    def entries(self) -> list[EntryNode]:
+        """Its facts' nodes, made when first asked for (the view asks for an expanded row's):
+        the rows scrolled past hold none."""
+        if self.made is None or len(self.made) != self.children:
+            self.made = [
+                EntryNode(self, entry, n)
+                for n, entry in enumerate(self.item.entries[: self.children])
+            ]
+        return self.made
+
+    @property
+    def item(self) -> RowItem:
+        return RowItem._make(self.values)
+
+    @property
     def problem(self) -> bool:
-        return self.item.status in PROBLEMS or bool(self.pins)
+        return self.values[2] in PROBLEMS or bool(self.pins)
 
 
 @dataclass(eq=False, slots=True)
 class EntryNode:
     row: RowNode
-    item: TimelineEntryItem
+    item: EntryItem
     number: int
     texts: tuple[str, ...] = ()
 
@@ -328,21 +412,22 @@ class TimelineModel(QAbstractItemModel):
         (the view only marks it as having children)."""
         first = run.offset + 1 + start
         fresh = 0
-        for number, item in enumerate(rows):
+        items = [row_item(row) for row in rows]
+        for number, item in enumerate(items):
             if self._top[first + number] is None:
                 fresh += 1
             pins = tuple(self._pins.get((run.head.run_id, item.seq), ()))
-            self._top[first + number] = RowNode(run, item, pins)
+            self._top[first + number] = RowNode(run, _values(item), pins)
         self._loaded += fresh
         last = first + len(rows) - 1
         self.dataChanged.emit(self.index(first, 0), self.index(last, _COLUMN_COUNT - 1))
-        for number, item in enumerate(rows):
-            if item.kind != "tool" or not item.entries:
+        for number, item in enumerate(items):
+            if item.kind != "tool" or not item.facts:
                 continue
             node = self._top[first + number]
             assert isinstance(node, RowNode)
-            self.beginInsertRows(self.index(first + number, 0), 0, len(item.entries) - 1)
-            node.entries = [EntryNode(node, entry, n) for n, entry in enumerate(item.entries)]
+            self.beginInsertRows(self.index(first + number, 0), 0, len(item.facts) - 1)
+            node.children = len(item.facts)
             self.endInsertRows()
 
     def canFetchMore(self, parent: Index) -> bool:  # noqa: N802 - Qt's name
@@ -394,25 +479,27 @@ class TimelineModel(QAbstractItemModel):
         # Called for every row at each layout of the view: bounds only, no node lookups.
         if not 0 <= column < _COLUMN_COUNT or row < 0:
             return QModelIndex()
-        if not parent.isValid():
+        owner_row = parent.row()  # -1: the root (an invalid index), one call fewer than isValid
+        if owner_row < 0:
             return self.createIndex(row, column, 0) if row < len(self._top) else QModelIndex()
-        owner_row = parent.row()
         if parent.internalId() != 0 or owner_row >= len(self._top):
             return QModelIndex()
         owner = self._top[owner_row]
-        if not isinstance(owner, RowNode) or row >= len(owner.entries):
+        if not isinstance(owner, RowNode) or row >= owner.children:
             return QModelIndex()
         # internalId: 0 for a top-level item, 1 + the owning row's number for a fact.
         return self.createIndex(row, column, owner_row + 1)
 
     def hasChildren(self, parent: Index = QModelIndex()) -> bool:  # noqa: N802, B008
-        """Asked for every row at each layout: answered without making an index."""
-        if not parent.isValid():
+        """Asked for every row at each layout: answered without making an index, and for a
+        row without facts shown (most) with one call to Qt."""
+        row = parent.row()  # -1: the root (an invalid index)
+        if row < 0:
             return bool(self._top)
-        if parent.internalId() != 0 or parent.column() != 0:
-            return False
-        node = self._top[parent.row()] if parent.row() < len(self._top) else None
-        return isinstance(node, RowNode) and bool(node.entries)
+        node = self._top[row] if row < len(self._top) else None
+        if type(node) is not RowNode or node.children == 0:
+            return False  # a fact's row number may name any top-level row: checked below
+        return parent.internalId() == 0 and parent.column() == 0
 
     def parent(self, index: Index = QModelIndex()) -> QModelIndex:  # type: ignore[override]  # noqa: B008
         if not index.isValid():
@@ -426,7 +513,7 @@ class TimelineModel(QAbstractItemModel):
         if parent.column() != 0 or int(parent.internalId()) != 0:
             return 0
         node = self._top[parent.row()]
-        return len(node.entries) if isinstance(node, RowNode) else 0
+        return node.children if isinstance(node, RowNode) else 0
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008
         return len(COLUMNS)
@@ -513,7 +600,7 @@ def _display(node: Node, column: int) -> str:
             item.status, ""
         )
         return f"{mark}{flag}{item.summary}"
-    return _time(item.entries[0].ts if isinstance(item, TimelineRowItem) else item.ts)
+    return _time(item.ts)
 
 
 def _tooltip(node: Node) -> str:

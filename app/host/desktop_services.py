@@ -248,11 +248,13 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
-        from app.host.session_timeline import read_session_timeline
+        from app.host.session_timeline import read_session_timeline_lazily
 
         try:
             self._service.get_session(session_id)
-            return read_session_timeline(self._store, session_id, self._planner().plan_latest)
+            return read_session_timeline_lazily(
+                self._store, session_id, self._planner().plan_latest
+            )
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
 

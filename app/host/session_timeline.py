@@ -1,7 +1,9 @@
 """A stored session's timeline, with the reasons Safe resume's own planner gives pinned to it.
 
 Shared by ``maka timeline`` and the desktop's Timeline view, so both read the same runs the
-same way. It only reads the store (``read_run_events``, ``list_session_runs``); the plan comes
+same way: ``maka timeline`` decodes every event (``read_session_timeline``), the desktop reads
+each run's index and makes a page's rows when asked (``read_session_timeline_lazily``; equal
+row for row, ``tests/unit/test_timeline_lazy_rows.py``). It only reads the store; the plan comes
 from the caller's planner (``plan_latest``, the entry point Safe resume and ``maka plan`` use).
 A session whose latest run was not interrupted (``resume_candidate``, the banner's test) has
 nothing to resume: the planner is not asked, and there is no plan header.
@@ -15,8 +17,10 @@ from typing import Protocol
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.resume_candidate import resume_candidate
 from runtime.ledger.codes import ParkReason
+from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, StoredEvent
-from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline
+from runtime.ledger.timeline_lazy import LazyRows, TimelineIndex, run_ended
+from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline, lineage_order
 from runtime.ledger.timeline_pins import (
     ParkHeader,
     ResumeMarks,
@@ -32,7 +36,17 @@ class TimelineStore(Protocol):
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
 
 
-def run_source(header: RunHeader, rows: Sequence[StoredEvent]) -> RunSource:
+class TimelineIndexStore(Protocol):
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+    def read_run_timeline_index(self, run_id: str) -> TimelineIndex: ...
+
+    def read_run_events_at(self, run_id: str, seqs: Sequence[int]) -> Sequence[StoredEvent]: ...
+
+    def read_run_event(self, run_id: str, event_id: str) -> StoredEvent | None: ...
+
+
+def run_source(header: RunHeader, rows: Sequence[StoredEvent] = ()) -> RunSource:
     source = header.continuation_source or {}
     high_water = source.get("highWater")
     return RunSource(
@@ -63,6 +77,52 @@ def read_session_timeline(
     if run_id is not None:
         runs = tuple(run for run in runs if run.run_id == run_id)
     return SessionTimeline(session_id, runs, header)
+
+
+def read_session_timeline_lazily(
+    store: TimelineIndexStore,
+    session_id: str,
+    plan_latest: Callable[[str], ContinuationPlan] | None,
+) -> SessionTimeline:
+    """``read_session_timeline``'s timeline, its rows made when asked for (``LazyRows``): the
+    desktop's, which shows a page at a time. Only the store's index of each run is read here
+    (no event is decoded but those that may end a run); equal row for row to the full read."""
+    headers = store.list_session_runs(session_id)
+    by_id = {header.run_id: header for header in headers}
+    runs = tuple(
+        _lazy_run(store, by_id[source.run_id], source, depth)
+        for source, depth in lineage_order([run_source(header) for header in headers])
+    )
+    interrupted = resume_candidate(headers) is not None
+    plan = plan_latest(session_id) if plan_latest is not None and interrupted else None
+    header = park_header(runs, plan) if plan is not None else None
+    return SessionTimeline(session_id, runs, header)
+
+
+def _lazy_run(
+    store: TimelineIndexStore, header: RunHeader, source: RunSource, depth: int
+) -> TimelineRun:
+    run_id = header.run_id
+    index = store.read_run_timeline_index(run_id)
+
+    def load(seqs: Sequence[int]) -> list[tuple[int, RuntimeEvent]]:
+        return [(row.seq, row.event) for row in store.read_run_events_at(run_id, seqs)]
+
+    def find(event_id: str) -> tuple[int, RuntimeEvent] | None:
+        row = store.read_run_event(run_id, event_id)
+        return (row.seq, row.event) if row is not None else None
+
+    ended = run_ended([(row.seq, row.event) for row in index.endings])
+    return TimelineRun(
+        run_id=run_id,
+        depth=depth,
+        status=source.status,
+        rows=LazyRows(index, ended, load, find),
+        event_count=index.event_count,
+        parent_run_id=source.parent_run_id,
+        failure_class=source.failure_class,
+        source_high_water=source.source_high_water,
+    )
 
 
 def park_header(runs: Sequence[TimelineRun], plan: ContinuationPlan) -> ParkHeader | None:

@@ -45,6 +45,8 @@ __all__ = [
     "build_timeline",
     "lineage_order",
     "matching_rows",
+    "single_row",
+    "tool_row",
 ]
 
 
@@ -90,7 +92,8 @@ class TimelineRun:
     run_id: str
     depth: int
     status: str
-    rows: tuple[TimelineRow, ...]
+    rows: Sequence[TimelineRow]
+    """A tuple, or rows made when asked for (``timeline_lazy.LazyRows``: the desktop)."""
     event_count: int
     parent_run_id: str | None = None
     failure_class: str | None = None
@@ -108,7 +111,7 @@ def build_run(source: RunSource, depth: int = 0) -> TimelineRun:
         call_id = tool_call_id(event) if entry.kind in TOOL_KINDS else None
         if call_id is None:
             ended = ended or entry.kind is TimelineKind.RUN_END
-            slots.append(_single(entry))
+            slots.append(single_row(entry))
             continue
         group = groups.get(call_id)
         if group is None:
@@ -116,7 +119,7 @@ def build_run(source: RunSource, depth: int = 0) -> TimelineRun:
             slots.append(group)
         group.append(entry)
     rows = tuple(
-        slot if isinstance(slot, TimelineRow) else _tool_row(tuple(slot), ended) for slot in slots
+        slot if isinstance(slot, TimelineRow) else tool_row(tuple(slot), ended) for slot in slots
     )
     return TimelineRun(
         run_id=source.run_id,
@@ -217,11 +220,11 @@ def matching_rows(
 # ---- rows -------------------------------------------------------------------------------------
 
 
-def _single(entry: TimelineEntry) -> TimelineRow:
+def single_row(entry: TimelineEntry) -> TimelineRow:
     return TimelineRow(entry.kind, entry.status, entry.summary, (entry,))
 
 
-def _tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
+def tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
     """A tool operation's row: its status is what its facts prove, in this order: a damaged
     or parked fact, a recovery decision or attestation, the response, else unknown (a
     dispatch with nothing after it in an ended run), not run (a call never dispatched)."""

@@ -11,10 +11,11 @@ as does a park reason of those families no diagnostic carries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
+from runtime.ledger.timeline_lazy import LazyRows
 from runtime.ledger.timeline_model import TimelineEntry, TimelineKind, TimelineRow, TimelineRun
 
 OUTSIDE_REASONS = frozenset(
@@ -100,22 +101,15 @@ def pin_reasons(
 ) -> tuple[PinnedReason, ...]:
     """Each diagnostic pinned to its row (or the outside lane), then each outside-family park
     reason no diagnostic stands for."""
-    by_event: dict[str, tuple[str, int]] = {}
-    by_call: dict[str, tuple[str, int]] = {}
-    for run in runs:  # lineage order: a later run's call wins, as the latest run is planned
-        for row in run.rows:
-            for entry in row.entries:
-                by_event.setdefault(entry.event_id, (run.run_id, row.seq))
-            if row.tool_call_id is not None:
-                by_call[row.tool_call_id] = (run.run_id, row.seq)
+    place_event, place_call = _placers(runs)
     snapshot = _last_checkpoint(runs)
     pinned: list[PinnedReason] = []
     for reason in diagnostics:
         place = None
         if reason.event_id is not None:
-            place = by_event.get(reason.event_id)
+            place = place_event(reason.event_id)
         if place is None and reason.tool_call_id is not None:
-            place = by_call.get(reason.tool_call_id)
+            place = place_call(reason.tool_call_id)
         if place is None and reason.code in SNAPSHOT_REASONS:
             place = snapshot
         pinned.append(PinnedReason(reason, *place) if place else PinnedReason(reason))
@@ -130,9 +124,57 @@ def pin_reasons(
     return tuple(pinned)
 
 
-def _last_checkpoint(runs: Sequence[TimelineRun]) -> tuple[str, int] | None:
+Place = tuple[str, int]
+
+
+def _placers(
+    runs: Sequence[TimelineRun],
+) -> tuple[Callable[[str], Place | None], Callable[[str], Place | None]]:
+    """Where an event id and a tool call id are: the row holding the event in the first run
+    (lineage order) that has it, the call's row in the last (the latest run is planned). A run
+    read lazily answers from the store's index, without making its rows."""
+    by_event: dict[str, Place] = {}
+    by_call: dict[str, Place] = {}
+    lazy = [run for run in runs if isinstance(run.rows, LazyRows)]
+    for run in runs:
+        if isinstance(run.rows, LazyRows):
+            continue
+        for row in run.rows:
+            for entry in row.entries:
+                by_event.setdefault(entry.event_id, (run.run_id, row.seq))
+            if row.tool_call_id is not None:
+                by_call[row.tool_call_id] = (run.run_id, row.seq)
+    if not lazy:
+        return by_event.get, by_call.get
+    order = {run.run_id: number for number, run in enumerate(runs)}
+
+    def place_event(event_id: str) -> Place | None:
+        found = [by_event[event_id]] if event_id in by_event else []
+        for run in lazy:
+            seq = cast("LazyRows", run.rows).row_of_event(event_id)
+            if seq is not None:
+                found.append((run.run_id, seq))
+        return min(found, key=lambda place: order[place[0]], default=None)
+
+    def place_call(call_id: str) -> Place | None:
+        found = [by_call[call_id]] if call_id in by_call else []
+        for run in lazy:
+            seq = cast("LazyRows", run.rows).row_of_call(call_id)
+            if seq is not None:
+                found.append((run.run_id, seq))
+        return max(found, key=lambda place: order[place[0]], default=None)
+
+    return place_event, place_call
+
+
+def _last_checkpoint(runs: Sequence[TimelineRun]) -> Place | None:
     """The latest workspace snapshot row (a stale or failed snapshot is about it)."""
     for run in reversed(runs):
+        if isinstance(run.rows, LazyRows):
+            seq = run.rows.last_snapshot()
+            if seq is not None:
+                return run.run_id, seq
+            continue
         for row in reversed(run.rows):
             if row.kind is TimelineKind.CHECKPOINT:
                 return run.run_id, row.seq

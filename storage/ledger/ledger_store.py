@@ -48,6 +48,7 @@ from runtime.ledger.store_ports import (
     ToolJournalRecord,
     ToolOperationRecord,
 )
+from runtime.ledger.timeline_lazy import TimelineIndex
 from storage.ledger import continuation_claim_store as claims
 from storage.ledger import run_header_store as headers
 from storage.ledger import tool_process_store as tool_processes
@@ -88,6 +89,11 @@ from storage.ledger.store_creation import (
 from storage.ledger.store_doctor import DoctorReport, diagnose
 from storage.ledger.store_open import file_version, open_read_connection
 from storage.ledger.store_verification import damaged, record_verified, verify_before_write
+from storage.ledger.timeline_index import (
+    read_event_in,
+    read_events_at,
+    read_timeline_index,
+)
 from storage.ledger.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 from storage.ledger.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
 from storage.private_files import ensure_private_dir
@@ -461,6 +467,32 @@ class SqliteLedgerStore:
             return read_invocation_rows(conn, header.invocation_id)
 
         return self._read(action)
+
+    def read_run_timeline_index(self, run_id: str) -> TimelineIndex:
+        """The run's events grouped into the timeline's rows, in SQL (``timeline_index``)."""
+
+        def action(conn: sqlite3.Connection) -> TimelineIndex:
+            header = headers.read_header(conn, run_id)
+            if header is None:
+                return TimelineIndex([], {}, 0, 0, [])
+            return read_timeline_index(conn, header.invocation_id)
+
+        return self._read(action)
+
+    def read_run_events_at(self, run_id: str, seqs: Sequence[int]) -> Sequence[StoredEvent]:
+        """The run's events at these ``event_seq``s (those it has), in ``event_seq`` order."""
+
+        def action(conn: sqlite3.Connection) -> list[StoredEvent]:
+            header = headers.read_header(conn, run_id)
+            if header is None:
+                return []
+            return read_events_at(conn, header.invocation_id, seqs)
+
+        return self._read(action)
+
+    def read_run_event(self, run_id: str, event_id: str) -> StoredEvent | None:
+        """The run's event with this id (None: the run has none)."""
+        return self._read(lambda conn: read_event_in(conn, run_id, event_id))
 
     def read_event(self, event_id: str) -> StoredEvent | None:
         return self._read(lambda conn: read_event(conn, event_id))

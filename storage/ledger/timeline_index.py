@@ -1,0 +1,97 @@
+"""The timeline's index of a run, answered in SQL, and the run's events read back by seq.
+
+The desktop's Timeline view opens a run without decoding its events in Python
+(``runtime.ledger.timeline_lazy``). One query gives each event's ``event_seq``, the tool call
+id it names when it is on a tool lane (the ``lane`` column the writers set; the id by
+``tool_call_id``'s rule, in ``json_extract``) and whether it may end the run (an ordinary
+event that is ``terminal`` or names ``endInvocation``: those few are decoded, the run's ending
+decides a tool row's status); ``row_slots`` groups them into rows as ``build_run`` does. A
+page's events are then read by ``event_seq`` and decoded with the store's checks
+(``decode_row``). Read-only; no table or index is added.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from runtime.ledger.codes import Lane
+from runtime.ledger.store_ports import StoredEvent
+from runtime.ledger.timeline_lazy import TimelineIndex, row_slots
+from storage.ledger.event_rows import EVENT_COLUMNS, decode_row
+
+_ORDINARY = Lane.ORDINARY.value
+
+_FACTS = f"""
+SELECT event_seq,
+    CASE WHEN lane = '{_ORDINARY}' THEN NULL
+        ELSE coalesce(
+            json_extract(payload, '$.refs.toolCallId'),
+            CASE WHEN lane IN ('{Lane.FUNCTION_CALL.value}', '{Lane.FUNCTION_RESPONSE.value}')
+                THEN json_extract(payload, '$.content.id') END
+        )
+    END,
+    CASE WHEN lane <> '{_ORDINARY}' THEN 0
+        ELSE (terminal = 1 OR instr(payload, CAST('endInvocation' AS BLOB)) > 0)
+            + 2 * (instr(payload, CAST('workspaceCheckpoint' AS BLOB)) > 0)
+    END
+FROM runtime_events WHERE invocation_id = ?
+ORDER BY event_seq
+"""
+"""Each event's ``(event_seq, tool call id, 1 if it may end the run + 2 if it may be a
+workspace snapshot)``. ``tool_call_id``'s rule: a
+``refs.toolCallId``, else a call's or a response's ``content.id``. Only an event on a tool lane
+names one (``build_run`` groups only those), and a stored event decodes only with both ids
+strings (a ``null`` is refused), so ``json_extract``'s NULL means "none"; the call and
+response lanes are the events whose ``content.kind`` is ``function_call`` or
+``function_response`` (the writers refuse an event with two lane signals)."""
+
+_MAX_PARAMETERS = 900
+"""Seqs asked for per query (well under SQLite's bound on parameters)."""
+
+
+def read_timeline_index(conn: sqlite3.Connection, invocation_id: str) -> TimelineIndex:
+    facts: list[tuple[int, str | None, int]] = conn.execute(_FACTS, (invocation_id,)).fetchall()
+    ending = [seq for seq, _, marks in facts if marks & 1]
+    endings = read_events_at(conn, invocation_id, ending) if ending else []
+    high_water = facts[-1][0] if facts else 0
+    rows, calls = row_slots(facts)
+    snapshots = [seq for seq, _, marks in facts if marks & 2]
+    return TimelineIndex(rows, calls, len(facts), high_water, endings, snapshots)
+
+
+def read_events_at(
+    conn: sqlite3.Connection, invocation_id: str, seqs: Sequence[int]
+) -> list[StoredEvent]:
+    """The run's events at these ``event_seq``s (those it has), decoded and checked."""
+    found: list[StoredEvent] = []
+    wanted = sorted(set(seqs))
+    for start in range(0, len(wanted), _MAX_PARAMETERS):
+        part = wanted[start : start + _MAX_PARAMETERS]
+        low, high = part[0], part[-1]
+        if high - low + 1 <= 2 * len(part):  # mostly contiguous: one range, filtered here
+            rows = conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM runtime_events"
+                " WHERE invocation_id = ? AND event_seq BETWEEN ? AND ?",
+                (invocation_id, low, high),
+            ).fetchall()
+            keep = set(part)
+            found += [decode_row(row) for row in rows if row[5] in keep]
+        else:
+            marks = ", ".join("?" * len(part))
+            rows = conn.execute(
+                f"SELECT {EVENT_COLUMNS} FROM runtime_events"
+                f" WHERE invocation_id = ? AND event_seq IN ({marks})",
+                (invocation_id, *part),
+            ).fetchall()
+            found += [decode_row(row) for row in rows]
+    return found
+
+
+def read_event_in(conn: sqlite3.Connection, run_id: str, event_id: str) -> StoredEvent | None:
+    """The run's event with this id (None: the run has none)."""
+    row = conn.execute(
+        f"SELECT {EVENT_COLUMNS} FROM runtime_events WHERE run_id = ? AND event_id = ?",
+        (run_id, event_id),
+    ).fetchone()
+    return decode_row(row) if row is not None else None

@@ -1,0 +1,242 @@
+"""The desktop's timeline, opened from the store's index with its rows made when asked for,
+is the timeline the full read builds (``maka timeline``'s), row for row.
+
+Each ledger is stored and read both ways (``read_session_timeline``, which decodes every
+event, and ``read_session_timeline_lazily``): the example ledgers of the golden files, the
+benchmark's mix (texts, tool calls with and without dispatch, synthetic results, parked and
+completed recovery bundles; several pages of rows), and an interrupted session recovered at
+start with the plan Safe resume makes (pinned reasons, the boundary). The runs, every row and
+its grouping, statuses and summaries, the JSON of ``maka timeline --json`` and the main
+process's pages, places and events must be equal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.bridge_contract import TimelineRowFilter
+from app.host.session_timeline import read_session_timeline, read_session_timeline_lazily
+from bench.bench_ledger import IDS, generate
+from main_process.timeline_pages import TimelinePages
+from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.ledger.timeline_lazy import LazyRows
+from runtime.ledger.timeline_pins import (
+    SessionTimeline,
+    TimelineReason,
+    pin_reasons,
+    timeline_json,
+)
+from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.sessions.session_export import header_line, session_line
+
+GOLDEN = Path(__file__).parents[1] / "data" / "timeline"
+FILTERS = (
+    None,
+    TimelineRowFilter(only_problems=True),
+    TimelineRowFilter(kind="tool"),
+    TimelineRowFilter(kind="message", text="step 1"),
+    TimelineRowFilter(tool="write", status="parked"),
+    TimelineRowFilter(status="ok"),
+)
+
+
+def _import(data_dir: Path, events: list[RuntimeEvent]) -> str:
+    first = events[0]
+    ended = events[-1].get("status")
+    delta: dict[str, Any] = dict((events[-1].get("actions") or {}).get("stateDelta") or {})
+    session = SessionRecord(first["sessionId"], "/work", "t", 1)
+    header = RunHeader(
+        run_id=first["runId"],
+        session_id=first["sessionId"],
+        invocation_id=first["invocationId"],
+        turn_id=first["turnId"],
+        status=RunStatus(ended) if ended is not None else RunStatus.RUNNING,
+        cwd="/work",
+        owner_epoch=1,
+        created_at=1,
+        updated_at=1,
+        completed_at=1 if ended is not None else None,
+        failure_class=delta.get("failureClass") if ended is not None else None,
+    )
+    lines = [session_line(session), header_line(header), *map(canonical_bytes, events)]
+    with open_store(data_dir) as store:
+        store.import_session(b"\n".join(lines) + b"\n")
+    return first["sessionId"]
+
+
+@pytest.fixture
+def opened(
+    tmp_path: Path,
+) -> Iterator[Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]]]:
+    stores: list[SqliteLedgerStore] = []
+
+    def open_ledger(events: list[RuntimeEvent]) -> tuple[SqliteLedgerStore, str]:
+        data_dir = tmp_path / f"store-{len(stores)}"
+        session_id = _import(data_dir, events)
+        stores.append(open_store(data_dir, read_only=True))
+        return stores[-1], session_id
+
+    yield open_ledger
+    for store in stores:
+        store.close()
+
+
+def _same(full: SessionTimeline, lazy: SessionTimeline) -> None:
+    assert lazy.header == full.header
+    assert [run.run_id for run in lazy.runs] == [run.run_id for run in full.runs]
+    for whole, made in zip(full.runs, lazy.runs, strict=True):
+        assert isinstance(made.rows, LazyRows)
+        assert replace(made, rows=tuple(made.rows)) == whole
+        rows = whole.rows
+        assert len(made.rows) == len(rows)
+        assert made.rows[3:257] == tuple(rows[3:257])
+        assert made.rows[-1] == rows[-1] and made.rows[::7] == tuple(rows[::7])
+        assert list(reversed(made.rows)) == list(reversed(rows))
+        for position, row in enumerate(rows):
+            assert made.rows.position_of(row.seq) == position
+    assert timeline_json(lazy.runs, lazy.header) == timeline_json(full.runs, full.header)
+    _same_pages(full, lazy)
+
+
+def _same_pages(full: SessionTimeline, lazy: SessionTimeline) -> None:
+    """The main process answers the renderer the same from either."""
+    whole, made = TimelinePages(lambda _: full), TimelinePages(lambda _: lazy)
+    session_id = full.session_id
+    assert made.open(session_id) == whole.open(session_id)
+    for run in full.runs:
+        for where in FILTERS:
+            for start in (0, 1, 99, 250):
+                assert made.page(session_id, run.run_id, start, 150, where) == whole.page(
+                    session_id, run.run_id, start, 150, where
+                )
+        for row in run.rows[:40]:
+            for where in FILTERS:
+                assert made.locate(session_id, run.run_id, row.seq, where) == whole.locate(
+                    session_id, run.run_id, row.seq, where
+                )
+            for entry in row.entries:
+                assert made.event(session_id, run.run_id, entry.event_id) == whole.event(
+                    session_id, run.run_id, entry.event_id
+                )
+
+
+@pytest.mark.parametrize("folder", sorted(path.name for path in GOLDEN.iterdir() if path.is_dir()))
+def test_an_example_ledger_reads_the_same_either_way(
+    folder: str, opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]]
+) -> None:
+    lines = (GOLDEN / folder / "ledger.jsonl").read_text(encoding="utf-8").splitlines()
+    store, session_id = opened([json.loads(line) for line in lines])
+    full = read_session_timeline(store, session_id, None)
+    _same(full, read_session_timeline_lazily(store, session_id, None))
+
+
+def test_the_benchmarks_mix_reads_the_same_either_way_over_several_pages(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    store, session_id = opened(generate(1500))
+    full = read_session_timeline(store, session_id, None)
+    assert len(full.runs[0].rows) > 300
+    assert {row.status.value for row in full.runs[0].rows} >= {"ok", "failed", "not_run"}
+    _same(full, read_session_timeline_lazily(store, session_id, None))
+    assert session_id == IDS.session_id
+
+
+def test_an_unended_run_reads_the_same_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """Without its ending a dispatched call is still running, not of unknown outcome."""
+    from tests.helpers.ledger_builders import call_event, dispatch_event
+
+    events = [event for event in generate(400) if event.get("status") is None]
+    call = call_event("call-last", event_id="evt-call-last", ids=IDS, ts=99_999)
+    store, session_id = opened([*events, call, dispatch_event(call)])
+    full = read_session_timeline(store, session_id, None)
+    assert full.runs[0].rows[-1].status.value == "running"
+    _same(full, read_session_timeline_lazily(store, session_id, None))
+
+
+def test_an_interrupted_session_and_its_plan_read_the_same_either_way(tmp_path: Path) -> None:
+    from app.host.host_bootstrap import now_ms
+    from app.host.resume_seam import resume_service
+    from runtime.tools.process_tree import BackgroundShellRegistry
+    from runtime.tools.tool_catalog import default_catalog
+    from tests.helpers.ledger_builders import DEFAULT_IDS, call_event, dispatch_event, user_text
+    from tests.helpers.resume_fixtures import recover, seed_interrupted_run
+
+    data, folder = tmp_path / "data", tmp_path / "work"
+    folder.mkdir()
+    store = open_store(data)
+    call = call_event("call-1", tool_name="bash", event_id="evt-call")
+    events = [user_text(marker=True), call, dispatch_event(call, recovery_mode="never_auto_retry")]
+    seed_interrupted_run(store, DEFAULT_IDS, events, cwd=str(folder))
+    store.close()
+    store, _ = recover(data)
+    try:
+        service = resume_service(
+            store,
+            default_catalog().names,
+            BackgroundShellRegistry.in_data_dir(data),
+            enabled=True,
+            clock=now_ms,
+            lifecycle=None,
+            processes=store,
+            checkpoints=None,
+        )
+        plan: Callable[[str], ContinuationPlan] = service.plan_latest
+        full = read_session_timeline(store, DEFAULT_IDS.session_id, plan)
+        assert full.header is not None and any(pin.seq is not None for pin in full.header.pins)
+        _same(full, read_session_timeline_lazily(store, DEFAULT_IDS.session_id, plan))
+    finally:
+        store.close()
+
+
+def test_reasons_are_pinned_to_the_same_rows_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """By event id (a tool call's later fact pins its row), by call id, and a snapshot reason
+    to the latest snapshot's row, found without making the lazy rows (a message naming
+    ``workspaceCheckpoint`` is no snapshot)."""
+    from tests.helpers.ledger_builders import user_text
+    from tests.helpers.timeline_demo import chat_events, checkpoint_event
+
+    def hidden_snapshot(event_id: str, high_water: int) -> RuntimeEvent:
+        event = checkpoint_event(event_id, high_water)
+        event["modelVisibility"] = "hidden"
+        return event
+
+    chat = chat_events(18)
+    events = [
+        *chat[:12],
+        hidden_snapshot("evt-snap-1", 12),
+        *chat[12:],
+        hidden_snapshot("evt-snap-2", 19),
+        user_text(event_id="evt-says-snapshot", text="no workspaceCheckpoint here"),
+    ]
+    for n, event in enumerate(events):
+        event["ts"] = 1000 + n
+    store, session_id = opened(events)
+    full = read_session_timeline(store, session_id, None)
+    lazy = read_session_timeline_lazily(store, session_id, None)
+    _same(full, lazy)
+    rows = full.runs[0].rows
+    tool = next(row for row in rows if len(row.entries) > 1)
+    reasons = [
+        TimelineReason("unknown_tool_outcome", "m", event_id=tool.entries[-1].event_id),
+        TimelineReason("unknown_tool_outcome", "m", tool_call_id=tool.tool_call_id),
+        TimelineReason("unknown_tool_outcome", "m", event_id="no-such-event"),
+        TimelineReason("workspace_checkpoint_stale", "m"),
+    ]
+    parks = ("workspace_checkpoint_failed", "workspace_drift")
+    pinned = pin_reasons(lazy.runs, reasons, parks)
+    assert pinned == pin_reasons(full.runs, reasons, parks)
+    snapshot = next(row.seq for row in rows if row.entries[0].event_id == "evt-snap-2")
+    assert [pin.seq for pin in pinned] == [tool.seq, tool.seq, None, snapshot, snapshot, None]
