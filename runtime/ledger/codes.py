@@ -86,6 +86,8 @@ class StoreCode(StrEnum):
     RUN_STATUS_CONFLICT = "run_status_conflict"
     # A function_response or recovery bundle for an operation the store never prepared.
     OPERATION_NOT_FOUND = "operation_not_found"
+    # Removing a session that other sessions were branched from (their history is its prefix).
+    SESSION_HAS_BRANCHES = "session_has_branches"
 
 
 class WorkspaceMarkerCode(StrEnum):
@@ -140,6 +142,27 @@ class RestoreCode(StrEnum):
     # The snapshot's stored bytes do not hash to what it recorded (an object changed or removed
     # in the private checkpoint store): nothing is written.
     WORKSPACE_RESTORE_SNAPSHOT_DAMAGED = "workspace_restore_snapshot_damaged"
+
+
+class BranchCode(StrEnum):
+    """Why ``maka branch`` (or ``/branch``) made no new session; nothing is recorded."""
+
+    # --at names no event of the session.
+    BRANCH_EVENT_NOT_FOUND = "branch_event_not_found"
+    # The event is not a committed boundary: a user message, a tool result or a run's ending.
+    BRANCH_BOUNDARY_INVALID = "branch_boundary_invalid"
+    # A tool call before the boundary has no settled outcome there (the resume gates): the
+    # history up to it cannot be shown to a model.
+    BRANCH_BOUNDARY_UNSETTLED = "branch_boundary_unsettled"
+    # A turn of the source session is running, or was interrupted and not yet repaired.
+    BRANCH_SOURCE_RUNNING = "branch_source_running"
+    # No snapshot of the folder is bound to the boundary (none was taken, or its objects are
+    # gone): --current-files branches with a copy of the folder as it is now.
+    BRANCH_SNAPSHOT_UNAVAILABLE = "branch_snapshot_unavailable"
+    # The copy's files differ from the snapshot's recorded tree; it is left in place, unused.
+    BRANCH_COPY_MISMATCH = "branch_copy_mismatch"
+    # The source's recorded history no longer hashes to the digest the branch recorded.
+    BRANCH_SOURCE_CHANGED = "branch_source_changed"
 
 
 class TransferCode(StrEnum):
