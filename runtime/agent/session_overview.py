@@ -8,9 +8,10 @@ the run loop nor the tools nor the providers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
+from runtime.ledger.branch_facts import BranchRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
 
@@ -34,6 +35,10 @@ class SessionOverview(NamedTuple):
     resumable: bool = False
     """The latest run ended failed or cancelled, so Safe resume takes it up
     (``runtime.continuation.resume_candidate``: the decision the seam's gate makes)."""
+    branched_from: BranchRecord | None = None
+    """The session's ``branchStart`` fact when it was branched from another (issue #36)."""
+    branches: tuple[tuple[str, str], ...] = ()
+    """The sessions branched from this one: ``(session id, boundary event id)``, oldest first."""
 
 
 def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
@@ -41,7 +46,16 @@ def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
 
 
-def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOverview:
+@runtime_checkable
+class BranchListing(Protocol):
+    def list_branches(self) -> Sequence[BranchRecord]: ...
+
+
+def session_overview(
+    reader: SessionLister,
+    record: SessionRecord,
+    branches: Sequence[BranchRecord] = (),
+) -> SessionOverview:
     """A session's list row: last run status, whether a crash interrupted it and whether Safe
     resume would carry its latest run on."""
     runs = ordered_runs(reader.list_session_runs(record.session_id))
@@ -54,10 +68,17 @@ def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOve
         run_count=len(runs),
         last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
         resumable=resume_candidate(runs) is not None,
+        branched_from=next((b for b in branches if b.session_id == record.session_id), None),
+        branches=tuple(
+            (b.session_id, b.boundary_event_id)
+            for b in branches
+            if b.source_session_id == record.session_id
+        ),
     )
 
 
 def list_session_overviews(reader: SessionLister) -> list[SessionOverview]:
     """Every session, oldest first (works on a read-only store)."""
     sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
-    return [session_overview(reader, record) for record in sessions]
+    branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
+    return [session_overview(reader, record, branches) for record in sessions]

@@ -171,11 +171,11 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     missing = src.branch(session, "--at", "evt-nope", code=2)
     assert "[branch_event_not_found]" in missing["stderr"]
     # The model's text is not a point to branch from.
-    runs = committed_runs(src.data)
+    events: list[Any] = committed_runs(src.data)[0][1]
     text_event = next(
-        e["id"]
-        for e in runs[0][1]
-        if e.get("content", {}).get("kind") == "text" and e["role"] == "model"
+        str(e["id"])
+        for e in events
+        if (e.get("content") or {}).get("kind") == "text" and e["role"] == "model"
     )
     invalid = src.branch(session, "--at", text_event, code=2)
     assert "[branch_boundary_invalid]" in invalid["stderr"]
