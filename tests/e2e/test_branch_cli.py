@@ -196,3 +196,43 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     assert committed_runs(src.data) == before
     sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
     assert [s["sessionId"] for s in sessions] == [session]
+
+
+def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    src.run("delete them", src.session)
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])["eventId"]
+
+    listed = maka(["tui", "--session", session], src.data, env=src.env, stdin="/branch\n/quit\n")
+    assert listed.returncode == 0, listed.stderr
+    assert f"{point}  run_ending" in listed.stdout and "snapshot kept" in listed.stdout
+
+    copy = tmp_path / "tui-copy"
+    made = maka(
+        ["tui", "--session", session],
+        src.data,
+        env=src.env,
+        stdin=f"/branch {point} {copy}\n/branch evt-nope\n/quit\n",
+    )
+    assert made.returncode == 0, made.stderr
+    assert "branch refused [branch_event_not_found]" in made.stdout
+    [new] = [
+        r["sessionId"]
+        for r in json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+        if r["sessionId"] != session
+    ]
+    assert f"branched into session {new} in {copy.resolve()}" in made.stdout
+    assert (copy / "a.txt").exists() and not (src.work / "a.txt").exists()
+
+    # The source's transcript marks the point, after the first turn's answer.
+    shown = maka(["tui", "--session", session], src.data, env=src.env, stdin="/transcript\n/quit\n")
+    text = shown.stdout
+    mark = f"── branched here into session {new}"
+    assert text.index("Notes written.") < text.index(mark) < text.index("you> delete them")
+    # The new session's header names its source and boundary.
+    opened = maka(["tui", "--session", new], src.data, env=src.env, stdin="/quit\n")
+    assert f"this session was branched from session {session} at event {point}" in opened.stdout
+    listing = maka(["sessions"], src.data).stdout
+    assert f"(branch of {session} at {point})" in listing
