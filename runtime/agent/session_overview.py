@@ -8,10 +8,10 @@ the run loop nor the tools nor the providers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol
 
 from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
-from runtime.ledger.branch_facts import BranchRecord
+from runtime.ledger.branch_facts import BranchListing, BranchRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
 
@@ -44,11 +44,6 @@ class SessionOverview(NamedTuple):
 def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
     """Runs oldest first (creation time, then id)."""
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
-
-
-@runtime_checkable
-class BranchListing(Protocol):
-    def list_branches(self) -> Sequence[BranchRecord]: ...
 
 
 def session_overview(

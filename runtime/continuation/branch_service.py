@@ -38,6 +38,7 @@ from runtime.continuation.branch_prefix import (
     list_boundaries,
     resolve_prefix,
 )
+from runtime.continuation.lineage_reader import build_prefix
 from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, checkpoint_ref
 from runtime.ledger.codes import BranchCode, RestoreCode, StoreCode
@@ -205,11 +206,19 @@ class BranchService:
         header = self._store.read_run_header(plan.boundary.run_id)
         if header is None:
             raise BranchRefused(BranchCode.BRANCH_SOURCE_CHANGED, "the source run is gone")
-        prefix = resolve_prefix(self._store, header, plan.boundary.seq)
-        if prefix.prefix.prefix_digest != plan.prefix.prefix.prefix_digest:
+        # The plan ran the gates over this prefix; committed events never change, so its digest
+        # says whether it is still the one planned.
+        try:
+            again = build_prefix(
+                header, self._store.read_run_events(header.run_id), plan.boundary.seq
+            )
+        except ValueError:
+            again = None
+        if again is None or again.prefix_digest != plan.prefix.prefix.prefix_digest:
             raise BranchRefused(
                 BranchCode.BRANCH_SOURCE_CHANGED, "the source's history changed since the plan"
             )
+        prefix = plan.prefix
         session_id = f"session_{self._new_id()}"
         now = self._now_ms()
         snapshot = plan.snapshot if not plan.current_files else None

@@ -19,9 +19,9 @@ Body (``protocol: "branch_start_v1"``)::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
 
@@ -112,3 +112,10 @@ def record_from_bytes(payload: bytes, created_at: int) -> BranchRecord:
     if not isinstance(body, dict) or canonical_json_bytes(body) != payload:
         raise ValueError("a stored branchStart fact is not canonical JSON")
     return branch_record(body, created_at)
+
+
+@runtime_checkable
+class BranchListing(Protocol):
+    """A reader that knows the branched sessions (a store of schema version 5 or later)."""
+
+    def list_branches(self) -> Sequence[BranchRecord]: ...
