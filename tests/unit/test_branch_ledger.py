@@ -178,10 +178,11 @@ def test_boundaries_are_user_messages_tool_results_and_endings(tmp_path: Path) -
         _source(store)
         kinds = [b.kind for b in list_boundaries(store, SOURCE.session_id)]
         assert kinds == [USER_MESSAGE, TOOL_RESULT, RUN_ENDING]
+        events: list[Any] = [row.event for row in store.read_run_events(SOURCE.run_id)]
         model = next(
-            row.event["id"]
-            for row in store.read_run_events(SOURCE.run_id)
-            if row.event["role"] == "model" and row.event.get("content", {}).get("kind") == "text"
+            e["id"]
+            for e in events
+            if e["role"] == "model" and (e.get("content") or {}).get("kind") == "text"
         )
         with pytest.raises(BranchRefused) as refused:
             find_boundary(store, SOURCE.session_id, str(model))
