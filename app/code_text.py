@@ -830,6 +830,11 @@ TRANSFER: dict[str, CodeRecord] = _records(
             "The snapshots file beside the export is not the one it was written with; nothing was "
             "imported.",
         ),
+        "import_branch_source_missing": (
+            _W,
+            "The session was branched from another session that is not here, or whose history "
+            "differs; import that one first. Nothing was imported.",
+        ),
         "import_checkpoints_failed": (
             _E,
             "The session was imported, but its snapshots could not be added to the store.",

@@ -179,6 +179,9 @@ class TransferCode(StrEnum):
     EXPORT_WRITE_FAILED = "export_write_failed"
     IMPORT_CHECKPOINTS_MISSING = "import_checkpoints_missing"
     IMPORT_CHECKPOINTS_INVALID = "import_checkpoints_invalid"
+    # A branched session's source (the run and prefix its branchStart fact names) is not in the
+    # data directory, or its history differs: import the source first.
+    IMPORT_BRANCH_SOURCE_MISSING = "import_branch_source_missing"
     IMPORT_CHECKPOINTS_FAILED = "import_checkpoints_failed"
 
 

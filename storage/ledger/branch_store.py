@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 
 from runtime.ledger.branch_facts import BranchRecord, record_from_bytes
+from runtime.ledger.canonical_codec import prefix_digest
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
 from runtime.ledger.store_ports import SessionRecord, StoreRefusal
 from storage.ledger import run_header_store as headers
+from storage.ledger.event_rows import read_invocation_rows
 
 _COLUMNS = "fact, created_at"
 
@@ -24,6 +26,11 @@ def insert_branch(conn: sqlite3.Connection, session: SessionRecord, record: Bran
             WriterRejectionCode.IDENTITY_CONFLICT, "the branch's source run is not in its session"
         )
     headers.insert_session(conn, session)
+    insert_fact(conn, record)
+
+
+def insert_fact(conn: sqlite3.Connection, record: BranchRecord) -> None:
+    """The ``branchStart`` row alone (its session exists: an import inserted it)."""
     conn.execute(
         """INSERT INTO session_branches (session_id, source_session_id, source_run_id,
             source_high_water, boundary_event_id, source_prefix_digest, fact, fact_digest,
@@ -40,6 +47,25 @@ def insert_branch(conn: sqlite3.Connection, session: SessionRecord, record: Bran
             record.created_at,
         ),
     )
+
+
+def source_prefix_digest(conn: sqlite3.Connection, record: BranchRecord) -> str | None:
+    """The digest of the source run's events 1..high water as stored now (None: the run or an
+    event of the prefix is not here)."""
+    header = headers.read_header(conn, record.source_run_id)
+    if header is None or header.session_id != record.source_session_id:
+        return None
+    rows = read_invocation_rows(conn, header.invocation_id)
+    chosen = [(row.seq, row.payload) for row in rows if row.seq <= record.source_high_water]
+    if not chosen or chosen[-1][0] != record.source_high_water:
+        return None
+    identity = {
+        "sessionId": header.session_id,
+        "invocationId": header.invocation_id,
+        "runId": header.run_id,
+        "turnId": header.turn_id,
+    }
+    return prefix_digest(identity, chosen)
 
 
 def _record(row: tuple[bytes, int]) -> BranchRecord:

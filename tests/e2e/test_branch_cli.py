@@ -236,3 +236,43 @@ def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> 
     assert f"this session was branched from session {session} at event {point}" in opened.stdout
     listing = maka(["sessions"], src.data).stdout
     assert f"(branch of {session} at {point})" in listing
+
+
+def test_export_and_import_carry_a_branch_with_its_lineage(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    src.run("delete them", src.session)
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])["eventId"]
+    new = src.branch(session, "--at", point, "--to", str(tmp_path / "copy"))["sessionId"]
+    src.run("what now?", new)
+    files = {}
+    for name in (session, new):
+        files[name] = tmp_path / f"{name}.jsonl"
+        result = maka(["export", name, "-o", str(files[name])], src.data, env=src.env)
+        assert result.returncode == 0, result.stderr
+    assert '"kind":"maka.branch_start.v1"' in files[new].read_text().splitlines()[1]
+
+    other = tmp_path / "other-data"
+    # Without its source the branch would have no history: refused, nothing imported.
+    early = maka(["import", str(files[new])], other, env=src.env)
+    assert early.returncode != 0 and "[import_branch_source_missing]" in early.stderr
+    assert "Traceback" not in early.stderr
+    listed = maka(["sessions", "--json"], other)
+    assert listed.stdout.strip() == "" or json.loads(listed.stdout)["sessions"] == []
+    for name in (session, new):
+        result = maka(["import", str(files[name])], other, env=src.env)
+        assert result.returncode == 0, result.stderr
+    rows = json.loads(maka(["sessions", "--json"], other).stdout)["sessions"]
+    row = next(r for r in rows if r["sessionId"] == new)
+    assert row["branchedFrom"]["boundaryEventId"] == point
+    again = maka(["import", str(files[new])], other, env=src.env)  # an identical file: a no-op
+    assert again.returncode == 0, again.stderr
+
+    # The imported branch continues with the same prefix.
+    src.record.unlink()
+    args = ["run", "--session", new, "--permission-mode", "auto", "and then?"]
+    assert maka(args, other, env=src.branch_env).returncode == 0
+    [request] = src.requests()
+    joined = "\n".join(json.dumps(item) for item in request["history"])
+    assert "write the notes" in joined and "what now?" in joined and "delete them" not in joined
