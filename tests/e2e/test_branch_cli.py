@@ -276,3 +276,37 @@ def test_export_and_import_carry_a_branch_with_its_lineage(tmp_path: Path) -> No
     [request] = src.requests()
     joined = "\n".join(json.dumps(item) for item in request["history"])
     assert "write the notes" in joined and "what now?" in joined and "delete them" not in joined
+
+
+def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    off = {**src.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
+    first = maka(
+        ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write the notes"],
+        src.data,
+        env=off,
+    )
+    assert first.returncode == 0, first.stderr
+    session = src.session
+    [point] = [b for b in src.branch(session)["boundaries"] if b["kind"] == "run_ending"]
+    assert point["snapshotBound"] is False and point["snapshotKept"] is False
+    refused = src.branch(session, "--at", point["eventId"], code=2)
+    assert "[branch_snapshot_unavailable]" in refused["stderr"]
+    assert f"maka branch {session} --at {point['eventId']} --current-files" in refused["stderr"]
+    assert [
+        r["sessionId"]
+        for r in json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    ] == [session]
+
+    (src.work / "later.txt").write_text("after the point\n")
+    copy = tmp_path / "copy"
+    made = src.branch(session, "--at", point["eventId"], "--to", str(copy), "--current-files")
+    assert made["branchedFrom"]["currentFiles"] is True
+    assert (copy / "later.txt").read_text() == "after the point\n"
+    assert (src.work / "later.txt").exists()
+    src.record.unlink(missing_ok=True)
+    src.run("what now?", made["sessionId"])
+    [request] = src.requests()
+    joined = "\n".join(json.dumps(item) for item in request["history"])
+    assert "no snapshot of the folder was kept for that point" in joined
+    assert joined.index("Notes written.") < joined.index("no snapshot") < joined.index("what now?")
