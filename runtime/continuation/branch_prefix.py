@@ -38,9 +38,16 @@ from runtime.continuation.lineage_reader import (
 )
 from runtime.ledger.branch_facts import BranchRecord
 from runtime.ledger.codes import BranchCode
+from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.ledger_errors import LedgerError
-from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus, StoredEvent
+from runtime.ledger.store_ports import (
+    LedgerReader,
+    RunHeader,
+    RunStatus,
+    SessionRecord,
+    StoredEvent,
+)
 from runtime.ledger.workspace_facts import may_write, snapshot_fact
 
 USER_MESSAGE = "user_message"
@@ -304,3 +311,47 @@ def branch_chain(store: BranchReader, session_id: str) -> list[BranchRecord]:
         seen.add(record.source_session_id)
         record = store.read_branch(record.source_session_id)
     return chain
+
+
+class RowsOnce:
+    """A ``BranchStore`` that reads each run's events once (one plan: the boundaries, the
+    lineage and the cut prefix read the same rows; a long run's decode dominates the plan)."""
+
+    def __init__(self, store: BranchStore) -> None:
+        self._store = store
+        self._rows: dict[str, Sequence[StoredEvent]] = {}
+
+    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]:
+        rows = self._rows.get(run_id)
+        if rows is None:
+            rows = self._rows[run_id] = self._store.read_run_events(run_id)
+        return rows
+
+    def read_run_header(self, run_id: str) -> RunHeader | None:
+        return self._store.read_run_header(run_id)
+
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]:
+        return self._store.list_session_runs(session_id)
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        return self._store.get_session(session_id)
+
+    def list_sessions(self) -> Sequence[SessionRecord]:
+        return self._store.list_sessions()
+
+    def read_event(self, event_id: str) -> StoredEvent | None:
+        return self._store.read_event(event_id)
+
+    def read_branch(self, session_id: str) -> BranchRecord | None:
+        return self._store.read_branch(session_id)
+
+    def find_claim_by_boundary(self, boundary_digest: str) -> ContinuationClaim | None:
+        return self._store.find_claim_by_boundary(boundary_digest)
+
+    def find_claim_by_target(self, target_run_id: str) -> ContinuationClaim | None:
+        return self._store.find_claim_by_target(target_run_id)
+
+    def find_claim_by_source(
+        self, source_run_id: str, source_high_water: int
+    ) -> ContinuationClaim | None:
+        return self._store.find_claim_by_source(source_run_id, source_high_water)

@@ -34,6 +34,7 @@ from runtime.continuation.branch_prefix import (
     BranchPrefix,
     BranchRefused,
     BranchStore,
+    RowsOnce,
     find_boundary,
     list_boundaries,
     resolve_prefix,
@@ -166,10 +167,11 @@ class BranchService:
     ) -> BranchPlan:
         """Raises ``BranchRefused``; writes nothing."""
         source = self._source(session_id)
-        boundary = find_boundary(self._store, session_id, event_id)
+        reads = RowsOnce(self._store)
+        boundary = find_boundary(reads, session_id, event_id)
         header = self._store.read_run_header(boundary.run_id)
         assert header is not None, "find_boundary read it"
-        prefix = resolve_prefix(self._store, header, boundary.seq)
+        prefix = resolve_prefix(reads, header, boundary.seq)
         snapshot = boundary.snapshot if self._kept(boundary.snapshot, {}) else None
         if snapshot is None and not current_files:
             why = (
