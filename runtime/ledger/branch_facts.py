@@ -3,6 +3,7 @@ session's history, with a restored copy of the folder as it was there.
 
 The fact is stored once, in the transaction that creates the new session
 (``storage/ledger/schema_v5.py``), as canonical JSON bytes; ``BranchRecord`` is its parsed form.
+The codec is imported where it is used: ``maka sessions`` reads branches and stays small.
 The history it refers to is never copied: ``source`` names the run, the high-water mark of the
 boundary event and the digest of that run's committed prefix (the same digest a continuation
 records), and ``boundaryDigest`` / ``providerReplayDigest`` pin what the model is shown.
@@ -20,17 +21,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
-
-from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 BRANCH_START_V1 = "branch_start_v1"
 
 
-@dataclass(frozen=True, slots=True)
-class BranchRecord:
-    """A branched session's ``branchStart`` fact and where it points."""
+class BranchRecord(NamedTuple):
+    """A branched session's ``branchStart`` fact and where it points (a named tuple: listing
+    sessions reads these and imports no dataclass machinery)."""
 
     session_id: str
     source_session_id: str
@@ -43,10 +41,14 @@ class BranchRecord:
 
     @property
     def fact_bytes(self) -> bytes:
+        from runtime.ledger.canonical_codec import canonical_json_bytes
+
         return canonical_json_bytes(dict(self.fact))
 
     @property
     def fact_digest(self) -> str:
+        from runtime.ledger.canonical_codec import sha256_digest
+
         return sha256_digest(b"maka.branch-start.v1\x00" + self.fact_bytes)
 
     @property
@@ -108,6 +110,8 @@ def branch_record(fact: Mapping[str, Any], created_at: int) -> BranchRecord:
 
 def record_from_bytes(payload: bytes, created_at: int) -> BranchRecord:
     """The record of stored fact bytes; raises ``ValueError`` when they are not canonical."""
+    from runtime.ledger.canonical_codec import canonical_json_bytes
+
     body = json.loads(payload)
     if not isinstance(body, dict) or canonical_json_bytes(body) != payload:
         raise ValueError("a stored branchStart fact is not canonical JSON")

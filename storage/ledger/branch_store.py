@@ -5,11 +5,9 @@ from __future__ import annotations
 import sqlite3
 
 from runtime.ledger.branch_facts import BranchRecord, record_from_bytes
-from runtime.ledger.canonical_codec import prefix_digest
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
 from runtime.ledger.store_ports import SessionRecord, StoreRefusal
 from storage.ledger import run_header_store as headers
-from storage.ledger.event_rows import read_invocation_rows
 
 _COLUMNS = "fact, created_at"
 
@@ -52,6 +50,9 @@ def insert_fact(conn: sqlite3.Connection, record: BranchRecord) -> None:
 def source_prefix_digest(conn: sqlite3.Connection, record: BranchRecord) -> str | None:
     """The digest of the source run's events 1..high water as stored now (None: the run or an
     event of the prefix is not here)."""
+    from runtime.ledger.canonical_codec import prefix_digest
+    from storage.ledger.event_rows import read_invocation_rows
+
     header = headers.read_header(conn, record.source_run_id)
     if header is None or header.session_id != record.source_session_id:
         return None
