@@ -37,10 +37,11 @@ HELP = """commands:
                 was at the stop, made in DIR (default: a new folder beside it); yours stays
   /settle CALL ran|not-run [NOTE]
                 you checked what an interrupted call (outcome unknown) did: record it
-  /branch [EVENT [DIR]]
+  /branch [EVENT [DIR] [--current-files]]
                 without EVENT: list the points this session can be branched from; with it:
                 a new session continuing from there, in a copy of the folder as it was
-                there (made in DIR, default a new folder beside it); this one stays as it is
+                there (made in DIR, default a new folder beside it); this one stays as it is.
+                --current-files: copy the files as they are now (no snapshot kept there)
   /quit         leave (Ctrl+D works too)
 anything else is sent to the agent"""
 
@@ -357,7 +358,12 @@ def _branch(host: Any, session_id: str, text: str) -> None:
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
 
-    words = text.split(maxsplit=2)[1:]
+    words = text.split()[1:]
+    current_files = "--current-files" in words
+    words = [word for word in words if word != "--current-files"]
+    if len(words) > 2:
+        print("usage: /branch [EVENT [DIR] [--current-files]]")
+        return
     carrier = host.service.checkpoints
     try:
         if not words:
@@ -380,6 +386,7 @@ def _branch(host: Any, session_id: str, text: str) -> None:
             words[0],
             now_ms=now_ms,
             to=words[1] if len(words) > 1 else None,
+            current_files=current_files,
             lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
         )
     except LedgerError as refused:

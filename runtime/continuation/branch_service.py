@@ -172,21 +172,17 @@ class BranchService:
         header = self._store.read_run_header(boundary.run_id)
         assert header is not None, "find_boundary read it"
         prefix = resolve_prefix(reads, header, boundary.seq)
-        snapshot = boundary.snapshot if self._kept(boundary.snapshot, {}) else None
+        # Whether the bound snapshot's objects are all still stored is checked when it is
+        # copied (``materialize`` re-hashes them before it writes anything): walking them here
+        # too would cost a second pass over a big snapshot.
+        snapshot = boundary.snapshot if self._checkpoints is not None else None
         if snapshot is None and not current_files:
             why = (
                 "workspace snapshots are off"
                 if self._checkpoints is None
-                else "its snapshot is no longer in the checkpoint store"
-                if boundary.snapshot is not None
                 else "no snapshot of the folder was taken there"
             )
-            raise BranchRefused(
-                BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
-                f"no copy of the folder as it was at {event_id} can be made ({why}); nothing "
-                f"was done. Branch with a copy of the current files instead: maka branch "
-                f"{session_id} --at {event_id} --current-files",
-            )
+            raise _unavailable(session_id, event_id, why)
         if current_files and self._checkpoints is None:
             raise BranchRefused(
                 BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
@@ -302,11 +298,19 @@ class BranchService:
         assert carrier is not None
         identity, tree = str(snapshot["workspaceIdentity"]), str(snapshot["treeId"])
         try:
+            if not plan.current_files and not carrier.has_repository(identity):
+                raise _unavailable(
+                    plan.source.session_id, plan.boundary.event_id, "its snapshot is gone"
+                )
             to_identity = carrier.materialize(
                 identity, tree, plan.target, session_id, source=Path(plan.source.cwd)
             )
             observed = carrier.observe(Path(os.path.realpath(plan.target)), to_identity)
         except CheckpointError as error:
+            if error.code is RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED:
+                # Nothing was written: the snapshot's objects are checked first.
+                why = f"its snapshot is no longer whole in the checkpoint store: {error.message}"
+                raise _unavailable(plan.source.session_id, plan.boundary.event_id, why) from None
             raise BranchRefused(error.code, error.message) from None
         if observed.tree_id != tree:
             raise BranchRefused(
@@ -315,6 +319,15 @@ class BranchService:
                 f"{observed.tree_id[:12]}, recorded {tree[:12]}); it is left there and not used",
             )
         return to_identity
+
+
+def _unavailable(session_id: str, event_id: str, why: str) -> BranchRefused:
+    return BranchRefused(
+        BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
+        f"no copy of the folder as it was at {event_id} can be made ({why}); nothing was "
+        f"done. Branch with a copy of the current files instead: maka branch {session_id} "
+        f"--at {event_id} --current-files",
+    )
 
 
 def _branch_title(title: str) -> str:

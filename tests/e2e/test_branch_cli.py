@@ -214,10 +214,11 @@ def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> 
         ["tui", "--session", session],
         src.data,
         env=src.env,
-        stdin=f"/branch {point} {copy}\n/branch evt-nope\n/quit\n",
+        stdin=f"/branch {point} {copy}\n/branch evt-nope\n/branch a b c\n/quit\n",
     )
     assert made.returncode == 0, made.stderr
     assert "branch refused [branch_event_not_found]" in made.stdout
+    assert "usage: /branch [EVENT [DIR] [--current-files]]" in made.stdout
     [new] = [
         r["sessionId"]
         for r in json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
@@ -310,3 +311,29 @@ def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Pa
     joined = "\n".join(json.dumps(item) for item in request["history"])
     assert "no snapshot of the folder was kept for that point" in joined
     assert joined.index("Notes written.") < joined.index("no snapshot") < joined.index("what now?")
+
+
+def test_a_snapshot_gone_from_the_store_is_said_and_nothing_is_copied(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])
+    assert point["snapshotKept"]
+    events: list[Any] = committed_runs(src.data)[0][1]
+    [tree] = [
+        e["actions"]["workspaceCheckpoint"]["treeId"]
+        for e in events
+        if "workspaceCheckpoint" in e.get("actions", {})
+    ][-1:]
+    [loose] = list((src.data / "checkpoints").glob(f"*.git/objects/{tree[:2]}/{tree[2:]}"))
+    loose.unlink()
+
+    listed = _ending_of_first_run(src.branch(session)["boundaries"])
+    assert listed["snapshotBound"] and not listed["snapshotKept"]
+    target = tmp_path / "copy"
+    refused = src.branch(session, "--at", point["eventId"], "--to", str(target), code=2)
+    assert "[branch_snapshot_unavailable]" in refused["stderr"]
+    assert "--current-files" in refused["stderr"]
+    assert not target.exists()
+    rows = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    assert [r["sessionId"] for r in rows] == [session]
