@@ -49,12 +49,14 @@ def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
 def session_overview(
     reader: SessionLister,
     record: SessionRecord,
-    branches: Sequence[BranchRecord] = (),
+    branches: Sequence[BranchRecord] | None = None,
 ) -> SessionOverview:
     """A session's list row: last run status, whether a crash interrupted it and whether Safe
     resume would carry its latest run on."""
     runs = ordered_runs(reader.list_session_runs(record.session_id))
     last = runs[-1] if runs else None
+    if branches is None:  # one session's row: its own reader knows the branches
+        branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
     return SessionOverview(
         session=record,
         last_run_status=last.status if last else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -209,7 +209,7 @@ def test_a_call_without_a_settled_outcome_holds_the_points_after_it(tmp_path: Pa
         assert resolve_prefix(store, header, boundaries[0].seq).prefix.last_event_seq == 1
 
 
-def test_the_snapshot_bound_to_a_point_is_the_folder_there(tmp_path: Path) -> None:
+def test_a_run_without_snapshot_facts_binds_no_snapshot_to_its_points(tmp_path: Path) -> None:
     with open_store(tmp_path) as store:
         _source(store)
         # No snapshot fact in this run: no point has one bound.
@@ -240,3 +240,54 @@ def test_a_changed_fact_body_is_not_read_as_a_branch() -> None:
 
 def with_changes_dict(body: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return {**body, **changes}
+
+
+def _snap(n: int) -> dict[str, Any]:
+    return {"actions": {"workspaceCheckpoint": {"checkpointRef": f"ref-{n}"}}}
+
+
+def _dispatch(tool: str) -> dict[str, Any]:
+    return {"actions": {"toolDispatch": {"toolName": tool}}}
+
+
+def _bound(events: list[tuple[dict[str, Any], bool]]) -> list[str | None]:
+    """The snapshot bound to each boundary of a sequence of (event, is a boundary)."""
+    from runtime.continuation.branch_prefix import _Binder
+
+    binder = _Binder()
+    positions = []
+    for position, (event, boundary) in enumerate(events):
+        binder.see(position, cast(RuntimeEvent, event), boundary)
+        if boundary:
+            positions.append(position)
+    found = [binder.bound.get(p) for p in positions]
+    return [str(s["checkpointRef"]) if s is not None else None for s in found]
+
+
+def test_a_point_is_bound_to_the_snapshot_of_the_folder_as_it_was_there() -> None:
+    plain: dict[str, Any] = {}
+    assert _bound(
+        [
+            (plain, True),  # the first message: the run's first capture follows it
+            (_snap(1), False),
+            (_dispatch("read_file"), False),
+            (plain, True),  # a read changes nothing: still snapshot 1
+            (_dispatch("bash"), False),
+            (plain, True),  # the bash call's result: its capture follows
+            (_snap(2), False),
+            (plain, True),  # the run's ending
+        ]
+    ) == ["ref-1", "ref-1", "ref-2", "ref-2"]
+    # A writing call with no capture after it (snapshots stopped, a failed capture): the points
+    # after it have no snapshot, those before keep theirs.
+    failed = {"actions": {"workspaceCheckpointFailed": {"code": "checkpoint_git_failed"}}}
+    assert _bound(
+        [
+            (_snap(1), False),
+            (plain, True),
+            (_dispatch("write_file"), False),
+            (plain, True),
+            (failed, False),
+            (plain, True),
+        ]
+    ) == ["ref-1", None, None]
