@@ -337,3 +337,35 @@ def test_a_snapshot_gone_from_the_store_is_said_and_nothing_is_copied(tmp_path: 
     assert not target.exists()
     rows = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
     assert [r["sessionId"] for r in rows] == [session]
+
+
+def test_a_branch_inside_a_turn_stops_before_the_call_that_deleted_files(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    one_turn = write_script(tmp_path / "one.json", [[WRITE, DELETE, {"text": "All gone."}]])
+    args = ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write then delete"]
+    result = maka(args, src.data, env={**src.env, "MAKA_SCRIPT_FILE": str(one_turn)})
+    assert result.returncode == 0, result.stderr
+    assert not (src.work / "a.txt").exists()
+    session = src.session
+    boundaries = src.branch(session)["boundaries"]
+    assert [b["kind"] for b in boundaries] == [
+        "user_message",
+        "tool_result",
+        "tool_result",
+        "run_ending",
+    ]
+    after_write = boundaries[1]  # the write's result; the bash call comes next
+    copy = tmp_path / "copy"
+    new = src.branch(session, "--at", after_write["eventId"], "--to", str(copy))["sessionId"]
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert (copy / "notes.txt").read_text() == "kept\n"
+    assert not (src.work / "notes.txt").exists()
+
+    src.run("keep them", new)
+    [request] = src.requests()[-1:]
+    history = request["history"]
+    kinds = [item["type"] for item in history]
+    assert kinds[-1] == "user" and "keep them" in json.dumps(history[-1])
+    joined = json.dumps(history)
+    assert '"w1"' in joined and "rm a.txt" not in joined and "All gone." not in joined
+    assert request["unpairedToolCalls"] == []
