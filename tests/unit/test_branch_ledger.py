@@ -39,6 +39,7 @@ from tests.helpers.ledger_builders import (
     user_text,
 )
 from tests.helpers.resume_fixtures import seed_interrupted_run
+from tests.helpers.store_tampering import edit_behind_the_back
 
 pytestmark = pytest.mark.unit
 
@@ -291,3 +292,23 @@ def test_a_point_is_bound_to_the_snapshot_of_the_folder_as_it_was_there() -> Non
             (plain, True),
         ]
     ) == ["ref-1", None, None]
+
+
+def test_the_doctor_checks_each_branch_against_its_source(tmp_path: Path) -> None:
+    with open_store(tmp_path) as store:
+        _source(store)
+        record = _branch(store)
+        assert store.diagnose().ok
+        # Another program rewrites an event of the prefix: the branch no longer matches it.
+        edit_behind_the_back(
+            store,
+            "UPDATE runtime_events SET payload = "
+            "CAST(replace(CAST(payload AS TEXT), 'do it', 'do that') AS BLOB) "
+            "WHERE run_id = ? AND event_seq = 1",
+            SOURCE.run_id,
+        )
+        codes = [(p.code, p.event_id) for p in store.diagnose().problems]
+        assert (BranchCode.BRANCH_SOURCE_CHANGED, record.boundary_event_id) in codes
+        with pytest.raises(BranchRefused) as refused:
+            resolve_recorded(store, record)
+        assert refused.value.code == BranchCode.BRANCH_SOURCE_CHANGED
