@@ -520,6 +520,27 @@ class SessionSummary(WireModel):
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
 
 
+class BranchedFrom(WireModel):
+    """Where a branched session's history comes from (its ``branchStart`` fact, issue #36)."""
+
+    source_session_id: Id
+    source_run_id: Id
+    boundary_event_id: Id
+    high_water: Annotated[int, Field(ge=1)]
+    prefix_digest: Short
+    current_files: bool
+    workspace_path: FsPath
+    created_at: Annotated[int, Field(ge=0)]
+    checkpoint_ref: Short | None = None
+
+
+class BranchMade(WireModel):
+    """A session branched from this one, and the event it was branched at."""
+
+    session_id: Id
+    boundary_event_id: Id
+
+
 class SessionRow(WireModel):
     """One line of ``maka sessions`` (its ``--json`` row, field for field)."""
 
@@ -534,6 +555,10 @@ class SessionRow(WireModel):
     last_run_status: RunStatusValue | None = None
     failure_class: Code | None = None
     awaiting_repair: bool | None = None
+    branched_from: BranchedFrom | None = None
+    branches: Annotated[tuple[BranchMade, ...], Field(max_length=MAX_SESSIONS_PER_LIST)] | None = (
+        None
+    )
 
 
 class SessionsOverviewedPush(_Message):

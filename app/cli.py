@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "show a session's record: runs, events and tool calls, park reasons pinned",
     ),
     "resume": ("app.commands.resume_cmd", "Safe resume: continue a session's interrupted run"),
+    "branch": (
+        "app.commands.branch_cmd",
+        "continue from an earlier point of a session in a new session and folder",
+    ),
     "checkpoints": ("app.commands.checkpoints_cmd", "list a session's workspace checkpoints"),
     "settle": (
         "app.commands.settle_cmd",

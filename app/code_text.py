@@ -609,6 +609,11 @@ STORE: dict[str, CodeRecord] = _records(
             "another data folder.",
         ),
         "session_not_found": (_E, "This session no longer exists."),
+        "session_has_branches": (
+            _E,
+            "Other sessions were branched from this one and refer to its history; remove them "
+            "first.",
+        ),
         "run_not_found": (_E, "This run no longer exists."),
         "event_not_found": (_E, "This run has no saved event with that id."),
         "run_status_conflict": (_E, "The run's status changed in the meantime."),
@@ -825,9 +830,49 @@ TRANSFER: dict[str, CodeRecord] = _records(
             "The snapshots file beside the export is not the one it was written with; nothing was "
             "imported.",
         ),
+        "import_branch_source_missing": (
+            _W,
+            "The session was branched from another session that is not here, or whose history "
+            "differs; import that one first. Nothing was imported.",
+        ),
         "import_checkpoints_failed": (
             _E,
             "The session was imported, but its snapshots could not be added to the store.",
+        ),
+    }
+)
+
+BRANCH: dict[str, CodeRecord] = _records(
+    {
+        "branch_event_not_found": (_W, "The session has no event with that id; nothing was done."),
+        "branch_boundary_invalid": (
+            _W,
+            "A session can be branched only at a user message, a tool result or the end of a "
+            "run; nothing was done.",
+        ),
+        "branch_boundary_unsettled": (
+            _W,
+            "A tool call before that point has no settled outcome there, so the history up to it "
+            "cannot be continued; pick an earlier point.",
+        ),
+        "branch_source_running": (
+            _W,
+            "A turn of that session is still running or was interrupted; branch it once it has "
+            "finished or was repaired.",
+        ),
+        "branch_snapshot_unavailable": (
+            _W,
+            "No snapshot of the folder is kept for that point; branch with a copy of the current "
+            "files instead (--current-files).",
+        ),
+        "branch_copy_mismatch": (
+            _E,
+            "The copy of the folder does not match the snapshot; it is left in place and not used.",
+        ),
+        "branch_source_changed": (
+            _E,
+            "The history this session was branched from changed after the branch; it is not "
+            "shown to the model.",
         ),
     }
 )
@@ -844,6 +889,7 @@ _TABLES = (
     PROVIDER,
     DECODING,
     TRANSFER,
+    BRANCH,
 )
 
 UNKNOWN_CODE = "Safe resume stopped for a reason this version does not know ({code})."

@@ -173,6 +173,11 @@ def _print(
             # The listing does not plan: the resume may still park (an unknown outcome, changed
             # files), and then it says why instead of continuing.
             flag += f"  (maka resume {row['sessionId']} continues it or says what holds it)"
+        branched = row.get("branchedFrom")
+        if branched:
+            flag += f"  (branch of {branched['sourceSessionId']} at {branched['boundaryEventId']})"
+        if row.get("branches"):
+            flag += f"  ({len(row['branches'])} branch(es) made from it)"
         if row["folderMissing"]:
             flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")

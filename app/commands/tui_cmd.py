@@ -2,7 +2,7 @@
 
 Type a message and press Enter; the reply streams with tool cards and permission questions.
 Ctrl+C cancels a running turn (and at the prompt, leaves). Commands: ``/help``, ``/transcript``,
-``/sessions``, ``/resume``, ``/rebaseline``, ``/restore``, ``/settle`` and ``/quit``.
+``/sessions``, ``/resume``, ``/rebaseline``, ``/restore``, ``/settle``, ``/branch`` and ``/quit``.
 
 ``/settle CALL ran|not-run [NOTE]`` records what the user checked about a tool call whose outcome
 is unknown (docs/design/recovery.md section 8), through the same seam as ``maka settle``.
@@ -37,6 +37,11 @@ HELP = """commands:
                 was at the stop, made in DIR (default: a new folder beside it); yours stays
   /settle CALL ran|not-run [NOTE]
                 you checked what an interrupted call (outcome unknown) did: record it
+  /branch [EVENT [DIR] [--current-files]]
+                without EVENT: list the points this session can be branched from; with it:
+                a new session continuing from there, in a copy of the folder as it was
+                there (made in DIR, default a new folder beside it); this one stays as it is.
+                --current-files: copy the files as they are now (no snapshot kept there)
   /quit         leave (Ctrl+D works too)
 anything else is sent to the agent"""
 
@@ -112,6 +117,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
+        _say_if_branched(host, session.session_id)
         if args.session:
             _say_if_interrupted(service, session.session_id, host)
         print_unsettled_calls(service, session.session_id)
@@ -136,7 +142,10 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             if text == "/help":
                 print(HELP)
             elif text == "/transcript":
-                _print_transcript(service, session.session_id)
+                _say_if_branched(host, session.session_id)
+                _print_transcript(
+                    service, session.session_id, _branch_marks(host, session.session_id)
+                )
             elif text == "/sessions":
                 for overview in service.list_sessions():
                     status = overview.last_run_status or "no runs"
@@ -153,6 +162,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
                 )
             elif text == "/settle" or text.startswith("/settle "):
                 _settle(host, session.session_id, text)
+            elif text == "/branch" or text.startswith("/branch "):
+                _branch(host, session.session_id, text)
             elif text.startswith("/"):
                 print(f"unknown command {text.split()[0]}; /help lists the commands")
             else:
@@ -331,36 +342,144 @@ def _say_if_parked(host: Any, session_id: str) -> bool:
     return True
 
 
-def _print_transcript(service: Any, session_id: str) -> None:
-    """``/transcript``: every entry, control characters shown by name (never sent raw)."""
+def _say_if_branched(host: Any, session_id: str) -> None:
+    """The header of a branched session: its source and boundary (issue #36)."""
+    from app.host.branch_session import branch_header_words, branch_of
+
+    record = branch_of(host.store, session_id)
+    if record is not None:
+        print(f"this session was {branch_header_words(record)}")
+
+
+def _branch(host: Any, session_id: str, text: str) -> None:
+    """``/branch``: the same service as ``maka branch``; a refusal prints its code."""
+    from app.host.branch_session import branch_options, branch_session
+    from app.host.host_bootstrap import now_ms
+    from runtime.continuation.lifecycle_log import LifecycleLog
+    from runtime.ledger.ledger_errors import LedgerError
+
+    words = text.split()[1:]
+    current_files = "--current-files" in words
+    words = [word for word in words if word != "--current-files"]
+    if len(words) > 2:
+        print("usage: /branch [EVENT [DIR] [--current-files]]")
+        return
+    carrier = host.service.checkpoints
+    try:
+        if not words:
+            options = branch_options(host.store, carrier, session_id)
+            for option in options:
+                b = option.boundary
+                kept = "snapshot kept" if option.snapshot_kept else "no snapshot"
+                if b.unsettled:
+                    kept = "not branchable (a call has no settled outcome there)"
+                print(f"  {b.event_id}  {b.kind:<12} {visible_label(b.label)}  {kept}")
+            if not options:
+                print("no point to branch from yet")
+            else:
+                print("branch one: /branch EVENT [DIR]")
+            return
+        result = branch_session(
+            host.store,
+            carrier,
+            session_id,
+            words[0],
+            now_ms=now_ms,
+            to=words[1] if len(words) > 1 else None,
+            current_files=current_files,
+            lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
+        )
+    except LedgerError as refused:
+        print(f"branch refused [{refused.code}]: {refused.message}")
+        return
+    new = result.session
+    print(f"branched into session {new.session_id} in {new.cwd}; this session is unchanged")
+    print(f"continue it: maka tui --session {new.session_id}")
+
+
+def visible_label(label: str) -> str:
     from app.visible_text import visible
 
+    return visible(label[:50], strict=True)
+
+
+def _branch_marks(host: Any, session_id: str) -> dict[tuple[str, str], list[str]]:
+    """Where sessions were branched from this one, keyed as the transcript meets the points:
+    ``("item", event id)`` a user message, ``("call", call id)`` a tool result, ``("run", run
+    id)`` a run's ending."""
+    from app.host.branch_session import branches_from
+    from runtime.continuation.branch_prefix import USER_MESSAGE, boundary_kind
+
+    marks: dict[tuple[str, str], list[str]] = {}
+    for mark in branches_from(host.store, session_id):
+        stored = host.store.read_event(mark.boundary_event_id)
+        if stored is None:
+            continue
+        kind = boundary_kind(stored.event)
+        content = stored.event.get("content") or {}
+        if kind == USER_MESSAGE:
+            key = ("item", mark.boundary_event_id)
+        elif kind is not None and content.get("kind") == "function_response":
+            key = ("call", str(content.get("id")))
+        else:
+            key = ("run", str(stored.event["runId"]))
+        marks.setdefault(key, []).append(mark.session_id)
+    return marks
+
+
+def _say_marks(marks: dict[tuple[str, str], list[str]], key: tuple[str, str]) -> None:
+    for new in marks.pop(key, []):
+        print(f"── branched here into session {new} (maka tui --session {new})")
+
+
+def _print_transcript(
+    service: Any, session_id: str, marks: dict[tuple[str, str], list[str]] | None = None
+) -> None:
+    """``/transcript``: every entry, control characters shown by name (never sent raw), and
+    where sessions were branched from this one."""
+    from app.visible_text import visible
+
+    marks = marks or {}
+    run_id: str | None = None
     for continued, entry in service.transcript_by_run(session_id):
         if continued:
             print(CONTINUED_MARKER)
         if entry is None:
             continue
+        if run_id is not None and entry.run_id != run_id:
+            _say_marks(marks, ("run", run_id))
+        run_id = entry.run_id
+        _print_entry(entry, visible)
         if entry.type == "user_message":
-            print(f"you> {visible(entry.text)}")
-        elif entry.type == "assistant_message":
-            print(visible(entry.text.rstrip()))
+            _say_marks(marks, ("item", entry.item_id))
         elif entry.type == "tool_card":
-            args = visible(entry.args_summary, strict=True)
-            print(f"[tool] {visible(entry.tool_name)} {args}  ({entry.status})")
-            if entry.result_summary:
-                print(f"  {visible(entry.result_summary)}")
-            if entry.attestation is not None:
-                from runtime.ledger.attestation import when_text
+            _say_marks(marks, ("call", entry.tool_call_id))
+    if run_id is not None:
+        _say_marks(marks, ("run", run_id))
 
-                what = "it ran" if entry.attestation == "ran" else "it did not run"
-                when = when_text(entry.attested_at) if entry.attested_at is not None else ""
-                print(f"  confirmed by you: {what} ({when})")
-                if entry.attestation_note:
-                    print(f"  your note: {visible(entry.attestation_note)}")
-            elif entry.settleable and entry.status == "indeterminate":
-                print(f"  outcome unknown; if you know: /settle {entry.tool_call_id} ran|not-run")
-        elif entry.type == "notice":
-            print(f"[{entry.level}] {visible(entry.text)}")
+
+def _print_entry(entry: Any, visible: Any) -> None:
+    if entry.type == "user_message":
+        print(f"you> {visible(entry.text)}")
+    elif entry.type == "assistant_message":
+        print(visible(entry.text.rstrip()))
+    elif entry.type == "tool_card":
+        args = visible(entry.args_summary, strict=True)
+        print(f"[tool] {visible(entry.tool_name)} {args}  ({entry.status})")
+        if entry.result_summary:
+            print(f"  {visible(entry.result_summary)}")
+        if entry.attestation is not None:
+            from runtime.ledger.attestation import when_text
+
+            what = "it ran" if entry.attestation == "ran" else "it did not run"
+            when = when_text(entry.attested_at) if entry.attested_at is not None else ""
+            print(f"  confirmed by you: {what} ({when})")
+            if entry.attestation_note:
+                print(f"  your note: {visible(entry.attestation_note)}")
+        elif entry.settleable and entry.status == "indeterminate":
+            print(f"  outcome unknown; if you know: /settle {entry.tool_call_id} ran|not-run")
+    elif entry.type == "notice":
+        print(f"[{entry.level}] {visible(entry.text)}")
 
 
 def _turn(

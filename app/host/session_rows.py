@@ -42,6 +42,13 @@ def session_row(
         row["lastRunStatus"] = str(overview.last_run_status)
     if overview.failure_class is not None:
         row["failureClass"] = overview.failure_class
+    if overview.branched_from is not None:
+        row["branchedFrom"] = overview.branched_from.to_json()
+    if overview.branches:
+        row["branches"] = [
+            {"sessionId": session_id, "boundaryEventId": event_id}
+            for session_id, event_id in overview.branches
+        ]
     if unowned and str(overview.last_run_status) in ("created", "running"):
         row["interrupted"] = True
         row["awaitingRepair"] = True

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
+from runtime.ledger.branch_facts import BranchListing, BranchRecord
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 
 
@@ -34,6 +35,10 @@ class SessionOverview(NamedTuple):
     resumable: bool = False
     """The latest run ended failed or cancelled, so Safe resume takes it up
     (``runtime.continuation.resume_candidate``: the decision the seam's gate makes)."""
+    branched_from: BranchRecord | None = None
+    """The session's ``branchStart`` fact when it was branched from another (issue #36)."""
+    branches: tuple[tuple[str, str], ...] = ()
+    """The sessions branched from this one: ``(session id, boundary event id)``, oldest first."""
 
 
 def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
@@ -41,11 +46,17 @@ def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
 
 
-def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOverview:
+def session_overview(
+    reader: SessionLister,
+    record: SessionRecord,
+    branches: Sequence[BranchRecord] | None = None,
+) -> SessionOverview:
     """A session's list row: last run status, whether a crash interrupted it and whether Safe
     resume would carry its latest run on."""
     runs = ordered_runs(reader.list_session_runs(record.session_id))
     last = runs[-1] if runs else None
+    if branches is None:  # one session's row: its own reader knows the branches
+        branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
     return SessionOverview(
         session=record,
         last_run_status=last.status if last else None,
@@ -54,10 +65,17 @@ def session_overview(reader: SessionLister, record: SessionRecord) -> SessionOve
         run_count=len(runs),
         last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
         resumable=resume_candidate(runs) is not None,
+        branched_from=next((b for b in branches if b.session_id == record.session_id), None),
+        branches=tuple(
+            (b.session_id, b.boundary_event_id)
+            for b in branches
+            if b.source_session_id == record.session_id
+        ),
     )
 
 
 def list_session_overviews(reader: SessionLister) -> list[SessionOverview]:
     """Every session, oldest first (works on a read-only store)."""
     sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
-    return [session_overview(reader, record) for record in sessions]
+    branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
+    return [session_overview(reader, record, branches) for record in sessions]

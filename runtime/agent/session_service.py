@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from runtime.agent.event_builders import RunIdentity
 from runtime.agent.outcome_notices import committed_context, committed_history
@@ -38,6 +39,7 @@ from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_r
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.base.cancel_token import CancelToken
 from runtime.base.checkpoint_mode import decide_mode
+from runtime.continuation.branch_prefix import BranchReader, BranchStore
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
@@ -292,6 +294,7 @@ class SessionService:
         history, unanswered = committed_context(
             self._store, ordered_runs(self._store.list_session_runs(session.session_id))
         )
+        history = (*self._branch_prefix(session.session_id), *history)
 
         def wait_for_answer(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
             return self.permissions.wait(question, cancel, on_question)
@@ -319,6 +322,19 @@ class SessionService:
             process_recorder=self.process_recorder,
         )
         return loop.start_turn(header, text, history, context, unanswered=unanswered)
+
+    def _branch_prefix(self, session_id: str) -> tuple[HistoryItem, ...]:
+        """A branched session's source prefix (issue #36); raises ``SessionError`` when the
+        source no longer matches what it was branched from (nothing is written)."""
+        store = self._store
+        if not isinstance(store, BranchReader) or store.read_branch(session_id) is None:
+            return ()
+        from runtime.agent.branch_history import branch_prefix_history
+
+        try:
+            return branch_prefix_history(cast(BranchStore, store), session_id)
+        except LedgerError as error:
+            raise SessionError(error.code, error.message) from None
 
     def checkpointer_for(self, header: RunHeader, folder: Path) -> WorkspaceCheckpointer | None:
         """The run's workspace checkpointer, its mode decided now (before its first event)."""

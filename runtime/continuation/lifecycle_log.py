@@ -73,6 +73,10 @@ class LifecycleLog:
             }
         )
 
+    def session_branched(self, body: dict[str, Any]) -> None:
+        """A session was branched from a boundary of another (its ``branchStart`` committed)."""
+        self._write({"kind": "session.branched", **body})
+
     def session_removed(self, session_id: str, cwd: str) -> None:
         self._write({"kind": "session.removed", "sessionId": session_id, "cwd": cwd})
 

@@ -86,6 +86,8 @@ class StoreCode(StrEnum):
     RUN_STATUS_CONFLICT = "run_status_conflict"
     # A function_response or recovery bundle for an operation the store never prepared.
     OPERATION_NOT_FOUND = "operation_not_found"
+    # Removing a session that other sessions were branched from (their history is its prefix).
+    SESSION_HAS_BRANCHES = "session_has_branches"
 
 
 class WorkspaceMarkerCode(StrEnum):
@@ -142,6 +144,27 @@ class RestoreCode(StrEnum):
     WORKSPACE_RESTORE_SNAPSHOT_DAMAGED = "workspace_restore_snapshot_damaged"
 
 
+class BranchCode(StrEnum):
+    """Why ``maka branch`` (or ``/branch``) made no new session; nothing is recorded."""
+
+    # --at names no event of the session.
+    BRANCH_EVENT_NOT_FOUND = "branch_event_not_found"
+    # The event is not a committed boundary: a user message, a tool result or a run's ending.
+    BRANCH_BOUNDARY_INVALID = "branch_boundary_invalid"
+    # A tool call before the boundary has no settled outcome there (the resume gates): the
+    # history up to it cannot be shown to a model.
+    BRANCH_BOUNDARY_UNSETTLED = "branch_boundary_unsettled"
+    # A turn of the source session is running, or was interrupted and not yet repaired.
+    BRANCH_SOURCE_RUNNING = "branch_source_running"
+    # No snapshot of the folder is bound to the boundary (none was taken, or its objects are
+    # gone): --current-files branches with a copy of the folder as it is now.
+    BRANCH_SNAPSHOT_UNAVAILABLE = "branch_snapshot_unavailable"
+    # The copy's files differ from the snapshot's recorded tree; it is left in place, unused.
+    BRANCH_COPY_MISMATCH = "branch_copy_mismatch"
+    # The source's recorded history no longer hashes to the digest the branch recorded.
+    BRANCH_SOURCE_CHANGED = "branch_source_changed"
+
+
 class TransferCode(StrEnum):
     """Session export/import (``maka export`` / ``maka import``)."""
 
@@ -156,6 +179,9 @@ class TransferCode(StrEnum):
     EXPORT_WRITE_FAILED = "export_write_failed"
     IMPORT_CHECKPOINTS_MISSING = "import_checkpoints_missing"
     IMPORT_CHECKPOINTS_INVALID = "import_checkpoints_invalid"
+    # A branched session's source (the run and prefix its branchStart fact names) is not in the
+    # data directory, or its history differs: import the source first.
+    IMPORT_BRANCH_SOURCE_MISSING = "import_branch_source_missing"
     IMPORT_CHECKPOINTS_FAILED = "import_checkpoints_failed"
 
 

@@ -98,6 +98,13 @@ class CrashPoint(StrEnum):
     SETTLE_BASELINE_CAPTURED = "settle_baseline_captured"
     SETTLE_BEFORE_BASELINE_FACT = "settle_before_baseline_fact"
     SETTLE_AFTER_BASELINE_FACT = "settle_after_baseline_fact"
+    # Branching a session (``maka branch``, docs/design/workspace.md section 6): the restored
+    # copy exists and was verified, nothing is recorded; inside the admission transaction, the
+    # new session and its ``branchStart`` fact inserted, not committed; committed, the new
+    # session's first turn not started.
+    AFTER_BRANCH_COPY_MATERIALIZED = "after_branch_copy_materialized"
+    BRANCH_ADMISSION_BEFORE_COMMIT = "branch_admission_before_commit"
+    AFTER_BRANCH_ADMISSION_COMMITTED = "after_branch_admission_committed"
     # Test-only switches: the process does not die there, it behaves differently
     # (``failpoint_active``).
     TOOL_SUPERVISOR_DISABLED = "tool_supervisor_disabled"

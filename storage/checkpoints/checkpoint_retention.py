@@ -1,13 +1,13 @@
 """Retention of workspace checkpoints (docs/design/workspace.md section 5).
 
-Keep every checkpoint of a session's two latest runs and the boundary checkpoint (the newest) of
-every earlier run; delete the other refs and the orphans (refs no fact names: a capture killed
-before its fact); then prune unreachable Git objects older than a day (a resume-time observation
-leaves a tree nothing names). The refs of a run that has not ended are never touched (a capture
-may be committing its fact right now), and nothing younger than a day is pruned, so a capture
-that runs meanwhile loses nothing. Refs whose commits are gone (objects pruned or removed by
-hand) are deleted first: they keep nothing, and Git will not prune while they exist. The desktop
-runs this in the background after its window shows.
+Keep every checkpoint of a session's two latest runs, the boundary checkpoint (the newest) of every
+earlier run and the snapshot every branched session was copied from; delete the other refs and the
+orphans (refs no fact names: a capture killed before its fact); then prune unreachable Git objects
+older than a day (a resume-time observation leaves a tree nothing names). The refs of a run that
+has not ended are never touched (a capture may be committing its fact right now), and nothing
+younger than a day is pruned, so a capture that runs meanwhile loses nothing. Refs whose commits
+are gone (objects pruned or removed by hand) are deleted first: they keep nothing, and Git will not
+prune while they exist. The desktop runs this in the background after its window shows.
 
 Checkpoint commits have no parent, so a deleted ref frees every object only it reached: the
 store stays bounded by what the kept snapshots hold. Stores from before kept a tip ref naming the
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import snapshot_fact
@@ -70,6 +71,13 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
                 keep.update(named)
             elif named:
                 keep.add(named[-1])  # the run's boundary checkpoint
+    # The snapshot each branched session was copied from (its ``branchStart`` fact names it):
+    # kept while the branch exists, so the branch point can be copied again and checked.
+    if isinstance(reader, BranchListing):
+        for record in reader.list_branches():
+            snapshot = record.fact.get("snapshot")
+            if isinstance(snapshot, dict) and snapshot.get("checkpointRef"):
+                keep.add(str(snapshot["checkpointRef"]))
     return keep, open_runs
 
 

@@ -24,7 +24,8 @@ Tables (version 1):
 
 Later versions: 2 adds ``continuation_claims``; 3 adds ``tool_processes``, the host table of
 processes started by tool calls (not a ledger fact; cleared at T2); 4 keys the indexes a tool call
-writes by the run first (``storage/ledger/schema_v4.py``).
+writes by the run first (``storage/ledger/schema_v4.py``); 5 adds ``session_branches``, the
+``branchStart`` fact of a branched session (``storage/ledger/schema_v5.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.schema_v2 import MIGRATION_V2
 from storage.ledger.schema_v4 import EVENT_FUNCTION, MIGRATION_V4, OPERATION_FUNCTION
+from storage.ledger.schema_v5 import MIGRATION_V5
 from storage.ledger.sqlite_connection import write_transaction
 from storage.ledger.tool_process_store import MIGRATION_V3
 
@@ -127,11 +129,13 @@ _V1 = (
 # Version 2: durable continuation claims (storage/ledger/schema_v2.py, continuation_claim_store.py).
 # Version 3: the tool_processes host table (storage/ledger/tool_process_store.py).
 # Version 4: the indexes a tool call writes keyed by the run first (storage/ledger/schema_v4.py).
+# Version 5: session_branches, a branched session's branchStart fact (storage/ledger/schema_v5.py).
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: _V1,
     2: MIGRATION_V2,
     3: MIGRATION_V3,
     4: MIGRATION_V4,
+    5: MIGRATION_V5,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -146,6 +150,7 @@ REQUIRED_TABLES = frozenset(
         "continuation_claims",
         "tool_processes",
         "chosen_tool_event_ids",
+        "session_branches",
     }
 )
 

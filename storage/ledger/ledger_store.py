@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from runtime.ledger.attestation import SettleJudge
+from runtime.ledger.branch_facts import BranchRecord
 from runtime.ledger.codes import StoreCode, TransitionKind
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.continuation_ports import ContinuationClaim
@@ -49,6 +50,7 @@ from runtime.ledger.store_ports import (
     ToolOperationRecord,
 )
 from runtime.ledger.timeline_lazy import TimelineIndex
+from storage.ledger import branch_store as branches
 from storage.ledger import continuation_claim_store as claims
 from storage.ledger import run_header_store as headers
 from storage.ledger import tool_process_store as tool_processes
@@ -456,6 +458,22 @@ class SqliteLedgerStore:
         return self._read(
             lambda conn: claims.find_by_source(conn, source_run_id, source_high_water)
         )
+
+    # ---- branched sessions (storage/ledger/branch_store.py) --------------------------------------
+
+    def admit_branch(self, session: SessionRecord, record: BranchRecord) -> None:
+        """The new session and its ``branchStart`` fact in one transaction: a kill before the
+        commit leaves neither."""
+        with self._write() as tx:
+            branches.insert_branch(tx.conn, session, record)
+            failpoint(CrashPoint.BRANCH_ADMISSION_BEFORE_COMMIT)
+        failpoint(CrashPoint.AFTER_BRANCH_ADMISSION_COMMITTED)
+
+    def read_branch(self, session_id: str) -> BranchRecord | None:
+        return self._read(lambda conn: branches.read_branch(conn, session_id))
+
+    def list_branches(self) -> Sequence[BranchRecord]:
+        return self._read(branches.list_branches)
 
     # ---- reads --------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.ledger.attestation import attestation_suffix_ok
-from runtime.ledger.codes import DoctorCode, ScanIssueCode
+from runtime.ledger.codes import BranchCode, DoctorCode, ScanIssueCode
 from runtime.ledger.event_model import is_terminal
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
@@ -38,6 +38,7 @@ from runtime.ledger.store_ports import (
     ToolOperationRecord,
 )
 from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
+from storage.ledger import branch_store as branches
 from storage.ledger.event_rows import EVENT_COLUMNS, decode_row
 from storage.ledger.ledger_schema import SCHEMA_VERSION, read_user_version
 from storage.ledger.run_header_store import list_headers, list_sessions
@@ -310,4 +311,26 @@ def diagnose(conn: sqlite3.Connection) -> DoctorReport:
     report.operations = len(stored[0])
     _compare_projections((derived_ops, derived_journal), stored, skipped, report)
     _check_workspaces(conn, report)
+    _check_branches(conn, report)
     return report
+
+
+def _check_branches(conn: sqlite3.Connection, report: DoctorReport) -> None:
+    """Every branched session's source prefix still hashes to the digest its ``branchStart``
+    fact recorded (its next turn would refuse otherwise)."""
+    try:
+        records = branches.list_branches(conn)
+    except StoreRefusal as error:
+        report.problems.append(DoctorProblem(str(error.code), error.message))
+        return
+    for record in records:
+        if branches.source_prefix_digest(conn, record) != record.source_prefix_digest:
+            report.problems.append(
+                DoctorProblem(
+                    BranchCode.BRANCH_SOURCE_CHANGED,
+                    f"session {record.session_id} was branched from {record.source_session_id} "
+                    f"at {record.boundary_event_id}, whose history no longer matches",
+                    record.source_run_id,
+                    record.boundary_event_id,
+                )
+            )

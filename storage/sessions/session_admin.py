@@ -50,6 +50,7 @@ def remove_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
         for row in conn.execute("SELECT run_id FROM runs WHERE session_id = ?", (session_id,))
     ]
     in_runs = "SELECT run_id FROM runs WHERE session_id = ?"
+    _drop_branch(conn, session_id)
     for table in ("continuation_claims", "tool_processes"):  # tables of later schema versions
         exists = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
@@ -63,3 +64,28 @@ def remove_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
     conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
     return run_ids
+
+
+def _drop_branch(conn: sqlite3.Connection, session_id: str) -> None:
+    """A branched session's ``branchStart`` fact goes with it; a session others branched from
+    stays while they exist (their history is a prefix of its)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_branches'"
+    ).fetchone()
+    if not exists:
+        return
+    children = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT session_id FROM session_branches WHERE source_session_id = ? "
+            "ORDER BY created_at",
+            (session_id,),
+        )
+    ]
+    if children:
+        raise StoreRefusal(
+            StoreCode.SESSION_HAS_BRANCHES,
+            f"sessions branched from {session_id} refer to its history: "
+            f"{', '.join(children)}; remove them first",
+        )
+    conn.execute("DELETE FROM session_branches WHERE session_id = ?", (session_id,))

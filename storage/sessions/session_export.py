@@ -4,6 +4,9 @@ File format (``maka export SESSION -o FILE.jsonl``; UTF-8, one JSON value per li
 ending in ``\\n``, every line in canonical JSON (RFC 8785)):
 
 1. one session line: ``{"kind":"maka.session.v1","sessionId","cwd","title","createdAt"}``;
+   for a branched session (``maka branch``), then its ``branchStart`` fact:
+   ``{"kind":"maka.branch_start.v1","fact":{...},"createdAt"}`` (the history it refers to is the
+   source session's, which is exported and imported on its own, first);
 2. for each run of the session, oldest first:
 
    - a header line ``{"kind":"maka.run_header.v1","runId","sessionId","invocationId","turnId",
@@ -40,12 +43,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.ledger.branch_facts import BranchRecord, branch_record
 from runtime.ledger.canonical_codec import canonical_json_bytes, canonical_line_bytes
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from storage.ledger.branch_store import read_branch
 from storage.ledger.continuation_claim_store import find_by_target
 from storage.ledger.event_rows import EVENT_COLUMNS, decode_row
 from storage.ledger.run_header_store import list_session_headers, read_session
@@ -54,6 +59,7 @@ SESSION_KIND = "maka.session.v1"
 RUN_HEADER_KIND = "maka.run_header.v1"
 CLAIM_KIND = "maka.continuation_claim.v1"
 CHECKPOINTS_KIND = "maka.checkpoints.v1"
+BRANCH_KIND = "maka.branch_start.v1"
 
 
 class TransferError(LedgerError):
@@ -132,6 +138,11 @@ def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
     if session is None:
         raise TransferError(TransferCode.SESSION_NOT_FOUND, f"no session {session_id}")
     yield session_line(session)
+    branch = read_branch(conn, session_id)
+    if branch is not None:
+        yield canonical_json_bytes(
+            {"kind": BRANCH_KIND, "fact": dict(branch.fact), "createdAt": branch.created_at}
+        )
     for header in list_session_headers(conn, session_id):
         yield header_line(header)
         claim = find_by_target(conn, header.run_id)
@@ -167,6 +178,8 @@ class ParsedExport:
     # The last line's record of the snapshots file beside the export (``checkpoint_transfer``),
     # None for an export without one.
     checkpoints: dict[str, Any] | None = None
+    # A branched session's ``branchStart`` fact (the line after the session line), else None.
+    branch: BranchRecord | None = None
 
 
 def _record(value: Mapping[str, Any], keys: set[str], optional: set[str], line: int) -> None:
@@ -288,7 +301,7 @@ def _record_value(raw: bytes) -> dict[str, Any] | None:
         value = json.loads(raw)
     except ValueError:
         return None
-    kinds = (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND, CHECKPOINTS_KIND)
+    kinds = (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND, CHECKPOINTS_KIND, BRANCH_KIND)
     if isinstance(value, dict) and value.get("kind") in kinds:
         return value
     return None
@@ -351,6 +364,7 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
     run_ids: set[str] = set()
     events = 0
     checkpoints: dict[str, Any] | None = None
+    branch: BranchRecord | None = None
     for index, raw in enumerate(lines, start=1):
         try:
             event = decode_event_json(raw)
@@ -365,6 +379,9 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
                 if index != len(lines) or session is None:
                     raise _structure(index, "the snapshots record must be the last line") from None
                 checkpoints = value
+                continue
+            if value["kind"] == BRANCH_KIND:
+                branch = _parse_branch(value, index, session)
                 continue
             session = _add_record(value, index, session, runs, run_ids)
             continue
@@ -382,4 +399,23 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
         events += 1
     if session is None:
         raise _structure(1, "the first line must be the session line")
-    return ParsedExport(session, runs, dropped, events, checkpoints)
+    return ParsedExport(session, runs, dropped, events, checkpoints, branch)
+
+
+def _parse_branch(
+    value: Mapping[str, Any], line: int, session: SessionRecord | None
+) -> BranchRecord:
+    """The ``branchStart`` line: second, after the session line, naming that session."""
+    if line != 2 or session is None:
+        raise _structure(line, "the branch record must follow the session line")
+    _record(value, {"kind", "fact", "createdAt"}, set(), line)
+    fact = value["fact"]
+    if not isinstance(fact, dict):
+        raise _invalid(line, "bad fact")
+    try:
+        record = branch_record(fact, _int(value, "createdAt", line))
+    except ValueError as error:
+        raise _invalid(line, f"not a branchStart fact: {error}") from None
+    if record.session_id != session.session_id:
+        raise _structure(line, "the branch record names another session")
+    return record

@@ -30,6 +30,7 @@ from runtime.ledger.store_ports import (
     StoreRefusal,
 )
 from runtime.ledger.workspace_facts import is_settled_baseline, is_workspace_fact
+from storage.ledger import branch_store as branches
 from storage.ledger import continuation_claim_store as claims
 from storage.ledger.bulk_run_writer import bulk_commit_new_run
 from storage.ledger.event_writer import (
@@ -65,6 +66,30 @@ class ImportReport:
     events_created: int
     events_existing: int
     dropped_bytes: int
+
+
+def _import_branch(tx: LedgerTransaction, parsed: ParsedExport) -> None:
+    """A branched session's ``branchStart``: its source prefix must be here, with the digest it
+    recorded (the history is referred to, never carried). Idempotent."""
+    record = parsed.branch
+    assert record is not None
+    stored = branches.read_branch(tx.conn, record.session_id)
+    if stored is not None:
+        if stored.fact_bytes != record.fact_bytes:
+            raise StoreRefusal(
+                WriterRejectionCode.IDENTITY_CONFLICT,
+                f"session {record.session_id} is stored with another branch record",
+            )
+        return
+    if branches.source_prefix_digest(tx.conn, record) != record.source_prefix_digest:
+        raise TransferError(
+            TransferCode.IMPORT_BRANCH_SOURCE_MISSING,
+            f"session {record.session_id} was branched from session "
+            f"{record.source_session_id} at event {record.boundary_event_id}, whose history is "
+            f"not here as it was; import that session first (maka export "
+            f"{record.source_session_id} in its data directory)",
+        )
+    branches.insert_fact(tx.conn, record)
 
 
 def _ends_with_terminal(events: Sequence[RuntimeEvent]) -> bool:
@@ -257,6 +282,8 @@ def import_parsed(
     # An imported run must never look like it belongs to a live owner from the future.
     raise_owner_epoch(tx.conn, at_least=highest)
     insert_session(tx.conn, parsed.session)
+    if parsed.branch is not None:
+        _import_branch(tx, parsed)
     created = existing = 0
     torn = parsed.dropped_bytes > 0
     for index, block in enumerate(parsed.runs):

@@ -13,7 +13,9 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from runtime.ledger.branch_facts import BranchRecord
 from runtime.ledger.store_ports import RunHeader, SessionRecord
+from storage.ledger import branch_store as branches
 from storage.ledger import run_header_store as headers
 from storage.ledger.sqlite_connection import read_transaction, sqlite_errors
 from storage.ledger.store_open import open_read_connection
@@ -47,6 +49,11 @@ class SessionListing:
     def list_sessions(self) -> Sequence[SessionRecord]:
         with sqlite_errors():
             return headers.list_sessions(self._conn)
+
+    def list_branches(self) -> Sequence[BranchRecord]:
+        """Every branched session's ``branchStart`` fact (none before schema version 5)."""
+        with sqlite_errors():
+            return branches.list_branches(self._conn)
 
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]:
         """The session's runs oldest first (creation time, then id), as

@@ -69,6 +69,7 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     # router sends their codes in ``error`` pushes, which the window words with this table.
     codes.HostCode,
     codes.TransferCode,
+    codes.BranchCode,
     ToolRefusalCode,
     ToolFailureCode,
     # Outside runtime/ledger/codes.py: a provider that cannot be built refuses ``maka run`` and

@@ -21,6 +21,7 @@ from app.host.ipc_endpoint import (
 )
 from app.host.session_rows import rows_from_wire, session_row, wire_rows
 from runtime.agent.session_overview import SessionOverview
+from runtime.ledger.branch_facts import BRANCH_START_V1, branch_record
 from runtime.ledger.store_ports import RunStatus, SessionRecord
 
 TOKEN = "k" * 43
@@ -64,6 +65,25 @@ _text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, m
 )
 
 
+_ids = st.from_regex(r"[a-z0-9_-]{1,40}", fullmatch=True)
+_BRANCH = branch_record(
+    {
+        "protocol": BRANCH_START_V1,
+        "sessionId": "session_new",
+        "source": {
+            "sessionId": "session_src",
+            "runId": "run-1",
+            "highWater": 3,
+            "prefixDigest": "sha256:" + "a" * 64,
+            "boundaryEventId": "evt-3",
+        },
+        "snapshot": {"checkpointRef": "refs/maka/session_src/run-1/1"},
+        "currentFiles": False,
+        "workspacePath": "/copy",
+    },
+    5,
+)
+
 _overviews = st.builds(
     SessionOverview,
     session=st.builds(
@@ -78,6 +98,8 @@ _overviews = st.builds(
     interrupted=st.booleans(),
     run_count=st.integers(min_value=0, max_value=10_000),
     resumable=st.booleans(),
+    branched_from=st.none() | st.just(_BRANCH),
+    branches=st.lists(st.tuples(_ids, _ids), max_size=3).map(tuple),
 )
 
 

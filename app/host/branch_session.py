@@ -1,0 +1,123 @@
+"""Branching a session, as every host surface calls it (issue #36): ``branch_options`` lists the
+points a session can be branched from (with whether a snapshot is bound and kept), and
+``branch_session`` makes the branch. ``maka branch`` and ``/branch`` in the TUI call these; the
+desktop calls them from its host the same way (the store and checkpoint carrier it owns).
+
+What a surface shows of a branch: ``branch_of(store, session_id)`` (the new session's source and
+boundary) and ``branches_from(store, session_id)`` (where a session was branched, by event id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runtime.continuation.branch_service import (
+    BranchOption,
+    BranchPlan,
+    BranchResult,
+    BranchService,
+    BranchWriter,
+)
+from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.ledger.branch_facts import BranchRecord
+from runtime.ledger.checkpoint_ports import CheckpointCarrier
+
+
+class BranchLister(BranchWriter, Protocol):
+    def list_branches(self) -> Sequence[BranchRecord]: ...
+
+
+def branch_options(
+    store: BranchWriter, checkpoints: CheckpointCarrier | None, session_id: str
+) -> list[BranchOption]:
+    """The session's branchable boundaries, oldest first (reads only). Raises
+    ``BranchRefused`` (``session_not_found``)."""
+    return BranchService(store, checkpoints, now_ms=_never).options(session_id)
+
+
+def plan_branch(
+    store: BranchWriter,
+    checkpoints: CheckpointCarrier | None,
+    session_id: str,
+    event_id: str,
+    *,
+    to: str | None = None,
+    current_files: bool = False,
+) -> BranchPlan:
+    """What ``branch_session`` would do (reads only). Raises ``BranchRefused``."""
+    service = BranchService(store, checkpoints, now_ms=_never)
+    return service.plan(session_id, event_id, to=to, current_files=current_files)
+
+
+def branch_session(
+    store: BranchWriter,
+    checkpoints: CheckpointCarrier | None,
+    session_id: str,
+    event_id: str,
+    *,
+    now_ms: Callable[[], int],
+    to: str | None = None,
+    current_files: bool = False,
+    lifecycle: LifecycleLog | None = None,
+) -> BranchResult:
+    """Plan and make the branch: a new session in a restored copy of the folder. Raises
+    ``BranchRefused`` with nothing recorded (a copy already made is left where it is)."""
+    service = BranchService(store, checkpoints, now_ms=now_ms)
+    plan = service.plan(session_id, event_id, to=to, current_files=current_files)
+    result = service.execute(plan)
+    if lifecycle is not None:
+        lifecycle.session_branched(
+            {
+                "sessionId": result.session.session_id,
+                "sourceSessionId": session_id,
+                "boundaryEventId": event_id,
+                "workspacePath": result.session.cwd,
+                "currentFiles": current_files,
+            },
+        )
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class BranchMark:
+    """A branch made from a session, for the source's transcript."""
+
+    session_id: str
+    boundary_event_id: str
+    created_at: int
+
+
+def branch_of(store: BranchWriter, session_id: str) -> BranchRecord | None:
+    return store.read_branch(session_id)
+
+
+def branches_from(store: BranchLister, session_id: str) -> list[BranchMark]:
+    return [
+        BranchMark(record.session_id, record.boundary_event_id, record.created_at)
+        for record in store.list_branches()
+        if record.source_session_id == session_id
+    ]
+
+
+def branch_header_words(record: BranchRecord) -> str:
+    """The new session's header line: its source and boundary."""
+    how = "a copy of the current files" if record.current_files else "the folder as it was there"
+    return (
+        f"branched from session {record.source_session_id} at event {record.boundary_event_id} "
+        f"(run {record.source_run_id}, event {record.source_high_water}), with {how}"
+    )
+
+
+def branch_json(result: BranchResult) -> dict[str, Any]:
+    return {
+        "sessionId": result.session.session_id,
+        "cwd": result.session.cwd,
+        "title": result.session.title,
+        "branchedFrom": result.record.to_json(),
+    }
+
+
+def _never() -> int:
+    raise AssertionError("planning writes nothing")

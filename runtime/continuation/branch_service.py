@@ -1,0 +1,343 @@
+"""Branching a session from a committed boundary (issue #36): plan, then one admission.
+
+``plan`` reads only: the boundary (``branch_prefix.find_boundary``), the prefix it refers to and
+its replay (refused when a call has no settled outcome there: the resume gates), the snapshot
+bound to it and whether its objects are still in the checkpoint store. ``execute`` then
+
+1. re-reads the prefix and refuses when it changed since the plan;
+2. materializes the bound snapshot into the new folder (the isolated restore of
+   docs/design/workspace.md section 4: the source folder is not touched; a Git repository's copy
+   is a clone with its history and the snapshot's files on top), or, with ``current_files``,
+   captures the source folder as it is now and materializes that;
+3. verifies the copy: the tree observed in it must be the snapshot's recorded tree
+   (``branch_copy_mismatch`` otherwise; the copy is left in place and never used);
+   crash point ``after_branch_copy_materialized``;
+4. commits the new session and its ``branchStart`` fact in one transaction (crash points
+   ``branch_admission_before_commit`` and ``after_branch_admission_committed``).
+
+The ledger side is O(1) in the prefix: one session row and one fact row; no event is copied.
+The new session's first turn is an ordinary turn (``maka run --session``, the TUI), whose
+history starts with the prefix (``runtime/agent/branch_history.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from runtime.continuation.branch_prefix import (
+    Boundary,
+    BranchPrefix,
+    BranchRefused,
+    BranchStore,
+    RowsOnce,
+    find_boundary,
+    list_boundaries,
+    resolve_prefix,
+)
+from runtime.continuation.lineage_reader import build_prefix
+from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
+from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, checkpoint_ref
+from runtime.ledger.codes import BranchCode, RestoreCode, StoreCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunHeader, SessionRecord
+
+BRANCH_EPOCH = 1
+"""The new folder's first workspace epoch (a run's first, ``workspace_checkpointer``)."""
+
+
+class BranchWriter(BranchStore, Protocol):
+    def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    def admit_branch(self, session: SessionRecord, record: BranchRecord) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BranchOption:
+    """A boundary as a surface offers it: whether a snapshot is bound and still whole."""
+
+    boundary: Boundary
+    snapshot_kept: bool
+
+    def to_json(self) -> dict[str, Any]:
+        body = self.boundary.to_json()
+        body["snapshotKept"] = self.snapshot_kept
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPlan:
+    source: SessionRecord
+    boundary: Boundary
+    prefix: BranchPrefix
+    snapshot: Mapping[str, Any] | None  # bound and whole; None: only --current-files
+    target: Path
+    current_files: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sourceSessionId": self.source.session_id,
+            "boundary": self.boundary.to_json(),
+            "prefixDigest": self.prefix.prefix.prefix_digest,
+            "workspacePath": str(self.target),
+            "currentFiles": self.current_files,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BranchResult:
+    session: SessionRecord
+    record: BranchRecord
+
+
+def default_branch_path(folder: str) -> Path:
+    """``<folder>-branch-<n>``: the first such sibling that does not exist."""
+    base = os.path.normpath(folder)
+    n = 1
+    while os.path.lexists(f"{base}-branch-{n}"):
+        n += 1
+    return Path(f"{base}-branch-{n}")
+
+
+def _inside(target: Path, folder: str) -> bool:
+    real_target, real_folder = os.path.realpath(target), os.path.realpath(folder)
+    try:
+        return os.path.commonpath([real_target, real_folder]) == real_folder
+    except ValueError:
+        return False
+
+
+class BranchService:
+    def __init__(
+        self,
+        store: BranchWriter,
+        checkpoints: CheckpointCarrier | None,
+        *,
+        now_ms: Callable[[], int],
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:20],
+    ) -> None:
+        self._store = store
+        self._checkpoints = checkpoints
+        self._now_ms = now_ms
+        self._new_id = new_id
+
+    def _source(self, session_id: str) -> SessionRecord:
+        session = self._store.get_session(session_id)
+        if session is None:
+            raise BranchRefused(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
+        return session
+
+    def _kept(self, snapshot: Mapping[str, Any] | None, memo: dict[tuple[str, ...], bool]) -> bool:
+        if snapshot is None or self._checkpoints is None:
+            return False
+        key = (
+            str(snapshot.get("workspaceIdentity", "")),
+            str(snapshot.get("commitId", "")),
+            str(snapshot.get("treeId", "")),
+        )
+        if key not in memo:
+            try:
+                memo[key] = self._checkpoints.has_snapshot(*key)
+            except CheckpointError:
+                memo[key] = False
+        return memo[key]
+
+    def options(self, session_id: str) -> list[BranchOption]:
+        """Every boundary of the session, oldest first, with whether its snapshot is kept (the
+        preview every surface lists)."""
+        self._source(session_id)
+        memo: dict[tuple[str, ...], bool] = {}
+        return [
+            BranchOption(boundary, self._kept(boundary.snapshot, memo))
+            for boundary in list_boundaries(self._store, session_id)
+        ]
+
+    def plan(
+        self,
+        session_id: str,
+        event_id: str,
+        *,
+        to: str | None = None,
+        current_files: bool = False,
+    ) -> BranchPlan:
+        """Raises ``BranchRefused``; writes nothing."""
+        source = self._source(session_id)
+        reads = RowsOnce(self._store)
+        boundary = find_boundary(reads, session_id, event_id)
+        header = self._store.read_run_header(boundary.run_id)
+        assert header is not None, "find_boundary read it"
+        prefix = resolve_prefix(reads, header, boundary.seq)
+        # Whether the bound snapshot's objects are all still stored is checked when it is
+        # copied (``materialize`` re-hashes them before it writes anything): walking them here
+        # too would cost a second pass over a big snapshot.
+        snapshot = boundary.snapshot if self._checkpoints is not None else None
+        if snapshot is None and not current_files:
+            why = (
+                "workspace snapshots are off"
+                if self._checkpoints is None
+                else "no snapshot of the folder was taken there"
+            )
+            raise _unavailable(session_id, event_id, why)
+        if current_files and self._checkpoints is None:
+            raise BranchRefused(
+                BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
+                "workspace snapshots are off, so no copy of the folder can be made",
+            )
+        target = Path(os.path.abspath(to)) if to else default_branch_path(source.cwd)
+        if _inside(target, source.cwd):
+            raise BranchRefused(
+                RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
+                f"{target} is inside {source.cwd}; the branch's folder goes outside the source "
+                "folder, which is left as it is",
+            )
+        return BranchPlan(source, boundary, prefix, snapshot, target, current_files)
+
+    def execute(self, plan: BranchPlan) -> BranchResult:
+        """Copy, verify, admit. Raises ``BranchRefused`` (nothing recorded)."""
+        carrier = self._checkpoints
+        assert carrier is not None, "plan refused a branch without a carrier"
+        header = self._store.read_run_header(plan.boundary.run_id)
+        if header is None:
+            raise BranchRefused(BranchCode.BRANCH_SOURCE_CHANGED, "the source run is gone")
+        # The plan ran the gates over this prefix; committed events never change, so its digest
+        # says whether it is still the one planned.
+        try:
+            again = build_prefix(
+                header, self._store.read_run_events(header.run_id), plan.boundary.seq
+            )
+        except ValueError:
+            again = None
+        if again is None or again.prefix_digest != plan.prefix.prefix.prefix_digest:
+            raise BranchRefused(
+                BranchCode.BRANCH_SOURCE_CHANGED, "the source's history changed since the plan"
+            )
+        prefix = plan.prefix
+        session_id = f"session_{self._new_id()}"
+        now = self._now_ms()
+        snapshot = plan.snapshot if not plan.current_files else None
+        if snapshot is None:
+            snapshot = self._capture_current(plan, header, session_id)
+        to_identity = self._materialize(plan, snapshot, session_id)
+        failpoint(CrashPoint.AFTER_BRANCH_COPY_MATERIALIZED)
+        fact: dict[str, Any] = {
+            "protocol": BRANCH_START_V1,
+            "sessionId": session_id,
+            "source": {
+                "sessionId": plan.source.session_id,
+                "invocationId": header.invocation_id,
+                "runId": header.run_id,
+                "turnId": header.turn_id,
+                "highWater": prefix.prefix.last_event_seq,
+                "prefixDigest": prefix.prefix.prefix_digest,
+                "boundaryEventId": plan.boundary.event_id,
+                "boundaryKind": plan.boundary.kind,
+            },
+            "lineageRunIds": list(prefix.lineage_run_ids),
+            "boundaryDigest": prefix.replay.manifest_digest,
+            "providerReplayDigest": prefix.replay.provider_replay_digest,
+            "snapshot": {
+                key: str(snapshot.get(key, ""))
+                for key in ("checkpointRef", "commitId", "treeId", "workspaceIdentity")
+            },
+            "currentFiles": plan.current_files,
+            "workspacePath": str(plan.target),
+            "workspaceIdentity": to_identity,
+            "workspaceEpoch": BRANCH_EPOCH,
+            "decidedBy": "local_user",
+            "decidedAt": now,
+        }
+        record = branch_record(fact, now)
+        session = SessionRecord(
+            session_id=session_id,
+            cwd=os.path.realpath(plan.target),
+            title=_branch_title(plan.source.title),
+            created_at=now,
+        )
+        try:
+            self._store.admit_branch(session, record)
+        except LedgerError as error:
+            raise BranchRefused(error.code, error.message) from error
+        return BranchResult(session, record)
+
+    def _capture_current(
+        self, plan: BranchPlan, header: RunHeader, session_id: str
+    ) -> Mapping[str, Any]:
+        """The source folder as it is now, as a snapshot of its workspace (its own folder and
+        history are not changed: the capture writes only to the private store)."""
+        carrier = self._checkpoints
+        assert carrier is not None
+        identity = _latest_identity(self._store.list_session_runs(plan.source.session_id))
+        if identity is None:
+            raise BranchRefused(
+                BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
+                "the source session recorded no workspace identity, so its files cannot be "
+                "captured",
+            )
+        ref = checkpoint_ref(plan.source.session_id, f"branch-{session_id}", 0)
+        try:
+            snap = carrier.capture(
+                Path(os.path.realpath(plan.source.cwd)), identity, ref, f"maka branch {ref}"
+            )
+        except CheckpointError as error:
+            message = f"the files could not be captured: {error.message}"
+            raise BranchRefused(error.code, message) from None
+        return {
+            "checkpointRef": snap.ref,
+            "commitId": snap.commit_id,
+            "treeId": snap.tree_id,
+            "workspaceIdentity": identity,
+        }
+
+    def _materialize(self, plan: BranchPlan, snapshot: Mapping[str, Any], session_id: str) -> str:
+        carrier = self._checkpoints
+        assert carrier is not None
+        identity, tree = str(snapshot["workspaceIdentity"]), str(snapshot["treeId"])
+        try:
+            if not plan.current_files and not carrier.has_repository(identity):
+                raise _unavailable(
+                    plan.source.session_id, plan.boundary.event_id, "its snapshot is gone"
+                )
+            to_identity = carrier.materialize(
+                identity, tree, plan.target, session_id, source=Path(plan.source.cwd)
+            )
+            observed = carrier.observe(Path(os.path.realpath(plan.target)), to_identity)
+        except CheckpointError as error:
+            if error.code is RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED:
+                # Nothing was written: the snapshot's objects are checked first.
+                why = f"its snapshot is no longer whole in the checkpoint store: {error.message}"
+                raise _unavailable(plan.source.session_id, plan.boundary.event_id, why) from None
+            raise BranchRefused(error.code, error.message) from None
+        if observed.tree_id != tree:
+            raise BranchRefused(
+                BranchCode.BRANCH_COPY_MISMATCH,
+                f"the copy at {plan.target} does not hold the snapshot's files (tree "
+                f"{observed.tree_id[:12]}, recorded {tree[:12]}); it is left there and not used",
+            )
+        return to_identity
+
+
+def _unavailable(session_id: str, event_id: str, why: str) -> BranchRefused:
+    return BranchRefused(
+        BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
+        f"no copy of the folder as it was at {event_id} can be made ({why}); nothing was "
+        f"done. Branch with a copy of the current files instead: maka branch {session_id} "
+        f"--at {event_id} --current-files",
+    )
+
+
+def _branch_title(title: str) -> str:
+    text = f"{title} (branch)"
+    return text if len(text) <= 200 else text[:199]
+
+
+def _latest_identity(runs: Sequence[RunHeader]) -> str | None:
+    ordered = sorted(runs, key=lambda header: (header.created_at, header.run_id))
+    for header in reversed(ordered):
+        if header.workspace_identity:
+            return str(header.workspace_identity)
+    return None

@@ -1,0 +1,371 @@
+"""Branching a session from an earlier point (issue #36), end to end with the real ``maka``, the
+real ``git`` and the scripted provider recording its requests: the copy holds the files a later
+``bash`` call deleted while the source folder does not, the model sees exactly the prefix and
+the new message, a branched session branches again, and bad input is refused with a code and
+changes nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+WRITE = {
+    "text": "Writing notes.",
+    "toolCalls": [
+        {"id": "w1", "name": "write_file", "args": {"path": "notes.txt", "content": "kept\n"}}
+    ],
+}
+DELETE = {
+    "text": "Deleting.",
+    "toolCalls": [{"id": "d1", "name": "bash", "args": {"command": "rm a.txt notes.txt"}}],
+}
+SOURCE = [[WRITE, {"text": "Notes written."}], [DELETE, {"text": "Deleted."}]]
+# The branch's first turn is the second user message of its history (turn index 1).
+BRANCH = [[{"text": "unused"}], [{"text": "Branch reply."}], [{"text": "Second branch reply."}]]
+
+
+def _git(folder: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(folder), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+class Source:
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.data = tmp_path / "data"
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        (self.work / "a.txt").write_text("alpha\n")
+        _git(self.work, "init", "-q")
+        _git(self.work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.txt")
+        _git(self.work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+        self.record = tmp_path / "requests.jsonl"
+        script = write_script(tmp_path / "source.json", SOURCE)
+        self.env = scripted_env(script, self.record, checkpoints=True)
+        branch = write_script(tmp_path / "branch.json", BRANCH)
+        self.branch_env = {**self.env, "MAKA_SCRIPT_FILE": str(branch)}
+
+    def run(self, text: str, *session: str) -> None:
+        where = ["--session", session[0]] if session else ["--cwd", str(self.work)]
+        args = ["run", *where, "--permission-mode", "auto", text]
+        env = self.branch_env if session and session[0] != self.session else self.env
+        result = maka(args, self.data, env=env)
+        assert result.returncode == 0, result.stderr
+
+    @property
+    def session(self) -> str:
+        return committed_runs(self.data)[0][0].session_id
+
+    def branch(self, session: str, *args: str, code: int = 0) -> dict[str, Any]:
+        result = maka(["branch", session, "--json", *args], self.data, env=self.env)
+        assert result.returncode == code, result.stderr
+        return json.loads(result.stdout) if code == 0 else {"stderr": result.stderr}
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.record.read_text().splitlines()]
+
+
+def _ending_of_first_run(boundaries: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(b for b in boundaries if b["kind"] == "run_ending")
+
+
+def test_a_branch_before_a_delete_has_the_files_and_sees_only_the_prefix(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    src.run("delete them", src.session)
+    assert not (src.work / "a.txt").exists() and not (src.work / "notes.txt").exists()
+    session = src.session
+
+    listing = src.branch(session)
+    kinds = [b["kind"] for b in listing["boundaries"]]
+    assert kinds == [
+        "user_message",
+        "tool_result",
+        "run_ending",
+        "user_message",
+        "tool_result",
+        "run_ending",
+    ]
+    assert all(b["snapshotBound"] and b["snapshotKept"] for b in listing["boundaries"])
+    before_delete = _ending_of_first_run(listing["boundaries"])
+
+    copy = tmp_path / "copy"
+    made = src.branch(session, "--at", before_delete["eventId"], "--to", str(copy))
+    new = made["sessionId"]
+    assert made["branchedFrom"]["sourceSessionId"] == session
+    assert made["branchedFrom"]["boundaryEventId"] == before_delete["eventId"]
+    assert made["cwd"] == str(copy.resolve())
+    # The copy holds what the later bash call deleted; the source folder still does not.
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert (copy / "notes.txt").read_text() == "kept\n"
+    assert not (src.work / "a.txt").exists()
+    # A Git repository's copy keeps its history.
+    assert "first" in _git(copy, "log", "--oneline")
+    # The ledger copied no event: the new session has no run yet.
+    runs = committed_runs(src.data)
+    assert [h.session_id for h, _ in runs].count(new) == 0
+
+    src.record.unlink()
+    src.run("what now?", new)
+    [request] = src.requests()
+    texts = [json.dumps(item) for item in request["history"]]
+    joined = "\n".join(texts)
+    assert "write the notes" in joined and "Notes written." in joined
+    assert "delete them" not in joined and "rm a.txt" not in joined
+    assert "what now?" in texts[-1]
+    assert request["unpairedToolCalls"] == []
+    # The new session's turn ran in the copy.
+    new_runs = [h for h, _ in committed_runs(src.data) if h.session_id == new]
+    assert [h.cwd for h in new_runs] == [str(copy.resolve())]
+
+    sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    row = next(r for r in sessions if r["sessionId"] == new)
+    assert row["branchedFrom"]["sourceSessionId"] == session
+    source_row = next(r for r in sessions if r["sessionId"] == session)
+    assert source_row["branches"] == [
+        {"sessionId": new, "boundaryEventId": before_delete["eventId"]}
+    ]
+
+
+def test_a_branched_session_branches_again(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    src.run("delete them", src.session)
+    first = _ending_of_first_run(src.branch(src.session)["boundaries"])
+    one = src.branch(src.session, "--at", first["eventId"], "--to", str(tmp_path / "one"))
+    src.run("what now?", one["sessionId"])
+
+    listing = src.branch(one["sessionId"])["boundaries"]
+    ending = _ending_of_first_run(listing)  # the end of the branch's own first turn
+    assert ending["snapshotKept"]
+    two = src.branch(one["sessionId"], "--at", ending["eventId"], "--to", str(tmp_path / "two"))
+    assert two["branchedFrom"]["sourceSessionId"] == one["sessionId"]
+    assert (tmp_path / "two" / "a.txt").read_text() == "alpha\n"
+
+    src.record.unlink()
+    src.run("and then?", two["sessionId"])
+    [request] = src.requests()
+    joined = "\n".join(json.dumps(item) for item in request["history"])
+    for said in ("write the notes", "Notes written.", "what now?", "Branch reply.", "and then?"):
+        assert said in joined
+    assert "delete them" not in joined
+
+
+def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    before = committed_runs(src.data)
+    boundaries = src.branch(session)["boundaries"]
+
+    missing = src.branch(session, "--at", "evt-nope", code=2)
+    assert "[branch_event_not_found]" in missing["stderr"]
+    # The model's text is not a point to branch from.
+    events: list[Any] = committed_runs(src.data)[0][1]
+    text_event = next(
+        str(e["id"])
+        for e in events
+        if (e.get("content") or {}).get("kind") == "text" and e["role"] == "model"
+    )
+    invalid = src.branch(session, "--at", text_event, code=2)
+    assert "[branch_boundary_invalid]" in invalid["stderr"]
+    inside = src.branch(
+        session, "--at", boundaries[0]["eventId"], "--to", str(src.work / "sub"), code=2
+    )
+    assert "[workspace_restore_target_inside]" in inside["stderr"]
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "x").write_text("x")
+    full = src.branch(session, "--at", boundaries[0]["eventId"], "--to", str(taken), code=2)
+    assert "[workspace_restore_target_not_empty]" in full["stderr"]
+    unknown = src.branch("session_nope", code=2)
+    assert "[session_not_found]" in unknown["stderr"]
+    assert "Traceback" not in "".join(
+        r["stderr"] for r in (missing, invalid, inside, full, unknown)
+    )
+    assert committed_runs(src.data) == before
+    sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    assert [s["sessionId"] for s in sessions] == [session]
+
+
+def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    src.run("delete them", src.session)
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])["eventId"]
+
+    listed = maka(["tui", "--session", session], src.data, env=src.env, stdin="/branch\n/quit\n")
+    assert listed.returncode == 0, listed.stderr
+    assert f"{point}  run_ending" in listed.stdout and "snapshot kept" in listed.stdout
+
+    copy = tmp_path / "tui-copy"
+    made = maka(
+        ["tui", "--session", session],
+        src.data,
+        env=src.env,
+        stdin=f"/branch {point} {copy}\n/branch evt-nope\n/branch a b c\n/quit\n",
+    )
+    assert made.returncode == 0, made.stderr
+    assert "branch refused [branch_event_not_found]" in made.stdout
+    assert "usage: /branch [EVENT [DIR] [--current-files]]" in made.stdout
+    [new] = [
+        r["sessionId"]
+        for r in json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+        if r["sessionId"] != session
+    ]
+    assert f"branched into session {new} in {copy.resolve()}" in made.stdout
+    assert (copy / "a.txt").exists() and not (src.work / "a.txt").exists()
+
+    # The source's transcript marks the point, after the first turn's answer.
+    shown = maka(["tui", "--session", session], src.data, env=src.env, stdin="/transcript\n/quit\n")
+    text = shown.stdout
+    mark = f"── branched here into session {new}"
+    assert text.index("Notes written.") < text.index(mark) < text.index("you> delete them")
+    # The new session's header names its source and boundary.
+    opened = maka(["tui", "--session", new], src.data, env=src.env, stdin="/quit\n")
+    assert f"this session was branched from session {session} at event {point}" in opened.stdout
+    listing = maka(["sessions"], src.data).stdout
+    assert f"(branch of {session} at {point})" in listing
+
+
+def test_export_and_import_carry_a_branch_with_its_lineage(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    src.run("delete them", src.session)
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])["eventId"]
+    new = src.branch(session, "--at", point, "--to", str(tmp_path / "copy"))["sessionId"]
+    src.run("what now?", new)
+    files = {}
+    for name in (session, new):
+        files[name] = tmp_path / f"{name}.jsonl"
+        result = maka(["export", name, "-o", str(files[name])], src.data, env=src.env)
+        assert result.returncode == 0, result.stderr
+    assert '"kind":"maka.branch_start.v1"' in files[new].read_text().splitlines()[1]
+
+    other = tmp_path / "other-data"
+    # Without its source the branch would have no history: refused, nothing imported.
+    early = maka(["import", str(files[new])], other, env=src.env)
+    assert early.returncode != 0 and "[import_branch_source_missing]" in early.stderr
+    assert "Traceback" not in early.stderr
+    listed = maka(["sessions", "--json"], other)
+    assert listed.stdout.strip() == "" or json.loads(listed.stdout)["sessions"] == []
+    for name in (session, new):
+        result = maka(["import", str(files[name])], other, env=src.env)
+        assert result.returncode == 0, result.stderr
+    rows = json.loads(maka(["sessions", "--json"], other).stdout)["sessions"]
+    row = next(r for r in rows if r["sessionId"] == new)
+    assert row["branchedFrom"]["boundaryEventId"] == point
+    again = maka(["import", str(files[new])], other, env=src.env)  # an identical file: a no-op
+    assert again.returncode == 0, again.stderr
+
+    # The imported branch continues with the same prefix.
+    src.record.unlink()
+    args = ["run", "--session", new, "--permission-mode", "auto", "and then?"]
+    assert maka(args, other, env=src.branch_env).returncode == 0
+    [request] = src.requests()
+    joined = "\n".join(json.dumps(item) for item in request["history"])
+    assert "write the notes" in joined and "what now?" in joined and "delete them" not in joined
+
+
+def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    off = {**src.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
+    first = maka(
+        ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write the notes"],
+        src.data,
+        env=off,
+    )
+    assert first.returncode == 0, first.stderr
+    session = src.session
+    [point] = [b for b in src.branch(session)["boundaries"] if b["kind"] == "run_ending"]
+    assert point["snapshotBound"] is False and point["snapshotKept"] is False
+    refused = src.branch(session, "--at", point["eventId"], code=2)
+    assert "[branch_snapshot_unavailable]" in refused["stderr"]
+    assert f"maka branch {session} --at {point['eventId']} --current-files" in refused["stderr"]
+    assert [
+        r["sessionId"]
+        for r in json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    ] == [session]
+
+    (src.work / "later.txt").write_text("after the point\n")
+    copy = tmp_path / "copy"
+    made = src.branch(session, "--at", point["eventId"], "--to", str(copy), "--current-files")
+    assert made["branchedFrom"]["currentFiles"] is True
+    assert (copy / "later.txt").read_text() == "after the point\n"
+    assert (src.work / "later.txt").exists()
+    src.record.unlink(missing_ok=True)
+    src.run("what now?", made["sessionId"])
+    [request] = src.requests()
+    joined = "\n".join(json.dumps(item) for item in request["history"])
+    assert "no snapshot of the folder was kept for that point" in joined
+    assert joined.index("Notes written.") < joined.index("no snapshot") < joined.index("what now?")
+
+
+def test_a_snapshot_gone_from_the_store_is_said_and_nothing_is_copied(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])
+    assert point["snapshotKept"]
+    events: list[Any] = committed_runs(src.data)[0][1]
+    [tree] = [
+        e["actions"]["workspaceCheckpoint"]["treeId"]
+        for e in events
+        if "workspaceCheckpoint" in e.get("actions", {})
+    ][-1:]
+    [loose] = list((src.data / "checkpoints").glob(f"*.git/objects/{tree[:2]}/{tree[2:]}"))
+    loose.unlink()
+
+    listed = _ending_of_first_run(src.branch(session)["boundaries"])
+    assert listed["snapshotBound"] and not listed["snapshotKept"]
+    target = tmp_path / "copy"
+    refused = src.branch(session, "--at", point["eventId"], "--to", str(target), code=2)
+    assert "[branch_snapshot_unavailable]" in refused["stderr"]
+    assert "--current-files" in refused["stderr"]
+    assert not target.exists()
+    rows = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    assert [r["sessionId"] for r in rows] == [session]
+
+
+def test_a_branch_inside_a_turn_stops_before_the_call_that_deleted_files(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    one_turn = write_script(tmp_path / "one.json", [[WRITE, DELETE, {"text": "All gone."}]])
+    args = ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write then delete"]
+    result = maka(args, src.data, env={**src.env, "MAKA_SCRIPT_FILE": str(one_turn)})
+    assert result.returncode == 0, result.stderr
+    assert not (src.work / "a.txt").exists()
+    session = src.session
+    boundaries = src.branch(session)["boundaries"]
+    assert [b["kind"] for b in boundaries] == [
+        "user_message",
+        "tool_result",
+        "tool_result",
+        "run_ending",
+    ]
+    after_write = boundaries[1]  # the write's result; the bash call comes next
+    copy = tmp_path / "copy"
+    new = src.branch(session, "--at", after_write["eventId"], "--to", str(copy))["sessionId"]
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert (copy / "notes.txt").read_text() == "kept\n"
+    assert not (src.work / "notes.txt").exists()
+
+    src.run("keep them", new)
+    [request] = src.requests()[-1:]
+    history = request["history"]
+    kinds = [item["type"] for item in history]
+    assert kinds[-1] == "user" and "keep them" in json.dumps(history[-1])
+    joined = json.dumps(history)
+    assert '"w1"' in joined and "rm a.txt" not in joined and "All gone." not in joined
+    assert request["unpairedToolCalls"] == []
