@@ -111,6 +111,7 @@ class MessageKind(StrEnum):
     SESSIONS_OVERVIEW = "sessions.overview"
     SESSIONS_PLAN = "sessions.plan"
     TIMELINE_LOCATE = "timeline.locate"
+    TURNS_RUN = "turns.run"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -137,6 +138,9 @@ class MessageKind(StrEnum):
     SESSIONS_OVERVIEWED = "sessions.overviewed"
     SESSION_PLANNED = "session.planned"
     TIMELINE_LOCATED = "timeline.located"
+    TURN_STARTED = "turn.started"
+    TURN_OUTPUT = "turn.output"
+    TURN_ENDED = "turn.ended"
 
 
 class BridgeErrorCode(StrEnum):
@@ -480,6 +484,29 @@ class SessionsPlanRequest(_Message):
 
     kind: Literal[MessageKind.SESSIONS_PLAN] = MessageKind.SESSIONS_PLAN
     session_id: Id
+
+
+class TurnsRunRequest(_Message):
+    """A terminal's ``maka run``: one turn in ``session_id`` (or a new session in ``cwd``), run
+    by the host. Answered by ``turn.started`` (the session, the provider), then the turn's
+    pushes (``transcript.item``, ``run.status``, ``permission.requested``) and its terminal
+    lines (``turn.output``), and ``turn.ended``; or ``error`` (``session_busy`` naming the
+    client that drives the session, ``session_not_found``...). ``columns``: the terminal's width
+    (a permission question is wrapped to it)."""
+
+    kind: Literal[MessageKind.TURNS_RUN] = MessageKind.TURNS_RUN
+    session_id: Id | None = None
+    cwd: FsPath | None = None
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    permission_mode: Literal["ask", "auto", "deny"]
+    max_steps: StepLimit | None = None
+    columns: Annotated[int, Field(ge=20, le=10_000)] = 100
+
+    @model_validator(mode="after")
+    def _names_a_session_or_a_folder(self) -> TurnsRunRequest:
+        if self.session_id is None and self.cwd is None:
+            raise ValueError("a turn needs a session or a folder")
+        return self
 
 
 MAX_PLAN_LINES: Final = 100_000
@@ -933,6 +960,39 @@ class ErrorPush(_Message):
     message: Explanation = ""
 
 
+class TurnStartedPush(_Message):
+    """The host took a terminal's ``turns.run``: the session it runs in, what it told the
+    command to say first (``notes``: earlier calls whose outcome is unknown, as the model is
+    told)."""
+
+    kind: Literal[MessageKind.TURN_STARTED] = MessageKind.TURN_STARTED
+    session_id: Id
+    cwd: FsPath
+    provider_label: Short
+    notes: Annotated[tuple[Summary, ...], Field(max_length=1000)] = ()
+
+
+class TurnOutputPush(_Message):
+    """The driving terminal's lines of its turn, as ``maka run`` prints them without a host
+    (rendered by the host from committed events with the same code)."""
+
+    kind: Literal[MessageKind.TURN_OUTPUT] = MessageKind.TURN_OUTPUT
+    session_id: Id
+    text: Text
+
+
+class TurnEndedPush(_Message):
+    """A terminal's turn ended: its status and, for a completed one, why it stopped."""
+
+    kind: Literal[MessageKind.TURN_ENDED] = MessageKind.TURN_ENDED
+    session_id: Id
+    run_id: Id
+    status: RunStatusValue
+    failure_class: Code | None = None
+    stop_reason: Code | None = None
+    message: Text | None = None
+
+
 class WindowShowPush(_Message):
     """Bring the renderer's window to front (a second ``maka`` launch sent ``window.activate``)."""
 
@@ -963,6 +1023,7 @@ Request = (
     | SessionsOverviewRequest
     | SessionsPlanRequest
     | TimelineLocateRequest
+    | TurnsRunRequest
 )
 Push = (
     HelloOkPush
@@ -990,6 +1051,9 @@ Push = (
     | SessionsOverviewedPush
     | SessionPlannedPush
     | TimelineLocatedPush
+    | TurnStartedPush
+    | TurnOutputPush
+    | TurnEndedPush
 )
 Message = Request | Push
 
@@ -1018,6 +1082,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_OVERVIEW,
         MessageKind.SESSIONS_PLAN,
         MessageKind.TIMELINE_LOCATE,
+        MessageKind.TURNS_RUN,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(
@@ -1027,6 +1092,10 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_PLAN,
         MessageKind.SETTINGS_GET,
         MessageKind.TOOLS_SETTLE,
+        MessageKind.TURNS_RUN,
+        MessageKind.TURNS_CANCEL,
+        MessageKind.PERMISSIONS_ANSWER,
+        MessageKind.SESSIONS_RESUME_LATEST,
     }
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never

@@ -223,6 +223,13 @@ class IpcServer(QObject):
     def terminal_ids(self) -> tuple[int, ...]:
         return tuple(p.peer_id for p in self._peers.values() if p.role is PeerRole.TERMINAL)
 
+    def peer_process_id(self, peer_id: int) -> int | None:
+        """The process of an authenticated peer (``peer_pid``), or None."""
+        peer = self._peers.get(peer_id)
+        if peer is None or peer.role is PeerRole.PENDING:
+            return None
+        return peer_pid(peer.socket)
+
     def send(self, peer_id: int, message: Message) -> bool:
         peer = self._peers.get(peer_id)
         if peer is None or peer.closing or peer.role is PeerRole.PENDING:

@@ -115,13 +115,21 @@ def print_unsettled_calls(service: Any, session_id: str) -> None:
     outcome is unknown (a crash between dispatch and result), so nothing is repeated unseen.
     The notice is written to the model ("Do not retry it blindly"), so it is quoted as what the
     model is told, never printed as if it spoke to the user."""
+    for line in unsettled_call_notes(service, session_id):
+        print(line, file=sys.stderr)
+
+
+def unsettled_call_notes(service: Any, session_id: str) -> list[str]:
+    """The lines ``print_unsettled_calls`` prints (a host computes them for a terminal)."""
     from runtime.providers.provider_port import HostNotice
 
+    lines: list[str] = []
     for item in service.prior_history(session_id):
         if isinstance(item, HostNotice):
             text = item.text.removeprefix("Note from the host: ")
             quoted = text[:1].upper() + text[1:]
-            print(f"note: with your next message the model is told: “{quoted}”", file=sys.stderr)
+            lines.append(f"note: with your next message the model is told: “{quoted}”")
+    return lines
 
 
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
@@ -140,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from app.commands.cancellable_turn import run_cancellable
     from app.commands.cli_session_host import owned_session_host
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from app.host.host_client import attach
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.base.cancel_token import CancelToken
@@ -159,6 +168,12 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(HostCode.INVALID_CWD, f"{args.cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
     data_dir = resolve_data_dir(args.data_dir)
+    attached = attach(data_dir)
+    if attached is not None:  # the desktop or `maka host` owns the folder: it runs the turn
+        from app.commands.host_turn import run_through_host
+
+        with attached:
+            return run_through_host(args, attached)
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)

@@ -74,6 +74,11 @@ class TerminalTranscript:
             self._mid_line = False
         self._write(text + "\n")
 
+    def print_line(self, text: str) -> None:
+        """One line of its own (a permission question), after any text mid-line."""
+        with self._lock:
+            self._line(text)
+
     def text_delta(self, text: str) -> None:
         with self._lock:
             self._write(visible(text))

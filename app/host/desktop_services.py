@@ -46,6 +46,9 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalSession,
+    TerminalTurn,
+    TerminalTurnEnd,
     Transcript,
     TurnSink,
 )
@@ -68,6 +71,7 @@ from app.host.session_relocation import (
 from app.host.session_rows import wire_rows
 from app.host.settle_call import settle_call, settleable_in
 from app.host.settle_folder import baseline_capture, folder_words, with_folder_notes
+from app.host.terminal_turn import terminal_session, terminal_turn
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -367,6 +371,18 @@ class DesktopServices:
             )
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
+
+    def terminal_session(self, turn: TerminalTurn) -> TerminalSession:
+        return terminal_session(self._service, turn, self._provider().label)
+
+    def terminal_turn(
+        self, session_id: str, turn: TerminalTurn, sink: TurnSink, write: Callable[[str], None]
+    ) -> TerminalTurnEnd:
+        with self._lock:
+            resuming = session_id in self._continuations
+        if resuming:
+            raise HostServiceError(HostCode.SESSION_BUSY, "Safe resume is continuing this session")
+        return terminal_turn(self._service, session_id, turn, sink, write)
 
     def cancel_turn(self, session_id: str) -> None:
         if self._sessions is not None:

@@ -26,6 +26,7 @@ import contextlib
 import os
 import stat
 import sys
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +60,7 @@ class HostClient:
         self._sock = sock
         self._reader = FrameReader(accept=PUSH_KINDS)
         self._pending: list[Message] = []
+        self._send_lock = threading.Lock()
         self.host_kind = host_kind
         self.host_pid = host_pid
 
@@ -94,6 +96,26 @@ class HostClient:
             if isinstance(answer, ErrorPush):
                 raise HostRefusal(answer.code, answer.message)
             return answer
+
+    def stream_without_timeout(self) -> None:
+        """A turn may wait for its model, a tool or a question for as long as it takes: the
+        connection's end (the host stopped) ends the wait, never a timeout."""
+        self._sock.settimeout(None)
+
+    def send(self, message: Message) -> None:
+        """Send one request (any thread: a Ctrl+C's cancel beside a permission answer)."""
+        from app.bridge_contract import encode_frame
+
+        frame = encode_frame(message)
+        with self._send_lock:
+            try:
+                self._sock.sendall(frame)
+            except OSError:
+                raise _stopped() from None
+
+    def receive(self) -> Message:
+        """The next push (one reader at a time); a closed connection raises ``host_stopped``."""
+        return self._next()
 
     def _next(self) -> Message:
         from app.bridge_contract import BridgeProtocolError

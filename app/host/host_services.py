@@ -19,7 +19,7 @@ store raises ``runtime.ledger.ledger_errors.LedgerError`` with a ``StoreCode``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -170,6 +170,43 @@ class SurvivorsChecked:
     parked: ResumeParked | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TerminalTurn:
+    """A terminal's ``maka run`` (``turns.run``): the session (or a new one in ``cwd``), the
+    message, the permission mode, its own step limit and the terminal's width."""
+
+    text: str
+    permission_mode: str
+    session_id: str | None = None
+    cwd: str | None = None
+    max_steps: int | None = None
+    columns: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalTurnEnd:
+    """How a terminal's turn ended (``RunOutcome``'s fields)."""
+
+    session_id: str
+    run_id: str
+    status: str
+    failure_class: str | None = None
+    stop_reason: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalSession:
+    """The session a terminal's turn runs in (created for it when it named a folder), and what
+    the command says before the turn: the provider, and the notes about earlier calls whose
+    outcome is unknown."""
+
+    session_id: str
+    cwd: str
+    provider_label: str
+    notes: tuple[str, ...] = ()
+
+
 class TurnSink(Protocol):
     """Where a running turn (or continuation) reports progress; thread-safe."""
 
@@ -230,6 +267,18 @@ class HostServices(Protocol):
 
     def send_turn(self, session_id: str, text: str, sink: TurnSink) -> None:
         """Run one turn to its end (completed, failed or cancelled), streaming into ``sink``."""
+        ...
+
+    def terminal_session(self, turn: TerminalTurn) -> TerminalSession:
+        """A terminal's ``maka run``, first step: its session (``session_not_found``,
+        ``session_cwd_mismatch``), or a new one in its folder. Runs on a worker thread."""
+        ...
+
+    def terminal_turn(
+        self, session_id: str, turn: TerminalTurn, sink: TurnSink, write: Callable[[str], None]
+    ) -> TerminalTurnEnd:
+        """Then its turn, to its end, with the terminal's permission mode: every window hears it
+        through ``sink``, the terminal's lines (as ``maka run`` prints them) go to ``write``."""
         ...
 
     def cancel_turn(self, session_id: str) -> None:
@@ -311,6 +360,9 @@ __all__ = [
     "SettingsChange",
     "SettingsView",
     "SurvivorsChecked",
+    "TerminalSession",
+    "TerminalTurn",
+    "TerminalTurnEnd",
     "Transcript",
     "TurnSink",
 ]

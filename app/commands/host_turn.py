@@ -1,0 +1,229 @@
+"""``maka run`` through the running host of its data folder (docs/design/hosts.md section 1).
+
+The host (the desktop's main process, or ``maka host``) owns the folder, so it runs the turn:
+the command sends ``turns.run`` and prints what the host sends back, the lines ``maka run``
+prints when it opens the store itself (the host renders them with the same code, from the same
+committed events), so the output, the exit codes and the notes on stderr do not depend on the
+path that served the command.
+
+A permission question is answered here, from standard input as always (a window may answer it
+first: the first answer counts). Ctrl+C asks the host to cancel the turn this command started,
+and nothing else. If the command goes away (a closed terminal, a kill), the turn goes on in the
+host and every window shows it; if the host stops while the command streams, the command ends
+with ``host_stopped`` (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import threading
+from types import FrameType, SimpleNamespace
+from typing import Any
+
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.host.host_client import HostClient, HostConnectionError, HostRefusal
+from runtime.base.cancel_token import CancelToken
+from runtime.ledger.codes import HostCode, StoreCode
+
+_RUN = "run"
+_USAGE_CODES = frozenset(
+    {
+        "session_not_found",
+        "session_cwd_mismatch",
+        "invalid_cwd",
+        "text_not_utf8",
+        "cwd_required",
+    }
+)
+
+
+def run_through_host(args: argparse.Namespace, host: HostClient) -> int:
+    from pydantic import ValidationError
+
+    from app.bridge_contract import MAX_TEXT_CHARS, TurnsRunRequest
+    from app.commands.run_cmd import note_refusals_without_terminal, permission_mode
+
+    mode = permission_mode(args.permission_mode)
+    if args.session is not None and not 1 <= len(args.session) <= 200:
+        raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    if len(args.prompt) > MAX_TEXT_CHARS:
+        raise CliError(
+            HostCode.INVALID_ARGUMENT,
+            f"the prompt is longer than the running Maka accepts ({MAX_TEXT_CHARS} characters)",
+            EXIT_USAGE,
+        )
+    columns = min(max(shutil.get_terminal_size((100, 24)).columns, 20), 10_000)
+    try:
+        request = TurnsRunRequest(
+            session_id=args.session,
+            cwd=os.path.abspath(args.cwd) if args.cwd else None,
+            text=args.prompt,
+            permission_mode=mode,
+            max_steps=args.max_steps,
+            columns=columns,
+            correlation_id=_RUN,
+        )
+    except ValidationError:
+        raise CliError(
+            HostCode.INVALID_ARGUMENT, "the running Maka cannot take this request", EXIT_USAGE
+        ) from None
+    host.stream_without_timeout()
+    turn = _HostTurn(host, mode)
+    host.send(request)
+    end = turn.follow(on_started=lambda: note_refusals_without_terminal(args.permission_mode))
+    return _ended(end)
+
+
+class _HostTurn:
+    """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
+
+    def __init__(self, host: HostClient, mode: str) -> None:
+        self._host = host
+        self._mode = mode
+        self._session_id: str | None = None
+        self._cancel_wanted = False
+        self._lock = threading.Lock()
+        self._question: CancelToken | None = None
+        self._done = CancelToken()
+
+    def follow(self, on_started: Any) -> Any:
+        results: list[Any] = []
+        failures: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                results.append(self._read(on_started))
+            except BaseException as error:  # handed to the main thread below
+                failures.append(error)
+            finally:
+                self._done.cancel()
+
+        def on_interrupt(signum: int, frame: FrameType | None) -> None:
+            del signum, frame
+            print("\nmaka: cancelling the turn...", file=sys.stderr)
+            self._cancel()
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            worker = threading.Thread(target=target, name="maka-host-turn", daemon=True)
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.2)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            self._stop_question()
+        if failures:
+            raise failures[0]
+        return results[0]
+
+    def _cancel(self) -> None:
+        with self._lock:
+            session_id = self._session_id
+            self._cancel_wanted = session_id is None
+        if session_id is not None:
+            self._send_cancel(session_id)
+
+    def _send_cancel(self, session_id: str) -> None:
+        from app.bridge_contract import TurnsCancelRequest
+
+        with contextlib.suppress(HostConnectionError):  # the reader says the host stopped
+            self._host.send(TurnsCancelRequest(session_id=session_id))
+
+    def _read(self, on_started: Any) -> Any:
+        from app.bridge_contract import (
+            ErrorPush,
+            PermissionRequestedPush,
+            TurnEndedPush,
+            TurnOutputPush,
+            TurnStartedPush,
+        )
+
+        started = False
+        while True:
+            message = self._host.receive()
+            if isinstance(message, TurnOutputPush) and message.session_id == self._session_id:
+                sys.stdout.write(message.text)
+                sys.stdout.flush()
+            elif isinstance(message, TurnStartedPush) and message.correlation_id == _RUN:
+                started = True
+                print(
+                    f"session {message.session_id} in {message.cwd} ({message.provider_label}, "
+                    f"permission mode {self._mode})",
+                    file=sys.stderr,
+                )
+                on_started()
+                for note in message.notes:
+                    print(note, file=sys.stderr)
+                with self._lock:
+                    self._session_id = message.session_id
+                    cancel = self._cancel_wanted
+                if cancel:
+                    self._send_cancel(message.session_id)
+            elif (
+                isinstance(message, PermissionRequestedPush)
+                and message.session_id == self._session_id
+            ):
+                self._ask(message.session_id, message.request_id)
+            elif isinstance(message, TurnEndedPush) and message.correlation_id == _RUN:
+                return message
+            elif isinstance(message, ErrorPush) and message.correlation_id == _RUN:
+                refusal = HostRefusal(message.code, message.message)
+                usage = not started and str(refusal.code) in _USAGE_CODES
+                raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
+
+    def _ask(self, session_id: str, request_id: str) -> None:
+        """Read the answer from standard input on its own thread (the pushes keep coming: a
+        window may answer first); the end of input denies, as ``maka run`` does alone."""
+        from app.bridge_contract import PermissionDecision, PermissionsAnswerRequest
+        from app.commands.terminal_transcript import InputLines
+
+        self._stop_question()
+        cancel = CancelToken()
+        with self._lock:
+            self._question = cancel
+
+        def answer() -> None:
+            line = InputLines.of(sys.stdin).read_line(cancel)
+            if cancel.is_cancelled():
+                return
+            allow = line is not None and line.strip().lower() in ("y", "yes", "allow")
+            decision = PermissionDecision.ALLOW if allow else PermissionDecision.DENY
+            with contextlib.suppress(HostConnectionError):
+                self._host.send(
+                    PermissionsAnswerRequest(
+                        session_id=session_id,
+                        request_id=request_id,
+                        decision=decision,
+                        correlation_id="permission",
+                    )
+                )
+
+        threading.Thread(target=answer, name="maka-permission", daemon=True).start()
+
+    def _stop_question(self) -> None:
+        with self._lock:
+            question, self._question = self._question, None
+        if question is not None:
+            question.cancel()
+
+
+def _ended(end: Any) -> int:
+    from app.commands.run_cmd import note_step_limit
+
+    if end.status == "completed":
+        note_step_limit(
+            SimpleNamespace(stop_reason=end.stop_reason, message=end.message or ""), end.session_id
+        )
+        return EXIT_OK
+    print(
+        f"maka: the turn ended {end.status}"
+        + (f" ({end.failure_class})" if end.failure_class else "")
+        + (f": {end.message}" if end.message else ""),
+        file=sys.stderr,
+    )
+    return EXIT_ERROR

@@ -1,0 +1,136 @@
+"""A terminal's ``maka run`` served by the running host (docs/design/hosts.md section 1).
+
+The host runs the turn with the terminal's permission mode and step limit, and renders the
+terminal's lines with the code ``maka run`` prints with when it opens the store itself
+(``TerminalTranscript``), from the same committed events: the output cannot differ by the path
+that served it. Every window hears the turn as it hears its own (``LiveTurnView``). A
+permission question is printed to the terminal as ``maka run`` prints it and shown to every
+window; the first answer counts (the terminal's or a window's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO, cast
+
+from app.commands.terminal_transcript import TerminalTranscript, permission_question_text
+from app.host.host_services import (
+    HostServiceError,
+    TerminalSession,
+    TerminalTurn,
+    TerminalTurnEnd,
+    TurnSink,
+)
+from app.host.live_turn_view import LiveTurnView
+from runtime.agent.permission_policy import (
+    Decision,
+    PermissionMode,
+    PermissionPolicy,
+    PermissionQuestion,
+)
+from runtime.agent.run_loop import RunSettings
+from runtime.agent.session_service import SessionService
+from runtime.base.cancel_token import CancelToken
+from runtime.ledger.codes import HostCode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunStatus
+
+
+def terminal_session(
+    sessions: SessionService, turn: TerminalTurn, provider_label: str
+) -> TerminalSession:
+    """The session named (its folder checked against ``cwd``), or a new one in ``cwd``."""
+    from app.commands.run_cmd import unsettled_call_notes
+
+    try:
+        if turn.session_id is not None:
+            session = sessions.get_session(turn.session_id)
+            if turn.cwd is not None and os.path.realpath(turn.cwd) != os.path.realpath(session.cwd):
+                raise HostServiceError(
+                    HostCode.SESSION_CWD_MISMATCH,
+                    f"session {session.session_id} works in {session.cwd}, not in {turn.cwd}; "
+                    "leave out --cwd to continue it, or start a new session in that folder "
+                    "without --session",
+                )
+            notes = tuple(unsettled_call_notes(sessions, session.session_id))
+        else:
+            assert turn.cwd is not None  # the contract asks for one or the other
+            if not Path(turn.cwd).is_dir():
+                raise HostServiceError(HostCode.INVALID_CWD, f"{turn.cwd} is not a folder")
+            session = sessions.create_session(Path(turn.cwd), title=turn.text)
+            notes = ()
+    except LedgerError as error:
+        raise HostServiceError(error.code, error.message) from None
+    return TerminalSession(session.session_id, session.cwd, provider_label, notes)
+
+
+def terminal_turn(
+    sessions: SessionService,
+    session_id: str,
+    turn: TerminalTurn,
+    sink: TurnSink,
+    write: Callable[[str], None],
+) -> TerminalTurnEnd:
+    """Run the turn to its end (``send_turn``'s refusals raise ``HostServiceError``)."""
+    transcript = TerminalTranscript(cast(TextIO, _Written(write)))
+
+    def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        transcript.print_line(permission_question_text(question, turn.columns))
+        sink.permission_requested(question.request_id, question.tool_name, question.summary)
+        return sessions.permissions.wait(question, cancel, None)
+
+    settings = None if turn.max_steps is None else RunSettings(max_steps=turn.max_steps)
+    try:
+        outcome = sessions.send_turn(
+            session_id,
+            turn.text,
+            _Both(LiveTurnView(sink), transcript),
+            PermissionPolicy(PermissionMode(turn.permission_mode)),
+            asker=ask,
+            settings=settings,
+        )
+    except LedgerError as error:
+        raise HostServiceError(error.code, error.message) from None
+    return TerminalTurnEnd(
+        session_id,
+        outcome.run_id,
+        outcome.status.value,
+        outcome.failure_class,
+        outcome.stop_reason,
+        outcome.message,
+    )
+
+
+class _Written:
+    """A text stream whose writes go to the terminal (``turn.output``)."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+
+    def flush(self) -> None:
+        pass
+
+
+class _Both:
+    """One run observed by every window and by the driving terminal."""
+
+    def __init__(self, live: LiveTurnView, transcript: TerminalTranscript) -> None:
+        self._live = live
+        self._transcript = transcript
+
+    def text_delta(self, text: str) -> None:
+        self._live.text_delta(text)
+        self._transcript.text_delta(text)
+
+    def thinking_delta(self, text: str) -> None:
+        self._live.thinking_delta(text)
+
+    def committed(self, event: RuntimeEvent) -> None:
+        self._live.committed(event)
+        self._transcript.committed(event)
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
+        self._live.run_status(run_id, status, failure_class)
