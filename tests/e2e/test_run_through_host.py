@@ -331,6 +331,7 @@ def test_maka_host_stops_on_sigterm_cancelling_the_turn_and_releasing_the_folder
     # The turn ended as a user's stop ends it, its command was ended, the folder is free.
     [(header, _)] = committed_runs(data)
     assert header.status is RunStatus.CANCELLED
-    assert subprocess.run(["pgrep", "-f", "sleep 67"], capture_output=True).returncode != 0
+    still = subprocess.run(["pgrep", "-f", "sleep 67"], check=False, capture_output=True)
+    assert still.returncode != 0, "the turn's command outlived the host"
     listed = maka(["sessions", "--json"], data)
     assert listed.returncode == 0 and "servedBy" not in json.loads(listed.stdout)
