@@ -27,7 +27,7 @@ import pytest
 
 from runtime.ledger.store_ports import RunStatus
 from tests.helpers.maka_process import MainProcess, maka_executable, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
 
 pytestmark = [
     pytest.mark.e2e,
@@ -162,7 +162,8 @@ def test_run_beside_the_desktop_prints_what_run_prints_alone(tmp_path: Path) -> 
         ],
     )
     env = scripted_env(script)
-    results = {}
+    results: dict[str, tuple[RunResult, RunResult]] = {}
+    folders: dict[str, tuple[Path, Path]] = {}
     for path, folder in (("alone", "direct"), ("beside", "served")):
         work = tmp_path / folder / "work"
         work.mkdir(parents=True)
@@ -184,7 +185,8 @@ def test_run_beside_the_desktop_prints_what_run_prints_alone(tmp_path: Path) -> 
         finally:
             if host is not None:
                 host.stop()
-        results[path] = (first, second, work, data)
+        results[path] = (first, second)
+        folders[path] = (work, data)
     for index in (0, 1):
         alone, beside = results["alone"][index], results["beside"][index]
         assert beside.returncode == alone.returncode == 0, beside.stderr
@@ -193,7 +195,7 @@ def test_run_beside_the_desktop_prints_what_run_prints_alone(tmp_path: Path) -> 
     second = results["beside"][1]
     assert "[permission] write_file wants to:" in second.stdout
     assert "  [permission] allow" in second.stdout and "  [permission] deny" in second.stdout
-    work, data = results["beside"][2], results["beside"][3]
+    work, data = folders["beside"]
     assert (work / "a.txt").read_text() == "hi\n" and (work / "b.txt").read_text() == "b"
     runs = committed_runs(data)
     assert [header.status for header, _ in runs] == [RunStatus.COMPLETED, RunStatus.COMPLETED]
