@@ -112,6 +112,7 @@ class MessageKind(StrEnum):
     SESSIONS_PLAN = "sessions.plan"
     TIMELINE_LOCATE = "timeline.locate"
     TURNS_RUN = "turns.run"
+    TURNS_RESUME = "turns.resume"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -141,6 +142,7 @@ class MessageKind(StrEnum):
     TURN_STARTED = "turn.started"
     TURN_OUTPUT = "turn.output"
     TURN_ENDED = "turn.ended"
+    RESUME_ENDED = "resume.ended"
 
 
 class BridgeErrorCode(StrEnum):
@@ -507,6 +509,22 @@ class TurnsRunRequest(_Message):
         if self.session_id is None and self.cwd is None:
             raise ValueError("a turn needs a session or a folder")
         return self
+
+
+class TurnsResumeRequest(_Message):
+    """A terminal's ``maka resume``: Safe resume of the session's latest interrupted run by the
+    host's continuation service (the banner's). Answered by the terminal's lines
+    (``turn.output``), the continuation's pushes, and ``resume.ended`` with the command's exit
+    code; or ``error``."""
+
+    kind: Literal[MessageKind.TURNS_RESUME] = MessageKind.TURNS_RESUME
+    session_id: Id
+    permission_mode: Literal["ask", "auto", "deny"]
+    max_steps: StepLimit | None = None
+    columns: Annotated[int, Field(ge=20, le=10_000)] = 100
+    as_json: bool = False
+    workspace_decision: Literal["isolated_restore", "rebaseline"] | None = None
+    restore_to: FsPath | None = None
 
 
 MAX_PLAN_LINES: Final = 100_000
@@ -979,6 +997,7 @@ class TurnOutputPush(_Message):
     kind: Literal[MessageKind.TURN_OUTPUT] = MessageKind.TURN_OUTPUT
     session_id: Id
     text: Text
+    stream: Literal["stdout", "stderr"] = "stdout"
 
 
 class TurnEndedPush(_Message):
@@ -991,6 +1010,15 @@ class TurnEndedPush(_Message):
     failure_class: Code | None = None
     stop_reason: Code | None = None
     message: Text | None = None
+
+
+class ResumeEndedPush(_Message):
+    """A terminal's ``maka resume`` ended: the exit code the command exits with (0 the
+    continuation completed, 1 it ran and did not, 3 parked or refused)."""
+
+    kind: Literal[MessageKind.RESUME_ENDED] = MessageKind.RESUME_ENDED
+    session_id: Id
+    exit_code: Annotated[int, Field(ge=0, le=3)]
 
 
 class WindowShowPush(_Message):
@@ -1024,6 +1052,7 @@ Request = (
     | SessionsPlanRequest
     | TimelineLocateRequest
     | TurnsRunRequest
+    | TurnsResumeRequest
 )
 Push = (
     HelloOkPush
@@ -1054,6 +1083,7 @@ Push = (
     | TurnStartedPush
     | TurnOutputPush
     | TurnEndedPush
+    | ResumeEndedPush
 )
 Message = Request | Push
 
@@ -1083,6 +1113,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_PLAN,
         MessageKind.TIMELINE_LOCATE,
         MessageKind.TURNS_RUN,
+        MessageKind.TURNS_RESUME,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(
@@ -1093,9 +1124,9 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.SETTINGS_GET,
         MessageKind.TOOLS_SETTLE,
         MessageKind.TURNS_RUN,
+        MessageKind.TURNS_RESUME,
         MessageKind.TURNS_CANCEL,
         MessageKind.PERMISSIONS_ANSWER,
-        MessageKind.SESSIONS_RESUME_LATEST,
     }
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never

@@ -17,6 +17,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -94,7 +95,7 @@ class CoalescingPushSink:
             ),
         )
 
-    def output(self, text: str) -> None:
+    def output(self, text: str, stream: str = "stdout") -> None:
         """The driving terminal's lines (``turn.output``): consecutive pieces still pending are
         sent as one push, in order with everything else."""
         if not text:
@@ -106,17 +107,20 @@ class CoalescingPushSink:
                 last is not None
                 and last[0] == "output"
                 and isinstance(pending, TurnOutputPush)
+                and pending.stream == stream
                 and len(pending.text) + len(text) <= MAX_TEXT_CHARS
             ):
                 self._pending[last] = pending.model_copy(update={"text": pending.text + text})
                 return
         for start in range(0, len(text), MAX_TEXT_CHARS):
             self._queue(
-                ("output", str(next(_unique))), self._output_push(text[start:][:MAX_TEXT_CHARS])
+                ("output", str(next(_unique))),
+                self._output_push(text[start:][:MAX_TEXT_CHARS], stream),
             )
 
-    def _output_push(self, piece: str) -> Callable[[], Message]:
-        return lambda: TurnOutputPush(session_id=self._session_id, text=piece)
+    def _output_push(self, piece: str, stream: str) -> Callable[[], Message]:
+        where: Literal["stdout", "stderr"] = "stderr" if stream == "stderr" else "stdout"
+        return lambda: TurnOutputPush(session_id=self._session_id, text=piece, stream=where)
 
     def resume_started(self, run_id: str, turn_id: str) -> None:
         def build() -> Message:

@@ -44,6 +44,7 @@ from app.bridge_contract import (
     ProcessesStoppedPush,
     ProcessesStopRequest,
     Request,
+    ResumeEndedPush,
     ResumeFailedPush,
     ResumeLatestRequest,
     ResumeParkedPush,
@@ -84,6 +85,7 @@ from app.bridge_contract import (
     TurnEndedPush,
     TurnOutputPush,
     TurnsCancelRequest,
+    TurnsResumeRequest,
     TurnsRunRequest,
     TurnsSendRequest,
     TurnStartedPush,
@@ -101,6 +103,7 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalResume,
     TerminalSession,
     TerminalTurn,
     TerminalTurnEnd,
@@ -217,6 +220,8 @@ class RequestRouter:
                 self._send_turn(peer_id, message)
             case TurnsRunRequest():
                 self._run_for_terminal(peer_id, message)
+            case TurnsResumeRequest():
+                self._resume_for_terminal(peer_id, message)
             case ResumeLatestRequest():
                 self.start_resume(
                     message.session_id,
@@ -545,6 +550,69 @@ class RequestRouter:
                 notes=tuple(note[:4000] for note in session.notes[:1000]),
                 correlation_id=correlation_id,
             ),
+        )
+
+    def _resume_for_terminal(self, peer_id: int, message: TurnsResumeRequest) -> None:
+        """``maka resume`` beside the desktop (or ``maka host``): the banner's continuation
+        service, so a terminal and a window racing on one session make one continuation (the
+        turn thread is the session's, and the store's continuation claim is the backstop).
+        The terminal hears its lines, the continuation's pushes and ``resume.ended`` with its
+        exit code; every window hears the outcome as after a click."""
+        session_id = message.session_id
+        correlation_id = message.correlation_id
+        sink = CoalescingPushSink(
+            session_id, self._workers.relay, self._turn_sender(session_id, driver=peer_id)
+        )
+        terminal = TerminalResume(
+            permission_mode=message.permission_mode,
+            write=sink.output,
+            max_steps=message.max_steps,
+            columns=message.columns,
+            as_json=message.as_json,
+        )
+
+        def done(result: JobResult) -> None:
+            sink.flush_now()
+            self._standing.turn_ended(session_id)
+            self._drivers.pop(session_id, None)
+            outcome = _resume_outcome(result)
+            self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, None)
+            self.refresh_session(session_id)
+            if isinstance(outcome, ResumeFailed):
+                self._reply_error(peer_id, correlation_id, outcome.code, outcome.message)
+                return
+            exit_code = 3
+            if isinstance(outcome, ResumeStarted):
+                exit_code = 0 if outcome.status == RunStatusValue.COMPLETED else 1
+            self._server.send(
+                peer_id,
+                ResumeEndedPush(
+                    session_id=session_id, exit_code=exit_code, correlation_id=correlation_id
+                ),
+            )
+
+        if not self._lifecycle.admits_work:
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+            return
+        started = self._workers.run_turn(
+            session_id,
+            lambda: self._services.resume_latest(
+                session_id,
+                sink,
+                automatic=False,
+                decision=message.workspace_decision,
+                restore_to=message.restore_to,
+                terminal=terminal,
+            ),
+            lambda: self._services.cancel_turn(session_id),
+            done,
+        )
+        if not started:
+            self._refuse_busy(peer_id, correlation_id, session_id)
+            return
+        pid = self._server.peer_process_id(peer_id)
+        self._drive(
+            session_id, peer_id, "a terminal (maka resume" + (f", pid {pid})" if pid else ")")
         )
 
     def _drive(self, session_id: str, peer_id: int | None, what: str = "") -> None:

@@ -25,7 +25,7 @@ import threading
 from types import FrameType, SimpleNamespace
 from typing import Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.host.host_client import HostClient, HostConnectionError, HostRefusal
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode, StoreCode
@@ -79,13 +79,49 @@ def run_through_host(args: argparse.Namespace, host: HostClient) -> int:
     return _ended(end)
 
 
+def resume_through_host(args: argparse.Namespace, host: HostClient) -> int:
+    """``maka resume`` beside a running host: its continuation service (the banner's) plans and
+    continues; this command prints its lines and exits with its code."""
+    from pydantic import ValidationError
+
+    from app.bridge_contract import TurnsResumeRequest
+    from app.commands.run_cmd import note_refusals_without_terminal, permission_mode
+
+    mode = permission_mode(args.permission_mode)
+    decision = "rebaseline" if args.rebaseline else None
+    if args.restore_to is not None:
+        decision = "isolated_restore"
+    columns = min(max(shutil.get_terminal_size((100, 24)).columns, 20), 10_000)
+    try:
+        request = TurnsResumeRequest(
+            session_id=args.session,
+            permission_mode=mode,
+            max_steps=args.max_steps,
+            columns=columns,
+            as_json=bool(args.json),
+            workspace_decision=decision,
+            restore_to=os.path.abspath(args.restore_to) if args.restore_to else None,
+            correlation_id=_RUN,
+        )
+    except ValidationError:
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
+        ) from None
+    host.stream_without_timeout()
+    turn = _HostTurn(host, mode, session_id=args.session)
+    host.send(request)
+    code: int = turn.follow(on_started=lambda: note_refusals_without_terminal(args.permission_mode))
+    return code
+
+
 class _HostTurn:
     """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
 
-    def __init__(self, host: HostClient, mode: str) -> None:
+    def __init__(self, host: HostClient, mode: str, session_id: str | None = None) -> None:
         self._host = host
         self._mode = mode
-        self._session_id: str | None = None
+        self._resuming = session_id is not None
+        self._session_id: str | None = session_id
         self._cancel_wanted = False
         self._lock = threading.Lock()
         self._question: CancelToken | None = None
@@ -138,6 +174,8 @@ class _HostTurn:
         from app.bridge_contract import (
             ErrorPush,
             PermissionRequestedPush,
+            ResumeEndedPush,
+            ResumeStartedPush,
             TurnEndedPush,
             TurnOutputPush,
             TurnStartedPush,
@@ -147,8 +185,19 @@ class _HostTurn:
         while True:
             message = self._host.receive()
             if isinstance(message, TurnOutputPush) and message.session_id == self._session_id:
-                sys.stdout.write(message.text)
-                sys.stdout.flush()
+                stream = sys.stderr if message.stream == "stderr" else sys.stdout
+                stream.write(message.text)
+                stream.flush()
+            elif (
+                isinstance(message, ResumeStartedPush)
+                and self._resuming
+                and message.session_id == self._session_id
+                and not started
+            ):
+                started = True
+                on_started()
+            elif isinstance(message, ResumeEndedPush) and message.correlation_id == _RUN:
+                return message.exit_code
             elif isinstance(message, TurnStartedPush) and message.correlation_id == _RUN:
                 started = True
                 print(
@@ -174,7 +223,10 @@ class _HostTurn:
             elif isinstance(message, ErrorPush) and message.correlation_id == _RUN:
                 refusal = HostRefusal(message.code, message.message)
                 usage = not started and str(refusal.code) in _USAGE_CODES
-                raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
+                exit_code = EXIT_USAGE if usage else EXIT_ERROR
+                if self._resuming and str(refusal.code) == HostCode.SESSION_BUSY:
+                    exit_code = EXIT_PARKED  # as a busy session parks Safe resume
+                raise CliError(refusal.code, refusal.message, exit_code)
 
     def _ask(self, session_id: str, request_id: str) -> None:
         """Read the answer from standard input on its own thread (the pushes keep coming: a

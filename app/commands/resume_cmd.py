@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         run_settings,
     )
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from app.host.host_client import attach
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
@@ -79,7 +80,14 @@ def run(args: argparse.Namespace) -> int:
     transcript = TerminalTranscript(out)
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)
-    with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
+    data_dir = resolve_data_dir(args.data_dir)
+    attached = attach(data_dir)
+    if attached is not None:  # the desktop or `maka host` owns the folder: it continues
+        from app.commands.host_turn import resume_through_host
+
+        with attached:
+            return resume_through_host(args, attached)
+    with owned_session_host(data_dir, args.provider, settings) as host:
         session = host.store.get_session(args.session)
         if session is None:
             raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)

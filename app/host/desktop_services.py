@@ -46,6 +46,7 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalResume,
     TerminalSession,
     TerminalTurn,
     TerminalTurnEnd,
@@ -71,7 +72,7 @@ from app.host.session_relocation import (
 from app.host.session_rows import wire_rows
 from app.host.settle_call import settle_call, settleable_in
 from app.host.settle_folder import baseline_capture, folder_words, with_folder_notes
-from app.host.terminal_turn import terminal_session, terminal_turn
+from app.host.terminal_turn import TerminalContinuation, terminal_session, terminal_turn
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -410,10 +411,16 @@ class DesktopServices:
         automatic: bool,
         decision: str | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
         choice = WorkspaceDecision(decision) if decision and not automatic else None
         outcome = self._resume_latest(
-            session_id, sink, automatic=automatic, decision=choice, restore_to=restore_to
+            session_id,
+            sink,
+            automatic=automatic,
+            decision=choice,
+            restore_to=restore_to,
+            terminal=terminal,
         )
         self._memory.remember(session_id, outcome)
         return outcome
@@ -426,6 +433,7 @@ class DesktopServices:
         automatic: bool,
         decision: WorkspaceDecision | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
         sessions = self._service
         if sessions.is_busy(session_id):
@@ -440,6 +448,8 @@ class DesktopServices:
             sink.permission_requested(question.request_id, question.tool_name, question.summary)
             return sessions.permissions.wait(question, cancel, None)
 
+        # A terminal's `maka resume` drives the same continuation with its own mode and lines.
+        said = TerminalContinuation(terminal, sessions, sink) if terminal is not None else None
         resume, turn = continuation_resume_service(
             self._store,
             catalog=sessions.catalog,
@@ -447,14 +457,14 @@ class DesktopServices:
             shells=self._shells,
             processes=self._store,
             process_recorder=sessions.process_recorder,
-            policy=PermissionPolicy(),
-            asker=ask,
-            observer=observer,
+            policy=said.policy if said is not None else PermissionPolicy(),
+            asker=said.ask if said is not None else ask,
+            observer=said.observer(observer) if said is not None else observer,
             cwd=cwd,
             enabled=self.resume_flags()[0],
             clock=self._clock,
             lifecycle=self._lifecycle,
-            settings=self._run_settings(),
+            settings=(said.settings if said is not None else None) or self._run_settings(),
             checkpoints=sessions.checkpoints,
         )
         with self._lock:
@@ -462,16 +472,32 @@ class DesktopServices:
                 return ResumeParked(("session_busy",))
             # registered before planning, so no turn can start in between
             self._continuations[session_id] = turn.cancel
+        plan_made = None
         try:
-            plan = resume.plan_latest(
+            plan = plan_made = resume.plan_latest(
                 session_id, automatic=automatic, decision=decision, restore_to=restore_to
             )
             if not plan.continues:
+                if said is not None:
+                    said.parked(self._store, plan)
                 return parked_outcome(plan, parked_write_diagnostics(self._store, plan, cwd))
             observer.continuation_of = plan.source_run_id
+            if said is not None:
+                said.continuing(plan)
             result = resume.execute(plan, automatic=automatic)
+            if said is not None:
+                target = self._store.read_run_header(result.target_run_id)
+                said.ended(
+                    plan,
+                    result.target_run_id,
+                    result.status.value,
+                    cwd,
+                    target.cwd if target is not None else None,
+                )
         except ResumeRefused as refusal:
             code = refusal.code
+            if said is not None and plan_made is not None:
+                said.refused(plan_made, str(code), refusal.message)
             refused = ResumeParked((code,), (wire_diagnostic(code, refusal.message),))
             if decision is None or code not in TARGET_REFUSALS:
                 return refused
@@ -494,7 +520,7 @@ class DesktopServices:
         finally:
             with self._lock:
                 self._continuations.pop(session_id, None)
-        return ResumeStarted(result.target_run_id, result.target_turn_id)
+        return ResumeStarted(result.target_run_id, result.target_turn_id, result.status.value)
 
     # ---- settling an unknown outcome ------------------------------------------------------
 

@@ -125,6 +125,8 @@ class RecoveryReport:
 class ResumeStarted:
     run_id: str
     turn_id: str
+    status: str | None = None
+    """How the continuation's turn ended (``completed``...), when it ran to its end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +195,19 @@ class TerminalTurnEnd:
     failure_class: str | None = None
     stop_reason: str | None = None
     message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalResume:
+    """A terminal's ``maka resume`` (``turns.resume``): its permission mode, step limit and
+    width, ``--json``, and where its lines go (``write(text, stream)``, stream ``stdout`` or
+    ``stderr``)."""
+
+    permission_mode: str
+    write: Callable[[str, str], None]
+    max_steps: int | None = None
+    columns: int = 100
+    as_json: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,8 +312,11 @@ class HostServices(Protocol):
         automatic: bool,
         decision: str | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
-        """Plan the session's latest interrupted run; when the plan says continue, execute it and
+        """``terminal``: a terminal's ``maka resume`` drives it (its mode, its lines).
+
+        Plan the session's latest interrupted run; when the plan says continue, execute it and
         stream the continuation into ``sink`` until it ends. ``automatic`` marks an auto-resume
         at startup (recorded on the continuation, read by the crash-loop guard); ``decision``
         (``isolated_restore`` / ``rebaseline``) and ``restore_to``: the user's way forward when
@@ -360,6 +378,7 @@ __all__ = [
     "SettingsChange",
     "SettingsView",
     "SurvivorsChecked",
+    "TerminalResume",
     "TerminalSession",
     "TerminalTurn",
     "TerminalTurnEnd",

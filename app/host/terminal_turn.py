@@ -10,14 +10,16 @@ window; the first answer counts (the terminal's or a window's).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from app.commands.terminal_transcript import TerminalTranscript, permission_question_text
 from app.host.host_services import (
     HostServiceError,
+    TerminalResume,
     TerminalSession,
     TerminalTurn,
     TerminalTurnEnd,
@@ -30,13 +32,16 @@ from runtime.agent.permission_policy import (
     PermissionPolicy,
     PermissionQuestion,
 )
-from runtime.agent.run_loop import RunSettings
+from runtime.agent.run_loop import RunObserver, RunSettings
 from runtime.agent.session_service import SessionService
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunStatus
+
+if TYPE_CHECKING:
+    from runtime.continuation.continuation_planner import ContinuationPlan
 
 
 def terminal_session(
@@ -134,3 +139,82 @@ class _Both:
 
     def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
         self._live.run_status(run_id, status, failure_class)
+
+
+class TerminalContinuation:
+    """What a terminal's ``maka resume`` changes in the banner's continuation: its permission
+    mode and step limit, the question printed as ``maka resume`` prints it, its lines (the
+    plan said before the first output, a park in words or as JSON, the ending)."""
+
+    def __init__(self, terminal: TerminalResume, sessions: SessionService, sink: TurnSink) -> None:
+        self._terminal = terminal
+        stream = "stderr" if terminal.as_json else "stdout"
+        self.transcript = TerminalTranscript(
+            cast(TextIO, _Written(lambda text: terminal.write(text, stream)))
+        )
+        self.policy = PermissionPolicy(PermissionMode(terminal.permission_mode))
+        self.settings = (
+            None if terminal.max_steps is None else RunSettings(max_steps=terminal.max_steps)
+        )
+        self._sessions = sessions
+        self._sink = sink
+
+    def observer(self, live: LiveTurnView) -> RunObserver:
+        return _Both(live, self.transcript)
+
+    def ask(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        self.transcript.print_line(permission_question_text(question, self._terminal.columns))
+        self._sink.permission_requested(question.request_id, question.tool_name, question.summary)
+        return self._sessions.permissions.wait(question, cancel, None)
+
+    def _out(self, text: str) -> None:
+        self._terminal.write(text + "\n", "stdout")
+
+    def parked(self, store: Any, plan: ContinuationPlan) -> None:
+        """A park, as ``maka resume`` says it: the plan in words (with the calls ``maka settle``
+        can answer) or its JSON document."""
+        from app.host.plan_report import plan_json, plan_summary, settleable_calls
+        from app.host.plan_report import source_operations as operations_of
+        from app.host.settle_folder import folder_words
+
+        if self._terminal.as_json:
+            self._out(json.dumps(plan_json(plan), ensure_ascii=False))
+            return
+        operations = operations_of(store, plan)
+        folder = folder_words(store, self._sessions.checkpoints, plan, settleable_calls(operations))
+        self._out("\n".join(plan_summary(plan, operations, folder=folder.get)))
+
+    def continuing(self, plan: ContinuationPlan) -> None:
+        from app.host.plan_report import plan_summary
+
+        if plan.continuation is not None:
+            self.transcript.name_calls(plan.continuation.restore_subjects)
+        if not self._terminal.as_json:
+            self.transcript.hold("\n".join(plan_summary(plan)) + "\n")
+
+    def refused(self, plan: ContinuationPlan, code: str, message: str) -> None:
+        from app.host.plan_report import plan_json
+
+        self.transcript.release(keep=False)
+        if self._terminal.as_json:
+            body = plan_json(plan, {"disposition": "refused", "code": code})
+            body["message"] = message
+            self._out(json.dumps(body, ensure_ascii=False))
+        else:
+            self._out(f"Safe resume refused before the provider was called: [{code}] {message}")
+
+    def ended(
+        self, plan: ContinuationPlan, run_id: str, status: str, cwd: str, target_cwd: str | None
+    ) -> None:
+        from app.host.plan_report import plan_json
+
+        self.transcript.release()
+        if self._terminal.as_json:
+            extra: dict[str, object] = {"started": True, "runId": run_id, "status": status}
+            if target_cwd is not None:
+                extra["workspacePath"] = target_cwd
+            self._out(json.dumps(plan_json(plan, extra), ensure_ascii=False))
+            return
+        if target_cwd is not None and target_cwd != cwd:
+            self._out(f"Continued in a restored copy at {target_cwd}; {cwd} was left as it is.")
+        self._out(f"\ncontinuation run {run_id} ended {status}")

@@ -34,6 +34,7 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalResume,
     TerminalSession,
     TerminalTurn,
     TerminalTurnEnd,
@@ -215,6 +216,7 @@ class FakeHostServices:
         automatic: bool,
         decision: str | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
         self._record(f"resume_latest:{session_id}")
         with self._lock:

@@ -1,0 +1,121 @@
+"""``maka resume`` beside a running host: the host's continuation service (the banner's) plans
+and continues, the terminal prints what ``maka resume`` prints alone.
+
+Real processes: a data folder holding a session killed mid-turn (SIGKILL at a failpoint) and
+recovered; Safe resume on and automatic resume off in its settings, so the session waits for a
+resume. ``maka resume`` alone and beside a host print the same lines and exit the same way; a
+terminal and a window asking at once make exactly one continuation (the other is told the session
+is busy, or that the boundary was already continued).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from app.bridge_contract import MessageKind, ResumeLatestRequest
+from runtime.ledger.store_ports import RunStatus
+from tests.e2e.test_sessions_resume_hint_cli import interrupted_session
+from tests.helpers.maka_process import start_main
+from tests.helpers.maka_run import RunResult, committed_runs, maka
+from tests.helpers.wire_client import WireClient
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(sys.platform == "win32", reason="terminal clients attach over Unix sockets"),
+]
+
+SETTINGS = {"safe_resume": "1", "auto_resume": "0"}
+
+
+def _waiting(tmp_path: Path) -> tuple[Path, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    data, session = interrupted_session(tmp_path)
+    (data / "settings.json").write_text(json.dumps(SETTINGS))
+    return data, session
+
+
+def _same(text: str) -> str:
+    text = re.sub(r"(session|run|turn|inv|op)[_-][0-9a-f]+", r"\1_X", text)
+    text = re.sub(r"sha256:[0-9a-f]+", "sha256:X", text)
+    return re.sub(r"/(direct|served)/", "/", text)
+
+
+def _continuations(data: Path) -> int:
+    return sum(1 for header, _ in committed_runs(data) if header.status is RunStatus.COMPLETED)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_resume_beside_a_host_prints_what_resume_prints_alone(
+    tmp_path: Path, as_json: bool
+) -> None:
+    flags = ["--json"] if as_json else []
+    alone_data, alone_session = _waiting(tmp_path / "direct")
+    alone = maka(["resume", alone_session, "--permission-mode", "auto", *flags], alone_data)
+    alone_again = maka(["resume", alone_session, "--permission-mode", "auto"], alone_data)
+
+    data, session = _waiting(tmp_path / "served")
+    host = start_main(data, None, "host").wait_ready()
+    try:
+        served = maka(["resume", session, "--permission-mode", "auto", *flags], data)
+        again = maka(["resume", session, "--permission-mode", "auto"], data)
+        assert host.process.poll() is None, host.stderr()
+    finally:
+        host.stop()
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert served.returncode == alone.returncode, served.stdout + served.stderr
+    if as_json:
+        document, expected = json.loads(served.stdout), json.loads(alone.stdout)
+        assert json.loads(_same(json.dumps(document))) == json.loads(_same(json.dumps(expected)))
+        assert document["started"] is True and document["status"] == "completed"
+    else:
+        assert _same(served.stdout) == _same(alone.stdout)
+    assert _same(served.stderr) == _same(alone.stderr)
+    # The boundary was continued once: a second resume parks, said as maka resume says it alone.
+    assert again.returncode == alone_again.returncode == 3, again.stdout + again.stderr
+    assert "continuation_already_exists" in again.stdout
+    assert _same(again.stdout) == _same(alone_again.stdout)
+    assert _continuations(data) == 1
+
+
+def test_a_terminal_and_a_window_racing_make_one_continuation(qtbot: QtBot, tmp_path: Path) -> None:
+    data, session = _waiting(tmp_path)
+    host = start_main(data, None).wait_ready()
+    results: list[RunResult] = []
+    try:
+        window = WireClient(host.socket_name)
+        window.hello(host.token)
+        qtbot.waitUntil(lambda: window.has(MessageKind.HELLO_OK), timeout=60_000)
+        terminal = threading.Thread(
+            target=lambda: results.append(
+                maka(["resume", session, "--permission-mode", "auto"], data)
+            )
+        )
+        terminal.start()
+        window.send(ResumeLatestRequest(session_id=session, correlation_id="click"))
+        terminal.join(120)
+        qtbot.waitUntil(lambda: window.answered("click"), timeout=60_000)
+        qtbot.waitUntil(
+            lambda: (
+                len(window.all(MessageKind.RESUME_STARTED)) >= 1
+                and len(window.all(MessageKind.SESSION_UPDATED)) >= 1
+            ),
+            timeout=60_000,
+        )
+        assert host.process.poll() is None, host.stderr()
+    finally:
+        host.stop()
+    [result] = results
+    # Exactly one of them continued; the other was told the session is busy or done.
+    assert result.returncode in (0, 3), result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    if result.returncode == 3:
+        said = result.stdout + result.stderr
+        assert "session_busy" in said or "continuation_already_exists" in said, said
+    assert _continuations(data) == 1
