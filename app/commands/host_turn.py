@@ -22,10 +22,11 @@ import shutil
 import signal
 import sys
 import threading
-from types import FrameType, SimpleNamespace
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_PARKED, EXIT_USAGE, CliError
 from app.host.host_client import HostClient, HostConnectionError, HostRefusal
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode, StoreCode
@@ -42,13 +43,15 @@ _USAGE_CODES = frozenset(
 )
 
 
-def run_through_host(args: argparse.Namespace, host: HostClient) -> int:
+def run_through_host(
+    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+) -> Any:
+    """Send ``turns.run`` and print what the host sends back; returns its ``turn.ended``
+    (``on_started``: said once the host took the turn, after the session line)."""
     from pydantic import ValidationError
 
     from app.bridge_contract import MAX_TEXT_CHARS, TurnsRunRequest
-    from app.commands.run_cmd import note_refusals_without_terminal, permission_mode
 
-    mode = permission_mode(args.permission_mode)
     if args.session is not None and not 1 <= len(args.session) <= 200:
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     if len(args.prompt) > MAX_TEXT_CHARS:
@@ -75,19 +78,19 @@ def run_through_host(args: argparse.Namespace, host: HostClient) -> int:
     host.stream_without_timeout()
     turn = _HostTurn(host, mode)
     host.send(request)
-    end = turn.follow(on_started=lambda: note_refusals_without_terminal(args.permission_mode))
-    return _ended(end)
+    return turn.follow(on_started)
 
 
-def resume_through_host(args: argparse.Namespace, host: HostClient) -> int:
+def resume_through_host(
+    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+) -> int:
     """``maka resume`` beside a running host: its continuation service (the banner's) plans and
-    continues; this command prints its lines and exits with its code."""
+    continues; this command prints its lines and exits with its code (``on_started``: said once
+    the continuation runs, never for a park)."""
     from pydantic import ValidationError
 
     from app.bridge_contract import TurnsResumeRequest
-    from app.commands.run_cmd import note_refusals_without_terminal, permission_mode
 
-    mode = permission_mode(args.permission_mode)
     decision = "rebaseline" if args.rebaseline else None
     if args.restore_to is not None:
         decision = "isolated_restore"
@@ -110,7 +113,7 @@ def resume_through_host(args: argparse.Namespace, host: HostClient) -> int:
     host.stream_without_timeout()
     turn = _HostTurn(host, mode, session_id=args.session)
     host.send(request)
-    code: int = turn.follow(on_started=lambda: note_refusals_without_terminal(args.permission_mode))
+    code: int = turn.follow(on_started)
     return code
 
 
@@ -262,20 +265,3 @@ class _HostTurn:
             question, self._question = self._question, None
         if question is not None:
             question.cancel()
-
-
-def _ended(end: Any) -> int:
-    from app.commands.run_cmd import note_step_limit
-
-    if end.status == "completed":
-        note_step_limit(
-            SimpleNamespace(stop_reason=end.stop_reason, message=end.message or ""), end.session_id
-        )
-        return EXIT_OK
-    print(
-        f"maka: the turn ended {end.status}"
-        + (f" ({end.failure_class})" if end.failure_class else "")
-        + (f": {end.message}" if end.message else ""),
-        file=sys.stderr,
-    )
-    return EXIT_ERROR

@@ -86,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
         from app.commands.host_turn import resume_through_host
 
         with attached:
-            return resume_through_host(args, attached)
+            return resume_through_host(
+                args,
+                attached,
+                permission_mode(args.permission_mode),
+                lambda: note_refusals_without_terminal(args.permission_mode),
+            )
     with owned_session_host(data_dir, args.provider, settings) as host:
         session = host.store.get_session(args.session)
         if session is None:

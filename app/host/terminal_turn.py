@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from app.commands.terminal_transcript import TerminalTranscript, permission_question_text
 from app.host.host_services import (
     HostServiceError,
     TerminalResume,
@@ -26,6 +25,7 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
+from app.host.terminal_transcript import TerminalTranscript, permission_question_text
 from runtime.agent.permission_policy import (
     Decision,
     PermissionMode,
@@ -48,8 +48,6 @@ def terminal_session(
     sessions: SessionService, turn: TerminalTurn, provider_label: str
 ) -> TerminalSession:
     """The session named (its folder checked against ``cwd``), or a new one in ``cwd``."""
-    from app.commands.run_cmd import unsettled_call_notes
-
     try:
         if turn.session_id is not None:
             session = sessions.get_session(turn.session_id)
@@ -70,6 +68,20 @@ def terminal_session(
     except LedgerError as error:
         raise HostServiceError(error.code, error.message) from None
     return TerminalSession(session.session_id, session.cwd, provider_label, notes)
+
+
+def unsettled_call_notes(service: Any, session_id: str) -> list[str]:
+    """What the model is told before a new turn about earlier tool calls whose outcome is
+    unknown, as ``maka run`` says it on stderr (quoted as what the model is told)."""
+    from runtime.providers.provider_port import HostNotice
+
+    lines: list[str] = []
+    for item in service.prior_history(session_id):
+        if isinstance(item, HostNotice):
+            text = item.text.removeprefix("Note from the host: ")
+            quoted = text[:1].upper() + text[1:]
+            lines.append(f"note: with your next message the model is told: “{quoted}”")
+    return lines
 
 
 def terminal_turn(
