@@ -337,3 +337,30 @@ def test_maka_host_stops_on_sigterm_cancelling_the_turn_and_releasing_the_folder
     assert still.returncode != 0, "the turn's command outlived the host"
     listed = maka(["sessions", "--json"], data)
     assert listed.returncode == 0 and "servedBy" not in json.loads(listed.stdout)
+
+
+def test_maka_host_recovers_and_resumes_automatically_at_start(tmp_path: Path) -> None:
+    """Startup recovery, then automatic resume with the flag on, as the desktop does: a turn
+    killed mid-way (SIGKILL at a failpoint) is repaired by the host's start and continued."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"]
+    killed = maka(args, data, env={"MAKA_FAILPOINT": "P6", "MAKA_WORKSPACE_CHECKPOINTS": "off"})
+    assert killed.returncode == -9, killed.stderr
+    [(header, _)] = committed_runs(data)
+    session = header.session_id
+    host = start_main(data, {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}, "host").wait_ready()
+    try:
+        deadline = time.monotonic() + 120
+        while _last_status(data, session) != "completed":
+            assert host.process.poll() is None, host.stderr()
+            assert time.monotonic() < deadline, "automatic resume did not continue the session"
+            time.sleep(0.2)
+        listed = json.loads(maka(["sessions", "--json"], data).stdout)
+        assert listed["servedBy"] == {"host": "headless", "pid": host.pid}
+    finally:
+        assert host.terminate(signal.SIGINT, timeout_s=60) == 0, host.stderr()
+        host.stop()
+    runs = committed_runs(data)
+    assert [header.status for header, _ in runs] == [RunStatus.FAILED, RunStatus.COMPLETED]
