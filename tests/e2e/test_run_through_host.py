@@ -24,10 +24,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytestqt.qtbot import QtBot
 
+from app.bridge_contract import (
+    PROTOCOL_VERSION,
+    ClientRole,
+    HelloRequest,
+    MessageKind,
+    TurnsCancelRequest,
+)
+from app.host.ipc_endpoint import terminal_token_path
 from runtime.ledger.store_ports import RunStatus
 from tests.helpers.maka_process import MainProcess, maka_executable, start_main
 from tests.helpers.maka_run import RunResult, committed_runs, maka, scripted_env, write_script
+from tests.helpers.wire_client import WireClient
 
 pytestmark = [
     pytest.mark.e2e,
@@ -202,7 +212,7 @@ def test_run_beside_the_desktop_prints_what_run_prints_alone(tmp_path: Path) -> 
 
 
 def test_a_busy_session_refuses_a_second_turn_and_ctrl_c_cancels_only_its_own(
-    tmp_path: Path, clients: list[Streaming]
+    qtbot: QtBot, tmp_path: Path, clients: list[Streaming]
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -228,6 +238,25 @@ def test_a_busy_session_refuses_a_second_turn_and_ctrl_c_cancels_only_its_own(
         assert "[session_busy]" in second.stderr
         assert f"a terminal (maka run, pid {driver.process.pid})" in second.stderr
         assert "Traceback" not in second.stderr
+
+        # Another terminal's cancel does not stop a turn it did not start.
+        other = WireClient(host.socket_name)
+        other.send(
+            HelloRequest(
+                token=Path(terminal_token_path(data)).read_text().strip(),
+                protocol_version=PROTOCOL_VERSION,
+                role=ClientRole.TERMINAL,
+                correlation_id="hello",
+            )
+        )
+        qtbot.waitUntil(lambda: other.has(MessageKind.HELLO_OK), timeout=30_000)
+        other.send(TurnsCancelRequest(session_id=session))
+        other.ask_marker("after-cancel")
+        qtbot.waitUntil(lambda: other.answered("after-cancel"), timeout=30_000)
+        time.sleep(1.0)
+        assert driver.process.poll() is None, driver.text()
+        assert _last_status(data, session) == "running"
+        other.close()
 
         driver.process.send_signal(signal.SIGINT)
         assert driver.finish() == 1, driver.text()
