@@ -443,7 +443,7 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
-            self._drivers.pop(session_id, None)
+            self._undrive(session_id)
             if result.error is not None:
                 self._reply_error(peer_id, message.correlation_id, *_error_code(result.error))
             self.refresh_session(session_id)
@@ -507,7 +507,7 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
-            self._drivers.pop(session_id, None)
+            self._undrive(session_id)
             if result.error is not None:
                 self._reply_error(peer_id, correlation_id, *_error_code(result.error))
             else:
@@ -574,7 +574,7 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
-            self._drivers.pop(session_id, None)
+            self._undrive(session_id)
             outcome = _resume_outcome(result)
             self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, None)
             self.refresh_session(session_id)
@@ -625,6 +625,12 @@ class RequestRouter:
                 what = "the desktop window"
         self._drivers[session_id] = (peer_id, what)
 
+    def _undrive(self, session_id: str) -> None:
+        """The session's work ended (its done callback, on the event loop): forget its driver,
+        unless a new turn of the session started meanwhile and already named its own."""
+        if not self._workers.busy(session_id):
+            self._drivers.pop(session_id, None)
+
     def _refuse_busy(self, peer_id: int, correlation_id: str | None, session_id: str) -> None:
         if not self._workers.busy(session_id):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
@@ -660,7 +666,7 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
-            self._drivers.pop(session_id, None)
+            self._undrive(session_id)
             outcome = _resume_outcome(result)
             self._push_resume_outcome(
                 session_id, outcome, sink.resume_started_sent, correlation_id, automatic
@@ -830,6 +836,7 @@ class RequestRouter:
             )
 
         def done(result: JobResult) -> None:
+            self._undrive(session_id)
             if result.error is not None:
                 tell(answer(False, *_error_code(result.error)))
                 return
@@ -859,6 +866,8 @@ class RequestRouter:
             lambda: None,
             done,
         )
+        if started:
+            self._drive(session_id, None, "an answer about a tool call being recorded")
         if not started:
             busy = self._workers.busy(session_id)
             tell(
