@@ -75,6 +75,12 @@ def run_through_host(
         raise CliError(
             HostCode.INVALID_ARGUMENT, "the running Maka cannot take this request", EXIT_USAGE
         ) from None
+    if args.provider:
+        print(
+            "note: the running Maka serving this data folder runs the turn with its own "
+            "provider settings; --provider applies when no Maka serves it",
+            file=sys.stderr,
+        )
     host.stream_without_timeout()
     turn = _HostTurn(host, mode)
     host.send(request)
@@ -110,6 +116,12 @@ def resume_through_host(
         raise CliError(
             StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
         ) from None
+    if args.provider:
+        print(
+            "note: the running Maka serving this data folder continues with its own provider "
+            "settings; --provider applies when no Maka serves it",
+            file=sys.stderr,
+        )
     host.stream_without_timeout()
     turn = _HostTurn(host, mode, session_id=args.session)
     host.send(request)
