@@ -40,6 +40,8 @@ from app.bridge_contract import (
     ErrorPush,
     HelloRequest,
     Message,
+    PermissionDecision,
+    PermissionRequestedPush,
     PermissionsAnswerRequest,
     ProcessesStoppedPush,
     ProcessesStopRequest,
@@ -175,6 +177,7 @@ class RequestRouter:
         # Who drives each session's running work (one driver per session, docs/design/hosts.md
         # section 1): said by a ``session_busy`` refusal; a terminal may cancel only its own.
         self._drivers: dict[str, tuple[int | None, str]] = {}
+        server.peer_closed.connect(self._on_peer_closed)
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -624,6 +627,31 @@ class RequestRouter:
             else:
                 what = "the desktop window"
         self._drivers[session_id] = (peer_id, what)
+
+    def _on_peer_closed(self, peer_id: int) -> None:
+        """A driving terminal went away: its turn goes on in the host. A question it left open
+        is for a window to answer; with no window connected (``maka host`` has none) it is
+        denied, as ``maka run`` denies at the end of its input, so the turn does not wait for
+        an answer nobody can give."""
+        if self._server.renderer_ids():
+            return
+        for session_id, (driver, _) in list(self._drivers.items()):
+            if driver != peer_id:
+                continue
+            for push in self._standing.pushes(session_id):
+                if isinstance(push, PermissionRequestedPush):
+                    try:
+                        self._services.answer_permission(
+                            session_id, push.request_id, PermissionDecision.DENY
+                        )
+                    except Exception as error:  # answered meanwhile: nothing to do
+                        _limited.log(
+                            logging.INFO,
+                            "left_question",
+                            "question left by a terminal not denied [%s]",
+                            escape(getattr(error, "code", type(error).__name__), 40),
+                        )
+                    self._standing.answered(session_id, push.request_id)
 
     def _undrive(self, session_id: str) -> None:
         """The session's work ended (its done callback, on the event loop): forget its driver,

@@ -66,7 +66,7 @@ class Streaming:
         self.process = subprocess.Popen(
             [*maka_executable(), *args],
             env=environment,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -110,7 +110,7 @@ class Streaming:
         if self.process.poll() is None:
             self.process.kill()
         self.finish(10)
-        for stream in (self.process.stdout, self.process.stderr):
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
 
@@ -393,3 +393,38 @@ def test_maka_host_recovers_and_resumes_automatically_at_start(tmp_path: Path) -
         host.stop()
     runs = committed_runs(data)
     assert [header.status for header, _ in runs] == [RunStatus.FAILED, RunStatus.COMPLETED]
+
+
+def test_a_question_left_by_a_killed_terminal_is_denied_when_no_window_can_answer(
+    tmp_path: Path, clients: list[Streaming]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = write_script(
+        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
+    )
+    env = scripted_env(script)
+    host = _host(data, env)
+    try:
+        driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
+        clients.append(driver)
+        session = driver.session()
+        driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
+        driver.process.send_signal(signal.SIGKILL)
+        driver.finish()
+        deadline = time.monotonic() + 60
+        while _last_status(data, session) != "completed":
+            assert time.monotonic() < deadline, "the turn still waits for an answer"
+            time.sleep(0.2)
+        assert host.process.poll() is None
+    finally:
+        host.stop()
+    assert not (work / "a.txt").exists()
+    [(_, events)] = committed_runs(data)
+    decisions = [
+        e["actions"]["permissionDecision"]["decision"]
+        for e in events
+        if "permissionDecision" in (e.get("actions") or {})
+    ]
+    assert decisions == ["deny"]
