@@ -1,9 +1,10 @@
 """A terminal's connection to the running host of its data folder (docs/design/hosts.md section 1).
 
-The host (the desktop's main process) owns the data folder and serves it over its private
-endpoint (``ipc_endpoint``). A ``maka`` command first looks for it: :func:`attach` returns a
-:class:`HostClient` when a host listens, else ``None`` and the command opens the store itself,
-as it always did. Plain sockets, no Qt: the CLI never imports the desktop.
+The host (the desktop's main process, or ``maka host`` without a window) owns the data folder
+and serves it over its private endpoint (``ipc_endpoint``). A ``maka`` command first looks for
+it: :func:`attach` returns a :class:`HostClient` when a host listens, else ``None`` and the
+command opens the store itself, as it always did. Plain sockets, no Qt: the CLI never imports
+the desktop.
 
 Authentication is the renderer's: the first frame is ``hello`` with a token, answered by
 ``hello.ok`` or ``hello.rejected``. A terminal's token is the host's terminal token, which the
@@ -92,7 +93,7 @@ class HostClient:
         while True:
             answer = self._next()
             if answer.correlation_id != correlation:
-                continue  # a push about something else (a terminal is sent only answers today)
+                continue  # a push about something else (a turn this terminal drives streams)
             if isinstance(answer, ErrorPush):
                 raise HostRefusal(answer.code, answer.message)
             return answer
