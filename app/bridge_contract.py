@@ -1131,6 +1131,9 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never
 trusted more than the window, and is given only what its commands use)."""
+TERMINAL_ONLY_KINDS: Final = frozenset({MessageKind.TURNS_RUN, MessageKind.TURNS_RESUME})
+"""A terminal's own turns (its permission mode, its lines): a window sends ``turns.send`` and
+``sessions.resumeLatest`` instead, and one that sends these is closed."""
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(

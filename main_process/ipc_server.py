@@ -53,6 +53,7 @@ from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 from app.bridge_contract import (
     PROTOCOL_VERSION,
     REQUEST_KINDS,
+    TERMINAL_ONLY_KINDS,
     TERMINAL_REQUEST_KINDS,
     BridgeErrorCode,
     BridgeProtocolError,
@@ -320,6 +321,9 @@ class IpcServer(QObject):
             return
         if peer.role is PeerRole.TERMINAL and message.kind not in TERMINAL_REQUEST_KINDS:
             self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, f"{message.kind} from a terminal")
+            return
+        if peer.role is PeerRole.RENDERER and message.kind in TERMINAL_ONLY_KINDS:
+            self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, f"{message.kind} from a window")
             return
         if isinstance(message, WindowActivateRequest):
             self.activate_requested.emit()

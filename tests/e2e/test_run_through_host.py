@@ -32,6 +32,7 @@ from app.bridge_contract import (
     HelloRequest,
     MessageKind,
     TurnsCancelRequest,
+    TurnsRunRequest,
 )
 from app.host.ipc_endpoint import terminal_token_path
 from runtime.ledger.store_ports import RunStatus
@@ -428,3 +429,22 @@ def test_a_question_left_by_a_killed_terminal_is_denied_when_no_window_can_answe
         if "permissionDecision" in (e.get("actions") or {})
     ]
     assert decisions == ["deny"]
+
+
+def test_a_window_may_not_send_a_terminals_turn(qtbot: QtBot, tmp_path: Path) -> None:
+    """``turns.run`` carries a permission mode: only a terminal may send it; a window that does
+    is closed (it sends ``turns.send``), and the host goes on."""
+    work = tmp_path / "work"
+    work.mkdir()
+    host = _host(tmp_path / "data", {}, headless=False)
+    try:
+        window = WireClient(host.socket_name)
+        window.hello(host.token)
+        qtbot.waitUntil(lambda: window.has(MessageKind.HELLO_OK), timeout=60_000)
+        window.send(TurnsRunRequest(cwd=str(work), text="go", permission_mode="auto"))
+        qtbot.waitUntil(lambda: window.disconnected, timeout=30_000)
+        assert host.process.poll() is None
+        listed = json.loads(maka(["sessions", "--json"], tmp_path / "data").stdout)
+        assert listed["sessions"] == [] and listed["servedBy"]["host"] == "desktop"
+    finally:
+        host.stop()

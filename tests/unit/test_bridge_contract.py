@@ -419,6 +419,7 @@ def test_a_terminal_turn_names_a_session_or_a_folder_and_nothing_more() -> None:
     assert MessageKind.TURNS_RUN in bc.TERMINAL_REQUEST_KINDS
     assert MessageKind.TURNS_RESUME in bc.TERMINAL_REQUEST_KINDS
     assert MessageKind.TURNS_SEND not in bc.TERMINAL_REQUEST_KINDS
+    assert bc.TERMINAL_ONLY_KINDS <= bc.TERMINAL_REQUEST_KINDS
     neither = {"kind": "turns.run", "text": "go", "permissionMode": "ask"}
     assert _code(json.dumps(neither).encode()) is BridgeErrorCode.MESSAGE_INVALID
     for extra in (
