@@ -111,6 +111,7 @@ from app.host.host_services import (
     TerminalTurnEnd,
     Transcript,
 )
+from app.host.resume_decisions import DECISION_NOT_OFFERED
 from main_process.host_lifecycle import HostLifecycle
 from main_process.ipc_server import IpcServer
 from main_process.log_limits import RateLimitedLog, escape
@@ -579,7 +580,11 @@ class RequestRouter:
             self._standing.turn_ended(session_id)
             self._undrive(session_id)
             outcome = _resume_outcome(result)
-            self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, None)
+            refused = isinstance(outcome, ResumeParked) and (
+                DECISION_NOT_OFFERED in outcome.rejection_reasons
+            )
+            if not refused:  # the terminal's own decision refused is no park of the session
+                self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, None)
             self.refresh_session(session_id)
             if isinstance(outcome, ResumeFailed):
                 self._reply_error(peer_id, correlation_id, outcome.code, outcome.message)

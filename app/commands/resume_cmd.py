@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from app.host.resume_decisions import restore_unavailable as _restore_unavailable
+from app.host.resume_decisions import unanswered_decision as _unanswered_decision
 from runtime.ledger.codes import RestoreCode, StoreCode
 
 if TYPE_CHECKING:
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
     from app.commands.terminal_transcript import TerminalTranscript
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
-    from runtime.continuation.continuation_planner import ContinuationPlan
     from runtime.continuation.workspace_decision import WorkspaceDecision
 
 
@@ -126,39 +127,6 @@ def _decision(args: argparse.Namespace) -> WorkspaceDecision | None:
     if args.restore_to is not None:
         return WorkspaceDecision.RESTORE
     return None
-
-
-def _unanswered_decision(
-    plan: ContinuationPlan, decision: WorkspaceDecision | None, cwd: str
-) -> tuple[str, str] | None:
-    """The refusal for a decision the plan does not carry out (no workspace park to answer)."""
-    details = plan.continuation
-    if decision is None or details is None or details.workspace_decision is not None:
-        return None
-    flag = "--rebaseline" if decision.value == "rebaseline" else "--restore-to"
-    return (
-        RestoreCode.WORKSPACE_DECISION_NOT_OFFERED.value,
-        f"{flag} answers a park on changed files, and this resume has none (see the notes "
-        f"above); nothing was done. Resume without {flag} to continue in {cwd}.",
-    )
-
-
-def _restore_unavailable(
-    plan: ContinuationPlan, decision: WorkspaceDecision | None
-) -> tuple[str, str] | None:
-    """The refusal for ``--restore-to`` on a workspace park no snapshot is left to copy from
-    (only the rebaseline is offered)."""
-    options = plan.workspace_options
-    if decision is None or decision.value != "isolated_restore" or not options:
-        return None
-    if "isolated_restore" in options:
-        return None
-    return (
-        RestoreCode.WORKSPACE_RESTORE_UNAVAILABLE.value,
-        "no snapshot of the folder is left in the checkpoint store to make a restored copy "
-        "from; nothing was done. Continue with your current files instead: maka resume "
-        f"{plan.session_id} --rebaseline",
-    )
 
 
 # C901: plan, the terminal's workspace decision, settle advice, then run; one flow the CLI and the

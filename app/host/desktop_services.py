@@ -55,6 +55,7 @@ from app.host.host_services import (
 )
 from app.host.live_turn_view import LiveTurnView
 from app.host.plan_report import plan_json, plan_summary, settleable_calls, source_operations
+from app.host.resume_decisions import DECISION_NOT_OFFERED, restore_unavailable
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
 from app.host.resume_verdicts import ResumeVerdicts
@@ -422,10 +423,15 @@ class DesktopServices:
             restore_to=restore_to,
             terminal=terminal,
         )
-        self._memory.remember(session_id, outcome)
+        if not (
+            isinstance(outcome, ResumeParked) and DECISION_NOT_OFFERED in outcome.rejection_reasons
+        ):
+            self._memory.remember(session_id, outcome)
         return outcome
 
-    def _resume_latest(
+    # C901: one flow for the banner and a terminal's `maka resume` (which is told each step in
+    # its words); splitting it would split the continuation's claim from its plan and execution.
+    def _resume_latest(  # noqa: C901
         self,
         session_id: str,
         sink: TurnSink,
@@ -450,6 +456,9 @@ class DesktopServices:
 
         # A terminal's `maka resume` drives the same continuation with its own mode and lines.
         said = TerminalContinuation(terminal, sessions, sink) if terminal is not None else None
+        policy, asker, watcher, settings = (
+            said.wiring(observer) if said is not None else (PermissionPolicy(), ask, observer, None)
+        )
         resume, turn = continuation_resume_service(
             self._store,
             catalog=sessions.catalog,
@@ -457,14 +466,14 @@ class DesktopServices:
             shells=self._shells,
             processes=self._store,
             process_recorder=sessions.process_recorder,
-            policy=said.policy if said is not None else PermissionPolicy(),
-            asker=said.ask if said is not None else ask,
-            observer=said.observer(observer) if said is not None else observer,
+            policy=policy,
+            asker=asker,
+            observer=watcher,
             cwd=cwd,
             enabled=self.resume_flags()[0],
             clock=self._clock,
             lifecycle=self._lifecycle,
-            settings=(said.settings if said is not None else None) or self._run_settings(),
+            settings=settings or self._run_settings(),
             checkpoints=sessions.checkpoints,
         )
         with self._lock:
@@ -479,21 +488,17 @@ class DesktopServices:
             )
             if not plan.continues:
                 if said is not None:
-                    said.parked(self._store, plan)
+                    said.parked(self._store, plan, restore_unavailable(plan, decision))
                 return parked_outcome(plan, parked_write_diagnostics(self._store, plan, cwd))
+            refused = said.not_carried(plan, decision, cwd) if said is not None else None
+            if refused is not None:
+                return refused
             observer.continuation_of = plan.source_run_id
             if said is not None:
                 said.continuing(plan)
             result = resume.execute(plan, automatic=automatic)
             if said is not None:
-                target = self._store.read_run_header(result.target_run_id)
-                said.ended(
-                    plan,
-                    result.target_run_id,
-                    result.status.value,
-                    cwd,
-                    target.cwd if target is not None else None,
-                )
+                said.ended(self._store, plan, result.target_run_id, result.status.value, cwd)
         except ResumeRefused as refusal:
             code = refusal.code
             if said is not None and plan_made is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from app.host.host_services import (
     HostServiceError,
+    ResumeParked,
     TerminalResume,
     TerminalSession,
     TerminalTurn,
@@ -28,6 +29,7 @@ from app.host.live_turn_view import LiveTurnView
 from app.host.terminal_transcript import TerminalTranscript, permission_question_text
 from runtime.agent.permission_policy import (
     Decision,
+    PermissionAsker,
     PermissionMode,
     PermissionPolicy,
     PermissionQuestion,
@@ -42,6 +44,7 @@ from runtime.ledger.store_ports import RunStatus
 
 if TYPE_CHECKING:
     from runtime.continuation.continuation_planner import ContinuationPlan
+    from runtime.continuation.workspace_decision import WorkspaceDecision
 
 
 def terminal_session(
@@ -171,8 +174,12 @@ class TerminalContinuation:
         self._sessions = sessions
         self._sink = sink
 
-    def observer(self, live: LiveTurnView) -> RunObserver:
-        return _Both(live, self.transcript)
+    def wiring(
+        self, live: LiveTurnView
+    ) -> tuple[PermissionPolicy, PermissionAsker, RunObserver, RunSettings | None]:
+        """The continuation's permission policy, asker, observer and settings for the
+        terminal (the windows' live view included)."""
+        return self.policy, self.ask, _Both(live, self.transcript), self.settings
 
     def ask(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
         self.transcript.print_line(permission_question_text(question, self._terminal.columns))
@@ -182,19 +189,48 @@ class TerminalContinuation:
     def _out(self, text: str) -> None:
         self._terminal.write(text + "\n", "stdout")
 
-    def parked(self, store: Any, plan: ContinuationPlan) -> None:
+    def parked(
+        self, store: Any, plan: ContinuationPlan, refusal: tuple[str, str] | None = None
+    ) -> None:
         """A park, as ``maka resume`` says it: the plan in words (with the calls ``maka settle``
-        can answer) or its JSON document."""
+        can answer) or its JSON document; ``refusal``: the terminal's decision it refuses."""
         from app.host.plan_report import plan_json, plan_summary, settleable_calls
         from app.host.plan_report import source_operations as operations_of
         from app.host.settle_folder import folder_words
 
         if self._terminal.as_json:
-            self._out(json.dumps(plan_json(plan), ensure_ascii=False))
+            body = plan_json(plan)
+            if refusal is not None:
+                body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
+            self._out(json.dumps(body, ensure_ascii=False))
             return
         operations = operations_of(store, plan)
         folder = folder_words(store, self._sessions.checkpoints, plan, settleable_calls(operations))
         self._out("\n".join(plan_summary(plan, operations, folder=folder.get)))
+        if refusal is not None:
+            self._out(f"Refused: [{refusal[0]}] {refusal[1]}")
+
+    def not_carried(
+        self, plan: ContinuationPlan, decision: WorkspaceDecision | None, cwd: str
+    ) -> ResumeParked | None:
+        """The terminal asked for a copy (or a rebaseline) the plan would not make: refused
+        rather than dropped, nothing done, as ``maka resume`` does alone (None: nothing to
+        refuse)."""
+        from app.host.plan_report import plan_json, plan_summary
+        from app.host.resume_decisions import unanswered_decision
+
+        unanswered = unanswered_decision(plan, decision, cwd)
+        if unanswered is None:
+            return None
+        code, message = unanswered
+        if self._terminal.as_json:
+            body = plan_json(plan, {"disposition": "refused", "code": code})
+            body["message"] = message
+            self._out(json.dumps(body, ensure_ascii=False))
+        else:
+            self._out("\n".join(plan_summary(plan)))
+            self._out(f"Refused: [{code}] {message}")
+        return ResumeParked((code,))
 
     def continuing(self, plan: ContinuationPlan) -> None:
         from app.host.plan_report import plan_summary
@@ -215,11 +251,12 @@ class TerminalContinuation:
         else:
             self._out(f"Safe resume refused before the provider was called: [{code}] {message}")
 
-    def ended(
-        self, plan: ContinuationPlan, run_id: str, status: str, cwd: str, target_cwd: str | None
-    ) -> None:
+    def ended(self, store: Any, plan: ContinuationPlan, run_id: str, status: str, cwd: str) -> None:
+        """The continuation ran: its ending, and where it ran when that is a restored copy."""
         from app.host.plan_report import plan_json
 
+        target = store.read_run_header(run_id)
+        target_cwd = target.cwd if target is not None else None
         self.transcript.release()
         if self._terminal.as_json:
             extra: dict[str, object] = {"started": True, "runId": run_id, "status": status}

@@ -57,17 +57,23 @@ def test_resume_beside_a_host_prints_what_resume_prints_alone(
 ) -> None:
     flags = ["--json"] if as_json else []
     alone_data, alone_session = _waiting(tmp_path / "direct")
+    alone_decision = maka(["resume", alone_session, "--rebaseline", *flags], alone_data)
     alone = maka(["resume", alone_session, "--permission-mode", "auto", *flags], alone_data)
     alone_again = maka(["resume", alone_session, "--permission-mode", "auto"], alone_data)
 
     data, session = _waiting(tmp_path / "served")
     host = start_main(data, None, "host").wait_ready()
     try:
+        decision = maka(["resume", session, "--rebaseline", *flags], data)
         served = maka(["resume", session, "--permission-mode", "auto", *flags], data)
         again = maka(["resume", session, "--permission-mode", "auto"], data)
         assert host.process.poll() is None, host.stderr()
     finally:
         host.stop()
+    # A decision the plan would not carry out is refused, nothing done, as alone.
+    assert decision.returncode == alone_decision.returncode == 3, decision.stdout + decision.stderr
+    assert "workspace_decision_not_offered" in decision.stdout
+    assert _same(decision.stdout) == _same(alone_decision.stdout)
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert served.returncode == alone.returncode, served.stdout + served.stderr
     if as_json:
