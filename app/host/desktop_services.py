@@ -502,7 +502,7 @@ class DesktopServices:
         except ResumeRefused as refusal:
             code = refusal.code
             if said is not None and plan_made is not None:
-                said.refused(plan_made, str(code), refusal.message)
+                said.refused(plan_made, str(code), refusal.message, cwd)
             refused = ResumeParked((code,), (wire_diagnostic(code, refusal.message),))
             if decision is None or code not in TARGET_REFUSALS:
                 return refused

@@ -156,6 +156,12 @@ class _Both:
         self._live.run_status(run_id, status, failure_class)
 
 
+_PICK_ANOTHER_FOLDER = frozenset(
+    {"workspace_restore_target_not_empty", "workspace_restore_target_inside"}
+)
+"""Refusals of the folder picked for a restored copy: ``maka resume`` says to pick another."""
+
+
 class TerminalContinuation:
     """What a terminal's ``maka resume`` changes in the banner's continuation: its permission
     mode and step limit, the question printed as ``maka resume`` prints it, its lines (the
@@ -240,7 +246,9 @@ class TerminalContinuation:
         if not self._terminal.as_json:
             self.transcript.hold("\n".join(plan_summary(plan)) + "\n")
 
-    def refused(self, plan: ContinuationPlan, code: str, message: str) -> None:
+    def refused(self, plan: ContinuationPlan, code: str, message: str, cwd: str) -> None:
+        """Refused after the plan, before the provider was called (a changed source, the
+        folder picked for a restored copy), as ``maka resume`` says it."""
         from app.host.plan_report import plan_json
 
         self.transcript.release(keep=False)
@@ -250,6 +258,12 @@ class TerminalContinuation:
             self._out(json.dumps(body, ensure_ascii=False))
         else:
             self._out(f"Safe resume refused before the provider was called: [{code}] {message}")
+            if code in _PICK_ANOTHER_FOLDER:
+                self._out(
+                    f"Nothing was changed and nothing continued. Pick a new or empty folder "
+                    f"outside {cwd}: maka resume {plan.session_id} --restore-to DIR (or leave DIR "
+                    "out for a new sibling folder)."
+                )
 
     def ended(self, store: Any, plan: ContinuationPlan, run_id: str, status: str, cwd: str) -> None:
         """The continuation ran: its ending, and where it ran when that is a restored copy."""
