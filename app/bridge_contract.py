@@ -525,6 +525,9 @@ class TurnsResumeRequest(_Message):
     as_json: bool = False
     workspace_decision: Literal["isolated_restore", "rebaseline"] | None = None
     restore_to: FsPath | None = None
+    before_running: Summary = ""
+    """The command's own notes (about its permission mode), said on its stderr once the
+    continuation is about to run, never for a park: the host sends them back at that moment."""
 
 
 MAX_PLAN_LINES: Final = 100_000

@@ -573,6 +573,7 @@ class RequestRouter:
             max_steps=message.max_steps,
             columns=message.columns,
             as_json=message.as_json,
+            before_running=message.before_running,
         )
 
         def done(result: JobResult) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import shutil
 import signal
@@ -91,8 +92,8 @@ def resume_through_host(
     args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
 ) -> int:
     """``maka resume`` beside a running host: its continuation service (the banner's) plans and
-    continues; this command prints its lines and exits with its code (``on_started``: said once
-    the continuation runs, never for a park)."""
+    continues; this command prints its lines and exits with its code (what ``on_started`` says
+    on stderr, the host says back once the continuation is about to run, never for a park)."""
     from pydantic import ValidationError
 
     from app.bridge_contract import TurnsResumeRequest
@@ -101,6 +102,9 @@ def resume_through_host(
     if args.restore_to is not None:
         decision = "isolated_restore"
     columns = min(max(shutil.get_terminal_size((100, 24)).columns, 20), 10_000)
+    notes = io.StringIO()  # said by the host once the continuation runs, never for a park
+    with contextlib.redirect_stderr(notes):
+        on_started()
     try:
         request = TurnsResumeRequest(
             session_id=args.session,
@@ -110,6 +114,7 @@ def resume_through_host(
             as_json=bool(args.json),
             workspace_decision=decision,
             restore_to=os.path.abspath(args.restore_to) if args.restore_to else None,
+            before_running=notes.getvalue()[:4000],
             correlation_id=_RUN,
         )
     except ValidationError:
@@ -125,7 +130,7 @@ def resume_through_host(
     host.stream_without_timeout()
     turn = _HostTurn(host, mode, session_id=args.session)
     host.send(request)
-    code: int = turn.follow(on_started)
+    code: int = turn.follow(lambda: None)
     return code
 
 

@@ -208,6 +208,8 @@ class TerminalResume:
     max_steps: int | None = None
     columns: int = 100
     as_json: bool = False
+    before_running: str = ""
+    """The command's notes, said (on its stderr) once the continuation is about to run."""
 
 
 @dataclass(frozen=True, slots=True)

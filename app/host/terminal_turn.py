@@ -241,6 +241,8 @@ class TerminalContinuation:
     def continuing(self, plan: ContinuationPlan) -> None:
         from app.host.plan_report import plan_summary
 
+        if self._terminal.before_running:
+            self._terminal.write(self._terminal.before_running, "stderr")
         if plan.continuation is not None:
             self.transcript.name_calls(plan.continuation.restore_subjects)
         if not self._terminal.as_json:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -22,6 +23,7 @@ from pytestqt.qtbot import QtBot
 from app.bridge_contract import MessageKind, ResumeLatestRequest
 from runtime.ledger.store_ports import RunStatus
 from tests.e2e.test_sessions_resume_hint_cli import interrupted_session
+from tests.e2e.test_workspace_decisions_cli import _drifted, _files
 from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import RunResult, committed_runs, maka
 from tests.helpers.wire_client import WireClient
@@ -125,3 +127,45 @@ def test_a_terminal_and_a_window_racing_make_one_continuation(qtbot: QtBot, tmp_
         said = result.stdout + result.stderr
         assert "session_busy" in said or "continuation_already_exists" in said, said
     assert _continuations(data) == 1
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git")
+def test_the_ways_forward_after_changed_files_are_the_same_beside_a_host(tmp_path: Path) -> None:
+    """A park on changed files, a folder refused for the restored copy, then the copy: the same
+    words, documents and exit codes as alone, and the user's folder left as it was."""
+    said: dict[str, list[RunResult]] = {}
+    for folder in ("direct", "served"):
+        drill, before = _drifted(tmp_path / folder)
+        busy = tmp_path / folder / "busy"
+        busy.mkdir()
+        (busy / "keep.txt").write_text("mine\n")
+        host = (
+            start_main(drill.data, drill.env, "host").wait_ready() if folder == "served" else None
+        )
+        try:
+            said[folder] = [
+                maka(["resume", drill.session, *extra], drill.data, env=drill.env)
+                for extra in (
+                    [],
+                    ["--json", "--restore-to", str(busy)],
+                    ["--restore-to", str(busy)],
+                    ["--json", "--permission-mode", "auto", "--restore-to"],
+                )
+            ]
+            if host is not None:
+                assert host.process.poll() is None, host.stderr()
+        finally:
+            if host is not None:
+                host.stop()
+        assert _files(drill.work) == before
+        assert _files(busy) == {"keep.txt": b"mine\n"}
+    for alone, served in zip(said["direct"], said["served"], strict=True):
+        assert served.returncode == alone.returncode, served.stdout + served.stderr
+        assert _same(served.stdout) == _same(alone.stdout)
+        assert _same(served.stderr) == _same(alone.stderr)
+    parked, refused, refused_words, restored = said["served"]
+    assert parked.returncode == 3 and "workspace_drift" in parked.stdout
+    assert json.loads(refused.stdout)["code"] == "workspace_restore_target_not_empty"
+    assert "Pick a new or empty folder" in refused_words.stdout
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert json.loads(restored.stdout)["workspacePath"].endswith("work-restored-1")
