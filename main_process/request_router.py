@@ -178,6 +178,7 @@ class RequestRouter:
         # Who drives each session's running work (one driver per session, docs/design/hosts.md
         # section 1): said by a ``session_busy`` refusal; a terminal may cancel only its own.
         self._drivers: dict[str, tuple[int | None, str]] = {}
+        self._terminal_drivers: set[int] = set()  # terminals that started a turn or resume
         server.peer_closed.connect(self._on_peer_closed)
 
     # --------------------------------------------------------------------------- dispatch
@@ -626,6 +627,8 @@ class RequestRouter:
 
     def _drive(self, session_id: str, peer_id: int | None, what: str = "") -> None:
         """Note who drives ``session_id``'s running work (a client, or the host's own work)."""
+        if peer_id is not None and peer_id in self._server.terminal_ids():
+            self._terminal_drivers.add(peer_id)
         if not what:
             if peer_id is not None and peer_id in self._server.terminal_ids():
                 pid = self._server.peer_process_id(peer_id)
@@ -639,6 +642,9 @@ class RequestRouter:
         is for a window to answer; with no window connected (``maka host`` has none) it is
         denied, as ``maka run`` denies at the end of its input, so the turn does not wait for
         an answer nobody can give."""
+        if peer_id not in self._terminal_drivers:
+            return  # a window's questions stand for the next window (standing_state)
+        self._terminal_drivers.discard(peer_id)
         if self._server.renderer_ids():
             return
         for session_id, (driver, _) in list(self._drivers.items()):
