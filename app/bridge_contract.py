@@ -111,6 +111,8 @@ class MessageKind(StrEnum):
     SESSIONS_OVERVIEW = "sessions.overview"
     SESSIONS_PLAN = "sessions.plan"
     TIMELINE_LOCATE = "timeline.locate"
+    TURNS_RUN = "turns.run"
+    TURNS_RESUME = "turns.resume"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -137,6 +139,10 @@ class MessageKind(StrEnum):
     SESSIONS_OVERVIEWED = "sessions.overviewed"
     SESSION_PLANNED = "session.planned"
     TIMELINE_LOCATED = "timeline.located"
+    TURN_STARTED = "turn.started"
+    TURN_OUTPUT = "turn.output"
+    TURN_ENDED = "turn.ended"
+    RESUME_ENDED = "resume.ended"
 
 
 class BridgeErrorCode(StrEnum):
@@ -480,6 +486,48 @@ class SessionsPlanRequest(_Message):
 
     kind: Literal[MessageKind.SESSIONS_PLAN] = MessageKind.SESSIONS_PLAN
     session_id: Id
+
+
+class TurnsRunRequest(_Message):
+    """A terminal's ``maka run``: one turn in ``session_id`` (or a new session in ``cwd``), run
+    by the host. Answered by ``turn.started`` (the session, the provider), then the turn's
+    pushes (``transcript.item``, ``run.status``, ``permission.requested``) and its terminal
+    lines (``turn.output``), and ``turn.ended``; or ``error`` (``session_busy`` naming the
+    client that drives the session, ``session_not_found``...). ``columns``: the terminal's width
+    (a permission question is wrapped to it)."""
+
+    kind: Literal[MessageKind.TURNS_RUN] = MessageKind.TURNS_RUN
+    session_id: Id | None = None
+    cwd: FsPath | None = None
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    permission_mode: Literal["ask", "auto", "deny"]
+    max_steps: StepLimit | None = None
+    columns: Annotated[int, Field(ge=20, le=10_000)] = 100
+
+    @model_validator(mode="after")
+    def _names_a_session_or_a_folder(self) -> TurnsRunRequest:
+        if self.session_id is None and self.cwd is None:
+            raise ValueError("a turn needs a session or a folder")
+        return self
+
+
+class TurnsResumeRequest(_Message):
+    """A terminal's ``maka resume``: Safe resume of the session's latest interrupted run by the
+    host's continuation service (the banner's). Answered by the terminal's lines
+    (``turn.output``), the continuation's pushes, and ``resume.ended`` with the command's exit
+    code; or ``error``."""
+
+    kind: Literal[MessageKind.TURNS_RESUME] = MessageKind.TURNS_RESUME
+    session_id: Id
+    permission_mode: Literal["ask", "auto", "deny"]
+    max_steps: StepLimit | None = None
+    columns: Annotated[int, Field(ge=20, le=10_000)] = 100
+    as_json: bool = False
+    workspace_decision: Literal["isolated_restore", "rebaseline"] | None = None
+    restore_to: FsPath | None = None
+    before_running: Summary = ""
+    """The command's own notes (about its permission mode), said on its stderr once the
+    continuation is about to run, never for a park: the host sends them back at that moment."""
 
 
 MAX_PLAN_LINES: Final = 100_000
@@ -958,6 +1006,49 @@ class ErrorPush(_Message):
     message: Explanation = ""
 
 
+class TurnStartedPush(_Message):
+    """The host took a terminal's ``turns.run``: the session it runs in, what it told the
+    command to say first (``notes``: earlier calls whose outcome is unknown, as the model is
+    told)."""
+
+    kind: Literal[MessageKind.TURN_STARTED] = MessageKind.TURN_STARTED
+    session_id: Id
+    cwd: FsPath
+    provider_label: Short
+    notes: Annotated[tuple[Summary, ...], Field(max_length=1000)] = ()
+
+
+class TurnOutputPush(_Message):
+    """The driving terminal's lines of its turn, as ``maka run`` prints them without a host
+    (rendered by the host from committed events with the same code)."""
+
+    kind: Literal[MessageKind.TURN_OUTPUT] = MessageKind.TURN_OUTPUT
+    session_id: Id
+    text: Text
+    stream: Literal["stdout", "stderr"] = "stdout"
+
+
+class TurnEndedPush(_Message):
+    """A terminal's turn ended: its status and, for a completed one, why it stopped."""
+
+    kind: Literal[MessageKind.TURN_ENDED] = MessageKind.TURN_ENDED
+    session_id: Id
+    run_id: Id
+    status: RunStatusValue
+    failure_class: Code | None = None
+    stop_reason: Code | None = None
+    message: Text | None = None
+
+
+class ResumeEndedPush(_Message):
+    """A terminal's ``maka resume`` ended: the exit code the command exits with (0 the
+    continuation completed, 1 it ran and did not, 3 parked or refused)."""
+
+    kind: Literal[MessageKind.RESUME_ENDED] = MessageKind.RESUME_ENDED
+    session_id: Id
+    exit_code: Annotated[int, Field(ge=0, le=3)]
+
+
 class WindowShowPush(_Message):
     """Bring the renderer's window to front (a second ``maka`` launch sent ``window.activate``)."""
 
@@ -988,6 +1079,8 @@ Request = (
     | SessionsOverviewRequest
     | SessionsPlanRequest
     | TimelineLocateRequest
+    | TurnsRunRequest
+    | TurnsResumeRequest
 )
 Push = (
     HelloOkPush
@@ -1015,6 +1108,10 @@ Push = (
     | SessionsOverviewedPush
     | SessionPlannedPush
     | TimelineLocatedPush
+    | TurnStartedPush
+    | TurnOutputPush
+    | TurnEndedPush
+    | ResumeEndedPush
 )
 Message = Request | Push
 
@@ -1043,6 +1140,8 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_OVERVIEW,
         MessageKind.SESSIONS_PLAN,
         MessageKind.TIMELINE_LOCATE,
+        MessageKind.TURNS_RUN,
+        MessageKind.TURNS_RESUME,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(
@@ -1052,10 +1151,17 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.SESSIONS_PLAN,
         MessageKind.SETTINGS_GET,
         MessageKind.TOOLS_SETTLE,
+        MessageKind.TURNS_RUN,
+        MessageKind.TURNS_RESUME,
+        MessageKind.TURNS_CANCEL,
+        MessageKind.PERMISSIONS_ANSWER,
     }
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never
 trusted more than the window, and is given only what its commands use)."""
+TERMINAL_ONLY_KINDS: Final = frozenset({MessageKind.TURNS_RUN, MessageKind.TURNS_RESUME})
+"""A terminal's own turns (its permission mode, its lines): a window sends ``turns.send`` and
+``sessions.resumeLatest`` instead, and one that sends these is closed."""
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)
 
 _MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(

@@ -30,6 +30,10 @@ class CommandModule(Protocol):
 # name -> (module, one-line help). Add a command by adding one row.
 COMMANDS: dict[str, tuple[str, str]] = {
     "gui": ("app.commands.gui_cmd", "start the desktop app (the default)"),
+    "host": (
+        "app.commands.host_cmd",
+        "serve the data folder without a window: terminal commands attach to it",
+    ),
     "ledger": ("app.commands.ledger_cmd", "inspect a RuntimeEvent JSONL ledger file"),
     "export": ("app.commands.export_cmd", "write a session's committed events to a JSONL file"),
     "import": ("app.commands.import_cmd", "validate and import an exported session"),

@@ -78,7 +78,8 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         ),
         "session_busy": (
             _I,
-            "This session is running right now. Wait for it to finish.",
+            "This session is running right now (another client or Safe resume drives it). Wait "
+            "for it to finish.",
         ),
         "continuation_already_exists": (
             _I,
@@ -752,8 +753,8 @@ FAILURES: dict[str, CodeRecord] = _records(
         ),
         "host_stopped": (
             _E,
-            "The Maka window serving this data folder stopped before answering; run the command "
-            "again.",
+            "The Maka window or host serving this data folder stopped before answering; run the "
+            "command again.",
         ),
         "host_unreachable": (
             _E,

@@ -109,6 +109,9 @@ class HostConfig:
     protocol test can play the renderer."""
     drain_timeout_s: float = 15.0
     auto_resume_limit: int = 3
+    host_kind: HostKind = HostKind.DESKTOP
+    """``headless``: ``maka host``, a host without a window (no renderer is ever started, a
+    data folder owned by another process is refused with ``store_locked``)."""
 
 
 class StartupRefused(CodedError):
@@ -176,6 +179,15 @@ class HostApp(QObject):
             refusal = os_refusal(error, f"creating the data folder {self._data_dir}")
             return self._refuse_early(refusal.code, refusal.message)
         lock = self._lock.acquire()
+        if (
+            lock.outcome is LockOutcome.HELD_ELSEWHERE
+            and self._config.host_kind is HostKind.HEADLESS
+        ):
+            return self._refuse_early(
+                "store_locked",
+                f"another Maka process (pid {lock.holder_pid or 'unknown'}) owns "
+                f"{self._data_dir}; close it or use another --data-dir",
+            )
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
             return self._activate_running_instance(lock.holder_pid)
         if lock.outcome is LockOutcome.UNAVAILABLE:
@@ -288,7 +300,7 @@ class HostApp(QObject):
         return HelloOkPush(
             host_state=wire,
             safe_resume_enabled=self._resume_flags()[0],
-            host_kind=HostKind.DESKTOP,
+            host_kind=self._config.host_kind,
             host_pid=os.getpid(),
         )
 

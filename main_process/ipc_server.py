@@ -53,6 +53,7 @@ from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 from app.bridge_contract import (
     PROTOCOL_VERSION,
     REQUEST_KINDS,
+    TERMINAL_ONLY_KINDS,
     TERMINAL_REQUEST_KINDS,
     BridgeErrorCode,
     BridgeProtocolError,
@@ -223,6 +224,13 @@ class IpcServer(QObject):
     def terminal_ids(self) -> tuple[int, ...]:
         return tuple(p.peer_id for p in self._peers.values() if p.role is PeerRole.TERMINAL)
 
+    def peer_process_id(self, peer_id: int) -> int | None:
+        """The process of an authenticated peer (``peer_pid``), or None."""
+        peer = self._peers.get(peer_id)
+        if peer is None or peer.role is PeerRole.PENDING:
+            return None
+        return peer_pid(peer.socket)
+
     def send(self, peer_id: int, message: Message) -> bool:
         peer = self._peers.get(peer_id)
         if peer is None or peer.closing or peer.role is PeerRole.PENDING:
@@ -313,6 +321,9 @@ class IpcServer(QObject):
             return
         if peer.role is PeerRole.TERMINAL and message.kind not in TERMINAL_REQUEST_KINDS:
             self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, f"{message.kind} from a terminal")
+            return
+        if peer.role is PeerRole.RENDERER and message.kind in TERMINAL_ONLY_KINDS:
+            self._refuse(peer, BridgeErrorCode.KIND_NOT_ACCEPTED, f"{message.kind} from a window")
             return
         if isinstance(message, WindowActivateRequest):
             self.activate_requested.emit()

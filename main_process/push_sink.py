@@ -17,10 +17,12 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import ValidationError
 
 from app.bridge_contract import (
+    MAX_TEXT_CHARS,
     Message,
     PermissionRequestedPush,
     ResumeStartedPush,
@@ -28,6 +30,7 @@ from app.bridge_contract import (
     RunStatusValue,
     TranscriptItem,
     TranscriptItemPush,
+    TurnOutputPush,
 )
 from main_process.turn_workers import MainThreadRelay
 
@@ -91,6 +94,33 @@ class CoalescingPushSink:
                 summary=summary,
             ),
         )
+
+    def output(self, text: str, stream: str = "stdout") -> None:
+        """The driving terminal's lines (``turn.output``): consecutive pieces still pending are
+        sent as one push, in order with everything else."""
+        if not text:
+            return
+        with self._lock:
+            last = next(reversed(self._pending), None) if self._pending else None
+            pending = self._pending.get(last) if last is not None else None
+            if (
+                last is not None
+                and last[0] == "output"
+                and isinstance(pending, TurnOutputPush)
+                and pending.stream == stream
+                and len(pending.text) + len(text) <= MAX_TEXT_CHARS
+            ):
+                self._pending[last] = pending.model_copy(update={"text": pending.text + text})
+                return
+        for start in range(0, len(text), MAX_TEXT_CHARS):
+            self._queue(
+                ("output", str(next(_unique))),
+                self._output_push(text[start:][:MAX_TEXT_CHARS], stream),
+            )
+
+    def _output_push(self, piece: str, stream: str) -> Callable[[], Message]:
+        where: Literal["stdout", "stderr"] = "stderr" if stream == "stderr" else "stdout"
+        return lambda: TurnOutputPush(session_id=self._session_id, text=piece, stream=where)
 
     def resume_started(self, run_id: str, turn_id: str) -> None:
         def build() -> Message:

@@ -40,10 +40,13 @@ from app.bridge_contract import (
     ErrorPush,
     HelloRequest,
     Message,
+    PermissionDecision,
+    PermissionRequestedPush,
     PermissionsAnswerRequest,
     ProcessesStoppedPush,
     ProcessesStopRequest,
     Request,
+    ResumeEndedPush,
     ResumeFailedPush,
     ResumeLatestRequest,
     ResumeParkedPush,
@@ -81,8 +84,13 @@ from app.bridge_contract import (
     ToolSettledPush,
     ToolsSettleRequest,
     TranscriptItemPush,
+    TurnEndedPush,
+    TurnOutputPush,
     TurnsCancelRequest,
+    TurnsResumeRequest,
+    TurnsRunRequest,
     TurnsSendRequest,
+    TurnStartedPush,
     WindowActivateRequest,
 )
 from app.host.host_services import (
@@ -97,8 +105,13 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalResume,
+    TerminalSession,
+    TerminalTurn,
+    TerminalTurnEnd,
     Transcript,
 )
+from app.host.resume_decisions import DECISION_NOT_OFFERED
 from main_process.host_lifecycle import HostLifecycle
 from main_process.ipc_server import IpcServer
 from main_process.log_limits import RateLimitedLog, escape
@@ -162,6 +175,11 @@ class RequestRouter:
         self._watch_timer.setInterval(SURVIVOR_CHECK_MS)
         self._watch_timer.timeout.connect(self._check_watched)
         self._timelines = TimelinePages(services.session_timeline)
+        # Who drives each session's running work (one driver per session, docs/design/hosts.md
+        # section 1): said by a ``session_busy`` refusal; a terminal may cancel only its own.
+        self._drivers: dict[str, tuple[int | None, str]] = {}
+        self._terminal_drivers: set[int] = set()  # terminals that started a turn or resume
+        server.peer_closed.connect(self._on_peer_closed)
 
     # --------------------------------------------------------------------------- dispatch
 
@@ -205,6 +223,10 @@ class RequestRouter:
                 self._change_session(peer_id, message)
             case TurnsSendRequest():
                 self._send_turn(peer_id, message)
+            case TurnsRunRequest():
+                self._run_for_terminal(peer_id, message)
+            case TurnsResumeRequest():
+                self._resume_for_terminal(peer_id, message)
             case ResumeLatestRequest():
                 self.start_resume(
                     message.session_id,
@@ -426,6 +448,7 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
+            self._undrive(session_id)
             if result.error is not None:
                 self._reply_error(peer_id, message.correlation_id, *_error_code(result.error))
             self.refresh_session(session_id)
@@ -436,14 +459,229 @@ class RequestRouter:
             lambda: self._services.cancel_turn(session_id),
             done,
         )
+        if started:
+            self._drive(session_id, peer_id)
+        else:
+            self._refuse_busy(peer_id, message.correlation_id, session_id)
+
+    # ------------------------------------------------------------------ a terminal's turn
+
+    def _run_for_terminal(self, peer_id: int, message: TurnsRunRequest) -> None:
+        """``maka run`` beside the desktop (or ``maka host``): its session first (found, or
+        created in its folder, on the query pool), then its turn on the session's turn thread.
+        The terminal hears ``turn.started``, the turn's pushes as every window does, its own
+        lines (``turn.output``) and ``turn.ended``; a busy session is refused naming its
+        driver."""
+        turn = TerminalTurn(
+            text=message.text,
+            permission_mode=message.permission_mode,
+            session_id=message.session_id,
+            cwd=message.cwd,
+            max_steps=message.max_steps,
+            columns=message.columns,
+        )
+        correlation_id = message.correlation_id
+        if message.session_id is not None and self._workers.busy(message.session_id):
+            self._refuse_busy(peer_id, correlation_id, message.session_id)
+            return
+
+        def opened(result: JobResult) -> None:
+            if result.error is not None:
+                self._reply_error(peer_id, correlation_id, *_error_code(result.error))
+                return
+            assert isinstance(result.value, TerminalSession)
+            self._start_terminal_turn(peer_id, correlation_id, result.value, turn)
+
+        if not self._workers.run_query(
+            f"terminal-{peer_id}", lambda: self._services.terminal_session(turn), opened
+        ):
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+
+    def _start_terminal_turn(
+        self,
+        peer_id: int,
+        correlation_id: str | None,
+        session: TerminalSession,
+        turn: TerminalTurn,
+    ) -> None:
+        session_id = session.session_id
+        sink = CoalescingPushSink(
+            session_id, self._workers.relay, self._turn_sender(session_id, driver=peer_id)
+        )
+
+        def done(result: JobResult) -> None:
+            sink.flush_now()
+            self._standing.turn_ended(session_id)
+            self._undrive(session_id)
+            if result.error is not None:
+                self._reply_error(peer_id, correlation_id, *_error_code(result.error))
+            else:
+                assert isinstance(result.value, TerminalTurnEnd)
+                end = result.value
+                self._server.send(
+                    peer_id,
+                    TurnEndedPush(
+                        session_id=session_id,
+                        run_id=end.run_id,
+                        status=RunStatusValue(end.status),
+                        failure_class=end.failure_class,
+                        stop_reason=end.stop_reason,
+                        message=end.message,
+                        correlation_id=correlation_id,
+                    ),
+                )
+            self.refresh_session(session_id)
+
+        if not self._lifecycle.admits_work:
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+            return
+        started = self._workers.run_turn(
+            session_id,
+            lambda: self._services.terminal_turn(session_id, turn, sink, sink.output),
+            lambda: self._services.cancel_turn(session_id),
+            done,
+        )
         if not started:
-            busy = self._workers.busy(session_id)
-            self._reply_error(
-                peer_id,
-                message.correlation_id,
-                SESSION_BUSY if busy else HOST_CLOSING,
-                "a turn is already running in this session" if busy else "",
+            self._refuse_busy(peer_id, correlation_id, session_id)
+            return
+        self._drive(session_id, peer_id)
+        # Sent on the event loop before anything the turn's thread relays: the first push.
+        self._server.send(
+            peer_id,
+            TurnStartedPush(
+                session_id=session_id,
+                cwd=session.cwd[:4096],
+                provider_label=session.provider_label[:500],
+                notes=tuple(note[:4000] for note in session.notes[:1000]),
+                correlation_id=correlation_id,
+            ),
+        )
+
+    def _resume_for_terminal(self, peer_id: int, message: TurnsResumeRequest) -> None:
+        """``maka resume`` beside the desktop (or ``maka host``): the banner's continuation
+        service, so a terminal and a window racing on one session make one continuation (the
+        turn thread is the session's, and the store's continuation claim is the backstop).
+        The terminal hears its lines, the continuation's pushes and ``resume.ended`` with its
+        exit code; every window hears the outcome as after a click."""
+        session_id = message.session_id
+        correlation_id = message.correlation_id
+        sink = CoalescingPushSink(
+            session_id, self._workers.relay, self._turn_sender(session_id, driver=peer_id)
+        )
+        terminal = TerminalResume(
+            permission_mode=message.permission_mode,
+            write=sink.output,
+            max_steps=message.max_steps,
+            columns=message.columns,
+            as_json=message.as_json,
+            before_running=message.before_running,
+        )
+
+        def done(result: JobResult) -> None:
+            sink.flush_now()
+            self._standing.turn_ended(session_id)
+            self._undrive(session_id)
+            outcome = _resume_outcome(result)
+            refused = isinstance(outcome, ResumeParked) and (
+                DECISION_NOT_OFFERED in outcome.rejection_reasons
             )
+            if not refused:  # the terminal's own decision refused is no park of the session
+                self._push_resume_outcome(session_id, outcome, sink.resume_started_sent, None)
+            self.refresh_session(session_id)
+            if isinstance(outcome, ResumeFailed):
+                self._reply_error(peer_id, correlation_id, outcome.code, outcome.message)
+                return
+            exit_code = 3
+            if isinstance(outcome, ResumeStarted):
+                exit_code = 0 if outcome.status == RunStatusValue.COMPLETED else 1
+            self._server.send(
+                peer_id,
+                ResumeEndedPush(
+                    session_id=session_id, exit_code=exit_code, correlation_id=correlation_id
+                ),
+            )
+
+        if not self._lifecycle.admits_work:
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+            return
+        started = self._workers.run_turn(
+            session_id,
+            lambda: self._services.resume_latest(
+                session_id,
+                sink,
+                automatic=False,
+                decision=message.workspace_decision,
+                restore_to=message.restore_to,
+                terminal=terminal,
+            ),
+            lambda: self._services.cancel_turn(session_id),
+            done,
+        )
+        if not started:
+            self._refuse_busy(peer_id, correlation_id, session_id)
+            return
+        pid = self._server.peer_process_id(peer_id)
+        self._drive(
+            session_id, peer_id, "a terminal (maka resume" + (f", pid {pid})" if pid else ")")
+        )
+
+    def _drive(self, session_id: str, peer_id: int | None, what: str = "") -> None:
+        """Note who drives ``session_id``'s running work (a client, or the host's own work)."""
+        if peer_id is not None and peer_id in self._server.terminal_ids():
+            self._terminal_drivers.add(peer_id)
+        if not what:
+            if peer_id is not None and peer_id in self._server.terminal_ids():
+                pid = self._server.peer_process_id(peer_id)
+                what = "a terminal (maka run" + (f", pid {pid})" if pid else ")")
+            else:
+                what = "the desktop window"
+        self._drivers[session_id] = (peer_id, what)
+
+    def _on_peer_closed(self, peer_id: int) -> None:
+        """A driving terminal went away: its turn goes on in the host. A question it left open
+        is for a window to answer; with no window connected (``maka host`` has none) it is
+        denied, as ``maka run`` denies at the end of its input, so the turn does not wait for
+        an answer nobody can give."""
+        if peer_id not in self._terminal_drivers:
+            return  # a window's questions stand for the next window (standing_state)
+        self._terminal_drivers.discard(peer_id)
+        if self._server.renderer_ids():
+            return
+        for session_id, (driver, _) in list(self._drivers.items()):
+            if driver != peer_id:
+                continue
+            for push in self._standing.pushes(session_id):
+                if isinstance(push, PermissionRequestedPush):
+                    try:
+                        self._services.answer_permission(
+                            session_id, push.request_id, PermissionDecision.DENY
+                        )
+                    except Exception as error:  # answered meanwhile: nothing to do
+                        _limited.log(
+                            logging.INFO,
+                            "left_question",
+                            "question left by a terminal not denied [%s]",
+                            escape(getattr(error, "code", type(error).__name__), 40),
+                        )
+                    self._standing.answered(session_id, push.request_id)
+
+    def _undrive(self, session_id: str) -> None:
+        """The session's work ended (its done callback, on the event loop): forget its driver,
+        unless a new turn of the session started meanwhile and already named its own."""
+        if not self._workers.busy(session_id):
+            self._drivers.pop(session_id, None)
+
+    def _refuse_busy(self, peer_id: int, correlation_id: str | None, session_id: str) -> None:
+        if not self._workers.busy(session_id):
+            self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+            return
+        self._reply_error(peer_id, correlation_id, SESSION_BUSY, self.busy_text(session_id))
+
+    def busy_text(self, session_id: str) -> str:
+        """``session_busy``'s sentence, naming who drives the session."""
+        driver = self._drivers.get(session_id)
+        who = driver[1] if driver is not None else "another client"
+        return f"session {session_id} is running a turn driven by {who}; wait for it to end"
 
     def start_resume(
         self,
@@ -468,6 +706,7 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             sink.flush_now()
             self._standing.turn_ended(session_id)
+            self._undrive(session_id)
             outcome = _resume_outcome(result)
             self._push_resume_outcome(
                 session_id, outcome, sink.resume_started_sent, correlation_id, automatic
@@ -491,7 +730,9 @@ class RequestRouter:
             lambda: self._services.cancel_turn(session_id),
             done,
         )
-        if not started:
+        if started:
+            self._drive(session_id, None, "automatic resume" if automatic else "Safe resume")
+        else:
             if self._workers.busy(session_id):
                 parked: ResumeOutcome = ResumeParked(rejection_reasons=(SESSION_BUSY,))
             else:
@@ -635,6 +876,7 @@ class RequestRouter:
             )
 
         def done(result: JobResult) -> None:
+            self._undrive(session_id)
             if result.error is not None:
                 tell(answer(False, *_error_code(result.error)))
                 return
@@ -664,6 +906,8 @@ class RequestRouter:
             lambda: None,
             done,
         )
+        if started:
+            self._drive(session_id, None, "an answer about a tool call being recorded")
         if not started:
             busy = self._workers.busy(session_id)
             tell(
@@ -704,6 +948,16 @@ class RequestRouter:
         return self._standing
 
     def _cancel(self, peer_id: int, message: TurnsCancelRequest) -> None:
+        driver = self._drivers.get(message.session_id)
+        if peer_id in self._server.terminal_ids() and (driver is None or driver[0] != peer_id):
+            # A terminal's Ctrl+C stops only the turn it started, never a window's.
+            _limited.log(
+                logging.INFO,
+                "cancel_not_driver",
+                "cancel for %s from a terminal that does not drive it",
+                escape(message.session_id),
+            )
+            return
         if not self._workers.cancel(message.session_id):
             _limited.log(
                 logging.INFO,
@@ -743,11 +997,16 @@ class RequestRouter:
             f"summary-{session_id}", lambda: self._services.session_summary(session_id), done
         )
 
-    def _turn_sender(self, session_id: str) -> Callable[[Message], None]:
+    def _turn_sender(self, session_id: str, driver: int | None = None) -> Callable[[Message], None]:
         """Pushes of a running turn; when its run starts, the session list row is refreshed
-        too (it stops showing "interrupted" as soon as a continuation runs)."""
+        too (it stops showing "interrupted" as soon as a continuation runs). A terminal that
+        drives the turn hears every push the windows hear, and its own lines."""
 
         def send(message: Message) -> None:
+            if driver is not None:
+                self._server.send(driver, message)
+                if isinstance(message, TurnOutputPush):
+                    return
             self._standing.note(message)
             self._broadcast(message)
             if isinstance(message, RunStatusPush) and message.status is RunStatusValue.RUNNING:

@@ -59,9 +59,11 @@ def resolve_data_dir(option: str | None) -> Path:
     return resolved(option)
 
 
-def _run_main(args: argparse.Namespace) -> int:
+def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
+    """The main process; ``headless``: ``maka host`` (no renderer, ever)."""
     from PySide6.QtCore import QCoreApplication
 
+    from app.bridge_contract import HostKind
     from app.gui_thread_gc import GuiThreadCollector
     from main_process.host_app import HostApp, HostConfig
     from storage.private_files import ensure_private_dir
@@ -77,8 +79,9 @@ def _run_main(args: argparse.Namespace) -> int:
     config = HostConfig(
         data_dir=data_dir,
         safe_resume_enabled=os.environ.get(ENV_SAFE_RESUME) == "1",
-        launch_renderer=not no_renderer,
+        launch_renderer=not (no_renderer or headless),
         announce_endpoint=no_renderer,
+        host_kind=HostKind.HEADLESS if headless else HostKind.DESKTOP,
     )
     app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
     QCoreApplication.setApplicationName("maka")
@@ -89,6 +92,13 @@ def _run_main(args: argparse.Namespace) -> int:
         immediate = host.start()
         if immediate is not None:
             return immediate
+        if headless:
+            print(
+                f"maka host: serving {data_dir} (pid {os.getpid()}); terminal commands attach "
+                "to it; Ctrl+C or SIGTERM stops it",
+                file=sys.stderr,
+                flush=True,
+            )
         app.exec()
         host.close(host.exit_code)  # a no-op after an orderly close; a safety net otherwise
         return host.exit_code

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
+from app.host.resume_decisions import restore_unavailable as _restore_unavailable
+from app.host.resume_decisions import unanswered_decision as _unanswered_decision
 from runtime.ledger.codes import RestoreCode, StoreCode
 
 if TYPE_CHECKING:
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from app.commands.cli_session_host import CliHost
     from app.commands.terminal_transcript import TerminalTranscript
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
-    from runtime.continuation.continuation_planner import ContinuationPlan
     from runtime.continuation.workspace_decision import WorkspaceDecision
 
 
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         run_settings,
     )
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from app.host.host_client import attach
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
 
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
@@ -79,7 +81,19 @@ def run(args: argparse.Namespace) -> int:
     transcript = TerminalTranscript(out)
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)
-    with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
+    data_dir = resolve_data_dir(args.data_dir)
+    attached = attach(data_dir)
+    if attached is not None:  # the desktop or `maka host` owns the folder: it continues
+        from app.commands.host_turn import resume_through_host
+
+        with attached:
+            return resume_through_host(
+                args,
+                attached,
+                permission_mode(args.permission_mode),
+                lambda: note_refusals_without_terminal(args.permission_mode),
+            )
+    with owned_session_host(data_dir, args.provider, settings) as host:
         session = host.store.get_session(args.session)
         if session is None:
             raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
@@ -113,39 +127,6 @@ def _decision(args: argparse.Namespace) -> WorkspaceDecision | None:
     if args.restore_to is not None:
         return WorkspaceDecision.RESTORE
     return None
-
-
-def _unanswered_decision(
-    plan: ContinuationPlan, decision: WorkspaceDecision | None, cwd: str
-) -> tuple[str, str] | None:
-    """The refusal for a decision the plan does not carry out (no workspace park to answer)."""
-    details = plan.continuation
-    if decision is None or details is None or details.workspace_decision is not None:
-        return None
-    flag = "--rebaseline" if decision.value == "rebaseline" else "--restore-to"
-    return (
-        RestoreCode.WORKSPACE_DECISION_NOT_OFFERED.value,
-        f"{flag} answers a park on changed files, and this resume has none (see the notes "
-        f"above); nothing was done. Resume without {flag} to continue in {cwd}.",
-    )
-
-
-def _restore_unavailable(
-    plan: ContinuationPlan, decision: WorkspaceDecision | None
-) -> tuple[str, str] | None:
-    """The refusal for ``--restore-to`` on a workspace park no snapshot is left to copy from
-    (only the rebaseline is offered)."""
-    options = plan.workspace_options
-    if decision is None or decision.value != "isolated_restore" or not options:
-        return None
-    if "isolated_restore" in options:
-        return None
-    return (
-        RestoreCode.WORKSPACE_RESTORE_UNAVAILABLE.value,
-        "no snapshot of the folder is left in the checkpoint store to make a restored copy "
-        "from; nothing was done. Continue with your current files instead: maka resume "
-        f"{plan.session_id} --rebaseline",
-    )
 
 
 # C901: plan, the terminal's workspace decision, settle advice, then run; one flow the CLI and the

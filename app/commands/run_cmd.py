@@ -115,13 +115,10 @@ def print_unsettled_calls(service: Any, session_id: str) -> None:
     outcome is unknown (a crash between dispatch and result), so nothing is repeated unseen.
     The notice is written to the model ("Do not retry it blindly"), so it is quoted as what the
     model is told, never printed as if it spoke to the user."""
-    from runtime.providers.provider_port import HostNotice
+    from app.host.terminal_turn import unsettled_call_notes
 
-    for item in service.prior_history(session_id):
-        if isinstance(item, HostNotice):
-            text = item.text.removeprefix("Note from the host: ")
-            quoted = text[:1].upper() + text[1:]
-            print(f"note: with your next message the model is told: “{quoted}”", file=sys.stderr)
+    for line in unsettled_call_notes(service, session_id):
+        print(line, file=sys.stderr)
 
 
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
@@ -140,11 +137,11 @@ def run(args: argparse.Namespace) -> int:
     from app.commands.cancellable_turn import run_cancellable
     from app.commands.cli_session_host import owned_session_host
     from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
+    from app.host.host_client import attach
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.base.cancel_token import CancelToken
     from runtime.ledger.ledger_errors import LedgerError
-    from runtime.ledger.store_ports import RunStatus
 
     try:
         require_utf8(args.prompt, "the prompt")
@@ -159,6 +156,18 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(HostCode.INVALID_CWD, f"{args.cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
     data_dir = resolve_data_dir(args.data_dir)
+    attached = attach(data_dir)
+    if attached is not None:  # the desktop or `maka host` owns the folder: it runs the turn
+        from app.commands.host_turn import run_through_host
+
+        with attached:
+            mode = permission_mode(args.permission_mode)
+            end = run_through_host(
+                args, attached, mode, lambda: note_refusals_without_terminal(args.permission_mode)
+            )
+        return turn_ended(
+            end.status, end.failure_class, end.stop_reason, end.message, end.session_id
+        )
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)
@@ -191,13 +200,32 @@ def run(args: argparse.Namespace) -> int:
             )
         except LedgerError as error:
             raise CliError(error.code, error.message, EXIT_ERROR) from None
-        if result.status is RunStatus.COMPLETED:
-            note_step_limit(result, session.session_id)
-            return EXIT_OK
-        print(
-            f"maka: the turn ended {result.status}"
-            + (f" ({result.failure_class})" if result.failure_class else "")
-            + (f": {result.message}" if result.message else ""),
-            file=sys.stderr,
+        return turn_ended(
+            result.status,
+            result.failure_class,
+            getattr(result, "stop_reason", None),
+            result.message,
+            session.session_id,
         )
-        return EXIT_ERROR
+
+
+def turn_ended(
+    status: str,
+    failure_class: str | None,
+    stop_reason: str | None,
+    message: str | None,
+    session_id: str,
+) -> int:
+    """What ``maka run`` says when its turn ended, and its exit code (whichever path ran it)."""
+    from types import SimpleNamespace
+
+    if status == "completed":
+        note_step_limit(SimpleNamespace(stop_reason=stop_reason, message=message), session_id)
+        return EXIT_OK
+    print(
+        f"maka: the turn ended {status}"
+        + (f" ({failure_class})" if failure_class else "")
+        + (f": {message}" if message else ""),
+        file=sys.stderr,
+    )
+    return EXIT_ERROR

@@ -46,11 +46,16 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalResume,
+    TerminalSession,
+    TerminalTurn,
+    TerminalTurnEnd,
     Transcript,
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
 from app.host.plan_report import plan_json, plan_summary, settleable_calls, source_operations
+from app.host.resume_decisions import DECISION_NOT_OFFERED, restore_unavailable
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
 from app.host.resume_verdicts import ResumeVerdicts
@@ -68,6 +73,7 @@ from app.host.session_relocation import (
 from app.host.session_rows import wire_rows
 from app.host.settle_call import settle_call, settleable_in
 from app.host.settle_folder import baseline_capture, folder_words, with_folder_notes
+from app.host.terminal_turn import TerminalContinuation, terminal_session, terminal_turn
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
 from runtime.agent.permission_policy import Decision, PermissionPolicy, PermissionQuestion
@@ -370,6 +376,18 @@ class DesktopServices:
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
 
+    def terminal_session(self, turn: TerminalTurn) -> TerminalSession:
+        return terminal_session(self._service, turn, self._provider().label)
+
+    def terminal_turn(
+        self, session_id: str, turn: TerminalTurn, sink: TurnSink, write: Callable[[str], None]
+    ) -> TerminalTurnEnd:
+        with self._lock:
+            resuming = session_id in self._continuations
+        if resuming:
+            raise HostServiceError(HostCode.SESSION_BUSY, "Safe resume is continuing this session")
+        return terminal_turn(self._service, session_id, turn, sink, write)
+
     def cancel_turn(self, session_id: str) -> None:
         if self._sessions is not None:
             self._sessions.cancel(session_id)
@@ -396,15 +414,26 @@ class DesktopServices:
         automatic: bool,
         decision: str | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
         choice = WorkspaceDecision(decision) if decision and not automatic else None
         outcome = self._resume_latest(
-            session_id, sink, automatic=automatic, decision=choice, restore_to=restore_to
+            session_id,
+            sink,
+            automatic=automatic,
+            decision=choice,
+            restore_to=restore_to,
+            terminal=terminal,
         )
-        self._memory.remember(session_id, outcome)
+        if not (
+            isinstance(outcome, ResumeParked) and DECISION_NOT_OFFERED in outcome.rejection_reasons
+        ):
+            self._memory.remember(session_id, outcome)
         return outcome
 
-    def _resume_latest(
+    # C901: one flow for the banner and a terminal's `maka resume` (which is told each step in
+    # its words); splitting it would split the continuation's claim from its plan and execution.
+    def _resume_latest(  # noqa: C901
         self,
         session_id: str,
         sink: TurnSink,
@@ -412,6 +441,7 @@ class DesktopServices:
         automatic: bool,
         decision: WorkspaceDecision | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
         sessions = self._service
         if sessions.is_busy(session_id):
@@ -426,6 +456,11 @@ class DesktopServices:
             sink.permission_requested(question.request_id, question.tool_name, question.summary)
             return sessions.permissions.wait(question, cancel, None)
 
+        # A terminal's `maka resume` drives the same continuation with its own mode and lines.
+        said = TerminalContinuation(terminal, sessions, sink) if terminal is not None else None
+        policy, asker, watcher, settings = (
+            said.wiring(observer) if said is not None else (PermissionPolicy(), ask, observer, None)
+        )
         resume, turn = continuation_resume_service(
             self._store,
             catalog=sessions.catalog,
@@ -433,14 +468,14 @@ class DesktopServices:
             shells=self._shells,
             processes=self._store,
             process_recorder=sessions.process_recorder,
-            policy=PermissionPolicy(),
-            asker=ask,
-            observer=observer,
+            policy=policy,
+            asker=asker,
+            observer=watcher,
             cwd=cwd,
             enabled=self.resume_flags()[0],
             clock=self._clock,
             lifecycle=self._lifecycle,
-            settings=self._run_settings(),
+            settings=settings or self._run_settings(),
             checkpoints=sessions.checkpoints,
         )
         with self._lock:
@@ -448,16 +483,28 @@ class DesktopServices:
                 return ResumeParked(("session_busy",))
             # registered before planning, so no turn can start in between
             self._continuations[session_id] = turn.cancel
+        plan_made = None
         try:
-            plan = resume.plan_latest(
+            plan = plan_made = resume.plan_latest(
                 session_id, automatic=automatic, decision=decision, restore_to=restore_to
             )
             if not plan.continues:
+                if said is not None:
+                    said.parked(self._store, plan, restore_unavailable(plan, decision))
                 return parked_outcome(plan, parked_write_diagnostics(self._store, plan, cwd))
+            refused = said.not_carried(plan, decision, cwd) if said is not None else None
+            if refused is not None:
+                return refused
             observer.continuation_of = plan.source_run_id
+            if said is not None:
+                said.continuing(plan)
             result = resume.execute(plan, automatic=automatic)
+            if said is not None:
+                said.ended(self._store, plan, result.target_run_id, result.status.value, cwd)
         except ResumeRefused as refusal:
             code = refusal.code
+            if said is not None and plan_made is not None:
+                said.refused(plan_made, str(code), refusal.message, cwd)
             refused = ResumeParked((code,), (wire_diagnostic(code, refusal.message),))
             if decision is None or code not in TARGET_REFUSALS:
                 return refused
@@ -480,7 +527,7 @@ class DesktopServices:
         finally:
             with self._lock:
                 self._continuations.pop(session_id, None)
-        return ResumeStarted(result.target_run_id, result.target_turn_id)
+        return ResumeStarted(result.target_run_id, result.target_turn_id, result.status.value)
 
     # ---- settling an unknown outcome ------------------------------------------------------
 

@@ -1,9 +1,10 @@
 """A terminal's connection to the running host of its data folder (docs/design/hosts.md section 1).
 
-The host (the desktop's main process) owns the data folder and serves it over its private
-endpoint (``ipc_endpoint``). A ``maka`` command first looks for it: :func:`attach` returns a
-:class:`HostClient` when a host listens, else ``None`` and the command opens the store itself,
-as it always did. Plain sockets, no Qt: the CLI never imports the desktop.
+The host (the desktop's main process, or ``maka host`` without a window) owns the data folder
+and serves it over its private endpoint (``ipc_endpoint``). A ``maka`` command first looks for
+it: :func:`attach` returns a :class:`HostClient` when a host listens, else ``None`` and the
+command opens the store itself, as it always did. Plain sockets, no Qt: the CLI never imports
+the desktop.
 
 Authentication is the renderer's: the first frame is ``hello`` with a token, answered by
 ``hello.ok`` or ``hello.rejected``. A terminal's token is the host's terminal token, which the
@@ -26,6 +27,7 @@ import contextlib
 import os
 import stat
 import sys
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +61,7 @@ class HostClient:
         self._sock = sock
         self._reader = FrameReader(accept=PUSH_KINDS)
         self._pending: list[Message] = []
+        self._send_lock = threading.Lock()
         self.host_kind = host_kind
         self.host_pid = host_pid
 
@@ -90,10 +93,30 @@ class HostClient:
         while True:
             answer = self._next()
             if answer.correlation_id != correlation:
-                continue  # a push about something else (a terminal is sent only answers today)
+                continue  # a push about something else (a turn this terminal drives streams)
             if isinstance(answer, ErrorPush):
                 raise HostRefusal(answer.code, answer.message)
             return answer
+
+    def stream_without_timeout(self) -> None:
+        """A turn may wait for its model, a tool or a question for as long as it takes: the
+        connection's end (the host stopped) ends the wait, never a timeout."""
+        self._sock.settimeout(None)
+
+    def send(self, message: Message) -> None:
+        """Send one request (any thread: a Ctrl+C's cancel beside a permission answer)."""
+        from app.bridge_contract import encode_frame
+
+        frame = encode_frame(message)
+        with self._send_lock:
+            try:
+                self._sock.sendall(frame)
+            except OSError:
+                raise _stopped() from None
+
+    def receive(self) -> Message:
+        """The next push (one reader at a time); a closed connection raises ``host_stopped``."""
+        return self._next()
 
     def _next(self) -> Message:
         from app.bridge_contract import BridgeProtocolError

@@ -19,7 +19,7 @@ store raises ``runtime.ledger.ledger_errors.LedgerError`` with a ``StoreCode``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -125,6 +125,8 @@ class RecoveryReport:
 class ResumeStarted:
     run_id: str
     turn_id: str
+    status: str | None = None
+    """How the continuation's turn ended (``completed``...), when it ran to its end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +170,58 @@ class SurvivorsChecked:
     still_running: int
     checked: bool = False
     parked: ResumeParked | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalTurn:
+    """A terminal's ``maka run`` (``turns.run``): the session (or a new one in ``cwd``), the
+    message, the permission mode, its own step limit and the terminal's width."""
+
+    text: str
+    permission_mode: str
+    session_id: str | None = None
+    cwd: str | None = None
+    max_steps: int | None = None
+    columns: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalTurnEnd:
+    """How a terminal's turn ended (``RunOutcome``'s fields)."""
+
+    session_id: str
+    run_id: str
+    status: str
+    failure_class: str | None = None
+    stop_reason: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalResume:
+    """A terminal's ``maka resume`` (``turns.resume``): its permission mode, step limit and
+    width, ``--json``, and where its lines go (``write(text, stream)``, stream ``stdout`` or
+    ``stderr``)."""
+
+    permission_mode: str
+    write: Callable[[str, str], None]
+    max_steps: int | None = None
+    columns: int = 100
+    as_json: bool = False
+    before_running: str = ""
+    """The command's notes, said (on its stderr) once the continuation is about to run."""
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalSession:
+    """The session a terminal's turn runs in (created for it when it named a folder), and what
+    the command says before the turn: the provider, and the notes about earlier calls whose
+    outcome is unknown."""
+
+    session_id: str
+    cwd: str
+    provider_label: str
+    notes: tuple[str, ...] = ()
 
 
 class TurnSink(Protocol):
@@ -232,6 +286,18 @@ class HostServices(Protocol):
         """Run one turn to its end (completed, failed or cancelled), streaming into ``sink``."""
         ...
 
+    def terminal_session(self, turn: TerminalTurn) -> TerminalSession:
+        """A terminal's ``maka run``, first step: its session (``session_not_found``,
+        ``session_cwd_mismatch``), or a new one in its folder. Runs on a worker thread."""
+        ...
+
+    def terminal_turn(
+        self, session_id: str, turn: TerminalTurn, sink: TurnSink, write: Callable[[str], None]
+    ) -> TerminalTurnEnd:
+        """Then its turn, to its end, with the terminal's permission mode: every window hears it
+        through ``sink``, the terminal's lines (as ``maka run`` prints them) go to ``write``."""
+        ...
+
     def cancel_turn(self, session_id: str) -> None:
         """Ask the session's running turn or continuation to stop; returns at once."""
         ...
@@ -248,8 +314,11 @@ class HostServices(Protocol):
         automatic: bool,
         decision: str | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
-        """Plan the session's latest interrupted run; when the plan says continue, execute it and
+        """``terminal``: a terminal's ``maka resume`` drives it (its mode, its lines).
+
+        Plan the session's latest interrupted run; when the plan says continue, execute it and
         stream the continuation into ``sink`` until it ends. ``automatic`` marks an auto-resume
         at startup (recorded on the continuation, read by the crash-loop guard); ``decision``
         (``isolated_restore`` / ``rebaseline``) and ``restore_to``: the user's way forward when
@@ -311,6 +380,10 @@ __all__ = [
     "SettingsChange",
     "SettingsView",
     "SurvivorsChecked",
+    "TerminalResume",
+    "TerminalSession",
+    "TerminalTurn",
+    "TerminalTurnEnd",
     "Transcript",
     "TurnSink",
 ]

@@ -10,6 +10,8 @@ projection over the run's committed events, so a live transcript and a reopened 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from typing import Any
 
 from app.bridge_contract import (
     MAX_TEXT_CHARS,
@@ -21,7 +23,8 @@ from app.bridge_contract import (
 from app.host.host_services import TurnSink
 from app.host.transcript_items import continuation_marker, wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
-from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.store_ports import RunStatus
 
 
@@ -39,6 +42,10 @@ class LiveTurnView:
         self._stream_text = ""
         self._stream_thinking = ""
         self._step = 0
+        # Incremental projection (``_project``): events before ``_from`` have final entries.
+        self._from = 0
+        self._open_calls: dict[str, int] = {}
+        self._subjects: dict[str, str] = {}
 
     # ---- RunObserver -----------------------------------------------------------------------
 
@@ -78,7 +85,7 @@ class LiveTurnView:
                 self._stream_thinking = ""
             if kind in ("text", "thinking") and not (self._stream_text or self._stream_thinking):
                 self._step += 1
-            for entry in transcript_of_run(self._events):
+            for entry in self._project(event):
                 if self._sent.get(entry.item_id) == entry:
                     continue
                 self._sent[entry.item_id] = entry
@@ -87,6 +94,33 @@ class LiveTurnView:
                     items.append(item)
         for item in items:
             self._sink.transcript_item(item)
+
+    def _project(self, event: RuntimeEvent) -> list[TranscriptEntry]:
+        """The run's entries that may have changed with ``event`` (lock held).
+
+        Projecting every committed event of the run again at each commit costs a long turn
+        quadratic time; the entries before the earliest tool call still waiting for its result
+        are final (a card changes only with its own call's dispatch and result), so only the
+        events from there on are projected, with the earlier calls' subjects. The run's ending
+        (which turns open cards into ``not_dispatched`` or ``indeterminate``) and a recovery
+        fact (which may name any earlier card) project the whole run, as a reopened transcript
+        does."""
+        content: Mapping[str, Any] = event.get("content") or {}
+        kind = content.get("kind")
+        if kind == "function_call":
+            self._open_calls.setdefault(str(content.get("id")), len(self._events) - 1)
+        elif kind == "function_response":
+            self._open_calls.pop(str(content.get("id")), None)
+        if is_terminal(event) or "toolRecovery" in (event.get("actions") or {}):
+            entries = transcript_of_run(self._events)
+        else:
+            events = self._events[self._from :]
+            entries = transcript_of_run(events, self._subjects) if events else []
+        start = min(self._open_calls.values(), default=len(self._events))
+        if start > self._from:
+            self._subjects.update(call_subjects(self._events[self._from : start]))
+            self._from = start
+        return entries
 
     def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
         with self._lock:

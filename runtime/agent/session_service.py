@@ -239,9 +239,11 @@ class SessionService:
         asker: PermissionAsker | None = None,
         on_question: Callable[[PermissionQuestion], None] | None = None,
         cancel: CancelToken | None = None,
+        settings: RunSettings | None = None,
     ) -> RunOutcome:
         """Run one turn to its end. Permission questions go to ``asker`` when given; otherwise
-        ``on_question`` is told and the answer arrives through ``answer_permission``."""
+        ``on_question`` is told and the answer arrives through ``answer_permission``.
+        ``settings``: this turn's own (a terminal's ``--max-steps``), else the service's."""
         require_utf8(text, "the message")
         session = self.get_session(session_id)
         first_title = _title(text)
@@ -256,7 +258,14 @@ class SessionService:
             self._active[session_id] = token
         try:
             return self._run_turn(
-                session, text, observer, policy, asker=asker, on_question=on_question, token=token
+                session,
+                text,
+                observer,
+                policy,
+                asker=asker,
+                on_question=on_question,
+                token=token,
+                settings=settings,
             )
         finally:
             with self._lock:
@@ -272,6 +281,7 @@ class SessionService:
         asker: PermissionAsker | None,
         on_question: Callable[[PermissionQuestion], None] | None,
         token: CancelToken,
+        settings: RunSettings | None = None,
     ) -> RunOutcome:
         cwd = Path(session.cwd)
         if not cwd.is_dir():
@@ -309,7 +319,7 @@ class SessionService:
             asker=asker or wait_for_answer,
             observer=observer,
             clock=self._clock,
-            settings=self._settings(),
+            settings=settings or self._settings(),
             checkpointer=checkpointer,
         )
         context = ToolContext(

@@ -8,7 +8,7 @@ cancelled terminal event). Resume outcomes are scripted per session.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,10 @@ from app.host.host_services import (
     SettingsView,
     SettleResult,
     SurvivorsChecked,
+    TerminalResume,
+    TerminalSession,
+    TerminalTurn,
+    TerminalTurnEnd,
     Transcript,
     TurnSink,
 )
@@ -181,6 +185,17 @@ class FakeHostServices:
         )
         sink.run_status(run_id, RunStatusValue.COMPLETED)
 
+    def terminal_session(self, turn: TerminalTurn) -> TerminalSession:
+        session_id = turn.session_id or "s-new"
+        return TerminalSession(session_id, turn.cwd or "/", "fake")
+
+    def terminal_turn(
+        self, session_id: str, turn: TerminalTurn, sink: TurnSink, write: Callable[[str], None]
+    ) -> TerminalTurnEnd:
+        self.send_turn(session_id, turn.text, sink)
+        write("done\n")
+        return TerminalTurnEnd(session_id, f"run-{session_id}", "completed")
+
     def cancel_turn(self, session_id: str) -> None:
         self._record(f"cancel_turn:{session_id}")
         with self._lock:
@@ -201,6 +216,7 @@ class FakeHostServices:
         automatic: bool,
         decision: str | None = None,
         restore_to: str | None = None,
+        terminal: TerminalResume | None = None,
     ) -> ResumeOutcome:
         self._record(f"resume_latest:{session_id}")
         with self._lock:

@@ -211,6 +211,12 @@ SAMPLES: list[bc.Message] = [
         filters=bc.TimelineRowFilter(kind="tool", text="bash", only_problems=True),
     ),
     bc.TimelineLocatedPush(session_id="s1", run_id="r1", seq=40_000, position=12),
+    bc.TurnsRunRequest(cwd="/w", text="go", permission_mode="ask", max_steps=5, correlation_id="r"),
+    bc.TurnsResumeRequest(session_id="s1", permission_mode="deny", as_json=True),
+    bc.TurnStartedPush(session_id="s1", cwd="/w", provider_label="demo", notes=("note: x",)),
+    bc.TurnOutputPush(session_id="s1", text="[tool] bash ls\n", stream="stdout"),
+    bc.TurnEndedPush(session_id="s1", run_id="r1", status=bc.RunStatusValue.COMPLETED),
+    bc.ResumeEndedPush(session_id="s1", exit_code=3),
 ]
 
 
@@ -407,6 +413,30 @@ def test_a_terminal_may_ask_only_what_its_commands_use() -> None:
         MessageKind.WINDOW_ACTIVATE,
     ):
         assert kind not in bc.TERMINAL_REQUEST_KINDS
+
+
+def test_a_terminal_turn_names_a_session_or_a_folder_and_nothing_more() -> None:
+    assert MessageKind.TURNS_RUN in bc.TERMINAL_REQUEST_KINDS
+    assert MessageKind.TURNS_RESUME in bc.TERMINAL_REQUEST_KINDS
+    assert MessageKind.TURNS_SEND not in bc.TERMINAL_REQUEST_KINDS
+    assert bc.TERMINAL_ONLY_KINDS <= bc.TERMINAL_REQUEST_KINDS
+    neither = {"kind": "turns.run", "text": "go", "permissionMode": "ask"}
+    assert _code(json.dumps(neither).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    for extra in (
+        {"sessionId": "s1", "provider": "openai"},
+        {"sessionId": "s1", "permissionMode": "yolo"},
+        {"sessionId": "s1", "text": "x" * (bc.MAX_TEXT_CHARS + 1)},
+        {"sessionId": "s1", "maxSteps": 0},
+        {"sessionId": "s1", "columns": 5},
+    ):
+        body = {**neither, **extra}
+        assert _code(json.dumps(body).encode()) is BridgeErrorCode.MESSAGE_INVALID, extra
+    resume = {"kind": "turns.resume", "sessionId": "s1", "permissionMode": "auto", "runId": "r"}
+    assert _code(json.dumps(resume).encode()) is BridgeErrorCode.MESSAGE_INVALID
+    ended = {"kind": "resume.ended", "sessionId": "s1", "exitCode": 7}
+    assert _code(json.dumps(ended).encode(), accept=bc.PUSH_KINDS) is (
+        BridgeErrorCode.MESSAGE_INVALID
+    )
 
 
 def test_the_overview_request_carries_nothing_and_rows_are_bounded() -> None:

@@ -7,6 +7,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.bridge_contract import (
     MAX_ITEMS_PER_OPEN,
@@ -20,7 +21,7 @@ from app.host.desktop_settings import SETTINGS_FILE, DesktopSettings
 from app.host.host_services import SettingsChange
 from app.host.live_turn_view import LiveTurnView
 from app.host.transcript_items import session_transcript, wire_item
-from runtime.agent.transcript_projection import TranscriptEntry
+from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.ledger.store_ports import RunStatus
 from tests.helpers.ledger_builders import (
     RunIds,
@@ -161,3 +162,37 @@ def test_settings_are_user_only_and_the_environment_wins(tmp_path: Path) -> None
 def test_a_damaged_settings_file_falls_back_to_the_defaults(tmp_path: Path) -> None:
     (tmp_path / SETTINGS_FILE).write_text("{not json", encoding="utf-8")
     assert DesktopSettings(tmp_path).view().provider is ProviderChoice.OFFLINE_DEMO
+
+
+def test_the_live_view_projects_incrementally_what_the_whole_run_projects() -> None:
+    """Only the events from the earliest call still waiting for its result are projected again
+    at each commit; after every commit, the newest state of each item sent equals the items of
+    the whole run projected at once (what a reopened transcript shows)."""
+    sink = Sink()
+    view = LiveTurnView(sink)
+    first = call_event("c1", "bash", {"command": "sleep 1"}, ids=IDS, ts=2)
+    second = call_event("c2", "read_file", {"path": "a.txt"}, ids=IDS, ts=3)
+    third = call_event("c3", "bash", {"command": "ls"}, ids=IDS, ts=9)
+    events = [
+        user_text("go", ids=IDS, marker=True),
+        model_text("Looking.", event_id="m1", ids=IDS, ts=1),
+        first,
+        second,
+        dispatch_event(first),
+        dispatch_event(second),
+        bound_response(second, {"content": "a"}),
+        bound_response(first, {"exitCode": 0, "output": ""}),
+        model_text("More.", event_id="m2", ids=IDS, ts=8),
+        third,
+        dispatch_event(third),
+        terminal(IDS, status="failed"),
+    ]
+    committed: list[Any] = []
+    for event in events:
+        view.committed(event)
+        committed.append(event)
+        shown = {item.item_id: item for item in sink.items}
+        whole = [wire_item(entry) for entry in transcript_of_run(committed)]
+        assert [shown[item.item_id] for item in whole if item is not None] == [
+            item for item in whole if item is not None
+        ]

@@ -1,0 +1,284 @@
+"""``maka run`` through the running host of its data folder (docs/design/hosts.md section 1).
+
+The host (the desktop's main process, or ``maka host``) owns the folder, so it runs the turn:
+the command sends ``turns.run`` and prints what the host sends back, the lines ``maka run``
+prints when it opens the store itself (the host renders them with the same code, from the same
+committed events), so the output, the exit codes and the notes on stderr do not depend on the
+path that served the command.
+
+A permission question is answered here, from standard input as always (a window may answer it
+first: the first answer counts). Ctrl+C asks the host to cancel the turn this command started,
+and nothing else. If the command goes away (a closed terminal, a kill), the turn goes on in the
+host and every window shows it; if the host stops while the command streams, the command ends
+with ``host_stopped`` (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from app.cli_errors import EXIT_ERROR, EXIT_PARKED, EXIT_USAGE, CliError
+from app.host.host_client import HostClient, HostConnectionError, HostRefusal
+from runtime.base.cancel_token import CancelToken
+from runtime.ledger.codes import HostCode, StoreCode
+
+_RUN = "run"
+_USAGE_CODES = frozenset(
+    {
+        "session_not_found",
+        "session_cwd_mismatch",
+        "invalid_cwd",
+        "text_not_utf8",
+        "cwd_required",
+    }
+)
+
+
+def run_through_host(
+    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+) -> Any:
+    """Send ``turns.run`` and print what the host sends back; returns its ``turn.ended``
+    (``on_started``: said once the host took the turn, after the session line)."""
+    from pydantic import ValidationError
+
+    from app.bridge_contract import MAX_TEXT_CHARS, TurnsRunRequest
+
+    if args.session is not None and not 1 <= len(args.session) <= 200:
+        raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    if len(args.prompt) > MAX_TEXT_CHARS:
+        raise CliError(
+            HostCode.INVALID_ARGUMENT,
+            f"the prompt is longer than the running Maka accepts ({MAX_TEXT_CHARS} characters)",
+            EXIT_USAGE,
+        )
+    columns = min(max(shutil.get_terminal_size((100, 24)).columns, 20), 10_000)
+    try:
+        request = TurnsRunRequest(
+            session_id=args.session,
+            cwd=os.path.abspath(args.cwd) if args.cwd else None,
+            text=args.prompt,
+            permission_mode=mode,
+            max_steps=args.max_steps,
+            columns=columns,
+            correlation_id=_RUN,
+        )
+    except ValidationError:
+        raise CliError(
+            HostCode.INVALID_ARGUMENT, "the running Maka cannot take this request", EXIT_USAGE
+        ) from None
+    if args.provider:
+        print(
+            "note: the running Maka serving this data folder runs the turn with its own "
+            "provider settings; --provider applies when no Maka serves it",
+            file=sys.stderr,
+        )
+    host.stream_without_timeout()
+    turn = _HostTurn(host, mode)
+    host.send(request)
+    return turn.follow(on_started)
+
+
+def resume_through_host(
+    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+) -> int:
+    """``maka resume`` beside a running host: its continuation service (the banner's) plans and
+    continues; this command prints its lines and exits with its code (what ``on_started`` says
+    on stderr, the host says back once the continuation is about to run, never for a park)."""
+    from pydantic import ValidationError
+
+    from app.bridge_contract import TurnsResumeRequest
+
+    decision = "rebaseline" if args.rebaseline else None
+    if args.restore_to is not None:
+        decision = "isolated_restore"
+    columns = min(max(shutil.get_terminal_size((100, 24)).columns, 20), 10_000)
+    notes = io.StringIO()  # said by the host once the continuation runs, never for a park
+    with contextlib.redirect_stderr(notes):
+        on_started()
+    try:
+        request = TurnsResumeRequest(
+            session_id=args.session,
+            permission_mode=mode,
+            max_steps=args.max_steps,
+            columns=columns,
+            as_json=bool(args.json),
+            workspace_decision=decision,
+            restore_to=os.path.abspath(args.restore_to) if args.restore_to else None,
+            before_running=notes.getvalue()[:4000],
+            correlation_id=_RUN,
+        )
+    except ValidationError:
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
+        ) from None
+    if args.provider:
+        print(
+            "note: the running Maka serving this data folder continues with its own provider "
+            "settings; --provider applies when no Maka serves it",
+            file=sys.stderr,
+        )
+    host.stream_without_timeout()
+    turn = _HostTurn(host, mode, session_id=args.session)
+    host.send(request)
+    code: int = turn.follow(lambda: None)
+    return code
+
+
+class _HostTurn:
+    """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
+
+    def __init__(self, host: HostClient, mode: str, session_id: str | None = None) -> None:
+        self._host = host
+        self._mode = mode
+        self._resuming = session_id is not None
+        self._session_id: str | None = session_id
+        self._cancel_wanted = False
+        self._lock = threading.Lock()
+        self._question: CancelToken | None = None
+        self._done = CancelToken()
+
+    def follow(self, on_started: Any) -> Any:
+        results: list[Any] = []
+        failures: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                results.append(self._read(on_started))
+            except BaseException as error:  # handed to the main thread below
+                failures.append(error)
+            finally:
+                self._done.cancel()
+
+        def on_interrupt(signum: int, frame: FrameType | None) -> None:
+            del signum, frame
+            print("\nmaka: cancelling the turn...", file=sys.stderr)
+            self._cancel()
+
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            worker = threading.Thread(target=target, name="maka-host-turn", daemon=True)
+            worker.start()
+            while worker.is_alive():
+                worker.join(0.2)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            self._stop_question()
+        if failures:
+            raise failures[0]
+        return results[0]
+
+    def _cancel(self) -> None:
+        with self._lock:
+            session_id = self._session_id
+            self._cancel_wanted = session_id is None
+        if session_id is not None:
+            self._send_cancel(session_id)
+
+    def _send_cancel(self, session_id: str) -> None:
+        from app.bridge_contract import TurnsCancelRequest
+
+        with contextlib.suppress(HostConnectionError):  # the reader says the host stopped
+            self._host.send(TurnsCancelRequest(session_id=session_id))
+
+    def _read(self, on_started: Any) -> Any:
+        from app.bridge_contract import (
+            ErrorPush,
+            PermissionRequestedPush,
+            ResumeEndedPush,
+            ResumeStartedPush,
+            TurnEndedPush,
+            TurnOutputPush,
+            TurnStartedPush,
+        )
+
+        started = False
+        while True:
+            message = self._host.receive()
+            if isinstance(message, TurnOutputPush) and message.session_id == self._session_id:
+                stream = sys.stderr if message.stream == "stderr" else sys.stdout
+                stream.write(message.text)
+                stream.flush()
+            elif (
+                isinstance(message, ResumeStartedPush)
+                and self._resuming
+                and message.session_id == self._session_id
+                and not started
+            ):
+                started = True
+                on_started()
+            elif isinstance(message, ResumeEndedPush) and message.correlation_id == _RUN:
+                return message.exit_code
+            elif isinstance(message, TurnStartedPush) and message.correlation_id == _RUN:
+                started = True
+                print(
+                    f"session {message.session_id} in {message.cwd} ({message.provider_label}, "
+                    f"permission mode {self._mode})",
+                    file=sys.stderr,
+                )
+                on_started()
+                for note in message.notes:
+                    print(note, file=sys.stderr)
+                with self._lock:
+                    self._session_id = message.session_id
+                    cancel = self._cancel_wanted
+                if cancel:
+                    self._send_cancel(message.session_id)
+            elif (
+                isinstance(message, PermissionRequestedPush)
+                and message.session_id == self._session_id
+            ):
+                self._ask(message.session_id, message.request_id)
+            elif isinstance(message, TurnEndedPush) and message.correlation_id == _RUN:
+                return message
+            elif isinstance(message, ErrorPush) and message.correlation_id == _RUN:
+                refusal = HostRefusal(message.code, message.message)
+                usage = not started and str(refusal.code) in _USAGE_CODES
+                exit_code = EXIT_USAGE if usage else EXIT_ERROR
+                if self._resuming and str(refusal.code) == HostCode.SESSION_BUSY:
+                    exit_code = EXIT_PARKED  # as a busy session parks Safe resume
+                raise CliError(refusal.code, refusal.message, exit_code)
+
+    def _ask(self, session_id: str, request_id: str) -> None:
+        """Read the answer from standard input on its own thread (the pushes keep coming: a
+        window may answer first); the end of input denies, as ``maka run`` does alone."""
+        from app.bridge_contract import PermissionDecision, PermissionsAnswerRequest
+        from app.commands.terminal_transcript import InputLines
+
+        self._stop_question()
+        cancel = CancelToken()
+        with self._lock:
+            self._question = cancel
+
+        def answer() -> None:
+            line = InputLines.of(sys.stdin).read_line(cancel)
+            if cancel.is_cancelled():
+                return
+            allow = line is not None and line.strip().lower() in ("y", "yes", "allow")
+            decision = PermissionDecision.ALLOW if allow else PermissionDecision.DENY
+            with contextlib.suppress(HostConnectionError):
+                self._host.send(
+                    PermissionsAnswerRequest(
+                        session_id=session_id,
+                        request_id=request_id,
+                        decision=decision,
+                        correlation_id="permission",
+                    )
+                )
+
+        threading.Thread(target=answer, name="maka-permission", daemon=True).start()
+
+    def _stop_question(self) -> None:
+        with self._lock:
+            question, self._question = self._question, None
+        if question is not None:
+            question.cancel()

@@ -1,0 +1,246 @@
+"""Streaming a run to a terminal, and asking permission questions there (``run`` and ``tui``).
+
+Assistant text streams as it arrives; tool calls print as cards when they commit (``[tool]``),
+their results when T2 commits (``[ok]`` / ``[error]``); a run's ending prints a notice. Permission
+questions are answered from standard input: on a terminal the user types y or n; with a pipe the
+next line is the answer (end of input means deny). Waiting never blocks cancellation.
+
+Nothing from the model or a command reaches the terminal raw: control characters are made visible
+(``app.visible_text``), so an escape sequence or a carriage return can neither erase part of
+a command being approved nor restyle the terminal. A permission question shows the whole command,
+wrapped to the terminal's width (a shortened one says how many characters are left out), and a
+command's question says that commands can change files anywhere the user can.
+"""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import sys
+import textwrap
+import threading
+from collections.abc import Mapping
+from typing import Any, ClassVar, TextIO
+
+from app.code_text import describe
+from app.visible_text import AUTO_MODE_WARNING, visible
+from runtime.agent.permission_policy import Decision, PermissionQuestion
+from runtime.agent.transcript_projection import CODED_ENDINGS, summarize_args, summarize_result
+from runtime.base.cancel_token import CancelToken
+from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.store_ports import RunStatus
+from runtime.ledger.workspace_facts import decision_mark
+
+
+class TerminalTranscript:
+    """A ``RunObserver`` printing to ``out``; thread-safe."""
+
+    def __init__(self, out: TextIO | None = None, *, show_user: bool = False) -> None:
+        self._out = out or sys.stdout
+        self._lock = threading.Lock()
+        self._mid_line = False
+        self._show_user = show_user
+        self._held = ""
+        self._subjects: dict[str, str] = {}  # calls by what they did (``call_subjects``)
+
+    def name_calls(self, subjects: Mapping[str, str]) -> None:
+        """Calls of earlier runs by what they did, for a restored copy's words."""
+        with self._lock:
+            self._subjects.update(subjects)
+
+    def hold(self, text: str) -> None:
+        """Print ``text`` before the first output, not now: what a resume says it will do is
+        printed only once it does something (a refusal before that drops it)."""
+        with self._lock:
+            self._held = text
+
+    def release(self, keep: bool = True) -> None:
+        """Print the held text now (``keep``), or drop it."""
+        with self._lock:
+            held, self._held = self._held, ""
+            if keep and held:
+                self._out.write(held)
+                self._out.flush()
+
+    def _write(self, text: str) -> None:
+        if self._held:
+            text, self._held = self._held + text, ""
+        self._out.write(text)
+        self._out.flush()
+
+    def _line(self, text: str) -> None:
+        if self._mid_line:
+            self._write("\n")
+            self._mid_line = False
+        self._write(text + "\n")
+
+    def print_line(self, text: str) -> None:
+        """One line of its own (a permission question), after any text mid-line."""
+        with self._lock:
+            self._line(text)
+
+    def text_delta(self, text: str) -> None:
+        with self._lock:
+            self._write(visible(text))
+            self._mid_line = not text.endswith("\n")
+
+    def thinking_delta(self, text: str) -> None:
+        del text  # thinking stays collapsed in a terminal
+
+    def committed(self, event: RuntimeEvent) -> None:
+        with self._lock:
+            self._committed(event)
+
+    def _checkpoint_notes(self, actions: Mapping[str, Any]) -> None:
+        """Say when this run has no workspace checkpoints, or one could not be taken
+        (docs/design/workspace.md: no pretending)."""
+        mode = (actions.get("runtimeProtocol") or {}).get("workspaceCheckpoints")
+        code = str(mode.get("reasonCode", "")) if isinstance(mode, Mapping) else ""
+        if (
+            isinstance(mode, Mapping)
+            and mode.get("mode") == "unavailable"
+            and code
+            not in (
+                "checkpoint_turned_off",  # the user's own choice: not repeated at every turn
+            )
+        ):
+            self._line(f"[checkpoints] off for this run [{code}]: {describe(code).sentence}")
+        mark = decision_mark(actions, self._subjects)
+        if mark is not None:
+            self._line(f"[workspace] {visible(mark)}.")
+        failed = actions.get("workspaceCheckpointFailed")
+        if isinstance(failed, Mapping):
+            code = str(failed.get("reasonCode", ""))
+            self._line(f"[checkpoint] not taken [{code}]: {describe(code).sentence}")
+
+    def _committed(self, event: RuntimeEvent) -> None:
+        content = event.get("content")
+        actions = event.get("actions") or {}
+        self._checkpoint_notes(actions)
+        if content is not None and content["kind"] == "text" and event["role"] == "model":
+            if self._mid_line:
+                self._write("\n")
+                self._mid_line = False
+        elif content is not None and content["kind"] == "text" and event["role"] == "user":
+            if self._show_user:
+                self._line(f"you> {visible(content['text'])}")
+        elif content is not None and content["kind"] == "function_call":
+            args = summarize_args(content["name"], content["args"])
+            self._line(f"[tool] {visible(content['name'])} {visible(args, strict=True)}")
+        elif content is not None and content["kind"] == "function_response":
+            is_error = content.get("isError", False)
+            mark = "[error]" if is_error else "[ok]"
+            self._line(f"  {mark} {visible(summarize_result(content['result'], is_error))}")
+        elif "permissionDecision" in actions:
+            decision = actions["permissionDecision"]["decision"]
+            self._line(f"  [permission] {decision}")
+        elif is_terminal(event) and content is not None and content["kind"] == "error":
+            # A turn that completed at its step limit or with an empty reply says so with the
+            # code: its work may not be done, so it must not read like an ordinary ending.
+            code = content.get("code")
+            tag = code if code in CODED_ENDINGS else event.get("status")
+            self._line(f"[{tag}] {visible(content['message'])}")
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
+        del run_id, status, failure_class
+
+
+class InputLines:
+    """The one reader of an input stream for the whole process: a daemon thread reads lines into
+    a queue, and the chat prompt and the permission questions both take their lines from it.
+
+    Why: two readers of one stream lose lines between them. ``input()`` or ``readline()`` pull a
+    whole pipe buffer into Python, so an answer that is already there ("y") is invisible to a
+    ``select()`` on the descriptor, and a question waited until more input or the end of input
+    arrived. A line that arrives while nobody waits stays queued for the next reader; the end of
+    input stays the end for every later reader. Waiting never blocks cancellation.
+    """
+
+    _by_stream: ClassVar[dict[int, InputLines]] = {}
+    _guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    @classmethod
+    def of(cls, stream: TextIO) -> InputLines:
+        with cls._guard:
+            lines = cls._by_stream.get(id(stream))
+            if lines is None or lines._stream is not stream:
+                lines = cls._by_stream[id(stream)] = cls(stream)
+            return lines
+
+    def read_line(self, cancel: CancelToken | None = None, poll_s: float = 0.2) -> str | None:
+        """The next line (with its newline), or None at the end of input or once ``cancel``
+        is cancelled."""
+        self._start()
+        while cancel is None or not cancel.is_cancelled():
+            try:
+                line = self._queue.get(timeout=poll_s)
+            except queue.Empty:
+                continue
+            if line is None:
+                self._queue.put(None)  # the end stays the end for the next reader
+            return line
+        return None
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._pump, name="maka-input-lines", daemon=True
+                )
+                self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            for line in iter(self._stream.readline, ""):
+                self._queue.put(line)
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+        self._queue.put(None)
+
+
+class StdinPermissionAsker:
+    """Answers permission questions from standard input (terminal or pipe)."""
+
+    def __init__(self, transcript: TerminalTranscript, stream: TextIO | None = None) -> None:
+        self._transcript = transcript
+        self._lines = InputLines.of(stream or sys.stdin)
+
+    def __call__(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        width = shutil.get_terminal_size((100, 24)).columns
+        self._transcript._line(permission_question_text(question, width))
+        line = self._read_line(cancel)
+        if line is None:
+            return None if cancel.is_cancelled() else "deny"
+        return "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
+
+    def _read_line(self, cancel: CancelToken) -> str | None:
+        return self._lines.read_line(cancel)
+
+
+def permission_question_text(question: PermissionQuestion, width: int) -> str:
+    """The question as printed: the whole request with control characters made visible, each of
+    its lines wrapped to ``width`` (continuations indented deeper), the one-line warning for a
+    command, then ``Allow? [y/N]``."""
+    width = max(width, 40)
+    lines = [f"[permission] {visible(question.tool_name)} wants to:"]
+    for line in visible(question.summary, strict=True).split("\n"):
+        wrapped = textwrap.wrap(
+            line,
+            width - 1,
+            initial_indent="    ",
+            subsequent_indent="      ",
+            break_long_words=True,
+            break_on_hyphens=False,
+            drop_whitespace=False,
+        )
+        lines.extend(wrapped or ["    "])
+    if question.tool_name == "bash":
+        lines.append(f"  {AUTO_MODE_WARNING}")
+    lines.append("Allow? [y/N] ")
+    return "\n".join(lines)

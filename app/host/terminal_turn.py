@@ -1,0 +1,285 @@
+"""A terminal's ``maka run`` served by the running host (docs/design/hosts.md section 1).
+
+The host runs the turn with the terminal's permission mode and step limit, and renders the
+terminal's lines with the code ``maka run`` prints with when it opens the store itself
+(``TerminalTranscript``), from the same committed events: the output cannot differ by the path
+that served it. Every window hears the turn as it hears its own (``LiveTurnView``). A
+permission question is printed to the terminal as ``maka run`` prints it and shown to every
+window; the first answer counts (the terminal's or a window's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from app.host.host_services import (
+    HostServiceError,
+    ResumeParked,
+    TerminalResume,
+    TerminalSession,
+    TerminalTurn,
+    TerminalTurnEnd,
+    TurnSink,
+)
+from app.host.live_turn_view import LiveTurnView
+from app.host.terminal_transcript import TerminalTranscript, permission_question_text
+from runtime.agent.permission_policy import (
+    Decision,
+    PermissionAsker,
+    PermissionMode,
+    PermissionPolicy,
+    PermissionQuestion,
+)
+from runtime.agent.run_loop import RunObserver, RunSettings
+from runtime.agent.session_service import SessionService
+from runtime.base.cancel_token import CancelToken
+from runtime.ledger.codes import HostCode
+from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.store_ports import RunStatus
+
+if TYPE_CHECKING:
+    from runtime.continuation.continuation_planner import ContinuationPlan
+    from runtime.continuation.workspace_decision import WorkspaceDecision
+
+
+def terminal_session(
+    sessions: SessionService, turn: TerminalTurn, provider_label: str
+) -> TerminalSession:
+    """The session named (its folder checked against ``cwd``), or a new one in ``cwd``."""
+    try:
+        if turn.session_id is not None:
+            session = sessions.get_session(turn.session_id)
+            if turn.cwd is not None and os.path.realpath(turn.cwd) != os.path.realpath(session.cwd):
+                raise HostServiceError(
+                    HostCode.SESSION_CWD_MISMATCH,
+                    f"session {session.session_id} works in {session.cwd}, not in {turn.cwd}; "
+                    "leave out --cwd to continue it, or start a new session in that folder "
+                    "without --session",
+                )
+            notes = tuple(unsettled_call_notes(sessions, session.session_id))
+        else:
+            assert turn.cwd is not None  # the contract asks for one or the other
+            if not Path(turn.cwd).is_dir():
+                raise HostServiceError(HostCode.INVALID_CWD, f"{turn.cwd} is not a folder")
+            session = sessions.create_session(Path(turn.cwd), title=turn.text)
+            notes = ()
+    except LedgerError as error:
+        raise HostServiceError(error.code, error.message) from None
+    return TerminalSession(session.session_id, session.cwd, provider_label, notes)
+
+
+def unsettled_call_notes(service: Any, session_id: str) -> list[str]:
+    """What the model is told before a new turn about earlier tool calls whose outcome is
+    unknown, as ``maka run`` says it on stderr (quoted as what the model is told)."""
+    from runtime.providers.provider_port import HostNotice
+
+    lines: list[str] = []
+    for item in service.prior_history(session_id):
+        if isinstance(item, HostNotice):
+            text = item.text.removeprefix("Note from the host: ")
+            quoted = text[:1].upper() + text[1:]
+            lines.append(f"note: with your next message the model is told: “{quoted}”")
+    return lines
+
+
+def terminal_turn(
+    sessions: SessionService,
+    session_id: str,
+    turn: TerminalTurn,
+    sink: TurnSink,
+    write: Callable[[str], None],
+) -> TerminalTurnEnd:
+    """Run the turn to its end (``send_turn``'s refusals raise ``HostServiceError``)."""
+    transcript = TerminalTranscript(cast(TextIO, _Written(write)))
+
+    def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        transcript.print_line(permission_question_text(question, turn.columns))
+        sink.permission_requested(question.request_id, question.tool_name, question.summary)
+        return sessions.permissions.wait(question, cancel, None)
+
+    settings = None if turn.max_steps is None else RunSettings(max_steps=turn.max_steps)
+    try:
+        outcome = sessions.send_turn(
+            session_id,
+            turn.text,
+            _Both(LiveTurnView(sink), transcript),
+            PermissionPolicy(PermissionMode(turn.permission_mode)),
+            asker=ask,
+            settings=settings,
+        )
+    except LedgerError as error:
+        raise HostServiceError(error.code, error.message) from None
+    return TerminalTurnEnd(
+        session_id,
+        outcome.run_id,
+        outcome.status.value,
+        outcome.failure_class,
+        outcome.stop_reason,
+        outcome.message,
+    )
+
+
+class _Written:
+    """A text stream whose writes go to the terminal (``turn.output``)."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+
+    def flush(self) -> None:
+        pass
+
+
+class _Both:
+    """One run observed by every window and by the driving terminal."""
+
+    def __init__(self, live: LiveTurnView, transcript: TerminalTranscript) -> None:
+        self._live = live
+        self._transcript = transcript
+
+    def text_delta(self, text: str) -> None:
+        self._live.text_delta(text)
+        self._transcript.text_delta(text)
+
+    def thinking_delta(self, text: str) -> None:
+        self._live.thinking_delta(text)
+
+    def committed(self, event: RuntimeEvent) -> None:
+        self._live.committed(event)
+        self._transcript.committed(event)
+
+    def run_status(self, run_id: str, status: RunStatus, failure_class: str | None) -> None:
+        self._live.run_status(run_id, status, failure_class)
+
+
+_PICK_ANOTHER_FOLDER = frozenset(
+    {"workspace_restore_target_not_empty", "workspace_restore_target_inside"}
+)
+"""Refusals of the folder picked for a restored copy: ``maka resume`` says to pick another."""
+
+
+class TerminalContinuation:
+    """What a terminal's ``maka resume`` changes in the banner's continuation: its permission
+    mode and step limit, the question printed as ``maka resume`` prints it, its lines (the
+    plan said before the first output, a park in words or as JSON, the ending)."""
+
+    def __init__(self, terminal: TerminalResume, sessions: SessionService, sink: TurnSink) -> None:
+        self._terminal = terminal
+        stream = "stderr" if terminal.as_json else "stdout"
+        self.transcript = TerminalTranscript(
+            cast(TextIO, _Written(lambda text: terminal.write(text, stream)))
+        )
+        self.policy = PermissionPolicy(PermissionMode(terminal.permission_mode))
+        self.settings = (
+            None if terminal.max_steps is None else RunSettings(max_steps=terminal.max_steps)
+        )
+        self._sessions = sessions
+        self._sink = sink
+
+    def wiring(
+        self, live: LiveTurnView
+    ) -> tuple[PermissionPolicy, PermissionAsker, RunObserver, RunSettings | None]:
+        """The continuation's permission policy, asker, observer and settings for the
+        terminal (the windows' live view included)."""
+        return self.policy, self.ask, _Both(live, self.transcript), self.settings
+
+    def ask(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        self.transcript.print_line(permission_question_text(question, self._terminal.columns))
+        self._sink.permission_requested(question.request_id, question.tool_name, question.summary)
+        return self._sessions.permissions.wait(question, cancel, None)
+
+    def _out(self, text: str) -> None:
+        self._terminal.write(text + "\n", "stdout")
+
+    def parked(
+        self, store: Any, plan: ContinuationPlan, refusal: tuple[str, str] | None = None
+    ) -> None:
+        """A park, as ``maka resume`` says it: the plan in words (with the calls ``maka settle``
+        can answer) or its JSON document; ``refusal``: the terminal's decision it refuses."""
+        from app.host.plan_report import plan_json, plan_summary, settleable_calls
+        from app.host.plan_report import source_operations as operations_of
+        from app.host.settle_folder import folder_words
+
+        if self._terminal.as_json:
+            body = plan_json(plan)
+            if refusal is not None:
+                body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
+            self._out(json.dumps(body, ensure_ascii=False))
+            return
+        operations = operations_of(store, plan)
+        folder = folder_words(store, self._sessions.checkpoints, plan, settleable_calls(operations))
+        self._out("\n".join(plan_summary(plan, operations, folder=folder.get)))
+        if refusal is not None:
+            self._out(f"Refused: [{refusal[0]}] {refusal[1]}")
+
+    def not_carried(
+        self, plan: ContinuationPlan, decision: WorkspaceDecision | None, cwd: str
+    ) -> ResumeParked | None:
+        """The terminal asked for a copy (or a rebaseline) the plan would not make: refused
+        rather than dropped, nothing done, as ``maka resume`` does alone (None: nothing to
+        refuse)."""
+        from app.host.plan_report import plan_json, plan_summary
+        from app.host.resume_decisions import unanswered_decision
+
+        unanswered = unanswered_decision(plan, decision, cwd)
+        if unanswered is None:
+            return None
+        code, message = unanswered
+        if self._terminal.as_json:
+            body = plan_json(plan, {"disposition": "refused", "code": code})
+            body["message"] = message
+            self._out(json.dumps(body, ensure_ascii=False))
+        else:
+            self._out("\n".join(plan_summary(plan)))
+            self._out(f"Refused: [{code}] {message}")
+        return ResumeParked((code,))
+
+    def continuing(self, plan: ContinuationPlan) -> None:
+        from app.host.plan_report import plan_summary
+
+        if self._terminal.before_running:
+            self._terminal.write(self._terminal.before_running, "stderr")
+        if plan.continuation is not None:
+            self.transcript.name_calls(plan.continuation.restore_subjects)
+        if not self._terminal.as_json:
+            self.transcript.hold("\n".join(plan_summary(plan)) + "\n")
+
+    def refused(self, plan: ContinuationPlan, code: str, message: str, cwd: str) -> None:
+        """Refused after the plan, before the provider was called (a changed source, the
+        folder picked for a restored copy), as ``maka resume`` says it."""
+        from app.host.plan_report import plan_json
+
+        self.transcript.release(keep=False)
+        if self._terminal.as_json:
+            body = plan_json(plan, {"disposition": "refused", "code": code})
+            body["message"] = message
+            self._out(json.dumps(body, ensure_ascii=False))
+        else:
+            self._out(f"Safe resume refused before the provider was called: [{code}] {message}")
+            if code in _PICK_ANOTHER_FOLDER:
+                self._out(
+                    f"Nothing was changed and nothing continued. Pick a new or empty folder "
+                    f"outside {cwd}: maka resume {plan.session_id} --restore-to DIR (or leave DIR "
+                    "out for a new sibling folder)."
+                )
+
+    def ended(self, store: Any, plan: ContinuationPlan, run_id: str, status: str, cwd: str) -> None:
+        """The continuation ran: its ending, and where it ran when that is a restored copy."""
+        from app.host.plan_report import plan_json
+
+        target = store.read_run_header(run_id)
+        target_cwd = target.cwd if target is not None else None
+        self.transcript.release()
+        if self._terminal.as_json:
+            extra: dict[str, object] = {"started": True, "runId": run_id, "status": status}
+            if target_cwd is not None:
+                extra["workspacePath"] = target_cwd
+            self._out(json.dumps(plan_json(plan, extra), ensure_ascii=False))
+            return
+        if target_cwd is not None and target_cwd != cwd:
+            self._out(f"Continued in a restored copy at {target_cwd}; {cwd} was left as it is.")
+        self._out(f"\ncontinuation run {run_id} ended {status}")
