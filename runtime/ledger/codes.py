@@ -86,6 +86,10 @@ class StoreCode(StrEnum):
     RUN_STATUS_CONFLICT = "run_status_conflict"
     # A function_response or recovery bundle for an operation the store never prepared.
     OPERATION_NOT_FOUND = "operation_not_found"
+    # The writer's session lease is not (or no longer) its own: another host took the session
+    # over, or the lease ran out before a T1 or an admission (docs/postgres.md). Nothing was
+    # committed.
+    SESSION_LEASE_LOST = "session_lease_lost"
 
 
 class WorkspaceMarkerCode(StrEnum):

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import BinaryIO, TypeVar
@@ -42,6 +42,7 @@ from runtime.ledger.store_ports import (
     ProjectionCounts,
     RunHeader,
     RunStatus,
+    SessionLease,
     SessionRecord,
     StoredEvent,
     StoreRefusal,
@@ -86,7 +87,7 @@ from storage.ledger.store_creation import (
     remove_abandoned,
 )
 from storage.ledger.store_doctor import DoctorReport, diagnose
-from storage.ledger.store_open import file_version, open_read_connection
+from storage.ledger.store_open import database_url, file_version, open_read_connection
 from storage.ledger.store_verification import damaged, record_verified, verify_before_write
 from storage.ledger.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 from storage.ledger.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
@@ -274,6 +275,24 @@ class SqliteLedgerStore:
         once, under its lock) and return the new value."""
         with self._write() as tx:
             return headers.raise_owner_epoch(tx.conn)
+
+    # ---- session leases (docs/postgres.md) ----------------------------------------------------
+
+    def take_session_lease(self, session_id: str) -> SessionLease:
+        """On SQLite the lease is the data folder's: whoever holds the folder's lock owns every
+        session, fenced by the durable owner epoch (``bump_owner_epoch``)."""
+        if self.get_session(session_id) is None:
+            raise StoreRefusal(StoreCode.SESSION_NOT_FOUND, f"session {session_id} not found")
+        return SessionLease(session_id, self.read_owner_epoch(), None, None)
+
+    def renew_session_leases(self) -> Sequence[str]:
+        return ()
+
+    def held_session_leases(self) -> Mapping[str, int]:
+        return {}
+
+    def release_session_lease(self, session_id: str) -> None:
+        del session_id
 
     # ---- tool processes (a host table, not ledger facts; docs/design/recovery.md section 9) ----
 
@@ -641,9 +660,17 @@ def open_store(
     Refusals: ``schema_newer_than_program`` (the file is left byte-for-byte untouched, and no
     ``-wal``/``-shm`` file is created), ``store_corrupt`` (not a database, or not one of ours),
     ``store_not_found`` / ``schema_upgrade_required`` (read-only opens only), ``store_locked``.
+    With ``MAKA_DATABASE_URL=postgresql://...`` the ledger lives on that PostgreSQL server instead
+    (``storage/ledger/postgres_store.py``; the data folder keeps everything else).
     ``full_rescan`` makes every write rescan its whole run instead of using the incremental
     per-run state (a reference mode for tests; never faster).
     """
+    url = database_url()
+    if url is not None:
+        # Imported only here: the embedded default never loads psycopg.
+        from storage.ledger.postgres_store import open_postgres_store
+
+        return open_postgres_store(url, read_only=read_only, full_rescan=full_rescan, clock=clock)
     data_dir = Path(data_dir)
     if read_only:
         conn, path = open_read_connection(data_dir)
