@@ -46,8 +46,8 @@ from tests.helpers.ledger_builders import (
     user_text,
     with_changes,
 )
-from tests.helpers.store_tampering import edit_behind_the_back
 from tests.helpers.store_engines import ENGINES, engine_store, store_state
+from tests.helpers.store_tampering import edit_behind_the_back
 from tests.helpers.store_workloads import add_run, store_with_runs
 
 IDS = RunIds()

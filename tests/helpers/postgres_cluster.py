@@ -144,8 +144,7 @@ class PostgresCluster:
 
     def stop(self) -> None:
         subprocess.run(
-            [*_run_as(), str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "immediate"]
-            + ["stop"],
+            [*_run_as(), str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"],
             check=False,
             capture_output=True,
         )
