@@ -222,10 +222,11 @@ class PostgresLedgerStore(SqliteLedgerStore):
     def close(self) -> None:
         with self._lock:
             if not self._closed:
+                if not self.read_only:
+                    with suppress(StoreRefusal):  # another host may take them at once
+                        self._release_all()
                 self._closed = True
                 self._cache.clear()
-                with suppress(Exception):
-                    self._release_all()
                 self._pg.close()
 
     def _write(self, *, assume_new: bool = False) -> _PostgresWriteScope:  # type: ignore[override]
