@@ -295,3 +295,30 @@ def test_on_sqlite_the_lease_is_the_data_folders_owner_epoch(data_dir: Path) -> 
         with pytest.raises(StoreRefusal) as missing:
             store.take_session_lease("no-such-session")
         assert missing.value.code is StoreCode.SESSION_NOT_FOUND
+
+
+def test_the_heartbeat_keeps_a_lease_and_reports_one_lost(postgres_url: str) -> None:
+    from storage.ledger.session_lease_heartbeat import SessionLeaseHeartbeat
+
+    lost: list[str] = []
+    with _host(postgres_url, ttl_ms=600, name="kept") as holder, _host(postgres_url) as other:
+        add_run(holder, IDS)
+        heartbeat = SessionLeaseHeartbeat(
+            holder, ttl_s=0.6, margin_s=0.1, on_lost=lost.extend, interval_s=0.1
+        )
+        heartbeat.start()
+        try:
+            time.sleep(1.0)  # past the ttl: only the renewals keep the lease
+            with pytest.raises(StoreRefusal) as live:
+                other.take_session_lease(IDS.session_id)
+            assert live.value.code is StoreCode.SESSION_LEASE_LOST
+            assert heartbeat.runway_deadline > time.monotonic()
+        finally:
+            heartbeat.stop()
+        time.sleep(0.7)
+        other.take_session_lease(IDS.session_id)
+        assert heartbeat.beat() == [IDS.session_id]
+        assert lost == [IDS.session_id]
+        with pytest.raises(StoreRefusal) as fenced:
+            holder.append_event(user_text(ids=IDS))
+        assert fenced.value.code is StoreCode.SESSION_LEASE_LOST
