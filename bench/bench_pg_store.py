@@ -22,7 +22,6 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
@@ -76,18 +75,16 @@ def main() -> None:
             times: dict[str, list[float]] = {name: [] for name in stores}
             for store in stores.values():
                 add_run(store, IDS)
-            step: Callable[[SqliteLedgerStore, int], float] = _one_call
             for n in range(args.warmup + args.calls):
                 for name, store in stores.items():
-                    elapsed = step(store, n)
+                    elapsed = _one_call(store, n)
                     if n >= args.warmup:
                         times[name].append(elapsed)
             print(f"T1+T2 per tool call, {args.calls} calls after {args.warmup} warm-up calls")
             for name, measured in times.items():
                 print(_row(name, measured))
-            ratio = statistics.median(times[list(stores)[1]]) / statistics.median(
-                times[list(stores)[0]]
-            )
+            sqlite_times, postgres_times = times.values()
+            ratio = statistics.median(postgres_times) / statistics.median(sqlite_times)
             print(f"PostgreSQL / SQLite (medians): {ratio:.2f}")
             for store in stores.values():
                 store.close()
