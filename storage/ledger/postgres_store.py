@@ -56,7 +56,6 @@ from storage.ledger.event_writer import (
     check_generic,
     prepare_candidate,
 )
-from storage.ledger.ledger_store import SqliteLedgerStore
 from storage.ledger.postgres_connection import PostgresConnection, connect
 from storage.ledger.postgres_schema import (
     SCHEMA_VERSION,
@@ -72,6 +71,7 @@ from storage.ledger.sqlite_connection import (
     sqlite_errors,
     translate_sqlite_error,
 )
+from storage.ledger.sqlite_store import SqliteLedgerStore
 from storage.sessions.session_export import ParsedExport
 from storage.sessions.session_import import ImportReport
 
