@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from functools import lru_cache
 from typing import Any
 
@@ -161,8 +162,21 @@ class PostgresConnection:
     """The part of ``sqlite3.Connection`` the store uses, over one psycopg connection in
     autocommit mode (every transaction is an explicit ``BEGIN`` ... ``COMMIT``)."""
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+    def __init__(self, raw: psycopg.Connection[Any], url: str, *, read_only: bool) -> None:
         self.raw = raw
+        self._url = url
+        self._read_only = read_only
+
+    @property
+    def lost(self) -> bool:
+        """The server or the network dropped the connection."""
+        return self.raw.closed or self.raw.broken
+
+    def reconnect(self) -> None:
+        """Open a fresh connection in place of a lost one (no transaction was open on it)."""
+        with suppress(psycopg.Error):
+            self.raw.close()
+        self.raw = _raw_connection(self._url, read_only=self._read_only)
 
     def cursor(self) -> PostgresCursor:
         return PostgresCursor(self.raw.cursor())
@@ -186,14 +200,17 @@ class PostgresConnection:
         self.raw.close()
 
 
-def connect(url: str, *, read_only: bool = False) -> PostgresConnection:
-    """A connection to the ledger's database: autocommit (explicit transactions), UTC,
-    ``synchronous_commit = on``; read-only when asked (the server refuses every write)."""
+def _raw_connection(url: str, *, read_only: bool) -> psycopg.Connection[Any]:
     options = "-c synchronous_commit=on -c TimeZone=UTC"
     if read_only:
         options += " -c default_transaction_read_only=on"
     try:
-        raw = psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
+        return psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
     except psycopg.Error as error:
         raise as_sqlite_error(error) from error
-    return PostgresConnection(raw)
+
+
+def connect(url: str, *, read_only: bool = False) -> PostgresConnection:
+    """A connection to the ledger's database: autocommit (explicit transactions), UTC,
+    ``synchronous_commit = on``; read-only when asked (the server refuses every write)."""
+    return PostgresConnection(_raw_connection(url, read_only=read_only), url, read_only=read_only)

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import NamedTuple, TypeVar, cast
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.continuation_ports import ContinuationClaim
@@ -74,6 +74,8 @@ from storage.ledger.sqlite_connection import (
 from storage.ledger.sqlite_store import SqliteLedgerStore
 from storage.sessions.session_export import ParsedExport
 from storage.sessions.session_import import ImportReport
+
+T = TypeVar("T")
 
 LEASE_TTL_MS = 30_000
 """How long a taken or renewed lease lasts (the database's clock)."""
@@ -234,6 +236,23 @@ class PostgresLedgerStore(SqliteLedgerStore):
 
     def _bulk_cache(self) -> AbstractContextManager[None]:
         return nullcontext()
+
+    def _ensure_connected(self) -> None:
+        """Before a transaction (the lock held): a connection the server or the network dropped
+        is replaced, and the run-state cache forgotten (what it knew may be stale). The call that
+        met the loss answered ``store_io_failed``; if that was a COMMIT, the write may have
+        committed, and retrying the same facts answers ``created=False``."""
+        if self._pg.lost:
+            with sqlite_errors():
+                self._pg.reconnect()
+            self._cursor = cast(sqlite3.Cursor, self._pg.cursor())
+            self._cache.clear()
+
+    def _read(self, action: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if not self._closed:
+                self._ensure_connected()
+            return super()._read(action)
 
     def schema_version(self) -> int:
         return self._read(lambda conn: read_version(cast(PostgresConnection, conn)))
@@ -446,6 +465,7 @@ class _PostgresWriteScope:
         store._lock.acquire()
         try:
             store._check_open()
+            store._ensure_connected()
             try:
                 store._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as error:

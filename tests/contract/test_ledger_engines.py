@@ -322,3 +322,21 @@ def test_the_heartbeat_keeps_a_lease_and_reports_one_lost(postgres_url: str) -> 
         with pytest.raises(StoreRefusal) as fenced:
             holder.append_event(user_text(ids=IDS))
         assert fenced.value.code is StoreCode.SESSION_LEASE_LOST
+
+
+def test_a_dropped_connection_is_replaced_and_the_retry_is_exact(postgres_url: str) -> None:
+    """The server ends the store's connection (as a restart or a network cut would): the call
+    that meets it answers ``store_io_failed``, the next one reconnects, and retrying the same
+    facts is safe whether or not the failed call committed (docs/postgres.md)."""
+    with _host(postgres_url) as store:
+        add_run(store, IDS)
+        first = store.append_event(user_text(ids=IDS))
+        backend = store._pg.raw.info.backend_pid
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        with pytest.raises(StoreRefusal) as cut:
+            store.append_event(model_text(ids=IDS))
+        assert cut.value.code is StoreCode.STORE_IO_FAILED
+        assert store.append_event(user_text(ids=IDS)) == first._replace(created=False)
+        assert store.append_event(model_text(ids=IDS)).event_seq == 2
+        assert [stored.seq for stored in store.read_run_events(IDS.run_id)] == [1, 2]
