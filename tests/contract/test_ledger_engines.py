@@ -328,7 +328,8 @@ def test_a_dropped_connection_is_replaced_and_the_retry_is_exact(postgres_url: s
     """The server ends the store's connection (as a restart or a network cut would): the call
     that meets it answers ``store_io_failed``, the next one reconnects, and retrying the same
     facts is safe whether or not the failed call committed (docs/postgres.md)."""
-    with _host(postgres_url) as store:
+    store = _host(postgres_url)
+    with store:
         add_run(store, IDS)
         first = store.append_event(user_text(ids=IDS))
         backend = store._pg.raw.info.backend_pid
