@@ -5,9 +5,10 @@ The writers, readers and projections of ``storage/ledger`` are plain DB-API code
 keeps every one of them and changes only what is SQLite's own:
 
 - placeholders: ``?`` becomes ``%s`` (and a literal ``%`` is doubled), once per statement text;
-- three spellings: ``GLOB 'toolop_*'`` becomes ``starts_with(...)``, ``INSERT OR REPLACE INTO
+- four spellings: ``GLOB 'toolop_*'`` becomes ``starts_with(...)``, ``INSERT OR REPLACE INTO
   tool_processes`` an ``ON CONFLICT ... DO UPDATE``, a plain ``BEGIN`` (a reader's snapshot) a
-  ``REPEATABLE READ READ ONLY`` transaction;
+  ``REPEATABLE READ READ ONLY`` transaction, the probe of ``sqlite_master`` for a table one of
+  ``information_schema.tables``;
 - parameters: a Python ``bool`` is sent as 0/1 (the columns are integers, as in SQLite);
 - errors: a psycopg error leaves as the ``sqlite3`` exception of the same family (a constraint as
   ``IntegrityError``, everything else as ``OperationalError`` whose text the one translation point,
@@ -33,6 +34,11 @@ from psycopg import pq
 
 _GLOB_TOOL = re.compile(r"(\w+) (NOT )?GLOB 'toolop_\*'")
 _TOOL_PROCESS_UPSERT = "INSERT OR REPLACE INTO tool_processes"
+_SQLITE_TABLE_PROBE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+_TABLE_PROBE = (
+    "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()"
+    " AND table_name = ?"
+)
 
 
 class PostgresIntegrityError(sqlite3.IntegrityError):
@@ -46,6 +52,7 @@ class PostgresOperationalError(sqlite3.OperationalError):
 @lru_cache(maxsize=512)
 def translate_sql(sql: str) -> str:
     """The PostgreSQL spelling of one of the store's statements (cached per text)."""
+    sql = sql.replace(_SQLITE_TABLE_PROBE, _TABLE_PROBE)
     text = _GLOB_TOOL.sub(
         lambda match: f"{'NOT ' if match.group(2) else ''}starts_with({match.group(1)}, 'toolop_')",
         sql,

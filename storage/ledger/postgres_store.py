@@ -72,6 +72,7 @@ from storage.ledger.sqlite_connection import (
     translate_sqlite_error,
 )
 from storage.ledger.sqlite_store import SqliteLedgerStore
+from storage.sessions import session_admin
 from storage.sessions.session_export import ParsedExport
 from storage.sessions.session_import import ImportReport
 
@@ -376,6 +377,30 @@ class PostgresLedgerStore(SqliteLedgerStore):
             lease = self._acquire(tx.conn, session.session_id) if created else None
         if lease is not None:
             self._fence.held[session.session_id] = lease.epoch
+
+    def name_new_session(self, session_id: str, title: str, default_title: str) -> bool:
+        with self._write() as tx:
+            self._fence.check(tx.conn, session_id)
+            return headers.name_new_session(tx.conn, session_id, title, default_title)
+
+    def relocate_session(self, session_id: str, cwd: str) -> None:
+        with self._write() as tx:
+            self._fence.check(tx.conn, session_id)
+            session_admin.relocate_session(tx.conn, session_id, cwd)
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        with self._write() as tx:
+            self._fence.check(tx.conn, session_id)
+            session_admin.rename_session(tx.conn, session_id, title)
+
+    def remove_session(self, session_id: str) -> None:
+        """Only the lease's holder removes a session; its lease goes with it."""
+        with self._write() as tx:
+            self._fence.check(tx.conn, session_id)
+            tx.conn.execute("DELETE FROM session_leases WHERE session_id = ?", (session_id,))
+            for run_id in session_admin.remove_session(tx.conn, session_id):
+                self._cache.forget(run_id)
+        self._fence.held.pop(session_id, None)
 
     def create_run(self, header: RunHeader) -> None:
         with self._write() as tx:

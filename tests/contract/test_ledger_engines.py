@@ -341,3 +341,31 @@ def test_a_dropped_connection_is_replaced_and_the_retry_is_exact(postgres_url: s
         assert store.append_event(user_text(ids=IDS)) == first._replace(created=False)
         assert store.append_event(model_text(ids=IDS)).event_seq == 2
         assert [stored.seq for stored in store.read_run_events(IDS.run_id)] == [1, 2]
+
+
+def test_session_administration_is_fenced_and_removal_takes_the_lease(postgres_url: str) -> None:
+    with _host(postgres_url, name="holder") as holder, _host(postgres_url) as other:
+        add_run(holder, IDS)
+        holder.append_event(user_text(ids=IDS))
+        before = store_state(holder)
+        writes: list[Callable[[], object]] = [
+            lambda: other.rename_session(IDS.session_id, "mine now"),
+            lambda: other.relocate_session(IDS.session_id, "/elsewhere"),
+            lambda: other.name_new_session(IDS.session_id, "mine", "a session"),
+            lambda: other.remove_session(IDS.session_id),
+        ]
+        for write in writes:
+            with pytest.raises(StoreRefusal) as refused:
+                write()
+            assert refused.value.code is StoreCode.SESSION_LEASE_LOST
+        assert store_state(holder) == before
+        holder.rename_session(IDS.session_id, "renamed")
+        holder.relocate_session(IDS.session_id, "/moved")
+        session = holder.get_session(IDS.session_id)
+        assert session is not None and (session.title, session.cwd) == ("renamed", "/moved")
+        holder.remove_session(IDS.session_id)
+        assert holder.get_session(IDS.session_id) is None
+        assert holder.held_session_leases() == {}
+        with psycopg.connect(postgres_url) as conn:
+            assert conn.execute("SELECT count(*) FROM session_leases").fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM runtime_events").fetchone() == (0,)
