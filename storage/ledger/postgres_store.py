@@ -104,23 +104,50 @@ def _lease_lost(session_id: str, why: str) -> StoreRefusal:
 
 
 class _LeaseFence:
-    """The leases this store holds and the check every write transaction runs first."""
+    """The leases this store holds and the check every write transaction runs first.
+
+    A session this store never held a lease on is acquired by its first write, in that write's
+    transaction, when the lease is free or expired (a command continuing an existing session);
+    one it held and lost (taken over, or missing from a renewal) is never taken back that way:
+    only an explicit ``take_session_lease`` does."""
 
     def __init__(self, owner: str, settings: LeaseSettings) -> None:
         self.owner = owner
         self.settings = settings
         self.held: dict[str, int] = {}
+        self.lost: set[str] = set()
+        # Acquired by the open transaction; held once it commits.
+        self.pending: dict[str, int] = {}
         self.fenced: set[str] = set()
         self.need_runway = False
+
+    def acquire(self, conn: sqlite3.Connection, session_id: str) -> SessionLease:
+        """Take the lease (free, expired or already this owner's): the epoch goes up by one."""
+        row = conn.execute(
+            "INSERT INTO session_leases AS lease (session_id, epoch, owner, expires_at,"
+            " acquired_at) VALUES (?, 1, ?, now() + make_interval(secs => ?), now())"
+            " ON CONFLICT (session_id) DO UPDATE SET epoch = lease.epoch + 1,"
+            " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, acquired_at = now()"
+            " WHERE lease.owner IS NULL OR lease.expires_at < now()"
+            " OR lease.owner = EXCLUDED.owner"
+            " RETURNING epoch, (extract(epoch FROM expires_at) * 1000)::bigint",
+            (session_id, self.owner, self.settings.ttl_ms / 1000),
+        ).fetchone()
+        if row is None:
+            raise _lease_lost(session_id, "another host holds a live lease")
+        return SessionLease(session_id, int(row[0]), self.owner, int(row[1]))
 
     def check(self, conn: sqlite3.Connection, session_id: str) -> None:
         if session_id in self.fenced:
             return
-        epoch = self.held.get(session_id)
+        epoch = self.held.get(session_id, self.pending.get(session_id))
         if epoch is None:
             if headers.read_session(conn, session_id) is None:
                 raise StoreRefusal(StoreCode.SESSION_NOT_FOUND, f"session {session_id} not found")
-            raise _lease_lost(session_id, "no lease was taken")
+            if session_id in self.lost:
+                raise _lease_lost(session_id, "another host took it over")
+            epoch = self.acquire(conn, session_id).epoch
+            self.pending[session_id] = epoch
         row = conn.execute(
             "SELECT epoch, owner, expires_at > now() + make_interval(secs => ?)"
             " FROM session_leases WHERE session_id = ? FOR SHARE",
@@ -152,16 +179,20 @@ class PostgresRunStateCache(RunStateCache):
         self._touched.clear()
         self._locked.clear()
         self._fence.fenced.clear()
+        self._fence.pending.clear()
 
     def committed(self) -> None:
         super().committed()
         self._locked.clear()
+        self._fence.held.update(self._fence.pending)
+        self._fence.pending.clear()
 
     def abandon(self) -> None:
         for run_id in self._locked:
             self._entries.pop(run_id, None)
         super().abandon()
         self._locked.clear()
+        self._fence.pending.clear()
 
     def state(self, conn: sqlite3.Connection, run_id: str) -> RunLedgerState:
         if run_id not in self._locked:
@@ -299,26 +330,11 @@ class PostgresLedgerStore(SqliteLedgerStore):
         """Acquire the session's lease, or take it over once it expired: the epoch goes up by
         one. ``session_lease_lost`` while another owner's lease is live."""
         with self._write() as tx:
-            lease = self._acquire(tx.conn, session_id)
+            lease = self._fence.acquire(tx.conn, session_id)
         self._fence.held[session_id] = lease.epoch
+        self._fence.lost.discard(session_id)
         self._cache.clear()  # whatever another owner wrote meanwhile is read again
         return lease
-
-    def _acquire(self, conn: sqlite3.Connection, session_id: str) -> SessionLease:
-        ttl = self._fence.settings.ttl_ms / 1000
-        row = conn.execute(
-            "INSERT INTO session_leases AS lease (session_id, epoch, owner, expires_at,"
-            " acquired_at) VALUES (?, 1, ?, now() + make_interval(secs => ?), now())"
-            " ON CONFLICT (session_id) DO UPDATE SET epoch = lease.epoch + 1,"
-            " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at, acquired_at = now()"
-            " WHERE lease.owner IS NULL OR lease.expires_at < now()"
-            " OR lease.owner = EXCLUDED.owner"
-            " RETURNING epoch, (extract(epoch FROM expires_at) * 1000)::bigint",
-            (session_id, self._fence.owner, ttl),
-        ).fetchone()
-        if row is None:
-            raise _lease_lost(session_id, "another host holds a live lease")
-        return SessionLease(session_id, int(row[0]), self._fence.owner, int(row[1]))
 
     def renew_session_leases(self) -> Sequence[str]:
         """Extend every held lease by the ttl in one statement; returns the sessions whose lease
@@ -345,6 +361,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
             lost = sorted(set(held) - kept)
             for session_id in lost:
                 self._fence.held.pop(session_id, None)
+                self._fence.lost.add(session_id)
             return lost
 
     def held_session_leases(self) -> dict[str, int]:
@@ -374,7 +391,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
         """Create the session and take its lease, in one transaction."""
         with self._write() as tx:
             created = headers.insert_session(tx.conn, session)
-            lease = self._acquire(tx.conn, session.session_id) if created else None
+            lease = self._fence.acquire(tx.conn, session.session_id) if created else None
         if lease is not None:
             self._fence.held[session.session_id] = lease.epoch
 
@@ -552,16 +569,7 @@ def open_postgres_store(
     try:
         with sqlite_errors():
             if read_only:
-                version = read_version(conn)
-                refuse_if_newer(version)
-                if version == 0:
-                    raise StoreRefusal(StoreCode.STORE_NOT_FOUND, "no ledger in that database")
-                if version != SCHEMA_VERSION:
-                    raise StoreRefusal(
-                        StoreCode.SCHEMA_UPGRADE_REQUIRED,
-                        f"the ledger's schema {version} needs an upgrade to {SCHEMA_VERSION}",
-                    )
-                check_tables(conn)
+                _check_readable(conn)
             else:
                 migrate(conn)
     except BaseException:
@@ -570,3 +578,31 @@ def open_postgres_store(
     return PostgresLedgerStore(
         conn, url, read_only=read_only, clock=clock, owner=owner, lease_settings=lease_settings
     )
+
+
+def _check_readable(conn: PostgresConnection) -> None:
+    """A reader's open: the ledger exists at this program's schema version."""
+    version = read_version(conn)
+    refuse_if_newer(version)
+    if version == 0:
+        raise StoreRefusal(StoreCode.STORE_NOT_FOUND, "no ledger in that database")
+    if version != SCHEMA_VERSION:
+        raise StoreRefusal(
+            StoreCode.SCHEMA_UPGRADE_REQUIRED,
+            f"the ledger's schema {version} needs an upgrade to {SCHEMA_VERSION}",
+        )
+    check_tables(conn)
+
+
+def open_postgres_read_connection(url: str) -> sqlite3.Connection:
+    """A read-only connection to the ledger's database for the header store's readers
+    (``maka sessions``: ``storage/sessions/session_listing.py``), with a reader's checks."""
+    with sqlite_errors():
+        conn = connect(url, read_only=True)
+    try:
+        with sqlite_errors():
+            _check_readable(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return cast(sqlite3.Connection, conn)
