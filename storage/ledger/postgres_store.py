@@ -65,6 +65,7 @@ from storage.ledger.postgres_schema import (
     refuse_if_newer,
 )
 from storage.ledger.run_ledger_state import RunLedgerState, RunStateCache
+from storage.ledger.session_lease_heartbeat import SessionLeaseHeartbeat
 from storage.ledger.sqlite_connection import (
     ConnectionSettings,
     Synchronous,
@@ -246,6 +247,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
         self._pg = conn
         self._fence = _LeaseFence(owner or host_owner(), lease_settings or LeaseSettings())
         self._cache = PostgresRunStateCache(self._fence)
+        self._heartbeat: SessionLeaseHeartbeat | None = None
 
     @property
     def owner(self) -> str:
@@ -253,7 +255,23 @@ class PostgresLedgerStore(SqliteLedgerStore):
 
     # ---- plumbing -----------------------------------------------------------------------------
 
+    def start_lease_heartbeat(self) -> None:
+        """Renew this store's leases every ttl/3 on a thread of its own until ``close``
+        (``open_postgres_store`` starts it for a writer). Lost sessions stay refused."""
+        if self._heartbeat is None and not self.read_only:
+            settings = self._fence.settings
+            self._heartbeat = SessionLeaseHeartbeat(
+                self,
+                ttl_s=settings.ttl_ms / 1000,
+                margin_s=settings.runway_ms / 1000,
+                on_lost=_ignore_lost,
+            )
+            self._heartbeat.start()
+
     def close(self) -> None:
+        heartbeat, self._heartbeat = self._heartbeat, None
+        if heartbeat is not None:
+            heartbeat.stop()  # before the lock: a beat may be waiting for it
         with self._lock:
             if not self._closed:
                 if not self.read_only:
@@ -265,6 +283,11 @@ class PostgresLedgerStore(SqliteLedgerStore):
 
     def _write(self, *, assume_new: bool = False) -> _PostgresWriteScope:  # type: ignore[override]
         return _PostgresWriteScope(self, assume_new)
+
+    def _lease_write(self) -> _PostgresWriteScope:
+        """A transaction that writes only leases: it records no commit time (the store's clock
+        is not read, so a heartbeat never moves the times of the facts)."""
+        return _PostgresWriteScope(self, False, timed=False)
 
     def _bulk_cache(self) -> AbstractContextManager[None]:
         return nullcontext()
@@ -329,7 +352,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
     def take_session_lease(self, session_id: str) -> SessionLease:
         """Acquire the session's lease, or take it over once it expired: the epoch goes up by
         one. ``session_lease_lost`` while another owner's lease is live."""
-        with self._write() as tx:
+        with self._lease_write() as tx:
             lease = self._fence.acquire(tx.conn, session_id)
         self._fence.held[session_id] = lease.epoch
         self._fence.lost.discard(session_id)
@@ -343,7 +366,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
             held = dict(self._fence.held)
             if not held:
                 return []
-            with self._write() as tx:
+            with self._lease_write() as tx:
                 rows = tx.conn.execute(
                     "UPDATE session_leases AS lease"
                     " SET expires_at = now() + make_interval(secs => ?)"
@@ -374,7 +397,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
             epoch = self._fence.held.pop(session_id, None)
             if epoch is None:
                 return
-            with self._write() as tx:
+            with self._lease_write() as tx:
                 tx.conn.execute(
                     "UPDATE session_leases SET owner = NULL, expires_at = now()"
                     " WHERE session_id = ? AND epoch = ? AND owner = ?",
@@ -494,11 +517,12 @@ class _PostgresWriteScope:
     """One ``READ COMMITTED`` write transaction holding the store's thread lock; writes the
     touched runs' ``next_seq`` back before ``COMMIT``."""
 
-    __slots__ = ("_assume_new", "_store")
+    __slots__ = ("_assume_new", "_store", "_timed")
 
-    def __init__(self, store: PostgresLedgerStore, assume_new: bool) -> None:
+    def __init__(self, store: PostgresLedgerStore, assume_new: bool, *, timed: bool = True) -> None:
         self._store = store
         self._assume_new = assume_new
+        self._timed = timed
 
     def __enter__(self) -> LedgerTransaction:
         store = self._store
@@ -519,7 +543,7 @@ class _PostgresWriteScope:
         return LedgerTransaction(
             store._conn,
             store._cache,
-            store._clock(),
+            store._clock() if self._timed else 0,
             assume_new=self._assume_new,
             cursor=store._cursor,
         )
@@ -560,9 +584,11 @@ def open_postgres_store(
     clock: Callable[[], int] | None = None,
     owner: str | None = None,
     lease_settings: LeaseSettings | None = None,
+    heartbeat: bool = True,
 ) -> PostgresLedgerStore:
-    """Connect to the ledger's PostgreSQL database (a writer creates and migrates its schema;
-    a reader refuses one that is missing, older or newer)."""
+    """Connect to the ledger's PostgreSQL database (a writer creates and migrates its schema and
+    renews its session leases on a heartbeat unless ``heartbeat=False``; a reader refuses a
+    schema that is missing, older or newer)."""
     del full_rescan  # the row lock keeps the cache true; there is no rescan mode here
     with sqlite_errors():
         conn = connect(url, read_only=read_only)
@@ -575,9 +601,17 @@ def open_postgres_store(
     except BaseException:
         conn.close()
         raise
-    return PostgresLedgerStore(
+    store = PostgresLedgerStore(
         conn, url, read_only=read_only, clock=clock, owner=owner, lease_settings=lease_settings
     )
+    if heartbeat:
+        store.start_lease_heartbeat()
+    return store
+
+
+def _ignore_lost(sessions: Sequence[str]) -> None:
+    """The heartbeat's report of lost leases: the fence already refuses every write to them."""
+    del sessions
 
 
 def _check_readable(conn: PostgresConnection) -> None:

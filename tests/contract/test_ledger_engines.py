@@ -189,6 +189,7 @@ def _host(
         clock=fixed_clock(),
         owner=name or None,
         lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=runway_ms),
+        heartbeat=False,  # these tests let leases run out
     )
 
 
@@ -295,6 +296,23 @@ def test_on_sqlite_the_lease_is_the_data_folders_owner_epoch(data_dir: Path) -> 
         with pytest.raises(StoreRefusal) as missing:
             store.take_session_lease("no-such-session")
         assert missing.value.code is StoreCode.SESSION_NOT_FOUND
+
+
+def test_a_writer_renews_its_leases_by_itself(postgres_url: str) -> None:
+    """``open_postgres_store`` starts the heartbeat: a lease outlives its ttl while the store is
+    open, and a T1 keeps its runway."""
+    settings = LeaseSettings(ttl_ms=900, runway_ms=300)
+    with (
+        open_postgres_store(postgres_url, lease_settings=settings) as store,
+        _host(postgres_url) as other,
+    ):
+        add_run(store, IDS)
+        time.sleep(1.5)
+        with pytest.raises(StoreRefusal) as live:
+            other.take_session_lease(IDS.session_id)
+        assert live.value.code is StoreCode.SESSION_LEASE_LOST
+        call = call_event("call-1", ids=IDS)
+        assert store.commit_tool_prepared(call, dispatch_event(call)).created
 
 
 def test_the_heartbeat_keeps_a_lease_and_reports_one_lost(postgres_url: str) -> None:
