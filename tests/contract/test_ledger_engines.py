@@ -301,13 +301,13 @@ def test_on_sqlite_the_lease_is_the_data_folders_owner_epoch(data_dir: Path) -> 
 def test_a_writer_renews_its_leases_by_itself(postgres_url: str) -> None:
     """``open_postgres_store`` starts the heartbeat: a lease outlives its ttl while the store is
     open, and a T1 keeps its runway."""
-    settings = LeaseSettings(ttl_ms=900, runway_ms=300)
+    settings = LeaseSettings(ttl_ms=1500, runway_ms=300)
     with (
         open_postgres_store(postgres_url, lease_settings=settings) as store,
         _host(postgres_url) as other,
     ):
         add_run(store, IDS)
-        time.sleep(1.5)
+        time.sleep(2.2)
         with pytest.raises(StoreRefusal) as live:
             other.take_session_lease(IDS.session_id)
         assert live.value.code is StoreCode.SESSION_LEASE_LOST
@@ -319,21 +319,21 @@ def test_the_heartbeat_keeps_a_lease_and_reports_one_lost(postgres_url: str) -> 
     from storage.ledger.session_lease_heartbeat import SessionLeaseHeartbeat
 
     lost: list[str] = []
-    with _host(postgres_url, ttl_ms=600, name="kept") as holder, _host(postgres_url) as other:
+    with _host(postgres_url, ttl_ms=1500, name="kept") as holder, _host(postgres_url) as other:
         add_run(holder, IDS)
         heartbeat = SessionLeaseHeartbeat(
-            holder, ttl_s=0.6, margin_s=0.1, on_lost=lost.extend, interval_s=0.1
+            holder, ttl_s=1.5, margin_s=0.1, on_lost=lost.extend, interval_s=0.1
         )
         heartbeat.start()
         try:
-            time.sleep(1.0)  # past the ttl: only the renewals keep the lease
+            time.sleep(2.0)  # past the ttl: only the renewals keep the lease
             with pytest.raises(StoreRefusal) as live:
                 other.take_session_lease(IDS.session_id)
             assert live.value.code is StoreCode.SESSION_LEASE_LOST
             assert heartbeat.runway_deadline > time.monotonic()
         finally:
             heartbeat.stop()
-        time.sleep(0.7)
+        time.sleep(1.6)
         other.take_session_lease(IDS.session_id)
         assert heartbeat.beat() == [IDS.session_id]
         assert lost == [IDS.session_id]
