@@ -31,6 +31,7 @@ from typing import Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 
 _GLOB_TOOL = re.compile(r"(\w+) (NOT )?GLOB 'toolop_\*'")
 _TOOL_PROCESS_UPSERT = "INSERT OR REPLACE INTO tool_processes"
@@ -212,6 +213,9 @@ def _raw_connection(url: str, *, read_only: bool) -> psycopg.Connection[Any]:
     if read_only:
         options += " -c default_transaction_read_only=on"
     try:
+        # The URL's own ``options`` (a ``search_path``, say) are kept, ours added after them.
+        given = str(conninfo_to_dict(url).get("options") or "")
+        options = f"{given} {options}".strip()
         return psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
     except psycopg.Error as error:
         raise as_sqlite_error(error) from error
