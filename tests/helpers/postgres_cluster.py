@@ -145,8 +145,17 @@ class PostgresCluster:
         return f"{self.url()}?options=-csearch_path%3D{name}"
 
     def stop(self) -> None:
+        """Stop at once (no shutdown checkpoint: the cluster is thrown away) and remove it."""
         subprocess.run(
-            [*_run_as(), str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-m", "fast", "stop"],
+            [
+                *_run_as(),
+                str(self.bin_dir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-m",
+                "immediate",
+                "stop",
+            ],
             check=False,
             capture_output=True,
         )
