@@ -619,6 +619,11 @@ STORE: dict[str, CodeRecord] = _records(
         "event_not_found": (_E, "This run has no saved event with that id."),
         "run_status_conflict": (_E, "The run's status changed in the meantime."),
         "operation_not_found": (_E, "The tool call this refers to was never recorded."),
+        "session_lease_lost": (
+            _E,
+            "Another Maka host took this session over, so this one stopped writing to it; nothing "
+            "more was saved here.",
+        ),
         "workspace_not_found": (_W, "The folder does not exist."),
         "workspace_marker_invalid": (
             _W,

@@ -6,6 +6,7 @@ import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +72,38 @@ def _collect_on_the_qt_thread(request: pytest.FixtureRequest) -> Iterator[None]:
     finally:
         gc.collect()
         gc.enable()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the whole test session (``tests/helpers/
+    postgres_cluster.py``). Skipped, with the reason, only when PostgreSQL or psycopg is not
+    installed and ``CI`` is not set; under CI a missing PostgreSQL fails the tests that need it."""
+    from tests.helpers.postgres_cluster import PostgresCluster, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    missing = []
+    if bin_dir is None:
+        missing.append("PostgreSQL's initdb and pg_ctl (PATH, /usr/lib/postgresql/*/bin)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        missing.append("psycopg (pip install -e '.[postgres]')")
+    if missing:
+        reason = "the PostgreSQL engine's tests need " + " and ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must install them (.ci/run)")
+        pytest.skip(reason)
+    assert bin_dir is not None
+    cluster = PostgresCluster.start(bin_dir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Any) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL cluster."""
+    url: str = postgres_cluster.new_database()
+    return url

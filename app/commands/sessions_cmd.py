@@ -85,6 +85,7 @@ def _change(args: argparse.Namespace) -> int:
     )
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
+    from storage.ledger.store_open import database_url
 
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
@@ -94,7 +95,7 @@ def _change(args: argparse.Namespace) -> int:
             f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
             EXIT_USAGE,
         )
-    if not (data_dir / "runtime.sqlite").exists():
+    if database_url() is None and not (data_dir / "runtime.sqlite").exists():
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     with owned_store(data_dir) as store:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)

@@ -88,6 +88,10 @@ class StoreCode(StrEnum):
     OPERATION_NOT_FOUND = "operation_not_found"
     # Removing a session that other sessions were branched from (their history is its prefix).
     SESSION_HAS_BRANCHES = "session_has_branches"
+    # The writer's session lease is not (or no longer) its own: another host took the session
+    # over, or the lease ran out before a T1 or an admission (docs/postgres.md). Nothing was
+    # committed.
+    SESSION_LEASE_LOST = "session_lease_lost"
 
 
 class WorkspaceMarkerCode(StrEnum):

@@ -160,6 +160,32 @@ class ProjectionCounts(NamedTuple):
     journal_events: int
 
 
+class SessionLease(NamedTuple):
+    """A session's lease as taken (docs/postgres.md): ``epoch`` goes up by one at every take;
+    ``owner`` and ``expires_at_ms`` (the database's clock) are None on SQLite, where the lease is
+    the data folder's owner epoch."""
+
+    session_id: str
+    epoch: int
+    owner: str | None
+    expires_at_ms: int | None
+
+
+class SessionLeaseStore(Protocol):
+    """Sessions leased to one host: every writer's transaction checks the caller's lease and
+    refuses with ``session_lease_lost``, committing nothing, once another host took it over."""
+
+    def take_session_lease(self, session_id: str) -> SessionLease: ...
+
+    def renew_session_leases(self) -> Sequence[str]:
+        """Extend every held lease; returns the sessions whose lease was lost."""
+        ...
+
+    def held_session_leases(self) -> Mapping[str, int]: ...
+
+    def release_session_lease(self, session_id: str) -> None: ...
+
+
 class LedgerReader(Protocol):
     def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
 

@@ -8,6 +8,7 @@ the writers, the event model and their validators at start-up.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -25,6 +26,24 @@ from storage.ledger.sqlite_connection import (
     read_file_user_version,
     sqlite_errors,
 )
+
+DATABASE_URL_VARIABLE = "MAKA_DATABASE_URL"
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def database_url() -> str | None:
+    """The PostgreSQL server ``MAKA_DATABASE_URL`` names for the ledger, or None (the default:
+    ``runtime.sqlite`` in the data folder). Any other non-empty value is refused."""
+    url = os.environ.get(DATABASE_URL_VARIABLE, "").strip()
+    if not url:
+        return None
+    if not url.startswith(_POSTGRES_SCHEMES):
+        raise StoreRefusal(
+            StoreCode.STORE_NOT_FOUND,
+            f"{DATABASE_URL_VARIABLE} must be a postgresql:// URL (or unset for the data "
+            "folder's own database)",
+        )
+    return url
 
 
 def confirm_version_through_wal(path: Path) -> None:

@@ -16,7 +16,10 @@ import sqlite3
 from collections.abc import Sequence
 
 from runtime.ledger.codes import Lane
+from runtime.ledger.event_model import TERMINAL_STATUSES
+from runtime.ledger.lane_rules import classify_lane
 from runtime.ledger.store_ports import StoredEvent
+from runtime.ledger.timeline_events import tool_call_id
 from runtime.ledger.timeline_lazy import TimelineIndex, row_slots
 from storage.ledger.event_rows import EVENT_COLUMNS, decode_row
 
@@ -58,6 +61,32 @@ def read_timeline_index(conn: sqlite3.Connection, invocation_id: str) -> Timelin
     rows, calls = row_slots(facts)
     snapshots = [seq for seq, _, marks in facts if marks & 2]
     return TimelineIndex(rows, calls, len(facts), high_water, endings, snapshots)
+
+
+def timeline_index_of(events: Sequence[StoredEvent]) -> TimelineIndex:
+    """The same index made in Python from a run's decoded events, for an engine whose SQL has
+    no ``json_extract`` (PostgreSQL): each event's lane by its one lane signal, its tool call id
+    by ``tool_call_id``'s rule, and the same marks (terminal, or naming ``endInvocation``;
+    naming ``workspaceCheckpoint``)."""
+    facts: list[tuple[int, str | None, int]] = []
+    for row in events:
+        if classify_lane(row.event) is Lane.ORDINARY:  # stored events have one lane signal
+            ending = row.event.get("status") in TERMINAL_STATUSES
+            marks = int(ending or b"endInvocation" in row.payload)
+            marks += 2 * (b"workspaceCheckpoint" in row.payload)
+            facts.append((row.seq, None, marks))
+        else:
+            facts.append((row.seq, tool_call_id(row.event), 0))
+    endings = {seq for seq, _, marks in facts if marks & 1}
+    rows, calls = row_slots(facts)
+    return TimelineIndex(
+        rows,
+        calls,
+        len(facts),
+        facts[-1][0] if facts else 0,
+        [row for row in events if row.seq in endings],
+        [seq for seq, _, marks in facts if marks & 2],
+    )
 
 
 def read_events_at(

@@ -33,10 +33,20 @@ MIGRATION_V3 = (
 )
 
 _COMMAND_CHARS = 4000
-_COLUMNS = (
-    "operation_id, pid, session_id, run_id, tool_name, command, process_group, create_time, "
-    "boot_id, owner_epoch, started_at"
+COLUMN_NAMES = (
+    "operation_id",
+    "pid",
+    "session_id",
+    "run_id",
+    "tool_name",
+    "command",
+    "process_group",
+    "create_time",
+    "boot_id",
+    "owner_epoch",
+    "started_at",
 )
+_COLUMNS = ", ".join(COLUMN_NAMES)
 
 
 def insert(conn: sqlite3.Connection, record: ToolProcessRecord) -> None:

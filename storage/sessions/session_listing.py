@@ -18,7 +18,7 @@ from runtime.ledger.store_ports import RunHeader, SessionRecord
 from storage.ledger import branch_store as branches
 from storage.ledger import run_header_store as headers
 from storage.ledger.sqlite_connection import read_transaction, sqlite_errors
-from storage.ledger.store_open import open_read_connection
+from storage.ledger.store_open import database_url, open_read_connection
 
 
 class SessionListing:
@@ -31,6 +31,11 @@ class SessionListing:
 
     @classmethod
     def open(cls, data_dir: Path) -> SessionListing:
+        url = database_url()
+        if url is not None:  # the ledger on PostgreSQL (docs/postgres.md); psycopg only then
+            from storage.ledger.postgres_store import open_postgres_read_connection
+
+            return cls(open_postgres_read_connection(url))
         conn, _path = open_read_connection(data_dir)
         return cls(conn)
 

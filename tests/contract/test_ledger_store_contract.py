@@ -1,8 +1,10 @@
 """The ledger store port contract (docs/design/ledger.md section 3, docs/design/recovery.md sections
-1 and 3, docs/design/codes.md store refusals), run against the SQLite store on a real database file.
+1 and 3, docs/design/codes.md store refusals), run against both engines: the SQLite store on a real
+database file and the PostgreSQL store on a real server (docs/postgres.md).
 
-Each test names one rule; a refused write must change nothing (checked by snapshotting the file
-before and after).
+Each test names one rule; a refused write must change nothing (checked by snapshotting every
+table before and after). Tests that edit the SQLite file behind the store's back, or open the data
+folder read-only, run on SQLite only (``sqlite_store``).
 """
 
 from __future__ import annotations
@@ -44,31 +46,39 @@ from tests.helpers.ledger_builders import (
     user_text,
     with_changes,
 )
+from tests.helpers.store_engines import ENGINES, engine_store, store_state
 from tests.helpers.store_tampering import edit_behind_the_back
-from tests.helpers.store_workloads import add_run, db_state, store_with_runs
+from tests.helpers.store_workloads import add_run, store_with_runs
 
 IDS = RunIds()
 OTHER = RunIds("sess-2", "inv-2", "run-2", "turn-2")
 
 
+@pytest.fixture(params=ENGINES)
+def store(request: pytest.FixtureRequest) -> Iterator[SqliteLedgerStore]:
+    opened = engine_store(request, request.param, IDS, OTHER)
+    yield opened
+    opened.close()
+
+
 @pytest.fixture
-def store(data_dir: Path) -> Iterator[SqliteLedgerStore]:
+def sqlite_store(data_dir: Path) -> Iterator[SqliteLedgerStore]:
     opened = store_with_runs(data_dir, IDS, OTHER)
     yield opened
     opened.close()
 
 
-def test_the_sqlite_store_implements_the_port(store: SqliteLedgerStore) -> None:
+def test_each_store_implements_the_port(store: SqliteLedgerStore) -> None:
     port: LedgerStore = store
     assert port.read_run_events(IDS.run_id) == []
 
 
 def refused(store: SqliteLedgerStore, action: Callable[[], Any]) -> str:
     """Run a write that must be refused; assert the database is unchanged; return the code."""
-    before = db_state(store.path)
+    before = store_state(store)
     with pytest.raises(StoreRefusal) as error:
         action()
-    assert db_state(store.path) == before, "a refused write changed the database"
+    assert store_state(store) == before, "a refused write changed the database"
     return str(error.value.code)
 
 
@@ -308,7 +318,8 @@ def test_t1_refusals(store: SqliteLedgerStore, case: str, code: str) -> None:
     assert refused(store, action) == code
 
 
-def test_a_damaged_run_refuses_even_an_exact_t1_retry(store: SqliteLedgerStore) -> None:
+def test_a_damaged_run_refuses_even_an_exact_t1_retry(sqlite_store: SqliteLedgerStore) -> None:
+    store = sqlite_store
     call, dispatch = prepared(store)
     # Damage the run behind the store's back: a second call for the same provider call id.
     duplicate = call_event(ids=IDS, event_id="injected")
@@ -578,7 +589,8 @@ def test_owner_epoch_is_durable_and_recorded_by_headers(data_dir: Path) -> None:
         assert header is not None and header.owner_epoch == 2
 
 
-def test_repair_run_header_follows_the_terminal_event(store: SqliteLedgerStore) -> None:
+def test_repair_run_header_follows_the_terminal_event(sqlite_store: SqliteLedgerStore) -> None:
+    store = sqlite_store
     store.append_event(user_text(ids=IDS))
     ending = terminal(IDS, status="failed", state_delta={"failureClass": "app_restarted"})
     store.commit_run_ending(ending, RunStatus.FAILED, "app_restarted")
@@ -593,7 +605,8 @@ def test_repair_run_header_follows_the_terminal_event(store: SqliteLedgerStore) 
     assert untouched.status is RunStatus.CREATED
 
 
-def test_read_only_store_reads_while_a_writer_is_open(store: SqliteLedgerStore) -> None:
+def test_read_only_store_reads_while_a_writer_is_open(sqlite_store: SqliteLedgerStore) -> None:
+    store = sqlite_store
     store.append_event(user_text(ids=IDS))
     with open_store(store.path.parent, read_only=True) as reader:
         assert seq_of(reader) == ["evt-user"]

@@ -152,3 +152,22 @@ def test_run_loads_no_window_contract_unless_the_desktop_stored_a_provider(
     _stdout, code, modules = _probe(args, data)
     assert code == 0
     assert "app.host.desktop_settings" in modules  # the stored choice is read and applied
+
+
+def test_the_embedded_ledger_never_imports_the_postgresql_driver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``MAKA_DATABASE_URL`` a whole turn (the store's writers, T1 and T2 included) and the
+    listing run on SQLite alone: psycopg and the PostgreSQL engine stay unloaded
+    (docs/postgres.md)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    engine = ("psycopg", "psycopg_binary", "storage.ledger.postgres_store")
+    monkeypatch.delenv("MAKA_DATABASE_URL", raising=False)
+    _, code, modules = _probe(["run", "--cwd", str(work), "write hello.txt saying hi"], data)
+    assert code == 0
+    assert "storage.ledger.ledger_store" in modules
+    assert _loaded(modules, engine) == []
+    _, code, modules = _probe(["sessions"], data)
+    assert code == 0 and _loaded(modules, engine) == []

@@ -129,7 +129,8 @@ def _ci_packages() -> list[str]:
 
 def test_the_readme_names_the_desktops_debian_packages_in_one_line() -> None:
     """The line a user copies holds Python with venv and every package CI installs for Qt,
-    without the tools only the tests use (Xvfb and friends, binutils for the packaging tests)."""
+    without the tools only the tests use (Xvfb and friends, binutils for the packaging tests,
+    PostgreSQL for the ledger's PostgreSQL engine tests)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     lines = [line for line in readme.splitlines() if line.startswith("sudo apt-get install ")]
     assert len(lines) == 1
@@ -137,7 +138,7 @@ def test_the_readme_names_the_desktops_debian_packages_in_one_line() -> None:
     options = [word for word in words if word.startswith("-")]
     named = [word for word in words if not word.startswith("-")]
     assert options == ["--no-install-recommends"]
-    test_tools = {"xvfb", "xauth", "x11-utils", "binutils"}
+    test_tools = {"xvfb", "xauth", "x11-utils", "binutils", "postgresql"}
     assert named == ["python3", "python3-venv"] + [
         name for name in _ci_packages() if name not in test_tools
     ]

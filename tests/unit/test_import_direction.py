@@ -42,6 +42,9 @@ HOST_MAY_IMPORT = (
 """What the Qt-free host the desktop's main process and the CLI share may import: never
 ``main_process``, ``renderer`` or a command."""
 
+POSTGRES_DRIVER_MODULES = frozenset({"storage.ledger.postgres_connection"})
+"""The one module that imports psycopg (the ledger on PostgreSQL, docs/postgres.md)."""
+
 HOST_THIRD_PARTY = ("pydantic", "pydantic_core", "typing_extensions", "psutil", "platformdirs")
 """The host's third-party imports: no Qt (``PySide6``) among them."""
 
@@ -81,6 +84,8 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
             "typing_extensions",
             "psutil",
         }
+    if module in POSTGRES_DRIVER_MODULES:
+        return {"storage", "runtime.ledger"}, {"pydantic", "typing_extensions", "psycopg"}
     if module.startswith("storage"):
         return {"storage", "runtime.ledger"}, {"pydantic", "typing_extensions"}
     if module.startswith("main_process"):

@@ -1,7 +1,8 @@
-"""Recording the user's attestation (docs/design/recovery.md section 8) in a real SQLite store: one
-bundle after the run's recovered terminal event, settled ``completed`` / ``user_attestation``; every
-refusal with its code and nothing written; an identical retry is a no-op; doctor stays clean;
-export and import carry it."""
+"""Recording the user's attestation (docs/design/recovery.md section 8) in a real store, on both
+engines (SQLite, and PostgreSQL on a real server): one bundle after the run's recovered terminal
+event, settled ``completed`` / ``user_attestation``; every refusal with its code and nothing
+written; an identical retry is a no-op; doctor stays clean (SQLite: the doctor does not check
+PostgreSQL yet); export and import carry it (SQLite)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from runtime.ledger.store_ports import StoreRefusal
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.settle_verdict import judge_settlement
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
-from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -30,7 +30,8 @@ from tests.helpers.ledger_builders import (
     terminal,
     user_text,
 )
-from tests.helpers.store_workloads import add_run, commit_ledger, db_state, fixed_clock
+from tests.helpers.store_engines import ENGINES, store_state
+from tests.helpers.store_workloads import add_run, commit_ledger, fixed_clock
 
 IDS = RunIds("sess-a", "inv-a", "run-a", "turn-a")
 CRASHED = terminal(IDS, status="failed", state_delta={"failureClass": "app_restarted"}, ts=90)
@@ -50,11 +51,21 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[SqliteLedgerStore]:
-    opened = open_store(data_dir, clock=fixed_clock())
+@pytest.fixture(params=ENGINES)
+def store(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[SqliteLedgerStore]:
+    if request.param == "sqlite":
+        opened = open_store(data_dir, clock=fixed_clock())
+    else:
+        from storage.ledger.postgres_store import open_postgres_store
+
+        opened = open_postgres_store(request.getfixturevalue("postgres_url"), clock=fixed_clock())
     yield opened
     opened.close()
+
+
+def _doctor_clean(store: SqliteLedgerStore) -> None:
+    if getattr(store, "url", None) is None:
+        assert store.diagnose().problems == []
 
 
 def _crashed_run(store: SqliteLedgerStore, *middle: RuntimeEvent, close: bool = True) -> None:
@@ -73,7 +84,7 @@ def _events(store: SqliteLedgerStore) -> list[RuntimeEvent]:
 
 
 def _refusal(store: SqliteLedgerStore, data_dir: Path, operation_id: str, **kwargs: object) -> str:
-    before = db_state(data_dir / DATABASE_NAME)
+    before = store_state(store)
     with pytest.raises(StoreRefusal) as raised:
         store.commit_attestation(
             operation_id,
@@ -82,8 +93,8 @@ def _refusal(store: SqliteLedgerStore, data_dir: Path, operation_id: str, **kwar
             kwargs.get("surviving", _no_process),  # type: ignore[arg-type]
             judge_settlement,
         )
-    assert db_state(data_dir / DATABASE_NAME) == before
-    assert store.diagnose().problems == []
+    assert store_state(store) == before
+    _doctor_clean(store)
     return str(raised.value.code)
 
 
@@ -116,14 +127,14 @@ def test_an_attestation_settles_the_call_after_the_terminal_event(
     assert reconcile["attestedAt"] == result.attested_at
     record = store.read_tool_operation(operation_of(call))
     assert record is not None and record.current_state == "recovery_completed"
-    assert store.diagnose().problems == []
+    _doctor_clean(store)
     # The same choice and note again: nothing new, the first record stands.
-    before = db_state(data_dir / DATABASE_NAME)
+    before = store_state(store)
     again = store.commit_attestation(
         operation_of(call), ran, "checked the table", _no_process, judge_settlement
     )
     assert not again.created and again.attested_at == result.attested_at
-    assert db_state(data_dir / DATABASE_NAME) == before
+    assert store_state(store) == before
     # Anything else is refused: a settlement is final.
     assert _refusal(store, data_dir, operation_of(call), ran=not ran) == "operation_settled"
     assert _refusal(store, data_dir, operation_of(call), ran=ran, note="other") == (
@@ -146,7 +157,7 @@ def test_an_attestation_may_come_before_the_run_is_closed(
         operation_of(call), True, None, _no_process, judge_settlement
     ).created
     commit_ledger(store, [CRASHED])
-    assert store.diagnose().problems == []
+    _doctor_clean(store)
 
 
 def test_unknown_operation(store: SqliteLedgerStore, data_dir: Path) -> None:
@@ -230,6 +241,7 @@ def test_a_run_with_a_ledger_issue_is_not_settled(store: SqliteLedgerStore, data
 def test_export_and_import_carry_the_attestation(
     store: SqliteLedgerStore, tmp_path: Path, bulk: bool
 ) -> None:
+    """From either engine into a SQLite data folder (an export is the same bytes from both)."""
     call, dispatch = _bash()
     _crashed_run(store, call, dispatch)
     store.commit_attestation(
@@ -283,15 +295,15 @@ def test_a_live_process_of_the_call_waits_the_attestation_until_it_ends(
                 started_at=1,
             )
         )
-        before = db_state(data_dir / DATABASE_NAME)
+        before = store_state(store)
         with pytest.raises(StoreRefusal) as raised:
             settle(store, IDS.session_id, "c1", ran=True, note=None, shells=None)
         assert str(raised.value.code) == "background_operation_pending"
         assert str(child.pid) in raised.value.message
-        assert db_state(data_dir / DATABASE_NAME) == before
+        assert store_state(store) == before
     finally:
         child.kill()
         child.wait()
     settled = settle(store, IDS.session_id, "c1", ran=True, note=None, shells=None)
     assert settled.created and settled.operation_id == operation_of(call)
-    assert store.diagnose().problems == []
+    _doctor_clean(store)

@@ -36,6 +36,7 @@ from runtime.ledger.timeline_pins import (
     timeline_json,
 )
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
+from storage.ledger.timeline_index import timeline_index_of
 from storage.sessions.session_export import header_line, session_line
 
 GOLDEN = Path(__file__).parents[1] / "data" / "timeline"
@@ -83,11 +84,20 @@ def opened(
         data_dir = tmp_path / f"store-{len(stores)}"
         session_id = _import(data_dir, events)
         stores.append(open_store(data_dir, read_only=True))
+        _same_index_in_python(stores[-1], session_id)
         return stores[-1], session_id
 
     yield open_ledger
     for store in stores:
         store.close()
+
+
+def _same_index_in_python(store: SqliteLedgerStore, session_id: str) -> None:
+    """The index made in Python from the decoded events (what the PostgreSQL store serves)
+    equals the one SQLite answers in SQL."""
+    for header in store.list_session_runs(session_id):
+        events = store.read_run_events(header.run_id)
+        assert timeline_index_of(events) == store.read_run_timeline_index(header.run_id)
 
 
 def _same(full: SessionTimeline, lazy: SessionTimeline) -> None:

@@ -1,0 +1,74 @@
+"""Renewing a host's session leases on a heartbeat (docs/postgres.md).
+
+Every ``interval`` seconds (ttl/3 by default) the heartbeat renews every lease the store holds in
+one statement (``SessionLeaseStore.renew_session_leases``) and hands the sessions whose lease was
+lost to ``on_lost``: the host stops them at once. A renewal that fails (the server unreachable)
+is retried on the next beat; ``runway_deadline`` is the host's own conservative clock, the monotonic
+time of the last successful renewal plus ttl minus the margin, past which it must stop dispatching
+tools whatever the server says. On SQLite the store holds no lease and a beat does nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from runtime.ledger.store_ports import SessionLeaseStore, StoreRefusal
+
+
+class SessionLeaseHeartbeat:
+    def __init__(
+        self,
+        store: SessionLeaseStore,
+        *,
+        ttl_s: float,
+        margin_s: float,
+        on_lost: Callable[[Sequence[str]], None],
+        interval_s: float | None = None,
+    ) -> None:
+        self._store = store
+        self._ttl = ttl_s
+        self._margin = margin_s
+        self._interval = interval_s if interval_s is not None else ttl_s / 3
+        self._on_lost = on_lost
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_renewal = time.monotonic()
+        self.failures = 0
+
+    @property
+    def runway_deadline(self) -> float:
+        """``time.monotonic()`` past which this host must stop dispatching tools."""
+        return self._last_renewal + self._ttl - self._margin
+
+    def beat(self) -> Sequence[str]:
+        """One renewal (the thread's step; tests call it directly). Returns the lost sessions."""
+        started = time.monotonic()
+        try:
+            lost = self._store.renew_session_leases()
+        except StoreRefusal:
+            self.failures += 1
+            return ()
+        self._last_renewal = started
+        if lost:
+            self._on_lost(lost)
+        return lost
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="maka-session-lease-heartbeat", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.beat()
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=self._interval + 5)
+            self._thread = None

@@ -1,0 +1,56 @@
+"""``maka run`` with ``MAKA_DATABASE_URL`` keeps its ledger on the PostgreSQL server
+(docs/postgres.md): a whole turn with a tool call (T1 and T2) commits there, gap-free, the run
+completed, and the data folder holds no SQLite database; ``maka sessions`` lists it from the
+server, and later commands continue and rename the session, each taking its free lease."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.helpers.maka_run import maka
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_turn_with_a_tool_call_commits_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    result = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"],
+        data,
+        env={"MAKA_DATABASE_URL": postgres_url},
+    )
+    assert result.returncode == 0, result.stderr
+    assert (work / "hello.txt").exists()
+    assert not (data / "runtime.sqlite").exists()
+    with psycopg.connect(postgres_url) as conn:
+        (status, next_seq), *_ = conn.execute("SELECT status, next_seq FROM runs").fetchall()
+        seqs = [
+            row[0]
+            for row in conn.execute("SELECT event_seq FROM runtime_events ORDER BY event_seq")
+        ]
+        operation = conn.execute("SELECT current_state FROM tool_operations").fetchall()
+        lease = conn.execute("SELECT epoch, owner FROM session_leases").fetchall()
+    assert status == "completed"
+    assert seqs == list(range(1, next_seq))
+    assert operation == [("outcome_committed",)]
+    assert len(lease) == 1 and lease[0][1] is None  # taken at creation, given up at exit
+    url = {"MAKA_DATABASE_URL": postgres_url}
+    listed = maka(["sessions", "--json"], data, env=url)
+    assert listed.returncode == 0, listed.stderr
+    (session,) = json.loads(listed.stdout)["sessions"]
+    session_id = session["sessionId"]
+    again = maka(["run", "--session", session_id, "list files"], data, env=url)
+    assert again.returncode == 0, again.stderr
+    renamed = maka(["sessions", "rename", session_id, "on the server"], data, env=url)
+    assert renamed.returncode == 0, renamed.stderr
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (2,)
+        assert conn.execute("SELECT title FROM sessions").fetchone() == ("on the server",)
+        # each command took the free lease by its first write and gave it up at exit
+        assert conn.execute("SELECT epoch, owner FROM session_leases").fetchone() == (3, None)
