@@ -80,8 +80,14 @@ def _record(row: tuple[bytes, int]) -> BranchRecord:
 
 def _has_table(conn: sqlite3.Connection) -> bool:
     """A read-only store of an older schema (not yet upgraded) has no branches."""
+    return has_table(conn, "session_branches")
+
+
+def has_table(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether the store's schema has ``table`` (a table of a later schema version). Spelled
+    as the probe the PostgreSQL connection translates to its own catalogue."""
     row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_branches'"
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
     ).fetchone()
     return row is not None
 

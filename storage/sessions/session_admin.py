@@ -13,6 +13,7 @@ import sqlite3
 
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
 from runtime.ledger.store_ports import StoreRefusal
+from storage.ledger.branch_store import has_table
 
 MAX_TITLE_CHARS = 200
 
@@ -52,10 +53,7 @@ def remove_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
     in_runs = "SELECT run_id FROM runs WHERE session_id = ?"
     _drop_branch(conn, session_id)
     for table in ("continuation_claims", "tool_processes"):  # tables of later schema versions
-        exists = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-        ).fetchone()
-        if exists:
+        if has_table(conn, table):
             conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
     conn.execute(f"DELETE FROM tool_journal_events WHERE run_id IN ({in_runs})", (session_id,))
     conn.execute(f"DELETE FROM chosen_tool_event_ids WHERE run_id IN ({in_runs})", (session_id,))
@@ -69,10 +67,7 @@ def remove_session(conn: sqlite3.Connection, session_id: str) -> list[str]:
 def _drop_branch(conn: sqlite3.Connection, session_id: str) -> None:
     """A branched session's ``branchStart`` fact goes with it; a session others branched from
     stays while they exist (their history is a prefix of its)."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_branches'"
-    ).fetchone()
-    if not exists:
+    if not has_table(conn, "session_branches"):
         return
     children = [
         str(row[0])
