@@ -32,6 +32,9 @@ from renderer import theme
 from renderer.park_text import Severity
 
 
+DIALOG_WIDTH = 600
+
+
 def _tr(text: str) -> str:
     return QCoreApplication.translate("BranchDialog", text)
 
@@ -67,7 +70,7 @@ class BranchDialog(QDialog):
         self.option = option
         self.current_files = not option.snapshot_kept
         self.setWindowTitle(_tr("Continue from here"))
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(DIALOG_WIDTH)
         column = QVBoxLayout(self)
         column.setSpacing(10)
         top = QHBoxLayout()
@@ -87,7 +90,7 @@ class BranchDialog(QDialog):
         words.addWidget(self.question)
         title = visible(listed.title) or listed.session_id
         self.point_label = QLabel(
-            _tr("From “{title}”, {point}.")
+            _tr("It continues {point}, in session “{title}”.")
             .replace("{title}", title)
             .replace("{point}", point_words(option))
         )
@@ -123,6 +126,7 @@ class BranchDialog(QDialog):
         folder_caption.setBuddy(self.folder_edit)
         self.choose_button = QPushButton(_tr("&Choose…"))
         self.choose_button.clicked.connect(self.choose_folder)
+        self.choose_button.setAutoDefault(False)  # Enter makes the branch, wherever the focus
         folder_row.addWidget(folder_caption)
         folder_row.addWidget(self.folder_edit, 1)
         folder_row.addWidget(self.choose_button)
@@ -148,12 +152,17 @@ class BranchDialog(QDialog):
         )
         self.make_button.setEnabled(making)
         self.make_button.setDefault(making)
+        if making:
+            self.make_button.setFocus()
         self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         for widget in (self.folder_edit, self.choose_button):
             widget.setEnabled(making)
+        column.addStretch(1)
         column.addWidget(self.buttons)
+        # As tall as its sentences at its width: no empty bands between them, none clipped.
+        self.resize(DIALOG_WIDTH, column.heightForWidth(DIALOG_WIDTH))
 
     def _snapshot_words(self) -> str:
         option = self.option

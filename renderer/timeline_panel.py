@@ -279,7 +279,7 @@ class TimelinePanel(QWidget):
             if option.snapshot_kept
             else "no snapshot of the folder is kept here (the current files can be copied)"
         )
-        return _tr(f"⑂ A new session can continue from here: {kept}.\n")
+        return _tr(f"Branch point: a new session can continue from here; {kept}.\n")
 
     def _update_branch_button(self) -> None:
         option = self.boundary_at(self.tree.currentIndex())

@@ -257,7 +257,7 @@ def test_the_timeline_offers_continue_from_here_on_boundary_rows(qtbot: QtBot) -
     boundary = _row(panel, "evt-u2")
     panel.tree.setCurrentIndex(boundary)
     assert panel.branch_button.isEnabled()
-    assert panel.detail.toPlainText().startswith("⑂ A new session can continue from here")
+    assert panel.detail.toPlainText().startswith("Branch point: a new session can continue")
     panel.branch_button.click()
     assert asked == [(DEFAULT_IDS.session_id, "evt-u2")]
     no_snapshot = _row(panel, "evt-u4")
