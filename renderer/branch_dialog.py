@@ -31,7 +31,6 @@ from app.visible_text import visible
 from renderer import theme
 from renderer.park_text import Severity
 
-
 DIALOG_WIDTH = 600
 
 
@@ -41,14 +40,20 @@ def _tr(text: str) -> str:
 
 def point_words(option: BranchOptionItem) -> str:
     """Where the new session continues from, in words."""
-    label = visible(option.label)
-    if option.kind == "user_message":
+    return boundary_words(option.kind, option.label)
+
+
+def boundary_words(kind: str | None, label: str) -> str:
+    """A boundary in words: "after your message “…”", "after the result of bash", "at the end
+    of the turn (completed)"."""
+    label = visible(label)
+    if kind == "user_message":
         text = label.removeprefix("you: ")
         return _tr("after your message “{text}”").replace("{text}", text)
-    if option.kind == "tool_result":
+    if kind == "tool_result":
         name = label.removeprefix("result of ")
         return _tr("after the result of {tool}").replace("{tool}", name)
-    if option.kind == "run_ending":
+    if kind == "run_ending":
         how = label.removeprefix("run ended ")
         return _tr("at the end of the turn ({how})").replace("{how}", how)
     return label

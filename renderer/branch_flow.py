@@ -97,8 +97,9 @@ class BranchFlow(QObject):
         if option is None:
             self._say(
                 _tr(
-                    "This point cannot be branched from: a session continues only after a "
-                    "message you sent, a tool's result or the end of a turn that has ended."
+                    "Maka cannot continue from this point of this session: only after a "
+                    "message you sent, a tool's result or the end of a turn that has ended. "
+                    "(A point before a branch was made is in the session it came from.)"
                 )
             )
             return

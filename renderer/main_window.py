@@ -43,6 +43,7 @@ from app.bridge_contract import (
 from app.visible_text import visible
 from renderer import theme
 from renderer.auto_resume_notice import AutoResumeNotice
+from renderer.branch_dialog import boundary_words
 from renderer.branch_flow import BranchFlow, BranchPoint
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.composer import Composer
@@ -501,9 +502,13 @@ class MainWindow(QMainWindow):
         summary = self.sessions.model.summary(origin.source_session_id)
         title = display_title(summary) if summary is not None else visible(origin.source_title)
         title = title or origin.source_session_id
-        point = visible(origin.boundary_label) or origin.boundary_event_id
+        point = (
+            boundary_words(origin.boundary_kind, origin.boundary_label)
+            if origin.boundary_label
+            else _tr("at event {event}").replace("{event}", origin.boundary_event_id)
+        )
         text = (
-            _tr("Branched from “{title}” at {point}")
+            _tr("Branched from “{title}”, {point}")
             .replace("{title}", title)
             .replace("{point}", point)
         )

@@ -21,6 +21,8 @@ from app.bridge_contract import (
     BranchOptionItem,
     BranchOptionsListedPush,
     BranchOrigin,
+    NoticeItem,
+    NoticeLevel,
     TranscriptItem,
 )
 from app.host.branch_session import (
@@ -40,6 +42,7 @@ from runtime.continuation.branch_prefix import (
 from runtime.continuation.branch_service import default_branch_path
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
+from runtime.ledger.coded_error import CodedError
 
 _SHORT = 500
 _ID = 200
@@ -186,6 +189,54 @@ def _anchor(
             if items[index].run_id == run_id:
                 return index
     return -1
+
+
+def with_branch_prefix(
+    store: BranchDesktopStore,
+    transcript: Transcript,
+    open_source: Callable[[str], Transcript],
+) -> Transcript:
+    """A branched session's transcript starts with its source's, up to the point it was
+    branched at (the history its model is given, shown as it reads in the source: no card of it
+    can be settled here), then a note that what follows is its own."""
+    record = branch_of(store, transcript.session_id)
+    if record is None:
+        return transcript
+    try:
+        source = open_source(record.source_session_id)
+    except (CodedError, ValueError):
+        return transcript  # the source cannot be read now: the header still names it
+    items = [item for item in source.items if item.type != "branch_marker"]
+    stored = store.read_event(record.boundary_event_id)
+    run_id = str(stored.event.get("runId")) if stored is not None else None
+    call_id = _call_id(store, record.boundary_event_id) if stored is not None else None
+    where = _anchor(items, record.boundary_event_id, call_id, run_id)
+    prefix: list[TranscriptItem] = [
+        item.model_copy(update={"settleable": False, "settle_folder": None})
+        if item.type == "tool_card"
+        else item
+        for item in items[: where + 1]
+    ]
+    found = store.get_session(record.source_session_id)
+    title = _clip(found.title if found is not None else record.source_session_id, 120)
+    how = (
+        "with a copy of the files as they were when it was made"
+        if record.current_files
+        else "in a copy of the folder as it was there"
+    )
+    divider = NoticeItem(
+        item_id=_clip(f"branched:{transcript.session_id}", _ID),
+        level=NoticeLevel.INFO,
+        text=f"Branched from “{title}” here, {how}. What follows is this session's own.",
+        code=None,
+    )
+    omitted = (source.omitted_earlier if where >= 0 else 0) + transcript.omitted_earlier
+    return Transcript(
+        transcript.session_id,
+        (*prefix, divider, *transcript.items),
+        omitted,
+        branched_from=transcript.branched_from,
+    )
 
 
 def with_branch_markers(store: BranchDesktopStore, transcript: Transcript) -> Transcript:

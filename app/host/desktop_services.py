@@ -33,7 +33,12 @@ from app.bridge_contract import (
     SessionSummary,
 )
 from app.host.auto_resume import select_auto_resume
-from app.host.branch_desktop import make_branch, options_push, with_branch_markers
+from app.host.branch_desktop import (
+    make_branch,
+    options_push,
+    with_branch_markers,
+    with_branch_prefix,
+)
 from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.host_services import (
@@ -290,6 +295,9 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
         transcript = session_transcript(session_id, runs)
         transcript = with_folder_notes(self._store, self._service.checkpoints, transcript)
+        # A branch shows its source's history up to the point (a chain of branches: each
+        # source's own, read the same way), then its own; every session marks its branches.
+        transcript = with_branch_prefix(self._store, transcript, self.open_session)
         return with_branch_markers(self._store, transcript)
 
     def create_session(self, cwd: Path) -> SessionSummary:

@@ -27,6 +27,7 @@ from app.bridge_contract import (
     BranchRefusedPush,
     Message,
     MessageKind,
+    NoticeItem,
     SessionOpenedPush,
     SessionsOpenRequest,
     SessionUpdatedPush,
@@ -162,3 +163,10 @@ def test_a_session_is_branched_from_the_window(
     assert (origin.source_session_id, origin.boundary_event_id) == (source, written.event_id)
     assert origin.boundary_label == "result of write_file" and origin.source_title
     assert origin.boundary_kind == "tool_result" and not origin.current_files
+    # Its transcript is the source's up to the write's card, a note, then its own (none yet).
+    *inherited, note = branch.items
+    assert [item.item_id for item in inherited] == [
+        item.item_id for item in items[: items.index(marker)]
+    ]
+    assert isinstance(note, NoticeItem) and note.text.startswith("Branched from “")
+    assert all(not getattr(item, "settleable", False) for item in inherited)

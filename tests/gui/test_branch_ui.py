@@ -140,7 +140,9 @@ def test_a_branch_made_opens_the_new_session_with_its_origin_in_the_header(
         bc.SessionOpenedPush(session_id="s3", items=(ASK,), branched_from=origin)
     )
     assert not window.branch_label.isHidden()
-    assert window.branch_label.text() == "Branched from “Tidy the parser” at you: write notes.txt"
+    assert window.branch_label.text() == (
+        "Branched from “Tidy the parser”, after your message “write notes.txt”"
+    )
     window.sessions.select("s2")  # another session: no origin shown
     assert window.branch_label.isHidden()
 
@@ -187,7 +189,7 @@ def test_a_point_that_is_not_a_boundary_says_so(qtbot: QtBot) -> None:
     window.transcript.continue_from("e-ask")
     bridge.branch_options_listed.emit(_listed().model_copy(update={"options": ()}))
     assert window.branch_flow.dialog is None
-    assert "cannot be branched from" in window.statusBar().currentMessage()
+    assert "cannot continue from this point" in window.statusBar().currentMessage()
 
 
 def test_the_source_transcript_marks_where_it_was_branched(qtbot: QtBot) -> None:
