@@ -427,10 +427,11 @@ class RequestRouter:
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
 
     def _branch(self, peer_id: int, message: BranchOptionsRequest | BranchCreateRequest) -> None:
-        """Branch options, or a branch made (issue #36), on the query pool: making one copies
-        the folder, which can take seconds. A refusal is answered as ``branch.refused`` with its
-        code; a branch made is told to every window as the new session's ``session.updated``,
-        then to the asking one as ``branch.made`` (it opens the new session)."""
+        """Branch options (on the query pool), or a branch made (issue #36) on a thread of its
+        own: making one copies the folder, which can take seconds. A refusal is answered as
+        ``branch.refused`` with its code; a branch made is told to every window as the new
+        session's ``session.updated``, then to the asking one as ``branch.made`` (it opens the
+        new session)."""
         session_id = message.session_id
         correlation_id = message.correlation_id
         services = self._services
@@ -475,8 +476,17 @@ class RequestRouter:
             self._broadcast(SessionUpdatedPush(session=summary))
             self._server.send(peer_id, made.model_copy(update={"correlation_id": correlation_id}))
 
-        if not self._workers.run_query(f"branch-{session_id}", job, done):
-            refuse(HOST_CLOSING, "the main process is closing")
+        if isinstance(message, BranchOptionsRequest):
+            if not self._workers.run_query(f"branch-{session_id}", job, done):
+                refuse(HOST_CLOSING, "the main process is closing")
+            return
+        # Making one copies the folder: its own thread, like a resume's restore, so the query
+        # pool keeps answering the window meanwhile (one branch of a session at a time).
+        if not self._workers.run_turn(f"branch:{session_id}", job, lambda: None, done):
+            if self._workers.busy(f"branch:{session_id}"):
+                refuse(SESSION_BUSY, "a branch of this session is being made; wait for it")
+            else:
+                refuse(HOST_CLOSING, "the main process is closing")
 
     def _send_turn(self, peer_id: int, message: TurnsSendRequest) -> None:
         session_id = message.session_id
