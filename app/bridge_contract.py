@@ -70,6 +70,8 @@ MAX_SESSIONS_PER_LIST: Final = 20_000
 MAX_TEXT_CHARS: Final = 200_000
 MAX_SUMMARY_CHARS: Final = 4000
 MAX_PATH_CHARS: Final = 4096
+MAX_BRANCH_OPTIONS: Final = 10_000
+"""Boundaries of one session per ``branch.optionsListed`` (the newest; older ones are counted)."""
 DEFAULT_MAX_STEPS: Final = 200
 MAX_STEPS_LIMIT: Final = 100_000
 """The step limit of a turn (``settings.*``): the runtime's ``DEFAULT_MAX_STEPS`` and
@@ -113,6 +115,8 @@ class MessageKind(StrEnum):
     TIMELINE_LOCATE = "timeline.locate"
     TURNS_RUN = "turns.run"
     TURNS_RESUME = "turns.resume"
+    BRANCH_OPTIONS = "branch.options"
+    BRANCH_CREATE = "branch.create"
     # pushes: main -> renderer
     HELLO_OK = "hello.ok"
     HELLO_REJECTED = "hello.rejected"
@@ -143,6 +147,9 @@ class MessageKind(StrEnum):
     TURN_OUTPUT = "turn.output"
     TURN_ENDED = "turn.ended"
     RESUME_ENDED = "resume.ended"
+    BRANCH_OPTIONS_LISTED = "branch.optionsListed"
+    BRANCH_MADE = "branch.made"
+    BRANCH_REFUSED = "branch.refused"
 
 
 class BridgeErrorCode(StrEnum):
@@ -534,6 +541,27 @@ MAX_PLAN_LINES: Final = 100_000
 MAX_PLAN_DOCUMENT_CHARS: Final = 8 * 1024 * 1024
 
 
+class BranchOptionsRequest(_Message):
+    """Where the session can be branched from (``branch.optionsListed``): each user message, tool
+    result and run ending, with whether a snapshot of the folder is kept for it."""
+
+    kind: Literal[MessageKind.BRANCH_OPTIONS] = MessageKind.BRANCH_OPTIONS
+    session_id: Id
+
+
+class BranchCreateRequest(_Message):
+    """Continue from ``event_id`` of the session in a new session whose folder is a restored
+    copy (``to``, or a new sibling ``<folder>-branch-<n>`` when None); ``current_files``: copy
+    the folder as it is now (no snapshot is kept there; the model is told). Answered by
+    ``branch.made`` or ``branch.refused``."""
+
+    kind: Literal[MessageKind.BRANCH_CREATE] = MessageKind.BRANCH_CREATE
+    session_id: Id
+    event_id: Id
+    to: FsPath | None = None
+    current_files: bool = False
+
+
 class WindowActivateRequest(_Message):
     kind: Literal[MessageKind.WINDOW_ACTIVATE] = MessageKind.WINDOW_ACTIVATE
 
@@ -724,15 +752,39 @@ class ContinuationMarkerItem(WireModel):
     source_run_id: Id | None = None
 
 
+class BranchMarkerItem(WireModel):
+    """Placed after the item at which ``branch_session_id`` was branched from this session."""
+
+    type: Literal["branch_marker"] = "branch_marker"
+    item_id: Id
+    run_id: Id | None = None
+    branch_session_id: Id
+    branch_title: Short = ""
+    boundary_event_id: Id
+
+
 TranscriptItem = Annotated[
     UserMessageItem
     | AssistantMessageItem
     | ThinkingItem
     | ToolCardItem
     | NoticeItem
-    | ContinuationMarkerItem,
+    | ContinuationMarkerItem
+    | BranchMarkerItem,
     Field(discriminator="type"),
 ]
+
+
+class BranchOrigin(WireModel):
+    """Where an opened session was branched from: its source (title as it is now, or empty
+    when that session is gone) and the boundary, in words."""
+
+    source_session_id: Id
+    source_title: Short = ""
+    boundary_event_id: Id
+    boundary_label: Short = ""
+    boundary_kind: Code | None = None
+    current_files: bool = False
 
 
 class SessionOpenedPush(_Message):
@@ -743,6 +795,8 @@ class SessionOpenedPush(_Message):
     session_id: Id
     items: Annotated[tuple[TranscriptItem, ...], Field(max_length=MAX_ITEMS_PER_OPEN)]
     omitted_earlier: Annotated[int, Field(ge=0)] = 0
+    branched_from: BranchOrigin | None = None
+    """The session was branched from another (its header says from where)."""
 
 
 class TranscriptItemPush(_Message):
@@ -974,6 +1028,61 @@ class TimelineEventShownPush(_Message):
     truncated: bool = False
 
 
+class BranchOptionItem(WireModel):
+    """One point a session can be branched from (``BranchOption``): ``kind`` is
+    ``user_message``, ``tool_result`` or ``run_ending``; ``tool_call_id`` names a tool result's
+    call (its transcript card); ``branchable`` False: a call before it has no settled outcome."""
+
+    event_id: Id
+    run_id: Id
+    seq: Annotated[int, Field(ge=0)]
+    kind: Code
+    ts: Annotated[int, Field(ge=0)]
+    label: Short
+    snapshot_bound: bool
+    snapshot_kept: bool
+    branchable: bool = True
+    tool_call_id: Id | None = None
+
+
+class BranchOptionsListedPush(_Message):
+    """The answer to ``branch.options``, oldest first; ``default_folder``: where the copy goes
+    unless the user picks a folder; ``snapshots_on`` False: no copy can be made at all."""
+
+    kind: Literal[MessageKind.BRANCH_OPTIONS_LISTED] = MessageKind.BRANCH_OPTIONS_LISTED
+    session_id: Id
+    title: Short = ""
+    cwd: FsPath
+    default_folder: FsPath
+    snapshots_on: bool = True
+    options: Annotated[tuple[BranchOptionItem, ...], Field(max_length=MAX_BRANCH_OPTIONS)]
+    omitted_earlier: Annotated[int, Field(ge=0)] = 0
+
+
+class BranchMadePush(_Message):
+    """``branch.create`` made the new session ``new_session_id`` in ``cwd`` (its summary was
+    broadcast as ``session.updated`` first)."""
+
+    kind: Literal[MessageKind.BRANCH_MADE] = MessageKind.BRANCH_MADE
+    session_id: Id
+    event_id: Id
+    new_session_id: Id
+    cwd: FsPath
+    title: Short = ""
+    current_files: bool = False
+
+
+class BranchRefusedPush(_Message):
+    """``branch.create`` (or ``branch.options``) made nothing: ``code`` is a stable code
+    (``app/code_text.py`` has its sentence), ``message`` the detail."""
+
+    kind: Literal[MessageKind.BRANCH_REFUSED] = MessageKind.BRANCH_REFUSED
+    session_id: Id
+    event_id: Id | None = None
+    code: Code
+    message: Explanation = ""
+
+
 class HostStatePush(_Message):
     kind: Literal[MessageKind.HOST_STATE] = MessageKind.HOST_STATE
     state: HostState
@@ -1081,6 +1190,8 @@ Request = (
     | TimelineLocateRequest
     | TurnsRunRequest
     | TurnsResumeRequest
+    | BranchOptionsRequest
+    | BranchCreateRequest
 )
 Push = (
     HelloOkPush
@@ -1112,6 +1223,9 @@ Push = (
     | TurnOutputPush
     | TurnEndedPush
     | ResumeEndedPush
+    | BranchOptionsListedPush
+    | BranchMadePush
+    | BranchRefusedPush
 )
 Message = Request | Push
 
@@ -1142,6 +1256,8 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TIMELINE_LOCATE,
         MessageKind.TURNS_RUN,
         MessageKind.TURNS_RESUME,
+        MessageKind.BRANCH_OPTIONS,
+        MessageKind.BRANCH_CREATE,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(

@@ -37,6 +37,11 @@ from PySide6.QtCore import QTimer
 
 from app.bridge_contract import (
     AttestationChoice,
+    BranchCreateRequest,
+    BranchMadePush,
+    BranchOptionsListedPush,
+    BranchOptionsRequest,
+    BranchRefusedPush,
     ErrorPush,
     HelloRequest,
     Message,
@@ -279,6 +284,8 @@ class RequestRouter:
                     ),
                     _as_push,
                 )
+            case BranchOptionsRequest() | BranchCreateRequest():
+                self._branch(peer_id, message)
             case SettingsGetRequest():
                 self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
             case SettingsUpdateRequest():
@@ -440,6 +447,68 @@ class RequestRouter:
 
         if not self._workers.run_query(f"session-{session_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+
+    def _branch(self, peer_id: int, message: BranchOptionsRequest | BranchCreateRequest) -> None:
+        """Branch options (on the query pool), or a branch made (issue #36) on a thread of its
+        own: making one copies the folder, which can take seconds. A refusal is answered as
+        ``branch.refused`` with its code; a branch made is told to every window as the new
+        session's ``session.updated``, then to the asking one as ``branch.made`` (it opens the
+        new session)."""
+        session_id = message.session_id
+        correlation_id = message.correlation_id
+        services = self._services
+        event_id = message.event_id if isinstance(message, BranchCreateRequest) else None
+
+        def job() -> object:
+            if isinstance(message, BranchOptionsRequest):
+                return services.branch_options(session_id)
+            made = services.make_branch(
+                session_id,
+                message.event_id,
+                to=Path(message.to) if message.to is not None else None,
+                current_files=message.current_files,
+            )
+            return made, services.session_summary(made.new_session_id)
+
+        def refuse(code: str, text: str) -> None:
+            self._server.send(
+                peer_id,
+                BranchRefusedPush(
+                    session_id=session_id,
+                    event_id=event_id,
+                    code=code,
+                    message=text,
+                    correlation_id=correlation_id,
+                ),
+            )
+
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                refuse(*_error_code(result.error))
+                return
+            value = result.value
+            if isinstance(value, BranchOptionsListedPush):
+                self._server.send(
+                    peer_id, value.model_copy(update={"correlation_id": correlation_id})
+                )
+                return
+            assert isinstance(value, tuple)
+            made, summary = value
+            assert isinstance(made, BranchMadePush) and isinstance(summary, SessionSummary)
+            self._broadcast(SessionUpdatedPush(session=summary))
+            self._server.send(peer_id, made.model_copy(update={"correlation_id": correlation_id}))
+
+        if isinstance(message, BranchOptionsRequest):
+            if not self._workers.run_query(f"branch-{session_id}", job, done):
+                refuse(HOST_CLOSING, "the main process is closing")
+            return
+        # Making one copies the folder: its own thread, like a resume's restore, so the query
+        # pool keeps answering the window meanwhile (one branch of a session at a time).
+        if not self._workers.run_turn(f"branch:{session_id}", job, lambda: None, done):
+            if self._workers.busy(f"branch:{session_id}"):
+                refuse(SESSION_BUSY, "a branch of this session is being made; wait for it")
+            else:
+                refuse(HOST_CLOSING, "the main process is closing")
 
     def _send_turn(self, peer_id: int, message: TurnsSendRequest) -> None:
         session_id = message.session_id
@@ -1055,7 +1124,10 @@ def _planned(value: object) -> Message:
 def _opened(value: object) -> Message:
     assert isinstance(value, Transcript)
     return SessionOpenedPush(
-        session_id=value.session_id, items=value.items, omitted_earlier=value.omitted_earlier
+        session_id=value.session_id,
+        items=value.items,
+        omitted_earlier=value.omitted_earlier,
+        branched_from=value.branched_from,
     )
 
 

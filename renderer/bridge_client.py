@@ -36,6 +36,11 @@ from app.bridge_contract import (
     PROTOCOL_VERSION,
     PUSH_KINDS,
     AttestationChoice,
+    BranchCreateRequest,
+    BranchMadePush,
+    BranchOptionsListedPush,
+    BranchOptionsRequest,
+    BranchRefusedPush,
     BridgeProtocolError,
     ErrorPush,
     FrameReader,
@@ -149,6 +154,7 @@ class RendererBridge(BridgePort):
         self._sent_turns: dict[str, tuple[str, str]] = {}
         self._changes: dict[str, tuple[str, str]] = {}
         self._sent_settles: dict[str, tuple[str, str]] = {}
+        self._sent_branches: dict[str, tuple[str, str]] = {}
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._connect)
@@ -279,6 +285,7 @@ class RendererBridge(BridgePort):
                 sent = self._sent_turns.pop(key, None)
                 change = self._changes.pop(key, None)
                 settle = self._sent_settles.pop(key, None)
+                branch = self._sent_branches.pop(key, None)
                 if sent is not None:
                     self.turn_refused.emit(sent[0], sent[1], message)
                 elif change is not None:
@@ -290,6 +297,16 @@ class RendererBridge(BridgePort):
                             session_id=settle[0],
                             tool_call_id=settle[1],
                             recorded=False,
+                            code=message.code,
+                            message=message.message,
+                        )
+                    )
+                elif branch is not None:
+                    # Refused before the branch was tried (the main process is not ready).
+                    self.branch_refused.emit(
+                        BranchRefusedPush(
+                            session_id=branch[0],
+                            event_id=branch[1],
                             code=message.code,
                             message=message.message,
                         )
@@ -314,6 +331,14 @@ class RendererBridge(BridgePort):
                 self.timeline_event_shown.emit(message)
             case TimelineLocatedPush():
                 self.timeline_located.emit(message)
+            case BranchOptionsListedPush():
+                self.branch_options_listed.emit(message)
+            case BranchMadePush():
+                self._sent_branches.pop(message.correlation_id or "", None)
+                self.branch_made.emit(message)
+            case BranchRefusedPush():
+                self._sent_branches.pop(message.correlation_id or "", None)
+                self.branch_refused.emit(message)
             case _:
                 log.warning("ignoring unexpected %s after handshake", message.kind.value)
 
@@ -487,6 +512,34 @@ class RendererBridge(BridgePort):
             correlation_id=correlation,
         )
         QTimer.singleShot(0, lambda: self.tool_settled.emit(refused))
+        return False
+
+    def branch_options(self, session_id: str) -> bool:
+        return self._send(
+            BranchOptionsRequest(session_id=session_id, correlation_id=self._correlation())
+        )
+
+    def create_branch(
+        self, session_id: str, event_id: str, to: str | None, current_files: bool
+    ) -> bool:
+        correlation = self._correlation()
+        request = BranchCreateRequest(
+            session_id=session_id,
+            event_id=event_id,
+            to=to[:MAX_PATH_CHARS] if to else None,
+            current_files=current_files,
+            correlation_id=correlation,
+        )
+        if self._send(request):
+            self._sent_branches[correlation] = (session_id, event_id)
+            return True
+        refused = BranchRefusedPush(
+            session_id=session_id,
+            event_id=event_id,
+            code="bridge_disconnected",
+            message="not connected to the main process",
+        )
+        QTimer.singleShot(0, lambda: self.branch_refused.emit(refused))
         return False
 
     def get_settings(self) -> bool:

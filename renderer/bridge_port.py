@@ -64,6 +64,10 @@ class BridgePort(QObject):
     timeline_page = Signal(object)  # TimelinePagePush
     timeline_event_shown = Signal(object)  # TimelineEventShownPush
     timeline_located = Signal(object)  # TimelineLocatedPush
+    branch_options_listed = Signal(object)  # BranchOptionsListedPush
+    branch_made = Signal(object)  # BranchMadePush
+    branch_refused = Signal(object)  # BranchRefusedPush
+    """Also when a branch request could not be sent or the main process refused it early."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -181,6 +185,18 @@ class BridgePort(QObject):
 
     def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:
         """Ask for one event's canonical JSON (``timeline_event_shown``)."""
+        raise NotImplementedError
+
+    def branch_options(self, session_id: str) -> bool:
+        """Ask where the session can be branched from (``branch_options_listed``)."""
+        raise NotImplementedError
+
+    def create_branch(
+        self, session_id: str, event_id: str, to: str | None, current_files: bool
+    ) -> bool:
+        """Continue from ``event_id`` in a new session (``branch_made`` or ``branch_refused``,
+        also when the request could not be sent). ``to``: the new folder, or None for a new
+        sibling of the session's folder."""
         raise NotImplementedError
 
     def update_settings(

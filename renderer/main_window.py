@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge_contract import (
+    BranchOrigin,
     ErrorPush,
     ProcessesStoppedPush,
     ResumeStartedPush,
@@ -34,12 +35,16 @@ from app.bridge_contract import (
     SessionSummary,
     SessionUpdatedPush,
     SettingsCurrentPush,
+    ToolCardItem,
     ToolSettledPush,
     TranscriptItemPush,
+    UserMessageItem,
 )
 from app.visible_text import visible
 from renderer import theme
 from renderer.auto_resume_notice import AutoResumeNotice
+from renderer.branch_dialog import boundary_words
+from renderer.branch_flow import BranchFlow, BranchPoint
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.composer import Composer
 from renderer.connection_status import ConnectionStatus
@@ -125,8 +130,13 @@ class MainWindow(QMainWindow):
         font.setPointSizeF(font.pointSizeF() * 1.25)
         self.title_label.setFont(font)
         self.path_label = ElidedLabel(Qt.TextElideMode.ElideMiddle)
+        # A branched session names its source and the point it continues from (issue #36).
+        self.branch_label = ElidedLabel()
+        self.branch_label.setVisible(False)
+        self._origin_session: str | None = None
         header_layout.addWidget(self.title_label)
         header_layout.addWidget(self.path_label)
+        header_layout.addWidget(self.branch_label)
         self.host_lost = HostLostPanel(self._restart_argv)
         host_lost_holder = MeasuredRow(self.host_lost, margins=QMargins(20, 10, 20, 4))
         self.host_lost.shown_changed.connect(host_lost_holder.setVisible)
@@ -163,6 +173,12 @@ class MainWindow(QMainWindow):
         splitter.setSizes([280, 900])
         splitter.setChildrenCollapsible(False)
         self.setCentralWidget(splitter)
+        self.branch_flow = BranchFlow(
+            self,
+            self._bridge,
+            self.open_session,
+            lambda text: self.statusBar().showMessage(text, 10_000),
+        )
         self.connection_status = ConnectionStatus(self._bridge)
         self.auto_resume_notice = AutoResumeNotice(self._bridge, self.sessions.model)
         self.statusBar().addPermanentWidget(self.auto_resume_notice.label)
@@ -238,6 +254,13 @@ class MainWindow(QMainWindow):
         bridge.tool_settled.connect(self._on_tool_settled)
         bridge.processes_stopped.connect(self._on_processes_stopped)
         self.transcript.settle_requested.connect(self._settle)
+        self.transcript.branch_requested.connect(self._continue_from_item)
+        self.transcript.branch_open_requested.connect(self.open_session)
+        self.timeline.branch_requested.connect(
+            lambda session_id, event_id: self.branch_flow.continue_at(
+                session_id, BranchPoint(event_id=event_id)
+            )
+        )
         bridge.settings_current.connect(self._on_settings)
         bridge.error_received.connect(self._on_error)
         bridge.turn_refused.connect(self._on_turn_refused)
@@ -266,6 +289,26 @@ class MainWindow(QMainWindow):
             if self._session_id is not None:
                 self.timeline.open(self._session_id)
             self.timeline.tree.setFocus()
+
+    def open_session(self, session_id: str) -> None:
+        """Show ``session_id`` (a branch just made, a "Branched here" link)."""
+        if self.sessions.model.row_of(session_id) is None:
+            self.statusBar().showMessage(_tr("That session is not in the list."), 8000)
+            return
+        self.sessions.select(session_id)
+
+    def _continue_from_item(self, item: object) -> None:
+        """ "Continue from here…" on a transcript item: a message you sent is its own
+        boundary; a tool card's is its result."""
+        if self._session_id is None:
+            return
+        if isinstance(item, UserMessageItem):
+            point = BranchPoint(event_id=item.item_id)
+        elif isinstance(item, ToolCardItem):
+            point = BranchPoint(tool_call_id=item.tool_call_id, run_id=item.run_id)
+        else:
+            return
+        self.branch_flow.continue_at(self._session_id, point)
 
     def new_session(self) -> None:
         folder = QFileDialog.getExistingDirectory(
@@ -447,6 +490,37 @@ class MainWindow(QMainWindow):
     def _on_session_opened(self, push: SessionOpenedPush) -> None:
         if push.session_id == self._session_id:
             self.transcript.set_items(push.items, push.omitted_earlier)
+            self._show_origin(push.session_id, push.branched_from)
+
+    def _show_origin(self, session_id: str | None, origin: BranchOrigin | None) -> None:
+        """ "Branched from <title> at <boundary>" under the folder of a branched session."""
+        self._origin_session = session_id if origin is not None else None
+        if origin is None:
+            self.branch_label.setVisible(False)
+            self.branch_label.setText("")
+            return
+        summary = self.sessions.model.summary(origin.source_session_id)
+        title = display_title(summary) if summary is not None else visible(origin.source_title)
+        title = title or origin.source_session_id
+        point = (
+            boundary_words(origin.boundary_kind, origin.boundary_label)
+            if origin.boundary_label
+            else _tr("at event {event}").replace("{event}", origin.boundary_event_id)
+        )
+        text = (
+            _tr("Branched from “{title}”, {point}")
+            .replace("{title}", title)
+            .replace("{point}", point)
+        )
+        if origin.current_files:
+            text += " " + _tr("(with a copy of the files as they were at branching)")
+        self.branch_label.setText(text)
+        self.branch_label.setToolTip(
+            _tr("Session {session}, event {event}")
+            .replace("{session}", origin.source_session_id)
+            .replace("{event}", origin.boundary_event_id)
+        )
+        self.branch_label.setVisible(True)
 
     def _on_transcript_item(self, push: TranscriptItemPush) -> None:
         if push.session_id == self._session_id:
@@ -513,6 +587,8 @@ class MainWindow(QMainWindow):
     def _show_session(self, session_id: str | None) -> None:
         self._session_id = session_id
         summary = self.sessions.model.summary(session_id) if session_id else None
+        if self._origin_session is not None and session_id != self._origin_session:
+            self._show_origin(None, None)
         if summary is None:
             self.title_label.setText(_tr("No session open") if session_id is None else "")
             self.path_label.setText(

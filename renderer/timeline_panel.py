@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QSplitter,
@@ -34,6 +35,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge_contract import (
+    BranchOptionItem,
+    BranchOptionsListedPush,
     TimelineEventShownPush,
     TimelineLocatedPush,
     TimelineOpenedPush,
@@ -74,17 +77,21 @@ def _tr(text: str) -> str:
 class TimelinePanel(QWidget):
     row_shown = Signal(str, int)
     """(run id, seq): a pinned reason's row was scrolled to and selected."""
+    branch_requested = Signal(str, str)
+    """"Continue from here…" on a boundary row: (session id, the boundary's event id)."""
 
     def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self.model = TimelineModel(bridge, self)
         self._target: tuple[str, int] | None = None
+        self._boundaries: dict[str, BranchOptionItem] = {}
         self._build()
         bridge.timeline_opened.connect(self._on_opened)
         bridge.timeline_page.connect(lambda _push: self._after_page())
         bridge.timeline_event_shown.connect(self._on_event_shown)
         bridge.timeline_located.connect(self._on_located)
+        bridge.branch_options_listed.connect(self._on_branch_options)
 
     # ---- layout -----------------------------------------------------------------------------
 
@@ -127,11 +134,23 @@ class TimelinePanel(QWidget):
         )
         self.copy_button = QPushButton(_tr("&Copy JSON"))
         self.copy_button.clicked.connect(self.copy_json)
+        self.branch_button = QPushButton(_tr("Continue from &here…"))
+        self.branch_button.setToolTip(
+            _tr("Continue from this point in a new session, in a copy of the folder")
+        )
+        self.branch_button.clicked.connect(self.continue_from_current)
+        self.branch_button.setEnabled(False)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._on_tree_menu)
         detail_box = QWidget()
         detail_column = QVBoxLayout(detail_box)
         detail_column.setContentsMargins(0, 0, 0, 0)
         detail_column.addWidget(self.detail)
-        detail_column.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignRight)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.branch_button)
+        buttons.addWidget(self.copy_button)
+        detail_column.addLayout(buttons)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.tree)
         splitter.addWidget(detail_box)
@@ -191,10 +210,88 @@ class TimelinePanel(QWidget):
         self.detail.clear()
         self._json = ""
         self._target = None
+        self._boundaries = {}
+        self.branch_button.setEnabled(False)
         if not self.model.open(session_id):
             self.verdict.setText(
                 _tr("Not connected to the main process; the record shows once it is.")
             )
+            return
+        self._bridge.branch_options(session_id)
+
+    # ---- continue from here (issue #36) -----------------------------------------------------
+
+    def _on_branch_options(self, push: BranchOptionsListedPush) -> None:
+        if push.session_id != self.model.session_id:
+            return
+        self._boundaries = {option.event_id: option for option in push.options}
+        self._update_branch_button()
+        self.tree.viewport().update()
+
+    def boundary_at(self, index: QModelIndex) -> BranchOptionItem | None:
+        """The boundary a row (or one of its facts) is: a message you sent, a tool's result,
+        a turn's ending; None for any other row."""
+        node = self.model.node(index)
+        if node is None or isinstance(node, RunNode):
+            return None
+        entries = node.item.entries if isinstance(node, RowNode) else (node.item,)
+        for entry in entries:
+            option = self._boundaries.get(entry.event_id)
+            if option is not None:
+                return option
+        return None
+
+    def continue_from(self, index: QModelIndex) -> bool:
+        option = self.boundary_at(index)
+        session = self.model.session_id
+        if option is None or session is None:
+            return False
+        self.branch_requested.emit(session, option.event_id)
+        return True
+
+    def continue_from_current(self) -> bool:
+        return self.continue_from(self.tree.currentIndex())
+
+    def context_menu_for(self, index: QModelIndex) -> QMenu:
+        menu = QMenu(self)
+        action = menu.addAction(_tr("Continue from here…"))
+        option = self.boundary_at(index)
+        action.setEnabled(option is not None)
+        if option is not None and not option.snapshot_kept:
+            action.setText(_tr("Continue from here… (no snapshot kept)"))
+        action.triggered.connect(lambda: self.continue_from(index))
+        return menu
+
+    def _on_tree_menu(self, pos: QPoint) -> None:
+        index = self.tree.indexAt(pos)
+        if not index.isValid():
+            return
+        menu = self.context_menu_for(index)
+        menu.exec(self.tree.viewport().mapToGlobal(pos))
+        menu.deleteLater()
+
+    def _branch_line(self, index: QModelIndex) -> str:
+        option = self.boundary_at(index)
+        if option is None:
+            return ""
+        kept = (
+            "a snapshot of the folder is kept here"
+            if option.snapshot_kept
+            else "no snapshot of the folder is kept here (the current files can be copied)"
+        )
+        return _tr(f"Branch point: a new session can continue from here; {kept}.\n")
+
+    def _update_branch_button(self) -> None:
+        option = self.boundary_at(self.tree.currentIndex())
+        self.branch_button.setEnabled(option is not None)
+        self.branch_button.setToolTip(
+            _tr("Continue from this point in a new session, in a copy of the folder")
+            if option is None or option.snapshot_kept
+            else _tr(
+                "No snapshot of the folder is kept for this point; you can continue with "
+                "a copy of the current files"
+            )
+        )
 
     def filters(self) -> TimelineRowFilter:
         return TimelineRowFilter(
@@ -303,10 +400,11 @@ class TimelinePanel(QWidget):
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         node = self.model.node(current)
         self._json = ""
+        self._update_branch_button()
         if node is None or isinstance(node, RunNode):
             self.detail.setPlainText(_run_detail(node) if node is not None else "")
             return
-        self.detail.setPlainText(_detail(node, None))
+        self.detail.setPlainText(self._branch_line(current) + _detail(node, None))
         entry = node.item.entries[0] if isinstance(node, RowNode) else node.item
         run = node.run if isinstance(node, RowNode) else node.row.run
         session = self.model.session_id
@@ -322,7 +420,8 @@ class TimelinePanel(QWidget):
             return
         self._json = push.canonical_json
         more = "\n… (shortened)" if push.truncated else ""
-        self.detail.setPlainText(_detail(node, push.canonical_json) + more)
+        branch = self._branch_line(self.tree.currentIndex())
+        self.detail.setPlainText(branch + _detail(node, push.canonical_json) + more)
 
     def copy_json(self) -> None:
         if self._json:

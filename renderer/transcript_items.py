@@ -25,6 +25,7 @@ height for the same width many times, and each answer used to lay the whole text
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from PySide6.QtWidgets import (
 from app.bridge_contract import (
     AssistantMessageItem,
     AttestationChoice,
+    BranchMarkerItem,
     ContinuationMarkerItem,
     NoticeItem,
     ThinkingItem,
@@ -823,8 +825,69 @@ class ContinuationMarkerWidget(QWidget):
             self.refresh_colours()
 
 
+class BranchMarkerWidget(QWidget):
+    """A labelled rule after the point another session was branched from this one:
+    "Branched here → <its title>", with a link that opens it."""
+
+    open_requested = Signal(str)
+    """The branch's session id: the user asked to open it."""
+
+    def __init__(self, item: BranchMarkerItem) -> None:
+        super().__init__()
+        self.session_id: str = item.branch_session_id
+        self.text = ""
+        self.setAccessibleName(_tr("Branched here"))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 4)
+        layout.setSpacing(10)
+        self.left_rule = QFrame()
+        self.left_rule.setFrameShape(QFrame.Shape.HLine)
+        self.right_rule = QFrame()
+        self.right_rule.setFrameShape(QFrame.Shape.HLine)
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.LinksAccessibleByMouse
+            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
+        )
+        self.label.linkActivated.connect(lambda _link: self.open_requested.emit(self.session_id))
+        layout.addWidget(self.left_rule, 1)
+        layout.addWidget(self.label)
+        layout.addWidget(self.right_rule, 1)
+        self.update_item(item)
+        self.refresh_colours()
+
+    def update_item(self, item: TranscriptItem) -> None:
+        assert isinstance(item, BranchMarkerItem)
+        self.session_id = item.branch_session_id
+        title = visible(item.branch_title or item.branch_session_id)
+        if len(title) > 60:
+            title = title[:59] + "…"
+        self.text = _tr("Branched here → {title}").replace("{title}", title)
+        safe = html.escape(title)
+        self.label.setText(html.escape(_tr("Branched here →")) + f' <a href="open">{safe}</a>')
+        self.setToolTip(
+            _tr("Session {session} continues from this point (open it)").replace(
+                "{session}", item.branch_session_id
+            )
+        )
+
+    def refresh_colours(self) -> None:
+        _set_text_colour(self.label, theme.accent(Severity.INFO, self.palette()))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self.refresh_colours()
+
+
 ItemWidget = (
-    MessageWidget | ThinkingWidget | ToolCardWidget | NoticeWidget | ContinuationMarkerWidget
+    MessageWidget
+    | ThinkingWidget
+    | ToolCardWidget
+    | NoticeWidget
+    | ContinuationMarkerWidget
+    | BranchMarkerWidget
 )
 
 
@@ -840,3 +903,5 @@ def widget_for(item: TranscriptItem) -> ItemWidget:
             return NoticeWidget(item)
         case ContinuationMarkerItem():
             return ContinuationMarkerWidget(item)
+        case BranchMarkerItem():
+            return BranchMarkerWidget(item)

@@ -27,14 +27,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QCoreApplication, QEvent, QRect, Qt, QTimer, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRect, Qt, QTimer, Signal
+from PySide6.QtGui import QContextMenuEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QLabel,
+    QMenu,
+    QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -44,6 +47,7 @@ from renderer.measured_row import MeasuredRow
 from renderer.transcript_items import (
     AWAITING_PERMISSION,
     HOST_STOPPED,
+    BranchMarkerWidget,
     ItemWidget,
     ToolCardWidget,
     widget_for,
@@ -58,6 +62,13 @@ FLUSH_INTERVAL_MS = 16
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("Transcript", text)
+
+
+_ITEM_PROPERTY = "makaItemId"
+
+
+def _branchable(item: TranscriptItem) -> bool:
+    return item.type in ("user_message", "tool_card")
 
 
 def _item_widget(row: MeasuredRow) -> ItemWidget:
@@ -84,6 +95,10 @@ class _Column(QVBoxLayout):
 class TranscriptView(QScrollArea):
     settle_requested = Signal(str, bool, str)
     """A card's "It ran" / "It did not run": (tool call id, ran, note or "")."""
+    branch_requested = Signal(object)
+    """"Continue from here…" on a message you sent or a tool card: the item (issue #36)."""
+    branch_open_requested = Signal(str)
+    """A "Branched here" marker's link: the branch's session id."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -342,7 +357,14 @@ class TranscriptView(QScrollArea):
         widget = widget_for(item)
         if isinstance(widget, ToolCardWidget):
             widget.settle_requested.connect(self.settle_requested)
+        if isinstance(widget, BranchMarkerWidget):
+            widget.open_requested.connect(self.branch_open_requested)
         row = MeasuredRow(widget, self._row_width())
+        if _branchable(item):
+            # Its context menu (on the card or its text) offers "Continue from here…".
+            row.setProperty(_ITEM_PROPERTY, item.item_id)
+            for watched in (row, *row.findChildren(QWidget)):
+                watched.installEventFilter(self)
         # A row never asks for more width than the viewport has: the column, and so every
         # card, stays as wide as the visible area whatever the row's content.
         row.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
@@ -355,6 +377,55 @@ class TranscriptView(QScrollArea):
             self._column.removeWidget(row)
             row.deleteLater()
         self._live_from += count
+
+    # ----------------------------------------------------------------- continue from here
+
+    def branchable_item(self, item_id: str) -> TranscriptItem | None:
+        """The item if "Continue from here…" applies to it (a message you sent, a tool card)."""
+        item = self._items.get(item_id)
+        return item if item is not None and _branchable(item) else None
+
+    def continue_from(self, item_id: str) -> bool:
+        item = self.branchable_item(item_id)
+        if item is None:
+            return False
+        self.branch_requested.emit(item)
+        return True
+
+    def context_menu_for(self, item_id: str, watched: QWidget | None = None) -> QMenu:
+        """The menu of an item: the text's own actions (copy, select all) when ``watched`` is
+        a text view's viewport, then "Continue from here…"."""
+        menu: QMenu | None = None
+        owner = watched.parentWidget() if watched is not None else None
+        if isinstance(owner, QTextEdit | QPlainTextEdit) and watched is owner.viewport():
+            menu = owner.createStandardContextMenu()
+        if menu is None:
+            menu = QMenu(self)
+        else:
+            menu.addSeparator()
+        action = menu.addAction(_tr("Continue from here…"))
+        action.setToolTip(_tr("Continue from this point in a new session, in a copy of the folder"))
+        action.triggered.connect(lambda: self.continue_from(item_id))
+        return menu
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.ContextMenu and isinstance(watched, QWidget):
+            item_id = self._item_of(watched)
+            if item_id is not None and isinstance(event, QContextMenuEvent):
+                menu = self.context_menu_for(item_id, watched)
+                menu.exec(event.globalPos())
+                menu.deleteLater()
+                return True
+        return super().eventFilter(watched, event)
+
+    def _item_of(self, widget: QWidget) -> str | None:
+        current: QWidget | None = widget
+        while current is not None and current is not self:
+            value = current.property(_ITEM_PROPERTY)
+            if isinstance(value, str) and value in self._items:
+                return value
+            current = current.parentWidget()
+        return None
 
     def set_session_open(self, is_open: bool) -> None:
         """The demo hint is for an open, empty session; with no session open it stays hidden

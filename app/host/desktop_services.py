@@ -25,12 +25,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from app.bridge_contract import (
+    BranchMadePush,
+    BranchOptionsListedPush,
     PermissionDecision,
     RunStatusValue,
     SessionRow,
     SessionSummary,
 )
 from app.host.auto_resume import select_auto_resume
+from app.host.branch_desktop import (
+    make_branch,
+    options_push,
+    with_branch_markers,
+    with_branch_prefix,
+)
 from app.host.desktop_settings import DesktopSettings, provider_environment
 from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
 from app.host.host_services import (
@@ -292,7 +300,11 @@ class DesktopServices:
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
         transcript = session_transcript(session_id, runs)
-        return with_folder_notes(self._store, self._service.checkpoints, transcript)
+        transcript = with_folder_notes(self._store, self._service.checkpoints, transcript)
+        # A branch shows its source's history up to the point (a chain of branches: each
+        # source's own, read the same way), then its own; every session marks its branches.
+        transcript = with_branch_prefix(self._store, transcript, self.open_session)
+        return with_branch_markers(self._store, transcript)
 
     def create_session(self, cwd: Path) -> SessionSummary:
         try:
@@ -300,6 +312,32 @@ class DesktopServices:
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
         return self.session_summary(record.session_id)
+
+    # ---- branching (issue #36) --------------------------------------------------------------
+
+    def branch_options(self, session_id: str) -> BranchOptionsListedPush:
+        try:
+            return options_push(self._store, self._service.checkpoints, session_id)
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
+
+    def make_branch(
+        self, session_id: str, event_id: str, *, to: Path | None, current_files: bool
+    ) -> BranchMadePush:
+        """Copies the folder (seconds for a big one): a worker thread, never the event loop."""
+        try:
+            return make_branch(
+                self._store,
+                self._service.checkpoints,
+                session_id,
+                event_id,
+                to=to,
+                current_files=current_files,
+                now_ms=self._clock,
+                lifecycle=self._lifecycle,
+            )
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
 
     def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
         self._refuse_while_busy(session_id, "moving")

@@ -27,6 +27,9 @@ from typing import Protocol
 
 from app.bridge_contract import (
     DEFAULT_MAX_STEPS,
+    BranchMadePush,
+    BranchOptionsListedPush,
+    BranchOrigin,
     PermissionDecision,
     ProviderChoice,
     ProviderTuning,
@@ -55,6 +58,7 @@ class Transcript:
     session_id: str
     items: tuple[TranscriptItem, ...]
     omitted_earlier: int = 0
+    branched_from: BranchOrigin | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +270,18 @@ class HostServices(Protocol):
         ...
 
     def create_session(self, cwd: Path) -> SessionSummary: ...
+
+    def branch_options(self, session_id: str) -> BranchOptionsListedPush:
+        """Where the session can be branched from (reads only; issue #36)."""
+        ...
+
+    def make_branch(
+        self, session_id: str, event_id: str, *, to: Path | None, current_files: bool
+    ) -> BranchMadePush:
+        """Branch the session at ``event_id`` into a new session in a restored copy of its
+        folder (may take seconds: it copies). Raises ``HostServiceError`` with the refusal's
+        code, nothing recorded."""
+        ...
 
     def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
         """Point the session at ``cwd`` when its marker is the session's workspace (else

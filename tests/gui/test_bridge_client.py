@@ -292,3 +292,31 @@ def test_a_settings_answer_turns_safe_resume_on_or_off_in_the_window(
         main.send(on)
     assert blocker.args == [True] and bridge.safe_resume_enabled
     bridge.stop()
+
+
+def test_branch_requests_and_their_answers(qtbot: QtBot, main: FakeMain) -> None:
+    bridge = _connected(qtbot, main)
+    assert bridge.branch_options("s1")
+    assert bridge.create_branch("s1", "e7", "/home/ann/fork", True)
+    qtbot.waitUntil(lambda: len(main.requests) == 3)
+    asked, made = main.requests[1], main.requests[2]
+    assert isinstance(asked, bc.BranchOptionsRequest) and asked.session_id == "s1"
+    assert isinstance(made, bc.BranchCreateRequest)
+    assert (made.event_id, made.to, made.current_files) == ("e7", "/home/ann/fork", True)
+    listed = bc.BranchOptionsListedPush(
+        session_id="s1", cwd="/w", default_folder="/w-branch-1", options=()
+    )
+    with qtbot.waitSignal(bridge.branch_options_listed) as blocker:
+        main.send(listed)
+    assert blocker.args == [listed]
+    # Refused before it was tried (the main process is closing): a branch refusal, not a
+    # stray error in the status bar.
+    with qtbot.waitSignal(bridge.branch_refused) as blocker:
+        main.send(bc.ErrorPush(code="host_draining", correlation_id=made.correlation_id))
+    (refused,) = blocker.args
+    assert (refused.session_id, refused.event_id, refused.code) == ("s1", "e7", "host_draining")
+    bridge.stop()
+    # Not connected: refused at once, said as a branch refusal.
+    with qtbot.waitSignal(bridge.branch_refused) as blocker:
+        assert not bridge.create_branch("s1", "e7", None, False)
+    assert blocker.args[0].code == "bridge_disconnected"

@@ -217,12 +217,17 @@ def capture_with_dialogs(window: str, path: Path, settle_s: float = 1.5) -> None
 
 def press(window: str, keys: str) -> None:
     _x("xdotool", "windowfocus", "--sync", window)
-    _x("xdotool", "key", "--clearmodifiers", keys)
+    _x("xdotool", "key", "--clearmodifiers", *keys.split())
 
 
 def click(window: str, x: int, y: int) -> None:
     _x("xdotool", "mousemove", "--window", window, str(x), str(y))
     _x("xdotool", "click", "1")
+
+
+def press_in_dialog(keys: str) -> None:
+    """Keys to the active window (a dialog above the main window)."""
+    _x("xdotool", "key", "--clearmodifiers", *keys.split())
 
 
 def type_text(window: str, text: str) -> None:
@@ -628,6 +633,71 @@ def auto_write_scene(root: Path, out: Path) -> None:
     assert (scene.work / "README.md").read_text() == "A project, with work in progress.\n"
 
 
+BRANCH_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Writing the notes.",
+            "toolCalls": [
+                {
+                    "id": "w1",
+                    "name": "write_file",
+                    "args": {"path": "notes.txt", "content": "parser: keep the old grammar\n"},
+                }
+            ],
+        },
+        {"text": "notes.txt is written."},
+    ],
+    [
+        {
+            "text": "Cleaning up.",
+            "toolCalls": [{"id": "d1", "name": "bash", "args": {"command": "rm notes.txt"}}],
+        },
+        {"text": "notes.txt is deleted."},
+    ],
+]
+WRITE_ROW_XY = (640, 212)
+SOURCE_ROW_XY = (140, 140)
+"""Where the write_file row of the Timeline and the source session's row in the list (once
+the branch is made) are (measured on the screenshots of this scene)."""
+
+
+def branch_scene(root: Path, out: Path) -> None:
+    """Continue from here… (issue #36): a session's first turn (snapshots off then) writes
+    notes.txt, its second (snapshots on) deletes it. In the Timeline, the first message has no
+    snapshot (the dialog offers the current files); the write's result has one: Make the branch
+    opens the new session, whose header names its source and point, and the source's
+    transcript shows where it was branched."""
+    scene = Scene(root, "branch", BRANCH_SCRIPT)
+    first = {**scene.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
+    args = ["run", "--cwd", str(scene.work), "--permission-mode", "auto"]
+    assert maka([*args, "write the parser notes"], scene.data, env=first).returncode == 0
+    from tests.helpers.maka_run import committed_runs
+
+    session = committed_runs(scene.data)[0][0].session_id
+    scene.env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
+    again = ["run", "--session", session, "--permission-mode", "auto", "clean up the notes"]
+    assert maka(again, scene.data, env=scene.env).returncode == 0
+    with scene.app() as window:
+        time.sleep(2.0)
+        press(window, "ctrl+t")  # the Timeline
+        time.sleep(1.5)
+        press(window, "Down Down")  # the first row: your first message (no snapshot)
+        capture(window, out / "app-branch-timeline.png", 1.5)
+        press(window, "alt+h")  # Continue from here…
+        capture_with_dialogs(window, out / "app-branch-no-snapshot.png", 2.0)
+        press_in_dialog("Escape")
+        time.sleep(0.5)
+        click(window, *WRITE_ROW_XY)  # the write's row: its result is the point
+        press(window, "alt+h")
+        capture_with_dialogs(window, out / "app-branch-dialog.png", 2.0)
+        press_in_dialog("Return")  # Make the branch
+        time.sleep(3.0)
+        press(window, "ctrl+t")  # back to the transcript
+        capture_with_dialogs(window, out / "app-branch-opened.png", 2.0)
+        click(window, *SOURCE_ROW_XY)
+        capture(window, out / "app-branch-source-marker.png", 2.0)
+
+
 def _settle_only(root: Path, out: Path) -> None:
     settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
 
@@ -642,6 +712,7 @@ _SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
     "long": long_content_scene,
     "auto-write": auto_write_scene,
     "decisions": decisions_scene,
+    "branch": branch_scene,
 }
 
 

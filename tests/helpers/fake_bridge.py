@@ -175,6 +175,14 @@ class FakeBridge(BridgePort):
     def timeline_event(self, session_id: str, run_id: str, event_id: str) -> bool:
         return self._record("timeline_event", session_id, run_id, event_id)
 
+    def branch_options(self, session_id: str) -> bool:
+        return self._record("branch_options", session_id)
+
+    def create_branch(
+        self, session_id: str, event_id: str, to: str | None, current_files: bool
+    ) -> bool:
+        return self._record("create_branch", session_id, event_id, to, current_files)
+
     def get_settings(self) -> bool:
         return self._record("get_settings")
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from app.bridge_contract import (
     AssistantMessageItem,
+    BranchMadePush,
+    BranchOptionsListedPush,
     PermissionDecision,
     ProviderChoice,
     RunStatusValue,
@@ -129,6 +131,33 @@ class FakeHostServices:
         summary = SessionSummary(session_id=session_id, cwd=str(cwd), title="new session")
         self.sessions[session_id] = summary
         return summary
+
+    def branch_options(self, session_id: str) -> BranchOptionsListedPush:
+        self._record(f"branch_options:{session_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
+        cwd = self.sessions[session_id].cwd
+        return BranchOptionsListedPush(
+            session_id=session_id, cwd=cwd, default_folder=f"{cwd}-branch-1", options=()
+        )
+
+    def make_branch(
+        self, session_id: str, event_id: str, *, to: Path | None, current_files: bool
+    ) -> BranchMadePush:
+        self._record(f"make_branch:{session_id}:{event_id}")
+        if session_id not in self.sessions:
+            raise HostServiceError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}")
+        new_id = f"s{len(self.sessions) + 1}"
+        cwd = str(to) if to is not None else f"{self.sessions[session_id].cwd}-branch-1"
+        self.sessions[new_id] = SessionSummary(session_id=new_id, cwd=cwd, title="branch")
+        return BranchMadePush(
+            session_id=session_id,
+            event_id=event_id,
+            new_session_id=new_id,
+            cwd=cwd,
+            title="branch",
+            current_files=current_files,
+        )
 
     def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
         self._record(f"relocate_session:{session_id}")

@@ -217,6 +217,44 @@ SAMPLES: list[bc.Message] = [
     bc.TurnOutputPush(session_id="s1", text="[tool] bash ls\n", stream="stdout"),
     bc.TurnEndedPush(session_id="s1", run_id="r1", status=bc.RunStatusValue.COMPLETED),
     bc.ResumeEndedPush(session_id="s1", exit_code=3),
+    bc.BranchOptionsRequest(session_id="s1", correlation_id="c20"),
+    bc.BranchCreateRequest(session_id="s1", event_id="e7", to="/home/ann/fork", current_files=True),
+    bc.BranchOptionsListedPush(
+        session_id="s1",
+        title="tidy the parser",
+        cwd="/home/ann/project",
+        default_folder="/home/ann/project-branch-1",
+        options=(
+            bc.BranchOptionItem(
+                event_id="e7",
+                run_id="r1",
+                seq=3,
+                kind="tool_result",
+                ts=1,
+                label="result of bash",
+                snapshot_bound=True,
+                snapshot_kept=False,
+                tool_call_id="call-1",
+            ),
+        ),
+    ),
+    bc.BranchMadePush(
+        session_id="s1", event_id="e7", new_session_id="s9", cwd="/home/ann/project-branch-1"
+    ),
+    bc.BranchRefusedPush(
+        session_id="s1", event_id="e7", code="branch_snapshot_unavailable", message="none"
+    ),
+    bc.SessionOpenedPush(
+        session_id="s9",
+        items=(
+            bc.BranchMarkerItem(
+                item_id="branch:s10", branch_session_id="s10", boundary_event_id="e1"
+            ),
+        ),
+        branched_from=bc.BranchOrigin(
+            source_session_id="s1", boundary_event_id="e7", boundary_label="result of bash"
+        ),
+    ),
 ]
 
 
@@ -234,6 +272,20 @@ def test_samples_cover_every_kind_and_the_kind_sets_partition_them() -> None:
     assert {m.kind for m in SAMPLES} == set(MessageKind)
     assert set(MessageKind) == bc.REQUEST_KINDS | bc.PUSH_KINDS
     assert not bc.REQUEST_KINDS & bc.PUSH_KINDS
+
+
+def test_a_branch_request_is_bounded_and_strict() -> None:
+    body = b'{"kind":"branch.create","sessionId":"s1","eventId":"e1","currentFiles":"yes"}'
+    with pytest.raises(bc.BridgeProtocolError):
+        bc.parse_frame_payload(body, accept=bc.REQUEST_KINDS)
+    body = b'{"kind":"branch.create","sessionId":"s1","eventId":"e1","snapshot":"x"}'
+    with pytest.raises(bc.BridgeProtocolError):
+        bc.parse_frame_payload(body, accept=bc.REQUEST_KINDS)
+    long_path = "/" + "a" * bc.MAX_PATH_CHARS
+    with pytest.raises(ValueError):
+        bc.BranchCreateRequest(session_id="s1", event_id="e1", to=long_path)
+    # a terminal is not given branching
+    assert bc.MessageKind.BRANCH_CREATE not in bc.TERMINAL_REQUEST_KINDS
 
 
 @pytest.mark.parametrize("message", SAMPLES, ids=lambda m: str(m.kind))
