@@ -163,7 +163,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             elif text == "/settle" or text.startswith("/settle "):
                 _settle(host, session.session_id, text)
             elif text == "/branch" or text.startswith("/branch "):
-                _branch(host, session.session_id, text)
+                branched = _branch(host, session.session_id, text)
+                if branched is not None:
+                    # The chat goes on in the branch, as the desktop opens it.
+                    source_id, session = session.session_id, branched
+                    print(f"maka tui: session {session.session_id} in {session.cwd}")
+                    _say_if_branched(host, session.session_id)
+                    print(f"(the source goes on with: maka tui --session {source_id})")
             elif text.startswith("/"):
                 print(f"unknown command {text.split()[0]}; /help lists the commands")
             else:
@@ -351,8 +357,9 @@ def _say_if_branched(host: Any, session_id: str) -> None:
         print(f"this session was {branch_header_words(record)}")
 
 
-def _branch(host: Any, session_id: str, text: str) -> None:
-    """``/branch``: the same service as ``maka branch``; a refusal prints its code."""
+def _branch(host: Any, session_id: str, text: str) -> Any:
+    """``/branch``: the same service as ``maka branch``; a refusal prints its code. The new
+    session's record when a branch was made (the chat switches to it), else None."""
     from app.host.branch_session import branch_options, branch_session
     from app.host.host_bootstrap import now_ms
     from runtime.continuation.lifecycle_log import LifecycleLog
@@ -363,7 +370,7 @@ def _branch(host: Any, session_id: str, text: str) -> None:
     words = [word for word in words if word != "--current-files"]
     if len(words) > 2:
         print("usage: /branch [EVENT [DIR] [--current-files]]")
-        return
+        return None
     carrier = host.service.checkpoints
     try:
         if not words:
@@ -378,7 +385,7 @@ def _branch(host: Any, session_id: str, text: str) -> None:
                 print("no point to branch from yet")
             else:
                 print("branch one: /branch EVENT [DIR]")
-            return
+            return None
         result = branch_session(
             host.store,
             carrier,
@@ -391,10 +398,10 @@ def _branch(host: Any, session_id: str, text: str) -> None:
         )
     except LedgerError as refused:
         print(f"branch refused [{refused.code}]: {refused.message}")
-        return
+        return None
     new = result.session
-    print(f"branched into session {new.session_id} in {new.cwd}; this session is unchanged")
-    print(f"continue it: maka tui --session {new.session_id}")
+    print(f"branched into session {new.session_id} in {new.cwd}; the source is unchanged")
+    return new
 
 
 def visible_label(label: str) -> str:

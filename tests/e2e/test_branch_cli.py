@@ -226,6 +226,11 @@ def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> 
     ]
     assert f"branched into session {new} in {copy.resolve()}" in made.stdout
     assert (copy / "a.txt").exists() and not (src.work / "a.txt").exists()
+    # The chat goes on in the branch, its header naming the source.
+    switched = made.stdout.index(f"maka tui: session {new} in {copy.resolve()}")
+    assert made.stdout.index(f"branched into session {new}") < switched
+    assert f"this session was branched from session {session}" in made.stdout[switched:]
+    assert f"(the source goes on with: maka tui --session {session})" in made.stdout
 
     # The source's transcript marks the point, after the first turn's answer.
     shown = maka(["tui", "--session", session], src.data, env=src.env, stdin="/transcript\n/quit\n")
