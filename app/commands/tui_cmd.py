@@ -46,6 +46,11 @@ HELP = """commands:
 anything else is sent to the agent"""
 
 
+HOST_HELP = """
+beside a running Maka (the desktop or maka host) the turns, /resume, /sessions and /settle
+are served by it; /transcript and /branch need the data folder itself (store_locked)"""
+
+
 def _tui_settle(_session: str, call: str, not_run_only: bool) -> str:
     """How the TUI says a call ran or not (``/settle``), for the park's advice."""
     if not_run_only:
@@ -98,7 +103,18 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)
-    with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
+    data_dir = resolve_data_dir(args.data_dir)
+    from app.host.host_client import attach
+
+    attached = attach(data_dir)
+    if attached is not None:  # the desktop or `maka host` owns the folder: it runs the turns
+        from app.commands.tui_host import chat_through_host
+
+        with attached:
+            return chat_through_host(
+                args, attached, str(cwd.resolve()), str(policy.mode), HELP + HOST_HELP
+            )
+    with owned_session_host(data_dir, args.provider, settings) as host:
         service = host.service
         try:
             session = (
