@@ -13,6 +13,9 @@ streams the continuation. ``/rebaseline`` and ``/restore [DIR]`` answer a park o
 as ``maka resume --rebaseline`` / ``--restore-to [DIR]`` do (continue with the files as they are
 now, or in a copy of the folder as it was at the stop), so the decision a park asks for can be
 made without leaving the TUI (which holds the data folder ``maka`` would need).
+
+Beside a running host (the desktop or ``maka host``) the TUI does not open the store: its chat
+goes through the host (``app.commands.tui_host``, docs/design/hosts.md section 1).
 """
 
 from __future__ import annotations
