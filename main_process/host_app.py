@@ -365,8 +365,8 @@ class HostApp(QObject):
                 # docs/design/hosts.md section 1: the host opens a window of its own, served as
                 # the desktop serves its window; closing it leaves the host running.
                 print(
-                    f"maka: a window attaches to the running host (pid {holder_pid or 'unknown'}); "
-                    "closing it leaves the host running",
+                    f"maka: the running maka host (pid {holder_pid or 'unknown'}) opens a window "
+                    "on this data folder; closing it leaves the host running",
                     file=sys.stderr,
                 )
             else:

@@ -35,6 +35,12 @@ _INSTEAD = {
     "the desktop (Continue from here)",
 }
 
+INTERRUPTED_NOTE = (
+    "This session's last turn ended before it finished. Check your files, then type /resume: "
+    "the running Maka continues it safely from the last step known to be complete, or says what "
+    "holds it (maka plan {session} explains it without running anything). Or send a new message."
+)
+
 TUI_HOST_PARK_NOTE = (
     "(In this TUI a message is simply typed here, changed files are answered with /rebaseline "
     "or /restore [DIR], and /settle CALL ran|not-run records what you checked. The maka "
@@ -112,6 +118,8 @@ def _known_session(host: HostClient, session_id: str, cwd_option: str | None) ->
         if row["sessionId"] == session_id:
             if cwd_option:
                 require_same_folder(cwd_option, session_id, row["cwd"])
+            if row.get("resumable"):
+                print(INTERRUPTED_NOTE.format(session=session_id))
             return session_id
     raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}", EXIT_USAGE)
 

@@ -61,8 +61,8 @@ def test_maka_gui_attaches_a_window_to_a_running_host(tmp_path: Path) -> None:
     try:
         gui = run_maka(data, "gui", timeout_s=60)
         assert gui.returncode == 0, gui.stderr
-        assert "a window attaches to the running host" in gui.stderr
-        assert f"pid {host.pid}" in gui.stderr
+        assert "opens a window on this data folder" in gui.stderr
+        assert f"maka host (pid {host.pid})" in gui.stderr
         assert "MAKA_MAIN_" not in gui.stdout  # it never became a host itself
         _wait_for(lambda: "renderer connection" in main_log(data))
         _wait_for(lambda: bool(_renderer_pids(data)))
