@@ -9,12 +9,15 @@ the data folder itself. The host keeps serving afterwards.
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from runtime.ledger.store_ports import RunStatus
+from tests.e2e.test_run_through_host import Streaming
 from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -70,3 +73,50 @@ def test_tui_beside_maka_host_chats_through_it(tmp_path: Path) -> None:
         assert host.process.poll() is None, host.stderr()
     finally:
         host.stop()
+
+
+@pytest.fixture
+def chats() -> Iterator[list[Streaming]]:
+    started: list[Streaming] = []
+    yield started
+    for chat in started:
+        chat.kill()
+
+
+def test_ctrl_c_in_the_tui_cancels_its_turn_in_the_host_and_the_chat_goes_on(
+    tmp_path: Path, chats: list[Streaming]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    sleeping = {"id": "b1", "name": "bash", "args": {"command": "sleep 60"}}
+    script = write_script(
+        tmp_path / "script.json",
+        [[{"toolCalls": [sleeping]}, {"text": "slept"}], [{"text": "After the stop."}]],
+    )
+    env = scripted_env(script)
+    host = start_main(data, env, "host").wait_ready()
+    try:
+        chat = Streaming(["tui", "--cwd", str(work), "--permission-mode", "auto"], data, env)
+        chats.append(chat)
+        assert chat.process.stdin is not None
+        chat.process.stdin.write("sleep\n")
+        chat.process.stdin.flush()
+        chat.wait_for(lambda: any("[tool] bash" in line for line in chat.out))
+        session = chat.session()
+        busy = maka(["run", "--session", session, "x"], data, env=env)
+        assert busy.returncode == 1 and "[session_busy]" in busy.stderr
+        assert f"pid {chat.process.pid}" in busy.stderr
+        chat.process.send_signal(signal.SIGINT)
+        chat.wait_for(lambda: any("cancelling the turn" in line for line in chat.err))
+        chat.process.stdin.write("again\n/quit\n")
+        chat.process.stdin.flush()
+        assert chat.finish() == 0, chat.text()
+        assert "After the stop." in "".join(chat.out), chat.text()
+        assert "Traceback" not in chat.text()
+        assert host.process.poll() is None, host.stderr()
+    finally:
+        host.stop()
+    runs = committed_runs(data)
+    assert [header.status for header, _ in runs] == [RunStatus.CANCELLED, RunStatus.COMPLETED]
