@@ -29,6 +29,7 @@ a dialog when a display is available; the process exits 1.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -45,6 +46,7 @@ from PySide6.QtCore import QObject, QTimer
 from app.bridge_contract import HelloOkPush, HostKind, HostStatePush, WindowShowPush
 from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
+from app.host.host_client import running_host_kind
 from app.host.host_services import (
     HostServices,
     HostServicesFactory,
@@ -62,7 +64,11 @@ from main_process.host_lifecycle import HostLifecycle, HostState
 from main_process.instance_activation import request_activation
 from main_process.ipc_server import IpcListenError, IpcServer
 from main_process.refusal_screen import show_refusal
-from main_process.renderer_launcher import RendererLauncher
+from main_process.renderer_launcher import (
+    ENV_RESTART_ARGV,
+    RendererLauncher,
+    window_restart_argv,
+)
 from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
@@ -110,8 +116,9 @@ class HostConfig:
     drain_timeout_s: float = 15.0
     auto_resume_limit: int = 3
     host_kind: HostKind = HostKind.DESKTOP
-    """``headless``: ``maka host``, a host without a window (no renderer is ever started, a
-    data folder owned by another process is refused with ``store_locked``)."""
+    """``headless``: ``maka host``, a host without a window of its own (none is started with it,
+    a data folder owned by another process is refused with ``store_locked``); a second launch
+    (``maka gui``) makes it start one, and closing that window leaves the host running."""
 
 
 class StartupRefused(CodedError):
@@ -337,14 +344,33 @@ class HostApp(QObject):
         # One token per launch: a renderer from an earlier launch can never reconnect as this one.
         self._token = secrets.token_urlsafe(32)
         self._server.set_token(self._token)
-        self._launcher.launch(self._server.socket_name, self._token)
+        extra: dict[str, str] = {}
+        if self._headless:
+            # The window's **Restart Maka** (after this host is gone) starts the desktop, not
+            # another host without a window.
+            extra[ENV_RESTART_ARGV] = json.dumps(window_restart_argv())
+        self._launcher.launch(self._server.socket_name, self._token, extra_environment=extra)
+
+    @property
+    def _headless(self) -> bool:
+        return self._config.host_kind is HostKind.HEADLESS
 
     def _activate_running_instance(self, holder_pid: int | None) -> int:
         # The running instance listens within milliseconds of taking the lock (before its store
         # opens), so a short retry covers its start; a CLI command holding the lock never
         # listens, and the answer is then store_locked.
+        running = running_host_kind(self._data_dir)
         if request_activation(lambda: find_endpoint(self._data_dir), timeout_s=3.0):
-            print("maka: already running; brought its window to front", file=sys.stderr)
+            if running is HostKind.HEADLESS:
+                # docs/design/hosts.md section 1: the host opens a window of its own, served as
+                # the desktop serves its window; closing it leaves the host running.
+                print(
+                    f"maka: the running maka host (pid {holder_pid or 'unknown'}) opens a window "
+                    "on this data folder; closing it leaves the host running",
+                    file=sys.stderr,
+                )
+            else:
+                print("maka: already running; brought its window to front", file=sys.stderr)
             return EXIT_OK
         return self._refuse_early(
             "store_locked",
@@ -388,7 +414,16 @@ class HostApp(QObject):
 
     def _on_activate(self) -> None:
         shown = self._server is not None and self._server.broadcast(WindowShowPush()) > 0
-        if not shown and self._config.launch_renderer and not self._launcher.running:
+        # ``maka host`` has no window of its own; a second launch (``maka gui``) asks it for one.
+        windows = self._config.launch_renderer or self._headless
+        if (
+            not shown
+            and windows
+            and not self._launcher.running
+            and self.lifecycle.state in (HostState.OPENING, HostState.READY)
+        ):
+            if self._headless:
+                _log.info("a second launch asked for a window; starting one")
             self._launch_renderer()
 
     def _on_signal(self, signum: int) -> None:
@@ -398,6 +433,13 @@ class HostApp(QObject):
 
     def _on_renderer_exited(self, exit_code: int, crashed: bool) -> None:
         if self.lifecycle.state in (HostState.CLOSING, HostState.CLOSED):
+            return
+        if self._headless:
+            # The window was the host's guest: the host goes on serving (no respawn either; the
+            # next ``maka gui`` asks for a window again).
+            _log.info(
+                "the window closed (code %s, crashed %s); the host goes on", exit_code, crashed
+            )
             return
         if not crashed and exit_code == 0:
             _log.info("the window was closed; shutting down")

@@ -50,6 +50,20 @@ def restart_argv() -> list[str]:
     return [sys.executable, *sys.argv]
 
 
+def window_restart_argv() -> list[str]:
+    """``restart_argv`` for a window that ``maka host`` started: the same command with ``gui``
+    in place of ``host``, so **Restart Maka** brings back a desktop with its window."""
+    argv = restart_argv()
+    offset = len(argv) - (len(sys.argv) - 1)  # where this process's own arguments begin
+    previous = ""
+    for index in range(max(offset, 0), len(argv)):
+        if argv[index] == "host" and previous != "--data-dir":
+            argv[index] = "gui"
+            break
+        previous = argv[index]
+    return argv
+
+
 RESET_FROZEN_ENVIRONMENT = "PYINSTALLER_RESET_ENVIRONMENT"
 """Tells a PyInstaller (>= 6.10) executable to start as a new top-level instance."""
 

@@ -60,7 +60,7 @@ def resolve_data_dir(option: str | None) -> Path:
 
 
 def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
-    """The main process; ``headless``: ``maka host`` (no renderer, ever)."""
+    """The main process; ``headless``: ``maka host`` (no renderer at start; one on request)."""
     from PySide6.QtCore import QCoreApplication
 
     from app.bridge_contract import HostKind

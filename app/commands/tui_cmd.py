@@ -13,6 +13,9 @@ streams the continuation. ``/rebaseline`` and ``/restore [DIR]`` answer a park o
 as ``maka resume --rebaseline`` / ``--restore-to [DIR]`` do (continue with the files as they are
 now, or in a copy of the folder as it was at the stop), so the decision a park asks for can be
 made without leaving the TUI (which holds the data folder ``maka`` would need).
+
+Beside a running host (the desktop or ``maka host``) the TUI does not open the store: its chat
+goes through the host (``app.commands.tui_host``, docs/design/hosts.md section 1).
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ HELP = """commands:
                 --current-files: copy the files as they are now (no snapshot kept there)
   /quit         leave (Ctrl+D works too)
 anything else is sent to the agent"""
+
+
+HOST_HELP = """
+beside a running Maka (the desktop or maka host) the turns, /resume, /sessions and /settle
+are served by it; /transcript and /branch need the data folder itself (store_locked)"""
 
 
 def _tui_settle(_session: str, call: str, not_run_only: bool) -> str:
@@ -98,7 +106,18 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)
-    with owned_session_host(resolve_data_dir(args.data_dir), args.provider, settings) as host:
+    data_dir = resolve_data_dir(args.data_dir)
+    from app.host.host_client import attach
+
+    attached = attach(data_dir)
+    if attached is not None:  # the desktop or `maka host` owns the folder: it runs the turns
+        from app.commands.tui_host import chat_through_host
+
+        with attached:
+            return chat_through_host(
+                args, attached, str(cwd.resolve()), str(policy.mode), HELP + HOST_HELP
+            )
+    with owned_session_host(data_dir, args.provider, settings) as host:
         service = host.service
         try:
             session = (

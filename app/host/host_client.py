@@ -168,7 +168,7 @@ def _stopped() -> HostConnectionError:
     )
 
 
-def attach(data_dir: Path) -> HostClient | None:
+def attach(data_dir: Path, *, hello_timeout_s: float = ANSWER_TIMEOUT_S) -> HostClient | None:
     """The running host of ``data_dir``, authenticated as a terminal; ``None`` when no host
     serves it (nothing listens, or a listener that left without removing its socket)."""
     if sys.platform == "win32":
@@ -189,12 +189,28 @@ def attach(data_dir: Path) -> HostClient | None:
         # ConnectionRefused: the socket of a host that was killed; nobody serves the folder.
         sock.close()
         return None
-    sock.settimeout(ANSWER_TIMEOUT_S)
+    sock.settimeout(hello_timeout_s)
     try:
-        return _hello(sock, token)
+        client = _hello(sock, token)
     except BaseException:
         sock.close()
         raise
+    sock.settimeout(ANSWER_TIMEOUT_S)
+    return client
+
+
+def running_host_kind(data_dir: Path, timeout_s: float = 3.0) -> HostKind | None:
+    """Which kind of host serves ``data_dir`` (its ``hello.ok``), or None when none answers;
+    never raises. A second desktop launch asks it to tell "brought its window to front" from
+    "a window attaches to ``maka host``"."""
+    try:
+        client = attach(data_dir, hello_timeout_s=timeout_s)
+    except (HostConnectionError, OSError):
+        return None
+    if client is None:
+        return None
+    with client:
+        return client.host_kind
 
 
 def _hello(sock: socket.socket, token: str) -> HostClient:

@@ -1,0 +1,231 @@
+"""``maka tui`` through the running host of its data folder (docs/design/hosts.md section 1).
+
+The host (the desktop's main process, or ``maka host``) owns the folder, so the chat's turns run
+in it: each message is ``turns.run`` as ``maka run`` sends it (``host_turn.run_through_host``),
+``/resume``, ``/rebaseline`` and ``/restore [DIR]`` are ``turns.resume`` as ``maka resume`` sends
+it, ``/sessions`` is the host's sessions overview (``maka sessions``) and ``/settle`` its
+``tools.settle`` (``maka settle``). Permission questions are answered here (a window may answer
+first: the first answer counts); Ctrl+C during a turn cancels the turn this TUI started.
+
+``/transcript`` and ``/branch`` read and write the store directly: beside a host they say so with
+``store_locked`` (and what works instead), never a traceback. A host that stops while the chat is
+open ends it with ``host_stopped`` (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from typing import Any
+
+from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
+from app.host.host_client import HostClient
+from runtime.ledger.codes import StoreCode
+
+NEEDS_STORE = (
+    "{command} needs the data folder itself, which the running Maka (pid {pid}) serves "
+    "[store_locked]; {instead}"
+)
+_INSTEAD = {
+    "/transcript": "'maka timeline {session}' shows this session's record beside it, or close "
+    "the window (or stop maka host) and open the TUI again",
+    "/branch": "close the window (or stop maka host) and open the TUI again, or branch it in "
+    "the desktop (Continue from here)",
+}
+
+INTERRUPTED_NOTE = (
+    "This session's last turn ended before it finished. Check your files, then type /resume: "
+    "the running Maka continues it safely from the last step known to be complete, or says what "
+    "holds it (maka plan {session} explains it without running anything). Or send a new message."
+)
+
+TUI_HOST_PARK_NOTE = (
+    "(In this TUI a message is simply typed here, changed files are answered with /rebaseline "
+    "or /restore [DIR], and /settle CALL ran|not-run records what you checked. The maka "
+    "commands above work in another terminal too: the running Maka serves them.)"
+)
+
+
+def chat_through_host(
+    args: argparse.Namespace, host: HostClient, cwd: str, mode: str, help_text: str
+) -> int:
+    """The TUI's read-eval loop when a host owns the folder; returns the exit code."""
+    from app.commands.terminal_transcript import InputLines
+
+    session_id: str | None = None
+    if args.session:
+        session_id = _known_session(host, args.session, args.cwd)
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
+    lines = InputLines.of(sys.stdin)
+    _greet(args, host, session_id, cwd, mode)
+    while True:
+        print("you> ", end="", flush=True)
+        try:
+            read = lines.read_line()
+        except KeyboardInterrupt:
+            read = None
+        if read is None:
+            print()
+            return EXIT_OK
+        text = read.rstrip("\n").strip()
+        if not text:
+            continue
+        command = text.split()[0]
+        if text in ("/quit", "/exit"):
+            return EXIT_OK
+        if text == "/help":
+            print(help_text)
+        elif command in ("/transcript", "/branch"):
+            instead = _INSTEAD[command].format(session=session_id or "SESSION")
+            print(NEEDS_STORE.format(command=command, pid=host.host_pid, instead=instead))
+        elif text == "/sessions":
+            _sessions(host)
+        elif command in ("/resume", "/rebaseline", "/restore"):
+            _resume(args, host, session_id, text, mode)
+        elif command == "/settle":
+            _settle(host, session_id, text)
+        elif text.startswith("/"):
+            print(f"unknown command {command}; /help lists the commands")
+        else:
+            session_id = _turn(args, host, session_id, text, cwd=cwd, mode=mode)
+
+
+def _greet(
+    args: argparse.Namespace, host: HostClient, session_id: str | None, cwd: str, mode: str
+) -> None:
+    who = f"{host.host_kind} (pid {host.host_pid or 'unknown'})"
+    if session_id is not None:
+        print(f"maka tui: session {session_id}, served by the running Maka: {who}")
+    else:
+        print(f"maka tui: a new session in {cwd}, served by the running Maka: {who}")
+    print(f"permission mode {mode}; /help for help")
+    if args.provider:
+        print(
+            "note: the running Maka runs the turns with its own provider settings; --provider "
+            "applies when no Maka serves this data folder",
+            file=sys.stderr,
+        )
+
+
+def _known_session(host: HostClient, session_id: str, cwd_option: str | None) -> str:
+    """``--session`` must name a session of this folder (as when the TUI opens the store)."""
+    from app.commands.run_cmd import require_same_folder
+
+    for row in _rows(host):
+        if row["sessionId"] == session_id:
+            if cwd_option:
+                require_same_folder(cwd_option, session_id, row["cwd"])
+            if row.get("resumable"):
+                print(INTERRUPTED_NOTE.format(session=session_id))
+            return session_id
+    raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}", EXIT_USAGE)
+
+
+def _rows(host: HostClient) -> list[dict[str, Any]]:
+    from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
+    from app.host.session_rows import rows_from_wire
+    from runtime.ledger.codes import HostCode
+
+    answer = host.ask(SessionsOverviewRequest())
+    if not isinstance(answer, SessionsOverviewedPush):
+        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+    return rows_from_wire(answer.rows)
+
+
+def _sessions(host: HostClient) -> None:
+    """``/sessions``: the lines the TUI prints alone, from the host's overview."""
+    for row in _rows(host):
+        status = row.get("lastRunStatus") or "no runs"
+        print(f"  {row['sessionId']}  {status}  {row['cwd']}")
+
+
+def _turn(
+    args: argparse.Namespace,
+    host: HostClient,
+    session_id: str | None,
+    text: str,
+    *,
+    cwd: str,
+    mode: str,
+) -> str | None:
+    """One message: ``turns.run``; the session it ran in (a new one the first time)."""
+    from app.commands.host_turn import run_through_host
+
+    request = argparse.Namespace(
+        session=session_id,
+        cwd=None if session_id else cwd,
+        prompt=text,
+        provider=None,
+        max_steps=args.max_steps,
+    )
+    try:
+        end = run_through_host(request, host, mode, lambda: None)
+    except CliError as refused:
+        print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
+        return session_id
+    return str(end.session_id)
+
+
+def _resume(
+    args: argparse.Namespace, host: HostClient, session_id: str | None, text: str, mode: str
+) -> None:
+    """``/resume``, ``/rebaseline``, ``/restore [DIR]``: ``maka resume`` through the host."""
+    from app.commands.host_turn import resume_through_host
+
+    command, _, rest = text.partition(" ")
+    rest = rest.strip()
+    if (command != "/restore" and rest) or command not in ("/resume", "/rebaseline", "/restore"):
+        print(f"usage: {command}" + (" [DIR]" if command == "/restore" else ""))
+        return
+    if session_id is None:
+        print("no session yet: send a message first (or open one with maka tui --session ID)")
+        return
+    restore_to: str | None = None
+    if command == "/restore":
+        # maka resume --restore-to without DIR: a new folder beside the session's.
+        restore_to = os.path.abspath(rest) if rest else ""
+    request = argparse.Namespace(
+        session=session_id,
+        rebaseline=command == "/rebaseline",
+        restore_to=restore_to,
+        json=False,
+        provider=None,
+        max_steps=args.max_steps,
+    )
+    try:
+        code = resume_through_host(request, host, mode, lambda: None)
+    except CliError as refused:
+        print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
+        return
+    if code == EXIT_PARKED:
+        print(TUI_HOST_PARK_NOTE)
+
+
+SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as maka plan shows)"
+
+
+def _settle(host: HostClient, session_id: str | None, text: str) -> None:
+    """``/settle``: ``maka settle`` through the host; a refusal prints its code."""
+    from app.commands.settle_cmd import _through_host
+
+    parts = text.split(maxsplit=3)
+    if len(parts) < 3 or parts[2] not in ("ran", "not-run"):
+        print(SETTLE_USAGE)
+        return
+    if session_id is None:
+        print("no session yet: send a message first (or open one with maka tui --session ID)")
+        return
+    request = argparse.Namespace(
+        session=session_id,
+        operation=parts[1],
+        ran=parts[2] == "ran",
+        note=parts[3] if len(parts) == 4 else None,
+        json=False,
+    )
+    try:
+        _through_host(request, host)
+    except CliError as refused:
+        print(f"not recorded [{refused.code}]: {refused.message}")

@@ -1,0 +1,96 @@
+"""``maka gui`` beside a running ``maka host``: a window attaches to the host.
+
+Real processes, offscreen: ``maka host`` owns a data folder; ``maka gui`` on the same folder asks
+it for a window and exits 0 without taking the folder's lock; the host starts a renderer of its
+own (the desktop's, with a new one-time token) and serves it as the desktop serves its window.
+Closing that window leaves the host running, and the next ``maka gui`` attaches another one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_process import main_log, run_maka, start_main
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(sys.platform == "win32", reason="terminal clients attach over Unix sockets"),
+]
+
+
+def _wait_for(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def _renderer_pids(data: Path) -> list[int]:
+    return [int(pid) for pid in re.findall(r"renderer started \(pid (\d+)\)", main_log(data))]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _served_by(data: Path) -> object:
+    listed = run_maka(data, "sessions", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout).get("servedBy")
+
+
+def test_maka_gui_attaches_a_window_to_a_running_host(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    host = start_main(data, None, "host").wait_ready()
+    windows: list[int] = []
+    try:
+        gui = run_maka(data, "gui", timeout_s=60)
+        assert gui.returncode == 0, gui.stderr
+        assert "opens a window on this data folder" in gui.stderr
+        assert f"maka host (pid {host.pid})" in gui.stderr
+        assert "MAKA_MAIN_" not in gui.stdout  # it never became a host itself
+        _wait_for(lambda: "renderer connection" in main_log(data))
+        _wait_for(lambda: bool(_renderer_pids(data)))
+        windows = _renderer_pids(data)
+        assert re.search(r"renderer connection \d+ authenticated", main_log(data))
+        # The folder still belongs to the host: commands are served by it.
+        assert _served_by(data) == {"host": "headless", "pid": host.pid}
+
+        # Closing the window leaves the host running.
+        os.kill(windows[0], signal.SIGTERM)
+        _wait_for(lambda: "the host goes on" in main_log(data))
+        assert host.process.poll() is None
+        assert _served_by(data) == {"host": "headless", "pid": host.pid}
+
+        # Asked again, the host attaches another window.
+        again = run_maka(data, "gui", timeout_s=60)
+        assert again.returncode == 0, again.stderr
+        _wait_for(lambda: len(_renderer_pids(data)) == 2)
+        windows = _renderer_pids(data)
+        _wait_for(
+            lambda: len(re.findall(r"renderer connection \d+ authenticated", main_log(data))) == 2
+        )
+
+        # Stopping the host closes its window too.
+        assert host.terminate(signal.SIGTERM, timeout_s=60) == 0, host.stderr()
+        _wait_for(lambda: not _alive(windows[1]), timeout_s=30)
+    finally:
+        host.stop()
+        for pid in windows:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
