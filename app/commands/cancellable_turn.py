@@ -23,6 +23,18 @@ def run_cancellable(
     work: Callable[[], T], cancel: CancelToken, *, notice: str = "maka: cancelling the turn..."
 ) -> T:
     """Run ``work`` on a thread; Ctrl+C cancels ``cancel``. Re-raises what ``work`` raised."""
+    return run_interruptible(work, cancel.cancel, notice=notice)
+
+
+def run_interruptible(
+    work: Callable[[], T],
+    on_interrupt: Callable[[], None],
+    *,
+    notice: str = "maka: cancelling the turn...",
+    name: str = "maka-turn",
+) -> T:
+    """Run ``work`` on a thread named ``name`` while the main thread waits; each Ctrl+C prints
+    ``notice`` and calls ``on_interrupt``. Re-raises what ``work`` raised."""
     results: list[T] = []
     failures: list[BaseException] = []
 
@@ -32,14 +44,14 @@ def run_cancellable(
         except BaseException as error:  # handed to the caller's thread below
             failures.append(error)
 
-    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+    def interrupted(signum: int, frame: FrameType | None) -> None:
         del signum, frame
         print(f"\n{notice}", file=sys.stderr)
-        cancel.cancel()
+        on_interrupt()
 
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+    previous = signal.signal(signal.SIGINT, interrupted)
     try:
-        worker = threading.Thread(target=target, name="maka-turn", daemon=True)
+        worker = threading.Thread(target=target, name=name, daemon=True)
         worker.start()
         while worker.is_alive():
             worker.join(0.2)

@@ -20,14 +20,13 @@ import contextlib
 import io
 import os
 import shutil
-import signal
 import sys
 import threading
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_PARKED, EXIT_USAGE, CliError
+from app.commands.cancellable_turn import run_interruptible
 from app.host.host_client import HostClient, HostConnectionError, HostRefusal
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode, StoreCode
@@ -148,34 +147,16 @@ class _HostTurn:
         self._done = CancelToken()
 
     def follow(self, on_started: Any) -> Any:
-        results: list[Any] = []
-        failures: list[BaseException] = []
-
-        def target() -> None:
+        def work() -> Any:
             try:
-                results.append(self._read(on_started))
-            except BaseException as error:  # handed to the main thread below
-                failures.append(error)
+                return self._read(on_started)
             finally:
                 self._done.cancel()
 
-        def on_interrupt(signum: int, frame: FrameType | None) -> None:
-            del signum, frame
-            print("\nmaka: cancelling the turn...", file=sys.stderr)
-            self._cancel()
-
-        previous = signal.signal(signal.SIGINT, on_interrupt)
         try:
-            worker = threading.Thread(target=target, name="maka-host-turn", daemon=True)
-            worker.start()
-            while worker.is_alive():
-                worker.join(0.2)
+            return run_interruptible(work, self._cancel, name="maka-host-turn")
         finally:
-            signal.signal(signal.SIGINT, previous)
             self._stop_question()
-        if failures:
-            raise failures[0]
-        return results[0]
 
     def _cancel(self) -> None:
         with self._lock:
