@@ -88,6 +88,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 
 STARTUP_JOB = "startup-recovery"
+TAKEOVER_JOB = "session-takeover"
 
 LISTENING_LINE = "MAKA_MAIN_LISTENING"
 """Test-only (``announce_endpoint``): printed once the window's connection listens (the store
@@ -165,6 +166,8 @@ class HostApp(QObject):
         self._recovery = RecoveryReport()
         self._auto_queue: list[str] = []
         self._auto_total = 0
+        self._takeover_timer: QTimer | None = None
+        self._sweeping = False
 
     @property
     def exit_code(self) -> int:
@@ -291,6 +294,7 @@ class HostApp(QObject):
             self._router.handle(peer_id, message)
         self._begin_auto_resume()
         services.start_checkpoint_retention()
+        self._start_takeover_sweeps(services)
 
     def _announce(self, prefix: str) -> None:
         """Test-only (``announce_endpoint``): say where to connect, once listening and again
@@ -410,6 +414,54 @@ class HostApp(QObject):
         self._broadcast_state(f"Resuming interrupted session {done} of {self._auto_total}")
         self._router.start_resume(session_id, automatic=True, on_done=self._next_auto_resume)
 
+    # --------------------------------------------------------------------------- takeover
+
+    def _start_takeover_sweeps(self, services: HostServices) -> None:
+        """PostgreSQL (docs/design/hosts.md section 2): every ttl/3, claim the sessions whose
+        host stopped renewing their leases, recover them, and resume the interrupted ones when
+        automatic resume is on, as startup does."""
+        interval = services.takeover_interval_s()
+        if interval is None:
+            return
+        timer = QTimer(self)
+        timer.setInterval(max(int(interval * 1000), 100))
+        timer.timeout.connect(self._sweep)
+        timer.start()
+        self._takeover_timer = timer
+
+    def _sweep(self) -> None:
+        services = self._services
+        if self._sweeping or services is None or not self.lifecycle.admits_work:
+            return
+        self._sweeping = self._workers.run_query(
+            TAKEOVER_JOB, services.take_over_expired, self._swept
+        )
+
+    def _swept(self, result: JobResult) -> None:
+        self._sweeping = False
+        if result.error is not None:
+            _log.warning("takeover sweep failed: %s", result.error)
+            return
+        interrupted = tuple(result.value or ())
+        if not interrupted or self._router is None or not self.lifecycle.admits_work:
+            return
+        selection = select_auto_resume(
+            interrupted, enabled=all(self._resume_flags()), limit=len(interrupted)
+        )
+        for run in selection.skipped_crash_loop:
+            _log.warning(
+                "not auto-resuming taken-over session %s: run %s is an automatic continuation "
+                "that was interrupted (crash-loop guard)",
+                run.session_id,
+                run.run_id,
+            )
+        for run in selection.resume:
+            _log.info("auto-resuming taken-over session %s", run.session_id)
+            self._router.start_resume(run.session_id, automatic=True, on_done=self._resumed)
+
+    def _resumed(self, outcome: ResumeOutcome | None) -> None:
+        _log.info("taken-over session auto-resume outcome: %s", type(outcome).__name__)
+
     # --------------------------------------------------------------------------- events
 
     def _on_activate(self) -> None:
@@ -469,6 +521,8 @@ class HostApp(QObject):
             return
         self._exit_code = exit_code
         self._early.clear()
+        if self._takeover_timer is not None:
+            self._takeover_timer.stop()
         self._broadcast_state("")
         self._workers.stop_admitting()
         cancelled = self._workers.cancel_all()

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.bridge_contract import (
     BranchMadePush,
@@ -40,7 +41,13 @@ from app.host.branch_desktop import (
     with_branch_prefix,
 )
 from app.host.desktop_settings import DesktopSettings, provider_environment
-from app.host.host_bootstrap import now_ms, recover_at_startup, session_service
+from app.host.host_bootstrap import (
+    SessionTakeover,
+    now_ms,
+    recover_at_startup,
+    session_service,
+    take_over_expired,
+)
 from app.host.host_services import (
     HostServiceError,
     InterruptedRun,
@@ -107,6 +114,9 @@ from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 
+if TYPE_CHECKING:
+    from runtime.recovery.startup_recovery import StartupRecoveryReport
+
 _log = logging.getLogger("maka.main")
 _MAX_DIAGNOSTICS = 500
 SAFE_RESUME_ENV = RESUME_FLAG
@@ -151,6 +161,7 @@ class DesktopServices:
         self._settings = DesktopSettings(data_dir)
         self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
         self._sessions: SessionService | None = None
+        self._owner_epoch = 0
         self._lifecycle = LifecycleLog.in_data_dir(data_dir, clock)
         self._memory = VerdictMemory(
             store,
@@ -170,6 +181,11 @@ class DesktopServices:
         # Interrupted file writes are reconciled before run endings are repaired; the marker
         # is only read here (recovery never creates one).
         report = recover_at_startup(self._store, self._clock)
+        self._owner_epoch = report.owner_epoch
+        if isinstance(self._store, SessionTakeover):
+            self._store.on_runway_lost(self._end_tool_processes)
+            if report.taken_over:
+                _log.info("took over session(s) %s", ", ".join(report.taken_over))
         self._sessions = session_service(
             self._store,
             self._data_dir,
@@ -179,6 +195,19 @@ class DesktopServices:
             settings=self._run_settings,
             clock=self._clock,
         )
+        interrupted = self._interrupted(report)
+        quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
+        # The sessions automatic resume takes up now say their own outcome; every other one
+        # the banner would offer is planned (verdict_memory).
+        automatic = select_auto_resume(interrupted, enabled=all(self.resume_flags())).resume
+        return RecoveryReport(
+            interrupted=tuple(interrupted),
+            quarantined_sessions=quarantined,
+            repaired_runs=len(report.repaired),
+            standing=self._memory.standing(skip=frozenset(r.session_id for r in automatic)),
+        )
+
+    def _interrupted(self, report: StartupRecoveryReport) -> list[InterruptedRun]:
         interrupted: list[InterruptedRun] = []
         for repaired in report.repaired:
             header = self._store.read_run_header(repaired.run_id)
@@ -193,16 +222,46 @@ class DesktopServices:
                     automatic_continuation=repaired.automatic_continuation,
                 )
             )
-        quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
-        # The sessions automatic resume takes up now say their own outcome; every other one
-        # the banner would offer is planned (verdict_memory).
-        automatic = select_auto_resume(interrupted, enabled=all(self.resume_flags())).resume
-        return RecoveryReport(
-            interrupted=tuple(interrupted),
-            quarantined_sessions=quarantined,
-            repaired_runs=len(report.repaired),
-            standing=self._memory.standing(skip=frozenset(r.session_id for r in automatic)),
+        return interrupted
+
+    def takeover_interval_s(self) -> float | None:
+        """How often the host sweeps for sessions to take over (PostgreSQL); None: never (the
+        data folder's own ledger has one host, which recovered everything at startup)."""
+        if isinstance(self._store, SessionTakeover):
+            return self._store.takeover_interval_s()
+        return None
+
+    def take_over_expired(self) -> tuple[InterruptedRun, ...]:
+        """One takeover sweep (docs/design/hosts.md section 2): claim the sessions whose host
+        stopped renewing their leases, repair their runs with startup recovery's code, and
+        return the interrupted ones (automatic resume takes them up as at startup)."""
+        if not isinstance(self._store, SessionTakeover) or self._sessions is None:
+            return ()
+        report = take_over_expired(self._store, self._owner_epoch, self._clock)
+        if not report.taken_over:
+            return ()
+        _log.info(
+            "took over session(s) %s (%d run(s) repaired)",
+            ", ".join(report.taken_over),
+            len(report.repaired),
         )
+        return tuple(self._interrupted(report))
+
+    def _end_tool_processes(self) -> None:
+        """This host could not renew its session leases for ttl - runway (its own clock): end
+        every tool process it started, before another host may take the sessions over."""
+        assert isinstance(self._store, SessionTakeover)
+        records = self._store.started_tool_processes()
+        _log.warning(
+            "session leases not renewed in time: ending %d tool process(es) and background shells",
+            len(records),
+        )
+        for record in records:
+            try:
+                stop_tool_process(record)
+            except Exception:
+                _log.exception("could not end tool process %s", record.pid)
+        self._shells.stop_all()
 
     def _tool_names(self) -> Sequence[str]:
         return list(self._sessions.catalog.names()) if self._sessions is not None else []

@@ -14,17 +14,36 @@ recovery must not load them (tests/e2e/test_small_command_imports.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from runtime.agent.run_loop import RunSettings
     from runtime.agent.session_service import SessionService
+    from runtime.ledger.process_records import ToolProcessRecord
+    from runtime.ledger.store_ports import SessionLease
     from runtime.providers.provider_port import Provider
     from runtime.recovery.startup_recovery import Reconciler, StartupRecoveryReport
     from runtime.tools.process_tree import BackgroundShellRegistry
     from storage.ledger.ledger_store import SqliteLedgerStore
+
+TAKEOVER_BATCH = 20
+"""Sessions claimed per sweep (one transaction); startup sweeps until none is left."""
+
+
+@runtime_checkable
+class SessionTakeover(Protocol):
+    """A store whose sessions are leased to one host at a time (PostgreSQL): a host recovers
+    only the sessions whose expired leases it claims (docs/design/hosts.md section 2)."""
+
+    def claim_expired_sessions(self, limit: int = TAKEOVER_BATCH) -> list[SessionLease]: ...
+
+    def takeover_interval_s(self) -> float: ...
+
+    def on_runway_lost(self, callback: Callable[[], None]) -> None: ...
+
+    def started_tool_processes(self) -> list[ToolProcessRecord]: ...
 
 
 def now_ms() -> int:
@@ -56,9 +75,63 @@ def recover_at_startup(
     from runtime.recovery.startup_recovery import run_startup_recovery
     from runtime.tools.process_identity import forget_ended
 
+    if isinstance(store, SessionTakeover):
+        # Shared ledger: the runs of sessions other hosts hold are theirs, running now.
+        epoch = store.bump_owner_epoch()
+        reports = []
+        while True:
+            report = take_over_expired(store, epoch, clock)
+            reports.append(report)
+            if len(report.taken_over) < TAKEOVER_BATCH:
+                return _merged(epoch, reports)
     report = run_startup_recovery(store, clock, startup_reconciler(store, clock))
     forget_ended(store, before_epoch=report.owner_epoch)
     return report
+
+
+def take_over_expired(
+    store: SqliteLedgerStore, owner_epoch: int, clock: Callable[[], int] = now_ms
+) -> StartupRecoveryReport:
+    """One takeover sweep (PostgreSQL): claim up to ``TAKEOVER_BATCH`` sessions whose lease ran
+    out with a run unfinished, then run startup recovery's repair for those sessions only, and
+    forget their tool-process records whose process has ended. ``taken_over`` names them."""
+    from dataclasses import replace
+
+    from runtime.recovery.startup_recovery import StartupRecoveryReport, run_takeover_recovery
+    from runtime.tools.process_identity import running_process
+
+    assert isinstance(store, SessionTakeover)
+    leases = store.claim_expired_sessions(TAKEOVER_BATCH)
+    sessions = tuple(lease.session_id for lease in leases)
+    if not sessions:
+        return StartupRecoveryReport(owner_epoch=owner_epoch)
+    report = run_takeover_recovery(
+        store, sessions, owner_epoch, clock, startup_reconciler(store, clock)
+    )
+    for session_id in sessions:
+        for record in store.list_tool_processes(session_id=session_id):
+            if running_process(record) is None:
+                store.delete_tool_process(record.operation_id, record.pid)
+    return replace(report, taken_over=sessions)
+
+
+def _merged(owner_epoch: int, reports: Sequence[StartupRecoveryReport]) -> StartupRecoveryReport:
+    from runtime.recovery.startup_recovery import StartupRecoveryReport
+
+    return StartupRecoveryReport(
+        owner_epoch=owner_epoch,
+        repaired=tuple(item for report in reports for item in report.repaired),
+        aligned=tuple(item for report in reports for item in report.aligned),
+        closed_permission_requests=tuple(
+            item for report in reports for item in report.closed_permission_requests
+        ),
+        reconciled_operations=tuple(
+            item for report in reports for item in report.reconciled_operations
+        ),
+        quarantined=tuple(item for report in reports for item in report.quarantined),
+        running=tuple(item for report in reports for item in report.running),
+        taken_over=tuple(item for report in reports for item in report.taken_over),
+    )
 
 
 def session_service(

@@ -249,6 +249,16 @@ class HostServices(Protocol):
         """Startup recovery (docs/design/recovery.md section 3), before any request is served."""
         ...
 
+    def takeover_interval_s(self) -> float | None:
+        """How often to sweep for sessions other hosts stopped renewing (PostgreSQL); None:
+        never."""
+        ...
+
+    def take_over_expired(self) -> tuple[InterruptedRun, ...]:
+        """One takeover sweep: the interrupted runs of the sessions it took over (a worker
+        thread; docs/design/hosts.md section 2)."""
+        ...
+
     def list_sessions(self) -> Sequence[SessionSummary]: ...
 
     def session_rows(self) -> Sequence[SessionRow]:

@@ -13,6 +13,10 @@ Runs in the process that owns the data directory, before anything else touches s
    it; a run whose ledger cannot be read is quarantined (reported, never written).
 
 Every step is idempotent: a crash during recovery is recovered by the next start.
+
+On PostgreSQL a host does not own every session: ``run_takeover_recovery`` runs steps 2-4 for the
+sessions whose expired leases it just claimed (docs/design/hosts.md section 2), with the same
+repair code.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ class StartupRecoveryReport:
     reconciled_operations: tuple[str, ...] = ()
     quarantined: tuple[QuarantinedRun, ...] = ()
     running: tuple[str, ...] = ()
+    taken_over: tuple[str, ...] = ()
+    """PostgreSQL: the sessions whose expired leases this pass claimed (and recovered)."""
 
     @property
     def interrupted_session_ids(self) -> tuple[str, ...]:
@@ -112,17 +118,50 @@ def run_startup_recovery(
 ) -> StartupRecoveryReport:
     """Repair every orphaned run. The caller holds the data-directory lock."""
     epoch = store.bump_owner_epoch()
+    headers = store.list_runs([RunStatus.CREATED, RunStatus.RUNNING])
+    return _repair(
+        store, epoch, headers, now_ms, reconciler, orphaned=lambda h: h.owner_epoch < epoch
+    )
+
+
+def run_takeover_recovery(
+    store: RecoveryStore,
+    session_ids: Iterable[str],
+    owner_epoch: int,
+    now_ms: Callable[[], int],
+    reconciler: Reconciler | None = None,
+) -> StartupRecoveryReport:
+    """Startup recovery for the sessions whose leases this host just took over
+    (docs/design/hosts.md section 2, "takeover = startup recovery per session"): steps 2-4 above
+    for those sessions only. Every unfinished run of a taken-over session is orphaned, whatever
+    its owner epoch: the lease's epoch went up, so no further fact of the old owner can commit.
+    ``owner_epoch`` is the epoch this host serves under (reported, never bumped here)."""
+    wanted = frozenset(session_ids)
+    headers = [
+        header
+        for header in store.list_runs([RunStatus.CREATED, RunStatus.RUNNING])
+        if header.session_id in wanted
+    ]
+    return _repair(store, owner_epoch, headers, now_ms, reconciler, orphaned=lambda h: True)
+
+
+def _repair(
+    store: RecoveryStore,
+    epoch: int,
+    headers: Iterable[RunHeader],
+    now_ms: Callable[[], int],
+    reconciler: Reconciler | None,
+    *,
+    orphaned: Callable[[RunHeader], bool],
+) -> StartupRecoveryReport:
     repaired: list[RepairedRun] = []
     aligned: list[str] = []
     closed: list[str] = []
     reconciled: list[str] = []
     quarantined: list[QuarantinedRun] = []
     running: list[str] = []
-    for header in sorted(
-        store.list_runs([RunStatus.CREATED, RunStatus.RUNNING]),
-        key=lambda h: (h.created_at, h.run_id),
-    ):
-        if header.owner_epoch >= epoch:
+    for header in sorted(headers, key=lambda h: (h.created_at, h.run_id)):
+        if not orphaned(header):
             running.append(header.run_id)
             continue
         try:

@@ -30,8 +30,10 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import threading
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
@@ -88,9 +90,50 @@ T1_RUNWAY_MS = 10_000
 """A T1 or an admission needs the lease to last at least this much longer."""
 
 
+TAKEOVER_GRACE_MS = 2_000
+"""A takeover waits this much past a lease's expiry: the dead host's own conservative clock
+(last renewal + ttl - runway) ran out well before."""
+LEASE_TTL_ENV = "MAKA_SESSION_LEASE_TTL_MS"
+LEASE_RUNWAY_ENV = "MAKA_SESSION_LEASE_RUNWAY_MS"
+TAKEOVER_GRACE_ENV = "MAKA_SESSION_TAKEOVER_GRACE_MS"
+
+
 class LeaseSettings(NamedTuple):
     ttl_ms: int = LEASE_TTL_MS
     runway_ms: int = T1_RUNWAY_MS
+    grace_ms: int = TAKEOVER_GRACE_MS
+
+
+def lease_settings_from_env(environ: Mapping[str, str] | None = None) -> LeaseSettings:
+    """The lease numbers, from ``MAKA_SESSION_LEASE_TTL_MS``, ``MAKA_SESSION_LEASE_RUNWAY_MS`` and
+    ``MAKA_SESSION_TAKEOVER_GRACE_MS`` when set (short leases for tests and drills). A value that
+    is not a whole number of milliseconds, or a runway not shorter than the ttl, is refused
+    (``store_io_failed``) before anything is opened."""
+    env = os.environ if environ is None else environ
+    defaults = LeaseSettings()
+    values: list[int] = []
+    for name, default in (
+        (LEASE_TTL_ENV, defaults.ttl_ms),
+        (LEASE_RUNWAY_ENV, defaults.runway_ms),
+        (TAKEOVER_GRACE_ENV, defaults.grace_ms),
+    ):
+        raw = env.get(name, "").strip()
+        if not raw:
+            values.append(default)
+            continue
+        if not raw.isdigit():
+            raise StoreRefusal(
+                StoreCode.STORE_IO_FAILED, f"{name} must be a whole number of milliseconds"
+            )
+        values.append(int(raw))
+    settings = LeaseSettings(*values)
+    if settings.ttl_ms <= 0 or settings.runway_ms >= settings.ttl_ms:
+        raise StoreRefusal(
+            StoreCode.STORE_IO_FAILED,
+            f"{LEASE_RUNWAY_ENV} ({settings.runway_ms}) must be shorter than "
+            f"{LEASE_TTL_ENV} ({settings.ttl_ms}), which must be positive",
+        )
+    return settings
 
 
 def host_owner() -> str:
@@ -250,6 +293,9 @@ class PostgresLedgerStore(SqliteLedgerStore):
         self._fence = _LeaseFence(owner or host_owner(), lease_settings or LeaseSettings())
         self._cache = PostgresRunStateCache(self._fence)
         self._heartbeat: SessionLeaseHeartbeat | None = None
+        self._runway_lost: Callable[[], None] | None = None
+        self._started: dict[tuple[str, int], ToolProcessRecord] = {}
+        self._started_lock = threading.Lock()
 
     @property
     def owner(self) -> str:
@@ -268,6 +314,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
                 margin_s=settings.runway_ms / 1000,
                 on_lost=_ignore_lost,
             )
+            self._heartbeat.on_expired = self._runway_lost
             self._heartbeat.start()
 
     def close(self) -> None:
@@ -394,6 +441,79 @@ class PostgresLedgerStore(SqliteLedgerStore):
                 self._fence.lost.add(session_id)
             return lost
 
+    def claim_expired_sessions(self, limit: int = 20) -> list[SessionLease]:
+        """Takeover (docs/design/hosts.md section 2): take the leases of sessions that have an
+        unfinished run and whose lease ran out more than the grace ago (its host stopped
+        renewing: dead, stopped or cut off) or was given up, at most ``limit`` of them, in one
+        transaction. Candidates are locked ``FOR UPDATE SKIP LOCKED``: two hosts sweeping at once
+        claim disjoint sessions, and a lease a writer is still checking (``FOR SHARE``) is left
+        for the next sweep. Each epoch goes up by one, so no write of the older epoch can commit
+        from now on. A lease this store holds itself is never claimed."""
+        settings = self._fence.settings
+        with self._lock:
+            with self._lease_write() as tx:
+                rows = tx.conn.execute(
+                    "WITH due AS (SELECT lease.session_id FROM session_leases AS lease"
+                    " WHERE (lease.owner IS NULL"
+                    " OR lease.expires_at < now() - make_interval(secs => ?))"
+                    " AND lease.owner IS DISTINCT FROM ?"
+                    " AND EXISTS (SELECT 1 FROM runs WHERE runs.session_id = lease.session_id"
+                    " AND runs.status IN ('created', 'running'))"
+                    " ORDER BY lease.expires_at, lease.session_id LIMIT ?"
+                    " FOR UPDATE OF lease SKIP LOCKED)"
+                    " UPDATE session_leases AS lease SET epoch = lease.epoch + 1, owner = ?,"
+                    " expires_at = now() + make_interval(secs => ?), acquired_at = now()"
+                    " FROM due WHERE lease.session_id = due.session_id"
+                    " RETURNING lease.session_id, lease.epoch,"
+                    " (extract(epoch FROM lease.expires_at) * 1000)::bigint",
+                    (
+                        settings.grace_ms / 1000,
+                        self._fence.owner,
+                        limit,
+                        self._fence.owner,
+                        settings.ttl_ms / 1000,
+                    ),
+                ).fetchall()
+            claimed = sorted(
+                (
+                    SessionLease(str(row[0]), int(row[1]), self._fence.owner, int(row[2]))
+                    for row in rows
+                ),
+                key=lambda lease: lease.session_id,
+            )
+            for lease in claimed:
+                self._fence.held[lease.session_id] = lease.epoch
+                self._fence.lost.discard(lease.session_id)
+            if claimed:
+                self._cache.clear()  # the dead owner's last writes are read again
+            return claimed
+
+    def lease_settings(self) -> LeaseSettings:
+        return self._fence.settings
+
+    def takeover_interval_s(self) -> float:
+        """How often a host sweeps for expired leases: as often as it renews (ttl/3)."""
+        return self._fence.settings.ttl_ms / 3000
+
+    def on_runway_lost(self, callback: Callable[[], None]) -> None:
+        """``callback`` runs (on the heartbeat's thread) once this host's own conservative clock
+        says its leases may run out: it could not renew for ttl - runway. The host ends its tool
+        processes there, before any other host may take a session over (ttl + grace)."""
+        self._runway_lost = callback
+        if self._heartbeat is not None:
+            self._heartbeat.on_expired = callback
+
+    def _refuse_without_own_runway(self) -> None:
+        """A T1 or an admission needs runway on this host's own clock too: past the last
+        successful renewal + ttl - runway, the server may already have let the lease go."""
+        heartbeat = self._heartbeat
+        if heartbeat is not None and time.monotonic() > heartbeat.runway_deadline:
+            raise StoreRefusal(
+                StoreCode.SESSION_LEASE_LOST,
+                "this host could not renew its session leases in time (its own clock says the"
+                " lease may run out before a tool could finish); nothing was committed",
+            )
+
     def held_session_leases(self) -> dict[str, int]:
         with self._lock:
             return dict(self._fence.held)
@@ -464,6 +584,10 @@ class PostgresLedgerStore(SqliteLedgerStore):
             return append_generic(tx, candidate)
 
     def record_tool_process(self, record: ToolProcessRecord) -> None:
+        # Kept here too before the server is asked: the process already runs, and a host that
+        # loses its runway ends it from what it knows locally (the server may be unreachable).
+        with self._started_lock:
+            self._started[(record.operation_id, record.pid)] = record
         with self._write() as tx:
             self._fence.check(tx.conn, record.session_id)
             tool_processes.insert(tx.conn, record)
@@ -471,6 +595,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
     def commit_tool_prepared(
         self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent
     ) -> CommitResult:
+        self._refuse_without_own_runway()
         with self._lock, self._runway():
             return super().commit_tool_prepared(call_event, dispatch_event)
 
@@ -480,6 +605,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
         """As on SQLite, after the lease (with runway) and the source run's row lock: two
         admissions from one point queue on the source row, and the second meets the first's
         claim (``continuation_claim_conflict``) rather than a constraint."""
+        self._refuse_without_own_runway()
         with self._lock, self._runway():
             with self._write() as tx:
                 self._fence.check(tx.conn, claim.session_id)
@@ -494,6 +620,17 @@ class PostgresLedgerStore(SqliteLedgerStore):
 
     def _runway(self) -> _Runway:
         return _Runway(self._fence)
+
+    def delete_tool_process(self, operation_id: str, pid: int) -> None:
+        with self._started_lock:
+            self._started.pop((operation_id, pid), None)
+        super().delete_tool_process(operation_id, pid)
+
+    def started_tool_processes(self) -> list[ToolProcessRecord]:
+        """The tool processes this store's host started and has not forgotten, from memory
+        (no server round trip, and not behind a write stuck on the network)."""
+        with self._started_lock:
+            return list(self._started.values())
 
     def import_parsed(self, parsed: ParsedExport, *, bulk: bool = True) -> ImportReport:
         raise StoreRefusal(
@@ -595,8 +732,11 @@ def open_postgres_store(
 ) -> PostgresLedgerStore:
     """Connect to the ledger's PostgreSQL database (a writer creates and migrates its schema and
     renews its session leases on a heartbeat unless ``heartbeat=False``; a reader refuses a
-    schema that is missing, older or newer)."""
+    schema that is missing, older or newer). Without ``lease_settings`` the lease numbers come
+    from the environment (``lease_settings_from_env``)."""
     del full_rescan  # the row lock keeps the cache true; there is no rescan mode here
+    if lease_settings is None:
+        lease_settings = lease_settings_from_env()
     with sqlite_errors():
         conn = connect(url, read_only=read_only)
     try:

@@ -5,7 +5,9 @@ one statement (``SessionLeaseStore.renew_session_leases``) and hands the session
 lost to ``on_lost``: the host stops them at once. A renewal that fails (the server unreachable)
 is retried on the next beat; ``runway_deadline`` is the host's own conservative clock, the monotonic
 time of the last successful renewal plus ttl minus the margin, past which it must stop dispatching
-tools whatever the server says. On SQLite the store holds no lease and a beat does nothing.
+tools whatever the server says; ``on_expired`` is called (from a thread of its own, so a renewal
+stuck on a silent network does not delay it) once that deadline passes, and the host ends its tool
+processes there. On SQLite the store holds no lease and a beat does nothing.
 """
 
 from __future__ import annotations
@@ -34,8 +36,13 @@ class SessionLeaseHeartbeat:
         self._on_lost = on_lost
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
         self._last_renewal = time.monotonic()
         self.failures = 0
+        self.on_expired: Callable[[], None] | None = None
+        """Called once (on the heartbeat's thread) when ``runway_deadline`` passes without a
+        renewal; again only after a renewal succeeded and the deadline passed once more."""
+        self._expired_told = False
 
     @property
     def runway_deadline(self) -> float:
@@ -51,6 +58,7 @@ class SessionLeaseHeartbeat:
             self.failures += 1
             return ()
         self._last_renewal = started
+        self._expired_told = False
         if lost:
             self._on_lost(lost)
         return lost
@@ -61,10 +69,28 @@ class SessionLeaseHeartbeat:
                 target=self._run, name="maka-session-lease-heartbeat", daemon=True
             )
             self._thread.start()
+            self._watcher = threading.Thread(
+                target=self._watch, name="maka-session-lease-deadline", daemon=True
+            )
+            self._watcher.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             self.beat()
+
+    def _watch(self) -> None:
+        """Its own thread: a renewal stuck on a silent network must not hold the deadline up."""
+        while not self._stop.wait(0.2):
+            self._check_expired()
+
+    def _check_expired(self) -> None:
+        """Past the runway deadline with no renewal since: tell the host (once)."""
+        if self._expired_told or time.monotonic() < self.runway_deadline:
+            return
+        self._expired_told = True
+        callback = self.on_expired
+        if callback is not None:
+            callback()
 
     def stop(self) -> None:
         self._stop.set()
@@ -72,3 +98,6 @@ class SessionLeaseHeartbeat:
         if thread is not None:
             thread.join(timeout=self._interval + 5)
             self._thread = None
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.join(timeout=5)

@@ -27,6 +27,7 @@ from app.bridge_contract import (
 )
 from app.host.host_services import (
     HostServiceError,
+    InterruptedRun,
     PlanReport,
     RecoveryReport,
     ResumeOutcome,
@@ -76,6 +77,13 @@ class FakeHostServices:
     def recover_at_startup(self) -> RecoveryReport:
         self._record("recover_at_startup")
         return self.report
+
+    def takeover_interval_s(self) -> float | None:
+        return None
+
+    def take_over_expired(self) -> tuple[InterruptedRun, ...]:
+        self._record("take_over_expired")
+        return ()
 
     def list_sessions(self) -> Sequence[SessionSummary]:
         self._record("list_sessions")

@@ -1,0 +1,114 @@
+"""Two ``maka host`` processes on one PostgreSQL ledger: a killed host's session continues on the
+other (docs/postgres.md, docs/design/hosts.md section 2).
+
+Real processes, a real server: host A (its own data folder) runs a scripted turn of two tool calls
+and kills itself with SIGKILL right after the first call's T2 committed (``MAKA_FAILPOINT``); host
+B, started beside it with automatic resume on and short leases, claims the expired lease on its
+takeover sweep, repairs the run with startup recovery's code and continues it: the second call
+(read-only) runs once, the first never again, and the session ends with one completed
+continuation. The lease's epoch went up once; host B gave it up when it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.helpers.maka_process import MainProcess, start_main
+from tests.helpers.maka_run import maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+BASH = "echo x >> one.txt"
+READ = {"path": "one.txt"}
+
+SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {"text": "One.", "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": BASH}}]},
+        # read-only: the continuation runs it without asking (no viewer is attached to host B)
+        {"text": "Check.", "toolCalls": [{"id": "c2", "name": "read_file", "args": READ}]},
+        {"text": "Written once."},
+    ]
+]
+LEASES = {
+    "MAKA_SESSION_LEASE_TTL_MS": "3000",
+    "MAKA_SESSION_LEASE_RUNWAY_MS": "1000",
+    "MAKA_SESSION_TAKEOVER_GRACE_MS": "500",
+}
+
+
+def _host(data: Path, env: dict[str, str], started: list[MainProcess]) -> MainProcess:
+    data.mkdir(parents=True, exist_ok=True)
+    host = start_main(data, env, "host")
+    started.append(host)
+    return host.wait_ready()
+
+
+def _runs(url: str) -> list[tuple[str, str | None, bool]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT status, failure_class, continuation_source IS NOT NULL FROM runs"
+            " ORDER BY created_at, run_id"
+        ).fetchall()
+    return [(str(r[0]), r[1], bool(r[2])) for r in rows]
+
+
+def test_a_killed_hosts_session_continues_on_the_other_host(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", SCRIPT)
+    common = {
+        **scripted_env(script),
+        **LEASES,
+        "MAKA_DATABASE_URL": postgres_url,
+        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
+    }
+    started: list[MainProcess] = []
+    try:
+        host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
+        host_b = _host(tmp_path / "b", common, started)
+        turn = maka(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
+            tmp_path / "a",
+            env={"MAKA_DATABASE_URL": postgres_url},
+        )
+        assert turn.returncode != 0  # its host died under it
+        assert host_a.process.wait(30) == -9, host_a.stderr()[-2000:]
+        killed_at = time.monotonic()
+        deadline = killed_at + 30
+        while time.monotonic() < deadline:
+            runs = _runs(postgres_url)
+            if any(status == "completed" for status, _, _ in runs):
+                break
+            time.sleep(0.2)
+        took = time.monotonic() - killed_at
+        assert host_b.process.poll() is None, host_b.stderr()[-3000:]
+        assert host_b.terminate() == 0, host_b.stderr()[-3000:]  # orderly stop: SIGTERM
+    finally:
+        for host in started:
+            host.stop()
+    assert _runs(postgres_url) == [
+        ("failed", "app_restarted", False),
+        ("completed", None, True),
+    ], host_b.stderr()[-3000:]
+    assert (work / "one.txt").read_text() == "x\n"  # the side effect happened once
+    with psycopg.connect(postgres_url) as conn:
+        states = conn.execute(
+            "SELECT tool_name, current_state FROM tool_operations ORDER BY tool_name"
+        ).fetchall()
+    # one operation per call: the bash call's outcome committed by host A before it died, the
+    # read by host B's continuation; nothing unpaired
+    assert states == [("bash", "outcome_committed"), ("read_file", "outcome_committed")]
+    with psycopg.connect(postgres_url) as conn:
+        lease = conn.execute("SELECT epoch, owner FROM session_leases").fetchone()
+    assert lease == (2, None)  # taken at creation (1), taken over (2), given up at B's stop
+    # not before the lease ran out (renewed at most ttl/3 before the kill) and within ttl + 5 s
+    assert 2.0 <= took < 3 + 5, took
+    print(json.dumps({"takeover_to_completed_s": round(took, 2)}))
