@@ -1,0 +1,203 @@
+"""Takeover on PostgreSQL (docs/design/hosts.md section 2): ``claim_expired_sessions`` takes only
+leases that ran out past the grace (or were given up) on sessions with an unfinished run, two
+sweeping hosts claim disjoint sessions (``FOR UPDATE SKIP LOCKED``), and the takeover recovery
+repairs those sessions only, with startup recovery's code; the old holder is fenced. The host's
+own conservative clock refuses a T1 past its runway deadline and tells the host once."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+
+from app.host.host_bootstrap import SessionTakeover, take_over_expired
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.store_ports import RunStatus, StoreRefusal
+from runtime.recovery.startup_recovery import run_takeover_recovery
+from storage.ledger.postgres_store import (
+    LeaseSettings,
+    PostgresLedgerStore,
+    lease_settings_from_env,
+    open_postgres_store,
+)
+from storage.ledger.session_lease_heartbeat import SessionLeaseHeartbeat
+from tests.helpers.ledger_builders import (
+    RunIds,
+    call_event,
+    dispatch_event,
+    terminal,
+    user_text,
+)
+from tests.helpers.store_workloads import add_run, fixed_clock
+
+pytestmark = pytest.mark.contract
+
+
+def _ids(n: int) -> RunIds:
+    return RunIds(f"sess-{n}", f"inv-{n}", f"run-{n}", f"turn-{n}")
+
+
+def _host(url: str, name: str, ttl_ms: int = 30_000, grace_ms: int = 0) -> PostgresLedgerStore:
+    return open_postgres_store(
+        url,
+        clock=fixed_clock(),
+        owner=name,
+        lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=0, grace_ms=grace_ms),
+        heartbeat=False,
+    )
+
+
+def test_only_expired_leases_of_unfinished_sessions_are_claimed(postgres_url: str) -> None:
+    with (
+        _host(postgres_url, "dead", ttl_ms=300) as dead,
+        _host(postgres_url, "live") as live,
+        _host(postgres_url, "sweeper", grace_ms=400) as sweeper,
+    ):
+        add_run(dead, _ids(1))  # unfinished, its lease will run out
+        dead.append_event(user_text(ids=_ids(1)))
+        add_run(live, _ids(2))  # unfinished, lease live
+        assert isinstance(sweeper, SessionTakeover)
+        assert sweeper.claim_expired_sessions() == []  # nothing ran out yet
+        time.sleep(0.4)
+        assert sweeper.claim_expired_sessions() == []  # ran out, but not past the grace
+        time.sleep(0.4)
+        (claimed,) = sweeper.claim_expired_sessions()
+        assert (claimed.session_id, claimed.epoch) == ("sess-1", 2)
+        assert sweeper.held_session_leases() == {"sess-1": 2}
+        assert sweeper.claim_expired_sessions() == []  # its own lease is never claimed again
+        with pytest.raises(StoreRefusal) as fenced:
+            dead.append_event(user_text(event_id="late", ids=_ids(1)))
+        assert fenced.value.code is StoreCode.SESSION_LEASE_LOST
+
+
+def test_a_given_up_lease_is_claimed_only_with_an_unfinished_run(postgres_url: str) -> None:
+    sweeper = _host(postgres_url, "sweeper")
+    with sweeper:
+        with _host(postgres_url, "closed") as closed:
+            add_run(closed, _ids(1))
+            add_run(closed, _ids(2))
+            closed.commit_run_ending(terminal(_ids(2)), RunStatus.COMPLETED, None)
+        # given up at close with its run still running: orphaned, claimed at once; the session
+        # whose run ended is nobody's business
+        assert [lease.session_id for lease in sweeper.claim_expired_sessions()] == ["sess-1"]
+
+
+def test_two_sweeping_hosts_claim_disjoint_sessions(postgres_url: str) -> None:
+    with _host(postgres_url, "dead", ttl_ms=100) as dead:
+        for n in range(12):
+            add_run(dead, _ids(n))
+        time.sleep(0.3)
+        claims: dict[str, list[str]] = {}
+        hosts = [_host(postgres_url, f"h{i}") for i in range(3)]
+
+        def sweep(host: PostgresLedgerStore) -> None:
+            got: list[str] = []
+            while batch := host.claim_expired_sessions(limit=2):
+                got.extend(lease.session_id for lease in batch)
+            claims[host.owner] = got
+
+        threads = [threading.Thread(target=sweep, args=(host,)) for host in hosts]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=60)
+        finally:
+            for host in hosts:  # closing gives the leases up: only after every sweep ended
+                host.close()
+    everything = [session for got in claims.values() for session in got]
+    assert sorted(everything) == sorted(f"sess-{n}" for n in range(12))  # each exactly once
+
+
+def test_takeover_recovery_repairs_the_claimed_sessions_only(postgres_url: str) -> None:
+    with (
+        _host(postgres_url, "dead", ttl_ms=100) as dead,
+        _host(postgres_url, "live") as live,
+        _host(postgres_url, "new") as new,
+    ):
+        for n in (1, 2):
+            add_run(dead, _ids(n))
+            call = call_event(f"call-{n}", ids=_ids(n))
+            dead.commit_tool_prepared(call, dispatch_event(call))
+        add_run(live, _ids(3))
+        time.sleep(0.3)
+        report = take_over_expired(new, owner_epoch=7, clock=fixed_clock())
+        assert report.taken_over == ("sess-1", "sess-2")
+        assert [(r.run_id, r.recovery_reason) for r in report.repaired] == [
+            ("run-1", "tool_interrupted"),
+            ("run-2", "tool_interrupted"),
+        ]
+        for n in (1, 2):
+            header = new.read_run_header(f"run-{n}")
+            assert header is not None
+            assert (header.status, header.failure_class) == (RunStatus.FAILED, "app_restarted")
+        live_header = live.read_run_header("run-3")
+        assert live_header is not None and live_header.status is RunStatus.CREATED  # untouched
+        # The same function again finds nothing to claim and repairs nothing.
+        again = run_takeover_recovery(new, ["sess-1"], 7, fixed_clock())
+        assert again.repaired == () and again.aligned == ()
+
+
+def test_no_t1_past_the_hosts_own_runway_deadline(postgres_url: str) -> None:
+    told: list[str] = []
+    store = open_postgres_store(
+        postgres_url,
+        clock=fixed_clock(),
+        owner="cut-off",
+        lease_settings=LeaseSettings(ttl_ms=1200, runway_ms=400),
+    )
+    try:
+        store.on_runway_lost(lambda: told.append("expired"))
+        add_run(store, _ids(1))
+        call = call_event("call-1", ids=_ids(1))
+        assert store.commit_tool_prepared(call, dispatch_event(call)).created
+        # cut the renewals off as a silent network would: every beat fails from now on
+        store._heartbeat._store = _Failing()  # type: ignore[union-attr]
+        deadline = time.monotonic() + 3
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert told == ["expired"]  # once, from the deadline thread
+        second = call_event("call-2", ids=_ids(1))
+        with pytest.raises(StoreRefusal) as refused:
+            store.commit_tool_prepared(second, dispatch_event(second))
+        assert refused.value.code is StoreCode.SESSION_LEASE_LOST
+        assert "own clock" in refused.value.message
+        assert [row.seq for row in store.read_run_events("run-1")] == [1, 2]  # the first T1 only
+        time.sleep(0.5)
+        assert told == ["expired"]
+    finally:
+        store.close()
+
+
+class _Failing:
+    def renew_session_leases(self) -> Sequence[str]:
+        raise StoreRefusal(StoreCode.STORE_IO_FAILED, "the network is silent")
+
+
+def test_heartbeat_tells_once_per_missed_deadline() -> None:
+    told: list[int] = []
+    beat = SessionLeaseHeartbeat(_Failing(), ttl_s=0.6, margin_s=0.2, on_lost=list, interval_s=0.1)  # type: ignore[arg-type]
+    beat.on_expired = lambda: told.append(1)
+    beat.start()
+    try:
+        time.sleep(0.9)
+    finally:
+        beat.stop()
+    assert told == [1] and beat.failures >= 3
+
+
+def test_lease_numbers_come_from_the_environment() -> None:
+    assert lease_settings_from_env({}) == LeaseSettings()
+    assert lease_settings_from_env(
+        {
+            "MAKA_SESSION_LEASE_TTL_MS": "3000",
+            "MAKA_SESSION_LEASE_RUNWAY_MS": "1000",
+            "MAKA_SESSION_TAKEOVER_GRACE_MS": "500",
+        }
+    ) == LeaseSettings(3000, 1000, 500)
+    for bad in ({"MAKA_SESSION_LEASE_TTL_MS": "3s"}, {"MAKA_SESSION_LEASE_RUNWAY_MS": "40000"}):
+        with pytest.raises(StoreRefusal) as refused:
+            lease_settings_from_env(bad)
+        assert refused.value.code is StoreCode.STORE_IO_FAILED
