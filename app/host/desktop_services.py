@@ -162,6 +162,7 @@ class DesktopServices:
         self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
         self._sessions: SessionService | None = None
         self._owner_epoch = 0
+        self._feed_stop = threading.Event()
         self._lifecycle = LifecycleLog.in_data_dir(data_dir, clock)
         self._memory = VerdictMemory(
             store,
@@ -184,6 +185,7 @@ class DesktopServices:
         self._owner_epoch = report.owner_epoch
         if isinstance(self._store, SessionTakeover):
             self._store.on_runway_lost(self._end_tool_processes)
+            self._start_deadline_feed(self._store)
             if report.taken_over:
                 _log.info("took over session(s) %s", ", ".join(report.taken_over))
         self._sessions = session_service(
@@ -246,6 +248,23 @@ class DesktopServices:
             len(report.repaired),
         )
         return tuple(self._interrupted(report))
+
+    def _start_deadline_feed(self, store: SessionTakeover) -> None:
+        """Every quarter second, the lease's runway deadline goes to every tool supervisor of
+        this host: a host stopped (SIGSTOP) or cut off stops feeding it, and its commands end at
+        the last deadline it sent, by their supervisors, before another host may take over."""
+        from runtime.tools.supervised_spawn import set_stop_deadline
+
+        def feed() -> None:
+            while not self._feed_stop.wait(0.25):
+                deadline = store.runway_deadline()
+                if deadline is not None:
+                    set_stop_deadline(deadline)
+
+        deadline = store.runway_deadline()
+        if deadline is not None:
+            set_stop_deadline(deadline)
+        threading.Thread(target=feed, name="maka-tool-deadline", daemon=True).start()
 
     def _end_tool_processes(self) -> None:
         """This host could not renew its session leases for ttl - runway (its own clock): end
@@ -716,6 +735,7 @@ class DesktopServices:
         self._shells.stop_all()
 
     def close(self) -> None:
+        self._feed_stop.set()
         self._store.close()
 
     # ---- settings ------------------------------------------------------------------------

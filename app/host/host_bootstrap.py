@@ -45,6 +45,8 @@ class SessionTakeover(Protocol):
 
     def started_tool_processes(self) -> list[ToolProcessRecord]: ...
 
+    def runway_deadline(self) -> float | None: ...
+
 
 def now_ms() -> int:
     """The hosts' one clock: wall time in milliseconds."""

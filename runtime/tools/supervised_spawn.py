@@ -159,6 +159,7 @@ class SupervisedCommand:
         os.close(watch_read)
         os.close(status_write)
         self._watch = watch_write
+        _watch_started(watch_write)
         self._supervisor = supervisor
         self.stdout = supervisor.stdout
         status = os.fdopen(status_read, "r", encoding="utf-8", errors="replace")
@@ -213,6 +214,7 @@ class SupervisedCommand:
         """The command is done with: whatever is left of its group is stopped (the supervisor
         does it when its watch pipe closes), and the supervisor is reaped."""
         if self._watch is not None:
+            _watch_closing(self._watch)
             os.close(self._watch)
             self._watch = None
         if self._supervisor is not None:
@@ -241,4 +243,35 @@ class SupervisedCommand:
 
 
 _HELD_WATCHES: list[int] = []
+_LIVE_WATCHES: set[int] = set()
+_DEADLINE_LOCK = threading.Lock()
+_DEADLINE: list[float] = []
+
+
+def set_stop_deadline(deadline: float) -> None:
+    """Every supervised command of this process, running or started later, is stopped by its
+    supervisor at ``deadline`` (a ``time.monotonic()`` value) unless a later call moves it on.
+    A host on a shared ledger calls it after every lease renewal (its runway deadline): stopped
+    or cut off, it cannot, and its commands end by themselves (``tool_supervisor``)."""
+    message = f"d{deadline:.3f};".encode()
+    with _DEADLINE_LOCK:
+        _DEADLINE[:] = [deadline]
+        for watch in _LIVE_WATCHES:
+            with contextlib.suppress(OSError):
+                os.write(watch, message)
+
+
+def _watch_started(watch: int) -> None:
+    with _DEADLINE_LOCK:
+        _LIVE_WATCHES.add(watch)
+        if _DEADLINE:
+            with contextlib.suppress(OSError):
+                os.write(watch, f"d{_DEADLINE[0]:.3f};".encode())
+
+
+def _watch_closing(watch: int) -> None:
+    with _DEADLINE_LOCK:
+        _LIVE_WATCHES.discard(watch)
+
+
 _HELD_JOBS: list[int] = []

@@ -39,6 +39,12 @@ few milliseconds without the site packages.
 - A byte ``k`` on WATCH_FD stops everything now (a timeout, a cancelled turn) and goes on
   reporting. Before it exits, the supervisor reports ``stopped N`` when it stopped N processes
   that were still running after the command's own process had ended (background processes).
+- ``dSECONDS;`` on WATCH_FD sets a stop deadline, a ``time.monotonic()`` value (the system's
+  monotonic clock, the same in every process of the machine); a later one replaces it. When it
+  passes, the supervisor stops everything as for ``k``. A host on a shared ledger sends its lease's
+  runway deadline after every renewal (docs/design/hosts.md section 2, "fencing the world"): a
+  host that is stopped (SIGSTOP) or cut off cannot renew, and its commands end by that deadline,
+  before another host may take the session over, without the host having to run.
 - MODE ``background``: once the command has ended and no descendant is left, the supervisor exits
   by itself (a background shell may outlive its tool call, never the host).
 """
@@ -597,8 +603,14 @@ def main(argv: list[str]) -> int:  # noqa: C901
 
     threading.Thread(target=reap_all if reaping else reap_command, daemon=True).start()
     poll = 0.25 if mode == "background" else None
+    deadline: float | None = None
+    pending = b""
     while True:
-        ready, _, _ = select.select([watch_fd], [], [], poll)
+        timeout = poll
+        if deadline is not None:
+            left = max(deadline - time.monotonic(), 0.0)
+            timeout = left if timeout is None else min(timeout, left)
+        ready, _, _ = select.select([watch_fd], [], [], timeout)
         if ready:
             try:
                 data = os.read(watch_fd, 64)
@@ -608,7 +620,16 @@ def main(argv: list[str]) -> int:  # noqa: C901
                 break
             if b"k" in data:
                 stop_everything(child.pid, tracker=tracker)
-        elif ended.is_set() and not _anything_left(child.pid, tracker):
+            *tokens, pending = (pending + data.replace(b"k", b"")).split(b";")
+            for token in tokens:
+                if token.startswith(b"d"):
+                    with contextlib.suppress(ValueError):
+                        deadline = float(token[1:])
+        if deadline is not None and time.monotonic() >= deadline:
+            deadline = None
+            report("deadline")
+            stop_everything(child.pid, tracker=tracker)
+        elif not ready and ended.is_set() and not _anything_left(child.pid, tracker):
             return 0
     stop()
     return 0

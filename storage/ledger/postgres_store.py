@@ -503,6 +503,12 @@ class PostgresLedgerStore(SqliteLedgerStore):
         if self._heartbeat is not None:
             self._heartbeat.on_expired = callback
 
+    def runway_deadline(self) -> float | None:
+        """``time.monotonic()`` past which this host must not start or keep running a tool
+        (the last successful renewal + ttl - runway); None without a heartbeat."""
+        heartbeat = self._heartbeat
+        return heartbeat.runway_deadline if heartbeat is not None else None
+
     def _refuse_without_own_runway(self) -> None:
         """A T1 or an admission needs runway on this host's own clock too: past the last
         successful renewal + ttl - runway, the server may already have let the lease go."""
