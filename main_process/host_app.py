@@ -29,6 +29,7 @@ a dialog when a display is available; the process exits 1.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -52,6 +53,7 @@ from app.host.host_services import (
     HostServicesFactory,
     RecoveryReport,
     ResumeOutcome,
+    ResumeParked,
 )
 from app.host.ipc_endpoint import (
     EndpointError,
@@ -457,10 +459,20 @@ class HostApp(QObject):
             )
         for run in selection.resume:
             _log.info("auto-resuming taken-over session %s", run.session_id)
-            self._router.start_resume(run.session_id, automatic=True, on_done=self._resumed)
+            self._router.start_resume(
+                run.session_id,
+                automatic=True,
+                on_done=functools.partial(self._resumed, run.session_id),
+            )
 
-    def _resumed(self, outcome: ResumeOutcome | None) -> None:
-        _log.info("taken-over session auto-resume outcome: %s", type(outcome).__name__)
+    def _resumed(self, session_id: str, outcome: ResumeOutcome | None) -> None:
+        reasons = ", ".join(outcome.rejection_reasons) if isinstance(outcome, ResumeParked) else ""
+        _log.info(
+            "taken-over session %s auto-resume outcome: %s %s",
+            session_id,
+            type(outcome).__name__,
+            reasons,
+        )
 
     # --------------------------------------------------------------------------- events
 
