@@ -12,6 +12,8 @@ resume made but never started in (``workspace_restore_abandoned``, as ``maka pla
 are listed as notes, not problems: Maka never uses them and the user may remove them. So are
 the snapshots of a session imported without them (``workspace_checkpoints_not_carried``: an
 older export or ``--no-checkpoints``); resume offers to continue with the current files.
+With ``MAKA_DATABASE_URL`` it checks the ledger on that PostgreSQL server instead: its schema
+version and its session leases, held and run out (``storage/ledger/postgres_doctor.py``).
 ``--verify-snapshots`` also re-hashes every present snapshot's stored objects against its
 recorded tree, the check a restore makes before it writes (``workspace_checkpoint_damaged``). With
 ``--json`` exactly one JSON document is printed.
@@ -115,13 +117,53 @@ def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[di
     ]
 
 
+def _run_postgres(args: argparse.Namespace, url: str) -> int:
+    """The ledger on PostgreSQL: its schema and its session leases (docs/postgres.md)."""
+    from runtime.ledger.store_ports import StoreRefusal
+    from storage.ledger.postgres_doctor import (
+        postgres_report,
+        redacted,
+        report_json,
+        report_lines,
+    )
+
+    try:
+        report = postgres_report(url)
+    except StoreRefusal as refusal:
+        problem = {"code": str(refusal.code), "message": refusal.message}
+        _emit(
+            args,
+            {"ok": False, "engine": "postgresql", "database": redacted(url), "problems": [problem]},
+            [
+                f"database: {redacted(url)} (PostgreSQL)",
+                f"PROBLEM [{refusal.code}] {refusal.message}",
+            ],
+        )
+        return EXIT_ERROR
+    _emit(args, report_json(report), report_lines(report))
+    return EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.store_ports import StoreRefusal
     from storage.ledger.ledger_store import open_store
     from storage.ledger.sqlite_connection import DATABASE_NAME
+    from storage.ledger.store_open import database_url
 
     data_dir = data_dir_from(args)
+    try:
+        url = database_url()
+    except StoreRefusal as refusal:
+        bad_url = {"code": str(refusal.code), "message": refusal.message}
+        _emit(
+            args,
+            {"ok": False, "problems": [bad_url]},
+            [f"PROBLEM [{refusal.code}] {refusal.message}"],
+        )
+        return EXIT_ERROR
+    if url is not None:
+        return _run_postgres(args, url)
     database = data_dir / DATABASE_NAME
     privacy = _privacy_problems(data_dir)
     privacy_lines = [f"PROBLEM [{p['code']}] {p['message']}" for p in privacy]
