@@ -33,6 +33,7 @@ terminal event; the run's seal is otherwise kept.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 
 from runtime.ledger.attestation import (
@@ -61,6 +62,7 @@ from runtime.ledger.recovery_bundle import DecisionFact, ReconcileFact, parse_re
 from runtime.ledger.store_ports import (
     AttestationCommit,
     CommitResult,
+    RunHeader,
     StoreRefusal,
     ToolOperationRecord,
 )
@@ -159,6 +161,10 @@ def _commit_baseline(
     failpoint(CrashPoint.SETTLE_AFTER_BASELINE_FACT)
 
 
+def _older_epoch(conn: sqlite3.Connection, header: RunHeader) -> bool:
+    return header.owner_epoch < headers.read_owner_epoch(conn)
+
+
 def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts)
     tx: LedgerTransaction,
     operation_id: str,
@@ -168,7 +174,10 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
     surviving_process: SurvivingProcess,
     judge: SettleJudge,
     baseline: dict[str, object] | None = None,
+    orphaned: Callable[[sqlite3.Connection, RunHeader], bool] | None = None,
 ) -> AttestationCommit:
+    """``orphaned``: whether the run belongs to no running process (default: it was started
+    under an older owner epoch of the data folder; on PostgreSQL, the store's own rule)."""
     operation = read_operation(tx.conn, operation_id)
     if operation is None:
         raise StoreRefusal(StoreCode.OPERATION_NOT_FOUND, f"no tool operation {operation_id}")
@@ -188,7 +197,7 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
         raise StoreRefusal(AttestationRefusal.ATTESTATION_NOT_APPLICABLE, verdict.message)
     state = tx.run(operation.run_id)
     tx.check_health(state)  # the writer's own rule: a run with a ledger issue takes no tool fact
-    if header.owner_epoch >= headers.read_owner_epoch(tx.conn):
+    if not (orphaned or _older_epoch)(tx.conn, header):
         raise StoreRefusal(
             AttestationRefusal.RUN_NOT_ORPHANED,
             f"run {operation.run_id} belongs to the process that owns the data directory now; "

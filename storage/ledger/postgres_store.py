@@ -46,6 +46,7 @@ from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.store_ports import (
     CommitResult,
     RunHeader,
+    RunStatus,
     SessionLease,
     SessionRecord,
     StoreRefusal,
@@ -626,6 +627,13 @@ class PostgresLedgerStore(SqliteLedgerStore):
 
     def _runway(self) -> _Runway:
         return _Runway(self._fence)
+
+    def _run_orphaned(self, conn: sqlite3.Connection, header: RunHeader) -> bool:
+        """On a shared server the owner epoch is not one host's: a run no process owns is one
+        that ended (startup or takeover recovery closed it). The write is fenced by the
+        session's lease, so no other host can write to that session meanwhile."""
+        del conn
+        return header.status not in (RunStatus.CREATED, RunStatus.RUNNING)
 
     def delete_tool_process(self, operation_id: str, pid: int) -> None:
         with self._started_lock:

@@ -376,13 +376,26 @@ class SqliteLedgerStore:
         (docs/design/workspace.md section 3)."""
         with self._write() as tx:
             result = commit_attestation(
-                tx, operation_id, ran, note, tx.committed_at, surviving_process, judge, baseline
+                tx,
+                operation_id,
+                ran,
+                note,
+                tx.committed_at,
+                surviving_process,
+                judge,
+                baseline,
+                orphaned=self._run_orphaned,
             )
         if result.created:
             failpoint(
                 CrashPoint.BUNDLE_AFTER_COMMIT, CrashPoint.ATTESTATION_AFTER_COMMIT, CrashPoint.P10
             )
         return result
+
+    def _run_orphaned(self, conn: sqlite3.Connection, header: RunHeader) -> bool:
+        """A run no running process owns: one started under an older owner epoch of the data
+        folder (whose lock makes this process the only owner now)."""
+        return header.owner_epoch < headers.read_owner_epoch(conn)
 
     def find_session_operations(self, session_id: str) -> Sequence[ToolOperationRecord]:
         """The T1 operations of a session's runs (for naming one by its tool call id)."""
