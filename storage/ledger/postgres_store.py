@@ -297,6 +297,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
         self._runway_lost: Callable[[], None] | None = None
         self._started: dict[tuple[str, int], ToolProcessRecord] = {}
         self._started_lock = threading.Lock()
+        self._started_epoch: int | None = None
 
     @property
     def owner(self) -> str:
@@ -629,11 +630,20 @@ class PostgresLedgerStore(SqliteLedgerStore):
         return _Runway(self._fence)
 
     def _run_orphaned(self, conn: sqlite3.Connection, header: RunHeader) -> bool:
-        """On a shared server the owner epoch is not one host's: a run no process owns is one
-        that ended (startup or takeover recovery closed it). The write is fenced by the
-        session's lease, so no other host can write to that session meanwhile."""
+        """On a shared server the owner epoch is every host's, so it says nothing about who
+        writes a run. The write asking is fenced by the session's lease (this store holds it),
+        so a run no process writes any more is one that ended (startup or takeover recovery
+        closed it) or one started under an owner epoch older than the one this store started
+        with (a previous holder's, whose lease this store now holds)."""
         del conn
-        return header.status not in (RunStatus.CREATED, RunStatus.RUNNING)
+        if header.status not in (RunStatus.CREATED, RunStatus.RUNNING):
+            return True
+        return self._started_epoch is not None and header.owner_epoch < self._started_epoch
+
+    def bump_owner_epoch(self) -> int:
+        epoch = super().bump_owner_epoch()
+        self._started_epoch = epoch
+        return epoch
 
     def delete_tool_process(self, operation_id: str, pid: int) -> None:
         with self._started_lock:

@@ -201,3 +201,43 @@ def test_lease_numbers_come_from_the_environment() -> None:
         with pytest.raises(StoreRefusal) as refused:
             lease_settings_from_env(bad)
         assert refused.value.code is StoreCode.STORE_IO_FAILED
+
+
+def _no_process(_operation_id: str) -> str | None:
+    return None
+
+
+def test_a_taken_over_call_is_settled_whatever_the_epochs(postgres_url: str) -> None:
+    """The server's owner epoch is every host's: the host that takes over may have started
+    before the dead one. Its settlement is allowed once recovery closed the run; a live host's
+    call is refused by the lease, whatever the epochs say."""
+    from runtime.recovery.settle_verdict import judge_settlement
+    from tests.helpers.ledger_builders import operation_of
+
+    with (
+        _host(postgres_url, "new") as new,
+        _host(postgres_url, "dead", ttl_ms=100) as dead,
+        _host(postgres_url, "live") as live,
+    ):
+        epoch = new.bump_owner_epoch()  # the taking host started first ...
+        later = dead.bump_owner_epoch()  # ... the dead one after it
+        assert later > epoch
+        add_run(dead, _ids(1), epoch=later)
+        call = call_event("call-1", "bash", {"command": "make migrate"}, ids=_ids(1))
+        dead.commit_tool_prepared(call, dispatch_event(call, recovery_mode="never_auto_retry"))
+        add_run(live, _ids(2), epoch=later)
+        live_call = call_event("call-2", "bash", {"command": "make migrate"}, ids=_ids(2))
+        live.commit_tool_prepared(
+            live_call, dispatch_event(live_call, recovery_mode="never_auto_retry")
+        )
+        time.sleep(0.3)
+        assert take_over_expired(new, epoch, fixed_clock()).taken_over == ("sess-1",)
+        settled = new.commit_attestation(
+            operation_of(call), False, "checked", _no_process, judge_settlement
+        )
+        assert settled.created
+        with pytest.raises(StoreRefusal) as refused:
+            new.commit_attestation(
+                operation_of(live_call), False, None, _no_process, judge_settlement
+            )
+        assert refused.value.code is StoreCode.SESSION_LEASE_LOST
