@@ -657,10 +657,14 @@ class PostgresLedgerStore(SqliteLedgerStore):
             return list(self._started.values())
 
     def import_parsed(self, parsed: ParsedExport, *, bulk: bool = True) -> ImportReport:
-        raise StoreRefusal(
-            StoreCode.STORE_IO_FAILED,
-            "importing a session into the ledger on PostgreSQL is not supported yet",
-        )
+        """As on SQLite, all or nothing in one transaction, every event through the per-event
+        writers (``bulk`` is SQLite's fast path): the imported session's lease is taken in that
+        transaction, by its first run's write."""
+        del bulk
+        from storage.sessions.session_import import import_parsed
+
+        with self._lock, self._write() as tx:
+            return import_parsed(tx, parsed, bulk=False)
 
     def diagnose(self) -> object:  # type: ignore[override]
         raise StoreRefusal(
