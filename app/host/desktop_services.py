@@ -46,6 +46,7 @@ from app.host.host_bootstrap import (
     now_ms,
     recover_at_startup,
     session_service,
+    startup_reconciler,
     take_over_expired,
 )
 from app.host.host_services import (
@@ -105,7 +106,7 @@ from runtime.ledger.codes import HostCode, TransferCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
-from runtime.ledger.store_ports import RunHeader
+from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.ledger.timeline_pins import SessionTimeline
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
@@ -239,7 +240,15 @@ class DesktopServices:
         return the interrupted ones (automatic resume takes them up as at startup)."""
         if not isinstance(self._store, SessionTakeover) or self._sessions is None:
             return ()
+        stalled = self._recover_stalled(self._sessions)
         report = take_over_expired(self._store, self._owner_epoch, self._clock)
+        if stalled is not None:
+            report = replace(
+                report,
+                repaired=stalled.repaired + report.repaired,
+                taken_over=tuple(dict.fromkeys(r.session_id for r in stalled.repaired))
+                + report.taken_over,
+            )
         if not report.taken_over:
             return ()
         _log.info(
@@ -265,6 +274,43 @@ class DesktopServices:
         if deadline is not None:
             set_stop_deadline(deadline)
         threading.Thread(target=feed, name="maka-tool-deadline", daemon=True).start()
+
+    def _recover_stalled(self, sessions: SessionService) -> StartupRecoveryReport | None:
+        """A turn of this host that ended on a lost connection (``store_io_failed``) may have
+        left its run unfinished while the heartbeat keeps renewing the session's lease: no
+        sweep would ever claim it. Such runs (an unfinished run in a session this host holds,
+        no turn or continuation of this host running in it) are repaired here with the same
+        takeover recovery, those runs only (never one a turn started since the check)."""
+        from runtime.recovery.startup_recovery import run_takeover_recovery
+
+        store = self._store
+        held = store.held_session_leases()
+        if not held:
+            return None
+        stalled: dict[str, str] = {}
+        for header in store.list_runs([RunStatus.CREATED, RunStatus.RUNNING]):
+            if header.session_id not in held:
+                continue
+            with self._lock:
+                running = sessions.is_busy(header.session_id) or (
+                    header.session_id in self._continuations
+                )
+            if not running:
+                stalled[header.run_id] = header.session_id
+        if not stalled:
+            return None
+        _log.warning(
+            "run(s) %s left unfinished by this host's own turn(s): repairing them",
+            ", ".join(sorted(stalled)),
+        )
+        return run_takeover_recovery(
+            store,
+            set(stalled.values()),
+            self._owner_epoch,
+            self._clock,
+            startup_reconciler(store, self._clock),
+            only_runs=frozenset(stalled),
+        )
 
     def _end_tool_processes(self) -> None:
         """This host could not renew its session leases for ttl - runway (its own clock): end

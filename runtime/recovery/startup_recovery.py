@@ -21,7 +21,7 @@ repair code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -130,17 +130,21 @@ def run_takeover_recovery(
     owner_epoch: int,
     now_ms: Callable[[], int],
     reconciler: Reconciler | None = None,
+    *,
+    only_runs: Collection[str] | None = None,
 ) -> StartupRecoveryReport:
     """Startup recovery for the sessions whose leases this host just took over
     (docs/design/hosts.md section 2, "takeover = startup recovery per session"): steps 2-4 above
     for those sessions only. Every unfinished run of a taken-over session is orphaned, whatever
     its owner epoch: the lease's epoch went up, so no further fact of the old owner can commit.
-    ``owner_epoch`` is the epoch this host serves under (reported, never bumped here)."""
+    ``owner_epoch`` is the epoch this host serves under (reported, never bumped here).
+    ``only_runs``: repair only these runs (a host recovering runs its own turns left behind,
+    never one a turn started since)."""
     wanted = frozenset(session_ids)
     headers = [
         header
         for header in store.list_runs([RunStatus.CREATED, RunStatus.RUNNING])
-        if header.session_id in wanted
+        if header.session_id in wanted and (only_runs is None or header.run_id in only_runs)
     ]
     return _repair(store, owner_epoch, headers, now_ms, reconciler, orphaned=lambda h: True)
 

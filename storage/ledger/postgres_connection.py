@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from functools import lru_cache
@@ -32,6 +33,11 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
+
+RECONNECT_BACKOFF_S = (0.1, 0.2, 0.4, 0.8, 1.6)
+"""Waits between attempts to reopen a lost connection: about 3 s in all, then the caller's
+call answers ``store_io_failed`` (and the next one tries again)."""
+
 
 _GLOB_TOOL = re.compile(r"(\w+) (NOT )?GLOB 'toolop_\*'")
 _TOOL_PROCESS_UPSERT = "INSERT OR REPLACE INTO tool_processes"
@@ -180,10 +186,18 @@ class PostgresConnection:
         """The server or the network dropped the connection."""
         return self.raw.closed or self.raw.broken
 
-    def reconnect(self) -> None:
-        """Open a fresh connection in place of a lost one (no transaction was open on it)."""
+    def reconnect(self, backoff_s: Sequence[float] = RECONNECT_BACKOFF_S) -> None:
+        """Open a fresh connection in place of a lost one (no transaction was open on it),
+        trying again after each of ``backoff_s`` (a server restarting, a network coming back);
+        the last failure is raised."""
         with suppress(psycopg.Error):
             self.raw.close()
+        for delay in backoff_s:
+            try:
+                self.raw = _raw_connection(self._url, read_only=self._read_only)
+                return
+            except sqlite3.Error:
+                time.sleep(delay)
         self.raw = _raw_connection(self._url, read_only=self._read_only)
 
     def cursor(self) -> PostgresCursor:

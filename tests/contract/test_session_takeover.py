@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -241,3 +242,32 @@ def test_a_taken_over_call_is_settled_whatever_the_epochs(postgres_url: str) -> 
                 operation_of(live_call), False, None, _no_process, judge_settlement
             )
         assert refused.value.code is StoreCode.SESSION_LEASE_LOST
+
+
+def test_a_server_restart_is_met_once_then_the_store_reconnects_with_backoff(
+    postgres_cluster: Any, postgres_url: str
+) -> None:
+    """The call that meets the dead connection answers ``store_io_failed``, nothing committed;
+    the next one reopens it, waiting with backoff while the server comes back, and the exact
+    retry of the same fact commits it once."""
+    from tests.helpers.ledger_builders import model_text
+
+    with _host(postgres_url, "restarted") as store:
+        ids = _ids(1)
+        add_run(store, ids)
+        store.append_event(user_text(ids=ids))
+        postgres_cluster.stop_server()
+        back = threading.Timer(1.0, postgres_cluster.start_server)
+        back.start()
+        try:
+            fact = model_text("after the restart", event_id="m-1", ids=ids)
+            with pytest.raises(StoreRefusal) as met:
+                store.append_event(fact)
+            assert met.value.code is StoreCode.STORE_IO_FAILED
+            started = time.monotonic()
+            assert store.append_event(fact).event_seq == 2  # waited for the server
+            assert time.monotonic() - started < 5
+            assert not store.append_event(fact).created  # the exact retry: already there
+        finally:
+            back.join()
+        assert [row.seq for row in store.read_run_events("run-1")] == [1, 2]

@@ -2,9 +2,11 @@
 ``maka host`` processes on one server; one is killed (SIGKILL) mid-turn and another continues its
 session after the lease; one is stopped (SIGSTOP) past its lease while its command runs, another
 takes over, and once continued its command is already gone and its next write is refused with
-``session_lease_lost``. After the rounds: no side effect twice, nothing committed after a run's
-recovered ending, gap-free sequences, no unpaired call, every session completed or parked with a
-documented code. ``bench/host_chaos.py`` runs more rounds (tests/helpers/host_chaos.py)."""
+``session_lease_lost``; the server ends one host's connections again and again mid-turn (its
+turn ends with ``store_io_failed``, the host reconnects, repairs its run and continues it).
+After the rounds: no side effect twice, nothing committed after a run's recovered ending,
+gap-free sequences, no unpaired call, every session completed or parked with a documented code.
+``bench/host_chaos.py`` runs more rounds (tests/helpers/host_chaos.py)."""
 
 from __future__ import annotations
 
@@ -24,11 +26,17 @@ pytestmark = [
 def test_three_hosts_survive_a_kill_and_a_stop(tmp_path: Path, postgres_url: str) -> None:
     rig = Rig(postgres_url, tmp_path)
     try:
-        a, b, _c = (rig.start_host(name) for name in ("a", "b", "c"))
+        a, b, c = (rig.start_host(name) for name in ("a", "b", "c"))
         killed = rig.kill_round(a, tmp_path / "work-kill")
         stopped = rig.stop_round(b, tmp_path / "work-stop")
+        cut = rig.cut_round(c, tmp_path / "work-cut")
         counts = check_invariants(
-            rig, {"kill": tmp_path / "work-kill", "stop": tmp_path / "work-stop"}
+            rig,
+            {
+                "kill": tmp_path / "work-kill",
+                "stop": tmp_path / "work-stop",
+                "cut": tmp_path / "work-cut",
+            },
         )
     finally:
         rig.stop_all()
@@ -38,3 +46,5 @@ def test_three_hosts_survive_a_kill_and_a_stop(tmp_path: Path, postgres_url: str
     assert (tmp_path / "work-kill" / "side.txt").read_text() == "one\n"
     assert (tmp_path / "work-stop" / "side.txt").read_text() == "one\n"
     assert counts["parked"] == 1  # the stopped command's outcome is unknown: parked, not re-run
+    assert (tmp_path / "work-cut" / "side.txt").read_text() == "one\n"
+    assert cut["connections_ended"] >= 1

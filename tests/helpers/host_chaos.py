@@ -85,6 +85,7 @@ class Rig:
             "MAKA_WORKSPACE_CHECKPOINTS": "off",
             "MAKA_DATABASE_URL": self.url,
             "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
+            "PGAPPNAME": f"maka-host-{name}",  # names its connections on the server
             **LEASES,
         }
 
@@ -129,7 +130,10 @@ class Rig:
     def wait_for(self, what: str, sql: str, params: tuple[Any, ...], timeout_s: float) -> Any:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            rows = self.query(sql, params)
+            try:
+                rows = self.query(sql, params)
+            except psycopg.errors.UndefinedTable:  # the hosts are still creating the schema
+                rows = []
             if rows and rows[0][0]:
                 return rows[0][0]
             time.sleep(0.05)
@@ -191,6 +195,34 @@ class Rig:
         killed = time.monotonic()
         took = self.settled(session, TTL_MS / 1000 + 30)
         return {"takeover_s": time.monotonic() - killed, "settled_s": took}
+
+    def cut_round(self, victim: MainProcess, work: Path) -> dict[str, float]:
+        """The server ends the host's connections, again and again for 3 s, once the first
+        call's outcome is committed: the turn ends with a coded failure (``store_io_failed``),
+        nothing half-written; the host reconnects and repairs the run its turn left, and
+        automatic resume continues it."""
+        name = self.names[self.hosts.index(victim)]
+        self.start_turn(victim, work, "one side effect, then a check")
+        session = self.session_of(work)
+        self.wait_for(
+            "the first call's outcome",
+            "SELECT count(*) FROM tool_operations WHERE session_id = %s"
+            " AND current_state = 'outcome_committed'",
+            (session,),
+            30,
+        )
+        cut = time.monotonic()
+        ended = 0
+        while time.monotonic() < cut + 3:
+            ended += self.query(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = %s",
+                (f"maka-host-{name}",),
+            )[0][0]
+            time.sleep(0.1)
+        assert ended > 0, "no connection of the host was ended"
+        took = self.settled(session, TTL_MS / 1000 + 30)
+        return {"connections_ended": float(ended), "settled_s": took}
 
     def stop_round(self, victim: MainProcess, work: Path) -> dict[str, float]:
         work.mkdir(parents=True, exist_ok=True)

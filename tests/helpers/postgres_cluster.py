@@ -110,19 +110,24 @@ class PostgresCluster:
             check=True,
             capture_output=True,
         )
+        cluster.start_server()
+        return cluster
+
+    def start_server(self) -> None:
+        """Start (or start again, after ``stop_server``) the cluster's server and wait for it."""
         options = (
-            f"-c listen_addresses=127.0.0.1 -c port={cluster.port}"
-            f" -c unix_socket_directories={root} -c fsync=on -c synchronous_commit=on"
+            f"-c listen_addresses=127.0.0.1 -c port={self.port}"
+            f" -c unix_socket_directories={self.root} -c fsync=on -c synchronous_commit=on"
             " -c max_connections=60"
         )
         subprocess.run(
             [
-                *prefix,
-                str(bin_dir / "pg_ctl"),
+                *_run_as(),
+                str(self.bin_dir / "pg_ctl"),
                 "-D",
-                str(cluster.data),
+                str(self.data),
                 "-l",
-                str(root / "server.log"),
+                str(self.root / "server.log"),
                 "-o",
                 options,
                 "-w",
@@ -131,7 +136,24 @@ class PostgresCluster:
             check=True,
             capture_output=True,
         )
-        return cluster
+
+    def stop_server(self) -> None:
+        """Stop the server as a crash would (``immediate``: every connection cut, no shutdown
+        checkpoint); its data stays, and ``start_server`` brings it back."""
+        subprocess.run(
+            [
+                *_run_as(),
+                str(self.bin_dir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+            check=True,
+            capture_output=True,
+        )
 
     def new_database(self) -> str:
         """The URL of a fresh, empty ledger: a schema of its own in the cluster's one database,
