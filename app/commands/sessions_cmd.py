@@ -148,9 +148,29 @@ def _list(args: argparse.Namespace) -> int:
     return _print(args, data_dir, rows, None)
 
 
+def _with_hosts(rows: list[dict[str, Any]]) -> None:
+    """On PostgreSQL, each row's ``host``: the holder of the session's live lease (the host
+    serving it now), or None when no host holds it (docs/postgres.md)."""
+    from storage.ledger.store_open import database_url
+
+    url = database_url()
+    if url is None or not rows:
+        return
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.ledger.postgres_doctor import lease_holders
+
+    try:
+        holders = lease_holders(url)
+    except LedgerError as error:
+        raise CliError(error.code, error.message) from None
+    for row in rows:
+        row["host"] = holders.get(row["sessionId"])
+
+
 def _print(
     args: argparse.Namespace, data_dir: Path, rows: list[dict[str, Any]], served: Any
 ) -> int:
+    _with_hosts(rows)
     if args.json:
         document: dict[str, Any] = {"sessions": rows}
         if served is not None:
@@ -181,6 +201,8 @@ def _print(
             flag += f"  ({len(row['branches'])} branch(es) made from it)"
         if row["folderMissing"]:
             flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
+        if row.get("host"):
+            flag += f"  host {row['host']}"
         print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")
     if any(row["resumable"] for row in rows) and not enabled:
         print(SAFE_RESUME_OFF)

@@ -148,3 +148,9 @@ def report_json(report: PostgresReport) -> dict[str, Any]:
         "awaitingTakeover": [lease.session_id for lease in report.awaiting_takeover],
         "problems": [],
     }
+
+
+def lease_holders(url: str) -> dict[str, str]:
+    """Each session whose lease is held now, with its holder (``machine:pid:nonce``): what
+    ``maka sessions`` shows as the session's host."""
+    return {lease.session_id: str(lease.owner) for lease in postgres_report(url).held}

@@ -72,3 +72,23 @@ def test_doctor_refuses_a_url_that_is_not_postgresql(tmp_path: Path) -> None:
 def test_a_password_never_reaches_the_report() -> None:
     assert redacted("postgresql://maka:secret@db:5432/maka") == "postgresql://maka:***@db:5432/maka"
     assert redacted("postgresql://maka@db/maka") == "postgresql://maka@db/maka"
+
+
+def test_sessions_show_each_sessions_host(tmp_path: Path, postgres_url: str) -> None:
+    env = {"MAKA_DATABASE_URL": postgres_url}
+    held = open_postgres_store(postgres_url, owner="machine-a:4242:held", heartbeat=False)
+    try:
+        add_run(held, RunIds("sess-held", "inv-1", "run-1", "turn-1"))
+        add_run(held, RunIds("sess-free", "inv-2", "run-2", "turn-2"))
+        held.release_session_lease("sess-free")
+        listed = maka(["sessions", "--json"], tmp_path / "data", env=env)
+        text = maka(["sessions"], tmp_path / "data", env=env)
+    finally:
+        held.close()
+    assert listed.returncode == 0, listed.stderr
+    hosts = {row["sessionId"]: row["host"] for row in json.loads(listed.stdout)["sessions"]}
+    assert hosts == {"sess-held": "machine-a:4242:held", "sess-free": None}
+    (line,) = [line for line in text.stdout.splitlines() if line.startswith("sess-held")]
+    assert line.endswith("host machine-a:4242:held")
+    (free,) = [line for line in text.stdout.splitlines() if line.startswith("sess-free")]
+    assert "host " not in free

@@ -9,6 +9,9 @@ own line to ``side.txt``: the real side effects, counted afterwards.
 - ``kill_round``: SIGKILL the session's host once the first call's outcome is committed, while
   the model streams the next step (a safe boundary); another host takes the session over after
   the lease and continues it once.
+- ``cut_round``: the server ends the host's connections again and again mid-turn; the turn ends
+  ``store_io_failed``, the host reconnects, repairs the run its turn left and continues it.
+- ``restart_round``: PostgreSQL stopped (immediate) and started again mid-turn.
 - ``stop_round``: SIGSTOP the session's host while its bash command runs, past the lease; another
   host takes over; SIGCONT: the command was already gone (its supervisor ended it at the runway
   deadline), and the stopped host's next write is refused with ``session_lease_lost``.
@@ -35,9 +38,10 @@ from typing import Any
 import psutil
 import psycopg
 
-from runtime.ledger.codes import ParkReason
+from runtime.ledger.codes import FailureClass, ParkReason
 from tests.helpers.maka_process import MainProcess, maka_env, maka_executable, start_main
 from tests.helpers.maka_run import write_script
+from tests.helpers.postgres_cluster import PostgresCluster
 
 TTL_MS = 3000
 LEASES = {
@@ -95,6 +99,12 @@ class Rig:
         host = start_main(data, self.env(name), "host").wait_ready()
         self.hosts.append(host)
         self.names.append(name)
+        deadline = time.monotonic() + 60  # ready: the store open and startup recovery done
+        log = data / "logs" / "main.log"
+        while "main process ready" not in (log.read_text() if log.exists() else ""):
+            if time.monotonic() > deadline or host.process.poll() is not None:
+                raise AssertionError(f"host {name} did not become ready: {host.stderr()[-2000:]}")
+            time.sleep(0.1)
         return host
 
     def start_turn(self, host: MainProcess, work: Path, prompt: str) -> subprocess.Popen[str]:
@@ -149,6 +159,21 @@ class Rig:
             )
         )
 
+    def first_outcome(self, session: str, client: subprocess.Popen[str]) -> None:
+        """Until the session's first call has its outcome committed, or the turn ended before
+        (a T1 refused for want of runway right after a server restart, say)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done = self.query(
+                "SELECT count(*) FROM tool_operations WHERE session_id = %s"
+                " AND current_state = 'outcome_committed'",
+                (session,),
+            )[0][0]
+            if done or client.poll() is not None:
+                return
+            time.sleep(0.05)
+        raise _timeout_error("the first call's outcome")
+
     def settled(self, session_id: str, timeout_s: float) -> float:
         """Seconds until the session's latest run is completed, or it was taken over, repaired
         and its automatic resume reported (parked or continued)."""
@@ -156,14 +181,16 @@ class Rig:
         deadline = started + timeout_s
         while time.monotonic() < deadline:
             latest = self.query(
-                "SELECT status FROM runs WHERE session_id = %s ORDER BY created_at DESC, run_id"
-                " DESC LIMIT 1",
+                "SELECT status, failure_class FROM runs WHERE session_id = %s"
+                " ORDER BY created_at DESC, run_id DESC LIMIT 1",
                 (session_id,),
             )
             if latest and latest[0][0] == "completed":
                 return time.monotonic() - started
             if latest and latest[0][0] == "failed" and self._park_logged(session_id):
                 return time.monotonic() - started
+            if latest and latest[0][0] == "failed" and latest[0][1] != "app_restarted":
+                return time.monotonic() - started  # the turn itself ended, with its code
             time.sleep(0.1)
         raise _timeout_error(f"session {session_id} to complete or park")
 
@@ -181,15 +208,9 @@ class Rig:
     # ---- rounds -----------------------------------------------------------------------------
 
     def kill_round(self, victim: MainProcess, work: Path) -> dict[str, float]:
-        self.start_turn(victim, work, "one side effect, then a check")
+        client = self.start_turn(victim, work, "one side effect, then a check")
         session = self.session_of(work)
-        self.wait_for(
-            "the first call's outcome",
-            "SELECT count(*) FROM tool_operations WHERE session_id = %s"
-            " AND current_state = 'outcome_committed'",
-            (session,),
-            30,
-        )
+        self.first_outcome(session, client)
         os.kill(victim.pid, signal.SIGKILL)  # the model is streaming the next step
         victim.process.wait(10)
         killed = time.monotonic()
@@ -202,15 +223,9 @@ class Rig:
         nothing half-written; the host reconnects and repairs the run its turn left, and
         automatic resume continues it."""
         name = self.names[self.hosts.index(victim)]
-        self.start_turn(victim, work, "one side effect, then a check")
+        client = self.start_turn(victim, work, "one side effect, then a check")
         session = self.session_of(work)
-        self.wait_for(
-            "the first call's outcome",
-            "SELECT count(*) FROM tool_operations WHERE session_id = %s"
-            " AND current_state = 'outcome_committed'",
-            (session,),
-            30,
-        )
+        self.first_outcome(session, client)
         cut = time.monotonic()
         ended = 0
         while time.monotonic() < cut + 3:
@@ -223,6 +238,22 @@ class Rig:
         assert ended > 0, "no connection of the host was ended"
         took = self.settled(session, TTL_MS / 1000 + 30)
         return {"connections_ended": float(ended), "settled_s": took}
+
+    def restart_round(
+        self, victim: MainProcess, work: Path, cluster: PostgresCluster
+    ) -> dict[str, float]:
+        """PostgreSQL stopped as a crash would (every connection cut) while the model streams
+        the next step, started again a second later: every host reconnects; the session's turn
+        ends ``store_io_failed`` or carries on, and either way the session settles."""
+        client = self.start_turn(victim, work, "one side effect, then a check")
+        session = self.session_of(work)
+        self.first_outcome(session, client)
+        cluster.stop_server()
+        time.sleep(1)
+        cluster.start_server()
+        took = self.settled(session, TTL_MS / 1000 + 30)
+        time.sleep(TTL_MS / 1000)  # every host renews again before the next round
+        return {"settled_s": took}
 
     def stop_round(self, victim: MainProcess, work: Path) -> dict[str, float]:
         work.mkdir(parents=True, exist_ok=True)
@@ -268,6 +299,7 @@ def _running(pid: int) -> bool:
 
 
 DOCUMENTED_PARKS = {reason.value for reason in ParkReason}
+DOCUMENTED_FAILURES = {failure.value for failure in FailureClass}
 
 
 def check_invariants(rig: Rig, works: Mapping[str, Path]) -> dict[str, int]:
@@ -306,15 +338,21 @@ def check_invariants(rig: Rig, works: Mapping[str, Path]) -> dict[str, int]:
         for line in path.read_text().splitlines():
             requests += 1
             assert json.loads(line)["unpairedToolCalls"] == [], line
-    # Every session: completed, or its takeover's resume parked with a documented code.
-    parks = 0
+    # Every session: completed, its turn ended with a documented failure class (a T1 refused
+    # for want of runway: tool_boundary_failed), or its takeover's resume parked with a
+    # documented code.
+    parks = failed = 0
     for (session_id,) in rig.query("SELECT session_id FROM sessions"):
-        latest = rig.query(
-            "SELECT status FROM runs WHERE session_id = %s ORDER BY created_at DESC, run_id DESC"
-            " LIMIT 1",
+        latest, failure = rig.query(
+            "SELECT status, failure_class FROM runs WHERE session_id = %s"
+            " ORDER BY created_at DESC, run_id DESC LIMIT 1",
             (session_id,),
-        )[0][0]
+        )[0]
         if latest == "completed":
+            continue
+        if latest == "failed" and failure != FailureClass.APP_RESTARTED:
+            assert failure in DOCUMENTED_FAILURES, failure
+            failed += 1
             continue
         reasons = [
             line.rsplit("ResumeParked", 1)[1].strip()
@@ -325,4 +363,4 @@ def check_invariants(rig: Rig, works: Mapping[str, Path]) -> dict[str, int]:
         for reason in ", ".join(reasons).split(", "):
             assert reason in DOCUMENTED_PARKS, reason
         parks += 1
-    return {"runs": len(runs), "requests": requests, "parked": parks}
+    return {"runs": len(runs), "requests": requests, "parked": parks, "failed": failed}
