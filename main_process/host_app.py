@@ -405,7 +405,10 @@ class HostApp(QObject):
 
     def _next_auto_resume(self, outcome: ResumeOutcome | None) -> None:
         if outcome is not None:
-            _log.info("auto-resume outcome: %s", type(outcome).__name__)
+            reasons = (
+                ", ".join(outcome.rejection_reasons) if isinstance(outcome, ResumeParked) else ""
+            )
+            _log.info("auto-resume outcome: %s %s", type(outcome).__name__, reasons)
         if not self._auto_queue or not self.lifecycle.admits_work or self._router is None:
             if self._auto_total:
                 self._broadcast_state("")

@@ -201,7 +201,12 @@ class PostgresConnection:
         self.raw = _raw_connection(self._url, read_only=self._read_only)
 
     def cursor(self) -> PostgresCursor:
-        return PostgresCursor(self.raw.cursor())
+        """A cursor; a connection already closed (the server ended it) is the same
+        ``sqlite3``-family error as a failed statement, so every caller's handling applies."""
+        try:
+            return PostgresCursor(self.raw.cursor())
+        except psycopg.Error as error:
+            raise as_sqlite_error(error) from error
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PostgresCursor:
         stripped = sql.strip().upper()

@@ -12,11 +12,14 @@ processes there. On SQLite the store holds no lease and a beat does nothing.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from runtime.ledger.store_ports import SessionLeaseStore, StoreRefusal
+
+_log = logging.getLogger("maka.store")
 
 
 class SessionLeaseHeartbeat:
@@ -56,6 +59,10 @@ class SessionLeaseHeartbeat:
             lost = self._store.renew_session_leases()
         except StoreRefusal:
             self.failures += 1
+            return ()
+        except Exception:  # never end the thread: a host that stops renewing loses its sessions
+            self.failures += 1
+            _log.exception("renewing the session leases failed")
             return ()
         self._last_renewal = started
         self._expired_told = False

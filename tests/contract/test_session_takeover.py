@@ -271,3 +271,20 @@ def test_a_server_restart_is_met_once_then_the_store_reconnects_with_backoff(
         finally:
             back.join()
         assert [row.seq for row in store.read_run_events("run-1")] == [1, 2]
+
+
+class _Broken:
+    def renew_session_leases(self) -> Sequence[str]:
+        raise RuntimeError("an error no one expected")
+
+
+def test_the_heartbeat_survives_an_unexpected_error() -> None:
+    """A renewal that raises something other than a refusal must not end the heartbeat's
+    thread: a host that silently stopped renewing would refuse every T1 from then on."""
+    beat = SessionLeaseHeartbeat(_Broken(), ttl_s=3, margin_s=1, on_lost=list, interval_s=0.05)  # type: ignore[arg-type]
+    beat.start()
+    try:
+        time.sleep(0.5)
+        assert beat.failures >= 3
+    finally:
+        beat.stop()

@@ -112,3 +112,56 @@ def test_a_killed_hosts_session_continues_on_the_other_host(
     # not before the lease ran out (renewed at most ttl/3 before the kill) and within ttl + 5 s
     assert 2.0 <= took < 3 + 5, took
     print(json.dumps({"takeover_to_completed_s": round(took, 2)}))
+
+
+def test_a_taken_over_session_whose_folder_is_gone_parks_and_relocates(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The session's folder is not reachable from the host that takes it over (moved away here):
+    automatic resume parks with ``workspace_folder_missing``; once the user relocates the session
+    to where the folder is now (with that host's data folder, the host stopped: relocating is not
+    served by a host), ``maka resume`` continues it, the first call never again."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", SCRIPT)
+    common = {
+        **scripted_env(script),
+        **LEASES,
+        "MAKA_DATABASE_URL": postgres_url,
+        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
+    }
+    started: list[MainProcess] = []
+    moved = tmp_path / "elsewhere"
+    try:
+        host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
+        turn = maka(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
+            tmp_path / "a",
+            env={"MAKA_DATABASE_URL": postgres_url},
+        )
+        assert turn.returncode != 0
+        assert host_a.process.wait(30) == -9
+        work.rename(moved)  # not reachable from host B under its old path
+        host_b = _host(tmp_path / "b", common, started)
+        log = tmp_path / "b" / "logs" / "main.log"
+        deadline = time.monotonic() + 30
+        while "workspace_folder_missing" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline, log.read_text() if log.exists() else ""
+            time.sleep(0.2)
+        env = {**common}
+        listed = json.loads(maka(["sessions", "--json"], tmp_path / "b", env=env).stdout)
+        (row,) = listed["sessions"]
+        assert row["folderMissing"] is True and row["host"] is not None
+        session = row["sessionId"]
+        # Relocating needs the data folder itself (not served by a host): stop host B (it gives
+        # its leases up), then relocate and resume with its data folder.
+        assert host_b.terminate() == 0, host_b.stderr()[-3000:]
+        relocated = maka(["sessions", "relocate", session, str(moved)], tmp_path / "b", env=env)
+        assert relocated.returncode == 0, relocated.stdout + relocated.stderr
+        resumed = maka(["resume", session, "--permission-mode", "auto"], tmp_path / "b", env=env)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    finally:
+        for host in started:
+            host.stop()
+    assert _runs(postgres_url) == [("failed", "app_restarted", False), ("completed", None, True)]
+    assert (moved / "one.txt").read_text() == "x\n"  # the side effect happened once
