@@ -71,7 +71,7 @@ def checkpoint_evidence(
             False, problem=f"the snapshot could not be looked up ({error.code}: {error.message})"
         )
     if not present:
-        return CheckpointEvidence(False)
+        return CheckpointEvidence(False, missing_note=getattr(carrier, "missing_note", None))
     if tree is None or tree.tree_id is None:
         return CheckpointEvidence(True, problem="the folder could not be captured")
     if workspace != observation.workspace_identity:

@@ -68,6 +68,9 @@ class CheckpointEvidence:
     # True: the run's newest snapshot is stale and ``changes`` says how the folder differs from
     # it (never a verification: the stale park stands, naming the files to check).
     stale_compared: bool = False
+    # Where a missing snapshot may be instead (a ledger shared by several hosts: each keeps its
+    # snapshots in its own data folder), said with the missing-snapshot park.
+    missing_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +200,8 @@ def workspace_gate(  # noqa: C901
             GateFinding(
                 reason,
                 reason.value,
-                "the snapshot recorded at the stop is gone from the checkpoint store",
+                "the snapshot recorded at the stop is gone from the checkpoint store"
+                + (f" ({evidence.missing_note})" if evidence and evidence.missing_note else ""),
                 {"checkpointRef": ref, "commitId": checkpoint.get("commitId")},
             )
         ]

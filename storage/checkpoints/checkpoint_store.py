@@ -171,7 +171,17 @@ class GitCheckpointStore:
         Phase 1)."""
         env = os.environ if environ is None else environ
         off = env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
-        return cls(data_dir, turned_off=off)
+        store = cls(data_dir, turned_off=off)
+        if env.get("MAKA_DATABASE_URL", "").strip():
+            store.missing_note = (
+                "the ledger is on a PostgreSQL server shared by several hosts, and each host keeps"
+                " its snapshots in its own data folder: a snapshot another host took is in that"
+                " host's data folder, not in this one"
+            )
+        return store
+
+    missing_note: str | None = None
+    """Said with a missing snapshot's park: where it may be instead (a shared ledger)."""
 
     @property
     def git(self) -> GitCommand | None:

@@ -566,3 +566,18 @@ def test_unsettled_tool_state_parks_with_every_other_reason_that_holds() -> None
         "pending_tool_result",
         "workspace_checkpoint_unavailable",
     ]
+
+
+def test_a_snapshot_kept_by_another_host_is_said_where_it_may_be() -> None:
+    """On a ledger shared by several hosts, the missing-snapshot park says where the snapshot
+    may be instead (the other host's data folder), not only that it is gone here."""
+    note = "a snapshot another host took is in that host's data folder"
+    elsewhere = CheckpointEvidence(False, missing_note=note)
+    plan = plan_continuation(_boundary(_git_v1(), checkpoint_evidence=elsewhere).given)
+    (missing,) = [d for d in plan.diagnostics if d.code == "workspace_checkpoint_missing"]
+    assert missing.message.endswith(f"gone from the checkpoint store ({note})")
+    alone = plan_continuation(
+        _boundary(_git_v1(), checkpoint_evidence=CheckpointEvidence(False)).given
+    )
+    (plain,) = [d for d in alone.diagnostics if d.code == "workspace_checkpoint_missing"]
+    assert plain.message == "the snapshot recorded at the stop is gone from the checkpoint store"
