@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -240,6 +241,9 @@ class DesktopServices:
         return the interrupted ones (automatic resume takes them up as at startup)."""
         if not isinstance(self._store, SessionTakeover) or self._sessions is None:
             return ()
+        deadline = self._store.runway_deadline()
+        if deadline is not None and time.monotonic() > deadline:
+            return ()  # no runway on this host's own clock: it could resume nothing now
         stalled = self._recover_stalled(self._sessions)
         report = take_over_expired(self._store, self._owner_epoch, self._clock)
         if stalled is not None:

@@ -38,7 +38,7 @@ from typing import Any
 import psutil
 import psycopg
 
-from runtime.ledger.codes import FailureClass, ParkReason
+from runtime.ledger.codes import FailureClass, ParkReason, StoreCode
 from tests.helpers.maka_process import MainProcess, maka_env, maka_executable, start_main
 from tests.helpers.maka_run import write_script
 from tests.helpers.postgres_cluster import PostgresCluster
@@ -298,7 +298,7 @@ def _running(pid: int) -> bool:
         return False
 
 
-DOCUMENTED_PARKS = {reason.value for reason in ParkReason}
+DOCUMENTED_PARKS = {reason.value for reason in ParkReason} | {code.value for code in StoreCode}
 DOCUMENTED_FAILURES = {failure.value for failure in FailureClass}
 
 
