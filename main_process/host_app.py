@@ -52,6 +52,7 @@ from app.host.host_services import (
     HostServices,
     HostServicesFactory,
     RecoveryReport,
+    ResumeFailed,
     ResumeOutcome,
     ResumeParked,
 )
@@ -91,6 +92,9 @@ EXIT_ERROR = 1
 
 STARTUP_JOB = "startup-recovery"
 TAKEOVER_JOB = "session-takeover"
+_TAKEOVER_RESUME_TRIES = 3
+"""A taken-over session's automatic resume that failed (not parked) is tried again on the next
+sweeps, this many times."""
 
 LISTENING_LINE = "MAKA_MAIN_LISTENING"
 """Test-only (``announce_endpoint``): printed once the window's connection listens (the store
@@ -170,6 +174,8 @@ class HostApp(QObject):
         self._auto_total = 0
         self._takeover_timer: QTimer | None = None
         self._sweeping = False
+        self._resume_again: list[str] = []
+        self._resume_tries: dict[str, int] = {}
 
     @property
     def exit_code(self) -> int:
@@ -448,7 +454,12 @@ class HostApp(QObject):
             _log.warning("takeover sweep failed: %s", result.error)
             return
         interrupted = tuple(result.value or ())
-        if not interrupted or self._router is None or not self.lifecycle.admits_work:
+        if self._router is None or not self.lifecycle.admits_work:
+            return
+        retry, self._resume_again = self._resume_again, []
+        for session_id in retry:  # failed on the store last time (a lost connection, say)
+            self._auto_resume_taken(session_id)
+        if not interrupted:
             return
         selection = select_auto_resume(
             interrupted, enabled=all(self._resume_flags()), limit=len(interrupted)
@@ -461,15 +472,28 @@ class HostApp(QObject):
                 run.run_id,
             )
         for run in selection.resume:
-            _log.info("auto-resuming taken-over session %s", run.session_id)
-            self._router.start_resume(
-                run.session_id,
-                automatic=True,
-                on_done=functools.partial(self._resumed, run.session_id),
-            )
+            self._resume_tries[run.session_id] = 0
+            self._auto_resume_taken(run.session_id)
+
+    def _auto_resume_taken(self, session_id: str) -> None:
+        assert self._router is not None
+        _log.info("auto-resuming taken-over session %s", session_id)
+        self._router.start_resume(
+            session_id, automatic=True, on_done=functools.partial(self._resumed, session_id)
+        )
 
     def _resumed(self, session_id: str, outcome: ResumeOutcome | None) -> None:
+        tries = self._resume_tries.get(session_id, 0)
+        if isinstance(outcome, ResumeFailed) and tries < _TAKEOVER_RESUME_TRIES:
+            # A store failure (a lost connection) is not the session's answer: the next sweep
+            # tries again, a few times.
+            self._resume_tries[session_id] = tries + 1
+            self._resume_again.append(session_id)
+        else:
+            self._resume_tries.pop(session_id, None)
         reasons = ", ".join(outcome.rejection_reasons) if isinstance(outcome, ResumeParked) else ""
+        if isinstance(outcome, ResumeFailed):
+            reasons = f"{outcome.code}: {outcome.message}"
         _log.info(
             "taken-over session %s auto-resume outcome: %s %s",
             session_id,

@@ -192,7 +192,17 @@ class Rig:
             if latest and latest[0][0] == "failed" and latest[0][1] != "app_restarted":
                 return time.monotonic() - started  # the turn itself ended, with its code
             time.sleep(0.1)
+        self._dump_threads()
         raise _timeout_error(f"session {session_id} to complete or park")
+
+    def _dump_threads(self) -> None:
+        """Diagnostics for a hang: every live host prints its threads' stacks to its stderr
+        file (``PYTHONFAULTHANDLER``: SIGABRT) and dies."""
+        for host in self.hosts:
+            if host.process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(host.pid, signal.SIGCONT)
+                    os.kill(host.pid, signal.SIGABRT)
 
     def _park_logged(self, session_id: str) -> bool:
         return any(session_id in line and "Parked" in line for line in self.log_lines())
