@@ -31,7 +31,7 @@ import os
 import socket
 import sqlite3
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
@@ -48,6 +48,7 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoreRefusal,
 )
+from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import TimelineIndex
 from storage.ledger import run_header_store as headers
 from storage.ledger import tool_process_store as tool_processes
@@ -344,6 +345,11 @@ class PostgresLedgerStore(SqliteLedgerStore):
         """The timeline's index made from the run's events in Python (the SQLite store's query
         uses ``json_extract``, which PostgreSQL does not have)."""
         return timeline_index_of(self.read_run_events(run_id))
+
+    def read_run_tool_facts(self, run_id: str, high_water: int) -> Mapping[int, ToolFact] | None:
+        """None: no reading in SQL here (``json_extract`` again); the timeline's first filter
+        makes the rows from their events."""
+        return None
 
     def list_tool_processes(
         self, *, session_id: str | None = None, operation_id: str | None = None

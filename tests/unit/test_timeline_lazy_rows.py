@@ -13,7 +13,7 @@ process's pages, places and events must be equal.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,12 @@ from bench.bench_ledger import IDS, generate
 from main_process.timeline_pages import TimelinePages
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.ledger.lane_rules import classify_lane
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoredEvent
 from runtime.ledger.timeline_lazy import LazyRows
+from runtime.ledger.timeline_model import TimelineRow
 from runtime.ledger.timeline_pins import (
     SessionTimeline,
     TimelineReason,
@@ -47,6 +50,11 @@ FILTERS = (
     TimelineRowFilter(kind="message", text="step 1"),
     TimelineRowFilter(tool="write", status="parked"),
     TimelineRowFilter(status="ok"),
+    TimelineRowFilter(text="dispatched (never_auto"),
+    TimelineRowFilter(text="error result"),
+    TimelineRowFilter(kind="tool_response", status="failed"),
+    TimelineRowFilter(tool="READ"),
+    TimelineRowFilter(kind="recovery", only_problems=True),
 )
 
 
@@ -114,7 +122,21 @@ def _same(full: SessionTimeline, lazy: SessionTimeline) -> None:
         for position, row in enumerate(rows):
             assert made.rows.position_of(row.seq) == position
     assert timeline_json(lazy.runs, lazy.header) == timeline_json(full.runs, full.header)
+    for whole, made in zip(full.runs, lazy.runs, strict=True):
+        assert isinstance(made.rows, LazyRows)
+        assert [_as_searched(row) for row in made.rows.searchable()] == [
+            _as_searched(row) for row in whole.rows
+        ]
     _same_pages(full, lazy)
+
+
+def _as_searched(row: TimelineRow) -> tuple[object, ...]:
+    """Everything of a row a filter reads (``RowFilter.matches``), and its facts' places."""
+    entries = tuple(
+        (entry.seq, entry.event_id, entry.kind, entry.lane, entry.status, entry.summary)
+        for entry in row.entries
+    )
+    return (row.kind, row.status, row.summary, row.tool_name, row.tool_call_id, entries)
 
 
 def _same_pages(full: SessionTimeline, lazy: SessionTimeline) -> None:
@@ -158,6 +180,41 @@ def test_the_benchmarks_mix_reads_the_same_either_way_over_several_pages(
     assert {row.status.value for row in full.runs[0].rows} >= {"ok", "failed", "not_run"}
     _same(full, read_session_timeline_lazily(store, session_id, None))
     assert session_id == IDS.session_id
+
+
+def test_a_first_filter_decodes_only_the_events_the_store_cannot_describe(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """The store reads the few fields of an event on a tool lane (call, dispatch, response,
+    observation, decision) in SQL: a filter's first pass over the run decodes the other events
+    only (messages, the ending), and finds the rows the full read finds."""
+    events = generate(1500)
+    store, session_id = opened(events)
+    decoded: list[int] = []
+    read_at = store.read_run_events_at
+
+    def counted(run_id: str, seqs: Sequence[int]) -> Sequence[StoredEvent]:
+        found = read_at(run_id, seqs)
+        decoded.extend(row.seq for row in found)
+        return found
+
+    store.read_run_events_at = counted  # type: ignore[method-assign]
+    lazy = read_session_timeline_lazily(store, session_id, None)
+    full = read_session_timeline(store, session_id, None)
+    pages = TimelinePages(lambda _: lazy)
+    pages.open(session_id)
+    decoded.clear()
+    rows = lazy.runs[0].rows
+    assert isinstance(rows, LazyRows)
+    searched = rows.searchable()  # what the first filter of the run reads
+    tool_facts = sum(1 for event in events if classify_lane(event) is not Lane.ORDINARY)
+    assert tool_facts > len(events) // 2
+    assert 0 < len(decoded) <= len(events) - tool_facts, (len(decoded), tool_facts)
+    assert len(searched) == len(full.runs[0].rows)
+    where = TimelineRowFilter(only_problems=True)
+    shown = pages.page(session_id, full.runs[0].run_id, 0, 10_000, where)
+    expected = [row.seq for row in full.runs[0].rows if row.problem]
+    assert expected and [row.seq for row in shown.rows] == expected
 
 
 def test_an_unended_run_reads_the_same_either_way(
