@@ -273,8 +273,11 @@ class HostApp(QObject):
         if self.lifecycle.state is not HostState.OPENING:
             return
         if share >= 1.0:  # passed: back to what opening says otherwise
+            _log.info("whole-file check of the database passed")
             self._opening_detail = upgrade_note(self._data_dir)
         else:
+            if share == 0.0:
+                _log.info("whole-file check of the database started (its stamp does not match)")
             self._opening_detail = check_note(share)
         self._broadcast_state(self._opening_detail)
 
