@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from storage.ledger.ledger_store import open_store
 from storage.sessions.session_export import header_line, session_line
@@ -39,11 +40,11 @@ def _maka() -> list[str]:
 
 def _store(data_dir: Path, ledger: Path) -> str:
     """The ledger imported as a stored session (its run's status from its ending, if any)."""
-    events: list[dict[str, Any]] = [
+    events: list[RuntimeEvent] = [
         json.loads(line) for line in ledger.read_text(encoding="utf-8").splitlines()
     ]
     first, ended = events[0], events[-1].get("status")
-    delta = (events[-1].get("actions") or {}).get("stateDelta") or {}
+    delta: dict[str, Any] = dict((events[-1].get("actions") or {}).get("stateDelta") or {})
     session = SessionRecord(first["sessionId"], "/work", "example", 1)
     header = RunHeader(
         run_id=first["runId"],
