@@ -69,15 +69,19 @@ SELECT event_seq, event_id, lane,
         WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY})
     END,
     CASE lane
-        WHEN '{_DISPATCH}' THEN json_extract(payload, '$.actions.toolDispatch.toolName')
+        WHEN '{_DISPATCH}' THEN json_type(payload, '$.actions.toolDispatch.recoveryMode')
         WHEN '{_OBSERVED}' THEN json_type(payload, {_RECOVERY[:-1]}.observation')
         WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY[:-1]}.reasonCode')
     END,
     CASE lane
+        WHEN '{_DISPATCH}' THEN json_extract(payload, '$.actions.toolDispatch.toolName')
         WHEN '{_OBSERVED}' THEN json_extract(payload, {_RECOVERY[:-1]}.observation')
         WHEN '{_DECIDED}' THEN json_extract(payload, {_RECOVERY[:-1]}.reasonCode')
     END,
-    CASE lane WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY[:-1]}.disposition') END,
+    CASE lane
+        WHEN '{_DISPATCH}' THEN json_type(payload, '$.actions.toolDispatch.toolName')
+        WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY[:-1]}.disposition')
+    END,
     CASE lane WHEN '{_DECIDED}' THEN json_extract(payload, {_RECOVERY[:-1]}.disposition') END
 FROM runtime_events
 WHERE invocation_id = ? AND event_seq <= ? AND lane <> '{_ORDINARY}'
@@ -133,10 +137,10 @@ def read_tool_facts(
             if name is None:
                 continue
             first = name
-        elif lane == _DISPATCH:
-            if type(c) is not str or type(d) is not str:
-                continue
-            first, own = c, (d if name is None else name)
+        elif lane == _DISPATCH:  # c the mode, d its JSON type, e the tool name, f its type
+            if d != "text" or f != "text" or type(c) is not str or type(e) is not str:
+                continue  # an object or array would come back as its JSON text
+            first, own = c, (e if name is None else name)
         elif lane == _RESPONSE:
             if c is not None and type(c) is not int and type(c) is not float:
                 continue  # JSON true/false come back as 1/0; a string or array may not
@@ -144,9 +148,9 @@ def read_tool_facts(
         else:  # an observation or a decision: its recovery payload an object, or none
             if c is not None and c != "object":
                 continue
-            first = _text(d, e)
+            first = _text(d, e)  # d the observation's or reason's JSON type, e its value
             if lane == _DECIDED:
-                second = _text(f, g)
+                second = _text(f, g)  # f the disposition's JSON type, g its value
                 if second is None:
                     continue
             if first is None:

@@ -307,3 +307,39 @@ def test_reasons_are_pinned_to_the_same_rows_either_way(
     assert pinned == pin_reasons(full.runs, reasons, parks)
     snapshot = next(row.seq for row in rows if row.entries[0].event_id == "evt-snap-2")
     assert [pin.seq for pin in pinned] == [tool.seq, tool.seq, None, snapshot, snapshot, None]
+
+
+def test_a_tool_fact_changed_outside_the_store_is_refused_by_the_first_filter(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]], tmp_path: Path
+) -> None:
+    """A dispatch whose mode was made an object behind the store's back reads in SQL as JSON
+    text: it is decoded in full instead, and refused as the page that shows it would be."""
+    import sqlite3
+
+    from runtime.ledger.codes import StoreCode
+    from runtime.ledger.store_ports import StoreRefusal
+
+    _, session_id = opened(generate(300))
+    database = tmp_path / "store-0" / "runtime.sqlite"  # the fixture's first store
+    conn = sqlite3.connect(database)
+    try:
+        changed = conn.execute(
+            "UPDATE runtime_events SET payload = CAST(json_set(CAST(payload AS TEXT),"
+            " '$.actions.toolDispatch.recoveryMode', json('{\"x\":1}')) AS BLOB)"
+            " WHERE event_seq = (SELECT min(event_seq) FROM runtime_events"
+            " WHERE lane = 'tool_dispatch')"
+        ).rowcount
+        conn.commit()
+    finally:
+        conn.close()
+    assert changed == 1
+    reopened = open_store(database.parent, read_only=True)
+    try:
+        lazy = read_session_timeline_lazily(reopened, session_id, None)
+        rows = lazy.runs[0].rows
+        assert isinstance(rows, LazyRows)
+        with pytest.raises(StoreRefusal) as refused:
+            rows.searchable()
+        assert refused.value.code is StoreCode.STORE_CORRUPT
+    finally:
+        reopened.close()
