@@ -343,3 +343,32 @@ def test_a_tool_fact_changed_outside_the_store_is_refused_by_the_first_filter(
         assert refused.value.code is StoreCode.STORE_CORRUPT
     finally:
         reopened.close()
+
+
+def test_a_store_without_the_facts_reading_filters_the_same(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """The PostgreSQL store answers no reading of the tool facts (None): the first filter then
+    makes every row from its events, and reads the same rows."""
+    from runtime.ledger.timeline_lazy import run_ended
+
+    store, session_id = opened(generate(1500))
+    run_id = store.list_session_runs(session_id)[0].run_id
+    index = store.read_run_timeline_index(run_id)
+    ended = run_ended([(row.seq, row.event) for row in index.endings])
+
+    def load(seqs: Sequence[int]) -> list[tuple[int, RuntimeEvent]]:
+        return [(row.seq, row.event) for row in store.read_run_events_at(run_id, seqs)]
+
+    def find(event_id: str) -> tuple[int, RuntimeEvent] | None:
+        row = store.read_run_event(run_id, event_id)
+        return (row.seq, row.event) if row is not None else None
+
+    without = LazyRows(index, ended, load, find, facts=lambda _: None)
+    read = LazyRows(
+        index, ended, load, find, facts=lambda high: store.read_run_tool_facts(run_id, high)
+    )
+    assert [_as_searched(row) for row in without.searchable()] == [
+        _as_searched(row) for row in read.searchable()
+    ]
+    assert len(without.searchable()) == len(index.rows) > 300
