@@ -562,10 +562,8 @@ def check_note(share: float) -> str:
     """What the window says while the whole database file is checked before its first write
     (its verification stamp does not match: a copied or restored database, or one changed
     outside Maka)."""
-    return (
-        "Checking the whole database before using it (it was copied, restored or changed "
-        f"outside Maka): {int(share * 100)}%…"
-    )
+    percent = int(share * 100)
+    return f"Checking the whole database (copied, restored or changed outside Maka): {percent}%…"
 
 
 def _attempt(what: str, step: Callable[[], None]) -> None:

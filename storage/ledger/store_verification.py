@@ -29,7 +29,7 @@ and nothing is written before the check passes (it runs before the migration and
 bump). What it adds is progress: ``observing_whole_file_checks`` lets the opener hear how much of
 the file the check has read (the thread's own read bytes, from ``/proc``, against the file's
 size; where the system has no such count the observer hears only the start and the end), and
-the window says "Checking the whole database (copied or restored): N%".
+the window says "Checking the whole database (copied, restored or changed outside Maka): N%…".
 
 The stamp is trust in Maka's own last clean close, not a checksum: damage the operating system
 hides from every timestamp (a failing disk) is caught only by the cheap checks or when SQLite
