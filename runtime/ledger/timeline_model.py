@@ -243,7 +243,7 @@ def tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
         TimelineStatus.CANCELLED: "cancelled",
     }[status]
     if TimelineKind.ATTESTATION in kinds:
-        words += ", settled by you"
+        words = _attested_words(entries) or f"{words}, settled by you"
     return TimelineRow(
         TimelineKind.TOOL,
         status,
@@ -252,6 +252,22 @@ def tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
         tool_name=name,
         tool_call_id=call_id,
     )
+
+
+def _attested_words(entries: tuple[TimelineEntry, ...]) -> str | None:
+    """What the user said of the call, from their attestation: "done" alone would read as
+    "it ran" for a call the user confirmed never ran."""
+    for entry in reversed(entries):
+        if entry.kind is not TimelineKind.ATTESTATION:
+            continue
+        recovery: Mapping[str, Any] = (entry.event.get("actions") or {}).get("toolRecovery") or {}
+        payload: Mapping[str, Any] = recovery.get("payload") or {}
+        said = payload.get("reasonCode") or payload.get("observation")
+        if said == "user_attested_not_run":
+            return "did not run, settled by you"
+        if said == "user_attested_ran":
+            return "ran, settled by you"
+    return None
 
 
 def _tool_status(
