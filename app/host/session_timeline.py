@@ -53,7 +53,7 @@ class TimelineIndexStore(Protocol):
 
 def run_source(header: RunHeader, rows: Sequence[StoredEvent] = ()) -> RunSource:
     source = header.continuation_source or {}
-    high_water = source.get("highWater")
+    high_water = source.get("sourceRuntimeEventHighWater")
     return RunSource(
         run_id=header.run_id,
         events=[(row.seq, row.event) for row in rows],

@@ -56,6 +56,8 @@ FactReader = Callable[[int], Mapping[int, ToolFact] | None]
 by seq (``storage/ledger/timeline_index.py``; any it leaves out is decoded in full). None: the
 store has no such reading (every row is then made from its events)."""
 
+ATTESTED = TimelineKind.ATTESTATION
+
 
 Slot = int | list[int]
 """A row as the index knows it: a single event's ``event_seq``, or a tool operation's facts'
@@ -244,7 +246,7 @@ class LazyRows(Sequence[TimelineRow]):
         The entries, statuses and summaries are ``entry_of``'s and ``tool_row``'s (equal row
         for row, ``tests/unit/test_timeline_lazy_rows.py``)."""
         calls = {seq: call_id for call_id, seq in self._calls.items()}
-        verdicts: dict[tuple[tuple[TimelineKind, str, TimelineStatus], ...], Verdict] = {}
+        verdicts: dict[tuple[tuple[TimelineKind, str, TimelineStatus, str], ...], Verdict] = {}
         ended = self._ended
         rows: list[TimelineRow] = []
         step = self._chunk_rows * 10
@@ -280,9 +282,15 @@ class LazyRows(Sequence[TimelineRow]):
                             entries.append(fact_entry(seq, fact))
                         if name is None:
                             name = own
-                    # a row's verdict depends on its facts' kinds, lanes and statuses only:
-                    # worked out once per shape (a run's tool rows have a few shapes)
-                    shape = tuple([(e.kind, e.lane, e.status) for e in entries])
+                    # a row's verdict depends on its facts' kinds, lanes and statuses and on
+                    # what an attestation says only: worked out once per shape (a run's tool
+                    # rows have a few shapes)
+                    shape = tuple(
+                        [
+                            (e.kind, e.lane, e.status, e.summary if e.kind is ATTESTED else "")
+                            for e in entries
+                        ]
+                    )
                     verdict = verdicts.get(shape)
                     if verdict is None:
                         verdict = verdicts[shape] = tool_verdict(entries, ended)

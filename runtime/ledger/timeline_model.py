@@ -252,7 +252,8 @@ def tool_row(
 
 def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[TimelineStatus, str]:
     """A tool row's status and the words its summary gives it, from its facts' kinds, lanes
-    and statuses (in order) and whether the run ended: nothing else of them."""
+    and statuses (in order), an attestation's summary (what the user said) and whether the run
+    ended: nothing else of them."""
     kinds = {entry.kind for entry in entries}
     status = _tool_status(entries, kinds, ended)
     words = {
@@ -266,8 +267,22 @@ def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[Timelin
         TimelineStatus.CANCELLED: "cancelled",
     }[status]
     if TimelineKind.ATTESTATION in kinds:
-        words += ", settled by you"
+        words = _attested_words(entries) or f"{words}, settled by you"
     return status, words
+
+
+def _attested_words(entries: Sequence[TimelineEntry]) -> str | None:
+    """What the user said of the call, from their attestation's summary (the entries may no
+    longer hold their events): "done" alone would read as "it ran" for a call the user
+    confirmed never ran."""
+    for entry in reversed(entries):
+        if entry.kind is not TimelineKind.ATTESTATION:
+            continue
+        if "user_attested_not_run" in entry.summary:
+            return "did not run, settled by you"
+        if "user_attested_ran" in entry.summary:
+            return "ran, settled by you"
+    return None
 
 
 def _tool_status(

@@ -60,8 +60,9 @@ FILTERS = (
 
 def _import(data_dir: Path, events: list[RuntimeEvent]) -> str:
     first = events[0]
-    ended = events[-1].get("status")
-    delta: dict[str, Any] = dict((events[-1].get("actions") or {}).get("stateDelta") or {})
+    ending = next((e for e in reversed(events) if e.get("status") is not None), events[-1])
+    ended = ending.get("status")  # facts of settling a call may follow the ending
+    delta: dict[str, Any] = dict((ending.get("actions") or {}).get("stateDelta") or {})
     session = SessionRecord(first["sessionId"], "/work", "t", 1)
     header = RunHeader(
         run_id=first["runId"],
@@ -228,6 +229,43 @@ def test_an_unended_run_reads_the_same_either_way(
     store, session_id = opened([*events, call, dispatch_event(call)])
     full = read_session_timeline(store, session_id, None)
     assert full.runs[0].rows[-1].status.value == "running"
+    _same(full, read_session_timeline_lazily(store, session_id, None))
+
+
+def test_calls_the_user_settled_both_ways_read_the_same_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """Two attested calls of the same shape, one the user said ran and one that did not: the
+    first filter (which reads the facts, not the events) words each as the full read does."""
+    from tests.helpers.ledger_builders import (
+        attestation_bundle,
+        call_event,
+        dispatch_event,
+        terminal,
+        user_text,
+    )
+
+    ran = call_event("call-ran", event_id="evt-ran", ids=IDS, ts=10)
+    not_run = call_event("call-not", event_id="evt-not", ids=IDS, ts=20)
+    ran_dispatch = dispatch_event(ran, ts=11)
+    not_dispatch = dispatch_event(not_run, ts=21)
+    events = [
+        user_text(ids=IDS, marker=True, ts=1),
+        ran,
+        ran_dispatch,
+        not_run,
+        not_dispatch,
+        terminal(IDS, status="failed", ts=30),
+        *attestation_bundle(ran, ran_dispatch, ran=True, ts=40),
+        *attestation_bundle(not_run, not_dispatch, ran=False, ts=50),
+    ]
+    store, session_id = opened(events)
+    full = read_session_timeline(store, session_id, None)
+    summaries = [row.summary for row in full.runs[0].rows if row.tool_call_id]
+    assert [s.split(": ", 1)[1] for s in summaries] == [
+        "ran, settled by you",
+        "did not run, settled by you",
+    ]
     _same(full, read_session_timeline_lazily(store, session_id, None))
 
 
