@@ -218,7 +218,7 @@ class TuiViewer:
             args = visible(item.args_summary, strict=True)
             lines = [f"[tool] {visible(item.tool_name)} {args}  ({item.status.value})"]
             if item.result_summary and item.status.value != "running":
-                lines.append(f"  {visible(item.result_summary)}")
+                lines += [f"  {line}" for line in visible(item.result_summary).splitlines()]
             self._say("\n".join(lines))
         elif isinstance(item, NoticeItem):
             self._say(f"[{item.level.value}] {visible(item.text)}")
@@ -250,7 +250,8 @@ class TuiViewer:
         text = permission_question_text(_Question(push), width)  # type: ignore[arg-type]
         self._say(
             text.removesuffix("Allow? [y/N] ").rstrip("\n")
-            + "\n(a question of the turn you are viewing: the first answer counts)"
+            + "\n(a question of the turn you are viewing: the first answer counts)",
+            prompt=True,
         )
 
     def _question_closed(self, push: PermissionClosedPush) -> None:
@@ -261,13 +262,13 @@ class TuiViewer:
         answer = "allowed" if push.decision.value == "allow" else "denied"
         self._closed_at = time.monotonic()
         self._closed_words = f"answered in {push.answered_in}: {answer}"
-        self._say(f"[permission] {self._closed_words}")
+        self._say(f"[permission] {self._closed_words}", prompt=True)
 
     def _ended(self, status: str, failure_class: str | None) -> None:
         why = f" ({failure_class})" if failure_class else ""
         who = self._driver or "another client"
         self._open = None
-        self._say(f"[viewing] the turn driven by {who} ended {status}{why}")
+        self._say(f"[viewing] the turn driven by {who} ended {status}{why}", prompt=True)
         self._driver = None
 
     # ---- output (lock held) ------------------------------------------------------------------
@@ -288,11 +289,12 @@ class TuiViewer:
             self._out.write("\n")
             self._mid_line = False
 
-    def _say(self, text: str) -> None:
-        """Whole lines; then the prompt again when the user is being waited for."""
+    def _say(self, text: str, *, prompt: bool = False) -> None:
+        """Whole lines; with ``prompt`` (the viewed turn ended, or asks, or its question
+        closed) the prompt again when the user is being waited for."""
         self._begin_output()
         self._end_line()
         self._out.write(text + "\n")
-        if self._waiting:
+        if prompt and self._waiting:
             self._show_prompt()
         self._out.flush()
