@@ -842,8 +842,8 @@ class RequestRouter:
                         session_id,
                         push.request_id,
                         PermissionDecision.DENY,
-                        "no client: the terminal that asked left and no window was open "
-                        "(denied, as maka run denies at the end of its input)",
+                        "the host: the terminal that drove the turn left and no window was "
+                        "open (denied, as maka run denies at the end of its input)",
                         None,
                     )
 

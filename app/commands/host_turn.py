@@ -45,7 +45,11 @@ _USAGE_CODES = frozenset(
 
 
 def run_through_host(
-    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+    args: argparse.Namespace,
+    host: HostClient,
+    mode: str,
+    on_started: Callable[[], None],
+    on_closed: Callable[[str], None] | None = None,
 ) -> Any:
     """Send ``turns.run`` and print what the host sends back; returns its ``turn.ended``
     (``on_started``: said once the host took the turn, after the session line)."""
@@ -83,13 +87,17 @@ def run_through_host(
             file=sys.stderr,
         )
     host.stream_without_timeout()
-    turn = _HostTurn(host, mode)
+    turn = _HostTurn(host, mode, on_closed=on_closed)
     host.send(request)
     return turn.follow(on_started)
 
 
 def resume_through_host(
-    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+    args: argparse.Namespace,
+    host: HostClient,
+    mode: str,
+    on_started: Callable[[], None],
+    on_closed: Callable[[str], None] | None = None,
 ) -> int:
     """``maka resume`` beside a running host: its continuation service (the banner's) plans and
     continues; this command prints its lines and exits with its code (what ``on_started`` says
@@ -128,7 +136,7 @@ def resume_through_host(
             file=sys.stderr,
         )
     host.stream_without_timeout()
-    turn = _HostTurn(host, mode, session_id=args.session)
+    turn = _HostTurn(host, mode, session_id=args.session, on_closed=on_closed)
     host.send(request)
     code: int = turn.follow(lambda: None)
     return code
@@ -137,8 +145,17 @@ def resume_through_host(
 class _HostTurn:
     """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
 
-    def __init__(self, host: HostClient, mode: str, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        host: HostClient,
+        mode: str,
+        session_id: str | None = None,
+        on_closed: Callable[[str], None] | None = None,
+    ) -> None:
+        """``on_closed``: told where a question of this turn was answered when another client
+        answered it (the TUI then takes a late ``y`` typed here for no message)."""
         self._host = host
+        self._on_closed = on_closed
         self._mode = mode
         self._resuming = session_id is not None
         self._session_id: str | None = session_id
@@ -229,6 +246,8 @@ class _HostTurn:
             ):
                 answer = "allowed" if message.decision.value == "allow" else "denied"
                 print(f"\n[permission] answered in {message.answered_in}: {answer}", flush=True)
+                if self._on_closed is not None:
+                    self._on_closed(f"answered in {message.answered_in}: {answer}")
             elif isinstance(message, TurnEndedPush) and message.correlation_id == _RUN:
                 return message
             elif isinstance(message, ErrorPush) and message.correlation_id == _RUN:

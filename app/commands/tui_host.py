@@ -23,6 +23,7 @@ import argparse
 import io
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
@@ -91,7 +92,7 @@ def chat_through_host(  # noqa: C901
         elif command in ("/resume", "/rebaseline", "/restore"):
             viewer.driving(True)
             try:
-                _resume(args, host, session_id, text, mode)
+                _resume(args, host, session_id, text, mode, on_closed=viewer.closed_elsewhere)
             finally:
                 viewer.driving(False)
         elif command == "/settle":
@@ -101,7 +102,15 @@ def chat_through_host(  # noqa: C901
         else:
             viewer.driving(True)
             try:
-                session_id = _turn(args, host, session_id, text, cwd=cwd, mode=mode)
+                session_id = _turn(
+                    args,
+                    host,
+                    session_id,
+                    text,
+                    cwd=cwd,
+                    mode=mode,
+                    on_closed=viewer.closed_elsewhere,
+                )
             finally:
                 viewer.driving(False)
         viewer.watch(session_id)
@@ -197,6 +206,7 @@ def _turn(
     *,
     cwd: str,
     mode: str,
+    on_closed: Callable[[str], None] | None = None,
 ) -> str | None:
     """One message: ``turns.run``; the session it ran in (a new one the first time)."""
     from app.commands.host_turn import run_through_host
@@ -209,7 +219,7 @@ def _turn(
         max_steps=args.max_steps,
     )
     try:
-        end = run_through_host(request, host, mode, lambda: None)
+        end = run_through_host(request, host, mode, lambda: None, on_closed)
     except CliError as refused:
         print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
         return session_id
@@ -217,7 +227,13 @@ def _turn(
 
 
 def _resume(
-    args: argparse.Namespace, host: HostClient, session_id: str | None, text: str, mode: str
+    args: argparse.Namespace,
+    host: HostClient,
+    session_id: str | None,
+    text: str,
+    mode: str,
+    *,
+    on_closed: Callable[[str], None] | None = None,
 ) -> None:
     """``/resume``, ``/rebaseline``, ``/restore [DIR]``: ``maka resume`` through the host."""
     from app.commands.host_turn import resume_through_host
@@ -243,7 +259,7 @@ def _resume(
         max_steps=args.max_steps,
     )
     try:
-        code = resume_through_host(request, host, mode, lambda: None)
+        code = resume_through_host(request, host, mode, lambda: None, on_closed)
     except CliError as refused:
         print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
         return

@@ -130,6 +130,13 @@ class TuiViewer:
         )
         return True
 
+    def closed_elsewhere(self, words: str) -> None:
+        """A question of the TUI's own turn was answered in another client (``words``: where):
+        a ``y`` or ``n`` typed soon after is a late answer, never a message."""
+        with self._lock:
+            self._closed_at = time.monotonic()
+            self._closed_words = words
+
     # ---- the connection's reader thread ----------------------------------------------------
 
     def stopped(self, error: HostConnectionError) -> None:

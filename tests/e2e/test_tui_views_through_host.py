@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -344,3 +345,28 @@ def test_a_viewing_tui_cannot_drive_the_turn_it_sees(
     assert "Traceback" not in chat.text() + driver.text()
     runs = committed_runs(data)
     assert [header.status.value for header, _ in runs] == ["completed", "completed"]
+
+
+def test_a_viewing_tui_waiting_for_its_user_says_at_once_that_the_host_stopped(
+    tmp_path: Path, started: tuple[list[Streaming], list[MainProcess]]
+) -> None:
+    """SIGKILL of the host while the TUI only waits for its user: the TUI does not wait for a
+    next line to find out; it says ``host_stopped`` and exits 1."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", [[{"text": "Ready."}]]))
+    host = start_main(data, env, "host").wait_ready()
+    hosts.append(host)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "hi"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    chat = Streaming(["tui", "--session", session], data, env)
+    clients.append(chat)
+    chat.wait_for(lambda: "served by the running Maka" in _out(chat))
+    time.sleep(0.5)  # at its prompt
+    host.process.send_signal(signal.SIGKILL)
+    assert chat.finish(30) == 1, chat.text()
+    assert "maka: error [host_stopped]" in "".join(chat.err)
+    assert "Traceback" not in chat.text()

@@ -98,3 +98,13 @@ def test_the_next_line_answers_a_viewed_question_and_a_late_answer_is_never_a_me
     assert "already answered in the desktop window: allowed; nothing sent" in out.getvalue()
     assert len(host.sent) == 2
     assert not viewer.line_read("list the files\n")  # an ordinary line is the user's message
+
+
+def test_a_late_answer_to_the_tuis_own_question_answered_in_the_window_is_no_message() -> None:
+    """The TUI's own turn asked; the window answered first (``maka run``'s reader says so and
+    tells the viewer): a ``y`` typed a moment later starts no turn."""
+    viewer, host, out = _viewer()
+    viewer.closed_elsewhere("answered in the desktop window: denied")
+    assert viewer.line_read("y\n")
+    assert "(that question was already answered in the desktop window: denied" in out.getvalue()
+    assert len(host.sent) == 1  # the watch only
