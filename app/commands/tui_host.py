@@ -121,14 +121,14 @@ def _terminal_text(
 ) -> str | None:
     """``/transcript`` or ``/branch [ARGS]``, served by the host: print its lines (as the TUI
     prints them alone); the new session's id when a branch was made."""
-    from app.bridge_contract import TerminalCommandRequest, TerminalTextPush
+    from app.bridge_contract import MAX_PATH_CHARS, TerminalCommandRequest, TerminalTextPush
     from app.host.host_client import HostRefusal
     from app.host.tui_reads import BRANCH_USAGE
 
     if session_id is None:
         print("no session yet: send a message first (or open one with maka tui --session ID)")
         return None
-    if len(arguments) > 4000:
+    if len(arguments) > MAX_PATH_CHARS + 400:  # the contract's bound: a folder's path and more
         print(BRANCH_USAGE)
         return None
     try:

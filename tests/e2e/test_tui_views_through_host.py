@@ -119,6 +119,7 @@ def test_a_window_turn_streams_into_a_viewing_tui_and_each_side_closes_the_other
     assert first.returncode == 0, first.stderr
     session = committed_runs(data)[0][0].session_id
     # The terminal's turn is in the window's transcript (it was live there; reopened it agrees).
+    qtbot.waitUntil(lambda: window.sessions.model.row_of(session) is not None, timeout=WAIT_MS)
     window.sessions.select(session)
     qtbot.waitUntil(lambda: "Hello from the terminal." in _shown(window), timeout=WAIT_MS)
 
@@ -171,6 +172,62 @@ def test_a_window_turn_streams_into_a_viewing_tui_and_each_side_closes_the_other
     _say(chat, "/quit")
     assert chat.finish() == 0, chat.text()
     assert "Traceback" not in chat.text()
+    bridge.stop()
+    assert main.terminate() == 0
+
+
+def test_a_tui_turn_is_live_in_the_window_and_answered_in_the_tui_it_closes_there(
+    tmp_path: Path, qtbot: QtBot, started: tuple[list[Streaming], list[MainProcess]]
+) -> None:
+    """The other way round: a turn typed in ``maka tui`` shows in the open window while it
+    runs (its message, its text, the card waiting for permission, the prompt), and the answer
+    typed in the TUI closes the window's prompt naming the TUI."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            [{"text": "Ready."}],
+            [
+                {"text": "Adding a line.", "toolCalls": [_bash("t1", "echo t >> n.txt")]},
+                {"text": "Added."},
+            ],
+        ],
+    )
+    env = scripted_env(script)
+    main = start_main(data, env).wait_ready()
+    hosts.append(main)
+    window, bridge = _window(qtbot, main)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "hi"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    qtbot.waitUntil(lambda: window.sessions.model.row_of(session) is not None, timeout=WAIT_MS)
+    window.sessions.select(session)
+    qtbot.waitUntil(lambda: "Ready." in _shown(window), timeout=WAIT_MS)
+    chat = Streaming(["tui", "--session", session, "--permission-mode", "ask"], data, env)
+    clients.append(chat)
+    qtbot.waitUntil(lambda: "served by the running Maka" in _out(chat), timeout=WAIT_MS)
+    _say(chat, "add a line")
+    qtbot.waitUntil(window.permission.isVisible, timeout=WAIT_MS)
+    shown = _shown(window)
+    assert "add a line" in shown and "Adding a line." in shown
+    card = window.transcript.tool_card("t1")
+    assert card is not None and "echo t >> n.txt" in window.permission.summary_view.toPlainText()
+    assert not (work / "n.txt").exists()  # still waiting: the window saw it live
+    assert [header.status.value for header, _ in committed_runs(data)][-1] in (
+        "running",
+        "waiting_for_user",
+    )
+    _say(chat, "y")
+    qtbot.waitUntil(window.permission.answered_label.isVisible, timeout=WAIT_MS)
+    said = window.permission.answered_label.text()
+    assert said == f"Allowed: answered in the terminal (maka tui, pid {chat.process.pid}).", said
+    qtbot.waitUntil(lambda: "Added." in _shown(window), timeout=WAIT_MS)
+    assert (work / "n.txt").read_text() == "t\n"
+    _say(chat, "/quit")
+    assert chat.finish() == 0, chat.text()
     bridge.stop()
     assert main.terminate() == 0
 
