@@ -150,6 +150,11 @@ class MessageKind(StrEnum):
     BRANCH_OPTIONS_LISTED = "branch.optionsListed"
     BRANCH_MADE = "branch.made"
     BRANCH_REFUSED = "branch.refused"
+    SESSIONS_WATCH = "sessions.watch"
+    TERMINAL_COMMAND = "terminal.command"
+    SESSION_DRIVER = "session.driver"
+    PERMISSION_CLOSED = "permission.closed"
+    TERMINAL_TEXT = "terminal.text"
 
 
 class BridgeErrorCode(StrEnum):
@@ -185,6 +190,19 @@ class ClientRole(StrEnum):
 
     RENDERER = "renderer"
     TERMINAL = "terminal"
+
+
+class TerminalCommand(StrEnum):
+    """Which ``maka`` command a terminal client is (said in its ``hello``): a question it
+    answers closes elsewhere naming it ("answered in the terminal (maka tui, pid N)")."""
+
+    RUN = "run"
+    RESUME = "resume"
+    TUI = "tui"
+    SETTLE = "settle"
+    SESSIONS = "sessions"
+    PLAN = "plan"
+    GUI = "gui"
 
 
 class HostKind(StrEnum):
@@ -276,6 +294,8 @@ class HelloRequest(_Message):
     role: ClientRole = ClientRole.RENDERER
     """A terminal client says so and uses the terminal token (``<data>/ipc/terminal-token``);
     it may send only ``TERMINAL_REQUEST_KINDS``."""
+    command: TerminalCommand | None = None
+    """A terminal's command (``maka tui``...), named where its answers and turns are told."""
 
 
 class SessionsListRequest(_Message):
@@ -560,6 +580,27 @@ class BranchCreateRequest(_Message):
     event_id: Id
     to: FsPath | None = None
     current_files: bool = False
+
+
+class SessionsWatchRequest(_Message):
+    """A terminal views a session (``maka tui``): from now on it hears that session's turns
+    driven by anyone else as the windows hear them (items, run status, permission questions
+    and where they were answered), and who drives it (``session.driver``, the answer).
+    ``session_id`` None: it views nothing any more."""
+
+    kind: Literal[MessageKind.SESSIONS_WATCH] = MessageKind.SESSIONS_WATCH
+    session_id: Id | None = None
+
+
+class TerminalCommandRequest(_Message):
+    """``maka tui``'s ``/transcript`` and ``/branch [ARGS]`` beside a host: the host reads (or
+    branches) and answers with the lines the TUI prints when it opens the store itself
+    (``terminal.text``, several pushes for a long transcript, the last with ``done``)."""
+
+    kind: Literal[MessageKind.TERMINAL_COMMAND] = MessageKind.TERMINAL_COMMAND
+    session_id: Id
+    command: Literal["transcript", "branch"]
+    arguments: Annotated[str, StringConstraints(max_length=MAX_PATH_CHARS + 400)] = ""
 
 
 class WindowActivateRequest(_Message):
@@ -1158,6 +1199,40 @@ class ResumeEndedPush(_Message):
     exit_code: Annotated[int, Field(ge=0, le=3)]
 
 
+class SessionDriverPush(_Message):
+    """Who drives ``session_id``'s running work now (``driver``, in words such as "a terminal
+    (maka run, pid 12)" or "the desktop window"; None: nothing runs). The answer to
+    ``sessions.watch``, and told to a viewing terminal whenever a turn of the session starts."""
+
+    kind: Literal[MessageKind.SESSION_DRIVER] = MessageKind.SESSION_DRIVER
+    session_id: Id
+    driver: Short | None = None
+
+
+class PermissionClosedPush(_Message):
+    """A permission question was answered by one client: every other client's prompt of it
+    closes, saying where it was answered (``answered_in``: "the desktop window", "the terminal
+    (maka tui, pid 12)"). The decision itself is the ledger's ``permissionDecision``."""
+
+    kind: Literal[MessageKind.PERMISSION_CLOSED] = MessageKind.PERMISSION_CLOSED
+    session_id: Id
+    request_id: Id
+    decision: PermissionDecision
+    answered_in: Short
+
+
+class TerminalTextPush(_Message):
+    """Lines for a terminal's ``terminal.command`` (as the TUI prints them alone); ``done`` on
+    the last. A branch made names the new session (``branched_to``) and its folder."""
+
+    kind: Literal[MessageKind.TERMINAL_TEXT] = MessageKind.TERMINAL_TEXT
+    session_id: Id
+    text: Text = ""
+    done: bool = True
+    branched_to: Id | None = None
+    branched_cwd: FsPath | None = None
+
+
 class WindowShowPush(_Message):
     """Bring the renderer's window to front (a second ``maka`` launch sent ``window.activate``)."""
 
@@ -1192,6 +1267,8 @@ Request = (
     | TurnsResumeRequest
     | BranchOptionsRequest
     | BranchCreateRequest
+    | SessionsWatchRequest
+    | TerminalCommandRequest
 )
 Push = (
     HelloOkPush
@@ -1226,6 +1303,9 @@ Push = (
     | BranchOptionsListedPush
     | BranchMadePush
     | BranchRefusedPush
+    | SessionDriverPush
+    | PermissionClosedPush
+    | TerminalTextPush
 )
 Message = Request | Push
 
@@ -1258,6 +1338,8 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TURNS_RESUME,
         MessageKind.BRANCH_OPTIONS,
         MessageKind.BRANCH_CREATE,
+        MessageKind.SESSIONS_WATCH,
+        MessageKind.TERMINAL_COMMAND,
     }
 )
 TERMINAL_REQUEST_KINDS: Final = frozenset(
@@ -1271,11 +1353,20 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.TURNS_RESUME,
         MessageKind.TURNS_CANCEL,
         MessageKind.PERMISSIONS_ANSWER,
+        MessageKind.SESSIONS_WATCH,
+        MessageKind.TERMINAL_COMMAND,
     }
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never
 trusted more than the window, and is given only what its commands use)."""
-TERMINAL_ONLY_KINDS: Final = frozenset({MessageKind.TURNS_RUN, MessageKind.TURNS_RESUME})
+TERMINAL_ONLY_KINDS: Final = frozenset(
+    {
+        MessageKind.TURNS_RUN,
+        MessageKind.TURNS_RESUME,
+        MessageKind.SESSIONS_WATCH,
+        MessageKind.TERMINAL_COMMAND,
+    }
+)
 """A terminal's own turns (its permission mode, its lines): a window sends ``turns.send`` and
 ``sessions.resumeLatest`` instead, and one that sends these is closed."""
 PUSH_KINDS: Final = frozenset(set(MessageKind) - REQUEST_KINDS)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.bridge_contract import HelloOkPush, HostKind, HostStatePush, WindowShowPush
 from app.bridge_contract import HostState as WireHostState
@@ -83,6 +83,7 @@ from storage.ledger.ledger_schema import SCHEMA_VERSION
 from storage.ledger.sqlite_connection import DATABASE_NAME
 from storage.ledger.store_creation import os_refusal
 from storage.ledger.store_open import file_version
+from storage.ledger.store_verification import observing_whole_file_checks
 from storage.private_files import ensure_private_dir
 
 _log = logging.getLogger("maka.main")
@@ -138,6 +139,10 @@ class StartupRefused(CodedError):
 class HostApp(QObject):
     """Owns every main-process part. ``start()``, then the Qt event loop; ``close()`` ends it."""
 
+    _check_progressed = Signal(float)
+    """The whole-file check of the database (a copy, a restored backup), from the start-up
+    worker: the share of the file read (queued to the event loop)."""
+
     def __init__(
         self,
         config: HostConfig,
@@ -166,6 +171,7 @@ class HostApp(QObject):
         self._router: RequestRouter | None = None
         self._early: list[tuple[int, object]] = []
         self._opening_detail = ""
+        self._check_progressed.connect(self._on_check_progress)
         self._token = ""
         self._crashes: list[float] = []
         self._exit_code = EXIT_OK
@@ -254,9 +260,10 @@ class HostApp(QObject):
         """Worker thread: open the store and run startup recovery (step 3)."""
         try:
             try:
-                services = self._factory(
-                    self._data_dir, safe_resume_enabled=self._config.safe_resume_enabled
-                )
+                with observing_whole_file_checks(self._check_progressed.emit):
+                    services = self._factory(
+                        self._data_dir, safe_resume_enabled=self._config.safe_resume_enabled
+                    )
             except LedgerError as error:
                 raise StartupRefused(error.code, error.message) from None
             with self._services_lock:
@@ -270,6 +277,20 @@ class HostApp(QObject):
                 raise StartupRefused(HostCode.STARTUP_RECOVERY_FAILED, str(error)[:500]) from None
         finally:
             self._startup_done.set()
+
+    def _on_check_progress(self, share: float) -> None:
+        """Event loop: the window says how far the whole-file check is (the store opens on
+        the start-up worker meanwhile; nothing is written before it passes)."""
+        if self.lifecycle.state is not HostState.OPENING:
+            return
+        if share >= 1.0:  # passed: back to what opening says otherwise
+            _log.info("whole-file check of the database passed")
+            self._opening_detail = upgrade_note(self._data_dir)
+        else:
+            if share == 0.0:
+                _log.info("whole-file check of the database started (its stamp does not match)")
+            self._opening_detail = check_note(share)
+        self._broadcast_state(self._opening_detail)
 
     def _opened(self, result: JobResult) -> None:
         """Event loop: step 4, or the refusal."""
@@ -628,6 +649,14 @@ def upgrade_note(data_dir: Path) -> str:
     if version is None or version == 0 or version >= SCHEMA_VERSION:
         return ""
     return "Upgrading saved data from an earlier Maka (once), then checking interrupted runs…"
+
+
+def check_note(share: float) -> str:
+    """What the window says while the whole database file is checked before its first write
+    (its verification stamp does not match: a copied or restored database, or one changed
+    outside Maka)."""
+    percent = int(share * 100)
+    return f"Checking the whole database (copied, restored or changed outside Maka): {percent}%…"
 
 
 def _attempt(what: str, step: Callable[[], None]) -> None:

@@ -139,6 +139,7 @@ class _Peer:
     role: PeerRole = PeerRole.PENDING
     timer: QTimer | None = None
     closing: bool = False
+    command: str | None = None  # a terminal's command (its hello), named in what it answers
 
 
 class IpcServer(QObject):
@@ -230,6 +231,11 @@ class IpcServer(QObject):
         if peer is None or peer.role is PeerRole.PENDING:
             return None
         return peer_pid(peer.socket)
+
+    def peer_command(self, peer_id: int) -> str | None:
+        """The ``maka`` command a terminal peer said it is (``run``, ``tui``...), or None."""
+        peer = self._peers.get(peer_id)
+        return peer.command if peer is not None else None
 
     def send(self, peer_id: int, message: Message) -> bool:
         peer = self._peers.get(peer_id)
@@ -389,6 +395,7 @@ class IpcServer(QObject):
             return False
         self._stop_timer(peer)
         peer.role = role
+        peer.command = message.command.value if message.command is not None else None
         reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
         self._write(peer, encode_frame(reply))
         _log.info("%s connection %d authenticated", role, peer.peer_id)

@@ -45,6 +45,7 @@ from app.bridge_contract import (
     ErrorPush,
     HelloRequest,
     Message,
+    PermissionClosedPush,
     PermissionDecision,
     PermissionRequestedPush,
     PermissionsAnswerRequest,
@@ -58,6 +59,7 @@ from app.bridge_contract import (
     ResumeStartedPush,
     RunStatusPush,
     RunStatusValue,
+    SessionDriverPush,
     SessionExportedPush,
     SessionOpenedPush,
     SessionPlannedPush,
@@ -74,10 +76,13 @@ from app.bridge_contract import (
     SessionsRemoveRequest,
     SessionsRenameRequest,
     SessionSummary,
+    SessionsWatchRequest,
     SessionUpdatedPush,
     SettingsCurrentPush,
     SettingsGetRequest,
     SettingsUpdateRequest,
+    TerminalCommandRequest,
+    TerminalTextPush,
     TimelineEventRequest,
     TimelineEventShownPush,
     TimelineLocatedPush,
@@ -112,6 +117,7 @@ from app.host.host_services import (
     SurvivorsChecked,
     TerminalResume,
     TerminalSession,
+    TerminalText,
     TerminalTurn,
     TerminalTurnEnd,
     Transcript,
@@ -142,6 +148,12 @@ INTERNAL_FAILURE = HostCode.INTERNAL_FAILURE
 ResumeDone = Callable[[ResumeOutcome], None]
 
 _REQUEST_TYPES: tuple[type, ...] = get_args(Request)
+
+_VIEWED = (TranscriptItemPush, RunStatusPush, PermissionRequestedPush, ResumeStartedPush)
+"""What a terminal viewing a session (``sessions.watch``) hears of a turn another client drives,
+as the windows hear it."""
+_TEXT_PIECE = 100_000
+"""A long transcript goes to the terminal in pieces of this many characters."""
 
 
 def _error_code(error: BaseException | None) -> tuple[str, str]:
@@ -184,6 +196,8 @@ class RequestRouter:
         # section 1): said by a ``session_busy`` refusal; a terminal may cancel only its own.
         self._drivers: dict[str, tuple[int | None, str]] = {}
         self._terminal_drivers: set[int] = set()  # terminals that started a turn or resume
+        # Terminals viewing a session (``maka tui``): they hear its turns driven by others.
+        self._viewers: dict[int, str] = {}
         server.peer_closed.connect(self._on_peer_closed)
 
     # --------------------------------------------------------------------------- dispatch
@@ -205,6 +219,8 @@ class RequestRouter:
                 self._cancel(peer_id, message)
             case PermissionsAnswerRequest():
                 self._answer_permission(peer_id, message)
+            case SessionsWatchRequest():
+                self._view(peer_id, message)
             case _ if not self._lifecycle.admits_work:
                 self._refuse_while_not_ready(peer_id, message)
             case SessionsListRequest() | SessionsOverviewRequest() | SessionsPlanRequest():
@@ -286,6 +302,8 @@ class RequestRouter:
                 )
             case BranchOptionsRequest() | BranchCreateRequest():
                 self._branch(peer_id, message)
+            case TerminalCommandRequest():
+                self._terminal_command(peer_id, message)
             case SettingsGetRequest():
                 self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
             case SettingsUpdateRequest():
@@ -689,28 +707,115 @@ class RequestRouter:
         if not started:
             self._refuse_busy(peer_id, correlation_id, session_id)
             return
-        pid = self._server.peer_process_id(peer_id)
-        self._drive(
-            session_id, peer_id, "a terminal (maka resume" + (f", pid {pid})" if pid else ")")
-        )
+        self._drive(session_id, peer_id, self._client_words(peer_id, "a terminal", "resume"))
 
     def _drive(self, session_id: str, peer_id: int | None, what: str = "") -> None:
         """Note who drives ``session_id``'s running work (a client, or the host's own work)."""
         if peer_id is not None and peer_id in self._server.terminal_ids():
             self._terminal_drivers.add(peer_id)
         if not what:
-            if peer_id is not None and peer_id in self._server.terminal_ids():
-                pid = self._server.peer_process_id(peer_id)
-                what = "a terminal (maka run" + (f", pid {pid})" if pid else ")")
-            else:
-                what = "the desktop window"
+            what = self._client_words(peer_id, "a terminal")
         self._drivers[session_id] = (peer_id, what)
+        self._to_viewers(session_id, SessionDriverPush(session_id=session_id, driver=what), peer_id)
+
+    def _client_words(self, peer_id: int | None, article: str, command: str = "run") -> str:
+        """A client in words: "the desktop window", or ``article`` + " (maka tui, pid 12)"
+        (the command its hello named, else ``command``)."""
+        if peer_id is None or peer_id not in self._server.terminal_ids():
+            return "the desktop window"
+        pid = self._server.peer_process_id(peer_id)
+        said = self._server.peer_command(peer_id) or command
+        return f"{article} (maka {said}" + (f", pid {pid})" if pid else ")")
+
+    def _to_viewers(self, session_id: str, message: Message, skip: int | None = None) -> None:
+        """Tell the terminals viewing ``session_id`` (never ``skip``: the driver or the
+        answerer hears it its own way)."""
+        for peer_id, viewed in list(self._viewers.items()):
+            if viewed == session_id and peer_id != skip:
+                self._server.send(peer_id, message)
+
+    def _view(self, peer_id: int, message: SessionsWatchRequest) -> None:
+        """A terminal views a session (or none): answered with who drives it now, then what
+        stands for it (its running turn, its open questions), as a window opening it hears."""
+        if message.session_id is None:
+            self._viewers.pop(peer_id, None)
+            return
+        session_id = message.session_id
+        self._viewers[peer_id] = session_id
+        driver = self._drivers.get(session_id) if self._workers.busy(session_id) else None
+        self._server.send(
+            peer_id,
+            SessionDriverPush(
+                session_id=session_id,
+                driver=driver[1] if driver is not None else None,
+                correlation_id=message.correlation_id,
+            ),
+        )
+        if driver is None or driver[0] == peer_id:
+            return
+        for push in self._standing.pushes(session_id):
+            if isinstance(push, RunStatusPush | PermissionRequestedPush):
+                self._server.send(peer_id, push)
+
+    def _terminal_command(self, peer_id: int, message: TerminalCommandRequest) -> None:
+        """A TUI's ``/transcript`` (the query pool) or ``/branch`` (a branch is made on the
+        session's branch thread, as a window's): the lines the TUI prints alone, in pieces."""
+        session_id = message.session_id
+        correlation_id = message.correlation_id
+        services = self._services
+
+        def job() -> object:
+            return services.terminal_text(session_id, message.command, message.arguments)
+
+        def done(result: JobResult) -> None:
+            if result.error is not None:
+                self._reply_error(peer_id, correlation_id, *_error_code(result.error))
+                return
+            answer = result.value
+            assert isinstance(answer, TerminalText)
+            text = answer.text
+            pieces = [text[i : i + _TEXT_PIECE] for i in range(0, len(text), _TEXT_PIECE)]
+            for piece in pieces[:-1]:
+                self._server.send(
+                    peer_id,
+                    TerminalTextPush(
+                        session_id=session_id, text=piece, done=False, correlation_id=correlation_id
+                    ),
+                )
+            self._server.send(
+                peer_id,
+                TerminalTextPush(
+                    session_id=session_id,
+                    text=pieces[-1] if pieces else "",
+                    branched_to=answer.branched_to,
+                    branched_cwd=answer.branched_cwd,
+                    correlation_id=correlation_id,
+                ),
+            )
+            if answer.branched_to is not None:
+                self.refresh_session(answer.branched_to)  # every window lists the new session
+
+        if message.command == "transcript" or not message.arguments.strip():
+            if not self._workers.run_query(f"terminal-{peer_id}", job, done):
+                self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+            return
+        if not self._workers.run_turn(f"branch:{session_id}", job, lambda: None, done):
+            if self._workers.busy(f"branch:{session_id}"):
+                self._reply_error(
+                    peer_id,
+                    correlation_id,
+                    SESSION_BUSY,
+                    "a branch of this session is being made; wait for it",
+                )
+            else:
+                self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
 
     def _on_peer_closed(self, peer_id: int) -> None:
         """A driving terminal went away: its turn goes on in the host. A question it left open
         is for a window to answer; with no window connected (``maka host`` has none) it is
         denied, as ``maka run`` denies at the end of its input, so the turn does not wait for
         an answer nobody can give."""
+        self._viewers.pop(peer_id, None)
         if peer_id not in self._terminal_drivers:
             return  # a window's questions stand for the next window (standing_state)
         self._terminal_drivers.discard(peer_id)
@@ -733,6 +838,14 @@ class RequestRouter:
                             escape(getattr(error, "code", type(error).__name__), 40),
                         )
                     self._standing.answered(session_id, push.request_id)
+                    self._closed(
+                        session_id,
+                        push.request_id,
+                        PermissionDecision.DENY,
+                        "the host: the terminal that drove the turn left and no window was "
+                        "open (denied, as maka run denies at the end of its input)",
+                        None,
+                    )
 
     def _undrive(self, session_id: str) -> None:
         """The session's work ended (its done callback, on the event loop): forget its driver,
@@ -1041,6 +1154,8 @@ class RequestRouter:
                 message.session_id, message.request_id, message.decision
             )
             self._standing.answered(message.session_id, message.request_id)
+            where = self._client_words(peer_id, "the terminal")
+            self._closed(message.session_id, message.request_id, message.decision, where, peer_id)
         except Exception as error:
             if getattr(error, "code", None) == "permission_not_pending":
                 self._standing.answered(message.session_id, message.request_id)
@@ -1051,6 +1166,36 @@ class RequestRouter:
                 escape(getattr(error, "code", type(error).__name__), 40),
             )
             self._reply_error(peer_id, message.correlation_id, *_error_code(error))
+
+    def _closed(
+        self,
+        session_id: str,
+        request_id: str,
+        decision: PermissionDecision,
+        where: str,
+        answerer: int | None,
+    ) -> None:
+        """The first answer was recorded: every other client's prompt of the question closes,
+        saying where it was answered (the windows, the viewing terminals, the driving one)."""
+        push = PermissionClosedPush(
+            session_id=session_id,
+            request_id=request_id,
+            decision=decision,
+            answered_in=where[:500],
+        )
+        for peer_id in self._server.renderer_ids():
+            if peer_id != answerer:
+                self._server.send(peer_id, push)
+        self._to_viewers(session_id, push, answerer)
+        driver = self._drivers.get(session_id)
+        if (
+            driver is not None
+            and driver[0] is not None
+            and driver[0] != answerer
+            and driver[0] in self._server.terminal_ids()
+            and self._viewers.get(driver[0]) != session_id
+        ):
+            self._server.send(driver[0], push)
 
     # --------------------------------------------------------------------------- pushes
 
@@ -1078,6 +1223,8 @@ class RequestRouter:
                     return
             self._standing.note(message)
             self._broadcast(message)
+            if isinstance(message, _VIEWED):
+                self._to_viewers(session_id, message, driver)
             if isinstance(message, RunStatusPush) and message.status is RunStatusValue.RUNNING:
                 self.refresh_session(session_id)
 

@@ -50,6 +50,7 @@ from app.bridge_contract import (
     HostState,
     HostStatePush,
     Message,
+    PermissionClosedPush,
     PermissionDecision,
     PermissionRequestedPush,
     PermissionsAnswerRequest,
@@ -267,6 +268,8 @@ class RendererBridge(BridgePort):
                 self.run_status.emit(message)
             case PermissionRequestedPush():
                 self.permission_requested.emit(message)
+            case PermissionClosedPush():
+                self.permission_closed.emit(message)
             case ResumeStartedPush():
                 self.resume_started.emit(message)
             case ResumeParkedPush():

@@ -39,6 +39,7 @@ class BridgePort(QObject):
     transcript_item = Signal(object)  # TranscriptItemPush
     run_status = Signal(object)  # RunStatusPush
     permission_requested = Signal(object)  # PermissionRequestedPush
+    permission_closed = Signal(object)  # PermissionClosedPush: answered by another client
     resume_started = Signal(object)  # ResumeStartedPush
     resume_parked = Signal(object)  # ResumeParkedPush
     resume_failed = Signal(object)  # ResumeFailedPush

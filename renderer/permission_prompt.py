@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QResizeEvent, QTextOption
 from PySide6.QtWidgets import (
     QFrame,
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.bridge_contract import PermissionRequestedPush
+from app.bridge_contract import PermissionClosedPush, PermissionRequestedPush
 from app.visible_text import AUTO_MODE_WARNING, visible
 from renderer import theme
 from renderer.bridge_port import BridgePort
@@ -38,6 +38,9 @@ COMMAND_VIEW_LINES = 8
 """The command view grows with its text up to this many lines, then scrolls."""
 
 _ANSWERED_KEPT = 256
+CLOSED_NOTE_MS = 10_000
+"""How long a question answered elsewhere (a terminal) stays shown, saying where it was
+answered, before the prompt closes (a new question replaces it at once)."""
 
 
 def _tr(text: str) -> str:
@@ -112,6 +115,8 @@ class PermissionPrompt(TintedPanel):
         # connect and session open, and such a copy may cross the answer on the wire.
         self._answered: dict[str, None] = {}
         self._shown_request: str | None = None
+        # A question another client answered first: shown a moment, saying where (per session).
+        self._closed: dict[str, tuple[PermissionRequestedPush, PermissionClosedPush]] = {}
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 10, 12, 10)
         layout.setSpacing(4)
@@ -129,6 +134,11 @@ class PermissionPrompt(TintedPanel):
         text_column.addWidget(self.title_label)
         text_column.addWidget(self.summary_view)
         text_column.addWidget(self.warning_label)
+        self.answered_label = QLabel()
+        self.answered_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.answered_label.setWordWrap(True)
+        self.answered_label.setAccessibleName(_tr("Where it was answered"))
+        text_column.addWidget(self.answered_label)
         self.allow_button = QPushButton(_tr("&Allow"))
         self.deny_button = QPushButton(_tr("&Deny"))
         self.allow_button.clicked.connect(lambda: self._answer(allow=True))
@@ -138,6 +148,7 @@ class PermissionPrompt(TintedPanel):
         row.addWidget(self.allow_button, 0, Qt.AlignmentFlag.AlignVCenter)
         layout.addLayout(row)
         bridge.permission_requested.connect(self._on_requested)
+        bridge.permission_closed.connect(self._on_closed)
         self.refresh_colours()
         self._render()
 
@@ -160,12 +171,36 @@ class PermissionPrompt(TintedPanel):
 
     def drop_all(self) -> None:
         """The main process is gone: no request can be answered any more."""
+        self._closed.clear()
         for session_id in list(self._pending):
             self.drop_session_requests(session_id)
+
+    def _on_closed(self, push: PermissionClosedPush) -> None:
+        """Another client (a terminal) answered first: the question closes here, saying where
+        it was answered, for ``CLOSED_NOTE_MS``."""
+        self._answered[push.request_id] = None
+        queue = self._pending.get(push.session_id, [])
+        asked = next((p for p in queue if p.request_id == push.request_id), None)
+        if asked is None:
+            return
+        queue.remove(asked)
+        if not queue:
+            del self._pending[push.session_id]
+            self.waiting_changed.emit(push.session_id, False)
+        self._closed[push.session_id] = (asked, push)
+        QTimer.singleShot(CLOSED_NOTE_MS, self, lambda: self._forget_closed(push.request_id))
+        self._render()
+
+    def _forget_closed(self, request_id: str) -> None:
+        for session_id, (asked, _) in list(self._closed.items()):
+            if asked.request_id == request_id:
+                del self._closed[session_id]
+        self._render()
 
     def _on_requested(self, push: PermissionRequestedPush) -> None:
         if push.request_id in self._answered:
             return
+        self._closed.pop(push.session_id, None)
         queue = self._pending.setdefault(push.session_id, [])
         if all(p.request_id != push.request_id for p in queue):
             queue.append(push)
@@ -190,7 +225,26 @@ class PermissionPrompt(TintedPanel):
 
     def _render(self) -> None:
         request = self.current
-        self.setVisible(request is not None)
+        closed = self._closed.get(self._session_id or "") if request is None else None
+        self.setVisible(request is not None or closed is not None)
+        self.answered_label.setVisible(closed is not None)
+        self.allow_button.setVisible(closed is None)
+        self.deny_button.setVisible(closed is None)
+        if closed is not None:
+            asked, answer = closed
+            self._shown_request = None
+            self.title_label.setText(
+                _tr("{tool} asked for permission").replace("{tool}", visible(asked.tool_name))
+            )
+            self.summary_view.set_text(visible(asked.summary, strict=True))
+            self.warning_label.setVisible(False)
+            said = _tr("Allowed") if answer.decision.value == "allow" else _tr("Denied")
+            self.answered_label.setText(
+                _tr("{answer}: answered in {where}.")
+                .replace("{answer}", said)
+                .replace("{where}", visible(answer.answered_in))
+            )
+            return
         if request is None:
             self._shown_request = None
             return

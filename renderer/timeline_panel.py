@@ -117,6 +117,7 @@ class TimelinePanel(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)  # read-only
         self.tree.setAccessibleName(_tr("Timeline"))
         header = self.tree.header()
         header.setStretchLastSection(False)

@@ -6,8 +6,9 @@ prints when it opens the store itself (the host renders them with the same code,
 committed events), so the output, the exit codes and the notes on stderr do not depend on the
 path that served the command.
 
-A permission question is answered here, from standard input as always (a window may answer it
-first: the first answer counts). Ctrl+C asks the host to cancel the turn this command started,
+A permission question is answered here, from standard input as always (a window or a viewing
+``maka tui`` may answer it first: the first answer counts, and the question here closes saying
+where it was answered). Ctrl+C asks the host to cancel the turn this command started,
 and nothing else. If the command goes away (a closed terminal, a kill), the turn goes on in the
 host and every window shows it; if the host stops while the command streams, the command ends
 with ``host_stopped`` (exit 1).
@@ -44,7 +45,11 @@ _USAGE_CODES = frozenset(
 
 
 def run_through_host(
-    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+    args: argparse.Namespace,
+    host: HostClient,
+    mode: str,
+    on_started: Callable[[], None],
+    on_closed: Callable[[str], None] | None = None,
 ) -> Any:
     """Send ``turns.run`` and print what the host sends back; returns its ``turn.ended``
     (``on_started``: said once the host took the turn, after the session line)."""
@@ -82,13 +87,17 @@ def run_through_host(
             file=sys.stderr,
         )
     host.stream_without_timeout()
-    turn = _HostTurn(host, mode)
+    turn = _HostTurn(host, mode, on_closed=on_closed)
     host.send(request)
     return turn.follow(on_started)
 
 
 def resume_through_host(
-    args: argparse.Namespace, host: HostClient, mode: str, on_started: Callable[[], None]
+    args: argparse.Namespace,
+    host: HostClient,
+    mode: str,
+    on_started: Callable[[], None],
+    on_closed: Callable[[str], None] | None = None,
 ) -> int:
     """``maka resume`` beside a running host: its continuation service (the banner's) plans and
     continues; this command prints its lines and exits with its code (what ``on_started`` says
@@ -127,7 +136,7 @@ def resume_through_host(
             file=sys.stderr,
         )
     host.stream_without_timeout()
-    turn = _HostTurn(host, mode, session_id=args.session)
+    turn = _HostTurn(host, mode, session_id=args.session, on_closed=on_closed)
     host.send(request)
     code: int = turn.follow(lambda: None)
     return code
@@ -136,14 +145,24 @@ def resume_through_host(
 class _HostTurn:
     """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
 
-    def __init__(self, host: HostClient, mode: str, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        host: HostClient,
+        mode: str,
+        session_id: str | None = None,
+        on_closed: Callable[[str], None] | None = None,
+    ) -> None:
+        """``on_closed``: told where a question of this turn was answered when another client
+        answered it (the TUI then takes a late ``y`` typed here for no message)."""
         self._host = host
+        self._on_closed = on_closed
         self._mode = mode
         self._resuming = session_id is not None
         self._session_id: str | None = session_id
         self._cancel_wanted = False
         self._lock = threading.Lock()
         self._question: CancelToken | None = None
+        self._question_id: str | None = None
         self._done = CancelToken()
 
     def follow(self, on_started: Any) -> Any:
@@ -174,6 +193,7 @@ class _HostTurn:
     def _read(self, on_started: Any) -> Any:
         from app.bridge_contract import (
             ErrorPush,
+            PermissionClosedPush,
             PermissionRequestedPush,
             ResumeEndedPush,
             ResumeStartedPush,
@@ -219,6 +239,15 @@ class _HostTurn:
                 and message.session_id == self._session_id
             ):
                 self._ask(message.session_id, message.request_id)
+            elif (
+                isinstance(message, PermissionClosedPush)
+                and message.session_id == self._session_id
+                and self._stop_question(message.request_id)
+            ):
+                answer = "allowed" if message.decision.value == "allow" else "denied"
+                print(f"\n[permission] answered in {message.answered_in}: {answer}", flush=True)
+                if self._on_closed is not None:
+                    self._on_closed(f"answered in {message.answered_in}: {answer}")
             elif isinstance(message, TurnEndedPush) and message.correlation_id == _RUN:
                 return message
             elif isinstance(message, ErrorPush) and message.correlation_id == _RUN:
@@ -239,6 +268,7 @@ class _HostTurn:
         cancel = CancelToken()
         with self._lock:
             self._question = cancel
+            self._question_id = request_id
 
         def answer() -> None:
             line = InputLines.of(sys.stdin).read_line(cancel)
@@ -258,8 +288,14 @@ class _HostTurn:
 
         threading.Thread(target=answer, name="maka-permission", daemon=True).start()
 
-    def _stop_question(self) -> None:
+    def _stop_question(self, request_id: str | None = None) -> bool:
+        """Stop waiting for the answer to the open question (only ``request_id``'s when given:
+        answered elsewhere); True when one was waited for."""
         with self._lock:
+            if request_id is not None and request_id != self._question_id:
+                return False
             question, self._question = self._question, None
+            self._question_id = None
         if question is not None:
             question.cancel()
+        return question is not None

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
-    host = attach(data_dir)
+    host = attach(data_dir, command="plan")
     if host is not None:
         with host:
             return _through_host(args, host)

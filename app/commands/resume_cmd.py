@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)
     data_dir = resolve_data_dir(args.data_dir)
-    attached = attach(data_dir)
+    attached = attach(data_dir, command="resume")
     if attached is not None:  # the desktop or `maka host` owns the folder: it continues
         from app.commands.host_turn import resume_through_host
 

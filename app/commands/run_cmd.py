@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(HostCode.INVALID_CWD, f"{args.cwd} is not a folder", EXIT_USAGE)
     policy = PermissionPolicy(PermissionMode(permission_mode(args.permission_mode)))
     data_dir = resolve_data_dir(args.data_dir)
-    attached = attach(data_dir)
+    attached = attach(data_dir, command="run")
     if attached is not None:  # the desktop or `maka host` owns the folder: it runs the turn
         from app.commands.host_turn import run_through_host
 

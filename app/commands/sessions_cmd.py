@@ -129,7 +129,7 @@ def _list(args: argparse.Namespace) -> int:
     from storage.sessions.session_listing import SessionListing
 
     data_dir = resolve_data_dir(args.data_dir)
-    host = attach(data_dir)
+    host = attach(data_dir, command="sessions")
     if host is not None:
         with host:
             return _list_from_host(args, data_dir, host)

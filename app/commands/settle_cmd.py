@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     data_dir = resolve_data_dir(args.data_dir)
-    host = attach(data_dir)
+    host = attach(data_dir, command="settle")
     if host is not None:
         with host:
             return _through_host(args, host)

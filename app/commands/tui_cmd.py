@@ -15,7 +15,8 @@ now, or in a copy of the folder as it was at the stop), so the decision a park a
 made without leaving the TUI (which holds the data folder ``maka`` would need).
 
 Beside a running host (the desktop or ``maka host``) the TUI does not open the store: its chat
-goes through the host (``app.commands.tui_host``, docs/design/hosts.md section 1).
+goes through the host (``app.commands.tui_host``, docs/design/hosts.md section 1), and turns of
+its session driven by other clients show in it as they happen (``app.commands.tui_viewer``).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ anything else is sent to the agent"""
 
 
 HOST_HELP = """
-beside a running Maka (the desktop or maka host) the turns, /resume, /sessions and /settle
-are served by it; /transcript and /branch need the data folder itself (store_locked)"""
+beside a running Maka (the desktop or maka host) everything is served by it; a turn of this
+session driven by another client (a window, another terminal) shows here as it happens, and
+its permission questions may be answered here (the first answer counts)"""
 
 
 def _tui_settle(_session: str, call: str, not_run_only: bool) -> str:
@@ -90,6 +92,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         StdinPermissionAsker,
         TerminalTranscript,
     )
+    from app.host import tui_reads
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.ledger.ledger_errors import LedgerError
@@ -109,7 +112,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
     data_dir = resolve_data_dir(args.data_dir)
     from app.host.host_client import attach
 
-    attached = attach(data_dir)
+    attached = attach(data_dir, command="tui")
     if attached is not None:  # the desktop or `maka host` owns the folder: it runs the turns
         from app.commands.tui_host import chat_through_host
 
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
-        _say_if_branched(host, session.session_id)
+        tui_reads.say_if_branched(host, session.session_id)
         if args.session:
             _say_if_interrupted(service, session.session_id, host)
         print_unsettled_calls(service, session.session_id)
@@ -161,10 +164,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             if text == "/help":
                 print(HELP)
             elif text == "/transcript":
-                _say_if_branched(host, session.session_id)
-                _print_transcript(
-                    service, session.session_id, _branch_marks(host, session.session_id)
-                )
+                tui_reads.transcript(host, session.session_id)
             elif text == "/sessions":
                 for overview in service.list_sessions():
                     status = overview.last_run_status or "no runs"
@@ -182,12 +182,12 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             elif text == "/settle" or text.startswith("/settle "):
                 _settle(host, session.session_id, text)
             elif text == "/branch" or text.startswith("/branch "):
-                branched = _branch(host, session.session_id, text)
+                branched = tui_reads.branch(host, session.session_id, text)
                 if branched is not None:
                     # The chat goes on in the branch, as the desktop opens it.
                     source_id, session = session.session_id, branched
                     print(f"maka tui: session {session.session_id} in {session.cwd}")
-                    _say_if_branched(host, session.session_id)
+                    tui_reads.say_if_branched(host, session.session_id)
                     print(f"(the source goes on with: maka tui --session {source_id})")
             elif text.startswith("/"):
                 print(f"unknown command {text.split()[0]}; /help lists the commands")
@@ -296,9 +296,6 @@ def _settle(host: Any, session_id: str, text: str) -> None:
         print(line.strip())
 
 
-CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
-
-
 def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
     """Opening a session whose last turn was cut off (by a crash, a failed model server, a stop)
     says so, like the desktop's banner, and names the command that continues it; Safe resume's
@@ -365,147 +362,6 @@ def _say_if_parked(host: Any, session_id: str) -> bool:
     print("\n".join(plan_summary(plan, operations, _tui_settle)))
     print(TUI_PARK_NOTE)
     return True
-
-
-def _say_if_branched(host: Any, session_id: str) -> None:
-    """The header of a branched session: its source and boundary (issue #36)."""
-    from app.host.branch_session import branch_header_words, branch_of
-
-    record = branch_of(host.store, session_id)
-    if record is not None:
-        print(f"this session was {branch_header_words(record)}")
-
-
-def _branch(host: Any, session_id: str, text: str) -> Any:
-    """``/branch``: the same service as ``maka branch``; a refusal prints its code. The new
-    session's record when a branch was made (the chat switches to it), else None."""
-    from app.host.branch_session import branch_options, branch_session
-    from app.host.host_bootstrap import now_ms
-    from runtime.continuation.lifecycle_log import LifecycleLog
-    from runtime.ledger.ledger_errors import LedgerError
-
-    words = text.split()[1:]
-    current_files = "--current-files" in words
-    words = [word for word in words if word != "--current-files"]
-    if len(words) > 2:
-        print("usage: /branch [EVENT [DIR] [--current-files]]")
-        return None
-    carrier = host.service.checkpoints
-    try:
-        if not words:
-            options = branch_options(host.store, carrier, session_id)
-            for option in options:
-                b = option.boundary
-                kept = "snapshot kept" if option.snapshot_kept else "no snapshot"
-                if b.unsettled:
-                    kept = "not branchable (a call has no settled outcome there)"
-                print(f"  {b.event_id}  {b.kind:<12} {visible_label(b.label)}  {kept}")
-            if not options:
-                print("no point to branch from yet")
-            else:
-                print("branch one: /branch EVENT [DIR]")
-            return None
-        result = branch_session(
-            host.store,
-            carrier,
-            session_id,
-            words[0],
-            now_ms=now_ms,
-            to=words[1] if len(words) > 1 else None,
-            current_files=current_files,
-            lifecycle=LifecycleLog.in_data_dir(host.data_dir, now_ms),
-        )
-    except LedgerError as refused:
-        print(f"branch refused [{refused.code}]: {refused.message}")
-        return None
-    new = result.session
-    print(f"branched into session {new.session_id} in {new.cwd}; the source is unchanged")
-    return new
-
-
-def visible_label(label: str) -> str:
-    from app.visible_text import visible
-
-    return visible(label[:50], strict=True)
-
-
-def _branch_marks(host: Any, session_id: str) -> dict[tuple[str, str], list[str]]:
-    """Where sessions were branched from this one, keyed as the transcript meets the points:
-    ``("item", event id)`` a user message, ``("call", call id)`` a tool result, ``("run", run
-    id)`` a run's ending."""
-    from app.host.branch_session import branches_from
-    from runtime.continuation.branch_prefix import USER_MESSAGE, boundary_kind
-
-    marks: dict[tuple[str, str], list[str]] = {}
-    for mark in branches_from(host.store, session_id):
-        stored = host.store.read_event(mark.boundary_event_id)
-        if stored is None:
-            continue
-        kind = boundary_kind(stored.event)
-        content = stored.event.get("content") or {}
-        if kind == USER_MESSAGE:
-            key = ("item", mark.boundary_event_id)
-        elif kind is not None and content.get("kind") == "function_response":
-            key = ("call", str(content.get("id")))
-        else:
-            key = ("run", str(stored.event["runId"]))
-        marks.setdefault(key, []).append(mark.session_id)
-    return marks
-
-
-def _say_marks(marks: dict[tuple[str, str], list[str]], key: tuple[str, str]) -> None:
-    for new in marks.pop(key, []):
-        print(f"── branched here into session {new} (maka tui --session {new})")
-
-
-def _print_transcript(
-    service: Any, session_id: str, marks: dict[tuple[str, str], list[str]] | None = None
-) -> None:
-    """``/transcript``: every entry, control characters shown by name (never sent raw), and
-    where sessions were branched from this one."""
-    from app.visible_text import visible
-
-    marks = marks or {}
-    run_id: str | None = None
-    for continued, entry in service.transcript_by_run(session_id):
-        if continued:
-            print(CONTINUED_MARKER)
-        if entry is None:
-            continue
-        if run_id is not None and entry.run_id != run_id:
-            _say_marks(marks, ("run", run_id))
-        run_id = entry.run_id
-        _print_entry(entry, visible)
-        if entry.type == "user_message":
-            _say_marks(marks, ("item", entry.item_id))
-        elif entry.type == "tool_card":
-            _say_marks(marks, ("call", entry.tool_call_id))
-    if run_id is not None:
-        _say_marks(marks, ("run", run_id))
-
-
-def _print_entry(entry: Any, visible: Any) -> None:
-    if entry.type == "user_message":
-        print(f"you> {visible(entry.text)}")
-    elif entry.type == "assistant_message":
-        print(visible(entry.text.rstrip()))
-    elif entry.type == "tool_card":
-        args = visible(entry.args_summary, strict=True)
-        print(f"[tool] {visible(entry.tool_name)} {args}  ({entry.status})")
-        if entry.result_summary:
-            print(f"  {visible(entry.result_summary)}")
-        if entry.attestation is not None:
-            from runtime.ledger.attestation import when_text
-
-            what = "it ran" if entry.attestation == "ran" else "it did not run"
-            when = when_text(entry.attested_at) if entry.attested_at is not None else ""
-            print(f"  confirmed by you: {what} ({when})")
-            if entry.attestation_note:
-                print(f"  your note: {visible(entry.attestation_note)}")
-        elif entry.settleable and entry.status == "indeterminate":
-            print(f"  outcome unknown; if you know: /settle {entry.tool_call_id} ran|not-run")
-    elif entry.type == "notice":
-        print(f"[{entry.level}] {visible(entry.text)}")
 
 
 def _turn(

@@ -7,9 +7,14 @@ it, ``/sessions`` is the host's sessions overview (``maka sessions``) and ``/set
 ``tools.settle`` (``maka settle``). Permission questions are answered here (a window may answer
 first: the first answer counts); Ctrl+C during a turn cancels the turn this TUI started.
 
-``/transcript`` and ``/branch`` read and write the store directly: beside a host they say so with
-``store_locked`` (and what works instead), never a traceback. A host that stops while the chat is
-open ends it with ``host_stopped`` (exit 1).
+``/transcript`` and ``/branch [ARGS]`` are served by the host too (``terminal.command``): it
+writes the lines the TUI prints when it opens the store itself, with the same code
+(``app.host.tui_reads``), and a branch made there is where the chat goes on.
+
+The TUI views its session (``tui_viewer``): a turn of it driven by another client (a window,
+another terminal, Safe resume) shows here as it happens, saying who drives it, and its
+permission questions may be answered here. A host that stops while the chat is open ends it
+with ``host_stopped`` (exit 1).
 """
 
 from __future__ import annotations
@@ -18,22 +23,12 @@ import argparse
 import io
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.host.host_client import HostClient
-from runtime.ledger.codes import StoreCode
-
-NEEDS_STORE = (
-    "{command} needs the data folder itself, which the running Maka (pid {pid}) serves "
-    "[store_locked]; {instead}"
-)
-_INSTEAD = {
-    "/transcript": "'maka timeline {session}' shows this session's record beside it, or close "
-    "the window (or stop maka host) and open the TUI again",
-    "/branch": "close the window (or stop maka host) and open the TUI again, or branch it in "
-    "the desktop (Continue from here)",
-}
+from runtime.ledger.codes import HostCode, StoreCode
 
 INTERRUPTED_NOTE = (
     "This session's last turn ended before it finished. Check your files, then type /resume: "
@@ -48,12 +43,16 @@ TUI_HOST_PARK_NOTE = (
 )
 
 
-def chat_through_host(
+# C901: the terminal's one read-eval loop (as tui_cmd's); each slash command is a short branch.
+def chat_through_host(  # noqa: C901
     args: argparse.Namespace, host: HostClient, cwd: str, mode: str, help_text: str
 ) -> int:
     """The TUI's read-eval loop when a host owns the folder; returns the exit code."""
     from app.commands.terminal_transcript import InputLines
+    from app.commands.tui_viewer import TuiViewer
 
+    viewer = TuiViewer(host)
+    host.listen(viewer.take, viewer.stopped)
     session_id: str | None = None
     if args.session:
         session_id = _known_session(host, args.session, args.cwd)
@@ -61,12 +60,15 @@ def chat_through_host(
         sys.stdin.reconfigure(errors="surrogateescape")
     lines = InputLines.of(sys.stdin)
     _greet(args, host, session_id, cwd, mode)
+    viewer.watch(session_id)
     while True:
-        print("you> ", end="", flush=True)
+        viewer.prompt()
         try:
             read = lines.read_line()
         except KeyboardInterrupt:
             read = None
+        if viewer.line_read(read):
+            continue  # the answer to a question of a turn another client drives
         if read is None:
             print()
             return EXIT_OK
@@ -78,19 +80,74 @@ def chat_through_host(
             return EXIT_OK
         if text == "/help":
             print(help_text)
-        elif command in ("/transcript", "/branch"):
-            instead = _INSTEAD[command].format(session=session_id or "SESSION")
-            print(NEEDS_STORE.format(command=command, pid=host.host_pid, instead=instead))
+        elif text == "/transcript":
+            _terminal_text(host, session_id, "transcript", "")
+        elif command == "/branch":
+            branched = _terminal_text(host, session_id, "branch", text[len("/branch") :])
+            if branched is not None and session_id is not None:
+                source_id, session_id = session_id, branched
+                print(f"(the source goes on with: maka tui --session {source_id})")
         elif text == "/sessions":
             _sessions(host)
         elif command in ("/resume", "/rebaseline", "/restore"):
-            _resume(args, host, session_id, text, mode)
+            viewer.driving(True)
+            try:
+                _resume(args, host, session_id, text, mode, on_closed=viewer.closed_elsewhere)
+            finally:
+                viewer.driving(False)
         elif command == "/settle":
             _settle(host, session_id, text)
         elif text.startswith("/"):
             print(f"unknown command {command}; /help lists the commands")
         else:
-            session_id = _turn(args, host, session_id, text, cwd=cwd, mode=mode)
+            viewer.driving(True)
+            try:
+                session_id = _turn(
+                    args,
+                    host,
+                    session_id,
+                    text,
+                    cwd=cwd,
+                    mode=mode,
+                    on_closed=viewer.closed_elsewhere,
+                )
+            finally:
+                viewer.driving(False)
+        viewer.watch(session_id)
+
+
+def _terminal_text(
+    host: HostClient, session_id: str | None, command: str, arguments: str
+) -> str | None:
+    """``/transcript`` or ``/branch [ARGS]``, served by the host: print its lines (as the TUI
+    prints them alone); the new session's id when a branch was made."""
+    from app.bridge_contract import MAX_PATH_CHARS, TerminalCommandRequest, TerminalTextPush
+    from app.host.host_client import HostRefusal
+    from app.host.tui_reads import BRANCH_USAGE
+
+    if session_id is None:
+        print("no session yet: send a message first (or open one with maka tui --session ID)")
+        return None
+    if len(arguments) > MAX_PATH_CHARS + 400:  # the contract's bound: a folder's path and more
+        print(BRANCH_USAGE)
+        return None
+    try:
+        answer = host.ask(
+            TerminalCommandRequest(session_id=session_id, command=command, arguments=arguments)
+        )
+        while isinstance(answer, TerminalTextPush):
+            if answer.text:
+                print(answer.text)
+            if answer.done:
+                return answer.branched_to
+            correlation = answer.correlation_id
+            answer = host.receive()
+            while answer.correlation_id != correlation:
+                answer = host.receive()
+    except HostRefusal as refused:
+        print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
+        return None
+    raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
 
 
 def _greet(
@@ -127,7 +184,6 @@ def _known_session(host: HostClient, session_id: str, cwd_option: str | None) ->
 def _rows(host: HostClient) -> list[dict[str, Any]]:
     from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
     from app.host.session_rows import rows_from_wire
-    from runtime.ledger.codes import HostCode
 
     answer = host.ask(SessionsOverviewRequest())
     if not isinstance(answer, SessionsOverviewedPush):
@@ -150,6 +206,7 @@ def _turn(
     *,
     cwd: str,
     mode: str,
+    on_closed: Callable[[str], None] | None = None,
 ) -> str | None:
     """One message: ``turns.run``; the session it ran in (a new one the first time)."""
     from app.commands.host_turn import run_through_host
@@ -162,7 +219,7 @@ def _turn(
         max_steps=args.max_steps,
     )
     try:
-        end = run_through_host(request, host, mode, lambda: None)
+        end = run_through_host(request, host, mode, lambda: None, on_closed)
     except CliError as refused:
         print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
         return session_id
@@ -170,7 +227,13 @@ def _turn(
 
 
 def _resume(
-    args: argparse.Namespace, host: HostClient, session_id: str | None, text: str, mode: str
+    args: argparse.Namespace,
+    host: HostClient,
+    session_id: str | None,
+    text: str,
+    mode: str,
+    *,
+    on_closed: Callable[[str], None] | None = None,
 ) -> None:
     """``/resume``, ``/rebaseline``, ``/restore [DIR]``: ``maka resume`` through the host."""
     from app.commands.host_turn import resume_through_host
@@ -196,7 +259,7 @@ def _resume(
         max_steps=args.max_steps,
     )
     try:
-        code = resume_through_host(request, host, mode, lambda: None)
+        code = resume_through_host(request, host, mode, lambda: None, on_closed)
     except CliError as refused:
         print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
         return

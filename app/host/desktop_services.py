@@ -65,6 +65,7 @@ from app.host.host_services import (
     SurvivorsChecked,
     TerminalResume,
     TerminalSession,
+    TerminalText,
     TerminalTurn,
     TerminalTurnEnd,
     Transcript,
@@ -399,6 +400,31 @@ class DesktopServices:
             )
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
+
+    def terminal_text(self, session_id: str, command: str, arguments: str) -> TerminalText:
+        from types import SimpleNamespace
+
+        from app.host import tui_reads
+
+        try:
+            self._service.get_session(session_id)
+        except LedgerError as error:
+            raise HostServiceError(error.code, error.message) from None
+        lines: list[str] = []
+        reader = SimpleNamespace(store=self._store, service=self._service, data_dir=self._data_dir)
+        if command == "transcript":
+            tui_reads.transcript(reader, session_id, lines.append)
+            return TerminalText("\n".join(lines))
+        new = tui_reads.branch(reader, session_id, f"/branch {arguments}", lines.append)
+        if new is None:
+            return TerminalText("\n".join(lines))
+        header: list[str] = []
+        tui_reads.say_if_branched(reader, new.session_id, header.append)
+        return TerminalText(
+            "\n".join([*lines, f"maka tui: session {new.session_id} in {new.cwd}", *header]),
+            new.session_id,
+            str(new.cwd),
+        )
 
     def open_session(self, session_id: str) -> Transcript:
         try:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +66,10 @@ class HostClient:
         self._send_lock = threading.Lock()
         self.host_kind = host_kind
         self.host_pid = host_pid
+        # Listening (``listen``): a reader thread receives every push and hands the ones it is
+        # not given to take to ``_next`` through this queue (a closed connection: an error).
+        self._inbox: queue.Queue[Message | HostConnectionError] | None = None
+        self._timeout: float | None = ANSWER_TIMEOUT_S
 
     def __enter__(self) -> HostClient:
         return self
@@ -101,7 +107,40 @@ class HostClient:
     def stream_without_timeout(self) -> None:
         """A turn may wait for its model, a tool or a question for as long as it takes: the
         connection's end (the host stopped) ends the wait, never a timeout."""
+        self._timeout = None
+        if self._inbox is None:
+            self._sock.settimeout(None)
+
+    def listen(
+        self, take: Callable[[Message], bool], stopped: Callable[[HostConnectionError], None]
+    ) -> None:
+        """From now on a reader thread receives: ``take`` is offered every push first (a
+        viewer's session being driven by another client, heard while this terminal waits for
+        its user) and returns True when it took it; the others are answers, for ``ask`` and
+        ``receive`` as before. ``stopped`` is told once when the host goes away."""
+        inbox: queue.Queue[Message | HostConnectionError] = queue.Queue()
         self._sock.settimeout(None)
+        pending, self._pending = self._pending, []
+        for message in pending:
+            inbox.put(message)
+        self._inbox = inbox
+
+        def read() -> None:
+            while True:
+                try:
+                    message = self._read_one()
+                except HostConnectionError as error:
+                    inbox.put(error)
+                    stopped(error)
+                    return
+                try:
+                    taken = take(message)
+                except Exception:  # a viewer's fault never loses the connection's answers
+                    taken = False
+                if not taken:
+                    inbox.put(message)
+
+        threading.Thread(target=read, name="maka-host-reader", daemon=True).start()
 
     def send(self, message: Message) -> None:
         """Send one request (any thread: a Ctrl+C's cancel beside a permission answer)."""
@@ -119,6 +158,19 @@ class HostClient:
         return self._next()
 
     def _next(self) -> Message:
+        inbox = self._inbox
+        if inbox is None:
+            return self._read_one()
+        try:
+            item = inbox.get(timeout=self._timeout)
+        except queue.Empty:
+            raise _stopped() from None
+        if isinstance(item, HostConnectionError):
+            inbox.put(item)  # every later wait ends the same way
+            raise item
+        return item
+
+    def _read_one(self) -> Message:
         from app.bridge_contract import BridgeProtocolError
 
         while not self._pending:
@@ -168,7 +220,9 @@ def _stopped() -> HostConnectionError:
     )
 
 
-def attach(data_dir: Path, *, hello_timeout_s: float = ANSWER_TIMEOUT_S) -> HostClient | None:
+def attach(
+    data_dir: Path, *, hello_timeout_s: float = ANSWER_TIMEOUT_S, command: str | None = None
+) -> HostClient | None:
     """The running host of ``data_dir``, authenticated as a terminal; ``None`` when no host
     serves it (nothing listens, or a listener that left without removing its socket)."""
     if sys.platform == "win32":
@@ -191,7 +245,7 @@ def attach(data_dir: Path, *, hello_timeout_s: float = ANSWER_TIMEOUT_S) -> Host
         return None
     sock.settimeout(hello_timeout_s)
     try:
-        client = _hello(sock, token)
+        client = _hello(sock, token, command)
     except BaseException:
         sock.close()
         raise
@@ -213,13 +267,14 @@ def running_host_kind(data_dir: Path, timeout_s: float = 3.0) -> HostKind | None
         return client.host_kind
 
 
-def _hello(sock: socket.socket, token: str) -> HostClient:
+def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostClient:
     from app.bridge_contract import (
         PROTOCOL_VERSION,
         ClientRole,
         HelloOkPush,
         HelloRejectedPush,
         HelloRequest,
+        TerminalCommand,
         encode_frame,
     )
 
@@ -227,6 +282,7 @@ def _hello(sock: socket.socket, token: str) -> HostClient:
         token=token,
         protocol_version=PROTOCOL_VERSION,
         role=ClientRole.TERMINAL,
+        command=TerminalCommand(command) if command is not None else None,
         correlation_id="hello",
     )
     client = HostClient(sock, _desktop(), None)
@@ -234,7 +290,7 @@ def _hello(sock: socket.socket, token: str) -> HostClient:
         sock.sendall(encode_frame(hello))
     except OSError:
         raise _stopped() from None
-    answer = client._next()
+    answer = client._read_one()
     if isinstance(answer, HelloRejectedPush):
         raise HostConnectionError(
             HostCode.HOST_UNREACHABLE,

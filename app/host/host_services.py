@@ -228,6 +228,16 @@ class TerminalSession:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class TerminalText:
+    """A TUI's ``/transcript`` or ``/branch`` served by the host: its lines as the TUI prints
+    them alone, and the new session when a branch was made (the chat goes on in it)."""
+
+    text: str
+    branched_to: str | None = None
+    branched_cwd: str | None = None
+
+
 class TurnSink(Protocol):
     """Where a running turn (or continuation) reports progress; thread-safe."""
 
@@ -271,6 +281,11 @@ class HostServices(Protocol):
         ...
 
     def session_summary(self, session_id: str) -> SessionSummary: ...
+
+    def terminal_text(self, session_id: str, command: str, arguments: str) -> TerminalText:
+        """A TUI's ``/transcript`` or ``/branch ARGUMENTS`` beside the host, with the lines the
+        TUI prints when it opens the store itself (``session_not_found`` for no session)."""
+        ...
 
     def open_session(self, session_id: str) -> Transcript: ...
 

@@ -11,7 +11,7 @@ nothing to resume: the planner is not asked, and there is no plan header.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from runtime.continuation.continuation_planner import ContinuationPlan
@@ -19,6 +19,7 @@ from runtime.continuation.resume_candidate import resume_candidate
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, StoredEvent
+from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import LazyRows, TimelineIndex, run_ended
 from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline, lineage_order
 from runtime.ledger.timeline_pins import (
@@ -45,10 +46,14 @@ class TimelineIndexStore(Protocol):
 
     def read_run_event(self, run_id: str, event_id: str) -> StoredEvent | None: ...
 
+    def read_run_tool_facts(
+        self, run_id: str, high_water: int
+    ) -> Mapping[int, ToolFact] | None: ...
+
 
 def run_source(header: RunHeader, rows: Sequence[StoredEvent] = ()) -> RunSource:
     source = header.continuation_source or {}
-    high_water = source.get("highWater")
+    high_water = source.get("sourceRuntimeEventHighWater")
     return RunSource(
         run_id=header.run_id,
         events=[(row.seq, row.event) for row in rows],
@@ -117,7 +122,13 @@ def _lazy_run(
         run_id=run_id,
         depth=depth,
         status=source.status,
-        rows=LazyRows(index, ended, load, find),
+        rows=LazyRows(
+            index,
+            ended,
+            load,
+            find,
+            facts=lambda high_water: store.read_run_tool_facts(run_id, high_water),
+        ),
         event_count=index.event_count,
         parent_run_id=source.parent_run_id,
         failure_class=source.failure_class,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import TERMINAL_STATUSES, RuntimeEvent
@@ -156,11 +156,18 @@ _DISPATCHED: dict[str, _Described] = {}
 
 
 def _call(event: RuntimeEvent) -> _Described:
-    return TimelineKind.TOOL_CALL, TimelineStatus.OK, f"call {event['content']['name']}"  # type: ignore[typeddict-item]
+    return _called(event["content"]["name"])  # type: ignore[typeddict-item]
+
+
+def _called(name: object) -> _Described:
+    return TimelineKind.TOOL_CALL, TimelineStatus.OK, f"call {name}"
 
 
 def _dispatch(event: RuntimeEvent) -> _Described:
-    mode = event["actions"]["toolDispatch"]["recoveryMode"]
+    return _dispatched(event["actions"]["toolDispatch"]["recoveryMode"])
+
+
+def _dispatched(mode: str) -> _Described:
     found = _DISPATCHED.get(mode)
     if found is None:
         found = _DISPATCHED[mode] = (
@@ -173,6 +180,68 @@ def _dispatch(event: RuntimeEvent) -> _Described:
 
 def _response(event: RuntimeEvent) -> _Described:
     return _ERROR_RESULT if event["content"].get("isError") else _RESULT
+
+
+class ToolFact(NamedTuple):
+    """What ``entry_of`` and a tool row read of a stored event on a tool lane, answered by the
+    store without decoding it (``storage/ledger/timeline_index.py``): its id, its lane, what
+    its lane's summary names (a call's ``content.name``, a dispatch's ``recoveryMode``, a
+    response's ``isError`` as a flag, an observation's ``observation``, a decision's
+    ``reasonCode`` and ``disposition``, a missing one as ``"?"``) and the tool name a row
+    takes from it (``tool_name_of``: None when it gives none)."""
+
+    event_id: str
+    lane: str
+    first: str | None
+    second: str | None
+    is_error: bool
+    tool_name: str | None
+
+
+_FACT_LANES = {
+    Lane.FUNCTION_CALL.value: Lane.FUNCTION_CALL,
+    Lane.TOOL_DISPATCH.value: Lane.TOOL_DISPATCH,
+    Lane.FUNCTION_RESPONSE.value: Lane.FUNCTION_RESPONSE,
+    Lane.RECONCILE_RESULT.value: Lane.RECONCILE_RESULT,
+    Lane.RECOVERY_DECISION.value: Lane.RECOVERY_DECISION,
+}
+_FACT_DESCRIBED: dict[tuple[str, str | None, str | None, bool], _Described] = {}
+
+
+def fact_entry(seq: int, fact: ToolFact) -> TimelineEntry:
+    """``entry_of``'s entry of that event as a filter reads it (its event reduced to its id,
+    as ``LazyRows.searchable`` keeps every entry), by the same describers."""
+    key = (fact.lane, fact.first, fact.second, fact.is_error)
+    described = _FACT_DESCRIBED.get(key)
+    if described is None:
+        lane = _FACT_LANES[fact.lane]
+        if lane is Lane.FUNCTION_CALL:
+            described = _called(fact.first)
+        elif lane is Lane.TOOL_DISPATCH:
+            described = _dispatched(str(fact.first))
+        elif lane is Lane.FUNCTION_RESPONSE:
+            described = _ERROR_RESULT if fact.is_error else _RESULT
+        elif lane is Lane.RECONCILE_RESULT:
+            described = _recovery({"observation": fact.first}, lane)
+        else:
+            described = _recovery({"reasonCode": fact.first, "disposition": fact.second}, lane)
+        if len(_FACT_DESCRIBED) < 4096:  # a run names a few tools and modes
+            _FACT_DESCRIBED[key] = described
+    kind, status, summary = described
+    event = cast("RuntimeEvent", {"id": fact.event_id})
+    return TimelineEntry(seq, event, kind, fact.lane, status, summary)
+
+
+def tool_name_of(event: RuntimeEvent) -> str | None:
+    """The tool name a tool row takes from one of its facts (the first that has one): its
+    content's ``name``, else its dispatch's ``toolName``."""
+    content: Mapping[str, Any] = event.get("content") or {}
+    if "name" in content:
+        return str(content["name"])
+    actions: Mapping[str, Any] = event.get("actions") or {}
+    if "toolDispatch" in actions:
+        return str(actions["toolDispatch"]["toolName"])
+    return None
 
 
 def _reconcile(event: RuntimeEvent) -> _Described:

@@ -24,8 +24,23 @@ from typing import cast, overload
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import StoredEvent
-from runtime.ledger.timeline_events import TimelineKind, entry_of
-from runtime.ledger.timeline_model import TimelineRow, single_row, tool_row
+from runtime.ledger.timeline_events import (
+    TimelineKind,
+    ToolFact,
+    entry_of,
+    fact_entry,
+    tool_name_of,
+)
+from runtime.ledger.timeline_model import (
+    TimelineEntry,
+    TimelineRow,
+    TimelineStatus,
+    single_row,
+    tool_row,
+    tool_verdict,
+)
+
+Verdict = tuple[TimelineStatus, str]
 
 CHUNK_ROWS = 100
 """Rows built (and their events read) together: the desktop's page."""
@@ -36,6 +51,12 @@ EventLoader = Callable[[Sequence[int]], Sequence[tuple[int, RuntimeEvent]]]
 """The run's committed events at these ``event_seq``s, as ``(seq, event)`` in any order."""
 EventFinder = Callable[[str], "tuple[int, RuntimeEvent] | None"]
 """The run's event with this id, as ``(seq, event)`` (None: the run has none)."""
+FactReader = Callable[[int], Mapping[int, ToolFact] | None]
+"""The run's calls, dispatches and responses up to this ``event_seq`` as a filter reads them,
+by seq (``storage/ledger/timeline_index.py``; any it leaves out is decoded in full). None: the
+store has no such reading (every row is then made from its events)."""
+
+ATTESTED = TimelineKind.ATTESTATION
 
 
 Slot = int | list[int]
@@ -100,8 +121,10 @@ class LazyRows(Sequence[TimelineRow]):
         *,
         chunk_rows: int = CHUNK_ROWS,
         kept_chunks: int = KEPT_CHUNKS,
+        facts: FactReader | None = None,
     ) -> None:
-        """``index``: the store's index of the run; ``ended``: ``run_ended``'s answer."""
+        """``index``: the store's index of the run; ``ended``: ``run_ended``'s answer;
+        ``facts``: the store's reading of the run's tool facts, for ``searchable``."""
         self._slots = index.rows
         self._calls = index.calls
         self._snapshots = index.snapshots
@@ -111,6 +134,7 @@ class LazyRows(Sequence[TimelineRow]):
         self._ended = ended
         self._load = load
         self._find = find
+        self._facts = facts
         self._chunk_rows = chunk_rows
         self._kept_chunks = kept_chunks
         self._chunks: OrderedDict[int, tuple[TimelineRow, ...]] = OrderedDict()
@@ -206,10 +230,82 @@ class LazyRows(Sequence[TimelineRow]):
         with self._lock:
             found = self._searchable
         if found is None:
-            found = tuple(_searchable(row) for row in self)
+            facts = self._facts(self._high_water) if self._facts is not None else None
+            if facts is None:
+                found = tuple(_searchable(row) for row in self)
+            else:
+                found = self._searchable_from(facts)
             with self._lock:
                 self._searchable = found
         return found
+
+    def _searchable_from(self, facts: Mapping[int, ToolFact]) -> tuple[TimelineRow, ...]:
+        """``searchable``'s rows with the store's reading of the calls, dispatches and
+        responses (most of a run's events) in place of their events: only the others (a few
+        in a hundred in a tool-heavy run) are read and decoded, a chunk of rows at a time.
+        The entries, statuses and summaries are ``entry_of``'s and ``tool_row``'s (equal row
+        for row, ``tests/unit/test_timeline_lazy_rows.py``)."""
+        calls = {seq: call_id for call_id, seq in self._calls.items()}
+        verdicts: dict[tuple[tuple[TimelineKind, str, TimelineStatus, str], ...], Verdict] = {}
+        ended = self._ended
+        rows: list[TimelineRow] = []
+        step = self._chunk_rows * 10
+        with collector_paused():
+            for start in range(0, len(self._slots), step):
+                slots = self._slots[start : start + step]
+                wanted: list[int] = []
+                for slot in slots:
+                    for seq in (slot,) if isinstance(slot, int) else slot:
+                        if seq not in facts:
+                            wanted.append(seq)
+                events = dict(self._load(wanted)) if wanted else {}
+                for slot in slots:
+                    if isinstance(slot, int):
+                        fact = facts.get(slot)  # a tool fact naming no call: a row of its own
+                        entry = (
+                            fact_entry(slot, fact)
+                            if fact is not None
+                            else entry_of(slot, events[slot], True)
+                        )
+                        rows.append(_searchable(single_row(entry)))
+                        continue
+                    entries: list[TimelineEntry] = []
+                    name: str | None = None
+                    for seq in slot:
+                        fact = facts.get(seq)
+                        if fact is None:
+                            event = events[seq]
+                            own = tool_name_of(event)
+                            entries.append(_stripped(entry_of(seq, event, True)))
+                        else:
+                            own = fact.tool_name
+                            entries.append(fact_entry(seq, fact))
+                        if name is None:
+                            name = own
+                    # a row's verdict depends on its facts' kinds, lanes and statuses and on
+                    # what an attestation says only: worked out once per shape (a run's tool
+                    # rows have a few shapes)
+                    shape = tuple(
+                        [
+                            (e.kind, e.lane, e.status, e.summary if e.kind is ATTESTED else "")
+                            for e in entries
+                        ]
+                    )
+                    verdict = verdicts.get(shape)
+                    if verdict is None:
+                        verdict = verdicts[shape] = tool_verdict(entries, ended)
+                    tool = "tool" if name is None else name
+                    rows.append(
+                        TimelineRow(
+                            TimelineKind.TOOL,
+                            verdict[0],
+                            f"{tool}: {verdict[1]}",
+                            tuple(entries),
+                            tool_name=tool,
+                            tool_call_id=calls[slot[0]],
+                        )
+                    )
+        return tuple(rows)
 
     def _range(self, start: int, stop: int) -> tuple[TimelineRow, ...]:
         if start >= stop:
@@ -256,12 +352,14 @@ class LazyRows(Sequence[TimelineRow]):
 
 
 def _searchable(row: TimelineRow) -> TimelineRow:
-    return row._replace(
-        entries=tuple(
-            entry._replace(event=cast("RuntimeEvent", {"id": entry.event_id}))
-            for entry in row.entries
-        )
-    )
+    return row._replace(entries=tuple(_stripped(entry) for entry in row.entries))
+
+
+def _stripped(entry: TimelineEntry) -> TimelineEntry:
+    """The entry as a filter reads it: its event let go but its id."""
+    if len(entry.event) == 1:
+        return entry
+    return entry._replace(event=cast("RuntimeEvent", {"id": entry.event_id}))
 
 
 def searchable_rows(rows: Sequence[TimelineRow]) -> Sequence[TimelineRow]:

@@ -15,9 +15,9 @@ ledger timeline`` and the desktop's Timeline view, so all three show one picture
 Why a continuation would park is pinned onto these rows by ``timeline_pins``.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from runtime.ledger.codes import Lane
 from runtime.ledger.collector_pause import collector_paused
@@ -30,6 +30,7 @@ from runtime.ledger.timeline_events import (
     TimelineStatus,
     entry_of,
     tool_call_id,
+    tool_name_of,
 )
 
 __all__ = [
@@ -224,12 +225,35 @@ def single_row(entry: TimelineEntry) -> TimelineRow:
     return TimelineRow(entry.kind, entry.status, entry.summary, (entry,))
 
 
-def tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
+def tool_row(
+    entries: tuple[TimelineEntry, ...],
+    ended: bool,
+    *,
+    name: str | None = None,
+    call_id: str | None = None,
+) -> TimelineRow:
     """A tool operation's row: its status is what its facts prove, in this order: a damaged
     or parked fact, a recovery decision or attestation, the response, else unknown (a
-    dispatch with nothing after it in an ended run), not run (a call never dispatched)."""
-    name = _tool_name(entries)
-    call_id = tool_call_id(entries[0].event)
+    dispatch with nothing after it in an ended run), not run (a call never dispatched).
+    ``name`` and ``call_id``: the tool's name and the call id as the facts' events give them
+    (``tool_name_of``, ``tool_call_id``), when the entries no longer hold their events."""
+    name = _tool_name(entries) if name is None else name
+    call_id = tool_call_id(entries[0].event) if call_id is None else call_id
+    status, words = tool_verdict(entries, ended)
+    return TimelineRow(
+        TimelineKind.TOOL,
+        status,
+        f"{name}: {words}",
+        entries,
+        tool_name=name,
+        tool_call_id=call_id,
+    )
+
+
+def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[TimelineStatus, str]:
+    """A tool row's status and the words its summary gives it, from its facts' kinds, lanes
+    and statuses (in order), an attestation's summary (what the user said) and whether the run
+    ended: nothing else of them."""
     kinds = {entry.kind for entry in entries}
     status = _tool_status(entries, kinds, ended)
     words = {
@@ -243,19 +267,26 @@ def tool_row(entries: tuple[TimelineEntry, ...], ended: bool) -> TimelineRow:
         TimelineStatus.CANCELLED: "cancelled",
     }[status]
     if TimelineKind.ATTESTATION in kinds:
-        words += ", settled by you"
-    return TimelineRow(
-        TimelineKind.TOOL,
-        status,
-        f"{name}: {words}",
-        entries,
-        tool_name=name,
-        tool_call_id=call_id,
-    )
+        words = _attested_words(entries) or f"{words}, settled by you"
+    return status, words
+
+
+def _attested_words(entries: Sequence[TimelineEntry]) -> str | None:
+    """What the user said of the call, from their attestation's summary (the entries may no
+    longer hold their events): "done" alone would read as "it ran" for a call the user
+    confirmed never ran."""
+    for entry in reversed(entries):
+        if entry.kind is not TimelineKind.ATTESTATION:
+            continue
+        if "user_attested_not_run" in entry.summary:
+            return "did not run, settled by you"
+        if "user_attested_ran" in entry.summary:
+            return "ran, settled by you"
+    return None
 
 
 def _tool_status(
-    entries: tuple[TimelineEntry, ...], kinds: set[TimelineKind], ended: bool
+    entries: Sequence[TimelineEntry], kinds: set[TimelineKind], ended: bool
 ) -> TimelineStatus:
     statuses = {entry.status for entry in entries}
     for worst in (TimelineStatus.DAMAGED, TimelineStatus.PARKED):
@@ -274,10 +305,7 @@ def _tool_status(
 
 def _tool_name(entries: tuple[TimelineEntry, ...]) -> str:
     for entry in entries:
-        content: Mapping[str, Any] = entry.event.get("content") or {}
-        if "name" in content:
-            return str(content["name"])
-        actions: Mapping[str, Any] = entry.event.get("actions") or {}
-        if "toolDispatch" in actions:
-            return str(actions["toolDispatch"]["toolName"])
+        name = tool_name_of(entry.event)
+        if name is not None:
+            return name
     return "tool"

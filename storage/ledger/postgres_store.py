@@ -51,6 +51,7 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoreRefusal,
 )
+from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import TimelineIndex
 from storage.ledger import run_header_store as headers
 from storage.ledger import tool_process_store as tool_processes
@@ -393,6 +394,11 @@ class PostgresLedgerStore(SqliteLedgerStore):
         """The timeline's index made from the run's events in Python (the SQLite store's query
         uses ``json_extract``, which PostgreSQL does not have)."""
         return timeline_index_of(self.read_run_events(run_id))
+
+    def read_run_tool_facts(self, run_id: str, high_water: int) -> Mapping[int, ToolFact] | None:
+        """None: no reading in SQL here (``json_extract`` again); the timeline's first filter
+        makes the rows from their events."""
+        return None
 
     def list_tool_processes(
         self, *, session_id: str | None = None, operation_id: str | None = None

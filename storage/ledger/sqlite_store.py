@@ -42,6 +42,7 @@ from runtime.ledger.store_ports import (
     ToolJournalRecord,
     ToolOperationRecord,
 )
+from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import TimelineIndex
 from storage.ledger import branch_store as branches
 from storage.ledger import continuation_claim_store as claims
@@ -77,6 +78,7 @@ from storage.ledger.timeline_index import (
     read_event_in,
     read_events_at,
     read_timeline_index,
+    read_tool_facts,
 )
 from storage.ledger.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
 from storage.ledger.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
@@ -506,6 +508,18 @@ class SqliteLedgerStore:
             if header is None:
                 return TimelineIndex([], {}, 0, 0, [])
             return read_timeline_index(conn, header.invocation_id)
+
+        return self._read(action)
+
+    def read_run_tool_facts(self, run_id: str, high_water: int) -> Mapping[int, ToolFact] | None:
+        """The run's calls, dispatches and responses up to ``high_water`` as the timeline's
+        filters read them, in SQL (``timeline_index.read_tool_facts``)."""
+
+        def action(conn: sqlite3.Connection) -> Mapping[int, ToolFact]:
+            header = headers.read_header(conn, run_id)
+            if header is None:
+                return {}
+            return read_tool_facts(conn, header.invocation_id, high_water)
 
         return self._read(action)
 

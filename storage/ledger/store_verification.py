@@ -20,6 +20,17 @@ What is checked, and what it costs:
   ordinary program can set back. So the full check runs after exactly the events that can damage
   the file behind Maka's back, and a normal start pays only the cheap checks.
 
+A restored backup or a copied data folder is such an event: its stamp cannot match (a copy has
+its own inode and times), and no stamp that a changed file could not match can be checked without
+reading the whole file (a sample of pages would miss a changed page elsewhere). So the whole-file
+check is kept for a copy, and it does not hold the window back: the desktop opens the store on
+its start-up worker while the window is already up, every request waits until the store is open,
+and nothing is written before the check passes (it runs before the migration and the owner-epoch
+bump). What it adds is progress: ``observing_whole_file_checks`` lets the opener hear how much of
+the file the check has read (the thread's own read bytes, from ``/proc``, against the file's
+size; where the system has no such count the observer hears only the start and the end), and
+the window says "Checking the whole database (copied, restored or changed outside Maka): N%…".
+
 The stamp is trust in Maka's own last clean close, not a checksum: damage the operating system
 hides from every timestamp (a failing disk) is caught only by the cheap checks or when SQLite
 meets it, as before (``maka doctor`` runs the full integrity check on demand).
@@ -31,6 +42,8 @@ import contextlib
 import json
 import os
 import sqlite3
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +136,71 @@ def check_header(path: Path) -> None:
         raise damaged(f"its length {size} is not a whole number of {page_size}-byte pages")
 
 
+CheckProgress = Callable[[float], None]
+"""Told the share (0.0 to 1.0) of the database file a whole-file check has read: 0.0 when it
+starts, 1.0 once it passed, and in between as it reads (every ``PROGRESS_INTERVAL_S``)."""
+PROGRESS_INTERVAL_S = 0.25
+_observer = threading.local()
+
+
+@contextlib.contextmanager
+def observing_whole_file_checks(observer: CheckProgress) -> Iterator[None]:
+    """Within the block, a whole-file check run on this thread (``open_store`` on a copy, a
+    restored backup, a file changed behind Maka's back) reports its progress to ``observer``
+    (called on another thread while the check reads)."""
+    previous = getattr(_observer, "value", None)
+    _observer.value = observer
+    try:
+        yield
+    finally:
+        _observer.value = previous
+
+
+def _thread_read_bytes(native_id: int) -> int | None:
+    """Bytes this process's thread has read (``rchar`` of ``/proc/self/task/<id>/io``; None
+    where the system does not count them)."""
+    try:
+        with open(f"/proc/self/task/{native_id}/io", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"rchar:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def _reporting(path: Path) -> Iterator[None]:
+    """Report the whole-file check that runs in the block to this thread's observer."""
+    observer: CheckProgress | None = getattr(_observer, "value", None)
+    if observer is None:
+        yield
+        return
+    native_id = threading.get_native_id()
+    start = _thread_read_bytes(native_id)
+    try:
+        size = max(1, os.stat(path).st_size)
+    except OSError:
+        size = 1
+    done = threading.Event()
+
+    def watch() -> None:
+        while start is not None and not done.wait(PROGRESS_INTERVAL_S):
+            read = _thread_read_bytes(native_id)
+            if read is not None:
+                observer(min(0.99, max(0.0, (read - start) / size)))
+
+    observer(0.0)
+    watcher = threading.Thread(target=watch, name="maka-check-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+    observer(1.0)
+
+
 def _quick_check(conn: sqlite3.Connection, table: str | None) -> None:
     pragma = f"PRAGMA quick_check({table})" if table else "PRAGMA quick_check(1)"
     rows = [str(row[0]) for row in conn.execute(pragma).fetchall()]
@@ -143,7 +221,8 @@ def verify_before_write(path: Path, conn: sqlite3.Connection) -> bool:
                 for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
             if full:
-                _quick_check(conn, None)
+                with _reporting(path):
+                    _quick_check(conn, None)
             else:
                 for table in _SMALL_TABLES:
                     if table in tables:

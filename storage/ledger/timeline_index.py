@@ -19,7 +19,7 @@ from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import TERMINAL_STATUSES
 from runtime.ledger.lane_rules import classify_lane
 from runtime.ledger.store_ports import StoredEvent
-from runtime.ledger.timeline_events import tool_call_id
+from runtime.ledger.timeline_events import ToolFact, tool_call_id
 from runtime.ledger.timeline_lazy import TimelineIndex, row_slots
 from storage.ledger.event_rows import EVENT_COLUMNS, decode_row
 
@@ -49,6 +49,57 @@ strings (a ``null`` is refused), so ``json_extract``'s NULL means "none"; the ca
 response lanes are the events whose ``content.kind`` is ``function_call`` or
 ``function_response`` (the writers refuse an event with two lane signals)."""
 
+_CALL, _DISPATCH, _RESPONSE, _OBSERVED, _DECIDED = (
+    Lane.FUNCTION_CALL.value,
+    Lane.TOOL_DISPATCH.value,
+    Lane.FUNCTION_RESPONSE.value,
+    Lane.RECONCILE_RESULT.value,
+    Lane.RECOVERY_DECISION.value,
+)
+_RECOVERY = "'$.actions.toolRecovery.payload'"
+
+_TOOL_FACTS = f"""
+SELECT event_seq, event_id, lane,
+    json_type(payload, '$.content.name'),
+    json_extract(payload, '$.content.name'),
+    CASE lane
+        WHEN '{_DISPATCH}' THEN json_extract(payload, '$.actions.toolDispatch.recoveryMode')
+        WHEN '{_RESPONSE}' THEN json_extract(payload, '$.content.isError')
+        WHEN '{_OBSERVED}' THEN json_type(payload, {_RECOVERY})
+        WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY})
+    END,
+    CASE lane
+        WHEN '{_DISPATCH}' THEN json_type(payload, '$.actions.toolDispatch.recoveryMode')
+        WHEN '{_OBSERVED}' THEN json_type(payload, {_RECOVERY[:-1]}.observation')
+        WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY[:-1]}.reasonCode')
+    END,
+    CASE lane
+        WHEN '{_DISPATCH}' THEN json_extract(payload, '$.actions.toolDispatch.toolName')
+        WHEN '{_OBSERVED}' THEN json_extract(payload, {_RECOVERY[:-1]}.observation')
+        WHEN '{_DECIDED}' THEN json_extract(payload, {_RECOVERY[:-1]}.reasonCode')
+    END,
+    CASE lane
+        WHEN '{_DISPATCH}' THEN json_type(payload, '$.actions.toolDispatch.toolName')
+        WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY[:-1]}.disposition')
+    END,
+    CASE lane WHEN '{_DECIDED}' THEN json_extract(payload, {_RECOVERY[:-1]}.disposition') END
+FROM runtime_events
+WHERE invocation_id = ? AND event_seq <= ? AND lane <> '{_ORDINARY}'
+ORDER BY event_seq
+"""
+"""What a filter reads of each event on a tool lane (``ToolFact``), in one parse of its JSON
+(SQLite keeps a payload's parse for the row's other paths); the columns after the content's
+name depend on the lane."""
+
+
+def _text(kind: str | None, value: object) -> str | None:
+    """``str(payload.get(key, "?"))`` of a string or a missing key (None: another type, which
+    the caller decodes in full)."""
+    if kind is None:
+        return "?"
+    return value if kind == "text" and type(value) is str else None
+
+
 _MAX_PARAMETERS = 900
 """Seqs asked for per query (well under SQLite's bound on parameters)."""
 
@@ -61,6 +112,51 @@ def read_timeline_index(conn: sqlite3.Connection, invocation_id: str) -> Timelin
     rows, calls = row_slots(facts)
     snapshots = [seq for seq, _, marks in facts if marks & 2]
     return TimelineIndex(rows, calls, len(facts), high_water, endings, snapshots)
+
+
+def read_tool_facts(
+    conn: sqlite3.Connection, invocation_id: str, high_water: int
+) -> dict[int, ToolFact]:
+    """Each event of the run on a tool lane up to ``high_water`` as a filter reads it, by
+    ``event_seq``, without decoding it in Python. A stored event passed the strict decoder when
+    written (its content and recovery payload objects, a call's name and a dispatch's mode and
+    tool name strings); one whose values are not of the types that give the same text here as
+    in ``entry_of`` and ``tool_row`` (a name that is JSON null, an ``isError`` that is a string
+    or an array, a reason that is a number) is left out, and the caller decodes it in full."""
+    facts: dict[int, ToolFact] = {}
+    for seq, event_id, lane, name_type, name, c, d, e, f, g in conn.execute(
+        _TOOL_FACTS, (invocation_id, high_water)
+    ):
+        if name_type is not None and (name_type != "text" or type(name) is not str):
+            continue  # ``str(content["name"])`` of a non-string: decoded in full
+        own = name  # the row's tool name from this fact: its content's name first
+        first: str | None = None
+        second: str | None = None
+        error = False
+        if lane == _CALL:
+            if name is None:
+                continue
+            first = name
+        elif lane == _DISPATCH:  # c the mode, d its JSON type, e the tool name, f its type
+            if d != "text" or f != "text" or type(c) is not str or type(e) is not str:
+                continue  # an object or array would come back as its JSON text
+            first, own = c, (e if name is None else name)
+        elif lane == _RESPONSE:
+            if c is not None and type(c) is not int and type(c) is not float:
+                continue  # JSON true/false come back as 1/0; a string or array may not
+            error = bool(c)
+        else:  # an observation or a decision: its recovery payload an object, or none
+            if c is not None and c != "object":
+                continue
+            first = _text(d, e)  # d the observation's or reason's JSON type, e its value
+            if lane == _DECIDED:
+                second = _text(f, g)  # f the disposition's JSON type, g its value
+                if second is None:
+                    continue
+            if first is None:
+                continue
+        facts[seq] = ToolFact(event_id, lane, first, second, error, own)
+    return facts
 
 
 def timeline_index_of(events: Sequence[StoredEvent]) -> TimelineIndex:

@@ -184,3 +184,42 @@ def test_a_session_or_run_that_is_not_there_is_refused_with_its_code(tmp_path: P
         _run(["timeline", "sess-1", "--run", "run-1", "--only-problems", "--json"], tmp_path, env)
     )
     assert [row["kind"] for row in one["runs"][0]["rows"]] == ["tool", "run_end"]
+
+
+def test_a_continuation_names_the_event_its_source_stopped_at(tmp_path: Path) -> None:
+    """A run killed before its tool call was dispatched, continued by Safe resume: the
+    continuation sits under its source and names the source's last event it continues after
+    (the high-water mark its admission recorded), in the JSON and in the text."""
+    from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+    script = [
+        [
+            {
+                "text": "Counting.",
+                "toolCalls": [
+                    {"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}
+                ],
+            },
+            {"text": "Counted once."},
+        ]
+    ]
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "s.json", script), tmp_path / "r.jsonl")
+    killed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P5"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    session = committed_runs(data)[0][0].session_id
+    flag = {**env, "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+    resumed = maka(["resume", session, "--permission-mode", "auto"], data, env=flag)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    source_events = len(committed_runs(data)[0][1])
+    timeline = {"MAKA_DATA_DIR": str(data)}
+    document = _document(_run(["timeline", session, "--json"], tmp_path, timeline))
+    source, continuation = document["runs"]
+    assert continuation["continues"] == {"runId": source["runId"], "highWater": source_events}
+    text = _run(["timeline", session], tmp_path, timeline).stdout
+    assert f"(continues {source['runId']} after event {source_events})" in text

@@ -104,3 +104,61 @@ def test_the_status_bar_shows_the_upgrade_instead_of_the_generic_check(qtbot: Qt
     assert status.host_label.text() == note
     bridge.host_state_changed.emit(HostStatePush(state=WireHostState.READY))
     assert status.host_label.text() == ""
+
+
+def test_a_copied_database_is_checked_with_its_progress_in_the_window(
+    qtbot: QtBot, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A restored backup (its stamp names another file) is checked in full on the start-up
+    worker while the window is connected; the window is told how far, then the generic
+    check, then ready."""
+    import shutil
+
+    from storage.ledger.store_verification import stamp_path
+
+    database = current_store_with_ledgers(tmp_path / "original")
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copyfile(database, data / database.name)
+    shutil.copyfile(stamp_path(database), stamp_path(data / database.name))
+    services = _HeldRecovery()
+    connected = threading.Event()
+
+    def open_then_serve(path: Path, **_: object) -> _HeldRecovery:
+        connected.wait(10)
+        open_store(path).close()  # the real open: the whole-file check of the copy
+        return services
+
+    config = HostConfig(
+        data, safe_resume_enabled=False, launch_renderer=False, announce_endpoint=True
+    )
+    host = HostApp(config, open_then_serve, lambda _code: None)
+    assert host.start() is None
+    token = capsys.readouterr().out.split("token=")[1].split()[0]
+    endpoint = find_endpoint(data)
+    assert endpoint is not None
+    try:
+        client = WireClient(endpoint)
+        client.hello(token)
+        qtbot.waitUntil(lambda: client.has(MessageKind.HELLO_OK), timeout=5000)
+        connected.set()
+        services.release.set()
+        qtbot.waitUntil(
+            lambda: any(
+                isinstance(m, HostStatePush) and m.state == WireHostState.READY
+                for m in client.received
+            ),
+            timeout=10_000,
+        )
+    finally:
+        connected.set()
+        services.release.set()
+        host.close()
+    details = [
+        m.detail
+        for m in client.received
+        if isinstance(m, HostStatePush) and m.state == WireHostState.RECOVERING
+    ]
+    checking = [d for d in details if d.startswith("Checking the whole database")]
+    assert checking and checking[0].endswith(": 0%…"), details
+    assert details[-1] == "", details  # passed: the generic "checking interrupted runs"

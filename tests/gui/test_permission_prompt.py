@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFrame
@@ -141,3 +142,37 @@ def test_the_main_process_delivers_a_long_command_whole(qtbot: QtBot, tmp_path: 
         assert ask.summary == "run: " + command  # every character, the end included
     finally:
         main.stop()
+
+
+def test_a_question_answered_elsewhere_closes_saying_where_then_goes(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``permission.closed`` (a terminal answered first): the buttons go, the question stays a
+    moment under "Allowed: answered in ...", and a copy of the request sent again later (on a
+    reconnect) does not bring the buttons back; the next question replaces the note at once."""
+    prompt, bridge = _prompt(qtbot)
+    _ask(bridge, "run: echo 1 >> n.txt")
+    assert prompt.allow_button.isVisible() and not prompt.answered_label.isVisible()
+    waiting: list[tuple[str, bool]] = []
+    prompt.waiting_changed.connect(lambda s, w: waiting.append((s, w)))
+    closed = bc.PermissionClosedPush(
+        session_id="s1",
+        request_id="p1",
+        decision=bc.PermissionDecision.DENY,
+        answered_in="the terminal (maka tui, pid 4242)",
+    )
+    monkeypatch.setattr("renderer.permission_prompt.CLOSED_NOTE_MS", 300)
+    bridge.permission_closed.emit(closed)
+    assert prompt.isVisible() and prompt.current is None
+    assert prompt.answered_label.text() == "Denied: answered in the terminal (maka tui, pid 4242)."
+    assert not prompt.allow_button.isVisible() and not prompt.deny_button.isVisible()
+    assert "echo 1 >> n.txt" in prompt.summary_view.toPlainText()
+    assert waiting == [("s1", False)]
+    assert bridge.calls_to("answer_permission") == []
+    _ask(bridge, "run: echo 1 >> n.txt")  # the same request again: already answered
+    assert prompt.current is None
+    qtbot.waitUntil(lambda: not prompt.isVisible(), timeout=5000)
+    _ask(bridge, "run: echo 2 >> n.txt", request_id="p2")
+    assert prompt.allow_button.isVisible() and not prompt.answered_label.isVisible()
+    bridge.permission_closed.emit(closed.model_copy(update={"request_id": "p-other"}))
+    assert prompt.current is not None and prompt.current.request_id == "p2"

@@ -421,3 +421,47 @@ def test_view_timeline_replaces_the_transcript_and_follows_the_open_session(
     assert window.timeline.pinned.isHidden()  # nothing interrupted there
     window.timeline_action.trigger()
     assert window.transcript.isVisible() and not window.timeline.isVisible()
+
+
+def _model_calls_opening(qtbot: QtBot, rows: int) -> tuple[int, TimelinePanel]:
+    """Python calls into the Timeline view's model while a session of ``rows`` rows opens and
+    its first rows are painted (the view lays every counted row out)."""
+    import sys
+
+    timeline = long_session(rows)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    calls = [0]
+
+    def count(frame: object, event: str, arg: object) -> None:
+        code = getattr(frame, "f_code", None)
+        if event == "call" and code is not None and code.co_filename.endswith("timeline_model.py"):
+            calls[0] += 1
+
+    sys.setprofile(count)
+    try:
+        panel.open("sess-1")
+        bridge.serve()
+        panel.tree.viewport().repaint()
+        QApplication.processEvents()
+    finally:
+        sys.setprofile(None)
+    assert panel.model.rowCount(ROOT) == 1 + len(timeline.runs[0].rows)
+    return calls[0], panel
+
+
+def test_laying_out_every_counted_row_asks_no_python_per_row(qtbot: QtBot) -> None:
+    """Qt's own model holds the rows' shape: the view lays out 2,000 or 8,000 counted rows
+    with the same few calls into this model (those of the page and the rows painted), where
+    a model answering ``index`` and ``hasChildren`` in Python is asked twice per row."""
+    small, _ = _model_calls_opening(qtbot, 2_000)
+    large, panel = _model_calls_opening(qtbot, 8_000)
+    assert small > 0 and large - small < 200, (small, large)
+    # read-only all the same (Qt's model would keep an edit of a cell it holds no item for)
+    model = panel.model
+    far = model.index(5_000, 2)
+    before = far.data()
+    assert model.setData(far, "edited") is False
+    assert far.data() == before
+    assert panel.tree.editTriggers() == panel.tree.EditTrigger.NoEditTriggers

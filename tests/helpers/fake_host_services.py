@@ -39,6 +39,7 @@ from app.host.host_services import (
     SurvivorsChecked,
     TerminalResume,
     TerminalSession,
+    TerminalText,
     TerminalTurn,
     TerminalTurnEnd,
     Transcript,
@@ -118,6 +119,12 @@ class FakeHostServices:
         if session_id not in self.sessions:
             raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
         return self.sessions[session_id]
+
+    def terminal_text(self, session_id: str, command: str, arguments: str) -> TerminalText:
+        self._record(f"terminal_text:{session_id}:{command}:{arguments}")
+        if session_id not in self.sessions:
+            raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
+        return TerminalText(f"you> hello ({command})")
 
     def open_session(self, session_id: str) -> Transcript:
         self._record(f"open_session:{session_id}")

@@ -255,7 +255,28 @@ SAMPLES: list[bc.Message] = [
             source_session_id="s1", boundary_event_id="e7", boundary_label="result of bash"
         ),
     ),
+    bc.SessionsWatchRequest(session_id="s1", correlation_id="w1"),
+    bc.TerminalCommandRequest(session_id="s1", command="branch", arguments="e7 /tmp/fork"),
+    bc.SessionDriverPush(session_id="s1", driver="a terminal (maka run, pid 12)"),
+    bc.PermissionClosedPush(
+        session_id="s1",
+        request_id="p1",
+        decision=bc.PermissionDecision.ALLOW,
+        answered_in="the terminal (maka tui, pid 12)",
+    ),
+    bc.TerminalTextPush(session_id="s1", text="you> hi", done=True, branched_to="s9"),
 ]
+
+
+def test_a_terminal_says_its_command_in_hello_and_nothing_else() -> None:
+    """``hello.command`` names a ``maka`` command from a closed list: anything else is refused
+    as ``message_invalid`` (a client cannot name itself in words of its own)."""
+    ok = {"kind": "hello", "token": TOKEN, "protocolVersion": 1, "role": "terminal"}
+    parsed = bc.parse_frame_payload(json.dumps({**ok, "command": "tui"}).encode())
+    assert isinstance(parsed, bc.HelloRequest) and parsed.command is bc.TerminalCommand.TUI
+    bad = json.dumps({**ok, "command": "the desktop window"}).encode()
+    assert _code(bad) is BridgeErrorCode.MESSAGE_INVALID
+    assert {MessageKind.SESSIONS_WATCH, MessageKind.TERMINAL_COMMAND} <= bc.TERMINAL_ONLY_KINDS
 
 
 def _frame(body: bytes) -> bytes:

@@ -13,7 +13,7 @@ process's pages, places and events must be equal.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,12 @@ from bench.bench_ledger import IDS, generate
 from main_process.timeline_pages import TimelinePages
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.ledger.canonical_codec import canonical_bytes
+from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.ledger.lane_rules import classify_lane
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoredEvent
 from runtime.ledger.timeline_lazy import LazyRows
+from runtime.ledger.timeline_model import TimelineRow
 from runtime.ledger.timeline_pins import (
     SessionTimeline,
     TimelineReason,
@@ -47,13 +50,19 @@ FILTERS = (
     TimelineRowFilter(kind="message", text="step 1"),
     TimelineRowFilter(tool="write", status="parked"),
     TimelineRowFilter(status="ok"),
+    TimelineRowFilter(text="dispatched (never_auto"),
+    TimelineRowFilter(text="error result"),
+    TimelineRowFilter(kind="tool_response", status="failed"),
+    TimelineRowFilter(tool="READ"),
+    TimelineRowFilter(kind="recovery", only_problems=True),
 )
 
 
 def _import(data_dir: Path, events: list[RuntimeEvent]) -> str:
     first = events[0]
-    ended = events[-1].get("status")
-    delta: dict[str, Any] = dict((events[-1].get("actions") or {}).get("stateDelta") or {})
+    ending = next((e for e in reversed(events) if e.get("status") is not None), events[-1])
+    ended = ending.get("status")  # facts of settling a call may follow the ending
+    delta: dict[str, Any] = dict((ending.get("actions") or {}).get("stateDelta") or {})
     session = SessionRecord(first["sessionId"], "/work", "t", 1)
     header = RunHeader(
         run_id=first["runId"],
@@ -114,7 +123,21 @@ def _same(full: SessionTimeline, lazy: SessionTimeline) -> None:
         for position, row in enumerate(rows):
             assert made.rows.position_of(row.seq) == position
     assert timeline_json(lazy.runs, lazy.header) == timeline_json(full.runs, full.header)
+    for whole, made in zip(full.runs, lazy.runs, strict=True):
+        assert isinstance(made.rows, LazyRows)
+        assert [_as_searched(row) for row in made.rows.searchable()] == [
+            _as_searched(row) for row in whole.rows
+        ]
     _same_pages(full, lazy)
+
+
+def _as_searched(row: TimelineRow) -> tuple[object, ...]:
+    """Everything of a row a filter reads (``RowFilter.matches``), and its facts' places."""
+    entries = tuple(
+        (entry.seq, entry.event_id, entry.kind, entry.lane, entry.status, entry.summary)
+        for entry in row.entries
+    )
+    return (row.kind, row.status, row.summary, row.tool_name, row.tool_call_id, entries)
 
 
 def _same_pages(full: SessionTimeline, lazy: SessionTimeline) -> None:
@@ -160,6 +183,41 @@ def test_the_benchmarks_mix_reads_the_same_either_way_over_several_pages(
     assert session_id == IDS.session_id
 
 
+def test_a_first_filter_decodes_only_the_events_the_store_cannot_describe(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """The store reads the few fields of an event on a tool lane (call, dispatch, response,
+    observation, decision) in SQL: a filter's first pass over the run decodes the other events
+    only (messages, the ending), and finds the rows the full read finds."""
+    events = generate(1500)
+    store, session_id = opened(events)
+    decoded: list[int] = []
+    read_at = store.read_run_events_at
+
+    def counted(run_id: str, seqs: Sequence[int]) -> Sequence[StoredEvent]:
+        found = read_at(run_id, seqs)
+        decoded.extend(row.seq for row in found)
+        return found
+
+    store.read_run_events_at = counted  # type: ignore[method-assign]
+    lazy = read_session_timeline_lazily(store, session_id, None)
+    full = read_session_timeline(store, session_id, None)
+    pages = TimelinePages(lambda _: lazy)
+    pages.open(session_id)
+    decoded.clear()
+    rows = lazy.runs[0].rows
+    assert isinstance(rows, LazyRows)
+    searched = rows.searchable()  # what the first filter of the run reads
+    tool_facts = sum(1 for event in events if classify_lane(event) is not Lane.ORDINARY)
+    assert tool_facts > len(events) // 2
+    assert 0 < len(decoded) <= len(events) - tool_facts, (len(decoded), tool_facts)
+    assert len(searched) == len(full.runs[0].rows)
+    where = TimelineRowFilter(only_problems=True)
+    shown = pages.page(session_id, full.runs[0].run_id, 0, 10_000, where)
+    expected = [row.seq for row in full.runs[0].rows if row.problem]
+    assert expected and [row.seq for row in shown.rows] == expected
+
+
 def test_an_unended_run_reads_the_same_either_way(
     opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
 ) -> None:
@@ -171,6 +229,43 @@ def test_an_unended_run_reads_the_same_either_way(
     store, session_id = opened([*events, call, dispatch_event(call)])
     full = read_session_timeline(store, session_id, None)
     assert full.runs[0].rows[-1].status.value == "running"
+    _same(full, read_session_timeline_lazily(store, session_id, None))
+
+
+def test_calls_the_user_settled_both_ways_read_the_same_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """Two attested calls of the same shape, one the user said ran and one that did not: the
+    first filter (which reads the facts, not the events) words each as the full read does."""
+    from tests.helpers.ledger_builders import (
+        attestation_bundle,
+        call_event,
+        dispatch_event,
+        terminal,
+        user_text,
+    )
+
+    ran = call_event("call-ran", event_id="evt-ran", ids=IDS, ts=10)
+    not_run = call_event("call-not", event_id="evt-not", ids=IDS, ts=20)
+    ran_dispatch = dispatch_event(ran, ts=11)
+    not_dispatch = dispatch_event(not_run, ts=21)
+    events = [
+        user_text(ids=IDS, marker=True, ts=1),
+        ran,
+        ran_dispatch,
+        not_run,
+        not_dispatch,
+        terminal(IDS, status="failed", ts=30),
+        *attestation_bundle(ran, ran_dispatch, ran=True, ts=40),
+        *attestation_bundle(not_run, not_dispatch, ran=False, ts=50),
+    ]
+    store, session_id = opened(events)
+    full = read_session_timeline(store, session_id, None)
+    summaries = [row.summary for row in full.runs[0].rows if row.tool_call_id]
+    assert [s.split(": ", 1)[1] for s in summaries] == [
+        "ran, settled by you",
+        "did not run, settled by you",
+    ]
     _same(full, read_session_timeline_lazily(store, session_id, None))
 
 
@@ -250,3 +345,68 @@ def test_reasons_are_pinned_to_the_same_rows_either_way(
     assert pinned == pin_reasons(full.runs, reasons, parks)
     snapshot = next(row.seq for row in rows if row.entries[0].event_id == "evt-snap-2")
     assert [pin.seq for pin in pinned] == [tool.seq, tool.seq, None, snapshot, snapshot, None]
+
+
+def test_a_tool_fact_changed_outside_the_store_is_refused_by_the_first_filter(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]], tmp_path: Path
+) -> None:
+    """A dispatch whose mode was made an object behind the store's back reads in SQL as JSON
+    text: it is decoded in full instead, and refused as the page that shows it would be."""
+    import sqlite3
+
+    from runtime.ledger.codes import StoreCode
+    from runtime.ledger.store_ports import StoreRefusal
+
+    _, session_id = opened(generate(300))
+    database = tmp_path / "store-0" / "runtime.sqlite"  # the fixture's first store
+    conn = sqlite3.connect(database)
+    try:
+        changed = conn.execute(
+            "UPDATE runtime_events SET payload = CAST(json_set(CAST(payload AS TEXT),"
+            " '$.actions.toolDispatch.recoveryMode', json('{\"x\":1}')) AS BLOB)"
+            " WHERE event_seq = (SELECT min(event_seq) FROM runtime_events"
+            " WHERE lane = 'tool_dispatch')"
+        ).rowcount
+        conn.commit()
+    finally:
+        conn.close()
+    assert changed == 1
+    reopened = open_store(database.parent, read_only=True)
+    try:
+        lazy = read_session_timeline_lazily(reopened, session_id, None)
+        rows = lazy.runs[0].rows
+        assert isinstance(rows, LazyRows)
+        with pytest.raises(StoreRefusal) as refused:
+            rows.searchable()
+        assert refused.value.code is StoreCode.STORE_CORRUPT
+    finally:
+        reopened.close()
+
+
+def test_a_store_without_the_facts_reading_filters_the_same(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """The PostgreSQL store answers no reading of the tool facts (None): the first filter then
+    makes every row from its events, and reads the same rows."""
+    from runtime.ledger.timeline_lazy import run_ended
+
+    store, session_id = opened(generate(1500))
+    run_id = store.list_session_runs(session_id)[0].run_id
+    index = store.read_run_timeline_index(run_id)
+    ended = run_ended([(row.seq, row.event) for row in index.endings])
+
+    def load(seqs: Sequence[int]) -> list[tuple[int, RuntimeEvent]]:
+        return [(row.seq, row.event) for row in store.read_run_events_at(run_id, seqs)]
+
+    def find(event_id: str) -> tuple[int, RuntimeEvent] | None:
+        row = store.read_run_event(run_id, event_id)
+        return (row.seq, row.event) if row is not None else None
+
+    without = LazyRows(index, ended, load, find, facts=lambda _: None)
+    read = LazyRows(
+        index, ended, load, find, facts=lambda high: store.read_run_tool_facts(run_id, high)
+    )
+    assert [_as_searched(row) for row in without.searchable()] == [
+        _as_searched(row) for row in read.searchable()
+    ]
+    assert len(without.searchable()) == len(index.rows) > 300

@@ -104,7 +104,14 @@ def test_recovery_bundles_and_attestations_are_their_own_kinds_inside_the_tool_r
     row = build_run(_run([user_text(), *settled])).rows[1]
     assert TimelineKind.ATTESTATION in {entry.kind for entry in row.entries}
     assert row.status is TimelineStatus.OK  # settled by the user: not a problem any more
-    assert "settled by you" in row.summary
+    assert row.summary.endswith(": did not run, settled by you")  # not "done": it never ran
+
+    ran = call_event("call-3")
+    ran_dispatch = dispatch_event(ran)
+    confirmed = [ran, ran_dispatch, terminal(status="failed")]
+    confirmed += attestation_bundle(ran, ran_dispatch, ran=True)
+    row = build_run(_run([user_text(), *confirmed])).rows[1]
+    assert row.summary.endswith(": ran, settled by you")
 
 
 def test_workspace_facts_and_run_endings_have_their_own_kinds() -> None:

@@ -1,0 +1,110 @@
+"""``maka tui``'s view of a turn another client drives (``app.commands.tui_viewer``).
+
+The viewer is fed the host's pushes as the connection's reader thread offers them; what it
+writes and what it sends back (an answer to a question) are checked here without a host (the
+real processes: tests/e2e/test_tui_views_through_host.py)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from app import bridge_contract as bc
+from app.commands.tui_viewer import TuiViewer
+
+
+class _Host:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+
+
+def _viewer() -> tuple[TuiViewer, _Host, io.StringIO]:
+    host, out = _Host(), io.StringIO()
+    viewer = TuiViewer(host, out)  # type: ignore[arg-type]
+    viewer.watch("s1")
+    assert viewer.take(bc.SessionDriverPush(session_id="s1", correlation_id="viewer-watch"))
+    return viewer, host, out
+
+
+def _item(item: bc.TranscriptItem, session: str = "s1") -> bc.TranscriptItemPush:
+    return bc.TranscriptItemPush(session_id=session, item=item)
+
+
+def test_streamed_text_is_written_once_and_the_end_says_who_drove_it() -> None:
+    viewer, _, out = _viewer()
+    viewer.prompt()
+    driver = bc.SessionDriverPush(session_id="s1", driver="the desktop window")
+    assert viewer.take(driver)
+    for text in ("Coun", "Counting the", "Counting the lines."):
+        assert viewer.take(_item(bc.AssistantMessageItem(item_id="a1", text=text)))
+    # The committed event replaces the stream under the same id: nothing new to write.
+    assert viewer.take(_item(bc.AssistantMessageItem(item_id="a1", text="Counting the lines.")))
+    card = bc.ToolCardItem(
+        item_id="c1",
+        tool_call_id="c1",
+        tool_name="bash",
+        args_summary="wc -l n.txt",
+        status=bc.ToolCardStatus.SUCCEEDED,
+        result_summary="exit code 0\n1 n.txt",
+    )
+    assert viewer.take(_item(card)) and viewer.take(_item(card))
+    ended = bc.RunStatusPush(session_id="s1", run_id="r1", status=bc.RunStatusValue.COMPLETED)
+    assert viewer.take(ended)
+    text = out.getvalue()
+    assert text.count("Counting the lines.") == 1
+    assert "you> \n[viewing] a turn driven by the desktop window is running" in text
+    assert text.count("[tool] bash wc -l n.txt  (succeeded)\n  exit code 0\n  1 n.txt\n") == 1
+    assert text.endswith("[viewing] the turn driven by the desktop window ended completed\nyou> ")
+
+
+def test_pushes_of_other_sessions_and_of_its_own_turns_are_not_taken() -> None:
+    viewer, _, out = _viewer()
+    other = _item(bc.AssistantMessageItem(item_id="a1", text="elsewhere"), session="s2")
+    assert not viewer.take(other)
+    viewer.driving(True)  # the TUI's own turn: its lines come from the host as turn.output
+    assert not viewer.take(_item(bc.AssistantMessageItem(item_id="a1", text="mine")))
+    assert "elsewhere" not in out.getvalue() and "mine" not in out.getvalue()
+
+
+def test_the_next_line_answers_a_viewed_question_and_a_late_answer_is_never_a_message() -> None:
+    viewer, host, out = _viewer()
+    viewer.prompt()
+    asked = bc.PermissionRequestedPush(
+        session_id="s1", request_id="p1", tool_name="bash", summary="run: rm -rf build"
+    )
+    assert viewer.take(asked)
+    assert out.getvalue().endswith("the first answer counts)\nAllow? [y/N] ")
+    assert viewer.line_read("y\n")
+    [answer] = host.sent[1:]
+    assert isinstance(answer, bc.PermissionsAnswerRequest)
+    assert (answer.request_id, answer.decision) == ("p1", bc.PermissionDecision.ALLOW)
+
+    # A second question answered in the window first: it closes here saying where, and the
+    # "n" typed a moment later is no chat message and no answer.
+    viewer.prompt()
+    assert viewer.take(asked.model_copy(update={"request_id": "p2"}))
+    closed = bc.PermissionClosedPush(
+        session_id="s1",
+        request_id="p2",
+        decision=bc.PermissionDecision.ALLOW,
+        answered_in="the desktop window",
+    )
+    assert viewer.take(closed)
+    assert "[permission] answered in the desktop window: allowed\nyou> " in out.getvalue()
+    assert viewer.line_read("n\n")
+    assert "already answered in the desktop window: allowed; nothing sent" in out.getvalue()
+    assert len(host.sent) == 2
+    assert not viewer.line_read("list the files\n")  # an ordinary line is the user's message
+
+
+def test_a_late_answer_to_the_tuis_own_question_answered_in_the_window_is_no_message() -> None:
+    """The TUI's own turn asked; the window answered first (``maka run``'s reader says so and
+    tells the viewer): a ``y`` typed a moment later starts no turn."""
+    viewer, host, out = _viewer()
+    viewer.closed_elsewhere("answered in the desktop window: denied")
+    assert viewer.line_read("y\n")
+    assert "(that question was already answered in the desktop window: denied" in out.getvalue()
+    assert len(host.sent) == 1  # the watch only
