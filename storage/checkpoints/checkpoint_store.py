@@ -76,6 +76,7 @@ from storage.checkpoints.checkpoint_empty_dirs import (
 )
 from storage.checkpoints.checkpoint_enclosing import enclosing_rules
 from storage.checkpoints.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoints.checkpoint_objects import plain_repository, set_ref, write_commit
 from storage.checkpoints.checkpoint_permissions import (
     RECORD_DIR,
     RECORD_PATH,
@@ -351,12 +352,20 @@ class GitCheckpointStore:
                 body += f"\n{NOW_IGNORED}\n" + "".join(f"  {p}\n" for p in self._left_out[:200])
             # No parent: a snapshot needs none to be compared or copied, and a chain would keep
             # every byte ever captured reachable from the newest ref (retention frees nothing).
-            commit = (
-                runner.run(["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode())
-                .decode()
-                .strip()
-            )
-            runner.run(["update-ref", ref, commit], git_dir=git_dir)
+            # Written as Git writes them, without two more process starts; Git does it when
+            # anything is out of the ordinary (``checkpoint_objects``).
+            plain = plain_repository(git_dir)
+            commit = write_commit(git_dir, tree, body) if plain else None
+            if commit is None:
+                commit = (
+                    runner.run(
+                        ["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode()
+                    )
+                    .decode()
+                    .strip()
+                )
+            if not (plain and set_ref(git_dir, ref, commit)):
+                runner.run(["update-ref", ref, commit], git_dir=git_dir)
             if borrowed_from(git_dir) is not None:
                 self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
@@ -428,11 +437,16 @@ class GitCheckpointStore:
             index = self.index_path(workspace_identity)
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
             try:
+                scratch.unlink(missing_ok=True)
                 if index.is_file():
-                    with open(scratch, "wb", opener=private_opener) as copy:
-                        copy.write(index.read_bytes())
-                else:
-                    scratch.unlink(missing_ok=True)
+                    # A second name for the same file: Git never writes an index in place (it
+                    # writes a new file and renames it over the name), so the persistent index
+                    # stays as it is, and the link keeps its time (Git's racy-entry rule).
+                    try:
+                        os.link(index, scratch)
+                    except OSError:
+                        with open(scratch, "wb", opener=private_opener) as copy:
+                            copy.write(index.read_bytes())
                 tree, skipped = self._stage_and_write_tree(
                     folder, git_dir, scratch, cache=_bits_cache(index), keep_cache=False
                 )
