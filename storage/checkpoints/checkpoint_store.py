@@ -484,25 +484,34 @@ class GitCheckpointStore:
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
-        # A file changed within this much of the capture may change again within the same
-        # tick of the file system's clock (its ctime unchanged): it is looked at again next time.
-        recent_since = time.time_ns() - _RECENT_NS
-        fresh_index = not index.is_file()
+        # A file changed shortly before Git looked at it may change again within the same tick
+        # of the file system's clock, its ctime unchanged: it is looked at again next time.
+        # Shortly: since the previous capture wrote the index (the file system's own clock,
+        # as Git's racy-entry rule reads it) or the last few seconds, whichever is earlier.
+        recent_since = time.time_ns()
+        try:
+            recent_since = min(recent_since, index.stat().st_mtime_ns)
+            fresh_index = False
+        except OSError:
+            fresh_index = True
+        recent_since -= _RECENT_NS
         previous = None if fresh_index else read_cached(cache, index)
         empties: list[str] = []
         skipped: list[str] = []
         staged_names: set[bytes] = set()
         removed = False
         # A file that became a folder hides the folder's files from the listing while the
-        # index still names the file: once the file's entry is dropped, a second pass lists
-        # them (a third never finds one more: the index then holds no such file).
+        # index still names the file, and a folder whose last file was deleted is not listed
+        # as empty while the index still names the file: once the entries are dropped, a
+        # second pass lists them (a third never finds one more: the index then holds no such
+        # entry).
         for _ in range(3):
             listed = self._stage_pass(runner, folder, git_dir, index)
             staged_names.update(listed.staged)
             empties.extend(listed.empties)
             skipped.extend(listed.skipped)
             removed = removed or listed.removed
-            if not listed.became_folders:
+            if not (listed.became_folders or listed.removed):
                 break
         rules = _read_bytes(git_dir / "info" / "exclude")
         swept = git_dir / "info" / SWEPT_RULES
