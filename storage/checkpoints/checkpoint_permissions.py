@@ -38,7 +38,9 @@ class FoundBits:
     record: bytes  # the bits of the folder, the folders on the way to entries, regular files
     staged: str | None  # the blob id of the record the index holds now, if any
     recent: tuple[bytes, ...] = ()  # files looked at whose ctime or mtime is recent
-    folders: tuple[bytes, ...] = ()  # every folder on the way to an entry of the index
+    # The bits of every folder on the way to an entry of the index, and of the folder
+    # itself (``.``), as in the record.
+    folders: dict[bytes, bytes] | None = None
 
 
 def permission_record(
@@ -78,6 +80,7 @@ def permission_record(
             bits[raw] = stat.S_IMODE(info.st_mode)
             if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
                 recent.append(raw)
+    folder_bits: dict[bytes, bytes] = {}
     for name in folders:
         try:
             info = lstat(root + name)
@@ -85,10 +88,12 @@ def permission_record(
             continue
         if stat.S_ISDIR(info.st_mode):
             bits[name + b"/"] = stat.S_IMODE(info.st_mode)
+            folder_bits[name] = b"%04o" % stat.S_IMODE(info.st_mode)
     found = _bits(folder, regular=False)
     if found is not None:
         bits[ROOT.encode() + b"/"] = found
-    return FoundBits(_encode_raw(bits), staged, tuple(recent), tuple(sorted(folders)))
+        folder_bits[ROOT.encode()] = b"%04o" % found
+    return FoundBits(_encode_raw(bits), staged, tuple(recent), folder_bits)
 
 
 def updated_record(
@@ -105,8 +110,9 @@ def updated_record(
     root = os.fsencode(folder) + b"/"
     changes: dict[bytes, bytes | None] = {}
     recent: list[bytes] = []
-    folders = set(previous.folders)
-    new_folders: list[bytes] = []
+    known = previous.folders
+    folders: dict[bytes, bytes] = {}
+    new_folders: set[bytes] = set()
     for raw in names:
         try:
             info = lstat(root + raw)
@@ -121,22 +127,23 @@ def updated_record(
         else:
             return None
         parent = raw.rpartition(b"/")[0]
-        while parent and parent not in folders:
-            folders.add(parent)
-            new_folders.append(parent)
+        while parent and parent not in known and parent not in new_folders:
+            new_folders.add(parent)
             parent = parent.rpartition(b"/")[0]
-    for name in folders:
+    for name in [*known, *new_folders]:
         try:
-            info = lstat(root + name)
+            info = lstat(root + name if name != ROOT.encode() else os.fsencode(folder))
         except OSError:
             return None
         if not stat.S_ISDIR(info.st_mode):
             return None
-        changes[name + b"/"] = b"%04o" % stat.S_IMODE(info.st_mode)
-    found = _bits(folder, regular=False)
-    changes[ROOT.encode() + b"/"] = None if found is None else b"%04o" % found
+        folders[name] = bits = b"%04o" % stat.S_IMODE(info.st_mode)
+        if known.get(name) != bits:
+            changes[name + b"/"] = bits
+    if ROOT.encode() not in known:
+        return None  # the folder itself was not looked at: only the full pass knows
     record = _patched(previous.base, changes)
-    return FoundBits(record, None, tuple(recent), tuple(sorted(folders)))
+    return FoundBits(record, None, tuple(recent), folders)
 
 
 def _patched(record: bytes, changes: dict[bytes, bytes | None]) -> bytes:
@@ -187,7 +194,7 @@ class CachedBits:
     base: bytes  # the record before empty folders were added
     staged: str  # the blob id of the record the index holds
     recent: tuple[bytes, ...]
-    folders: tuple[bytes, ...]  # every folder on the way to an entry of the index
+    folders: dict[bytes, bytes]  # as ``FoundBits.folders``
 
 
 _CACHE_MAGIC = b"maka-permissions-cache 1"
@@ -237,7 +244,7 @@ def read_cached(cache: Path, index: Path) -> CachedBits | None:
         base,
         staged.decode("ascii", "replace"),
         tuple(name for name in recent.split(b"\0") if name),
-        tuple(name for name in folders.split(b"\0") if name),
+        {line[5:]: line[:4] for line in folders.split(b"\0") if line},
     )
 
 
@@ -250,7 +257,7 @@ def write_cached(cache: Path, index: Path, found: FoundBits, staged: str) -> Non
         cache.unlink(missing_ok=True)
         return
     recent = b"".join(name + b"\0" for name in found.recent)
-    folders = b"".join(name + b"\0" for name in found.folders)
+    folders = b"".join(bits + b" " + name + b"\0" for name, bits in (found.folders or {}).items())
     body = found.record + recent + folders
     head = b" ".join(
         [
