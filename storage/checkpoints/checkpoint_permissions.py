@@ -12,6 +12,17 @@ never meets a file of the user's. Lines are
 A comparison reports an entry whose bits changed as modified (a folder as ``name/``, the folder
 itself as ``./``); a restore sets the recorded bits on the copy, the folder itself last, after
 creating it private (0700) so nothing in it is readable by others while it is written.
+
+A capture need not look at every entry again. A file's bits change only with its ``ctime``,
+which Git's stat data holds and ``diff-files`` compares, so the capture's listing names every
+file whose bits may have moved. What a capture found is kept beside the private index
+(``<index>.bits``: the record before empty folders are added, the folders' bits, and the files
+changed so shortly before Git looked at them that a chmod in the same tick of the file
+system's clock would leave their ``ctime`` as Git recorded it), naming the index by its
+trailing checksum. The next capture, if the index is still byte for byte that one and no entry
+leaves it, looks again only at the paths it stages, those recent files and the folders
+(``updated_record``); otherwise, and whenever the kept findings are absent or damaged, every
+entry (``permission_record``, the full pass).
 """
 
 from __future__ import annotations

@@ -18,13 +18,17 @@ message). Symbolic links are stored as links, never followed; empty folders are 
 (``checkpoint_empty_dirs``), and every entry's permission bits (``checkpoint_permissions``).
 Content is stored byte for byte (no line-ending conversion, no filters).
 
-A capture: list what changed since the index last saw the folder (``ls-files``), stage it
-(``update-index``), refresh the stat data of files whose content did not change (so a touch is
-compared once, not at every capture), ``write-tree``, ``commit-tree`` (no parent: retention
-frees whatever only a deleted ref reached) and ``update-ref`` the run's ref. An
+A capture: list what changed since the index last saw the folder (``ls-files --others`` and
+``diff-files``, side by side: every entry whose stat data moved is listed, a touch or a chmod
+too), stage it (``update-index``: a touched file's stat data is refreshed on the way, so it is
+compared once, not at every capture), update the permission record (only for the paths staged,
+when the index is still the one the previous capture left: ``checkpoint_permissions``),
+``write-tree``, then the commit (no parent: retention frees whatever only a deleted ref
+reached) and the run's ref, written as Git writes them (``checkpoint_objects``). An
 entry that changed type (a folder now a file or a link, a file now a folder) is an ordinary
 change: the old entries leave the index, the new one comes in. An
-observation does the same on a copy of the index and stops at the tree: no commit, no ref.
+observation does the same on a second name of the index and stops at the tree: no commit, no
+ref.
 A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
 capture that was killed is removed under that lock.
 
