@@ -48,7 +48,8 @@ _LINK_MODE = b"120000"
 class FoundBits:
     record: bytes  # the bits of the folder, the folders on the way to entries, regular files
     staged: str | None  # the blob id of the record the index holds now, if any
-    recent: tuple[bytes, ...] = ()  # files looked at whose ctime or mtime is recent
+    # The files looked at whose ctime or mtime is recent, and their bits.
+    recent: dict[bytes, bytes] | None = None
     # The bits of every folder on the way to an entry of the index, and of the folder
     # itself (``.``), as in the record.
     folders: dict[bytes, bytes] | None = None
@@ -69,7 +70,7 @@ def permission_record(
     bits: dict[bytes, int] = {}
     folders: set[bytes] = set()
     staged: str | None = None
-    recent: list[bytes] = []
+    recent: dict[bytes, bytes] = {}
     for entry in listed.split(b"\0"):
         if not entry:
             continue
@@ -90,7 +91,7 @@ def permission_record(
         if is_reg(info.st_mode):
             bits[raw] = stat.S_IMODE(info.st_mode)
             if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
-                recent.append(raw)
+                recent[raw] = b"%04o" % bits[raw]
     folder_bits: dict[bytes, bytes] = {}
     for name in folders:
         try:
@@ -104,7 +105,7 @@ def permission_record(
     if found is not None:
         bits[ROOT.encode() + b"/"] = found
         folder_bits[ROOT.encode()] = b"%04o" % found
-    return FoundBits(_encode_raw(bits), staged, tuple(recent), folder_bits)
+    return FoundBits(_encode_raw(bits), staged, recent, folder_bits)
 
 
 def updated_record(
@@ -120,8 +121,9 @@ def updated_record(
     lstat = os.lstat
     root = os.fsencode(folder) + b"/"
     changes: dict[bytes, bytes | None] = {}
-    recent: list[bytes] = []
+    recent: dict[bytes, bytes] = {}
     known = previous.folders
+    was_recent = previous.recent
     folders: dict[bytes, bytes] = {}
     new_folders: set[bytes] = set()
     for raw in names:
@@ -130,9 +132,11 @@ def updated_record(
         except OSError:
             return None
         if stat.S_ISREG(info.st_mode):
-            changes[raw] = b"%04o" % stat.S_IMODE(info.st_mode)
+            bits = b"%04o" % stat.S_IMODE(info.st_mode)
+            if was_recent.get(raw) != bits:
+                changes[raw] = bits  # else the record holds these bits already
             if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
-                recent.append(raw)
+                recent[raw] = bits
         elif stat.S_ISLNK(info.st_mode):
             changes[raw] = None
         else:
@@ -154,7 +158,7 @@ def updated_record(
     if ROOT.encode() not in known:
         return None  # the folder itself was not looked at: only the full pass knows
     record = _patched(previous.base, changes)
-    return FoundBits(record, None, tuple(recent), folders)
+    return FoundBits(record, None, recent, folders)
 
 
 def _patched(record: bytes, changes: dict[bytes, bytes | None]) -> bytes:
@@ -204,7 +208,7 @@ class CachedBits:
 
     base: bytes  # the record before empty folders were added
     staged: str  # the blob id of the record the index holds
-    recent: tuple[bytes, ...]
+    recent: dict[bytes, bytes]  # as ``FoundBits.recent``
     folders: dict[bytes, bytes]  # as ``FoundBits.folders``
 
 
@@ -254,7 +258,7 @@ def read_cached(cache: Path, index: Path) -> CachedBits | None:
     return CachedBits(
         base,
         staged.decode("ascii", "replace"),
-        tuple(name for name in recent.split(b"\0") if name),
+        {line[5:]: line[:4] for line in recent.split(b"\0") if line},
         {line[5:]: line[:4] for line in folders.split(b"\0") if line},
     )
 
@@ -267,7 +271,7 @@ def write_cached(cache: Path, index: Path, found: FoundBits, staged: str) -> Non
     if checksum is None:
         cache.unlink(missing_ok=True)
         return
-    recent = b"".join(name + b"\0" for name in found.recent)
+    recent = b"".join(bits + b" " + name + b"\0" for name, bits in (found.recent or {}).items())
     folders = b"".join(bits + b" " + name + b"\0" for name, bits in (found.folders or {}).items())
     body = found.record + recent + folders
     head = b" ".join(
