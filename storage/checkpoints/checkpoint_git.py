@@ -234,10 +234,15 @@ class GitRunner:
                 CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
             ) from None
         finally:
+            # A command left running (another one failed or timed out) is stopped, and every
+            # pipe closed.
             for _, process in started:
                 if process.poll() is None:
                     process.kill()
                     process.wait()
+                for pipe in (process.stdout, process.stderr):
+                    if pipe is not None:
+                        pipe.close()
 
     def remove_from_index(
         self, names: Sequence[bytes], *, git_dir: Path, work_tree: Path, index: Path
