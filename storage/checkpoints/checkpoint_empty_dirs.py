@@ -11,6 +11,7 @@ drift like any file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from runtime.ledger.checkpoint_ports import PathChange, TreeChange
 from storage.checkpoints.checkpoint_git import GitRunner
 
 _TREE_MODE = "040000"
+# The empty tree's id (the private repositories keep SHA-1 objects).
+EMPTY_TREE = hashlib.sha1(b"tree 0\0", usedforsecurity=False).hexdigest()
 
 
 def empty_tree_id(runner: GitRunner, git_dir: Path) -> str:
@@ -117,7 +120,6 @@ def tree_changes(
         ["diff-tree", "-r", "-t", "-z", "--no-renames", "--raw", old_tree, new_tree],
         git_dir=git_dir,
     )
-    empty: str | None = None
     parts = out.split(b"\0")
     found: list[TreeChange] = []
     for meta, raw in zip(parts[0::2], parts[1::2], strict=False):
@@ -128,7 +130,7 @@ def tree_changes(
         kind = {"A": PathChange.ADDED, "D": PathChange.DELETED}.get(status[:1], PathChange.MODIFIED)
         if _TREE_MODE in (old_mode, new_mode):
             # A folder: only an empty one is a change of its own (a folder's files say the rest).
-            empty = empty or empty_tree_id(runner, git_dir)
+            empty = EMPTY_TREE  # compared only: nothing needs writing
             if (kind is PathChange.ADDED and new_id == empty) or (
                 kind is PathChange.DELETED and old_id == empty
             ):

@@ -177,6 +177,73 @@ class GitRunner:
             )
         return done.stdout
 
+    def run_together(
+        self,
+        commands: Sequence[Sequence[str]],
+        *,
+        git_dir: Path,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+    ) -> list[bytes]:
+        """Several read-only ``git`` commands with the same repository, started at once and
+        running side by side (none may write: they share the index); their standard outputs
+        in order. Raises ``CheckpointError`` as ``run`` does."""
+        env = dict(self._env)
+        env["GIT_DIR"] = str(git_dir)
+        if work_tree is not None:
+            env["GIT_WORK_TREE"] = str(work_tree)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        started: list[tuple[Sequence[str], subprocess.Popen[bytes]]] = []
+        try:
+            for args in commands:
+                started.append(
+                    (
+                        args,
+                        subprocess.Popen(
+                            [*self._prefix, *args],
+                            stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            env=env,
+                            cwd=str(work_tree if work_tree is not None else git_dir),
+                            creationflags=_NO_WINDOW,
+                            umask=_UMASK,
+                        ),
+                    )
+                )
+            outputs: list[bytes] = []
+            for args, process in started:
+                try:
+                    out, err = process.communicate(timeout=GIT_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    raise CheckpointError(
+                        CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
+                        f"git {args[0]} did not finish within {GIT_TIMEOUT_S:.0f} s",
+                    ) from None
+                if process.returncode != 0:
+                    message = err.decode("utf-8", "replace").strip().splitlines()
+                    raise CheckpointError(
+                        CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                        f"git {args[0]} failed: {message[-1] if message else process.returncode}",
+                    )
+                outputs.append(out)
+            return outputs
+        except OSError as error:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
+            ) from None
+        finally:
+            # A command left running (another one failed or timed out) is stopped, and every
+            # pipe closed.
+            for _, process in started:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                for pipe in (process.stdout, process.stderr):
+                    if pipe is not None:
+                        pipe.close()
+
     def remove_from_index(
         self, names: Sequence[bytes], *, git_dir: Path, work_tree: Path, index: Path
     ) -> None:

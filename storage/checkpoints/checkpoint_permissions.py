@@ -12,6 +12,17 @@ never meets a file of the user's. Lines are
 A comparison reports an entry whose bits changed as modified (a folder as ``name/``, the folder
 itself as ``./``); a restore sets the recorded bits on the copy, the folder itself last, after
 creating it private (0700) so nothing in it is readable by others while it is written.
+
+A capture need not look at every entry again. A file's bits change only with its ``ctime``,
+which Git's stat data holds and ``diff-files`` compares, so the capture's listing names every
+file whose bits may have moved. What a capture found is kept beside the private index
+(``<index>.bits``: the record before empty folders are added, the folders' bits, and the files
+changed so shortly before Git looked at them that a chmod in the same tick of the file
+system's clock would leave their ``ctime`` as Git recorded it), naming the index by its
+trailing checksum. The next capture, if the index is still byte for byte that one and no entry
+leaves it, looks again only at the paths it stages, those recent files and the folders
+(``updated_record``); otherwise, and whenever the kept findings are absent or damaged, every
+entry (``permission_record``, the full pass).
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
 from storage.checkpoints.checkpoint_git import GitRunner
+from storage.private_files import private_opener
 
 RECORD_DIR = ".maka"
 RECORD_NAME = "permissions"
@@ -34,35 +46,31 @@ _LINK_MODE = b"120000"
 
 @dataclass(frozen=True, slots=True)
 class FoundBits:
-    record: bytes
+    record: bytes  # the bits of the folder, the folders on the way to entries, regular files
     staged: str | None  # the blob id of the record the index holds now, if any
-    stat_dirty: bool  # a file not staged now changed its stat data since ``since``
+    # The files looked at whose ctime or mtime is recent, and their bits.
+    recent: dict[bytes, bytes] | None = None
+    # The bits of every folder on the way to an entry of the index, and of the folder
+    # itself (``.``), as in the record.
+    folders: dict[bytes, bytes] | None = None
 
 
 def permission_record(
-    runner: GitRunner,
-    git_dir: Path,
-    folder: Path,
-    index: Path,
-    *,
-    since: int | None = None,
-    staged_now: set[bytes] | None = None,
+    runner: GitRunner, git_dir: Path, folder: Path, index: Path, *, recent_since: int = 0
 ) -> FoundBits:
     """The permission bits of the folder itself, every folder on the way to an entry of
     ``index`` and every regular file it holds (empty folders are not in the index: see
-    ``add_folders``); on the way, whether a file that is not in ``staged_now`` changed its
-    ``ctime`` or ``mtime`` at or after ``since`` (a touch, a chmod: its stat data in the index
-    is out of date though its content is not)."""
+    ``add_folders``): the full pass, a ``stat`` of every entry. Files whose ``ctime`` or
+    ``mtime`` is at or after ``recent_since`` are named in ``recent``."""
     listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
     root = os.fsencode(folder) + b"/"
     record_name = RECORD_PATH.encode()
-    staged_now = staged_now or set()
     lstat = os.lstat
     is_reg = stat.S_ISREG
     bits: dict[bytes, int] = {}
     folders: set[bytes] = set()
     staged: str | None = None
-    stat_dirty = False
+    recent: dict[bytes, bytes] = {}
     for entry in listed.split(b"\0"):
         if not entry:
             continue
@@ -82,13 +90,9 @@ def permission_record(
             continue
         if is_reg(info.st_mode):
             bits[raw] = stat.S_IMODE(info.st_mode)
-            if (
-                since is not None
-                and not stat_dirty
-                and max(info.st_ctime_ns, info.st_mtime_ns) >= since
-                and raw not in staged_now
-            ):
-                stat_dirty = True
+            if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
+                recent[raw] = b"%04o" % bits[raw]
+    folder_bits: dict[bytes, bytes] = {}
     for name in folders:
         try:
             info = lstat(root + name)
@@ -96,10 +100,203 @@ def permission_record(
             continue
         if stat.S_ISDIR(info.st_mode):
             bits[name + b"/"] = stat.S_IMODE(info.st_mode)
+            folder_bits[name] = b"%04o" % stat.S_IMODE(info.st_mode)
     found = _bits(folder, regular=False)
     if found is not None:
         bits[ROOT.encode() + b"/"] = found
-    return FoundBits(_encode_raw(bits), staged, stat_dirty)
+        folder_bits[ROOT.encode()] = b"%04o" % found
+    return FoundBits(_encode_raw(bits), staged, recent, folder_bits)
+
+
+def updated_record(
+    previous: CachedBits, folder: Path, names: set[bytes], *, recent_since: int
+) -> FoundBits | None:
+    """The full pass's answer derived from the previous capture's (``previous``, whose index
+    is exactly the one this capture started from): only ``names`` (every path this capture
+    staged, and the files the previous one found recent), the folders and the folder itself
+    are looked at again. A file's permission bits change only with its ``ctime``, which Git's
+    listing compares, so every other file has the bits it had. None when a path of ``names``
+    is neither a file nor a link, or a folder is gone: an entry may have left the index, and
+    only the full pass knows which folders still hold one."""
+    lstat = os.lstat
+    root = os.fsencode(folder) + b"/"
+    changes: dict[bytes, bytes | None] = {}
+    recent: dict[bytes, bytes] = {}
+    known = previous.folders
+    was_recent = previous.recent
+    folders: dict[bytes, bytes] = {}
+    new_folders: set[bytes] = set()
+    for raw in names:
+        try:
+            info = lstat(root + raw)
+        except OSError:
+            return None
+        if stat.S_ISREG(info.st_mode):
+            bits = b"%04o" % stat.S_IMODE(info.st_mode)
+            if was_recent.get(raw) != bits:
+                changes[raw] = bits  # else the record holds these bits already
+            if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
+                recent[raw] = bits
+        elif stat.S_ISLNK(info.st_mode):
+            changes[raw] = None
+        else:
+            return None
+        parent = raw.rpartition(b"/")[0]
+        while parent and parent not in known and parent not in new_folders:
+            new_folders.add(parent)
+            parent = parent.rpartition(b"/")[0]
+    for name in [*known, *new_folders]:
+        try:
+            info = lstat(root + name if name != ROOT.encode() else os.fsencode(folder))
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        folders[name] = bits = b"%04o" % stat.S_IMODE(info.st_mode)
+        if known.get(name) != bits:
+            changes[name + b"/"] = bits
+    if ROOT.encode() not in known:
+        return None  # the folder itself was not looked at: only the full pass knows
+    record = _patched(previous.base, changes)
+    return FoundBits(record, None, recent, folders)
+
+
+def _patched(record: bytes, changes: dict[bytes, bytes | None]) -> bytes:
+    """``record`` (lines ``<4 octal digits> <name>`` ending in NUL, sorted by name) with each
+    name of ``changes`` set to its bits, or left out for None. Bits that changed in place are
+    written over their line; only an entry added or left out rebuilds the record."""
+    body = bytearray(record)
+    rebuild: dict[bytes, bytes | None] = {}
+    for name, bits in changes.items():
+        at = _line_of(record, name)
+        if at is None:
+            if bits is not None:
+                rebuild[name] = bits
+        elif bits is None:
+            rebuild[name] = None
+        elif record[at : at + 4] != bits:
+            body[at : at + 4] = bits
+    if not rebuild:
+        return bytes(body)
+    lines = {line[5:]: line[:4] for line in bytes(body).split(b"\0") if line}
+    for name, bits in rebuild.items():
+        if bits is None:
+            lines.pop(name, None)
+        else:
+            lines[name] = bits
+    return b"".join(lines[name] + b" " + name + b"\0" for name in sorted(lines))
+
+
+def _line_of(record: bytes, name: bytes) -> int | None:
+    """Where the line of ``name`` starts in ``record``, if it has one: the match must start a
+    line (a NUL or the record's start before its four digits), since a name may hold spaces."""
+    needle = b" " + name + b"\0"
+    at = record.find(needle)
+    while at != -1:
+        start = at - 4
+        if start >= 0 and (start == 0 or record[start - 1] == 0):
+            return start
+        at = record.find(needle, at + 1)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CachedBits:
+    """What the previous capture found (``permission_record`` or ``updated_record``), kept
+    beside the private index and valid only while the index is byte for byte the one that
+    capture left (its trailing checksum is named)."""
+
+    base: bytes  # the record before empty folders were added
+    staged: str  # the blob id of the record the index holds
+    recent: dict[bytes, bytes]  # as ``FoundBits.recent``
+    folders: dict[bytes, bytes]  # as ``FoundBits.folders``
+
+
+_CACHE_MAGIC = b"maka-permissions-cache 1"
+
+
+def index_checksum(index: Path) -> bytes | None:
+    """The trailing checksum Git writes at the end of an index (over all of it); None when
+    there is none."""
+    try:
+        with open(index, "rb") as handle:
+            handle.seek(-20, os.SEEK_END)
+            tail = handle.read(20)
+    except OSError:
+        return None
+    return tail if len(tail) == 20 and tail != bytes(20) else None
+
+
+def read_cached(cache: Path, index: Path) -> CachedBits | None:
+    """The previous capture's findings when ``index`` is still the one it left, else None
+    (a capture cut short, an index rebuilt or seeded, a cache damaged: the full pass)."""
+    checksum = index_checksum(index)
+    if checksum is None:
+        return None
+    try:
+        data = cache.read_bytes()
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\n")
+    fields = head.split(b" ")
+    if len(fields) != 8 or b" ".join(fields[:2]) != _CACHE_MAGIC:
+        return None
+    digest, checked, staged, sizes = fields[2], fields[3], fields[4], fields[5:]
+    if not _hex(checked) or bytes.fromhex(checked.decode()) != checksum:
+        return None
+    if not _hex(digest) or hashlib.sha1(body, usedforsecurity=False).hexdigest() != digest.decode():
+        return None
+    try:
+        base_size, recent_size, folders_size = (int(size) for size in sizes)
+    except ValueError:
+        return None
+    if base_size + recent_size + folders_size != len(body):
+        return None
+    base = body[:base_size]
+    recent = body[base_size : base_size + recent_size]
+    folders = body[base_size + recent_size :]
+    return CachedBits(
+        base,
+        staged.decode("ascii", "replace"),
+        {line[5:]: line[:4] for line in recent.split(b"\0") if line},
+        {line[5:]: line[:4] for line in folders.split(b"\0") if line},
+    )
+
+
+def write_cached(cache: Path, index: Path, found: FoundBits, staged: str) -> None:
+    """Keep ``found`` for the next capture, naming the index as it is now (after its last
+    write by this capture). A cache that cannot be written only costs the next capture the
+    full pass."""
+    checksum = index_checksum(index)
+    if checksum is None:
+        cache.unlink(missing_ok=True)
+        return
+    recent = b"".join(bits + b" " + name + b"\0" for name, bits in (found.recent or {}).items())
+    folders = b"".join(bits + b" " + name + b"\0" for name, bits in (found.folders or {}).items())
+    body = found.record + recent + folders
+    head = b" ".join(
+        [
+            _CACHE_MAGIC,
+            hashlib.sha1(body, usedforsecurity=False).hexdigest().encode(),
+            checksum.hex().encode(),
+            staged.encode(),
+            b"%d" % len(found.record),
+            b"%d" % len(recent),
+            b"%d" % len(folders),
+        ]
+    )
+    scratch = cache.with_name(cache.name + ".new")
+    try:
+        with open(scratch, "wb", opener=private_opener) as out:
+            out.write(head + b"\n" + body)
+        os.replace(scratch, cache)
+    except OSError:
+        scratch.unlink(missing_ok=True)
+        cache.unlink(missing_ok=True)
+
+
+def _hex(text: bytes) -> bool:
+    return bool(text) and all(c in b"0123456789abcdef" for c in text)
 
 
 def add_folders(record: bytes, folder: Path, names: list[str]) -> bytes:
@@ -158,18 +355,20 @@ def stage_record(
     record: bytes,
     *,
     staged: str | None,
-) -> None:
+) -> str:
     """Put the record in ``index`` at ``.maka/permissions`` before its tree is written; an
-    unchanged record is left as it is (Git's cached trees stay valid)."""
+    unchanged record is left as it is (Git's cached trees stay valid). Its blob id."""
     if staged is not None and staged == _blob_id(record):
-        return
+        return staged
     blob = runner.run(["hash-object", "-w", "--stdin"], git_dir=git_dir, stdin=record)
+    blob_id = blob.decode().strip()
     runner.run(
-        ["update-index", "--add", "--cacheinfo", f"100644,{blob.decode().strip()},{RECORD_PATH}"],
+        ["update-index", "--add", "--cacheinfo", f"100644,{blob_id},{RECORD_PATH}"],
         git_dir=git_dir,
         work_tree=folder,
         index=index,
     )
+    return blob_id
 
 
 def _blob_id(body: bytes) -> str:

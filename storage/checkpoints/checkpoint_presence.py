@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runtime.ledger.checkpoint_ports import CheckpointError
 from storage.checkpoints.checkpoint_git import GitRunner
 
 _TREE_MODE = b"40000"
@@ -22,6 +23,8 @@ def snapshots_whole(
     pairs = list(dict.fromkeys(snapshots))
     if not pairs:
         return set()
+    if len(pairs) == 1 and _whole_at_once(runner, git_dir, *pairs[0]):
+        return set(pairs)
     query = "".join(f"{commit}\n{tree}\n" for commit, tree in pairs)
     out = runner.run(
         ["cat-file", "--batch-check=%(objecttype)"], git_dir=git_dir, stdin=query.encode()
@@ -46,6 +49,29 @@ def snapshots_whole(
         return found
     broken = _trees_reaching(runner, git_dir, {tree for _, tree in found}, missing)
     return {pair for pair in found if pair[1] not in broken}
+
+
+def _whole_at_once(runner: GitRunner, git_dir: Path, commit: str, tree: str) -> bool:
+    """One snapshot in one Git call: the walk from its commit prints the commit first (a
+    commit: no path), then its top tree (an empty path), and names nothing missing. False
+    when that is not certain (a missing or odd object makes the walk fail): the full
+    decision then tells."""
+    try:
+        listed = runner.run(
+            ["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"],
+            git_dir=git_dir,
+            stdin=f"{commit}\n".encode(),
+        )
+    except CheckpointError:
+        return False
+    lines = listed.split(b"\n", 2)
+    return (
+        len(lines) >= 2
+        and lines[0] == commit.encode()
+        and lines[1] == tree.encode() + b" "
+        and b"\n?" not in listed
+        and not listed.startswith(b"?")
+    )
 
 
 def _trees_reaching(

@@ -18,13 +18,17 @@ message). Symbolic links are stored as links, never followed; empty folders are 
 (``checkpoint_empty_dirs``), and every entry's permission bits (``checkpoint_permissions``).
 Content is stored byte for byte (no line-ending conversion, no filters).
 
-A capture: list what changed since the index last saw the folder (``ls-files``), stage it
-(``update-index``), refresh the stat data of files whose content did not change (so a touch is
-compared once, not at every capture), ``write-tree``, ``commit-tree`` (no parent: retention
-frees whatever only a deleted ref reached) and ``update-ref`` the run's ref. An
+A capture: list what changed since the index last saw the folder (``ls-files --others`` and
+``diff-files``, side by side: every entry whose stat data moved is listed, a touch or a chmod
+too), stage it (``update-index``: a touched file's stat data is refreshed on the way, so it is
+compared once, not at every capture), update the permission record (only for the paths staged,
+when the index is still the one the previous capture left: ``checkpoint_permissions``),
+``write-tree``, then the commit (no parent: retention frees whatever only a deleted ref
+reached) and the run's ref, written as Git writes them (``checkpoint_objects``). An
 entry that changed type (a folder now a file or a link, a file now a folder) is an ordinary
 change: the old entries leave the index, the new one comes in. An
-observation does the same on a copy of the index and stops at the tree: no commit, no ref.
+observation does the same on a second name of the index and stops at the tree: no commit, no
+ref.
 A per-workspace lock file serialises captures across processes; an ``index.lock`` left by a
 capture that was killed is removed under that lock.
 
@@ -45,7 +49,9 @@ import shutil
 import stat
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
@@ -74,6 +80,7 @@ from storage.checkpoints.checkpoint_empty_dirs import (
 )
 from storage.checkpoints.checkpoint_enclosing import enclosing_rules
 from storage.checkpoints.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoints.checkpoint_objects import plain_repository, set_ref, write_commit
 from storage.checkpoints.checkpoint_permissions import (
     RECORD_DIR,
     RECORD_PATH,
@@ -82,8 +89,11 @@ from storage.checkpoints.checkpoint_permissions import (
     apply_root,
     permission_changes,
     permission_record,
+    read_cached,
     read_record,
     stage_record,
+    updated_record,
+    write_cached,
 )
 from storage.checkpoints.checkpoint_presence import snapshots_whole
 from storage.checkpoints.checkpoint_verify import DamagedObject, verify_trees
@@ -126,6 +136,7 @@ SWEPT_RULES = "exclude.swept"
 _log = logging.getLogger(__name__)
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
+_RECENT_NS = 3 * 10**9
 
 
 def workspace_key(workspace_identity: str) -> str:
@@ -338,7 +349,9 @@ class GitCheckpointStore:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
             too_large = self._seed(folder, git_dir, index) if not rebuild_index else []
-            tree, skipped, stat_dirty = self._stage_and_write_tree(folder, git_dir, index)
+            tree, skipped = self._stage_and_write_tree(
+                folder, git_dir, index, cache=_bits_cache(index)
+            )
             skipped = sorted({*skipped, *too_large})
             rules = _read_bytes(git_dir / "info" / "exclude")
             if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
@@ -346,8 +359,6 @@ class GitCheckpointStore:
                 with open(git_dir / "info" / SWEPT_RULES, "wb", opener=private_opener) as out:
                     out.write(rules)
             runner = self._git_runner()
-            if stat_dirty:
-                self._refresh(runner, folder, git_dir, index)
             body = message.rstrip("\n") + "\n"
             if skipped:
                 body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
@@ -355,12 +366,20 @@ class GitCheckpointStore:
                 body += f"\n{NOW_IGNORED}\n" + "".join(f"  {p}\n" for p in self._left_out[:200])
             # No parent: a snapshot needs none to be compared or copied, and a chain would keep
             # every byte ever captured reachable from the newest ref (retention frees nothing).
-            commit = (
-                runner.run(["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode())
-                .decode()
-                .strip()
-            )
-            runner.run(["update-ref", ref, commit], git_dir=git_dir)
+            # Written as Git writes them, without two more process starts; Git does it when
+            # anything is out of the ordinary (``checkpoint_objects``).
+            plain = plain_repository(git_dir)
+            commit = write_commit(git_dir, tree, body) if plain else None
+            if commit is None:
+                commit = (
+                    runner.run(
+                        ["commit-tree", tree, "-F", "-"], git_dir=git_dir, stdin=body.encode()
+                    )
+                    .decode()
+                    .strip()
+                )
+            if not (plain and set_ref(git_dir, ref, commit)):
+                runner.run(["update-ref", ref, commit], git_dir=git_dir)
             if borrowed_from(git_dir) is not None:
                 self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
@@ -426,103 +445,115 @@ class GitCheckpointStore:
         for thread in threads:
             thread.join()
 
-    def _refresh(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> None:
-        """Bring the index's stat data up to date for files whose content did not change (an
-        ``mtime`` touch, a ``chmod`` to the same Git mode, a copy back): the listing compares
-        such files' content on every capture and drift check until their stat data is
-        refreshed once. The permission record is never in the folder (``--ignore-missing``)."""
-        runner.run(
-            ["update-index", "-q", "--refresh", "--ignore-missing", "--unmerged"],
-            git_dir=git_dir,
-            work_tree=folder,
-            index=index,
-            ok_codes=(0, 1),
-        )
-
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
         with self._locked(workspace_identity):
             git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
             try:
+                scratch.unlink(missing_ok=True)
                 if index.is_file():
-                    with open(scratch, "wb", opener=private_opener) as copy:
-                        copy.write(index.read_bytes())
-                else:
-                    scratch.unlink(missing_ok=True)
-                tree, skipped, _ = self._stage_and_write_tree(folder, git_dir, scratch)
+                    # A second name for the same file: Git never writes an index in place (it
+                    # writes a new file and renames it over the name), so the persistent index
+                    # stays as it is, and the link keeps its time (Git's racy-entry rule).
+                    try:
+                        os.link(index, scratch)
+                    except OSError:
+                        with open(scratch, "wb", opener=private_opener) as copy:
+                            copy.write(index.read_bytes())
+                tree, skipped = self._stage_and_write_tree(
+                    folder, git_dir, scratch, cache=_bits_cache(index), keep_cache=False
+                )
             finally:
                 scratch.unlink(missing_ok=True)
             return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
 
     def _stage_and_write_tree(
-        self, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[str, list[str], bool]:
+        self, folder: Path, git_dir: Path, index: Path, *, cache: Path, keep_cache: bool = True
+    ) -> tuple[str, list[str]]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
         what Git last saw: when Git refuses to work from it (it names objects the repository
         no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
         be brought in line with the folder), it is rebuilt from the folder (every file hashed
         again), so no state of a readable folder leaves a capture failing for good."""
         try:
-            return self._stage_and_write_tree_once(folder, git_dir, index)
+            return self._stage_and_write_tree_once(folder, git_dir, index, cache, keep_cache)
         except CheckpointError as error:
             if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
                 raise
             if not index.is_file():
                 raise
         index.unlink(missing_ok=True)
-        return self._stage_and_write_tree_once(folder, git_dir, index)
+        return self._stage_and_write_tree_once(folder, git_dir, index, cache, keep_cache)
 
     def _stage_and_write_tree_once(
-        self, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[str, list[str], bool]:
-        """The tree, the files skipped as too large, and whether a file the listing did not
-        stage changed its stat data since the index was last written (a touch, a chmod):
-        its stat data is worth refreshing."""
+        self, folder: Path, git_dir: Path, index: Path, cache: Path, keep_cache: bool
+    ) -> tuple[str, list[str]]:
+        """The tree and the files skipped as too large. The permission record is derived
+        from the previous capture's (``cache``) when the index is still the one it left and no
+        entry left it; otherwise every entry is looked at (the full pass). With
+        ``keep_cache``, what was found is kept for the next capture."""
         if not folder.is_dir():
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
+        # A file changed shortly before Git looked at it may change again within the same tick
+        # of the file system's clock, its ctime unchanged: it is looked at again next time.
+        # Shortly: since the previous capture wrote the index (the file system's own clock,
+        # as Git's racy-entry rule reads it) or the last few seconds, whichever is earlier.
+        recent_since = time.time_ns()
         try:
-            since: int | None = index.stat().st_mtime_ns
+            recent_since = min(recent_since, index.stat().st_mtime_ns)
+            fresh_index = False
         except OSError:
-            since = None  # every file is staged afresh
+            fresh_index = True
+        recent_since -= _RECENT_NS
+        previous = None if fresh_index else read_cached(cache, index)
         empties: list[str] = []
         skipped: list[str] = []
         staged_names: set[bytes] = set()
+        removed = False
         # A file that became a folder hides the folder's files from the listing while the
-        # index still names the file: once the file's entry is dropped, a second pass lists
-        # them (a third never finds one more: the index then holds no such file).
+        # index still names the file, and a folder whose last file was deleted is not listed
+        # as empty while the index still names the file: once the entries are dropped, a
+        # second pass lists them (a third never finds one more: the index then holds no such
+        # entry).
         for _ in range(3):
-            pass_empties, pass_skipped, became_folders, pass_staged = self._stage_pass(
-                runner, folder, git_dir, index
-            )
-            staged_names.update(pass_staged)
-            empties.extend(pass_empties)
-            skipped.extend(pass_skipped)
-            if not became_folders:
+            listed = self._stage_pass(runner, folder, git_dir, index)
+            staged_names.update(listed.staged)
+            empties.extend(listed.empties)
+            skipped.extend(listed.skipped)
+            removed = removed or listed.removed
+            if not (listed.became_folders or listed.removed):
                 break
         rules = _read_bytes(git_dir / "info" / "exclude")
         swept = git_dir / "info" / SWEPT_RULES
         rules_changed = any(
             name == b".gitignore" or name.endswith(b"/.gitignore") for name in staged_names
-        ) or (since is not None and _read_bytes(swept) != rules)
+        ) or (not fresh_index and _read_bytes(swept) != rules)
         if rules_changed:
             # An ignore rule may have come in: what it now excludes leaves the snapshot.
             self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+            removed = removed or bool(self._left_out)
         folders = sorted(set(empties))
-        found = permission_record(
-            runner, git_dir, folder, index, since=since, staged_now=staged_names
-        )
-        if found.staged is None and since is not None and not rules_changed:
-            # An index from before permission records: swept once for ignored entries too.
-            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
-            found = permission_record(
-                runner, git_dir, folder, index, since=since, staged_now=staged_names
+        found = None
+        staged: str | None = None
+        if previous is not None and not removed:
+            found = updated_record(
+                previous, folder, staged_names | set(previous.recent), recent_since=recent_since
             )
+            staged = previous.staged
+        if found is None:
+            found = permission_record(runner, git_dir, folder, index, recent_since=recent_since)
+            staged = found.staged
+            if found.staged is None and not fresh_index and not rules_changed:
+                # An index from before permission records: swept once for ignored entries too.
+                self._left_out = self._drop_ignored(runner, folder, git_dir, index)
+                found = permission_record(runner, git_dir, folder, index, recent_since=recent_since)
+                staged = found.staged
         record = add_folders(found.record, folder, folders)
-        stage_record(runner, git_dir, folder, index, record, staged=found.staged)
+        staged = stage_record(runner, git_dir, folder, index, record, staged=staged)
         if borrowed_from(git_dir) is not None:
             tree_text = borrowing_write_tree(runner, git_dir, index)  # nothing freshened
         else:
@@ -531,8 +562,10 @@ class GitCheckpointStore:
                 .decode()
                 .strip()
             )
+        if keep_cache:
+            write_cached(cache, index, found, staged)
         tree_id = self._grafted(runner, git_dir, tree_text, folders)
-        return tree_id, sorted(set(skipped)), found.stat_dirty
+        return tree_id, sorted(set(skipped))
 
     def _drop_ignored(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
@@ -549,29 +582,26 @@ class GitCheckpointStore:
         runner.remove_from_index(names, git_dir=git_dir, work_tree=folder, index=index)
         return sorted(os.fsdecode(raw) for raw in names)
 
-    def _stage_pass(
-        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path
-    ) -> tuple[list[str], list[str], bool, list[bytes]]:
-        """Stage what changed since the index last saw the folder: the empty folders found,
-        the files skipped as too large, whether an entry's file became a folder, and the
-        names staged."""
-        # ``--directory``: a folder with no staged file is listed once ("new/"), so the empty
-        # ones are found without a second walk of the whole folder; the files of such folders
-        # are listed on their own (a nested repository there shows as "new/sub/").
-        listed = runner.run(
+    def _stage_pass(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> _Pass:
+        """Stage what changed since the index last saw the folder."""
+        # Two listings side by side: the files the index does not hold (``--directory``: a
+        # folder with no staged file is listed once, "new/", so the empty ones are found
+        # without a second walk of the whole folder; the files of such folders are listed on
+        # their own, and a nested repository there shows as "new/sub/"), and every entry
+        # whose stat data differs from the index's (content, a deletion, a type change, and
+        # also a touch or a chmod, which moves the ctime: staged again, the entry's stat data
+        # is refreshed, and the permission record looks at exactly these).
+        others, differing = runner.run_together(
             [
-                "ls-files",
-                "-z",
-                "--others",
-                "--modified",
-                "--deleted",
-                "--directory",
-                "--exclude-standard",
+                ["ls-files", "-z", "--others", "--directory", "--exclude-standard"],
+                ["diff-files", "-z", "--name-only"],
             ],
             git_dir=git_dir,
             work_tree=folder,
             index=index,
         )
+        in_index = {raw for raw in differing.split(b"\0") if raw}
+        listed = others + b"\0" + differing
         entries = [raw for raw in listed.split(b"\0") if raw]
         new_dirs = [os.fsdecode(raw) for raw in entries if raw.endswith(b"/")]
         entries = [raw for raw in entries if not raw.endswith(b"/")]
@@ -631,6 +661,7 @@ class GitCheckpointStore:
                 became_folders = became_folders or stat.S_ISDIR(info.st_mode)
                 drop.append(raw)
         runner.remove_from_index(drop, git_dir=git_dir, work_tree=folder, index=index)
+        staged = list(stage)
         if stage and borrowed_from(git_dir) is not None:
             stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
         if stage:
@@ -641,7 +672,8 @@ class GitCheckpointStore:
                 index=index,
                 stdin=b"\0".join(stage) + b"\0",
             )
-        return empties, skipped, became_folders, stage
+        removed = any(raw in in_index for raw in drop)
+        return _Pass(empties, skipped, became_folders, staged, removed)
 
     def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
         """``tree`` with the folder's empty folders, remembered: they rarely change between
@@ -918,6 +950,23 @@ class GitCheckpointStore:
             git_dir=git_dir,
             index=index if index.is_file() else None,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Pass:
+    """One staging pass: the empty folders found, the files skipped as too large, whether an
+    entry's file became a folder, the names staged, and whether an entry left the index."""
+
+    empties: list[str]
+    skipped: list[str]
+    became_folders: bool
+    staged: list[bytes]
+    removed: bool
+
+
+def _bits_cache(index: Path) -> Path:
+    """Where the permission record's findings are kept beside the persistent index."""
+    return index.with_name(index.name + ".bits")
 
 
 class _FolderKinds:

@@ -126,8 +126,8 @@ def test_a_snapshot_git_cannot_look_up_now_is_not_called_missing(tmp_path: Path)
     wrapper.parent.mkdir()
     wrapper.write_text(
         "#!/bin/sh\n"
-        'for a in "$@"; do [ "$a" = cat-file ] && { echo "fatal: cannot read" >&2; exit 128; }; '
-        "done\n"
+        'for a in "$@"; do case "$a" in cat-file|rev-list) '
+        'echo "fatal: cannot read" >&2; exit 128;; esac; done\n'
         f'exec {real.path} "$@"\n'
     )
     wrapper.chmod(0o755)
