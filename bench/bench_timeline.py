@@ -55,13 +55,12 @@ from renderer import theme
 from renderer.renderer_app import freeze_long_lived
 from renderer.timeline_model import PAGE_ROWS
 from renderer.timeline_panel import TimelinePanel
-from runtime.ledger.canonical_codec import canonical_bytes
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoredEvent
+from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import TimelineIndex
 from runtime.ledger.timeline_pins import SessionTimeline
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
-from storage.sessions.session_export import header_line, session_line
+from tests.helpers.stored_run import import_run
 from tests.helpers.timeline_demo import ServingBridge
 
 OPEN_GOAL_S = 1.0
@@ -69,23 +68,7 @@ FRAME_GOAL_MS = 50.0
 
 
 def build_store(data_dir: Path, events: int) -> None:
-    ledger = generate(events)
-    session = SessionRecord(IDS.session_id, "/work", "bench", 1)
-    header = RunHeader(
-        run_id=IDS.run_id,
-        session_id=IDS.session_id,
-        invocation_id=IDS.invocation_id,
-        turn_id=IDS.turn_id,
-        status=RunStatus.COMPLETED,
-        cwd="/work",
-        owner_epoch=1,
-        created_at=1,
-        updated_at=1,
-        completed_at=1,
-    )
-    lines = [session_line(session), header_line(header), *map(canonical_bytes, ledger)]
-    with open_store(data_dir) as store:
-        store.import_session(b"\n".join(lines) + b"\n")
+    import_run(data_dir, generate(events), "bench")
 
 
 def main(argv: list[str]) -> int:

@@ -19,11 +19,8 @@ from typing import Any
 
 import pytest
 
-from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
-from storage.ledger.ledger_store import open_store
-from storage.sessions.session_export import header_line, session_line
+from tests.helpers.stored_run import import_run
 
 pytestmark = pytest.mark.e2e
 
@@ -43,26 +40,7 @@ def _store(data_dir: Path, ledger: Path) -> str:
     events: list[RuntimeEvent] = [
         json.loads(line) for line in ledger.read_text(encoding="utf-8").splitlines()
     ]
-    first, ended = events[0], events[-1].get("status")
-    delta: dict[str, Any] = dict((events[-1].get("actions") or {}).get("stateDelta") or {})
-    session = SessionRecord(first["sessionId"], "/work", "example", 1)
-    header = RunHeader(
-        run_id=first["runId"],
-        session_id=first["sessionId"],
-        invocation_id=first["invocationId"],
-        turn_id=first["turnId"],
-        status=RunStatus(ended) if ended is not None else RunStatus.RUNNING,
-        cwd="/work",
-        owner_epoch=1,
-        created_at=1,
-        updated_at=1,
-        completed_at=1 if ended is not None else None,
-        failure_class=delta.get("failureClass") if ended is not None else None,
-    )
-    lines = [session_line(session), header_line(header), *map(canonical_bytes, events)]
-    with open_store(data_dir) as store:
-        store.import_session(b"\n".join(lines) + b"\n")
-    return str(first["sessionId"])
+    return import_run(data_dir, events, "example")
 
 
 @pytest.mark.skipif(not EXAMPLE_DIRS, reason=f"no example ledgers at {EXAMPLES}")

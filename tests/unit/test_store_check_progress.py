@@ -10,34 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoreRefusal
+from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger import store_verification
 from storage.ledger.ledger_store import open_store
 from storage.ledger.store_verification import observing_whole_file_checks, stamp_path
-from storage.sessions.session_export import header_line, session_line
+from tests.helpers.stored_run import import_run
 
 
 def _stored(data_dir: Path, events: int) -> Path:
-    from bench.bench_ledger import IDS, generate
+    from bench.bench_ledger import generate
 
-    session = SessionRecord(IDS.session_id, "/work", "t", 1)
-    header = RunHeader(
-        run_id=IDS.run_id,
-        session_id=IDS.session_id,
-        invocation_id=IDS.invocation_id,
-        turn_id=IDS.turn_id,
-        status=RunStatus.COMPLETED,
-        cwd="/work",
-        owner_epoch=1,
-        created_at=1,
-        updated_at=1,
-        completed_at=1,
-    )
-    lines = [session_line(session), header_line(header), *map(canonical_bytes, generate(events))]
-    with open_store(data_dir) as store:
-        store.import_session(b"\n".join(lines) + b"\n")
+    import_run(data_dir, generate(events))
     return data_dir / "runtime.sqlite"
 
 

@@ -16,7 +16,6 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,11 +24,10 @@ from app.host.session_timeline import read_session_timeline, read_session_timeli
 from bench.bench_ledger import IDS, generate
 from main_process.timeline_pages import TimelinePages
 from runtime.continuation.continuation_planner import ContinuationPlan
-from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import Lane
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.lane_rules import classify_lane
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord, StoredEvent
+from runtime.ledger.store_ports import StoredEvent
 from runtime.ledger.timeline_lazy import LazyRows
 from runtime.ledger.timeline_model import TimelineRow
 from runtime.ledger.timeline_pins import (
@@ -40,7 +38,7 @@ from runtime.ledger.timeline_pins import (
 )
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from storage.ledger.timeline_index import timeline_index_of
-from storage.sessions.session_export import header_line, session_line
+from tests.helpers.stored_run import import_run
 
 GOLDEN = Path(__file__).parents[1] / "data" / "timeline"
 FILTERS = (
@@ -58,31 +56,6 @@ FILTERS = (
 )
 
 
-def _import(data_dir: Path, events: list[RuntimeEvent]) -> str:
-    first = events[0]
-    ending = next((e for e in reversed(events) if e.get("status") is not None), events[-1])
-    ended = ending.get("status")  # facts of settling a call may follow the ending
-    delta: dict[str, Any] = dict((ending.get("actions") or {}).get("stateDelta") or {})
-    session = SessionRecord(first["sessionId"], "/work", "t", 1)
-    header = RunHeader(
-        run_id=first["runId"],
-        session_id=first["sessionId"],
-        invocation_id=first["invocationId"],
-        turn_id=first["turnId"],
-        status=RunStatus(ended) if ended is not None else RunStatus.RUNNING,
-        cwd="/work",
-        owner_epoch=1,
-        created_at=1,
-        updated_at=1,
-        completed_at=1 if ended is not None else None,
-        failure_class=delta.get("failureClass") if ended is not None else None,
-    )
-    lines = [session_line(session), header_line(header), *map(canonical_bytes, events)]
-    with open_store(data_dir) as store:
-        store.import_session(b"\n".join(lines) + b"\n")
-    return first["sessionId"]
-
-
 @pytest.fixture
 def opened(
     tmp_path: Path,
@@ -91,7 +64,7 @@ def opened(
 
     def open_ledger(events: list[RuntimeEvent]) -> tuple[SqliteLedgerStore, str]:
         data_dir = tmp_path / f"store-{len(stores)}"
-        session_id = _import(data_dir, events)
+        session_id = import_run(data_dir, events)
         stores.append(open_store(data_dir, read_only=True))
         _same_index_in_python(stores[-1], session_id)
         return stores[-1], session_id
