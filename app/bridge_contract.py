@@ -1347,6 +1347,10 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.HELLO,
         MessageKind.SESSIONS_OVERVIEW,
         MessageKind.SESSIONS_PLAN,
+        # ``maka sessions relocate / rename / remove`` beside a host (the same checks as alone)
+        MessageKind.SESSIONS_RELOCATE,
+        MessageKind.SESSIONS_RENAME,
+        MessageKind.SESSIONS_REMOVE,
         MessageKind.SETTINGS_GET,
         MessageKind.TOOLS_SETTLE,
         MessageKind.TURNS_RUN,

@@ -462,6 +462,8 @@ class RequestRouter:
                 self._auto_started.pop(session_id, None)
                 push = SessionRemovedPush(session_id=session_id, correlation_id=correlation_id)
             self._broadcast(push)
+            if peer_id in self._server.terminal_ids():  # `maka sessions ...` waits for it
+                self._server.send(peer_id, push)
 
         if not self._workers.run_query(f"session-{session_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")

@@ -9,7 +9,9 @@ place (accepted only when the folder's workspace marker, ``.maka/workspace.json`
 FOLDER refused, missing or of another workspace alike, exits 2 and changes nothing);
 ``maka sessions rename SESSION TITLE`` renames it; ``maka sessions remove SESSION --yes`` deletes
 it and its history (export it first with ``maka export``). These three take the data directory
-like ``maka run`` (``store_locked`` while the desktop is open: use its menu instead).
+like ``maka run``; while a host serves it (the desktop, ``maka host``), the host makes the change
+(the same checks, and every window hears it) and a running session is refused with
+``session_busy``.
 """
 
 from __future__ import annotations
@@ -23,13 +25,21 @@ from typing import Any
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from app.host.session_rows import session_row
-from runtime.ledger.codes import HostCode, StoreCode
+from runtime.ledger.codes import HostCode, StoreCode, WriterRejectionCode
 
 # A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the SESSION or
 # FOLDER given cannot be used: no such session, no such folder, a folder of another workspace or
 # without a marker, a damaged marker; the same folder mistakes ``maka run --cwd`` refuses with 2.
 # Only a session that recorded no workspace identity is refused whatever folder is given: exit 1.
 _STATE_REFUSALS = frozenset({HostCode.WORKSPACE_IDENTITY_MISSING})
+_USAGE_REFUSALS = frozenset(
+    {
+        StoreCode.SESSION_NOT_FOUND,
+        WriterRejectionCode.IDENTITY_CONFLICT,
+        HostCode.INVALID_CWD,
+        HostCode.WORKSPACE_IDENTITY_DIFFERS,
+    }
+)
 
 SAFE_RESUME_OFF = (
     "Safe resume is off: maka resume continues no session until it is turned on in the "
@@ -97,6 +107,12 @@ def _change(args: argparse.Namespace) -> int:
         )
     if database_url() is None and not (data_dir / "runtime.sqlite").exists():
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    from app.host.host_client import attach
+
+    host = attach(data_dir, command="sessions")
+    if host is not None:
+        with host:
+            return _change_through_host(args, host)
     with owned_store(data_dir) as store:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
@@ -117,6 +133,67 @@ def _change(args: argparse.Namespace) -> int:
         except LedgerError as error:
             usage = error.code in ("session_not_found", "identity_conflict")
             raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
+    return EXIT_OK
+
+
+def _change_through_host(args: argparse.Namespace, host: Any) -> int:
+    """A host serves the data folder: it relocates, renames or removes (its store, its checks;
+    every window hears the change). Refusals exit as they do without a host."""
+    from pydantic import ValidationError
+
+    from app.bridge_contract import (
+        Message,
+        SessionRemovedPush,
+        SessionsOverviewedPush,
+        SessionsOverviewRequest,
+        SessionsRelocateRequest,
+        SessionsRemoveRequest,
+        SessionsRenameRequest,
+        SessionUpdatedPush,
+    )
+    from app.host.host_client import HostRefusal
+    from runtime.ledger.codes import WorkspaceMarkerCode
+
+    folder = Path(args.folder).expanduser().absolute() if args.action == "relocate" else None
+    removed: Any = None
+    try:
+        if args.action == "remove":
+            # The host's answer names only the session: the line says what was removed.
+            listing = host.ask(SessionsOverviewRequest())
+            if isinstance(listing, SessionsOverviewedPush):
+                removed = next(
+                    (row for row in listing.rows if row.session_id == args.session), None
+                )
+            request: Message = SessionsRemoveRequest(session_id=args.session)
+        elif args.action == "relocate":
+            request = SessionsRelocateRequest(session_id=args.session, cwd=str(folder))
+        else:
+            request = SessionsRenameRequest(session_id=args.session, title=args.title.strip())
+    except ValidationError as error:
+        if args.action == "rename" and any(e["loc"][-1] == "title" for e in error.errors()):
+            from storage.sessions.session_admin import MAX_TITLE_CHARS
+
+            text = f"a title is one line of 1 to {MAX_TITLE_CHARS} characters"
+            raise CliError(WriterRejectionCode.IDENTITY_CONFLICT, text, EXIT_USAGE) from None
+        text = f"no session {args.session}"
+        raise CliError(StoreCode.SESSION_NOT_FOUND, text, EXIT_USAGE) from None
+    try:
+        answer = host.ask(request)
+    except HostRefusal as refusal:
+        # As without a host: the SESSION or FOLDER given cannot be used -> 2; a state -> 1.
+        usage = str(refusal.code) in _USAGE_REFUSALS or refusal.code in WorkspaceMarkerCode
+        raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR) from None
+    if args.action == "remove" and isinstance(answer, SessionRemovedPush):
+        title = removed.title if removed is not None else None
+        cwd = removed.cwd if removed is not None else None
+        print(f"removed session {args.session} ({title}); {cwd} untouched")
+        return EXIT_OK
+    if not isinstance(answer, SessionUpdatedPush):
+        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+    if args.action == "relocate":
+        print(f"session {args.session} now uses {answer.session.cwd}")
+    else:
+        print(f"session {args.session} is now called {answer.session.title!r}")
     return EXIT_OK
 
 

@@ -153,13 +153,15 @@ def test_a_taken_over_session_whose_folder_is_gone_parks_and_relocates(
         (row,) = listed["sessions"]
         assert row["folderMissing"] is True and row["host"] is not None
         session = row["sessionId"]
-        # Relocating needs the data folder itself (not served by a host): stop host B (it gives
-        # its leases up), then relocate and resume with its data folder.
-        assert host_b.terminate() == 0, host_b.stderr()[-3000:]
+        # Host B serves its data folder: the relocation and the resume go through it (it holds
+        # the session's lease; a command of its own could not write under it).
         relocated = maka(["sessions", "relocate", session, str(moved)], tmp_path / "b", env=env)
         assert relocated.returncode == 0, relocated.stdout + relocated.stderr
+        assert relocated.stdout.strip() == f"session {session} now uses {moved.resolve()}"
         resumed = maka(["resume", session, "--permission-mode", "auto"], tmp_path / "b", env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert host_b.process.poll() is None, host_b.stderr()[-3000:]
+        assert host_b.terminate() == 0, host_b.stderr()[-3000:]
     finally:
         for host in started:
             host.stop()

@@ -199,3 +199,56 @@ def test_sessions_help_documents_relocate_and_remove(tmp_path: Path) -> None:
         assert word in shown.stdout
     top = maka(["--help"], tmp_path / "data")
     assert "relocate" in top.stdout
+
+
+def test_beside_a_running_host_the_host_relocates_renames_and_removes(tmp_path: Path) -> None:
+    """While ``maka host`` serves the data folder, the three changes go through it (the folder
+    is its own, so the command cannot open it): the same lines, the same refusals with the same
+    exit codes, nothing changed by a refusal, and the host still serves afterwards."""
+    from tests.helpers.maka_process import start_main
+
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9  # the bash call completed, its run was interrupted
+    moved = tmp_path / "moved-work"
+    shutil.move(str(drill.work), moved)
+    other = tmp_path / "other"
+    (other / MARKER_DIR).mkdir(parents=True)
+    (other / MARKER_NAME).write_bytes(marker_bytes(str(uuid.uuid4()), 1))
+    host = start_main(drill.data, drill.env, "host").wait_ready()
+    try:
+        refused = maka(["sessions", "relocate", drill.session, str(other)], drill.data)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "maka: error [workspace_identity_differs]" in refused.stderr
+        assert "Traceback" not in refused.stderr and refused.stdout == ""
+        gone = maka(["sessions", "relocate", "session_0123", str(moved)], drill.data)
+        assert gone.returncode == 2 and "[session_not_found]" in gone.stderr, gone.stderr
+        assert _sessions(drill)[0]["cwd"] == str(drill.work)
+
+        located = maka(["sessions", "relocate", drill.session, str(moved)], drill.data)
+        assert located.returncode == 0, located.stderr
+        assert located.stdout == f"session {drill.session} now uses {moved}\n"
+        listed = maka(["sessions", "--json"], drill.data)
+        (row,) = json.loads(listed.stdout)["sessions"]
+        assert json.loads(listed.stdout)["servedBy"]["host"] == "headless"
+        assert row["cwd"] == str(moved) and row["folderMissing"] is False
+        log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
+        assert '"kind": "session.relocated"' in log
+
+        long_title = maka(["sessions", "rename", drill.session, "x" * 201], drill.data)
+        assert long_title.returncode == 2 and "[identity_conflict]" in long_title.stderr
+        renamed = maka(["sessions", "rename", drill.session, "  Counting  "], drill.data)
+        assert renamed.returncode == 0, renamed.stderr
+        assert renamed.stdout == f"session {drill.session} is now called 'Counting'\n"
+        assert _sessions(drill)[0]["title"] == "Counting"
+
+        session = drill.session
+        unconfirmed = maka(["sessions", "remove", session], drill.data)
+        assert unconfirmed.returncode == 2 and "[confirmation_required]" in unconfirmed.stderr
+        removed = maka(["sessions", "remove", session, "--yes"], drill.data)
+        assert removed.returncode == 0, removed.stderr
+        assert removed.stdout == f"removed session {session} (Counting); {moved} untouched\n"
+        assert _sessions(drill) == []
+        assert (moved / "count.txt").exists(), "the folder and its files are untouched"
+        assert host.process.poll() is None, host.stderr()[-2000:]
+    finally:
+        host.stop()

@@ -479,9 +479,12 @@ def test_a_hello_without_a_role_is_the_renderers_and_a_terminal_says_so() -> Non
 def test_a_terminal_may_ask_only_what_its_commands_use() -> None:
     assert bc.TERMINAL_REQUEST_KINDS <= bc.REQUEST_KINDS
     assert MessageKind.SESSIONS_OVERVIEW in bc.TERMINAL_REQUEST_KINDS
+    # what `maka sessions relocate / rename / remove` send beside a host
+    for kind in (MessageKind.SESSIONS_RELOCATE, MessageKind.SESSIONS_RENAME):
+        assert kind in bc.TERMINAL_REQUEST_KINDS
+    assert MessageKind.SESSIONS_REMOVE in bc.TERMINAL_REQUEST_KINDS
     for kind in (
         MessageKind.SETTINGS_UPDATE,
-        MessageKind.SESSIONS_REMOVE,
         MessageKind.SESSIONS_EXPORT,
         MessageKind.WINDOW_ACTIVATE,
     ):
