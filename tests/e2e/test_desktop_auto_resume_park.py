@@ -11,7 +11,6 @@ message carries the session on, the park no longer stands.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,8 @@ from app.bridge_contract import (
     TurnsSendRequest,
 )
 from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.desktop_window import connected_banner
 from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.wire_client import WireClient
@@ -47,25 +46,11 @@ SCRIPT: list[list[dict[str, Any]]] = [
 WAIT_MS = 30_000
 
 
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
-
-
 def _renderer(
     qtbot: QtBot, main: MainProcess, session_id: str
 ) -> tuple[InterruptedBanner, RendererBridge]:
     """A renderer's bridge and banner, connected to the real main process."""
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True)
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     return banner, bridge
 
 

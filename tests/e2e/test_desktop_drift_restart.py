@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,6 @@ SCRIPT: list[list[dict[str, Any]]] = [
     ]
 ]
 WAIT_MS = 30_000
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def _standing_parks(qtbot: QtBot, main: MainProcess) -> list[dict[str, Any]]:

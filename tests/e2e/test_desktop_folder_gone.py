@@ -8,7 +8,6 @@ reason beside it, instead of vanishing while the status bar flashes a code.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,10 @@ from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import SessionSummary
 from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
 from renderer.session_actions import RemoveChoice
+from tests.helpers.desktop_window import connected_window
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -31,22 +30,8 @@ pytestmark = pytest.mark.e2e
 WAIT_MS = 30_000
 
 
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
-
-
 def _window(qtbot: QtBot, main: MainProcess) -> tuple[MainWindow, RendererBridge]:
-    bridge = RendererBridge(main.socket_name, main.token)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
-    return window, bridge
+    return connected_window(qtbot, main, WAIT_MS)
 
 
 def _session_in_a_deleted_folder(tmp_path: Path) -> tuple[Path, Path, str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,9 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
+from tests.helpers.desktop_window import connected_window
 from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -38,14 +37,6 @@ SCRIPT: list[list[dict[str, Any]]] = [
 ]
 WAIT_MS = 30_000
 HELD = "Automatic resume: 1 is on hold; open it to see."
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def _badge(window: MainWindow, session_id: str) -> str:
@@ -87,12 +78,7 @@ def test_continuing_a_session_auto_resume_held_clears_its_badge_and_the_status_l
         assert time.monotonic() < deadline, main_log(data)
         qtbot.wait(50)
 
-    bridge = RendererBridge(main.socket_name, main.token)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    window, bridge = connected_window(qtbot, main, WAIT_MS)
     qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
     banner = window.banner
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
@@ -120,12 +106,7 @@ def test_continuing_a_session_auto_resume_held_clears_its_badge_and_the_status_l
     assert "on hold" not in _badge(window, session_id)
     bridge.stop()
     window.close()
-    bridge = RendererBridge(main.socket_name, main.token)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    window, bridge = connected_window(qtbot, main, WAIT_MS)
     qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
     _reopen(qtbot, bridge, session_id)
     assert window.auto_resume_notice.text == ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,14 +106,6 @@ def test_the_window_process_notices_a_killed_main_and_yields_to_a_new_start(
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(10)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def test_a_window_over_a_killed_main_says_so_within_three_seconds(

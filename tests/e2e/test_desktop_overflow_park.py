@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,6 @@ from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def test_the_banner_parks_a_resume_that_would_overflow_again(

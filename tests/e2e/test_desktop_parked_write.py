@@ -8,16 +8,14 @@ an unknown outcome."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pytestqt.qtbot import QtBot
 
-from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
-from renderer.interrupted_banner import BannerState, InterruptedBanner
+from renderer.interrupted_banner import BannerState
+from tests.helpers.desktop_window import connected_banner
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -39,14 +37,6 @@ SCRIPT: list[list[dict[str, Any]]] = [
 WAIT_MS = 30_000
 
 
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
-
-
 def test_a_write_that_did_not_happen_says_so_in_the_banner_headline(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
@@ -65,13 +55,7 @@ def test_a_write_that_did_not_happen_says_so_in_the_banner_headline(
 
     main = start_main(data, {**env, **FLAG}).wait_ready()
     processes.append(main)
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True)
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
     if banner.title_label.text() != "The write did not happen.":
         # auto-resume may not have parked yet when the banner connected: ask once more

@@ -15,7 +15,6 @@ The real ``maka`` main process (``MAKA_NO_RENDERER=1``) plays against the real r
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,9 @@ from app.bridge_contract import (
     TurnsSendRequest,
 )
 from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.main_window import MainWindow
 from renderer.session_list import WAITING_ROLE
+from tests.helpers.desktop_window import connected_window
 from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.wire_client import WireClient
@@ -58,22 +57,8 @@ TWO_CALLS: list[list[dict[str, Any]]] = [
 ]
 
 
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
-
-
 def _window(qtbot: QtBot, main: MainProcess) -> tuple[MainWindow, RendererBridge]:
-    bridge = RendererBridge(main.socket_name, main.token)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
-    return window, bridge
+    return connected_window(qtbot, main, WAIT_MS)
 
 
 def _needs_you(window: MainWindow, session_id: str) -> bool:

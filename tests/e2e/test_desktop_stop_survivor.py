@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -23,12 +22,11 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import SessionOpenedPush, ToolCardItem
-from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.tools.process_identity import running_process, stop_tool_process
 from storage.ledger.ledger_store import open_store
+from tests.helpers.desktop_window import connected_banner
 from tests.helpers.maka_process import MainProcess, maka_executable, start_main
 from tests.helpers.maka_run import scripted_env, write_script
 
@@ -36,14 +34,6 @@ pytestmark = pytest.mark.e2e
 
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
 WAIT_MS = 30_000
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def _survivor(tmp_path: Path, seconds: int) -> tuple[ToolProcessRecord, Path, dict[str, str]]:
@@ -94,13 +84,7 @@ def _survivor(tmp_path: Path, seconds: int) -> tuple[ToolProcessRecord, Path, di
 
 
 def _banner(qtbot: QtBot, main: MainProcess, session_id: str) -> InterruptedBanner:
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True)
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    banner, _bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
     return banner
 

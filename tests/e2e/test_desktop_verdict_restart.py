@@ -12,7 +12,6 @@ planner at start, so a park decided in the CLI is what it shows too.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from app.bridge_contract import MessageKind, SessionsListRequest
 from renderer.bridge_client import RendererBridge
 from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.desktop_window import connected_banner
 from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.wire_client import WireClient
@@ -40,14 +40,6 @@ SCRIPT: list[list[dict[str, Any]]] = [
     ]
 ]
 WAIT_MS = 30_000
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def _standing_parks(qtbot: QtBot, main: MainProcess) -> list[str]:
@@ -135,13 +127,7 @@ def test_a_park_decided_by_maka_plan_is_what_the_banner_shows(
 
     main = start_main(data, env).wait_ready()
     processes.append(main)
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True)
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
     assert [label.property("code") for label in banner.reason_labels] == ["dangling_tool_state"]
     assert banner.action_button.text() != "Safe resume"

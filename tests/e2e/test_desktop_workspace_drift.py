@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.desktop_window import connected_banner
 from tests.helpers.maka_process import MainProcess, main_log, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -33,14 +32,6 @@ SCRIPT: list[list[dict[str, Any]]] = [
     ],
 ]
 WAIT_MS = 30_000
-
-
-@pytest.fixture
-def processes() -> Iterator[list[MainProcess]]:
-    started: list[MainProcess] = []
-    yield started
-    for process in started:
-        process.stop()
 
 
 def test_the_banner_names_the_file_changed_after_the_crash(
@@ -64,13 +55,7 @@ def test_the_banner_names_the_file_changed_after_the_crash(
     while "auto-resume outcome: ResumeParked" not in main_log(data):
         assert time.monotonic() < deadline, main_log(data)
         qtbot.wait(50)
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True)
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
+    banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
     assert [label.property("code") for label in banner.reason_labels] == ["workspace_drift"]
     assert banner.title_label.text() == "Files changed since the run stopped."

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTextEdit
 from pytestqt.qtbot import QtBot
 
 from renderer.bridge_client import RendererBridge
-from renderer.bridge_port import ConnectionState
 from renderer.main_window import MainWindow
 from tests.e2e.test_run_through_host import Streaming
+from tests.helpers.desktop_window import connected_window
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 
@@ -56,13 +56,7 @@ def started() -> Iterator[tuple[list[Streaming], list[MainProcess]]]:
 
 
 def _window(qtbot: QtBot, main: MainProcess) -> tuple[MainWindow, RendererBridge]:
-    bridge = RendererBridge(main.socket_name, main.token)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    window.show()
-    bridge.start()
-    qtbot.waitUntil(lambda: bridge.connection_state is ConnectionState.CONNECTED, timeout=WAIT_MS)
-    return window, bridge
+    return connected_window(qtbot, main, WAIT_MS)
 
 
 def _shown(window: MainWindow) -> str:
