@@ -690,9 +690,21 @@ class PostgresLedgerStore(SqliteLedgerStore):
         return epoch
 
     def delete_tool_process(self, operation_id: str, pid: int) -> None:
+        """Forget a tool process record, fenced like every other writer: only the holder of its
+        session's lease may (``session_lease_lost`` otherwise, nothing deleted); a record that
+        is not there is nothing to do. This host forgets it in memory either way (it stopped
+        the process, or the process ended)."""
         with self._started_lock:
             self._started.pop((operation_id, pid), None)
-        super().delete_tool_process(operation_id, pid)
+        with self._write() as tx:
+            row = tx.conn.execute(
+                "SELECT session_id FROM tool_processes WHERE operation_id = ? AND pid = ?",
+                (operation_id, pid),
+            ).fetchone()
+            if row is None:
+                return
+            self._fence.check(tx.conn, str(row[0]))
+            tool_processes.delete(tx.conn, operation_id, pid)
 
     def started_tool_processes(self) -> list[ToolProcessRecord]:
         """The tool processes this store's host started and has not forgotten, from memory
