@@ -325,6 +325,7 @@ def test_a_stale_epoch_cannot_delete_a_tool_process_record(postgres_url: str) ->
         add_run(dead, _ids(1))
         dead.record_tool_process(record)
         time.sleep(0.3)
+        assert isinstance(sweeper, SessionTakeover)
         (claimed,) = sweeper.claim_expired_sessions()
         assert claimed.session_id == "sess-1"
         with pytest.raises(StoreRefusal) as refused:
