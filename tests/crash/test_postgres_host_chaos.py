@@ -52,7 +52,11 @@ def test_three_hosts_survive_a_kill_and_a_stop(tmp_path: Path, postgres_url: str
     assert stopped["takeover_s"] < ttl + 5, stopped
     assert (tmp_path / "work-kill" / "side.txt").read_text() == "one\n"
     assert (tmp_path / "work-stop" / "side.txt").read_text() == "one\n"
-    assert counts["parked"] == 1  # the stopped command's outcome is unknown: parked, not re-run
+    # The stopped command's outcome is unknown: parked, not re-run. The cut round's session may
+    # park too (safety_observation_unavailable): when its turn meets a cut early, the host's
+    # repair and resume can run while the server is still ending its connections, and the
+    # resume's observation of the workspace fails; a documented code, checked above.
+    assert 1 <= counts["parked"] <= 2, counts
     assert (tmp_path / "work-cut" / "side.txt").read_text() == "one\n"
     assert cut["connections_ended"] >= 1
     assert silent["takeover_s"] < ttl + 5, silent  # the silent host's lease ran out on time
