@@ -37,7 +37,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -53,6 +53,8 @@ call answers ``store_io_failed`` (and the next one tries again)."""
 CALL_TIMEOUT_MS = 5_000
 """The longest one statement may wait for the server's answer before its connection is
 abandoned (``MAKA_DATABASE_CALL_TIMEOUT_MS``; the store never lets it exceed the lease runway)."""
+MIGRATION_CALL_TIMEOUT_MS = 600_000
+"""A schema migration's statements (``postgres_schema.migrate``) may take this long."""
 
 
 _GLOB_TOOL = re.compile(r"(\w+) (NOT )?GLOB 'toolop_\*'")
@@ -297,6 +299,16 @@ class PostgresConnection:
         # Answered: even if the watchdog fired a moment later, this answer is the server's (the
         # connection is lost for the next call, which reopens it).
         _WATCHDOG.disarm(token)
+
+    @contextmanager
+    def longer_calls(self, call_timeout_ms: int) -> Iterator[None]:
+        """Within: every call may take up to ``call_timeout_ms`` (a schema migration's
+        statements, which may rewrite a large table, or wait for another host's)."""
+        before, self.call_timeout_ms = self.call_timeout_ms, call_timeout_ms
+        try:
+            yield
+        finally:
+            self.call_timeout_ms = before
 
     def _timed_out(self) -> sqlite3.Error:
         error = PostgresOperationalError(
