@@ -86,6 +86,35 @@ def test_a_silent_network_answers_store_io_failed_within_the_bound_and_commits_n
     assert proxy.connections >= 2
 
 
+def test_a_commit_whose_answer_never_came_is_indeterminate_and_the_retry_exact(
+    postgres_url: str, proxy: SilentProxy
+) -> None:
+    """The COMMIT reached the server, its answer did not: the call answers ``store_io_failed``
+    at its deadline although the server committed; the store forgets what it knew, and once the
+    network forwards again the exact retry answers ``created=False`` and the next fact follows
+    gap-free (from committed facts only)."""
+    pg = _store(proxy.proxied_url(postgres_url))
+    with pg as store:
+        add_run(store, IDS)
+        store.append_event(user_text(ids=IDS))
+        fact = model_text("its answer was lost", event_id="m-1", ids=IDS)
+        # The statements' text on the wire with each execution (psycopg would send a prepared
+        # COMMIT's text once, to be parsed, and only its name after): the proxy sees it go.
+        pg._pg.raw.prepare_threshold = None
+        proxy.silence_after(b"COMMIT\x00")
+        with pytest.raises(StoreRefusal) as met:
+            store.append_event(fact)
+        assert met.value.code is StoreCode.STORE_IO_FAILED
+        assert "it may have committed" in met.value.message
+        assert _events(postgres_url) == 2  # the server did commit
+        proxy.resume()
+        again = store.append_event(fact)
+        assert not again.created and again.event_seq == 2
+        later = store.append_event(model_text("after", event_id="m-2", ids=IDS))
+        assert later.created and later.event_seq == 3
+        assert [row.seq for row in store.read_run_events("run-1")] == [1, 2, 3]
+
+
 def test_a_read_on_a_silent_network_is_bounded_too(postgres_url: str, proxy: SilentProxy) -> None:
     with _store(proxy.proxied_url(postgres_url)) as store:
         add_run(store, IDS)

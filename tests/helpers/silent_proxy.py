@@ -9,6 +9,11 @@ the client ever fires; only a deadline of its own can notice. ``resume()`` forwa
 was held in the buffers goes on, as a network that comes back delivers it). ``close()`` ends
 every connection and the listener.
 
+``silence_after(marker)`` forwards the next client bytes holding ``marker`` and goes silent right
+after them: ``b"COMMIT\x00"`` (the statement's text as sent, unprepared: the client's prepared
+statements send their text once, to be parsed, then only their name) lets a COMMIT reach the
+server and holds its answer back, the ambiguous commit.
+
 ``proxied_url(url)`` is the same PostgreSQL URL through the proxy.
 """
 
@@ -31,6 +36,7 @@ class SilentProxy:
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
+        self._trigger: bytes | None = None
         self.connections = 0
         threading.Thread(target=self._accept, name="silent-proxy-accept", daemon=True).start()
 
@@ -48,7 +54,12 @@ class SilentProxy:
         """Stop forwarding, in both directions, on every connection; keep them all open."""
         self._forwarding.clear()
 
+    def silence_after(self, marker: bytes) -> None:
+        """Go silent right after forwarding the next client bytes that hold ``marker``."""
+        self._trigger = marker
+
     def resume(self) -> None:
+        self._trigger = None
         self._forwarding.set()
 
     @property
@@ -81,12 +92,15 @@ class SilentProxy:
             with self._lock:
                 self._sockets += [client, server]
                 self.connections += 1
-            for source, sink in ((client, server), (server, client)):
+            for source, sink, outbound in ((client, server, True), (server, client, False)):
                 threading.Thread(
-                    target=self._pump, args=(source, sink), name="silent-proxy-pump", daemon=True
+                    target=self._pump,
+                    args=(source, sink, outbound),
+                    name="silent-proxy-pump",
+                    daemon=True,
                 ).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, outbound: bool) -> None:
         try:
             while not self._closed.is_set():
                 if not self._forwarding.wait(0.1):
@@ -100,6 +114,10 @@ class SilentProxy:
                         sink.shutdown(socket.SHUT_WR)
                     return
                 sink.sendall(data)
+                trigger = self._trigger
+                if outbound and trigger is not None and trigger in data:
+                    self._trigger = None
+                    self._forwarding.clear()
         except (OSError, ValueError):  # the other direction closed both sockets
             pass
         finally:
