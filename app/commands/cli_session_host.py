@@ -9,6 +9,7 @@ with ``store_locked`` and name the owner.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,27 +116,40 @@ def owned_session_host(
 ) -> Iterator[CliHost]:
     """The host of a command that runs turns; ``settings`` (``--max-steps``) apply to every
     turn it runs, continuations included."""
-    from app.host.host_bootstrap import recover_at_startup, session_service
+    from app.host.host_bootstrap import (
+        SessionTakeover,
+        recover_at_startup,
+        session_service,
+        start_deadline_feed,
+    )
 
     factory = provider_factory(data_dir, provider_name)
     with owned_store(data_dir) as store:
         report = recover_at_startup(store)
-        shells = BackgroundShellRegistry.in_data_dir(data_dir)
-        service = session_service(
-            store,
-            data_dir,
-            report.owner_epoch,
-            provider_factory=factory,
-            shells=shells,
-            settings=settings,
-        )
-        yield CliHost(
-            service,
-            factory().label,
-            len(report.repaired),
-            store,
-            data_dir,
-            factory,
-            shells,
-            settings,
-        )
+        # On a shared ledger this process holds session leases like a host: its commands get the
+        # runway deadline too, and end by their supervisors if it is stopped or cut off.
+        feed_stop = threading.Event()
+        if isinstance(store, SessionTakeover):
+            start_deadline_feed(store, feed_stop)
+        try:
+            shells = BackgroundShellRegistry.in_data_dir(data_dir)
+            service = session_service(
+                store,
+                data_dir,
+                report.owner_epoch,
+                provider_factory=factory,
+                shells=shells,
+                settings=settings,
+            )
+            yield CliHost(
+                service,
+                factory().label,
+                len(report.repaired),
+                store,
+                data_dir,
+                factory,
+                shells,
+                settings,
+            )
+        finally:
+            feed_stop.set()

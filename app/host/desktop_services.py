@@ -47,6 +47,7 @@ from app.host.host_bootstrap import (
     now_ms,
     recover_at_startup,
     session_service,
+    start_deadline_feed,
     startup_reconciler,
     take_over_expired,
 )
@@ -264,21 +265,9 @@ class DesktopServices:
         return tuple(self._interrupted(report))
 
     def _start_deadline_feed(self, store: SessionTakeover) -> None:
-        """Every quarter second, the lease's runway deadline goes to every tool supervisor of
-        this host: a host stopped (SIGSTOP) or cut off stops feeding it, and its commands end at
-        the last deadline it sent, by their supervisors, before another host may take over."""
-        from runtime.tools.supervised_spawn import set_stop_deadline
-
-        def feed() -> None:
-            while not self._feed_stop.wait(0.25):
-                deadline = store.runway_deadline()
-                if deadline is not None:
-                    set_stop_deadline(deadline)
-
-        deadline = store.runway_deadline()
-        if deadline is not None:
-            set_stop_deadline(deadline)
-        threading.Thread(target=feed, name="maka-tool-deadline", daemon=True).start()
+        """The lease's runway deadline to every tool supervisor, every quarter second
+        (``host_bootstrap.start_deadline_feed``), until ``close``."""
+        start_deadline_feed(store, self._feed_stop)
 
     def _recover_stalled(self, sessions: SessionService) -> StartupRecoveryReport | None:
         """A turn of this host that ended on a lost connection (``store_io_failed``) may have

@@ -13,6 +13,7 @@ recovery must not load them (tests/e2e/test_small_command_imports.py).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -67,6 +68,26 @@ def startup_reconciler(store: SqliteLedgerStore, clock: Callable[[], int] = now_
     from storage.sessions.workspace_identity import read_workspace_identity
 
     return FileReconciler(store, read_workspace_identity, clock)
+
+
+def start_deadline_feed(store: SessionTakeover, stop: threading.Event) -> None:
+    """Until ``stop`` is set, every quarter second the lease's runway deadline goes to every tool
+    supervisor of this process (``set_stop_deadline``): a process stopped (SIGSTOP) or cut off
+    stops feeding it, and its commands end at the last deadline it sent, by their supervisors,
+    before another host may take over (docs/postgres.md). ``maka host``, the desktop, and
+    ``maka run`` / ``maka resume`` without a host all start it on a shared ledger."""
+    from runtime.tools.supervised_spawn import set_stop_deadline
+
+    def feed() -> None:
+        while not stop.wait(0.25):
+            deadline = store.runway_deadline()
+            if deadline is not None:
+                set_stop_deadline(deadline)
+
+    deadline = store.runway_deadline()
+    if deadline is not None:
+        set_stop_deadline(deadline)
+    threading.Thread(target=feed, name="maka-tool-deadline", daemon=True).start()
 
 
 def recover_at_startup(

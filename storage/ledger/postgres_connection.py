@@ -13,7 +13,15 @@ keeps every one of them and changes only what is SQLite's own:
 - errors: a psycopg error leaves as the ``sqlite3`` exception of the same family (a constraint as
   ``IntegrityError``, everything else as ``OperationalError`` whose text the one translation point,
   ``translate_sqlite_error``, maps to the same ``StoreCode`` a SQLite failure of that kind gets),
-  so the store's error handling is one code path for both engines.
+  so the store's error handling is one code path for both engines;
+- a deadline on every call: a statement that gets no answer within ``call_timeout_ms`` (a network
+  that stopped forwarding: a local proxy or a NAT keeps acknowledging the bytes, so no TCP timer
+  ever fires) has its connection abandoned by a watchdog thread (the socket shut down under
+  psycopg), and the call fails as an I/O error (``store_io_failed``); the connection is then
+  ``lost`` and the store reopens it on a later call. The server is told to drop a transaction
+  left idle, or a statement running, longer than ``server_timeout_ms``, so the row locks of a
+  client gone silent free up; opening a connection is bounded too (``connect_timeout``, TCP
+  keepalives, ``tcp_user_timeout``).
 
 psycopg is imported here and nowhere on the default (SQLite) path: ``open_store`` imports this
 module only when ``MAKA_DATABASE_URL`` names a PostgreSQL server.
@@ -21,11 +29,15 @@ module only when ``MAKA_DATABASE_URL`` names a PostgreSQL server.
 
 from __future__ import annotations
 
+import math
+import os
 import re
+import socket
 import sqlite3
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -37,6 +49,12 @@ from psycopg.conninfo import conninfo_to_dict
 RECONNECT_BACKOFF_S = (0.1, 0.2, 0.4, 0.8, 1.6)
 """Waits between attempts to reopen a lost connection: about 3 s in all, then the caller's
 call answers ``store_io_failed`` (and the next one tries again)."""
+
+CALL_TIMEOUT_MS = 5_000
+"""The longest one statement may wait for the server's answer before its connection is
+abandoned (``MAKA_DATABASE_CALL_TIMEOUT_MS``; the store never lets it exceed the lease runway)."""
+MIGRATION_CALL_TIMEOUT_MS = 600_000
+"""A schema migration's statements (``postgres_schema.migrate``) may take this long."""
 
 
 _GLOB_TOOL = re.compile(r"(\w+) (NOT )?GLOB 'toolop_\*'")
@@ -129,26 +147,89 @@ def as_sqlite_error(error: psycopg.Error) -> sqlite3.Error:
     return translated
 
 
+class _Watchdog:
+    """One thread for every connection of the process: a call arms it with its deadline before
+    it is sent and disarms it once answered; a call still armed at its deadline has its
+    connection abandoned (``PostgresConnection._abandon``). The thread sleeps until the earliest
+    deadline, and is woken only when a call arms one earlier than that."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._armed: dict[int, tuple[float, PostgresConnection, psycopg.Connection[Any]]] = {}
+        self._fired: set[int] = set()
+        self._next = 0
+        self._wake_at = math.inf
+        self._thread: threading.Thread | None = None
+
+    def arm(self, conn: PostgresConnection, raw: psycopg.Connection[Any], timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            self._next += 1
+            token = self._next
+            self._armed[token] = (deadline, conn, raw)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="maka-database-watchdog", daemon=True
+                )
+                self._thread.start()
+            elif deadline < self._wake_at:
+                self._cond.notify()
+        return token
+
+    def disarm(self, token: int) -> bool:
+        """True when the watchdog abandoned the call's connection (the deadline passed)."""
+        with self._cond:
+            self._armed.pop(token, None)
+            if token in self._fired:
+                self._fired.discard(token)
+                return True
+            return False
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for token, (deadline, conn, raw) in list(self._armed.items()):
+                    if deadline <= now:
+                        del self._armed[token]
+                        self._fired.add(token)
+                        conn._abandon(raw)
+                self._wake_at = min((entry[0] for entry in self._armed.values()), default=math.inf)
+                self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _shut_down_socket(raw: psycopg.Connection[Any]) -> None:
+    """Shut the connection's socket down under psycopg (a duplicate of its descriptor, so the
+    descriptor psycopg waits on stays its own): the call waiting on it sees the connection end
+    at once, and the connection is broken from then on."""
+    with suppress(OSError, psycopg.Error, ValueError):
+        duplicate = socket.socket(fileno=os.dup(raw.pgconn.socket))
+        try:
+            duplicate.shutdown(socket.SHUT_RDWR)
+        finally:
+            duplicate.close()
+
+
 class PostgresCursor:
     """The part of ``sqlite3.Cursor`` the store uses."""
 
-    __slots__ = ("_cursor",)
+    __slots__ = ("_cursor", "_owner")
 
-    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+    def __init__(self, cursor: psycopg.Cursor[Any], owner: PostgresConnection) -> None:
         self._cursor = cursor
+        self._owner = owner
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PostgresCursor:
-        try:
-            self._cursor.execute(translate_sql(sql), _params(params), prepare=None)
-        except psycopg.Error as error:
-            raise as_sqlite_error(error) from error
+        text, values = translate_sql(sql), _params(params)
+        self._owner.call(lambda: self._cursor.execute(text, values, prepare=None))
         return self
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PostgresCursor:
-        try:
-            self._cursor.executemany(translate_sql(sql), [_params(row) for row in rows])
-        except psycopg.Error as error:
-            raise as_sqlite_error(error) from error
+        text, values = translate_sql(sql), [_params(row) for row in rows]
+        self._owner.call(lambda: self._cursor.executemany(text, values))
         return self
 
     def fetchone(self) -> Any:
@@ -176,15 +257,73 @@ class PostgresConnection:
     """The part of ``sqlite3.Connection`` the store uses, over one psycopg connection in
     autocommit mode (every transaction is an explicit ``BEGIN`` ... ``COMMIT``)."""
 
-    def __init__(self, raw: psycopg.Connection[Any], url: str, *, read_only: bool) -> None:
+    def __init__(
+        self,
+        raw: psycopg.Connection[Any],
+        url: str,
+        *,
+        read_only: bool,
+        call_timeout_ms: int = CALL_TIMEOUT_MS,
+        server_timeout_ms: int = 0,
+    ) -> None:
         self.raw = raw
         self._url = url
         self._read_only = read_only
+        self.call_timeout_ms = call_timeout_ms
+        self._server_timeout_ms = server_timeout_ms
+        self._abandoned: psycopg.Connection[Any] | None = None
+        self.abandoned_calls = 0
+        """How many calls got no answer in time (their connection was abandoned)."""
 
     @property
     def lost(self) -> bool:
-        """The server or the network dropped the connection."""
-        return self.raw.closed or self.raw.broken
+        """The server or the network dropped the connection, or a call on it got no answer in
+        time and it was abandoned."""
+        return self.raw.closed or self.raw.broken or self._abandoned is self.raw
+
+    def call(self, action: Callable[[], object]) -> None:
+        """Run one round trip (a statement) under the call deadline: past ``call_timeout_ms``
+        without an answer the connection is abandoned and the call fails as an I/O error (the
+        ``sqlite3`` family, ``store_io_failed``)."""
+        raw = self.raw
+        token = _WATCHDOG.arm(self, raw, self.call_timeout_ms / 1000)
+        try:
+            action()
+        except psycopg.Error as error:
+            if _WATCHDOG.disarm(token):
+                raise self._timed_out() from error
+            raise as_sqlite_error(error) from error
+        except BaseException:
+            _WATCHDOG.disarm(token)
+            raise
+        # Answered: even if the watchdog fired a moment later, this answer is the server's (the
+        # connection is lost for the next call, which reopens it).
+        _WATCHDOG.disarm(token)
+
+    @contextmanager
+    def longer_calls(self, call_timeout_ms: int) -> Iterator[None]:
+        """Within: every call may take up to ``call_timeout_ms`` (a schema migration's
+        statements, which may rewrite a large table, or wait for another host's)."""
+        before, self.call_timeout_ms = self.call_timeout_ms, call_timeout_ms
+        try:
+            yield
+        finally:
+            self.call_timeout_ms = before
+
+    def _timed_out(self) -> sqlite3.Error:
+        error = PostgresOperationalError(
+            f"PostgreSQL: no answer within {self.call_timeout_ms} ms; the connection was"
+            " abandoned (the network or the server stopped answering). If this was a COMMIT,"
+            " it may have committed."
+        )
+        error.sqlite_errorcode = _IOERR
+        return error
+
+    def _abandon(self, raw: psycopg.Connection[Any]) -> None:
+        """The watchdog's step (its lock held): give the connection up under the waiting call."""
+        self._abandoned = raw
+        self.abandoned_calls += 1
+        _shut_down_socket(raw)
 
     def reconnect(self, backoff_s: Sequence[float] = RECONNECT_BACKOFF_S) -> None:
         """Open a fresh connection in place of a lost one (no transaction was open on it),
@@ -192,19 +331,33 @@ class PostgresConnection:
         the last failure is raised."""
         with suppress(psycopg.Error):
             self.raw.close()
+        # On a silent network every attempt waits its whole ``connect_timeout``: the attempts
+        # stop once the backoff's own total has passed, so one call is not held much longer
+        # than the backoff (the next call tries again).
+        budget = time.monotonic() + sum(backoff_s) + 1.0
         for delay in backoff_s:
             try:
-                self.raw = _raw_connection(self._url, read_only=self._read_only)
+                self.raw = self._open()
                 return
             except sqlite3.Error:
+                if time.monotonic() + delay > budget:
+                    break
                 time.sleep(delay)
-        self.raw = _raw_connection(self._url, read_only=self._read_only)
+        self.raw = self._open()
+
+    def _open(self) -> psycopg.Connection[Any]:
+        return _raw_connection(
+            self._url,
+            read_only=self._read_only,
+            call_timeout_ms=self.call_timeout_ms,
+            server_timeout_ms=self._server_timeout_ms,
+        )
 
     def cursor(self) -> PostgresCursor:
         """A cursor; a connection already closed (the server ended it) is the same
         ``sqlite3``-family error as a failed statement, so every caller's handling applies."""
         try:
-            return PostgresCursor(self.raw.cursor())
+            return PostgresCursor(self.raw.cursor(), self)
         except psycopg.Error as error:
             raise as_sqlite_error(error) from error
 
@@ -227,20 +380,75 @@ class PostgresConnection:
         self.raw.close()
 
 
-def _raw_connection(url: str, *, read_only: bool) -> psycopg.Connection[Any]:
+def opening_parameters(
+    url: str, *, read_only: bool, call_timeout_ms: int, server_timeout_ms: int
+) -> dict[str, Any]:
+    """The connection parameters added to the URL's: ours after its ``options`` (a
+    ``search_path``, say, is kept); the timeouts of opening only where the URL names none."""
     options = "-c synchronous_commit=on -c TimeZone=UTC"
     if read_only:
         options += " -c default_transaction_read_only=on"
+    if server_timeout_ms > 0:
+        options += (
+            f" -c statement_timeout={server_timeout_ms}"
+            f" -c idle_in_transaction_session_timeout={server_timeout_ms}"
+        )
+    given = conninfo_to_dict(url)
+    params: dict[str, Any] = {"options": f"{given.get('options') or ''} {options}".strip()}
+    seconds = max(1, math.ceil(call_timeout_ms / 1000))
+    defaults: dict[str, Any] = {
+        # libpq waits at least 2 s whatever is asked; without it, forever.
+        "connect_timeout": max(2, seconds),
+        # A peer that stops acknowledging (a real network gone) ends the connection; a local
+        # proxy that acknowledges and forwards nothing is the call deadline's to catch.
+        "tcp_user_timeout": call_timeout_ms,
+        "keepalives": 1,
+        "keepalives_idle": seconds,
+        "keepalives_interval": 1,
+        "keepalives_count": 3,
+    }
+    for name, value in defaults.items():
+        if name not in given:
+            params[name] = value
+    return params
+
+
+def _raw_connection(
+    url: str, *, read_only: bool, call_timeout_ms: int, server_timeout_ms: int
+) -> psycopg.Connection[Any]:
     try:
-        # The URL's own ``options`` (a ``search_path``, say) are kept, ours added after them.
-        given = str(conninfo_to_dict(url).get("options") or "")
-        options = f"{given} {options}".strip()
-        return psycopg.connect(url, autocommit=True, options=options, connect_timeout=10)
+        params = opening_parameters(
+            url,
+            read_only=read_only,
+            call_timeout_ms=call_timeout_ms,
+            server_timeout_ms=server_timeout_ms,
+        )
+        return psycopg.connect(url, autocommit=True, **params)
     except psycopg.Error as error:
         raise as_sqlite_error(error) from error
 
 
-def connect(url: str, *, read_only: bool = False) -> PostgresConnection:
+def connect(
+    url: str,
+    *,
+    read_only: bool = False,
+    call_timeout_ms: int = CALL_TIMEOUT_MS,
+    server_timeout_ms: int = 0,
+) -> PostgresConnection:
     """A connection to the ledger's database: autocommit (explicit transactions), UTC,
-    ``synchronous_commit = on``; read-only when asked (the server refuses every write)."""
-    return PostgresConnection(_raw_connection(url, read_only=read_only), url, read_only=read_only)
+    ``synchronous_commit = on``; read-only when asked (the server refuses every write). Every
+    call is bounded by ``call_timeout_ms``; ``server_timeout_ms`` (0: the server's own
+    settings) bounds, on the server, a statement and a transaction left idle."""
+    raw = _raw_connection(
+        url,
+        read_only=read_only,
+        call_timeout_ms=call_timeout_ms,
+        server_timeout_ms=server_timeout_ms,
+    )
+    return PostgresConnection(
+        raw,
+        url,
+        read_only=read_only,
+        call_timeout_ms=call_timeout_ms,
+        server_timeout_ms=server_timeout_ms,
+    )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
-from storage.ledger.postgres_connection import PostgresConnection
+from storage.ledger.postgres_connection import MIGRATION_CALL_TIMEOUT_MS, PostgresConnection
 
 _T = 'TEXT COLLATE "C"'
 
@@ -256,23 +256,27 @@ def migrate(conn: PostgresConnection) -> int:
     if version == SCHEMA_VERSION:
         check_tables(conn)
         return version
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-        version = read_version(conn)  # re-read under the lock
-        refuse_if_newer(version)
-        if version == 0 and _tables(conn) & REQUIRED_TABLES:
-            raise StoreRefusal(
-                StoreCode.STORE_CORRUPT,
-                "the database holds tables Maka did not create; it was not modified",
-            )
-        for step in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATIONS[step]:
-                conn.execute(statement)
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (step,))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    # A migration may rewrite a large table, or wait for another host's: its statements are not
+    # held to one call's deadline, nor to the server's statement timeout (this transaction only).
+    with conn.longer_calls(MIGRATION_CALL_TIMEOUT_MS):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("SET LOCAL statement_timeout = 0")
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
+            version = read_version(conn)  # re-read under the lock
+            refuse_if_newer(version)
+            if version == 0 and _tables(conn) & REQUIRED_TABLES:
+                raise StoreRefusal(
+                    StoreCode.STORE_CORRUPT,
+                    "the database holds tables Maka did not create; it was not modified",
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    conn.execute(statement)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (step,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     check_tables(conn)
     return version

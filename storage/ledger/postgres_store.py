@@ -61,7 +61,7 @@ from storage.ledger.event_writer import (
     check_generic,
     prepare_candidate,
 )
-from storage.ledger.postgres_connection import PostgresConnection, connect
+from storage.ledger.postgres_connection import CALL_TIMEOUT_MS, PostgresConnection, connect
 from storage.ledger.postgres_schema import (
     SCHEMA_VERSION,
     check_tables,
@@ -98,18 +98,36 @@ TAKEOVER_GRACE_MS = 2_000
 LEASE_TTL_ENV = "MAKA_SESSION_LEASE_TTL_MS"
 LEASE_RUNWAY_ENV = "MAKA_SESSION_LEASE_RUNWAY_MS"
 TAKEOVER_GRACE_ENV = "MAKA_SESSION_TAKEOVER_GRACE_MS"
+CALL_TIMEOUT_ENV = "MAKA_DATABASE_CALL_TIMEOUT_MS"
 
 
 class LeaseSettings(NamedTuple):
     ttl_ms: int = LEASE_TTL_MS
     runway_ms: int = T1_RUNWAY_MS
     grace_ms: int = TAKEOVER_GRACE_MS
+    call_timeout_ms: int = CALL_TIMEOUT_MS
+    """The longest one statement waits for the server (``MAKA_DATABASE_CALL_TIMEOUT_MS``)."""
+
+    def call_bound_ms(self) -> int:
+        """The deadline of one call: ``call_timeout_ms``, never longer than the runway (a call
+        stuck longer would outlast the margin a T1 keeps before the lease may run out)."""
+        if self.runway_ms > 0:
+            return max(1, min(self.call_timeout_ms, self.runway_ms))
+        return max(1, self.call_timeout_ms)
+
+    def server_timeout_ms(self) -> int:
+        """What the server allows a statement, or a transaction left idle, of this store: the
+        host's own clock gives up after ttl - runway, and a silent client's row locks must free
+        up before another host could take a session over (ttl + grace). At least a second and
+        never less than the call bound (the client gives up first)."""
+        return max(1000, self.call_bound_ms() + 500, self.ttl_ms - self.runway_ms)
 
 
 def lease_settings_from_env(environ: Mapping[str, str] | None = None) -> LeaseSettings:
     """The lease numbers, from ``MAKA_SESSION_LEASE_TTL_MS``, ``MAKA_SESSION_LEASE_RUNWAY_MS`` and
-    ``MAKA_SESSION_TAKEOVER_GRACE_MS`` when set (short leases for tests and drills). A value that
-    is not a whole number of milliseconds, or a runway not shorter than the ttl, is refused
+    ``MAKA_SESSION_TAKEOVER_GRACE_MS`` when set (short leases for tests and drills), and the call
+    deadline from ``MAKA_DATABASE_CALL_TIMEOUT_MS``. A value that is not a whole number of
+    milliseconds, a zero call deadline, or a runway not shorter than the ttl, is refused
     (``store_io_failed``) before anything is opened."""
     env = os.environ if environ is None else environ
     defaults = LeaseSettings()
@@ -118,6 +136,7 @@ def lease_settings_from_env(environ: Mapping[str, str] | None = None) -> LeaseSe
         (LEASE_TTL_ENV, defaults.ttl_ms),
         (LEASE_RUNWAY_ENV, defaults.runway_ms),
         (TAKEOVER_GRACE_ENV, defaults.grace_ms),
+        (CALL_TIMEOUT_ENV, defaults.call_timeout_ms),
     ):
         raw = env.get(name, "").strip()
         if not raw:
@@ -129,6 +148,11 @@ def lease_settings_from_env(environ: Mapping[str, str] | None = None) -> LeaseSe
             )
         values.append(int(raw))
     settings = LeaseSettings(*values)
+    if settings.call_timeout_ms <= 0:
+        raise StoreRefusal(
+            StoreCode.STORE_IO_FAILED,
+            f"{CALL_TIMEOUT_ENV} must be a positive number of milliseconds",
+        )
     if settings.ttl_ms <= 0 or settings.runway_ms >= settings.ttl_ms:
         raise StoreRefusal(
             StoreCode.STORE_IO_FAILED,
@@ -423,31 +447,43 @@ class PostgresLedgerStore(SqliteLedgerStore):
 
     def renew_session_leases(self) -> Sequence[str]:
         """Extend every held lease by the ttl in one statement; returns the sessions whose lease
-        was lost (taken over), which this store stops writing to at once."""
-        with self._lock:
-            held = dict(self._fence.held)
-            if not held:
-                return []
-            with self._lease_write() as tx:
-                rows = tx.conn.execute(
-                    "UPDATE session_leases AS lease"
-                    " SET expires_at = now() + make_interval(secs => ?)"
-                    " FROM unnest(?::text[], ?::bigint[]) AS held (session_id, epoch)"
-                    " WHERE lease.session_id = held.session_id AND lease.epoch = held.epoch"
-                    " AND lease.owner = ? RETURNING lease.session_id",
-                    (
-                        self._fence.settings.ttl_ms / 1000,
-                        list(held),
-                        list(held.values()),
-                        self._fence.owner,
-                    ),
-                ).fetchall()
-            kept = {str(row[0]) for row in rows}
-            lost = sorted(set(held) - kept)
-            for session_id in lost:
-                self._fence.held.pop(session_id, None)
-                self._fence.lost.add(session_id)
-            return lost
+        was lost (taken over), which this store stops writing to at once. The store's lock is
+        waited for no longer than one call's deadline (a turn's call stuck on a silent network
+        holds it): then this renewal fails (``store_io_failed``) and the next beat tries again."""
+        if not self._lock.acquire(timeout=self._fence.settings.call_bound_ms() / 1000):
+            raise StoreRefusal(
+                StoreCode.STORE_IO_FAILED,
+                "the session leases were not renewed: the store stayed busy past the call deadline",
+            )
+        try:
+            return self._renew_locked()
+        finally:
+            self._lock.release()
+
+    def _renew_locked(self) -> Sequence[str]:
+        held = dict(self._fence.held)
+        if not held:
+            return []
+        with self._lease_write() as tx:
+            rows = tx.conn.execute(
+                "UPDATE session_leases AS lease"
+                " SET expires_at = now() + make_interval(secs => ?)"
+                " FROM unnest(?::text[], ?::bigint[]) AS held (session_id, epoch)"
+                " WHERE lease.session_id = held.session_id AND lease.epoch = held.epoch"
+                " AND lease.owner = ? RETURNING lease.session_id",
+                (
+                    self._fence.settings.ttl_ms / 1000,
+                    list(held),
+                    list(held.values()),
+                    self._fence.owner,
+                ),
+            ).fetchall()
+        kept = {str(row[0]) for row in rows}
+        lost = sorted(set(held) - kept)
+        for session_id in lost:
+            self._fence.held.pop(session_id, None)
+            self._fence.lost.add(session_id)
+        return lost
 
     def claim_expired_sessions(self, limit: int = 20) -> list[SessionLease]:
         """Takeover (docs/design/hosts.md section 2): take the leases of sessions that have an
@@ -611,6 +647,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
     ) -> CommitResult:
         self._refuse_without_own_runway()
         with self._lock, self._runway():
+            self._refuse_without_own_runway()  # again: the lock may have been waited for
             return super().commit_tool_prepared(call_event, dispatch_event)
 
     def admit_continuation(
@@ -621,6 +658,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
         claim (``continuation_claim_conflict``) rather than a constraint."""
         self._refuse_without_own_runway()
         with self._lock, self._runway():
+            self._refuse_without_own_runway()  # again: the lock may have been waited for
             with self._write() as tx:
                 self._fence.check(tx.conn, claim.session_id)
                 tx.conn.execute(
@@ -652,9 +690,21 @@ class PostgresLedgerStore(SqliteLedgerStore):
         return epoch
 
     def delete_tool_process(self, operation_id: str, pid: int) -> None:
+        """Forget a tool process record, fenced like every other writer: only the holder of its
+        session's lease may (``session_lease_lost`` otherwise, nothing deleted); a record that
+        is not there is nothing to do. This host forgets it in memory either way (it stopped
+        the process, or the process ended)."""
         with self._started_lock:
             self._started.pop((operation_id, pid), None)
-        super().delete_tool_process(operation_id, pid)
+        with self._write() as tx:
+            row = tx.conn.execute(
+                "SELECT session_id FROM tool_processes WHERE operation_id = ? AND pid = ?",
+                (operation_id, pid),
+            ).fetchone()
+            if row is None:
+                return
+            self._fence.check(tx.conn, str(row[0]))
+            tool_processes.delete(tx.conn, operation_id, pid)
 
     def started_tool_processes(self) -> list[ToolProcessRecord]:
         """The tool processes this store's host started and has not forgotten, from memory
@@ -772,7 +822,12 @@ def open_postgres_store(
     if lease_settings is None:
         lease_settings = lease_settings_from_env()
     with sqlite_errors():
-        conn = connect(url, read_only=read_only)
+        conn = connect(
+            url,
+            read_only=read_only,
+            call_timeout_ms=lease_settings.call_bound_ms(),
+            server_timeout_ms=lease_settings.server_timeout_ms(),
+        )
     try:
         with sqlite_errors():
             if read_only:
@@ -812,8 +867,14 @@ def _check_readable(conn: PostgresConnection) -> None:
 def open_postgres_read_connection(url: str) -> sqlite3.Connection:
     """A read-only connection to the ledger's database for the header store's readers
     (``maka sessions``: ``storage/sessions/session_listing.py``), with a reader's checks."""
+    settings = lease_settings_from_env()
     with sqlite_errors():
-        conn = connect(url, read_only=True)
+        conn = connect(
+            url,
+            read_only=True,
+            call_timeout_ms=settings.call_bound_ms(),
+            server_timeout_ms=settings.server_timeout_ms(),
+        )
     try:
         with sqlite_errors():
             _check_readable(conn)

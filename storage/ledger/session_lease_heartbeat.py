@@ -42,6 +42,7 @@ class SessionLeaseHeartbeat:
         self._watcher: threading.Thread | None = None
         self._last_renewal = time.monotonic()
         self.failures = 0
+        self._streak = 0
         self.on_expired: Callable[[], None] | None = None
         """Called once (on the heartbeat's thread) when ``runway_deadline`` passes without a
         renewal; again only after a renewal succeeded and the deadline passed once more."""
@@ -57,13 +58,20 @@ class SessionLeaseHeartbeat:
         started = time.monotonic()
         try:
             lost = self._store.renew_session_leases()
-        except StoreRefusal:
+        except StoreRefusal as refusal:
             self.failures += 1
+            self._streak += 1
+            if self._streak == 1:  # once per outage, not every beat
+                _log.warning("renewing the session leases failed (%s): %s", refusal.code, refusal)
             return ()
         except Exception:  # never end the thread: a host that stops renewing loses its sessions
             self.failures += 1
+            self._streak += 1
             _log.exception("renewing the session leases failed")
             return ()
+        if self._streak:
+            _log.warning("session leases renewed again after %d failed renewal(s)", self._streak)
+            self._streak = 0
         self._last_renewal = started
         self._expired_told = False
         if lost:

@@ -297,3 +297,41 @@ def test_the_heartbeat_survives_an_unexpected_error() -> None:
         assert beat.failures >= 3
     finally:
         beat.stop()
+
+
+def test_a_stale_epoch_cannot_delete_a_tool_process_record(postgres_url: str) -> None:
+    """``delete_tool_process`` is fenced like every writer: once another host took the session
+    over, the old holder's delete is refused with ``session_lease_lost`` and the record stays;
+    the new holder may delete it."""
+    from runtime.ledger.process_records import ToolProcessRecord
+
+    record = ToolProcessRecord(
+        operation_id="toolop_1",
+        session_id="sess-1",
+        run_id="run-1",
+        tool_name="bash",
+        command="sleep 60",
+        pid=424242,
+        process_group=424242,
+        create_time=1.0,
+        boot_id="boot",
+        owner_epoch=1,
+        started_at=1,
+    )
+    with (
+        _host(postgres_url, "dead", ttl_ms=200) as dead,
+        _host(postgres_url, "sweeper") as sweeper,
+    ):
+        add_run(dead, _ids(1))
+        dead.record_tool_process(record)
+        time.sleep(0.3)
+        assert isinstance(sweeper, SessionTakeover)
+        (claimed,) = sweeper.claim_expired_sessions()
+        assert claimed.session_id == "sess-1"
+        with pytest.raises(StoreRefusal) as refused:
+            dead.delete_tool_process(record.operation_id, record.pid)
+        assert refused.value.code is StoreCode.SESSION_LEASE_LOST
+        assert sweeper.list_tool_processes(session_id="sess-1") == [record]
+        dead.delete_tool_process("toolop_none", 1)  # no such record: nothing to refuse
+        sweeper.delete_tool_process(record.operation_id, record.pid)
+        assert list(sweeper.list_tool_processes(session_id="sess-1")) == []

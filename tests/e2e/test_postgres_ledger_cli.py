@@ -54,3 +54,18 @@ def test_a_turn_with_a_tool_call_commits_on_postgresql(tmp_path: Path, postgres_
         assert conn.execute("SELECT title FROM sessions").fetchone() == ("on the server",)
         # each command took the free lease by its first write and gave it up at exit
         assert conn.execute("SELECT epoch, owner FROM session_leases").fetchone() == (3, None)
+
+
+def test_a_bad_call_deadline_is_a_coded_error(tmp_path: Path, postgres_url: str) -> None:
+    """``MAKA_DATABASE_CALL_TIMEOUT_MS`` that is not a positive whole number of milliseconds is
+    refused before anything is opened: a coded error, no traceback."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for value in ("5s", "0"):
+        env = {"MAKA_DATABASE_URL": postgres_url, "MAKA_DATABASE_CALL_TIMEOUT_MS": value}
+        for args in (["run", "--cwd", str(work), "hello"], ["sessions"]):
+            result = maka(args, tmp_path / "data", env=env)
+            assert result.returncode != 0, (args, value)
+            assert "store_io_failed" in result.stderr, result.stderr
+            assert "MAKA_DATABASE_CALL_TIMEOUT_MS" in result.stderr, result.stderr
+            assert "Traceback" not in result.stderr, result.stderr

@@ -15,6 +15,12 @@ own line to ``side.txt``: the real side effects, counted afterwards.
 - ``stop_round``: SIGSTOP the session's host while its bash command runs, past the lease; another
   host takes over; SIGCONT: the command was already gone (its supervisor ended it at the runway
   deadline), and the stopped host's next write is refused with ``session_lease_lost``.
+- ``silent_round``: the host's connections go through a loopback proxy (``start_host(...,
+  proxied=True)``, ``tests/helpers/silent_proxy.py``) that stops forwarding mid-turn, sockets
+  left open: the host's calls meet their deadline (``MAKA_DATABASE_CALL_TIMEOUT_MS``, bounded
+  by the runway) instead of waiting forever, its lease runs out, another host takes the session
+  over and continues it; then the proxy forwards again and the host, its session lost to the
+  other, runs a new turn to completion (or, ``resume=False``, stays cut off and is replaced).
 
 ``check_invariants`` then reads the server: no duplicate side effect, no fact committed after a
 run's recovered ending (a write under a stale epoch would land there), ``event_seq`` gap-free,
@@ -42,6 +48,7 @@ from runtime.ledger.codes import FailureClass, ParkReason, StoreCode
 from tests.helpers.maka_process import MainProcess, maka_env, maka_executable, start_main
 from tests.helpers.maka_run import write_script
 from tests.helpers.postgres_cluster import PostgresCluster
+from tests.helpers.silent_proxy import SilentProxy
 
 TTL_MS = 3000
 LEASES = {
@@ -77,6 +84,7 @@ class Rig:
     names: list[str] = field(default_factory=list)
     clients: list[subprocess.Popen[str]] = field(default_factory=list)
     figures: dict[str, list[float]] = field(default_factory=dict)
+    proxies: dict[str, SilentProxy] = field(default_factory=dict)
 
     def env(self, name: str) -> dict[str, str]:
         script = self.root / "script.json"
@@ -87,13 +95,21 @@ class Rig:
             "MAKA_SCRIPT_FILE": str(script),
             "MAKA_SCRIPT_RECORD": str(self.root / f"requests-{name}.jsonl"),
             "MAKA_WORKSPACE_CHECKPOINTS": "off",
-            "MAKA_DATABASE_URL": self.url,
+            "MAKA_DATABASE_URL": self.url_of(name),
             "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
             "PGAPPNAME": f"maka-host-{name}",  # names its connections on the server
             **LEASES,
         }
 
-    def start_host(self, name: str) -> MainProcess:
+    def url_of(self, name: str) -> str:
+        proxy = self.proxies.get(name)
+        return proxy.proxied_url(self.url) if proxy is not None else self.url
+
+    def start_host(self, name: str, *, proxied: bool = False) -> MainProcess:
+        """A host with its own data folder; ``proxied``: its connections to the server go
+        through a ``SilentProxy`` (``self.proxies[name]``)."""
+        if proxied:
+            self.proxies[name] = SilentProxy.for_url(self.url)
         data = self.root / f"host-{name}"
         data.mkdir(parents=True, exist_ok=True)
         host = start_main(data, self.env(name), "host").wait_ready()
@@ -127,11 +143,15 @@ class Rig:
             if client.poll() is None:
                 client.kill()
             client.wait(10)
+        for proxy in self.proxies.values():
+            proxy.resume()  # a host on a silent network would wait for its calls' deadlines
         for host in self.hosts:
             if host.process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(host.pid, signal.SIGCONT)
             host.stop()
+        for proxy in self.proxies.values():
+            proxy.close()
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.url) as conn:
@@ -264,6 +284,56 @@ class Rig:
         took = self.settled(session, TTL_MS / 1000 + 30)
         time.sleep(TTL_MS / 1000)  # every host renews again before the next round
         return {"settled_s": took}
+
+    def silent_round(
+        self, victim: MainProcess, work: Path, *, resume: bool = True
+    ) -> dict[str, float]:
+        """The victim's network stops forwarding (its proxy keeps every socket open) once the
+        first call's outcome is committed, while the model streams the next step: its calls
+        answer ``store_io_failed`` at their deadline, its lease runs out, and another host takes
+        the session over and settles it. With ``resume`` the proxy then forwards again: the
+        victim, alive all along, reconnects, finds the session lost to the other host, and runs
+        a new turn to completion. Without, it stays cut off (the caller replaces it)."""
+        name = self.names[self.hosts.index(victim)]
+        proxy = self.proxies[name]
+        client = self.start_turn(victim, work, "one side effect, then a check")
+        session = self.session_of(work)
+        self.first_outcome(session, client)
+        epoch_before = self.query(
+            "SELECT epoch FROM session_leases WHERE session_id = %s", (session,)
+        )[0][0]
+        proxy.silence()
+        silenced = time.monotonic()
+        self.wait_for(
+            "the takeover of the silent host's session",
+            "SELECT epoch > %s FROM session_leases WHERE session_id = %s",
+            (epoch_before, session),
+            TTL_MS / 1000 + 30,
+        )
+        taken = time.monotonic() - silenced
+        self.settled(session, 30)
+        settled = time.monotonic() - silenced
+        figures = {"takeover_s": taken, "settled_s": settled}
+        if not resume:
+            return figures
+        proxy.resume()
+        client.wait(60)  # the turn ended on the silent network, with a coded failure
+        assert victim.process.poll() is None, victim.stderr()[-2000:]
+        again = work.parent / f"{work.name}-again"
+        resumed = time.monotonic()
+        self.start_turn(victim, again, "one side effect, then a check")
+        later = self.session_of(again)
+        self.settled(later, TTL_MS / 1000 + 30)
+        latest = self.query(
+            "SELECT status FROM runs WHERE session_id = %s ORDER BY created_at DESC LIMIT 1",
+            (later,),
+        )[0][0]
+        assert latest == "completed", f"the victim's turn after the silence ended {latest}"
+        figures["serving_again_s"] = time.monotonic() - resumed
+        figures["deadline_hits"] = float(
+            sum("no answer within" in line for line in self.log_lines())
+        )
+        return figures
 
     def stop_round(self, victim: MainProcess, work: Path) -> dict[str, float]:
         work.mkdir(parents=True, exist_ok=True)
