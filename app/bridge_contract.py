@@ -265,6 +265,9 @@ Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Summary = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
 Explanation = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
 Short = Annotated[str, StringConstraints(max_length=500)]
+DatabaseChoice = Literal["sqlite", "postgresql"]
+"""Where the ledger is kept: ``runtime.sqlite`` in the data folder, or a PostgreSQL server."""
+DatabaseUrl = Annotated[str, StringConstraints(max_length=2048)]
 
 
 class WireModel(BaseModel):
@@ -498,6 +501,11 @@ class SettingsUpdateRequest(_Message):
     provider_tuning: ProviderTuning | None = None
     """The OpenAI-compatible provider's waits, context size and tool choice (``None`` keeps
     them)."""
+    database: DatabaseChoice | None = None
+    """Where the ledger is kept from the next start on (``None`` keeps the setting)."""
+    database_url: DatabaseUrl | None = None
+    """The PostgreSQL URL; ``None``, or the masked URL ``settings.current`` showed, keeps the
+    stored one (and its password)."""
 
 
 class SessionsOverviewRequest(_Message):
@@ -1148,6 +1156,16 @@ class SettingsCurrentPush(_Message):
     """The provider variables set in the environment Maka was started from (``MAKA_PROVIDER``,
     ...): they decide the provider, whatever ``provider`` and the endpoint fields say."""
     provider_tuning: ProviderTuning = ProviderTuning()
+    database: DatabaseChoice = "sqlite"
+    """The Database setting (``"sqlite"``: the data folder's; ``"postgresql"``: a server)."""
+    database_url: DatabaseUrl = ""
+    """The stored PostgreSQL URL, its password masked (``****``); the password is never sent."""
+    database_from_environment: DatabaseUrl = ""
+    """``MAKA_DATABASE_URL`` (masked) when set: it decides, whatever the setting says."""
+    database_in_use: DatabaseUrl = ""
+    """The PostgreSQL URL (masked) the main process opened at its start; "" = SQLite."""
+    postgres_driver: bool = False
+    """Whether the PostgreSQL driver (``pip install 'maka[postgres]'``) is installed."""
 
 
 class ErrorPush(_Message):

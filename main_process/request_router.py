@@ -353,6 +353,8 @@ class RequestRouter:
             safe_resume=message.safe_resume,
             auto_resume=message.auto_resume,
             provider_tuning=message.provider_tuning,
+            database=message.database,
+            database_url=message.database_url,
         )
         self._query(
             peer_id,
@@ -1292,6 +1294,11 @@ def _settings(value: object) -> Message:
         safe_resume_enabled=value.safe_resume_enabled,
         provider_from_environment=value.provider_from_environment,
         provider_tuning=value.provider_tuning,
+        database=value.database,
+        database_url=value.database_url,
+        database_from_environment=value.database_from_environment,
+        database_in_use=value.database_in_use,
+        postgres_driver=value.postgres_driver,
     )
 
 

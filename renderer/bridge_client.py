@@ -42,6 +42,7 @@ from app.bridge_contract import (
     BranchOptionsRequest,
     BranchRefusedPush,
     BridgeProtocolError,
+    DatabaseChoice,
     ErrorPush,
     FrameReader,
     HelloOkPush,
@@ -603,9 +604,13 @@ class RendererBridge(BridgePort):
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
         provider_tuning: ProviderTuning | None = None,
+        database: DatabaseChoice | None = None,
+        database_url: str | None = None,
     ) -> bool:
         return self._send(
             SettingsUpdateRequest(
+                database=database,
+                database_url=database_url,
                 provider=provider,
                 openai_base_url=openai_base_url,
                 openai_model=openai_model,

@@ -13,7 +13,7 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Signal
 
-from app.bridge_contract import ProviderChoice, ProviderTuning, TimelineRowFilter
+from app.bridge_contract import DatabaseChoice, ProviderChoice, ProviderTuning, TimelineRowFilter
 
 
 class ConnectionState(StrEnum):
@@ -211,5 +211,7 @@ class BridgePort(QObject):
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
         provider_tuning: ProviderTuning | None = None,
+        database: DatabaseChoice | None = None,
+        database_url: str | None = None,
     ) -> bool:
         raise NotImplementedError

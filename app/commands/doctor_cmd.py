@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir = data_dir_from(args)
     try:
-        url = database_url()
+        url = database_url(data_dir)
     except StoreRefusal as refusal:
         bad_url = {"code": str(refusal.code), "message": refusal.message}
         _emit(

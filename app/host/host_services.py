@@ -30,6 +30,7 @@ from app.bridge_contract import (
     BranchMadePush,
     BranchOptionsListedPush,
     BranchOrigin,
+    DatabaseChoice,
     PermissionDecision,
     ProviderChoice,
     ProviderTuning,
@@ -74,6 +75,16 @@ class SettingsView:
     safe_resume_enabled: bool = False
     provider_from_environment: tuple[str, ...] = ()
     provider_tuning: ProviderTuning = field(default_factory=ProviderTuning)
+    database: DatabaseChoice = "sqlite"
+    """The Database setting: ``"sqlite"`` (the data folder's) or ``"postgresql"``."""
+    database_url: str = ""
+    """The stored PostgreSQL URL with its password masked (never the password itself)."""
+    database_from_environment: str = ""
+    """``MAKA_DATABASE_URL`` (masked) when set: it wins over the setting."""
+    database_in_use: str = ""
+    """The PostgreSQL URL (masked) the running store opened at start; "" = SQLite."""
+    postgres_driver: bool = False
+    """Whether the PostgreSQL driver (the ``postgres`` extra) is installed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +101,10 @@ class SettingsChange:
     auto_resume: bool | None = None
     provider_tuning: ProviderTuning | None = None
     """The provider's waits, context size and tool choice; ``None`` keeps the stored ones."""
+    database: DatabaseChoice | None = None
+    """The Database setting, applied at the next start; ``None`` keeps it."""
+    database_url: str | None = None
+    """The PostgreSQL URL; ``None`` (or the masked URL the view showed) keeps the stored one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ def test_doctor_reports_schema_and_leases(tmp_path: Path, postgres_url: str) -> 
 def test_doctor_refuses_a_url_that_is_not_postgresql(tmp_path: Path) -> None:
     result = maka(["doctor", "--json"], tmp_path / "data", env={"MAKA_DATABASE_URL": "mysql://x"})
     assert result.returncode == 1
-    assert json.loads(result.stdout)["problems"][0]["code"] == "store_not_found"
+    assert json.loads(result.stdout)["problems"][0]["code"] == "database_url_invalid"
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists()
 

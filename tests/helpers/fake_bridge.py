@@ -197,7 +197,16 @@ class FakeBridge(BridgePort):
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
         provider_tuning: bc.ProviderTuning | None = None,
+        database: bc.DatabaseChoice | None = None,
+        database_url: str | None = None,
     ) -> bool:
+        # The Database setting is recorded (as one ("database", choice, url) item) only when
+        # the dialog sends it, so the calls of the other settings read as before.
+        database_item = (
+            ()
+            if database is None and database_url is None
+            else (("database", database, database_url),)
+        )
         resume = () if safe_resume is None and auto_resume is None else (safe_resume, auto_resume)
         return self._record(
             "update_settings",
@@ -208,4 +217,5 @@ class FakeBridge(BridgePort):
             max_steps,
             *resume,
             *(() if provider_tuning is None else (provider_tuning,)),
+            *database_item,
         )
