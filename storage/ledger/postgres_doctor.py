@@ -1,24 +1,35 @@
-"""``maka doctor`` against the ledger on PostgreSQL (docs/postgres.md): the schema version and
-the session leases, read-only.
+"""``maka doctor`` against the ledger on PostgreSQL (docs/postgres.md): the schema version, the
+session leases and the SQLite doctor's engine-free checks, read-only.
 
 Reported: the server (its URL without a password), the schema version against this program's, how
 many sessions and unfinished runs the ledger holds, every lease held now (session, epoch, owner:
 the host's machine, pid and nonce, and how long it still lasts by the server's clock), and every
 lease that ran out or was given up, marking those whose session has an unfinished run: a running
-``maka host`` takes them over on its next sweep. The SQLite checks (the tool-ledger scanner over
-every run, the projections, the workspace checkpoints) do not run here yet.
+``maka host`` takes them over on its next sweep.
+
+``diagnose_postgres`` (``PostgresLedgerStore.diagnose``) runs the SQLite doctor's own checks over
+every run, its events and the workspace facts (``store_doctor.check_ledger``: rows that do not
+decode, ``event_seq`` gaps, the tool-ledger scanner, recovery tails, header and terminal event,
+the projections, the workspace markers, the branches) through the ``sqlite3``-shaped
+connection, so a damaged row is reported with the same code on both engines. Only SQLite's own
+``integrity_check`` and ``foreign_key_check`` have no counterpart: the server enforces its
+constraints itself. ``maka doctor`` then audits the workspace checkpoints against this host's data
+folder as on SQLite (``app/commands/doctor_cmd.py``).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
+from runtime.ledger.codes import DoctorCode
 from storage.ledger.postgres_connection import PostgresConnection
 from storage.ledger.postgres_schema import SCHEMA_VERSION, read_version
 from storage.ledger.postgres_store import open_postgres_read_connection
 from storage.ledger.sqlite_connection import sqlite_errors
+from storage.ledger.store_doctor import DoctorProblem, DoctorReport, check_ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +73,21 @@ class PostgresReport:
     @property
     def awaiting_takeover(self) -> tuple[LeaseRow, ...]:
         return tuple(lease for lease in self.expired if lease.unfinished)
+
+
+def diagnose_postgres(conn: sqlite3.Connection) -> DoctorReport:
+    """The schema version against this program's, then ``check_ledger`` (see the module)."""
+    report = DoctorReport(read_version(cast(PostgresConnection, conn)), SCHEMA_VERSION)
+    if report.schema_version != SCHEMA_VERSION:
+        report.problems.append(
+            DoctorProblem(
+                DoctorCode.SCHEMA_VERSION_MISMATCH,
+                f"schema {report.schema_version}, program {SCHEMA_VERSION}",
+            )
+        )
+    report.integrity = ["not applicable: the server enforces its constraints"]
+    check_ledger(conn, report)
+    return report
 
 
 def redacted(url: str) -> str:
@@ -126,10 +152,6 @@ def report_lines(report: PostgresReport) -> list[str]:
         + (f"  ran out {-lease.expires_in_ms / 1000:.1f} s ago" if lease.owner else "")
         + ("  [unfinished run]" if lease.unfinished else "")
         for lease in report.expired
-    )
-    lines.append(
-        "not checked on PostgreSQL yet: the tool-ledger scan of every run, the projections and"
-        " the workspace checkpoints (each host keeps its snapshots in its own data folder)"
     )
     return lines
 
