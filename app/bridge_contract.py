@@ -101,6 +101,7 @@ class MessageKind(StrEnum):
     TOOLS_SETTLE = "tools.settle"
     SETTINGS_GET = "settings.get"
     SETTINGS_UPDATE = "settings.update"
+    SETTINGS_TEST_DATABASE = "settings.testDatabase"
     WINDOW_ACTIVATE = "window.activate"
     SESSIONS_RELOCATE = "sessions.relocate"
     SESSIONS_RENAME = "sessions.rename"
@@ -132,6 +133,7 @@ class MessageKind(StrEnum):
     TOOL_SETTLED = "tool.settled"
     HOST_STATE = "host.state"
     SETTINGS_CURRENT = "settings.current"
+    DATABASE_TESTED = "settings.databaseTested"
     ERROR = "error"
     WINDOW_SHOW = "window.show"
     SESSION_REMOVED = "session.removed"
@@ -506,6 +508,15 @@ class SettingsUpdateRequest(_Message):
     database_url: DatabaseUrl | None = None
     """The PostgreSQL URL; ``None``, or the masked URL ``settings.current`` showed, keeps the
     stored one (and its password)."""
+
+
+class SettingsTestDatabaseRequest(_Message):
+    """Try the PostgreSQL server of the Database page (answered by ``settings.databaseTested``,
+    from a worker thread). ``database_url`` as typed; ``None``, or the masked URL
+    ``settings.current`` showed, tries the stored one (with its password)."""
+
+    kind: Literal[MessageKind.SETTINGS_TEST_DATABASE] = MessageKind.SETTINGS_TEST_DATABASE
+    database_url: DatabaseUrl | None = None
 
 
 class SessionsOverviewRequest(_Message):
@@ -1168,6 +1179,23 @@ class SettingsCurrentPush(_Message):
     """Whether the PostgreSQL driver (``pip install 'maka[postgres]'``) is installed."""
 
 
+class DatabaseTestedPush(_Message):
+    """What trying the server found: ``ok`` with the server's version and the ledger's schema
+    version there (``None``: no Maka ledger yet, created at the first start), or the coded
+    failure (``database_url_invalid``, ``postgres_driver_missing``, ``store_io_failed`` for a
+    server that cannot be reached or refuses the login, ``schema_newer_than_program``)."""
+
+    kind: Literal[MessageKind.DATABASE_TESTED] = MessageKind.DATABASE_TESTED
+    ok: bool
+    database_url: DatabaseUrl = ""
+    """The URL tried, its password masked."""
+    server_version: Short = ""
+    schema_version: int | None = None
+    program_schema_version: int = 0
+    code: Code | None = None
+    message: Explanation = ""
+
+
 class ErrorPush(_Message):
     kind: Literal[MessageKind.ERROR] = MessageKind.ERROR
     code: Code
@@ -1269,6 +1297,7 @@ Request = (
     | ToolsSettleRequest
     | SettingsGetRequest
     | SettingsUpdateRequest
+    | SettingsTestDatabaseRequest
     | WindowActivateRequest
     | SessionsRelocateRequest
     | SessionsRenameRequest
@@ -1303,6 +1332,7 @@ Push = (
     | ToolSettledPush
     | HostStatePush
     | SettingsCurrentPush
+    | DatabaseTestedPush
     | ErrorPush
     | WindowShowPush
     | SessionRemovedPush
@@ -1340,6 +1370,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TOOLS_SETTLE,
         MessageKind.SETTINGS_GET,
         MessageKind.SETTINGS_UPDATE,
+        MessageKind.SETTINGS_TEST_DATABASE,
         MessageKind.WINDOW_ACTIVATE,
         MessageKind.SESSIONS_RELOCATE,
         MessageKind.SESSIONS_RENAME,

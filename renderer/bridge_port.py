@@ -46,6 +46,8 @@ class BridgePort(QObject):
     tool_settled = Signal(object)  # ToolSettledPush
     processes_stopped = Signal(object)  # ProcessesStoppedPush
     settings_current = Signal(object)  # SettingsCurrentPush
+    database_tested = Signal(object)  # DatabaseTestedPush
+    """Also (``ok`` False, with the code) when the test could not be sent or was refused."""
     error_received = Signal(object)  # ErrorPush
     session_removed = Signal(object)  # SessionRemovedPush
     session_exported = Signal(object)  # SessionExportedPush
@@ -214,4 +216,8 @@ class BridgePort(QObject):
         database: DatabaseChoice | None = None,
         database_url: str | None = None,
     ) -> bool:
+        raise NotImplementedError
+
+    def test_database(self, database_url: str | None) -> bool:
+        """Try a PostgreSQL server (``None``: the stored URL); answered by ``database_tested``."""
         raise NotImplementedError

@@ -17,8 +17,10 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QRadioButton,
     QSpinBox,
     QTabWidget,
@@ -34,10 +36,12 @@ from app.bridge_contract import (
     MAX_STEPS_LIMIT,
     MAX_TIMEOUT_S,
     DatabaseChoice,
+    DatabaseTestedPush,
     ProviderChoice,
     ProviderTuning,
     SettingsCurrentPush,
 )
+from app.code_text import describe
 from renderer import theme
 from renderer.bridge_port import BridgePort
 from renderer.park_text import Severity
@@ -273,6 +277,18 @@ class SettingsDialog(QDialog):
         self.database_url_edit.setPlaceholderText("postgresql://user@host:5432/database")
         self.database_url_edit.setAccessibleName(_tr("PostgreSQL URL"))
         form.addRow(_tr("URL"), self.database_url_edit)
+        self.test_button = QPushButton(_tr("Test connection"))
+        self.test_button.setAutoDefault(False)
+        self.test_result = QLabel()
+        self.test_result.setWordWrap(True)
+        self.test_result.setObjectName("DatabaseTestResult")
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        test_row = QHBoxLayout()
+        test_row.setContentsMargins(0, 0, 0, 0)
+        test_row.addWidget(self.test_button)
+        test_row.addStretch(1)
+        form.addRow("", test_row)
+        form.addRow("", self.test_result)
         layout.addWidget(self.server)
         self.database_problem = QLabel()
         self.database_problem.setWordWrap(True)
@@ -311,6 +327,10 @@ class SettingsDialog(QDialog):
         layout.addStretch(1)
         self.postgres_radio.toggled.connect(self._database_edited)
         self.database_url_edit.textChanged.connect(self._database_edited)
+        self.database_url_edit.textChanged.connect(self._forget_test)
+        self.test_button.clicked.connect(self.test_connection)
+        self._bridge.database_tested.connect(self._on_database_tested)
+        self._testing = False
 
     def _number(self, unset: str, maximum: int, suffix: str, digit: int) -> QSpinBox:
         """A whole number where 0 means "not set" (the spin box shows ``unset`` there)."""
@@ -394,6 +414,7 @@ class SettingsDialog(QDialog):
         self.database_url_edit.setText(self._database_url)
         self.database_problem.clear()
         self.database_problem.setVisible(False)
+        self._show_test("", None)
         self.driver_note.setVisible(not self._postgres_driver)
         self.database_environment_note.setText(
             _tr(
@@ -403,6 +424,81 @@ class SettingsDialog(QDialog):
         )
         self.database_environment_note.setVisible(bool(self._database_env))
         self._database_edited()
+
+    def test_connection(self) -> None:
+        """Ask the main process to try the server (on a worker thread there: the window stays
+        responsive); the URL's shape is checked here first."""
+        text = self.database_url_edit.text().strip()
+        problem = database_url_problem(text)
+        if problem is not None:
+            self._show_test(
+                f"[{DATABASE_URL_INVALID}] "
+                + _tr("The URL {problem}.").replace("{problem}", problem),
+                Severity.ERROR,
+            )
+            return
+        self._testing = True
+        self.test_button.setEnabled(False)
+        self._show_test(_tr("Connecting…"), None)
+        self._bridge.test_database(None if text == self._database_url else text)
+
+    def _on_database_tested(self, message: DatabaseTestedPush) -> None:
+        if not self._testing:
+            return
+        self._testing = False
+        self.test_button.setEnabled(self.server.isEnabled())
+        if not message.ok:
+            self._show_test(
+                f"[{message.code}] {message.message or describe(message.code or '').sentence}",
+                Severity.ERROR,
+            )
+        elif not message.schema_version:
+            self._show_test(
+                _tr(
+                    "Connected: PostgreSQL {version}. No Maka ledger there yet: Maka creates it "
+                    "when it starts with this setting."
+                ).replace("{version}", message.server_version),
+                Severity.INFO,
+            )
+        else:
+            upgrade = message.schema_version < message.program_schema_version
+            self._show_test(
+                (
+                    _tr(
+                        "Connected: PostgreSQL {version}. The ledger there has schema {schema}; "
+                        "Maka upgrades it to {program} when it starts with this setting."
+                    )
+                    if upgrade
+                    else _tr(
+                        "Connected: PostgreSQL {version}. The ledger there is ready (schema "
+                        "{schema})."
+                    )
+                )
+                .replace("{version}", message.server_version)
+                .replace("{schema}", str(message.schema_version))
+                .replace("{program}", str(message.program_schema_version)),
+                Severity.INFO,
+            )
+
+    def _show_test(self, text: str, severity: Severity | None) -> None:
+        palette = self.test_result.palette()
+        color = (
+            theme.muted_text(palette)
+            if severity is None
+            else theme.success(palette)
+            if severity is Severity.INFO
+            else theme.accent(severity, palette)
+        )
+        palette.setColor(self.test_result.foregroundRole(), color)
+        self.test_result.setPalette(palette)
+        self.test_result.setText(text)
+        self.test_result.setVisible(bool(text))
+
+    def _forget_test(self) -> None:
+        """An edited URL is not the one tested: its result no longer applies."""
+        self._testing = False
+        self.test_button.setEnabled(True)
+        self._show_test("", None)
 
     def chosen_database(self) -> DatabaseChoice:
         return "postgresql" if self.postgres_radio.isChecked() else "sqlite"

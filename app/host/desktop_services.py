@@ -41,7 +41,7 @@ from app.host.branch_desktop import (
     with_branch_markers,
     with_branch_prefix,
 )
-from app.host.desktop_settings import DesktopSettings, provider_environment
+from app.host.desktop_settings import DesktopSettings, provider_environment, try_database
 from app.host.host_bootstrap import (
     SessionTakeover,
     now_ms,
@@ -51,6 +51,7 @@ from app.host.host_bootstrap import (
     take_over_expired,
 )
 from app.host.host_services import (
+    DatabaseTest,
     HostServiceError,
     InterruptedRun,
     PlanReport,
@@ -827,6 +828,9 @@ class DesktopServices:
 
     def update_settings(self, change: SettingsChange) -> SettingsView:
         return self._with_flags(self._settings.update(change))
+
+    def test_database(self, database_url: str | None) -> DatabaseTest:
+        return try_database(self._settings.database_url_to_try(database_url))
 
     def resume_flags(self) -> tuple[bool, bool]:  # never None: the settings are here
         """Safe resume and automatic resume now. ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when

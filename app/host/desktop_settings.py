@@ -23,14 +23,15 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice, ProviderTuning
-from app.host.host_services import SettingsChange, SettingsView
+from app.host.host_services import DatabaseTest, SettingsChange, SettingsView
 from app.host.resume_switch import SETTINGS_FILE, read_settings
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.database_url import masked_database_url
+from runtime.ledger.database_url import MASK, has_password, masked_database_url
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.database_choice import (
     DATABASE_KEY,
@@ -128,6 +129,13 @@ class DesktopSettings:
             self._write(values)
             self._values = values
         return self.view()
+
+    def database_url_to_try(self, typed: str | None) -> str:
+        """The URL "Test connection" tries: the stored one for ``None``, else ``typed`` with a
+        masked password given back the stored one (as saving it would)."""
+        with self._lock:
+            stored = self._values.get(DATABASE_URL_KEY, "")
+        return stored if typed is None else unmasked_database_url(typed, stored)
 
     def provider_config(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The flat configuration ``build_provider`` reads: the file, then the environment."""
@@ -242,3 +250,45 @@ def _tuning(values: Mapping[str, str]) -> ProviderTuning:
         return ProviderTuning.model_validate(fields)
     except ValidationError:
         return ProviderTuning(tool_choice=bool(fields["tool_choice"]))
+
+
+def try_database(url: str) -> DatabaseTest:
+    """Connect to ``url`` read-only and report its version and the ledger's schema there, or the
+    coded failure, with the password never in what is returned."""
+    masked = masked_database_url(url.strip())
+
+    def failed(code: str, message: str) -> DatabaseTest:
+        password = urlsplit(url.strip()).password if has_password(url) else None
+        if password:
+            message = message.replace(password, MASK)
+        return DatabaseTest(False, masked, code=code, message=message)
+
+    try:
+        check_database_url(url, origin="the URL")
+    except StoreRefusal as refusal:
+        return failed(str(refusal.code), refusal.message)
+    if not postgres_driver_installed():
+        return failed(
+            StoreCode.POSTGRES_DRIVER_MISSING.value,
+            f"the PostgreSQL driver is not installed: run {INSTALL_HINT}",
+        )
+    from storage.ledger.postgres_doctor import probe_server
+    from storage.ledger.postgres_schema import SCHEMA_VERSION
+
+    try:
+        version, schema = probe_server(url.strip())
+    except StoreRefusal as refusal:
+        return failed(str(refusal.code), refusal.message)
+    if schema > SCHEMA_VERSION:
+        return failed(
+            StoreCode.SCHEMA_NEWER_THAN_PROGRAM.value,
+            f"the ledger there has schema version {schema}, newer than this Maka's "
+            f"{SCHEMA_VERSION}: upgrade Maka to use it",
+        )
+    return DatabaseTest(
+        True,
+        masked,
+        server_version=version,
+        schema_version=schema,
+        program_schema_version=SCHEMA_VERSION,
+    )

@@ -88,6 +88,20 @@ class SettingsView:
 
 
 @dataclass(frozen=True, slots=True)
+class DatabaseTest:
+    """What trying a PostgreSQL server found (the Database page's "Test connection"):
+    ``schema_version`` 0 is a database without a Maka ledger yet."""
+
+    ok: bool
+    database_url: str
+    server_version: str = ""
+    schema_version: int | None = None
+    program_schema_version: int = 0
+    code: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SettingsChange:
     """``openai_api_key``: None keeps the stored key, "" clears it."""
 
@@ -402,6 +416,11 @@ class HostServices(Protocol):
         ...
 
     def update_settings(self, change: SettingsChange) -> SettingsView: ...
+
+    def test_database(self, database_url: str | None) -> DatabaseTest:
+        """Try a PostgreSQL server (``None`` or the masked URL shown: the stored one); runs on a
+        worker thread, never raises for a coded failure."""
+        ...
 
     def start_checkpoint_retention(self) -> None:
         """Trim workspace checkpoints in the background (docs/design/workspace.md section 5);

@@ -7,29 +7,27 @@ the host's machine, pid and nonce, and how long it still lasts by the server's c
 lease that ran out or was given up, marking those whose session has an unfinished run: a running
 ``maka host`` takes them over on its next sweep.
 
-``diagnose_postgres`` (``PostgresLedgerStore.diagnose``) runs the SQLite doctor's own checks over
-every run, its events and the workspace facts (``store_doctor.check_ledger``: rows that do not
-decode, ``event_seq`` gaps, the tool-ledger scanner, recovery tails, header and terminal event,
-the projections, the workspace markers, the branches) through the ``sqlite3``-shaped
+``PostgresLedgerStore.diagnose`` (``postgres_diagnose.py``) runs the SQLite doctor's own checks
+over every run, its events and the workspace facts (``store_doctor.check_ledger``: rows that do
+not decode, ``event_seq`` gaps, the tool-ledger scanner, recovery tails, header and terminal
+event, the projections, the workspace markers, the branches) through the ``sqlite3``-shaped
 connection, so a damaged row is reported with the same code on both engines. Only SQLite's own
 ``integrity_check`` and ``foreign_key_check`` have no counterpart: the server enforces its
-constraints itself. ``maka doctor`` then audits the workspace checkpoints against this host's data
-folder as on SQLite (``app/commands/doctor_cmd.py``).
+constraints itself. ``maka doctor`` then audits the workspace checkpoints against this host's
+data folder as on SQLite (``app/commands/doctor_cmd.py``); ``probe_server`` is the Settings
+dialog's "Test connection".
 """
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
-from runtime.ledger.codes import DoctorCode
 from storage.ledger.postgres_connection import PostgresConnection
 from storage.ledger.postgres_schema import SCHEMA_VERSION, read_version
 from storage.ledger.postgres_store import open_postgres_read_connection
 from storage.ledger.sqlite_connection import sqlite_errors
-from storage.ledger.store_doctor import DoctorProblem, DoctorReport, check_ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,19 +73,20 @@ class PostgresReport:
         return tuple(lease for lease in self.expired if lease.unfinished)
 
 
-def diagnose_postgres(conn: sqlite3.Connection) -> DoctorReport:
-    """The schema version against this program's, then ``check_ledger`` (see the module)."""
-    report = DoctorReport(read_version(cast(PostgresConnection, conn)), SCHEMA_VERSION)
-    if report.schema_version != SCHEMA_VERSION:
-        report.problems.append(
-            DoctorProblem(
-                DoctorCode.SCHEMA_VERSION_MISMATCH,
-                f"schema {report.schema_version}, program {SCHEMA_VERSION}",
-            )
-        )
-    report.integrity = ["not applicable: the server enforces its constraints"]
-    check_ledger(conn, report)
-    return report
+def probe_server(url: str) -> tuple[str, int]:
+    """The Settings dialog's "Test connection": connect read-only and read the server's version
+    and the ledger's schema version there (0: no Maka ledger yet). Refusals are the reader's:
+    ``store_io_failed`` for a server that cannot be reached or refuses the login."""
+    from storage.ledger.postgres_connection import connect
+
+    with sqlite_errors():
+        conn = connect(url, read_only=True)
+    try:
+        with sqlite_errors():
+            version = str(conn.execute("SHOW server_version").fetchone()[0])
+            return version, read_version(conn)
+    finally:
+        conn.close()
 
 
 def redacted(url: str) -> str:

@@ -62,6 +62,7 @@ from storage.ledger.event_writer import (
     prepare_candidate,
 )
 from storage.ledger.postgres_connection import PostgresConnection, connect
+from storage.ledger.postgres_diagnose import diagnose_postgres
 from storage.ledger.postgres_schema import (
     SCHEMA_VERSION,
     check_tables,
@@ -676,8 +677,6 @@ class PostgresLedgerStore(SqliteLedgerStore):
     def diagnose(self) -> DoctorReport:
         """The doctor's report (reads only, one snapshot): the schema version against this
         program's, then the SQLite doctor's engine-free checks (``check_ledger``)."""
-        from storage.ledger.postgres_doctor import diagnose_postgres
-
         return self._read(diagnose_postgres)
 
 

@@ -1,6 +1,7 @@
 """The desktop's Database setting against a real PostgreSQL server: chosen through the main
 process's own ``settings.update`` (as the Settings dialog sends it), it changes nothing until the
-next start (the store is opened once); the next ``maka`` start opens the ledger on the server
+next start (the store is opened once), and "Test connection" tries the stored URL from the main
+process; the next ``maka`` start opens the ledger on the server
 because of the saved setting alone (no ``MAKA_DATABASE_URL``), a turn run there lands on the
 server and not in ``runtime.sqlite``, ``maka`` commands with the same data folder read the same
 ledger, and the password never comes back to a window, into the log or into ``maka doctor``.
@@ -17,9 +18,11 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import (
+    DatabaseTestedPush,
     MessageKind,
     ProviderChoice,
     SettingsCurrentPush,
+    SettingsTestDatabaseRequest,
     SettingsUpdateRequest,
 )
 from tests.helpers.maka_process import MainProcess, main_log, run_maka, start_main
@@ -104,6 +107,12 @@ def test_the_saved_setting_opens_the_ledger_on_the_server_at_the_next_start(
         now = _settings(qtbot, client, "after")
         assert (now.database, now.database_url) == ("postgresql", masked)
         assert now.database_in_use == "", "the open store stays SQLite until the next start"
+        # "Test connection" of the stored URL (the window sends none: it has no password)
+        client.send(SettingsTestDatabaseRequest(database_url=None, correlation_id="test"))
+        qtbot.waitUntil(lambda: client.answered("test"), timeout=30_000)
+        tested = next(m for m in client.received if m.correlation_id == "test")
+        assert isinstance(tested, DatabaseTestedPush), tested
+        assert (tested.ok, tested.schema_version, tested.database_url) == (True, 0, masked)
         assert SECRET not in json.dumps([m.model_dump(mode="json") for m in client.received])
         client.close()
     finally:

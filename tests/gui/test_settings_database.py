@@ -155,3 +155,55 @@ def test_a_saved_server_without_the_driver_is_refused_with_its_code(qtbot: QtBot
     _save(dialog)
     assert bridge.calls_to("update_settings") == []
     assert dialog.database_problem.text().startswith("[postgres_driver_missing]")
+
+
+def test_test_connection_asks_the_main_process_and_shows_what_it_found(qtbot: QtBot) -> None:
+    dialog, bridge = _dialog(qtbot, SERVER)
+    QTest.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("test_database") == [(None,)], "the stored URL, password and all"
+    assert not dialog.test_button.isEnabled() and dialog.test_result.text() == "Connecting…"
+    bridge.database_tested.emit(
+        bc.DatabaseTestedPush(
+            ok=True,
+            database_url=MASKED,
+            server_version="16.4",
+            schema_version=2,
+            program_schema_version=2,
+        )
+    )
+    assert dialog.test_button.isEnabled()
+    assert dialog.test_result.text() == (
+        "Connected: PostgreSQL 16.4. The ledger there is ready (schema 2)."
+    )
+    dialog.database_url_edit.setText("postgresql://maka@127.0.0.1:1/maka")
+    assert dialog.test_result.isHidden(), "an edited URL is not the one tested"
+    QTest.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("test_database")[-1] == ("postgresql://maka@127.0.0.1:1/maka",)
+    bridge.database_tested.emit(
+        bc.DatabaseTestedPush(
+            ok=False, code="store_io_failed", message="PostgreSQL: connection refused"
+        )
+    )
+    assert dialog.test_result.text() == "[store_io_failed] PostgreSQL: connection refused"
+
+
+def test_test_connection_checks_the_url_first_and_sends_nothing_for_a_bad_one(
+    qtbot: QtBot,
+) -> None:
+    dialog, bridge = _dialog(qtbot, DEFAULT)
+    _click(dialog.postgres_radio)
+    dialog.database_url_edit.setText("http://db/maka")
+    QTest.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
+    assert bridge.calls_to("test_database") == []
+    assert dialog.test_result.text() == (
+        "[database_url_invalid] The URL must start with postgresql:// or postgres://."
+    )
+
+
+def test_a_new_database_says_the_ledger_is_created_at_the_next_start(qtbot: QtBot) -> None:
+    dialog, bridge = _dialog(qtbot, SERVER)
+    dialog.test_connection()
+    bridge.database_tested.emit(
+        bc.DatabaseTestedPush(ok=True, server_version="15.8", schema_version=0)
+    )
+    assert "No Maka ledger there yet" in dialog.test_result.text()

@@ -186,6 +186,9 @@ class FakeBridge(BridgePort):
     def get_settings(self) -> bool:
         return self._record("get_settings")
 
+    def test_database(self, database_url: str | None) -> bool:
+        return self._record("test_database", database_url)
+
     def update_settings(
         self,
         provider: bc.ProviderChoice,
