@@ -2,7 +2,7 @@
 context size and tool choice (and the two waits disagreeing), provider variables set in the
 environment, the page of turns and recovery (with the Safe resume variable set), and the
 Database page (``settings-database*.png``: the default, a PostgreSQL server with its password
-masked, a URL refused before saving, ``MAKA_DATABASE_URL`` winning, the driver not installed).
+masked and Test connection's answer (and a failure), a URL refused before saving, ``MAKA_DATABASE_URL`` winning, the driver not installed).
 
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m tests.helpers.settings_demo \
         docs/screenshots [database]
@@ -43,9 +43,34 @@ def database_scenes(out: Path) -> None:
             "database_in_use": "postgresql://maka:****@db.example.org:5432/maka",
         }
     )
-    dialog = SettingsDialog(FakeBridge(), server)
+    bridge = FakeBridge()
+    dialog = SettingsDialog(bridge, server)
     dialog.tabs.setCurrentWidget(dialog.database_page)
+    dialog.test_connection()
+    bridge.database_tested.emit(
+        bc.DatabaseTestedPush(
+            ok=True,
+            database_url=server.database_url,
+            server_version="16.4",
+            schema_version=2,
+            program_schema_version=2,
+        )
+    )
     _grab(dialog, out / "settings-database-postgresql.png")
+    dialog.close()
+    bridge = FakeBridge()
+    dialog = SettingsDialog(bridge, server)
+    dialog.tabs.setCurrentWidget(dialog.database_page)
+    dialog.test_connection()
+    bridge.database_tested.emit(
+        bc.DatabaseTestedPush(
+            ok=False,
+            code="store_io_failed",
+            message='PostgreSQL: connection failed: connection to server at "db.example.org" '
+            "(192.0.2.10), port 5432 failed: Connection refused",
+        )
+    )
+    _grab(dialog, out / "settings-database-test-failed.png")
     dialog.close()
     dialog = SettingsDialog(FakeBridge(), default)
     dialog.tabs.setCurrentWidget(dialog.database_page)
