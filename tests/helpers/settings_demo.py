@@ -2,7 +2,8 @@
 context size and tool choice (and the two waits disagreeing), provider variables set in the
 environment, the page of turns and recovery (with the Safe resume variable set), and the
 Database page (``settings-database*.png``: the default, a PostgreSQL server with its password
-masked and Test connection's answer (and a failure), a URL refused before saving, ``MAKA_DATABASE_URL`` winning, the driver not installed).
+masked and Test connection's answer (and a failure), a URL refused before saving,
+``MAKA_DATABASE_URL`` winning, the driver not installed).
 
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python -m tests.helpers.settings_demo \
         docs/screenshots [database]
