@@ -144,3 +144,18 @@ def database_url(data_dir: Path | None, environ: Mapping[str, str] | None = None
 def uses_postgres(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> bool:
     """Whether a PostgreSQL server is selected (valid or not); never raises."""
     return select_database(data_dir, environ).url is not None
+
+
+def with_way_back(refusal: StoreRefusal, data_dir: Path) -> StoreRefusal:
+    """``refusal`` of a server the Database setting chose (not the variable), saying how to start
+    with this computer's database again: the window's Settings cannot be opened while the store
+    is refused."""
+    if select_database(data_dir).source is not DatabaseSource.SETTING:
+        return refusal
+    path = Path(data_dir) / SETTINGS_FILE
+    return StoreRefusal(
+        refusal.code,
+        f"{refusal.message} (this PostgreSQL server was chosen in Settings › Database; to start "
+        f'with this computer\'s database instead, set "{DATABASE_KEY}" to "{SQLITE}" in {path})',
+        refusal.event_id,
+    )

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
+from storage.ledger.database_choice import with_way_back
 from storage.ledger.ledger_schema import compacts_after, migrate
 from storage.ledger.sqlite_connection import DATABASE_NAME, connect_writer, sqlite_errors
 from storage.ledger.sqlite_store import SqliteLedgerStore
@@ -60,7 +61,12 @@ def open_store(
         # Imported only here: the embedded default never loads psycopg.
         from storage.ledger.postgres_store import open_postgres_store
 
-        return open_postgres_store(url, read_only=read_only, full_rescan=full_rescan, clock=clock)
+        try:
+            return open_postgres_store(
+                url, read_only=read_only, full_rescan=full_rescan, clock=clock
+            )
+        except StoreRefusal as refusal:
+            raise with_way_back(refusal, data_dir) from None
     data_dir = Path(data_dir)
     if read_only:
         conn, path = open_read_connection(data_dir)

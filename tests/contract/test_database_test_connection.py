@@ -14,6 +14,7 @@ import pytest
 from app import bridge_contract as bc
 from app.host.desktop_settings import DesktopSettings, try_database
 from app.host.host_services import SettingsChange
+from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.postgres_schema import SCHEMA_VERSION
 from storage.ledger.postgres_store import open_postgres_store
 
@@ -65,3 +66,31 @@ def test_the_stored_url_is_tried_when_the_window_sends_none_or_the_masked_one(
     assert settings.database_url_to_try(None) == _with_password(postgres_url)
     assert settings.database_url_to_try(view.database_url) == _with_password(postgres_url)
     assert try_database(settings.database_url_to_try(None)).ok
+
+
+def test_a_server_the_setting_chose_that_does_not_answer_says_how_to_go_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window's Settings cannot open while the store is refused: the refusal says how to
+    start with this computer's database again (and never shows the password)."""
+    from storage.ledger.ledger_store import open_store
+
+    monkeypatch.delenv("MAKA_DATABASE_URL", raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    DesktopSettings(tmp_path).update(
+        SettingsChange(
+            bc.ProviderChoice.OFFLINE_DEMO,
+            database="postgresql",
+            database_url=f"postgresql://maka:{SECRET}@127.0.0.1:{port}/maka",
+        )
+    )
+    with pytest.raises(StoreRefusal) as refused:
+        open_store(tmp_path)
+    assert refused.value.code == "store_io_failed"
+    assert 'set "database" to "sqlite" in ' + str(tmp_path / "settings.json") in (
+        refused.value.message
+    )
+    assert SECRET not in refused.value.message
+    assert not (tmp_path / "runtime.sqlite").exists()

@@ -8,7 +8,10 @@ URL saved again keeps it), ``MAKA_DATABASE_URL`` winning, and every reader of th
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +186,32 @@ def test_a_damaged_settings_file_reads_as_sqlite(tmp_path: Path) -> None:
     assert database_url(tmp_path, {}) is None
     (tmp_path / "settings.json").write_text(json.dumps({"database": 5}), encoding="utf-8")
     assert database_url(tmp_path, {}) is None
+
+
+def test_the_default_path_never_imports_the_driver(tmp_path: Path) -> None:
+    """The settings, the choice and the dialog's check ask whether psycopg is installed without
+    importing it; SQLite users never load it."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from app.host.desktop_settings import DesktopSettings\n"
+        "from storage.ledger.database_choice import database_url\n"
+        "from storage.ledger.ledger_store import open_store\n"
+        "data = Path(sys.argv[1])\n"
+        "view = DesktopSettings(data).view()\n"
+        "assert database_url(data, {}) is None and view.database == 'sqlite'\n"
+        "open_store(data).close()\n"
+        "print('psycopg' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MAKA_DATABASE_URL"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
