@@ -413,6 +413,7 @@ class SettingsDialog(QDialog):
         self.sqlite_radio.setChecked(self._database == "sqlite")
         self.postgres_radio.setChecked(self._database == "postgresql")
         self.database_url_edit.setText(self._database_url)
+        self.database_url_edit.setCursorPosition(0)  # a long URL shows its start: who and where
         self.database_problem.clear()
         self.database_problem.setVisible(False)
         self._show_test("", None)
