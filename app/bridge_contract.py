@@ -101,6 +101,7 @@ class MessageKind(StrEnum):
     TOOLS_SETTLE = "tools.settle"
     SETTINGS_GET = "settings.get"
     SETTINGS_UPDATE = "settings.update"
+    SETTINGS_TEST_DATABASE = "settings.testDatabase"
     WINDOW_ACTIVATE = "window.activate"
     SESSIONS_RELOCATE = "sessions.relocate"
     SESSIONS_RENAME = "sessions.rename"
@@ -132,6 +133,7 @@ class MessageKind(StrEnum):
     TOOL_SETTLED = "tool.settled"
     HOST_STATE = "host.state"
     SETTINGS_CURRENT = "settings.current"
+    DATABASE_TESTED = "settings.databaseTested"
     ERROR = "error"
     WINDOW_SHOW = "window.show"
     SESSION_REMOVED = "session.removed"
@@ -265,6 +267,9 @@ Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Summary = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
 Explanation = Annotated[str, StringConstraints(max_length=MAX_SUMMARY_CHARS)]
 Short = Annotated[str, StringConstraints(max_length=500)]
+DatabaseChoice = Literal["sqlite", "postgresql"]
+"""Where the ledger is kept: ``runtime.sqlite`` in the data folder, or a PostgreSQL server."""
+DatabaseUrl = Annotated[str, StringConstraints(max_length=2048)]
 
 
 class WireModel(BaseModel):
@@ -498,6 +503,20 @@ class SettingsUpdateRequest(_Message):
     provider_tuning: ProviderTuning | None = None
     """The OpenAI-compatible provider's waits, context size and tool choice (``None`` keeps
     them)."""
+    database: DatabaseChoice | None = None
+    """Where the ledger is kept from the next start on (``None`` keeps the setting)."""
+    database_url: DatabaseUrl | None = None
+    """The PostgreSQL URL; ``None``, or the masked URL ``settings.current`` showed, keeps the
+    stored one (and its password)."""
+
+
+class SettingsTestDatabaseRequest(_Message):
+    """Try the PostgreSQL server of the Database page (answered by ``settings.databaseTested``,
+    from a worker thread). ``database_url`` as typed; ``None``, or the masked URL
+    ``settings.current`` showed, tries the stored one (with its password)."""
+
+    kind: Literal[MessageKind.SETTINGS_TEST_DATABASE] = MessageKind.SETTINGS_TEST_DATABASE
+    database_url: DatabaseUrl | None = None
 
 
 class SessionsOverviewRequest(_Message):
@@ -1148,6 +1167,33 @@ class SettingsCurrentPush(_Message):
     """The provider variables set in the environment Maka was started from (``MAKA_PROVIDER``,
     ...): they decide the provider, whatever ``provider`` and the endpoint fields say."""
     provider_tuning: ProviderTuning = ProviderTuning()
+    database: DatabaseChoice = "sqlite"
+    """The Database setting (``"sqlite"``: the data folder's; ``"postgresql"``: a server)."""
+    database_url: DatabaseUrl = ""
+    """The stored PostgreSQL URL, its password masked (``****``); the password is never sent."""
+    database_from_environment: DatabaseUrl = ""
+    """``MAKA_DATABASE_URL`` (masked) when set: it decides, whatever the setting says."""
+    database_in_use: DatabaseUrl = ""
+    """The PostgreSQL URL (masked) the main process opened at its start; "" = SQLite."""
+    postgres_driver: bool = False
+    """Whether the PostgreSQL driver (``pip install 'maka[postgres]'``) is installed."""
+
+
+class DatabaseTestedPush(_Message):
+    """What trying the server found: ``ok`` with the server's version and the ledger's schema
+    version there (``None``: no Maka ledger yet, created at the first start), or the coded
+    failure (``database_url_invalid``, ``postgres_driver_missing``, ``store_io_failed`` for a
+    server that cannot be reached or refuses the login, ``schema_newer_than_program``)."""
+
+    kind: Literal[MessageKind.DATABASE_TESTED] = MessageKind.DATABASE_TESTED
+    ok: bool
+    database_url: DatabaseUrl = ""
+    """The URL tried, its password masked."""
+    server_version: Short = ""
+    schema_version: int | None = None
+    program_schema_version: int = 0
+    code: Code | None = None
+    message: Explanation = ""
 
 
 class ErrorPush(_Message):
@@ -1251,6 +1297,7 @@ Request = (
     | ToolsSettleRequest
     | SettingsGetRequest
     | SettingsUpdateRequest
+    | SettingsTestDatabaseRequest
     | WindowActivateRequest
     | SessionsRelocateRequest
     | SessionsRenameRequest
@@ -1285,6 +1332,7 @@ Push = (
     | ToolSettledPush
     | HostStatePush
     | SettingsCurrentPush
+    | DatabaseTestedPush
     | ErrorPush
     | WindowShowPush
     | SessionRemovedPush
@@ -1322,6 +1370,7 @@ REQUEST_KINDS: Final = frozenset(
         MessageKind.TOOLS_SETTLE,
         MessageKind.SETTINGS_GET,
         MessageKind.SETTINGS_UPDATE,
+        MessageKind.SETTINGS_TEST_DATABASE,
         MessageKind.WINDOW_ACTIVATE,
         MessageKind.SESSIONS_RELOCATE,
         MessageKind.SESSIONS_RENAME,

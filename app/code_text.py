@@ -624,6 +624,14 @@ STORE: dict[str, CodeRecord] = _records(
             "Another Maka host took this session over, so this one stopped writing to it; nothing "
             "more was saved here.",
         ),
+        "database_url_invalid": (
+            _E,
+            "The database URL is not a PostgreSQL URL Maka can use (postgresql://user@host/db).",
+        ),
+        "postgres_driver_missing": (
+            _E,
+            "The PostgreSQL driver is not installed: pip install 'maka[postgres]'.",
+        ),
         "workspace_not_found": (_W, "The folder does not exist."),
         "workspace_marker_invalid": (
             _W,

@@ -42,6 +42,7 @@ from app.bridge_contract import (
     BranchOptionsListedPush,
     BranchOptionsRequest,
     BranchRefusedPush,
+    DatabaseTestedPush,
     ErrorPush,
     HelloRequest,
     Message,
@@ -80,6 +81,7 @@ from app.bridge_contract import (
     SessionUpdatedPush,
     SettingsCurrentPush,
     SettingsGetRequest,
+    SettingsTestDatabaseRequest,
     SettingsUpdateRequest,
     TerminalCommandRequest,
     TerminalTextPush,
@@ -104,6 +106,7 @@ from app.bridge_contract import (
     WindowActivateRequest,
 )
 from app.host.host_services import (
+    DatabaseTest,
     HostServiceError,
     HostServices,
     PlanReport,
@@ -308,6 +311,14 @@ class RequestRouter:
                 self._query(peer_id, message.correlation_id, self._services.get_settings, _settings)
             case SettingsUpdateRequest():
                 self._update_settings(peer_id, message)
+            case SettingsTestDatabaseRequest():
+                typed = message.database_url
+                self._query(
+                    peer_id,
+                    message.correlation_id,
+                    lambda: self._services.test_database(typed),
+                    _database_tested,
+                )
             case HelloRequest() | WindowActivateRequest():
                 # The server answers these itself and never forwards them.
                 _log.warning("ignoring %s", type(message).__name__)
@@ -353,6 +364,8 @@ class RequestRouter:
             safe_resume=message.safe_resume,
             auto_resume=message.auto_resume,
             provider_tuning=message.provider_tuning,
+            database=message.database,
+            database_url=message.database_url,
         )
         self._query(
             peer_id,
@@ -1294,6 +1307,24 @@ def _settings(value: object) -> Message:
         safe_resume_enabled=value.safe_resume_enabled,
         provider_from_environment=value.provider_from_environment,
         provider_tuning=value.provider_tuning,
+        database=value.database,
+        database_url=value.database_url,
+        database_from_environment=value.database_from_environment,
+        database_in_use=value.database_in_use,
+        postgres_driver=value.postgres_driver,
+    )
+
+
+def _database_tested(value: object) -> Message:
+    assert isinstance(value, DatabaseTest)
+    return DatabaseTestedPush(
+        ok=value.ok,
+        database_url=value.database_url,
+        server_version=value.server_version,
+        schema_version=value.schema_version,
+        program_schema_version=value.program_schema_version,
+        code=value.code,
+        message=value.message,
     )
 
 

@@ -42,6 +42,8 @@ from app.bridge_contract import (
     BranchOptionsRequest,
     BranchRefusedPush,
     BridgeProtocolError,
+    DatabaseChoice,
+    DatabaseTestedPush,
     ErrorPush,
     FrameReader,
     HelloOkPush,
@@ -78,6 +80,7 @@ from app.bridge_contract import (
     SessionUpdatedPush,
     SettingsCurrentPush,
     SettingsGetRequest,
+    SettingsTestDatabaseRequest,
     SettingsUpdateRequest,
     TimelineEventRequest,
     TimelineEventShownPush,
@@ -156,6 +159,7 @@ class RendererBridge(BridgePort):
         self._changes: dict[str, tuple[str, str]] = {}
         self._sent_settles: dict[str, tuple[str, str]] = {}
         self._sent_branches: dict[str, tuple[str, str]] = {}
+        self._sent_database_tests: set[str] = set()
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._connect)
@@ -279,10 +283,18 @@ class RendererBridge(BridgePort):
             case ToolSettledPush():
                 self._sent_settles.pop(message.correlation_id or "", None)
                 self.tool_settled.emit(message)
+            case DatabaseTestedPush():
+                self._sent_database_tests.discard(message.correlation_id or "")
+                self.database_tested.emit(message)
             case SettingsCurrentPush():
                 if message.safe_resume_enabled is not None:
                     self._set_safe_resume_enabled(message.safe_resume_enabled)
                 self.settings_current.emit(message)
+            case ErrorPush() if (message.correlation_id or "") in self._sent_database_tests:
+                self._sent_database_tests.discard(message.correlation_id or "")
+                self.database_tested.emit(
+                    DatabaseTestedPush(ok=False, code=message.code, message=message.message)
+                )
             case ErrorPush():
                 key = message.correlation_id or ""
                 sent = self._sent_turns.pop(key, None)
@@ -592,6 +604,20 @@ class RendererBridge(BridgePort):
         )
         return self._send(request)
 
+    def test_database(self, database_url: str | None) -> bool:
+        correlation = self._correlation()
+        self._sent_database_tests.add(correlation)
+        sent = self._send(
+            SettingsTestDatabaseRequest(database_url=database_url, correlation_id=correlation)
+        )
+        if not sent:
+            self._sent_database_tests.discard(correlation)
+            refused = DatabaseTestedPush(
+                ok=False, code="bridge_disconnected", message="not connected to the main process"
+            )
+            QTimer.singleShot(0, lambda: self.database_tested.emit(refused))
+        return sent
+
     def update_settings(
         self,
         provider: ProviderChoice,
@@ -603,9 +629,13 @@ class RendererBridge(BridgePort):
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
         provider_tuning: ProviderTuning | None = None,
+        database: DatabaseChoice | None = None,
+        database_url: str | None = None,
     ) -> bool:
         return self._send(
             SettingsUpdateRequest(
+                database=database,
+                database_url=database_url,
                 provider=provider,
                 openai_base_url=openai_base_url,
                 openai_model=openai_model,

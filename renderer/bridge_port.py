@@ -13,7 +13,7 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Signal
 
-from app.bridge_contract import ProviderChoice, ProviderTuning, TimelineRowFilter
+from app.bridge_contract import DatabaseChoice, ProviderChoice, ProviderTuning, TimelineRowFilter
 
 
 class ConnectionState(StrEnum):
@@ -46,6 +46,8 @@ class BridgePort(QObject):
     tool_settled = Signal(object)  # ToolSettledPush
     processes_stopped = Signal(object)  # ProcessesStoppedPush
     settings_current = Signal(object)  # SettingsCurrentPush
+    database_tested = Signal(object)  # DatabaseTestedPush
+    """Also (``ok`` False, with the code) when the test could not be sent or was refused."""
     error_received = Signal(object)  # ErrorPush
     session_removed = Signal(object)  # SessionRemovedPush
     session_exported = Signal(object)  # SessionExportedPush
@@ -211,5 +213,11 @@ class BridgePort(QObject):
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
         provider_tuning: ProviderTuning | None = None,
+        database: DatabaseChoice | None = None,
+        database_url: str | None = None,
     ) -> bool:
+        raise NotImplementedError
+
+    def test_database(self, database_url: str | None) -> bool:
+        """Try a PostgreSQL server (``None``: the stored URL); answered by ``database_tested``."""
         raise NotImplementedError

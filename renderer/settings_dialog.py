@@ -10,14 +10,17 @@ whether one is stored; leaving the field empty keeps it, "Forget stored key" cle
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QRadioButton,
     QSpinBox,
     QTabWidget,
@@ -32,12 +35,17 @@ from app.bridge_contract import (
     MAX_CONTEXT_TOKENS,
     MAX_STEPS_LIMIT,
     MAX_TIMEOUT_S,
+    DatabaseChoice,
+    DatabaseTestedPush,
     ProviderChoice,
     ProviderTuning,
     SettingsCurrentPush,
 )
+from app.code_text import describe
 from renderer import theme
 from renderer.bridge_port import BridgePort
+from renderer.park_text import Severity
+from runtime.ledger.database_url import DATABASE_URL_INVALID, database_url_problem
 
 
 def _tr(text: str) -> str:
@@ -200,6 +208,7 @@ class SettingsDialog(QDialog):
         layout.addLayout(auto_row)
         layout.addWidget(resume_note)
         layout.addWidget(self.environment_note)
+        layout.addStretch(1)
         self.safe_resume_box.toggled.connect(self._update_enabled)
         for note in (
             offline_note,
@@ -212,12 +221,24 @@ class SettingsDialog(QDialog):
             palette = note.palette()
             palette.setColor(note.foregroundRole(), theme.muted_text(palette))
             note.setPalette(palette)
+        self._build_database_page(font)
+        for note in (self.database_note,):
+            palette = note.palette()
+            palette.setColor(note.foregroundRole(), theme.muted_text(palette))
+            note.setPalette(palette)
+        for label, severity in (
+            (self.database_problem, Severity.ERROR),
+            (self.driver_note, Severity.WARN),
+            (self.database_environment_note, Severity.WARN),
+        ):
+            palette = label.palette()
+            palette.setColor(label.foregroundRole(), theme.accent(severity, palette))
+            label.setPalette(palette)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
-        layout.addStretch(1)
         outer.addWidget(self.buttons)
         self.openai_radio.toggled.connect(self._update_enabled)
         self.key_edit.textChanged.connect(self._update_enabled)
@@ -226,6 +247,91 @@ class SettingsDialog(QDialog):
         self.timeout_spin.valueChanged.connect(self._update_enabled)
         self.data_timeout_spin.valueChanged.connect(self._update_enabled)
         self.load(current)
+
+    def _build_database_page(self, font: QFont) -> None:
+        """The third page: where the ledger is kept (applied at the next start)."""
+        self.database_page = QWidget()
+        self.tabs.addTab(self.database_page, _tr("Database"))
+        layout = QVBoxLayout(self.database_page)
+        layout.setContentsMargins(12, 12, 12, 8)
+        layout.setSpacing(10)
+        heading = QLabel(_tr("Where Maka keeps the history of your sessions"))
+        heading.setFont(font)
+        layout.addWidget(heading)
+        self.database_environment_note = QLabel()
+        self.database_environment_note.setWordWrap(True)
+        self.database_environment_note.setObjectName("DatabaseFromEnvironment")
+        layout.addWidget(self.database_environment_note)
+        self.sqlite_radio = QRadioButton(_tr("This computer (SQLite in the data folder)"))
+        self.postgres_radio = QRadioButton(_tr("PostgreSQL server"))
+        group = QButtonGroup(self)
+        group.addButton(self.sqlite_radio)
+        group.addButton(self.postgres_radio)
+        layout.addWidget(self.sqlite_radio)
+        layout.addWidget(self.postgres_radio)
+        self.server = QWidget()
+        form = QFormLayout(self.server)
+        form.setContentsMargins(24, 0, 0, 0)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self.database_url_edit = QLineEdit()
+        self.database_url_edit.setPlaceholderText("postgresql://user@host:5432/database")
+        self.database_url_edit.setAccessibleName(_tr("PostgreSQL URL"))
+        form.addRow(_tr("URL"), self.database_url_edit)
+        self.test_button = QPushButton(_tr("Test connection"))
+        self.test_button.setAutoDefault(False)
+        self.test_result = QLabel()
+        self.test_result.setWordWrap(True)
+        self.test_result.setObjectName("DatabaseTestResult")
+        self.test_result.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.test_result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        test_row = QHBoxLayout()
+        test_row.setContentsMargins(0, 0, 0, 0)
+        test_row.addWidget(self.test_button)
+        test_row.addStretch(1)
+        form.addRow("", test_row)
+        layout.addWidget(self.server)
+        self.database_problem = QLabel()
+        self.database_problem.setWordWrap(True)
+        self.database_problem.setObjectName("DatabaseProblem")
+        self.database_problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.driver_note = QLabel(
+            _tr(
+                "The PostgreSQL driver is not installed, so a server cannot be chosen. Install "
+                "it with: pip install 'maka[postgres]', then start Maka again."
+            )
+        )
+        self.driver_note.setWordWrap(True)
+        self.driver_note.setObjectName("PostgresDriverMissing")
+        self.driver_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.database_note = QLabel(
+            _tr(
+                "A password in the URL is kept only in this data folder's settings file, "
+                "readable by you alone, and is shown as ****. Leave it out to have it read from "
+                "PGPASSWORD or your ~/.pgpass file. maka commands using this data folder use the "
+                "same database.\nMore: docs/postgres.md"
+            )
+        )
+        self.database_note.setWordWrap(True)
+        notes = QVBoxLayout()
+        notes.setContentsMargins(24, 0, 0, 0)
+        notes.setSpacing(8)
+        notes.addWidget(self.test_result)
+        notes.addWidget(self.database_problem)
+        notes.addWidget(self.driver_note)
+        notes.addWidget(self.database_note)
+        layout.addLayout(notes)
+        self.restart_note = QLabel()
+        self.restart_note.setWordWrap(True)
+        self.restart_note.setObjectName("DatabaseRestart")
+        layout.addSpacing(4)
+        layout.addWidget(self.restart_note)
+        layout.addStretch(1)
+        self.postgres_radio.toggled.connect(self._database_edited)
+        self.database_url_edit.textChanged.connect(self._database_edited)
+        self.database_url_edit.textChanged.connect(self._forget_test)
+        self.test_button.clicked.connect(self.test_connection)
+        self._bridge.database_tested.connect(self._on_database_tested)
+        self._testing = False
 
     def _number(self, unset: str, maximum: int, suffix: str, digit: int) -> QSpinBox:
         """A whole number where 0 means "not set" (the spin box shows ``unset`` there)."""
@@ -295,9 +401,176 @@ class SettingsDialog(QDialog):
             )
         )
         self.environment_note.setVisible(self._from_environment)
+        self._load_database(current)
         self._update_enabled()
 
+    def _load_database(self, current: SettingsCurrentPush | None) -> None:
+        self._database = current.database if current else "sqlite"
+        self._database_url = current.database_url if current else ""
+        self._database_in_use = current.database_in_use if current else ""
+        self._database_env = current.database_from_environment if current else ""
+        self._postgres_driver = bool(current and current.postgres_driver)
+        self.sqlite_radio.setChecked(self._database == "sqlite")
+        self.postgres_radio.setChecked(self._database == "postgresql")
+        self.database_url_edit.setText(self._database_url)
+        self.database_url_edit.setCursorPosition(0)  # a long URL shows its start: who and where
+        self.database_problem.clear()
+        self.database_problem.setVisible(False)
+        self._show_test("", None)
+        self.driver_note.setVisible(not self._postgres_driver)
+        self.database_environment_note.setText(
+            _tr(
+                "MAKA_DATABASE_URL is set in the environment Maka was started from ({url}), so "
+                "it decides which database is used; this setting applies once it is not set."
+            ).replace("{url}", self._database_env)
+        )
+        self.database_environment_note.setVisible(bool(self._database_env))
+        self._database_edited()
+
+    def test_connection(self) -> None:
+        """Ask the main process to try the server (on a worker thread there: the window stays
+        responsive); the URL's shape is checked here first."""
+        text = self.database_url_edit.text().strip()
+        problem = database_url_problem(text)
+        if problem is not None:
+            self._show_test(
+                f"[{DATABASE_URL_INVALID}] "
+                + _tr("The URL {problem}.").replace("{problem}", problem),
+                Severity.ERROR,
+            )
+            return
+        self._testing = True
+        self.test_button.setEnabled(False)
+        self._show_test(_tr("Connecting…"), None)
+        self._bridge.test_database(None if text == self._database_url else text)
+
+    def _on_database_tested(self, message: DatabaseTestedPush) -> None:
+        if not self._testing:
+            return
+        self._testing = False
+        self.test_button.setEnabled(self.server.isEnabled())
+        if not message.ok:
+            self._show_test(
+                f"[{message.code}] {message.message or describe(message.code or '').sentence}",
+                Severity.ERROR,
+            )
+        elif not message.schema_version:
+            self._show_test(
+                _tr(
+                    "Connected: PostgreSQL {version}. No Maka ledger there yet: Maka creates it "
+                    "when it starts with this setting."
+                ).replace("{version}", message.server_version),
+                Severity.INFO,
+            )
+        else:
+            upgrade = message.schema_version < message.program_schema_version
+            self._show_test(
+                (
+                    _tr(
+                        "Connected: PostgreSQL {version}. The ledger there has schema {schema}; "
+                        "Maka upgrades it to {program} when it starts with this setting."
+                    )
+                    if upgrade
+                    else _tr(
+                        "Connected: PostgreSQL {version}. The ledger there is ready (schema "
+                        "{schema})."
+                    )
+                )
+                .replace("{version}", message.server_version)
+                .replace("{schema}", str(message.schema_version))
+                .replace("{program}", str(message.program_schema_version)),
+                Severity.INFO,
+            )
+
+    def _show_test(self, text: str, severity: Severity | None) -> None:
+        palette = self.test_result.palette()
+        color = (
+            theme.muted_text(palette)
+            if severity is None
+            else theme.success(palette)
+            if severity is Severity.INFO
+            else theme.accent(severity, palette)
+        )
+        palette.setColor(self.test_result.foregroundRole(), color)
+        self.test_result.setPalette(palette)
+        self.test_result.setText(text)
+        self.test_result.setVisible(bool(text))
+
+    def _forget_test(self) -> None:
+        """An edited URL is not the one tested: its result no longer applies."""
+        self._testing = False
+        self.test_button.setEnabled(True)
+        self._show_test("", None)
+
+    def chosen_database(self) -> DatabaseChoice:
+        return "postgresql" if self.postgres_radio.isChecked() else "sqlite"
+
+    def _database_edited(self) -> None:
+        """Enable the URL with the server choice and say when the choice takes effect."""
+        overridden = bool(self._database_env)
+        postgres = self.postgres_radio.isChecked()
+        self.sqlite_radio.setEnabled(not overridden)
+        self.postgres_radio.setEnabled(not overridden and (self._postgres_driver or postgres))
+        self.server.setEnabled(postgres and not overridden)
+        if not self.server.isEnabled():
+            self._testing = False
+            self._show_test("", None)
+        self.database_url_edit.setReadOnly(overridden)
+        self.database_problem.setVisible(False)
+        in_use = self._database_in_use or _tr("this computer's database")
+        if overridden:
+            text = ""
+        elif self._database_changed() or self._database_url_changed():
+            text = _tr(
+                "Maka opens its database once, when it starts: this change applies the next "
+                "time you start Maka. Until then it keeps using {in_use}."
+            ).replace("{in_use}", in_use)
+        else:
+            text = _tr(
+                "In use now: {in_use}. Maka opens its database once, when it starts, so a "
+                "change here applies after a restart."
+            ).replace("{in_use}", in_use)
+        self.restart_note.setText(text)
+        self.restart_note.setVisible(bool(text))
+
+    def _database_changed(self) -> bool:
+        return self.chosen_database() != self._database
+
+    def _database_url_changed(self) -> bool:
+        return self.database_url_edit.text().strip() != self._database_url
+
+    def database_problem_text(self) -> str | None:
+        """Why the Database page cannot be saved (with its code), or None."""
+        if self._database_env or self.chosen_database() != "postgresql":
+            return None
+        if not (self._database_changed() or self._database_url_changed()):
+            return None
+        if not self._postgres_driver:
+            return _tr("[postgres_driver_missing] The PostgreSQL driver is not installed.")
+        problem = database_url_problem(self.database_url_edit.text())
+        if problem is None:
+            return None
+        return f"[{DATABASE_URL_INVALID}] " + _tr(
+            "The URL {problem}; for example postgresql://maka@db.example.org:5432/maka. "
+            "Nothing was saved."
+        ).replace("{problem}", _tr(problem))
+
     def save(self) -> None:
+        problem = self.database_problem_text()
+        if problem is not None:
+            # Nothing is sent: the dialog stays open on the Database page with the reason.
+            self.tabs.setCurrentWidget(self.database_page)
+            self.database_problem.setText(problem)
+            self.database_problem.setVisible(True)
+            self.database_url_edit.setFocus()
+            return
+        database: DatabaseChoice | None = None
+        database_url: str | None = None
+        if not self._database_env:
+            if self._database_changed():
+                database = self.chosen_database()
+            if self._database_url_changed():
+                database_url = self.database_url_edit.text().strip()
         provider = (
             ProviderChoice.OPENAI_COMPATIBLE
             if self.openai_radio.isChecked()
@@ -315,6 +588,8 @@ class SettingsDialog(QDialog):
             safe_resume=self.safe_resume_box.isChecked(),
             auto_resume=self.auto_resume_box.isChecked(),
             provider_tuning=self.tuning(),
+            database=database,
+            database_url=database_url,
         )
         self.accept()
 

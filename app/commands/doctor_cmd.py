@@ -12,8 +12,10 @@ resume made but never started in (``workspace_restore_abandoned``, as ``maka pla
 are listed as notes, not problems: Maka never uses them and the user may remove them. So are
 the snapshots of a session imported without them (``workspace_checkpoints_not_carried``: an
 older export or ``--no-checkpoints``); resume offers to continue with the current files.
-With ``MAKA_DATABASE_URL`` it checks the ledger on that PostgreSQL server instead: its schema
-version and its session leases, held and run out (``storage/ledger/postgres_doctor.py``).
+With ``MAKA_DATABASE_URL`` (or the data folder's Database setting) it checks the ledger on that
+PostgreSQL server instead, with the same checks and codes but SQLite's own integrity and foreign
+key checks (the server enforces its constraints), plus its session leases, held and run out
+(``storage/ledger/postgres_doctor.py``); the workspace checkpoints are this host's data folder's.
 ``--verify-snapshots`` also re-hashes every present snapshot's stored objects against its
 recorded tree, the check a restore makes before it writes (``workspace_checkpoint_damaged``). With
 ``--json`` exactly one JSON document is printed.
@@ -117,8 +119,10 @@ def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[di
     ]
 
 
-def _run_postgres(args: argparse.Namespace, url: str) -> int:
-    """The ledger on PostgreSQL: its schema and its session leases (docs/postgres.md)."""
+def _postgres_leases(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], list[str]] | None:
+    """The ledger on PostgreSQL: the server, its schema and its session leases, as the report's
+    JSON and lines (docs/postgres.md); None after reporting a refusal (no ledger there, an older
+    or newer schema, an unreachable server)."""
     from runtime.ledger.store_ports import StoreRefusal
     from storage.ledger.postgres_doctor import (
         postgres_report,
@@ -139,9 +143,11 @@ def _run_postgres(args: argparse.Namespace, url: str) -> int:
                 f"PROBLEM [{refusal.code}] {refusal.message}",
             ],
         )
-        return EXIT_ERROR
-    _emit(args, report_json(report), report_lines(report))
-    return EXIT_OK
+        return None
+    document = report_json(report)
+    for key in ("ok", "problems", "schemaVersion", "programSchemaVersion", "sessions"):
+        document.pop(key)  # the whole report's, below
+    return document, [f"unfinished runs: {report.unfinished_runs}", *report_lines(report)[3:]]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir = data_dir_from(args)
     try:
-        url = database_url()
+        url = database_url(data_dir)
     except StoreRefusal as refusal:
         bad_url = {"code": str(refusal.code), "message": refusal.message}
         _emit(
@@ -162,18 +168,25 @@ def run(args: argparse.Namespace) -> int:
             [f"PROBLEM [{refusal.code}] {refusal.message}"],
         )
         return EXIT_ERROR
+    server: tuple[dict[str, Any], list[str]] | None = None
     if url is not None:
-        return _run_postgres(args, url)
-    database = data_dir / DATABASE_NAME
+        server = _postgres_leases(args, url)
+        if server is None:
+            return EXIT_ERROR
+        from storage.ledger.postgres_doctor import redacted
+
+        database: Path | str = f"{redacted(url)} (PostgreSQL)"
+    else:
+        database = data_dir / DATABASE_NAME
     privacy = _privacy_problems(data_dir)
     privacy_lines = [f"PROBLEM [{p['code']}] {p['message']}" for p in privacy]
     try:
         store = open_store(data_dir, read_only=True)
     except StoreRefusal as refusal:
-        if refusal.code is StoreCode.STORE_NOT_FOUND:
+        if refusal.code is StoreCode.STORE_NOT_FOUND and server is None:
             # No database, or an empty file (SQLite creates one before its first write; Maka
             # sets it up at its next start): either way there is nothing to check yet.
-            present = database.exists()
+            present = (data_dir / DATABASE_NAME).exists()
             _emit(
                 args,
                 {
@@ -276,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
     document = {
         "database": str(database),
         "present": True,
+        **(server[0] if server is not None else {}),
         **report.to_json(),
         "workspaceCheckpoints": {
             **checkpoints.to_json(),
@@ -293,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
         f"integrity check: {', '.join(report.integrity)}",
         f"sessions: {report.sessions}, runs: {report.runs}, events: {report.events}, "
         f"tool operations: {report.operations}",
+        *(server[1] if server is not None else []),
     ]
     lines.extend(f"workspace {item['cwd']}: marker {item['marker']}" for item in report.workspaces)
     lines.append(

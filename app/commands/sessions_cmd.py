@@ -105,7 +105,7 @@ def _change(args: argparse.Namespace) -> int:
             f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
             EXIT_USAGE,
         )
-    if database_url() is None and not (data_dir / "runtime.sqlite").exists():
+    if database_url(data_dir) is None and not (data_dir / "runtime.sqlite").exists():
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     from app.host.host_client import attach
 
@@ -225,12 +225,12 @@ def _list(args: argparse.Namespace) -> int:
     return _print(args, data_dir, rows, None)
 
 
-def _with_hosts(rows: list[dict[str, Any]]) -> None:
+def _with_hosts(rows: list[dict[str, Any]], data_dir: Path) -> None:
     """On PostgreSQL, each row's ``host``: the holder of the session's live lease (the host
     serving it now), or None when no host holds it (docs/postgres.md)."""
     from storage.ledger.store_open import database_url
 
-    url = database_url()
+    url = database_url(data_dir)
     if url is None or not rows:
         return
     from runtime.ledger.ledger_errors import LedgerError
@@ -247,7 +247,7 @@ def _with_hosts(rows: list[dict[str, Any]]) -> None:
 def _print(
     args: argparse.Namespace, data_dir: Path, rows: list[dict[str, Any]], served: Any
 ) -> int:
-    _with_hosts(rows)
+    _with_hosts(rows, data_dir)
     if args.json:
         document: dict[str, Any] = {"sessions": rows}
         if served is not None:

@@ -41,7 +41,7 @@ from app.host.branch_desktop import (
     with_branch_markers,
     with_branch_prefix,
 )
-from app.host.desktop_settings import DesktopSettings, provider_environment
+from app.host.desktop_settings import DesktopSettings, provider_environment, try_database
 from app.host.host_bootstrap import (
     SessionTakeover,
     now_ms,
@@ -52,6 +52,7 @@ from app.host.host_bootstrap import (
     take_over_expired,
 )
 from app.host.host_services import (
+    DatabaseTest,
     HostServiceError,
     InterruptedRun,
     PlanReport,
@@ -106,6 +107,7 @@ from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
 from runtime.ledger.codes import HostCode, TransferCode
+from runtime.ledger.database_url import masked_database_url
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
@@ -116,6 +118,7 @@ from runtime.providers.provider_registry import build_provider
 from runtime.tools.process_identity import live_tool_processes, stop_tool_process
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.ledger.database_choice import DATABASE_URL_VARIABLE, select_database
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 
 if TYPE_CHECKING:
@@ -163,6 +166,10 @@ class DesktopServices:
         self._safe_resume_default = safe_resume_enabled
         self._clock = clock
         self._settings = DesktopSettings(data_dir)
+        # What ``open_store`` chose at start (the store is opened once; a changed Database
+        # setting applies at the next start).
+        chosen = select_database(data_dir).url
+        self._database_in_use = "" if chosen is None else masked_database_url(chosen)
         self._shells = BackgroundShellRegistry.in_data_dir(data_dir)
         self._sessions: SessionService | None = None
         self._owner_epoch = 0
@@ -811,6 +818,9 @@ class DesktopServices:
     def update_settings(self, change: SettingsChange) -> SettingsView:
         return self._with_flags(self._settings.update(change))
 
+    def test_database(self, database_url: str | None) -> DatabaseTest:
+        return try_database(self._settings.database_url_to_try(database_url))
+
     def resume_flags(self) -> tuple[bool, bool]:  # never None: the settings are here
         """Safe resume and automatic resume now. ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when
         set, decides both (as it always did); else the settings; else what the host was
@@ -830,6 +840,10 @@ class DesktopServices:
             resume_from_environment=SAFE_RESUME_ENV in os.environ,
             safe_resume_enabled=safe,
             provider_from_environment=provider_environment(os.environ),
+            database_from_environment=masked_database_url(
+                os.environ.get(DATABASE_URL_VARIABLE, "").strip()
+            ),
+            database_in_use=self._database_in_use,
         )
 
 

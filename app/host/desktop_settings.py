@@ -2,7 +2,9 @@
 provider (with the OpenAI-compatible provider's waits, context size and tool choice), the step
 limit of a turn (``max_steps``), and Safe resume and automatic resume (``safe_resume``,
 ``auto_resume``; ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, when set, wins). ``maka`` commands read
-the same file for the provider (docs/providers.md).
+the same file for the provider (docs/providers.md). The Database setting (``database``,
+``database_url``: ``storage/ledger/database_choice.py``) is read when the store is opened, by the
+desktop at its start and by every ``maka`` command with this data folder.
 
 Why a file in the data directory: the settings belong with the data they produce (a portable
 data directory keeps its provider), and the main process is the only writer. The API key is stored
@@ -21,12 +23,25 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoice, ProviderTuning
-from app.host.host_services import SettingsChange, SettingsView
+from app.host.host_services import DatabaseTest, SettingsChange, SettingsView
 from app.host.resume_switch import SETTINGS_FILE, read_settings
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.database_url import MASK, has_password, masked_database_url
+from runtime.ledger.store_ports import StoreRefusal
+from storage.ledger.database_choice import (
+    DATABASE_KEY,
+    DATABASE_URL_KEY,
+    INSTALL_HINT,
+    POSTGRESQL,
+    check_database_url,
+    postgres_driver_installed,
+    unmasked_database_url,
+)
 from storage.private_files import ensure_private_dir
 
 __all__ = ["SETTINGS_FILE", "DesktopSettings", "provider_environment"]
@@ -74,6 +89,9 @@ class DesktopSettings:
             safe_resume=values.get("safe_resume") == "1",
             auto_resume=values.get("auto_resume", "1") == "1",
             provider_tuning=_tuning(values),
+            database="postgresql" if values.get(DATABASE_KEY) == POSTGRESQL else "sqlite",
+            database_url=masked_database_url(values.get(DATABASE_URL_KEY, "")),
+            postgres_driver=postgres_driver_installed(),
         )
 
     def stored_safe_resume(self) -> bool | None:
@@ -107,9 +125,17 @@ class DesktopSettings:
                 values["auto_resume"] = "1" if change.auto_resume else "0"
             if change.provider_tuning is not None:
                 values.update(_tuning_values(change.provider_tuning))
+            _change_database(values, change)
             self._write(values)
             self._values = values
         return self.view()
+
+    def database_url_to_try(self, typed: str | None) -> str:
+        """The URL "Test connection" tries: the stored one for ``None``, else ``typed`` with a
+        masked password given back the stored one (as saving it would)."""
+        with self._lock:
+            stored = self._values.get(DATABASE_URL_KEY, "")
+        return stored if typed is None else unmasked_database_url(typed, stored)
 
     def provider_config(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The flat configuration ``build_provider`` reads: the file, then the environment."""
@@ -148,6 +174,30 @@ class DesktopSettings:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
+
+
+def _change_database(values: dict[str, str], change: SettingsChange) -> None:
+    """Apply the Database part of ``change`` to ``values``, or refuse it (nothing is written):
+    ``database_url_invalid`` for a PostgreSQL choice whose URL is not one,
+    ``postgres_driver_missing`` when the driver is not installed. The masked URL the view
+    showed (the password as ``****``) keeps the stored password."""
+    if change.database is not None:
+        values[DATABASE_KEY] = change.database
+    if change.database_url is not None:
+        values[DATABASE_URL_KEY] = unmasked_database_url(
+            change.database_url, values.get(DATABASE_URL_KEY, "")
+        )
+    if values.get(DATABASE_KEY) != POSTGRESQL:
+        return  # the URL is kept as typed for a later choice of the server; SQLite needs none
+    if change.database is None and change.database_url is None:
+        return  # the Database part was not changed: a setting saved earlier stays as it is
+    check_database_url(values.get(DATABASE_URL_KEY, ""), origin="the database URL")
+    if not postgres_driver_installed():
+        raise StoreRefusal(
+            StoreCode.POSTGRES_DRIVER_MISSING,
+            f"the PostgreSQL driver is not installed: run {INSTALL_HINT}, then choose the "
+            "server again",
+        )
 
 
 def _step_limit(value: object) -> int:
@@ -200,3 +250,45 @@ def _tuning(values: Mapping[str, str]) -> ProviderTuning:
         return ProviderTuning.model_validate(fields)
     except ValidationError:
         return ProviderTuning(tool_choice=bool(fields["tool_choice"]))
+
+
+def try_database(url: str) -> DatabaseTest:
+    """Connect to ``url`` read-only and report its version and the ledger's schema there, or the
+    coded failure, with the password never in what is returned."""
+    masked = masked_database_url(url.strip())
+
+    def failed(code: str, message: str) -> DatabaseTest:
+        password = urlsplit(url.strip()).password if has_password(url) else None
+        if password:
+            message = message.replace(password, MASK)
+        return DatabaseTest(False, masked, code=code, message=message)
+
+    try:
+        check_database_url(url, origin="the URL")
+    except StoreRefusal as refusal:
+        return failed(str(refusal.code), refusal.message)
+    if not postgres_driver_installed():
+        return failed(
+            StoreCode.POSTGRES_DRIVER_MISSING.value,
+            f"the PostgreSQL driver is not installed: run {INSTALL_HINT}",
+        )
+    from storage.ledger.postgres_doctor import probe_server
+    from storage.ledger.postgres_schema import SCHEMA_VERSION
+
+    try:
+        version, schema = probe_server(url.strip())
+    except StoreRefusal as refusal:
+        return failed(str(refusal.code), refusal.message)
+    if schema > SCHEMA_VERSION:
+        return failed(
+            StoreCode.SCHEMA_NEWER_THAN_PROGRAM.value,
+            f"the ledger there has schema version {schema}, newer than this Maka's "
+            f"{SCHEMA_VERSION}: upgrade Maka to use it",
+        )
+    return DatabaseTest(
+        True,
+        masked,
+        server_version=version,
+        schema_version=schema,
+        program_schema_version=SCHEMA_VERSION,
+    )

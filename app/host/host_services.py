@@ -30,6 +30,7 @@ from app.bridge_contract import (
     BranchMadePush,
     BranchOptionsListedPush,
     BranchOrigin,
+    DatabaseChoice,
     PermissionDecision,
     ProviderChoice,
     ProviderTuning,
@@ -74,6 +75,30 @@ class SettingsView:
     safe_resume_enabled: bool = False
     provider_from_environment: tuple[str, ...] = ()
     provider_tuning: ProviderTuning = field(default_factory=ProviderTuning)
+    database: DatabaseChoice = "sqlite"
+    """The Database setting: ``"sqlite"`` (the data folder's) or ``"postgresql"``."""
+    database_url: str = ""
+    """The stored PostgreSQL URL with its password masked (never the password itself)."""
+    database_from_environment: str = ""
+    """``MAKA_DATABASE_URL`` (masked) when set: it wins over the setting."""
+    database_in_use: str = ""
+    """The PostgreSQL URL (masked) the running store opened at start; "" = SQLite."""
+    postgres_driver: bool = False
+    """Whether the PostgreSQL driver (the ``postgres`` extra) is installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseTest:
+    """What trying a PostgreSQL server found (the Database page's "Test connection"):
+    ``schema_version`` 0 is a database without a Maka ledger yet."""
+
+    ok: bool
+    database_url: str
+    server_version: str = ""
+    schema_version: int | None = None
+    program_schema_version: int = 0
+    code: str | None = None
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +115,10 @@ class SettingsChange:
     auto_resume: bool | None = None
     provider_tuning: ProviderTuning | None = None
     """The provider's waits, context size and tool choice; ``None`` keeps the stored ones."""
+    database: DatabaseChoice | None = None
+    """The Database setting, applied at the next start; ``None`` keeps it."""
+    database_url: str | None = None
+    """The PostgreSQL URL; ``None`` (or the masked URL the view showed) keeps the stored one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,6 +416,11 @@ class HostServices(Protocol):
         ...
 
     def update_settings(self, change: SettingsChange) -> SettingsView: ...
+
+    def test_database(self, database_url: str | None) -> DatabaseTest:
+        """Try a PostgreSQL server (``None`` or the masked URL shown: the stored one); runs on a
+        worker thread, never raises for a coded failure."""
+        ...
 
     def start_checkpoint_retention(self) -> None:
         """Trim workspace checkpoints in the background (docs/design/workspace.md section 5);

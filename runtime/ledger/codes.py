@@ -92,6 +92,12 @@ class StoreCode(StrEnum):
     # over, or the lease ran out before a T1 or an admission (docs/postgres.md). Nothing was
     # committed.
     SESSION_LEASE_LOST = "session_lease_lost"
+    # The database URL (``MAKA_DATABASE_URL`` or the desktop's Database setting) is not a
+    # PostgreSQL URL Maka can use: another scheme, no host, a port that is not a number.
+    DATABASE_URL_INVALID = "database_url_invalid"
+    # A PostgreSQL URL is selected but the driver (the ``postgres`` extra, psycopg 3) is not
+    # installed.
+    POSTGRES_DRIVER_MISSING = "postgres_driver_missing"
 
 
 class WorkspaceMarkerCode(StrEnum):

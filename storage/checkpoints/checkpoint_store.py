@@ -183,7 +183,9 @@ class GitCheckpointStore:
         env = os.environ if environ is None else environ
         off = env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
         store = cls(data_dir, turned_off=off)
-        if env.get("MAKA_DATABASE_URL", "").strip():
+        from storage.ledger.database_choice import uses_postgres
+
+        if uses_postgres(data_dir, env):
             store.missing_note = (
                 "the ledger is on a PostgreSQL server shared by several hosts, and each host keeps"
                 " its snapshots in its own data folder: a snapshot another host took is in that"

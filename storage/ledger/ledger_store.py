@@ -21,6 +21,7 @@ from pathlib import Path
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
+from storage.ledger.database_choice import with_way_back
 from storage.ledger.ledger_schema import compacts_after, migrate
 from storage.ledger.sqlite_connection import DATABASE_NAME, connect_writer, sqlite_errors
 from storage.ledger.sqlite_store import SqliteLedgerStore
@@ -49,17 +50,23 @@ def open_store(
     Refusals: ``schema_newer_than_program`` (the file is left byte-for-byte untouched, and no
     ``-wal``/``-shm`` file is created), ``store_corrupt`` (not a database, or not one of ours),
     ``store_not_found`` / ``schema_upgrade_required`` (read-only opens only), ``store_locked``.
-    With ``MAKA_DATABASE_URL=postgresql://...`` the ledger lives on that PostgreSQL server instead
+    With ``MAKA_DATABASE_URL=postgresql://...`` (or the data folder's Database setting,
+    ``storage/ledger/database_choice.py``) the ledger lives on that PostgreSQL server instead
     (``storage/ledger/postgres_store.py``; the data folder keeps everything else).
     ``full_rescan`` makes every write rescan its whole run instead of using the incremental
     per-run state (a reference mode for tests; never faster).
     """
-    url = database_url()
+    url = database_url(data_dir)
     if url is not None:
         # Imported only here: the embedded default never loads psycopg.
         from storage.ledger.postgres_store import open_postgres_store
 
-        return open_postgres_store(url, read_only=read_only, full_rescan=full_rescan, clock=clock)
+        try:
+            return open_postgres_store(
+                url, read_only=read_only, full_rescan=full_rescan, clock=clock
+            )
+        except StoreRefusal as refusal:
+            raise with_way_back(refusal, data_dir) from None
     data_dir = Path(data_dir)
     if read_only:
         conn, path = open_read_connection(data_dir)

@@ -1,12 +1,21 @@
-"""``maka doctor`` against the ledger on PostgreSQL (docs/postgres.md): the schema version and
-the session leases, read-only.
+"""``maka doctor`` against the ledger on PostgreSQL (docs/postgres.md): the schema version, the
+session leases and the SQLite doctor's engine-free checks, read-only.
 
 Reported: the server (its URL without a password), the schema version against this program's, how
 many sessions and unfinished runs the ledger holds, every lease held now (session, epoch, owner:
 the host's machine, pid and nonce, and how long it still lasts by the server's clock), and every
 lease that ran out or was given up, marking those whose session has an unfinished run: a running
-``maka host`` takes them over on its next sweep. The SQLite checks (the tool-ledger scanner over
-every run, the projections, the workspace checkpoints) do not run here yet.
+``maka host`` takes them over on its next sweep.
+
+``PostgresLedgerStore.diagnose`` (``postgres_diagnose.py``) runs the SQLite doctor's own checks
+over every run, its events and the workspace facts (``store_doctor.check_ledger``: rows that do
+not decode, ``event_seq`` gaps, the tool-ledger scanner, recovery tails, header and terminal
+event, the projections, the workspace markers, the branches) through the ``sqlite3``-shaped
+connection, so a damaged row is reported with the same code on both engines. Only SQLite's own
+``integrity_check`` and ``foreign_key_check`` have no counterpart: the server enforces its
+constraints itself. ``maka doctor`` then audits the workspace checkpoints against this host's
+data folder as on SQLite (``app/commands/doctor_cmd.py``); ``probe_server`` is the Settings
+dialog's "Test connection".
 """
 
 from __future__ import annotations
@@ -62,6 +71,22 @@ class PostgresReport:
     @property
     def awaiting_takeover(self) -> tuple[LeaseRow, ...]:
         return tuple(lease for lease in self.expired if lease.unfinished)
+
+
+def probe_server(url: str) -> tuple[str, int]:
+    """The Settings dialog's "Test connection": connect read-only and read the server's version
+    and the ledger's schema version there (0: no Maka ledger yet). Refusals are the reader's:
+    ``store_io_failed`` for a server that cannot be reached or refuses the login."""
+    from storage.ledger.postgres_connection import connect
+
+    with sqlite_errors():
+        conn = connect(url, read_only=True)
+    try:
+        with sqlite_errors():
+            version = str(conn.execute("SHOW server_version").fetchone()[0])
+            return version, read_version(conn)
+    finally:
+        conn.close()
 
 
 def redacted(url: str) -> str:
@@ -126,10 +151,6 @@ def report_lines(report: PostgresReport) -> list[str]:
         + (f"  ran out {-lease.expires_in_ms / 1000:.1f} s ago" if lease.owner else "")
         + ("  [unfinished run]" if lease.unfinished else "")
         for lease in report.expired
-    )
-    lines.append(
-        "not checked on PostgreSQL yet: the tool-ledger scan of every run, the projections and"
-        " the workspace checkpoints (each host keeps its snapshots in its own data folder)"
     )
     return lines
 

@@ -62,6 +62,7 @@ from storage.ledger.event_writer import (
     prepare_candidate,
 )
 from storage.ledger.postgres_connection import CALL_TIMEOUT_MS, PostgresConnection, connect
+from storage.ledger.postgres_diagnose import diagnose_postgres
 from storage.ledger.postgres_schema import (
     SCHEMA_VERSION,
     check_tables,
@@ -78,6 +79,7 @@ from storage.ledger.sqlite_connection import (
     translate_sqlite_error,
 )
 from storage.ledger.sqlite_store import SqliteLedgerStore
+from storage.ledger.store_doctor import DoctorReport
 from storage.ledger.timeline_index import timeline_index_of
 from storage.sessions import session_admin
 from storage.sessions.session_export import ParsedExport
@@ -722,10 +724,10 @@ class PostgresLedgerStore(SqliteLedgerStore):
         with self._lock, self._write() as tx:
             return import_parsed(tx, parsed, bulk=False)
 
-    def diagnose(self) -> object:  # type: ignore[override]
-        raise StoreRefusal(
-            StoreCode.STORE_IO_FAILED, "the store doctor does not check PostgreSQL yet"
-        )
+    def diagnose(self) -> DoctorReport:
+        """The doctor's report (reads only, one snapshot): the schema version against this
+        program's, then the SQLite doctor's engine-free checks (``check_ledger``)."""
+        return self._read(diagnose_postgres)
 
 
 class _Runway:

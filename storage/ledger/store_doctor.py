@@ -13,7 +13,8 @@ a ``WorkspaceMarkerCode``):
 - the workspace marker of every session folder that exists is valid (a missing marker is fine:
   it is created when a run starts there).
 
-Nothing is written; the doctor works while another process owns the directory.
+Nothing is written; the doctor works while another process owns the directory. Everything
+after the SQLite checks is ``check_ledger``, which the ledger on PostgreSQL runs too.
 """
 
 from __future__ import annotations
@@ -272,7 +273,8 @@ def _check_workspaces(conn: sqlite3.Connection, report: DoctorReport) -> None:
 
 
 def diagnose(conn: sqlite3.Connection) -> DoctorReport:
-    """Run every check over ``conn`` (read-only is enough)."""
+    """Run every check over ``conn`` (read-only is enough): SQLite's own (the schema version in
+    ``PRAGMA user_version``, ``integrity_check``, ``foreign_key_check``), then ``check_ledger``."""
     report = DoctorReport(read_user_version(conn), SCHEMA_VERSION)
     if report.schema_version != SCHEMA_VERSION:
         report.problems.append(
@@ -289,6 +291,16 @@ def diagnose(conn: sqlite3.Connection) -> DoctorReport:
         report.problems.append(
             DoctorProblem(DoctorCode.FOREIGN_KEY_VIOLATION, f"table {row[0]} row {row[1]}")
         )
+    check_ledger(conn, report)
+    return report
+
+
+def check_ledger(conn: sqlite3.Connection, report: DoctorReport) -> None:
+    """The engine-free checks, added to ``report``: every run's rows, sequence, scanner,
+    recovery tails and header, the projections rebuilt against the stored ones, the workspace
+    markers of the session folders and the branches' source prefixes. Plain SQL through the
+    shared readers, so the PostgreSQL doctor runs them over its ``sqlite3``-shaped connection
+    (``storage/ledger/postgres_doctor.py``)."""
     report.sessions = len(list_sessions(conn))
     derived_ops: list[ToolOperationRecord] = []
     derived_journal: list[ToolJournalRecord] = []
@@ -312,7 +324,6 @@ def diagnose(conn: sqlite3.Connection) -> DoctorReport:
     _compare_projections((derived_ops, derived_journal), stored, skipped, report)
     _check_workspaces(conn, report)
     _check_branches(conn, report)
-    return report
 
 
 def _check_branches(conn: sqlite3.Connection, report: DoctorReport) -> None:

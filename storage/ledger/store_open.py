@@ -8,12 +8,12 @@ the writers, the event model and their validators at start-up.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
+from storage.ledger.database_choice import DATABASE_URL_VARIABLE, database_url
 from storage.ledger.ledger_schema import (
     SCHEMA_VERSION,
     check_tables,
@@ -27,23 +27,13 @@ from storage.ledger.sqlite_connection import (
     sqlite_errors,
 )
 
-DATABASE_URL_VARIABLE = "MAKA_DATABASE_URL"
-_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def database_url() -> str | None:
-    """The PostgreSQL server ``MAKA_DATABASE_URL`` names for the ledger, or None (the default:
-    ``runtime.sqlite`` in the data folder). Any other non-empty value is refused."""
-    url = os.environ.get(DATABASE_URL_VARIABLE, "").strip()
-    if not url:
-        return None
-    if not url.startswith(_POSTGRES_SCHEMES):
-        raise StoreRefusal(
-            StoreCode.STORE_NOT_FOUND,
-            f"{DATABASE_URL_VARIABLE} must be a postgresql:// URL (or unset for the data "
-            "folder's own database)",
-        )
-    return url
+__all__ = [
+    "DATABASE_URL_VARIABLE",
+    "confirm_version_through_wal",
+    "database_url",
+    "file_version",
+    "open_read_connection",
+]
 
 
 def confirm_version_through_wal(path: Path) -> None:

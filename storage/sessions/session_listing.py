@@ -31,7 +31,7 @@ class SessionListing:
 
     @classmethod
     def open(cls, data_dir: Path) -> SessionListing:
-        url = database_url()
+        url = database_url(data_dir)
         if url is not None:  # the ledger on PostgreSQL (docs/postgres.md); psycopg only then
             from storage.ledger.postgres_store import open_postgres_read_connection
 

@@ -1,6 +1,8 @@
 """``maka doctor`` against the ledger on PostgreSQL: the schema version, the leases held and by
-whom, those that ran out (marking the sessions a running host would take over), and a URL that is
-not PostgreSQL's refused with a code, nothing opened (docs/postgres.md)."""
+whom, those that ran out (marking the sessions a running host would take over), the SQLite
+doctor's checks over runs, events and workspace facts (a damaged row reported with the same code
+on both engines), and a URL that is not PostgreSQL's refused with a code, nothing opened
+(docs/postgres.md)."""
 
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def test_doctor_reports_schema_and_leases(tmp_path: Path, postgres_url: str) -> 
 def test_doctor_refuses_a_url_that_is_not_postgresql(tmp_path: Path) -> None:
     result = maka(["doctor", "--json"], tmp_path / "data", env={"MAKA_DATABASE_URL": "mysql://x"})
     assert result.returncode == 1
-    assert json.loads(result.stdout)["problems"][0]["code"] == "store_not_found"
+    assert json.loads(result.stdout)["problems"][0]["code"] == "database_url_invalid"
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists()
 
@@ -92,3 +94,100 @@ def test_sessions_show_each_sessions_host(tmp_path: Path, postgres_url: str) -> 
     assert line.endswith("host machine-a:4242:held")
     (free,) = [line for line in text.stdout.splitlines() if line.startswith("sess-free")]
     assert "host " not in free
+
+
+DAMAGED_CODES = {"event_seq_gap", "header_terminal_mismatch"}
+
+
+def _two_runs(tmp_path: Path, data: Path, env: dict[str, str]) -> None:
+    for name, prompt in (("a", "write hello.txt saying hi"), ("b", "list files")):
+        work = tmp_path / f"work-{name}"
+        work.mkdir(parents=True)
+        ran = maka(["run", "--cwd", str(work), prompt], data, env=env)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+# The same damage on either engine: the last event of the first run moved to event_seq + 100 (a
+# gap), and the second run's header says cancelled while its terminal event says completed. (A
+# payload that no longer decodes is store_corrupt for the whole report on both engines: the
+# checkpoint audit reads every event.)
+_FIRST_RUN = "(SELECT run_id FROM runs ORDER BY created_at, run_id LIMIT 1)"
+_DAMAGE = (
+    (
+        f"UPDATE runtime_events SET event_seq = event_seq + 100 WHERE run_id = {_FIRST_RUN}"
+        " AND event_seq = (SELECT max(event_seq) FROM runtime_events"
+        f" WHERE run_id = {_FIRST_RUN})",
+        (),
+    ),
+    (
+        "UPDATE runs SET status = 'cancelled' WHERE run_id ="
+        " (SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1)",
+        (),
+    ),
+)
+
+
+def _damage_sqlite(data: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(data / "runtime.sqlite")
+    try:
+        with conn:
+            for sql, params in _DAMAGE:
+                assert conn.execute(sql, params).rowcount == 1
+    finally:
+        conn.close()
+
+
+def _damage_postgres(url: str) -> None:
+    from storage.ledger.postgres_connection import connect
+
+    conn = connect(url)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        for sql, params in _DAMAGE:
+            assert conn.execute(sql, params).rowcount == 1
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def _doctor_problems(data: Path, env: dict[str, str]) -> tuple[int, list[dict[str, str]], str]:
+    result = maka(["doctor", "--json"], data, env=env)
+    assert "Traceback" not in result.stderr, result.stderr
+    text = maka(["doctor"], data, env=env)
+    return result.returncode, json.loads(result.stdout)["problems"], text.stdout
+
+
+def test_a_damaged_row_on_the_server_is_reported_with_the_sqlite_doctors_code(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The PostgreSQL doctor runs the SQLite doctor's checks over runs, events and workspace
+    facts: the same damage gives the same codes on the same runs and events."""
+    on_sqlite, on_server = tmp_path / "sqlite-data", tmp_path / "server-data"
+    server_env = {"MAKA_DATABASE_URL": postgres_url}
+    _two_runs(tmp_path / "s", on_sqlite, {})
+    _two_runs(tmp_path / "p", on_server, server_env)
+
+    healthy = maka(["doctor", "--json"], on_server, env=server_env)
+    assert healthy.returncode == 0, healthy.stdout
+    clean = json.loads(healthy.stdout)
+    assert (clean["ok"], clean["problems"], clean["engine"]) == (True, [], "postgresql")
+    assert (clean["sessions"], clean["runs"]) == (2, 2) and clean["events"] > 4
+    assert {item["marker"] for item in clean["workspaces"]} == {"valid"}
+    assert "workspaceCheckpoints" in clean
+    assert clean["awaitingTakeover"] == [], "both runs ended; their leases were given up"
+
+    _damage_sqlite(on_sqlite)
+    _damage_postgres(postgres_url)
+    sqlite_exit, sqlite_problems, _ = _doctor_problems(on_sqlite, {})
+    server_exit, server_problems, server_text = _doctor_problems(on_server, server_env)
+
+    assert sqlite_exit == server_exit == 1
+    assert {p["code"] for p in server_problems} == DAMAGED_CODES
+    assert [p["code"] for p in server_problems] == [p["code"] for p in sqlite_problems]
+    gap = next(p for p in server_problems if p["code"] == "event_seq_gap")
+    assert gap["eventId"] and gap["runId"]
+    assert "PROBLEM [event_seq_gap] run " in server_text
+    assert "PROBLEM [header_terminal_mismatch] run " in server_text
+    assert "2 problem(s) found" in server_text

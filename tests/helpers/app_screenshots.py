@@ -698,6 +698,48 @@ def branch_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-branch-source-marker.png", 2.0)
 
 
+DATABASE_TAB_XY = (307, 27)
+TEST_CONNECTION_XY = (136, 172)
+"""Where the Database tab and Test connection are in the Settings dialog (measured on the widget
+screenshots of ``tests/helpers/settings_demo.py``: the same dialog)."""
+
+
+def database_scene(root: Path, out: Path) -> None:
+    """The real app started on a throwaway PostgreSQL server because of the saved Database setting
+    (no ``MAKA_DATABASE_URL``): Settings › Database shows the server in use, its password masked,
+    and Test connection's answer from the main process."""
+    import json
+
+    from tests.helpers.postgres_cluster import PostgresCluster, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    assert bin_dir is not None, "PostgreSQL's initdb and pg_ctl are needed"
+    cluster = PostgresCluster.start(bin_dir)
+    try:
+        url = cluster.new_database().replace(
+            "postgresql://maka@", "postgresql://maka:shot-secret@", 1
+        )
+        scene = Scene(root, "database", [[{"text": "Hello from the server's ledger."}]])
+        scene.data.mkdir(mode=0o700)
+        settings = scene.data / "settings.json"
+        settings.write_text(json.dumps({"database": "postgresql", "database_url": url}))
+        settings.chmod(0o600)
+        scene.env.pop("MAKA_DATABASE_URL", None)
+        assert scene.run("say hello") == 0
+        with scene.app() as window:
+            time.sleep(2.0)
+            press(window, "ctrl+comma")
+            time.sleep(1.5)
+            dialog = _x("xdotool", "search", "--name", "^Settings$").split()[-1]
+            click(dialog, *DATABASE_TAB_XY)
+            time.sleep(0.5)
+            click(dialog, *TEST_CONNECTION_XY)
+            capture_with_dialogs(window, out / "settings-database-in-app.png", 2.5)
+            press_in_dialog("Escape")
+    finally:
+        cluster.stop()
+
+
 def _settle_only(root: Path, out: Path) -> None:
     settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
 
@@ -713,6 +755,7 @@ _SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
     "auto-write": auto_write_scene,
     "decisions": decisions_scene,
     "branch": branch_scene,
+    "database": database_scene,
 }
 
 

@@ -186,6 +186,9 @@ class FakeBridge(BridgePort):
     def get_settings(self) -> bool:
         return self._record("get_settings")
 
+    def test_database(self, database_url: str | None) -> bool:
+        return self._record("test_database", database_url)
+
     def update_settings(
         self,
         provider: bc.ProviderChoice,
@@ -197,7 +200,16 @@ class FakeBridge(BridgePort):
         safe_resume: bool | None = None,
         auto_resume: bool | None = None,
         provider_tuning: bc.ProviderTuning | None = None,
+        database: bc.DatabaseChoice | None = None,
+        database_url: str | None = None,
     ) -> bool:
+        # The Database setting is recorded (as one ("database", choice, url) item) only when
+        # the dialog sends it, so the calls of the other settings read as before.
+        database_item = (
+            ()
+            if database is None and database_url is None
+            else (("database", database, database_url),)
+        )
         resume = () if safe_resume is None and auto_resume is None else (safe_resume, auto_resume)
         return self._record(
             "update_settings",
@@ -208,4 +220,5 @@ class FakeBridge(BridgePort):
             max_steps,
             *resume,
             *(() if provider_tuning is None else (provider_tuning,)),
+            *database_item,
         )

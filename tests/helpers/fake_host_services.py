@@ -26,6 +26,7 @@ from app.bridge_contract import (
     UserMessageItem,
 )
 from app.host.host_services import (
+    DatabaseTest,
     HostServiceError,
     InterruptedRun,
     PlanReport,
@@ -310,6 +311,12 @@ class FakeHostServices:
             api_key_set=bool(change.openai_api_key),
         )
         return self.settings
+
+    def test_database(self, database_url: str | None) -> DatabaseTest:
+        self._record(f"test_database:{database_url}")
+        return DatabaseTest(
+            ok=True, database_url=database_url or "", server_version="16.4", schema_version=0
+        )
 
     def start_checkpoint_retention(self) -> None:
         self._record("start_checkpoint_retention")

@@ -35,6 +35,10 @@ SAMPLES: list[bc.Message] = [
         openai_model="llama3",
         openai_api_key="sk-secret",
     ),
+    bc.SettingsTestDatabaseRequest(database_url="postgresql://maka:****@db/maka"),
+    bc.DatabaseTestedPush(
+        ok=True, server_version="16.4", schema_version=2, program_schema_version=2
+    ),
     bc.WindowActivateRequest(),
     bc.SessionsRelocateRequest(session_id="s1", cwd="/new/place", correlation_id="r7"),
     bc.SessionsRenameRequest(session_id="s1", title="Release checklist"),

@@ -1,0 +1,161 @@
+"""Which database holds the ledger: ``runtime.sqlite`` in the data folder (the default) or a
+PostgreSQL server, and the checks of a database URL. Never imports psycopg.
+
+Precedence: ``MAKA_DATABASE_URL``, when set and not empty, wins; else the data folder's
+``settings.json`` (the desktop's Settings › Database: ``"database": "postgresql"`` with
+``"database_url"``); else SQLite. The setting lives in the data folder, so the desktop and every
+``maka`` command run with the same data folder open the same ledger.
+
+Why the URL (password included, when the user typed one) is kept in ``settings.json``: the file
+already holds the provider's API key, is written atomically with mode 0600 in a 0700 folder, and
+its only writer is the main process. The password is never sent back to the window (it sees
+``masked_database_url``), never logged and never printed by ``maka doctor``. A URL without a
+password works too: libpq then reads ``PGPASSWORD`` or the passfile (``~/.pgpass``,
+``PGPASSFILE``), which is the way to keep the password out of the data folder entirely.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit, urlunsplit
+
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.database_url import EXPECTED, MASK, database_url_problem
+from runtime.ledger.store_ports import StoreRefusal
+
+DATABASE_URL_VARIABLE = "MAKA_DATABASE_URL"
+SETTINGS_FILE = "settings.json"
+DATABASE_KEY = "database"
+"""``settings.json``: ``"sqlite"`` (or missing) or ``"postgresql"``."""
+DATABASE_URL_KEY = "database_url"
+"""``settings.json``: the PostgreSQL URL, kept while SQLite is chosen so it can be chosen again."""
+POSTGRESQL = "postgresql"
+SQLITE = "sqlite"
+INSTALL_HINT = "pip install 'maka[postgres]'"
+
+
+class DatabaseSource(StrEnum):
+    DEFAULT = "default"
+    SETTING = "setting"
+    ENVIRONMENT = "environment"
+
+
+class DatabaseSelection(NamedTuple):
+    """The URL of the PostgreSQL ledger (None: SQLite in the data folder) and what chose it.
+    (A named tuple: ``maka sessions`` starts without ``dataclasses``.)"""
+
+    url: str | None
+    source: DatabaseSource
+
+
+def check_database_url(url: str, *, origin: str = "the database URL") -> str:
+    """``url`` stripped, or ``database_url_invalid`` saying what is wrong with it (``origin``
+    names where it came from). Checks the shape only; no connection is made."""
+    problem = database_url_problem(url)
+    if problem is not None:
+        raise StoreRefusal(
+            StoreCode.DATABASE_URL_INVALID, f"{origin} {problem}; expected {EXPECTED}"
+        )
+    return url.strip()
+
+
+def unmasked_database_url(url: str, stored: str) -> str:
+    """``url`` as typed, with a ``****`` password (the masked URL shown, perhaps edited) given
+    back the stored URL's password: the window never holds the password, yet saving what it
+    shows keeps it."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        password = parts.password
+        old = urlsplit(stored).password  # as written in the URL (percent-encoded)
+    except ValueError:
+        return text
+    if password != MASK or old is None:
+        return text
+    userinfo, _sep, hostport = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    netloc = f"{user}:{old}@{hostport}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def postgres_driver_installed() -> bool:
+    """Whether psycopg can be imported (asked without importing it)."""
+    return importlib.util.find_spec("psycopg") is not None
+
+
+def stored_database(data_dir: Path) -> tuple[str, str]:
+    """The data folder's Database setting: (``"sqlite"`` or ``"postgresql"``, the stored URL).
+    A missing, unreadable or damaged file reads as the default."""
+    try:
+        raw = json.loads((Path(data_dir) / SETTINGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return SQLITE, ""
+    if not isinstance(raw, dict):
+        return SQLITE, ""
+    choice = raw.get(DATABASE_KEY)
+    url = raw.get(DATABASE_URL_KEY)
+    url = url if isinstance(url, str) else ""
+    return (POSTGRESQL if choice == POSTGRESQL else SQLITE), url
+
+
+def select_database(
+    data_dir: Path | None, environ: Mapping[str, str] | None = None
+) -> DatabaseSelection:
+    """Which database the ledger is in, unchecked (see the module for the precedence)."""
+    env = os.environ if environ is None else environ
+    from_env = env.get(DATABASE_URL_VARIABLE, "").strip()
+    if from_env:
+        return DatabaseSelection(from_env, DatabaseSource.ENVIRONMENT)
+    if data_dir is not None:
+        choice, url = stored_database(data_dir)
+        if choice == POSTGRESQL:
+            return DatabaseSelection(url.strip(), DatabaseSource.SETTING)
+    return DatabaseSelection(None, DatabaseSource.DEFAULT)
+
+
+def database_url(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The PostgreSQL server the ledger is on, or None (the default: ``runtime.sqlite`` in the
+    data folder). Refused: a URL that is not PostgreSQL's (``database_url_invalid``), or one
+    without the driver installed (``postgres_driver_missing``)."""
+    selection = select_database(data_dir, environ)
+    if selection.url is None:
+        return None
+    origin = (
+        DATABASE_URL_VARIABLE
+        if selection.source is DatabaseSource.ENVIRONMENT
+        else f"the Database setting in {Path(str(data_dir)) / SETTINGS_FILE}"
+    )
+    url = check_database_url(selection.url, origin=origin)
+    if not postgres_driver_installed():
+        raise StoreRefusal(
+            StoreCode.POSTGRES_DRIVER_MISSING,
+            f"{origin} selects a PostgreSQL server, but its driver is not installed: run "
+            f"{INSTALL_HINT} (or choose this computer's database)",
+        )
+    return url
+
+
+def uses_postgres(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a PostgreSQL server is selected (valid or not); never raises."""
+    return select_database(data_dir, environ).url is not None
+
+
+def with_way_back(refusal: StoreRefusal, data_dir: Path) -> StoreRefusal:
+    """``refusal`` of a server the Database setting chose (not the variable), saying how to start
+    with this computer's database again: the window's Settings cannot be opened while the store
+    is refused."""
+    if select_database(data_dir).source is not DatabaseSource.SETTING:
+        return refusal
+    path = Path(data_dir) / SETTINGS_FILE
+    return StoreRefusal(
+        refusal.code,
+        f"{refusal.message} (this PostgreSQL server was chosen in Settings › Database; to start "
+        f'with this computer\'s database instead, set "{DATABASE_KEY}" to "{SQLITE}" in {path})',
+        refusal.event_id,
+    )
