@@ -205,10 +205,9 @@ class HostRefusal(CodedError):
 def _known_code(value: str) -> StrEnum | None:
     from runtime.ledger import codes
 
-    for table in vars(codes).values():
-        if isinstance(table, type) and issubclass(table, StrEnum) and table is not StrEnum:
-            with contextlib.suppress(ValueError):
-                return table(value)
+    for table in codes.code_enums():
+        with contextlib.suppress(ValueError):
+            return table(value)
     return None
 
 
