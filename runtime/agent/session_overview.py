@@ -8,11 +8,16 @@ the run loop nor the tools nor the providers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
-from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
+from runtime.continuation.resume_candidate import (
+    RESUMABLE_STATUSES,
+    interrupted_by_restart,
+    restart_interrupted,
+    resume_candidate,
+)
 from runtime.ledger.branch_facts import BranchListing, BranchRecord
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.ledger.store_ports import RunFact, RunHeader, RunStatus, SessionRecord
 
 
 class SessionLister(Protocol):
@@ -21,6 +26,14 @@ class SessionLister(Protocol):
     def list_sessions(self) -> Sequence[SessionRecord]: ...
 
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+
+@runtime_checkable
+class RunFactListing(Protocol):
+    """A reader that gives every run's list columns in one query
+    (``storage.sessions.session_listing``): a list of sessions needs no whole headers."""
+
+    def list_run_facts(self) -> Sequence[RunFact]: ...
 
 
 class SessionOverview(NamedTuple):
@@ -78,4 +91,60 @@ def list_session_overviews(reader: SessionLister) -> list[SessionOverview]:
     """Every session, oldest first (works on a read-only store)."""
     sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
     branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
+    if isinstance(reader, RunFactListing):
+        return _overviews_of_facts(sessions, branches, reader.list_run_facts())
     return [session_overview(reader, record, branches) for record in sessions]
+
+
+def _overviews_of_facts(
+    sessions: Sequence[SessionRecord], branches: Sequence[BranchRecord], facts: Sequence[RunFact]
+) -> list[SessionOverview]:
+    """``session_overview`` of every session at once, from every run's list columns: the same
+    rows, without a header per run or a pass over the runs and branches per session."""
+    latest: dict[str, RunFact] = {}  # newest creation time, then the greatest run id
+    counts: dict[str, int] = {}
+    updated: dict[str, int] = {}
+    for fact in facts:
+        session_id = fact[0]
+        known = latest.get(session_id)
+        if known is None:
+            latest[session_id] = fact
+            counts[session_id] = 1
+            updated[session_id] = fact[5]
+            continue
+        if (fact[4], fact[1]) > (known[4], known[1]):
+            latest[session_id] = fact
+        counts[session_id] += 1
+        updated[session_id] = max(updated[session_id], fact[5])
+    branched_from: dict[str, BranchRecord] = {}
+    made: dict[str, list[tuple[str, str]]] = {}
+    for branch in branches:
+        branched_from.setdefault(branch.session_id, branch)
+        made.setdefault(branch.source_session_id, []).append(
+            (branch.session_id, branch.boundary_event_id)
+        )
+    overviews: list[SessionOverview] = []
+    for record in sessions:
+        session_id = record.session_id
+        last = latest.get(session_id)
+        status = last[2] if last is not None else None
+        failure_class = last[3] if last is not None else None
+        last_update = updated.get(session_id)
+        overviews.append(
+            SessionOverview(
+                session=record,
+                last_run_status=status,
+                failure_class=failure_class,
+                interrupted=status is not None and interrupted_by_restart(status, failure_class),
+                run_count=counts.get(session_id, 0),
+                last_activity_at=(
+                    record.created_at
+                    if last_update is None
+                    else max(record.created_at, last_update)
+                ),
+                resumable=status in RESUMABLE_STATUSES,
+                branched_from=branched_from.get(session_id),
+                branches=tuple(made.get(session_id, ())),
+            )
+        )
+    return overviews

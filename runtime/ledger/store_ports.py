@@ -29,6 +29,10 @@ class RunStatus(StrEnum):
 
 TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
 
+RunFact = tuple[str, str, RunStatus, str | None, int, int]
+"""What a list of sessions reads of a run instead of its whole header: session id, run id,
+status, failure class, creation and last update (ms)."""
+
 EVENT_STATUS_TO_RUN: Mapping[str, RunStatus] = MappingProxyType(
     {
         "completed": RunStatus.COMPLETED,
