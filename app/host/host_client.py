@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import stat
 import sys
-import threading
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -39,6 +37,7 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode
 
 if TYPE_CHECKING:
+    import queue
     import socket
 
     from app.bridge_contract import HostKind, Message
@@ -58,6 +57,8 @@ class HostClient:
     """One authenticated connection; requests are answered in order, one at a time."""
 
     def __init__(self, sock: socket.socket, host_kind: HostKind, host_pid: int | None) -> None:
+        import threading  # with a host only, as ``queue`` (``maka sessions`` alone stays small)
+
         from app.bridge_contract import PUSH_KINDS, FrameReader
 
         self._sock = sock
@@ -118,6 +119,9 @@ class HostClient:
         viewer's session being driven by another client, heard while this terminal waits for
         its user) and returns True when it took it; the others are answers, for ``ask`` and
         ``receive`` as before. ``stopped`` is told once when the host goes away."""
+        import queue
+        import threading
+
         inbox: queue.Queue[Message | HostConnectionError] = queue.Queue()
         self._sock.settimeout(None)
         pending, self._pending = self._pending, []
@@ -161,6 +165,8 @@ class HostClient:
         inbox = self._inbox
         if inbox is None:
             return self._read_one()
+        import queue
+
         try:
             item = inbox.get(timeout=self._timeout)
         except queue.Empty:
