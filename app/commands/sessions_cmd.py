@@ -15,7 +15,6 @@ like ``maka run`` (``store_locked`` while the desktop is open: use its menu inst
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -172,6 +171,8 @@ def _print(
 ) -> int:
     _with_hosts(rows)
     if args.json:
+        import json  # only here: the text list does without it (start-up time)
+
         document: dict[str, Any] = {"sessions": rows}
         if served is not None:
             document["servedBy"] = served

@@ -19,7 +19,6 @@ Body (``protocol: "branch_start_v1"``)::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -110,6 +109,8 @@ def branch_record(fact: Mapping[str, Any], created_at: int) -> BranchRecord:
 
 def record_from_bytes(payload: bytes, created_at: int) -> BranchRecord:
     """The record of stored fact bytes; raises ``ValueError`` when they are not canonical."""
+    import json
+
     from runtime.ledger.canonical_codec import canonical_json_bytes
 
     body = json.loads(payload)

@@ -10,7 +10,6 @@ retry, with different ones an ``identity_conflict``.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -112,7 +111,11 @@ def list_sessions(conn: sqlite3.Connection) -> list[SessionRecord]:
 
 def header_from_row(row: Sequence[Any]) -> RunHeader:
     try:
-        source = json.loads(row[10]) if row[10] is not None else None
+        source = None
+        if row[10] is not None:
+            import json  # a continuation's header only: a list of sessions does without it
+
+            source = json.loads(row[10])
         return RunHeader(
             run_id=row[0],
             session_id=row[1],
@@ -189,6 +192,8 @@ def list_run_facts(conn: sqlite3.Connection) -> list[RunFact]:
             if status is None:
                 status = statuses[value] = RunStatus(value)
             if source is not None:
+                import json
+
                 json.loads(source)
         except (ValueError, TypeError) as error:
             raise StoreRefusal(
