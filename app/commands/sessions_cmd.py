@@ -21,7 +21,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
-from app.host.session_rows import session_row
+from app.host.session_rows import may_await_repair, session_row
 from runtime.ledger.codes import HostCode, StoreCode
 
 # A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the SESSION or
@@ -141,7 +141,9 @@ def _list(args: argparse.Namespace) -> int:
     else:
         with listing:
             overviews = list_session_overviews(listing)
-    unowned = _nobody_owns(data_dir) if overviews else False
+    # Whether anybody owns the folder matters only to a row whose last run is still marked
+    # created or running (``session_row``): the lock is tested only then.
+    unowned = _nobody_owns(data_dir) if any(map(may_await_repair, overviews)) else False
     folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
     rows = [session_row(overview, unowned, folders) for overview in overviews]
     return _print(args, data_dir, rows, None)

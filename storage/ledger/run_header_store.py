@@ -103,7 +103,7 @@ def list_sessions(conn: sqlite3.Connection) -> list[SessionRecord]:
     rows = conn.execute(
         "SELECT session_id, cwd, title, created_at FROM sessions ORDER BY created_at, session_id"
     ).fetchall()
-    return [_session_from_row(row) for row in rows]
+    return list(map(SessionRecord._make, rows))  # the columns in the record's order
 
 
 # ---- run headers ------------------------------------------------------------------------------
