@@ -22,13 +22,7 @@ from typing import Any
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from app.host.session_rows import may_await_repair, session_row
-from runtime.ledger.codes import HostCode, StoreCode
-
-# A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the SESSION or
-# FOLDER given cannot be used: no such session, no such folder, a folder of another workspace or
-# without a marker, a damaged marker; the same folder mistakes ``maka run --cwd`` refuses with 2.
-# Only a session that recorded no workspace identity is refused whatever folder is given: exit 1.
-_STATE_REFUSALS = frozenset({HostCode.WORKSPACE_IDENTITY_MISSING})
+from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
 
 SAFE_RESUME_OFF = (
     "Safe resume is off: maka resume continues no session until it is turned on in the "
@@ -89,13 +83,13 @@ def _change(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
         raise CliError(
-            HostCode.CONFIRMATION_REQUIRED,
+            codes.HostCode.CONFIRMATION_REQUIRED,
             f"removing deletes the session's history; save it first with 'maka export "
             f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
             EXIT_USAGE,
         )
     if database_url() is None and not (data_dir / "runtime.sqlite").exists():
-        raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+        raise CliError(codes.StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     with owned_store(data_dir) as store:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
@@ -111,7 +105,13 @@ def _change(args: argparse.Namespace) -> int:
                 removed = remove_session(store, args.session, lifecycle)
                 print(f"removed session {args.session} ({removed.title}); {removed.cwd} untouched")
         except SessionChangeRefused as refusal:
-            exit_code = EXIT_ERROR if refusal.code in _STATE_REFUSALS else EXIT_USAGE
+            # A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the
+            # SESSION or FOLDER given cannot be used: no such session, no such folder, a folder of
+            # another workspace or without a marker, a damaged marker; the same folder mistakes
+            # ``maka run --cwd`` refuses with 2. Only a session that recorded no workspace
+            # identity is refused whatever folder is given: exit 1.
+            state = refusal.code == codes.HostCode.WORKSPACE_IDENTITY_MISSING
+            exit_code = EXIT_ERROR if state else EXIT_USAGE
             raise CliError(refusal.code, refusal.message, exit_code) from None
         except LedgerError as error:
             usage = error.code in ("session_not_found", "identity_conflict")
@@ -123,7 +123,6 @@ def _list(args: argparse.Namespace) -> int:
     # Only what listing needs: no run loop, tools, providers or store writers (start-up time).
     from app.host.host_client import attach
     from runtime.agent.session_overview import SessionOverview, list_session_overviews
-    from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
     from storage.sessions.session_listing import SessionListing
 
@@ -136,7 +135,7 @@ def _list(args: argparse.Namespace) -> int:
     try:
         listing = SessionListing.open(data_dir)
     except LedgerError as error:
-        if error.code != StoreCode.STORE_NOT_FOUND:
+        if error.code != codes.StoreCode.STORE_NOT_FOUND:
             raise CliError(error.code, error.message) from None
     else:
         with listing:
@@ -219,7 +218,7 @@ def _list_from_host(args: argparse.Namespace, data_dir: Path, host: Any) -> int:
 
     answer = host.ask(SessionsOverviewRequest())
     if not isinstance(answer, SessionsOverviewedPush):
-        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+        raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     served = {"host": str(host.host_kind), "pid": host.host_pid}
     return _print(args, data_dir, rows_from_wire(answer.rows), served)
 

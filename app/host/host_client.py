@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.host.ipc_endpoint import find_endpoint, terminal_token_path
+from runtime.ledger import codes  # ``codes.HostCode`` when an error is made: loaded only then
 from runtime.ledger.coded_error import CodedError
-from runtime.ledger.codes import HostCode
 
 if TYPE_CHECKING:
     import queue
@@ -190,7 +190,7 @@ class HostClient:
                 self._pending.extend(self._reader.feed(data))
             except BridgeProtocolError as error:
                 raise HostConnectionError(
-                    HostCode.HOST_UNREACHABLE,
+                    codes.HostCode.HOST_UNREACHABLE,
                     f"the running Maka sent something this version cannot read ({error.code})",
                 ) from None
         return self._pending.pop(0)
@@ -203,14 +203,12 @@ class HostRefusal(CodedError):
     def __init__(self, code: str, message: str) -> None:
         known = _known_code(code)
         if known is None:
-            super().__init__(HostCode.HOST_UNREACHABLE, f"the running Maka refused ({code})")
+            super().__init__(codes.HostCode.HOST_UNREACHABLE, f"the running Maka refused ({code})")
         else:
             super().__init__(known, message)
 
 
 def _known_code(value: str) -> StrEnum | None:
-    from runtime.ledger import codes
-
     for table in codes.code_enums():
         with contextlib.suppress(ValueError):
             return table(value)
@@ -219,7 +217,7 @@ def _known_code(value: str) -> StrEnum | None:
 
 def _stopped() -> HostConnectionError:
     return HostConnectionError(
-        HostCode.HOST_STOPPED,
+        codes.HostCode.HOST_STOPPED,
         "the Maka window or host serving this data folder stopped before answering; run the "
         "command again (the next start repairs what it left)",
     )
@@ -298,13 +296,13 @@ def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostC
     answer = client._read_one()
     if isinstance(answer, HelloRejectedPush):
         raise HostConnectionError(
-            HostCode.HOST_UNREACHABLE,
+            codes.HostCode.HOST_UNREACHABLE,
             f"the Maka serving this data folder refused this command ({answer.code}: "
             f"{answer.message})",
         )
     if not isinstance(answer, HelloOkPush):
         raise HostConnectionError(
-            HostCode.HOST_UNREACHABLE, "the Maka serving this data folder did not say hello"
+            codes.HostCode.HOST_UNREACHABLE, "the Maka serving this data folder did not say hello"
         )
     client.host_kind = answer.host_kind
     client.host_pid = answer.host_pid

@@ -81,7 +81,7 @@ _WHERE: dict[str, str] = {
     "DiagnosticCode": "runtime.ledger.codes_recovery",
     "ParkReason": "runtime.ledger.codes_recovery",
     "RevalidationCode": "runtime.ledger.codes_recovery",
-    "FailureClass": "runtime.ledger.codes_host",
+    "FailureClass": "runtime.ledger.codes_ledger",
     "RecoveryReasonCode": "runtime.ledger.codes_host",
     "AttestationRefusal": "runtime.ledger.codes_host",
     "LedgerFileCode": "runtime.ledger.codes_host",
@@ -94,12 +94,12 @@ if TYPE_CHECKING:
     from runtime.ledger.codes_host import (
         AttestationRefusal,
         DoctorCode,
-        FailureClass,
         HostCode,
         LedgerFileCode,
         RecoveryReasonCode,
     )
     from runtime.ledger.codes_ledger import (
+        FailureClass,
         Lane,
         ScanIssueCode,
         StoreCode,

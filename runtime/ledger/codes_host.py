@@ -1,4 +1,4 @@
-"""Run endings, recovery decisions, attestations, ledger files, the doctor's findings and the
+"""Recovery decisions, attestations, ledger files, the doctor's findings and the
 host's and the CLI's own refusals.
 
 Part of ``runtime/ledger/codes.py`` (import the codes from there): append-only, never rename a
@@ -7,16 +7,6 @@ member or reuse a value for another meaning."""
 from __future__ import annotations
 
 from enum import StrEnum
-
-
-class FailureClass(StrEnum):
-    """Run endings (``stateDelta.failureClass`` of a terminal event, ``runs.failure_class``)."""
-
-    APP_RESTARTED = "app_restarted"
-    PROVIDER_ERROR = "provider_error"
-    TOOL_BOUNDARY_FAILED = "tool_boundary_failed"
-    CANCELLED_BY_USER = "cancelled_by_user"
-    CONTINUATION_REVALIDATION_FAILED = "continuation_revalidation_failed"
 
 
 class RecoveryReasonCode(StrEnum):

@@ -1,5 +1,5 @@
 """The ledger's and the store's codes: lanes, scanner issues, transitions, writer and
-database refusals.
+database refusals, run endings.
 
 Part of ``runtime/ledger/codes.py`` (import the codes from there): append-only, never rename a
 member or reuse a value for another meaning."""
@@ -91,3 +91,13 @@ class StoreCode(StrEnum):
     # over, or the lease ran out before a T1 or an admission (docs/postgres.md). Nothing was
     # committed.
     SESSION_LEASE_LOST = "session_lease_lost"
+
+
+class FailureClass(StrEnum):
+    """Run endings (``stateDelta.failureClass`` of a terminal event, ``runs.failure_class``)."""
+
+    APP_RESTARTED = "app_restarted"
+    PROVIDER_ERROR = "provider_error"
+    TOOL_BOUNDARY_FAILED = "tool_boundary_failed"
+    CANCELLED_BY_USER = "cancelled_by_user"
+    CONTINUATION_REVALIDATION_FAILED = "continuation_revalidation_failed"
