@@ -101,21 +101,22 @@ def _overviews_of_facts(
 ) -> list[SessionOverview]:
     """``session_overview`` of every session at once, from every run's list columns: the same
     rows, without a header per run or a pass over the runs and branches per session."""
-    latest: dict[str, RunFact] = {}  # newest creation time, then the greatest run id
+    # Per session: the newest run (creation time, then the greatest run id) as
+    # (created_at, run_id, status, failure_class), the number of runs and the last update.
+    latest: dict[str, tuple[int, str, RunStatus, str | None]] = {}
     counts: dict[str, int] = {}
     updated: dict[str, int] = {}
-    for fact in facts:
-        session_id = fact[0]
+    for session_id, run_id, status, failure_class, created_at, updated_at in facts:
         known = latest.get(session_id)
         if known is None:
-            latest[session_id] = fact
+            latest[session_id] = (created_at, run_id, status, failure_class)
             counts[session_id] = 1
-            updated[session_id] = fact[5]
+            updated[session_id] = updated_at
             continue
-        if (fact[4], fact[1]) > (known[4], known[1]):
-            latest[session_id] = fact
+        if created_at > known[0] or (created_at == known[0] and run_id > known[1]):
+            latest[session_id] = (created_at, run_id, status, failure_class)
         counts[session_id] += 1
-        updated[session_id] = max(updated[session_id], fact[5])
+        updated[session_id] = max(updated[session_id], updated_at)
     branched_from: dict[str, BranchRecord] = {}
     made: dict[str, list[tuple[str, str]]] = {}
     for branch in branches:
@@ -124,27 +125,38 @@ def _overviews_of_facts(
             (branch.session_id, branch.boundary_event_id)
         )
     overviews: list[SessionOverview] = []
+    append = overviews.append
     for record in sessions:
         session_id = record.session_id
         last = latest.get(session_id)
-        status = last[2] if last is not None else None
-        failure_class = last[3] if last is not None else None
-        last_update = updated.get(session_id)
-        overviews.append(
+        if last is None:
+            append(
+                SessionOverview(
+                    record,
+                    None,
+                    None,
+                    False,
+                    0,
+                    record.created_at,
+                    False,
+                    branched_from.get(session_id),
+                    tuple(made.get(session_id, ())),
+                )
+            )
+            continue
+        _, _, status, failure_class = last
+        last_update = updated[session_id]
+        append(
             SessionOverview(
-                session=record,
-                last_run_status=status,
-                failure_class=failure_class,
-                interrupted=status is not None and interrupted_by_restart(status, failure_class),
-                run_count=counts.get(session_id, 0),
-                last_activity_at=(
-                    record.created_at
-                    if last_update is None
-                    else max(record.created_at, last_update)
-                ),
-                resumable=status in RESUMABLE_STATUSES,
-                branched_from=branched_from.get(session_id),
-                branches=tuple(made.get(session_id, ())),
+                record,  # session
+                status,  # last_run_status
+                failure_class,
+                interrupted_by_restart(status, failure_class),  # interrupted
+                counts[session_id],  # run_count
+                max(record.created_at, last_update),  # last_activity_at
+                status in RESUMABLE_STATUSES,  # resumable
+                branched_from.get(session_id),
+                tuple(made.get(session_id, ())),  # branches
             )
         )
     return overviews
