@@ -4,11 +4,11 @@
 Codes are persisted and shown verbatim; never rename a member or reuse a value for another
 meaning. Sentences and severities for the user live in one presentation table, not here.
 
-Import every code from this module. The enums are defined in four modules beside it
-(``codes_ledger``, ``codes_workspace``, ``codes_recovery``, ``codes_host``) and each is loaded
-the first time one of its enums is asked for: creating an enum member is the costliest part of
-Python's enum machinery, and a small command (``maka sessions``) needs a fifth of the ~270
-members. :func:`code_enums` loads and lists them all.
+Import every code from this module. The enums are defined in five modules beside it
+(``codes_ledger``, ``codes_store``, ``codes_workspace``, ``codes_recovery``, ``codes_host``),
+and each is loaded the first time one of its enums is asked for: creating an enum member is the
+costliest part of Python's enum machinery, and a small command needs few of the ~270 members
+(``maka sessions`` only ``codes_store``'s 21). :func:`code_enums` loads and lists them all.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ _WHERE: dict[str, str] = {
     "ScanIssueCode": "runtime.ledger.codes_ledger",
     "TransitionKind": "runtime.ledger.codes_ledger",
     "WriterRejectionCode": "runtime.ledger.codes_ledger",
-    "StoreCode": "runtime.ledger.codes_ledger",
+    "StoreCode": "runtime.ledger.codes_store",
     "WorkspaceMarkerCode": "runtime.ledger.codes_workspace",
     "CheckpointUnavailableCode": "runtime.ledger.codes_workspace",
     "CheckpointFailureCode": "runtime.ledger.codes_workspace",
@@ -81,7 +81,7 @@ _WHERE: dict[str, str] = {
     "DiagnosticCode": "runtime.ledger.codes_recovery",
     "ParkReason": "runtime.ledger.codes_recovery",
     "RevalidationCode": "runtime.ledger.codes_recovery",
-    "FailureClass": "runtime.ledger.codes_ledger",
+    "FailureClass": "runtime.ledger.codes_store",
     "RecoveryReasonCode": "runtime.ledger.codes_host",
     "AttestationRefusal": "runtime.ledger.codes_host",
     "LedgerFileCode": "runtime.ledger.codes_host",
@@ -99,10 +99,8 @@ if TYPE_CHECKING:
         RecoveryReasonCode,
     )
     from runtime.ledger.codes_ledger import (
-        FailureClass,
         Lane,
         ScanIssueCode,
-        StoreCode,
         TransitionKind,
         WriterRejectionCode,
     )
@@ -118,6 +116,7 @@ if TYPE_CHECKING:
         RevalidationCode,
         SettlementOrigin,
     )
+    from runtime.ledger.codes_store import FailureClass, StoreCode
     from runtime.ledger.codes_workspace import (
         BranchCode,
         BundleCode,

@@ -14,7 +14,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from runtime.ledger.codes import ScanIssueCode, StoreCode, WriterRejectionCode
+from runtime.ledger import codes  # the writers' codes load when a write is refused
+from runtime.ledger.codes import StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
     TERMINAL_RUN_STATUSES,
@@ -34,7 +35,7 @@ _RUN_COLUMNS = (
 def _require_text(value: object, name: str) -> str:
     if not isinstance(value, str) or not value:
         raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT, f"{name} must be a non-empty string"
+            codes.WriterRejectionCode.IDENTITY_CONFLICT, f"{name} must be a non-empty string"
         )
     return value
 
@@ -42,7 +43,7 @@ def _require_text(value: object, name: str) -> str:
 def _require_time(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT, f"{name} must be a non-negative integer"
+            codes.WriterRejectionCode.IDENTITY_CONFLICT, f"{name} must be a non-negative integer"
         )
     return value
 
@@ -58,13 +59,15 @@ def insert_session(conn: sqlite3.Connection, session: SessionRecord) -> bool:
     """Create a session; ``False`` for an identical retry, ``identity_conflict`` otherwise."""
     _require_text(session.session_id, "session_id")
     if not isinstance(session.cwd, str) or not isinstance(session.title, str):
-        raise StoreRefusal(WriterRejectionCode.IDENTITY_CONFLICT, "cwd and title must be strings")
+        raise StoreRefusal(
+            codes.WriterRejectionCode.IDENTITY_CONFLICT, "cwd and title must be strings"
+        )
     _require_time(session.created_at, "created_at")
     existing = read_session(conn, session.session_id)
     if existing is not None:
         if existing != session:
             raise StoreRefusal(
-                WriterRejectionCode.IDENTITY_CONFLICT,
+                codes.WriterRejectionCode.IDENTITY_CONFLICT,
                 f"session {session.session_id} already exists with other values",
             )
         return False
@@ -82,7 +85,7 @@ def name_new_session(
     ``default_title`` (a session made by the desktop is named after its folder until its first
     message names it). True when it changed."""
     if not isinstance(title, str) or not title:
-        raise StoreRefusal(WriterRejectionCode.IDENTITY_CONFLICT, "a title must be text")
+        raise StoreRefusal(codes.WriterRejectionCode.IDENTITY_CONFLICT, "a title must be text")
     changed = conn.execute(
         "UPDATE sessions SET title = ? WHERE session_id = ? AND title = ?"
         " AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session_id = sessions.session_id)",
@@ -237,7 +240,7 @@ def validate_new_header(header: RunHeader) -> bytes | None:
     for name in ("run_id", "session_id", "invocation_id", "turn_id"):
         _require_text(getattr(header, name), name)
     if not isinstance(header.cwd, str):
-        raise StoreRefusal(WriterRejectionCode.IDENTITY_CONFLICT, "cwd must be a string")
+        raise StoreRefusal(codes.WriterRejectionCode.IDENTITY_CONFLICT, "cwd must be a string")
     for name in ("created_at", "updated_at", "owner_epoch"):
         _require_time(getattr(header, name), name)
     if header.completed_at is not None:
@@ -260,7 +263,7 @@ def validate_new_header(header: RunHeader) -> bytes | None:
         return _canonical_source(header.continuation_source)
     except (LedgerError, TypeError, ValueError) as error:
         raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT, f"continuationSource is not JSON: {error}"
+            codes.WriterRejectionCode.IDENTITY_CONFLICT, f"continuationSource is not JSON: {error}"
         ) from None
 
 
@@ -271,7 +274,7 @@ def insert_header(conn: sqlite3.Connection, header: RunHeader) -> bool:
     if existing is not None:
         if _admission(existing) != _admission(header):
             raise StoreRefusal(
-                WriterRejectionCode.IDENTITY_CONFLICT,
+                codes.WriterRejectionCode.IDENTITY_CONFLICT,
                 f"run {header.run_id} already exists with another admission",
             )
         return False
@@ -282,7 +285,7 @@ def insert_header(conn: sqlite3.Connection, header: RunHeader) -> bool:
     ).fetchone()
     if other is not None:
         raise StoreRefusal(
-            ScanIssueCode.INVOCATION_IDENTITY_CONFLICT,
+            codes.ScanIssueCode.INVOCATION_IDENTITY_CONFLICT,
             f"invocation {header.invocation_id} already belongs to run {other[0]}",
         )
     conn.execute(

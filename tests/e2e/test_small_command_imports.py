@@ -57,7 +57,8 @@ LISTING_LEAVES_OUT = (
     "runtime.ledger.crash_points",  # a read-only open runs no migration
     "storage.ledger.tool_process_store",
     "storage.instance_lock",  # tested only when a last run is still marked running
-    "runtime.ledger.codes_host",  # of the code enums, only the ledger's and store's
+    "runtime.ledger.codes_ledger",  # of the code enums, only the database refusals and run endings
+    "runtime.ledger.codes_host",
     "runtime.ledger.codes_recovery",
     "runtime.ledger.codes_workspace",
 )
