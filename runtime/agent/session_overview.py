@@ -5,7 +5,8 @@ Kept apart from ``session_service`` so that listing sessions (``maka sessions``)
 the run loop nor the tools nor the providers.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the named tuples below must read real types
+# (see ``runtime/ledger/store_ports.py``; ``maka sessions`` start-up).
 
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable

@@ -17,7 +17,8 @@ Body (``protocol: "branch_start_v1"``)::
      decidedBy: "local_user", decidedAt}
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the named tuples below must read real types
+# (see ``runtime/ledger/store_ports.py``; ``maka sessions`` start-up).
 
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
