@@ -6,7 +6,7 @@ the run loop nor the tools nor the providers.
 """
 
 # No ``from __future__ import annotations`` here: the named tuples below must read real types
-# (see ``runtime/ledger/store_ports.py``; ``maka sessions`` start-up).
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, runtime_checkable

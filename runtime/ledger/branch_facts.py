@@ -18,7 +18,7 @@ Body (``protocol: "branch_start_v1"``)::
 """
 
 # No ``from __future__ import annotations`` here: the named tuples below must read real types
-# (see ``runtime/ledger/store_ports.py``; ``maka sessions`` start-up).
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable

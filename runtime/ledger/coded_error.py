@@ -13,7 +13,7 @@ yields its code and message; anything else yields ``None`` (the router answers
 """
 
 # No ``from __future__ import annotations`` here: the named tuples below must read real types
-# (see ``runtime/ledger/store_ports.py``; ``maka sessions`` start-up).
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 from enum import StrEnum
 from typing import NamedTuple

@@ -11,7 +11,7 @@ see a ``StoreRefusal`` with a stable ``StoreCode``, never a raw driver exception
 """
 
 # No ``from __future__ import annotations`` here: the named tuples below must read real types
-# (see ``runtime/ledger/store_ports.py``; ``maka sessions`` start-up).
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 import sqlite3
 import struct

@@ -56,6 +56,7 @@ LISTING_LEAVES_OUT = (
     "signal",
     "runtime.ledger.crash_points",  # a read-only open runs no migration
     "storage.ledger.tool_process_store",
+    "runtime.ledger.ledger_ports",  # the ports and the writers' records
     "storage.instance_lock",  # tested only when a last run is still marked running
     "runtime.ledger.codes_ledger",  # of the code enums, only the database refusals and run endings
     "runtime.ledger.codes_host",
