@@ -17,29 +17,14 @@ like ``maka run``; while a host serves it (the desktop, ``maka host``), the host
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
-from app.host.session_rows import session_row
-from runtime.ledger.codes import HostCode, StoreCode, WriterRejectionCode
-
-# A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the SESSION or
-# FOLDER given cannot be used: no such session, no such folder, a folder of another workspace or
-# without a marker, a damaged marker; the same folder mistakes ``maka run --cwd`` refuses with 2.
-# Only a session that recorded no workspace identity is refused whatever folder is given: exit 1.
-_STATE_REFUSALS = frozenset({HostCode.WORKSPACE_IDENTITY_MISSING})
-_USAGE_REFUSALS = frozenset(
-    {
-        StoreCode.SESSION_NOT_FOUND,
-        WriterRejectionCode.IDENTITY_CONFLICT,
-        HostCode.INVALID_CWD,
-        HostCode.WORKSPACE_IDENTITY_DIFFERS,
-    }
-)
+from app.host.session_rows import may_await_repair, session_row
+from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
 
 SAFE_RESUME_OFF = (
     "Safe resume is off: maka resume continues no session until it is turned on in the "
@@ -100,13 +85,13 @@ def _change(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
         raise CliError(
-            HostCode.CONFIRMATION_REQUIRED,
+            codes.HostCode.CONFIRMATION_REQUIRED,
             f"removing deletes the session's history; save it first with 'maka export "
             f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
             EXIT_USAGE,
         )
     if database_url(data_dir) is None and not (data_dir / "runtime.sqlite").exists():
-        raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+        raise CliError(codes.StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     from app.host.host_client import attach
 
     host = attach(data_dir, command="sessions")
@@ -128,7 +113,13 @@ def _change(args: argparse.Namespace) -> int:
                 removed = remove_session(store, args.session, lifecycle)
                 print(f"removed session {args.session} ({removed.title}); {removed.cwd} untouched")
         except SessionChangeRefused as refusal:
-            exit_code = EXIT_ERROR if refusal.code in _STATE_REFUSALS else EXIT_USAGE
+            # A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the
+            # SESSION or FOLDER given cannot be used: no such session, no such folder, a folder of
+            # another workspace or without a marker, a damaged marker; the same folder mistakes
+            # ``maka run --cwd`` refuses with 2. Only a session that recorded no workspace
+            # identity is refused whatever folder is given: exit 1.
+            state = refusal.code == codes.HostCode.WORKSPACE_IDENTITY_MISSING
+            exit_code = EXIT_ERROR if state else EXIT_USAGE
             raise CliError(refusal.code, refusal.message, exit_code) from None
         except LedgerError as error:
             usage = error.code in ("session_not_found", "identity_conflict")
@@ -152,7 +143,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
         SessionUpdatedPush,
     )
     from app.host.host_client import HostRefusal
-    from runtime.ledger.codes import WorkspaceMarkerCode
+    from runtime.ledger.codes import WorkspaceMarkerCode, WriterRejectionCode
 
     folder = Path(args.folder).expanduser().absolute() if args.action == "relocate" else None
     removed: Any = None
@@ -176,12 +167,18 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
             text = f"a title is one line of 1 to {MAX_TITLE_CHARS} characters"
             raise CliError(WriterRejectionCode.IDENTITY_CONFLICT, text, EXIT_USAGE) from None
         text = f"no session {args.session}"
-        raise CliError(StoreCode.SESSION_NOT_FOUND, text, EXIT_USAGE) from None
+        raise CliError(codes.StoreCode.SESSION_NOT_FOUND, text, EXIT_USAGE) from None
     try:
         answer = host.ask(request)
     except HostRefusal as refusal:
         # As without a host: the SESSION or FOLDER given cannot be used -> 2; a state -> 1.
-        usage = str(refusal.code) in _USAGE_REFUSALS or refusal.code in WorkspaceMarkerCode
+        # (and only a session that recorded no workspace identity is a state, whatever FOLDER)
+        usage = refusal.code in WorkspaceMarkerCode or refusal.code in (
+            codes.StoreCode.SESSION_NOT_FOUND,
+            WriterRejectionCode.IDENTITY_CONFLICT,
+            codes.HostCode.INVALID_CWD,
+            codes.HostCode.WORKSPACE_IDENTITY_DIFFERS,
+        )
         raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR) from None
     if args.action == "remove" and isinstance(answer, SessionRemovedPush):
         title = removed.title if removed is not None else None
@@ -189,7 +186,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
         print(f"removed session {args.session} ({title}); {cwd} untouched")
         return EXIT_OK
     if not isinstance(answer, SessionUpdatedPush):
-        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+        raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     if args.action == "relocate":
         print(f"session {args.session} now uses {answer.session.cwd}")
     else:
@@ -201,7 +198,6 @@ def _list(args: argparse.Namespace) -> int:
     # Only what listing needs: no run loop, tools, providers or store writers (start-up time).
     from app.host.host_client import attach
     from runtime.agent.session_overview import SessionOverview, list_session_overviews
-    from runtime.ledger.codes import StoreCode
     from runtime.ledger.ledger_errors import LedgerError
     from storage.sessions.session_listing import SessionListing
 
@@ -214,12 +210,14 @@ def _list(args: argparse.Namespace) -> int:
     try:
         listing = SessionListing.open(data_dir)
     except LedgerError as error:
-        if error.code != StoreCode.STORE_NOT_FOUND:
+        if error.code != codes.StoreCode.STORE_NOT_FOUND:
             raise CliError(error.code, error.message) from None
     else:
         with listing:
             overviews = list_session_overviews(listing)
-    unowned = _nobody_owns(data_dir) if overviews else False
+    # Whether anybody owns the folder matters only to a row whose last run is still marked
+    # created or running (``session_row``): the lock is tested only then.
+    unowned = _nobody_owns(data_dir) if any(map(may_await_repair, overviews)) else False
     folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
     rows = [session_row(overview, unowned, folders) for overview in overviews]
     return _print(args, data_dir, rows, None)
@@ -249,6 +247,8 @@ def _print(
 ) -> int:
     _with_hosts(rows, data_dir)
     if args.json:
+        import json  # only here: the text list does without it (start-up time)
+
         document: dict[str, Any] = {"sessions": rows}
         if served is not None:
             document["servedBy"] = served
@@ -293,7 +293,7 @@ def _list_from_host(args: argparse.Namespace, data_dir: Path, host: Any) -> int:
 
     answer = host.ask(SessionsOverviewRequest())
     if not isinstance(answer, SessionsOverviewedPush):
-        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+        raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     served = {"host": str(host.host_kind), "pid": host.host_pid}
     return _print(args, data_dir, rows_from_wire(answer.rows), served)
 

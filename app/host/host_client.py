@@ -25,20 +25,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import stat
 import sys
-import threading
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.host.ipc_endpoint import find_endpoint, terminal_token_path
+from runtime.ledger import codes  # ``codes.HostCode`` when an error is made: loaded only then
 from runtime.ledger.coded_error import CodedError
-from runtime.ledger.codes import HostCode
 
 if TYPE_CHECKING:
+    import queue
     import socket
 
     from app.bridge_contract import HostKind, Message
@@ -58,6 +57,8 @@ class HostClient:
     """One authenticated connection; requests are answered in order, one at a time."""
 
     def __init__(self, sock: socket.socket, host_kind: HostKind, host_pid: int | None) -> None:
+        import threading  # with a host only, as ``queue`` (``maka sessions`` alone stays small)
+
         from app.bridge_contract import PUSH_KINDS, FrameReader
 
         self._sock = sock
@@ -118,6 +119,9 @@ class HostClient:
         viewer's session being driven by another client, heard while this terminal waits for
         its user) and returns True when it took it; the others are answers, for ``ask`` and
         ``receive`` as before. ``stopped`` is told once when the host goes away."""
+        import queue
+        import threading
+
         inbox: queue.Queue[Message | HostConnectionError] = queue.Queue()
         self._sock.settimeout(None)
         pending, self._pending = self._pending, []
@@ -161,6 +165,8 @@ class HostClient:
         inbox = self._inbox
         if inbox is None:
             return self._read_one()
+        import queue
+
         try:
             item = inbox.get(timeout=self._timeout)
         except queue.Empty:
@@ -184,7 +190,7 @@ class HostClient:
                 self._pending.extend(self._reader.feed(data))
             except BridgeProtocolError as error:
                 raise HostConnectionError(
-                    HostCode.HOST_UNREACHABLE,
+                    codes.HostCode.HOST_UNREACHABLE,
                     f"the running Maka sent something this version cannot read ({error.code})",
                 ) from None
         return self._pending.pop(0)
@@ -197,24 +203,21 @@ class HostRefusal(CodedError):
     def __init__(self, code: str, message: str) -> None:
         known = _known_code(code)
         if known is None:
-            super().__init__(HostCode.HOST_UNREACHABLE, f"the running Maka refused ({code})")
+            super().__init__(codes.HostCode.HOST_UNREACHABLE, f"the running Maka refused ({code})")
         else:
             super().__init__(known, message)
 
 
 def _known_code(value: str) -> StrEnum | None:
-    from runtime.ledger import codes
-
-    for table in vars(codes).values():
-        if isinstance(table, type) and issubclass(table, StrEnum) and table is not StrEnum:
-            with contextlib.suppress(ValueError):
-                return table(value)
+    for table in codes.code_enums():
+        with contextlib.suppress(ValueError):
+            return table(value)
     return None
 
 
 def _stopped() -> HostConnectionError:
     return HostConnectionError(
-        HostCode.HOST_STOPPED,
+        codes.HostCode.HOST_STOPPED,
         "the Maka window or host serving this data folder stopped before answering; run the "
         "command again (the next start repairs what it left)",
     )
@@ -293,13 +296,13 @@ def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostC
     answer = client._read_one()
     if isinstance(answer, HelloRejectedPush):
         raise HostConnectionError(
-            HostCode.HOST_UNREACHABLE,
+            codes.HostCode.HOST_UNREACHABLE,
             f"the Maka serving this data folder refused this command ({answer.code}: "
             f"{answer.message})",
         )
     if not isinstance(answer, HelloOkPush):
         raise HostConnectionError(
-            HostCode.HOST_UNREACHABLE, "the Maka serving this data folder did not say hello"
+            codes.HostCode.HOST_UNREACHABLE, "the Maka serving this data folder did not say hello"
         )
     client.host_kind = answer.host_kind
     client.host_pid = answer.host_pid

@@ -11,7 +11,6 @@ decide it, so both read it here and cannot disagree.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,8 @@ SETTINGS_FILE = "settings.json"
 def read_settings(path: Path) -> dict[str, str]:
     """The desktop's settings file as text values; a missing, unreadable or damaged file (or a
     value that is not text) reads as not set."""
+    import json  # here, not at import: ``maka sessions`` reads no settings when no row is resumable
+
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

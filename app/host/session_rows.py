@@ -49,10 +49,17 @@ def session_row(
             {"sessionId": session_id, "boundaryEventId": event_id}
             for session_id, event_id in overview.branches
         ]
-    if unowned and str(overview.last_run_status) in ("created", "running"):
+    if unowned and may_await_repair(overview):
         row["interrupted"] = True
         row["awaitingRepair"] = True
     return row
+
+
+def may_await_repair(overview: SessionOverview) -> bool:
+    """The session's last run is still marked created or running: when nobody owns the data
+    folder, its process is gone and the row says it awaits repair (so only then does
+    ``maka sessions`` test whether anybody owns it)."""
+    return str(overview.last_run_status) in ("created", "running")
 
 
 def wire_rows(overviews: Iterable[SessionOverview]) -> tuple[SessionRow, ...]:

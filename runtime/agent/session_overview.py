@@ -5,14 +5,20 @@ Kept apart from ``session_service`` so that listing sessions (``maka sessions``)
 the run loop nor the tools nor the providers.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the named tuples below must read real types
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
-from runtime.continuation.resume_candidate import restart_interrupted, resume_candidate
+from runtime.continuation.resume_candidate import (
+    RESUMABLE_STATUSES,
+    interrupted_by_restart,
+    restart_interrupted,
+    resume_candidate,
+)
 from runtime.ledger.branch_facts import BranchListing, BranchRecord
-from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from runtime.ledger.store_ports import RunFact, RunHeader, RunStatus, SessionRecord
 
 
 class SessionLister(Protocol):
@@ -21,6 +27,14 @@ class SessionLister(Protocol):
     def list_sessions(self) -> Sequence[SessionRecord]: ...
 
     def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
+
+@runtime_checkable
+class RunFactListing(Protocol):
+    """A reader that gives every run's list columns in one query
+    (``storage.sessions.session_listing``): a list of sessions needs no whole headers."""
+
+    def list_run_facts(self) -> Sequence[RunFact]: ...
 
 
 class SessionOverview(NamedTuple):
@@ -78,4 +92,72 @@ def list_session_overviews(reader: SessionLister) -> list[SessionOverview]:
     """Every session, oldest first (works on a read-only store)."""
     sessions = sorted(reader.list_sessions(), key=lambda s: (s.created_at, s.session_id))
     branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
+    if isinstance(reader, RunFactListing):
+        return _overviews_of_facts(sessions, branches, reader.list_run_facts())
     return [session_overview(reader, record, branches) for record in sessions]
+
+
+def _overviews_of_facts(
+    sessions: Sequence[SessionRecord], branches: Sequence[BranchRecord], facts: Sequence[RunFact]
+) -> list[SessionOverview]:
+    """``session_overview`` of every session at once, from every run's list columns: the same
+    rows, without a header per run or a pass over the runs and branches per session."""
+    # Per session: the newest run (creation time, then the greatest run id) as
+    # (created_at, run_id, status, failure_class), the number of runs and the last update.
+    latest: dict[str, tuple[int, str, RunStatus, str | None]] = {}
+    counts: dict[str, int] = {}
+    updated: dict[str, int] = {}
+    for session_id, run_id, status, failure_class, created_at, updated_at in facts:
+        known = latest.get(session_id)
+        if known is None:
+            latest[session_id] = (created_at, run_id, status, failure_class)
+            counts[session_id] = 1
+            updated[session_id] = updated_at
+            continue
+        if created_at > known[0] or (created_at == known[0] and run_id > known[1]):
+            latest[session_id] = (created_at, run_id, status, failure_class)
+        counts[session_id] += 1
+        updated[session_id] = max(updated[session_id], updated_at)
+    branched_from: dict[str, BranchRecord] = {}
+    made: dict[str, list[tuple[str, str]]] = {}
+    for branch in branches:
+        branched_from.setdefault(branch.session_id, branch)
+        made.setdefault(branch.source_session_id, []).append(
+            (branch.session_id, branch.boundary_event_id)
+        )
+    overviews: list[SessionOverview] = []
+    append = overviews.append
+    for record in sessions:
+        session_id = record.session_id
+        last = latest.get(session_id)
+        if last is None:
+            append(
+                SessionOverview(
+                    record,
+                    None,
+                    None,
+                    False,
+                    0,
+                    record.created_at,
+                    False,
+                    branched_from.get(session_id),
+                    tuple(made.get(session_id, ())),
+                )
+            )
+            continue
+        _, _, status, failure_class = last
+        last_update = updated[session_id]
+        append(
+            SessionOverview(
+                record,  # session
+                status,  # last_run_status
+                failure_class,
+                interrupted_by_restart(status, failure_class),  # interrupted
+                counts[session_id],  # run_count
+                max(record.created_at, last_update),  # last_activity_at
+                status in RESUMABLE_STATUSES,  # resumable
+                branched_from.get(session_id),
+                tuple(made.get(session_id, ())),  # branches
+            )
+        )
+    return overviews

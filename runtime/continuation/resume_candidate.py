@@ -41,10 +41,12 @@ def ended_resumably(header: RunHeader) -> bool:
 def restart_interrupted(header: RunHeader) -> bool:
     """The run was live when Maka stopped: startup recovery failed it with ``app_restarted``
     (the only ending the desktop's banner offers Safe resume for)."""
-    return (
-        header.status is RunStatus.FAILED
-        and header.failure_class == FailureClass.APP_RESTARTED.value
-    )
+    return interrupted_by_restart(header.status, header.failure_class)
+
+
+def interrupted_by_restart(status: RunStatus, failure_class: str | None) -> bool:
+    """``restart_interrupted`` of a run's status and failure class."""
+    return status is RunStatus.FAILED and failure_class == FailureClass.APP_RESTARTED.value
 
 
 def resume_candidate(runs: Iterable[RunHeader]) -> RunHeader | None:

@@ -17,9 +17,9 @@ Body (``protocol: "branch_start_v1"``)::
      decidedBy: "local_user", decidedAt}
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the named tuples below must read real types
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -110,6 +110,8 @@ def branch_record(fact: Mapping[str, Any], created_at: int) -> BranchRecord:
 
 def record_from_bytes(payload: bytes, created_at: int) -> BranchRecord:
     """The record of stored fact bytes; raises ``ValueError`` when they are not canonical."""
+    import json
+
     from runtime.ledger.canonical_codec import canonical_json_bytes
 
     body = json.loads(payload)

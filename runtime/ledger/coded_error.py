@@ -12,7 +12,8 @@ yields its code and message; anything else yields ``None`` (the router answers
 ``internal_failure``, the CLI lets the defect surface).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the named tuples below must read real types
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 from enum import StrEnum
 from typing import NamedTuple

@@ -4,249 +4,90 @@ One writer per kind of fact (docs/design/architecture.md principle 3): the gener
 ordinary events, function_calls and unbound function_responses only; T1, T2, the recovery bundle,
 the run ending and the continuation admission each have their own method, and the store refuses any
 other shape with a coded ``StoreRefusal``.
+
+Import every name of the ports from this module. They are defined in two modules beside it:
+``run_records.py`` (sessions, run headers, their statuses and ``StoreRefusal``) and
+``ledger_ports.py`` (the ports themselves, ``LedgerReader``, ``LedgerWriter``, ``LedgerStore`` and
+``SessionLeaseStore``, and the records only they return), which is loaded the first time one of
+its names is asked for: a command that only lists sessions (``maka sessions``) needs the
+sessions, the run headers and their statuses, not the writers' records.
 """
 
-from __future__ import annotations
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from collections.abc import Mapping, Sequence
-from enum import StrEnum
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from runtime.ledger.run_records import (
+    EVENT_STATUS_TO_RUN,
+    RUN_STATUS_TO_EVENT,
+    TERMINAL_RUN_STATUSES,
+    RunFact,
+    RunHeader,
+    RunStatus,
+    SessionRecord,
+    StoreRefusal,
+)
 
-from runtime.ledger.ledger_errors import LedgerError
+if TYPE_CHECKING:
+    from runtime.ledger.ledger_ports import (
+        AttestationCommit,
+        CommitResult,
+        LedgerReader,
+        LedgerStore,
+        LedgerWriter,
+        ProjectionCounts,
+        SessionLease,
+        SessionLeaseStore,
+        StoredEvent,
+        ToolJournalRecord,
+        ToolOperationRecord,
+    )
 
-if TYPE_CHECKING:  # the pydantic event model is not needed to name the type
-    from runtime.ledger.event_model import RuntimeEvent
 
+__all__ = [
+    "EVENT_STATUS_TO_RUN",
+    "RUN_STATUS_TO_EVENT",
+    "TERMINAL_RUN_STATUSES",
+    "AttestationCommit",
+    "CommitResult",
+    "LedgerReader",
+    "LedgerStore",
+    "LedgerWriter",
+    "ProjectionCounts",
+    "RunFact",
+    "RunHeader",
+    "RunStatus",
+    "SessionLease",
+    "SessionLeaseStore",
+    "SessionRecord",
+    "StoreRefusal",
+    "StoredEvent",
+    "ToolJournalRecord",
+    "ToolOperationRecord",
+]
 
-class RunStatus(StrEnum):
-    CREATED = "created"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
-
-EVENT_STATUS_TO_RUN: Mapping[str, RunStatus] = MappingProxyType(
+_LATER = frozenset(
     {
-        "completed": RunStatus.COMPLETED,
-        "failed": RunStatus.FAILED,
-        "aborted": RunStatus.CANCELLED,
-        "cancelled": RunStatus.CANCELLED,
+        "StoredEvent",
+        "CommitResult",
+        "AttestationCommit",
+        "ToolOperationRecord",
+        "ToolJournalRecord",
+        "ProjectionCounts",
+        "SessionLease",
+        "SessionLeaseStore",
+        "LedgerReader",
+        "LedgerWriter",
+        "LedgerStore",
     }
 )
-"""The run status a terminal event's ``status`` ends its run with (docs/design/recovery.md section
-1, item 7): the one map the run-ending writer, the header repair, the store doctor and the
-continuation planner read."""
+"""What ``runtime/ledger/ledger_ports.py`` defines, loaded from there when first asked for."""
 
-RUN_STATUS_TO_EVENT: Mapping[RunStatus, str] = MappingProxyType(
-    {run: event for event, run in EVENT_STATUS_TO_RUN.items() if event != "aborted"}
-)
-"""The terminal event status a run ending writes for each terminal run status: the inverse of
-``EVENT_STATUS_TO_RUN`` (``aborted`` is read, never written)."""
+if not TYPE_CHECKING:
 
-
-class StoreRefusal(LedgerError):
-    """A write the store refused; nothing was written. ``code`` is a ``WriterRejectionCode``,
-    a ``ScanIssueCode`` or a ``StoreCode``; ``event_id`` names the offending candidate."""
-
-    def __init__(self, code: StrEnum, message: str, event_id: str | None = None) -> None:
-        super().__init__(code, message)
-        self.event_id = event_id
-
-
-class StoredEvent(NamedTuple):
-    """One committed row: the store-assigned ``event_seq`` and the exact canonical bytes.
-    Immutable; a named tuple because reads, rebuilds and imports build one per event (a frozen
-    dataclass's ``__init__`` costs four times as much)."""
-
-    seq: int
-    event: RuntimeEvent
-    payload: bytes
-    committed_at: int
-
-
-class CommitResult(NamedTuple):
-    """``created`` is False for an exact retry (nothing new was written). Immutable; a named
-    tuple rather than a frozen dataclass because every write returns one, and a frozen
-    dataclass's ``__init__`` costs four times as much (the T1/T2 hot path)."""
-
-    created: bool
-    event_seq: int
-
-
-class SessionRecord(NamedTuple):
-    session_id: str
-    cwd: str
-    title: str
-    created_at: int
-
-
-class RunHeader(NamedTuple):
-    run_id: str
-    session_id: str
-    invocation_id: str
-    turn_id: str
-    status: RunStatus
-    cwd: str
-    owner_epoch: int
-    created_at: int
-    updated_at: int
-    failure_class: str | None = None
-    workspace_identity: str | None = None
-    parent_run_id: str | None = None
-    # {sessionId, invocationId, runId, turnId, highWater, prefixDigest, claimId, automatic}
-    continuation_source: Mapping[str, Any] | None = None
-    completed_at: int | None = None
-
-
-class AttestationCommit(NamedTuple):
-    """The user's attestation as recorded (docs/design/recovery.md section 8). ``created`` False:
-    the same attestation (choice and note) was already recorded; its bundle and time are
-    returned."""
-
-    created: bool
-    event_seq: int
-    reconcile_event_id: str
-    outcome_event_id: str
-    decision_event_id: str
-    attested_at: int
-
-
-class ToolOperationRecord(NamedTuple):
-    """One row of the ``tool_operations`` projection: the current state of a T1 operation.
-
-    ``current_state``: ``prepared`` (T1 committed, no outcome: the side effect may or may not have
-    happened), ``outcome_committed`` (T2), ``recovery_completed`` / ``recovery_parked`` (a
-    recovery bundle settled it). ``version`` counts the facts: 1 at T1, +1 per later fact.
-    """
-
-    operation_id: str
-    session_id: str
-    invocation_id: str
-    run_id: str
-    turn_id: str
-    provider_tool_call_id: str
-    tool_name: str
-    canonical_args_hash: str
-    recovery_mode: str
-    current_state: str
-    call_event_id: str
-    dispatch_event_id: str
-    result_event_id: str | None
-    version: int
-
-
-class ToolJournalRecord(NamedTuple):
-    """One row of the ``tool_journal_events`` projection (a transition of an operation)."""
-
-    journal_event_id: str
-    operation_id: str
-    invocation_id: str
-    run_id: str
-    turn_id: str
-    state: str
-    runtime_event_id: str
-    canonical_args_hash: str
-    recovery_mode: str
-    metadata: Mapping[str, Any] | None
-    committed_at: int
-
-
-class ProjectionCounts(NamedTuple):
-    operations: int
-    journal_events: int
-
-
-class SessionLease(NamedTuple):
-    """A session's lease as taken (docs/postgres.md): ``epoch`` goes up by one at every take;
-    ``owner`` and ``expires_at_ms`` (the database's clock) are None on SQLite, where the lease is
-    the data folder's owner epoch."""
-
-    session_id: str
-    epoch: int
-    owner: str | None
-    expires_at_ms: int | None
-
-
-class SessionLeaseStore(Protocol):
-    """Sessions leased to one host: every writer's transaction checks the caller's lease and
-    refuses with ``session_lease_lost``, committing nothing, once another host took it over."""
-
-    def take_session_lease(self, session_id: str) -> SessionLease: ...
-
-    def renew_session_leases(self) -> Sequence[str]:
-        """Extend every held lease; returns the sessions whose lease was lost."""
-        ...
-
-    def held_session_leases(self) -> Mapping[str, int]: ...
-
-    def release_session_lease(self, session_id: str) -> None: ...
-
-
-class LedgerReader(Protocol):
-    def read_run_events(self, run_id: str) -> Sequence[StoredEvent]: ...
-
-    def read_run_header(self, run_id: str) -> RunHeader | None: ...
-
-    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
-
-    def get_session(self, session_id: str) -> SessionRecord | None: ...
-
-    def list_sessions(self) -> Sequence[SessionRecord]: ...
-
-
-class LedgerWriter(Protocol):
-    def create_session(self, session: SessionRecord) -> None: ...
-
-    def name_new_session(self, session_id: str, title: str, default_title: str) -> bool:
-        """Give a session its first real title: only while it has no run yet and still carries
-        ``default_title``; True when it was renamed."""
-        ...
-
-    def create_run(self, header: RunHeader) -> None: ...
-
-    def start_run(self, header: RunHeader, first_event: RuntimeEvent) -> CommitResult:
-        """A new run's header and its first event in one transaction (never a run without
-        events)."""
-        ...
-
-    def mark_run_running(self, run_id: str) -> None: ...
-
-    def append_event(self, event: RuntimeEvent) -> CommitResult:
-        """Generic append: ordinary events, function_calls, unbound function_responses."""
-        ...
-
-    def commit_tool_prepared(
-        self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent
-    ) -> CommitResult:
-        """T1: ``[function_call, tool_dispatch]`` or ``[tool_dispatch]`` (call already stored)."""
-        ...
-
-    def commit_tool_outcome(self, response_event: RuntimeEvent) -> CommitResult:
-        """T2: exactly one bound function_response."""
-        ...
-
-    def commit_recovery_bundle(
-        self,
-        reconcile_event: RuntimeEvent,
-        outcome_event: RuntimeEvent | None,
-        decision_event: RuntimeEvent,
-    ) -> CommitResult: ...
-
-    def commit_workspace_fact(self, event: RuntimeEvent) -> CommitResult:
-        """A ``workspaceCheckpoint`` / ``workspaceCheckpointFailed`` fact
-        (docs/design/workspace.md)."""
-        ...
-
-    def commit_run_ending(
-        self, terminal_event: RuntimeEvent, status: RunStatus, failure_class: str | None
-    ) -> CommitResult:
-        """Terminal event and terminal run header in one transaction."""
-        ...
-
-
-class LedgerStore(LedgerReader, LedgerWriter, Protocol):
-    def close(self) -> None: ...
+    def __getattr__(name: str) -> Any:
+        """Load the ports and the writers' records the first time one is asked for (PEP 562)."""
+        if name not in _LATER:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module("runtime.ledger.ledger_ports"), name)
+        globals()[name] = value
+        return value

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
+from runtime.ledger import codes  # the writers' codes load when a write is refused
 from runtime.ledger.branch_facts import BranchRecord, record_from_bytes
-from runtime.ledger.codes import StoreCode, WriterRejectionCode
+from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import SessionRecord, StoreRefusal
 from storage.ledger import run_header_store as headers
 
@@ -15,13 +16,16 @@ _COLUMNS = "fact, created_at"
 def insert_branch(conn: sqlite3.Connection, session: SessionRecord, record: BranchRecord) -> None:
     """The new session's row and its ``branchStart`` fact (the caller's transaction)."""
     if record.session_id != session.session_id:
-        raise StoreRefusal(WriterRejectionCode.IDENTITY_CONFLICT, "the fact names another session")
+        raise StoreRefusal(
+            codes.WriterRejectionCode.IDENTITY_CONFLICT, "the fact names another session"
+        )
     source = conn.execute(
         "SELECT session_id FROM runs WHERE run_id = ?", (record.source_run_id,)
     ).fetchone()
     if source is None or source[0] != record.source_session_id:
         raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT, "the branch's source run is not in its session"
+            codes.WriterRejectionCode.IDENTITY_CONFLICT,
+            "the branch's source run is not in its session",
         )
     headers.insert_session(conn, session)
     insert_fact(conn, record)

@@ -33,13 +33,12 @@ from __future__ import annotations
 import sqlite3
 
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.schema_v2 import MIGRATION_V2
+from storage.ledger.schema_v3 import MIGRATION_V3
 from storage.ledger.schema_v4 import EVENT_FUNCTION, MIGRATION_V4, OPERATION_FUNCTION
 from storage.ledger.schema_v5 import MIGRATION_V5
 from storage.ledger.sqlite_connection import write_transaction
-from storage.ledger.tool_process_store import MIGRATION_V3
 
 _V1 = (
     """CREATE TABLE meta (
@@ -224,6 +223,10 @@ def migrate(conn: sqlite3.Connection) -> int:
             for statement in MIGRATIONS[step]:
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {step}")
+        # Imported only when a migration runs: a read-only open (``maka sessions``) needs neither
+        # the crash points nor ``signal``.
+        from runtime.ledger.crash_points import CrashPoint, failpoint
+
         failpoint(CrashPoint.MIGRATION_BEFORE_COMMIT)
     check_tables(conn)
     return version

@@ -10,7 +10,8 @@ Every ``sqlite3.Error`` that leaves the store passes through ``translate_sqlite_
 see a ``StoreRefusal`` with a stable ``StoreCode``, never a raw driver exception.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: the named tuples below must read real types
+# (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
 import sqlite3
 import struct

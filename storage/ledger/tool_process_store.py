@@ -1,4 +1,5 @@
-"""The ``tool_processes`` host table (schema version 3; docs/design/recovery.md section 9).
+"""The ``tool_processes`` host table (schema version 3, ``schema_v3.py``; docs/design/recovery.md
+section 9).
 
 One row per OS process a tool call started, written right after the spawn and deleted by the T2
 transaction of that call (``clear_operation``), so a row that outlives a crash names a process
@@ -13,24 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime.ledger.process_records import ToolProcessRecord
-
-MIGRATION_V3 = (
-    """CREATE TABLE tool_processes (
-        operation_id TEXT NOT NULL,
-        pid INTEGER NOT NULL CHECK (pid > 0),
-        session_id TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        tool_name TEXT NOT NULL,
-        command TEXT NOT NULL,
-        process_group INTEGER NOT NULL,
-        create_time REAL NOT NULL,
-        boot_id TEXT NOT NULL,
-        owner_epoch INTEGER NOT NULL,
-        started_at INTEGER NOT NULL,
-        PRIMARY KEY (operation_id, pid)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX tool_processes_by_session ON tool_processes (session_id)",
-)
 
 _COMMAND_CHARS = 4000
 COLUMN_NAMES = (

@@ -4,7 +4,9 @@ Opens through the same checks as ``open_store(read_only=True)`` (``storage/ledge
 and
 reads with the header store's own functions, in one snapshot; importing it costs SQLite and the
 header rows only. Every run header is read in one query, the first time a session's runs are asked
-for (a list asks for every session's), instead of one query per session.
+for (a list asks for every session's), instead of one query per session; a list of sessions
+(``list_session_overviews``) reads only the columns of every run it needs
+(``list_run_facts``), in one query too.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runtime.ledger.branch_facts import BranchRecord
-from runtime.ledger.store_ports import RunHeader, SessionRecord
+from runtime.ledger.store_ports import RunFact, RunHeader, SessionRecord
 from storage.ledger import branch_store as branches
 from storage.ledger import run_header_store as headers
 from storage.ledger.sqlite_connection import read_transaction, sqlite_errors
@@ -70,3 +72,8 @@ class SessionListing:
                     runs.setdefault(header.session_id, []).append(header)
             self._runs = runs
         return list(self._runs.get(session_id, ()))
+
+    def list_run_facts(self) -> Sequence[RunFact]:
+        """What a list of sessions needs of every run, in one query (no whole headers)."""
+        with sqlite_errors():
+            return headers.list_run_facts(self._conn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 import sys
@@ -175,11 +176,14 @@ def test_every_code_the_program_can_produce_has_a_plain_sentence(code: str) -> N
 
 
 def test_every_code_enum_of_the_ledger_is_worded_or_named_as_never_shown() -> None:
-    found = {
+    found = set(codes.code_enums())
+    declared = {  # every enum of the modules codes.py loads its enums from
         value
-        for value in vars(codes).values()
+        for path in sorted((REPO / "runtime" / "ledger").glob("codes_*.py"))
+        for value in vars(importlib.import_module(f"runtime.ledger.{path.stem}")).values()
         if isinstance(value, type) and issubclass(value, StrEnum) and value is not StrEnum
     }
+    assert found == declared, "codes.py names every enum of its modules"
     unplaced = found - set(CODE_ENUMS) - set(NOT_SHOWN_BY_CODE)
     assert not unplaced, f"give these codes sentences in app/code_text.py: {unplaced}"
 

@@ -139,3 +139,13 @@ def test_a_second_launch_without_the_runtime_directory_still_finds_the_socket() 
         shutil.rmtree(data / "ipc")
         data.rmdir()
         runtime.rmdir()
+
+
+def test_the_socket_name_hashes_as_hashlib_does(tmp_path: Path) -> None:
+    """The name comes from the interpreter's built-in SHA-256 (no OpenSSL start): the same digest
+    ``hashlib`` gives, so every version finds the same endpoint."""
+    import hashlib
+
+    resolved = os.path.realpath(tmp_path)
+    expected = hashlib.sha256(f"{os.getuid()}\0{resolved}".encode()).hexdigest()[:12]
+    assert socket_name_for(tmp_path) == f"maka-{expected}"
