@@ -17,12 +17,10 @@ password works too: libpq then reads ``PGPASSWORD`` or the passfile (``~/.pgpass
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from runtime.ledger.codes import StoreCode
@@ -46,12 +44,27 @@ class DatabaseSource(StrEnum):
     ENVIRONMENT = "environment"
 
 
-class DatabaseSelection(NamedTuple):
+class DatabaseSelection:
     """The URL of the PostgreSQL ledger (None: SQLite in the data folder) and what chose it.
-    (A named tuple: ``maka sessions`` starts without ``dataclasses``.)"""
+    (A plain class: ``maka sessions`` starts without ``dataclasses`` and compiles no
+    annotation, as a named tuple's fields would be.)"""
 
-    url: str | None
-    source: DatabaseSource
+    __slots__ = ("source", "url")
+
+    def __init__(self, url: str | None, source: DatabaseSource) -> None:
+        self.url = url
+        self.source = source
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DatabaseSelection):
+            return NotImplemented
+        return (self.url, self.source) == (other.url, other.source)
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.source))
+
+    def __repr__(self) -> str:
+        return f"DatabaseSelection(url={self.url!r}, source={self.source!r})"
 
 
 def check_database_url(url: str, *, origin: str = "the database URL") -> str:
@@ -93,8 +106,14 @@ def stored_database(data_dir: Path) -> tuple[str, str]:
     """The data folder's Database setting: (``"sqlite"`` or ``"postgresql"``, the stored URL).
     A missing, unreadable or damaged file reads as the default."""
     try:
-        raw = json.loads((Path(data_dir) / SETTINGS_FILE).read_text(encoding="utf-8"))
+        text = (Path(data_dir) / SETTINGS_FILE).read_text(encoding="utf-8")
     except (OSError, ValueError):
+        return SQLITE, ""
+    import json  # only when there is a file to read (``maka sessions`` start-up)
+
+    try:
+        raw = json.loads(text)
+    except ValueError:
         return SQLITE, ""
     if not isinstance(raw, dict):
         return SQLITE, ""
