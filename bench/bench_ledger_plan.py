@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_bytes, operation_id
@@ -130,42 +131,52 @@ def _filler(index: int, ts: int) -> RuntimeEvent:
     )
 
 
-def generate_ledger() -> list[RuntimeEvent]:
-    """The benchmark ledger: exactly ``EVENT_COUNT`` events of one T1 run."""
-    fillers = EVENT_COUNT - 1 - 3 * TRIPLES - 2
+def triples_for(event_count: int) -> int:
+    """The call/dispatch/response triples of a ledger of ``event_count`` events (22 % of it,
+    as in the 100,000-event ledger)."""
+    return event_count * TRIPLES // EVENT_COUNT
+
+
+def iter_ledger(event_count: int = EVENT_COUNT) -> Iterator[RuntimeEvent]:
+    """The benchmark ledger: exactly ``event_count`` events of one T1 run, one at a time."""
+    triples = triples_for(event_count)
+    fillers = event_count - 1 - 3 * triples - 2
     ts = 1_767_225_600_000
-    events: list[RuntimeEvent] = [
-        _event(
-            "evt-user",
-            ts,
-            "user",
-            "user",
-            content={"kind": "text", "text": "Refactor the project and run the tests."},
-            actions={"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}},
-        )
-    ]
+    yield _event(
+        "evt-user",
+        ts,
+        "user",
+        "user",
+        content={"kind": "text", "text": "Refactor the project and run the tests."},
+        actions={"runtimeProtocol": {"toolBoundary": "t1_after_preflight_v1"}},
+    )
     placed = 0
-    for index in range(TRIPLES):
+    for index in range(triples):
         # Spread the text/thinking events evenly between the triples.
-        due = (index + 1) * fillers // (TRIPLES + 1)
+        due = (index + 1) * fillers // (triples + 1)
         while placed < due:
             ts += 1
-            events.append(_filler(placed, ts))
+            yield _filler(placed, ts)
             placed += 1
         ts += 3
-        events.extend(_triple(index, ts))
+        yield from _triple(index, ts)
     while placed < fillers:
         ts += 1
-        events.append(_filler(placed, ts))
+        yield _filler(placed, ts)
         placed += 1
-    events.extend(_triple(TRIPLES, ts + 1, respond=False))
-    assert len(events) == EVENT_COUNT
+    yield from _triple(triples, ts + 1, respond=False)
+
+
+def generate_ledger(event_count: int = EVENT_COUNT) -> list[RuntimeEvent]:
+    """The benchmark ledger as a list."""
+    events = list(iter_ledger(event_count))
+    assert len(events) == event_count
     return events
 
 
-def write_ledger(path: Path) -> None:
+def write_ledger(path: Path, event_count: int = EVENT_COUNT) -> None:
     with path.open("wb") as out:
-        for event in generate_ledger():
+        for event in iter_ledger(event_count):
             out.write(canonical_bytes(event) + b"\n")
 
 

@@ -93,18 +93,36 @@ def run_plan(args: argparse.Namespace) -> int:
     if expected is not None and expected < 0:
         raise CliError(HostCode.INVALID_ARGUMENT, "--expected-high-water must be >= 0", EXIT_USAGE)
     if args.json:
-        from app.commands.ledger_plan_parts import plan_json_text_in_parts
-
-        with collector_paused(keep_off=fast_exit_requested):
-            sys.stdout.write(plan_json_text_in_parts(args.file, expected))
-            sys.stdout.write("\n")
-        return EXIT_OK
+        return _run_plan_json(args.file, expected)
     return _run(
         args,
         lambda events, scan: plan_resume(events, expected, scan=scan),
         plan_json,
         plan_json_text,
     )
+
+
+def _run_plan_json(path: Path, expected: int | None) -> int:
+    """The JSON plan: one streaming pass over the file in little memory
+    (``ledger_stream_plan``); a ledger that pass does not fold is planned on the general
+    path (``ledger_plan_parts``), with the same document."""
+    from app.commands.ledger_stream_plan import NotStreamable, write_streamed_plan
+
+    with collector_paused(keep_off=fast_exit_requested):
+        try:
+            write_streamed_plan(path, expected, sys.stdout.write)
+            return EXIT_OK
+        except LedgerFileError as error:
+            from app.commands.ledger_lines import reading_error  # only a refused file needs it
+
+            raise reading_error(path, error) from None
+        except NotStreamable:
+            pass
+        from app.commands.ledger_plan_parts import plan_json_text_in_parts
+
+        sys.stdout.write(plan_json_text_in_parts(path, expected))
+        sys.stdout.write("\n")
+    return EXIT_OK
 
 
 def run_scan(args: argparse.Namespace) -> int:
