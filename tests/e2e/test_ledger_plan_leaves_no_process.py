@@ -1,5 +1,6 @@
 """``maka ledger plan`` on a file large enough to decode on two processes: when the real command
-ends, no process of it is left. The probe makes itself the subreaper of the command's processes
+ends, no process of it is left (the text form decodes on two processes; the ``--json`` form
+streams the file in this process). The probe makes itself the subreaper of the command's processes
 (Linux ``PR_SET_CHILD_SUBREAPER``), so a process the command did not wait for, still running or
 ended, becomes the probe's child when the command exits and is seen by ``waitpid``."""
 
@@ -47,7 +48,8 @@ print(decode_ledger_pieces(Path(sys.argv[1]).read_bytes(), events.extend), len(e
 """
 
 
-def test_no_process_of_the_plan_outlives_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", [[], ["--json"]])
+def test_no_process_of_the_plan_outlives_it(tmp_path: Path, form: list[str]) -> None:
     ledger = tmp_path / "large.jsonl"
     ledger.write_bytes(to_jsonl(clean_ledger(len(ENDINGS) * 800)))
     # The file is past the size at which an ordinary process decodes it on two processes.
@@ -61,7 +63,16 @@ def test_no_process_of_the_plan_outlives_it(tmp_path: Path) -> None:
     )
     assert int(pieces.stdout.split()[0]) > 1, pieces.stdout
     done = subprocess.run(
-        [sys.executable, "-c", SUBREAPER_PROBE, *maka_executable(), "ledger", "plan", str(ledger)],
+        [
+            sys.executable,
+            "-c",
+            SUBREAPER_PROBE,
+            *maka_executable(),
+            "ledger",
+            "plan",
+            str(ledger),
+            *form,
+        ],
         capture_output=True,
         text=True,
         timeout=900,

@@ -247,3 +247,36 @@ def test_a_response_unbound_to_a_dispatched_call_is_refused(tmp_path: Path) -> N
     events = [user_text(marker=True), call, dispatch_event(call), response_event(call)]
     with pytest.raises(NotStreamable):
         _streamed(_file(tmp_path, events))
+
+
+def test_the_pass_holds_a_fraction_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither the file's bytes nor its events stay in memory: the peak of what Python
+    allocates while planning twenty megabytes stays under the file's size (the general path
+    holds several times it)."""
+    import tracemalloc
+
+    monkeypatch.setattr(ledger_stream_plan, "BLOCK_BYTES", 256 << 10)
+    monkeypatch.setattr(ledger_stream_plan, "BATCH_LINES", 1024)
+    from bench.bench_ledger_plan import write_ledger
+
+    path = tmp_path / "bench.jsonl"
+    write_ledger(path, 50_000)  # the benchmark's ledger, at half its size
+    size = path.stat().st_size
+    written = [0]
+
+    def sink(text: str) -> None:
+        written[0] += len(text)
+
+    write_streamed_plan(path, None, sink)  # the validator and modules, loaded before measuring
+    tracemalloc.start()
+    try:
+        write_streamed_plan(path, None, sink)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 19_000_000
+    # What stays is the document's text (the output, about 0.2 of the file), the hashes of the
+    # ids seen and the decoder's string cache; one batch of decoded events on top at the peak.
+    assert peak < size * 0.9, (peak, size)
