@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
-from app.commands.ledger_json import JsonObject, plan_json, plan_json_text, scan_json
+from app.commands.ledger_json import (
+    JsonObject,
+    plan_json,
+    plan_json_text,
+    scan_json,
+    verdict_json,
+)
 from app.process_exit import fast_exit_requested, request_fast_exit
 from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces
 from runtime.fastplan.tail_scan import (
@@ -92,25 +98,15 @@ def run_plan(args: argparse.Namespace) -> int:
     expected: int | None = getattr(args, "expected_high_water", None)
     if expected is not None and expected < 0:
         raise CliError(HostCode.INVALID_ARGUMENT, "--expected-high-water must be >= 0", EXIT_USAGE)
-    if args.json:
-        return _run_plan_json(args.file, expected)
-    return _run(
-        args,
-        lambda events, scan: plan_resume(events, expected, scan=scan),
-        plan_json,
-        plan_json_text,
-    )
-
-
-def _run_plan_json(path: Path, expected: int | None) -> int:
-    """The JSON plan: one streaming pass over the file in little memory
-    (``ledger_stream_plan``); a ledger that pass does not fold is planned on the general
-    path (``ledger_plan_parts``), with the same document."""
     from app.commands.ledger_stream_plan import NotStreamable, write_streamed_plan
 
+    path: Path = args.file
+    write_streamed = write_streamed_plan if args.json else _write_streamed_plan_text
+    # One streaming pass over the file in little memory (``ledger_stream_plan``); a ledger
+    # that pass does not fold is planned on the general path, with the same output.
     with collector_paused(keep_off=fast_exit_requested):
         try:
-            write_streamed_plan(path, expected, sys.stdout.write)
+            write_streamed(path, expected, sys.stdout.write)
             return EXIT_OK
         except LedgerFileError as error:
             from app.commands.ledger_lines import reading_error  # only a refused file needs it
@@ -118,11 +114,19 @@ def _run_plan_json(path: Path, expected: int | None) -> int:
             raise reading_error(path, error) from None
         except NotStreamable:
             pass
+    if args.json:
         from app.commands.ledger_plan_parts import plan_json_text_in_parts
 
-        sys.stdout.write(plan_json_text_in_parts(path, expected))
-        sys.stdout.write("\n")
-    return EXIT_OK
+        with collector_paused(keep_off=fast_exit_requested):
+            sys.stdout.write(plan_json_text_in_parts(path, expected))
+            sys.stdout.write("\n")
+        return EXIT_OK
+    return _run(
+        args,
+        lambda events, scan: plan_resume(events, expected, scan=scan),
+        plan_json,
+        plan_json_text,
+    )
 
 
 def run_scan(args: argparse.Namespace) -> int:
@@ -161,6 +165,36 @@ def _damage_words(message: str) -> str:
     return f"{message}{_sentence(code)}" if code else message
 
 
+def _write_plan_text_tail(
+    document: JsonObject, replay_count: int, write: Callable[[str], object]
+) -> None:
+    """The plan's text form after its operations: diagnostics, directive, high-water."""
+    for diagnostic in document["diagnostics"]:
+        where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
+        message = _damage_words(str(diagnostic["message"]))
+        write(f"  ! {diagnostic['code']}{where}: {message}\n")
+    if "directive" in document:
+        write(f"directive: {document['directive']}\n")
+    write(f"high-water: {document['sourceRuntimeEventHighWater']}, replay: {replay_count} events\n")
+
+
+def _write_streamed_plan_text(
+    path: Path, expected: int | None, write: Callable[[str], object]
+) -> None:
+    """The text form from one streaming pass (``ledger_stream_plan``), the same lines as
+    ``_print_text`` of the document (no operation of a folded ledger is settled by the user)."""
+    from app.commands.ledger_stream_plan import StreamPlan, no_text, operation_lines, stream_plan
+
+    plan = stream_plan(path, StreamPlan(operation_lines, no_text))
+    verdict, operations, _ = plan.finish(expected)
+    document = verdict_json(verdict)
+    reasons = ", ".join(document["rejectionReasons"]) or "none"
+    write(f"disposition: {document['disposition']} (reasons: {reasons})\n")
+    for piece in operations:
+        write(piece)
+    _write_plan_text_tail(document, plan.replayed, write)
+
+
 def _print_text(document: JsonObject) -> None:
     """A short human reading of either document (the JSON form is the contract)."""
     out = sys.stdout
@@ -176,16 +210,7 @@ def _print_text(document: JsonObject) -> None:
 
                 note = visible(operation["attestationNote"]).replace("\n", "\n      ")
                 out.write(f"    your note: {note}\n")
-        for diagnostic in document["diagnostics"]:
-            where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
-            message = _damage_words(str(diagnostic["message"]))
-            out.write(f"  ! {diagnostic['code']}{where}: {message}\n")
-        if "directive" in document:
-            out.write(f"directive: {document['directive']}\n")
-        out.write(
-            f"high-water: {document['sourceRuntimeEventHighWater']}, "
-            f"replay: {len(document['replayRuntimeEventIds'])} events\n"
-        )
+        _write_plan_text_tail(document, len(document["replayRuntimeEventIds"]), out.write)
         return
     out.write(
         f"corruption: {'yes' if document['hasCorruption'] else 'no'}, reconciliation "

@@ -26,7 +26,7 @@ ones and the calls never answered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -129,12 +129,24 @@ class _Operation:
         )
 
 
+Render = Callable[[Sequence[ToolOperation]], str]
+"""Text for consecutive operations of the plan (``operations_json_text``...)."""
+RenderIds = Callable[[Sequence[str]], str]
+"""Text for consecutive event ids of the replay list (``replay_ids_json_text``...)."""
+
+
 class StreamPlan:
     """The fold: ``feed`` decoded events in file order, ``close_batch`` after each batch (it
-    turns what the batch settled into text), then ``finish``."""
+    turns what the batch settled into text with ``render`` and ``render_ids``), then
+    ``finish``."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, render: Render = operations_json_text, render_ids: RenderIds = replay_ids_json_text
+    ) -> None:
+        self._render, self._render_ids = render, render_ids
         self.count = 0
+        self.replayed = 0
+        """How many events the replay list holds (known once finished)."""
         self._seen: set[int] = set()  # hashes of event ids (a collision only ends the pass)
         self._call_ids: set[int] = set()
         self._operation_ids: set[int] = set()
@@ -267,21 +279,23 @@ class StreamPlan:
                 settled.append(operation.settled())
                 continue
             if settled:
-                self.operation_pieces.append(operations_json_text(settled))
+                self.operation_pieces.append(self._render(settled))
                 settled = []
             self.operation_pieces.append(operation)
         if settled:
-            self.operation_pieces.append(operations_json_text(settled))
+            self.operation_pieces.append(self._render(settled))
         ids = self._batch_ids
+        self.replayed += len(ids)
         start = 0
         for index, operation in self._batch_calls:
             if operation.response_id is None:
                 if index > start:
-                    self.replay_pieces.append(replay_ids_json_text(ids[start:index]))
+                    self.replay_pieces.append(self._render_ids(ids[start:index]))
                 self.replay_pieces.append(operation)
+                self.replayed -= 1
                 start = index + 1
         if start < len(ids):
-            self.replay_pieces.append(replay_ids_json_text(ids[start:] if start else ids))
+            self.replay_pieces.append(self._render_ids(ids[start:] if start else ids))
         self._batch_operations = []
         self._batch_ids = []
         self._batch_calls = []
@@ -289,6 +303,11 @@ class StreamPlan:
     def finish(self, expected_high_water: int | None) -> tuple[Any, Iterator[str], Iterator[str]]:
         """The plan's verdict and its two lists' text pieces."""
         self.close_batch()
+        self.replayed += sum(
+            1
+            for piece in self.replay_pieces
+            if not isinstance(piece, str) and piece.response_id is not None
+        )
         diagnostics: list[ResumeDiagnostic] = []
         indeterminate = False
         unanswered = _UNDISPATCHED_OPEN_T1 if self._t1 else _UNDISPATCHED_OPEN_LEGACY
@@ -328,10 +347,10 @@ class StreamPlan:
             if isinstance(piece, str):
                 yield piece
             elif piece.response_id is not None:
-                yield operations_json_text([piece.settled()])
+                yield self._render([piece.settled()])
             else:
                 status = (_DISPATCHED_OPEN if piece.operation_id is not None else unanswered)[0]
-                yield operations_json_text(
+                yield self._render(
                     [
                         ToolOperation(
                             piece.call_id, piece.name, piece.args, status, piece.call_event_id
@@ -344,7 +363,7 @@ class StreamPlan:
             if isinstance(piece, str):
                 yield piece
             elif piece.response_id is not None:  # the call was answered: it is replayed
-                yield replay_ids_json_text([piece.call_event_id])
+                yield self._render_ids([piece.call_event_id])
 
 
 def _blocks(path: Path) -> Iterator[tuple[list[bytes], bool]]:
@@ -366,10 +385,11 @@ def _blocks(path: Path) -> Iterator[tuple[list[bytes], bool]]:
         yield [rest], False
 
 
-def stream_plan(path: Path) -> StreamPlan:
-    """Decode ``path`` strictly and fold it. Raises ``LedgerFileError`` at the first line that
-    does not decode (exactly as the whole-file decoder does) and ``NotStreamable``."""
-    plan = StreamPlan()
+def stream_plan(path: Path, plan: StreamPlan | None = None) -> StreamPlan:
+    """Decode ``path`` strictly and fold it (into ``plan``, or a JSON-rendering fold). Raises
+    ``LedgerFileError`` at the first line that does not decode (exactly as the whole-file
+    decoder does) and ``NotStreamable``."""
+    plan = plan if plan is not None else StreamPlan()
     line_number = 1
     for lines, terminated in _blocks(path):
         for start in range(0, len(lines), BATCH_LINES):
@@ -392,3 +412,15 @@ def write_streamed_plan(
     verdict, operations, replay = stream_plan(path).finish(expected_high_water)
     write_plan_json(verdict, operations, replay, write)
     write("\n")
+
+
+def operation_lines(operations: Sequence[ToolOperation]) -> str:
+    """The text form's lines of operations (none of them settled by the user)."""
+    return "".join(
+        f"  {operation.tool_name} {operation.tool_call_id}: {operation.status.value}\n"
+        for operation in operations
+    )
+
+
+def no_text(ids: Sequence[str]) -> str:
+    return ""

@@ -5,6 +5,8 @@ whole-file decoder's error and line number, wherever the blocks and batches fall
 
 from __future__ import annotations
 
+import contextlib
+import io
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.commands import ledger_stream_plan
-from app.commands.ledger_json import plan_json_text
+from app.commands import ledger_report, ledger_stream_plan
+from app.commands.ledger_json import plan_json, plan_json_text
 from app.commands.ledger_stream_plan import NotStreamable, write_streamed_plan
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_file import LedgerFileError, read_ledger_events
@@ -56,6 +58,19 @@ def _general(events: list[RuntimeEvent], expected: int | None = None) -> str:
 def _streamed(path: Path, expected: int | None = None) -> str:
     parts: list[str] = []
     write_streamed_plan(path, expected, parts.append)
+    return "".join(parts)
+
+
+def _general_text(events: list[RuntimeEvent], expected: int | None = None) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        ledger_report._print_text(plan_json(plan_resume(events, expected)))
+    return out.getvalue()
+
+
+def _streamed_text(path: Path, expected: int | None = None) -> str:
+    parts: list[str] = []
+    ledger_report._write_streamed_plan_text(path, expected, parts.append)
     return "".join(parts)
 
 
@@ -116,7 +131,9 @@ def test_a_ledger_the_pass_folds_gives_the_general_plan(
 ) -> None:
     events = streamable_ledger(data.draw)
     with tempfile.TemporaryDirectory() as folder:
-        assert _streamed(_file(Path(folder), events), expected) == _general(events, expected)
+        path = _file(Path(folder), events)
+        assert _streamed(path, expected) == _general(events, expected)
+        assert _streamed_text(path, expected) == _general_text(events, expected)
 
 
 @settings(
@@ -132,8 +149,11 @@ def test_any_ledger_is_folded_exactly_or_refused(data: st.DataObject, expected: 
         try:
             text = _streamed(path, expected)
         except NotStreamable:
+            with pytest.raises(NotStreamable):
+                _streamed_text(path, expected)
             return
         assert text == _general(events, expected)
+        assert _streamed_text(path, expected) == _general_text(events, expected)
 
 
 def _call_with_response() -> list[RuntimeEvent]:
