@@ -28,19 +28,11 @@ from app.commands.ledger_json import (
     scan_json,
     verdict_json,
 )
-from app.process_exit import fast_exit_requested, request_fast_exit
-from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.fastplan.tail_scan import (
-    TAIL_START_MARKER,
-    TAIL_START_NOT_AFTER,
-    LedgerReading,
-    TailScan,
-)
 from runtime.ledger.codes import HostCode
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
-from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
+from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes, read_ledger_events
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScan, scan_tool_ledger
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.resume_plan import plan_resume
 
@@ -51,29 +43,15 @@ R = TypeVar("R")
 
 
 def read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
-    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
-    large file the scan overlaps with the decoding (``LedgerReading``)."""
-    reading = LedgerReading()
-    hooks = TailHooks(
-        TailScan,
-        reading.consume_tail,
-        reading.take_summary,
-        start_marker=TAIL_START_MARKER,
-        start_not_after=TAIL_START_NOT_AFTER,
-    )
+    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), scan it, then
+    build."""
     try:
-        data = read_file_bytes(path)
-        # Lingering (the child and the shared region left to the end of the process) and
-        # keeping the file's bytes pays only when the process ends right after the command.
-        exits = request_fast_exit(data)
-        decode_ledger_pieces(data, reading.consume, tail_hooks=hooks, linger=exits)
+        events = read_ledger_events(read_file_bytes(path))
     except LedgerFileError as error:
         from app.commands.ledger_lines import reading_error  # only a refused file needs it
 
         raise reading_error(path, error) from None
-    scanned = reading.finish()
-    request_fast_exit(reading, scanned)  # freeing them at exit would only cost time
-    return build(reading.events, scanned)
+    return build(events, scan_tool_ledger(events))
 
 
 def _run(
@@ -82,9 +60,8 @@ def _run(
     document: Callable[[R], JsonObject],
     json_text: Callable[[R], str],
 ) -> int:
-    with collector_paused(keep_off=fast_exit_requested):
+    with collector_paused():
         result = read_and_build(args.file, build)
-        request_fast_exit(result)
         if args.json:
             sys.stdout.write(json_text(result))
             sys.stdout.write("\n")
@@ -104,23 +81,16 @@ def run_plan(args: argparse.Namespace) -> int:
     write_streamed = write_streamed_plan if args.json else _write_streamed_plan_text
     # One streaming pass over the file in little memory (``ledger_stream_plan``); a ledger
     # that pass does not fold is planned on the general path, with the same output.
-    with collector_paused(keep_off=fast_exit_requested):
-        try:
+    try:
+        with collector_paused():  # each event is freed as soon as it is folded
             write_streamed(path, expected, sys.stdout.write)
-            return EXIT_OK
-        except LedgerFileError as error:
-            from app.commands.ledger_lines import reading_error  # only a refused file needs it
-
-            raise reading_error(path, error) from None
-        except NotStreamable:
-            pass
-    if args.json:
-        from app.commands.ledger_plan_parts import plan_json_text_in_parts
-
-        with collector_paused(keep_off=fast_exit_requested):
-            sys.stdout.write(plan_json_text_in_parts(path, expected))
-            sys.stdout.write("\n")
         return EXIT_OK
+    except LedgerFileError as error:
+        from app.commands.ledger_lines import reading_error  # only a refused file needs it
+
+        raise reading_error(path, error) from None
+    except NotStreamable:
+        pass
     return _run(
         args,
         lambda events, scan: plan_resume(events, expected, scan=scan),
