@@ -80,17 +80,20 @@ def run_plan(args: argparse.Namespace) -> int:
     path: Path = args.file
     write_streamed = write_streamed_plan if args.json else _write_streamed_plan_text
     # One streaming pass over the file in little memory (``ledger_stream_plan``); a ledger
-    # that pass does not fold is planned on the general path, with the same output.
-    try:
-        with collector_paused():  # each event is freed as soon as it is folded
-            write_streamed(path, expected, sys.stdout.write)
-        return EXIT_OK
-    except LedgerFileError as error:
-        from app.commands.ledger_lines import reading_error  # only a refused file needs it
+    # that pass does not fold is planned on the general path, with the same output. The
+    # general path reads the file again, so only a regular file is streamed (a pipe cannot be
+    # read twice); anything else (a pipe, a missing file) takes the general path at once.
+    if path.is_file():
+        try:
+            with collector_paused():  # each event is freed as soon as it is folded
+                write_streamed(path, expected, sys.stdout.write)
+            return EXIT_OK
+        except LedgerFileError as error:
+            from app.commands.ledger_lines import reading_error  # only a refused file needs it
 
-        raise reading_error(path, error) from None
-    except NotStreamable:
-        pass
+            raise reading_error(path, error) from None
+        except NotStreamable:
+            pass
     return _run(
         args,
         lambda events, scan: plan_resume(events, expected, scan=scan),

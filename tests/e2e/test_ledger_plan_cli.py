@@ -540,3 +540,26 @@ def test_a_bad_line_late_in_a_large_ledger_is_refused_naming_the_line(tmp_path: 
     assert f"line {len(lines) - 9}:" in done.stderr
     assert "partial" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/stdin").exists(), reason="needs /dev/stdin")
+@pytest.mark.parametrize("ending", ["response", "parked"])
+def test_a_ledger_read_from_a_pipe_gives_the_plan_of_the_file(tmp_path: Path, ending: str) -> None:
+    """A pipe cannot be read twice: the plan of a piped ledger is the file's, whether the
+    streaming pass would fold it (``response``) or hand it to the general path (``parked``:
+    a recovery fact)."""
+    events = [user_text(marker=True), *tool_turn("c-1", ending=ending), model_text()]
+    path = _write(tmp_path / "run.jsonl", events)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("MAKA_FAILPOINT", None)
+    for form in (["--json"], []):
+        piped = subprocess.run(
+            [*_maka(), "ledger", "plan", "/dev/stdin", *form],
+            input=path.read_bytes(),
+            check=True,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert piped.stdout.decode() == _run(["ledger", "plan", str(path), *form], tmp_path).stdout
