@@ -239,17 +239,12 @@ def _require_utf8_data_dir(data_dir: str | None) -> None:
 
 
 def run_main() -> None:
-    from app.process_exit import enter_console, exit_now, fast_exit_requested
-
-    enter_console()
     code = main()
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_BROKEN_PIPE
-    if fast_exit_requested():
-        exit_now(code)
     sys.exit(code)
 
 

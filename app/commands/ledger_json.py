@@ -15,7 +15,7 @@ The plan's text is written directly for a long run (``plan_json_text``), byte fo
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -145,7 +145,11 @@ def operations_json_text(operations: Sequence[ToolOperation]) -> str:
 
 def replay_json_text(events: Sequence[RuntimeEvent]) -> str:
     """The items of the document's ``replayRuntimeEventIds`` list as JSON text."""
-    ids = [event["id"] for event in events]
+    return replay_ids_json_text([event["id"] for event in events])
+
+
+def replay_ids_json_text(ids: Sequence[str]) -> str:
+    """The items of the document's ``replayRuntimeEventIds`` list, given the ids, as JSON text."""
     if not ids:
         return ""
     text = '"' + '", "'.join(ids) + '"'
@@ -164,13 +168,38 @@ def compose_plan_json_text(
     verdict: ResumePlan | PlanVerdict, operations_text: str, replay_text: str
 ) -> str:
     """The plan document's text from its verdict and its two lists' items."""
-    document = verdict_json(verdict)
-    parts = [f'{{"disposition": {_dumps(document.pop("disposition"))}, "operations": [']
-    parts.append(operations_text)
-    parts.append("]")
-    parts.extend(f", {_dumps(key)}: {_dumps(value)}" for key, value in document.items())
-    parts.append(', "replayRuntimeEventIds": [' + replay_text + "]}")
+    parts: list[str] = []
+    write_plan_json(verdict, (operations_text,), (replay_text,), parts.append)
     return "".join(parts)
+
+
+def write_plan_json(
+    verdict: ResumePlan | PlanVerdict,
+    operations: Iterable[str],
+    replay: Iterable[str],
+    write: Callable[[str], Any],
+) -> None:
+    """Write the plan document's text through ``write`` a piece at a time, from its verdict and
+    its two lists' items given in consecutive pieces (``operations_json_text``...; an empty
+    piece adds nothing)."""
+    document = verdict_json(verdict)
+    write(f'{{"disposition": {_dumps(document.pop("disposition"))}, "operations": [')
+    _write_items(operations, write)
+    write("]")
+    for key, value in document.items():
+        write(f", {_dumps(key)}: {_dumps(value)}")
+    write(', "replayRuntimeEventIds": [')
+    _write_items(replay, write)
+    write("]}")
+
+
+def _write_items(pieces: Iterable[str], write: Callable[[str], Any]) -> None:
+    separator = ""
+    for piece in pieces:
+        if piece:
+            write(separator)
+            write(piece)
+            separator = ", "
 
 
 def plan_json_text(plan: ResumePlan) -> str:

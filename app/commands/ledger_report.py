@@ -21,20 +21,18 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
-from app.commands.ledger_json import JsonObject, plan_json, plan_json_text, scan_json
-from app.process_exit import fast_exit_requested, request_fast_exit
-from runtime.fastplan.parallel_decode import TailHooks, decode_ledger_pieces
-from runtime.fastplan.tail_scan import (
-    TAIL_START_MARKER,
-    TAIL_START_NOT_AFTER,
-    LedgerReading,
-    TailScan,
+from app.commands.ledger_json import (
+    JsonObject,
+    plan_json,
+    plan_json_text,
+    scan_json,
+    verdict_json,
 )
 from runtime.ledger.codes import HostCode
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes
-from runtime.ledger.tool_ledger_scanner import ToolLedgerScan
+from runtime.ledger.ledger_file import LedgerFileError, read_file_bytes, read_ledger_events
+from runtime.ledger.tool_ledger_scanner import ToolLedgerScan, scan_tool_ledger
 from runtime.recovery.recovery_resolver import resolve_recovery
 from runtime.recovery.resume_plan import plan_resume
 
@@ -45,29 +43,15 @@ R = TypeVar("R")
 
 
 def read_and_build(path: Path, build: Callable[[Sequence[RuntimeEvent], ToolLedgerScan], R]) -> R:
-    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), then build. On a
-    large file the scan overlaps with the decoding (``LedgerReading``)."""
-    reading = LedgerReading()
-    hooks = TailHooks(
-        TailScan,
-        reading.consume_tail,
-        reading.take_summary,
-        start_marker=TAIL_START_MARKER,
-        start_not_after=TAIL_START_NOT_AFTER,
-    )
+    """Decode ``path`` strictly (an undecodable line exits 2 naming the line), scan it, then
+    build."""
     try:
-        data = read_file_bytes(path)
-        # Lingering (the child and the shared region left to the end of the process) and
-        # keeping the file's bytes pays only when the process ends right after the command.
-        exits = request_fast_exit(data)
-        decode_ledger_pieces(data, reading.consume, tail_hooks=hooks, linger=exits)
+        events = read_ledger_events(read_file_bytes(path))
     except LedgerFileError as error:
         from app.commands.ledger_lines import reading_error  # only a refused file needs it
 
         raise reading_error(path, error) from None
-    scanned = reading.finish()
-    request_fast_exit(reading, scanned)  # freeing them at exit would only cost time
-    return build(reading.events, scanned)
+    return build(events, scan_tool_ledger(events))
 
 
 def _run(
@@ -76,9 +60,8 @@ def _run(
     document: Callable[[R], JsonObject],
     json_text: Callable[[R], str],
 ) -> int:
-    with collector_paused(keep_off=fast_exit_requested):
+    with collector_paused():
         result = read_and_build(args.file, build)
-        request_fast_exit(result)
         if args.json:
             sys.stdout.write(json_text(result))
             sys.stdout.write("\n")
@@ -92,13 +75,25 @@ def run_plan(args: argparse.Namespace) -> int:
     expected: int | None = getattr(args, "expected_high_water", None)
     if expected is not None and expected < 0:
         raise CliError(HostCode.INVALID_ARGUMENT, "--expected-high-water must be >= 0", EXIT_USAGE)
-    if args.json:
-        from app.commands.ledger_plan_parts import plan_json_text_in_parts
+    from app.commands.ledger_stream_plan import NotStreamable, write_streamed_plan
 
-        with collector_paused(keep_off=fast_exit_requested):
-            sys.stdout.write(plan_json_text_in_parts(args.file, expected))
-            sys.stdout.write("\n")
-        return EXIT_OK
+    path: Path = args.file
+    write_streamed = write_streamed_plan if args.json else _write_streamed_plan_text
+    # One streaming pass over the file in little memory (``ledger_stream_plan``); a ledger
+    # that pass does not fold is planned on the general path, with the same output. The
+    # general path reads the file again, so only a regular file is streamed (a pipe cannot be
+    # read twice); anything else (a pipe, a missing file) takes the general path at once.
+    if path.is_file():
+        try:
+            with collector_paused():  # each event is freed as soon as it is folded
+                write_streamed(path, expected, sys.stdout.write)
+            return EXIT_OK
+        except LedgerFileError as error:
+            from app.commands.ledger_lines import reading_error  # only a refused file needs it
+
+            raise reading_error(path, error) from None
+        except NotStreamable:
+            pass
     return _run(
         args,
         lambda events, scan: plan_resume(events, expected, scan=scan),
@@ -143,6 +138,36 @@ def _damage_words(message: str) -> str:
     return f"{message}{_sentence(code)}" if code else message
 
 
+def _write_plan_text_tail(
+    document: JsonObject, replay_count: int, write: Callable[[str], object]
+) -> None:
+    """The plan's text form after its operations: diagnostics, directive, high-water."""
+    for diagnostic in document["diagnostics"]:
+        where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
+        message = _damage_words(str(diagnostic["message"]))
+        write(f"  ! {diagnostic['code']}{where}: {message}\n")
+    if "directive" in document:
+        write(f"directive: {document['directive']}\n")
+    write(f"high-water: {document['sourceRuntimeEventHighWater']}, replay: {replay_count} events\n")
+
+
+def _write_streamed_plan_text(
+    path: Path, expected: int | None, write: Callable[[str], object]
+) -> None:
+    """The text form from one streaming pass (``ledger_stream_plan``), the same lines as
+    ``_print_text`` of the document (no operation of a folded ledger is settled by the user)."""
+    from app.commands.ledger_stream_plan import StreamPlan, no_text, operation_lines, stream_plan
+
+    plan = stream_plan(path, StreamPlan(operation_lines, no_text))
+    verdict, operations, _ = plan.finish(expected)
+    document = verdict_json(verdict)
+    reasons = ", ".join(document["rejectionReasons"]) or "none"
+    write(f"disposition: {document['disposition']} (reasons: {reasons})\n")
+    for piece in operations:
+        write(piece)
+    _write_plan_text_tail(document, plan.replayed, write)
+
+
 def _print_text(document: JsonObject) -> None:
     """A short human reading of either document (the JSON form is the contract)."""
     out = sys.stdout
@@ -158,16 +183,7 @@ def _print_text(document: JsonObject) -> None:
 
                 note = visible(operation["attestationNote"]).replace("\n", "\n      ")
                 out.write(f"    your note: {note}\n")
-        for diagnostic in document["diagnostics"]:
-            where = f" at {diagnostic['eventId']}" if "eventId" in diagnostic else ""
-            message = _damage_words(str(diagnostic["message"]))
-            out.write(f"  ! {diagnostic['code']}{where}: {message}\n")
-        if "directive" in document:
-            out.write(f"directive: {document['directive']}\n")
-        out.write(
-            f"high-water: {document['sourceRuntimeEventHighWater']}, "
-            f"replay: {len(document['replayRuntimeEventIds'])} events\n"
-        )
+        _write_plan_text_tail(document, len(document["replayRuntimeEventIds"]), out.write)
         return
     out.write(
         f"corruption: {'yes' if document['hasCorruption'] else 'no'}, reconciliation "

@@ -10,19 +10,17 @@ it was off).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused(keep_off: Callable[[], bool] | None = None) -> Iterator[None]:
-    """Pause the collector for the block; resume it after if it was on, unless ``keep_off()``
-    says the process ends right away (a resumed collector would at once walk everything
-    allocated meanwhile, for nothing)."""
+def collector_paused() -> Iterator[None]:
+    """Pause the collector for the block; resume it after if it was on."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if enabled and not (keep_off is not None and keep_off()):
+        if enabled:
             gc.enable()

@@ -3,8 +3,7 @@
 The replay list is what a model may be shown again: no partial chunk, no hidden event, and tool
 calls and responses only when paired, so that whatever happens next the model never sees half a
 tool exchange. The same pass notes the visible responses that answer no projected call of their
-tool (the plan's response diagnostics) and, for a run planned in parts, the tool-call ids the
-part holds (``runtime/fastplan``: ``plan_parts.plan_parts_independent``).
+tool (the plan's response diagnostics).
 """
 
 from __future__ import annotations
@@ -29,22 +28,16 @@ class ResponseMismatch(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ReplayWalk:
-    """What one pass over the ledger yields: the replay list, the committed (non-partial)
-    model-visible responses that answer no projected call of their tool, in ledger order, and,
-    when asked for, the tool-call ids of every committed call and response."""
+    """What one pass over the ledger yields: the replay list, and the committed (non-partial)
+    model-visible responses that answer no projected call of their tool, in ledger order."""
 
     replay: tuple[RuntimeEvent, ...]
     response_mismatches: tuple[ResponseMismatch, ...]
-    tool_call_ids: frozenset[str]
 
 
-# C901: one hot pass over every event (left out, call, response, pairing); split into helpers it
-# would pay a call per event on the replay path the ledger bench measures.
-def walk_replay(  # noqa: C901
+def walk_replay(
     events: Sequence[RuntimeEvent],
     call_names: Mapping[str, str] | None = None,
-    *,
-    collect_ids: bool = False,
 ) -> ReplayWalk:
     """One pass: note the events left out (partial, hidden or a checkpoint fact) and where
     visible calls and responses are, then drop afterwards the ones whose id never paired; the
@@ -57,7 +50,6 @@ def walk_replay(  # noqa: C901
     """
     calls: dict[str, str] = {}
     paired: set[str] = set()
-    responded: set[str] | None = set() if collect_ids else None
     left_out: list[int] = []
     tool_slots: list[tuple[int, str]] = []
     mismatches: list[ResponseMismatch] = []
@@ -87,8 +79,6 @@ def walk_replay(  # noqa: C901
             call_id, name = content["id"], content["name"]
             if calls.get(call_id) == name:
                 paired.add(call_id)
-            if responded is not None:
-                responded.add(call_id)
             if not hidden and call_names is not None:
                 call_name = call_names.get(call_id)
                 if call_name != name:
@@ -109,8 +99,7 @@ def walk_replay(  # noqa: C901
             start = slot + 1
         runs.extend(events[start:])
         replay = tuple(runs)
-    ids = frozenset(calls.keys() | responded) if responded is not None else frozenset()
-    return ReplayWalk(replay, tuple(mismatches), ids)
+    return ReplayWalk(replay, tuple(mismatches))
 
 
 def replay_runtime_events(events: Sequence[RuntimeEvent]) -> tuple[RuntimeEvent, ...]:

@@ -12,9 +12,9 @@ The replay list never contains an unpaired call or response, a partial chunk or 
 so whatever happens next, the model is never shown half a tool exchange.
 
 ``plan_resume`` resolves the run, plans the resolved operations (``plan_resolved``) and takes the
-verdict of their facts (``plan_verdict``). Those two functions are the one extension point of the
-plan: ``runtime/fastplan`` plans a long run as a head and a tail apart on two cores and gives
-``plan_verdict`` both parts' facts (a property test checks it equals ``plan_resume``).
+verdict of their facts (``plan_verdict``). ``maka ledger plan`` folds a long run in one streaming
+pass (``app/commands/ledger_stream_plan``) and gives ``plan_verdict`` the facts it folded (tests
+check its output equals the plan of ``plan_resume``).
 """
 
 from __future__ import annotations
@@ -364,11 +364,8 @@ def _rejection_reasons(diagnostics: Sequence[ResumeDiagnostic]) -> tuple[ParkRea
 
 @dataclass(frozen=True, slots=True)
 class PlanFacts:
-    """What the plan's verdict takes from a run's events, or from one part of them.
-
-    The verdict of a run planned in parts (``plan_verdict`` of each part's facts, in ledger
-    order) equals that of the whole run when the parts cannot see each other
-    (``runtime/fastplan`` checks that before it plans in parts)."""
+    """What the plan's verdict takes from a run's events (``plan_verdict`` of a run's facts is
+    its plan's verdict)."""
 
     event_count: int
     operation_diagnostics: tuple[ResumeDiagnostic, ...]
@@ -383,14 +380,12 @@ class PlanFacts:
 
 @dataclass(frozen=True, slots=True)
 class PlanPart:
-    """A run's events, or a contiguous part of them, planned: the verdict's facts, the
-    projected operations and the replay list of the part, and (``plan_resolved(...,
-    collect_ids=True)``) the tool-call ids of its committed calls and responses."""
+    """A run's events planned: the verdict's facts, the projected operations and the replay
+    list."""
 
     facts: PlanFacts
     operations: tuple[ToolOperation, ...]
     replay: tuple[RuntimeEvent, ...]
-    tool_call_ids: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,18 +403,14 @@ class PlanVerdict:
 def plan_resolved(
     events: Sequence[RuntimeEvent],
     resolved: tuple[RecoveryResolution, tuple[ResolvedOperation, ...]],
-    *,
-    collect_ids: bool = False,
 ) -> PlanPart:
-    """Plan ``events`` (a whole run, or a contiguous part of one) from their resolution
-    (``resolve_operations``)."""
+    """Plan ``events`` (a whole run) from their resolution (``resolve_operations``)."""
     resolution, operations_resolved = resolved
     projection = _project(operations_resolved)
     operations = projection.operations
     walk = walk_replay(
         events,
         {operation.tool_call_id: operation.tool_name for operation in operations},
-        collect_ids=collect_ids,
     )
     marker = ScanIssueCode.PROTOCOL_MARKER_INVALID
     facts = PlanFacts(
@@ -435,7 +426,7 @@ def plan_resolved(
         hidden_pending=tuple(projection.hidden_pending),
         response_diagnostics=tuple(map(_response_diagnostic, walk.response_mismatches)),
     )
-    return PlanPart(facts, operations, walk.replay, walk.tool_call_ids)
+    return PlanPart(facts, operations, walk.replay)
 
 
 def plan_verdict(parts: Sequence[PlanFacts], expected_high_water: int | None) -> PlanVerdict:

@@ -497,8 +497,9 @@ def test_the_ledger_tools_start_without_qt_sqlite_storage_or_pydantic(tmp_path: 
 
 
 def _large_run(turns: int) -> list[RuntimeEvent]:
-    """A long run past the size at which the command decodes on two cores, ending with a
-    dispatched call that has no response, so the plan is blocked and has a directive."""
+    """A long run of several megabytes (the size at which the command once decoded on two
+    cores), ending with a dispatched call that has no response, so the plan is blocked and has
+    a directive."""
     ids = RunIds("sess-large", "inv-large", "run-large", "turn-large")
     events: list[RuntimeEvent] = [user_text(ids=ids, marker=True)]
     for index in range(turns):
@@ -512,13 +513,12 @@ def _large_run(turns: int) -> list[RuntimeEvent]:
 @pytest.mark.parametrize("command", ["plan", "scan"])
 def test_a_large_ledger_gives_the_plan_of_the_serial_decode(tmp_path: Path, command: str) -> None:
     from app.commands.ledger_json import plan_json, scan_json
-    from runtime.fastplan.parallel_decode import MIN_PARALLEL_BYTES
     from runtime.ledger.ledger_file import read_ledger_events
     from runtime.recovery.recovery_resolver import resolve_recovery
     from runtime.recovery.resume_plan import plan_resume
 
     path = _write(tmp_path / "large.jsonl", _large_run(4_500))
-    assert path.stat().st_size > MIN_PARALLEL_BYTES
+    assert path.stat().st_size > 4 << 20
     events = read_ledger_events(path.read_bytes())
     expected = (
         plan_json(plan_resume(events)) if command == "plan" else scan_json(resolve_recovery(events))
@@ -540,3 +540,26 @@ def test_a_bad_line_late_in_a_large_ledger_is_refused_naming_the_line(tmp_path: 
     assert f"line {len(lines) - 9}:" in done.stderr
     assert "partial" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/stdin").exists(), reason="needs /dev/stdin")
+@pytest.mark.parametrize("ending", ["response", "parked"])
+def test_a_ledger_read_from_a_pipe_gives_the_plan_of_the_file(tmp_path: Path, ending: str) -> None:
+    """A pipe cannot be read twice: the plan of a piped ledger is the file's, whether the
+    streaming pass would fold it (``response``) or hand it to the general path (``parked``:
+    a recovery fact)."""
+    events = [user_text(marker=True), *tool_turn("c-1", ending=ending), model_text()]
+    path = _write(tmp_path / "run.jsonl", events)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("MAKA_FAILPOINT", None)
+    for form in (["--json"], []):
+        piped = subprocess.run(
+            [*_maka(), "ledger", "plan", "/dev/stdin", *form],
+            input=path.read_bytes(),
+            check=True,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert piped.stdout.decode() == _run(["ledger", "plan", str(path), *form], tmp_path).stdout

@@ -24,9 +24,9 @@ STDLIB = frozenset(__import__("sys").stdlib_module_names)
 RUNTIME_LAYERS = ("ledger", "base", "providers", "tools", "recovery", "continuation", "agent")
 """``runtime``'s subpackages, lowest first: each imports only itself and the ones before it."""
 
-RUNTIME_BESIDE = {"fastplan": "recovery"}
+RUNTIME_BESIDE: dict[str, str] = {}
 """Subpackages beside the order: each may import the layers up to the named one, and no
-``runtime`` module but its own imports it (``fastplan`` serves the ledger tools in ``app``)."""
+``runtime`` module but its own imports it (none at present)."""
 
 
 HOST_MAY_IMPORT = (
@@ -294,11 +294,6 @@ def test_the_walker_sees_a_runtime_layer_importing_upwards() -> None:
     assert not _allowed("runtime.agent.run_loop.CancelToken", own)
     assert _allowed("runtime.providers.provider_port.ProviderPort", own)
     assert _allowed("runtime.base.cancel_token.CancelToken", own)
-    fastplan, _ = _rules("runtime.fastplan.plan_parts")
-    assert _allowed("runtime.recovery.resume_plan.plan_verdict", fastplan)
-    assert not _allowed("runtime.continuation.resume_service", fastplan)
-    for layer in RUNTIME_LAYERS:
-        assert not _allowed("runtime.fastplan.tail_scan", _rules(f"runtime.{layer}.m")[0])
 
 
 def test_a_runtime_subpackage_without_a_place_in_the_order_fails() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,25 +126,3 @@ def test_strict_events_without_ledger_lines_equal_the_line_reader() -> None:
     assert read_ledger_events(data) == [line.event for line in read_ledger_bytes(data).lines]
     assert read_ledger_events(data[:-1]) == read_ledger_events(data)
     assert read_ledger_events(b"") == []
-
-
-def test_a_scan_fed_in_pieces_gives_the_plan_and_resolution_of_a_whole_scan() -> None:
-    from runtime.fastplan.tail_scan import BatchScan
-    from runtime.recovery.recovery_resolver import resolve_recovery
-    from runtime.recovery.resume_plan import plan_resume
-
-    events = read_ledger_events(_big_ledger(3))
-    for cut in (0, 1, len(events) // 3, len(events)):
-        scan = BatchScan()
-        scan.feed(events[:cut])
-        scan.feed(events[cut:])
-        assert plan_resume(events, scan=scan.finish()) == plan_resume(events)
-        again = BatchScan()
-        again.feed(events[cut:])  # not the same events: a different answer, so it is used
-        assert resolve_recovery(events, again.finish()) != resolve_recovery(events) or cut == 0
-    finished = BatchScan()
-    finished.finish()
-    with pytest.raises(RuntimeError):
-        finished.feed(events)
-    with pytest.raises(RuntimeError):
-        finished.finish()
