@@ -555,11 +555,18 @@ class PostgresLedgerStore(SqliteLedgerStore):
         heartbeat = self._heartbeat
         return heartbeat.runway_deadline if heartbeat is not None else None
 
-    def _refuse_without_own_runway(self) -> None:
+    def _refuse_without_own_runway(self, *, renew: bool = False) -> None:
         """A T1 or an admission needs runway on this host's own clock too: past the last
-        successful renewal + ttl - runway, the server may already have let the lease go."""
+        successful renewal + ttl - runway, the server may already have let the lease go. With
+        ``renew`` (only where the store's lock is not held), one renewal is tried first, as the
+        heartbeat's next beat would: after an outage the first write need not wait for that
+        beat, and a lease lost meanwhile is found and refused by the renewal itself."""
         heartbeat = self._heartbeat
-        if heartbeat is not None and time.monotonic() > heartbeat.runway_deadline:
+        if heartbeat is None or time.monotonic() <= heartbeat.runway_deadline:
+            return
+        if renew:
+            heartbeat.beat()
+        if time.monotonic() > heartbeat.runway_deadline:
             raise StoreRefusal(
                 StoreCode.SESSION_LEASE_LOST,
                 "this host could not renew its session leases in time (its own clock says the"
@@ -647,7 +654,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
     def commit_tool_prepared(
         self, call_event: RuntimeEvent | None, dispatch_event: RuntimeEvent
     ) -> CommitResult:
-        self._refuse_without_own_runway()
+        self._refuse_without_own_runway(renew=True)
         with self._lock, self._runway():
             self._refuse_without_own_runway()  # again: the lock may have been waited for
             return super().commit_tool_prepared(call_event, dispatch_event)
@@ -658,7 +665,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
         """As on SQLite, after the lease (with runway) and the source run's row lock: two
         admissions from one point queue on the source row, and the second meets the first's
         claim (``continuation_claim_conflict``) rather than a constraint."""
-        self._refuse_without_own_runway()
+        self._refuse_without_own_runway(renew=True)
         with self._lock, self._runway():
             self._refuse_without_own_runway()  # again: the lock may have been waited for
             with self._write() as tx:

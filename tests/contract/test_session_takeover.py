@@ -172,6 +172,36 @@ def test_no_t1_past_the_hosts_own_runway_deadline(postgres_url: str) -> None:
         store.close()
 
 
+def test_after_an_outage_the_first_t1_renews_its_leases_itself(postgres_url: str) -> None:
+    """Once the server answers again, a T1 past the host's own deadline does not wait for the
+    heartbeat's next beat (which may be seconds away): it renews first, as that beat would,
+    and goes on; the lease was never taken over, so nothing else could have written."""
+    store = open_postgres_store(
+        postgres_url,
+        clock=fixed_clock(),
+        owner="back-again",
+        lease_settings=LeaseSettings(ttl_ms=1200, runway_ms=400),
+    )
+    try:
+        add_run(store, _ids(1))
+        heartbeat = store._heartbeat
+        assert heartbeat is not None
+        heartbeat.stop()  # no beat from its thread: only the T1 itself may renew
+        real, heartbeat._store = heartbeat._store, _Failing()  # type: ignore[assignment]
+        deadline = time.monotonic() + 3
+        while time.monotonic() <= heartbeat.runway_deadline and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first = call_event("call-1", ids=_ids(1))
+        with pytest.raises(StoreRefusal) as refused:  # the server is still unreachable
+            store.commit_tool_prepared(first, dispatch_event(first))
+        assert refused.value.code is StoreCode.SESSION_LEASE_LOST
+        heartbeat._store = real  # the network is back
+        assert store.commit_tool_prepared(first, dispatch_event(first)).created
+        assert heartbeat.runway_deadline > time.monotonic()
+    finally:
+        store.close()
+
+
 class _Failing:
     def renew_session_leases(self) -> Sequence[str]:
         raise StoreRefusal(StoreCode.STORE_IO_FAILED, "the network is silent")
