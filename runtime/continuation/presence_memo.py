@@ -22,6 +22,12 @@ class PresenceMemo:
         self._carrier = carrier
         self._known: dict[tuple[str, str, str], bool] = {}
 
+    @property
+    def missing_note(self) -> str | None:
+        """The carrier's word on where a missing snapshot may be instead (a shared ledger)."""
+        note = getattr(self._carrier, "missing_note", None)
+        return note if isinstance(note, str) else None
+
     def has_snapshot(self, workspace_identity: str, commit_id: str, tree_id: str) -> bool:
         key = (workspace_identity, commit_id, tree_id)
         found = self._known.get(key)

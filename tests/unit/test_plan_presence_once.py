@@ -81,3 +81,33 @@ def test_a_plan_looks_the_boundary_snapshot_up_once(
     assert ParkReason.WORKSPACE_DRIFT in plan.rejection_reasons, plan.rejection_reasons
     assert "rebaseline" in plan.workspace_options
     assert carrier.presence_checks == 1
+
+
+def test_the_plan_says_where_a_snapshot_kept_by_another_host_may_be(
+    store: SqliteLedgerStore, tmp_path: Path
+) -> None:
+    """A host that took the session over plans with its own checkpoint store, where the
+    snapshot the other host took is not: the park says where it may be (the carrier's note
+    reaches the gate through the plan's one-answer-per-snapshot wrapper)."""
+    work = work_folder(tmp_path)
+    carrier = CountingCarrier(tmp_path / "data")
+    service = checkpointed_service(
+        store, carrier, SCRIPT, lambda folder: resolve_workspace_identity(folder).identity
+    )
+    session_id, outcome = run_turn(service, work, "write")
+    assert outcome.status is RunStatus.FAILED
+    elsewhere = CountingCarrier(tmp_path / "other-host")
+    elsewhere.missing_note = "a snapshot another host took is in that host's data folder"
+    seam = resume_service(
+        store,
+        lambda: ("read_file", "write_file", "edit_file", "bash", "list_dir", "glob"),
+        None,
+        enabled=True,
+        clock=lambda: 1,
+        lifecycle=None,
+        checkpoints=elsewhere,
+    )
+    plan = seam.plan_latest(session_id)
+    assert ParkReason.WORKSPACE_CHECKPOINT_MISSING in plan.rejection_reasons
+    (missing,) = [d for d in plan.diagnostics if d.code == "workspace_checkpoint_missing"]
+    assert missing.message.endswith(f"({elsewhere.missing_note})"), missing.message
