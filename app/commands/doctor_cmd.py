@@ -119,6 +119,25 @@ def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[di
     ]
 
 
+def _kept_elsewhere(missing: list[CheckpointRow]) -> list[dict[str, str]]:
+    """One note per session whose snapshots are not in this data folder, on a ledger shared by
+    several hosts: each host keeps the snapshots it took in its own data folder."""
+    counts: dict[str, int] = {}
+    for row in missing:
+        counts[row.session_id] = counts.get(row.session_id, 0) + 1
+    return [
+        {
+            "code": "workspace_checkpoint_missing",
+            "sessionId": session_id,
+            "message": f"{count} snapshot(s) of the session's folder are not in this data "
+            "folder: the ledger is shared by several hosts and each keeps the snapshots it took "
+            "in its own data folder, so another host's may hold them; a resume here offers to "
+            f"continue with the current files (maka resume {session_id} --rebaseline)",
+        }
+        for session_id, count in counts.items()
+    ]
+
+
 def _postgres_leases(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], list[str]] | None:
     """The ledger on PostgreSQL: the server, its schema and its session leases, as the report's
     JSON and lines (docs/postgres.md); None after reporting a refusal (no ledger there, an older
@@ -257,6 +276,10 @@ def run(args: argparse.Namespace) -> int:
     from storage.checkpoints.checkpoint_transfer import imported_without_snapshots
 
     not_carried = imported_without_snapshots(data_dir)
+    # On a shared ledger (PostgreSQL) each host keeps its snapshots in its own data folder: one
+    # recorded by another host is expected to be missing here (docs/postgres.md).
+    shared = server is not None
+    elsewhere = [row for row in checkpoints.missing if shared and row.session_id not in not_carried]
     report.problems.extend(
         DoctorProblem(
             "workspace_checkpoint_missing",
@@ -266,9 +289,10 @@ def run(args: argparse.Namespace) -> int:
             row.event_id,
         )
         for row in checkpoints.missing
-        if row.session_id not in not_carried
+        if row.session_id not in not_carried and not shared
     )
     notes.extend(_not_carried(checkpoints.missing, not_carried))
+    notes.extend(_kept_elsewhere(elsewhere))
     uncarried = sum(1 for row in checkpoints.missing if row.session_id in not_carried)
     if verification is not None:
         report.problems.extend(
@@ -312,8 +336,13 @@ def run(args: argparse.Namespace) -> int:
     lines.extend(f"workspace {item['cwd']}: marker {item['marker']}" for item in report.workspaces)
     lines.append(
         f"workspace checkpoints: {checkpoints.facts} recorded, {checkpoints.refs} refs, "
-        f"{len(checkpoints.missing) - uncarried} missing"
+        f"{len(checkpoints.missing) - uncarried - len(elsewhere)} missing"
         + (f" ({uncarried} not carried by an import)" if uncarried else "")
+        + (
+            f", {len(elsewhere)} not in this data folder (another host's may keep them)"
+            if elsewhere
+            else ""
+        )
         + f", {len(checkpoints.orphans)} orphan refs"
         + (
             " (left by an interrupted capture; retention removes them)"

@@ -191,3 +191,31 @@ def test_a_damaged_row_on_the_server_is_reported_with_the_sqlite_doctors_code(
     assert "PROBLEM [event_seq_gap] run " in server_text
     assert "PROBLEM [header_terminal_mismatch] run " in server_text
     assert "2 problem(s) found" in server_text
+
+
+def test_snapshots_another_host_took_are_a_note_not_a_problem(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """On a shared ledger each host keeps the snapshots it took in its own data folder: checked
+    from another host's data folder they are missing there, which the doctor says in a note (and
+    why), not as a damaged store; from the folder that took them, nothing is missing."""
+    env = {"MAKA_DATABASE_URL": postgres_url}
+    _two_runs(tmp_path, tmp_path / "host-a", env)
+    own = json.loads(maka(["doctor", "--json"], tmp_path / "host-a", env=env).stdout)
+    assert own["ok"] is True and own["workspaceCheckpoints"]["missing"] == []
+    assert own["notes"] == []
+    recorded = own["workspaceCheckpoints"]["facts"]
+    assert recorded > 0, "the write was snapshotted"
+
+    other = maka(["doctor", "--json"], tmp_path / "host-b", env=env)
+    assert other.returncode == 0, other.stdout + other.stderr
+    report = json.loads(other.stdout)
+    assert report["ok"] is True and report["problems"] == []
+    assert len(report["workspaceCheckpoints"]["missing"]) == recorded
+    assert report["notes"] and {note["code"] for note in report["notes"]} == {
+        "workspace_checkpoint_missing"
+    }
+    assert all("another host's may hold them" in note["message"] for note in report["notes"])
+    text = maka(["doctor"], tmp_path / "host-b", env=env).stdout
+    assert f"0 missing, {recorded} not in this data folder" in text
+    assert "PROBLEM" not in text
