@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.host.resume_seam import resume_service
+from runtime.continuation.resume_service import ResumeService
 from runtime.ledger.codes import ParkReason
 from runtime.ledger.store_ports import RunStatus
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
@@ -56,6 +57,18 @@ def store(tmp_path: Path) -> Iterator[SqliteLedgerStore]:
         yield instance
 
 
+def _resume_seam(store: SqliteLedgerStore, carrier: GitCheckpointStore) -> ResumeService:
+    return resume_service(
+        store,
+        lambda: ("read_file", "write_file", "edit_file", "bash", "list_dir", "glob"),
+        None,
+        enabled=True,
+        clock=lambda: 1,
+        lifecycle=None,
+        checkpoints=carrier,
+    )
+
+
 def test_a_plan_looks_the_boundary_snapshot_up_once(
     store: SqliteLedgerStore, tmp_path: Path
 ) -> None:
@@ -67,15 +80,7 @@ def test_a_plan_looks_the_boundary_snapshot_up_once(
     session_id, outcome = run_turn(service, work, "write")
     assert outcome.status is RunStatus.FAILED
     (work / "b.txt").write_text("changed behind the agent's back\n")
-    seam = resume_service(
-        store,
-        lambda: ("read_file", "write_file", "edit_file", "bash", "list_dir", "glob"),
-        None,
-        enabled=True,
-        clock=lambda: 1,
-        lifecycle=None,
-        checkpoints=carrier,
-    )
+    seam = _resume_seam(store, carrier)
     carrier.presence_checks = 0
     plan = seam.plan_latest(session_id)
     assert ParkReason.WORKSPACE_DRIFT in plan.rejection_reasons, plan.rejection_reasons
@@ -98,15 +103,7 @@ def test_the_plan_says_where_a_snapshot_kept_by_another_host_may_be(
     assert outcome.status is RunStatus.FAILED
     elsewhere = CountingCarrier(tmp_path / "other-host")
     elsewhere.missing_note = "a snapshot another host took is in that host's data folder"
-    seam = resume_service(
-        store,
-        lambda: ("read_file", "write_file", "edit_file", "bash", "list_dir", "glob"),
-        None,
-        enabled=True,
-        clock=lambda: 1,
-        lifecycle=None,
-        checkpoints=elsewhere,
-    )
+    seam = _resume_seam(store, elsewhere)
     plan = seam.plan_latest(session_id)
     assert ParkReason.WORKSPACE_CHECKPOINT_MISSING in plan.rejection_reasons
     (missing,) = [d for d in plan.diagnostics if d.code == "workspace_checkpoint_missing"]
