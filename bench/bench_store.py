@@ -67,7 +67,11 @@ from storage.ledger.sqlite_connection import (
     connect_reader,
     connect_writer,
 )
-from storage.ledger.tool_projection import JOURNAL_COLUMNS, OPERATION_COLUMNS
+from storage.ledger.tool_projection import (
+    JOURNAL_COLUMNS,
+    OPERATION_COLUMNS,
+    ROW_JOURNAL_COLUMNS,
+)
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -242,7 +246,8 @@ def _fresh_run(store: SqliteLedgerStore, name: str) -> RunIds:
 
 
 class RawBaseline:
-    """The same rows in two plain transactions, same pragmas, no validation."""
+    """The same rows in two plain transactions, same pragmas, no validation (schema 6: the
+    journal's prepared and outcome rows on the operation row)."""
 
     def __init__(self, path: Path) -> None:
         self.conn = sqlite3.connect(path / DATABASE_NAME, isolation_level=None)
@@ -282,33 +287,21 @@ class RawBaseline:
         self._event(dispatch, "tool_dispatch")
         conn.execute(
             "INSERT INTO tool_operations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'prepared', ?, ?,"
-            " NULL, 1, 1)",
+            " NULL, 1, 1, 1, NULL, NULL, NULL, NULL)",
             (op, dispatch["sessionId"], dispatch["invocationId"], dispatch["runId"],
              dispatch["turnId"], fact["providerToolCallId"], fact["toolName"],
              fact["canonicalArgsHash"], fact["recoveryMode"], call["id"], dispatch["id"]),
         )  # fmt: skip
-        self._journal(op, dispatch, "prepared", f"{op}_prepared", fact)
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")
         self._event(response, "function_response")
-        self._journal(op, response, "outcome_committed", f"{op}_outcome", fact)
         conn.execute(
             "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
-            " version = version + 1 WHERE invocation_id = ? AND operation_id = ?",
+            " version = version + 1, outcome_committed_at = 1, outcome_after = 0"
+            " WHERE invocation_id = ? AND operation_id = ?",
             (response["id"], response["invocationId"], op),
         )
         conn.execute("COMMIT")
-
-    def _journal(
-        self, op: str, event: RuntimeEvent, state: str, journal_id: str, fact: dict[str, Any]
-    ) -> None:
-        self.conn.execute(
-            "INSERT INTO tool_journal_events (journal_event_id, operation_id, invocation_id,"
-            " run_id, turn_id, state, runtime_event_id, canonical_args_hash, recovery_mode,"
-            " metadata_json, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, 1)",
-            (journal_id, op, event["invocationId"], event["runId"], event["turnId"], state,
-             event["id"], fact["canonicalArgsHash"], fact["recoveryMode"]),
-        )  # fmt: skip
 
 
 def _timed(action: Callable[[], object]) -> float:
@@ -428,7 +421,11 @@ _FLOOR_TABLES = (
         " payload, committed_at",
         "rowid",
     ),
-    ("tool_operations", OPERATION_COLUMNS, "rowid"),
+    (
+        "tool_operations",
+        f"{OPERATION_COLUMNS}, operation_id_derived, {ROW_JOURNAL_COLUMNS}",
+        "invocation_id, operation_id",
+    ),
     ("tool_journal_events", JOURNAL_COLUMNS, "journal_seq"),
 )
 

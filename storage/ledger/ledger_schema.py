@@ -25,7 +25,8 @@ Tables (version 1):
 Later versions: 2 adds ``continuation_claims``; 3 adds ``tool_processes``, the host table of
 processes started by tool calls (not a ledger fact; cleared at T2); 4 keys the indexes a tool call
 writes by the run first (``storage/ledger/schema_v4.py``); 5 adds ``session_branches``, the
-``branchStart`` fact of a branched session (``storage/ledger/schema_v5.py``).
+``branchStart`` fact of a branched session (``storage/ledger/schema_v5.py``); 6 keeps a tool
+call's ``prepared`` and outcome journal rows on its operation row (``storage/ledger/schema_v6.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from storage.ledger.schema_v2 import MIGRATION_V2
 from storage.ledger.schema_v3 import MIGRATION_V3
 from storage.ledger.schema_v4 import EVENT_FUNCTION, MIGRATION_V4, OPERATION_FUNCTION
 from storage.ledger.schema_v5 import MIGRATION_V5
+from storage.ledger.schema_v6 import MIGRATION_V6
 from storage.ledger.sqlite_connection import write_transaction
 
 _V1 = (
@@ -129,12 +131,14 @@ _V1 = (
 # Version 3: the tool_processes host table (storage/ledger/tool_process_store.py).
 # Version 4: the indexes a tool call writes keyed by the run first (storage/ledger/schema_v4.py).
 # Version 5: session_branches, a branched session's branchStart fact (storage/ledger/schema_v5.py).
+# Version 6: a tool call's prepared and outcome journal rows on its operation row (schema_v6.py).
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: _V1,
     2: MIGRATION_V2,
     3: MIGRATION_V3,
     4: MIGRATION_V4,
     5: MIGRATION_V5,
+    6: MIGRATION_V6,
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

@@ -1,9 +1,10 @@
 """The ledger's schema on PostgreSQL: numbered migrations of their own, version in ``meta``.
 
 The tables, columns, CHECKs and every UNIQUE constraint are those of the SQLite schema at its
-version 5 (``storage/ledger/ledger_schema.py``, ``schema_v4.py``, ``schema_v5.py``; version 2
-here adds ``session_branches``), so the shared writers run unchanged on both engines and the
-constraints stay the backstop. What differs:
+version 6 (``storage/ledger/ledger_schema.py``, ``schema_v4.py``, ``schema_v5.py``,
+``schema_v6.py``; version 2 here adds ``session_branches``, version 3 keeps a tool call's
+``prepared`` and outcome journal rows on its operation row), so the shared writers run
+unchanged on both engines and the constraints stay the backstop. What differs:
 
 - types: ``BIGINT`` for SQLite's integers (times are milliseconds), ``BYTEA`` for its blobs,
   ``TEXT COLLATE "C"`` everywhere, so ids sort by their bytes as in SQLite;
@@ -27,6 +28,7 @@ from __future__ import annotations
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.postgres_connection import MIGRATION_CALL_TIMEOUT_MS, PostgresConnection
+from storage.ledger.schema_v6 import row_journal_migration
 
 _T = 'TEXT COLLATE "C"'
 
@@ -191,9 +193,12 @@ _V2 = (
         FOR EACH ROW EXECUTE FUNCTION session_branches_fixed()""",
 )
 
+# A tool call's ``prepared`` and outcome journal rows on its operation row (SQLite's version 6).
+_V3 = row_journal_migration("BIGINT", "BYTEA")
+
 # MIGRATIONS[n] brings a database from version n-1 to n. Append only. Version 1 records itself
 # (the ``meta`` table it creates is where the version lives).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 REQUIRED_TABLES = frozenset(

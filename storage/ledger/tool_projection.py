@@ -13,6 +13,17 @@ writers produce exactly the same rows because they follow the same rules:
 
 Only operations with a dispatch are projected. A ledger the scanner or the recovery
 interpretation finds corrupt cannot be projected: the rebuild refuses with the issue's code.
+
+Where the journal rows live (schema 6 on SQLite, 3 on PostgreSQL): every operation's
+``prepared`` row and its ``outcome_committed`` row hold nothing the operation row does not, but
+their ``committed_at`` and ``metadata_json``, so they are stored *on the operation row*
+(``prepared_committed_at``, ``prepared_metadata``, ``outcome_committed_at``,
+``outcome_metadata``, and ``outcome_after``: how many of the operation's other journal rows come
+before its outcome). ``tool_journal_events`` holds only the other rows (reconcile and decision).
+A T1 and a T2 then write one table fewer (``storage/ledger/schema_v6.py`` measures it). Every
+reader gets the same records as before: ``read_journal`` and ``read_all_projection_rows`` put the
+two rows back in their places, and a row that is absent on the operation (a damaged projection,
+an upgrade of one) stays absent, so the doctor's comparison with the derived rows still sees it.
 """
 
 from __future__ import annotations
@@ -55,12 +66,19 @@ JOURNAL_COLUMNS = (
     "journal_event_id, operation_id, invocation_id, run_id, turn_id, state, runtime_event_id,"
     " canonical_args_hash, recovery_mode, metadata_json, committed_at"
 )
+# The operation's ``prepared`` and ``outcome_committed`` journal rows, kept on its row (above).
+ROW_JOURNAL_COLUMNS = (
+    "prepared_committed_at, prepared_metadata, outcome_committed_at, outcome_metadata,"
+    " outcome_after"
+)
 
 
 # ---- rows -------------------------------------------------------------------------------------
 
 
-def _operation_values(record: ToolOperationRecord) -> tuple[object, ...]:
+def _operation_values(
+    record: ToolOperationRecord, row_journal: tuple[object, ...] = (None,) * 5
+) -> tuple[object, ...]:
     return (
         record.operation_id,
         record.session_id,
@@ -79,6 +97,7 @@ def _operation_values(record: ToolOperationRecord) -> tuple[object, ...]:
         is_derived_operation_id(
             record.operation_id, record.invocation_id, record.provider_tool_call_id
         ),
+        *row_journal,
     )
 
 
@@ -102,8 +121,8 @@ def _journal_values(record: ToolJournalRecord) -> tuple[object, ...]:
 # ``operation_id_derived`` (schema 4) is written, never read: it only keeps operation ids unique
 # across the ledger without a global index (storage/ledger/schema_v4.py).
 _INSERT_OPERATION = (
-    f"INSERT INTO tool_operations ({OPERATION_COLUMNS}, operation_id_derived)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO tool_operations ({OPERATION_COLUMNS}, operation_id_derived,"
+    f" {ROW_JOURNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_JOURNAL = (
     f"INSERT INTO tool_journal_events ({JOURNAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -112,6 +131,9 @@ _INSERT_JOURNAL = (
 
 def _insert_journal(conn: sqlite3.Connection, record: ToolJournalRecord) -> None:
     conn.execute(_INSERT_JOURNAL, _journal_values(record))
+
+
+_OPERATION_WIDTH = len(OPERATION_COLUMNS.split(","))
 
 
 def _operation_from_row(row: Sequence[Any]) -> ToolOperationRecord:
@@ -159,16 +181,72 @@ def read_journal(
     """The journal of ``operation_id`` in order; its invocation is looked up when not given
     (``read_operation``)."""
     if invocation_id is None:
-        operation = read_operation(conn, operation_id)
-        if operation is None:
+        found = conn.execute(
+            "SELECT invocation_id FROM tool_operations WHERE operation_id = ?", (operation_id,)
+        ).fetchone()
+        if found is None:
             return []
-        invocation_id = operation.invocation_id
+        invocation_id = str(found[0])
+    row = conn.execute(
+        f"SELECT {OPERATION_COLUMNS}, {ROW_JOURNAL_COLUMNS} FROM tool_operations"
+        " WHERE invocation_id = ? AND operation_id = ?",
+        (invocation_id, operation_id),
+    ).fetchone()
+    if row is None:
+        return []
     rows = conn.execute(
         f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events"
         " WHERE invocation_id = ? AND operation_id = ? ORDER BY journal_seq",
         (invocation_id, operation_id),
     ).fetchall()
-    return [_journal_from_row(row) for row in rows]
+    return _whole_journal(row, [_journal_from_row(stored) for stored in rows])
+
+
+def _whole_journal(
+    row: Sequence[Any], stored: Sequence[ToolJournalRecord]
+) -> list[ToolJournalRecord]:
+    """One operation's journal: the rows kept on its operation ``row`` (``OPERATION_COLUMNS``
+    then ``ROW_JOURNAL_COLUMNS``) put back among its ``stored`` rows (in ``journal_seq``
+    order)."""
+    operation = _operation_from_row(row[:_OPERATION_WIDTH])
+    prepared_at, prepared_meta, outcome_at, outcome_meta, outcome_after = row[_OPERATION_WIDTH:]
+    journal: list[ToolJournalRecord] = []
+    if prepared_at is not None:
+        journal.append(
+            _row_journal(
+                operation, PREPARED, operation.dispatch_event_id, prepared_meta, prepared_at
+            )
+        )
+    if outcome_at is None or operation.result_event_id is None:
+        return journal + list(stored)
+    after = min(max(int(outcome_after or 0), 0), len(stored))
+    outcome = _row_journal(
+        operation, OUTCOME_COMMITTED, operation.result_event_id, outcome_meta, outcome_at
+    )
+    return [*journal, *stored[:after], outcome, *stored[after:]]
+
+
+def _row_journal(
+    operation: ToolOperationRecord,
+    state: str,
+    event_id: str,
+    metadata: bytes | None,
+    committed_at: int,
+) -> ToolJournalRecord:
+    suffix = "prepared" if state == PREPARED else "outcome"
+    return ToolJournalRecord(
+        journal_event_id=f"{operation.operation_id}_{suffix}",
+        operation_id=operation.operation_id,
+        invocation_id=operation.invocation_id,
+        run_id=operation.run_id,
+        turn_id=operation.turn_id,
+        state=state,
+        runtime_event_id=event_id,
+        canonical_args_hash=operation.canonical_args_hash,
+        recovery_mode=operation.recovery_mode,
+        metadata=json.loads(metadata) if metadata is not None else None,
+        committed_at=int(committed_at),
+    )
 
 
 def list_unsettled(
@@ -187,16 +265,27 @@ def list_unsettled(
 def read_all_projection_rows(
     conn: sqlite3.Connection,
 ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
-    """Every stored projection row, in a stable order (for equality checks)."""
-    operations = conn.execute(
-        f"SELECT {OPERATION_COLUMNS} FROM tool_operations ORDER BY operation_id"
+    """Every stored projection row, in a stable order (for equality checks): operations by id,
+    each operation's journal in order, operations by id."""
+    rows = conn.execute(
+        f"SELECT {OPERATION_COLUMNS}, {ROW_JOURNAL_COLUMNS} FROM tool_operations"
+        " ORDER BY operation_id"
     ).fetchall()
-    journal = conn.execute(
+    stored: dict[str, list[ToolJournalRecord]] = {}
+    for journal_row in conn.execute(
         f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events ORDER BY operation_id, journal_seq"
-    ).fetchall()
-    return [_operation_from_row(row) for row in operations], [
-        _journal_from_row(row) for row in journal
-    ]
+    ).fetchall():
+        record = _journal_from_row(journal_row)
+        stored.setdefault(record.operation_id, []).append(record)
+    operations: list[ToolOperationRecord] = []
+    journal: list[ToolJournalRecord] = []
+    for row in rows:
+        operations.append(_operation_from_row(row[:_OPERATION_WIDTH]))
+        journal.extend(_whole_journal(row, stored.pop(str(row[0]), [])))
+    for orphans in stored.values():  # rows whose operation is gone: shown, never hidden
+        journal.extend(orphans)
+    journal.sort(key=lambda record: record.operation_id)  # stable: each journal keeps its order
+    return operations, journal
 
 
 # ---- online transitions -----------------------------------------------------------------------
@@ -268,9 +357,9 @@ def project_prepared(
     dispatch: RuntimeEvent,
     committed_at: int,
 ) -> None:
-    """T1's operation row and ``prepared`` journal row: the values of ``prepared_records``,
-    bound straight from the dispatch (a T1 is on the hot path; the rebuild test proves the rows
-    equal the rebuilt ones)."""
+    """T1's operation row with its ``prepared`` journal row on it: the values of
+    ``prepared_records``, bound straight from the dispatch (a T1 is on the hot path; the rebuild
+    test proves the rows equal the rebuilt ones)."""
     fact = _fact(dispatch)
     operation_id: str = fact["operationId"]
     invocation_id, run_id, turn_id = dispatch["invocationId"], dispatch["runId"], dispatch["turnId"]
@@ -294,22 +383,11 @@ def project_prepared(
             None,
             1,
             is_derived_operation_id(operation_id, invocation_id, fact["providerToolCallId"]),
-        ),
-    )
-    conn.execute(
-        _INSERT_JOURNAL,
-        (
-            f"{operation_id}_prepared",
-            operation_id,
-            invocation_id,
-            run_id,
-            turn_id,
-            PREPARED,
-            dispatch_id,
-            args_hash,
-            mode,
-            _metadata_bytes(dispatch),
             committed_at,
+            _metadata_bytes(dispatch),
+            None,
+            None,
+            None,
         ),
     )
 
@@ -357,17 +435,54 @@ def _advance(
     )
 
 
+# The outcome's journal row goes on the operation row, after the operation's journal rows
+# stored so far (a reconcile may precede an outcome). ``?`` order: result event id, committed
+# at, metadata, invocation id, operation id (twice), then the compare-and-set's terms.
+_SET_OUTCOME = (
+    "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
+    " version = version + 1, outcome_committed_at = ?, outcome_metadata = ?,"
+    " outcome_after = (SELECT count(*) FROM tool_journal_events"
+    " WHERE invocation_id = ? AND operation_id = ?)"
+    " WHERE invocation_id = ? AND operation_id = ?"
+)
+
+
 def project_outcome(
     conn: sqlite3.Connection,
     operation: ToolOperationRecord,
     response: RuntimeEvent,
     committed_at: int,
 ) -> ToolOperationRecord:
-    journal = _journal(
-        operation, f"{operation.operation_id}_outcome", OUTCOME_COMMITTED, response, committed_at
+    """Journal the response (on the operation row) and move the operation to
+    ``outcome_committed`` (compare-and-set on its state and version)."""
+    invocation_id, operation_id = operation.invocation_id, operation.operation_id
+    cursor = conn.execute(
+        _SET_OUTCOME + " AND current_state = ? AND version = ? AND outcome_committed_at IS NULL",
+        (
+            response["id"],
+            committed_at,
+            _metadata_bytes(response),
+            invocation_id,
+            operation_id,
+            invocation_id,
+            operation_id,
+            operation.current_state,
+            operation.version,
+        ),
     )
-    _insert_journal(conn, journal)
-    return _advance(conn, operation, operation.current_state, OUTCOME_COMMITTED, response["id"])
+    if cursor.rowcount != 1:
+        raise StoreRefusal(
+            WriterRejectionCode.OPERATION_SETTLED,
+            f"operation {operation_id} changed under the writer",
+        )
+    return ToolOperationRecord(
+        **{
+            **_record_fields(operation),
+            "current_state": OUTCOME_COMMITTED,
+            "result_event_id": response["id"],
+            "version": operation.version + 1,
+        }
+    )
 
 
 def project_t2_outcome(
@@ -376,34 +491,25 @@ def project_t2_outcome(
     response: RuntimeEvent,
     committed_at: int,
 ) -> None:
-    """T2: journal the outcome and move the operation ``prepared`` -> ``outcome_committed``
-    (compare-and-set: an operation settled in any other way refuses). The journal row is the
-    one ``_journal`` builds from the prepared operation record, bound straight from the
-    dispatch (a T2 is on the hot path)."""
+    """T2: journal the outcome (on the operation row) and move the operation ``prepared`` ->
+    ``outcome_committed`` (compare-and-set: an operation settled in any other way refuses).
+    The values are the ones ``project_outcome`` writes, bound straight from the dispatch (a T2
+    is on the hot path)."""
     fact = _fact(dispatch)
     operation_id: str = fact["operationId"]
+    invocation_id = dispatch["invocationId"]
     response_id = response["id"]
-    conn.execute(
-        _INSERT_JOURNAL,
-        (
-            f"{operation_id}_outcome",
-            operation_id,
-            dispatch["invocationId"],
-            dispatch["runId"],
-            dispatch["turnId"],
-            OUTCOME_COMMITTED,
-            response_id,
-            fact["canonicalArgsHash"],
-            fact["recoveryMode"],
-            _metadata_bytes(response),
-            committed_at,
-        ),
-    )
     cursor = conn.execute(
-        "UPDATE tool_operations SET current_state = 'outcome_committed', result_event_id = ?,"
-        " version = version + 1 WHERE invocation_id = ? AND operation_id = ?"
-        " AND current_state = 'prepared' AND result_event_id IS NULL",
-        (response_id, dispatch["invocationId"], operation_id),
+        _SET_OUTCOME + " AND current_state = 'prepared' AND result_event_id IS NULL",
+        (
+            response_id,
+            committed_at,
+            _metadata_bytes(response),
+            invocation_id,
+            operation_id,
+            invocation_id,
+            operation_id,
+        ),
     )
     if cursor.rowcount != 1:
         raise StoreRefusal(
@@ -549,8 +655,66 @@ def insert_projection_rows(
     operations: Sequence[ToolOperationRecord],
     journal: Sequence[ToolJournalRecord],
 ) -> None:
-    conn.executemany(_INSERT_OPERATION, (_operation_values(record) for record in operations))
-    conn.executemany(_INSERT_JOURNAL, (_journal_values(row) for row in journal))
+    """Insert ``operations`` and their ``journal`` (each operation's rows in order): the
+    ``prepared`` and outcome rows go on their operation's row, the others into
+    ``tool_journal_events``. A row the operation row cannot hold exactly as given (another id,
+    event or value than the operation implies) is refused: what is read back must be what was
+    written."""
+    by_operation = {record.operation_id: record for record in operations}
+    on_row: dict[str, list[object]] = {}
+    stored: list[ToolJournalRecord] = []
+    stored_before: dict[str, int] = {}  # per operation: its stored rows so far
+    for row in journal:
+        operation = by_operation.get(row.operation_id)
+        slot = on_row.setdefault(row.operation_id, [None] * 5)
+        metadata = canonical_json_bytes(dict(row.metadata)) if row.metadata is not None else None
+        if operation is not None and row.journal_event_id == f"{row.operation_id}_prepared":
+            _require_row_journal(operation, row, PREPARED, operation.dispatch_event_id)
+            slot[0], slot[1] = row.committed_at, metadata
+        elif operation is not None and row.journal_event_id == f"{row.operation_id}_outcome":
+            _require_row_journal(operation, row, OUTCOME_COMMITTED, operation.result_event_id)
+            slot[2], slot[3] = row.committed_at, metadata
+            slot[4] = stored_before.get(row.operation_id, 0)
+        else:
+            stored.append(row)
+            stored_before[row.operation_id] = stored_before.get(row.operation_id, 0) + 1
+    conn.executemany(
+        _INSERT_OPERATION,
+        (
+            _operation_values(record, tuple(on_row.get(record.operation_id, [None] * 5)))
+            for record in operations
+        ),
+    )
+    conn.executemany(_INSERT_JOURNAL, (_journal_values(row) for row in stored))
+
+
+def _require_row_journal(
+    operation: ToolOperationRecord, row: ToolJournalRecord, state: str, event_id: str | None
+) -> None:
+    expected = (
+        operation.invocation_id,
+        operation.run_id,
+        operation.turn_id,
+        state,
+        event_id,
+        operation.canonical_args_hash,
+        operation.recovery_mode,
+    )
+    given = (
+        row.invocation_id,
+        row.run_id,
+        row.turn_id,
+        row.state,
+        row.runtime_event_id,
+        row.canonical_args_hash,
+        row.recovery_mode,
+    )
+    if given != expected:
+        raise StoreRefusal(
+            StoreCode.STORE_CORRUPT,
+            f"journal row {row.journal_event_id} does not match its operation",
+            row.runtime_event_id,
+        )
 
 
 def replace_projections(

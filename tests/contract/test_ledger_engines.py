@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import (
@@ -24,6 +26,7 @@ from runtime.ledger.store_ports import (
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from storage.ledger.postgres_schema import SCHEMA_VERSION
 from storage.ledger.postgres_store import LeaseSettings, PostgresLedgerStore, open_postgres_store
+from storage.ledger.tool_projection import JOURNAL_COLUMNS, ROW_JOURNAL_COLUMNS
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -147,6 +150,37 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused_untouched(postgres_u
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
             99,
         )
+
+
+def _bytes_or_none(metadata: Mapping[str, Any] | None) -> bytes | None:
+    return None if metadata is None else canonical_json_bytes(dict(metadata))
+
+
+def test_the_upgrade_to_version_3_keeps_every_journal_record(postgres_url: str) -> None:
+    with open_postgres_store(postgres_url, clock=fixed_clock()) as store:
+        add_run(store, IDS)
+        commit_ledger(store, workload())
+        operations, journal = store.read_projections()
+    assert [row.state for row in journal] == ["prepared", "outcome_committed"]
+    with psycopg.connect(postgres_url) as conn:  # the layout version 2 left
+        assert conn.execute("SELECT count(*) FROM tool_journal_events").fetchone() == (0,)
+        conn.cursor().executemany(
+            f"INSERT INTO tool_journal_events (journal_seq, {JOURNAL_COLUMNS})"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                (seq, *row[:9], _bytes_or_none(row.metadata), row.committed_at)
+                for seq, row in enumerate(journal, start=1)
+            ],
+        )
+        for column in ROW_JOURNAL_COLUMNS.split(","):
+            conn.execute(f"ALTER TABLE tool_operations DROP COLUMN {column.strip()}")
+        conn.execute("UPDATE meta SET value = 2 WHERE key = 'schema_version'")
+    with open_postgres_store(postgres_url) as upgraded:
+        assert upgraded.schema_version() == SCHEMA_VERSION == 3
+        assert upgraded.read_projections() == (operations, journal)
+        assert upgraded.derive_projections() == (operations, journal)
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM tool_journal_events").fetchone() == (0,)
 
 
 def test_a_read_only_store_reads_and_refuses_writes(postgres_url: str) -> None:

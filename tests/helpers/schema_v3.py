@@ -2,19 +2,28 @@
 
 The rows are written by the real writers into a current store, then copied into a database
 built with migrations 1 to 3 exactly as an older Maka left it (``user_version`` 3, the
-projection rows without ``operation_id_derived``).
+projection rows without ``operation_id_derived``, every journal row in ``tool_journal_events``).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.store_ports import ToolJournalRecord
 from storage.ledger import ledger_schema
 from storage.ledger.ledger_store import open_store
 from storage.ledger.sqlite_connection import DATABASE_NAME
+from storage.ledger.tool_projection import (
+    JOURNAL_COLUMNS,
+    ROW_JOURNAL_COLUMNS,
+    read_all_projection_rows,
+)
 from tests.helpers.ledger_builders import (
     RunIds,
     bound_response,
@@ -38,7 +47,6 @@ _COPIED = (
     ("meta", "key"),
     ("runtime_events", "rowid"),
     ("tool_operations", "rowid"),
-    ("tool_journal_events", "journal_seq"),
 )
 _V3_OPERATION_COLUMNS = (
     "operation_id, session_id, invocation_id, run_id, turn_id, provider_tool_call_id,"
@@ -116,13 +124,49 @@ def write_schema_3(source: Path, target_dir: Path) -> Path:
             f"INSERT INTO main.{table} ({rowid}{columns}) SELECT {rowid}{columns}"
             f" FROM source.{table} ORDER BY {order}"
         )
+    # The journal as schema 3 kept it: every row in the table (schema 6 keeps a call's prepared
+    # and outcome rows on its operation row), numbered in order.
+    with closing(conn_to(source)) as reader:
+        _, journal = read_all_projection_rows(reader)
+    conn.executemany(
+        f"INSERT INTO main.tool_journal_events (journal_seq, {JOURNAL_COLUMNS})"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ((seq, *_journal_tuple(row)) for seq, row in enumerate(journal, start=1)),
+    )
     conn.execute("DELETE FROM main.sqlite_sequence")
-    conn.execute("INSERT INTO main.sqlite_sequence SELECT * FROM source.sqlite_sequence")
+    conn.execute(
+        "INSERT INTO main.sqlite_sequence (name, seq) VALUES ('tool_journal_events', ?)",
+        (len(journal),),
+    )
     conn.execute("PRAGMA user_version = 3")
     conn.execute("COMMIT")
     conn.execute("DETACH DATABASE source")
     conn.close()
     return target
+
+
+def conn_to(database: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+
+
+def _journal_tuple(row: ToolJournalRecord) -> tuple[Any, ...]:
+    metadata = canonical_json_bytes(dict(row.metadata)) if row.metadata is not None else None
+    return (*row[:9], metadata, row.committed_at)
+
+
+def logical_journal(conn: sqlite3.Connection) -> list[ToolJournalRecord]:
+    """Every journal record, each operation's in order, whichever schema keeps them."""
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) >= 6:
+        return read_all_projection_rows(conn)[1]
+    rows = conn.execute(
+        f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events ORDER BY operation_id, journal_seq"
+    ).fetchall()
+    records: list[ToolJournalRecord] = []
+    for row in rows:
+        values = list(row)
+        values[9] = json.loads(values[9]) if values[9] is not None else None
+        records.append(ToolJournalRecord(*values))
+    return records
 
 
 def _column_list(conn: sqlite3.Connection, table: str) -> str:
@@ -143,9 +187,7 @@ def table_rows(database: Path) -> dict[str, list[tuple[Any, ...]]]:
             "tool_operations": conn.execute(
                 f"SELECT rowid, {_V3_OPERATION_COLUMNS} FROM tool_operations ORDER BY rowid"
             ).fetchall(),
-            "tool_journal_events": conn.execute(
-                "SELECT * FROM tool_journal_events ORDER BY journal_seq"
-            ).fetchall(),
+            "tool_journal_events": [tuple(row) for row in logical_journal(conn)],
             "continuation_claims": conn.execute(
                 "SELECT * FROM continuation_claims ORDER BY claim_id"
             ).fetchall(),
@@ -156,3 +198,24 @@ def table_rows(database: Path) -> dict[str, list[tuple[Any, ...]]]:
     finally:
         conn.close()
     return rows
+
+
+def rewind_to_schema_5(database: Path) -> None:
+    """Turn a current database into the layout schema 5 left: every journal row back in
+    ``tool_journal_events`` (numbered in order), the operation row's journal columns gone."""
+    conn = sqlite3.connect(database, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        journal = logical_journal(conn)
+        conn.execute("DELETE FROM tool_journal_events")
+        conn.executemany(
+            f"INSERT INTO tool_journal_events (journal_seq, {JOURNAL_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((seq, *_journal_tuple(row)) for seq, row in enumerate(journal, start=1)),
+        )
+        for column in ROW_JOURNAL_COLUMNS.split(","):
+            conn.execute(f"ALTER TABLE tool_operations DROP COLUMN {column.strip()}")
+        conn.execute("PRAGMA user_version = 5")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()

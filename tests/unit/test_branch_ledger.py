@@ -39,6 +39,7 @@ from tests.helpers.ledger_builders import (
     user_text,
 )
 from tests.helpers.resume_fixtures import seed_interrupted_run
+from tests.helpers.schema_v3 import rewind_to_schema_5
 from tests.helpers.store_tampering import edit_behind_the_back
 
 pytestmark = pytest.mark.unit
@@ -108,6 +109,7 @@ def _branch(store: SqliteLedgerStore, session_id: str = "session_new") -> Branch
 def test_an_older_database_gains_the_branch_table_and_keeps_its_rows(tmp_path: Path) -> None:
     with open_store(tmp_path) as store:
         _source(store)
+    rewind_to_schema_5(tmp_path / "runtime.sqlite")
     conn = sqlite3.connect(tmp_path / "runtime.sqlite")
     conn.execute("DROP TABLE session_branches")
     conn.execute("PRAGMA user_version = 4")
@@ -115,7 +117,7 @@ def test_an_older_database_gains_the_branch_table_and_keeps_its_rows(tmp_path: P
     before = conn.execute("SELECT count(*) FROM runtime_events").fetchone()
     conn.close()
     with open_store(tmp_path) as store:
-        assert store.schema_version() == SCHEMA_VERSION == 5
+        assert store.schema_version() == SCHEMA_VERSION == 6
         assert store.list_branches() == []
         record = _branch(store)
         assert store.read_branch("session_new") == record
