@@ -41,7 +41,11 @@ and named; maka then runs alone (fresh and large still interleaved).
 Usage::
 
     python -m bench.bench_peers [--steps 2000] [--block 50] [--rounds 3]
-        [--condition fresh|large|both] [--systems maka,dbos,langgraph]
+        [--condition fresh|large|both] [--systems maka,dbos,langgraph] [--base DIR]
+
+``--base DIR`` adds ``maka-base``: maka as the checkout in ``DIR`` has it (an earlier version),
+run by that checkout's own worker in its own process, interleaved with the rest, so a change to
+the step's cost is measured against what it replaced in the same run.
 """
 
 from __future__ import annotations
@@ -157,7 +161,11 @@ def _maka_history(cache: Path) -> Path:
     from bench import bench_store
 
     template = bench_store._template(Path(tempfile.mkdtemp(prefix="maka-peers-template-")))
+    from storage.ledger.ledger_schema import SCHEMA_VERSION
+
+    # The rows are written in the schema of this tree: another schema is another history.
     key = b"".join(payload for _, _, _, payload in template.events)
+    key += f"schema {SCHEMA_VERSION}".encode() if SCHEMA_VERSION >= 6 else b""
     events = 385_000
     return long_run.history_cache(
         key, events, lambda path: bench_store.generate_history(path, template, events)
@@ -381,15 +389,41 @@ class Worker:
             raise SystemExit(f"the {self.system} worker ({self.condition}) failed")
 
 
+# ``--base DIR``: maka as another checkout has it, run from that folder by its own bench_peers.
+BASE = "maka-base"
+_BASE_TREE: dict[str, Path] = {}
+
+
 def _start_worker(system: str, condition: str, folder: Path, steps: int, block: int) -> Worker:
+    tree = _BASE_TREE.get(system)
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench.bench_peers", "--worker", system, "--folder", str(folder),
-         "--steps", str(steps), "--block", str(block)],
+        [sys.executable, "-m", "bench.bench_peers", "--worker", "maka" if tree else system,
+         "--folder", str(folder), "--steps", str(steps), "--block", str(block)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)} if tree else None,
     )  # fmt: skip
     return Worker(system, condition, process)
+
+
+def _base_history(cache: Path) -> Path:
+    """The large history as the base checkout writes it (its own schema), cached like ours."""
+    tree = _BASE_TREE[BASE]
+    code = (
+        "import sys; from pathlib import Path; from bench import bench_peers as p; "
+        "print(p._maka_history(Path(sys.argv[1])))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(cache)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def run_round(
@@ -403,7 +437,8 @@ def run_round(
             folder = work / f"{condition}-{system}"
             shutil.rmtree(folder, ignore_errors=True)
             if condition == "large":
-                source = HISTORIES[system](long_run.CACHE_ROOT)
+                history = _base_history if system == BASE else HISTORIES[system]
+                source = history(long_run.CACHE_ROOT)
                 shutil.copytree(source, folder, ignore=shutil.ignore_patterns("complete"))
             else:
                 folder.mkdir(parents=True)
@@ -477,6 +512,17 @@ def report(
                 f"maka / LangGraph sync, CPU per step ({condition}), per round: {shown}; "
                 f"{_spread(ratios)} (goal <= 0.8)"
             )
+    if BASE in systems:
+        for condition in conditions:
+            ratios = [
+                by_key[("maka", condition)]["cpu_mean"] / by_key[(BASE, condition)]["cpu_mean"]
+                for by_key in rounds
+            ]
+            shown = " / ".join(f"{ratio:.2f}" for ratio in ratios)
+            lines.append(
+                f"maka / {BASE} ({_BASE_TREE[BASE]}), CPU per step ({condition}), per round: "
+                f"{shown}; {_spread(ratios)}"
+            )
     if conditions == ("fresh", "large"):
         lines.append("growth large / fresh per round (CPU mean; median wall):")
         for system in systems:
@@ -503,6 +549,11 @@ def main() -> None:
         help="which systems, comma-separated (default: all three; maka is always run)",
     )
     parser.add_argument("--work", type=Path, help="where the databases go (default: a temp dir)")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help=f"another checkout of maka, run side by side as '{BASE}' (an earlier version)",
+    )
     parser.add_argument("--worker", choices=SYSTEMS, help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -517,6 +568,9 @@ def main() -> None:
     if not wanted <= set(SYSTEMS):
         parser.error(f"--systems: choose among {', '.join(SYSTEMS)}")
     systems = [name for name in systems if name in wanted]
+    if args.base is not None:
+        _BASE_TREE[BASE] = args.base.resolve()
+        systems.insert(1, BASE)
     if missing:
         print(
             f"not installed, left out: {', '.join(missing)} (pip install -e '.[bench]' in a "

@@ -43,6 +43,9 @@ class SessionLeaseHeartbeat:
         self._last_renewal = time.monotonic()
         self.failures = 0
         self._streak = 0
+        # The causes logged in this outage: each once, not every beat (an outage can change
+        # cause, say a connection ended, then a network gone silent; the log tells both).
+        self._told: set[str] = set()
         self.on_expired: Callable[[], None] | None = None
         """Called once (on the heartbeat's thread) when ``runway_deadline`` passes without a
         renewal; again only after a renewal succeeded and the deadline passed once more."""
@@ -61,7 +64,8 @@ class SessionLeaseHeartbeat:
         except StoreRefusal as refusal:
             self.failures += 1
             self._streak += 1
-            if self._streak == 1:  # once per outage, not every beat
+            if str(refusal) not in self._told:
+                self._told.add(str(refusal))
                 _log.warning("renewing the session leases failed (%s): %s", refusal.code, refusal)
             return ()
         except Exception:  # never end the thread: a host that stops renewing loses its sessions
@@ -72,6 +76,7 @@ class SessionLeaseHeartbeat:
         if self._streak:
             _log.warning("session leases renewed again after %d failed renewal(s)", self._streak)
             self._streak = 0
+            self._told.clear()
         self._last_renewal = started
         self._expired_told = False
         if lost:

@@ -330,8 +330,10 @@ class Rig:
         )[0][0]
         assert latest == "completed", f"the victim's turn after the silence ended {latest}"
         figures["serving_again_s"] = time.monotonic() - resumed
+        # Told by the host's log (a lease renewal that met it) or to the turn's client.
+        told = (work.parent / f"{work.name}.client.log").read_text(errors="replace")
         figures["deadline_hits"] = float(
-            sum("no answer within" in line for line in self.log_lines())
+            sum("no answer within" in line for line in [*self.log_lines(), *told.splitlines()])
         )
         return figures
 

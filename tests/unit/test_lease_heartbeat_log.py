@@ -1,0 +1,46 @@
+"""The heartbeat logs each cause of an outage once: a second, different cause in the same
+outage (a connection ended, then a network gone silent) is told too, a repeated one is not, and
+the renewal that ends the outage says how many beats failed
+(``storage/ledger/session_lease_heartbeat.py``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.store_ports import StoreRefusal
+from storage.ledger.ledger_store import open_store
+from storage.ledger.session_lease_heartbeat import SessionLeaseHeartbeat
+
+ENDED = "PostgreSQL: terminating connection due to administrator command"
+SILENT = "PostgreSQL: no answer within 2000 ms; the connection was abandoned"
+
+
+def test_each_cause_of_an_outage_is_logged_once(
+    data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script: list[str | None] = [ENDED, ENDED, SILENT, SILENT, None, SILENT, None]
+
+    def renew() -> Sequence[str]:
+        cause = script.pop(0)
+        if cause is not None:
+            raise StoreRefusal(StoreCode.STORE_IO_FAILED, cause)
+        return []
+
+    with open_store(data_dir) as store:
+        monkeypatch.setattr(store, "renew_session_leases", renew)
+        heartbeat = SessionLeaseHeartbeat(store, ttl_s=3, margin_s=1, on_lost=lambda lost: None)
+        with caplog.at_level(logging.WARNING, logger="maka.store"):
+            for _ in range(7):
+                heartbeat.beat()
+    told = [record.getMessage() for record in caplog.records]
+    assert [sum(cause in line for line in told) for cause in (ENDED, SILENT)] == [1, 2]
+    assert [line for line in told if "renewed again" in line] == [
+        "session leases renewed again after 4 failed renewal(s)",
+        "session leases renewed again after 1 failed renewal(s)",
+    ]
+    assert heartbeat.failures == 5 and script == []
