@@ -77,7 +77,7 @@ GUARANTEE_ROWS = (
         "maka (T1 + T2)",
         "the model's function_call and the tool_dispatch (operation id, canonical args hash, "
         "recovery mode, file evidence), validated against the run's ledger, with the prepared "
-        "operation and journal rows (T1, one transaction)",
+        "operation row and its journal entry (T1, one transaction)",
         "the bound function_response, validated, and the operation moved to outcome_committed (T2)",
         "recovery finds the dispatch without its result: reconciled from the file or parked for "
         "the user, never silently run again",
