@@ -165,7 +165,7 @@ def _maka_history(cache: Path) -> Path:
 
     # The rows are written in the schema of this tree: another schema is another history.
     key = b"".join(payload for _, _, _, payload in template.events)
-    key += f"schema {SCHEMA_VERSION}".encode() if SCHEMA_VERSION >= 6 else b""
+    key += f"schema {SCHEMA_VERSION}".encode()
     events = 385_000
     return long_run.history_cache(
         key, events, lambda path: bench_store.generate_history(path, template, events)

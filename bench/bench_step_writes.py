@@ -46,6 +46,7 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 from bench import bench_store as b
 kind, data, steps, markers = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with_trees = sys.argv[5] == "trees"  # dbstat reads the whole file: not on a large history
 WARM = 50
 def trees(database, monitor):
     raw = (database.parent / (database.name + "-wal")).read_bytes()
@@ -82,7 +83,7 @@ for i in range(WARM, WARM + steps):
     step(i)
 open(markers + ".end", "w").close()
 report = {}
-if halves is not None:
+if halves is not None and with_trees:
     monitor = sqlite3.connect(database)
     counts = {"T1": collections.Counter(), "T2": collections.Counter()}
     n = 200
@@ -104,8 +105,9 @@ def _count(trace: Path, markers: str, steps: int) -> dict[str, float]:
     counting = False
     calls: dict[str, int] = {}
     written: dict[str, int] = {}
+    sync_seconds: list[float] = []
     for line in trace.read_text(errors="replace").splitlines():
-        opened = re.search(r'openat\(.*"([^"]+)".*= (\d+)$', line)
+        opened = re.search(r'openat\(.*"([^"]+)".*= (\d+)(?: <[0-9.]+>)?$', line)
         if opened:
             names[opened.group(2)] = opened.group(1)
             if opened.group(1) == markers + ".start":
@@ -121,27 +123,53 @@ def _count(trace: Path, markers: str, steps: int) -> dict[str, float]:
         calls[key] = calls.get(key, 0) + 1
         if call.group(3):
             written[target] = written.get(target, 0) + int(call.group(3))
+        spent = re.search(r"<([0-9.]+)>$", line)
+        if call.group(1) == "fdatasync" and spent:
+            sync_seconds.append(float(spent.group(1)))
     figures = {key: value / steps for key, value in calls.items()}
+    figures["fdatasync_us"] = 1e6 * sum(sync_seconds) / max(1, len(sync_seconds))
     figures["pages_wal"] = written.get("wal", 0) / PAGE / steps
     figures["pages_db"] = written.get("db", 0) / PAGE / steps
     return figures
 
 
-def measure(tree: Path, kind: str, steps: int, work: Path) -> dict[str, Any]:
-    data = work / f"{tree.name}-{kind}"
+def measure(
+    tree: Path, kind: str, steps: int, work: Path, history: Path | None = None
+) -> dict[str, Any]:
+    name = f"{tree.name}-{kind}-{'large' if history else 'fresh'}"
+    data = work / name
     shutil.rmtree(data, ignore_errors=True)
-    data.mkdir(parents=True)
-    markers = str(work / f"{tree.name}-{kind}.marker")
-    trace = work / f"{tree.name}-{kind}.strace"
+    if history is not None:
+        shutil.copytree(history, data, ignore=shutil.ignore_patterns("complete"))
+    else:
+        data.mkdir(parents=True)
+    markers = str(work / f"{name}.marker")
+    trace = work / f"{name}.strace"
     command = [
-        "strace", "-f", "-qq", "-e", "trace=pwrite64,fdatasync,fsync,openat", "-o", str(trace),
+        "strace", "-f", "-qq", "-T", "-e", "trace=pwrite64,fdatasync,fsync,openat",
+        "-o", str(trace),
         sys.executable, "-c", _CHILD, kind, str(data), str(steps), markers,
+        "no-trees" if history else "trees",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(tree)}
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=True)
     figures: dict[str, Any] = _count(trace, markers, steps)
     figures["trees"] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
+
+
+def _large_history() -> Path:
+    from bench import bench_store
+    from bench import store_long_run as long_run
+    from storage.ledger.ledger_schema import SCHEMA_VERSION
+
+    template = bench_store._template(Path(tempfile.mkdtemp(prefix="maka-step-writes-template-")))
+    key = b"".join(payload for _, _, _, payload in template.events)
+    key += f"schema {SCHEMA_VERSION}".encode()
+    events = 385_000
+    return long_run.history_cache(
+        key, events, lambda path: bench_store.generate_history(path, template, events)
+    )
 
 
 def _row(label: str, figures: dict[str, Any]) -> str:
@@ -152,6 +180,7 @@ def _row(label: str, figures: dict[str, Any]) -> str:
         f"| {label} | {pages:.1f} ({figures['pages_wal']:.1f} WAL + {figures['pages_db']:.1f}"
         f" checkpoint) | {pwrites:.1f} ({figures.get('pwrite64_wal', 0.0):.1f} +"
         f" {figures.get('pwrite64_db', 0.0):.1f}) | {syncs:.2f} |"
+        f" {figures['fdatasync_us']:.0f} us |"
     )
 
 
@@ -170,19 +199,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--base", type=Path, help="another checkout, measured side by side")
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="also the store in a copy of bench_store's 385,000-event history (100,000 tool"
+        " operations), generated once and cached",
+    )
     args = parser.parse_args()
     if shutil.which("strace") is None:
         sys.exit("bench_step_writes: strace is not installed (Debian package strace)")
-    runs: list[tuple[str, Path, str]] = [("store", ROOT, "store"), ("raw rows", ROOT, "raw")]
+    runs: list[tuple[str, Path, str, Path | None]] = [
+        ("store", ROOT, "store", None),
+        ("raw rows", ROOT, "raw", None),
+    ]
+    if args.large:
+        runs.insert(1, ("store, 385,000 events before", ROOT, "store", _large_history()))
     if args.base is not None:
-        runs.insert(0, (f"store of {args.base.name}", args.base.resolve(), "store"))
+        runs.insert(0, (f"store of {args.base.name}", args.base.resolve(), "store", None))
     results: list[tuple[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="maka-step-writes-") as work:
-        for label, tree, kind in runs:
-            results.append((label, measure(tree, kind, args.steps, Path(work))))
+        for label, tree, kind, history in runs:
+            results.append((label, measure(tree, kind, args.steps, Path(work), history)))
     print(f"per T1 + T2, {args.steps} steps after 50 warm-up steps, synchronous=FULL\n")
-    print("| condition | pages written | pwrite64 calls | fdatasync |")
-    print("|---|---|---|---|")
+    print("| condition | pages written | pwrite64 calls | fdatasync | fdatasync mean (strace -T) |")
+    print("|---|---|---|---|---|")
     for label, figures in results:
         print(_row(label, figures))
     print("\nWAL frames per commit and the B-trees they belong to (200 more steps):\n")

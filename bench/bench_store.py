@@ -58,6 +58,7 @@ from bench import store_long_run as long_run
 from runtime.ledger.canonical_codec import canonical_bytes, operation_id
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
+from storage.ledger.ledger_schema import SCHEMA_VERSION
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from storage.ledger.sqlite_connection import (
     BUSY_TIMEOUT_MS,
@@ -480,6 +481,7 @@ def main() -> None:
     template = _template(root)
     print(f"template run: {len(template.events)} events, {len(template.operations)} operations")
     key = b"".join(payload for _, _, _, payload in template.events)
+    key += f"schema {SCHEMA_VERSION}".encode()  # another schema is another history
     if not args.only_b:
         t = time.perf_counter()
         medium = long_run.history_cache(
