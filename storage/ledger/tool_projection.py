@@ -20,7 +20,8 @@ their ``committed_at`` and ``metadata_json``, so they are stored *on the operati
 (``prepared_committed_at``, ``prepared_metadata``, ``outcome_committed_at``,
 ``outcome_metadata``, and ``outcome_after``: how many of the operation's other journal rows come
 before its outcome). ``tool_journal_events`` holds only the other rows (reconcile and decision).
-A T1 and a T2 then write one table fewer (``storage/ledger/schema_v6.py`` measures it). Every
+A T1 and a T2 then write one table fewer (``storage/ledger/schema_v6.py`` says what it saves;
+``bench/bench_step_writes.py`` measures it). Every
 reader gets the same records as before: ``read_journal`` and ``read_all_projection_rows`` put the
 two rows back in their places, and a row that is absent on the operation (a damaged projection,
 an upgrade of one) stays absent, so the doctor's comparison with the derived rows still sees it.
@@ -265,8 +266,8 @@ def list_unsettled(
 def read_all_projection_rows(
     conn: sqlite3.Connection,
 ) -> tuple[list[ToolOperationRecord], list[ToolJournalRecord]]:
-    """Every stored projection row, in a stable order (for equality checks): operations by id,
-    each operation's journal in order, operations by id."""
+    """Every stored projection row, in a stable order (for equality checks): the operations by
+    id; the journal by operation id, each operation's rows in their order."""
     rows = conn.execute(
         f"SELECT {OPERATION_COLUMNS}, {ROW_JOURNAL_COLUMNS} FROM tool_operations"
         " ORDER BY operation_id"
