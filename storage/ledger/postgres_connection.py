@@ -29,6 +29,7 @@ module only when ``MAKA_DATABASE_URL`` names a PostgreSQL server.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -45,6 +46,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
+
+_log = logging.getLogger("maka.store")
 
 RECONNECT_BACKOFF_S = (0.1, 0.2, 0.4, 0.8, 1.6)
 """Waits between attempts to reopen a lost connection: about 3 s in all, then the caller's
@@ -320,9 +323,16 @@ class PostgresConnection:
         return error
 
     def _abandon(self, raw: psycopg.Connection[Any]) -> None:
-        """The watchdog's step (its lock held): give the connection up under the waiting call."""
+        """The watchdog's step (its lock held): give the connection up under the waiting call.
+        Logged every time: the caller may report only its code (a turn's ``store_io_failed``),
+        and an operator looking at a host that stalled wants to see the network went silent."""
         self._abandoned = raw
         self.abandoned_calls += 1
+        _log.warning(
+            "PostgreSQL: a call got no answer within %d ms; its connection was abandoned (the"
+            " network or the server stopped answering)",
+            self.call_timeout_ms,
+        )
         _shut_down_socket(raw)
 
     def reconnect(self, backoff_s: Sequence[float] = RECONNECT_BACKOFF_S) -> None:

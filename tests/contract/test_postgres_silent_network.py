@@ -63,7 +63,7 @@ def _events(url: str) -> int:
 
 
 def test_a_silent_network_answers_store_io_failed_within_the_bound_and_commits_nothing(
-    postgres_url: str, proxy: SilentProxy
+    postgres_url: str, proxy: SilentProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     with _store(proxy.proxied_url(postgres_url)) as store:
         add_run(store, IDS)
@@ -77,6 +77,11 @@ def test_a_silent_network_answers_store_io_failed_within_the_bound_and_commits_n
         assert met.value.code is StoreCode.STORE_IO_FAILED
         assert "no answer within 800 ms" in met.value.message
         assert BOUND_MS / 1000 * 0.9 <= took < BOUND_MS / 1000 + 1.5, took
+        # The host's log says so too, whatever its caller reports (a turn: only the code).
+        assert any(
+            "no answer within 800 ms; its connection was abandoned" in record.getMessage()
+            for record in caplog.records
+        )
         assert _events(postgres_url) == 1  # nothing of the write reached a commit
         proxy.resume()
         written = store.append_event(fact)  # a later call reopens the connection
