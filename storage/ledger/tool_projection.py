@@ -421,7 +421,15 @@ def _advance(
             operation.version,
         ),
     )
-    if cursor.rowcount != 1:
+    return _advanced(cursor.rowcount, operation, to_state, result_event_id)
+
+
+def _advanced(
+    rowcount: int, operation: ToolOperationRecord, to_state: str, result_event_id: str | None
+) -> ToolOperationRecord:
+    """The operation as a compare-and-set that changed ``rowcount`` rows left it: exactly one,
+    or the operation was not in the state the writer validated against."""
+    if rowcount != 1:
         raise StoreRefusal(
             WriterRejectionCode.OPERATION_SETTLED,
             f"operation {operation.operation_id} changed under the writer",
@@ -471,19 +479,7 @@ def project_outcome(
             operation.version,
         ),
     )
-    if cursor.rowcount != 1:
-        raise StoreRefusal(
-            WriterRejectionCode.OPERATION_SETTLED,
-            f"operation {operation_id} changed under the writer",
-        )
-    return ToolOperationRecord(
-        **{
-            **_record_fields(operation),
-            "current_state": OUTCOME_COMMITTED,
-            "result_event_id": response["id"],
-            "version": operation.version + 1,
-        }
-    )
+    return _advanced(cursor.rowcount, operation, OUTCOME_COMMITTED, response["id"])
 
 
 def project_t2_outcome(
