@@ -13,12 +13,16 @@ line-ending conversion). Path arguments are literal (``GIT_LITERAL_PATHSPECS``).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,34 +152,21 @@ class GitRunner:
             env["GIT_WORK_TREE"] = str(work_tree)
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
-        try:
-            done = subprocess.run(
-                [*self._prefix, *args],
-                input=stdin if stdin is not None else b"",
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-                env=env,
-                cwd=str(work_tree if work_tree is not None else git_dir),
-                creationflags=_NO_WINDOW,
-                umask=_UMASK if umask is None or sys.platform == "win32" else umask,
-            )
-        except subprocess.TimeoutExpired:
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
-                f"git {args[0]} did not finish within {GIT_TIMEOUT_S:.0f} s",
-            ) from None
-        except OSError as error:
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
-            ) from None
-        if done.returncode not in ok_codes:
-            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        returncode, out, err = _run_watched(
+            [*self._prefix, *args],
+            name=args[0],
+            stdin=stdin,
+            env=env,
+            cwd=str(work_tree if work_tree is not None else git_dir),
+            umask=_UMASK if umask is None or sys.platform == "win32" else umask,
+        )
+        if returncode not in ok_codes:
+            message = err.decode("utf-8", "replace").strip().splitlines()
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
-                f"git {args[0]} failed: {message[-1] if message else done.returncode}",
+                f"git {args[0]} failed: {message[-1] if message else returncode}",
             )
-        return done.stdout
+        return out
 
     def run_together(
         self,
@@ -209,18 +200,14 @@ class GitRunner:
                             cwd=str(work_tree if work_tree is not None else git_dir),
                             creationflags=_NO_WINDOW,
                             umask=_UMASK,
+                            start_new_session=_OWN_GROUP,
                         ),
                     )
                 )
             outputs: list[bytes] = []
+            deadline = time.monotonic() + GIT_TIMEOUT_S
             for args, process in started:
-                try:
-                    out, err = process.communicate(timeout=GIT_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    raise CheckpointError(
-                        CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
-                        f"git {args[0]} did not finish within {GIT_TIMEOUT_S:.0f} s",
-                    ) from None
+                out, err = _finish(process, None, deadline - time.monotonic(), args[0])
                 if process.returncode != 0:
                     message = err.decode("utf-8", "replace").strip().splitlines()
                     raise CheckpointError(
@@ -238,7 +225,7 @@ class GitRunner:
             # pipe closed.
             for _, process in started:
                 if process.poll() is None:
-                    process.kill()
+                    _stop(process)
                     process.wait()
                 for pipe in (process.stdout, process.stderr):
                     if pipe is not None:
@@ -262,50 +249,109 @@ class GitRunner:
         """``git args`` with no private repository named (``clone``, or a command in a
         repository of its own such as a restored copy's), isolated from the user's
         configuration as every call is. Raises ``CheckpointError``."""
-        try:
-            done = subprocess.run(
-                [*self._prefix, *args],
-                input=b"",
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-                env=dict(self._env),
-                cwd=str(cwd),
-                creationflags=_NO_WINDOW,
-                umask=0o022 if sys.platform != "win32" else -1,
-            )
-        except (OSError, subprocess.SubprocessError) as error:
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git {args[0]} failed: {error}"
-            ) from None
-        if done.returncode != 0:
-            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        returncode, out, err = _run_watched(
+            [*self._prefix, *args],
+            name=args[0],
+            stdin=None,
+            env=dict(self._env),
+            cwd=str(cwd),
+            umask=0o022 if sys.platform != "win32" else -1,
+        )
+        if returncode != 0:
+            message = err.decode("utf-8", "replace").strip().splitlines()
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
-                f"git {args[0]} failed: {message[-1] if message else done.returncode}",
+                f"git {args[0]} failed: {message[-1] if message else returncode}",
             )
-        return done.stdout
+        return out
 
     def init_bare(self, git_dir: Path) -> None:
         """Create the private bare repository (no template: no sample hooks)."""
-        env = dict(self._env)
-        try:
-            done = subprocess.run(
-                [*self._prefix, "init", "--bare", "--quiet", "--template=", str(git_dir)],
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-                env=env,
-                cwd=str(git_dir.parent),
-                creationflags=_NO_WINDOW,
-                umask=_UMASK,
-            )
-        except (OSError, subprocess.SubprocessError) as error:
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git init failed: {error}"
-            ) from None
-        if done.returncode != 0:
-            text = done.stderr.decode("utf-8", "replace").strip()
+        returncode, _, err = _run_watched(
+            [*self._prefix, "init", "--bare", "--quiet", "--template=", str(git_dir)],
+            name="init",
+            stdin=None,
+            env=dict(self._env),
+            cwd=str(git_dir.parent),
+            umask=_UMASK,
+        )
+        if returncode != 0:
+            text = err.decode("utf-8", "replace").strip()
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git init failed: {text}"
             )
+
+
+# Each command runs in a process group of its own (POSIX), so that a command stopped at its
+# deadline is stopped with everything it started (``gc`` runs ``pack-objects``, which would
+# otherwise keep the pipes open and the caller waiting).
+_OWN_GROUP = sys.platform != "win32"
+
+
+def _run_watched(
+    command: list[str],
+    *,
+    name: str,
+    stdin: bytes | None,
+    env: dict[str, str],
+    cwd: str,
+    umask: int,
+) -> tuple[int, bytes, bytes]:
+    """Run ``command`` to its end within ``GIT_TIMEOUT_S``: its exit code, standard output and
+    standard error. Raises ``CheckpointError`` when it cannot start or does not finish."""
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+            creationflags=_NO_WINDOW,
+            umask=umask,
+            start_new_session=_OWN_GROUP,
+        )
+    except OSError as error:
+        raise CheckpointError(
+            CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
+        ) from None
+    with process:
+        out, err = _finish(process, stdin or None, GIT_TIMEOUT_S, name)
+    return process.returncode, out, err
+
+
+def _finish(
+    process: subprocess.Popen[bytes], stdin: bytes | None, timeout: float, name: str
+) -> tuple[bytes, bytes]:
+    """``process.communicate(stdin)`` within ``timeout`` seconds. A watchdog stops the
+    command (and its group) at the deadline instead of ``communicate(timeout=...)``, which
+    waits for the exit by polling with growing sleeps: a millisecond or more on every call,
+    several times per snapshot."""
+    expired = threading.Event()
+
+    def stop() -> None:
+        expired.set()
+        _stop(process)
+
+    timer = threading.Timer(max(timeout, 0.0), stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        out, err = process.communicate(stdin)
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise CheckpointError(
+            CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
+            f"git {name} did not finish within {GIT_TIMEOUT_S:.0f} s",
+        )
+    return out, err
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a command and, on POSIX, every process it started (its group)."""
+    with contextlib.suppress(OSError):
+        if _OWN_GROUP:
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()

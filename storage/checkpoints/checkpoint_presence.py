@@ -7,10 +7,15 @@ missing, one ``cat-file --batch`` per folder depth to tell which snapshots reach
 
 from __future__ import annotations
 
+import contextlib
+import re
+import threading
+import time
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from storage.checkpoints.checkpoint_git import GitRunner
+from storage.private_files import private_opener
 
 _TREE_MODE = b"40000"
 
@@ -139,3 +144,102 @@ def _tree_entries(body: bytes, id_bytes: int) -> list[tuple[str, bool]]:
         if mode != b"160000":
             entries.append((raw.hex(), mode == _TREE_MODE))
     return entries
+
+
+# ---- a decision started ahead of need ---------------------------------------------------------
+#
+# A resume plan observes the folder (a capture without a ref) and then asks whether the boundary
+# snapshot is whole: two independent pieces of Git work, one after the other. The boundary of a
+# crashed run is nearly always the last snapshot its workspace took, so the observation starts
+# that snapshot's presence decision on a thread of its own beside its own Git calls, and the
+# next ``has_snapshot`` for that very snapshot takes the answer instead of walking it again.
+# Only "whole" is taken: it is what a fresh walk at the time of the observation said, and the
+# observation only adds objects; it is used within ``EARLY_ANSWER_FRESH_S`` of the walk, never
+# after the store dropped objects (retention, a prune, a ref deleted, an absorption:
+# ``forget``). "Missing" (the observation may have written the missing object again) and a
+# walk that failed are decided afresh.
+
+EARLY_ANSWER_FRESH_S = 5.0
+_LAST_SUFFIX = ".last"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def last_snapshot_path(index: Path) -> Path:
+    """Where the (commit, tree) of the workspace's last capture is kept beside its index."""
+    return index.with_name(index.name + _LAST_SUFFIX)
+
+
+def remember_last(index: Path, commit: str, tree: str) -> None:
+    """Note the capture just written (a hint only: a garbled or stale note costs one walk)."""
+    with (
+        contextlib.suppress(OSError),
+        open(last_snapshot_path(index), "w", opener=private_opener) as out,
+    ):
+        out.write(f"{commit} {tree}\n")
+
+
+def read_last(index: Path) -> tuple[str, str] | None:
+    try:
+        text = last_snapshot_path(index).read_text("ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    parts = text.split()
+    if len(parts) != 2 or not all(_OBJECT_ID.fullmatch(part) for part in parts):
+        return None
+    return parts[0], parts[1]
+
+
+class _Early:
+    __slots__ = ("answer", "finished", "pair", "thread")
+
+    def __init__(self, pair: tuple[str, str]) -> None:
+        self.pair = pair
+        self.thread: threading.Thread | None = None
+        self.answer: bool | None = None  # None: the walk failed
+        self.finished = 0.0
+
+
+class EarlyAnswers:
+    """Presence decisions started ahead of need, one per repository, each taken once."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._started: dict[Path, _Early] = {}
+
+    def start(self, runner: GitRunner, git_dir: Path, pair: tuple[str, str]) -> None:
+        early = _Early(pair)
+
+        def walk() -> None:
+            try:
+                early.answer = pair in snapshots_whole(runner, git_dir, [pair])
+            except CheckpointError:
+                early.answer = None
+            early.finished = time.monotonic()
+
+        early.thread = threading.Thread(target=walk, name="maka-presence", daemon=True)
+        with self._guard:
+            self._started[git_dir] = early
+        early.thread.start()
+
+    def take(self, git_dir: Path, pair: tuple[str, str]) -> bool:
+        """Whether a walk started for ``pair`` in ``git_dir`` found it whole, and recently
+        enough (waited for); False: decide afresh (none was started, it failed, it found
+        something missing, or it is no longer fresh)."""
+        with self._guard:
+            early = self._started.get(git_dir)
+            if early is None or early.pair != pair:
+                return False
+            del self._started[git_dir]
+        assert early.thread is not None
+        early.thread.join()
+        fresh = time.monotonic() - early.finished <= EARLY_ANSWER_FRESH_S
+        return fresh and early.answer is True
+
+    def forget(self, git_dir: Path | None = None) -> None:
+        """Objects may have left ``git_dir`` (every repository when None): no answer started
+        before counts."""
+        with self._guard:
+            if git_dir is None:
+                self._started.clear()
+            else:
+                self._started.pop(git_dir, None)

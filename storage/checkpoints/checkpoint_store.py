@@ -95,7 +95,12 @@ from storage.checkpoints.checkpoint_permissions import (
     updated_record,
     write_cached,
 )
-from storage.checkpoints.checkpoint_presence import snapshots_whole
+from storage.checkpoints.checkpoint_presence import (
+    EarlyAnswers,
+    read_last,
+    remember_last,
+    snapshots_whole,
+)
 from storage.checkpoints.checkpoint_verify import DamagedObject, verify_trees
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
@@ -172,6 +177,7 @@ class GitCheckpointStore:
         self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
         self._left_out: list[str] = []  # the capture in progress: paths now ignored
         self._absorbing: dict[str, threading.Thread] = {}
+        self._early = EarlyAnswers()  # presence decisions an observation started
 
     @classmethod
     def from_environment(
@@ -382,6 +388,8 @@ class GitCheckpointStore:
                 )
             if not (plain and set_ref(git_dir, ref, commit)):
                 runner.run(["update-ref", ref, commit], git_dir=git_dir)
+            self._early.forget(git_dir)  # a snapshot missing before may be whole now
+            remember_last(index, commit, tree)
             if borrowed_from(git_dir) is not None:
                 self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
@@ -413,6 +421,7 @@ class GitCheckpointStore:
         git_dir = self.root / f"{key}.git"
         if borrowed_from(git_dir) is None:
             return True
+        self._early.forget(git_dir)  # the borrowed objects may leave with the alternate
         index = self.root / f"{key}.index"
         return absorb(
             self._git_runner(),
@@ -452,6 +461,11 @@ class GitCheckpointStore:
             git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
+            last = read_last(index)
+            if last is not None:
+                # A resume asks next whether the boundary snapshot, nearly always the last one
+                # taken, is whole: that walk runs now, beside this observation's Git calls.
+                self._early.start(self._git_runner(), git_dir, last)
             try:
                 scratch.unlink(missing_ok=True)
                 if index.is_file():
@@ -719,6 +733,8 @@ class GitCheckpointStore:
         git_dir = self.git_dir(workspace_identity)
         if not snapshots or not (git_dir / "HEAD").is_file():
             return set()
+        if len(snapshots) == 1 and self._early.take(git_dir, snapshots[0]):
+            return set(snapshots)
         found = snapshots_whole(self._git_runner(), git_dir, snapshots)
         return {pair for pair in snapshots if pair in found}
 
@@ -935,6 +951,7 @@ class GitCheckpointStore:
             f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/") or ref == TIP_REF
         )
         if lines:
+            self._early.forget(git_dir)
             self._git_runner().run(["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode())
 
     def prune(self, git_dir: Path, expire: str) -> None:
@@ -943,6 +960,7 @@ class GitCheckpointStore:
         is named, so what it holds is kept even if no commit names it yet."""
         key = git_dir.name.removesuffix(".git")
         index = git_dir.with_name(key + ".index")
+        self._early.forget(git_dir)
         if borrowed_from(git_dir) is not None:
             # Never prune or pack while borrowing: ``gc`` packs only local objects, so the
             # store is made self-contained first (a failure keeps the alternate and skips gc).

@@ -1,0 +1,97 @@
+"""A Git command that does not finish is stopped at its deadline with everything it started
+(storage/checkpoints/checkpoint_git.py): the caller gets ``checkpoint_git_timeout`` and no
+process of the command is left running (``gc`` starts ``pack-objects``, which would otherwise
+keep the pipes open and the caller waiting)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
+from storage.checkpoints import checkpoint_git
+from storage.checkpoints.checkpoint_git import GitCommand, GitRunner
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell script as git")
+
+
+def _hanging_git(tmp_path: Path) -> tuple[GitRunner, Path]:
+    """A ``git`` that starts a long child holding its pipes, then waits for it."""
+    pid_file = tmp_path / "child.pid"
+    script = tmp_path / "bin" / "git"
+    script.parent.mkdir()
+    script.write_text(f'#!/bin/sh\nsleep 60 &\necho $! > "{pid_file}"\nwait\n')
+    script.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    return GitRunner(GitCommand(str(script), (2, 39), "git version 2.39"), home), pid_file
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return fields[0] != "Z"
+
+
+def _child_pid(pid_file: Path) -> int:
+    for _ in range(200):
+        text = pid_file.read_text().strip() if pid_file.exists() else ""
+        if text:
+            return int(text)
+        time.sleep(0.01)
+    raise AssertionError("the script never started its child")
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(300):  # the killed child is reaped by whoever adopts it
+        if not _running(pid):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_command_past_its_deadline_is_stopped_with_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, pid_file = _hanging_git(tmp_path)
+    monkeypatch.setattr(checkpoint_git, "GIT_TIMEOUT_S", 0.5)
+    with pytest.raises(CheckpointError) as raised:
+        runner.run(["gc"], git_dir=tmp_path)
+    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT
+    assert "git gc did not finish" in raised.value.message
+    assert _gone(_child_pid(pid_file))
+
+
+def test_commands_run_side_by_side_share_one_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, pid_file = _hanging_git(tmp_path)
+    monkeypatch.setattr(checkpoint_git, "GIT_TIMEOUT_S", 0.5)
+    with pytest.raises(CheckpointError) as raised:
+        runner.run_together([["ls-files"], ["diff-files"]], git_dir=tmp_path)
+    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT
+    assert "git ls-files did not finish" in raised.value.message
+    assert _gone(_child_pid(pid_file))
+
+
+def test_a_command_that_finishes_gives_its_output_and_exit_code(tmp_path: Path) -> None:
+    script = tmp_path / "git"
+    script.write_text('#!/bin/sh\ncat\necho "$1" >&2\nexit 3\n')
+    script.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    runner = GitRunner(GitCommand(str(script), (2, 39), "git version 2.39"), home)
+    assert runner.run(["x"], git_dir=tmp_path, stdin=b"in", ok_codes=(3,)) == b"in"
+    with pytest.raises(CheckpointError) as raised:
+        runner.run(["x"], git_dir=tmp_path)
+    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_FAILED
+    assert raised.value.message.endswith(": -c")  # stderr's last line: the first argument
+    assert os.path.isdir(home)
