@@ -323,29 +323,80 @@ def _run_watched(
 def _finish(
     process: subprocess.Popen[bytes], stdin: bytes | None, timeout: float, name: str
 ) -> tuple[bytes, bytes]:
-    """``process.communicate(stdin)`` within ``timeout`` seconds. A watchdog stops the
-    command (and its group) at the deadline instead of ``communicate(timeout=...)``, which
-    waits for the exit by polling with growing sleeps: a millisecond or more on every call,
-    several times per snapshot."""
-    expired = threading.Event()
-
-    def stop() -> None:
-        expired.set()
-        _stop(process)
-
-    timer = threading.Timer(max(timeout, 0.0), stop)
-    timer.daemon = True
-    timer.start()
+    """``process.communicate(stdin)`` within ``timeout`` seconds. The shared watchdog stops
+    the command (and its group) at the deadline instead of ``communicate(timeout=...)``, which
+    waits for the exit by polling with growing sleeps (a millisecond or more on every call,
+    several times per snapshot), and without a thread started per call."""
+    watch = _WATCHDOG.watch(process, max(timeout, 0.0))
     try:
         out, err = process.communicate(stdin)
     finally:
-        timer.cancel()
-    if expired.is_set():
+        expired = _WATCHDOG.release(watch)
+    if expired:
         raise CheckpointError(
             CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
             f"git {name} did not finish within {GIT_TIMEOUT_S:.0f} s",
         )
     return out, err
+
+
+@dataclass
+class _Watch:
+    deadline: float
+    process: subprocess.Popen[bytes]
+    expired: bool = False
+    released: bool = False
+
+
+class _Watchdog:
+    """One daemon thread, started on first use, that stops every command still running at its
+    deadline. A command's watch is released when it has ended; a watch released before its
+    deadline never stops anything, and neither does one whose command was reaped (its process
+    id may be reused): the decision and the release share one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._watches: list[_Watch] = []
+        self._thread: threading.Thread | None = None
+
+    def watch(self, process: subprocess.Popen[bytes], timeout: float) -> _Watch:
+        entry = _Watch(time.monotonic() + timeout, process)
+        with self._lock:
+            sooner = all(entry.deadline < w.deadline for w in self._watches)
+            self._watches.append(entry)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="maka-git-watchdog", daemon=True
+                )
+                self._thread.start()
+            elif sooner:
+                self._lock.notify()  # the thread waits for a later deadline
+        return entry
+
+    def release(self, entry: _Watch) -> bool:
+        """Whether the command was stopped at its deadline."""
+        with self._lock:
+            entry.released = True
+            with contextlib.suppress(ValueError):
+                self._watches.remove(entry)
+            return entry.expired
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                now = time.monotonic()
+                for entry in [w for w in self._watches if w.deadline <= now]:
+                    self._watches.remove(entry)
+                    if not entry.released and entry.process.returncode is None:
+                        entry.expired = True
+                        _stop(entry.process)
+                if self._watches:
+                    self._lock.wait(min(w.deadline for w in self._watches) - now)
+                else:
+                    self._lock.wait()
+
+
+_WATCHDOG = _Watchdog()
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

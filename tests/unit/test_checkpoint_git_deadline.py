@@ -6,6 +6,7 @@ keep the pipes open and the caller waiting)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -95,3 +96,31 @@ def test_a_command_that_finishes_gives_its_output_and_exit_code(tmp_path: Path) 
     assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_FAILED
     assert raised.value.message.endswith(": -c")  # stderr's last line: the first argument
     assert os.path.isdir(home)
+
+
+def test_a_nearer_deadline_is_kept_while_a_later_one_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One watchdog serves every command: a command watched for a long time must not make it
+    miss a nearer deadline registered after it, and a command that ended is never stopped."""
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    watch = checkpoint_git._WATCHDOG.watch(sleeper, 60.0)
+    try:
+        runner, pid_file = _hanging_git(tmp_path)
+        monkeypatch.setattr(checkpoint_git, "GIT_TIMEOUT_S", 0.5)
+        started = time.monotonic()
+        with pytest.raises(CheckpointError) as raised:
+            runner.run(["gc"], git_dir=tmp_path)
+        assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT
+        assert time.monotonic() - started < 20.0
+        assert _gone(_child_pid(pid_file))
+        assert sleeper.poll() is None  # the long watch has not fired
+    finally:
+        assert checkpoint_git._WATCHDOG.release(watch) is False
+        sleeper.kill()
+        sleeper.wait()
+    # A watch released in time never stops its command.
+    done = subprocess.Popen(["sleep", "0"], start_new_session=True)
+    early = checkpoint_git._WATCHDOG.watch(done, 0.2)
+    done.wait()
+    assert checkpoint_git._WATCHDOG.release(early) is False
