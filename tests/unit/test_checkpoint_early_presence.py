@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from runtime.ledger.checkpoint_ports import Snapshot
 from storage.checkpoints import checkpoint_presence
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_presence import last_snapshot_path
@@ -47,13 +48,19 @@ def _folder(tmp_path: Path) -> Path:
     return folder
 
 
-def test_a_plan_after_an_observation_walks_the_boundary_once(
-    tmp_path: Path, walks: list[int]
-) -> None:
+def _captured(tmp_path: Path) -> tuple[Path, GitCheckpointStore, Snapshot]:
+    """A folder, a store and the folder's first snapshot (the one a resume asks about)."""
     folder = _folder(tmp_path)
     store = GitCheckpointStore(tmp_path / "data")
     boundary = store.capture(folder, WS, "refs/maka/s/r/1", "start")
     assert boundary.commit_id is not None
+    return folder, store, boundary
+
+
+def test_a_plan_after_an_observation_walks_the_boundary_once(
+    tmp_path: Path, walks: list[int]
+) -> None:
+    folder, store, boundary = _captured(tmp_path)
     (folder / "a.txt").write_text("changed\n")
     seen = store.observe(folder, WS)
     assert store.has_snapshot(WS, boundary.commit_id, boundary.tree_id)
@@ -96,10 +103,7 @@ def test_no_answer_counts_after_the_store_dropped_objects(tmp_path: Path, walks:
 def test_an_answer_that_is_no_longer_fresh_is_not_taken(
     tmp_path: Path, walks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = _folder(tmp_path)
-    store = GitCheckpointStore(tmp_path / "data")
-    boundary = store.capture(folder, WS, "refs/maka/s/r/1", "start")
-    assert boundary.commit_id is not None
+    folder, store, boundary = _captured(tmp_path)
     monkeypatch.setattr(checkpoint_presence, "EARLY_ANSWER_FRESH_S", -1.0)
     store.observe(folder, WS)
     assert store.has_snapshot(WS, boundary.commit_id, boundary.tree_id)
@@ -109,10 +113,7 @@ def test_an_answer_that_is_no_longer_fresh_is_not_taken(
 def test_missing_is_decided_again_after_the_observation_wrote_the_object_back(
     tmp_path: Path, walks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = _folder(tmp_path)
-    store = GitCheckpointStore(tmp_path / "data")
-    boundary = store.capture(folder, WS, "refs/maka/s/r/1", "start")
-    assert boundary.commit_id is not None
+    folder, store, boundary = _captured(tmp_path)
     # The blob of "beta\n" removed by hand; the file's time then moves, so the observation
     # stages it again and writes the blob back, while the early walk may still find it gone.
     beta = _blob_path(store.git_dir(WS), "beta\n")
@@ -137,10 +138,7 @@ def test_missing_is_decided_again_after_the_observation_wrote_the_object_back(
 
 
 def test_a_garbled_note_starts_no_walk(tmp_path: Path, walks: list[int]) -> None:
-    folder = _folder(tmp_path)
-    store = GitCheckpointStore(tmp_path / "data")
-    boundary = store.capture(folder, WS, "refs/maka/s/r/1", "start")
-    assert boundary.commit_id is not None
+    folder, store, boundary = _captured(tmp_path)
     note = last_snapshot_path(store.index_path(WS))
     assert note.read_text() == f"{boundary.commit_id} {boundary.tree_id}\n"
     note.write_text("not ids\n")
