@@ -388,7 +388,6 @@ class GitCheckpointStore:
                 )
             if not (plain and set_ref(git_dir, ref, commit)):
                 runner.run(["update-ref", ref, commit], git_dir=git_dir)
-            self._early.forget(git_dir)  # a snapshot missing before may be whole now
             remember_last(index, commit, tree)
             if borrowed_from(git_dir) is not None:
                 self._absorb_later(workspace_identity)
@@ -421,14 +420,16 @@ class GitCheckpointStore:
         git_dir = self.root / f"{key}.git"
         if borrowed_from(git_dir) is None:
             return True
-        self._early.forget(git_dir)  # the borrowed objects may leave with the alternate
         index = self.root / f"{key}.index"
-        return absorb(
-            self._git_runner(),
-            git_dir,
-            index if index.is_file() else None,
-            locked=self._locked_key(key),
-        )
+        try:
+            return absorb(
+                self._git_runner(),
+                git_dir,
+                index if index.is_file() else None,
+                locked=self._locked_key(key),
+            )
+        finally:
+            self._early.forget(git_dir)  # the borrowed objects may have left with the alternate
 
     def _absorb_later(self, workspace_identity: str) -> None:
         """Absorb in the background (one at a time per workspace): a capture never waits."""
@@ -951,8 +952,12 @@ class GitCheckpointStore:
             f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/") or ref == TIP_REF
         )
         if lines:
-            self._early.forget(git_dir)
-            self._git_runner().run(["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode())
+            try:
+                self._git_runner().run(
+                    ["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode()
+                )
+            finally:
+                self._early.forget(git_dir)
 
     def prune(self, git_dir: Path, expire: str) -> None:
         """Remove objects no ref reaches that are older than ``expire`` (a capture running
@@ -960,16 +965,20 @@ class GitCheckpointStore:
         is named, so what it holds is kept even if no commit names it yet."""
         key = git_dir.name.removesuffix(".git")
         index = git_dir.with_name(key + ".index")
-        self._early.forget(git_dir)
         if borrowed_from(git_dir) is not None:
             # Never prune or pack while borrowing: ``gc`` packs only local objects, so the
             # store is made self-contained first (a failure keeps the alternate and skips gc).
             self._absorb(key)
-        self._git_runner().run(
-            ["gc", "--quiet", f"--prune={expire}"],
-            git_dir=git_dir,
-            index=index if index.is_file() else None,
-        )
+        try:
+            self._git_runner().run(
+                ["gc", "--quiet", f"--prune={expire}"],
+                git_dir=git_dir,
+                index=index if index.is_file() else None,
+            )
+        finally:
+            # Retention runs outside the workspace lock: a walk started while objects were
+            # being removed may have seen them, so no answer started before the end counts.
+            self._early.forget(git_dir)
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,35 @@ def test_no_answer_counts_after_the_store_dropped_objects(tmp_path: Path, walks:
     assert len(walks) == 2
 
 
+def test_a_walk_started_while_retention_prunes_is_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retention runs outside the workspace lock: an observation may start the walk after
+    the prune began and finish it before the objects are gone."""
+    folder = _folder(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(folder, WS, "refs/maka/s/r/1", "start")
+    (folder / "c.txt").write_text("gamma\n")
+    boundary = store.capture(folder, WS, "refs/maka/s/r/2", "next")
+    assert boundary.commit_id is not None
+    (folder / "c.txt").unlink()
+    git_dir = store.git_dir(WS)
+    store.delete_refs(git_dir, ["refs/maka/s/r/2"])
+    real = GitRunner.run
+
+    def observed_during_gc(self: GitRunner, args: Sequence[str], **kwargs: Any) -> bytes:
+        if args[0] == "gc":
+            store.observe(folder, WS)  # its walk finds the snapshot whole, before gc runs
+            for thread in threading.enumerate():
+                if thread.name == "maka-presence":
+                    thread.join()
+        return real(self, args, **kwargs)
+
+    monkeypatch.setattr(GitRunner, "run", observed_during_gc)
+    store.prune(git_dir, "now")
+    assert not store.has_snapshot(WS, boundary.commit_id, boundary.tree_id)
+
+
 def test_an_answer_that_is_no_longer_fresh_is_not_taken(
     tmp_path: Path, walks: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
