@@ -146,12 +146,7 @@ class GitRunner:
     ) -> bytes:
         """``git args`` with the private repository; its standard output. Raises
         ``CheckpointError`` (``checkpoint_git_failed`` / ``checkpoint_git_timeout``)."""
-        env = dict(self._env)
-        env["GIT_DIR"] = str(git_dir)
-        if work_tree is not None:
-            env["GIT_WORK_TREE"] = str(work_tree)
-        if index is not None:
-            env["GIT_INDEX_FILE"] = str(index)
+        env = self._repository_env(git_dir, work_tree, index)
         returncode, out, err = _run_watched(
             [*self._prefix, *args],
             name=args[0],
@@ -161,12 +156,19 @@ class GitRunner:
             umask=_UMASK if umask is None or sys.platform == "win32" else umask,
         )
         if returncode not in ok_codes:
-            message = err.decode("utf-8", "replace").strip().splitlines()
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
-                f"git {args[0]} failed: {message[-1] if message else returncode}",
-            )
+            raise _failed(args[0], err, returncode)
         return out
+
+    def _repository_env(
+        self, git_dir: Path, work_tree: Path | None, index: Path | None
+    ) -> dict[str, str]:
+        env = dict(self._env)
+        env["GIT_DIR"] = str(git_dir)
+        if work_tree is not None:
+            env["GIT_WORK_TREE"] = str(work_tree)
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        return env
 
     def run_together(
         self,
@@ -179,28 +181,19 @@ class GitRunner:
         """Several read-only ``git`` commands with the same repository, started at once and
         running side by side (none may write: they share the index); their standard outputs
         in order. Raises ``CheckpointError`` as ``run`` does."""
-        env = dict(self._env)
-        env["GIT_DIR"] = str(git_dir)
-        if work_tree is not None:
-            env["GIT_WORK_TREE"] = str(work_tree)
-        if index is not None:
-            env["GIT_INDEX_FILE"] = str(index)
+        env = self._repository_env(git_dir, work_tree, index)
         started: list[tuple[Sequence[str], subprocess.Popen[bytes]]] = []
         try:
             for args in commands:
                 started.append(
                     (
                         args,
-                        subprocess.Popen(
+                        _start(
                             [*self._prefix, *args],
-                            stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE,
+                            stdin=False,
                             env=env,
                             cwd=str(work_tree if work_tree is not None else git_dir),
-                            creationflags=_NO_WINDOW,
                             umask=_UMASK,
-                            start_new_session=_OWN_GROUP,
                         ),
                     )
                 )
@@ -209,11 +202,7 @@ class GitRunner:
             for args, process in started:
                 out, err = _finish(process, None, deadline - time.monotonic(), args[0])
                 if process.returncode != 0:
-                    message = err.decode("utf-8", "replace").strip().splitlines()
-                    raise CheckpointError(
-                        CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
-                        f"git {args[0]} failed: {message[-1] if message else process.returncode}",
-                    )
+                    raise _failed(args[0], err, process.returncode)
                 outputs.append(out)
             return outputs
         except OSError as error:
@@ -258,11 +247,7 @@ class GitRunner:
             umask=0o022 if sys.platform != "win32" else -1,
         )
         if returncode != 0:
-            message = err.decode("utf-8", "replace").strip().splitlines()
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
-                f"git {args[0]} failed: {message[-1] if message else returncode}",
-            )
+            raise _failed(args[0], err, returncode)
         return out
 
     def init_bare(self, git_dir: Path) -> None:
@@ -300,17 +285,7 @@ def _run_watched(
     """Run ``command`` to its end within ``GIT_TIMEOUT_S``: its exit code, standard output and
     standard error. Raises ``CheckpointError`` when it cannot start or does not finish."""
     try:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=cwd,
-            creationflags=_NO_WINDOW,
-            umask=umask,
-            start_new_session=_OWN_GROUP,
-        )
+        process = _start(command, stdin=bool(stdin), env=env, cwd=cwd, umask=umask)
     except OSError as error:
         raise CheckpointError(
             CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
@@ -318,6 +293,34 @@ def _run_watched(
     with process:
         out, err = _finish(process, stdin or None, GIT_TIMEOUT_S, name)
     return process.returncode, out, err
+
+
+def _start(
+    command: list[str], *, stdin: bool, env: dict[str, str], cwd: str, umask: int
+) -> subprocess.Popen[bytes]:
+    """Start a Git command with its outputs piped (and its input, with ``stdin``), in a
+    process group of its own."""
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        creationflags=_NO_WINDOW,
+        umask=umask,
+        start_new_session=_OWN_GROUP,
+    )
+
+
+def _failed(name: str, err: bytes, returncode: int) -> CheckpointError:
+    """``checkpoint_git_failed`` with the last line Git wrote to standard error (or the exit
+    code when it wrote none)."""
+    message = err.decode("utf-8", "replace").strip().splitlines()
+    return CheckpointError(
+        CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+        f"git {name} failed: {message[-1] if message else returncode}",
+    )
 
 
 def _finish(
