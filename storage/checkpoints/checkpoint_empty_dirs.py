@@ -112,14 +112,17 @@ def create_empty_dirs(runner: GitRunner, git_dir: Path, tree: str, target: Path)
             (target / os.fsdecode(raw)).mkdir(parents=True, exist_ok=True)
 
 
+COMPARE_OPTIONS = ("-r", "-t", "-z", "--no-renames", "--raw")
+
+
 def tree_changes(
-    runner: GitRunner, git_dir: Path, old_tree: str, new_tree: str
+    runner: GitRunner, git_dir: Path, old_tree: str, new_tree: str, *, printed: bytes | None = None
 ) -> list[TreeChange]:
-    """Every changed path between two snapshots: files, and empty folders as ``name/``."""
-    out = runner.run(
-        ["diff-tree", "-r", "-t", "-z", "--no-renames", "--raw", old_tree, new_tree],
-        git_dir=git_dir,
-    )
+    """Every changed path between two snapshots: files, and empty folders as ``name/``.
+    ``printed``: what ``diff-tree`` with ``COMPARE_OPTIONS`` printed for them already."""
+    out = printed
+    if out is None:
+        out = runner.run(["diff-tree", *COMPARE_OPTIONS, old_tree, new_tree], git_dir=git_dir)
     parts = out.split(b"\0")
     found: list[TreeChange] = []
     for meta, raw in zip(parts[0::2], parts[1::2], strict=False):

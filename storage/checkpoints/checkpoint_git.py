@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,10 +177,12 @@ class GitRunner:
         git_dir: Path,
         work_tree: Path | None = None,
         index: Path | None = None,
+        beside: Callable[[], None] | None = None,
     ) -> list[bytes]:
         """Several read-only ``git`` commands with the same repository, started at once and
         running side by side (none may write: they share the index); their standard outputs
-        in order. Raises ``CheckpointError`` as ``run`` does."""
+        in order. ``beside`` is called once they have started, before waiting for them (work
+        that should not delay their start). Raises ``CheckpointError`` as ``run`` does."""
         env = self._repository_env(git_dir, work_tree, index)
         started: list[tuple[Sequence[str], subprocess.Popen[bytes]]] = []
         try:
@@ -197,6 +199,8 @@ class GitRunner:
                         ),
                     )
                 )
+            if beside is not None:
+                beside()
             outputs: list[bytes] = []
             deadline = time.monotonic() + GIT_TIMEOUT_S
             for args, process in started:
@@ -219,6 +223,30 @@ class GitRunner:
                 for pipe in (process.stdout, process.stderr):
                     if pipe is not None:
                         pipe.close()
+
+    def start_ahead(
+        self,
+        args: Sequence[str],
+        *,
+        git_dir: Path,
+        work_tree: Path | None = None,
+        index: Path | None = None,
+    ) -> Started | None:
+        """Start ``git args`` now, its standard input given later (``Started.finish``): a
+        command whose input is still being worked out starts beside that work, so its start
+        and its reading of the repository cost nothing after it. None when it cannot start
+        (the caller runs the command as usual)."""
+        try:
+            process = _start(
+                [*self._prefix, *args],
+                stdin=True,
+                env=self._repository_env(git_dir, work_tree, index),
+                cwd=str(work_tree if work_tree is not None else git_dir),
+                umask=_UMASK,
+            )
+        except OSError:
+            return None
+        return Started(process, args[0])
 
     def remove_from_index(
         self, names: Sequence[bytes], *, git_dir: Path, work_tree: Path, index: Path
@@ -265,6 +293,40 @@ class GitRunner:
             raise CheckpointError(
                 CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git init failed: {text}"
             )
+
+
+class Started:
+    """A Git command started ahead of its input (``GitRunner.start_ahead``). Ended exactly
+    once: ``finish`` with its input, or ``cancel``, which gives it none (a command that reads
+    paths from its input then has nothing to do and writes nothing; a crash of this process
+    closes the input the same way)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], name: str) -> None:
+        self._process = process
+        self._name = name
+        self._ended = False
+
+    def finish(self, stdin: bytes | None, *, ok_codes: tuple[int, ...] = (0,)) -> bytes:
+        """Give the command its input (None: none) and wait for it, within ``GIT_TIMEOUT_S``
+        from now; its standard output. Raises ``CheckpointError`` as ``GitRunner.run``."""
+        if self._ended:
+            raise RuntimeError(f"git {self._name} was already ended")
+        self._ended = True
+        with self._process as process:
+            out, err = _finish(process, stdin or None, GIT_TIMEOUT_S, self._name)
+        if process.returncode not in ok_codes:
+            raise _failed(self._name, err, process.returncode)
+        return out
+
+    def cancel(self) -> None:
+        """End the command with no input and wait for it; what it reports is not read. It is
+        not killed (unless it outlives its deadline): a Git command killed while it holds a
+        lock leaves the lock behind. Nothing when it has ended already."""
+        if self._ended:
+            return
+        self._ended = True
+        with contextlib.suppress(CheckpointError, OSError), self._process as process:
+            _finish(process, None, GIT_TIMEOUT_S, self._name)
 
 
 # Each command runs in a process group of its own (POSIX), so that a command stopped at its

@@ -50,7 +50,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
@@ -73,13 +73,20 @@ from storage.checkpoints.checkpoint_borrow import (
 )
 from storage.checkpoints.checkpoint_borrow import write_tree as borrowing_write_tree
 from storage.checkpoints.checkpoint_empty_dirs import (
+    COMPARE_OPTIONS,
     create_empty_dirs,
     empty_dirs_under,
     graft_empty_dirs,
     tree_changes,
 )
 from storage.checkpoints.checkpoint_enclosing import enclosing_rules
-from storage.checkpoints.checkpoint_git import MIN_GIT_VERSION, GitCommand, GitRunner, find_git
+from storage.checkpoints.checkpoint_git import (
+    MIN_GIT_VERSION,
+    GitCommand,
+    GitRunner,
+    Started,
+    find_git,
+)
 from storage.checkpoints.checkpoint_objects import plain_repository, set_ref, write_commit
 from storage.checkpoints.checkpoint_permissions import (
     RECORD_DIR,
@@ -178,6 +185,7 @@ class GitCheckpointStore:
         self._left_out: list[str] = []  # the capture in progress: paths now ignored
         self._absorbing: dict[str, threading.Thread] = {}
         self._early = EarlyAnswers()  # presence decisions an observation started
+        self._compared = _Comparisons()  # comparisons an observation made ahead of need
 
     @classmethod
     def from_environment(
@@ -463,10 +471,19 @@ class GitCheckpointStore:
             index = self.index_path(workspace_identity)
             scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
             last = read_last(index)
-            if last is not None:
+            runner = self._git_runner()
+            diff_ahead: list[Started] = []
+
+            def beside() -> None:
                 # A resume asks next whether the boundary snapshot, nearly always the last one
-                # taken, is whole: that walk runs now, beside this observation's Git calls.
-                self._early.start(self._git_runner(), git_dir, last)
+                # taken, is whole, and how the folder differs from it: the walk runs now, and
+                # the comparison starts now, beside this observation's Git calls.
+                if last is not None:
+                    self._early.start(runner, git_dir, last)
+                    started = runner.start_ahead(_COMPARE, git_dir=git_dir)
+                    if started is not None:
+                        diff_ahead.append(started)
+
             try:
                 scratch.unlink(missing_ok=True)
                 if index.is_file():
@@ -479,32 +496,61 @@ class GitCheckpointStore:
                         with open(scratch, "wb", opener=private_opener) as copy:
                             copy.write(index.read_bytes())
                 tree, skipped = self._stage_and_write_tree(
-                    folder, git_dir, scratch, cache=_bits_cache(index), keep_cache=False
+                    folder,
+                    git_dir,
+                    scratch,
+                    cache=_bits_cache(index),
+                    keep_cache=False,
+                    beside=_Once(beside),
                 )
+                if last is not None and diff_ahead and tree != last[1]:
+                    self._compared.keep(git_dir, last[1], tree, diff_ahead[0])
             finally:
+                for started in diff_ahead:
+                    started.cancel()  # not needed (the same tree) or already finished
                 scratch.unlink(missing_ok=True)
             return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
 
     def _stage_and_write_tree(
-        self, folder: Path, git_dir: Path, index: Path, *, cache: Path, keep_cache: bool = True
+        self,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        *,
+        cache: Path,
+        keep_cache: bool = True,
+        beside: _Once | None = None,
     ) -> tuple[str, list[str]]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
         what Git last saw: when Git refuses to work from it (it names objects the repository
         no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
         be brought in line with the folder), it is rebuilt from the folder (every file hashed
-        again), so no state of a readable folder leaves a capture failing for good."""
+        again), so no state of a readable folder leaves a capture failing for good. ``beside``
+        runs once the first listing has started."""
+        beside = beside or _Once(None)
         try:
-            return self._stage_and_write_tree_once(folder, git_dir, index, cache, keep_cache)
+            return self._stage_and_write_tree_once(
+                folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside
+            )
         except CheckpointError as error:
             if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
                 raise
             if not index.is_file():
                 raise
         index.unlink(missing_ok=True)
-        return self._stage_and_write_tree_once(folder, git_dir, index, cache, keep_cache)
+        return self._stage_and_write_tree_once(
+            folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside
+        )
 
     def _stage_and_write_tree_once(
-        self, folder: Path, git_dir: Path, index: Path, cache: Path, keep_cache: bool
+        self,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        cache: Path,
+        *,
+        keep_cache: bool,
+        beside: _Once,
     ) -> tuple[str, list[str]]:
         """The tree and the files skipped as too large. The permission record is derived
         from the previous capture's (``cache``) when the index is still the one it left and no
@@ -537,7 +583,7 @@ class GitCheckpointStore:
         # second pass lists them (a third never finds one more: the index then holds no such
         # entry).
         for _ in range(3):
-            listed = self._stage_pass(runner, folder, git_dir, index)
+            listed = self._stage_pass(runner, folder, git_dir, index, beside)
             staged_names.update(listed.staged)
             empties.extend(listed.empties)
             skipped.extend(listed.skipped)
@@ -599,8 +645,40 @@ class GitCheckpointStore:
         runner.remove_from_index(names, git_dir=git_dir, work_tree=folder, index=index)
         return sorted(os.fsdecode(raw) for raw in names)
 
-    def _stage_pass(self, runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> _Pass:
-        """Stage what changed since the index last saw the folder."""
+    def _stage_pass(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, beside: _Once
+    ) -> _Pass:
+        """Stage what changed since the index last saw the folder. The staging command starts
+        once the listings have (it reads the index as they do: nothing writes it in between)
+        and is given its paths when they are known; a store that borrows stages as before.
+        ``beside`` runs after it."""
+        started: list[Started] = []
+
+        def start_beside() -> None:
+            if borrowed_from(git_dir) is None:
+                ahead = runner.start_ahead(_STAGE, git_dir=git_dir, work_tree=folder, index=index)
+                if ahead is not None:
+                    started.append(ahead)
+            beside()
+
+        try:
+            return self._stage_pass_with(
+                runner, folder, git_dir, index, start_beside=start_beside, started=started
+            )
+        finally:
+            for ahead in started:
+                ahead.cancel()  # not given its paths (a failure): it writes nothing
+
+    def _stage_pass_with(
+        self,
+        runner: GitRunner,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        *,
+        start_beside: Callable[[], None],
+        started: list[Started],
+    ) -> _Pass:
         # Two listings side by side: the files the index does not hold (``--directory``: a
         # folder with no staged file is listed once, "new/", so the empty ones are found
         # without a second walk of the whole folder; the files of such folders are listed on
@@ -616,7 +694,9 @@ class GitCheckpointStore:
             git_dir=git_dir,
             work_tree=folder,
             index=index,
+            beside=start_beside,
         )
+        ahead = started[0] if started else None
         in_index = {raw for raw in differing.split(b"\0") if raw}
         listed = others + b"\0" + differing
         entries = [raw for raw in listed.split(b"\0") if raw]
@@ -632,8 +712,20 @@ class GitCheckpointStore:
             )
             entries.extend(raw for raw in inside.split(b"\0") if raw)
             empties = empty_dirs_under(runner, git_dir, folder, index, new_dirs)
+        sorted_out = self._sorted_out(folder, entries)
+        stage, drop, deleted = sorted_out.stage, sorted_out.drop, sorted_out.deleted
+        skipped, became_folders = sorted_out.skipped, sorted_out.became_folders
+        self._stage(runner, folder, git_dir, index, ahead, stage=stage, drop=drop, gone=deleted)
+        removed = any(raw in in_index for raw in (*drop, *deleted))
+        return _Pass(empties, skipped, became_folders, stage, removed)
+
+    def _sorted_out(self, folder: Path, entries: list[bytes]) -> _Sorted:
+        """What the staging does with each listed path: stage it (a file or a link), drop
+        its entry whatever is there (too large, a folder or something else now, or beyond a
+        folder that became a file or a link) or let ``--remove`` drop it (deleted)."""
         stage: list[bytes] = []
         drop: list[bytes] = []
+        deleted: list[bytes] = []
         skipped: list[str] = []
         became_folders = False
         seen: set[bytes] = set()
@@ -658,7 +750,7 @@ class GitCheckpointStore:
             try:
                 info = os.lstat(folder / name)
             except (FileNotFoundError, NotADirectoryError):
-                drop.append(raw)  # deleted
+                deleted.append(raw)  # the staging's ``--remove`` drops its entry
                 continue
             except OSError as error:
                 raise CheckpointError(
@@ -677,20 +769,37 @@ class GitCheckpointStore:
                 # fifo, a socket...
                 became_folders = became_folders or stat.S_ISDIR(info.st_mode)
                 drop.append(raw)
+        return _Sorted(stage, drop, deleted, skipped, became_folders)
+
+    @staticmethod
+    def _stage(
+        runner: GitRunner,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        ahead: Started | None,
+        *,
+        stage: list[bytes],
+        drop: list[bytes],
+        gone: list[bytes],
+    ) -> None:
+        """Drop the entries ``drop`` whatever the folder holds there, then stage ``stage``
+        (files and links) and ``gone`` (deleted: ``--remove`` drops their entries), through
+        the command started ahead when there is one."""
+        if drop and ahead is not None:
+            # The staging started ahead holds the index's lock: it ends with nothing to do,
+            # and the entries are dropped first, as they always were.
+            ahead.cancel()
+            ahead = None
         runner.remove_from_index(drop, git_dir=git_dir, work_tree=folder, index=index)
-        staged = list(stage)
         if stage and borrowed_from(git_dir) is not None:
             stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
-        if stage:
-            runner.run(
-                ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"],
-                git_dir=git_dir,
-                work_tree=folder,
-                index=index,
-                stdin=b"\0".join(stage) + b"\0",
-            )
-        removed = any(raw in in_index for raw in drop)
-        return _Pass(empties, skipped, became_folders, staged, removed)
+        names = [*stage, *gone]
+        paths = b"\0".join(names) + b"\0" if names else None
+        if ahead is not None:
+            ahead.finish(paths)  # no paths: it ends without writing the index
+        elif paths is not None:
+            runner.run(list(_STAGE), git_dir=git_dir, work_tree=folder, index=index, stdin=paths)
 
     def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
         """``tree`` with the folder's empty folders, remembered: they rarely change between
@@ -753,7 +862,10 @@ class GitCheckpointStore:
         if old_workspace is not None and old_workspace != workspace_identity:
             runner = runner.with_alternate(self.git_dir(old_workspace) / "objects")
         git_dir = self.git_dir(workspace_identity)
-        every = tree_changes(runner, git_dir, old_tree, new_tree)
+        raw = None
+        if old_workspace is None or old_workspace == workspace_identity:
+            raw = self._compared.take(git_dir, old_tree, new_tree)
+        every = tree_changes(runner, git_dir, old_tree, new_tree, printed=raw)
         found = [
             change
             for change in every
@@ -979,6 +1091,67 @@ class GitCheckpointStore:
             # Retention runs outside the workspace lock: a walk started while objects were
             # being removed may have seen them, so no answer started before the end counts.
             self._early.forget(git_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sorted:
+    """The listed paths sorted out (``GitCheckpointStore._sorted_out``)."""
+
+    stage: list[bytes]
+    drop: list[bytes]
+    deleted: list[bytes]
+    skipped: list[str]
+    became_folders: bool
+
+
+class _Comparisons:
+    """Comparisons of two snapshots made ahead of need (an observation compares the folder
+    with the last snapshot: a resume asks for exactly that next), each taken once. Two tree
+    ids always compare the same way, so an answer never goes stale."""
+
+    _KEPT = 16
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._kept: dict[tuple[Path, str, str], bytes] = {}
+
+    def keep(self, git_dir: Path, old_tree: str, new_tree: str, started: Started) -> None:
+        """Give the comparison started ahead (``_COMPARE``) its two trees and keep what it
+        prints; a comparison that fails is simply not kept (it is made again when asked)."""
+        header = f"{old_tree} {new_tree}\n".encode()
+        try:
+            out = started.finish(header)
+        except CheckpointError:
+            return
+        if not out.startswith(header):
+            return
+        with self._guard:
+            if len(self._kept) >= self._KEPT:
+                self._kept.clear()
+            self._kept[(git_dir, old_tree, new_tree)] = out[len(header) :]
+
+    def take(self, git_dir: Path, old_tree: str, new_tree: str) -> bytes | None:
+        with self._guard:
+            return self._kept.pop((git_dir, old_tree, new_tree), None)
+
+
+class _Once:
+    """A callable run at most once (None: nothing to run)."""
+
+    __slots__ = ("_action",)
+
+    def __init__(self, action: Callable[[], None] | None) -> None:
+        self._action = action
+
+    def __call__(self) -> None:
+        action, self._action = self._action, None
+        if action is not None:
+            action()
+
+
+# The comparison of two snapshots (``tree_changes``), reading "<old> <new>" from its input.
+_COMPARE = ("diff-tree", "--stdin", *COMPARE_OPTIONS)
+_STAGE = ("update-index", "-z", "--add", "--remove", "--replace", "--stdin")
 
 
 @dataclass(frozen=True, slots=True)
