@@ -1,6 +1,6 @@
-"""A checkpoint's commit and ref written without starting ``git`` (docs/design/workspace.md
-section 1): the last two steps of every capture, done as Git does them, in the private
-repository only, under the workspace lock every capture holds.
+"""A checkpoint's commit and ref (and its permission record's blob) written without starting
+``git`` (docs/design/workspace.md section 1): the last steps of every capture, done as Git does
+them, in the private repository only, under the workspace lock every capture holds.
 
 - The commit is a loose object: ``commit <size>\\0`` and the commit's text (its tree, the
   store's author and committer with the time and the local offset, a blank line, the message),
@@ -52,7 +52,14 @@ def write_commit(git_dir: Path, tree: str, message: str) -> str | None:
     body = (
         f"tree {tree}\nauthor {IDENTITY} {stamp}\ncommitter {IDENTITY} {stamp}\n\n{message}"
     ).encode()
-    data = b"commit %d\0" % len(body) + body
+    return write_object(git_dir, "commit", body)
+
+
+def write_object(git_dir: Path, kind: str, body: bytes) -> str | None:
+    """Write ``body`` as a loose object of ``kind`` (``blob``, ``commit``), as ``git
+    hash-object -w`` does; its id, or None when it could not be written. An object the store
+    already holds as a loose object is left as it is (never rewritten, never touched)."""
+    data = b"%s %d\0" % (kind.encode(), len(body)) + body
     object_id = hashlib.sha1(data, usedforsecurity=False).hexdigest()
     folder = git_dir / "objects" / object_id[:2]
     target = folder / object_id[2:]

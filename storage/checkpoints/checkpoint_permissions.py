@@ -35,6 +35,7 @@ from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
 from storage.checkpoints.checkpoint_git import GitRunner
+from storage.checkpoints.checkpoint_objects import plain_repository, write_object
 from storage.private_files import private_opener
 
 RECORD_DIR = ".maka"
@@ -360,8 +361,11 @@ def stage_record(
     unchanged record is left as it is (Git's cached trees stay valid). Its blob id."""
     if staged is not None and staged == _blob_id(record):
         return staged
-    blob = runner.run(["hash-object", "-w", "--stdin"], git_dir=git_dir, stdin=record)
-    blob_id = blob.decode().strip()
+    # Written as Git writes it, without a process start (Git does it in an unusual store).
+    blob_id = write_object(git_dir, "blob", record) if plain_repository(git_dir) else None
+    if blob_id is None:
+        blob = runner.run(["hash-object", "-w", "--stdin"], git_dir=git_dir, stdin=record)
+        blob_id = blob.decode().strip()
     runner.run(
         ["update-index", "--add", "--cacheinfo", f"100644,{blob_id},{RECORD_PATH}"],
         git_dir=git_dir,

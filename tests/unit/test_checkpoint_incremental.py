@@ -204,6 +204,24 @@ def test_the_commit_and_ref_written_without_git_are_gits_own(tmp_path: Path) -> 
     assert (
         _git(git_dir, "log", "--format=%B", "-1", first.commit_id) == "the first\n\nwith a body\n\n"
     )
+    # The permission record's blob, written without Git when the record changed (a file
+    # came in), is the blob Git writes for the same bytes.
+    (folder / "pkg" / "new.txt").write_text("new\n")
+    (folder / "pkg" / "new.txt").chmod(0o640)
+    with_new = store.capture(folder, WS, "refs/maka/s/r/3", "a new file")
+    record = _git(git_dir, "rev-parse", f"{with_new.tree_id}:.maka/permissions").strip()
+    assert record != _git(git_dir, "rev-parse", f"{second.tree_id}:.maka/permissions").strip()
+    shown_record = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "blob", record],
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert b"0640 pkg/new.txt\0" in shown_record
+    rehashed = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=shown_record, capture_output=True, check=True
+    ).stdout.decode().strip()
+    assert rehashed == record
+    _git(git_dir, "fsck", "--strict", "--no-dangling")
     # A ref Git packed meanwhile is moved by the next capture as Git would move it.
     _git(git_dir, "pack-refs", "--all")
     third = store.capture(folder, WS, "refs/maka/s/r/2", "moved")
