@@ -217,9 +217,13 @@ def test_the_commit_and_ref_written_without_git_are_gits_own(tmp_path: Path) -> 
         check=True,
     ).stdout
     assert b"0640 pkg/new.txt\0" in shown_record
-    rehashed = subprocess.run(
-        ["git", "hash-object", "--stdin"], input=shown_record, capture_output=True, check=True
-    ).stdout.decode().strip()
+    rehashed = (
+        subprocess.run(
+            ["git", "hash-object", "--stdin"], input=shown_record, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .strip()
+    )
     assert rehashed == record
     _git(git_dir, "fsck", "--strict", "--no-dangling")
     # A ref Git packed meanwhile is moved by the next capture as Git would move it.
