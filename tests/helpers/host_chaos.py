@@ -41,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psutil
 import psycopg
 
 from runtime.ledger.codes import FailureClass, ParkReason, StoreCode
 from tests.helpers.maka_process import MainProcess, maka_env, maka_executable, start_main
 from tests.helpers.maka_run import write_script
 from tests.helpers.postgres_cluster import PostgresCluster
+from tests.helpers.processes import pid_running
 from tests.helpers.silent_proxy import SilentProxy
 
 TTL_MS = 3000
@@ -366,7 +366,7 @@ class Rig:
         )
         taken = time.monotonic() - stopped
         self.settled(session, 30)
-        gone_before_cont = not _running(pid)
+        gone_before_cont = not pid_running(pid)
         os.kill(victim.pid, signal.SIGCONT)
         client.wait(60)
         output = (work.parent / f"{work.name}.client.log").read_text(errors="replace")
@@ -374,13 +374,6 @@ class Rig:
         assert "session_lease_lost" in output + "\n".join(self.log_lines()), output
         assert victim.process.poll() is None, victim.stderr()[-2000:]
         return {"takeover_s": taken}
-
-
-def _running(pid: int) -> bool:
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
 
 
 DOCUMENTED_PARKS = {reason.value for reason in ParkReason} | {code.value for code in StoreCode}

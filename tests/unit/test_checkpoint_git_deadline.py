@@ -17,6 +17,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints import checkpoint_git
 from storage.checkpoints.checkpoint_git import GitCommand, GitRunner
+from tests.helpers.processes import pid_running
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell script as git")
 
@@ -33,15 +34,6 @@ def _hanging_git(tmp_path: Path) -> tuple[GitRunner, Path]:
     return GitRunner(GitCommand(str(script), (2, 39), "git version 2.39"), home), pid_file
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting to be reaped does not)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return False
-    return fields[0] != "Z"
-
-
 def _child_pid(pid_file: Path) -> int:
     for _ in range(200):
         text = pid_file.read_text().strip() if pid_file.exists() else ""
@@ -53,7 +45,7 @@ def _child_pid(pid_file: Path) -> int:
 
 def _gone(pid: int) -> bool:
     for _ in range(300):  # the killed child is reaped by whoever adopts it
-        if not _running(pid):
+        if not pid_running(pid):
             return True
         time.sleep(0.01)
     return False

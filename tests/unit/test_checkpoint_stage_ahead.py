@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from tests.helpers.processes import pid_running
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX signals"
@@ -37,14 +38,6 @@ def _folder(tmp_path: Path) -> Path:
     (folder / "big.bin").write_bytes(b"x" * 100)
     (folder / "keep.txt").write_text("keep\n")
     return folder
-
-
-def _running(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return False
-    return fields[0] != "Z"
 
 
 def test_a_staging_ended_without_paths_writes_nothing(tmp_path: Path) -> None:
@@ -115,10 +108,10 @@ def test_a_capture_killed_while_the_staging_waits_leaves_no_lock(tmp_path: Path)
     child.wait()
     child.stdout.close()
     for _ in range(500):  # its input closed, the staging ends by itself
-        if not _running(git_pid):
+        if not pid_running(git_pid):
             break
         time.sleep(0.01)
-    assert not _running(git_pid)
+    assert not pid_running(git_pid)
     assert not lock.exists()
     (folder / "keep.txt").write_text("after the crash\n")
     after = store.capture(folder, WS, "refs/maka/s/r/2", "m")
