@@ -106,7 +106,7 @@ from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import HostCode, TransferCode
+from runtime.ledger.codes import FailureClass, HostCode, TransferCode
 from runtime.ledger.database_url import masked_database_url
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
@@ -186,6 +186,12 @@ class DesktopServices:
         )
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
+        # Sessions this host claimed, or whose runs its own turns left unfinished, noted before
+        # their repair: each stays here until a sweep hands its repaired run to automatic resume
+        # (take_over_expired). A sweep that fails after the repair committed (a lost connection,
+        # or a COMMIT whose answer was lost) would otherwise forget a repaired run that no later
+        # sweep finds unfinished again, and the session would wait, interrupted, for nobody.
+        self._awaiting_resume: set[str] = set()
 
     # ---- startup -------------------------------------------------------------------------
 
@@ -254,7 +260,9 @@ class DesktopServices:
         if deadline is not None and time.monotonic() > deadline:
             return ()  # no runway on this host's own clock: it could resume nothing now
         stalled = self._recover_stalled(self._sessions)
-        report = take_over_expired(self._store, self._owner_epoch, self._clock)
+        report = take_over_expired(
+            self._store, self._owner_epoch, self._clock, on_claimed=self._await_resume
+        )
         if stalled is not None:
             report = replace(
                 report,
@@ -262,14 +270,50 @@ class DesktopServices:
                 taken_over=tuple(dict.fromkeys(r.session_id for r in stalled.repaired))
                 + report.taken_over,
             )
-        if not report.taken_over:
-            return ()
-        _log.info(
-            "took over session(s) %s (%d run(s) repaired)",
-            ", ".join(report.taken_over),
-            len(report.repaired),
-        )
-        return tuple(self._interrupted(report))
+        if report.taken_over:
+            _log.info(
+                "took over session(s) %s (%d run(s) repaired)",
+                ", ".join(report.taken_over),
+                len(report.repaired),
+            )
+        return self._repaired_awaiting_resume()
+
+    def _await_resume(self, session_ids: Sequence[str]) -> None:
+        with self._lock:
+            self._awaiting_resume.update(session_ids)
+
+    def _repaired_awaiting_resume(self) -> tuple[InterruptedRun, ...]:
+        """The sessions awaiting a resume whose latest run is now repaired (failed,
+        ``app_restarted``), for automatic resume to take up; they leave the set here, as do
+        those that need nothing any more (a newer turn, another host's resume). A session whose
+        run is still unfinished stays: a later sweep repairs it (``_recover_stalled``)."""
+        with self._lock:
+            awaiting = sorted(self._awaiting_resume)
+        interrupted: list[InterruptedRun] = []
+        decided: set[str] = set()
+        for session_id in awaiting:
+            runs = _ordered(self._store.list_session_runs(session_id))
+            latest = runs[-1] if runs else None
+            if latest is not None and latest.status in (RunStatus.CREATED, RunStatus.RUNNING):
+                continue
+            decided.add(session_id)
+            if (
+                latest is not None
+                and latest.status is RunStatus.FAILED
+                and latest.failure_class == FailureClass.APP_RESTARTED.value
+            ):
+                source = latest.continuation_source
+                interrupted.append(
+                    InterruptedRun(
+                        session_id=session_id,
+                        run_id=latest.run_id,
+                        created_at=latest.created_at,
+                        automatic_continuation=bool(source and source.get("automatic")),
+                    )
+                )
+        with self._lock:
+            self._awaiting_resume -= decided
+        return tuple(interrupted)
 
     def _start_deadline_feed(self, store: SessionTakeover) -> None:
         """The lease's runway deadline to every tool supervisor, every quarter second
@@ -304,6 +348,7 @@ class DesktopServices:
             "run(s) %s left unfinished by this host's own turn(s): repairing them",
             ", ".join(sorted(stalled)),
         )
+        self._await_resume(tuple(stalled.values()))
         return run_takeover_recovery(
             store,
             set(stalled.values()),

@@ -113,11 +113,17 @@ def recover_at_startup(
 
 
 def take_over_expired(
-    store: SqliteLedgerStore, owner_epoch: int, clock: Callable[[], int] = now_ms
+    store: SqliteLedgerStore,
+    owner_epoch: int,
+    clock: Callable[[], int] = now_ms,
+    *,
+    on_claimed: Callable[[tuple[str, ...]], None] | None = None,
 ) -> StartupRecoveryReport:
     """One takeover sweep (PostgreSQL): claim up to ``TAKEOVER_BATCH`` sessions whose lease ran
     out with a run unfinished, then run startup recovery's repair for those sessions only, and
-    forget their tool-process records whose process has ended. ``taken_over`` names them."""
+    forget their tool-process records whose process has ended. ``taken_over`` names them.
+    ``on_claimed`` hears the claimed sessions before any repair (a host remembers them even if
+    the sweep fails half-way)."""
     from dataclasses import replace
 
     from runtime.recovery.startup_recovery import StartupRecoveryReport, run_takeover_recovery
@@ -128,6 +134,8 @@ def take_over_expired(
     sessions = tuple(lease.session_id for lease in leases)
     if not sessions:
         return StartupRecoveryReport(owner_epoch=owner_epoch)
+    if on_claimed is not None:
+        on_claimed(sessions)
     report = run_takeover_recovery(
         store, sessions, owner_epoch, clock, startup_reconciler(store, clock)
     )

@@ -212,8 +212,26 @@ class Rig:
             if latest and latest[0][0] == "failed" and latest[0][1] != "app_restarted":
                 return time.monotonic() - started  # the turn itself ended, with its code
             time.sleep(0.1)
+        report = self._stuck_report(session_id)
         self._dump_threads()
-        raise _timeout_error(f"session {session_id} to complete or park")
+        raise _timeout_error(f"session {session_id} to complete or park\n{report}")
+
+    def _stuck_report(self, session_id: str) -> str:
+        """What a timeout prints: the session's runs and lease, and every host's log lines
+        since the session's first run (CI keeps no temporary folder to look at afterwards)."""
+        runs = self.query(
+            "SELECT run_id, status, failure_class, created_at FROM runs WHERE session_id = %s"
+            " ORDER BY created_at, run_id",
+            (session_id,),
+        )
+        lease = self.query("SELECT * FROM session_leases WHERE session_id = %s", (session_id,))
+        lines = [f"runs: {row}" for row in runs] + [f"lease: {row}" for row in lease]
+        for name, host in zip(self.names, self.hosts, strict=True):
+            path = host.data_dir / "logs" / "main.log"
+            text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+            lines.append(f"--- host {name} (running: {host.process.poll() is None}), log tail:")
+            lines.extend(text.splitlines()[-60:])
+        return "\n".join(line[:400] for line in lines)
 
     def _dump_threads(self) -> None:
         """Diagnostics for a hang: every live host prints its threads' stacks to its stderr
