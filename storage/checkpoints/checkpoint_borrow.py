@@ -224,32 +224,6 @@ def _converted(
     return [name for name, oid in blobs.items() if stored.get(oid) != sizes.get(name)]
 
 
-def drop_too_large(
-    runner: GitRunner, folder: Path, git_dir: Path, index: Path, *, names: list[str], limit: int
-) -> list[str]:
-    """Drop from a seeded index the files now over ``limit`` bytes (the policy leaves them
-    out; the listing only looks at files that changed); the paths dropped. The sizes the index
-    recorded say which files to look at (a changed file is staged, and checked, on its own)."""
-    sizes = _recorded_sizes(index)
-    if sizes is None:
-        candidates = names
-    else:
-        candidates = [name for name in names if sizes.get(os.fsencode(name), limit + 1) > limit]
-    big: list[str] = []
-    top = os.fspath(folder)
-    for name in candidates:
-        try:
-            info = os.lstat(os.path.join(top, name))
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
-            big.append(name)
-    runner.remove_from_index(
-        [os.fsencode(name) for name in big], git_dir=git_dir, work_tree=folder, index=index
-    )
-    return big
-
-
 def _recorded_sizes(index: Path) -> dict[bytes, int] | None:
     """Each entry's size as an index of version 2 or 3 records it (32 bits: a file of 4 GiB or
     more reads small, but such a folder is over the size budget and never captured); None for

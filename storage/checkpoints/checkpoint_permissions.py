@@ -54,15 +54,26 @@ class FoundBits:
     # The bits of every folder on the way to an entry of the index, and of the folder
     # itself (``.``), as in the record.
     folders: dict[bytes, bytes] | None = None
+    # The index's regular files over the size limit (the full pass only): the caller drops
+    # their entries; they are in neither the record nor, through them, its folders.
+    too_large: tuple[bytes, ...] = ()
 
 
 def permission_record(
-    runner: GitRunner, git_dir: Path, folder: Path, index: Path, *, recent_since: int = 0
+    runner: GitRunner,
+    git_dir: Path,
+    folder: Path,
+    index: Path,
+    *,
+    recent_since: int = 0,
+    limit: int | None = None,
 ) -> FoundBits:
     """The permission bits of the folder itself, every folder on the way to an entry of
     ``index`` and every regular file it holds (empty folders are not in the index: see
     ``add_folders``): the full pass, a ``stat`` of every entry. Files whose ``ctime`` or
-    ``mtime`` is at or after ``recent_since`` are named in ``recent``."""
+    ``mtime`` is at or after ``recent_since`` are named in ``recent``; regular files over
+    ``limit`` bytes in ``too_large`` (an index seeded from the user's names files the capture
+    leaves out, and this pass looks at each file anyway)."""
     listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
     root = os.fsencode(folder) + b"/"
     record_name = RECORD_PATH.encode()
@@ -72,6 +83,7 @@ def permission_record(
     folders: set[bytes] = set()
     staged: str | None = None
     recent: dict[bytes, bytes] = {}
+    too_large: list[bytes] = []
     for entry in listed.split(b"\0"):
         if not entry:
             continue
@@ -79,17 +91,21 @@ def permission_record(
         if raw == record_name:
             staged = meta.split(b" ")[1].decode()
             continue
+        info = None
+        if not meta.startswith(_LINK_MODE):
+            try:
+                info = lstat(root + raw)
+            except OSError:
+                pass
+            else:
+                if limit is not None and is_reg(info.st_mode) and info.st_size > limit:
+                    too_large.append(raw)
+                    continue
         parent = raw.rpartition(b"/")[0]
         while parent and parent not in folders:
             folders.add(parent)
             parent = parent.rpartition(b"/")[0]
-        if meta.startswith(_LINK_MODE):
-            continue
-        try:
-            info = lstat(root + raw)
-        except OSError:
-            continue
-        if is_reg(info.st_mode):
+        if info is not None and is_reg(info.st_mode):
             bits[raw] = stat.S_IMODE(info.st_mode)
             if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
                 recent[raw] = b"%04o" % bits[raw]
@@ -106,7 +122,7 @@ def permission_record(
     if found is not None:
         bits[ROOT.encode() + b"/"] = found
         folder_bits[ROOT.encode()] = b"%04o" % found
-    return FoundBits(_encode_raw(bits), staged, recent, folder_bits)
+    return FoundBits(_encode_raw(bits), staged, recent, folder_bits, tuple(too_large))
 
 
 def updated_record(

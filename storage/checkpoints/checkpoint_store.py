@@ -67,7 +67,6 @@ from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCod
 from storage.checkpoints.checkpoint_borrow import (
     absorb,
     borrowed_from,
-    drop_too_large,
     seed,
     stage_held,
 )
@@ -91,6 +90,7 @@ from storage.checkpoints.checkpoint_objects import plain_repository, set_ref, wr
 from storage.checkpoints.checkpoint_permissions import (
     RECORD_DIR,
     RECORD_PATH,
+    FoundBits,
     add_folders,
     apply_record,
     apply_root,
@@ -364,11 +364,11 @@ class GitCheckpointStore:
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
-            too_large = self._seed(folder, git_dir, index) if not rebuild_index else []
+            if not rebuild_index:
+                self._seed(folder, git_dir, index)
             tree, skipped = self._stage_and_write_tree(
                 folder, git_dir, index, cache=_bits_cache(index)
             )
-            skipped = sorted({*skipped, *too_large})
             rules = _read_bytes(git_dir / "info" / "exclude")
             if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
                 # The index holds nothing these rules exclude now (it was swept with them).
@@ -401,17 +401,12 @@ class GitCheckpointStore:
                 self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
 
-    def _seed(self, folder: Path, git_dir: Path, index: Path) -> list[str]:
+    def _seed(self, folder: Path, git_dir: Path, index: Path) -> None:
         """The first capture of a folder that is a Git repository starts from a copy of the
-        user's index and borrows their objects (``checkpoint_borrow``); the paths of the seed
-        over the size limit, dropped from it."""
-        if index.exists():
-            return []
-        runner = self._git_runner()
-        names = seed(runner, folder, git_dir, index)
-        if not names:
-            return []
-        return drop_too_large(runner, folder, git_dir, index, names=names, limit=self._max_file)
+        user's index and borrows their objects (``checkpoint_borrow``). Its files over the size
+        limit leave it in the permission record's full pass, which looks at every file."""
+        if not index.exists():
+            seed(self._git_runner(), folder, git_dir, index)
 
     # ---- borrowed objects ----------------------------------------------------------------------
     def borrows(self, workspace_identity: str) -> bool:
@@ -608,13 +603,14 @@ class GitCheckpointStore:
             )
             staged = previous.staged
         if found is None:
-            found = permission_record(runner, git_dir, folder, index, recent_since=recent_since)
+            found = self._full_pass(runner, folder, git_dir, index, recent_since)
             staged = found.staged
             if found.staged is None and not fresh_index and not rules_changed:
                 # An index from before permission records: swept once for ignored entries too.
                 self._left_out = self._drop_ignored(runner, folder, git_dir, index)
-                found = permission_record(runner, git_dir, folder, index, recent_since=recent_since)
+                found = self._full_pass(runner, folder, git_dir, index, recent_since)
                 staged = found.staged
+            skipped.extend(os.fsdecode(raw) for raw in found.too_large)
         record = add_folders(found.record, folder, folders)
         staged = stage_record(runner, git_dir, folder, index, record, staged=staged)
         if borrowed_from(git_dir) is not None:
@@ -629,6 +625,21 @@ class GitCheckpointStore:
             write_cached(cache, index, found, staged)
         tree_id = self._grafted(runner, git_dir, tree_text, folders)
         return tree_id, sorted(set(skipped))
+
+    def _full_pass(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, recent_since: int
+    ) -> FoundBits:
+        """The permission record's full pass; the files it finds over the size limit (an
+        index seeded from the user's holds every file they track, unchanged ones unlisted by
+        the staging) leave the index."""
+        found = permission_record(
+            runner, git_dir, folder, index, recent_since=recent_since, limit=self._max_file
+        )
+        if found.too_large:
+            runner.remove_from_index(
+                list(found.too_large), git_dir=git_dir, work_tree=folder, index=index
+            )
+        return found
 
     def _drop_ignored(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path

@@ -212,6 +212,41 @@ def test_a_seeded_file_over_the_size_limit_is_left_out(tmp_path: Path) -> None:
     assert "big.bin" not in listed.split()
 
 
+def test_a_seeded_capture_over_the_size_limit_equals_an_unseeded_one(tmp_path: Path) -> None:
+    """A folder whose only file is over the limit: left out with it, from the tree and the
+    permission record alike, as when the index is not seeded (the trees, record included,
+    are the same object)."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    (folder / "assets").mkdir(mode=0o750)
+    (folder / "assets" / "big.bin").write_bytes(b"0" * 4096)
+    (folder / "pkg1" / "large.bin").write_bytes(b"1" * 4096)
+    _git(folder, "add", "assets", "pkg1")
+    _git(folder, "commit", "-q", "-m", "big")
+    seeded = GitCheckpointStore(tmp_path / "data", max_file_bytes=2048)
+    seeded._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    snap = seeded.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert seeded.borrows(WS)
+    hidden = tmp_path / "hidden.git"
+    (folder / ".git").rename(hidden)
+    try:
+        plain = GitCheckpointStore(tmp_path / "plain", max_file_bytes=2048)
+        alone = plain.capture(folder, WS, "refs/maka/s/r/1", "first")
+    finally:
+        hidden.rename(folder / ".git")
+    assert not plain.borrows(WS)
+    assert sorted(snap.skipped) == sorted(alone.skipped) == ["assets/big.bin", "pkg1/large.bin"]
+    assert snap.tree_id == alone.tree_id
+    record = _git(
+        tmp_path,
+        "--git-dir",
+        str(seeded.git_dir(WS)),
+        "show",
+        f"{snap.tree_id}:.maka/permissions",
+    )
+    assert "assets" not in record and "pkg1/" in record
+
+
 def test_content_the_users_store_already_holds_never_touches_their_object_files(
     tmp_path: Path,
 ) -> None:
