@@ -57,7 +57,8 @@ from storage.private_files import private_opener
 
 ALTERNATES = Path("objects") / "info" / "alternates"
 TREES_SCRATCH = "trees.scratch"
-_GITLINK = "160000"
+_GITLINK = b"160000"
+_ATTRIBUTES = b".gitattributes"
 _INDEX_SIGNATURE = b"DIRC"
 
 
@@ -91,20 +92,20 @@ def borrowed_from(git_dir: Path) -> Path | None:
     return Path(text.splitlines()[0]) if text else None
 
 
-def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[str]:
+def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> bool:
     """Seed the (missing) private ``index`` from the user's and borrow their object store.
-    Returns the paths the seeded index names (none when the seed was refused). Never raises
-    for the user's side: a seed that cannot be made leaves no index and borrows nothing."""
+    Whether it was seeded. Never raises for the user's side: a seed that cannot be made
+    leaves no index and borrows nothing."""
     user = user_git_dir(folder)
     if user is None or index.exists():
-        return []
+        return False
     scratch = index.with_name(index.name + ".seed")
     try:
         info = os.stat(user / "index")
         with open(user / "index", "rb") as source:
             data = source.read()
         if not data.startswith(_INDEX_SIGNATURE):
-            return []
+            return False
         with open(scratch, "wb", opener=private_opener) as copy:
             copy.write(data)
         # The original's time: Git's racy-entry rule compares entries with the index's mtime.
@@ -114,24 +115,28 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
         listed = runner.run(["ls-files", "-z", "-s", "-v"], git_dir=git_dir, index=scratch)
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
-        return []
+        return False
     blobs: dict[bytes, str] = {}
     for raw in listed.split(b"\0"):
         if not raw:
             continue
         meta, _, name = raw.partition(b"\t")
-        fields = meta.decode("ascii", "replace").split(" ")
-        if len(fields) != 4 or fields[0] != "H" or fields[1] == _GITLINK or fields[3] != "0":
+        fields = meta.split(b" ")
+        if len(fields) != 4 or fields[0] != b"H" or fields[1] == _GITLINK or fields[3] != b"0":
             # skip-worktree, assume-unchanged, unmerged or a submodule: Git would not look at
             # the file as a capture must.
             scratch.unlink(missing_ok=True)
-            return []
-        blobs[name] = fields[2]
-    names = [os.fsdecode(name) for name in blobs]
-    conversions = _conversions(folder, user, names)
+            return False
+        blobs[name] = fields[2].decode("ascii", "replace")
+    attributes = [
+        os.fsdecode(name)
+        for name in blobs
+        if name == _ATTRIBUTES or name.endswith(b"/" + _ATTRIBUTES)
+    ]
+    conversions = _conversions(folder, user, attributes)
     if conversions == _REFUSE:
         scratch.unlink(missing_ok=True)
-        return []
+        return False
     try:
         alternates = git_dir / ALTERNATES
         alternates.parent.mkdir(parents=True, exist_ok=True)
@@ -146,15 +151,13 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> list[st
                 runner.remove_from_index(
                     converted, git_dir=git_dir, work_tree=folder, index=scratch
                 )
-                gone = set(converted)
-                names = [os.fsdecode(name) for name in blobs if name not in gone]
         os.replace(scratch, index)
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             (git_dir / ALTERNATES).unlink()
-        return []
-    return names
+        return False
+    return True
 
 
 _REFUSE = "refuse"
@@ -164,19 +167,20 @@ _FILTERING = re.compile(rb"(?<![\w-])(filter|ident|working-tree-encoding)(?![\w-
 _LINE_ENDINGS = re.compile(rb"(?<![\w-])(text|eol|crlf)(?![\w-])")
 
 
-def _conversions(folder: Path, user: Path, names: list[str]) -> str | None:
+def _conversions(folder: Path, user: Path, attributes_files: list[str]) -> str | None:
     """Whether the user's Git may have stored the index's files converted, so that a blob the
     index names is not the file's bytes: ``refuse`` (a filter, ``ident`` or an encoding: no
     seed), ``sizes`` (line endings: each entry whose recorded size differs from its blob's is
     staged again from the folder) or None (no conversion: the seed is used as it is). Read from
-    the repository's, the user's and the system's configuration and attribute files
+    the repository's, the user's and the system's configuration and attribute files, with
+    ``attributes_files`` (the index's ``.gitattributes`` paths, relative to ``folder``)
     (conservatively: any mention counts; on Windows, where Git's own installation may convert
     line endings, always ``sizes``)."""
     home = Path(os.path.expanduser("~"))
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
     configs = [user / "config", home / ".gitconfig", xdg / "config", Path("/etc/gitconfig")]
     attributes = [user / "info" / "attributes", xdg / "attributes"]
-    attributes += [folder / name for name in names if name.rsplit("/", 1)[-1] == ".gitattributes"]
+    attributes += [folder / name for name in attributes_files]
     line_endings = sys.platform == "win32"
     for config in configs:
         try:

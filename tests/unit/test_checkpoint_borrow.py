@@ -182,10 +182,47 @@ def test_retention_absorbs_before_it_prunes(tmp_path: Path) -> None:
     assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
 
 
-def test_an_index_git_would_not_look_through_is_not_seeded(tmp_path: Path) -> None:
+def _unmerged(folder: Path) -> None:
+    """``pkg1/f1.txt`` changed on two branches: the merge leaves it in conflict (stages 1-3)."""
+    _git(folder, "add", "-A")
+    _git(folder, "commit", "-q", "-m", "work")
+    branch = _git(folder, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    _git(folder, "checkout", "-q", "-b", "other")
+    (folder / "pkg1" / "f1.txt").write_text("theirs\n")
+    _git(folder, "commit", "-q", "-am", "theirs")
+    _git(folder, "checkout", "-q", branch)
+    (folder / "pkg1" / "f1.txt").write_text("ours\n")
+    _git(folder, "commit", "-q", "-am", "ours")
+    merged = subprocess.run(
+        ["git", "merge", "-q", "other"],
+        cwd=folder,
+        env=_env(folder.parent),
+        capture_output=True,
+        check=False,
+    )
+    assert merged.returncode != 0  # in conflict
+    assert " 1\tpkg1/f1.txt" in _git(folder, "ls-files", "-s", "pkg1/f1.txt")
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        ["update-index", "--assume-unchanged", "pkg0/f0.txt"],
+        ["update-index", "--skip-worktree", "pkg1/f1.txt"],
+        ["update-index", "--add", "--cacheinfo", "160000," + "1" * 40 + ",vendor/lib"],
+        "unmerged",
+    ],
+    ids=["assume-unchanged", "skip-worktree", "submodule", "unmerged"],
+)
+def test_an_index_git_would_not_look_through_is_not_seeded(
+    tmp_path: Path, odd: list[str] | str
+) -> None:
     folder = tmp_path / "project"
     _repository(folder)
-    _git(folder, "update-index", "--assume-unchanged", "pkg0/f0.txt")
+    if odd == "unmerged":
+        _unmerged(folder)
+    else:
+        _git(folder, *odd)
     store = _store(tmp_path, absorb=False)
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     assert not store.borrows(WS)
@@ -307,11 +344,12 @@ def test_files_the_users_git_stored_converted_are_taken_as_they_are(tmp_path: Pa
     assert _state(folder / ".git") == before
 
 
-def test_a_repository_with_a_filter_is_not_seeded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", [".gitattributes", "pkg2/.gitattributes"])
+def test_a_repository_with_a_filter_is_not_seeded(tmp_path: Path, where: str) -> None:
     folder = tmp_path / "project"
     _repository(folder)
-    (folder / ".gitattributes").write_text("*.secret filter=crypt\n")
-    _git(folder, "add", ".gitattributes")
+    (folder / where).write_text("*.secret filter=crypt\n")
+    _git(folder, "add", where)
     _git(folder, "commit", "-q", "-m", "attributes")
     store = _store(tmp_path, absorb=False)
     store.capture(folder, WS, "refs/maka/s/r/1", "first")
