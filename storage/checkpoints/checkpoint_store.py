@@ -568,32 +568,11 @@ class GitCheckpointStore:
             fresh_index = True
         recent_since -= _RECENT_NS
         previous = None if fresh_index else read_cached(cache, index)
-        empties: list[str] = []
-        skipped: list[str] = []
-        staged_names: set[bytes] = set()
-        removed = False
-        # A file that became a folder hides the folder's files from the listing while the
-        # index still names the file, and a folder whose last file was deleted is not listed
-        # as empty while the index still names the file: once the entries are dropped, a
-        # second pass lists them (a third never finds one more: the index then holds no such
-        # entry).
-        for _ in range(3):
-            listed = self._stage_pass(runner, folder, git_dir, index, beside)
-            staged_names.update(listed.staged)
-            empties.extend(listed.empties)
-            skipped.extend(listed.skipped)
-            removed = removed or listed.removed
-            if not (listed.became_folders or listed.removed):
-                break
-        rules = _read_bytes(git_dir / "info" / "exclude")
-        swept = git_dir / "info" / SWEPT_RULES
-        rules_changed = any(
-            name == b".gitignore" or name.endswith(b"/.gitignore") for name in staged_names
-        ) or (not fresh_index and _read_bytes(swept) != rules)
-        if rules_changed:
-            # An ignore rule may have come in: what it now excludes leaves the snapshot.
-            self._left_out = self._drop_ignored(runner, folder, git_dir, index)
-            removed = removed or bool(self._left_out)
+        passes = self._staged_and_swept(
+            runner, folder, git_dir, index, beside, fresh_index=fresh_index
+        )
+        staged_names, empties, skipped = passes.staged, passes.empties, passes.skipped
+        removed, rules_changed = passes.removed, passes.rules_changed
         folders = sorted(set(empties))
         found = None
         staged: str | None = None
@@ -626,6 +605,77 @@ class GitCheckpointStore:
         tree_id = self._grafted(runner, git_dir, tree_text, folders)
         return tree_id, sorted(set(skipped))
 
+    def _staged_and_swept(
+        self,
+        runner: GitRunner,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        beside: _Once,
+        *,
+        fresh_index: bool,
+    ) -> _Passes:
+        """The staging passes, then the sweep of the entries the ignore rules now exclude
+        when a ``.gitignore`` was staged or removed, or the index was not swept with the
+        store's current rules (an index seeded from the user's, or rules changed): that
+        sweep's listing then starts beside the staging's listings. It reads the index as it
+        was before the staging or as some pass left it; either way it names what the staged
+        index holds and the rules exclude, plus entries the staging removed (left aside): the
+        rules are the same (no ``.gitignore`` was staged or removed), and an entry the staging
+        added came from a listing that leaves ignored paths out."""
+        empties: list[str] = []
+        skipped: list[str] = []
+        staged_names: set[bytes] = set()
+        gone: set[bytes] = set()
+        removed = False
+        rules = _read_bytes(git_dir / "info" / "exclude")
+        sweep_due = not fresh_index and _read_bytes(git_dir / "info" / SWEPT_RULES) != rules
+        early: list[Started] = []
+
+        def start_sweep() -> None:
+            if sweep_due:
+                ahead = runner.start_ahead(_IGNORED, git_dir=git_dir, work_tree=folder, index=index)
+                if ahead is not None:
+                    early.append(ahead)
+            beside()
+
+        first = _Once(start_sweep)
+        try:
+            # A file that became a folder hides the folder's files from the listing while the
+            # index still names the file, and a folder whose last file was deleted is not
+            # listed as empty while the index still names the file: once the entries are
+            # dropped, a second pass lists them (a third never finds one more: the index then
+            # holds no such entry).
+            for _ in range(3):
+                listed = self._stage_pass(runner, folder, git_dir, index, first)
+                staged_names.update(listed.staged)
+                gone.update(listed.gone)
+                empties.extend(listed.empties)
+                skipped.extend(listed.skipped)
+                removed = removed or listed.removed
+                if not (listed.became_folders or listed.removed):
+                    break
+            rules_moved = any(
+                name == b".gitignore" or name.endswith(b"/.gitignore")
+                for name in (*staged_names, *gone)
+            )
+            if rules_moved or sweep_due:
+                # An ignore rule may have come in: what it now excludes leaves the snapshot.
+                if early and not rules_moved:
+                    listing = early.pop().finish(None)
+                else:
+                    listing = runner.run(
+                        list(_IGNORED), git_dir=git_dir, work_tree=folder, index=index
+                    )
+                self._left_out = _drop_listed(
+                    runner, folder, git_dir, index, listed=listing, gone=gone
+                )
+                removed = removed or bool(self._left_out)
+        finally:
+            for ahead in early:
+                ahead.cancel()
+        return _Passes(staged_names, empties, skipped, removed, rules_moved or sweep_due)
+
     def _full_pass(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, recent_since: int
     ) -> FoundBits:
@@ -646,15 +696,8 @@ class GitCheckpointStore:
     ) -> list[str]:
         """Remove from the index the entries the folder's ignore rules now exclude (a path
         added to a ``.gitignore`` after its first capture); the paths removed."""
-        listed = runner.run(
-            ["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
-            git_dir=git_dir,
-            work_tree=folder,
-            index=index,
-        )
-        names = [raw for raw in listed.split(b"\0") if raw and raw != RECORD_PATH.encode()]
-        runner.remove_from_index(names, git_dir=git_dir, work_tree=folder, index=index)
-        return sorted(os.fsdecode(raw) for raw in names)
+        listed = runner.run(list(_IGNORED), git_dir=git_dir, work_tree=folder, index=index)
+        return _drop_listed(runner, folder, git_dir, index, listed=listed, gone=set())
 
     def _stage_pass(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, beside: _Once
@@ -728,7 +771,7 @@ class GitCheckpointStore:
         skipped, became_folders = sorted_out.skipped, sorted_out.became_folders
         self._stage(runner, folder, git_dir, index, ahead, stage=stage, drop=drop, gone=deleted)
         removed = any(raw in in_index for raw in (*drop, *deleted))
-        return _Pass(empties, skipped, became_folders, stage, removed)
+        return _Pass(empties, skipped, became_folders, stage, removed, [*drop, *deleted])
 
     def _sorted_out(self, folder: Path, entries: list[bytes]) -> _Sorted:
         """What the staging does with each listed path: stage it (a file or a link), drop
@@ -1163,6 +1206,30 @@ class _Once:
 # The comparison of two snapshots (``tree_changes``), reading "<old> <new>" from its input.
 _COMPARE = ("diff-tree", "--stdin", *COMPARE_OPTIONS)
 _STAGE = ("update-index", "-z", "--add", "--remove", "--replace", "--stdin")
+# The index's entries the folder's ignore rules exclude.
+_IGNORED = ("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
+
+
+def _drop_listed(
+    runner: GitRunner, folder: Path, git_dir: Path, index: Path, *, listed: bytes, gone: set[bytes]
+) -> list[str]:
+    """Drop the entries an ``_IGNORED`` listing named but ``gone`` (already out of the
+    index) and the permission record; the paths dropped."""
+    record = RECORD_PATH.encode()
+    names = [raw for raw in listed.split(b"\0") if raw and raw != record and raw not in gone]
+    runner.remove_from_index(names, git_dir=git_dir, work_tree=folder, index=index)
+    return sorted(os.fsdecode(raw) for raw in names)
+
+
+@dataclass(frozen=True, slots=True)
+class _Passes:
+    """The staging passes of a capture (``_staged_and_swept``)."""
+
+    staged: set[bytes]
+    empties: list[str]
+    skipped: list[str]
+    removed: bool
+    rules_changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -1175,6 +1242,7 @@ class _Pass:
     became_folders: bool
     staged: list[bytes]
     removed: bool
+    gone: list[bytes]  # the entries it dropped or removed (deleted)
 
 
 def _bits_cache(index: Path) -> Path:
