@@ -48,6 +48,7 @@ import shutil
 import stat
 import struct
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
@@ -92,20 +93,30 @@ def borrowed_from(git_dir: Path) -> Path | None:
     return Path(text.splitlines()[0]) if text else None
 
 
-def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> bool:
-    """Seed the (missing) private ``index`` from the user's and borrow their object store.
-    Whether it was seeded. Never raises for the user's side: a seed that cannot be made
+@dataclass(frozen=True, slots=True)
+class Seeded:
+    """What a seed made: the user's index as ``ls-files -z -s -v`` lists it (every entry
+    ``H <mode> <object> 0``) and the entries then left out (stored converted: the staging
+    adds them again from the folder)."""
+
+    listing: bytes
+    left_out: frozenset[bytes]
+
+
+def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded | None:
+    """Seed the (missing) private ``index`` from the user's and borrow their object store;
+    None when no seed was made. Never raises for the user's side: a seed that cannot be made
     leaves no index and borrows nothing."""
     user = user_git_dir(folder)
     if user is None or index.exists():
-        return False
+        return None
     scratch = index.with_name(index.name + ".seed")
     try:
         info = os.stat(user / "index")
         with open(user / "index", "rb") as source:
             data = source.read()
         if not data.startswith(_INDEX_SIGNATURE):
-            return False
+            return None
         with open(scratch, "wb", opener=private_opener) as copy:
             copy.write(data)
         # The original's time: Git's racy-entry rule compares entries with the index's mtime.
@@ -115,7 +126,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> bool:
         listed = runner.run(["ls-files", "-z", "-s", "-v"], git_dir=git_dir, index=scratch)
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
-        return False
+        return None
     blobs: dict[bytes, str] = {}
     for raw in listed.split(b"\0"):
         if not raw:
@@ -126,7 +137,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> bool:
             # skip-worktree, assume-unchanged, unmerged or a submodule: Git would not look at
             # the file as a capture must.
             scratch.unlink(missing_ok=True)
-            return False
+            return None
         blobs[name] = fields[2].decode("ascii", "replace")
     attributes = [
         os.fsdecode(name)
@@ -136,7 +147,8 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> bool:
     conversions = _conversions(folder, user, attributes)
     if conversions == _REFUSE:
         scratch.unlink(missing_ok=True)
-        return False
+        return None
+    converted: list[bytes] | None = []
     try:
         alternates = git_dir / ALTERNATES
         alternates.parent.mkdir(parents=True, exist_ok=True)
@@ -156,8 +168,8 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> bool:
         scratch.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             (git_dir / ALTERNATES).unlink()
-        return False
-    return True
+        return None
+    return Seeded(listed, frozenset(converted or ()))
 
 
 _REFUSE = "refuse"

@@ -30,6 +30,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import threading
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +77,66 @@ def permission_record(
     ``limit`` bytes in ``too_large`` (an index seeded from the user's names files the capture
     leaves out, and this pass looks at each file anyway)."""
     listed = runner.run(["ls-files", "-s", "-z"], git_dir=git_dir, index=index)
+    return _bits_of(listed, folder, recent_since=recent_since, limit=limit)
+
+
+class LookAhead:
+    """The full pass over an index seeded from the user's (``checkpoint_borrow.seed``), made
+    on a thread of its own while Git stages the folder. When the staging takes no entry out
+    of the index, its answer stands for the previous capture's (``updated_record``: the files
+    staged, those recent and the folders are looked at again); otherwise the full pass runs.
+    Those entries hold the stat data the user's Git recorded before the seed was copied, and
+    the look is made after it: a file's bits change only with its ``ctime``, so a file changed
+    after the look differs from what the index records, and the next capture's listing names
+    it and looks at it again, as it does for a file changed after any capture's look."""
+
+    def __init__(
+        self, folder: Path, listing: bytes, left_out: Set[bytes], *, recent_since: int, limit: int
+    ) -> None:
+        self._found: FoundBits | None = None
+        self._thread = threading.Thread(
+            target=self._look,
+            args=(folder, listing, left_out, recent_since, limit),
+            name="maka-checkpoint-look-ahead",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _look(
+        self, folder: Path, listing: bytes, left_out: Set[bytes], recent_since: int, limit: int
+    ) -> None:
+        try:
+            self._found = _bits_of(
+                listing,
+                folder,
+                recent_since=recent_since,
+                limit=limit,
+                tagged=True,
+                left_out=left_out,
+            )
+        except Exception:  # any failure leaves the full pass to the capture
+            self._found = None
+
+    def result(self) -> FoundBits | None:
+        """The full pass's answer for the seeded index (None: not to be had); waits for it."""
+        self._thread.join()
+        return self._found
+
+
+def _bits_of(
+    listed: bytes,
+    folder: Path,
+    *,
+    recent_since: int,
+    limit: int | None,
+    tagged: bool = False,
+    left_out: Set[bytes] = frozenset(),
+) -> FoundBits:
+    """``permission_record`` for an index listed as ``ls-files -z -s`` lists it (``tagged``:
+    ``ls-files -z -s -v``, each entry after a tag), leaving out the entries ``left_out``."""
     root = os.fsencode(folder) + b"/"
     record_name = RECORD_PATH.encode()
+    link = b"H " + _LINK_MODE if tagged else _LINK_MODE
     lstat = os.lstat
     is_reg = stat.S_ISREG
     bits: dict[bytes, int] = {}
@@ -89,10 +149,12 @@ def permission_record(
             continue
         meta, raw = entry.split(b"\t", 1)
         if raw == record_name:
-            staged = meta.split(b" ")[1].decode()
+            staged = None if tagged else meta.split(b" ")[1].decode()
+            continue
+        if raw in left_out:
             continue
         info = None
-        if not meta.startswith(_LINK_MODE):
+        if not meta.startswith(link):
             try:
                 info = lstat(root + raw)
             except OSError:
@@ -109,20 +171,28 @@ def permission_record(
             bits[raw] = stat.S_IMODE(info.st_mode)
             if info.st_ctime_ns >= recent_since or info.st_mtime_ns >= recent_since:
                 recent[raw] = b"%04o" % bits[raw]
-    folder_bits: dict[bytes, bytes] = {}
+    folder_bits = _folder_bits(folder, folders, bits)
+    return FoundBits(_encode_raw(bits), staged, recent, folder_bits, tuple(too_large))
+
+
+def _folder_bits(folder: Path, folders: set[bytes], bits: dict[bytes, int]) -> dict[bytes, bytes]:
+    """The bits of ``folders`` that are folders and of the folder itself (``.``), also put in
+    ``bits`` (as ``name/``)."""
+    root = os.fsencode(folder) + b"/"
+    found: dict[bytes, bytes] = {}
     for name in folders:
         try:
-            info = lstat(root + name)
+            info = os.lstat(root + name)
         except OSError:
             continue
         if stat.S_ISDIR(info.st_mode):
             bits[name + b"/"] = stat.S_IMODE(info.st_mode)
-            folder_bits[name] = b"%04o" % stat.S_IMODE(info.st_mode)
-    found = _bits(folder, regular=False)
-    if found is not None:
-        bits[ROOT.encode() + b"/"] = found
-        folder_bits[ROOT.encode()] = b"%04o" % found
-    return FoundBits(_encode_raw(bits), staged, recent, folder_bits, tuple(too_large))
+            found[name] = b"%04o" % stat.S_IMODE(info.st_mode)
+    itself = _bits(folder, regular=False)
+    if itself is not None:
+        bits[ROOT.encode() + b"/"] = itself
+        found[ROOT.encode()] = b"%04o" % itself
+    return found
 
 
 def updated_record(

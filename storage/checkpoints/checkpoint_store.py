@@ -90,7 +90,9 @@ from storage.checkpoints.checkpoint_objects import plain_repository, set_ref, wr
 from storage.checkpoints.checkpoint_permissions import (
     RECORD_DIR,
     RECORD_PATH,
+    CachedBits,
     FoundBits,
+    LookAhead,
     add_folders,
     apply_record,
     apply_root,
@@ -364,10 +366,9 @@ class GitCheckpointStore:
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
-            if not rebuild_index:
-                self._seed(folder, git_dir, index)
+            ahead = None if rebuild_index else self._seed(folder, git_dir, index)
             tree, skipped = self._stage_and_write_tree(
-                folder, git_dir, index, cache=_bits_cache(index)
+                folder, git_dir, index, cache=_bits_cache(index), looked=ahead
             )
             rules = _read_bytes(git_dir / "info" / "exclude")
             if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
@@ -401,12 +402,24 @@ class GitCheckpointStore:
                 self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
 
-    def _seed(self, folder: Path, git_dir: Path, index: Path) -> None:
+    def _seed(self, folder: Path, git_dir: Path, index: Path) -> LookAhead | None:
         """The first capture of a folder that is a Git repository starts from a copy of the
-        user's index and borrows their objects (``checkpoint_borrow``). Its files over the size
-        limit leave it in the permission record's full pass, which looks at every file."""
-        if not index.exists():
-            seed(self._git_runner(), folder, git_dir, index)
+        user's index and borrows their objects (``checkpoint_borrow``). The permission
+        record's full pass over it, which also finds its files over the size limit, starts at
+        once beside the staging (``LookAhead``)."""
+        if index.exists():
+            return None
+        seeded = seed(self._git_runner(), folder, git_dir, index)
+        if seeded is None:
+            return None
+        try:
+            # As the capture reckons it (``_stage_and_write_tree_once``), or a little earlier.
+            since = min(time.time_ns(), index.stat().st_mtime_ns) - _RECENT_NS
+            return LookAhead(
+                folder, seeded.listing, seeded.left_out, recent_since=since, limit=self._max_file
+            )
+        except (OSError, RuntimeError):  # no thread to be had: the full pass looks itself
+            return None
 
     # ---- borrowed objects ----------------------------------------------------------------------
     def borrows(self, workspace_identity: str) -> bool:
@@ -515,17 +528,19 @@ class GitCheckpointStore:
         cache: Path,
         keep_cache: bool = True,
         beside: _Once | None = None,
+        looked: LookAhead | None = None,
     ) -> tuple[str, list[str]]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
         what Git last saw: when Git refuses to work from it (it names objects the repository
         no longer holds after a manual ``git gc --prune=now``, or a path it holds can no longer
         be brought in line with the folder), it is rebuilt from the folder (every file hashed
         again), so no state of a readable folder leaves a capture failing for good. ``beside``
-        runs once the first listing has started."""
+        runs once the first listing has started; ``looked``, the full pass over a seeded index,
+        started ahead."""
         beside = beside or _Once(None)
         try:
             return self._stage_and_write_tree_once(
-                folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside
+                folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside, looked=looked
             )
         except CheckpointError as error:
             if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
@@ -534,7 +549,7 @@ class GitCheckpointStore:
                 raise
         index.unlink(missing_ok=True)
         return self._stage_and_write_tree_once(
-            folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside
+            folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside, looked=None
         )
 
     def _stage_and_write_tree_once(
@@ -546,10 +561,12 @@ class GitCheckpointStore:
         *,
         keep_cache: bool,
         beside: _Once,
+        looked: LookAhead | None,
     ) -> tuple[str, list[str]]:
         """The tree and the files skipped as too large. The permission record is derived
         from the previous capture's (``cache``) when the index is still the one it left and no
-        entry left it; otherwise every entry is looked at (the full pass). With
+        entry left it, or from the full pass over a seeded index made ahead (``looked``) when
+        no entry left it; otherwise every entry is looked at (the full pass). With
         ``keep_cache``, what was found is kept for the next capture."""
         if not folder.is_dir():
             raise CheckpointError(
@@ -581,6 +598,18 @@ class GitCheckpointStore:
                 previous, folder, staged_names | set(previous.recent), recent_since=recent_since
             )
             staged = previous.staged
+        elif looked is not None and not removed:
+            found = self._from_look_ahead(
+                runner,
+                folder,
+                git_dir,
+                index,
+                looked,
+                staged_names=staged_names,
+                recent_since=recent_since,
+            )
+            if found is not None:
+                skipped.extend(os.fsdecode(raw) for raw in found.too_large)
         if found is None:
             found = self._full_pass(runner, folder, git_dir, index, recent_since)
             staged = found.staged
@@ -675,6 +704,34 @@ class GitCheckpointStore:
             for ahead in early:
                 ahead.cancel()
         return _Passes(staged_names, empties, skipped, removed, rules_moved or sweep_due)
+
+    @staticmethod
+    def _from_look_ahead(
+        runner: GitRunner,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        looked: LookAhead,
+        *,
+        staged_names: set[bytes],
+        recent_since: int,
+    ) -> FoundBits | None:
+        """The permission record of a seeded index whose staging took no entry out: the full
+        pass made ahead (``LookAhead``) brought up to date as a later capture brings the
+        previous one's (``updated_record``); the files it found over the size limit that the
+        staging did not stage again leave the index. None: the full pass is to be made."""
+        ahead = looked.result()
+        if ahead is None or ahead.folders is None:
+            return None
+        base = CachedBits(ahead.record, "", ahead.recent or {}, ahead.folders)
+        found = updated_record(
+            base, folder, staged_names | set(base.recent), recent_since=recent_since
+        )
+        if found is None:
+            return None
+        too_large = [raw for raw in ahead.too_large if raw not in staged_names]
+        runner.remove_from_index(too_large, git_dir=git_dir, work_tree=folder, index=index)
+        return FoundBits(found.record, None, found.recent, found.folders, tuple(too_large))
 
     def _full_pass(
         self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, recent_since: int
