@@ -127,24 +127,11 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
         return None
-    blobs: dict[bytes, str] = {}
-    for raw in listed.split(b"\0"):
-        if not raw:
-            continue
-        meta, _, name = raw.partition(b"\t")
-        fields = meta.split(b" ")
-        if len(fields) != 4 or fields[0] != b"H" or fields[1] == _GITLINK or fields[3] != b"0":
-            # skip-worktree, assume-unchanged, unmerged or a submodule: Git would not look at
-            # the file as a capture must.
-            scratch.unlink(missing_ok=True)
-            return None
-        blobs[name] = fields[2].decode("ascii", "replace")
-    attributes = [
-        os.fsdecode(name)
-        for name in blobs
-        if name == _ATTRIBUTES or name.endswith(b"/" + _ATTRIBUTES)
-    ]
-    conversions = _conversions(folder, user, attributes)
+    conversions = (
+        _conversions(folder, user, _attributes_paths(listed))
+        if _only_plain_entries(listed)
+        else _REFUSE  # Git would not look at some file as a capture must
+    )
     if conversions == _REFUSE:
         scratch.unlink(missing_ok=True)
         return None
@@ -155,7 +142,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
             out.write(os.path.realpath(user / "objects") + "\n")
         if conversions == _SIZES:
-            converted = _converted(runner, git_dir, scratch, blobs)
+            converted = _converted(runner, git_dir, scratch, _blobs(listed))
             if converted is None:
                 raise OSError("the index's sizes cannot be read")
             if converted:
@@ -170,6 +157,46 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
             (git_dir / ALTERNATES).unlink()
         return None
     return Seeded(listed, frozenset(converted or ()))
+
+
+def _only_plain_entries(listed: bytes) -> bool:
+    """Whether every entry of an ``ls-files -z -s -v`` listing is tagged ``H`` (not
+    ``skip-worktree`` ``S``, ``assume-unchanged`` ``h`` or unmerged ``M``: Git would not look
+    at such a file as a capture must) and none is a submodule. Read over the bytes: a name
+    holds no NUL, so each entry but the first starts right after one."""
+    if not listed:
+        return True
+    if not listed.startswith(b"H ") or not listed.endswith(b"\0"):
+        return False
+    if listed.count(b"\0H ") != listed.count(b"\0") - 1:
+        return False
+    gitlink = b"H " + _GITLINK + b" "
+    return not (listed.startswith(gitlink) or b"\0" + gitlink in listed)
+
+
+def _attributes_paths(listed: bytes) -> list[str]:
+    """The ``.gitattributes`` files an ``ls-files -z -s`` listing names (``-v`` or not)."""
+    found: list[str] = []
+    suffix = _ATTRIBUTES + b"\0"
+    at = listed.find(suffix)
+    while at != -1:
+        end = at + len(_ATTRIBUTES)
+        name = listed[listed.rfind(b"\0", 0, at) + 1 : end].partition(b"\t")[2]
+        if name == _ATTRIBUTES or name.endswith(b"/" + _ATTRIBUTES):
+            found.append(os.fsdecode(name))
+        at = listed.find(suffix, end)
+    return found
+
+
+def _blobs(listed: bytes) -> dict[bytes, str]:
+    """Each entry's object of an ``ls-files -z -s -v`` listing."""
+    found: dict[bytes, str] = {}
+    for raw in listed.split(b"\0"):
+        meta, _, name = raw.partition(b"\t")
+        fields = meta.split(b" ")
+        if len(fields) == 4:
+            found[name] = fields[2].decode("ascii", "replace")
+    return found
 
 
 _REFUSE = "refuse"
