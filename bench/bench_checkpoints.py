@@ -57,9 +57,9 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from bench.tool_call_events import runtime_tool_call
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
-from runtime.ledger.canonical_codec import canonical_args_hash, operation_id
 from runtime.ledger.checkpoint_ports import (
     CheckpointMode,
     ModeDecision,
@@ -538,21 +538,14 @@ def _tool_path(
     boundaries: list[float] = []
     added: list[float] = []
     for index in range(rounds):
-        call_id = f"c{index}"
-        op = operation_id("inv", call_id)
-        args = {"command": f"echo {index}"}
-        call = builder.function_call(op, call_id, name="bash", args=args, step_id="s", ts=1)
-        dispatch = builder.tool_dispatch(
-            op,
-            call_id,
-            name="bash",
-            args_hash=canonical_args_hash("bash", args),
+        call, dispatch, response = runtime_tool_call(
+            builder,
+            f"c{index}",
+            "bash",
+            {"command": f"echo {index}"},
+            {"output": ""},
             recovery_mode="never_auto_retry",
-            evidence=None,
             ts=1,
-        )
-        response = builder.bound_response(
-            op, call_id, name="bash", result={"output": ""}, is_error=False, duration_ms=1, ts=1
         )
         t1 = timed(partial(ledger.commit_tool_prepared, call, dispatch))
         edit(paths, 1, rng)  # the tool's side effect
@@ -632,21 +625,14 @@ def _window(files: int, *, rounds: int) -> None:
         writes: list[float] = []
         for index in range(2 * rounds):
             early = index % 2 == 1
-            call_id = f"w{index}"
-            op = operation_id("inv", call_id)
-            args = {"command": f"echo {index} >> log.txt"}
-            call = builder.function_call(op, call_id, name="bash", args=args, step_id="s", ts=1)
-            dispatch = builder.tool_dispatch(
-                op,
-                call_id,
-                name="bash",
-                args_hash=canonical_args_hash("bash", args),
+            call, dispatch, response = runtime_tool_call(
+                builder,
+                f"w{index}",
+                "bash",
+                {"command": f"echo {index} >> log.txt"},
+                {"output": ""},
                 recovery_mode="never_auto_retry",
-                evidence=None,
                 ts=1,
-            )
-            response = builder.bound_response(
-                op, call_id, name="bash", result={"output": ""}, is_error=False, duration_ms=1, ts=1
             )
             ledger.commit_tool_prepared(call, dispatch)
             edit(paths, 1, rng)  # the command's side effect; then its process exits

@@ -5,7 +5,9 @@ Three systems take steps in **one** long workflow each, all on SQLite in WAL mod
 
 - **maka**: one tool call through the store's writers, T1 (``commit_tool_prepared``: the call and
   its dispatch, validated, committed *before* the side effect) and T2 (``commit_tool_outcome``:
-  the result, validated, committed after it): two validated commits per step;
+  the result, validated, committed after it): two validated commits per step, its three events
+  built as the agent runtime builds them (``runtime/agent/event_builders.py``: the operation id,
+  the arguments' hash, the call, its dispatch and its response), which the worker's CPU counts;
 - **DBOS Transact** (``dbos``, SQLite system database): one ``@DBOS.step()`` inside a
   ``@DBOS.workflow()`` (the step's output is recorded after the step ran): one commit;
 - **LangGraph** with ``SqliteSaver`` and ``durability="sync"``: one super-step of a one-node
@@ -174,15 +176,28 @@ def _maka_history(cache: Path) -> Path:
 
 def _maka_worker(folder: Path, pauses: Pauses) -> None:
     from bench import bench_store
+    from bench.tool_call_events import runtime_tool_call
+    from runtime.agent.event_builders import EventBuilder, RunIdentity
     from storage.ledger.ledger_store import open_store
     from storage.ledger.sqlite_connection import Synchronous
 
     with open_store(folder) as store:
         store.set_synchronous(Synchronous(_SYNC["mode"]))
         ids = bench_store._fresh_run(store, "peers")
+        builder = EventBuilder(
+            RunIdentity(ids.session_id, ids.invocation_id, ids.run_id, ids.turn_id)
+        )
         for index in range(pauses.steps):
             pauses.step(index)
-            call, dispatch, response = bench_store._tool_call(ids, index)
+            call, dispatch, response = runtime_tool_call(
+                builder,
+                f"bench-{index}",
+                "Write",
+                {"path": f"f{index}.txt", "content": "x" * 64},
+                {"bytes": 64},
+                recovery_mode="reconcile",
+                ts=index,
+            )
             store.commit_tool_prepared(call, dispatch)
             side_effect(index)
             store.commit_tool_outcome(response)
