@@ -24,8 +24,8 @@ The user's ``.git`` is only read: no Git command runs with it as its repository,
 written there, not even a file's time. Git, asked to write an object an alternate already holds,
 sets the time of the user's file that holds it ("freshens" it); so while a store borrows, a file
 whose object a store holds is staged without writing (``stage_held``: ``--info-only``, checked
-after), and trees are written into an object folder of the store's own, then moved in
-(``write_tree``).
+after), and trees are written into an object folder of the store's own, which it reads as a
+second alternate until it is self-contained (``write_tree``).
 
 A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
 repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after:
@@ -347,12 +347,15 @@ def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
     """``write-tree`` in a store that borrows, without asking Git to write a tree a store
     already holds (a folder staged, then changed back; see ``stage_held``): the trees are
     written from a copy of the index into an object folder of their own (``trees.scratch``,
-    no alternate there), then moved into the store (a tree the user's store holds too is a
-    small local duplicate); the copy, its cache of trees brought up to date, then replaces the
-    index."""
+    no alternate there), which the store reads as its second alternate until it is
+    self-contained (``absorb`` copies its trees in with the borrowed objects, then removes
+    it); a tree the user's store holds too is a small duplicate there. The copy, its cache of
+    trees brought up to date, then replaces the index. (The trees are not moved into the
+    store's own object folder: one folder and one file fewer per tree.)"""
     scratch = git_dir / TREES_SCRATCH
     objects = scratch / "objects"
     objects.mkdir(parents=True, exist_ok=True)
+    _read_as_alternate(git_dir, objects)
     copy = scratch / "index"
     shutil.copyfile(index, copy)
     tree = (
@@ -361,13 +364,22 @@ def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
         .decode()
         .strip()
     )
-    store = git_dir / "objects"
-    for written in objects.glob("??/*"):
-        target = store / written.parent.name / written.name
-        target.parent.mkdir(mode=0o700, exist_ok=True)
-        os.replace(written, target)
     os.replace(copy, index)
     return tree
+
+
+def _read_as_alternate(git_dir: Path, objects: Path) -> None:
+    """Name ``objects`` in the store's alternates (after the user's store, which
+    ``borrowed_from`` reads first) unless it is named there already."""
+    alternates = git_dir / ALTERNATES
+    lines = alternates.read_text("utf-8").splitlines()
+    line = os.path.realpath(objects)
+    if line in lines:
+        return
+    scratch = alternates.with_name("alternates.new")
+    with open(scratch, "w", encoding="utf-8", opener=private_opener) as out:
+        out.write("".join(f"{name}\n" for name in [*lines, line]))
+    os.replace(scratch, alternates)
 
 
 def _blob_id(data: bytes) -> str:

@@ -81,7 +81,11 @@ def test_the_first_capture_borrows_and_leaves_the_users_git_as_it_was(tmp_path: 
     store = _store(tmp_path, absorb=False)
     first = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     git_dir = store.git_dir(WS)
-    assert (git_dir / ALTERNATES).read_text().strip() == os.path.realpath(folder / ".git/objects")
+    # The user's object store first; then the store's own folder of trees (``write_tree``).
+    assert (git_dir / ALTERNATES).read_text().splitlines() == [
+        os.path.realpath(folder / ".git/objects"),
+        os.path.realpath(git_dir / "trees.scratch" / "objects"),
+    ]
     # The unchanged files' objects were neither hashed into nor written to the private store.
     assert _loose_count(git_dir) < 15
     (folder / "pkg1" / "f1.txt").write_text("an edit\n")
@@ -117,6 +121,8 @@ def test_a_snapshot_survives_the_users_gc_after_a_reset_once_absorbed(tmp_path: 
     assert store.absorb_borrowed(WS)
     assert not store.borrows(WS)
     assert not (store.git_dir(WS) / ALTERNATES).exists()
+    # Its folder of trees too: they were copied in with the borrowed objects.
+    assert not (store.git_dir(WS) / "trees.scratch").exists()
     # The user rewrites history and prunes everything it no longer reaches.
     _git(folder, "reset", "-q", "--hard", "HEAD~1")
     _git(folder, "reflog", "expire", "--expire=now", "--all")
