@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_checkpoints import edit, generate, timed
+from bench.bench_checkpoints import _user_git, edit, generate, timed
 
 _AGE_S = 3.5  # the capture's recent-file window (3 s) and a little more
 
@@ -62,14 +62,6 @@ for _ in range(captures):
         shutil.rmtree(folder)
 print(statistics.median(found))
 """
-
-
-def _user_git(work: Path, *args: str) -> None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, HOME=str(work.parent))
-    env.update(GIT_AUTHOR_NAME="U", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="U")
-    env.update(GIT_COMMITTER_EMAIL="u@x")
-    subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
 
 
 def _repository(work: Path, files: int, kb: int) -> None:
