@@ -9,6 +9,7 @@ with ``store_locked`` and name the owner.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -124,6 +125,7 @@ def owned_session_host(
     )
 
     factory = provider_factory(data_dir, provider_name)
+    service: SessionService | None = None
     with owned_store(data_dir) as store:
         report = recover_at_startup(store)
         # On a shared ledger this process holds session leases like a host: its commands get the
@@ -153,3 +155,30 @@ def owned_session_host(
             )
         finally:
             feed_stop.set()
+    # Only after a command that ended normally, with the data folder released.
+    if service is not None:
+        _let_absorption_finish(service.checkpoints)
+
+
+# How long a command waits at its exit for a snapshot store to finish copying in what it
+# borrows from the folder's Git repository (a repository of 50,000 files takes about 16 s).
+ABSORB_WAIT_S = 60.0
+
+
+def _let_absorption_finish(carrier: object) -> None:
+    """A snapshot store that borrows from the folder's own Git repository copies those objects
+    in on a background thread after a capture (docs/design/workspace.md section 1). A command
+    that exits as soon as its turn ends would cut that copy short every time, and the next
+    one starts it again from the beginning: it waits for it, saying so when it takes more
+    than a moment (Ctrl+C stops the wait; the next capture starts the copy again)."""
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+    if not isinstance(carrier, GitCheckpointStore) or carrier.wait_absorbing(timeout=1.0):
+        return
+    print(
+        "maka: copying into the snapshot store what it still reads from the folder's Git "
+        "repository (once per folder)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    carrier.wait_absorbing(timeout=ABSORB_WAIT_S)

@@ -466,12 +466,15 @@ class GitCheckpointStore:
         except (CheckpointError, OSError) as error:  # tried again after the next capture
             _log.warning("checkpoint store %s still borrows objects: %s", key, error)
 
-    def wait_absorbing(self) -> None:
-        """Wait for the background absorptions in progress (tests, benches, shutdown)."""
+    def wait_absorbing(self, timeout: float | None = None) -> bool:
+        """Wait for the background absorptions in progress (tests, benches, a command's exit),
+        at most ``timeout`` seconds in all; whether none is still running."""
         with self._locks_guard:
             threads = list(self._absorbing.values())
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in threads:
-            thread.join()
+            thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+        return not any(thread.is_alive() for thread in threads)
 
     def observe(self, folder: Path, workspace_identity: str) -> Snapshot:
         with self._locked(workspace_identity):

@@ -42,13 +42,12 @@ def _git(folder: Path, *args: str, check: bool = True) -> str:
 def _remove_object(data: Path, object_id: str) -> None:
     """Take ``object_id`` out of the data folder's checkpoint store, wherever it is kept: a
     loose object of the store, of its own folder of trees while it borrows from the folder's
-    repository (storage/checkpoints/checkpoint_borrow.py, ``write_tree``), or a pack its
+    repository (storage/checkpoints/checkpoint_borrow.py, ``write_tree``), or the pack its
     absorption wrote (then every pack goes: the snapshot is gone either way)."""
     [store] = (data / "checkpoints").glob("*.git")
     name = f"objects/{object_id[:2]}/{object_id[2:]}"
-    loose = [store / name, store / "trees.scratch" / name]
-    assert any(path.exists() for path in loose), "the object was written as a loose object"
-    for path in loose:
+    assert _git(store, "cat-file", "-t", object_id, check=False)
+    for path in [store / name, store / "trees.scratch" / name]:
         path.unlink(missing_ok=True)
     if _git(store, "cat-file", "-t", object_id, check=False):
         for pack in (store / "objects" / "pack").glob("pack-*"):
