@@ -412,13 +412,15 @@ class GitCheckpointStore:
         seeded = seed(self._git_runner(), folder, git_dir, index)
         if seeded is None:
             return None
+        # As the capture reckons it (``_stage_and_write_tree_once``), a moment earlier.
+        since, missing = _recent_since(index)
+        if missing:
+            return None
         try:
-            # As the capture reckons it (``_stage_and_write_tree_once``), or a little earlier.
-            since = min(time.time_ns(), index.stat().st_mtime_ns) - _RECENT_NS
             return LookAhead(
                 folder, seeded.listing, seeded.left_out, recent_since=since, limit=self._max_file
             )
-        except (OSError, RuntimeError):  # no thread to be had: the full pass looks itself
+        except RuntimeError:  # no thread to be had: the full pass looks itself
             return None
 
     # ---- borrowed objects ----------------------------------------------------------------------
@@ -576,17 +578,7 @@ class GitCheckpointStore:
                 CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE, f"{folder} is not a folder"
             )
         runner = self._git_runner()
-        # A file changed shortly before Git looked at it may change again within the same tick
-        # of the file system's clock, its ctime unchanged: it is looked at again next time.
-        # Shortly: since the previous capture wrote the index (the file system's own clock,
-        # as Git's racy-entry rule reads it) or the last few seconds, whichever is earlier.
-        recent_since = time.time_ns()
-        try:
-            recent_since = min(recent_since, index.stat().st_mtime_ns)
-            fresh_index = False
-        except OSError:
-            fresh_index = True
-        recent_since -= _RECENT_NS
+        recent_since, fresh_index = _recent_since(index)
         previous = None if fresh_index else read_cached(cache, index)
         passes = self._staged_and_swept(
             runner, folder, git_dir, index, beside, fresh_index=fresh_index
@@ -1303,6 +1295,20 @@ class _Pass:
     staged: list[bytes]
     removed: bool
     gone: list[bytes]  # the entries it dropped or removed (deleted)
+
+
+def _recent_since(index: Path) -> tuple[int, bool]:
+    """Since when a file counts as changed shortly before Git looked at it, and whether
+    ``index`` is missing. Such a file may change again within the same tick of the file
+    system's clock, its ctime unchanged, so it is looked at again next time. Shortly: since
+    the previous capture wrote the index (the file system's own clock, as Git's racy-entry
+    rule reads it) or the last few seconds, whichever is earlier."""
+    since = time.time_ns()
+    try:
+        since = min(since, index.stat().st_mtime_ns)
+    except OSError:
+        return since - _RECENT_NS, True
+    return since - _RECENT_NS, False
 
 
 def _bits_cache(index: Path) -> Path:
