@@ -86,6 +86,12 @@ class CrashPoint(StrEnum):
     # does not; both.
     AFTER_CHECKPOINT_ARTIFACT = "after_checkpoint_artifact"
     AFTER_CHECKPOINT_FACT = "after_checkpoint_fact"
+    # A store's absorption of what it borrowed (``storage/checkpoints/checkpoint_borrow.py``):
+    # the bulk copy written, the alternate still named; the alternate set aside, the store not
+    # yet proven whole without it; the alternate removed, the folder of trees not yet.
+    ABSORB_AFTER_COPY = "absorb_after_copy"
+    ABSORB_ALTERNATE_ASIDE = "absorb_alternate_aside"
+    ABSORB_ALTERNATE_REMOVED = "absorb_alternate_removed"
     # The restored copy exists, the transition fact does not (docs/design/workspace.md section 4).
     AFTER_RESTORE_MATERIALIZED = "after_restore_materialized"
     # A rebaseline's capture of the current files exists (its ref), the continuation and its

@@ -29,13 +29,13 @@ second alternate until it is self-contained (``write_tree``).
 
 A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
 repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after:
-every object its refs and its index reach that it does not hold as a loose object of its own is
-copied in as one pack (``pack-objects``: the user's packed data reused as it is, loose objects
-compressed fast), and only then, under the workspace lock, is the alternate removed; it is put
-back should anything the store could read with it be missing without it. Absorption starts in
-the background after each capture of a borrowing store, and retention absorbs before it prunes.
-Until then a snapshot whose borrowed object the user pruned reads missing (``has_snapshot``
-walks every object), never restored wrong.
+every object its refs and its index reach that it does not hold itself (loose, or in a pack of
+its own: a copy an earlier process made counts) is copied in as one pack (``pack-objects``: the
+user's packed data reused as it is, loose objects compressed fast), and only then, under the
+workspace lock, is the alternate removed; it is put back should anything the store could read
+with it be missing without it. Absorption starts in the background after each capture of a
+borrowing store, and retention absorbs before it prunes. Until then a snapshot whose borrowed
+object the user pruned reads missing (``has_snapshot`` walks every object), never restored wrong.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
+from runtime.ledger.crash_points import CrashPoint, failpoint
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.private_files import private_opener
 
@@ -61,6 +62,9 @@ TREES_SCRATCH = "trees.scratch"
 _GITLINK = b"160000"
 _ATTRIBUTES = b".gitattributes"
 _INDEX_SIGNATURE = b"DIRC"
+_PACK_INDEX_V2 = b"\377tOc\0\0\0\2"
+_PACK_NAMES_AT = 8 + 256 * 4  # after the magic, the version and the fan-out table
+ALTERNATES_ASIDE = "alternates.absorbing"
 
 
 def user_git_dir(folder: Path) -> Path | None:
@@ -407,12 +411,16 @@ def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list
 
 
 def copy_borrowed(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
-    """Copy into the private store, as one new pack, each of ``objects`` it does not hold as a
-    loose object of its own; returns the objects it now holds itself. The pack reuses the
-    packed data of the user's store as it is and compresses loose objects fast (level 1, no
-    delta search): a copy of the tree, not an archive (retention's ``gc`` packs it well)."""
+    """Copy into the private store, as one new pack, each of ``objects`` it does not hold
+    itself (loose, or in a pack of its own); returns the objects it now holds itself. The pack
+    reuses the packed data of the user's store as it is and compresses loose objects fast
+    (level 1, no delta search): a copy of the tree, not an archive (retention's ``gc`` packs it
+    well)."""
     local = git_dir / "objects"
-    mine = {oid for oid in objects if (local / oid[:2] / oid[2:]).exists()}
+    # Held already: in a pack of the store's own (an absorption interrupted after its copy, a
+    # process that ended before its absorption did, retention's ``gc``) or loose.
+    packed = own_packed(local / "pack")
+    mine = {oid for oid in objects if oid in packed or (local / oid[:2] / oid[2:]).exists()}
     to_pack = [oid for oid in objects if oid not in mine]
     if to_pack:
         # Only what some store still holds (an object the user pruned before it was copied is
@@ -432,6 +440,35 @@ def copy_borrowed(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[s
             stdin="".join(f"{oid}\n" for oid in to_pack).encode(),
         )
     return mine | set(to_pack)
+
+
+def own_packed(pack_dir: Path) -> set[str]:
+    """The objects of the packs in ``pack_dir`` (the store's own ``objects/pack``, never an
+    alternate's), read from their index files (version 2, what Git writes; a pack whose data
+    file is missing, or an index that is not whole, counts for nothing). A pack that a ``gc``
+    removes meanwhile counts for nothing too; whatever is counted here, ``absorb`` still proves
+    the store whole without the alternate before it stops borrowing."""
+    found: set[str] = set()
+    try:
+        names = os.listdir(pack_dir)
+    except OSError:
+        return found
+    for name in names:
+        if not name.endswith(".idx") or not (pack_dir / f"{name[:-4]}.pack").is_file():
+            continue
+        try:
+            data = (pack_dir / name).read_bytes()
+        except OSError:
+            continue
+        if not data.startswith(_PACK_INDEX_V2) or len(data) < _PACK_NAMES_AT:
+            continue
+        (count,) = struct.unpack_from(">I", data, _PACK_NAMES_AT - 4)
+        end = _PACK_NAMES_AT + 20 * count
+        if len(data) < end + 8 * count + 40:  # names, CRCs, offsets, the two checksums
+            continue
+        names_bytes = data[_PACK_NAMES_AT:end]
+        found.update(names_bytes[at : at + 20].hex() for at in range(0, len(names_bytes), 20))
+    return found
 
 
 def _missing(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
@@ -470,6 +507,7 @@ def absorb(
         return True
     # Most of the copy without the lock: captures go on meanwhile; under it, what they added.
     held = copy_borrowed(runner, git_dir, needed_objects(runner, git_dir, index))
+    failpoint(CrashPoint.ABSORB_AFTER_COPY)
     with locked:
         if borrowed_from(git_dir) is None:
             return True
@@ -479,8 +517,9 @@ def absorb(
         # An object gone from both stores (the user pruned it before it was copied) is missing
         # either way: the alternate is dropped when it no longer provides anything.
         gone_before = _unreadable(runner, git_dir, index)
-        aside = alternates.with_name("alternates.absorbing")
+        aside = alternates.with_name(ALTERNATES_ASIDE)
         os.replace(alternates, aside)
+        failpoint(CrashPoint.ABSORB_ALTERNATE_ASIDE)
         try:
             whole = _unreadable(runner, git_dir, index) <= gone_before
         except CheckpointError:
@@ -492,5 +531,24 @@ def absorb(
                 "the checkpoint store still needs objects of the folder's own repository",
             )
         aside.unlink()
+        failpoint(CrashPoint.ABSORB_ALTERNATE_REMOVED)
         shutil.rmtree(git_dir / TREES_SCRATCH, ignore_errors=True)
         return True
+
+
+def settle_interrupted_absorption(git_dir: Path) -> None:
+    """Put right what a process killed inside ``absorb`` left behind (under the workspace lock,
+    where no absorption runs): an alternate set aside while the store was being proven whole
+    without it is named again (the proof never finished; the next capture absorbs again), and
+    the folder of trees of a store that borrows nothing any more (its trees were copied in
+    before the alternate went) is removed."""
+    alternates = git_dir / ALTERNATES
+    aside = alternates.with_name(ALTERNATES_ASIDE)
+    if aside.exists():
+        if alternates.exists():
+            aside.unlink()
+        else:
+            os.replace(aside, alternates)
+    scratch = git_dir / TREES_SCRATCH
+    if scratch.exists() and not alternates.exists():
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -68,6 +68,7 @@ from storage.checkpoints.checkpoint_borrow import (
     absorb,
     borrowed_from,
     seed,
+    settle_interrupted_absorption,
     stage_held,
 )
 from storage.checkpoints.checkpoint_borrow import write_tree as borrowing_write_tree
@@ -291,6 +292,8 @@ class GitCheckpointStore:
                     ):
                         with contextlib.suppress(FileNotFoundError):
                             stale.unlink()
+                    # Likewise what a process killed inside an absorption left.
+                    settle_interrupted_absorption(self.root / f"{key}.git")
                     yield
                 finally:
                     _unlock_file(handle)

@@ -10,11 +10,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from storage.checkpoints.checkpoint_borrow import ALTERNATES
+from storage.checkpoints.checkpoint_borrow import (
+    ALTERNATES,
+    copy_borrowed,
+    needed_objects,
+    own_packed,
+)
+from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -28,15 +36,16 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _git(folder: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-        text=True,
-        env=_env(folder.parent),
-    ).stdout
+def _git(folder: Path, *args: str, input_path: Path | None = None) -> str:
+    with open(input_path if input_path is not None else os.devnull, "rb") as given:
+        return subprocess.run(
+            ["git", *args],
+            cwd=folder,
+            check=True,
+            stdin=given,
+            capture_output=True,
+            env=_env(folder.parent),
+        ).stdout.decode()
 
 
 def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -360,3 +369,58 @@ def test_a_repository_with_a_filter_is_not_seeded(tmp_path: Path, where: str) ->
     store = _store(tmp_path, absorb=False)
     store.capture(folder, WS, "refs/maka/s/r/1", "first")
     assert not store.borrows(WS)
+
+
+def test_an_absorption_after_an_earlier_copy_packs_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that ended (or was killed) after its absorption's copy left that copy as a
+    pack of the store's own: the next absorption counts what it holds and copies nothing
+    again (before, it counted only loose objects and packed everything borrowed once more)."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    runner = store._git_runner()
+    index = store.index_path(WS)
+    needed = needed_objects(runner, git_dir, index)
+    copy_borrowed(runner, git_dir, needed)  # the killed absorption's copy
+    [pack] = (git_dir / "objects" / "pack").glob("*.idx")
+    assert own_packed(pack.parent) >= {oid for oid in needed if _loose(git_dir, oid) is None}
+    commands: list[str] = []
+    run = GitRunner.run
+
+    def recorded(self: GitRunner, args: Sequence[str], **kwargs: Any) -> bytes:
+        commands.append(next(arg for arg in args if not arg.startswith("-") and "=" not in arg))
+        return run(self, args, **kwargs)
+
+    monkeypatch.setattr(GitRunner, "run", recorded)
+    assert store.absorb_borrowed(WS) is True
+    assert "pack-objects" not in commands, commands
+    assert not (git_dir / ALTERNATES).exists()
+    (folder / ".git").rename(tmp_path / "hidden.git")
+    assert _git(tmp_path, "--git-dir", str(git_dir), "fsck", "--connectivity-only") == ""
+
+
+def _loose(git_dir: Path, oid: str) -> Path | None:
+    path = git_dir / "objects" / oid[:2] / oid[2:]
+    return path if path.exists() else None
+
+
+def test_own_packed_reads_the_object_names_of_each_whole_pack(tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    _git(folder, "gc", "-q")
+    pack_dir = folder / ".git" / "objects" / "pack"
+    [idx] = pack_dir.glob("*.idx")
+    listed = _git(folder, "show-index", input_path=idx)
+    assert own_packed(pack_dir) == {line.split()[1] for line in listed.splitlines()}
+    # A pack index whose pack is missing, or an index cut short, counts for nothing.
+    body = idx.read_bytes()
+    idx.write_bytes(body[:-41])
+    assert own_packed(pack_dir) == set()
+    idx.write_bytes(body)
+    idx.with_suffix(".pack").rename(tmp_path / "aside.pack")
+    assert own_packed(pack_dir) == set()
+    assert own_packed(tmp_path / "no such folder") == set()
