@@ -179,22 +179,19 @@ def read_session_operations(conn: sqlite3.Connection, session_id: str) -> list[T
 def read_journal(
     conn: sqlite3.Connection, operation_id: str, invocation_id: str | None = None
 ) -> list[ToolJournalRecord]:
-    """The journal of ``operation_id`` in order; its invocation is looked up when not given
-    (``read_operation``)."""
+    """The journal of ``operation_id`` in order; without ``invocation_id`` its operation row is
+    found by the operation id alone (as ``read_operation`` finds it), and names the invocation."""
+    columns = f"SELECT {OPERATION_COLUMNS}, {ROW_JOURNAL_COLUMNS} FROM tool_operations"
     if invocation_id is None:
-        found = conn.execute(
-            "SELECT invocation_id FROM tool_operations WHERE operation_id = ?", (operation_id,)
+        row = conn.execute(f"{columns} WHERE operation_id = ?", (operation_id,)).fetchone()
+    else:
+        row = conn.execute(
+            f"{columns} WHERE invocation_id = ? AND operation_id = ?",
+            (invocation_id, operation_id),
         ).fetchone()
-        if found is None:
-            return []
-        invocation_id = str(found[0])
-    row = conn.execute(
-        f"SELECT {OPERATION_COLUMNS}, {ROW_JOURNAL_COLUMNS} FROM tool_operations"
-        " WHERE invocation_id = ? AND operation_id = ?",
-        (invocation_id, operation_id),
-    ).fetchone()
     if row is None:
         return []
+    invocation_id = _operation_from_row(row[:_OPERATION_WIDTH]).invocation_id
     rows = conn.execute(
         f"SELECT {JOURNAL_COLUMNS} FROM tool_journal_events"
         " WHERE invocation_id = ? AND operation_id = ? ORDER BY journal_seq",

@@ -12,6 +12,7 @@ from pathlib import Path
 from storage.ledger.ledger_schema import SCHEMA_VERSION
 from storage.ledger.ledger_store import open_store
 from storage.ledger.sqlite_connection import DATABASE_NAME
+from storage.ledger.tool_projection import read_journal
 from tests.helpers.ledger_builders import RunIds, bound_response, call_event, dispatch_event
 from tests.helpers.schema_v3 import (
     current_store_with_ledgers,
@@ -120,3 +121,23 @@ def test_a_row_missing_before_the_upgrade_is_still_missing_and_reported(tmp_path
         store.rebuild_projections()
         assert "outcome_committed" in [row.state for row in store.read_tool_journal(victim)]
         assert store.diagnose().ok
+
+
+def test_a_journal_asked_by_operation_id_alone_reads_its_operation_row_once(
+    data_dir: Path,
+) -> None:
+    with open_store(data_dir) as store:
+        add_run(store, IDS)
+        call = call_event("c1", "Write", {"path": "f1"}, ids=IDS, ts=1)
+        store.commit_tool_prepared(call, dispatch_event(call))
+        store.commit_tool_outcome(bound_response(call, {"ok": True}))
+        operation = store.read_projections()[0][0]
+        expected = store.read_tool_journal(operation.operation_id)
+    statements: list[str] = []
+    with closing(sqlite3.connect(data_dir / DATABASE_NAME)) as conn:
+        conn.set_trace_callback(statements.append)
+        journal = read_journal(conn, operation.operation_id)
+        assert read_journal(conn, "no such operation") == []
+    assert journal == expected and len(journal) == 2
+    on_operations = [sql for sql in statements if "FROM tool_operations" in sql]
+    assert len(on_operations) == 2, on_operations  # one per call above, not two
