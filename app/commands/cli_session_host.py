@@ -168,9 +168,10 @@ ABSORB_WAIT_S = 60.0
 def _let_absorption_finish(carrier: object) -> None:
     """A snapshot store that borrows from the folder's own Git repository copies those objects
     in on a background thread after a capture (docs/design/workspace.md section 1). A command
-    that exits as soon as its turn ends would cut that copy short every time, and the next
-    one starts it again from the beginning: it waits for it, saying so when it takes more
-    than a moment (Ctrl+C stops the wait; the next capture starts the copy again)."""
+    that exits as soon as its turn ends would cut that copy short every time: it waits for
+    it, saying so when it takes more than a moment, and saying so again when it stops waiting
+    (Ctrl+C, or ``ABSORB_WAIT_S``): the next capture in the folder goes on with the copy, and
+    a pack the copy finished is not copied again."""
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     if not isinstance(carrier, GitCheckpointStore) or carrier.wait_absorbing(timeout=1.0):
@@ -181,4 +182,11 @@ def _let_absorption_finish(carrier: object) -> None:
         file=sys.stderr,
         flush=True,
     )
-    carrier.wait_absorbing(timeout=ABSORB_WAIT_S)
+    if not carrier.wait_absorbing(timeout=ABSORB_WAIT_S):
+        print(
+            f"maka: stopped waiting for that copy after {ABSORB_WAIT_S:.0f} s; the next session "
+            "in this folder goes on with it (until it ends, a `git gc` there that prunes can "
+            "leave a snapshot reading missing, never restored wrong)",
+            file=sys.stderr,
+            flush=True,
+        )
