@@ -25,7 +25,8 @@ written there, not even a file's time. Git, asked to write an object an alternat
 sets the time of the user's file that holds it ("freshens" it); so while a store borrows, a file
 whose object a store holds is staged without writing (``stage_held``: ``--info-only``, checked
 after), and trees are written into an object folder of the store's own, which it reads as a
-second alternate until it is self-contained (``write_tree``).
+second alternate until it is self-contained (``write_tree``); the trees the user's index holds
+valid are copied there first (``start_tree_copy``), so that only changed folders' are written.
 
 A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
 repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after:
@@ -48,13 +49,14 @@ import shutil
 import stat
 import struct
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
-from storage.checkpoints.checkpoint_git import GitRunner
+from storage.checkpoints.checkpoint_git import GitRunner, Started
 from storage.private_files import private_opener
 
 ALTERNATES = Path("objects") / "info" / "alternates"
@@ -65,6 +67,9 @@ _INDEX_SIGNATURE = b"DIRC"
 _PACK_INDEX_V2 = b"\377tOc\0\0\0\2"
 _PACK_NAMES_AT = 8 + 256 * 4  # after the magic, the version and the fan-out table
 ALTERNATES_ASIDE = "alternates.absorbing"
+# An index's cache of trees: its signature and size, then the root folder's line (an empty
+# path, its entry count, its number of subtrees).
+_TREE_EXTENSION = re.compile(rb"TREE(.{4})(?=\0(?:-1|\d+) \d+\n)", re.S)
 
 
 def user_git_dir(folder: Path) -> Path | None:
@@ -105,6 +110,7 @@ class Seeded:
 
     listing: bytes
     left_out: frozenset[bytes]
+    trees: tuple[str, ...] = ()
 
 
 def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded | None:
@@ -160,7 +166,76 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         with contextlib.suppress(OSError):
             (git_dir / ALTERNATES).unlink()
         return None
-    return Seeded(listed, frozenset(converted or ()))
+    return Seeded(listed, frozenset(converted or ()), tuple(cached_trees(data)))
+
+
+def cached_trees(data: bytes) -> list[str]:
+    """The trees an index's cache of trees (its ``TREE`` extension) holds as valid: for each
+    folder whose entries are unchanged since its tree was written, that tree's object id.
+    Found by its shape after the entries (a version 4 index compresses names, so the search
+    starts where the shortest entries would end); [] when there is none, or nothing parses.
+    What it names is only ever copied (``start_tree_copy``): Git reads the cache itself."""
+    try:
+        signature, version, count = struct.unpack_from(">4sLL", data, 0)
+    except struct.error:
+        return []
+    if signature != _INDEX_SIGNATURE or version not in (2, 3, 4):
+        return []
+    end = len(data) - 20  # the index's checksum
+    for found in _TREE_EXTENSION.finditer(data, 12 + 62 * count, end):
+        size = int.from_bytes(found.group(1), "big")
+        if found.end() + size <= end:
+            ids = _tree_ids(data[found.end() : found.end() + size])
+            if ids is not None:
+                return ids
+    return []
+
+
+def _tree_ids(body: bytes) -> list[str] | None:
+    """The valid trees of a ``TREE`` extension's body (each folder: its path, NUL, "<entries>
+    <subtrees>" and a newline, then, unless <entries> is -1, its tree's 20 bytes); None when
+    the body is not that."""
+    ids: list[str] = []
+    at = 0
+    try:
+        while at < len(body):
+            path_end = body.index(b"\0", at)
+            line = body.index(b"\n", path_end)
+            entries, subtrees = body[path_end + 1 : line].split(b" ")
+            if not subtrees.isdigit() or not entries.lstrip(b"-").isdigit():
+                return None
+            at = line + 1
+            if int(entries) >= 0:
+                if at + 20 > len(body):
+                    return None
+                ids.append(body[at : at + 20].hex())
+                at += 20
+    except ValueError:
+        return None
+    return ids
+
+
+def start_tree_copy(runner: GitRunner, git_dir: Path, trees: Sequence[str]) -> Started | None:
+    """Start copying the user's ``trees`` (``cached_trees`` of the seeded index) into the
+    store's folder of trees as one pack, beside the staging: ``write_tree`` then finds every
+    folder the capture left unchanged there and writes only the others (about 100 trees at
+    10,000 files), instead of writing every folder's tree. Read from the user's store, as
+    absorption reads it; nothing is written there. None: nothing to copy (or no process),
+    and ``write_tree`` writes every tree as before."""
+    if not trees:
+        return None
+    pack = git_dir / TREES_SCRATCH / "objects" / "pack"
+    try:
+        pack.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    started = runner.start_ahead(
+        ["pack-objects", "-q", "--window=0", "--compression=1", str(pack / "pack")],
+        git_dir=git_dir,
+    )
+    if started is not None:
+        started.give("".join(f"{tree}\n" for tree in trees).encode())
+    return started
 
 
 def _only_plain_entries(listed: bytes) -> bool:
@@ -347,7 +422,9 @@ def _index_ids(runner: GitRunner, git_dir: Path, index: Path) -> dict[bytes, str
     return found
 
 
-def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
+def write_tree(
+    runner: GitRunner, git_dir: Path, index: Path, *, copying: Started | None = None
+) -> str:
     """``write-tree`` in a store that borrows, without asking Git to write a tree a store
     already holds (a folder staged, then changed back; see ``stage_held``): the trees are
     written from a copy of the index into an object folder of their own (``trees.scratch``,
@@ -355,7 +432,12 @@ def write_tree(runner: GitRunner, git_dir: Path, index: Path) -> str:
     self-contained (``absorb`` copies its trees in with the borrowed objects, then removes
     it); a tree the user's store holds too is a small duplicate there. The copy, its cache of
     trees brought up to date, then replaces the index. (The trees are not moved into the
-    store's own object folder: one folder and one file fewer per tree.)"""
+    store's own object folder: one folder and one file fewer per tree.) ``copying``, the
+    user's trees being copied into that folder (``start_tree_copy``), is waited for first;
+    had it failed, every tree is written."""
+    if copying is not None:
+        with contextlib.suppress(CheckpointError):
+            copying.finish(None)
     scratch = git_dir / TREES_SCRATCH
     objects = scratch / "objects"
     objects.mkdir(parents=True, exist_ok=True)

@@ -318,6 +318,19 @@ class Started:
             raise _failed(self._name, err, process.returncode)
         return out
 
+    def give(self, stdin: bytes) -> None:
+        """Give the command its whole input now and let it run; ``finish(None)`` (or
+        ``cancel``) waits for it later. A command that ended already is reported by that
+        wait."""
+        pipe, self._process.stdin = self._process.stdin, None
+        if pipe is None:
+            return
+        with contextlib.suppress(OSError):  # a broken pipe: it ended, the wait says how
+            try:
+                pipe.write(stdin)
+            finally:
+                pipe.close()
+
     def cancel(self) -> None:
         """End the command with no input and wait for it; what it reports is not read. It is
         not killed (unless it outlives its deadline): a Git command killed while it holds a

@@ -70,6 +70,7 @@ from storage.checkpoints.checkpoint_borrow import (
     seed,
     settle_interrupted_absorption,
     stage_held,
+    start_tree_copy,
 )
 from storage.checkpoints.checkpoint_borrow import write_tree as borrowing_write_tree
 from storage.checkpoints.checkpoint_empty_dirs import (
@@ -369,10 +370,19 @@ class GitCheckpointStore:
             if rebuild_index:
                 index.unlink(missing_ok=True)  # every file hashed again, every tree written
             self._left_out = []
-            ahead = None if rebuild_index else self._seed(folder, git_dir, index)
-            tree, skipped = self._stage_and_write_tree(
-                folder, git_dir, index, cache=_bits_cache(index), looked=ahead
-            )
+            ahead, copying = (None, None) if rebuild_index else self._seed(folder, git_dir, index)
+            try:
+                tree, skipped = self._stage_and_write_tree(
+                    folder,
+                    git_dir,
+                    index,
+                    cache=_bits_cache(index),
+                    looked=ahead,
+                    copying=copying,
+                )
+            finally:
+                if copying is not None:
+                    copying.cancel()  # waited for (nothing when the tree's writing did)
             rules = _read_bytes(git_dir / "info" / "exclude")
             if _read_bytes(git_dir / "info" / SWEPT_RULES) != rules:
                 # The index holds nothing these rules exclude now (it was swept with them).
@@ -405,26 +415,32 @@ class GitCheckpointStore:
                 self._absorb_later(workspace_identity)
             return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
 
-    def _seed(self, folder: Path, git_dir: Path, index: Path) -> LookAhead | None:
+    def _seed(
+        self, folder: Path, git_dir: Path, index: Path
+    ) -> tuple[LookAhead | None, Started | None]:
         """The first capture of a folder that is a Git repository starts from a copy of the
         user's index and borrows their objects (``checkpoint_borrow``). The permission
         record's full pass over it, which also finds its files over the size limit, starts at
-        once beside the staging (``LookAhead``)."""
+        once beside the staging (``LookAhead``), and so does the copy of the trees the user's
+        index holds valid (``start_tree_copy``)."""
         if index.exists():
-            return None
-        seeded = seed(self._git_runner(), folder, git_dir, index)
+            return None, None
+        runner = self._git_runner()
+        seeded = seed(runner, folder, git_dir, index)
         if seeded is None:
-            return None
+            return None, None
+        copying = start_tree_copy(runner, git_dir, seeded.trees)
         # As the capture reckons it (``_stage_and_write_tree_once``), a moment earlier.
         since, missing = _recent_since(index)
         if missing:
-            return None
+            return None, copying
         try:
-            return LookAhead(
+            look = LookAhead(
                 folder, seeded.listing, seeded.left_out, recent_since=since, limit=self._max_file
             )
         except RuntimeError:  # no thread to be had: the full pass looks itself
-            return None
+            look = None
+        return look, copying
 
     # ---- borrowed objects ----------------------------------------------------------------------
     def borrows(self, workspace_identity: str) -> bool:
@@ -537,6 +553,7 @@ class GitCheckpointStore:
         keep_cache: bool = True,
         beside: _Once | None = None,
         looked: LookAhead | None = None,
+        copying: Started | None = None,
     ) -> tuple[str, list[str]]:
         """Stage the folder into ``index`` and write its tree. The index is only a cache of
         what Git last saw: when Git refuses to work from it (it names objects the repository
@@ -544,11 +561,18 @@ class GitCheckpointStore:
         be brought in line with the folder), it is rebuilt from the folder (every file hashed
         again), so no state of a readable folder leaves a capture failing for good. ``beside``
         runs once the first listing has started; ``looked``, the full pass over a seeded index,
-        started ahead."""
+        started ahead, and ``copying``, the copy of the trees it holds valid."""
         beside = beside or _Once(None)
         try:
             return self._stage_and_write_tree_once(
-                folder, git_dir, index, cache, keep_cache=keep_cache, beside=beside, looked=looked
+                folder,
+                git_dir,
+                index,
+                cache,
+                keep_cache=keep_cache,
+                beside=beside,
+                looked=looked,
+                copying=copying,
             )
         except CheckpointError as error:
             if error.code is not CheckpointFailureCode.CHECKPOINT_GIT_FAILED:
@@ -570,6 +594,7 @@ class GitCheckpointStore:
         keep_cache: bool,
         beside: _Once,
         looked: LookAhead | None,
+        copying: Started | None = None,
     ) -> tuple[str, list[str]]:
         """The tree and the files skipped as too large. The permission record is derived
         from the previous capture's (``cache``) when the index is still the one it left and no
@@ -620,7 +645,8 @@ class GitCheckpointStore:
         record = add_folders(found.record, folder, folders)
         staged = stage_record(runner, git_dir, folder, index, record, staged=staged)
         if borrowed_from(git_dir) is not None:
-            tree_text = borrowing_write_tree(runner, git_dir, index)  # nothing freshened
+            # Nothing of the user's freshened.
+            tree_text = borrowing_write_tree(runner, git_dir, index, copying=copying)
         else:
             tree_text = (
                 runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)

@@ -424,3 +424,52 @@ def test_own_packed_reads_the_object_names_of_each_whole_pack(tmp_path: Path) ->
     idx.with_suffix(".pack").rename(tmp_path / "aside.pack")
     assert own_packed(pack_dir) == set()
     assert own_packed(tmp_path / "no such folder") == set()
+
+
+def _scratch_loose(git_dir: Path) -> int:
+    return sum(1 for _ in (git_dir / "trees.scratch" / "objects").glob("??/*"))
+
+
+def test_the_first_capture_writes_only_the_trees_of_folders_that_changed(tmp_path: Path) -> None:
+    """The trees the user's index holds valid are copied in (one pack, beside the staging),
+    so ``write-tree`` writes the changed folders' trees and the root's, not every folder's;
+    the snapshot is the one a capture from nothing makes."""
+    folder = tmp_path / "project"
+    _repository(folder)  # pkg0/f0.txt changed, untracked.txt new: the root and pkg0 change
+    before = _state(folder / ".git")
+    store = _store(tmp_path, absorb=False)
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    # The root's, pkg0's and the permission record's folder's; no other folder's.
+    assert _scratch_loose(git_dir) == 3
+    assert len(list((git_dir / "trees.scratch" / "objects" / "pack").glob("*.pack"))) == 1
+    assert _state(folder / ".git") == before
+    assert store.absorb_borrowed(WS) is True
+    (folder / ".git").rename(tmp_path / "hidden.git")
+    try:
+        fresh = GitCheckpointStore(tmp_path / "data2")
+        assert fresh.capture(folder, WS, "refs/maka/s/r/1", "x").tree_id == first.tree_id
+        assert _git(tmp_path, "--git-dir", str(git_dir), "fsck", "--connectivity-only") == ""
+    finally:
+        (tmp_path / "hidden.git").rename(folder / ".git")
+
+
+def test_a_copy_of_trees_that_fails_leaves_every_tree_to_write_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import storage.checkpoints.checkpoint_borrow as borrow
+
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    monkeypatch.setattr(borrow, "cached_trees", lambda data: ["0" * 40])  # no such object
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    # The root's, the four folders' and the permission record's folder's, by write-tree.
+    assert _scratch_loose(git_dir) == 6
+    fresh = GitCheckpointStore(tmp_path / "data2")
+    (folder / ".git").rename(tmp_path / "hidden.git")
+    try:
+        assert fresh.capture(folder, WS, "refs/maka/s/r/1", "x").tree_id == first.tree_id
+    finally:
+        (tmp_path / "hidden.git").rename(folder / ".git")
