@@ -22,12 +22,11 @@ its blob's is staged again from the folder.
 
 The user's ``.git`` is only read: no Git command runs with it as its repository, and nothing is
 written there, not even a file's time. Git, asked to write an object an alternate already holds,
-sets the time of the user's file that holds it ("freshens" it); so while a store borrows, Git
-writes the files it stages and the trees into an object folder of the store's own that sees no
-other (``borrowing_objects``), which the store reads as a second alternate until it is
-self-contained (an object the user's store holds too is a small duplicate there); the trees the
-user's index holds valid are copied there first (``start_tree_copy``), so that only changed
-folders' are written (``write_tree``).
+sets the time of the user's file that holds it ("freshens" it); so while a store borrows, a file
+whose object a store holds is staged without writing (``stage_held``: ``--info-only``, checked
+after), and trees are written into an object folder of the store's own, which it reads as a
+second alternate until it is self-contained (``write_tree``); the trees the user's index holds
+valid are copied there first (``start_tree_copy``), so that only changed folders' are written.
 
 A borrowed object must never be lost to the user's ``git gc``, a history rewrite or the
 repository's deletion, so the store makes itself **self-contained** (``absorb``) soon after:
@@ -43,6 +42,7 @@ object the user pruned reads missing (``has_snapshot`` walks every object), neve
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -224,12 +224,9 @@ def start_tree_copy(runner: GitRunner, git_dir: Path, trees: Sequence[str]) -> S
     and ``write_tree`` writes every tree as before."""
     if not trees:
         return None
+    pack = git_dir / TREES_SCRATCH / "objects" / "pack"
     try:
-        objects = borrowing_objects(git_dir)
-        if objects is None:
-            return None
-        pack = objects / "pack"
-        pack.mkdir(exist_ok=True)
+        pack.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
     started = runner.start_ahead(
@@ -372,25 +369,80 @@ def _recorded_sizes(index: Path) -> dict[bytes, int] | None:
     return sizes
 
 
+def stage_held(
+    runner: GitRunner, folder: Path, git_dir: Path, index: Path, names: list[bytes]
+) -> list[bytes]:
+    """In a store that borrows, stage without writing the files whose objects a store already
+    holds (a copy of a tracked file, an empty file, a file staged then changed back): Git,
+    asked to write an object an alternate holds, sets the modification time of the user's file
+    that holds it ("freshens" it). They are staged ``--info-only`` (their stat data and object
+    name, nothing written), then checked: an entry whose object is not held after all (the
+    file changed meanwhile) is left for the ordinary staging. Returns the names to stage that
+    way."""
+    ids: dict[bytes, str] = {}
+    for raw in names:
+        path = folder / os.fsdecode(raw)
+        try:
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                ids[raw] = _blob_id(os.fsencode(os.readlink(path)))
+            elif stat.S_ISREG(info.st_mode):
+                ids[raw] = _file_blob_id(path, info.st_size)
+        except OSError:
+            continue  # gone meanwhile: the ordinary staging reports it
+    if not ids:
+        return names
+    absent = _missing(runner, git_dir, sorted(set(ids.values())))
+    held = [raw for raw, oid in ids.items() if oid not in absent]
+    if not held:
+        return names
+    runner.run(
+        ["update-index", "-z", "--add", "--replace", "--info-only", "--stdin"],
+        git_dir=git_dir,
+        work_tree=folder,
+        index=index,
+        stdin=b"\0".join(held) + b"\0",
+    )
+    recorded = _index_ids(runner, git_dir, index)
+    named = {recorded[raw] for raw in held if raw in recorded}
+    gone = _missing(runner, git_dir, sorted(named))
+    # An entry naming an object no store holds (the file changed meanwhile) is staged again,
+    # written this time.
+    done = {raw for raw in held if raw in recorded and recorded[raw] not in gone}
+    return [raw for raw in names if raw not in done]
+
+
+def _index_ids(runner: GitRunner, git_dir: Path, index: Path) -> dict[bytes, str]:
+    listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+    found: dict[bytes, str] = {}
+    for raw in listed.split(b"\0"):
+        if raw:
+            meta, _, name = raw.partition(b"\t")
+            found[name] = meta.split(b" ")[1].decode()
+    return found
+
+
 def write_tree(
     runner: GitRunner, git_dir: Path, index: Path, *, copying: Started | None = None
 ) -> str:
     """``write-tree`` in a store that borrows, without asking Git to write a tree a store
-    already holds (a folder staged, then changed back): the trees are written from a copy of
-    the index into the object folder of the store's own that sees no other
-    (``borrowing_objects``; ``absorb`` copies its objects in with the borrowed ones, then
-    removes it). The copy, its cache of trees brought up to date, then replaces the index.
-    ``copying``, the user's trees being copied into that folder (``start_tree_copy``), is
-    waited for first; had it failed, every tree is written."""
+    already holds (a folder staged, then changed back; see ``stage_held``): the trees are
+    written from a copy of the index into an object folder of their own (``trees.scratch``,
+    no alternate there), which the store reads as its second alternate until it is
+    self-contained (``absorb`` copies its trees in with the borrowed objects, then removes
+    it); a tree the user's store holds too is a small duplicate there. The copy, its cache of
+    trees brought up to date, then replaces the index. (The trees are not moved into the
+    store's own object folder: one folder and one file fewer per tree.) ``copying``, the
+    user's trees being copied into that folder (``start_tree_copy``), is waited for first;
+    had it failed, every tree is written."""
     if copying is not None:
         with contextlib.suppress(CheckpointError):
             copying.finish(None)
-    objects = borrowing_objects(git_dir)
-    if objects is None:
-        raise CheckpointError(
-            CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "the store no longer borrows"
-        )
-    copy = git_dir / TREES_SCRATCH / "index"
+    scratch = git_dir / TREES_SCRATCH
+    objects = scratch / "objects"
+    objects.mkdir(parents=True, exist_ok=True)
+    _read_as_alternate(git_dir, objects)
+    copy = scratch / "index"
     shutil.copyfile(index, copy)
     tree = (
         runner.with_objects(objects)
@@ -400,20 +452,6 @@ def write_tree(
     )
     os.replace(copy, index)
     return tree
-
-
-def borrowing_objects(git_dir: Path) -> Path | None:
-    """The object folder Git writes into while the store borrows (``trees.scratch/objects``:
-    what the captures stage and the trees they write), none other visible to it, so that no
-    object of the user's is ever freshened; named as the store's second alternate before
-    anything is written there, so the store reads all of it. None when the store does not
-    borrow."""
-    if borrowed_from(git_dir) is None:
-        return None
-    objects = git_dir / TREES_SCRATCH / "objects"
-    objects.mkdir(parents=True, exist_ok=True)
-    _read_as_alternate(git_dir, objects)
-    return objects
 
 
 def _read_as_alternate(git_dir: Path, objects: Path) -> None:
@@ -428,6 +466,18 @@ def _read_as_alternate(git_dir: Path, objects: Path) -> None:
     with open(scratch, "w", encoding="utf-8", opener=private_opener) as out:
         out.write("".join(f"{name}\n" for name in [*lines, line]))
     os.replace(scratch, alternates)
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _file_blob_id(path: Path, size: int) -> str:
+    digest = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:

@@ -67,9 +67,9 @@ from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCod
 from storage.checkpoints.checkpoint_borrow import (
     absorb,
     borrowed_from,
-    borrowing_objects,
     seed,
     settle_interrupted_absorption,
+    stage_held,
     start_tree_copy,
 )
 from storage.checkpoints.checkpoint_borrow import write_tree as borrowing_write_tree
@@ -785,15 +785,15 @@ class GitCheckpointStore:
     ) -> _Pass:
         """Stage what changed since the index last saw the folder. The staging command starts
         once the listings have (it reads the index as they do: nothing writes it in between)
-        and is given its paths when they are known (in a store that borrows, writing into its
-        own object folder: ``_stager``). ``beside`` runs after it."""
+        and is given its paths when they are known; a store that borrows stages as before.
+        ``beside`` runs after it."""
         started: list[Started] = []
 
         def start_beside() -> None:
-            stager = _stager(runner, git_dir)
-            ahead = stager.start_ahead(_STAGE, git_dir=git_dir, work_tree=folder, index=index)
-            if ahead is not None:
-                started.append(ahead)
+            if borrowed_from(git_dir) is None:
+                ahead = runner.start_ahead(_STAGE, git_dir=git_dir, work_tree=folder, index=index)
+                if ahead is not None:
+                    started.append(ahead)
             beside()
 
         try:
@@ -927,14 +927,14 @@ class GitCheckpointStore:
             ahead.cancel()
             ahead = None
         runner.remove_from_index(drop, git_dir=git_dir, work_tree=folder, index=index)
+        if stage and borrowed_from(git_dir) is not None:
+            stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
         names = [*stage, *gone]
         paths = b"\0".join(names) + b"\0" if names else None
         if ahead is not None:
             ahead.finish(paths)  # no paths: it ends without writing the index
         elif paths is not None:
-            _stager(runner, git_dir).run(
-                list(_STAGE), git_dir=git_dir, work_tree=folder, index=index, stdin=paths
-            )
+            runner.run(list(_STAGE), git_dir=git_dir, work_tree=folder, index=index, stdin=paths)
 
     def _grafted(self, runner: GitRunner, git_dir: Path, tree: str, empties: list[str]) -> str:
         """``tree`` with the folder's empty folders, remembered: they rarely change between
@@ -1289,14 +1289,6 @@ _COMPARE = ("diff-tree", "--stdin", *COMPARE_OPTIONS)
 _STAGE = ("update-index", "-z", "--add", "--remove", "--replace", "--stdin")
 # The index's entries the folder's ignore rules exclude.
 _IGNORED = ("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
-
-
-def _stager(runner: GitRunner, git_dir: Path) -> GitRunner:
-    """The runner that stages: in a store that borrows, Git writes the files' objects into the
-    store's own object folder and sees no other (``borrowing_objects``), so an object the
-    user's store holds too is written again there instead of freshening the user's file."""
-    objects = borrowing_objects(git_dir)
-    return runner if objects is None else runner.with_objects(objects)
 
 
 def _drop_listed(
