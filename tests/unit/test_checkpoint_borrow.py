@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -473,3 +474,22 @@ def test_a_copy_of_trees_that_fails_leaves_every_tree_to_write_tree(
         assert fresh.capture(folder, WS, "refs/maka/s/r/1", "x").tree_id == first.tree_id
     finally:
         (tmp_path / "hidden.git").rename(folder / ".git")
+
+
+def test_a_copied_repository_is_not_written_again_file_by_file(tmp_path: Path) -> None:
+    """A repository copied (a backup restored, ``cp -a``) keeps its index, but every file's
+    ``ctime`` is new, so every entry differs from the stat data it records and is staged
+    again. Their contents are all in the user's store: none is compressed and written into
+    the private store (that took seconds at 10,000 files), only the changed and new files'."""
+    original = tmp_path / "original"
+    _repository(original)
+    folder = tmp_path / "project"
+    shutil.copytree(original, folder, symlinks=True)  # times kept, every ctime new
+    store = _store(tmp_path, absorb=False)
+    store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    scratch = git_dir / "trees.scratch" / "objects"
+    written = [*(git_dir / "objects").glob("??/*"), *scratch.glob("??/*")]
+    kinds = sorted(zlib.decompress(path.read_bytes()).split(b" ", 1)[0] for path in written)
+    # The changed file, the new one and the permission record; the commit; three trees.
+    assert kinds.count(b"blob") == 3, kinds
