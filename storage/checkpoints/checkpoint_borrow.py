@@ -111,6 +111,10 @@ class Seeded:
     listing: bytes
     left_out: frozenset[bytes]
     trees: tuple[str, ...] = ()
+    # The file system's clock when the copy was written (its mtime before the original's
+    # was set on it): what a look at the folder made right after the seed counts as recent
+    # is reckoned from it, not from the time the user's Git last wrote its index.
+    written_ns: int | None = None
 
 
 def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded | None:
@@ -129,6 +133,8 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
             return None
         with open(scratch, "wb", opener=private_opener) as copy:
             copy.write(data)
+            copy.flush()
+            written_ns = os.fstat(copy.fileno()).st_mtime_ns
         # The original's time: Git's racy-entry rule compares entries with the index's mtime.
         os.utime(scratch, ns=(info.st_atime_ns, info.st_mtime_ns))
         # A split index (its shared part is not in the private repository) or a sparse one
@@ -166,7 +172,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         with contextlib.suppress(OSError):
             (git_dir / ALTERNATES).unlink()
         return None
-    return Seeded(listed, frozenset(converted or ()), tuple(cached_trees(data)))
+    return Seeded(listed, frozenset(converted or ()), tuple(cached_trees(data)), written_ns)
 
 
 def cached_trees(data: bytes) -> list[str]:

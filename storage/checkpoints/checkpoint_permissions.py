@@ -95,6 +95,7 @@ class LookAhead:
         self, folder: Path, listing: bytes, left_out: Set[bytes], *, recent_since: int, limit: int
     ) -> None:
         self._found: FoundBits | None = None
+        self.recent_since = recent_since
         self._thread = threading.Thread(
             target=self._look,
             args=(folder, listing, left_out, recent_since, limit),

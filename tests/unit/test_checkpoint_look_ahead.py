@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from storage.checkpoints.checkpoint_permissions import (
     FoundBits,
     LookAhead,
     permission_record,
+    read_cached,
 )
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from tests.unit.test_checkpoint_borrow import WS, _git, _repository
@@ -152,3 +154,41 @@ def test_what_changes_between_the_look_and_the_staging_is_taken_as_staged(
     assert "big/shrinks.bin" in listed.split()
     record = _git(tmp_path, "--git-dir", git_dir, "show", f"{snap.tree_id}:.maka/permissions")
     assert "0600 pkg1/f1.txt\0" in record
+
+
+def test_recent_is_reckoned_from_the_seed_not_from_the_users_last_index_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seeded index keeps the time the user's Git last wrote it. The files changed
+    shortly before that (here all of them: the repository was just made, as after a clone)
+    are no longer recent when the first capture looks at them a while later: each is looked
+    at once, and the next capture does not look at the unchanged ones again."""
+    # 1.5 s, not 3 s: still more than Git's one-second ctime, which the window covers.
+    monkeypatch.setattr(checkpoint_store, "_RECENT_NS", 1_500_000_000)
+    folder = tmp_path / "project"
+    _repository(folder)
+    time.sleep(1.7)  # the user's last index write is older than the window
+    unchanged = str(folder / "pkg2" / "f2.txt")
+    looked: list[str] = []
+    real_lstat = os.lstat
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        looked.append(os.fsdecode(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counted)
+    store = GitCheckpointStore(tmp_path / "data")
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert store.borrows(WS), "the capture was seeded"
+    assert looked.count(unchanged) == 1
+    index = store.index_path(WS)
+    cached = read_cached(index.with_name(index.name + ".bits"), index)
+    assert cached is not None
+    assert b"pkg2/f2.txt" not in cached.recent
+    looked.clear()
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "second")
+    assert looked.count(unchanged) == 0
+    (folder / "pkg2" / "f2.txt").chmod(0o600)
+    third = store.capture(folder, WS, "refs/maka/s/r/3", "third")
+    assert [c.path for c in store.changes(WS, second.tree_id, third.tree_id)] == ["pkg2/f2.txt"]
