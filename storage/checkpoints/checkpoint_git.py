@@ -26,12 +26,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TypeVar
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 
 MIN_GIT_VERSION = (2, 25)
 GIT_TIMEOUT_S = 120.0
+_T = TypeVar("_T")
 
 _ISOLATING_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", os.devnull),
@@ -169,6 +171,72 @@ class GitRunner:
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
         return env
+
+    def stream(
+        self,
+        args: Sequence[str],
+        *,
+        git_dir: Path,
+        stdin: bytes,
+        consume: Callable[[IO[bytes]], _T],
+    ) -> _T:
+        """``git args`` with the private repository, its standard output read as it comes by
+        ``consume`` (what it returns is returned): a command whose output is as large as the
+        objects it prints (``cat-file --batch``) never has it held whole in memory. Its input
+        is written beside the reading (a long query would otherwise fill the pipe both ways).
+        Raises ``CheckpointError`` as ``run`` does; what ``consume`` raises is raised after
+        the command is stopped, unless the command failed or timed out first (that is then
+        raised instead: its output was cut short)."""
+        try:
+            process = _start(
+                [*self._prefix, *args],
+                stdin=True,
+                env=self._repository_env(git_dir, None, None),
+                cwd=str(git_dir),
+                umask=_UMASK,
+            )
+        except OSError as error:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, f"git could not start: {error}"
+            ) from None
+        errors: list[bytes] = []
+        watch = _WATCHDOG.watch(process, GIT_TIMEOUT_S)
+        helpers = [
+            threading.Thread(target=_feed, args=(process, stdin), daemon=True),
+            threading.Thread(target=_drain, args=(process, errors), daemon=True),
+        ]
+        failure: BaseException | None = None
+        stopped = False
+        result: _T | None = None
+        try:
+            with process:
+                for helper in helpers:
+                    helper.start()
+                out = process.stdout
+                assert out is not None
+                try:
+                    result = consume(out)
+                    while out.read(1 << 16):
+                        pass  # what was left unread: the command ends, the input is written
+                except BaseException as error:
+                    failure = error
+                    if process.poll() is None:
+                        stopped = True
+                        _stop(process)
+                for helper in helpers:
+                    helper.join()
+        finally:
+            expired = _WATCHDOG.release(watch)
+        if expired:
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT,
+                f"git {args[0]} did not finish within {GIT_TIMEOUT_S:.0f} s",
+            )
+        if process.returncode != 0 and not stopped:
+            raise _failed(args[0], b"".join(errors), process.returncode)
+        if failure is not None:
+            raise failure
+        return result  # type: ignore[return-value]  # set whenever nothing was raised
 
     def run_together(
         self,
@@ -340,6 +408,25 @@ class Started:
         self._ended = True
         with contextlib.suppress(CheckpointError, OSError), self._process as process:
             _finish(process, None, GIT_TIMEOUT_S, self._name)
+
+
+def _feed(process: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write a streamed command's whole input, then close it (a broken pipe: it ended)."""
+    pipe = process.stdin
+    if pipe is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        try:
+            pipe.write(data)
+        finally:
+            pipe.close()
+
+
+def _drain(process: subprocess.Popen[bytes], into: list[bytes]) -> None:
+    """Read a streamed command's standard error to its end."""
+    if process.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            into.append(process.stderr.read())
 
 
 # Each command runs in a process group of its own (POSIX), so that a command stopped at its

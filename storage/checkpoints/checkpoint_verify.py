@@ -4,9 +4,9 @@
 Git names every object by the hash of its content but does not re-hash what it reads, so a blob
 swapped in a private repository would land in a restored copy unnoticed. Before a restore
 writes anything, and when ``maka doctor --verify-snapshots`` asks, every object under the
-snapshot's tree (the tree itself, each folder, each file) is read once (``cat-file --batch``)
-and hashed again; any object whose content does not hash to its name, or that is gone, makes
-the snapshot damaged.
+snapshot's tree (the tree itself, each folder, each file) is read once (``cat-file --batch``,
+streamed: never the whole snapshot in memory) and hashed again; any object whose content does
+not hash to its name, or that is gone, makes the snapshot damaged.
 """
 
 from __future__ import annotations
@@ -16,8 +16,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_git import GitRunner
+
+_PIECE = 1 << 20  # read and hashed a megabyte at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,25 +74,41 @@ def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:
 
 
 def _bad_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dict[str, bool]:
-    """The ids whose stored content does not hash to them (False) or that are gone (True)."""
+    """The ids whose stored content does not hash to them (False) or that are gone (True).
+    Read as Git prints them and hashed piece by piece: a snapshot of gigabytes is checked in
+    a few megabytes of memory."""
     if not object_ids:
         return {}
     query = "".join(f"{object_id}\n" for object_id in object_ids).encode()
-    out = runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query)
-    bad: dict[str, bool] = {}
-    at = 0
-    for object_id in object_ids:
-        end = out.index(b"\n", at)
-        header = out[at:end].decode().split(" ")
-        at = end + 1
-        if len(header) == 2 and header[1] == "missing":
-            bad[object_id] = True
-            continue
-        kind, size = header[1], int(header[2])
-        body = out[at : at + size]
-        at += size + 1  # the content, then a newline
-        algorithm = hashlib.sha256 if len(object_id) == 64 else hashlib.sha1
-        digest = algorithm(f"{kind} {size}\0".encode() + body, usedforsecurity=False)
-        if digest.hexdigest() != object_id:
-            bad[object_id] = False
-    return bad
+
+    def check(out: IO[bytes]) -> dict[str, bool]:
+        bad: dict[str, bool] = {}
+        for object_id in object_ids:
+            header = out.readline().decode("utf-8", "replace").split(" ")
+            if len(header) == 2 and header[1] == "missing\n":
+                bad[object_id] = True
+                continue
+            if len(header) != 3 or not header[2].endswith("\n"):
+                raise CheckpointError(
+                    CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                    f"git cat-file printed no object for {object_id}",
+                )
+            kind, size = header[1], int(header[2])
+            algorithm = hashlib.sha256 if len(object_id) == 64 else hashlib.sha1
+            digest = algorithm(f"{kind} {size}\0".encode(), usedforsecurity=False)
+            left = size
+            while left:
+                piece = out.read(min(left, _PIECE))
+                if not piece:
+                    raise CheckpointError(
+                        CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
+                        f"git cat-file ended inside {object_id}",
+                    )
+                digest.update(piece)
+                left -= len(piece)
+            out.read(1)  # the newline after the content
+            if digest.hexdigest() != object_id:
+                bad[object_id] = False
+        return bad
+
+    return runner.stream(["cat-file", "--batch"], git_dir=git_dir, stdin=query, consume=check)

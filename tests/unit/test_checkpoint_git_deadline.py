@@ -116,3 +116,59 @@ def test_a_nearer_deadline_is_kept_while_a_later_one_waits(
     early = checkpoint_git._WATCHDOG.watch(done, 0.2)
     done.wait()
     assert checkpoint_git._WATCHDOG.release(early) is False
+
+
+def test_a_streamed_command_past_its_deadline_is_stopped_with_its_children(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, pid_file = _hanging_git(tmp_path)
+    monkeypatch.setattr(checkpoint_git, "GIT_TIMEOUT_S", 0.5)
+    with pytest.raises(CheckpointError) as raised:
+        runner.stream(["cat-file"], git_dir=tmp_path, stdin=b"x\n", consume=lambda out: out.read())
+    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT
+    assert "git cat-file did not finish" in raised.value.message
+    assert _gone(_child_pid(pid_file))
+
+
+def _echoing_git(tmp_path: Path, body: str) -> GitRunner:
+    tmp_path.mkdir(exist_ok=True)
+    script = tmp_path / "git"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    return GitRunner(GitCommand(str(script), (2, 39), "git version 2.39"), home)
+
+
+def test_a_streamed_command_reads_its_input_while_its_output_is_read(tmp_path: Path) -> None:
+    """An input and an output far larger than a pipe holds, each written while the other is
+    read (written first, whole, it would wait for ever); what ``consume`` leaves unread is
+    drained, and a failing command reports its last line of standard error."""
+    runner = _echoing_git(tmp_path, 'cat\necho "done $1" >&2\nexit "${EXIT:-0}"')
+    data = b"".join(b"%08d\n" % n for n in range(200_000))  # 1.8 MB
+    first = runner.stream(["x"], git_dir=tmp_path, stdin=data, consume=lambda out: out.read(9))
+    assert first == b"00000000\n"
+    assert (
+        runner.stream(["x"], git_dir=tmp_path, stdin=data, consume=lambda out: out.read()) == data
+    )
+    failing = _echoing_git(tmp_path / "f", 'cat >/dev/null\necho "no such object" >&2\nexit 128')
+    with pytest.raises(CheckpointError) as raised:
+        failing.stream(["cat-file"], git_dir=tmp_path, stdin=data, consume=lambda out: out.read())
+    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_FAILED
+    assert raised.value.message == "git cat-file failed: no such object"
+
+
+def test_what_consume_raises_is_raised_and_the_command_stopped(
+    tmp_path: Path,
+) -> None:
+    runner, pid_file = _hanging_git(tmp_path)
+
+    def refuse(out: object) -> None:
+        _child_pid(pid_file)  # the command is running
+        raise ValueError("not what was expected")
+
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="not what was expected"):
+        runner.stream(["cat-file"], git_dir=tmp_path, stdin=b"x\n", consume=refuse)
+    assert time.monotonic() - started < 20.0
+    assert _gone(_child_pid(pid_file))

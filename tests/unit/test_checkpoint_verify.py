@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -82,3 +83,66 @@ def test_a_swapped_folder_or_a_removed_file_is_refused(tmp_path: Path) -> None:
         store.materialize(WS, tree, empty, "s")
     assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED
     assert list(empty.iterdir()) == []
+
+
+_MEASURED_RESTORE = """
+import sys
+from pathlib import Path
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+def peak_kib():  # this process image's own high-water mark (ru_maxrss outlives exec)
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+store = GitCheckpointStore(Path(sys.argv[1]))
+before = peak_kib()
+store.materialize(sys.argv[2], sys.argv[3], Path(sys.argv[4]), "s")
+print(peak_kib() - before)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="peak memory as Linux reports it")
+def test_a_restore_checks_a_large_snapshot_in_little_memory(tmp_path: Path) -> None:
+    """The check reads the snapshot's objects as Git prints them, a piece at a time: the
+    restore of a 64 MB snapshot raises the process's peak memory by far less than the
+    snapshot's size (holding Git's output whole took twice its size)."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for n in range(4):
+        lines = (f"file {n}, line {k}: some text of a large file\n" for k in range(360_000))
+        (folder / f"large-{n}.txt").write_text("".join(lines))
+    size = sum(path.stat().st_size for path in folder.iterdir())
+    assert size > 60 * 2**20
+    store = GitCheckpointStore(tmp_path / "data")
+    tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
+    copy = tmp_path / "copy"
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURED_RESTORE, str(tmp_path / "data"), WS, tree, str(copy)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
+    grown_kib = int(out.strip())
+    assert grown_kib < 32 * 1024, f"peak memory grew by {grown_kib} KiB for {size} bytes"
+    for n in range(4):
+        name = f"large-{n}.txt"
+        assert (copy / name).read_bytes() == (folder / name).read_bytes()
+
+
+def test_a_snapshot_of_many_files_is_checked_in_one_stream(tmp_path: Path) -> None:
+    """A query longer than a pipe holds (3,000 objects) is written while the answer is read,
+    and one swapped blob among them is found."""
+    folder = tmp_path / "work"
+    for n in range(3_000):
+        sub = folder / f"d{n % 30}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"f{n}.txt").write_text(f"file {n}\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
+    assert store.verify_snapshots(WS, [tree]) == {tree: []}
+    git_dir = store.git_dir(WS)
+    target = _object_id(git_dir, f"{tree}:d7/f2107.txt")
+    swap_blob(git_dir, target, b"planted\n")
+    damaged = store.verify_snapshots(WS, [tree])[tree]
+    assert [(d.object_id, d.path, d.missing) for d in damaged] == [(target, "d7/f2107.txt", False)]
