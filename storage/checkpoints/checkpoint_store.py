@@ -326,26 +326,31 @@ class GitCheckpointStore:
                 work_tree=folder,
                 index=self.index_path(workspace_identity),
             )
+        # Every file of the folder is looked at here, before each run's first event: paths
+        # as bytes, as Git lists them (a ``Path`` per file cost more than the look itself).
         total = 0
+        root = os.fsencode(folder) + b"/"
+        lstat, is_reg, largest = os.lstat, stat.S_ISREG, self._max_file
         for raw in listed.split(b"\0"):
             if not raw:
                 continue
-            name = os.fsdecode(raw)
-            if name.endswith("/") or name == ".gitmodules" or name.endswith("/.gitmodules"):
+            if raw.endswith(b"/") or raw == b".gitmodules" or raw.endswith(b"/.gitmodules"):
                 return _unavailable(
                     CheckpointUnavailableCode.CHECKPOINT_NESTED_REPOSITORY,
-                    f"{name.rstrip('/')} is a nested repository or submodule",
+                    f"{os.fsdecode(raw).rstrip('/')} is a nested repository or submodule",
                 )
             try:
-                info = os.lstat(folder / name)
+                info = lstat(root + raw)
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode) and info.st_size <= self._max_file:
+            if is_reg(info.st_mode) and info.st_size <= largest:
                 total += info.st_size
-            if name.rsplit("/", 1)[-1] == ".gitattributes" and _uses_lfs(folder / name):
+            if (raw == b".gitattributes" or raw.endswith(b"/.gitattributes")) and _uses_lfs(
+                folder / os.fsdecode(raw)
+            ):
                 return _unavailable(
                     CheckpointUnavailableCode.CHECKPOINT_LFS_UNSUPPORTED,
-                    f"{name} uses Git LFS filters",
+                    f"{os.fsdecode(raw)} uses Git LFS filters",
                 )
         if total > self._size_budget:
             return _unavailable(

@@ -252,6 +252,26 @@ def test_unavailable_modes_name_their_reason(tmp_path: Path) -> None:
     assert raised.value.code is CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY
 
 
+def test_the_size_budget_counts_the_files_a_snapshot_takes(tmp_path: Path) -> None:
+    """Every file Git lists, whatever its name's bytes, counts once; a file over the size
+    limit (left out of snapshots) does not; a ``.gitattributes`` in a subfolder is read."""
+    folder = tmp_path / "ws"
+    (folder / "sub").mkdir(parents=True)
+    (folder / os.fsdecode(b"latin-\xe9.bin")).write_bytes(b"x" * 60)
+    (folder / "sub" / "big.bin").write_bytes(b"y" * 500)
+    (folder / "sub" / "small.txt").write_bytes(b"z" * 30)
+    at = GitCheckpointStore(tmp_path / "at", size_budget=90, max_file_bytes=100)
+    assert at.decide_mode(folder, WS).mode is CheckpointMode.GIT_V1
+    over = GitCheckpointStore(tmp_path / "over", size_budget=89, max_file_bytes=100)
+    decision = over.decide_mode(folder, WS)
+    assert decision.reason is CheckpointUnavailableCode.CHECKPOINT_TOO_LARGE
+    assert "90 bytes" in decision.detail
+    (folder / "sub" / ".gitattributes").write_text("*.bin filter=lfs diff=lfs merge=lfs -text\n")
+    lfs = GitCheckpointStore(tmp_path / "lfs").decide_mode(folder, WS)
+    assert lfs.reason is CheckpointUnavailableCode.CHECKPOINT_LFS_UNSUPPORTED
+    assert lfs.detail == "sub/.gitattributes uses Git LFS filters"
+
+
 def test_changed_paths_read_well_whatever_their_bytes(tmp_path: Path) -> None:
     folder = tmp_path / "ws"
     folder.mkdir()
