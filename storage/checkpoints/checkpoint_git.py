@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, TypeVar, cast
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
@@ -236,7 +236,7 @@ class GitRunner:
             raise _failed(args[0], b"".join(errors), process.returncode)
         if failure is not None:
             raise failure
-        return result  # type: ignore[return-value]  # set whenever nothing was raised
+        return cast(_T, result)  # set whenever nothing was raised
 
     def run_together(
         self,
