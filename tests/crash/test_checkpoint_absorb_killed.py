@@ -9,12 +9,12 @@ every snapshot stays whole (``maka doctor``)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.maka_run import RunResult, maka
+from tests.helpers.user_git import user_git
 
 pytestmark = [
     pytest.mark.crash,
@@ -22,25 +22,15 @@ pytestmark = [
 ]
 
 
-def _git(folder: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 def _repository(work: Path) -> None:
     for n in range(300):
         folder = work / f"pkg{n % 6}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{n}.txt").write_text(f"file {n}\n" * 300)
-    _git(work, "init", "-q")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "first")
-    _git(work, "gc", "-q")  # packed, as a user's repository mostly is
+    user_git(work, "init", "-q")
+    user_git(work, "add", "-A")
+    user_git(work, "commit", "-qm", "first")
+    user_git(work, "gc", "-q")  # packed, as a user's repository mostly is
     (work / "pkg1" / "f1.txt").write_text("uncommitted work\n")
 
 
@@ -88,14 +78,14 @@ def test_a_killed_absorption_is_finished_by_the_next_run(tmp_path: Path, point: 
     # Every snapshot of both runs is whole without the user's repository.
     doctor = maka(["doctor"], data)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-    refs = _git(store, "--git-dir", str(store), "for-each-ref", "--format=%(objectname)")
+    refs = user_git(store, "--git-dir", str(store), "for-each-ref", "--format=%(objectname)")
     assert len(refs.split()) == 2
     hidden = tmp_path / "hidden.git"
     (work / ".git").rename(hidden)
     try:
-        assert _git(store, "--git-dir", str(store), "fsck", "--connectivity-only") == ""
+        assert user_git(store, "--git-dir", str(store), "fsck", "--connectivity-only") == ""
         # The second run's snapshot holds the uncommitted work.
-        shown = _git(store, "--git-dir", str(store), "show", f"{refs.split()[-1]}:pkg1/f1.txt")
+        shown = user_git(store, "--git-dir", str(store), "show", f"{refs.split()[-1]}:pkg1/f1.txt")
         assert shown == "uncommitted work\n"
     finally:
         hidden.rename(work / ".git")

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.user_git import user_git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
@@ -33,12 +33,6 @@ SOURCE = [[WRITE, {"text": "Notes written."}], [DELETE, {"text": "Deleted."}]]
 BRANCH = [[{"text": "unused"}], [{"text": "Branch reply."}], [{"text": "Second branch reply."}]]
 
 
-def _git(folder: Path, *args: str, check: bool = True) -> str:
-    return subprocess.run(
-        ["git", "-C", str(folder), *args], capture_output=True, text=True, check=check
-    ).stdout
-
-
 def _remove_object(data: Path, object_id: str) -> None:
     """Take ``object_id`` out of the data folder's checkpoint store, wherever it is kept: a
     loose object of the store, of its own folder of trees while it borrows from the folder's
@@ -46,13 +40,13 @@ def _remove_object(data: Path, object_id: str) -> None:
     absorption wrote (then every pack goes: the snapshot is gone either way)."""
     [store] = (data / "checkpoints").glob("*.git")
     name = f"objects/{object_id[:2]}/{object_id[2:]}"
-    assert _git(store, "cat-file", "-t", object_id, check=False)
+    assert user_git(store, "cat-file", "-t", object_id, check=False)
     for path in [store / name, store / "trees.scratch" / name]:
         path.unlink(missing_ok=True)
-    if _git(store, "cat-file", "-t", object_id, check=False):
+    if user_git(store, "cat-file", "-t", object_id, check=False):
         for pack in (store / "objects" / "pack").glob("pack-*"):
             pack.unlink()
-    assert not _git(store, "cat-file", "-t", object_id, check=False)
+    assert not user_git(store, "cat-file", "-t", object_id, check=False)
 
 
 class Source:
@@ -62,9 +56,9 @@ class Source:
         self.work = tmp_path / "work"
         self.work.mkdir()
         (self.work / "a.txt").write_text("alpha\n")
-        _git(self.work, "init", "-q")
-        _git(self.work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.txt")
-        _git(self.work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+        user_git(self.work, "init", "-q")
+        user_git(self.work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.txt")
+        user_git(self.work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
         self.record = tmp_path / "requests.jsonl"
         script = write_script(tmp_path / "source.json", SOURCE)
         self.env = scripted_env(script, self.record, checkpoints=True)
@@ -126,7 +120,7 @@ def test_a_branch_before_a_delete_has_the_files_and_sees_only_the_prefix(tmp_pat
     assert (copy / "notes.txt").read_text() == "kept\n"
     assert not (src.work / "a.txt").exists()
     # A Git repository's copy keeps its history.
-    assert "first" in _git(copy, "log", "--oneline")
+    assert "first" in user_git(copy, "log", "--oneline")
     # The ledger copied no event: the new session has no run yet.
     runs = committed_runs(src.data)
     assert [h.session_id for h, _ in runs].count(new) == 0

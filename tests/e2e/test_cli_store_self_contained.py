@@ -6,23 +6,14 @@ turn ends at once would otherwise cut it short every time."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.maka_run import maka
+from tests.helpers.user_git import user_git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def _git(folder: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-    )
 
 
 def test_a_run_in_a_git_repository_leaves_its_store_self_contained(tmp_path: Path) -> None:
@@ -31,9 +22,9 @@ def test_a_run_in_a_git_repository_leaves_its_store_self_contained(tmp_path: Pat
         folder = work / f"pkg{n % 8}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{n}.txt").write_text(f"file {n}\n" * 400)
-    _git(work, "init", "-q")
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "first")
+    user_git(work, "init", "-q")
+    user_git(work, "add", "-A")
+    user_git(work, "commit", "-qm", "first")
     (work / "pkg1" / "f1.txt").write_text("uncommitted work\n")
     data = tmp_path / "data"
     result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "list files"], data)

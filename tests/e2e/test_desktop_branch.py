@@ -11,7 +11,6 @@ folder inside the source is refused with its code, and nothing is made.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from app.bridge_contract import (
 )
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.user_git import user_git
 from tests.helpers.wire_client import WireClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
@@ -51,10 +51,6 @@ DELETE = {
     "toolCalls": [{"id": "d1", "name": "bash", "args": {"command": "rm notes.txt"}}],
 }
 SCRIPT = [[WRITE, {"text": "Notes written."}], [DELETE, {"text": "Deleted."}]]
-
-
-def _git(folder: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(folder), *args], capture_output=True, check=True)
 
 
 @pytest.fixture
@@ -85,9 +81,9 @@ def test_a_session_is_branched_from_the_window(
     data, work = tmp_path / "data", tmp_path / "work"
     work.mkdir()
     (work / "a.txt").write_text("alpha\n")
-    _git(work, "init", "-q")
-    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.txt")
-    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    user_git(work, "init", "-q")
+    user_git(work, "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.txt")
+    user_git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
     env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
     for text in ("write the notes", "delete them"):
         where = ["--session", committed_runs(data)[0][0].session_id] if data.exists() else []

@@ -23,6 +23,7 @@ import pytest
 from runtime.ledger.event_model import RuntimeEvent
 from tests.helpers.maka_process import maka_executable
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.user_git import user_git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
@@ -33,17 +34,6 @@ EDIT = {
     "name": "edit_file",
     "args": {"path": "notes.txt", "old_string": "draft", "new_string": "final"},
 }
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Tester",
-    "GIT_AUTHOR_EMAIL": "tester@example.invalid",
-    "GIT_COMMITTER_NAME": "Tester",
-    "GIT_COMMITTER_EMAIL": "tester@example.invalid",
-}
-
-
-def _git(folder: Path, *args: str) -> None:
-    env = {**os.environ, **GIT_ENV}
-    subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True, env=env)
 
 
 class Drill:
@@ -56,9 +46,9 @@ class Drill:
         self.work.mkdir(parents=True)
         (self.work / "a.txt").write_text("alpha\n")
         (self.work / "notes.txt").write_text("a draft\n")
-        _git(self.work, "init", "-q")
-        _git(self.work, "add", ".")
-        _git(self.work, "commit", "-q", "-m", "start")
+        user_git(self.work, "init", "-q")
+        user_git(self.work, "add", ".")
+        user_git(self.work, "commit", "-q", "-m", "start")
         (self.work / "notes.txt").write_text("a draft, edited and not committed\n")
         (self.work / "untracked.txt").write_text("not in Git\n")
         self.record = tmp_path / "requests.jsonl"

@@ -8,38 +8,28 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME, MARKER_DIR, MARKER_NAME
 from tests.helpers.maka_run import RunResult, committed_runs, maka
+from tests.helpers.user_git import user_git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
 
-def _git(folder: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 def _status(folder: Path) -> set[str]:
-    return set(_git(folder, "status", "--porcelain", "--untracked-files=all").splitlines())
+    return set(user_git(folder, "status", "--porcelain", "--untracked-files=all").splitlines())
 
 
 def _repository_with_uncommitted_work(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     work.mkdir()
-    _git(work, "init", "-q")
+    user_git(work, "init", "-q")
     (work / "tracked.txt").write_text("committed\n")
-    _git(work, "add", "tracked.txt")
-    _git(work, "commit", "-q", "-m", "first")
+    user_git(work, "add", "tracked.txt")
+    user_git(work, "commit", "-q", "-m", "first")
     (work / "tracked.txt").write_text("edited, not committed\n")
     (work / "notes.md").write_text("my notes\n")
     assert _status(work) == {" M tracked.txt", "?? notes.md"}
@@ -60,8 +50,8 @@ def test_a_run_leaves_nothing_of_the_marker_in_git_status(tmp_path: Path) -> Non
     assert (work / "a.txt").read_text().strip() == "one"
     assert (work / MARKER_NAME).is_file()  # the marker exists, only git does not see it
     assert _status(work) == {" M tracked.txt", "?? notes.md", "?? a.txt"}
-    _git(work, "add", "-A")
-    staged = _git(work, "diff", "--cached", "--name-only").split()
+    user_git(work, "add", "-A")
+    staged = user_git(work, "diff", "--cached", "--name-only").split()
     assert sorted(staged) == ["a.txt", "notes.md", "tracked.txt"]
     [(header, _events)] = committed_runs(data)
     marker = json.loads((work / MARKER_NAME).read_text())

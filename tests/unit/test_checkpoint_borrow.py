@@ -25,6 +25,7 @@ from storage.checkpoints.checkpoint_borrow import (
 )
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from tests.helpers.user_git import user_git
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555aaaa"
@@ -35,18 +36,6 @@ def _env(home: Path) -> dict[str, str]:
     env.update(HOME=str(home), GIT_AUTHOR_NAME="U", GIT_AUTHOR_EMAIL="u@x")
     env.update(GIT_COMMITTER_NAME="U", GIT_COMMITTER_EMAIL="u@x", GIT_CONFIG_NOSYSTEM="1")
     return env
-
-
-def _git(folder: Path, *args: str, input_path: Path | None = None) -> str:
-    with open(input_path if input_path is not None else os.devnull, "rb") as given:
-        return subprocess.run(
-            ["git", *args],
-            cwd=folder,
-            check=True,
-            stdin=given,
-            capture_output=True,
-            env=_env(folder.parent),
-        ).stdout.decode()
 
 
 def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:
@@ -60,15 +49,15 @@ def _state(root: Path) -> dict[str, tuple[int, int, bytes]]:
 
 def _repository(folder: Path, files: int = 40) -> None:
     folder.mkdir()
-    _git(folder, "init", "-q")
+    user_git(folder, "init", "-q")
     for n in range(files):
         sub = folder / f"pkg{n % 4}"
         sub.mkdir(exist_ok=True)
         (sub / f"f{n}.txt").write_text(f"file {n}\n" * 50)
     (folder / "gone-later.txt").write_text("committed, then reset away\n")
-    _git(folder, "add", ".")
-    _git(folder, "commit", "-q", "-m", "first")
-    _git(folder, "gc", "-q")  # most objects packed, as in a real repository
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    user_git(folder, "gc", "-q")  # most objects packed, as in a real repository
     (folder / "pkg0" / "f0.txt").write_text("changed in the work tree\n")
     (folder / "untracked.txt").write_text("new\n")
 
@@ -101,12 +90,12 @@ def test_the_first_capture_borrows_and_leaves_the_users_git_as_it_was(tmp_path: 
     (folder / "pkg1" / "f1.txt").write_text("an edit\n")
     second = store.capture(folder, WS, "refs/maka/s/r/2", "second")
     assert _state(folder / ".git") == before, "the user's .git is byte (and time) identical"
-    listed = _git(
+    listed = user_git(
         tmp_path, "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", first.tree_id
     )
     names = listed.split()
     assert "untracked.txt" in names and "gone-later.txt" in names and "pkg3/f39.txt" in names
-    shown = _git(tmp_path, "--git-dir", str(git_dir), "show", f"{first.tree_id}:pkg0/f0.txt")
+    shown = user_git(tmp_path, "--git-dir", str(git_dir), "show", f"{first.tree_id}:pkg0/f0.txt")
     assert shown == "changed in the work tree\n", "the work tree, not the user's index"
     assert second.tree_id != first.tree_id
     # The seed never holds more than a fresh capture would: the same tree from scratch.
@@ -123,8 +112,8 @@ def test_a_snapshot_survives_the_users_gc_after_a_reset_once_absorbed(tmp_path: 
     folder = tmp_path / "project"
     _repository(folder)
     (folder / "second.txt").write_text("only in the second commit\n")
-    _git(folder, "add", "second.txt")
-    _git(folder, "commit", "-q", "-m", "second")
+    user_git(folder, "add", "second.txt")
+    user_git(folder, "commit", "-q", "-m", "second")
     store = _store(tmp_path, absorb=False)
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     assert store.borrows(WS)
@@ -134,9 +123,9 @@ def test_a_snapshot_survives_the_users_gc_after_a_reset_once_absorbed(tmp_path: 
     # Its folder of trees too: they were copied in with the borrowed objects.
     assert not (store.git_dir(WS) / "trees.scratch").exists()
     # The user rewrites history and prunes everything it no longer reaches.
-    _git(folder, "reset", "-q", "--hard", "HEAD~1")
-    _git(folder, "reflog", "expire", "--expire=now", "--all")
-    _git(folder, "gc", "-q", "--prune=now")
+    user_git(folder, "reset", "-q", "--hard", "HEAD~1")
+    user_git(folder, "reflog", "expire", "--expire=now", "--all")
+    user_git(folder, "gc", "-q", "--prune=now")
     assert (
         subprocess.run(
             ["git", "cat-file", "-e", f"{snap.tree_id}"],
@@ -200,15 +189,15 @@ def test_retention_absorbs_before_it_prunes(tmp_path: Path) -> None:
 
 def _unmerged(folder: Path) -> None:
     """``pkg1/f1.txt`` changed on two branches: the merge leaves it in conflict (stages 1-3)."""
-    _git(folder, "add", "-A")
-    _git(folder, "commit", "-q", "-m", "work")
-    branch = _git(folder, "rev-parse", "--abbrev-ref", "HEAD").strip()
-    _git(folder, "checkout", "-q", "-b", "other")
+    user_git(folder, "add", "-A")
+    user_git(folder, "commit", "-q", "-m", "work")
+    branch = user_git(folder, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    user_git(folder, "checkout", "-q", "-b", "other")
     (folder / "pkg1" / "f1.txt").write_text("theirs\n")
-    _git(folder, "commit", "-q", "-am", "theirs")
-    _git(folder, "checkout", "-q", branch)
+    user_git(folder, "commit", "-q", "-am", "theirs")
+    user_git(folder, "checkout", "-q", branch)
     (folder / "pkg1" / "f1.txt").write_text("ours\n")
-    _git(folder, "commit", "-q", "-am", "ours")
+    user_git(folder, "commit", "-q", "-am", "ours")
     merged = subprocess.run(
         ["git", "merge", "-q", "other"],
         cwd=folder,
@@ -217,7 +206,7 @@ def _unmerged(folder: Path) -> None:
         check=False,
     )
     assert merged.returncode != 0  # in conflict
-    assert " 1\tpkg1/f1.txt" in _git(folder, "ls-files", "-s", "pkg1/f1.txt")
+    assert " 1\tpkg1/f1.txt" in user_git(folder, "ls-files", "-s", "pkg1/f1.txt")
 
 
 @pytest.mark.parametrize(
@@ -238,11 +227,11 @@ def test_an_index_git_would_not_look_through_is_not_seeded(
     if odd == "unmerged":
         _unmerged(folder)
     else:
-        _git(folder, *odd)
+        user_git(folder, *odd)
     store = _store(tmp_path, absorb=False)
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     assert not store.borrows(WS)
-    shown = _git(
+    shown = user_git(
         tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{snap.tree_id}:pkg0/f0.txt"
     )
     assert shown == "changed in the work tree\n"
@@ -252,14 +241,14 @@ def test_a_seeded_file_over_the_size_limit_is_left_out(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     _repository(folder)
     (folder / "big.bin").write_bytes(b"0" * 4096)
-    _git(folder, "add", "big.bin")
-    _git(folder, "commit", "-q", "-m", "big")
+    user_git(folder, "add", "big.bin")
+    user_git(folder, "commit", "-q", "-m", "big")
     store = GitCheckpointStore(tmp_path / "data", max_file_bytes=2048)
     store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     assert store.borrows(WS)
     assert "big.bin" in snap.skipped
-    listed = _git(
+    listed = user_git(
         tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", "--name-only", snap.tree_id
     )
     assert "big.bin" not in listed.split()
@@ -274,8 +263,8 @@ def test_a_seeded_capture_over_the_size_limit_equals_an_unseeded_one(tmp_path: P
     (folder / "assets").mkdir(mode=0o750)
     (folder / "assets" / "big.bin").write_bytes(b"0" * 4096)
     (folder / "pkg1" / "large.bin").write_bytes(b"1" * 4096)
-    _git(folder, "add", "assets", "pkg1")
-    _git(folder, "commit", "-q", "-m", "big")
+    user_git(folder, "add", "assets", "pkg1")
+    user_git(folder, "commit", "-q", "-m", "big")
     seeded = GitCheckpointStore(tmp_path / "data", max_file_bytes=2048)
     seeded._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
     snap = seeded.capture(folder, WS, "refs/maka/s/r/1", "first")
@@ -290,7 +279,7 @@ def test_a_seeded_capture_over_the_size_limit_equals_an_unseeded_one(tmp_path: P
     assert not plain.borrows(WS)
     assert sorted(snap.skipped) == sorted(alone.skipped) == ["assets/big.bin", "pkg1/large.bin"]
     assert snap.tree_id == alone.tree_id
-    record = _git(
+    record = user_git(
         tmp_path,
         "--git-dir",
         str(seeded.git_dir(WS)),
@@ -310,11 +299,11 @@ def test_content_the_users_store_already_holds_never_touches_their_object_files(
     folder = tmp_path / "project"
     _repository(folder)
     (folder / "empty.txt").write_text("")
-    _git(folder, "add", "empty.txt")
-    _git(folder, "commit", "-q", "-m", "empty")
-    _git(folder, "gc", "-q")
+    user_git(folder, "add", "empty.txt")
+    user_git(folder, "commit", "-q", "-m", "empty")
+    user_git(folder, "gc", "-q")
     (folder / "pkg1" / "f1.txt").write_text("staged, then changed back\n")
-    _git(folder, "add", "pkg1/f1.txt")
+    user_git(folder, "add", "pkg1/f1.txt")
     (folder / "pkg1" / "f1.txt").write_text("file 1\n" * 50)
     shutil.copy(folder / "pkg2" / "f2.txt", folder / "copy-of-f2.txt")
     (folder / "another-empty.txt").write_text("")
@@ -323,7 +312,7 @@ def test_content_the_users_store_already_holds_never_touches_their_object_files(
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     store.wait_absorbing()
     assert _state(folder / ".git") == before
-    shown = _git(
+    shown = user_git(
         tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{snap.tree_id}:pkg1/f1.txt"
     )
     assert shown == "file 1\n" * 50
@@ -334,12 +323,12 @@ def test_files_the_users_git_stored_converted_are_taken_as_they_are(tmp_path: Pa
     staged again from the folder (their recorded size differs from their blob's)."""
     folder = tmp_path / "project"
     folder.mkdir()
-    _git(folder, "init", "-q")
-    _git(folder, "config", "core.autocrlf", "true")
+    user_git(folder, "init", "-q")
+    user_git(folder, "config", "core.autocrlf", "true")
     (folder / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
     (folder / "plain.txt").write_bytes(b"no conversion here\n")
-    _git(folder, "add", ".")
-    _git(folder, "commit", "-q", "-m", "converted")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "converted")
     before = _state(folder / ".git")
     store = _store(tmp_path, absorb=False)
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
@@ -365,8 +354,8 @@ def test_a_repository_with_a_filter_is_not_seeded(tmp_path: Path, where: str) ->
     folder = tmp_path / "project"
     _repository(folder)
     (folder / where).write_text("*.secret filter=crypt\n")
-    _git(folder, "add", where)
-    _git(folder, "commit", "-q", "-m", "attributes")
+    user_git(folder, "add", where)
+    user_git(folder, "commit", "-q", "-m", "attributes")
     store = _store(tmp_path, absorb=False)
     store.capture(folder, WS, "refs/maka/s/r/1", "first")
     assert not store.borrows(WS)
@@ -401,7 +390,7 @@ def test_an_absorption_after_an_earlier_copy_packs_nothing_again(
     assert "pack-objects" not in commands, commands
     assert not (git_dir / ALTERNATES).exists()
     (folder / ".git").rename(tmp_path / "hidden.git")
-    assert _git(tmp_path, "--git-dir", str(git_dir), "fsck", "--connectivity-only") == ""
+    assert user_git(tmp_path, "--git-dir", str(git_dir), "fsck", "--connectivity-only") == ""
 
 
 def _loose(git_dir: Path, oid: str) -> Path | None:
@@ -412,10 +401,10 @@ def _loose(git_dir: Path, oid: str) -> Path | None:
 def test_own_packed_reads_the_object_names_of_each_whole_pack(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     _repository(folder)
-    _git(folder, "gc", "-q")
+    user_git(folder, "gc", "-q")
     pack_dir = folder / ".git" / "objects" / "pack"
     [idx] = pack_dir.glob("*.idx")
-    listed = _git(folder, "show-index", input_path=idx)
+    listed = user_git(folder, "show-index", stdin=idx.read_bytes())
     assert own_packed(pack_dir) == {line.split()[1] for line in listed.splitlines()}
     # A pack index whose pack is missing, or an index cut short, counts for nothing.
     body = idx.read_bytes()
@@ -450,7 +439,7 @@ def test_the_first_capture_writes_only_the_trees_of_folders_that_changed(tmp_pat
     try:
         fresh = GitCheckpointStore(tmp_path / "data2")
         assert fresh.capture(folder, WS, "refs/maka/s/r/1", "x").tree_id == first.tree_id
-        assert _git(tmp_path, "--git-dir", str(git_dir), "fsck", "--connectivity-only") == ""
+        assert user_git(tmp_path, "--git-dir", str(git_dir), "fsck", "--connectivity-only") == ""
     finally:
         (tmp_path / "hidden.git").rename(folder / ".git")
 

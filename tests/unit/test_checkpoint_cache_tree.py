@@ -6,10 +6,8 @@ of the commit it was written with, and none of a folder changed since."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.checkpoints.checkpoint_borrow import cached_trees
+from tests.helpers.user_git import user_git
 
 _FOLDER = st.tuples(
     st.binary(max_size=12).filter(lambda name: b"\0" not in name and b"\n" not in name),
@@ -80,19 +79,6 @@ def test_a_damaged_index_never_raises_and_names_only_trees_it_holds(
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
-def _git(folder: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(folder.parent), GIT_CONFIG_NOSYSTEM="1")
-    return subprocess.run(
-        ["git", "-c", "user.name=u", "-c", "user.email=u@x", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    ).stdout
-
-
 @needs_git
 @pytest.mark.parametrize("version", [2, 3, 4])
 def test_an_index_git_wrote_names_the_trees_of_its_commit(tmp_path: Path, version: int) -> None:
@@ -102,19 +88,19 @@ def test_an_index_git_wrote_names_the_trees_of_its_commit(tmp_path: Path, versio
         sub.mkdir(parents=True, exist_ok=True)
         (sub / f"f{n}.txt").write_text(f"{n}\n")
     (folder / "top.txt").write_text("top\n")
-    _git(folder, "init", "-q")
-    _git(folder, "add", "-A")
-    _git(folder, "commit", "-qm", "one")
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", "-A")
+    user_git(folder, "commit", "-qm", "one")
     if version == 3:
         (folder / "later.txt").write_text("intent to add\n")
-        _git(folder, "add", "-N", "later.txt")  # an extended flag: Git writes version 3
+        user_git(folder, "add", "-N", "later.txt")  # an extended flag: Git writes version 3
     else:
-        _git(folder, "update-index", "--index-version", str(version))
-    _git(folder, "write-tree")  # the cache of trees filled again where it was not
+        user_git(folder, "update-index", "--index-version", str(version))
+    user_git(folder, "write-tree")  # the cache of trees filled again where it was not
     data = (folder / ".git" / "index").read_bytes()
     assert struct.unpack_from(">I", data, 4)[0] == version
-    trees = set(_git(folder, "ls-tree", "-r", "-d", "--format=%(objectname)", "HEAD").split())
-    trees.add(_git(folder, "rev-parse", "HEAD^{tree}").strip())
+    trees = set(user_git(folder, "ls-tree", "-r", "-d", "--format=%(objectname)", "HEAD").split())
+    trees.add(user_git(folder, "rev-parse", "HEAD^{tree}").strip())
     found = cached_trees(data)
     assert len(found) == len(set(found))
     if version == 3:  # the root holds an entry no commit has: its tree is not HEAD's
@@ -123,8 +109,10 @@ def test_an_index_git_wrote_names_the_trees_of_its_commit(tmp_path: Path, versio
         assert set(found) == trees
     # A staged change leaves its folders out (the root, pkg1, pkg1/deep1) and the rest in.
     (folder / "pkg1" / "deep1" / "f1.txt").write_text("changed\n")
-    _git(folder, "add", "pkg1/deep1/f1.txt")
+    user_git(folder, "add", "pkg1/deep1/f1.txt")
     after = set(cached_trees((folder / ".git" / "index").read_bytes()))
-    changed = {_git(folder, "rev-parse", f"HEAD:{path}").strip() for path in ("pkg1", "pkg1/deep1")}
+    changed = {
+        user_git(folder, "rev-parse", f"HEAD:{path}").strip() for path in ("pkg1", "pkg1/deep1")
+    }
     assert after and after <= trees and not after & changed
-    assert _git(folder, "rev-parse", "HEAD:pkg2").strip() in after
+    assert user_git(folder, "rev-parse", "HEAD:pkg2").strip() in after

@@ -23,7 +23,8 @@ from storage.checkpoints.checkpoint_permissions import (
     read_cached,
 )
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from tests.unit.test_checkpoint_borrow import WS, _git, _repository
+from tests.helpers.user_git import user_git
+from tests.unit.test_checkpoint_borrow import WS, _repository
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 LIMIT = 2048
@@ -52,8 +53,8 @@ def _sizes(folder: Path) -> None:
     (folder / "big").mkdir(mode=0o750)
     (folder / "big" / "stays.bin").write_bytes(b"0" * (LIMIT * 2))
     (folder / "big" / "shrinks.bin").write_bytes(b"1" * (LIMIT * 2))
-    _git(folder, "add", "big")
-    _git(folder, "commit", "-q", "-m", "big")
+    user_git(folder, "add", "big")
+    user_git(folder, "commit", "-q", "-m", "big")
     (folder / "big" / "shrinks.bin").write_bytes(b"small now\n")
 
 
@@ -97,7 +98,7 @@ def test_a_seeded_first_capture_is_the_unseeded_one(
     finally:
         hidden.rename(folder / ".git")
     assert not plain.borrows(WS)
-    record = _git(
+    record = user_git(
         tmp_path, "--git-dir", str(seeded.git_dir(WS)), "show", f"{snap.tree_id}:.maka/permissions"
     )
     assert snap.tree_id == alone.tree_id, record
@@ -115,7 +116,7 @@ def test_a_chmod_after_the_seeded_capture_is_in_the_next_one(tmp_path: Path) -> 
     target = folder / "pkg2" / "f2.txt"
     os.chmod(target, 0o600)
     second = store.capture(folder, WS, "refs/maka/s/r/2", "second")
-    record = _git(
+    record = user_git(
         tmp_path, "--git-dir", str(store.git_dir(WS)), "show", f"{second.tree_id}:.maka/permissions"
     )
     assert "0600 pkg2/f2.txt\0" in record
@@ -150,9 +151,9 @@ def test_what_changes_between_the_look_and_the_staging_is_taken_as_staged(
     assert store.borrows(WS)
     assert snap.skipped == ("big/stays.bin",)
     git_dir = str(store.git_dir(WS))
-    listed = _git(tmp_path, "--git-dir", git_dir, "ls-tree", "-r", "--name-only", snap.tree_id)
+    listed = user_git(tmp_path, "--git-dir", git_dir, "ls-tree", "-r", "--name-only", snap.tree_id)
     assert "big/shrinks.bin" in listed.split()
-    record = _git(tmp_path, "--git-dir", git_dir, "show", f"{snap.tree_id}:.maka/permissions")
+    record = user_git(tmp_path, "--git-dir", git_dir, "show", f"{snap.tree_id}:.maka/permissions")
     assert "0600 pkg1/f1.txt\0" in record
 
 

@@ -5,31 +5,21 @@ read."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from tests.helpers.user_git import user_git
 from tests.unit.test_checkpoint_store import _tree_state
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:4a4a4a4a-1111-2222-3333-444455556666"
 
 
-def _git(folder: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(HOME=str(folder.parent), GIT_AUTHOR_NAME="U", GIT_AUTHOR_EMAIL="u@x")
-    env.update(GIT_COMMITTER_NAME="U", GIT_COMMITTER_EMAIL="u@x")
-    return subprocess.run(
-        ["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def _status(folder: Path) -> list[str]:
-    lines = _git(folder, "status", "--porcelain").splitlines()
+    lines = user_git(folder, "status", "--porcelain").splitlines()
     return sorted(line for line in lines if ".maka" not in line)
 
 
@@ -38,11 +28,11 @@ def test_a_restored_copy_of_a_repository_is_a_clone_with_the_snapshot_on_top(
 ) -> None:
     folder = tmp_path / "repo"
     folder.mkdir()
-    _git(folder, "init", "-q")
+    user_git(folder, "init", "-q")
     (folder / "a.txt").write_text("one\n")
     (folder / "gone.txt").write_text("committed, then deleted\n")
-    _git(folder, "add", ".")
-    _git(folder, "commit", "-q", "-m", "first")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
     (folder / "a.txt").write_text("one\ntwo\n")
     (folder / "gone.txt").unlink()
     (folder / "new.txt").write_text("untracked\n")
@@ -56,8 +46,8 @@ def test_a_restored_copy_of_a_repository_is_a_clone_with_the_snapshot_on_top(
     store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
     assert _tree_state(folder / ".git") == before
     assert _status(copy) == status
-    assert _git(copy, "diff") == _git(folder, "diff")
-    assert _git(copy, "log", "--format=%s") == "first\n"
+    assert user_git(copy, "diff") == user_git(folder, "diff")
+    assert user_git(copy, "log", "--format=%s") == "first\n"
     assert (copy / "a.txt").read_text() == "one\ntwo\n"
 
 

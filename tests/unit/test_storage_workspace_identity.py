@@ -24,6 +24,7 @@ from storage.sessions.workspace_identity import (
     read_workspace_identity,
     resolve_workspace_identity,
 )
+from tests.helpers.user_git import user_git
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -326,20 +327,10 @@ def test_the_ignore_file_is_put_back_but_never_rewritten(tmp_path: Path) -> None
     assert ignore.read_text() == "# mine\n*.json\n"
 
 
-def _git(folder: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=folder,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-
-
 def test_the_marker_stays_out_of_the_users_git_status(tmp_path: Path) -> None:
-    _git(tmp_path, "init", "-q")
+    user_git(tmp_path, "init", "-q")
     (tmp_path / "a.txt").write_text("one\n")
     resolve_workspace_identity(tmp_path)
-    assert _git(tmp_path, "status", "--porcelain", "--untracked-files=all") == "?? a.txt\n"
-    _git(tmp_path, "add", "-A")
-    assert _git(tmp_path, "diff", "--cached", "--name-only") == "a.txt\n"
+    assert user_git(tmp_path, "status", "--porcelain", "--untracked-files=all") == "?? a.txt\n"
+    user_git(tmp_path, "add", "-A")
+    assert user_git(tmp_path, "diff", "--cached", "--name-only") == "a.txt\n"
