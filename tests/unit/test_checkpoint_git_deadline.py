@@ -51,13 +51,17 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 def test_a_command_past_its_deadline_is_stopped_with_its_children(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool
 ) -> None:
     runner, pid_file = _hanging_git(tmp_path)
     monkeypatch.setattr(checkpoint_git, "GIT_TIMEOUT_S", 0.5)
     with pytest.raises(CheckpointError) as raised:
-        runner.run(["gc"], git_dir=tmp_path)
+        if streamed:
+            runner.stream(["gc"], git_dir=tmp_path, stdin=b"x\n", consume=lambda out: out.read())
+        else:
+            runner.run(["gc"], git_dir=tmp_path)
     assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT
     assert "git gc did not finish" in raised.value.message
     assert _gone(_child_pid(pid_file))
@@ -116,18 +120,6 @@ def test_a_nearer_deadline_is_kept_while_a_later_one_waits(
     early = checkpoint_git._WATCHDOG.watch(done, 0.2)
     done.wait()
     assert checkpoint_git._WATCHDOG.release(early) is False
-
-
-def test_a_streamed_command_past_its_deadline_is_stopped_with_its_children(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    runner, pid_file = _hanging_git(tmp_path)
-    monkeypatch.setattr(checkpoint_git, "GIT_TIMEOUT_S", 0.5)
-    with pytest.raises(CheckpointError) as raised:
-        runner.stream(["cat-file"], git_dir=tmp_path, stdin=b"x\n", consume=lambda out: out.read())
-    assert raised.value.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT
-    assert "git cat-file did not finish" in raised.value.message
-    assert _gone(_child_pid(pid_file))
 
 
 def _echoing_git(tmp_path: Path, body: str) -> GitRunner:
