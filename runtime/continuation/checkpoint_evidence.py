@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from runtime.continuation.admission_basis import AdmissionBasis
+from runtime.continuation.branch_prefix import BranchReader
 from runtime.continuation.continuation_planner import SafetyObservation
 from runtime.continuation.expected_tree import ExpectedFile, expected_tree
 from runtime.continuation.restore_point import RestorePoint, find_restore_point
@@ -223,7 +224,9 @@ def abandoned_restores(
 ) -> list[str]:
     """The restored copies of a session a resume made but no continuation ever moved to (in
     any lineage: a new message starts a new one in the copy the session lives in), for
-    ``maka plan`` and ``maka doctor``; none when the store cannot be read."""
+    ``maka plan`` and ``maka doctor``; none when the store cannot be read. The copy a branched
+    session was made in (``maka branch``: its ``branchStart`` fact names it) is its home, not
+    an abandoned copy."""
     if carrier is None or not carrier.restore_attempts(session_id):
         return []
     try:
@@ -232,16 +235,23 @@ def abandoned_restores(
             for run in store.list_session_runs(session_id)
             if run.continuation_source is not None and (rows := store.read_run_events(run.run_id))
         ]
+        branch = store.read_branch(session_id) if isinstance(store, BranchReader) else None
     except LedgerError:
         return []
-    return abandoned_copies(carrier, session_id, starts)
+    homes = [branch.workspace_path] if branch is not None and branch.workspace_path else []
+    return abandoned_copies(carrier, session_id, starts, homes=homes)
 
 
 def abandoned_copies(
-    carrier: CheckpointCarrier | None, session_id: str, lineage_events: Sequence[RuntimeEvent]
+    carrier: CheckpointCarrier | None,
+    session_id: str,
+    lineage_events: Sequence[RuntimeEvent],
+    *,
+    homes: Sequence[str] = (),
 ) -> list[str]:
     """Folders a restore of this session was materialized into whose transition never
-    committed (a crash, or a refusal, after the copy was made): left in place, never reused."""
+    committed (a crash, or a refusal, after the copy was made): left in place, never reused.
+    ``homes``: folders the session was copied into otherwise (a branch), never abandoned."""
     if carrier is None:
         return []
     used = {
@@ -249,8 +259,9 @@ def abandoned_copies(
         for event in lineage_events
         if "workspaceTransition" in (event.get("actions") or {})
     }
+    kept = {os.path.realpath(path) for path in homes}
     return [
         path
         for path in carrier.restore_attempts(session_id)
-        if path not in used and os.path.isdir(path)
+        if path not in used and os.path.realpath(path) not in kept and os.path.isdir(path)
     ]

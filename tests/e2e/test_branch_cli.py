@@ -383,3 +383,22 @@ def test_a_branch_inside_a_turn_stops_before_the_call_that_deleted_files(tmp_pat
     joined = json.dumps(history)
     assert '"w1"' in joined and "rm a.txt" not in joined and "All gone." not in joined
     assert request["unpairedToolCalls"] == []
+
+
+def test_the_folder_a_branch_lives_in_is_not_called_an_abandoned_copy(tmp_path: Path) -> None:
+    """The branch's copy is written through the same restore log a resume's restored copy is;
+    it is the new session's home, so neither ``maka plan`` nor ``maka doctor`` may call it a
+    copy a resume made and did not start in (doctor would invite the user to remove it)."""
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])
+    copy = tmp_path / "copy"
+    new = src.branch(session, "--at", point["eventId"], "--to", str(copy))["sessionId"]
+    for args in (["plan", new], ["doctor"]):
+        result = maka(args, src.data, env=src.env)
+        assert "workspace_restore_abandoned" not in result.stdout + result.stderr, args
+    src.run("carry on", new)
+    doctor = maka(["doctor"], src.data, env=src.env)
+    assert doctor.returncode == 0, doctor.stdout
+    assert "workspace_restore_abandoned" not in doctor.stdout
