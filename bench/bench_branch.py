@@ -6,7 +6,9 @@ SQLite store with the real Git checkpoint store, then measures side by side, in 
 interleaved rounds:
 
 - **restore**: what ``maka resume --restore-to`` does with the snapshot: ``materialize`` the tree
-  into a new folder, then ``observe`` it (the check a branch also makes);
+  into a new folder, then ``observe`` it (the check a branch also makes), each timed, and the
+  bytes that check writes into the copy's new private repository (objects only that
+  repository holds: a linked one is shared with the source's);
 - **branch**: ``BranchService.plan`` + ``execute`` at the run's ending: the plan (boundaries, the
   prefix and its digest, the replay gates), the same materialize + verify, and the admission;
 - **admission alone**: the ledger write of the branch (one session row, one fact row), median
@@ -93,6 +95,19 @@ def _session(store: SqliteLedgerStore, carrier: GitCheckpointStore, work: Path, 
     return str(ending["id"])
 
 
+def _store_bytes(git_dir: Path) -> int:
+    """The disk a private repository's objects take that is its own (allocated blocks; a
+    linked object, shared with another repository, is not counted)."""
+    seen: set[int] = set()
+    total = 0
+    for path in (git_dir / "objects").rglob("*"):
+        info = path.lstat()
+        if path.is_file() and info.st_nlink == 1 and info.st_ino not in seen:
+            seen.add(info.st_ino)
+            total += info.st_blocks * 512
+    return total
+
+
 def _timed(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
@@ -123,15 +138,26 @@ def main() -> None:
         assert snapshot is not None
         tree, identity = str(snapshot["treeId"]), str(snapshot["workspaceIdentity"])
         restore: list[float] = []
+        copied: list[float] = []
+        checked: list[float] = []
+        written: list[int] = []
         branch: list[float] = []
         for round_ in range(args.rounds):
             target = root / f"restored-{round_}"
+            identities: list[str] = []
 
-            def plain_restore(target: Path = target) -> None:
-                made = carrier.materialize(identity, tree, target, "session_restore", source=work)
-                carrier.observe(target.resolve(), made)
+            def copy_files(target: Path = target, identities: list[str] = identities) -> None:
+                identities.append(
+                    carrier.materialize(identity, tree, target, "session_restore", source=work)
+                )
 
-            restore.append(_timed(plain_restore))
+            copied.append(_timed(copy_files))
+            before = _store_bytes(carrier.git_dir(identities[0]))
+            checked.append(
+                _timed(lambda: carrier.observe(target.resolve(), identities[0]))  # noqa: B023
+            )
+            written.append(_store_bytes(carrier.git_dir(identities[0])) - before)
+            restore.append(copied[-1] + checked[-1])
             copy = root / f"branch-{round_}"
 
             def make_branch(copy: Path = copy) -> None:
@@ -154,6 +180,11 @@ def main() -> None:
             admission[label] = statistics.median(times)
         r, b = statistics.median(restore), statistics.median(branch)
         print(f"restore (materialize + verify), median of {args.rounds}: {r:8.1f} ms")
+        print(
+            f"  of which the copy {statistics.median(copied):8.1f} ms, its check (observe) "
+            f"{statistics.median(checked):8.1f} ms, writing "
+            f"{statistics.median(written) / 1024:.0f} KB of disk into the copy's store"
+        )
         print(f"branch (plan + copy + verify + admit), median:     {b:8.1f} ms  ({b / r:.2f}x)")
         print(
             f"branch admission (ledger write, median of 7): {admission['full']:.2f} ms at "

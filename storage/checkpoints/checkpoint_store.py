@@ -112,7 +112,8 @@ from storage.checkpoints.checkpoint_presence import (
     remember_last,
     snapshots_whole,
 )
-from storage.checkpoints.checkpoint_verify import DamagedObject, verify_trees
+from storage.checkpoints.checkpoint_share import share_objects
+from storage.checkpoints.checkpoint_verify import DamagedObject, tree_objects, verify_trees
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
 
@@ -1117,6 +1118,7 @@ class GitCheckpointStore:
             identity = resolve_workspace_identity(target).identity
             if record is not None:
                 apply_root(record, target)
+            self._share_snapshot(workspace_identity, identity, tree_id, target)
             return identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(
@@ -1124,6 +1126,24 @@ class GitCheckpointStore:
             ) from None
         finally:
             scratch.unlink(missing_ok=True)
+
+    def _share_snapshot(
+        self, from_identity: str, to_identity: str, tree_id: str, folder: Path
+    ) -> None:
+        """Give the copy's new private repository the snapshot's objects
+        (``checkpoint_share``), so that its first look hashes the files without writing them
+        again. Best effort: whatever fails, that look writes itself."""
+        if workspace_key(to_identity) == workspace_key(from_identity):
+            return
+        runner = self._git_runner()
+        source = self.git_dir(from_identity)
+        try:
+            with self._locked(to_identity):
+                target = self._ensure_repo(to_identity, folder)
+                objects = tree_objects(runner, source, tree_id)
+                share_objects(runner, source, target, (oid for oid, _ in objects))
+        except (OSError, CheckpointError) as error:
+            _log.warning("the copy at %s will write its snapshot's objects: %s", folder, error)
 
     def _note_restore(self, session_id: str, target: Path) -> None:
         ensure_private_dir(self.root)

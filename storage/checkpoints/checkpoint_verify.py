@@ -41,17 +41,7 @@ def verify_trees(
     wanted: dict[str, list[tuple[str, str]]] = {}
     every: dict[str, str] = {}
     for tree in dict.fromkeys(trees):
-        objects = [(tree, "")]
-        if not _missing(runner, git_dir, tree):
-            listed = runner.run(["ls-tree", "-r", "-t", "-z", tree], git_dir=git_dir)
-            for line in listed.split(b"\0"):
-                if not line:
-                    continue
-                meta, raw = line.split(b"\t", 1)
-                mode, _kind, object_id = meta.decode().split(" ")
-                if mode == "160000":
-                    continue  # a submodule's commit: not in this repository by design
-                objects.append((object_id, os.fsdecode(raw)))
+        objects = tree_objects(runner, git_dir, tree)
         wanted[tree] = objects
         for object_id, path in objects:
             every.setdefault(object_id, path)
@@ -64,6 +54,23 @@ def verify_trees(
         ]
         for tree, objects in wanted.items()
     }
+
+
+def tree_objects(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]]:
+    """Every object under ``tree`` with its path: the tree itself first (path ""), then each
+    folder and file (``ls-tree -r -t``); only the tree when the repository does not hold it."""
+    objects = [(tree, "")]
+    if not _missing(runner, git_dir, tree):
+        listed = runner.run(["ls-tree", "-r", "-t", "-z", tree], git_dir=git_dir)
+        for line in listed.split(b"\0"):
+            if not line:
+                continue
+            meta, raw = line.split(b"\t", 1)
+            mode, _kind, object_id = meta.decode().split(" ")
+            if mode == "160000":
+                continue  # a submodule's commit: not in this repository by design
+            objects.append((object_id, os.fsdecode(raw)))
+    return objects
 
 
 def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:

@@ -1,0 +1,144 @@
+"""A restored copy's new private repository is given the snapshot's objects
+(``checkpoint_share``, docs/design/workspace.md section 4): the copy's first look hashes its
+files and writes none of them again, and the new repository depends on no other."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from storage.checkpoints import checkpoint_share
+from storage.checkpoints.checkpoint_borrow import ALTERNATES
+from storage.checkpoints.checkpoint_permissions import RECORD_PATH
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_verify import tree_objects
+from storage.sessions.workspace_identity import resolve_workspace_identity
+from tests.helpers.user_git import user_git
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def _repository(folder: Path) -> None:
+    """A user's repository with packed history and uncommitted work."""
+    folder.mkdir()
+    user_git(folder, "init", "-q")
+    for n in range(40):
+        (folder / f"f{n:02d}.txt").write_text(f"file {n}\n" * 40)
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    user_git(folder, "gc", "-q")
+    (folder / "f00.txt").write_text("changed in the work tree\n")
+    (folder / "new.txt").write_text("not committed\n")
+
+
+def _loose(git_dir: Path) -> dict[str, int]:
+    """Every loose object of a repository and its inode."""
+    return {
+        path.parent.name + path.name: path.stat().st_ino
+        for path in (git_dir / "objects").glob("??/*")
+    }
+
+
+def _held_without_alternates(git_dir: Path, object_ids: list[str]) -> list[str]:
+    """The ids the repository cannot read on its own."""
+    assert not (git_dir / ALTERNATES).exists()
+    out = user_git(
+        git_dir.parent,
+        "--git-dir",
+        str(git_dir),
+        "cat-file",
+        "--batch-check",
+        stdin="".join(f"{oid}\n" for oid in object_ids).encode(),
+    )
+    return [line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")]
+
+
+def test_the_copys_repository_holds_the_snapshot_and_its_first_look_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    identity = resolve_workspace_identity(folder).identity
+    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+    assert store.wait_absorbing(60)
+    source = store.git_dir(identity)
+    objects = [oid for oid, _ in tree_objects(store.git_runner(), source, snapshot.tree_id)]
+    source_loose = _loose(source)
+    # Both kinds are there to share: the committed files' blobs packed (absorbed from the
+    # user's repository), the changed ones and the trees loose.
+    assert any(oid in source_loose for oid in objects)
+    assert any(oid not in source_loose for oid in objects)
+
+    copy = tmp_path / "copy"
+    made = store.materialize(identity, snapshot.tree_id, copy, "s", source=folder)
+    target = store.git_dir(made)
+    assert _held_without_alternates(target, objects) == []
+    shared = _loose(target)
+    for oid in objects:
+        if oid in source_loose:  # a second name for the same file, not a copy
+            assert shared[oid] == source_loose[oid]
+    assert list((target / "objects" / "pack").glob("*.pack"))
+
+    before = _loose(target)
+    observed = store.observe(copy, made)
+    assert observed.tree_id == snapshot.tree_id
+    assert _loose(target) == before  # every blob and tree was already there
+
+    # The copy's repository stands alone: with the source's store and the user's repository
+    # gone, its snapshot is still whole.
+    shutil.rmtree(source)
+    shutil.rmtree(folder / ".git")
+    assert store.verify_snapshots(made, [snapshot.tree_id]) == {snapshot.tree_id: []}
+
+
+def test_without_links_the_objects_come_as_a_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "plain"
+    (folder / "sub").mkdir(parents=True)
+    for n in range(20):
+        (folder / "sub" / f"{n}.txt").write_text(f"{n}\n" * 30)
+    store = GitCheckpointStore(tmp_path / "data")
+    identity = resolve_workspace_identity(folder).identity
+    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+
+    def no_link(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(checkpoint_share, "_link", no_link)
+    copy = tmp_path / "copy"
+    made = store.materialize(identity, snapshot.tree_id, copy, "s")
+    target = store.git_dir(made)
+    listed = tree_objects(store.git_runner(), target, snapshot.tree_id)
+    objects = [oid for oid, _ in listed]
+    assert len(objects) > 20
+    assert _held_without_alternates(target, objects) == []
+    assert _loose(target) == {}
+    assert store.observe(copy, made).tree_id == snapshot.tree_id
+    # No file's blob and no tree written again; the small permission record is written as
+    # a loose object whenever no loose one is there (``write_object``), packed or not.
+    assert set(_loose(target)) <= {oid for oid, path in listed if path == RECORD_PATH}
+
+
+def test_a_share_that_fails_leaves_the_copy_to_write_its_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    identity = resolve_workspace_identity(folder).identity
+    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+
+    def broken(*args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("storage.checkpoints.checkpoint_store.share_objects", broken)
+    copy = tmp_path / "copy"
+    made = store.materialize(identity, snapshot.tree_id, copy, "s")
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert store.observe(copy, made).tree_id == snapshot.tree_id
+    assert store.verify_snapshots(made, [snapshot.tree_id]) == {snapshot.tree_id: []}
