@@ -223,11 +223,13 @@ def abandoned_restores(
     store: SessionRunsReader, carrier: CheckpointCarrier | None, session_id: str
 ) -> list[str]:
     """The restored copies of a session a resume made but no continuation ever moved to (in
-    any lineage: a new message starts a new one in the copy the session lives in), for
-    ``maka plan`` and ``maka doctor``; none when the store cannot be read. The copy a branched
-    session was made in (``maka branch``: its ``branchStart`` fact names it) is its home, not
-    an abandoned copy."""
-    if carrier is None or not carrier.restore_attempts(session_id):
+    any lineage: a new message starts a new one in the copy the session lives in; a crash or
+    a refusal after the copy was made leaves it in place, never reused), for ``maka plan``,
+    ``maka doctor`` and the desktop's banner; none when the store cannot be read. The copy a
+    branched session was made in (``maka branch``: its ``branchStart`` fact names it) is its
+    home, not an abandoned copy."""
+    attempts = carrier.restore_attempts(session_id) if carrier is not None else []
+    if not attempts:
         return []
     try:
         starts = [
@@ -238,30 +240,15 @@ def abandoned_restores(
         branch = store.read_branch(session_id) if isinstance(store, BranchReader) else None
     except LedgerError:
         return []
-    homes = [branch.workspace_path] if branch is not None and branch.workspace_path else []
-    return abandoned_copies(carrier, session_id, starts, homes=homes)
-
-
-def abandoned_copies(
-    carrier: CheckpointCarrier | None,
-    session_id: str,
-    lineage_events: Sequence[RuntimeEvent],
-    *,
-    homes: Sequence[str] = (),
-) -> list[str]:
-    """Folders a restore of this session was materialized into whose transition never
-    committed (a crash, or a refusal, after the copy was made): left in place, never reused.
-    ``homes``: folders the session was copied into otherwise (a branch), never abandoned."""
-    if carrier is None:
-        return []
     used = {
         str(event["actions"]["workspaceTransition"]["toPath"])
-        for event in lineage_events
+        for event in starts
         if "workspaceTransition" in (event.get("actions") or {})
     }
-    kept = {os.path.realpath(path) for path in homes}
+    home = branch.workspace_path if branch is not None else None
+    kept = {os.path.realpath(home)} if home else set()
     return [
         path
-        for path in carrier.restore_attempts(session_id)
+        for path in attempts
         if path not in used and os.path.realpath(path) not in kept and os.path.isdir(path)
     ]

@@ -110,11 +110,11 @@ class Seeded:
 
     listing: bytes
     left_out: frozenset[bytes]
-    trees: tuple[str, ...] = ()
+    trees: tuple[str, ...]
     # The file system's clock when the copy was written (its mtime before the original's
     # was set on it): what a look at the folder made right after the seed counts as recent
     # is reckoned from it, not from the time the user's Git last wrote its index.
-    written_ns: int | None = None
+    written_ns: int
 
 
 def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded | None:

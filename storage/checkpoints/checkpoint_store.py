@@ -436,18 +436,15 @@ class GitCheckpointStore:
         if seeded is None:
             return None, None
         copying = start_tree_copy(runner, git_dir, seeded.trees)
-        since, missing = _recent_since(index)
-        if missing:
+        if not index.exists():
             return None, copying
-        if seeded.written_ns is not None:
-            # The copy keeps the time the user's Git last wrote its index (Git's racy-entry
-            # rule reads it), which may be long before this look: a file is recent when it
-            # changed shortly before the look (the seed), which the capture then takes as
-            # its own reckoning (``_stage_and_write_tree_once``). Otherwise every file
-            # changed in the few seconds before the user's last ``git`` command (all of a
-            # repository cloned or checked out a while ago) would be looked at twice now
-            # and again by the next capture.
-            since = min(time.time_ns(), seeded.written_ns) - _RECENT_NS
+        # The copy keeps the time the user's Git last wrote its index (Git's racy-entry rule
+        # reads it), which may be long before this look: a file is recent when it changed
+        # shortly before the look (the seed), which the capture then takes as its own
+        # reckoning (``_stage_and_write_tree_once``). Otherwise every file changed in the few
+        # seconds before the user's last ``git`` command (all of a repository cloned or
+        # checked out a while ago) would be looked at twice now and again by the next capture.
+        since = min(time.time_ns(), seeded.written_ns) - _RECENT_NS
         try:
             look = LookAhead(
                 folder, seeded.listing, seeded.left_out, recent_since=since, limit=self._max_file
