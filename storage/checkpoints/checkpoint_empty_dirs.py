@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
@@ -99,17 +100,15 @@ def _graft(runner: GitRunner, git_dir: Path, tree: str | None, paths: list[str],
     return runner.run(["mktree", "-z"], git_dir=git_dir, stdin=body).decode().strip()
 
 
-def create_empty_dirs(runner: GitRunner, git_dir: Path, tree: str, target: Path) -> None:
-    """After ``checkout-index`` into ``target``: the snapshot's empty folders."""
+def create_empty_dirs(
+    runner: GitRunner, git_dir: Path, objects: Iterable[tuple[str, str]], target: Path
+) -> None:
+    """After ``checkout-index`` into ``target``: the snapshot's empty folders, from every
+    object under its tree with its path (``checkpoint_verify.tree_objects``)."""
     empty = empty_tree_id(runner, git_dir)
-    listed = runner.run(["ls-tree", "-r", "-t", "-z", tree], git_dir=git_dir)
-    for line in listed.split(b"\0"):
-        if not line:
-            continue
-        meta, raw = line.split(b"\t", 1)
-        _mode, kind, object_id = meta.decode().split(" ")
-        if kind == "tree" and object_id == empty:
-            (target / os.fsdecode(raw)).mkdir(parents=True, exist_ok=True)
+    for object_id, path in objects:
+        if path and object_id == empty:
+            (target / path).mkdir(parents=True, exist_ok=True)
 
 
 COMPARE_OPTIONS = ("-r", "-t", "-z", "--no-renames", "--raw")

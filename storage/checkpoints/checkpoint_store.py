@@ -1094,8 +1094,7 @@ class GitCheckpointStore:
             # Private while it is written; the recorded bits are set once everything is in.
             os.chmod(target, 0o700)
             runner = self._git_runner()
-            if source is not None:
-                _clone_into(runner, Path(source), target)
+            cloned = source is not None and _clone_into(runner, Path(source), target)
             runner.run(["read-tree", tree_id], git_dir=git_dir, index=scratch)
             record = read_record(runner, git_dir, tree_id)
             if record is not None:
@@ -1103,19 +1102,23 @@ class GitCheckpointStore:
                     [RECORD_PATH.encode()], git_dir=git_dir, work_tree=target, index=scratch
                 )
             runner.run(
-                ["checkout-index", "-a", "-f"],
+                # ``-u``: the files' stat data in the scratch index, for the clone's own
+                ["checkout-index", "-a", "-f", *(["-u"] if cloned else [])],
                 git_dir=git_dir,
                 work_tree=target,
                 index=scratch,
                 umask=0o022,
             )
-            create_empty_dirs(runner, git_dir, tree_id, target)
+            if cloned:
+                _index_at_head(runner, scratch, target)
+            objects = tree_objects(runner, git_dir, tree_id)
+            create_empty_dirs(runner, git_dir, objects, target)
             if record is not None:
                 apply_record(record, target)
             identity = resolve_workspace_identity(target).identity
             if record is not None:
                 apply_root(record, target)
-            self._share_snapshot(workspace_identity, identity, tree_id, target)
+            self._share_snapshot(workspace_identity, identity, objects, target)
             return identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(
@@ -1125,9 +1128,13 @@ class GitCheckpointStore:
             scratch.unlink(missing_ok=True)
 
     def _share_snapshot(
-        self, from_identity: str, to_identity: str, tree_id: str, folder: Path
+        self,
+        from_identity: str,
+        to_identity: str,
+        objects: list[tuple[str, str]],
+        folder: Path,
     ) -> None:
-        """Give the copy's new private repository the snapshot's objects
+        """Give the copy's new private repository the snapshot's ``objects``
         (``checkpoint_share``), so that its first look hashes the files without writing them
         again. Best effort: whatever fails, that look writes itself."""
         if workspace_key(to_identity) == workspace_key(from_identity):
@@ -1137,7 +1144,6 @@ class GitCheckpointStore:
         try:
             with self._locked(to_identity):
                 target = self._ensure_repo(to_identity, folder)
-                objects = tree_objects(runner, source, tree_id)
                 share_objects(runner, source, target, (oid for oid, _ in objects))
         except (OSError, CheckpointError) as error:
             _log.warning("the copy at %s will write its snapshot's objects: %s", folder, error)
@@ -1410,14 +1416,15 @@ def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) ->
     }
 
 
-def _clone_into(runner: GitRunner, source: Path, target: Path) -> None:
-    """A local clone of the user's repository at ``source`` in the (empty) ``target``, its
-    index at the user's HEAD and no file checked out (the snapshot's files come next). Only a
-    plain repository (a ``.git`` folder) with a HEAD is cloned; the user's ``.git`` is read, not
-    written (``--no-hardlinks``: not even a link count changes). Anything else, or a clone that
-    fails, leaves the copy without a repository, as before."""
+def _clone_into(runner: GitRunner, source: Path, target: Path) -> bool:
+    """A local clone of the user's repository at ``source`` in the (empty) ``target``, no
+    file checked out (the snapshot's files come next, then its index: ``_index_at_head``);
+    whether one was made. Only a plain repository (a ``.git`` folder) with a HEAD is cloned;
+    the user's ``.git`` is read, not written (``--no-hardlinks``: not even a link count
+    changes). Anything else, or a clone that fails, leaves the copy without a repository, as
+    before."""
     if not (source / ".git").is_dir():
-        return
+        return False
     try:
         runner.run_outside(
             [
@@ -1431,6 +1438,29 @@ def _clone_into(runner: GitRunner, source: Path, target: Path) -> None:
             ],
             cwd=target,
         )
+        runner.run_outside(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], cwd=target)
+    except CheckpointError:
+        shutil.rmtree(target / ".git", ignore_errors=True)
+        return False
+    return True
+
+
+def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
+    """The clone's index at the user's HEAD (so ``git status`` and ``git diff`` in the copy
+    show the snapshot's changes against it), keeping the stat data of each file just checked
+    out whose object is HEAD's: a single-tree ``read-tree -m`` over the snapshot's index
+    takes the tree's entries and keeps an entry's stat data where its object matches. So
+    neither the user's first ``git status`` there nor the copy's first snapshot (seeded from
+    that index) hashes every file again. Failing that, the index is HEAD's without stat data,
+    as a plain ``read-tree HEAD`` makes it; failing both, the copy has no repository."""
+    index = target / ".git" / "index"
+    try:
+        shutil.copyfile(scratch, index)
+        runner.run_outside(["read-tree", "-m", "HEAD"], cwd=target)
+        return
+    except (OSError, CheckpointError):
+        index.unlink(missing_ok=True)
+    try:
         runner.run_outside(["read-tree", "HEAD"], cwd=target)
     except CheckpointError:
         shutil.rmtree(target / ".git", ignore_errors=True)

@@ -5,6 +5,7 @@ read."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -61,3 +62,85 @@ def test_a_copy_of_a_folder_without_a_repository_has_none(tmp_path: Path) -> Non
     store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
     assert not (copy / ".git").exists()
     assert (copy / "a.txt").read_text() == "a\n"
+
+
+def _index_sizes(folder: Path) -> dict[str, int]:
+    """Each entry of the folder's Git index and the file size its stat data records (0: no
+    stat data, Git hashes the file to know whether it changed)."""
+    sizes: dict[str, int] = {}
+    name = ""
+    for line in user_git(folder, "ls-files", "--debug").splitlines():
+        if not line.startswith(" "):
+            name = line
+        elif line.strip().startswith("size:"):
+            sizes[name] = int(line.split()[1])
+    return sizes
+
+
+def _racy_by_the_second(tmp_path: Path) -> bool:
+    """Whether this Git takes a file written in the same second as its index as possibly
+    changed (a build without nanosecond times): it then keeps no stat data for it."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    user_git(probe, "init", "-q")
+    (probe / "a.txt").write_text("a\n")
+    user_git(probe, "add", "a.txt")
+    return _index_sizes(probe)["a.txt"] == 0
+
+
+def _committed_repository(folder: Path) -> None:
+    folder.mkdir()
+    user_git(folder, "init", "-q")
+    for n in range(5):
+        (folder / f"f{n}.txt").write_text(f"file {n}\n" * (n + 1))
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    (folder / "f0.txt").write_text("changed in the work tree\n")
+    (folder / "new.txt").write_text("untracked\n")
+
+
+def test_the_copys_index_keeps_what_was_just_checked_out(tmp_path: Path) -> None:
+    """The clone's index is at HEAD with the stat data of each file checked out unchanged,
+    so the user's first ``git status`` there (and the copy's first snapshot) need not hash
+    every file; a file that differs from HEAD has none, and a change made later is seen."""
+    folder = tmp_path / "repo"
+    _committed_repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+
+    sizes = _index_sizes(copy)
+    assert sizes.pop("f0.txt") == 0  # HEAD's entry: the copy's file is the snapshot's
+    kept = {f"f{n}.txt": (copy / f"f{n}.txt").stat().st_size for n in range(1, 5)}
+    if _racy_by_the_second(tmp_path):
+        # A Git that compares whole seconds smudges entries written in the index's second
+        # (it hashes them next time): only whether each is the file's or none is known.
+        assert all(sizes[name] in (0, size) for name, size in kept.items())
+    else:
+        assert sizes == kept
+    assert _status(copy) == [" M f0.txt", "?? new.txt"]
+    # Same size, the old modification time put back: the stat data does not hide it.
+    target = copy / "f2.txt"
+    before = target.stat()
+    target.write_text(target.read_text().upper())
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert _status(copy) == [" M f0.txt", " M f2.txt", "?? new.txt"]
+
+
+def test_without_the_checked_out_stat_data_the_copys_index_is_heads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "repo"
+    _committed_repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+
+    def no_copy(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfile", no_copy)
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert set(_index_sizes(copy).values()) == {0}
+    assert _status(copy) == [" M f0.txt", "?? new.txt"]
