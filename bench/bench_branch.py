@@ -8,7 +8,9 @@ interleaved rounds:
 - **restore**: what ``maka resume --restore-to`` does with the snapshot: ``materialize`` the tree
   into a new folder, then ``observe`` it (the check a branch also makes), each timed, and the
   bytes that check writes into the copy's new private repository (objects only that
-  repository holds: a linked one is shared with the source's);
+  repository holds: a linked one is shared with the source's); with ``--git`` the folder is a
+  user's repository (committed, packed, 10 files changed, one added) and the user's first
+  ``git status`` in each copy is timed too;
 - **branch**: ``BranchService.plan`` + ``execute`` at the run's ending: the plan (boundaries, the
   prefix and its digest, the replay gates), the same materialize + verify, and the admission;
 - **admission alone**: the ledger write of the branch (one session row, one fact row), median
@@ -17,6 +19,7 @@ interleaved rounds:
 Prints medians in milliseconds (wall clock). Usage::
 
     .venv/bin/python -m bench.bench_branch [--events 10000] [--files 10000] [--rounds 3]
+        [--kb 0] [--git]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.bench_checkpoints import _user_git
 from runtime.agent.event_builders import EventBuilder, RunIdentity
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.continuation.branch_service import BranchService
@@ -45,12 +49,24 @@ def _now() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _folder(root: Path, files: int) -> Path:
+def _folder(root: Path, files: int, kb: int, git: bool) -> Path:
+    """``files`` files of about ``kb`` KB (80 bytes with 0); with ``git``, a user's repository:
+    committed, packed by ``gc``, then 10 files changed and one added."""
     work = root / "work"
     for index in range(files):
         sub = work / f"d{index % 100:02d}"
         sub.mkdir(parents=True, exist_ok=True)
-        (sub / f"f{index:05d}.txt").write_text(f"file {index}\n" * 8)
+        line = f"file {index}\n"
+        body = (line * (kb * 1024 // len(line) + 1))[: kb * 1024] if kb else line * 8
+        (sub / f"f{index:05d}.txt").write_text(body)
+    if git:
+        _user_git(work, "init", "-q")
+        _user_git(work, "add", "-A")
+        _user_git(work, "-c", "gc.auto=0", "commit", "-q", "-m", "first")
+        _user_git(work, "gc", "-q")
+        for index in range(10):
+            (work / f"d{index:02d}" / f"f{index:05d}.txt").write_text(f"changed {index}\n")
+        (work / "untracked.txt").write_text("new\n")
     return work
 
 
@@ -119,10 +135,12 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--kb", type=int, default=0, help="file size in KB (0: 80 bytes)")
+    parser.add_argument("--git", action="store_true", help="the folder is a Git repository")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="maka-bench-branch-"))
     try:
-        work = _folder(root, args.files)
+        work = _folder(root, args.files, args.kb, args.git)
         data = root / "data"
         store = open_store(data)
         store.set_synchronous(Synchronous.NORMAL)
@@ -141,6 +159,7 @@ def main() -> None:
         copied: list[float] = []
         checked: list[float] = []
         written: list[int] = []
+        statuses: list[float] = []
         branch: list[float] = []
         for round_ in range(args.rounds):
             target = root / f"restored-{round_}"
@@ -152,6 +171,8 @@ def main() -> None:
                 )
 
             copied.append(_timed(copy_files))
+            if args.git:  # the user's first look at the copy, before anything else reads it
+                statuses.append(_timed(lambda: _user_git(target, "status", "--porcelain")))  # noqa: B023
             before = _store_bytes(carrier.git_dir(identities[0]))
             checked.append(
                 _timed(lambda: carrier.observe(target.resolve(), identities[0]))  # noqa: B023
@@ -185,6 +206,8 @@ def main() -> None:
             f"{statistics.median(checked):8.1f} ms, writing "
             f"{statistics.median(written) / 1024:.0f} KB of disk into the copy's store"
         )
+        if statuses:
+            print(f"  first git status in the copy, median: {statistics.median(statuses):8.1f} ms")
         print(f"branch (plan + copy + verify + admit), median:     {b:8.1f} ms  ({b / r:.2f}x)")
         print(
             f"branch admission (ledger write, median of 7): {admission['full']:.2f} ms at "
