@@ -111,6 +111,7 @@ from runtime.ledger.database_url import masked_database_url
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
+from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.store_ports import RunHeader, RunStatus
 from runtime.ledger.timeline_pins import SessionTimeline
 from runtime.providers.provider_port import Provider
@@ -476,11 +477,15 @@ class DesktopServices:
             # user yet (docs/design/recovery.md sections 8 and 9): its card offers no choice
             # until it ends.
             running_ops = {record.operation_id for record in self._survivors(session_id)}
+            # The calls so far, named by what they did: a restored copy's mark in a later run
+            # names the calls it predates as the user knows them (the command), not by id.
+            subjects: dict[str, str] = {}
             for header in _ordered(self._store.list_session_runs(session_id)):
                 events = [row.event for row in self._store.read_run_events(header.run_id)]
                 source = header.continuation_source or {}
                 source_run = source.get("sourceRunId") or source.get("runId")
-                entries = transcript_of_run(events)
+                entries = transcript_of_run(events, subjects)
+                subjects.update(call_subjects(events))
                 settleable_in(entries, header, epoch)
                 if running_ops:
                     entries = [

@@ -46,7 +46,6 @@ from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.store_ports import (
-    LedgerReader,
     LedgerStore,
     RunHeader,
     RunStatus,
@@ -182,8 +181,7 @@ class SessionService:
         return list_session_overviews(self._store)
 
     def transcript(self, session_id: str) -> list[TranscriptEntry]:
-        self.get_session(session_id)
-        return session_transcript(self._store, session_id)
+        return [entry for _, entry in self.transcript_by_run(session_id) if entry is not None]
 
     @property
     def store(self) -> LedgerStore:
@@ -366,11 +364,3 @@ class SessionService:
 
 def _constant(settings: RunSettings) -> Callable[[], RunSettings]:
     return lambda: settings
-
-
-def session_transcript(reader: LedgerReader, session_id: str) -> list[TranscriptEntry]:
-    entries: list[TranscriptEntry] = []
-    for header in ordered_runs(reader.list_session_runs(session_id)):
-        events = [row.event for row in reader.read_run_events(header.run_id)]
-        entries.extend(transcript_of_run(events))
-    return entries

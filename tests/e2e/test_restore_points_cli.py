@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from app.host.desktop_services import DesktopServices
+from storage.ledger.ledger_store import open_store
 from tests.e2e.test_workspace_decisions_cli import Drill, _files
 from tests.helpers.maka_run import committed_runs, maka
 
@@ -100,6 +102,15 @@ def test_a_copy_of_a_stale_snapshot_says_it_predates_the_last_command(tmp_path: 
     assert transition["restorePoint"] == "before_later_calls"
     assert transition["laterCalls"] == [{"toolName": "bash", "toolCallId": "c1"}]
     assert transition["checkpointRef"] == _checkpoints(runs[0][1])[-1]["checkpointRef"]
+    # The desktop's transcript marks the continuation in the same words: the command, as the
+    # user knows it from the earlier run, not the call's id.
+    services = DesktopServices(open_store(drill.data), drill.data, safe_resume_enabled=True)
+    try:
+        services.recover_at_startup()
+        texts = [getattr(item, "text", "") for item in services.open_session(drill.session).items]
+    finally:
+        services.close()
+    assert f"Continued in a restored copy at {copy}, holding {STALE_REFLECTS}." in texts
 
 
 def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Path) -> None:
