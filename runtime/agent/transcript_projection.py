@@ -156,7 +156,8 @@ def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
     code = str(failure) if failure else (str(delta.get("stopReason")) or None)
     if not message:
         message = {
-            "app_restarted": "the app stopped while this turn was running",
+            # The desktop, a ``maka run`` or a host: whichever ran the turn, Maka stopped.
+            "app_restarted": "Maka stopped while this turn was running",
         }.get(str(failure), f"the turn ended: {status}")
     return TranscriptEntry("notice", event["id"], run_id, text=message, level=level, code=code)
 

@@ -155,3 +155,18 @@ def test_a_cancelled_turn_ends_with_a_calm_notice_and_a_stopped_card() -> None:
     dumped = notices[0].model_dump(by_alias=False)
     assert dumped["code"] == "cancelled_by_user"
     assert dumped["level"] is NoticeLevel.INFO
+
+
+def test_a_run_recovery_ended_says_maka_stopped_whoever_ran_it() -> None:
+    """A turn a killed ``maka run`` left is ended by the next start's recovery as a killed
+    desktop's is: the notice blames neither the app nor the terminal, both run Maka."""
+    ending = terminal(
+        IDS,
+        status="failed",
+        state_delta={"failureClass": "app_restarted", "recoveryReason": "x", "recovered": True},
+    )
+    [notice] = [
+        e for e in transcript_of_run([user_text("go", ids=IDS), ending]) if e.type == "notice"
+    ]
+    assert notice.text == "Maka stopped while this turn was running"
+    assert notice.code == "app_restarted" and notice.level == "error"
