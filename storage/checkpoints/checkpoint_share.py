@@ -38,10 +38,22 @@ def share_objects(runner: GitRunner, source: Path, target: Path, object_ids: Ite
     repositories of the same data folder. Raises ``OSError`` or ``CheckpointError``."""
     source_objects = os.fspath(source / "objects")
     target_objects = os.fspath(target / "objects")
+    wanted = list(dict.fromkeys(object_ids))
+    # What the source holds loose, read per folder: one listing each instead of a failed
+    # link per packed object.
+    loose: set[str] = set()
+    for fan in {object_id[:2] for object_id in wanted}:
+        try:
+            loose.update(fan + name for name in os.listdir(os.path.join(source_objects, fan)))
+        except OSError:
+            continue  # none loose there
     fans: set[str] = set()
     rest: list[str] = []
     linked = 0
-    for object_id in dict.fromkeys(object_ids):
+    for object_id in wanted:
+        if object_id not in loose:
+            rest.append(object_id)  # packed, or borrowed from the user's repository
+            continue
         fan, name = object_id[:2], object_id[2:]
         if fan not in fans:
             os.makedirs(os.path.join(target_objects, fan), exist_ok=True)
@@ -57,7 +69,7 @@ def share_objects(runner: GitRunner, source: Path, target: Path, object_ids: Ite
         except FileExistsError:
             continue  # already held
         except OSError:
-            # Not loose there (packed, or borrowed), or no link to be had on this file system.
+            # Gone meanwhile (packed by a gc), or no link to be had on this file system.
             rest.append(object_id)
     if rest:
         pack = Path(target_objects) / "pack"
