@@ -5,12 +5,17 @@ files and writes none of them again, and the new repository depends on no other.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints import checkpoint_share
 from storage.checkpoints.checkpoint_borrow import ALTERNATES
+from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_permissions import RECORD_PATH
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from storage.checkpoints.checkpoint_verify import tree_objects
@@ -142,3 +147,50 @@ def test_a_share_that_fails_leaves_the_copy_to_write_its_objects(
     assert (copy / "a.txt").read_text() == "alpha\n"
     assert store.observe(copy, made).tree_id == snapshot.tree_id
     assert store.verify_snapshots(made, [snapshot.tree_id]) == {snapshot.tree_id: []}
+
+
+class _PackFails:
+    """A runner whose every command fails, as a pack cut short by a full disk would."""
+
+    def run(self, *args: object, **kwargs: object) -> bytes:
+        raise CheckpointError(CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "pack-objects died")
+
+
+def test_a_share_cut_short_leaves_the_rest_to_the_copys_first_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half the objects linked, then the pack of the rest fails: the copy is made, its first
+    look writes what is missing, and its repository holds the whole snapshot."""
+    folder = tmp_path / "plain"
+    (folder / "sub").mkdir(parents=True)
+    for n in range(30):
+        (folder / "sub" / f"{n}.txt").write_text(f"{n}\n" * 30)
+    store = GitCheckpointStore(tmp_path / "data")
+    identity = resolve_workspace_identity(folder).identity
+    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+    real_link, real_share = checkpoint_share._link, checkpoint_share.share_objects
+    calls = [0]
+
+    def every_other(source: str, target: str) -> None:
+        calls[0] += 1
+        if calls[0] % 2:
+            raise PermissionError(1, "Operation not permitted")
+        real_link(source, target)
+
+    def cut_short(runner: object, source: Path, target: Path, ids: Iterable[str]) -> int:
+        return real_share(cast(GitRunner, _PackFails()), source, target, ids)
+
+    monkeypatch.setattr(checkpoint_share, "_link", every_other)
+    monkeypatch.setattr("storage.checkpoints.checkpoint_store.share_objects", cut_short)
+    copy = tmp_path / "copy"
+    made = store.materialize(identity, snapshot.tree_id, copy, "s")
+    target = store.git_dir(made)
+    objects = [
+        oid
+        for oid, _ in tree_objects(store.git_runner(), store.git_dir(identity), snapshot.tree_id)
+    ]
+    shared = _loose(target)
+    assert 0 < len(shared) < len(objects)  # some shared, the rest not
+    assert not list((target / "objects" / "pack").glob("*.pack"))
+    assert store.observe(copy, made).tree_id == snapshot.tree_id
+    assert _held_without_alternates(target, objects) == []
