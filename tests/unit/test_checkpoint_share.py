@@ -11,7 +11,7 @@ from typing import cast
 
 import pytest
 
-from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.checkpoint_ports import CheckpointError, Snapshot
 from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints import checkpoint_share
 from storage.checkpoints.checkpoint_borrow import ALTERNATES
@@ -60,6 +60,18 @@ def _held_without_alternates(git_dir: Path, object_ids: list[str]) -> list[str]:
     return [line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")]
 
 
+def _plain_snapshot(tmp_path: Path, files: int) -> tuple[GitCheckpointStore, str, Snapshot]:
+    """A folder that is no Git repository (every object its store holds is loose), ``files``
+    files in ``sub/``, captured once: the store, the workspace identity, the snapshot."""
+    folder = tmp_path / "plain"
+    (folder / "sub").mkdir(parents=True)
+    for n in range(files):
+        (folder / "sub" / f"{n}.txt").write_text(f"{n}\n" * 30)
+    store = GitCheckpointStore(tmp_path / "data")
+    identity = resolve_workspace_identity(folder).identity
+    return store, identity, store.capture(folder, identity, "refs/maka/s/r/1", "m")
+
+
 def test_the_copys_repository_holds_the_snapshot_and_its_first_look_writes_nothing(
     tmp_path: Path,
 ) -> None:
@@ -102,13 +114,7 @@ def test_the_copys_repository_holds_the_snapshot_and_its_first_look_writes_nothi
 def test_without_links_the_objects_come_as_a_pack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "plain"
-    (folder / "sub").mkdir(parents=True)
-    for n in range(20):
-        (folder / "sub" / f"{n}.txt").write_text(f"{n}\n" * 30)
-    store = GitCheckpointStore(tmp_path / "data")
-    identity = resolve_workspace_identity(folder).identity
-    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+    store, identity, snapshot = _plain_snapshot(tmp_path, 20)
 
     def no_link(*args: object, **kwargs: object) -> None:
         raise PermissionError(1, "Operation not permitted")
@@ -131,12 +137,7 @@ def test_without_links_the_objects_come_as_a_pack(
 def test_a_share_that_fails_leaves_the_copy_to_write_its_objects(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "plain"
-    folder.mkdir()
-    (folder / "a.txt").write_text("alpha\n")
-    store = GitCheckpointStore(tmp_path / "data")
-    identity = resolve_workspace_identity(folder).identity
-    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+    store, identity, snapshot = _plain_snapshot(tmp_path, 1)
 
     def broken(*args: object, **kwargs: object) -> int:
         raise OSError(28, "No space left on device")
@@ -144,7 +145,7 @@ def test_a_share_that_fails_leaves_the_copy_to_write_its_objects(
     monkeypatch.setattr("storage.checkpoints.checkpoint_store.share_objects", broken)
     copy = tmp_path / "copy"
     made = store.materialize(identity, snapshot.tree_id, copy, "s")
-    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert (copy / "sub" / "0.txt").read_text() == "0\n" * 30
     assert store.observe(copy, made).tree_id == snapshot.tree_id
     assert store.verify_snapshots(made, [snapshot.tree_id]) == {snapshot.tree_id: []}
 
@@ -161,13 +162,7 @@ def test_a_share_cut_short_leaves_the_rest_to_the_copys_first_look(
 ) -> None:
     """Half the objects linked, then the pack of the rest fails: the copy is made, its first
     look writes what is missing, and its repository holds the whole snapshot."""
-    folder = tmp_path / "plain"
-    (folder / "sub").mkdir(parents=True)
-    for n in range(30):
-        (folder / "sub" / f"{n}.txt").write_text(f"{n}\n" * 30)
-    store = GitCheckpointStore(tmp_path / "data")
-    identity = resolve_workspace_identity(folder).identity
-    snapshot = store.capture(folder, identity, "refs/maka/s/r/1", "m")
+    store, identity, snapshot = _plain_snapshot(tmp_path, 30)
     real_link, real_share = checkpoint_share._link, checkpoint_share.share_objects
     calls = [0]
 
