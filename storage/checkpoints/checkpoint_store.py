@@ -113,7 +113,7 @@ from storage.checkpoints.checkpoint_presence import (
     snapshots_whole,
 )
 from storage.checkpoints.checkpoint_share import share_objects
-from storage.checkpoints.checkpoint_verify import DamagedObject, tree_objects, verify_trees
+from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
 
@@ -1035,10 +1035,16 @@ class GitCheckpointStore:
         """For each snapshot tree, the objects under it whose stored bytes are gone or do not
         hash to their names (empty: it is what it recorded); raises ``CheckpointError`` when
         Git cannot read them."""
+        checked = self._check_snapshots(workspace_identity, trees)
+        return {tree: check.damaged for tree, check in checked.items()}
+
+    def _check_snapshots(self, workspace_identity: str, trees: list[str]) -> dict[str, TreeCheck]:
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():
-            return {tree: [DamagedObject(tree, "", True)] for tree in trees}
-        return verify_trees(self._git_runner(), git_dir, trees)
+            return {
+                tree: TreeCheck([(tree, "")], [DamagedObject(tree, "", True)]) for tree in trees
+            }
+        return check_trees(self._git_runner(), git_dir, trees)
 
     # ---- isolated restore ----------------------------------------------------------------------
     def materialize(
@@ -1063,7 +1069,8 @@ class GitCheckpointStore:
         )
 
         target = Path(os.path.abspath(target))
-        damaged = self.verify_snapshots(workspace_identity, [tree_id])[tree_id]
+        checked = self._check_snapshots(workspace_identity, [tree_id])[tree_id]
+        damaged = checked.damaged
         if damaged:
             # Checked before anything is written: a copy never holds bytes the snapshot did
             # not record.
@@ -1111,14 +1118,13 @@ class GitCheckpointStore:
             )
             if cloned:
                 _index_at_head(runner, scratch, target)
-            objects = tree_objects(runner, git_dir, tree_id)
-            create_empty_dirs(runner, git_dir, objects, target)
+            create_empty_dirs(runner, git_dir, checked.objects, target)
             if record is not None:
                 apply_record(record, target)
             identity = resolve_workspace_identity(target).identity
             if record is not None:
                 apply_root(record, target)
-            self._share_snapshot(workspace_identity, identity, objects, target)
+            self._share_snapshot(workspace_identity, identity, checked.objects, target)
             return identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(

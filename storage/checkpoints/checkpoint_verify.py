@@ -32,26 +32,40 @@ class DamagedObject:
     missing: bool
 
 
+@dataclass(frozen=True, slots=True)
+class TreeCheck:
+    """One snapshot tree checked: every object under it with its path (``tree_objects``), and
+    those missing or not hashing to their names (empty: the bytes are what it recorded)."""
+
+    objects: list[tuple[str, str]]
+    damaged: list[DamagedObject]
+
+
 def verify_trees(
     runner: GitRunner, git_dir: Path, trees: Iterable[str]
 ) -> dict[str, list[DamagedObject]]:
     """For each tree id, the objects under it that are missing or do not hash to their name
-    (an empty list: the snapshot's bytes are what it recorded). Objects shared between the
-    trees are read once."""
-    wanted: dict[str, list[tuple[str, str]]] = {}
+    (an empty list: the snapshot's bytes are what it recorded)."""
+    return {tree: check.damaged for tree, check in check_trees(runner, git_dir, trees).items()}
+
+
+def check_trees(runner: GitRunner, git_dir: Path, trees: Iterable[str]) -> dict[str, TreeCheck]:
+    """Each tree checked (``TreeCheck``); objects shared between the trees are read once."""
+    wanted = {tree: tree_objects(runner, git_dir, tree) for tree in dict.fromkeys(trees)}
     every: dict[str, str] = {}
-    for tree in dict.fromkeys(trees):
-        objects = tree_objects(runner, git_dir, tree)
-        wanted[tree] = objects
+    for objects in wanted.values():
         for object_id, path in objects:
             every.setdefault(object_id, path)
     bad = _bad_objects(runner, git_dir, list(every))
     return {
-        tree: [
-            DamagedObject(object_id, path, bad[object_id])
-            for object_id, path in objects
-            if object_id in bad
-        ]
+        tree: TreeCheck(
+            objects,
+            [
+                DamagedObject(object_id, path, bad[object_id])
+                for object_id, path in objects
+                if object_id in bad
+            ],
+        )
         for tree, objects in wanted.items()
     }
 
