@@ -239,5 +239,10 @@ def resume_session(  # noqa: C901
     else:
         if moved and target is not None:
             print(f"Continued in a restored copy at {target.cwd}; {cwd} was left as it is.")
+            from app.commands.copy_note import copy_repository_note
+
+            note = copy_repository_note(cwd, target.cwd)
+            if note is not None:
+                print(note)
         print(f"\ncontinuation run {result.target_run_id} ended {result.status.value}")
     return EXIT_OK if result.status is RunStatus.COMPLETED else EXIT_ERROR

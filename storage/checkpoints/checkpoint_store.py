@@ -1425,30 +1425,43 @@ def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) ->
 def _clone_into(runner: GitRunner, source: Path, target: Path) -> bool:
     """A local clone of the user's repository at ``source`` in the (empty) ``target``, no
     file checked out (the snapshot's files come next, then its index: ``_index_at_head``);
-    whether one was made. Only a plain repository (a ``.git`` folder) with a HEAD is cloned;
-    the user's ``.git`` is read, not written (``--no-hardlinks``: not even a link count
-    changes). Anything else, or a clone that fails, leaves the copy without a repository, as
-    before."""
-    if not (source / ".git").is_dir():
+    whether one was made. A folder with a ``.git`` (a repository's own folder, or the file a
+    linked worktree or a submodule has naming theirs) and a HEAD is cloned; the user's Git
+    folder is read, not written (``--no-hardlinks``: not even a link count changes). A clone
+    that fails is tried once more (the user's own ``git gc`` removing a loose object while it
+    is copied fails it); failing again, or with no ``.git``, the copy has no repository."""
+    if not os.path.lexists(source / ".git"):
         return False
-    try:
-        runner.run_outside(
-            [
-                "clone",
-                "--quiet",
-                "--no-checkout",
-                "--no-hardlinks",
-                "--template=",
-                str(source),
-                ".",
-            ],
-            cwd=target,
-        )
-        runner.run_outside(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], cwd=target)
-    except CheckpointError:
-        shutil.rmtree(target / ".git", ignore_errors=True)
-        return False
-    return True
+    failure = ""
+    for _ in range(2):
+        try:
+            runner.run_outside(
+                [
+                    "clone",
+                    "--quiet",
+                    "--no-checkout",
+                    "--no-hardlinks",
+                    "--template=",
+                    str(source),
+                    ".",
+                ],
+                cwd=target,
+            )
+        except CheckpointError as error:
+            failure = error.message
+            shutil.rmtree(target / ".git", ignore_errors=True)
+            continue
+        try:
+            runner.run_outside(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], cwd=target)
+            return True
+        except CheckpointError:
+            failure = "the repository has no commit yet"
+            shutil.rmtree(target / ".git", ignore_errors=True)
+            break
+    _log.warning(
+        "the copy at %s has no Git repository: cloning %s failed: %s", target, source, failure
+    )
+    return False
 
 
 def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:

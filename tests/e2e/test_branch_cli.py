@@ -402,3 +402,40 @@ def test_the_folder_a_branch_lives_in_is_not_called_an_abandoned_copy(tmp_path: 
     doctor = maka(["doctor"], src.data, env=src.env)
     assert doctor.returncode == 0, doctor.stdout
     assert "workspace_restore_abandoned" not in doctor.stdout
+
+
+def test_a_linked_worktrees_branch_is_a_clone_and_says_so(tmp_path: Path) -> None:
+    """A session in a ``git worktree`` folder (its ``.git`` a file naming the repository):
+    the branch's copy is a clone at that worktree's commit with the snapshot's files on top,
+    and ``maka branch`` says what the copy holds."""
+    main = tmp_path / "main"
+    main.mkdir()
+    (main / "a.txt").write_text("alpha\n")
+    user_git(main, "init", "-q")
+    user_git(main, "add", "a.txt")
+    user_git(main, "commit", "-qm", "first")
+    work = tmp_path / "work"
+    user_git(main, "worktree", "add", "-q", "-b", "feature", str(work))
+    (work / "a.txt").write_text("alpha, changed on the feature\n")
+    data = tmp_path / "data"
+    script = write_script(tmp_path / "source.json", SOURCE)
+    env = scripted_env(script, tmp_path / "requests.jsonl", checkpoints=True)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "write"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    second = maka(["run", "--session", session, "--permission-mode", "auto", "rm"], data, env=env)
+    assert second.returncode == 0, second.stderr
+    assert not (work / "a.txt").exists()
+    listing = json.loads(maka(["branch", session, "--json"], data, env=env).stdout)
+    before_delete = _ending_of_first_run(listing["boundaries"])
+
+    copy = tmp_path / "copy"
+    at = before_delete["eventId"]
+    made = maka(["branch", session, "--at", at, "--to", str(copy)], data, env=env)
+    assert made.returncode == 0, made.stderr
+    assert "The copy is a clone of your Git repository" in made.stdout
+    assert (copy / "notes.txt").read_text() == "kept\n"
+    assert user_git(copy, "log", "--format=%s") == "first\n"
+    status = sorted(user_git(copy, "status", "--porcelain").splitlines())
+    assert status == [" M a.txt", "?? notes.txt"]
+    assert not (work / "notes.txt").exists()

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import CheckpointFailureCode
+from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from tests.helpers.user_git import user_git
 from tests.unit.test_checkpoint_store import _tree_state
@@ -144,3 +148,68 @@ def test_without_the_checked_out_stat_data_the_copys_index_is_heads(
     store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
     assert set(_index_sizes(copy).values()) == {0}
     assert _status(copy) == [" M f0.txt", "?? new.txt"]
+
+
+def test_a_linked_worktrees_copy_is_a_clone_at_its_head(tmp_path: Path) -> None:
+    """A folder whose ``.git`` is a file naming the repository (``git worktree add``) is as
+    much a Git repository to its user: the copy is a clone at that worktree's HEAD, and the
+    repository it shares is only read."""
+    main = tmp_path / "main"
+    _committed_repository(main)
+    user_git(main, "add", ".")
+    user_git(main, "commit", "-q", "-m", "on main")
+    user_git(main, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "feature"))
+    folder = tmp_path / "feature"
+    (folder / "f1.txt").write_text("feature work\n")
+    user_git(folder, "commit", "-q", "-am", "on feature")
+    (folder / "f2.txt").write_text("not committed\n")
+    (folder / "mine.txt").write_text("untracked\n")
+    assert (folder / ".git").is_file()
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    status = _status(folder)
+    assert status == [" M f2.txt", "?? mine.txt"]
+    before = _tree_state(main / ".git")
+
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert _tree_state(main / ".git") == before
+    assert (copy / ".git").is_dir()
+    assert _status(copy) == status
+    assert user_git(copy, "diff") == user_git(folder, "diff")
+    assert user_git(copy, "log", "--format=%s") == "on feature\non main\nfirst\n"
+
+
+def test_a_clone_that_fails_once_is_made_on_the_second_try(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's own ``git gc`` can remove a loose object while the clone copies it; the
+    clone is tried once more. Failing twice, the copy is made without a repository."""
+    folder = tmp_path / "repo"
+    _committed_repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    real = GitRunner.run_outside
+    failures = {"left": 1}
+
+    def flaky(self: GitRunner, args: Sequence[str], *, cwd: Path) -> bytes:
+        if args[0] == "clone" and failures["left"]:
+            failures["left"] -= 1
+            (cwd / ".git").mkdir()  # what a clone cut short leaves
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "fatal: unable to copy objects"
+            )
+        return real(self, args, cwd=cwd)
+
+    monkeypatch.setattr(GitRunner, "run_outside", flaky)
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert failures["left"] == 0
+    assert _status(copy) == [" M f0.txt", "?? new.txt"]
+
+    failures["left"] = 2
+    again = tmp_path / "again"
+    store.materialize(WS, snapshot.tree_id, again, "s", source=folder)
+    assert failures["left"] == 0
+    assert not (again / ".git").exists()
+    assert (again / "f0.txt").read_text() == "changed in the work tree\n"

@@ -1,0 +1,22 @@
+"""What a restored or branched copy of a Git repository holds, said once it is made: the copy
+of a folder with a ``.git`` is a clone of it (``storage/checkpoints``), unless cloning failed,
+and the user is told either way (checked on the copy itself, so it is true when printed)."""
+
+from __future__ import annotations
+
+import os
+
+
+def copy_repository_note(source: str, copy: str) -> str | None:
+    """None when ``source`` is not a Git repository (its copy never has one)."""
+    if not os.path.lexists(os.path.join(source, ".git")):
+        return None
+    if os.path.isdir(os.path.join(copy, ".git")):
+        return (
+            "The copy is a clone of your Git repository at its current commit with the "
+            "snapshot's files on top: git status and git diff there compare them with that commit."
+        )
+    return (
+        "The copy has no Git repository: cloning yours failed (or it has no commit yet), so "
+        "git status and git diff do not work there; its files are the snapshot's."
+    )
