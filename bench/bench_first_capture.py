@@ -16,7 +16,9 @@ issue "Snapshots you can rely on" is <= 2x), and every round's figure.
 Usage::
 
     python -m bench.bench_first_capture OLD_CHECKOUT [NEW_CHECKOUT] [--files 10000] [--kb 20]
-        [--rounds 15] [--captures 3] [--store-dir /dev/shm]
+        [--rounds 15] [--captures 3] [--store-dir /dev/shm] [--worktree]
+
+``--worktree`` captures a linked worktree of the repository (``git worktree add``) instead.
 
 ``NEW_CHECKOUT`` defaults to this checkout; ``git worktree add DIR COMMIT`` makes an old one.
 """
@@ -64,16 +66,24 @@ print(statistics.median(found))
 """
 
 
-def _repository(work: Path, files: int, kb: int) -> None:
+def _repository(work: Path, files: int, kb: int, linked: Path | None) -> Path:
+    """The repository, or with ``linked`` a linked worktree of it there (its ``.git`` a file
+    naming the repository), with the changes; the folder the captures are of."""
     work.mkdir()
     paths = generate(work, files, files * kb * 1024)
     _user_git(work, "init", "-q")
     _user_git(work, "add", "-A")
     # Git's automatic gc runs to its end first (detached, it would run during the captures).
     _user_git(work, "-c", "gc.autoDetach=false", "commit", "-q", "-m", "bench")
+    folder = work
+    if linked is not None:
+        _user_git(work, "worktree", "add", "-q", "--detach", str(linked))
+        paths = [linked / path.relative_to(work) for path in paths]
+        folder = linked
     edit(paths, 10, random.Random(1))
-    (work / "untracked.txt").write_text("new\n")
+    (folder / "untracked.txt").write_text("new\n")
     time.sleep(_AGE_S)
+    return folder
 
 
 def _worker(root: Path, repo: Path, captures: int, store_dir: str) -> float:
@@ -96,13 +106,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--captures", type=int, default=3)
     parser.add_argument("--store-dir", default="/dev/shm" if Path("/dev/shm").is_dir() else "")
+    parser.add_argument(
+        "--worktree", action="store_true", help="capture a linked worktree of the repository"
+    )
     args = parser.parse_args()
     roots = [args.old.resolve(), args.new.resolve()]
     with tempfile.TemporaryDirectory(prefix="maka-bench-first-") as scratch:
-        repo = Path(scratch) / "work"
-        _repository(repo, args.files, args.kb)
+        linked = Path(scratch) / "linked" if args.worktree else None
+        repo = _repository(Path(scratch) / "work", args.files, args.kb, linked)
         print(
-            f"{args.files:,} files of about {args.kb} KB; stores in {args.store_dir or 'TMPDIR'};"
+            f"{args.files:,} files of about {args.kb} KB"
+            f"{' in a linked worktree' if linked else ''}; stores in {args.store_dir or 'TMPDIR'};"
             f" load average {os.getloadavg()[0]:.2f}"
         )
         found: dict[Path, list[float]] = {root: [] for root in roots}

@@ -72,25 +72,72 @@ ALTERNATES_ASIDE = "alternates.absorbing"
 _TREE_EXTENSION = re.compile(rb"TREE(.{4})(?=\0(?:-1|\d+) \d+\n)", re.S)
 
 
-def user_git_dir(folder: Path) -> Path | None:
-    """The folder's own ``.git`` folder when it is a plain repository (a ``.git`` folder with an
-    index and an object store, SHA-1 objects); None otherwise (no repository, a worktree's
-    ``.git`` file, a bare or odd layout)."""
-    git_dir = folder / ".git"
+@dataclass(frozen=True, slots=True)
+class UserRepository:
+    """What a seed reads of the folder's own Git: the index of the folder's work tree (in
+    ``git_dir``), and the folder holding the object store, the configuration and ``info``
+    (``common``: the main repository's ``.git`` for a linked worktree, else ``git_dir``)."""
+
+    git_dir: Path
+    common: Path
+
+    @property
+    def configs(self) -> list[Path]:
+        """The repository's configuration files (a worktree's own one too)."""
+        own = self.git_dir / "config.worktree"
+        return [self.common / "config", *([own] if own != self.common / "config" else [])]
+
+
+def user_repository(folder: Path) -> UserRepository | None:
+    """The folder's own repository when it is a plain one: a ``.git`` folder, or the ``.git``
+    file of a linked worktree or a submodule naming one, with an index and an object store of
+    SHA-1 objects; None otherwise (no repository, a bare or odd layout, another object format,
+    a partial clone)."""
+    dot = folder / ".git"
     try:
-        if not stat.S_ISDIR(os.lstat(git_dir).st_mode):
+        mode = os.lstat(dot).st_mode
+        if stat.S_ISDIR(mode):
+            git_dir = dot
+        elif stat.S_ISREG(mode):
+            git_dir = _named_git_dir(dot)
+            if git_dir is None:
+                return None
+        else:
             return None
-        if not (git_dir / "index").is_file() or not (git_dir / "objects").is_dir():
+        common = git_dir
+        if (git_dir / "commondir").is_file():
+            named = (git_dir / "commondir").read_text("utf-8").strip()
+            common = Path(os.path.normpath(git_dir / named)) if named else git_dir
+        if not (git_dir / "index").is_file() or not (common / "objects").is_dir():
             return None
-        config = (git_dir / "config").read_text("utf-8", "replace").lower()
+        user = UserRepository(git_dir, common)
+        config = "".join(_read_text(path) for path in user.configs).lower()
     except OSError:
         return None
     compact = config.replace(" ", "").replace("\t", "")
     if "objectformat" in compact:
         return None  # another object format than the private repository's
-    if "partialclone" in compact or any((git_dir / "objects" / "pack").glob("*.promisor")):
+    if "partialclone" in compact or any((common / "objects" / "pack").glob("*.promisor")):
         return None  # a partial clone: objects its index names may not be there
-    return git_dir
+    return user
+
+
+def _named_git_dir(dot: Path) -> Path | None:
+    """The folder a ``.git`` file names (``gitdir: <path>``, relative to the file's folder)."""
+    with open(dot, "rb") as handle:
+        text = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+    if not text.startswith("gitdir:") or "\n" in text:
+        return None
+    named = Path(text.removeprefix("gitdir:").strip())
+    git_dir = Path(os.path.normpath(dot.parent / named))
+    return git_dir if git_dir.is_dir() else None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
 
 
 def borrowed_from(git_dir: Path) -> Path | None:
@@ -121,13 +168,13 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
     """Seed the (missing) private ``index`` from the user's and borrow their object store;
     None when no seed was made. Never raises for the user's side: a seed that cannot be made
     leaves no index and borrows nothing."""
-    user = user_git_dir(folder)
+    user = user_repository(folder)
     if user is None or index.exists():
         return None
     scratch = index.with_name(index.name + ".seed")
     try:
-        info = os.stat(user / "index")
-        with open(user / "index", "rb") as source:
+        info = os.stat(user.git_dir / "index")
+        with open(user.git_dir / "index", "rb") as source:
             data = source.read()
         if not data.startswith(_INDEX_SIGNATURE):
             return None
@@ -156,7 +203,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         alternates = git_dir / ALTERNATES
         alternates.parent.mkdir(parents=True, exist_ok=True)
         with open(alternates, "w", encoding="utf-8", opener=private_opener) as out:
-            out.write(os.path.realpath(user / "objects") + "\n")
+            out.write(os.path.realpath(user.common / "objects") + "\n")
         if conversions == _SIZES:
             converted = _converted(runner, git_dir, scratch, _blobs(listed))
             if converted is None:
@@ -291,7 +338,7 @@ _FILTERING = re.compile(rb"(?<![\w-])(filter|ident|working-tree-encoding)(?![\w-
 _LINE_ENDINGS = re.compile(rb"(?<![\w-])(text|eol|crlf)(?![\w-])")
 
 
-def _conversions(folder: Path, user: Path, attributes_files: list[str]) -> str | None:
+def _conversions(folder: Path, user: UserRepository, attributes_files: list[str]) -> str | None:
     """Whether the user's Git may have stored the index's files converted, so that a blob the
     index names is not the file's bytes: ``refuse`` (a filter, ``ident`` or an encoding: no
     seed), ``sizes`` (line endings: each entry whose recorded size differs from its blob's is
@@ -302,8 +349,8 @@ def _conversions(folder: Path, user: Path, attributes_files: list[str]) -> str |
     line endings, always ``sizes``)."""
     home = Path(os.path.expanduser("~"))
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
-    configs = [user / "config", home / ".gitconfig", xdg / "config", Path("/etc/gitconfig")]
-    attributes = [user / "info" / "attributes", xdg / "attributes"]
+    configs = [*user.configs, home / ".gitconfig", xdg / "config", Path("/etc/gitconfig")]
+    attributes = [user.common / "info" / "attributes", xdg / "attributes"]
     attributes += [folder / name for name in attributes_files]
     line_endings = sys.platform == "win32"
     for config in configs:

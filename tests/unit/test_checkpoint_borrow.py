@@ -482,3 +482,80 @@ def test_a_copied_repository_is_not_written_again_file_by_file(tmp_path: Path) -
     kinds = sorted(zlib.decompress(path.read_bytes()).split(b" ", 1)[0] for path in written)
     # The changed file, the new one and the permission record; the commit; three trees.
     assert kinds.count(b"blob") == 3, kinds
+
+
+def _linked(tmp_path: Path, kind: str) -> tuple[Path, Path]:
+    """A folder whose ``.git`` is a file naming its repository: a linked worktree of a
+    repository, or a submodule of a superproject. The folder and the ``.git`` folder its
+    objects are in."""
+    main = tmp_path / "main"
+    _repository(main)
+    user_git(main, "add", ".")
+    user_git(main, "commit", "-q", "-m", "second")
+    if kind == "worktree":
+        folder = tmp_path / "feature"
+        user_git(main, "worktree", "add", "-q", "-b", "feature", str(folder))
+        objects_in = main / ".git"
+    else:
+        top = tmp_path / "super"
+        top.mkdir()
+        user_git(top, "init", "-q")
+        user_git(
+            top, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(main), "sub"
+        )
+        user_git(top, "commit", "-q", "-m", "with a submodule")
+        folder = top / "sub"
+        objects_in = top / ".git" / "modules" / "sub"
+    assert (folder / ".git").is_file()
+    (folder / "pkg2" / "f2.txt").write_text("changed in this work tree\n")
+    (folder / "mine.txt").write_text("untracked here\n")
+    return folder, objects_in
+
+
+@pytest.mark.parametrize("kind", ["worktree", "submodule"])
+def test_a_folder_whose_git_is_a_file_borrows_its_repository(tmp_path: Path, kind: str) -> None:
+    """A linked worktree's (or a submodule's) ``.git`` is a file naming the repository; its
+    index is there and its objects in the repository's common folder: the first capture
+    borrows them as for a ``.git`` folder, writes the same snapshot as a capture from
+    scratch, and leaves the user's repository as it was."""
+    folder, objects_in = _linked(tmp_path, kind)
+    user_git(folder, "status", "--porcelain")  # the user's index as their Git keeps it
+    before = _state(objects_in)
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    assert (git_dir / ALTERNATES).read_text().splitlines()[0] == os.path.realpath(
+        objects_in / "objects"
+    )
+    assert _loose_count(git_dir) < 15, "the unchanged files' objects are borrowed"
+    assert _state(objects_in) == before
+    shown = user_git(tmp_path, "--git-dir", str(git_dir), "show", f"{snap.tree_id}:pkg2/f2.txt")
+    assert shown == "changed in this work tree\n"
+
+    fresh = GitCheckpointStore(tmp_path / "data2")
+    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
+    (folder / ".git").rename(tmp_path / "hidden.git")
+    try:
+        assert fresh.capture(folder, ws2, "refs/maka/s/r/1", "x").tree_id == snap.tree_id
+    finally:
+        (tmp_path / "hidden.git").rename(folder / ".git")
+    assert store.absorb_borrowed(WS)
+    assert not store.borrows(WS)
+    assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
+
+
+@pytest.mark.parametrize(
+    "body", [b"gitdir: nowhere\n", b"not a git file\n", b"gitdir: a\ngitdir: b\n", b""]
+)
+def test_a_git_file_that_names_no_repository_is_not_seeded(tmp_path: Path, body: bytes) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    (folder / ".git").write_bytes(body)
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    assert not store.borrows(WS)
+    names = user_git(
+        tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "--name-only", snap.tree_id
+    )
+    assert names.split() == [".maka", "a.txt"]  # the permission record, the file
