@@ -96,18 +96,16 @@ def user_repository(folder: Path) -> UserRepository | None:
     dot = folder / ".git"
     try:
         mode = os.lstat(dot).st_mode
-        if stat.S_ISDIR(mode):
-            git_dir = dot
-        elif stat.S_ISREG(mode):
-            git_dir = _named_git_dir(dot)
-            if git_dir is None:
-                return None
-        else:
+        named = dot if stat.S_ISDIR(mode) else None
+        if stat.S_ISREG(mode):
+            named = _named_git_dir(dot)
+        if named is None:
             return None
+        git_dir = named
         common = git_dir
         if (git_dir / "commondir").is_file():
-            named = (git_dir / "commondir").read_text("utf-8").strip()
-            common = Path(os.path.normpath(git_dir / named)) if named else git_dir
+            shared = (git_dir / "commondir").read_text("utf-8").strip()
+            common = Path(os.path.normpath(git_dir / shared)) if shared else git_dir
         if not (git_dir / "index").is_file() or not (common / "objects").is_dir():
             return None
         user = UserRepository(git_dir, common)
