@@ -9,6 +9,10 @@ younger than a day is pruned, so a capture that runs meanwhile loses nothing. Re
 are gone (objects pruned or removed by hand) are deleted first: they keep nothing, and Git will not
 prune while they exist. The desktop runs this in the background after its window shows.
 
+A restored or branched copy's store names the snapshot it was made from (``START_REF``) until
+it keeps a checkpoint of its own, so the objects it was given stay packed, not loosened by a gc
+and pruned a day later (to be written again by the copy's first snapshot).
+
 Checkpoint commits have no parent, so a deleted ref frees every object only it reached: the
 store stays bounded by what the kept snapshots hold. Stores from before kept a tip ref naming the
 newest checkpoint and chained each commit to the previous one; retention deletes that tip, and
@@ -26,7 +30,7 @@ from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import snapshot_fact
-from storage.checkpoints.checkpoint_store import TIP_REF, GitCheckpointStore
+from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpointStore
 
 _log = logging.getLogger(__name__)
 KEEP_LATEST_RUNS = 2
@@ -101,6 +105,9 @@ def run_retention(
             if doomed:
                 carrier.delete_refs(repository, doomed)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in doomed)
+            if len(refs) > len(doomed):
+                # A copy's store keeps a checkpoint of its own: what it started from may go.
+                carrier.delete_refs(repository, [START_REF])
             if prune:
                 carrier.prune(repository, PRUNE_EXPIRE)
                 result.pruned.append(repository.name)

@@ -120,6 +120,9 @@ from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
 TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
+# A restored or branched copy's store: the snapshot the copy was made from, so that the objects
+# it was given stay packed and kept until the copy has a checkpoint of its own (retention).
+START_REF = "refs/maka-start"
 RESTORES_LOG = "restores.jsonl"
 # The legacy marker at the top of the folder; the current one is in ``RECORD_DIR`` (``.maka``),
 # which the exclude rules leave out as a whole. The policy's wording is unchanged, so its hash
@@ -1124,7 +1127,7 @@ class GitCheckpointStore:
             identity = resolve_workspace_identity(target).identity
             if record is not None:
                 apply_root(record, target)
-            self._share_snapshot(workspace_identity, identity, checked.objects, target)
+            self._share_snapshot(workspace_identity, identity, tree_id, checked.objects, target)
             return identity
         except (OSError, WorkspaceMarkerError) as error:
             raise CheckpointError(
@@ -1137,12 +1140,14 @@ class GitCheckpointStore:
         self,
         from_identity: str,
         to_identity: str,
+        tree_id: str,
         objects: list[tuple[str, str]],
         folder: Path,
     ) -> None:
         """Give the copy's new private repository the snapshot's ``objects``
         (``checkpoint_share``), so that its first look hashes the files without writing them
-        again. Best effort: whatever fails, that look writes itself."""
+        again, and name the snapshot with ``START_REF`` there. Best effort: whatever fails,
+        that look writes itself."""
         if workspace_key(to_identity) == workspace_key(from_identity):
             return
         runner = self._git_runner()
@@ -1151,6 +1156,15 @@ class GitCheckpointStore:
             with self._locked(to_identity):
                 target = self._ensure_repo(to_identity, folder)
                 share_objects(runner, source, target, (oid for oid, _ in objects))
+                # Named by a ref, they stay packed and kept: with nothing naming them, a gc
+                # would turn the pack into one loose object per file, then prune them a day
+                # later, and the copy's first snapshot would write them all again.
+                commit = runner.run(
+                    ["commit-tree", tree_id, "-F", "-"],
+                    git_dir=target,
+                    stdin=b"the snapshot this copy was made from\n",
+                )
+                runner.run(["update-ref", START_REF, commit.decode().strip()], git_dir=target)
         except (OSError, CheckpointError) as error:
             _log.warning("the copy at %s will write its snapshot's objects: %s", folder, error)
 
@@ -1223,14 +1237,14 @@ class GitCheckpointStore:
 
     # ---- retention -----------------------------------------------------------------------------
     def broken_refs(self, git_dir: Path) -> list[str]:
-        """The refs of one private repository (checkpoints and the tip) whose commits are gone
-        (objects pruned or removed by hand): they keep nothing, and Git refuses to ``gc`` while
-        they exist."""
+        """The refs of one private repository (checkpoints, the tip, a copy's start) whose
+        commits are gone (objects pruned or removed by hand): they keep nothing, and Git
+        refuses to ``gc`` while they exist."""
         if not (git_dir / "HEAD").is_file():
             return []
         runner = self._git_runner()
         out = runner.run(
-            ["for-each-ref", "--format=%(refname) %(objectname)", "refs/maka/", TIP_REF],
+            ["for-each-ref", "--format=%(refname) %(objectname)", "refs/maka/", TIP_REF, START_REF],
             git_dir=git_dir,
         )
         pairs = [line.split(" ", 1) for line in out.decode().splitlines() if line]
@@ -1238,9 +1252,12 @@ class GitCheckpointStore:
         return sorted(name for name, commit in pairs if commit in missing)
 
     def delete_refs(self, git_dir: Path, refs: list[str]) -> None:
-        """Delete checkpoint refs (and the tip) of one repository in one ref transaction."""
+        """Delete checkpoint refs (and the tip, a copy's start) of one repository in one ref
+        transaction."""
         lines = "".join(
-            f"delete {ref}\n" for ref in refs if ref.startswith("refs/maka/") or ref == TIP_REF
+            f"delete {ref}\n"
+            for ref in refs
+            if ref.startswith("refs/maka/") or ref in (TIP_REF, START_REF)
         )
         if lines:
             try:

@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from storage.checkpoints.checkpoint_retention import run_retention
+from storage.checkpoints.checkpoint_store import START_REF, GitCheckpointStore
+from storage.ledger.ledger_store import open_store
+from storage.sessions.workspace_identity import resolve_workspace_identity
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.user_git import user_git
 
@@ -439,3 +443,36 @@ def test_a_linked_worktrees_branch_is_a_clone_and_says_so(tmp_path: Path) -> Non
     status = sorted(user_git(copy, "status", "--porcelain").splitlines())
     assert status == [" M a.txt", "?? notes.txt"]
     assert not (work / "notes.txt").exists()
+
+
+def test_a_branchs_store_keeps_its_start_packed_until_it_has_a_snapshot(tmp_path: Path) -> None:
+    """The branch's copy has a store of its own, given the snapshot's objects: retention (a
+    gc) keeps them packed while nothing else of the copy's names them, and lets the start go
+    once the branch has taken a snapshot of its own."""
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    [point] = [b for b in src.branch(session)["boundaries"] if b["kind"] == "run_ending"]
+    copy = tmp_path / "copy"
+    made = src.branch(session, "--at", point["eventId"], "--to", str(copy))
+    carrier = GitCheckpointStore(src.data)
+    target = carrier.git_dir(resolve_workspace_identity(copy).identity)
+
+    def retention() -> None:
+        store = open_store(src.data, read_only=True)
+        try:
+            assert run_retention(store, carrier).errors == []
+        finally:
+            store.close()
+
+    def start() -> str:
+        return user_git(target, "--git-dir", str(target), "for-each-ref", START_REF)
+
+    retention()
+    assert start()
+    counted = user_git(target, "--git-dir", str(target), "count-objects", "-v")
+    assert "count: 0\n" in counted, "kept packed, not one loose object per file"
+    src.run("what now?", made["sessionId"])
+    retention()
+    assert not start()
+    assert carrier.refs_in(target)

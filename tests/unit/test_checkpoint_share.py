@@ -17,7 +17,7 @@ from storage.checkpoints import checkpoint_share
 from storage.checkpoints.checkpoint_borrow import ALTERNATES
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_permissions import RECORD_PATH
-from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_store import START_REF, GitCheckpointStore
 from storage.checkpoints.checkpoint_verify import tree_objects
 from storage.sessions.workspace_identity import resolve_workspace_identity
 from tests.helpers.user_git import user_git
@@ -58,6 +58,10 @@ def _held_without_alternates(git_dir: Path, object_ids: list[str]) -> list[str]:
         stdin="".join(f"{oid}\n" for oid in object_ids).encode(),
     )
     return [line.split(" ")[0] for line in out.splitlines() if line.endswith(" missing")]
+
+
+def _start_commit(git_dir: Path) -> str:
+    return user_git(git_dir.parent, "--git-dir", str(git_dir), "rev-parse", START_REF).strip()
 
 
 def _plain_snapshot(tmp_path: Path, files: int) -> tuple[GitCheckpointStore, str, Snapshot]:
@@ -127,11 +131,12 @@ def test_without_links_the_objects_come_as_a_pack(
     objects = [oid for oid, _ in listed]
     assert len(objects) > 20
     assert _held_without_alternates(target, objects) == []
-    assert _loose(target) == {}
+    start = {_start_commit(target)}  # the one object the copy's store writes: its ref's commit
+    assert set(_loose(target)) == start
     assert store.observe(copy, made).tree_id == snapshot.tree_id
     # No file's blob and no tree written again; the small permission record is written as
     # a loose object whenever no loose one is there (``write_object``), packed or not.
-    assert set(_loose(target)) <= {oid for oid, path in listed if path == RECORD_PATH}
+    assert set(_loose(target)) - start <= {oid for oid, path in listed if path == RECORD_PATH}
 
 
 def test_a_share_that_fails_leaves_the_copy_to_write_its_objects(
@@ -189,3 +194,31 @@ def test_a_share_cut_short_leaves_the_rest_to_the_copys_first_look(
     assert not list((target / "objects" / "pack").glob("*.pack"))
     assert store.observe(copy, made).tree_id == snapshot.tree_id
     assert _held_without_alternates(target, objects) == []
+
+
+def test_the_copys_store_keeps_what_it_was_given_packed_through_a_gc(tmp_path: Path) -> None:
+    """Nothing of the copy's own names the given objects until its first snapshot: a ref
+    (``START_REF``) does, so a retention pass's gc packs them instead of turning the pack into
+    one loose object per file, to be pruned a day later and written again."""
+    store, identity, snapshot = _plain_snapshot(tmp_path, 30)
+    copy = tmp_path / "copy"
+    made = store.materialize(identity, snapshot.tree_id, copy, "s")
+    target = store.git_dir(made)
+    named = user_git(tmp_path, "--git-dir", str(target), "rev-parse", f"{START_REF}^{{tree}}")
+    assert named.strip() == snapshot.tree_id
+    assert _start_commit(target) in _loose(target)
+    objects = [oid for oid, _ in tree_objects(store.git_runner(), target, snapshot.tree_id)]
+    store.prune(target, "1.day.ago")
+    assert _loose(target) == {}
+    assert _held_without_alternates(target, objects) == []
+    store.prune(target, "now")
+    assert _held_without_alternates(target, objects) == []
+    assert store.observe(copy, made).tree_id == snapshot.tree_id
+    # Nothing written again but the small permission record (``write_object`` writes it
+    # loose whenever no loose copy is there).
+    record = {
+        oid
+        for oid, path in tree_objects(store.git_runner(), target, snapshot.tree_id)
+        if path == RECORD_PATH
+    }
+    assert set(_loose(target)) <= record
