@@ -156,6 +156,30 @@ def expected_tree(events: Sequence[RuntimeEvent]) -> ExpectedTree:
     return ExpectedTree(checkpoint, None, None, None, files, tuple(rolled), wrote)
 
 
+def changed_nothing(events: Sequence[RuntimeEvent]) -> frozenset[str]:
+    """The provider call ids of the run's writing calls the ledger proves changed nothing: a
+    call the user settled "did not run", a file write the reconciler found untouched (as
+    ``expected_tree`` rolls a checkpoint forward over them)."""
+    dispatches = {
+        str(dispatch.get("operationId")): dispatch
+        for event in events
+        if (dispatch := (event.get("actions") or {}).get("toolDispatch")) is not None
+        and may_write(str(dispatch.get("toolName", "")))
+    }
+    if not dispatches:
+        return frozenset()
+    _, resolved = resolve_operations(events)
+    found: set[str] = set()
+    for op in resolved:
+        dispatch = dispatches.get(str(op.decision.operation_id))
+        if dispatch is None:
+            continue
+        call = _proven(op.decision, dispatch)
+        if call is not None and call.how == NOT_RUN:
+            found.add(call.tool_call_id)
+    return frozenset(found)
+
+
 def rolled_words(rolled: Sequence[RolledCall]) -> str:
     """``the write_file call c1 (a.txt)`` / ``3 calls (write_file c1 (a.txt), ...)``, for the
     verified diagnostic."""

@@ -4,9 +4,11 @@ it reflects.
 Pure over the lineage's committed events (oldest generation first) and a predicate saying whether
 a snapshot's Git objects still exist: the newest snapshot of the lineage that is intact. When
 that is the boundary snapshot, the copy is the folder at the stop, or the folder before the
-calls that may have written after it (a stale or failed capture); when the boundary snapshot is
-gone (``workspace_checkpoint_missing``), it is the latest earlier one whose objects exist, and
-the calls after it are named so nobody takes the copy for the folder at the stop.
+calls that may have written after it (a stale or failed capture; a call the ledger proves
+changed nothing, settled "did not run" or found untouched, is not one of them); when the
+boundary snapshot is gone (``workspace_checkpoint_missing``), it is the latest earlier one whose
+objects exist, and the calls after it are named so nobody takes the copy for the folder at the
+stop.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.continuation.expected_tree import changed_nothing
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.restore_point_words import (
     AT_STOP,
@@ -52,14 +55,12 @@ class _Seen:
     ts: int = 0  # when its fact was committed
 
 
-def find_restore_point(
-    generations: Sequence[Sequence[RuntimeEvent]],
-    intact: Callable[[Mapping[str, Any]], bool],
-) -> RestorePoint | None:
-    """The newest intact snapshot of the lineage, or None (nothing left to copy)."""
+def _snapshots(generations: Sequence[Sequence[RuntimeEvent]]) -> list[_Seen]:
+    """Every snapshot of the lineage, oldest first, with the writing calls after it."""
     seen: list[_Seen] = []
     for events in generations:
         last_write: dict[str, str] | None = None  # captures follow each writing call's result
+        unchanged: frozenset[str] | None = None  # read once per run, when a call needs it
         for event in events:
             actions = event.get("actions")
             if not actions:
@@ -69,14 +70,26 @@ def find_restore_point(
                 seen.append(_Seen(snapshot, last_write, [], int(event.get("ts") or 0)))
                 continue
             dispatch = actions.get("toolDispatch")
-            if dispatch is not None and may_write(dispatch["toolName"]):
-                call = {
-                    "toolName": dispatch["toolName"],
-                    "toolCallId": dispatch["providerToolCallId"],
-                }
-                last_write = call
-                for entry in seen:
-                    entry.later.append(call)
+            if dispatch is None or not may_write(dispatch["toolName"]):
+                continue
+            call = {"toolName": dispatch["toolName"], "toolCallId": dispatch["providerToolCallId"]}
+            last_write = call
+            if seen and dispatch.get("operationId") is not None:
+                if unchanged is None:
+                    unchanged = changed_nothing(events)
+                if call["toolCallId"] in unchanged:
+                    continue  # proven to have changed nothing: the copy lacks nothing of it
+            for entry in seen:
+                entry.later.append(call)
+    return seen
+
+
+def find_restore_point(
+    generations: Sequence[Sequence[RuntimeEvent]],
+    intact: Callable[[Mapping[str, Any]], bool],
+) -> RestorePoint | None:
+    """The newest intact snapshot of the lineage, or None (nothing left to copy)."""
+    seen = _snapshots(generations)
     for index in range(len(seen) - 1, -1, -1):
         entry = seen[index]
         if not intact(entry.checkpoint):

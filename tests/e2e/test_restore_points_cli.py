@@ -212,3 +212,32 @@ def test_empty_folders_are_drift_and_come_back_in_a_restored_copy(tmp_path: Path
     assert (copy / "logs").is_dir() and not any((copy / "logs").iterdir())
     assert not (copy / "cache").exists()
     assert not (drill.work / "logs").exists()  # the user's folder is left as it is
+
+
+def test_a_call_settled_as_not_run_leaves_the_copy_at_the_stop(tmp_path: Path) -> None:
+    """Killed after the bash call's T1, before it ran; the user settles it "did not run".
+    The snapshot before it is then the folder at the stop, as the drift check already rolls it
+    forward: the copy is not said to predate the call, and the model gets no notice that the
+    call's changes are missing."""
+    drill = Drill(tmp_path)
+    drill.run("P2")
+    settled = maka(["settle", drill.session, "c1", "--not-run"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    (drill.work / "a.txt").write_text("changed by the user\n")
+
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
+    assert parked["restorePoint"]["kind"] == "at_stop"
+    assert parked["restorePoint"]["reflects"] == "the folder as it was at the stop"
+    assert "workspace_restore_point" not in [d["code"] for d in parked["diagnostics"]]
+    text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert "sleep" not in text and 'before the command "echo x >> count.txt"' not in text
+
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
+    result = maka(args, drill.data, env=drill.env)
+    assert result.returncode == 0, result.stderr
+    copy = tmp_path / "work-restored-1"
+    assert f"[workspace] Continued in a restored copy at {copy}." in result.stderr
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    first = drill.requests()[0]["history"]
+    assert "host_notice" not in [item["type"] for item in first]
