@@ -159,7 +159,10 @@ def expected_tree(events: Sequence[RuntimeEvent]) -> ExpectedTree:
 def changed_nothing(events: Sequence[RuntimeEvent]) -> frozenset[str]:
     """The provider call ids of the run's writing calls the ledger proves changed nothing: a
     call the user settled "did not run", a file write the reconciler found untouched (as
-    ``expected_tree`` rolls a checkpoint forward over them)."""
+    ``expected_tree`` rolls a checkpoint forward over them). Both are recovery facts' findings:
+    a run without one has none, and is not resolved."""
+    if not any("toolRecovery" in (event.get("actions") or {}) for event in events):
+        return frozenset()
     dispatches = {
         str(dispatch.get("operationId")): dispatch
         for event in events
