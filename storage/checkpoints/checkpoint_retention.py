@@ -10,8 +10,9 @@ are gone (objects pruned or removed by hand) are deleted first: they keep nothin
 prune while they exist. The desktop runs this in the background after its window shows.
 
 A restored or branched copy's store names the snapshot it was made from (``START_REF``) until
-it keeps a checkpoint of its own, so the objects it was given stay packed, not loosened by a gc
-and pruned a day later (to be written again by the copy's first snapshot).
+it keeps a checkpoint of its own (or for a week, for a copy nobody continues in), so the
+objects it was given stay packed, not loosened by a gc and pruned a day later (to be written
+again by the copy's first snapshot).
 
 Checkpoint commits have no parent, so a deleted ref frees every object only it reached: the
 store stays bounded by what the kept snapshots hold. Stores from before kept a tip ref naming the
@@ -22,8 +23,10 @@ a chain still hanging from a kept older commit is freed when that commit's ref g
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from runtime.ledger.branch_facts import BranchListing
@@ -35,6 +38,8 @@ from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpoi
 _log = logging.getLogger(__name__)
 KEEP_LATEST_RUNS = 2
 PRUNE_EXPIRE = "1.day.ago"
+# How long a copy's store keeps the snapshot it was made from while the copy takes none.
+START_KEPT_S = 7 * 24 * 3600
 
 
 class _Reader(Protocol):
@@ -86,9 +91,10 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
 
 
 def run_retention(
-    reader: _Reader, carrier: GitCheckpointStore, *, prune: bool = True
+    reader: _Reader, carrier: GitCheckpointStore, *, prune: bool = True, now: float | None = None
 ) -> RetentionResult:
     result = RetentionResult()
+    now = time.time() if now is None else now
     if carrier.git is None or not carrier.root.is_dir():
         return result
     keep, open_runs = refs_to_keep(reader)
@@ -105,8 +111,9 @@ def run_retention(
             if doomed:
                 carrier.delete_refs(repository, doomed)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in doomed)
-            if len(refs) > len(doomed):
-                # A copy's store keeps a checkpoint of its own: what it started from may go.
+            if len(refs) > len(doomed) or _start_expired(carrier, repository, now):
+                # A copy's store keeps a checkpoint of its own (what it started from may go),
+                # or the copy was never used for a week (an abandoned copy keeps nothing).
                 carrier.delete_refs(repository, [START_REF])
             if prune:
                 carrier.prune(repository, PRUNE_EXPIRE)
@@ -115,6 +122,11 @@ def run_retention(
             result.errors.append(f"{repository.name}: {error.code}: {error.message}")
             _log.warning("checkpoint retention of %s failed: %s", repository, error.message)
     return result
+
+
+def _start_expired(carrier: GitCheckpointStore, repository: Path, now: float) -> bool:
+    made = carrier.start_made_at(repository)
+    return made is not None and now - made > START_KEPT_S
 
 
 def _open(ref: str, open_runs: set[tuple[str, str]]) -> bool:

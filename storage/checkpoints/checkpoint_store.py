@@ -1225,6 +1225,17 @@ class GitCheckpointStore:
         """Every checkpoint ref of the workspace's repository and the commit it names."""
         return self.refs_in(self.git_dir(workspace_identity))
 
+    def start_made_at(self, git_dir: Path) -> int | None:
+        """When a copy's store was given its snapshot (``START_REF``'s commit time, seconds
+        since the epoch); None without that ref."""
+        if not (git_dir / "HEAD").is_file():
+            return None
+        out = self._git_runner().run(
+            ["for-each-ref", "--format=%(committerdate:unix)", START_REF], git_dir=git_dir
+        )
+        text = out.decode().strip()
+        return int(text) if text.isdigit() else None
+
     def refs_in(self, git_dir: Path) -> dict[str, str]:
         """Every checkpoint ref of one private repository and the commit it names."""
         if not (git_dir / "HEAD").is_file():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -476,3 +477,24 @@ def test_a_branchs_store_keeps_its_start_packed_until_it_has_a_snapshot(tmp_path
     retention()
     assert not start()
     assert carrier.refs_in(target)
+
+
+def test_a_copy_nobody_continues_in_lets_its_start_go_after_a_week(tmp_path: Path) -> None:
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    [point] = [b for b in src.branch(session)["boundaries"] if b["kind"] == "run_ending"]
+    copy = tmp_path / "copy"
+    src.branch(session, "--at", point["eventId"], "--to", str(copy))
+    carrier = GitCheckpointStore(src.data)
+    target = carrier.git_dir(resolve_workspace_identity(copy).identity)
+    made = carrier.start_made_at(target)
+    assert made is not None and abs(made - time.time()) < 60
+    store = open_store(src.data, read_only=True)
+    try:
+        for days, kept in ((6, True), (8, False)):
+            later = time.time() + days * 24 * 3600
+            assert run_retention(store, carrier, now=later).errors == []
+            assert (carrier.start_made_at(target) is not None) is kept
+    finally:
+        store.close()
