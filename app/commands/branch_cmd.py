@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"branched {args.session} at {args.at} into session {new.session_id}")
         what = "a copy of the current files" if args.current_files else "the folder as it was there"
         print(f"its folder: {new.cwd} ({what}); {source_cwd} was left as it is")
-        from app.commands.copy_note import copy_repository_note
+        from app.host.copy_note import copy_repository_note
 
         note = copy_repository_note(source_cwd, new.cwd)
         if note is not None:

@@ -239,7 +239,7 @@ def resume_session(  # noqa: C901
     else:
         if moved and target is not None:
             print(f"Continued in a restored copy at {target.cwd}; {cwd} was left as it is.")
-            from app.commands.copy_note import copy_repository_note
+            from app.host.copy_note import copy_repository_note
 
             note = copy_repository_note(cwd, target.cwd)
             if note is not None:

@@ -281,5 +281,10 @@ class TerminalContinuation:
             self._out(json.dumps(plan_json(plan, extra), ensure_ascii=False))
             return
         if target_cwd is not None and target_cwd != cwd:
+            from app.host.copy_note import copy_repository_note
+
             self._out(f"Continued in a restored copy at {target_cwd}; {cwd} was left as it is.")
+            note = copy_repository_note(cwd, target_cwd)
+            if note is not None:
+                self._out(note)
         self._out(f"\ncontinuation run {run_id} ended {status}")

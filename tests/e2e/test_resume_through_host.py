@@ -23,9 +23,10 @@ from pytestqt.qtbot import QtBot
 from app.bridge_contract import MessageKind, ResumeLatestRequest
 from runtime.ledger.store_ports import RunStatus
 from tests.e2e.test_sessions_resume_hint_cli import interrupted_session
-from tests.e2e.test_workspace_decisions_cli import _drifted, _files
+from tests.e2e.test_workspace_decisions_cli import Drill, _files
 from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import RunResult, committed_runs, maka
+from tests.helpers.user_git import user_git
 from tests.helpers.wire_client import WireClient
 
 pytestmark = [
@@ -47,6 +48,18 @@ def _same(text: str) -> str:
     text = re.sub(r"(session|run|turn|inv|op)[_-][0-9a-f]+", r"\1_X", text)
     text = re.sub(r"sha256:[0-9a-f]+", "sha256:X", text)
     return re.sub(r"/(direct|served)/", "/", text)
+
+
+def _drifted_repository(tmp_path: Path) -> tuple[Drill, dict[str, bytes]]:
+    """The drill's interrupted run in a Git repository, then the user's changes."""
+    drill = Drill(tmp_path)
+    user_git(drill.work, "init", "-q")
+    user_git(drill.work, "add", ".")
+    user_git(drill.work, "commit", "-q", "-m", "first")
+    drill.run()
+    (drill.work / "count.txt").write_text("edited by the user\n")
+    (drill.work / "b.txt").unlink()
+    return drill, _files(drill.work)
 
 
 def _continuations(data: Path) -> int:
@@ -135,7 +148,7 @@ def test_the_ways_forward_after_changed_files_are_the_same_beside_a_host(tmp_pat
     words, documents and exit codes as alone, and the user's folder left as it was."""
     said: dict[str, list[RunResult]] = {}
     for folder in ("direct", "served"):
-        drill, before = _drifted(tmp_path / folder)
+        drill, before = _drifted_repository(tmp_path / folder)
         busy = tmp_path / folder / "busy"
         busy.mkdir()
         (busy / "keep.txt").write_text("mine\n")
@@ -149,7 +162,7 @@ def test_the_ways_forward_after_changed_files_are_the_same_beside_a_host(tmp_pat
                     [],
                     ["--json", "--restore-to", str(busy)],
                     ["--restore-to", str(busy)],
-                    ["--json", "--permission-mode", "auto", "--restore-to"],
+                    ["--permission-mode", "auto", "--restore-to"],
                 )
             ]
             if host is not None:
@@ -168,4 +181,7 @@ def test_the_ways_forward_after_changed_files_are_the_same_beside_a_host(tmp_pat
     assert json.loads(refused.stdout)["code"] == "workspace_restore_target_not_empty"
     assert "Pick a new or empty folder" in refused_words.stdout
     assert restored.returncode == 0, restored.stdout + restored.stderr
-    assert json.loads(restored.stdout)["workspacePath"].endswith("work-restored-1")
+    copy = tmp_path / "served" / "work-restored-1"
+    assert f"Continued in a restored copy at {copy};" in restored.stdout
+    assert "The copy is a clone of your Git repository" in restored.stdout
+    assert user_git(copy, "log", "--format=%s") == "first\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.commands.copy_note import copy_repository_note
+from app.host.copy_note import copy_repository_note
 
 
 def test_the_note_says_what_the_copy_holds(tmp_path: Path) -> None:
