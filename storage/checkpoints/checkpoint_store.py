@@ -1457,7 +1457,8 @@ def _clone_into(runner: GitRunner, source: Path, target: Path) -> bool:
     linked worktree or a submodule has naming theirs) and a HEAD is cloned; the user's Git
     folder is read, not written (``--no-hardlinks``: not even a link count changes). A clone
     that fails is tried once more (the user's own ``git gc`` removing a loose object while it
-    is copied fails it); failing again, or with no ``.git``, the copy has no repository."""
+    is copied fails it), unless it ran out of time; failing again, or with no ``.git``, the
+    copy has no repository."""
     if not os.path.lexists(source / ".git"):
         return False
     failure = ""
@@ -1478,6 +1479,8 @@ def _clone_into(runner: GitRunner, source: Path, target: Path) -> bool:
         except CheckpointError as error:
             failure = error.message
             shutil.rmtree(target / ".git", ignore_errors=True)
+            if error.code is CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT:
+                break  # a repository too big to copy in time is not tried twice
             continue
         try:
             runner.run_outside(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], cwd=target)

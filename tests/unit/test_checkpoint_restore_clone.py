@@ -213,3 +213,29 @@ def test_a_clone_that_fails_once_is_made_on_the_second_try(
     assert failures["left"] == 0
     assert not (again / ".git").exists()
     assert (again / "f0.txt").read_text() == "changed in the work tree\n"
+
+
+def test_a_clone_that_runs_out_of_time_is_not_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "repo"
+    _committed_repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    real = GitRunner.run_outside
+    clones: list[Path] = []
+
+    def slow(self: GitRunner, args: Sequence[str], *, cwd: Path) -> bytes:
+        if args[0] == "clone":
+            clones.append(cwd)
+            raise CheckpointError(
+                CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT, "git clone did not finish in time"
+            )
+        return real(self, args, cwd=cwd)
+
+    monkeypatch.setattr(GitRunner, "run_outside", slow)
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert clones == [copy]
+    assert not (copy / ".git").exists()
+    assert (copy / "f0.txt").read_text() == "changed in the work tree\n"
