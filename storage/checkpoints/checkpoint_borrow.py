@@ -57,6 +57,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from storage.checkpoints.checkpoint_git import GitRunner, Started
+from storage.checkpoints.checkpoint_subindex import sub_index
 from storage.private_files import private_opener
 
 ALTERNATES = Path("objects") / "info" / "alternates"
@@ -120,6 +121,31 @@ def user_repository(folder: Path) -> UserRepository | None:
     return user
 
 
+def enclosing_repository(folder: Path) -> tuple[UserRepository, Path] | None:
+    """The repository whose work tree holds ``folder`` below its top (a package of a
+    monorepo), with that top; None when the folder has a ``.git`` of its own, or no folder
+    above it has one, or that one is not a plain repository (``user_repository``)."""
+    if os.path.lexists(folder / ".git"):
+        return None
+    for parent in folder.parents:
+        if os.path.lexists(parent / ".git"):
+            user = user_repository(parent)
+            return None if user is None else (user, parent)
+    return None
+
+
+def _attributes_above(top: Path, folder: Path) -> list[str]:
+    """The ``.gitattributes`` files of the repository's folders from its top down to the
+    folder's parent (they apply to the folder's files in the user's Git too)."""
+    found: list[str] = []
+    here = top
+    for part in folder.relative_to(top).parts:
+        if (here / ".gitattributes").is_file():
+            found.append(str(here / ".gitattributes"))
+        here = here / part
+    return found
+
+
 def _named_git_dir(dot: Path) -> Path | None:
     """The folder a ``.git`` file names (``gitdir: <path>``, relative to the file's folder)."""
     with open(dot, "rb") as handle:
@@ -166,9 +192,14 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
     """Seed the (missing) private ``index`` from the user's and borrow their object store;
     None when no seed was made. Never raises for the user's side: a seed that cannot be made
     leaves no index and borrows nothing."""
-    user = user_repository(folder)
-    if user is None or index.exists():
+    if index.exists():
         return None
+    user, top = user_repository(folder), None
+    if user is None:
+        enclosing = enclosing_repository(folder)
+        if enclosing is None:
+            return None
+        user, top = enclosing
     scratch = index.with_name(index.name + ".seed")
     try:
         info = os.stat(user.git_dir / "index")
@@ -176,6 +207,13 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
             data = source.read()
         if not data.startswith(_INDEX_SIGNATURE):
             return None
+        if top is not None:
+            # A folder inside the repository: its part of the index, named from the folder.
+            inside = os.fsencode(folder.relative_to(top).as_posix()) + b"/"
+            part = sub_index(data, inside)
+            if part is None:
+                return None
+            data = part
         with open(scratch, "wb", opener=private_opener) as copy:
             copy.write(data)
             copy.flush()
@@ -188,8 +226,9 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
         return None
+    above = [] if top is None else _attributes_above(top, folder)
     conversions = (
-        _conversions(folder, user, _attributes_paths(listed))
+        _conversions(folder, user, [*above, *_attributes_paths(listed)])
         if _only_plain_entries(listed)
         else _REFUSE  # Git would not look at some file as a capture must
     )

@@ -559,3 +559,85 @@ def test_a_git_file_that_names_no_repository_is_not_seeded(tmp_path: Path, body:
         tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "--name-only", snap.tree_id
     )
     assert names.split() == [".maka", "a.txt"]  # the permission record, the file
+
+
+def _monorepo(tmp_path: Path, *, version: int = 2) -> Path:
+    """A repository with a package folder and another; the package changed and added to."""
+    top = tmp_path / "mono"
+    top.mkdir()
+    user_git(top, "init", "-q")
+    for n in range(30):
+        for part in ("pkg/src", "other"):
+            (top / part).mkdir(parents=True, exist_ok=True)
+            (top / part / f"f{n}.txt").write_text(f"{part} {n}\n" * 20)
+    (top / "pkg" / "run.sh").write_text("#!/bin/sh\n")
+    (top / "pkg" / "run.sh").chmod(0o755)
+    user_git(top, "add", ".")
+    user_git(top, "commit", "-q", "-m", "first")
+    user_git(top, "update-index", "--index-version", str(version))
+    user_git(top, "status", "--porcelain")
+    (top / "pkg" / "src" / "f3.txt").write_text("changed in the package\n")
+    (top / "pkg" / "src" / "f4.txt").unlink()
+    (top / "pkg" / "new.txt").write_text("untracked in the package\n")
+    return top
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_a_folder_inside_a_repository_borrows_its_part_of_the_index(
+    tmp_path: Path, version: int
+) -> None:
+    """A session folder that is a package of a larger repository: the seed is the part of the
+    repository's index under the folder, its names relative to it (index versions 2 to 4
+    read); the snapshot is the one a capture from scratch makes, and the repository's ``.git``
+    is left as it was."""
+    top = _monorepo(tmp_path, version=version)
+    folder = top / "pkg"
+    before = _state(top / ".git")
+    store = _store(tmp_path, absorb=False)
+    snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    git_dir = store.git_dir(WS)
+    assert (git_dir / ALTERNATES).read_text().splitlines()[0] == os.path.realpath(
+        top / ".git" / "objects"
+    )
+    assert _loose_count(git_dir) < 12, "the unchanged files' objects are borrowed"
+    assert _state(top / ".git") == before
+    listed = user_git(tmp_path, "--git-dir", str(git_dir), "ls-tree", "-r", snap.tree_id)
+    names = [line.split("\t")[1] for line in listed.splitlines()]
+    assert "src/f0.txt" in names and "new.txt" in names and "src/f4.txt" not in names
+    assert not any(name.startswith(("other/", "pkg/")) for name in names)
+    assert "100755 blob" in next(line for line in listed.splitlines() if "run.sh" in line)
+
+    fresh = GitCheckpointStore(tmp_path / "data2")
+    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
+    (top / ".git").rename(tmp_path / "hidden.git")
+    try:
+        assert fresh.capture(folder, ws2, "refs/maka/s/r/1", "x").tree_id == snap.tree_id
+        assert not fresh.borrows(ws2)
+    finally:
+        (tmp_path / "hidden.git").rename(top / ".git")
+    assert store.absorb_borrowed(WS)
+    assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
+
+
+def test_a_package_is_seeded_only_from_plain_entries_of_its_own(tmp_path: Path) -> None:
+    """An entry Git would not look at (here ``skip-worktree``) refuses the seed when it is in
+    the folder, not when it is elsewhere in the repository; a filter named in a
+    ``.gitattributes`` above the folder refuses it too."""
+    top = _monorepo(tmp_path)
+    user_git(top, "update-index", "--skip-worktree", "other/f1.txt")
+    store = _store(tmp_path, absorb=False)
+    store.capture(top / "pkg", WS, "refs/maka/s/r/1", "first")
+    assert store.borrows(WS)
+
+    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
+    user_git(top, "update-index", "--skip-worktree", "pkg/src/f1.txt")
+    inside = GitCheckpointStore(tmp_path / "data2")
+    inside.capture(top / "pkg", ws2, "refs/maka/s/r/1", "first")
+    assert not inside.borrows(ws2)
+
+    user_git(top, "update-index", "--no-skip-worktree", "pkg/src/f1.txt")
+    (top / ".gitattributes").write_text("*.txt filter=lfs\n")
+    ws3 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555cccc"
+    filtered = GitCheckpointStore(tmp_path / "data3")
+    filtered.capture(top / "pkg", ws3, "refs/maka/s/r/1", "first")
+    assert not filtered.borrows(ws3)
