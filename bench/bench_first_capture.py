@@ -18,7 +18,8 @@ Usage::
     python -m bench.bench_first_capture OLD_CHECKOUT [NEW_CHECKOUT] [--files 10000] [--kb 20]
         [--rounds 15] [--captures 3] [--store-dir /dev/shm] [--worktree]
 
-``--worktree`` captures a linked worktree of the repository (``git worktree add``) instead.
+``--worktree`` captures a linked worktree of the repository (``git worktree add``) instead;
+``--package`` a folder inside it (``pkg``, beside ``other`` as big; ``git status -- .`` there).
 
 ``NEW_CHECKOUT`` defaults to this checkout; ``git worktree add DIR COMMIT`` makes an old one.
 """
@@ -66,11 +67,15 @@ print(statistics.median(found))
 """
 
 
-def _repository(work: Path, files: int, kb: int, linked: Path | None) -> Path:
+def _repository(work: Path, files: int, kb: int, linked: Path | None, package: bool) -> Path:
     """The repository, or with ``linked`` a linked worktree of it there (its ``.git`` a file
-    naming the repository), with the changes; the folder the captures are of."""
+    naming the repository), with the changes; the folder the captures are of. With
+    ``package`` the files are in its folder ``pkg`` (the folder captured) and as many again
+    in ``other``, as in a monorepo."""
     work.mkdir()
-    paths = generate(work, files, files * kb * 1024)
+    paths = generate(work / "pkg" if package else work, files, files * kb * 1024)
+    if package:
+        generate(work / "other", files, files * kb * 1024, seed=8)
     _user_git(work, "init", "-q")
     _user_git(work, "add", "-A")
     # Git's automatic gc runs to its end first (detached, it would run during the captures).
@@ -80,6 +85,8 @@ def _repository(work: Path, files: int, kb: int, linked: Path | None) -> Path:
         _user_git(work, "worktree", "add", "-q", "--detach", str(linked))
         paths = [linked / path.relative_to(work) for path in paths]
         folder = linked
+    if package:
+        folder = folder / "pkg"
     edit(paths, 10, random.Random(1))
     (folder / "untracked.txt").write_text("new\n")
     time.sleep(_AGE_S)
@@ -109,14 +116,21 @@ def main() -> None:
     parser.add_argument(
         "--worktree", action="store_true", help="capture a linked worktree of the repository"
     )
+    parser.add_argument(
+        "--package",
+        action="store_true",
+        help="capture a folder inside the repository, beside another as big (a monorepo)",
+    )
     args = parser.parse_args()
     roots = [args.old.resolve(), args.new.resolve()]
     with tempfile.TemporaryDirectory(prefix="maka-bench-first-") as scratch:
         linked = Path(scratch) / "linked" if args.worktree else None
-        repo = _repository(Path(scratch) / "work", args.files, args.kb, linked)
+        repo = _repository(Path(scratch) / "work", args.files, args.kb, linked, args.package)
+        where = " in a linked worktree" if linked else ""
+        where += " in a package folder beside another as big" if args.package else ""
         print(
-            f"{args.files:,} files of about {args.kb} KB"
-            f"{' in a linked worktree' if linked else ''}; stores in {args.store_dir or 'TMPDIR'};"
+            f"{args.files:,} files of about {args.kb} KB{where}; "
+            f"stores in {args.store_dir or 'TMPDIR'};"
             f" load average {os.getloadavg()[0]:.2f}"
         )
         found: dict[Path, list[float]] = {root: [] for root in roots}
@@ -124,7 +138,8 @@ def main() -> None:
         for index in range(args.rounds):
             status.append(
                 statistics.median(
-                    timed(lambda: _user_git(repo, "status", "--porcelain")) for _ in range(3)
+                    timed(lambda: _user_git(repo, "status", "--porcelain", "--", "."))
+                    for _ in range(3)
                 )
             )
             for root in roots if index % 2 == 0 else roots[::-1]:

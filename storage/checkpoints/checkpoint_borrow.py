@@ -7,7 +7,10 @@ objects. So the first capture of such a folder:
 
 - **seeds** the private index with a copy of the user's ``.git/index`` (read, never written; the
   copy keeps the original's modification time, so Git's racy-entry rule reads it as it reads the
-  original), and then lists, stages and writes only what differs from it, as every capture does;
+  original), and then lists, stages and writes only what differs from it, as every capture does
+  (a folder inside a repository, a package of a monorepo, is seeded with the repository's
+  entries under it, named from the folder: ``checkpoint_subindex``; a linked worktree's or a
+  submodule's ``.git`` file is followed to its index and objects);
 - **borrows** the user's object store: the private repository names it in
   ``objects/info/alternates``, so the objects of unchanged files are read from there, never
   hashed or written again.
@@ -208,7 +211,10 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         if not data.startswith(_INDEX_SIGNATURE):
             return None
         if top is not None:
-            # A folder inside the repository: its part of the index, named from the folder.
+            # A folder inside the repository: its part of the index, named from the folder
+            # (not of a split index: most of its entries are in a shared file).
+            if any(user.git_dir.glob("sharedindex.*")):
+                return None
             inside = os.fsencode(folder.relative_to(top).as_posix()) + b"/"
             part = sub_index(data, inside)
             if part is None:

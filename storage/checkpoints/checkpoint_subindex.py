@@ -27,6 +27,8 @@ _EXTENDED = 0x4000
 _STAGE = 0x3000
 _NAME_MASK = 0x0FFF
 _REFUSED_EXTENSIONS = (b"link", b"sdir")  # a split index, a sparse one
+# Past this many entries the walk would cost more than hashing a package's files.
+MAX_ENTRIES = 500_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +116,56 @@ def write_index(entries: list[IndexEntry]) -> bytes:
 def sub_index(data: bytes, prefix: bytes) -> bytes | None:
     """The entries of the index ``data`` under the folder ``prefix`` (``pkg/``, with its
     slash), that prefix dropped, as an index of version 2; None when the index does not parse,
-    holds an entry that is not plain, or holds nothing there."""
-    entries = read_entries(data)
-    if entries is None:
+    holds an entry that is not plain there, or holds nothing there. Entries are sorted by name,
+    so those under the folder are one run: the walk stops after it (an extension is then not
+    looked at; the caller refuses a split index by its shared file)."""
+    try:
+        signature, version, count = struct.unpack_from(">4sLL", data, 0)
+    except struct.error:
         return None
+    if signature != SIGNATURE or version not in (2, 3, 4) or count > MAX_ENTRIES:
+        return None
+    if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+        return None
+    if version == 4:
+        entries = read_entries(data)
+        if entries is None:
+            return None
+        inside = [entry for entry in entries if entry.name.startswith(prefix)]
+    else:
+        found = _run_under(data, count, prefix)
+        if found is None:
+            return None
+        inside = found
     chosen: list[IndexEntry] = []
-    for entry in entries:
-        if not entry.name.startswith(prefix):
-            continue
+    for entry in inside:
         if entry.flags & (_ASSUME_VALID | _EXTENDED | _STAGE):
             return None
         chosen.append(IndexEntry(entry.stat, entry.oid, entry.flags, entry.name[len(prefix) :]))
-    if not chosen:
+    return write_index(chosen) if chosen else None
+
+
+def _run_under(data: bytes, count: int, prefix: bytes) -> list[IndexEntry] | None:
+    """The entries of an index of version 2 or 3 whose names start with ``prefix``, read
+    without building the others (each entry's length is in its flags)."""
+    found: list[IndexEntry] = []
+    at = 12
+    end_of_entries = len(data) - 20
+    try:
+        for _ in range(count):
+            (flags,) = struct.unpack_from(">H", data, at + 60)
+            start = at + _ENTRY.size + (2 if flags & _EXTENDED else 0)
+            length = flags & _NAME_MASK
+            end = data.index(b"\0", start) if length == _NAME_MASK else start + length
+            if end >= end_of_entries or data[end] != 0:
+                return None
+            if data.startswith(prefix, start, end):
+                found.append(
+                    IndexEntry(data[at : at + 40], data[at + 40 : at + 60], flags, data[start:end])
+                )
+            elif found:
+                break  # past the folder's run of entries
+            at += (end - at + 8) // 8 * 8
+    except (struct.error, ValueError):
         return None
-    return write_index(chosen)
+    return found

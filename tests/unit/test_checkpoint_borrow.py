@@ -621,8 +621,8 @@ def test_a_folder_inside_a_repository_borrows_its_part_of_the_index(
 
 def test_a_package_is_seeded_only_from_plain_entries_of_its_own(tmp_path: Path) -> None:
     """An entry Git would not look at (here ``skip-worktree``) refuses the seed when it is in
-    the folder, not when it is elsewhere in the repository; a filter named in a
-    ``.gitattributes`` above the folder refuses it too."""
+    the folder, not when it is elsewhere in the repository; a split index and a filter named
+    in a ``.gitattributes`` above the folder refuse it too."""
     top = _monorepo(tmp_path)
     user_git(top, "update-index", "--skip-worktree", "other/f1.txt")
     store = _store(tmp_path, absorb=False)
@@ -636,6 +636,15 @@ def test_a_package_is_seeded_only_from_plain_entries_of_its_own(tmp_path: Path) 
     assert not inside.borrows(ws2)
 
     user_git(top, "update-index", "--no-skip-worktree", "pkg/src/f1.txt")
+    user_git(top, "update-index", "--split-index")
+    ws4 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555dddd"
+    split = GitCheckpointStore(tmp_path / "data4")
+    split.capture(top / "pkg", ws4, "refs/maka/s/r/1", "first")
+    assert not split.borrows(ws4)
+
+    user_git(top, "update-index", "--no-split-index")
+    for shared in (top / ".git").glob("sharedindex.*"):
+        shared.unlink()
     (top / ".gitattributes").write_text("*.txt filter=lfs\n")
     ws3 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555cccc"
     filtered = GitCheckpointStore(tmp_path / "data3")
