@@ -34,3 +34,47 @@ def test_a_run_in_a_git_repository_leaves_its_store_self_contained(tmp_path: Pat
     assert not (store / "trees.scratch").exists()
     doctor = maka(["doctor"], data)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+
+
+@pytest.mark.parametrize("kind", ["package", "worktree"])
+def test_a_run_in_a_package_or_a_worktree_borrows_and_ends_self_contained(
+    tmp_path: Path, kind: str
+) -> None:
+    """A session folder inside a larger repository (a monorepo's package), or that package in
+    a linked worktree of it: the first snapshot borrows (few objects of its own before the copy that ends
+    the borrowing), holds the folder's changes and nothing the repository ignores, and the
+    repository's ``.git`` is left as it was."""
+    top = tmp_path / "mono"
+    for n in range(400):
+        folder = top / ("pkg" if n % 2 else "other") / f"d{n % 8}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{n}.txt").write_text(f"file {n}\n" * 400)
+    (top / ".gitignore").write_text("node_modules/\n")
+    user_git(top, "init", "-q")
+    user_git(top, "add", "-A")
+    user_git(top, "commit", "-qm", "first")
+    work = top / "pkg"
+    if kind == "worktree":
+        user_git(top, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"))
+        work = tmp_path / "linked" / "pkg"  # a package of a linked worktree
+    (work / "d1" / "f1.txt").write_text("uncommitted work\n")
+    (work / "node_modules").mkdir()
+    (work / "node_modules" / "dep.js").write_text("ignored\n")
+    user_git(work, "status", "--porcelain")
+    before = {str(path): path.read_bytes() for path in (top / ".git").rglob("*") if path.is_file()}
+    data = tmp_path / "data"
+    result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "list files"], data)
+    assert result.returncode == 0, result.stderr
+    [store] = (data / "checkpoints").glob("*.git")
+    assert not (store / "objects" / "info" / "alternates").exists(), "still borrows"
+    packed = sum(p.stat().st_size for p in (store / "objects" / "pack").glob("*.pack"))
+    loose = sum(1 for _ in (store / "objects").glob("??/*"))
+    assert packed > 0 and loose < 20, "the borrowed objects came as one pack"
+    refs = user_git(store, "--git-dir", str(store), "for-each-ref", "--format=%(objectname)")
+    commit = refs.split()[-1]  # the run's last snapshot
+    names = user_git(store, "--git-dir", str(store), "ls-tree", "-r", "--name-only", commit)
+    assert "d1/f1.txt" in names.split() and "node_modules/dep.js" not in names.split()
+    shown = user_git(store, "--git-dir", str(store), "show", f"{commit}:d1/f1.txt")
+    assert shown == "uncommitted work\n"
+    after = {str(path): path.read_bytes() for path in (top / ".git").rglob("*") if path.is_file()}
+    assert after == before
