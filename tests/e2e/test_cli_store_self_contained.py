@@ -41,9 +41,10 @@ def test_a_run_in_a_package_or_a_worktree_borrows_and_ends_self_contained(
     tmp_path: Path, kind: str
 ) -> None:
     """A session folder inside a larger repository (a monorepo's package), or that package in
-    a linked worktree of it: the first snapshot borrows (few objects of its own before the copy that ends
-    the borrowing), holds the folder's changes and nothing the repository ignores, and the
-    repository's ``.git`` is left as it was."""
+    a linked worktree of it: the first snapshot borrows (the copy that ends the borrowing
+    brings its objects as one pack, not one loose object per file), holds the folder's
+    changes and nothing the repository ignores, and the repository's ``.git`` is left as it
+    was."""
     top = tmp_path / "mono"
     for n in range(400):
         folder = top / ("pkg" if n % 2 else "other") / f"d{n % 8}"
