@@ -87,9 +87,8 @@ class UserRepository:
 
     @property
     def configs(self) -> list[Path]:
-        """The repository's configuration files (a worktree's own one too)."""
-        own = self.git_dir / "config.worktree"
-        return [self.common / "config", *([own] if own != self.common / "config" else [])]
+        """The repository's configuration files (a worktree's own one too, if any)."""
+        return [self.common / "config", self.git_dir / "config.worktree"]
 
 
 def user_repository(folder: Path) -> UserRepository | None:
@@ -128,6 +127,7 @@ def enclosing_repository(folder: Path) -> tuple[UserRepository, Path] | None:
     """The repository whose work tree holds ``folder`` below its top (a package of a
     monorepo), with that top; None when the folder has a ``.git`` of its own, or no folder
     above it has one, or that one is not a plain repository (``user_repository``)."""
+    folder = Path(os.path.abspath(folder))
     if os.path.lexists(folder / ".git"):
         return None
     for parent in folder.parents:
@@ -215,7 +215,8 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
             # (not of a split index: most of its entries are in a shared file).
             if any(user.git_dir.glob("sharedindex.*")):
                 return None
-            inside = os.fsencode(folder.relative_to(top).as_posix()) + b"/"
+            inside = os.fsencode(Path(os.path.abspath(folder)).relative_to(top).as_posix())
+            inside += b"/"
             part = sub_index(data, inside)
             if part is None:
                 return None
@@ -232,7 +233,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
     except (OSError, CheckpointError):
         scratch.unlink(missing_ok=True)
         return None
-    above = [] if top is None else _attributes_above(top, folder)
+    above = [] if top is None else _attributes_above(top, Path(os.path.abspath(folder)))
     conversions = (
         _conversions(folder, user, [*above, *_attributes_paths(listed)])
         if _only_plain_entries(listed)
