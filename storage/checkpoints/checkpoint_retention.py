@@ -111,7 +111,9 @@ def run_retention(
             if doomed:
                 carrier.delete_refs(repository, doomed)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in doomed)
-            if len(refs) > len(doomed) or _start_expired(carrier, repository, now):
+            if carrier.has_start(repository) and (
+                len(refs) > len(doomed) or _start_expired(carrier, repository, now)
+            ):
                 # A copy's store keeps a checkpoint of its own (what it started from may go),
                 # or the copy was never used for a week (an abandoned copy keeps nothing).
                 carrier.delete_refs(repository, [START_REF])

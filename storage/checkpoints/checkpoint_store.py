@@ -1225,6 +1225,17 @@ class GitCheckpointStore:
         """Every checkpoint ref of the workspace's repository and the commit it names."""
         return self.refs_in(self.git_dir(workspace_identity))
 
+    def has_start(self, git_dir: Path) -> bool:
+        """Whether a copy's store still names the snapshot it was made from (``START_REF``),
+        read from the ref files without a Git process."""
+        if (git_dir / START_REF).is_file():
+            return True
+        try:
+            packed = (git_dir / "packed-refs").read_bytes()
+        except OSError:
+            return False
+        return f" {START_REF}\n".encode() in packed
+
     def start_made_at(self, git_dir: Path) -> int | None:
         """When a copy's store was given its snapshot (``START_REF``'s commit time, seconds
         since the epoch); None without that ref."""
