@@ -138,7 +138,8 @@ class BranchDialog(QDialog):
         column.addLayout(folder_row)
         self.folder_note = QLabel(
             _tr(
-                "Default: a new folder beside yours. If your folder is a Git repository, the "
+                "Default: a new folder beside yours (beside the Git repository your folder "
+                "is in, when it is inside one). If your folder is a Git repository, the "
                 "copy is a clone of it with the files of that point on top. Paths your "
                 ".gitignore ignores and files over 50 MiB are not in snapshots, so they are "
                 "not in the copy."

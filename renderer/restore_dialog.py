@@ -38,11 +38,15 @@ def ask_restore_target(
             "Maka makes the copy in a new folder beside yours (the next free "
             "{name}-restored-N; a copy left by a resume that did not start is not used) "
             "and the session continues there. Your folder is not changed."
+            " A folder inside a Git repository is copied beside the repository instead, "
+            "named after both, so the repository does not see the copy."
         )
         if abandoned
         else _tr(
             "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
             "next free number) and the session continues there. Your folder is not changed."
+            " A folder inside a Git repository is copied beside the repository instead, "
+            "named after both, so the repository does not see the copy."
         )
     ).replace("{name}", name)
     where += " " + _tr(

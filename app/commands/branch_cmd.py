@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--to",
         metavar="DIR",
         help="the new session's folder, new or empty (default: a sibling named "
-        "<folder>-branch-<n>)",
+        "<folder>-branch-<n>, or, for a folder inside a Git repository, "
+        "<repository>-<path inside>-branch-<n> beside the repository)",
     )
     parser.add_argument(
         "--current-files",

@@ -48,7 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="when the files changed since the stop: continue in a copy of the folder as it was "
         "at the stop, made in DIR (a new or empty folder; default: a sibling named "
-        "<folder>-restored-<n>); your folder is left as it is and the session lives in the copy "
+        "<folder>-restored-<n>, or, for a folder inside a Git repository, "
+        "<repository>-<path inside>-restored-<n> beside the repository); your folder is "
+        "left as it is and the session lives in the copy "
         "(when the folder is a Git repository, the copy is a clone of it at your current commit "
         "with the snapshot's files on top, so git status and git diff show the same changes; "
         "paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so not "

@@ -38,13 +38,15 @@ HELP = """commands:
   /rebaseline   when the files changed since the stop: resume with them as they are now
   /restore [DIR]
                 when the files changed since the stop: resume in a copy of the folder as it
-                was at the stop, made in DIR (default: a new folder beside it); yours stays
+                was at the stop, made in DIR (default: a new folder beside it, or beside
+                the Git repository it is in); yours stays
   /settle CALL ran|not-run [NOTE]
                 you checked what an interrupted call (outcome unknown) did: record it
   /branch [EVENT [DIR] [--current-files]]
                 without EVENT: list the points this session can be branched from; with it:
                 a new session continuing from there, in a copy of the folder as it was
-                there (made in DIR, default a new folder beside it); this one stays as it is.
+                there (made in DIR, default a new folder beside it or beside the Git
+                repository it is in); this one stays as it is.
                 --current-files: copy the files as they are now (no snapshot kept there)
   /quit         leave (Ctrl+D works too)
 anything else is sent to the agent"""

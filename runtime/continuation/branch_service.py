@@ -39,6 +39,7 @@ from runtime.continuation.branch_prefix import (
     list_boundaries,
     resolve_prefix,
 )
+from runtime.continuation.copy_place import copy_base
 from runtime.continuation.lineage_reader import build_prefix
 from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, checkpoint_ref
@@ -96,8 +97,9 @@ class BranchResult:
 
 
 def default_branch_path(folder: str) -> Path:
-    """``<folder>-branch-<n>``: the first such sibling that does not exist."""
-    base = os.path.normpath(folder)
+    """``<folder>-branch-<n>``: the first such sibling that does not exist (beside the
+    repository when the folder is inside one: ``copy_place``)."""
+    base = copy_base(folder)
     n = 1
     while os.path.lexists(f"{base}-branch-{n}"):
         n += 1

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from runtime.continuation.copy_place import copy_base
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
 from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import RestoreCode
@@ -21,8 +22,9 @@ from runtime.ledger.crash_points import CrashPoint, failpoint
 
 
 def default_restore_path(folder: str) -> Path:
-    """``<folder>-restored-<n>``: the first such sibling that does not exist."""
-    base = os.path.normpath(folder)
+    """``<folder>-restored-<n>``: the first such sibling that does not exist (beside the
+    repository when the folder is inside one: ``copy_place``)."""
+    base = copy_base(folder)
     n = 1
     while os.path.lexists(f"{base}-restored-{n}"):
         n += 1

@@ -1,0 +1,51 @@
+"""A restored or branched copy of a folder inside a Git repository (a package of a monorepo)
+goes beside the repository, not inside its work tree, where it would be an untracked folder in
+the user's ``git status``, one ``git add -A`` away from a commit (the real ``maka resume`` and
+``maka branch``, the real ``git``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_workspace_decisions_cli import Drill
+from tests.helpers.maka_run import maka
+from tests.helpers.user_git import user_git
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+
+
+def test_copies_of_a_package_go_beside_the_repository(tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    drill = Drill(top)  # the session folder is mono/work; its data and script beside it
+    (top / ".gitignore").write_text("data/\n*.json\n*.jsonl\n")
+    (top / "other").mkdir()
+    (top / "other" / "o.txt").write_text("another package\n")
+    user_git(top, "init", "-q")
+    user_git(top, "add", ".")
+    user_git(top, "commit", "-q", "-m", "first")
+    drill.run()  # the first call ran and was captured; then the provider failed
+    (drill.work / "a.txt").write_text("edited by the user\n")
+    status = user_git(top, "status", "--porcelain")
+
+    listing = maka(["branch", drill.session, "--json"], drill.data, env=drill.env)
+    assert listing.returncode == 0, listing.stderr
+    point = json.loads(listing.stdout)["boundaries"][0]
+    made = maka(["branch", drill.session, "--at", point["eventId"]], drill.data, env=drill.env)
+    assert made.returncode == 0, made.stderr
+    branch = tmp_path / "mono-work-branch-1"
+    assert f"its folder: {branch} " in made.stdout
+    assert (branch / "b.txt").read_text() == "beta\n"
+    assert user_git(top, "status", "--porcelain") == status, "nothing new in the repository"
+
+    code, parked = drill.resume()
+    assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
+    code, body = drill.resume("--restore-to")
+    assert code == 0, body
+    copy = tmp_path / "mono-work-restored-1"
+    assert body["workspacePath"] == str(copy)
+    assert (copy / "a.txt").read_text() == "alpha\n"
+    assert user_git(top, "status", "--porcelain") == status

@@ -1,0 +1,57 @@
+"""Where a restored or branched copy goes by default (``runtime/continuation/copy_place.py``):
+beside the folder, or beside the Git repository the folder is inside, never inside that
+repository's work tree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from runtime.continuation.branch_service import default_branch_path
+from runtime.continuation.copy_place import copy_base
+from runtime.continuation.workspace_transition import default_restore_path
+
+
+def test_a_folder_inside_a_repository_is_copied_beside_the_repository(tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    (top / "packages" / "web").mkdir(parents=True)
+    (top / ".git").mkdir()
+    web = str(top / "packages" / "web")
+    assert copy_base(web) == str(tmp_path / "mono-packages-web")
+    assert default_restore_path(web) == tmp_path / "mono-packages-web-restored-1"
+    (tmp_path / "mono-packages-web-restored-1").mkdir()
+    assert default_restore_path(web) == tmp_path / "mono-packages-web-restored-2"
+    assert default_branch_path(web) == tmp_path / "mono-packages-web-branch-1"
+    # A linked worktree's .git is a file: the same.
+    (top / ".git").rmdir()
+    (top / ".git").write_text("gitdir: /elsewhere\n")
+    assert copy_base(web + "/") == str(tmp_path / "mono-packages-web")
+
+
+def test_a_repository_or_a_plain_folder_is_copied_beside_itself(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    plain = tmp_path / "plain" / "deeper"
+    plain.mkdir(parents=True)
+    assert copy_base(str(repo)) == str(repo)
+    assert default_restore_path(str(repo)) == tmp_path / "repo-restored-1"
+    assert copy_base(str(plain)) == str(plain)
+    assert default_branch_path(str(plain)) == tmp_path / "plain" / "deeper-branch-1"
+
+
+def test_beside_a_repository_that_cannot_be_written_the_copy_stays_beside_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository of the whole home folder: the folder above it is not the user's."""
+    home = tmp_path / "home" / "me"
+    (home / "projects" / "app").mkdir(parents=True)
+    (home / ".git").mkdir()
+    real = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if Path(path) == home.parent else real(path, mode)
+    )
+    app = str(home / "projects" / "app")
+    assert copy_base(app) == app
+    assert default_restore_path(app) == home / "projects" / "app-restored-1"
