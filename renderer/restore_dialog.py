@@ -35,18 +35,20 @@ def ask_restore_target(
     name = os.path.basename(folder.rstrip("/\\")) or _tr("folder")
     where = (
         _tr(
-            "Maka makes the copy in a new folder beside yours (the next free "
-            "{name}-restored-N; a copy left by a resume that did not start is not used) "
-            "and the session continues there. Your folder is not changed."
-            " A folder inside a Git repository is copied beside the repository instead, "
-            "named after both, so the repository does not see the copy."
+            "Maka makes the copy in a new folder beside yours, the next free "
+            "{name}-restored-N (a copy left by a resume that did not start is not used), "
+            "and the session continues there; when your folder is inside a Git repository, "
+            "the new folder goes beside the repository instead "
+            "(<repository>-…-{name}-restored-N), so the repository does not see it. Your "
+            "folder is not changed."
         )
         if abandoned
         else _tr(
-            "Maka makes the copy in a new folder beside yours ({name}-restored-1, or the "
-            "next free number) and the session continues there. Your folder is not changed."
-            " A folder inside a Git repository is copied beside the repository instead, "
-            "named after both, so the repository does not see the copy."
+            "Maka makes the copy in a new folder beside yours, {name}-restored-1 (or the "
+            "next free number), and the session continues there; when your folder is inside "
+            "a Git repository, the new folder goes beside the repository instead "
+            "(<repository>-…-{name}-restored-1), so the repository does not see it. Your "
+            "folder is not changed."
         )
     ).replace("{name}", name)
     where += " " + _tr(
