@@ -53,7 +53,9 @@ def test_the_restore_button_confirms_then_asks_for_the_copy(qtbot: QtBot) -> Non
     banner, bridge = _parked(qtbot, ("isolated_restore", "rebaseline"))
 
     def cancel(box: QMessageBox) -> int:
-        assert "(proj-restored-1, or the next free number)" in box.informativeText()
+        said = box.informativeText()
+        assert "beside yours, proj-restored-1 (or the next free number)" in said
+        assert "beside the repository instead (<repository>-…-proj-restored-1)" in said
         return 0
 
     with mock.patch.object(QMessageBox, "exec", cancel):
@@ -184,7 +186,7 @@ def test_the_restore_dialog_does_not_name_a_copy_left_by_a_resume_that_did_not_s
         banner.restore_button.click()
     [text] = shown
     assert "proj-restored-1" not in text
-    assert "(the next free proj-restored-N; a copy left by a resume that did not start is not " in (
+    assert "the next free proj-restored-N (a copy left by a resume that did not start is not " in (
         text.replace("\n", " ")
     )
 
