@@ -180,62 +180,53 @@ def test_a_linked_worktrees_copy_is_a_clone_at_its_head(tmp_path: Path) -> None:
     assert user_git(copy, "log", "--format=%s") == "on feature\non main\nfirst\n"
 
 
-def test_a_clone_that_fails_once_is_made_on_the_second_try(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The user's own ``git gc`` can remove a loose object while the clone copies it; the
-    clone is tried once more. Failing twice, the copy is made without a repository."""
-    folder = tmp_path / "repo"
-    _committed_repository(folder)
-    store = GitCheckpointStore(tmp_path / "data")
-    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+def _failing_clones(
+    monkeypatch: pytest.MonkeyPatch, code: CheckpointFailureCode, times: int
+) -> list[Path]:
+    """The next ``times`` clones fail with ``code``, each leaving what a clone cut short
+    leaves (a ``.git``); returns the folders every clone was tried in."""
     real = GitRunner.run_outside
-    failures = {"left": 1}
+    tried: list[Path] = []
 
-    def flaky(self: GitRunner, args: Sequence[str], *, cwd: Path) -> bytes:
-        if args[0] == "clone" and failures["left"]:
-            failures["left"] -= 1
-            (cwd / ".git").mkdir()  # what a clone cut short leaves
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "fatal: unable to copy objects"
-            )
-        return real(self, args, cwd=cwd)
-
-    monkeypatch.setattr(GitRunner, "run_outside", flaky)
-    copy = tmp_path / "copy"
-    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
-    assert failures["left"] == 0
-    assert _status(copy) == [" M f0.txt", "?? new.txt"]
-
-    failures["left"] = 2
-    again = tmp_path / "again"
-    store.materialize(WS, snapshot.tree_id, again, "s", source=folder)
-    assert failures["left"] == 0
-    assert not (again / ".git").exists()
-    assert (again / "f0.txt").read_text() == "changed in the work tree\n"
-
-
-def test_a_clone_that_runs_out_of_time_is_not_tried_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    folder = tmp_path / "repo"
-    _committed_repository(folder)
-    store = GitCheckpointStore(tmp_path / "data")
-    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
-    real = GitRunner.run_outside
-    clones: list[Path] = []
-
-    def slow(self: GitRunner, args: Sequence[str], *, cwd: Path) -> bytes:
+    def failing(self: GitRunner, args: Sequence[str], *, cwd: Path) -> bytes:
         if args[0] == "clone":
-            clones.append(cwd)
-            raise CheckpointError(
-                CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT, "git clone did not finish in time"
-            )
+            tried.append(cwd)
+            if len(tried) <= times:
+                (cwd / ".git").mkdir(exist_ok=True)
+                raise CheckpointError(code, f"git {args[0]} failed")
         return real(self, args, cwd=cwd)
 
-    monkeypatch.setattr(GitRunner, "run_outside", slow)
+    monkeypatch.setattr(GitRunner, "run_outside", failing)
+    return tried
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # The user's own gc removed a loose object while it was copied: tried once more.
+        (CheckpointFailureCode.CHECKPOINT_GIT_FAILED, 1, 2, True),
+        (CheckpointFailureCode.CHECKPOINT_GIT_FAILED, 2, 2, False),
+        # A repository too big to copy in time is not tried twice.
+        (CheckpointFailureCode.CHECKPOINT_GIT_TIMEOUT, 1, 1, False),
+    ],
+    ids=["failed-once", "failed-twice", "out-of-time"],
+)
+def test_a_failed_clone_is_tried_once_more_unless_it_ran_out_of_time(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: tuple[CheckpointFailureCode, int, int, bool],
+) -> None:
+    code, failures, tries, cloned = case
+    folder = tmp_path / "repo"
+    _committed_repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    tried = _failing_clones(monkeypatch, code, failures)
     copy = tmp_path / "copy"
     store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
-    assert clones == [copy]
-    assert not (copy / ".git").exists()
+    assert tried == [copy] * tries
+    if cloned:
+        assert _status(copy) == [" M f0.txt", "?? new.txt"]
+    else:
+        assert not (copy / ".git").exists()
     assert (copy / "f0.txt").read_text() == "changed in the work tree\n"
