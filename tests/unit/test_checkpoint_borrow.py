@@ -73,6 +73,22 @@ def _store(tmp_path: Path, *, absorb: bool) -> GitCheckpointStore:
     return store
 
 
+def _tree_from_scratch(tmp_path: Path, folder: Path, owner: Path | None = None) -> str:
+    """The tree a new store that borrows nothing captures of ``folder``: the ``.git`` of
+    ``owner`` (the folder itself by default) is hidden meanwhile."""
+    dot = (owner or folder) / ".git"
+    hidden = tmp_path / "hidden.git"
+    fresh = GitCheckpointStore(tmp_path / "data-scratch")
+    ws = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555ffff"
+    dot.rename(hidden)
+    try:
+        snapshot = fresh.capture(folder, ws, "refs/maka/s/r/1", "from scratch")
+        assert not fresh.borrows(ws)
+        return snapshot.tree_id
+    finally:
+        hidden.rename(dot)
+
+
 def test_the_first_capture_borrows_and_leaves_the_users_git_as_it_was(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     _repository(folder)
@@ -99,13 +115,7 @@ def test_the_first_capture_borrows_and_leaves_the_users_git_as_it_was(tmp_path: 
     assert shown == "changed in the work tree\n", "the work tree, not the user's index"
     assert second.tree_id != first.tree_id
     # The seed never holds more than a fresh capture would: the same tree from scratch.
-    fresh = GitCheckpointStore(tmp_path / "data2")
-    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
-    (folder / ".git").rename(tmp_path / "hidden.git")
-    try:
-        assert fresh.capture(folder, ws2, "refs/maka/s/r/1", "x").tree_id == second.tree_id
-    finally:
-        (tmp_path / "hidden.git").rename(folder / ".git")
+    assert _tree_from_scratch(tmp_path, folder) == second.tree_id
 
 
 def test_a_snapshot_survives_the_users_gc_after_a_reset_once_absorbed(tmp_path: Path) -> None:
@@ -457,12 +467,7 @@ def test_a_copy_of_trees_that_fails_leaves_every_tree_to_write_tree(
     git_dir = store.git_dir(WS)
     # The root's, the four folders' and the permission record's folder's, by write-tree.
     assert _scratch_loose(git_dir) == 6
-    fresh = GitCheckpointStore(tmp_path / "data2")
-    (folder / ".git").rename(tmp_path / "hidden.git")
-    try:
-        assert fresh.capture(folder, WS, "refs/maka/s/r/1", "x").tree_id == first.tree_id
-    finally:
-        (tmp_path / "hidden.git").rename(folder / ".git")
+    assert _tree_from_scratch(tmp_path, folder) == first.tree_id
 
 
 def test_a_copied_repository_is_not_written_again_file_by_file(tmp_path: Path) -> None:
@@ -532,13 +537,7 @@ def test_a_folder_whose_git_is_a_file_borrows_its_repository(tmp_path: Path, kin
     shown = user_git(tmp_path, "--git-dir", str(git_dir), "show", f"{snap.tree_id}:pkg2/f2.txt")
     assert shown == "changed in this work tree\n"
 
-    fresh = GitCheckpointStore(tmp_path / "data2")
-    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
-    (folder / ".git").rename(tmp_path / "hidden.git")
-    try:
-        assert fresh.capture(folder, ws2, "refs/maka/s/r/1", "x").tree_id == snap.tree_id
-    finally:
-        (tmp_path / "hidden.git").rename(folder / ".git")
+    assert _tree_from_scratch(tmp_path, folder) == snap.tree_id
     assert store.absorb_borrowed(WS)
     assert not store.borrows(WS)
     assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
@@ -607,14 +606,7 @@ def test_a_folder_inside_a_repository_borrows_its_part_of_the_index(
     assert not any(name.startswith(("other/", "pkg/")) for name in names)
     assert "100755 blob" in next(line for line in listed.splitlines() if "run.sh" in line)
 
-    fresh = GitCheckpointStore(tmp_path / "data2")
-    ws2 = "workspace:v1:0f0e0d0c-1111-2222-3333-77775555bbbb"
-    (top / ".git").rename(tmp_path / "hidden.git")
-    try:
-        assert fresh.capture(folder, ws2, "refs/maka/s/r/1", "x").tree_id == snap.tree_id
-        assert not fresh.borrows(ws2)
-    finally:
-        (tmp_path / "hidden.git").rename(top / ".git")
+    assert _tree_from_scratch(tmp_path, folder, top) == snap.tree_id
     assert store.absorb_borrowed(WS)
     assert store.has_snapshot(WS, snap.commit_id, snap.tree_id)
 
