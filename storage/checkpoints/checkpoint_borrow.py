@@ -213,7 +213,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         if top is not None:
             # A folder inside the repository: its part of the index, named from the folder
             # (not of a split index: most of its entries are in a shared file).
-            if any(user.git_dir.glob("sharedindex.*")):
+            if any(user.git_dir.glob("sharedindex.*")) or any(user.common.glob("sharedindex.*")):
                 return None
             inside = os.fsencode(Path(os.path.abspath(folder)).relative_to(top).as_posix())
             inside += b"/"
