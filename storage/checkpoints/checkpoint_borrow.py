@@ -59,6 +59,7 @@ from pathlib import Path
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
+from storage.checkpoints.checkpoint_enclosing import enclosing_top, git_dirs
 from storage.checkpoints.checkpoint_git import GitRunner, Started
 from storage.checkpoints.checkpoint_subindex import sub_index
 from storage.private_files import private_opener
@@ -93,32 +94,24 @@ class UserRepository:
 
 def user_repository(folder: Path) -> UserRepository | None:
     """The folder's own repository when it is a plain one: a ``.git`` folder, or the ``.git``
-    file of a linked worktree or a submodule naming one, with an index and an object store of
-    SHA-1 objects; None otherwise (no repository, a bare or odd layout, another object format,
-    a partial clone)."""
-    dot = folder / ".git"
+    file of a linked worktree or a submodule naming one (``git_dirs``), with an index and an
+    object store of SHA-1 objects; None otherwise (no repository, a bare or odd layout, another
+    object format, a partial clone)."""
+    found = git_dirs(folder)
+    if found is None:
+        return None
+    user = UserRepository(*found)
     try:
-        mode = os.lstat(dot).st_mode
-        named = dot if stat.S_ISDIR(mode) else None
-        if stat.S_ISREG(mode):
-            named = _named_git_dir(dot)
-        if named is None:
+        if not (user.git_dir / "index").is_file() or not (user.common / "objects").is_dir():
             return None
-        git_dir = named
-        common = git_dir
-        if (git_dir / "commondir").is_file():
-            shared = (git_dir / "commondir").read_text("utf-8").strip()
-            common = Path(os.path.normpath(git_dir / shared)) if shared else git_dir
-        if not (git_dir / "index").is_file() or not (common / "objects").is_dir():
-            return None
-        user = UserRepository(git_dir, common)
         config = "".join(_read_text(path) for path in user.configs).lower()
+        promisor = any((user.common / "objects" / "pack").glob("*.promisor"))
     except OSError:
         return None
     compact = config.replace(" ", "").replace("\t", "")
     if "objectformat" in compact:
         return None  # another object format than the private repository's
-    if "partialclone" in compact or any((common / "objects" / "pack").glob("*.promisor")):
+    if "partialclone" in compact or promisor:
         return None  # a partial clone: objects its index names may not be there
     return user
 
@@ -126,15 +119,13 @@ def user_repository(folder: Path) -> UserRepository | None:
 def enclosing_repository(folder: Path) -> tuple[UserRepository, Path] | None:
     """The repository whose work tree holds ``folder`` below its top (a package of a
     monorepo), with that top; None when the folder has a ``.git`` of its own, or no folder
-    above it has one, or that one is not a plain repository (``user_repository``)."""
-    folder = Path(os.path.abspath(folder))
-    if os.path.lexists(folder / ".git"):
+    above it has one (``enclosing_top``), or that one is not a plain repository
+    (``user_repository``)."""
+    top = enclosing_top(Path(os.path.abspath(folder)))
+    if top is None:
         return None
-    for parent in folder.parents:
-        if os.path.lexists(parent / ".git"):
-            user = user_repository(parent)
-            return None if user is None else (user, parent)
-    return None
+    user = user_repository(top)
+    return None if user is None else (user, top)
 
 
 def _attributes_above(top: Path, folder: Path) -> list[str]:
@@ -147,17 +138,6 @@ def _attributes_above(top: Path, folder: Path) -> list[str]:
             found.append(str(here / ".gitattributes"))
         here = here / part
     return found
-
-
-def _named_git_dir(dot: Path) -> Path | None:
-    """The folder a ``.git`` file names (``gitdir: <path>``, relative to the file's folder)."""
-    with open(dot, "rb") as handle:
-        text = handle.read(4096).decode("utf-8", "surrogateescape").strip()
-    if not text.startswith("gitdir:") or "\n" in text:
-        return None
-    named = Path(text.removeprefix("gitdir:").strip())
-    git_dir = Path(os.path.normpath(dot.parent / named))
-    return git_dir if git_dir.is_dir() else None
 
 
 def _read_text(path: Path) -> str:

@@ -4,7 +4,8 @@
 A session folder inside a larger repository (a package of a monorepo) is ignored by that
 repository's rules as well as its own: ``node_modules/`` in the monorepo's top ``.gitignore``
 keeps the package's ``node_modules`` out of Git, and out of the snapshots. The rules are read,
-never written, from the nearest enclosing repository: its ``.git/info/exclude`` and the
+never written, from the nearest enclosing repository: its ``info/exclude`` (in the common
+folder of a linked worktree, whose ``.git`` is a file naming it, as Git reads it) and the
 ``.gitignore`` of every folder from its top down to the session folder's parent. Each rule is
 rewritten for the session folder and the lot goes to the private repository's
 ``info/exclude`` (lower in precedence than the folder's own ``.gitignore`` files, as in Git).
@@ -20,6 +21,7 @@ Negations (``!``) are rewritten the same way.
 from __future__ import annotations
 
 import fnmatch
+import os
 from pathlib import Path
 
 _MAX_RULE_BYTES = 1024 * 1024
@@ -28,27 +30,70 @@ _MAX_RULE_BYTES = 1024 * 1024
 def enclosing_rules(folder: Path) -> str:
     """The enclosing repository's ignore rules rewritten for ``folder`` ("" when there is no
     enclosing repository or it ignores nothing)."""
-    top = _enclosing_top(folder)
+    folder = Path(os.path.abspath(folder))
+    top = enclosing_top(folder)
     if top is None:
         return ""
     inside = folder.relative_to(top).parts
     lines: list[str] = []
-    exclude = top / ".git" / "info" / "exclude"
-    if exclude.is_file():
-        lines.extend(_rewritten(_read(exclude), inside))
+    common = common_dir(top)
+    if common is not None:
+        lines.extend(_rewritten(_read(common / "info" / "exclude"), inside))
     for depth in range(len(inside)):
         here = top.joinpath(*inside[:depth])
         lines.extend(_rewritten(_read(here / ".gitignore"), inside[depth:]))
     return "".join(f"{line}\n" for line in lines)
 
 
-def _enclosing_top(folder: Path) -> Path | None:
-    if (folder / ".git").exists():
-        return None  # a repository of its own: Git reads no rule from above it
+def enclosing_top(folder: Path) -> Path | None:
+    """The top of the work tree holding the (absolute) ``folder`` below it: the nearest folder
+    above it with a ``.git`` (a folder, or the file of a linked worktree or a submodule); None
+    when ``folder`` has a ``.git`` of its own (Git reads nothing from above it) or no folder
+    above it has one."""
+    if os.path.lexists(folder / ".git"):
+        return None
     for parent in folder.parents:
-        if (parent / ".git").exists():
+        if os.path.lexists(parent / ".git"):
             return parent
     return None
+
+
+def git_dirs(top: Path) -> tuple[Path, Path] | None:
+    """The repository folder of the work tree at ``top`` and its common folder (where the
+    objects, the configuration and ``info`` are: the main repository's for a linked worktree,
+    named by ``commondir``, else the same folder); None when ``.git`` is neither a folder nor a
+    file naming one (``gitdir: <path>``, relative to ``top``)."""
+    dot = top / ".git"
+    try:
+        if dot.is_symlink() or not (dot.is_dir() or dot.is_file()):
+            return None
+        git_dir = dot if dot.is_dir() else _named_git_dir(dot)
+        if git_dir is None:
+            return None
+        common = git_dir
+        if (git_dir / "commondir").is_file():
+            shared = (git_dir / "commondir").read_text("utf-8").strip()
+            common = Path(os.path.normpath(git_dir / shared)) if shared else git_dir
+    except (OSError, UnicodeDecodeError):
+        return None
+    return git_dir, common
+
+
+def common_dir(top: Path) -> Path | None:
+    """``git_dirs(top)``'s common folder."""
+    found = git_dirs(top)
+    return None if found is None else found[1]
+
+
+def _named_git_dir(dot: Path) -> Path | None:
+    """The folder a ``.git`` file names."""
+    with open(dot, "rb") as handle:
+        text = handle.read(4096).decode("utf-8", "surrogateescape").strip()
+    if not text.startswith("gitdir:") or "\n" in text:
+        return None
+    named = Path(text.removeprefix("gitdir:").strip())
+    git_dir = Path(os.path.normpath(dot.parent / named))
+    return git_dir if git_dir.is_dir() else None
 
 
 def _read(path: Path) -> list[str]:

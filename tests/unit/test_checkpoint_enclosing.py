@@ -112,3 +112,66 @@ def test_no_enclosing_repository_adds_nothing(tmp_path: Path) -> None:
     if any((parent / ".git").exists() for parent in folder.parents):
         pytest.skip("the temporary folder is itself inside a repository")
     assert enclosing_rules(folder) == ""
+
+
+def test_a_package_of_a_linked_worktree_reads_the_main_repositorys_exclude(
+    tmp_path: Path,
+) -> None:
+    """A linked worktree's ``.git`` is a file; its ``info/exclude`` is the main repository's
+    (its common folder), as Git reads it."""
+    top, _package = _monorepo(tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["HOME"] = str(tmp_path)
+    git = ["git", "-C", str(top), "-c", "user.name=u", "-c", "user.email=u@x"]
+    subprocess.run([*git, "add", "-A"], check=True, env=env)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True, env=env)
+    linked = tmp_path / "linked"
+    subprocess.run([*git, "worktree", "add", "-q", str(linked)], check=True, env=env)
+    package = linked / "packages" / "app"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "notes.swp").write_text("swap\n")
+    (package / "kept.txt").write_text("kept\n")
+    assert (linked / ".git").is_file()
+    assert "*.swp" in enclosing_rules(package)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(package, WS, "refs/maka/s/r/1", "m")
+    listed = subprocess.run(
+        [
+            "git",
+            "--git-dir",
+            str(store.git_dir(WS)),
+            "ls-tree",
+            "-r",
+            "--name-only",
+            snapshot.tree_id,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "notes.swp" not in listed
+    assert "kept.txt" in listed
+
+
+def test_a_git_file_naming_no_folder_or_unreadable_bytes_is_no_repository(
+    tmp_path: Path,
+) -> None:
+    from storage.checkpoints.checkpoint_borrow import user_repository
+    from storage.checkpoints.checkpoint_enclosing import git_dirs
+
+    top = tmp_path / "top"
+    top.mkdir()
+    (top / ".git").write_text("gitdir: nowhere\n")
+    assert git_dirs(top) is None
+    assert user_repository(top) is None
+    named = tmp_path / "named"
+    (named / "objects").mkdir(parents=True)
+    (named / "commondir").write_bytes(b"\xff\xfe\n")
+    (top / ".git").write_text(f"gitdir: {named}\n")
+    assert git_dirs(top) is None
+    package = top / "pkg"
+    package.mkdir()
+    (package / "a.txt").write_text("a\n")
+    assert enclosing_rules(package) == ""
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(package, WS, "refs/maka/s/r/1", "m")  # captured from scratch, no seed
