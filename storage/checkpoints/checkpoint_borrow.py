@@ -61,14 +61,13 @@ from runtime.ledger.codes import CheckpointFailureCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from storage.checkpoints.checkpoint_enclosing import enclosing_top, git_dirs
 from storage.checkpoints.checkpoint_git import GitRunner, Started
-from storage.checkpoints.checkpoint_subindex import sub_index
+from storage.checkpoints.checkpoint_subindex import SIGNATURE, read_entries, sub_index
 from storage.private_files import private_opener
 
 ALTERNATES = Path("objects") / "info" / "alternates"
 TREES_SCRATCH = "trees.scratch"
 _GITLINK = b"160000"
 _ATTRIBUTES = b".gitattributes"
-_INDEX_SIGNATURE = b"DIRC"
 _PACK_INDEX_V2 = b"\377tOc\0\0\0\2"
 _PACK_NAMES_AT = 8 + 256 * 4  # after the magic, the version and the fan-out table
 ALTERNATES_ASIDE = "alternates.absorbing"
@@ -188,7 +187,7 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         info = os.stat(user.git_dir / "index")
         with open(user.git_dir / "index", "rb") as source:
             data = source.read()
-        if not data.startswith(_INDEX_SIGNATURE):
+        if not data.startswith(SIGNATURE):
             return None
         if top is not None:
             # A folder inside the repository: its part of the index, named from the folder
@@ -256,7 +255,7 @@ def cached_trees(data: bytes) -> list[str]:
         signature, version, count = struct.unpack_from(">4sLL", data, 0)
     except struct.error:
         return []
-    if signature != _INDEX_SIGNATURE or version not in (2, 3, 4):
+    if signature != SIGNATURE or version not in (2, 3, 4):
         return []
     end = len(data) - 20  # the index's checksum
     for found in _TREE_EXTENSION.finditer(data, 12 + 62 * count, end):
@@ -424,26 +423,16 @@ def _converted(
 
 
 def _recorded_sizes(index: Path) -> dict[bytes, int] | None:
-    """Each entry's size as an index of version 2 or 3 records it (32 bits: a file of 4 GiB or
-    more reads small, but such a folder is over the size budget and never captured); None for
-    another version or an index that does not parse."""
+    """Each entry's size as the index records it (32 bits: a file of 4 GiB or more reads
+    small, but such a folder is over the size budget and never captured); None for an index
+    that ``read_entries`` does not read."""
     try:
-        data = index.read_bytes()
-        signature, version, count = struct.unpack_from(">4sLL", data, 0)
-        if signature != _INDEX_SIGNATURE or version not in (2, 3):
-            return None
-        sizes: dict[bytes, int] = {}
-        at = 12
-        for _ in range(count):
-            size = struct.unpack_from(">L", data, at + 36)[0]
-            flags = struct.unpack_from(">H", data, at + 60)[0]
-            start = at + 62 + (2 if flags & 0x4000 else 0)
-            end = data.index(b"\0", start)
-            sizes[data[start:end]] = size
-            at += (end - at + 8) // 8 * 8
-    except (OSError, struct.error, ValueError):
+        entries = read_entries(index.read_bytes())
+    except OSError:
         return None
-    return sizes
+    if entries is None:
+        return None
+    return {entry.name: int.from_bytes(entry.stat[36:40], "big") for entry in entries}
 
 
 def stage_held(
