@@ -18,12 +18,17 @@ from tests.helpers.user_git import user_git
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
 
-def test_copies_of_a_package_go_beside_the_repository(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["package", "nested repository"])
+def test_copies_of_a_package_go_beside_the_repository(tmp_path: Path, layout: str) -> None:
     top = tmp_path / "mono"
     drill = Drill(top)  # the session folder is mono/work; its data and script beside it
     (top / ".gitignore").write_text("data/\n*.json\n*.jsonl\n")
     (top / "other").mkdir()
     (top / "other" / "o.txt").write_text("another package\n")
+    if layout == "nested repository":  # a clone inside a larger checkout, as a submodule
+        user_git(drill.work, "init", "-q")
+        user_git(drill.work, "add", ".")
+        user_git(drill.work, "commit", "-q", "-m", "inner")
     user_git(top, "init", "-q")
     user_git(top, "add", ".")
     user_git(top, "commit", "-q", "-m", "first")
@@ -49,3 +54,6 @@ def test_copies_of_a_package_go_beside_the_repository(tmp_path: Path) -> None:
     assert body["workspacePath"] == str(copy)
     assert (copy / "a.txt").read_text() == "alpha\n"
     assert user_git(top, "status", "--porcelain") == status
+    if layout == "nested repository":  # the copy of a repository is a clone of it
+        assert user_git(copy, "log", "--format=%s") == "inner\n"
+        assert user_git(branch, "log", "--format=%s") == "inner\n"

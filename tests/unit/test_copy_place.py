@@ -55,3 +55,39 @@ def test_beside_a_repository_that_cannot_be_written_the_copy_stays_beside_the_fo
     app = str(home / "projects" / "app")
     assert copy_base(app) == app
     assert default_restore_path(app) == home / "projects" / "app-restored-1"
+
+
+def test_a_repository_nested_in_another_is_copied_beside_the_outer_one(tmp_path: Path) -> None:
+    """A submodule (or a clone inside a larger checkout) is a work tree inside another: its copy
+    beside it would be untracked in the outer repository's ``git status``."""
+    outer = tmp_path / "app"
+    core = outer / "libs" / "core"
+    (core / "src").mkdir(parents=True)
+    (outer / ".git").mkdir()
+    (core / ".git").write_text("gitdir: ../../.git/modules/core\n")
+    assert copy_base(str(core)) == str(tmp_path / "app-libs-core")
+    assert default_restore_path(str(core)) == tmp_path / "app-libs-core-restored-1"
+    # A package of the submodule: beside the outermost repository too.
+    assert copy_base(str(core / "src")) == str(tmp_path / "app-libs-core-src")
+    # Three deep: still beside the outermost.
+    top = tmp_path / "top"
+    (top / ".git").mkdir(parents=True)
+    outer.rename(top / "app")
+    assert copy_base(str(top / "app" / "libs" / "core")) == str(tmp_path / "top-app-libs-core")
+
+
+def test_beside_an_outer_repository_that_cannot_be_written_the_inner_place_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project repository in a home folder that is a repository too: beside the project."""
+    home = tmp_path / "home" / "me"
+    project = home / "code" / "project"
+    (project / "pkg").mkdir(parents=True)
+    (project / ".git").mkdir()
+    (home / ".git").mkdir()
+    real = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if Path(path) == home.parent else real(path, mode)
+    )
+    assert copy_base(str(project)) == str(project)
+    assert copy_base(str(project / "pkg")) == str(home / "code" / "project-pkg")
