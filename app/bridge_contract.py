@@ -917,6 +917,10 @@ class ResumeDiagnostic(WireModel):
     """The code the diagnostic stands for beside its own, as a field (never read out of
     ``message``): the ledger check a damaged record failed, or the resolver's reason for the
     call (``reconcile_diverged``...)."""
+    path: Annotated[str, StringConstraints(min_length=1, max_length=4096)] | None = None
+    """The file or folder a diagnostic names in its ``path`` field, when it has one: where an
+    offered restored copy would be made (``workspace_restore_place``), a copy a resume left
+    (``workspace_restore_abandoned``)."""
 
 
 class ResumeParkedPush(_Message):

@@ -373,6 +373,13 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
             "",
             ("checkpointRef", *_RESTORE_POINT),
         ),
+        "workspace_restore_place": (
+            _I,
+            "A restored copy is offered: the note names the new folder it would be made in "
+            "when you do not choose one.",
+            "",
+            ("path",),
+        ),
         "workspace_rebaseline_uncompared": (
             _I,
             "No snapshot is left to compare your current files with: continuing with them tells "

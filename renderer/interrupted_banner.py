@@ -251,8 +251,16 @@ class InterruptedBanner(TintedPanel):
     def _on_restore(self) -> None:
         """Confirm the copy, in a new sibling folder or one the user picks."""
         left = any(d.code == "workspace_restore_abandoned" for d in self._current().diagnostics)
+        place = next(
+            (
+                d.path
+                for d in self._current().diagnostics
+                if d.code == "workspace_restore_place" and d.path
+            ),
+            "",
+        )
         confirmed, folder = ask_restore_target(
-            self, self._folder, self._restore_point(), abandoned=left
+            self, self._folder, self._restore_point(), abandoned=left, place=place
         )
         if confirmed:
             self.request_decision("isolated_restore", folder)

@@ -18,12 +18,13 @@ def _sentence(text: str) -> str:
 
 
 def ask_restore_target(
-    parent: QWidget, folder: str, point: str, *, abandoned: bool
+    parent: QWidget, folder: str, point: str, *, abandoned: bool, place: str = ""
 ) -> tuple[bool, str | None]:
     """Ask to confirm the copy. ``point``: what the copy would hold when it is not the folder at
     the stop (else ""); ``abandoned``: a copy left by a resume that did not start exists (it is
-    never used, so the default name is not promised). Returns (confirmed, the folder the user
-    picked or None for the default sibling)."""
+    never used); ``place``: the new folder the main process would make the copy in (its
+    ``workspace_restore_place`` note; "" from an older park, when the dialog names the
+    pattern). Returns (confirmed, the folder the user picked or None for the default)."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Question)
     box.setWindowTitle(_tr("Continue in a restored copy"))
@@ -32,25 +33,7 @@ def ask_restore_target(
         if point
         else _tr("Continue in a copy of the folder as it was when the run stopped?")
     )
-    name = os.path.basename(folder.rstrip("/\\")) or _tr("folder")
-    where = (
-        _tr(
-            "Maka makes the copy in a new folder beside yours, the next free "
-            "{name}-restored-N (a copy left by a resume that did not start is not used), "
-            "and the session continues there; when your folder is inside a Git repository, "
-            "the new folder goes beside the repository instead "
-            "(<repository>-…-{name}-restored-N), so the repository does not see it. Your "
-            "folder is not changed."
-        )
-        if abandoned
-        else _tr(
-            "Maka makes the copy in a new folder beside yours, {name}-restored-1 (or the "
-            "next free number), and the session continues there; when your folder is inside "
-            "a Git repository, the new folder goes beside the repository instead "
-            "(<repository>-…-{name}-restored-1), so the repository does not see it. Your "
-            "folder is not changed."
-        )
-    ).replace("{name}", name)
+    where = _where(folder, place, abandoned=abandoned)
     where += " " + _tr(
         "If your folder is a Git repository, the copy is a clone of it at your current commit "
         "with the snapshot's files on top, so git status and git diff there show the same "
@@ -76,3 +59,39 @@ def ask_restore_target(
         if picked:
             return True, picked
     return False, None
+
+
+def _where(folder: str, place: str, *, abandoned: bool) -> str:
+    """Where the copy goes: the exact folder the main process named, else the pattern."""
+    if place:
+        text = _tr(
+            "Maka makes the copy in a new folder, {place} (or the next free number, should "
+            "that one exist by then), and the session continues there."
+        ).replace("{place}", place)
+        if abandoned:
+            text += " " + _tr("A copy left by a resume that did not start is not used.")
+        if os.path.dirname(place.rstrip("/\\")) != os.path.dirname(folder.rstrip("/\\")):
+            text += " " + _tr(
+                "It goes beside the Git repository your folder is in, so the repository does "
+                "not see it."
+            )
+        return text + " " + _tr("Your folder is not changed.")
+    name = os.path.basename(folder.rstrip("/\\")) or _tr("folder")
+    return (
+        _tr(
+            "Maka makes the copy in a new folder beside yours, the next free "
+            "{name}-restored-N (a copy left by a resume that did not start is not used), "
+            "and the session continues there; when your folder is inside a Git repository, "
+            "the new folder goes beside the repository instead "
+            "(<repository>-…-{name}-restored-N), so the repository does not see it. Your "
+            "folder is not changed."
+        )
+        if abandoned
+        else _tr(
+            "Maka makes the copy in a new folder beside yours, {name}-restored-1 (or the "
+            "next free number), and the session continues there; when your folder is inside "
+            "a Git repository, the new folder goes beside the repository instead "
+            "(<repository>-…-{name}-restored-1), so the repository does not see it. Your "
+            "folder is not changed."
+        )
+    ).replace("{name}", name)

@@ -445,9 +445,18 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
         named = ", ".join(skipped[:3]) + (
             f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         )
+        place = next(
+            (
+                str(d.detail.get("path"))
+                for d in plan.diagnostics
+                if d.code == DiagnosticCode.WORKSPACE_RESTORE_PLACE.value and d.detail.get("path")
+            ),
+            "",
+        )
+        where = f"in DIR or, without one, in {place}" if place else "in DIR or a new folder"
         lines.append(
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
-            "(made in DIR or a new sibling folder; your folder is left as it is and the "
+            f"(made {where}; your folder is left as it is and the "
             f"session lives in the copy). The copy holds {reflects}. Snapshots leave out "
             "paths the folder's .gitignore files ignore and files over 50 MiB"
             + (f" (here: {named})" if skipped else "")

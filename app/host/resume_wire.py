@@ -49,7 +49,14 @@ def wire_diagnostic(
         more_changed_paths=more,
         event_id=event_id[:200] if event_id else None,
         sub_code=sub_code(detail or {}),
+        path=_named_path(detail or {}),
     )
+
+
+def _named_path(detail: Mapping[str, Any]) -> str | None:
+    """The file or folder a diagnostic names (its ``path`` field), when it fits the wire."""
+    path = detail.get("path")
+    return path if isinstance(path, str) and 0 < len(path) <= 4096 else None
 
 
 _SUB_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")

@@ -42,7 +42,11 @@ from runtime.continuation.lineage_reader import Lineage, LineageStore, read_line
 from runtime.continuation.presence_memo import PresenceMemo
 from runtime.continuation.resume_gates import LatestRun, first_park, first_refusal
 from runtime.continuation.workspace_decision import WorkspaceDecision
-from runtime.continuation.workspace_transition import RestoreFailed, materialize_restore
+from runtime.continuation.workspace_transition import (
+    RestoreFailed,
+    default_restore_path,
+    materialize_restore,
+)
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.checkpoint_ports import (
     CheckpointCarrier,
@@ -246,6 +250,15 @@ class ResumeService:
             )
             for path in abandoned_restores(self._store, self._checkpoints, plan.session_id)
         ]
+        place = self._restore_place(plan, call)
+        if place is not None:
+            left.append(
+                PlanDiagnostic(
+                    DiagnosticCode.WORKSPACE_RESTORE_PLACE.value,
+                    f"a restored copy would be made in a new folder, {place}",
+                    detail={"path": place},
+                )
+            )
         if call.rebaseline_uncompared:
             left.append(
                 PlanDiagnostic(
@@ -259,6 +272,20 @@ class ResumeService:
         if not left and not transitions:
             return plan
         return replace(plan, diagnostics=(*plan.diagnostics, *left), transitions=transitions)
+
+    def _restore_place(self, plan: ContinuationPlan, call: _PlanCall) -> str | None:
+        """Where a restored copy offered by ``plan`` would be made when the user names no
+        folder (``default_restore_path``: beside the folder, or beside the Git repository it
+        is inside); None when no copy is offered or the user named the folder."""
+        if "isolated_restore" not in plan.workspace_options or call.restore_to:
+            return None
+        try:
+            session = self._store.get_session(plan.session_id)
+        except LedgerError:
+            return None
+        if session is None or not session.cwd:
+            return None
+        return str(default_restore_path(session.cwd))
 
     def _resumed_by(self, plan: ContinuationPlan) -> list[RuntimeEvent]:
         """The first event of the continuation that already resumed this interruption (where

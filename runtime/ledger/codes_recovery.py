@@ -104,6 +104,9 @@ class DiagnosticCode(StrEnum):
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
     # what it would hold instead (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"
+    # A restored copy is offered: the new folder it would be made in without one of the user's
+    # choosing (docs/design/workspace.md 4), so every surface names the place, not a pattern.
+    WORKSPACE_RESTORE_PLACE = "workspace_restore_place"
     # Continuing with the current files is offered and no snapshot is left to compare them
     # with: the model is told that files may have changed, not which (docs/design/workspace.md 4).
     WORKSPACE_REBASELINE_UNCOMPARED = "workspace_rebaseline_uncompared"

@@ -48,9 +48,15 @@ def test_copies_of_a_package_go_beside_the_repository(tmp_path: Path, layout: st
 
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
+    copy = tmp_path / "mono-work-restored-1"
+    # Every surface names the exact place (the JSON, the banner's dialog, the advice).
+    place = [d for d in parked["diagnostics"] if d["code"] == "workspace_restore_place"]
+    assert [d["detail"]["path"] for d in place] == [str(copy)]
+    told = maka(["resume", drill.session, "--permission-mode", "auto"], drill.data, env=drill.env)
+    assert told.returncode == 3
+    assert f"made in DIR or, without one, in {copy};" in told.stdout
     code, body = drill.resume("--restore-to")
     assert code == 0, body
-    copy = tmp_path / "mono-work-restored-1"
     assert body["workspacePath"] == str(copy)
     assert (copy / "a.txt").read_text() == "alpha\n"
     assert user_git(top, "status", "--porcelain") == status

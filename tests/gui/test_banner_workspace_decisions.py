@@ -191,6 +191,49 @@ def test_the_restore_dialog_does_not_name_a_copy_left_by_a_resume_that_did_not_s
     )
 
 
+@pytest.mark.parametrize(
+    ("folder", "place", "beside_repository"),
+    [
+        ("/home/ann/proj", "/home/ann/proj-restored-2", False),
+        ("/home/ann/mono/packages/web", "/home/ann/mono-packages-web-restored-1", True),
+    ],
+)
+def test_the_restore_dialog_names_the_folder_the_main_process_would_make(
+    qtbot: QtBot, folder: str, place: str, beside_repository: bool
+) -> None:
+    """The main process names the exact new folder (``workspace_restore_place``): the dialog
+    says it, not a pattern, and says why it is beside the repository when it is."""
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder=folder)
+    named = ResumeDiagnostic(
+        code="workspace_restore_place",
+        message=f"a restored copy would be made in a new folder, {place}",
+        path=place,
+    )
+    bridge.push_parked(
+        "s1",
+        ("workspace_drift",),
+        (DRIFT, named),
+        workspace_options=("isolated_restore", "rebaseline"),
+    )
+    shown: list[str] = []
+
+    def cancel(box: QMessageBox) -> int:
+        shown.append(box.informativeText().replace("\n", " "))
+        return 0
+
+    with mock.patch.object(QMessageBox, "exec", cancel):
+        banner.restore_button.click()
+    [text] = shown
+    assert f"Maka makes the copy in a new folder, {place} (or the next free number" in text
+    assert "<repository>" not in text and "-restored-N" not in text
+    assert ("beside the Git repository your folder is in" in text) is beside_repository
+    assert bridge.calls_to("resume_latest") == []
+
+
 def test_choose_folder_sends_the_folder_the_user_picked(
     qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
 ) -> None:

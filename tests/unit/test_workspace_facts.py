@@ -154,6 +154,23 @@ def test_the_desktop_carries_where_a_damaged_record_is_to_the_banner() -> None:
     assert (diagnostic.code, diagnostic.event_id) == ("tool_ledger_corruption", "evt-9")
 
 
+def test_the_desktop_carries_where_a_restored_copy_would_go_to_the_banner() -> None:
+    from app.host.resume_wire import parked_outcome as _parked
+    from runtime.continuation.continuation_planner import ContinuationPlan, PlanDiagnostic
+    from runtime.ledger.codes import ParkReason
+
+    place = PlanDiagnostic(
+        "workspace_restore_place",
+        "a restored copy would be made in a new folder, /w/mono-pkg-restored-1",
+        detail={"path": "/w/mono-pkg-restored-1"},
+    )
+    odd = PlanDiagnostic("workspace_restore_place", "no path", detail={"path": "x" * 5000})
+    plan = ContinuationPlan("s", "r", (ParkReason.WORKSPACE_DRIFT,), (place, odd))
+    named, too_long = _parked(plan).diagnostics
+    assert named.path == "/w/mono-pkg-restored-1"
+    assert too_long.path is None  # what does not fit the wire is left out, never cut
+
+
 def _git_v1_first() -> RuntimeEvent:
     first = user_text(marker=True, ids=IDS)
     first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
