@@ -734,6 +734,8 @@ class DesktopServices:
             if refused is not None:
                 return refused
             observer.continuation_of = plan.source_run_id
+            if plan.continuation is not None:
+                observer.know_earlier_calls(plan.continuation.restore_subjects)
             if said is not None:
                 said.continuing(plan)
             result = resume.execute(plan, automatic=automatic)

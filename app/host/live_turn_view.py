@@ -46,6 +46,17 @@ class LiveTurnView:
         self._from = 0
         self._open_calls: dict[str, int] = {}
         self._subjects: dict[str, str] = {}
+        # The earlier runs' calls by what they did (``know_earlier_calls``).
+        self._earlier: dict[str, str] = {}
+
+    def know_earlier_calls(self, subjects: Mapping[str, str]) -> None:
+        """The calls of the runs before this one, by what they did (``call_subjects``): a
+        continuation in a restored copy names the calls the copy predates in its mark as the
+        user knows them (the command, the file), as the reopened transcript does, not by
+        their ids. Call before the first event."""
+        with self._lock:
+            self._earlier = dict(subjects)
+            self._subjects = {**self._earlier, **self._subjects}
 
     # ---- RunObserver -----------------------------------------------------------------------
 
@@ -112,7 +123,7 @@ class LiveTurnView:
         elif kind == "function_response":
             self._open_calls.pop(str(content.get("id")), None)
         if is_terminal(event) or "toolRecovery" in (event.get("actions") or {}):
-            entries = transcript_of_run(self._events)
+            entries = transcript_of_run(self._events, self._earlier)
         else:
             events = self._events[self._from :]
             entries = transcript_of_run(events, self._subjects) if events else []

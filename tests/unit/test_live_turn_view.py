@@ -196,3 +196,36 @@ def test_the_live_view_projects_incrementally_what_the_whole_run_projects() -> N
         assert [shown[item.item_id] for item in whole if item is not None] == [
             item for item in whole if item is not None
         ]
+
+
+def test_a_live_continuation_in_a_restored_copy_names_the_earlier_call_by_what_it_did() -> None:
+    """The mark of a continuation in a restored copy names the calls the copy predates as the
+    reopened transcript does ("the command ..."), from the earlier runs' calls it was told,
+    while the run streams and after its ending re-projects the whole run."""
+    earlier = RunIds(session_id="s", invocation_id="i0", run_id="r0", turn_id="t0")
+    before = call_event("c1", "bash", {"command": "echo x >> count.txt"}, ids=earlier, ts=2)
+    from runtime.ledger.restore_point_words import call_subjects
+
+    first = user_text("go on", ids=IDS, marker=True)
+    first["actions"]["workspaceTransition"] = {  # type: ignore[typeddict-item]  # the mark's keys
+        "protocol": "workspace_transition_v1",
+        "kind": "isolated_restore",
+        "toPath": "/w/proj-restored-1",
+        "restorePoint": "before_later_calls",
+        "laterCalls": [{"toolName": "bash", "toolCallId": "c1"}],
+    }
+    sink = Sink()
+    view = LiveTurnView(sink, continuation_of="r0")
+    view.know_earlier_calls(call_subjects([before]))
+    view.committed(first)
+    view.committed(model_text("done", ids=IDS, ts=3))
+    view.committed(terminal(IDS, status="completed"))
+    marks = [
+        getattr(item, "text", "")
+        for item in sink.items
+        if "Continued in a restored copy" in getattr(item, "text", "")
+    ]
+    assert marks, "the mark was shown"
+    for mark in marks:
+        assert 'before the command "echo x >> count.txt"' in mark
+        assert "c1" not in mark
