@@ -91,3 +91,25 @@ def test_beside_an_outer_repository_that_cannot_be_written_the_inner_place_is_ke
     )
     assert copy_base(str(project)) == str(project)
     assert copy_base(str(project / "pkg")) == str(home / "code" / "project-pkg")
+
+
+def test_a_repository_of_the_home_folder_is_never_stepped_out_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotfiles repository at ``~``: a copy beside the home folder would be outside every
+    folder the user keeps (for the superuser, at the top of the file system), even when the
+    folder above it can be written."""
+    home = tmp_path / "home" / "me"
+    project = home / "code" / "project"
+    (project / "pkg").mkdir(parents=True)
+    (home / ".git").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert os.access(home.parent, os.W_OK)
+    assert copy_base(str(project)) == str(project)
+    assert copy_base(str(project / "pkg")) == str(project / "pkg")
+    (project / ".git").mkdir()
+    assert copy_base(str(project / "pkg")) == str(home / "code" / "project-pkg")
+    # A repository above the home folder is not stepped out of either.
+    (home / ".git").rmdir()
+    (tmp_path / "home" / ".git").mkdir()
+    assert copy_base(str(home / "notes")) == str(home / "notes")
