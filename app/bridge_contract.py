@@ -574,6 +574,10 @@ class TurnsResumeRequest(_Message):
     before_running: Summary = ""
     """The command's own notes (about its permission mode), said on its stderr once the
     continuation is about to run, never for a park: the host sends them back at that moment."""
+    safe_resume: bool | None = None
+    """The command's own ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` when it is set (``1``: on, any
+    other value: off), which decides Safe resume for this resume as it does for the command
+    alone; None: the host's setting."""
 
 
 MAX_PLAN_LINES: Final = 100_000

@@ -677,6 +677,7 @@ class RequestRouter:
             columns=message.columns,
             as_json=message.as_json,
             before_running=message.before_running,
+            safe_resume=message.safe_resume,
         )
 
         def done(result: JobResult) -> None:

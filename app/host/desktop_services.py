@@ -710,7 +710,7 @@ class DesktopServices:
             asker=asker,
             observer=watcher,
             cwd=cwd,
-            enabled=self.resume_flags()[0],
+            enabled=self._resume_on(terminal),
             clock=self._clock,
             lifecycle=self._lifecycle,
             settings=settings or self._run_settings(),
@@ -799,6 +799,14 @@ class DesktopServices:
         else:
             self._memory.remember(session_id, result.parked)
         return result
+
+    def _resume_on(self, terminal: TerminalResume | None) -> bool:
+        """Safe resume for one resume: a terminal command's own flag when it set one (its
+        ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME``, which decides for the command alone too), else
+        the host's (``resume_flags``)."""
+        if terminal is not None and terminal.safe_resume is not None:
+            return terminal.safe_resume
+        return self.resume_flags()[0]
 
     def _planner(self) -> ResumeService:
         sessions = self._service

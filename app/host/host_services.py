@@ -243,6 +243,9 @@ class TerminalResume:
     as_json: bool = False
     before_running: str = ""
     """The command's notes, said (on its stderr) once the continuation is about to run."""
+    safe_resume: bool | None = None
+    """The command's own Safe resume flag when it set one (it wins for this resume, as for the
+    command alone); None: the host's."""
 
 
 @dataclass(frozen=True, slots=True)

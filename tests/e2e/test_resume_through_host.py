@@ -185,3 +185,41 @@ def test_the_ways_forward_after_changed_files_are_the_same_beside_a_host(tmp_pat
     assert f"Continued in a restored copy at {copy};" in restored.stdout
     assert "The copy is a clone of your Git repository" in restored.stdout
     assert user_git(copy, "log", "--format=%s") == "first\n"
+
+
+def test_the_commands_own_safe_resume_flag_decides_through_a_host(tmp_path: Path) -> None:
+    """``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` for one command (as the park's advice says) decides
+    a resume through a running host as it does alone, both ways; without it, the host's
+    setting decides."""
+    data, session = interrupted_session(tmp_path)
+    (data / "settings.json").write_text(json.dumps({"safe_resume": "0", "auto_resume": "0"}))
+    host = start_main(data, None, "host").wait_ready()
+    try:
+        off = maka(["resume", session, "--permission-mode", "auto"], data)
+        told = maka(
+            ["resume", session, "--permission-mode", "auto"],
+            data,
+            env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "0"},
+        )
+        # Safe resume turned on in the settings while the host runs: the command's "0" wins.
+        (data / "settings.json").write_text(json.dumps(SETTINGS))
+        refused = maka(
+            ["resume", session, "--permission-mode", "auto"],
+            data,
+            env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "0"},
+        )
+        (data / "settings.json").write_text(json.dumps({"safe_resume": "0", "auto_resume": "0"}))
+        on = maka(
+            ["resume", session, "--permission-mode", "auto"],
+            data,
+            env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+        )
+        assert host.process.poll() is None, host.stderr()
+    finally:
+        host.stop()
+    for parked in (off, told, refused):
+        assert parked.returncode == 3, parked.stdout + parked.stderr
+        assert "resume_feature_disabled" in parked.stdout
+    assert on.returncode == 0, on.stdout + on.stderr
+    assert "resume_feature_disabled" not in on.stdout
+    assert _continuations(data) == 1
