@@ -29,6 +29,7 @@ _NAME_MASK = 0x0FFF
 _REFUSED_EXTENSIONS = (b"link", b"sdir")  # a split index, a sparse one
 # Past this many entries the walk would cost more than hashing a package's files.
 MAX_ENTRIES = 500_000
+_NO_CHECKSUM = bytes(20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +45,7 @@ def read_entries(data: bytes) -> list[IndexEntry] | None:
     extension this module refuses (``sub_index``)."""
     try:
         signature, version, count = struct.unpack_from(">4sLL", data, 0)
-        if signature != SIGNATURE or version not in (2, 3, 4) or len(data) < 32:
-            return None
-        if hashlib.sha1(data[:-20]).digest() != data[-20:]:
+        if signature != SIGNATURE or version not in (2, 3, 4) or not _checksum_ok(data):
             return None
         entries: list[IndexEntry] = []
         at = 12
@@ -77,6 +76,16 @@ def read_entries(data: bytes) -> list[IndexEntry] | None:
     except (struct.error, ValueError, IndexError):
         return None
     return entries
+
+
+def _checksum_ok(data: bytes) -> bool:
+    """Whether the index's trailing checksum is its SHA-1, or all zeros: Git 2.40 and later
+    write zeros with ``index.skipHash`` (which ``feature.manyFiles`` turns on) and read such an
+    index without checking it, as every Git reads an index."""
+    if len(data) < 32:
+        return False
+    trailer = data[-20:]
+    return trailer == _NO_CHECKSUM or hashlib.sha1(data[:-20]).digest() == trailer
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
@@ -125,7 +134,7 @@ def sub_index(data: bytes, prefix: bytes) -> bytes | None:
         return None
     if signature != SIGNATURE or version not in (2, 3, 4) or count > MAX_ENTRIES:
         return None
-    if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+    if not _checksum_ok(data):
         return None
     if version == 4:
         entries = read_entries(data)
