@@ -44,13 +44,11 @@ def _monorepo(tmp_path: Path) -> tuple[Path, Path]:
     return top, package
 
 
-def test_the_rules_of_an_enclosing_repository_apply_read_only(tmp_path: Path) -> None:
-    top, package = _monorepo(tmp_path)
-    (package / "notes.swp").write_text("swap\n")
-    before = _tree_state(top / ".git")
+def _snapshot_names(tmp_path: Path, package: Path) -> list[str]:
+    """The paths of a first snapshot of ``package`` (a store in ``tmp_path / "data"``)."""
     store = GitCheckpointStore(tmp_path / "data")
     snapshot = store.capture(package, WS, "refs/maka/s/r/1", "m")
-    listed = subprocess.run(
+    return subprocess.run(
         [
             "git",
             "--git-dir",
@@ -64,6 +62,13 @@ def test_the_rules_of_an_enclosing_repository_apply_read_only(tmp_path: Path) ->
         text=True,
         check=True,
     ).stdout.split()
+
+
+def test_the_rules_of_an_enclosing_repository_apply_read_only(tmp_path: Path) -> None:
+    top, package = _monorepo(tmp_path)
+    (package / "notes.swp").write_text("swap\n")
+    before = _tree_state(top / ".git")
+    listed = _snapshot_names(tmp_path, package)
     assert sorted(listed) == [".maka/permissions", "keep.log", "src/main.js"]
     assert _tree_state(top / ".git") == before  # the user's repository is never written
 
@@ -133,22 +138,7 @@ def test_a_package_of_a_linked_worktree_reads_the_main_repositorys_exclude(
     (package / "kept.txt").write_text("kept\n")
     assert (linked / ".git").is_file()
     assert "*.swp" in enclosing_rules(package)
-    store = GitCheckpointStore(tmp_path / "data")
-    snapshot = store.capture(package, WS, "refs/maka/s/r/1", "m")
-    listed = subprocess.run(
-        [
-            "git",
-            "--git-dir",
-            str(store.git_dir(WS)),
-            "ls-tree",
-            "-r",
-            "--name-only",
-            snapshot.tree_id,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    listed = _snapshot_names(tmp_path, package)
     assert "notes.swp" not in listed
     assert "kept.txt" in listed
 
