@@ -141,13 +141,13 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
+        if host.repaired_runs:  # before what it led to: the session's interrupted turn
+            print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")
         tui_reads.say_if_branched(host, session.session_id)
         if args.session:
             _say_if_interrupted(service, session.session_id, host)
         print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
-        if host.repaired_runs:
-            print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")
         while True:
             print("you> ", end="", flush=True)
             try:

@@ -95,3 +95,26 @@ def test_the_hint_does_not_promise_a_continuation_the_resume_parks(tmp_path: Pat
     listed = maka(["sessions"], data, env=env)
     assert f"(maka resume {session} continues it)" not in listed.stdout, listed.stdout
     assert f"(maka resume {session} continues it or says what holds it)" in listed.stdout
+
+
+def test_the_tui_says_recovery_closed_the_run_before_what_it_found(tmp_path: Path) -> None:
+    """A TUI opened on a session killed mid-turn: its own start closes the run, and says so
+    before it describes the interrupted turn that closing left (not after, as if later)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"]
+    killed = maka(args, data, env={"MAKA_FAILPOINT": "P6"})
+    assert killed.returncode == -9, killed.stderr
+    [row] = json.loads(maka(["sessions", "--json"], data).stdout)["sessions"]
+    opened = maka(
+        ["tui", "--session", str(row["sessionId"])],
+        data,
+        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+        stdin="/quit\n",
+    )
+    assert opened.returncode == 0, opened.stderr
+    out = opened.stdout
+    closed = out.index("startup recovery closed 1 interrupted run(s)")
+    assert closed < out.index("This session was interrupted"), out
+    assert out.count("startup recovery closed") == 1
