@@ -285,14 +285,19 @@ class TimelinePanel(QWidget):
     def _update_branch_button(self) -> None:
         option = self.boundary_at(self.tree.currentIndex())
         self.branch_button.setEnabled(option is not None)
-        self.branch_button.setToolTip(
-            _tr("Continue from this point in a new session, in a copy of the folder")
-            if option is None or option.snapshot_kept
-            else _tr(
+        if option is None:
+            tip = _tr(
+                "A new session can continue from a message you sent, a tool's result or the "
+                "end of a run: select one of those rows"
+            )
+        elif option.snapshot_kept:
+            tip = _tr("Continue from this point in a new session, in a copy of the folder")
+        else:
+            tip = _tr(
                 "No snapshot of the folder is kept for this point; you can continue with "
                 "a copy of the current files"
             )
-        )
+        self.branch_button.setToolTip(tip)
 
     def filters(self) -> TimelineRowFilter:
         return TimelineRowFilter(

@@ -256,6 +256,10 @@ def test_the_timeline_offers_continue_from_here_on_boundary_rows(qtbot: QtBot) -
     assert not action.isEnabled()
     panel.tree.setCurrentIndex(plain)
     assert not panel.branch_button.isEnabled()
+    # The disabled button says which rows it works on (a model's message is not one).
+    assert "from a message you sent, a tool's result or the end of a run" in (
+        panel.branch_button.toolTip()
+    )
     boundary = _row(panel, "evt-u2")
     panel.tree.setCurrentIndex(boundary)
     assert panel.branch_button.isEnabled()
