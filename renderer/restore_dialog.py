@@ -70,7 +70,8 @@ def _where(folder: str, place: str, *, abandoned: bool) -> str:
         ).replace("{place}", place)
         if abandoned:
             text += " " + _tr("A copy left by a resume that did not start is not used.")
-        if os.path.dirname(place.rstrip("/\\")) != os.path.dirname(folder.rstrip("/\\")):
+        beside = os.path.dirname(os.path.normpath(place))
+        if beside != os.path.dirname(os.path.normpath(folder)):  # paths compared, no disk read
             text += " " + _tr(
                 "It goes beside the Git repository your folder is in, so the repository does "
                 "not see it."

@@ -195,6 +195,7 @@ def test_the_restore_dialog_does_not_name_a_copy_left_by_a_resume_that_did_not_s
     ("folder", "place", "beside_repository"),
     [
         ("/home/ann/proj", "/home/ann/proj-restored-2", False),
+        ("/home/ann/proj/", "/home/ann/proj-restored-1", False),
         ("/home/ann/mono/packages/web", "/home/ann/mono-packages-web-restored-1", True),
     ],
 )
