@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 
 from app.bridge_contract import (
     ProcessesStoppedPush,
+    ResumeDiagnostic,
     ResumeFailedPush,
     ResumeParkedPush,
     ResumeStartedPush,
@@ -250,32 +251,27 @@ class InterruptedBanner(TintedPanel):
 
     def _on_restore(self) -> None:
         """Confirm the copy, in a new sibling folder or one the user picks."""
-        left = any(d.code == "workspace_restore_abandoned" for d in self._current().diagnostics)
-        place = next(
-            (
-                d.path
-                for d in self._current().diagnostics
-                if d.code == "workspace_restore_place" and d.path
-            ),
-            "",
-        )
+        place = self._note("workspace_restore_place")
         confirmed, folder = ask_restore_target(
-            self, self._folder, self._restore_point(), abandoned=left, place=place
+            self,
+            self._folder,
+            self._restore_point(),
+            abandoned=self._note("workspace_restore_abandoned") is not None,
+            place=(place.path if place else None) or "",
         )
         if confirmed:
             self.request_decision("isolated_restore", folder)
 
+    def _note(self, code: str) -> ResumeDiagnostic | None:
+        """The current park's first diagnostic with ``code`` (the main process's notes on a
+        restored copy: what it would hold, where it would go, one a resume left), or None."""
+        return next((d for d in self._current().diagnostics if d.code == code), None)
+
     def _restore_point(self) -> str:
         """What a restored copy would hold when it is not the folder at the stop (the main
         process's ``workspace_restore_point`` note), or ""."""
-        return next(
-            (
-                d.message
-                for d in self._current().diagnostics
-                if d.code == "workspace_restore_point" and d.message
-            ),
-            "",
-        )
+        point = self._note("workspace_restore_point")
+        return point.message if point is not None else ""
 
     def request_decision(
         self, decision: Literal["isolated_restore", "rebaseline"], restore_to: str | None = None

@@ -36,9 +36,9 @@ def enclosing_rules(folder: Path) -> str:
         return ""
     inside = folder.relative_to(top).parts
     lines: list[str] = []
-    common = common_dir(top)
-    if common is not None:
-        lines.extend(_rewritten(_read(common / "info" / "exclude"), inside))
+    found = git_dirs(top)
+    if found is not None:  # the common folder's: a linked worktree's is the main repository's
+        lines.extend(_rewritten(_read(found[1] / "info" / "exclude"), inside))
     for depth in range(len(inside)):
         here = top.joinpath(*inside[:depth])
         lines.extend(_rewritten(_read(here / ".gitignore"), inside[depth:]))
@@ -77,12 +77,6 @@ def git_dirs(top: Path) -> tuple[Path, Path] | None:
     except (OSError, UnicodeDecodeError):
         return None
     return git_dir, common
-
-
-def common_dir(top: Path) -> Path | None:
-    """``git_dirs(top)``'s common folder."""
-    found = git_dirs(top)
-    return None if found is None else found[1]
 
 
 def _named_git_dir(dot: Path) -> Path | None:

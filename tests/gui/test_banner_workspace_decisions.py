@@ -157,37 +157,46 @@ def test_the_rebaseline_offer_says_when_no_snapshot_can_tell_which_files_changed
     assert "which changed and re-reads" not in missing.rebaseline_note.text()
 
 
-def test_the_restore_dialog_does_not_name_a_copy_left_by_a_resume_that_did_not_start(
-    qtbot: QtBot,
-) -> None:
+def _restore_dialog_text(
+    qtbot: QtBot, folder: str, note: ResumeDiagnostic
+) -> tuple[str, FakeBridge]:
+    """The restore confirmation's text (line breaks as spaces) for a drift park on ``folder``
+    carrying ``note``, the dialog cancelled; and the bridge."""
     bridge = FakeBridge(safe_resume_enabled=True)
     banner = InterruptedBanner(bridge)
     qtbot.addWidget(banner)
     banner.show()
-    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
-    left = ResumeDiagnostic(
-        code="workspace_restore_abandoned",
-        message="a restored copy at /home/ann/proj-restored-1 was made by a resume that did "
-        "not start; it is left as it is and not used",
-    )
+    banner.set_session("s1", interrupted=True, folder=folder)
     bridge.push_parked(
         "s1",
         ("workspace_drift",),
-        (DRIFT, left),
+        (DRIFT, note),
         workspace_options=("isolated_restore", "rebaseline"),
     )
     shown: list[str] = []
 
     def cancel(box: QMessageBox) -> int:
-        shown.append(box.informativeText())
+        shown.append(box.informativeText().replace("\n", " "))
         return 0
 
     with mock.patch.object(QMessageBox, "exec", cancel):
         banner.restore_button.click()
     [text] = shown
+    return text, bridge
+
+
+def test_the_restore_dialog_does_not_name_a_copy_left_by_a_resume_that_did_not_start(
+    qtbot: QtBot,
+) -> None:
+    left = ResumeDiagnostic(
+        code="workspace_restore_abandoned",
+        message="a restored copy at /home/ann/proj-restored-1 was made by a resume that did "
+        "not start; it is left as it is and not used",
+    )
+    text, _bridge = _restore_dialog_text(qtbot, "/home/ann/proj", left)
     assert "proj-restored-1" not in text
     assert "the next free proj-restored-N (a copy left by a resume that did not start is not " in (
-        text.replace("\n", " ")
+        text
     )
 
 
@@ -204,31 +213,12 @@ def test_the_restore_dialog_names_the_folder_the_main_process_would_make(
 ) -> None:
     """The main process names the exact new folder (``workspace_restore_place``): the dialog
     says it, not a pattern, and says why it is beside the repository when it is."""
-    bridge = FakeBridge(safe_resume_enabled=True)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session("s1", interrupted=True, folder=folder)
     named = ResumeDiagnostic(
         code="workspace_restore_place",
         message=f"a restored copy would be made in a new folder, {place}",
         path=place,
     )
-    bridge.push_parked(
-        "s1",
-        ("workspace_drift",),
-        (DRIFT, named),
-        workspace_options=("isolated_restore", "rebaseline"),
-    )
-    shown: list[str] = []
-
-    def cancel(box: QMessageBox) -> int:
-        shown.append(box.informativeText().replace("\n", " "))
-        return 0
-
-    with mock.patch.object(QMessageBox, "exec", cancel):
-        banner.restore_button.click()
-    [text] = shown
+    text, bridge = _restore_dialog_text(qtbot, folder, named)
     assert f"Maka makes the copy in a new folder, {place} (or the next free number" in text
     assert "<repository>" not in text and "-restored-N" not in text
     assert ("beside the Git repository your folder is in" in text) is beside_repository
