@@ -380,6 +380,13 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
             "",
             ("path",),
         ),
+        "workspace_settle_takes_folder": (
+            _I,
+            "Answering whether the interrupted calls ran also takes the folder as it is now as "
+            "the new starting point, so no decision about the files follows.",
+            "",
+            (),
+        ),
         "workspace_rebaseline_uncompared": (
             _I,
             "No snapshot is left to compare your current files with: continuing with them tells "

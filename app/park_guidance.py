@@ -108,6 +108,12 @@ FILES_DECISION_CODES: frozenset[str] = frozenset(
 FILES_DECISION_LATER = (
     "After that, the files in the folder still need your decision on how to continue with them."
 )
+# Instead of that, when the calls asked about are writing calls of a run that takes snapshots
+# (the plan's ``workspace_settle_takes_folder`` note): the answer takes the folder as it is.
+FILES_TAKEN_BY_ANSWER = (
+    "Your answer also takes the folder as it is now as the new starting point, so the files "
+    "need no other decision."
+)
 
 DANGLING_NOTHING_TO_CONFIRM = (
     "Check the files that tool call may have changed, then send a new message to carry on."

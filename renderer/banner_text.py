@@ -22,6 +22,7 @@ from app.park_guidance import (
     DAMAGED_RECORD_REASON,
     FILES_DECISION_CODES,
     FILES_DECISION_LATER,
+    FILES_TAKEN_BY_ANSWER,
     HISTORY_REPLAY_CODES,
     LEDGER_DAMAGED,
     WRITE_NOT_DONE_HEADLINE,
@@ -224,11 +225,15 @@ def other_reasons(current: SessionResume) -> tuple[str, ...]:
 
 def then_the_files(current: SessionResume, others: tuple[str, ...]) -> str:
     """What to do about the other reasons first, then that the files still need a decision
-    (when clearing those can lead there; else a new message is the way on)."""
+    (when clearing those can lead there; else a new message is the way on), or that answering
+    about the calls takes the folder as it is (the main process's
+    ``workspace_settle_takes_folder`` note)."""
     codes = [d.code for d in current.diagnostics]
     first = next_step(others, codes)
     if not can_try_again(others, codes):
         return first
+    if "workspace_settle_takes_folder" in codes:
+        return f"{first} {park_tr(FILES_TAKEN_BY_ANSWER)}".strip()
     return f"{first} {park_tr(FILES_DECISION_LATER)}".strip()
 
 

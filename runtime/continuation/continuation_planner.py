@@ -24,6 +24,7 @@ from runtime.continuation.continuation_replay import (
 from runtime.continuation.lineage_reader import Lineage, LineageError
 from runtime.continuation.provider_replay import ItemKind, ProviderItem
 from runtime.continuation.restore_point import RestorePoint
+from runtime.continuation.settle_baseline import takes_folder
 from runtime.continuation.workspace_decision import (
     ANSWERED_BY,
     WORKSPACE_DECISION_REASONS,
@@ -174,8 +175,8 @@ class ContinuationPlan:
         if self.continues or self.workspace_options:
             return ()
         answerable = [r for r in self.rejection_reasons if r in WORKSPACE_DECISION_REASONS]
-        if not answerable:
-            return ()
+        if not answerable or any(d.code == _TAKES_FOLDER for d in self.diagnostics):
+            return ()  # (answering about the calls takes the folder as it is: nothing to decide)
         return offered_decisions(answerable, restorable=self.restorable)
 
     def to_json(self) -> dict[str, Any]:
@@ -286,19 +287,7 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
         )
     replay = given.replay if given.replay is not None else build_replay_plan(lineage.prefixes)
     if isinstance(replay, ReplayBlocked):
-        reason = _UNSETTLED_TO_REASON[replay.reason]
-        diagnostics = tuple(
-            PlanDiagnostic(
-                issue.code,
-                f"generation {replay.segment_index + 1}: {issue.message}",
-                issue.event_id,
-                issue.tool_call_id,
-                issue.tool_name,
-                dict(issue.detail),
-            )
-            for issue in replay.issues
-        )
-        return _blocked_plan(given, lineage, immediate, reason, diagnostics)
+        return _blocked_plan(given, lineage, immediate, replay)
     if given.claim_authority_error is not None:
         return park(
             session_id,
@@ -321,12 +310,32 @@ def plan_continuation(given: PlannerInput) -> ContinuationPlan:
     return _accumulating_gates(given, lineage, replay, immediate)
 
 
+_TAKES_FOLDER = DiagnosticCode.WORKSPACE_SETTLE_TAKES_FOLDER.value
+
+
+def _answers_take_folder(lineage: Lineage, replay: ReplayBlocked) -> bool:
+    """Whether settling every call that blocks the replay also takes the folder as it is now
+    as the starting point (``settle_baseline``): each is a writing call of the interrupted run
+    (the newest generation), which takes snapshots. Then the files' park reason clears with the
+    answer, and no decision about the files follows it."""
+    if replay.reason is not SegmentBlockReason.TOOL_RECOVERY_UNSETTLED:
+        return False
+    if replay.segment_index != len(lineage.prefixes) - 1 or not replay.issues:
+        return False
+    events = lineage.prefixes[replay.segment_index].events
+    return all(
+        issue.tool_call_id is not None
+        and issue.tool_name is not None
+        and takes_folder(issue.tool_name, events)
+        for issue in replay.issues
+    )
+
+
 def _blocked_plan(
     given: PlannerInput,
     lineage: Lineage,
     immediate: ImmutablePrefix,
-    reason: ParkReason,
-    diagnostics: tuple[PlanDiagnostic, ...],
+    replay: ReplayBlocked,
 ) -> ContinuationPlan:
     """Unsettled tool state parks, and every other gate that can be judged without a replay
     still speaks (the files, the workspace, a permission, the run's ending), so the user sees
@@ -334,8 +343,18 @@ def _blocked_plan(
     still runs is said first (it may still change files, and whether it ran cannot be settled
     until it ends; docs/design/recovery.md section 9)."""
     findings = _findings(Boundary(given, lineage, None, immediate))
-    reasons = [reason]
-    said = list(diagnostics)
+    reasons = [_UNSETTLED_TO_REASON[replay.reason]]
+    said = [
+        PlanDiagnostic(
+            issue.code,
+            f"generation {replay.segment_index + 1}: {issue.message}",
+            issue.event_id,
+            issue.tool_call_id,
+            issue.tool_name,
+            dict(issue.detail),
+        )
+        for issue in replay.issues
+    ]
     pending: list[PlanDiagnostic] = []
     for finding in findings:
         if finding.reason is ParkReason.BACKGROUND_OPERATION_PENDING:
@@ -346,6 +365,16 @@ def _blocked_plan(
         said.append(finding.diagnostic)
     if pending:
         reasons.insert(0, ParkReason.BACKGROUND_OPERATION_PENDING)
+    if any(r in WORKSPACE_DECISION_REASONS for r in reasons) and _answers_take_folder(
+        lineage, replay
+    ):
+        said.append(
+            PlanDiagnostic(
+                _TAKES_FOLDER,
+                "answering whether the interrupted calls ran also takes the folder as it is now "
+                "as the new starting point; no decision about the files follows",
+            )
+        )
     return ContinuationPlan(
         given.session_id,
         given.source.run_id,

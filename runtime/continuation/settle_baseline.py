@@ -61,8 +61,14 @@ class SettleFolder:
 
 def applies(run: SettleFolder) -> bool:
     """A writing call of a run that takes snapshots (its declared mode is ``git_v1``)."""
-    mode = declared_mode(run.events)
-    return may_write(run.tool_name) and mode is not None and mode.get("mode") == "git_v1"
+    return takes_folder(run.tool_name, run.events)
+
+
+def takes_folder(tool_name: str, events: Sequence[RuntimeEvent]) -> bool:
+    """Whether settling a call of ``tool_name`` in the run of ``events`` also takes the folder
+    as it is now as the run's starting point: a writing call of a run that takes snapshots."""
+    mode = declared_mode(events)
+    return may_write(tool_name) and mode is not None and mode.get("mode") == "git_v1"
 
 
 def _changes(

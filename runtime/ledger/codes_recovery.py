@@ -107,6 +107,10 @@ class DiagnosticCode(StrEnum):
     # A restored copy is offered: the new folder it would be made in without one of the user's
     # choosing (docs/design/workspace.md 4), so every surface names the place, not a pattern.
     WORKSPACE_RESTORE_PLACE = "workspace_restore_place"
+    # The calls a park asks about are writing calls of a run that takes snapshots: answering
+    # them also takes the folder as it is now as the starting point (docs/design/workspace.md
+    # 3), so no decision about the files follows the answer.
+    WORKSPACE_SETTLE_TAKES_FOLDER = "workspace_settle_takes_folder"
     # Continuing with the current files is offered and no snapshot is left to compare them
     # with: the model is told that files may have changed, not which (docs/design/workspace.md 4).
     WORKSPACE_REBASELINE_UNCOMPARED = "workspace_rebaseline_uncompared"

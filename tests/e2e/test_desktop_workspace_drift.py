@@ -232,3 +232,51 @@ def test_an_unknown_outcome_and_changed_files_show_together(
     assert len(committed_runs(data)) == 1  # nothing was continued
     bridge.stop()
     banner.close()
+
+
+def test_a_command_cut_short_is_answered_and_nothing_about_the_files_follows(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    """A command killed while it ran (its outcome unknown, the snapshot before it stale) and a
+    file edited afterwards: the banner says that the answer also takes the folder as it is,
+    not that a decision about the files follows; once the user says it did not run, no
+    reason about the files is left (the real main process, its store and ``git``)."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    (work / "n.txt").write_text("x\n")
+    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT))
+    env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P3"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session_id = committed_runs(data)[0][0].session_id
+    (work / "n.txt").write_text("edited by hand\n")
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    deadline = time.monotonic() + 30
+    while "auto-resume outcome: ResumeParked" not in main_log(data):
+        assert time.monotonic() < deadline, main_log(data)
+        qtbot.wait(50)
+    banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
+    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    codes = [label.property("code") for label in banner.reason_labels]
+    assert codes == ["dangling_tool_state", "workspace_checkpoint_stale"]
+    body = banner.body_label.text()
+    assert "still need your decision" not in body
+    assert body.endswith(
+        "Your answer also takes the folder as it is now as the new starting point, so the files "
+        "need no other decision."
+    )
+
+    assert bridge.settle_call(session_id, "c1", False, None)
+    # Safe resume checked again and found nothing in the way: its button is offered.
+    qtbot.waitUntil(lambda: banner.state is BannerState.IDLE, timeout=WAIT_MS)
+    assert banner.reason_labels == []
+    assert banner.action_button.isVisible() and banner.action_button.text() == "Safe resume"
+    assert len(committed_runs(data)) == 1  # nothing was continued without the user
+    bridge.stop()
+    banner.close()

@@ -94,12 +94,32 @@ def test_an_unknown_outcome_and_changed_files_are_said_together(tmp_path: Path) 
 
 
 def test_a_command_cut_short_also_says_the_snapshot_is_stale(tmp_path: Path) -> None:
+    """The stale snapshot is said with the unknown outcome. Answering whether the command ran
+    also takes the folder as it is now, so no decision about the files is announced for
+    later: the answer is the last thing Safe resume needs."""
     drill = Drill(tmp_path, BASH)
+    (drill.work / "b.txt").write_text("edited while Maka was stopped\n")
     code, parked = drill.json("plan", drill.session)
     assert code == 3
     assert parked["rejectionReasons"] == ["dangling_tool_state", "workspace_checkpoint_stale"]
-    assert parked["laterWorkspaceOptions"] == ["isolated_restore", "rebaseline"]
+    assert "laterWorkspaceOptions" not in parked
+    codes = [d["code"] for d in parked["diagnostics"]]
+    assert codes[-1] == "workspace_settle_takes_folder"
+    text = drill.text("plan", drill.session)
+    assert "The folder needs your decision too" not in text
+    assert "Safe resume can then continue from there." in text
+    assert (
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: b.txt."
+    ) in text
     # A decision never waives the unknown outcome.
     code, refused = drill.json("resume", drill.session, "--rebaseline")
     assert code == 3 and refused["rejectionReasons"] == ["dangling_tool_state"]
     assert len(committed_runs(drill.data)) == 1
+
+    # As announced: once answered, nothing about the files stands in the way.
+    settled = maka(["settle", drill.session, "c1", "--not-run"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    code, body = drill.json("resume", drill.session)
+    assert code == 0, body
+    assert body["disposition"] == "continue"

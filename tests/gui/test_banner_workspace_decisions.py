@@ -317,6 +317,47 @@ def test_changed_files_with_another_reason_are_listed_under_their_own_reason(
     assert banner.decisions_row.isVisible()
 
 
+def test_an_answer_that_takes_the_folder_promises_no_decision_about_the_files(
+    qtbot: QtBot,
+) -> None:
+    """A command killed mid-call in a run that takes snapshots: answering whether it ran also
+    takes the folder as it is (the main process's ``workspace_settle_takes_folder`` note), so
+    the banner says so instead of announcing a decision about the files that never comes."""
+    command = ResumeDiagnostic(
+        code="pending_tool_result",
+        message="generation 1: tool call bash (c1) is indeterminate (dispatch_without_response)",
+        tool_call_id="c1",
+        tool_name="bash",
+    )
+    stale = ResumeDiagnostic(
+        code="workspace_checkpoint_stale",
+        message='the command "make" may have changed files after the last snapshot',
+    )
+    takes = ResumeDiagnostic(
+        code="workspace_settle_takes_folder",
+        message="answering whether the interrupted calls ran also takes the folder as it is now",
+    )
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    reasons = ("dangling_tool_state", "workspace_checkpoint_stale")
+    bridge.push_parked("s1", reasons, (command, stale, takes))
+    body = banner.body_label.text()
+    assert "still need your decision" not in body
+    assert body.endswith(
+        "Safe resume then checks again by itself, as Try again does. Your answer also takes the "
+        "folder as it is now as the new starting point, so the files need no other decision."
+    )
+    assert not banner.decisions_row.isVisible()
+    # Without the note (an older park, or a read-only call), the decision is still announced.
+    bridge.push_parked("s1", reasons, (command, stale))
+    assert banner.body_label.text().endswith(
+        "After that, the files in the folder still need your decision on how to continue with them."
+    )
+
+
 def test_a_parked_write_and_a_stale_snapshot_point_to_a_new_message_only(qtbot: QtBot) -> None:
     """When nothing the user can do clears the other reason (a parked write is final), the
     banner does not promise a decision on the files later."""

@@ -568,6 +568,44 @@ def test_unsettled_tool_state_parks_with_every_other_reason_that_holds() -> None
     ]
 
 
+def test_when_answering_takes_the_folder_no_decision_about_the_files_is_announced() -> None:
+    """A writing call with an unknown outcome in a run that takes snapshots: settling it also
+    takes the folder as it is now (``settle_baseline``), so the files' park clears with the
+    answer and no later decision is announced; a read-only call's answer leaves the files'
+    decision for later, as does a run without snapshots."""
+    bash = ReplayBlocked(
+        SegmentBlockReason.TOOL_RECOVERY_UNSETTLED,
+        0,
+        (SegmentIssue("pending_tool_result", "tool call bash (c1)", "e1", "c1", "bash"),),
+    )
+    given = _boundary(_git_v1(), checkpoint_evidence=DRIFT, restorable=True).given
+    plan = plan_continuation(replace(given, replay=bash))
+    assert [r.value for r in plan.rejection_reasons] == ["dangling_tool_state", "workspace_drift"]
+    assert [d.code for d in plan.diagnostics] == [
+        "pending_tool_result",
+        "workspace_drift",
+        "workspace_settle_takes_folder",
+    ]
+    assert plan.later_workspace_options == ()
+    assert "laterWorkspaceOptions" not in plan.to_json()
+
+    read = replace(bash, issues=(replace(bash.issues[0], tool_name="read_file"),))
+    plan = plan_continuation(replace(given, replay=read))
+    assert "workspace_settle_takes_folder" not in [d.code for d in plan.diagnostics]
+    assert plan.later_workspace_options == ("isolated_restore", "rebaseline")
+
+    # A call of an earlier generation: its answer is not the interrupted run's starting point.
+    assert isinstance(given.lineage, Lineage)
+    (prefix,), (header,) = given.lineage.prefixes, given.lineage.headers
+    two = Lineage((prefix, prefix), (header, header))
+    plan = plan_continuation(replace(given, lineage=two, replay=bash))
+    assert plan.later_workspace_options == ("isolated_restore", "rebaseline")
+
+    # Without checkpoints there is no files' reason to clear, and no note.
+    plan = plan_continuation(replace(_boundary().given, replay=bash))
+    assert "workspace_settle_takes_folder" not in [d.code for d in plan.diagnostics]
+
+
 def test_a_snapshot_kept_by_another_host_is_said_where_it_may_be() -> None:
     """On a ledger shared by several hosts, the missing-snapshot park says where the snapshot
     may be instead (the other host's data folder), not only that it is gone here."""
