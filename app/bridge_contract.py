@@ -925,6 +925,10 @@ class ResumeDiagnostic(WireModel):
     """The file or folder a diagnostic names in its ``path`` field, when it has one: where an
     offered restored copy would be made (``workspace_restore_place``), a copy a resume left
     (``workspace_restore_abandoned``)."""
+    subject: Annotated[str, StringConstraints(min_length=1, max_length=4400)] | None = None
+    """The call a diagnostic is about as people know it (``the command "make"``), from its
+    ``subject`` field: the call after which the snapshot went stale
+    (``workspace_checkpoint_stale``)."""
 
 
 class ResumeParkedPush(_Message):

@@ -152,7 +152,7 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
             "The snapshot of the folder is out of date.",
             "A command or a write ran after the last snapshot, so files may have changed: check "
             "them, then send a new message to carry on.",
-            ("checkpointRef", *_CHANGED),
+            ("checkpointRef", "subject", *_CHANGED),
         ),
         "workspace_checkpoint_failed": (
             _W,

@@ -307,6 +307,13 @@ def details_for(current: SessionResume) -> str:
     return "\n".join(lines)
 
 
+def _stale_subject(current: SessionResume) -> str | None:
+    """The call after which the snapshot went stale, in words (the main process's ``subject``
+    of its ``workspace_checkpoint_stale`` diagnostic), or None."""
+    stale = next((d for d in current.diagnostics if d.code == "workspace_checkpoint_stale"), None)
+    return stale.subject if stale is not None else None
+
+
 def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str]]:
     """Each park reason with the sentence the banner lists for it (``folder``: where the
     session lives, named when it is missing)."""
@@ -325,6 +332,12 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
         ):
             # Listed with other reasons (a drift), or a stale snapshot (what differs from it):
             # its files go under it, not under all of them.
+            subject = _stale_subject(current) if code == "workspace_checkpoint_stale" else None
+            if subject:
+                sentence = _tr(
+                    "The snapshot of the folder is out of date: {subject} may have changed files "
+                    "after it."
+                ).replace("{subject}", subject)
             files = changed_files_text(current, code)
             if files:
                 if code == "workspace_checkpoint_stale":

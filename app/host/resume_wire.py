@@ -50,6 +50,7 @@ def wire_diagnostic(
         event_id=event_id[:200] if event_id else None,
         sub_code=sub_code(detail or {}),
         path=_named_path(detail or {}),
+        subject=_subject(detail or {}),
     )
 
 
@@ -57,6 +58,12 @@ def _named_path(detail: Mapping[str, Any]) -> str | None:
     """The file or folder a diagnostic names (its ``path`` field), when it fits the wire."""
     path = detail.get("path")
     return path if isinstance(path, str) and 0 < len(path) <= 4096 else None
+
+
+def _subject(detail: Mapping[str, Any]) -> str | None:
+    """The call a diagnostic names in words (its ``subject`` field), when it fits the wire."""
+    subject = detail.get("subject")
+    return subject if isinstance(subject, str) and 0 < len(subject) <= 4400 else None
 
 
 _SUB_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")

@@ -170,13 +170,13 @@ def workspace_gate(  # noqa: C901
         ]
     if not inherited and (boundary.checkpoint is None or boundary.stale_after is not None):
         reason = ParkReason.WORKSPACE_CHECKPOINT_STALE
-        message = (
-            f"{_stale_call(events, boundary.stale_after, boundary.stale_tool)} may have changed "
-            "files after the last snapshot"
-            if boundary.stale_after is not None
-            else "the run stopped before its first snapshot of the folder was recorded"
-        )
         stale_detail: dict[str, Any] = {}
+        if boundary.stale_after is not None:
+            subject = _stale_call(events, boundary.stale_after, boundary.stale_tool)
+            message = f"{subject} may have changed files after the last snapshot"
+            stale_detail["subject"] = subject  # the banner says it under the reason
+        else:
+            message = "the run stopped before its first snapshot of the folder was recorded"
         if boundary.checkpoint is not None:
             stale_detail["checkpointRef"] = boundary.checkpoint.get("checkpointRef")
         if evidence is not None and evidence.stale_compared:

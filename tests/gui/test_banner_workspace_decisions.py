@@ -407,10 +407,25 @@ def test_a_stale_snapshot_lists_the_files_that_differ_from_it(qtbot: QtBot) -> N
     )
     labels = {label.property("code"): label.text() for label in banner.reason_labels}
     lines = [line.strip() for line in labels["workspace_checkpoint_stale"].splitlines()]
-    assert lines[1:] == [
+    assert lines == [
+        "•  The snapshot of the folder is out of date.",
         "These differ from the last snapshot:",
         "added: build/out.o",
         "changed: src/a.c",
+    ]
+    # With the call it went stale after (its ``subject``), the reason names it.
+    bridge.push_parked(
+        "s1",
+        ("workspace_checkpoint_stale",),
+        (stale.model_copy(update={"subject": 'the command "make"'}),),
+        workspace_options=("isolated_restore", "rebaseline"),
+    )
+    labels = {label.property("code"): label.text() for label in banner.reason_labels}
+    lines = [line.strip() for line in labels["workspace_checkpoint_stale"].splitlines()]
+    assert lines[:2] == [
+        '•  The snapshot of the folder is out of date: the command "make" may have changed files '
+        "after it.",
+        "These differ from the last snapshot:",
     ]
     assert banner.title_label.text() != "Files changed since the run stopped."
     assert banner.decisions_row.isVisible()

@@ -171,6 +171,23 @@ def test_the_desktop_carries_where_a_restored_copy_would_go_to_the_banner() -> N
     assert too_long.path is None  # what does not fit the wire is left out, never cut
 
 
+def test_the_desktop_carries_the_call_a_snapshot_went_stale_after_to_the_banner() -> None:
+    from app.host.resume_wire import parked_outcome as _parked
+    from runtime.continuation.continuation_planner import ContinuationPlan, PlanDiagnostic
+    from runtime.ledger.codes import ParkReason
+
+    stale = PlanDiagnostic(
+        "workspace_checkpoint_stale",
+        'the command "make" may have changed files after the last snapshot',
+        detail={"subject": 'the command "make"', "checkpointRef": "refs/maka/s/r/1"},
+    )
+    odd = PlanDiagnostic("workspace_checkpoint_stale", "long", detail={"subject": "x" * 5000})
+    plan = ContinuationPlan("s", "r", (ParkReason.WORKSPACE_CHECKPOINT_STALE,), (stale, odd))
+    named, too_long = _parked(plan).diagnostics
+    assert named.subject == 'the command "make"'
+    assert too_long.subject is None  # what does not fit the wire is left out, never cut
+
+
 def _git_v1_first() -> RuntimeEvent:
     first = user_text(marker=True, ids=IDS)
     first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
@@ -349,6 +366,7 @@ def test_a_stale_park_names_the_command_and_the_files_that_differ_from_the_last_
         'the command "make all" may have changed files after the last snapshot'
     )
     assert "changedPaths" not in unknown.detail
+    assert unknown.detail["subject"] == 'the command "make all"'  # the banner's words
     changes = (TreeChange("out.o", PathChange.ADDED), TreeChange("a.c", PathChange.MODIFIED))
     [listed] = workspace_gate(stale, CheckpointEvidence(True, changes, stale_compared=True))
     assert listed.reason is not None and listed.reason.value == "workspace_checkpoint_stale"
