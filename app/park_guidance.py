@@ -167,6 +167,12 @@ def next_step_source(codes: Iterable[str], diagnostic_codes: Iterable[str] | Non
             and not can_try_again(codes, diagnostic_codes)
         ):
             return DANGLING_NOTHING_TO_CONFIRM  # e.g. a parked write: nothing to confirm
+        if (
+            stepped[0] == "dangling_tool_state"
+            and diagnostic_codes is not None
+            and _only_writes_not_done(diagnostic_codes)
+        ):
+            return WRITE_NOT_DONE_CONFIRM_STEP
         return NEXT_STEPS[stepped[0]]
     if worst is Severity.WARN and can_try_again(codes):
         return TRY_AGAIN_NEXT_STEP
@@ -176,16 +182,30 @@ def next_step_source(codes: Iterable[str], diagnostic_codes: Iterable[str] | Non
 def can_try_again(codes: Iterable[str], diagnostic_codes: Iterable[str] = ()) -> bool:
     """True when at least one reason is one the user can change, so checking again may help:
     the listed ones, or an unknown tool outcome (``pending_tool_result``) the user can settle by
-    confirming whether the call ran (unless a record is damaged too: confirming cannot lift
-    that)."""
+    confirming whether the call ran, or a write recovery found not done that the user can
+    confirm (unless a record is damaged too: confirming cannot lift that)."""
     codes, diagnostic_codes = tuple(codes), tuple(diagnostic_codes)
     if any(code in CHANGEABLE for code in codes):
         return True
     return (
         "dangling_tool_state" in codes
-        and "pending_tool_result" in diagnostic_codes
+        and (
+            "pending_tool_result" in diagnostic_codes
+            or "reconcile_matches_prior_state" in diagnostic_codes
+        )
         and not record_damaged(codes, diagnostic_codes)
     )
+
+
+def _only_writes_not_done(diagnostic_codes: Iterable[str]) -> bool:
+    """Every unsettled call the diagnostics name is a write recovery found not to have
+    happened (its card offers "Confirm: it did not run"), and none has an unknown outcome."""
+    codes = set(diagnostic_codes)
+    return "reconcile_matches_prior_state" in codes and not codes & {
+        "pending_tool_result",
+        "reconcile_diverged",
+        "reconcile_unreadable",
+    }
 
 
 # A park whose tool calls include a damaged record (the ledger check found an issue): its
@@ -236,8 +256,16 @@ WRITE_NOT_DONE_REASON = (
     "on its own."
 )
 WRITE_NOT_DONE_NEXT_STEP = (
-    "Check the file, then send a new message to carry on, and ask for the write again if you "
-    "still want it."
+    "Check the file, then confirm on its card below that the write did not happen (Confirm: it "
+    "did not run): Safe resume then checks again by itself, and the model is told. Or send a "
+    "new message to carry on, and ask for the write again if you still want it."
+)
+# The same write beside other reasons (changed files, say): the call's step, as for an unknown
+# outcome, with the card's one answer.
+WRITE_NOT_DONE_CONFIRM_STEP = (
+    "Check the file that write was to change, then send a new message to carry on, or confirm "
+    "on its card below that the write did not happen (Confirm: it did not run): Safe resume "
+    "then checks again by itself, as Try again does."
 )
 _UNSETTLED_CALL_CODES = frozenset(
     {"pending_tool_result", "tool_not_dispatched", "tool_recovery_parked"}

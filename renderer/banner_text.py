@@ -277,6 +277,19 @@ def write_not_done(current: SessionResume) -> bool:
     )
 
 
+def calls_are_writes_not_done(current: SessionResume) -> bool:
+    """The park's unsettled calls are all writes recovery found not done, whatever the files'
+    reasons beside them say (their ``workspace_*`` notes speak of the folder, not the calls)."""
+    return "dangling_tool_state" in current.reasons and write_did_not_happen(
+        ("dangling_tool_state",),
+        (
+            (d.code, d.tool_call_id)
+            for d in current.diagnostics
+            if not d.code.startswith("workspace_")
+        ),
+    )
+
+
 def diagnostic_line(diagnostic: ResumeDiagnostic) -> str:
     """``code · tool (call id): message``; the operation is named once, so a message that names
     the call itself (``tool call bash (c1) is indeterminate``) is not prefixed with it again. The
@@ -321,7 +334,7 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
     found: list[tuple[str, str]] = []
     for code in current.reasons:
         sentence = reason_sentence(current, code)
-        if not_done:
+        if not_done or (code == "dangling_tool_state" and calls_are_writes_not_done(current)):
             sentence = park_tr(WRITE_NOT_DONE_REASON)
         elif code == "workspace_folder_missing" and folder:
             sentence = _tr(

@@ -24,7 +24,7 @@ from app.park_guidance import (
     record_damaged,
 )
 from runtime.continuation.continuation_planner import ContinuationPlan
-from runtime.continuation.workspace_decision import WorkspaceDecision
+from runtime.continuation.workspace_decision import WORKSPACE_DECISION_REASONS, WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import RESOLVER_REASON, DiagnosticCode, ParkReason, SettlementOrigin
 from runtime.ledger.restore_point_words import copy_reflects
@@ -392,6 +392,9 @@ def plan_summary(
                 "the model is told so when Safe resume continues: "
                 f"{settle(plan.session_id, found.tool_call_id, True)}."
             )
+            confirming = folder(found.tool_call_id) if folder is not None else None
+            if confirming is not None:
+                lines.append(confirming)  # what confirming also does to the folder
         elif unknown:
             lines.extend(
                 _unknown_advice(plan, unknown[0].tool_call_id, len(unknown), settle, folder)
@@ -420,6 +423,8 @@ def _unknown_advice(
     lifted = {"dangling_tool_state"}
     if said is not None and count == 1:
         lifted.add("workspace_checkpoint_stale")  # the answer takes the folder as it is now
+        if plan.answers_take_folder:  # whatever holds the files, the answer clears it
+            lifted |= {reason.value for reason in WORKSPACE_DECISION_REASONS}
     alone = {r.value for r in plan.rejection_reasons} <= lifted
     then = (
         "Safe resume can then continue from there."

@@ -169,14 +169,21 @@ class ContinuationPlan:
         return offered_decisions(self.rejection_reasons, restorable=self.restorable)
 
     @property
+    def answers_take_folder(self) -> bool:
+        """Answering whether the calls that park ran also takes the folder as it is now as the
+        starting point (the planner's ``workspace_settle_takes_folder`` note): the files'
+        reasons clear with the answer, and no decision about them follows."""
+        return any(d.code == _TAKES_FOLDER for d in self.diagnostics)
+
+    @property
     def later_workspace_options(self) -> tuple[str, ...]:
         """The ways forward for the files when other reasons park too (a decision never waives
         another gate): offered once those are cleared."""
         if self.continues or self.workspace_options:
             return ()
         answerable = [r for r in self.rejection_reasons if r in WORKSPACE_DECISION_REASONS]
-        if not answerable or any(d.code == _TAKES_FOLDER for d in self.diagnostics):
-            return ()  # (answering about the calls takes the folder as it is: nothing to decide)
+        if not answerable or self.answers_take_folder:
+            return ()
         return offered_decisions(answerable, restorable=self.restorable)
 
     def to_json(self) -> dict[str, Any]:

@@ -65,12 +65,19 @@ def test_a_write_that_did_not_happen_says_so_in_the_banner_headline(
     (reason,) = banner.reason_labels
     assert "the file is as it was" in reason.text()
     assert "outcome is unknown" not in reason.text()
-    assert "ask for the write again" in banner.body_label.text()
+    body = banner.body_label.text()
+    assert "ask for the write again" in body
+    # The card's answer is named too: confirming lets Safe resume continue.
+    assert "confirm on its card below that the write did not happen" in body
     details = banner.details_label.text()
     assert "reconcile_matches_prior_state" in details and "out.txt" in details
     assert not work.joinpath("out.txt").exists(), "never redone"
     assert not [p for p in work.iterdir() if p.name.startswith(".out.txt.maka-")], (
         "Maka's own temporary file is removed by recovery"
     )
+    assert bridge.settle_call(session_id, "w1", False, None)
+    qtbot.waitUntil(lambda: banner.state is BannerState.IDLE, timeout=WAIT_MS)
+    assert banner.action_button.text() == "Safe resume"  # checked again: nothing holds it
+    assert not work.joinpath("out.txt").exists(), "confirming redoes nothing"
     bridge.stop()
     assert main.terminate() == 0

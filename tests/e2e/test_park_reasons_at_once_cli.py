@@ -30,11 +30,12 @@ def _script(call: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 
 READ = {"id": "c1", "name": "read_file", "args": {"path": "a.txt"}}
+WRITE = {"id": "c1", "name": "write_file", "args": {"path": "a.txt", "content": "new\n"}}
 BASH = {"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}
 
 
 class Drill:
-    def __init__(self, tmp_path: Path, call: dict[str, Any]) -> None:
+    def __init__(self, tmp_path: Path, call: dict[str, Any], failpoint: str = "P3") -> None:
         self.data = tmp_path / "data"
         self.work = tmp_path / "work"
         self.work.mkdir(parents=True)
@@ -44,7 +45,7 @@ class Drill:
         self.env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
         self.env["MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"] = "1"
         args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", "go"]
-        killed = maka(args, self.data, env={**self.env, "MAKA_FAILPOINT": "P3"})
+        killed = maka(args, self.data, env={**self.env, "MAKA_FAILPOINT": failpoint})
         assert killed.returncode == -9, killed.stderr  # SIGKILL while the call ran
         self.session = committed_runs(self.data)[0][0].session_id
 
@@ -123,3 +124,47 @@ def test_a_command_cut_short_also_says_the_snapshot_is_stale(tmp_path: Path) -> 
     code, body = drill.json("resume", drill.session)
     assert code == 0, body
     assert body["disposition"] == "continue"
+
+
+def test_the_tui_says_what_answering_does_to_the_folder_when_it_opens(tmp_path: Path) -> None:
+    """The TUI's opening description of the park says what /settle also does to the folder
+    and that Safe resume can then continue, as /resume and maka plan say it (before, it said
+    "The other reasons above still hold after that.", which the answer made untrue)."""
+    drill = Drill(tmp_path, BASH)
+    (drill.work / "b.txt").write_text("edited while Maka was stopped\n")
+    opened = maka(["tui", "--session", drill.session], drill.data, env=drill.env, stdin="/quit\n")
+    assert opened.returncode == 0, opened.stderr
+    opening = opened.stdout.split("you>")[0]
+    assert "ended before it finished, and Safe resume cannot continue it" in opening
+    assert "/settle c1 ran (or not-run) [NOTE]. Safe resume can then continue from there." in (
+        opening
+    )
+    assert "The other reasons above still hold after that." not in opening
+    assert (
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: b.txt."
+    ) in opening
+
+
+def test_confirming_a_write_that_did_not_happen_says_it_takes_the_folder(tmp_path: Path) -> None:
+    """A write killed before it wrote (P2: recovery finds the file as it was) and a file edited
+    afterwards: confirming that the write did not happen also takes the folder as it is, so
+    maka plan says so and announces no decision about the files; once confirmed, Safe resume
+    continues."""
+    drill = Drill(tmp_path, WRITE, failpoint="P2")
+    (drill.work / "b.txt").write_text("edited while Maka was stopped\n")
+    code, parked = drill.json("plan", drill.session)
+    assert code == 3
+    assert parked["rejectionReasons"] == ["dangling_tool_state", "workspace_drift"]
+    assert "laterWorkspaceOptions" not in parked
+    text = drill.text("plan", drill.session)
+    assert "the write did not happen. Confirm that on the record" in text
+    assert (
+        "Answering also takes the folder as it is now as the new starting point; 1 file "
+        "changed since the last snapshot: b.txt."
+    ) in text
+    assert "The folder needs your decision too" not in text
+    settled = maka(["settle", drill.session, "c1", "--not-run"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    code, body = drill.json("resume", drill.session)
+    assert code == 0, body

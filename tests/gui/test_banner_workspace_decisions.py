@@ -358,6 +358,48 @@ def test_an_answer_that_takes_the_folder_promises_no_decision_about_the_files(
     )
 
 
+def test_a_write_that_did_not_happen_beside_changed_files_names_the_cards_answer(
+    qtbot: QtBot,
+) -> None:
+    """A write recovery found not done, and a file changed afterwards: the call's step names
+    the card's one answer (Confirm: it did not run), which also takes the folder as it is, so
+    Try again is offered and no decision about the files is announced."""
+    parked = ResumeDiagnostic(
+        code="tool_recovery_parked",
+        message="tool call write_file (w1) is parked (reconcile_matches_prior_state)",
+        tool_call_id="w1",
+        tool_name="write_file",
+        sub_code="reconcile_matches_prior_state",
+    )
+    found = ResumeDiagnostic(
+        code="reconcile_matches_prior_state",
+        message="recovery checked out.txt: it is as it was, the write did not happen",
+        tool_call_id="w1",
+        tool_name="write_file",
+    )
+    takes = ResumeDiagnostic(code="workspace_settle_takes_folder", message="answering ...")
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    reasons = ("dangling_tool_state", "workspace_drift")
+    bridge.push_parked("s1", reasons, (parked, DRIFT, found, takes))
+    assert banner.body_label.text() == (
+        "Check the file that write was to change, then send a new message to carry on, or "
+        "confirm on its card below that the write did not happen (Confirm: it did not run): "
+        "Safe resume then checks again by itself, as Try again does. Your answer also takes "
+        "the folder as it is now as the new starting point, so the files need no other "
+        "decision."
+    )
+    assert banner.action_button.text() == "Try again"
+    labels = {label.property("code"): label.text() for label in banner.reason_labels}
+    assert labels["dangling_tool_state"] == (
+        "•  Maka stopped before the file changed, so the file is as it was; the write is not "
+        "redone on its own."
+    )
+
+
 def test_a_parked_write_and_a_stale_snapshot_point_to_a_new_message_only(qtbot: QtBot) -> None:
     """When nothing the user can do clears the other reason (a parked write is final), the
     banner does not promise a decision on the files later."""
