@@ -423,7 +423,7 @@ class RunLoop:
             publish,
             RunStatus.CANCELLED,
             failure_class=FailureClass.CANCELLED_BY_USER,
-            message="the turn was stopped before it finished",
+            message="The turn was stopped before it finished",
         )
 
     def _finish(

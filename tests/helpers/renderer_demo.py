@@ -202,7 +202,7 @@ STOPPED_ITEMS: tuple[bc.TranscriptItem, ...] = (
     bc.NoticeItem(
         item_id="o4",
         level=bc.NoticeLevel.INFO,
-        text="the turn was stopped before it finished",
+        text="The turn was stopped before it finished",
         code="cancelled_by_user",
     ),
     bc.UserMessageItem(item_id="o5", text="write hello.txt saying hi"),

@@ -437,6 +437,7 @@ def test_cancel_kills_a_running_bash_tree_and_ends_the_run_cancelled(
     [outcome] = box
     assert outcome.status is RunStatus.CANCELLED
     assert outcome.failure_class == "cancelled_by_user"
+    assert outcome.message == "The turn was stopped before it finished"  # the transcript's notice
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
     shapes = [shape(e) for e in _ledger(store, outcome.run_id)]
     assert shapes == ["user", "call", "dispatch", "response", "terminal_cancelled"]
