@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="",
         metavar="DIR",
         help="when the files changed since the stop: continue in a copy of the folder as it was "
-        "at the stop, made in DIR (a new or empty folder; default: a sibling named "
+        "at the stop (or, when the last snapshot is older, as that snapshot holds it: maka plan "
+        "says which), made in DIR (a new or empty folder; default: a sibling named "
         "<folder>-restored-<n>, or, for a folder inside a Git repository, "
         "<repository>-<path inside>-restored-<n> beside the repository); your folder is "
         "left as it is and the session lives in the copy "

@@ -38,8 +38,9 @@ HELP = """commands:
   /rebaseline   when the files changed since the stop: resume with them as they are now
   /restore [DIR]
                 when the files changed since the stop: resume in a copy of the folder as it
-                was at the stop, made in DIR (default: a new folder beside it, or beside
-                the Git repository it is in); yours stays
+                was at the stop (or as an older last snapshot holds it: /resume says which),
+                made in DIR (default: a new folder beside it, or beside the Git repository
+                it is in); yours stays
   /settle CALL ran|not-run [NOTE]
                 you checked what an interrupted call (outcome unknown) did: record it
   /branch [EVENT [DIR] [--current-files]]
