@@ -91,6 +91,17 @@ class Composer(QWidget):
         self.stop_button.setVisible(running)
         self._update_enabled()
 
+    def set_starts_session(self, starts: bool) -> None:
+        """With no session open, a message starts one: the placeholder says so."""
+        text = (
+            _tr("Type a message to start a new session   (Ctrl+Enter to send)")
+            if starts
+            else _tr("Message Maka…   (Ctrl+Enter to send)")
+        )
+        if self.editor.placeholderText() != text:
+            self.editor.setPlaceholderText(text)
+            self.editor.viewport().update()  # an empty editor shows it: drawn again now
+
     def set_available(self, available: bool) -> None:
         """False without a session or a connection: nothing could be sent."""
         self._available = available

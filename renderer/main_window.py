@@ -101,6 +101,8 @@ class MainWindow(QMainWindow):
         self._session_id: str | None = None
         self._running: set[str] = set()
         self._pending_create_cwd: str | None = None
+        # A message typed with no session open: sent once the session it asked for is made.
+        self._pending_first_text: str | None = None
         self._selecting = False
         self._settings: SettingsCurrentPush | None = None
         self._restart_argv = tuple(restart_argv)
@@ -316,6 +318,26 @@ class MainWindow(QMainWindow):
         )
         if folder and self._bridge.create_session(folder):
             self._pending_create_cwd = folder
+            self._pending_first_text = None
+
+    def _start_with(self, text: str) -> None:
+        """A message typed with no session open (a first start): ask for the folder to work
+        in, make the session there and send the message once it is made; without a folder,
+        the text goes back to the composer, with why."""
+        folder = QFileDialog.getExistingDirectory(
+            self, _tr("Choose the folder this session works in"), QDir.homePath()
+        )
+        if not folder:
+            self.composer.give_back(
+                text,
+                _tr("Not sent: choose the folder the new session works in, or open a session."),
+            )
+            return
+        if not self._bridge.create_session(folder):
+            self.composer.give_back(text, describe("bridge_disconnected").sentence)
+            return
+        self._pending_create_cwd = folder
+        self._pending_first_text = text
 
     def open_settings(self) -> None:
         self._bridge.get_settings()
@@ -350,6 +372,7 @@ class MainWindow(QMainWindow):
 
     def _send(self, text: str) -> None:
         if self._session_id is None:
+            self._start_with(text)
             return
         self.auto_resume_notice.seen(self._session_id)
         self.transcript.follow_newest()
@@ -452,6 +475,8 @@ class MainWindow(QMainWindow):
         elif push.sessions:
             self._select_quietly(push.sessions[0].session_id)
             self._offer_composer()
+        else:
+            self._offer_composer()  # a first start: what is typed is the first message
 
     def _offer_composer(self) -> None:
         """Put the cursor in the composer when nothing else has it (the window's first listing,
@@ -474,6 +499,9 @@ class MainWindow(QMainWindow):
             self._pending_create_cwd = None
             self._select_quietly(summary.session_id)
             self._offer_composer()
+            first, self._pending_first_text = self._pending_first_text, None
+            if first is not None and self._session_id == summary.session_id:
+                self._send(first)
         elif summary.session_id == self._session_id:
             self._show_session(summary.session_id)
             self._note_missing_folder()
@@ -592,7 +620,10 @@ class MainWindow(QMainWindow):
         if summary is None:
             self.title_label.setText(_tr("No session open") if session_id is None else "")
             self.path_label.setText(
-                _tr("Choose a session on the left, or start a new one with Ctrl+N.")
+                _tr(
+                    "Choose a session on the left, start a new one with Ctrl+N, or type a "
+                    "message below: Maka then asks which folder it works in."
+                )
                 if session_id is None
                 else ""
             )
@@ -609,7 +640,9 @@ class MainWindow(QMainWindow):
     def _refresh_availability(self) -> None:
         connected = self._bridge.connection_state is ConnectionState.CONNECTED
         session = self._session_id
-        self.composer.set_available(connected and session is not None)
+        # With no session open the composer still takes a message: sending it starts one.
+        self.composer.set_available(connected)
+        self.composer.set_starts_session(session is None)
         running = session is not None and session in self._running
         self.composer.set_running(running)
         self.cancel_action.setEnabled(connected and running)

@@ -576,3 +576,42 @@ def test_pressing_safe_resume_leaves_the_cursor_in_the_composer(qtbot: QtBot) ->
     assert focused is not None
     QTest.keyClicks(focused, "next")
     assert window.composer.editor.toPlainText() == "next"
+
+
+def test_a_first_message_with_no_session_asks_for_the_folder_and_is_sent_there(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first start (no session yet): the cursor is in the composer, which says that a message
+    starts a session; sending asks for the folder, makes the session there and sends the text
+    once it is made. Cancelling the folder gives the text back, with why; before, the composer
+    was disabled and what was typed went to the New button (a space opened the folder dialog
+    and the rest of the text was lost)."""
+    bridge = FakeBridge(safe_resume_enabled=True)
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    with qtbot.waitActive(window):
+        window.show()
+        window.activateWindow()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=()))
+    editor = window.composer.editor
+    assert editor.isEnabled() and QApplication.focusWidget() is editor
+    assert editor.placeholderText().startswith("Type a message to start a new session")
+    folders = iter(["", "/w/new"])
+    monkeypatch.setattr(
+        QFileDialog, "getExistingDirectory", staticmethod(lambda *args: next(folders))
+    )
+
+    QTest.keyClicks(editor, "list files")
+    QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert editor.toPlainText() == "list files"  # no folder chosen: nothing is lost
+    assert window.composer.note.startswith("Not sent: choose the folder")
+    assert bridge.calls_to("create_session") == []
+
+    QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert bridge.calls_to("create_session") == [("/w/new",)]
+    assert bridge.calls_to("send_turn") == []  # not before the session is made
+    made = bc.SessionSummary(session_id="s9", cwd="/w/new", title="", last_run_status=None)
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=made))
+    assert window.session_id == "s9"
+    assert bridge.calls_to("send_turn") == [("s9", "list files")]
+    assert editor.placeholderText().startswith("Message Maka")
