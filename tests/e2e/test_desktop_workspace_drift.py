@@ -168,34 +168,24 @@ def test_a_refused_folder_for_the_copy_leaves_both_ways_forward(
     banner.close()
 
 
-def test_an_unknown_outcome_and_changed_files_show_together(
-    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
-) -> None:
-    """A read killed mid-call (its outcome unknown) and a file edited afterwards: the banner
-    lists both reasons at once, the file under its own; once the user says the call ran, the
-    announced park remains, with its two ways forward."""
+def _killed_then_edited(
+    tmp_path: Path,
+    qtbot: QtBot,
+    processes: list[MainProcess],
+    script: list[list[dict[str, Any]]],
+) -> tuple[Path, str, InterruptedBanner, RendererBridge]:
+    """A ``maka run`` of ``script`` in a folder with ``n.txt`` (checkpoints at the product's
+    default: on) killed at P3 while its call ran, ``n.txt`` edited afterwards, then the real
+    main process started with Safe resume on: once auto-resume parked, a real banner connected
+    to it, parked. Returns the data folder, the session, the banner and its bridge."""
     data, work = tmp_path / "data", tmp_path / "work"
     data.mkdir()
     work.mkdir()
     (work / "n.txt").write_text("x\n")
-    # The run's first snapshot goes on while read-only calls run; a call that may write waits
-    # for it, even one refused for its arguments: so the folder's snapshot is recorded before
-    # the read the run is killed in, and the hand edit afterwards is a drift from it.
-    refused = {"id": "c0", "name": "write_file", "args": {}}
-    read = [
-        [
-            {"text": "Preparing.", "toolCalls": [refused]},
-            {
-                "text": "Reading.",
-                "toolCalls": [{"id": "c1", "name": "read_file", "args": {"path": "n.txt"}}],
-            },
-            {"text": "Read."},
-        ]
-    ]
-    env = scripted_env(write_script(tmp_path / "script.json", read))
-    env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
+    env = scripted_env(write_script(tmp_path / "script.json", script))
+    env.pop("MAKA_WORKSPACE_CHECKPOINTS")
     crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "read it"],
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "go"],
         data,
         env={**env, "MAKA_FAILPOINT": "P3"},
     )
@@ -215,6 +205,30 @@ def test_an_unknown_outcome_and_changed_files_show_together(
     banner.set_session(session_id, interrupted=True, folder=str(work))
     bridge.start()
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    return data, session_id, banner, bridge
+
+
+def test_an_unknown_outcome_and_changed_files_show_together(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    """A read killed mid-call (its outcome unknown) and a file edited afterwards: the banner
+    lists both reasons at once, the file under its own; once the user says the call ran, the
+    announced park remains, with its two ways forward."""
+    # The run's first snapshot goes on while read-only calls run; a call that may write waits
+    # for it, even one refused for its arguments: so the folder's snapshot is recorded before
+    # the read the run is killed in, and the hand edit afterwards is a drift from it.
+    refused = {"id": "c0", "name": "write_file", "args": {}}
+    read: list[list[dict[str, Any]]] = [
+        [
+            {"text": "Preparing.", "toolCalls": [refused]},
+            {
+                "text": "Reading.",
+                "toolCalls": [{"id": "c1", "name": "read_file", "args": {"path": "n.txt"}}],
+            },
+            {"text": "Read."},
+        ]
+    ]
+    data, session_id, banner, bridge = _killed_then_edited(tmp_path, qtbot, processes, read)
     labels = {label.property("code"): label.text() for label in banner.reason_labels}
     assert list(labels) == ["dangling_tool_state", "workspace_drift"]
     assert "changed: n.txt" in labels["workspace_drift"]
@@ -241,28 +255,7 @@ def test_a_command_cut_short_is_answered_and_nothing_about_the_files_follows(
     file edited afterwards: the banner says that the answer also takes the folder as it is,
     not that a decision about the files follows; once the user says it did not run, no
     reason about the files is left (the real main process, its store and ``git``)."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    (work / "n.txt").write_text("x\n")
-    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT))
-    env.pop("MAKA_WORKSPACE_CHECKPOINTS")  # the product's default: on
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P3"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
-    (work / "n.txt").write_text("edited by hand\n")
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
-    banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
-    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
+    data, session_id, banner, bridge = _killed_then_edited(tmp_path, qtbot, processes, SCRIPT)
     codes = [label.property("code") for label in banner.reason_labels]
     assert codes == ["dangling_tool_state", "workspace_checkpoint_stale"]
     body = banner.body_label.text()

@@ -24,12 +24,18 @@ DRIFT = ResumeDiagnostic(
 )
 
 
-def _parked(qtbot: QtBot, options: tuple[str, ...]) -> tuple[InterruptedBanner, FakeBridge]:
+def _opened(qtbot: QtBot) -> tuple[InterruptedBanner, FakeBridge]:
+    """A banner on interrupted session ``s1`` in /home/ann/proj, Safe resume on."""
     bridge = FakeBridge(safe_resume_enabled=True)
     banner = InterruptedBanner(bridge)
     qtbot.addWidget(banner)
     banner.show()
     banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    return banner, bridge
+
+
+def _parked(qtbot: QtBot, options: tuple[str, ...]) -> tuple[InterruptedBanner, FakeBridge]:
+    banner, bridge = _opened(qtbot)
     bridge.push_parked("s1", ("workspace_drift",), (DRIFT,), workspace_options=options)
     return banner, bridge
 
@@ -337,11 +343,7 @@ def test_an_answer_that_takes_the_folder_promises_no_decision_about_the_files(
         code="workspace_settle_takes_folder",
         message="answering whether the interrupted calls ran also takes the folder as it is now",
     )
-    bridge = FakeBridge(safe_resume_enabled=True)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    banner, bridge = _opened(qtbot)
     reasons = ("dangling_tool_state", "workspace_checkpoint_stale")
     bridge.push_parked("s1", reasons, (command, stale, takes))
     body = banner.body_label.text()
@@ -378,11 +380,7 @@ def test_a_write_that_did_not_happen_beside_changed_files_names_the_cards_answer
         tool_name="write_file",
     )
     takes = ResumeDiagnostic(code="workspace_settle_takes_folder", message="answering ...")
-    bridge = FakeBridge(safe_resume_enabled=True)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    banner, bridge = _opened(qtbot)
     reasons = ("dangling_tool_state", "workspace_drift")
     bridge.push_parked("s1", reasons, (parked, DRIFT, found, takes))
     assert banner.body_label.text() == (

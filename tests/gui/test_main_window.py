@@ -34,14 +34,16 @@ SESSIONS = (
 )
 
 
-def _window(qtbot: QtBot, *, enabled: bool = True) -> tuple[MainWindow, FakeBridge]:
+def _window(
+    qtbot: QtBot, *, enabled: bool = True, sessions: tuple[bc.SessionSummary, ...] = SESSIONS
+) -> tuple[MainWindow, FakeBridge]:
     bridge = FakeBridge(safe_resume_enabled=enabled)
     window = MainWindow(bridge)
     qtbot.addWidget(window)
     with qtbot.waitActive(window):
         window.show()
         window.activateWindow()
-    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=SESSIONS))
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=sessions))
     return window, bridge
 
 
@@ -586,13 +588,7 @@ def test_a_first_message_with_no_session_asks_for_the_folder_and_is_sent_there(
     once it is made. Cancelling the folder gives the text back, with why; before, the composer
     was disabled and what was typed went to the New button (a space opened the folder dialog
     and the rest of the text was lost)."""
-    bridge = FakeBridge(safe_resume_enabled=True)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    with qtbot.waitActive(window):
-        window.show()
-        window.activateWindow()
-    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=()))
+    window, bridge = _window(qtbot, sessions=())
     editor = window.composer.editor
     assert editor.isEnabled() and QApplication.focusWidget() is editor
     assert editor.placeholderText().startswith("Type a message to start a new session")
