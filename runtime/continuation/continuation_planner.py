@@ -375,11 +375,15 @@ def _blocked_plan(
     if any(r in WORKSPACE_DECISION_REASONS for r in reasons) and _answers_take_folder(
         lineage, replay
     ):
+        # Named after the call when there is one (the timeline pins the note to its row).
+        call = replay.issues[0] if len(replay.issues) == 1 else None
         said.append(
             PlanDiagnostic(
                 _TAKES_FOLDER,
                 "answering whether the interrupted calls ran also takes the folder as it is now "
                 "as the new starting point; no decision about the files follows",
+                tool_call_id=call.tool_call_id if call is not None else None,
+                tool_name=call.tool_name if call is not None else None,
             )
         )
     return ContinuationPlan(

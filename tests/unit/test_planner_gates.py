@@ -588,6 +588,8 @@ def test_when_answering_takes_the_folder_no_decision_about_the_files_is_announce
     ]
     assert plan.later_workspace_options == ()
     assert "laterWorkspaceOptions" not in plan.to_json()
+    note = plan.diagnostics[-1]
+    assert (note.tool_call_id, note.tool_name) == ("c1", "bash")  # pinned to the call's row
 
     read = replace(bash, issues=(replace(bash.issues[0], tool_name="read_file"),))
     plan = plan_continuation(replace(given, replay=read))
