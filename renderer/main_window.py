@@ -602,6 +602,11 @@ class MainWindow(QMainWindow):
     def _on_error(self, push: ErrorPush) -> None:
         known = describe(push.code)
         text = known.sentence if known.known else (push.message or push.code)
+        first, self._pending_first_text = self._pending_first_text, None
+        if first is not None:
+            # The session a first message asked for was not made: the text comes back.
+            self._pending_create_cwd = None
+            self.composer.give_back(first, _tr("Not sent: {reason}").replace("{reason}", text))
         self.statusBar().showMessage(f"{text} [{push.code}]", 10_000)
 
     # ----------------------------------------------------------------- rendering

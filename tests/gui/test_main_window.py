@@ -611,3 +611,18 @@ def test_a_first_message_with_no_session_asks_for_the_folder_and_is_sent_there(
     assert window.session_id == "s9"
     assert bridge.calls_to("send_turn") == [("s9", "list files")]
     assert editor.placeholderText().startswith("Message Maka")
+
+
+def test_a_first_message_comes_back_when_its_session_is_not_made(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    window, bridge = _window(qtbot, sessions=())
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a: "/w/bad"))
+    editor = window.composer.editor
+    QTest.keyClicks(editor, "list files")
+    QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert editor.toPlainText() == "" and bridge.calls_to("create_session") == [("/w/bad",)]
+    bridge.error_received.emit(bc.ErrorPush(code="invalid_cwd", message="not a folder"))
+    assert editor.toPlainText() == "list files"  # nothing typed is lost
+    assert window.composer.note.startswith("Not sent: ")
+    assert bridge.calls_to("send_turn") == []
