@@ -925,6 +925,9 @@ class ResumeDiagnostic(WireModel):
     """The file or folder a diagnostic names in its ``path`` field, when it has one: where an
     offered restored copy would be made (``workspace_restore_place``), a copy a resume left
     (``workspace_restore_abandoned``)."""
+    clone: bool | None = None
+    """Whether the restored copy a ``workspace_restore_place`` note offers would be a clone of
+    the folder's Git repository (its ``clone`` field; None from an older park)."""
     subject: Annotated[str, StringConstraints(min_length=1, max_length=4400)] | None = None
     """The call a diagnostic is about as people know it (``the command "make"``), from its
     ``subject`` field: the call after which the snapshot went stale

@@ -258,6 +258,7 @@ class InterruptedBanner(TintedPanel):
             self._restore_point(),
             abandoned=self._note("workspace_restore_abandoned") is not None,
             place=(place.path if place else None) or "",
+            clone=place.clone if place else None,
         )
         if confirmed:
             self.request_decision("isolated_restore", folder)

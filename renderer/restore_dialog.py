@@ -18,13 +18,21 @@ def _sentence(text: str) -> str:
 
 
 def ask_restore_target(
-    parent: QWidget, folder: str, point: str, *, abandoned: bool, place: str = ""
+    parent: QWidget,
+    folder: str,
+    point: str,
+    *,
+    abandoned: bool,
+    place: str = "",
+    clone: bool | None = None,
 ) -> tuple[bool, str | None]:
     """Ask to confirm the copy. ``point``: what the copy would hold when it is not the folder at
     the stop (else ""); ``abandoned``: a copy left by a resume that did not start exists (it is
     never used); ``place``: the new folder the main process would make the copy in (its
     ``workspace_restore_place`` note; "" from an older park, when the dialog names the
-    pattern). Returns (confirmed, the folder the user picked or None for the default)."""
+    pattern); ``clone``: whether the copy would be a clone of the folder's Git repository (the
+    same note's field; None from an older park, when the dialog says it conditionally).
+    Returns (confirmed, the folder the user picked or None for the default)."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Question)
     box.setWindowTitle(_tr("Continue in a restored copy"))
@@ -34,11 +42,17 @@ def ask_restore_target(
         else _tr("Continue in a copy of the folder as it was when the run stopped?")
     )
     where = _where(folder, place, abandoned=abandoned)
-    where += " " + _tr(
-        "If your folder is a Git repository, the copy is a clone of it at your current commit "
-        "with the snapshot's files on top, so git status and git diff there show the same "
-        "changes."
-    )
+    if clone is None:
+        where += " " + _tr(
+            "If your folder is a Git repository, the copy is a clone of it at your current "
+            "commit with the snapshot's files on top, so git status and git diff there show "
+            "the same changes."
+        )
+    elif clone:
+        where += " " + _tr(
+            "The copy is a clone of your Git repository at your current commit, with the "
+            "snapshot's files on top: git status and git diff there show the same changes."
+        )
     where += " " + _tr(
         "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
         "are not in the copy."

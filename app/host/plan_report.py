@@ -450,19 +450,26 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
         named = ", ".join(skipped[:3]) + (
             f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         )
-        place = next(
+        note = next(
             (
-                str(d.detail.get("path"))
+                d.detail
                 for d in plan.diagnostics
                 if d.code == DiagnosticCode.WORKSPACE_RESTORE_PLACE.value and d.detail.get("path")
             ),
-            "",
+            None,
         )
+        place = str(note["path"]) if note is not None else ""
         where = f"in DIR or, without one, in {place}" if place else "in DIR or a new folder"
+        clone = (
+            " It is a clone of your Git repository at its current commit with the snapshot's "
+            "files on top, so git status and git diff there show the same changes."
+            if note is not None and note.get("clone") is True
+            else ""
+        )
         lines.append(
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
             f"(made {where}; your folder is left as it is and the "
-            f"session lives in the copy). The copy holds {reflects}. Snapshots leave out "
+            f"session lives in the copy). The copy holds {reflects}.{clone} Snapshots leave out "
             "paths the folder's .gitignore files ignore and files over 50 MiB"
             + (f" (here: {named})" if skipped else "")
             + ", so the copy does not have them."

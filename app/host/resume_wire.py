@@ -51,6 +51,7 @@ def wire_diagnostic(
         sub_code=sub_code(detail or {}),
         path=_named_path(detail or {}),
         subject=_subject(detail or {}),
+        clone=_flag((detail or {}).get("clone")),
     )
 
 
@@ -58,6 +59,10 @@ def _named_path(detail: Mapping[str, Any]) -> str | None:
     """The file or folder a diagnostic names (its ``path`` field), when it fits the wire."""
     path = detail.get("path")
     return path if isinstance(path, str) and 0 < len(path) <= 4096 else None
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _subject(detail: Mapping[str, Any]) -> str | None:

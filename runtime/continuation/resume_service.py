@@ -252,11 +252,13 @@ class ResumeService:
         ]
         place = self._restore_place(plan, call)
         if place is not None:
+            where, clone = place
             left.append(
                 PlanDiagnostic(
                     DiagnosticCode.WORKSPACE_RESTORE_PLACE.value,
-                    f"a restored copy would be made in a new folder, {place}",
-                    detail={"path": place},
+                    f"a restored copy would be made in a new folder, {where}"
+                    + (", as a clone of the folder's Git repository" if clone else ""),
+                    detail={"path": where, "clone": clone},
                 )
             )
         if call.rebaseline_uncompared:
@@ -273,10 +275,12 @@ class ResumeService:
             return plan
         return replace(plan, diagnostics=(*plan.diagnostics, *left), transitions=transitions)
 
-    def _restore_place(self, plan: ContinuationPlan, call: _PlanCall) -> str | None:
+    def _restore_place(self, plan: ContinuationPlan, call: _PlanCall) -> tuple[str, bool] | None:
         """Where a restored copy offered by ``plan`` would be made when the user names no
         folder (``default_restore_path``: beside the folder, or beside the Git repository it
-        is inside); None when no copy is offered or the user named the folder."""
+        is inside), and whether it would be a clone of the folder's Git repository (the folder
+        has a ``.git``, as the restore checks); None when no copy is offered or the user named
+        the folder."""
         if "isolated_restore" not in plan.workspace_options or call.restore_to:
             return None
         try:
@@ -285,7 +289,8 @@ class ResumeService:
             return None
         if session is None or not session.cwd:
             return None
-        return str(default_restore_path(session.cwd))
+        clone = os.path.lexists(os.path.join(session.cwd, ".git"))
+        return str(default_restore_path(session.cwd)), clone
 
     def _resumed_by(self, plan: ContinuationPlan) -> list[RuntimeEvent]:
         """The first event of the continuation that already resumed this interruption (where

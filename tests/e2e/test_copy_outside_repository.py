@@ -52,9 +52,13 @@ def test_copies_of_a_package_go_beside_the_repository(tmp_path: Path, layout: st
     # Every surface names the exact place (the JSON, the banner's dialog, the advice).
     place = [d for d in parked["diagnostics"] if d["code"] == "workspace_restore_place"]
     assert [d["detail"]["path"] for d in place] == [str(copy)]
+    # ... and whether it is a clone: the folder of a nested repository has a .git of its own.
+    cloned = layout == "nested repository"
+    assert [d["detail"]["clone"] for d in place] == [cloned]
     told = maka(["resume", drill.session, "--permission-mode", "auto"], drill.data, env=drill.env)
     assert told.returncode == 3
     assert f"made in DIR or, without one, in {copy};" in told.stdout
+    assert ("It is a clone of your Git repository at its current commit" in told.stdout) is cloned
     code, body = drill.resume("--restore-to")
     assert code == 0, body
     assert body["workspacePath"] == str(copy)

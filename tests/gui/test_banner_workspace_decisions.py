@@ -231,6 +231,29 @@ def test_the_restore_dialog_names_the_folder_the_main_process_would_make(
     assert bridge.calls_to("resume_latest") == []
 
 
+@pytest.mark.parametrize(
+    ("clone", "says"),
+    [
+        (True, "The copy is a clone of your Git repository at your current commit, with the"),
+        (False, None),
+        (None, "If your folder is a Git repository, the copy is a clone of it at your current"),
+    ],
+)
+def test_the_restore_dialog_says_whether_the_copy_is_a_clone(
+    qtbot: QtBot, clone: bool | None, says: str | None
+) -> None:
+    """The main process says whether the copy would be a clone of the folder's Git repository
+    (the note's ``clone``): the dialog says it plainly, says nothing about Git for a folder
+    that is no repository, and keeps the conditional sentence for an older park."""
+    place = "/home/ann/proj-restored-1"
+    named = ResumeDiagnostic(code="workspace_restore_place", message="…", path=place, clone=clone)
+    text, _bridge = _restore_dialog_text(qtbot, "/home/ann/proj", named)
+    if says is None:
+        assert "Git repository" not in text and "clone" not in text
+    else:
+        assert says in text
+
+
 def test_choose_folder_sends_the_folder_the_user_picked(
     qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
 ) -> None:

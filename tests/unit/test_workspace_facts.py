@@ -162,12 +162,13 @@ def test_the_desktop_carries_where_a_restored_copy_would_go_to_the_banner() -> N
     place = PlanDiagnostic(
         "workspace_restore_place",
         "a restored copy would be made in a new folder, /w/mono-pkg-restored-1",
-        detail={"path": "/w/mono-pkg-restored-1"},
+        detail={"path": "/w/mono-pkg-restored-1", "clone": True},
     )
     odd = PlanDiagnostic("workspace_restore_place", "no path", detail={"path": "x" * 5000})
     plan = ContinuationPlan("s", "r", (ParkReason.WORKSPACE_DRIFT,), (place, odd))
     named, too_long = _parked(plan).diagnostics
     assert named.path == "/w/mono-pkg-restored-1"
+    assert named.clone is True and too_long.clone is None  # (no clone field: not said)
     assert too_long.path is None  # what does not fit the wire is left out, never cut
 
 
