@@ -19,6 +19,7 @@ from runtime.continuation.continuation_replay import (
     ReplayBlocked,
     ReplayPlan,
     SegmentBlockReason,
+    SegmentIssue,
     build_replay_plan,
 )
 from runtime.continuation.lineage_reader import Lineage, LineageError
@@ -34,7 +35,13 @@ from runtime.continuation.workspace_decision import (
 from runtime.continuation.workspace_gate import CheckpointEvidence, WorkspaceTree, workspace_gate
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.checkpoint_ports import TreeChange
-from runtime.ledger.codes import DiagnosticCode, FailureClass, ParkReason
+from runtime.ledger.codes import (
+    RESOLVER_REASON,
+    DiagnosticCode,
+    FailureClass,
+    ParkReason,
+    ResolverReason,
+)
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.permission_facts import open_permission_requests
@@ -323,8 +330,10 @@ _TAKES_FOLDER = DiagnosticCode.WORKSPACE_SETTLE_TAKES_FOLDER.value
 def _answers_take_folder(lineage: Lineage, replay: ReplayBlocked) -> bool:
     """Whether settling every call that blocks the replay also takes the folder as it is now
     as the starting point (``settle_baseline``): each is a writing call of the interrupted run
-    (the newest generation), which takes snapshots. Then the files' park reason clears with the
-    answer, and no decision about the files follows it."""
+    (the newest generation), which takes snapshots, and one the user can answer about (its
+    outcome unknown, or a write recovery found not done; a write recovery parked otherwise is
+    final). Then the files' park reason clears with the answer, and no decision about the files
+    follows it."""
     if replay.reason is not SegmentBlockReason.TOOL_RECOVERY_UNSETTLED:
         return False
     if replay.segment_index != len(lineage.prefixes) - 1 or not replay.issues:
@@ -333,8 +342,18 @@ def _answers_take_folder(lineage: Lineage, replay: ReplayBlocked) -> bool:
     return all(
         issue.tool_call_id is not None
         and issue.tool_name is not None
+        and _answerable(issue)
         and takes_folder(issue.tool_name, events)
         for issue in replay.issues
+    )
+
+
+def _answerable(issue: SegmentIssue) -> bool:
+    """The user can say whether the call ran (``settle``): its outcome is unknown, or it is a
+    write recovery found not done ("it did not run" only)."""
+    return issue.code == "pending_tool_result" or (
+        issue.code == "tool_recovery_parked"
+        and issue.detail.get(RESOLVER_REASON) == ResolverReason.RECONCILE_MATCHES_PRIOR_STATE.value
     )
 
 

@@ -591,6 +591,31 @@ def test_when_answering_takes_the_folder_no_decision_about_the_files_is_announce
     note = plan.diagnostics[-1]
     assert (note.tool_call_id, note.tool_name) == ("c1", "bash")  # pinned to the call's row
 
+    # A write recovery parked as final (changed by someone else since): no answer is possible.
+    diverged = replace(
+        bash,
+        issues=(
+            SegmentIssue(
+                "tool_recovery_parked",
+                "tool call write_file (c1) is parked (reconcile_diverged)",
+                "e1",
+                "c1",
+                "write_file",
+                {"resolverReason": "reconcile_diverged"},
+            ),
+        ),
+    )
+    plan = plan_continuation(replace(given, replay=diverged))
+    assert "workspace_settle_takes_folder" not in [d.code for d in plan.diagnostics]
+    not_done = replace(
+        diverged,
+        issues=(
+            replace(diverged.issues[0], detail={"resolverReason": "reconcile_matches_prior_state"}),
+        ),
+    )
+    plan = plan_continuation(replace(given, replay=not_done))
+    assert plan.diagnostics[-1].code == "workspace_settle_takes_folder"
+
     read = replace(bash, issues=(replace(bash.issues[0], tool_name="read_file"),))
     plan = plan_continuation(replace(given, replay=read))
     assert "workspace_settle_takes_folder" not in [d.code for d in plan.diagnostics]
