@@ -318,12 +318,20 @@ class MainWindow(QMainWindow):
         )
         if folder and self._bridge.create_session(folder):
             self._pending_create_cwd = folder
-            self._pending_first_text = None
+            first, self._pending_first_text = self._pending_first_text, None
+            if first is not None:  # (a first message was waiting for its own session)
+                self.composer.give_back(first, _tr("Not sent: another session was started."))
 
     def _start_with(self, text: str) -> None:
         """A message typed with no session open (a first start): ask for the folder to work
         in, make the session there and send the message once it is made; without a folder,
         the text goes back to the composer, with why."""
+        if self._pending_first_text is not None:
+            # (a second message while the first one's session is being made)
+            self.composer.give_back(
+                text, _tr("Not sent: the new session is still being made; send it again.")
+            )
+            return
         folder = QFileDialog.getExistingDirectory(
             self, _tr("Choose the folder this session works in"), QDir.homePath()
         )

@@ -606,6 +606,11 @@ def test_a_first_message_with_no_session_asks_for_the_folder_and_is_sent_there(
     QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert bridge.calls_to("create_session") == [("/w/new",)]
     assert bridge.calls_to("send_turn") == []  # not before the session is made
+    QTest.keyClicks(editor, "read a.txt")  # a second message meanwhile: kept, not sent
+    QTest.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert editor.toPlainText() == "read a.txt"
+    assert window.composer.note.startswith("Not sent: the new session is still being made")
+    assert bridge.calls_to("create_session") == [("/w/new",)]
     made = bc.SessionSummary(session_id="s9", cwd="/w/new", title="", last_run_status=None)
     bridge.session_updated.emit(bc.SessionUpdatedPush(session=made))
     assert window.session_id == "s9"
