@@ -510,6 +510,8 @@ class MainWindow(QMainWindow):
             first, self._pending_first_text = self._pending_first_text, None
             if first is not None and self._session_id == summary.session_id:
                 self._send(first)
+            elif first is not None:  # (not opened after all: the text stays with the user)
+                self.composer.give_back(first, _tr("Not sent: open the new session to send it."))
         elif summary.session_id == self._session_id:
             self._show_session(summary.session_id)
             self._note_missing_folder()
