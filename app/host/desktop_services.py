@@ -363,6 +363,12 @@ class DesktopServices:
         """This host could not renew its session leases for ttl - runway (its own clock): end
         every tool process it started, before another host may take the sessions over."""
         assert isinstance(self._store, SessionTakeover)
+        deadline = self._store.runway_deadline()
+        if deadline is not None and time.monotonic() < deadline:
+            # A renewal succeeded after the deadline was seen to pass (a write's own renewal,
+            # say): the leases are held again, and a command started since must keep running.
+            _log.info("session leases renewed meanwhile: no tool process ended")
+            return
         records = self._store.started_tool_processes()
         _log.warning(
             "session leases not renewed in time: ending %d tool process(es) and background shells",

@@ -76,17 +76,21 @@ def start_deadline_feed(store: SessionTakeover, stop: threading.Event) -> None:
     stops feeding it, and its commands end at the last deadline it sent, by their supervisors,
     before another host may take over (docs/postgres.md). ``maka host``, the desktop, and
     ``maka run`` / ``maka resume`` without a host all start it on a shared ledger."""
-    from runtime.tools.supervised_spawn import set_stop_deadline
+    from runtime.tools.supervised_spawn import set_stop_deadline, set_stop_deadline_source
 
     def feed() -> None:
         while not stop.wait(0.25):
             deadline = store.runway_deadline()
             if deadline is not None:
                 set_stop_deadline(deadline)
+        set_stop_deadline_source(None)
 
     deadline = store.runway_deadline()
     if deadline is not None:
         set_stop_deadline(deadline)
+    # A command started between two ticks reads the live deadline: the write that dispatched it
+    # may have renewed the lease after an outage, when the deadline last sent had passed.
+    set_stop_deadline_source(store.runway_deadline)
     threading.Thread(target=feed, name="maka-tool-deadline", daemon=True).start()
 
 

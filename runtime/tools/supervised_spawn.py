@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -246,6 +247,7 @@ _HELD_WATCHES: list[int] = []
 _LIVE_WATCHES: set[int] = set()
 _DEADLINE_LOCK = threading.Lock()
 _DEADLINE: list[float] = []
+_DEADLINE_SOURCE: list[Callable[[], float | None]] = []
 
 
 def set_stop_deadline(deadline: float) -> None:
@@ -261,10 +263,27 @@ def set_stop_deadline(deadline: float) -> None:
                 os.write(watch, message)
 
 
+def set_stop_deadline_source(source: Callable[[], float | None] | None) -> None:
+    """Where a command started from now on reads its first deadline: the live one (the host's
+    lease runway after its latest renewal), not the one last sent, which lags it by up to a
+    feed's tick. After an outage, the write that dispatched the command may itself have renewed
+    the lease a moment ago; the deadline last sent then lies in the past and would end the
+    command before it did anything. ``None``: the deadline last sent, as before."""
+    with _DEADLINE_LOCK:
+        _DEADLINE_SOURCE[:] = [source] if source is not None else []
+
+
 def _watch_started(watch: int) -> None:
     with _DEADLINE_LOCK:
         _LIVE_WATCHES.add(watch)
-        if _DEADLINE:
+        live = _DEADLINE_SOURCE[0]() if _DEADLINE_SOURCE else None
+        if live is not None and (not _DEADLINE or live > _DEADLINE[0]):
+            _DEADLINE[:] = [live]  # the newer deadline, to every running command too
+            message = f"d{live:.3f};".encode()
+            for other in _LIVE_WATCHES:
+                with contextlib.suppress(OSError):
+                    os.write(other, message)
+        elif _DEADLINE:
             with contextlib.suppress(OSError):
                 os.write(watch, f"d{_DEADLINE[0]:.3f};".encode())
 

@@ -350,6 +350,11 @@ class Rig:
             (later,),
         )[0][0]
         assert latest == "completed", f"the victim's turn after the silence ended {latest}"
+        if not (again / "side.txt").exists():  # the turn completed, but its command did not run
+            told_again = (again.parent / f"{again.name}.client.log").read_text(errors="replace")
+            raise AssertionError(
+                f"no side effect in {again}:\n{told_again}\n{self._stuck_report(later)}"
+            )
         figures["serving_again_s"] = time.monotonic() - resumed
         # Told by the host's log (a lease renewal that met it) or to the turn's client.
         told = (work.parent / f"{work.name}.client.log").read_text(errors="replace")
