@@ -111,6 +111,11 @@ class TimelinePanel(QWidget):
         self.outside.setAccessibleName(_tr("Reasons from outside the record"))
         column.addWidget(self.outside_label)
         column.addWidget(self.outside)
+        for lane in (self.pinned, self.outside):
+            # One line per reason, never a horizontal scroll bar (it would hide the only row of
+            # a short lane): a long reason ends in "…" and shows whole on hover.
+            lane.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            lane.setTextElideMode(Qt.TextElideMode.ElideRight)
         column.addLayout(self._filter_bar())
         self.tree = QTreeView()
         self.tree.setModel(self.model)  # filtered by the main process: the view reads it directly
@@ -155,9 +160,14 @@ class TimelinePanel(QWidget):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.tree)
         splitter.addWidget(detail_box)
-        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([600, 200])  # rows first; the detail grows when dragged
+        splitter.setSizes([500, 250])  # rows first; the detail grows when dragged
+        # Under a tall banner the rows keep room for several events; the detail gives way first.
+        # (The header and five rows; the detail keeps two lines and its buttons.)
+        self.tree.setMinimumHeight(self.tree.fontMetrics().height() * 7)
+        self.detail.setMinimumHeight(self.detail.fontMetrics().height() * 2 + 12)
+        splitter.setCollapsible(0, False)
         column.addWidget(splitter, 1)
         self._set_lanes_visible(False)
         self._json = ""
@@ -351,10 +361,12 @@ class TimelinePanel(QWidget):
         for pin in pinned:
             item = QListWidgetItem(f"⚑ {_words(pin)}  (row #{pin.seq} of {pin.run_id})")
             item.setData(PIN_ROLE, (pin.run_id, pin.seq))
-            item.setToolTip(_tr("Show this row (Enter)"))
+            item.setToolTip(f"{item.text()}\n" + _tr("Show this row (Enter)"))
             self.pinned.addItem(item)
         for pin in outside:
-            self.outside.addItem(QListWidgetItem(_words(pin)))
+            item = QListWidgetItem(_words(pin))
+            item.setToolTip(_words(pin))
+            self.outside.addItem(item)
         self._set_lanes_visible(bool(pinned), bool(outside))
 
     def _on_pin_activated(self, item: QListWidgetItem) -> None:

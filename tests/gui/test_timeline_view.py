@@ -465,3 +465,27 @@ def test_laying_out_every_counted_row_asks_no_python_per_row(qtbot: QtBot) -> No
     assert model.setData(far, "edited") is False
     assert far.data() == before
     assert panel.tree.editTriggers() == panel.tree.EditTrigger.NoEditTriggers
+
+
+def test_a_short_window_keeps_every_reason_row_and_several_events_in_view(qtbot: QtBot) -> None:
+    """Under a tall banner the panel gets little height: a lane of reasons never shows a
+    horizontal scroll bar over its rows (a long reason ends in "…" and shows whole on hover),
+    and the event rows keep room for the header and five rows before the detail gives way."""
+    bridge = ServingBridge({"sess-1": parked_session()}, immediate=True)
+    panel = _panel(qtbot, bridge)
+    panel.resize(700, 300)
+    panel.show()
+    panel.open("sess-1")
+    qtbot.waitExposed(panel)
+    for lane in (panel.pinned, panel.outside):
+        assert lane.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        for n in range(lane.count()):
+            assert lane.item(n).toolTip().startswith(lane.item(n).text())
+        rows = sum(lane.sizeHintForRow(n) for n in range(lane.count()))
+        assert lane.viewport().height() >= rows  # every reason row shows
+    row = panel.tree.sizeHintForRow(0)
+    header = panel.tree.header().height()
+    assert panel.tree.viewport().height() >= 5 * row - 2, (panel.tree.height(), header, row)
+    assert panel.detail.height() >= panel.detail.fontMetrics().height() * 2
+    tree_bottom = panel.tree.mapTo(panel, panel.tree.rect().bottomLeft()).y()
+    assert panel.detail.mapTo(panel, panel.detail.rect().topLeft()).y() > tree_bottom  # no overlap

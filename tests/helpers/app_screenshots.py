@@ -446,6 +446,9 @@ def restore_point_scene(root: Path, out: Path) -> None:
             loose.unlink()  # the snapshot at the stop is gone; the one at the start is not
         with scene.app() as window:
             capture(window, out / f"app-banner-{name}.png", 3.0)
+            if name == "restore-stale":  # View › Timeline under that tall banner
+                press(window, "ctrl+t")
+                capture(window, out / "app-timeline-under-banner.png", 2.0)
 
 
 REPORT_CALL = {"id": "c2", "name": "write_file", "args": {"path": "report.txt", "content": "1\n"}}
