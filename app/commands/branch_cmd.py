@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
 
     data_dir = resolve_data_dir(args.data_dir)
-    if not (data_dir / "runtime.sqlite").exists():
+    from storage.ledger.database_choice import no_ledger_yet
+
+    if no_ledger_yet(data_dir):
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     with owned_session_host(data_dir, None) as host:
         carrier = host.service.checkpoints

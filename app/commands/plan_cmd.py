@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if host is not None:
         with host:
             return _through_host(args, host)
-    if not (data_dir / "runtime.sqlite").exists():
+    from storage.ledger.database_choice import no_ledger_yet
+
+    if no_ledger_yet(data_dir):
         raise CliError(
             StoreCode.SESSION_NOT_FOUND,
             f"no session {args.session} (no data in {data_dir})",

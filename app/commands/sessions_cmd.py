@@ -80,7 +80,6 @@ def _change(args: argparse.Namespace) -> int:
     )
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.ledger.store_open import database_url
 
     data_dir = resolve_data_dir(args.data_dir)
     if args.action == "remove" and not args.yes:
@@ -90,7 +89,9 @@ def _change(args: argparse.Namespace) -> int:
             f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
             EXIT_USAGE,
         )
-    if database_url(data_dir) is None and not (data_dir / "runtime.sqlite").exists():
+    from storage.ledger.database_choice import no_ledger_yet
+
+    if no_ledger_yet(data_dir):
         raise CliError(codes.StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     from app.host.host_client import attach
 

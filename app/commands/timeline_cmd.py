@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
-    if not (data_dir / "runtime.sqlite").exists():
+    from storage.ledger.database_choice import no_ledger_yet
+
+    if no_ledger_yet(data_dir):
         raise CliError(
             StoreCode.SESSION_NOT_FOUND,
             f"no session {args.session} (no data in {data_dir})",

@@ -165,6 +165,14 @@ def uses_postgres(data_dir: Path | None, environ: Mapping[str, str] | None = Non
     return select_database(data_dir, environ).url is not None
 
 
+def no_ledger_yet(data_dir: Path) -> bool:
+    """Nothing to read: this computer's database chosen and no database file in the data folder
+    yet. A server ledger is never "not yet" here: only the server knows its sessions."""
+    from storage.ledger.sqlite_connection import DATABASE_NAME
+
+    return not uses_postgres(data_dir) and not (Path(data_dir) / DATABASE_NAME).exists()
+
+
 def with_way_back(refusal: StoreRefusal, data_dir: Path) -> StoreRefusal:
     """``refusal`` of a server the Database setting chose (not the variable), saying how to start
     with this computer's database again: the window's Settings cannot be opened while the store

@@ -69,3 +69,35 @@ def test_a_bad_call_deadline_is_a_coded_error(tmp_path: Path, postgres_url: str)
             assert "store_io_failed" in result.stderr, result.stderr
             assert "MAKA_DATABASE_CALL_TIMEOUT_MS" in result.stderr, result.stderr
             assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_the_commands_that_read_a_session_find_it_on_the_server(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """With the ledger on the server the data folder has no database file, and without a
+    running host ``maka plan``, ``timeline``, ``checkpoints``, ``branch`` and ``settle`` read the
+    session from the server (they said ``session_not_found``: "no data in DIR")."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    url = {"MAKA_DATABASE_URL": postgres_url}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"]
+    assert maka(args, data, env=url).returncode == 0
+    assert not (data / "runtime.sqlite").exists()
+    listed = maka(["sessions", "--json"], data, env=url)
+    (session,) = json.loads(listed.stdout)["sessions"]
+    session_id = session["sessionId"]
+    for command in (["timeline"], ["checkpoints"], ["branch"]):
+        result = maka([*command, session_id], data, env=url)
+        assert result.returncode == 0, (command, result.stderr)
+        assert "session_not_found" not in result.stderr, (command, result.stderr)
+    planned = maka(["plan", session_id, "--json"], data, env=url)
+    assert "session_not_found" not in planned.stderr, planned.stderr
+    assert json.loads(planned.stdout)["sessionId"] == session_id  # (exit 3: Safe resume is off)
+    timeline = maka(["timeline", session_id], data, env=url).stdout
+    assert "write_file" in timeline, timeline
+    # settle reads the session too: an operation it does not have is its own refusal
+    settled = maka(["settle", session_id, "no-such-operation", "--ran"], data, env=url)
+    assert settled.returncode != 0
+    assert "session_not_found" not in settled.stderr, settled.stderr
+    assert "Traceback" not in settled.stderr, settled.stderr
