@@ -497,8 +497,19 @@ class MainWindow(QMainWindow):
     def _on_session_updated(self, push: SessionUpdatedPush) -> None:
         summary = push.session
         is_new = self.sessions.model.row_of(summary.session_id) is None
+        was_running = summary.session_id in self._running
         self.sessions.model.upsert(summary)
         self._track_running(summary)
+        if (
+            was_running
+            and summary.session_id not in self._running
+            and summary.session_id == self._session_id
+            and self.transcript.shows_running_calls()
+        ):
+            # Its run ended without this window seeing the calls end: another process ran the
+            # turn (a shared ledger) and recovery closed it. The ledger now says what became of
+            # those calls; the transcript is read again rather than left saying "Running…".
+            self._bridge.open_session(summary.session_id)
         if (
             is_new
             and self._pending_create_cwd is not None

@@ -195,6 +195,14 @@ class TranscriptView(QScrollArea):
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
+    def shows_running_calls(self) -> bool:
+        """Whether a call is still shown as running (its card waits for an outcome)."""
+        self.flush()
+        return any(
+            isinstance(item, ToolCardItem) and item.status is ToolCardStatus.RUNNING
+            for item in self._items.values()
+        )
+
     def mark_running_interrupted(self) -> int:
         """The main process is gone: every call still shown as running was interrupted (it may
         have run in part), except one that was only waiting for permission: it never started,

@@ -631,3 +631,36 @@ def test_a_first_message_comes_back_when_its_session_is_not_made(
     assert editor.toPlainText() == "list files"  # nothing typed is lost
     assert window.composer.note.startswith("Not sent: ")
     assert bridge.calls_to("send_turn") == []
+
+
+def test_a_turn_another_process_ran_is_read_again_when_recovery_ends_it(qtbot: QtBot) -> None:
+    """On a shared ledger the window may show a turn another process runs: its call "Running…".
+    When that process is gone and recovery here ends the run (the list says Interrupted), no
+    live push will ever end the card: the window reads the transcript again instead of leaving
+    the card saying "Running…" under a banner that asks about that call."""
+    running = bc.SessionSummary(
+        session_id="s1", cwd="/w/one", title="One", last_run_status=bc.RunStatusValue.RUNNING
+    )
+    window, bridge = _window(qtbot, sessions=(running,))
+    card = bc.ToolCardItem(
+        item_id="t1", tool_call_id="c1", tool_name="bash", status=bc.ToolCardStatus.RUNNING
+    )
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(card,)))
+    assert window.transcript.shows_running_calls()
+    bridge.calls.clear()
+    repaired = running.model_copy(
+        update={
+            "last_run_status": bc.RunStatusValue.FAILED,
+            "interrupted": True,
+            "failure_class": "app_restarted",
+        }
+    )
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=repaired))
+    assert bridge.calls_to("open_session") == [("s1",)]
+    # A turn this window saw end (its cards ended by live pushes) is not read again.
+    ended = card.model_copy(update={"status": bc.ToolCardStatus.SUCCEEDED})
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(ended,)))
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=running))
+    bridge.calls.clear()
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=repaired))
+    assert bridge.calls_to("open_session") == []
