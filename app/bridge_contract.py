@@ -658,6 +658,10 @@ class SessionSummary(WireModel):
     failure_class: Code | None = None
     folder_missing: bool = False
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
+    running_elsewhere: bool = False
+    """A shared ledger: the latest run is unfinished and this host does not hold the session's
+    lease. Another process runs it (or ran it and is gone, until its lease runs out and this
+    host takes the session over); this window can neither stop it nor send in it."""
 
 
 class BranchedFrom(WireModel):

@@ -44,13 +44,21 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from app.bridge_contract import HelloOkPush, HostKind, HostStatePush, WindowShowPush
+from app.bridge_contract import (
+    HelloOkPush,
+    HostKind,
+    HostStatePush,
+    SessionSummary,
+    SessionUpdatedPush,
+    WindowShowPush,
+)
 from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
 from app.host.host_client import running_host_kind
 from app.host.host_services import (
     HostServices,
     HostServicesFactory,
+    InterruptedRun,
     RecoveryReport,
     ResumeFailed,
     ResumeOutcome,
@@ -465,18 +473,25 @@ class HostApp(QObject):
         services = self._services
         if self._sweeping or services is None or not self.lifecycle.admits_work:
             return
-        self._sweeping = self._workers.run_query(
-            TAKEOVER_JOB, services.take_over_expired, self._swept
-        )
+
+        def sweep() -> tuple[tuple[InterruptedRun, ...], tuple[SessionSummary, ...]]:
+            return services.take_over_expired(), services.elsewhere_changes()
+
+        self._sweeping = self._workers.run_query(TAKEOVER_JOB, sweep, self._swept)
 
     def _swept(self, result: JobResult) -> None:
         self._sweeping = False
         if result.error is not None:
             _log.warning("takeover sweep failed: %s", result.error)
             return
-        interrupted = tuple(result.value or ())
+        interrupted, changed = result.value or ((), ())
         if self._router is None or not self.lifecycle.admits_work:
             return
+        if self._server is not None:
+            # Sessions another process was running, as they are now: the window shows what
+            # became of them (that process ended its turn, or this host took the session over).
+            for summary in changed:
+                self._server.broadcast(SessionUpdatedPush(session=summary))
         retry, self._resume_again = self._resume_again, []
         for session_id in retry:  # failed on the store last time (a lost connection, say)
             self._auto_resume_taken(session_id)

@@ -50,6 +50,20 @@ class Composer(QWidget):
         self.limit_label.setTextFormat(Qt.TextFormat.PlainText)
         self.limit_label.setVisible(False)
         outer.addWidget(self.limit_label)
+        # A turn another process runs (a shared ledger): why Stop and Send do nothing here.
+        self.elsewhere_label = QLabel(
+            _tr(
+                "Another Maka process is running this turn (a terminal, or another computer on "
+                "the shared database): stop it there. If that process has stopped, Maka takes "
+                "the session over here once its lease runs out, and shows what became of the "
+                "turn."
+            )
+        )
+        self.elsewhere_label.setObjectName("ComposerNote")
+        self.elsewhere_label.setWordWrap(True)
+        self.elsewhere_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.elsewhere_label.setVisible(False)
+        outer.addWidget(self.elsewhere_label)
         layout = QHBoxLayout()
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
@@ -85,10 +99,19 @@ class Composer(QWidget):
         self._available = True
         self._update_enabled()
 
-    def set_running(self, running: bool) -> None:
-        """While a turn runs, Stop replaces nothing but appears beside Send, which waits."""
+    def set_running(self, running: bool, *, elsewhere: bool = False) -> None:
+        """While a turn runs, Stop replaces nothing but appears beside Send, which waits.
+        ``elsewhere``: another process runs it; Stop is shown greyed out, and a note says why
+        and where it can be stopped."""
         self._running = running
         self.stop_button.setVisible(running)
+        self.stop_button.setEnabled(not elsewhere)
+        self.stop_button.setToolTip(
+            _tr("Another Maka process runs this turn: stop it there")
+            if elsewhere
+            else _tr("Stop the running turn (Esc)")
+        )
+        self.elsewhere_label.setVisible(running and elsewhere)
         self._update_enabled()
 
     def set_starts_session(self, starts: bool) -> None:

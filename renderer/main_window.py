@@ -100,6 +100,8 @@ class MainWindow(QMainWindow):
         self._bridge = bridge
         self._session_id: str | None = None
         self._running: set[str] = set()
+        # Of those, the ones another process runs (a shared ledger): nothing here can stop them.
+        self._elsewhere: set[str] = set()
         self._pending_create_cwd: str | None = None
         # A message typed with no session open: sent once the session it asked for is made.
         self._pending_first_text: str | None = None
@@ -367,8 +369,9 @@ class MainWindow(QMainWindow):
         return False
 
     def cancel_turn(self) -> None:
-        if self._session_id is not None and self._session_id in self._running:
-            self._bridge.cancel_turn(self._session_id)
+        session = self._session_id
+        if session is not None and session in self._running and session not in self._elsewhere:
+            self._bridge.cancel_turn(session)
 
     def focus_composer(self) -> None:
         self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -454,6 +457,7 @@ class MainWindow(QMainWindow):
         """The main process is gone: nothing runs any more, nothing here can act, and the
         window says so (and never claims a running turn when it is closed)."""
         self._running.clear()
+        self._elsewhere.clear()
         self.permission.drop_all()
         self.transcript.mark_running_interrupted()
         self.sessions.model.set_host_stopped()
@@ -463,6 +467,7 @@ class MainWindow(QMainWindow):
     def _on_superseded(self) -> None:
         """A newer start of Maka owns the data directory: this window closes itself."""
         self._running.clear()
+        self._elsewhere.clear()
         self.permission.drop_all()
         self.transcript.mark_running_interrupted()
         self.sessions.model.set_host_stopped()
@@ -576,6 +581,7 @@ class MainWindow(QMainWindow):
             self.transcript.apply_item(push.item)
 
     def _on_run_status(self, push: RunStatusPush) -> None:
+        self._elsewhere.discard(push.session_id)  # a run of this host's
         if push.status in _ACTIVE:
             self._running.add(push.session_id)
         else:
@@ -586,6 +592,7 @@ class MainWindow(QMainWindow):
 
     def _on_resume_started(self, push: ResumeStartedPush) -> None:
         self._running.add(push.session_id)
+        self._elsewhere.discard(push.session_id)
         if push.session_id == self._session_id:
             self._refresh_availability()
             self.statusBar().showMessage(_tr("Safe resume started a continuation."), 6000)
@@ -637,6 +644,10 @@ class MainWindow(QMainWindow):
             self._running.add(summary.session_id)
         else:
             self._running.discard(summary.session_id)
+        if summary.running_elsewhere:
+            self._elsewhere.add(summary.session_id)
+        else:
+            self._elsewhere.discard(summary.session_id)
 
     def _show_session(self, session_id: str | None) -> None:
         self._session_id = session_id
@@ -670,14 +681,15 @@ class MainWindow(QMainWindow):
         self.composer.set_available(connected)
         self.composer.set_starts_session(session is None)
         running = session is not None and session in self._running
-        self.composer.set_running(running)
-        self.cancel_action.setEnabled(connected and running)
+        elsewhere = running and session in self._elsewhere
+        self.composer.set_running(running, elsewhere=elsewhere)
+        self.cancel_action.setEnabled(connected and running and not elsewhere)
         self.session_actions.set_enabled(connected and session is not None and not running)
         self.new_action.setEnabled(connected)
         self.sessions.new_button.setEnabled(connected)  # the same action as File › New session
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
-        running = len(self._running)
+        running = len(self._running - self._elsewhere)  # quitting stops only this host's turns
         if self.confirm_quit and running and not self._quit_confirmed(running):
             event.ignore()
             return

@@ -84,6 +84,8 @@ def badge_for(
         return _tr("Folder missing"), Severity.WARN
     if summary.interrupted:
         return _tr("Interrupted"), Severity.WARN
+    if summary.running_elsewhere:
+        return _tr("Running elsewhere"), Severity.INFO
     if summary.last_run_status in (
         RunStatusValue.RUNNING,
         RunStatusValue.CREATED,

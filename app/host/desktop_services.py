@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -135,9 +135,16 @@ def open_host_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> Deskt
     return DesktopServices(store, data_dir, safe_resume_enabled=safe_resume_enabled)
 
 
-def _summary(overview: SessionOverview) -> SessionSummary:
+def _summary(overview: SessionOverview, held: Mapping[str, int] | None = None) -> SessionSummary:
+    """``held``: the sessions whose lease this host holds, on a shared ledger (None: the data
+    folder's own ledger, where every run is this host's)."""
     record = overview.session
     status = overview.last_run_status
+    elsewhere = (
+        held is not None
+        and status in (RunStatus.CREATED, RunStatus.RUNNING)
+        and record.session_id not in held
+    )
     return SessionSummary(
         session_id=record.session_id,
         cwd=record.cwd[:4096],
@@ -146,6 +153,7 @@ def _summary(overview: SessionOverview) -> SessionSummary:
         interrupted=overview.interrupted,
         failure_class=overview.failure_class,
         folder_missing=not os.path.isdir(record.cwd),
+        running_elsewhere=elsewhere,
     )
 
 
@@ -187,6 +195,7 @@ class DesktopServices:
         )
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
+        self._shown_elsewhere: dict[str, SessionSummary] = {}
         # Sessions this host claimed, or whose runs its own turns left unfinished, noted before
         # their repair: each stays here until a sweep hands its repaired run to automatic resume
         # (take_over_expired). A sweep that fails after the repair committed (a lost connection,
@@ -408,7 +417,36 @@ class DesktopServices:
             key=lambda o: (o.last_activity_at, o.session.created_at, o.session.session_id),
             reverse=True,
         )
-        return [_summary(overview) for overview in ordered]
+        held = self._held()
+        return [self._shown(_summary(overview, held)) for overview in ordered]
+
+    def _held(self) -> Mapping[str, int] | None:
+        store = self._store
+        return store.held_session_leases() if isinstance(store, SessionTakeover) else None
+
+    def _shown(self, summary: SessionSummary) -> SessionSummary:
+        """Remember the sessions shown running in another process (``elsewhere_changes``)."""
+        with self._lock:
+            if summary.running_elsewhere:
+                self._shown_elsewhere[summary.session_id] = summary
+            else:
+                self._shown_elsewhere.pop(summary.session_id, None)
+        return summary
+
+    def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
+        with self._lock:
+            shown = dict(self._shown_elsewhere)
+        changed: list[SessionSummary] = []
+        for session_id, before in shown.items():
+            try:
+                now = self.session_summary(session_id)
+            except HostServiceError:  # removed meanwhile
+                with self._lock:
+                    self._shown_elsewhere.pop(session_id, None)
+                continue
+            if now != before:
+                changed.append(now)
+        return tuple(changed)
 
     def session_rows(self) -> Sequence[SessionRow]:
         return wire_rows(self._service.list_sessions())
@@ -434,9 +472,10 @@ class DesktopServices:
     def session_summary(self, session_id: str) -> SessionSummary:
         service = self._service
         try:
-            return _summary(session_overview(self._store, service.get_session(session_id)))
+            overview = session_overview(self._store, service.get_session(session_id))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
+        return self._shown(_summary(overview, self._held()))
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
         from app.host.session_timeline import read_session_timeline_lazily

@@ -301,6 +301,12 @@ class HostServices(Protocol):
         thread; docs/design/hosts.md section 2)."""
         ...
 
+    def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
+        """The sessions last shown running in another process whose summary has changed since
+        (that process ended the turn, or this host took the session over): a worker thread, on
+        every takeover sweep. Nothing on a ledger only this host writes."""
+        ...
+
     def list_sessions(self) -> Sequence[SessionSummary]: ...
 
     def session_rows(self) -> Sequence[SessionRow]:

@@ -664,3 +664,37 @@ def test_a_turn_another_process_ran_is_read_again_when_recovery_ends_it(qtbot: Q
     bridge.calls.clear()
     bridge.session_updated.emit(bc.SessionUpdatedPush(session=repaired))
     assert bridge.calls_to("open_session") == []
+
+
+def test_a_turn_another_process_runs_cannot_be_stopped_here_and_says_so(qtbot: QtBot) -> None:
+    """A shared ledger: the open session's turn runs in another process. The list says
+    "Running elsewhere"; Stop is greyed out and a note says where it can be stopped and what
+    happens if that process is gone; Esc sends nothing, and quitting asks nothing (it stops
+    only this host's turns). Once this host runs the session, Stop is its own again."""
+    elsewhere = bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/one",
+        title="One",
+        last_run_status=bc.RunStatusValue.RUNNING,
+        running_elsewhere=True,
+    )
+    window, bridge = _window(qtbot, sessions=(elsewhere,))
+    index = window.sessions.model.index(0)
+    assert index.data(Qt.ItemDataRole.AccessibleTextRole) == "One, Running elsewhere"
+    composer = window.composer
+    assert composer.stop_button.isVisible() and not composer.stop_button.isEnabled()
+    assert composer.elsewhere_label.isVisible()
+    assert "stop it there" in composer.elsewhere_label.text()
+    assert not window.cancel_action.isEnabled()
+    window.cancel_turn()
+    assert bridge.calls_to("cancel_turn") == []
+    assert not composer.send_button.isEnabled()
+    window.confirm_quit = True
+    window.close()  # no question: nothing of this host's would stop
+    assert not window.isVisible()
+    window.show()
+    here = elsewhere.model_copy(update={"running_elsewhere": False})
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=here))
+    assert composer.stop_button.isEnabled() and not composer.elsewhere_label.isVisible()
+    assert window.cancel_action.isEnabled()
+    window.confirm_quit = False  # (a turn of this host's now: closing would ask)

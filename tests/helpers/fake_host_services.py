@@ -87,6 +87,10 @@ class FakeHostServices:
         self._record("take_over_expired")
         return ()
 
+    def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
+        self._record("elsewhere_changes")
+        return ()
+
     def list_sessions(self) -> Sequence[SessionSummary]:
         self._record("list_sessions")
         return list(self.sessions.values())

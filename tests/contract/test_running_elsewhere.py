@@ -1,0 +1,80 @@
+"""A session another host runs, as the desktop's host shows it (docs/design/hosts.md section 2):
+on a shared ledger a session whose latest run is unfinished and whose lease this host does not
+hold is ``running_elsewhere`` (the window can neither stop it nor send in it), and every takeover
+sweep tells the window what became of the sessions it last showed that way: the other host
+ended the turn, or this host took the session over and repaired it. On the data folder's own
+ledger every run is this host's."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app.bridge_contract import RunStatusValue
+from app.host.desktop_services import DesktopServices
+from runtime.ledger.store_ports import RunStatus
+from storage.ledger.ledger_store import open_store
+from storage.ledger.postgres_store import LeaseSettings, PostgresLedgerStore, open_postgres_store
+from tests.helpers.ledger_builders import RunIds, call_event, dispatch_event, terminal
+from tests.helpers.store_workloads import add_run, fixed_clock
+
+pytestmark = pytest.mark.contract
+
+ONE = RunIds("sess-1", "inv-1", "run-1", "turn-1")
+TWO = RunIds("sess-2", "inv-2", "run-2", "turn-2")
+
+
+def _host(url: str, name: str, ttl_ms: int = 30_000) -> PostgresLedgerStore:
+    return open_postgres_store(
+        url,
+        clock=fixed_clock(),
+        owner=name,
+        lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=0, grace_ms=0),
+        heartbeat=False,
+    )
+
+
+def test_sessions_another_host_runs_are_shown_and_followed(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    with (
+        _host(postgres_url, "dead", ttl_ms=300) as dead,
+        _host(postgres_url, "alive") as alive,
+        _host(postgres_url, "here") as here,
+    ):
+        add_run(dead, ONE)  # its host is gone mid-call
+        call = call_event("call-1", ids=ONE)
+        dead.commit_tool_prepared(call, dispatch_event(call))
+        add_run(alive, TWO)  # its host is still at work
+        services = DesktopServices(here, tmp_path, safe_resume_enabled=False)
+        services.recover_at_startup()
+        shown = {summary.session_id: summary for summary in services.list_sessions()}
+        assert shown["sess-1"].running_elsewhere and shown["sess-2"].running_elsewhere
+        assert services.elsewhere_changes() == ()  # nothing changed since
+        alive.commit_run_ending(terminal(TWO), RunStatus.COMPLETED, None)  # its turn ends
+        (ended,) = services.elsewhere_changes()
+        assert ended.session_id == "sess-2"
+        assert ended.last_run_status is RunStatusValue.COMPLETED and not ended.running_elsewhere
+        assert services.elsewhere_changes() == ()  # told once
+        time.sleep(0.6)  # the dead host's lease runs out
+        services.take_over_expired()
+        (repaired,) = services.elsewhere_changes()
+        assert repaired.session_id == "sess-1" and repaired.interrupted
+        assert not repaired.running_elsewhere  # this host holds it now
+        assert services.elsewhere_changes() == ()
+
+
+def test_on_the_data_folders_own_ledger_every_run_is_this_hosts(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "data")
+    try:
+        services = DesktopServices(store, tmp_path / "data", safe_resume_enabled=False)
+        services.recover_at_startup()
+        add_run(store, ONE)  # a turn of this host's (or one its crash left, until it restarts)
+        (summary,) = services.list_sessions()
+        assert summary.last_run_status is RunStatusValue.CREATED  # unfinished
+        assert not summary.running_elsewhere
+        assert services.elsewhere_changes() == ()
+    finally:
+        store.close()

@@ -1,0 +1,80 @@
+"""Screenshots of the desktop on a shared PostgreSQL ledger while another process runs a turn
+(docs/screenshots/app-running-elsewhere*.png), for people to look at:
+
+- ``app-running-elsewhere.png``: ``maka run`` in a terminal (its own data folder) runs a command;
+  the desktop, on the same server, lists the session as "Running elsewhere", greys Stop out and
+  says where the turn can be stopped;
+- ``app-running-elsewhere-taken-over.png``: that ``maka run`` was killed (SIGKILL) mid-command;
+  once its lease ran out the desktop took the session over and parked it, and the call's card
+  asks whether it ran (it no longer says "Running…").
+
+::
+
+    .venv/bin/python -m tests.helpers.shared_ledger_screens docs/screenshots
+
+A throwaway PostgreSQL cluster is started (``tests/helpers/postgres_cluster.py``), with the
+default lease (30 s), snapshots on and a Git repository with uncommitted work as the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.helpers import app_screenshots as shots
+from tests.helpers.maka_process import maka_executable
+from tests.helpers.maka_run import scripted_env, write_script
+from tests.helpers.postgres_cluster import PostgresCluster, find_bin_dir
+
+JOB = {
+    "id": "j1",
+    "name": "bash",
+    "args": {"command": "echo started > started.txt; sleep 60; echo done >> done.txt"},
+}
+SCRIPT = [[{"text": "Starting the long job.", "toolCalls": [JOB]}, {"text": "Done."}]]
+STOP_XY = (1119, 692)  # the composer's Stop button in the 1180x760 window
+
+
+def _repository(folder: Path) -> None:
+    commands = (
+        "git init -q && echo a > a.txt && git add . && "
+        "git -c user.email=me@example.com -c user.name=me commit -qm first && echo wip >> a.txt"
+    )
+    subprocess.run(commands, shell=True, cwd=folder, check=True)
+
+
+def main(out: Path) -> None:
+    bin_dir = find_bin_dir()
+    assert bin_dir is not None, "PostgreSQL's initdb and pg_ctl are needed"
+    cluster = PostgresCluster.start(bin_dir)
+    try:
+        url = cluster.new_database()
+        with tempfile.TemporaryDirectory(prefix="maka-shots-") as root, shots.xvfb():
+            scene = shots.Scene(Path(root), "shared", SCRIPT)
+            _repository(scene.work)
+            script = write_script(scene.root / "script.json", SCRIPT)
+            scene.env = scripted_env(script, None, checkpoints=True, MAKA_DATABASE_URL=url)
+            env = {**os.environ, **scene.env, "QT_QPA_PLATFORM": "offscreen"}
+            env["MAKA_DATA_DIR"] = str(scene.root / "terminal-data")
+            args = ["run", "--cwd", str(scene.work), "--permission-mode", "auto", "the long job"]
+            terminal = subprocess.Popen([*maka_executable(), *args], env=env)
+            while not (scene.work / "started.txt").exists():
+                time.sleep(0.05)
+            with scene.app() as window:
+                shots.click(window, *STOP_XY)  # greyed out: nothing happens
+                shots.capture(window, out / "app-running-elsewhere.png", 3.0)
+                terminal.send_signal(signal.SIGKILL)
+                terminal.wait(10)
+                time.sleep(45)  # the lease (30 s) runs out; a sweep (every 10 s) takes over
+                shots.capture(window, out / "app-running-elsewhere-taken-over.png", 2.0)
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
