@@ -25,18 +25,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import app_screenshots as shots
 from tests.helpers.maka_process import maka_executable
 from tests.helpers.maka_run import scripted_env, write_script
 from tests.helpers.postgres_cluster import PostgresCluster, find_bin_dir
 
-JOB = {
+JOB: dict[str, Any] = {
     "id": "j1",
     "name": "bash",
     "args": {"command": "echo started > started.txt; sleep 60; echo done >> done.txt"},
 }
-SCRIPT = [[{"text": "Starting the long job.", "toolCalls": [JOB]}, {"text": "Done."}]]
+SCRIPT: list[list[dict[str, Any]]] = [
+    [{"text": "Starting the long job.", "toolCalls": [JOB]}, {"text": "Done."}]
+]
 STOP_XY = (1119, 692)  # the composer's Stop button in the 1180x760 window
 
 
