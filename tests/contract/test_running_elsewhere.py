@@ -16,9 +16,9 @@ from app.bridge_contract import RunStatusValue
 from app.host.desktop_services import DesktopServices
 from runtime.ledger.store_ports import RunStatus
 from storage.ledger.ledger_store import open_store
-from storage.ledger.postgres_store import LeaseSettings, PostgresLedgerStore, open_postgres_store
 from tests.helpers.ledger_builders import RunIds, call_event, dispatch_event, terminal
-from tests.helpers.store_workloads import add_run, fixed_clock
+from tests.helpers.store_engines import lease_host
+from tests.helpers.store_workloads import add_run
 
 pytestmark = pytest.mark.contract
 
@@ -26,23 +26,13 @@ ONE = RunIds("sess-1", "inv-1", "run-1", "turn-1")
 TWO = RunIds("sess-2", "inv-2", "run-2", "turn-2")
 
 
-def _host(url: str, name: str, ttl_ms: int = 30_000) -> PostgresLedgerStore:
-    return open_postgres_store(
-        url,
-        clock=fixed_clock(),
-        owner=name,
-        lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=0, grace_ms=0),
-        heartbeat=False,
-    )
-
-
 def test_sessions_another_host_runs_are_shown_and_followed(
     postgres_url: str, tmp_path: Path
 ) -> None:
     with (
-        _host(postgres_url, "dead", ttl_ms=300) as dead,
-        _host(postgres_url, "alive") as alive,
-        _host(postgres_url, "here") as here,
+        lease_host(postgres_url, "dead", ttl_ms=300) as dead,
+        lease_host(postgres_url, "alive") as alive,
+        lease_host(postgres_url, "here") as here,
     ):
         add_run(dead, ONE)  # its host is gone mid-call
         call = call_event("call-1", ids=ONE)

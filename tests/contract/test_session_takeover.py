@@ -31,6 +31,7 @@ from tests.helpers.ledger_builders import (
     terminal,
     user_text,
 )
+from tests.helpers.store_engines import lease_host
 from tests.helpers.store_workloads import add_run, fixed_clock
 
 pytestmark = pytest.mark.contract
@@ -40,21 +41,11 @@ def _ids(n: int) -> RunIds:
     return RunIds(f"sess-{n}", f"inv-{n}", f"run-{n}", f"turn-{n}")
 
 
-def _host(url: str, name: str, ttl_ms: int = 30_000, grace_ms: int = 0) -> PostgresLedgerStore:
-    return open_postgres_store(
-        url,
-        clock=fixed_clock(),
-        owner=name,
-        lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=0, grace_ms=grace_ms),
-        heartbeat=False,
-    )
-
-
 def test_only_expired_leases_of_unfinished_sessions_are_claimed(postgres_url: str) -> None:
     with (
-        _host(postgres_url, "dead", ttl_ms=300) as dead,
-        _host(postgres_url, "live") as live,
-        _host(postgres_url, "sweeper", grace_ms=400) as sweeper,
+        lease_host(postgres_url, "dead", ttl_ms=300) as dead,
+        lease_host(postgres_url, "live") as live,
+        lease_host(postgres_url, "sweeper", grace_ms=400) as sweeper,
     ):
         add_run(dead, _ids(1))  # unfinished, its lease will run out
         dead.append_event(user_text(ids=_ids(1)))
@@ -74,9 +65,9 @@ def test_only_expired_leases_of_unfinished_sessions_are_claimed(postgres_url: st
 
 
 def test_a_given_up_lease_is_claimed_only_with_an_unfinished_run(postgres_url: str) -> None:
-    sweeper = _host(postgres_url, "sweeper")
+    sweeper = lease_host(postgres_url, "sweeper")
     with sweeper:
-        with _host(postgres_url, "closed") as closed:
+        with lease_host(postgres_url, "closed") as closed:
             add_run(closed, _ids(1))
             add_run(closed, _ids(2))
             closed.commit_run_ending(terminal(_ids(2)), RunStatus.COMPLETED, None)
@@ -86,12 +77,12 @@ def test_a_given_up_lease_is_claimed_only_with_an_unfinished_run(postgres_url: s
 
 
 def test_two_sweeping_hosts_claim_disjoint_sessions(postgres_url: str) -> None:
-    with _host(postgres_url, "dead", ttl_ms=100) as dead:
+    with lease_host(postgres_url, "dead", ttl_ms=100) as dead:
         for n in range(12):
             add_run(dead, _ids(n))
         time.sleep(0.3)
         claims: dict[str, list[str]] = {}
-        hosts = [_host(postgres_url, f"h{i}") for i in range(3)]
+        hosts = [lease_host(postgres_url, f"h{i}") for i in range(3)]
 
         def sweep(host: PostgresLedgerStore) -> None:
             got: list[str] = []
@@ -114,9 +105,9 @@ def test_two_sweeping_hosts_claim_disjoint_sessions(postgres_url: str) -> None:
 
 def test_takeover_recovery_repairs_the_claimed_sessions_only(postgres_url: str) -> None:
     with (
-        _host(postgres_url, "dead", ttl_ms=100) as dead,
-        _host(postgres_url, "live") as live,
-        _host(postgres_url, "new") as new,
+        lease_host(postgres_url, "dead", ttl_ms=100) as dead,
+        lease_host(postgres_url, "live") as live,
+        lease_host(postgres_url, "new") as new,
     ):
         for n in (1, 2):
             add_run(dead, _ids(n))
@@ -246,9 +237,9 @@ def test_a_taken_over_call_is_settled_whatever_the_epochs(postgres_url: str) -> 
     from tests.helpers.ledger_builders import operation_of
 
     with (
-        _host(postgres_url, "new") as new,
-        _host(postgres_url, "dead", ttl_ms=100) as dead,
-        _host(postgres_url, "live") as live,
+        lease_host(postgres_url, "new") as new,
+        lease_host(postgres_url, "dead", ttl_ms=100) as dead,
+        lease_host(postgres_url, "live") as live,
     ):
         epoch = new.bump_owner_epoch()  # the taking host started first ...
         later = dead.bump_owner_epoch()  # ... the dead one after it
@@ -282,7 +273,7 @@ def test_a_server_restart_is_met_once_then_the_store_reconnects_with_backoff(
     retry of the same fact commits it once."""
     from tests.helpers.ledger_builders import model_text
 
-    with _host(postgres_url, "restarted") as store:
+    with lease_host(postgres_url, "restarted") as store:
         ids = _ids(1)
         add_run(store, ids)
         store.append_event(user_text(ids=ids))
@@ -349,8 +340,8 @@ def test_a_stale_epoch_cannot_delete_a_tool_process_record(postgres_url: str) ->
         started_at=1,
     )
     with (
-        _host(postgres_url, "dead", ttl_ms=200) as dead,
-        _host(postgres_url, "sweeper") as sweeper,
+        lease_host(postgres_url, "dead", ttl_ms=200) as dead,
+        lease_host(postgres_url, "sweeper") as sweeper,
     ):
         add_run(dead, _ids(1))
         dead.record_tool_process(record)

@@ -17,24 +17,14 @@ from app.host.desktop_services import DesktopServices
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunStatus
-from storage.ledger.postgres_store import LeaseSettings, PostgresLedgerStore, open_postgres_store
 from storage.ledger.sqlite_store import SqliteLedgerStore
 from tests.helpers.ledger_builders import RunIds, call_event, dispatch_event
-from tests.helpers.store_workloads import add_run, fixed_clock
+from tests.helpers.store_engines import lease_host
+from tests.helpers.store_workloads import add_run
 
 pytestmark = pytest.mark.contract
 
 IDS = RunIds("sess-1", "inv-1", "run-1", "turn-1")
-
-
-def _host(url: str, name: str, ttl_ms: int = 30_000) -> PostgresLedgerStore:
-    return open_postgres_store(
-        url,
-        clock=fixed_clock(),
-        owner=name,
-        lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=0, grace_ms=0),
-        heartbeat=False,
-    )
 
 
 def _started_call(store: SqliteLedgerStore) -> None:
@@ -67,7 +57,7 @@ def _repaired(store: SqliteLedgerStore) -> bool:
 def test_a_stalled_run_repaired_by_a_failed_sweep_is_resumed_by_the_next(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with _host(postgres_url, "host") as store:
+    with lease_host(postgres_url, "host") as store:
         services = DesktopServices(store, tmp_path, safe_resume_enabled=True)
         services.recover_at_startup()
         _started_call(store)  # this host's own turn, ended on a lost connection
@@ -84,7 +74,10 @@ def test_a_stalled_run_repaired_by_a_failed_sweep_is_resumed_by_the_next(
 def test_a_claimed_session_repaired_by_a_failed_sweep_is_resumed_by_the_next(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with _host(postgres_url, "dead", ttl_ms=100) as dead, _host(postgres_url, "new") as new:
+    with (
+        lease_host(postgres_url, "dead", ttl_ms=100) as dead,
+        lease_host(postgres_url, "new") as new,
+    ):
         _started_call(dead)
         services = DesktopServices(new, tmp_path, safe_resume_enabled=True)
         services.recover_at_startup()

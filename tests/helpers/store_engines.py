@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from storage.ledger.ledger_store import SqliteLedgerStore
 from tests.helpers.ledger_builders import RunIds
+
+if TYPE_CHECKING:
+    from storage.ledger.postgres_store import PostgresLedgerStore
+
 from tests.helpers.store_workloads import DbState, add_run, db_state, fixed_clock, store_with_runs
 
 ENGINES = ("sqlite", "postgresql")
@@ -69,3 +73,17 @@ def store_state(store: SqliteLedgerStore) -> DbState:
             meta=rows("SELECT * FROM meta ORDER BY key")
             + rows("SELECT session_id, epoch, owner FROM session_leases ORDER BY session_id"),
         )
+
+
+def lease_host(url: str, name: str, ttl_ms: int = 30_000, grace_ms: int = 0) -> PostgresLedgerStore:
+    """A host's store on the server named ``name``, with a lease of ``ttl_ms``, no runway and no
+    heartbeat: the tests let its leases run out by waiting."""
+    from storage.ledger.postgres_store import LeaseSettings, open_postgres_store
+
+    return open_postgres_store(
+        url,
+        clock=fixed_clock(),
+        owner=name,
+        lease_settings=LeaseSettings(ttl_ms=ttl_ms, runway_ms=0, grace_ms=grace_ms),
+        heartbeat=False,
+    )
