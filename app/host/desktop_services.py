@@ -196,6 +196,10 @@ class DesktopServices:
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
         self._shown_elsewhere: dict[str, SessionSummary] = {}
+        # The sessions the window was given (a list, a summary): a shared ledger's sweep tells
+        # it of the others, created by other hosts since.
+        self._known_sessions: set[str] = set()
+        self._listed = False
         # Sessions this host claimed, or whose runs its own turns left unfinished, noted before
         # their repair: each stays here until a sweep hands its repaired run to automatic resume
         # (take_over_expired). A sweep that fails after the repair committed (a lost connection,
@@ -418,15 +422,18 @@ class DesktopServices:
             reverse=True,
         )
         held = self._held()
-        return [self._shown(_summary(overview, held)) for overview in ordered]
+        summaries = [self._shown(_summary(overview, held)) for overview in ordered]
+        self._listed = True
+        return summaries
 
     def _held(self) -> Mapping[str, int] | None:
         store = self._store
         return store.held_session_leases() if isinstance(store, SessionTakeover) else None
 
     def _shown(self, summary: SessionSummary) -> SessionSummary:
-        """Remember the sessions shown running in another process (``elsewhere_changes``)."""
+        """Remember the sessions shown, and which ran in another process (``elsewhere_changes``)."""
         with self._lock:
+            self._known_sessions.add(summary.session_id)
             if summary.running_elsewhere:
                 self._shown_elsewhere[summary.session_id] = summary
             else:
@@ -434,8 +441,15 @@ class DesktopServices:
         return summary
 
     def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
+        if self._held() is None:
+            return ()  # the data folder's own ledger: every change is this host's, told already
         with self._lock:
-            shown = dict(self._shown_elsewhere)
+            shown: dict[str, SessionSummary | None] = dict(self._shown_elsewhere)
+            known = set(self._known_sessions) if self._listed else None
+        if known is not None:  # (no window has asked for the list yet: nothing to add to)
+            for record in self._store.list_sessions():  # made by other hosts since
+                if record.session_id not in known:
+                    shown[record.session_id] = None
         changed: list[SessionSummary] = []
         for session_id, before in shown.items():
             try:

@@ -303,8 +303,9 @@ class HostServices(Protocol):
 
     def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
         """The sessions last shown running in another process whose summary has changed since
-        (that process ended the turn, or this host took the session over): a worker thread, on
-        every takeover sweep. Nothing on a ledger only this host writes."""
+        (that process ended the turn, or this host took the session over), and the sessions
+        other hosts created since the window's list: a worker thread, on every takeover sweep.
+        Nothing on a ledger only this host writes."""
         ...
 
     def list_sessions(self) -> Sequence[SessionSummary]: ...

@@ -2,8 +2,9 @@
 on a shared ledger a session whose latest run is unfinished and whose lease this host does not
 hold is ``running_elsewhere`` (the window can neither stop it nor send in it), and every takeover
 sweep tells the window what became of the sessions it last showed that way: the other host
-ended the turn, or this host took the session over and repaired it. On the data folder's own
-ledger every run is this host's."""
+ended the turn, or this host took the session over and repaired it; and of the sessions other
+hosts created since the window's list. On the data folder's own ledger every run is this
+host's."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.contract
 
 ONE = RunIds("sess-1", "inv-1", "run-1", "turn-1")
 TWO = RunIds("sess-2", "inv-2", "run-2", "turn-2")
+THREE = RunIds("sess-3", "inv-3", "run-3", "turn-3")
 
 
 def test_sessions_another_host_runs_are_shown_and_followed(
@@ -54,6 +56,13 @@ def test_sessions_another_host_runs_are_shown_and_followed(
         assert repaired.session_id == "sess-1" and repaired.interrupted
         assert not repaired.running_elsewhere  # this host holds it now
         assert services.elsewhere_changes() == ()
+        add_run(alive, THREE)  # a session another host creates after the window's list
+        (made,) = services.elsewhere_changes()
+        assert made.session_id == "sess-3" and made.running_elsewhere
+        assert services.elsewhere_changes() == ()  # told once; followed from now on
+        alive.commit_run_ending(terminal(THREE, event_id="evt-end-3"), RunStatus.COMPLETED, None)
+        (done,) = services.elsewhere_changes()
+        assert done.session_id == "sess-3" and not done.running_elsewhere
 
 
 def test_on_the_data_folders_own_ledger_every_run_is_this_hosts(tmp_path: Path) -> None:
