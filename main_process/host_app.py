@@ -475,7 +475,13 @@ class HostApp(QObject):
             return
 
         def sweep() -> tuple[tuple[InterruptedRun, ...], tuple[SessionSummary, ...]]:
-            return services.take_over_expired(), services.elsewhere_changes()
+            interrupted = services.take_over_expired()
+            try:
+                changed = services.elsewhere_changes()
+            except Exception as error:  # the sessions taken over must still reach their resume
+                _log.warning("reading the sessions other hosts run failed: %s", error)
+                changed = ()
+            return interrupted, changed
 
         self._sweeping = self._workers.run_query(TAKEOVER_JOB, sweep, self._swept)
 

@@ -27,6 +27,7 @@ from app.bridge_contract import (
     ResumeParkedPush,
     ResumeStartedPush,
     RunStatusPush,
+    RunStatusValue,
     SessionsCreateRequest,
     SessionsListedPush,
     SessionsListRequest,
@@ -752,3 +753,33 @@ def test_an_endpoint_that_cannot_listen_is_shown_like_any_refusal(
     relock = InstanceLock(data_dir)
     assert relock.acquire().outcome is LockOutcome.ACQUIRED
     relock.release()
+
+
+def test_a_sweep_tells_the_window_of_other_hosts_sessions_and_resumes_what_it_took_over(
+    qtbot: QtBot, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shared ledger: every sweep pushes what became of the sessions other hosts run, and a
+    failure reading them never costs the resume of a session the same sweep took over."""
+    other = SessionSummary(
+        session_id="far",
+        cwd=str(data_dir),
+        title="far",
+        last_run_status=RunStatusValue.RUNNING,
+        running_elsewhere=True,
+    )
+    services = FakeHostServices(
+        sweep_every_s=0.1,
+        resume_outcomes={"taken": ResumeStarted("c1", "t1")},
+        elsewhere=[other],
+    )
+    started = _start(qtbot, data_dir, services, capsys)
+    try:
+        client = _client(qtbot, started)
+        qtbot.waitUntil(lambda: client.has(MessageKind.SESSION_UPDATED), timeout=5000)
+        (pushed,) = client.all(MessageKind.SESSION_UPDATED)
+        assert isinstance(pushed, SessionUpdatedPush) and pushed.session == other
+        services.elsewhere.append(LedgerError(StoreCode.STORE_IO_FAILED, "connection lost"))
+        services.taken_over.append(_run("taken", "r1", 1))
+        qtbot.waitUntil(lambda: services.resumed_automatic == [("taken", True)], timeout=5000)
+    finally:
+        started.host.close()

@@ -68,6 +68,12 @@ class FakeHostServices:
     settings: SettingsView = field(
         default_factory=lambda: SettingsView(provider=ProviderChoice.OFFLINE_DEMO)
     )
+    sweep_every_s: float | None = None
+    """How often the host sweeps (a shared ledger); None: never, as on SQLite."""
+    taken_over: list[InterruptedRun] = field(default_factory=list)
+    """Handed to the next sweep (once), as the sessions it took over."""
+    elsewhere: list[SessionSummary | Exception] = field(default_factory=list)
+    """What the next sweeps read of sessions other hosts run: a change, or a failure."""
     _cancels: dict[str, threading.Event] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -81,15 +87,23 @@ class FakeHostServices:
         return self.report
 
     def takeover_interval_s(self) -> float | None:
-        return None
+        return self.sweep_every_s
 
     def take_over_expired(self) -> tuple[InterruptedRun, ...]:
         self._record("take_over_expired")
-        return ()
+        with self._lock:
+            taken, self.taken_over = tuple(self.taken_over), []
+        return taken
 
     def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
         self._record("elsewhere_changes")
-        return ()
+        with self._lock:
+            if not self.elsewhere:
+                return ()
+            next_one = self.elsewhere.pop(0)
+        if isinstance(next_one, Exception):
+            raise next_one
+        return (next_one,)
 
     def list_sessions(self) -> Sequence[SessionSummary]:
         self._record("list_sessions")
