@@ -635,8 +635,9 @@ STORE: dict[str, CodeRecord] = _records(
         "operation_not_found": (_E, "The tool call this refers to was never recorded."),
         "session_lease_lost": (
             _E,
-            "Another Maka host took this session over, so this one stopped writing to it; nothing "
-            "more was saved here.",
+            "Another Maka process holds this session now (a host in a terminal, or another "
+            "computer on the shared database), so nothing was saved here. Carry on there, or "
+            "here once that process has stopped and its lease has run out.",
         ),
         "database_url_invalid": (
             _E,
