@@ -365,7 +365,7 @@ class TimelinePanel(QWidget):
             self.pinned.addItem(item)
         for pin in outside:
             item = QListWidgetItem(_words(pin))
-            item.setToolTip(_words(pin))
+            item.setToolTip(item.text())
             self.outside.addItem(item)
         self._set_lanes_visible(bool(pinned), bool(outside))
 

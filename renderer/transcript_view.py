@@ -195,31 +195,32 @@ class TranscriptView(QScrollArea):
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
-    def shows_running_calls(self) -> bool:
-        """Whether a call is still shown as running (its card waits for an outcome)."""
+    def _running_cards(self) -> list[ToolCardItem]:
+        """The cards of calls still shown as running (each waits for an outcome)."""
         self.flush()
-        return any(
-            isinstance(item, ToolCardItem) and item.status is ToolCardStatus.RUNNING
+        return [
+            item
             for item in self._items.values()
-        )
+            if isinstance(item, ToolCardItem) and item.status is ToolCardStatus.RUNNING
+        ]
+
+    def shows_running_calls(self) -> bool:
+        return bool(self._running_cards())
 
     def mark_running_interrupted(self) -> int:
         """The main process is gone: every call still shown as running was interrupted (it may
         have run in part), except one that was only waiting for permission: it never started,
         and reads "Not run" (what the next start finds too). Returns how many cards changed."""
-        self.flush()
-        changed = 0
-        for item in list(self._items.values()):
-            if isinstance(item, ToolCardItem) and item.status is ToolCardStatus.RUNNING:
-                waiting = item.park_reason == AWAITING_PERMISSION
-                update = (
-                    {"status": ToolCardStatus.NOT_DISPATCHED, "park_reason": None}
-                    if waiting
-                    else {"status": ToolCardStatus.INDETERMINATE, "park_reason": HOST_STOPPED}
-                )
-                self._apply(item.model_copy(update=update))
-                changed += 1
-        return changed
+        running = self._running_cards()
+        for item in running:
+            waiting = item.park_reason == AWAITING_PERMISSION
+            update = (
+                {"status": ToolCardStatus.NOT_DISPATCHED, "park_reason": None}
+                if waiting
+                else {"status": ToolCardStatus.INDETERMINATE, "park_reason": HOST_STOPPED}
+            )
+            self._apply(item.model_copy(update=update))
+        return len(running)
 
     def flush(self) -> None:
         """Apply queued items now (also done on the next frame by itself)."""

@@ -255,12 +255,17 @@ def set_stop_deadline(deadline: float) -> None:
     supervisor at ``deadline`` (a ``time.monotonic()`` value) unless a later call moves it on.
     A host on a shared ledger calls it after every lease renewal (its runway deadline): stopped
     or cut off, it cannot, and its commands end by themselves (``tool_supervisor``)."""
-    message = f"d{deadline:.3f};".encode()
     with _DEADLINE_LOCK:
-        _DEADLINE[:] = [deadline]
-        for watch in _LIVE_WATCHES:
-            with contextlib.suppress(OSError):
-                os.write(watch, message)
+        _send_deadline_locked(deadline)
+
+
+def _send_deadline_locked(deadline: float) -> None:
+    """``deadline`` becomes the one sent, to every running command (``_DEADLINE_LOCK`` held)."""
+    _DEADLINE[:] = [deadline]
+    message = f"d{deadline:.3f};".encode()
+    for watch in _LIVE_WATCHES:
+        with contextlib.suppress(OSError):
+            os.write(watch, message)
 
 
 def set_stop_deadline_source(source: Callable[[], float | None] | None) -> None:
@@ -278,11 +283,7 @@ def _watch_started(watch: int) -> None:
         _LIVE_WATCHES.add(watch)
         live = _DEADLINE_SOURCE[0]() if _DEADLINE_SOURCE else None
         if live is not None and (not _DEADLINE or live > _DEADLINE[0]):
-            _DEADLINE[:] = [live]  # the newer deadline, to every running command too
-            message = f"d{live:.3f};".encode()
-            for other in _LIVE_WATCHES:
-                with contextlib.suppress(OSError):
-                    os.write(other, message)
+            _send_deadline_locked(live)  # the newer deadline, to every running command too
         elif _DEADLINE:
             with contextlib.suppress(OSError):
                 os.write(watch, f"d{_DEADLINE[0]:.3f};".encode())
