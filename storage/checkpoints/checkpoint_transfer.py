@@ -112,7 +112,10 @@ def write_bundle(
         )
         lines = "".join(f"create {i.ref} {i.commit_id}\n" for i in carried)
         runner.run(["update-ref", "--stdin"], git_dir=git_dir, stdin=lines.encode())
-        runner.run(["bundle", "create", "--quiet", str(target), "--all"], git_dir=git_dir)
+        # Git runs in the scratch repository: a relative target would land there.
+        runner.run(
+            ["bundle", "create", "--quiet", str(target.absolute()), "--all"], git_dir=git_dir
+        )
     return carried
 
 
@@ -220,7 +223,8 @@ def checked_bundle(
     try:
         runner.init_bare(git_dir)
         runner.run(
-            ["fetch", "--quiet", "--no-tags", str(bundle), "+refs/maka/*:refs/maka/*"],
+            # Git runs in the scratch repository: a relative path would be read from there.
+            ["fetch", "--quiet", "--no-tags", str(bundle.absolute()), "+refs/maka/*:refs/maka/*"],
             git_dir=git_dir,
         )
         out = runner.run(

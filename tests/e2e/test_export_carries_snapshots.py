@@ -76,6 +76,26 @@ def test_export_import_carries_the_snapshots_and_resume_verifies(tmp_path: Path)
     assert "workspace_verified" in _codes(resumed)
 
 
+def test_relative_file_names_carry_the_snapshots_both_ways(tmp_path: Path) -> None:
+    """``maka export S -o session.jsonl`` and ``maka import session.jsonl``, as typed in a
+    terminal: the snapshots file is written and read beside the export in the current folder
+    (Git runs elsewhere, so a relative name once failed with export_write_failed)."""
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    here = tmp_path / "exports"
+    here.mkdir()
+    args = ["export", drill.session, "-o", "session.jsonl"]
+    result = maka(args, drill.data, env=drill.env, cwd=here)
+    assert result.returncode == 0, result.stderr
+    assert (here / "session.jsonl").is_file() and (here / "session.jsonl.bundle").is_file()
+    other = tmp_path / "other"
+    result = maka(["import", "session.jsonl", "--json"], other, env=drill.env, cwd=here)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["checkpointsCarried"] >= 1, result.stdout
+    _, planned = _json(["plan", drill.session, "--json"], other, drill.env)
+    assert planned["disposition"] == "continue" and "workspace_verified" in _codes(planned)
+
+
 def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseline(
     tmp_path: Path,
 ) -> None:

@@ -35,6 +35,7 @@ def maka(
     env: Mapping[str, str] | None = None,
     stdin: str = "",
     timeout: float = 60,
+    cwd: Path | None = None,
 ) -> RunResult:
     environment = dict(os.environ)
     environment.pop("MAKA_FAILPOINT", None)
@@ -49,6 +50,7 @@ def maka(
         env=environment,
         timeout=timeout,
         check=False,
+        cwd=cwd,
     )
     return RunResult(completed.returncode, completed.stdout, completed.stderr)
 
