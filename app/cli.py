@@ -158,6 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(args_list)
     as_json = bool(getattr(args, "json", False))
+    saved = sys.stdout, sys.stderr
+    if command != "gui":
+        # Text from outside (file names, the record's messages, paths in errors) reaches the
+        # terminal with its control characters shown by name, never acted on.
+        from app.visible_text import VisibleStream
+
+        if not as_json:
+            sys.stdout = VisibleStream(sys.stdout)
+        sys.stderr = VisibleStream(sys.stderr)
     try:
         _require_known_failpoint()
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
@@ -182,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         exit_code = error.exit_code if isinstance(error, CliError) else EXIT_ERROR
         return _refused(failure.code, failure.message, exit_code, as_json=as_json)
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program the pipe ended

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any, TextIO
 
 # ASCII names, not the Unicode control pictures (␛, ␍): those are missing from common monospace
 # fonts and would show as empty boxes, hiding the difference between ESC and CR again.
@@ -90,3 +91,32 @@ def visible(text: str, *, strict: bool = False) -> str:
         shown = _shown(char, strict)
         out.append(char if shown is None else shown)
     return "".join(out)
+
+
+class VisibleStream:
+    """A text stream that passes everything it is given through ``visible`` before writing it.
+
+    ``maka``'s commands print text they did not write: file names from the user's folder (a
+    drift list), messages and commands from the record, paths in error messages. A name such as
+    ``bad\\x1b]0;title\\x07`` would otherwise retitle the terminal, and ``\\x1b[2K\\r`` could
+    erase what was printed before it. The command line wraps standard output (unless it prints
+    JSON, whose strings escape control characters themselves) and standard error in one of
+    these; everything else (``isatty``, ``fileno``, ``buffer``, ``flush``) is the stream's own.
+    ``unguarded`` is the stream itself, for a writer that shows its text with ``visible`` and
+    adds its own colour codes (``maka timeline`` on a terminal).
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.unguarded = stream
+
+    def write(self, text: str) -> int:
+        self.unguarded.write(visible(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.unguarded, name)
+
+
+def unguarded(stream: TextIO | VisibleStream) -> TextIO:
+    """The stream under a ``VisibleStream`` (``stream`` itself when it is not one)."""
+    return stream.unguarded if isinstance(stream, VisibleStream) else stream

@@ -37,7 +37,12 @@ def use_colour(out: TextIO) -> bool:
 
 
 def _paint(text: str, code: str | None, colour: bool) -> str:
-    return f"\033[{code}m{text}\033[0m" if colour and code else text
+    if not colour:
+        return text  # the stream shows what the text hides (app.visible_text.VisibleStream)
+    from app.visible_text import visible
+
+    shown = visible(text)  # written past that guard, so that its colour codes work
+    return f"\033[{code}m{shown}\033[0m" if code else shown
 
 
 def reason_words(reason: TimelineReason) -> str:
@@ -54,6 +59,10 @@ def write_timeline(
 ) -> None:
     out = out if out is not None else sys.stdout
     colour = use_colour(out)
+    if colour:
+        from app.visible_text import unguarded
+
+        out = unguarded(out)  # every line below is painted, so shown through ``visible``
     pins: dict[tuple[str, int], list[PinnedReason]] = {}
     if header is not None:
         _write_header(header, out, colour)

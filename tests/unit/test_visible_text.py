@@ -60,3 +60,18 @@ def test_plain_text_is_shown_as_each_character_would_be(text: str) -> None:
     shown as on its own."""
     expected = "".join(_shown(char, False) or char for char in text)
     assert visible(text) == expected
+
+
+@given(st.lists(st.text(max_size=60), max_size=8))
+def test_a_guarded_stream_writes_each_piece_as_visible_shows_it(pieces: list[str]) -> None:
+    import io
+
+    from app.visible_text import VisibleStream, unguarded
+
+    inner = io.StringIO()
+    stream = VisibleStream(inner)
+    for piece in pieces:
+        assert stream.write(piece) == len(piece)  # what print() expects: the text's length
+    assert inner.getvalue() == "".join(visible(piece) for piece in pieces)
+    assert unguarded(stream) is inner and unguarded(inner) is inner
+    assert stream.getvalue() == inner.getvalue()  # the rest is the stream's own
