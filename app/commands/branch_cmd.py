@@ -125,11 +125,15 @@ def _print_options(args: argparse.Namespace, options: list[BranchOption]) -> int
     if not options:
         print(f"session {args.session} has no point to branch from yet")
         return EXIT_OK
+    from app.host.tui_reads import visible_label
+
+    width = max(len(option.boundary.event_id) for option in options)
     for option in options:
         b = option.boundary
         snapshot = "snapshot kept" if option.snapshot_kept else "no snapshot (--current-files)"
         if b.unsettled:
             snapshot = "not branchable: a tool call has no settled outcome there"
-        sys.stdout.write(f"{b.event_id}  {b.kind:<12} {b.label[:50]:<50}  {snapshot}\n")
+        label = visible_label(b.label)
+        sys.stdout.write(f"{b.event_id:<{width}}  {b.kind:<12} {label:<50}  {snapshot}\n")
     print(f"branch one: maka branch {args.session} --at EVENT [--to DIR]")
     return EXIT_OK

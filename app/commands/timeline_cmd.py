@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
             checkpoints=GitCheckpointStore.from_environment(data_dir),
         )
         timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
+        origin = store.read_branch(args.session)
     finally:
         store.close()
     if args.run is not None and not timeline.runs:
@@ -78,7 +79,18 @@ def run(args: argparse.Namespace) -> int:
     if args.only_problems:
         runs = only_problems(runs, header.pins if header is not None else ())
     if args.json:
-        write_timeline_json(runs, header, {"sessionId": args.session})
+        extra: dict[str, object] = {"sessionId": args.session}
+        if origin is not None:
+            extra["branchedFrom"] = origin.to_json()
+        write_timeline_json(runs, header, extra)
     else:
+        if origin is not None:
+            # Its record starts with its source's, by reference: say where that part is.
+            from app.host.branch_session import branch_header_words
+
+            print(
+                f"{branch_header_words(origin)}; the history before this session's first run is "
+                f"that session's up to there (maka timeline {origin.source_session_id})"
+            )
         write_timeline(runs, header)
     return EXIT_OK

@@ -52,12 +52,14 @@ def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
     try:
         if not words:
             options = branch_options(reader.store, carrier, session_id)
+            width = max((len(option.boundary.event_id) for option in options), default=0)
             for option in options:
                 b = option.boundary
                 kept = "snapshot kept" if option.snapshot_kept else "no snapshot"
                 if b.unsettled:
                     kept = "not branchable (a call has no settled outcome there)"
-                out(f"  {b.event_id}  {b.kind:<12} {visible_label(b.label)}  {kept}")
+                label = visible_label(b.label)
+                out(f"  {b.event_id:<{width}}  {b.kind:<12} {label:<50}  {kept}")
             if not options:
                 out("no point to branch from yet")
             else:
@@ -84,7 +86,8 @@ def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
 def visible_label(label: str) -> str:
     from app.visible_text import visible
 
-    return visible(label[:50], strict=True)
+    shown = visible(label, strict=True)  # a hidden character shown by name takes room too
+    return shown if len(shown) <= 50 else f"{shown[:49]}…"
 
 
 def branch_marks(reader: Any, session_id: str) -> dict[tuple[str, str], list[str]]:

@@ -7,6 +7,7 @@ changes nothing."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -175,6 +176,19 @@ def test_a_branched_session_branches_again(tmp_path: Path) -> None:
         assert said in joined
     assert "delete them" not in joined
 
+    # Its timeline holds only its own runs, and says whose history comes before them.
+    shown = maka(["timeline", two["sessionId"]], src.data, env=src.env)
+    assert shown.returncode == 0, shown.stderr
+    first_line = shown.stdout.splitlines()[0]
+    assert first_line.startswith(f"branched from session {one['sessionId']} at event ")
+    assert first_line.endswith(f"(maka timeline {one['sessionId']})"), first_line
+    as_json = maka(["timeline", two["sessionId"], "--json"], src.data, env=src.env)
+    body = json.loads(as_json.stdout)
+    assert body["branchedFrom"]["sourceSessionId"] == one["sessionId"]
+    assert body["branchedFrom"]["boundaryEventId"] == ending["eventId"]
+    plain = json.loads(maka(["timeline", src.session, "--json"], src.data, env=src.env).stdout)
+    assert "branchedFrom" not in plain
+
 
 def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -> None:
     src = Source(tmp_path)
@@ -213,6 +227,26 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     assert [s["sessionId"] for s in sessions] == [session]
 
 
+def test_the_listed_points_line_up_and_show_what_a_message_hides(tmp_path: Path) -> None:
+    """``maka branch S`` in a terminal: one column per field whatever the event ids' lengths,
+    a long message cut with an ellipsis, and an escape sequence in it shown by name, not sent
+    to the terminal (as the TUI's /branch shows it)."""
+    src = Source(tmp_path)
+    src.run("\x1b[2Jwrite the notes, " + "and a message longer than one column " * 3)
+    src.run("delete them", src.session)
+    listed = maka(["branch", src.session], src.data, env=src.env)
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and "you: <ESC>[2Jwrite the notes, and a" in listed.stdout
+    rows = listed.stdout.splitlines()[:-1]
+    kinds = {"user_message", "tool_result", "run_ending"}
+    assert len(rows) >= 5 and {row.split()[1] for row in rows} == kinds, rows
+    starts = {row.index(row.split()[1]) for row in rows}
+    assert len(starts) == 1, rows  # every kind starts in the same column
+    ends = {row.index("snapshot kept") for row in rows}
+    assert len(ends) == 1, rows
+    assert any("…  snapshot kept" in row for row in rows), rows
+
+
 def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> None:
     src = Source(tmp_path)
     src.run("write the notes")
@@ -222,7 +256,8 @@ def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> 
 
     listed = maka(["tui", "--session", session], src.data, env=src.env, stdin="/branch\n/quit\n")
     assert listed.returncode == 0, listed.stderr
-    assert f"{point}  run_ending" in listed.stdout and "snapshot kept" in listed.stdout
+    assert re.search(rf"{point} +run_ending ", listed.stdout), listed.stdout
+    assert "snapshot kept" in listed.stdout
 
     copy = tmp_path / "tui-copy"
     made = maka(
