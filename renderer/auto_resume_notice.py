@@ -10,7 +10,7 @@ goes as soon as the session is no longer interrupted (whatever moved it on).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtWidgets import QLabel
 
 from app.bridge_contract import (
@@ -35,6 +35,7 @@ class AutoResumeNotice(QObject):
         super().__init__(model)
         self._model = model
         self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setObjectName("AutoResumeNotice")
         self.label.setVisible(False)
         bridge.resume_started.connect(self._on_started)

@@ -30,6 +30,7 @@ from app.bridge_contract import BranchOptionItem, BranchOptionsListedPush
 from app.visible_text import visible
 from renderer import theme
 from renderer.park_text import Severity
+from renderer.plain_tip import plain_tip
 
 DIALOG_WIDTH = 600
 
@@ -99,6 +100,7 @@ class BranchDialog(QDialog):
             .replace("{title}", title)
             .replace("{point}", point_words(option))
         )
+        self.point_label.setTextFormat(Qt.TextFormat.PlainText)
         self.point_label.setWordWrap(True)
         self.point_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         words.addWidget(self.point_label)
@@ -111,6 +113,7 @@ class BranchDialog(QDialog):
         self.explain_label.setWordWrap(True)
         words.addWidget(self.explain_label)
         self.snapshot_label = QLabel(self._snapshot_words())
+        self.snapshot_label.setTextFormat(Qt.TextFormat.PlainText)
         self.snapshot_label.setWordWrap(True)
         severity = Severity.INFO if option.snapshot_kept else Severity.WARN
         palette = self.snapshot_label.palette()
@@ -125,9 +128,8 @@ class BranchDialog(QDialog):
         folder_caption = QLabel(_tr("New &folder:"))
         self.folder_edit = QLineEdit(listed.default_folder)
         self.folder_edit.setAccessibleName(_tr("The new session's folder"))
-        self.folder_edit.setToolTip(
-            _tr("A new or empty folder outside {folder}").replace("{folder}", listed.cwd)
-        )
+        outside = _tr("A new or empty folder outside {folder}").replace("{folder}", listed.cwd)
+        self.folder_edit.setToolTip(plain_tip(outside))
         folder_caption.setBuddy(self.folder_edit)
         self.choose_button = QPushButton(_tr("&Choose…"))
         self.choose_button.clicked.connect(self.choose_folder)

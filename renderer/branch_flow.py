@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtWidgets import QDialog, QMessageBox, QWidget
 
 from app.bridge_contract import (
@@ -142,6 +142,7 @@ class BranchFlow(QObject):
         sentence = known.sentence if known.known else _tr("No branch was made.")
         box = QMessageBox(self._window)
         box.setIcon(QMessageBox.Icon.Warning)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # what it names is text, never markup
         box.setWindowTitle(_tr("No branch was made"))
         box.setText(f"{sentence} [{push.code}]")
         if push.message:

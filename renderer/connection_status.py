@@ -6,7 +6,7 @@ gone, every button is inert, and the user must be able to see why.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
@@ -45,6 +45,7 @@ class ConnectionStatus(QWidget):
         self.dot = QLabel("●")
         self.text_label = QLabel()
         self.host_label = QLabel()
+        self.host_label.setTextFormat(Qt.TextFormat.PlainText)
         layout.addWidget(self.dot)
         layout.addWidget(self.text_label)
         layout.addSpacing(12)

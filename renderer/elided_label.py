@@ -12,6 +12,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QPainter, QPaintEvent, QResizeEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from renderer.plain_tip import plain_tip
+
 
 class ElidedLabel(QWidget):
     def __init__(
@@ -66,4 +68,4 @@ class ElidedLabel(QWidget):
         )
 
     def _update_tooltip(self) -> None:
-        self.setToolTip(self._text if self.shown_text() != self._text else "")
+        self.setToolTip(plain_tip(self._text) if self.shown_text() != self._text else "")

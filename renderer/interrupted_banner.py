@@ -74,6 +74,7 @@ from renderer.banner_text import (
 )
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.park_text import Severity
+from renderer.plain_tip import plain_tip
 from renderer.restore_dialog import ask_restore_target
 from renderer.tinted_panel import TintedPanel
 
@@ -130,6 +131,7 @@ class InterruptedBanner(TintedPanel):
         text_column = QVBoxLayout()
         text_column.setSpacing(4)
         self.title_label = QLabel()
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
         self.title_label.setObjectName("BannerTitle")
         title_font = self.title_label.font()
         title_font.setBold(True)
@@ -233,9 +235,11 @@ class InterruptedBanner(TintedPanel):
         self.restore_button = QPushButton(_tr("Continue in a restored copy…"))
         self.restore_button.clicked.connect(self._on_restore)
         self.restore_note = QLabel(at_stop_note())
+        self.restore_note.setTextFormat(Qt.TextFormat.PlainText)
         self.rebaseline_button = QPushButton(_tr("Continue with my current files"))
         self.rebaseline_button.clicked.connect(lambda: self.request_decision("rebaseline"))
         self.rebaseline_note = QLabel(rebaseline_note(compared=True))
+        self.rebaseline_note.setTextFormat(Qt.TextFormat.PlainText)
         pairs = (
             (self.restore_button, self.restore_note),
             (self.rebaseline_button, self.rebaseline_note),
@@ -243,7 +247,7 @@ class InterruptedBanner(TintedPanel):
         for row, (button, note) in enumerate(pairs):
             button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
             note.setWordWrap(True)
-            button.setToolTip(note.text())
+            button.setToolTip(plain_tip(note.text()))
             grid.addWidget(button, row, 0, Qt.AlignmentFlag.AlignLeft)
             grid.addWidget(note, row, 1)
         grid.setColumnStretch(1, 1)
@@ -503,10 +507,10 @@ class InterruptedBanner(TintedPanel):
             if point
             else at_stop_note()
         )
-        self.restore_button.setToolTip(self.restore_note.text())
+        self.restore_button.setToolTip(plain_tip(self.restore_note.text()))
         uncompared = any(d.code == "workspace_rebaseline_uncompared" for d in current.diagnostics)
         self.rebaseline_note.setText(rebaseline_note(compared=not uncompared))
-        self.rebaseline_button.setToolTip(self.rebaseline_note.text())
+        self.rebaseline_button.setToolTip(plain_tip(self.rebaseline_note.text()))
         for button, note, option in (
             (self.restore_button, self.restore_note, "isolated_restore"),
             (self.rebaseline_button, self.rebaseline_note, "rebaseline"),

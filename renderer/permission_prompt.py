@@ -124,6 +124,7 @@ class PermissionPrompt(TintedPanel):
         row.setSpacing(10)
         text_column = QVBoxLayout()
         self.title_label = QLabel()
+        self.title_label.setTextFormat(Qt.TextFormat.PlainText)
         font = self.title_label.font()
         font.setBold(True)
         self.title_label.setFont(font)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 
@@ -35,6 +35,7 @@ def ask_restore_target(
     Returns (confirmed, the folder the user picked or None for the default)."""
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Question)
+    box.setTextFormat(Qt.TextFormat.PlainText)  # what it names is text, never markup
     box.setWindowTitle(_tr("Continue in a restored copy"))
     box.setText(
         _tr("Continue in a restored copy of the folder?")

@@ -10,7 +10,7 @@ may be recorded and says so (``tool.settled``); the widget never records anythin
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, QDateTime, Signal
+from PySide6.QtCore import QCoreApplication, QDateTime, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -103,8 +103,10 @@ class SettlePanel(QWidget):
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(6)
         self.question_label = QLabel(question_text())
+        self.question_label.setTextFormat(Qt.TextFormat.PlainText)
         self.question_label.setWordWrap(True)
         self.folder_label = QLabel()
+        self.folder_label.setTextFormat(Qt.TextFormat.PlainText)
         self.folder_label.setWordWrap(True)
         self.folder_label.setVisible(False)
         self.command_view = QPlainTextEdit()
@@ -128,6 +130,7 @@ class SettlePanel(QWidget):
         buttons.addWidget(self.not_run_button)
         buttons.addWidget(self.hint_label, 1)
         self.status_label = QLabel()
+        self.status_label.setTextFormat(Qt.TextFormat.PlainText)
         self.status_label.setWordWrap(True)
         self.status_label.setVisible(False)
         layout.addWidget(self.question_label)

@@ -46,6 +46,7 @@ from app.bridge_contract import (
 from app.code_text import describe
 from renderer import theme
 from renderer.bridge_port import BridgePort
+from renderer.plain_tip import plain_tip
 from renderer.timeline_model import EntryNode, RowNode, RunNode, TimelineModel
 
 KINDS = (
@@ -99,6 +100,7 @@ class TimelinePanel(QWidget):
         column = QVBoxLayout(self)
         column.setContentsMargins(20, 4, 20, 8)
         self.verdict = QLabel(_tr("Open a session to see its record."))
+        self.verdict.setTextFormat(Qt.TextFormat.PlainText)
         self.verdict.setWordWrap(True)
         column.addWidget(self.verdict)
         self.pinned = QListWidget()
@@ -361,11 +363,11 @@ class TimelinePanel(QWidget):
         for pin in pinned:
             item = QListWidgetItem(f"⚑ {_words(pin)}  (row #{pin.seq} of {pin.run_id})")
             item.setData(PIN_ROLE, (pin.run_id, pin.seq))
-            item.setToolTip(f"{item.text()}\n" + _tr("Show this row (Enter)"))
+            item.setToolTip(plain_tip(f"{item.text()}\n" + _tr("Show this row (Enter)")))
             self.pinned.addItem(item)
         for pin in outside:
             item = QListWidgetItem(_words(pin))
-            item.setToolTip(item.text())
+            item.setToolTip(plain_tip(item.text()))
             self.outside.addItem(item)
         self._set_lanes_visible(bool(pinned), bool(outside))
 

@@ -121,6 +121,7 @@ class TranscriptView(QScrollArea):
         self.earlier_button.setFlat(True)
         self.earlier_button.clicked.connect(self.show_earlier)
         self.omitted_label = QLabel()
+        self.omitted_label.setTextFormat(Qt.TextFormat.PlainText)
         self.omitted_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.omitted_label.setEnabled(False)
         self.placeholder = QLabel(

@@ -451,6 +451,29 @@ def restore_point_scene(root: Path, out: Path) -> None:
                 capture(window, out / "app-timeline-under-banner.png", 2.0)
 
 
+MARKUP_CALL = {
+    "id": "c1",
+    "name": "bash",
+    "args": {"command": 'echo "<h1>Welcome</h1>" > index.html'},
+}
+MARKUP_SCRIPT: list[list[dict[str, Any]]] = [
+    [{"text": "Writing the page.", "toolCalls": [MARKUP_CALL]}, {"text": "Written."}]
+]
+
+
+def markup_scene(root: Path, out: Path) -> None:
+    """A command that looks like markup (``echo "<h1>Welcome</h1>" > index.html``), the run
+    killed right after its result (P6): the banner's note beside "Continue in a restored copy…"
+    names the command as it is, tags and all, where Qt once showed a heading."""
+    scene = Scene(root, "markup", MARKUP_SCRIPT)
+    scene.env = scripted_env(
+        write_script(scene.root / "script.json", MARKUP_SCRIPT), None, checkpoints=True
+    )
+    assert scene.run("write the welcome page", failpoint="P6") == -9
+    with scene.app() as window:
+        capture(window, out / "app-banner-command-with-tags.png", 3.0)
+
+
 REPORT_CALL = {"id": "c2", "name": "write_file", "args": {"path": "report.txt", "content": "1\n"}}
 DECISION_SCRIPT: list[list[dict[str, Any]]] = [
     [
@@ -752,6 +775,7 @@ _SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
     "folder": folder_scene,
     "drift-restart": drift_restart_scene,
     "restore-point": restore_point_scene,
+    "markup": markup_scene,
     "refusal": refusal_scene,
     "small-banners": small_banners_scene,
     "long": long_content_scene,
