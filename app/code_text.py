@@ -629,6 +629,11 @@ STORE: dict[str, CodeRecord] = _records(
             "Other sessions were branched from this one and refer to its history; remove them "
             "first.",
         ),
+        "session_title_invalid": (
+            _E,
+            "A session's title is one line of 1 to 200 characters, with no tab or other "
+            "control character.",
+        ),
         "run_not_found": (_E, "This run no longer exists."),
         "event_not_found": (_E, "This run has no saved event with that id."),
         "run_status_conflict": (_E, "The run's status changed in the meantime."),

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QDir, QObject
+from PySide6.QtCore import QCoreApplication, QDir, QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -115,9 +115,15 @@ class SessionActions(QObject):
 
     def rename(self, session_id: str) -> None:
         summary = self._summary_of(session_id)
-        title = self.ask_title(summary.title if summary else "")
-        if title and title.strip():
-            self._bridge.rename_session(session_id, title.strip())
+        title = (self.ask_title(summary.title if summary else "") or "").strip()
+        if not title:
+            return
+        if len(title) > 200 or any(ord(char) < 32 for char in title):
+            # Said here, not sent: the main process would refuse it with the same code.
+            sentence = describe("session_title_invalid").sentence
+            self.show_problem(_tr("The session was not renamed"), sentence)
+            return
+        self._bridge.rename_session(session_id, title)
 
     def export(self, session_id: str) -> None:
         summary = self._summary_of(session_id)
@@ -199,6 +205,7 @@ class SessionActions(QObject):
     def _confirm_remove(self, summary: SessionSummary) -> RemoveChoice:
         box = QMessageBox(self._window)
         box.setIcon(QMessageBox.Icon.Warning)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # what it names is text, never markup
         box.setWindowTitle(_tr("Remove session"))
         box.setText(_tr("Remove “{title}”?").replace("{title}", display_title(summary)))
         box.setInformativeText(

@@ -123,7 +123,11 @@ def _change(args: argparse.Namespace) -> int:
             exit_code = EXIT_ERROR if state else EXIT_USAGE
             raise CliError(refusal.code, refusal.message, exit_code) from None
         except LedgerError as error:
-            usage = error.code in ("session_not_found", "identity_conflict")
+            usage = error.code in (
+                "session_not_found",
+                "session_title_invalid",
+                "identity_conflict",
+            )
             raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
     return EXIT_OK
 
@@ -166,7 +170,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
             from storage.sessions.session_admin import MAX_TITLE_CHARS
 
             text = f"a title is one line of 1 to {MAX_TITLE_CHARS} characters"
-            raise CliError(WriterRejectionCode.IDENTITY_CONFLICT, text, EXIT_USAGE) from None
+            raise CliError(codes.StoreCode.SESSION_TITLE_INVALID, text, EXIT_USAGE) from None
         text = f"no session {args.session}"
         raise CliError(codes.StoreCode.SESSION_NOT_FOUND, text, EXIT_USAGE) from None
     try:
@@ -176,6 +180,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
         # (and only a session that recorded no workspace identity is a state, whatever FOLDER)
         usage = refusal.code in WorkspaceMarkerCode or refusal.code in (
             codes.StoreCode.SESSION_NOT_FOUND,
+            codes.StoreCode.SESSION_TITLE_INVALID,
             WriterRejectionCode.IDENTITY_CONFLICT,
             codes.HostCode.INVALID_CWD,
             codes.HostCode.WORKSPACE_IDENTITY_DIFFERS,

@@ -33,6 +33,9 @@ class StoreCode(StrEnum):
     OPERATION_NOT_FOUND = "operation_not_found"
     # Removing a session that other sessions were branched from (their history is its prefix).
     SESSION_HAS_BRANCHES = "session_has_branches"
+    # A new title for a session that is not one line of 1 to 200 characters (``maka sessions
+    # rename``, the desktop's Rename).
+    SESSION_TITLE_INVALID = "session_title_invalid"
     # The writer's session lease is not (or no longer) its own: another host took the session
     # over, or the lease ran out before a T1 or an admission (docs/postgres.md). Nothing was
     # committed.

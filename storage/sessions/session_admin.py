@@ -36,8 +36,8 @@ def rename_session(conn: sqlite3.Connection, session_id: str, title: str) -> Non
     title = title.strip() if isinstance(title, str) else ""
     if not title or len(title) > MAX_TITLE_CHARS or any(ord(c) < 32 for c in title):
         raise StoreRefusal(
-            WriterRejectionCode.IDENTITY_CONFLICT,
-            f"a title is one line of 1 to {MAX_TITLE_CHARS} characters",
+            StoreCode.SESSION_TITLE_INVALID,
+            f"a title is one line of 1 to {MAX_TITLE_CHARS} characters, with no control character",
         )
     _require_session(conn, session_id)
     conn.execute("UPDATE sessions SET title = ? WHERE session_id = ?", (title, session_id))

@@ -235,7 +235,9 @@ def test_beside_a_running_host_the_host_relocates_renames_and_removes(tmp_path: 
         assert '"kind": "session.relocated"' in log
 
         long_title = maka(["sessions", "rename", drill.session, "x" * 201], drill.data)
-        assert long_title.returncode == 2 and "[identity_conflict]" in long_title.stderr
+        assert long_title.returncode == 2 and "[session_title_invalid]" in long_title.stderr
+        tab = maka(["sessions", "rename", drill.session, "a\tb"], drill.data)
+        assert tab.returncode == 2 and "[session_title_invalid]" in tab.stderr, tab.stderr
         renamed = maka(["sessions", "rename", drill.session, "  Counting  "], drill.data)
         assert renamed.returncode == 0, renamed.stderr
         assert renamed.stdout == f"session {drill.session} is now called 'Counting'\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from PySide6.QtCore import QDir, Qt
 from PySide6.QtGui import QTextCursor
@@ -478,6 +480,29 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
     assert banner.state is BannerState.IDLE
     assert banner.action_button.text() == "Safe resume"
     assert window.statusBar().currentMessage() == "The session now uses /w/found."
+
+
+def test_rename_says_why_a_title_is_refused_and_sends_only_a_valid_one(qtbot: QtBot) -> None:
+    """A title over 200 characters or with a tab is refused in the window with the reason
+    (before, nothing happened; a tab reached the main process, whose refusal read as a tool
+    call's identity conflict); a refusal from the main process is said with the right
+    sentence too."""
+    window, bridge = _window(qtbot)
+    problems: list[tuple[str, str]] = []
+    actions = window.session_actions
+    actions.show_problem = lambda headline, sentence: problems.append((headline, sentence))
+    for title in ("x" * 201, "a\tb", "   "):
+        actions.ask_title = functools.partial(lambda said, _current: said, title)
+        actions.rename("s1")
+    assert bridge.calls_to("rename_session") == []
+    refused = ("The session was not renamed", "A session's title is one line of 1 to 200 ")
+    assert [(h, s[: len(refused[1])]) for h, s in problems] == [refused, refused]
+    actions.ask_title = lambda _current: "  Release checklist  "
+    actions.rename("s1")
+    assert bridge.calls_to("rename_session") == [("s1", "Release checklist")]
+    refusal = bc.ErrorPush(code="session_title_invalid", message="a title is one line")
+    bridge.session_change_refused.emit("s1", "rename", refusal)
+    assert problems[-1][1].startswith(refused[1])
 
 
 @pytest.mark.parametrize(
