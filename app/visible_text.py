@@ -110,7 +110,8 @@ class VisibleStream:
         self.unguarded = stream
 
     def write(self, text: str) -> int:
-        self.unguarded.write(visible(text))
+        # One search in C for the common case (nothing hidden), before any copy.
+        self.unguarded.write(text if _HIDDEN.search(text) is None else visible(text))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:
