@@ -738,6 +738,8 @@ class SessionUpdatedPush(_Message):
 class SessionRemovedPush(_Message):
     kind: Literal[MessageKind.SESSION_REMOVED] = MessageKind.SESSION_REMOVED
     session_id: Id
+    elsewhere: bool = False
+    """Another Maka process removed it (a shared ledger's sweep saw it gone), not this window."""
 
 
 class SessionExportedPush(_Message):

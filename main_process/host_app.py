@@ -48,7 +48,7 @@ from app.bridge_contract import (
     HelloOkPush,
     HostKind,
     HostStatePush,
-    SessionSummary,
+    SessionRemovedPush,
     SessionUpdatedPush,
     WindowShowPush,
 )
@@ -56,6 +56,7 @@ from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
 from app.host.host_client import running_host_kind
 from app.host.host_services import (
+    ElsewhereChanges,
     HostServices,
     HostServicesFactory,
     InterruptedRun,
@@ -474,13 +475,13 @@ class HostApp(QObject):
         if self._sweeping or services is None or not self.lifecycle.admits_work:
             return
 
-        def sweep() -> tuple[tuple[InterruptedRun, ...], tuple[SessionSummary, ...]]:
+        def sweep() -> tuple[tuple[InterruptedRun, ...], ElsewhereChanges]:
             interrupted = services.take_over_expired()
             try:
                 changed = services.elsewhere_changes()
             except Exception as error:  # the sessions taken over must still reach their resume
                 _log.warning("reading the sessions other hosts run failed: %s", error)
-                changed = ()
+                changed = ElsewhereChanges()
             return interrupted, changed
 
         self._sweeping = self._workers.run_query(TAKEOVER_JOB, sweep, self._swept)
@@ -490,14 +491,17 @@ class HostApp(QObject):
         if result.error is not None:
             _log.warning("takeover sweep failed: %s", result.error)
             return
-        interrupted, changed = result.value or ((), ())
+        interrupted, changed = result.value or ((), ElsewhereChanges())
         if self._router is None or not self.lifecycle.admits_work:
             return
         if self._server is not None:
-            # Sessions another process was running, as they are now: the window shows what
-            # became of them (that process ended its turn, or this host took the session over).
-            for summary in changed:
+            # What other processes changed, as it is now: the window shows what became of the
+            # sessions they ran (the turn ended, or this host took the session over), and the
+            # sessions they created, renamed, moved or removed.
+            for summary in changed.updated:
                 self._server.broadcast(SessionUpdatedPush(session=summary))
+            for session_id in changed.removed:
+                self._server.broadcast(SessionRemovedPush(session_id=session_id, elsewhere=True))
         retry, self._resume_again = self._resume_again, []
         for session_id in retry:  # failed on the store last time (a lost connection, say)
             self._auto_resume_taken(session_id)

@@ -158,7 +158,16 @@ class SessionActions(QObject):
 
     def _on_removed(self, push: SessionRemovedPush) -> None:
         self._banner.forget_session(push.session_id)
-        self._status(_tr("The session was removed; its folder was not touched."))
+        if not push.elsewhere:
+            self._status(_tr("The session was removed; its folder was not touched."))
+            return
+        summary = self._summary_of(push.session_id)
+        title = f"“{display_title(summary)}”" if summary is not None else _tr("A session")
+        self._status(
+            _tr("{title} was removed by another Maka process; its folder was not touched.").replace(
+                "{title}", title
+            )
+        )
 
     def _on_exported(self, push: SessionExportedPush) -> None:
         self._status(

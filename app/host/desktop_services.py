@@ -53,6 +53,7 @@ from app.host.host_bootstrap import (
 )
 from app.host.host_services import (
     DatabaseTest,
+    ElsewhereChanges,
     HostServiceError,
     InterruptedRun,
     PlanReport,
@@ -196,9 +197,10 @@ class DesktopServices:
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
         self._shown_elsewhere: dict[str, SessionSummary] = {}
-        # The sessions the window was given (a list, a summary): a shared ledger's sweep tells
-        # it of the others, created by other hosts since.
-        self._known_sessions: set[str] = set()
+        # The sessions the window was given (a list, a summary), with the title and folder it
+        # was given: a shared ledger's sweep tells it what other hosts created, renamed, moved
+        # or removed since.
+        self._known_sessions: dict[str, tuple[str, str]] = {}
         self._listed = False
         # Sessions this host claimed, or whose runs its own turns left unfinished, noted before
         # their repair: each stays here until a sweep hands its repaired run to automatic resume
@@ -433,34 +435,46 @@ class DesktopServices:
     def _shown(self, summary: SessionSummary) -> SessionSummary:
         """Remember the sessions shown, and which ran in another process (``elsewhere_changes``)."""
         with self._lock:
-            self._known_sessions.add(summary.session_id)
+            self._known_sessions[summary.session_id] = (summary.title, summary.cwd)
             if summary.running_elsewhere:
                 self._shown_elsewhere[summary.session_id] = summary
             else:
                 self._shown_elsewhere.pop(summary.session_id, None)
         return summary
 
-    def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
+    def elsewhere_changes(self) -> ElsewhereChanges:
         if self._held() is None:
-            return ()  # the data folder's own ledger: every change is this host's, told already
+            return ElsewhereChanges()  # the data folder's own ledger: every change was told
         with self._lock:
             shown: dict[str, SessionSummary | None] = dict(self._shown_elsewhere)
-            known = set(self._known_sessions) if self._listed else None
+            known = dict(self._known_sessions) if self._listed else None
+        removed: list[str] = []
         if known is not None:  # (no window has asked for the list yet: nothing to add to)
-            for record in self._store.list_sessions():  # made by other hosts since
-                if record.session_id not in known:
+            listed = {record.session_id: record for record in self._store.list_sessions()}
+            for record in listed.values():  # made, renamed or moved by other hosts since
+                told = known.get(record.session_id)
+                if told is None or told != (record.title[:500], record.cwd[:4096]):
                     shown[record.session_id] = None
+            removed = [session_id for session_id in known if session_id not in listed]
         changed: list[SessionSummary] = []
         for session_id, before in shown.items():
             try:
                 now = self.session_summary(session_id)
             except HostServiceError:  # removed meanwhile
-                with self._lock:
-                    self._shown_elsewhere.pop(session_id, None)
+                if self._forget(session_id) and session_id not in removed:
+                    removed.append(session_id)
                 continue
             if now != before:
                 changed.append(now)
-        return tuple(changed)
+        for session_id in removed:
+            self._forget(session_id)
+        return ElsewhereChanges(tuple(changed), tuple(removed))
+
+    def _forget(self, session_id: str) -> bool:
+        """Stop following a session that is gone; whether the window had been given it."""
+        with self._lock:
+            self._shown_elsewhere.pop(session_id, None)
+            return self._known_sessions.pop(session_id, None) is not None
 
     def session_rows(self) -> Sequence[SessionRow]:
         return wire_rows(self._service.list_sessions())
@@ -620,6 +634,7 @@ class DesktopServices:
         try:
             remove_session(self._store, session_id, self._lifecycle)
             self._memory.clear(session_id)
+            self._forget(session_id)  # this host told the window itself
         except SessionChangeRefused as refusal:
             raise HostServiceError(refusal.code, refusal.message) from None
         except LedgerError as error:

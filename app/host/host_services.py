@@ -63,6 +63,15 @@ class Transcript:
 
 
 @dataclass(frozen=True, slots=True)
+class ElsewhereChanges:
+    """What other processes changed on a shared ledger since the window was told
+    (``elsewhere_changes``): sessions to show again as they are now, and sessions gone."""
+
+    updated: tuple[SessionSummary, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SettingsView:
     provider: ProviderChoice
     openai_base_url: str = ""
@@ -301,11 +310,12 @@ class HostServices(Protocol):
         thread; docs/design/hosts.md section 2)."""
         ...
 
-    def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
-        """The sessions last shown running in another process whose summary has changed since
-        (that process ended the turn, or this host took the session over), and the sessions
-        other hosts created since the window's list: a worker thread, on every takeover sweep.
-        Nothing on a ledger only this host writes."""
+    def elsewhere_changes(self) -> ElsewhereChanges:
+        """On a shared ledger, what other processes changed since the window was told: the
+        sessions last shown running in another process whose summary has changed (that process
+        ended the turn, or this host took the session over), the sessions other hosts created,
+        renamed or moved to another folder, and those they removed. A worker thread, on every
+        takeover sweep; nothing on a ledger only this host writes."""
         ...
 
     def list_sessions(self) -> Sequence[SessionSummary]: ...

@@ -15,6 +15,7 @@ import pytest
 
 from app.bridge_contract import RunStatusValue
 from app.host.desktop_services import DesktopServices
+from app.host.host_services import ElsewhereChanges
 from runtime.ledger.store_ports import RunStatus
 from storage.ledger.ledger_store import open_store
 from tests.helpers.ledger_builders import RunIds, call_event, dispatch_event, terminal
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.contract
 ONE = RunIds("sess-1", "inv-1", "run-1", "turn-1")
 TWO = RunIds("sess-2", "inv-2", "run-2", "turn-2")
 THREE = RunIds("sess-3", "inv-3", "run-3", "turn-3")
+FOUR = RunIds("sess-4", "inv-4", "run-4", "turn-4")
 
 
 def test_sessions_another_host_runs_are_shown_and_followed(
@@ -44,25 +46,58 @@ def test_sessions_another_host_runs_are_shown_and_followed(
         services.recover_at_startup()
         shown = {summary.session_id: summary for summary in services.list_sessions()}
         assert shown["sess-1"].running_elsewhere and shown["sess-2"].running_elsewhere
-        assert services.elsewhere_changes() == ()  # nothing changed since
+        assert services.elsewhere_changes() == ElsewhereChanges()  # nothing changed since
         alive.commit_run_ending(terminal(TWO), RunStatus.COMPLETED, None)  # its turn ends
-        (ended,) = services.elsewhere_changes()
+        (ended,) = services.elsewhere_changes().updated
         assert ended.session_id == "sess-2"
         assert ended.last_run_status is RunStatusValue.COMPLETED and not ended.running_elsewhere
-        assert services.elsewhere_changes() == ()  # told once
+        assert services.elsewhere_changes() == ElsewhereChanges()  # told once
         time.sleep(0.6)  # the dead host's lease runs out
         services.take_over_expired()
-        (repaired,) = services.elsewhere_changes()
+        (repaired,) = services.elsewhere_changes().updated
         assert repaired.session_id == "sess-1" and repaired.interrupted
         assert not repaired.running_elsewhere  # this host holds it now
-        assert services.elsewhere_changes() == ()
+        assert services.elsewhere_changes() == ElsewhereChanges()
         add_run(alive, THREE)  # a session another host creates after the window's list
-        (made,) = services.elsewhere_changes()
+        (made,) = services.elsewhere_changes().updated
         assert made.session_id == "sess-3" and made.running_elsewhere
-        assert services.elsewhere_changes() == ()  # told once; followed from now on
+        assert services.elsewhere_changes() == ElsewhereChanges()  # told once; followed from now on
         alive.commit_run_ending(terminal(THREE, event_id="evt-end-3"), RunStatus.COMPLETED, None)
-        (done,) = services.elsewhere_changes()
+        (done,) = services.elsewhere_changes().updated
         assert done.session_id == "sess-3" and not done.running_elsewhere
+
+
+def test_sessions_other_hosts_rename_move_or_remove_are_told_once(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The window's list follows what other hosts do to a session it shows: a new title or
+    folder comes as an update, a removal as the session's id, each once; what this host did
+    itself was told already."""
+    with lease_host(postgres_url, "other") as other, lease_host(postgres_url, "here") as here:
+        for ids in (ONE, TWO, THREE):
+            add_run(other, ids)
+            other.commit_run_ending(
+                terminal(ids, event_id=f"evt-end-{ids.session_id}"), RunStatus.COMPLETED, None
+            )
+        add_run(here, FOUR)  # a session of this host's
+        here.commit_run_ending(terminal(FOUR, event_id="evt-end-4"), RunStatus.COMPLETED, None)
+        services = DesktopServices(here, tmp_path, safe_resume_enabled=False)
+        services.recover_at_startup()
+        listed = {s.session_id for s in services.list_sessions()}
+        assert listed == {"sess-1", "sess-2", "sess-3", "sess-4"}
+        assert services.elsewhere_changes() == ElsewhereChanges()
+        other.rename_session("sess-1", "Release checklist")
+        other.relocate_session("sess-2", str(tmp_path))
+        other.remove_session("sess-3")
+        changes = services.elsewhere_changes()
+        assert sorted((s.session_id, s.title, s.cwd) for s in changes.updated) == [
+            ("sess-1", "Release checklist", "/work"),
+            ("sess-2", "a session", str(tmp_path)),
+        ]
+        assert changes.removed == ("sess-3",)
+        assert services.elsewhere_changes() == ElsewhereChanges()  # told once
+        services.rename_session("sess-4", "Mine")  # this host's own change: told by its answer
+        assert services.elsewhere_changes() == ElsewhereChanges()
 
 
 def test_on_the_data_folders_own_ledger_every_run_is_this_hosts(tmp_path: Path) -> None:
@@ -74,6 +109,6 @@ def test_on_the_data_folders_own_ledger_every_run_is_this_hosts(tmp_path: Path) 
         (summary,) = services.list_sessions()
         assert summary.last_run_status is RunStatusValue.CREATED  # unfinished
         assert not summary.running_elsewhere
-        assert services.elsewhere_changes() == ()
+        assert services.elsewhere_changes() == ElsewhereChanges()
     finally:
         store.close()

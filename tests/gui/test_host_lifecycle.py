@@ -28,6 +28,7 @@ from app.bridge_contract import (
     ResumeStartedPush,
     RunStatusPush,
     RunStatusValue,
+    SessionRemovedPush,
     SessionsCreateRequest,
     SessionsListedPush,
     SessionsListRequest,
@@ -778,6 +779,11 @@ def test_a_sweep_tells_the_window_of_other_hosts_sessions_and_resumes_what_it_to
         qtbot.waitUntil(lambda: client.has(MessageKind.SESSION_UPDATED), timeout=5000)
         (pushed,) = client.all(MessageKind.SESSION_UPDATED)
         assert isinstance(pushed, SessionUpdatedPush) and pushed.session == other
+        services.elsewhere.append("gone")  # another host removed it
+        qtbot.waitUntil(lambda: client.has(MessageKind.SESSION_REMOVED), timeout=5000)
+        (removed,) = client.all(MessageKind.SESSION_REMOVED)
+        assert isinstance(removed, SessionRemovedPush) and removed.session_id == "gone"
+        assert removed.elsewhere  # the window says who removed it
         services.elsewhere.append(LedgerError(StoreCode.STORE_IO_FAILED, "connection lost"))
         services.taken_over.append(_run("taken", "r1", 1))
         qtbot.waitUntil(lambda: services.resumed_automatic == [("taken", True)], timeout=5000)

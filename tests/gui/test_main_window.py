@@ -482,6 +482,20 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
     assert window.statusBar().currentMessage() == "The session now uses /w/found."
 
 
+def test_a_session_another_process_removed_is_said_so(qtbot: QtBot) -> None:
+    """A shared ledger's sweep saw a session gone: the status bar says another Maka process
+    removed it (naming it), not that it was removed as if from this window."""
+    window, bridge = _window(qtbot)
+    bridge.session_removed.emit(bc.SessionRemovedPush(session_id="s2", elsewhere=True))
+    assert window.statusBar().currentMessage() == (
+        "“Two” was removed by another Maka process; its folder was not touched."
+    )
+    bridge.session_removed.emit(bc.SessionRemovedPush(session_id="s1"))
+    assert window.statusBar().currentMessage() == (
+        "The session was removed; its folder was not touched."
+    )
+
+
 def test_rename_says_why_a_title_is_refused_and_sends_only_a_valid_one(qtbot: QtBot) -> None:
     """A title over 200 characters or with a tab is refused in the window with the reason
     (before, nothing happened; a tab reached the main process, whose refusal read as a tool

@@ -27,6 +27,7 @@ from app.bridge_contract import (
 )
 from app.host.host_services import (
     DatabaseTest,
+    ElsewhereChanges,
     HostServiceError,
     InterruptedRun,
     PlanReport,
@@ -72,8 +73,9 @@ class FakeHostServices:
     """How often the host sweeps (a shared ledger); None: never, as on SQLite."""
     taken_over: list[InterruptedRun] = field(default_factory=list)
     """Handed to the next sweep (once), as the sessions it took over."""
-    elsewhere: list[SessionSummary | Exception] = field(default_factory=list)
-    """What the next sweeps read of sessions other hosts run: a change, or a failure."""
+    elsewhere: list[SessionSummary | str | Exception] = field(default_factory=list)
+    """What the next sweeps read of sessions other hosts run: a change, the id of a session
+    they removed, or a failure."""
     _cancels: dict[str, threading.Event] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -95,15 +97,17 @@ class FakeHostServices:
             taken, self.taken_over = tuple(self.taken_over), []
         return taken
 
-    def elsewhere_changes(self) -> tuple[SessionSummary, ...]:
+    def elsewhere_changes(self) -> ElsewhereChanges:
         self._record("elsewhere_changes")
         with self._lock:
             if not self.elsewhere:
-                return ()
+                return ElsewhereChanges()
             next_one = self.elsewhere.pop(0)
         if isinstance(next_one, Exception):
             raise next_one
-        return (next_one,)
+        if isinstance(next_one, str):
+            return ElsewhereChanges(removed=(next_one,))
+        return ElsewhereChanges(updated=(next_one,))
 
     def list_sessions(self) -> Sequence[SessionSummary]:
         self._record("list_sessions")

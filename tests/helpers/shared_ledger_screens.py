@@ -6,7 +6,11 @@
   says where the turn can be stopped;
 - ``app-running-elsewhere-taken-over.png``: that ``maka run`` was killed (SIGKILL) mid-command;
   once its lease ran out the desktop took the session over and parked it, and the call's card
-  asks whether it ran (it no longer says "Running…").
+  asks whether it ran (it no longer says "Running…");
+- ``app-renamed-removed-elsewhere.png``: two sessions finished by ``maka run`` in a terminal;
+  the terminal renames one and removes the other (the one open in the window); within a sweep
+  the window's list shows the new title, the removed session is gone, and the status bar says
+  another Maka process removed it.
 
 ::
 
@@ -18,6 +22,7 @@ default lease (30 s), snapshots on and a Git repository with uncommitted work as
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -41,6 +46,7 @@ SCRIPT: list[list[dict[str, Any]]] = [
     [{"text": "Starting the long job.", "toolCalls": [JOB]}, {"text": "Done."}]
 ]
 STOP_XY = (1119, 692)  # the composer's Stop button in the 1180x760 window
+HELLO: list[list[dict[str, Any]]] = [[{"text": "Hello."}], [{"text": "Hello again."}]]
 
 
 def _repository(folder: Path) -> None:
@@ -75,8 +81,36 @@ def main(out: Path) -> None:
                 terminal.wait(10)
                 time.sleep(45)  # the lease (30 s) runs out; a sweep (every 10 s) takes over
                 shots.capture(window, out / "app-running-elsewhere-taken-over.png", 2.0)
+            _renamed_and_removed(Path(root), url, out)
     finally:
         cluster.stop()
+
+
+def _renamed_and_removed(root: Path, url: str, out: Path) -> None:
+    scene = shots.Scene(root, "renamed", HELLO)
+    _repository(scene.work)
+    script = write_script(scene.root / "script.json", HELLO)
+    scene.env = scripted_env(script, None, checkpoints=True, MAKA_DATABASE_URL=url)
+    env = {**os.environ, **scene.env, "QT_QPA_PLATFORM": "offscreen"}
+    env["MAKA_DATA_DIR"] = str(scene.root / "terminal-data")
+
+    def terminal(*args: str) -> None:
+        subprocess.run([*maka_executable(), *args], env=env, check=True, capture_output=True)
+
+    other = scene.root / "notes"
+    other.mkdir()
+    for folder, message in ((scene.work, "tidy the parser"), (other, "draft the notes")):
+        terminal("run", "--cwd", str(folder), "--permission-mode", "auto", message)
+    listed = subprocess.run(
+        [*maka_executable(), "sessions", "--json"], env=env, check=True, capture_output=True
+    )
+    by_title = {row["title"]: row["sessionId"] for row in json.loads(listed.stdout)["sessions"]}
+    first, second = by_title["tidy the parser"], by_title["draft the notes"]
+    with scene.app() as window:
+        time.sleep(2.0)  # the list as the window was given it
+        terminal("sessions", "rename", first, "Parser clean-up")
+        terminal("sessions", "remove", second, "--yes")  # the session open in the window
+        shots.capture(window, out / "app-renamed-removed-elsewhere.png", 13.0)  # one sweep
 
 
 if __name__ == "__main__":
