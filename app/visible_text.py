@@ -15,7 +15,6 @@ Pure Python (no Qt): the terminal uses it as well as the window.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any, TextIO
 
 # ASCII names, not the Unicode control pictures (␛, ␍): those are missing from common monospace
@@ -70,8 +69,11 @@ def _shown(char: str, strict: bool) -> str | None:
         return "<DEL>"
     if 0x80 <= code <= 0x9F or code in _BIDI or code in _LINE_SEPARATORS:
         return f"<U+{code:04X}>"
-    if strict and code > 0x7F and unicodedata.category(char) in ("Cf", "Zl", "Zp", "Co", "Cn"):
-        return f"<U+{code:04X}>"
+    if strict and code > 0x7F:
+        import unicodedata  # only for strict text: every terminal command writes through here
+
+        if unicodedata.category(char) in ("Cf", "Zl", "Zp", "Co", "Cn"):
+            return f"<U+{code:04X}>"
     return None
 
 

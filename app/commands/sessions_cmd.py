@@ -268,6 +268,7 @@ def _print(
 
     # Off, 'maka resume' can only refuse: the hint would send the user to a refusal.
     enabled = resume_enabled(data_dir) if any(row["resumable"] for row in rows) else False
+    lines: list[str] = []  # written at once: one pass of the terminal guard, not one per row
     for row in rows:
         status = row.get("lastRunStatus") or "no runs"
         flag = "  INTERRUPTED" if row["interrupted"] else ""
@@ -286,9 +287,12 @@ def _print(
             flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
         if row.get("host"):
             flag += f"  host {row['host']}"
-        print(f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}")
+        lines.append(
+            f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}\n"
+        )
     if any(row["resumable"] for row in rows) and not enabled:
-        print(SAFE_RESUME_OFF)
+        lines.append(f"{SAFE_RESUME_OFF}\n")
+    sys.stdout.write("".join(lines))
     return EXIT_OK
 
 
