@@ -92,25 +92,33 @@ def test_a_decision_not_offered_is_neither_shown_nor_sent(qtbot: QtBot) -> None:
     assert plain_bridge.calls_to("resume_latest") == []
 
 
-def test_the_restore_offer_says_when_the_copy_is_not_the_folder_at_the_stop(
-    qtbot: QtBot,
-) -> None:
+def stale_park(qtbot: QtBot, folder: str, point: str) -> tuple[InterruptedBanner, FakeBridge]:
+    """A banner parked on a stale snapshot of ``folder`` whose restored copy would hold
+    ``point`` (the ``workspace_restore_point`` note), both choices offered."""
     bridge = FakeBridge(safe_resume_enabled=True)
     banner = InterruptedBanner(bridge)
     qtbot.addWidget(banner)
     banner.show()
-    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
-    point = ResumeDiagnostic(
-        code="workspace_restore_point",
-        message="a restored copy would hold the folder as it was before the bash call c1; "
-        "what it changed is not in the copy",
-    )
+    banner.set_session("s1", interrupted=True, folder=folder)
+    note = ResumeDiagnostic(code="workspace_restore_point", message=point)
     stale = ResumeDiagnostic(code="workspace_checkpoint_stale", message="stale")
     bridge.push_parked(
         "s1",
         ("workspace_checkpoint_stale",),
-        (stale, point),
+        (stale, note),
         workspace_options=("isolated_restore", "rebaseline"),
+    )
+    return banner, bridge
+
+
+def test_the_restore_offer_says_when_the_copy_is_not_the_folder_at_the_stop(
+    qtbot: QtBot,
+) -> None:
+    banner, bridge = stale_park(
+        qtbot,
+        "/home/ann/proj",
+        "a restored copy would hold the folder as it was before the bash call c1; "
+        "what it changed is not in the copy",
     )
     assert banner.restore_note.text() == (
         "Your folder stays as it is; a restored copy would hold the folder as it was before "

@@ -15,11 +15,9 @@ from PySide6.QtWidgets import QApplication, QLabel, QMessageBox, QWidget
 from pytestqt.qtbot import QtBot
 
 from app import bridge_contract as bc
-from app.bridge_contract import ResumeDiagnostic
 from renderer.branch_dialog import BranchDialog
-from renderer.interrupted_banner import InterruptedBanner
 from renderer.plain_tip import plain_tip
-from tests.helpers.fake_bridge import FakeBridge
+from tests.gui.test_banner_workspace_decisions import stale_park
 
 COMMAND = 'echo "<h1>hi</h1>" > index.html'
 
@@ -52,22 +50,8 @@ def test_a_tip_shows_its_text_whatever_it_looks_like(qapp: QApplication, text: s
 
 
 def test_the_restore_offer_shows_a_command_with_tags_as_it_was(qtbot: QtBot) -> None:
-    bridge = FakeBridge(safe_resume_enabled=True)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session("s1", interrupted=True, folder="/home/ann/site")
-    point = ResumeDiagnostic(
-        code="workspace_restore_point",
-        message=f'a restored copy would hold the folder as it was before the command "{COMMAND}"',
-    )
-    stale = ResumeDiagnostic(code="workspace_checkpoint_stale", message="stale")
-    bridge.push_parked(
-        "s1",
-        ("workspace_checkpoint_stale",),
-        (stale, point),
-        workspace_options=("isolated_restore", "rebaseline"),
-    )
+    point = f'a restored copy would hold the folder as it was before the command "{COMMAND}"'
+    banner, _bridge = stale_park(qtbot, "/home/ann/site", point)
     assert COMMAND in banner.restore_note.text()
     assert _misread(banner) == []
     assert _shown(banner.restore_button.toolTip()) == banner.restore_note.text()
