@@ -164,9 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # terminal with its control characters shown by name, never acted on.
         from app.visible_text import VisibleStream
 
-        if not as_json:
+        if not as_json and sys.stdout is not None:  # (None: no console, pythonw on Windows)
             sys.stdout = VisibleStream(sys.stdout)
-        sys.stderr = VisibleStream(sys.stderr)
+        if sys.stderr is not None:
+            sys.stderr = VisibleStream(sys.stderr)
     try:
         _require_known_failpoint()
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
