@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         carrier = GitCheckpointStore(data_dir)
         found = session_checkpoints(store, carrier, args.session)
         ignored = _now_ignored(carrier, found.rows)
+        origin = store.read_branch(args.session)
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():
         rows = [row for row in found.rows if row.run_id == run_id]
@@ -69,9 +70,21 @@ def run(args: argparse.Namespace) -> int:
         entry["checkpoints"] = [{**row.to_json(), **_ignored_of(ignored, row.body)} for row in rows]
         runs.append(entry)
     if args.json:
-        print(json.dumps({"sessionId": args.session, "runs": runs}, ensure_ascii=False))
+        document: dict[str, Any] = {"sessionId": args.session, "runs": runs}
+        if origin is not None:
+            document["branchedFrom"] = origin.to_json()
+        print(json.dumps(document, ensure_ascii=False))
         return EXIT_OK
-    print(f"Workspace checkpoints of session {args.session}:")
+    _print_text(args.session, runs, origin)
+    return EXIT_OK
+
+
+def _print_text(session: str, runs: list[dict[str, Any]], origin: Any) -> None:
+    print(f"Workspace checkpoints of session {session}:")
+    if origin is not None:
+        _print_origin(origin)
+    if not runs:
+        print("  none yet: the session has no run (its first run takes the first snapshot)")
     for entry in runs:
         mode = entry["mode"]
         if mode is None:
@@ -106,7 +119,21 @@ def run(args: argparse.Namespace) -> int:
                 print(f"    {when}  capture FAILED [{row['reasonCode']}] {row['message']}")
         if not entry["checkpoints"]:
             print("    (no checkpoints)")
-    return EXIT_OK
+
+
+def _print_origin(origin: Any) -> None:
+    """Where a branched session's folder came from: a restored copy of one of its source's
+    snapshots (kept with the source's), or of the source folder's files as they were."""
+    start = origin.to_json().get("checkpointRef")
+    copied = (
+        "the source's folder as it was then"
+        if origin.current_files or not isinstance(start, str)
+        else f"a copy of {start}"
+    )
+    print(
+        f"  its folder began as {copied} (branched from session {origin.source_session_id} at "
+        f"event {origin.boundary_event_id})"
+    )
 
 
 def _now_ignored(carrier: Any, rows: list[Any]) -> dict[tuple[str, str], list[str]]:

@@ -130,6 +130,14 @@ def test_a_branch_before_a_delete_has_the_files_and_sees_only_the_prefix(tmp_pat
     # The ledger copied no event: the new session has no run yet.
     runs = committed_runs(src.data)
     assert [h.session_id for h, _ in runs].count(new) == 0
+    # maka checkpoints says where its folder came from, and that no snapshot is its own yet.
+    listed = maka(["checkpoints", new], src.data, env=src.env)
+    assert listed.returncode == 0, listed.stderr
+    ref = made["branchedFrom"]["checkpointRef"]
+    assert f"its folder began as a copy of {ref} (branched from session {session}" in listed.stdout
+    assert "none yet: the session has no run" in listed.stdout
+    as_json = json.loads(maka(["checkpoints", new, "--json"], src.data, env=src.env).stdout)
+    assert as_json["runs"] == [] and as_json["branchedFrom"]["checkpointRef"] == ref
 
     src.record.unlink()
     src.run("what now?", new)
