@@ -74,17 +74,53 @@ def terminal_session(
 
 
 def unsettled_call_notes(service: Any, session_id: str) -> list[str]:
-    """What the model is told before a new turn about earlier tool calls whose outcome is
-    unknown, as ``maka run`` says it on stderr (quoted as what the model is told)."""
+    """What the model is told before a new turn that it has not had with a message yet, as
+    ``maka run`` says it on stderr (quoted as what the model is told): the host's notices at
+    the end of the history, after the model's last words (earlier tool calls whose outcome is
+    unknown, told again every turn; the folder taken as it is after an answer nobody has
+    continued from), and a notice of the folder taken as it is that was recorded after the
+    latest turn began (an answer given later, about an older interrupted call). A notice a
+    turn or a continuation was already given stays in the history but is not announced again.
+    """
     from runtime.providers.provider_port import HostNotice
 
+    history = list(service.prior_history(session_id))
+    news: list[HostNotice] = []
+    for item in reversed(history):
+        if not isinstance(item, HostNotice):
+            break
+        news.append(item)
+    news.reverse()
+    late = _notices_after_the_latest_turn(service.store, session_id)
+    news[:0] = [
+        item
+        for item in history[: len(history) - len(news)]
+        if isinstance(item, HostNotice) and item.text in late
+    ]
     lines: list[str] = []
-    for item in service.prior_history(session_id):
-        if isinstance(item, HostNotice):
-            text = item.text.removeprefix("Note from the host: ")
-            quoted = text[:1].upper() + text[1:]
-            lines.append(f"note: with your next message the model is told: “{quoted}”")
+    for notice in news:
+        text = notice.text.removeprefix("Note from the host: ")
+        quoted = text[:1].upper() + text[1:]
+        lines.append(f"note: with your next message the model is told: “{quoted}”")
     return lines
+
+
+def _notices_after_the_latest_turn(store: Any, session_id: str) -> set[str]:
+    """The notices of folder baselines committed after the session's latest run was created:
+    no turn has been given them yet."""
+    from runtime.ledger.workspace_facts import baseline_notice
+
+    runs = list(store.list_session_runs(session_id))
+    if not runs:
+        return set()
+    latest = max(header.created_at for header in runs)
+    late: set[str] = set()
+    for header in runs:
+        for row in store.read_run_events(header.run_id):
+            baseline = (row.event.get("actions") or {}).get("workspaceBaseline")
+            if baseline is not None and row.event["ts"] > latest:
+                late.add(baseline_notice(baseline))
+    return late
 
 
 def terminal_turn(

@@ -8,6 +8,7 @@ and doctor stays clean."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -340,3 +341,28 @@ def test_a_read_only_plan_says_the_commands_it_names_wait_for_the_owner(tmp_path
         assert settled.returncode == 1 and "[store_locked]" in settled.stderr
     finally:
         lock.release()
+
+
+def test_a_notice_is_announced_until_the_model_has_answered_it(tmp_path: Path) -> None:
+    """With snapshots on, settling a command also takes the folder as it is now, and the model
+    is told so with the next message: ``maka run`` says that once. Once the model has answered
+    a turn after it, the notice stays in the history but is not news, and the next ``maka run``
+    no longer announces it. An unknown outcome, told again every turn, is announced every turn."""
+    drill = Drill(tmp_path)
+    more = [[{"text": "Again."}], [{"text": "Once more."}], [{"text": "And again."}]]
+    script = write_script(tmp_path / "more.json", [*SCRIPT, *more])
+    drill.env = scripted_env(script, drill.record, checkpoints=True)
+    drill.crash_inside_bash()
+    told = "note: with your next message the model is told: "
+    args = ("run", "--session", drill.session, "--permission-mode", "auto")
+    unsettled = drill.maka(*args, "hello", env={"MAKA_DATA_DIR": str(drill.data)})
+    assert f"{told}“An earlier turn was interrupted while calling bash" in unsettled.stderr
+    assert drill.maka("settle", drill.session, "c1", "--ran").returncode == 0
+    first = drill.maka(*args, "and now?")
+    assert first.returncode == 0, first.stderr
+    folder = re.escape(told) + "“[^”]*The user chose to continue with the files as they are now"
+    assert re.search(folder, first.stderr), first.stderr
+    assert "An earlier turn was interrupted" not in first.stderr  # settled
+    second = drill.maka(*args, "again")
+    assert second.returncode == 0, second.stderr
+    assert told not in second.stderr, second.stderr
