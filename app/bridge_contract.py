@@ -662,6 +662,10 @@ class SessionSummary(WireModel):
     """A shared ledger: the latest run is unfinished and this host does not hold the session's
     lease. Another process runs it (or ran it and is gone, until its lease runs out and this
     host takes the session over); this window can neither stop it nor send in it."""
+    held_elsewhere: Short | None = None
+    """A shared ledger: another Maka process holds the session's lease now (a ``maka host``
+    that served it and still runs, say), named as ``machine, pid N``. Until that process stops
+    and its lease runs out, this window cannot send in the session."""
 
 
 class BranchedFrom(WireModel):

@@ -64,6 +64,13 @@ class Composer(QWidget):
         self.elsewhere_label.setTextFormat(Qt.TextFormat.PlainText)
         self.elsewhere_label.setVisible(False)
         outer.addWidget(self.elsewhere_label)
+        # A session another process holds (a shared ledger): why Send does nothing here.
+        self.held_label = QLabel()
+        self.held_label.setObjectName("ComposerNote")
+        self.held_label.setWordWrap(True)
+        self.held_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.held_label.setVisible(False)
+        outer.addWidget(self.held_label)
         layout = QHBoxLayout()
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
@@ -97,6 +104,7 @@ class Composer(QWidget):
         self.editor.textChanged.connect(self._update_enabled)
         self._running = False
         self._available = True
+        self._held_by: str | None = None
         self._update_enabled()
 
     def set_running(self, running: bool, *, elsewhere: bool = False) -> None:
@@ -112,6 +120,21 @@ class Composer(QWidget):
             else _tr("Stop the running turn (Esc)")
         )
         self.elsewhere_label.setVisible(running and elsewhere)
+        self.held_label.setVisible(self._held_by is not None and not running)
+        self._update_enabled()
+
+    def set_held_elsewhere(self, holder: str | None) -> None:
+        """``holder``: another Maka process holds the open session (a shared ledger), named as
+        ``machine, pid N``; Send waits, and a note says where to carry on. None: nobody else."""
+        self._held_by = holder
+        if holder is not None:
+            self.held_label.setText(
+                _tr(
+                    "Another Maka process ({holder}) holds this session: carry on there, or "
+                    "here once that process has stopped and its lease has run out."
+                ).replace("{holder}", holder)
+            )
+        self.held_label.setVisible(holder is not None and not self._running)
         self._update_enabled()
 
     def set_starts_session(self, starts: bool) -> None:
@@ -184,7 +207,11 @@ class Composer(QWidget):
         length = len(self.editor.toPlainText().strip())
         over = length > MAX_TEXT_CHARS
         self.send_button.setEnabled(
-            self._available and not self._running and length > 0 and not over
+            self._available
+            and not self._running
+            and self._held_by is None
+            and length > 0
+            and not over
         )
         if over:
             sentence = (

@@ -683,6 +683,8 @@ class MainWindow(QMainWindow):
         running = session is not None and session in self._running
         elsewhere = running and session in self._elsewhere
         self.composer.set_running(running, elsewhere=elsewhere)
+        summary = self.sessions.model.summary(session) if session is not None else None
+        self.composer.set_held_elsewhere(summary.held_elsewhere if summary is not None else None)
         self.cancel_action.setEnabled(connected and running and not elsewhere)
         self.session_actions.set_enabled(connected and session is not None and not running)
         self.new_action.setEnabled(connected)

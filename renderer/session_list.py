@@ -86,6 +86,8 @@ def badge_for(
         return _tr("Interrupted"), Severity.WARN
     if summary.running_elsewhere:
         return _tr("Running elsewhere"), Severity.INFO
+    if summary.held_elsewhere is not None:
+        return _tr("Held elsewhere"), Severity.INFO
     if summary.last_run_status in (
         RunStatusValue.RUNNING,
         RunStatusValue.CREATED,

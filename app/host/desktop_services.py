@@ -136,9 +136,22 @@ def open_host_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> Deskt
     return DesktopServices(store, data_dir, safe_resume_enabled=safe_resume_enabled)
 
 
-def _summary(overview: SessionOverview, held: Mapping[str, int] | None = None) -> SessionSummary:
+def holder_words(owner: str) -> str:
+    """A lease holder (``machine:pid:nonce``) as the window names it: ``machine, pid N``."""
+    parts = owner.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return f"{parts[0][:200]}, pid {parts[1]}"
+    return owner[:200]
+
+
+def _summary(
+    overview: SessionOverview,
+    held: Mapping[str, int] | None = None,
+    others: Mapping[str, str] | None = None,
+) -> SessionSummary:
     """``held``: the sessions whose lease this host holds, on a shared ledger (None: the data
-    folder's own ledger, where every run is this host's)."""
+    folder's own ledger, where every run is this host's); ``others``: the sessions whose live
+    lease another process holds, with its holder."""
     record = overview.session
     status = overview.last_run_status
     elsewhere = (
@@ -146,6 +159,7 @@ def _summary(overview: SessionOverview, held: Mapping[str, int] | None = None) -
         and status in (RunStatus.CREATED, RunStatus.RUNNING)
         and record.session_id not in held
     )
+    holder = (others or {}).get(record.session_id)
     return SessionSummary(
         session_id=record.session_id,
         cwd=record.cwd[:4096],
@@ -155,6 +169,7 @@ def _summary(overview: SessionOverview, held: Mapping[str, int] | None = None) -
         failure_class=overview.failure_class,
         folder_missing=not os.path.isdir(record.cwd),
         running_elsewhere=elsewhere,
+        held_elsewhere=holder_words(holder) if holder is not None else None,
     )
 
 
@@ -197,10 +212,10 @@ class DesktopServices:
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
         self._shown_elsewhere: dict[str, SessionSummary] = {}
-        # The sessions the window was given (a list, a summary), with the title and folder it
-        # was given: a shared ledger's sweep tells it what other hosts created, renamed, moved
-        # or removed since.
-        self._known_sessions: dict[str, tuple[str, str]] = {}
+        # The sessions the window was given (a list, a summary), with the title, folder and
+        # holder it was given: a shared ledger's sweep tells it what other hosts created,
+        # renamed, moved, took or let go of, or removed since.
+        self._known_sessions: dict[str, tuple[str, str, str | None]] = {}
         self._listed = False
         # Sessions this host claimed, or whose runs its own turns left unfinished, noted before
         # their repair: each stays here until a sweep hands its repaired run to automatic resume
@@ -423,8 +438,8 @@ class DesktopServices:
             key=lambda o: (o.last_activity_at, o.session.created_at, o.session.session_id),
             reverse=True,
         )
-        held = self._held()
-        summaries = [self._shown(_summary(overview, held)) for overview in ordered]
+        held, others = self._held(), self._others()
+        summaries = [self._shown(_summary(overview, held, others)) for overview in ordered]
         self._listed = True
         return summaries
 
@@ -432,34 +447,58 @@ class DesktopServices:
         store = self._store
         return store.held_session_leases() if isinstance(store, SessionTakeover) else None
 
+    def _others(self) -> Mapping[str, str]:
+        """The sessions whose live lease another process holds, with its holder (none on the
+        data folder's own ledger)."""
+        store = self._store
+        if not isinstance(store, SessionTakeover):
+            return {}
+        mine = getattr(store, "owner", None)
+        return {
+            session_id: owner
+            for session_id, owner in store.live_lease_holders().items()
+            if owner != mine
+        }
+
     def _shown(self, summary: SessionSummary) -> SessionSummary:
         """Remember the sessions shown, and which ran in another process (``elsewhere_changes``)."""
         with self._lock:
-            self._known_sessions[summary.session_id] = (summary.title, summary.cwd)
-            if summary.running_elsewhere:
+            self._known_sessions[summary.session_id] = (
+                summary.title,
+                summary.cwd,
+                summary.held_elsewhere,
+            )
+            if summary.running_elsewhere or summary.held_elsewhere is not None:
                 self._shown_elsewhere[summary.session_id] = summary
             else:
                 self._shown_elsewhere.pop(summary.session_id, None)
         return summary
 
     def elsewhere_changes(self) -> ElsewhereChanges:
-        if self._held() is None:
+        held = self._held()
+        if held is None:
             return ElsewhereChanges()  # the data folder's own ledger: every change was told
         with self._lock:
             shown: dict[str, SessionSummary | None] = dict(self._shown_elsewhere)
             known = dict(self._known_sessions) if self._listed else None
         removed: list[str] = []
+        others = self._others()  # one reading of the leases for the whole sweep
         if known is not None:  # (no window has asked for the list yet: nothing to add to)
             listed = {record.session_id: record for record in self._store.list_sessions()}
-            for record in listed.values():  # made, renamed or moved by other hosts since
-                told = known.get(record.session_id)
-                if told is None or told != (record.title[:500], record.cwd[:4096]):
+            for record in listed.values():  # made, renamed, moved or taken by other hosts
+                holder = others.get(record.session_id)
+                seen = (
+                    record.title[:500],
+                    record.cwd[:4096],
+                    holder_words(holder) if holder is not None else None,
+                )
+                if known.get(record.session_id) != seen:
                     shown[record.session_id] = None
             removed = [session_id for session_id in known if session_id not in listed]
         changed: list[SessionSummary] = []
         for session_id, before in shown.items():
             try:
-                now = self.session_summary(session_id)
+                now = self._summary_of(session_id, held, others)
             except HostServiceError:  # removed meanwhile
                 if self._forget(session_id) and session_id not in removed:
                     removed.append(session_id)
@@ -498,12 +537,17 @@ class DesktopServices:
         )
 
     def session_summary(self, session_id: str) -> SessionSummary:
+        return self._summary_of(session_id, self._held(), self._others())
+
+    def _summary_of(
+        self, session_id: str, held: Mapping[str, int] | None, others: Mapping[str, str]
+    ) -> SessionSummary:
         service = self._service
         try:
             overview = session_overview(self._store, service.get_session(session_id))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        return self._shown(_summary(overview, self._held()))
+        return self._shown(_summary(overview, held, others))
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
         from app.host.session_timeline import read_session_timeline_lazily

@@ -577,6 +577,19 @@ class PostgresLedgerStore(SqliteLedgerStore):
         with self._lock:
             return dict(self._fence.held)
 
+    def live_lease_holders(self) -> dict[str, str]:
+        """Each session whose lease is held now (not run out), with its holder: this store's
+        owner or another host's (``machine:pid:nonce``)."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, str]:
+            rows = conn.execute(
+                "SELECT session_id, owner FROM session_leases"
+                " WHERE owner IS NOT NULL AND expires_at > now()"
+            ).fetchall()
+            return {str(row[0]): str(row[1]) for row in rows}
+
+        return self._read(read)
+
     def release_session_lease(self, session_id: str) -> None:
         """Give the lease up (another host may take it at once)."""
         with self._lock:

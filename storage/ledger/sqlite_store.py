@@ -281,6 +281,11 @@ class SqliteLedgerStore:
     def held_session_leases(self) -> Mapping[str, int]:
         return {}
 
+    def live_lease_holders(self) -> Mapping[str, str]:
+        """Each session whose lease is held now, with its holder: none on the data folder's own
+        ledger, which only its own host writes."""
+        return {}
+
     def release_session_lease(self, session_id: str) -> None:
         del session_id
 

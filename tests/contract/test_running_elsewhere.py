@@ -112,3 +112,34 @@ def test_on_the_data_folders_own_ledger_every_run_is_this_hosts(tmp_path: Path) 
         assert services.elsewhere_changes() == ElsewhereChanges()
     finally:
         store.close()
+
+
+def test_a_session_another_live_host_holds_is_shown_held_until_it_lets_go(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A finished session whose lease another process still holds (a ``maka host`` that served
+    it and runs on) is ``held_elsewhere``, named by its holder: the window cannot send in it.
+    When that process lets the lease go, a sweep tells the window; this host's own leases are
+    never someone else's."""
+    with (
+        lease_host(postgres_url, "host-b:4242:n1") as other,
+        lease_host(postgres_url, "here") as here,
+    ):
+        add_run(other, ONE)
+        other.commit_run_ending(terminal(ONE), RunStatus.COMPLETED, None)
+        add_run(here, TWO)
+        here.commit_run_ending(terminal(TWO, event_id="evt-end-2"), RunStatus.COMPLETED, None)
+        services = DesktopServices(here, tmp_path, safe_resume_enabled=False)
+        services.recover_at_startup()
+        shown = {summary.session_id: summary for summary in services.list_sessions()}
+        assert shown["sess-1"].held_elsewhere == "host-b, pid 4242"
+        assert not shown["sess-1"].running_elsewhere
+        assert shown["sess-2"].held_elsewhere is None  # this host's own
+        assert services.elsewhere_changes() == ElsewhereChanges()
+        other.release_session_lease("sess-1")
+        (free,) = services.elsewhere_changes().updated
+        assert free.session_id == "sess-1" and free.held_elsewhere is None
+        assert services.elsewhere_changes() == ElsewhereChanges()
+        other.take_session_lease("sess-1")  # taken again: told again
+        (taken,) = services.elsewhere_changes().updated
+        assert taken.held_elsewhere == "host-b, pid 4242"

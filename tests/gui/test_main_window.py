@@ -737,3 +737,32 @@ def test_a_turn_another_process_runs_cannot_be_stopped_here_and_says_so(qtbot: Q
     assert composer.stop_button.isEnabled() and not composer.elsewhere_label.isVisible()
     assert window.cancel_action.isEnabled()
     window.confirm_quit = False  # (a turn of this host's now: closing would ask)
+
+
+def test_a_session_another_process_holds_says_so_before_anything_is_typed(qtbot: QtBot) -> None:
+    """A shared ledger: a finished session whose lease another Maka process still holds is
+    listed "Held elsewhere"; the composer names the holder and Send waits (the main process
+    would refuse the turn with session_lease_lost). When the holder lets go, Send works."""
+    held = bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/one",
+        title="One",
+        last_run_status=bc.RunStatusValue.COMPLETED,
+        held_elsewhere="build-server, pid 4242",
+    )
+    window, bridge = _window(qtbot, sessions=(held,))
+    index = window.sessions.model.index(0)
+    assert index.data(Qt.ItemDataRole.AccessibleTextRole) == "One, Held elsewhere"
+    composer = window.composer
+    assert composer.held_label.isVisible()
+    assert composer.held_label.text().startswith(
+        "Another Maka process (build-server, pid 4242) holds this session: carry on there"
+    )
+    composer.editor.setPlainText("hello")
+    assert not composer.send_button.isEnabled()
+    composer.submit()
+    assert bridge.calls_to("send_turn") == []
+    free = held.model_copy(update={"held_elsewhere": None})
+    bridge.session_updated.emit(bc.SessionUpdatedPush(session=free))
+    assert not composer.held_label.isVisible() and composer.send_button.isEnabled()
+    assert index.data(Qt.ItemDataRole.AccessibleTextRole) == "One"

@@ -10,7 +10,11 @@
 - ``app-renamed-removed-elsewhere.png``: two sessions finished by ``maka run`` in a terminal;
   the terminal renames one and removes the other (the one open in the window); within a sweep
   the window's list shows the new title, the removed session is gone, and the status bar says
-  another Maka process removed it.
+  another Maka process removed it;
+- ``app-held-elsewhere.png``: a ``maka host`` (its own data folder) served a turn and runs on,
+  holding the session's lease: the window lists the session "Held elsewhere" and the composer
+  names the holder while Send waits (SIGTERM to that host lets the lease go, and within a sweep
+  the note is gone).
 
 ::
 
@@ -82,6 +86,7 @@ def main(out: Path) -> None:
                 time.sleep(45)  # the lease (30 s) runs out; a sweep (every 10 s) takes over
                 shots.capture(window, out / "app-running-elsewhere-taken-over.png", 2.0)
             _renamed_and_removed(Path(root), url, out)
+            _held_by_a_host(Path(root), url, out)
     finally:
         cluster.stop()
 
@@ -111,6 +116,33 @@ def _renamed_and_removed(root: Path, url: str, out: Path) -> None:
         terminal("sessions", "rename", first, "Parser clean-up")
         terminal("sessions", "remove", second, "--yes")  # the session open in the window
         shots.capture(window, out / "app-renamed-removed-elsewhere.png", 13.0)  # one sweep
+
+
+def _held_by_a_host(root: Path, url: str, out: Path) -> None:
+    scene = shots.Scene(root, "held", HELLO)
+    _repository(scene.work)
+    script = write_script(scene.root / "script.json", HELLO)
+    scene.env = scripted_env(script, None, checkpoints=True, MAKA_DATABASE_URL=url)
+    env = {**os.environ, **scene.env, "QT_QPA_PLATFORM": "offscreen"}
+    env["MAKA_DATA_DIR"] = str(scene.root / "server-data")
+    host = subprocess.Popen([*maka_executable(), "host"], env=env, stdout=subprocess.DEVNULL)
+    try:
+        log = scene.root / "server-data" / "logs" / "main.log"
+        deadline = time.monotonic() + 60
+        while "main process ready" not in (log.read_text() if log.exists() else ""):
+            assert time.monotonic() < deadline and host.poll() is None, "the host did not start"
+            time.sleep(0.1)
+        args = ["run", "--cwd", str(scene.work), "--permission-mode", "auto", "tidy the parser"]
+        subprocess.run([*maka_executable(), *args], env=env, check=True, capture_output=True)
+        with scene.app() as window:
+            shots.capture(window, out / "app-held-elsewhere.png", 4.0)
+            host.send_signal(signal.SIGTERM)
+            host.wait(20)
+            time.sleep(13.0)  # a sweep: the lease let go, the note is gone
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait(10)
 
 
 if __name__ == "__main__":
