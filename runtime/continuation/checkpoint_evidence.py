@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol
 
 from runtime.continuation.admission_basis import AdmissionBasis
@@ -71,8 +72,22 @@ def checkpoint_evidence(
         return CheckpointEvidence(
             False, problem=f"the snapshot could not be looked up ({error.code}: {error.message})"
         )
+    note = getattr(carrier, "missing_note", None)
     if not present:
-        return CheckpointEvidence(False, missing_note=getattr(carrier, "missing_note", None))
+        # This data folder may keep nothing of the workspace: its snapshots were taken elsewhere
+        # (another host's data folder on a shared ledger; an import without them; the store
+        # deleted). When the tree the folder has now, captured into a store made for it here,
+        # is the very tree the ledger recorded, nothing changed: Git names a tree by its
+        # content. (A store that exists but lost objects is not trusted to say so: its index
+        # may name objects it no longer has.)
+        if (
+            tree is None
+            and not boundary.files
+            and workspace == observation.workspace_identity
+            and _observed(carrier, observation) == tree_id
+        ):
+            return CheckpointEvidence(True, (), missing_note=note, by_tree_id=True)
+        return CheckpointEvidence(False, missing_note=note)
     if tree is None or tree.tree_id is None:
         return CheckpointEvidence(True, problem="the folder could not be captured")
     if workspace != observation.workspace_identity:
@@ -82,6 +97,17 @@ def checkpoint_evidence(
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
     return CheckpointEvidence(True, rolled_forward(changes, boundary.files, observation))
+
+
+def _observed(carrier: CheckpointCarrier, observation: SafetyObservation) -> str | None:
+    """The folder's tree under the checkpoint policy, captured into a store this data folder
+    makes for the workspace now (it had none: every snapshot of it was taken elsewhere), or
+    None when it cannot be captured."""
+    try:
+        snapshot = carrier.observe(Path(observation.workspace_path), observation.workspace_identity)
+    except CheckpointError:
+        return None
+    return snapshot.tree_id
 
 
 def rolled_forward(

@@ -71,6 +71,10 @@ class CheckpointEvidence:
     # Where a missing snapshot may be instead (a ledger shared by several hosts: each keeps its
     # snapshots in its own data folder), said with the missing-snapshot park.
     missing_note: str | None = None
+    # True: the snapshot's objects are not here, but the folder's tree, captured now, is the
+    # very tree the snapshot recorded (Git names a tree by its content: the same paths, bytes,
+    # modes and permission record), so nothing changed; ``snapshot_present`` is then True.
+    by_tree_id: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +235,13 @@ def workspace_gate(  # noqa: C901
     message = "the files are as they were at the stop"
     if inherited:
         message = f"the files are as in the snapshot {taken}"
+    if evidence.by_tree_id:
+        # (never with calls rolled forward: their expected tree needs the snapshot's objects)
+        message += (
+            ": the folder's tree is the one the snapshot recorded, although the snapshot "
+            "itself is not in this data folder (another host took it, say)"
+        )
+        based["comparedBy"] = "treeId"
     if rolled:
         message += (
             f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, as "

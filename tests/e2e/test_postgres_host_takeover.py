@@ -21,6 +21,7 @@ import pytest
 
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import maka, scripted_env, write_script
+from tests.helpers.user_git import user_git
 
 pytestmark = pytest.mark.e2e
 
@@ -167,3 +168,64 @@ def test_a_taken_over_session_whose_folder_is_gone_parks_and_relocates(
             host.stop()
     assert _runs(postgres_url) == [("failed", "app_restarted", False), ("completed", None, True)]
     assert (moved / "one.txt").read_text() == "x\n"  # the side effect happened once
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_with_snapshots_on_the_other_host_verifies_the_folder_by_its_tree(
+    tmp_path: Path, postgres_url: str, edited: bool
+) -> None:
+    """A user's defaults: snapshots on, the folder a Git repository with uncommitted work. Host A
+    dies after the turn's calls and their snapshots committed, before the run's ending (P8).
+    Host B keeps no snapshot of that folder (they are in A's data folder), but the folder's
+    tree, captured on B, is the tree A's last snapshot recorded: B continues the session
+    automatically (``workspace_verified``, compared by tree), the command never again. With a
+    file edited after the kill the trees differ, and B parks (``workspace_checkpoint_missing``):
+    it cannot say which file changed, and continues nothing."""
+    work = tmp_path / "work"
+    work.mkdir()
+    user_git(work, "init", "-q")
+    (work / "notes.txt").write_text("first\n")
+    user_git(work, "add", "notes.txt")
+    user_git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    (work / "notes.txt").write_text("first\nuncommitted\n")
+    script = write_script(tmp_path / "script.json", SCRIPT)
+    common = {
+        **scripted_env(script, checkpoints=True),
+        **LEASES,
+        "MAKA_DATABASE_URL": postgres_url,
+        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
+    }
+    started: list[MainProcess] = []
+    try:
+        host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "P8"}, started)
+        turn = maka(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
+            tmp_path / "a",
+            env={"MAKA_DATABASE_URL": postgres_url},
+        )
+        assert turn.returncode != 0  # its host died under it
+        assert host_a.process.wait(30) == -9, host_a.stderr()[-2000:]
+        if edited:
+            (work / "notes.txt").write_text("edited while no host ran the session\n")
+        host_b = _host(tmp_path / "b", common, started)
+        log = tmp_path / "b" / "logs" / "main.log"
+        deadline = time.monotonic() + 30
+        want = "workspace_checkpoint_missing" if edited else None
+        while time.monotonic() < deadline:
+            runs = _runs(postgres_url)
+            if want is None and any(status == "completed" for status, _, _ in runs):
+                break
+            if want is not None and want in (log.read_text() if log.exists() else ""):
+                break
+            time.sleep(0.2)
+        assert host_b.process.poll() is None, host_b.stderr()[-3000:]
+        assert host_b.terminate() == 0, host_b.stderr()[-3000:]
+    finally:
+        for host in started:
+            host.stop()
+    expected: list[tuple[str, str | None, bool]] = [("failed", "app_restarted", False)]
+    if not edited:
+        expected.append(("completed", None, True))
+    assert _runs(postgres_url) == expected, log.read_text() if log.exists() else ""
+    assert (work / "one.txt").read_text() == "x\n"  # the command ran once, on host A
+    assert not (work / ".maka-workspace.json").exists()  # the marker stays in .maka/

@@ -255,3 +255,36 @@ def test_a_listing_decides_each_snapshot_as_the_planner_does_in_a_few_calls(
     assert len(counting.calls) <= 5, counting.calls  # batch-check, rev-list, tree depth reads
     one_by_one = {pair for pair in pairs if store.has_snapshot(WS, *pair)}
     assert one_by_one == expected
+
+
+def test_a_snapshot_taken_elsewhere_is_verified_by_its_tree_when_the_folder_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    """The snapshot was taken by another data folder's store (another host on a shared ledger,
+    or this folder's store deleted): this one keeps nothing of the workspace. The folder's tree,
+    captured into a store made for it here, is the tree the ledger recorded: verified, without
+    the snapshot's objects. A changed folder, or calls rolled forward, stay missing."""
+    folder = _folder(tmp_path)
+    elsewhere = GitCheckpointStore(tmp_path / "host-a")
+    first = elsewhere.capture(folder, WS, "refs/maka/s/r/1", "start")
+    events = _run_with_snapshot(first.commit_id, first.tree_id)
+    here = GitCheckpointStore(tmp_path / "host-b")
+    assert not here.has_repository(WS)
+    unseen = SafetyObservation(WS, str(folder), True, (), (), None)  # no store here: no tree
+    evidence = checkpoint_evidence(here, events, unseen)
+    assert evidence is not None and evidence.by_tree_id and evidence.snapshot_present
+    [finding] = workspace_gate(events, evidence)
+    assert finding.code == "workspace_verified" and finding.reason is None
+    assert finding.detail["comparedBy"] == "treeId"
+    assert "not in this data folder" in finding.message
+    assert here.has_repository(WS)  # the store made for it, where the continuation captures
+
+    changed = GitCheckpointStore(tmp_path / "host-c")
+    (folder / "a.txt").write_text("changed while nobody ran\n")
+    [finding] = workspace_gate(events, checkpoint_evidence(changed, events, unseen))
+    assert finding.reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING
+    (folder / "a.txt").write_text("alpha\n")
+    # A store that exists but lacks the snapshot is not trusted to say the tree is the same.
+    seen = SafetyObservation(WS, str(folder), True, (), (), WorkspaceTree(first.tree_id))
+    [finding] = workspace_gate(events, checkpoint_evidence(here, events, seen))
+    assert finding.reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING
