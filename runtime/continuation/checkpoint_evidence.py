@@ -74,19 +74,15 @@ def checkpoint_evidence(
         )
     note = getattr(carrier, "missing_note", None)
     if not present:
-        # This data folder may keep nothing of the workspace: its snapshots were taken elsewhere
-        # (another host's data folder on a shared ledger; an import without them; the store
-        # deleted). When the tree the folder has now, captured into a store made for it here,
-        # is the very tree the ledger recorded, nothing changed: Git names a tree by its
-        # content. (A store that exists but lost objects is not trusted to say so: its index
-        # may name objects it no longer has.)
-        if (
-            tree is None
-            and not boundary.files
-            and workspace == observation.workspace_identity
-            and _observed(carrier, observation) == tree_id
-        ):
-            return CheckpointEvidence(True, (), missing_note=note, by_tree_id=True)
+        # The snapshot was taken elsewhere (another host's data folder on a shared ledger; an
+        # import without it; a store deleted or pruned). When the tree the folder has now is the
+        # very tree the ledger recorded, nothing changed: Git names a tree by its content. The
+        # tree must be whole here too: a store that lost objects may have an index naming
+        # objects it no longer has, which would make the same tree id without the files.
+        if not boundary.files and workspace == observation.workspace_identity:
+            seen = tree.tree_id if tree is not None else _observed(carrier, observation)
+            if seen == tree_id and carrier.has_tree(workspace, tree_id):
+                return CheckpointEvidence(True, (), missing_note=note, by_tree_id=True)
         return CheckpointEvidence(False, missing_note=note)
     if tree is None or tree.tree_id is None:
         return CheckpointEvidence(True, problem="the folder could not be captured")

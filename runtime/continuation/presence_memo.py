@@ -36,6 +36,9 @@ class PresenceMemo:
             self._known[key] = found
         return found
 
+    def has_tree(self, workspace_identity: str, tree_id: str) -> bool:
+        return self._carrier.has_tree(workspace_identity, tree_id)
+
     def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision:
         return self._carrier.decide_mode(folder, workspace_identity)
 

@@ -235,13 +235,6 @@ def workspace_gate(  # noqa: C901
     message = "the files are as they were at the stop"
     if inherited:
         message = f"the files are as in the snapshot {taken}"
-    if evidence.by_tree_id:
-        # (never with calls rolled forward: their expected tree needs the snapshot's objects)
-        message += (
-            ": the folder's tree is the one the snapshot recorded, although the snapshot "
-            "itself is not in this data folder (another host took it, say)"
-        )
-        based["comparedBy"] = "treeId"
     if rolled:
         message += (
             f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, as "
@@ -256,4 +249,12 @@ def workspace_gate(  # noqa: C901
         )
         message += f", except {len(skipped)} {noun} over 50 MiB, not compared: {named}"
         verified["skippedPaths"] = list(skipped)
+    if evidence.by_tree_id:
+        # (only with no write rolled forward: the expected tree would need the snapshot's
+        # objects; calls that did not run change nothing)
+        message += (
+            "; compared by the folder's tree, which is the one the snapshot recorded: the "
+            "snapshot itself is not in this data folder (another host took it, say)"
+        )
+        verified["comparedBy"] = "treeId"
     return [GateFinding(None, DiagnosticCode.WORKSPACE_VERIFIED.value, message, verified)]

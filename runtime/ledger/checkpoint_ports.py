@@ -127,6 +127,11 @@ class CheckpointCarrier(Protocol):
         ``CheckpointError`` when Git cannot tell: that is not a missing snapshot."""
         ...
 
+    def has_tree(self, workspace_identity: str, tree_id: str) -> bool:
+        """Whether the tree and every folder and file under it exist in the workspace's
+        repository (no commit needed); False when Git cannot tell."""
+        ...
+
     def changes(
         self,
         workspace_identity: str,

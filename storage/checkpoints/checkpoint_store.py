@@ -978,6 +978,22 @@ class GitCheckpointStore:
         pair = (commit_id, tree_id)
         return pair in self._present(workspace_identity, [pair])
 
+    def has_tree(self, workspace_identity: str, tree_id: str) -> bool:
+        """Whether the tree and everything under it exist here (a walk that names no missing
+        object); False when Git cannot tell."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return False
+        try:
+            listed = self._git_runner().run(
+                ["rev-list", "--objects", "--missing=print", "--stdin"],
+                git_dir=git_dir,
+                stdin=f"{tree_id}\n".encode(),
+            )
+        except CheckpointError:
+            return False
+        return listed.startswith(tree_id.encode()) and b"\n?" not in listed
+
     def present_snapshots(
         self, workspace_identity: str, snapshots: list[tuple[str, str]]
     ) -> set[tuple[str, str]]:

@@ -117,6 +117,13 @@ def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseli
     human = maka(["doctor"], other, env=drill.env)
     assert human.returncode == 0 and "note [workspace_checkpoints_not_carried]" in human.stdout
 
+    # The folder as it was: its tree is the one the ledger recorded, so the plan continues
+    # without the snapshot (compared by the tree); changed, only the rebaseline goes on.
+    code, planned = _json(["plan", drill.session, "--json"], other, drill.env)
+    assert planned["disposition"] == "continue", planned
+    [verified] = [d for d in planned["diagnostics"] if d["code"] == "workspace_verified"]
+    assert verified["detail"]["comparedBy"] == "treeId"
+    (drill.work / "a.txt").write_text("changed after the export\n")
     code, planned = _json(["plan", drill.session, "--json"], other, drill.env)
     assert planned["rejectionReasons"] == ["workspace_checkpoint_missing"], planned
     assert "rebaseline" in planned["workspaceOptions"]

@@ -116,9 +116,12 @@ def test_a_copy_of_a_stale_snapshot_says_it_predates_the_last_command(tmp_path: 
 def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Path) -> None:
     drill = Drill(tmp_path)
     drill.run()  # captures at the start and after the bash call; then the provider failed
-    before = _files(drill.work)
     start, boundary = _checkpoints(committed_runs(drill.data)[0][1])
     _delete_snapshot(drill.data, boundary["commitId"])
+    # (Unchanged, the folder's tree would be the snapshot's, which its tree in the store proves
+    # without the commit: test_a_snapshot_without_its_commit_is_verified_by_its_tree.)
+    (drill.work / "notes.txt").write_text("written after the stop\n")
+    before = _files(drill.work)
 
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"]
@@ -170,11 +173,27 @@ def test_a_missing_snapshot_offers_a_copy_of_the_latest_earlier_one(tmp_path: Pa
     assert transition["workspaceEpoch"] == 2
 
 
+def test_a_snapshot_without_its_commit_is_verified_by_its_tree(tmp_path: Path) -> None:
+    """The boundary snapshot's commit object is gone but its tree is whole in the store, and the
+    folder is unchanged: its tree is the recorded one, so the resume continues, saying it
+    compared by the tree."""
+    drill = Drill(tmp_path)
+    drill.run()
+    _start, boundary = _checkpoints(committed_runs(drill.data)[0][1])
+    _delete_snapshot(drill.data, boundary["commitId"])
+    code, resumed = drill.resume()
+    assert code == 0 and resumed["status"] == "completed", resumed
+    [verified] = [d for d in resumed["diagnostics"] if d["code"] == "workspace_verified"]
+    assert verified["detail"]["comparedBy"] == "treeId"
+    assert "compared by the folder's tree" in verified["message"]
+
+
 def test_restore_is_refused_with_its_code_when_no_snapshot_is_left(tmp_path: Path) -> None:
     drill = Drill(tmp_path)
     drill.run()
     for checkpoint in _checkpoints(committed_runs(drill.data)[0][1]):
         _delete_snapshot(drill.data, checkpoint["commitId"])
+    (drill.work / "notes.txt").write_text("written after the stop\n")
     code, parked = drill.resume()
     assert code == 3 and parked["workspaceOptions"] == ["rebaseline"]
     assert "restorePoint" not in parked

@@ -124,9 +124,16 @@ def test_a_write_after_its_t2_but_before_the_capture_is_stale(
 
 
 def test_a_deleted_checkpoint_store_fails_closed(tmp_path: Path) -> None:
+    """With the store deleted, an unchanged folder is still proven by its tree (the one the
+    ledger recorded); a changed one cannot be compared and fails closed."""
     drill = Drill(tmp_path)
     drill.run("P8")
     shutil.rmtree(drill.data / "checkpoints")
+    code, body = drill.plan()
+    assert code == 0, body
+    assert _diagnostic(body, "workspace_verified")["detail"]["comparedBy"] == "treeId"
+    shutil.rmtree(drill.data / "checkpoints")
+    (drill.work / "b.txt").write_text("edited while the store was gone\n")
     code, body = drill.plan()
     assert code == 3
     assert body["rejectionReasons"] == ["workspace_checkpoint_missing"]

@@ -189,6 +189,7 @@ def test_rebaseline_answers_a_missing_snapshot_without_naming_files(tmp_path: Pa
     drill = Drill(tmp_path)
     drill.run()
     shutil.rmtree(drill.data / "checkpoints")
+    (drill.work / "b.txt").write_text("edited while the store was gone\n")  # not the tree
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"]
     assert parked["workspaceOptions"] == ["rebaseline"]  # no snapshot left to copy

@@ -284,7 +284,12 @@ def test_a_snapshot_taken_elsewhere_is_verified_by_its_tree_when_the_folder_is_u
     [finding] = workspace_gate(events, checkpoint_evidence(changed, events, unseen))
     assert finding.reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING
     (folder / "a.txt").write_text("alpha\n")
-    # A store that exists but lacks the snapshot is not trusted to say the tree is the same.
+    # A store that has the tree whole (the one made above) verifies it again; one that lost
+    # objects is not trusted, even when its capture names the same tree (its index's cache).
     seen = SafetyObservation(WS, str(folder), True, (), (), WorkspaceTree(first.tree_id))
+    [finding] = workspace_gate(events, checkpoint_evidence(here, events, seen))
+    assert finding.code == "workspace_verified"
+    _remove_all_objects(here.git_dir(WS))
+    assert not here.has_tree(WS, first.tree_id)
     [finding] = workspace_gate(events, checkpoint_evidence(here, events, seen))
     assert finding.reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING

@@ -104,6 +104,11 @@ def test_the_plan_says_where_a_snapshot_kept_by_another_host_may_be(
     elsewhere = CountingCarrier(tmp_path / "other-host")
     elsewhere.missing_note = "a snapshot another host took is in that host's data folder"
     seam = _resume_seam(store, elsewhere)
+    # Unchanged, the folder's tree is the one the snapshot recorded: verified without it.
+    plan = seam.plan_latest(session_id)
+    (verified,) = [d for d in plan.diagnostics if d.code == "workspace_verified"]
+    assert verified.detail["comparedBy"] == "treeId"
+    (work / "added.txt").write_text("changed after the stop\n")
     plan = seam.plan_latest(session_id)
     assert ParkReason.WORKSPACE_CHECKPOINT_MISSING in plan.rejection_reasons
     (missing,) = [d for d in plan.diagnostics if d.code == "workspace_checkpoint_missing"]
