@@ -2,9 +2,11 @@
 docs/design/hosts.md section 3), shared by the bounded CI test and ``bench/host_chaos.py``.
 
 Every host has its own data folder, short leases (``MAKA_SESSION_LEASE_*``), automatic resume on,
-and the offline scripted provider. A turn is started through a host by ``maka run`` (a terminal
-client attached to it); each session works in its own folder, where every bash call appends its
-own line to ``side.txt``: the real side effects, counted afterwards.
+workspace snapshots on as a user has them (each host keeps its own, so a host that takes a session
+over compares the folder by its tree), and the offline scripted provider. A turn is started
+through a host by ``maka run`` (a terminal client attached to it); each session works in its own
+folder, where every bash call appends its own line to ``side.txt``: the real side effects,
+counted afterwards.
 
 - ``kill_round``: SIGKILL the session's host once the first call's outcome is committed, while
   the model streams the next step (a safe boundary); another host takes the session over after
@@ -94,7 +96,6 @@ class Rig:
             "MAKA_PROVIDER": "scripted",
             "MAKA_SCRIPT_FILE": str(script),
             "MAKA_SCRIPT_RECORD": str(self.root / f"requests-{name}.jsonl"),
-            "MAKA_WORKSPACE_CHECKPOINTS": "off",
             "MAKA_DATABASE_URL": self.url_of(name),
             "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
             "PGAPPNAME": f"maka-host-{name}",  # names its connections on the server
