@@ -126,7 +126,7 @@ def _print_origin(origin: Any) -> None:
     snapshots (kept with the source's), or of the source folder's files as they were."""
     start = origin.to_json().get("checkpointRef")
     copied = (
-        "the source's folder as it was then"
+        "a copy of the source folder's files as they were when it was branched"
         if origin.current_files or not isinstance(start, str)
         else f"a copy of {start}"
     )
