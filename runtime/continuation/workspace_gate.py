@@ -18,7 +18,9 @@ other gates still apply.
   T2 and its capture, or inside it); except a continuation stopped before its first snapshot
   with nothing run (``admission_basis``): when the snapshot its admission was based on is
   intact (the evidence says so), that snapshot is the one compared;
-- the checkpoint's Git objects are gone: ``workspace_checkpoint_missing``;
+- the checkpoint's Git objects are gone: ``workspace_checkpoint_missing``, unless the folder's
+  tree is the very tree it recorded (and whole in this store), with no write rolled forward:
+  then ``workspace_verified``, compared by the tree (``CheckpointEvidence.by_tree_id``);
 - the folder differs: ``workspace_drift`` with each changed path (the first 50, then a count);
 - otherwise the diagnostic ``workspace_verified``, naming the calls the checkpoint was rolled
   forward over.
