@@ -50,6 +50,28 @@ def _host(data: Path, env: dict[str, str], started: list[MainProcess]) -> MainPr
     return host.wait_ready()
 
 
+def _common(tmp_path: Path, postgres_url: str, *, checkpoints: bool = False) -> dict[str, str]:
+    """Every host's environment: the scripted turn, short leases, the server, automatic resume."""
+    script = write_script(tmp_path / "script.json", SCRIPT)
+    return {
+        **scripted_env(script, checkpoints=checkpoints),
+        **LEASES,
+        "MAKA_DATABASE_URL": postgres_url,
+        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
+    }
+
+
+def _turn_dies_with(host_a: MainProcess, work: Path, tmp_path: Path, postgres_url: str) -> None:
+    """A turn through host A (its data folder ``tmp_path / "a"``), which its failpoint kills."""
+    turn = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
+        tmp_path / "a",
+        env={"MAKA_DATABASE_URL": postgres_url},
+    )
+    assert turn.returncode != 0  # its host died under it
+    assert host_a.process.wait(30) == -9, host_a.stderr()[-2000:]
+
+
 def _runs(url: str) -> list[tuple[str, str | None, bool]]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
@@ -64,24 +86,12 @@ def test_a_killed_hosts_session_continues_on_the_other_host(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    script = write_script(tmp_path / "script.json", SCRIPT)
-    common = {
-        **scripted_env(script),
-        **LEASES,
-        "MAKA_DATABASE_URL": postgres_url,
-        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
-    }
+    common = _common(tmp_path, postgres_url)
     started: list[MainProcess] = []
     try:
         host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
         host_b = _host(tmp_path / "b", common, started)
-        turn = maka(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
-            tmp_path / "a",
-            env={"MAKA_DATABASE_URL": postgres_url},
-        )
-        assert turn.returncode != 0  # its host died under it
-        assert host_a.process.wait(30) == -9, host_a.stderr()[-2000:]
+        _turn_dies_with(host_a, work, tmp_path, postgres_url)
         killed_at = time.monotonic()
         deadline = killed_at + 30
         while time.monotonic() < deadline:
@@ -124,24 +134,12 @@ def test_a_taken_over_session_whose_folder_is_gone_parks_and_relocates(
     served by a host), ``maka resume`` continues it, the first call never again."""
     work = tmp_path / "work"
     work.mkdir()
-    script = write_script(tmp_path / "script.json", SCRIPT)
-    common = {
-        **scripted_env(script),
-        **LEASES,
-        "MAKA_DATABASE_URL": postgres_url,
-        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
-    }
+    common = _common(tmp_path, postgres_url)
     started: list[MainProcess] = []
     moved = tmp_path / "elsewhere"
     try:
         host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
-        turn = maka(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
-            tmp_path / "a",
-            env={"MAKA_DATABASE_URL": postgres_url},
-        )
-        assert turn.returncode != 0
-        assert host_a.process.wait(30) == -9
+        _turn_dies_with(host_a, work, tmp_path, postgres_url)
         work.rename(moved)  # not reachable from host B under its old path
         host_b = _host(tmp_path / "b", common, started)
         log = tmp_path / "b" / "logs" / "main.log"
@@ -188,23 +186,11 @@ def test_with_snapshots_on_the_other_host_verifies_the_folder_by_its_tree(
     user_git(work, "add", "notes.txt")
     user_git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
     (work / "notes.txt").write_text("first\nuncommitted\n")
-    script = write_script(tmp_path / "script.json", SCRIPT)
-    common = {
-        **scripted_env(script, checkpoints=True),
-        **LEASES,
-        "MAKA_DATABASE_URL": postgres_url,
-        "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1",
-    }
+    common = _common(tmp_path, postgres_url, checkpoints=True)
     started: list[MainProcess] = []
     try:
         host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "P8"}, started)
-        turn = maka(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
-            tmp_path / "a",
-            env={"MAKA_DATABASE_URL": postgres_url},
-        )
-        assert turn.returncode != 0  # its host died under it
-        assert host_a.process.wait(30) == -9, host_a.stderr()[-2000:]
+        _turn_dies_with(host_a, work, tmp_path, postgres_url)
         if edited:
             (work / "notes.txt").write_text("edited while no host ran the session\n")
         host_b = _host(tmp_path / "b", common, started)

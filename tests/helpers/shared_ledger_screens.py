@@ -91,13 +91,20 @@ def main(out: Path) -> None:
         cluster.stop()
 
 
-def _renamed_and_removed(root: Path, url: str, out: Path) -> None:
-    scene = shots.Scene(root, "renamed", HELLO)
+def _hello_scene(root: Path, name: str, url: str, data: str) -> tuple[shots.Scene, dict[str, str]]:
+    """A scene whose turns say hello, in a Git repository with uncommitted work, on the server
+    at ``url``; and the environment of ``maka`` commands with their own data folder ``data``."""
+    scene = shots.Scene(root, name, HELLO)
     _repository(scene.work)
     script = write_script(scene.root / "script.json", HELLO)
     scene.env = scripted_env(script, None, checkpoints=True, MAKA_DATABASE_URL=url)
     env = {**os.environ, **scene.env, "QT_QPA_PLATFORM": "offscreen"}
-    env["MAKA_DATA_DIR"] = str(scene.root / "terminal-data")
+    env["MAKA_DATA_DIR"] = str(scene.root / data)
+    return scene, env
+
+
+def _renamed_and_removed(root: Path, url: str, out: Path) -> None:
+    scene, env = _hello_scene(root, "renamed", url, "terminal-data")
 
     def terminal(*args: str) -> None:
         subprocess.run([*maka_executable(), *args], env=env, check=True, capture_output=True)
@@ -119,12 +126,7 @@ def _renamed_and_removed(root: Path, url: str, out: Path) -> None:
 
 
 def _held_by_a_host(root: Path, url: str, out: Path) -> None:
-    scene = shots.Scene(root, "held", HELLO)
-    _repository(scene.work)
-    script = write_script(scene.root / "script.json", HELLO)
-    scene.env = scripted_env(script, None, checkpoints=True, MAKA_DATABASE_URL=url)
-    env = {**os.environ, **scene.env, "QT_QPA_PLATFORM": "offscreen"}
-    env["MAKA_DATA_DIR"] = str(scene.root / "server-data")
+    scene, env = _hello_scene(root, "held", url, "server-data")
     host = subprocess.Popen([*maka_executable(), "host"], env=env, stdout=subprocess.DEVNULL)
     try:
         log = scene.root / "server-data" / "logs" / "main.log"
