@@ -100,6 +100,7 @@ from app.bridge_contract import (
     encode_frame,
 )
 from renderer.bridge_port import BridgePort, ConnectionState
+from runtime.ledger.session_title import MAX_TITLE_CHARS
 
 log = logging.getLogger("maka.renderer.bridge")
 
@@ -445,7 +446,7 @@ class RendererBridge(BridgePort):
 
     def rename_session(self, session_id: str, title: str) -> bool:
         title = title.strip()
-        if not 0 < len(title) <= 200:
+        if not 0 < len(title) <= MAX_TITLE_CHARS:
             return False
         request = SessionsRenameRequest(
             session_id=session_id, title=title, correlation_id=self._correlation()

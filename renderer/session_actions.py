@@ -33,6 +33,7 @@ from renderer.bridge_port import BridgePort
 from renderer.interrupted_banner import InterruptedBanner
 from renderer.park_text import describe
 from renderer.session_list import display_title
+from runtime.ledger.session_title import title_allowed
 
 
 def _tr(text: str) -> str:
@@ -118,7 +119,7 @@ class SessionActions(QObject):
         title = (self.ask_title(summary.title if summary else "") or "").strip()
         if not title:
             return
-        if len(title) > 200 or any(ord(char) < 32 for char in title):
+        if not title_allowed(title):
             # Said here, not sent: the main process would refuse it with the same code.
             sentence = describe("session_title_invalid").sentence
             self.show_problem(_tr("The session was not renamed"), sentence)

@@ -167,7 +167,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
             request = SessionsRenameRequest(session_id=args.session, title=args.title.strip())
     except ValidationError as error:
         if args.action == "rename" and any(e["loc"][-1] == "title" for e in error.errors()):
-            from storage.sessions.session_admin import MAX_TITLE_CHARS
+            from runtime.ledger.session_title import MAX_TITLE_CHARS
 
             text = f"a title is one line of 1 to {MAX_TITLE_CHARS} characters"
             raise CliError(codes.StoreCode.SESSION_TITLE_INVALID, text, EXIT_USAGE) from None

@@ -12,10 +12,9 @@ from __future__ import annotations
 import sqlite3
 
 from runtime.ledger.codes import StoreCode, WriterRejectionCode
+from runtime.ledger.session_title import MAX_TITLE_CHARS, title_allowed
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.branch_store import has_table
-
-MAX_TITLE_CHARS = 200
 
 
 def _require_session(conn: sqlite3.Connection, session_id: str) -> None:
@@ -34,7 +33,7 @@ def relocate_session(conn: sqlite3.Connection, session_id: str, cwd: str) -> Non
 
 def rename_session(conn: sqlite3.Connection, session_id: str, title: str) -> None:
     title = title.strip() if isinstance(title, str) else ""
-    if not title or len(title) > MAX_TITLE_CHARS or any(ord(c) < 32 for c in title):
+    if not title_allowed(title):
         raise StoreRefusal(
             StoreCode.SESSION_TITLE_INVALID,
             f"a title is one line of 1 to {MAX_TITLE_CHARS} characters, with no control character",

@@ -118,6 +118,8 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
                 # the shape of a database URL, checked before the Settings dialog saves it
                 "runtime.ledger.database_url",
                 "runtime.ledger.codes",
+                # what a session's title may be, checked before Rename sends one
+                "runtime.ledger.session_title",
             },
             {"PySide6", "pydantic", "typing_extensions"},
         )
