@@ -113,7 +113,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
 from runtime.ledger.restore_point_words import call_subjects
-from runtime.ledger.store_ports import RunHeader, RunStatus
+from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.ledger.timeline_pins import SessionTimeline
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
@@ -144,6 +144,17 @@ def holder_words(owner: str) -> str:
     return owner[:200]
 
 
+def _as_listed(record: SessionRecord, others: Mapping[str, str]) -> tuple[str, str, str | None]:
+    """The title, folder and holder a session is listed with (``SessionSummary``'s fields): what
+    the sweep compares with what the window was given."""
+    holder = others.get(record.session_id)
+    return (
+        record.title[:500],
+        record.cwd[:4096],
+        holder_words(holder) if holder is not None else None,
+    )
+
+
 def _summary(
     overview: SessionOverview,
     held: Mapping[str, int] | None = None,
@@ -159,17 +170,17 @@ def _summary(
         and status in (RunStatus.CREATED, RunStatus.RUNNING)
         and record.session_id not in held
     )
-    holder = (others or {}).get(record.session_id)
+    title, cwd, holder = _as_listed(record, others or {})
     return SessionSummary(
         session_id=record.session_id,
-        cwd=record.cwd[:4096],
-        title=record.title[:500],
+        cwd=cwd,
+        title=title,
         last_run_status=RunStatusValue(status.value) if status is not None else None,
         interrupted=overview.interrupted,
         failure_class=overview.failure_class,
         folder_missing=not os.path.isdir(record.cwd),
         running_elsewhere=elsewhere,
-        held_elsewhere=holder_words(holder) if holder is not None else None,
+        held_elsewhere=holder,
     )
 
 
@@ -486,13 +497,7 @@ class DesktopServices:
         if known is not None:  # (no window has asked for the list yet: nothing to add to)
             listed = {record.session_id: record for record in self._store.list_sessions()}
             for record in listed.values():  # made, renamed, moved or taken by other hosts
-                holder = others.get(record.session_id)
-                seen = (
-                    record.title[:500],
-                    record.cwd[:4096],
-                    holder_words(holder) if holder is not None else None,
-                )
-                if known.get(record.session_id) != seen:
+                if known.get(record.session_id) != _as_listed(record, others):
                     shown[record.session_id] = None
             removed = [session_id for session_id in known if session_id not in listed]
         changed: list[SessionSummary] = []
