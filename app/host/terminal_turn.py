@@ -106,19 +106,22 @@ def unsettled_call_notes(service: Any, session_id: str) -> list[str]:
 
 
 def _notices_after_the_latest_turn(store: Any, session_id: str) -> set[str]:
-    """The notices of folder baselines committed after the session's latest run was created:
-    no turn has been given them yet."""
+    """The notices of folder baselines that earlier runs received after the session's latest
+    run was created (a settle about an older call): no turn has been given them yet. The
+    latest run's own are at the end of the history, or were its start."""
     from runtime.ledger.workspace_facts import baseline_notice
 
     runs = list(store.list_session_runs(session_id))
     if not runs:
         return set()
-    latest = max(header.created_at for header in runs)
+    newest = max(runs, key=lambda header: header.created_at)
     late: set[str] = set()
     for header in runs:
+        if header.run_id == newest.run_id:
+            continue
         for row in store.read_run_events(header.run_id):
             baseline = (row.event.get("actions") or {}).get("workspaceBaseline")
-            if baseline is not None and row.event["ts"] > latest:
+            if baseline is not None and row.event["ts"] > newest.created_at:
                 late.add(baseline_notice(baseline))
     return late
 
