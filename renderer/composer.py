@@ -26,6 +26,17 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("Composer", text)
 
 
+def _hidden_note(outer: QVBoxLayout, name: str, text: str = "") -> QLabel:
+    """A line of plain text above the editor, hidden until there is something to say."""
+    label = QLabel(text)
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setVisible(False)
+    outer.addWidget(label)
+    return label
+
+
 class Composer(QWidget):
     send_requested = Signal(str)
     cancel_requested = Signal()
@@ -37,40 +48,22 @@ class Composer(QWidget):
         outer.setSpacing(4)
         # Why a refused message came back (the main process did not take it): beside the text
         # it refers to, not in the status bar where it vanishes.
-        self.note_label = QLabel()
-        self.note_label.setObjectName("ComposerNote")
-        self.note_label.setWordWrap(True)
-        self.note_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.note_label.setVisible(False)
-        outer.addWidget(self.note_label)
+        self.note_label = _hidden_note(outer, "ComposerNote")
         # Why Send is off for a message over the limit: the limit and the count, while typing.
-        self.limit_label = QLabel()
-        self.limit_label.setObjectName("ComposerLimit")
-        self.limit_label.setWordWrap(True)
-        self.limit_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.limit_label.setVisible(False)
-        outer.addWidget(self.limit_label)
+        self.limit_label = _hidden_note(outer, "ComposerLimit")
         # A turn another process runs (a shared ledger): why Stop and Send do nothing here.
-        self.elsewhere_label = QLabel(
+        self.elsewhere_label = _hidden_note(
+            outer,
+            "ComposerNote",
             _tr(
                 "Another Maka process is running this turn (a terminal, or another computer on "
                 "the shared database): stop it there. If that process has stopped, Maka takes "
                 "the session over here once its lease runs out, and shows what became of the "
                 "turn."
-            )
+            ),
         )
-        self.elsewhere_label.setObjectName("ComposerNote")
-        self.elsewhere_label.setWordWrap(True)
-        self.elsewhere_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.elsewhere_label.setVisible(False)
-        outer.addWidget(self.elsewhere_label)
         # A session another process holds (a shared ledger): why Send does nothing here.
-        self.held_label = QLabel()
-        self.held_label.setObjectName("ComposerNote")
-        self.held_label.setWordWrap(True)
-        self.held_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.held_label.setVisible(False)
-        outer.addWidget(self.held_label)
+        self.held_label = _hidden_note(outer, "ComposerNote")
         layout = QHBoxLayout()
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
