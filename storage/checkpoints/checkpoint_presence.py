@@ -56,6 +56,20 @@ def snapshots_whole(
     return {pair for pair in found if pair[1] not in broken}
 
 
+def tree_whole(runner: GitRunner, git_dir: Path, tree: str) -> bool:
+    """Whether a tree and every folder and file under it exist (no commit needed: the walk
+    starts at the tree and names no missing object); False when Git cannot tell."""
+    try:
+        listed = runner.run(
+            ["rev-list", "--objects", "--missing=print", "--stdin"],
+            git_dir=git_dir,
+            stdin=f"{tree}\n".encode(),
+        )
+    except CheckpointError:
+        return False
+    return listed.startswith(tree.encode()) and b"\n?" not in listed
+
+
 def _whole_at_once(runner: GitRunner, git_dir: Path, commit: str, tree: str) -> bool:
     """One snapshot in one Git call: the walk from its commit prints the commit first (a
     commit: no path), then its top tree (an empty path), and names nothing missing. False

@@ -111,6 +111,7 @@ from storage.checkpoints.checkpoint_presence import (
     read_last,
     remember_last,
     snapshots_whole,
+    tree_whole,
 )
 from storage.checkpoints.checkpoint_share import share_objects
 from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
@@ -982,17 +983,7 @@ class GitCheckpointStore:
         """Whether the tree and everything under it exist here (a walk that names no missing
         object); False when Git cannot tell."""
         git_dir = self.git_dir(workspace_identity)
-        if not (git_dir / "HEAD").is_file():
-            return False
-        try:
-            listed = self._git_runner().run(
-                ["rev-list", "--objects", "--missing=print", "--stdin"],
-                git_dir=git_dir,
-                stdin=f"{tree_id}\n".encode(),
-            )
-        except CheckpointError:
-            return False
-        return listed.startswith(tree_id.encode()) and b"\n?" not in listed
+        return (git_dir / "HEAD").is_file() and tree_whole(self._git_runner(), git_dir, tree_id)
 
     def present_snapshots(
         self, workspace_identity: str, snapshots: list[tuple[str, str]]
