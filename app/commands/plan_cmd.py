@@ -32,7 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.host.host_bootstrap import recover_at_startup
     from app.host.host_client import attach
-    from app.host.plan_report import plan_json, plan_summary, settleable_calls, source_operations
+    from app.host.plan_report import (
+        plan_json,
+        plan_summary,
+        session_folder_gone,
+        settleable_calls,
+        source_operations,
+    )
     from app.host.settle_folder import folder_words
     from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
@@ -81,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
                 plan,
                 settleable_calls(operations),
             )
+            gone = session_folder_gone(store, args.session)
         finally:
             store.close()
     finally:
@@ -90,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         body = plan_json(plan, {"readOnly": not owned}, operations)
         print(json.dumps(body, ensure_ascii=False))
     else:
-        print("\n".join(plan_summary(plan, operations, folder=folder.get)))
+        print("\n".join(plan_summary(plan, operations, folder=folder.get, folder_gone=gone)))
         if not owned:
             print(
                 "(read-only: another Maka process owns the data directory, so maka run, maka "

@@ -169,7 +169,7 @@ def resume_session(  # noqa: C901
         else:
             # With the source run's calls, as maka plan: the park names maka settle when a call
             # with an unknown outcome is what holds it (the way forward it can take).
-            from app.host.plan_report import settleable_calls
+            from app.host.plan_report import session_folder_gone, settleable_calls
             from app.host.settle_folder import folder_words
 
             operations = source_operations(host.store, plan)
@@ -178,7 +178,13 @@ def resume_session(  # noqa: C901
             )
             print(
                 "\n".join(
-                    plan_summary(plan, operations, settle or settle_command, folder=folder.get)
+                    plan_summary(
+                        plan,
+                        operations,
+                        settle or settle_command,
+                        folder=folder.get,
+                        folder_gone=session_folder_gone(host.store, plan.session_id),
+                    )
                 )
             )
             if refusal is not None:

@@ -75,7 +75,13 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
-from app.host.plan_report import plan_json, plan_summary, settleable_calls, source_operations
+from app.host.plan_report import (
+    plan_json,
+    plan_summary,
+    session_folder_gone,
+    settleable_calls,
+    source_operations,
+)
 from app.host.resume_decisions import DECISION_NOT_OFFERED, restore_unavailable
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
@@ -537,7 +543,14 @@ class DesktopServices:
         return PlanReport(
             session_id=session_id,
             continues=plan.continues,
-            summary=tuple(plan_summary(plan, operations, folder=folder.get)),
+            summary=tuple(
+                plan_summary(
+                    plan,
+                    operations,
+                    folder=folder.get,
+                    folder_gone=session_folder_gone(self._store, session_id),
+                )
+            ),
             document=document,
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.code_text import DIAGNOSTICS, Severity, describe, highest_severity
@@ -250,18 +251,28 @@ def _folder_advice(plan: ContinuationPlan) -> list[str]:
     codes = {reason.value for reason in plan.rejection_reasons}
     advice: list[str] = []
     if "workspace_folder_missing" in codes:
-        advice.append(
-            "The folder moved? Point the session at its new place: maka sessions relocate "
-            f"{plan.session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
-            ".maka-workspace.json, must match). Deleted? "
-            f"Remove the session: maka sessions remove {plan.session_id} --yes."
-        )
+        advice.append(_relocate_words(plan.session_id))
     if "resume_feature_disabled" in codes:
         advice.append(
             "Turn Safe resume on in the desktop's Settings, or for one command with "
             "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1."
         )
     return advice
+
+
+def _relocate_words(session_id: str) -> str:
+    return (
+        "The folder moved? Point the session at its new place: maka sessions relocate "
+        f"{session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
+        ".maka-workspace.json, must match). Deleted? "
+        f"Remove the session: maka sessions remove {session_id} --yes."
+    )
+
+
+def session_folder_gone(store: LedgerReader, session_id: str) -> bool:
+    """Whether the session's recorded folder is missing here (False for an unknown session)."""
+    session = store.get_session(session_id)
+    return session is not None and not Path(session.cwd).is_dir()
 
 
 def _history_advice(plan: ContinuationPlan) -> list[str]:
@@ -304,7 +315,10 @@ def plan_summary(
     operations: Sequence[OperationView] | None = None,
     settle: Callable[[str, str, bool], str] = settle_command,
     folder: FolderWords | None = None,
+    folder_gone: bool = False,
 ) -> list[str]:
+    """The plan in words (``folder_gone``: the session's folder is not there, which the planner
+    checks only for an interrupted run: a new message cannot run either)."""
     reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
     if plan.continues and plan.continuation is not None:
         details = plan.continuation
@@ -339,36 +353,7 @@ def plan_summary(
             *_workspace_advice(plan),
             *_history_advice(plan),
         ]
-        only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
-        if not only_history and "workspace_folder_missing" not in {
-            r.value for r in plan.rejection_reasons
-        }:
-            # (a new message cannot run in a folder that is gone: the advice above comes first)
-            unsettled = any(op.decision.status.value != "completed" for op in operations or ())
-            told = "; the model is told which calls are unsettled" if unsettled else ""
-            if plan.workspace_options:
-                lines.append(
-                    "Or carry on with a new message (maka run --session "
-                    f"{plan.session_id} MESSAGE, or the desktop){told}."
-                )
-            elif highest_severity(r.value for r in plan.rejection_reasons) is Severity.INFO:
-                # Nothing was interrupted (the latest turn finished, say): no calls to check.
-                lines.append(
-                    "What next: carry on with a new message (maka run --session "
-                    f"{plan.session_id} MESSAGE, or the desktop)."
-                )
-            else:
-                # A damaged record stays: the line below says what can and cannot help.
-                until = (
-                    ""
-                    if damaged(plan)
-                    else " Safe resume stays parked until the reasons above change."
-                )
-                lines.append(
-                    "What next: check what the interrupted calls may have changed, then carry on "
-                    f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
-                    f"desktop){told}.{until}"
-                )
+        lines.extend(_next_step(plan, operations, folder_gone))
         unknown = [op.decision for op in operations or () if op.settleable]
         confirmable = [op.decision for op in operations or () if op.not_run_only]
         running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
@@ -408,6 +393,40 @@ def plan_summary(
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)
     return lines
+
+
+def _next_step(
+    plan: ContinuationPlan, operations: Sequence[OperationView] | None, folder_gone: bool
+) -> list[str]:
+    """A parked plan's "what next" line: carry on with a new message, when one can run."""
+    only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
+    if only_history or "workspace_folder_missing" in {r.value for r in plan.rejection_reasons}:
+        return []  # (a new message cannot run in a folder that is gone: the advice above says so)
+    unsettled = any(op.decision.status.value != "completed" for op in operations or ())
+    told = "; the model is told which calls are unsettled" if unsettled else ""
+    if plan.workspace_options:
+        return [
+            "Or carry on with a new message (maka run --session "
+            f"{plan.session_id} MESSAGE, or the desktop){told}."
+        ]
+    if folder_gone:
+        return [
+            "What next: the session's folder is not there, so a new message cannot run "
+            "either. " + _relocate_words(plan.session_id)
+        ]
+    if highest_severity(r.value for r in plan.rejection_reasons) is Severity.INFO:
+        # Nothing was interrupted (the latest turn finished, say): no calls to check.
+        return [
+            "What next: carry on with a new message (maka run --session "
+            f"{plan.session_id} MESSAGE, or the desktop)."
+        ]
+    # A damaged record stays: the line below says what can and cannot help.
+    until = "" if damaged(plan) else " Safe resume stays parked until the reasons above change."
+    return [
+        "What next: check what the interrupted calls may have changed, then carry on "
+        f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
+        f"desktop){told}.{until}"
+    ]
 
 
 def _unknown_advice(

@@ -239,7 +239,12 @@ class TerminalContinuation:
     ) -> None:
         """A park, as ``maka resume`` says it: the plan in words (with the calls ``maka settle``
         can answer) or its JSON document; ``refusal``: the terminal's decision it refuses."""
-        from app.host.plan_report import plan_json, plan_summary, settleable_calls
+        from app.host.plan_report import (
+            plan_json,
+            plan_summary,
+            session_folder_gone,
+            settleable_calls,
+        )
         from app.host.plan_report import source_operations as operations_of
         from app.host.settle_folder import folder_words
 
@@ -251,7 +256,8 @@ class TerminalContinuation:
             return
         operations = operations_of(store, plan)
         folder = folder_words(store, self._sessions.checkpoints, plan, settleable_calls(operations))
-        self._out("\n".join(plan_summary(plan, operations, folder=folder.get)))
+        gone = session_folder_gone(store, plan.session_id)
+        self._out("\n".join(plan_summary(plan, operations, folder=folder.get, folder_gone=gone)))
         if refusal is not None:
             self._out(f"Refused: [{refusal[0]}] {refusal[1]}")
 

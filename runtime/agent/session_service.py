@@ -283,7 +283,12 @@ class SessionService:
     ) -> RunOutcome:
         cwd = Path(session.cwd)
         if not cwd.is_dir():
-            raise SessionError(HostCode.INVALID_CWD, f"the session folder {cwd} no longer exists")
+            raise SessionError(
+                HostCode.INVALID_CWD,
+                f"the session folder {cwd} no longer exists; if it moved, point the session at "
+                f"its new place (maka sessions relocate {session.session_id} NEW_FOLDER, or "
+                "Session › Locate folder… in the desktop)",
+            )
         identity = self._workspace_identity(cwd) if self._workspace_identity else None
         now = self._clock()
         run_id = _new_id("run")

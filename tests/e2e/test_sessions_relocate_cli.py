@@ -80,6 +80,31 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert runs[-1][0].cwd == str(moved)
 
 
+def test_a_finished_session_whose_folder_moved_says_how_to_carry_on(tmp_path: Path) -> None:
+    """Nothing was interrupted, so the planner never looks at the folder: ``maka plan`` must not
+    say "carry on with a new message" (it cannot run), and the new message's refusal names the
+    command that points the session at the folder's new place."""
+    drill = Drill(tmp_path, checkpoints=True)
+    assert drill.run(None).returncode == 0
+    moved = tmp_path / "moved-work"
+    shutil.move(str(drill.work), moved)
+    relocate = f"maka sessions relocate {drill.session} NEW_FOLDER"
+
+    for env in (drill.env, {**drill.env, **FLAG}):  # Safe resume off (the default) and on
+        text = maka(["plan", drill.session], drill.data, env=env)
+        assert text.returncode == 3, text.stderr
+        assert "carry on with a new message" not in text.stdout, text.stdout
+        assert "the session's folder is not there" in text.stdout and relocate in text.stdout
+
+    sent = maka(["run", "--session", drill.session, "count once"], drill.data, env=drill.env)
+    assert sent.returncode == 1 and "Traceback" not in sent.stderr
+    assert "[invalid_cwd]" in sent.stderr and relocate in sent.stderr, sent.stderr
+
+    assert maka(["sessions", "relocate", drill.session, str(moved)], drill.data).returncode == 0
+    again = maka(["plan", drill.session], drill.data, env=drill.env).stdout
+    assert "What next: carry on with a new message" in again and relocate not in again
+
+
 def _relocate(drill: Drill, folder: Path) -> tuple[int, str]:
     done = maka(["sessions", "relocate", drill.session, str(folder)], drill.data)
     assert done.stdout == "" and "Traceback" not in done.stderr, done.stdout + done.stderr
