@@ -40,6 +40,7 @@ from runtime.ledger.branch_facts import BranchRecord
 from runtime.ledger.codes import BranchCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
+from runtime.ledger.lane_rules import RECOVERY_DECISION_KIND
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import (
     LedgerReader,
@@ -190,6 +191,12 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                 open_calls.discard(str(content.get("id")))
             kind = boundary_kind(event)
             binder.see(position, event, kind is not None)
+            if found and found[-1][0] == position - 1 and settles(event, found[-1][1].event_id):
+                # The recovery decision committed with a recovered or attested result: the
+                # history is whole only with it, so the cut takes it (the boundary stays the
+                # result the user picks).
+                last = found[-1][1]
+                found[-1] = (found[-1][0], Boundary(**{**_fields(last), "seq": row.seq}))
             if kind is not None:
                 boundary = Boundary(
                     event_id=event["id"],
@@ -203,6 +210,16 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                 found.append((position, boundary))
             position += 1
     return [Boundary(**{**_fields(b), "snapshot": binder.bound.get(p)}) for p, b in found]
+
+
+def settles(event: RuntimeEvent, outcome_event_id: str) -> bool:
+    """Whether ``event`` is the recovery decision that completes a call with the result
+    ``outcome_event_id`` (written with it: reconciled by startup recovery, or said by the user)."""
+    recovery = (event.get("actions") or {}).get("toolRecovery")
+    if not isinstance(recovery, Mapping) or recovery.get("kind") != RECOVERY_DECISION_KIND:
+        return False
+    payload = recovery.get("payload")
+    return isinstance(payload, Mapping) and payload.get("outcomeEventId") == outcome_event_id
 
 
 def _fields(boundary: Boundary) -> dict[str, Any]:
@@ -284,9 +301,11 @@ def resolve_recorded(store: LineageStore, record: BranchRecord) -> BranchPrefix:
             f"the run {record.source_run_id} this session was branched from is gone",
         )
     prefix = resolve_prefix(store, header, record.source_high_water)
+    last = prefix.prefix.events[-1] if prefix.prefix.events else None
     if (
         prefix.prefix.prefix_digest != record.source_prefix_digest
-        or prefix.prefix.last_event_id != record.boundary_event_id
+        or last is None
+        or (last["id"] != record.boundary_event_id and not settles(last, record.boundary_event_id))
         or prefix.replay.provider_replay_digest != record.fact.get("providerReplayDigest")
     ):
         raise BranchRefused(

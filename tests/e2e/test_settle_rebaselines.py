@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e.test_resume_proven_writes import Drill, _codes
 from tests.helpers.maka_process import maka_executable
-from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.maka_run import committed_runs, maka, write_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
@@ -170,3 +170,36 @@ def test_the_tui_says_it_before_the_answer_and_one_settle_resumes(tmp_path: Path
     assert "Done." in out[answered:]  # the second /resume continued
     assert len(_baselines(drill.data)) == 1
     assert (drill.work / "count.txt").read_text() == "once\n"
+
+
+def test_a_branch_after_a_settled_call_takes_the_answer_with_its_result(tmp_path: Path) -> None:
+    """The answer is three facts (what was observed, the result the model is given, the
+    decision); a branch "after the result of bash" must take all three: listed as branchable,
+    made, and its model is given the answer, with the folder as the answer took it."""
+    drill = _killed_in_bash(tmp_path)
+    write_script(tmp_path / "script.json", [STEPS, [{"text": "Branch reply."}]])
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    listed = maka(["branch", drill.session, "--json"], drill.data, env=drill.env)
+    assert listed.returncode == 0, listed.stderr
+    points = json.loads(listed.stdout)["boundaries"]
+    [point] = [p for p in points if p["label"] == "result of bash"]
+    assert point["branchable"] is True and point["snapshotBound"] is True, point
+
+    copy = tmp_path / "copy"
+    made = maka(
+        ["branch", drill.session, "--at", point["eventId"], "--to", str(copy)],
+        drill.data,
+        env=drill.env,
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert (copy / "count.txt").read_text() == "once\n"
+    sessions = json.loads(maka(["sessions", "--json"], drill.data).stdout)["sessions"]
+    [branched] = [s["sessionId"] for s in sessions if s["sessionId"] != drill.session]
+    sent = maka(["run", "--session", branched, "go on"], drill.data, env=drill.env)
+    assert sent.returncode == 0, sent.stdout + sent.stderr
+    [request] = drill.requests()
+    history = json.dumps(request["history"])
+    assert "b1" in history and "go on" in history, history
+    assert (drill.work / "count.txt").read_text() == "once\n"  # nothing ran again
+    assert (copy / "count.txt").read_text() == "once\n"
