@@ -29,6 +29,7 @@ from runtime.continuation.workspace_decision import WORKSPACE_DECISION_REASONS, 
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import RESOLVER_REASON, DiagnosticCode, ParkReason, SettlementOrigin
 from runtime.ledger.restore_point_words import copy_reflects
+from runtime.ledger.run_records import TERMINAL_RUN_STATUSES
 from runtime.ledger.store_ports import LedgerReader
 from runtime.ledger.workspace_facts import changed_count_words
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_operations
@@ -78,6 +79,9 @@ class OperationView:
     settleable: bool = False
     # Only "it did not run" can be said: recovery found the file of this write untouched.
     not_run_only: bool = False
+    # The run has not ended (it runs in this or another Maka process): a call without a result
+    # may still be running, so nothing about it can be said yet.
+    turn_running: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -96,6 +100,8 @@ class OperationView:
             body["settlementOrigin"] = d.settlement_origin.value
         if self.attestation is not None:
             body["attestation"] = self.attestation.fields()
+        if self.turn_running:
+            body["turnRunning"] = True
         return body
 
     def line(self) -> str:
@@ -106,6 +112,8 @@ class OperationView:
             if self.attestation.note is not None:
                 sentence += f" Your note: {self.attestation.note}"
         text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
+        if self.turn_running and d.status.value != "completed":
+            sentence = "The turn that made this call has not ended: it may still be running."
         text = f"{text}: {sentence}" if sentence else text
         for leftover in self.leftovers:
             text += (
@@ -138,6 +146,8 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
             return ()
         run_id = runs[-1].run_id
     events = [row.event for row in store.read_run_events(run_id)]
+    header = store.read_run_header(run_id)
+    running = header is not None and header.status not in TERMINAL_RUN_STATUSES
     session = store.get_session(plan.session_id)
     leftovers: dict[str, tuple[str, ...]] = {}
     if session is not None:
@@ -160,8 +170,9 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
                 attested.get(op.decision.operation_id or "")
                 if op.decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
                 else None,
-                verdict.open,
-                verdict.open and verdict.not_run_only,
+                verdict.open and not running,
+                verdict.open and verdict.not_run_only and not running,
+                running,
             )
         )
     return tuple(views)
@@ -399,6 +410,14 @@ def _next_step(
     plan: ContinuationPlan, operations: Sequence[OperationView] | None, folder_gone: bool
 ) -> list[str]:
     """A parked plan's "what next" line: carry on with a new message, when one can run."""
+    if ParkReason.SESSION_BUSY in plan.rejection_reasons or any(
+        op.turn_running for op in operations or ()
+    ):
+        return [
+            "What next: the session's latest turn has not ended (it runs in this or another "
+            "Maka process); wait for it to end, or stop it where it runs, then ask again: "
+            f"maka plan {plan.session_id}."
+        ]
     only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
     if only_history or "workspace_folder_missing" in {r.value for r in plan.rejection_reasons}:
         return []  # (a new message cannot run in a folder that is gone: the advice above says so)
