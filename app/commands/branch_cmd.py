@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"its folder: {new.cwd} ({what}); {source_cwd} was left as it is")
         from app.host.copy_note import copy_repository_note
 
-        note = copy_repository_note(source_cwd, new.cwd)
+        note = copy_repository_note(source_cwd, new.cwd, current_files=args.current_files)
         if note is not None:
             print(note)
         print(f"continue it: maka run --session {new.session_id} 'your message'")

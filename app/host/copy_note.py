@@ -7,16 +7,19 @@ from __future__ import annotations
 import os
 
 
-def copy_repository_note(source: str, copy: str) -> str | None:
-    """None when ``source`` is not a Git repository (its copy never has one)."""
+def copy_repository_note(source: str, copy: str, *, current_files: bool = False) -> str | None:
+    """None when ``source`` is not a Git repository (its copy never has one);
+    ``current_files``: the copy holds the folder's files as they are now (a branch made with
+    ``--current-files``), not a snapshot's."""
     if not os.path.lexists(os.path.join(source, ".git")):
         return None
+    files = "your folder's current files" if current_files else "the snapshot's files"
     if os.path.isdir(os.path.join(copy, ".git")):
         return (
-            "The copy is a clone of your Git repository at its current commit with the "
-            "snapshot's files on top: git status and git diff there compare them with that commit."
+            f"The copy is a clone of your Git repository at its current commit with {files} on "
+            "top: git status and git diff there compare them with that commit."
         )
     return (
         "The copy has no Git repository: cloning yours failed (or it has no commit yet), so "
-        "git status and git diff do not work there; its files are the snapshot's."
+        f"git status and git diff do not work there; its files are {files}."
     )

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import declared_mode, snapshot_fact
@@ -142,6 +143,17 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
                 audit.unchecked += 1
             elif not row.present:
                 audit.missing.append(row)
+    if isinstance(reader, BranchListing):
+        # A branch made with the current files names the capture it was copied from (a ref of
+        # the source's workspace no snapshot fact names): kept by retention, not an orphan.
+        for record in reader.list_branches():
+            snapshot = record.fact.get("snapshot")
+            if isinstance(snapshot, dict) and snapshot.get("checkpointRef"):
+                workspace = str(snapshot.get("workspaceIdentity") or "")
+                if workspace:
+                    named.setdefault(carrier.git_dir(workspace).name, set()).add(
+                        str(snapshot["checkpointRef"])
+                    )
     if carrier.root.is_dir() and carrier.git is not None:
         for repository in sorted(carrier.root.glob("*.git")):
             refs = carrier.refs_in(repository)

@@ -374,6 +374,10 @@ def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Pa
     joined = "\n".join(json.dumps(item) for item in request["history"])
     assert "no snapshot of the folder was kept for that point" in joined
     assert joined.index("Notes written.") < joined.index("no snapshot") < joined.index("what now?")
+    # The capture the copy was made from is named by the branch's fact: kept, not an orphan.
+    doctor = maka(["doctor"], src.data, env=src.env)
+    assert doctor.returncode == 0, doctor.stdout
+    assert "0 orphan refs" in doctor.stdout and "orphan ref:" not in doctor.stdout, doctor.stdout
 
 
 def test_a_snapshot_gone_from_the_store_is_said_and_nothing_is_copied(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from app.host.copy_note import copy_repository_note
 
 
@@ -22,3 +24,20 @@ def test_the_note_says_what_the_copy_holds(tmp_path: Path) -> None:
     (copy / ".git").mkdir()
     note = copy_repository_note(str(worktree), str(copy))
     assert note is not None and note.startswith("The copy is a clone of your Git repository")
+
+
+@pytest.mark.parametrize("cloned", [True, False])
+def test_the_note_names_the_files_the_copy_holds(tmp_path: Path, cloned: bool) -> None:
+    """The snapshot's files, or (a branch made with ``--current-files``) the folder's files as
+    they are now."""
+    source, copy = tmp_path / "source", tmp_path / "copy"
+    (source / ".git").mkdir(parents=True)
+    copy.mkdir()
+    if cloned:
+        (copy / ".git").mkdir()
+    snapshot = copy_repository_note(str(source), str(copy))
+    current = copy_repository_note(str(source), str(copy), current_files=True)
+    assert snapshot is not None and current is not None
+    assert "the snapshot's files" in snapshot and "current files" not in snapshot
+    assert "your folder's current files" in current and "snapshot" not in current
+    assert ("clone of your Git repository" in current) is cloned
