@@ -23,7 +23,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
-from app.host.session_rows import may_await_repair, session_row
+from app.host.session_rows import may_await_repair, nobody_owns, session_row
 from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
 
 SAFE_RESUME_OFF = (
@@ -223,7 +223,7 @@ def _list(args: argparse.Namespace) -> int:
             overviews = list_session_overviews(listing)
     # Whether anybody owns the folder matters only to a row whose last run is still marked
     # created or running (``session_row``): the lock is tested only then.
-    unowned = _nobody_owns(data_dir) if any(map(may_await_repair, overviews)) else False
+    unowned = nobody_owns(data_dir) if any(map(may_await_repair, overviews)) else False
     folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
     rows = [session_row(overview, unowned, folders) for overview in overviews]
     return _print(args, data_dir, rows, None)
@@ -306,15 +306,3 @@ def _list_from_host(args: argparse.Namespace, data_dir: Path, host: Any) -> int:
         raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     served = {"host": str(host.host_kind), "pid": host.host_pid}
     return _print(args, data_dir, rows_from_wire(answer.rows), served)
-
-
-def _nobody_owns(data_dir: Any) -> bool:
-    """True when no process owns the data directory right now: then a run still marked
-    running or created belongs to a process that is gone (startup recovery will end it)."""
-    from storage.instance_lock import InstanceLock, LockOutcome
-
-    lock = InstanceLock(data_dir)
-    if lock.acquire().outcome is not LockOutcome.ACQUIRED:
-        return False
-    lock.release()
-    return True

@@ -11,10 +11,16 @@ nobody has recovered yet shows as it was left; ``maka plan`` repairs first).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
+
+if TYPE_CHECKING:
+    from runtime.ledger.timeline_model import TimelineRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,14 +82,23 @@ def run(args: argparse.Namespace) -> int:
         )
     runs = timeline.runs
     header = timeline.header
+    abandoned = _awaiting_repair(runs, data_dir)
     if args.only_problems:
-        runs = only_problems(runs, header.pins if header is not None else ())
+        runs = only_problems(runs, header.pins if header is not None else (), abandoned)
     if args.json:
         extra: dict[str, object] = {"sessionId": args.session}
         if origin is not None:
             extra["branchedFrom"] = origin.to_json()
+        if abandoned:
+            extra["awaitingRepair"] = sorted(abandoned)
         write_timeline_json(runs, header, extra)
     else:
+        for run_id in sorted(abandoned):
+            print(
+                f"run {run_id} is still marked running, but no Maka process has this data folder "
+                "open: the process that ran it is gone. It is repaired at the next start; "
+                f"maka plan {args.session} repairs it now and says what can continue."
+            )
         if origin is not None:
             # Its record starts with its source's, by reference: say where that part is.
             from app.host.branch_session import branch_header_words
@@ -94,3 +109,15 @@ def run(args: argparse.Namespace) -> int:
             )
         write_timeline(runs, header)
     return EXIT_OK
+
+
+def _awaiting_repair(runs: Sequence[TimelineRun], data_dir: Path) -> frozenset[str]:
+    """The runs still marked created or running while nobody owns the data folder: their
+    process is gone and startup recovery has not repaired them yet (``maka sessions`` says
+    "INTERRUPTED (repaired at the next start)" of them)."""
+    marked = frozenset(run.run_id for run in runs if run.status in ("created", "running"))
+    if not marked:
+        return marked
+    from app.host.session_rows import nobody_owns
+
+    return marked if nobody_owns(data_dir) else frozenset()

@@ -74,3 +74,15 @@ def wire_rows(overviews: Iterable[SessionOverview]) -> tuple[SessionRow, ...]:
 def rows_from_wire(rows: Sequence[SessionRow]) -> list[dict[str, Any]]:
     """Back to the ``--json`` rows, key for key (absent fields stay absent)."""
     return [row.model_dump(mode="json", by_alias=True, exclude_none=True) for row in rows]
+
+
+def nobody_owns(data_dir: Any) -> bool:
+    """True when no process owns the data directory right now: then a run still marked
+    running or created belongs to a process that is gone (startup recovery will end it)."""
+    from storage.instance_lock import InstanceLock, LockOutcome
+
+    lock = InstanceLock(data_dir)
+    if lock.acquire().outcome is not LockOutcome.ACQUIRED:
+        return False
+    lock.release()
+    return True

@@ -16,7 +16,13 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from runtime.ledger.timeline_lazy import LazyRows
-from runtime.ledger.timeline_model import TimelineEntry, TimelineKind, TimelineRow, TimelineRun
+from runtime.ledger.timeline_model import (
+    TimelineEntry,
+    TimelineKind,
+    TimelineRow,
+    TimelineRun,
+    TimelineStatus,
+)
 
 OUTSIDE_REASONS = frozenset(
     {
@@ -187,13 +193,22 @@ def row_problem(row: TimelineRow, pinned: bool) -> bool:
 
 
 def only_problems(
-    runs: Sequence[TimelineRun], pins: Sequence[PinnedReason]
+    runs: Sequence[TimelineRun],
+    pins: Sequence[PinnedReason],
+    abandoned: frozenset[str] = frozenset(),
 ) -> tuple[TimelineRun, ...]:
-    """The same runs keeping only their problem rows (every run stays, so the lineage reads)."""
+    """The same runs keeping only their problem rows (every run stays, so the lineage reads);
+    ``abandoned``: runs still marked running whose process is gone (not yet repaired), where a
+    call with no result yet is a problem too."""
     marked = {(pin.run_id, pin.seq) for pin in pins if pin.run_id is not None}
     kept = []
     for run in runs:
-        rows = tuple(row for row in run.rows if row_problem(row, (run.run_id, row.seq) in marked))
+        rows = tuple(
+            row
+            for row in run.rows
+            if row_problem(row, (run.run_id, row.seq) in marked)
+            or (run.run_id in abandoned and row.status is TimelineStatus.RUNNING)
+        )
         kept.append(_with_rows(run, rows))
     return tuple(kept)
 

@@ -1,7 +1,8 @@
 """``maka plan`` while another ``maka run`` still runs the session's turn (a real process, the
 data folder read-only to ``plan``): the call without a result is running, not unknown, so the
 plan must not offer ``maka settle`` for it nor a new message; once that process is killed with
-SIGKILL, the next ``plan`` repairs the run and offers both."""
+SIGKILL, ``maka timeline`` (which never repairs) says the run awaits repair and counts the call
+among the problems, and the next ``plan`` repairs the run and offers both."""
 
 from __future__ import annotations
 
@@ -74,9 +75,17 @@ def test_a_call_of_a_turn_still_running_is_not_offered_to_settle(tmp_path: Path)
             body = json.loads(maka(["plan", session, "--json"], data, env=flag).stdout)
             [call] = body["operations"]
             assert call["turnRunning"] is True and body["readOnly"] is True
+        running = json.loads(maka(["timeline", session, "--json"], data).stdout)
+        assert "awaitingRepair" not in running  # its process holds the data folder
     finally:
         os.killpg(runner.pid, signal.SIGKILL)
         runner.wait(timeout=30)
+
+    left = maka(["timeline", session, "--only-problems"], data)
+    assert left.returncode == 0, left.stderr
+    assert "is still marked running, but no Maka process has this data folder open" in left.stdout
+    assert "bash: no result yet" in left.stdout, left.stdout
+    [run_id] = json.loads(maka(["timeline", session, "--json"], data).stdout)["awaitingRepair"]
 
     after = maka(["plan", session], data, env=FLAG)  # this plan repairs the killed run first
     assert after.returncode == 3, after.stderr
@@ -84,3 +93,6 @@ def test_a_call_of_a_turn_still_running_is_not_offered_to_settle(tmp_path: Path)
     assert "may still be running" not in after.stdout
     body = json.loads(maka(["plan", session, "--json"], data, env=FLAG).stdout)
     assert "turnRunning" not in body["operations"][0]
+    repaired = json.loads(maka(["timeline", session, "--json"], data).stdout)
+    assert "awaitingRepair" not in repaired
+    assert [run["runId"] for run in repaired["runs"]] == [run_id]
