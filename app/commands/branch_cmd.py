@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
-from runtime.ledger.codes import BranchCode, RestoreCode, StoreCode
+from runtime.ledger.codes import BranchCode, HostCode, RestoreCode, StoreCode
 
 if TYPE_CHECKING:
     from runtime.continuation.branch_service import BranchOption
@@ -72,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
 
+    if args.to is not None and not args.to.strip():
+        raise CliError(
+            HostCode.INVALID_ARGUMENT,
+            "--to was given an empty folder name; leave it out for the default place",
+            EXIT_USAGE,
+        )
     data_dir = resolve_data_dir(args.data_dir)
     from storage.ledger.database_choice import no_ledger_yet
 

@@ -18,7 +18,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliErro
 from app.data_paths import resolve_data_dir
 from app.host.resume_decisions import restore_unavailable as _restore_unavailable
 from app.host.resume_decisions import unanswered_decision as _unanswered_decision
-from runtime.ledger.codes import RestoreCode, StoreCode
+from runtime.ledger.codes import HostCode, RestoreCode, StoreCode
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from app.commands.terminal_transcript import TerminalTranscript
     from runtime.agent.permission_policy import PermissionAsker, PermissionPolicy
     from runtime.continuation.workspace_decision import WorkspaceDecision
+
+
+# ``--restore-to`` without DIR (no argument can hold a NUL): the default place, said as "".
+_DEFAULT_PLACE = "\0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     decision.add_argument(
         "--restore-to",
         nargs="?",
-        const="",
+        const=_DEFAULT_PLACE,
         metavar="DIR",
         help="when the files changed since the stop: continue in a copy of the folder as it was "
         "at the stop (or, when the last snapshot is older, as that snapshot holds it: maka plan "
@@ -69,6 +73,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.restore_to is not None:
+        if not args.restore_to.strip():
+            raise CliError(
+                HostCode.INVALID_ARGUMENT,
+                "--restore-to was given an empty folder name; leave DIR out for the default "
+                "place. Nothing was changed.",
+                EXIT_USAGE,
+            )
+        if args.restore_to == _DEFAULT_PLACE:
+            args.restore_to = ""
     from app.commands.cli_session_host import owned_session_host
     from app.commands.run_cmd import (
         note_refusals_without_terminal,

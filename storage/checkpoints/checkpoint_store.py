@@ -117,6 +117,7 @@ from storage.checkpoints.checkpoint_share import share_objects
 from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
+from storage.sessions.workspace_identity import MARKER_NAME as FOLDER_MARKER
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
@@ -1057,6 +1058,26 @@ class GitCheckpointStore:
         return check_trees(self._git_runner(), git_dir, trees)
 
     # ---- isolated restore ----------------------------------------------------------------------
+    def _refuse_place(self, target: Path) -> None:
+        """A copy never goes inside the data folder, nor inside another session's folder (a
+        folder holding a workspace marker): there it would be part of that session's files,
+        and, a clone, a repository nested in its snapshots (the source folder itself is
+        refused by the caller, which knows it)."""
+        real = Path(os.path.realpath(target))
+        data = Path(os.path.realpath(self.root.parent))
+        if real == data or data in real.parents:
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
+                f"{target} is inside Maka's data folder {data}; choose a folder outside it",
+            )
+        for folder in real.parents:
+            if (folder / FOLDER_MARKER).is_file() or (folder / LEGACY_MARKER_NAME).is_file():
+                raise CheckpointError(
+                    RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
+                    f"{target} is inside {folder}, the folder of a Maka session; a copy there "
+                    "would become part of that session's files: choose a folder outside it",
+                )
+
     def materialize(
         self,
         workspace_identity: str,
@@ -1079,6 +1100,7 @@ class GitCheckpointStore:
         )
 
         target = Path(os.path.abspath(target))
+        self._refuse_place(target)
         checked = self._check_snapshots(workspace_identity, [tree_id])[tree_id]
         damaged = checked.damaged
         if damaged:
@@ -1091,15 +1113,15 @@ class GitCheckpointStore:
                 f"{len(damaged)} object(s) {'missing' if first.missing else 'changed'}, "
                 f"first {first.path or 'its top folder'}",
             )
-        not_empty = CheckpointError(
-            RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
-            f"{target} is not an empty folder; a restored copy needs a new or empty one",
-        )
         try:
             target.mkdir()  # exclusive: two restores never share a new folder
         except FileExistsError:
             if not target.is_dir() or any(target.iterdir()):
-                raise not_empty from None
+                what = "is not an empty folder" if target.is_dir() else "is a file, not a folder"
+                raise CheckpointError(
+                    RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
+                    f"{target} {what}; a restored copy needs a new or empty folder",
+                ) from None
         except OSError as error:
             raise CheckpointError(
                 RestoreCode.WORKSPACE_RESTORE_FAILED, f"cannot create {target}: {error.strerror}"

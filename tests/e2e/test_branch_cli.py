@@ -18,7 +18,11 @@ import pytest
 from storage.checkpoints.checkpoint_retention import run_retention
 from storage.checkpoints.checkpoint_store import START_REF, GitCheckpointStore
 from storage.ledger.ledger_store import open_store
-from storage.sessions.workspace_identity import resolve_workspace_identity
+from storage.sessions.workspace_identity import (
+    MARKER_NAME,
+    marker_bytes,
+    resolve_workspace_identity,
+)
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.user_git import user_git
 
@@ -227,8 +231,25 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     assert "[workspace_restore_target_not_empty]" in full["stderr"]
     unknown = src.branch("session_nope", code=2)
     assert "[session_not_found]" in unknown["stderr"]
+    point = boundaries[0]["eventId"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    file_refused = src.branch(session, "--at", point, "--to", str(a_file), code=2)
+    assert "is a file, not a folder" in file_refused["stderr"]
+    empty = src.branch(session, "--at", point, "--to", "", code=2)  # an unset "$DIR"
+    assert "[invalid_argument]" in empty["stderr"]
+    # Not in the data folder, nor in another session's folder (its marker says so), where the
+    # copy, a clone, would become part of that session's files.
+    other = tmp_path / "other-session"
+    (other / MARKER_NAME).parent.mkdir(parents=True)
+    (other / MARKER_NAME).write_bytes(marker_bytes("another-workspace", 1))
+    places = [src.data / "copies" / "x", other / "deep" / "copy"]
+    refusals = [src.branch(session, "--at", point, "--to", str(p), code=2) for p in places]
+    assert all("[workspace_restore_target_inside]" in r["stderr"] for r in refusals), refusals
+    assert not (src.data / "copies").exists() and not (other / "deep").exists()
     assert "Traceback" not in "".join(
-        r["stderr"] for r in (missing, invalid, inside, full, unknown)
+        r["stderr"]
+        for r in (missing, invalid, inside, full, unknown, file_refused, empty, *refusals)
     )
     assert committed_runs(src.data) == before
     sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]

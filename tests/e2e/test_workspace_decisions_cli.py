@@ -317,6 +317,19 @@ def test_restore_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     assert len(committed_runs(drill.data)) == 1 and drill.requests() == []
 
 
+def test_an_empty_folder_name_is_a_usage_error_not_the_default_place(tmp_path: Path) -> None:
+    """``--restore-to "$DIR"`` with DIR unset: refused, nothing made, nothing run (a bare
+    ``--restore-to`` is what asks for the default place)."""
+    drill, before = _drifted(tmp_path)
+    args = ["resume", drill.session, "--permission-mode", "auto", "--restore-to", ""]
+    refused = maka(args, drill.data, env=drill.env)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "[invalid_argument]" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "work-restored-1").exists()
+    assert _files(drill.work) == before
+    assert len(committed_runs(drill.data)) == 1 and drill.requests() == []
+
+
 def test_a_copy_left_by_a_killed_restore_is_named_and_never_reused(tmp_path: Path) -> None:
     drill, before = _drifted(tmp_path)
     args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--restore-to"]
