@@ -316,7 +316,15 @@ class HostApp(QObject):
         self._recovery = result.value
         services = self._services
         assert services is not None and self._server is not None
-        self._router = RequestRouter(self._server, services, self._workers, self.lifecycle)
+        self._router = RequestRouter(
+            self._server,
+            services,
+            self._workers,
+            self.lifecycle,
+            # The desktop's window stands for its questions (a late or restarted one shows
+            # them); ``maka host`` has one only while ``maka gui`` asked it for one.
+            window_coming=lambda: not self._headless or self._launcher.running,
+        )
         self._router.restore_standing(self._recovery.standing)
         self.lifecycle.mark_ready()
         self._announce(READY_LINE)  # never before the store is open: a refusal is never "ready"

@@ -181,8 +181,12 @@ class RequestRouter:
         services: HostServices,
         workers: TurnWorkers,
         lifecycle: HostLifecycle,
+        window_coming: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``window_coming``: a window was started and may not have connected yet (the
+        desktop's own, or one ``maka gui`` asked ``maka host`` for)."""
         self._server = server
+        self._window_coming = window_coming
         self._services = services
         self._workers = workers
         self._lifecycle = lifecycle
@@ -842,26 +846,35 @@ class RequestRouter:
                 continue
             for push in self._standing.pushes(session_id):
                 if isinstance(push, PermissionRequestedPush):
-                    try:
-                        self._services.answer_permission(
-                            session_id, push.request_id, PermissionDecision.DENY
-                        )
-                    except Exception as error:  # answered meanwhile: nothing to do
-                        _limited.log(
-                            logging.INFO,
-                            "left_question",
-                            "question left by a terminal not denied [%s]",
-                            escape(getattr(error, "code", type(error).__name__), 40),
-                        )
-                    self._standing.answered(session_id, push.request_id)
-                    self._closed(
+                    self._deny_unasked(
                         session_id,
                         push.request_id,
-                        PermissionDecision.DENY,
                         "the host: the terminal that drove the turn left and no window was "
                         "open (denied, as maka run denies at the end of its input)",
-                        None,
                     )
+
+    def _deny_unasked(self, session_id: str, request_id: str, where: str) -> None:
+        """Deny a question nobody connected can answer, and say where it was answered."""
+        try:
+            self._services.answer_permission(session_id, request_id, PermissionDecision.DENY)
+        except Exception as error:  # answered meanwhile: nothing to do
+            _limited.log(
+                logging.INFO,
+                "left_question",
+                "question nobody could answer not denied [%s]",
+                escape(getattr(error, "code", type(error).__name__), 40),
+            )
+        self._standing.answered(session_id, request_id)
+        self._closed(session_id, request_id, PermissionDecision.DENY, where, None)
+
+    def _nobody_to_ask(self, session_id: str) -> bool:
+        """No window is connected and no terminal views the session: a question of a turn no
+        terminal drives (automatic resume under ``maka host``) would wait for ever."""
+        return (
+            not self._server.renderer_ids()
+            and not self._window_coming()
+            and session_id not in self._viewers.values()
+        )
 
     def _undrive(self, session_id: str) -> None:
         """The session's work ended (its done callback, on the event loop): forget its driver,
@@ -1241,6 +1254,17 @@ class RequestRouter:
             self._broadcast(message)
             if isinstance(message, _VIEWED):
                 self._to_viewers(session_id, message, driver)
+            if (
+                driver is None
+                and isinstance(message, PermissionRequestedPush)
+                and self._nobody_to_ask(session_id)
+            ):
+                self._deny_unasked(
+                    session_id,
+                    message.request_id,
+                    "the host: no window was open and no terminal viewed the session (denied, "
+                    "as maka run denies without a terminal)",
+                )
             if isinstance(message, RunStatusPush) and message.status is RunStatusValue.RUNNING:
                 self.refresh_session(session_id)
 

@@ -826,9 +826,13 @@ class DesktopServices:
             return ResumeFailed(error.code, error.message)
         observer = _ResumeObserver(sink)
 
-        def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        def tell(question: PermissionQuestion) -> None:
             sink.permission_requested(question.request_id, question.tool_name, question.summary)
-            return sessions.permissions.wait(question, cancel, None)
+
+        def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+            # Told once the question is open: an answer at once (a host denying a question
+            # nobody can be asked) finds it.
+            return sessions.permissions.wait(question, cancel, tell)
 
         # A terminal's `maka resume` drives the same continuation with its own mode and lines.
         said = TerminalContinuation(terminal, sessions, sink) if terminal is not None else None

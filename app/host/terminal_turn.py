@@ -136,10 +136,12 @@ def terminal_turn(
     """Run the turn to its end (``send_turn``'s refusals raise ``HostServiceError``)."""
     transcript = TerminalTranscript(cast(TextIO, _Written(write)))
 
-    def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+    def tell(question: PermissionQuestion) -> None:
         transcript.print_line(permission_question_text(question, turn.columns))
         sink.permission_requested(question.request_id, question.tool_name, question.summary)
-        return sessions.permissions.wait(question, cancel, None)
+
+    def ask(question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        return sessions.permissions.wait(question, cancel, tell)  # told once it is open
 
     settings = None if turn.max_steps is None else RunSettings(max_steps=turn.max_steps)
     try:
@@ -227,9 +229,11 @@ class TerminalContinuation:
         return self.policy, self.ask, _Both(live, self.transcript), self.settings
 
     def ask(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
+        return self._sessions.permissions.wait(question, cancel, self._tell)  # once it is open
+
+    def _tell(self, question: PermissionQuestion) -> None:
         self.transcript.print_line(permission_question_text(question, self._terminal.columns))
         self._sink.permission_requested(question.request_id, question.tool_name, question.summary)
-        return self._sessions.permissions.wait(question, cancel, None)
 
     def _out(self, text: str) -> None:
         self._terminal.write(text + "\n", "stdout")

@@ -1,0 +1,106 @@
+"""A question nobody connected can answer: ``maka host`` killed while a terminal's turn waited on
+a permission question, restarted with automatic resume on and no window. The continuation asks
+again; with no window connected and no terminal viewing the session, the host denies it (as
+``maka run`` denies without a terminal) instead of waiting for ever, so the session ends and
+the next interrupted session in the queue is resumed too. The command never runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_process import MainProcess, main_log, maka_executable, start_main
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(sys.platform == "win32", reason="terminal clients attach over Unix sockets"),
+]
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+
+
+def _script(tmp_path: Path, name: str) -> Path:
+    call = {"id": "b1", "name": "bash", "args": {"command": f"echo once >> {name}.txt"}}
+    return write_script(
+        tmp_path / f"{name}.json", [[{"text": "Counting.", "toolCalls": [call]}, {"text": "Done."}]]
+    )
+
+
+def _statuses(data: Path) -> dict[str, str]:
+    listed = maka(["sessions", "--json"], data)
+    assert listed.returncode == 0, listed.stderr
+    return {
+        str(row["sessionId"]): str(row.get("lastRunStatus"))
+        for row in json.loads(listed.stdout)["sessions"]
+    }
+
+
+def _asking(data: Path, work: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``maka run --permission-mode ask`` through the host, left at its question."""
+    client = subprocess.Popen(
+        [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "count"],
+        env={**os.environ, **env, "MAKA_DATA_DIR": str(data)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert client.stdout is not None
+    deadline = time.monotonic() + 30
+    seen = ""
+    while "[permission]" not in seen and time.monotonic() < deadline:
+        seen += client.stdout.readline()
+    assert "[permission]" in seen, seen
+    return client
+
+
+def test_automatic_resume_under_maka_host_denies_a_question_nobody_can_answer(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    env = scripted_env(_script(tmp_path, "count"), checkpoints=True)
+    folders = [tmp_path / "one", tmp_path / "two"]
+    host: MainProcess = start_main(data, env, "host").wait_ready()
+    clients: list[subprocess.Popen[str]] = []
+    try:
+        for work in folders:
+            work.mkdir()
+            clients.append(_asking(data, work, env))
+    finally:
+        host.stop()  # SIGKILL: both turns stop at their open question
+        for client in clients:
+            client.kill()
+            client.wait(timeout=30)
+            for pipe in (client.stdin, client.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+    again = start_main(data, {**env, **FLAG}, "host").wait_ready()
+    try:
+        deadline = time.monotonic() + 60
+        statuses = _statuses(data)
+        while time.monotonic() < deadline and set(statuses.values()) != {"completed"}:
+            time.sleep(0.5)
+            statuses = _statuses(data)
+        assert set(statuses.values()) == {"completed"}, (statuses, again.stderr())
+    finally:
+        again.stop()
+    for work in folders:
+        assert not (work / "count.txt").exists(), "a denied command never runs"
+    decisions = [
+        event["actions"]["permissionDecision"]["decision"]
+        for _header, events in committed_runs(data)
+        for event in events
+        if "permissionDecision" in (event.get("actions") or {})
+    ]
+    assert decisions == ["deny", "deny"], decisions  # the continuations' questions, denied
+    log = main_log(data)
+    assert log.count("auto-resume outcome: ResumeStarted") == 2, log
