@@ -967,6 +967,21 @@ class ResumeFailedPush(_Message):
     automatic: bool = False
 
 
+MAX_SETTLED_PATHS: Final = 5_000
+
+
+class SettledFolder(WireModel):
+    """What the answer did to the folder's starting point (``maka settle --json``'s
+    ``workspace``): a baseline recorded or not, the paths changed since the last snapshot (the
+    first ``MAX_SETTLED_PATHS``; ``changed_count`` counts them all; None: no snapshot to compare
+    with), or why the folder could not be captured."""
+
+    baseline_recorded: bool
+    changed_paths: Annotated[tuple[FsPath, ...], Field(max_length=MAX_SETTLED_PATHS)] | None = None
+    changed_count: Annotated[int, Field(ge=0)] | None = None
+    problem: Explanation | None = None
+
+
 class Settlement(WireModel):
     """What was recorded for ``tools.settle``, as ``maka settle --json`` prints it."""
 
@@ -979,6 +994,7 @@ class Settlement(WireModel):
     created: bool
     """False: the same answer was already recorded."""
     note: Annotated[str, StringConstraints(max_length=MAX_NOTE_CHARS)] | None = None
+    workspace: SettledFolder | None = None
 
 
 class ToolSettledPush(_Message):

@@ -729,14 +729,18 @@ class RequestRouter:
             return
         self._drive(session_id, peer_id, self._client_words(peer_id, "a terminal", "resume"))
 
-    def _drive(self, session_id: str, peer_id: int | None, what: str = "") -> None:
-        """Note who drives ``session_id``'s running work (a client, or the host's own work)."""
+    def _drive(
+        self, session_id: str, peer_id: int | None, what: str = "", asker: int | None = None
+    ) -> None:
+        """Note who drives ``session_id``'s running work (a client, or the host's own work on
+        behalf of ``asker``, which hears its own answer rather than a "[viewing]" line)."""
         if peer_id is not None and peer_id in self._server.terminal_ids():
             self._terminal_drivers.add(peer_id)
         if not what:
             what = self._client_words(peer_id, "a terminal")
         self._drivers[session_id] = (peer_id, what)
-        self._to_viewers(session_id, SessionDriverPush(session_id=session_id, driver=what), peer_id)
+        push = SessionDriverPush(session_id=session_id, driver=what)
+        self._to_viewers(session_id, push, peer_id if peer_id is not None else asker)
 
     def _client_words(self, peer_id: int | None, article: str, command: str = "run") -> str:
         """A client in words: "the desktop window", or ``article`` + " (maka tui, pid 12)"
@@ -1118,7 +1122,7 @@ class RequestRouter:
             done,
         )
         if started:
-            self._drive(session_id, None, "an answer about a tool call being recorded")
+            self._drive(session_id, None, "an answer about a tool call being recorded", peer_id)
         if not started:
             busy = self._workers.busy(session_id)
             tell(

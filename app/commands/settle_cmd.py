@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
@@ -162,37 +162,47 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
         usage = str(refusal.code) in _USAGE_CODES | {StoreCode.SESSION_NOT_FOUND}
         raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
     body = answer.settlement.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return _report(args, body, answer.resume_available, list(answer.resume_reasons))
+    folder = folder_words(body, args.session)
+    if isinstance(body.get("workspace"), dict):
+        body["workspace"].pop("changedCount", None)  # as the command prints it alone
+    return _report(args, body, answer.resume_available, list(answer.resume_reasons), folder)
 
 
 def folder_lines(settled: Settled, session_id: str) -> list[str]:
     """What the answer did to the folder's starting point (docs/design/workspace.md section 3)."""
+    return folder_words(settled.to_json(), session_id)
+
+
+def folder_words(body: Mapping[str, Any], session_id: str) -> list[str]:
+    """``folder_lines`` from what ``maka settle --json`` prints (the host sends the same)."""
     from runtime.ledger.workspace_facts import changed_count_words
 
-    found = settled.baseline
-    if found is None or not settled.created:
+    found = body.get("workspace")
+    if not isinstance(found, Mapping) or not body.get("created"):
         return []
-    if found.problem is not None:
+    if found.get("problem"):
         return [
             "  The folder could not be taken as the new starting point "
-            f"({found.problem}); its last snapshot stays behind it "
+            f"({found['problem']}); its last snapshot stays behind it "
             f"(maka resume {session_id} --rebaseline takes the files as they are)."
         ]
-    if found.body is None:
+    if not found.get("baselineRecorded"):
         return ["  No file changed since the last snapshot."]
-    if found.changes is None:
+    paths = found.get("changedPaths")
+    if not isinstance(paths, list):
         return [
             "  The folder as it is now is the new starting point "
             "(there was no snapshot to compare it with)."
         ]
-    paths = found.changed_paths()
+    count = int(found.get("changedCount") or len(paths))
+    words = changed_count_words(paths) if count == len(paths) else f"{count} files"
     lines = [
         "  The folder as it is now is the new starting point; "
-        f"{changed_count_words(paths)} changed since the last snapshot" + (":" if paths else ".")
+        f"{words} changed since the last snapshot" + (":" if paths else ".")
     ]
     lines.extend(f"    {path}" for path in paths[:10])
-    if len(paths) > 10:
-        lines.append(f"    and {len(paths) - 10} more")
+    if count > 10:
+        lines.append(f"    and {count - 10} more")
     return lines
 
 

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from app.bridge_contract import AttestationChoice, Settlement, TranscriptItem
+from app.bridge_contract import (
+    MAX_SETTLED_PATHS,
+    MAX_SUMMARY_CHARS,
+    AttestationChoice,
+    SettledFolder,
+    Settlement,
+    TranscriptItem,
+)
 from app.host.host_services import HostServiceError, ResumeParked, SettleResult
 from app.host.transcript_items import wire_item
 from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
@@ -95,8 +102,23 @@ def settle_call(  # noqa: PLR0917 (the user's answer, and the host's pieces)
         attested_at=settled.attested_at,
         created=settled.created,
         note=settled.note,
+        workspace=_settled_folder(settled.to_json().get("workspace")),
     )
     if plan.continues:
         return SettleResult(card, None, settlement)
     reasons = tuple(str(reason) for reason in plan.rejection_reasons)
     return SettleResult(card, parked(plan), settlement, reasons)
+
+
+def _settled_folder(found: object) -> SettledFolder | None:
+    """``Settled.to_json``'s ``workspace`` on the wire (its paths bounded, their count kept)."""
+    if not isinstance(found, dict):
+        return None
+    paths = found.get("changedPaths")
+    listed = [str(path) for path in paths if str(path)] if isinstance(paths, list) else None
+    return SettledFolder(
+        baseline_recorded=bool(found.get("baselineRecorded")),
+        changed_paths=tuple(listed[:MAX_SETTLED_PATHS]) if listed is not None else None,
+        changed_count=len(listed) if listed is not None else None,
+        problem=str(found["problem"])[:MAX_SUMMARY_CHARS] if found.get("problem") else None,
+    )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_resume_proven_writes import Drill, _codes
-from tests.helpers.maka_process import maka_executable
+from tests.helpers.maka_process import maka_executable, start_main
 from tests.helpers.maka_run import committed_runs, maka, write_script
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
@@ -203,3 +203,27 @@ def test_a_branch_after_a_settled_call_takes_the_answer_with_its_result(tmp_path
     assert "b1" in history and "go on" in history, history
     assert (drill.work / "count.txt").read_text() == "once\n"  # nothing ran again
     assert (copy / "count.txt").read_text() == "once\n"
+
+
+def test_settling_through_a_running_host_says_what_it_did_to_the_folder(tmp_path: Path) -> None:
+    """``maka settle`` beside ``maka host``: the host records the answer and its baseline, and
+    the command prints what it prints alone (the ``workspace`` document, the folder's lines)."""
+    alone = _killed_in_bash(tmp_path / "alone")
+    said_alone = maka(["settle", alone.session, "b1", "--ran", "--json"], alone.data, env=alone.env)
+    expected = json.loads(said_alone.stdout)["workspace"]
+    assert expected == {"baselineRecorded": True, "changedPaths": ["count.txt"]}
+
+    drills = [_killed_in_bash(tmp_path / name) for name in ("beside-json", "beside-text")]
+    said: list[str] = []
+    for drill, extra in zip(drills, (["--json"], []), strict=True):
+        host = start_main(drill.data, drill.env, "host").wait_ready()
+        try:
+            done = maka(["settle", drill.session, "b1", "--ran", *extra], drill.data, env=drill.env)
+        finally:
+            host.stop()
+        assert done.returncode == 0, done.stdout + done.stderr
+        said.append(done.stdout)
+        assert len(_baselines(drill.data)) == 1
+    assert json.loads(said[0])["workspace"] == expected
+    assert "The folder as it is now is the new starting point; 1 file changed" in said[1]
+    assert "    count.txt" in said[1]

@@ -59,6 +59,8 @@ def test_tui_beside_maka_host_chats_through_it(tmp_path: Path) -> None:
         assert "you> one" in chat.stdout and "[tool] write_file" in chat.stdout
         assert "branch one: /branch EVENT [DIR]" in chat.stdout
         assert "not recorded [" in chat.stdout  # w1 completed: nothing to settle
+        # The host's own work for that answer is not another client's turn in this chat.
+        assert "[viewing]" not in chat.stdout, chat.stdout
         assert (work / "a.txt").read_text() == "hi\n"
         runs = committed_runs(data)
         assert [header.status for header, _ in runs] == [RunStatus.COMPLETED] * 2
