@@ -532,6 +532,9 @@ class SessionsPlanRequest(_Message):
 
     kind: Literal[MessageKind.SESSIONS_PLAN] = MessageKind.SESSIONS_PLAN
     session_id: Id
+    safe_resume: bool | None = None
+    """The command's own ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` when set: the plan is the one
+    ``maka resume`` with the same variable would make (None: the host's setting)."""
 
 
 class TurnsRunRequest(_Message):
@@ -714,6 +717,9 @@ class SessionsOverviewedPush(_Message):
 
     kind: Literal[MessageKind.SESSIONS_OVERVIEWED] = MessageKind.SESSIONS_OVERVIEWED
     rows: Annotated[tuple[SessionRow, ...], Field(max_length=MAX_SESSIONS_PER_LIST)]
+    # The host's Safe resume setting (what ``maka resume`` through it uses when the command
+    # sets no MAKA_RUNTIME_SAFE_BOUNDARY_RESUME of its own); None: not said.
+    safe_resume: bool | None = None
 
 
 class SessionPlannedPush(_Message):

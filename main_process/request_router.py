@@ -337,10 +337,20 @@ class RequestRouter:
         """The window's list, a terminal's ``maka sessions`` rows or its ``maka plan``."""
         if isinstance(message, SessionsPlanRequest):
             session_id = message.session_id
-            job = lambda: self._services.plan_report(session_id)  # noqa: E731
+            safe = message.safe_resume
+            job = lambda: self._services.plan_report(session_id, safe)  # noqa: E731
             self._query(peer_id, message.correlation_id, job, _planned)
         elif isinstance(message, SessionsOverviewRequest):
-            self._query(peer_id, message.correlation_id, self._services.session_rows, _overviewed)
+            services = self._services
+
+            def overview() -> Message:
+                flags = services.resume_flags()
+                return SessionsOverviewedPush(
+                    rows=tuple(services.session_rows()),
+                    safe_resume=flags[0] if flags is not None else None,
+                )
+
+            self._query(peer_id, message.correlation_id, overview, _as_push)
         else:
             self._query(peer_id, message.correlation_id, self._services.list_sessions, _listed)
 
@@ -1284,10 +1294,14 @@ class RequestRouter:
 
 
 def _as_push(value: object) -> Message:
-    """A push the job built itself (the timeline's pages)."""
+    """A push the job built itself (the timeline's pages, the sessions overview)."""
     assert isinstance(
         value,
-        TimelineOpenedPush | TimelinePagePush | TimelineEventShownPush | TimelineLocatedPush,
+        TimelineOpenedPush
+        | TimelinePagePush
+        | TimelineEventShownPush
+        | TimelineLocatedPush
+        | SessionsOverviewedPush,
     )
     return value
 
@@ -1295,11 +1309,6 @@ def _as_push(value: object) -> Message:
 def _listed(value: object) -> Message:
     assert isinstance(value, Sequence)
     return SessionsListedPush(sessions=tuple(value))
-
-
-def _overviewed(value: object) -> Message:
-    assert isinstance(value, Sequence)
-    return SessionsOverviewedPush(rows=tuple(value))
 
 
 def _planned(value: object) -> Message:

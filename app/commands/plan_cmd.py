@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -118,7 +119,12 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     from runtime.ledger.codes import HostCode
 
     try:
-        request = SessionsPlanRequest(session_id=args.session)
+        from app.host.resume_switch import RESUME_FLAG
+
+        own = os.environ.get(RESUME_FLAG)  # decides for this plan, as for maka resume
+        request = SessionsPlanRequest(
+            session_id=args.session, safe_resume=None if own is None else own == "1"
+        )
     except ValidationError:
         raise CliError(
             StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE

@@ -17,6 +17,7 @@ like ``maka run``; while a host serves it (the desktop, ``maka host``), the host
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -249,8 +250,14 @@ def _with_hosts(rows: list[dict[str, Any]], data_dir: Path) -> None:
 
 
 def _print(
-    args: argparse.Namespace, data_dir: Path, rows: list[dict[str, Any]], served: Any
+    args: argparse.Namespace,
+    data_dir: Path,
+    rows: list[dict[str, Any]],
+    served: Any,
+    host_resume: bool | None = None,
 ) -> int:
+    """``host_resume``: the serving host's Safe resume setting, which ``maka resume`` through it
+    uses unless the command sets MAKA_RUNTIME_SAFE_BOUNDARY_RESUME itself."""
     _with_hosts(rows, data_dir)
     if args.json:
         import json  # only here: the text list does without it (start-up time)
@@ -267,7 +274,14 @@ def _print(
     from app.host.resume_switch import resume_enabled
 
     # Off, 'maka resume' can only refuse: the hint would send the user to a refusal.
-    enabled = resume_enabled(data_dir) if any(row["resumable"] for row in rows) else False
+    enabled = False
+    if any(row["resumable"] for row in rows):
+        from app.host.resume_switch import RESUME_FLAG
+
+        if host_resume is not None and RESUME_FLAG not in os.environ:
+            enabled = host_resume
+        else:
+            enabled = resume_enabled(data_dir)
     lines: list[str] = []  # written at once: one pass of the terminal guard, not one per row
     for row in rows:
         status = row.get("lastRunStatus") or "no runs"
@@ -305,4 +319,4 @@ def _list_from_host(args: argparse.Namespace, data_dir: Path, host: Any) -> int:
     if not isinstance(answer, SessionsOverviewedPush):
         raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     served = {"host": str(host.host_kind), "pid": host.host_pid}
-    return _print(args, data_dir, rows_from_wire(answer.rows), served)
+    return _print(args, data_dir, rows_from_wire(answer.rows), served, answer.safe_resume)

@@ -529,12 +529,14 @@ class DesktopServices:
     def session_rows(self) -> Sequence[SessionRow]:
         return wire_rows(self._service.list_sessions())
 
-    def plan_report(self, session_id: str) -> PlanReport:
+    def plan_report(self, session_id: str, safe_resume: bool | None = None) -> PlanReport:
+        """``safe_resume``: a terminal's own setting, which decides as it does for its
+        ``maka resume`` (None: the host's)."""
         try:
             self._service.get_session(session_id)
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        plan = self._planner().plan_latest(session_id)
+        plan = self._planner(safe_resume).plan_latest(session_id)
         operations = source_operations(self._store, plan)
         document = json.dumps(plan_json(plan, {"readOnly": False}, operations), ensure_ascii=False)
         folder = folder_words(
@@ -948,13 +950,13 @@ class DesktopServices:
             return terminal.safe_resume
         return self.resume_flags()[0]
 
-    def _planner(self) -> ResumeService:
+    def _planner(self, safe_resume: bool | None = None) -> ResumeService:
         sessions = self._service
         return resume_service(
             self._store,
             sessions.catalog.names,
             self._shells,
-            enabled=self.resume_flags()[0],
+            enabled=self.resume_flags()[0] if safe_resume is None else safe_resume,
             clock=self._clock,
             lifecycle=None,
             checkpoints=sessions.checkpoints,

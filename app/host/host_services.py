@@ -324,7 +324,7 @@ class HostServices(Protocol):
         """Every session as ``maka sessions`` lists it, oldest first (a terminal attached)."""
         ...
 
-    def plan_report(self, session_id: str) -> PlanReport:
+    def plan_report(self, session_id: str, safe_resume: bool | None = None) -> PlanReport:
         """``maka plan SESSION`` for a terminal: the plan from committed facts, in words and as
         its JSON document (``HostServiceError`` with ``session_not_found`` for no session)."""
         ...

@@ -21,6 +21,7 @@ from tests.helpers.maka_run import committed_runs, maka, write_script
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
 BASH = {"id": "b1", "name": "bash", "args": {"command": "echo once >> count.txt"}}
+FLAG_NAME = "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"
 STEPS: list[dict[str, Any]] = [{"text": "Counting.", "toolCalls": [BASH]}, {"text": "Done."}]
 
 
@@ -227,3 +228,43 @@ def test_settling_through_a_running_host_says_what_it_did_to_the_folder(tmp_path
     assert json.loads(said[0])["workspace"] == expected
     assert "The folder as it is now is the new starting point; 1 file changed" in said[1]
     assert "    count.txt" in said[1]
+
+
+def test_sessions_through_a_host_says_safe_resume_as_the_host_has_it(tmp_path: Path) -> None:
+    """A host started with Safe resume on (its own MAKA_RUNTIME_SAFE_BOUNDARY_RESUME) serves
+    ``maka resume``; ``maka sessions`` run without the variable must not say it is off."""
+    drill = _killed_in_bash(tmp_path)  # parks: the call's outcome is unknown
+    assert drill.plan()["disposition"] == "park"  # (repairs the run first)
+    without = {k: v for k, v in drill.env.items() if k != FLAG_NAME}
+    alone = maka(["sessions"], drill.data, env=without)
+    assert "Safe resume is off" in alone.stdout, alone.stdout  # the command's own setting
+    host = start_main(drill.data, drill.env, "host").wait_ready()
+    try:
+        served = maka(["sessions"], drill.data, env=without)
+        forced = maka(["sessions"], drill.data, env={**without, FLAG_NAME: "0"})
+    finally:
+        host.stop()
+    assert served.returncode == 0, served.stderr
+    assert "Safe resume is off" not in served.stdout, served.stdout
+    assert f"maka resume {drill.session} continues it" in served.stdout
+    assert "Safe resume is off" in forced.stdout  # the command's own variable decides
+
+
+def test_plan_through_a_host_uses_the_commands_own_safe_resume_variable(tmp_path: Path) -> None:
+    """``maka plan`` beside a host started with Safe resume off, run with
+    MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1: the plan ``maka resume`` with that variable would make
+    (it continues), not the host's park on the setting, whose advice names that very variable."""
+    drill = _killed_in_bash(tmp_path)
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    without = {k: v for k, v in drill.env.items() if k != FLAG_NAME}
+    host = start_main(drill.data, without, "host").wait_ready()
+    try:
+        own = maka(["plan", drill.session, "--json"], drill.data, env=drill.env)
+        hosts = maka(["plan", drill.session, "--json"], drill.data, env=without)
+    finally:
+        host.stop()
+    assert own.returncode == 0, own.stdout + own.stderr
+    assert json.loads(own.stdout)["disposition"] == "continue"
+    assert hosts.returncode == 3
+    assert json.loads(hosts.stdout)["rejectionReasons"] == ["resume_feature_disabled"]

@@ -131,7 +131,7 @@ class FakeHostServices:
             for s in self.sessions.values()
         ]
 
-    def plan_report(self, session_id: str) -> PlanReport:
+    def plan_report(self, session_id: str, safe_resume: bool | None = None) -> PlanReport:
         self._record(f"plan_report:{session_id}")
         if session_id not in self.sessions:
             raise HostServiceError(HostCode.NOT_FOUND, f"no session {session_id}")
