@@ -180,8 +180,9 @@ def summarize_result(result: ToolResult) -> str:
             f"You confirmed that {result.name} {what}; its output was not recorded, so I will "
             "not assume anything beyond that."
         )
-    if result.is_error:
-        detail = value.get("error") if isinstance(value, dict) else value
+    failed_command = result.name == "bash" and isinstance(value, dict) and "error" not in value
+    if result.is_error and not failed_command:  # (a command that exited non-zero: below)
+        detail = value.get("error", json.dumps(value)) if isinstance(value, dict) else value
         return f"{result.name} did not succeed: {_excerpt(str(detail))}"
     if not isinstance(value, dict):
         return f"{result.name} returned: {_excerpt(json.dumps(value))}"

@@ -80,6 +80,13 @@ def test_unknown_requests_get_help_labelled_not_an_ai_model() -> None:
 def test_error_results_are_summarized_honestly() -> None:
     text = summarize_result(ToolResult("c", "read_file", {"error": "no such file"}, True))
     assert "did not succeed" in text and "no such file" in text
+    # A command that exited non-zero has no "error": its code and output, never "None".
+    failed = {"exitCode": 3, "output": "hi\n", "durationMs": 4}
+    said = summarize_result(ToolResult("c", "bash", failed, True))
+    assert said.startswith("The command exited with code 3:") and "hi" in said, said
+    assert "None" not in said
+    other = summarize_result(ToolResult("c", "glob", {"matches": []}, True))
+    assert "did not succeed" in other and "None" not in other
 
 
 @pytest.mark.parametrize(
