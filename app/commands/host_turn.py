@@ -176,6 +176,18 @@ class _HostTurn:
 
         try:
             return run_interruptible(work, self._cancel, name="maka-host-turn")
+        except HostConnectionError as lost:
+            with self._lock:
+                session_id = self._session_id
+            if lost.code != HostCode.HOST_STOPPED or session_id is None:
+                raise
+            # Not "run the command again": the turn may have done part of its work.
+            raise HostConnectionError(
+                lost.code,
+                "the Maka window or host serving this data folder stopped while this turn ran, "
+                "so it may have done part of its work: look before you run it again (maka plan "
+                f"{session_id} says what was recorded; the next start repairs what it left)",
+            ) from None
         finally:
             self._stop_question()
 

@@ -326,6 +326,10 @@ def test_sigkill_of_the_host_mid_turn_says_the_host_stopped(
     finally:
         host.stop()
     assert "[host_stopped]" in "".join(driver.err), driver.text()
+    said = " ".join("".join(driver.err).split())
+    # The turn may have done part of its work: never "run the command again".
+    assert "run the command again" not in said, said
+    assert f"look before you run it again (maka plan {session} says" in said, said
     assert "Traceback" not in "".join(driver.err)
     # Nobody serves the folder: the next command recovers the run as after any crash.
     time.sleep(6)  # the orphaned tool process ends by itself
