@@ -906,6 +906,12 @@ class RequestRouter:
         """``session_busy``'s sentence, naming who drives the session."""
         driver = self._drivers.get(session_id)
         who = driver[1] if driver is not None else "another client"
+        peer = driver[0] if driver is not None else None
+        if peer is not None and peer not in (
+            *self._server.terminal_ids(),
+            *self._server.renderer_ids(),
+        ):
+            who += ", which has gone away (the turn goes on here)"
         return f"session {session_id} is running a turn driven by {who}; wait for it to end"
 
     def start_resume(

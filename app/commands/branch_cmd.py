@@ -113,7 +113,14 @@ def run(args: argparse.Namespace) -> int:
         new = result.session
         print(f"branched {args.session} at {args.at} into session {new.session_id}")
         what = "a copy of the current files" if args.current_files else "the folder as it was there"
-        print(f"its folder: {new.cwd} ({what}); {source_cwd} was left as it is")
+        import os
+
+        left = (
+            f"{source_cwd} was left as it is"
+            if os.path.isdir(source_cwd)
+            else f"{source_cwd}, the source's folder, is not there"
+        )
+        print(f"its folder: {new.cwd} ({what}); {left}")
         from app.host.copy_note import copy_repository_note
 
         note = copy_repository_note(source_cwd, new.cwd, current_files=args.current_files)

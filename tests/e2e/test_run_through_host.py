@@ -280,7 +280,7 @@ def test_a_terminal_killed_mid_turn_leaves_the_turn_running_in_the_host(
     marker = work / "marker.txt"
     script = write_script(
         tmp_path / "script.json",
-        [[{"toolCalls": [_sleeping(2, str(marker))]}, {"text": "slept well"}]],
+        [[{"toolCalls": [_sleeping(4, str(marker))]}, {"text": "slept well"}]],
     )
     env = scripted_env(script)
     host = _host(data, env)
@@ -293,6 +293,10 @@ def test_a_terminal_killed_mid_turn_leaves_the_turn_running_in_the_host(
         driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
         driver.process.send_signal(signal.SIGKILL)
         driver.finish()
+        # Another message meanwhile: refused, and the refusal says that terminal is gone.
+        busy = maka(["run", "--session", session, "again"], data, env=env)
+        assert busy.returncode == 1 and "[session_busy]" in busy.stderr, busy.stderr
+        assert "which has gone away (the turn goes on here)" in busy.stderr, busy.stderr
         deadline = time.monotonic() + 60
         while _last_status(data, session) != "completed":
             assert time.monotonic() < deadline, "the turn did not finish in the host"
