@@ -205,6 +205,7 @@ class TerminalCommand(StrEnum):
     SESSIONS = "sessions"
     PLAN = "plan"
     GUI = "gui"
+    BRANCH = "branch"
 
 
 class HostKind(StrEnum):
@@ -1150,6 +1151,8 @@ class BranchOptionItem(WireModel):
     snapshot_kept: bool
     branchable: bool = True
     tool_call_id: Id | None = None
+    checkpoint_ref: Short | None = None
+    """The bound snapshot's ref (``maka branch --json``'s ``checkpointRef``)."""
 
 
 class BranchOptionsListedPush(_Message):
@@ -1177,6 +1180,9 @@ class BranchMadePush(_Message):
     cwd: FsPath
     title: Short = ""
     current_files: bool = False
+    source_cwd: FsPath | None = None
+    record: Annotated[str, StringConstraints(max_length=MAX_PLAN_DOCUMENT_CHARS)] = ""
+    """The branch's record as ``maka branch --json`` prints it (``branchedFrom``), JSON text."""
 
 
 class BranchRefusedPush(_Message):
@@ -1455,6 +1461,9 @@ TERMINAL_REQUEST_KINDS: Final = frozenset(
         MessageKind.PERMISSIONS_ANSWER,
         MessageKind.SESSIONS_WATCH,
         MessageKind.TERMINAL_COMMAND,
+        # ``maka branch`` beside a host: the window's own requests, with the same checks
+        MessageKind.BRANCH_OPTIONS,
+        MessageKind.BRANCH_CREATE,
     }
 )
 """What a terminal client may ask; any other request closes its connection (a terminal is never

@@ -15,14 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import BranchCode, HostCode, RestoreCode, StoreCode
-
-if TYPE_CHECKING:
-    from runtime.continuation.branch_service import BranchOption
 
 # Refusals about what the user named (the session, the event, the folder): exit 2.
 _USAGE = frozenset(
@@ -79,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     data_dir = resolve_data_dir(args.data_dir)
+    from app.host.host_client import attach
+
+    served = attach(data_dir, command="branch")
+    if served is not None:  # the desktop or `maka host` owns the folder: it lists and branches
+        with served:
+            return _through_host(args, served)
     from storage.ledger.database_choice import no_ledger_yet
 
     if no_ledger_yet(data_dir):
@@ -89,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
             if args.to is not None:
                 require_utf8(args.to, "the folder name")
             if args.at is None:
-                return _print_options(args, branch_options(host.store, carrier, args.session))
+                options = branch_options(host.store, carrier, args.session)
+                return _print_options(args, [option.to_json() for option in options])
             source = host.store.get_session(args.session)
             source_cwd = source.cwd if source is not None else "the source folder"
             result = branch_session(
@@ -107,32 +111,49 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(
                 refused.code, refused.message, EXIT_USAGE if code in _USAGE else EXIT_ERROR
             ) from None
+    new = result.session
+    return _print_made(
+        args, branch_json(result), source_cwd, copy_folder=new.cwd, new_session=new.session_id
+    )
+
+
+def _print_made(
+    args: argparse.Namespace,
+    document: dict[str, Any],
+    source_cwd: str,
+    *,
+    copy_folder: str,
+    new_session: str,
+) -> int:
+    """What ``maka branch --at`` prints once the branch is made (whoever made it)."""
     if args.json:
-        print(json.dumps(branch_json(result), ensure_ascii=False))
-    else:
-        new = result.session
-        print(f"branched {args.session} at {args.at} into session {new.session_id}")
-        what = "a copy of the current files" if args.current_files else "the folder as it was there"
-        import os
+        print(json.dumps(document, ensure_ascii=False))
+        return EXIT_OK
+    print(f"branched {args.session} at {args.at} into session {new_session}")
+    what = "a copy of the current files" if args.current_files else "the folder as it was there"
+    import os
 
-        left = (
-            f"{source_cwd} was left as it is"
-            if os.path.isdir(source_cwd)
-            else f"{source_cwd}, the source's folder, is not there"
-        )
-        print(f"its folder: {new.cwd} ({what}); {left}")
-        from app.host.copy_note import copy_repository_note
+    left = (
+        f"{source_cwd} was left as it is"
+        if os.path.isdir(source_cwd)
+        else f"{source_cwd}, the source's folder, is not there"
+    )
+    print(f"its folder: {copy_folder} ({what}); {left}")
+    from app.host.copy_note import copy_repository_note
 
-        note = copy_repository_note(source_cwd, new.cwd, current_files=args.current_files)
-        if note is not None:
-            print(note)
-        print(f"continue it: maka run --session {new.session_id} 'your message'")
+    note = copy_repository_note(source_cwd, copy_folder, current_files=args.current_files)
+    if note is not None:
+        print(note)
+    print(f"continue it: maka run --session {new_session} 'your message'")
     return EXIT_OK
 
 
-def _print_options(args: argparse.Namespace, options: list[BranchOption]) -> int:
+def _print_options(
+    args: argparse.Namespace, options: list[dict[str, Any]], omitted: int = 0
+) -> int:
+    """The points (``BranchOption.to_json``'s fields), as a list or one JSON document."""
     if args.json:
-        body = {"sessionId": args.session, "boundaries": [o.to_json() for o in options]}
+        body = {"sessionId": args.session, "boundaries": options}
         print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
     if not options:
@@ -140,13 +161,94 @@ def _print_options(args: argparse.Namespace, options: list[BranchOption]) -> int
         return EXIT_OK
     from app.host.tui_reads import visible_label
 
-    width = max(len(option.boundary.event_id) for option in options)
+    if omitted:
+        print(f"({omitted} earlier points are not listed)")
+    width = max(len(str(option["eventId"])) for option in options)
     for option in options:
-        b = option.boundary
-        snapshot = "snapshot kept" if option.snapshot_kept else "no snapshot (--current-files)"
-        if b.unsettled:
+        snapshot = "snapshot kept" if option["snapshotKept"] else "no snapshot (--current-files)"
+        if not option["branchable"]:
             snapshot = "not branchable: a tool call has no settled outcome there"
-        label = visible_label(b.label)
-        sys.stdout.write(f"{b.event_id:<{width}}  {b.kind:<12} {label:<50}  {snapshot}\n")
+        label = visible_label(str(option["label"]))
+        event, kind = str(option["eventId"]), str(option["kind"])
+        sys.stdout.write(f"{event:<{width}}  {kind:<12} {label:<50}  {snapshot}\n")
     print(f"branch one: maka branch {args.session} --at EVENT [--to DIR]")
     return EXIT_OK
+
+
+def _through_host(args: argparse.Namespace, host: Any) -> int:
+    """The desktop or ``maka host`` owns the data folder: it lists the points and makes the
+    branch (the window's own requests, with the same checks); the output is the same."""
+    import os
+
+    from pydantic import ValidationError
+
+    from app.bridge_contract import (
+        BranchCreateRequest,
+        BranchMadePush,
+        BranchOptionsListedPush,
+        BranchOptionsRequest,
+        BranchRefusedPush,
+    )
+    from app.host.host_client import HostRefusal
+
+    request: BranchOptionsRequest | BranchCreateRequest
+    try:
+        if args.at is None:
+            request = BranchOptionsRequest(session_id=args.session)
+        else:
+            request = BranchCreateRequest(
+                session_id=args.session,
+                event_id=args.at,
+                to=os.path.abspath(args.to) if args.to is not None else None,
+                current_files=args.current_files,
+            )
+    except ValidationError:
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {args.session} or no event {args.at}",
+            EXIT_USAGE,
+        ) from None
+    if args.at is not None:
+        host.stream_without_timeout()  # the copy of a big folder takes as long as it takes
+    answer = host.ask(request)
+    if isinstance(answer, BranchRefusedPush):
+        refusal = HostRefusal(answer.code, answer.message)
+        usage = str(refusal.code) in _USAGE
+        raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
+    if isinstance(answer, BranchOptionsListedPush):
+        return _print_options(
+            args, [_option_json(o) for o in answer.options], answer.omitted_earlier
+        )
+    if not isinstance(answer, BranchMadePush):
+        raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
+    document: dict[str, Any] = {
+        "sessionId": answer.new_session_id,
+        "cwd": answer.cwd,
+        "title": answer.title,
+        "branchedFrom": json.loads(answer.record) if answer.record else None,
+    }
+    return _print_made(
+        args,
+        document,
+        answer.source_cwd or "the source folder",
+        copy_folder=answer.cwd,
+        new_session=answer.new_session_id,
+    )
+
+
+def _option_json(item: Any) -> dict[str, Any]:
+    """A ``BranchOptionItem`` as ``BranchOption.to_json`` writes it."""
+    body: dict[str, Any] = {
+        "eventId": item.event_id,
+        "runId": item.run_id,
+        "seq": item.seq,
+        "kind": item.kind,
+        "ts": item.ts,
+        "label": item.label,
+        "snapshotBound": item.snapshot_bound,
+        "branchable": item.branchable,
+    }
+    if item.checkpoint_ref is not None:
+        body["checkpointRef"] = item.checkpoint_ref
+    body["snapshotKept"] = item.snapshot_kept
+    return body

@@ -9,6 +9,7 @@ folder, which can take seconds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -90,6 +91,9 @@ def options_push(
                 tool_call_id=_call_id(store, boundary.event_id)
                 if boundary.kind == TOOL_RESULT
                 else None,
+                checkpoint_ref=_clip(str(boundary.snapshot.get("checkpointRef", "")), _SHORT)
+                if boundary.snapshot is not None
+                else None,
             )
         )
     return BranchOptionsListedPush(
@@ -115,6 +119,7 @@ def make_branch(
     lifecycle: LifecycleLog | None,
 ) -> BranchMadePush:
     """Make the branch; raises ``BranchRefused`` (nothing recorded)."""
+    source = store.get_session(session_id)
     result = branch_session(
         store,
         checkpoints,
@@ -132,6 +137,8 @@ def make_branch(
         cwd=result.session.cwd,
         title=_clip(result.session.title, _SHORT),
         current_files=current_files,
+        source_cwd=source.cwd if source is not None else None,
+        record=json.dumps(result.record.to_json(), ensure_ascii=False),
     )
 
 

@@ -23,6 +23,7 @@ from storage.sessions.workspace_identity import (
     marker_bytes,
     resolve_workspace_identity,
 )
+from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
 from tests.helpers.user_git import user_git
 
@@ -566,3 +567,34 @@ def test_a_copy_nobody_continues_in_lets_its_start_go_after_a_week(tmp_path: Pat
             assert (carrier.start_made_at(target) is not None) is kept
     finally:
         store.close()
+
+
+def test_beside_a_running_host_the_host_lists_and_branches(tmp_path: Path) -> None:
+    """``maka branch`` while ``maka host`` owns the data folder: the host lists the points and
+    makes the branch (the window's requests, with its checks); what the command prints is what
+    it prints alone, and a refusal keeps its code and exit status."""
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    alone = src.branch(session)
+    alone_text = maka(["branch", session], src.data, env=src.env)
+    point = _ending_of_first_run(alone["boundaries"])
+    copy = tmp_path / "served-copy"
+    host = start_main(src.data, src.env, "host").wait_ready()
+    try:
+        served = src.branch(session)
+        served_text = maka(["branch", session], src.data, env=src.env)
+        made = src.branch(session, "--at", point["eventId"], "--to", str(copy))
+        refused = src.branch(session, "--at", "evt-nope", code=2)
+        listed = json.loads(maka(["sessions", "--json"], src.data).stdout)
+        assert host.process.poll() is None
+    finally:
+        host.stop()
+    assert served == alone
+    assert served_text.stdout == alone_text.stdout and served_text.returncode == 0
+    assert made["cwd"] == str(copy) and (copy / "notes.txt").read_text() == "kept\n"
+    assert made["branchedFrom"]["sourceSessionId"] == session
+    assert made["branchedFrom"]["boundaryEventId"] == point["eventId"]
+    assert "[branch_event_not_found]" in refused["stderr"]
+    assert listed["servedBy"]["host"] == "headless"
+    assert {row["sessionId"] for row in listed["sessions"]} == {session, made["sessionId"]}

@@ -309,8 +309,11 @@ def test_a_branch_request_is_bounded_and_strict() -> None:
     long_path = "/" + "a" * bc.MAX_PATH_CHARS
     with pytest.raises(ValueError):
         bc.BranchCreateRequest(session_id="s1", event_id="e1", to=long_path)
-    # a terminal is not given branching
-    assert bc.MessageKind.BRANCH_CREATE not in bc.TERMINAL_REQUEST_KINDS
+    # ``maka branch`` beside a host sends the window's own requests (as ``maka tui``'s /branch
+    # already branched through ``terminal.command``); a window keeps them too
+    assert {bc.MessageKind.BRANCH_OPTIONS, bc.MessageKind.BRANCH_CREATE} <= (
+        bc.TERMINAL_REQUEST_KINDS - bc.TERMINAL_ONLY_KINDS
+    )
 
 
 @pytest.mark.parametrize("message", SAMPLES, ids=lambda m: str(m.kind))
