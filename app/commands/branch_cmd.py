@@ -237,18 +237,7 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
 
 
 def _option_json(item: Any) -> dict[str, Any]:
-    """A ``BranchOptionItem`` as ``BranchOption.to_json`` writes it."""
-    body: dict[str, Any] = {
-        "eventId": item.event_id,
-        "runId": item.run_id,
-        "seq": item.seq,
-        "kind": item.kind,
-        "ts": item.ts,
-        "label": item.label,
-        "snapshotBound": item.snapshot_bound,
-        "branchable": item.branchable,
-    }
-    if item.checkpoint_ref is not None:
-        body["checkpointRef"] = item.checkpoint_ref
-    body["snapshotKept"] = item.snapshot_kept
+    """A ``BranchOptionItem`` with ``BranchOption.to_json``'s fields (the wire's own names)."""
+    body: dict[str, Any] = item.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body.pop("toolCallId", None)  # the window's, for its transcript cards
     return body
