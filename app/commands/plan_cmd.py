@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -119,12 +118,10 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     from runtime.ledger.codes import HostCode
 
     try:
-        from app.host.resume_switch import RESUME_FLAG
+        from app.commands.settle_cmd import own_safe_resume
 
-        own = os.environ.get(RESUME_FLAG)  # decides for this plan, as for maka resume
-        request = SessionsPlanRequest(
-            session_id=args.session, safe_resume=None if own is None else own == "1"
-        )
+        # The command's own variable decides for this plan, as for maka resume.
+        request = SessionsPlanRequest(session_id=args.session, safe_resume=own_safe_resume())
     except ValidationError:
         raise CliError(
             StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE

@@ -125,7 +125,8 @@ def _report(
     print("  The model will be told this, and that no output of the call was recorded.")
     if folder:
         print("\n".join(folder))
-    print("\n".join(_after_settling(continues, codes, args.session)))
+    in_tui = bool(getattr(args, "in_tui", False))
+    print("\n".join(_after_settling(continues, codes, args.session, in_tui)))
     return EXIT_OK
 
 
@@ -165,7 +166,28 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     folder = folder_words(body, args.session)
     if isinstance(body.get("workspace"), dict):
         body["workspace"].pop("changedCount", None)  # as the command prints it alone
-    return _report(args, body, answer.resume_available, list(answer.resume_reasons), folder)
+    continues, reasons = answer.resume_available, list(answer.resume_reasons)
+    own = own_safe_resume()
+    if own is not None:
+        # What maka resume with this command's MAKA_RUNTIME_SAFE_BOUNDARY_RESUME would do now
+        # (the host planned with its own setting, which its windows go by).
+        from app.bridge_contract import SessionPlannedPush, SessionsPlanRequest
+
+        planned = host.ask(SessionsPlanRequest(session_id=args.session, safe_resume=own))
+        if isinstance(planned, SessionPlannedPush):
+            continues = planned.continues
+            reasons = [str(r) for r in json.loads(planned.document).get("rejectionReasons", [])]
+    return _report(args, body, continues, reasons, folder)
+
+
+def own_safe_resume() -> bool | None:
+    """This command's MAKA_RUNTIME_SAFE_BOUNDARY_RESUME when set (None: the host decides)."""
+    import os
+
+    from app.host.resume_switch import RESUME_FLAG
+
+    own = os.environ.get(RESUME_FLAG)
+    return None if own is None else own == "1"
 
 
 def folder_lines(settled: Settled, session_id: str) -> list[str]:
@@ -206,20 +228,28 @@ def folder_words(body: Mapping[str, Any], session_id: str) -> list[str]:
     return lines
 
 
-def _after_settling(continues: bool, codes: list[str], session_id: str) -> list[str]:
+def _after_settling(
+    continues: bool, codes: list[str], session_id: str, in_tui: bool = False
+) -> list[str]:
     """What the answer changed for Safe resume, in words: each reason that still holds with its
     sentence, or, when the session was already carried on by a new message, that the next
-    message is where the model hears of it."""
+    message is where the model hears of it (``in_tui``: as ``maka tui``'s commands say it)."""
     from app.code_text import describe
 
+    resume = "/resume" if in_tui else f"maka resume {session_id}"
     if continues:
-        return [f"Safe resume can now continue: maka resume {session_id}"]
+        return [f"Safe resume can now continue: {resume}"]
     if codes == ["resume_candidate_missing"]:
+        message = (
+            "your next message"
+            if in_tui
+            else f"your next message (maka run --session {session_id} MESSAGE, or the desktop)"
+        )
         return [
             "Nothing in this session is left to resume (its latest turn finished): the model is "
-            f"told your answer with your next message (maka run --session {session_id} MESSAGE, "
-            "or the desktop)."
+            f"told your answer with {message}."
         ]
-    lines = [f"Safe resume is still on hold (maka plan {session_id} says more):"]
+    plan = "/resume says more" if in_tui else f"maka plan {session_id} says more"
+    lines = [f"Safe resume is still on hold ({plan}):"]
     lines.extend(f"  - {code}: {describe(code).sentence}" for code in codes)
     return lines

@@ -287,6 +287,7 @@ def _settle(host: HostClient, session_id: str | None, text: str) -> None:
         ran=parts[2] == "ran",
         note=parts[3] if len(parts) == 4 else None,
         json=False,
+        in_tui=True,  # its advice names /resume, as the TUI alone does
     )
     try:
         _through_host(request, host)

@@ -206,6 +206,12 @@ def test_a_branch_after_a_settled_call_takes_the_answer_with_its_result(tmp_path
     assert (copy / "count.txt").read_text() == "once\n"
 
 
+def _no_auto_resume(drill: Drill) -> dict[str, str]:
+    """The host's environment without the Safe resume variable: no automatic resume at its
+    start (the answer is given while nothing runs)."""
+    return {k: v for k, v in drill.env.items() if k != FLAG_NAME}
+
+
 def test_settling_through_a_running_host_says_what_it_did_to_the_folder(tmp_path: Path) -> None:
     """``maka settle`` beside ``maka host``: the host records the answer and its baseline, and
     the command prints what it prints alone (the ``workspace`` document, the folder's lines)."""
@@ -217,7 +223,7 @@ def test_settling_through_a_running_host_says_what_it_did_to_the_folder(tmp_path
     drills = [_killed_in_bash(tmp_path / name) for name in ("beside-json", "beside-text")]
     said: list[str] = []
     for drill, extra in zip(drills, (["--json"], []), strict=True):
-        host = start_main(drill.data, drill.env, "host").wait_ready()
+        host = start_main(drill.data, _no_auto_resume(drill), "host").wait_ready()
         try:
             done = maka(["settle", drill.session, "b1", "--ran", *extra], drill.data, env=drill.env)
         finally:
@@ -228,6 +234,21 @@ def test_settling_through_a_running_host_says_what_it_did_to_the_folder(tmp_path
     assert json.loads(said[0])["workspace"] == expected
     assert "The folder as it is now is the new starting point; 1 file changed" in said[1]
     assert "    count.txt" in said[1]
+    assert f"Safe resume can now continue: maka resume {drills[1].session}" in said[1]
+
+    # maka tui's /settle through the host: the same lines, its advice in the TUI's words.
+    chat = _killed_in_bash(tmp_path / "beside-tui")
+    host = start_main(chat.data, _no_auto_resume(chat), "host").wait_ready()
+    try:
+        tui = maka(
+            ["tui", "--session", chat.session], chat.data, env=chat.env, stdin="/settle b1 ran\n"
+        )
+    finally:
+        host.stop()
+    assert tui.returncode == 0, tui.stdout + tui.stderr
+    assert "1 file changed since the last snapshot:" in tui.stdout, tui.stdout
+    assert "Safe resume can now continue: /resume" in tui.stdout, tui.stdout
+    assert "maka resume" not in tui.stdout.split("Recorded:")[-1]
 
 
 def test_sessions_through_a_host_says_safe_resume_as_the_host_has_it(tmp_path: Path) -> None:
