@@ -54,15 +54,25 @@ def insert_fact(conn: sqlite3.Connection, record: BranchRecord) -> None:
 def source_prefix_digest(conn: sqlite3.Connection, record: BranchRecord) -> str | None:
     """The digest of the source run's events 1..high water as stored now (None: the run or an
     event of the prefix is not here)."""
+    return stored_prefix_digest(
+        conn, record.source_run_id, record.source_session_id, record.source_high_water
+    )
+
+
+def stored_prefix_digest(
+    conn: sqlite3.Connection, run_id: str, session_id: str, high_water: int
+) -> str | None:
+    """The prefix digest of ``run_id``'s events 1..``high_water`` as stored now (a branch's or a
+    continuation's source); None: the run (of that session) or an event of it is not here."""
     from runtime.ledger.canonical_codec import prefix_digest
     from storage.ledger.event_rows import read_invocation_rows
 
-    header = headers.read_header(conn, record.source_run_id)
-    if header is None or header.session_id != record.source_session_id:
+    header = headers.read_header(conn, run_id)
+    if header is None or header.session_id != session_id:
         return None
     rows = read_invocation_rows(conn, header.invocation_id)
-    chosen = [(row.seq, row.payload) for row in rows if row.seq <= record.source_high_water]
-    if not chosen or chosen[-1][0] != record.source_high_water:
+    chosen = [(row.seq, row.payload) for row in rows if row.seq <= high_water]
+    if not chosen or chosen[-1][0] != high_water:
         return None
     identity = {
         "sessionId": header.session_id,

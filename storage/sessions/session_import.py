@@ -141,6 +141,7 @@ def _import_run(
                     TransferCode.IMPORT_STRUCTURE_INVALID,
                     f"continuation run {header.run_id} lacks its continuation-start event",
                 )
+            _check_claim_source(tx, block)
             claims.admit(tx, block.claim, admitted, events[0])
             results.append(CommitResult(created=True, event_seq=1))
         else:
@@ -170,6 +171,24 @@ def _import_run(
         restore_open_status(tx.conn, header.run_id, final_status, header.updated_at)
     created = sum(1 for result in results if result.created)
     return created, len(results) - created
+
+
+def _check_claim_source(tx: LedgerTransaction, block: RunBlock) -> None:
+    """A continuation's claim names the history it continued (its source run's events 1..high
+    water, by digest): that history must be here as it was, or the continuation would be
+    replayed after a history it never followed (the file was changed)."""
+    claim = block.claim
+    assert claim is not None
+    stored = branches.stored_prefix_digest(
+        tx.conn, claim.source_run_id, claim.session_id, claim.source_high_water
+    )
+    if stored != claim.source_prefix_digest:
+        raise TransferError(
+            TransferCode.IMPORT_STRUCTURE_INVALID,
+            f"continuation run {block.header.run_id} continues run {claim.source_run_id} after "
+            f"event {claim.source_high_water}, but that run's history up to there is not the one "
+            "the continuation recorded (the file was changed); nothing was imported",
+        )
 
 
 def _known_start(tx: LedgerTransaction, block: RunBlock) -> CommitResult:
