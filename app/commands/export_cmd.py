@@ -162,11 +162,18 @@ def _carry(
         ) from None
     if not carried:
         print(
-            "note: none of the session's snapshots of its folder is whole in the checkpoint "
-            "store; the export carries none (maka doctor says more)",
+            "note: none of the session's snapshots of its folder is whole and undamaged in the "
+            "checkpoint store; the export carries none (maka doctor --verify-snapshots says more)",
             file=sys.stderr,
         )
         return None, 0
+    left = len({item.ref for item in refs}) - len({item.ref for item in carried})
+    if left:
+        print(
+            f"note: {left} of the session's snapshots of its folder are missing or damaged in "
+            "the checkpoint store and were left out (maka doctor --verify-snapshots says which)",
+            file=sys.stderr,
+        )
     return manifest_line(name, bundle, carried), len(carried)
 
 

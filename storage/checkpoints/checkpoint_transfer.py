@@ -90,15 +90,18 @@ def bundle_name(export_name: str) -> str:
 def write_bundle(
     carrier: GitCheckpointStore, refs: list[CarriedRef], target: Path
 ) -> list[CarriedRef]:
-    """Write the bundle of the refs whose snapshots are whole to ``target``; returns them (none
-    written when none is whole). Raises ``CheckpointError``."""
+    """Write the bundle of the refs whose snapshots are whole and undamaged to ``target``;
+    returns them (none written when none is). Every object is re-hashed first, as a restore
+    does: a damaged one would make a bundle no import can unpack. Raises ``CheckpointError``."""
     by_workspace: dict[str, list[CarriedRef]] = {}
     for item in refs:
         by_workspace.setdefault(item.workspace_identity, []).append(item)
     carried: list[CarriedRef] = []
     for workspace, items in by_workspace.items():
         whole = carrier.present_snapshots(workspace, [(i.commit_id, i.tree_id) for i in items])
-        carried.extend(i for i in items if (i.commit_id, i.tree_id) in whole)
+        present = [i for i in items if (i.commit_id, i.tree_id) in whole]
+        damage = carrier.verify_snapshots(workspace, sorted({i.tree_id for i in present}))
+        carried.extend(i for i in present if not damage.get(i.tree_id))
     if not carried:
         return []
     runner = carrier.git_runner()

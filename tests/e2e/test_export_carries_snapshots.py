@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 from tests.e2e.test_workspace_checkpoints_cli import FLAG, Drill
 from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.user_git import user_git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
@@ -172,3 +174,27 @@ def test_a_snapshots_file_not_the_exports_own_is_refused_and_changes_nothing(
     # The ledger alone can still be imported on purpose.
     alone = maka(["import", str(out), "--no-checkpoints"], other, env=drill.env)
     assert alone.returncode == 0, alone.stderr
+
+
+def test_a_damaged_snapshot_is_left_out_so_the_export_still_imports(tmp_path: Path) -> None:
+    """A blob whose stored bytes no longer hash to its name (damage in the data folder): the
+    export re-hashes what it carries, leaves that snapshot out and says so, and the file
+    imports elsewhere with the snapshots that are sound. Before, the export said it carried
+    them all and no import could unpack its bundle."""
+    drill = Drill(tmp_path)
+    drill.run("P8")  # two snapshots: before the command, and after it wrote count.txt
+    [store] = (drill.data / "checkpoints").glob("*.git")
+    blob = user_git(drill.work, "hash-object", "count.txt").strip()
+    loose = store / "objects" / blob[:2] / blob[2:]
+    assert loose.is_file()
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob 2\x00y\n"))  # other bytes under the same name
+
+    out = tmp_path / "session.jsonl"
+    result = maka(["export", drill.session, "-o", str(out)], drill.data, env=drill.env)
+    assert result.returncode == 0, result.stderr
+    assert "1 of the session's snapshots of its folder are missing or damaged" in result.stderr
+    last = json.loads(out.read_bytes().splitlines()[-1])
+    assert len(last["refs"]) == 1
+    code, imported = _json(["import", str(out), "--json"], tmp_path / "other", drill.env)
+    assert code == 0 and imported["checkpointsCarried"] == 1, imported
