@@ -63,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     remove.add_argument(
         "--yes", action="store_true", help="confirm that the session's history is deleted"
     )
+    for action in (relocate, rename, remove):
+        # After the action too, as every other command takes it (unset: the one before it).
+        action.add_argument(
+            "--data-dir",
+            default=argparse.SUPPRESS,
+            help="data directory (default: MAKA_DATA_DIR or per-user)",
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -201,6 +201,12 @@ def test_rename_and_remove_need_what_they_say(tmp_path: Path) -> None:
     renamed = maka(["sessions", "rename", session, "Counting drill"], drill.data)
     assert renamed.returncode == 0, renamed.stderr
     assert _sessions(drill)[0]["title"] == "Counting drill"
+    # --data-dir after the action, as every other command takes it
+    elsewhere = drill.data.parent / "elsewhere"
+    args = ["sessions", "rename", session, "Named last", "--data-dir", str(drill.data)]
+    late = maka(args, elsewhere)
+    assert late.returncode == 0, late.stderr
+    assert _sessions(drill)[0]["title"] == "Named last" and not elsewhere.exists()
     bad = maka(["sessions", "rename", session, "two\nlines"], drill.data)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
