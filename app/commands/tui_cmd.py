@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         TerminalTranscript,
     )
     from app.host import tui_reads
+    from app.host.terminal_transcript import cut_by_terminal, cut_line_words
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.ledger.ledger_errors import LedgerError
@@ -194,6 +195,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
                     print(f"(the source goes on with: maka tui --session {source_id})")
             elif text.startswith("/"):
                 print(f"unknown command {text.split()[0]}; /help lists the commands")
+            elif cut_by_terminal(line):
+                print(cut_line_words(session.session_id))
             else:
                 _turn(
                     service,

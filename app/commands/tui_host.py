@@ -50,6 +50,7 @@ def chat_through_host(  # noqa: C901
     """The TUI's read-eval loop when a host owns the folder; returns the exit code."""
     from app.commands.terminal_transcript import InputLines
     from app.commands.tui_viewer import TuiViewer
+    from app.host.terminal_transcript import cut_by_terminal, cut_line_words
 
     viewer = TuiViewer(host)
     host.listen(viewer.take, viewer.stopped)
@@ -99,6 +100,8 @@ def chat_through_host(  # noqa: C901
             _settle(host, session_id, text)
         elif text.startswith("/"):
             print(f"unknown command {command}; /help lists the commands")
+        elif cut_by_terminal(read):
+            print(cut_line_words(session_id))
         else:
             viewer.driving(True)
             try:

@@ -204,6 +204,34 @@ class InputLines:
         self._queue.put(None)
 
 
+# A terminal in its usual (canonical) mode holds at most so many characters of a line: what is
+# typed or pasted beyond that is dropped before any program reads it (Linux's line discipline
+# keeps 4,095 and the newline; macOS 1,023). None: not known here, nothing is checked.
+TERMINAL_LINE_CHARS: int | None = {"linux": 4095, "darwin": 1023}.get(sys.platform)
+
+
+def cut_by_terminal(line: str, stream: TextIO | None = None) -> bool:
+    """Whether ``line`` (read from ``stream``, default standard input) may have lost its end to
+    the terminal's line limit: it came from a terminal and is that long."""
+    stream = sys.stdin if stream is None else stream
+    try:
+        interactive = stream.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    limit = TERMINAL_LINE_CHARS
+    return interactive and limit is not None and len(line.rstrip("\n")) >= limit
+
+
+def cut_line_words(session_id: str | None) -> str:
+    """Why such a message was not sent, and how to send a long one."""
+    where = f"--session {session_id}" if session_id else "--cwd DIR"
+    return (
+        f"not sent: this message is {TERMINAL_LINE_CHARS or 0:,} characters long, the most a "
+        "terminal line holds, so its end may have been cut off before Maka read it. Send a longer "
+        f'message from a file: maka run {where} "$(cat message.txt)"'
+    )
+
+
 class StdinPermissionAsker:
     """Answers permission questions from standard input (terminal or pipe)."""
 
