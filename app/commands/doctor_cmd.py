@@ -345,7 +345,8 @@ def run(args: argparse.Namespace) -> int:
         )
         + f", {len(checkpoints.orphans)} orphan refs"
         + (
-            " (left by an interrupted capture; retention removes them)"
+            " (no snapshot fact names them: a capture cut off before its fact, or a session"
+            " removed since; the desktop or maka host removes them when it starts)"
             if checkpoints.orphans
             else ""
         )
