@@ -80,20 +80,29 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(error.code, error.message, EXIT_USAGE) from None
     del data
     data_dir = data_dir_from(args)
+    from storage.ledger.database_choice import no_ledger_yet
+
+    had_folder, had_ledger = data_dir.exists(), not no_ledger_yet(data_dir)
     with tempfile.TemporaryDirectory(prefix="maka-import-") as scratch:
         carry = _checked_snapshots(args, parsed, data_dir, Path(scratch))
         lock = own_data_dir(data_dir)
+        refused: CliError | None = None
         try:
             with open_store(data_dir) as store:
                 report = store.import_parsed(parsed)
             carried = _add_snapshots(data_dir, parsed, carry, Path(scratch))
         except TransferError as error:
-            raise CliError(error.code, error.message, EXIT_USAGE) from None
+            refused = CliError(error.code, error.message, EXIT_USAGE)
         except StoreRefusal as error:
             where = f" (event {error.event_id})" if error.event_id else ""
-            raise CliError(error.code, f"{error.message}{where}", EXIT_ERROR) from None
+            refused = CliError(error.code, f"{error.message}{where}", EXIT_ERROR)
         finally:
             lock.release()
+        if refused is not None:
+            # Refused inside the store (the file's runs checked against each other): what this
+            # command made for it goes again, so a refused import changes nothing.
+            _undo_fresh(data_dir, had_folder, had_ledger)
+            raise refused
     if args.json:
         document = {
             "sessionId": report.session_id,
@@ -120,6 +129,21 @@ def run(args: argparse.Namespace) -> int:
                 "offers to continue with the current files)"
             )
     return EXIT_OK
+
+
+def _undo_fresh(data_dir: Path, had_folder: bool, had_ledger: bool) -> None:
+    """Remove the data folder (or the database) this command created, when it held none."""
+    import shutil
+
+    from storage.ledger.sqlite_connection import DATABASE_NAME
+
+    if had_ledger:
+        return
+    if not had_folder:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        return
+    for suffix in ("", "-wal", "-shm", "-journal", ".verified"):
+        (data_dir / f"{DATABASE_NAME}{suffix}").unlink(missing_ok=True)
 
 
 def _checked_snapshots(

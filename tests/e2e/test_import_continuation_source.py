@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_resume_proven_writes import Drill
-from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.maka_run import maka
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
@@ -46,7 +46,12 @@ def test_an_edited_history_under_a_continuation_is_refused(tmp_path: Path) -> No
     assert "[import_structure_invalid]" in refused.stderr, refused.stderr
     assert "is not the one the continuation recorded" in refused.stderr
     assert "Traceback" not in refused.stderr
-    fresh = tmp_path / "fresh"
-    assert not (fresh / "runtime.sqlite").exists() or committed_runs(fresh) == []
+    assert not (tmp_path / "fresh").exists(), "a refused import changes nothing"
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine\n")
+    again = maka(["import", str(edited)], existing, env=drill.env)
+    assert again.returncode == 2, again.stderr
+    assert sorted(p.name for p in existing.iterdir()) == ["keep.txt"], list(existing.iterdir())
     listed = maka(["sessions", "--json"], tmp_path / "intact")
     assert [s["sessionId"] for s in json.loads(listed.stdout)["sessions"]] == [drill.session]
