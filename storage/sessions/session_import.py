@@ -47,6 +47,7 @@ from storage.ledger.run_header_store import (
     insert_session,
     raise_owner_epoch,
     read_header,
+    read_session,
     restore_open_status,
 )
 from storage.ledger.tool_boundary_writer import check_shape, commit_outcome, commit_prepared
@@ -90,6 +91,22 @@ def _import_branch(tx: LedgerTransaction, parsed: ParsedExport) -> None:
             f"{record.source_session_id} in its data directory)",
         )
     branches.insert_fact(tx.conn, record)
+
+
+def _import_session(tx: LedgerTransaction, parsed: ParsedExport) -> None:
+    """The session's row: created, or already here. Its title and folder are the user's to
+    change (``maka sessions rename`` / ``relocate``), so a session renamed or moved here since
+    the export keeps them; a different creation time is another session with the same id."""
+    session = parsed.session
+    stored = read_session(tx.conn, session.session_id)
+    if stored is None:
+        insert_session(tx.conn, session)
+    elif stored.created_at != session.created_at:
+        raise StoreRefusal(
+            WriterRejectionCode.IDENTITY_CONFLICT,
+            f"session {session.session_id} is stored here with another creation time: it is "
+            "another session with the same id",
+        )
 
 
 def _ends_with_terminal(events: Sequence[RuntimeEvent]) -> bool:
@@ -300,7 +317,7 @@ def import_parsed(
     highest = max((block.header.owner_epoch for block in parsed.runs), default=0)
     # An imported run must never look like it belongs to a live owner from the future.
     raise_owner_epoch(tx.conn, at_least=highest)
-    insert_session(tx.conn, parsed.session)
+    _import_session(tx, parsed)
     if parsed.branch is not None:
         _import_branch(tx, parsed)
     created = existing = 0

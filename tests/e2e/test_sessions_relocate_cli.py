@@ -285,3 +285,27 @@ def test_beside_a_running_host_the_host_relocates_renames_and_removes(tmp_path: 
         assert host.process.poll() is None, host.stderr()[-2000:]
     finally:
         host.stop()
+
+
+def test_a_renamed_or_moved_session_imports_again_keeping_its_name_and_place(
+    tmp_path: Path,
+) -> None:
+    """A session's title and folder are the user's to change: an export made before a rename
+    or a relocation imports into the same data folder again (nothing new, nothing refused),
+    and the title and folder here stay as the user set them."""
+    drill = Drill(tmp_path)
+    assert drill.run(None).returncode == 0
+    session = drill.session
+    exported = tmp_path / "session.jsonl"
+    args = ["export", session, "-o", str(exported), "--no-checkpoints"]
+    assert maka(args, drill.data).returncode == 0
+    assert maka(["sessions", "rename", session, "Renamed here"], drill.data).returncode == 0
+    moved = tmp_path / "moved-work"
+    shutil.move(str(drill.work), moved)
+    assert maka(["sessions", "relocate", session, str(moved)], drill.data).returncode == 0
+
+    again = maka(["import", str(exported), "--json"], drill.data)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["eventsCreated"] == 0
+    [row] = _sessions(drill)
+    assert row["title"] == "Renamed here" and row["cwd"] == str(moved)
