@@ -831,6 +831,9 @@ class ContinuationMarkerItem(WireModel):
     item_id: Id
     run_id: Id
     source_run_id: Id | None = None
+    after: Literal["restart", "stop", "failure"] = "restart"
+    """What the continuation followed (``runtime.continuation.resume_candidate.continued_after``):
+    Maka stopping while the turn ran, the user's stop, or a failure."""
 
 
 class BranchMarkerItem(WireModel):

@@ -788,6 +788,15 @@ class NoticeWidget(TintedPanel):
         )
 
 
+def continued_words(after: str) -> str:
+    """The continuation marker's words: what Safe resume continued after."""
+    if after == "stop":
+        return _tr("Continued with Safe resume after the stop")
+    if after == "failure":
+        return _tr("Continued with Safe resume after the failure")
+    return _tr("Continued after restart with Safe resume")
+
+
 class ContinuationMarkerWidget(QWidget):
     """A labelled rule: everything below belongs to a continuation run."""
 
@@ -801,7 +810,7 @@ class ContinuationMarkerWidget(QWidget):
         self.left_rule.setFrameShape(QFrame.Shape.HLine)
         self.right_rule = QFrame()
         self.right_rule.setFrameShape(QFrame.Shape.HLine)
-        self.label = QLabel(_tr("Continued after restart with Safe resume"))
+        self.label = QLabel(continued_words(item.after))
         font = self.label.font()
         font.setBold(True)
         self.label.setFont(font)
@@ -813,6 +822,7 @@ class ContinuationMarkerWidget(QWidget):
 
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, ContinuationMarkerItem)
+        self.label.setText(continued_words(item.after))
         tip = _tr("New run {run}").replace("{run}", item.run_id)
         if item.source_run_id:
             tip += "\n" + _tr("continues run {run}").replace("{run}", item.source_run_id)

@@ -110,6 +110,7 @@ from runtime.agent.session_service import SessionService
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.base.cancel_token import CancelToken
 from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.continuation.resume_candidate import continued_after
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
@@ -617,10 +618,15 @@ class DesktopServices:
             # The calls so far, named by what they did: a restored copy's mark in a later run
             # names the calls it predates as the user knows them (the command), not by id.
             subjects: dict[str, str] = {}
+            by_id: dict[str, RunHeader] = {}
+            after: dict[str, str] = {}  # what each continuation followed, for its marker
             for header in _ordered(self._store.list_session_runs(session_id)):
+                by_id[header.run_id] = header
                 events = [row.event for row in self._store.read_run_events(header.run_id)]
                 source = header.continuation_source or {}
                 source_run = source.get("sourceRunId") or source.get("runId")
+                if source_run:
+                    after[header.run_id] = continued_after(by_id.get(str(source_run)))
                 entries = transcript_of_run(events, subjects)
                 subjects.update(call_subjects(events))
                 settleable_in(entries, header, epoch)
@@ -636,7 +642,7 @@ class DesktopServices:
                 runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        transcript = session_transcript(session_id, runs)
+        transcript = session_transcript(session_id, runs, after)
         transcript = with_folder_notes(self._store, self._service.checkpoints, transcript)
         # A branch shows its source's history up to the point (a chain of branches: each
         # source's own, read the same way), then its own; every session marks its branches.
@@ -876,6 +882,10 @@ class DesktopServices:
             if refused is not None:
                 return refused
             observer.continuation_of = plan.source_run_id
+            if plan.source_run_id is not None:
+                observer.continued_after = continued_after(
+                    self._store.read_run_header(plan.source_run_id)
+                )
             if plan.continuation is not None:
                 observer.know_earlier_calls(plan.continuation.restore_subjects)
             if said is not None:

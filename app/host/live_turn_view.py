@@ -34,6 +34,7 @@ class LiveTurnView:
     def __init__(self, sink: TurnSink, continuation_of: str | None = None) -> None:
         self._sink = sink
         self.continuation_of = continuation_of
+        self.continued_after = "restart"  # what it follows (``continued_after``)
         self._lock = threading.Lock()
         self._run_id = ""
         self._events: list[RuntimeEvent] = []
@@ -84,7 +85,11 @@ class LiveTurnView:
             if not self._run_id:
                 self._run_id = event["runId"]
                 if self.continuation_of is not None:
-                    items.append(continuation_marker(self._run_id, self.continuation_of))
+                    items.append(
+                        continuation_marker(
+                            self._run_id, self.continuation_of, self.continued_after
+                        )
+                    )
             self._events.append(event)
             content = event.get("content")
             kind = content["kind"] if content is not None else None

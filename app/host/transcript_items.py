@@ -23,7 +23,7 @@ A run the user cancelled ends with an ``info`` notice, not a warning: nothing we
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.bridge_contract import (
     MAX_ITEMS_PER_OPEN,
@@ -143,24 +143,30 @@ def wire_item(entry: TranscriptEntry, item_id: str | None = None) -> TranscriptI
     return None
 
 
-def continuation_marker(run_id: str, source_run_id: str | None) -> ContinuationMarkerItem:
+def continuation_marker(
+    run_id: str, source_run_id: str | None, after: str = "restart"
+) -> ContinuationMarkerItem:
     return ContinuationMarkerItem(
         item_id=_clip(f"continuation:{run_id}", _ID_CHARS),
         run_id=_clip(run_id, _ID_CHARS),
         source_run_id=_clip(source_run_id, _ID_CHARS) if source_run_id else None,
+        after="stop" if after == "stop" else "failure" if after == "failure" else "restart",
     )
 
 
 def session_transcript(
     session_id: str,
     runs: Sequence[tuple[str, str | None, Sequence[TranscriptEntry]]],
+    after: Mapping[str, str] | None = None,
 ) -> Transcript:
     """All runs, oldest first: (run id, continuation source run id or None, entries). Keeps the
-    newest ``MAX_ITEMS_PER_OPEN`` items and counts the rest in ``omitted_earlier``."""
+    newest ``MAX_ITEMS_PER_OPEN`` items and counts the rest in ``omitted_earlier``. ``after``:
+    by continuation run id, what it followed (``continued_after``; default ``restart``)."""
     items: list[TranscriptItem] = []
     for run_id, source_run_id, entries in runs:
         if source_run_id is not None:
-            items.append(continuation_marker(run_id, source_run_id))
+            followed = (after or {}).get(run_id, "restart")
+            items.append(continuation_marker(run_id, source_run_id, followed))
         for entry in entries:
             item = wire_item(entry)
             if item is not None:

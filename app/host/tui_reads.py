@@ -16,6 +16,11 @@ Out = Callable[[str], None]
 """Writes one line (``print`` in the TUI; a buffer in the host)."""
 
 CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
+CONTINUED_MARKERS = {
+    "restart": CONTINUED_MARKER,
+    "stop": "--- Continued with Safe resume after the stop ---",
+    "failure": "--- Continued with Safe resume after the failure ---",
+}
 BRANCH_USAGE = "usage: /branch [EVENT [DIR] [--current-files]]"
 
 
@@ -132,8 +137,8 @@ def print_transcript(
     marks = marks or {}
     run_id: str | None = None
     for continued, entry in service.transcript_by_run(session_id):
-        if continued:
-            out(CONTINUED_MARKER)
+        if continued is not None:
+            out(CONTINUED_MARKERS.get(continued, CONTINUED_MARKER))
         if entry is None:
             continue
         if run_id is not None and entry.run_id != run_id:

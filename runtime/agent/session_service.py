@@ -187,17 +187,24 @@ class SessionService:
     def store(self) -> LedgerStore:
         return self._store
 
-    def transcript_by_run(self, session_id: str) -> list[tuple[bool, TranscriptEntry | None]]:
-        """The transcript with run boundaries: ``(True, None)`` opens a continuation run (a
-        run Safe resume started after a restart), then ``(False, entry)`` per entry."""
+    def transcript_by_run(self, session_id: str) -> list[tuple[str | None, TranscriptEntry | None]]:
+        """The transcript with run boundaries: ``(after, None)`` opens a continuation run (a
+        run Safe resume started; ``after``: what it followed, ``continued_after``), then
+        ``(None, entry)`` per entry."""
+        from runtime.continuation.resume_candidate import continued_after
+
         self.get_session(session_id)
-        out: list[tuple[bool, TranscriptEntry | None]] = []
+        out: list[tuple[str | None, TranscriptEntry | None]] = []
         subjects: dict[str, str] = {}  # the calls so far, named by what they did
+        by_id: dict[str, RunHeader] = {}
         for header in ordered_runs(self._store.list_session_runs(session_id)):
-            if header.continuation_source is not None:
-                out.append((True, None))
+            by_id[header.run_id] = header
+            source = header.continuation_source
+            if source is not None:
+                source_run = source.get("sourceRunId") or source.get("runId")
+                out.append((continued_after(by_id.get(str(source_run))), None))
             events = [row.event for row in self._store.read_run_events(header.run_id)]
-            out.extend((False, entry) for entry in transcript_of_run(events, subjects))
+            out.extend((None, entry) for entry in transcript_of_run(events, subjects))
             subjects.update(call_subjects(events))
         return out
 

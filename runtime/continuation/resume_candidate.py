@@ -49,6 +49,17 @@ def interrupted_by_restart(status: RunStatus, failure_class: str | None) -> bool
     return status is RunStatus.FAILED and failure_class == FailureClass.APP_RESTARTED.value
 
 
+def continued_after(source: RunHeader | None) -> str:
+    """What a continuation of ``source`` follows, as its marker says it: ``restart`` (Maka
+    stopped while the turn ran: a crash, a restart, a host taken over), ``stop`` (the user
+    stopped it) or ``failure`` (it failed: the model server, say)."""
+    if source is None or restart_interrupted(source):
+        return "restart"
+    if source.status is RunStatus.CANCELLED:
+        return "stop"
+    return "failure"
+
+
 def resume_candidate(runs: Iterable[RunHeader]) -> RunHeader | None:
     """The run Safe resume would plan for, or None when the latest run is not an interruption
     (no runs, still running, or completed)."""

@@ -184,6 +184,19 @@ def test_continuation_marks_what_follows(qtbot: QtBot) -> None:
     assert not view.in_continuation("u")
     assert not view.in_continuation("m")
     assert view.in_continuation("a")
+    assert marker.label.text() == "Continued after restart with Safe resume"
+    # What the continuation followed: Maka stopping, the user's stop, or a failure.
+    for after, words in (
+        ("stop", "Continued with Safe resume after the stop"),
+        ("failure", "Continued with Safe resume after the failure"),
+    ):
+        view.apply_item(
+            bc.ContinuationMarkerItem(
+                item_id="m", run_id="run-2", source_run_id="run-1", after=after
+            )
+        )
+        shown = view.item_widget("m")
+        assert isinstance(shown, ContinuationMarkerWidget) and shown.label.text() == words
 
 
 def test_text_is_never_interpreted_as_markup(qtbot: QtBot) -> None:

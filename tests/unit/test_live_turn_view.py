@@ -133,6 +133,22 @@ def test_an_opened_session_keeps_the_newest_items_and_counts_the_rest() -> None:
     assert transcript.items[-1].item_id == "u2499"
 
 
+def test_a_continuation_marker_says_what_it_followed() -> None:
+    runs: list[tuple[str, str | None, list[TranscriptEntry]]] = [
+        ("r0", None, []),
+        ("r1", "r0", []),
+        ("r2", "r1", []),
+        ("r3", "r2", []),
+    ]
+    after = {"r1": "stop", "r2": "failure"}
+    markers = session_transcript("s", runs, after).items
+    assert [(m.run_id, getattr(m, "after", None)) for m in markers] == [
+        ("r1", "stop"),
+        ("r2", "failure"),
+        ("r3", "restart"),  # not said: Maka stopping while it ran, as before
+    ]
+
+
 def test_settings_are_user_only_and_the_environment_wins(tmp_path: Path) -> None:
     settings = DesktopSettings(tmp_path)
     view = settings.update(
