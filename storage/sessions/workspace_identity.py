@@ -65,10 +65,25 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _MAX_SAFE_INTEGER = 2**53 - 1
 
 
+_REPLACEABLE = frozenset(
+    {
+        WorkspaceMarkerCode.WORKSPACE_MARKER_INVALID,
+        WorkspaceMarkerCode.WORKSPACE_MARKER_NOT_FILE,
+        WorkspaceMarkerCode.WORKSPACE_MARKER_SYMLINK,
+    }
+)
+
+
 class WorkspaceMarkerError(LedgerError):
     """The marker cannot be read or created; ``code`` is a ``WorkspaceMarkerCode``."""
 
     def __init__(self, code: WorkspaceMarkerCode, message: str, path: Path) -> None:
+        if code in _REPLACEABLE:
+            # What the user can do: Maka never replaces a marker it cannot read as its own.
+            message += (
+                "; Maka does not replace it: put it back as it was, or remove it (the folder "
+                "then gets a new workspace identity, and new messages carry on there)"
+            )
         super().__init__(code, message)
         self.path = path
 

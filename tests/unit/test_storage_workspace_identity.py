@@ -104,6 +104,8 @@ def test_an_invalid_marker_is_an_error_and_is_never_replaced(
         with pytest.raises(WorkspaceMarkerError) as error:
             resolve(tmp_path)
         assert error.value.code is code
+        # ... and says what the user can do about it
+        assert "put it back as it was, or remove it" in error.value.message
     assert marker.read_bytes() == content
     assert sorted(p.name for p in tmp_path.iterdir()) == [Path(name).parts[0]]
 
