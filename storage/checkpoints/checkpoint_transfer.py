@@ -206,13 +206,19 @@ def checked_bundle(
     by ``scratch_repository(scratch)``."""
     name, digest, size, refs = manifest_refs(manifest)
     bundle = export_file.with_name(name)
+    renamed = export_file.with_name(bundle_name(export_file.name))
+    if not bundle.exists() and renamed.is_file():
+        # The pair was renamed together (x.jsonl and x.jsonl.bundle to y.*): the file beside
+        # it under the export's own name, taken only if its bytes are the recorded ones.
+        bundle, name = renamed, renamed.name
     try:
         actual_size = bundle.stat().st_size
     except OSError:
         raise CheckpointTransferError(
             TransferCode.IMPORT_CHECKPOINTS_MISSING,
             f"the export names its snapshots file {name}, which is not beside it in "
-            f"{export_file.parent} (import with --no-checkpoints to leave the snapshots out)",
+            f"{export_file.parent} (nor is {renamed.name}); bring it beside the export, or "
+            "import with --no-checkpoints to leave the snapshots out",
         ) from None
     if actual_size != size or _sha256(bundle) != digest:
         raise _invalid(f"{name} is not the snapshots file this export was written with")

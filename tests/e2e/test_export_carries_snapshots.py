@@ -198,3 +198,21 @@ def test_a_damaged_snapshot_is_left_out_so_the_export_still_imports(tmp_path: Pa
     assert len(last["refs"]) == 1
     code, imported = _json(["import", str(out), "--json"], tmp_path / "other", drill.env)
     assert code == 0 and imported["checkpointsCarried"] == 1, imported
+
+
+def test_an_export_renamed_with_its_snapshots_file_still_carries_them(tmp_path: Path) -> None:
+    """``x.jsonl`` and ``x.jsonl.bundle`` renamed together to ``y.*`` (as a user tidies a
+    folder): the import takes ``y.jsonl.bundle``, whose bytes are the recorded ones."""
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    _export(drill, tmp_path / "x.jsonl")
+    (tmp_path / "x.jsonl").rename(tmp_path / "y.jsonl")
+    (tmp_path / "x.jsonl.bundle").rename(tmp_path / "y.jsonl.bundle")
+    code, imported = _json(
+        ["import", str(tmp_path / "y.jsonl"), "--json"], tmp_path / "o", drill.env
+    )
+    assert code == 0 and imported["checkpointsCarried"] == 2, imported
+    # Another file under that name is still refused: its bytes are not the recorded ones.
+    (tmp_path / "y.jsonl.bundle").write_bytes(b"not the snapshots")
+    refused = maka(["import", str(tmp_path / "y.jsonl")], tmp_path / "o2", env=drill.env)
+    assert refused.returncode == 2 and "[import_checkpoints_invalid]" in refused.stderr
