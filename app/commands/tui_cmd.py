@@ -143,6 +143,12 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
         print(f"maka tui: session {session.session_id} in {session.cwd}")
+        if not Path(session.cwd).is_dir():
+            print(
+                f"note: the session's folder {session.cwd} is not there (moved or deleted), so a "
+                "message cannot run: /quit, then point the session at its new place with "
+                f"maka sessions relocate {session.session_id} NEW_FOLDER"
+            )
         if host.repaired_runs:  # before what it led to: the session's interrupted turn
             print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")
         tui_reads.say_if_branched(host, session.session_id)
@@ -391,3 +397,6 @@ def _turn(
         )
     except LedgerError as error:
         print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        if str(error.code) == "invalid_cwd":
+            # maka sessions relocate needs the data folder, which this chat holds.
+            print("(/quit first: while this chat runs, it holds the data folder)", file=sys.stderr)

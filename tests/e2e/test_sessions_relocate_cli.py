@@ -99,6 +99,10 @@ def test_a_finished_session_whose_folder_moved_says_how_to_carry_on(tmp_path: Pa
     sent = maka(["run", "--session", drill.session, "count once"], drill.data, env=drill.env)
     assert sent.returncode == 1 and "Traceback" not in sent.stderr
     assert "[invalid_cwd]" in sent.stderr and relocate in sent.stderr, sent.stderr
+    chat = maka(["tui", "--session", drill.session], drill.data, env=drill.env, stdin="go\n")
+    assert chat.returncode == 0, chat.stderr
+    assert "note: the session's folder" in chat.stdout and relocate in chat.stdout, chat.stdout
+    assert "/quit first" in chat.stderr, chat.stderr  # its message refused: the chat holds it
 
     assert maka(["sessions", "relocate", drill.session, str(moved)], drill.data).returncode == 0
     again = maka(["plan", drill.session], drill.data, env=drill.env).stdout
