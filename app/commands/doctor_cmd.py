@@ -112,8 +112,9 @@ def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[di
             "code": DiagnosticCode.WORKSPACE_CHECKPOINTS_NOT_CARRIED.value,
             "sessionId": session_id,
             "message": f"the session was imported without its snapshots of the folder ({count} "
-            "recorded); to resume it, continue with the current files (maka resume "
-            f"{session_id} --rebaseline)",
+            "recorded); if a turn of it was interrupted, Safe resume compares the folder with "
+            "the tree they recorded, and when it changed, maka resume "
+            f"{session_id} --rebaseline continues with the current files",
         }
         for session_id, count in counts.items()
     ]
@@ -131,8 +132,9 @@ def _kept_elsewhere(missing: list[CheckpointRow]) -> list[dict[str, str]]:
             "sessionId": session_id,
             "message": f"{count} snapshot(s) of the session's folder are not in this data "
             "folder: the ledger is shared by several hosts and each keeps the snapshots it took "
-            "in its own data folder, so another host's may hold them; a resume here offers to "
-            f"continue with the current files (maka resume {session_id} --rebaseline)",
+            "in its own data folder, so another host's may hold them; a resume here compares "
+            "the folder with the tree they recorded, and when it changed, maka resume "
+            f"{session_id} --rebaseline continues with the current files",
         }
         for session_id, count in counts.items()
     ]

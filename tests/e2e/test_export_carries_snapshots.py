@@ -116,6 +116,8 @@ def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseli
     [note] = doctor["notes"]
     assert note["code"] == "workspace_checkpoints_not_carried"
     assert note["sessionId"] == drill.session
+    # what a resume does now: compare by the tree first (the rebaseline only when it changed)
+    assert "compares the folder with the tree they recorded" in note["message"], note
     human = maka(["doctor"], other, env=drill.env)
     assert human.returncode == 0 and "note [workspace_checkpoints_not_carried]" in human.stdout
 
