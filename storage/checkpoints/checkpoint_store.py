@@ -117,7 +117,6 @@ from storage.checkpoints.checkpoint_share import share_objects
 from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
-from storage.sessions.workspace_identity import MARKER_NAME as FOLDER_MARKER
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
@@ -1059,10 +1058,9 @@ class GitCheckpointStore:
 
     # ---- isolated restore ----------------------------------------------------------------------
     def _refuse_place(self, target: Path) -> None:
-        """A copy never goes inside the data folder, nor inside another session's folder (a
-        folder holding a workspace marker): there it would be part of that session's files,
-        and, a clone, a repository nested in its snapshots (the source folder itself is
-        refused by the caller, which knows it)."""
+        """A copy never goes inside the data folder (the source folder itself is refused by
+        the caller, which knows it). Inside another session's folder is the user's choice:
+        a session working in the home folder would otherwise leave no place for any copy."""
         real = Path(os.path.realpath(target))
         data = Path(os.path.realpath(self.root.parent))
         if real == data or data in real.parents:
@@ -1070,13 +1068,6 @@ class GitCheckpointStore:
                 RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
                 f"{target} is inside Maka's data folder {data}; choose a folder outside it",
             )
-        for folder in real.parents:
-            if (folder / FOLDER_MARKER).is_file() or (folder / LEGACY_MARKER_NAME).is_file():
-                raise CheckpointError(
-                    RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
-                    f"{target} is inside {folder}, the folder of a Maka session; a copy there "
-                    "would become part of that session's files: choose a folder outside it",
-                )
 
     def materialize(
         self,
