@@ -171,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _require_known_failpoint()
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
+        _require_utf8_arguments(args)
         return module.run(args)
     except KeyboardInterrupt:
         from runtime.ledger.codes import HostCode
@@ -233,6 +234,37 @@ def _require_known_failpoint() -> None:
         crash_point_named(value)
     except UnknownCrashPoint as unknown:
         raise CliError(unknown.code, unknown.message, EXIT_USAGE) from None
+
+
+_ARGUMENT_WORDS = {
+    "session": "session id",
+    "at": "event id (--at)",
+    "to": "folder (--to)",
+    "cwd": "folder (--cwd)",
+    "restore_to": "folder (--restore-to)",
+    "operation": "call id",
+    "note": "note (--note)",
+}
+
+
+def _require_utf8_arguments(args: argparse.Namespace) -> None:
+    """Every text argument is UTF-8 (a session id, an event id, a folder, a prompt, a note):
+    bytes that are not (kept as surrogates by Python) are refused here, with a code, before a
+    command prints or stores them; file arguments (``Path``) may hold any bytes."""
+    for name, value in vars(args).items():
+        if name == "data_dir" or not isinstance(value, str):
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            from runtime.ledger.codes import HostCode
+
+            words = _ARGUMENT_WORDS.get(name, name.replace("_", " "))
+            raise CliError(
+                HostCode.TEXT_NOT_UTF8,
+                f"the {words} holds bytes that are not UTF-8 text; nothing was changed",
+                EXIT_USAGE,
+            ) from None
 
 
 def _require_utf8_data_dir(data_dir: str | None) -> None:

@@ -160,6 +160,27 @@ def test_a_prompt_that_is_not_utf8_is_refused_before_anything_is_written(
     assert db_state(data_dir / DATABASE_NAME) == before
 
 
+def test_an_id_or_folder_that_is_not_utf8_is_refused_with_its_code(
+    session: tuple[Path, str, Path],
+) -> None:
+    """Bytes that are not UTF-8 in any text argument: a code, exit 2, never a traceback (a
+    session id was printed or looked up and ended in ``UnicodeEncodeError``)."""
+    data_dir, session_id, _ = session
+    before = db_state(data_dir / DATABASE_NAME)
+    for args in (
+        ("branch", b"\xff"),
+        ("plan", b"\xff"),
+        ("timeline", b"\xff"),
+        ("checkpoints", b"\xff"),
+        ("settle", b"\xff", "c1", "--ran"),
+        ("branch", session_id, "--at", b"e\xfe"),
+        ("branch", session_id, "--at", "e1", "--to", b"/tmp/bad\xff"),
+    ):
+        err = refused(maka(data_dir, *args), 2, "text_not_utf8")
+        assert "not UTF-8 text" in err and "Traceback" not in err, err
+    assert db_state(data_dir / DATABASE_NAME) == before
+
+
 def test_a_terminal_line_that_is_not_utf8_writes_no_run(session: tuple[Path, str, Path]) -> None:
     data_dir, session_id, _ = session
     runs = run_count(data_dir)
