@@ -203,9 +203,20 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
                 current_files=args.current_files,
             )
     except ValidationError:
+        # What the host would not take, said as the command says it alone.
+        if not 1 <= len(args.session) <= 200:
+            raise CliError(
+                StoreCode.SESSION_NOT_FOUND, f"no session {args.session[:200]}", EXIT_USAGE
+            ) from None
+        if args.at is not None and not 1 <= len(args.at) <= 200:
+            raise CliError(
+                BranchCode.BRANCH_EVENT_NOT_FOUND,
+                f"session {args.session} has no event {args.at[:80]}…",
+                EXIT_USAGE,
+            ) from None
         raise CliError(
-            StoreCode.SESSION_NOT_FOUND,
-            f"no session {args.session} or no event {args.at}",
+            RestoreCode.WORKSPACE_RESTORE_FAILED,
+            f"the folder name is longer than the running Maka accepts: {str(args.to)[:80]}…",
             EXIT_USAGE,
         ) from None
     if args.at is not None:

@@ -577,6 +577,7 @@ def test_beside_a_running_host_the_host_lists_and_branches(tmp_path: Path) -> No
         served_text = maka(["branch", session], src.data, env=src.env)
         made = src.branch(session, "--at", point["eventId"], "--to", str(copy))
         refused = src.branch(session, "--at", "evt-nope", code=2)
+        too_long = src.branch(session, "--at", "e" * 300, code=2)  # more than the host takes
         listed = json.loads(maka(["sessions", "--json"], src.data).stdout)
         assert host.process.poll() is None
     finally:
@@ -587,5 +588,6 @@ def test_beside_a_running_host_the_host_lists_and_branches(tmp_path: Path) -> No
     assert made["branchedFrom"]["sourceSessionId"] == session
     assert made["branchedFrom"]["boundaryEventId"] == point["eventId"]
     assert "[branch_event_not_found]" in refused["stderr"]
+    assert "[branch_event_not_found]" in too_long["stderr"], too_long
     assert listed["servedBy"]["host"] == "headless"
     assert {row["sessionId"] for row in listed["sessions"]} == {session, made["sessionId"]}
