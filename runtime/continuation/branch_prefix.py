@@ -49,7 +49,7 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoredEvent,
 )
-from runtime.ledger.workspace_facts import may_write, snapshot_fact
+from runtime.ledger.workspace_facts import is_settled_baseline, may_write, snapshot_fact
 
 USER_MESSAGE = "user_message"
 TOOL_RESULT = "tool_result"
@@ -178,6 +178,7 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
     binder = _Binder()
     found: list[tuple[int, Boundary]] = []
     position = 0
+    tail = -1  # the position of the last event the newest boundary's cut takes
     for header in _ordered(store.list_session_runs(session_id)):
         if header.status in (RunStatus.CREATED, RunStatus.RUNNING):
             continue  # not committed as a whole: a running or unrepaired turn
@@ -191,13 +192,15 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                 open_calls.discard(str(content.get("id")))
             kind = boundary_kind(event)
             binder.see(position, event, kind is not None)
-            if found and found[-1][0] == position - 1 and settles(event, found[-1][1].event_id):
-                # The recovery decision committed with a recovered or attested result: the
-                # history is whole only with it, so the cut takes it (the boundary stays the
-                # result the user picks).
+            if found and tail == position - 1 and written_with(event, found[-1][1].event_id):
+                # Written with a recovered or attested result (its recovery decision, the
+                # answer's baseline of the folder): the history is whole only with them, so the
+                # cut takes them (the boundary stays the result the user picks).
                 last = found[-1][1]
                 found[-1] = (found[-1][0], Boundary(**{**_fields(last), "seq": row.seq}))
+                tail = position
             if kind is not None:
+                tail = position
                 boundary = Boundary(
                     event_id=event["id"],
                     run_id=header.run_id,
@@ -210,6 +213,18 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                 found.append((position, boundary))
             position += 1
     return [Boundary(**{**_fields(b), "snapshot": binder.bound.get(p)}) for p, b in found]
+
+
+def written_with(event: RuntimeEvent, outcome_event_id: str) -> bool:
+    """Whether ``event`` belongs with the result ``outcome_event_id`` (it follows it, or the
+    decision after it): the recovery decision that completes the call, or the baseline of the
+    folder the user's answer recorded (docs/design/workspace.md section 3)."""
+    if settles(event, outcome_event_id):
+        return True
+    return (
+        is_settled_baseline(event)
+        and event["id"] == outcome_event_id.removesuffix("_attest_outcome") + "_attest_baseline"
+    )
 
 
 def settles(event: RuntimeEvent, outcome_event_id: str) -> bool:
@@ -305,7 +320,10 @@ def resolve_recorded(store: LineageStore, record: BranchRecord) -> BranchPrefix:
     if (
         prefix.prefix.prefix_digest != record.source_prefix_digest
         or last is None
-        or (last["id"] != record.boundary_event_id and not settles(last, record.boundary_event_id))
+        or (
+            last["id"] != record.boundary_event_id
+            and not written_with(last, record.boundary_event_id)
+        )
         or prefix.replay.provider_replay_digest != record.fact.get("providerReplayDigest")
     ):
         raise BranchRefused(

@@ -202,6 +202,9 @@ def test_a_branch_after_a_settled_call_takes_the_answer_with_its_result(tmp_path
     [request] = drill.requests()
     history = json.dumps(request["history"])
     assert "b1" in history and "go on" in history, history
+    # The answer took the folder as it was (count.txt added): the copy holds that folder, and
+    # the model is told what changed, as the source's next turn is.
+    assert "changed outside your view" in history and "count.txt" in history, history
     assert (drill.work / "count.txt").read_text() == "once\n"  # nothing ran again
     assert (copy / "count.txt").read_text() == "once\n"
 
