@@ -191,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
         if args.session:
             print_unsettled_calls(service, session.session_id)
         cancel = CancelToken()
+        transcript.on_reader_gone = cancel.cancel  # `maka run ... | head`: end it cleanly
         try:
             result = run_cancellable(
                 lambda: service.send_turn(

@@ -19,7 +19,7 @@ import shutil
 import sys
 import textwrap
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TextIO
 
 from app.code_text import describe
@@ -32,6 +32,18 @@ from runtime.ledger.store_ports import RunStatus
 from runtime.ledger.workspace_facts import decision_mark
 
 
+def _quiet(out: TextIO) -> None:
+    """Point ``out``'s descriptor at the null device: the interpreter's last flush into the
+    closed pipe then writes nowhere instead of failing."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+
+
 class TerminalTranscript:
     """A ``RunObserver`` printing to ``out``; thread-safe."""
 
@@ -42,6 +54,10 @@ class TerminalTranscript:
         self._show_user = show_user
         self._held = ""
         self._subjects: dict[str, str] = {}  # calls by what they did (``call_subjects``)
+        # Told once when the reader of ``out`` went away (``maka run ... | head``): the command
+        # cancels its turn, so the run ends ``cancelled`` instead of being left running.
+        self.on_reader_gone: Callable[[], None] | None = None
+        self._gone = False
 
     def name_calls(self, subjects: Mapping[str, str]) -> None:
         """Calls of earlier runs by what they did, for a restored copy's words."""
@@ -65,8 +81,16 @@ class TerminalTranscript:
     def _write(self, text: str) -> None:
         if self._held:
             text, self._held = self._held + text, ""
-        self._out.write(text)
-        self._out.flush()
+        if self._gone:
+            return
+        try:
+            self._out.write(text)
+            self._out.flush()
+        except BrokenPipeError:
+            self._gone = True
+            _quiet(self._out)
+            if self.on_reader_gone is not None:
+                self.on_reader_gone()
 
     def _line(self, text: str) -> None:
         if self._mid_line:

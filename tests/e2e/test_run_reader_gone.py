@@ -1,0 +1,46 @@
+"""``maka run ... | head -2``: the reader of the command's output goes away mid-turn. The turn is
+cancelled cleanly (its run ends ``cancelled`` with its terminal event) instead of being left
+marked running for the next start to repair as a crash; no traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_process import maka_executable
+from tests.helpers.maka_run import committed_runs, scripted_env, write_script
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(sys.platform == "win32", reason="pipes")]
+
+LOUD = {"id": "l1", "name": "bash", "args": {"command": "seq 1 3000"}}
+STEPS = [{"text": "Counting.", "toolCalls": [LOUD]}, {"text": "Counted. " * 2000}]
+
+
+def test_a_reader_that_goes_away_cancels_the_turn_cleanly(tmp_path: Path) -> None:
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    env = {
+        **os.environ,
+        **scripted_env(write_script(tmp_path / "script.json", [STEPS])),
+        "MAKA_DATA_DIR": str(data),
+    }
+    child = subprocess.Popen(
+        [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "auto", "count"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.readline()  # as `head -1` reads, then leaves
+    child.stdout.close()
+    err = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    assert child.wait(timeout=60) != 0
+    assert "Traceback" not in err, err
+    [(header, events)] = committed_runs(data)
+    assert header.status.value == "cancelled", (header, err)
+    assert events[-1].get("status") == "cancelled"  # its terminal event, not a repair
