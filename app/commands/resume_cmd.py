@@ -225,6 +225,7 @@ def resume_session(  # noqa: C901
         # refused for the restored copy, a changed source) is all that is printed.
         transcript.hold("\n".join(plan_summary(plan)) + "\n")
     try:
+        transcript.on_reader_gone = cancel.cancel  # `maka resume ... | head`: end it cleanly
         result = run_cancellable(lambda: service.execute(plan), cancel)
     except ResumeRefused as refused:
         transcript.release(keep=False)
