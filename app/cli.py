@@ -10,7 +10,6 @@ Exit codes (docs/design/cli.md): 0 success, 1 error, 2 usage or invalid input, 3
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import sys
@@ -201,12 +200,9 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program the 
 
 
 def _silence_stdout() -> None:
-    """Point standard output at the null device, so the interpreter's final flush into a
-    closed pipe cannot print a traceback."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+    from app.visible_text import silence
+
+    silence(sys.stdout)
 
 
 def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:

@@ -123,3 +123,16 @@ class VisibleStream:
 def unguarded(stream: TextIO | VisibleStream) -> TextIO:
     """The stream under a ``VisibleStream`` (``stream`` itself when it is not one)."""
     return stream.unguarded if isinstance(stream, VisibleStream) else stream
+
+
+def silence(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at the null device, once its reader went away (``maka plan
+    S | head``): later writes, and the interpreter's final flush, go nowhere instead of failing
+    with a traceback."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)

@@ -105,7 +105,7 @@ def resume_through_host(
     from pydantic import ValidationError
 
     from app.bridge_contract import TurnsResumeRequest
-    from app.host.resume_switch import RESUME_FLAG
+    from app.host.resume_switch import command_safe_resume
 
     decision = "rebaseline" if args.rebaseline else None
     if args.restore_to is not None:
@@ -124,7 +124,7 @@ def resume_through_host(
             workspace_decision=decision,
             restore_to=os.path.abspath(args.restore_to) if args.restore_to else None,
             before_running=notes.getvalue()[:4000],
-            safe_resume=os.environ[RESUME_FLAG] == "1" if RESUME_FLAG in os.environ else None,
+            safe_resume=command_safe_resume(),
             correlation_id=_RUN,
         )
     except ValidationError:

@@ -118,10 +118,10 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     from runtime.ledger.codes import HostCode
 
     try:
-        from app.commands.settle_cmd import own_safe_resume
+        from app.host.resume_switch import command_safe_resume
 
         # The command's own variable decides for this plan, as for maka resume.
-        request = SessionsPlanRequest(session_id=args.session, safe_resume=own_safe_resume())
+        request = SessionsPlanRequest(session_id=args.session, safe_resume=command_safe_resume())
     except ValidationError:
         raise CliError(
             StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE

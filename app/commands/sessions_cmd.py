@@ -17,7 +17,6 @@ like ``maka run``; while a host serves it (the desktop, ``maka host``), the host
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -278,17 +277,13 @@ def _print(
     if not rows:
         print("no sessions yet; start one with: maka run --cwd DIR 'write hello.txt saying hi'")
         return EXIT_OK
-    from app.host.resume_switch import resume_enabled
+    from app.host.resume_switch import command_safe_resume, resume_enabled
 
     # Off, 'maka resume' can only refuse: the hint would send the user to a refusal.
     enabled = False
     if any(row["resumable"] for row in rows):
-        from app.host.resume_switch import RESUME_FLAG
-
-        if host_resume is not None and RESUME_FLAG not in os.environ:
-            enabled = host_resume
-        else:
-            enabled = resume_enabled(data_dir)
+        by_host = host_resume is not None and command_safe_resume() is None
+        enabled = bool(host_resume) if by_host else resume_enabled(data_dir)
     lines: list[str] = []  # written at once: one pass of the terminal guard, not one per row
     for row in rows:
         status = row.get("lastRunStatus") or "no runs"

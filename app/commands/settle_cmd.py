@@ -167,7 +167,9 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     if isinstance(body.get("workspace"), dict):
         body["workspace"].pop("changedCount", None)  # as the command prints it alone
     continues, reasons = answer.resume_available, list(answer.resume_reasons)
-    own = own_safe_resume()
+    from app.host.resume_switch import command_safe_resume
+
+    own = command_safe_resume()
     if own is not None:
         # What maka resume with this command's MAKA_RUNTIME_SAFE_BOUNDARY_RESUME would do now
         # (the host planned with its own setting, which its windows go by).
@@ -178,16 +180,6 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
             continues = planned.continues
             reasons = [str(r) for r in json.loads(planned.document).get("rejectionReasons", [])]
     return _report(args, body, continues, reasons, folder)
-
-
-def own_safe_resume() -> bool | None:
-    """This command's MAKA_RUNTIME_SAFE_BOUNDARY_RESUME when set (None: the host decides)."""
-    import os
-
-    from app.host.resume_switch import RESUME_FLAG
-
-    own = os.environ.get(RESUME_FLAG)
-    return None if own is None else own == "1"
 
 
 def folder_lines(settled: Settled, session_id: str) -> list[str]:

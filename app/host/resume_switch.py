@@ -39,9 +39,15 @@ def stored_safe_resume(data_dir: Path) -> bool | None:
     return None if value is None else value == "1"
 
 
+def command_safe_resume(environ: Mapping[str, str] | None = None) -> bool | None:
+    """The command's own ``MAKA_RUNTIME_SAFE_BOUNDARY_RESUME`` (``1``: on, any other value: off);
+    None when unset (then the desktop's setting, or a serving host's, decides)."""
+    env = os.environ if environ is None else environ
+    own = env.get(RESUME_FLAG)
+    return None if own is None else own == "1"
+
+
 def resume_enabled(data_dir: Path, environ: Mapping[str, str] | None = None) -> bool:
     """Safe resume for the commands: the variable when set, else the desktop's setting."""
-    env = os.environ if environ is None else environ
-    if RESUME_FLAG in env:
-        return env[RESUME_FLAG] == "1"
-    return stored_safe_resume(data_dir) is True
+    own = command_safe_resume(environ)
+    return stored_safe_resume(data_dir) is True if own is None else own

@@ -23,25 +23,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TextIO
 
 from app.code_text import describe
-from app.visible_text import AUTO_MODE_WARNING, visible
+from app.visible_text import AUTO_MODE_WARNING, silence, visible
 from runtime.agent.permission_policy import Decision, PermissionQuestion
 from runtime.agent.transcript_projection import CODED_ENDINGS, summarize_args, summarize_result
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.store_ports import RunStatus
 from runtime.ledger.workspace_facts import decision_mark
-
-
-def _quiet(out: TextIO) -> None:
-    """Point ``out``'s descriptor at the null device: the interpreter's last flush into the
-    closed pipe then writes nowhere instead of failing."""
-    import contextlib
-    import os
-
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out.fileno())
-        os.close(devnull)
 
 
 class TerminalTranscript:
@@ -88,7 +76,7 @@ class TerminalTranscript:
             self._out.flush()
         except BrokenPipeError:
             self._gone = True
-            _quiet(self._out)
+            silence(self._out)
             if self.on_reader_gone is not None:
                 self.on_reader_gone()
 
