@@ -56,6 +56,16 @@ class BranchRecord(NamedTuple):
         return bool(self.fact.get("currentFiles"))
 
     @property
+    def snapshot_ref(self) -> tuple[str, str] | None:
+        """The snapshot the branch's folder was copied from, as (its workspace's identity, its
+        checkpoint ref), or None when the fact names none: retention keeps it and the doctor
+        counts it as named."""
+        snapshot = self.fact.get("snapshot")
+        if not isinstance(snapshot, Mapping) or not snapshot.get("checkpointRef"):
+            return None
+        return str(snapshot.get("workspaceIdentity") or ""), str(snapshot["checkpointRef"])
+
+    @property
     def workspace_path(self) -> str:
         return str(self.fact.get("workspacePath", ""))
 

@@ -147,13 +147,10 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
         # A branch made with the current files names the capture it was copied from (a ref of
         # the source's workspace no snapshot fact names): kept by retention, not an orphan.
         for record in reader.list_branches():
-            snapshot = record.fact.get("snapshot")
-            if isinstance(snapshot, dict) and snapshot.get("checkpointRef"):
-                workspace = str(snapshot.get("workspaceIdentity") or "")
-                if workspace:
-                    named.setdefault(carrier.git_dir(workspace).name, set()).add(
-                        str(snapshot["checkpointRef"])
-                    )
+            branch_ref = record.snapshot_ref
+            if branch_ref is not None and branch_ref[0]:
+                workspace, ref = branch_ref
+                named.setdefault(carrier.git_dir(workspace).name, set()).add(ref)
     if carrier.root.is_dir() and carrier.git is not None:
         for repository in sorted(carrier.root.glob("*.git")):
             refs = carrier.refs_in(repository)

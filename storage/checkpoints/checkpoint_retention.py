@@ -84,9 +84,9 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
     # kept while the branch exists, so the branch point can be copied again and checked.
     if isinstance(reader, BranchListing):
         for record in reader.list_branches():
-            snapshot = record.fact.get("snapshot")
-            if isinstance(snapshot, dict) and snapshot.get("checkpointRef"):
-                keep.add(str(snapshot["checkpointRef"]))
+            copied_from = record.snapshot_ref
+            if copied_from is not None:
+                keep.add(copied_from[1])
     return keep, open_runs
 
 
