@@ -7,7 +7,9 @@ they are kept under), the checkpoint mode its first event declared (``git_v1``, 
 ``unavailable`` with the reason), then every checkpoint (its ref, commit and tree, the committed
 run prefix it belongs to, whether its Git objects are still in the checkpoint store, the
 files skipped as too large and the paths it left out because an ignore rule came in since the
-capture before) and every failed capture with its code. Read-only: it works while
+capture before) and every failed capture with its code. A session imported without its snapshots
+(``maka export --no-checkpoints``) says so, and its absent snapshots read "not carried", not
+"MISSING" (``importedWithoutSnapshots`` in ``--json``). Read-only: it works while
 the desktop app or another command runs. Exit 0, or 2 when there is no such session.
 """
 
@@ -37,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
     from storage.checkpoints.checkpoint_audit import session_checkpoints
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.checkpoints.checkpoint_transfer import imported_without_snapshots
     from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         found = session_checkpoints(store, carrier, args.session)
         ignored = _now_ignored(carrier, found.rows)
         origin = store.read_branch(args.session)
+    uncarried = args.session in imported_without_snapshots(data_dir)
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():
         rows = [row for row in found.rows if row.run_id == run_id]
@@ -73,16 +77,27 @@ def run(args: argparse.Namespace) -> int:
         document: dict[str, Any] = {"sessionId": args.session, "runs": runs}
         if origin is not None:
             document["branchedFrom"] = origin.to_json()
+        if uncarried:
+            document["importedWithoutSnapshots"] = True
         print(json.dumps(document, ensure_ascii=False))
         return EXIT_OK
-    _print_text(args.session, runs, origin)
+    _print_text(args.session, runs, origin, uncarried)
     return EXIT_OK
 
 
-def _print_text(session: str, runs: list[dict[str, Any]], origin: Any) -> None:
+def _print_text(session: str, runs: list[dict[str, Any]], origin: Any, uncarried: bool) -> None:
     print(f"Workspace checkpoints of session {session}:")
     if origin is not None:
         _print_origin(origin)
+    if uncarried:
+        print(
+            "  imported without its snapshots (exported with --no-checkpoints): they are not "
+            "here, and a resume offers to continue with the current files"
+        )
+    # An absent snapshot the import chose not to bring is expected, not lost.
+    absent = (
+        "not here (not carried by the import)" if uncarried else "MISSING from the checkpoint store"
+    )
     if not runs:
         print("  none yet: the session has no run (its first run takes the first snapshot)")
     for entry in runs:
@@ -98,7 +113,7 @@ def _print_text(session: str, runs: list[dict[str, Any]], origin: Any) -> None:
             when = _when(row["ts"])
             if row["kind"] == "checkpoint":
                 state = {True: "present", None: "not checked (no usable git on PATH)"}.get(
-                    row["present"], "MISSING from the checkpoint store"
+                    row["present"], absent
                 )
                 high_water = row["runtimeHighWater"]
                 # A snapshot without a high-water mark is the one of a decision to continue

@@ -120,6 +120,14 @@ def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseli
     assert "compares the folder with the tree they recorded" in note["message"], note
     human = maka(["doctor"], other, env=drill.env)
     assert human.returncode == 0 and "note [workspace_checkpoints_not_carried]" in human.stdout
+    # ``maka checkpoints`` says why they are not here, not that they were lost.
+    listed = maka(["checkpoints", drill.session], other, env=drill.env)
+    assert listed.returncode == 0, listed.stderr
+    assert "MISSING" not in listed.stdout, listed.stdout
+    assert "not here (not carried by the import)" in listed.stdout
+    assert "imported without its snapshots" in listed.stdout
+    code, document = _json(["checkpoints", drill.session, "--json"], other, drill.env)
+    assert document["importedWithoutSnapshots"] is True, document
 
     # The folder as it was: its tree is the one the ledger recorded, so the plan continues
     # without the snapshot (compared by the tree); changed, only the rebaseline goes on.
