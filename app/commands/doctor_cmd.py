@@ -99,6 +99,18 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
     ]
 
 
+def _workspace_line(item: dict[str, str]) -> str:
+    line = f"workspace {item['cwd']}: marker {item['marker']}"
+    if item["marker"] == "replaced":
+        line += (
+            f" (it names {item['identity']}, but the latest run there recorded "
+            f"{item['recordedIdentity']}: the marker was replaced, or another folder stands at "
+            "this path now; Safe resume does not continue an interrupted run there, a new "
+            "message carries on)"
+        )
+    return line
+
+
 def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[dict[str, str]]:
     """One note per session imported without its snapshots: their absence is expected."""
     from runtime.ledger.codes import DiagnosticCode
@@ -335,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
         f"tool operations: {report.operations}",
         *(server[1] if server is not None else []),
     ]
-    lines.extend(f"workspace {item['cwd']}: marker {item['marker']}" for item in report.workspaces)
+    lines.extend(_workspace_line(item) for item in report.workspaces)
     lines.append(
         f"workspace checkpoints: {checkpoints.facts} recorded, {checkpoints.refs} refs, "
         f"{len(checkpoints.missing) - uncarried - len(elsewhere)} missing"

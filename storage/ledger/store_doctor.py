@@ -264,12 +264,34 @@ def _check_workspaces(conn: sqlite3.Connection, report: DoctorReport) -> None:
                 DoctorProblem(str(error.code), f"{session.cwd}: {error.message}")
             )
             continue
+        recorded = _recorded_identity(conn, session.cwd)
         if identity is None:
             report.workspaces.append({"cwd": session.cwd, "marker": "absent"})
+        elif recorded is not None and recorded != identity.identity:
+            # Replaced (or the folder is another one now): the runs there recorded another
+            # workspace, so an interrupted one is not resumed there (workspace_identity_mismatch).
+            report.workspaces.append(
+                {
+                    "cwd": session.cwd,
+                    "marker": "replaced",
+                    "identity": identity.identity,
+                    "recordedIdentity": recorded,
+                }
+            )
         else:
             report.workspaces.append(
                 {"cwd": session.cwd, "marker": "valid", "identity": identity.identity}
             )
+
+
+def _recorded_identity(conn: sqlite3.Connection, cwd: str) -> str | None:
+    """The workspace identity the latest run in ``cwd`` recorded (None: none did)."""
+    row = conn.execute(
+        "SELECT workspace_identity FROM runs WHERE cwd = ? AND workspace_identity IS NOT NULL "
+        "ORDER BY created_at DESC, run_id DESC LIMIT 1",
+        (cwd,),
+    ).fetchone()
+    return str(row[0]) if row is not None else None
 
 
 def diagnose(conn: sqlite3.Connection) -> DoctorReport:
