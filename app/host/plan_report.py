@@ -257,13 +257,14 @@ def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> l
     return lines
 
 
-def _folder_advice(plan: ContinuationPlan) -> list[str]:
-    """A missing folder or Safe resume turned off: the command that changes it."""
+def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:
+    """A missing folder or Safe resume turned off: the command that changes it (not while
+    the latest turn runs: there is nothing to resume yet, whatever the setting)."""
     codes = {reason.value for reason in plan.rejection_reasons}
     advice: list[str] = []
     if "workspace_folder_missing" in codes:
         advice.append(_relocate_words(plan.session_id))
-    if "resume_feature_disabled" in codes:
+    if "resume_feature_disabled" in codes and not turn_running:
         advice.append(
             "Turn Safe resume on in the desktop's Settings, or for one command with "
             "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1."
@@ -360,7 +361,7 @@ def plan_summary(
             f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
             *_stop_advice(plan),
-            *_folder_advice(plan),
+            *_folder_advice(plan, _turn_running(plan, operations)),
             *_workspace_advice(plan),
             *_history_advice(plan),
         ]
@@ -406,13 +407,18 @@ def plan_summary(
     return lines
 
 
+def _turn_running(plan: ContinuationPlan, operations: Sequence[OperationView] | None) -> bool:
+    """The session's latest turn has not ended (here or in another Maka process)."""
+    return ParkReason.SESSION_BUSY in plan.rejection_reasons or any(
+        op.turn_running for op in operations or ()
+    )
+
+
 def _next_step(
     plan: ContinuationPlan, operations: Sequence[OperationView] | None, folder_gone: bool
 ) -> list[str]:
     """A parked plan's "what next" line: carry on with a new message, when one can run."""
-    if ParkReason.SESSION_BUSY in plan.rejection_reasons or any(
-        op.turn_running for op in operations or ()
-    ):
+    if _turn_running(plan, operations):
         return [
             "What next: the session's latest turn has not ended (it runs in this or another "
             "Maka process); wait for it to end, or stop it where it runs, then ask again: "

@@ -70,6 +70,8 @@ def test_a_call_of_a_turn_still_running_is_not_offered_to_settle(tmp_path: Path)
             assert text.returncode == 3, text.stderr
             assert "maka settle" not in text.stdout, text.stdout
             assert "carry on with a new message" not in text.stdout, text.stdout
+            # Nothing is resumable yet, whatever the setting: no advice to turn it on.
+            assert "Turn Safe resume on" not in text.stdout, text.stdout
             assert "latest turn has not ended" in text.stdout
             assert "s1: indeterminate" in text.stdout and "may still be running" in text.stdout
             body = json.loads(maka(["plan", session, "--json"], data, env=flag).stdout)
