@@ -548,7 +548,9 @@ def _file_blob_id(path: Path, size: int) -> str:
 
 def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:
     """Every object the private repository's refs reach, and the blobs its index names."""
-    out = runner.run(["rev-list", "--objects", "--all", "--missing=print"], git_dir=git_dir)
+    out = runner.run(
+        ["rev-list", "--objects", "--no-object-names", "--all", "--missing=print"], git_dir=git_dir
+    )
     found = {line.split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] not in "?"}
     if index is not None and index.is_file():
         listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
@@ -631,7 +633,9 @@ def _missing(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
 
 def _unreadable(runner: GitRunner, git_dir: Path, index: Path | None) -> set[str]:
     """What the refs reach and the index names that the repository cannot read now."""
-    out = runner.run(["rev-list", "--objects", "--all", "--missing=print"], git_dir=git_dir)
+    out = runner.run(
+        ["rev-list", "--objects", "--no-object-names", "--all", "--missing=print"], git_dir=git_dir
+    )
     gone = {line[1:].split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] == "?"}
     if index is not None and index.is_file():
         listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)

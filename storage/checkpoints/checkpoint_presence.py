@@ -2,8 +2,10 @@
 exist in the workspace's private repository (docs/design/workspace.md sections 2, 3). One decision
 for every surface (the resume planner, ``maka checkpoints``, ``maka doctor``), taken for many
 snapshots in a few Git calls: one ``cat-file --batch-check`` for the commits and trees, one
-``rev-list --objects --missing=print`` for everything under them, and only when something is
-missing, one ``cat-file --batch`` per folder depth to tell which snapshots reach it."""
+``rev-list --objects --no-object-names --missing=print`` for everything under them (object ids
+only: a file's name, which may hold any byte, a newline or a leading ``?`` included, never
+reaches the parser), and only when something is missing, one ``cat-file --batch`` per folder
+depth to tell which snapshots reach it."""
 
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def snapshots_whole(
         return found
     commits = sorted({commit for commit, _ in found})
     listed = runner.run(
-        ["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"],
+        ["rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print", "--stdin"],
         git_dir=git_dir,
         stdin="".join(f"{commit}\n" for commit in commits).encode(),
     )
@@ -61,7 +63,7 @@ def tree_whole(runner: GitRunner, git_dir: Path, tree: str) -> bool:
     starts at the tree and names no missing object); False when Git cannot tell."""
     try:
         listed = runner.run(
-            ["rev-list", "--objects", "--missing=print", "--stdin"],
+            ["rev-list", "--objects", "--no-object-names", "--missing=print", "--stdin"],
             git_dir=git_dir,
             stdin=f"{tree}\n".encode(),
         )
@@ -71,13 +73,20 @@ def tree_whole(runner: GitRunner, git_dir: Path, tree: str) -> bool:
 
 
 def _whole_at_once(runner: GitRunner, git_dir: Path, commit: str, tree: str) -> bool:
-    """One snapshot in one Git call: the walk from its commit prints the commit first (a
-    commit: no path), then its top tree (an empty path), and names nothing missing. False
+    """One snapshot in one Git call: the walk from its commit prints the commit first, then
+    its top tree, and names nothing missing. False
     when that is not certain (a missing or odd object makes the walk fail): the full
     decision then tells."""
     try:
         listed = runner.run(
-            ["rev-list", "--objects", "--no-walk", "--missing=print", "--stdin"],
+            [
+                "rev-list",
+                "--objects",
+                "--no-object-names",
+                "--no-walk",
+                "--missing=print",
+                "--stdin",
+            ],
             git_dir=git_dir,
             stdin=f"{commit}\n".encode(),
         )
@@ -87,7 +96,7 @@ def _whole_at_once(runner: GitRunner, git_dir: Path, commit: str, tree: str) -> 
     return (
         len(lines) >= 2
         and lines[0] == commit.encode()
-        and lines[1] == tree.encode() + b" "
+        and lines[1] == tree.encode()
         and b"\n?" not in listed
         and not listed.startswith(b"?")
     )

@@ -5,6 +5,7 @@ turn ends at once would otherwise cut it short every time."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -79,3 +80,30 @@ def test_a_run_in_a_package_or_a_worktree_borrows_and_ends_self_contained(
     assert shown == "uncommitted work\n"
     after = {str(path): path.read_bytes() for path in (top / ".git").rglob("*") if path.is_file()}
     assert after == before
+
+
+@pytest.mark.parametrize("name", [b"bad\xff", b"x\n?abc", b"line\nbreak"])
+def test_a_file_name_of_any_bytes_still_ends_the_borrowing(tmp_path: Path, name: bytes) -> None:
+    """A committed file whose name is not UTF-8, or holds a newline (one starting the next line
+    with ``?``, Git's mark of a missing object): the walk over the store's objects once printed
+    names and decoded them, so the copy that ends the borrowing died with a traceback and the
+    snapshots depended on the user's ``.git`` for good."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (Path(work).joinpath(os.fsdecode(name))).write_bytes(b"odd\n")
+    user_git(work, "init", "-q")
+    user_git(work, "add", "-A")
+    user_git(work, "commit", "-qm", "first")
+    (work / "a.txt").write_text("uncommitted work\n")
+    data = tmp_path / "data"
+    result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "list files"], data)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    [store] = (data / "checkpoints").glob("*.git")
+    assert not (store / "objects" / "info" / "alternates").exists(), "still borrows"
+    # The snapshots hold without the user's repository.
+    shutil.rmtree(work / ".git")
+    doctor = maka(["doctor", "--verify-snapshots"], data)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "0 missing" in doctor.stdout, doctor.stdout
