@@ -34,6 +34,7 @@ from app.park_guidance import (
     write_did_not_happen,
 )
 from renderer.park_text import Severity, can_try_again, describe, highest_severity, next_step
+from runtime.ledger.file_names import shown_name
 
 
 def _tr(text: str) -> str:
@@ -205,7 +206,7 @@ def changed_files_text(current: SessionResume, code: str = "workspace_drift") ->
         return ""
     words = {"added": _tr("added"), "modified": _tr("changed"), "deleted": _tr("deleted")}
     shown = drift.changed_paths[:BANNER_CHANGED_FILES]
-    lines = [f"  {words[entry.change]}: {entry.path}" for entry in shown]
+    lines = [f"  {words[entry.change]}: {shown_name(entry.path)}" for entry in shown]
     rest = len(drift.changed_paths) - len(shown) + drift.more_changed_paths
     if rest:
         lines.append("  " + _tr("and {count} more").replace("{count}", f"{rest:,}"))

@@ -23,6 +23,7 @@ from typing import Any
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.file_names import shown_name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,9 +128,9 @@ def _print_text(session: str, runs: list[dict[str, Any]], origin: Any, uncarried
                     f"    {when}  {row['checkpointRef']}  tree {row['treeId'][:12]}  {at}  {state}"
                 )
                 for path in row.get("skippedPaths", []):
-                    print(f"      skipped (over 50 MiB): {path}")
+                    print(f"      skipped (over 50 MiB): {shown_name(path)}")
                 for path in row.get("nowIgnoredPaths", []):
-                    print(f"      left out, now ignored: {path}")
+                    print(f"      left out, now ignored: {shown_name(path)}")
             else:
                 print(f"    {when}  capture FAILED [{row['reasonCode']}] {row['message']}")
         if not entry["checkpoints"]:

@@ -189,6 +189,7 @@ def folder_lines(settled: Settled, session_id: str) -> list[str]:
 
 def folder_words(body: Mapping[str, Any], session_id: str) -> list[str]:
     """``folder_lines`` from what ``maka settle --json`` prints (the host sends the same)."""
+    from runtime.ledger.file_names import shown_name
     from runtime.ledger.workspace_facts import changed_count_words
 
     found = body.get("workspace")
@@ -214,7 +215,7 @@ def folder_words(body: Mapping[str, Any], session_id: str) -> list[str]:
         "  The folder as it is now is the new starting point; "
         f"{words} changed since the last snapshot" + (":" if paths else ".")
     ]
-    lines.extend(f"    {path}" for path in paths[:10])
+    lines.extend(f"    {shown_name(str(path))}" for path in paths[:10])
     if count > 10:
         lines.append(f"    and {count - 10} more")
     return lines

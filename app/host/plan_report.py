@@ -28,6 +28,7 @@ from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.workspace_decision import WORKSPACE_DECISION_REASONS, WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import RESOLVER_REASON, DiagnosticCode, ParkReason, SettlementOrigin
+from runtime.ledger.file_names import shown_name
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.run_records import TERMINAL_RUN_STATUSES
 from runtime.ledger.store_ports import LedgerReader
@@ -247,7 +248,7 @@ def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> l
     more = more if isinstance(more, int) else 0
     shown = paths if limit is None else paths[:limit]
     lines = [
-        f"      {entry.get('change', '?'):<8} {entry.get('path', '?')}"
+        f"      {entry.get('change', '?'):<8} {shown_name(str(entry.get('path', '?')))}"
         for entry in shown
         if isinstance(entry, dict)
     ]

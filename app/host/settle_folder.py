@@ -151,9 +151,12 @@ def preview_words(preview: SettleBaseline) -> str:
             "Answering also takes the folder as it is now as the new starting point; no file "
             "changed since the last snapshot."
         )
+    from runtime.ledger.file_names import shown_name
     from runtime.ledger.workspace_facts import changed_count_words
 
-    shown = ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+    shown = ", ".join(shown_name(path) for path in paths[:10]) + (
+        f" and {len(paths) - 10} more" if len(paths) > 10 else ""
+    )
     return (
         "Answering also takes the folder as it is now as the new starting point; "
         f"{changed_count_words(paths)} changed since the last snapshot: {shown}."

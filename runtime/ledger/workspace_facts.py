@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.file_names import shown_name
 from runtime.ledger.restore_point_words import AT_STOP, copy_reflects, restore_kind
 
 WORKSPACE_FACT_KEYS = frozenset({"workspaceCheckpoint", "workspaceCheckpointFailed"})
@@ -162,7 +163,7 @@ def decision_mark(
         listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
         more = int(baseline.get("moreChangedPaths") or 0)
         said = changed_count_words(listed, more)
-        named = ", ".join(listed[:MARK_PATHS_NAMED])
+        named = ", ".join(shown_name(path) for path in listed[:MARK_PATHS_NAMED])
         rest = len(listed) + more - min(len(listed), MARK_PATHS_NAMED)
         if rest and named:
             named += f" and {rest} more"
@@ -228,7 +229,10 @@ def baseline_notice(baseline: Mapping[str, Any]) -> str:
             "Note from the host: the user chose to continue with the files as they are now; "
             "no file differs from what you last saw."
         )
-    lines = [f"- {item['path']} ({item['change']})" for item in changed[:NOTICE_PATHS_SHOWN]]
+    lines = [
+        f"- {shown_name(str(item['path']))} ({item['change']})"
+        for item in changed[:NOTICE_PATHS_SHOWN]
+    ]
     if more:
         lines.append(f"- and {more} more")
     said = changed_count_words([str(item["path"]) for item in changed], more)

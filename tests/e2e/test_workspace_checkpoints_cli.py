@@ -232,3 +232,15 @@ def test_a_file_changed_between_plan_and_execution_refuses_before_the_provider(
         assert refused.value.code == "workspace_tree_changed"
     assert runner.runs == 0
     assert len(committed_runs(drill.data)) == 1  # nothing admitted
+
+
+def test_a_file_name_with_a_newline_stays_on_its_line_of_the_plan(tmp_path: Path) -> None:
+    """A file added after the crash whose name holds a newline and a fake entry: ``maka plan``
+    shows it quoted on one line, so the folder seems to have lost no file it still has."""
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    (drill.work / "notes.txt\n      deleted  a.txt").write_text("x\n")
+    result = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG})
+    assert result.returncode == 3, result.stderr
+    assert "      added    'notes.txt\\n      deleted  a.txt'" in result.stdout, result.stdout
+    assert not any(line.strip().startswith("deleted") for line in result.stdout.splitlines())

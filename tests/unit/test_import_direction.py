@@ -120,6 +120,8 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
                 "runtime.ledger.codes",
                 # what a session's title may be, checked before Rename sends one
                 "runtime.ledger.session_title",
+                # a file name shown on one line (the banner's changed files)
+                "runtime.ledger.file_names",
             },
             {"PySide6", "pydantic", "typing_extensions"},
         )
