@@ -427,7 +427,7 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         ),
         "checkpoint_folder_unreadable": (
             _W,
-            "A file in the folder could not be read for a snapshot.",
+            "A file or folder in the folder could not be read for a snapshot.",
         ),
         "reconcile_matches_prior_state": (
             _W,

@@ -408,6 +408,20 @@ def plan_summary(
     return lines
 
 
+_UNREADABLE = ("workspace_marker_unreadable", "checkpoint_folder_unreadable")
+
+
+def _unreadable(plan: ContinuationPlan) -> str | None:
+    """The code of a folder Maka could not read, when that is what kept it from looking at
+    the session's folder (the observation's failure names it)."""
+    for diagnostic in plan.diagnostics:
+        if diagnostic.code == ParkReason.SAFETY_OBSERVATION_UNAVAILABLE.value:
+            for code in _UNREADABLE:
+                if code in diagnostic.message:
+                    return code
+    return None
+
+
 def _turn_running(plan: ContinuationPlan, operations: Sequence[OperationView] | None) -> bool:
     """The session's latest turn has not ended (here or in another Maka process)."""
     return ParkReason.SESSION_BUSY in plan.rejection_reasons or any(
@@ -445,6 +459,22 @@ def _next_step(
         return [
             "What next: carry on with a new message (maka run --session "
             f"{plan.session_id} MESSAGE, or the desktop)."
+        ]
+    unread = _unreadable(plan)
+    if unread is not None:
+        # Nothing was found changed: the folder could not be looked at. Its permissions are
+        # what to change (a new message cannot even start while the marker cannot be read).
+        carry = (
+            "; or carry on with a new message (maka run --session "
+            f"{plan.session_id} MESSAGE, or the desktop), whose snapshots are not taken while "
+            "it cannot be read"
+            if unread == "checkpoint_folder_unreadable"
+            else ""
+        )
+        return [
+            "What next: Maka cannot read part of the session's folder (named above). Give your "
+            "user read access to it again (for example chmod -R u+rX on that folder), then ask "
+            f"again: maka plan {plan.session_id}{carry}."
         ]
     # A damaged record stays: the line below says what can and cannot help.
     until = "" if damaged(plan) else " Safe resume stays parked until the reasons above change."

@@ -159,6 +159,7 @@ class GitRunner:
         )
         if returncode not in ok_codes:
             raise _failed(args[0], err, returncode)
+        _refuse_unread(args[0], err)
         return out
 
     def _repository_env(
@@ -275,6 +276,7 @@ class GitRunner:
                 out, err = _finish(process, None, deadline - time.monotonic(), args[0])
                 if process.returncode != 0:
                     raise _failed(args[0], err, process.returncode)
+                _refuse_unread(args[0], err)
                 outputs.append(out)
             return outputs
         except OSError as error:
@@ -483,6 +485,26 @@ def _failed(name: str, err: bytes, returncode: int) -> CheckpointError:
         CheckpointFailureCode.CHECKPOINT_GIT_FAILED,
         f"git {name} failed: {message[-1] if message else returncode}",
     )
+
+
+_UNREAD = re.compile(rb"^warning: could not open directory '(.*)': (.*)$", re.MULTILINE)
+
+
+def _refuse_unread(name: str, err: bytes) -> None:
+    """A listing of the folder (``ls-files``) that met a folder it could not open: Git warns
+    and lists the rest, so a snapshot taken from it would leave that folder out and still be
+    called whole. Refused instead (``checkpoint_folder_unreadable``), naming the folder."""
+    if name != "ls-files":
+        return
+    found = _UNREAD.search(err)
+    if found is not None:
+        folder = os.fsdecode(found.group(1)).rstrip("/") or "."
+        reason = found.group(2).decode("utf-8", "replace")
+        raise CheckpointError(
+            CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE,
+            f"the folder {folder!r} cannot be read ({reason}); a snapshot would leave out "
+            "what it holds",
+        )
 
 
 def _finish(

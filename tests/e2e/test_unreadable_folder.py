@@ -1,0 +1,102 @@
+"""A folder inside the session's folder that Maka cannot open (``chmod 000``): Git lists the
+rest and only warns, so a snapshot once left that folder out and was still called whole; a
+plan then said ``workspace_verified`` after the folder was deleted, and a restored copy said it
+held the folder as it was. The capture now fails with ``checkpoint_folder_unreadable`` naming
+the folder, and the plan says what to do. Runs the real ``maka`` without the permission
+override root has (``setpriv``), so the folder is really unreadable to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_process import maka_executable
+from tests.helpers.user_git import user_git
+
+NO_OVERRIDE = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("git") is None, reason="git"),
+    pytest.mark.skipif(
+        os.geteuid() == 0 and shutil.which("setpriv") is None, reason="root needs setpriv"
+    ),
+]
+
+
+def _maka(args: list[str], data: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "MAKA_DATA_DIR": str(data), **env}
+    environment.pop("MAKA_PROVIDER", None)
+    environment.setdefault("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", "1")
+    prefix = NO_OVERRIDE if os.geteuid() == 0 else []
+    return subprocess.run(
+        [*prefix, *maka_executable(), *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _crash_after_write(work: Path, data: Path) -> str:
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"]
+    result = _maka(args, data, MAKA_FAILPOINT="P8")
+    assert result.returncode == -9, result.stderr
+    listed = json.loads(_maka(["sessions", "--json"], data).stdout)
+    return str(listed["sessions"][0]["sessionId"])
+
+
+def test_an_unreadable_folder_fails_the_capture_instead_of_leaving_it_out(
+    tmp_path: Path,
+) -> None:
+    work, data = tmp_path / "work", tmp_path / "data"
+    (work / "secret").mkdir(parents=True)
+    (work / "secret" / "data.txt").write_text("precious\n")
+    (work / "a.txt").write_text("a\n")
+    (work / "secret").chmod(0)
+    try:
+        session = _crash_after_write(work, data)
+        listed = json.loads(_maka(["checkpoints", session, "--json"], data).stdout)
+        [run] = listed["runs"]
+        assert run["checkpoints"], run
+        for row in run["checkpoints"]:
+            assert row["kind"] == "failed", row
+            assert row["reasonCode"] == "checkpoint_folder_unreadable", row
+            assert "'secret' cannot be read" in row["message"], row
+    finally:
+        (work / "secret").chmod(0o755)
+    shutil.rmtree(work / "secret")  # gone now: nothing may call the folder as it was
+    planned = json.loads(_maka(["plan", session, "--json"], data).stdout)
+    codes = [d["code"] for d in planned["diagnostics"]]
+    assert "workspace_verified" not in codes, planned
+    assert planned["disposition"] != "continue", planned
+
+
+def test_a_captured_folder_made_unreadable_is_named_with_what_to_do(tmp_path: Path) -> None:
+    work, data = tmp_path / "work", tmp_path / "data"
+    (work / "sub" / "dir").mkdir(parents=True)
+    (work / "sub" / "dir" / "f.txt").write_text("s\n")
+    (work / "a.txt").write_text("a\n")
+    user_git(work, "init", "-q")
+    user_git(work, "add", "-A")
+    user_git(work, "commit", "-qm", "first")
+    (work / "a.txt").write_text("uncommitted\n")
+    session = _crash_after_write(work, data)
+    (work / "sub").chmod(0)
+    try:
+        planned = _maka(["plan", session], data)
+    finally:
+        (work / "sub").chmod(0o755)
+    assert planned.returncode == 3, planned.stderr
+    assert "checkpoint_folder_unreadable: the folder 'sub' cannot be read" in planned.stdout
+    assert "empty folder" not in planned.stdout, planned.stdout
+    assert "Give your user read access to it again" in planned.stdout, planned.stdout
+    # Readable again: the folder is what the snapshot recorded.
+    again = json.loads(_maka(["plan", session, "--json"], data).stdout)
+    assert "workspace_verified" in [d["code"] for d in again["diagnostics"]], again
