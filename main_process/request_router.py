@@ -881,6 +881,20 @@ class RequestRouter:
         self._standing.answered(session_id, request_id)
         self._closed(session_id, request_id, PermissionDecision.DENY, where, None)
 
+    def _stop_unasked(self, session_id: str, request_id: str) -> None:
+        """A question of a turn no terminal drives (automatic resume) with nobody connected to
+        answer it: the turn is stopped there, not denied on the user's behalf. Denying would
+        tell the model the user refused, and the turn would end "completed" with its task not
+        done; stopped, the call never ran, the run ends cancelled, and Safe resume continues
+        it (and asks again) once a window or ``maka tui`` is there."""
+        _log.warning(
+            "session %s: stopped its turn at a permission question no window or terminal "
+            "could answer; open it in the desktop or maka tui and resume it",
+            escape(session_id, 80),
+        )
+        self._services.cancel_turn(session_id)
+        self._standing.answered(session_id, request_id)
+
     def _nobody_to_ask(self, session_id: str) -> bool:
         """No window is connected and no terminal views the session: a question of a turn no
         terminal drives (automatic resume under ``maka host``) would wait for ever."""
@@ -1279,12 +1293,7 @@ class RequestRouter:
                 and isinstance(message, PermissionRequestedPush)
                 and self._nobody_to_ask(session_id)
             ):
-                self._deny_unasked(
-                    session_id,
-                    message.request_id,
-                    "the host: no window was open and no terminal viewed the session (denied, "
-                    "as maka run denies without a terminal)",
-                )
+                self._stop_unasked(session_id, message.request_id)
             if isinstance(message, RunStatusPush) and message.status is RunStatusValue.RUNNING:
                 self.refresh_session(session_id)
 

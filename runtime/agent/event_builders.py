@@ -189,9 +189,16 @@ class EventBuilder:
         return cast(RuntimeEvent, event)
 
     def permission_decision(
-        self, request_id: str, decision: Literal["allow", "deny"], ts: int
+        self,
+        request_id: str,
+        decision: Literal["allow", "deny"],
+        ts: int,
+        *,
+        author: Literal["user", "host"] = "user",
     ) -> RuntimeEvent:
-        event = self._base(f"{request_id}_decision", ts, "system", "user")
+        """The answer to a permission question: the user's, or the host's when the turn was
+        stopped before anyone answered."""
+        event = self._base(f"{request_id}_decision", ts, "system", author)
         event["actions"] = {"permissionDecision": {"requestId": request_id, "decision": decision}}
         return cast(RuntimeEvent, event)
 

@@ -330,8 +330,16 @@ class ToolRuntime:
             request_id, identity.session_id, identity.run_id, call.name, call.call_id, summary
         )
         decision = self._asker(question, self.cancel)
-        # A cancelled wait is answered "deny", so no request stays open in a finished run.
-        self._append(self._builder.permission_decision(request_id, decision or "deny", self._now()))
+        # A cancelled wait is answered "deny", so no request stays open in a finished run; the
+        # host, not the user, writes that answer.
+        self._append(
+            self._builder.permission_decision(
+                request_id,
+                decision or "deny",
+                self._now(),
+                author="user" if decision is not None else "host",
+            )
+        )
         return decision
 
     def _dispatch(

@@ -1,8 +1,11 @@
 """A question nobody connected can answer: ``maka host`` killed while a terminal's turn waited on
 a permission question, restarted with automatic resume on and no window. The continuation asks
-again; with no window connected and no terminal viewing the session, the host denies it (as
-``maka run`` denies without a terminal) instead of waiting for ever, so the session ends and
-the next interrupted session in the queue is resumed too. The command never runs."""
+again; with no window connected and no terminal viewing the session, the host stops the turn
+there instead of waiting for ever, so the session ends and the next interrupted session in the
+queue is resumed too. It does not deny the question on the user's behalf: that told the model
+the user refused and ended the turn "completed" with its task not done. The command never
+runs, the record says the host (not the user) closed the question, and Safe resume offers to
+continue the stopped turn, asking again."""
 
 from __future__ import annotations
 
@@ -61,7 +64,7 @@ def _asking(data: Path, work: Path, env: dict[str, str]) -> subprocess.Popen[str
     return client
 
 
-def test_automatic_resume_under_maka_host_denies_a_question_nobody_can_answer(
+def test_automatic_resume_under_maka_host_stops_at_a_question_nobody_can_answer(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "data"
@@ -87,20 +90,25 @@ def test_automatic_resume_under_maka_host_denies_a_question_nobody_can_answer(
     try:
         deadline = time.monotonic() + 60
         statuses = _statuses(data)
-        while time.monotonic() < deadline and set(statuses.values()) != {"completed"}:
+        while time.monotonic() < deadline and set(statuses.values()) != {"cancelled"}:
             time.sleep(0.5)
             statuses = _statuses(data)
-        assert set(statuses.values()) == {"completed"}, (statuses, again.stderr())
+        assert set(statuses.values()) == {"cancelled"}, (statuses, again.stderr())
     finally:
         again.stop()
     for work in folders:
         assert not (work / "count.txt").exists(), "a denied command never runs"
     decisions = [
-        event["actions"]["permissionDecision"]["decision"]
+        (event["author"], event["actions"]["permissionDecision"]["decision"])
         for _header, events in committed_runs(data)
         for event in events
         if "permissionDecision" in (event.get("actions") or {})
     ]
-    assert decisions == ["deny", "deny"], decisions  # the continuations' questions, denied
+    # The continuations' questions, closed by the host when it stopped their turns.
+    assert decisions == [("host", "deny"), ("host", "deny")], decisions
     log = main_log(data)
     assert log.count("auto-resume outcome: ResumeStarted") == 2, log
+    assert log.count("stopped its turn at a permission question") == 2, log
+    for session in _statuses(data):
+        planned = maka(["plan", session, "--json"], data, env={**env, **FLAG})
+        assert json.loads(planned.stdout)["disposition"] == "continue", planned.stdout
