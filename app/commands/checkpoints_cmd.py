@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
@@ -64,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         ignored = _now_ignored(carrier, found.rows)
         origin = store.read_branch(args.session)
     uncarried = args.session in imported_without_snapshots(data_dir)
+    from storage.ledger.database_choice import uses_postgres
+
+    shared = uses_postgres(data_dir, os.environ)
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():
         rows = [row for row in found.rows if row.run_id == run_id]
@@ -82,11 +86,13 @@ def run(args: argparse.Namespace) -> int:
             document["importedWithoutSnapshots"] = True
         print(json.dumps(document, ensure_ascii=False))
         return EXIT_OK
-    _print_text(args.session, runs, origin, uncarried)
+    _print_text(args.session, runs, origin, uncarried, shared)
     return EXIT_OK
 
 
-def _print_text(session: str, runs: list[dict[str, Any]], origin: Any, uncarried: bool) -> None:
+def _print_text(
+    session: str, runs: list[dict[str, Any]], origin: Any, uncarried: bool, shared: bool
+) -> None:
     print(f"Workspace checkpoints of session {session}:")
     if origin is not None:
         _print_origin(origin)
@@ -95,9 +101,14 @@ def _print_text(session: str, runs: list[dict[str, Any]], origin: Any, uncarried
             "  imported without its snapshots (exported with --no-checkpoints): they are not "
             "here, and a resume offers to continue with the current files"
         )
-    # An absent snapshot the import chose not to bring is expected, not lost.
+    # An absent snapshot the import chose not to bring is expected, not lost; on a shared
+    # ledger (PostgreSQL) one another host took is kept in that host's data folder.
     absent = (
-        "not here (not carried by the import)" if uncarried else "MISSING from the checkpoint store"
+        "not here (not carried by the import)"
+        if uncarried
+        else "not in this data folder (another host's may keep it)"
+        if shared
+        else "MISSING from the checkpoint store"
     )
     if not runs:
         print("  none yet: the session has no run (its first run takes the first snapshot)")

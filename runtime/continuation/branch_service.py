@@ -299,11 +299,16 @@ class BranchService:
         carrier = self._checkpoints
         assert carrier is not None
         identity, tree = str(snapshot["workspaceIdentity"]), str(snapshot["treeId"])
+        # On a shared ledger a snapshot another host took is in that host's data folder.
+        elsewhere = getattr(carrier, "missing_note", None)
         try:
             if not plan.current_files and not carrier.has_repository(identity):
-                raise _unavailable(
-                    plan.source.session_id, plan.boundary.event_id, "its snapshot is gone"
+                why = (
+                    f"its snapshot is not in this data folder: {elsewhere}"
+                    if elsewhere
+                    else "its snapshot is gone"
                 )
+                raise _unavailable(plan.source.session_id, plan.boundary.event_id, why)
             to_identity = carrier.materialize(
                 identity, tree, plan.target, session_id, source=Path(plan.source.cwd)
             )
@@ -312,6 +317,8 @@ class BranchService:
             if error.code is RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED:
                 # Nothing was written: the snapshot's objects are checked first.
                 why = f"its snapshot is no longer whole in the checkpoint store: {error.message}"
+                if elsewhere and "missing" in error.message:
+                    why = f"its snapshot is not in this data folder: {elsewhere}"
                 raise _unavailable(plan.source.session_id, plan.boundary.event_id, why) from None
             raise BranchRefused(error.code, error.message) from None
         if observed.tree_id != tree:

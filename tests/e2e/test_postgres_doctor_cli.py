@@ -219,3 +219,36 @@ def test_snapshots_another_host_took_are_a_note_not_a_problem(
     text = maka(["doctor"], tmp_path / "host-b", env=env).stdout
     assert f"0 missing, {recorded} not in this data folder" in text
     assert "PROBLEM" not in text
+
+
+def test_checkpoints_and_branch_say_another_hosts_snapshot_is_elsewhere(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The doctor's reading everywhere: from another host's data folder, ``maka checkpoints``
+    and ``maka branch`` say the snapshot is not in this data folder (another host's may keep
+    it), not that it is MISSING or damaged."""
+    env = {"MAKA_DATABASE_URL": postgres_url}
+    _two_runs(tmp_path, tmp_path / "host-a", env)
+    listed = json.loads(maka(["sessions", "--json"], tmp_path / "host-b", env=env).stdout)
+    session = next(
+        str(row["sessionId"]) for row in listed["sessions"] if row["cwd"].endswith("work-a")
+    )
+    shown = maka(["checkpoints", session], tmp_path / "host-b", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "MISSING" not in shown.stdout, shown.stdout
+    assert "not in this data folder (another host's may keep it)" in shown.stdout
+    here = maka(["checkpoints", session], tmp_path / "host-a", env=env).stdout
+    assert "present" in here and "not in this data folder" not in here
+
+    points = json.loads(maka(["branch", session, "--json"], tmp_path / "host-a", env=env).stdout)
+    end = next(p for p in points["boundaries"] if p.get("checkpointRef"))
+    branched = maka(
+        ["branch", session, "--at", str(end["eventId"]), "--to", str(tmp_path / "copy")],
+        tmp_path / "host-b",
+        env=env,
+    )
+    assert branched.returncode != 0, branched.stdout
+    assert "branch_snapshot_unavailable" in branched.stderr, branched.stderr
+    assert "not in this data folder" in branched.stderr, branched.stderr
+    assert "damaged" not in branched.stderr, branched.stderr
+    assert not (tmp_path / "copy").exists()
