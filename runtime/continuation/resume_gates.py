@@ -13,7 +13,7 @@ never observed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -106,6 +106,18 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
     latest = run.newest()
     if latest.status in TERMINAL_RUN_STATUSES:
         return None
+    holder = _lease_holder(run)
+    if holder is not None:
+        # On a shared ledger: the run is another host's until its lease runs out, whether that
+        # host still runs the turn or stopped (recovery never repairs a leased run).
+        return park(
+            run.session_id,
+            latest.run_id,
+            ParkReason.SESSION_BUSY,
+            f"host {holder} holds the session's lease: it runs the turn, or it stopped and its "
+            "lease has not run out yet (a running host then takes the session over and "
+            "recovers the run)",
+        )
     if latest.owner_epoch < run.store.read_owner_epoch():
         return park(
             run.session_id,
@@ -114,6 +126,21 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
             "the interrupted run's ledger could not be repaired and is quarantined",
         )
     return park(run.session_id, latest.run_id, ParkReason.SESSION_BUSY, "the session is running")
+
+
+def _lease_holder(run: LatestRun) -> str | None:
+    """The other host holding the session's live lease (a shared ledger), or None."""
+    read = getattr(run.store, "live_lease_holders", None)
+    if read is None:
+        return None
+    try:
+        holders: Mapping[str, str] = read()
+    except LedgerError:
+        return None
+    held = getattr(run.store, "held_session_leases", None)
+    if held is not None and run.session_id in held():
+        return None  # this process's own lease
+    return holders.get(run.session_id)
 
 
 def latest_interrupted(run: LatestRun) -> ContinuationPlan | None:

@@ -215,3 +215,38 @@ def test_with_snapshots_on_the_other_host_verifies_the_folder_by_its_tree(
     assert _runs(postgres_url) == expected, log.read_text() if log.exists() else ""
     assert (work / "one.txt").read_text() == "x\n"  # the command ran once, on host A
     assert not (work / ".maka-workspace.json").exists()  # the marker stays in .maka/
+
+
+def test_a_plan_right_after_a_host_died_names_the_lease_not_a_quarantine(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """``maka plan`` from the killed host's data folder before its lease ran out (what the
+    ``host_stopped`` advice says to run): the run is still leased to the dead host, so nothing
+    here may repair it. The plan says whose lease holds it; it once said the run's ledger
+    "could not be repaired and is quarantined" (``runtime_ledger_unreadable``), which was false.
+    Once the lease ran out, the same plan repairs the run and offers to continue it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    common = {**_common(tmp_path, postgres_url), "MAKA_SESSION_LEASE_TTL_MS": "8000"}
+    started: list[MainProcess] = []
+    try:
+        host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
+        _turn_dies_with(host_a, work, tmp_path, postgres_url)
+    finally:
+        for host in started:
+            host.stop()
+    listed = json.loads(maka(["sessions", "--json"], tmp_path / "a", env=common).stdout)
+    session = str(listed["sessions"][0]["sessionId"])
+    early = maka(["plan", session, "--json"], tmp_path / "a", env=common)
+    body = json.loads(early.stdout)
+    assert body["rejectionReasons"] == ["session_busy"], body
+    [busy] = [d for d in body["diagnostics"] if d["code"] == "session_busy"]
+    assert "holds the session's lease" in busy["message"], busy
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        later = json.loads(maka(["plan", session, "--json"], tmp_path / "a", env=common).stdout)
+        if later["rejectionReasons"] != ["session_busy"]:
+            break
+        time.sleep(0.5)
+    assert "runtime_ledger_unreadable" not in later["rejectionReasons"], later
+    assert later["disposition"] == "continue", later
