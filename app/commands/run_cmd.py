@@ -121,6 +121,23 @@ def print_unsettled_calls(service: Any, session_id: str) -> None:
         print(line, file=sys.stderr)
 
 
+def refuse_leased_elsewhere(store: Any, session_id: str) -> None:
+    """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
+    there: refused before anything is said about its history (a turn running there has calls
+    without a result that are not interrupted), naming the host, as that host would."""
+    read = getattr(store, "live_lease_holders", None)
+    holder = read().get(session_id) if read is not None else None
+    if holder is None:
+        return
+    raise CliError(
+        HostCode.SESSION_BUSY,
+        f"session {session_id} is held by another host, {holder}: it runs or keeps the "
+        "session, or it stopped and its lease has not run out yet; run the command with that "
+        "host's data folder, or once its lease has run out",
+        EXIT_ERROR,
+    )
+
+
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
     """``--cwd`` with ``--session`` must name the session's own folder: a session always works
     in the folder it was created for, so another folder is a mistake to report, not to ignore."""
@@ -182,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(error.code, error.message, EXIT_USAGE) from None
         if args.session and args.cwd:
             require_same_folder(args.cwd, session.session_id, session.cwd)
+        if args.session:
+            refuse_leased_elsewhere(service.store, session.session_id)
         print(
             f"session {session.session_id} in {session.cwd} ({host.provider_label}, "
             f"permission mode {policy.mode})",

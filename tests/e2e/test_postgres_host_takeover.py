@@ -12,6 +12,8 @@ continuation. The lease's epoch went up once; host B gave it up when it stopped.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.helpers.maka_process import MainProcess, start_main
+from tests.helpers.maka_process import MainProcess, maka_executable, start_main
 from tests.helpers.maka_run import maka, scripted_env, write_script
 from tests.helpers.user_git import user_git
 
@@ -250,3 +252,65 @@ def test_a_plan_right_after_a_host_died_names_the_lease_not_a_quarantine(
         time.sleep(0.5)
     assert "runtime_ledger_unreadable" not in later["rejectionReasons"], later
     assert later["disposition"] == "continue", later
+
+
+def test_a_message_from_another_data_folder_while_a_host_runs_the_turn_is_busy(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """``maka run --session S`` with another data folder (another machine) while host A runs S's
+    turn: refused with ``session_busy`` naming the host, before anything is said about the
+    history. It once printed "an earlier turn was interrupted" about the call running on A,
+    then failed with ``session_lease_lost``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    slow = [
+        [
+            {
+                "text": "Wait.",
+                "toolCalls": [{"id": "s1", "name": "bash", "args": {"command": "sleep 20"}}],
+            },
+            {"text": "Done."},
+        ]
+    ]
+    env = {
+        **scripted_env(write_script(tmp_path / "slow.json", slow)),
+        **LEASES,
+        "MAKA_DATABASE_URL": postgres_url,
+    }
+    started: list[MainProcess] = []
+    try:
+        _host(tmp_path / "a", env, started)
+        turn = subprocess.Popen(
+            [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "auto", "wait"],
+            env={**os.environ, **env, "MAKA_DATA_DIR": str(tmp_path / "a")},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with psycopg.connect(postgres_url) as conn:
+                    try:
+                        counted = conn.execute("SELECT count(*) FROM tool_operations").fetchone()
+                    except psycopg.errors.UndefinedTable:
+                        counted = (0,)  # the first turn has not made the schema yet
+                if counted != (0,):
+                    break
+                time.sleep(0.2)
+            listed = json.loads(maka(["sessions", "--json"], tmp_path / "a", env=env).stdout)
+            session = str(listed["sessions"][0]["sessionId"])
+            (tmp_path / "b").mkdir()
+            other = maka(
+                ["run", "--session", session, "--permission-mode", "auto", "list files"],
+                tmp_path / "b",
+                env=env,
+            )
+        finally:
+            turn.kill()
+            turn.wait(30)
+    finally:
+        for host in started:
+            host.stop()
+    assert other.returncode == 1, other.stderr
+    assert "[session_busy]" in other.stderr and "is held by another host" in other.stderr
+    assert "interrupted" not in other.stderr and "note:" not in other.stderr, other.stderr
