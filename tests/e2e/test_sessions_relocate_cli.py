@@ -313,3 +313,27 @@ def test_a_renamed_or_moved_session_imports_again_keeping_its_name_and_place(
     assert json.loads(again.stdout)["eventsCreated"] == 0
     [row] = _sessions(drill)
     assert row["title"] == "Renamed here" and row["cwd"] == str(moved)
+
+
+def test_a_deleted_folder_is_offered_a_branch_from_its_snapshots_before_removal(
+    tmp_path: Path,
+) -> None:
+    """The folder deleted (not moved): relocating is impossible and removing deletes the
+    history. The plan names ``maka branch``, which makes a new folder from the snapshots that
+    are still kept, and following it works."""
+    drill = Drill(tmp_path, checkpoints=True)
+    assert drill.run("P6").returncode == -9
+    shutil.rmtree(drill.work)
+    text = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG}).stdout
+    assert f"Its snapshots are kept here: maka branch {drill.session} lists" in text, text
+    assert text.index("maka branch") < text.index("maka sessions remove"), text
+
+    listed = maka(["branch", drill.session, "--json"], drill.data, env=drill.env)
+    assert listed.returncode == 0, listed.stderr
+    kept = [p for p in json.loads(listed.stdout)["boundaries"] if p.get("snapshotKept")]
+    assert kept, listed.stdout
+    copy = tmp_path / "again"
+    args = ["branch", drill.session, "--at", str(kept[-1]["eventId"]), "--to", str(copy)]
+    made = maka(args, drill.data, env=drill.env)
+    assert made.returncode == 0, made.stderr
+    assert copy.is_dir() and any(copy.iterdir())
