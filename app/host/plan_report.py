@@ -399,7 +399,8 @@ def plan_summary(
             lines.extend(
                 _unknown_advice(plan, unknown[0].tool_call_id, len(unknown), settle, folder)
             )
-        if not damaged(plan):
+        if not damaged(plan) and _parked_for_good(operations) is None:
+            # (a call parked for good keeps the run parked: no folder decision would follow)
             lines.extend(_later_workspace_advice(plan))
     if plan.transitions:
         lines.append("Workspace decisions in this lineage:")
@@ -408,6 +409,20 @@ def plan_summary(
         lines.append(f"Tool calls of run {operations[0].run_id}:")
         lines.extend(op.line() for op in operations)
     return lines
+
+
+def _parked_for_good(operations: Sequence[OperationView] | None) -> OperationView | None:
+    """A call recovery parked that no answer can settle (a write whose file someone else
+    changed since, say): Safe resume can never continue its run."""
+    for op in operations or ():
+        if (
+            op.decision.status.value == "parked"
+            and not op.settleable
+            and not op.not_run_only
+            and not op.turn_running
+        ):
+            return op
+    return None
 
 
 _UNREADABLE = ("workspace_marker_unreadable", "checkpoint_folder_unreadable")
@@ -477,6 +492,16 @@ def _next_step(
             "What next: Maka cannot read part of the session's folder (named above). Give your "
             "user read access to it again (for example chmod -R u+rX on that folder), then ask "
             f"again: maka plan {plan.session_id}{carry}."
+        ]
+    final = _parked_for_good(operations)
+    if final is not None and not damaged(plan):
+        return [
+            f"What next: Safe resume cannot continue this run: recovery parked "
+            f"{final.decision.tool_name} {final.decision.tool_call_id} for good "
+            f"({final.decision.reason.value}), and no answer changes that. Carry on with a new "
+            f"message (maka run --session {plan.session_id} MESSAGE, or the desktop){told}. "
+            "Or continue from an earlier point in a new folder (maka branch "
+            f"{plan.session_id} lists them)."
         ]
     # A damaged record stays: the line below says what can and cannot help.
     until = "" if damaged(plan) else " Safe resume stays parked until the reasons above change."
