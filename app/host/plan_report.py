@@ -247,15 +247,29 @@ def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> l
     more = detail.get("moreChangedPaths", 0)
     more = more if isinstance(more, int) else 0
     shown = paths if limit is None else paths[:limit]
+    listed = detail.get("leftOutPaths")
+    left = set(listed) if isinstance(listed, list) else set()
     lines = [
-        f"      {entry.get('change', '?'):<8} {shown_name(str(entry.get('path', '?')))}"
+        f"      {_change_word(entry, left):<8} {shown_name(str(entry.get('path', '?')))}"
         for entry in shown
         if isinstance(entry, dict)
     ]
     rest = len(paths) - len(shown) + more
     if rest:
         lines.append(f"      and {rest} more")
+    if left:
+        lines.append(
+            "      (left out: still in the folder, but snapshots leave it out now: an ignore "
+            "rule came in since, or it grew over 50 MiB)"
+        )
     return lines
+
+
+def _change_word(entry: Mapping[str, Any], left_out: set[str]) -> str:
+    """How a changed path changed; a "deleted" one still in the folder is "left out"."""
+    if entry.get("change") == "deleted" and entry.get("path") in left_out:
+        return "left out"
+    return str(entry.get("change", "?"))
 
 
 def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:

@@ -50,7 +50,10 @@ def checkpoint_evidence(
         # Stale: the park stands whatever the folder holds, but it names what differs from
         # that snapshot, so the user knows which files to check.
         since = changes_since_snapshot(carrier, events, observation)
-        return None if since is None else CheckpointEvidence(True, since, stale_compared=True)
+        if since is None:
+            return None
+        left = still_there(since, observation.workspace_path)
+        return CheckpointEvidence(True, since, stale_compared=True, left_out=left)
     if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
         return None
     if carrier is None:
@@ -92,7 +95,22 @@ def checkpoint_evidence(
         changes = carrier.changes(workspace, tree_id, tree.tree_id)
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
-    return CheckpointEvidence(True, rolled_forward(changes, boundary.files, observation))
+    differ = rolled_forward(changes, boundary.files, observation)
+    left = still_there(differ, observation.workspace_path)
+    return CheckpointEvidence(True, differ, left_out=left)
+
+
+def still_there(changes: Sequence[TreeChange], folder: str) -> tuple[str, ...]:
+    """The paths ``changes`` calls deleted that are still in ``folder``: the snapshot of it
+    now leaves them out (an ignore rule came in since, or the file grew over the size limit),
+    so they are not gone, whatever the comparison of the two snapshots says."""
+    return tuple(
+        change.path
+        for change in changes
+        if change.change is PathChange.DELETED
+        and not change.path.endswith("/")
+        and os.path.lexists(os.path.join(folder, change.path))
+    )
 
 
 def _observed(carrier: CheckpointCarrier, observation: SafetyObservation) -> str | None:
@@ -164,7 +182,9 @@ def _basis_evidence(
         )
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}", basis=True)
-    return CheckpointEvidence(True, rolled_forward(changes, basis.files, observation), basis=True)
+    differ = rolled_forward(changes, basis.files, observation)
+    left = still_there(differ, observation.workspace_path)
+    return CheckpointEvidence(True, differ, basis=True, left_out=left)
 
 
 def changes_since_snapshot(

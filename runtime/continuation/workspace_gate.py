@@ -77,6 +77,13 @@ class CheckpointEvidence:
     # very tree the snapshot recorded (Git names a tree by its content: the same paths, bytes,
     # modes and permission record), so nothing changed; ``snapshot_present`` is then True.
     by_tree_id: bool = False
+    # Paths of ``changes`` listed as deleted that are still in the folder: snapshots leave them
+    # out now (an ignore rule came in, or the file grew over the size limit).
+    left_out: tuple[str, ...] = ()
+
+
+def _left_out(evidence: CheckpointEvidence) -> dict[str, Any]:
+    return {"leftOutPaths": list(evidence.left_out)} if evidence.left_out else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +195,7 @@ def workspace_gate(  # noqa: C901
         if evidence is not None and evidence.stale_compared:
             message += "; " + _since_last_snapshot(evidence.changes)
             stale_detail.update(changed_paths_summary(evidence.changes))
+            stale_detail.update(_left_out(evidence))
         return [GateFinding(reason, reason.value, message, stale_detail, boundary.stale_after)]
     checkpoint = basis.checkpoint if inherited and basis is not None else boundary.checkpoint
     assert checkpoint is not None
@@ -230,7 +238,12 @@ def workspace_gate(  # noqa: C901
                 reason,
                 reason.value,
                 f"{said} changed {since}",
-                {"checkpointRef": ref, **based, **changed_paths_summary(evidence.changes)},
+                {
+                    "checkpointRef": ref,
+                    **based,
+                    **changed_paths_summary(evidence.changes),
+                    **_left_out(evidence),
+                },
             )
         ]
     skipped: Sequence[str] = checkpoint.get("skippedPaths") or ()

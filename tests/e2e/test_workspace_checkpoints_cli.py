@@ -244,3 +244,20 @@ def test_a_file_name_with_a_newline_stays_on_its_line_of_the_plan(tmp_path: Path
     assert result.returncode == 3, result.stderr
     assert "      added    'notes.txt\\n      deleted  a.txt'" in result.stdout, result.stdout
     assert not any(line.strip().startswith("deleted") for line in result.stdout.splitlines())
+
+
+def test_a_file_newly_ignored_is_left_out_not_deleted(tmp_path: Path) -> None:
+    """A file the folder still has, which an ignore rule added after the crash leaves out of
+    the next snapshot: the drift list says "left out", not "deleted" (it is still there)."""
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    (drill.work / ".gitignore").write_text("b.txt\n")
+    result = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG})
+    assert result.returncode == 3, result.stderr
+    assert "      left out b.txt" in result.stdout, result.stdout
+    assert "deleted  b.txt" not in result.stdout
+    assert "still in the folder, but snapshots leave it out now" in result.stdout
+    _, body = drill.plan()
+    drift = _diagnostic(body, "workspace_drift")
+    assert drift["detail"]["leftOutPaths"] == ["b.txt"], drift
+    assert {"path": "b.txt", "change": "deleted"} in drift["detail"]["changedPaths"]
