@@ -125,6 +125,32 @@ def _fresh_ids(new_id: Callable[[], str]) -> FreshIds:
     )
 
 
+def _clonable(folder: str) -> bool:
+    """Whether a restored copy of ``folder`` would be a clone of its Git repository: it has a
+    ``.git``, and its HEAD names a commit (a repository with no commit yet is not cloned, so the
+    plan must not promise it). Read from the files, without running Git: a HEAD naming a branch
+    that has no ref (loose or packed) has no commit; a linked worktree's or a submodule's
+    ``.git`` file is taken as cloneable (the clone itself still checks)."""
+    git = os.path.join(folder, ".git")
+    if not os.path.isdir(git) or os.path.islink(git):
+        return os.path.lexists(git)
+    try:
+        with open(os.path.join(git, "HEAD"), encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096).strip()
+    except OSError:
+        return True  # unreadable here: the clone tells
+    if not head.startswith("ref: "):
+        return bool(head)  # a detached HEAD names its commit
+    ref = head[5:].strip()
+    if os.path.isfile(os.path.join(git, *ref.split("/"))):
+        return True
+    try:
+        with open(os.path.join(git, "packed-refs"), encoding="utf-8", errors="replace") as packed:
+            return any(line.rstrip("\n").endswith(" " + ref) for line in packed)
+    except OSError:
+        return False
+
+
 class ResumeService:
     def __init__(
         self,
@@ -289,8 +315,7 @@ class ResumeService:
             return None
         if session is None or not session.cwd:
             return None
-        clone = os.path.lexists(os.path.join(session.cwd, ".git"))
-        return str(default_restore_path(session.cwd)), clone
+        return str(default_restore_path(session.cwd)), _clonable(session.cwd)
 
     def _resumed_by(self, plan: ContinuationPlan) -> list[RuntimeEvent]:
         """The first event of the continuation that already resumed this interruption (where
