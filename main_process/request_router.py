@@ -453,6 +453,7 @@ class RequestRouter:
             )
             return
         services = self._services
+        from_terminal = peer_id in self._server.terminal_ids()
 
         def job() -> object:
             if isinstance(message, SessionsRelocateRequest):
@@ -487,9 +488,13 @@ class RequestRouter:
             else:
                 self._standing.forget(session_id)  # standing state only for existing sessions
                 self._auto_started.pop(session_id, None)
-                push = SessionRemovedPush(session_id=session_id, correlation_id=correlation_id)
+                # A terminal's `maka sessions remove` is another Maka process: the windows say
+                # so (naming the session), not that they removed it themselves.
+                push = SessionRemovedPush(
+                    session_id=session_id, correlation_id=correlation_id, elsewhere=from_terminal
+                )
             self._broadcast(push)
-            if peer_id in self._server.terminal_ids():  # `maka sessions ...` waits for it
+            if from_terminal:  # `maka sessions ...` waits for it
                 self._server.send(peer_id, push)
 
         if not self._workers.run_query(f"session-{session_id}", job, done):

@@ -5,7 +5,11 @@ Why it stays until seen: automatic resume acts before anyone watches (the window
 or be in the background), so a message that vanishes after a few seconds would leave the user
 not knowing that a session moved on, or that one waits for them. A row's announcement goes when
 the user opens that session, sends a message in it, continues it or removes it; "on hold" also
-goes as soon as the session is no longer interrupted (whatever moved it on).
+goes as soon as the session is no longer interrupted (whatever moved it on), and as soon as the
+park automatic resume left is no longer what stands: an answer about one of its calls was
+recorded, or Safe resume was asked again (Try again) and its own outcome arrived. The banner then
+speaks of that outcome ("Safe resume is on hold."), so the row and the status bar must not go on
+naming automatic resume for it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from app.bridge_contract import (
     SessionsListedPush,
     SessionSummary,
     SessionUpdatedPush,
+    ToolSettledPush,
 )
 from renderer.bridge_port import BridgePort
 from renderer.session_list import Announcement, SessionListModel
@@ -44,6 +49,7 @@ class AutoResumeNotice(QObject):
         bridge.session_removed.connect(self._on_removed)
         bridge.session_updated.connect(self._on_updated)
         bridge.sessions_listed.connect(self._on_listed)
+        bridge.tool_settled.connect(self._on_settled)
 
     @property
     def text(self) -> str:
@@ -85,6 +91,16 @@ class AutoResumeNotice(QObject):
         if push.automatic:
             self._model.announce(push.session_id, Announcement.ON_HOLD)
             self._render()
+        elif self._model.announcements().get(push.session_id) is Announcement.ON_HOLD:
+            # Safe resume was asked again (Try again, a decision about the files, an answer):
+            # what stands now is its outcome, not the park automatic resume left.
+            self.seen(push.session_id)
+
+    def _on_settled(self, push: ToolSettledPush) -> None:
+        """An answer about a call of the park (It ran / It did not run) was recorded: the park
+        automatic resume left no longer stands as it was (the banner shows what holds now)."""
+        if push.recorded:
+            self.seen(push.session_id)
 
     def _render(self) -> None:
         announced = list(self._model.announcements().values())

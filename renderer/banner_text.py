@@ -328,6 +328,24 @@ def _stale_subject(current: SessionResume) -> str | None:
     return stale.subject if stale is not None else None
 
 
+STALE_NOTHING_DIFFERS = "no file in the folder differs from that snapshot"
+"""How the planner's ``workspace_checkpoint_stale`` diagnostic ends when it compared the folder
+with the stale snapshot and found no file that differs (``runtime.continuation.workspace_gate``;
+the wire carries the changed files, not whether they were compared)."""
+
+
+def stale_nothing_differs(current: SessionResume) -> bool:
+    """The stale snapshot was compared with the folder and no file differs from it (what
+    ``maka plan`` and the details say): the banner says so rather than leaving it unsaid."""
+    stale = next((d for d in current.diagnostics if d.code == "workspace_checkpoint_stale"), None)
+    return (
+        stale is not None
+        and not stale.changed_paths
+        and not stale.more_changed_paths
+        and STALE_NOTHING_DIFFERS in stale.message
+    )
+
+
 def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str]]:
     """Each park reason with the sentence the banner lists for it (``folder``: where the
     session lives, named when it is missing)."""
@@ -357,6 +375,8 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
                 if code == "workspace_checkpoint_stale":
                     sentence += "\n   " + _tr("These differ from the last snapshot:")
                 sentence += "\n" + "\n".join(f"   {line}" for line in files.splitlines())
+            elif code == "workspace_checkpoint_stale" and stale_nothing_differs(current):
+                sentence += "\n   " + _tr("No file in the folder differs from the last snapshot.")
         found.append((code, sentence))
     return found
 

@@ -74,6 +74,8 @@ from app.bridge_contract import (
     SessionsListedPush,
     SessionsListRequest,
     SessionsOpenRequest,
+    SessionsOverviewedPush,
+    SessionsOverviewRequest,
     SessionsRelocateRequest,
     SessionsRemoveRequest,
     SessionsRenameRequest,
@@ -161,6 +163,7 @@ class RendererBridge(BridgePort):
         self._sent_settles: dict[str, tuple[str, str]] = {}
         self._sent_branches: dict[str, tuple[str, str]] = {}
         self._sent_database_tests: set[str] = set()
+        self._sent_overviews: set[str] = set()
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self._connect)
@@ -291,6 +294,12 @@ class RendererBridge(BridgePort):
                 if message.safe_resume_enabled is not None:
                     self._set_safe_resume_enabled(message.safe_resume_enabled)
                 self.settings_current.emit(message)
+            case SessionsOverviewedPush():
+                self._sent_overviews.discard(message.correlation_id or "")
+                self.sessions_overviewed.emit(message)
+            case ErrorPush() if (message.correlation_id or "") in self._sent_overviews:
+                self._sent_overviews.discard(message.correlation_id or "")
+                self.sessions_overviewed.emit(None)
             case ErrorPush() if (message.correlation_id or "") in self._sent_database_tests:
                 self._sent_database_tests.discard(message.correlation_id or "")
                 self.database_tested.emit(
@@ -403,6 +412,15 @@ class RendererBridge(BridgePort):
 
     def list_sessions(self) -> bool:
         return self._send(SessionsListRequest(correlation_id=self._correlation()))
+
+    def overview_sessions(self) -> bool:
+        correlation = self._correlation()
+        if not self._send(SessionsOverviewRequest(correlation_id=correlation)):
+            return False
+        self._sent_overviews.add(correlation)
+        while len(self._sent_overviews) > SENT_TURNS_KEPT:
+            self._sent_overviews.pop()
+        return True
 
     def create_session(self, cwd: str) -> bool:
         if not 0 < len(cwd) <= MAX_PATH_CHARS:

@@ -71,6 +71,9 @@ class BridgePort(QObject):
     branch_made = Signal(object)  # BranchMadePush
     branch_refused = Signal(object)  # BranchRefusedPush
     """Also when a branch request could not be sent or the main process refused it early."""
+    sessions_overviewed = Signal(object)  # SessionsOverviewedPush, or None
+    """The answer to ``overview_sessions``: every session's row (``maka sessions --json``'s,
+    with the sessions branched from each); None when the main process refused the request."""
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -111,6 +114,11 @@ class BridgePort(QObject):
         raise NotImplementedError
 
     def create_session(self, cwd: str) -> bool:
+        raise NotImplementedError
+
+    def overview_sessions(self) -> bool:
+        """Ask for every session's row as ``maka sessions`` lists it (``sessions_overviewed``):
+        what the list's summaries do not carry, such as the sessions branched from each."""
         raise NotImplementedError
 
     def open_session(self, session_id: str) -> bool:

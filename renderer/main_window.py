@@ -8,9 +8,10 @@ re-asks for the list and the open session after every reconnect.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -164,6 +165,17 @@ class MainWindow(QMainWindow):
         column.addWidget(host_lost_holder)
         column.addWidget(header)
         column.addWidget(banner_holder)
+        # What stands above and beside the permission question: in a short window the
+        # question's command scrolls sooner so the whole question fits (_fit_permission).
+        self._column = right
+        self._permission_holder = permission_holder
+        self._rows_above = (host_lost_holder, header, banner_holder)
+        self._permission_fit = QTimer(self)
+        self._permission_fit.setSingleShot(True)
+        self._permission_fit.setInterval(0)
+        self._permission_fit.timeout.connect(self._fit_permission)
+        for watched in (*self._rows_above, permission_holder, self.composer, right):
+            watched.installEventFilter(self)
         self.timeline = TimelinePanel(self._bridge)
         self.timeline.setVisible(False)
         column.addWidget(self.transcript, 1)
@@ -615,6 +627,12 @@ class MainWindow(QMainWindow):
             if push.resume_available:
                 text = _tr("Recorded. Safe resume can continue from this call.")
             self.statusBar().showMessage(text, 8000)
+            settlement = push.settlement
+            if settlement is None or (settlement.created and settlement.workspace is not None):
+                # The answer may also have taken the folder as the new starting point, which
+                # the transcript tells in a notice of its own ("Your answer took the folder as
+                # it was…"): only the card is re-sent, so the transcript is read again.
+                self._bridge.open_session(push.session_id)
             return
         card = self.transcript.tool_card(push.tool_call_id)
         known = describe(push.code or "")
@@ -726,6 +744,31 @@ class MainWindow(QMainWindow):
         # 540 logical pixels): the banner's details scroll sooner instead of crowding it out.
         spare = event.size().height() - RESERVED_HEIGHT_PX
         self.banner.set_details_line_limit(spare // max(self.fontMetrics().lineSpacing(), 1))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide):
+            self._permission_fit.start()  # once the layout has settled
+        return super().eventFilter(watched, event)
+
+    def _fit_permission(self) -> None:
+        """Keep the whole permission question readable in a short window (720x480, or 200 %
+        scaling): its command grows only as far as the height left by the header, the banner,
+        the composer and the transcript's minimum allows, then scrolls, so the warning under
+        it and the buttons are never covered by the composer."""
+        view = self.permission.summary_view
+        if not self._permission_holder.isVisible():
+            return
+        above = sum(row.height() for row in self._rows_above if row.isVisible())
+        around = max(self._permission_holder.height() - view.height(), 0)
+        room = (  # (the column's rows sit with no spacing between them)
+            self._column.height()
+            - above
+            - self.composer.height()
+            - self.transcript.minimumHeight()
+            - around
+        )
+        margin = 2 * math.ceil(view.document().documentMargin()) + 1 + 2 * view.frameWidth()
+        view.set_max_lines((room - margin) // max(view.line_height(), 1))
 
     def _recolour_header(self) -> None:
         palette = self.path_label.palette()

@@ -6,7 +6,8 @@ oldest one for the session on screen. A new request takes the keyboard focus on 
 approved (never on a button, so a stray Enter decides nothing); Alt+A allows, Alt+D denies.
 
 What is approved is shown whole: the command sits in a read-only view that wraps and scrolls
-(up to ``COMMAND_VIEW_LINES`` lines tall), control characters made visible (``visible_text``), and
+(up to ``COMMAND_VIEW_LINES`` lines tall, fewer in a short window, so the whole question
+stays readable above the composer), control characters made visible (``visible_text``), and
 a command asks under one line saying that commands can change files anywhere the user can.
 """
 
@@ -36,6 +37,8 @@ from renderer.tinted_panel import TintedPanel
 
 COMMAND_VIEW_LINES = 8
 """The command view grows with its text up to this many lines, then scrolls."""
+COMMAND_VIEW_MIN_LINES = 2
+"""In a short window the command scrolls sooner, but never shows fewer lines than this."""
 
 _ANSWERED_KEPT = 256
 CLOSED_NOTE_MS = 10_000
@@ -67,6 +70,19 @@ class CommandView(QPlainTextEdit):
         )
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAccessibleName(_tr("What is asked"))
+        self._max_lines = COMMAND_VIEW_LINES
+
+    @property
+    def max_lines(self) -> int:
+        return self._max_lines
+
+    def set_max_lines(self, lines: int) -> None:
+        """How many lines the view grows to before it scrolls (the window lowers it when it is
+        short, so the question's warning and the composer below stay in view)."""
+        lines = max(COMMAND_VIEW_MIN_LINES, min(lines, COMMAND_VIEW_LINES))
+        if lines != self._max_lines:
+            self._max_lines = lines
+            self._fit()
 
     def set_text(self, text: str) -> None:
         if self.toPlainText() != text:
@@ -90,10 +106,10 @@ class CommandView(QPlainTextEdit):
     def _fit(self) -> None:
         # Text that fits sits on the prompt like a label; a framed box appears only when there
         # is more to scroll to (a white box around one line reads as an input field).
-        scrolls = self.visual_lines() > COMMAND_VIEW_LINES
+        scrolls = self.visual_lines() > self._max_lines
         self.setFrameShape(QFrame.Shape.StyledPanel if scrolls else QFrame.Shape.NoFrame)
         self.viewport().setAutoFillBackground(scrolls)
-        lines = min(self.visual_lines(), COMMAND_VIEW_LINES)
+        lines = min(self.visual_lines(), self._max_lines)
         margin = 2 * math.ceil(self.document().documentMargin())
         # + 1: QPlainTextEdit counts a line as visible only with a pixel to spare.
         height = lines * self.line_height() + margin + 1 + 2 * self.frameWidth()

@@ -26,10 +26,13 @@ from app.bridge_contract import (
     ErrorPush,
     SessionExportedPush,
     SessionRemovedPush,
+    SessionRow,
+    SessionsOverviewedPush,
     SessionSummary,
     SessionUpdatedPush,
 )
-from renderer.bridge_port import BridgePort
+from app.visible_text import visible
+from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.interrupted_banner import InterruptedBanner
 from renderer.park_text import describe
 from renderer.session_list import display_title
@@ -44,6 +47,10 @@ class RemoveChoice(StrEnum):
     REMOVE = "remove"
     EXPORT_FIRST = "export_first"
     CANCEL = "cancel"
+
+
+BRANCHES_NAMED = 10
+"""How many branch sessions the "cannot be removed yet" message names (then "and N more")."""
 
 
 def start_folder(missing: str) -> str:
@@ -72,11 +79,13 @@ class SessionActions(QObject):
         self._summary_of = summary_of
         self._current = current
         self._remove_after_export: set[str] = set()
+        self._remove_checking: str | None = None
         self.choose_folder: Callable[[str], str] = self._choose_folder
         self.ask_title: Callable[[str], str | None] = self._ask_title
         self.confirm_remove: Callable[[SessionSummary], RemoveChoice] = self._confirm_remove
         self.choose_export_path: Callable[[SessionSummary], str] = self._choose_export_path
         self.show_problem: Callable[[str, str], None] = self._show_problem
+        self.explain_branches: Callable[[SessionSummary, list[str]], None] = self._explain_branches
         self.locate_action = QAction(_tr("&Locate folder…"), window)
         self.locate_action.triggered.connect(lambda: self._on_current(self.locate_folder))
         self.rename_action = QAction(_tr("Re&name…"), window)
@@ -92,6 +101,8 @@ class SessionActions(QObject):
         bridge.session_removed.connect(self._on_removed)
         bridge.session_exported.connect(self._on_exported)
         bridge.session_change_refused.connect(self._on_refused)
+        bridge.sessions_overviewed.connect(self._on_overviewed)
+        bridge.connection_state_changed.connect(self._on_connection)
 
     @property
     def actions(self) -> list[QAction]:
@@ -135,6 +146,44 @@ class SessionActions(QObject):
             self._bridge.export_session(session_id, path)
 
     def remove(self, session_id: str) -> None:
+        """First ask the main process which sessions were branched from this one: a session
+        others were branched from cannot be removed (they refer to its history), which is said
+        up front, naming them, instead of a confirmation that its history is deleted for good
+        followed by a refusal."""
+        if self._summary_of(session_id) is None:
+            return
+        self._remove_checking = session_id
+        if not self._bridge.overview_sessions():
+            self._remove_checking = None
+            self._confirm_and_remove(session_id)  # not sent: the main process still checks
+
+    def _on_overviewed(self, push: SessionsOverviewedPush | None) -> None:
+        session_id, self._remove_checking = self._remove_checking, None
+        if session_id is None:
+            return
+        summary = self._summary_of(session_id)
+        if summary is None:
+            return  # removed meanwhile
+        rows = {row.session_id: row for row in push.rows} if push is not None else {}
+        row = rows.get(session_id)
+        branches = (row.branches or ()) if row is not None else ()
+        if branches:
+            self.explain_branches(summary, [self._title_of(b.session_id, rows) for b in branches])
+            return
+        self._confirm_and_remove(session_id)
+
+    def _title_of(self, session_id: str, rows: dict[str, SessionRow]) -> str:
+        summary = self._summary_of(session_id)
+        if summary is not None:
+            return display_title(summary)
+        row = rows.get(session_id)
+        return visible(row.title) if row is not None and row.title else session_id
+
+    def _on_connection(self, state: str) -> None:
+        if state != ConnectionState.CONNECTED:
+            self._remove_checking = None  # its answer will not come
+
+    def _confirm_and_remove(self, session_id: str) -> None:
         summary = self._summary_of(session_id)
         if summary is None:
             return
@@ -237,6 +286,16 @@ class SessionActions(QObject):
             return RemoveChoice.EXPORT_FIRST
         return RemoveChoice.CANCEL
 
+    def _explain_branches(self, summary: SessionSummary, titles: list[str]) -> None:
+        box = QMessageBox(self._window)
+        box.setIcon(QMessageBox.Icon.Information)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # what it names is text, never markup
+        box.setWindowTitle(_tr("Remove session"))
+        box.setText(branches_headline(summary))
+        box.setInformativeText(branches_text(titles))
+        box.addButton(QMessageBox.StandardButton.Ok)
+        box.exec()
+
     def _choose_export_path(self, summary: SessionSummary) -> str:
         name = f"maka-session-{summary.session_id}.jsonl"
         path, _filter = QFileDialog.getSaveFileName(
@@ -249,3 +308,28 @@ class SessionActions(QObject):
 
     def _show_problem(self, headline: str, sentence: str) -> None:
         QMessageBox.warning(self._window, headline, sentence)
+
+
+def branches_headline(summary: SessionSummary) -> str:
+    return _tr("“{title}” cannot be removed yet.").replace("{title}", display_title(summary))
+
+
+def branches_text(titles: list[str]) -> str:
+    """Why a session with branches cannot be removed, naming the branches (the first
+    ``BRANCHES_NAMED``, then how many more), and what to do."""
+    named = ", ".join(f"“{title}”" for title in titles[:BRANCHES_NAMED])
+    rest = len(titles) - min(len(titles), BRANCHES_NAMED)
+    if rest:
+        named += " " + _tr("and {count} more").replace("{count}", str(rest))
+    pattern = (
+        _tr(
+            "The session {names} was branched from it and refers to its history. Remove that "
+            "session first; then this one can be removed. Nothing was removed."
+        )
+        if len(titles) == 1
+        else _tr(
+            "The sessions {names} were branched from it and refer to its history. Remove "
+            "those sessions first; then this one can be removed. Nothing was removed."
+        )
+    )
+    return pattern.replace("{names}", named)

@@ -109,6 +109,15 @@ class FakeBridge(BridgePort):
     def list_sessions(self) -> bool:
         return self._record("list_sessions")
 
+    def overview_sessions(self) -> bool:
+        return self._record("overview_sessions")
+
+    def answer_overview(self, rows: tuple[bc.SessionRow, ...] | None) -> None:
+        """The answer to ``overview_sessions`` (None: the main process refused it)."""
+        self.sessions_overviewed.emit(
+            None if rows is None else bc.SessionsOverviewedPush(rows=rows)
+        )
+
     def create_session(self, cwd: str) -> bool:
         return self._record("create_session", cwd)
 
