@@ -124,7 +124,11 @@ from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.ledger.timeline_pins import SessionTimeline
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
-from runtime.tools.process_identity import live_tool_processes, stop_tool_process
+from runtime.tools.process_identity import (
+    live_tool_processes,
+    note_stopped_by_host,
+    stop_tool_process,
+)
 from runtime.tools.process_tree import BackgroundShellRegistry
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from storage.ledger.database_choice import DATABASE_URL_VARIABLE, select_database
@@ -423,6 +427,12 @@ class DesktopServices:
             len(records),
         )
         for record in records:
+            note_stopped_by_host(
+                record.pid,
+                "this host could not renew its session leases in time (the database did not "
+                "answer), so it ended the command before another host could take the session "
+                "over; it did not fail by itself, and it may have done part of its work",
+            )
             try:
                 stop_tool_process(record)
             except Exception:

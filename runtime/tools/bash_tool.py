@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RecoveryMode
+from runtime.tools.process_identity import stopped_by_host
 from runtime.tools.process_tree import (
     BackgroundShellRegistry,
     ShellRecord,
@@ -163,6 +164,12 @@ class BashTool:
         }
         if process.stopped_background:
             result["backgroundStopped"] = process.stopped_background
+        why = stopped_by_host(process.pid)
+        if why is not None:
+            result["stoppedByHost"] = True
+            return ToolOutput(
+                result | {"error": f"the command was stopped by Maka: {why}"}, is_error=True
+            )
         if ctx.cancel.is_cancelled():
             result["cancelled"] = True
             return ToolOutput(result | {"error": "the command was cancelled"}, is_error=True)

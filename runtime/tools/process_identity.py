@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,6 +172,24 @@ def _group_alive(group: int) -> bool:
     return True
 
 
+_STOPPED_BY_HOST: dict[int, str] = {}
+_STOPPED_LOCK = threading.Lock()
+
+
+def note_stopped_by_host(pid: int, why: str) -> None:
+    """Say why this host is about to stop the tool process ``pid`` itself (not the turn's
+    cancel or timeout): the tool's result then says so, instead of a bare exit by a signal
+    that the model, and the user, would read as the command failing by itself."""
+    with _STOPPED_LOCK:
+        _STOPPED_BY_HOST[pid] = why
+
+
+def stopped_by_host(pid: int) -> str | None:
+    """Why this host stopped the process ``pid`` (``note_stopped_by_host``), once; or None."""
+    with _STOPPED_LOCK:
+        return _STOPPED_BY_HOST.pop(pid, None)
+
+
 def stop_tool_process(
     record: ToolProcessRecord, *, grace_seconds: float = STOP_GRACE_SECONDS
 ) -> bool:
@@ -233,7 +252,9 @@ __all__ = [
     "how_to_stop",
     "identify",
     "live_tool_processes",
+    "note_stopped_by_host",
     "running_process",
     "stop_tool_process",
+    "stopped_by_host",
     "surviving_process",
 ]

@@ -173,3 +173,32 @@ def test_a_shell_whose_child_is_stopped_first_never_runs_its_next_command(tmp_pa
         time.sleep(0.05)
     time.sleep(0.5)
     assert not (tmp_path / "late.txt").exists()
+
+
+def test_a_command_the_host_stopped_says_so(tmp_path: Path) -> None:
+    """A command this host ended itself (its session leases could not be renewed): the result
+    says Maka stopped it and why, not a bare exit by a signal the model would read as the
+    command failing by itself."""
+    from runtime.tools.process_identity import note_stopped_by_host
+
+    pid_file = tmp_path / "pid"
+    outcome: dict[str, object] = {}
+    ctx = _ctx(tmp_path)
+
+    def run() -> None:
+        outcome["result"], outcome["is_error"] = _run(
+            ctx, command=f"echo $$ > {pid_file}; sleep 30"
+        )
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    [pid] = _pids_from(pid_file, 1)
+    note_stopped_by_host(pid, "the session's lease could not be renewed")
+    os.kill(pid, 15)
+    worker.join(30)
+    result = outcome["result"]
+    assert isinstance(result, dict) and outcome["is_error"] is True
+    assert result["stoppedByHost"] is True and result["exitCode"] == -15
+    assert result["error"] == (
+        "the command was stopped by Maka: the session's lease could not be renewed"
+    )
