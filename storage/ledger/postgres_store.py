@@ -177,6 +177,23 @@ def _lease_lost(session_id: str, why: str) -> StoreRefusal:
     )
 
 
+def _holder_words(conn: sqlite3.Connection, session_id: str) -> str:
+    """Who holds the live lease another host's write ran into, and for how long yet: a
+    running host renews the leases it holds, so the way on is that host's data folder, or
+    stopping it (its lease then runs out)."""
+    row = conn.execute(
+        "SELECT owner, ceil(extract(epoch FROM expires_at - now()))::bigint"
+        " FROM session_leases WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None or row[0] is None:
+        return "another host holds a live lease"
+    return (
+        f"host {row[0]} holds a live lease, running out in {max(int(row[1]), 0)} s unless it "
+        "renews it, as a running host does; use that host's data folder, or stop that host"
+    )
+
+
 class _LeaseFence:
     """The leases this store holds and the check every write transaction runs first.
 
@@ -208,7 +225,7 @@ class _LeaseFence:
             (session_id, self.owner, self.settings.ttl_ms / 1000),
         ).fetchone()
         if row is None:
-            raise _lease_lost(session_id, "another host holds a live lease")
+            raise _lease_lost(session_id, _holder_words(conn, session_id))
         return SessionLease(session_id, int(row[0]), self.owner, int(row[1]))
 
     def check(self, conn: sqlite3.Connection, session_id: str) -> None:

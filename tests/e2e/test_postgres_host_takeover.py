@@ -314,3 +314,35 @@ def test_a_message_from_another_data_folder_while_a_host_runs_the_turn_is_busy(
     assert other.returncode == 1, other.stderr
     assert "[session_busy]" in other.stderr and "is held by another host" in other.stderr
     assert "interrupted" not in other.stderr and "note:" not in other.stderr, other.stderr
+
+
+def test_a_write_refused_by_another_hosts_lease_names_that_host(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A running host keeps the lease of a session it opened; a command with another data folder
+    that writes to that session (a rename here) is refused with ``session_lease_lost``, naming
+    the host that holds it and what to do, where it once said only "another host"."""
+    work = tmp_path / "work"
+    work.mkdir()
+    common = _common(tmp_path, postgres_url)
+    started: list[MainProcess] = []
+    try:
+        _host(tmp_path / "a", common, started)
+        turn = maka(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "write both files"],
+            tmp_path / "a",
+            env={"MAKA_DATABASE_URL": postgres_url},
+        )
+        assert turn.returncode == 0, turn.stderr
+        listed = json.loads(maka(["sessions", "--json"], tmp_path / "a", env=common).stdout)
+        session = str(listed["sessions"][0]["sessionId"])
+        host = str(listed["sessions"][0]["host"])
+        (tmp_path / "b").mkdir()
+        renamed = maka(["sessions", "rename", session, "elsewhere"], tmp_path / "b", env=common)
+    finally:
+        for started_host in started:
+            started_host.stop()
+    assert renamed.returncode != 0, renamed.stdout
+    assert "[session_lease_lost]" in renamed.stderr, renamed.stderr
+    assert f"host {host} holds a live lease, running out in" in renamed.stderr, renamed.stderr
+    assert "use that host's data folder, or stop that host" in renamed.stderr
