@@ -240,16 +240,31 @@ _ARGUMENT_WORDS = {
     "restore_to": "folder (--restore-to)",
     "operation": "call id",
     "note": "note (--note)",
+    "folder": "folder",
 }
+
+
+_NOT_EMPTY = frozenset({"session", "at", "operation", "folder"})
+"""Arguments an empty string never means (an unset shell variable, ``maka plan "$S"``): an id
+is refused as empty rather than looked up ("no session " naming nothing), and a folder rather
+than taken as the current one."""
 
 
 def _require_utf8_arguments(args: argparse.Namespace) -> None:
     """Every text argument is UTF-8 (a session id, an event id, a folder, a prompt, a note):
     bytes that are not (kept as surrogates by Python) are refused here, with a code, before a
-    command prints or stores them; file arguments (``Path``) may hold any bytes."""
+    command prints or stores them; file arguments (``Path``) may hold any bytes. An id or a
+    folder that is empty is refused too."""
     for name, value in vars(args).items():
         if name == "data_dir" or not isinstance(value, str):
             continue
+        if name in _NOT_EMPTY and not value.strip():
+            from runtime.ledger.codes import HostCode
+
+            words = _ARGUMENT_WORDS.get(name, name.replace("_", " "))
+            raise CliError(
+                HostCode.INVALID_ARGUMENT, f"the {words} is empty; nothing was changed", EXIT_USAGE
+            )
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

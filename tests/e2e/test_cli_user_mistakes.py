@@ -137,6 +137,25 @@ def test_an_unknown_session_is_invalid_input_everywhere(origin: Path, tmp_path: 
     assert not (tmp_path / "x.jsonl").exists()
 
 
+def test_an_empty_id_or_folder_is_refused_as_empty(session: tuple[Path, str, Path]) -> None:
+    """An unset shell variable (``maka plan "$S"``): an empty id is refused as empty, not
+    looked up ("no session " naming nothing), and an empty folder is not taken as the current
+    one; nothing changes."""
+    data_dir, session_id, _ = session
+    before = db_state(data_dir / DATABASE_NAME)
+    for args, words in (
+        (("plan", ""), "session id"),
+        (("timeline", " "), "session id"),
+        (("settle", session_id, "", "--ran"), "call id"),
+        (("branch", session_id, "--at", ""), "event id (--at)"),
+        (("run", "--session", "", "hi"), "session id"),
+        (("sessions", "relocate", session_id, ""), "folder"),
+    ):
+        err = refused(maka(data_dir, *args), 2, "invalid_argument")
+        assert f"the {words} is empty" in err, err
+    assert db_state(data_dir / DATABASE_NAME) == before
+
+
 # ---- text that is not UTF-8 -------------------------------------------------------------------
 
 
