@@ -157,14 +157,17 @@ class HostApp(QObject):
         config: HostConfig,
         services_factory: HostServicesFactory,
         on_closed: Callable[[int], None],
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         """``on_closed(exit_code)`` runs once, as the last step of shutdown (the composition
-        root passes ``QCoreApplication.exit``)."""
+        root passes ``QCoreApplication.exit``); ``on_ready()`` once the store is open and
+        requests are served (``maka host`` says then that it serves the folder)."""
         super().__init__()
         self._data_dir = config.data_dir
         self._config = config
         self._factory = services_factory
         self._on_closed = on_closed
+        self._on_ready = on_ready
         self.lifecycle = HostLifecycle()
         self._lock = InstanceLock(self._data_dir)
         self._signals = SignalBridge(self)
@@ -328,6 +331,8 @@ class HostApp(QObject):
         self._router.restore_standing(self._recovery.standing)
         self.lifecycle.mark_ready()
         self._announce(READY_LINE)  # never before the store is open: a refusal is never "ready"
+        if self._on_ready is not None:
+            self._on_ready()
         self._broadcast_state("")
         _log.info(
             "main process ready (%d run(s) repaired, %d interrupted session(s), %d quarantined)",

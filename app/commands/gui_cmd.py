@@ -85,20 +85,26 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
     )
     app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
     QCoreApplication.setApplicationName("maka")
-    host = HostApp(config, _open_services, on_closed=app.exit)
+
+    def serving() -> None:
+        # Said once the store is open: a host whose database cannot be opened never said it
+        # served the folder before it exited with the refusal.
+        print(
+            f"maka host: serving {data_dir} (pid {os.getpid()}); terminal commands attach "
+            "to it; Ctrl+C or SIGTERM stops it",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    host = HostApp(
+        config, _open_services, on_closed=app.exit, on_ready=serving if headless else None
+    )
     # The host runs Python on worker threads: Python's cycle collector runs on this thread only.
     collector = GuiThreadCollector()
     try:
         immediate = host.start()
         if immediate is not None:
             return immediate
-        if headless:
-            print(
-                f"maka host: serving {data_dir} (pid {os.getpid()}); terminal commands attach "
-                "to it; Ctrl+C or SIGTERM stops it",
-                file=sys.stderr,
-                flush=True,
-            )
         app.exec()
         host.close(host.exit_code)  # a no-op after an orderly close; a safety net otherwise
         return host.exit_code

@@ -101,3 +101,47 @@ def test_the_commands_that_read_a_session_find_it_on_the_server(
     assert settled.returncode != 0
     assert "session_not_found" not in settled.stderr, settled.stderr
     assert "Traceback" not in settled.stderr, settled.stderr
+
+
+def test_a_host_says_it_serves_the_folder_only_once_its_database_is_open(tmp_path: Path) -> None:
+    """``maka host`` with a server that does not answer: it exits with the coded refusal and
+    never said it was serving the folder (it once said so first, then failed)."""
+    refused = maka(
+        ["host"],
+        tmp_path / "data",
+        env={"MAKA_DATABASE_URL": "postgresql://maka@127.0.0.1:9/maka"},
+        timeout=60,
+    )
+    assert refused.returncode != 0, refused.stderr
+    assert "store_io_failed" in refused.stderr, refused.stderr
+    assert "serving" not in refused.stderr, refused.stderr
+
+
+def test_a_host_says_it_serves_the_folder_once_ready(tmp_path: Path, postgres_url: str) -> None:
+    """The line comes once the database is open, and then commands attach to the host."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.helpers.maka_process import maka_executable
+
+    host = subprocess.Popen(
+        [*maka_executable(), "--data-dir", str(tmp_path / "data"), "host"],
+        env={**os.environ, "MAKA_DATABASE_URL": postgres_url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert host.stderr is not None
+        line = host.stderr.readline()
+        assert line.startswith(f"maka host: serving {tmp_path / 'data'} (pid {host.pid})"), line
+        listed = maka(
+            ["sessions", "--json"], tmp_path / "data", env={"MAKA_DATABASE_URL": postgres_url}
+        )
+        assert listed.returncode == 0, listed.stderr  # it serves: the command attached
+    finally:
+        host.send_signal(signal.SIGTERM)
+        host.wait(30)
+        if host.stderr is not None:
+            host.stderr.close()
