@@ -134,6 +134,7 @@ from main_process.session_folder import check_session_folder
 from main_process.standing_state import StandingState
 from main_process.timeline_pages import TimelinePages
 from main_process.turn_workers import JobResult, TurnWorkers
+from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION
 from runtime.ledger.coded_error import coded_failure
 from runtime.ledger.codes import HostCode
 
@@ -897,7 +898,7 @@ class RequestRouter:
             "could answer; open it in the desktop or maka tui and resume it",
             escape(session_id, 80),
         )
-        self._services.cancel_turn(session_id)
+        self._services.cancel_turn(session_id, HOST_STOPPED_AT_QUESTION)
         self._standing.answered(session_id, request_id)
 
     def _nobody_to_ask(self, session_id: str) -> bool:

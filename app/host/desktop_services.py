@@ -780,13 +780,13 @@ class DesktopServices:
             raise HostServiceError(HostCode.SESSION_BUSY, "Safe resume is continuing this session")
         return terminal_turn(self._service, session_id, turn, sink, write)
 
-    def cancel_turn(self, session_id: str) -> None:
+    def cancel_turn(self, session_id: str, reason: str | None = None) -> None:
         if self._sessions is not None:
-            self._sessions.cancel(session_id)
+            self._sessions.cancel(session_id, reason)
         with self._lock:
             continuation = self._continuations.get(session_id)
         if continuation is not None:
-            continuation.cancel()
+            continuation.cancel(reason)
 
     def answer_permission(
         self, session_id: str, request_id: str, decision: PermissionDecision

@@ -388,8 +388,9 @@ class HostServices(Protocol):
         through ``sink``, the terminal's lines (as ``maka run`` prints them) go to ``write``."""
         ...
 
-    def cancel_turn(self, session_id: str) -> None:
-        """Ask the session's running turn or continuation to stop; returns at once."""
+    def cancel_turn(self, session_id: str, reason: str | None = None) -> None:
+        """Ask the session's running turn or continuation to stop (``reason``: why, when not
+        the user: ``CancelToken.reason``); returns at once."""
         ...
 
     def answer_permission(

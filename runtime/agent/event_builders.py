@@ -13,6 +13,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.event_model import (
     TOOL_BOUNDARY_PROTOCOL_V1,
@@ -222,7 +223,8 @@ class EventBuilder:
         if failure_class is not None:
             delta["failureClass"] = failure_class.value
         if failure_class is FailureClass.CANCELLED_BY_USER:
-            delta["abortSource"] = "user"
+            # Who stopped it: the user, or the host at a question nobody could answer.
+            delta["abortSource"] = "host" if reason == HOST_STOPPED_AT_QUESTION else "user"
         event["actions"] = {"endInvocation": True, "stateDelta": delta}
         if message:
             code = failure_class.value if failure_class is not None else stop_reason or "run_ended"

@@ -39,7 +39,7 @@ from runtime.agent.run_hooks import (
 )
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
-from runtime.base.cancel_token import CancelToken
+from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION, CancelToken
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
@@ -273,7 +273,7 @@ class RunLoop:
         try:
             while True:
                 if cancel.is_cancelled():
-                    return self._cancelled(builder, publish)
+                    return self._cancelled(builder, publish, cancel)
                 if steps >= self._settings.max_steps:
                     return self._finish(
                         builder,
@@ -292,7 +292,7 @@ class RunLoop:
                 step_id = f"{builder.identity.run_id}_s{steps}"
                 self._commit_step(builder, publish, step)
                 if cancel.is_cancelled():
-                    return self._cancelled(builder, publish)
+                    return self._cancelled(builder, publish, cancel)
                 if not calls:
                     stop_reason, message = reply_ending(
                         step.finish, step.text, step.empty_reply_hint
@@ -400,7 +400,7 @@ class RunLoop:
         host notice that leaves the turn out of later histories, when there is one."""
         failure = provider_failure(error, self._provider.label, cancelled=cancel.is_cancelled())
         if failure.cancelled:
-            return self._cancelled(builder, publish)
+            return self._cancelled(builder, publish, cancel)
         if failure.leaves_turn_out:
             notice = overflow_notice(
                 builder, run_events, self._clock(), unanswered, refused=failure.refused
@@ -417,7 +417,22 @@ class RunLoop:
             reason=failure.reason,
         )
 
-    def _cancelled(self, builder: EventBuilder, publish: Publish) -> RunOutcome:
+    def _cancelled(
+        self, builder: EventBuilder, publish: Publish, cancel: CancelToken | None = None
+    ) -> RunOutcome:
+        if cancel is not None and cancel.reason == HOST_STOPPED_AT_QUESTION:
+            # The host, not the user: the ending says so (its reason and abort source).
+            return self._finish(
+                builder,
+                publish,
+                RunStatus.CANCELLED,
+                failure_class=FailureClass.CANCELLED_BY_USER,
+                message=(
+                    "Maka stopped the turn at a permission question no window or terminal "
+                    "could answer; the call did not run"
+                ),
+                reason=HOST_STOPPED_AT_QUESTION,
+            )
         return self._finish(
             builder,
             publish,

@@ -222,13 +222,14 @@ class SessionService:
         with self._lock:
             return session_id in self._active
 
-    def cancel(self, session_id: str) -> bool:
-        """Ask the running turn of ``session_id`` to stop; False when none is running."""
+    def cancel(self, session_id: str, reason: str | None = None) -> bool:
+        """Ask the running turn of ``session_id`` to stop (``reason``: why, when not the
+        user); False when none is running."""
         with self._lock:
             token = self._active.get(session_id)
         if token is None:
             return False
-        token.cancel()
+        token.cancel(reason)
         return True
 
     def answer_permission(self, request_id: str, decision: Decision) -> bool:

@@ -40,7 +40,7 @@ from runtime.agent.permission_policy import (
 )
 from runtime.agent.text_limits import PROMPT_CHARS, shorten
 from runtime.agent.write_question import write_question
-from runtime.base.cancel_token import CancelToken
+from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION, CancelToken
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
@@ -277,11 +277,14 @@ class ToolRuntime:
             pending.committed = True
             decision = self._ask(call, op_id)
             if decision is None:
-                return self._refuse(
-                    pending,
-                    ToolRefusalCode.CANCELLED,
-                    "the turn was cancelled while waiting for permission",
+                said = (
+                    f"Maka stopped the turn at this permission question: no window or terminal "
+                    f"was there to answer it, so {call.name} did not run; call it again once "
+                    "the user can answer, and the question is asked again"
+                    if self.cancel.reason == HOST_STOPPED_AT_QUESTION
+                    else "the turn was cancelled while waiting for permission"
                 )
+                return self._refuse(pending, ToolRefusalCode.CANCELLED, said)
             if decision != "allow":
                 return self._refuse(
                     pending,

@@ -11,6 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+HOST_STOPPED_AT_QUESTION = "permission_unanswerable"
+"""A ``CancelToken.reason``: the host stopped the turn at a permission question no window or
+terminal could answer (automatic resume under ``maka host``), not the user."""
+
 
 class CancelToken:
     def __init__(self) -> None:
@@ -18,11 +22,14 @@ class CancelToken:
         self._lock = threading.Lock()
         self._callbacks: dict[int, Callable[[], None]] = {}
         self._next = 0
+        self.reason: str | None = None
+        """Why it was cancelled when not by the user (``HOST_STOPPED_AT_QUESTION``)."""
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str | None = None) -> None:
         with self._lock:
             if self._event.is_set():
                 return
+            self.reason = reason
             self._event.set()
             callbacks = list(self._callbacks.values())
             self._callbacks.clear()

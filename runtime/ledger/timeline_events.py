@@ -325,7 +325,7 @@ def _ordinary(
         )
     if _terminal(event):
         return _ending(event, actions)
-    permission = _permission(actions)
+    permission = _permission(actions, event.get("author"))
     if permission is not None:
         return TimelineKind.PERMISSION, ok, permission
     kind = content.get("kind")
@@ -344,6 +344,8 @@ def _ending(
     status = event.get("status", "completed")
     delta: Mapping[str, Any] = actions.get("stateDelta") or {}
     why = delta.get("failureClass") or delta.get("stopReason") or delta.get("abortSource")
+    if delta.get("abortSource") == "host":
+        why = "stopped by Maka at a permission question nobody could answer"
     words = f"run {status}" + (f" ({why})" if why else "")
     outcome = {
         "completed": TimelineStatus.OK,
@@ -354,11 +356,13 @@ def _ending(
     return TimelineKind.RUN_END, outcome, words
 
 
-def _permission(actions: Mapping[str, Any]) -> str | None:
+def _permission(actions: Mapping[str, Any], author: object = "user") -> str | None:
     if "permissionRequest" in actions:
         request = actions["permissionRequest"]
         return _short(f"asked to allow {request['toolName']}: {request['summary']}")
     if "permissionDecision" in actions:
+        if author == "host":  # closed by Maka when the turn stopped: nobody answered
+            return "question closed unanswered (the turn was stopped)"
         decision = actions["permissionDecision"]["decision"]
         return "allowed" if decision == "allow" else "denied"
     if "permissionClosure" in actions:

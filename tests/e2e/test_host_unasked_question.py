@@ -4,8 +4,9 @@ again; with no window connected and no terminal viewing the session, the host st
 there instead of waiting for ever, so the session ends and the next interrupted session in the
 queue is resumed too. It does not deny the question on the user's behalf: that told the model
 the user refused and ended the turn "completed" with its task not done. The command never
-runs, the record says the host (not the user) closed the question, and Safe resume offers to
-continue the stopped turn, asking again."""
+runs; the record says the host (not the user) closed the question and stopped the turn, and
+what the model is told says so (calling again asks again); Safe resume offers to continue the
+stopped turn."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +114,25 @@ def test_automatic_resume_under_maka_host_stops_at_a_question_nobody_can_answer(
     for session in _statuses(data):
         planned = maka(["plan", session, "--json"], data, env={**env, **FLAG})
         assert json.loads(planned.stdout)["disposition"] == "continue", planned.stdout
+        timeline = maka(["timeline", session], data).stdout
+        assert "stopped by Maka at a permission question nobody could answer" in timeline
+        assert "question closed unanswered" in timeline and "denied" not in timeline, timeline
+    continued = [
+        [json.loads(json.dumps(event)) for event in events]
+        for header, events in committed_runs(data)
+        if header.continuation_source is not None
+    ]
+    assert len(continued) == 2
+    for events in continued:
+        ending: dict[str, Any] = events[-1]
+        assert ending["actions"]["stateDelta"]["abortSource"] == "host", ending
+        assert ending["content"]["reason"] == "permission_unanswerable", ending
+    said = [
+        str(event["content"]["result"]["error"])
+        for events in continued
+        for event in events
+        if (event.get("content") or {}).get("kind") == "function_response"
+    ]
+    assert said and all(
+        text.startswith("Maka stopped the turn at this permission question") for text in said
+    ), said

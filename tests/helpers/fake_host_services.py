@@ -263,7 +263,7 @@ class FakeHostServices:
         write("done\n")
         return TerminalTurnEnd(session_id, f"run-{session_id}", "completed")
 
-    def cancel_turn(self, session_id: str) -> None:
+    def cancel_turn(self, session_id: str, reason: str | None = None) -> None:
         self._record(f"cancel_turn:{session_id}")
         with self._lock:
             event = self._cancels.get(session_id)
