@@ -503,9 +503,9 @@ def _next_step(
             else ""
         )
         return [
-            "What next: Maka cannot read part of the session's folder (named above). Give your "
-            "user read access to it again (for example chmod -R u+rX on that folder), then ask "
-            f"again: maka plan {plan.session_id}{carry}."
+            "What next: Maka cannot read part of the session's folder (named above). Give it "
+            "back the permissions it had (a folder's mode is part of its snapshot: another "
+            f"mode shows as a change), then ask again: maka plan {plan.session_id}{carry}."
         ]
     final = _parked_for_good(operations)
     if final is not None and not damaged(plan):

@@ -198,15 +198,16 @@ def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:
 
 
 def changed_count_words(paths: Sequence[str], more: int = 0) -> str:
-    """``3 files``; empty folders (``name/``, docs/design/workspace.md section 1) are said as
-    folders: ``1 empty folder``, or ``3 files and folders`` when both changed (or some were
-    not listed)."""
+    """``3 files``; folders (``name/``: an empty folder, or a folder whose permissions
+    changed; docs/design/workspace.md section 1) are said as folders: ``1 folder``, or ``3 files
+    and folders`` when both changed (or some were not listed). Not "empty": a folder whose mode
+    changed holds files."""
     count = len(paths) + more
     folders = sum(1 for path in paths if path.endswith("/"))
     if not folders:
         return f"{count} file" + ("" if count == 1 else "s")
     if folders == count:
-        return f"{count} empty folder" + ("" if count == 1 else "s")
+        return f"{count} folder" + ("" if count == 1 else "s")
     return f"{count} files and folders"
 
 

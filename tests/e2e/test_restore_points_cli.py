@@ -220,7 +220,7 @@ def test_empty_folders_are_drift_and_come_back_in_a_restored_copy(tmp_path: Path
     code, parked = drill.resume()
     assert code == 3 and parked["rejectionReasons"] == ["workspace_drift"]
     [drift] = [d for d in parked["diagnostics"] if d["code"] == "workspace_drift"]
-    assert drift["message"] == "2 empty folders changed since the snapshot taken at the stop"
+    assert drift["message"] == "2 folders changed since the snapshot taken at the stop"
     assert drift["detail"]["changedPaths"] == [
         {"path": "cache/tmp/", "change": "added"},
         {"path": "logs/", "change": "deleted"},

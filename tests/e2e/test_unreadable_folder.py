@@ -96,7 +96,7 @@ def test_a_captured_folder_made_unreadable_is_named_with_what_to_do(tmp_path: Pa
     assert planned.returncode == 3, planned.stderr
     assert "checkpoint_folder_unreadable: the folder 'sub' cannot be read" in planned.stdout
     assert "empty folder" not in planned.stdout, planned.stdout
-    assert "Give your user read access to it again" in planned.stdout, planned.stdout
+    assert "Give it back the permissions it had" in planned.stdout, planned.stdout
     # Readable again: the folder is what the snapshot recorded.
     again = json.loads(_maka(["plan", session, "--json"], data).stdout)
     assert "workspace_verified" in [d["code"] for d in again["diagnostics"]], again

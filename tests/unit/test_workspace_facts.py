@@ -295,8 +295,8 @@ def test_changed_counts_say_empty_folders_as_folders() -> None:
 
     assert changed_count_words(["a.txt"]) == "1 file"
     assert changed_count_words(["a.txt", "b.txt"], more=3) == "5 files"
-    assert changed_count_words(["logs/"]) == "1 empty folder"
-    assert changed_count_words(["logs/", "cache/"]) == "2 empty folders"
+    assert changed_count_words(["logs/"]) == "1 folder"
+    assert changed_count_words(["logs/", "cache/"]) == "2 folders"
     assert changed_count_words(["logs/", "a.txt"]) == "2 files and folders"
     assert changed_count_words(["logs/"], more=1) == "2 files and folders"
 
