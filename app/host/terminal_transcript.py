@@ -123,7 +123,11 @@ class TerminalTranscript:
         failed = actions.get("workspaceCheckpointFailed")
         if isinstance(failed, Mapping):
             code = str(failed.get("reasonCode", ""))
-            self._line(f"[checkpoint] not taken [{code}]: {describe(code).sentence}")
+            said = str(failed.get("message", ""))[:300]  # which file or folder, and why
+            self._line(
+                f"[checkpoint] not taken [{code}]: {describe(code).sentence}"
+                + (f" ({visible(said)})" if said else "")
+            )
 
     def _committed(self, event: RuntimeEvent) -> None:
         content = event.get("content")

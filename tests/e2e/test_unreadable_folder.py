@@ -44,10 +44,12 @@ def _maka(args: list[str], data: Path, **env: str) -> subprocess.CompletedProces
     )
 
 
-def _crash_after_write(work: Path, data: Path) -> str:
+def _crash_after_write(work: Path, data: Path, said: list[str] | None = None) -> str:
     args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"]
     result = _maka(args, data, MAKA_FAILPOINT="P8")
     assert result.returncode == -9, result.stderr
+    if said is not None:
+        said.append(result.stdout)
     listed = json.loads(_maka(["sessions", "--json"], data).stdout)
     return str(listed["sessions"][0]["sessionId"])
 
@@ -61,7 +63,11 @@ def test_an_unreadable_folder_fails_the_capture_instead_of_leaving_it_out(
     (work / "a.txt").write_text("a\n")
     (work / "secret").chmod(0)
     try:
-        session = _crash_after_write(work, data)
+        said: list[str] = []
+        session = _crash_after_write(work, data, said)
+        # The run's own line names the folder, not only the code.
+        assert "not taken [checkpoint_folder_unreadable]" in said[0], said
+        assert "the folder 'secret' cannot be read" in said[0], said
         listed = json.loads(_maka(["checkpoints", session, "--json"], data).stdout)
         [run] = listed["runs"]
         assert run["checkpoints"], run
