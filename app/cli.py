@@ -169,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr = VisibleStream(sys.stderr)
     try:
         _require_known_failpoint()
+        _require_data_dir_given(getattr(args, "data_dir", None))
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         _require_utf8_arguments(args)
         return module.run(args)
@@ -276,6 +277,19 @@ def _require_utf8_arguments(args: argparse.Namespace) -> None:
                 f"the {words} holds bytes that are not UTF-8 text; nothing was changed",
                 EXIT_USAGE,
             ) from None
+
+
+def _require_data_dir_given(option: str | None) -> None:
+    """``--data-dir ""`` (an unset shell variable) is refused: taken as not given, the command
+    would work on MAKA_DATA_DIR's or the per-user data folder, the user's real sessions."""
+    if option is not None and not option.strip():
+        from runtime.ledger.codes import HostCode
+
+        raise CliError(
+            HostCode.DATA_DIR_INVALID,
+            "the data directory (--data-dir) is empty; nothing was changed",
+            EXIT_USAGE,
+        )
 
 
 def _require_utf8_data_dir(data_dir: str | None) -> None:

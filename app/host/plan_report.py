@@ -293,8 +293,8 @@ def _relocate_words(session_id: str) -> str:
         f"{session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
         ".maka-workspace.json, must match). Deleted? Its snapshots are kept here: "
         f"maka branch {session_id} lists the points you can continue from in a new folder "
-        "made from them. Or remove the session (its history too): "
-        f"maka sessions remove {session_id} --yes."
+        "made from them. Or remove the session (its history too; sessions branched from it "
+        f"must be removed first): maka sessions remove {session_id} --yes."
     )
 
 

@@ -156,6 +156,23 @@ def test_an_empty_id_or_folder_is_refused_as_empty(session: tuple[Path, str, Pat
     assert db_state(data_dir / DATABASE_NAME) == before
 
 
+def test_an_empty_data_dir_is_refused_not_taken_as_the_default(
+    session: tuple[Path, str, Path],
+) -> None:
+    """``--data-dir "$UNSET"``: refused, where it once fell back to MAKA_DATA_DIR or the
+    per-user folder and so worked on the user's real sessions."""
+    data_dir, session_id, _ = session
+    before = db_state(data_dir / DATABASE_NAME)
+    for args in (
+        ("--data-dir", "", "sessions", "remove", session_id, "--yes"),
+        ("sessions", "remove", session_id, "--yes", "--data-dir", " "),
+        ("plan", session_id, "--data-dir", ""),
+    ):
+        err = refused(maka(data_dir, *args), 2, "data_dir_invalid")
+        assert "the data directory (--data-dir) is empty" in err
+    assert db_state(data_dir / DATABASE_NAME) == before
+
+
 # ---- text that is not UTF-8 -------------------------------------------------------------------
 
 
