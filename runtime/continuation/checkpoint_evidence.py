@@ -201,7 +201,7 @@ def changes_since_snapshot(
     if carrier is None or checkpoint is None or tree is None or tree.tree_id is None:
         return None
     try:
-        return tuple(
+        changes = tuple(
             carrier.changes(
                 observation.workspace_identity,
                 str(checkpoint["treeId"]),
@@ -211,6 +211,13 @@ def changes_since_snapshot(
         )
     except CheckpointError:
         return None
+    boundary = expected_tree(events)
+    if boundary.checkpoint == checkpoint and boundary.stale_after is None:
+        # The writes the ledger proves after that snapshot are the run's own: rolled forward
+        # over them, as the plan's drift is, a file a proven write left as it wrote it is not
+        # among the changes the model is told of (and the counts agree with the plan's).
+        return rolled_forward(changes, boundary.files, observation)
+    return changes
 
 
 def comparable_snapshot(

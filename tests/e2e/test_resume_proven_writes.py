@@ -148,6 +148,33 @@ def test_a_proven_write_changed_again_by_someone_else_parks_with_drift(tmp_path:
     assert drill.requests() == []
 
 
+def test_a_rebaseline_tells_the_model_the_files_the_plan_names_not_its_own_write(
+    tmp_path: Path,
+) -> None:
+    """A proven write, then a file the user added after the crash: the plan's drift is rolled
+    forward over the write (one file changed), and the rebaseline tells the model that same
+    file, not its own write as a change (the counts once differed by the write)."""
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+    drill.run("P6")
+    (drill.work / "added.txt").write_text("the user's\n")
+    planned = drill.plan()
+    drift = _diagnostic(planned, "workspace_drift")
+    assert drift["detail"]["changedPaths"] == [{"path": "added.txt", "change": "added"}]
+    args = ["resume", drill.session, "--json", "--permission-mode", "auto", "--rebaseline"]
+    result = maka(args, drill.data, env=drill.env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    baselines = [
+        event["actions"]["workspaceBaseline"]
+        for _header, events in committed_runs(drill.data)
+        for event in events
+        if "workspaceBaseline" in (event.get("actions") or {})
+    ]
+    assert [b["changedPaths"] for b in baselines] == [[{"path": "added.txt", "change": "added"}]]
+    [request] = drill.requests()
+    told = json.dumps(request["history"])
+    assert "added.txt (added)" in told and "- a.txt (" not in told, told
+
+
 def test_a_write_killed_after_its_effect_is_finalized_and_resumes(tmp_path: Path) -> None:
     drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
     drill.run("P4")  # written, its outcome not recorded
