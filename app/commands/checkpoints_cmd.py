@@ -120,7 +120,7 @@ def _print_text(
             said = "mode git_v1"
         else:
             said = f"mode unavailable ({mode.get('reasonCode', '?')})"
-        print(f"  run {entry['runId']} in {entry['cwd']}: {said}")
+        print(f"  run {entry['runId']} in {shown_name(str(entry['cwd']))}: {said}")
         for row in entry["checkpoints"]:
             when = _when(row["ts"])
             if row["kind"] == "checkpoint":

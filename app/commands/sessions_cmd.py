@@ -25,6 +25,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from app.host.session_rows import may_await_repair, nobody_owns, session_row
 from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
+from runtime.ledger.file_names import shown_name
 
 SAFE_RESUME_OFF = (
     "Safe resume is off: maka resume continues no session until it is turned on in the "
@@ -113,7 +114,7 @@ def _change(args: argparse.Namespace) -> int:
                 moved = relocate_session(
                     store, args.session, Path(args.folder).expanduser().absolute(), lifecycle
                 )
-                print(f"session {args.session} now uses {moved.cwd}")
+                print(f"session {args.session} now uses {shown_name(moved.cwd)}")
             elif args.action == "rename":
                 store.rename_session(args.session, args.title)
                 print(f"session {args.session} is now called {args.title.strip()!r}")
@@ -201,7 +202,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
     if not isinstance(answer, SessionUpdatedPush):
         raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     if args.action == "relocate":
-        print(f"session {args.session} now uses {answer.session.cwd}")
+        print(f"session {args.session} now uses {shown_name(answer.session.cwd)}")
     else:
         print(f"session {args.session} is now called {answer.session.title!r}")
     return EXIT_OK
@@ -304,7 +305,8 @@ def _print(
         if row.get("host"):
             flag += f"  host {row['host']}"
         lines.append(
-            f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  {row['cwd']}{flag}\n"
+            f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  "
+            f"{shown_name(str(row['cwd']))}{flag}\n"
         )
     if any(row["resumable"] for row in rows) and not enabled:
         lines.append(f"{SAFE_RESUME_OFF}\n")
