@@ -20,11 +20,10 @@ from app.bridge_contract import (
     SessionsRemoveRequest,
     SessionSummary,
 )
-from app.host.host_services import HostServices
 from app.host.ipc_endpoint import terminal_token_path
-from main_process.host_app import HostApp, HostConfig
-from main_process.host_lifecycle import HostState
+from main_process.host_app import HostApp
 from tests.helpers.fake_host_services import FakeHostServices
+from tests.helpers.served_host import serve
 from tests.helpers.wire_client import WireClient
 
 pytestmark = pytest.mark.gui
@@ -41,23 +40,9 @@ def host(
         }
     )
 
-    def factory(path: Path, *, safe_resume_enabled: bool) -> HostServices:
-        return services
-
-    config = HostConfig(
-        data_dir=data_dir,
-        safe_resume_enabled=True,
-        launch_renderer=False,
-        announce_endpoint=True,
-        drain_timeout_s=5,
-    )
-    app = HostApp(config, factory, lambda _code: None)
-    assert app.start() is None
-    qtbot.waitUntil(lambda: app.lifecycle.state is HostState.READY, timeout=5000)
-    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("MAKA_MAIN_READY")]
-    fields = dict(part.split("=", 1) for part in line[-1].split()[1:])
+    app, socket, token = serve(qtbot, data_dir, services, capsys)
     terminal = Path(terminal_token_path(data_dir)).read_text().strip()
-    yield app, fields["socket"], fields["token"], terminal
+    yield app, socket, token, terminal
     app.close()
 
 

@@ -24,11 +24,11 @@ from app.bridge_contract import (
     ToolsSettleRequest,
     TranscriptItemPush,
 )
-from app.host.host_services import HostServiceError, HostServices, ResumeParked, SettleResult
-from main_process.host_app import HostApp, HostConfig
-from main_process.host_lifecycle import HostState
+from app.host.host_services import HostServiceError, ResumeParked, SettleResult
+from main_process.host_app import HostApp
 from runtime.ledger.codes import WriterRejectionCode
 from tests.helpers.fake_host_services import FakeHostServices
+from tests.helpers.served_host import serve
 from tests.helpers.wire_client import WireClient
 
 pytestmark = pytest.mark.gui
@@ -54,22 +54,8 @@ def host(
         resume_outcomes={"s1": ResumeParked(("dangling_tool_state",))},
     )
 
-    def factory(path: Path, *, safe_resume_enabled: bool) -> HostServices:
-        return services
-
-    config = HostConfig(
-        data_dir=data_dir,
-        safe_resume_enabled=True,
-        launch_renderer=False,
-        announce_endpoint=True,
-        drain_timeout_s=5,
-    )
-    app = HostApp(config, factory, lambda _code: None)
-    assert app.start() is None
-    qtbot.waitUntil(lambda: app.lifecycle.state is HostState.READY, timeout=5000)
-    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("MAKA_MAIN_READY")]
-    fields = dict(part.split("=", 1) for part in line[-1].split()[1:])
-    yield app, services, fields["socket"], fields["token"]
+    app, socket, token = serve(qtbot, data_dir, services, capsys)
+    yield app, services, socket, token
     app.close()
 
 

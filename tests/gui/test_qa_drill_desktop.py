@@ -20,6 +20,7 @@ from renderer.main_window import MainWindow
 from renderer.permission_prompt import COMMAND_VIEW_LINES
 from renderer.session_actions import RemoveChoice
 from runtime.continuation.workspace_gate import _since_last_snapshot
+from tests.gui.test_main_window import _window as shown_window
 from tests.helpers.fake_bridge import FakeBridge
 
 pytestmark = pytest.mark.gui
@@ -53,14 +54,7 @@ REASONS = ("dangling_tool_state", "workspace_checkpoint_stale")
 def _window(
     qtbot: QtBot, sessions: tuple[bc.SessionSummary, ...] = (INTERRUPTED, OTHER)
 ) -> tuple[MainWindow, FakeBridge]:
-    bridge = FakeBridge(safe_resume_enabled=True)
-    window = MainWindow(bridge)
-    qtbot.addWidget(window)
-    with qtbot.waitActive(window):
-        window.show()
-        window.activateWindow()
-    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=sessions))
-    return window, bridge
+    return shown_window(qtbot, sessions=sessions)
 
 
 def _badge(window: MainWindow, session_id: str) -> str:
