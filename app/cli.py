@@ -169,9 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr = VisibleStream(sys.stderr)
     try:
         _require_known_failpoint()
-        _require_data_dir_given(getattr(args, "data_dir", None))
+        _require_data_dir_given(args.data_dir)
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
-        _require_utf8_arguments(args)
+        _require_text_arguments(args)
         return module.run(args)
     except KeyboardInterrupt:
         from runtime.ledger.codes import HostCode
@@ -251,7 +251,7 @@ is refused as empty rather than looked up ("no session " naming nothing), and a 
 than taken as the current one."""
 
 
-def _require_utf8_arguments(args: argparse.Namespace) -> None:
+def _require_text_arguments(args: argparse.Namespace) -> None:
     """Every text argument is UTF-8 (a session id, an event id, a folder, a prompt, a note):
     bytes that are not (kept as surrogates by Python) are refused here, with a code, before a
     command prints or stores them; file arguments (``Path``) may hold any bytes. An id or a

@@ -891,8 +891,9 @@ class RequestRouter:
         """A question of a turn no terminal drives (automatic resume) with nobody connected to
         answer it: the turn is stopped there, not denied on the user's behalf. Denying would
         tell the model the user refused, and the turn would end "completed" with its task not
-        done; stopped, the call never ran, the run ends cancelled, and Safe resume continues
-        it (and asks again) once a window or ``maka tui`` is there."""
+        done; stopped, the call never ran, the run ends cancelled, and the model is told why
+        (calling again asks again) when Safe resume continues it with a window or ``maka tui``
+        there."""
         _log.warning(
             "session %s: stopped its turn at a permission question no window or terminal "
             "could answer; open it in the desktop or maka tui and resume it",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
@@ -60,14 +59,13 @@ def run(args: argparse.Namespace) -> int:
     with store:
         if store.get_session(args.session) is None:
             raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
-        carrier = GitCheckpointStore(data_dir)
+        carrier = GitCheckpointStore.from_environment(data_dir)
         found = session_checkpoints(store, carrier, args.session)
         ignored = _now_ignored(carrier, found.rows)
         origin = store.read_branch(args.session)
     uncarried = args.session in imported_without_snapshots(data_dir)
-    from storage.ledger.database_choice import uses_postgres
-
-    shared = uses_postgres(data_dir, os.environ)
+    # On a shared ledger the carrier says where a missing snapshot may be (another host's).
+    shared = carrier.missing_note is not None
     runs: list[dict[str, Any]] = []
     for run_id, mode in found.modes.items():
         rows = [row for row in found.rows if row.run_id == run_id]

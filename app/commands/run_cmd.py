@@ -125,8 +125,9 @@ def refuse_leased_elsewhere(store: Any, session_id: str) -> None:
     """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
     there: refused before anything is said about its history (a turn running there has calls
     without a result that are not interrupted), naming the host, as that host would."""
-    read = getattr(store, "live_lease_holders", None)
-    holder = read().get(session_id) if read is not None else None
+    from runtime.continuation.resume_gates import other_lease_holder
+
+    holder = other_lease_holder(store, session_id)
     if holder is None:
         return
     raise CliError(

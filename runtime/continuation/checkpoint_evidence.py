@@ -50,10 +50,7 @@ def checkpoint_evidence(
         # Stale: the park stands whatever the folder holds, but it names what differs from
         # that snapshot, so the user knows which files to check.
         since = changes_since_snapshot(carrier, events, observation)
-        if since is None:
-            return None
-        left = still_there(since, observation.workspace_path)
-        return CheckpointEvidence(True, since, stale_compared=True, left_out=left)
+        return None if since is None else _compared(since, observation, stale_compared=True)
     if checkpoint is None or boundary.failed is not None or boundary.stale_after is not None:
         return None
     if carrier is None:
@@ -95,9 +92,22 @@ def checkpoint_evidence(
         changes = carrier.changes(workspace, tree_id, tree.tree_id)
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
-    differ = rolled_forward(changes, boundary.files, observation)
+    return _compared(rolled_forward(changes, boundary.files, observation), observation)
+
+
+def _compared(
+    differ: tuple[TreeChange, ...],
+    observation: SafetyObservation,
+    *,
+    stale_compared: bool = False,
+    basis: bool = False,
+) -> CheckpointEvidence:
+    """Evidence of a snapshot that is here and was compared: how the folder differs, and
+    which of the paths called deleted are still there (``still_there``)."""
     left = still_there(differ, observation.workspace_path)
-    return CheckpointEvidence(True, differ, left_out=left)
+    return CheckpointEvidence(
+        True, differ, stale_compared=stale_compared, basis=basis, left_out=left
+    )
 
 
 def still_there(changes: Sequence[TreeChange], folder: str) -> tuple[str, ...]:
@@ -182,9 +192,7 @@ def _basis_evidence(
         )
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}", basis=True)
-    differ = rolled_forward(changes, basis.files, observation)
-    left = still_there(differ, observation.workspace_path)
-    return CheckpointEvidence(True, differ, basis=True, left_out=left)
+    return _compared(rolled_forward(changes, basis.files, observation), observation, basis=True)
 
 
 def changes_since_snapshot(

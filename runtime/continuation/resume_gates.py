@@ -106,7 +106,7 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
     latest = run.newest()
     if latest.status in TERMINAL_RUN_STATUSES:
         return None
-    holder = _lease_holder(run)
+    holder = other_lease_holder(run.store, run.session_id)
     if holder is not None:
         # On a shared ledger: the run is another host's until its lease runs out, whether that
         # host still runs the turn or stopped (recovery never repairs a leased run).
@@ -128,19 +128,21 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
     return park(run.session_id, latest.run_id, ParkReason.SESSION_BUSY, "the session is running")
 
 
-def _lease_holder(run: LatestRun) -> str | None:
-    """The other host holding the session's live lease (a shared ledger), or None."""
-    read = getattr(run.store, "live_lease_holders", None)
+def other_lease_holder(store: object, session_id: str) -> str | None:
+    """The other host holding the session's live lease (a shared ledger: PostgreSQL), or None
+    (none does, this process holds it, the ledger is the data folder's own, or the leases
+    cannot be read now)."""
+    read = getattr(store, "live_lease_holders", None)
     if read is None:
         return None
     try:
         holders: Mapping[str, str] = read()
     except LedgerError:
         return None
-    held = getattr(run.store, "held_session_leases", None)
-    if held is not None and run.session_id in held():
+    held = getattr(store, "held_session_leases", None)
+    if held is not None and session_id in held():
         return None  # this process's own lease
-    return holders.get(run.session_id)
+    return holders.get(session_id)
 
 
 def latest_interrupted(run: LatestRun) -> ContinuationPlan | None:

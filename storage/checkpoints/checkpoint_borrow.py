@@ -546,18 +546,24 @@ def _file_blob_id(path: Path, size: int) -> str:
     return digest.hexdigest()
 
 
+_EVERY_OBJECT = ("rev-list", "--objects", "--no-object-names", "--all", "--missing=print")
+"""Every object the refs reach, ids only (a name may hold any byte), a missing one as ``?id``."""
+
+
 def needed_objects(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:
     """Every object the private repository's refs reach, and the blobs its index names."""
-    out = runner.run(
-        ["rev-list", "--objects", "--no-object-names", "--all", "--missing=print"], git_dir=git_dir
-    )
+    out = runner.run(list(_EVERY_OBJECT), git_dir=git_dir)
     found = {line.split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] not in "?"}
-    if index is not None and index.is_file():
-        listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
-        for raw in listed.split(b"\0"):
-            if raw:
-                found.add(raw.split(b" ", 2)[1].decode())
+    found.update(_index_blobs(runner, git_dir, index))
     return sorted(found)
+
+
+def _index_blobs(runner: GitRunner, git_dir: Path, index: Path | None) -> list[str]:
+    """The blobs ``index`` names (none without one)."""
+    if index is None or not index.is_file():
+        return []
+    listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
+    return sorted({raw.split(b" ", 2)[1].decode() for raw in listed.split(b"\0") if raw})
 
 
 def copy_borrowed(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
@@ -633,15 +639,9 @@ def _missing(runner: GitRunner, git_dir: Path, objects: list[str]) -> set[str]:
 
 def _unreadable(runner: GitRunner, git_dir: Path, index: Path | None) -> set[str]:
     """What the refs reach and the index names that the repository cannot read now."""
-    out = runner.run(
-        ["rev-list", "--objects", "--no-object-names", "--all", "--missing=print"], git_dir=git_dir
-    )
+    out = runner.run(list(_EVERY_OBJECT), git_dir=git_dir)
     gone = {line[1:].split(" ", 1)[0] for line in out.decode().splitlines() if line[:1] == "?"}
-    if index is not None and index.is_file():
-        listed = runner.run(["ls-files", "-z", "-s"], git_dir=git_dir, index=index)
-        blobs = sorted({raw.split(b" ", 2)[1].decode() for raw in listed.split(b"\0") if raw})
-        gone |= _missing(runner, git_dir, blobs)
-    return gone
+    return gone | _missing(runner, git_dir, _index_blobs(runner, git_dir, index))
 
 
 def absorb(
