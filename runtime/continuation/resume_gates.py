@@ -114,9 +114,9 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
             run.session_id,
             latest.run_id,
             ParkReason.SESSION_BUSY,
-            f"host {holder} holds the session's lease: it runs the turn, or it stopped and its "
-            "lease has not run out yet (a running host then takes the session over and "
-            "recovers the run)",
+            f"host {holder} holds the session's lease: it runs the turn, or it stopped and no "
+            "other host may take the session over yet (once its lease has run out, a running "
+            "host takes the session over and recovers the run)",
         )
     if latest.owner_epoch < run.store.read_owner_epoch():
         return park(

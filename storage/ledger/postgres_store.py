@@ -595,13 +595,17 @@ class PostgresLedgerStore(SqliteLedgerStore):
             return dict(self._fence.held)
 
     def live_lease_holders(self) -> dict[str, str]:
-        """Each session whose lease is held now (not run out), with its holder: this store's
-        owner or another host's (``machine:pid:nonce``)."""
+        """Each session whose lease is held now, with its holder: this store's owner or another
+        host's (``machine:pid:nonce``). A lease that ran out less than the takeover grace ago
+        still counts: no other host may take the session over yet (``claim_expired_sessions``),
+        so nothing here may repair or write its run either."""
+        grace = self._fence.settings.grace_ms / 1000
 
         def read(conn: sqlite3.Connection) -> dict[str, str]:
             rows = conn.execute(
                 "SELECT session_id, owner FROM session_leases"
-                " WHERE owner IS NOT NULL AND expires_at > now()"
+                " WHERE owner IS NOT NULL AND expires_at > now() - make_interval(secs => ?)",
+                (grace,),
             ).fetchall()
             return {str(row[0]): str(row[1]) for row in rows}
 

@@ -225,11 +225,18 @@ def test_a_plan_right_after_a_host_died_names_the_lease_not_a_quarantine(
     """``maka plan`` from the killed host's data folder before its lease ran out (what the
     ``host_stopped`` advice says to run): the run is still leased to the dead host, so nothing
     here may repair it. The plan says whose lease holds it; it once said the run's ledger
-    "could not be repaired and is quarantined" (``runtime_ledger_unreadable``), which was false.
-    Once the lease ran out, the same plan repairs the run and offers to continue it."""
+    "could not be repaired and is quarantined" (``runtime_ledger_unreadable``), which was false;
+    it still did in the takeover grace after the lease ran out. Once the grace is over, the same
+    plan repairs the run and offers to continue it."""
     work = tmp_path / "work"
     work.mkdir()
-    common = {**_common(tmp_path, postgres_url), "MAKA_SESSION_LEASE_TTL_MS": "8000"}
+    # A wide takeover grace: after the lease ran out, no host may take the run over for 3 s
+    # more, and the plans polled then must still name the lease, not a quarantine.
+    common = {
+        **_common(tmp_path, postgres_url),
+        "MAKA_SESSION_LEASE_TTL_MS": "8000",
+        "MAKA_SESSION_TAKEOVER_GRACE_MS": "3000",
+    }
     started: list[MainProcess] = []
     try:
         host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
