@@ -129,6 +129,9 @@ def test_a_terminal_and_a_window_racing_make_one_continuation(qtbot: QtBot, tmp_
             ),
             timeout=60_000,
         )
+        # The continuation runs to its end before the host is stopped (its turn, not the
+        # start, is what the count below sees).
+        qtbot.waitUntil(lambda: _continuations(data) >= 1, timeout=60_000)
         assert host.process.poll() is None, host.stderr()
     finally:
         host.stop()
