@@ -152,6 +152,22 @@ def entry_of(seq: int, event: RuntimeEvent, lanes_checked: bool = False) -> Time
 _Described = tuple["TimelineKind", "TimelineStatus", str]
 _RESULT: _Described = (TimelineKind.TOOL_RESPONSE, TimelineStatus.OK, "result")
 _ERROR_RESULT: _Described = (TimelineKind.TOOL_RESPONSE, TimelineStatus.FAILED, "error result")
+_STOPPED_RESULT: _Described = (
+    TimelineKind.TOOL_RESPONSE,
+    TimelineStatus.CANCELLED,
+    "stopped: the turn was cancelled",
+)
+_HOST_STOPPED_RESULT: _Described = (
+    TimelineKind.TOOL_RESPONSE,
+    TimelineStatus.CANCELLED,
+    "stopped by Maka",
+)
+STOPPED_WORDS = {
+    _STOPPED_RESULT[2]: "stopped when the turn was cancelled",
+    _HOST_STOPPED_RESULT[2]: "stopped by Maka",
+}
+"""A tool row's words for a call whose result says it was stopped, by that result's summary."""
+_STOPS = {"cancelled": _STOPPED_RESULT, "host": _HOST_STOPPED_RESULT}
 _DISPATCHED: dict[str, _Described] = {}
 
 
@@ -179,7 +195,24 @@ def _dispatched(mode: str) -> _Described:
 
 
 def _response(event: RuntimeEvent) -> _Described:
-    return _ERROR_RESULT if event["content"].get("isError") else _RESULT
+    content: Mapping[str, Any] = event["content"]
+    if not content.get("isError"):
+        return _RESULT
+    return _STOPS.get(stop_of(content.get("result")) or "", _ERROR_RESULT)
+
+
+def stop_of(result: object) -> str | None:
+    """Why an error result says its call was stopped, not failed: ``"host"`` (Maka ended the
+    command, ``stoppedByHost``), ``"cancelled"`` (the turn was cancelled while it ran, or
+    before it started: ``cancelled``, or a refusal's ``code`` ``cancelled``), else None. The
+    timeline index reads the same in SQL (``storage/ledger/timeline_index.py``)."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("stoppedByHost") is True:
+        return "host"
+    if result.get("cancelled") is True or result.get("code") == "cancelled":
+        return "cancelled"
+    return None
 
 
 class ToolFact(NamedTuple):
@@ -220,7 +253,8 @@ def fact_entry(seq: int, fact: ToolFact) -> TimelineEntry:
         elif lane is Lane.TOOL_DISPATCH:
             described = _dispatched(str(fact.first))
         elif lane is Lane.FUNCTION_RESPONSE:
-            described = _ERROR_RESULT if fact.is_error else _RESULT
+            stop = _STOPS.get(fact.first or "", _ERROR_RESULT)
+            described = stop if fact.is_error else _RESULT
         elif lane is Lane.RECONCILE_RESULT:
             described = _recovery({"observation": fact.first}, lane)
         else:

@@ -57,6 +57,7 @@ by seq (``storage/ledger/timeline_index.py``; any it leaves out is decoded in fu
 store has no such reading (every row is then made from its events)."""
 
 ATTESTED = TimelineKind.ATTESTATION
+STOPPED = TimelineStatus.CANCELLED
 
 
 Slot = int | list[int]
@@ -283,11 +284,16 @@ class LazyRows(Sequence[TimelineRow]):
                         if name is None:
                             name = own
                     # a row's verdict depends on its facts' kinds, lanes and statuses and on
-                    # what an attestation says only: worked out once per shape (a run's tool
-                    # rows have a few shapes)
+                    # what an attestation or a stopped result says only: worked out once per
+                    # shape (a run's tool rows have a few shapes)
                     shape = tuple(
                         [
-                            (e.kind, e.lane, e.status, e.summary if e.kind is ATTESTED else "")
+                            (
+                                e.kind,
+                                e.lane,
+                                e.status,
+                                e.summary if e.kind is ATTESTED or e.status is STOPPED else "",
+                            )
                             for e in entries
                         ]
                     )

@@ -24,6 +24,7 @@ from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.timeline_events import (
     PROBLEM_STATUSES,
+    STOPPED_WORDS,
     TOOL_KINDS,
     TimelineEntry,
     TimelineKind,
@@ -252,8 +253,8 @@ def tool_row(
 
 def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[TimelineStatus, str]:
     """A tool row's status and the words its summary gives it, from its facts' kinds, lanes
-    and statuses (in order), an attestation's summary (what the user said) and whether the run
-    ended: nothing else of them."""
+    and statuses (in order), an attestation's summary (what the user said), a stopped result's
+    summary (who stopped it) and whether the run ended: nothing else of them."""
     kinds = {entry.kind for entry in entries}
     status = _tool_status(entries, kinds, ended)
     words = {
@@ -268,6 +269,12 @@ def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[Timelin
     }[status]
     if TimelineKind.ATTESTATION in kinds:
         words = _attested_words(entries) or f"{words}, settled by you"
+    elif status is TimelineStatus.CANCELLED:
+        stopped = [e for e in entries if e.kind is TimelineKind.TOOL_RESPONSE]
+        if TimelineKind.TOOL_DISPATCH not in kinds:
+            words = "not run (the turn was cancelled)"
+        elif stopped:  # not "cancelled": it may have done part of its work before it stopped
+            words = STOPPED_WORDS.get(stopped[-1].summary, words)
     return status, words
 
 

@@ -70,6 +70,14 @@ SELECT event_seq, event_id, lane,
     END,
     CASE lane
         WHEN '{_DISPATCH}' THEN json_type(payload, '$.actions.toolDispatch.recoveryMode')
+        WHEN '{_RESPONSE}' THEN CASE
+            WHEN json_type(payload, '$.content.result') <> 'object' THEN NULL
+            WHEN json_type(payload, '$.content.result.stoppedByHost') = 'true' THEN 'host'
+            WHEN json_type(payload, '$.content.result.cancelled') = 'true'
+                OR (json_type(payload, '$.content.result.code') = 'text'
+                    AND json_extract(payload, '$.content.result.code') = 'cancelled')
+                THEN 'cancelled'
+        END
         WHEN '{_OBSERVED}' THEN json_type(payload, {_RECOVERY[:-1]}.observation')
         WHEN '{_DECIDED}' THEN json_type(payload, {_RECOVERY[:-1]}.reasonCode')
     END,
@@ -145,6 +153,7 @@ def read_tool_facts(
             if c is not None and type(c) is not int and type(c) is not float:
                 continue  # JSON true/false come back as 1/0; a string or array may not
             error = bool(c)
+            first = d  # why an error result was stopped (``stop_of``): "host", "cancelled"
         else:  # an observation or a decision: its recovery payload an object, or none
             if c is not None and c != "object":
                 continue

@@ -383,3 +383,54 @@ def test_a_store_without_the_facts_reading_filters_the_same(
         _as_searched(row) for row in read.searchable()
     ]
     assert len(without.searchable()) == len(index.rows) > 300
+
+
+def test_a_call_stopped_by_a_cancel_or_by_maka_is_not_a_failure_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """A command the user stopped (its result ``cancelled``), one Maka ended (``stoppedByHost``)
+    and a call refused because the turn was cancelled read as stopped, not failed, and are no
+    problem; results that only look alike (a ``cancelled`` that is not JSON true, a result
+    that is no object) stay failures. Both readings agree on each."""
+    from tests.helpers.ledger_builders import (
+        bound_response,
+        call_event,
+        dispatch_event,
+        response_event,
+        terminal,
+        user_text,
+    )
+
+    results: list[tuple[object, bool]] = [
+        ({"cancelled": True, "exitCode": -15, "error": "the command was cancelled"}, True),
+        ({"stoppedByHost": True, "cancelled": True, "exitCode": -15}, True),
+        ({"cancelled": "yes", "exitCode": 1}, True),
+        ({"cancelled": 1, "exitCode": 1}, True),
+        (["cancelled"], True),
+        ({"cancelled": True, "exitCode": 0}, False),
+        ({"code": "cancelled", "error": "the turn was cancelled"}, True),
+        ({"code": "cancelled_later", "error": "no"}, True),
+    ]
+    events: list[RuntimeEvent] = [user_text(ids=IDS, marker=True, ts=1)]
+    for index, (result, error) in enumerate(results):
+        command = {"command": "sleep 9"}
+        call = call_event(f"call-{index}", "bash", command, ids=IDS, ts=10 * index + 2)
+        if index == 6:  # refused before its T1: never dispatched
+            events += [call, response_event(call, result, is_error=error)]
+        else:
+            events += [call, dispatch_event(call), bound_response(call, result, is_error=error)]
+    events.append(terminal(IDS, status="cancelled", ts=999, state_delta={"abortSource": "user"}))
+    store, session_id = opened(events)
+    full = read_session_timeline(store, session_id, None)
+    rows = [row for row in full.runs[0].rows if row.tool_call_id]
+    assert [(row.status.value, row.summary) for row in rows] == [
+        ("cancelled", "bash: stopped when the turn was cancelled"),
+        ("cancelled", "bash: stopped by Maka"),
+        ("failed", "bash: failed"),
+        ("failed", "bash: failed"),
+        ("failed", "bash: failed"),
+        ("ok", "bash: done"),
+        ("cancelled", "bash: not run (the turn was cancelled)"),
+        ("failed", "bash: failed"),
+    ]
+    _same(full, read_session_timeline_lazily(store, session_id, None))
