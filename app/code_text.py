@@ -130,7 +130,7 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         ),
         "workspace_folder_missing": (
             _W,
-            "The session's folder no longer exists; it was moved or deleted.",
+            "The session's folder is no longer there; it was moved, deleted or replaced by a file.",
             "If you moved the folder, choose Locate folder… and pick its new place; if you "
             "deleted it, choose Remove session.",
         ),

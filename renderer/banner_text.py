@@ -357,7 +357,8 @@ def reason_sentences(current: SessionResume, folder: str) -> list[tuple[str, str
             sentence = park_tr(WRITE_NOT_DONE_REASON)
         elif code == "workspace_folder_missing" and folder:
             sentence = _tr(
-                "The folder {folder} no longer exists; it was moved or deleted."
+                "The folder {folder} is no longer there; it was moved, deleted or replaced by a "
+                "file."
             ).replace("{folder}", folder)
         elif code == "workspace_checkpoint_stale" or (
             code == "workspace_drift" and other_reasons(current)

@@ -40,6 +40,7 @@ from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.base.cancel_token import CancelToken
 from runtime.base.checkpoint_mode import decide_mode
 from runtime.continuation.branch_prefix import BranchReader, BranchStore
+from runtime.continuation.continuation_planner import folder_gone
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
@@ -293,7 +294,8 @@ class SessionService:
         if not cwd.is_dir():
             raise SessionError(
                 HostCode.INVALID_CWD,
-                f"the session folder {cwd} no longer exists; if it moved, point the session at "
+                f"the session folder {cwd} {folder_gone(str(cwd))}; if it moved, point the "
+                "session at "
                 f"its new place (maka sessions relocate {session.session_id} NEW_FOLDER, or "
                 "Session › Locate folder… in the desktop)",
             )

@@ -9,6 +9,8 @@ pinned boundary (manifest digest, source high-water, prefix digest, terminal eve
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -56,11 +58,25 @@ from runtime.ledger.workspace_facts import boundary_checkpoint
 
 
 class SessionFolderMissing(FileNotFoundError):
-    """The safety inspector found no folder where the session lives (moved or deleted)."""
+    """The safety inspector found no folder where the session lives (moved, deleted, or
+    replaced by a file or a link of the same name)."""
 
     def __init__(self, cwd: str) -> None:
-        super().__init__(f"the session folder {cwd} no longer exists")
+        super().__init__(f"the session folder {cwd} {folder_gone(cwd)}")
         self.cwd = cwd
+
+
+def folder_gone(cwd: str) -> str:
+    """What is at ``cwd``, a session folder that is not a folder now, in words: it "no longer
+    exists", or it "is no longer a folder" when a file or a link has its name (a user who
+    lists the parent sees that name and would not believe the first)."""
+    try:
+        mode = os.lstat(cwd).st_mode
+    except OSError:
+        return "no longer exists"
+    if stat.S_ISLNK(mode):
+        return "is no longer a folder (a link that leads to no folder has its name now)"
+    return "is no longer a folder (a file has its name now)"
 
 
 def observation_problem(error: BaseException) -> str:

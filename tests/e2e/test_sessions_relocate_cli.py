@@ -41,6 +41,8 @@ def test_a_moved_folder_parks_then_is_located_and_resumes_there(tmp_path: Path) 
     assert parked.returncode == 3
     body = json.loads(parked.stdout)
     assert body["rejectionReasons"] == ["workspace_folder_missing"]
+    [missing] = body["diagnostics"]
+    assert missing["message"] == f"the session folder {drill.work} no longer exists"
     listed = maka(["sessions"], drill.data).stdout
     assert f"FOLDER MISSING (maka sessions relocate {drill.session} NEW_FOLDER)" in listed
     assert _sessions(drill)[0]["folderMissing"] is True
@@ -337,3 +339,29 @@ def test_a_deleted_folder_is_offered_a_branch_from_its_snapshots_before_removal(
     made = maka(args, drill.data, env=drill.env)
     assert made.returncode == 0, made.stderr
     assert copy.is_dir() and any(copy.iterdir())
+
+
+def test_a_folder_replaced_by_a_file_is_said_to_be_no_folder_not_gone(tmp_path: Path) -> None:
+    """A file (or a broken link) where the session's folder was: the plan and a new turn say
+    the name is no longer a folder, which a user who lists the parent can see is true."""
+    drill = Drill(tmp_path)
+    assert drill.run("P6").returncode == -9
+    shutil.move(str(drill.work), tmp_path / "moved-work")
+    drill.work.write_text("a file now\n")
+    for replaced, words in (
+        ("file", "is no longer a folder (a file has its name now)"),
+        ("link", "is no longer a folder (a link that leads to no folder has its name now)"),
+    ):
+        if replaced == "link":
+            drill.work.unlink()
+            drill.work.symlink_to(tmp_path / "nowhere")
+        parked = maka(["plan", drill.session, "--json"], drill.data, env={**drill.env, **FLAG})
+        assert parked.returncode == 3, parked.stdout + parked.stderr
+        body = json.loads(parked.stdout)
+        assert body["rejectionReasons"] == ["workspace_folder_missing"]
+        [missing] = body["diagnostics"]
+        assert missing["message"] == f"the session folder {drill.work} {words}"
+        turn = maka(["run", "--session", drill.session, "hello"], drill.data, env=drill.env)
+        assert turn.returncode == 1, turn.stdout + turn.stderr
+        assert f"the session folder {drill.work} {words}" in turn.stderr
+        assert "Traceback" not in turn.stderr
