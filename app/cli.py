@@ -13,7 +13,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn, Protocol
 
 from app import __version__
@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr = VisibleStream(sys.stderr)
     try:
         _require_known_failpoint()
-        _require_data_dir_given(args.data_dir)
+        _require_data_dir_given(args.data_dir, os.environ if command != "ledger" else {})
         _require_utf8_data_dir(args.data_dir or os.environ.get("MAKA_DATA_DIR"))
         _require_text_arguments(args)
         return module.run(args)
@@ -279,17 +279,25 @@ def _require_text_arguments(args: argparse.Namespace) -> None:
             ) from None
 
 
-def _require_data_dir_given(option: str | None) -> None:
+def _require_data_dir_given(option: str | None, environ: Mapping[str, str]) -> None:
     """``--data-dir ""`` (an unset shell variable) is refused: taken as not given, the command
-    would work on MAKA_DATA_DIR's or the per-user data folder, the user's real sessions."""
-    if option is not None and not option.strip():
+    would work on MAKA_DATA_DIR's or the per-user data folder, the user's real sessions. So is
+    ``MAKA_DATA_DIR`` set to nothing when no ``--data-dir`` is given
+    (``MAKA_DATA_DIR=$TYPO maka sessions remove S --yes``); the ledger tools, which open no
+    data folder, do not look (``environ`` empty)."""
+    words = None
+    if option is not None:
+        if not option.strip():
+            words = "the data directory (--data-dir) is empty; nothing was changed"
+    elif "MAKA_DATA_DIR" in environ and not environ["MAKA_DATA_DIR"].strip():
+        words = (
+            "MAKA_DATA_DIR is set but empty (an unset shell variable?); unset it to use your "
+            "per-user data folder, or give a folder; nothing was changed"
+        )
+    if words is not None:
         from runtime.ledger.codes import HostCode
 
-        raise CliError(
-            HostCode.DATA_DIR_INVALID,
-            "the data directory (--data-dir) is empty; nothing was changed",
-            EXIT_USAGE,
-        )
+        raise CliError(HostCode.DATA_DIR_INVALID, words, EXIT_USAGE)
 
 
 def _require_utf8_data_dir(data_dir: str | None) -> None:

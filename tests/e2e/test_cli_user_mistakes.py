@@ -173,6 +173,40 @@ def test_an_empty_data_dir_is_refused_not_taken_as_the_default(
     assert db_state(data_dir / DATABASE_NAME) == before
 
 
+def test_an_empty_maka_data_dir_is_refused_not_taken_as_the_per_user_folder(
+    tmp_path: Path,
+) -> None:
+    """``MAKA_DATA_DIR=$UNSET maka ...``: refused, where it fell back to the per-user folder
+    (here a home of the test's own, which must stay empty); ``--data-dir`` still wins, and the
+    ledger tools, which open no data folder, do not mind."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MAKA_")}
+    env.update({"HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "MAKA_DATA_DIR": " "})
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        command = [*maka_executable(), *args]
+        return subprocess.run(command, env=env, capture_output=True, timeout=120, check=False)
+
+    for args in (
+        ("run", "--cwd", str(work), "list files"),
+        ("sessions",),
+        ("doctor",),
+    ):
+        err = refused(run(*args), 2, "data_dir_invalid")
+        assert "MAKA_DATA_DIR is set but empty" in err, err
+    assert list(home.iterdir()) == [] and list(work.iterdir()) == []
+    given = run("--data-dir", str(tmp_path / "data"), "sessions")
+    assert given.returncode == 0, given.stderr
+    ledger = tmp_path / "empty.jsonl"
+    ledger.write_bytes(b"")
+    checked = run("ledger", "check", str(ledger))
+    assert b"data_dir_invalid" not in checked.stderr, checked.stderr
+    assert list(home.iterdir()) == []
+
+
 # ---- text that is not UTF-8 -------------------------------------------------------------------
 
 
