@@ -188,7 +188,9 @@ def test_an_empty_maka_data_dir_is_refused_not_taken_as_the_per_user_folder(
 
     def run(*args: str) -> subprocess.CompletedProcess[bytes]:
         command = [*maka_executable(), *args]
-        return subprocess.run(command, env=env, capture_output=True, timeout=120, check=False)
+        return subprocess.run(
+            command, env=env, cwd=tmp_path, capture_output=True, timeout=120, check=False
+        )
 
     for args in (
         ("run", "--cwd", str(work), "list files"),
@@ -198,6 +200,7 @@ def test_an_empty_maka_data_dir_is_refused_not_taken_as_the_per_user_folder(
         err = refused(run(*args), 2, "data_dir_invalid")
         assert "MAKA_DATA_DIR is set but empty" in err, err
     assert list(home.iterdir()) == [] and list(work.iterdir()) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["home", "work"]
     given = run("--data-dir", str(tmp_path / "data"), "sessions")
     assert given.returncode == 0, given.stderr
     ledger = tmp_path / "empty.jsonl"
