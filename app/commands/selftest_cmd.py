@@ -28,6 +28,7 @@ Exit 0 when every check passes, 1 otherwise (each failure is named, with its rea
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -342,7 +343,8 @@ def _check_data_dir(data_dir: Path) -> str:
     except OSError as error:
         raise DataDirError(f"cannot write in {data_dir}: {error.strerror or error}") from None
     finally:
-        probe.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # (the folder may refuse even the look: said above)
+            probe.unlink(missing_ok=True)
     return f"writable: {data_dir}"
 
 

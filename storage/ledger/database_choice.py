@@ -170,7 +170,15 @@ def no_ledger_yet(data_dir: Path) -> bool:
     yet. A server ledger is never "not yet" here: only the server knows its sessions."""
     from storage.ledger.sqlite_connection import DATABASE_NAME
 
-    return not uses_postgres(data_dir) and not (Path(data_dir) / DATABASE_NAME).exists()
+    if uses_postgres(data_dir):
+        return False
+    try:
+        os.stat(Path(data_dir) / DATABASE_NAME)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:  # a data folder Maka may not read: opening the store says so, with a code
+        return False
+    return False
 
 
 def with_way_back(refusal: StoreRefusal, data_dir: Path) -> StoreRefusal:

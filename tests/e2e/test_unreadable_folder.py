@@ -106,3 +106,40 @@ def test_a_captured_folder_made_unreadable_is_named_with_what_to_do(tmp_path: Pa
     # Readable again: the folder is what the snapshot recorded.
     again = json.loads(_maka(["plan", session, "--json"], data).stdout)
     assert "workspace_verified" in [d["code"] for d in again["diagnostics"]], again
+
+
+def test_a_data_folder_maka_cannot_open_gets_a_code_from_every_command(tmp_path: Path) -> None:
+    """A data folder made unreadable (``chmod 000``): every command that reads or writes the
+    ledger says so with a code (``store_io_failed``, ``data_dir_read_only``), never a
+    traceback, and ``maka self-test`` says why in words; nothing in the folder changes."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    session = _crash_after_write(work, data)
+    before = sorted((path.relative_to(data), path.stat().st_mtime_ns) for path in data.rglob("*"))
+    data.chmod(0)
+    try:
+        for args in (
+            ["plan", session],
+            ["timeline", session],
+            ["checkpoints", session],
+            ["branch", session],
+            ["settle", session, "call", "--ran"],
+            ["sessions", "rename", session, "new title"],
+            ["sessions", "remove", session, "--yes"],
+            ["sessions"],
+            ["export", session, "-o", str(tmp_path / "out.jsonl")],
+        ):
+            result = _maka(args, data)
+            said = result.stdout + result.stderr
+            assert result.returncode == 1, (args, said)
+            assert "Traceback" not in said, (args, said)
+            assert "maka: error [store_io_failed]" in said or (
+                "maka: error [data_dir_read_only]" in said
+            ), (args, said)
+        checked = _maka(["self-test"], data)
+        assert f"cannot write in {data}: Permission denied" in checked.stdout, checked.stdout
+        assert "PermissionError" not in checked.stdout + checked.stderr
+    finally:
+        data.chmod(0o700)
+    after = sorted((path.relative_to(data), path.stat().st_mtime_ns) for path in data.rglob("*"))
+    assert after == before
