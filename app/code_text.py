@@ -652,6 +652,11 @@ STORE: dict[str, CodeRecord] = _records(
             _E,
             "The PostgreSQL driver is not installed: pip install 'maka[postgres]'.",
         ),
+        "settings_damaged": (
+            _E,
+            "The data folder's settings.json cannot be read, so Maka cannot tell which database "
+            "holds your sessions. Fix the file, or remove it to use this computer's database.",
+        ),
         "workspace_not_found": (_W, "The folder does not exist."),
         "workspace_marker_invalid": (
             _W,

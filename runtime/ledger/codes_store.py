@@ -46,6 +46,10 @@ class StoreCode(StrEnum):
     # A PostgreSQL URL is selected but the driver (the ``postgres`` extra, psycopg 3) is not
     # installed.
     POSTGRES_DRIVER_MISSING = "postgres_driver_missing"
+    # The data folder's ``settings.json`` exists but is not a JSON object (a hand edit left it
+    # broken): its Database choice cannot be read, so no ledger is opened rather than guessing
+    # (a PostgreSQL choice read as "this computer" would start a second ledger).
+    SETTINGS_DAMAGED = "settings_damaged"
 
 
 class FailureClass(StrEnum):

@@ -104,23 +104,39 @@ def postgres_driver_installed() -> bool:
 
 def stored_database(data_dir: Path) -> tuple[str, str]:
     """The data folder's Database setting: (``"sqlite"`` or ``"postgresql"``, the stored URL).
-    A missing, unreadable or damaged file reads as the default."""
+    A missing or unreadable file reads as the default; one that is there but not a JSON object
+    is refused (``settings_damaged``): a PostgreSQL choice read as the default would open (and
+    start) a second ledger in the data folder, where the user's sessions are not."""
+    path = Path(data_dir) / SETTINGS_FILE
     try:
-        text = (Path(data_dir) / SETTINGS_FILE).read_text(encoding="utf-8")
-    except (OSError, ValueError):
+        data = path.read_bytes()
+    except OSError:
         return SQLITE, ""
     import json  # only when there is a file to read (``maka sessions`` start-up)
 
     try:
-        raw = json.loads(text)
-    except ValueError:
-        return SQLITE, ""
+        raw = json.loads(data.decode("utf-8-sig"))  # (a byte-order mark from an editor)
+    except ValueError as error:  # (UnicodeDecodeError is a ValueError)
+        raise _damaged(path, f"it is not JSON text ({error})") from None
     if not isinstance(raw, dict):
-        return SQLITE, ""
-    choice = raw.get(DATABASE_KEY)
-    url = raw.get(DATABASE_URL_KEY)
-    url = url if isinstance(url, str) else ""
-    return (POSTGRESQL if choice == POSTGRESQL else SQLITE), url
+        raise _damaged(path, f"it holds a JSON {type(raw).__name__}, not an object")
+    choice = raw.get(DATABASE_KEY, SQLITE)
+    if choice not in (SQLITE, POSTGRESQL):
+        shown = json.dumps(choice)[:80]
+        raise _damaged(path, f'its "{DATABASE_KEY}" is {shown}, not "{SQLITE}" or "{POSTGRESQL}"')
+    url = raw.get(DATABASE_URL_KEY, "")
+    if not isinstance(url, str):
+        raise _damaged(path, f'its "{DATABASE_URL_KEY}" is not text')
+    return choice, url
+
+
+def _damaged(path: Path, why: str) -> StoreRefusal:
+    return StoreRefusal(
+        StoreCode.SETTINGS_DAMAGED,
+        f"{path} cannot be read as settings: {why}. Its Database choice is unknown, so no "
+        f'ledger was opened; fix the file (it is a JSON object such as {{"{DATABASE_KEY}": '
+        f'"{SQLITE}"}}), or remove it to use this computer\'s database',
+    )
 
 
 def select_database(
@@ -161,8 +177,12 @@ def database_url(data_dir: Path | None, environ: Mapping[str, str] | None = None
 
 
 def uses_postgres(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> bool:
-    """Whether a PostgreSQL server is selected (valid or not); never raises."""
-    return select_database(data_dir, environ).url is not None
+    """Whether a PostgreSQL server is selected (valid or not); never raises. A damaged settings
+    file may select one: True, so that opening the store (which refuses it) is not skipped."""
+    try:
+        return select_database(data_dir, environ).url is not None
+    except StoreRefusal:
+        return True
 
 
 def no_ledger_yet(data_dir: Path) -> bool:
@@ -185,7 +205,10 @@ def with_way_back(refusal: StoreRefusal, data_dir: Path) -> StoreRefusal:
     """``refusal`` of a server the Database setting chose (not the variable), saying how to start
     with this computer's database again: the window's Settings cannot be opened while the store
     is refused."""
-    if select_database(data_dir).source is not DatabaseSource.SETTING:
+    try:
+        if select_database(data_dir).source is not DatabaseSource.SETTING:
+            return refusal
+    except StoreRefusal:
         return refusal
     path = Path(data_dir) / SETTINGS_FILE
     return StoreRefusal(

@@ -582,3 +582,18 @@ def test_a_reader_that_went_away_ends_the_command_quietly(
     err = result.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert result.returncode == 141, (result.returncode, err)
+
+
+def test_a_damaged_settings_file_opens_no_second_ledger(tmp_path: Path) -> None:
+    """A settings file that chose a PostgreSQL server, left broken by a hand edit: ``maka run``
+    and ``maka sessions`` are refused with ``settings_damaged`` and create no database in the
+    data folder (before, they started a new local ledger without a word)."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir(mode=0o700)
+    work.mkdir()
+    broken = '{"database": "postgresql", "database_url": "postgresql://u@127.0.0.1:1/db"'
+    (data / "settings.json").write_text(broken, encoding="utf-8")
+    for args in (("run", "--cwd", str(work), "list files"), ("sessions",)):
+        err = refused(maka(data, *args), 1, "settings_damaged")
+        assert f"{data / 'settings.json'} cannot be read as settings" in err, err
+    assert not (data / DATABASE_NAME).exists()

@@ -27,6 +27,7 @@ from storage.ledger.database_choice import (
     database_url,
     select_database,
     unmasked_database_url,
+    uses_postgres,
 )
 
 pytestmark = pytest.mark.unit
@@ -181,11 +182,40 @@ def test_a_damaged_stored_url_is_refused_with_its_code_and_without_its_password(
     assert "settings.json" in refused.value.message and "hunter2" not in refused.value.message
 
 
-def test_a_damaged_settings_file_reads_as_sqlite(tmp_path: Path) -> None:
-    (tmp_path / "settings.json").write_text("{not json", encoding="utf-8")
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"database": "postgresql", "database_url": "postgresql://u@db/x"', "not JSON text"),
+        ("{not json", "not JSON text"),
+        ("", "not JSON text"),
+        ('["postgresql"]', "holds a JSON list, not an object"),
+        ('{"database": 5}', 'its "database" is 5, not "sqlite" or "postgresql"'),
+        ('{"database": "PostgreSQL"}', 'its "database" is "PostgreSQL", not'),
+        ('{"database": "postgresql", "database_url": {"x": 1}}', 'its "database_url" is not text'),
+    ],
+)
+def test_a_damaged_settings_file_is_refused_not_read_as_this_computers_database(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    """A settings file that is there but cannot be read (a hand edit left it broken) may have
+    chosen a PostgreSQL server: read as the default, every command opened (and started) a
+    second ledger in the data folder. It is refused with ``settings_damaged``, saying why and
+    what to do; the variable still wins, and a missing file is still the default."""
+    (tmp_path / "settings.json").write_text(text, encoding="utf-8")
+    with pytest.raises(StoreRefusal) as refused:
+        database_url(tmp_path, {})
+    assert refused.value.code == "settings_damaged"
+    assert why in refused.value.message and "remove it" in refused.value.message
+    assert uses_postgres(tmp_path, {}) is True  # (so no "no ledger yet" skips the refusal)
+    assert not (tmp_path / "runtime.sqlite").exists()
+    server = "postgresql://ci@127.0.0.1:5433/other"
+    assert database_url(tmp_path, {"MAKA_DATABASE_URL": server}) == server
+    (tmp_path / "settings.json").unlink()
     assert database_url(tmp_path, {}) is None
-    (tmp_path / "settings.json").write_text(json.dumps({"database": 5}), encoding="utf-8")
+    (tmp_path / "settings.json").write_text('{"provider": "offline_demo"}', encoding="utf-8")
     assert database_url(tmp_path, {}) is None
+    (tmp_path / "settings.json").write_text('\ufeff{"database": "sqlite"}', encoding="utf-8")
+    assert database_url(tmp_path, {}) is None  # an editor's byte-order mark is no damage
 
 
 def test_the_default_path_never_imports_the_driver(tmp_path: Path) -> None:
