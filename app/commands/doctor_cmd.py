@@ -12,6 +12,8 @@ resume made but never started in (``workspace_restore_abandoned``, as ``maka pla
 are listed as notes, not problems: Maka never uses them and the user may remove them. So are
 the snapshots of a session imported without them (``workspace_checkpoints_not_carried``: an
 older export or ``--no-checkpoints``); resume offers to continue with the current files.
+So is a run still marked running while no Maka process has the data folder open
+(``run_awaiting_repair``: its process was stopped; a plan or the next start ends it).
 With ``MAKA_DATABASE_URL`` (or the data folder's Database setting) it checks the ledger on that
 PostgreSQL server instead, with the same checks and codes but SQLite's own integrity and foreign
 key checks (the server enforces its constraints), plus its session leases, held and run out
@@ -96,6 +98,37 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
         }
         for session in store.list_sessions()
         for path in abandoned_restores(store, carrier, session.session_id)
+    ]
+
+
+def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]]:
+    """One note per run still marked created or running while no Maka process owns the data
+    folder: its process is gone (killed, or the machine stopped) and the next start repairs it
+    (``maka sessions`` says "INTERRUPTED (repaired at the next start)"). A note, not a
+    problem: nothing is damaged, and startup recovery will end it with what the ledger proves."""
+    marked = [
+        (session.session_id, header.run_id)
+        for session in store.list_sessions()
+        for header in store.list_session_runs(session.session_id)
+        if str(header.status) in ("created", "running")
+    ]
+    if not marked:
+        return []
+    from app.host.session_rows import nobody_owns
+
+    if not nobody_owns(data_dir):
+        return []  # (a Maka process has the folder: the run may well be running)
+    return [
+        {
+            "code": "run_awaiting_repair",
+            "sessionId": session_id,
+            "runId": run_id,
+            "message": f"run {run_id} is still marked running, but no Maka process has this "
+            "data folder open: its process was stopped before it could end the run. maka plan "
+            f"{session_id} ends it as interrupted (as the next start of the desktop or maka "
+            "host does) and says whether Safe resume can continue it",
+        }
+        for session_id, run_id in marked
     ]
 
 
@@ -261,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
             carrier = GitCheckpointStore(data_dir)
             checkpoints = audit_checkpoints(store, carrier)
             notes = _abandoned_copies(store, carrier)
+            if server is None:  # (on a shared ledger another host may be running it)
+                notes.extend(_awaiting_repair(store, data_dir))
             verification = (
                 verify_snapshots(store, carrier)
                 if getattr(args, "verify_snapshots", False) and carrier.usable
