@@ -785,6 +785,11 @@ FAILURES: dict[str, CodeRecord] = _records(
             _E,
             "Maka's data folder could not be reserved for this process, so nothing was opened.",
         ),
+        "display_unavailable": (
+            _W,
+            "There is no display to open Maka's window on here; use maka tui or maka run in a "
+            "terminal, or start Maka in a desktop session.",
+        ),
         "failpoint_unknown": (
             _W,
             "The test crash point that was asked for does not exist, so it would never fire.",

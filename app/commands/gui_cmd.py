@@ -69,13 +69,22 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
     from storage.private_files import ensure_private_dir
 
     data_dir = resolve_data_dir(args.data_dir)
+    no_renderer = os.environ.get(ENV_NO_RENDERER) == "1"
+    if not (headless or no_renderer) and _no_display() and _unowned(data_dir):
+        print(
+            "maka: error [display_unavailable]: there is no display to open the window on here "
+            "(neither DISPLAY nor WAYLAND_DISPLAY is set: a terminal over SSH, or a server); "
+            "nothing was started. In a terminal, maka tui or maka run work with the same "
+            "sessions; maka host serves them to terminals",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     try:
         ensure_private_dir(data_dir)
     except OSError as error:
         print(f"maka: error [data_dir_unavailable]: {data_dir}: {error}", file=sys.stderr)
         return EXIT_ERROR
     _configure_logging(data_dir)
-    no_renderer = os.environ.get(ENV_NO_RENDERER) == "1"
     config = HostConfig(
         data_dir=data_dir,
         safe_resume_enabled=os.environ.get(ENV_SAFE_RESUME) == "1",
@@ -110,6 +119,27 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
         return host.exit_code
     finally:
         collector.stop()
+
+
+def _no_display() -> bool:
+    """Linux with nothing to show a window on: no X11 or Wayland display and no Qt platform
+    chosen (``offscreen``, ``vnc``...). Qt would fail to load its platform plugin in the window's
+    process, restart it twice and give up, with a hint to reinstall the application."""
+    return (
+        sys.platform.startswith("linux")
+        and not os.environ.get("QT_QPA_PLATFORM")
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    )
+
+
+def _unowned(data_dir: Path) -> bool:
+    """No Maka process has the data folder: this one would open the window itself (a running
+    desktop or ``maka host`` opens it on its own display when asked)."""
+    if not data_dir.is_dir():
+        return True
+    from app.host.session_rows import nobody_owns
+
+    return nobody_owns(data_dir)
 
 
 def _open_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices:

@@ -89,6 +89,9 @@ class HostCode(StrEnum):
     COMMAND_UNAVAILABLE = "command_unavailable"
     DATA_DIR_INVALID = "data_dir_invalid"
     DATA_DIR_UNAVAILABLE = "data_dir_unavailable"
+    # ``maka gui`` on Linux with no display to open its window on (no DISPLAY, no
+    # WAYLAND_DISPLAY, no QT_QPA_PLATFORM): a terminal over SSH, a server.
+    DISPLAY_UNAVAILABLE = "display_unavailable"
     FAILPOINT_UNKNOWN = "failpoint_unknown"
     # A command served by the running desktop (docs/design/hosts.md section 1).
     HOST_STOPPED = "host_stopped"

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.maka_process import main_log, run_maka, start_main
+from tests.helpers.maka_process import main_log, maka_executable, run_maka, start_main
 
 pytestmark = [
     pytest.mark.e2e,
@@ -94,3 +95,38 @@ def test_maka_gui_attaches_a_window_to_a_running_host(tmp_path: Path) -> None:
         for pid in windows:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _without_display(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    env["MAKA_DATA_DIR"] = str(data)
+    command = [*maka_executable(), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="X11 and Wayland displays")
+def test_maka_gui_with_no_display_says_so_and_starts_nothing(tmp_path: Path) -> None:
+    """Over SSH or on a server: one coded sentence and exit 1, no data folder made. Before, Qt's
+    plugin error ("Reinstalling the application may fix this problem") three times, two restarts
+    of the window's process and "the renderer keeps crashing". Beside a running host the window
+    is the host's to open (on its own display), as before."""
+    data = tmp_path / "data"
+    for args in (("gui",), ()):
+        result = _without_display(data, *args)
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.startswith("maka: error [display_unavailable]: "), result.stderr
+        assert "maka tui" in result.stderr
+        assert "Reinstalling" not in result.stderr and "renderer" not in result.stderr
+        assert not data.exists()
+    data.mkdir()
+    host = start_main(data, None, "host").wait_ready()
+    try:
+        beside = _without_display(data, "gui")
+        assert beside.returncode == 0, beside.stderr
+        assert "opens a window on this data folder" in beside.stderr
+    finally:
+        host.stop()
