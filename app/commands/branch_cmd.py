@@ -75,6 +75,14 @@ def run(args: argparse.Namespace) -> int:
             "--to was given an empty folder name; leave it out for the default place",
             EXIT_USAGE,
         )
+    if args.at is None and (args.to is not None or args.current_files):
+        given = "--to" if args.to is not None else "--current-files"
+        raise CliError(
+            HostCode.USAGE_INVALID,
+            f"{given} says how to make a branch, but no --at EVENT says where; without --at, "
+            f"maka branch {args.session} lists the points to branch from. Nothing was made",
+            EXIT_USAGE,
+        )
     data_dir = resolve_data_dir(args.data_dir)
     from app.host.host_client import attach
 

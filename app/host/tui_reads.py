@@ -42,16 +42,25 @@ def transcript(reader: Any, session_id: str, out: Out = print) -> None:
 def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
     """``/branch``: the same service as ``maka branch``; a refusal prints its code. The new
     session's record when a branch was made (the chat switches to it), else None."""
+    import shlex
+
     from app.host.branch_session import branch_options, branch_session
     from app.host.host_bootstrap import now_ms
     from runtime.continuation.lifecycle_log import LifecycleLog
     from runtime.ledger.ledger_errors import LedgerError
 
-    words = text.split()[1:]
+    try:  # a folder name with spaces is quoted, as in a shell: /branch EVENT "my copy"
+        words = shlex.split(text)[1:]
+    except ValueError:  # (a quote left open)
+        out(BRANCH_USAGE)
+        return None
     current_files = "--current-files" in words
     words = [word for word in words if word != "--current-files"]
     if len(words) > 2:
         out(BRANCH_USAGE)
+        return None
+    if any(not word.strip() for word in words):  # ``""``: an empty name, not a folder named ""
+        out("branch refused [invalid_argument]: the event id or the folder name is empty")
         return None
     carrier = reader.service.checkpoints
     try:

@@ -1108,7 +1108,13 @@ class GitCheckpointStore:
             target.mkdir()  # exclusive: two restores never share a new folder
         except FileExistsError:
             if not target.is_dir() or any(target.iterdir()):
-                what = "is not an empty folder" if target.is_dir() else "is a file, not a folder"
+                what = (
+                    "is not an empty folder"
+                    if target.is_dir()
+                    else "is a link that leads to no folder"
+                    if target.is_symlink()
+                    else "is a file, not a folder"
+                )
                 raise CheckpointError(
                     RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
                     f"{target} {what}; a restored copy needs a new or empty folder",

@@ -235,6 +235,11 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     assert "is a file, not a folder" in file_refused["stderr"]
     empty = src.branch(session, "--at", point, "--to", "", code=2)  # an unset "$DIR"
     assert "[invalid_argument]" in empty["stderr"]
+    # How without where: --to or --current-files without --at once listed the points, rc 0.
+    for how in (["--to", str(tmp_path / "there")], ["--current-files"]):
+        nowhere = src.branch(session, *how, code=2)
+        assert "[usage_invalid]" in nowhere["stderr"] and "no --at EVENT" in nowhere["stderr"]
+    assert not (tmp_path / "there").exists()
     # Not in Maka's data folder.
     refusals = [src.branch(session, "--at", point, "--to", str(src.data / "copies" / "x"), code=2)]
     assert "[workspace_restore_target_inside]" in refusals[0]["stderr"], refusals
@@ -280,14 +285,20 @@ def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> 
     assert re.search(rf"{point} +run_ending ", listed.stdout), listed.stdout
     assert "snapshot kept" in listed.stdout
 
-    copy = tmp_path / "tui-copy"
+    copy = tmp_path / "tui copy"  # a name with a space, quoted as in a shell
+    refusals = f'/branch {point} ""\n/branch {point} "open\n/branch evt-nope\n/branch a b c\n'
     made = maka(
         ["tui", "--session", session],
         src.data,
         env=src.env,
-        stdin=f"/branch {point} {copy}\n/branch evt-nope\n/branch a b c\n/quit\n",
+        stdin=f'{refusals}/branch {point} "{copy}"\n/quit\n',
     )
     assert made.returncode == 0, made.stderr
+    assert "branch refused [invalid_argument]: the event id or the folder name is empty" in (
+        made.stdout
+    )
+    assert not (src.work / '""').exists() and not Path('""').exists()
+    assert made.stdout.count("usage: /branch [EVENT [DIR] [--current-files]]") == 2
     assert "branch refused [branch_event_not_found]" in made.stdout
     assert "usage: /branch [EVENT [DIR] [--current-files]]" in made.stdout
     [new] = [

@@ -56,6 +56,15 @@ def test_a_restored_copy_is_the_snapshot_and_the_folder_is_untouched(tmp_path: P
         store.materialize(identity, snapshot.tree_id, busy, "s")
     assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY
     assert sorted(p.name for p in busy.iterdir()) == ["keep"]
+    # What is in the way is named as it is: a file, or a link that leads nowhere (a loop).
+    (tmp_path / "a-file").write_text("mine")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for name, what in (("a-file", "is a file, not a folder"), ("loop", "is a link that leads")):
+        with pytest.raises(CheckpointError) as refused:
+            store.materialize(identity, snapshot.tree_id, tmp_path / name, "s")
+        assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY
+        assert f"{tmp_path / name} {what}" in refused.value.message
+    assert (tmp_path / "a-file").read_text() == "mine"
     empty = tmp_path / "empty"
     empty.mkdir()
     store.materialize(identity, snapshot.tree_id, empty, "s")
