@@ -864,6 +864,11 @@ TRANSFER: dict[str, CodeRecord] = _records(
             "A file with that name already exists; Maka will not replace it.",
         ),
         "export_target_invalid": (_W, "The session cannot be saved to that place."),
+        "export_target_inside_data_dir": (
+            _W,
+            "An export cannot be saved inside Maka's data folder, where it could replace the "
+            "history it is made from; choose a place outside it.",
+        ),
         "export_write_failed": (_E, "The export file could not be written."),
         "import_checkpoints_missing": (
             _W,

@@ -7,6 +7,9 @@ works while the desktop app runs; the file is written to a temporary name in the
 and renamed into place, so a crash never leaves a half-written export under the requested name.
 An existing file is only replaced with ``--force``, and only a regular file: a directory, a
 device, a pipe or a symbolic link is refused (``export_target_invalid``), never replaced.
+A target inside the data folder the export reads (its database, ``-wal``, snapshots, anything
+under it, whatever links lead there) is refused with or without ``--force``
+(``export_target_inside_data_dir``): replacing the database with the export destroyed it.
 ``-o -`` writes the export to standard output (the summary then goes to standard error).
 
 The session's snapshots of its folder (workspace checkpoints) go beside the file, as the Git
@@ -17,7 +20,7 @@ so an import in another data directory verifies, restores and rebaselines as her
 then notes the import without them.
 
 Exit codes: 0 written, 1 the store or the disk failed, 2 invalid input (unknown session, a
-target that exists or cannot be one).
+target that exists, cannot be one or is inside the data folder).
 """
 
 from __future__ import annotations
@@ -103,6 +106,45 @@ def _check_target(target: Path, force: bool) -> None:
             f"cannot write {target}: the folder {target.parent} does not exist",
             EXIT_USAGE,
         )
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """``path`` is ``folder`` or lies under it, after every link (and ``..``) is followed; a
+    folder of the path that is the same directory as ``folder`` (another name for it: a bind
+    mount, a case-insensitive file system) counts too."""
+    real_path, real_folder = os.path.realpath(path), os.path.realpath(folder)
+    try:
+        if os.path.commonpath([real_path, real_folder]) == real_folder:
+            return True
+    except ValueError:  # on different drives (Windows)
+        pass
+    try:
+        identity = os.stat(real_folder)
+    except OSError:  # no data folder yet: nothing in it to destroy
+        return False
+    for parent in Path(real_path).parents:
+        try:
+            seen = os.stat(parent)
+        except OSError:
+            continue
+        if (seen.st_dev, seen.st_ino) == (identity.st_dev, identity.st_ino):
+            return True
+    return False
+
+
+def _check_outside(data_dir: Path, targets: tuple[Path, ...]) -> None:
+    """An export never writes in the data folder it reads, even with ``--force``."""
+    from runtime.ledger.codes import TransferCode
+
+    for target in targets:
+        if _inside(target, data_dir):
+            raise CliError(
+                TransferCode.EXPORT_TARGET_INSIDE_DATA_DIR,
+                f"{target} is inside the data folder {data_dir}: an export there could replace "
+                "the history it is made from (the database, a snapshot); write it outside the "
+                "data folder",
+                EXIT_USAGE,
+            )
 
 
 class _Snapshots:
@@ -202,8 +244,9 @@ def run(args: argparse.Namespace) -> int:
     from storage.private_files import private_opener
 
     target = Path(args.output)
-    _check_target(target, args.force)
     bundle = target.with_name(bundle_name(target.name))
+    _check_outside(data_dir_from(args), (target, bundle))
+    _check_target(target, args.force)
     if not args.no_checkpoints:
         _check_target(bundle, args.force)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")

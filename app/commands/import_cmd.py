@@ -22,6 +22,13 @@ without a bundle) imports the ledger alone; ``maka doctor`` then notes the snaps
 carried (``workspace_checkpoints_not_carried``) and resume offers to continue with the
 current files.
 
+A session already here keeps its title and folder where the file's differ (the user renamed
+or moved it since the export, ``maka sessions rename`` / ``relocate``): the import is not
+refused, and the report names each one kept (``sessionKept`` in ``--json``). A session line
+whose folder (or a run's) is not an absolute path is refused (``import_line_invalid``), as is a
+line longer than 64 MiB (reading stops there, so ``/dev/zero`` cannot fill the memory) and a
+device, a folder or a socket in place of the file (``import_file_unreadable``).
+
 Exit codes: 0 imported (or already present), 1 refused by the store (conflict, store problem,
 another process owns the data directory), 2 the file is unreadable or not a valid export.
 """
@@ -42,6 +49,7 @@ from runtime.ledger.collector_pause import collector_paused
 if TYPE_CHECKING:
     from storage.checkpoints.checkpoint_transfer import CarriedRef
     from storage.sessions.session_export import ParsedExport
+    from storage.sessions.session_import import KeptValue
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,11 +72,13 @@ def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import TransferCode
     from runtime.ledger.store_ports import StoreRefusal
     from storage.ledger.ledger_store import open_store
-    from storage.sessions.session_export import TransferError, parse_export
+    from storage.sessions.session_export import TransferError, parse_export, read_export_file
 
     path: Path = args.file
     try:
-        data = path.read_bytes()
+        data = read_export_file(path)
+    except TransferError as error:
+        raise CliError(error.code, f"{path}: {error.message}", EXIT_USAGE) from None
     except OSError as error:
         raise CliError(
             TransferCode.IMPORT_FILE_UNREADABLE, f"cannot read {path}: {error}", EXIT_USAGE
@@ -112,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
             "eventsExisting": report.events_existing,
             "droppedBytes": report.dropped_bytes,
             "checkpointsCarried": carried,
+            "sessionKept": [
+                {"field": item.field, "here": item.here, "file": item.file} for item in report.kept
+            ],
         }
         print(json.dumps(document, indent=2, sort_keys=True))
     else:
@@ -121,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         )
         if report.dropped_bytes:
             print(f"dropped a torn last line of {report.dropped_bytes} bytes")
+        for item in report.kept:
+            print(_kept_text(report.session_id, item))
         if carried is not None:
             print(
                 f"with {carried} snapshots of its folder"
@@ -129,6 +144,19 @@ def run(args: argparse.Namespace) -> int:
                 "offers to continue with the current files)"
             )
     return EXIT_OK
+
+
+def _kept_text(session_id: str, item: KeptValue) -> str:
+    """The session here was renamed or moved since the export: it keeps its own."""
+    if item.field == "title":
+        return (
+            f"the session here keeps its title {item.here!r}; the file's is {item.file!r} "
+            f"(maka sessions rename {session_id} TITLE changes it)"
+        )
+    return (
+        f"the session here keeps its folder {item.here}; the file's is {item.file} "
+        f"(maka sessions relocate {session_id} FOLDER changes it)"
+    )
 
 
 def _undo_fresh(data_dir: Path, had_folder: bool, had_ledger: bool) -> None:

@@ -95,6 +95,9 @@ class TransferCode(StrEnum):
     IMPORT_CONFLICT = "import_conflict"
     EXPORT_TARGET_EXISTS = "export_target_exists"
     EXPORT_TARGET_INVALID = "export_target_invalid"
+    # The export's file (or the snapshots file beside it) would land in the data folder the
+    # export reads: replacing its database, a -wal or a snapshot with the export destroys it.
+    EXPORT_TARGET_INSIDE_DATA_DIR = "export_target_inside_data_dir"
     EXPORT_WRITE_FAILED = "export_write_failed"
     IMPORT_CHECKPOINTS_MISSING = "import_checkpoints_missing"
     IMPORT_CHECKPOINTS_INVALID = "import_checkpoints_invalid"

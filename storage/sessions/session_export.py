@@ -1,7 +1,8 @@
 """Session export and import: a JSONL file that is the session's committed ledger, run by run.
 
 File format (``maka export SESSION -o FILE.jsonl``; UTF-8, one JSON value per line, every line
-ending in ``\\n``, every line in canonical JSON (RFC 8785)):
+ending in ``\\n``, every line in canonical JSON (RFC 8785), none longer than ``MAX_LINE_BYTES``;
+every ``cwd`` an absolute path):
 
 1. one session line: ``{"kind":"maka.session.v1","sessionId","cwd","title","createdAt"}``;
    for a branched session (``maka branch``), then its ``branchStart`` fact:
@@ -38,9 +39,12 @@ ending is not in the file, and a header never claims an ending the ledger lacks)
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from runtime.ledger.branch_facts import BranchRecord, branch_record
@@ -60,6 +64,15 @@ RUN_HEADER_KIND = "maka.run_header.v1"
 CLAIM_KIND = "maka.continuation_claim.v1"
 CHECKPOINTS_KIND = "maka.checkpoints.v1"
 BRANCH_KIND = "maka.branch_start.v1"
+
+
+MAX_LINE_BYTES = 64 << 20
+"""The longest line an export file may hold (64 MiB, its newline not counted): far more than any
+event Maka writes (a tool's result is capped at 128 KiB, a prompt at 100,000 characters), so a
+longer line is no export, and reading stops there instead of holding an endless line in memory
+(``/dev/zero``, a big file without a newline)."""
+
+_READ_PIECE = 1 << 20
 
 
 class TransferError(LedgerError):
@@ -157,6 +170,64 @@ def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
             yield decode_row(row).payload
 
 
+# ---- reading ----------------------------------------------------------------------------------
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _size(count: int) -> str:
+    return f"{count >> 20} MiB" if count and not count % (1 << 20) else f"{count} bytes"
+
+
+def read_export_file(path: Path, *, max_line: int = MAX_LINE_BYTES) -> bytes:
+    """The bytes of an export file (a regular file, or a pipe such as ``<(...)``), read a piece
+    at a time: a line longer than ``max_line`` bytes stops the reading with
+    ``import_line_invalid``, so memory stays bounded by the file's lines, never by an endless
+    one. A folder, a device or a socket is refused before anything is read
+    (``import_file_unreadable``). Raises ``OSError`` when the file cannot be opened or read."""
+    with path.open("rb") as file:
+        mode = os.fstat(file.fileno()).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+            raise TransferError(
+                TransferCode.IMPORT_FILE_UNREADABLE,
+                f"it is {_kind(mode)}, not an export file (maka export SESSION -o FILE.jsonl "
+                "writes one)",
+            )
+        pieces: list[bytes] = []
+        lines = 0  # newlines before the open line
+        open_line = 0  # bytes of the line not yet ended by a newline
+        size = min(_READ_PIECE, max_line + 1)
+        while piece := file.read(size):
+            first = piece.find(b"\n")
+            if first < 0:
+                open_line += len(piece)
+            else:
+                # Every other line that ends in this piece is shorter than ``max_line``.
+                if open_line + first > max_line:
+                    break
+                lines += piece.count(b"\n")
+                open_line = len(piece) - piece.rfind(b"\n") - 1
+            if open_line > max_line:
+                break
+            pieces.append(piece)
+        else:
+            return b"".join(pieces)
+    raise TransferError(
+        TransferCode.IMPORT_LINE_INVALID,
+        f"line {lines + 1} is longer than {_size(max_line)}, longer than any line an export "
+        "holds: this is not a Maka export file; nothing was imported",
+        lines + 1,
+    )
+
+
 # ---- parsing ----------------------------------------------------------------------------------
 
 
@@ -200,6 +271,20 @@ def _text(value: Mapping[str, Any], key: str, line: int, *, empty: bool = False)
     return item
 
 
+def _folder(value: Mapping[str, Any], key: str, line: int, what: str) -> str:
+    """A folder the session's turns (or recovery) work in: an absolute path on this system. A
+    relative one would be taken from whatever folder a later command runs in."""
+    item = _text(value, key, line, empty=True)
+    if not os.path.isabs(item) or "\x00" in item:
+        raise TransferError(
+            TransferCode.IMPORT_LINE_INVALID,
+            f"line {line}: {what} ({key}) must be an absolute path on this system, not "
+            f"{item!r}; nothing was imported",
+            line,
+        )
+    return item
+
+
 def _int(value: Mapping[str, Any], key: str, line: int) -> int:
     item = value.get(key)
     if type(item) is not int or item < 0:
@@ -211,7 +296,7 @@ def _parse_session(value: Mapping[str, Any], line: int) -> SessionRecord:
     _record(value, {"kind", "sessionId", "cwd", "title", "createdAt"}, set(), line)
     return SessionRecord(
         session_id=_text(value, "sessionId", line),
-        cwd=_text(value, "cwd", line, empty=True),
+        cwd=_folder(value, "cwd", line, "the session's folder"),
         title=_text(value, "title", line, empty=True),
         created_at=_int(value, "createdAt", line),
     )
@@ -249,7 +334,7 @@ def _parse_header(value: Mapping[str, Any], line: int) -> RunHeader:
         invocation_id=_text(value, "invocationId", line),
         turn_id=_text(value, "turnId", line),
         status=status,
-        cwd=_text(value, "cwd", line, empty=True),
+        cwd=_folder(value, "cwd", line, "the run's folder"),
         owner_epoch=_int(value, "ownerEpoch", line),
         created_at=_int(value, "createdAt", line),
         updated_at=_int(value, "updatedAt", line),

@@ -60,6 +60,16 @@ from storage.sessions.session_export import ParsedExport, RunBlock, TransferErro
 
 
 @dataclass(frozen=True, slots=True)
+class KeptValue:
+    """A field of the session line that differs from the session stored here, which keeps its
+    own (``field`` is ``title`` or ``cwd``)."""
+
+    field: str
+    here: str
+    file: str
+
+
+@dataclass(frozen=True, slots=True)
 class ImportReport:
     session_id: str
     runs: int
@@ -67,6 +77,8 @@ class ImportReport:
     events_created: int
     events_existing: int
     dropped_bytes: int
+    kept: tuple[KeptValue, ...] = ()
+    """The stored session's title or folder kept where the file's session line differs."""
 
 
 def _import_branch(tx: LedgerTransaction, parsed: ParsedExport) -> None:
@@ -93,20 +105,24 @@ def _import_branch(tx: LedgerTransaction, parsed: ParsedExport) -> None:
     branches.insert_fact(tx.conn, record)
 
 
-def _import_session(tx: LedgerTransaction, parsed: ParsedExport) -> None:
+def _import_session(tx: LedgerTransaction, parsed: ParsedExport) -> tuple[KeptValue, ...]:
     """The session's row: created, or already here. Its title and folder are the user's to
     change (``maka sessions rename`` / ``relocate``), so a session renamed or moved here since
-    the export keeps them; a different creation time is another session with the same id."""
+    the export keeps them, and the report names each one kept (the import is not refused: the
+    history is the same); a different creation time is another session with the same id."""
     session = parsed.session
     stored = read_session(tx.conn, session.session_id)
     if stored is None:
         insert_session(tx.conn, session)
-    elif stored.created_at != session.created_at:
+        return ()
+    if stored.created_at != session.created_at:
         raise StoreRefusal(
             WriterRejectionCode.IDENTITY_CONFLICT,
             f"session {session.session_id} is stored here with another creation time: it is "
             "another session with the same id",
         )
+    pairs = (("title", stored.title, session.title), ("cwd", stored.cwd, session.cwd))
+    return tuple(KeptValue(name, here, file) for name, here, file in pairs if here != file)
 
 
 def _ends_with_terminal(events: Sequence[RuntimeEvent]) -> bool:
@@ -317,7 +333,7 @@ def import_parsed(
     highest = max((block.header.owner_epoch for block in parsed.runs), default=0)
     # An imported run must never look like it belongs to a live owner from the future.
     raise_owner_epoch(tx.conn, at_least=highest)
-    _import_session(tx, parsed)
+    session_kept = _import_session(tx, parsed)
     if parsed.branch is not None:
         _import_branch(tx, parsed)
     created = existing = 0
@@ -334,4 +350,5 @@ def import_parsed(
         events_created=created,
         events_existing=existing,
         dropped_bytes=parsed.dropped_bytes,
+        kept=session_kept,
     )
