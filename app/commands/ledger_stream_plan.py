@@ -45,7 +45,12 @@ from runtime.ledger.codes import (
     ResolverReason,
 )
 from runtime.ledger.event_model import TOOL_BOUNDARY_PROTOCOL_V1, RuntimeEvent, decode_event_lines
-from runtime.ledger.ledger_file import LedgerFileError, raise_line_error
+from runtime.ledger.ledger_file import (
+    MAX_LINE_BYTES,
+    LedgerFileError,
+    open_ledger_file,
+    raise_line_error,
+)
 from runtime.ledger.tool_ledger_scanner import (
     _args_hash_or_none,
     _execution_identity,
@@ -369,13 +374,22 @@ class StreamPlan:
 def _blocks(path: Path) -> Iterator[tuple[list[bytes], bool]]:
     """The file's lines without their newlines, a block at a time, each with whether its last
     line ended with a newline (only the file's last line may not)."""
+    read = 0  # the lines before ``rest``
     try:
-        with path.open("rb") as file:
+        with open_ledger_file(path) as file:
             rest = b""
             while block := file.read(BLOCK_BYTES):
                 lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
                 rest = lines.pop()
+                if len(rest) > MAX_LINE_BYTES:  # (an endless line: a file of zeros, a binary)
+                    raise LedgerFileError(
+                        LedgerFileCode.LEDGER_FILE_UNREADABLE,
+                        f"cannot read {path}: line {read + len(lines) + 1} is longer than "
+                        f"{MAX_LINE_BYTES >> 20} MiB, longer than any ledger line; this is not "
+                        "a ledger file",
+                    )
                 if lines:
+                    read += len(lines)
                     yield lines, True
     except OSError as error:
         raise LedgerFileError(

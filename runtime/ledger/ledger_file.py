@@ -11,9 +11,11 @@ the event concerned.
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import LedgerFileCode, ScanIssueCode
@@ -137,13 +139,41 @@ def raise_line_error(line_number: int, raw: bytes, terminated: bool) -> NoReturn
     raise AssertionError(f"line {line_number} was refused in a batch but decodes alone")
 
 
-def read_file_bytes(path: Path) -> bytes:
+MAX_LINE_BYTES = 64 << 20
+"""The longest line a ledger file may hold (64 MiB, as an export's): far more than any event
+(a tool's result is capped at 128 KiB); a reader that goes a block at a time stops there instead
+of holding an endless line in memory."""
+
+
+def open_ledger_file(path: Path) -> BinaryIO:
+    """``path`` open for reading: a regular file or a pipe (``<(...)``). A device (``/dev/zero``
+    would be read for ever), a folder or a socket is refused before anything is read
+    (``ledger_file_unreadable``), as is a file that cannot be opened."""
     try:
-        return path.read_bytes()
+        file = path.open("rb")
+        mode = os.fstat(file.fileno()).st_mode
     except OSError as error:
         raise LedgerFileError(
             LedgerFileCode.LEDGER_FILE_UNREADABLE, f"cannot read {path}: {error.strerror}"
         ) from None
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        file.close()
+        kind = "a folder" if stat.S_ISDIR(mode) else "a device or a socket"
+        raise LedgerFileError(
+            LedgerFileCode.LEDGER_FILE_UNREADABLE,
+            f"cannot read {path}: it is {kind}, not a ledger file",
+        )
+    return file
+
+
+def read_file_bytes(path: Path) -> bytes:
+    with open_ledger_file(path) as file:
+        try:
+            return file.read()
+        except OSError as error:
+            raise LedgerFileError(
+                LedgerFileCode.LEDGER_FILE_UNREADABLE, f"cannot read {path}: {error.strerror}"
+            ) from None
 
 
 def read_ledger_file(path: Path, *, accept_torn_tail: bool = False) -> LedgerFileContent:

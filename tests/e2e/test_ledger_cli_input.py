@@ -166,6 +166,28 @@ def test_a_file_that_cannot_be_opened_exits_two_with_a_code(
     assert not (tmp_path / "no-data").exists()
 
 
+@pytest.mark.parametrize("command", ["check", "scan", "plan"])
+def test_a_device_is_refused_before_it_is_read(tmp_path: Path, command: str) -> None:
+    """``maka ledger check /dev/zero`` read the device for ever, its memory growing without
+    bound: a device is no ledger file, refused before anything is read."""
+    done = maka("ledger", command, "/dev/zero", data_dir=tmp_path / "no-data")
+    assert done.returncode == 2, done.stderr
+    assert_coded(done.stderr)
+    assert "it is a device or a socket, not a ledger file" in done.stderr
+
+
+def test_plan_stops_at_a_line_longer_than_any_ledger_line(tmp_path: Path) -> None:
+    """The streaming plan reads a block at a time: a line of 64 MiB and more (a file of zeros,
+    a binary) stops it with a code instead of being held whole."""
+    path = tmp_path / "zeros.jsonl"
+    with path.open("wb") as file:  # sparse: no disk used
+        file.truncate((64 << 20) + (8 << 20))
+    done = maka("ledger", "plan", path, data_dir=tmp_path / "no-data")
+    assert done.returncode == 2, done.stderr
+    assert_coded(done.stderr)
+    assert "line 1 is longer than 64 MiB" in done.stderr
+
+
 # ---- export files -----------------------------------------------------------------------------
 
 
