@@ -148,12 +148,18 @@ def _check_outside(data_dir: Path, targets: tuple[Path, ...]) -> None:
 
 
 class _Snapshots:
-    """Collects the snapshot facts of the exported lines (few lines name one)."""
+    """Collects the snapshot facts of the exported lines (few lines name one), and the runs
+    whose header says they have not ended."""
 
     def __init__(self) -> None:
         self.events: list[RuntimeEvent] = []
+        self.unended: list[str] = []
 
     def __call__(self, line: bytes) -> None:
+        if b'"maka.run_header.v1"' in line and (b'"running"' in line or b'"created"' in line):
+            header = json.loads(line)
+            if isinstance(header, dict) and header.get("status") in ("running", "created"):
+                self.unended.append(str(header.get("runId")))
         if b'"workspaceCheckpoint"' in line or b'"workspaceBaseline"' in line:
             value = json.loads(line)
             if isinstance(value, dict) and "kind" not in value:
@@ -240,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
                 "folder out (export to a file to carry them)",
                 file=sys.stderr,
             )
+        _say_unended(seen)
         return EXIT_OK
     from storage.private_files import private_opener
 
@@ -280,4 +287,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"exported session {args.session}: {lines} lines to {target}")
     if carried:
         print(f"with {carried} snapshots of its folder in {bundle}")
+    _say_unended(seen)
     return EXIT_OK
+
+
+def _say_unended(seen: _Snapshots) -> None:
+    """A run not ended when exported: its turn was running (in another Maka process), or its
+    process was stopped before it could end it. The export holds what it had committed."""
+    for run_id in seen.unended:
+        print(
+            f"note: run {run_id} had not ended when it was exported (its turn was running, or "
+            "its process was stopped before it could end it): the export holds what it had "
+            "committed, and an import reads it as interrupted",
+            file=sys.stderr,
+        )

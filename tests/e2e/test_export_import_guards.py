@@ -216,3 +216,23 @@ def test_a_reimport_says_which_title_and_folder_it_kept(
 
     same = maka(["import", str(exported), "--json"], origin)
     assert same.returncode == 0 and json.loads(same.stdout)["sessionKept"] == []
+
+
+def test_an_export_of_a_run_that_has_not_ended_says_so(tmp_path: Path, origin: Path) -> None:
+    """A session exported while its turn ran (or after its process was killed, before any
+    repair): the export holds what was committed, and the imported copy reads as interrupted.
+    It said nothing of that; it now notes the run, to a file or to standard output. A session
+    whose runs all ended gets no note."""
+    from tests.e2e.test_workspace_checkpoints_cli import Drill
+    from tests.helpers.maka_run import committed_runs
+
+    drill = Drill(tmp_path / "killed")
+    drill.run("P8")
+    [(header, _)] = committed_runs(drill.data)
+    note = f"note: run {header.run_id} had not ended when it was exported"
+    for target in (str(tmp_path / "killed.jsonl"), "-"):
+        result = maka(["export", drill.session, "-o", target], drill.data, env=drill.env)
+        assert result.returncode == 0, result.stderr
+        assert note in result.stderr and "an import reads it as interrupted" in result.stderr
+    ended = maka(["export", IDS.session_id, "-o", str(tmp_path / "ended.jsonl")], origin)
+    assert ended.returncode == 0 and "had not ended" not in ended.stderr, ended.stderr
