@@ -325,8 +325,8 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         "workspace_checkpoint_unavailable": (
             _I,
             "No snapshot of the folder could be compared: the session runs without them, or the "
-            "run stopped before its first one with nothing written; resume checks the history "
-            "only.",
+            "run stopped before its first one was recorded, with nothing written; resume checks "
+            "the history only.",
             "",
             ("reasonCode", "noSnapshotYet"),
         ),

@@ -133,9 +133,10 @@ def _print_text(
                     if high_water is not None
                     else "your current files, as you chose to continue with them"
                 )
-                print(
-                    f"    {when}  {row['checkpointRef']}  tree {row['treeId'][:12]}  {at}  {state}"
-                )
+                # The commit is the id the timeline names the snapshot by; the tree, the one
+                # a resume compares the folder's files with.
+                ids = f"commit {str(row['commitId'])[:12]}  tree {str(row['treeId'])[:12]}"
+                print(f"    {when}  {row['checkpointRef']}  {ids}  {at}  {state}")
                 for path in row.get("skippedPaths", []):
                     print(f"      skipped (over 50 MiB): {shown_name(path)}")
                 for path in row.get("nowIgnoredPaths", []):

@@ -54,6 +54,20 @@ def reason_words(reason: TimelineReason) -> str:
     return f"{reason.code}: {words}" if words else reason.code
 
 
+# A reason's severity (``app.code_text``), tagged as ``maka plan`` tags its reasons ("[warn]"),
+# and painted as the rows of that weight: news that holds nothing up (``workspace_verified``)
+# reads as information, not as a warning.
+_SEVERITY_COLOURS = {"info": None, "warn": "33", "error": "31"}
+
+
+def _pin_line(reason: TimelineReason) -> tuple[str, str | None]:
+    """A pinned reason's line (without its indentation) and its colour."""
+    from app.code_text import describe
+
+    severity = describe(reason.code).severity.value
+    return f"[{severity}] {reason_words(reason)}", _SEVERITY_COLOURS.get(severity, "31")
+
+
 def write_timeline(
     runs: Sequence[TimelineRun], header: ParkHeader | None, out: TextIO | None = None
 ) -> None:
@@ -97,7 +111,8 @@ def _write_header(header: ParkHeader, out: TextIO, colour: bool) -> None:
     if outside:
         out.write("outside the record:\n")
         for pin in outside:
-            out.write(_paint(f"  ! {reason_words(pin.reason)}", "33", colour) + "\n")
+            line, code = _pin_line(pin.reason)
+            out.write(_paint(f"  {line}", code, colour) + "\n")
 
 
 def _write_row(
@@ -107,7 +122,8 @@ def _write_row(
     text = f"{pad}{mark} #{row.seq:<5} {row.kind.value:<13} {row.summary}"
     out.write(_paint(text, _COLOURS.get(row.status), colour) + "\n")
     for pin in pins:
-        out.write(_paint(f"{pad}    ! {reason_words(pin.reason)}", "33", colour) + "\n")
+        line, code = _pin_line(pin.reason)
+        out.write(_paint(f"{pad}    {line}", code, colour) + "\n")
     if row.kind is not TimelineKind.TOOL:
         return
     for entry in row.entries:

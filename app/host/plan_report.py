@@ -27,11 +27,18 @@ from app.park_guidance import (
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.workspace_decision import WORKSPACE_DECISION_REASONS, WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
-from runtime.ledger.codes import RESOLVER_REASON, DiagnosticCode, ParkReason, SettlementOrigin
+from runtime.ledger.codes import (
+    RESOLVER_REASON,
+    DiagnosticCode,
+    ParkReason,
+    ResolverReason,
+    SettlementOrigin,
+)
 from runtime.ledger.file_names import shown_name
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.run_records import TERMINAL_RUN_STATUSES
 from runtime.ledger.store_ports import LedgerReader
+from runtime.ledger.timeline_events import stop_of, stopped_words
 from runtime.ledger.workspace_facts import changed_count_words
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_operations
 from runtime.recovery.settle_verdict import settle_verdict
@@ -83,6 +90,11 @@ class OperationView:
     # The run has not ended (it runs in this or another Maka process): a call without a result
     # may still be running, so nothing about it can be said yet.
     turn_running: bool = False
+    # Its recorded result says it was stopped, not that it ran to its end: ``stop_of``'s
+    # "cancelled" (Ctrl+C, Stop) or "host" (Maka ended it), and the words ``maka timeline``
+    # gives its row ("stopped when the turn was cancelled").
+    stopped: str | None = None
+    stopped_words: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -103,6 +115,8 @@ class OperationView:
             body["attestation"] = self.attestation.fields()
         if self.turn_running:
             body["turnRunning"] = True
+        if self.stopped is not None:
+            body["stopped"] = self.stopped
         return body
 
     def line(self) -> str:
@@ -112,7 +126,10 @@ class OperationView:
             sentence = f"{sentence[:-1]} on {when_text(self.attestation.attested_at)}."
             if self.attestation.note is not None:
                 sentence += f" Your note: {self.attestation.note}"
-        text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {d.status.value} ({d.reason.value})"
+        # A call whose result says it was stopped has a whole record ("completed"), but did
+        # not run to its end: say how it ended, as the timeline does.
+        status = self.stopped_words or d.status.value
+        text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {status} ({d.reason.value})"
         if self.turn_running and d.status.value != "completed":
             sentence = "The turn that made this call has not ended: it may still be running."
         text = f"{text}: {sentence}" if sentence else text
@@ -163,6 +180,13 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     views: list[OperationView] = []
     for op in resolved:
         verdict = settle_verdict(resolution, op)
+        stopped: str | None = None
+        words: str | None = None
+        response = op.operation.response_event
+        if op.decision.reason is ResolverReason.MATCHING_RESPONSE and response is not None:
+            content: Any = response.get("content")
+            words = stopped_words(content, op.operation.dispatch_event is not None)
+            stopped = stop_of(content.get("result")) if words is not None else None
         views.append(
             OperationView(
                 run_id,
@@ -174,6 +198,8 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
                 verdict.open and not running,
                 verdict.open and verdict.not_run_only and not running,
                 running,
+                stopped,
+                words,
             )
         )
     return tuple(views)
@@ -382,37 +408,38 @@ def plan_summary(
             *_workspace_advice(plan),
             *_history_advice(plan),
         ]
-        lines.extend(_next_step(plan, operations, folder_gone))
         unknown = [op.decision for op in operations or () if op.settleable]
         confirmable = [op.decision for op in operations or () if op.not_run_only]
         running = any(r.value == "background_operation_pending" for r in plan.rejection_reasons)
+        answer: list[str] = []
+        # Every call to settle is a write recovery found not done: confirming that is the way
+        # Safe resume goes on, so it comes first and a new message is the other way.
+        confirm_first = False
         if damaged(plan):
             # Saying whether a call ran cannot lift it, nor can clearing the other reasons.
-            lines.append(
+            answer.append(
                 "maka doctor lists every damaged record in the data folder (it changes "
                 "nothing); only a backup of the data folder from before the damage could "
                 "resume this run."
             )
         elif unknown and running:
-            lines.append(
+            answer.append(
                 "Once it has ended you can say on the record whether the call ran: "
                 f"{settle(plan.session_id, unknown[0].tool_call_id, False)}."
             )
         elif confirmable and len(confirmable) == len(unknown):
-            found = confirmable[0]
-            lines.append(
-                f"Recovery found the file of {found.tool_name} {found.tool_call_id} as it was "
-                "before the write: the write did not happen. Confirm that on the record and "
-                "the model is told so when Safe resume continues: "
-                f"{settle(plan.session_id, found.tool_call_id, True)}."
+            confirm_first = (
+                _parked_for_good(operations) is None
+                and _unreadable(plan) is None
+                and not folder_gone
             )
-            confirming = folder(found.tool_call_id) if folder is not None else None
-            if confirming is not None:
-                lines.append(confirming)  # what confirming also does to the folder
+            answer.extend(_confirm_advice(plan, confirmable, settle, folder, confirm_first))
         elif unknown:
-            lines.extend(
+            answer.extend(
                 _unknown_advice(plan, unknown[0].tool_call_id, len(unknown), settle, folder)
             )
+        step = _next_step(plan, operations, folder_gone, len(confirmable) if confirm_first else 0)
+        lines.extend([*answer, *step] if confirm_first else [*step, *answer])
         if not damaged(plan) and _parked_for_good(operations) is None:
             # (a call parked for good keeps the run parked: no folder decision would follow)
             lines.extend(_later_workspace_advice(plan))
@@ -461,9 +488,14 @@ def _turn_running(plan: ContinuationPlan, operations: Sequence[OperationView] | 
 
 
 def _next_step(
-    plan: ContinuationPlan, operations: Sequence[OperationView] | None, folder_gone: bool
+    plan: ContinuationPlan,
+    operations: Sequence[OperationView] | None,
+    folder_gone: bool,
+    confirmed_writes: int = 0,
 ) -> list[str]:
-    """A parked plan's "what next" line: carry on with a new message, when one can run."""
+    """A parked plan's "what next" line: carry on with a new message, when one can run
+    (``confirmed_writes``: the lines above advise confirming that many writes recovery found
+    not done, so a new message is the other way, not the first step)."""
     if _turn_running(plan, operations):
         return [
             "What next: the session's latest turn has not ended (it runs in this or another "
@@ -517,6 +549,17 @@ def _next_step(
             "Or continue from an earlier point in a new folder (maka branch "
             f"{plan.session_id} lists them)."
         ]
+    if confirmed_writes:
+        writes, them, told_of = (
+            ("that write", "it", "the write")
+            if confirmed_writes == 1
+            else ("those writes", "them", "the writes")
+        )
+        return [
+            f"Or carry on with a new message (maka run --session {plan.session_id} MESSAGE, or "
+            f"the desktop), and ask for {writes} again if you still want {them}; the model is "
+            f"told {told_of} did not happen."
+        ]
     # A damaged record stays: the line below says what can and cannot help.
     until = "" if damaged(plan) else " Safe resume stays parked until the reasons above change."
     return [
@@ -524,6 +567,45 @@ def _next_step(
         f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
         f"desktop){told}.{until}"
     ]
+
+
+def _after_answer(plan: ContinuationPlan, said: str | None, count: int) -> str:
+    """What holds Safe resume once the user has answered about a call (``said``: what the
+    answer also does to the folder; ``count``: the calls there are to answer about)."""
+    lifted = {"dangling_tool_state"}
+    if said is not None and count == 1:
+        lifted.add("workspace_checkpoint_stale")  # the answer takes the folder as it is now
+        if plan.answers_take_folder:  # whatever holds the files, the answer clears it
+            lifted |= {reason.value for reason in WORKSPACE_DECISION_REASONS}
+    if not {r.value for r in plan.rejection_reasons} <= lifted:
+        return "The other reasons above still hold after that."
+    if count > 1:
+        return f"Safe resume can continue once each of the {count} calls below is settled."
+    return "Safe resume can then continue from there."
+
+
+def _confirm_advice(
+    plan: ContinuationPlan,
+    confirmable: Sequence[ToolRecoveryDecision],
+    settle: Callable[[str, str, bool], str],
+    folder: FolderWords | None,
+    first: bool,
+) -> list[str]:
+    """Confirming on the record that a write recovery found not done did not run (the one
+    answer there is), and what that answer also does to the folder; ``first``: said as the
+    park's next step."""
+    found = confirmable[0]
+    said = folder(found.tool_call_id) if folder is not None else None
+    start = "What next: recovery" if first else "Recovery"
+    lines = [
+        f"{start} found the file of {found.tool_name} {found.tool_call_id} as it was before "
+        "the write, so the write did not happen. Confirm that on the record (the model is "
+        f"then told so): {settle(plan.session_id, found.tool_call_id, True)}. "
+        f"{_after_answer(plan, said, len(confirmable))}"
+    ]
+    if said is not None:
+        lines.append(said)  # what confirming also does to the folder
+    return lines
 
 
 def _unknown_advice(
@@ -536,17 +618,7 @@ def _unknown_advice(
     """Saying on the record whether a call with an unknown outcome ran; for a call that may
     write, what the answer also does to the folder (docs/design/workspace.md section 3)."""
     said = folder(call_id) if folder is not None else None
-    lifted = {"dangling_tool_state"}
-    if said is not None and count == 1:
-        lifted.add("workspace_checkpoint_stale")  # the answer takes the folder as it is now
-        if plan.answers_take_folder:  # whatever holds the files, the answer clears it
-            lifted |= {reason.value for reason in WORKSPACE_DECISION_REASONS}
-    alone = {r.value for r in plan.rejection_reasons} <= lifted
-    then = (
-        "Safe resume can then continue from there."
-        if alone
-        else "The other reasons above still hold after that."
-    )
+    then = _after_answer(plan, said, count)
     lines = [
         "If you can check whether a call with an unknown outcome ran, say so on the "
         f"record: {settle(plan.session_id, call_id, False)}. {then}"

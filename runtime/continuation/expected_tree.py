@@ -52,6 +52,9 @@ class RolledCall:
     tool_call_id: str
     how: str  # COMPLETED, FINALIZED or NOT_RUN
     path: str | None  # the file it wrote (None: it changed nothing)
+    # NOT_RUN because the reconciler found this file as it was before the write (recovery's
+    # recorded observation, not the user's word); None for a call the user settled.
+    found_unchanged: str | None = None
 
     def to_json(self) -> dict[str, str]:
         body = {"toolName": self.tool_name, "toolCallId": self.tool_call_id, "how": self.how}
@@ -96,7 +99,7 @@ def _proven(
     if name not in PROVEN_WRITE_TOOLS or path is None:
         return None
     if reason is ResolverReason.RECONCILE_MATCHES_PRIOR_STATE:
-        return RolledCall(name, call_id, NOT_RUN, None)
+        return RolledCall(name, call_id, NOT_RUN, None, path)
     if decision.status is not ResolverStatus.COMPLETED:
         return None
     if reason is ResolverReason.MATCHING_RESPONSE and decision.response_is_error is False:
@@ -185,10 +188,16 @@ def changed_nothing(events: Sequence[RuntimeEvent]) -> frozenset[str]:
 
 def rolled_words(rolled: Sequence[RolledCall]) -> str:
     """``the write_file call c1 (a.txt)`` / ``3 calls (write_file c1 (a.txt), ...)``, for the
-    verified diagnostic."""
+    verified diagnostic. A call that changed nothing says how that is known: recovery found its
+    file as it was before the write (the write may have begun: it was cut off before the file
+    changed), or the user said it did not run."""
 
     def effect(call: RolledCall) -> str:
-        return f"({call.path})" if call.path is not None else "(it did not run)"
+        if call.path is not None:
+            return f"({call.path})"
+        if call.found_unchanged is not None:
+            return f"(recovery found {call.found_unchanged} as it was before the write)"
+        return "(you confirmed it did not run)"
 
     if len(rolled) == 1:
         call = rolled[0]
@@ -196,3 +205,12 @@ def rolled_words(rolled: Sequence[RolledCall]) -> str:
     shown = ", ".join(f"{c.tool_name} {c.tool_call_id} {effect(c)}" for c in rolled[:5])
     rest = len(rolled) - min(len(rolled), 5)
     return f"{len(rolled)} calls ({shown}" + (f" and {rest} more)" if rest else ")")
+
+
+def rolled_source(rolled: Sequence[RolledCall]) -> str:
+    """What the roll forward rests on: the saved history proves what a completed or finalized
+    write left; of a call that changed nothing it records what recovery found, or what the user
+    said."""
+    if all(call.how in (COMPLETED, FINALIZED) for call in rolled):
+        return "as the saved history proves"
+    return "as the saved history records"

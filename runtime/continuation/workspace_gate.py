@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.continuation.admission_basis import AdmissionBasis
-from runtime.continuation.expected_tree import expected_tree, rolled_words
+from runtime.continuation.expected_tree import expected_tree, rolled_source, rolled_words
 from runtime.ledger.checkpoint_ports import TreeChange, changed_paths_summary
 from runtime.ledger.codes import DiagnosticCode, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
@@ -176,7 +176,7 @@ def workspace_gate(  # noqa: C901
             GateFinding(
                 None,
                 DiagnosticCode.WORKSPACE_CHECKPOINT_UNAVAILABLE.value,
-                "no snapshot was taken before the stop; nothing the agent ran could have "
+                "no snapshot was recorded before the stop; nothing the agent ran could have "
                 "changed files",
                 {"noSnapshotYet": True},
             )
@@ -252,8 +252,8 @@ def workspace_gate(  # noqa: C901
         message = f"the files are as in the snapshot {taken}"
     if rolled:
         message += (
-            f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, as "
-            "the saved history proves"
+            f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, "
+            f"{rolled_source(rolled)}"
         )
     verified: dict[str, Any] = {"checkpointRef": ref, **based}
     if skipped:

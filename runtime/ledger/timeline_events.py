@@ -168,6 +168,8 @@ STOPPED_WORDS = {
 }
 """A tool row's words for a call whose result says it was stopped, by that result's summary."""
 _STOPS = {"cancelled": _STOPPED_RESULT, "host": _HOST_STOPPED_RESULT}
+NOT_STARTED_WORDS = "not run (the turn was cancelled)"
+"""A tool row's words for a call refused because its turn was cancelled before it started."""
 _DISPATCHED: dict[str, _Described] = {}
 
 
@@ -213,6 +215,19 @@ def stop_of(result: object) -> str | None:
     if result.get("cancelled") is True or result.get("code") == "cancelled":
         return "cancelled"
     return None
+
+
+def stopped_words(content: Mapping[str, Any] | None, dispatched: bool) -> str | None:
+    """What a tool row says of a call whose (error) result says it was stopped, not failed
+    (``stop_of``): "stopped when the turn was cancelled", "stopped by Maka", or, for a call
+    never dispatched, ``NOT_STARTED_WORDS``; None for any other result. ``maka plan`` words its
+    call lines with it, so they read as ``maka timeline``'s rows."""
+    if not content or not content.get("isError"):
+        return None
+    stop = _STOPS.get(stop_of(content.get("result")) or "")
+    if stop is None:
+        return None
+    return STOPPED_WORDS[stop[2]] if dispatched else NOT_STARTED_WORDS
 
 
 class ToolFact(NamedTuple):
@@ -348,7 +363,7 @@ def _ordinary(
         return (
             TimelineKind.CHECKPOINT,
             ok,
-            f"snapshot at event {fact['runtimeHighWater']} ({fact['commitId'][:12]})",
+            f"snapshot at event {fact['runtimeHighWater']} (commit {fact['commitId'][:12]})",
         )
     if "workspaceCheckpointFailed" in actions:
         fact = actions["workspaceCheckpointFailed"]

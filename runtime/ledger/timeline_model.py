@@ -23,6 +23,7 @@ from runtime.ledger.codes import Lane
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.timeline_events import (
+    NOT_STARTED_WORDS,
     PROBLEM_STATUSES,
     STOPPED_WORDS,
     TOOL_KINDS,
@@ -272,7 +273,7 @@ def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[Timelin
     elif status is TimelineStatus.CANCELLED:
         stopped = [e for e in entries if e.kind is TimelineKind.TOOL_RESPONSE]
         if TimelineKind.TOOL_DISPATCH not in kinds:
-            words = "not run (the turn was cancelled)"
+            words = NOT_STARTED_WORDS
         elif stopped:  # not "cancelled": it may have done part of its work before it stopped
             words = STOPPED_WORDS.get(stopped[-1].summary, words)
     return status, words

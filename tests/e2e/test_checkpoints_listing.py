@@ -73,3 +73,32 @@ def test_each_run_says_which_folder_its_snapshots_are_of(tmp_path: Path) -> None
         (second.run_id, str(copy), second.workspace_identity),
     ]
     assert first.workspace_identity != second.workspace_identity
+
+
+def test_the_timeline_and_the_listing_name_a_snapshot_by_the_same_labelled_id(
+    tmp_path: Path,
+) -> None:
+    """``maka timeline`` names each snapshot by its commit, and says so; ``maka checkpoints``
+    lists that commit beside the snapshot's tree, labelled, so a user can match the two (the
+    JSON keeps both fields as they were)."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    script = write_script(tmp_path / "s.json", [[FIRST, {"text": "Noted."}]])
+    env = scripted_env(script, checkpoints=True)
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"]
+    assert maka(args, data, env=env).returncode == 0
+    session = committed_runs(data)[0][0].session_id
+
+    document = json.loads(maka(["checkpoints", session, "--json"], data, env=env).stdout)
+    rows = [row for run in document["runs"] for row in run["checkpoints"]]
+    assert len(rows) >= 2
+    assert all(row["commitId"] != row["treeId"] for row in rows)
+    timeline = maka(["timeline", session], data, env=env).stdout
+    listed = maka(["checkpoints", session], data, env=env).stdout
+    for row in rows:
+        commit, tree = row["commitId"][:12], row["treeId"][:12]
+        at = row["runtimeHighWater"]
+        assert f"snapshot at event {at} (commit {commit})" in timeline, timeline
+        line = next(line for line in listed.splitlines() if row["checkpointRef"] in line)
+        assert f"commit {commit}  tree {tree}  after event {at}" in line, listed

@@ -5,6 +5,7 @@ restarted)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -32,7 +33,9 @@ STEPS = [
 ]
 
 
-def test_a_continuation_after_a_stop_says_so(tmp_path: Path) -> None:
+def _stopped_turn(tmp_path: Path) -> tuple[Path, dict[str, str], str]:
+    """A real ``maka run`` whose running command the user stopped with Ctrl+C: the data
+    folder, the environment and the session."""
     data, work = tmp_path / "data", tmp_path / "work"
     work.mkdir()
     env = scripted_env(write_script(tmp_path / "script.json", [STEPS]))
@@ -55,11 +58,33 @@ def test_a_continuation_after_a_stop_says_so(tmp_path: Path) -> None:
     run.stdout.close()
     [(header, _events)] = committed_runs(data)
     assert header.status.value == "cancelled", seen
-    session = header.session_id
+    return data, env, header.session_id
 
+
+def test_a_continuation_after_a_stop_says_so(tmp_path: Path) -> None:
+    data, env, session = _stopped_turn(tmp_path)
     resumed = maka(["resume", session, "--permission-mode", "auto"], data, env={**env, **FLAG})
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     shown = maka(["tui", "--session", session], data, env=env, stdin="/transcript\n/quit\n")
     assert shown.returncode == 0, shown.stderr
     assert "--- Continued with Safe resume after the stop ---" in shown.stdout, shown.stdout
     assert "after restart" not in shown.stdout
+
+
+def test_the_plan_lists_the_stopped_command_as_stopped_as_the_timeline_does(
+    tmp_path: Path,
+) -> None:
+    """The command's record is whole (its result is saved), but it did not run to its end:
+    ``maka plan`` says it was stopped, as ``maka timeline`` does, not "completed"."""
+    data, env, session = _stopped_turn(tmp_path)
+    timeline = maka(["timeline", session], data, env={**env, **FLAG})
+    assert "bash: stopped when the turn was cancelled" in timeline.stdout, timeline.stdout
+    planned = maka(["plan", session], data, env={**env, **FLAG})
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert "  bash s1: stopped when the turn was cancelled (matching_response)" in (
+        planned.stdout.splitlines()
+    ), planned.stdout
+    assert "s1: completed" not in planned.stdout
+    document = json.loads(maka(["plan", session, "--json"], data, env={**env, **FLAG}).stdout)
+    [operation] = document["operations"]
+    assert (operation["status"], operation["stopped"]) == ("completed", "cancelled")

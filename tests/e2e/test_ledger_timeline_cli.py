@@ -72,7 +72,7 @@ def test_the_parked_write_reads_as_one_parked_row_with_its_reason_under_it() -> 
     assert lines[0] == "Safe resume: blocked (reasons: dangling_tool_state)"
     row = next(index for index, line in enumerate(lines) if "Write: parked" in line)
     assert "\033[" not in done.stdout  # not a terminal: no colour
-    assert lines[row + 1].strip().startswith("! tool_recovery_parked: ")
+    assert lines[row + 1].strip().startswith("[warn] tool_recovery_parked: ")
     facts = [line.split()[1] for line in lines[row + 2 : row + 6]]
     assert facts == ["tool_call", "tool_dispatch", "recovery", "recovery"]
 
@@ -167,7 +167,7 @@ def test_a_stored_session_pins_the_plans_reasons_beside_a_running_owner(tmp_path
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     row = next(index for index, line in enumerate(lines) if "bash: outcome unknown" in line)
-    assert lines[row + 1].strip().startswith("! pending_tool_result: ")
+    assert lines[row + 1].strip().startswith("[warn] pending_tool_result: ")
     assert "outside the record:" in lines
 
 

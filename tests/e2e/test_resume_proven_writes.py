@@ -243,6 +243,14 @@ def test_a_run_killed_before_its_first_snapshot_with_nothing_written_continues(
     assert "workspace_checkpoint_stale" not in _codes(planned)
     unavailable = _diagnostic(planned, "workspace_checkpoint_unavailable")
     assert "nothing the agent ran could have changed files" in unavailable["message"]
+    # A snapshot was captured (its ref is there: maka doctor lists it as an orphan), but never
+    # recorded: the plan and the timeline say "recorded", not "taken".
+    assert unavailable["message"].startswith("no snapshot was recorded before the stop;")
+    doctor = maka(["doctor", "--json"], drill.data, env=drill.env)
+    assert json.loads(doctor.stdout)["workspaceCheckpoints"]["orphans"], doctor.stdout
+    timeline = maka(["timeline", drill.session], drill.data, env=drill.env).stdout
+    assert "the run stopped before its first one was recorded, with nothing written" in timeline
+    assert "taken" not in timeline, timeline
 
     code, body = drill.resume()
     assert code == 0, body
@@ -296,9 +304,28 @@ def test_a_write_recovery_found_not_done_is_confirmed_in_one_answer(tmp_path: Pa
     planned = drill.plan()  # the reconciler finds a.txt as it was and parks the call
     assert planned["rejectionReasons"] == ["dangling_tool_state"]
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
-    assert "Recovery found the file of write_file c1 as it was before the write" in text
-    assert f"maka settle {drill.session} c1 --not-run [--note TEXT]" in text
+    lines = text.splitlines()
+    # One way first (confirming, which lets Safe resume go on), then the other (a new message);
+    # no advice to check what the call may have changed: recovery checked the file.
+    confirm = next(n for n, line in enumerate(lines) if line.startswith("What next: "))
+    assert lines[confirm].startswith(
+        "What next: recovery found the file of write_file c1 as it was before the write, so "
+        "the write did not happen. Confirm that on the record (the model is then told so): "
+        f"maka settle {drill.session} c1 --not-run [--note TEXT]. Safe resume can then "
+        "continue from there."
+    ), text
+    assert lines[confirm + 1].startswith("Answering also takes the folder as it is now"), text
+    assert lines[confirm + 2].startswith(
+        f"Or carry on with a new message (maka run --session {drill.session} MESSAGE, or the "
+        "desktop), and ask for that write again if you still want it"
+    ), text
+    assert "check what the interrupted calls may have changed" not in text
     assert "already settled" not in text
+    # Before any answer, what is known is what recovery found, not that the call did not run.
+    verified = _diagnostic(planned, "workspace_verified")["message"]
+    assert "the write_file call c1 (recovery found a.txt as it was before the write)" in verified
+    assert verified.endswith(", as the saved history records"), verified
+    assert "did not run" not in verified and "proves" not in verified
 
     ran = maka(["settle", drill.session, "c1", "--ran"], drill.data, env=drill.env)
     assert ran.returncode == 1
@@ -320,6 +347,8 @@ def test_a_write_recovery_found_not_done_is_confirmed_in_one_answer(tmp_path: Pa
     assert planned["disposition"] == "continue", planned
     rolled = _diagnostic(planned, "workspace_verified")["detail"]["rolledForward"]
     assert rolled == [{"toolName": "write_file", "toolCallId": "c1", "how": "not_run"}]
+    verified = _diagnostic(planned, "workspace_verified")["message"]
+    assert "the write_file call c1 (you confirmed it did not run)" in verified, verified
     code, resumed = drill.resume()
     assert code == 0, resumed
     assert resumed["status"] == "completed"

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.continuation.expected_tree import expected_tree, rolled_words
+from runtime.continuation.expected_tree import expected_tree, rolled_source, rolled_words
 from runtime.ledger.event_model import RuntimeEvent
 from tests.helpers.ledger_builders import (
     RunIds,
     attestation_bundle,
     bound_response,
     call_event,
+    decision_event,
     dispatch_event,
+    reconcile_event,
     user_text,
 )
 from tests.unit.test_workspace_facts import _fact
@@ -62,6 +64,7 @@ def test_a_completed_write_rolls_the_checkpoint_forward_the_newest_write_winning
     ]
     assert rolled_words(tree.rolled[:1]) == "the write_file call w1 (a.txt)"
     assert rolled_words(tree.rolled).startswith("3 calls (write_file w1 (a.txt), ")
+    assert rolled_source(tree.rolled) == "as the saved history proves"
 
 
 def test_a_write_without_a_result_or_with_an_error_leaves_it_stale() -> None:
@@ -91,3 +94,32 @@ def test_without_a_checkpoint_a_proven_write_is_still_stale() -> None:
     done = bound_response(call, {"path": "a.txt"}, is_error=False)
     tree = expected_tree([_first(), call, dispatch, done])
     assert tree.checkpoint is None and tree.stale_after == dispatch["id"] and tree.wrote
+
+
+def test_a_call_that_changed_nothing_says_how_that_is_known() -> None:
+    """A write recovery found untouched is known by recovery's look at the file (the tool had
+    begun: at P3 its temporary file was written), a call the user settled by their answer:
+    neither reads "it did not run, as the saved history proves" before anyone answered."""
+    call, dispatch = _write("w1", "a.txt", "1", 1)
+    reconcile = reconcile_event(call, "matches_prior_state")
+    parked = [call, dispatch, reconcile, decision_event(call, dispatch, reconcile)]
+    found = expected_tree([_first(), _fact("ck1"), *parked])
+    assert found.stale_after is None
+    assert [(c.how, c.path, c.found_unchanged) for c in found.rolled] == [
+        ("not_run", None, "a.txt")
+    ]
+    assert found.rolled[0].to_json() == {
+        "toolName": "write_file",
+        "toolCallId": "w1",
+        "how": "not_run",
+    }
+    words = rolled_words(found.rolled)
+    assert words == "the write_file call w1 (recovery found a.txt as it was before the write)"
+    assert rolled_source(found.rolled) == "as the saved history records"
+
+    bash = call_event("b1", "bash", {"command": "echo x >> f"}, ids=IDS)
+    bash_dispatch = dispatch_event(bash, recovery_mode="never_auto_retry")
+    settled = attestation_bundle(bash, bash_dispatch, ran=False)
+    said = expected_tree([_first(), _fact("ck1"), bash, bash_dispatch, *settled])
+    assert rolled_words(said.rolled) == "the bash call b1 (you confirmed it did not run)"
+    assert rolled_source(said.rolled) == "as the saved history records"

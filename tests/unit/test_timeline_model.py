@@ -223,7 +223,61 @@ def test_the_terminal_text_is_coloured_only_on_a_terminal(monkeypatch: pytest.Mo
     assert unknown.startswith("\033[33m") and unknown.endswith("\033[0m")
     pinned = plain.getvalue().splitlines()
     row = next(n for n, line in enumerate(pinned) if "outcome unknown" in line)
-    assert pinned[row + 1].strip().startswith("! pending_tool_result: ")
+    assert pinned[row + 1].strip().startswith("[warn] pending_tool_result: ")
+
+
+def test_a_pinned_reason_is_tagged_with_its_severity_as_maka_plan_tags_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Good news and notes (``workspace_verified``, ``workspace_settle_takes_folder``: info)
+    read as information, not under the warning mark a parked call's reason has; a reason the
+    table does not know is an error, as ``maka plan`` says. Colour follows the severity."""
+    import io
+
+    from app.commands.timeline_text import write_timeline
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    runs = build_timeline([_run(_parked_session())])
+    reasons = [
+        TimelineReason("workspace_settle_takes_folder", "", event_id="evt-call"),
+        TimelineReason("pending_tool_result", "", event_id="evt-call"),
+        TimelineReason("workspace_verified", "the files are as they were"),
+        TimelineReason("no_such_code_anywhere", "odd"),
+    ]
+    header = ParkHeader("park", ("dangling_tool_state",), pin_reasons(runs, reasons))
+    plain, coloured = io.StringIO(), Terminal()
+    write_timeline(runs, header, plain)
+    write_timeline(runs, header, coloured)
+    lines = [line.strip() for line in plain.getvalue().splitlines()]
+    assert not any(line.startswith("!") for line in lines), lines
+    outside = lines.index("outside the record:")
+    assert lines[outside + 1].startswith("[info] workspace_verified: The files in the folder")
+    assert lines[outside + 2].startswith("[error] no_such_code_anywhere: ")
+    row = next(n for n, line in enumerate(lines) if "outcome unknown" in line)
+    assert lines[row + 1].startswith("[info] workspace_settle_takes_folder: Answering")
+    assert lines[row + 2].startswith("[warn] pending_tool_result: ")
+    painted = {
+        line.split("] ")[0].split("[")[-1]: line
+        for line in coloured.getvalue().splitlines()
+        if "] " in line and "#" not in line
+    }
+    assert "\033[" not in painted["info"]
+    assert painted["warn"].startswith("\033[33m")
+    assert painted["error"].startswith("\033[31m")
+
+
+def test_a_snapshot_row_names_its_commit_as_such() -> None:
+    """The id a snapshot row shows says which id it is: ``maka checkpoints`` lists the
+    commit and the tree of each snapshot, which differ."""
+    from tests.unit.test_workspace_facts import _fact
+
+    row = build_run(_run([user_text(), _fact("evt-snap")], "completed")).rows[1]
+    assert row.kind is TimelineKind.CHECKPOINT
+    assert row.summary == f"snapshot at event 1 (commit {'b' * 12})"
 
 
 @settings(max_examples=150, deadline=None)
