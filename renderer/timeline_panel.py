@@ -489,8 +489,8 @@ def _detail(node: RowNode | EntryNode, canonical: str | None) -> str:
         )
     if entry.replayed:
         lines.append("a continuation would replay this event")
-    for pin in row.pins:
-        lines.append(f"! {_words(pin)}")
+    for pin in row.pins:  # tagged by severity, as maka plan and maka timeline tag reasons
+        lines.append(f"[{describe(pin.code).severity.value}] {_words(pin)}")
     if canonical is not None:
         digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         lines += [f"digest: sha256:{digest}", "", canonical]

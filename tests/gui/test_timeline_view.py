@@ -326,7 +326,7 @@ def test_the_detail_shows_the_saved_events_canonical_json_and_digest(qtbot: QtBo
     assert bridge.calls_to("timeline_event")[-1] == ("sess-1", "run-1", "evt-bash")
     text = panel.detail.toPlainText()
     assert "tool operation: bash call-bash (unknown, 2 facts)" in text
-    assert "! pending_tool_result: " in text
+    assert "[warn] pending_tool_result: " in text  # tagged by severity, as the CLI tags it
     assert "digest: sha256:" in text
     body = text.splitlines()[-1]
     assert json.loads(body)["id"] == "evt-bash"
