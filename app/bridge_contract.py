@@ -1271,6 +1271,10 @@ class TurnStartedPush(_Message):
 
 
 class TurnOutputPush(_Message):
+    checkpoints_off: bool | None = None
+    """The host runs its turns with workspace checkpoints turned off
+    (``MAKA_WORKSPACE_CHECKPOINTS=off`` where it started); None: not said. The command notes a
+    setting of its own that differs, which this turn does not follow."""
     """The driving terminal's lines of its turn, as ``maka run`` prints them without a host
     (rendered by the host from committed events with the same code)."""
 

@@ -675,6 +675,7 @@ class RequestRouter:
                 cwd=session.cwd[:4096],
                 provider_label=session.provider_label[:500],
                 notes=tuple(note[:4000] for note in session.notes[:1000]),
+                checkpoints_off=session.checkpoints_off,
                 correlation_id=correlation_id,
             ),
         )

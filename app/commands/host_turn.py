@@ -144,6 +144,30 @@ def resume_through_host(
     return code
 
 
+def _note_checkpoints(host_off: bool | None) -> None:
+    """``MAKA_WORKSPACE_CHECKPOINTS`` in this terminal is not the host's: the host takes this
+    turn's snapshots (or not) as it was started to; say so when the two differ, rather than
+    ignore the command's setting in silence."""
+    from storage.checkpoints.checkpoint_store import CHECKPOINTS_ENV, checkpoints_turned_off
+
+    if host_off is None or checkpoints_turned_off() == host_off:
+        return
+    own = os.environ.get(CHECKPOINTS_ENV, "").strip()
+    if own:
+        said = f"{CHECKPOINTS_ENV}={own} here does not apply to this turn"
+    else:
+        said = "this turn takes no snapshots of the folder"
+    taken = (
+        f"takes none (it was started with {CHECKPOINTS_ENV}=off)"
+        if host_off
+        else "takes snapshots of the folder, as it was started to"
+    )
+    print(
+        f"note: {said}: the running Maka serving this data folder runs it and {taken}",
+        file=sys.stderr,
+    )
+
+
 class _HostTurn:
     """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
 
@@ -241,6 +265,7 @@ class _HostTurn:
                     file=sys.stderr,
                 )
                 on_started()
+                _note_checkpoints(message.checkpoints_off)
                 for note in message.notes:
                     print(note, file=sys.stderr)
                 with self._lock:

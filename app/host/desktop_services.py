@@ -769,7 +769,9 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
 
     def terminal_session(self, turn: TerminalTurn) -> TerminalSession:
-        return terminal_session(self._service, turn, self._provider().label)
+        session = terminal_session(self._service, turn, self._provider().label)
+        off = getattr(self._service.checkpoints, "turned_off", None)
+        return replace(session, checkpoints_off=off if isinstance(off, bool) else None)
 
     def terminal_turn(
         self, session_id: str, turn: TerminalTurn, sink: TurnSink, write: Callable[[str], None]

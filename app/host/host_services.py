@@ -267,6 +267,9 @@ class TerminalSession:
     cwd: str
     provider_label: str
     notes: tuple[str, ...] = ()
+    checkpoints_off: bool | None = None
+    """``MAKA_WORKSPACE_CHECKPOINTS=off`` in the host: its turns take no snapshots (None: the
+    host cannot say). The command says so when its own setting differs."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,6 +120,13 @@ from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
 
 CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
+
+
+def checkpoints_turned_off(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``MAKA_WORKSPACE_CHECKPOINTS`` turns workspace checkpoints off (``off``, ``0``,
+    ``false``, ``no``) in ``environ`` (this process's by default)."""
+    env = os.environ if environ is None else environ
+    return env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
 TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
 # A restored or branched copy's store: the snapshot the copy was made from, so that the objects
 # it was given stay packed and kept until the copy has a checkpoint of its own (retention).
@@ -203,12 +210,10 @@ class GitCheckpointStore:
         """The store the app uses: ``MAKA_WORKSPACE_CHECKPOINTS=off`` turns checkpoints off
         (runs then declare ``unavailable`` / ``checkpoint_turned_off`` and resume works as in
         Phase 1)."""
-        env = os.environ if environ is None else environ
-        off = env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
-        store = cls(data_dir, turned_off=off)
+        store = cls(data_dir, turned_off=checkpoints_turned_off(environ))
         from storage.ledger.database_choice import uses_postgres
 
-        if uses_postgres(data_dir, env):
+        if uses_postgres(data_dir, environ):
             store.missing_note = (
                 "the ledger is on a PostgreSQL server shared by several hosts, and each host keeps"
                 " its snapshots in its own data folder: a snapshot another host took is in that"
@@ -217,6 +222,11 @@ class GitCheckpointStore:
         return store
 
     missing_note: str | None = None
+
+    @property
+    def turned_off(self) -> bool:
+        """``MAKA_WORKSPACE_CHECKPOINTS=off`` in this process: its runs take no snapshots."""
+        return self._turned_off
     """Said with a missing snapshot's park: where it may be instead (a shared ledger)."""
 
     @property

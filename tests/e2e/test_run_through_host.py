@@ -456,3 +456,47 @@ def test_a_window_may_not_send_a_terminals_turn(qtbot: QtBot, tmp_path: Path) ->
         assert listed["sessions"] == [] and listed["servedBy"]["host"] == "desktop"
     finally:
         host.stop()
+
+
+def test_a_terminals_own_checkpoint_setting_that_the_host_does_not_follow_is_said(
+    tmp_path: Path,
+) -> None:
+    """``MAKA_WORKSPACE_CHECKPOINTS=off maka run`` beside a host that takes snapshots: the host
+    runs the turn with its own setting and took them anyway, in silence. The command now says
+    so; and the other way round (a host started with them off, a terminal that did not ask for
+    that: the variable empty). The same setting on both sides says nothing."""
+    turn = [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "done"}]
+    script = write_script(tmp_path / "script.json", [turn])
+    said: dict[str, str] = {}
+    for host_setting, own_setting in (("on", "off"), ("off", ""), ("on", "on")):
+        case = f"{host_setting}-{own_setting or 'unset'}"
+        work, data = tmp_path / case / "work", tmp_path / case / "data"
+        work.mkdir(parents=True)
+        host_env = scripted_env(script, checkpoints=host_setting == "on")
+        host = _host(data, host_env)
+        try:
+            own_env = {**host_env, "MAKA_WORKSPACE_CHECKPOINTS": own_setting}
+            args = ["run", "--cwd", str(work), "--permission-mode", "auto", "one"]
+            result = maka(args, data, env=own_env)
+            assert result.returncode == 0, result.stderr
+            said[case] = result.stderr
+        finally:
+            host.stop()
+        snapshots = [
+            event
+            for _, events in committed_runs(data)
+            for event in events
+            if "workspaceCheckpoint" in (event.get("actions") or {})
+        ]
+        assert bool(snapshots) == (host_setting == "on"), case
+    assert (
+        "note: MAKA_WORKSPACE_CHECKPOINTS=off here does not apply to this turn: the running "
+        "Maka serving this data folder runs it and takes snapshots of the folder, as it was "
+        "started to" in said["on-off"]
+    ), said["on-off"]
+    assert (
+        "note: this turn takes no snapshots of the folder: the running Maka serving this data "
+        "folder runs it and takes none (it was started with MAKA_WORKSPACE_CHECKPOINTS=off)"
+        in said["off-unset"]
+    ), said["off-unset"]
+    assert "snapshots" not in said["on-on"], said["on-on"]
