@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
+from runtime.ledger.file_names import file_kind
 
 if TYPE_CHECKING:
     from runtime.ledger.event_model import RuntimeEvent
@@ -60,20 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
 def _check_target(target: Path, force: bool) -> None:
     from runtime.ledger.codes import TransferCode
 
@@ -90,7 +77,7 @@ def _check_target(target: Path, force: bool) -> None:
     if mode is not None and not stat.S_ISREG(mode):
         raise CliError(
             TransferCode.EXPORT_TARGET_INVALID,
-            f"{target} is {_kind(mode)}; export writes a regular file (use -o - for "
+            f"{target} is {file_kind(mode)}; export writes a regular file (use -o - for "
             "standard output)",
             EXIT_USAGE,
         )

@@ -21,6 +21,7 @@ from runtime.ledger.canonical_codec import canonical_bytes
 from runtime.ledger.codes import LedgerFileCode, ScanIssueCode
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json, decode_event_lines
+from runtime.ledger.file_names import file_kind
 from runtime.ledger.lane_rules import LaneConflict, classify_lane
 from runtime.ledger.ledger_errors import DecodeCode, EventDecodeError, LedgerError
 from runtime.ledger.tool_ledger_scanner import ToolLedgerScanner
@@ -158,10 +159,9 @@ def open_ledger_file(path: Path) -> BinaryIO:
         ) from None
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         file.close()
-        kind = "a folder" if stat.S_ISDIR(mode) else "a device or a socket"
         raise LedgerFileError(
             LedgerFileCode.LEDGER_FILE_UNREADABLE,
-            f"cannot read {path}: it is {kind}, not a ledger file",
+            f"cannot read {path}: it is {file_kind(mode)}, not a ledger file",
         )
     return file
 

@@ -52,6 +52,7 @@ from runtime.ledger.canonical_codec import canonical_json_bytes, canonical_line_
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
+from runtime.ledger.file_names import file_kind
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from storage.ledger.branch_store import read_branch
@@ -173,16 +174,6 @@ def export_lines(conn: sqlite3.Connection, session_id: str) -> Iterator[bytes]:
 # ---- reading ----------------------------------------------------------------------------------
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
 def _size(count: int) -> str:
     return f"{count >> 20} MiB" if count and not count % (1 << 20) else f"{count} bytes"
 
@@ -198,7 +189,7 @@ def read_export_file(path: Path, *, max_line: int = MAX_LINE_BYTES) -> bytes:
         if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
             raise TransferError(
                 TransferCode.IMPORT_FILE_UNREADABLE,
-                f"it is {_kind(mode)}, not an export file (maka export SESSION -o FILE.jsonl "
+                f"it is {file_kind(mode)}, not an export file (maka export SESSION -o FILE.jsonl "
                 "writes one)",
             )
         pieces: list[bytes] = []

@@ -173,7 +173,7 @@ def test_a_device_is_refused_before_it_is_read(tmp_path: Path, command: str) -> 
     done = maka("ledger", command, "/dev/zero", data_dir=tmp_path / "no-data")
     assert done.returncode == 2, done.stderr
     assert_coded(done.stderr)
-    assert "it is a device or a socket, not a ledger file" in done.stderr
+    assert "cannot read /dev/zero: it is a device, not a ledger file" in done.stderr
 
 
 def test_plan_stops_at_a_line_longer_than_any_ledger_line(tmp_path: Path) -> None:
