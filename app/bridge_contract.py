@@ -1156,6 +1156,9 @@ class BranchOptionItem(WireModel):
     tool_call_id: Id | None = None
     checkpoint_ref: Short | None = None
     """The bound snapshot's ref (``maka branch --json``'s ``checkpointRef``)."""
+    tool_args: Short | None = None
+    """A tool result's call in short, as its transcript card shows it (the path written, the
+    command run), so one of many calls of the same tool can be told apart."""
 
 
 class BranchOptionsListedPush(_Message):
@@ -1268,13 +1271,13 @@ class TurnStartedPush(_Message):
     cwd: FsPath
     provider_label: Short
     notes: Annotated[tuple[Summary, ...], Field(max_length=1000)] = ()
-
-
-class TurnOutputPush(_Message):
     checkpoints_off: bool | None = None
     """The host runs its turns with workspace checkpoints turned off
     (``MAKA_WORKSPACE_CHECKPOINTS=off`` where it started); None: not said. The command notes a
     setting of its own that differs, which this turn does not follow."""
+
+
+class TurnOutputPush(_Message):
     """The driving terminal's lines of its turn, as ``maka run`` prints them without a host
     (rendered by the host from committed events with the same code)."""
 

@@ -121,13 +121,25 @@ def copy_for(  # noqa: C901
             "",
         )
     if state is BannerState.DISABLED:
+        # Turning it on is no promise: Safe resume then checks the turn, and may still hold it
+        # (a call with no settled outcome, a stale snapshot...); what it already found is named.
+        found = [code for code in current.reasons if code != "resume_feature_disabled"]
+        held = (
+            _tr(" It already found what would hold it: {codes}.").replace(
+                "{codes}", ", ".join(found)
+            )
+            if found
+            else ""
+        )
         return (
             restarted,
             _tr(
                 "Safe resume is turned off, so this turn cannot be continued from where it "
                 "stopped. Check your files, then send a new message to carry on, or turn on "
-                "Safe resume in Settings (File › Settings…)."
-            ),
+                "Safe resume in Settings (File › Settings…): it then checks the turn again "
+                "and may still hold it back."
+            )
+            + held,
             "",
         )
     if state is BannerState.RESUMING:

@@ -40,8 +40,20 @@ def _tr(text: str) -> str:
 
 
 def point_words(option: BranchOptionItem) -> str:
-    """Where the new session continues from, in words."""
-    return boundary_words(option.kind, option.label)
+    """Where the new session continues from, in words; a tool's result names its call (its id
+    and, in short, its arguments, as its transcript card shows them): a session may have many
+    calls of the same tool."""
+    words = boundary_words(option.kind, option.label)
+    if option.kind == "tool_result" and option.tool_call_id:
+        call = visible(option.tool_call_id)
+        args = visible(option.tool_args or "")
+        which = (
+            _tr("call {call}: {args}").replace("{call}", call).replace("{args}", args)
+            if args
+            else _tr("call {call}").replace("{call}", call)
+        )
+        words += f" ({which})"
+    return words
 
 
 def boundary_words(kind: str | None, label: str) -> str:
@@ -138,15 +150,7 @@ class BranchDialog(QDialog):
         folder_row.addWidget(self.folder_edit, 1)
         folder_row.addWidget(self.choose_button)
         column.addLayout(folder_row)
-        self.folder_note = QLabel(
-            _tr(
-                "Default: a new folder beside yours (beside the Git repository your folder "
-                "is in, when it is inside one). If your folder is a Git repository, the "
-                "copy is a clone of it with the files of that point on top. Paths your "
-                ".gitignore ignores and files over 50 MiB are not in snapshots, so they are "
-                "not in the copy."
-            )
-        )
+        self.folder_note = QLabel(self._folder_words())
         self.folder_note.setWordWrap(True)
         self.folder_note.setEnabled(False)
         column.addWidget(self.folder_note)
@@ -172,13 +176,36 @@ class BranchDialog(QDialog):
         # As tall as its sentences at its width: no empty bands between them, none clipped.
         self.resize(DIALOG_WIDTH, column.heightForWidth(DIALOG_WIDTH))
 
+    def _folder_words(self) -> str:
+        """The grey footnote: where the copy goes and what it holds, for the choice offered
+        (the files of that point, or the current files)."""
+        where = _tr(
+            "Default: a new folder beside yours (beside the Git repository your folder "
+            "is in, when it is inside one)."
+        )
+        if self.current_files:
+            what = _tr(
+                "If your folder is a Git repository, the copy is a clone of it with your "
+                "current files on top. Paths your .gitignore ignores and files over 50 MiB "
+                "are not captured, so they are not in the copy."
+            )
+        else:
+            what = _tr(
+                "If your folder is a Git repository, the copy is a clone of it with the files "
+                "of that point on top. Paths your .gitignore ignores and files over 50 MiB are "
+                "not in snapshots, so they are not in the copy."
+            )
+        return f"{where} {what}"
+
     def _snapshot_words(self) -> str:
         option = self.option
         if not option.branchable:
+            # Every later point of the run is after that call too: the way on is an earlier
+            # point, or the call settled (its card's "It ran" / "It did not run").
             return _tr(
                 "A tool call before this point has no settled outcome there, so the history up "
-                "to it cannot be shown to a model. Choose a later point, or say whether the "
-                "call ran first."
+                "to it cannot be shown to a model. Choose an earlier point (before that call), "
+                "or first settle the call: say on its card in the transcript whether it ran."
             )
         if not self._listed.snapshots_on:
             return _tr("Workspace snapshots are off, so no copy of the folder can be made.")

@@ -95,13 +95,25 @@ class BranchFlow(QObject):
         self._asked = None
         option = next((o for o in reversed(push.options) if point.matches(o)), None)
         if option is None:
-            self._say(
+            # The whole reason is too long for the status bar (it ran into the connection
+            # state there): a short line, and the reason in a box that fits it.
+            self._say(_tr("Maka cannot continue from this point."))
+            box = QMessageBox(self._window)
+            box.setIcon(QMessageBox.Icon.Information)
+            box.setTextFormat(Qt.TextFormat.PlainText)
+            box.setWindowTitle(_tr("Continue from here"))
+            box.setText(_tr("Maka cannot continue from this point of this session."))
+            box.setInformativeText(
                 _tr(
-                    "Maka cannot continue from this point of this session: only after a "
-                    "message you sent, a tool's result or the end of a turn that has ended. "
-                    "(A point before a branch was made is in the session it came from.)"
+                    "Only after a message you sent, a tool's result or the end of a turn that "
+                    "has ended. A call whose outcome is unknown has no result to continue "
+                    "after: settle it first, or pick an earlier point. (A point before a "
+                    "branch was made is in the session it came from.)"
                 )
             )
+            box.setStandardButtons(QMessageBox.StandardButton.Ok)
+            self.refusal = box
+            box.open()
             return
         self.dialog = BranchDialog(push, option, self._window)
         self.dialog.finished.connect(self._on_dialog_done)

@@ -277,6 +277,8 @@ class MainWindow(QMainWindow):
                 session_id, BranchPoint(event_id=event_id)
             )
         )
+        self.timeline.said.connect(lambda text: self.statusBar().showMessage(text, 6000))
+        self.timeline.source_open_requested.connect(self.open_session)
         bridge.settings_current.connect(self._on_settings)
         bridge.error_received.connect(self._on_error)
         bridge.turn_refused.connect(self._on_turn_refused)
@@ -561,6 +563,8 @@ class MainWindow(QMainWindow):
     def _show_origin(self, session_id: str | None, origin: BranchOrigin | None) -> None:
         """ "Branched from <title> at <boundary>" under the folder of a branched session."""
         self._origin_session = session_id if origin is not None else None
+        if session_id is not None:
+            self.timeline.set_origin(session_id, origin)
         if origin is None:
             self.branch_label.setVisible(False)
             self.branch_label.setText("")

@@ -282,6 +282,18 @@ class TimelineModel(QStandardItemModel):
         finally:
             self.blockSignals(blocked)
 
+    def drop_filters(self) -> None:
+        """Forget the filter without asking for rows: the next ``open`` (another session)
+        shows every row."""
+        self._filters = None
+
+    def shown_rows(self) -> int | None:
+        """How many rows the runs show (under a filter, once each run's first page said how
+        many); None while a run has not said yet."""
+        if any(run.total < 0 for run in self._runs):
+            return None
+        return sum(run.total for run in self._runs)
+
     def set_filters(self, filters: TimelineRowFilter | None) -> None:
         """Show only the rows ``filters`` shows (None or empty: every row), from the first page
         again: the rows held are those of the previous filter, dropped."""

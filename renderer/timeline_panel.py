@@ -12,6 +12,7 @@ Copy button). Everything is reachable from the keyboard.
 from __future__ import annotations
 
 import hashlib
+import html
 
 from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QGuiApplication
@@ -37,6 +38,7 @@ from PySide6.QtWidgets import (
 from app.bridge_contract import (
     BranchOptionItem,
     BranchOptionsListedPush,
+    BranchOrigin,
     TimelineEventShownPush,
     TimelineLocatedPush,
     TimelineOpenedPush,
@@ -44,10 +46,11 @@ from app.bridge_contract import (
     TimelineRowFilter,
 )
 from app.code_text import describe
+from app.visible_text import visible
 from renderer import theme
 from renderer.bridge_port import BridgePort
 from renderer.plain_tip import plain_tip
-from renderer.timeline_model import EntryNode, RowNode, RunNode, TimelineModel
+from renderer.timeline_model import NODE_ROLE, EntryNode, RowNode, RunNode, TimelineModel
 
 KINDS = (
     "message",
@@ -80,6 +83,10 @@ class TimelinePanel(QWidget):
     """(run id, seq): a pinned reason's row was scrolled to and selected."""
     branch_requested = Signal(str, str)
     """"Continue from here…" on a boundary row: (session id, the boundary's event id)."""
+    said = Signal(str)
+    """A short note for the window's status bar (Copy JSON done)."""
+    source_open_requested = Signal(str)
+    """A branched session's "Open that session" link: the source's session id."""
 
     def __init__(self, bridge: BridgePort, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -87,6 +94,7 @@ class TimelinePanel(QWidget):
         self.model = TimelineModel(bridge, self)
         self._target: tuple[str, int] | None = None
         self._boundaries: dict[str, BranchOptionItem] = {}
+        self._origins: dict[str, BranchOrigin | None] = {}
         self._build()
         bridge.timeline_opened.connect(self._on_opened)
         bridge.timeline_page.connect(lambda _push: self._after_page())
@@ -103,6 +111,12 @@ class TimelinePanel(QWidget):
         self.verdict.setTextFormat(Qt.TextFormat.PlainText)
         self.verdict.setWordWrap(True)
         column.addWidget(self.verdict)
+        self.origin_label = QLabel()
+        self.origin_label.setTextFormat(Qt.TextFormat.RichText)  # its link; the words escaped
+        self.origin_label.setWordWrap(True)
+        self.origin_label.setVisible(False)
+        self.origin_label.linkActivated.connect(self._on_origin_link)
+        column.addWidget(self.origin_label)
         self.pinned = QListWidget()
         self.pinned.setAccessibleName(_tr("Why Safe resume parks"))
         self.pinned.itemActivated.connect(self._on_pin_activated)
@@ -189,6 +203,9 @@ class TimelinePanel(QWidget):
         self.text_edit = QLineEdit()
         self.text_edit.setPlaceholderText(_tr("Search text or event id"))
         self.problems_box = QCheckBox(_tr("Only &problems"))
+        self.matches_label = QLabel()
+        self.matches_label.setAccessibleName(_tr("Rows the filters show"))
+        self.matches_label.setVisible(False)
         for box in (self.kind_box, self.status_box):
             box.currentIndexChanged.connect(self.apply_filters)
         for edit in (self.tool_edit, self.text_edit):
@@ -200,6 +217,7 @@ class TimelinePanel(QWidget):
             self.tool_edit,
             self.text_edit,
             self.problems_box,
+            self.matches_label,
         )
         for widget in widgets:
             bar.addWidget(widget)
@@ -216,7 +234,10 @@ class TimelinePanel(QWidget):
     # ---- behaviour --------------------------------------------------------------------------
 
     def open(self, session_id: str) -> None:
+        if session_id != self.model.session_id:
+            self._reset_filters(drop=True)  # another session's record: no filter yet
         self.verdict.setText(_tr("Loading the record…"))
+        self.origin_label.setVisible(False)
         self.pinned.clear()
         self.outside.clear()
         self._set_lanes_visible(False)
@@ -243,7 +264,9 @@ class TimelinePanel(QWidget):
 
     def boundary_at(self, index: QModelIndex) -> BranchOptionItem | None:
         """The boundary a row (or one of its facts) is: a message you sent, a tool's result,
-        a turn's ending; None for any other row."""
+        a turn's ending; None for any other row. One the branch service calls unsettled (a
+        call before it has no settled outcome, ``branchable`` False) is returned too: the
+        callers say so and offer nothing."""
         node = self.model.node(index)
         if node is None or isinstance(node, RunNode):
             return None
@@ -257,7 +280,7 @@ class TimelinePanel(QWidget):
     def continue_from(self, index: QModelIndex) -> bool:
         option = self.boundary_at(index)
         session = self.model.session_id
-        if option is None or session is None:
+        if option is None or not option.branchable or session is None:
             return False
         self.branch_requested.emit(session, option.event_id)
         return True
@@ -269,8 +292,10 @@ class TimelinePanel(QWidget):
         menu = QMenu(self)
         action = menu.addAction(_tr("Continue from here…"))
         option = self.boundary_at(index)
-        action.setEnabled(option is not None)
-        if option is not None and not option.snapshot_kept:
+        action.setEnabled(option is not None and option.branchable)
+        if option is not None and not option.branchable:
+            action.setText(_tr("Continue from here… (a call before it is unsettled)"))
+        elif option is not None and not option.snapshot_kept:
             action.setText(_tr("Continue from here… (no snapshot kept)"))
         action.triggered.connect(lambda: self.continue_from(index))
         return menu
@@ -287,17 +312,29 @@ class TimelinePanel(QWidget):
         option = self.boundary_at(index)
         if option is None:
             return ""
+        if not option.branchable:
+            return _tr(
+                "Not a branch point: a tool call before it has no settled outcome there, so "
+                "a new session cannot continue from here. Continue from an earlier point "
+                "(before that call), or first settle the call: say on its card in the "
+                "transcript whether it ran.\n"
+            )
         kept = (
             "a snapshot of the folder is kept here"
             if option.snapshot_kept
             else "no snapshot of the folder is kept here (the current files can be copied)"
         )
-        return _tr(f"Branch point: a new session can continue from here; {kept}.\n")
+        return _tr(f"Branch point: a new session can continue {_after(index, option)}; {kept}.\n")
 
     def _update_branch_button(self) -> None:
         option = self.boundary_at(self.tree.currentIndex())
-        self.branch_button.setEnabled(option is not None)
-        if option is None:
+        self.branch_button.setEnabled(option is not None and option.branchable)
+        if option is not None and not option.branchable:
+            tip = _tr(
+                "A tool call before this point has no settled outcome there: continue from an "
+                "earlier point, or settle the call first"
+            )
+        elif option is None:
             tip = _tr(
                 "A new session can continue from a message you sent, a tool's result or the "
                 "end of a run: select one of those rows"
@@ -323,8 +360,15 @@ class TimelinePanel(QWidget):
     def apply_filters(self) -> None:
         """The main process filters: the model asks it again for the rows now shown."""
         self.model.set_filters(self.filters())
+        self._show_matches()
 
     def clear_filters(self) -> None:
+        self._reset_filters()
+        self.apply_filters()
+
+    def _reset_filters(self, *, drop: bool = False) -> None:
+        """Every filter back to showing all rows, without asking for rows (the caller does);
+        ``drop``: the model forgets its filter too (a session about to be opened)."""
         widgets = (self.kind_box, self.status_box, self.tool_edit, self.text_edit)
         for widget in (*widgets, self.problems_box):
             widget.blockSignals(True)
@@ -335,12 +379,30 @@ class TimelinePanel(QWidget):
         self.problems_box.setChecked(False)
         for widget in (*widgets, self.problems_box):
             widget.blockSignals(False)
-        self.apply_filters()
+        if drop:
+            self.model.drop_filters()
+        self._show_matches()
 
     def _after_page(self) -> None:
         """A sought row is selected once its page is here (the model asks for that page)."""
         if self._target is not None and self._select_row(*self._target):
             self._target = None
+        self._show_matches()
+
+    def _show_matches(self) -> None:
+        """Under a filter, how many rows it shows once every run has said ("no match")."""
+        if self.model.filters is None:
+            self.matches_label.setVisible(False)
+            return
+        shown = self.model.shown_rows()
+        if shown is None:
+            text = _tr("searching…")
+        elif shown == 0:
+            text = _tr("no match")
+        else:
+            text = _tr("1 row") if shown == 1 else _tr(f"{shown:,} rows")
+        self.matches_label.setText(text)
+        self.matches_label.setVisible(True)
 
     def _on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self.model.session_id:
@@ -348,6 +410,11 @@ class TimelinePanel(QWidget):
         events = sum(run.event_count for run in push.runs)
         runs = len(push.runs)
         plan = push.plan
+        self._show_origin()
+        origin = self._origins.get(push.session_id)
+        if origin is not None and runs == 0:
+            self.verdict.setText(_tr("No run of its own yet. Nothing interrupted to resume."))
+            return
         if plan is None:
             self.verdict.setText(
                 _tr(f"{_runs(runs)}, {events:,} events. Nothing interrupted to resume.")
@@ -444,8 +511,78 @@ class TimelinePanel(QWidget):
         self.detail.setPlainText(branch + _detail(node, push.canonical_json) + more)
 
     def copy_json(self) -> None:
-        if self._json:
-            QGuiApplication.clipboard().setText(self._json)
+        if not self._json:
+            self.said.emit(_tr("Nothing to copy yet: select a row and wait for its event."))
+            return
+        QGuiApplication.clipboard().setText(self._json)
+        node = self.model.node(self.tree.currentIndex())
+        entry = None
+        if isinstance(node, RowNode):
+            entry = node.item.entries[0]
+        elif isinstance(node, EntryNode):
+            entry = node.item
+        which = f"event {entry.event_id} (#{entry.seq})" if entry is not None else "the event"
+        self.said.emit(_tr(f"Copied the JSON of {which}."))
+
+    # ---- a branched session's origin --------------------------------------------------------
+
+    def set_origin(self, session_id: str, origin: BranchOrigin | None) -> None:
+        """Where ``session_id`` was branched from (None: it was not): its timeline starts with
+        that session's history, which is not in its own runs."""
+        self._origins[session_id] = origin
+        if session_id == self.model.session_id and self.model.opened is not None:
+            self._on_opened(self.model.opened)
+
+    def _show_origin(self) -> None:
+        session = self.model.session_id
+        origin = self._origins.get(session) if session is not None else None
+        if origin is None:
+            self.origin_label.setVisible(False)
+            return
+        title = visible(origin.source_title) or origin.source_session_id
+        how = (
+            "a copy of the files as they were at branching"
+            if origin.current_files
+            else "the folder as it was there"
+        )
+        words = _tr(
+            f"Branched from “{title}” (session {origin.source_session_id}) at event "
+            f"{origin.boundary_event_id}, with {how}: the history before this session's first "
+            "run is that session's up to there."
+        )
+        link = _tr("Open that session")
+        self.origin_label.setText(
+            f'{html.escape(words, quote=False)} <a href="open">{html.escape(link)}</a>'
+        )
+        self.origin_label.setToolTip(plain_tip(words))
+        self.origin_label.setVisible(True)
+
+    def _on_origin_link(self, _link: str) -> None:
+        session = self.model.session_id
+        origin = self._origins.get(session) if session is not None else None
+        if origin is not None:
+            self.source_open_requested.emit(origin.source_session_id)
+
+
+def _after(index: QModelIndex, option: BranchOptionItem) -> str:
+    """Which event a branch at ``option`` continues after, as the row shows it: a tool row's
+    boundary is its result, not the call whose event the pane shows below."""
+    node = index.data(NODE_ROLE)
+    entries = (
+        node.item.entries
+        if isinstance(node, RowNode)
+        else (node.item,)
+        if isinstance(node, EntryNode)
+        else ()
+    )
+    entry = next((e for e in entries if e.event_id == option.event_id), None)
+    seq = entry.seq if entry is not None else option.seq
+    kind = f", {entry.kind.replace('_', ' ')}" if entry is not None else ""
+    words = f"after #{seq} (event {option.event_id}{kind})"
+    shown = entries[0] if entries else None
+    if shown is not None and shown.event_id != option.event_id:
+        words += f", not after #{shown.seq} shown below"
+    return words
 
 
 def _fit_height(lane: QListWidget, most: int = 5) -> None:

@@ -67,6 +67,12 @@ def _tr(text: str) -> str:
 _ITEM_PROPERTY = "makaItemId"
 
 
+_NO_RESULT = frozenset(
+    {ToolCardStatus.INDETERMINATE, ToolCardStatus.PARKED, ToolCardStatus.RUNNING}
+)
+"""A card in one of these has no result event: no branch point after its call."""
+
+
 def _branchable(item: TranscriptItem) -> bool:
     return item.type in ("user_message", "tool_card")
 
@@ -415,8 +421,33 @@ class TranscriptView(QScrollArea):
             menu.addSeparator()
         action = menu.addAction(_tr("Continue from here…"))
         action.setToolTip(_tr("Continue from this point in a new session, in a copy of the folder"))
+        why = self.no_branch_reason(item_id)
+        if why:
+            # A call with no result yet: there is no point after it to continue from.
+            action.setEnabled(False)
+            action.setToolTip(why)
+            menu.setToolTipsVisible(True)
         action.triggered.connect(lambda: self.continue_from(item_id))
         return menu
+
+    def no_branch_reason(self, item_id: str) -> str:
+        """Why "Continue from here…" cannot work on this item ("" when it may): a tool card
+        whose call has no result (its outcome unknown, parked, or still running) has no point
+        after it; the branch service answers for every other item."""
+        item = self._items.get(item_id)
+        if (
+            not isinstance(item, ToolCardItem)
+            or item.status not in _NO_RESULT
+            or item.attestation is not None  # settled: its outcome is on the record
+        ):
+            return ""
+        if item.status == ToolCardStatus.RUNNING:
+            return _tr("This call has no result yet: continue from here once it has one.")
+        return _tr(
+            "This call's outcome is unknown, so there is no point after it to continue from. "
+            "Settle it first (say whether it ran, on this card), or continue from an earlier "
+            "point."
+        )
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if event.type() == QEvent.Type.ContextMenu and isinstance(watched, QWidget):

@@ -34,6 +34,7 @@ from app.host.branch_session import (
     branches_from,
 )
 from app.host.host_services import Transcript
+from runtime.agent.transcript_projection import summarize_args
 from runtime.continuation.branch_prefix import (
     RUN_ENDING,
     TOOL_RESULT,
@@ -48,6 +49,7 @@ from runtime.ledger.coded_error import CodedError
 _SHORT = 500
 _ID = 200
 _LABEL_CHARS = 80
+_ARGS_CHARS = 80
 
 
 class BranchDesktopStore(BranchLister, Protocol):
@@ -66,6 +68,20 @@ def _call_id(store: BranchDesktopStore, event_id: str) -> str | None:
     return _clip(str(call), _ID) if call else None
 
 
+def _call_args(store: BranchDesktopStore, run_ids: set[str]) -> dict[tuple[str, str], str]:
+    """Each call of these runs in short, as its transcript card shows it (``summarize_args``),
+    by (run id, call id): one read of each run that has a tool result among the options."""
+    found: dict[tuple[str, str], str] = {}
+    for run_id in sorted(run_ids):
+        for row in store.read_run_events(run_id):
+            content = row.event.get("content")
+            if isinstance(content, Mapping) and content.get("kind") == "function_call":
+                name = str(content.get("name") or "tool")
+                words = " ".join(summarize_args(name, content.get("args")).split())
+                found[(run_id, str(content.get("id")))] = _clip(words, _ARGS_CHARS)
+    return found
+
+
 def options_push(
     store: BranchDesktopStore, checkpoints: CheckpointCarrier | None, session_id: str
 ) -> BranchOptionsListedPush:
@@ -74,9 +90,12 @@ def options_push(
     source = store.get_session(session_id)
     assert source is not None, "branch_options refuses a missing session"
     omitted = max(0, len(options) - MAX_BRANCH_OPTIONS)
+    results = {o.boundary.run_id for o in options[omitted:] if o.boundary.kind == TOOL_RESULT}
+    args = _call_args(store, results) if results else {}
     items = []
     for option in options[omitted:]:
         boundary = option.boundary
+        call_id = _call_id(store, boundary.event_id) if boundary.kind == TOOL_RESULT else None
         items.append(
             BranchOptionItem(
                 event_id=boundary.event_id,
@@ -88,9 +107,8 @@ def options_push(
                 snapshot_bound=boundary.snapshot is not None,
                 snapshot_kept=option.snapshot_kept,
                 branchable=not boundary.unsettled,
-                tool_call_id=_call_id(store, boundary.event_id)
-                if boundary.kind == TOOL_RESULT
-                else None,
+                tool_call_id=call_id,
+                tool_args=args.get((boundary.run_id, call_id)) if call_id else None,
                 checkpoint_ref=_clip(str(boundary.snapshot.get("checkpointRef", "")), _SHORT)
                 if boundary.snapshot is not None
                 else None,

@@ -32,9 +32,11 @@ from runtime.ledger.timeline_events import (
     tool_name_of,
 )
 from runtime.ledger.timeline_model import (
+    TEXT_KINDS,
     TimelineEntry,
     TimelineRow,
     TimelineStatus,
+    full_text,
     single_row,
     tool_row,
     tool_verdict,
@@ -362,7 +364,13 @@ def _searchable(row: TimelineRow) -> TimelineRow:
 
 
 def _stripped(entry: TimelineEntry) -> TimelineEntry:
-    """The entry as a filter reads it: its event let go but its id."""
+    """The entry as a filter reads it: its event let go but its id, and a message's (or
+    thinking's) whole text, which a text filter searches (``full_text``; its summary is cut)."""
+    if entry.kind in TEXT_KINDS:
+        text = full_text(entry)
+        if text:
+            kept = {"id": entry.event_id, "content": {"text": text}}
+            return entry._replace(event=cast("RuntimeEvent", kept))
     if len(entry.event) == 1:
         return entry
     return entry._replace(event=cast("RuntimeEvent", {"id": entry.event_id}))

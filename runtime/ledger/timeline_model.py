@@ -15,7 +15,7 @@ ledger timeline`` and the desktop's Timeline view, so all three show one picture
 Why a continuation would park is pinned onto these rows by ``timeline_pins``.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -208,8 +208,21 @@ class RowFilter:
             text = self.text.casefold()
             words = [row.summary, *(e.summary for e in row.entries)]
             words += [e.event_id for e in row.entries]
+            words += [full_text(e) for e in row.entries if e.kind in TEXT_KINDS]
             return any(text in word.casefold() for word in words)
         return True
+
+
+TEXT_KINDS = frozenset({TimelineKind.MESSAGE, TimelineKind.THINKING})
+"""The entries whose whole text a text filter searches (``full_text``)."""
+
+
+def full_text(entry: TimelineEntry) -> str:
+    """A message's (or thinking's) whole text, which its summary cuts: what a text filter
+    searches ("" for any other entry)."""
+    content = entry.event.get("content")
+    text = content.get("text") if isinstance(content, Mapping) else None
+    return text if isinstance(text, str) else ""
 
 
 def matching_rows(

@@ -127,6 +127,8 @@ def checkpoints_turned_off(environ: Mapping[str, str] | None = None) -> bool:
     ``false``, ``no``) in ``environ`` (this process's by default)."""
     env = os.environ if environ is None else environ
     return env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
+
+
 TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
 # A restored or branched copy's store: the snapshot the copy was made from, so that the objects
 # it was given stay packed and kept until the copy has a checkpoint of its own (retention).
@@ -227,6 +229,7 @@ class GitCheckpointStore:
     def turned_off(self) -> bool:
         """``MAKA_WORKSPACE_CHECKPOINTS=off`` in this process: its runs take no snapshots."""
         return self._turned_off
+
     """Said with a missing snapshot's park: where it may be instead (a shared ledger)."""
 
     @property

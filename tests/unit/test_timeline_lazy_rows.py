@@ -434,3 +434,27 @@ def test_a_call_stopped_by_a_cancel_or_by_maka_is_not_a_failure_either_way(
         ("failed", "bash: failed"),
     ]
     _same(full, read_session_timeline_lazily(store, session_id, None))
+
+
+def test_a_text_filter_searches_a_messages_whole_text_either_way(
+    opened: Callable[[list[RuntimeEvent]], tuple[SqliteLedgerStore, str]],
+) -> None:
+    """A message's summary is cut (160 characters): a text filter reads its whole text, as
+    the full read and the lazy one (from the store's facts) both keep it, without the rest of
+    its event."""
+    from tests.helpers.ledger_builders import user_text
+
+    writes = "; ".join(f"write f{n}.txt saying n{n}" for n in range(30))
+    events = [event for event in generate(200) if event.get("status") is None]
+    long = user_text(f"Please: {writes}", event_id="evt-long", ids=IDS, ts=99_999)
+    store, session_id = opened([*events, long])
+    full = read_session_timeline(store, session_id, None)
+    lazy = read_session_timeline_lazily(store, session_id, None)
+    run_id = full.runs[0].run_id
+    for text in ("saying n17", "F17.TXT"):
+        where = TimelineRowFilter(text=text)
+        for timeline in (full, lazy):
+            pages = TimelinePages({session_id: timeline}.__getitem__)
+            page = pages.page(session_id, run_id, 0, 50, where)
+            assert [row.entries[0].event_id for row in page.rows] == ["evt-long"]
+    _same(full, lazy)
