@@ -116,12 +116,14 @@ class _PlanCall:
 
 
 def _fresh_ids(new_id: Callable[[], str]) -> FreshIds:
+    """A continuation's ids, shaped as a first run's (``run_<hex>``, ``session_service``): a
+    user comparing ``maka sessions``, ``maka timeline`` and ``maka plan`` sees one kind of id."""
     return FreshIds(
-        invocation_id=f"inv-{new_id()}",
-        run_id=f"run-{new_id()}",
-        turn_id=f"turn-{new_id()}",
-        claim_id=f"claim-{new_id()}",
-        start_event_id=f"evt-start-{new_id()}",
+        invocation_id=f"inv_{new_id()}",
+        run_id=f"run_{new_id()}",
+        turn_id=f"turn_{new_id()}",
+        claim_id=f"claim_{new_id()}",
+        start_event_id=f"evt_start_{new_id()}",
     )
 
 
@@ -161,7 +163,7 @@ class ResumeService:
         enabled: bool,
         now_ms: Callable[[], int],
         lifecycle: LifecycleLog | None = None,
-        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:20],
         checkpoints: CheckpointCarrier | None = None,
     ) -> None:
         self._checkpoints = checkpoints
