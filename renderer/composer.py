@@ -37,6 +37,10 @@ def _hidden_note(outer: QVBoxLayout, name: str, text: str = "") -> QLabel:
     return label
 
 
+EDITOR_LINES = 4
+"""Lines of the message editor (two in a short window while the Timeline is open)."""
+
+
 class Composer(QWidget):
     send_requested = Signal(str)
     cancel_requested = Signal()
@@ -72,9 +76,7 @@ class Composer(QWidget):
         self.editor.setAccessibleName(_tr("Message"))
         self.editor.setPlaceholderText(_tr("Message Maka…   (Ctrl+Enter to send)"))
         self.editor.setTabChangesFocus(True)
-        line = self.editor.fontMetrics().lineSpacing()
-        frame = self.editor.frameWidth() * 2 + int(self.editor.document().documentMargin() * 2)
-        self.editor.setFixedHeight(line * 4 + frame + 4)
+        self.set_editor_lines(EDITOR_LINES)
         buttons = QVBoxLayout()
         buttons.setSpacing(6)
         self.send_button = QPushButton(_tr("Send"))
@@ -99,6 +101,19 @@ class Composer(QWidget):
         self._available = True
         self._held_by: str | None = None
         self._update_enabled()
+
+    def set_editor_lines(self, lines: int) -> None:
+        """The editor's height in lines (fewer in a short window beside the Timeline)."""
+        line = self.editor.fontMetrics().lineSpacing()
+        frame = self.editor.frameWidth() * 2 + int(self.editor.document().documentMargin() * 2)
+        height = line * lines + frame + 4
+        if self.editor.height() != height or self.editor.minimumHeight() != height:
+            self.editor.setFixedHeight(height)
+        layout = self.layout()
+        if layout is not None:  # (a short window: less space around it too)
+            layout.setContentsMargins(
+                20, 8 if lines >= EDITOR_LINES else 4, 20, 14 if lines >= EDITOR_LINES else 8
+            )
 
     def set_running(self, running: bool, *, elsewhere: bool = False) -> None:
         """While a turn runs, Stop replaces nothing but appears beside Send, which waits.

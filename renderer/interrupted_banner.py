@@ -73,6 +73,7 @@ from renderer.banner_text import (
     with_full_stop,
 )
 from renderer.bridge_port import BridgePort, ConnectionState
+from renderer.elided_label import ElidedLabel
 from renderer.park_text import Severity
 from renderer.plain_tip import plain_tip
 from renderer.restore_dialog import ask_restore_target
@@ -109,6 +110,8 @@ class InterruptedBanner(TintedPanel):
         self._details_lines = DETAILS_MAX_LINES
         self._stopping: set[str] = set()
         self._resume_from_environment = False
+        self._compact = False
+        self._compact_hides = False
         self._build()
         bridge.resume_started.connect(self._on_started)
         bridge.resume_parked.connect(self._on_parked)
@@ -152,11 +155,17 @@ class InterruptedBanner(TintedPanel):
         self.body_more.clicked.connect(self._on_body_more)
         self.reasons_box = QVBoxLayout()
         self.reasons_box.setSpacing(2)
-        # Parked: the reasons, then the body says what the user can do about them.
-        text_column.addWidget(self.title_label)
+        # Parked: the reasons, then the body says what the user can do about them. Compact,
+        # More sits beside the title (``set_compact``).
+        self.title_row = QHBoxLayout()
+        self.title_row.setSpacing(8)
+        self.title_row.addWidget(self.title_label, 1)
+        text_column.addLayout(self.title_row)
         text_column.addLayout(self.reasons_box)
         text_column.addWidget(self.body_label)
         text_column.addWidget(self.body_more, 0, Qt.AlignmentFlag.AlignLeft)
+        self._text_column = text_column
+        self._outer = outer
         top.addLayout(text_column, 1)
         self.busy_bar = QProgressBar()
         self.busy_bar.setRange(0, 0)
@@ -224,6 +233,8 @@ class InterruptedBanner(TintedPanel):
         details_layout.addWidget(self.details_scroll)
         outer.addWidget(self.details_panel)
         self.reason_labels: list[QLabel] = []
+        # Compact (beside the Timeline): one line per reason, cut with "…" (whole on hover).
+        self.reason_lines: list[ElidedLabel] = []
 
     def _build_decisions(self, outer: QVBoxLayout) -> None:
         """The two ways forward after a workspace park, each with its consequence in one line."""
@@ -368,6 +379,33 @@ class InterruptedBanner(TintedPanel):
         """The block "Copy diagnostics" puts on the clipboard: codes, operations, sentences."""
         return diagnostics_block(self._session_id, self._current())
 
+    @property
+    def compact(self) -> bool:
+        return self._compact
+
+    def set_compact(self, compact: bool) -> None:
+        """Compact (while View › Timeline is open, whose rows need the height): the title, one
+        line per reason and the buttons; the running text, the ways forward and the details
+        wait under More."""
+        if compact == self._compact:
+            return
+        self._compact = compact
+        self._body_open = False
+        self._text_column.removeWidget(self.body_more)
+        self.title_row.removeWidget(self.body_more)
+        if compact:
+            self.title_row.addWidget(self.body_more, 0, Qt.AlignmentFlag.AlignVCenter)
+            self._outer.setContentsMargins(12, 6, 10, 6)
+        else:
+            self._text_column.addWidget(self.body_more, 0, Qt.AlignmentFlag.AlignLeft)
+            self._outer.setContentsMargins(16, 12, 12, 12)
+        self._render()
+
+    @property
+    def collapsed(self) -> bool:
+        """Compact and not opened with More."""
+        return self._compact and not self._body_open
+
     def set_details_line_limit(self, lines: int) -> None:
         """How many detail lines show before they scroll (the window shrinks it when short)."""
         self._details_lines = max(DETAILS_MIN_LINES, min(lines, DETAILS_MAX_LINES))
@@ -498,9 +536,10 @@ class InterruptedBanner(TintedPanel):
             ConnectionState.REJECTED,
         )
         self.action_button.setEnabled(state in _ACTIONABLE and not host_gone)
-        self.tools_row.setVisible(state is BannerState.PARKED)
+        collapsed = self.collapsed
+        self.tools_row.setVisible(state is BannerState.PARKED and not collapsed)
         options = current.workspace_options if state is BannerState.PARKED else ()
-        self.decisions_row.setVisible(bool(options))
+        self.decisions_row.setVisible(bool(options) and not collapsed)
         point = self._restore_point()
         self.restore_note.setText(
             _tr("Your folder stays as it is; {point}").replace("{point}", with_full_stop(point))
@@ -518,14 +557,17 @@ class InterruptedBanner(TintedPanel):
             button.setVisible(option in options)
             note.setVisible(option in options)
             button.setEnabled(not host_gone)
-        self.details_panel.setVisible(state is BannerState.PARKED and self._details_shown)
+        self.details_panel.setVisible(
+            state is BannerState.PARKED and self._details_shown and not collapsed
+        )
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = copy_for(state, current, self._resume_from_environment)
         self.title_label.setText(title)
         if self.body_label.text() != visible(body):
             self._body_open = False
         self.body_label.setText(visible(body))
-        self.body_label.setVisible(bool(body))
+        self.body_label.setVisible(bool(body) and not collapsed)
+        self._compact_hides = bool(body) or state is BannerState.PARKED
         self._fit_body()
         self.action_button.setText(action)
         self.action_button.setVisible(bool(action))
@@ -576,6 +618,16 @@ class InterruptedBanner(TintedPanel):
         spacing = max(metrics.lineSpacing(), 1)
         width = max(label.width() if label.width() > 0 else label.sizeHint().width(), 1)
         text = label.text()
+        if self._compact and self._compact_hides:
+            # Compact: More shows the running text, the ways forward and the details.
+            self.body_more.setVisible(True)
+            self.body_more.setText(_tr("Less") if self._body_open else _tr("More"))
+            self.body_more.setArrowType(
+                Qt.ArrowType.DownArrow if self._body_open else Qt.ArrowType.RightArrow
+            )
+            if label.maximumHeight() != QWIDGETSIZE_MAX:
+                label.setMaximumHeight(QWIDGETSIZE_MAX)
+            return
         full = label.heightForWidth(width) if text else 0
         lines = max(round(full / spacing), 1) if text else 0
         line_px = full / lines if lines else spacing  # the label's own line height
@@ -597,20 +649,35 @@ class InterruptedBanner(TintedPanel):
 
     def _on_body_more(self) -> None:
         self._body_open = not self._body_open
-        self._fit_body()
+        if self._compact:
+            self._render()  # what compact hides shows (or hides) again
+        else:
+            self._fit_body()
 
     def _set_reasons(self, current: SessionResume) -> None:
         for label in self.reason_labels:
             self.reasons_box.removeWidget(label)
             label.deleteLater()
+        for line in self.reason_lines:
+            self.reasons_box.removeWidget(line)
+            line.deleteLater()
         self.reason_labels = []
+        self.reason_lines = []
+        collapsed = self.collapsed
         for code, sentence in reason_sentences(current, self._folder):
             label = QLabel("•  " + sentence)
             label.setWordWrap(True)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setProperty("code", code)
-            self.reasons_box.addWidget(label)
+            self.reasons_box.addWidget(label)  # (parented first: never a window of its own)
+            label.setVisible(not collapsed)
             self.reason_labels.append(label)
+            line = ElidedLabel()
+            line.setText("•  " + sentence)
+            line.setProperty("code", code)
+            self.reasons_box.addWidget(line)
+            line.setVisible(collapsed)
+            self.reason_lines.append(line)
 
     @property
     def details_shown(self) -> bool:

@@ -47,7 +47,7 @@ from renderer.auto_resume_notice import AutoResumeNotice
 from renderer.branch_dialog import boundary_words
 from renderer.branch_flow import BranchFlow, BranchPoint
 from renderer.bridge_port import BridgePort, ConnectionState
-from renderer.composer import Composer
+from renderer.composer import EDITOR_LINES, Composer
 from renderer.connection_status import ConnectionStatus
 from renderer.elided_label import ElidedLabel
 from renderer.host_lost_panel import SUPERSEDED_CLOSE_MS, HostLostPanel
@@ -68,6 +68,13 @@ _ACTIVE = frozenset(
 
 _RESUMABLE = frozenset({BannerState.IDLE, BannerState.PARKED, BannerState.FAILED})
 """Banner states in which Safe resume can be asked for (``InterruptedBanner.request_resume``)."""
+
+SHORT_WINDOW_PX = 640
+"""Below this height, with the Timeline open, the composer takes two lines, not four, and the
+banner is compact (its title, reasons and buttons; the rest under More)."""
+
+SESSION_LIST_MAX_PX = 460
+"""The session list grows with a wide window (a quarter of the width) up to this."""
 
 RESERVED_HEIGHT_PX = 460
 """Height kept for menu, header, banner text, transcript, composer and status bar."""
@@ -185,7 +192,10 @@ class MainWindow(QMainWindow):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.sessions)
         splitter.addWidget(right)
-        splitter.setStretchFactor(1, 1)
+        # A wide window gives the session list a share (its titles cut less), up to a limit.
+        self.sessions.setMaximumWidth(SESSION_LIST_MAX_PX)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 3)
         splitter.setSizes([280, 900])
         splitter.setChildrenCollapsible(False)
         self.setCentralWidget(splitter)
@@ -303,6 +313,9 @@ class MainWindow(QMainWindow):
             return
         self.transcript.setVisible(not shown)
         self.timeline.setVisible(shown)
+        # In a short window the record's rows need the height: the banner keeps its title,
+        # reasons and buttons (the rest under More) and the composer takes two lines.
+        self._fit_composer()
         if shown:
             if self._session_id is not None:
                 self.timeline.open(self._session_id)
@@ -748,6 +761,13 @@ class MainWindow(QMainWindow):
         # 540 logical pixels): the banner's details scroll sooner instead of crowding it out.
         spare = event.size().height() - RESERVED_HEIGHT_PX
         self.banner.set_details_line_limit(spare // max(self.fontMetrics().lineSpacing(), 1))
+        self._fit_composer()
+
+    def _fit_composer(self) -> None:
+        action = getattr(self, "timeline_action", None)  # (a resize while being built)
+        short = self.height() < SHORT_WINDOW_PX and action is not None and action.isChecked()
+        self.composer.set_editor_lines(2 if short else EDITOR_LINES)
+        self.banner.set_compact(short)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if event.type() in (QEvent.Type.Resize, QEvent.Type.Show, QEvent.Type.Hide):

@@ -611,7 +611,7 @@ def _display(node: Node, column: int) -> str:
 
 def _tooltip(node: Node) -> str:
     if isinstance(node, RunNode):
-        return f"run {node.head.run_id}"
+        return _display(node, 2)  # the whole line: a narrow "What" cuts it
     if isinstance(node, RowNode) and node.pins:
         return "\n".join(f"{pin.code}: {pin.message}" for pin in node.pins)
     return node.item.summary

@@ -14,13 +14,23 @@ from __future__ import annotations
 import hashlib
 import html
 
-from PySide6.QtCore import QItemSelectionModel, QModelIndex, QPoint, Qt, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import (
+    QEvent,
+    QItemSelectionModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QPoint,
+    Qt,
+    Signal,
+)
+from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QHelpEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
     QCheckBox,
     QComboBox,
-    QHBoxLayout,
+    QGridLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -30,6 +40,10 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QToolTip,
     QTreeView,
     QVBoxLayout,
     QWidget,
@@ -72,10 +86,46 @@ KINDS = (
 )
 STATUSES = ("ok", "running", "not_run", "cancelled", "failed", "unknown", "parked", "damaged")
 PIN_ROLE = 0x0100 + 10
+MIN_TREE_ROWS = 5
+"""Rows (under the header) the view keeps in the shortest window, before anything else."""
+ROOMY_TREE_ROWS = 8
+"""Rows the view gets before the lanes of reasons grow past one row each."""
+SEARCH_WORDS = "Search text or event id"
+WHAT_MIN_CHARS = 28
+"""Below this many characters for "What", the Time column shows the time without the date."""
 
 
 def _tr(text: str) -> str:
     return text
+
+
+class TimeDelegate(QStyledItemDelegate):
+    """The Time column: "2026-12-06 05:31:27", or only "05:31:27" when the view is narrow
+    (the whole date and time is the tooltip then)."""
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.short = False
+
+    def initStyleOption(  # noqa: N802 (Qt override)
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        if self.short:
+            option.text = option.text.rpartition(" ")[2]
+
+    def helpEvent(  # noqa: N802 (Qt override)
+        self,
+        event: QHelpEvent,
+        view: QAbstractItemView,
+        option: QStyleOptionViewItem,
+        index: QModelIndex | QPersistentModelIndex,
+    ) -> bool:
+        text = str(index.data() or "")
+        if self.short and text and event.type() == QEvent.Type.ToolTip:
+            QToolTip.showText(event.globalPos(), text, view)
+            return True
+        return super().helpEvent(event, view, option, index)
 
 
 class TimelinePanel(QWidget):
@@ -107,6 +157,9 @@ class TimelinePanel(QWidget):
     def _build(self) -> None:
         column = QVBoxLayout(self)
         column.setContentsMargins(20, 4, 20, 8)
+        column.setSpacing(4)
+        self._lanes_wanted = (False, False)
+        self._fit_level = 0
         self.verdict = QLabel(_tr("Open a session to see its record."))
         self.verdict.setTextFormat(Qt.TextFormat.PlainText)
         self.verdict.setWordWrap(True)
@@ -142,10 +195,14 @@ class TimelinePanel(QWidget):
         self.tree.setAccessibleName(_tr("Timeline"))
         header = self.tree.header()
         header.setStretchLastSection(False)
-        self.tree.setColumnWidth(0, 110)
-        self.tree.setColumnWidth(1, 120)
-        self.tree.setColumnWidth(3, 160)
+        # "What" takes what is left; #, Kind and Time are as wide as their content (a narrow
+        # view shows the time without its date: the whole time is the tooltip).
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setMinimumSectionSize(24)
+        self._time_delegate = TimeDelegate(self.tree)
+        self.tree.setItemDelegateForColumn(3, self._time_delegate)
+        self._size_columns()
+        self.tree.viewport().installEventFilter(self)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
@@ -165,15 +222,20 @@ class TimelinePanel(QWidget):
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_tree_menu)
         detail_box = QWidget()
-        detail_column = QVBoxLayout(detail_box)
-        detail_column.setContentsMargins(0, 0, 0, 0)
-        detail_column.addWidget(self.detail)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(self.branch_button)
-        buttons.addWidget(self.copy_button)
-        detail_column.addLayout(buttons)
+        # The buttons under the detail; in a short panel beside it, stacked (``_fit_to_height``).
+        self._detail_column = QBoxLayout(QBoxLayout.Direction.TopToBottom, detail_box)
+        self._detail_column.setContentsMargins(0, 0, 0, 0)
+        self._detail_column.setSpacing(4)
+        self._detail_column.addWidget(self.detail, 1)
+        self._buttons = QBoxLayout(QBoxLayout.Direction.LeftToRight)
+        self._buttons.setContentsMargins(0, 0, 0, 0)
+        self._buttons.setSpacing(6)
+        self._buttons.addStretch(1)
+        self._buttons.addWidget(self.branch_button)
+        self._buttons.addWidget(self.copy_button)
+        self._detail_column.addLayout(self._buttons)
         splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter = splitter
         splitter.addWidget(self.tree)
         splitter.addWidget(detail_box)
         splitter.setStretchFactor(0, 2)
@@ -181,27 +243,46 @@ class TimelinePanel(QWidget):
         splitter.setSizes([500, 250])  # rows first; the detail grows when dragged
         # Under a tall banner the rows keep room for several events; the detail gives way first.
         # (The header and five rows; the detail keeps two lines and its buttons.)
-        self.tree.setMinimumHeight(self.tree.fontMetrics().height() * 7)
-        self.detail.setMinimumHeight(self.detail.fontMetrics().height() * 2 + 12)
+        self.tree.setMinimumHeight(self._tree_height(MIN_TREE_ROWS))
+        self.detail.setMinimumHeight(self.detail.fontMetrics().lineSpacing() * 2 + 12)
         splitter.setCollapsible(0, False)
+        splitter.setCollapsible(1, False)
         column.addWidget(splitter, 1)
         self._set_lanes_visible(False)
         self._json = ""
 
-    def _filter_bar(self) -> QHBoxLayout:
-        bar = QHBoxLayout()
+    def _filter_bar(self) -> QGridLayout:
+        """One row in a wide view; in a narrow one the two text fields take a row of their own
+        (``_arrange_filters``), so neither is squeezed to a letter."""
+        bar = QGridLayout()
+        bar.setHorizontalSpacing(6)
+        bar.setVerticalSpacing(4)
+        self._filter_grid = bar
+        self._filters_wrapped: bool | None = None
         self.kind_box = QComboBox()
         self.kind_box.addItem(_tr("All kinds"), "")
         for kind in KINDS:
             self.kind_box.addItem(kind.replace("_", " "), kind)
+        self.kind_box.setToolTip(_tr("Show rows of one kind"))
         self.status_box = QComboBox()
         self.status_box.addItem(_tr("Any status"), "")
         for status in STATUSES:
             self.status_box.addItem(status.replace("_", " "), status)
+        self.status_box.setToolTip(_tr("Show rows of one status"))
+        for box in (self.kind_box, self.status_box):
+            box.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            box.setMinimumContentsLength(9)
         self.tool_edit = QLineEdit()
         self.tool_edit.setPlaceholderText(_tr("Tool"))
+        self.tool_edit.setToolTip(_tr("Show the calls of one tool (its name, or part of it)"))
         self.text_edit = QLineEdit()
-        self.text_edit.setPlaceholderText(_tr("Search text or event id"))
+        self.text_edit.setPlaceholderText(SEARCH_WORDS)
+        self.text_edit.setToolTip(_tr("Search the rows' text, or find an event by its id"))
+        for edit, words in ((self.tool_edit, "Tool"), (self.text_edit, "Search…")):
+            edit.setMinimumWidth(edit.fontMetrics().horizontalAdvance(words) + 40)
+            edit.setClearButtonEnabled(True)
         self.problems_box = QCheckBox(_tr("Only &problems"))
         self.matches_label = QLabel()
         self.matches_label.setAccessibleName(_tr("Rows the filters show"))
@@ -211,7 +292,15 @@ class TimelinePanel(QWidget):
         for edit in (self.tool_edit, self.text_edit):
             edit.textChanged.connect(self.apply_filters)
         self.problems_box.toggled.connect(self.apply_filters)
-        widgets: tuple[QWidget, ...] = (
+        self._arrange_filters(wrapped=False)
+        return bar
+
+    def _arrange_filters(self, *, wrapped: bool) -> None:
+        if wrapped == self._filters_wrapped:
+            return
+        self._filters_wrapped = wrapped
+        bar = self._filter_grid
+        every: tuple[QWidget, ...] = (
             self.kind_box,
             self.status_box,
             self.tool_edit,
@@ -219,17 +308,165 @@ class TimelinePanel(QWidget):
             self.problems_box,
             self.matches_label,
         )
-        for widget in widgets:
-            bar.addWidget(widget)
-        bar.setStretch(3, 1)
-        return bar
+        for widget in every:
+            bar.removeWidget(widget)
+        for column in range(6):
+            bar.setColumnStretch(column, 0)
+        if wrapped:  # kind, status, only problems (and the count); then tool and search
+            bar.addWidget(self.kind_box, 0, 0)
+            bar.addWidget(self.status_box, 0, 1)
+            bar.addWidget(self.problems_box, 0, 2)
+            bar.addWidget(self.matches_label, 0, 3)
+            bar.addWidget(self.tool_edit, 1, 0)
+            bar.addWidget(self.text_edit, 1, 1, 1, 4)
+            bar.setColumnStretch(3, 1)
+        else:
+            row: tuple[QWidget, ...] = (
+                self.kind_box,
+                self.status_box,
+                self.tool_edit,
+                self.text_edit,
+                self.problems_box,
+                self.matches_label,
+            )
+            for column, widget in enumerate(row):
+                bar.addWidget(widget, 0, column)
+            bar.setColumnStretch(2, 1)
+            bar.setColumnStretch(3, 3)
+
+    def _shorten_filters(self, short: bool) -> None:
+        """Shorter words in a narrow bar (the whole words are the tooltips)."""
+        self.text_edit.setPlaceholderText(_tr("Search…") if short else SEARCH_WORDS)
+        self.problems_box.setText(_tr("&Problems") if short else _tr("Only &problems"))
+        self.problems_box.setToolTip(_tr("Only problems") if short else "")
+
+    def _filters_fit_one_row(self, width: int, *, short: bool) -> bool:
+        metrics = self.problems_box.fontMetrics()
+        box = self.problems_box.sizeHint().width() - metrics.horizontalAdvance(
+            self.problems_box.text().replace("&", "")
+        )
+        box += metrics.horizontalAdvance("Problems" if short else "Only problems")
+        fixed = self.kind_box.sizeHint().width() + self.status_box.sizeHint().width() + box
+        if self.matches_label.isVisibleTo(self):
+            fixed += self.matches_label.sizeHint().width() + 6
+        edit = self.text_edit.fontMetrics()
+        tool = edit.horizontalAdvance("Tool") + 40
+        search = edit.horizontalAdvance("Search…" if short else SEARCH_WORDS) + 40
+        return fixed + tool + search + 4 * 6 <= width
+
+    def _size_columns(self) -> None:
+        """#, Kind and Time as wide as their widest content; Time drops its date when "What"
+        would otherwise get less than ``WHAT_MIN_CHARS`` characters."""
+        tree = self.tree
+        plain = tree.fontMetrics()
+        bold_font = QFont(tree.font())
+        bold_font.setBold(True)
+        bold = QFontMetrics(bold_font)
+        pad = 2 * tree.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, tree) + 8
+        indent = tree.indentation()
+        number = max(
+            2 * indent + plain.horizontalAdvance("0000"),
+            indent + bold.horizontalAdvance("  ↳ Run"),
+        )
+        kinds = [plain.horizontalAdvance(kind.replace("_", " ")) for kind in KINDS]
+        kind = max(*kinds, bold.horizontalAdvance("continuation"), plain.horizontalAdvance("Kind"))
+        full_time = plain.horizontalAdvance("0000-00-00 00:00:00")
+        header = tree.header().fontMetrics().horizontalAdvance("Time (UTC)") + 8
+        short_time = max(plain.horizontalAdvance("00:00:00"), header)
+        width = tree.viewport().width()
+        what = plain.averageCharWidth() * WHAT_MIN_CHARS
+        fixed = number + pad + kind + pad
+        short = width > 0 and width - fixed - (full_time + pad) < what
+        time = (short_time if short else full_time) + pad
+        self._time_delegate.short = short
+        for column, size in ((0, number + pad), (1, kind + pad), (3, time)):
+            if tree.columnWidth(column) != size:
+                tree.setColumnWidth(column, size)
+
+    def _tree_height(self, rows: int) -> int:
+        row = max(self.tree.sizeHintForRow(0), self.tree.fontMetrics().height() + 1)
+        header = self.tree.header().sizeHint().height()
+        return header + rows * row + 2 * self.tree.frameWidth() + 2
 
     def _set_lanes_visible(self, shown: bool, outside: bool = False) -> None:
-        self.pinned.setVisible(shown)
-        self.outside_label.setVisible(outside)
-        self.outside.setVisible(outside)
+        self._lanes_wanted = (shown, outside)
+        self._fit_to_height()
+
+    def _fit_to_height(self) -> None:
+        """The rows come first. As the panel gets shorter: the lanes of reasons give way (down
+        to one row each; they scroll) before the rows drop below ``ROOMY_TREE_ROWS``; then the
+        detail's buttons move beside it; then the lanes and the verdict hide (a pinned row
+        keeps its ⚑, and the banner above says why Safe resume waits). The rows keep
+        ``MIN_TREE_ROWS`` and the detail two lines, with its buttons, at every level."""
+        shown, outside = self._lanes_wanted
+        layout = self.layout()
+        height = self.height()
+        lanes = [lane for lane, on in ((self.pinned, shown), (self.outside, outside)) if on]
+        most = {id(lane): max(1, min(lane.count(), 5)) for lane in lanes}
+        level = 0
+        if layout is not None and height > 0 and self.isVisible():
+            roomy = self._tree_height(ROOMY_TREE_ROWS) - self.tree.minimumHeight()
+            for level in range(4):
+                self._apply_level(level, lanes, {id(lane): 1 for lane in lanes})
+                layout.invalidate()
+                least = layout.minimumSize().height()
+                if level == 0:
+                    spare = height - least - roomy
+                    if spare < 0:
+                        continue
+                    line = max(self.pinned.fontMetrics().height() + 2, 1)
+                    extra = spare // line
+                    rows = {id(lane): 1 for lane in lanes}
+                    while extra > 0 and any(rows[id(lane)] < most[id(lane)] for lane in lanes):
+                        for lane in lanes:
+                            if extra > 0 and rows[id(lane)] < most[id(lane)]:
+                                rows[id(lane)] += 1
+                                extra -= 1
+                    most = rows
+                    break
+                if least <= height:
+                    break
+        self._fit_level = level
+        self._apply_level(level, lanes, most)
+
+    def _apply_level(self, level: int, lanes: list[QListWidget], rows: dict[int, int]) -> None:
+        shown, outside = self._lanes_wanted
+        self.pinned.setVisible(shown and level < 3)
+        self.outside.setVisible(outside and level < 3)
+        self.outside_label.setVisible(outside and level < 2)
+        self.verdict.setVisible(level < 3)
         for lane in (self.pinned, self.outside):
-            _fit_height(lane)
+            _fit_height(lane, rows.get(id(lane), 5))
+        beside = level >= 2
+        self._detail_column.setDirection(
+            QBoxLayout.Direction.LeftToRight if beside else QBoxLayout.Direction.TopToBottom
+        )
+        self._buttons.setDirection(
+            QBoxLayout.Direction.TopToBottom if beside else QBoxLayout.Direction.LeftToRight
+        )
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        width = event.size().width()
+        layout = self.layout()
+        if layout is not None:
+            margins = layout.contentsMargins()
+            width -= margins.left() + margins.right()
+        inner = width
+        short = not self._filters_fit_one_row(inner, short=False)
+        self._shorten_filters(short)
+        self._arrange_filters(wrapped=short and not self._filters_fit_one_row(inner, short=True))
+        if event.size().height() != event.oldSize().height():
+            self._fit_to_height()
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        self._fit_to_height()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if watched is self.tree.viewport() and event.type() == QEvent.Type.Resize:
+            self._size_columns()
+        return super().eventFilter(watched, event)
 
     # ---- behaviour --------------------------------------------------------------------------
 
@@ -588,8 +825,16 @@ def _after(index: QModelIndex, option: BranchOptionItem) -> str:
 def _fit_height(lane: QListWidget, most: int = 5) -> None:
     """As tall as its reasons (up to ``most``; it scrolls beyond), never a blank box."""
     rows = max(1, min(lane.count(), most))
+    if lane.height() == lane.minimumHeight() == lane.maximumHeight() == _lane_height(lane, rows):
+        return
+    lane.setFixedHeight(_lane_height(lane, rows))
+
+
+def _lane_height(lane: QListWidget, rows: int) -> int:
+    """Whole rows only: a list that scrolls shows no slice of the row after its last one."""
     line = lane.sizeHintForRow(0) if lane.count() else lane.fontMetrics().height()
-    lane.setFixedHeight(rows * line + 2 * lane.frameWidth() + 4)
+    spare = 4 if rows >= lane.count() else 0
+    return rows * line + 2 * lane.frameWidth() + spare
 
 
 def _words(pin: TimelinePin) -> str:

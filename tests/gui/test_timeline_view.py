@@ -12,7 +12,7 @@ import json
 
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 
 from renderer.timeline_model import PAGE_ROWS, PROBLEM_ROLE, EntryNode, RowNode, RunNode
@@ -489,3 +489,74 @@ def test_a_short_window_keeps_every_reason_row_and_several_events_in_view(qtbot:
     assert panel.detail.height() >= panel.detail.fontMetrics().height() * 2
     tree_bottom = panel.tree.mapTo(panel, panel.tree.rect().bottomLeft()).y()
     assert panel.detail.mapTo(panel, panel.detail.rect().topLeft()).y() > tree_bottom  # no overlap
+
+
+def test_the_timeline_is_usable_at_the_minimum_window_size_under_a_banner(qtbot: QtBot) -> None:
+    """At 720x480 with a parked session's banner, View › Timeline showed the header and one
+    row, its "What" column a few letters wide and the detail's buttons off screen: now the
+    rows keep at least five rows and "What" a readable width, the filters are not squeezed
+    to a letter, the banner keeps its reasons, and the detail and its buttons show, above
+    the composer, inside the window."""
+    from app import bridge_contract as bc
+    from app.bridge_contract import ResumeDiagnostic
+    from renderer.main_window import MainWindow
+
+    bridge = ServingBridge({"s1": parked_session(rows_before=6, session_id="s1")}, immediate=True)
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.resize(720, 480)
+    window.show()
+    summary = bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/s1",
+        title="Run the build",
+        last_run_status=bc.RunStatusValue.FAILED,
+        interrupted=True,
+    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(summary,)))
+    unknown = ResumeDiagnostic(code="pending_tool_result", tool_call_id="c1", tool_name="bash")
+    bridge.push_parked("s1", ("dangling_tool_state", "workspace_drift"), (unknown,))
+    window.sessions.select("s1")
+    window.timeline_action.trigger()
+    qtbot.waitExposed(window)
+    panel = window.timeline
+    tree = panel.tree
+
+    def inside(widget: QWidget, above: QWidget | None = None) -> bool:
+        top = widget.mapTo(window, widget.rect().topLeft())
+        bottom = widget.mapTo(window, widget.rect().bottomRight())
+        limit = above.mapTo(window, above.rect().topLeft()).y() if above else window.height()
+        return widget.isVisible() and top.y() >= 0 and bottom.y() < limit
+        # (and within the window's width)
+
+    def usable() -> bool:
+        QApplication.processEvents()
+        row = tree.sizeHintForRow(0)
+        return (
+            row > 0
+            and tree.viewport().height() >= 5 * row
+            and all(inside(w, window.composer) for w in (panel.copy_button, panel.branch_button))
+            and inside(panel.detail, window.composer)
+        )
+
+    qtbot.waitUntil(usable, timeout=3000)
+    average = tree.fontMetrics().averageCharWidth()
+    assert tree.columnWidth(2) >= 18 * average, tree.columnWidth(2)
+    for column in (0, 1, 3):  # their content (or their heading) shows whole
+        assert tree.columnWidth(column) >= tree.header().sectionSizeHint(column) - 12
+    assert panel.detail.height() >= 2 * panel.detail.fontMetrics().lineSpacing()
+    for edit in (panel.tool_edit, panel.text_edit):
+        assert edit.width() >= edit.fontMetrics().horizontalAdvance(edit.placeholderText()) + 20
+        assert edit.toolTip()
+    banner = window.banner
+    assert banner.isVisible() and banner.reason_lines
+    assert all(line.isVisible() for line in banner.reason_lines)  # the reasons stay
+    for widget in (*banner.reason_lines, banner.action_button, panel.copy_button):
+        right = widget.mapTo(window, widget.rect().topRight()).x()
+        assert right < window.width()
+    # More opens the banner whole; a taller window gives back the full banner and composer.
+    banner.body_more.click()
+    assert all(label.isVisible() for label in banner.reason_labels)
+    window.resize(1180, 760)
+    qtbot.waitUntil(lambda: not banner.compact, timeout=3000)
+    assert tree.columnWidth(3) > tree.fontMetrics().horizontalAdvance("2025-12-02 04:33:15")
