@@ -644,6 +644,10 @@ class TimelinePanel(QWidget):
     def _on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self.model.session_id:
             return
+        # The record may be opened again (a refresh, the same session chosen again): its
+        # reasons replace the ones listed, never add to them.
+        self.pinned.clear()
+        self.outside.clear()
         events = sum(run.event_count for run in push.runs)
         runs = len(push.runs)
         plan = push.plan

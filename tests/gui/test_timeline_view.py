@@ -217,6 +217,10 @@ def test_every_park_family_is_pinned_to_its_row_or_listed_outside(qtbot: QtBot) 
         "background_operation_pending",
     ]
     assert not panel.outside_label.isHidden()
+    # Told again (the window says whether the session was branched, after it opened): the
+    # reasons are listed once, not once more.
+    panel.set_origin("sess-1", None)
+    assert (panel.pinned.count(), panel.outside.count()) == (3, 3)
     model = panel.model
     for (run_id, seq), code in (
         (("run-1", 3), "pending_tool_result"),
