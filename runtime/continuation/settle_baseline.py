@@ -110,6 +110,16 @@ def capture_baseline(run: SettleFolder, ran: bool, now: int) -> SettleBaseline |
     if not applies(run):
         return None
     snapshot = boundary_checkpoint(run.events).checkpoint
+    if not ran:
+        # "It did not run" with the files as in the snapshot needs no baseline: look first, so
+        # that no capture is left behind that no fact will name (an orphan ref for the doctor).
+        try:
+            seen = run.carrier.observe(run.folder, run.workspace_identity)
+        except CheckpointError as error:
+            return SettleBaseline(None, problem=f"{error.code}: {error.message}")
+        unchanged = _changes(run, snapshot, seen.tree_id)
+        if unchanged == ():
+            return SettleBaseline(unchanged)
     ref = _next_ref(run)
     try:
         captured = run.carrier.capture(
@@ -119,7 +129,9 @@ def capture_baseline(run: SettleFolder, ran: bool, now: int) -> SettleBaseline |
         return SettleBaseline(None, problem=f"{error.code}: {error.message}")
     changes = _changes(run, snapshot, captured.tree_id)
     if not ran and changes == ():
-        return SettleBaseline(changes)  # it did not run and nothing changed: no baseline needed
+        # (the folder went back between the look and the capture: the ref stays an orphan,
+        # which the next start removes; nothing is recorded)
+        return SettleBaseline(changes)
     # The capture's ref exists, its fact does not: an orphan until the attestation commits.
     failpoint(CrashPoint.SETTLE_BASELINE_CAPTURED)
     epoch = int(snapshot.get("workspaceEpoch") or 1) if snapshot is not None else 1

@@ -292,3 +292,20 @@ def test_plan_through_a_host_uses_the_commands_own_safe_resume_variable(tmp_path
     assert json.loads(own.stdout)["disposition"] == "continue"
     assert hosts.returncode == 3
     assert json.loads(hosts.stdout)["rejectionReasons"] == ["resume_feature_disabled"]
+
+
+def test_did_not_run_with_the_files_as_in_the_snapshot_leaves_no_capture_behind(
+    tmp_path: Path,
+) -> None:
+    """ "It did not run" when the folder is as in the snapshot records no baseline; it once
+    captured the folder first and left that capture's ref behind, which ``maka doctor`` then
+    called an orphan "cut off before its fact" (and the next start removed)."""
+    drill = Drill(tmp_path, STEPS)
+    drill.run("P3")  # killed at the tool's start: the command never ran
+    assert not (drill.work / "count.txt").exists()
+    settled = maka(["settle", drill.session, "b1", "--not-run"], drill.data, env=drill.env)
+    assert settled.returncode == 0, settled.stderr
+    assert _baselines(drill.data) == []
+    doctor = maka(["doctor", "--json"], drill.data, env=drill.env)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert json.loads(doctor.stdout)["workspaceCheckpoints"]["orphans"] == []
