@@ -104,14 +104,20 @@ def postgres_driver_installed() -> bool:
 
 def stored_database(data_dir: Path) -> tuple[str, str]:
     """The data folder's Database setting: (``"sqlite"`` or ``"postgresql"``, the stored URL).
-    A missing or unreadable file reads as the default; one that is there but not a JSON object
-    is refused (``settings_damaged``): a PostgreSQL choice read as the default would open (and
+    A missing file reads as the default; one that is there but cannot be read (its mode, a
+    folder) or is not a JSON object is refused (``settings_damaged``): a PostgreSQL choice read as the default would open (and
     start) a second ledger in the data folder, where the user's sessions are not."""
     path = Path(data_dir) / SETTINGS_FILE
     try:
         data = path.read_bytes()
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return SQLITE, ""
+    except IsADirectoryError:
+        raise _damaged(path, "it is a folder, not a file") from None
+    except OSError as error:  # there, but not readable (its mode, its owner): no guessing
+        if not os.access(data_dir, os.R_OK | os.X_OK):
+            return SQLITE, ""  # the data folder itself: opening the store says so, coded
+        raise _damaged(path, f"it cannot be read ({error.strerror or error})") from None
     import json  # only when there is a file to read (``maka sessions`` start-up)
 
     try:

@@ -143,3 +143,30 @@ def test_a_data_folder_maka_cannot_open_gets_a_code_from_every_command(tmp_path:
         data.chmod(0o700)
     after = sorted((path.relative_to(data), path.stat().st_mtime_ns) for path in data.rglob("*"))
     assert after == before
+
+
+def test_a_settings_file_maka_cannot_read_is_refused_not_read_as_the_default(
+    tmp_path: Path,
+) -> None:
+    """A settings.json that chose a PostgreSQL server and that Maka cannot read (its mode, or
+    a folder of that name): read as the default, a second, empty ledger was started in the
+    data folder. It is refused with ``settings_damaged``, and nothing is created."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir(mode=0o700)
+    work.mkdir()
+    settings = data / "settings.json"
+    settings.write_text('{"database": "postgresql", "database_url": "postgresql://u@h/x"}')
+    settings.chmod(0)
+    try:
+        for args in (["run", "--cwd", str(work), "list files"], ["sessions"], ["doctor"]):
+            result = _maka(args, data)
+            said = result.stdout + result.stderr
+            assert result.returncode == 1, (args, said)
+            assert "[settings_damaged]" in said and "it cannot be read" in said, (args, said)
+    finally:
+        settings.chmod(0o600)
+    settings.unlink()
+    settings.mkdir()
+    result = _maka(["sessions"], data)
+    assert result.returncode == 1 and "it is a folder, not a file" in result.stderr, result.stderr
+    assert not (data / "runtime.sqlite").exists()
