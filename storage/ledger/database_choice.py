@@ -105,8 +105,9 @@ def postgres_driver_installed() -> bool:
 def stored_database(data_dir: Path) -> tuple[str, str]:
     """The data folder's Database setting: (``"sqlite"`` or ``"postgresql"``, the stored URL).
     A missing file reads as the default; one that is there but cannot be read (its mode, a
-    folder) or is not a JSON object is refused (``settings_damaged``): a PostgreSQL choice read as the default would open (and
-    start) a second ledger in the data folder, where the user's sessions are not."""
+    folder) or is not a JSON object is refused (``settings_damaged``): a PostgreSQL choice read
+    as the default would open (and start) a second ledger in the data folder, where the user's
+    sessions are not."""
     path = Path(data_dir) / SETTINGS_FILE
     try:
         data = path.read_bytes()
