@@ -151,19 +151,27 @@ def open_ledger_file(path: Path) -> BinaryIO:
     would be read for ever), a folder or a socket is refused before anything is read
     (``ledger_file_unreadable``), as is a file that cannot be opened."""
     try:
+        _refuse_special(path, os.stat(path).st_mode)  # (a folder or a socket cannot be opened)
         file = path.open("rb")
         mode = os.fstat(file.fileno()).st_mode
     except OSError as error:
         raise LedgerFileError(
             LedgerFileCode.LEDGER_FILE_UNREADABLE, f"cannot read {path}: {error.strerror}"
         ) from None
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+    try:
+        _refuse_special(path, mode)
+    except LedgerFileError:
         file.close()
+        raise
+    return file
+
+
+def _refuse_special(path: Path, mode: int) -> None:
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
         raise LedgerFileError(
             LedgerFileCode.LEDGER_FILE_UNREADABLE,
             f"cannot read {path}: it is {file_kind(mode)}, not a ledger file",
         )
-    return file
 
 
 def read_file_bytes(path: Path) -> bytes:

@@ -178,20 +178,26 @@ def _size(count: int) -> str:
     return f"{count >> 20} MiB" if count and not count % (1 << 20) else f"{count} bytes"
 
 
+def _refuse_special(mode: int) -> None:
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise TransferError(
+            TransferCode.IMPORT_FILE_UNREADABLE,
+            f"it is {file_kind(mode)}, not an export file (maka export SESSION -o FILE.jsonl "
+            "writes one)",
+        )
+
+
 def read_export_file(path: Path, *, max_line: int = MAX_LINE_BYTES) -> bytes:
     """The bytes of an export file (a regular file, or a pipe such as ``<(...)``), read a piece
     at a time: a line longer than ``max_line`` bytes stops the reading with
     ``import_line_invalid``, so memory stays bounded by the file's lines, never by an endless
     one. A folder, a device or a socket is refused before anything is read
     (``import_file_unreadable``). Raises ``OSError`` when the file cannot be opened or read."""
+    # Looked at before it is opened: a folder or a socket cannot be opened for reading at
+    # all, and would be refused with the system's words instead of what it is.
+    _refuse_special(os.stat(path).st_mode)
     with path.open("rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
-            raise TransferError(
-                TransferCode.IMPORT_FILE_UNREADABLE,
-                f"it is {file_kind(mode)}, not an export file (maka export SESSION -o FILE.jsonl "
-                "writes one)",
-            )
+        _refuse_special(os.fstat(file.fileno()).st_mode)
         pieces: list[bytes] = []
         lines = 0  # newlines before the open line
         open_line = 0  # bytes of the line not yet ended by a newline

@@ -174,6 +174,15 @@ def test_a_device_is_refused_before_it_is_read(tmp_path: Path, command: str) -> 
     assert done.returncode == 2, done.stderr
     assert_coded(done.stderr)
     assert "cannot read /dev/zero: it is a device, not a ledger file" in done.stderr
+    # A folder and a socket, which cannot even be opened, are named as what they are too.
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "sock"))
+        for path, what in ((tmp_path, "a folder"), (tmp_path / "sock", "a socket")):
+            done = maka("ledger", command, path, data_dir=tmp_path / "no-data")
+            assert done.returncode == 2, done.stderr
+            assert f"cannot read {path}: it is {what}, not a ledger file" in done.stderr
 
 
 def test_plan_stops_at_a_line_longer_than_any_ledger_line(tmp_path: Path) -> None:

@@ -88,6 +88,13 @@ def test_a_device_is_refused_before_it_is_read() -> None:
     assert "it is a device" in caught.value.message
 
 
+def test_a_folder_is_named_as_one_not_with_the_systems_error(tmp_path: Path) -> None:
+    with pytest.raises(TransferError) as caught:
+        read_export_file(tmp_path)
+    assert caught.value.code == TransferCode.IMPORT_FILE_UNREADABLE
+    assert caught.value.message.startswith("it is a folder, not an export file")
+
+
 def _export(tmp_path: Path) -> bytes:
     with open_store(tmp_path / "origin") as store:
         add_run(store, IDS)
