@@ -169,7 +169,7 @@ _REFUSAL_ADVICE = {
     "disk_full": "The disk is full, so Maka cannot save anything. Free some space, then start "
     "Maka again; everything saved before is kept.",
     "data_dir_read_only": "Maka's data folder (or a file in it) cannot be written. Give your "
-    "user write access to it, or start Maka with another --data-dir.",
+    "user write access to it, or (on a read-only disk) start Maka with another --data-dir.",
     "ipc_unavailable": "Maka could not open the private connection between its window and "
     "its main process in this data folder. Fix what is named below, or start Maka with another "
     "--data-dir.",
@@ -202,10 +202,14 @@ def _show_refusal(code: str, message: str) -> int:
 def refusal_detail(message: str) -> str:
     """The store's message without the advice the screen already gives above it (the
     terminal prints the message whole)."""
-    from storage.ledger.store_creation import DISK_FULL_ADVICE, READ_ONLY_ADVICE
+    from storage.ledger.store_creation import (
+        DISK_FULL_ADVICE,
+        READ_ONLY_ADVICE,
+        READ_ONLY_FS_ADVICE,
+    )
     from storage.ledger.store_verification import DAMAGED_ADVICE
 
-    for advice in (DAMAGED_ADVICE, DISK_FULL_ADVICE, READ_ONLY_ADVICE):
+    for advice in (DAMAGED_ADVICE, DISK_FULL_ADVICE, READ_ONLY_ADVICE, READ_ONLY_FS_ADVICE):
         message = message.replace(advice, "")
     return message.strip()
 

@@ -27,8 +27,9 @@ from storage.ledger.sqlite_connection import connect_writer, sqlite_errors
 _NEW_INFIX = ".new-"
 DISK_FULL_ADVICE = "Free some space, then start Maka again; everything saved before is kept."
 READ_ONLY_ADVICE = (
-    "Give your user write access to it (or to the file), or choose another --data-dir."
+    "Give your user read and write access to it (or to the file), or choose another --data-dir."
 )
+READ_ONLY_FS_ADVICE = "Choose another --data-dir, on a disk Maka may write to."
 _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 
@@ -40,7 +41,12 @@ def os_refusal(error: OSError, what: str) -> StoreRefusal:
             StoreCode.DISK_FULL,
             f"the disk is full: {what} failed. {DISK_FULL_ADVICE}",
         )
-    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+    if error.errno == errno.EROFS:  # no access right helps: the whole disk is read-only
+        return StoreRefusal(
+            StoreCode.DATA_DIR_READ_ONLY,
+            f"the data folder is on a read-only file system: {what} failed. {READ_ONLY_FS_ADVICE}",
+        )
+    if error.errno in (errno.EACCES, errno.EPERM):
         return StoreRefusal(
             StoreCode.DATA_DIR_READ_ONLY,
             f"the data folder cannot be written: {what} failed ({error.strerror}). "

@@ -78,7 +78,11 @@ def test_a_read_only_data_folder_is_data_dir_read_only(small_disk: Path, tmp_pat
     data_dir = small_disk / "data"
     assert _run(data_dir, folder).returncode == 0
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    _refused(_run(data_dir, folder), "data_dir_read_only")
+    refused = _run(data_dir, folder)
+    _refused(refused, "data_dir_read_only")
+    # No access right can help on a read-only disk: the advice is another data folder.
+    assert "read-only file system" in refused.stderr, refused.stderr
+    assert "write access" not in refused.stderr, refused.stderr
     _refused(_run(small_disk / "new", folder), "data_dir_read_only")
     _refused(run_maka(data_dir, extra_env={"MAKA_NO_RENDERER": "0"}), "data_dir_read_only")
 
