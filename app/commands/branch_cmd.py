@@ -259,4 +259,5 @@ def _option_json(item: Any) -> dict[str, Any]:
     """A ``BranchOptionItem`` with ``BranchOption.to_json``'s fields (the wire's own names)."""
     body: dict[str, Any] = item.model_dump(mode="json", by_alias=True, exclude_none=True)
     body.pop("toolCallId", None)  # the window's, for its transcript cards
+    body.pop("toolArgs", None)  # (and for its dialog)
     return body

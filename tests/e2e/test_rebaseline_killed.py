@@ -38,7 +38,7 @@ def test_a_rebaseline_killed_after_its_capture_admits_nothing(tmp_path: Path) ->
     assert _files(drill.work) == before
     # The capture exists as a ref that no fact names: an orphan the doctor names.
     [orphan] = _orphans(drill.data)
-    assert orphan.endswith("/0") and f"refs/maka/{drill.session}/run-" in orphan
+    assert orphan.endswith("/0") and f"refs/maka/{drill.session}/run_" in orphan  # the new run
     assert runs[0][0].run_id not in orphan
     listed = json.loads(maka(["checkpoints", drill.session, "--json"], drill.data).stdout)
     refs = [c.get("checkpointRef") for run in listed["runs"] for c in run["checkpoints"]]
