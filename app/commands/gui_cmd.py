@@ -70,12 +70,12 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
 
     data_dir = resolve_data_dir(args.data_dir)
     no_renderer = os.environ.get(ENV_NO_RENDERER) == "1"
-    if not (headless or no_renderer) and _no_display() and _unowned(data_dir):
+    missing = None if headless or no_renderer else _display_missing()
+    if missing is not None and _unowned(data_dir):
         print(
-            "maka: error [display_unavailable]: there is no display to open the window on here "
-            "(neither DISPLAY nor WAYLAND_DISPLAY is set: a terminal over SSH, or a server); "
-            "nothing was started. In a terminal, maka tui or maka run work with the same "
-            "sessions; maka host serves them to terminals",
+            f"maka: error [display_unavailable]: there is no display to open the window on here "
+            f"({missing}); nothing was started. In a terminal, maka tui or maka run work with "
+            "the same sessions; maka host serves them to terminals",
             file=sys.stderr,
         )
         return EXIT_ERROR
@@ -121,15 +121,60 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
         collector.stop()
 
 
-def _no_display() -> bool:
-    """Linux with nothing to show a window on: no X11 or Wayland display and no Qt platform
-    chosen (``offscreen``, ``vnc``...). Qt would fail to load its platform plugin in the window's
-    process, restart it twice and give up, with a hint to reinstall the application."""
-    return (
-        sys.platform.startswith("linux")
-        and not os.environ.get("QT_QPA_PLATFORM")
-        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+def _display_missing() -> str | None:
+    """Why there is nothing to show a window on (Linux, no Qt platform chosen such as
+    ``offscreen`` or ``vnc``), or None: no X11 or Wayland display named, or the one named does
+    not answer (a ``DISPLAY`` left over from an SSH session that ended). Qt would fail to load
+    its platform plugin in the window's process, restart it twice and give up, with a hint to
+    reinstall the application. A display named in a way this does not know is taken as there."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    wayland, x11 = os.environ.get("WAYLAND_DISPLAY"), os.environ.get("DISPLAY")
+    if not (wayland or x11):
+        return "neither DISPLAY nor WAYLAND_DISPLAY is set: a terminal over SSH, or a server"
+    if wayland and _wayland_answers(wayland):
+        return None
+    if x11 and _x11_answers(x11):
+        return None
+    named = f"DISPLAY={x11}" if x11 else f"WAYLAND_DISPLAY={wayland}"
+    return f"{named} names a display that does not answer: it may be left from an ended session"
+
+
+def _connects(family: int, address: str | tuple[str, int]) -> bool:
+    import socket
+
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.settimeout(2.0)
+            probe.connect(address)
+    except OSError:
+        return False
+    return True
+
+
+def _wayland_answers(name: str) -> bool:
+    import socket
+
+    path = (
+        name if name.startswith("/") else os.path.join(os.environ.get("XDG_RUNTIME_DIR", ""), name)
     )
+    return _connects(socket.AF_UNIX, path)
+
+
+def _x11_answers(display: str) -> bool:
+    """``[host]:N[.S]``: a local display's socket (a file, or Linux's abstract one), or the TCP
+    port 6000+N of a named host (SSH forwards ``localhost:10.0`` so)."""
+    import re
+    import socket
+
+    found = re.fullmatch(r"(?:unix/|([^:]*))?:(\d+)(?:\.\d+)?", display)
+    if found is None:
+        return True  # (a form not known here: let Qt try it)
+    host, number = found.group(1) or "", int(found.group(2))
+    if host in ("", "unix"):
+        path = f"/tmp/.X11-unix/X{number}"
+        return _connects(socket.AF_UNIX, path) or _connects(socket.AF_UNIX, "\0" + path)
+    return _connects(socket.AF_INET, (host, 6000 + number))
 
 
 def _unowned(data_dir: Path) -> bool:

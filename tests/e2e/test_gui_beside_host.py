@@ -97,13 +97,14 @@ def test_maka_gui_attaches_a_window_to_a_running_host(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
-def _without_display(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _without_display(data: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {
         key: value
         for key, value in os.environ.items()
         if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
     }
     env["MAKA_DATA_DIR"] = str(data)
+    env.update(extra)
     command = [*maka_executable(), *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
 
@@ -122,6 +123,12 @@ def test_maka_gui_with_no_display_says_so_and_starts_nothing(tmp_path: Path) -> 
         assert "maka tui" in result.stderr
         assert "Reinstalling" not in result.stderr and "renderer" not in result.stderr
         assert not data.exists()
+    # A DISPLAY left from an ended SSH session names a display nobody serves: the same.
+    assert not Path("/tmp/.X11-unix/X4242").exists()
+    stale = _without_display(data, "gui", DISPLAY=":4242")
+    assert stale.returncode == 1, stale.stderr
+    assert "DISPLAY=:4242 names a display that does not answer" in stale.stderr, stale.stderr
+    assert "Reinstalling" not in stale.stderr and not data.exists()
     data.mkdir()
     host = start_main(data, None, "host").wait_ready()
     try:
