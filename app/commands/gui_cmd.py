@@ -70,7 +70,7 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
 
     data_dir = resolve_data_dir(args.data_dir)
     no_renderer = os.environ.get(ENV_NO_RENDERER) == "1"
-    missing = None if headless or no_renderer else _display_missing()
+    missing = None if headless or no_renderer else display_missing()
     if missing is not None and _unowned(data_dir):
         print(
             f"maka: error [display_unavailable]: there is no display to open the window on here "
@@ -121,7 +121,7 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
         collector.stop()
 
 
-def _display_missing() -> str | None:
+def display_missing() -> str | None:
     """Why there is nothing to show a window on (Linux, no Qt platform chosen such as
     ``offscreen`` or ``vnc``), or None: no X11 or Wayland display named, or the one named does
     not answer (a ``DISPLAY`` left over from an SSH session that ended). Qt would fail to load

@@ -157,6 +157,11 @@ def _check_display() -> str:
         and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     ):
         return "skipped: no DISPLAY or WAYLAND_DISPLAY here, so no window can open"
+    from app.commands.gui_cmd import display_missing
+
+    missing = display_missing()
+    if missing is not None:  # named, but nobody serves it: the desktop would fail to open
+        raise RuntimeError(f"no window can open: {missing}")
     report = _run_qt_probe(PROBE_DISPLAY, dict(os.environ))
     return f"the desktop's platform plugin {report.get('platform')!r} loaded and rendered a widget"
 

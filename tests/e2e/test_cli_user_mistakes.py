@@ -483,7 +483,7 @@ def test_self_test_checks_the_platform_the_desktop_would_use(tmp_path: Path) -> 
     unreachable = _self_test(tmp_path, QT_QPA_PLATFORM=None, WAYLAND_DISPLAY=None, DISPLAY=":987")
     assert unreachable["failures"] == ["display"]
     checks = {check["name"]: check for check in unreachable["checks"]}  # type: ignore[attr-defined]
-    assert "exited with" in checks["display"]["detail"]
+    assert "DISPLAY=:987 names a display that does not answer" in checks["display"]["detail"]
     no_display = _self_test(tmp_path, QT_QPA_PLATFORM=None, WAYLAND_DISPLAY=None, DISPLAY=None)
     assert no_display["ok"] is True
     checks = {check["name"]: check for check in no_display["checks"]}  # type: ignore[attr-defined]
