@@ -52,7 +52,7 @@ def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
     try:  # a folder name with spaces is quoted, as in a shell: /branch EVENT "my copy"
         words = shlex.split(text)[1:]
     except ValueError:  # (a quote left open)
-        out(BRANCH_USAGE)
+        out(f"a quote is not closed; {BRANCH_USAGE}")
         return None
     current_files = "--current-files" in words
     words = [word for word in words if word != "--current-files"]

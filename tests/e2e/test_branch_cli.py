@@ -299,6 +299,7 @@ def test_branch_in_the_tui_and_where_the_transcripts_show_it(tmp_path: Path) -> 
     )
     assert not (src.work / '""').exists() and not Path('""').exists()
     assert made.stdout.count("usage: /branch [EVENT [DIR] [--current-files]]") == 2
+    assert "a quote is not closed; usage: /branch" in made.stdout
     assert "branch refused [branch_event_not_found]" in made.stdout
     assert "usage: /branch [EVENT [DIR] [--current-files]]" in made.stdout
     [new] = [
