@@ -134,6 +134,10 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
 
 def _workspace_line(item: dict[str, str]) -> str:
     line = f"workspace {item['cwd']}: marker {item['marker']}"
+    if item["marker"] == "folder_missing":  # gone, or a file (or a link) has its name now
+        from runtime.continuation.continuation_planner import folder_gone
+
+        line += f" (the folder {folder_gone(item['cwd'])})"
     if item["marker"] == "replaced":
         line += (
             f" (it names {item['identity']}, but the latest run there recorded "

@@ -365,3 +365,7 @@ def test_a_folder_replaced_by_a_file_is_said_to_be_no_folder_not_gone(tmp_path: 
         assert turn.returncode == 1, turn.stdout + turn.stderr
         assert f"the session folder {drill.work} {words}" in turn.stderr
         assert "Traceback" not in turn.stderr
+        doctor = maka(["doctor"], drill.data, env=drill.env)
+        assert f"workspace {drill.work}: marker folder_missing (the folder {words})" in (
+            doctor.stdout
+        ), doctor.stdout
