@@ -350,6 +350,13 @@ def _check_data_dir(data_dir: Path) -> str:
     finally:
         with contextlib.suppress(OSError):  # (the folder may refuse even the look: said above)
             probe.unlink(missing_ok=True)
+    from runtime.ledger.store_ports import StoreRefusal
+    from storage.ledger.database_choice import stored_database
+
+    try:  # every command would refuse the folder for a settings file it cannot read
+        stored_database(data_dir)
+    except StoreRefusal as refusal:
+        raise DataDirError(f"[{refusal.code}] {refusal.message}") from None
     return f"writable: {data_dir}"
 
 

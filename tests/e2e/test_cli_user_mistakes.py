@@ -597,3 +597,6 @@ def test_a_damaged_settings_file_opens_no_second_ledger(tmp_path: Path) -> None:
         err = refused(maka(data, *args), 1, "settings_damaged")
         assert f"{data / 'settings.json'} cannot be read as settings" in err, err
     assert not (data / DATABASE_NAME).exists()
+    checked = maka(data, "self-test")  # (it said every check passed)
+    out = checked.stdout.decode()
+    assert checked.returncode == 1 and "FAIL  data-dir        [settings_damaged]" in out, out
