@@ -129,12 +129,28 @@ def stored_database(data_dir: Path) -> tuple[str, str]:
         raise _damaged(path, f"it holds a JSON {type(raw).__name__}, not an object")
     choice = raw.get(DATABASE_KEY, SQLITE)
     if choice not in (SQLITE, POSTGRESQL):
-        shown = json.dumps(choice)[:80]
-        raise _damaged(path, f'its "{DATABASE_KEY}" is {shown}, not "{SQLITE}" or "{POSTGRESQL}"')
+        raise _damaged(path, _choice_problem(choice))
     url = raw.get(DATABASE_URL_KEY, "")
     if not isinstance(url, str):
         raise _damaged(path, f'its "{DATABASE_URL_KEY}" is not text')
     return choice, url
+
+
+def _choice_problem(choice: object) -> str:
+    """What is wrong with a ``"database"`` value, never showing a URL (it may hold a password:
+    a URL put under ``"database"`` instead of ``"database_url"`` is an easy mistake)."""
+    expected = f'not "{SQLITE}" or "{POSTGRESQL}"'
+    if isinstance(choice, str) and ("://" in choice or "@" in choice):
+        return (
+            f'its "{DATABASE_KEY}" holds a URL, {expected}: a server\'s URL goes in '
+            f'"{DATABASE_URL_KEY}", with "{DATABASE_KEY}": "{POSTGRESQL}"'
+        )
+    if isinstance(choice, str) and len(choice) <= 40 and choice.isprintable():
+        return f'its "{DATABASE_KEY}" is "{choice}", {expected}'
+    import json
+
+    kind = "text" if isinstance(choice, str) else json.dumps(choice)[:20]
+    return f'its "{DATABASE_KEY}" is {kind}, {expected}'
 
 
 def _damaged(path: Path, why: str) -> StoreRefusal:

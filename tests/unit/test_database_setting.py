@@ -191,6 +191,10 @@ def test_a_damaged_stored_url_is_refused_with_its_code_and_without_its_password(
         ('["postgresql"]', "holds a JSON list, not an object"),
         ('{"database": 5}', 'its "database" is 5, not "sqlite" or "postgresql"'),
         ('{"database": "PostgreSQL"}', 'its "database" is "PostgreSQL", not'),
+        (
+            '{"database": "postgresql://maka:hunter2@db/x"}',
+            'its "database" holds a URL, not "sqlite" or "postgresql": a server\'s URL goes in',
+        ),
         ('{"database": "postgresql", "database_url": {"x": 1}}', 'its "database_url" is not text'),
     ],
 )
@@ -206,6 +210,7 @@ def test_a_damaged_settings_file_is_refused_not_read_as_this_computers_database(
         database_url(tmp_path, {})
     assert refused.value.code == "settings_damaged"
     assert why in refused.value.message and "remove it" in refused.value.message
+    assert "hunter2" not in refused.value.message  # a URL's password is never shown
     assert uses_postgres(tmp_path, {}) is True  # (so no "no ledger yet" skips the refusal)
     assert not (tmp_path / "runtime.sqlite").exists()
     server = "postgresql://ci@127.0.0.1:5433/other"
