@@ -182,9 +182,13 @@ def _unowned(data_dir: Path) -> bool:
     desktop or ``maka host`` opens it on its own display when asked)."""
     if not data_dir.is_dir():
         return True
-    from app.host.session_rows import nobody_owns
+    from storage.instance_lock import InstanceLock, LockOutcome
 
-    return nobody_owns(data_dir)
+    lock = InstanceLock(data_dir)
+    if lock.acquire().outcome is not LockOutcome.ACQUIRED:
+        return False
+    lock.release()
+    return True
 
 
 def _open_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices:

@@ -78,7 +78,13 @@ def rows_from_wire(rows: Sequence[SessionRow]) -> list[dict[str, Any]]:
 
 def nobody_owns(data_dir: Any) -> bool:
     """True when no process owns the data directory right now: then a run still marked
-    running or created belongs to a process that is gone (startup recovery will end it)."""
+    running or created belongs to a process that is gone (startup recovery will end it).
+    Never on a ledger shared by several hosts (PostgreSQL): a run marked running there may be
+    running on another host, whatever this data folder's lock says (its lease says who)."""
+    from storage.ledger.database_choice import uses_postgres
+
+    if uses_postgres(data_dir):
+        return False
     from storage.instance_lock import InstanceLock, LockOutcome
 
     lock = InstanceLock(data_dir)

@@ -83,10 +83,17 @@ def test_sessions_show_each_sessions_host(tmp_path: Path, postgres_url: str) -> 
         add_run(held, RunIds("sess-held", "inv-1", "run-1", "turn-1"))
         add_run(held, RunIds("sess-free", "inv-2", "run-2", "turn-2"))
         held.release_session_lease("sess-free")
+        (tmp_path / "data").mkdir()  # a host's data folder that no host runs on now
         listed = maka(["sessions", "--json"], tmp_path / "data", env=env)
         text = maka(["sessions"], tmp_path / "data", env=env)
+        timeline = maka(["timeline", "sess-held", "--json"], tmp_path / "data", env=env)
     finally:
         held.close()
+    # Its run is marked running and this data folder has no host: on a shared ledger that says
+    # nothing (another host holds the lease and may be running it), so no "awaits repair".
+    assert "INTERRUPTED" not in text.stdout and "repaired at the next start" not in text.stdout
+    assert timeline.returncode == 0, timeline.stderr
+    assert "awaitingRepair" not in json.loads(timeline.stdout), timeline.stdout
     assert listed.returncode == 0, listed.stderr
     hosts = {row["sessionId"]: row["host"] for row in json.loads(listed.stdout)["sessions"]}
     assert hosts == {"sess-held": "machine-a:4242:held", "sess-free": None}
