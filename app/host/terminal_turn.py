@@ -61,6 +61,7 @@ def terminal_session(
                     "leave out --cwd to continue it, or start a new session in that folder "
                     "without --session",
                 )
+            _refuse_leased_elsewhere(sessions.store, session.session_id)
             notes = tuple(unsettled_call_notes(sessions, session.session_id))
         else:
             assert turn.cwd is not None  # the contract asks for one or the other
@@ -71,6 +72,22 @@ def terminal_session(
     except LedgerError as error:
         raise HostServiceError(error.code, error.message) from None
     return TerminalSession(session.session_id, session.cwd, provider_label, notes)
+
+
+def _refuse_leased_elsewhere(store: Any, session_id: str) -> None:
+    """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
+    there: refused before anything is said about its history (a call running there is not
+    interrupted), as ``maka run`` without a host refuses it."""
+    from runtime.continuation.resume_gates import other_lease_holder
+
+    holder = other_lease_holder(store, session_id)
+    if holder is not None:
+        raise HostServiceError(
+            HostCode.SESSION_BUSY,
+            f"session {session_id} is held by another host, {holder}: it runs or keeps the "
+            "session, or it stopped and its lease has not run out yet; run the command with "
+            "that host's data folder, or once its lease has run out",
+        )
 
 
 def unsettled_call_notes(service: Any, session_id: str) -> list[str]:

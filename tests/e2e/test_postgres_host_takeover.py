@@ -312,15 +312,23 @@ def test_a_message_from_another_data_folder_while_a_host_runs_the_turn_is_busy(
                 tmp_path / "b",
                 env=env,
             )
+            # The same through a host of that other data folder (it once printed the note).
+            _host(tmp_path / "b", env, started)
+            served = maka(
+                ["run", "--session", session, "--permission-mode", "auto", "list files"],
+                tmp_path / "b",
+                env=env,
+            )
         finally:
             turn.kill()
             turn.wait(30)
     finally:
         for host in started:
             host.stop()
-    assert other.returncode == 1, other.stderr
-    assert "[session_busy]" in other.stderr and "is held by another host" in other.stderr
-    assert "interrupted" not in other.stderr and "note:" not in other.stderr, other.stderr
+    for said in (other, served):
+        assert said.returncode == 1, said.stderr
+        assert "[session_busy]" in said.stderr and "is held by another host" in said.stderr
+        assert "interrupted" not in said.stderr and "note:" not in said.stderr, said.stderr
 
 
 def test_a_write_refused_by_another_hosts_lease_names_that_host(
