@@ -179,7 +179,7 @@ def _carry(
     refs = snapshot_refs(seen.events)
     if not refs or args.no_checkpoints:
         return None, 0
-    carrier = GitCheckpointStore(data_dir_from(args))
+    carrier = GitCheckpointStore.from_environment(data_dir_from(args))
     if not carrier.usable:
         print(
             "note: the session's snapshots of its folder were left out: no git 2.25 or newer "
@@ -195,18 +195,29 @@ def _carry(
             f"cannot write the snapshots file: {error.message}",
             EXIT_ERROR,
         ) from None
+    # On a shared ledger a snapshot another host took is in that host's data folder: not here,
+    # and not damaged (as maka checkpoints and maka doctor say it).
+    elsewhere = carrier.missing_note
     if not carried:
         print(
-            "note: none of the session's snapshots of its folder is whole and undamaged in the "
-            "checkpoint store; the export carries none (maka doctor --verify-snapshots says more)",
+            f"note: none of the session's snapshots of its folder is in this data folder "
+            f"({elsewhere}); the export carries none"
+            if elsewhere
+            else "note: none of the session's snapshots of its folder is whole and undamaged "
+            "in the checkpoint store; the export carries none (maka doctor --verify-snapshots "
+            "says more)",
             file=sys.stderr,
         )
         return None, 0
     left = len({item.ref for item in refs}) - len({item.ref for item in carried})
     if left:
         print(
-            f"note: {left} of the session's snapshots of its folder are missing or damaged in "
-            "the checkpoint store and were left out (maka doctor --verify-snapshots says which)",
+            f"note: {left} of the session's snapshots of its folder are not in this data folder "
+            f"({elsewhere}) and were left out"
+            if elsewhere
+            else f"note: {left} of the session's snapshots of its folder are missing or damaged "
+            "in the checkpoint store and were left out (maka doctor --verify-snapshots says "
+            "which)",
             file=sys.stderr,
         )
     return manifest_line(name, bundle, carried), len(carried)

@@ -145,3 +145,26 @@ def test_a_host_says_it_serves_the_folder_once_ready(tmp_path: Path, postgres_ur
         host.wait(30)
         if host.stderr is not None:
             host.stderr.close()
+
+
+def test_an_export_from_another_hosts_data_folder_says_where_the_snapshots_are(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """On a shared ledger each host keeps its snapshots in its own data folder: ``maka export``
+    with another data folder carries none of them and says they are not in that folder, not
+    that they are damaged (as ``maka checkpoints`` and ``maka doctor`` say it)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"MAKA_DATABASE_URL": postgres_url, "MAKA_WORKSPACE_CHECKPOINTS": "on"}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"]
+    assert maka(args, tmp_path / "a", env=env).returncode == 0
+    (session,) = json.loads(maka(["sessions", "--json"], tmp_path / "a", env=env).stdout)[
+        "sessions"
+    ]
+    out = tmp_path / "out.jsonl"
+    exported = maka(["export", session["sessionId"], "-o", str(out)], tmp_path / "b", env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert "is in this data folder (the ledger is on a PostgreSQL server shared" in (
+        exported.stderr
+    ), exported.stderr
+    assert "damaged" not in exported.stderr, exported.stderr
