@@ -194,6 +194,25 @@ def _holder_words(conn: sqlite3.Connection, session_id: str) -> str:
     )
 
 
+def _lost_words(conn: sqlite3.Connection, session_id: str) -> str:
+    """Why a host that lost a session's lease (taken over, or missing from a renewal: it was
+    stopped or cut off past it) still may not write to it: another host holds it now (named),
+    or nobody does, and a lost session is never taken back by a write (a turn of this host
+    stopped at the loss must not go on): restarting this host takes it back cleanly."""
+    row = conn.execute(
+        "SELECT owner IS NOT NULL AND expires_at > now() FROM session_leases WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is not None and row[0]:
+        return f"it lost the lease earlier, and {_holder_words(conn, session_id)}"
+    return (
+        "it lost the lease earlier (it was stopped or cut off past the lease) and never takes a "
+        "lost session back by itself, so that a turn it had running cannot go on; no host holds "
+        "it now: restart this host (maka host, or the desktop) to carry on with it here, or use "
+        "another host's data folder"
+    )
+
+
 class _LeaseFence:
     """The leases this store holds and the check every write transaction runs first.
 
@@ -236,7 +255,7 @@ class _LeaseFence:
             if headers.read_session(conn, session_id) is None:
                 raise StoreRefusal(StoreCode.SESSION_NOT_FOUND, f"session {session_id} not found")
             if session_id in self.lost:
-                raise _lease_lost(session_id, "another host took it over")
+                raise _lease_lost(session_id, _lost_words(conn, session_id))
             epoch = self.acquire(conn, session_id).epoch
             self.pending[session_id] = epoch
         row = conn.execute(

@@ -356,3 +356,33 @@ def test_a_stale_epoch_cannot_delete_a_tool_process_record(postgres_url: str) ->
         dead.delete_tool_process("toolop_none", 1)  # no such record: nothing to refuse
         sweeper.delete_tool_process(record.operation_id, record.pid)
         assert list(sweeper.list_tool_processes(session_id="sess-1")) == []
+
+
+def test_a_host_that_lost_a_lease_says_how_to_carry_on_once_nobody_holds_it(
+    postgres_url: str,
+) -> None:
+    """A host stopped past its lease (its session taken over, then given up by the new holder)
+    never takes the session back by a write, so that a turn it had running cannot go on. It
+    said "another host took it over" even when no host held it any more, and the advice
+    (use that host, or wait) could not work: it now names the holder while one holds it, and
+    says to restart this host once none does."""
+    ids = _ids(7)
+    with (
+        lease_host(postgres_url, "stopped", ttl_ms=300) as stopped,
+        lease_host(postgres_url, "other", grace_ms=100) as other,
+    ):
+        add_run(stopped, ids)
+        stopped.append_event(user_text(ids=ids))
+        time.sleep(0.6)
+        assert isinstance(other, SessionTakeover)
+        (claimed,) = other.claim_expired_sessions()
+        assert claimed.session_id == ids.session_id
+        assert stopped.renew_session_leases() == [ids.session_id]  # lost, seen at its renewal
+        with pytest.raises(StoreRefusal) as held:
+            stopped.append_event(user_text(event_id="while-held", ids=ids))
+        assert "it lost the lease earlier, and host other" in held.value.message
+        other.release_session_lease(ids.session_id)
+        with pytest.raises(StoreRefusal) as free:
+            stopped.append_event(user_text(event_id="once-free", ids=ids))
+        assert free.value.code is StoreCode.SESSION_LEASE_LOST
+        assert "no host holds it now: restart this host" in free.value.message
