@@ -291,6 +291,15 @@ class _HostTurn:
                 return message
             elif isinstance(message, ErrorPush) and message.correlation_id == _RUN:
                 refusal = HostRefusal(message.code, message.message)
+                if started and str(refusal.code) == StoreCode.SESSION_LEASE_LOST:
+                    # The write refused was this turn's next one: what ran before it may have
+                    # done its work (a command cut off at its deadline), whatever was committed.
+                    refusal = HostRefusal(
+                        refusal.code,
+                        f"{refusal.message}. The turn had started: a command it ran may have "
+                        "done part of its work; look before you run it again (maka plan "
+                        f"{self._session_id} says what was recorded)",
+                    )
                 usage = not started and str(refusal.code) in _USAGE_CODES
                 exit_code = EXIT_USAGE if usage else EXIT_ERROR
                 if self._resuming and str(refusal.code) == HostCode.SESSION_BUSY:

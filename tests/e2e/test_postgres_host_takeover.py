@@ -361,3 +361,57 @@ def test_a_write_refused_by_another_hosts_lease_names_that_host(
     assert "[session_lease_lost]" in renamed.stderr, renamed.stderr
     assert f"host {host} holds a live lease, running out in" in renamed.stderr, renamed.stderr
     assert "use that host's data folder, or stop that host" in renamed.stderr
+
+
+def test_a_terminal_whose_host_lost_the_lease_mid_command_is_told_to_look(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """``maka run`` through host B, whose host is stopped (SIGSTOP) past its lease while the
+    command runs; host A takes the session over. The terminal's refusal said only that
+    "nothing was committed", while the command had written its first line: it now says the
+    turn had started and a command may have done part of its work, and to look first."""
+    import signal
+
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = work / "marker"
+    command = f"echo start >> {marker}; sleep 8; echo end >> {marker}"
+    turn = [
+        [
+            {
+                "text": "Run.",
+                "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": command}}],
+            },
+            {"text": "Done."},
+        ]
+    ]
+    env = {
+        **scripted_env(write_script(tmp_path / "turn.json", turn)),
+        **LEASES,
+        "MAKA_DATABASE_URL": postgres_url,
+    }
+    started: list[MainProcess] = []
+    try:
+        host_b = _host(tmp_path / "b", env, started)
+        _host(tmp_path / "a", env, started)
+        terminal = subprocess.Popen(
+            [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "auto", "go"],
+            env={**os.environ, **env, "MAKA_DATA_DIR": str(tmp_path / "b")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.read_text() == "start\n"
+        os.kill(host_b.pid, signal.SIGSTOP)
+        time.sleep(6)  # past the lease and the grace: host A takes the session over
+        os.kill(host_b.pid, signal.SIGCONT)
+        _out, err = terminal.communicate(timeout=90)
+    finally:
+        for host in started:
+            host.stop()
+    assert terminal.returncode == 1, err
+    assert "[session_lease_lost]" in err, err
+    assert "a command it ran may have done part of its work; look before you run it" in err, err
