@@ -182,13 +182,9 @@ def _unowned(data_dir: Path) -> bool:
     desktop or ``maka host`` opens it on its own display when asked)."""
     if not data_dir.is_dir():
         return True
-    from storage.instance_lock import InstanceLock, LockOutcome
+    from app.host.session_rows import folder_free
 
-    lock = InstanceLock(data_dir)
-    if lock.acquire().outcome is not LockOutcome.ACQUIRED:
-        return False
-    lock.release()
-    return True
+    return folder_free(data_dir)
 
 
 def _open_services(data_dir: Path, /, *, safe_resume_enabled: bool) -> HostServices:

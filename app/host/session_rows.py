@@ -83,8 +83,11 @@ def nobody_owns(data_dir: Any) -> bool:
     running on another host, whatever this data folder's lock says (its lease says who)."""
     from storage.ledger.database_choice import uses_postgres
 
-    if uses_postgres(data_dir):
-        return False
+    return not uses_postgres(data_dir) and folder_free(data_dir)
+
+
+def folder_free(data_dir: Any) -> bool:
+    """No Maka process holds the data folder's instance lock right now."""
     from storage.instance_lock import InstanceLock, LockOutcome
 
     lock = InstanceLock(data_dir)
