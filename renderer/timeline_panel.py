@@ -320,16 +320,8 @@ class TimelinePanel(QWidget):
             bar.addWidget(self.tool_edit, 1, 0)
             bar.addWidget(self.text_edit, 1, 1, 1, 4)
             bar.setColumnStretch(3, 1)
-        else:
-            row: tuple[QWidget, ...] = (
-                self.kind_box,
-                self.status_box,
-                self.tool_edit,
-                self.text_edit,
-                self.problems_box,
-                self.matches_label,
-            )
-            for column, widget in enumerate(row):
+        else:  # all of them on one row, in that order
+            for column, widget in enumerate(every):
                 bar.addWidget(widget, 0, column)
             bar.setColumnStretch(2, 1)
             bar.setColumnStretch(3, 3)

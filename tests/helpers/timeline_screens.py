@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtWidgets import QAbstractItemView, QApplication
@@ -62,7 +63,7 @@ def normal_session(session_id: str) -> SessionTimeline:
     return SessionTimeline(session_id, runs, None)
 
 
-def _summary(session_id: str, title: str, **extra: object) -> bc.SessionSummary:
+def session_summary(session_id: str, title: str, **extra: object) -> bc.SessionSummary:
     return bc.SessionSummary(
         session_id=session_id, cwd=f"/home/ana/{session_id}", title=title, **extra
     )
@@ -87,15 +88,15 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
         saved.append(path)
 
     sessions = (
-        _summary("s-normal", "Tidy the build scripts", last_run_status=S.COMPLETED),
-        _summary(
+        session_summary("s-normal", "Tidy the build scripts", last_run_status=S.COMPLETED),
+        session_summary(
             "s-parked",
             "Run the build",
             last_run_status=S.FAILED,
             interrupted=True,
             failure_class="app_restarted",
         ),
-        _summary("s-big", "A long refactor (100,000 events)", last_run_status=S.COMPLETED),
+        session_summary("s-big", "A long refactor (100,000 events)", last_run_status=S.COMPLETED),
     )
     bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=sessions))
     bridge.host_state_changed.emit(bc.HostStatePush(state=bc.HostState.READY))
@@ -122,22 +123,32 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
     return saved
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def screens_main(
+    argv: list[str], description: str | None, name: str, scenes: Callable[[Path, str], list[Path]]
+) -> int:
+    """A screenshot script's command line: ``OUT [--dark]``, the app set up as the desktop sets
+    it up (its font; a dark palette with ``--dark``, files suffixed ``-dark``), each file
+    ``scenes`` saved printed."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("out", type=Path)
     parser.add_argument("--dark", action="store_true", help="use a dark palette, suffix -dark")
     args = parser.parse_args(argv)
     os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
-    app = QApplication.instance() or QApplication(["timeline-screens"])
+    app = QApplication.instance() or QApplication([name])
     assert isinstance(app, QApplication)
     theme.apply_readable_font(app)
     suffix = ""
     if args.dark:
         app.setPalette(dark_palette())
         suffix = "-dark"
-    for path in run_scenes(args.out, suffix):
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in scenes(args.out, suffix):
         print(path)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return screens_main(argv, __doc__, "timeline-screens", run_scenes)
 
 
 if __name__ == "__main__":

@@ -13,28 +13,17 @@ then the default size (1180x760) and a wide one (2560x1440). Files: ``small-norm
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
-from PySide6.QtWidgets import QApplication
-
 from app import bridge_contract as bc
 from app.bridge_contract import ResumeDiagnostic
-from renderer import theme
 from renderer.main_window import MainWindow
-from tests.helpers.renderer_demo import _settle, dark_palette
+from tests.helpers.renderer_demo import _settle
 from tests.helpers.timeline_demo import ServingBridge, long_session, parked_session
-from tests.helpers.timeline_screens import normal_session
+from tests.helpers.timeline_screens import normal_session, screens_main, session_summary
 
 S = bc.RunStatusValue
-
-
-def _summary(session_id: str, title: str, **extra: object) -> bc.SessionSummary:
-    return bc.SessionSummary(
-        session_id=session_id, cwd=f"/home/ana/{session_id}", title=title, **extra
-    )
 
 
 def run_scenes(out: Path, suffix: str = "") -> list[Path]:
@@ -57,13 +46,13 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
 
     interrupted = {"last_run_status": S.FAILED, "interrupted": True}
     sessions = (
-        _summary(
+        session_summary(
             "s-normal",
             "Tidy the build scripts and the release notes",
             **{"last_run_status": S.COMPLETED},
         ),
-        _summary("s-parked", "Run the build", failure_class="app_restarted", **interrupted),
-        _summary("s-off", "Write the changelog entry for the release", **interrupted),
+        session_summary("s-parked", "Run the build", failure_class="app_restarted", **interrupted),
+        session_summary("s-off", "Write the changelog entry for the release", **interrupted),
     )
     bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=sessions))
     bridge.host_state_changed.emit(bc.HostStatePush(state=bc.HostState.READY))
@@ -103,22 +92,7 @@ def run_scenes(out: Path, suffix: str = "") -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--dark", action="store_true", help="use a dark palette, suffix -dark")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("QT_QPA_PLATFORM", "xcb" if os.environ.get("DISPLAY") else "offscreen")
-    app = QApplication.instance() or QApplication(["timeline-small-window"])
-    assert isinstance(app, QApplication)
-    theme.apply_readable_font(app)
-    suffix = ""
-    if args.dark:
-        app.setPalette(dark_palette())
-        suffix = "-dark"
-    args.out.mkdir(parents=True, exist_ok=True)
-    for path in run_scenes(args.out, suffix):
-        print(path)
-    return 0
+    return screens_main(argv, __doc__, "timeline-small-window", run_scenes)
 
 
 if __name__ == "__main__":
