@@ -125,18 +125,12 @@ def refuse_leased_elsewhere(store: Any, session_id: str) -> None:
     """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
     there: refused before anything is said about its history (a turn running there has calls
     without a result that are not interrupted), naming the host, as that host would."""
-    from runtime.continuation.resume_gates import other_lease_holder
+    from runtime.continuation.resume_gates import held_elsewhere_words, other_lease_holder
 
     holder = other_lease_holder(store, session_id)
     if holder is None:
         return
-    raise CliError(
-        HostCode.SESSION_BUSY,
-        f"session {session_id} is held by another host, {holder}: it runs or keeps the "
-        "session, or it stopped and its lease has not run out yet; run the command with that "
-        "host's data folder, or once its lease has run out",
-        EXIT_ERROR,
-    )
+    raise CliError(HostCode.SESSION_BUSY, held_elsewhere_words(session_id, holder), EXIT_ERROR)
 
 
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:

@@ -78,16 +78,11 @@ def _refuse_leased_elsewhere(store: Any, session_id: str) -> None:
     """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
     there: refused before anything is said about its history (a call running there is not
     interrupted), as ``maka run`` without a host refuses it."""
-    from runtime.continuation.resume_gates import other_lease_holder
+    from runtime.continuation.resume_gates import held_elsewhere_words, other_lease_holder
 
     holder = other_lease_holder(store, session_id)
     if holder is not None:
-        raise HostServiceError(
-            HostCode.SESSION_BUSY,
-            f"session {session_id} is held by another host, {holder}: it runs or keeps the "
-            "session, or it stopped and its lease has not run out yet; run the command with "
-            "that host's data folder, or once its lease has run out",
-        )
+        raise HostServiceError(HostCode.SESSION_BUSY, held_elsewhere_words(session_id, holder))
 
 
 def unsettled_call_notes(service: Any, session_id: str) -> list[str]:

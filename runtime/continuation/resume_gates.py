@@ -145,6 +145,16 @@ def other_lease_holder(store: object, session_id: str) -> str | None:
     return holders.get(session_id)
 
 
+def held_elsewhere_words(session_id: str, holder: str) -> str:
+    """Why a new turn in a session another host holds is refused (``session_busy``), and what
+    to do: said the same by ``maka run`` alone and by a host serving a terminal."""
+    return (
+        f"session {session_id} is held by another host, {holder}: it runs or keeps the "
+        "session, or it stopped and its lease has not run out yet; run the command with that "
+        "host's data folder, or once its lease has run out"
+    )
+
+
 def latest_interrupted(run: LatestRun) -> ContinuationPlan | None:
     """The shared decision (``resume_candidate``): the newest run ended failed or cancelled."""
     latest = run.newest()
