@@ -454,23 +454,23 @@ def stage_record(
 ) -> str:
     """Put the record in ``index`` at ``.maka/permissions`` before its tree is written; an
     unchanged record is left as it is (Git's cached trees stay valid). Its blob id."""
-    if staged is not None and staged == _blob_id(record):
+    if staged is not None and staged == blob_id(record):
         return staged
     # Written as Git writes it, without a process start (Git does it in an unusual store).
-    blob_id = write_object(git_dir, "blob", record) if plain_repository(git_dir) else None
-    if blob_id is None:
+    found = write_object(git_dir, "blob", record) if plain_repository(git_dir) else None
+    if found is None:
         blob = runner.run(["hash-object", "-w", "--stdin"], git_dir=git_dir, stdin=record)
-        blob_id = blob.decode().strip()
+        found = blob.decode().strip()
     runner.run(
-        ["update-index", "--add", "--cacheinfo", f"100644,{blob_id},{RECORD_PATH}"],
+        ["update-index", "--add", "--cacheinfo", f"100644,{found},{RECORD_PATH}"],
         git_dir=git_dir,
         work_tree=folder,
         index=index,
     )
-    return blob_id
+    return found
 
 
-def _blob_id(body: bytes) -> str:
+def blob_id(body: bytes) -> str:
     """The id Git gives ``body`` as a blob (SHA-1 repositories; another format never matches
     and the record is simply staged again)."""
     return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()

@@ -88,7 +88,18 @@ from storage.checkpoints.checkpoint_git import (
     Started,
     find_git,
 )
-from storage.checkpoints.checkpoint_objects import plain_repository, set_ref, write_commit
+from storage.checkpoints.checkpoint_index import (
+    MissingObject,
+    index_here,
+    record_and_tree,
+    stage_paths,
+)
+from storage.checkpoints.checkpoint_objects import (
+    plain_repository,
+    set_ref,
+    write_commit,
+    write_object,
+)
 from storage.checkpoints.checkpoint_permissions import (
     RECORD_DIR,
     RECORD_PATH,
@@ -98,6 +109,7 @@ from storage.checkpoints.checkpoint_permissions import (
     add_folders,
     apply_record,
     apply_root,
+    blob_id,
     permission_changes,
     permission_record,
     read_cached,
@@ -673,11 +685,15 @@ class GitCheckpointStore:
                 staged = found.staged
             skipped.extend(os.fsdecode(raw) for raw in found.too_large)
         record = add_folders(found.record, folder, folders)
-        staged = stage_record(runner, git_dir, folder, index, record, staged=staged)
-        if borrowed_from(git_dir) is not None:
+        here = self._tree_here(git_dir, index, record, staged=staged)
+        if here is not None:
+            tree_text, staged = here
+        elif borrowed_from(git_dir) is not None:
+            staged = stage_record(runner, git_dir, folder, index, record, staged=staged)
             # Nothing of the user's freshened.
             tree_text = borrowing_write_tree(runner, git_dir, index, copying=copying)
         else:
+            staged = stage_record(runner, git_dir, folder, index, record, staged=staged)
             tree_text = (
                 runner.run(["write-tree"], git_dir=git_dir, work_tree=folder, index=index)
                 .decode()
@@ -687,6 +703,26 @@ class GitCheckpointStore:
             write_cached(cache, index, found, staged)
         tree_id = self._grafted(runner, git_dir, tree_text, folders)
         return tree_id, sorted(set(skipped))
+
+    @staticmethod
+    def _tree_here(
+        git_dir: Path, index: Path, record: bytes, *, staged: str | None
+    ) -> tuple[str, str] | None:
+        """The permission record put in a small index and its tree written in this process
+        (``checkpoint_index``): the tree's id and the record's blob id; None when it is left
+        to Git (nothing written to the index)."""
+        if borrowed_from(git_dir) is not None or not index_here(git_dir, index):
+            return None
+        blob = staged if staged is not None and staged == blob_id(record) else None
+        if blob is None:
+            blob = write_object(git_dir, "blob", record)
+            if blob is None:
+                return None
+        try:
+            tree = record_and_tree(git_dir, index, None if blob == staged else (RECORD_PATH, blob))
+        except MissingObject as error:
+            raise CheckpointError(CheckpointFailureCode.CHECKPOINT_GIT_FAILED, str(error)) from None
+        return None if tree is None else (tree, blob)
 
     def _staged_and_swept(
         self,
@@ -820,7 +856,8 @@ class GitCheckpointStore:
         started: list[Started] = []
 
         def start_beside() -> None:
-            if borrowed_from(git_dir) is None:
+            # A small index is staged in this process (``checkpoint_index``): no Git started.
+            if borrowed_from(git_dir) is None and not index_here(git_dir, index):
                 ahead = runner.start_ahead(_STAGE, git_dir=git_dir, work_tree=folder, index=index)
                 if ahead is not None:
                     started.append(ahead)
@@ -961,6 +998,14 @@ class GitCheckpointStore:
             stage = stage_held(runner, folder, git_dir, index, stage)  # nothing freshened
         names = [*stage, *gone]
         paths = b"\0".join(names) + b"\0" if names else None
+        if (
+            ahead is None
+            and paths is not None
+            and borrowed_from(git_dir) is None
+            and index_here(git_dir, index)
+            and stage_paths(git_dir, folder, index, stage, gone)
+        ):
+            return
         if ahead is not None:
             ahead.finish(paths)  # no paths: it ends without writing the index
         elif paths is not None:

@@ -1,0 +1,620 @@
+"""A small private index staged and its tree written in this process (docs/design/workspace.md
+section 1, "Small folders"): where a capture's Git calls are mostly process starts (a folder of
+a few thousand files), the staging (``update-index``) and the tree (``write-tree``) are done
+here, as Git does them, instead of in two more Git processes.
+
+Only what is ordinary is done here; anything else is left to Git, before this module has
+written anything to the index (objects it wrote meanwhile are ordinary loose objects, kept or
+pruned like any other):
+
+- the private repository keeps SHA-1 objects in its own object folder (no alternates, no other
+  object format), and its configuration says ``filemode = true``;
+- the index is version 2 or 3, at most ``SMALL_INDEX`` entries, every entry at stage 0 with no
+  flag beyond its name's length (no assume-valid, skip-worktree or intent-to-add entry), its
+  checksum right, and no extension but the cached trees (``TREE``) and the end-of-entries
+  marker (``EOIE``; ``IEOT`` is dropped, as Git drops it below its own threshold);
+- every path staged is a regular file or a symbolic link that reads without error.
+
+What is done as Git does it:
+
+- **Staging a path** (``update-index --add --remove --replace``): ``lstat``, then the content
+  (a file's bytes, a link's target) hashed as a blob and written as a loose object unless the
+  store holds it (then it is freshened, as Git freshens it, so a prune running meanwhile cannot
+  take it); the entry gets the ``lstat`` data truncated to 32 bits and mode ``100755`` when the
+  owner may execute, ``100644`` otherwise, ``120000`` for a link. A path that is gone removes
+  its entry; an entry in the way of a new one (a file where a folder now is, or the reverse)
+  is removed. Every cached tree on a changed path is invalidated.
+- **Racy entries**: an entry carried over unchanged whose time is not older than the index
+  being replaced (to the second) has its size set to 0 ("smudged"), so the next listing looks
+  at its content instead of trusting its stat data; Git smudges the same entries after looking
+  at their content, this smudges without looking (a file smudged here is hashed once more).
+- **The tree** (``write-tree``): every invalidated folder's tree is written from its entries
+  (each object named must be in the store, or the capture fails as ``write-tree`` fails and
+  the index is rebuilt from the folder); a valid cached tree is reused when its object is in
+  the store. The index is written through ``<index>.lock`` (created exclusively, as Git takes
+  it) and renamed into place, with its cached trees and a new checksum.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hashlib
+import mmap
+import os
+import stat
+import sys
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SMALL_INDEX = 4_000
+"""The most entries an index may hold to be staged here: beyond it, reading and writing the
+whole index in Python costs more than the Git processes it replaces (bench/bench_checkpoints.py,
+docs/performance.md)."""
+
+_HEADER = 62  # ten 32-bit stat fields, the object id, the flags
+_NAME_MASK = 0x0FFF
+_OTHER_FLAGS = 0xF000  # assume-valid, extended, stage
+_MASK32 = 0xFFFFFFFF
+_SIZE_AT = slice(36, 40)
+_TREE_MODE = 0o40000
+_GITLINK = 0o160000
+_OBJECT_MODE = 0o400
+_DIR_MODE = 0o700
+
+
+@dataclass(slots=True)
+class _Node:
+    """A cached tree: how many entries it covers (-1: invalid) and its object id."""
+
+    count: int
+    oid: bytes | None
+    children: dict[bytes, _Node] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Index:
+    version: int
+    names: list[bytes]
+    heads: list[bytes]  # each entry's 62 bytes before its name
+    tree: _Node | None
+    eoie: bool
+    mtime_s: int
+
+
+class _Unsupported(Exception):
+    """Left to Git: something this module does not do."""
+
+
+class MissingObject(Exception):
+    """The index names an object the store no longer holds (``write-tree`` fails the same)."""
+
+
+_KEY = "last"
+_memo: dict[str, tuple[bytes, _Index]] = {}  # the index this process last wrote or read
+
+
+def index_here(git_dir: Path, index: Path) -> bool:
+    """Whether staging ``index`` here may be tried: a plain SHA-1 store of its own, with
+    ``filemode = true`` and names taken as they are (no case folding, no Unicode
+    composition), and an index file small enough (its version and entries are checked when
+    it is read)."""
+    if sys.platform == "win32":
+        return False
+    try:
+        size = index.stat().st_size
+        config = (git_dir / "config").read_text("utf-8", "replace").lower()
+    except OSError:
+        return False
+    if size > SMALL_INDEX * 160 or (git_dir / "objects" / "info" / "alternates").exists():
+        return False
+    compact = config.replace(" ", "").replace("\t", "")
+    return (
+        "filemode=true" in compact
+        and "objectformat" not in compact
+        and "refstorage" not in compact
+        and "splitindex" not in compact
+        and "ignorecase=true" not in compact  # Git folds names' case there
+        and "precomposeunicode=true" not in compact
+    )
+
+
+def stage_paths(
+    git_dir: Path, folder: Path, index: Path, stage: Iterable[bytes], gone: Iterable[bytes]
+) -> bool:
+    """Stage ``stage`` (files and links, as the folder holds them now) and drop ``gone``
+    (deleted paths) in ``index``; False when it is left to Git (the index is then as it was)."""
+    try:
+        data, state = _read(index)
+        objects = _Objects(git_dir)
+        entries = dict(zip(state.names, state.heads, strict=True))
+        changed: list[bytes] = []
+        staged: set[bytes] = set()
+        for raw in stage:
+            head = _staged_head(folder, raw, objects)
+            if head is None:
+                if raw in entries:
+                    del entries[raw]
+                    changed.append(raw)
+                continue
+            if raw not in entries:
+                _make_room(entries, state.names, raw)
+            entries[raw] = head + _flags(raw)
+            staged.add(raw)
+            changed.append(raw)
+        for raw in gone:
+            try:
+                os.lstat(folder / os.fsdecode(raw))
+            except (FileNotFoundError, NotADirectoryError):
+                if raw in entries:
+                    del entries[raw]
+                    changed.append(raw)
+            except OSError as error:
+                raise _Unsupported(str(error)) from None
+            else:
+                raise _Unsupported("a path listed as gone is there")
+        if not changed:
+            _keep(data, state)
+            return True
+        _smudge(folder, entries, staged, state.mtime_s)
+        for raw in changed:
+            _invalidate(state.tree, raw)
+        names = sorted(entries)
+        new = _Index(state.version, names, [entries[n] for n in names], state.tree, state.eoie, 0)
+        _write(index, new)
+        return True
+    except _Unsupported:
+        return False
+
+
+def record_and_tree(git_dir: Path, index: Path, record: tuple[str, str] | None) -> str | None:
+    """Put ``record`` (its path and blob id) in ``index`` when given, then write the index's
+    tree and every invalidated folder's; the root tree's id, or None when it is left to Git
+    (the index is then as it was). Raises ``MissingObject`` as ``write-tree`` fails."""
+    try:
+        data, state = _read(index)
+        objects = _Objects(git_dir)
+        names, heads = state.names, state.heads
+        dirty = False
+        if record is not None:
+            path, blob = record[0].encode(), bytes.fromhex(record[1])
+            entries = dict(zip(names, heads, strict=True))
+            if any(_in_the_way(entries, path)) or any(n.startswith(path + b"/") for n in entries):
+                raise _Unsupported("the record's path is in the way of an entry")
+            head = bytes(24) + (0o100644).to_bytes(4, "big") + bytes(12)  # as --cacheinfo
+            entries[path] = head + blob + _flags(path)
+            _invalidate(state.tree, path)
+            names = sorted(entries)
+            heads = [entries[n] for n in names]
+            dirty = True
+        root = state.tree if state.tree is not None else _Node(-1, None)
+        built = _Builder(names, heads, objects)
+        tree, end = built.build(0, b"", root)
+        if end != len(names):
+            raise _Unsupported("the cached trees do not cover the index")
+        if dirty or built.wrote or state.tree is None:
+            _write(index, _Index(state.version, names, heads, tree, state.eoie, 0))
+        else:
+            _keep(data, state)
+        assert tree.oid is not None
+        return tree.oid.hex()
+    except _Unsupported:
+        return None
+
+
+def _flags(name: bytes) -> bytes:
+    return min(len(name), _NAME_MASK).to_bytes(2, "big")
+
+
+def _staged_head(folder: Path, raw: bytes, objects: _Objects) -> bytes | None:
+    """The first 60 bytes of ``raw``'s new entry (stat data, mode, object id) with its blob
+    in the store; None when the path is gone."""
+    path = os.path.join(os.fsencode(folder), raw)
+    try:
+        info = os.lstat(path)
+        mode = _mode(info)
+        if mode is None:
+            raise _Unsupported("not a file or a link")
+        if mode == 0o120000:
+            body = os.readlink(path)
+        else:
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(descriptor, "rb") as handle:
+                body = handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise _Unsupported(str(error)) from None
+    oid = objects.write(b"blob", body)
+    fields = (
+        (info.st_ctime_ns // 1_000_000_000) & _MASK32,
+        info.st_ctime_ns % 1_000_000_000,
+        (info.st_mtime_ns // 1_000_000_000) & _MASK32,
+        info.st_mtime_ns % 1_000_000_000,
+        info.st_dev & _MASK32,
+        info.st_ino & _MASK32,
+        mode,
+        info.st_uid & _MASK32,
+        info.st_gid & _MASK32,
+        info.st_size & _MASK32,
+    )
+    return b"".join(value.to_bytes(4, "big") for value in fields) + oid
+
+
+def _in_the_way(entries: dict[bytes, bytes], name: bytes) -> Iterable[bytes]:
+    """Entries named like one of ``name``'s folders."""
+    at = name.find(b"/")
+    while at > 0:
+        if name[:at] in entries:
+            yield name[:at]
+        at = name.find(b"/", at + 1)
+
+
+def _make_room(entries: dict[bytes, bytes], ordered: list[bytes], name: bytes) -> None:
+    """``--replace``: drop the entries a new entry ``name`` would meet (a file named like one
+    of its folders, or entries inside a folder named like it); ``ordered``: the index's
+    names as read, sorted."""
+    for other in list(_in_the_way(entries, name)):
+        del entries[other]
+    inside = name + b"/"
+    at = bisect.bisect_left(ordered, inside)
+    while at < len(ordered) and ordered[at].startswith(inside):
+        entries.pop(ordered[at], None)
+        at += 1
+
+
+def _smudge(folder: Path, entries: dict[bytes, bytes], staged: set[bytes], index_s: int) -> None:
+    """Git's racy-entry rule, as Git applies it when it writes an index: a carried-over entry
+    whose time is not older than the index being replaced (to the second) may have changed
+    in the same tick without its stat data showing it; when its stat data still matches the
+    file and its content does not, its size is set to 0 ("smudged"), so the next listing sees
+    it changed. No more fields are compared than any Git compares (mtime to the second, size,
+    kind), so an entry Git would trust is always looked at here."""
+    root = os.fsencode(folder)
+    for name, head in entries.items():
+        if name in staged or head[_SIZE_AT] == b"\0\0\0\0":
+            continue
+        if int.from_bytes(head[8:12], "big") < index_s:
+            continue
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue  # gone or unreadable: the listing sees it changed
+        if _basic(info) != (head[8:12], head[24:28], head[36:40]):
+            continue  # its stat data already shows a change
+        try:
+            same = _content_id(path, info) == head[40:60]
+        except OSError:
+            same = False
+        if not same:
+            entries[name] = head[:36] + b"\0\0\0\0" + head[40:]
+
+
+def _mode(info: os.stat_result) -> int | None:
+    if stat.S_ISLNK(info.st_mode):
+        return 0o120000
+    if stat.S_ISREG(info.st_mode):
+        return 0o100755 if info.st_mode & stat.S_IXUSR else 0o100644
+    return None
+
+
+def _basic(info: os.stat_result) -> tuple[bytes, bytes, bytes]:
+    """The stat fields Git compares whatever its configuration (``core.checkStat=minimal``,
+    ``core.trustctime=false``): mtime seconds, mode, size."""
+    return (
+        ((info.st_mtime_ns // 1_000_000_000) & _MASK32).to_bytes(4, "big"),
+        (_mode(info) or 0).to_bytes(4, "big"),
+        (info.st_size & _MASK32).to_bytes(4, "big"),
+    )
+
+
+def _content_id(path: bytes, info: os.stat_result) -> bytes:
+    if stat.S_ISLNK(info.st_mode):
+        body = os.readlink(path)
+    else:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(descriptor, "rb") as handle:
+            body = handle.read()
+    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).digest()
+
+
+def _invalidate(tree: _Node | None, name: bytes) -> None:
+    node = tree
+    parts = name.split(b"/")[:-1]
+    while node is not None:
+        node.count = -1
+        node.oid = None
+        if not parts:
+            return
+        node = node.children.get(parts.pop(0))
+
+
+class _Builder:
+    """Every invalidated folder's tree written from the index's entries."""
+
+    def __init__(self, names: list[bytes], heads: list[bytes], objects: _Objects) -> None:
+        self.names = names
+        self.heads = heads
+        self.objects = objects
+        self.wrote = False
+
+    def build(self, start: int, prefix: bytes, node: _Node) -> tuple[_Node, int]:
+        names, heads = self.names, self.heads
+        if (
+            node.count > 0
+            and node.oid is not None
+            and self._covers(start, prefix, node.count)
+            and self.objects.has(node.oid)
+        ):
+            return node, start + node.count
+        body: list[bytes] = []
+        children: dict[bytes, _Node] = {}
+        at = start
+        size = len(prefix)
+        end = len(names)
+        while at < end:
+            name = names[at]
+            if not name.startswith(prefix):
+                break
+            rest = name[size:]
+            slash = rest.find(b"/")
+            if slash < 0:
+                head = heads[at]
+                mode = int.from_bytes(head[24:28], "big")
+                oid = head[40:60]
+                if mode != _GITLINK and not self.objects.has(oid):
+                    raise MissingObject(f"invalid object {oid.hex()} for '{os.fsdecode(name)}'")
+                body.append(b"%o %s\0%s" % (mode, rest, oid))
+                at += 1
+                continue
+            part = rest[:slash]
+            child, at = self.build(
+                at, prefix + part + b"/", node.children.get(part) or _Node(-1, None)
+            )
+            assert child.oid is not None
+            children[part] = child
+            body.append(b"%o %s\0%s" % (_TREE_MODE, part, child.oid))
+        oid = self.objects.write(b"tree", b"".join(body))
+        self.wrote = True
+        return _Node(at - start, oid, children), at
+
+    def _covers(self, start: int, prefix: bytes, count: int) -> bool:
+        """Whether the ``count`` entries from ``start`` are exactly those under ``prefix``
+        (a damaged count is never trusted: the folder's tree is written again)."""
+        last = start + count - 1
+        if last >= len(self.names) or not self.names[last].startswith(prefix):
+            return False
+        return last + 1 == len(self.names) or not self.names[last + 1].startswith(prefix)
+
+
+class _Objects:
+    """The store's objects: whether one is there (its packs' indexes, then its loose
+    objects), and writing a loose one (an object already there is freshened instead)."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.root = os.fsencode(git_dir / "objects")
+        self._packs: list[tuple[bytes, mmap.mmap | bytes]] | None = None
+
+    def packs(self) -> list[tuple[bytes, mmap.mmap | bytes]]:
+        if self._packs is None:
+            found: list[tuple[bytes, mmap.mmap | bytes]] = []
+            folder = os.path.join(self.root, b"pack")
+            try:
+                names = sorted(os.listdir(folder))
+            except FileNotFoundError:
+                names = []
+            except OSError as error:
+                raise _Unsupported(str(error)) from None
+            for name in names:
+                if not name.endswith(b".idx"):
+                    continue
+                path = os.path.join(folder, name)
+                try:
+                    with open(path, "rb") as handle:
+                        size = os.fstat(handle.fileno()).st_size
+                        data: mmap.mmap | bytes = (
+                            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                        )
+                except OSError as error:
+                    raise _Unsupported(str(error)) from None
+                if data[:8] != b"\377tOc\0\0\0\2" or len(data) < 8 + 1024:
+                    raise _Unsupported("a pack index of another version")
+                found.append((path[: -len(b".idx")] + b".pack", data))
+            self._packs = found
+        return self._packs
+
+    def _packed(self, oid: bytes) -> bytes | None:
+        first = oid[0]
+        for pack, data in self.packs():
+            low = (
+                int.from_bytes(data[8 + 4 * (first - 1) : 12 + 4 * (first - 1)], "big")
+                if first
+                else 0
+            )
+            high = int.from_bytes(data[8 + 4 * first : 12 + 4 * first], "big")
+            base = 8 + 1024
+            while low < high:
+                middle = (low + high) // 2
+                at = base + 20 * middle
+                found = data[at : at + 20]
+                if found == oid:
+                    return pack
+                if found < oid:
+                    low = middle + 1
+                else:
+                    high = middle
+        return None
+
+    def _loose(self, oid: bytes) -> bytes:
+        text = oid.hex().encode()
+        return os.path.join(self.root, text[:2], text[2:])
+
+    def has(self, oid: bytes) -> bool:
+        return self._packed(oid) is not None or os.path.lexists(self._loose(oid))
+
+    def write(self, kind: bytes, body: bytes) -> bytes:
+        data = b"%s %d\0" % (kind, len(body)) + body
+        oid = hashlib.sha1(data, usedforsecurity=False).digest()
+        pack = self._packed(oid)
+        target = self._loose(oid)
+        if pack is not None or os.path.lexists(target):
+            with contextlib.suppress(OSError):  # freshened, as Git does
+                os.utime(pack if pack is not None else target)
+            return oid
+        folder = os.path.dirname(target)
+        scratch = os.path.join(folder, b"tmp_obj_maka_%d_%d" % (os.getpid(), id(data)))
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, _DIR_MODE)
+            descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _OBJECT_MODE)
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(zlib.compress(data, 1))
+            with contextlib.suppress(FileExistsError):  # written meanwhile: the same bytes
+                os.link(scratch, target)
+        except OSError as error:
+            raise _Unsupported(str(error)) from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(scratch)
+        return oid
+
+
+def _read(index: Path) -> tuple[bytes, _Index]:
+    """The index as parsed; what this process last wrote there is taken as it was kept (the
+    file's bytes compared), once: the caller changes it and writes it back, or puts it back
+    with ``_keep``."""
+    try:
+        with open(index, "rb") as handle:
+            data = handle.read()
+            mtime_s = int(os.fstat(handle.fileno()).st_mtime)
+    except OSError as error:
+        raise _Unsupported(str(error)) from None
+    kept = _memo.pop(_KEY, None)  # any name: a second name (hard link) reads the same
+    if kept is not None and kept[0] == data:
+        kept[1].mtime_s = mtime_s
+        return data, kept[1]
+    return data, _parse(data, mtime_s)
+
+
+def _keep(data: bytes, state: _Index) -> None:
+    _memo[_KEY] = (data, state)
+
+
+def _parse(data: bytes, mtime_s: int) -> _Index:
+    if len(data) < 32 or data[:4] != b"DIRC":
+        raise _Unsupported("not an index")
+    if hashlib.sha1(data[:-20], usedforsecurity=False).digest() != data[-20:]:
+        raise _Unsupported("the index's checksum is wrong")
+    version = int.from_bytes(data[4:8], "big")
+    count = int.from_bytes(data[8:12], "big")
+    if version not in (2, 3) or count > SMALL_INDEX:
+        raise _Unsupported("an index of another version, or a large one")
+    names: list[bytes] = []
+    heads: list[bytes] = []
+    at = 12
+    end = len(data) - 20
+    for _ in range(count):
+        flags = int.from_bytes(data[at + 60 : at + 62], "big")
+        if flags & _OTHER_FLAGS:
+            raise _Unsupported("an entry with flags")
+        size = flags & _NAME_MASK
+        start = at + _HEADER
+        stop = data.index(b"\0", start) if size == _NAME_MASK else start + size
+        if stop > end:
+            raise _Unsupported("a damaged index")
+        names.append(data[start:stop])
+        heads.append(data[at:start])
+        at += (_HEADER + (stop - start) + 8) & ~7
+    if any(names[n] >= names[n + 1] for n in range(len(names) - 1)):
+        raise _Unsupported("entries out of order")
+    tree: _Node | None = None
+    eoie = False
+    while at < end:
+        signature = data[at : at + 4]
+        length = int.from_bytes(data[at + 4 : at + 8], "big")
+        body = data[at + 8 : at + 8 + length]
+        if signature == b"TREE":
+            tree, used = _parse_tree(body, 0)
+            if used != len(body):
+                raise _Unsupported("a damaged tree cache")
+        elif signature == b"EOIE":
+            eoie = True
+        elif signature != b"IEOT":
+            raise _Unsupported(f"the index extension {signature!r}")
+        at += 8 + length
+    if at != end:
+        raise _Unsupported("a damaged index")
+    return _Index(version, names, heads, tree, eoie, mtime_s)
+
+
+def _parse_tree(body: bytes, at: int) -> tuple[_Node, int]:
+    nul = body.index(b"\0", at)
+    line = body.index(b"\n", nul)
+    counts = body[nul + 1 : line].split(b" ")
+    count, subtrees = int(counts[0]), int(counts[1])
+    at = line + 1
+    oid = None
+    if count >= 0:
+        oid = body[at : at + 20]
+        at += 20
+    node = _Node(count, oid)
+    for _ in range(subtrees):
+        start = at
+        end = body.index(b"\0", start)
+        child, at = _parse_tree(body, start)
+        node.children[body[start:end]] = child
+    return node, at
+
+
+def _tree_bytes(name: bytes, node: _Node, out: list[bytes]) -> None:
+    out.append(b"%s\0%d %d\n" % (name, node.count, len(node.children)))
+    if node.count >= 0 and node.oid is not None:
+        out.append(node.oid)
+    # Git keeps a folder's cached subtrees ordered by name length, then by bytes.
+    for child in sorted(node.children, key=lambda part: (len(part), part)):
+        _tree_bytes(child, node.children[child], out)
+
+
+def _write(index: Path, state: _Index) -> None:
+    out: list[bytes] = [
+        b"DIRC",
+        state.version.to_bytes(4, "big"),
+        len(state.names).to_bytes(4, "big"),
+    ]
+    pads = [b"\0" * size for size in range(9)]
+    for head, name in zip(state.heads, state.names, strict=True):
+        out.append(head)
+        out.append(name)
+        out.append(pads[8 - (_HEADER + len(name)) % 8])
+    out = [b"".join(out)]
+    entries_end = len(out[0])
+    headers: list[bytes] = []
+    if state.tree is not None:
+        parts: list[bytes] = []
+        _tree_bytes(b"", state.tree, parts)
+        tree = b"".join(parts)
+        header = b"TREE" + len(tree).to_bytes(4, "big")
+        headers.append(header)
+        out += [header, tree]
+    if state.eoie:
+        mark = hashlib.sha1(b"".join(headers), usedforsecurity=False).digest()
+        out += [b"EOIE", (24).to_bytes(4, "big"), entries_end.to_bytes(4, "big"), mark]
+    data = b"".join(out)
+    data += hashlib.sha1(data, usedforsecurity=False).digest()
+    lock = index.with_name(index.name + ".lock")
+    try:
+        descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as error:
+        raise _Unsupported(str(error)) from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(lock, index)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            lock.unlink()
+        raise _Unsupported(str(error)) from None
+    _keep(data, state)
