@@ -1,5 +1,5 @@
 """A small private index staged and its tree written in this process (docs/design/workspace.md
-section 1, "Small folders"): where a capture's Git calls are mostly process starts (a folder of
+section 2, "Small folders"): where a capture's Git calls are mostly process starts (a folder of
 a few thousand files), the staging (``update-index``) and the tree (``write-tree``) are done
 here, as Git does them, instead of in two more Git processes.
 
