@@ -217,12 +217,7 @@ def _staged_head(folder: Path, raw: bytes, objects: _Objects) -> bytes | None:
         mode = _mode(info)
         if mode is None:
             raise _Unsupported("not a file or a link")
-        if mode == 0o120000:
-            body = os.readlink(path)
-        else:
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(descriptor, "rb") as handle:
-                body = handle.read()
+        body = os.readlink(path) if mode == 0o120000 else _file_bytes(path, info)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as error:
@@ -311,13 +306,20 @@ def _basic(info: os.stat_result) -> tuple[bytes, bytes, bytes]:
     )
 
 
+def _file_bytes(path: bytes, info: os.stat_result) -> bytes:
+    """The bytes of the regular file ``lstat`` found at ``path``; an ``OSError`` when anything
+    else is there now (never a wait on a fifo put in its place, never a link followed)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    descriptor = os.open(path, flags)
+    with os.fdopen(descriptor, "rb") as handle:
+        opened = os.fstat(descriptor)
+        if not stat.S_ISREG(opened.st_mode) or opened.st_ino != info.st_ino:
+            raise OSError(f"{os.fsdecode(path)} changed while it was read")
+        return handle.read()
+
+
 def _content_id(path: bytes, info: os.stat_result) -> bytes:
-    if stat.S_ISLNK(info.st_mode):
-        body = os.readlink(path)
-    else:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            body = handle.read()
+    body = os.readlink(path) if stat.S_ISLNK(info.st_mode) else _file_bytes(path, info)
     return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).digest()
 
 

@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -371,3 +372,29 @@ def test_an_entry_in_the_way_is_replaced_as_git_replaces_it(tmp_path: Path, chan
         _git("ls-files", "-s", env=env | {"GIT_INDEX_FILE": str(index)}) for index in (ours, theirs)
     ]
     assert listed[0] == listed[1]
+
+
+def test_a_fifo_put_in_a_files_place_is_not_waited_on(tmp_path: Path) -> None:
+    """A file replaced by a fifo between its ``lstat`` and its reading: the read refuses at
+    once (as for a link put there), and the staging is left to Git."""
+    path = tmp_path / "f.txt"
+    path.write_text("file\n")
+    seen = os.lstat(path)
+    path.unlink()
+    os.mkfifo(path)
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(checkpoint_index._file_bytes(os.fsencode(path), seen))
+        except OSError as error:
+            outcome.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    if reader.is_alive():  # let the blocked open go, then fail
+        with open(path, "wb"):
+            pass
+        pytest.fail("the read waited on the fifo")
+    assert isinstance(outcome[0], OSError)
