@@ -308,14 +308,18 @@ def _basic(info: os.stat_result) -> tuple[bytes, bytes, bytes]:
 
 def _file_bytes(path: bytes, info: os.stat_result) -> bytes:
     """The bytes of the regular file ``lstat`` found at ``path``; an ``OSError`` when anything
-    else is there now (never a wait on a fifo put in its place, never a link followed)."""
+    else is there now (never a wait on a fifo put in its place, never a link followed) or it
+    grew since (Git is left to read it)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     descriptor = os.open(path, flags)
     with os.fdopen(descriptor, "rb") as handle:
         opened = os.fstat(descriptor)
         if not stat.S_ISREG(opened.st_mode) or opened.st_ino != info.st_ino:
             raise OSError(f"{os.fsdecode(path)} changed while it was read")
-        return handle.read()
+        body = handle.read(info.st_size + 1)  # a file growing meanwhile is not read on
+        if len(body) > info.st_size:
+            raise OSError(f"{os.fsdecode(path)} grew while it was read")
+        return body
 
 
 def _content_id(path: bytes, info: os.stat_result) -> bytes:

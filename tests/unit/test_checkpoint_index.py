@@ -398,3 +398,14 @@ def test_a_fifo_put_in_a_files_place_is_not_waited_on(tmp_path: Path) -> None:
             pass
         pytest.fail("the read waited on the fifo")
     assert isinstance(outcome[0], OSError)
+
+
+def test_a_file_that_grew_since_its_lstat_is_left_to_git(tmp_path: Path) -> None:
+    path = tmp_path / "log.txt"
+    path.write_text("one line\n")
+    seen = os.lstat(path)
+    with open(path, "a") as out:
+        out.write("and many more\n" * 1000)
+    with pytest.raises(OSError, match="grew"):
+        checkpoint_index._file_bytes(os.fsencode(path), seen)
+    assert checkpoint_index._file_bytes(os.fsencode(path), os.lstat(path)) == path.read_bytes()
