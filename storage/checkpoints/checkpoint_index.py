@@ -40,7 +40,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import hashlib
-import mmap
 import os
 import stat
 import sys
@@ -63,6 +62,7 @@ _TREE_MODE = 0o40000
 _GITLINK = 0o160000
 _OBJECT_MODE = 0o400
 _DIR_MODE = 0o700
+_PADS = [b"\0" * size for size in range(9)]
 
 
 @dataclass(slots=True)
@@ -77,11 +77,13 @@ class _Node:
 @dataclass(slots=True)
 class _Index:
     version: int
-    names: list[bytes]
-    heads: list[bytes]  # each entry's 62 bytes before its name
+    names: list[bytes]  # sorted, as Git sorts them
+    records: list[bytes]  # each entry as the file holds it: 62 bytes, its name, padding
     tree: _Node | None
     eoie: bool
-    mtime_s: int
+    mtime_s: int  # the index file's time when it was read
+    recent: set[bytes]  # every entry whose time (seconds) is not older than recent_since
+    recent_since: int
 
 
 class _Unsupported(Exception):
@@ -129,27 +131,33 @@ def stage_paths(
     try:
         data, state = _read(index)
         objects = _Objects(git_dir)
-        entries = dict(zip(state.names, state.heads, strict=True))
+        names, records = state.names, state.records
         changed: list[bytes] = []
         staged: set[bytes] = set()
         for raw in stage:
             head = _staged_head(folder, raw, objects)
+            at = bisect.bisect_left(names, raw)
+            there = at < len(names) and names[at] == raw
             if head is None:
-                if raw in entries:
-                    del entries[raw]
+                if there:
+                    del names[at], records[at]
                     changed.append(raw)
                 continue
-            if raw not in entries:
-                _make_room(entries, state.names, raw)
-            entries[raw] = head + _flags(raw)
+            if not there:
+                _make_room(names, records, raw)
+                at = bisect.bisect_left(names, raw)
+                names.insert(at, raw)
+                records.insert(at, b"")
+            records[at] = _record(head, raw)
             staged.add(raw)
             changed.append(raw)
         for raw in gone:
             try:
                 os.lstat(folder / os.fsdecode(raw))
             except (FileNotFoundError, NotADirectoryError):
-                if raw in entries:
-                    del entries[raw]
+                at = bisect.bisect_left(names, raw)
+                if at < len(names) and names[at] == raw:
+                    del names[at], records[at]
                     changed.append(raw)
             except OSError as error:
                 raise _Unsupported(str(error)) from None
@@ -158,12 +166,10 @@ def stage_paths(
         if not changed:
             _keep(data, state)
             return True
-        _smudge(folder, entries, staged, state.mtime_s)
+        _smudge(folder, state, staged)
         for raw in changed:
             _invalidate(state.tree, raw)
-        names = sorted(entries)
-        new = _Index(state.version, names, [entries[n] for n in names], state.tree, state.eoie, 0)
-        _write(index, new)
+        _write(index, state)
         return True
     except _Unsupported:
         return False
@@ -176,26 +182,32 @@ def record_and_tree(git_dir: Path, index: Path, record: tuple[str, str] | None) 
     try:
         data, state = _read(index)
         objects = _Objects(git_dir)
-        names, heads = state.names, state.heads
+        names, records = state.names, state.records
         dirty = False
         if record is not None:
             path, blob = record[0].encode(), bytes.fromhex(record[1])
-            entries = dict(zip(names, heads, strict=True))
-            if any(_in_the_way(entries, path)) or any(n.startswith(path + b"/") for n in entries):
+            at = bisect.bisect_left(names, path)
+            there = at < len(names) and names[at] == path
+            inside = bisect.bisect_left(names, path + b"/")
+            if any(True for _ in _in_the_way(names, path)) or (
+                inside < len(names) and names[inside].startswith(path + b"/")
+            ):
                 raise _Unsupported("the record's path is in the way of an entry")
             head = bytes(24) + (0o100644).to_bytes(4, "big") + bytes(12)  # as --cacheinfo
-            entries[path] = head + blob + _flags(path)
+            if not there:
+                names.insert(at, path)
+                records.insert(at, b"")
+            records[at] = _record(head + blob, path)
             _invalidate(state.tree, path)
-            names = sorted(entries)
-            heads = [entries[n] for n in names]
             dirty = True
         root = state.tree if state.tree is not None else _Node(-1, None)
-        built = _Builder(names, heads, objects)
+        built = _Builder(names, records, objects)
         tree, end = built.build(0, b"", root)
         if end != len(names):
             raise _Unsupported("the cached trees do not cover the index")
         if dirty or built.wrote or state.tree is None:
-            _write(index, _Index(state.version, names, heads, tree, state.eoie, 0))
+            state.tree = tree
+            _write(index, state)
         else:
             _keep(data, state)
         assert tree.oid is not None
@@ -204,8 +216,11 @@ def record_and_tree(git_dir: Path, index: Path, record: tuple[str, str] | None) 
         return None
 
 
-def _flags(name: bytes) -> bytes:
-    return min(len(name), _NAME_MASK).to_bytes(2, "big")
+def _record(head: bytes, name: bytes) -> bytes:
+    """An entry as the index file holds it: its first 60 bytes (stat data, mode, object id),
+    its flags (the name's length), its name, and 1 to 8 NULs up to a multiple of 8."""
+    flags = min(len(name), _NAME_MASK).to_bytes(2, "big")
+    return head + flags + name + _PADS[8 - (_HEADER + len(name)) % 8]
 
 
 def _staged_head(folder: Path, raw: bytes, objects: _Objects) -> bytes | None:
@@ -238,54 +253,65 @@ def _staged_head(folder: Path, raw: bytes, objects: _Objects) -> bytes | None:
     return b"".join(value.to_bytes(4, "big") for value in fields) + oid
 
 
-def _in_the_way(entries: dict[bytes, bytes], name: bytes) -> Iterable[bytes]:
-    """Entries named like one of ``name``'s folders."""
+def _in_the_way(names: list[bytes], name: bytes) -> Iterable[int]:
+    """The positions of the entries named like one of ``name``'s folders."""
     at = name.find(b"/")
     while at > 0:
-        if name[:at] in entries:
-            yield name[:at]
+        found = bisect.bisect_left(names, name[:at])
+        if found < len(names) and names[found] == name[:at]:
+            yield found
         at = name.find(b"/", at + 1)
 
 
-def _make_room(entries: dict[bytes, bytes], ordered: list[bytes], name: bytes) -> None:
+def _make_room(names: list[bytes], records: list[bytes], name: bytes) -> None:
     """``--replace``: drop the entries a new entry ``name`` would meet (a file named like one
-    of its folders, or entries inside a folder named like it); ``ordered``: the index's
-    names as read, sorted."""
-    for other in list(_in_the_way(entries, name)):
-        del entries[other]
+    of its folders, or entries inside a folder named like it)."""
+    for at in sorted(_in_the_way(names, name), reverse=True):
+        del names[at], records[at]
     inside = name + b"/"
-    at = bisect.bisect_left(ordered, inside)
-    while at < len(ordered) and ordered[at].startswith(inside):
-        entries.pop(ordered[at], None)
-        at += 1
+    at = bisect.bisect_left(names, inside)
+    end = at
+    while end < len(names) and names[end].startswith(inside):
+        end += 1
+    del names[at:end], records[at:end]
 
 
-def _smudge(folder: Path, entries: dict[bytes, bytes], staged: set[bytes], index_s: int) -> None:
+def _smudge(folder: Path, state: _Index, staged: set[bytes]) -> None:
     """Git's racy-entry rule, as Git applies it when it writes an index: a carried-over entry
     whose time is not older than the index being replaced (to the second) may have changed
     in the same tick without its stat data showing it; when its stat data still matches the
     file and its content does not, its size is set to 0 ("smudged"), so the next listing sees
     it changed. No more fields are compared than any Git compares (mtime to the second, size,
-    kind), so an entry Git would trust is always looked at here."""
+    kind), so an entry Git would trust is always looked at here. Only entries in
+    ``state.recent`` can be such entries; those still recent stay there, with the staged."""
     root = os.fsencode(folder)
-    for name, head in entries.items():
-        if name in staged or head[_SIZE_AT] == b"\0\0\0\0":
+    names, records = state.names, state.records
+    recent = set(staged)
+    for name in state.recent:
+        at = bisect.bisect_left(names, name)
+        if name in staged or at == len(names) or names[at] != name:
             continue
-        if int.from_bytes(head[8:12], "big") < index_s:
+        record = records[at]
+        if int.from_bytes(record[8:12], "big") < state.mtime_s:
+            continue
+        recent.add(name)
+        if record[_SIZE_AT] == b"\0\0\0\0":
             continue
         path = os.path.join(root, name)
         try:
             info = os.lstat(path)
         except OSError:
             continue  # gone or unreadable: the listing sees it changed
-        if _basic(info) != (head[8:12], head[24:28], head[36:40]):
+        if _basic(info) != (record[8:12], record[24:28], record[36:40]):
             continue  # its stat data already shows a change
         try:
-            same = _content_id(path, info) == head[40:60]
+            same = _content_id(path, info) == record[40:60]
         except OSError:
             same = False
         if not same:
-            entries[name] = head[:36] + b"\0\0\0\0" + head[40:]
+            records[at] = record[:36] + b"\0\0\0\0" + record[40:]
+    state.recent = recent
+    state.recent_since = state.mtime_s
 
 
 def _mode(info: os.stat_result) -> int | None:
@@ -341,14 +367,14 @@ def _invalidate(tree: _Node | None, name: bytes) -> None:
 class _Builder:
     """Every invalidated folder's tree written from the index's entries."""
 
-    def __init__(self, names: list[bytes], heads: list[bytes], objects: _Objects) -> None:
+    def __init__(self, names: list[bytes], records: list[bytes], objects: _Objects) -> None:
         self.names = names
-        self.heads = heads
+        self.records = records
         self.objects = objects
         self.wrote = False
 
     def build(self, start: int, prefix: bytes, node: _Node) -> tuple[_Node, int]:
-        names, heads = self.names, self.heads
+        names, records = self.names, self.records
         if (
             node.count > 0
             and node.oid is not None
@@ -368,9 +394,9 @@ class _Builder:
             rest = name[size:]
             slash = rest.find(b"/")
             if slash < 0:
-                head = heads[at]
-                mode = int.from_bytes(head[24:28], "big")
-                oid = head[40:60]
+                record = records[at]
+                mode = int.from_bytes(record[24:28], "big")
+                oid = record[40:60]
                 if mode != _GITLINK and not self.objects.has(oid):
                     raise MissingObject(f"invalid object {oid.hex()} for '{os.fsdecode(name)}'")
                 body.append(b"%o %s\0%s" % (mode, rest, oid))
@@ -396,17 +422,21 @@ class _Builder:
         return last + 1 == len(self.names) or not self.names[last + 1].startswith(prefix)
 
 
+_PACKED: dict[bytes, tuple[tuple[int, int], frozenset[bytes]]] = {}
+"""Each pack index read, by path: its size and time, and the ids it lists (a pack's objects
+never change; a pack gone is simply not listed any more)."""
+
+
 class _Objects:
     """The store's objects: whether one is there (its packs' indexes, then its loose
     objects), and writing a loose one (an object already there is freshened instead)."""
 
     def __init__(self, git_dir: Path) -> None:
         self.root = os.fsencode(git_dir / "objects")
-        self._packs: list[tuple[bytes, mmap.mmap | bytes]] | None = None
+        self._packs: list[tuple[bytes, frozenset[bytes]]] | None = None
 
-    def packs(self) -> list[tuple[bytes, mmap.mmap | bytes]]:
+    def packs(self) -> list[tuple[bytes, frozenset[bytes]]]:
         if self._packs is None:
-            found: list[tuple[bytes, mmap.mmap | bytes]] = []
             folder = os.path.join(self.root, b"pack")
             try:
                 names = sorted(os.listdir(folder))
@@ -414,44 +444,17 @@ class _Objects:
                 names = []
             except OSError as error:
                 raise _Unsupported(str(error)) from None
-            for name in names:
-                if not name.endswith(b".idx"):
-                    continue
-                path = os.path.join(folder, name)
-                try:
-                    with open(path, "rb") as handle:
-                        size = os.fstat(handle.fileno()).st_size
-                        data: mmap.mmap | bytes = (
-                            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-                        )
-                except OSError as error:
-                    raise _Unsupported(str(error)) from None
-                if data[:8] != b"\377tOc\0\0\0\2" or len(data) < 8 + 1024:
-                    raise _Unsupported("a pack index of another version")
-                found.append((path[: -len(b".idx")] + b".pack", data))
-            self._packs = found
+            self._packs = [
+                (os.path.join(folder, name[: -len(b".idx")] + b".pack"), _pack_ids(folder, name))
+                for name in names
+                if name.endswith(b".idx")
+            ]
         return self._packs
 
     def _packed(self, oid: bytes) -> bytes | None:
-        first = oid[0]
-        for pack, data in self.packs():
-            low = (
-                int.from_bytes(data[8 + 4 * (first - 1) : 12 + 4 * (first - 1)], "big")
-                if first
-                else 0
-            )
-            high = int.from_bytes(data[8 + 4 * first : 12 + 4 * first], "big")
-            base = 8 + 1024
-            while low < high:
-                middle = (low + high) // 2
-                at = base + 20 * middle
-                found = data[at : at + 20]
-                if found == oid:
-                    return pack
-                if found < oid:
-                    low = middle + 1
-                else:
-                    high = middle
+        for pack, ids in self.packs():
+            if oid in ids:
+                return pack
         return None
 
     def _loose(self, oid: bytes) -> bytes:
@@ -488,6 +491,32 @@ class _Objects:
         return oid
 
 
+def _pack_ids(folder: bytes, name: bytes) -> frozenset[bytes]:
+    """The object ids a pack index (version 2) lists, read once per pack."""
+    path = os.path.join(folder, name)
+    try:
+        info = os.stat(path)
+        key = (info.st_size, info.st_mtime_ns)
+        kept = _PACKED.get(path)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        raise _Unsupported(str(error)) from None
+    if data[:8] != b"\377tOc\0\0\0\2" or len(data) < 8 + 1024:
+        raise _Unsupported("a pack index of another version")
+    count = int.from_bytes(data[8 + 1020 : 8 + 1024], "big")
+    table = data[8 + 1024 : 8 + 1024 + 20 * count]
+    if len(table) != 20 * count:
+        raise _Unsupported("a damaged pack index")
+    ids = frozenset(table[at : at + 20] for at in range(0, len(table), 20))
+    if len(_PACKED) > 64:
+        _PACKED.clear()
+    _PACKED[path] = (key, ids)
+    return ids
+
+
 def _read(index: Path) -> tuple[bytes, _Index]:
     """The index as parsed; what this process last wrote there is taken as it was kept (the
     file's bytes compared), once: the caller changes it and writes it back, or puts it back
@@ -499,10 +528,19 @@ def _read(index: Path) -> tuple[bytes, _Index]:
     except OSError as error:
         raise _Unsupported(str(error)) from None
     kept = _memo.pop(_KEY, None)  # any name: a second name (hard link) reads the same
-    if kept is not None and kept[0] == data:
-        kept[1].mtime_s = mtime_s
-        return data, kept[1]
-    return data, _parse(data, mtime_s)
+    if kept is None or kept[0] != data:
+        return data, _parse(data, mtime_s)
+    state = kept[1]
+    state.mtime_s = mtime_s
+    if mtime_s < state.recent_since:
+        # The index's time was set back: what counts as recent is looked for again.
+        state.recent = {
+            name
+            for name, record in zip(state.names, state.records, strict=True)
+            if int.from_bytes(record[8:12], "big") >= mtime_s
+        }
+        state.recent_since = mtime_s
+    return data, state
 
 
 def _keep(data: bytes, state: _Index) -> None:
@@ -519,7 +557,8 @@ def _parse(data: bytes, mtime_s: int) -> _Index:
     if version not in (2, 3) or count > SMALL_INDEX:
         raise _Unsupported("an index of another version, or a large one")
     names: list[bytes] = []
-    heads: list[bytes] = []
+    records: list[bytes] = []
+    recent: set[bytes] = set()
     at = 12
     end = len(data) - 20
     for _ in range(count):
@@ -529,11 +568,15 @@ def _parse(data: bytes, mtime_s: int) -> _Index:
         size = flags & _NAME_MASK
         start = at + _HEADER
         stop = data.index(b"\0", start) if size == _NAME_MASK else start + size
-        if stop > end:
+        following = at + ((_HEADER + (stop - start) + 8) & ~7)
+        if following > end:
             raise _Unsupported("a damaged index")
-        names.append(data[start:stop])
-        heads.append(data[at:start])
-        at += (_HEADER + (stop - start) + 8) & ~7
+        name = data[start:stop]
+        names.append(name)
+        records.append(data[at:following])
+        if int.from_bytes(data[at + 8 : at + 12], "big") >= mtime_s:
+            recent.add(name)
+        at = following
     if any(names[n] >= names[n + 1] for n in range(len(names) - 1)):
         raise _Unsupported("entries out of order")
     tree: _Node | None = None
@@ -553,7 +596,7 @@ def _parse(data: bytes, mtime_s: int) -> _Index:
         at += 8 + length
     if at != end:
         raise _Unsupported("a damaged index")
-    return _Index(version, names, heads, tree, eoie, mtime_s)
+    return _Index(version, names, records, tree, eoie, mtime_s, recent, mtime_s)
 
 
 def _parse_tree(body: bytes, at: int) -> tuple[_Node, int]:
@@ -585,18 +628,15 @@ def _tree_bytes(name: bytes, node: _Node, out: list[bytes]) -> None:
 
 
 def _write(index: Path, state: _Index) -> None:
-    out: list[bytes] = [
-        b"DIRC",
-        state.version.to_bytes(4, "big"),
-        len(state.names).to_bytes(4, "big"),
-    ]
-    pads = [b"\0" * size for size in range(9)]
-    for head, name in zip(state.heads, state.names, strict=True):
-        out.append(head)
-        out.append(name)
-        out.append(pads[8 - (_HEADER + len(name)) % 8])
-    out = [b"".join(out)]
-    entries_end = len(out[0])
+    entries = b"".join(
+        [
+            b"DIRC",
+            state.version.to_bytes(4, "big"),
+            len(state.names).to_bytes(4, "big"),
+            *state.records,
+        ]
+    )
+    out = [entries]
     headers: list[bytes] = []
     if state.tree is not None:
         parts: list[bytes] = []
@@ -607,7 +647,7 @@ def _write(index: Path, state: _Index) -> None:
         out += [header, tree]
     if state.eoie:
         mark = hashlib.sha1(b"".join(headers), usedforsecurity=False).digest()
-        out += [b"EOIE", (24).to_bytes(4, "big"), entries_end.to_bytes(4, "big"), mark]
+        out += [b"EOIE", (24).to_bytes(4, "big"), len(entries).to_bytes(4, "big"), mark]
     data = b"".join(out)
     data += hashlib.sha1(data, usedforsecurity=False).digest()
     lock = index.with_name(index.name + ".lock")
