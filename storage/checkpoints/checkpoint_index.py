@@ -1,6 +1,6 @@
 """A small private index staged and its tree written in this process (docs/design/workspace.md
-section 2, "Small folders"): where a capture's Git calls are mostly process starts (a folder of
-a few thousand files), the staging (``update-index``) and the tree (``write-tree``) are done
+section 2, "Small folders"): up to some thousands of files, where a capture's Git calls are
+mostly process starts, the staging (``update-index``) and the tree (``write-tree``) are done
 here, as Git does them, instead of in two more Git processes.
 
 Only what is ordinary is done here; anything else is left to Git, before this module has
@@ -12,7 +12,8 @@ pruned like any other):
 - the index is version 2 or 3, at most ``SMALL_INDEX`` entries, every entry at stage 0 with no
   flag beyond its name's length (no assume-valid, skip-worktree or intent-to-add entry), its
   checksum right, and no extension but the cached trees (``TREE``) and the end-of-entries
-  marker (``EOIE``; ``IEOT`` is dropped, as Git drops it below its own threshold);
+  marker (``EOIE``; ``IEOT``, Git's optional table for reading the entries on several
+  threads, is not written back: Git reads the index without it);
 - every path staged is a regular file or a symbolic link that reads without error.
 
 What is done as Git does it:
@@ -25,9 +26,9 @@ What is done as Git does it:
   its entry; an entry in the way of a new one (a file where a folder now is, or the reverse)
   is removed. Every cached tree on a changed path is invalidated.
 - **Racy entries**: an entry carried over unchanged whose time is not older than the index
-  being replaced (to the second) has its size set to 0 ("smudged"), so the next listing looks
-  at its content instead of trusting its stat data; Git smudges the same entries after looking
-  at their content, this smudges without looking (a file smudged here is hashed once more).
+  being replaced (to the second) may have changed in that same second without its stat data
+  showing it; as Git does when it writes an index, its content is looked at, and when it
+  differs its size is set to 0 ("smudged"), so the next listing sees it changed.
 - **The tree** (``write-tree``): every invalidated folder's tree is written from its entries
   (each object named must be in the store, or the capture fails as ``write-tree`` fails and
   the index is rebuilt from the folder); a valid cached tree is reused when its object is in
@@ -48,10 +49,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SMALL_INDEX = 4_000
-"""The most entries an index may hold to be staged here: beyond it, reading and writing the
-whole index in Python costs more than the Git processes it replaces (bench/bench_checkpoints.py,
-docs/performance.md)."""
+SMALL_INDEX = 16_000
+"""The most entries an index may hold to be staged here. Measured (docs/performance.md): at
+1,000 and 10,000 entries staging here is faster than the two Git processes it replaces; at
+50,000 reading and writing the whole index in Python costs more than they do."""
 
 _HEADER = 62  # ten 32-bit stat fields, the object id, the flags
 _NAME_MASK = 0x0FFF
@@ -475,10 +476,14 @@ class _Objects:
             return oid
         folder = os.path.dirname(target)
         scratch = os.path.join(folder, b"tmp_obj_maka_%d_%d" % (os.getpid(), id(data)))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
         try:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(folder, _DIR_MODE)
-            descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _OBJECT_MODE)
+            try:
+                descriptor = os.open(scratch, flags, _OBJECT_MODE)
+            except FileNotFoundError:  # the object's folder is made on its first object
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(folder, _DIR_MODE)
+                descriptor = os.open(scratch, flags, _OBJECT_MODE)
             with os.fdopen(descriptor, "wb") as out:
                 out.write(zlib.compress(data, 1))
             with contextlib.suppress(FileExistsError):  # written meanwhile: the same bytes
