@@ -14,8 +14,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
+import sys
+import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -409,3 +413,47 @@ def test_a_file_that_grew_since_its_lstat_is_left_to_git(tmp_path: Path) -> None
     with pytest.raises(OSError, match="grew"):
         checkpoint_index._file_bytes(os.fsencode(path), seen)
     assert checkpoint_index._file_bytes(os.fsencode(path), os.lstat(path)) == path.read_bytes()
+
+
+def test_a_capture_killed_at_any_moment_leaves_a_store_that_works(tmp_path: Path) -> None:
+    """A process capturing again and again (staging in this process) killed with SIGKILL at
+    random moments: every time, the next capture works and records what a capture from
+    nothing records, and the store passes ``git fsck``."""
+    folder = _folder(tmp_path)
+    for n in range(300):
+        (folder / "pkg" / f"f{n}.txt").write_text(f"{n}\n")
+    data = tmp_path / "data"
+    GitCheckpointStore(data).capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
+    script = textwrap.dedent(
+        f"""
+        import itertools, os, sys
+        from pathlib import Path
+        from runtime.ledger.checkpoint_ports import checkpoint_ref
+        from storage.checkpoints.checkpoint_store import GitCheckpointStore
+        store = GitCheckpointStore(Path({str(data)!r}))
+        folder = Path({str(folder)!r})
+        print("ready", flush=True)
+        for n in itertools.count(2):
+            for k in range(n % 7, 300, 29):
+                (folder / "pkg" / f"f{{k}}.txt").write_text(f"{{k}} {{n}}\\n")
+            store.capture(folder, {WS!r}, checkpoint_ref("s", "k", n), "m")
+        """
+    )
+    rng = random.Random(5)
+    root = Path(__file__).resolve().parents[2]
+    for attempt in range(8):
+        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, cwd=root)
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.05, 0.6))
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        store = GitCheckpointStore(data)
+        (folder / "notes.md").write_text(f"after kill {attempt}\n")
+        after = store.capture(folder, WS, checkpoint_ref("s", "a", attempt + 1), "m")
+        fresh = GitCheckpointStore(tmp_path / f"fresh-{attempt}").capture(
+            folder, WS, checkpoint_ref("s", "f", 1), "m"
+        )
+        assert after.tree_id == fresh.tree_id, f"attempt {attempt}"
+    _git("fsck", "--strict", "--no-dangling", env={"GIT_DIR": str(store.git_dir(WS))})
