@@ -107,3 +107,15 @@ def postgres_url(postgres_cluster: Any) -> str:
     """The URL of a fresh, empty database on the session's PostgreSQL cluster."""
     url: str = postgres_cluster.new_database()
     return url
+
+
+@pytest.fixture(params=["staged_here", "staged_by_git"])
+def staged_both_ways(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A checkpoint test run both ways: a small private index staged in this process
+    (``storage/checkpoints/checkpoint_index.py``), and staged by Git as a big one is. Used by
+    marking a module ``pytest.mark.usefixtures("staged_both_ways")``."""
+    from storage.checkpoints import checkpoint_index
+
+    if request.param == "staged_by_git":
+        monkeypatch.setattr(checkpoint_index, "SMALL_INDEX", 0)
+    return str(request.param)

@@ -17,22 +17,15 @@ from pathlib import Path
 import pytest
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
-from storage.checkpoints import checkpoint_index
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX modes"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX modes"
+    ),
+    pytest.mark.usefixtures("staged_both_ways"),
+]
 WS = "workspace:v1:7c7c7c7c-1111-2222-3333-444455556666"
-
-
-@pytest.fixture(params=["staged_here", "staged_by_git"], autouse=True)
-def staging(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test both ways: a small index staged in this process (``checkpoint_index``), and
-    staged by Git as a big one is."""
-    if request.param == "staged_by_git":
-        monkeypatch.setattr(checkpoint_index, "SMALL_INDEX", 0)
-    return str(request.param)
 
 
 def _git(git_dir: Path, *args: str) -> str:

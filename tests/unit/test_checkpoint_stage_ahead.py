@@ -19,23 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoints import checkpoint_index
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from tests.helpers.processes import pid_running
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX signals"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        shutil.which("git") is None or os.name != "posix", reason="needs git and POSIX signals"
+    ),
+    pytest.mark.usefixtures("staged_both_ways"),
+]
 WS = "workspace:v1:5a5a5a5a-1111-2222-3333-444455556666"
-
-
-@pytest.fixture(params=["staged_here", "staged_by_git"], autouse=True)
-def staging(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test both ways: a small index staged in this process (``checkpoint_index``), and
-    staged by Git as a big one is."""
-    if request.param == "staged_by_git":
-        monkeypatch.setattr(checkpoint_index, "SMALL_INDEX", 0)
-    return str(request.param)
 
 
 _STAGE = ["update-index", "-z", "--add", "--remove", "--replace", "--stdin"]
