@@ -176,10 +176,14 @@ def stage_paths(
         return False
 
 
-def record_and_tree(git_dir: Path, index: Path, record: tuple[str, str] | None) -> str | None:
+def record_and_tree(
+    git_dir: Path, folder: Path, index: Path, record: tuple[str, str] | None
+) -> str | None:
     """Put ``record`` (its path and blob id) in ``index`` when given, then write the index's
     tree and every invalidated folder's; the root tree's id, or None when it is left to Git
-    (the index is then as it was). Raises ``MissingObject`` as ``write-tree`` fails."""
+    (the index is then as it was). Raises ``MissingObject`` as ``write-tree`` fails. When the
+    index is written, its racy entries are looked at as ``write-tree`` looks at them, those
+    just staged included (``_smudge``)."""
     try:
         data, state = _read(index)
         objects = _Objects(git_dir)
@@ -208,6 +212,7 @@ def record_and_tree(git_dir: Path, index: Path, record: tuple[str, str] | None) 
             raise _Unsupported("the cached trees do not cover the index")
         if dirty or built.wrote or state.tree is None:
             state.tree = tree
+            _smudge(folder, state, set())
             _write(index, state)
         else:
             _keep(data, state)

@@ -685,7 +685,7 @@ class GitCheckpointStore:
                 staged = found.staged
             skipped.extend(os.fsdecode(raw) for raw in found.too_large)
         record = add_folders(found.record, folder, folders)
-        here = self._tree_here(git_dir, index, record, staged=staged)
+        here = self._tree_here(git_dir, folder, index, record, staged=staged)
         if here is not None:
             tree_text, staged = here
         elif borrowed_from(git_dir) is not None:
@@ -706,7 +706,7 @@ class GitCheckpointStore:
 
     @staticmethod
     def _tree_here(
-        git_dir: Path, index: Path, record: bytes, *, staged: str | None
+        git_dir: Path, folder: Path, index: Path, record: bytes, *, staged: str | None
     ) -> tuple[str, str] | None:
         """The permission record put in a small index and its tree written in this process
         (``checkpoint_index``): the tree's id and the record's blob id; None when it is left
@@ -719,7 +719,9 @@ class GitCheckpointStore:
             if blob is None:
                 return None
         try:
-            tree = record_and_tree(git_dir, index, None if blob == staged else (RECORD_PATH, blob))
+            tree = record_and_tree(
+                git_dir, folder, index, None if blob == staged else (RECORD_PATH, blob)
+            )
         except MissingObject as error:
             raise CheckpointError(CheckpointFailureCode.CHECKPOINT_GIT_FAILED, str(error)) from None
         return None if tree is None else (tree, blob)

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -365,7 +366,7 @@ def test_an_entry_in_the_way_is_replaced_as_git_replaces_it(tmp_path: Path, chan
         (folder / "f" / "g.txt").write_text("g\n")
         staged = b"f/g.txt"
     assert checkpoint_index.stage_paths(git_dir, folder, ours, [staged], [])
-    tree = checkpoint_index.record_and_tree(git_dir, ours, None)
+    tree = checkpoint_index.record_and_tree(git_dir, folder, ours, None)
     _git(
         "update-index", "--add", "--replace", staged.decode(),
         env=env | {"GIT_INDEX_FILE": str(theirs)},
@@ -457,3 +458,38 @@ def test_a_capture_killed_at_any_moment_leaves_a_store_that_works(tmp_path: Path
         )
         assert after.tree_id == fresh.tree_id, f"attempt {attempt}"
     _git("fsck", "--strict", "--no-dangling", env={"GIT_DIR": str(store.git_dir(WS))})
+
+
+def test_a_file_changed_before_the_tree_is_written_is_seen_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``write-tree``'s half of Git's racy-entry rule: ``new.txt`` is staged, then rewritten
+    (same size, its time put back) before the capture writes its tree, all in one second of
+    the index's clock; a later capture, the index's time well past the file's, still records
+    its new content (as with a Git that compares no ctime)."""
+    folder = _folder(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
+    env = {"GIT_DIR": str(store.git_dir(WS))}
+    _git("config", "core.trustctime", "false", env=env)
+    _git("config", "core.checkStat", "minimal", env=env)
+    index = store.index_path(WS)
+    late = folder / "pkg" / "new.txt"
+    late.write_bytes(b"old!")
+    taken = late.stat()
+    real = checkpoint_index.record_and_tree
+
+    def late_change(*args: Any, **kwargs: Any) -> str | None:
+        late.write_bytes(b"NEW!")
+        os.utime(late, ns=(taken.st_atime_ns, taken.st_mtime_ns))
+        os.utime(index, ns=(taken.st_mtime_ns, taken.st_mtime_ns))  # the same second
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_store, "record_and_tree", late_change)
+    staged = store.capture(folder, WS, checkpoint_ref("s", "r", 2), "m")
+    monkeypatch.setattr(checkpoint_store, "record_and_tree", real)
+    assert _git("cat-file", "-p", f"{staged.tree_id}:pkg/new.txt", env=env) == b"old!"
+    later = taken.st_mtime_ns + 60 * 10**9
+    os.utime(index, ns=(later, later))  # a minute on: no entry is racy any more
+    last = store.capture(folder, WS, checkpoint_ref("s", "r", 3), "m")
+    assert _git("cat-file", "-p", f"{last.tree_id}:pkg/new.txt", env=env) == b"NEW!"
