@@ -154,7 +154,9 @@ MAX_FILE_BYTES = 50 * 1024 * 1024
 DEFAULT_SIZE_BUDGET = 2 * 1024 * 1024 * 1024
 # Highest-precedence attributes: store every file as it is on disk.
 _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding -crlf\n"
-_EXCLUDE = f"/{MARKER_NAME}\n/{RECORD_DIR}/\n"
+# ``.maka`` at the top whatever it is: a file or a link of that name would meet the permission
+# record's entry (``.maka/permissions``), and no capture of the folder could be written.
+_EXCLUDE = f"/{MARKER_NAME}\n/{RECORD_DIR}\n"
 POLICY: dict[str, object] = {
     "version": 2,
     "excluded": [

@@ -493,3 +493,27 @@ def test_a_file_changed_before_the_tree_is_written_is_seen_later(
     os.utime(index, ns=(later, later))  # a minute on: no entry is racy any more
     last = store.capture(folder, WS, checkpoint_ref("s", "r", 3), "m")
     assert _git("cat-file", "-p", f"{last.tree_id}:pkg/new.txt", env=env) == b"NEW!"
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+@pytest.mark.usefixtures("staged_both_ways")
+def test_a_top_level_maka_that_is_not_a_folder_is_left_out(tmp_path: Path, kind: str) -> None:
+    """``.maka`` at the top of the folder is the app's own name (the policy leaves it out):
+    a file or a link of that name no longer fails every capture (its entry met the permission
+    record's, ``.maka/permissions``)."""
+    folder = _folder(tmp_path)
+    if kind == "file":
+        (folder / ".maka").write_text("a file of the user's\n")
+    else:
+        os.symlink("notes.md", folder / ".maka")
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
+    (folder / "notes.md").write_text("changed\n")
+    second = store.capture(folder, WS, checkpoint_ref("s", "r", 2), "m")
+    env = {"GIT_DIR": str(store.git_dir(WS))}
+    for snapshot in (first, second):
+        listed = _git("ls-tree", "--name-only", snapshot.tree_id, env=env).decode().split()
+        assert ".maka" in listed  # the permission record's folder, not the user's entry
+        inside = _git("ls-tree", "--name-only", f"{snapshot.tree_id}:.maka", env=env).decode()
+        assert inside.split() == ["permissions"]
+    assert store.observe(folder, WS).tree_id == second.tree_id
