@@ -427,10 +427,16 @@ class GitCheckpointStore:
                     out.write(rules)
             runner = self._git_runner()
             body = message.rstrip("\n") + "\n"
+            # A name that is not UTF-8 is written as it is read back (``now_ignored``): with
+            # U+FFFD for its undecodable bytes (a commit message is UTF-8 text).
             if skipped:
-                body += "\nskipped (over the size limit):\n" + "".join(f"  {p}\n" for p in skipped)
+                body += "\nskipped (over the size limit):\n" + "".join(
+                    f"  {_as_text(p)}\n" for p in skipped
+                )
             if self._left_out:
-                body += f"\n{NOW_IGNORED}\n" + "".join(f"  {p}\n" for p in self._left_out[:200])
+                body += f"\n{NOW_IGNORED}\n" + "".join(
+                    f"  {_as_text(p)}\n" for p in self._left_out[:200]
+                )
             # No parent: a snapshot needs none to be compared or copied, and a chain would keep
             # every byte ever captured reachable from the newest ref (retention frees nothing).
             # Written as Git writes them, without two more process starts; Git does it when
@@ -450,7 +456,7 @@ class GitCheckpointStore:
             remember_last(index, commit, tree)
             if borrowed_from(git_dir) is not None:
                 self._absorb_later(workspace_identity)
-            return Snapshot(tree, POLICY_HASH, commit, ref, tuple(skipped))
+            return Snapshot(tree, POLICY_HASH, commit, ref, tuple(_as_text(p) for p in skipped))
 
     def _seed(
         self, folder: Path, git_dir: Path, index: Path
@@ -583,7 +589,7 @@ class GitCheckpointStore:
                 for started in diff_ahead:
                     started.cancel()  # not needed (the same tree) or already finished
                 scratch.unlink(missing_ok=True)
-            return Snapshot(tree, POLICY_HASH, skipped=tuple(skipped))
+            return Snapshot(tree, POLICY_HASH, skipped=tuple(_as_text(p) for p in skipped))
 
     def _stage_and_write_tree(
         self,
@@ -1613,6 +1619,12 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
         runner.run_outside(["read-tree", "HEAD"], cwd=target)
     except CheckpointError:
         shutil.rmtree(target / ".git", ignore_errors=True)
+
+
+def _as_text(name: str) -> str:
+    """``name`` as UTF-8 text: a byte that does not decode (a name read with Python's
+    surrogate escapes) becomes U+FFFD."""
+    return os.fsencode(name).decode("utf-8", "replace")
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -517,3 +517,32 @@ def test_a_top_level_maka_that_is_not_a_folder_is_left_out(tmp_path: Path, kind:
         inside = _git("ls-tree", "--name-only", f"{snapshot.tree_id}:.maka", env=env).decode()
         assert inside.split() == ["permissions"]
     assert store.observe(folder, WS).tree_id == second.tree_id
+
+
+@pytest.mark.usefixtures("staged_both_ways")
+def test_a_newly_ignored_name_that_is_not_utf8_is_noted(tmp_path: Path) -> None:
+    """A path left out because an ignore rule came in, its name not UTF-8: the capture is
+    written (it failed encoding its message), the name noted with U+FFFD."""
+    folder = _folder(tmp_path)
+    with open(os.path.join(os.fsencode(folder), b"\xffraw.txt"), "wb") as out:
+        out.write(b"x\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
+    (folder / ".gitignore").write_text("*.txt\n")
+    second = store.capture(folder, WS, checkpoint_ref("s", "r", 2), "m")
+    assert second.commit_id is not None
+    noted = store.now_ignored(WS, [second.commit_id])[second.commit_id]
+    assert "\ufffdraw.txt" in noted
+
+
+def test_a_skipped_name_that_is_not_utf8_is_reported_as_text(tmp_path: Path) -> None:
+    """A file over the size limit whose name is not UTF-8: the capture names it with U+FFFD
+    (the run's checkpoint fact lists skipped paths, and a ledger holds UTF-8 text only)."""
+    folder = _folder(tmp_path)
+    with open(os.path.join(os.fsencode(folder), b"big\xfe.bin"), "wb") as out:
+        out.write(b"x" * 2_000)
+    store = GitCheckpointStore(tmp_path / "data", max_file_bytes=1_000)
+    taken = store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
+    assert taken.skipped == ("big\ufffd.bin",)
+    "".join(taken.skipped).encode("utf-8")  # no lone surrogate left
+    assert store.observe(folder, WS).skipped == ("big\ufffd.bin",)
