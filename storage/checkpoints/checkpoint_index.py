@@ -431,6 +431,7 @@ class _Builder:
 _PACKED: dict[bytes, tuple[tuple[int, int], frozenset[bytes]]] = {}
 """Each pack index read, by path: its size and time, and the ids it lists (a pack's objects
 never change; a pack gone is simply not listed any more)."""
+_PACKED_IDS = 250_000  # about 25 MB of ids kept at most (95 bytes each)
 
 
 class _Objects:
@@ -521,8 +522,8 @@ def _pack_ids(folder: bytes, name: bytes) -> frozenset[bytes]:
     if len(table) != 20 * count:
         raise _Unsupported("a damaged pack index")
     ids = frozenset(table[at : at + 20] for at in range(0, len(table), 20))
-    if len(_PACKED) > 64:
-        _PACKED.clear()
+    if len(_PACKED) >= 64 or sum(len(kept[1]) for kept in _PACKED.values()) > _PACKED_IDS:
+        _PACKED.clear()  # a few packs' ids are kept, never every store's the host has seen
     _PACKED[path] = (key, ids)
     return ids
 
