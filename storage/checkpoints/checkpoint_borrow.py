@@ -61,6 +61,7 @@ from runtime.ledger.codes import CheckpointFailureCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from storage.checkpoints.checkpoint_enclosing import enclosing_top, git_dirs
 from storage.checkpoints.checkpoint_git import GitRunner, Started
+from storage.checkpoints.checkpoint_objects import blob_id
 from storage.checkpoints.checkpoint_subindex import SIGNATURE, read_entries, sub_index
 from storage.private_files import private_opener
 
@@ -451,7 +452,7 @@ def stage_held(
         try:
             info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
-                ids[raw] = _blob_id(os.fsencode(os.readlink(path)))
+                ids[raw] = blob_id(os.fsencode(os.readlink(path)))
             elif stat.S_ISREG(info.st_mode):
                 ids[raw] = _file_blob_id(path, info.st_size)
         except OSError:
@@ -532,10 +533,6 @@ def _read_as_alternate(git_dir: Path, objects: Path) -> None:
     with open(scratch, "w", encoding="utf-8", opener=private_opener) as out:
         out.write("".join(f"{name}\n" for name in [*lines, line]))
     os.replace(scratch, alternates)
-
-
-def _blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _file_blob_id(path: Path, size: int) -> str:

@@ -44,10 +44,17 @@ import hashlib
 import os
 import stat
 import sys
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from storage.checkpoints.checkpoint_objects import (
+    blob_id,
+    compact_config,
+    loose_path,
+    plain_repository,
+    put_loose,
+)
 
 SMALL_INDEX = 16_000
 """The most entries an index may hold to be staged here. Measured (docs/performance.md): at
@@ -108,16 +115,18 @@ def index_here(git_dir: Path, index: Path) -> bool:
         return False
     try:
         size = index.stat().st_size
-        config = (git_dir / "config").read_text("utf-8", "replace").lower()
     except OSError:
         return False
-    if size > SMALL_INDEX * 160 or (git_dir / "objects" / "info" / "alternates").exists():
+    compact = compact_config(git_dir)
+    if (
+        compact is None
+        or size > SMALL_INDEX * 160
+        or (git_dir / "objects" / "info" / "alternates").exists()
+    ):
         return False
-    compact = config.replace(" ", "").replace("\t", "")
     return (
-        "filemode=true" in compact
-        and "objectformat" not in compact
-        and "refstorage" not in compact
+        plain_repository(git_dir, compact)
+        and "filemode=true" in compact
         and "splitindex" not in compact
         and "ignorecase=true" not in compact  # Git folds names' case there
         and "precomposeunicode=true" not in compact
@@ -356,7 +365,7 @@ def _file_bytes(path: bytes, info: os.stat_result) -> bytes:
 
 def _content_id(path: bytes, info: os.stat_result) -> bytes:
     body = os.readlink(path) if stat.S_ISLNK(info.st_mode) else _file_bytes(path, info)
-    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).digest()
+    return bytes.fromhex(blob_id(body))
 
 
 def _invalidate(tree: _Node | None, name: bytes) -> None:
@@ -465,8 +474,7 @@ class _Objects:
         return None
 
     def _loose(self, oid: bytes) -> bytes:
-        text = oid.hex().encode()
-        return os.path.join(self.root, text[:2], text[2:])
+        return loose_path(self.root, oid.hex())
 
     def has(self, oid: bytes) -> bool:
         return self._packed(oid) is not None or os.path.lexists(self._loose(oid))
@@ -480,25 +488,8 @@ class _Objects:
             with contextlib.suppress(OSError):  # freshened, as Git does
                 os.utime(pack if pack is not None else target)
             return oid
-        folder = os.path.dirname(target)
-        scratch = os.path.join(folder, b"tmp_obj_maka_%d_%d" % (os.getpid(), id(data)))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-        try:
-            try:
-                descriptor = os.open(scratch, flags, _OBJECT_MODE)
-            except FileNotFoundError:  # the object's folder is made on its first object
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(folder, _DIR_MODE)
-                descriptor = os.open(scratch, flags, _OBJECT_MODE)
-            with os.fdopen(descriptor, "wb") as out:
-                out.write(zlib.compress(data, 1))
-            with contextlib.suppress(FileExistsError):  # written meanwhile: the same bytes
-                os.link(scratch, target)
-        except OSError as error:
-            raise _Unsupported(str(error)) from None
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(scratch)
+        if not put_loose(target, data):
+            raise _Unsupported("the store refused an object")
         return oid
 
 

@@ -32,15 +32,28 @@ _OBJECT_MODE = 0o400  # as Git leaves its objects under the store's umask (0077)
 _DIR_MODE = 0o700
 
 
-def plain_repository(git_dir: Path) -> bool:
-    """Whether the private repository keeps SHA-1 objects and loose ref files (Git's
-    defaults, which ``git init`` gave it): anything else is left to Git."""
+def compact_config(git_dir: Path) -> str | None:
+    """The private repository's configuration, lower case, without blanks (what the checks
+    of its settings read); None when it cannot be read."""
     try:
         config = (git_dir / "config").read_text("utf-8", "replace").lower()
     except OSError:
-        return False
-    compact = config.replace(" ", "").replace("\t", "")
-    return "objectformat" not in compact and "refstorage" not in compact
+        return None
+    return config.replace(" ", "").replace("\t", "")
+
+
+def plain_repository(git_dir: Path, compact: str | None = None) -> bool:
+    """Whether the private repository keeps SHA-1 objects and loose ref files (Git's
+    defaults, which ``git init`` gave it): anything else is left to Git. ``compact``: its
+    configuration as ``compact_config`` read it, when the caller has it."""
+    if compact is None:
+        compact = compact_config(git_dir)
+    return compact is not None and "objectformat" not in compact and "refstorage" not in compact
+
+
+def blob_id(body: bytes) -> str:
+    """The id Git gives ``body`` as a blob (SHA-1 repositories)."""
+    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
 
 
 def write_commit(git_dir: Path, tree: str, message: str) -> str | None:
@@ -61,24 +74,42 @@ def write_object(git_dir: Path, kind: str, body: bytes) -> str | None:
     already holds as a loose object is left as it is (never rewritten, never touched)."""
     data = b"%s %d\0" % (kind.encode(), len(body)) + body
     object_id = hashlib.sha1(data, usedforsecurity=False).hexdigest()
-    folder = git_dir / "objects" / object_id[:2]
-    target = folder / object_id[2:]
-    if target.exists():
+    target = loose_path(os.fsencode(git_dir / "objects"), object_id)
+    if os.path.exists(target):
         return object_id
-    scratch = folder / f"tmp_obj_maka_{os.getpid()}_{time.monotonic_ns()}"
+    return object_id if put_loose(target, data) else None
+
+
+def loose_path(objects: bytes, object_id: str) -> bytes:
+    """Where the object ``object_id`` lies loose in the object folder ``objects``."""
+    return os.path.join(objects, object_id[:2].encode(), object_id[2:].encode())
+
+
+def put_loose(target: bytes, data: bytes) -> bool:
+    """Write ``data`` (an object's header and body) zlib-compressed at ``target``, as Git
+    writes a loose object: into a scratch file of the object's folder (made on its first
+    object), then linked into place (an object written meanwhile is the same bytes). False
+    when the file system refused."""
+    folder = os.path.dirname(target)
+    scratch = os.path.join(folder, b"tmp_obj_maka_%d_%d" % (os.getpid(), time.monotonic_ns()))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
     try:
-        folder.mkdir(mode=_DIR_MODE, exist_ok=True)
-        descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _OBJECT_MODE)
+        try:
+            descriptor = os.open(scratch, flags, _OBJECT_MODE)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, _DIR_MODE)
+            descriptor = os.open(scratch, flags, _OBJECT_MODE)
         with os.fdopen(descriptor, "wb") as out:
             out.write(zlib.compress(data, 1))
-        with contextlib.suppress(FileExistsError):  # written meanwhile: the same bytes
+        with contextlib.suppress(FileExistsError):
             os.link(scratch, target)
-        return object_id
+        return True
     except OSError:
-        return None
+        return False
     finally:
         with contextlib.suppress(OSError):
-            scratch.unlink()
+            os.unlink(scratch)
 
 
 def set_ref(git_dir: Path, ref: str, commit: str) -> bool:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
 from storage.checkpoints.checkpoint_git import GitRunner
-from storage.checkpoints.checkpoint_objects import plain_repository, write_object
+from storage.checkpoints.checkpoint_objects import blob_id, plain_repository, write_object
 from storage.private_files import private_opener
 
 RECORD_DIR = ".maka"
@@ -468,12 +468,6 @@ def stage_record(
         index=index,
     )
     return found
-
-
-def blob_id(body: bytes) -> str:
-    """The id Git gives ``body`` as a blob (SHA-1 repositories; another format never matches
-    and the record is simply staged again)."""
-    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
 
 
 def read_record(runner: GitRunner, git_dir: Path, tree: str) -> dict[str, int] | None:

@@ -95,6 +95,7 @@ from storage.checkpoints.checkpoint_index import (
     stage_paths,
 )
 from storage.checkpoints.checkpoint_objects import (
+    blob_id,
     plain_repository,
     set_ref,
     write_commit,
@@ -109,7 +110,6 @@ from storage.checkpoints.checkpoint_permissions import (
     add_folders,
     apply_record,
     apply_root,
-    blob_id,
     permission_changes,
     permission_record,
     read_cached,

@@ -267,6 +267,20 @@ def test_a_capture_staged_here_is_the_capture_git_stages(
     _git("fsck", "--strict", "--no-dangling", env=env)
 
 
+def _captured_by_a_git_comparing_no_ctime(
+    tmp_path: Path, folder: Path
+) -> tuple[GitCheckpointStore, dict[str, str]]:
+    """A store that captured ``folder`` once, its Git set to compare no ctime
+    (``core.trustctime=false``, ``core.checkStat=minimal``): a change Git's stat data cannot
+    show is left to the racy-entry rule alone. The store and the environment naming it."""
+    store = GitCheckpointStore(tmp_path / "data")
+    store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
+    env = {"GIT_DIR": str(store.git_dir(WS))}
+    _git("config", "core.trustctime", "false", env=env)
+    _git("config", "core.checkStat", "minimal", env=env)
+    return store, env
+
+
 def test_a_file_changed_in_the_same_second_is_seen_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: list[bool]
 ) -> None:
@@ -277,11 +291,7 @@ def test_a_file_changed_in_the_same_second_is_seen_later(
     folder = _folder(tmp_path)
     racy = folder / "pkg" / "racy.txt"
     racy.write_text("before\n")
-    store = GitCheckpointStore(tmp_path / "data")
-    store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
-    env = {"GIT_DIR": str(store.git_dir(WS))}
-    _git("config", "core.trustctime", "false", env=env)
-    _git("config", "core.checkStat", "minimal", env=env)
+    store, env = _captured_by_a_git_comparing_no_ctime(tmp_path, folder)
     index = store.index_path(WS)
     taken = racy.stat()
     os.utime(index, ns=(taken.st_mtime_ns, taken.st_mtime_ns))  # the same second as the file
@@ -468,11 +478,7 @@ def test_a_file_changed_before_the_tree_is_written_is_seen_later(
     the index's clock; a later capture, the index's time well past the file's, still records
     its new content (as with a Git that compares no ctime)."""
     folder = _folder(tmp_path)
-    store = GitCheckpointStore(tmp_path / "data")
-    store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
-    env = {"GIT_DIR": str(store.git_dir(WS))}
-    _git("config", "core.trustctime", "false", env=env)
-    _git("config", "core.checkStat", "minimal", env=env)
+    store, env = _captured_by_a_git_comparing_no_ctime(tmp_path, folder)
     index = store.index_path(WS)
     late = folder / "pkg" / "new.txt"
     late.write_bytes(b"old!")
