@@ -61,8 +61,20 @@ def _wait_for(predicate: Callable[[], bool], timeout_s: float = 60.0) -> None:
 
 
 def _renderer_of(main: subprocess.Popen[bytes]) -> psutil.Process:
-    (renderer,) = psutil.Process(main.pid).children(recursive=False)
+    """The main process's one renderer child (``--role renderer``); the main may also have a
+    short-lived child of its own at that moment (a Git call), which is not the window."""
+    (renderer,) = [
+        child for child in psutil.Process(main.pid).children(recursive=False) if _is_renderer(child)
+    ]
     return renderer
+
+
+def _is_renderer(process: psutil.Process) -> bool:
+    try:
+        arguments = process.cmdline()
+    except psutil.Error:
+        return False
+    return any(arguments[at : at + 2] == ["--role", "renderer"] for at in range(len(arguments) - 1))
 
 
 def _gone(process: psutil.Process) -> bool:
