@@ -126,6 +126,13 @@ from storage.checkpoints.checkpoint_presence import (
     tree_whole,
 )
 from storage.checkpoints.checkpoint_share import share_objects
+from storage.checkpoints.checkpoint_tracked import (
+    forget_kept,
+    no_longer_tracked,
+    note_kept,
+    tracked,
+    tracked_and_ignored,
+)
 from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
@@ -784,26 +791,68 @@ class GitCheckpointStore:
                 removed = removed or listed.removed
                 if not (listed.became_folders or listed.removed):
                     break
+            if fresh_index:
+                # The new files' listing leaves out what the rules match, but Git counts a
+                # file it tracks as not ignored (``checkpoint_tracked``).
+                staged_names.update(self._stage_tracked(runner, folder, git_dir, index, skipped))
             rules_moved = any(
                 name == b".gitignore" or name.endswith(b"/.gitignore")
                 for name in (*staged_names, *gone)
             )
             if rules_moved or sweep_due:
-                # An ignore rule may have come in: what it now excludes leaves the snapshot.
+                # An ignore rule may have come in: what it now excludes leaves the snapshot,
+                # unless the user's Git tracks it (``checkpoint_tracked``).
                 if early and not rules_moved:
                     listing = early.pop().finish(None)
                 else:
                     listing = runner.run(
                         list(_IGNORED), git_dir=git_dir, work_tree=folder, index=index
                     )
+                record = RECORD_PATH.encode()
+                names = {raw for raw in listing.split(b"\0") if raw and raw != record}
+                kept, signature = tracked(folder, names - gone)
+                note_kept(index, kept, signature)
                 self._left_out = _drop_listed(
-                    runner, folder, git_dir, index, listed=listing, gone=gone
+                    runner,
+                    folder,
+                    git_dir,
+                    index,
+                    listed=b"\0".join(sorted(names - kept)),
+                    gone=gone,
                 )
                 removed = removed or bool(self._left_out)
+            else:
+                # Kept because the user's Git tracked them; it may track them no more.
+                untracked = [raw for raw in no_longer_tracked(index, folder) if raw not in gone]
+                if untracked:
+                    self._left_out = _drop_listed(
+                        runner, folder, git_dir, index, listed=b"\0".join(untracked), gone=gone
+                    )
+                    removed = True
         finally:
             for ahead in early:
                 ahead.cancel()
         return _Passes(staged_names, empties, skipped, removed, rules_moved or sweep_due)
+
+    def _stage_tracked(
+        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, skipped: list[str]
+    ) -> list[bytes]:
+        """Stage into an index that started empty the files the user's Git tracks that the
+        ignore rules match, and note them as kept; the names staged. Those over the size
+        limit are added to ``skipped``."""
+        forget_kept(index)
+        scratch = index.with_name(index.name + ".tracked-scan")
+        names, signature = tracked_and_ignored(runner, folder, git_dir, scratch)
+        if not names:
+            return []
+        sorted_out = self._sorted_out(folder, names)
+        skipped.extend(sorted_out.skipped)
+        if sorted_out.stage:
+            self._stage(
+                runner, folder, git_dir, index, None, stage=sorted_out.stage, drop=[], gone=[]
+            )
+        note_kept(index, set(sorted_out.stage), signature)
+        return sorted_out.stage
 
     @staticmethod
     def _from_look_ahead(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
+from storage.checkpoints import checkpoint_store
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -64,23 +65,23 @@ def _user_repository(folder: Path) -> None:
         subprocess.run(["git", *args], cwd=folder, env=env, check=True, capture_output=True)
 
 
-def _unseeded(tmp_path: Path, folder: Path) -> str:
-    hidden = tmp_path / "hidden.git"
-    (folder / ".git").rename(hidden)
-    try:
+def _unseeded(tmp_path: Path, folder: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """What a store that does not borrow the user's index captures of ``folder``."""
+    with monkeypatch.context() as patched:
+        patched.setattr(checkpoint_store, "seed", lambda *args: None)
         return GitCheckpointStore(tmp_path / "plain").observe(folder, WS).tree_id
-    finally:
-        hidden.rename(folder / ".git")
 
 
 @pytest.mark.parametrize("rules_edited", [False, True])
-def test_a_seeded_first_capture_leaves_out_what_the_rules_ignore(
-    tmp_path: Path, rules_edited: bool
+def test_a_seeded_first_capture_keeps_what_the_users_git_tracks(
+    tmp_path: Path, rules_edited: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The index seeded from the user's holds their force-added ignored files: the first
-    capture leaves them out, says which (not a deleted one: it left as deleted), and equals a
-    capture made without the seed. With the ``.gitignore`` itself edited (staged by the
-    capture), the sweep reads the edited rules."""
+    """The index seeded from the user's holds their force-added ignored files. Git does not
+    count a file it tracks as ignored, nor do snapshots (``checkpoint_tracked``): the first
+    capture keeps them (not a deleted one: it left as deleted), names none as left out, and
+    equals a capture made without the seed. With the ``.gitignore`` itself edited to match a
+    tracked file too (staged by the capture, so the sweep reads the edited rules), that file
+    stays as well; without the user's repository the rules leave them all out."""
     folder = tmp_path / "work"
     _user_repository(folder)
     (folder / "old.env").unlink()  # tracked and ignored, now deleted
@@ -90,6 +91,27 @@ def test_a_seeded_first_capture_leaves_out_what_the_rules_ignore(
     store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "m")
     assert store.borrows(WS)
-    left = ["logs/a.log", "secret.env"] + (["app.py"] if rules_edited else [])
-    assert store.now_ignored(WS, [snap.commit_id]) == {snap.commit_id: sorted(left)}
-    assert snap.tree_id == _unseeded(tmp_path, folder)
+    assert store.now_ignored(WS, [snap.commit_id]) == {}
+    assert _tree_names(store.git_dir(WS), snap.tree_id) == [
+        ".gitignore",
+        "app.py",
+        "logs/a.log",
+        "secret.env",
+    ]
+    assert snap.tree_id == _unseeded(tmp_path, folder, monkeypatch)
+    shutil.rmtree(folder / ".git")
+    plain_store = GitCheckpointStore(tmp_path / "no-repository")
+    plain = plain_store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    expected = [".gitignore"] + ([] if rules_edited else ["app.py"])
+    assert _tree_names(plain_store.git_dir(WS), plain.tree_id) == expected
+
+
+def _tree_names(git_dir: Path, tree: str) -> list[str]:
+    """The files of a snapshot's tree, the permission record left aside."""
+    listed = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", tree],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout.split()
+    return [name for name in listed if not name.startswith(".maka/")]

@@ -1,0 +1,129 @@
+"""A file the user's Git tracks is in the snapshots even where the ignore rules match it, as
+Git counts it (storage/checkpoints/checkpoint_tracked.py): committed before its folder went into
+``.gitignore``, or added with ``git add -f``. A restored copy of the repository then holds it as
+the folder did, and ``git status`` there shows what it showed in the folder; once the user's Git
+stops tracking it, it leaves the next snapshot as any ignored path does. Real ``git``, real
+folders."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from storage.checkpoints import checkpoint_store
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from tests.helpers.user_git import user_git
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+WS = "workspace:v1:7a7a7a7a-1111-2222-3333-444455556666"
+
+
+def _repository(folder: Path, *, attributes: str = "") -> None:
+    """A user's repository whose ``build/keep.txt`` is tracked although ``build/`` is ignored,
+    edited since its commit; ``build/junk.o`` is ignored and untracked."""
+    (folder / "build").mkdir(parents=True)
+    (folder / ".gitignore").write_text("build/\n")
+    if attributes:
+        (folder / ".gitattributes").write_text(attributes)
+    (folder / "a.txt").write_text("a\n")
+    (folder / "build" / "keep.txt").write_text("v1\n")
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", ".")
+    user_git(folder, "add", "-f", "build/keep.txt")
+    user_git(folder, "commit", "-q", "-m", "first")
+    (folder / "build" / "keep.txt").write_text("v2, not committed\n")
+    (folder / "build" / "junk.o").write_text("built\n")
+
+
+def _names(store: GitCheckpointStore, tree: str) -> list[str]:
+    git_dir = str(store.git_dir(WS))
+    listed = user_git(Path("/"), "--git-dir", git_dir, "ls-tree", "-r", "--name-only", tree)
+    return [name for name in listed.splitlines() if not name.startswith(".maka")]
+
+
+def _status(folder: Path) -> list[str]:
+    lines = user_git(folder, "status", "--porcelain").splitlines()
+    return sorted(line for line in lines if ".maka" not in line)
+
+
+def test_a_restored_copy_holds_a_tracked_file_the_rules_ignore(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    _repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert store.borrows(WS), "the first capture was seeded from the user's index"
+    assert _names(store, snapshot.tree_id) == [".gitignore", "a.txt", "build/keep.txt"]
+    assert store.now_ignored(WS, [snapshot.commit_id]) == {}
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert _status(copy) == _status(folder) == [" M build/keep.txt"]
+    assert (copy / "build" / "keep.txt").read_text() == "v2, not committed\n"
+    assert not (copy / "build" / "junk.o").exists()
+
+
+def test_a_file_the_user_stops_tracking_leaves_the_next_snapshot(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    _repository(folder)
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    (folder / "a.txt").write_text("a, edited\n")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    assert "build/keep.txt" in _names(store, second.tree_id), "still tracked: kept"
+    user_git(folder, "rm", "-q", "--cached", "build/keep.txt")
+    third = store.capture(folder, WS, "refs/maka/s/r/3", "m")
+    assert _names(store, third.tree_id) == [".gitignore", "a.txt"]
+    assert store.now_ignored(WS, [first.commit_id, second.commit_id, third.commit_id]) == {
+        third.commit_id: ["build/keep.txt"]
+    }
+    # Tracked again, it is not ignored any more; a store that starts afresh agrees.
+    user_git(folder, "add", "-f", "build/keep.txt")
+    fresh = GitCheckpointStore(tmp_path / "fresh").capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert "build/keep.txt" in _names(GitCheckpointStore(tmp_path / "fresh"), fresh.tree_id)
+
+
+def test_a_first_capture_without_a_seed_takes_the_tracked_files_the_rules_ignore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository whose index cannot be borrowed (an ``ident`` attribute: its blobs are not
+    the files' bytes) starts from an empty index: the listing of new files leaves ignored
+    files out, and those the user's Git tracks are staged beside them."""
+    folder = tmp_path / "repo"
+    _repository(folder, attributes="*.c ident\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert not store.borrows(WS), "no seed: the user's blobs may not be the files' bytes"
+    names = _names(store, snapshot.tree_id)
+    assert names == [".gitattributes", ".gitignore", "a.txt", "build/keep.txt"]
+    # The same with the seed refused for any reason, and the index rebuilt from the folder.
+    monkeypatch.setattr(checkpoint_store, "seed", lambda *args: None)
+    again = store.capture(folder, WS, "refs/maka/s/r/2", "m", rebuild_index=True)
+    assert again.tree_id == snapshot.tree_id
+
+
+def test_a_package_of_a_monorepo_keeps_its_tracked_files_the_rules_ignore(tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    package = top / "pkg"
+    package.mkdir(parents=True)
+    (top / ".gitignore").write_text("*.log\n")
+    (package / "app.py").write_text("print(1)\n")
+    (package / "keep.log").write_text("tracked\n")
+    (package / "other.log").write_text("not tracked\n")
+    user_git(top, "init", "-q")
+    user_git(top, "add", ".")
+    user_git(top, "add", "-f", "pkg/keep.log")
+    user_git(top, "commit", "-q", "-m", "first")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(package, WS, "refs/maka/s/r/1", "m")
+    assert _names(store, snapshot.tree_id) == ["app.py", "keep.log"]
+
+
+def test_without_a_repository_the_rules_leave_the_file_out(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    _repository(folder)
+    shutil.rmtree(folder / ".git")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert _names(store, snapshot.tree_id) == [".gitignore", "a.txt"]
