@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import stat
 from collections.abc import Iterator, Mapping
@@ -282,6 +283,37 @@ def _folder(value: Mapping[str, Any], key: str, line: int, what: str) -> str:
     return item
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+# Where ``splitlines`` breaks a line: a session's title is one line (the first of a message).
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _identifier(value: Mapping[str, Any], key: str, line: int, what: str) -> str:
+    """A session's or a run's id as Maka makes them: letters, digits, ``_``, ``.`` and ``-``
+    (it names the session's snapshots in the checkpoint store, and its rows in every list)."""
+    item = _text(value, key, line)
+    if not _IDENTIFIER.fullmatch(item) or ".." in item or item.endswith((".", ".lock")):
+        raise TransferError(
+            TransferCode.IMPORT_LINE_INVALID,
+            f"line {line}: {what} ({key}) {item!r} is not an id Maka makes (letters, digits, "
+            "'_', '.' and '-'); nothing was imported",
+            line,
+        )
+    return item
+
+
+def _title(value: Mapping[str, Any], line: int) -> str:
+    """A session's title: one line (a title Maka makes is the first line of a message)."""
+    item = _text(value, "title", line, empty=True)
+    if _LINE_BREAKS.search(item):
+        raise TransferError(
+            TransferCode.IMPORT_LINE_INVALID,
+            f"line {line}: the session's title is more than one line; nothing was imported",
+            line,
+        )
+    return item
+
+
 def _int(value: Mapping[str, Any], key: str, line: int) -> int:
     item = value.get(key)
     if type(item) is not int or item < 0:
@@ -292,9 +324,9 @@ def _int(value: Mapping[str, Any], key: str, line: int) -> int:
 def _parse_session(value: Mapping[str, Any], line: int) -> SessionRecord:
     _record(value, {"kind", "sessionId", "cwd", "title", "createdAt"}, set(), line)
     return SessionRecord(
-        session_id=_text(value, "sessionId", line),
+        session_id=_identifier(value, "sessionId", line, "the session's id"),
         cwd=_folder(value, "cwd", line, "the session's folder"),
-        title=_text(value, "title", line, empty=True),
+        title=_title(value, line),
         created_at=_int(value, "createdAt", line),
     )
 
@@ -326,7 +358,7 @@ def _parse_header(value: Mapping[str, Any], line: int) -> RunHeader:
         for key in ("failureClass", "workspaceIdentity", "parentRunId")
     }
     return RunHeader(
-        run_id=_text(value, "runId", line),
+        run_id=_identifier(value, "runId", line, "the run's id"),
         session_id=_text(value, "sessionId", line),
         invocation_id=_text(value, "invocationId", line),
         turn_id=_text(value, "turnId", line),

@@ -134,3 +134,47 @@ def test_the_stored_title_and_folder_are_kept_and_reported(tmp_path: Path) -> No
         assert copy.get_session(IDS.session_id) == SessionRecord(
             IDS.session_id, "/moved", "Renamed", 1
         )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../../etc/evil", "a/b", ".hidden", "ends.", "x.lock", "a..b", "tab\tid", "", "é", "a:b"],
+)
+@pytest.mark.parametrize("key", ["sessionId", "runId"])
+def test_an_id_maka_would_not_make_is_refused(tmp_path: Path, key: str, bad: str) -> None:
+    """A session's and a run's ids name its snapshots in the checkpoint store (a ref's
+    parts) and its rows in every list: one from a file must be one Maka makes."""
+    data = _export(tmp_path)
+    old = {"sessionId": IDS.session_id, "runId": IDS.run_id}[key]
+    field = f'"{key}":"{old}"'.encode()
+    assert field in data
+    with pytest.raises(TransferError) as caught:
+        parse_export(data.replace(field, json.dumps({key: bad})[1:-1].encode()))
+    assert caught.value.code == TransferCode.IMPORT_LINE_INVALID
+    assert "nothing was imported" in caught.value.message or "bad" in caught.value.message
+    with open_store(tmp_path / "copy") as copy:
+        with pytest.raises(TransferError):
+            copy.import_session(data.replace(field, json.dumps({key: bad})[1:-1].encode()))
+        assert copy.list_sessions() == []
+
+
+@pytest.mark.parametrize("title", ["two\nlines", "cr\rline", "sep\u2028line", "\x0bx"])
+def test_a_title_of_more_than_one_line_is_refused(tmp_path: Path, title: str) -> None:
+    data = _export(tmp_path)
+    first, rest = data.split(b"\n", 1)
+    value = json.loads(first)
+    value["title"] = title
+    with pytest.raises(TransferError) as caught:
+        parse_export(json.dumps(value).encode() + b"\n" + rest)
+    assert (caught.value.code, caught.value.line) == (TransferCode.IMPORT_LINE_INVALID, 1)
+    assert "more than one line" in caught.value.message
+
+
+def test_a_title_with_other_characters_a_message_can_hold_is_kept(tmp_path: Path) -> None:
+    """A title Maka makes is the first line of a message: a tab or an escape character may be
+    in it (the terminal shows those by name), and a round trip keeps it."""
+    data = _export(tmp_path)
+    first, rest = data.split(b"\n", 1)
+    value = json.loads(first)
+    value["title"] = "a\ttab and \x1b[31m"
+    assert parse_export(json.dumps(value).encode() + b"\n" + rest).session.title == value["title"]
