@@ -9,9 +9,11 @@ call that has no settled outcome is refused, and anything after the last stable 
 trimmed). Nothing is copied; the cut prefix's digest is what the ``branchStart`` fact records.
 
 The snapshot *bound* to a boundary is the folder as it was there: the newest snapshot fact
-before it with no call that may write dispatched after it, else the first one after it before
-such a call (the capture that follows a writing call's result, or a run's first capture). None
-when no capture describes that moment (before snapshots existed, or a failed capture).
+of its run before it with no call that may write dispatched after it, else the first one of its
+run after it before such a call (the capture that follows a writing call's result, or the run's
+first capture). None when no capture of its run describes that moment (before snapshots
+existed, a run without them, or a failed capture): between two runs the user may have changed
+the folder, so a snapshot of another run never stands for it.
 
 Pure over committed facts and the store's reads; planning writes nothing.
 """
@@ -160,6 +162,12 @@ class _Binder:
             else:
                 self.waiting.append(position)
 
+    def new_run(self) -> None:
+        """A run starts. The user may have worked in the folder since the last one ended, so
+        no snapshot of an earlier run describes this run's points (its first capture does),
+        and an earlier run's points still waiting for a snapshot get none."""
+        self._lose()
+
     def _lose(self) -> None:
         self.current = None
         for waiting in self.waiting:
@@ -182,6 +190,7 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
     for header in _ordered(store.list_session_runs(session_id)):
         if header.status in (RunStatus.CREATED, RunStatus.RUNNING):
             continue  # not committed as a whole: a running or unrepaired turn
+        binder.new_run()
         open_calls: set[str] = set()
         for row in store.read_run_events(header.run_id):
             event = row.event

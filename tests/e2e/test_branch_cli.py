@@ -405,6 +405,27 @@ def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Pa
     assert "0 orphan refs" in doctor.stdout and "orphan ref:" not in doctor.stdout, doctor.stdout
 
 
+def test_a_run_without_snapshots_is_not_given_the_next_runs(tmp_path: Path) -> None:
+    """A run that took no snapshot (here turned off; a nested repository does the same) has
+    no snapshot at its points, even once a later run took one: the user changed the folder
+    between the two turns, and a branch there would have held those later changes."""
+    src = Source(tmp_path)
+    off = {**src.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
+    first = maka(
+        ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write the notes"],
+        src.data,
+        env=off,
+    )
+    assert first.returncode == 0, first.stderr
+    session = src.session
+    (src.work / "later.txt").write_text("made by the user between the turns\n")
+    src.run("and now?", session)
+    points = src.branch(session)["boundaries"]
+    first_run = points[0]["runId"]
+    assert [p["snapshotBound"] for p in points if p["runId"] == first_run] == [False] * 3
+    assert all(p["snapshotBound"] for p in points if p["runId"] != first_run)
+
+
 def test_a_snapshot_gone_from_the_store_is_said_and_nothing_is_copied(tmp_path: Path) -> None:
     src = Source(tmp_path)
     src.run("write the notes")

@@ -253,13 +253,20 @@ def _dispatch(tool: str) -> dict[str, Any]:
     return {"actions": {"toolDispatch": {"toolName": tool}}}
 
 
+NEW_RUN: dict[str, Any] = {"new run": True}
+
+
 def _bound(events: list[tuple[dict[str, Any], bool]]) -> list[str | None]:
-    """The snapshot bound to each boundary of a sequence of (event, is a boundary)."""
+    """The snapshot bound to each boundary of a sequence of (event, is a boundary); the event
+    ``NEW_RUN`` starts the next run."""
     from runtime.continuation.branch_prefix import _Binder
 
     binder = _Binder()
     positions = []
     for position, (event, boundary) in enumerate(events):
+        if event is NEW_RUN:
+            binder.new_run()
+            continue
         binder.see(position, cast(RuntimeEvent, event), boundary)
         if boundary:
             positions.append(position)
@@ -294,6 +301,29 @@ def test_a_point_is_bound_to_the_snapshot_of_the_folder_as_it_was_there() -> Non
             (plain, True),
         ]
     ) == ["ref-1", None, None]
+
+
+def test_a_snapshot_of_another_run_never_stands_for_a_point() -> None:
+    """Between two runs the user may change the folder: a run without snapshots (a nested
+    repository turned them off) binds none to its points, not the next run's first capture,
+    and a run's first message waits for its own run's capture, not the last run's."""
+    plain: dict[str, Any] = {}
+    assert _bound(
+        [
+            (plain, True),  # run 1, snapshots off: its message
+            (_dispatch("bash"), False),
+            (plain, True),  # the bash call's result
+            (plain, True),  # run 1's ending
+            (NEW_RUN, False),
+            (plain, True),  # run 2's message: its first capture follows
+            (_snap(1), False),
+            (plain, True),  # run 2's ending
+            (NEW_RUN, False),
+            (plain, True),  # run 3's message: not run 2's snapshot
+            (_snap(2), False),
+            (plain, True),
+        ]
+    ) == [None, None, None, "ref-1", "ref-1", "ref-2", "ref-2"]
 
 
 def test_the_doctor_checks_each_branch_against_its_source(tmp_path: Path) -> None:
