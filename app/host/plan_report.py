@@ -400,8 +400,15 @@ def plan_summary(
                 "what changed."
             )
     else:
+        # A session whose latest turn finished has nothing to resume: said as that, not as
+        # Safe resume "parked" (the exit code stays the one for "does not continue").
+        finished = [reason.value for reason in plan.rejection_reasons] == [
+            "resume_candidate_missing"
+        ]
         lines = [
-            f"Safe resume is parked for session {plan.session_id}:",
+            f"Nothing to resume in session {plan.session_id}:"
+            if finished
+            else f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
             *_stop_advice(plan),
             *_folder_advice(plan, _turn_running(plan, operations)),

@@ -350,6 +350,8 @@ def test_plan_on_a_finished_turn_says_there_is_nothing_to_check(tmp_path: Path) 
     plan = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG})
     assert plan.returncode == 3, plan.stderr
     assert "resume_candidate_missing" in plan.stdout
+    assert plan.stdout.startswith(f"Nothing to resume in session {drill.session}:")
+    assert "parked" not in plan.stdout
     assert "interrupted calls" not in plan.stdout
     assert f"What next: carry on with a new message (maka run --session {drill.session}" in (
         plan.stdout
