@@ -47,16 +47,17 @@ def ask_restore_target(
         where += " " + _tr(
             "If your folder is a Git repository, the copy is a clone of it at your current "
             "commit with the snapshot's files on top, so git status and git diff there show "
-            "the same changes."
+            "the same changes, none of them staged."
         )
     elif clone:
         where += " " + _tr(
             "The copy is a clone of your Git repository at your current commit, with the "
-            "snapshot's files on top: git status and git diff there show the same changes."
+            "snapshot's files on top: git status and git diff there show the same changes, "
+            "none of them staged."
         )
     where += " " + _tr(
-        "Paths your .gitignore files ignore and files over 50 MiB are not in snapshots, so they "
-        "are not in the copy."
+        "Paths your .gitignore files ignore (unless Git tracks them) and files over 50 MiB are "
+        "not in snapshots, so they are not in the copy."
     )
     said = _sentence(point[:1].upper() + point[1:])
     box.setInformativeText(f"{said}\n\n{where}" if point else where)

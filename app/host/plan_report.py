@@ -657,7 +657,8 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
         where = f"in DIR or, without one, in {place}" if place else "in DIR or a new folder"
         clone = (
             " It is a clone of your Git repository at its current commit with the snapshot's "
-            "files on top, so git status and git diff there show the same changes."
+            "files on top, so git status and git diff there show the same changes, none of "
+            "them staged."
             if note is not None and note.get("clone") is True
             else ""
         )
@@ -665,7 +666,8 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
             f"(made {where}; your folder is left as it is and the "
             f"session lives in the copy). The copy holds {reflects}.{clone} Snapshots leave out "
-            "paths the folder's .gitignore files ignore and files over 50 MiB"
+            "paths the folder's .gitignore files ignore (unless Git tracks them) and files over "
+            "50 MiB"
             + (f" (here: {named})" if skipped else "")
             + ", so the copy does not have them."
         )
