@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from runtime.continuation.lifecycle_log import LifecycleLog
+from runtime.ledger.branch_facts import BranchRecord
 from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
@@ -28,6 +29,8 @@ class SessionAdminStore(LedgerReader, Protocol):
     """What moving or removing a session needs of the store (the narrow port it declares)."""
 
     def relocate_session(self, session_id: str, cwd: str) -> None: ...
+
+    def read_branch(self, session_id: str) -> BranchRecord | None: ...
 
     def remove_session(self, session_id: str) -> None: ...
 
@@ -67,6 +70,11 @@ def relocate_session(
         )
     real = Path(os.path.realpath(folder))
     expected = recorded_identity(list(store.list_session_runs(session_id)))
+    if expected is None:
+        # A branch with no run yet: its ``branchStart`` fact names the copy's workspace.
+        branch = store.read_branch(session_id)
+        named = branch.fact.get("workspaceIdentity") if branch is not None else None
+        expected = named if isinstance(named, str) and named else None
     if expected is None:
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_MISSING,

@@ -502,6 +502,28 @@ def test_the_folder_a_branch_lives_in_is_not_called_an_abandoned_copy(tmp_path: 
     assert "workspace_restore_abandoned" not in doctor.stdout
 
 
+def test_a_branch_moved_before_its_first_turn_can_be_relocated(tmp_path: Path) -> None:
+    """A branch has no run until its first turn, so no run recorded its workspace: its
+    ``branchStart`` fact names the copy's, and moving the copy first is no dead end. Another
+    workspace's folder is still refused."""
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    point = _ending_of_first_run(src.branch(session)["boundaries"])
+    copy = tmp_path / "copy"
+    new = src.branch(session, "--at", point["eventId"], "--to", str(copy))["sessionId"]
+    moved = tmp_path / "moved"
+    copy.rename(moved)
+    wrong = maka(["sessions", "relocate", new, str(src.work)], src.data, env=src.env)
+    assert wrong.returncode != 0 and "[workspace_identity_differs]" in wrong.stderr, wrong
+    done = maka(["sessions", "relocate", new, str(moved)], src.data, env=src.env)
+    assert done.returncode == 0, done.stderr
+    assert f"now uses {moved}" in done.stdout
+    src.run("carry on", new)
+    [header] = [h for h, _ in committed_runs(src.data) if h.session_id == new]
+    assert header.cwd == str(moved)
+
+
 def test_a_linked_worktrees_branch_is_a_clone_and_says_so(tmp_path: Path) -> None:
     """A session in a ``git worktree`` folder (its ``.git`` a file naming the repository):
     the branch's copy is a clone at that worktree's commit with the snapshot's files on top,
