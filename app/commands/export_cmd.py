@@ -174,7 +174,12 @@ def _carry(
     from runtime.ledger.checkpoint_ports import CheckpointError
     from runtime.ledger.codes import TransferCode
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
-    from storage.checkpoints.checkpoint_transfer import manifest_line, snapshot_refs, write_bundle
+    from storage.checkpoints.checkpoint_transfer import (
+        imported_without_snapshots,
+        manifest_line,
+        snapshot_refs,
+        write_bundle,
+    )
 
     refs = snapshot_refs(seen.events)
     if not refs or args.no_checkpoints:
@@ -196,8 +201,11 @@ def _carry(
             EXIT_ERROR,
         ) from None
     # On a shared ledger a snapshot another host took is in that host's data folder: not here,
-    # and not damaged (as maka checkpoints and maka doctor say it).
+    # and not damaged (as maka checkpoints and maka doctor say it); nor is one an import did not
+    # bring (``maka import --no-checkpoints``), as maka doctor says it.
     elsewhere = carrier.missing_note
+    if args.session in imported_without_snapshots(data_dir_from(args)):
+        elsewhere = "its import did not bring them"
     if not carried:
         print(
             f"note: none of the session's snapshots of its folder is in this data folder "

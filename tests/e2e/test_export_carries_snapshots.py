@@ -132,6 +132,14 @@ def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseli
     assert "imported without its snapshots" in listed.stdout
     code, document = _json(["checkpoints", drill.session, "--json"], other, drill.env)
     assert document["importedWithoutSnapshots"] is True, document
+    # Exported again from there: the snapshots are said to be left behind by the import, not
+    # damaged.
+    again = maka(
+        ["export", drill.session, "-o", str(tmp_path / "again.jsonl")], other, env=drill.env
+    )
+    assert again.returncode == 0, again.stderr
+    assert "(its import did not bring them); the export carries none" in again.stderr
+    assert "damaged" not in again.stderr
 
     # The folder as it was: its tree is the one the ledger recorded, so the plan continues
     # without the snapshot (compared by the tree); changed, only the rebaseline goes on.
