@@ -84,6 +84,7 @@ from main_process.renderer_launcher import (
 from main_process.request_router import RequestRouter
 from main_process.signal_bridge import SignalBridge
 from main_process.turn_workers import JobResult, TurnWorkers
+from runtime.base.cancel_token import HOST_STOPPED
 from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
@@ -264,7 +265,7 @@ class HostApp(QObject):
         if self._config.launch_renderer:
             self._launch_renderer()
         self._startup_started = self._workers.run_turn(
-            STARTUP_JOB, self._open_and_recover, lambda: None, self._opened
+            STARTUP_JOB, self._open_and_recover, lambda reason: None, self._opened
         )
         return None
 
@@ -623,7 +624,7 @@ class HostApp(QObject):
             self._takeover_timer.stop()
         self._broadcast_state("")
         self._workers.stop_admitting()
-        cancelled = self._workers.cancel_all()
+        cancelled = self._workers.cancel_all(HOST_STOPPED)  # Maka stopped them, not the user
         drained = self._workers.drain(self._config.drain_timeout_s)
         _log.info("cancelled %d turn(s); drained: %s", cancelled, drained)
         self._finish_close()

@@ -557,7 +557,7 @@ class RequestRouter:
             return
         # Making one copies the folder: its own thread, like a resume's restore, so the query
         # pool keeps answering the window meanwhile (one branch of a session at a time).
-        if not self._workers.run_turn(f"branch:{session_id}", job, lambda: None, done):
+        if not self._workers.run_turn(f"branch:{session_id}", job, lambda reason: None, done):
             if self._workers.busy(f"branch:{session_id}"):
                 refuse(SESSION_BUSY, "a branch of this session is being made; wait for it")
             else:
@@ -578,7 +578,7 @@ class RequestRouter:
         started = self._workers.run_turn(
             session_id,
             lambda: self._services.send_turn(session_id, message.text, sink),
-            lambda: self._services.cancel_turn(session_id),
+            lambda reason: self._services.cancel_turn(session_id, reason),
             done,
         )
         if started:
@@ -660,7 +660,7 @@ class RequestRouter:
         started = self._workers.run_turn(
             session_id,
             lambda: self._services.terminal_turn(session_id, turn, sink, sink.output),
-            lambda: self._services.cancel_turn(session_id),
+            lambda reason: self._services.cancel_turn(session_id, reason),
             done,
         )
         if not started:
@@ -738,7 +738,7 @@ class RequestRouter:
                 restore_to=message.restore_to,
                 terminal=terminal,
             ),
-            lambda: self._services.cancel_turn(session_id),
+            lambda reason: self._services.cancel_turn(session_id, reason),
             done,
         )
         if not started:
@@ -840,7 +840,7 @@ class RequestRouter:
             if not self._workers.run_query(f"terminal-{peer_id}", job, done):
                 self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
             return
-        if not self._workers.run_turn(f"branch:{session_id}", job, lambda: None, done):
+        if not self._workers.run_turn(f"branch:{session_id}", job, lambda reason: None, done):
             if self._workers.busy(f"branch:{session_id}"):
                 self._reply_error(
                     peer_id,
@@ -980,7 +980,7 @@ class RequestRouter:
             lambda: self._services.resume_latest(
                 session_id, sink, automatic=automatic, decision=decision, restore_to=restore_to
             ),
-            lambda: self._services.cancel_turn(session_id),
+            lambda reason: self._services.cancel_turn(session_id, reason),
             done,
         )
         if started:
@@ -1156,7 +1156,7 @@ class RequestRouter:
         started = self._workers.run_turn(
             session_id,
             lambda: self._services.settle_call(session_id, message.tool_call_id, ran, message.note),
-            lambda: None,
+            lambda reason: None,
             done,
         )
         if started:

@@ -49,7 +49,7 @@ DoneCallback = Callable[[JobResult], None]
 @dataclass(slots=True)
 class _Turn:
     thread: threading.Thread
-    cancel: Callable[[], None]
+    cancel: Callable[[str | None], None]  # given why, when not the user's cancel
 
 
 class MainThreadRelay(QObject):
@@ -105,12 +105,13 @@ class TurnWorkers(QObject):
         self,
         key: str,
         job: Callable[[], Any],
-        cancel: Callable[[], None],
+        cancel: Callable[[str | None], None],
         on_done: DoneCallback,
     ) -> bool:
         """Start ``job`` on its own thread unless shutdown began or ``key`` already runs.
 
-        ``cancel`` must make ``job`` return soon (it is called from the event loop thread).
+        ``cancel`` must make ``job`` return soon (it is called from the event loop thread); it
+        is given why when the user did not ask (``cancel_all``: the host is shutting down).
         ``on_done`` runs on the event loop thread after the job returned or raised.
         """
         with self._lock:
@@ -141,14 +142,15 @@ class TurnWorkers(QObject):
             turn = self._turns.get(key)
         if turn is None:
             return False
-        _call_cancel(key, turn.cancel)
+        _call_cancel(key, turn.cancel, None)
         return True
 
-    def cancel_all(self) -> int:
+    def cancel_all(self, reason: str | None = None) -> int:
+        """Cancel every running turn, saying ``reason`` (``HOST_STOPPED`` at shutdown)."""
         with self._lock:
             turns = list(self._turns.items())
         for key, turn in turns:
-            _call_cancel(key, turn.cancel)
+            _call_cancel(key, turn.cancel, reason)
         return len(turns)
 
     def drain(self, timeout_s: float) -> bool:
@@ -209,8 +211,8 @@ def _execute(key: str, job: Callable[[], Any]) -> JobResult:
         return JobResult(key, error=error)
 
 
-def _call_cancel(key: str, cancel: Callable[[], None]) -> None:
+def _call_cancel(key: str, cancel: Callable[[str | None], None], reason: str | None) -> None:
     try:
-        cancel()
+        cancel(reason)
     except Exception:
         _log.exception("cancelling %s failed", key)

@@ -10,6 +10,7 @@ continuation ran but did not complete.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from typing import TYPE_CHECKING
@@ -168,6 +169,7 @@ def resume_session(  # noqa: C901
     from app.commands.cancellable_turn import run_cancellable
     from app.host.plan_report import plan_json, plan_summary, settle_command, source_operations
     from app.resume_composition import host_resume_service
+    from runtime.base.cancel_token import OUTPUT_CLOSED
     from runtime.continuation.resume_service import ResumeRefused
     from runtime.ledger.store_ports import RunStatus
 
@@ -225,7 +227,8 @@ def resume_session(  # noqa: C901
         # refused for the restored copy, a changed source) is all that is printed.
         transcript.hold("\n".join(plan_summary(plan)) + "\n")
     try:
-        transcript.on_reader_gone = cancel.cancel  # `maka resume ... | head`: end it cleanly
+        # `maka resume ... | head`: end it cleanly, saying why (not the user's cancel)
+        transcript.on_reader_gone = functools.partial(cancel.cancel, OUTPUT_CLOSED)
         result = run_cancellable(lambda: service.execute(plan), cancel)
     except ResumeRefused as refused:
         transcript.release(keep=False)

@@ -10,6 +10,7 @@ the turn completed, 1 when it failed or was cancelled.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from app.host.host_client import attach
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
-    from runtime.base.cancel_token import CancelToken
+    from runtime.base.cancel_token import OUTPUT_CLOSED, CancelToken
     from runtime.ledger.ledger_errors import LedgerError
 
     try:
@@ -205,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
         if args.session:
             print_unsettled_calls(service, session.session_id)
         cancel = CancelToken()
-        transcript.on_reader_gone = cancel.cancel  # `maka run ... | head`: end it cleanly
+        # `maka run ... | head`: end it cleanly, saying why (not the user's cancel)
+        transcript.on_reader_gone = functools.partial(cancel.cancel, OUTPUT_CLOSED)
         try:
             result = run_cancellable(
                 lambda: service.send_turn(

@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION
+from runtime.base.cancel_token import STOPPED_BY_HOST
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.event_model import (
     TOOL_BOUNDARY_PROTOCOL_V1,
@@ -223,8 +223,9 @@ class EventBuilder:
         if failure_class is not None:
             delta["failureClass"] = failure_class.value
         if failure_class is FailureClass.CANCELLED_BY_USER:
-            # Who stopped it: the user, or the host at a question nobody could answer.
-            delta["abortSource"] = "host" if reason == HOST_STOPPED_AT_QUESTION else "user"
+            # Who stopped it: the user (their cancel, or their pipeline closing its output),
+            # or the host (at a question nobody could answer, or shut down).
+            delta["abortSource"] = "host" if reason in STOPPED_BY_HOST else "user"
         event["actions"] = {"endInvocation": True, "stateDelta": delta}
         if message:
             code = failure_class.value if failure_class is not None else stop_reason or "run_ended"

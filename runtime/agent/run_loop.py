@@ -39,7 +39,12 @@ from runtime.agent.run_hooks import (
 )
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
-from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION, CancelToken
+from runtime.base.cancel_token import (
+    HOST_STOPPED,
+    HOST_STOPPED_AT_QUESTION,
+    OUTPUT_CLOSED,
+    CancelToken,
+)
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
@@ -75,6 +80,12 @@ EMPTY_REPLY = ProviderErrorCode.EMPTY_REPLY.value
 """The terminal event's ``stopReason`` (and its content's code) when the model's last step held
 neither text nor a tool call: the turn completed, but nothing was said, which must never look
 like an ordinary ending."""
+
+# What a turn's ending says when something other than the user's cancel stopped it.
+_STOPPED_BECAUSE = {
+    HOST_STOPPED: "Maka stopped the turn: the Maka process running it was shut down",
+    OUTPUT_CLOSED: "The turn was stopped: the program reading its output ended",
+}
 
 
 def empty_reply_message(hint: str | None) -> str:
@@ -432,6 +443,18 @@ class RunLoop:
                     "could answer; the call did not run"
                 ),
                 reason=HOST_STOPPED_AT_QUESTION,
+            )
+        reason = cancel.reason if cancel is not None else None
+        said = _STOPPED_BECAUSE.get(reason or "")
+        if said is not None:
+            # Not a cancel of the user's: the ending says what stopped the turn.
+            return self._finish(
+                builder,
+                publish,
+                RunStatus.CANCELLED,
+                failure_class=FailureClass.CANCELLED_BY_USER,
+                message=said,
+                reason=reason,
             )
         return self._finish(
             builder,

@@ -14,6 +14,14 @@ from collections.abc import Callable
 HOST_STOPPED_AT_QUESTION = "permission_unanswerable"
 """A ``CancelToken.reason``: the host stopped the turn at a permission question no window or
 terminal could answer (automatic resume under ``maka host``), not the user."""
+HOST_STOPPED = "host_stopped"
+"""A ``CancelToken.reason``: the host was shut down (its window closed, SIGTERM, Ctrl+C on
+``maka host``) while the turn ran; the turn was stopped by Maka, not by a cancel of the user's."""
+OUTPUT_CLOSED = "output_closed"
+"""A ``CancelToken.reason``: the program reading a terminal turn's output ended (``maka run ...
+| head``), so the turn was stopped with nobody left to show it to."""
+STOPPED_BY_HOST = frozenset({HOST_STOPPED_AT_QUESTION, HOST_STOPPED})
+"""The reasons that mean Maka stopped the turn (its ending's ``abortSource`` is ``host``)."""
 
 
 class CancelToken:
@@ -23,7 +31,8 @@ class CancelToken:
         self._callbacks: dict[int, Callable[[], None]] = {}
         self._next = 0
         self.reason: str | None = None
-        """Why it was cancelled when not by the user (``HOST_STOPPED_AT_QUESTION``)."""
+        """Why it was cancelled when not by a cancel of the user's (``HOST_STOPPED_AT_QUESTION``,
+        ``HOST_STOPPED``, ``OUTPUT_CLOSED``)."""
 
     def cancel(self, reason: str | None = None) -> None:
         with self._lock:

@@ -393,8 +393,15 @@ def _ending(
     status = event.get("status", "completed")
     delta: Mapping[str, Any] = actions.get("stateDelta") or {}
     why = delta.get("failureClass") or delta.get("stopReason") or delta.get("abortSource")
-    if delta.get("abortSource") == "host":
+    content: Mapping[str, Any] = event.get("content") or {}
+    # The reasons ``runtime.base.cancel_token`` names (HOST_STOPPED, OUTPUT_CLOSED).
+    reason = content.get("reason") if content.get("kind") == "error" else None
+    if reason == "host_stopped":
+        why = "stopped by Maka: the Maka process running it was shut down"
+    elif delta.get("abortSource") == "host":
         why = "stopped by Maka at a permission question nobody could answer"
+    elif reason == "output_closed":
+        why = "stopped: the program reading its output ended"
     words = f"run {status}" + (f" ({why})" if why else "")
     outcome = {
         "completed": TimelineStatus.OK,

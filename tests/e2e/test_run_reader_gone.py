@@ -1,6 +1,7 @@
 """``maka run ... | head -2``: the reader of the command's output goes away mid-turn. The turn is
 cancelled cleanly (its run ends ``cancelled`` with its terminal event) instead of being left
-marked running for the next start to repair as a crash; no traceback."""
+marked running for the next start to repair as a crash; no traceback. Its ending says what
+stopped it: the output's reader ended, not a cancel of the user's."""
 
 from __future__ import annotations
 
@@ -44,3 +45,16 @@ def test_a_reader_that_goes_away_cancels_the_turn_cleanly(tmp_path: Path) -> Non
     [(header, events)] = committed_runs(data)
     assert header.status.value == "cancelled", (header, err)
     assert events[-1].get("status") == "cancelled"  # its terminal event, not a repair
+    # Its ending says why: the output's reader ended, not a cancel of the user's.
+    ending = events[-1].get("content") or {}
+    assert ending.get("reason") == "output_closed", ending
+    assert "the program reading its output ended" in str(ending.get("message")), ending
+    assert "the program reading its output ended" in err, err
+    timeline = subprocess.run(
+        [*maka_executable(), "timeline", header.session_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "run cancelled (stopped: the program reading its output ended)" in timeline, timeline

@@ -78,8 +78,9 @@ def test_shutdown_cancels_the_running_turn_and_stops_its_background_shell(
     qtbot: QtBot, data_dir: Path, tmp_path: Path
 ) -> None:
     """SIGTERM while a turn waits on the model and a background shell it started still runs:
-    the turn ends with a committed ``cancelled`` terminal event, the shell's process tree is
-    gone, and only then is the store closed and the lock released."""
+    the turn ends with a committed ``cancelled`` terminal event that says Maka stopped it (not
+    the user), the shell's process tree is gone, and only then is the store closed and the lock
+    released."""
     work = tmp_path / "work"
     work.mkdir()
     script = write_script(
@@ -131,6 +132,9 @@ def test_shutdown_cancels_the_running_turn_and_stops_its_background_shell(
     ((header, events),) = committed_runs(data_dir)
     assert header.status == "cancelled" and header.failure_class == "cancelled_by_user"
     assert events[-1].get("status") == "cancelled"
+    # Maka stopped it, not a cancel of the user's: its ending says so.
+    assert (events[-1].get("content") or {}).get("reason") == "host_stopped", events[-1]
+    assert events[-1]["actions"]["stateDelta"]["abortSource"] == "host"
     assert not (data_dir / LOCK_FILE_NAME).exists()
 
 
