@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_a_reader_that_goes_away_cancels_the_turn_cleanly(tmp_path: Path) -> Non
     assert header.status.value == "cancelled", (header, err)
     assert events[-1].get("status") == "cancelled"  # its terminal event, not a repair
     # Its ending says why: the output's reader ended, not a cancel of the user's.
-    ending = events[-1].get("content") or {}
+    ending: dict[str, Any] = dict(events[-1].get("content") or {})
     assert ending.get("reason") == "output_closed", ending
     assert "the program reading its output ended" in str(ending.get("message")), ending
     assert "the program reading its output ended" in err, err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -133,7 +134,8 @@ def test_shutdown_cancels_the_running_turn_and_stops_its_background_shell(
     assert header.status == "cancelled" and header.failure_class == "cancelled_by_user"
     assert events[-1].get("status") == "cancelled"
     # Maka stopped it, not a cancel of the user's: its ending says so.
-    assert (events[-1].get("content") or {}).get("reason") == "host_stopped", events[-1]
+    ending: dict[str, Any] = dict(events[-1].get("content") or {})
+    assert ending.get("reason") == "host_stopped", events[-1]
     assert events[-1]["actions"]["stateDelta"]["abortSource"] == "host"
     assert not (data_dir / LOCK_FILE_NAME).exists()
 
