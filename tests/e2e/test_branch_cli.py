@@ -79,6 +79,13 @@ class Source:
         result = maka(args, self.data, env=env)
         assert result.returncode == 0, result.stderr
 
+    def run_without_snapshots(self, text: str) -> None:
+        """The session's first turn with workspace snapshots turned off."""
+        off = {**self.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
+        args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", text]
+        result = maka(args, self.data, env=off)
+        assert result.returncode == 0, result.stderr
+
     @property
     def session(self) -> str:
         return committed_runs(self.data)[0][0].session_id
@@ -369,13 +376,7 @@ def test_export_and_import_carry_a_branch_with_its_lineage(tmp_path: Path) -> No
 
 def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Path) -> None:
     src = Source(tmp_path)
-    off = {**src.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
-    first = maka(
-        ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write the notes"],
-        src.data,
-        env=off,
-    )
-    assert first.returncode == 0, first.stderr
+    src.run_without_snapshots("write the notes")
     session = src.session
     [point] = [b for b in src.branch(session)["boundaries"] if b["kind"] == "run_ending"]
     assert point["snapshotBound"] is False and point["snapshotKept"] is False
@@ -410,13 +411,7 @@ def test_a_run_without_snapshots_is_not_given_the_next_runs(tmp_path: Path) -> N
     no snapshot at its points, even once a later run took one: the user changed the folder
     between the two turns, and a branch there would have held those later changes."""
     src = Source(tmp_path)
-    off = {**src.env, "MAKA_WORKSPACE_CHECKPOINTS": "off"}
-    first = maka(
-        ["run", "--cwd", str(src.work), "--permission-mode", "auto", "write the notes"],
-        src.data,
-        env=off,
-    )
-    assert first.returncode == 0, first.stderr
+    src.run_without_snapshots("write the notes")
     session = src.session
     (src.work / "later.txt").write_text("made by the user between the turns\n")
     src.run("and now?", session)
