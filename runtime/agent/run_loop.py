@@ -83,6 +83,10 @@ like an ordinary ending."""
 
 # What a turn's ending says when something other than the user's cancel stopped it.
 _STOPPED_BECAUSE = {
+    HOST_STOPPED_AT_QUESTION: (
+        "Maka stopped the turn at a permission question no window or terminal could answer; "
+        "the call did not run"
+    ),
     HOST_STOPPED: "Maka stopped the turn: the Maka process running it was shut down",
     OUTPUT_CLOSED: "The turn was stopped: the program reading its output ended",
 }
@@ -431,23 +435,11 @@ class RunLoop:
     def _cancelled(
         self, builder: EventBuilder, publish: Publish, cancel: CancelToken | None = None
     ) -> RunOutcome:
-        if cancel is not None and cancel.reason == HOST_STOPPED_AT_QUESTION:
-            # The host, not the user: the ending says so (its reason and abort source).
-            return self._finish(
-                builder,
-                publish,
-                RunStatus.CANCELLED,
-                failure_class=FailureClass.CANCELLED_BY_USER,
-                message=(
-                    "Maka stopped the turn at a permission question no window or terminal "
-                    "could answer; the call did not run"
-                ),
-                reason=HOST_STOPPED_AT_QUESTION,
-            )
         reason = cancel.reason if cancel is not None else None
         said = _STOPPED_BECAUSE.get(reason or "")
         if said is not None:
-            # Not a cancel of the user's: the ending says what stopped the turn.
+            # Not a cancel of the user's: the ending says what stopped the turn (its reason;
+            # its abort source is the host's where Maka stopped it).
             return self._finish(
                 builder,
                 publish,
