@@ -128,10 +128,13 @@ from storage.checkpoints.checkpoint_presence import (
 from storage.checkpoints.checkpoint_share import share_objects
 from storage.checkpoints.checkpoint_tracked import (
     forget_kept,
+    index_moved,
+    newly_tracked,
     no_longer_tracked,
     note_kept,
+    noted,
+    own_path,
     tracked,
-    tracked_and_ignored,
 )
 from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
 from storage.private_files import ensure_private_dir, private_opener
@@ -666,7 +669,13 @@ class GitCheckpointStore:
             recent_since = looked.recent_since  # reckoned at the seed (``_seed``)
         previous = None if fresh_index else read_cached(cache, index)
         passes = self._staged_and_swept(
-            runner, folder, git_dir, index, beside, fresh_index=fresh_index
+            runner,
+            folder,
+            git_dir,
+            index,
+            beside,
+            fresh_index=fresh_index,
+            seeded=looked is not None,
         )
         staged_names, empties, skipped = passes.staged, passes.empties, passes.skipped
         removed, rules_changed = passes.removed, passes.rules_changed
@@ -750,6 +759,7 @@ class GitCheckpointStore:
         beside: _Once,
         *,
         fresh_index: bool,
+        seeded: bool = False,
     ) -> _Passes:
         """The staging passes, then the sweep of the entries the ignore rules now exclude
         when a ``.gitignore`` was staged or removed, or the index was not swept with the
@@ -758,13 +768,16 @@ class GitCheckpointStore:
         was before the staging or as some pass left it; either way it names what the staged
         index holds and the rules exclude, plus entries the staging removed (left aside): the
         rules are the same (no ``.gitignore`` was staged or removed), and an entry the staging
-        added came from a listing that leaves ignored paths out."""
+        added came from a listing that leaves ignored paths out. When the user's index changed
+        since it was last looked at, the files it now tracks that the rules match join the
+        index (``git add -f`` since; an index just ``seeded`` from the user's holds them)."""
         empties: list[str] = []
         skipped: list[str] = []
         staged_names: set[bytes] = set()
         gone: set[bytes] = set()
         removed = False
         rules = _read_bytes(git_dir / "info" / "exclude")
+        before = noted(index)
         sweep_due = not fresh_index and _read_bytes(git_dir / "info" / SWEPT_RULES) != rules
         early: list[Started] = []
 
@@ -794,7 +807,9 @@ class GitCheckpointStore:
             if fresh_index:
                 # The new files' listing leaves out what the rules match, but Git counts a
                 # file it tracks as not ignored (``checkpoint_tracked``).
-                staged_names.update(self._stage_tracked(runner, folder, git_dir, index, skipped))
+                staged_names.update(
+                    self._stage_tracked(runner, folder, git_dir, index, skipped, fresh=True)
+                )
             rules_moved = any(
                 name == b".gitignore" or name.endswith(b"/.gitignore")
                 for name in (*staged_names, *gone)
@@ -823,35 +838,49 @@ class GitCheckpointStore:
                 removed = removed or bool(self._left_out)
             else:
                 # Kept because the user's Git tracked them; it may track them no more.
-                untracked = [raw for raw in no_longer_tracked(index, folder) if raw not in gone]
+                untracked = [
+                    raw for raw in no_longer_tracked(index, folder, before) if raw not in gone
+                ]
                 if untracked:
                     self._left_out = _drop_listed(
                         runner, folder, git_dir, index, listed=b"\0".join(untracked), gone=gone
                     )
                     removed = True
+            if not (fresh_index or seeded) and index_moved(folder, before):
+                staged_names.update(
+                    self._stage_tracked(runner, folder, git_dir, index, skipped, fresh=False)
+                )
         finally:
             for ahead in early:
                 ahead.cancel()
         return _Passes(staged_names, empties, skipped, removed, rules_moved or sweep_due)
 
     def _stage_tracked(
-        self, runner: GitRunner, folder: Path, git_dir: Path, index: Path, skipped: list[str]
+        self,
+        runner: GitRunner,
+        folder: Path,
+        git_dir: Path,
+        index: Path,
+        skipped: list[str],
+        *,
+        fresh: bool,
     ) -> list[bytes]:
-        """Stage into an index that started empty the files the user's Git tracks that the
-        ignore rules match, and note them as kept; the names staged. Those over the size
-        limit are added to ``skipped``."""
-        forget_kept(index)
+        """Stage the files the user's Git tracks that the ignore rules match (into an index
+        that started empty: all of them, the listing of new files left them out; else those
+        not kept yet), and note them as kept; the names staged. Those over the size limit are
+        added to ``skipped``."""
+        if fresh:
+            forget_kept(index)
+        kept = set() if fresh else (noted(index) or ("", set()))[1]
         scratch = index.with_name(index.name + ".tracked-scan")
-        names, signature = tracked_and_ignored(runner, folder, git_dir, scratch)
-        if not names:
-            return []
+        names, signature = newly_tracked(runner, folder, git_dir, scratch, kept)
         sorted_out = self._sorted_out(folder, names)
         skipped.extend(sorted_out.skipped)
         if sorted_out.stage:
             self._stage(
                 runner, folder, git_dir, index, None, stage=sorted_out.stage, drop=[], gone=[]
             )
-        note_kept(index, set(sorted_out.stage), signature)
+        note_kept(index, kept | set(sorted_out.stage), signature)
         return sorted_out.stage
 
     @staticmethod
@@ -1521,11 +1550,12 @@ def _drop_listed(
     runner: GitRunner, folder: Path, git_dir: Path, index: Path, *, listed: bytes, gone: set[bytes]
 ) -> list[str]:
     """Drop the entries an ``_IGNORED`` listing named but ``gone`` (already out of the
-    index) and the permission record; the paths dropped."""
+    index) and the permission record; the paths dropped, but for Maka's own (an index seeded
+    from a user's who committed the marker holds it: left out by the policy, never newly)."""
     record = RECORD_PATH.encode()
     names = [raw for raw in listed.split(b"\0") if raw and raw != record and raw not in gone]
     runner.remove_from_index(names, git_dir=git_dir, work_tree=folder, index=index)
-    return sorted(os.fsdecode(raw) for raw in names)
+    return sorted(os.fsdecode(raw) for raw in names if not own_path(raw))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,13 @@ index that cannot be read (a split index, say) tracks nothing here, and the rule
 did. The entries kept that way are noted beside the private index (``<index>.tracked``), with
 the user's index's size, time and inode when it was read: when that changes (the user's Git
 wrote its index), each is looked up again, and one the user no longer tracks leaves the
-snapshot as any ignored path does.
+snapshot as any ignored path does, while a file the ignore rules match that the user has since
+added (``git add -f`` after the first capture) joins it. The note is kept with no entries too,
+so that the user's index is looked at again only when it changes.
+
+Maka's own folder at the top (``.maka``) and the older marker stay out whatever the user's Git
+tracks: the policy leaves them out of every capture (a committed marker would otherwise make
+every restored copy disagree with its snapshot).
 """
 
 from __future__ import annotations
@@ -27,10 +33,20 @@ from pathlib import Path
 from runtime.ledger.checkpoint_ports import CheckpointError
 from storage.checkpoints.checkpoint_borrow import enclosing_repository, user_repository
 from storage.checkpoints.checkpoint_git import GitRunner
+from storage.checkpoints.checkpoint_permissions import RECORD_DIR
 from storage.checkpoints.checkpoint_subindex import read_entries, sub_index
 from storage.private_files import private_opener
+from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
 
 _SUFFIX = ".tracked"
+_OWN_DIR = os.fsencode(RECORD_DIR) + b"/"
+_OWN_MARKER = os.fsencode(LEGACY_MARKER_NAME)
+
+
+def own_path(name: bytes) -> bool:
+    """Whether a path is Maka's own (its folder at the top, or the older marker): never in a
+    snapshot, whatever the user's Git tracks."""
+    return name.startswith(_OWN_DIR) or name == _OWN_MARKER
 
 
 def _user_index(folder: Path) -> tuple[Path, bytes] | None:
@@ -58,12 +74,14 @@ def _signature(path: Path) -> str:
 def tracked(folder: Path, names: Iterable[bytes]) -> tuple[set[bytes], str]:
     """Which of ``names`` (paths relative to ``folder``) the user's Git tracks, and the
     signature of the index that says so ("" when there is no index to read)."""
-    wanted = set(names)
+    wanted = {name for name in names if not own_path(name)}
     found = _user_index(folder)
-    if not wanted or found is None:
+    if found is None:
         return set(), ""
     path, prefix = found
     signature = _signature(path)
+    if not wanted:
+        return set(), signature
     try:
         data = path.read_bytes()
     except OSError:
@@ -109,7 +127,7 @@ def tracked_and_ignored(
         return [], ""  # not to be read: the rules apply as they did
     finally:
         scratch.unlink(missing_ok=True)
-    return [raw for raw in listed.split(b"\0") if raw], signature
+    return [raw for raw in listed.split(b"\0") if raw and not own_path(raw)], signature
 
 
 def _notes(index: Path) -> Path:
@@ -117,9 +135,10 @@ def _notes(index: Path) -> Path:
 
 
 def note_kept(index: Path, kept: set[bytes], signature: str) -> None:
-    """Note the ignored entries kept because the user's Git tracks them (none: the note goes)."""
+    """Note the ignored entries kept because the user's Git tracks them, and the signature of
+    the user's index they were read from (no index and none kept: the note goes)."""
     notes = _notes(index)
-    if not kept:
+    if not kept and not signature:
         notes.unlink(missing_ok=True)
         return
     scratch = notes.with_name(notes.name + ".new")
@@ -132,17 +151,47 @@ def forget_kept(index: Path) -> None:
     _notes(index).unlink(missing_ok=True)
 
 
-def no_longer_tracked(index: Path, folder: Path) -> list[bytes]:
-    """The entries kept because the user's Git tracked them that it tracks no more (looked up
-    only when its index changed since; the note is brought up to date)."""
+def noted(index: Path) -> tuple[str, set[bytes]] | None:
+    """The signature of the user's index when last looked at and the entries kept then; None
+    without a note (never looked at, or no user index)."""
     try:
         head, _, body = _notes(index).read_bytes().partition(b"\n")
     except OSError:
-        return []
-    kept = {name for name in body.split(b"\0") if name}
+        return None
+    return head.decode("ascii", "replace"), {name for name in body.split(b"\0") if name}
+
+
+def index_moved(folder: Path, before: tuple[str, set[bytes]] | None) -> bool:
+    """Whether the user's index may have been written since ``before`` was noted (always,
+    with no note: a store written before the note was kept for every look)."""
     found = _user_index(folder)
-    if found is not None and _signature(found[0]) == head.decode("ascii", "replace"):
+    if found is None:
+        return False
+    return before is None or _signature(found[0]) != before[0]
+
+
+def newly_tracked(
+    runner: GitRunner, folder: Path, git_dir: Path, scratch: Path, kept: set[bytes]
+) -> tuple[list[bytes], str]:
+    """The files the user's Git tracks that the ignore rules match and that are not among
+    ``kept`` (the ones the snapshots already hold that way): added since, with ``git add -f``;
+    and the signature of the user's index."""
+    names, signature = tracked_and_ignored(runner, folder, git_dir, scratch)
+    return [name for name in names if name not in kept], signature
+
+
+def no_longer_tracked(
+    index: Path, folder: Path, before: tuple[str, set[bytes]] | None
+) -> list[bytes]:
+    """The entries kept because the user's Git tracked them (``before``, as noted) that it
+    tracks no more, looked up only when its index changed since; the note is brought up to
+    date."""
+    if before is None or not before[1]:
         return []
+    found = _user_index(folder)
+    if found is not None and _signature(found[0]) == before[0]:
+        return []
+    kept = before[1]
     still, signature = tracked(folder, kept)
     with contextlib.suppress(OSError):
         note_kept(index, still, signature)

@@ -43,6 +43,10 @@ def _names(store: GitCheckpointStore, tree: str) -> list[str]:
     return [name for name in listed.splitlines() if not name.startswith(".maka")]
 
 
+def _listed(git_dir: str, tree: str) -> str:
+    return user_git(Path("/"), "--git-dir", git_dir, "ls-tree", "-r", "--name-only", tree)
+
+
 def _status(folder: Path) -> list[str]:
     lines = user_git(folder, "status", "--porcelain").splitlines()
     return sorted(line for line in lines if ".maka" not in line)
@@ -127,3 +131,73 @@ def test_without_a_repository_the_rules_leave_the_file_out(tmp_path: Path) -> No
     store = GitCheckpointStore(tmp_path / "data")
     snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
     assert _names(store, snapshot.tree_id) == [".gitignore", "a.txt"]
+
+
+@pytest.mark.parametrize("attributes", ["", "*.c ident\n"], ids=["seeded", "from-empty"])
+def test_a_file_force_added_after_the_first_capture_joins_the_next_snapshot(
+    tmp_path: Path, attributes: str
+) -> None:
+    """``git add -f`` of an ignored file after the first capture: Git tracks it from then on,
+    so the next snapshot holds it (and a restored copy with it), whether the first capture
+    was seeded from the user's index or started from an empty one."""
+    folder = tmp_path / "repo"
+    _repository(folder, attributes=attributes)
+    store = GitCheckpointStore(tmp_path / "data")
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert store.borrows(WS) is (not attributes)
+    assert "build/junk.o" not in _names(store, first.tree_id)
+    (folder / "a.txt").write_text("a, edited\n")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    assert "build/junk.o" not in _names(store, second.tree_id), "ignored, not tracked"
+    user_git(folder, "add", "-f", "build/junk.o")
+    third = store.capture(folder, WS, "refs/maka/s/r/3", "m")
+    assert "build/junk.o" in _names(store, third.tree_id)
+    copy = tmp_path / "copy"
+    store.materialize(WS, third.tree_id, copy, "s", source=folder)
+    assert (copy / "build" / "junk.o").read_text() == "built\n"
+    # None of the copy's files is staged: the added file is there, as ignored as before it.
+    assert _status(folder) == [" M a.txt", " M build/keep.txt", "A  build/junk.o"]
+    assert _status(copy) == [" M a.txt", " M build/keep.txt"]
+    # Its content changes are captured from then on, as for any tracked file.
+    (folder / "build" / "junk.o").write_text("built again\n")
+    fourth = store.capture(folder, WS, "refs/maka/s/r/4", "m")
+    assert fourth.tree_id != third.tree_id
+    user_git(folder, "rm", "-q", "-f", "--cached", "build/junk.o")
+    fifth = store.capture(folder, WS, "refs/maka/s/r/5", "m")
+    assert "build/junk.o" not in _names(store, fifth.tree_id)
+    assert store.now_ignored(WS, [fourth.commit_id, fifth.commit_id]) == {
+        fifth.commit_id: ["build/junk.o"]
+    }
+
+
+@pytest.mark.parametrize("attributes", ["", "*.c ident\n"], ids=["seeded", "from-empty"])
+def test_makas_own_files_stay_out_even_when_the_user_commits_them(
+    tmp_path: Path, attributes: str
+) -> None:
+    """A user who ran ``git add -f .`` has the workspace marker (and an older one) in their
+    commits: snapshots still leave Maka's own files out, say nothing of them as newly
+    ignored, and a copy of a snapshot is made (before, the snapshot held the source's marker
+    and the copy's check refused it: ``branch_copy_mismatch``)."""
+    folder = tmp_path / "repo"
+    _repository(folder, attributes=attributes)
+    (folder / ".maka").mkdir()
+    (folder / ".maka" / ".gitignore").write_text("*\n")
+    (folder / ".maka" / "workspace.json").write_text("{}\n")
+    (folder / ".maka-workspace.json").write_text("{}\n")
+    user_git(folder, "add", "-f", ".maka/workspace.json", ".maka-workspace.json")
+    user_git(folder, "commit", "-q", "-m", "the markers too")
+    store = GitCheckpointStore(tmp_path / "data")
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    git_dir = str(store.git_dir(WS))
+    listed = _listed(git_dir, snapshot.tree_id)
+    assert ".maka/workspace.json" not in listed.splitlines()
+    assert ".maka-workspace.json" not in listed.splitlines()
+    assert store.now_ignored(WS, [snapshot.commit_id]) == {}
+    (folder / "a.txt").write_text("a, edited\n")
+    user_git(folder, "add", "a.txt")  # the user's index moves: the tracked files are read again
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    listed = _listed(git_dir, second.tree_id)
+    assert ".maka/workspace.json" not in listed.splitlines()
+    assert store.now_ignored(WS, [snapshot.commit_id, second.commit_id]) == {}
