@@ -1,5 +1,5 @@
-"""The ignore rules of a repository enclosing the session folder (docs/design/workspace.md section
-1).
+"""The ignore rules of a repository enclosing the session folder, and the ``info/exclude`` of
+the folder's own (docs/design/workspace.md section 1).
 
 A session folder inside a larger repository (a package of a monorepo) is ignored by that
 repository's rules as well as its own: ``node_modules/`` in the monorepo's top ``.gitignore``
@@ -42,6 +42,20 @@ def enclosing_rules(folder: Path) -> str:
     for depth in range(len(inside)):
         here = top.joinpath(*inside[:depth])
         lines.extend(_rewritten(_read(here / ".gitignore"), inside[depth:]))
+    return "".join(f"{line}\n" for line in lines)
+
+
+def own_rules(folder: Path) -> str:
+    """The ``info/exclude`` rules of the folder's own repository (its common folder's, for a
+    linked worktree or a submodule), which Git reads below the ``.gitignore`` files as the
+    private repository reads its own; "" when the folder has no ``.git`` of its own."""
+    folder = Path(os.path.abspath(folder))
+    if not os.path.lexists(folder / ".git"):
+        return ""
+    found = git_dirs(folder)
+    if found is None:
+        return ""
+    lines = _rewritten(_read(found[1] / "info" / "exclude"), ())
     return "".join(f"{line}\n" for line in lines)
 
 

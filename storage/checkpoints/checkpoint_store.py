@@ -8,8 +8,9 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 (``checkpoint_git``).
 
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
-``.git`` directories, paths the folder's own ``.gitignore`` files ignore, paths the rules of a
-repository enclosing the folder ignore (``checkpoint_enclosing``), the legacy workspace marker
+``.git`` directories, paths the folder's own ``.gitignore`` files or its repository's
+``info/exclude`` ignore, paths the rules of a repository enclosing the folder ignore
+(``checkpoint_enclosing``), the legacy workspace marker
 ``.maka-workspace.json``, the app's own ``.maka`` folder at the top (where the workspace marker
 ``.maka/workspace.json`` and its ``.gitignore`` live, and the name under which each snapshot
 carries its permission record: a folder's own ``.maka`` is never captured, so a restore never
@@ -80,7 +81,7 @@ from storage.checkpoints.checkpoint_empty_dirs import (
     graft_empty_dirs,
     tree_changes,
 )
-from storage.checkpoints.checkpoint_enclosing import enclosing_rules
+from storage.checkpoints.checkpoint_enclosing import enclosing_rules, own_rules
 from storage.checkpoints.checkpoint_git import (
     MIN_GIT_VERSION,
     GitCommand,
@@ -173,6 +174,7 @@ POLICY: dict[str, object] = {
         ".git directories",
         "paths ignored by the folder's .gitignore files",
         "paths ignored by the rules of a repository enclosing the folder",
+        "paths ignored by the info/exclude of the folder's own repository",
         MARKER_NAME,
         f"{RECORD_DIR} at the top of the folder",
     ],
@@ -306,13 +308,17 @@ class GitCheckpointStore:
         ensure_private_dir(info)
         exclude = _EXCLUDE
         if folder is not None:
-            exclude += enclosing_rules(Path(os.path.abspath(folder)))
+            # The user's rules first, the app's own last: no negation of theirs undoes them.
+            where = Path(os.path.abspath(folder))
+            exclude = enclosing_rules(where) + own_rules(where) + _EXCLUDE
         elif (info / "exclude").is_file():
-            exclude = (info / "exclude").read_text("utf-8")
+            exclude = (info / "exclude").read_text("utf-8", "surrogateescape")
         for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):
             path = info / name
-            if not path.is_file() or path.read_text("utf-8") != text:
-                with open(path, "w", encoding="utf-8", opener=private_opener) as handle:
+            if not path.is_file() or path.read_text("utf-8", "surrogateescape") != text:
+                with open(
+                    path, "w", encoding="utf-8", errors="surrogateescape", opener=private_opener
+                ) as handle:
                     handle.write(text)
         return git_dir
 

@@ -165,3 +165,57 @@ def test_a_git_file_naming_no_folder_or_unreadable_bytes_is_no_repository(
     assert enclosing_rules(package) == ""
     store = GitCheckpointStore(tmp_path / "data")
     store.capture(package, WS, "refs/maka/s/r/1", "m")  # captured from scratch, no seed
+
+
+def test_the_folders_own_info_exclude_applies_and_cannot_undo_the_apps_rules(
+    tmp_path: Path,
+) -> None:
+    """A folder that is a Git repository: what its ``.git/info/exclude`` ignores is out of the
+    snapshots, as out of ``git status`` (the rules a repository enclosing it gives were read
+    already; its own were not). A rule that comes in later takes the path out of the next
+    snapshot, named as now ignored; a negation there never brings in Maka's own files. A
+    linked worktree reads the main repository's."""
+    from tests.helpers.user_git import user_git
+
+    folder = tmp_path / "repo"
+    (folder / "secrets").mkdir(parents=True)
+    (folder / "secrets" / "key.pem").write_text("key\n")
+    (folder / "scratch.log").write_text("log\n")
+    (folder / "notes.txt").write_text("notes\n")
+    (folder / "a.txt").write_text("a\n")
+    (folder / ".maka-workspace.json").write_text("{}\n")
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", "a.txt")
+    user_git(folder, "commit", "-q", "-m", "one")
+    exclude = folder / ".git" / "info" / "exclude"
+    exclude.write_text("# mine\nsecrets/\n*.log\n!.maka-workspace.json\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert _tree_names(store, first.tree_id) == ["a.txt", "notes.txt"]
+    status = user_git(folder, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert status == ["?? .maka-workspace.json", "?? notes.txt"]  # the user's view, alike
+    exclude.write_text("# mine\nsecrets/\n*.log\n!.maka-workspace.json\nnotes.txt\n")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    assert _tree_names(store, second.tree_id) == ["a.txt"]
+    assert store.now_ignored(WS, [first.commit_id, second.commit_id]) == {
+        second.commit_id: ["notes.txt"]
+    }
+    assert exclude.read_text() == "# mine\nsecrets/\n*.log\n!.maka-workspace.json\nnotes.txt\n"
+    # A linked worktree of it: the main repository's info/exclude, where Git reads it.
+    linked = tmp_path / "linked"
+    user_git(folder, "worktree", "add", "-q", str(linked))
+    (linked / "more.log").write_text("log\n")
+    (linked / "b.txt").write_text("b\n")
+    other = GitCheckpointStore(tmp_path / "other")
+    snapshot = other.capture(linked, WS, "refs/maka/s/r/1", "m")
+    assert _tree_names(other, snapshot.tree_id) == ["a.txt", "b.txt"]
+
+
+def _tree_names(store: GitCheckpointStore, tree: str) -> list[str]:
+    listed = subprocess.run(
+        ["git", "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", "--name-only", tree],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [name for name in listed if not name.startswith(".maka/")]
