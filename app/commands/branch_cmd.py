@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--to",
         metavar="DIR",
-        help="the new session's folder, new or empty (default: a sibling named "
+        help="the new session's folder, new or empty; missing folders above it are made "
+        "(default: a sibling named "
         "<folder>-branch-<n>, or, for a folder inside a Git repository, "
         "<repository>-<path inside>-branch-<n> beside the repository)",
     )

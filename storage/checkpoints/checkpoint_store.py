@@ -1257,6 +1257,15 @@ class GitCheckpointStore:
                 f"first {first.path or 'its top folder'}",
             )
         try:
+            # Missing folders above it are made, as ``git clone`` makes them.
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            reason = "a file has that name" if target.parent.exists() else error.strerror
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_FAILED,
+                f"cannot create the folder {target.parent} for {target}: {reason}",
+            ) from None
+        try:
             target.mkdir()  # exclusive: two restores never share a new folder
         except FileExistsError:
             if not target.is_dir() or any(target.iterdir()):

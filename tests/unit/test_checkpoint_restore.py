@@ -77,3 +77,26 @@ def test_the_default_copy_name_skips_every_folder_that_exists(tmp_path: Path) ->
     (tmp_path / "proj-restored-1").mkdir()
     (tmp_path / "proj-restored-2").write_text("a file, not a folder")
     assert default_restore_path(str(folder) + "/") == tmp_path / "proj-restored-3"
+
+
+def test_missing_folders_above_the_copy_are_made_and_a_file_in_the_way_is_said(
+    tmp_path: Path,
+) -> None:
+    """``--to ~/branches/x`` with no ``~/branches`` yet: made, as ``git clone`` makes it
+    (the copy's failure said only "No such file or directory"). A file where a folder above
+    it should be is refused, nothing written."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    identity = resolve_workspace_identity(work).identity
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(work, identity, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "branches" / "deeper" / "copy"
+    store.materialize(identity, snapshot.tree_id, copy, "s")
+    assert (copy / "a.txt").read_text() == "a\n"
+    (tmp_path / "plain").write_text("mine")
+    with pytest.raises(CheckpointError) as refused:
+        store.materialize(identity, snapshot.tree_id, tmp_path / "plain" / "x" / "copy", "s")
+    assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_FAILED
+    assert "cannot create the folder" in str(refused.value)
+    assert (tmp_path / "plain").read_text() == "mine"
