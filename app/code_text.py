@@ -336,7 +336,9 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         ),
         "checkpoint_nested_repository": (
             _I,
-            "The folder holds another Git repository or a submodule, which snapshots do not cover.",
+            "The folder holds another Git repository or a submodule, which snapshots do not cover, "
+            "so none is taken while it is there (a nested repository a .gitignore rule names is "
+            "left out, and the rest is snapshotted).",
         ),
         "checkpoint_lfs_unsupported": (
             _I,

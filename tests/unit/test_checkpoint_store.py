@@ -250,6 +250,10 @@ def test_unavailable_modes_name_their_reason(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError) as raised:
         store.capture(folder, WS, "refs/maka/s/r/1", "start")
     assert raised.value.code is CheckpointFailureCode.CHECKPOINT_NESTED_REPOSITORY
+    # What the nested repository's description advises: a .gitignore rule for it leaves it out.
+    (folder / ".gitignore").write_text("vendor/lib/\n")
+    assert store.decide_mode(folder, WS).mode is CheckpointMode.GIT_V1
+    store.capture(folder, WS, "refs/maka/s/r/1", "start")
 
 
 def test_the_size_budget_counts_the_files_a_snapshot_takes(tmp_path: Path) -> None:
