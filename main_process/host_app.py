@@ -54,7 +54,7 @@ from app.bridge_contract import (
 )
 from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
-from app.host.host_client import running_host_kind
+from app.host.host_client import held_elsewhere, running_host_kind
 from app.host.host_services import (
     ElsewhereChanges,
     HostServices,
@@ -221,9 +221,7 @@ class HostApp(QObject):
             and self._config.host_kind is HostKind.HEADLESS
         ):
             return self._refuse_early(
-                "store_locked",
-                f"another Maka process (pid {lock.holder_pid or 'unknown'}) owns "
-                f"{self._data_dir}; close it or use another --data-dir",
+                "store_locked", held_elsewhere(self._data_dir, lock.holder_pid)
             )
         if lock.outcome is LockOutcome.HELD_ELSEWHERE:
             return self._activate_running_instance(lock.holder_pid)

@@ -78,11 +78,9 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
     lock = InstanceLock(data_dir)
     outcome = lock.acquire()
     if outcome.outcome is LockOutcome.HELD_ELSEWHERE:
-        raise CliError(
-            StoreCode.STORE_LOCKED,
-            f"another Maka process (pid {outcome.holder_pid}) owns {data_dir}; close it or use "
-            "another --data-dir",
-        )
+        from app.host.host_client import held_elsewhere
+
+        raise CliError(StoreCode.STORE_LOCKED, held_elsewhere(data_dir, outcome.holder_pid))
     if outcome.outcome is not LockOutcome.ACQUIRED:
         if outcome.error is not None:  # a full disk, a read-only lock file or folder
             refusal = os_refusal(outcome.error, f"opening the lock file {lock.path}")

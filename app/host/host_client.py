@@ -270,6 +270,30 @@ def running_host_kind(data_dir: Path, timeout_s: float = 3.0) -> HostKind | None
         return client.host_kind
 
 
+def held_elsewhere(data_dir: Path, pid: int | None) -> str:
+    """What owns ``data_dir`` and what to do, for a command that does not go through it: the
+    desktop or ``maka host`` serving it (asked, as a terminal would), or another command."""
+    from app.bridge_contract import HostKind
+
+    kind = running_host_kind(data_dir, timeout_s=2.0)
+    who = f"pid {pid}" if pid is not None else "its pid unknown"
+    if kind is HostKind.DESKTOP:
+        return (
+            f"the Maka desktop app ({who}) has {data_dir} open, and this command does not go "
+            "through it: close the app first, or use another --data-dir"
+        )
+    if kind is HostKind.HEADLESS:
+        return (
+            f"'maka host' ({who}) serves {data_dir}, and this command does not go through it: "
+            "stop the host first (Ctrl-C where it runs), or use another --data-dir"
+        )
+    return (
+        f"another Maka process ({who}) owns {data_dir}; wait for it to end or close it, or use "
+        "another --data-dir ('maka host' lets the desktop and terminal commands share a data "
+        "folder)"
+    )
+
+
 def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostClient:
     from app.bridge_contract import (
         PROTOCOL_VERSION,

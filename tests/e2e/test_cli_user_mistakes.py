@@ -337,6 +337,7 @@ def test_import_refuses_a_data_directory_another_process_owns(origin: Path, tmp_
     try:
         err = refused(maka(target, "import", str(export)), 1, "store_locked")
         assert f"pid {os.getpid()}" in err
+        assert "wait for it to end" in err, "a holder that serves nothing: another command"
         assert not (target / DATABASE_NAME).exists()
     finally:
         lock.release()

@@ -359,6 +359,8 @@ def test_maka_host_stops_on_sigterm_cancelling_the_turn_and_releasing_the_folder
         assert second.process.wait(60) == 1
         second.stop()
         assert "[store_locked]" in second.stderr() and str(host.pid) in second.stderr()
+        # The owner is named for what it is, asked as a terminal would: a serving host.
+        assert f"'maka host' (pid {host.pid}) serves" in second.stderr(), second.stderr()
         driver = Streaming(
             ["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env
         )
