@@ -100,3 +100,31 @@ def test_missing_folders_above_the_copy_are_made_and_a_file_in_the_way_is_said(
     assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_FAILED
     assert "cannot create the folder" in str(refused.value)
     assert (tmp_path / "plain").read_text() == "mine"
+
+
+def test_a_link_to_an_empty_folder_takes_the_copy_in_that_folder(tmp_path: Path) -> None:
+    """``--to`` a link to an empty folder (a linked projects folder): the copy goes into the
+    folder it leads to, with the source folder's bits (they were left at the 0700 of the
+    copy's making, the link's own bits being looked at, so a branch there failed its check
+    with ``branch_copy_mismatch`` after writing the files)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    work.chmod(0o750)
+    identity = resolve_workspace_identity(work).identity
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(work, identity, "refs/maka/s/r/1", "m")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    empty.chmod(0o755)
+    link = tmp_path / "link"
+    link.symlink_to(empty)
+    new_identity = store.materialize(identity, snapshot.tree_id, link, "s")
+    assert link.is_symlink() and os.readlink(link) == str(empty)
+    assert (empty / "a.txt").read_text() == "a\n"
+    assert empty.stat().st_mode & 0o777 == 0o750
+    marker = read_workspace_identity(empty)
+    assert marker is not None and marker.identity == new_identity
+    assert store.restore_attempts("s") == [str(empty)]
+    observed = store.observe(empty, new_identity)
+    assert observed.tree_id == snapshot.tree_id
