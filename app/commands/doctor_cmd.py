@@ -112,12 +112,10 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
         for header in store.list_session_runs(session.session_id)
         if str(header.status) in ("created", "running")
     ]
-    if not marked:
-        return []
-    from app.host.session_rows import nobody_owns
+    from app.host.session_rows import orphaned
 
-    if not nobody_owns(data_dir):
-        return []  # (a Maka process has the folder: the run may well be running)
+    # (A Maka process has the folder, or the run ended while it was read: nothing to say.)
+    marked = orphaned(data_dir, marked, lambda session_id: _statuses(store, session_id))
     return [
         {
             "code": "run_awaiting_repair",
@@ -130,6 +128,10 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
         }
         for session_id, run_id in marked
     ]
+
+
+def _statuses(store: LedgerReader, session_id: str) -> list[tuple[str, str]]:
+    return [(header.run_id, str(header.status)) for header in store.list_session_runs(session_id)]
 
 
 def _workspace_line(item: dict[str, str]) -> str:

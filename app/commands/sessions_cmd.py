@@ -220,20 +220,37 @@ def _list(args: argparse.Namespace) -> int:
     if host is not None:
         with host:
             return _list_from_host(args, data_dir, host)
-    overviews: list[SessionOverview] = []
-    try:
-        listing = SessionListing.open(data_dir)
-    except LedgerError as error:
-        if error.code != codes.StoreCode.STORE_NOT_FOUND:
-            raise CliError(error.code, error.message) from None
-    else:
+
+    def read() -> list[SessionOverview]:
+        try:
+            listing = SessionListing.open(data_dir)
+        except LedgerError as error:
+            if error.code != codes.StoreCode.STORE_NOT_FOUND:
+                raise CliError(error.code, error.message) from None
+            return []
         with listing:
-            overviews = list_session_overviews(listing)
+            return list_session_overviews(listing)
+
+    overviews = read()
     # Whether anybody owns the folder matters only to a row whose last run is still marked
-    # created or running (``session_row``): the lock is tested only then.
-    unowned = nobody_owns(data_dir) if any(map(may_await_repair, overviews)) else False
+    # created or running (``session_row``): the lock is tested only then, and the sessions
+    # are read again after it. A row awaits repair when its last run was marked before the
+    # look and still is after it (``session_rows.orphaned``): a turn that ended meanwhile
+    # (its process lets go of the folder only after ending it) does not.
+    marked = {(o.session.session_id, o.run_count) for o in overviews if may_await_repair(o)}
+    awaiting: set[tuple[str, int]] = set()
+    if marked and nobody_owns(data_dir):
+        overviews = read()
+        awaiting = {
+            (o.session.session_id, o.run_count) for o in overviews if may_await_repair(o)
+        } & marked
     folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
-    rows = [session_row(overview, unowned, folders) for overview in overviews]
+    rows = [
+        session_row(
+            overview, (overview.session.session_id, overview.run_count) in awaiting, folders
+        )
+        for overview in overviews
+    ]
     return _print(args, data_dir, rows, None)
 
 

@@ -20,6 +20,7 @@ from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
 
 if TYPE_CHECKING:
+    from runtime.ledger.store_ports import LedgerReader
     from runtime.ledger.timeline_model import TimelineRun
 
 
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         )
         timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
         origin = store.read_branch(args.session)
+        abandoned = _awaiting_repair(store, args.session, timeline.runs, data_dir)
     finally:
         store.close()
     if args.run is not None and not timeline.runs:
@@ -82,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
         )
     runs = timeline.runs
     header = timeline.header
-    abandoned = _awaiting_repair(runs, data_dir)
     if args.only_problems:
         runs = only_problems(runs, header.pins if header is not None else (), abandoned)
     if args.json:
@@ -111,13 +112,21 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _awaiting_repair(runs: Sequence[TimelineRun], data_dir: Path) -> frozenset[str]:
-    """The runs still marked created or running while nobody owns the data folder: their
-    process is gone and startup recovery has not repaired them yet (``maka sessions`` says
-    "INTERRUPTED (repaired at the next start)" of them)."""
-    marked = frozenset(run.run_id for run in runs if run.status in ("created", "running"))
-    if not marked:
-        return marked
-    from app.host.session_rows import nobody_owns
+def _awaiting_repair(
+    store: LedgerReader, session_id: str, runs: Sequence[TimelineRun], data_dir: Path
+) -> frozenset[str]:
+    """The runs still marked created or running while nobody owns the data folder, and still
+    so once that was looked at: their process is gone and startup recovery has not repaired
+    them yet (``maka sessions`` says "INTERRUPTED (repaired at the next start)" of them). A
+    turn that ended while the timeline was read is not one of them."""
+    from app.host.session_rows import orphaned
 
-    return marked if nobody_owns(data_dir) else frozenset()
+    marked = [(session_id, run.run_id) for run in runs if run.status in ("created", "running")]
+    found = orphaned(
+        data_dir,
+        marked,
+        lambda session: [
+            (header.run_id, str(header.status)) for header in store.list_session_runs(session)
+        ],
+    )
+    return frozenset(run_id for _, run_id in found)

@@ -7,7 +7,7 @@ by the two functions that cross the wire."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -84,6 +84,31 @@ def nobody_owns(data_dir: Any) -> bool:
     from storage.ledger.database_choice import uses_postgres
 
     return not uses_postgres(data_dir) and folder_free(data_dir)
+
+
+def orphaned(
+    data_dir: Any,
+    marked: Iterable[tuple[str, str]],
+    statuses: Callable[[str], Iterable[tuple[str, str]]],
+) -> list[tuple[str, str]]:
+    """Of the ``(session id, run id)`` read as still marked created or running, those whose
+    process is gone: nobody owns the data folder now, and they are still marked when read
+    again (``statuses``: a session's ``(run id, status)`` pairs, read now). A run's process
+    ends it before it lets go of the folder, and an ended run never runs again, so a run
+    marked before the look at the lock and after it was running all along with nobody
+    there; a run that ended in between (its turn finishing while it was read) is left out."""
+    marked = list(marked)
+    if not marked or not nobody_owns(data_dir):
+        return []
+    now: dict[str, dict[str, str]] = {}
+    for session_id, _ in marked:
+        if session_id not in now:
+            now[session_id] = dict(statuses(session_id))
+    return [
+        (session_id, run_id)
+        for session_id, run_id in marked
+        if now[session_id].get(run_id) in ("created", "running")
+    ]
 
 
 def folder_free(data_dir: Any) -> bool:
