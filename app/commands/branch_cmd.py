@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
-    from app.host.branch_session import branch_json, branch_options, branch_session
+    from app.host.branch_session import branch_json, branch_session
     from app.host.host_bootstrap import now_ms
     from runtime.agent.session_service import require_utf8
     from runtime.continuation.branch_prefix import BranchRefused
@@ -95,14 +96,13 @@ def run(args: argparse.Namespace) -> int:
 
     if no_ledger_yet(data_dir):
         raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    if args.at is None:
+        return _list_read_only(args, data_dir)
     with owned_session_host(data_dir, None) as host:
         carrier = host.service.checkpoints
         try:
             if args.to is not None:
                 require_utf8(args.to, "the folder name")
-            if args.at is None:
-                options = branch_options(host.store, carrier, args.session)
-                return _print_options(args, [option.to_json() for option in options])
             source = host.store.get_session(args.session)
             source_cwd = source.cwd if source is not None else "the source folder"
             result = branch_session(
@@ -124,6 +124,53 @@ def run(args: argparse.Namespace) -> int:
     return _print_made(
         args, branch_json(result), source_cwd, copy_folder=new.cwd, new_session=new.session_id
     )
+
+
+def _list_read_only(args: argparse.Namespace, data_dir: Path) -> int:
+    """The points to branch from, read without owning the data folder (as ``maka timeline``
+    reads): listing repairs nothing, so a run a killed process left marked running stays so
+    for the next host's start (its automatic resume takes up only what its own recovery
+    found), and a ``maka run`` owning the folder does not stop the listing."""
+    from app.host.branch_session import branch_options
+    from runtime.continuation.branch_prefix import BranchRefused
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
+
+    try:
+        store = open_store(data_dir, read_only=True)
+    except LedgerError as error:
+        raise CliError(error.code, error.message, EXIT_ERROR) from None
+    from app.host.session_rows import orphaned
+
+    try:
+        carrier = GitCheckpointStore.from_environment(data_dir)
+        options = branch_options(store, carrier, args.session)
+        runs = [(h.run_id, str(h.status)) for h in store.list_session_runs(args.session)]
+        unended = [run_id for run_id, status in runs if status in ("created", "running")]
+        gone = {
+            run_id
+            for _, run_id in orphaned(
+                data_dir,
+                [(args.session, run_id) for run_id in unended],
+                lambda session: [
+                    (h.run_id, str(h.status)) for h in store.list_session_runs(session)
+                ],
+            )
+        }
+    except (BranchRefused, LedgerError) as refused:
+        code = str(refused.code)
+        raise CliError(
+            refused.code, refused.message, EXIT_USAGE if code in _USAGE else EXIT_ERROR
+        ) from None
+    finally:
+        store.close()
+    # A turn not ended has no points yet (``list_boundaries``): say why it is not listed.
+    unlisted = [
+        {"runId": run_id, "reason": "awaiting_repair" if run_id in gone else "running"}
+        for run_id in unended
+    ]
+    return _print_options(args, [option.to_json() for option in options], unlisted=unlisted)
 
 
 def _print_made(
@@ -158,13 +205,30 @@ def _print_made(
 
 
 def _print_options(
-    args: argparse.Namespace, options: list[dict[str, Any]], omitted: int = 0
+    args: argparse.Namespace,
+    options: list[dict[str, Any]],
+    omitted: int = 0,
+    *,
+    unlisted: list[dict[str, str]] | None = None,
 ) -> int:
-    """The points (``BranchOption.to_json``'s fields), as a list or one JSON document."""
+    """The points (``BranchOption.to_json``'s fields), as a list or one JSON document;
+    ``unlisted``: the runs not ended, whose points are not listed yet, and why."""
     if args.json:
-        body = {"sessionId": args.session, "boundaries": options}
+        body: dict[str, Any] = {"sessionId": args.session, "boundaries": options}
+        if unlisted:
+            body["runsNotListed"] = unlisted
         print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
+    for item in unlisted or ():
+        run_id = item["runId"]
+        if item["reason"] == "awaiting_repair":
+            print(
+                f"run {run_id} is still marked running, but no Maka process has this data "
+                f"folder open: its points are listed once it is repaired (maka plan "
+                f"{args.session} repairs it and says whether Safe resume can continue it)"
+            )
+        else:
+            print(f"run {run_id} is running: its points are listed once it ends")
     if not options:
         print(f"session {args.session} has no point to branch from yet")
         return EXIT_OK
