@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             default=argparse.SUPPRESS,
             help="data directory (default: MAKA_DATA_DIR or per-user)",
         )
+        action.add_argument(
+            "--json",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="print one JSON document",
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,13 +120,13 @@ def _change(args: argparse.Namespace) -> int:
                 moved = relocate_session(
                     store, args.session, Path(args.folder).expanduser().absolute(), lifecycle
                 )
-                print(f"session {args.session} now uses {shown_name(moved.cwd)}")
+                _changed(args, cwd=moved.cwd)
             elif args.action == "rename":
                 store.rename_session(args.session, args.title)
-                print(f"session {args.session} is now called {args.title.strip()!r}")
+                _changed(args, title=args.title.strip())
             else:
                 removed = remove_session(store, args.session, lifecycle)
-                print(f"removed session {args.session} ({removed.title}); {removed.cwd} untouched")
+                _changed(args, title=removed.title, cwd=removed.cwd)
         except SessionChangeRefused as refusal:
             # A refused relocation exits 2 (docs/design/cli.md: usage or invalid input) when the
             # SESSION or FOLDER given cannot be used: no such session, no such folder, a folder of
@@ -197,15 +203,36 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
     if args.action == "remove" and isinstance(answer, SessionRemovedPush):
         title = removed.title if removed is not None else None
         cwd = removed.cwd if removed is not None else None
-        print(f"removed session {args.session} ({title}); {cwd} untouched")
+        _changed(args, title=title, cwd=cwd)
         return EXIT_OK
     if not isinstance(answer, SessionUpdatedPush):
         raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     if args.action == "relocate":
-        print(f"session {args.session} now uses {shown_name(answer.session.cwd)}")
+        _changed(args, cwd=answer.session.cwd)
     else:
-        print(f"session {args.session} is now called {answer.session.title!r}")
+        _changed(args, title=answer.session.title)
     return EXIT_OK
+
+
+def _changed(args: argparse.Namespace, *, title: str | None = None, cwd: str | None = None) -> None:
+    """The line a change prints, or with ``--json`` its one document: ``{sessionId, action,
+    cwd}`` (relocated), ``{sessionId, action, title}`` (renamed) or both (removed)."""
+    if args.json:
+        import json
+
+        done = {"relocate": "relocated", "rename": "renamed", "remove": "removed"}[args.action]
+        document: dict[str, Any] = {"sessionId": args.session, "action": done}
+        if args.action != "rename":
+            document["cwd"] = cwd
+        if args.action != "relocate":
+            document["title"] = title
+        print(json.dumps(document, ensure_ascii=False))
+    elif args.action == "relocate":
+        print(f"session {args.session} now uses {shown_name(cwd or '')}")
+    elif args.action == "rename":
+        print(f"session {args.session} is now called {title!r}")
+    else:
+        print(f"removed session {args.session} ({title}); {cwd} untouched")
 
 
 def _list(args: argparse.Namespace) -> int:

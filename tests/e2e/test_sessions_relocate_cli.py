@@ -215,14 +215,28 @@ def test_rename_and_remove_need_what_they_say(tmp_path: Path) -> None:
     assert _sessions(drill)[0]["title"] == "Named last" and not elsewhere.exists()
     bad = maka(["sessions", "rename", session, "two\nlines"], drill.data)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    # --json, before or after the action: one JSON document, as its refusals are.
+    for args in (
+        ["sessions", "--json", "rename", session, "J"],
+        ["sessions", "rename", session, "J", "--json"],
+    ):
+        said = maka(args, drill.data)
+        assert said.returncode == 0, said.stderr
+        assert json.loads(said.stdout) == {"sessionId": session, "action": "renamed", "title": "J"}
 
     unconfirmed = maka(["sessions", "remove", session], drill.data)
     assert unconfirmed.returncode == 2
     assert "[confirmation_required]" in unconfirmed.stderr
     assert "maka export" in unconfirmed.stderr
     assert len(_sessions(drill)) == 1
-    removed = maka(["sessions", "remove", session, "--yes"], drill.data)
+    removed = maka(["sessions", "remove", session, "--yes", "--json"], drill.data)
     assert removed.returncode == 0, removed.stderr
+    assert json.loads(removed.stdout) == {
+        "sessionId": session,
+        "action": "removed",
+        "title": "J",
+        "cwd": str(drill.work),
+    }
     assert _sessions(drill) == []
     assert (drill.work / "count.txt").exists(), "the folder is not touched"
     again = maka(["sessions", "remove", session, "--yes"], drill.data)
@@ -268,6 +282,13 @@ def test_beside_a_running_host_the_host_relocates_renames_and_removes(tmp_path: 
         (row,) = json.loads(listed.stdout)["sessions"]
         assert json.loads(listed.stdout)["servedBy"]["host"] == "headless"
         assert row["cwd"] == str(moved) and row["folderMissing"] is False
+        again = maka(["sessions", "--json", "relocate", drill.session, str(moved)], drill.data)
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout) == {
+            "sessionId": drill.session,
+            "action": "relocated",
+            "cwd": str(moved),
+        }
         log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
         assert '"kind": "session.relocated"' in log
 
