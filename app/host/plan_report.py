@@ -305,6 +305,13 @@ def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:
     advice: list[str] = []
     if "workspace_folder_missing" in codes:
         advice.append(_relocate_words(plan.session_id))
+    if "workspace_identity_mismatch" in codes:
+        advice.append(
+            "Its workspace marker deleted (git clean -fdx deletes .maka) and made anew? If this "
+            "is the folder the session ran in, pointing the session at it gives the marker back: "
+            f"maka sessions relocate {plan.session_id} FOLDER, with this same folder; Safe "
+            "resume then compares its files with the last snapshot."
+        )
     if "resume_feature_disabled" in codes and not turn_running:
         advice.append(
             "Turn Safe resume on in the desktop's Settings, or for one command with "

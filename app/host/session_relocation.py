@@ -7,6 +7,12 @@ marker is read, never created or moved (creating one would make any folder "matc
 The move is recorded in the lifecycle log, and the session's next runs and Safe resume use the
 new place (a run's header keeps the folder it ran in; the planner reports
 ``workspace_location_changed``).
+
+One case gives a marker back instead of reading it: the session's own folder, at the place it
+ran in, that lost its marker (``git clean -fdx`` deletes ``.maka``; a look of Safe resume then
+made a new one, naming a workspace nothing recorded). Pointing the session at that folder puts
+the session's identity back in it; Safe resume then compares the files with the last snapshot
+as ever, so a different folder put at that place is still found out by its files.
 """
 
 from __future__ import annotations
@@ -22,7 +28,11 @@ from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import LedgerReader, RunHeader, SessionRecord
-from storage.sessions.workspace_identity import read_workspace_identity
+from storage.sessions.workspace_identity import (
+    WorkspaceIdentity,
+    give_back_marker,
+    read_workspace_identity,
+)
 
 
 class SessionAdminStore(LedgerReader, Protocol):
@@ -87,6 +97,10 @@ def relocate_session(
         raise SessionChangeRefused(
             error.code, f"{error.message}; the session was not moved"
         ) from None
+    if _marker_lost(store, session, real, marker, expected):
+        return _give_back(
+            store, session, real=real, marker=marker, expected=expected, lifecycle=lifecycle
+        )
     if marker is None:
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_DIFFERS,
@@ -106,6 +120,57 @@ def relocate_session(
     moved = store.get_session(session_id)
     assert moved is not None
     return moved
+
+
+def _marker_lost(
+    store: SessionAdminStore,
+    session: SessionRecord,
+    real: Path,
+    marker: WorkspaceIdentity | None,
+    expected: str,
+) -> bool:
+    """The session's own folder (the place it ran in, not moved) lost its marker: none is
+    there (``git clean -fdx`` deletes ``.maka``), or the one there was made since and names a
+    workspace no session, run or branch recorded (Safe resume's look makes one in a folder
+    that has none). Pointing the session at its own folder then gives the marker back."""
+    if os.path.realpath(session.cwd) != str(real):
+        return False
+    if marker is None:
+        return True
+    if marker.identity == expected:
+        return False
+    return not _recorded_anywhere(store, marker.identity)
+
+
+def _recorded_anywhere(store: SessionAdminStore, identity: str) -> bool:
+    for other in store.list_sessions():
+        if any(h.workspace_identity == identity for h in store.list_session_runs(other.session_id)):
+            return True
+        branch = store.read_branch(other.session_id)
+        if branch is not None and branch.fact.get("workspaceIdentity") == identity:
+            return True
+    return False
+
+
+def _give_back(
+    store: SessionAdminStore,
+    session: SessionRecord,
+    *,
+    real: Path,
+    marker: WorkspaceIdentity | None,
+    expected: str,
+    lifecycle: LifecycleLog | None,
+) -> SessionRecord:
+    try:
+        give_back_marker(real, expected, marker)
+    except LedgerError as error:
+        raise SessionChangeRefused(
+            error.code, f"{error.message}; the session was not changed"
+        ) from None
+    if lifecycle is not None:
+        replaced = marker.identity if marker is not None else None
+        lifecycle.workspace_marker_given_back(session.session_id, str(real), expected, replaced)
+    return session
 
 
 def remove_session(

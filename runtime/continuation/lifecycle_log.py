@@ -73,6 +73,21 @@ class LifecycleLog:
             }
         )
 
+    def workspace_marker_given_back(
+        self, session_id: str, cwd: str, identity: str, replaced: str | None
+    ) -> None:
+        """The user gave the session's own folder its workspace marker back (deleted, or
+        replaced by one that names a workspace nothing recorded)."""
+        self._write(
+            {
+                "kind": "workspace.marker_given_back",
+                "sessionId": session_id,
+                "cwd": cwd,
+                "workspaceIdentity": identity,
+                "replaced": replaced,
+            }
+        )
+
     def session_branched(self, body: dict[str, Any]) -> None:
         """A session was branched from a boundary of another (its ``branchStart`` committed)."""
         self._write({"kind": "session.branched", **body})

@@ -248,6 +248,55 @@ def resolve_workspace_identity(folder: Path) -> WorkspaceIdentity:
     return created
 
 
+def give_back_marker(
+    folder: Path, identity: str, replacing: WorkspaceIdentity | None
+) -> WorkspaceIdentity:
+    """Put ``identity`` back as the folder's marker: the folder has none (``replacing`` None:
+    ``git clean -fdx`` deletes ``.maka``), or the one it has (``replacing``) was made after
+    that and names a workspace nothing recorded (the caller checked both, and that the folder
+    is the session's own). The marker replaced is removed only if it is still that one; the
+    new one is published as any marker is (never over another)."""
+    real = _folder(folder)
+    if not identity.startswith(IDENTITY_PREFIX) or not _UUID.fullmatch(
+        identity.removeprefix(IDENTITY_PREFIX)
+    ):
+        raise WorkspaceMarkerError(
+            WorkspaceMarkerCode.WORKSPACE_MARKER_INVALID,
+            f"{identity} is not a workspace identity a marker can hold",
+            real / MARKER_NAME,
+        )
+    current, legacy = _read_both(real)
+    found = current if current is not None else legacy
+    if (found is None) != (replacing is None) or (
+        found is not None and replacing is not None and found.identity != replacing.identity
+    ):
+        raise WorkspaceMarkerError(
+            WorkspaceMarkerCode.WORKSPACE_MARKER_WRITE_FAILED,
+            f"{real / MARKER_NAME} changed while it was being given back; nothing was replaced",
+            real / MARKER_NAME,
+        )
+    try:
+        if current is not None:
+            os.unlink(real / MARKER_NAME)
+        if legacy is not None:
+            os.unlink(real / LEGACY_MARKER_NAME)
+    except OSError as error:
+        raise WorkspaceMarkerError(
+            WorkspaceMarkerCode.WORKSPACE_MARKER_WRITE_FAILED,
+            f"cannot remove {real / MARKER_NAME}: {error.strerror}",
+            real / MARKER_NAME,
+        ) from None
+    _publish(real, marker_bytes(identity.removeprefix(IDENTITY_PREFIX), time.time_ns() // 10**6))
+    given = _read_marker(real)
+    if given is None or given.identity != identity:
+        raise WorkspaceMarkerError(
+            WorkspaceMarkerCode.WORKSPACE_MARKER_WRITE_FAILED,
+            f"{real / MARKER_NAME} does not read back as {identity}",
+            real / MARKER_NAME,
+        )
+    return given
+
+
 def _migrate(real: Path, legacy: WorkspaceIdentity) -> WorkspaceIdentity:
     """Write the legacy marker's identity to ``.maka/workspace.json`` and, once it reads back
     the same, remove the legacy file. Whatever fails leaves the legacy marker in use: an

@@ -390,3 +390,70 @@ def test_a_folder_replaced_by_a_file_is_said_to_be_no_folder_not_gone(tmp_path: 
         assert f"workspace {drill.work}: marker folder_missing (the folder {words})" in (
             doctor.stdout
         ), doctor.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_marker_git_clean_deleted_is_given_back_and_the_session_resumes(tmp_path: Path) -> None:
+    """A user's defaults: a Git repository with uncommitted work, snapshots on. ``maka run``
+    killed with SIGKILL, then ``git clean -fdx`` (which deletes ``.maka``, ignored by its own
+    ``.gitignore``): Safe resume's look made a new marker, and the session parked for good
+    with ``workspace_identity_mismatch`` (relocation refused the folder it ran in). Pointing
+    the session at its own folder now gives the marker back, and Safe resume continues; a
+    marker naming a workspace another session recorded is never replaced."""
+    from tests.helpers.user_git import user_git
+
+    drill = Drill(tmp_path, checkpoints=True)
+    (drill.work / "a.txt").write_text("committed\n")
+    user_git(drill.work, "init", "-q")
+    user_git(drill.work, "add", "a.txt")
+    user_git(drill.work, "commit", "-q", "-m", "first")
+    (drill.work / "a.txt").write_text("committed, then edited\n")
+    assert drill.run("P6").returncode == -9
+    found = read_workspace_identity(drill.work)
+    assert found is not None
+    session, identity = drill.session, found.identity
+    user_git(drill.work, "clean", "-fdxq")
+    assert not (drill.work / MARKER_DIR).exists() and (drill.work / "count.txt").exists() is False
+
+    parked = maka(["plan", session, "--json"], drill.data, env={**drill.env, **FLAG})
+    assert parked.returncode == 3
+    assert "workspace_identity_mismatch" in json.loads(parked.stdout)["rejectionReasons"]
+    minted = read_workspace_identity(drill.work)
+    assert minted is not None and minted.identity != identity, "the look made a new marker"
+    text = maka(["plan", session], drill.data, env={**drill.env, **FLAG}).stdout
+    assert f"maka sessions relocate {session} FOLDER, with this same folder" in text
+
+    given = maka(["sessions", "relocate", session, str(drill.work)], drill.data)
+    assert given.returncode == 0, given.stderr
+    back = read_workspace_identity(drill.work)
+    assert back is not None and back.identity == identity
+    log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
+    assert '"kind": "workspace.marker_given_back"' in log and minted.identity in log
+    # The workspace gate is back to the files: ``git clean`` also took the command's
+    # ``count.txt``, and the last capture was cut short, so they are the user's to decide.
+    parked_on_files = json.loads(
+        maka(["plan", session, "--json"], drill.data, env={**drill.env, **FLAG}).stdout
+    )
+    assert parked_on_files["rejectionReasons"] == ["workspace_checkpoint_stale"], parked_on_files
+    code, body = drill.resume("--rebaseline")
+    assert code == 0, body
+    continued = [h for h, _ in committed_runs(drill.data) if h.session_id == session][-1]
+    assert str(continued.status) == "completed" and continued.workspace_identity == identity
+
+    # A marker naming a workspace a session recorded is that workspace's: never replaced.
+    other = tmp_path / "other"
+    other.mkdir()
+    demo = {"MAKA_WORKSPACE_CHECKPOINTS": "on"}
+    made = maka(
+        ["run", "--cwd", str(other), "--permission-mode", "auto", "write n.md saying x"],
+        drill.data,
+        env=demo,
+    )
+    assert made.returncode == 0, made.stderr
+    shutil.rmtree(drill.work / MARKER_DIR)
+    shutil.copytree(other / MARKER_DIR, drill.work / MARKER_DIR)
+    refused = maka(["sessions", "relocate", session, str(drill.work)], drill.data)
+    assert refused.returncode == 2 and "[workspace_identity_differs]" in refused.stderr
+    still = read_workspace_identity(drill.work)
+    theirs = read_workspace_identity(other)
+    assert still is not None and theirs is not None and still.identity == theirs.identity
