@@ -1710,6 +1710,7 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
     try:
         shutil.copyfile(scratch, index)
         runner.run_outside(["read-tree", "-m", "HEAD"], cwd=target)
+        _add_tracked_ignored(runner, target)
         return
     except (OSError, CheckpointError):
         index.unlink(missing_ok=True)
@@ -1717,6 +1718,21 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
         runner.run_outside(["read-tree", "HEAD"], cwd=target)
     except CheckpointError:
         shutil.rmtree(target / ".git", ignore_errors=True)
+
+
+def _add_tracked_ignored(runner: GitRunner, target: Path) -> None:
+    """Add to the clone's index the snapshot's files its rules ignore that HEAD lacks. A
+    snapshot holds an ignored file only when the user's Git tracked it (``checkpoint_tracked``):
+    one added with ``git add -f`` and not committed yet. Left out of the clone's index, it was
+    invisible there, and the copy's own snapshot dropped it (a branch's check then refused the
+    copy); added, ``git status`` in the copy shows it added, as the folder did. Only the
+    snapshot's files are in the copy at this point (its marker comes later)."""
+    listed = runner.run_outside(
+        ["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], cwd=target
+    )
+    names = [os.fsdecode(raw) for raw in listed.split(b"\0") if raw]
+    for start in range(0, len(names), 200):
+        runner.run_outside(["update-index", "--add", "--", *names[start : start + 200]], cwd=target)
 
 
 def _as_text(name: str) -> str:

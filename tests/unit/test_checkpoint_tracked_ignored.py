@@ -156,9 +156,11 @@ def test_a_file_force_added_after_the_first_capture_joins_the_next_snapshot(
     copy = tmp_path / "copy"
     store.materialize(WS, third.tree_id, copy, "s", source=folder)
     assert (copy / "build" / "junk.o").read_text() == "built\n"
-    # None of the copy's files is staged: the added file is there, as ignored as before it.
-    assert _status(folder) == [" M a.txt", " M build/keep.txt", "A  build/junk.o"]
-    assert _status(copy) == [" M a.txt", " M build/keep.txt"]
+    # The clone's rules ignore it and its HEAD lacks it: it is added to the copy's index, as
+    # it is to the user's, or the copy's own snapshot would drop it.
+    assert _status(copy) == _status(folder) == [" M a.txt", " M build/keep.txt", "A  build/junk.o"]
+    again = GitCheckpointStore(tmp_path / "copy-data").capture(copy, WS, "refs/maka/s/r/1", "m")
+    assert again.tree_id == third.tree_id
     # Its content changes are captured from then on, as for any tracked file.
     (folder / "build" / "junk.o").write_text("built again\n")
     fourth = store.capture(folder, WS, "refs/maka/s/r/4", "m")
