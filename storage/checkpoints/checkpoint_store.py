@@ -1312,6 +1312,7 @@ class GitCheckpointStore:
             )
             if cloned:
                 _index_at_head(runner, scratch, target)
+                _carry_the_users_view(runner, Path(str(source)), target)
             create_empty_dirs(runner, git_dir, checked.objects, target)
             if record is not None:
                 apply_record(record, target)
@@ -1718,6 +1719,52 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
         runner.run_outside(["read-tree", "HEAD"], cwd=target)
     except CheckpointError:
         shutil.rmtree(target / ".git", ignore_errors=True)
+
+
+def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None:
+    """What makes ``git status`` in the user's folder read as it does, given to the clone:
+    the entries a sparse checkout leaves out of the folder (skip-worktree in the user's index;
+    the snapshot has no file there) keep that bit, or the copy would show each as deleted and
+    ``git commit -a`` there would delete it; and ``core.fileMode false``, or every file whose
+    execute bit differs from its commit would show as modified. Best effort: whatever cannot be
+    read leaves the clone as it is."""
+    from storage.checkpoints.checkpoint_borrow import user_repository
+    from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
+
+    user = user_repository(source)
+    if user is None:
+        return
+    try:
+        entries = read_entries((user.git_dir / "index").read_bytes()) or []
+        left_out = [
+            os.fsdecode(entry.name)
+            for entry in entries
+            if entry.extended & SKIP_WORKTREE
+            and not os.path.lexists(target / os.fsdecode(entry.name))
+        ]
+        for start in range(0, len(left_out), 200):
+            runner.run_outside(
+                ["update-index", "--skip-worktree", "--", *left_out[start : start + 200]],
+                cwd=target,
+            )
+        mode = runner.run_outside(
+            [
+                "config",
+                "--file",
+                str(user.common / "config"),
+                "--type",
+                "bool",
+                "--default",
+                "true",
+                "--get",
+                "core.filemode",
+            ],
+            cwd=target,
+        )
+        if mode.strip() == b"false":
+            runner.run_outside(["config", "core.fileMode", "false"], cwd=target)
+    except (OSError, CheckpointError) as error:
+        _log.warning("the copy at %s may not read as %s does: %s", target, source, error)
 
 
 def _add_tracked_ignored(runner: GitRunner, target: Path) -> None:

@@ -38,6 +38,10 @@ class IndexEntry:
     oid: bytes
     flags: int
     name: bytes
+    extended: int = 0  # the extended flags (version 3 and up): skip-worktree, intent-to-add
+
+
+SKIP_WORKTREE = 0x4000  # of the extended flags: a sparse checkout's entry left out of the folder
 
 
 def read_entries(data: bytes) -> list[IndexEntry] | None:
@@ -56,6 +60,9 @@ def read_entries(data: bytes) -> list[IndexEntry] | None:
             start = at + _ENTRY.size + (2 if flags & _EXTENDED else 0)
             if flags & _EXTENDED and version < 3:
                 return None
+            extended = (
+                struct.unpack_from(">H", data, at + _ENTRY.size)[0] if flags & _EXTENDED else 0
+            )
             if version == 4:
                 strip, start = _varint(data, start)
                 if strip > len(previous):
@@ -69,7 +76,7 @@ def read_entries(data: bytes) -> list[IndexEntry] | None:
                 at += (end - at + 8) // 8 * 8
             if not name or flags & _NAME_MASK != min(len(name), _NAME_MASK):
                 return None
-            entries.append(IndexEntry(stat_data, oid, flags, name))
+            entries.append(IndexEntry(stat_data, oid, flags, name, extended))
             previous = name
         if _has_refused_extension(data, at):
             return None

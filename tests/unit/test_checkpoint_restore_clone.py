@@ -230,3 +230,32 @@ def test_a_failed_clone_is_tried_once_more_unless_it_ran_out_of_time(
     else:
         assert not (copy / ".git").exists()
     assert (copy / "f0.txt").read_text() == "changed in the work tree\n"
+
+
+def test_a_sparse_checkouts_copy_reads_as_the_folder_does(tmp_path: Path) -> None:
+    """A sparse checkout (files outside its cone are not in the folder; their entries are
+    skip-worktree) with ``core.fileMode false``: ``git status`` in the copy shows what it shows
+    in the folder. The clone showed every file outside the cone as deleted (``git commit -a``
+    there would delete them) and a file whose execute bit differs from its commit as
+    modified."""
+    folder = tmp_path / "repo"
+    (folder / "in").mkdir(parents=True)
+    (folder / "out").mkdir()
+    (folder / "in" / "i.txt").write_text("in\n")
+    (folder / "out" / "o.txt").write_text("out\n")
+    (folder / "run.sh").write_text("echo\n")
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    user_git(folder, "sparse-checkout", "set", "in")
+    user_git(folder, "config", "core.fileMode", "false")
+    (folder / "run.sh").chmod(0o755)
+    (folder / "in" / "new.txt").write_text("new\n")
+    assert not (folder / "out").exists()
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert _status(copy) == _status(folder) == ["?? in/new.txt"]
+    assert not (copy / "out").exists()
+    assert (copy / "run.sh").stat().st_mode & 0o111, "the bits are the folder's"
