@@ -6,6 +6,7 @@ the folder differs from it."""
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -113,14 +114,24 @@ def _compared(
 def still_there(changes: Sequence[TreeChange], folder: str) -> tuple[str, ...]:
     """The paths ``changes`` calls deleted that are still in ``folder``: the snapshot of it
     now leaves them out (an ignore rule came in since, or the file grew over the size limit),
-    so they are not gone, whatever the comparison of the two snapshots says."""
+    so they are not gone, whatever the comparison of the two snapshots says. A folder there
+    now (a file replaced by a folder of its name) is not the file left out: the file is gone,
+    and the folder's files are listed as added."""
     return tuple(
         change.path
         for change in changes
         if change.change is PathChange.DELETED
         and not change.path.endswith("/")
-        and os.path.lexists(os.path.join(folder, change.path))
+        and _a_file_at(os.path.join(folder, change.path))
     )
+
+
+def _a_file_at(path: str) -> bool:
+    """Something other than a folder is at ``path`` (a link to one counts: it is a link)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _observed(carrier: CheckpointCarrier, observation: SafetyObservation) -> str | None:
