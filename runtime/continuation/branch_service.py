@@ -184,7 +184,7 @@ class BranchService:
                 if self._checkpoints is None
                 else "no snapshot of the folder was taken there"
             )
-            raise _unavailable(session_id, event_id, why)
+            raise _unavailable(session_id, event_id, why, self._capture_refusal(source))
         if current_files and self._checkpoints is None:
             raise BranchRefused(
                 BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
@@ -198,6 +198,20 @@ class BranchService:
                 "folder, which is left as it is",
             )
         return BranchPlan(source, boundary, prefix, snapshot, target, current_files)
+
+    def _capture_refusal(self, source: SessionRecord) -> str | None:
+        """Why the session's folder cannot be captured now (``code: detail``), or None."""
+        carrier = self._checkpoints
+        identity = _latest_identity(self._store.list_session_runs(source.session_id))
+        if carrier is None or identity is None:
+            return None
+        try:
+            decision = carrier.decide_mode(Path(source.cwd), identity)
+        except (CheckpointError, OSError):
+            return None  # the copy itself says what is wrong
+        if decision.reason is None:
+            return None
+        return f"{decision.reason}: {decision.detail}"
 
     def execute(self, plan: BranchPlan) -> BranchResult:
         """Copy, verify, admit. Raises ``BranchRefused`` (nothing recorded)."""
@@ -330,12 +344,21 @@ class BranchService:
         return to_identity
 
 
-def _unavailable(session_id: str, event_id: str, why: str) -> BranchRefused:
+def _unavailable(
+    session_id: str, event_id: str, why: str, current_refused: str | None = None
+) -> BranchRefused:
+    """No snapshot at the point; the other way offered only when it can work (a folder that
+    snapshots cannot capture, a nested repository say, cannot be copied as it is either)."""
+    instead = (
+        f"Branch with a copy of the current files instead: maka branch {session_id} --at "
+        f"{event_id} --current-files"
+        if current_refused is None
+        else f"A copy of the current files cannot be made either: {current_refused}"
+    )
     return BranchRefused(
         BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
         f"no copy of the folder as it was at {event_id} can be made ({why}); nothing was "
-        f"done. Branch with a copy of the current files instead: maka branch {session_id} "
-        f"--at {event_id} --current-files",
+        f"done. {instead}",
     )
 
 

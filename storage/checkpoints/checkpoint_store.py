@@ -383,9 +383,12 @@ class GitCheckpointStore:
             if not raw:
                 continue
             if raw.endswith(b"/") or raw == b".gitmodules" or raw.endswith(b"/.gitmodules"):
+                name = os.fsdecode(raw).rstrip("/")
                 return _unavailable(
                     CheckpointUnavailableCode.CHECKPOINT_NESTED_REPOSITORY,
-                    f"{os.fsdecode(raw).rstrip('/')} is a nested repository or submodule",
+                    f"{name} declares submodules"
+                    if raw.endswith(b".gitmodules")
+                    else f"{name} is a nested repository or submodule",
                 )
             try:
                 info = lstat(root + raw)
