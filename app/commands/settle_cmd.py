@@ -123,6 +123,13 @@ def _report(
     if body.get("note") is not None:
         print(f"  Your note: {body['note']}")
     print("  The model will be told this, and that no output of the call was recorded.")
+    if folder and "workspace_folder_missing" in codes:
+        # Nothing of the folder can be taken while it is not there: where it went comes first.
+        folder = [
+            "  The folder is not there, so it could not be taken as the new starting point: "
+            f"if it moved, maka sessions relocate {args.session} NEW_FOLDER points the session "
+            "at it first."
+        ]
     if folder:
         print("\n".join(folder))
     in_tui = bool(getattr(args, "in_tui", False))

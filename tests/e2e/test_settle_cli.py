@@ -283,6 +283,32 @@ def test_a_park_after_settling_does_not_speak_of_unsettled_calls(tmp_path: Path)
     drill.doctor_clean()
 
 
+def test_settling_while_the_folder_is_moved_sends_the_user_to_relocate_first(
+    tmp_path: Path,
+) -> None:
+    """The folder moved after the crash: the answer is recorded but the folder cannot be taken
+    as the new starting point. The settle advised ``maka resume S --rebaseline``, which parks
+    on the missing folder; it now says to point the session at the folder first, and that
+    works: relocate, then the resume continues."""
+    drill = Drill(tmp_path)
+    snapshots = {"MAKA_WORKSPACE_CHECKPOINTS": "on"}
+    args = ["run", "--cwd", str(drill.work), "--permission-mode", "auto", "count once"]
+    assert drill.maka(*args, env={"MAKA_FAILPOINT": "P4", **snapshots}).returncode == -9
+    moved = tmp_path / "moved"
+    drill.work.rename(moved)
+    settled = drill.maka("settle", drill.session, "c1", "--ran", env=snapshots)
+    assert settled.returncode == 0, settled.stderr
+    assert "--rebaseline" not in settled.stdout, settled.stdout
+    assert f"maka sessions relocate {drill.session} NEW_FOLDER" in settled.stdout
+    assert "workspace_folder_missing" in settled.stdout
+    relocated = drill.maka("sessions", "relocate", drill.session, str(moved))
+    assert relocated.returncode == 0, relocated.stderr
+    resumed = drill.maka(
+        "resume", drill.session, "--permission-mode", "auto", "--rebaseline", env=snapshots
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+
+
 def test_settling_after_a_new_message_carried_the_session_on_says_so(tmp_path: Path) -> None:
     """The user carried on with a new message first and answers afterwards: nothing is left to
     resume, so the answer reaches the model with the next message; settle says that instead
