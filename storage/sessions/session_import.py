@@ -181,10 +181,15 @@ def _import_run(
             insert_header(tx.conn, admitted)
     else:
         torn_open = _replace_status(header, RunStatus.RUNNING)
-        if stored != header and not (torn and stored in (admitted, torn_open)):
+        if (
+            stored != header
+            and not (torn and stored in (admitted, torn_open))
+            and not _goes_on(stored, header)
+            and not _goes_on(header, stored)
+        ):
             raise StoreRefusal(
                 WriterRejectionCode.IDENTITY_CONFLICT,
-                f"run {header.run_id} is stored with another header than the file's",
+                _header_conflict(stored, header),
             )
         if block.claim is not None:
             results.append(_known_start(tx, block))
@@ -241,6 +246,48 @@ def _known_start(tx: LedgerTransaction, block: RunBlock) -> CommitResult:
             start.event_id,
         )
     return CommitResult(created=False, event_seq=retried[start.event_id])
+
+
+def _goes_on(stored: RunHeader, header: RunHeader) -> bool:
+    """The run is stored open (an export made while it ran was imported, and nothing here
+    repaired it since) and the file holds more of the same run: its later events, its ending.
+    The import then carries it on, as its own process would have (the events stored are
+    checked to be the file's first ones, each at its place). The other way round (the file is
+    the export made while it ran, this data folder has more of it) the file's events are
+    found already present, and the run stays as stored."""
+    if stored.status not in (RunStatus.CREATED, RunStatus.RUNNING):
+        return False
+    same = stored._replace(
+        status=header.status,
+        failure_class=header.failure_class,
+        updated_at=header.updated_at,
+        completed_at=header.completed_at,
+    )
+    return same == header
+
+
+def _header_conflict(stored: RunHeader, header: RunHeader) -> str:
+    """Why the run stored here is not the file's, and the way on when it is the same run
+    ended differently (imported while it ran, then repaired here as interrupted)."""
+    same_run = (
+        stored._replace(
+            status=header.status,
+            failure_class=header.failure_class,
+            updated_at=header.updated_at,
+            completed_at=header.completed_at,
+        )
+        == header
+    )
+    if not same_run or stored.status in (RunStatus.CREATED, RunStatus.RUNNING):
+        return f"run {header.run_id} is stored with another header than the file's"
+    return (
+        f"run {header.run_id} is stored here as {stored.status} (an export made while it ran was "
+        f"imported, and this data folder ended it as interrupted) while the file has its own "
+        f"ending ({header.status}); a recorded ending is never replaced. To have the file's "
+        f"record here, remove the session (maka export {header.session_id} -o FILE keeps this "
+        f"one; maka sessions remove {header.session_id} --yes) and import the file again, or "
+        "import it into another data folder"
+    )
 
 
 def _replace_status(header: RunHeader, status: RunStatus) -> RunHeader:

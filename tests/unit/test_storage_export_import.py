@@ -220,10 +220,18 @@ def test_a_torn_tail_is_refused_unless_accepted(exported: bytes, tmp_path: Path)
         header = copy.read_run_header(TARGET.run_id)
         assert header is not None and header.status is RunStatus.CREATED
         assert copy.diagnose().ok
-        # The same torn file again is a no-op; the complete file then conflicts with the
-        # open header it left.
+        # The same torn file again is a no-op; the complete file then carries the open run
+        # on with the ending the torn one lost.
         assert copy.import_session(torn, accept_torn_tail=True).events_created == 0
-        assert _refused(copy, exported) == "identity_conflict"
+        assert copy.import_session(exported).events_created == 1
+        assert [row.event["id"] for row in copy.read_run_events(TARGET.run_id)] == [
+            "start-b",
+            "b-text",
+            "b-end",
+        ]
+        ended = copy.read_run_header(TARGET.run_id)
+        assert ended is not None and ended.status is not RunStatus.CREATED
+        assert copy.diagnose().ok
 
 
 @pytest.mark.parametrize(
