@@ -722,7 +722,11 @@ RUN_ENDINGS: dict[str, CodeRecord] = _records(
         "app_restarted": (_W, "Maka restarted before this run finished."),
         "provider_error": (_E, "The model could not be reached or answered with an error."),
         "tool_boundary_failed": (_E, "A tool step could not be saved, so the run stopped."),
-        "cancelled_by_user": (_I, "You stopped this run."),
+        "cancelled_by_user": (
+            _I,
+            "The run was stopped before it finished: by you, or by Maka as it shut down (its "
+            "ending says which).",
+        ),
         "step_limit": (
             _I,
             "The turn reached its step limit. Send a message to let it continue, or raise the "

@@ -87,7 +87,7 @@ def run_through_host(
             file=sys.stderr,
         )
     host.stream_without_timeout()
-    turn = _HostTurn(host, mode, on_closed=on_closed)
+    turn = _HostTurn(host, mode, on_closed=on_closed, data_dir=getattr(args, "data_dir", None))
     host.send(request)
     return turn.follow(on_started)
 
@@ -138,7 +138,13 @@ def resume_through_host(
             file=sys.stderr,
         )
     host.stream_without_timeout()
-    turn = _HostTurn(host, mode, session_id=args.session, on_closed=on_closed)
+    turn = _HostTurn(
+        host,
+        mode,
+        session_id=args.session,
+        on_closed=on_closed,
+        data_dir=getattr(args, "data_dir", None),
+    )
     host.send(request)
     code: int = turn.follow(lambda: None)
     return code
@@ -168,6 +174,27 @@ def _note_checkpoints(host_off: bool | None) -> None:
     )
 
 
+def _latest_run_ended(data_dir: str | None, session_id: str) -> bool:
+    """Whether the session's latest run has its ending recorded (read-only; False when it
+    cannot be read)."""
+    from app.data_paths import resolve_data_dir
+    from runtime.ledger.ledger_errors import LedgerError
+    from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES
+    from storage.ledger.ledger_store import open_store
+
+    try:
+        store = open_store(resolve_data_dir(data_dir), read_only=True)
+    except (LedgerError, OSError):
+        return False
+    try:
+        runs = sorted(store.list_session_runs(session_id), key=lambda h: h.created_at)
+        return bool(runs) and runs[-1].status in TERMINAL_RUN_STATUSES
+    except (LedgerError, OSError):
+        return False
+    finally:
+        store.close()
+
+
 class _HostTurn:
     """Follows one turn: its pushes on a worker thread, Ctrl+C on the main thread."""
 
@@ -177,9 +204,12 @@ class _HostTurn:
         mode: str,
         session_id: str | None = None,
         on_closed: Callable[[str], None] | None = None,
+        data_dir: str | None = None,
     ) -> None:
         """``on_closed``: told where a question of this turn was answered when another client
-        answered it (the TUI then takes a late ``y`` typed here for no message)."""
+        answered it (the TUI then takes a late ``y`` typed here for no message). ``data_dir``:
+        as given (``--data-dir``), read when the host stops, for how the turn ended."""
+        self._data_dir = data_dir
         self._host = host
         self._on_closed = on_closed
         self._mode = mode
@@ -206,6 +236,16 @@ class _HostTurn:
             if lost.code != HostCode.HOST_STOPPED or session_id is None:
                 raise
             # Not "run the command again": the turn may have done part of its work.
+            if _latest_run_ended(self._data_dir, session_id):
+                # Shut down in order (SIGTERM, the window closed): it stopped the turn and
+                # recorded its ending; nothing is left to repair.
+                raise HostConnectionError(
+                    lost.code,
+                    "the Maka window or host serving this data folder was shut down while this "
+                    "turn ran, and stopped it (its ending is recorded), so it may have done part "
+                    f"of its work: look before you run it again (maka plan {session_id} says "
+                    "what was recorded)",
+                ) from None
             raise HostConnectionError(
                 lost.code,
                 "the Maka window or host serving this data folder stopped while this turn ran, "

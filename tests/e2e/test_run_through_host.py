@@ -368,6 +368,9 @@ def test_maka_host_stops_on_sigterm_cancelling_the_turn_and_releasing_the_folder
         driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
         assert host.terminate(signal.SIGTERM, timeout_s=60) == 0, host.stderr()
         assert driver.finish() == 1, driver.text()
+        # Its ending is recorded: nothing is left for a next start to repair.
+        assert "was shut down while this turn ran, and stopped it" in driver.text()
+        assert "the next start repairs" not in driver.text()
     finally:
         host.stop()
     # The turn ended as a user's stop ends it, its command was ended, the folder is free.
