@@ -249,6 +249,10 @@ def _after_settling(
             "Nothing in this session is left to resume (its latest turn finished): the model is "
             f"told your answer with {message}."
         ]
+    if codes == ["continuation_already_exists"]:
+        # Safe resume carried the run on (with this answer: it does not continue past a call
+        # whose outcome is unknown), so nothing waits for it.
+        return ["Safe resume already continued this run with that answer: nothing waits for it."]
     plan = "/resume says more" if in_tui else f"maka plan {session_id} says more"
     lines = [f"Safe resume is still on hold ({plan}):"]
     lines.extend(f"  - {code}: {describe(code).sentence}" for code in codes)

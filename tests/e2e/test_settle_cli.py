@@ -142,6 +142,12 @@ def test_crash_park_settle_resume_continues_once_with_the_attested_result(
     again = drill.maka("resume", drill.session, "--json", "--permission-mode", "auto")
     assert again.returncode == 3
     assert json.loads(again.stdout)["rejectionReasons"] == ["continuation_already_exists"]
+    # The same answer again: already recorded, and nothing waits for it (not "on hold").
+    repeated = drill.maka("settle", drill.session, "c1", "--ran", "--note", NOTE)
+    assert repeated.returncode == 0, repeated.stderr
+    assert "Already recorded" in repeated.stdout
+    assert "already continued this run with that answer" in repeated.stdout
+    assert "on hold" not in repeated.stdout
     drill.doctor_clean()
 
 
