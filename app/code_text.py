@@ -111,11 +111,9 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         "workspace_identity_mismatch": (
             _W,
             "This folder is not the same workspace the session ran in.",
-            "Put back the folder's workspace marker (.maka/workspace.json, or an older "
-            ".maka-workspace.json), or choose Locate folder…: pick this same folder if its "
-            "marker was deleted (git clean -fdx deletes .maka) to give it back, or the "
-            "session's folder if it is elsewhere; then choose Try again, or send a new message "
-            "to carry on here.",
+            "Choose Locate folder…: this folder if its marker was deleted (git clean -fdx "
+            "deletes .maka), or the session's folder if it is elsewhere; or put its "
+            ".maka/workspace.json back. Then choose Try again, or send a new message here.",
         ),
         "provider_history_too_long": (
             _W,
