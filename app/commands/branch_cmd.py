@@ -189,12 +189,15 @@ def _print_made(
     what = "a copy of the current files" if args.current_files else "the folder as it was there"
     import os
 
+    from runtime.ledger.file_names import shown_name
+
+    source = shown_name(source_cwd)
     left = (
-        f"{source_cwd} was left as it is"
+        f"{source} was left as it is"
         if os.path.isdir(source_cwd)
-        else f"{source_cwd}, the source's folder, is not there"
+        else f"{source}, the source's folder, is not there"
     )
-    print(f"its folder: {copy_folder} ({what}); {left}")
+    print(f"its folder: {shown_name(copy_folder)} ({what}); {left}")
     from app.host.copy_note import copy_repository_note
 
     note = copy_repository_note(source_cwd, copy_folder, current_files=args.current_files)

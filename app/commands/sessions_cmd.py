@@ -117,10 +117,15 @@ def _change(args: argparse.Namespace) -> int:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
             if args.action == "relocate":
+                given: list[bool] = []
                 moved = relocate_session(
-                    store, args.session, Path(args.folder).expanduser().absolute(), lifecycle
+                    store,
+                    args.session,
+                    Path(args.folder).expanduser().absolute(),
+                    lifecycle,
+                    on_marker_given_back=lambda: given.append(True),
                 )
-                _changed(args, cwd=moved.cwd)
+                _changed(args, cwd=moved.cwd, given_back=bool(given))
             elif args.action == "rename":
                 store.rename_session(args.session, args.title)
                 _changed(args, title=args.title.strip())
@@ -214,7 +219,13 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
     return EXIT_OK
 
 
-def _changed(args: argparse.Namespace, *, title: str | None = None, cwd: str | None = None) -> None:
+def _changed(
+    args: argparse.Namespace,
+    *,
+    title: str | None = None,
+    cwd: str | None = None,
+    given_back: bool = False,
+) -> None:
     """The line a change prints, or with ``--json`` its one document: ``{sessionId, action,
     cwd}`` (relocated), ``{sessionId, action, title}`` (renamed) or both (removed)."""
     if args.json:
@@ -226,7 +237,14 @@ def _changed(args: argparse.Namespace, *, title: str | None = None, cwd: str | N
             document["cwd"] = cwd
         if args.action != "relocate":
             document["title"] = title
+        if given_back:
+            document["markerGivenBack"] = True
         print(json.dumps(document, ensure_ascii=False))
+    elif given_back:
+        print(
+            f"session {args.session} uses {shown_name(cwd or '')} again: its workspace marker "
+            "was given back (it had been deleted, or made anew since)"
+        )
     elif args.action == "relocate":
         print(f"session {args.session} now uses {shown_name(cwd or '')}")
     elif args.action == "rename":

@@ -308,9 +308,10 @@ def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:
     if "workspace_identity_mismatch" in codes:
         advice.append(
             "Its workspace marker deleted (git clean -fdx deletes .maka) and made anew? If this "
-            "is the folder the session ran in, pointing the session at it gives the marker back: "
-            f"maka sessions relocate {plan.session_id} FOLDER, with this same folder; Safe "
-            "resume then compares its files with the last snapshot."
+            "is the folder the session ran in, and no other session has run here since, "
+            "pointing the session at it gives the marker back: maka sessions relocate "
+            f"{plan.session_id} FOLDER, with this same folder; Safe resume then compares its "
+            "files with the last snapshot."
         )
     if "resume_feature_disabled" in codes and not turn_running:
         advice.append(

@@ -18,6 +18,7 @@ as ever, so a different folder put at that place is still found out by its files
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
@@ -66,9 +67,14 @@ def _session(store: SessionAdminStore, session_id: str) -> SessionRecord:
 
 
 def relocate_session(
-    store: SessionAdminStore, session_id: str, folder: Path, lifecycle: LifecycleLog | None
+    store: SessionAdminStore,
+    session_id: str,
+    folder: Path,
+    lifecycle: LifecycleLog | None,
+    on_marker_given_back: Callable[[], None] | None = None,
 ) -> SessionRecord:
-    """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace."""
+    """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace (or
+    give its own folder its lost marker back: ``on_marker_given_back`` is told)."""
     session = _session(store, session_id)
     if not folder.is_absolute() or not folder.exists():
         raise SessionChangeRefused(
@@ -98,6 +104,8 @@ def relocate_session(
             error.code, f"{error.message}; the session was not moved"
         ) from None
     if _marker_lost(store, session, real, marker, expected):
+        if on_marker_given_back is not None:
+            on_marker_given_back()
         return _give_back(
             store, session, real=real, marker=marker, expected=expected, lifecycle=lifecycle
         )
@@ -109,10 +117,12 @@ def relocate_session(
             "never worked there, or the marker was removed); the session was not moved",
         )
     if marker.identity != expected:
+        by = _recorded_by(store, marker.identity)
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_DIFFERS,
-            f"{real} belongs to another workspace (its marker names {marker.identity}; the "
-            f"session ran in {expected}); the session was not moved",
+            f"{real} belongs to another workspace (its marker names {marker.identity}"
+            + (f", which session {by} ran in" if by is not None else "")
+            + f"; the session ran in {expected}); the session was not moved",
         )
     store.relocate_session(session_id, str(real))
     if lifecycle is not None:
@@ -143,13 +153,18 @@ def _marker_lost(
 
 
 def _recorded_anywhere(store: SessionAdminStore, identity: str) -> bool:
+    return _recorded_by(store, identity) is not None
+
+
+def _recorded_by(store: SessionAdminStore, identity: str) -> str | None:
+    """A session whose runs (or branch record) name workspace ``identity``, or None."""
     for other in store.list_sessions():
         if any(h.workspace_identity == identity for h in store.list_session_runs(other.session_id)):
-            return True
+            return other.session_id
         branch = store.read_branch(other.session_id)
         if branch is not None and branch.fact.get("workspaceIdentity") == identity:
-            return True
-    return False
+            return other.session_id
+    return None
 
 
 def _give_back(

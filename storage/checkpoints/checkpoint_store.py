@@ -851,6 +851,17 @@ class GitCheckpointStore:
                     raw for raw in no_longer_tracked(index, folder, before) if raw not in gone
                 ]
                 if untracked:
+                    # Only what a snapshot held leaves it (a kept file over the size limit
+                    # never was in one, and is never named as left out).
+                    held = runner.run(
+                        ["ls-files", "-z", "--cached", "--", *map(os.fsdecode, untracked)],
+                        git_dir=git_dir,
+                        work_tree=folder,
+                        index=index,
+                    )
+                    present = {raw for raw in held.split(b"\0") if raw}
+                    untracked = [raw for raw in untracked if raw in present]
+                if untracked:
                     self._left_out = _drop_listed(
                         runner, folder, git_dir, index, listed=b"\0".join(untracked), gone=gone
                     )
@@ -1267,10 +1278,9 @@ class GitCheckpointStore:
             # Missing folders above it are made, as ``git clone`` makes them.
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            reason = "a file has that name" if target.parent.exists() else error.strerror
             raise CheckpointError(
                 RestoreCode.WORKSPACE_RESTORE_FAILED,
-                f"cannot create the folder {target.parent} for {target}: {reason}",
+                f"cannot make {target}: {_in_the_way(target) or error.strerror}",
             ) from None
         try:
             target.mkdir()  # exclusive: two restores never share a new folder
@@ -1768,6 +1778,20 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
             runner.run_outside(["config", "core.fileMode", "false"], cwd=target)
     except (OSError, CheckpointError) as error:
         _log.warning("the copy at %s may not read as %s does: %s", target, source, error)
+
+
+def _in_the_way(target: Path) -> str | None:
+    """What stands where a folder above ``target`` should be: the nearest one that exists,
+    when it is a file or a link that leads to no folder."""
+    for above in target.parents:
+        if not os.path.lexists(above):
+            continue
+        if above.is_dir():
+            return None
+        if above.is_symlink():
+            return f"{above} is a link that leads to no folder"
+        return f"{above} is a file, not a folder"
+    return None
 
 
 def _add_tracked_ignored(runner: GitRunner, target: Path) -> None:

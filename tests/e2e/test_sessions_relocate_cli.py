@@ -425,6 +425,7 @@ def test_a_marker_git_clean_deleted_is_given_back_and_the_session_resumes(tmp_pa
 
     given = maka(["sessions", "relocate", session, str(drill.work)], drill.data)
     assert given.returncode == 0, given.stderr
+    assert "again: its workspace marker was given back" in given.stdout, given.stdout
     back = read_workspace_identity(drill.work)
     assert back is not None and back.identity == identity
     log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
@@ -454,6 +455,8 @@ def test_a_marker_git_clean_deleted_is_given_back_and_the_session_resumes(tmp_pa
     shutil.copytree(other / MARKER_DIR, drill.work / MARKER_DIR)
     refused = maka(["sessions", "relocate", session, str(drill.work)], drill.data)
     assert refused.returncode == 2 and "[workspace_identity_differs]" in refused.stderr
+    other_session = next(h for h, _ in committed_runs(drill.data) if h.cwd == str(other))
+    assert f"which session {other_session.session_id} ran in" in refused.stderr
     still = read_workspace_identity(drill.work)
     theirs = read_workspace_identity(other)
     assert still is not None and theirs is not None and still.identity == theirs.identity

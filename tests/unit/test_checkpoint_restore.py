@@ -98,7 +98,11 @@ def test_missing_folders_above_the_copy_are_made_and_a_file_in_the_way_is_said(
     with pytest.raises(CheckpointError) as refused:
         store.materialize(identity, snapshot.tree_id, tmp_path / "plain" / "x" / "copy", "s")
     assert refused.value.code is RestoreCode.WORKSPACE_RESTORE_FAILED
-    assert "cannot create the folder" in str(refused.value)
+    assert f"{tmp_path / 'plain'} is a file, not a folder" in str(refused.value)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "deeper")
+    with pytest.raises(CheckpointError) as dangling:
+        store.materialize(identity, snapshot.tree_id, tmp_path / "dangling" / "copy", "s")
+    assert f"{tmp_path / 'dangling'} is a link that leads to no folder" in str(dangling.value)
     assert (tmp_path / "plain").read_text() == "mine"
 
 

@@ -203,3 +203,32 @@ def test_makas_own_files_stay_out_even_when_the_user_commits_them(
     listed = _listed(git_dir, second.tree_id)
     assert ".maka/workspace.json" not in listed.splitlines()
     assert store.now_ignored(WS, [snapshot.commit_id, second.commit_id]) == {}
+
+
+def test_a_tracked_file_over_the_size_limit_untracked_later_is_not_named_left_out(
+    tmp_path: Path,
+) -> None:
+    """A file the user tracks under an ignore rule that is over the size limit was never in a
+    snapshot: when the user stops tracking it, no snapshot names it as left out (it said
+    "left out, now ignored" of a file no snapshot held)."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / ".gitignore").write_text("*.log\n")
+    (folder / "a.txt").write_text("a\n")
+    (folder / "big.log").write_bytes(b"x" * 500)
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", ".")
+    user_git(folder, "add", "-f", "big.log")
+    user_git(folder, "commit", "-q", "-m", "first")
+    store = GitCheckpointStore(tmp_path / "data", max_file_bytes=100)
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert first.skipped == ("big.log",)
+    assert "big.log" not in _names(store, first.tree_id)
+    (folder / "a.txt").write_text("a, edited\n")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    user_git(folder, "rm", "-q", "--cached", "big.log")
+    third = store.capture(folder, WS, "refs/maka/s/r/3", "m")
+    assert _names(store, third.tree_id) == [".gitignore", "a.txt"]
+    commits = [first.commit_id, second.commit_id, third.commit_id]
+    assert store.now_ignored(WS, commits) == {}
