@@ -62,7 +62,12 @@ from runtime.ledger.crash_points import CrashPoint, failpoint
 from storage.checkpoints.checkpoint_enclosing import enclosing_top, git_dirs
 from storage.checkpoints.checkpoint_git import GitRunner, Started
 from storage.checkpoints.checkpoint_objects import blob_id
-from storage.checkpoints.checkpoint_subindex import SIGNATURE, read_entries, sub_index
+from storage.checkpoints.checkpoint_subindex import (
+    SIGNATURE,
+    SPARSE_EXTENSION,
+    read_entries,
+    sub_index,
+)
 from storage.private_files import private_opener
 
 ALTERNATES = Path("objects") / "info" / "alternates"
@@ -189,6 +194,13 @@ def seed(runner: GitRunner, folder: Path, git_dir: Path, index: Path) -> Seeded 
         with open(user.git_dir / "index", "rb") as source:
             data = source.read()
         if not data.startswith(SIGNATURE):
+            return None
+        if SPARSE_EXTENSION in data:
+            # A sparse index (a folder a sparse checkout leaves out is one entry): without
+            # the user's objects the listing below leaves such folders out and shows every
+            # entry plain, and with them they come back as skip-worktree entries the staging
+            # never looks at, so the snapshots would hold files the folder does not have.
+            # The signature is looked for anywhere (a name holding it only costs the seed).
             return None
         if top is not None:
             # A folder inside the repository: its part of the index, named from the folder

@@ -1736,11 +1736,12 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
 
 def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None:
     """What makes ``git status`` in the user's folder read as it does, given to the clone:
-    the entries a sparse checkout leaves out of the folder (skip-worktree in the user's index;
-    the snapshot has no file there) keep that bit, or the copy would show each as deleted and
-    ``git commit -a`` there would delete it; and ``core.fileMode false``, or every file whose
-    execute bit differs from its commit would show as modified. Best effort: whatever cannot be
-    read leaves the clone as it is."""
+    the entries a sparse checkout leaves out of the folder (skip-worktree in the user's index,
+    or under a folder a sparse index holds as one entry; the snapshot has no file there) keep
+    that bit, or the copy would show each as deleted and ``git commit -a`` there would delete
+    it, and the clone is made sparse as the folder is (its patterns and settings); and
+    ``core.fileMode false``, or every file whose execute bit differs from its commit would show
+    as modified. Best effort: whatever cannot be read leaves the clone as it is."""
     from storage.checkpoints.checkpoint_borrow import user_repository
     from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
 
@@ -1748,36 +1749,66 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
     if user is None:
         return
     try:
-        entries = read_entries((user.git_dir / "index").read_bytes()) or []
-        left_out = [
-            os.fsdecode(entry.name)
-            for entry in entries
-            if entry.extended & SKIP_WORKTREE
-            and not os.path.lexists(target / os.fsdecode(entry.name))
-        ]
-        for start in range(0, len(left_out), 200):
-            runner.run_outside(
-                ["update-index", "--skip-worktree", "--", *left_out[start : start + 200]],
-                cwd=target,
-            )
-        mode = runner.run_outside(
-            [
-                "config",
-                "--file",
-                str(user.common / "config"),
-                "--type",
-                "bool",
-                "--default",
-                "true",
-                "--get",
-                "core.filemode",
-            ],
-            cwd=target,
-        )
-        if mode.strip() == b"false":
+        entries = read_entries((user.git_dir / "index").read_bytes(), sparse=True) or []
+        skipped = {os.fsdecode(e.name) for e in entries if e.extended & SKIP_WORKTREE}
+        if skipped:
+            _sparse_like(runner, user.git_dir, user.common, target, skipped)
+        mode = _user_setting(runner, user.common / "config", "core.filemode", target)
+        if mode == "false":
             runner.run_outside(["config", "core.fileMode", "false"], cwd=target)
     except (OSError, CheckpointError) as error:
         _log.warning("the copy at %s may not read as %s does: %s", target, source, error)
+
+
+def _sparse_like(
+    runner: GitRunner, git_dir: Path, common: Path, target: Path, skipped: set[str]
+) -> None:
+    """The clone's entries left out as in the user's sparse checkout, and its settings."""
+    folders = tuple(name for name in skipped if name.endswith("/"))
+    listed = runner.run_outside(["ls-files", "-z"], cwd=target)
+    left_out = [
+        name
+        for name in (os.fsdecode(raw) for raw in listed.split(b"\0") if raw)
+        if (name in skipped or name.startswith(folders)) and not os.path.lexists(target / name)
+    ]
+    for start in range(0, len(left_out), 200):
+        runner.run_outside(
+            ["update-index", "--skip-worktree", "--", *left_out[start : start + 200]], cwd=target
+        )
+    patterns = git_dir / "info" / "sparse-checkout"
+    if not patterns.is_file():
+        return
+    (target / ".git" / "info").mkdir(exist_ok=True)
+    shutil.copyfile(patterns, target / ".git" / "info" / "sparse-checkout")
+    configs = [common / "config", git_dir / "config.worktree"]
+    cone = next(
+        (
+            found
+            for found in (
+                _user_setting(runner, path, "core.sparsecheckoutcone", target)
+                for path in reversed(configs)
+            )
+            if found is not None
+        ),
+        None,
+    )
+    runner.run_outside(["config", "core.sparseCheckout", "true"], cwd=target)
+    if cone is not None:
+        runner.run_outside(["config", "core.sparseCheckoutCone", cone], cwd=target)
+
+
+def _user_setting(runner: GitRunner, config: Path, key: str, cwd: Path) -> str | None:
+    """A boolean setting of one of the user's configuration files, read as Git reads it (that
+    file alone: no include followed); None when it is not set there."""
+    if not config.is_file():
+        return None
+    try:
+        found = runner.run_outside(
+            ["config", "--file", str(config), "--type", "bool", "--get", key], cwd=cwd
+        )
+    except CheckpointError:
+        return None  # not set (exit 1), or not a boolean
+    return found.decode("utf-8", "replace").strip() or None
 
 
 def _in_the_way(target: Path) -> str | None:

@@ -26,7 +26,8 @@ _ASSUME_VALID = 0x8000
 _EXTENDED = 0x4000
 _STAGE = 0x3000
 _NAME_MASK = 0x0FFF
-_REFUSED_EXTENSIONS = (b"link", b"sdir")  # a split index, a sparse one
+SPARSE_EXTENSION = b"sdir"  # the extension a sparse index carries
+_REFUSED_EXTENSIONS = (b"link", SPARSE_EXTENSION)  # a split index, a sparse one
 # Past this many entries the walk would cost more than hashing a package's files.
 MAX_ENTRIES = 500_000
 _NO_CHECKSUM = bytes(20)
@@ -44,9 +45,10 @@ class IndexEntry:
 SKIP_WORKTREE = 0x4000  # of the extended flags: a sparse checkout's entry left out of the folder
 
 
-def read_entries(data: bytes) -> list[IndexEntry] | None:
+def read_entries(data: bytes, *, sparse: bool = False) -> list[IndexEntry] | None:
     """Every entry of an index of version 2, 3 or 4; None when it does not parse or holds an
-    extension this module refuses (``sub_index``)."""
+    extension this module refuses (``sub_index``). With ``sparse``, a sparse index is read
+    too: a folder a sparse checkout leaves out is then one entry, its name ending in ``/``."""
     try:
         signature, version, count = struct.unpack_from(">4sLL", data, 0)
         if signature != SIGNATURE or version not in (2, 3, 4) or not _checksum_ok(data):
@@ -78,7 +80,7 @@ def read_entries(data: bytes) -> list[IndexEntry] | None:
                 return None
             entries.append(IndexEntry(stat_data, oid, flags, name, extended))
             previous = name
-        if _has_refused_extension(data, at):
+        if _has_refused_extension(data, at, allowed=(SPARSE_EXTENSION,) if sparse else ()):
             return None
     except (struct.error, ValueError, IndexError):
         return None
@@ -107,12 +109,12 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
     return value, at
 
 
-def _has_refused_extension(data: bytes, at: int) -> bool:
+def _has_refused_extension(data: bytes, at: int, allowed: tuple[bytes, ...] = ()) -> bool:
     end = len(data) - 20
     while at + 8 <= end:
         name = data[at : at + 4]
         (size,) = struct.unpack_from(">L", data, at + 4)
-        if name in _REFUSED_EXTENSIONS:
+        if name in _REFUSED_EXTENSIONS and name not in allowed:
             return True
         at += 8 + size
     return False

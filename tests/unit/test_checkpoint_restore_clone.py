@@ -259,3 +259,50 @@ def test_a_sparse_checkouts_copy_reads_as_the_folder_does(tmp_path: Path) -> Non
     assert _status(copy) == _status(folder) == ["?? in/new.txt"]
     assert not (copy / "out").exists()
     assert (copy / "run.sh").stat().st_mode & 0o111, "the bits are the folder's"
+
+
+@pytest.mark.parametrize("sparse_index", [False, True], ids=["full-index", "sparse-index"])
+def test_a_cone_sparse_checkout_is_snapshotted_as_it_is_and_its_copy_is_sparse(
+    tmp_path: Path, sparse_index: bool
+) -> None:
+    """Cone mode, with or without ``index.sparse``: the snapshot holds the folder's files only
+    (a sparse index was seeded as if it held every file plainly, and the files outside the
+    cone came into every snapshot, so a copy held them and its check refused it); the copy is
+    sparse as the folder is, and ``git status`` there reads as in the folder."""
+    source = tmp_path / "source"
+    (source / "in" / "sub").mkdir(parents=True)
+    (source / "out" / "deep").mkdir(parents=True)
+    for name in ("in/a", "in/sub/b", "out/c", "out/deep/d", "top.txt"):
+        (source / name).write_text(f"{name}\n")
+    user_git(source, "init", "-q")
+    user_git(source, "add", ".")
+    user_git(source, "commit", "-q", "-m", "first")
+    folder = tmp_path / "repo"
+    user_git(tmp_path, "clone", "-q", str(source), str(folder))
+    user_git(folder, "sparse-checkout", "init", "--cone")
+    if sparse_index:
+        user_git(folder, "config", "index.sparse", "true")
+    user_git(folder, "sparse-checkout", "set", "in")
+    (folder / "notes.md").write_text("new\n")
+    assert not (folder / "out").exists()
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    git_dir = str(store.git_dir(WS))
+    listed = user_git(
+        Path("/"), "--git-dir", git_dir, "ls-tree", "-r", "--name-only", snapshot.tree_id
+    )
+    assert [n for n in listed.split() if not n.startswith(".maka/")] == [
+        "in/a",
+        "in/sub/b",
+        "notes.md",
+        "top.txt",
+    ]
+    copy = tmp_path / "copy"
+    identity = store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert not (copy / "out").exists()
+    assert _status(copy) == _status(folder) == ["?? notes.md"]
+    assert user_git(copy, "sparse-checkout", "list").split() == ["in"]
+    again = GitCheckpointStore(tmp_path / "copy-data").capture(
+        copy, identity, "refs/maka/s/r/1", "m"
+    )
+    assert again.tree_id == snapshot.tree_id
