@@ -127,6 +127,7 @@ from storage.checkpoints.checkpoint_presence import (
     tree_whole,
 )
 from storage.checkpoints.checkpoint_share import share_objects
+from storage.checkpoints.checkpoint_subindex import holds_skipped_entries
 from storage.checkpoints.checkpoint_tracked import (
     forget_kept,
     index_moved,
@@ -423,8 +424,11 @@ class GitCheckpointStore:
         with self._locked(workspace_identity):
             git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
-            if rebuild_index:
-                index.unlink(missing_ok=True)  # every file hashed again, every tree written
+            if rebuild_index or holds_skipped_entries(index):
+                # Every file hashed again, every tree written (also an index seeded from a
+                # sparse one before such a seed was refused: entries the staging never looks
+                # at, holding files the folder does not have).
+                index.unlink(missing_ok=True)
             self._left_out = []
             ahead, copying = (None, None) if rebuild_index else self._seed(folder, git_dir, index)
             try:

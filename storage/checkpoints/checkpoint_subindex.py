@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 SIGNATURE = b"DIRC"
 # Stat data and mode (ctime, mtime, dev, ino, mode, uid, gid, size: 40 bytes), object, flags.
@@ -43,6 +44,25 @@ class IndexEntry:
 
 
 SKIP_WORKTREE = 0x4000  # of the extended flags: a sparse checkout's entry left out of the folder
+
+
+def holds_skipped_entries(path: Path) -> bool:
+    """Whether the index at ``path`` has an entry Git does not look at in the folder
+    (skip-worktree, or a sparse index's folder entry): only an index of version 3 or 4 can,
+    so most are answered from their first bytes."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(12)
+            if len(head) < 12 or head[:4] != SIGNATURE:
+                return False
+            (version,) = struct.unpack_from(">L", head, 4)
+            if version == 2:
+                return False
+            data = head + handle.read()
+    except OSError:
+        return False
+    entries = read_entries(data, sparse=True)
+    return entries is not None and any(entry.extended & SKIP_WORKTREE for entry in entries)
 
 
 def read_entries(data: bytes, *, sparse: bool = False) -> list[IndexEntry] | None:

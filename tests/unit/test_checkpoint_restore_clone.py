@@ -306,3 +306,39 @@ def test_a_cone_sparse_checkout_is_snapshotted_as_it_is_and_its_copy_is_sparse(
         copy, identity, "refs/maka/s/r/1", "m"
     )
     assert again.tree_id == snapshot.tree_id
+
+
+def test_a_store_seeded_from_a_sparse_index_before_is_rebuilt_at_its_next_capture(
+    tmp_path: Path,
+) -> None:
+    """A private index that holds skip-worktree entries (seeded from a sparse one before such
+    a seed was refused): its next capture starts afresh and drops the files outside the cone."""
+    import shutil as sh
+
+    source = tmp_path / "source"
+    (source / "in").mkdir(parents=True)
+    (source / "out").mkdir()
+    (source / "in" / "a").write_text("a\n")
+    (source / "out" / "c").write_text("c\n")
+    user_git(source, "init", "-q")
+    user_git(source, "add", ".")
+    user_git(source, "commit", "-q", "-m", "first")
+    folder = tmp_path / "repo"
+    user_git(tmp_path, "clone", "-q", str(source), str(folder))
+    user_git(folder, "sparse-checkout", "init", "--cone")
+    user_git(folder, "config", "index.sparse", "true")
+    user_git(folder, "sparse-checkout", "set", "in")
+    store = GitCheckpointStore(tmp_path / "data")
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    # As a store seeded before: its index a copy of the user's sparse one, borrowing objects.
+    sh.copyfile(folder / ".git" / "index", store.index_path(WS))
+    alternates = store.git_dir(WS) / "objects" / "info" / "alternates"
+    alternates.write_text(f"{folder / '.git' / 'objects'}\n")
+    (folder / "in" / "b").write_text("b\n")
+    second = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    git_dir = str(store.git_dir(WS))
+    listed = user_git(
+        Path("/"), "--git-dir", git_dir, "ls-tree", "-r", "--name-only", second.tree_id
+    )
+    assert [n for n in listed.split() if not n.startswith(".maka/")] == ["in/a", "in/b"]
+    assert first.tree_id != second.tree_id
