@@ -1327,9 +1327,9 @@ class GitCheckpointStore:
                 index=scratch,
                 umask=0o022,
             )
-            if cloned:
+            if cloned and source is not None:
                 _index_at_head(runner, scratch, target)
-                _carry_the_users_view(runner, Path(str(source)), target)
+                _carry_the_users_view(runner, Path(source), target)
             create_empty_dirs(runner, git_dir, checked.objects, target)
             if record is not None:
                 apply_record(record, target)
@@ -1728,7 +1728,6 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
     try:
         shutil.copyfile(scratch, index)
         runner.run_outside(["read-tree", "-m", "HEAD"], cwd=target)
-        _add_tracked_ignored(runner, target)
         return
     except (OSError, CheckpointError):
         index.unlink(missing_ok=True)
@@ -1740,7 +1739,8 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
 
 def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None:
     """What makes ``git status`` in the user's folder read as it does, given to the clone:
-    the entries a sparse checkout leaves out of the folder (skip-worktree in the user's index,
+    the ignored files the user added and has not committed (``_add_tracked_ignored``); the
+    entries a sparse checkout leaves out of the folder (skip-worktree in the user's index,
     or under a folder a sparse index holds as one entry; the snapshot has no file there) keep
     that bit, or the copy would show each as deleted and ``git commit -a`` there would delete
     it, and the clone is made sparse as the folder is (its patterns and settings); and
@@ -1749,10 +1749,11 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
     from storage.checkpoints.checkpoint_borrow import user_repository
     from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
 
-    user = user_repository(source)
-    if user is None:
-        return
     try:
+        _add_tracked_ignored(runner, target)
+        user = user_repository(source)
+        if user is None:
+            return
         entries = read_entries((user.git_dir / "index").read_bytes(), sparse=True) or []
         skipped = {os.fsdecode(e.name) for e in entries if e.extended & SKIP_WORKTREE}
         if skipped:

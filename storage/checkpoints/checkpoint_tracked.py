@@ -136,11 +136,8 @@ def _notes(index: Path) -> Path:
 
 def note_kept(index: Path, kept: set[bytes], signature: str) -> None:
     """Note the ignored entries kept because the user's Git tracks them, and the signature of
-    the user's index they were read from (no index and none kept: the note goes)."""
+    the user's index they were read from ("" when it has none: looked at again once it has)."""
     notes = _notes(index)
-    if not kept and not signature:
-        notes.unlink(missing_ok=True)
-        return
     scratch = notes.with_name(notes.name + ".new")
     with open(scratch, "wb", opener=private_opener) as out:
         out.write(signature.encode() + b"\n" + b"\0".join(sorted(kept)))

@@ -232,3 +232,32 @@ def test_a_tracked_file_over_the_size_limit_untracked_later_is_not_named_left_ou
     assert _names(store, third.tree_id) == [".gitignore", "a.txt"]
     commits = [first.commit_id, second.commit_id, third.commit_id]
     assert store.now_ignored(WS, commits) == {}
+
+
+def test_the_users_index_is_read_again_only_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing of what the user's Git tracks under the ignore rules runs at a folder's
+    first capture and then only when the user's index changed: not at every capture."""
+    from storage.checkpoints.checkpoint_tracked import newly_tracked as real
+
+    calls: list[int] = []
+
+    def counted(*args: object, **kwargs: object) -> tuple[list[bytes], str]:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkpoint_store, "newly_tracked", counted)
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a\n")
+    user_git(folder, "init", "-q")  # no index yet
+    store = GitCheckpointStore(tmp_path / "data")
+    for n in range(3):
+        (folder / "a.txt").write_text(f"a {n}\n")
+        store.capture(folder, WS, f"refs/maka/s/r/{n}", "m")
+    assert len(calls) == 1
+    user_git(folder, "add", "a.txt")  # the user's index appears
+    store.capture(folder, WS, "refs/maka/s/r/3", "m")
+    store.capture(folder, WS, "refs/maka/s/r/4", "m")
+    assert len(calls) == 2
