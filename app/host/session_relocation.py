@@ -104,11 +104,10 @@ def relocate_session(
             error.code, f"{error.message}; the session was not moved"
         ) from None
     if _marker_lost(store, session, real, marker, expected):
+        _give_back(session, real=real, marker=marker, expected=expected, lifecycle=lifecycle)
         if on_marker_given_back is not None:
             on_marker_given_back()
-        return _give_back(
-            store, session, real=real, marker=marker, expected=expected, lifecycle=lifecycle
-        )
+        return session
     if marker is None:
         raise SessionChangeRefused(
             HostCode.WORKSPACE_IDENTITY_DIFFERS,
@@ -168,14 +167,13 @@ def _recorded_by(store: SessionAdminStore, identity: str) -> str | None:
 
 
 def _give_back(
-    store: SessionAdminStore,
     session: SessionRecord,
     *,
     real: Path,
     marker: WorkspaceIdentity | None,
     expected: str,
     lifecycle: LifecycleLog | None,
-) -> SessionRecord:
+) -> None:
     try:
         give_back_marker(real, expected, marker)
     except LedgerError as error:
@@ -185,7 +183,6 @@ def _give_back(
     if lifecycle is not None:
         replaced = marker.identity if marker is not None else None
         lifecycle.workspace_marker_given_back(session.session_id, str(real), expected, replaced)
-    return session
 
 
 def remove_session(
