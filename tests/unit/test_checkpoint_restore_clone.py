@@ -261,18 +261,12 @@ def test_a_sparse_checkouts_copy_reads_as_the_folder_does(tmp_path: Path) -> Non
     assert (copy / "run.sh").stat().st_mode & 0o111, "the bits are the folder's"
 
 
-@pytest.mark.parametrize("sparse_index", [False, True], ids=["full-index", "sparse-index"])
-def test_a_cone_sparse_checkout_is_snapshotted_as_it_is_and_its_copy_is_sparse(
-    tmp_path: Path, sparse_index: bool
-) -> None:
-    """Cone mode, with or without ``index.sparse``: the snapshot holds the folder's files only
-    (a sparse index was seeded as if it held every file plainly, and the files outside the
-    cone came into every snapshot, so a copy held them and its check refused it); the copy is
-    sparse as the folder is, and ``git status`` there reads as in the folder."""
+def _cone_checkout(tmp_path: Path, names: Sequence[str], sparse_index: bool) -> Path:
+    """A clone of a repository holding ``names``, checked out sparsely in cone mode with only
+    ``in`` (and the top's files) in the folder; ``sparse_index``: with ``index.sparse``."""
     source = tmp_path / "source"
-    (source / "in" / "sub").mkdir(parents=True)
-    (source / "out" / "deep").mkdir(parents=True)
-    for name in ("in/a", "in/sub/b", "out/c", "out/deep/d", "top.txt"):
+    for name in names:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_text(f"{name}\n")
     user_git(source, "init", "-q")
     user_git(source, "add", ".")
@@ -283,6 +277,20 @@ def test_a_cone_sparse_checkout_is_snapshotted_as_it_is_and_its_copy_is_sparse(
     if sparse_index:
         user_git(folder, "config", "index.sparse", "true")
     user_git(folder, "sparse-checkout", "set", "in")
+    return folder
+
+
+@pytest.mark.parametrize("sparse_index", [False, True], ids=["full-index", "sparse-index"])
+def test_a_cone_sparse_checkout_is_snapshotted_as_it_is_and_its_copy_is_sparse(
+    tmp_path: Path, sparse_index: bool
+) -> None:
+    """Cone mode, with or without ``index.sparse``: the snapshot holds the folder's files only
+    (a sparse index was seeded as if it held every file plainly, and the files outside the
+    cone came into every snapshot, so a copy held them and its check refused it); the copy is
+    sparse as the folder is, and ``git status`` there reads as in the folder."""
+    folder = _cone_checkout(
+        tmp_path, ("in/a", "in/sub/b", "out/c", "out/deep/d", "top.txt"), sparse_index
+    )
     (folder / "notes.md").write_text("new\n")
     assert not (folder / "out").exists()
     store = GitCheckpointStore(tmp_path / "data")
@@ -315,19 +323,7 @@ def test_a_store_seeded_from_a_sparse_index_before_is_rebuilt_at_its_next_captur
     a seed was refused): its next capture starts afresh and drops the files outside the cone."""
     import shutil as sh
 
-    source = tmp_path / "source"
-    (source / "in").mkdir(parents=True)
-    (source / "out").mkdir()
-    (source / "in" / "a").write_text("a\n")
-    (source / "out" / "c").write_text("c\n")
-    user_git(source, "init", "-q")
-    user_git(source, "add", ".")
-    user_git(source, "commit", "-q", "-m", "first")
-    folder = tmp_path / "repo"
-    user_git(tmp_path, "clone", "-q", str(source), str(folder))
-    user_git(folder, "sparse-checkout", "init", "--cone")
-    user_git(folder, "config", "index.sparse", "true")
-    user_git(folder, "sparse-checkout", "set", "in")
+    folder = _cone_checkout(tmp_path, ("in/a", "out/c"), sparse_index=True)
     store = GitCheckpointStore(tmp_path / "data")
     first = store.capture(folder, WS, "refs/maka/s/r/1", "m")
     # As a store seeded before: its index a copy of the user's sparse one, borrowing objects.
