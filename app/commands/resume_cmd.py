@@ -59,8 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "left as it is and the session lives in the copy "
         "(when the folder is a Git repository, the copy is a clone of it at your current commit "
         "with the snapshot's files on top, so git status and git diff show the same changes, none "
-        "of them staged; paths your .gitignore files ignore (unless Git tracks them) and files "
-        "over 50 MiB are not in snapshots, so not in the copy)",
+        "of them staged; paths Git ignores in the folder (its .gitignore files, "
+        ".git/info/exclude) unless it tracks them, and files over 50 MiB are not in snapshots, "
+        "so not in the copy)",
     )
     parser.add_argument(
         "--permission-mode",
