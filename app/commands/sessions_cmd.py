@@ -192,6 +192,7 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
             raise CliError(codes.StoreCode.SESSION_TITLE_INVALID, text, EXIT_USAGE) from None
         text = f"no session {args.session}"
         raise CliError(codes.StoreCode.SESSION_NOT_FOUND, text, EXIT_USAGE) from None
+    before = _marker_of(folder)
     try:
         answer = host.ask(request)
     except HostRefusal as refusal:
@@ -213,10 +214,27 @@ def _change_through_host(args: argparse.Namespace, host: Any) -> int:
     if not isinstance(answer, SessionUpdatedPush):
         raise CliError(codes.HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
     if args.action == "relocate":
-        _changed(args, cwd=answer.session.cwd)
+        # The host gave the folder its marker back when the marker there changed: read, as
+        # the command alone would say it (the host's answer names only the session).
+        given_back = folder is not None and _marker_of(folder) != before
+        _changed(args, cwd=answer.session.cwd, given_back=given_back)
     else:
         _changed(args, title=answer.session.title)
     return EXIT_OK
+
+
+def _marker_of(folder: Path | None) -> str | None:
+    """The identity ``folder``'s marker names (read only), or None."""
+    if folder is None:
+        return None
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.sessions.workspace_identity import read_workspace_identity
+
+    try:
+        found = read_workspace_identity(folder)
+    except (LedgerError, OSError):
+        return None
+    return found.identity if found is not None else None
 
 
 def _changed(

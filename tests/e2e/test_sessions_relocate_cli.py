@@ -252,6 +252,13 @@ def test_sessions_help_documents_relocate_and_remove(tmp_path: Path) -> None:
     assert "relocate" in top.stdout
 
 
+def row_identity(drill: Drill) -> str:
+    """The workspace the drill's session ran in (its last run's header)."""
+    identity = committed_runs(drill.data)[-1][0].workspace_identity
+    assert identity is not None
+    return str(identity)
+
+
 def test_beside_a_running_host_the_host_relocates_renames_and_removes(tmp_path: Path) -> None:
     """While ``maka host`` serves the data folder, the three changes go through it (the folder
     is its own, so the command cannot open it): the same lines, the same refusals with the same
@@ -291,6 +298,13 @@ def test_beside_a_running_host_the_host_relocates_renames_and_removes(tmp_path: 
         }
         log = (drill.data / "logs" / "lifecycle.jsonl").read_text()
         assert '"kind": "session.relocated"' in log
+        # Its marker deleted (``git clean -fdx``): the host gives it back, and it is said.
+        shutil.rmtree(moved / MARKER_DIR)
+        given = maka(["sessions", "relocate", drill.session, str(moved)], drill.data)
+        assert given.returncode == 0, given.stderr
+        assert "again: its workspace marker was given back" in given.stdout, given.stdout
+        back = read_workspace_identity(moved)
+        assert back is not None and back.identity == row_identity(drill)
 
         long_title = maka(["sessions", "rename", drill.session, "x" * 201], drill.data)
         assert long_title.returncode == 2 and "[session_title_invalid]" in long_title.stderr
