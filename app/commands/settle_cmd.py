@@ -130,6 +130,14 @@ def _report(
             f"if it moved, maka sessions relocate {args.session} NEW_FOLDER points the session "
             "at it first."
         ]
+    elif folder and "workspace_identity_mismatch" in codes:
+        # Nor is a folder not shown to be the session's: its marker comes first.
+        folder = [
+            "  The folder is not shown to be the session's (its workspace marker is not the "
+            "session's), so it was not taken as the new starting point: if it is the session's "
+            f"folder and git clean -fdx deleted its marker, maka sessions relocate {args.session} "
+            "FOLDER, with this same folder, gives the marker back first."
+        ]
     if folder:
         print("\n".join(folder))
     in_tui = bool(getattr(args, "in_tui", False))

@@ -62,9 +62,34 @@ def baseline_capture(
 
     def capture(operation: ToolOperationRecord, ran: bool) -> SettleBaseline | None:
         run = settle_folder(store, carrier, operation)
-        return capture_baseline(run, ran, now_ms()) if run is not None else None
+        if run is None:
+            return None
+        other = _not_its_workspace(run)
+        return other if other is not None else capture_baseline(run, ran, now_ms())
 
     return capture
+
+
+def _not_its_workspace(run: SettleFolder) -> SettleBaseline | None:
+    """A folder whose marker does not name the run's workspace (none, another, or damaged: a
+    ``git clean -fdx`` deleted it and a look made a new one, or another folder stands at the
+    place) is never taken as the run's starting point: nothing proves it is the folder the
+    run wrote to. The answer is recorded without it (the park stays, and says why)."""
+    from storage.sessions.workspace_identity import read_workspace_identity
+
+    try:
+        found = read_workspace_identity(run.folder)
+    except LedgerError as error:
+        return SettleBaseline(None, problem=f"{error.code}: {error.message}")
+    if found is not None and found.identity == run.workspace_identity:
+        return None
+    return SettleBaseline(
+        None,
+        problem="workspace_identity_mismatch: the folder is not shown to be the workspace the "
+        "run wrote to (its marker "
+        + ("is missing" if found is None else f"names {found.identity}")
+        + ")",
+    )
 
 
 def settle_preview(
@@ -77,7 +102,10 @@ def settle_preview(
     except LedgerError:
         return None
     run = settle_folder(store, carrier, operation)
-    return baseline_preview(run) if run is not None else None
+    if run is None:
+        return None
+    other = _not_its_workspace(run)
+    return other if other is not None else baseline_preview(run)
 
 
 FOLDER_NOTE_PATHS = 10

@@ -474,3 +474,32 @@ def test_a_marker_git_clean_deleted_is_given_back_and_the_session_resumes(tmp_pa
     still = read_workspace_identity(drill.work)
     theirs = read_workspace_identity(other)
     assert still is not None and theirs is not None and still.identity == theirs.identity
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_another_folder_at_the_sessions_place_is_never_its_starting_point(tmp_path: Path) -> None:
+    """After a crash the session's folder is replaced by another one at the same place (a
+    look made it a marker). Settling the call recorded that folder as the run's starting
+    point, and once the marker was given back Safe resume called it verified and carried on in
+    it. The answer is now recorded without the folder (its marker is not the session's), and
+    after the give-back the files are compared with the snapshot: they differ, so it parks."""
+    drill = Drill(tmp_path, checkpoints=True)
+    assert drill.run("P4").returncode == -9  # killed inside the bash call: outcome unknown
+    session = drill.session
+    drill.work.rename(tmp_path / "the-real-one")
+    drill.work.mkdir()
+    (drill.work / "other.txt").write_text("another project\n")
+    looked = maka(["plan", session, "--json"], drill.data, env={**drill.env, **FLAG})
+    assert "workspace_identity_mismatch" in json.loads(looked.stdout)["rejectionReasons"]
+    settled = maka(["settle", session, "c1", "--not-run"], drill.data, env={**drill.env, **FLAG})
+    assert settled.returncode == 0, settled.stderr
+    assert "so it was not taken as the new starting point" in settled.stdout, settled.stdout
+    assert f"maka sessions relocate {session} FOLDER, with this same folder" in settled.stdout
+    assert "--rebaseline" not in settled.stdout
+    given = maka(["sessions", "relocate", session, str(drill.work)], drill.data)
+    assert given.returncode == 0, given.stderr
+    parked = maka(["plan", session, "--json"], drill.data, env={**drill.env, **FLAG})
+    assert parked.returncode == 3, parked.stdout
+    assert "workspace_drift" in json.loads(parked.stdout)["rejectionReasons"], parked.stdout
+    code, body = drill.resume()
+    assert code == 3 and body["disposition"] == "park", body
