@@ -1771,10 +1771,13 @@ def _sparse_like(
     """The clone's entries left out as in the user's sparse checkout, and its settings."""
     folders = tuple(name for name in skipped if name.endswith("/"))
     listed = runner.run_outside(["ls-files", "-z"], cwd=target)
+    # Every entry the user's index skips (a file hidden with ``update-index --skip-worktree``
+    # is in the folder, changed, and not shown), and those under a sparse index's folder
+    # entries that the copy does not have.
     left_out = [
         name
         for name in (os.fsdecode(raw) for raw in listed.split(b"\0") if raw)
-        if (name in skipped or name.startswith(folders)) and not os.path.lexists(target / name)
+        if name in skipped or (name.startswith(folders) and not os.path.lexists(target / name))
     ]
     for start in range(0, len(left_out), 200):
         runner.run_outside(

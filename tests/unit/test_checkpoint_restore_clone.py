@@ -338,3 +338,24 @@ def test_a_store_seeded_from_a_sparse_index_before_is_rebuilt_at_its_next_captur
     )
     assert [n for n in listed.split() if not n.startswith(".maka/")] == ["in/a", "in/b"]
     assert first.tree_id != second.tree_id
+
+
+def test_a_file_the_user_hides_with_skip_worktree_is_hidden_in_the_copy(tmp_path: Path) -> None:
+    """``git update-index --skip-worktree config.ini`` with a local change: the folder's
+    ``git status`` does not show it, and neither does the copy's (it showed it modified, and
+    ``git commit -a`` there would have committed the local setting)."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "config.ini").write_text("db=prod\n")
+    user_git(folder, "init", "-q")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    (folder / "config.ini").write_text("db=local\n")
+    user_git(folder, "update-index", "--skip-worktree", "config.ini")
+    (folder / "n.txt").write_text("new\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert (copy / "config.ini").read_text() == "db=local\n"
+    assert _status(copy) == _status(folder) == ["?? n.txt"]
