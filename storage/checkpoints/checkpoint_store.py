@@ -1739,19 +1739,24 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
 
 def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None:
     """What makes ``git status`` in the user's folder read as it does, given to the clone:
-    the ignored files the user added and has not committed (``_add_tracked_ignored``); the
-    entries a sparse checkout leaves out of the folder (skip-worktree in the user's index,
-    or under a folder a sparse index holds as one entry; the snapshot has no file there) keep
-    that bit, or the copy would show each as deleted and ``git commit -a`` there would delete
-    it, and the clone is made sparse as the folder is (its patterns and settings); and
-    ``core.fileMode false``, or every file whose execute bit differs from its commit would show
-    as modified. Best effort: whatever cannot be read leaves the clone as it is."""
+    its ``info/exclude`` rules; the ignored files the user added and has not committed
+    (``_add_tracked_ignored``); the entries a sparse checkout leaves out of the folder
+    (skip-worktree in the user's index, or under a folder a sparse index holds as one entry;
+    the snapshot has no file there) keep that bit, or the copy would show each as deleted and
+    ``git commit -a`` there would delete it, and the clone is made sparse as the folder is (its
+    patterns and settings); and ``core.fileMode false``, or every file whose execute bit
+    differs from its commit would show as modified. Best effort: whatever cannot be read
+    leaves the clone as it is."""
     from storage.checkpoints.checkpoint_borrow import user_repository
     from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
 
     try:
-        _add_tracked_ignored(runner, target)
         user = user_repository(source)
+        if user is not None and (user.common / "info" / "exclude").is_file():
+            # The user's own ignore rules, as in the folder (the clone's template has none).
+            (target / ".git" / "info").mkdir(exist_ok=True)
+            shutil.copyfile(user.common / "info" / "exclude", target / ".git" / "info" / "exclude")
+        _add_tracked_ignored(runner, target)
         if user is None:
             return
         entries = read_entries((user.git_dir / "index").read_bytes(), sparse=True) or []

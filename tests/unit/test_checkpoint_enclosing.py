@@ -201,6 +201,12 @@ def test_the_folders_own_info_exclude_applies_and_cannot_undo_the_apps_rules(
         second.commit_id: ["notes.txt"]
     }
     assert exclude.read_text() == "# mine\nsecrets/\n*.log\n!.maka-workspace.json\nnotes.txt\n"
+    # A copy of it ignores what the folder ignores: its rules come along.
+    copy = tmp_path / "copy"
+    store.materialize(WS, second.tree_id, copy, "s", source=folder)
+    (copy / "regenerated.log").write_text("made again in the copy\n")
+    status = user_git(copy, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert [line for line in status if ".maka" not in line] == []
     # A linked worktree of it: the main repository's info/exclude, where Git reads it.
     linked = tmp_path / "linked"
     user_git(folder, "worktree", "add", "-q", str(linked))
