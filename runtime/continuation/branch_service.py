@@ -47,6 +47,7 @@ from runtime.ledger.codes import BranchCode, RestoreCode, StoreCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord
+from runtime.ledger.workspace_facts import declared_mode
 
 BRANCH_EPOCH = 1
 """The new folder's first workspace epoch (a run's first, ``workspace_checkpointer``)."""
@@ -200,18 +201,22 @@ class BranchService:
         return BranchPlan(source, boundary, prefix, snapshot, target, current_files)
 
     def _capture_refusal(self, source: SessionRecord) -> str | None:
-        """Why the session's folder cannot be captured now (``code: detail``), or None."""
-        carrier = self._checkpoints
-        identity = _latest_identity(self._store.list_session_runs(source.session_id))
-        if carrier is None or identity is None:
+        """Why a copy of the session's current files cannot be made either, from the record
+        alone (planning writes nothing, not even an empty store): its latest run took no
+        snapshot because of what the folder holds (a nested repository or a submodule, Git
+        LFS, its size). None otherwise."""
+        runs = sorted(
+            self._store.list_session_runs(source.session_id),
+            key=lambda header: (header.created_at, header.run_id),
+        )
+        if not runs:
             return None
-        try:
-            decision = carrier.decide_mode(Path(source.cwd), identity)
-        except (CheckpointError, OSError):
-            return None  # the copy itself says what is wrong
-        if decision.reason is None:
+        events = [row.event for row in self._store.read_run_events(runs[-1].run_id)[:1]]
+        mode = declared_mode(events)
+        code = str(mode.get("reasonCode", "")) if mode is not None else ""
+        if mode is None or mode.get("mode") != "unavailable" or code not in _FOLDER_REASONS:
             return None
-        return f"{decision.reason}: {decision.detail}"
+        return f"{code}: the session's latest run could not snapshot its folder for this reason"
 
     def execute(self, plan: BranchPlan) -> BranchResult:
         """Copy, verify, admit. Raises ``BranchRefused`` (nothing recorded)."""
@@ -342,6 +347,12 @@ class BranchService:
                 f"{observed.tree_id[:12]}, recorded {tree[:12]}); it is left there and not used",
             )
         return to_identity
+
+
+# Why a run took no snapshot that is about what the folder holds: a capture of it now fails too.
+_FOLDER_REASONS = frozenset(
+    {"checkpoint_nested_repository", "checkpoint_lfs_unsupported", "checkpoint_too_large"}
+)
 
 
 def _unavailable(
