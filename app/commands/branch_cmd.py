@@ -148,16 +148,8 @@ def _list_read_only(args: argparse.Namespace, data_dir: Path) -> int:
         options = branch_options(store, carrier, args.session)
         runs = [(h.run_id, str(h.status)) for h in store.list_session_runs(args.session)]
         unended = [run_id for run_id, status in runs if status in ("created", "running")]
-        gone = {
-            run_id
-            for _, run_id in orphaned(
-                data_dir,
-                [(args.session, run_id) for run_id in unended],
-                lambda session: [
-                    (h.run_id, str(h.status)) for h in store.list_session_runs(session)
-                ],
-            )
-        }
+        marked = [(args.session, run_id) for run_id in unended]
+        gone = {run_id for _, run_id in orphaned(data_dir, marked, store)}
     except (BranchRefused, LedgerError) as refused:
         code = str(refused.code)
         raise CliError(

@@ -115,7 +115,7 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
     from app.host.session_rows import orphaned
 
     # (A Maka process has the folder, or the run ended while it was read: nothing to say.)
-    marked = orphaned(data_dir, marked, lambda session_id: _statuses(store, session_id))
+    marked = orphaned(data_dir, marked, store)
     return [
         {
             "code": "run_awaiting_repair",
@@ -128,10 +128,6 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
         }
         for session_id, run_id in marked
     ]
-
-
-def _statuses(store: LedgerReader, session_id: str) -> list[tuple[str, str]]:
-    return [(header.run_id, str(header.status)) for header in store.list_session_runs(session_id)]
 
 
 def _workspace_line(item: dict[str, str]) -> str:

@@ -122,11 +122,5 @@ def _awaiting_repair(
     from app.host.session_rows import orphaned
 
     marked = [(session_id, run.run_id) for run in runs if run.status in ("created", "running")]
-    found = orphaned(
-        data_dir,
-        marked,
-        lambda session: [
-            (header.run_id, str(header.status)) for header in store.list_session_runs(session)
-        ],
-    )
+    found = orphaned(data_dir, marked, store)
     return frozenset(run_id for _, run_id in found)

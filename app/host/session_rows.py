@@ -7,12 +7,13 @@ by the two functions that cross the wire."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from app.bridge_contract import SessionRow
     from runtime.agent.session_overview import SessionOverview
+    from runtime.ledger.store_ports import LedgerReader
 
 
 def session_row(
@@ -87,13 +88,11 @@ def nobody_owns(data_dir: Any) -> bool:
 
 
 def orphaned(
-    data_dir: Any,
-    marked: Iterable[tuple[str, str]],
-    statuses: Callable[[str], Iterable[tuple[str, str]]],
+    data_dir: Any, marked: Iterable[tuple[str, str]], store: LedgerReader
 ) -> list[tuple[str, str]]:
     """Of the ``(session id, run id)`` read as still marked created or running, those whose
     process is gone: nobody owns the data folder now, and they are still marked when read
-    again (``statuses``: a session's ``(run id, status)`` pairs, read now). A run's process
+    again from ``store``. A run's process
     ends it before it lets go of the folder, and an ended run never runs again, so a run
     marked before the look at the lock and after it was running all along with nobody
     there; a run that ended in between (its turn finishing while it was read) is left out."""
@@ -103,7 +102,9 @@ def orphaned(
     now: dict[str, dict[str, str]] = {}
     for session_id, _ in marked:
         if session_id not in now:
-            now[session_id] = dict(statuses(session_id))
+            now[session_id] = {
+                header.run_id: str(header.status) for header in store.list_session_runs(session_id)
+            }
     return [
         (session_id, run_id)
         for session_id, run_id in marked

@@ -255,21 +255,12 @@ def _goes_on(stored: RunHeader, header: RunHeader) -> bool:
     checked to be the file's first ones, each at its place). The other way round (the file is
     the export made while it ran, this data folder has more of it) the file's events are
     found already present, and the run stays as stored."""
-    if stored.status not in (RunStatus.CREATED, RunStatus.RUNNING):
-        return False
-    same = stored._replace(
-        status=header.status,
-        failure_class=header.failure_class,
-        updated_at=header.updated_at,
-        completed_at=header.completed_at,
-    )
-    return same == header
+    return stored.status in (RunStatus.CREATED, RunStatus.RUNNING) and _same_run(stored, header)
 
 
-def _header_conflict(stored: RunHeader, header: RunHeader) -> str:
-    """Why the run stored here is not the file's, and the way on when it is the same run
-    ended differently (imported while it ran, then repaired here as interrupted)."""
-    same_run = (
+def _same_run(stored: RunHeader, header: RunHeader) -> bool:
+    """The two headers name the same run, whatever each says of how far it got."""
+    return (
         stored._replace(
             status=header.status,
             failure_class=header.failure_class,
@@ -278,7 +269,12 @@ def _header_conflict(stored: RunHeader, header: RunHeader) -> str:
         )
         == header
     )
-    if not same_run or stored.status in (RunStatus.CREATED, RunStatus.RUNNING):
+
+
+def _header_conflict(stored: RunHeader, header: RunHeader) -> str:
+    """Why the run stored here is not the file's, and the way on when it is the same run
+    ended differently (imported while it ran, then repaired here as interrupted)."""
+    if not _same_run(stored, header) or stored.status in (RunStatus.CREATED, RunStatus.RUNNING):
         return f"run {header.run_id} is stored with another header than the file's"
     return (
         f"run {header.run_id} is stored here as {stored.status} (an export made while it ran was "
