@@ -88,7 +88,8 @@ class Boundary:
     ts: int
     label: str
     snapshot: Mapping[str, Any] | None = None
-    # A call before it has no settled outcome there (only known for a run's own calls).
+    # A call before it has no settled outcome there, so a branch there is refused (only known
+    # for a run's own calls; a call never dispatched is trimmed and holds nothing).
     unsettled: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -187,9 +188,11 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
     found: list[tuple[int, Boundary]] = []
     position = 0
     tail = -1  # the position of the last event the newest boundary's cut takes
+    headers: dict[str, RunHeader] = {}
     for header in _ordered(store.list_session_runs(session_id)):
         if header.status in (RunStatus.CREATED, RunStatus.RUNNING):
             continue  # not committed as a whole: a running or unrepaired turn
+        headers[header.run_id] = header
         binder.new_run()
         open_calls: set[str] = set()
         for row in store.read_run_events(header.run_id):
@@ -221,7 +224,28 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                 )
                 found.append((position, boundary))
             position += 1
-    return [Boundary(**{**_fields(b), "snapshot": binder.bound.get(p)}) for p, b in found]
+    return [
+        Boundary(
+            **{
+                **_fields(b),
+                "snapshot": binder.bound.get(p),
+                "unsettled": b.unsettled and _held(store, headers[b.run_id], b.seq),
+            }
+        )
+        for p, b in found
+    ]
+
+
+def _held(store: BranchStore, header: RunHeader, seq: int) -> bool:
+    """Whether a point after a call with no result is refused by the gate a branch there
+    meets (``resolve_prefix``): a call never dispatched is trimmed from the history and holds
+    nothing; one that may have run does. Asked only of such points, so a listing builds a
+    replay only after an interrupted call."""
+    try:
+        resolve_prefix(store, header, seq)
+    except BranchRefused:
+        return True
+    return False
 
 
 def written_with(event: RuntimeEvent, outcome_event_id: str) -> bool:

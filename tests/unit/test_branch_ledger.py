@@ -33,6 +33,7 @@ from storage.ledger.ledger_schema import SCHEMA_VERSION
 from storage.ledger.ledger_store import SqliteLedgerStore, open_store
 from tests.helpers.ledger_builders import (
     RunIds,
+    call_event,
     model_text,
     terminal,
     tool_turn,
@@ -210,6 +211,29 @@ def test_a_call_without_a_settled_outcome_holds_the_points_after_it(tmp_path: Pa
         assert refused.value.code == BranchCode.BRANCH_BOUNDARY_UNSETTLED
         # Before the call, the history is whole.
         assert resolve_prefix(store, header, boundaries[0].seq).prefix.last_event_seq == 1
+
+
+def test_a_call_never_dispatched_holds_nothing_and_the_listing_says_so(tmp_path: Path) -> None:
+    """The listing asks the gate a branch meets: a call the model asked for and the run never
+    sent is trimmed from the history, so the ending after it is a point to branch from (the
+    listing once called it "not branchable" while ``--at`` took it)."""
+    with open_store(tmp_path) as store:
+        events = [
+            user_text("do it", ids=SOURCE, marker=True),
+            call_event("c1", "Write", None, ids=SOURCE),
+        ]
+        _finished_run(store, SOURCE, events, "failed")
+        boundaries = list_boundaries(store, SOURCE.session_id)
+        assert [(b.kind, b.unsettled) for b in boundaries] == [
+            (USER_MESSAGE, False),
+            (RUN_ENDING, False),
+        ]
+        assert boundaries[-1].to_json()["branchable"] is True
+        header = store.read_run_header(SOURCE.run_id)
+        assert header is not None
+        # The branch there replays the user's message alone: the unsent call is trimmed.
+        replay = resolve_prefix(store, header, boundaries[-1].seq).replay
+        assert [item.kind.value for item in replay.provider_items] == ["text"]
 
 
 def test_a_run_without_snapshot_facts_binds_no_snapshot_to_its_points(tmp_path: Path) -> None:
