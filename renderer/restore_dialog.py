@@ -56,7 +56,8 @@ def ask_restore_target(
             "none of them staged."
         )
     where += " " + _tr(
-        "Paths Git ignores there (your .gitignore files, .git/info/exclude) unless it tracks "
+        "Paths Git ignores there (your .gitignore files, .git/info/exclude, your excludes file) "
+        "unless it tracks "
         "them, and files over 50 MiB, are not in snapshots, so they are not in the copy."
     )
     said = _sentence(point[:1].upper() + point[1:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.pop("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", None)
 os.environ.pop("MAKA_FAILPOINT", None)
+# Snapshots honour the user's Git excludes file, by default under XDG_CONFIG_HOME: the suite
+# reads an empty one, not the machine's (tests of it set their own HOME).
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="maka-tests-config-")
 
 TESTS = Path(__file__).resolve().parent
 

@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(when the folder is a Git repository, the copy is a clone of it at your current commit "
         "with the snapshot's files on top, so git status and git diff show the same changes, none "
         "of them staged; paths Git ignores in the folder (its .gitignore files, "
-        ".git/info/exclude) unless it tracks them, and files over 50 MiB are not in snapshots, "
-        "so not in the copy)",
+        ".git/info/exclude, your excludes file) unless it tracks them, and files over 50 MiB "
+        "are not in snapshots, so not in the copy)",
     )
     parser.add_argument(
         "--permission-mode",

@@ -674,7 +674,8 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
             f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
             f"(made {where}; your folder is left as it is and the "
             f"session lives in the copy). The copy holds {reflects}.{clone} Snapshots leave out "
-            "paths Git ignores in the folder (its .gitignore files, .git/info/exclude) unless it "
+            "paths Git ignores in the folder (its .gitignore files, .git/info/exclude, your "
+            "excludes file) unless it "
             "tracks them, and files over 50 MiB"
             + (f" (here: {named})" if skipped else "")
             + ", so the copy does not have them."

@@ -1,5 +1,5 @@
-"""The ignore rules of a repository enclosing the session folder, and the ``info/exclude`` of
-the folder's own (docs/design/workspace.md section 1).
+"""The ignore rules of a repository enclosing the session folder, the ``info/exclude`` of
+the folder's own, and the user's own excludes file (docs/design/workspace.md section 1).
 
 A session folder inside a larger repository (a package of a monorepo) is ignored by that
 repository's rules as well as its own: ``node_modules/`` in the monorepo's top ``.gitignore``
@@ -16,12 +16,22 @@ Rewriting, for a rule read in folder ``A`` with the session folder at ``A/P``: a
 ``?`` and ``[...]`` as Git reads them) keeps the rest, anchored at the folder; an anchored rule
 that cannot reach into ``P`` (another folder, or ``**`` before ``P`` ends) is left out.
 Negations (``!``) are rewritten the same way.
+
+The user's excludes file (``core.excludesFile``, by default ``$XDG_CONFIG_HOME/git/ignore`` or
+``~/.config/git/ignore``) is what ``git status`` reads below every other rule: editors' swap
+files and IDE folders are commonly kept out of Git there. It applies only to a folder in a Git
+repository (its own or an enclosing one, whose top its anchored rules are read from), as Git
+applies it. The setting is read from the configuration files as Git reads them (the system's
+unless ``GIT_CONFIG_NOSYSTEM``, the user's or ``GIT_CONFIG_GLOBAL``, then the repository's; the
+last one wins), by reading the files, never by running anything; ``include`` directives are
+not followed.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from pathlib import Path
 
 _MAX_RULE_BYTES = 1024 * 1024
@@ -57,6 +67,117 @@ def own_rules(folder: Path) -> str:
         return ""
     lines = _rewritten(_read(found[1] / "info" / "exclude"), ())
     return "".join(f"{line}\n" for line in lines)
+
+
+def user_rules(folder: Path) -> str:
+    """The rules of the user's excludes file rewritten for ``folder`` ("" when the folder is in
+    no Git repository, or the file is missing or empty)."""
+    folder = Path(os.path.abspath(folder))
+    top = folder if os.path.lexists(folder / ".git") else enclosing_top(folder)
+    if top is None:
+        return ""
+    path = excludes_file(top)
+    if path is None:
+        return ""
+    lines = _rewritten(_read(path), folder.relative_to(top).parts)
+    return "".join(f"{line}\n" for line in lines)
+
+
+def excludes_file(top: Path) -> Path | None:
+    """The excludes file Git reads for the work tree at ``top``: the last ``core.excludesFile``
+    of the configuration files, else the default one; None when it is set empty."""
+    environ = os.environ
+    home = Path(environ.get("HOME") or os.path.expanduser("~"))
+    xdg = Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    configs: list[Path] = []
+    if environ.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        configs.append(Path(environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    named = environ.get("GIT_CONFIG_GLOBAL")
+    configs.extend([Path(named)] if named else [xdg / "config", home / ".gitconfig"])
+    found = git_dirs(top)
+    if found is not None:
+        configs.extend([found[1] / "config", found[0] / "config.worktree"])
+    value: str | None = None
+    for config in configs:
+        setting = _core_excludes_file(config)
+        if setting is not None:
+            value = setting
+    if value is None:
+        return xdg / "ignore"
+    if not value:
+        return None
+    if value == "~" or value.startswith("~/"):
+        return home / value[2:]
+    expanded = Path(os.path.expanduser(value))
+    return expanded if expanded.is_absolute() else top / expanded
+
+
+_SECTION = re.compile(r"^\s*\[\s*([A-Za-z0-9.-]+)\s*(\"[^\"]*\")?\s*\]")
+_EXCLUDES_KEY = re.compile(r"^\s*excludesfile\s*(=\s*(.*))?$", re.IGNORECASE)
+
+
+def _core_excludes_file(config: Path) -> str | None:
+    """The last ``core.excludesFile`` value in one configuration file (None when it sets none;
+    a bare key reads as empty)."""
+    value: str | None = None
+    section = ""
+    lines = _read(config)
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        at += 1
+        header = _SECTION.match(line)
+        if header is not None:
+            section = header.group(1).lower() if header.group(2) is None else ""
+            line = line[header.end() :]
+        if section != "core":
+            continue
+        key = _EXCLUDES_KEY.match(line)
+        if key is not None:
+            rest = "\n".join([key.group(2) or "", *lines[at:]])
+            value, joined = _config_value(rest)
+            at += joined
+    return value
+
+
+_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "\\": "\\", '"': '"'}
+
+
+def _config_value(text: str) -> tuple[str, int]:
+    """A configuration value as Git reads it from ``text`` (what follows the ``=``, then the
+    file's next lines): quotes joined, escapes read, each blank inside read as a space (the
+    leading and trailing ones dropped), a comment (``#`` or ``;`` outside quotes) cut, a
+    backslash at a line's end joining the next line; with the number of lines it joined. A
+    value Git refuses (an open quote, an unknown escape) reads as far as it goes."""
+    value: list[str] = []
+    spaces = 0
+    quoted = comment = False
+    joined = 0
+    chars = iter(text)
+    for char in chars:
+        if char == "\n":
+            break
+        if comment:
+            continue
+        if char.isspace() and not quoted:
+            spaces += 1 if "".join(value) else 0
+            continue
+        if not quoted and char in "#;":
+            comment = True
+            continue
+        value.append(" " * spaces)
+        spaces = 0
+        if char == "\\":
+            following = next(chars, "")
+            if following == "\n":
+                joined += 1
+            else:
+                value.append(_ESCAPES.get(following, ""))
+        elif char == '"':
+            quoted = not quoted
+        else:
+            value.append(char)
+    return "".join(value), joined
 
 
 def enclosing_top(folder: Path) -> Path | None:

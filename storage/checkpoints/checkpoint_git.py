@@ -5,7 +5,8 @@ Every call runs with ``GIT_DIR`` = the private bare repository, ``GIT_WORK_TREE`
 folder and ``GIT_INDEX_FILE`` = the private persistent index, so the folder's own ``.git`` (if
 any) is never read or written: not its HEAD, index, config, hooks, refs or worktrees. The user's
 configuration is kept out too: no system config (``GIT_CONFIG_NOSYSTEM``), an empty private
-``HOME`` / ``XDG_CONFIG_HOME`` (so no global config, global excludes or credential helpers), no
+``HOME`` / ``XDG_CONFIG_HOME`` (so no global config, global excludes or credential helpers: the
+user's excludes file is read by the store itself, into the private ``info/exclude``), no
 ``GIT_*`` variable of the caller's environment, hooks pointed at the null device, and settings
 that make a snapshot byte-faithful and quiet (no automatic gc, no fsmonitor, no signing, no
 line-ending conversion). Path arguments are literal (``GIT_LITERAL_PATHSPECS``).

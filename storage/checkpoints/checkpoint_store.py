@@ -9,7 +9,8 @@ costs little more than a ``stat`` of every file. The folder's own ``.git`` is ne
 
 Policy (its canonical JSON's sha256 is the ``policyHash``): everything under the folder except
 ``.git`` directories, paths the folder's own ``.gitignore`` files or its repository's
-``info/exclude`` ignore, paths the rules of a repository enclosing the folder ignore
+``info/exclude`` ignore, paths the rules of a repository enclosing the folder ignore, paths
+the user's excludes file ignores in a folder that is in a Git repository
 (``checkpoint_enclosing``), the legacy workspace marker
 ``.maka-workspace.json``, the app's own ``.maka`` folder at the top (where the workspace marker
 ``.maka/workspace.json`` and its ``.gitignore`` live, and the name under which each snapshot
@@ -81,7 +82,7 @@ from storage.checkpoints.checkpoint_empty_dirs import (
     graft_empty_dirs,
     tree_changes,
 )
-from storage.checkpoints.checkpoint_enclosing import enclosing_rules, own_rules
+from storage.checkpoints.checkpoint_enclosing import enclosing_rules, own_rules, user_rules
 from storage.checkpoints.checkpoint_git import (
     MIN_GIT_VERSION,
     GitCommand,
@@ -176,6 +177,7 @@ POLICY: dict[str, object] = {
         "paths ignored by the folder's .gitignore files",
         "paths ignored by the rules of a repository enclosing the folder",
         "paths ignored by the info/exclude of the folder's own repository",
+        "paths ignored by the user's excludes file (core.excludesFile) in a Git repository",
         MARKER_NAME,
         f"{RECORD_DIR} at the top of the folder",
     ],
@@ -311,7 +313,7 @@ class GitCheckpointStore:
         if folder is not None:
             # The user's rules first, the app's own last: no negation of theirs undoes them.
             where = Path(os.path.abspath(folder))
-            exclude = enclosing_rules(where) + own_rules(where) + _EXCLUDE
+            exclude = user_rules(where) + enclosing_rules(where) + own_rules(where) + _EXCLUDE
         elif (info / "exclude").is_file():
             exclude = (info / "exclude").read_text("utf-8", "surrogateescape")
         for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):

@@ -175,6 +175,49 @@ def test_a_rebaseline_tells_the_model_the_files_the_plan_names_not_its_own_write
     assert "added.txt (added)" in told and "- a.txt (" not in told, told
 
 
+@pytest.mark.parametrize("excluded", [True, False])
+def test_an_editors_files_the_users_excludes_file_ignores_are_no_drift(
+    tmp_path: Path, excluded: bool
+) -> None:
+    """An editor left a swap file and an IDE folder after the crash: ignored by the user's own
+    excludes file (``~/.config/git/ignore``, where such files usually are), they are nothing to
+    ``git status`` and nothing to Safe resume; without that file they are drift."""
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
+    config = tmp_path / "config"
+    (config / "git").mkdir(parents=True)
+    if excluded:
+        (config / "git" / "ignore").write_text(".*.swp\n.idea/\n")
+    drill.env["XDG_CONFIG_HOME"] = str(config)
+    drill.run("P6")
+    (drill.work / ".notes.txt.swp").write_text("swap\n")
+    (drill.work / ".idea").mkdir()
+    (drill.work / ".idea" / "workspace.xml").write_text("<project/>\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["XDG_CONFIG_HOME"] = str(config)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored"],
+        cwd=drill.work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert ("!! .notes.txt.swp" in status) == excluded  # what the user's Git says of it
+    planned = drill.plan()
+    if not excluded:
+        drift = _diagnostic(planned, "workspace_drift")
+        assert drift["detail"]["changedPaths"] == [
+            {"path": ".idea/workspace.xml", "change": "added"},
+            {"path": ".notes.txt.swp", "change": "added"},
+        ]
+        return
+    assert planned["disposition"] == "continue", planned
+    assert "workspace_drift" not in _codes(planned)
+    code, body = drill.resume()
+    assert code == 0, body
+    assert body["status"] == "completed"
+
+
 def test_a_write_killed_after_its_effect_is_finalized_and_resumes(tmp_path: Path) -> None:
     drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "Done."}])
     drill.run("P4")  # written, its outcome not recorded

@@ -562,7 +562,8 @@ def test_the_restore_offer_says_what_snapshots_leave_out(tmp_path: Path) -> None
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
     assert (
         "Snapshots leave out paths Git ignores in the folder (its .gitignore files, "
-        ".git/info/exclude) unless it tracks them, and files over 50 MiB (here: data.bin), so "
+        ".git/info/exclude, your excludes file) unless it tracks them, and files over 50 MiB "
+        "(here: data.bin), so "
         "the copy does not have them." in text
     ), text
     code, body = drill.resume("--restore-to")

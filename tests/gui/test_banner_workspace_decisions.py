@@ -298,7 +298,8 @@ def test_the_restore_dialog_says_what_snapshots_leave_out(qtbot: QtBot) -> None:
     with mock.patch.object(QMessageBox, "exec", cancel):
         banner.restore_button.click()
     assert shown[0].endswith(
-        "Paths Git ignores there (your .gitignore files, .git/info/exclude) unless it tracks "
+        "Paths Git ignores there (your .gitignore files, .git/info/exclude, your excludes file) "
+        "unless it tracks "
         "them, and files over 50 MiB, are not in snapshots, so they are not in the copy."
     )
     assert (

@@ -49,10 +49,12 @@ def _tree_state(root: Path) -> dict[str, tuple[int, int, bytes]]:
 
 @pytest.fixture
 def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user whose global Git config would change a capture if it were read."""
+    """A user whose global Git config would change a capture if Git read it (``autocrlf``),
+    and whose excludes file keeps ``*.log`` out (read by the store, as ``git status`` reads it).
+    """
     home = tmp_path / "home"
     home.mkdir()
-    (home / "global-excludes").write_text("*.txt\n")
+    (home / "global-excludes").write_text("*.log\n")
     (home / ".gitconfig").write_text(
         f"[core]\n\texcludesFile = {home / 'global-excludes'}\n\tautocrlf = true\n"
         "[user]\n\tname = User\n\temail = user@example.com\n"
@@ -97,6 +99,7 @@ def test_the_users_repository_is_byte_identical_after_many_captures(
     store = GitCheckpointStore(tmp_path / "data")
     assert store.decide_mode(folder, WS).mode is CheckpointMode.GIT_V1
     trees = []
+    (folder / "debug.log").write_text("noise\n")
     for n in range(12):
         (folder / "work.txt").write_text(f"edit {n}\r\n")
         trees.append(store.capture(folder, WS, f"refs/maka/s/r/{n}", f"capture {n}").tree_id)
@@ -113,7 +116,8 @@ def test_the_users_repository_is_byte_identical_after_many_captures(
         env={k: v for k, v in os.environ.items() if k != "GIT_INDEX_FILE"},
     ).stdout
     assert "MM tracked.txt" in status
-    # Captured byte for byte (no autocrlf), *.txt kept (no global excludes), .git left out.
+    # Captured byte for byte (no autocrlf), *.log left out (the user's excludes file), .git
+    # left out.
     listed = _git(tmp_path, "--git-dir", str(store.git_dir(WS)), "ls-tree", "-r", trees[-1])
     names = sorted(line.split("\t")[1] for line in listed.splitlines())
     # (``.maka/permissions``: the store's record of every entry's permission bits.)
