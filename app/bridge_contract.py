@@ -1173,6 +1173,8 @@ class BranchOptionsListedPush(_Message):
     snapshots_on: bool = True
     options: Annotated[tuple[BranchOptionItem, ...], Field(max_length=MAX_BRANCH_OPTIONS)]
     omitted_earlier: Annotated[int, Field(ge=0)] = 0
+    # The session's runs not ended (running): their points are listed once they end.
+    runs_running: Annotated[tuple[Id, ...], Field(max_length=64)] = ()
 
 
 class BranchMadePush(_Message):

@@ -56,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--current-files",
         action="store_true",
-        help="when no snapshot is kept for that point: copy the folder as it is now (the "
-        "model is told the files may differ from the history)",
+        help="copy the folder as it is now instead of the snapshot kept for that point (the "
+        "only way when none is kept; the model is told the files may differ from the history)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
@@ -295,8 +295,14 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
         usage = str(refusal.code) in _USAGE
         raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
     if isinstance(answer, BranchOptionsListedPush):
+        # The host owns the data folder: a run it has not ended is running there (one a
+        # killed process left marked running was repaired when the host started).
+        running = [{"runId": run_id, "reason": "running"} for run_id in answer.runs_running]
         return _print_options(
-            args, [_option_json(o) for o in answer.options], answer.omitted_earlier
+            args,
+            [_option_json(o) for o in answer.options],
+            answer.omitted_earlier,
+            unlisted=running,
         )
     if not isinstance(answer, BranchMadePush):
         raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")

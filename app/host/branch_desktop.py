@@ -122,6 +122,11 @@ def options_push(
         snapshots_on=checkpoints is not None,
         options=tuple(items),
         omitted_earlier=omitted,
+        runs_running=tuple(
+            header.run_id
+            for header in store.list_session_runs(session_id)
+            if str(header.status) in ("created", "running")
+        )[:64],
     )
 
 

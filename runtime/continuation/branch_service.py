@@ -39,7 +39,7 @@ from runtime.continuation.branch_prefix import (
     list_boundaries,
     resolve_prefix,
 )
-from runtime.continuation.copy_place import copy_base
+from runtime.continuation.copy_place import copy_base, place_refusal
 from runtime.continuation.lineage_reader import build_prefix
 from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, checkpoint_ref
@@ -55,6 +55,8 @@ BRANCH_EPOCH = 1
 
 class BranchWriter(BranchStore, Protocol):
     def get_session(self, session_id: str) -> SessionRecord | None: ...
+
+    def list_sessions(self) -> Sequence[SessionRecord]: ...
 
     def admit_branch(self, session: SessionRecord, record: BranchRecord) -> None: ...
 
@@ -193,12 +195,48 @@ class BranchService:
             )
         target = Path(os.path.abspath(to)) if to else default_branch_path(source.cwd)
         if _inside(target, source.cwd):
+            where = (
+                "is the source folder"
+                if os.path.realpath(target) == os.path.realpath(source.cwd)
+                else f"is inside {source.cwd}"
+            )
             raise BranchRefused(
                 RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
-                f"{target} is inside {source.cwd}; the branch's folder goes outside the source "
-                "folder, which is left as it is",
+                f"{target} {where}; the branch's folder goes outside the source folder, which is "
+                "left as it is",
             )
+        if current_files and not os.path.isdir(source.cwd):
+            raise BranchRefused(
+                BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
+                f"{source.cwd}, the source's folder, is not there, so no copy of its current "
+                "files can be made; nothing was done. Branch from a point whose snapshot is kept "
+                "(without --current-files), or move the session to the folder's new place first "
+                f"(maka sessions relocate {session_id} FOLDER)",
+            )
+        self._refuse_beside_a_repository_session(target, source)
+        refused = place_refusal(target)
+        if refused is not None:
+            raise BranchRefused(refused.code, refused.message)
         return BranchPlan(source, boundary, prefix, snapshot, target, current_files)
+
+    def _refuse_beside_a_repository_session(self, target: Path, source: SessionRecord) -> None:
+        """A copy of a Git repository is a clone: inside another session's folder that is a
+        repository of its own, it is a nested repository there, and that session's snapshots
+        stop (``checkpoint_nested_repository``). Anywhere else inside another session's folder
+        stays the user's choice (a session in the home folder leaves no place outside it)."""
+        if not os.path.lexists(os.path.join(source.cwd, ".git")):
+            return
+        for other in self._store.list_sessions():
+            if other.session_id == source.session_id:
+                continue
+            if os.path.lexists(os.path.join(other.cwd, ".git")) and _inside(target, other.cwd):
+                raise BranchRefused(
+                    RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
+                    f"{target} is inside {other.cwd}, the Git repository session "
+                    f"{other.session_id} works in: the copy, a clone of {source.cwd}, would be "
+                    "a repository inside it and that session's snapshots would stop; choose a "
+                    "folder outside it",
+                )
 
     def _capture_refusal(self, source: SessionRecord) -> str | None:
         """Why a copy of the session's current files cannot be made either, from the record

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import os
 
+from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import RestoreCode
+
 
 def copy_base(folder: str) -> str:
     """The path a copy's name is made from (``<base>-restored-<n>``, ``<base>-branch-<n>``)."""
@@ -37,3 +40,42 @@ def copy_base(folder: str) -> str:
 def _holds(folder: str, inner: str) -> bool:
     """Whether ``folder`` is ``inner`` or a folder above it."""
     return inner == folder or inner.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def place_refusal(target: os.PathLike[str] | str) -> CheckpointError | None:
+    """Why no copy can be made at ``target`` (absolute), asked before anything is written
+    (a branch of the current files would otherwise capture them first and leave a ref behind);
+    None when it looks free: a new folder, or an empty one (a link to one counts). The copy
+    itself checks again, exclusively, when it makes the folder."""
+    path = os.fspath(target)
+    try:
+        if os.path.isdir(path):
+            if os.listdir(path):
+                return CheckpointError(
+                    RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
+                    f"{path} is not an empty folder; a copy needs a new or empty folder",
+                )
+            return None
+        if os.path.lexists(path):
+            what = "is a link that leads to no folder" if os.path.islink(path) else "is a file"
+            return CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY,
+                f"{path} {what}, not a folder; a copy needs a new or empty folder",
+            )
+        os.lstat(path)  # a name too long for the file system says so here
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return CheckpointError(
+            RestoreCode.WORKSPACE_RESTORE_FAILED, f"cannot make {path}: {error.strerror}"
+        )
+    above = os.path.dirname(path)
+    while above != os.path.dirname(above) and not os.path.lexists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        what = "is a link that leads to no folder" if os.path.islink(above) else "is a file"
+        return CheckpointError(
+            RestoreCode.WORKSPACE_RESTORE_FAILED,
+            f"cannot make {path}: {above} {what}, not a folder",
+        )
+    return None

@@ -1263,10 +1263,15 @@ class GitCheckpointStore:
         )
 
         target = Path(os.path.abspath(target))
-        if target.is_symlink() and target.is_dir():
-            # A link to a folder: the copy goes into the folder it leads to, named as it is
-            # (its bits, marker and checks are the folder's, never the link's).
-            target = Path(os.path.realpath(target))
+        try:
+            if target.is_symlink() and target.is_dir():
+                # A link to a folder: the copy goes into the folder it leads to, named as it is
+                # (its bits, marker and checks are the folder's, never the link's).
+                target = Path(os.path.realpath(target))
+        except OSError as error:  # a name longer than the file system takes, say
+            raise CheckpointError(
+                RestoreCode.WORKSPACE_RESTORE_FAILED, f"cannot make {target}: {error.strerror}"
+            ) from None
         self._refuse_place(target)
         checked = self._check_snapshots(workspace_identity, [tree_id])[tree_id]
         damaged = checked.damaged

@@ -260,6 +260,46 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     assert [s["sessionId"] for s in sessions] == [session]
 
 
+def test_a_place_is_refused_before_anything_is_captured_or_copied(tmp_path: Path) -> None:
+    """Where the copy goes is checked first: a refused ``--current-files`` branch once captured
+    the folder and left a ref behind, a name too long for the file system printed a traceback,
+    and a clone inside another session's repository stopped that session's snapshots."""
+    src = Source(tmp_path)
+    src.run("write the notes")
+    session = src.session
+    point = src.branch(session)["boundaries"][0]["eventId"]
+    first = tmp_path / "first"
+    made = src.branch(session, "--at", point, "--to", str(first))
+    assert (first / ".git").is_dir()  # a clone of the source repository
+
+    nested = src.branch(session, "--at", point, "--to", str(first / "nested"), code=2)
+    assert "[workspace_restore_target_inside]" in nested["stderr"]
+    assert f"the Git repository session {made['sessionId']} works in" in nested["stderr"]
+    itself = src.branch(session, "--at", point, "--to", str(src.work), code=2)
+    assert f"{src.work} is the source folder" in itself["stderr"]
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "x").write_text("x")
+    full = src.branch(session, "--at", point, "--current-files", "--to", str(taken), code=2)
+    assert "[workspace_restore_target_not_empty]" in full["stderr"]
+    long_name = src.branch(session, "--at", point, "--to", str(tmp_path / ("d" * 300)), code=1)
+    assert "[workspace_restore_failed]" in long_name["stderr"]
+    assert "File name too long" in long_name["stderr"]
+    refs = [
+        line
+        for store in (src.data / "checkpoints").glob("*.git")
+        for line in user_git(store, "for-each-ref", "--format=%(refname)").splitlines()
+    ]
+    assert not [ref for ref in refs if "/branch-" in ref], refs  # nothing captured for them
+    src.work.rename(tmp_path / "moved")
+    gone = src.branch(session, "--at", point, "--current-files", code=2)
+    assert "[branch_snapshot_unavailable]" in gone["stderr"]
+    assert "the source's folder, is not there" in gone["stderr"]
+    assert "Traceback" not in "".join(r["stderr"] for r in (nested, itself, full, long_name, gone))
+    sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
+    assert len(sessions) == 2
+
+
 def test_the_listed_points_line_up_and_show_what_a_message_hides(tmp_path: Path) -> None:
     """``maka branch S`` in a terminal: one column per field whatever the event ids' lengths,
     a long message cut with an ellipsis, and an escape sequence in it shown by name, not sent

@@ -40,3 +40,19 @@ def test_each_tool_result_names_its_calls_arguments(tmp_path: Path) -> None:
         ("call-1", "notes/f1.txt"),
         ("call-2", "notes/f2.txt"),
     ]
+
+
+def test_a_run_not_ended_is_named_so_a_listing_through_the_host_says_why_it_is_missing(
+    tmp_path: Path,
+) -> None:
+    """``maka branch S`` through a host printed the earlier runs' points as if the session were
+    idle while a turn ran there; the answer now names the runs whose points are not listed."""
+    from tests.helpers.ledger_builders import RunIds
+    from tests.helpers.resume_fixtures import seed_interrupted_run
+
+    ids = RunIds("session_busy", "inv-busy", "run-busy", "turn-busy")
+    with open_store(tmp_path / "data") as store:
+        seed_interrupted_run(store, ids, [user_text("go on", ids=ids, marker=True)], cwd="/w")
+        push = options_push(store, None, ids.session_id)
+    assert push.runs_running == ("run-busy",)
+    assert push.options == ()
