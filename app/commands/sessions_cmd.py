@@ -108,6 +108,7 @@ def _change(args: argparse.Namespace) -> int:
     if no_ledger_yet(data_dir):
         raise CliError(codes.StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
     from app.host.host_client import attach
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     host = attach(data_dir, command="sessions")
     if host is not None:
@@ -124,6 +125,7 @@ def _change(args: argparse.Namespace) -> int:
                     Path(args.folder).expanduser().absolute(),
                     lifecycle,
                     on_marker_given_back=lambda: given.append(True),
+                    follow_folder=GitCheckpointStore.from_environment(data_dir).follow_folder,
                 )
                 _changed(args, cwd=moved.cwd, given_back=bool(given))
             elif args.action == "rename":

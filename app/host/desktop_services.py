@@ -695,7 +695,13 @@ class DesktopServices:
     def relocate_session(self, session_id: str, cwd: Path) -> SessionSummary:
         self._refuse_while_busy(session_id, "moving")
         try:
-            relocate_session(self._store, session_id, cwd, self._lifecycle)
+            relocate_session(
+                self._store,
+                session_id,
+                cwd,
+                self._lifecycle,
+                follow_folder=GitCheckpointStore.from_environment(self._data_dir).follow_folder,
+            )
         except SessionChangeRefused as refusal:
             raise HostServiceError(refusal.code, refusal.message) from None
         except LedgerError as error:

@@ -325,10 +325,11 @@ def _relocate_words(session_id: str) -> str:
     return (
         "The folder moved? Point the session at its new place: maka sessions relocate "
         f"{session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
-        ".maka-workspace.json, must match). Deleted? Its snapshots are kept here: "
-        f"maka branch {session_id} lists the points you can continue from in a new folder "
-        "made from them. Or remove the session (its history too; sessions branched from it "
-        f"must be removed first): maka sessions remove {session_id} --yes."
+        ".maka-workspace.json, must match). Deleted? maka branch "
+        f"{session_id} lists the points you can continue from in a new folder made from their "
+        "snapshots, and says of each whether its snapshot is still whole here. Or remove the "
+        "session (its history too; sessions branched from it must be removed first): maka "
+        f"sessions remove {session_id} --yes."
     )
 
 

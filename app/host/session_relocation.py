@@ -71,10 +71,14 @@ def relocate_session(
     session_id: str,
     folder: Path,
     lifecycle: LifecycleLog | None,
+    *,
     on_marker_given_back: Callable[[], None] | None = None,
+    follow_folder: Callable[[str, Path], None] | None = None,
 ) -> SessionRecord:
     """Move ``session_id`` to ``folder`` if its marker proves it is the same workspace (or
-    give its own folder its lost marker back: ``on_marker_given_back`` is told)."""
+    give its own folder its lost marker back: ``on_marker_given_back`` is told);
+    ``follow_folder(identity, folder)``: the snapshot store's ``follow_folder``, told where the
+    workspace now is once the session moved."""
     session = _session(store, session_id)
     if not folder.is_absolute() or not folder.exists():
         raise SessionChangeRefused(
@@ -126,6 +130,8 @@ def relocate_session(
     store.relocate_session(session_id, str(real))
     if lifecycle is not None:
         lifecycle.session_relocated(session_id, session.cwd, str(real), expected)
+    if follow_folder is not None:
+        follow_folder(expected, real)
     moved = store.get_session(session_id)
     assert moved is not None
     return moved

@@ -240,9 +240,11 @@ class BranchService:
 
     def _capture_refusal(self, source: SessionRecord) -> str | None:
         """Why a copy of the session's current files cannot be made either, from the record
-        alone (planning writes nothing, not even an empty store): its latest run took no
-        snapshot because of what the folder holds (a nested repository or a submodule, Git
-        LFS, its size). None otherwise."""
+        alone (planning writes nothing, not even an empty store): its folder is gone, or its
+        latest run took no snapshot because of what the folder holds (a nested repository or a
+        submodule, Git LFS, its size). None otherwise."""
+        if not os.path.isdir(source.cwd):
+            return f"{source.cwd}, the source's folder, is not there"
         runs = sorted(
             self._store.list_session_runs(source.session_id),
             key=lambda header: (header.created_at, header.run_id),
@@ -365,7 +367,12 @@ class BranchService:
                     if elsewhere
                     else "its snapshot is gone"
                 )
-                raise _unavailable(plan.source.session_id, plan.boundary.event_id, why)
+                raise _unavailable(
+                    plan.source.session_id,
+                    plan.boundary.event_id,
+                    why,
+                    self._capture_refusal(plan.source),
+                )
             to_identity = carrier.materialize(
                 identity, tree, plan.target, session_id, source=Path(plan.source.cwd)
             )
@@ -376,7 +383,12 @@ class BranchService:
                 why = f"its snapshot is no longer whole in the checkpoint store: {error.message}"
                 if elsewhere and "missing" in error.message:
                     why = f"its snapshot is not in this data folder: {elsewhere}"
-                raise _unavailable(plan.source.session_id, plan.boundary.event_id, why) from None
+                raise _unavailable(
+                    plan.source.session_id,
+                    plan.boundary.event_id,
+                    why,
+                    self._capture_refusal(plan.source),
+                ) from None
             raise BranchRefused(error.code, error.message) from None
         if observed.tree_id != tree:
             raise BranchRefused(

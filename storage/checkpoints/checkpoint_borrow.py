@@ -694,6 +694,44 @@ def absorb(
         aside.unlink()
         failpoint(CrashPoint.ABSORB_ALTERNATE_REMOVED)
         shutil.rmtree(git_dir / TREES_SCRATCH, ignore_errors=True)
+        if gone_before and index is not None:
+            # Entries of the index may name objects nothing holds now: a file whose stat data
+            # did not change is never hashed again, so the next capture would name them too.
+            # Without the index it hashes every file (or seeds again where the folder's
+            # repository now is, and borrows from there).
+            index.unlink(missing_ok=True)
+        return True
+
+
+def follow_the_folder(runner: GitRunner, git_dir: Path, index: Path, folder: Path) -> bool:
+    """Before a capture (under the workspace lock): when the object store the private
+    repository borrows from is no longer where it was (the folder was moved or renamed before
+    absorption finished, or its ``.git`` deleted), borrow from the folder's repository where it
+    is now; True when the private index cannot be trusted any more and must go (the next
+    capture then hashes every file again). An object is named by its content, so any store
+    that holds it serves; the index's entries are checked against the store as it then reads,
+    because a file whose stat data did not change (a ``mv`` keeps it) is never hashed again,
+    and its entry would otherwise name a blob nothing holds, in a snapshot recorded as taken."""
+    source = borrowed_from(git_dir)
+    if source is None or source.is_dir():
+        return False
+    user = user_repository(folder)
+    if user is None:
+        enclosing = enclosing_repository(folder)
+        user = enclosing[0] if enclosing is not None else None
+    objects = user.common / "objects" if user is not None else None
+    if objects is None or not objects.is_dir():
+        return True
+    alternates = git_dir / ALTERNATES
+    lines = alternates.read_text("utf-8").splitlines()
+    lines[0] = os.path.realpath(objects)
+    scratch = alternates.with_name("alternates.new")
+    with open(scratch, "w", encoding="utf-8", opener=private_opener) as out:
+        out.write("".join(f"{line}\n" for line in lines))
+    os.replace(scratch, alternates)
+    try:
+        return bool(_missing(runner, git_dir, _index_blobs(runner, git_dir, index)))
+    except CheckpointError:
         return True
 
 

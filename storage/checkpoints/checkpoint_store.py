@@ -69,6 +69,7 @@ from runtime.ledger.codes import CheckpointFailureCode, CheckpointUnavailableCod
 from storage.checkpoints.checkpoint_borrow import (
     absorb,
     borrowed_from,
+    follow_the_folder,
     seed,
     settle_interrupted_absorption,
     stage_held,
@@ -426,6 +427,8 @@ class GitCheckpointStore:
         with self._locked(workspace_identity):
             git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
+            if follow_the_folder(self._git_runner(), git_dir, index, folder):
+                rebuild_index = True
             if rebuild_index or holds_skipped_entries(index):
                 # Every file hashed again, every tree written (also an index seeded from a
                 # sparse one before such a seed was refused: entries the staging never looks
@@ -519,6 +522,20 @@ class GitCheckpointStore:
     def borrows(self, workspace_identity: str) -> bool:
         """Whether the workspace's repository still reads objects from the folder's own."""
         return borrowed_from(self.git_dir(workspace_identity)) is not None
+
+    def follow_folder(self, workspace_identity: str, folder: Path) -> None:
+        """The session was pointed at ``folder``, where its workspace now is: a store that
+        still borrows from the folder's repository at its old place borrows from where it is
+        now (``checkpoint_borrow.follow_the_folder``), so the snapshots taken before the move
+        read whole again before any capture there. Never raises: the next capture does the
+        same."""
+        if not (self.git_dir(workspace_identity) / "HEAD").is_file():
+            return
+        with contextlib.suppress(CheckpointError, OSError), self._locked(workspace_identity):
+            git_dir = self.git_dir(workspace_identity)
+            index = self.index_path(workspace_identity)
+            if follow_the_folder(self._git_runner(), git_dir, index, folder):
+                index.unlink(missing_ok=True)
 
     def absorb_borrowed(self, workspace_identity: str) -> bool:
         """Copy in every object the workspace's snapshots borrow from the folder's own

@@ -362,7 +362,7 @@ def test_a_deleted_folder_is_offered_a_branch_from_its_snapshots_before_removal(
     assert drill.run("P6").returncode == -9
     shutil.rmtree(drill.work)
     text = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG}).stdout
-    assert f"Its snapshots are kept here: maka branch {drill.session} lists" in text, text
+    assert f"Deleted? maka branch {drill.session} lists the points" in text, text
     assert text.index("maka branch") < text.index("maka sessions remove"), text
 
     listed = maka(["branch", drill.session, "--json"], drill.data, env=drill.env)

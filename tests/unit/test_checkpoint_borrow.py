@@ -179,11 +179,68 @@ def test_before_absorption_a_pruned_borrowed_object_reads_missing_not_wrong(
     snap = store.capture(folder, WS, "refs/maka/s/r/1", "first")
     shutil.rmtree(folder / ".git")
     assert not store.has_snapshot(WS, snap.commit_id, snap.tree_id)
-    # The next capture still works (the index is rebuilt from the folder).
-    assert store.capture(folder, WS, "refs/maka/s/r/2", "again").tree_id == snap.tree_id
+    # The next capture still works (the index is rebuilt from the folder), and is whole.
+    again = store.capture(folder, WS, "refs/maka/s/r/2", "again")
+    assert again.tree_id == snap.tree_id
+    assert store.has_snapshot(WS, again.commit_id, again.tree_id)
     # An alternate that provides nothing any more is dropped (retention never waits on it).
     assert store.absorb_borrowed(WS)
     assert not store.borrows(WS)
+
+
+def test_a_folder_moved_before_absorption_borrows_from_its_new_place(tmp_path: Path) -> None:
+    """The folder renamed between a capture and the end of absorption (a killed run, then
+    ``mv``): the store borrowed from the old place, so the first snapshot read missing and
+    every later capture named blobs nothing held (a ``mv`` keeps the stat data, so no file was
+    hashed again), recorded as taken. The store now borrows from where the repository is."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    moved = tmp_path / "project-moved"
+    folder.rename(moved)
+    assert not store.has_snapshot(WS, first.commit_id, first.tree_id)
+    (moved / "pkg2" / "f2.txt").write_text("changed after the move\n")
+    second = store.capture(moved, WS, "refs/maka/s/r/2", "moved")
+    git_dir = store.git_dir(WS)
+    assert (git_dir / ALTERNATES).read_text().splitlines()[0] == os.path.realpath(
+        moved / ".git" / "objects"
+    )
+    assert store.has_snapshot(WS, first.commit_id, first.tree_id)
+    assert store.has_snapshot(WS, second.commit_id, second.tree_id)
+    # ``maka sessions relocate`` tells the store at once (before any capture there).
+    (tmp_path / "project-moved-again").mkdir()
+    again = tmp_path / "project-moved-again" / "project"
+    moved.rename(again)
+    assert not store.has_snapshot(WS, second.commit_id, second.tree_id)
+    store.follow_folder(WS, again)
+    assert store.has_snapshot(WS, second.commit_id, second.tree_id)
+    moved = again
+    assert store.absorb_borrowed(WS) and not store.borrows(WS)
+    shutil.rmtree(moved / ".git")
+    assert store.has_snapshot(WS, first.commit_id, first.tree_id)
+    assert store.has_snapshot(WS, second.commit_id, second.tree_id)
+
+
+def test_an_absorption_that_finds_objects_gone_lets_the_next_capture_hash_again(
+    tmp_path: Path,
+) -> None:
+    """Absorbed after the folder moved (before any capture there): the borrowed objects are
+    gone from where the store looked, the alternate is dropped, and so is the index naming
+    them: the next capture seeds where the repository now is, and is whole."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    moved = tmp_path / "project-moved"
+    folder.rename(moved)
+    assert store.absorb_borrowed(WS)
+    assert not store.index_path(WS).exists()
+    again = store.capture(moved, WS, "refs/maka/s/r/2", "moved")
+    assert store.has_snapshot(WS, again.commit_id, again.tree_id)
+    assert store.absorb_borrowed(WS)
+    shutil.rmtree(moved / ".git")
+    assert store.has_snapshot(WS, again.commit_id, again.tree_id)
 
 
 def test_retention_absorbs_before_it_prunes(tmp_path: Path) -> None:
