@@ -3,7 +3,10 @@
 Every ``interval`` seconds (ttl/3 by default) the heartbeat renews every lease the store holds in
 one statement (``SessionLeaseStore.renew_session_leases``) and hands the sessions whose lease was
 lost to ``on_lost``: the host stops them at once. A renewal that fails (the server unreachable)
-is retried on the next beat; ``runway_deadline`` is the host's own conservative clock, the monotonic
+is retried soon (half a second, then twice as long after each failure, never longer than the
+interval): a connection the server ended is made again at once, and the renewal lands well before
+the runway runs out, so a restart of a moment never ends a command. ``runway_deadline`` is the
+host's own conservative clock, the monotonic
 time of the last successful renewal plus ttl minus the margin, past which it must stop dispatching
 tools whatever the server says; ``on_expired`` is called (from a thread of its own, so a renewal
 stuck on a silent network does not delay it) once that deadline passes, and the host ends its tool
@@ -20,6 +23,7 @@ from collections.abc import Callable, Sequence
 from runtime.ledger.store_ports import SessionLeaseStore, StoreRefusal
 
 _log = logging.getLogger("maka.store")
+_FIRST_RETRY_S = 0.5
 
 
 class SessionLeaseHeartbeat:
@@ -66,7 +70,7 @@ class SessionLeaseHeartbeat:
             self._streak += 1
             if str(refusal) not in self._told:
                 self._told.add(str(refusal))
-                _log.warning("renewing the session leases failed (%s): %s", refusal.code, refusal)
+                _log.warning("renewing the session leases failed: %s", refusal)  # names its code
             return ()
         except Exception:  # never end the thread: a host that stops renewing loses its sessions
             self.failures += 1
@@ -94,8 +98,14 @@ class SessionLeaseHeartbeat:
             )
             self._watcher.start()
 
+    def next_wait(self) -> float:
+        """Seconds to the next beat: the interval after a renewal, sooner after a failure."""
+        if not self._streak:
+            return self._interval
+        return min(self._interval, _FIRST_RETRY_S * 2 ** (self._streak - 1))
+
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        while not self._stop.wait(self.next_wait()):
             self.beat()
 
     def _watch(self) -> None:

@@ -44,3 +44,30 @@ def test_each_cause_of_an_outage_is_logged_once(
         "session leases renewed again after 1 failed renewal(s)",
     ]
     assert heartbeat.failures == 5 and script == []
+
+
+def test_a_failed_renewal_is_retried_soon_not_at_the_next_interval(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the defaults (ttl 30 s, margin 10 s, interval 10 s) the runway is two intervals:
+    a renewal that failed once (a connection the server ended) was retried only at the runway's
+    end, after the host had ended its commands. It is retried in half a second, then backs off
+    up to the interval."""
+    outcomes: list[bool] = [False, False, False, False, False, False, True]
+
+    def renew() -> Sequence[str]:
+        if not outcomes.pop(0):
+            raise StoreRefusal(StoreCode.STORE_IO_FAILED, ENDED)
+        return []
+
+    with open_store(data_dir) as store:
+        monkeypatch.setattr(store, "renew_session_leases", renew)
+        heartbeat = SessionLeaseHeartbeat(store, ttl_s=30, margin_s=10, on_lost=lambda lost: None)
+        assert heartbeat.next_wait() == 10
+        waits = []
+        for _ in range(7):
+            heartbeat.beat()
+            waits.append(heartbeat.next_wait())
+    assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 10, 10]
+    # The retries of one outage fit in the runway many times over.
+    assert sum(waits[:3]) < 20 / 5
