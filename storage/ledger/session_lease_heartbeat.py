@@ -102,7 +102,7 @@ class SessionLeaseHeartbeat:
         """Seconds to the next beat: the interval after a renewal, sooner after a failure."""
         if not self._streak:
             return self._interval
-        return min(self._interval, _FIRST_RETRY_S * 2 ** (self._streak - 1))
+        return float(min(self._interval, _FIRST_RETRY_S * 2.0 ** (self._streak - 1)))
 
     def _run(self) -> None:
         while not self._stop.wait(self.next_wait()):
