@@ -643,6 +643,9 @@ class HelloOkPush(_Message):
     safe_resume_enabled: bool
     host_kind: HostKind = HostKind.DESKTOP
     host_pid: Annotated[int, Field(ge=1, le=2**31)] | None = None
+    # The data folder the host serves (its real path): a terminal given a copy of the folder
+    # (copied with its endpoint pointer and token while the host ran) must not attach to it.
+    data_dir: FsPath | None = None
 
 
 class HelloRejectedPush(_Message):

@@ -363,6 +363,7 @@ class HostApp(QObject):
             safe_resume_enabled=self._resume_flags()[0],
             host_kind=self._config.host_kind,
             host_pid=os.getpid(),
+            data_dir=os.path.realpath(self._data_dir),
         )
 
     def _resume_flags(self) -> tuple[bool, bool]:

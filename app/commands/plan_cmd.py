@@ -15,6 +15,7 @@ per operation.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from typing import Any
@@ -61,8 +62,16 @@ def run(args: argparse.Namespace) -> int:
             f"no session {args.session} (no data in {data_dir})",
             EXIT_USAGE,
         )
+    if not data_dir.exists():
+        # The ledger is on a server and this data folder is new: made private, as every
+        # command that writes makes it (its lock, logs and snapshots go there).
+        from storage.private_files import ensure_private_dir
+
+        with contextlib.suppress(OSError):
+            ensure_private_dir(data_dir)
     lock = InstanceLock(data_dir)
-    owned = lock.acquire().outcome is LockOutcome.ACQUIRED
+    taken = lock.acquire()
+    owned = taken.outcome is LockOutcome.ACQUIRED
     try:
         try:
             store = open_store(data_dir, read_only=not owned)
@@ -98,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(body, ensure_ascii=False))
     else:
         print("\n".join(plan_summary(plan, operations, folder=folder.get, folder_gone=gone)))
-        if not owned:
+        if not owned and taken.outcome is LockOutcome.UNAVAILABLE:
+            print(
+                f"(read-only: the data directory's lock could not be taken: {taken.detail})",
+                file=sys.stderr,
+            )
+        elif not owned:
             print(
                 "(read-only: another Maka process owns the data directory, so maka run, maka "
                 "resume and maka settle are refused (store_locked) until it closes; the "

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 10.0
 ANSWER_TIMEOUT_S = 600.0
+# The hello is answered at once by a host that runs (its event loop, not its jobs): one that
+# says nothing for this long is stopped (SIGSTOP, a frozen machine) or wedged.
+HELLO_TIMEOUT_S = 15.0
 """The longest wait for one answer: a loaded machine and a long history take time, and a host that
 stops is noticed at once (the connection closes), never by this wait."""
 _READ_CHUNK = 256 * 1024
@@ -51,6 +54,16 @@ _READ_CHUNK = 256 * 1024
 
 class HostConnectionError(CodedError):
     """The host stopped (``host_stopped``) or refused this terminal (``host_unreachable``)."""
+
+
+class HostSilent(HostConnectionError):
+    """The host said nothing within the socket's timeout (``host_unreachable``)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            codes.HostCode.HOST_UNREACHABLE,
+            "the Maka serving this data folder did not answer in time (it is stopped or hung)",
+        )
 
 
 class HostClient:
@@ -67,6 +80,7 @@ class HostClient:
         self._send_lock = threading.Lock()
         self.host_kind = host_kind
         self.host_pid = host_pid
+        self.data_dir: str | None = None  # the folder the host serves (its hello says)
         # Listening (``listen``): a reader thread receives every push and hands the ones it is
         # not given to take to ``_next`` through this queue (a closed connection: an error).
         self._inbox: queue.Queue[Message | HostConnectionError] | None = None
@@ -182,6 +196,8 @@ class HostClient:
         while not self._pending:
             try:
                 data = self._sock.recv(_READ_CHUNK)
+            except TimeoutError:
+                raise HostSilent() from None
             except OSError:
                 raise _stopped() from None
             if not data:
@@ -224,10 +240,13 @@ def _stopped() -> HostConnectionError:
 
 
 def attach(
-    data_dir: Path, *, hello_timeout_s: float = ANSWER_TIMEOUT_S, command: str | None = None
+    data_dir: Path, *, hello_timeout_s: float = HELLO_TIMEOUT_S, command: str | None = None
 ) -> HostClient | None:
     """The running host of ``data_dir``, authenticated as a terminal; ``None`` when no host
-    serves it (nothing listens, or a listener that left without removing its socket)."""
+    serves it (nothing listens, a listener that left without removing its socket, or the host
+    of another data folder: a copy of this one, made with its endpoint and token while that
+    host ran). Raises ``HostConnectionError`` (``host_unreachable``) when the host does not
+    answer its hello within ``hello_timeout_s``."""
     if sys.platform == "win32":
         return None
     endpoint = find_endpoint(data_dir)
@@ -249,9 +268,20 @@ def attach(
     sock.settimeout(hello_timeout_s)
     try:
         client = _hello(sock, token, command)
+    except HostSilent:
+        sock.close()
+        raise HostConnectionError(
+            codes.HostCode.HOST_UNREACHABLE,
+            f"the Maka serving {data_dir} did not answer within {hello_timeout_s:g} s (it is "
+            "stopped or hung: ps shows it, the desktop app or maka host); nothing was done",
+        ) from None
     except BaseException:
         sock.close()
         raise
+    served = client.data_dir
+    if served is not None and served != os.path.realpath(data_dir):
+        client.close()  # the host of the folder this one was copied from: not this folder's
+        return None
     sock.settimeout(ANSWER_TIMEOUT_S)
     return client
 
@@ -330,6 +360,7 @@ def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostC
         )
     client.host_kind = answer.host_kind
     client.host_pid = answer.host_pid
+    client.data_dir = answer.data_dir
     return client
 
 

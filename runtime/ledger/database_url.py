@@ -6,6 +6,7 @@ Standard library only: the window imports it.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from runtime.ledger.codes import StoreCode
@@ -15,6 +16,7 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 MASK = "****"
 MAX_URL_LENGTH = 2048
 EXPECTED = "postgresql://user@host:5432/database"
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def database_url_problem(url: str) -> str | None:
@@ -30,11 +32,16 @@ def database_url_problem(url: str) -> str | None:
     scheme, sep, _rest = text.partition("://")
     if not sep or scheme.lower() not in POSTGRES_SCHEMES:
         return "must start with postgresql:// or postgres://"
+    if _BAD_PERCENT.search(text):
+        # libpq refuses it quoting the token, the password perhaps: never sent to it.
+        return "has a % not followed by two hexadecimal digits (write a % in it as %25)"
     try:
         parts = urlsplit(text)
         port = parts.port
         hostname = parts.hostname
-    except ValueError:
+    except ValueError as error:
+        if "IPv6" in str(error):
+            return "has a [ of an IPv6 address without its ]"
         return "has a port that is not a number from 1 to 65535"
     if port == 0:
         return "has a port that is not a number from 1 to 65535"

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -435,7 +436,22 @@ def _raw_connection(
         )
         return psycopg.connect(url, autocommit=True, **params)
     except psycopg.Error as error:
-        raise as_sqlite_error(error) from error
+        translated = as_sqlite_error(error)
+        secret = _password(url)
+        if secret and any(secret in str(arg) for arg in translated.args):
+            # What libpq says of a URL may quote it: the password never leaves in a refusal.
+            translated.args = tuple(str(arg).replace(secret, "****") for arg in translated.args)
+        raise translated from None
+
+
+def _password(url: str) -> str | None:
+    """The URL's password as written and as read (percent-decoded), for redaction."""
+    try:
+        parts = urlsplit(url)
+        written = parts.netloc.rpartition("@")[0].partition(":")[2]
+    except ValueError:
+        return None
+    return written or None
 
 
 def connect(

@@ -231,10 +231,30 @@ def read_version(conn: PostgresConnection) -> int:
     """The database's schema version (0: no Maka schema yet)."""
     if "meta" not in _tables(conn):
         return 0
+    foreign = StoreRefusal(
+        StoreCode.STORE_CORRUPT,
+        "the database holds a meta table Maka did not create (no ledger schema version in it); "
+        "nothing was changed: point MAKA_DATABASE_URL at a database (or schema) of Maka's own",
+    )
+    columns = {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = 'meta'"
+        ).fetchall()
+    }
+    if not {"key", "value"} <= columns:
+        raise foreign
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         raise StoreRefusal(StoreCode.STORE_CORRUPT, "the database's meta table has no version")
-    return int(row[0])
+    try:
+        version = int(str(row[0]).strip())
+    except ValueError:
+        raise foreign from None
+    if version < 1:
+        raise foreign
+    return version
 
 
 def refuse_if_newer(version: int) -> None:

@@ -168,3 +168,59 @@ def test_an_export_from_another_hosts_data_folder_says_where_the_snapshots_are(
         exported.stderr
     ), exported.stderr
     assert "damaged" not in exported.stderr, exported.stderr
+
+
+@pytest.mark.parametrize("version", ["banana", "0", None])
+def test_a_meta_table_of_someone_elses_is_refused_the_same_by_every_command(
+    tmp_path: Path, postgres_url: str, version: str | None
+) -> None:
+    """A database holding a ``meta`` table Maka did not create: a value that is no number
+    printed a Python traceback, other columns a raw PostgreSQL error."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        if version is None:
+            conn.execute("CREATE TABLE meta (x integer)")
+        else:
+            conn.execute("CREATE TABLE meta (key text PRIMARY KEY, value text)")
+            conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (version,))
+    env = {"MAKA_DATABASE_URL": postgres_url}
+    for args in (["sessions"], ["doctor"], ["run", "--cwd", str(tmp_path), "hello"]):
+        result = maka(args, tmp_path / "data", env=env)
+        assert result.returncode != 0, (args, result)
+        text = result.stdout + result.stderr
+        assert "Traceback" not in text, text
+        assert "store_corrupt" in text and "meta table Maka did not create" in text, (args, text)
+
+
+def test_a_url_with_a_stray_percent_is_refused_before_it_reaches_the_server(
+    tmp_path: Path,
+) -> None:
+    """libpq refused such a URL quoting the token, so the password was printed."""
+    url = "postgresql://u:p%zzsecret@/x?host=/nowhere"
+    for args in (["sessions"], ["doctor"], ["doctor", "--json"]):
+        result = maka(args, tmp_path / "data", env={"MAKA_DATABASE_URL": url})
+        text = result.stdout + result.stderr
+        assert result.returncode != 0, result
+        assert "zzsecret" not in text, text
+        assert "database_url_invalid" in text and "%25" in text, text
+
+
+def test_plan_from_a_new_data_folder_owns_it_and_makes_it_private(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A second machine's first ``maka plan``: its data folder did not exist, so the lock
+    could not be taken and the plan said another Maka process owned it, and the folder its
+    log then made was world-readable (``maka doctor`` called it ``data_not_private``)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {"MAKA_DATABASE_URL": postgres_url}
+    made = maka(["run", "--cwd", str(work), "hello"], tmp_path / "one", env=env)
+    assert made.returncode == 0, made.stderr
+    with psycopg.connect(postgres_url) as conn:
+        [(session,)] = conn.execute("SELECT session_id FROM sessions").fetchall()
+    other = tmp_path / "two"
+    planned = maka(["plan", str(session)], other, env=env)
+    assert "another Maka process owns" not in planned.stderr, planned.stderr
+    assert "Traceback" not in planned.stderr
+    assert other.stat().st_mode & 0o777 == 0o700
+    doctor = maka(["doctor"], other, env=env)
+    assert "data_not_private" not in doctor.stdout + doctor.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -181,6 +182,44 @@ def test_sigkill_of_the_host_while_the_command_waits_says_the_host_stopped(
     after = maka(["sessions", "--json"], data)
     assert after.returncode == 0, after.stderr
     assert "servedBy" not in json.loads(after.stdout)
+
+
+def test_a_host_that_does_not_answer_is_said_to_be_unreachable(
+    folder: tuple[Path, str], host: MainProcess
+) -> None:
+    """A stopped host (SIGSTOP, a frozen machine) once held every command for ten minutes
+    without a word: the hello now has its own short deadline."""
+    data, _ = folder
+    os.kill(host.pid, signal.SIGSTOP)
+    try:
+        result = maka(["sessions", "--json"], data, timeout=90)
+    finally:
+        os.kill(host.pid, signal.SIGCONT)
+    assert result.returncode == 1, result
+    refusal = json.loads(result.stdout)["error"]
+    assert refusal["code"] == "host_unreachable", refusal
+    assert "did not answer within 15 s" in refusal["message"]
+    assert "Traceback" not in result.stderr
+
+
+def test_a_copy_of_the_data_folder_is_not_served_by_the_originals_host(
+    folder: tuple[Path, str], host: MainProcess, tmp_path: Path
+) -> None:
+    """A copy made while the host ran carries its endpoint pointer and terminal token: a
+    command given the copy reached the original's host and changed the original folder."""
+    data, session = folder
+    copy = tmp_path / "copy-of-data"
+    shutil.copytree(data, copy, ignore=lambda _where, names: [n for n in names if "maka-" in n])
+    assert (copy / "ipc" / "endpoint").exists() or Path(terminal_token_path(copy)).exists()
+    served = json.loads(maka(["sessions", "--json"], data).stdout)
+    assert served["servedBy"]["pid"] == host.pid
+    result = maka(["sessions", "rename", session, "renamed in the copy"], copy)
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(maka(["sessions", "--json"], copy).stdout)
+    assert "servedBy" not in listed
+    assert [row["title"] for row in listed["sessions"]] == ["renamed in the copy"]
+    original = json.loads(maka(["sessions", "--json"], data).stdout)
+    assert [row["title"] for row in original["sessions"]] != ["renamed in the copy"]
 
 
 def _terminal(qtbot: QtBot, host: MainProcess, token: str) -> WireClient:
