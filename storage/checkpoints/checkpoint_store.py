@@ -1768,9 +1768,10 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
     (skip-worktree in the user's index, or under a folder a sparse index holds as one entry;
     the snapshot has no file there) keep that bit, or the copy would show each as deleted and
     ``git commit -a`` there would delete it, and the clone is made sparse as the folder is (its
-    patterns and settings); and ``core.fileMode false``, or every file whose execute bit
-    differs from its commit would show as modified. Best effort: whatever cannot be read
-    leaves the clone as it is."""
+    patterns and settings); ``core.fileMode false``, or every file whose execute bit
+    differs from its commit would show as modified; and the repository's line-ending settings
+    (``core.autocrlf``, ``core.eol``, ``core.safecrlf``), or a file Git converts would. Best
+    effort: whatever cannot be read leaves the clone as it is."""
     from storage.checkpoints.checkpoint_borrow import user_repository
     from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
 
@@ -1790,6 +1791,10 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
         mode = _user_setting(runner, user.common / "config", "core.filemode", target)
         if mode == "false":
             runner.run_outside(["config", "core.fileMode", "false"], cwd=target)
+        for key in _LINE_ENDING_SETTINGS:
+            value = _user_setting(runner, user.common / "config", key, target, kind=None)
+            if value is not None:
+                runner.run_outside(["config", key, value], cwd=target)
     except (OSError, CheckpointError) as error:
         _log.warning("the copy at %s may not read as %s does: %s", target, source, error)
 
@@ -1834,15 +1839,23 @@ def _sparse_like(
         runner.run_outside(["config", "core.sparseCheckoutCone", cone], cwd=target)
 
 
-def _user_setting(runner: GitRunner, config: Path, key: str, cwd: Path) -> str | None:
-    """A boolean setting of one of the user's configuration files, read as Git reads it (that
-    file alone: no include followed); None when it is not set there."""
+# How the user's Git reads line endings in their repository (its own configuration): the clone
+# reads the snapshot's files as the folder does, or a CRLF file Git stores as LF shows modified.
+# (Filters are not carried: their commands are the user's to run, never the copy's making.)
+_LINE_ENDING_SETTINGS = ("core.autocrlf", "core.eol", "core.safecrlf")
+
+
+def _user_setting(
+    runner: GitRunner, config: Path, key: str, cwd: Path, *, kind: str | None = "bool"
+) -> str | None:
+    """A setting of one of the user's configuration files, read as Git reads it (that file
+    alone: no include followed; ``kind`` its type, None: as written); None when it is not set
+    there."""
     if not config.is_file():
         return None
+    typed = ["--type", kind] if kind is not None else []
     try:
-        found = runner.run_outside(
-            ["config", "--file", str(config), "--type", "bool", "--get", key], cwd=cwd
-        )
+        found = runner.run_outside(["config", "--file", str(config), *typed, "--get", key], cwd=cwd)
     except CheckpointError:
         return None  # not set (exit 1), or not a boolean
     return found.decode("utf-8", "replace").strip() or None

@@ -261,6 +261,29 @@ def test_a_sparse_checkouts_copy_reads_as_the_folder_does(tmp_path: Path) -> Non
     assert (copy / "run.sh").stat().st_mode & 0o111, "the bits are the folder's"
 
 
+def test_a_repository_that_converts_line_endings_has_a_copy_that_reads_the_same(
+    tmp_path: Path,
+) -> None:
+    """``core.autocrlf true`` in the repository's configuration: the folder's files are CRLF,
+    Git stores them LF and ``git status`` is clean. The copy holds the same bytes, and showed
+    every such file modified until it read line endings as the repository does."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    user_git(folder, "init", "-q")
+    user_git(folder, "config", "core.autocrlf", "true")
+    (folder / "dos.txt").write_bytes(b"a\r\nb\r\n")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    (folder / "new.txt").write_bytes(b"n\r\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert (copy / "dos.txt").read_bytes() == b"a\r\nb\r\n"
+    assert _status(copy) == _status(folder) == ["?? new.txt"]
+    assert user_git(copy, "config", "--get", "core.autocrlf").strip() == "true"
+
+
 def _cone_checkout(tmp_path: Path, names: Sequence[str], sparse_index: bool) -> Path:
     """A clone of a repository holding ``names``, checked out sparsely in cone mode with only
     ``in`` (and the top's files) in the folder; ``sparse_index``: with ``index.sparse``."""
