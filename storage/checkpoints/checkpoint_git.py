@@ -478,9 +478,22 @@ def _start(
     )
 
 
+_UNOPENED = re.compile(rb'^error: open\("(.*)"\): (.*)$', re.MULTILINE)
+
+
 def _failed(name: str, err: bytes, returncode: int) -> CheckpointError:
     """``checkpoint_git_failed`` with the last line Git wrote to standard error (or the exit
-    code when it wrote none)."""
+    code when it wrote none); ``checkpoint_folder_unreadable`` naming the file when Git could
+    not open one of the folder's files (its permissions forbid reading it): the cause is the
+    file, not Git."""
+    unopened = _UNOPENED.search(err)
+    if unopened is not None:
+        path = os.fsdecode(unopened.group(1))
+        reason = unopened.group(2).decode("utf-8", "replace")
+        return CheckpointError(
+            CheckpointFailureCode.CHECKPOINT_FOLDER_UNREADABLE,
+            f"the file {path!r} cannot be read ({reason}); a snapshot would leave it out",
+        )
     message = err.decode("utf-8", "replace").strip().splitlines()
     return CheckpointError(
         CheckpointFailureCode.CHECKPOINT_GIT_FAILED,

@@ -170,3 +170,21 @@ def test_a_settings_file_maka_cannot_read_is_refused_not_read_as_the_default(
     result = _maka(["sessions"], data)
     assert result.returncode == 1 and "it is a folder, not a file" in result.stderr, result.stderr
     assert not (data / "runtime.sqlite").exists()
+
+
+def test_an_unreadable_file_fails_the_capture_naming_it(tmp_path: Path) -> None:
+    """A file Maka cannot open (``chmod 000``): Git's own failure was reported
+    (``checkpoint_git_failed``: "Unable to process path"), as if Git were at fault."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (work / "private.key").write_text("secret\n")
+    (work / "private.key").chmod(0)
+    try:
+        said: list[str] = []
+        _crash_after_write(work, data, said)
+        assert "not taken [checkpoint_folder_unreadable]" in said[0], said
+        assert "the file 'private.key' cannot be read (Permission denied)" in said[0], said
+        assert "checkpoint_git_failed" not in said[0], said
+    finally:
+        (work / "private.key").chmod(0o600)
