@@ -156,6 +156,47 @@ def owned_session_host(
     # Only after a command that ended normally, with the data folder released.
     if service is not None:
         _let_absorption_finish(service.checkpoints)
+        _retain_when_due(data_dir, service.checkpoints)
+
+
+# Retention (docs/design/workspace.md section 5) runs when a host starts; a user of the
+# terminal commands alone never starts one, so a command that ran turns runs it too, at most
+# once a day per data folder (the stamp's time), after its turn, in the foreground.
+RETENTION_EVERY_S = 24 * 3600.0
+RETENTION_STAMP = "retention.stamp"
+
+
+def _retain_when_due(data_dir: Path, carrier: object) -> None:
+    import time
+
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+    if not isinstance(carrier, GitCheckpointStore) or not carrier.root.is_dir():
+        return
+    stamp = carrier.root / RETENTION_STAMP
+    try:
+        last = stamp.stat().st_mtime
+    except FileNotFoundError:
+        last = None
+    except OSError:
+        return
+    try:
+        stamp.touch()
+    except OSError:
+        return
+    if last is None or time.time() - last < RETENTION_EVERY_S:
+        return  # the first command only starts the clock: a new store has nothing to trim
+    from storage.checkpoints.checkpoint_retention import run_retention
+    from storage.ledger.ledger_store import open_store
+
+    try:
+        with open_store(data_dir, read_only=True) as reader:
+            result = run_retention(reader, carrier)
+    except Exception as error:  # housekeeping: never fail the command that ran the turn
+        print(f"maka: workspace checkpoint retention failed: {error}", file=sys.stderr)
+        return
+    if result.errors:
+        print("maka: workspace checkpoint retention: " + "; ".join(result.errors), file=sys.stderr)
 
 
 # How long a command waits at its exit for a snapshot store to finish copying in what it
