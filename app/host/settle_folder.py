@@ -166,7 +166,7 @@ def preview_words(preview: SettleBaseline) -> str:
     if preview.problem is not None:
         return (
             "Answering also tries to take the folder as it is now as the new starting point, "
-            f"but it cannot be read now ({preview.problem})."
+            f"but cannot take it now ({preview.problem})."
         )
     if preview.changes is None:
         return (

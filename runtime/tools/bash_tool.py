@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RecoveryMode
-from runtime.tools.process_identity import stopped_by_host
+from runtime.tools.process_identity import LEASE_DEADLINE_WHY, stopped_by_host
 from runtime.tools.process_tree import (
     BackgroundShellRegistry,
     ShellRecord,
@@ -165,6 +165,8 @@ class BashTool:
         if process.stopped_background:
             result["backgroundStopped"] = process.stopped_background
         why = stopped_by_host(process.pid)
+        if why is None and getattr(process, "stopped_at_deadline", False):
+            why = LEASE_DEADLINE_WHY
         if why is not None:
             result["stoppedByHost"] = True
             return ToolOutput(

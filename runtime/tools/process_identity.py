@@ -176,6 +176,13 @@ _STOPPED_BY_HOST: dict[int, str] = {}
 _STOPPED_LOCK = threading.Lock()
 
 
+LEASE_DEADLINE_WHY = (
+    "this Maka process could not renew its session leases in time (the database did not "
+    "answer), so the command was ended before another host could take the session over; it "
+    "did not fail by itself, and it may have done part of its work"
+)
+
+
 def note_stopped_by_host(pid: int, why: str) -> None:
     """Say why this host is about to stop the tool process ``pid`` itself (not the turn's
     cancel or timeout): the tool's result then says so, instead of a bare exit by a signal
@@ -244,6 +251,7 @@ def describe(record: ToolProcessRecord, *, width: int = 80) -> str:
 
 
 __all__ = [
+    "LEASE_DEADLINE_WHY",
     "ProcessIdentity",
     "TableProcessRecorder",
     "current_boot_id",

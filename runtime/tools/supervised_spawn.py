@@ -89,6 +89,9 @@ class SupervisedCommand:
         self.create_time: float | None = None
         self.stopped_background = 0
         """Processes the command left running that were stopped when the call ended."""
+        self.stopped_at_deadline = False
+        """The supervisor ended the command at the stop deadline (``set_stop_deadline``): this
+        process could not renew its session leases in time."""
         self._status_reader: threading.Thread | None = None
         if os.name == "nt" or failpoint_active(CrashPoint.TOOL_SUPERVISOR_DISABLED):
             self._start_direct(argv, cwd, stdout)
@@ -184,6 +187,8 @@ class SupervisedCommand:
                     elif line.startswith("stopped "):
                         with contextlib.suppress(ValueError):
                             self.stopped_background = int(line.split()[1])
+                    elif line.strip() == "deadline":  # said before the command's exit
+                        self.stopped_at_deadline = True
             if self._exit_code is None:  # the supervisor itself was killed
                 self._exit_code = supervisor.wait()
             self._ended.set()

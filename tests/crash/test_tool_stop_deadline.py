@@ -70,9 +70,13 @@ def test_a_deadline_moved_on_keeps_the_command_running(tmp_path: Path) -> None:
             set_stop_deadline(time.monotonic() + 0.5)
             time.sleep(0.25)
         assert not _gone(command.pid)
+        assert not command.stopped_at_deadline
         started = time.monotonic()
         assert command.wait(5) < 0  # no renewal any more: stopped by a signal at the deadline
         assert time.monotonic() - started < 3
+        # Said so: the command's result says Maka ended it (``stoppedByHost``), not that it
+        # failed by itself with a signal.
+        assert command.stopped_at_deadline
     finally:
         command.kill()
         command.release()

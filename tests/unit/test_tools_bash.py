@@ -202,3 +202,21 @@ def test_a_command_the_host_stopped_says_so(tmp_path: Path) -> None:
     assert result["error"] == (
         "the command was stopped by Maka: the session's lease could not be renewed"
     )
+
+
+def test_a_command_its_supervisor_ended_at_the_lease_deadline_says_so(tmp_path: Path) -> None:
+    """The supervisor ends a command at the runway deadline by itself (the process could not
+    renew its leases; ``maka run`` has no host to note it): its result said only "exit code
+    -15", as if the command had failed."""
+    from runtime.tools import supervised_spawn
+    from runtime.tools.process_identity import LEASE_DEADLINE_WHY
+
+    supervised_spawn.set_stop_deadline(time.monotonic() + 1.0)
+    try:
+        result, is_error = _run(_ctx(tmp_path), command="sleep 30")
+    finally:
+        with supervised_spawn._DEADLINE_LOCK:
+            supervised_spawn._DEADLINE.clear()
+    assert isinstance(result, dict) and is_error is True
+    assert result["stoppedByHost"] is True and result["exitCode"] < 0
+    assert result["error"] == f"the command was stopped by Maka: {LEASE_DEADLINE_WHY}"
