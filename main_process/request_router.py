@@ -853,18 +853,22 @@ class RequestRouter:
 
     def _on_peer_closed(self, peer_id: int) -> None:
         """A driving terminal went away: its turn goes on in the host. A question it left open
-        is for a window to answer; with no window connected (``maka host`` has none) it is
-        denied, as ``maka run`` denies at the end of its input, so the turn does not wait for
-        an answer nobody can give."""
-        self._viewers.pop(peer_id, None)
+        is for a window, or a terminal viewing the session (``maka tui``), to answer; with
+        neither connected (``maka host`` has no window) it is denied, as ``maka run`` denies at
+        the end of its input, so the turn does not wait for an answer nobody can give. (A viewer
+        that leaves later with the question still open: the turn stops there, as one no
+        terminal drives does.)"""
+        viewed = self._viewers.pop(peer_id, None)
         if peer_id not in self._terminal_drivers:
+            if viewed is not None:
+                self._viewer_left(viewed)
             return  # a window's questions stand for the next window (standing_state)
         self._terminal_drivers.discard(peer_id)
         if self._server.renderer_ids():
             return
         for session_id, (driver, _) in list(self._drivers.items()):
-            if driver != peer_id:
-                continue
+            if driver != peer_id or session_id in self._viewers.values():
+                continue  # another's turn, or a ``maka tui`` viewing it answers its question
             for push in self._standing.pushes(session_id):
                 if isinstance(push, PermissionRequestedPush):
                     self._deny_unasked(
@@ -873,6 +877,19 @@ class RequestRouter:
                         "the host: the terminal that drove the turn left and no window was "
                         "open (denied, as maka run denies at the end of its input)",
                     )
+
+    def _viewer_left(self, session_id: str) -> None:
+        """The last terminal viewing a session left: a question of its turn that no one
+        connected can answer now (no window, no other viewer, no driving terminal) stops the
+        turn there (``_stop_unasked``) rather than waiting for ever."""
+        driver = self._drivers.get(session_id)
+        if driver is not None and driver[0] in self._server.terminal_ids():
+            return  # its driving terminal answers
+        if not self._nobody_to_ask(session_id):
+            return
+        for push in self._standing.pushes(session_id):
+            if isinstance(push, PermissionRequestedPush):
+                self._stop_unasked(session_id, push.request_id)
 
     def _deny_unasked(self, session_id: str, request_id: str, where: str) -> None:
         """Deny a question nobody connected can answer, and say where it was answered."""

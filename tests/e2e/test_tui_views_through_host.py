@@ -16,7 +16,7 @@ import re
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +277,72 @@ def test_a_viewing_tui_sees_another_terminals_turn_and_its_answer_closes_that_te
     _say(chat, "/quit")
     assert chat.finish() == 0, chat.text()
     assert "Traceback" not in chat.text() + driver.text()
+
+
+def _shows(client: Streaming, text: str) -> Callable[[], bool]:
+    return lambda: text in _out(client)
+
+
+def test_a_question_the_driver_left_open_waits_for_a_viewing_tui_then_stops_when_it_leaves(
+    tmp_path: Path, started: tuple[list[Streaming], list[MainProcess]]
+) -> None:
+    """The terminal driving a turn is killed at a permission question while a ``maka tui``
+    views the session: the host denied it "for the user" at once, and the viewer's answer was
+    dropped. The viewer answers it now; and when the last viewer leaves with the question still
+    open, the turn is stopped there (not denied on the user's behalf)."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    turn = [
+        {"text": "Writing it.", "toolCalls": [_bash("w1", "echo hi > a.txt")]},
+        {"text": "Written."},
+    ]
+    script = write_script(tmp_path / "script.json", [[{"text": "Ready."}], turn, turn])
+    env = scripted_env(script)
+    host = start_main(data, env, "host").wait_ready()
+    hosts.append(host)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "hi"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+
+    for answer in ("y", None):
+        chat = Streaming(["tui", "--session", session], data, env)
+        clients.append(chat)
+        chat.wait_for(_shows(chat, "served by the running Maka: headless"))
+        driver = Streaming(
+            ["run", "--session", session, "--permission-mode", "ask", "write"], data, env
+        )
+        clients.append(driver)
+        driver.wait_for(_shows(driver, "Allow? [y/N]"))
+        chat.wait_for(_shows(chat, ASKED))
+        driver.kill()  # SIGKILL: the question stays open in the host
+        time.sleep(1.0)
+        assert "answered in the host" not in _out(chat), _out(chat)
+        if answer is not None:
+            _say(chat, answer)
+            chat.wait_for(_shows(chat, "ended completed"))
+            assert (work / "a.txt").read_text() == "hi\n"
+            assert _decisions(data) == ["allow"]
+            (work / "a.txt").unlink()
+            _say(chat, "/quit")
+            assert chat.finish() == 0, chat.text()
+        else:
+            chat.kill()  # the last viewer leaves (a line typed would answer the question)
+    deadline = time.monotonic() + 60
+    while [h.status for h, _ in committed_runs(data)][-1] not in ("cancelled", "completed"):
+        assert time.monotonic() < deadline, "the turn still waits for an answer"
+        time.sleep(0.2)
+    assert str(committed_runs(data)[-1][0].status) == "cancelled"
+    authored = [
+        (event["author"], event["actions"]["permissionDecision"]["decision"])
+        for _, events in committed_runs(data)
+        for event in events
+        if "permissionDecision" in (event.get("actions") or {})
+    ]
+    # Nobody answered the second: the host closed it and stopped the turn, not "the user".
+    assert authored == [("user", "allow"), ("host", "deny")], authored
+    assert not (work / "a.txt").exists()
 
 
 def _body(text: str) -> list[str]:
