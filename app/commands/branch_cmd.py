@@ -33,6 +33,8 @@ _USAGE = frozenset(
         BranchCode.BRANCH_SOURCE_RUNNING.value,
         RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY.value,
         RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE.value,
+        # The folder named could not be made (a file above it, a name too long): nothing done.
+        RestoreCode.WORKSPACE_RESTORE_FAILED.value,
     }
 )
 

@@ -63,8 +63,8 @@ def place_refusal(target: os.PathLike[str] | str) -> CheckpointError | None:
                 f"{path} {what}, not a folder; a copy needs a new or empty folder",
             )
         os.lstat(path)  # a name too long for the file system says so here
-    except FileNotFoundError:
-        pass
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # what stands above it is named below
     except OSError as error:
         return CheckpointError(
             RestoreCode.WORKSPACE_RESTORE_FAILED, f"cannot make {path}: {error.strerror}"

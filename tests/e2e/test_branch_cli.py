@@ -282,7 +282,11 @@ def test_a_place_is_refused_before_anything_is_captured_or_copied(tmp_path: Path
     (taken / "x").write_text("x")
     full = src.branch(session, "--at", point, "--current-files", "--to", str(taken), code=2)
     assert "[workspace_restore_target_not_empty]" in full["stderr"]
-    long_name = src.branch(session, "--at", point, "--to", str(tmp_path / ("d" * 300)), code=1)
+    long_name = src.branch(session, "--at", point, "--to", str(tmp_path / ("d" * 300)), code=2)
+    under_a_file = tmp_path / "a-file"
+    under_a_file.write_text("x")
+    beneath = src.branch(session, "--at", point, "--to", str(under_a_file / "sub"), code=2)
+    assert f"{under_a_file} is a file, not a folder" in beneath["stderr"]
     assert "[workspace_restore_failed]" in long_name["stderr"]
     assert "File name too long" in long_name["stderr"]
     refs = [
