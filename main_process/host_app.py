@@ -64,6 +64,7 @@ from app.host.host_services import (
     ResumeFailed,
     ResumeOutcome,
     ResumeParked,
+    ResumeStarted,
 )
 from app.host.ipc_endpoint import (
     EndpointError,
@@ -191,6 +192,7 @@ class HostApp(QObject):
         self._recovery = RecoveryReport()
         self._auto_queue: list[str] = []
         self._auto_total = 0
+        self._auto_current: str | None = None
         self._takeover_timer: QTimer | None = None
         self._sweeping = False
         self._resume_again: list[str] = []
@@ -339,6 +341,16 @@ class HostApp(QObject):
             len(self._recovery.interrupted),
             len(self._recovery.quarantined_sessions),
         )
+        if self._recovery.repaired_runs or self._recovery.quarantined_sessions:
+            self._tell(
+                f"startup recovery ended {self._recovery.repaired_runs} interrupted run(s)"
+                + (
+                    f"; {len(self._recovery.quarantined_sessions)} session(s) quarantined "
+                    "(maka doctor says why)"
+                    if self._recovery.quarantined_sessions
+                    else ""
+                )
+            )
         early, self._early = self._early, []
         for peer_id, message in early:
             self._router.handle(peer_id, message)
@@ -452,18 +464,40 @@ class HostApp(QObject):
         self._auto_total = len(self._auto_queue)
         self._next_auto_resume(None)
 
+    def _tell(self, line: str) -> None:
+        """``maka host`` has no window: what it did on its own is said on its terminal too (the
+        log has it all); the desktop shows it in its window instead."""
+        if self._headless:
+            print(f"maka host: {line}", file=sys.stderr, flush=True)
+
+    def _tell_outcome(self, session_id: str | None, outcome: ResumeOutcome) -> None:
+        session = f"session {session_id}" if session_id else "a session"
+        if isinstance(outcome, ResumeStarted):
+            ended = f", ended {outcome.status}" if outcome.status else ""
+            self._tell(f"{session}: resumed automatically (run {outcome.run_id}{ended})")
+        elif isinstance(outcome, ResumeParked):
+            reasons = ", ".join(outcome.rejection_reasons)
+            self._tell(
+                f"{session}: not resumed, Safe resume is parked ({reasons}); maka plan "
+                f"{session_id or 'SESSION'} says why and what to do"
+            )
+        else:
+            self._tell(f"{session}: not resumed ({outcome.code}: {outcome.message})")
+
     def _next_auto_resume(self, outcome: ResumeOutcome | None) -> None:
         if outcome is not None:
             reasons = (
                 ", ".join(outcome.rejection_reasons) if isinstance(outcome, ResumeParked) else ""
             )
             _log.info("auto-resume outcome: %s %s", type(outcome).__name__, reasons)
+            self._tell_outcome(self._auto_current, outcome)
         if not self._auto_queue or not self.lifecycle.admits_work or self._router is None:
             if self._auto_total:
                 self._broadcast_state("")
                 self._auto_total = 0
             return
         session_id = self._auto_queue.pop(0)
+        self._auto_current = session_id
         done = self._auto_total - len(self._auto_queue)
         self._broadcast_state(f"Resuming interrupted session {done} of {self._auto_total}")
         self._router.start_resume(session_id, automatic=True, on_done=self._next_auto_resume)
@@ -559,6 +593,8 @@ class HostApp(QObject):
             type(outcome).__name__,
             reasons,
         )
+        if outcome is not None:
+            self._tell_outcome(session_id, outcome)
 
     # --------------------------------------------------------------------------- events
 

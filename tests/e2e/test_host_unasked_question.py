@@ -110,6 +110,11 @@ def test_automatic_resume_under_maka_host_stops_at_a_question_nobody_can_answer(
     assert decisions == [("host", "deny"), ("host", "deny")], decisions
     log = main_log(data)
     assert log.count("auto-resume outcome: ResumeStarted") == 2, log
+    # ``maka host`` has no window: its terminal says what it did on its own too.
+    told = again.stderr()
+    assert "maka host: startup recovery ended 2 interrupted run(s)" in told, told
+    assert told.count(": resumed automatically (run ") == 2, told
+    assert told.count(", ended cancelled)") == 2, told
     assert log.count("stopped its turn at a permission question") == 2, log
     for session in _statuses(data):
         planned = maka(["plan", session, "--json"], data, env={**env, **FLAG})
