@@ -146,20 +146,25 @@ def _workspace_line(item: dict[str, str]) -> str:
     return line
 
 
-def _not_carried(missing: list[CheckpointRow], not_carried: set[str]) -> list[dict[str, str]]:
-    """One note per session imported without its snapshots: their absence is expected."""
+def _not_carried(uncarried: list[CheckpointRow], not_carried: set[str]) -> list[dict[str, str]]:
+    """One note per session imported without its snapshots, or without some of them (the
+    export left them out): their absence is expected."""
     from runtime.ledger.codes import DiagnosticCode
 
     counts: dict[str, int] = {}
-    for row in missing:
-        if row.session_id in not_carried:
-            counts[row.session_id] = counts.get(row.session_id, 0) + 1
+    for row in uncarried:
+        counts[row.session_id] = counts.get(row.session_id, 0) + 1
     return [
         {
             "code": DiagnosticCode.WORKSPACE_CHECKPOINTS_NOT_CARRIED.value,
             "sessionId": session_id,
-            "message": f"the session was imported without its snapshots of the folder ({count} "
-            "recorded); if a turn of it was interrupted, Safe resume compares the folder with "
+            "message": (
+                f"the session was imported without its snapshots of the folder ({count} recorded)"
+                if session_id in not_carried
+                else f"the session was imported without {count} of its snapshots of the "
+                "folder (the exported file did not hold them)"
+            )
+            + "; if a turn of it was interrupted, Safe resume compares the folder with "
             "the tree they recorded, and when it changed, maka resume "
             f"{session_id} --rebaseline continues with the current files",
         }
@@ -324,13 +329,24 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
-    from storage.checkpoints.checkpoint_transfer import imported_without_snapshots
+    from storage.checkpoints.checkpoint_transfer import (
+        imported_left_out,
+        imported_without_snapshots,
+    )
 
     not_carried = imported_without_snapshots(data_dir)
+    # Refs an import left out while it brought the others: their absence is expected too.
+    left_out = imported_left_out(data_dir)
+
+    def carried_not(row: CheckpointRow) -> bool:
+        return row.session_id in not_carried or str(row.body.get("checkpointRef")) in left_out.get(
+            row.session_id, frozenset()
+        )
+
     # On a shared ledger (PostgreSQL) each host keeps its snapshots in its own data folder: one
     # recorded by another host is expected to be missing here (docs/postgres.md).
     shared = server is not None
-    elsewhere = [row for row in checkpoints.missing if shared and row.session_id not in not_carried]
+    elsewhere = [row for row in checkpoints.missing if shared and not carried_not(row)]
     report.problems.extend(
         DoctorProblem(
             "workspace_checkpoint_missing",
@@ -340,11 +356,13 @@ def run(args: argparse.Namespace) -> int:
             row.event_id,
         )
         for row in checkpoints.missing
-        if row.session_id not in not_carried and not shared
+        if not carried_not(row) and not shared
     )
-    notes.extend(_not_carried(checkpoints.missing, not_carried))
+    notes.extend(
+        _not_carried([row for row in checkpoints.missing if carried_not(row)], not_carried)
+    )
     notes.extend(_kept_elsewhere(elsewhere))
-    uncarried = sum(1 for row in checkpoints.missing if row.session_id in not_carried)
+    uncarried = sum(1 for row in checkpoints.missing if carried_not(row))
     if verification is not None:
         report.problems.extend(
             DoctorProblem(

@@ -137,8 +137,20 @@ def run(args: argparse.Namespace) -> int:
         for item in report.kept:
             print(_kept_text(report.session_id, item))
         if carried is not None:
+            from storage.checkpoints.checkpoint_transfer import snapshot_refs
+
+            recorded = len(snapshot_refs(e for block in parsed.runs for e in block.events))
+            missing = recorded - carried if carried else 0
             print(
-                f"with {carried} snapshots of its folder"
+                (
+                    f"with {carried} snapshots of its folder"
+                    + (
+                        f"; the file did not hold the other {missing} it records (maka "
+                        "doctor notes them)"
+                        if missing > 0
+                        else ""
+                    )
+                )
                 if carried
                 else "without its snapshots of the folder (maka doctor notes it; resume "
                 "offers to continue with the current files)"
@@ -234,5 +246,12 @@ def _add_snapshots(
     except CheckpointTransferError as error:
         note_import(carrier, session_id, carried=False)
         raise CliError(error.code, error.message, EXIT_ERROR) from None
-    note_import(carrier, session_id, carried=True)
+    carried = {ref.ref for ref in carry}
+    recorded = snapshot_refs(event for block in parsed.runs for event in block.events)
+    note_import(
+        carrier,
+        session_id,
+        carried=True,
+        left_out=[ref.ref for ref in recorded if ref.ref not in carried],
+    )
     return len(carry)

@@ -285,14 +285,47 @@ def unpack(carrier: GitCheckpointStore, scratch: Path, refs: list[CarriedRef]) -
         ) from None
 
 
-def note_import(carrier: GitCheckpointStore, session_id: str, carried: bool) -> None:
-    """Record whether the session's latest import brought its snapshots."""
+def note_import(
+    carrier: GitCheckpointStore,
+    session_id: str,
+    carried: bool,
+    left_out: Iterable[str] = (),
+) -> None:
+    """Record whether the session's latest import brought its snapshots, and which recorded
+    ones its file left out when it brought the others (``left_out``: their refs; an export
+    from a host whose ledger is shared carries only the snapshots in its own data folder)."""
     ensure_private_dir(carrier.root)
-    line = json.dumps({"sessionId": session_id, "carried": carried}) + "\n"
+    entry: dict[str, object] = {"sessionId": session_id, "carried": carried}
+    refs = sorted(set(left_out))
+    if carried and refs:
+        entry["leftOut"] = refs
+    line = json.dumps(entry) + "\n"
     with open(carrier.root / IMPORTS_LOG, "a", encoding="utf-8", opener=private_opener) as log:
         log.write(line)
         log.flush()
         os.fsync(log.fileno())
+
+
+def imported_left_out(data_dir: Path) -> dict[str, frozenset[str]]:
+    """The refs of recorded snapshots the latest import of each session left out while it
+    brought the others (none listed for a session imported without any)."""
+    from storage.checkpoints.checkpoint_store import CHECKPOINTS_DIR
+
+    try:
+        text = (Path(data_dir) / CHECKPOINTS_DIR / IMPORTS_LOG).read_text("utf-8")
+    except OSError:
+        return {}
+    latest: dict[str, frozenset[str]] = {}
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a crash
+        if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str):
+            refs = entry.get("leftOut")
+            listed = refs if isinstance(refs, list) else []
+            latest[entry["sessionId"]] = frozenset(str(ref) for ref in listed)
+    return {session: refs for session, refs in latest.items() if refs}
 
 
 def imported_without_snapshots(data_dir: Path) -> set[str]:

@@ -220,6 +220,15 @@ def test_a_damaged_snapshot_is_left_out_so_the_export_still_imports(tmp_path: Pa
     assert len(last["refs"]) == 1
     code, imported = _json(["import", str(out), "--json"], tmp_path / "other", drill.env)
     assert code == 0 and imported["checkpointsCarried"] == 1, imported
+    # The one left out is expected to be missing where it was imported: noted, not a problem
+    # (the doctor failed on it while a file carrying none was only a note).
+    code, checked = _json(["doctor", "--json"], tmp_path / "other", drill.env)
+    assert code == 0, checked
+    assert not [p for p in checked["problems"] if p["code"] == "workspace_checkpoint_missing"]
+    [note] = [n for n in checked["notes"] if n["code"] == "workspace_checkpoints_not_carried"]
+    assert "imported without 1 of its snapshots" in note["message"], note
+    again = maka(["import", str(out)], tmp_path / "third", env=drill.env)
+    assert "with 1 snapshots of its folder; the file did not hold the other 1" in again.stdout
 
 
 def test_an_export_renamed_with_its_snapshots_file_still_carries_them(tmp_path: Path) -> None:
