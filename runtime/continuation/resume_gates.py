@@ -148,11 +148,42 @@ def other_lease_holder(store: object, session_id: str) -> str | None:
 def held_elsewhere_words(session_id: str, holder: str) -> str:
     """Why a new turn in a session another host holds is refused (``session_busy``), and what
     to do: said the same by ``maka run`` alone and by a host serving a terminal."""
+    if _gone_here(holder):
+        return (
+            f"session {session_id} is held by {holder}, a Maka process of this computer that "
+            "is gone (killed or crashed): its lease has not run out yet; run the command again "
+            "once it has (half a minute with the default lease settings), and this command "
+            "takes the session over and repairs what it left"
+        )
     return (
         f"session {session_id} is held by another host, {holder}: it runs or keeps the "
         "session, or it stopped and its lease has not run out yet; run the command with that "
         "host's data folder, or once its lease has run out"
     )
+
+
+def _gone_here(holder: str) -> bool:
+    """Whether a lease holder (``machine:pid:nonce``) names a process of this computer that
+    no longer runs (its pid is free, or belongs to a process started since)."""
+    import os
+    import socket
+
+    parts = holder.split(":")
+    if len(parts) < 3:
+        return False
+    machine, pid_text = ":".join(parts[:-2]), parts[-2]
+    if machine != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def latest_interrupted(run: LatestRun) -> ContinuationPlan | None:
