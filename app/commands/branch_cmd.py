@@ -216,12 +216,15 @@ def _print_options(
             body["runsNotListed"] = unlisted
         print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
+    from app.host.session_rows import gone_words
+
     for item in unlisted or ():
         run_id = item["runId"]
         if item["reason"] == "awaiting_repair":
+            gone = gone_words(resolve_data_dir(args.data_dir))
             print(
-                f"run {run_id} is still marked running, but no Maka process has this data "
-                f"folder open: its points are listed once it is repaired (maka plan "
+                f"run {run_id} is still marked running, but {gone}: "
+                "its points are listed once it is repaired (maka plan "
                 f"{args.session} repairs it and says whether Safe resume can continue it)"
             )
         else:

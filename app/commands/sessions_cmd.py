@@ -304,7 +304,26 @@ def _list(args: argparse.Namespace) -> int:
     # (its process lets go of the folder only after ending it) does not.
     marked = {(o.session.session_id, o.run_count) for o in overviews if may_await_repair(o)}
     awaiting: set[tuple[str, int]] = set()
-    if marked and nobody_owns(data_dir):
+    from storage.ledger.database_choice import uses_postgres
+
+    if marked and uses_postgres(data_dir):
+        # A shared ledger: the process is gone when nobody holds the session's lease now.
+        from app.host.session_rows import sessions_unheld
+        from storage.ledger.ledger_store import open_store
+
+        try:
+            with open_store(data_dir, read_only=True) as store:
+                unheld = sessions_unheld(store, {session_id for session_id, _ in marked})
+        except LedgerError:
+            unheld = set()
+        if unheld:
+            overviews = read()
+            awaiting = {
+                (o.session.session_id, o.run_count)
+                for o in overviews
+                if may_await_repair(o) and o.session.session_id in unheld
+            } & marked
+    elif marked and nobody_owns(data_dir):
         overviews = read()
         awaiting = {
             (o.session.session_id, o.run_count) for o in overviews if may_await_repair(o)

@@ -94,10 +94,12 @@ def run(args: argparse.Namespace) -> int:
             extra["awaitingRepair"] = sorted(abandoned)
         write_timeline_json(runs, header, extra)
     else:
+        from app.host.session_rows import gone_words
+
         for run_id in sorted(abandoned):
             print(
-                f"run {run_id} is still marked running, but no Maka process has this data folder "
-                "open: the process that ran it is gone. It is repaired at the next start; "
+                f"run {run_id} is still marked running, but {gone_words(data_dir)}: the "
+                "process that ran it is gone. It is repaired at the next start; "
                 f"maka plan {args.session} repairs it now and says what can continue."
             )
         if origin is not None:

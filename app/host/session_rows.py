@@ -97,7 +97,18 @@ def orphaned(
     marked before the look at the lock and after it was running all along with nobody
     there; a run that ended in between (its turn finishing while it was read) is left out."""
     marked = list(marked)
-    if not marked or not nobody_owns(data_dir):
+    if not marked:
+        return []
+    from storage.ledger.database_choice import uses_postgres
+
+    if uses_postgres(data_dir):
+        # A ledger shared by several hosts: a run's process is gone when nobody holds its
+        # session's lease any more (it ran out, or was given up), whatever this folder's lock.
+        unheld = sessions_unheld(store, {session_id for session_id, _ in marked})
+        marked = [(session_id, run_id) for session_id, run_id in marked if session_id in unheld]
+        if not marked:
+            return []
+    elif not folder_free(data_dir):
         return []
     now: dict[str, dict[str, str]] = {}
     for session_id, _ in marked:
@@ -110,6 +121,28 @@ def orphaned(
         for session_id, run_id in marked
         if now[session_id].get(run_id) in ("created", "running")
     ]
+
+
+def sessions_unheld(store: Any, session_ids: Iterable[str]) -> set[str]:
+    """Of ``session_ids``, those no host holds the lease of now on a shared ledger (none when
+    the store cannot say: never a guess that a live run is gone)."""
+    holders = getattr(store, "live_lease_holders", None)
+    if holders is None:
+        return set()
+    try:
+        live = holders()
+    except Exception:
+        return set()
+    return {session_id for session_id in session_ids if session_id not in live}
+
+
+def gone_words(data_dir: Any) -> str:
+    """Why a run still marked running has no process, said for the ledger in use."""
+    from storage.ledger.database_choice import uses_postgres
+
+    if uses_postgres(data_dir):
+        return "no Maka process holds its session any more (its lease ran out or was given up)"
+    return "no Maka process has this data folder open"
 
 
 def folder_free(data_dir: Any) -> bool:

@@ -224,3 +224,33 @@ def test_plan_from_a_new_data_folder_owns_it_and_makes_it_private(
     assert other.stat().st_mode & 0o777 == 0o700
     doctor = maka(["doctor"], other, env=env)
     assert "data_not_private" not in doctor.stdout + doctor.stderr
+
+
+def test_a_run_whose_process_is_gone_is_said_to_await_repair_once_its_lease_ran_out(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A ``maka run`` killed on a shared ledger: once its lease ran out, ``maka sessions`` and
+    ``maka timeline`` said the run was running (no data folder lock tells on a server)."""
+    import time
+
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "MAKA_DATABASE_URL": postgres_url,
+        "MAKA_SESSION_LEASE_TTL_MS": "3000",
+        "MAKA_SESSION_LEASE_RUNWAY_MS": "1000",
+        "MAKA_SESSION_TAKEOVER_GRACE_MS": "500",
+    }
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write k.md saying 1"]
+    killed = maka(args, tmp_path / "one", env={**env, "MAKA_FAILPOINT": "t2_after_commit"})
+    assert killed.returncode == -9, killed.stderr
+    with psycopg.connect(postgres_url) as conn:
+        [(session,)] = conn.execute("SELECT session_id FROM sessions").fetchall()
+    # Another machine's view, while the lease is held and once it ran out.
+    held = json.loads(maka(["sessions", "--json"], tmp_path / "two", env=env).stdout)
+    assert not held["sessions"][0].get("awaitingRepair"), held
+    time.sleep(4.0)
+    listed = json.loads(maka(["sessions", "--json"], tmp_path / "two", env=env).stdout)
+    assert listed["sessions"][0]["awaitingRepair"] is True, listed
+    timeline = maka(["timeline", str(session)], tmp_path / "two", env=env)
+    assert "no Maka process holds its session any more" in timeline.stdout, timeline.stdout
