@@ -428,6 +428,16 @@ class HostApp(QObject):
         # listens, and the answer is then store_locked.
         running = running_host_kind(self._data_dir)
         if request_activation(lambda: find_endpoint(self._data_dir), timeout_s=3.0):
+            if running is None:
+                running = running_host_kind(self._data_dir)  # it was starting: asked again
+            if running is None:
+                # Its socket took the request, but it answers nothing (stopped with SIGSTOP,
+                # hung): no window was brought to front.
+                return self._refuse_early(
+                    "host_unreachable",
+                    f"another maka (pid {holder_pid or 'unknown'}) owns {self._data_dir} but "
+                    "does not answer (it is stopped or hung); no window was opened",
+                )
             if running is HostKind.HEADLESS:
                 # docs/design/hosts.md section 1: the host opens a window of its own, served as
                 # the desktop serves its window; closing it leaves the host running.

@@ -97,6 +97,23 @@ def test_maka_gui_attaches_a_window_to_a_running_host(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_maka_gui_beside_a_host_that_does_not_answer_says_so(tmp_path: Path) -> None:
+    """A host stopped with SIGSTOP: its socket still takes the request to open a window, and
+    ``maka gui`` said "already running; brought its window to front" though nothing answers."""
+    data = tmp_path / "data"
+    data.mkdir()
+    host = start_main(data, None, "host").wait_ready()
+    os.kill(host.pid, signal.SIGSTOP)
+    try:
+        gui = run_maka(data, "gui", timeout_s=90)
+    finally:
+        os.kill(host.pid, signal.SIGCONT)
+        host.stop()
+    assert gui.returncode == 1, gui
+    assert "host_unreachable" in gui.stderr and "does not answer" in gui.stderr, gui.stderr
+    assert "brought its window to front" not in gui.stderr
+
+
 def _without_display(data: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {
         key: value
