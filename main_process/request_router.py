@@ -1184,7 +1184,7 @@ class RequestRouter:
                 answer(
                     False,
                     SESSION_BUSY if busy else HOST_CLOSING,
-                    "a turn is running in this session; wait for it" if busy else "",
+                    self.busy_text(session_id) if busy else "",
                 )
             )
 

@@ -239,6 +239,10 @@ def test_a_busy_session_refuses_a_second_turn_and_ctrl_c_cancels_only_its_own(
         assert "[session_busy]" in second.stderr
         assert f"a terminal (maka run, pid {driver.process.pid})" in second.stderr
         assert "Traceback" not in second.stderr
+        # An answer about a call is refused the same way, naming who drives the session.
+        settle = maka(["settle", session, "call-x", "--not-run"], data, env=env)
+        assert settle.returncode == 1 and "[session_busy]" in settle.stderr, settle.stderr
+        assert f"a terminal (maka run, pid {driver.process.pid})" in settle.stderr
 
         # Another terminal's cancel does not stop a turn it did not start.
         other = WireClient(host.socket_name)
