@@ -97,16 +97,30 @@ def run(args: argparse.Namespace) -> int:
                 settleable_calls(operations),
             )
             gone = session_folder_gone(store, args.session)
+            from runtime.continuation.resume_gates import other_lease_holder
+
+            holder = other_lease_holder(store, args.session)  # a shared ledger's other host
         finally:
             store.close()
     finally:
         if owned:
             lock.release()
     if args.json:
-        body = plan_json(plan, {"readOnly": not owned}, operations)
+        extra: dict[str, object] = {"readOnly": not owned}
+        if holder is not None:
+            extra["leaseHeldBy"] = holder
+        body = plan_json(plan, extra, operations)
         print(json.dumps(body, ensure_ascii=False))
     else:
         print("\n".join(plan_summary(plan, operations, folder=folder.get, folder_gone=gone)))
+        busy = any(str(reason) == "session_busy" for reason in plan.rejection_reasons)
+        if holder is not None and not plan.continues and not busy:
+            print(
+                f"Host {holder} holds this session's lease now: maka settle, maka run and maka "
+                "resume with this data folder are refused until it gives the session up or its "
+                "lease runs out; answer there (its data folder, or its desktop window).",
+                file=sys.stderr,
+            )
         if not owned and taken.outcome is LockOutcome.UNAVAILABLE:
             print(
                 f"(read-only: the data directory's lock could not be taken: {taken.detail})",

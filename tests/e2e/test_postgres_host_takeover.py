@@ -103,6 +103,16 @@ def test_a_killed_hosts_session_continues_on_the_other_host(
             time.sleep(0.2)
         took = time.monotonic() - killed_at
         assert host_b.process.poll() is None, host_b.stderr()[-3000:]
+        # Host B keeps the session's lease: a plan from A's data folder says where to answer
+        # (it suggested commands the lease refuses there).
+        with psycopg.connect(postgres_url) as conn:
+            [(session,)] = conn.execute("SELECT session_id FROM sessions").fetchall()
+        planned = maka(["plan", str(session)], tmp_path / "a", env=common)
+        assert "holds this session's lease now" in planned.stderr, planned.stderr
+        planned_json = json.loads(
+            maka(["plan", str(session), "--json"], tmp_path / "a", env=common).stdout
+        )
+        assert planned_json["leaseHeldBy"], planned_json
         assert host_b.terminate() == 0, host_b.stderr()[-3000:]  # orderly stop: SIGTERM
     finally:
         for host in started:
