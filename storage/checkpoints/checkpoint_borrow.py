@@ -694,12 +694,21 @@ def absorb(
         aside.unlink()
         failpoint(CrashPoint.ABSORB_ALTERNATE_REMOVED)
         shutil.rmtree(git_dir / TREES_SCRATCH, ignore_errors=True)
-        if gone_before and index is not None:
-            # Entries of the index may name objects nothing holds now: a file whose stat data
-            # did not change is never hashed again, so the next capture would name them too.
+        if gone_before and index is not None and _index_names_missing(runner, git_dir, index):
+            # Entries of the index name objects nothing holds now: a file whose stat data did
+            # not change is never hashed again, so the next capture would name them too.
             # Without the index it hashes every file (or seeds again where the folder's
-            # repository now is, and borrows from there).
+            # repository now is, and borrows from there). (Only the index's own: objects
+            # only old snapshots reached are missing for good, and dropping the index for
+            # them would make every later capture a first one.)
             index.unlink(missing_ok=True)
+        return True
+
+
+def _index_names_missing(runner: GitRunner, git_dir: Path, index: Path) -> bool:
+    try:
+        return bool(_missing(runner, git_dir, _index_blobs(runner, git_dir, index)))
+    except CheckpointError:
         return True
 
 
@@ -729,10 +738,7 @@ def follow_the_folder(runner: GitRunner, git_dir: Path, index: Path, folder: Pat
     with open(scratch, "w", encoding="utf-8", opener=private_opener) as out:
         out.write("".join(f"{line}\n" for line in lines))
     os.replace(scratch, alternates)
-    try:
-        return bool(_missing(runner, git_dir, _index_blobs(runner, git_dir, index)))
-    except CheckpointError:
-        return True
+    return _index_names_missing(runner, git_dir, index)
 
 
 def settle_interrupted_absorption(git_dir: Path) -> None:

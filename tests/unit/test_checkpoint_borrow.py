@@ -243,6 +243,26 @@ def test_an_absorption_that_finds_objects_gone_lets_the_next_capture_hash_again(
     assert store.has_snapshot(WS, again.commit_id, again.tree_id)
 
 
+def test_an_object_only_an_old_snapshot_reached_does_not_drop_the_index(tmp_path: Path) -> None:
+    """The user pruned an object only the first snapshot reached (a rewrite, then ``git gc``)
+    before absorption: that snapshot reads missing for good, but the index names nothing
+    missing, so it stays (dropping it made every later capture hash like a first one)."""
+    folder = tmp_path / "project"
+    _repository(folder)
+    store = _store(tmp_path, absorb=False)
+    first = store.capture(folder, WS, "refs/maka/s/r/1", "first")
+    # The committed gone-later.txt, borrowed by the first snapshot, is rewritten out of the
+    # history and pruned.
+    user_git(folder, "rm", "-q", "gone-later.txt")
+    user_git(folder, "commit", "-q", "--amend", "-m", "first, rewritten")
+    user_git(folder, "reflog", "expire", "--expire=now", "--all")
+    user_git(folder, "gc", "-q", "--prune=now")
+    assert not store.has_snapshot(WS, first.commit_id, first.tree_id)
+    store.capture(folder, WS, "refs/maka/s/r/2", "second")
+    assert store.absorb_borrowed(WS)
+    assert store.index_path(WS).exists()
+
+
 def test_retention_absorbs_before_it_prunes(tmp_path: Path) -> None:
     folder = tmp_path / "project"
     _repository(folder)
