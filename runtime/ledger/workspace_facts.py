@@ -152,10 +152,16 @@ def decision_mark(
         if not baseline.get("compared", False):
             return "Your answer took the folder as it was as the new starting point"
         listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
-        said = changed_count_words(listed, int(baseline.get("moreChangedPaths") or 0))
+        more = int(baseline.get("moreChangedPaths") or 0)
+        said = changed_count_words(listed, more)
+        # The files it took, named: the list the card showed before the answer may be older.
+        named = ", ".join(shown_name(path) for path in listed[:MARK_PATHS_NAMED])
+        rest = len(listed) + more - min(len(listed), MARK_PATHS_NAMED)
+        if rest and named:
+            named += f" and {rest} more"
         return (
             f"Your answer took the folder as it was as the new starting point; {said} changed "
-            "since the last snapshot"
+            "since the last snapshot" + (f": {named}" if named else "")
         )
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):

@@ -72,7 +72,7 @@ def test_settled_ran_takes_the_folder_and_resume_continues_without_rerunning(
     [decided] = planned["workspaceTransitions"]
     assert decided["text"] == (
         "Your answer took the folder as it was as the new starting point; 1 file changed since "
-        "the last snapshot"
+        "the last snapshot: count.txt"
     )
 
     code, body = drill.resume()
