@@ -181,7 +181,11 @@ def _retain_when_due(data_dir: Path, carrier: object) -> None:
     except OSError:
         return
     try:
-        stamp.touch()
+        from storage.private_files import private_opener
+
+        with open(stamp, "a", encoding="utf-8", opener=private_opener):
+            pass  # made 0600, as every file of the data folder
+        os.utime(stamp)
     except OSError:
         return
     if last is None or time.time() - last < RETENTION_EVERY_S:
