@@ -151,22 +151,26 @@ def owned_session_host(
                 shells,
                 settings,
             )
+            # After a command that ended normally, while it still owns the data folder: no
+            # other process captures meanwhile (a ref retention did not read would look like
+            # no fact's).
+            _retain_when_due(store, service.checkpoints)
         finally:
             feed_stop.set()
     # Only after a command that ended normally, with the data folder released.
     if service is not None:
         _let_absorption_finish(service.checkpoints)
-        _retain_when_due(data_dir, service.checkpoints)
 
 
 # Retention (docs/design/workspace.md section 5) runs when a host starts; a user of the
 # terminal commands alone never starts one, so a command that ran turns runs it too, at most
-# once a day per data folder (the stamp's time), after its turn, in the foreground.
+# once a day per data folder (the stamp's time), after its turn, in the foreground, while it
+# owns the data folder.
 RETENTION_EVERY_S = 24 * 3600.0
 RETENTION_STAMP = "retention.stamp"
 
 
-def _retain_when_due(data_dir: Path, carrier: object) -> None:
+def _retain_when_due(store: object, carrier: object) -> None:
     import time
 
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
@@ -191,11 +195,9 @@ def _retain_when_due(data_dir: Path, carrier: object) -> None:
     if last is None or time.time() - last < RETENTION_EVERY_S:
         return  # the first command only starts the clock: a new store has nothing to trim
     from storage.checkpoints.checkpoint_retention import run_retention
-    from storage.ledger.ledger_store import open_store
 
     try:
-        with open_store(data_dir, read_only=True) as reader:
-            result = run_retention(reader, carrier)
+        result = run_retention(store, carrier)  # type: ignore[arg-type]
     except Exception as error:  # housekeeping: never fail the command that ran the turn
         print(f"maka: workspace checkpoint retention failed: {error}", file=sys.stderr)
         return

@@ -1490,6 +1490,21 @@ class GitCheckpointStore:
         pairs = (line.split(" ", 1) for line in out.decode().splitlines() if line)
         return {name: commit for name, commit in pairs}
 
+    def ref_times(self, git_dir: Path) -> dict[str, int]:
+        """Every checkpoint ref of one private repository and its commit's time (seconds)."""
+        if not (git_dir / "HEAD").is_file():
+            return {}
+        out = self._git_runner().run(
+            ["for-each-ref", "--format=%(refname) %(committerdate:unix)", "refs/maka/"],
+            git_dir=git_dir,
+        )
+        times: dict[str, int] = {}
+        for line in out.decode().splitlines():
+            name, _, stamp = line.rpartition(" ")
+            if name and stamp.isdigit():
+                times[name] = int(stamp)
+        return times
+
     # ---- retention -----------------------------------------------------------------------------
     def broken_refs(self, git_dir: Path) -> list[str]:
         """The refs of one private repository (checkpoints, the tip, a copy's start) whose

@@ -125,3 +125,54 @@ def test_the_desktop_trims_checkpoints_in_the_background_once_ready(tmp_path: Pa
     runs = [header.run_id for header, _ in committed_runs(data)]
     assert f"refs/maka/{session}/{runs[0]}/1" not in carrier.refs_in(repository)
     assert len(carrier.refs_in(repository)) == 5
+
+
+def test_a_run_that_started_after_retention_read_the_ledger_keeps_its_refs(
+    tmp_path: Path,
+) -> None:
+    """Retention read the ledger once, then deleted every ref no fact it read named: a run
+    that started meanwhile (another process, or a turn of the host itself) lost its snapshots.
+    Only refs of runs that had ended when it read go; a ref of no run it saw stays, unless it
+    is older than a day."""
+    import os
+    import time
+    from typing import Any
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(3)]), checkpoints=True
+    )
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    again = ["run", "--session", session, "--permission-mode", "auto"]
+    assert maka([*again, "b"], data, env=env).returncode == 0
+    runs = [header.run_id for header, _ in committed_runs(data)]
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    # What retention reads is the ledger before the newest run was made.
+    store = open_store(data, read_only=True)
+
+    class Before:
+        def list_sessions(self) -> Any:
+            return store.list_sessions()
+
+        def list_session_runs(self, session_id: str) -> Any:
+            return [h for h in store.list_session_runs(session_id) if h.run_id != runs[-1]]
+
+        def read_run_events(self, run_id: str) -> Any:
+            return store.read_run_events(run_id)
+
+    try:
+        fresh = run_retention(Before(), carrier, prune=False)
+        kept = set(carrier.refs_in(repository))
+        assert {r for r in kept if f"/{runs[-1]}/" in r}, kept  # the newest run's refs stay
+        assert not [d for d in fresh.deleted if f"/{runs[-1]}/" in d], fresh.deleted
+        # A day later such a ref (no run ever named it) goes.
+        later = time.time() + 2 * 24 * 3600
+        run_retention(Before(), carrier, prune=False, now=later)
+        assert not {r for r in carrier.refs_in(repository) if f"/{runs[-1]}/" in r}
+    finally:
+        store.close()
+    assert os.path.isdir(repository)
