@@ -23,8 +23,8 @@ files and IDE folders are commonly kept out of Git there. It applies only to a f
 repository (its own or an enclosing one, whose top its anchored rules are read from), as Git
 applies it. The setting is read from the configuration files as Git reads them (the system's
 unless ``GIT_CONFIG_NOSYSTEM``, the user's or ``GIT_CONFIG_GLOBAL``, then the repository's; the
-last one wins), by reading the files, never by running anything; ``include`` directives are
-not followed.
+last one wins, with the files they include where they include them: ``include.path`` and
+``includeIf "gitdir:…"``), by reading the files, never by running anything.
 """
 
 from __future__ import annotations
@@ -98,8 +98,9 @@ def excludes_file(top: Path) -> Path | None:
     if found is not None:
         configs.extend([found[1] / "config", found[0] / "config.worktree"])
     value: str | None = None
+    git_dir = found[0] if found is not None else None
     for config in configs:
-        setting = _core_excludes_file(config)
+        setting = _core_excludes_file(config, git_dir)
         if setting is not None:
             value = setting
     if value is None:
@@ -112,15 +113,18 @@ def excludes_file(top: Path) -> Path | None:
     return expanded if expanded.is_absolute() else top / expanded
 
 
-_SECTION = re.compile(r"^\s*\[\s*([A-Za-z0-9.-]+)\s*(\"[^\"]*\")?\s*\]")
-_EXCLUDES_KEY = re.compile(r"^\s*excludesfile\s*(=\s*(.*))?$", re.IGNORECASE)
+_SECTION = re.compile(r"^\s*\[\s*([A-Za-z0-9.-]+)\s*(\"((?:[^\"\\]|\\.)*)\")?\s*\]")
+_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(=\s*(.*))?$")
+_MAX_INCLUDE_DEPTH = 10  # as Git's own limit
 
 
-def _core_excludes_file(config: Path) -> str | None:
-    """The last ``core.excludesFile`` value in one configuration file (None when it sets none;
-    a bare key reads as empty)."""
+def _core_excludes_file(config: Path, git_dir: Path | None, depth: int = 0) -> str | None:
+    """The last ``core.excludesFile`` value in one configuration file and the files it
+    includes where it includes them (``include.path``, and ``includeIf "gitdir:…"`` /
+    ``"gitdir/i:…"`` when the repository's folder matches; other conditions are taken as not
+    met); None when it sets none (a bare key reads as empty)."""
     value: str | None = None
-    section = ""
+    section, subsection = "", None
     lines = _read(config)
     at = 0
     while at < len(lines):
@@ -128,16 +132,84 @@ def _core_excludes_file(config: Path) -> str | None:
         at += 1
         header = _SECTION.match(line)
         if header is not None:
-            section = header.group(1).lower() if header.group(2) is None else ""
+            section = header.group(1).lower()
+            quoted = header.group(3)
+            subsection = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else None
             line = line[header.end() :]
-        if section != "core":
+        key = _KEY.match(line)
+        if key is None:
             continue
-        key = _EXCLUDES_KEY.match(line)
-        if key is not None:
-            rest = "\n".join([key.group(2) or "", *lines[at:]])
-            value, joined = _config_value(rest)
-            at += joined
+        name = key.group(1).lower()
+        wanted = section == "core" and subsection is None and name == "excludesfile"
+        including = name == "path" and (
+            (section == "include" and subsection is None)
+            or (section == "includeif" and _condition_met(subsection, config, git_dir))
+        )
+        if not (wanted or including):
+            continue
+        rest = "\n".join([key.group(3) or "", *lines[at:]])
+        read, joined = _config_value(rest)
+        at += joined
+        if wanted:
+            value = read
+        elif read and depth < _MAX_INCLUDE_DEPTH:
+            included = _included_path(read, config)
+            setting = _core_excludes_file(included, git_dir, depth + 1)
+            if setting is not None:
+                value = setting
     return value
+
+
+def _included_path(path: str, config: Path) -> Path:
+    """An include's path as Git reads it: ``~/`` the home folder, relative to the including
+    file's folder."""
+    if path == "~" or path.startswith("~/"):
+        return Path(os.path.expanduser("~")) / path[2:]
+    expanded = Path(os.path.expanduser(path))
+    return expanded if expanded.is_absolute() else config.parent / expanded
+
+
+def _condition_met(condition: str | None, config: Path, git_dir: Path | None) -> bool:
+    """``gitdir:PATTERN`` (``gitdir/i:`` without case) against the repository's folder."""
+    if condition is None or git_dir is None:
+        return False
+    kind, _, pattern = condition.partition(":")
+    if kind not in ("gitdir", "gitdir/i") or not pattern:
+        return False
+    if pattern.startswith("~/"):
+        pattern = os.path.expanduser("~") + pattern[1:]
+    elif pattern.startswith("./"):
+        pattern = str(config.parent) + pattern[1:]
+    elif not os.path.isabs(pattern):
+        pattern = "**/" + pattern
+    if pattern.endswith("/"):
+        pattern += "**"
+    folder = os.path.realpath(git_dir)
+    fold = kind == "gitdir/i"
+    return any(_wildmatch(pattern, candidate, fold) for candidate in {str(git_dir), folder})
+
+
+def _wildmatch(pattern: str, path: str, fold: bool) -> bool:
+    """Git's wildmatch with ``**`` across folders, ``*`` and ``?`` within one."""
+    regex = ""
+    at = 0
+    while at < len(pattern):
+        if pattern.startswith("**/", at):
+            regex += "(?:.*/)?"
+            at += 3
+        elif pattern.startswith("**", at):
+            regex += ".*"
+            at += 2
+        elif pattern[at] == "*":
+            regex += "[^/]*"
+            at += 1
+        elif pattern[at] == "?":
+            regex += "[^/]"
+            at += 1
+        else:
+            regex += re.escape(pattern[at])
+            at += 1
+    return re.fullmatch(regex, path, re.IGNORECASE if fold else 0) is not None
 
 
 _ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "\\": "\\", '"': '"'}

@@ -1784,9 +1784,10 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
     the snapshot has no file there) keep that bit, or the copy would show each as deleted and
     ``git commit -a`` there would delete it, and the clone is made sparse as the folder is (its
     patterns and settings); ``core.fileMode false``, or every file whose execute bit
-    differs from its commit would show as modified; and the repository's line-ending settings
-    (``core.autocrlf``, ``core.eol``, ``core.safecrlf``), or a file Git converts would. Best
-    effort: whatever cannot be read leaves the clone as it is."""
+    differs from its commit would show as modified; the repository's line-ending settings
+    (``core.autocrlf``, ``core.eol``, ``core.safecrlf``), or a file Git converts would; and its
+    own ``core.excludesFile``. Best effort: whatever cannot be read leaves the clone as it
+    is."""
     from storage.checkpoints.checkpoint_borrow import user_repository
     from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
 
@@ -1810,6 +1811,15 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
             value = _user_setting(runner, user.common / "config", key, target, kind=None)
             if value is not None:
                 runner.run_outside(["config", key, value], cwd=target)
+        excludes = _user_setting(
+            runner, user.common / "config", "core.excludesFile", target, kind="path"
+        )
+        if excludes:
+            # The repository's own excludes file, named where it is (a relative one is the
+            # folder's): the copy ignores what the folder ignores, and its snapshot matches.
+            named = Path(excludes)
+            where = named if named.is_absolute() else Path(os.path.abspath(source)) / named
+            runner.run_outside(["config", "core.excludesFile", str(where)], cwd=target)
     except (OSError, CheckpointError) as error:
         _log.warning("the copy at %s may not read as %s does: %s", target, source, error)
 

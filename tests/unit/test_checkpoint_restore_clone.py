@@ -284,6 +284,29 @@ def test_a_repository_that_converts_line_endings_has_a_copy_that_reads_the_same(
     assert user_git(copy, "config", "--get", "core.autocrlf").strip() == "true"
 
 
+def test_a_repositorys_own_excludes_file_is_the_copys_too(tmp_path: Path) -> None:
+    """``core.excludesFile`` in the repository's configuration (relative: the folder's): the
+    copy did not have it, so what it ignores showed up there as new, and a branch's check of
+    the copy failed (``branch_copy_mismatch``)."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    user_git(folder, "init", "-q")
+    (folder / "a.txt").write_text("a\n")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    (folder / "local.ignore").write_text("*.bak\nlocal.ignore\n")
+    user_git(folder, "config", "core.excludesFile", "local.ignore")
+    (folder / "y.bak").write_text("backup\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert not (copy / "y.bak").exists()
+    (copy / "z.bak").write_text("made in the copy\n")
+    assert _status(copy) == _status(folder) == []
+    assert store.observe(copy, WS).tree_id == snapshot.tree_id
+
+
 def _cone_checkout(tmp_path: Path, names: Sequence[str], sparse_index: bool) -> Path:
     """A clone of a repository holding ``names``, checked out sparsely in cone mode with only
     ``in`` (and the top's files) in the folder; ``sparse_index``: with ``index.sparse``."""

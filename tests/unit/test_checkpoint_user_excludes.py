@@ -94,6 +94,30 @@ def test_the_file_the_configuration_names_wins_and_a_repository_setting_over_the
     assert user_rules(folder) == ""
 
 
+@pytest.mark.parametrize("where", ["include", "includeIf", "includeIf-elsewhere"])
+def test_an_excludes_file_named_in_an_included_file_is_read_as_git_reads_it(
+    tmp_path: Path, home: Path, where: str
+) -> None:
+    """A work/personal split (``includeIf "gitdir:~/work/"``) or a plain ``include``: the
+    setting was read from the top file only, so an editor's swap file stayed in the snapshots
+    though ``git status`` ignores it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    folder = _repository(work)
+    (home / "work.cfg").write_text("[core]\n\texcludesFile = ~/work.ignore\n")
+    (home / "work.ignore").write_text("*.swp\n")
+    condition = {
+        "include": "[include]",
+        "includeIf": f'[includeIf "gitdir:{work}/"]',
+        "includeIf-elsewhere": '[includeIf "gitdir:~/elsewhere/"]',
+    }[where]
+    (home / ".gitconfig").write_text(f"{condition}\n\tpath = work.cfg\n[user]\n\tname = u\n")
+    ignored = _git_ignores(folder, "notes.swp")
+    assert ignored == (where != "includeIf-elsewhere")  # what Git itself says
+    names = _snapshot_names(tmp_path, folder)
+    assert ("notes.swp" not in names) == ignored, names
+
+
 def test_a_package_of_a_monorepo_reads_the_anchored_rules_from_its_top(
     tmp_path: Path, home: Path
 ) -> None:
@@ -133,4 +157,4 @@ def test_a_value_reads_as_git_reads_it(tmp_path: Path, text: str) -> None:
         text=True,
     )
     assume(done.returncode == 0)  # a value Git refuses (an open quote, a bad escape)
-    assert _core_excludes_file(config) == done.stdout.removesuffix("\n")
+    assert _core_excludes_file(config, None) == done.stdout.removesuffix("\n")
