@@ -86,7 +86,7 @@ def write_timeline(
     marks = header.marks if header is not None else None
     for run in runs:
         pad = "  " * run.depth
-        ending = f", {run.failure_class}" if run.failure_class else ""
+        ending = f", {_ending_class(run)}" if run.failure_class else ""
         line = f"{pad}run {run.run_id} [{run.status}{ending}] {run.event_count} events"
         if run.parent_run_id is not None:
             line += f" (continues {run.parent_run_id} after event {run.source_high_water})"
@@ -137,3 +137,15 @@ def write_timeline_json(
     document = {**extra, **timeline_json(runs, header)}
     sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2))
     sys.stdout.write("\n")
+
+
+def _ending_class(run: TimelineRun) -> str:
+    """The run's failure class as its header shows it: a run Maka stopped is recorded with the
+    class every cancelled run has (``cancelled_by_user``), but its ending says Maka stopped
+    it, and so does the header."""
+    failure = str(run.failure_class)
+    if failure == "cancelled_by_user" and run.rows:
+        last = run.rows[-1]
+        if last.kind is TimelineKind.RUN_END and "stopped by Maka" in last.summary:
+            return "stopped by Maka"
+    return failure

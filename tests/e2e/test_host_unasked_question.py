@@ -121,6 +121,9 @@ def test_automatic_resume_under_maka_host_stops_at_a_question_nobody_can_answer(
         assert json.loads(planned.stdout)["disposition"] == "continue", planned.stdout
         timeline = maka(["timeline", session], data).stdout
         assert "stopped by Maka at a permission question nobody could answer" in timeline
+        # The run's header does not say the user cancelled it.
+        assert "[cancelled, stopped by Maka]" in timeline, timeline
+        assert "cancelled_by_user" not in timeline, timeline
         assert "question closed unanswered" in timeline and "denied" not in timeline, timeline
     continued = [
         [json.loads(json.dumps(event)) for event in events]
