@@ -44,11 +44,11 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT_S = 10.0
 ANSWER_TIMEOUT_S = 600.0
-# The hello is answered at once by a host that runs (its event loop, not its jobs): one that
-# says nothing for this long is stopped (SIGSTOP, a frozen machine) or wedged.
-HELLO_TIMEOUT_S = 15.0
 """The longest wait for one answer: a loaded machine and a long history take time, and a host that
 stops is noticed at once (the connection closes), never by this wait."""
+HELLO_TIMEOUT_S = 15.0
+"""The hello is answered at once by a host that runs (its event loop, not its jobs): one that
+says nothing for this long is stopped (SIGSTOP, a frozen machine) or wedged."""
 _READ_CHUNK = 256 * 1024
 
 
