@@ -229,7 +229,11 @@ class BranchService:
         for other in self._store.list_sessions():
             if other.session_id == source.session_id:
                 continue
-            if os.path.lexists(os.path.join(other.cwd, ".git")) and _inside(target, other.cwd):
+            if (
+                os.path.lexists(os.path.join(other.cwd, ".git"))
+                and _inside(target, other.cwd)
+                and not self._holds_a_repository_already(other)
+            ):
                 raise BranchRefused(
                     RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE,
                     f"{target} is inside {other.cwd}, the Git repository session "
@@ -237,6 +241,24 @@ class BranchService:
                     "a repository inside it and that session's snapshots would stop; choose a "
                     "folder outside it",
                 )
+
+    def _holds_a_repository_already(self, session: SessionRecord) -> bool:
+        """Whether the session's latest run took no snapshot because its folder holds a nested
+        repository already (a dotfiles repository of the home folder, say): one more there
+        stops nothing, and refusing would leave no default place for a copy."""
+        runs = sorted(
+            self._store.list_session_runs(session.session_id),
+            key=lambda header: (header.created_at, header.run_id),
+        )
+        if not runs:
+            return False
+        events = [row.event for row in self._store.read_run_events(runs[-1].run_id)[:1]]
+        mode = declared_mode(events)
+        return (
+            mode is not None
+            and mode.get("mode") == "unavailable"
+            and mode.get("reasonCode") == "checkpoint_nested_repository"
+        )
 
     def _capture_refusal(self, source: SessionRecord) -> str | None:
         """Why a copy of the session's current files cannot be made either, from the record

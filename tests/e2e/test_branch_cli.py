@@ -295,13 +295,19 @@ def test_a_place_is_refused_before_anything_is_captured_or_copied(tmp_path: Path
         for line in user_git(store, "for-each-ref", "--format=%(refname)").splitlines()
     ]
     assert not [ref for ref in refs if "/branch-" in ref], refs  # nothing captured for them
+    # A folder that holds a nested repository already (its session runs without snapshots,
+    # as a home folder's dotfiles repository does): one more stops nothing, so it is allowed.
+    user_git(first, "init", "-q", "inner")
+    src.run("write the notes", made["sessionId"])
+    beside = src.branch(session, "--at", point, "--to", str(first / "nested"))
+    assert (first / "nested" / ".git").is_dir(), beside
     src.work.rename(tmp_path / "moved")
     gone = src.branch(session, "--at", point, "--current-files", code=2)
     assert "[branch_snapshot_unavailable]" in gone["stderr"]
     assert "the source's folder, is not there" in gone["stderr"]
     assert "Traceback" not in "".join(r["stderr"] for r in (nested, itself, full, long_name, gone))
     sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
-    assert len(sessions) == 2
+    assert len(sessions) == 3
 
 
 def test_the_listed_points_line_up_and_show_what_a_message_hides(tmp_path: Path) -> None:
