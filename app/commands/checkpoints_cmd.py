@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
         carrier = GitCheckpointStore.from_environment(data_dir)
         found = session_checkpoints(store, carrier, args.session)
+        trimmed = _trimmed(store, carrier, found.rows)
         ignored = _now_ignored(carrier, found.rows)
         origin = store.read_branch(args.session)
     uncarried = args.session in imported_without_snapshots(data_dir)
@@ -74,7 +75,14 @@ def run(args: argparse.Namespace) -> int:
         if header.workspace_identity is not None:
             entry["workspaceIdentity"] = header.workspace_identity
         entry["mode"] = dict(mode) if mode is not None else None
-        entry["checkpoints"] = [{**row.to_json(), **_ignored_of(ignored, row.body)} for row in rows]
+        entry["checkpoints"] = [
+            {
+                **row.to_json(),
+                **_ignored_of(ignored, row.body),
+                **({"trimmed": True} if row.event_id in trimmed else {}),
+            }
+            for row in rows
+        ]
         runs.append(entry)
     if args.json:
         document: dict[str, Any] = {"sessionId": args.session, "runs": runs}
@@ -86,6 +94,27 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _print_text(args.session, runs, origin, uncarried, shared)
     return EXIT_OK
+
+
+def _trimmed(store: Any, carrier: Any, rows: list[Any]) -> set[str]:
+    """The events of absent snapshots retention removed on purpose (their ref gone, and no
+    longer one it keeps): not lost, no longer needed."""
+    absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
+    if not absent:
+        return set()
+    from storage.checkpoints.checkpoint_audit import retention_keeps
+
+    kept = retention_keeps(store)
+    refs: dict[str, set[str]] = {}
+    found: set[str] = set()
+    for row in absent:
+        workspace = str(row.body["workspaceIdentity"])
+        if workspace not in refs:
+            refs[workspace] = set(carrier.refs_in(carrier.git_dir(workspace)))
+        ref = str(row.body.get("checkpointRef"))
+        if ref not in kept and ref not in refs[workspace]:
+            found.add(row.event_id)
+    return found
 
 
 def _print_text(
@@ -125,6 +154,8 @@ def _print_text(
                 state = {True: "present", None: "not checked (no usable git on PATH)"}.get(
                     row["present"], absent
                 )
+                if row.get("trimmed"):
+                    state = "removed by retention (no longer needed)"
                 high_water = row["runtimeHighWater"]
                 # A snapshot without a high-water mark is the one of a decision to continue
                 # with the current files (workspaceBaseline), taken before the run's events.

@@ -8,6 +8,7 @@ with ``store_locked`` and name the owner.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -174,34 +175,43 @@ def _retain_when_due(store: object, carrier: object) -> None:
     import time
 
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.private_files import private_opener
 
     if not isinstance(carrier, GitCheckpointStore) or not carrier.root.is_dir():
         return
     stamp = carrier.root / RETENTION_STAMP
-    try:
-        last = stamp.stat().st_mtime
-    except FileNotFoundError:
-        last = None
-    except OSError:
-        return
-    try:
-        from storage.private_files import private_opener
 
+    def start_the_clock() -> None:
         with open(stamp, "a", encoding="utf-8", opener=private_opener):
             pass  # made 0600, as every file of the data folder
         os.utime(stamp)
-    except OSError:
-        return
-    if last is None or time.time() - last < RETENTION_EVERY_S:
-        return  # the first command only starts the clock: a new store has nothing to trim
-    from storage.checkpoints.checkpoint_retention import run_retention
 
     try:
+        last = stamp.stat().st_mtime
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            start_the_clock()  # the first such command: a new store has nothing to trim
+        return
+    except OSError:
+        return
+    if time.time() - last < RETENTION_EVERY_S:
+        return
+    from storage.checkpoints.checkpoint_retention import run_retention
+
+    print("maka: trimming workspace snapshots no longer needed (once a day)...", file=sys.stderr)
+    try:
         result = run_retention(store, carrier)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        # The turn is done and recorded: stopping the housekeeping fails nothing (the next
+        # command does it, as the clock did not move on).
+        print("maka: trimming stopped; the next command does it", file=sys.stderr)
+        return
     except Exception as error:  # housekeeping: never fail the command that ran the turn
         print(f"maka: workspace checkpoint retention failed: {error}", file=sys.stderr)
-        return
-    if result.errors:
+        result = None
+    with contextlib.suppress(OSError):
+        start_the_clock()
+    if result is not None and result.errors:
         print("maka: workspace checkpoint retention: " + "; ".join(result.errors), file=sys.stderr)
 
 

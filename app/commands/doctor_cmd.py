@@ -408,6 +408,11 @@ def run(args: argparse.Namespace) -> int:
         f"{len(checkpoints.missing) - uncarried - len(elsewhere)} missing"
         + (f" ({uncarried} not carried by an import)" if uncarried else "")
         + (
+            f", {len(checkpoints.trimmed)} removed by retention (no longer needed)"
+            if checkpoints.trimmed
+            else ""
+        )
+        + (
             f", {len(elsewhere)} not in this data folder (another host's may keep them)"
             if elsewhere
             else ""

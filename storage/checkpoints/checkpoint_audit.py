@@ -113,6 +113,9 @@ class CheckpointAudit:
     facts: int = 0
     refs: int = 0
     missing: list[CheckpointRow] = field(default_factory=list)
+    # Snapshots retention removed by design (their ref gone, and retention keeps no such ref
+    # now): no longer needed by any resume, branch or restore, so not a problem.
+    trimmed: list[CheckpointRow] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     unchecked: int = 0  # facts whose objects could not be looked up (no usable git)
 
@@ -121,6 +124,7 @@ class CheckpointAudit:
             "facts": self.facts,
             "refs": self.refs,
             "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
+            "trimmed": len(self.trimmed),
             "orphans": list(self.orphans),
             "unchecked": self.unchecked,
         }
@@ -151,15 +155,36 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
             if branch_ref is not None and branch_ref[0]:
                 workspace, ref = branch_ref
                 named.setdefault(carrier.git_dir(workspace).name, set()).add(ref)
+    present_refs: dict[str, set[str]] = {}
     if carrier.root.is_dir() and carrier.git is not None:
         for repository in sorted(carrier.root.glob("*.git")):
             refs = carrier.refs_in(repository)
+            present_refs[repository.name] = set(refs)
             audit.refs += len(refs)
             known = named.get(repository.name, set())
             audit.orphans.extend(
                 f"{repository.name} {ref}" for ref in sorted(refs) if ref not in known
             )
+    if audit.missing:
+        kept = retention_keeps(reader)
+        lost = []
+        for row in audit.missing:
+            ref = str(row.body.get("checkpointRef"))
+            store_name = carrier.git_dir(str(row.body["workspaceIdentity"])).name
+            if ref not in kept and ref not in present_refs.get(store_name, set()):
+                audit.trimmed.append(row)
+            else:
+                lost.append(row)
+        audit.missing = lost
     return audit
+
+
+def retention_keeps(reader: _Reader) -> set[str]:
+    """The refs retention keeps now: a recorded snapshot outside them whose ref is gone was
+    removed by it, on purpose (``checkpoint_retention``)."""
+    from storage.checkpoints.checkpoint_retention import refs_to_keep
+
+    return refs_to_keep(reader)[0]
 
 
 @dataclass(slots=True)

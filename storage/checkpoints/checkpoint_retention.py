@@ -2,9 +2,10 @@
 
 Keep every checkpoint of a session's two latest runs, the boundary checkpoint (the newest) of every
 earlier run and the snapshot every branched session was copied from; delete the other refs and the
-orphans (refs no fact names: a capture killed before its fact) of runs that had ended when it
-read the ledger (a ref of a run it did not see, started since by another process or a turn of
-its own, is left alone, unless older than a day); then prune unreachable Git objects
+orphans (refs no fact names: a capture killed before its fact), but never a ref a capture made
+while it ran (by another process, or a turn or settle of its own): the ledger is read again
+after the refs are listed, and a ref written just before that second reading stays (its fact
+may come a moment after it); then prune unreachable Git objects
 older than a day (a resume-time observation leaves a tree nothing names). The refs of a run that
 has not ended are never touched (a capture may be committing its fact right now), and nothing
 younger than a day is pruned, so a capture that runs meanwhile loses nothing. Refs whose commits
@@ -40,8 +41,9 @@ from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpoi
 _log = logging.getLogger(__name__)
 KEEP_LATEST_RUNS = 2
 PRUNE_EXPIRE = "1.day.ago"
-# How long a ref of no run the ledger held when retention read it is left alone.
-ORPHAN_KEPT_S = 24 * 3600
+# A ref this young at retention's second reading of the ledger is left alone: its fact may be
+# committed after that reading (a capture writes its ref, then its fact, a moment later).
+RECENT_KEPT_S = 2.0
 # How long a copy's store keeps the snapshot it was made from while the copy takes none.
 START_KEPT_S = 7 * 24 * 3600
 
@@ -97,16 +99,21 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
 def run_retention(
     reader: _Reader, carrier: GitCheckpointStore, *, prune: bool = True, now: float | None = None
 ) -> RetentionResult:
+    """Trim every private repository (see the module). Captures may go on meanwhile, in this
+    process (a turn or a settle of the host) or another: a ref goes only when neither of two
+    readings of the ledger names it, one before its repository's refs were listed and one
+    after, and it was written more than ``RECENT_KEPT_S`` before the second (a capture writes
+    its ref, then its fact: one whose fact came after the second reading was listed at most
+    that long before it)."""
     result = RetentionResult()
-    now = time.time() if now is None else now
+
+    def clock() -> float:
+        return now if now is not None else time.time()
+
     if carrier.git is None or not carrier.root.is_dir():
         return result
-    # The runs that had ended before the refs to keep were read: only their refs may go. A
-    # run that started since (another process, or a turn of this host, captured meanwhile) is
-    # not in what was read, and its refs would look like no fact's; they stay, unless older
-    # than a day (a ref of no run at all: a branch refused or killed before it was recorded).
-    ended = _ended_runs(reader)
     keep, open_runs = refs_to_keep(reader)
+    listed: list[tuple[Path, dict[str, str], dict[str, int]]] = []
     for repository in sorted(carrier.root.glob("*.git")):
         try:
             broken = carrier.broken_refs(repository)
@@ -114,21 +121,29 @@ def run_retention(
                 carrier.delete_refs(repository, broken)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in broken)
             carrier.delete_refs(repository, [TIP_REF])  # no capture reads or writes it now
-            refs = carrier.refs_in(repository)
-            times = carrier.ref_times(repository)
+            listed.append((repository, carrier.refs_in(repository), carrier.ref_times(repository)))
+        except CheckpointError as error:
+            result.errors.append(f"{repository.name}: {error.code}: {error.message}")
+            _log.warning("checkpoint retention of %s failed: %s", repository, error.message)
+    checked_at = clock()
+    keep_now, open_now = refs_to_keep(reader)
+    keep |= keep_now
+    open_runs |= open_now
+    for repository, refs, times in listed:
+        try:
             doomed = [
                 ref
                 for ref in sorted(refs)
                 if ref not in keep
                 and not _open(ref, open_runs)
-                and (_run_of(ref) in ended or times.get(ref, now) < now - ORPHAN_KEPT_S)
+                and times.get(ref, checked_at) < checked_at - RECENT_KEPT_S
             ]
             result.kept += len(refs) - len(doomed)
             if doomed:
                 carrier.delete_refs(repository, doomed)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in doomed)
             if carrier.has_start(repository) and (
-                len(refs) > len(doomed) or _start_expired(carrier, repository, now)
+                len(refs) > len(doomed) or _start_expired(carrier, repository, clock())
             ):
                 # A copy's store keeps a checkpoint of its own (what it started from may go),
                 # or the copy was never used for a week (an abandoned copy keeps nothing).
@@ -145,21 +160,6 @@ def run_retention(
 def _start_expired(carrier: GitCheckpointStore, repository: Path, now: float) -> bool:
     made = carrier.start_made_at(repository)
     return made is not None and now - made > START_KEPT_S
-
-
-def _ended_runs(reader: _Reader) -> set[tuple[str, str]]:
-    """(session, run) of every run the ledger holds as ended now (headers only)."""
-    return {
-        (session.session_id, run.run_id)
-        for session in reader.list_sessions()
-        for run in reader.list_session_runs(session.session_id)
-        if run.status in TERMINAL_RUN_STATUSES
-    }
-
-
-def _run_of(ref: str) -> tuple[str, str] | None:
-    parts = ref.split("/")  # refs/maka/<sessionId>/<runId>/<n>
-    return (parts[2], parts[3]) if len(parts) == 5 else None
 
 
 def _open(ref: str, open_runs: set[tuple[str, str]]) -> bool:

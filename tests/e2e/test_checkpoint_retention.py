@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,8 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
     ).stdout
     store = open_store(data, read_only=True)
     try:
-        result = run_retention(store, carrier)
+        # (a moment later: a ref written just before retention's reading is left alone)
+        result = run_retention(store, carrier, now=time.time() + 10)
     finally:
         store.close()
     assert result.errors == []
@@ -114,6 +116,7 @@ def test_the_desktop_trims_checkpoints_in_the_background_once_ready(tmp_path: Pa
     carrier = GitCheckpointStore(data)
     [repository] = list(carrier.root.glob("*.git"))
     assert len(carrier.refs_in(repository)) == 6
+    time.sleep(2.5)  # a ref written just before retention reads the ledger is left alone
     main = start_main(data, env).wait_ready()
     try:
         deadline = time.monotonic() + 60
@@ -127,14 +130,11 @@ def test_the_desktop_trims_checkpoints_in_the_background_once_ready(tmp_path: Pa
     assert len(carrier.refs_in(repository)) == 5
 
 
-def test_a_run_that_started_after_retention_read_the_ledger_keeps_its_refs(
-    tmp_path: Path,
-) -> None:
-    """Retention read the ledger once, then deleted every ref no fact it read named: a run
-    that started meanwhile (another process, or a turn of the host itself) lost its snapshots.
-    Only refs of runs that had ended when it read go; a ref of no run it saw stays, unless it
-    is older than a day."""
-    import os
+def test_a_capture_made_while_retention_runs_keeps_its_ref(tmp_path: Path) -> None:
+    """Retention read the ledger once, then deleted every ref no fact it read named: a capture
+    made meanwhile (a run started by another process or a turn of the host, a settle's
+    snapshot of an ended run) lost its snapshot. The ledger is read again after the refs are
+    listed; a ref neither reading names goes only when it is older than a moment."""
     import time
     from typing import Any
 
@@ -151,28 +151,37 @@ def test_a_run_that_started_after_retention_read_the_ledger_keeps_its_refs(
     runs = [header.run_id for header, _ in committed_runs(data)]
     carrier = GitCheckpointStore(data)
     [repository] = list(carrier.root.glob("*.git"))
-    # What retention reads is the ledger before the newest run was made.
     store = open_store(data, read_only=True)
 
-    class Before:
+    class Reader:
+        """The ledger as read by retention: the newest run's facts are committed after the
+        first reading (``hidden`` readings), as a capture made meanwhile commits its own."""
+
+        def __init__(self, hidden: int) -> None:
+            self.hidden = hidden
+
         def list_sessions(self) -> Any:
+            self.hidden -= 1
             return store.list_sessions()
 
         def list_session_runs(self, session_id: str) -> Any:
-            return [h for h in store.list_session_runs(session_id) if h.run_id != runs[-1]]
+            headers = store.list_session_runs(session_id)
+            return [h for h in headers if self.hidden < 0 or h.run_id != runs[-1]]
 
         def read_run_events(self, run_id: str) -> Any:
             return store.read_run_events(run_id)
 
+    newest = f"/{runs[-1]}/"
+    later = time.time() + 60  # every ref older than the moment a capture's fact may lag
     try:
-        fresh = run_retention(Before(), carrier, prune=False)
-        kept = set(carrier.refs_in(repository))
-        assert {r for r in kept if f"/{runs[-1]}/" in r}, kept  # the newest run's refs stay
-        assert not [d for d in fresh.deleted if f"/{runs[-1]}/" in d], fresh.deleted
-        # A day later such a ref (no run ever named it) goes.
-        later = time.time() + 2 * 24 * 3600
-        run_retention(Before(), carrier, prune=False, now=later)
-        assert not {r for r in carrier.refs_in(repository) if f"/{runs[-1]}/" in r}
+        raced = run_retention(Reader(hidden=1), carrier, prune=False, now=later)
+        assert {r for r in carrier.refs_in(repository) if newest in r}, raced.deleted
+        assert not [d for d in raced.deleted if newest in d], raced.deleted
+        # A ref written a moment before the second reading stays even if no reading names it.
+        fresh = run_retention(Reader(hidden=99), carrier, prune=False)
+        assert not [d for d in fresh.deleted if newest in d], fresh.deleted
+        # Named by no fact in either reading and older than that: an orphan, it goes.
+        orphaned = run_retention(Reader(hidden=99), carrier, prune=False, now=later)
+        assert [d for d in orphaned.deleted if newest in d], orphaned.deleted
     finally:
         store.close()
-    assert os.path.isdir(repository)

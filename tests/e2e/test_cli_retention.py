@@ -44,12 +44,35 @@ def test_the_terminal_commands_trim_checkpoints_once_a_day(tmp_path: Path) -> No
     assert stamp.is_file()  # the first command started the clock and trimmed nothing
     before = _refs(data)
     assert before >= 8, before  # a snapshot before and after each write
+    # Not due yet: the command neither trims nor moves the clock on (it did, so a user with a
+    # turn a day never had retention at all).
+    nearly = time.time() - 23 * 3600
+    os.utime(stamp, (nearly, nearly))
+    session = _turn(data, work, "write notes9.md saying 9", session)
+    assert abs(stamp.stat().st_mtime - nearly) < 5
+    before = _refs(data)
     # A day later: the next command trims what the two latest runs do not need.
     old = time.time() - 2 * 24 * 3600
     os.utime(stamp, (old, old))
-    _turn(data, work, "write later.md saying 5", session)
+    result = maka(
+        ["run", "--session", session, "--permission-mode", "auto", "write l.md saying 5"], data
+    )
+    assert result.returncode == 0, result.stderr
+    assert "trimming workspace snapshots no longer needed" in result.stderr
     after = _refs(data)
     assert after < before + 2, (before, after)
     assert stamp.stat().st_mtime > old + 24 * 3600
     checked = maka(["doctor", "--verify-snapshots"], data)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # A day later still, the trimmed snapshots' objects are pruned: what retention removed on
+    # purpose is said so, not called missing (the doctor failed on each of them).
+    for path in (data / "checkpoints").rglob("objects/*/*"):
+        os.utime(path, (old, old))
+    os.utime(stamp, (old, old))
+    _turn(data, work, "write last.md saying 6", session)
+    checked = maka(["doctor"], data)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "removed by retention (no longer needed)" in checked.stdout, checked.stdout
+    listed = maka(["checkpoints", session], data).stdout
+    assert "removed by retention (no longer needed)" in listed, listed
+    assert "MISSING" not in listed, listed
