@@ -246,18 +246,23 @@ class BranchService:
         """Whether the session's latest run took no snapshot because its folder holds a nested
         repository already (a dotfiles repository of the home folder, say): one more there
         stops nothing, and refusing would leave no default place for a copy."""
-        runs = sorted(
-            self._store.list_session_runs(session.session_id),
-            key=lambda header: (header.created_at, header.run_id),
-        )
-        if not runs:
-            return False
-        events = [row.event for row in self._store.read_run_events(runs[-1].run_id)[:1]]
-        mode = declared_mode(events)
+        mode = self._latest_mode(session.session_id)
         return (
             mode is not None
             and mode.get("mode") == "unavailable"
             and mode.get("reasonCode") == "checkpoint_nested_repository"
+        )
+
+    def _latest_mode(self, session_id: str) -> Mapping[str, Any] | None:
+        """The checkpoint mode the session's latest run declared, from the record alone."""
+        runs = sorted(
+            self._store.list_session_runs(session_id),
+            key=lambda header: (header.created_at, header.run_id),
+        )
+        if not runs:
+            return None
+        return declared_mode(
+            [row.event for row in self._store.read_run_events(runs[-1].run_id)[:1]]
         )
 
     def _capture_refusal(self, source: SessionRecord) -> str | None:
@@ -267,14 +272,7 @@ class BranchService:
         submodule, Git LFS, its size). None otherwise."""
         if not os.path.isdir(source.cwd):
             return f"{source.cwd}, the source's folder, is not there"
-        runs = sorted(
-            self._store.list_session_runs(source.session_id),
-            key=lambda header: (header.created_at, header.run_id),
-        )
-        if not runs:
-            return None
-        events = [row.event for row in self._store.read_run_events(runs[-1].run_id)[:1]]
-        mode = declared_mode(events)
+        mode = self._latest_mode(source.session_id)
         code = str(mode.get("reasonCode", "")) if mode is not None else ""
         if mode is None or mode.get("mode") != "unavailable" or code not in _FOLDER_REASONS:
             return None

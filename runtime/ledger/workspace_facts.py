@@ -151,14 +151,8 @@ def decision_mark(
         # a settled writing call's baseline (section 3), not a continuation's start
         if not baseline.get("compared", False):
             return "Your answer took the folder as it was as the new starting point"
-        listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
-        more = int(baseline.get("moreChangedPaths") or 0)
-        said = changed_count_words(listed, more)
         # The files it took, named: the list the card showed before the answer may be older.
-        named = ", ".join(shown_name(path) for path in listed[:MARK_PATHS_NAMED])
-        rest = len(listed) + more - min(len(listed), MARK_PATHS_NAMED)
-        if rest and named:
-            named += f" and {rest} more"
+        said, named = _changed_words(baseline)
         return (
             f"Your answer took the folder as it was as the new starting point; {said} changed "
             "since the last snapshot" + (f": {named}" if named else "")
@@ -166,17 +160,22 @@ def decision_mark(
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):
             return "Continued with your current files; there was no snapshot to compare them with"
-        listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
-        more = int(baseline.get("moreChangedPaths") or 0)
-        said = changed_count_words(listed, more)
-        named = ", ".join(shown_name(path) for path in listed[:MARK_PATHS_NAMED])
-        rest = len(listed) + more - min(len(listed), MARK_PATHS_NAMED)
-        if rest and named:
-            named += f" and {rest} more"
+        said, named = _changed_words(baseline)
         return f"Continued with your current files; {said} changed" + (
             f": {named}" if named else ""
         )
     return None
+
+
+def _changed_words(baseline: Mapping[str, Any]) -> tuple[str, str]:
+    """A baseline's changed files as a count ("2 files") and named (the first few)."""
+    listed = [str(item.get("path", "")) for item in baseline.get("changedPaths") or []]
+    more = int(baseline.get("moreChangedPaths") or 0)
+    named = ", ".join(shown_name(path) for path in listed[:MARK_PATHS_NAMED])
+    rest = len(listed) + more - min(len(listed), MARK_PATHS_NAMED)
+    if rest and named:
+        named += f" and {rest} more"
+    return changed_count_words(listed, more), named
 
 
 def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:

@@ -306,42 +306,40 @@ def note_import(
         os.fsync(log.fileno())
 
 
-def imported_left_out(data_dir: Path) -> dict[str, frozenset[str]]:
-    """The refs of recorded snapshots the latest import of each session left out while it
-    brought the others (none listed for a session imported without any)."""
+def _latest_imports(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each session's latest line of the imports log."""
     from storage.checkpoints.checkpoint_store import CHECKPOINTS_DIR
 
     try:
         text = (Path(data_dir) / CHECKPOINTS_DIR / IMPORTS_LOG).read_text("utf-8")
     except OSError:
         return {}
-    latest: dict[str, frozenset[str]] = {}
+    latest: dict[str, dict[str, Any]] = {}
     for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue  # a line cut short by a crash
         if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str):
-            refs = entry.get("leftOut")
-            listed = refs if isinstance(refs, list) else []
-            latest[entry["sessionId"]] = frozenset(str(ref) for ref in listed)
-    return {session: refs for session, refs in latest.items() if refs}
+            latest[entry["sessionId"]] = entry
+    return latest
+
+
+def imported_left_out(data_dir: Path) -> dict[str, frozenset[str]]:
+    """The refs of recorded snapshots the latest import of each session left out while it
+    brought the others (none listed for a session imported without any)."""
+    found: dict[str, frozenset[str]] = {}
+    for session, entry in _latest_imports(data_dir).items():
+        refs = entry.get("leftOut")
+        if isinstance(refs, list) and refs:
+            found[session] = frozenset(str(ref) for ref in refs)
+    return found
 
 
 def imported_without_snapshots(data_dir: Path) -> set[str]:
     """The sessions whose latest import did not bring their snapshots."""
-    from storage.checkpoints.checkpoint_store import CHECKPOINTS_DIR
-
-    try:
-        text = (Path(data_dir) / CHECKPOINTS_DIR / IMPORTS_LOG).read_text("utf-8")
-    except OSError:
-        return set()
-    latest: dict[str, bool] = {}
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a crash
-        if isinstance(entry, dict) and isinstance(entry.get("sessionId"), str):
-            latest[entry["sessionId"]] = bool(entry.get("carried"))
-    return {session for session, carried in latest.items() if not carried}
+    return {
+        session
+        for session, entry in _latest_imports(data_dir).items()
+        if not bool(entry.get("carried"))
+    }
