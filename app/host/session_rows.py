@@ -108,7 +108,7 @@ def orphaned(
         marked = [(session_id, run_id) for session_id, run_id in marked if session_id in unheld]
         if not marked:
             return []
-    elif not folder_free(data_dir):
+    elif not nobody_owns(data_dir):
         return []
     now: dict[str, dict[str, str]] = {}
     for session_id, _ in marked:

@@ -91,7 +91,8 @@ def test_sessions_show_each_sessions_host(tmp_path: Path, postgres_url: str) -> 
         held.close()
     # Its run is marked running and this data folder has no host: on a shared ledger that says
     # nothing (another host holds the lease and may be running it), so no "awaits repair".
-    assert "INTERRUPTED" not in text.stdout and "repaired at the next start" not in text.stdout
+    (held_line,) = [line for line in text.stdout.splitlines() if line.startswith("sess-held")]
+    assert "INTERRUPTED" not in held_line and "repaired at the next start" not in held_line
     assert timeline.returncode == 0, timeline.stderr
     assert "awaitingRepair" not in json.loads(timeline.stdout), timeline.stdout
     assert listed.returncode == 0, listed.stderr
@@ -101,6 +102,9 @@ def test_sessions_show_each_sessions_host(tmp_path: Path, postgres_url: str) -> 
     assert line.endswith("host machine-a:4242:held")
     (free,) = [line for line in text.stdout.splitlines() if line.startswith("sess-free")]
     assert "host " not in free
+    # Nobody holds that session's lease: its unfinished run's process is gone (given up), so
+    # it awaits repair, which the next command or host taking the session over makes.
+    assert "INTERRUPTED (repaired at the next start)" in free, free
 
 
 DAMAGED_CODES = {"event_seq_gap", "header_terminal_mismatch"}
