@@ -98,7 +98,7 @@ def test_the_file_the_configuration_names_wins_and_a_repository_setting_over_the
 def test_an_excludes_file_named_in_an_included_file_is_read_as_git_reads_it(
     tmp_path: Path, home: Path, where: str
 ) -> None:
-    """A work/personal split (``includeIf "gitdir:~/work/"``) or a plain ``include``: the
+    """A work/personal split (``includeIf "gitdir:~/projects/"``) or a plain ``include``: the
     setting was read from the top file only, so an editor's swap file stayed in the snapshots
     though ``git status`` ignores it."""
     work = tmp_path / "work"
