@@ -38,7 +38,7 @@ def _when(ts: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.checkpoints.checkpoint_audit import session_checkpoints
+    from storage.checkpoints.checkpoint_audit import removed_by_retention, session_checkpoints
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
     from storage.checkpoints.checkpoint_transfer import imported_without_snapshots
     from storage.ledger.ledger_store import open_store
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
         carrier = GitCheckpointStore.from_environment(data_dir)
         found = session_checkpoints(store, carrier, args.session)
-        trimmed = _trimmed(store, carrier, found.rows)
+        trimmed = removed_by_retention(store, carrier, found.rows)
         ignored = _now_ignored(carrier, found.rows)
         origin = store.read_branch(args.session)
     uncarried = args.session in imported_without_snapshots(data_dir)
@@ -94,27 +94,6 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     _print_text(args.session, runs, origin, uncarried, shared)
     return EXIT_OK
-
-
-def _trimmed(store: Any, carrier: Any, rows: list[Any]) -> set[str]:
-    """The events of absent snapshots retention removed on purpose (their ref gone, and no
-    longer one it keeps): not lost, no longer needed."""
-    absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
-    if not absent:
-        return set()
-    from storage.checkpoints.checkpoint_audit import retention_keeps
-
-    kept = retention_keeps(store)
-    refs: dict[str, set[str]] = {}
-    found: set[str] = set()
-    for row in absent:
-        workspace = str(row.body["workspaceIdentity"])
-        if workspace not in refs:
-            refs[workspace] = set(carrier.refs_in(carrier.git_dir(workspace)))
-        ref = str(row.body.get("checkpointRef"))
-        if ref not in kept and ref not in refs[workspace]:
-            found.add(row.event_id)
-    return found
 
 
 def _print_text(

@@ -155,36 +155,42 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
             if branch_ref is not None and branch_ref[0]:
                 workspace, ref = branch_ref
                 named.setdefault(carrier.git_dir(workspace).name, set()).add(ref)
-    present_refs: dict[str, set[str]] = {}
     if carrier.root.is_dir() and carrier.git is not None:
         for repository in sorted(carrier.root.glob("*.git")):
             refs = carrier.refs_in(repository)
-            present_refs[repository.name] = set(refs)
             audit.refs += len(refs)
             known = named.get(repository.name, set())
             audit.orphans.extend(
                 f"{repository.name} {ref}" for ref in sorted(refs) if ref not in known
             )
-    if audit.missing:
-        kept = retention_keeps(reader)
-        lost = []
-        for row in audit.missing:
-            ref = str(row.body.get("checkpointRef"))
-            store_name = carrier.git_dir(str(row.body["workspaceIdentity"])).name
-            if ref not in kept and ref not in present_refs.get(store_name, set()):
-                audit.trimmed.append(row)
-            else:
-                lost.append(row)
-        audit.missing = lost
+    trimmed = removed_by_retention(reader, carrier, audit.missing)
+    audit.trimmed = [row for row in audit.missing if row.event_id in trimmed]
+    audit.missing = [row for row in audit.missing if row.event_id not in trimmed]
     return audit
 
 
-def retention_keeps(reader: _Reader) -> set[str]:
-    """The refs retention keeps now: a recorded snapshot outside them whose ref is gone was
-    removed by it, on purpose (``checkpoint_retention``)."""
+def removed_by_retention(
+    reader: _Reader, carrier: GitCheckpointStore, rows: Sequence[CheckpointRow]
+) -> set[str]:
+    """The events of the absent snapshots among ``rows`` that retention removed on purpose:
+    their ref is gone, and retention keeps no such ref now (``checkpoint_retention``); not
+    lost, no longer needed."""
+    absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
+    if not absent:
+        return set()
     from storage.checkpoints.checkpoint_retention import refs_to_keep
 
-    return refs_to_keep(reader)[0]
+    kept = refs_to_keep(reader)[0]
+    refs: dict[str, set[str]] = {}
+    found: set[str] = set()
+    for row in absent:
+        workspace = str(row.body["workspaceIdentity"])
+        if workspace not in refs:
+            refs[workspace] = set(carrier.refs_in(carrier.git_dir(workspace)))
+        ref = str(row.body.get("checkpointRef"))
+        if ref not in kept and ref not in refs[workspace]:
+            found.add(row.event_id)
+    return found
 
 
 @dataclass(slots=True)
