@@ -374,6 +374,14 @@ class BranchService:
             "workspaceIdentity": identity,
         }
 
+    def _trimmed(self, snapshot: Mapping[str, Any]) -> bool:
+        """Whether retention removed ``snapshot`` on purpose (a store that can tell)."""
+        ask = getattr(self._checkpoints, "removed_by_retention", None)
+        if ask is None:
+            return False
+        workspace, ref = str(snapshot["workspaceIdentity"]), str(snapshot.get("checkpointRef", ""))
+        return bool(ask(self._store, workspace, ref))
+
     def _materialize(self, plan: BranchPlan, snapshot: Mapping[str, Any], session_id: str) -> str:
         carrier = self._checkpoints
         assert carrier is not None
@@ -403,6 +411,11 @@ class BranchService:
                 why = f"its snapshot is no longer whole in the checkpoint store: {error.message}"
                 if elsewhere and "missing" in error.message:
                     why = f"its snapshot is not in this data folder: {elsewhere}"
+                elif "missing" in error.message and self._trimmed(snapshot):
+                    why = (
+                        "its snapshot was removed by retention, which keeps every snapshot of a "
+                        "session's two latest runs and the last one of each earlier run"
+                    )
                 raise _unavailable(
                     plan.source.session_id,
                     plan.boundary.event_id,

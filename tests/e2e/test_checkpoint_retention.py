@@ -5,6 +5,7 @@ objects pruned."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -90,6 +91,18 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
     # Every kept checkpoint still resolves; a new capture still works after the prune.
     listed = maka(["checkpoints", session, "--json"], data, env=env)
     assert listed.returncode == 0
+    # A point whose snapshot retention removed (its objects pruned, as a day later) is said so
+    # when a branch asks for it, not called damaged.
+    prune = ["git", "--git-dir", str(repository), "prune", "--expire=now"]
+    subprocess.run(prune, check=True, capture_output=True)
+    points = json.loads(maka(["branch", session, "--json"], data, env=env).stdout)
+    [trimmed] = [p for p in points["boundaries"] if p.get("checkpointRef") == ref(runs[0], 1)]
+    refused = maka(
+        ["branch", session, "--at", trimmed["eventId"], "--to", str(tmp_path / "b")], data, env=env
+    )
+    assert refused.returncode != 0 and "[branch_snapshot_unavailable]" in refused.stderr
+    assert "removed by retention" in refused.stderr and "damaged" not in refused.stderr
+    assert not (tmp_path / "b").exists()
     assert maka([*again, "e"], data, env=env).returncode == 0
 
 
