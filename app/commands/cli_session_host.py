@@ -172,6 +172,7 @@ RETENTION_STAMP = "retention.stamp"
 
 
 def _retain_when_due(store: object, carrier: object) -> None:
+    import logging
     import time
 
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
@@ -199,6 +200,11 @@ def _retain_when_due(store: object, carrier: object) -> None:
     from storage.checkpoints.checkpoint_retention import run_retention
 
     print("maka: trimming workspace snapshots no longer needed (once a day)...", file=sys.stderr)
+    # Its failures are said below, once: its log's warnings would reach the terminal too (a
+    # terminal command configures no logging, so Python's last-resort handler prints them).
+    quiet = logging.NullHandler()
+    trimming_log = logging.getLogger("storage.checkpoints.checkpoint_retention")
+    trimming_log.addHandler(quiet)
     try:
         result = run_retention(store, carrier)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -209,6 +215,8 @@ def _retain_when_due(store: object, carrier: object) -> None:
     except Exception as error:  # housekeeping: never fail the command that ran the turn
         print(f"maka: workspace checkpoint retention failed: {error}", file=sys.stderr)
         result = None
+    finally:
+        trimming_log.removeHandler(quiet)
     with contextlib.suppress(OSError):
         start_the_clock()
     if result is not None and result.errors:

@@ -76,3 +76,24 @@ def test_the_terminal_commands_trim_checkpoints_once_a_day(tmp_path: Path) -> No
     listed = maka(["checkpoints", session], data).stdout
     assert "removed by retention (no longer needed)" in listed, listed
     assert "MISSING" not in listed, listed
+
+
+def test_a_failed_retention_is_said_once(tmp_path: Path) -> None:
+    """A store retention cannot read is named once, with ``maka:`` before it; the log's
+    last-resort handler printed it a second time, bare."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    session = _turn(data, work, "write a.md saying 1", None)
+    broken = data / "checkpoints" / "broken.git"
+    broken.mkdir()
+    (broken / "HEAD").write_text("not a ref\n")
+    stamp = data / "checkpoints" / "retention.stamp"
+    old = time.time() - 2 * 24 * 3600
+    os.utime(stamp, (old, old))
+    result = maka(
+        ["run", "--session", session, "--permission-mode", "auto", "write b.md saying 2"], data
+    )
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "broken.git" in line]
+    assert len(said) == 1, result.stderr
+    assert said[0].startswith("maka: workspace checkpoint retention: "), said
