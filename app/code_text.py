@@ -599,7 +599,8 @@ STORE: dict[str, CodeRecord] = _records(
             _W,
             "A file write is settled by checking the file, not by confirming it.",
         ),
-        "attestation_note_too_long": (_W, "The note must be 1 to 500 characters."),
+        "attestation_note_too_long": (_W, "The note must be at most 500 characters."),
+        "attestation_note_empty": (_W, "The note is empty: leave it out instead."),
         "attestation_outcome_conflict": (
             _E,
             "A recorded confirmation does not match the result saved with it.",

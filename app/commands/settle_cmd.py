@@ -34,7 +34,9 @@ from runtime.ledger.codes import StoreCode
 if TYPE_CHECKING:
     from runtime.recovery.settlement import Settled
 
-_USAGE_CODES = frozenset({"operation_not_found", "attestation_note_too_long"})
+_USAGE_CODES = frozenset(
+    {"operation_not_found", "attestation_note_too_long", "attestation_note_empty"}
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -151,12 +153,12 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
 
     from app.bridge_contract import AttestationChoice, ToolSettledPush, ToolsSettleRequest
     from app.host.host_client import HostRefusal
-    from runtime.ledger.attestation import note_problem
-    from runtime.ledger.codes import AttestationRefusal, HostCode
+    from runtime.ledger.attestation import note_code, note_problem
+    from runtime.ledger.codes import HostCode
 
     problem = note_problem(args.note)
     if problem is not None:
-        raise CliError(AttestationRefusal.ATTESTATION_NOTE_TOO_LONG, problem, EXIT_USAGE)
+        raise CliError(note_code(args.note), problem, EXIT_USAGE)
     try:
         request = ToolsSettleRequest(
             session_id=args.session,

@@ -9,7 +9,7 @@ boundary) and ``branches_from(store, session_id)`` (where a session was branched
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,6 +51,20 @@ def plan_branch(
     return service.plan(session_id, event_id, to=to, current_files=current_files)
 
 
+def _retention_removed(
+    store: BranchWriter, checkpoints: CheckpointCarrier | None
+) -> Callable[[Mapping[str, Any]], bool]:
+    from storage.checkpoints.checkpoint_audit import snapshot_removed_by_retention
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+    def trimmed(snapshot: Mapping[str, Any]) -> bool:
+        if not isinstance(checkpoints, GitCheckpointStore):
+            return False
+        return snapshot_removed_by_retention(store, checkpoints, snapshot)
+
+    return trimmed
+
+
 def branch_session(
     store: BranchWriter,
     checkpoints: CheckpointCarrier | None,
@@ -64,7 +78,9 @@ def branch_session(
 ) -> BranchResult:
     """Plan and make the branch: a new session in a restored copy of the folder. Raises
     ``BranchRefused`` with nothing recorded (a copy already made is left where it is)."""
-    service = BranchService(store, checkpoints, now_ms=now_ms)
+    service = BranchService(
+        store, checkpoints, now_ms=now_ms, trimmed=_retention_removed(store, checkpoints)
+    )
     plan = service.plan(session_id, event_id, to=to, current_files=current_files)
     result = service.execute(plan)
     if lifecycle is not None:

@@ -125,9 +125,13 @@ class BranchService:
         *,
         now_ms: Callable[[], int],
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:20],
+        trimmed: Callable[[Mapping[str, Any]], bool] = lambda snapshot: False,
     ) -> None:
+        """``trimmed``: whether retention removed a snapshot on purpose (its missing objects
+        are then said so, not called damage)."""
         self._store = store
         self._checkpoints = checkpoints
+        self._trimmed = trimmed
         self._now_ms = now_ms
         self._new_id = new_id
 
@@ -373,14 +377,6 @@ class BranchService:
             "treeId": snap.tree_id,
             "workspaceIdentity": identity,
         }
-
-    def _trimmed(self, snapshot: Mapping[str, Any]) -> bool:
-        """Whether retention removed ``snapshot`` on purpose (a store that can tell)."""
-        ask = getattr(self._checkpoints, "removed_by_retention", None)
-        if ask is None:
-            return False
-        workspace, ref = str(snapshot["workspaceIdentity"]), str(snapshot.get("checkpointRef", ""))
-        return bool(ask(self._store, workspace, ref))
 
     def _materialize(self, plan: BranchPlan, snapshot: Mapping[str, Any], session_id: str) -> str:
         carrier = self._checkpoints

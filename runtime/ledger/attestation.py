@@ -30,7 +30,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
-from runtime.ledger.codes import ReconcileObservation, RecoveryReasonCode
+from runtime.ledger.codes import AttestationRefusal, ReconcileObservation, RecoveryReasonCode
 from runtime.ledger.event_model import MAX_SAFE_INTEGER, RuntimeEvent
 
 ATTESTATION_SCHEMA = "user_attestation_v1"
@@ -106,6 +106,16 @@ def note_problem(note: str | None) -> str | None:
     if len(note) > MAX_NOTE_CHARS:
         return f"the note is longer than {MAX_NOTE_CHARS} characters"
     return None
+
+
+def note_code(note: str | None) -> AttestationRefusal:
+    """The code of ``note_problem``'s refusal: an empty note or one too long."""
+    empty = note is not None and note.strip() == ""
+    return (
+        AttestationRefusal.ATTESTATION_NOTE_EMPTY
+        if empty
+        else (AttestationRefusal.ATTESTATION_NOTE_TOO_LONG)
+    )
 
 
 def attestation_from_payload(payload: Mapping[str, Any]) -> Attestation | None:

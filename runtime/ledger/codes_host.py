@@ -33,6 +33,8 @@ class AttestationRefusal(StrEnum):
     # A file write: its evidence decides, never the user's word.
     ATTESTATION_NOT_OFFERED_FOR_RECONCILE = "attestation_not_offered_for_reconcile"
     ATTESTATION_NOTE_TOO_LONG = "attestation_note_too_long"
+    # ``--note ""`` or only spaces: leave the note out instead.
+    ATTESTATION_NOTE_EMPTY = "attestation_note_empty"
 
 
 class LedgerFileCode(StrEnum):

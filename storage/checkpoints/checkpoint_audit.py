@@ -193,6 +193,24 @@ def removed_by_retention(
     return found
 
 
+def snapshot_removed_by_retention(
+    reader: _Reader, carrier: GitCheckpointStore, snapshot: Mapping[str, Any]
+) -> bool:
+    """Whether retention removed the snapshot a fact names on purpose (``removed_by_retention``
+    for one snapshot, such as a branch point's); False when that cannot be told."""
+    from storage.checkpoints.checkpoint_retention import refs_to_keep
+
+    workspace, ref = str(snapshot.get("workspaceIdentity", "")), snapshot.get("checkpointRef")
+    if not workspace or not isinstance(ref, str) or not ref:
+        return False
+    try:
+        if ref in carrier.refs_in(carrier.git_dir(workspace)):
+            return False
+        return ref not in refs_to_keep(reader)[0]
+    except Exception:  # a wording only: never fail the refusal it words
+        return False
+
+
 @dataclass(slots=True)
 class SnapshotVerification:
     verified: int = 0

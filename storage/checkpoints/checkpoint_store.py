@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Literal
 
 from runtime.ledger.canonical_codec import canonical_json_bytes
 from runtime.ledger.checkpoint_ports import (
@@ -255,18 +255,6 @@ class GitCheckpointStore:
 
     missing_note: str | None = None
     """Said with a missing snapshot's park: where it may be instead (a shared ledger)."""
-
-    def removed_by_retention(self, reader: Any, workspace_identity: str, ref: str) -> bool:
-        """Whether retention removed the snapshot ``ref`` names on purpose: its ref is gone
-        and retention keeps no such ref now (``checkpoint_retention.refs_to_keep``)."""
-        from storage.checkpoints.checkpoint_retention import refs_to_keep
-
-        try:
-            if not ref or ref in self.refs_in(self.git_dir(workspace_identity)):
-                return False
-            return ref not in refs_to_keep(reader)[0]
-        except Exception:  # a wording only: never fail the refusal it words
-            return False
 
     @property
     def turned_off(self) -> bool:

@@ -8,7 +8,8 @@ every bundle rule, the transition validation and the projection update apply as 
 Refusals (nothing written), in this order:
 
 - ``operation_not_found``: no T1 operation with that id;
-- ``attestation_note_too_long``: the note is empty or longer than 500 characters;
+- ``attestation_note_too_long`` / ``attestation_note_empty``: the note is longer than 500
+  characters, or empty;
 - the verdict of the run's committed events (``judge``: ``runtime.recovery.settle_verdict``, the
   resolver's reading that ``maka plan`` shows, never the ``tool_operations`` projection, which
   only names the operation): ``tool_ledger_corruption`` (the run's record is damaged),
@@ -41,6 +42,7 @@ from runtime.ledger.attestation import (
     Attestation,
     SettleJudge,
     attestation_result,
+    note_code,
     note_problem,
 )
 from runtime.ledger.codes import (
@@ -183,7 +185,7 @@ def commit_attestation(  # noqa: PLR0917 (what the user said, and the host facts
         raise StoreRefusal(StoreCode.OPERATION_NOT_FOUND, f"no tool operation {operation_id}")
     problem = note_problem(note)
     if problem is not None:
-        raise StoreRefusal(AttestationRefusal.ATTESTATION_NOTE_TOO_LONG, problem)
+        raise StoreRefusal(note_code(note), problem)
     header = headers.require_header(tx.conn, operation.run_id)
     events = [stored.event for stored in read_invocation_rows(tx.conn, header.invocation_id)]
     verdict = judge(events, operation_id)

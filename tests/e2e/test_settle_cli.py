@@ -186,6 +186,8 @@ def test_every_refusal_has_its_code_and_changes_nothing(tmp_path: Path) -> None:
     assert (missing.returncode, _code(missing)) == (2, "operation_not_found")
     long_note = drill.maka("settle", session, "c1", "--ran", "--note", "x" * 501)
     assert (long_note.returncode, _code(long_note)) == (2, "attestation_note_too_long")
+    empty_note = drill.maka("settle", session, "c1", "--ran", "--note", " ")
+    assert (empty_note.returncode, _code(empty_note)) == (2, "attestation_note_empty")
     unknown_session = drill.maka("settle", "sess-nope", "c1", "--ran")
     assert (unknown_session.returncode, _code(unknown_session)) == (2, "session_not_found")
     neither = drill.maka("settle", session, "c1")

@@ -171,7 +171,7 @@ def test_a_note_too_long_or_empty(store: SqliteLedgerStore, data_dir: Path) -> N
     _crashed_run(store, call, dispatch)
     op = operation_of(call)
     assert _refusal(store, data_dir, op, note="x" * 501) == "attestation_note_too_long"
-    assert _refusal(store, data_dir, op, note="  ") == "attestation_note_too_long"
+    assert _refusal(store, data_dir, op, note="  ") == "attestation_note_empty"
     assert store.commit_attestation(op, True, "x" * 500, _no_process, judge_settlement).created
 
 
