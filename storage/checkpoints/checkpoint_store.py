@@ -148,6 +148,25 @@ CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
 
 
+def data_folder_rule(folder: Path, data_dir: Path) -> str:
+    """The exclude rule that keeps Maka's own data folder out of the snapshots of a folder
+    holding it (``MAKA_DATA_DIR=data`` in the project, a session in the home folder with the
+    default data folder): every capture copied the ledger and the snapshot store into the
+    store itself, which grew without bound, and every drift check found them changed. "" when
+    the data folder is not strictly inside ``folder`` (or its name cannot be written as a
+    rule: a newline in it)."""
+    inner, outer = os.path.realpath(data_dir), os.path.realpath(folder)
+    if inner == outer or not inner.startswith(outer.rstrip(os.sep) + os.sep):
+        return ""
+    relative = os.path.relpath(inner, outer)
+    if "\n" in relative or "\r" in relative:
+        return ""
+    escaped = re.sub(r"([\\*?\[])", r"\\\1", relative.replace(os.sep, "/"))
+    stripped = escaped.rstrip(" ")
+    escaped = stripped + "\\ " * (len(escaped) - len(stripped))  # trailing spaces count
+    return f"/{escaped}/\n"
+
+
 def checkpoints_turned_off(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``MAKA_WORKSPACE_CHECKPOINTS`` turns workspace checkpoints off (``off``, ``0``,
     ``false``, ``no``) in ``environ`` (this process's by default)."""
@@ -314,6 +333,7 @@ class GitCheckpointStore:
             # The user's rules first, the app's own last: no negation of theirs undoes them.
             where = Path(os.path.abspath(folder))
             exclude = user_rules(where) + enclosing_rules(where) + own_rules(where) + _EXCLUDE
+            exclude += data_folder_rule(where, self.root.parent)
         elif (info / "exclude").is_file():
             exclude = (info / "exclude").read_text("utf-8", "surrogateescape")
         for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):
