@@ -19,8 +19,24 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import RestoreCode
 
 
+# The longest name a copy's is made from, in bytes: with ``-restored-<n>`` after it, it fits
+# the 255 bytes file systems allow a name (a folder named near that limit had a default copy
+# place no folder could be made at).
+MAX_BASE_NAME_BYTES = 200
+
+
 def copy_base(folder: str) -> str:
     """The path a copy's name is made from (``<base>-restored-<n>``, ``<base>-branch-<n>``)."""
+    chosen = _beside(folder)
+    name = os.path.basename(chosen)
+    if len(os.fsencode(name)) <= MAX_BASE_NAME_BYTES:
+        return chosen
+    while len(os.fsencode(name)) > MAX_BASE_NAME_BYTES:
+        name = name[:-1]
+    return os.path.join(os.path.dirname(chosen), name)
+
+
+def _beside(folder: str) -> str:
     base = os.path.normpath(os.path.abspath(folder))
     chosen = base
     parts: list[str] = [os.path.basename(base)]

@@ -113,3 +113,19 @@ def test_a_repository_of_the_home_folder_is_never_stepped_out_of(
     (home / ".git").rmdir()
     (tmp_path / "home" / ".git").mkdir()
     assert copy_base(str(home / "notes")) == str(home / "notes")
+
+
+def test_a_folder_named_near_the_limit_gets_a_copy_place_that_can_be_made(tmp_path: Path) -> None:
+    """A folder whose name is near the 255 bytes a name may have: ``<name>-restored-1`` was
+    offered by ``maka plan`` and failed at resume with "File name too long"."""
+    for name in ("L" * 250, "é" * 120, "ab" * 100 + "x"):
+        folder = tmp_path / name
+        folder.mkdir()
+        for place in (default_restore_path(str(folder)), default_branch_path(str(folder))):
+            assert len(os.fsencode(place.name)) <= 255, place.name
+            assert place.parent == tmp_path
+            place.mkdir()  # it can be made
+            assert place.name.startswith(name[:100])
+    short = tmp_path / "short"
+    short.mkdir()
+    assert copy_base(str(short)) == str(short)  # a usual name is kept whole
