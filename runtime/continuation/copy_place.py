@@ -18,7 +18,6 @@ import os
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import RestoreCode
 
-
 # The longest name a copy's is made from, in bytes: with ``-restored-<n>`` after it, it fits
 # the 255 bytes file systems allow a name (a folder named near that limit had a default copy
 # place no folder could be made at).
