@@ -411,9 +411,11 @@ def plan_summary(
     else:
         # A session whose latest turn finished has nothing to resume: said as that, not as
         # Safe resume "parked" (the exit code stays the one for "does not continue").
-        finished = [reason.value for reason in plan.rejection_reasons] == [
-            "resume_candidate_missing"
-        ]
+        # So is one whose interruption was already resumed (its continuation ran or runs).
+        finished = [reason.value for reason in plan.rejection_reasons] in (
+            ["resume_candidate_missing"],
+            ["continuation_already_exists"],
+        )
         lines = [
             f"Nothing to resume in session {plan.session_id}:"
             if finished

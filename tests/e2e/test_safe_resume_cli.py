@@ -381,3 +381,19 @@ def test_the_notice_for_the_model_is_quoted_not_said_to_the_user(
         line.startswith("note: with your next message the model is told: “An earlier turn")
         for line in told
     ), told
+
+
+def test_plan_after_the_interruption_was_resumed_says_there_is_nothing_to_resume(
+    tmp_path: Path,
+) -> None:
+    """Once Safe resume continued the interrupted turn, ``maka plan`` says there is nothing
+    to resume (it said Safe resume "is parked")."""
+    drill = Drill(tmp_path)
+    drill.run("P5")
+    code, body = drill.resume()
+    assert code == 0, body
+    plan = maka(["plan", drill.session], drill.data, env={**drill.env, **FLAG})
+    assert plan.returncode == 3, plan.stderr
+    assert plan.stdout.startswith(f"Nothing to resume in session {drill.session}:"), plan.stdout
+    assert "continuation_already_exists" in plan.stdout and "parked" not in plan.stdout
+    assert drill.count() == 1
