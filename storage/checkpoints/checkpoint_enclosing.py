@@ -35,6 +35,31 @@ import re
 from pathlib import Path
 
 _MAX_RULE_BYTES = 1024 * 1024
+# In a restored or branched copy: the rules the source folder was captured under that the copy
+# cannot read where it is (an enclosing repository's, the user's excludes file for a folder in a
+# repository), in Maka's own folder at its top.
+INHERITED_RULES = ".maka/inherited-ignore"
+
+
+def rules_to_inherit(source: Path) -> str:
+    """What a copy of ``source`` keeps of the rules its snapshots were taken under, beside
+    the ones it carries itself (its clone's ``info/exclude``): the user's excludes file and an
+    enclosing repository's, rewritten for ``source``, and what ``source`` inherited in turn.
+    A package of a monorepo restored beside the monorepo ignored ``node_modules/`` no more."""
+    return user_rules(source) + enclosing_rules(source) + inherited_rules(source)
+
+
+def inherited_rules(folder: Path) -> str:
+    """The rules a copy was given (``rules_to_inherit``), "" for any other folder (or when
+    ``.maka`` is not a plain folder or the file not a plain file)."""
+    folder = Path(os.path.abspath(folder))
+    try:
+        if os.path.islink(folder / ".maka") or os.path.islink(folder / INHERITED_RULES):
+            return ""
+    except OSError:
+        return ""
+    lines = _read(folder / INHERITED_RULES)
+    return "".join(f"{line}\n" for line in lines)
 
 
 def enclosing_rules(folder: Path) -> str:

@@ -83,7 +83,14 @@ from storage.checkpoints.checkpoint_empty_dirs import (
     graft_empty_dirs,
     tree_changes,
 )
-from storage.checkpoints.checkpoint_enclosing import enclosing_rules, own_rules, user_rules
+from storage.checkpoints.checkpoint_enclosing import (
+    INHERITED_RULES,
+    enclosing_rules,
+    inherited_rules,
+    own_rules,
+    rules_to_inherit,
+    user_rules,
+)
 from storage.checkpoints.checkpoint_git import (
     MIN_GIT_VERSION,
     GitCommand,
@@ -332,8 +339,8 @@ class GitCheckpointStore:
         if folder is not None:
             # The user's rules first, the app's own last: no negation of theirs undoes them.
             where = Path(os.path.abspath(folder))
-            exclude = user_rules(where) + enclosing_rules(where) + own_rules(where) + _EXCLUDE
-            exclude += data_folder_rule(where, self.root.parent)
+            exclude = user_rules(where) + enclosing_rules(where) + inherited_rules(where)
+            exclude += own_rules(where) + _EXCLUDE + data_folder_rule(where, self.root.parent)
         elif (info / "exclude").is_file():
             exclude = (info / "exclude").read_text("utf-8", "surrogateescape")
         for name, text in (("attributes", _ATTRIBUTES), ("exclude", exclude)):
@@ -1377,6 +1384,8 @@ class GitCheckpointStore:
             if record is not None:
                 apply_record(record, target)
             identity = resolve_workspace_identity(target).identity
+            if source is not None:
+                _inherit_rules(Path(source), target)
             if record is not None:
                 apply_root(record, target)
             self._share_snapshot(workspace_identity, identity, tree_id, checked.objects, target)
@@ -1793,6 +1802,26 @@ def _index_at_head(runner: GitRunner, scratch: Path, target: Path) -> None:
         runner.run_outside(["read-tree", "HEAD"], cwd=target)
     except CheckpointError:
         shutil.rmtree(target / ".git", ignore_errors=True)
+
+
+def _inherit_rules(source: Path, target: Path) -> None:
+    """Give the copy the rules its snapshot was taken under that it cannot read where it is
+    (``checkpoint_enclosing.rules_to_inherit``), in its ``.maka`` folder (made with the marker
+    just before): its snapshots leave out what the source's left out."""
+    rules = rules_to_inherit(source)
+    if not rules:
+        return
+    try:
+        with open(
+            target / INHERITED_RULES,
+            "x",
+            encoding="utf-8",
+            errors="surrogateescape",
+            opener=private_opener,
+        ) as handle:
+            handle.write(rules)
+    except OSError as error:  # best effort: the copy is whole without them
+        _log.warning("the copy at %s may snapshot what %s ignores: %s", target, source, error)
 
 
 def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None:

@@ -225,3 +225,40 @@ def _tree_names(store: GitCheckpointStore, tree: str) -> list[str]:
         check=True,
     ).stdout.split()
     return [name for name in listed if not name.startswith(".maka/")]
+
+
+def test_a_copy_of_a_package_keeps_ignoring_what_the_monorepo_ignores(tmp_path: Path) -> None:
+    """A package restored or branched beside its monorepo: the copy has no enclosing
+    repository to read the rules from, so an ``npm install`` there went into every snapshot
+    (and could stop them with ``checkpoint_too_large``). It keeps the rules its snapshot was
+    taken under; and so does a copy of the copy."""
+    top, package = _monorepo(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(package, WS, "refs/maka/s/r/1", "m")
+    before = _tree_state(top / ".git")
+    copy = tmp_path / "mono-packages-app-restored-1"
+    identity = store.materialize(WS, snapshot.tree_id, copy, "s", source=package)
+    assert _tree_state(top / ".git") == before
+    assert store.observe(copy, identity).tree_id == snapshot.tree_id
+    (copy / "node_modules" / "dep").mkdir(parents=True)
+    (copy / "node_modules" / "dep" / "index.js").write_text("installed in the copy\n")
+    (copy / "trace.log").write_text("log\n")
+    (copy / "src" / "more.js").write_text("more\n")
+    taken = store.capture(copy, identity, "refs/maka/s2/r/1", "m")
+    listed = subprocess.run(
+        ["git", "--git-dir", str(store.git_dir(identity)), "ls-tree", "-r", "--name-only"]
+        + [taken.tree_id],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(n for n in listed if not n.startswith(".maka/")) == [
+        "keep.log",
+        "src/main.js",
+        "src/more.js",
+    ]
+    again = tmp_path / "second-copy"
+    second = store.materialize(identity, taken.tree_id, again, "s3", source=copy)
+    (again / "node_modules").mkdir()
+    (again / "node_modules" / "x.js").write_text("x\n")
+    assert store.observe(again, second).tree_id == taken.tree_id
