@@ -245,14 +245,7 @@ def test_a_copy_of_a_package_keeps_ignoring_what_the_monorepo_ignores(tmp_path: 
     (copy / "trace.log").write_text("log\n")
     (copy / "src" / "more.js").write_text("more\n")
     taken = store.capture(copy, identity, "refs/maka/s2/r/1", "m")
-    listed = subprocess.run(
-        ["git", "--git-dir", str(store.git_dir(identity)), "ls-tree", "-r", "--name-only"]
-        + [taken.tree_id],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert sorted(n for n in listed if not n.startswith(".maka/")) == [
+    assert _tree_names_of(store, identity, taken.tree_id) == [
         "keep.log",
         "src/main.js",
         "src/more.js",
@@ -262,3 +255,14 @@ def test_a_copy_of_a_package_keeps_ignoring_what_the_monorepo_ignores(tmp_path: 
     (again / "node_modules").mkdir()
     (again / "node_modules" / "x.js").write_text("x\n")
     assert store.observe(again, second).tree_id == taken.tree_id
+
+
+def _tree_names_of(store: GitCheckpointStore, identity: str, tree: str) -> list[str]:
+    git_dir = str(store.git_dir(identity))
+    listed = subprocess.run(
+        ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", tree],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return sorted(name for name in listed if not name.startswith(".maka/"))
