@@ -965,12 +965,17 @@ class RequestRouter:
     ) -> bool:
         """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
         could not start; the outcome was pushed either way."""
+        send = self._turn_sender(session_id)
+
+        def sending(message: Message) -> None:
+            if automatic and isinstance(message, ResumeStartedPush):
+                # Kept from the moment it is said, not from the continuation's end: a window
+                # that connects while it runs is told too (send_standing_outcomes).
+                self._auto_started[session_id] = message.model_copy(update={"correlation_id": None})
+            send(message)
+
         sink = CoalescingPushSink(
-            session_id,
-            self._workers.relay,
-            self._turn_sender(session_id),
-            correlation_id,
-            automatic=automatic,
+            session_id, self._workers.relay, sending, correlation_id, automatic=automatic
         )
 
         def done(result: JobResult) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, Qt
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -152,7 +152,7 @@ class BranchDialog(QDialog):
         column.addLayout(folder_row)
         self.folder_note = QLabel(self._folder_words())
         self.folder_note.setWordWrap(True)
-        self.folder_note.setEnabled(False)
+        self._recolour_note()
         column.addWidget(self.folder_note)
         self.buttons = QDialogButtonBox()
         making = listed.snapshots_on and option.branchable
@@ -176,8 +176,21 @@ class BranchDialog(QDialog):
         # As tall as its sentences at its width: no empty bands between them, none clipped.
         self.resize(DIALOG_WIDTH, column.heightForWidth(DIALOG_WIDTH))
 
+    def _recolour_note(self) -> None:
+        """The footnote in the muted secondary colour, readable in light and dark palettes
+        (the disabled grey it once had is too faint to read)."""
+        palette = self.folder_note.palette()
+        palette.setColor(self.folder_note.foregroundRole(), theme.muted_text(self.palette()))
+        self.folder_note.setPalette(palette)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        changed = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+        if event.type() in changed and hasattr(self, "folder_note"):
+            self._recolour_note()
+
     def _folder_words(self) -> str:
-        """The grey footnote: where the copy goes and what it holds, for the choice offered
+        """The secondary footnote: where the copy goes and what it holds, for the choice offered
         (the files of that point, or the current files)."""
         where = _tr(
             "Default: a new folder beside yours (beside the Git repository your folder "

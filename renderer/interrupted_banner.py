@@ -73,6 +73,7 @@ from renderer.banner_text import (
     with_full_stop,
 )
 from renderer.bridge_port import BridgePort, ConnectionState
+from renderer.cut_label import CutLabel
 from renderer.elided_label import ElidedLabel
 from renderer.park_text import Severity
 from renderer.plain_tip import plain_tip
@@ -140,7 +141,7 @@ class InterruptedBanner(TintedPanel):
         title_font.setBold(True)
         self.title_label.setFont(title_font)
         self.title_label.setWordWrap(True)
-        self.body_label = QLabel()
+        self.body_label = CutLabel()
         self.body_label.setWordWrap(True)
         self.body_label.setTextFormat(Qt.TextFormat.PlainText)
         self.body_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
@@ -325,6 +326,8 @@ class InterruptedBanner(TintedPanel):
         ``app_restarted``; ``folder`` = where the session lives (named when it is missing). A
         session whose resume started stays closed until the main process reports it is no
         longer interrupted."""
+        if session_id != self._session_id:
+            self._body_open = False  # More opened another session's text, not this one's
         self._session_id = session_id
         self._interrupted = interrupted
         self._folder = folder
@@ -563,8 +566,8 @@ class InterruptedBanner(TintedPanel):
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = copy_for(state, current, self._resume_from_environment)
         self.title_label.setText(title)
-        if self.body_label.text() != visible(body):
-            self._body_open = False
+        # More stays open while the session does: Try again, a decision or an answer brings
+        # a new text about the same park, which the reader asked to see whole.
         self.body_label.setText(visible(body))
         self.body_label.setVisible(bool(body) and not collapsed)
         self._compact_hides = bool(body) or state is BannerState.PARKED

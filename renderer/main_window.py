@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, QObject, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, QObject, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -80,6 +80,26 @@ RESERVED_HEIGHT_PX = 460
 """Height kept for menu, header, banner text, transcript, composer and status bar."""
 
 
+USUAL_WINDOW = QSize(1180, 760)
+"""The window's first size on a screen with room for it."""
+
+MIN_WINDOW = QSize(720, 480)
+
+SCREEN_MARGIN = QSize(40, 60)
+"""Room kept around a first window that has to shrink to fit: its frame and title bar, which
+the available geometry does not include."""
+
+
+def first_size(available: QSize | None) -> QSize:
+    """The window's first size: the usual one, shrunk to what the screen has free (the
+    composer, Send and the status bar stay on screen on a small display), never below the
+    minimum size."""
+    if available is None or available.isEmpty():
+        return QSize(USUAL_WINDOW)
+    room = available - SCREEN_MARGIN
+    return USUAL_WINDOW.boundedTo(room).expandedTo(MIN_WINDOW)
+
+
 def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
 
@@ -103,8 +123,9 @@ class MainWindow(QMainWindow):
         """Ask before a user's close stops running turns (the real app; off in widget tests and
         when the main process itself closes the window)."""
         self.setWindowTitle("Maka")
-        self.resize(1180, 760)
-        self.setMinimumSize(720, 480)
+        self.setMinimumSize(MIN_WINDOW)
+        screen = self.screen()
+        self.resize(first_size(screen.availableGeometry().size() if screen else None))
         self._bridge = bridge
         self._session_id: str | None = None
         self._running: set[str] = set()
@@ -622,9 +643,16 @@ class MainWindow(QMainWindow):
     def _on_resume_started(self, push: ResumeStartedPush) -> None:
         self._running.add(push.session_id)
         self._elsewhere.discard(push.session_id)
+        if push.automatic:
+            self.transcript.note_automatic_run(push.run_id)
         if push.session_id == self._session_id:
             self._refresh_availability()
-            self.statusBar().showMessage(_tr("Safe resume started a continuation."), 6000)
+            self.statusBar().showMessage(
+                _tr("Automatic resume started a continuation.")
+                if push.automatic
+                else _tr("Safe resume started a continuation."),
+                6000,
+            )
 
     def _settle(self, tool_call_id: str, ran: bool, note: str) -> None:
         if self._session_id is not None:

@@ -4,9 +4,15 @@ where the copy goes (a new sibling folder, or one the user picks) and what it ho
 from __future__ import annotations
 
 import os
+import re
 
 from PySide6.QtCore import QCoreApplication, Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
+
+PATH_LINE_PX = 420
+"""The widest line a path takes in the dialog (its text is at least this wide, so a path's
+line is never wrapped again, at a "-" in a folder's name say)."""
 
 
 def _tr(text: str) -> str:
@@ -42,7 +48,7 @@ def ask_restore_target(
         if point
         else _tr("Continue in a copy of the folder as it was when the run stopped?")
     )
-    where = _where(folder, place, abandoned=abandoned)
+    where = _where(folder, place, abandoned=abandoned, metrics=box.fontMetrics())
     if clone is None:
         where += " " + _tr(
             "If your folder is a Git repository, the copy is a clone of it at your current "
@@ -62,6 +68,9 @@ def ask_restore_target(
     )
     said = _sentence(point[:1].upper() + point[1:])
     box.setInformativeText(f"{said}\n\n{where}" if point else where)
+    informative = box.findChild(QLabel, "qt_msgbox_informativelabel")
+    if informative is not None:  # as wide as a path's line: wrapped only where it breaks
+        informative.setMinimumWidth(PATH_LINE_PX)
     make = box.addButton(_tr("Make the copy"), QMessageBox.ButtonRole.AcceptRole)
     choose = box.addButton(_tr("Choose folder…"), QMessageBox.ButtonRole.ActionRole)
     box.addButton(QMessageBox.StandardButton.Cancel)
@@ -78,13 +87,33 @@ def ask_restore_target(
     return False, None
 
 
-def _where(folder: str, place: str, *, abandoned: bool) -> str:
-    """Where the copy goes: the exact folder the main process named, else the pattern."""
+def path_lines(path: str, metrics: QFontMetrics, width: int = PATH_LINE_PX) -> str:
+    """``path`` on lines of at most ``width`` pixels, broken only after a "/" (never inside a
+    folder's name, as word wrap would at a "-"); a single name wider than a line is shortened
+    in its middle with "…"."""
+    lines: list[str] = []
+    line = ""
+    for whole in re.findall(r"[^/]*/|[^/]+$", path):
+        piece = whole
+        if metrics.horizontalAdvance(whole) > width:
+            piece = metrics.elidedText(whole, Qt.TextElideMode.ElideMiddle, width)
+        if line and metrics.horizontalAdvance(line + piece) > width:
+            lines.append(line)
+            line = piece
+        else:
+            line += piece
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def _where(folder: str, place: str, *, abandoned: bool, metrics: QFontMetrics) -> str:
+    """Where the copy goes: the exact folder the main process named (on lines of its own),
+    else the pattern."""
     if place:
         text = _tr(
-            "Maka makes the copy in a new folder, {place} (or the next free number, should "
+            "Maka makes the copy in a new folder,\n{place}\n(or the next free number, should "
             "that one exist by then), and the session continues there."
-        ).replace("{place}", place)
+        ).replace("{place}", path_lines(place, metrics))
         if abandoned:
             text += " " + _tr("A copy left by a resume that did not start is not used.")
         beside = os.path.dirname(os.path.normpath(place))

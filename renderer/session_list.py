@@ -319,6 +319,10 @@ class SessionListPanel(QWidget):
         self.view.setUniformItemSizes(True)
         self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.view.selectionModel().currentChanged.connect(self._on_current_changed)
+        # A click (or Enter) on the row already selected opens it too: the window may have
+        # selected it for the user at start, and the user's click is their look at it.
+        self.view.clicked.connect(self._on_opened)
+        self.view.activated.connect(self._on_opened)
         layout.addWidget(self.view, 1)
 
     def select(self, session_id: str) -> None:
@@ -330,3 +334,7 @@ class SessionListPanel(QWidget):
         summary = current.data(SUMMARY_ROLE)
         if isinstance(summary, SessionSummary):
             self.session_selected.emit(summary.session_id)
+
+    def _on_opened(self, index: QModelIndex) -> None:
+        if index == self.view.currentIndex():
+            self._on_current_changed(index, index)

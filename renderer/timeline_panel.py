@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+from typing import Literal
 
 from PySide6.QtCore import (
     QEvent,
@@ -524,6 +525,8 @@ class TimelinePanel(QWidget):
         action.setEnabled(option is not None and option.branchable)
         if option is not None and not option.branchable:
             action.setText(_tr("Continue from here… (a call before it is unsettled)"))
+        elif option is None and _call_without_outcome(index) == "unsettled":
+            action.setText(_tr("Continue from here… (the call is unsettled)"))
         elif option is not None and not option.snapshot_kept:
             action.setText(_tr("Continue from here… (no snapshot kept)"))
         action.triggered.connect(lambda: self.continue_from(index))
@@ -540,6 +543,19 @@ class TimelinePanel(QWidget):
     def _branch_line(self, index: QModelIndex) -> str:
         option = self.boundary_at(index)
         if option is None:
+            without = _call_without_outcome(index)
+            if without == "unsettled":
+                return _tr(
+                    "Not a branch point: this tool call has no settled outcome (it may or may "
+                    "not have run), so a new session cannot continue from it. Continue from an "
+                    "earlier point (before this call), or first settle the call: say on its "
+                    "card in the transcript whether it ran.\n"
+                )
+            if without == "running":
+                return _tr(
+                    "Not a branch point yet: this tool call has no result yet; a new session "
+                    "can continue from its result once it has one.\n"
+                )
             return ""
         if not option.branchable:
             return _tr(
@@ -557,12 +573,20 @@ class TimelinePanel(QWidget):
 
     def _update_branch_button(self) -> None:
         option = self.boundary_at(self.tree.currentIndex())
+        without = _call_without_outcome(self.tree.currentIndex())
         self.branch_button.setEnabled(option is not None and option.branchable)
         if option is not None and not option.branchable:
             tip = _tr(
                 "A tool call before this point has no settled outcome there: continue from an "
                 "earlier point, or settle the call first"
             )
+        elif option is None and without == "unsettled":
+            tip = _tr(
+                "This tool call has no settled outcome: continue from an earlier point, or "
+                "settle the call first (say on its card in the transcript whether it ran)"
+            )
+        elif option is None and without == "running":
+            tip = _tr("This tool call has no result yet: continue from its result once it has one")
         elif option is None:
             tip = _tr(
                 "A new session can continue from a message you sent, a tool's result or the "
@@ -795,6 +819,26 @@ class TimelinePanel(QWidget):
         origin = self._origins.get(session) if session is not None else None
         if origin is not None:
             self.source_open_requested.emit(origin.source_session_id)
+
+
+_UNSETTLED = frozenset({"unknown", "parked"})
+"""A tool row's statuses that say its call has no settled outcome (it may or may not have
+run): no branch point until the user says whether it ran."""
+
+
+def _call_without_outcome(index: QModelIndex) -> Literal["unsettled", "running"] | None:
+    """Why a tool row (or one of its facts) is no branch point: its call has no settled
+    outcome (``unsettled``), or no result yet (``running``); None for any other row."""
+    node = index.data(NODE_ROLE)
+    row = node if isinstance(node, RowNode) else node.row if isinstance(node, EntryNode) else None
+    if row is None or row.item.kind != "tool":
+        return None
+    status = row.item.status
+    if status in _UNSETTLED:
+        return "unsettled"
+    if status == "running":
+        return "running"
+    return None
 
 
 def _after(index: QModelIndex, option: BranchOptionItem) -> str:

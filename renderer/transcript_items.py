@@ -788,8 +788,11 @@ class NoticeWidget(TintedPanel):
         )
 
 
-def continued_words(after: str) -> str:
-    """The continuation marker's words: what Safe resume continued after."""
+def continued_words(after: str, automatic: bool = False) -> str:
+    """The continuation marker's words: what Safe resume continued after, and whether
+    automatic resume (at start, after a restart) started it rather than the user."""
+    if automatic:
+        return _tr("Continued after restart by automatic resume")
     if after == "stop":
         return _tr("Continued with Safe resume after the stop")
     if after == "failure":
@@ -810,6 +813,7 @@ class ContinuationMarkerWidget(QWidget):
         self.left_rule.setFrameShape(QFrame.Shape.HLine)
         self.right_rule = QFrame()
         self.right_rule.setFrameShape(QFrame.Shape.HLine)
+        self._automatic = False
         self.label = QLabel(continued_words(item.after))
         font = self.label.font()
         font.setBold(True)
@@ -820,9 +824,15 @@ class ContinuationMarkerWidget(QWidget):
         self.update_item(item)
         self.refresh_colours()
 
+    def set_automatic(self, automatic: bool) -> None:
+        """Automatic resume started this continuation (its ``resume.started`` said so)."""
+        self._automatic = automatic
+        self.update_item(self._item)
+
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, ContinuationMarkerItem)
-        self.label.setText(continued_words(item.after))
+        self._item = item
+        self.label.setText(continued_words(item.after, self._automatic))
         tip = _tr("New run {run}").replace("{run}", item.run_id)
         if item.source_run_id:
             tip += "\n" + _tr("continues run {run}").replace("{run}", item.source_run_id)

@@ -42,12 +42,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.bridge_contract import ToolCardItem, ToolCardStatus, TranscriptItem
+from app.bridge_contract import (
+    ContinuationMarkerItem,
+    ToolCardItem,
+    ToolCardStatus,
+    TranscriptItem,
+)
 from renderer.measured_row import MeasuredRow
 from renderer.transcript_items import (
     AWAITING_PERMISSION,
     HOST_STOPPED,
     BranchMarkerWidget,
+    ContinuationMarkerWidget,
     ItemWidget,
     ToolCardWidget,
     widget_for,
@@ -58,6 +64,9 @@ MAX_LIVE_ITEMS = 150
 PAGE_ITEMS = 150
 TRIM_SLACK = 50
 FLUSH_INTERVAL_MS = 16
+
+MAX_AUTOMATIC_RUNS = 1000
+"""Runs remembered as started by automatic resume (a few at each start; bounded anyway)."""
 
 
 def _tr(text: str) -> str:
@@ -156,6 +165,7 @@ class TranscriptView(QScrollArea):
         self._flush_timer.timeout.connect(self.flush)
         self._follow = True
         self._session_open = True
+        self._automatic_runs: set[str] = set()
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_range_changed)
         bar.valueChanged.connect(self._on_scrolled)
@@ -369,8 +379,28 @@ class TranscriptView(QScrollArea):
         margins = self._column.contentsMargins()
         return self.viewport().width() - margins.left() - margins.right()
 
+    def note_automatic_run(self, run_id: str) -> None:
+        """Automatic resume started run ``run_id``: its continuation marker says so (the
+        marker shown now, or one that arrives later)."""
+        if len(self._automatic_runs) >= MAX_AUTOMATIC_RUNS:
+            self._automatic_runs.clear()
+        self._automatic_runs.add(run_id)
+        for item_id, row in self._rows.items():
+            item = self._items.get(item_id)
+            widget = _item_widget(row)
+            if (
+                isinstance(item, ContinuationMarkerItem)
+                and item.run_id == run_id
+                and isinstance(widget, ContinuationMarkerWidget)
+            ):
+                widget.set_automatic(True)
+                row.fit(row.width())
+
     def _insert_widget(self, item: TranscriptItem, index: int) -> None:
         widget = widget_for(item)
+        if isinstance(widget, ContinuationMarkerWidget):
+            assert isinstance(item, ContinuationMarkerItem)
+            widget.set_automatic(item.run_id in self._automatic_runs)
         if isinstance(widget, ToolCardWidget):
             widget.settle_requested.connect(self.settle_requested)
         if isinstance(widget, BranchMarkerWidget):

@@ -102,6 +102,12 @@ def test_auto_resume_asking_before_any_window_connected_is_answered_later(
 
     window, bridge = _window(qtbot, main)
     qtbot.waitUntil(window.permission.isVisible, timeout=WAIT_MS)
+    # The window connected while the continuation runs: it is told automatic resume started it
+    # (it was told only once the continuation had ended).
+    qtbot.waitUntil(
+        lambda: "1 session continued by itself" in window.auto_resume_notice.text,
+        timeout=WAIT_MS,
+    )
     current = window.permission.current
     assert isinstance(current, PermissionRequestedPush) and current.session_id == session_id
     assert "echo 2 >> n.txt" in window.permission.summary_view.toPlainText()
