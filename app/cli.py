@@ -315,7 +315,32 @@ def _require_utf8_data_dir(data_dir: str | None) -> None:
         ) from None
 
 
+def _closed_streams_are_empty() -> None:
+    """A standard stream the caller closed (``>&-``, ``<&-``) is ``/dev/null`` for the command
+    and every process it starts: with stdout closed every printing command failed with a
+    traceback (``maka run`` leaving its run to be repaired), and with stdin closed a question
+    waited for an answer for ever. Now nothing printed goes anywhere, and a closed stdin reads
+    as the end of input (a question is denied, as with ``</dev/null``)."""
+    import os
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:  # (the lowest free descriptor: this one, when the lower are open)
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+
+
 def run_main() -> None:
+    _closed_streams_are_empty()
     code = main()
     try:
         sys.stdout.flush()

@@ -155,15 +155,36 @@ CHECKPOINTS_DIR = "checkpoints"
 CHECKPOINTS_ENV = "MAKA_WORKSPACE_CHECKPOINTS"
 
 
+# What Maka keeps at the top of its data folder (the ledger and its companions, the snapshot
+# store, logs, the desktop's endpoint, settings, verdicts, the lock, the background shells).
+_DATA_FOLDER_ENTRIES = "".join(
+    f"/{name}\n"
+    for name in (
+        "runtime.sqlite",
+        "runtime.sqlite-*",
+        "runtime.sqlite.*",
+        "checkpoints/",
+        "logs/",
+        "ipc/",
+        "settings.json",
+        "resume-verdicts.json",
+        "maka-main.lock",
+        "background-shells.jsonl",
+    )
+)
+
+
 def data_folder_rule(folder: Path, data_dir: Path) -> str:
     """The exclude rule that keeps Maka's own data folder out of the snapshots of a folder
     holding it (``MAKA_DATA_DIR=data`` in the project, a session in the home folder with the
     default data folder): every capture copied the ledger and the snapshot store into the
-    store itself, which grew without bound, and every drift check found them changed. "" when
-    the data folder is not strictly inside ``folder`` (or its name cannot be written as a
-    rule: a newline in it)."""
+    store itself, which grew without bound, and every drift check found them changed. The data
+    folder's own entries when it is ``folder`` itself (``MAKA_DATA_DIR=.``); "" when it is not
+    inside ``folder`` (or its name cannot be written as a rule: a newline in it)."""
     inner, outer = os.path.realpath(data_dir), os.path.realpath(folder)
-    if inner == outer or not inner.startswith(outer.rstrip(os.sep) + os.sep):
+    if inner == outer:
+        return _DATA_FOLDER_ENTRIES
+    if not inner.startswith(outer.rstrip(os.sep) + os.sep):
         return ""
     relative = os.path.relpath(inner, outer)
     if "\n" in relative or "\r" in relative:

@@ -114,4 +114,34 @@ def test_the_rule_ignores_the_data_folder_and_nothing_beside_it(
     assert not _ignored(folder, rule, "/".join(beside) + "/x")
     # Nothing when the data folder is not strictly inside the folder.
     assert data_folder_rule(data, folder) == ""
-    assert data_folder_rule(folder, folder) == ""
+    # The data folder is the folder itself: its own entries, nothing of the user's.
+    same = data_folder_rule(folder, folder)
+    for own in ("runtime.sqlite", "runtime.sqlite-wal", "checkpoints/x.git/HEAD", "logs/a.log"):
+        assert _ignored(folder, same, own), own
+    assert not _ignored(folder, same, "app.py")
+
+
+def test_the_data_folders_own_entries_are_the_ones_maka_writes() -> None:
+    """The rules for a data folder that is the session folder itself name every entry Maka
+    keeps at the top of its data folder (a new one must be added there too)."""
+    from app.host.ipc_endpoint import IPC_DIR_NAME
+    from app.host.resume_verdicts import VERDICTS_FILE
+    from runtime.continuation.lifecycle_log import LIFECYCLE_LOG
+    from runtime.tools.process_tree import BACKGROUND_SHELLS_FILE
+    from storage.checkpoints.checkpoint_store import CHECKPOINTS_DIR
+    from storage.instance_lock import LOCK_FILE_NAME
+    from storage.ledger.database_choice import SETTINGS_FILE
+    from storage.ledger.sqlite_connection import DATABASE_NAME
+
+    rules = data_folder_rule(Path("/x"), Path("/x")).splitlines()
+    for name in (
+        f"/{IPC_DIR_NAME}/",
+        f"/{VERDICTS_FILE}",
+        f"/{LIFECYCLE_LOG.parts[0]}/",
+        f"/{BACKGROUND_SHELLS_FILE}",
+        f"/{CHECKPOINTS_DIR}/",
+        f"/{LOCK_FILE_NAME}",
+        f"/{SETTINGS_FILE}",
+        f"/{DATABASE_NAME}",
+    ):
+        assert name in rules, name

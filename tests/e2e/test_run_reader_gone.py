@@ -59,3 +59,45 @@ def test_a_reader_that_goes_away_cancels_the_turn_cleanly(tmp_path: Path) -> Non
         check=True,
     ).stdout
     assert "run cancelled (stopped: the program reading its output ended)" in timeline, timeline
+
+
+def _closed(args: list[str], data: Path, closed_fd: int) -> subprocess.CompletedProcess[bytes]:
+    """``maka ARGS`` with one standard stream closed (``>&-``, ``<&-``), the others kept."""
+    env = {**os.environ, "MAKA_DATA_DIR": str(data), "MAKA_WORKSPACE_CHECKPOINTS": "on"}
+    env.pop("MAKA_PROVIDER", None)
+    return subprocess.run(
+        [*maka_executable(), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        preexec_fn=lambda: os.close(closed_fd),  # noqa: PLW1509 (the child's own stream)
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_closed_stdout_or_stdin_is_the_empty_stream(tmp_path: Path) -> None:
+    """Closed stdout: every printing command failed with a traceback, and ``maka run`` left
+    its run to be repaired. Closed stdin: a question waited for an answer for ever. Now the
+    output goes nowhere and a closed stdin is the end of input (the question is denied)."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    ran = _closed(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write a.md saying 1"], data, 1
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert b"Traceback" not in ran.stderr
+    [(header, _)] = committed_runs(data)
+    assert header.status.value == "completed"
+    assert (work / "a.md").read_text() == "1\n"
+    listed = _closed(["sessions"], data, 1)
+    assert listed.returncode == 0 and b"Traceback" not in listed.stderr, listed.stderr
+    asked = _closed(
+        ["run", "--session", header.session_id, "--permission-mode", "ask", "write b.md saying 2"],
+        data,
+        0,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert b"Traceback" not in asked.stderr
+    assert b"denied permission" in asked.stdout
+    assert not (work / "b.md").exists()
