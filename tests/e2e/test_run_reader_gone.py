@@ -70,7 +70,7 @@ def _closed(args: list[str], data: Path, closed_fd: int) -> subprocess.Completed
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
-        preexec_fn=lambda: os.close(closed_fd),  # noqa: PLW1509 (the child's own stream)
+        preexec_fn=lambda: os.close(closed_fd),  # the child's own stream
         timeout=60,
         check=False,
     )
