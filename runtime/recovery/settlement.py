@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from runtime.ledger.attestation import SettleJudge
+from runtime.ledger.attestation import SettleJudge, note_code, note_problem
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOperationRecord
@@ -149,6 +149,10 @@ def settle(
     ``baseline``: for a writing call, the capture of the folder that the same transaction
     records as the new baseline (docs/design/workspace.md section 3)."""
     operation = find_operation(store, session_id, reference)
+    problem = note_problem(note)
+    if problem is not None:
+        # Refused before the folder is captured: a refused answer leaves no snapshot behind.
+        raise StoreRefusal(note_code(note), problem)
     surviving = surviving_process_check(store, shells, session_id, operation.run_id)
     # Only for a call no answer settled yet: a repeated answer is a no-op and captures nothing.
     unsettled = operation.current_state in UNSETTLED_STATES

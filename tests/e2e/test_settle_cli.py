@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -400,3 +401,33 @@ def test_a_notice_is_announced_until_the_model_has_answered_it(tmp_path: Path) -
     second = drill.maka(*args, "again")
     assert second.returncode == 0, second.stderr
     assert told not in second.stderr, second.stderr
+
+
+def test_a_refused_note_leaves_no_snapshot_behind(tmp_path: Path) -> None:
+    """With snapshots on, an answer refused for its note captured the folder first: a ref no
+    fact names, which ``maka doctor`` then blamed on a capture cut off."""
+    drill = Drill(tmp_path)
+    on = {"MAKA_WORKSPACE_CHECKPOINTS": "on"}
+    args = ["run", "--cwd", str(drill.work), "--permission-mode", "auto", "count once"]
+    assert drill.maka(*args, env={**on, "MAKA_FAILPOINT": "P4"}).returncode == -9
+
+    def refs() -> list[str]:
+        return sorted(
+            line
+            for store in (drill.data / "checkpoints").glob("*.git")
+            for line in subprocess.run(
+                ["git", "--git-dir", str(store), "for-each-ref", "--format=%(refname)"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+        )
+
+    before = refs()
+    assert before
+    for note in ("x" * 501, " "):
+        refused = drill.maka("settle", drill.session, "c1", "--ran", "--note", note, env=on)
+        assert refused.returncode == 2, refused.stderr
+    assert refs() == before
+    doctor = drill.maka("doctor", env=on)
+    assert doctor.returncode == 0 and " 0 orphan refs" in doctor.stdout, doctor.stdout
