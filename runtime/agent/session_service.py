@@ -78,11 +78,15 @@ def require_utf8(text: str, what: str) -> None:
 
 def _title(text: str) -> str:
     """A session title from a message: its first non-blank line, at most 80 characters (a
-    longer line is cut at 79 and ends with "…", so a shortened title says so)."""
+    longer line is cut at 79 and ends with "…", so a shortened title says so), each control
+    character a space (a title a rename could not give: ``session_title``)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return ""
-    first = lines[0]
+    first = "".join(" " if ord(char) < 32 or ord(char) == 127 else char for char in lines[0])
+    first = first.strip()
+    if not first:
+        return ""
     return first if len(first) <= 80 else first[:79].rstrip() + "…"
 
 

@@ -89,3 +89,15 @@ def test_sessions_started_with_the_same_message_can_be_told_apart(tmp_path: Path
         "list files — project (2)",
     ]
     assert len(set(titles)) == len(titles)
+
+
+def test_a_title_taken_from_a_message_has_no_control_character(tmp_path: Path) -> None:
+    """``write \\e]0;x\\a.md``: the title kept ESC and BEL, which a rename refuses."""
+    from runtime.ledger.session_title import title_allowed
+
+    service, folder = _service(tmp_path)
+    session = service.create_session(folder)
+    _send(service, session.session_id, "write \x1b]0;pwn\x07.md saying x\x7f")
+    title = service.get_session(session.session_id).title
+    assert title == "write  ]0;pwn .md saying x"
+    assert title_allowed(title)
