@@ -142,7 +142,7 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         ),
         "workspace_drift": (
             _W,
-            "The files in the folder differ from the snapshot taken when the run stopped.",
+            "The files in the folder differ from how they were when the run stopped.",
             "Look at the changed files listed above: put them back as they were and choose Try "
             "again, or send a new message telling the model what changed.",
             (*_SNAPSHOT, *_CHANGED),
