@@ -100,14 +100,32 @@ def open_store(
         # A first open killed after publishing leaves its temporary name linked to the file.
         remove_abandoned(data_dir, path.name)
     except StoreRefusal as refusal:
-        conn.close()
+        _close_untouched(conn, path)
         if refusal.code is not StoreCode.STORE_IO_FAILED:
             raise
         raise probe_io_failure(data_dir) or refusal from None
     except BaseException:
-        conn.close()
+        _close_untouched(conn, path)
         raise
     return SqliteLedgerStore(conn, path, read_only=False, full_rescan=full_rescan, clock=clock)
+
+
+def _close_untouched(conn: sqlite3.Connection, path: Path) -> None:
+    """Close a writer connection that wrote nothing without SQLite's checkpoint on close: the
+    last connection to close copies the WAL's pages into the database file, so a refused
+    damaged database (``store_corrupt``, "Nothing was changed") was changed all the same. A
+    read-only connection open at that moment makes the writer not the last one, and it cannot
+    checkpoint itself. Best effort: where it cannot be opened, the writer just closes."""
+    reader: sqlite3.Connection | None = None
+    try:
+        reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        reader.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+        if reader is not None:
+            reader.close()
 
 
 def _writer_connection(path: Path) -> sqlite3.Connection:

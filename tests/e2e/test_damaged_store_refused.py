@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -97,3 +98,34 @@ def test_a_clean_close_lets_the_next_start_skip_the_whole_file_check(tmp_path: P
         file.write(b"\0" * 10)
     os.utime(database, ns=(info.st_atime_ns, info.st_mtime_ns))  # hide the modification time
     assert _read_stamp(database) != _current_stamp(database)
+
+
+def test_a_refused_database_with_a_wal_is_left_as_it_was(tmp_path: Path) -> None:
+    """A crash leaves committed pages in the WAL; the database file is then damaged (cut
+    short). Every writer refused it with "Nothing was changed", yet closing its connection
+    copied the WAL into the file (SQLite's checkpoint on close): the file grew back and the WAL
+    was emptied, so the state to restore from was no longer the one the user had."""
+    data_dir, folder = tmp_path / "data", tmp_path / "work"
+    folder.mkdir()
+    crashed = maka(
+        ["run", "--cwd", str(folder), "--permission-mode", "auto", "run echo hi"],
+        data_dir,
+        env={"MAKA_FAILPOINT": "P3"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    database = data_dir / DATABASE_NAME
+    wal = data_dir / f"{DATABASE_NAME}-wal"
+    assert wal.stat().st_size > 0  # the crash left pages there
+    scratch = tmp_path / "scratch"  # read from a copy: reading the folder could checkpoint
+    scratch.mkdir()
+    for path in (database, wal):
+        shutil.copy(path, scratch / path.name)
+    [(header, _)] = committed_runs(scratch)
+    with database.open("r+b") as file:
+        file.truncate(database.stat().st_size - 100)  # no longer whole pages
+    before = (_digest(database), _digest(wal))
+    session = header.session_id
+    for args in (["plan", session], ["run", "--session", session, "hello"]):
+        refused = maka(args, data_dir)
+        assert refused.returncode != 0 and "[store_corrupt]" in refused.stderr, refused.stderr
+        assert (_digest(database), _digest(wal)) == before, args
