@@ -135,6 +135,7 @@ from storage.checkpoints.checkpoint_presence import (
     snapshots_whole,
     tree_whole,
 )
+from storage.checkpoints.checkpoint_remotes import mirror_remotes
 from storage.checkpoints.checkpoint_share import share_objects
 from storage.checkpoints.checkpoint_subindex import holds_skipped_entries
 from storage.checkpoints.checkpoint_tracked import (
@@ -1855,8 +1856,9 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
     patterns and settings); ``core.fileMode false``, or every file whose execute bit
     differs from its commit would show as modified; the repository's line-ending settings
     (``core.autocrlf``, ``core.eol``, ``core.safecrlf``), or a file Git converts would; and its
-    own ``core.excludesFile``. Best effort: whatever cannot be read leaves the clone as it
-    is."""
+    own ``core.excludesFile``; and its remotes in place of the clone's ``origin`` (the
+    user's folder: ``checkpoint_remotes``). Best effort: whatever cannot be read leaves the
+    clone as it is."""
     from storage.checkpoints.checkpoint_borrow import user_repository
     from storage.checkpoints.checkpoint_subindex import SKIP_WORKTREE, read_entries
 
@@ -1869,6 +1871,7 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
         _add_tracked_ignored(runner, target)
         if user is None:
             return
+        mirror_remotes(runner, user.common / "config", source, target)
         entries = read_entries((user.git_dir / "index").read_bytes(), sparse=True) or []
         skipped = {os.fsdecode(e.name) for e in entries if e.extended & SKIP_WORKTREE}
         if skipped:
