@@ -32,7 +32,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, NoReturn, cast
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
@@ -93,6 +93,26 @@ def _check_target(target: Path, force: bool) -> None:
             f"cannot write {target}: the folder {target.parent} does not exist",
             EXIT_USAGE,
         )
+
+
+def _refuse_unnamed(output: str, target: Path, data_dir: Path) -> NoReturn:
+    """A target that names no file (``""``, ``.``, ``/``) is refused as a folder is, with the
+    same codes; nothing is written."""
+    from runtime.ledger.codes import TransferCode
+
+    if not output:
+        raise CliError(
+            TransferCode.EXPORT_TARGET_INVALID,
+            "the output path is empty; export writes a regular file (use -o - for standard output)",
+            EXIT_USAGE,
+        )
+    _check_outside(data_dir, (target,))
+    _check_target(target, force=True)
+    raise CliError(
+        TransferCode.EXPORT_TARGET_INVALID,
+        f"{output} names no file; export writes a regular file (use -o - for standard output)",
+        EXIT_USAGE,
+    )
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -257,6 +277,8 @@ def run(args: argparse.Namespace) -> int:
     from storage.private_files import private_opener
 
     target = Path(args.output)
+    if not target.name:
+        _refuse_unnamed(args.output, target, data_dir_from(args))
     bundle = target.with_name(bundle_name(target.name))
     _check_outside(data_dir_from(args), (target, bundle))
     _check_target(target, args.force)

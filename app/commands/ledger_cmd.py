@@ -22,10 +22,13 @@ import argparse
 import importlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from runtime.ledger.codes import HostCode
+
+if TYPE_CHECKING:
+    from runtime.ledger.ledger_file import LedgerProblem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +108,8 @@ def run_check(args: argparse.Namespace) -> int:
     except LedgerFileError as error:
         raise CliError(error.code, error.message, EXIT_USAGE) from None
     report = check_ledger_bytes(data)
+    if report.clean and not report.event_count:
+        report = replace(report, problems=(_empty_ledger_problem(),))
     problems = report.problems
     if report.unreadable:
         # Only the lines that do not decode are listed; say which ones are export records.
@@ -125,7 +130,7 @@ def run_check(args: argparse.Namespace) -> int:
                 {
                     key: value
                     for key, value in (
-                        ("line", problem.line_number),
+                        ("line", problem.line_number or None),
                         ("code", problem.code),
                         ("eventId", problem.event_id),
                         ("field", problem.field),
@@ -144,7 +149,8 @@ def run_check(args: argparse.Namespace) -> int:
         for problem in problems:
             where = f" (field {problem.field})" if problem.field else ""
             event = f" event {problem.event_id}" if problem.event_id else ""
-            text = f"{path}:{problem.line_number}: {problem.code}{where}:{event}"
+            line = f":{problem.line_number}" if problem.line_number else ""
+            text = f"{path}{line}: {problem.code}{where}:{event}"
             message = problem.message
             if problem.code in LEDGER_CHECK_CODES:
                 # The scanner's message only names the call: say what is wrong first.
@@ -161,3 +167,12 @@ def run_check(args: argparse.Namespace) -> int:
         elif report.clean:
             print(f"{path}: clean ledger, {report.event_count} events")
     return EXIT_OK if report.clean else EXIT_ERROR
+
+
+def _empty_ledger_problem() -> LedgerProblem:
+    """A file without events is no clean ledger: the problem of the whole file (no line)."""
+    from app.commands.ledger_lines import EMPTY_LEDGER_MESSAGE
+    from runtime.ledger.codes import ParkReason
+    from runtime.ledger.ledger_file import LedgerProblem
+
+    return LedgerProblem(0, ParkReason.RUNTIME_LEDGER_EMPTY.value, EMPTY_LEDGER_MESSAGE)

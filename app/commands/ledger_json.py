@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
+from app.commands.ledger_lines import EMPTY_LEDGER_MESSAGE
+from runtime.ledger.codes import Disposition, ParkReason
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.tool_ledger_scanner import ScanIssue
 from runtime.recovery.recovery_resolver import RecoveryResolution, ToolRecoveryDecision
@@ -68,12 +70,26 @@ def diagnostic_json(diagnostic: ResumeDiagnostic) -> JsonObject:
     )
 
 
+def empty_ledger(verdict: ResumePlan | PlanVerdict) -> bool:
+    """The plan is of a ledger without events: nothing to continue from, so it is blocked with
+    ``runtime_ledger_empty`` (an error), as Safe resume parks a stored run without events."""
+    return verdict.source_runtime_event_high_water == 0
+
+
 def verdict_json(verdict: ResumePlan | PlanVerdict) -> JsonObject:
     """The plan document's keys other than its two long lists, in document order."""
+    disposition = verdict.disposition.value
+    diagnostics = [diagnostic_json(diagnostic) for diagnostic in verdict.diagnostics]
+    reasons = [reason.value for reason in verdict.rejection_reasons]
+    if empty_ledger(verdict):
+        disposition = Disposition.BLOCKED.value
+        empty = ParkReason.RUNTIME_LEDGER_EMPTY.value
+        diagnostics.append({"code": empty, "message": EMPTY_LEDGER_MESSAGE})
+        reasons.append(empty)
     return _present(
-        ("disposition", verdict.disposition.value),
-        ("diagnostics", [diagnostic_json(diagnostic) for diagnostic in verdict.diagnostics]),
-        ("rejectionReasons", [reason.value for reason in verdict.rejection_reasons]),
+        ("disposition", disposition),
+        ("diagnostics", diagnostics),
+        ("rejectionReasons", reasons),
         ("requiresVerification", verdict.requires_verification),
         ("sourceRuntimeEventHighWater", verdict.source_runtime_event_high_water),
         ("directive", verdict.directive),
@@ -243,11 +259,15 @@ def issue_json(issue: ScanIssue) -> JsonObject:
     )
 
 
-def scan_json(resolution: RecoveryResolution) -> JsonObject:
-    """The ``maka ledger scan --json`` document."""
+def scan_json(resolution: RecoveryResolution, *, empty: bool = False) -> JsonObject:
+    """The ``maka ledger scan --json`` document; ``empty``: the ledger holds no events, an issue
+    of the whole ledger (``runtime_ledger_empty``, no ``eventId``)."""
+    issues = [issue_json(issue) for issue in resolution.issues]
+    if empty:
+        issues.append({"code": ParkReason.RUNTIME_LEDGER_EMPTY.value})
     return {
         "operations": [decision_json(decision) for decision in resolution.decisions],
-        "issues": [issue_json(issue) for issue in resolution.issues],
+        "issues": issues,
         "hasCorruption": resolution.has_corruption,
         "requiresReconciliation": resolution.requires_reconciliation,
     }

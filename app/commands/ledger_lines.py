@@ -17,6 +17,11 @@ from app.cli_errors import EXIT_USAGE, CliError
 if TYPE_CHECKING:
     from runtime.ledger.ledger_file import LedgerFileError
 
+EMPTY_LEDGER_MESSAGE = "the run has no events"
+"""Why a ledger without events is refused (``runtime_ledger_empty``, an error): as Safe resume
+parks a stored run without events, ``plan`` and ``timeline`` block it and ``check`` and ``scan``
+report it."""
+
 # The lines of a ``maka export`` file that are not RuntimeEvents, as
 # ``storage.sessions.session_export``
 # writes them (not imported from there: the ledger tools never load the storage package).

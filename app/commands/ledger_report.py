@@ -28,6 +28,7 @@ from app.commands.ledger_json import (
     scan_json,
     verdict_json,
 )
+from app.commands.ledger_lines import EMPTY_LEDGER_MESSAGE
 from runtime.ledger.codes import HostCode
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
@@ -103,12 +104,17 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_scan(args: argparse.Namespace) -> int:
-    """``maka ledger scan FILE [--json]``."""
+    """``maka ledger scan FILE [--json]``. A file without events is reported as such
+    (``runtime_ledger_empty``, an issue without an event), as ``plan`` blocks it."""
+
+    def build(events: Sequence[RuntimeEvent], scan: ToolLedgerScan) -> JsonObject:
+        return scan_json(resolve_recovery(events, scan), empty=not events)
+
     return _run(
         args,
-        resolve_recovery,
-        scan_json,
-        lambda resolution: json.dumps(scan_json(resolution), ensure_ascii=False),
+        build,
+        lambda document: document,
+        lambda document: json.dumps(document, ensure_ascii=False),
     )
 
 
@@ -195,4 +201,7 @@ def _print_text(document: JsonObject) -> None:
             f"{decision['status']} ({decision['reason']})\n"
         )
     for issue in document["issues"]:
+        if "eventId" not in issue:  # of the whole file: it holds no events
+            out.write(f"  ! {issue['code']}: {EMPTY_LEDGER_MESSAGE}\n")
+            continue
         out.write(f"  ! {issue['code']} at {issue['eventId']}{_sentence(str(issue['code']))}\n")

@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.cli_errors import EXIT_OK
+from app.commands.ledger_json import empty_ledger
+from app.commands.ledger_lines import EMPTY_LEDGER_MESSAGE
+from runtime.ledger.codes import Disposition, ParkReason
 from runtime.ledger.event_model import TERMINAL_STATUSES, RuntimeEvent
 from runtime.ledger.timeline_model import RunSource, TimelineRun, build_timeline
 from runtime.ledger.timeline_pins import (
@@ -62,6 +65,12 @@ def plan_header(runs: Sequence[TimelineRun], plan: ResumePlan, run_id: str | Non
         for d in plan.diagnostics
     ]
     reasons = tuple(reason.value for reason in plan.rejection_reasons)
+    disposition = plan.disposition
+    if empty_ledger(plan):
+        disposition = Disposition.BLOCKED
+        empty = ParkReason.RUNTIME_LEDGER_EMPTY.value
+        diagnostics.append(TimelineReason(empty, EMPTY_LEDGER_MESSAGE, None, None, None))
+        reasons += (empty,)
     marks = None
     if run_id is not None:
         marks = ResumeMarks(
@@ -69,7 +78,7 @@ def plan_header(runs: Sequence[TimelineRun], plan: ResumePlan, run_id: str | Non
             plan.source_runtime_event_high_water,
             frozenset(event["id"] for event in plan.replay_runtime_events),
         )
-    return ParkHeader(plan.disposition, reasons, pin_reasons(runs, diagnostics, reasons), marks)
+    return ParkHeader(disposition, reasons, pin_reasons(runs, diagnostics, reasons), marks)
 
 
 def runs_by_id(runs: Sequence[TimelineRun]) -> dict[str, TimelineRun]:

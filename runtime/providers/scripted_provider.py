@@ -86,7 +86,23 @@ def _check_step(step: Any, where: str) -> dict[str, Any]:
             raise _invalid(f"{where}.toolCalls[{index}]: needs exactly id, name and args")
     if not isinstance(step.get("text", ""), str) or not isinstance(step.get("thinking", ""), str):
         raise _invalid(f"{where}: text and thinking must be strings")
+    if not _whole(step.get("chunks", 1)):
+        raise _invalid(f"{where}.chunks: must be a whole number")
+    delay = step.get("delayMs", 0)
+    if not _whole(delay) or not 0 <= delay <= _MAX_DELAY_MS:
+        raise _invalid(f"{where}.delayMs: must be a whole number from 0 to {_MAX_DELAY_MS}")
+    usage = step.get("usage", {})
+    if not isinstance(usage, dict) or not all(_whole(usage.get(k, 0)) for k in ("input", "output")):
+        raise _invalid(f"{where}.usage: must be an object of whole numbers 'input' and 'output'")
     return step
+
+
+_MAX_DELAY_MS = 3_600_000
+"""The longest delay a step may ask for (an hour, as long as a ``hang`` step waits)."""
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def parse_script(value: Any) -> tuple[tuple[dict[str, Any], ...], ...]:
@@ -107,15 +123,47 @@ def parse_script(value: Any) -> tuple[tuple[dict[str, Any], ...], ...]:
     )
 
 
+MAX_SCRIPT_BYTES = 64 << 20
+"""The largest script read (64 MiB): far more than any test script, so a larger file (or an
+endless one, ``/dev/zero``) is refused after reading at most this much."""
+
+MAX_SCRIPT_DEPTH = 64
+"""The deepest nesting of arrays and objects a script may hold (a tool call's ``args`` sit 5
+levels down): a deeper one is refused, before anything walks it."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """``value`` nests arrays and objects more than ``limit`` levels deep (walked without
+    recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 def load_script(path: Path) -> tuple[tuple[dict[str, Any], ...], ...]:
     try:
-        raw = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(MAX_SCRIPT_BYTES + 1)
     except OSError as error:
-        raise _invalid(f"cannot read script {path}: {error.strerror}") from None
+        raise _invalid(f"cannot read script {path}: {error.strerror or error}") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise _invalid(f"script {path} is larger than {MAX_SCRIPT_BYTES >> 20} MiB")
+    too_deep = f"script {path} nests arrays and objects deeper than {MAX_SCRIPT_DEPTH} levels"
     try:
-        value = json.loads(raw)
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise _invalid(f"script {path} is not UTF-8 text: {error.reason}") from None
     except json.JSONDecodeError as error:
         raise _invalid(f"script {path} is not JSON: {error}") from None
+    except RecursionError:
+        raise _invalid(too_deep) from None
+    if isinstance(value, dict | list) and _deeper_than(value, MAX_SCRIPT_DEPTH):
+        raise _invalid(too_deep)
     return parse_script(value)
 
 

@@ -410,15 +410,40 @@ def _structure(line: int, message: str) -> TransferError:
     return TransferError(TransferCode.IMPORT_STRUCTURE_INVALID, f"line {line}: {message}", line)
 
 
-def _record_value(raw: bytes) -> dict[str, Any] | None:
+MAX_RECORD_DEPTH = 16
+"""The deepest nesting of arrays and objects a record line (not an event) may hold: the deepest
+record Maka writes (a ``branchStart`` fact's source) is 3 levels down, so a deeper line is no
+export, and nothing after the parse walks a value deeper than this."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """``value`` nests arrays and objects more than ``limit`` levels deep (walked without
+    recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _record_value(raw: bytes, line: int) -> dict[str, Any] | None:
+    """The record a line holds (None: not one of the records an export holds, also a line too
+    deep for the JSON decoder). A record nested deeper than ``MAX_RECORD_DEPTH`` is refused."""
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     kinds = (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND, CHECKPOINTS_KIND, BRANCH_KIND)
-    if isinstance(value, dict) and value.get("kind") in kinds:
-        return value
-    return None
+    if not isinstance(value, dict) or value.get("kind") not in kinds:
+        return None
+    if _deeper_than(value, MAX_RECORD_DEPTH):
+        raise _invalid(
+            line, f"a {value['kind']} record nested deeper than {MAX_RECORD_DEPTH} levels"
+        )
+    return value
 
 
 def _add_record(
@@ -484,7 +509,7 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
             event = decode_event_json(raw)
         except LedgerError as error:
             # Not an event: a record line (a RuntimeEvent never has a top-level "kind").
-            value = _record_value(raw)
+            value = _record_value(raw, index)
             if value is None:
                 raise _invalid(
                     index, f"not a RuntimeEvent ({error.code}): {error.message}"
