@@ -424,6 +424,12 @@ def run(args: argparse.Namespace) -> int:
             if checkpoints.orphans
             else ""
         )
+        + (
+            f", {len(checkpoints.foreign)} refs of sessions this ledger does not hold (kept: "
+            "another database's, or the one this data folder used before)"
+            if checkpoints.foreign
+            else ""
+        )
     )
     if verification is not None:
         lines.append(

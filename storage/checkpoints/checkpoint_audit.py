@@ -117,6 +117,9 @@ class CheckpointAudit:
     # now): no longer needed by any resume, branch or restore, so not a problem.
     trimmed: list[CheckpointRow] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
+    # Refs of sessions this ledger does not hold and this data folder did not remove (another
+    # database's, or the other engine's): retention keeps them.
+    foreign: list[str] = field(default_factory=list)
     unchecked: int = 0  # facts whose objects could not be looked up (no usable git)
 
     def to_json(self) -> dict[str, Any]:
@@ -126,6 +129,7 @@ class CheckpointAudit:
             "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
             "trimmed": len(self.trimmed),
             "orphans": list(self.orphans),
+            "foreignRefs": len(self.foreign),
             "unchecked": self.unchecked,
         }
 
@@ -156,13 +160,18 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
                 workspace, ref = branch_ref
                 named.setdefault(carrier.git_dir(workspace).name, set()).add(ref)
     if carrier.root.is_dir() and carrier.git is not None:
+        from storage.checkpoints.checkpoint_retention import ref_session, trimmable_sessions
+
+        sessions = trimmable_sessions(reader, carrier)
         for repository in sorted(carrier.root.glob("*.git")):
             refs = carrier.refs_in(repository)
             audit.refs += len(refs)
             known = named.get(repository.name, set())
-            audit.orphans.extend(
-                f"{repository.name} {ref}" for ref in sorted(refs) if ref not in known
-            )
+            for ref in sorted(refs):
+                if ref in known:
+                    continue
+                kind = audit.orphans if ref_session(ref) in sessions else audit.foreign
+                kind.append(f"{repository.name} {ref}")
     trimmed = removed_by_retention(reader, carrier, audit.missing)
     audit.trimmed = [row for row in audit.missing if row.event_id in trimmed]
     audit.missing = [row for row in audit.missing if row.event_id not in trimmed]
@@ -178,9 +187,13 @@ def removed_by_retention(
     absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
     if not absent:
         return set()
-    from storage.checkpoints.checkpoint_retention import refs_to_keep
+    from storage.checkpoints.checkpoint_retention import refs_to_keep, removed_refs
 
-    kept = refs_to_keep(reader)[0]
+    logged = removed_refs(carrier)
+    # On a ledger several hosts share, another host's snapshot is never in this data folder:
+    # only what retention here recorded removing is said to be removed.
+    shared = carrier.missing_note is not None
+    kept = set() if shared else refs_to_keep(reader)[0]
     refs: dict[str, set[str]] = {}
     found: set[str] = set()
     for row in absent:
@@ -188,7 +201,9 @@ def removed_by_retention(
         if workspace not in refs:
             refs[workspace] = set(carrier.refs_in(carrier.git_dir(workspace)))
         ref = str(row.body.get("checkpointRef"))
-        if ref not in kept and ref not in refs[workspace]:
+        if ref in refs[workspace]:
+            continue
+        if (carrier.git_dir(workspace).name, ref) in logged or (not shared and ref not in kept):
             found.add(row.event_id)
     return found
 
@@ -198,15 +213,18 @@ def snapshot_removed_by_retention(
 ) -> bool:
     """Whether retention removed the snapshot a fact names on purpose (``removed_by_retention``
     for one snapshot, such as a branch point's); False when that cannot be told."""
-    from storage.checkpoints.checkpoint_retention import refs_to_keep
+    from storage.checkpoints.checkpoint_retention import refs_to_keep, removed_refs
 
     workspace, ref = str(snapshot.get("workspaceIdentity", "")), snapshot.get("checkpointRef")
     if not workspace or not isinstance(ref, str) or not ref:
         return False
     try:
-        if ref in carrier.refs_in(carrier.git_dir(workspace)):
+        git_dir = carrier.git_dir(workspace)
+        if ref in carrier.refs_in(git_dir):
             return False
-        return ref not in refs_to_keep(reader)[0]
+        if (git_dir.name, ref) in removed_refs(carrier):
+            return True
+        return carrier.missing_note is None and ref not in refs_to_keep(reader)[0]
     except Exception:  # a wording only: never fail the refusal it words
         return False
 

@@ -17,6 +17,13 @@ it keeps a checkpoint of its own (or for a week, for a copy nobody continues in)
 objects it was given stay packed, not loosened by a gc and pruned a day later (to be written
 again by the copy's first snapshot).
 
+Only refs of sessions this ledger holds, or that this data folder removed (the ``session.removed``
+records of its lifecycle log), are ever deleted: a data folder whose ledger does not know a
+session (switched from PostgreSQL to SQLite in Settings, or pointed at another or an empty
+database) keeps that session's snapshots; it deleted every one of them as orphans. What
+retention deletes is recorded (``REMOVED_LOG``), so that a snapshot it removed is told from one
+that is gone, also on a shared ledger, where another host's snapshots are never here.
+
 Checkpoint commits have no parent, so a deleted ref frees every object only it reached: the
 store stays bounded by what the kept snapshots hold. Stores from before kept a tip ref naming the
 newest checkpoint and chained each commit to the previous one; retention deletes that tip, and
@@ -25,6 +32,7 @@ a chain still hanging from a kept older commit is freed when that commit's ref g
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -37,6 +45,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import snapshot_fact
 from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpointStore
+from storage.private_files import private_opener
 
 _log = logging.getLogger(__name__)
 KEEP_LATEST_RUNS = 2
@@ -46,6 +55,12 @@ PRUNE_EXPIRE = "1.day.ago"
 RECENT_KEPT_S = 2.0
 # How long a copy's store keeps the snapshot it was made from while the copy takes none.
 START_KEPT_S = 7 * 24 * 3600
+# The refs retention deleted, one JSON line each (``{"repository": "<name>.git", "ref": ...}``),
+# in the checkpoints folder.
+REMOVED_LOG = "retention-removed.jsonl"
+# Where the data folder's lifecycle log is (``runtime.continuation.lifecycle_log``, which this
+# layer does not import; a test holds the two equal).
+LIFECYCLE_LOG = Path("logs") / "lifecycle.jsonl"
 
 
 class _Reader(Protocol):
@@ -62,6 +77,62 @@ class RetentionResult:
     kept: int = 0
     pruned: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+
+
+def ref_session(ref: str) -> str:
+    """The session a checkpoint ref belongs to (``refs/maka/<sessionId>/...``), "" if none."""
+    parts = ref.split("/")
+    return parts[2] if len(parts) >= 4 and parts[:2] == ["refs", "maka"] else ""
+
+
+def trimmable_sessions(reader: _Reader, carrier: GitCheckpointStore) -> set[str]:
+    """The sessions whose refs retention may delete: the ledger's, and those this data folder
+    removed (its lifecycle log); never a session of a ledger this folder is not reading now."""
+    sessions = {session.session_id for session in reader.list_sessions()}
+    try:
+        with open(carrier.root.parent / LIFECYCLE_LOG, "rb") as handle:
+            for line in handle:
+                if b'"session.removed"' not in line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and record.get("kind") == "session.removed":
+                    sessions.add(str(record.get("sessionId")))
+    except OSError:
+        pass
+    return sessions
+
+
+def removed_refs(carrier: GitCheckpointStore) -> set[tuple[str, str]]:
+    """(repository name, ref) of every ref retention deleted here (``REMOVED_LOG``)."""
+    found: set[tuple[str, str]] = set()
+    try:
+        with open(carrier.root / REMOVED_LOG, "rb") as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    found.add((str(record.get("repository")), str(record.get("ref"))))
+    except OSError:
+        pass
+    return found
+
+
+def _note_removed(carrier: GitCheckpointStore, repository: Path, refs: Sequence[str]) -> None:
+    """Append the deleted refs to ``REMOVED_LOG`` (best effort: without it, a removed snapshot
+    is only told by the ledger's rule of what retention keeps)."""
+    lines = "".join(json.dumps({"repository": repository.name, "ref": ref}) + "\n" for ref in refs)
+    try:
+        with open(
+            carrier.root / REMOVED_LOG, "a", encoding="utf-8", opener=private_opener
+        ) as handle:
+            handle.write(lines)
+    except OSError as error:
+        _log.warning("cannot record the refs retention removed: %s", error)
 
 
 def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
@@ -113,6 +184,7 @@ def run_retention(
     if carrier.git is None or not carrier.root.is_dir():
         return result
     keep, open_runs = refs_to_keep(reader)
+    sessions = trimmable_sessions(reader, carrier)
     listed: list[tuple[Path, dict[str, str], dict[str, int]]] = []
     for repository in sorted(carrier.root.glob("*.git")):
         try:
@@ -129,17 +201,21 @@ def run_retention(
     keep_now, open_now = refs_to_keep(reader)
     keep |= keep_now
     open_runs |= open_now
+    # A session both readings know (one removed between them is removed here: the log says so).
+    sessions &= trimmable_sessions(reader, carrier)
     for repository, refs, times in listed:
         try:
             doomed = [
                 ref
                 for ref in sorted(refs)
                 if ref not in keep
+                and ref_session(ref) in sessions
                 and not _open(ref, open_runs)
                 and times.get(ref, checked_at) < checked_at - RECENT_KEPT_S
             ]
             result.kept += len(refs) - len(doomed)
             if doomed:
+                _note_removed(carrier, repository, doomed)
                 carrier.delete_refs(repository, doomed)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in doomed)
             if carrier.has_start(repository) and (

@@ -103,6 +103,22 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
     assert refused.returncode != 0 and "[branch_snapshot_unavailable]" in refused.stderr
     assert "removed by retention" in refused.stderr and "damaged" not in refused.stderr
     assert not (tmp_path / "b").exists()
+    # On a ledger several hosts share, only what retention here recorded removing is said to
+    # be removed: another host's snapshot is never in this data folder either.
+    from storage.checkpoints.checkpoint_audit import removed_by_retention, session_checkpoints
+    from storage.checkpoints.checkpoint_retention import REMOVED_LOG
+
+    shared = GitCheckpointStore(data)
+    shared.missing_note = "another host's data folder"
+    store = open_store(data, read_only=True)
+    try:
+        rows = session_checkpoints(store, shared, session).rows
+        assert len(removed_by_retention(store, shared, rows)) == 2  # runs[0] and runs[1]'s /1
+        (shared.root / REMOVED_LOG).unlink()
+        assert removed_by_retention(store, shared, rows) == set()
+        assert len(removed_by_retention(store, carrier, rows)) == 2  # this folder's own rule
+    finally:
+        store.close()
     assert maka([*again, "e"], data, env=env).returncode == 0
 
 
@@ -198,3 +214,51 @@ def test_a_capture_made_while_retention_runs_keeps_its_ref(tmp_path: Path) -> No
         assert [d for d in orphaned.deleted if newest in d], orphaned.deleted
     finally:
         store.close()
+
+
+def test_refs_of_sessions_the_ledger_does_not_hold_are_kept(tmp_path: Path) -> None:
+    """A data folder pointed at another ledger (switched from PostgreSQL to SQLite in
+    Settings, or an empty database): its snapshots of the sessions that ledger does not hold
+    were all deleted as orphans. They are kept, and the doctor says whose they may be. A
+    session this data folder removed has its refs deleted, recorded as removed by retention."""
+    from runtime.continuation.lifecycle_log import LIFECYCLE_LOG
+    from storage.checkpoints.checkpoint_audit import audit_checkpoints
+    from storage.checkpoints.checkpoint_retention import LIFECYCLE_LOG as READ_HERE
+    from storage.checkpoints.checkpoint_retention import REMOVED_LOG
+
+    assert READ_HERE == LIFECYCLE_LOG
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(3)]), checkpoints=True
+    )
+    assert maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
+    session = committed_runs(data)[0][0].session_id
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    before = set(carrier.refs_in(repository))
+    assert before
+    # Another ledger (an empty one in another folder) reads this data folder's snapshots.
+    other = open_store(tmp_path / "other")
+    try:
+        result = run_retention(other, carrier, now=time.time() + 10)
+        assert result.deleted == [] and set(carrier.refs_in(repository)) == before
+        audit = audit_checkpoints(other, carrier)
+        assert audit.orphans == [] and len(audit.foreign) == len(before)
+    finally:
+        other.close()
+    doctor = maka(["doctor"], tmp_path / "other")
+    assert doctor.returncode == 0
+    # The session removed here: its refs go, recorded as removed by retention.
+    removed = maka(["sessions", "remove", session, "--yes"], data, env=env)
+    assert removed.returncode == 0, removed.stderr
+    store = open_store(data, read_only=True)
+    try:
+        result = run_retention(store, carrier, prune=False, now=time.time() + 10)
+    finally:
+        store.close()
+    assert sorted(result.deleted) == sorted(f"{repository.name} {ref}" for ref in before)
+    assert carrier.refs_in(repository) == {}
+    logged = (carrier.root / REMOVED_LOG).read_text().splitlines()
+    assert len(logged) == len(before)
+    assert (carrier.root / REMOVED_LOG).stat().st_mode & 0o777 == 0o600
