@@ -341,7 +341,13 @@ def _closed_streams_are_empty() -> None:
 
 def run_main() -> None:
     _closed_streams_are_empty()
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        # Ctrl+C while the command was still loading (before it could handle it itself):
+        # nothing was done yet, said as every other interrupted command says it.
+        print("maka: interrupted", file=sys.stderr)
+        code = EXIT_ERROR
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -88,8 +88,7 @@ def run_through_host(
         )
     host.stream_without_timeout()
     turn = _HostTurn(host, mode, on_closed=on_closed, data_dir=getattr(args, "data_dir", None))
-    host.send(request)
-    return turn.follow(on_started)
+    return turn.follow(on_started, send=lambda: host.send(request))
 
 
 def resume_through_host(
@@ -145,8 +144,7 @@ def resume_through_host(
         on_closed=on_closed,
         data_dir=getattr(args, "data_dir", None),
     )
-    host.send(request)
-    code: int = turn.follow(lambda: None)
+    code: int = turn.follow(lambda: None, send=lambda: host.send(request))
     return code
 
 
@@ -216,14 +214,29 @@ class _HostTurn:
         self._resuming = session_id is not None
         self._session_id: str | None = session_id
         self._cancel_wanted = False
+        self._sent = True  # (``follow`` with ``send``: once it was sent)
         self._lock = threading.Lock()
         self._question: CancelToken | None = None
         self._question_id: str | None = None
         self._done = CancelToken()
 
-    def follow(self, on_started: Any) -> Any:
+    def follow(self, on_started: Any, send: Callable[[], None] | None = None) -> Any:
+        """``send``: the request, sent once Ctrl+C is handled here: a Ctrl+C just after it was
+        sent ended this command saying "interrupted" while the host ran the turn all the same
+        (it took the command for one that went away)."""
+
+        if send is not None:
+            self._sent = False
+
         def work() -> Any:
             try:
+                if send is not None:
+                    send()
+                    with self._lock:
+                        self._sent = True
+                        session_id = self._session_id if self._cancel_wanted else None
+                    if session_id is not None:  # (a resume names its session: cancel it now)
+                        self._send_cancel(session_id)
                 return self._read(on_started)
             finally:
                 self._done.cancel()
@@ -257,7 +270,8 @@ class _HostTurn:
 
     def _cancel(self) -> None:
         with self._lock:
-            session_id = self._session_id
+            # Before the request went out, a cancel would reach the host ahead of it.
+            session_id = self._session_id if self._sent else None
             self._cancel_wanted = session_id is None
         if session_id is not None:
             self._send_cancel(session_id)
