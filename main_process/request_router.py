@@ -204,6 +204,7 @@ class RequestRouter:
         # section 1): said by a ``session_busy`` refusal; a terminal may cancel only its own.
         self._drivers: dict[str, tuple[int | None, str]] = {}
         self._terminal_drivers: set[int] = set()  # terminals that started a turn or resume
+        self._gone_drivers: set[int] = set()  # of those, the ones that went away
         # Terminals viewing a session (``maka tui``): they hear its turns driven by others.
         self._viewers: dict[int, str] = {}
         server.peer_closed.connect(self._on_peer_closed)
@@ -862,8 +863,19 @@ class RequestRouter:
         if peer_id not in self._terminal_drivers:
             if viewed is not None:
                 self._viewer_left(viewed)
-            return  # a window's questions stand for the next window (standing_state)
+            elif not self._server.renderer_ids():
+                # The last window left (closed, crashed): a question a gone terminal left
+                # waited for it, and now for nobody. (A window's own questions stand for the
+                # next window: standing_state.)
+                for session_id, (driver, _) in list(self._drivers.items()):
+                    if driver in self._gone_drivers:
+                        self._viewer_left(session_id)
+            return
         self._terminal_drivers.discard(peer_id)
+        self._gone_drivers.add(peer_id)
+        if len(self._gone_drivers) > 10_000:  # (bounded: only the drivers of turns still on)
+            driving = {driver for driver, _ in self._drivers.values()}
+            self._gone_drivers &= driving
         if self._server.renderer_ids():
             return
         for session_id, (driver, _) in list(self._drivers.items()):

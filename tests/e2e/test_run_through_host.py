@@ -448,6 +448,51 @@ def test_a_question_left_by_a_killed_terminal_is_denied_when_no_window_can_answe
     assert decisions == ["deny"]
 
 
+def test_a_question_left_by_a_killed_terminal_stops_the_turn_when_the_last_window_leaves(
+    qtbot: QtBot, tmp_path: Path, clients: list[Streaming]
+) -> None:
+    """The question waited for the window open when its terminal was killed; the window then
+    went away (closed, crashed) and the turn waited for ever, the session busy. It stops there,
+    as when the last viewing terminal leaves: not denied, the call never runs."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = write_script(
+        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
+    )
+    env = scripted_env(script)
+    host = _host(data, env)
+    try:
+        window = WireClient(host.socket_name)
+        window.hello(host.token)
+        qtbot.waitUntil(lambda: window.has(MessageKind.HELLO_OK), timeout=60_000)
+        driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
+        clients.append(driver)
+        session = driver.session()
+        driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
+        driver.process.send_signal(signal.SIGKILL)
+        driver.finish()
+        qtbot.wait(1500)
+        assert _last_status(data, session) == "running"  # the window may answer it
+        window.close()
+        deadline = time.monotonic() + 60
+        while _last_status(data, session) not in ("cancelled", "completed"):
+            assert time.monotonic() < deadline, "the turn still waits for an answer"
+            qtbot.wait(200)
+        assert host.process.poll() is None
+    finally:
+        host.stop()
+    assert not (work / "a.txt").exists()
+    [(header, events)] = committed_runs(data)
+    assert header.status == RunStatus.CANCELLED
+    decisions = [
+        e["actions"]["permissionDecision"]
+        for e in events
+        if "permissionDecision" in (e.get("actions") or {})
+    ]
+    assert all(d["decision"] != "allow" for d in decisions), decisions
+
+
 def test_a_window_may_not_send_a_terminals_turn(qtbot: QtBot, tmp_path: Path) -> None:
     """``turns.run`` carries a permission mode: only a terminal may send it; a window that does
     is closed (it sends ``turns.send``), and the host goes on."""
