@@ -689,9 +689,19 @@ class RequestRouter:
         exit code; every window hears the outcome as after a click."""
         session_id = message.session_id
         correlation_id = message.correlation_id
-        sink = CoalescingPushSink(
-            session_id, self._workers.relay, self._turn_sender(session_id, driver=peer_id)
-        )
+        send = self._turn_sender(session_id, driver=peer_id)
+
+        def sending(pushed: Message) -> None:
+            if isinstance(pushed, ResumeStartedPush):
+                # Viewers hear who drives it once a continuation runs, not for a resume that
+                # parks (they were told a turn ran, and never that it ended).
+                driver = self._drivers.get(session_id)
+                if driver is not None:
+                    said = SessionDriverPush(session_id=session_id, driver=driver[1])
+                    self._to_viewers(session_id, said, peer_id)
+            send(pushed)
+
+        sink = CoalescingPushSink(session_id, self._workers.relay, sending)
         terminal = TerminalResume(
             permission_mode=message.permission_mode,
             write=sink.output,
@@ -745,20 +755,29 @@ class RequestRouter:
         if not started:
             self._refuse_busy(peer_id, correlation_id, session_id)
             return
-        self._drive(session_id, peer_id, self._client_words(peer_id, "a terminal", "resume"))
+        words = self._client_words(peer_id, "a terminal", "resume")
+        self._drive(session_id, peer_id, words, tell_viewers=False)
 
     def _drive(
-        self, session_id: str, peer_id: int | None, what: str = "", asker: int | None = None
+        self,
+        session_id: str,
+        peer_id: int | None,
+        what: str = "",
+        asker: int | None = None,
+        *,
+        tell_viewers: bool = True,
     ) -> None:
         """Note who drives ``session_id``'s running work (a client, or the host's own work on
-        behalf of ``asker``, which hears its own answer rather than a "[viewing]" line)."""
+        behalf of ``asker``, which hears its own answer rather than a "[viewing]" line);
+        ``tell_viewers``: False for a terminal's resume, told once its continuation runs."""
         if peer_id is not None and peer_id in self._server.terminal_ids():
             self._terminal_drivers.add(peer_id)
         if not what:
             what = self._client_words(peer_id, "a terminal")
         self._drivers[session_id] = (peer_id, what)
-        push = SessionDriverPush(session_id=session_id, driver=what)
-        self._to_viewers(session_id, push, peer_id if peer_id is not None else asker)
+        if tell_viewers:
+            push = SessionDriverPush(session_id=session_id, driver=what)
+            self._to_viewers(session_id, push, peer_id if peer_id is not None else asker)
 
     def _client_words(self, peer_id: int | None, article: str, command: str = "run") -> str:
         """A client in words: "the desktop window", or ``article`` + " (maka tui, pid 12)"
@@ -979,12 +998,12 @@ class RequestRouter:
         could not start; the outcome was pushed either way."""
         send = self._turn_sender(session_id)
 
-        def sending(message: Message) -> None:
-            if automatic and isinstance(message, ResumeStartedPush):
+        def sending(pushed: Message) -> None:
+            if automatic and isinstance(pushed, ResumeStartedPush):
                 # Kept from the moment it is said, not from the continuation's end: a window
                 # that connects while it runs is told too (send_standing_outcomes).
-                self._auto_started[session_id] = message.model_copy(update={"correlation_id": None})
-            send(message)
+                self._auto_started[session_id] = pushed.model_copy(update={"correlation_id": None})
+            send(pushed)
 
         sink = CoalescingPushSink(
             session_id, self._workers.relay, sending, correlation_id, automatic=automatic

@@ -274,6 +274,13 @@ def test_a_viewing_tui_sees_another_terminals_turn_and_its_answer_closes_that_te
     chat.wait_for(lambda: f"the turn driven by {who} ended completed" in _out(chat))
     assert not (work / "a.txt").exists()
     assert _decisions(data) == ["deny"]
+    # A resume with nothing to resume runs no turn: the viewer is not told one runs (it was,
+    # and never told it ended).
+    resumed = maka(["resume", session], data, env={**env, "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"})
+    assert resumed.returncode == 3, resumed.stdout + resumed.stderr
+    _say(chat, "/transcript")  # (a reply after the resume's pushes, if any)
+    chat.wait_for(lambda: _out(chat).count("you> ") >= 3)
+    assert "(maka resume" not in _out(chat), _out(chat)
     _say(chat, "/quit")
     assert chat.finish() == 0, chat.text()
     assert "Traceback" not in chat.text() + driver.text()
