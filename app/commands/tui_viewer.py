@@ -118,6 +118,12 @@ class TuiViewer:
                 return late
         if line is None:
             return False  # the end of input ends the chat; the host answers for a gone client
+        if line.strip().startswith("/"):
+            # A command (``/quit``, ``/help``) is no answer: the question stays open (it was
+            # denied on the user's behalf); ``/quit`` leaves it to the others viewing it.
+            with self._lock:
+                self._open = question
+            return False
         allow = line.strip().lower() in _YES
         decision = PermissionDecision.ALLOW if allow else PermissionDecision.DENY
         self._host.send(

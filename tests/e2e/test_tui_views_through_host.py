@@ -335,7 +335,10 @@ def test_a_question_the_driver_left_open_waits_for_a_viewing_tui_then_stops_when
             _say(chat, "/quit")
             assert chat.finish() == 0, chat.text()
         else:
-            chat.kill()  # the last viewer leaves (a line typed would answer the question)
+            # The last viewer leaves with /quit: a command is no answer (it denied the call
+            # on the user's behalf).
+            _say(chat, "/quit")
+            assert chat.finish() == 0, chat.text()
     deadline = time.monotonic() + 60
     while [h.status for h, _ in committed_runs(data)][-1] not in ("cancelled", "completed"):
         assert time.monotonic() < deadline, "the turn still waits for an answer"
