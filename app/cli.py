@@ -206,10 +206,27 @@ def _silence_stdout() -> None:
     silence(sys.stdout)
 
 
+LONGEST_WORD_SAID = 4096
+"""A word of a refusal longer than this (no path is: 4,096 bytes is the longest Linux takes)
+is said by its beginning and its length: a session id of 100,000 characters was echoed
+whole, a 100 KB line per refusal."""
+
+
+def _shortened_words(message: str) -> str:
+    import re
+
+    def shorten(found: re.Match[str]) -> str:
+        word = found.group(0)
+        return f"{word[:100]}… ({len(word)} characters)"
+
+    return re.sub(rf"\S{{{LONGEST_WORD_SAID + 1},}}", shorten, message)
+
+
 def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
     """Report a refused command: ``maka: error [code]: message`` on stderr and, with
     ``--json``, the same refusal as the one JSON document on stdout; same exit code."""
     sys.stdout.flush()
+    message = _shortened_words(message)
     if as_json:
         print_json_error(code, message)
     if code == "interrupted":  # HostCode.INTERRUPTED, without loading the codes

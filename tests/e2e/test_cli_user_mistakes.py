@@ -601,3 +601,14 @@ def test_a_damaged_settings_file_opens_no_second_ledger(tmp_path: Path) -> None:
     checked = maka(data, "self-test")  # (it said every check passed)
     out = checked.stdout.decode()
     assert checked.returncode == 1 and "FAIL  data-dir        [settings_damaged]" in out, out
+
+
+def test_a_huge_argument_is_not_echoed_whole(tmp_path: Path) -> None:
+    """A session id of 100,000 characters was echoed whole in the refusal, on stderr and in
+    the JSON error: a 100 KB line for every command taking a session id."""
+    huge = "x" * 100_000
+    for args in (["plan", huge], ["timeline", huge, "--json"]):
+        result = maka(tmp_path / "data", *args)
+        said = refused(result, 2, "session_not_found")
+        assert len(said) < 1000 and "(100000 characters)" in said, said[:300]
+        assert len(result.stdout) < 1000
