@@ -646,6 +646,9 @@ class HelloOkPush(_Message):
     # The data folder the host serves (its real path): a terminal given a copy of the folder
     # (copied with its endpoint pointer and token while the host ran) must not attach to it.
     data_dir: FsPath | None = None
+    # Why the host cannot open a window (``maka host`` started with no display); None: it can.
+    # ``maka gui`` beside it says so instead of claiming a window opens.
+    no_window: Short | None = None
 
 
 class HelloRejectedPush(_Message):

@@ -54,7 +54,7 @@ from app.bridge_contract import (
 )
 from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
-from app.host.host_client import held_elsewhere, running_host_kind
+from app.host.host_client import held_elsewhere, running_host_kind, running_host_no_window
 from app.host.host_services import (
     ElsewhereChanges,
     HostServices,
@@ -138,6 +138,9 @@ class HostConfig:
     """``headless``: ``maka host``, a host without a window of its own (none is started with it,
     a data folder owned by another process is refused with ``store_locked``); a second launch
     (``maka gui``) makes it start one, and closing that window leaves the host running."""
+    no_window: str | None = None
+    """Why this host cannot open a window (``maka host`` with no display), said in its hello;
+    None: it can."""
 
 
 class StartupRefused(CodedError):
@@ -376,6 +379,7 @@ class HostApp(QObject):
             host_kind=self._config.host_kind,
             host_pid=os.getpid(),
             data_dir=os.path.realpath(self._data_dir),
+            no_window=self._config.no_window[:500] if self._config.no_window else None,
         )
 
     def _resume_flags(self) -> tuple[bool, bool]:
@@ -427,6 +431,14 @@ class HostApp(QObject):
         # opens), so a short retry covers its start; a CLI command holding the lock never
         # listens, and the answer is then store_locked.
         running = running_host_kind(self._data_dir)
+        no_window = running_host_no_window(self._data_dir) if running is HostKind.HEADLESS else None
+        if no_window is not None:
+            return self._refuse_early(
+                "display_unavailable",
+                f"the running maka host (pid {holder_pid or 'unknown'}) serving "
+                f"{self._data_dir} has no display to open a window on ({no_window}); it goes "
+                "on serving terminals: maka tui or maka run work with the same sessions",
+            )
         if request_activation(lambda: find_endpoint(self._data_dir), timeout_s=3.0):
             if running is None:
                 running = running_host_kind(self._data_dir)  # it was starting: asked again
@@ -612,6 +624,11 @@ class HostApp(QObject):
         shown = self._server is not None and self._server.broadcast(WindowShowPush()) > 0
         # ``maka host`` has no window of its own; a second launch (``maka gui``) asks it for one.
         windows = self._config.launch_renderer or self._headless
+        if self._config.no_window is not None and not shown:
+            _log.info(
+                "a second launch asked for a window; none can open: %s", self._config.no_window
+            )
+            return
         if (
             not shown
             and windows

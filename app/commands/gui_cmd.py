@@ -91,6 +91,7 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
         launch_renderer=not (no_renderer or headless),
         announce_endpoint=no_renderer,
         host_kind=HostKind.HEADLESS if headless else HostKind.DESKTOP,
+        no_window=display_missing() if headless else None,
     )
     app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
     QCoreApplication.setApplicationName("maka")

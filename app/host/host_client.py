@@ -81,6 +81,7 @@ class HostClient:
         self.host_kind = host_kind
         self.host_pid = host_pid
         self.data_dir: str | None = None  # the folder the host serves (its hello says)
+        self.no_window: str | None = None  # why it cannot open a window (its hello says)
         # Listening (``listen``): a reader thread receives every push and hands the ones it is
         # not given to take to ``_next`` through this queue (a closed connection: an error).
         self._inbox: queue.Queue[Message | HostConnectionError] | None = None
@@ -300,6 +301,19 @@ def running_host_kind(data_dir: Path, timeout_s: float = 3.0) -> HostKind | None
         return client.host_kind
 
 
+def running_host_no_window(data_dir: Path, timeout_s: float = 3.0) -> str | None:
+    """Why the host serving ``data_dir`` cannot open a window (its hello says), or None (it
+    can, or none answers); never raises."""
+    try:
+        client = attach(data_dir, hello_timeout_s=timeout_s)
+    except (HostConnectionError, OSError):
+        return None
+    if client is None:
+        return None
+    with client:
+        return client.no_window
+
+
 def held_elsewhere(data_dir: Path, pid: int | None) -> str:
     """What owns ``data_dir`` and what to do, for a command that does not go through it: the
     desktop or ``maka host`` serving it (asked, as a terminal would), or another command."""
@@ -361,6 +375,7 @@ def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostC
     client.host_kind = answer.host_kind
     client.host_pid = answer.host_pid
     client.data_dir = answer.data_dir
+    client.no_window = answer.no_window
     return client
 
 

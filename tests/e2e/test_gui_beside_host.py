@@ -154,3 +154,23 @@ def test_maka_gui_with_no_display_says_so_and_starts_nothing(tmp_path: Path) -> 
         assert "opens a window on this data folder" in beside.stderr
     finally:
         host.stop()
+
+
+def test_maka_gui_beside_a_host_without_a_display_says_so(tmp_path: Path) -> None:
+    """``maka host`` started where there is no display: ``maka gui`` beside it said a window
+    opens (exit 0), and the window's process crashed in the host."""
+    data = tmp_path / "data"
+    data.mkdir()
+    no_display = {"QT_QPA_PLATFORM": "", "DISPLAY": "", "WAYLAND_DISPLAY": ""}
+    host = start_main(data, no_display, "host").wait_ready()
+    try:
+        gui = run_maka(data, "gui", extra_env=no_display, timeout_s=60)
+        assert gui.returncode == 1, gui.stderr
+        assert "[display_unavailable]" in gui.stderr and "no display" in gui.stderr
+        assert f"maka host (pid {host.pid})" in gui.stderr
+        assert "opens a window" not in gui.stderr
+        time.sleep(1.0)
+        assert _renderer_pids(data) == []
+        assert host.process.poll() is None
+    finally:
+        host.stop()
