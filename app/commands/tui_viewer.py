@@ -150,12 +150,21 @@ class TuiViewer:
         know until the next line), then the chat ends with ``host_stopped``."""
         import os
 
+        from runtime.ledger.codes import HostCode
+
         with self._lock:
             if not self._waiting:
                 return  # a request in flight raises it on the main thread
             self._end_line()
             self._out.flush()
-            print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr, flush=True)
+            message = error.message
+            if error.code == HostCode.HOST_STOPPED:
+                # Nothing of this chat's was asked or left: not "run the command again".
+                message = (
+                    "the Maka window or host serving this data folder stopped, so this chat "
+                    "ends; nothing of it was waiting (start maka tui again to go on)"
+                )
+            print(f"maka: error [{error.code}]: {message}", file=sys.stderr, flush=True)
             os._exit(1)
 
     def take(self, message: Message) -> bool:

@@ -496,4 +496,7 @@ def test_a_viewing_tui_waiting_for_its_user_says_at_once_that_the_host_stopped(
     host.process.send_signal(signal.SIGKILL)
     assert chat.finish(30) == 1, chat.text()
     assert "maka: error [host_stopped]" in "".join(chat.err)
+    # Nothing of the chat's was waiting: not "run the command again".
+    assert "nothing of it was waiting" in "".join(chat.err), chat.text()
+    assert "run the command again" not in "".join(chat.err)
     assert "Traceback" not in chat.text()
