@@ -416,9 +416,13 @@ def plan_summary(
             ["resume_candidate_missing"],
             ["continuation_already_exists"],
         )
+        # A turn that has not ended: said first (Safe resume being off, say, is not why).
+        running = not finished and _turn_running(plan, operations)
         lines = [
             f"Nothing to resume in session {plan.session_id}:"
             if finished
+            else f"A turn of session {plan.session_id} is still running:"
+            if running
             else f"Safe resume is parked for session {plan.session_id}:",
             *park_lines(plan, reasons),
             *_stop_advice(plan),

@@ -301,6 +301,11 @@ def test_a_terminal_killed_mid_turn_leaves_the_turn_running_in_the_host(
         busy = maka(["run", "--session", session, "again"], data, env=env)
         assert busy.returncode == 1 and "[session_busy]" in busy.stderr, busy.stderr
         assert "which has gone away (the turn goes on here)" in busy.stderr, busy.stderr
+        # maka plan meanwhile leads with the running turn, not with Safe resume being off.
+        plan = maka(["plan", session], data, env=env)
+        assert plan.returncode == 3, plan.stderr
+        first = plan.stdout.splitlines()[0]
+        assert first == f"A turn of session {session} is still running:", plan.stdout
         deadline = time.monotonic() + 60
         while _last_status(data, session) != "completed":
             assert time.monotonic() < deadline, "the turn did not finish in the host"
