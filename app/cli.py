@@ -311,6 +311,13 @@ def _require_data_dir_given(option: str | None, environ: Mapping[str, str]) -> N
             "MAKA_DATA_DIR is set but empty (an unset shell variable?); unset it to use your "
             "per-user data folder, or give a folder; nothing was changed"
         )
+    given = option if option is not None else environ.get("MAKA_DATA_DIR")
+    if words is None and given:
+        # A file (or a link to one) where the data folder should be: said as such by every
+        # command (they said "Not a directory", "File exists" or data_dir_unavailable).
+        path = os.path.expanduser(given)
+        if os.path.exists(path) and not os.path.isdir(path):
+            words = f"{given} is a file, not a folder; give a data folder; nothing was changed"
     if words is not None:
         from runtime.ledger.codes import HostCode
 

@@ -612,3 +612,20 @@ def test_a_huge_argument_is_not_echoed_whole(tmp_path: Path) -> None:
         said = refused(result, 2, "session_not_found")
         assert len(said) < 1000 and "(100000 characters)" in said, said[:300]
         assert len(result.stdout) < 1000
+
+
+def test_a_data_folder_that_is_a_file_is_said_so_by_every_command(tmp_path: Path) -> None:
+    """Three commands gave three answers ("Not a directory", "creating the data folder
+    failed: File exists", data_dir_unavailable); the file is left as it was."""
+    afile = tmp_path / "data"
+    afile.write_text("mine\n")
+    (tmp_path / "work").mkdir()
+    for args in (
+        ["--data-dir", str(afile), "sessions"],
+        ["--data-dir", str(afile), "run", "--cwd", str(tmp_path / "work"), "hi"],
+        ["--data-dir", str(afile), "host"],
+    ):
+        said = refused(maka(tmp_path / "unused", *args), 2, "data_dir_invalid")
+        assert "is a file, not a folder" in said, said
+    said = refused(maka(afile, "sessions"), 2, "data_dir_invalid")  # MAKA_DATA_DIR
+    assert afile.read_text() == "mine\n"
