@@ -653,6 +653,9 @@ class HostApp(QObject):
             _log.info(
                 "the window closed (code %s, crashed %s); the host goes on", exit_code, crashed
             )
+            if self._router is not None:
+                # Its connection closed first, while it still counted as coming.
+                self._router.last_window_left()
             return
         if not crashed and exit_code == 0:
             _log.info("the window was closed; shutting down")

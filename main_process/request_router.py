@@ -883,12 +883,7 @@ class RequestRouter:
             if viewed is not None:
                 self._viewer_left(viewed)
             elif not self._server.renderer_ids():
-                # The last window left (closed, crashed): a question a gone terminal left
-                # waited for it, and now for nobody. (A window's own questions stand for the
-                # next window: standing_state.)
-                for session_id, (driver, _) in list(self._drivers.items()):
-                    if driver in self._gone_drivers:
-                        self._viewer_left(session_id)
+                self.last_window_left()
             return
         self._terminal_drivers.discard(peer_id)
         self._gone_drivers.add(peer_id)
@@ -908,6 +903,17 @@ class RequestRouter:
                         "the host: the terminal that drove the turn left and no window was "
                         "open (denied, as maka run denies at the end of its input)",
                     )
+
+    def last_window_left(self) -> None:
+        """The last window left (closed, crashed; called again once the host saw the window's
+        process end, as ``maka host`` counts a window it started as coming until then): a
+        question a gone terminal left waited for it, and now for nobody. (A window's own
+        questions stand for the next window: standing_state.)"""
+        if self._server.renderer_ids():
+            return
+        for session_id, (driver, _) in list(self._drivers.items()):
+            if driver in self._gone_drivers:
+                self._viewer_left(session_id)
 
     def _viewer_left(self, session_id: str) -> None:
         """The last terminal viewing a session left: a question of its turn that no one

@@ -174,3 +174,64 @@ def test_maka_gui_beside_a_host_without_a_display_says_so(tmp_path: Path) -> Non
         assert host.process.poll() is None
     finally:
         host.stop()
+
+
+def test_a_question_a_killed_terminal_left_stops_when_the_hosts_window_crashes(
+    tmp_path: Path,
+) -> None:
+    """``maka host`` with a window ``maka gui`` opened: a terminal asking a question is
+    killed, so the question waits for the window; the window then crashes. The host counted
+    its window as coming until it saw the process end (after the connection closed), and the
+    turn waited for ever, the session busy. It stops there, not denied."""
+    from tests.helpers.maka_run import committed_runs, scripted_env, write_script
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    write = {"id": "w1", "name": "write_file", "args": {"path": "a.txt", "content": "hi\n"}}
+    script = write_script(
+        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [write]}, {"text": "ok"}]]
+    )
+    env = scripted_env(script)
+    host = start_main(data, env, "host").wait_ready()
+    windows: list[int] = []
+    driver: subprocess.Popen[str] | None = None
+    try:
+        assert run_maka(data, "gui", extra_env=env, timeout_s=60).returncode == 0
+        _wait_for(lambda: re.search(r"renderer connection \d+ authenticated", main_log(data)))
+        windows = _renderer_pids(data)
+        driver = subprocess.Popen(
+            [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"],
+            env={**os.environ, **env, "MAKA_DATA_DIR": str(data), "QT_QPA_PLATFORM": "offscreen"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert driver.stdout is not None
+        seen = ""
+        while "Allow? [y/N]" not in seen:
+            seen += driver.stdout.read(1) or ""
+            assert driver.poll() is None, seen
+        driver.kill()
+        driver.wait(30)
+        time.sleep(1.0)
+        [(header, _)] = committed_runs(data)
+        assert str(header.status) == "running"  # the window may answer it
+        os.kill(windows[0], signal.SIGKILL)
+        _wait_for(lambda: str(committed_runs(data)[0][0].status) in ("cancelled", "completed"))
+        assert str(committed_runs(data)[0][0].status) == "cancelled"
+        assert not (work / "a.txt").exists()
+        assert host.process.poll() is None
+    finally:
+        if driver is not None:
+            if driver.poll() is None:
+                driver.kill()
+            driver.wait(30)
+            for stream in (driver.stdin, driver.stdout):
+                if stream is not None:
+                    stream.close()
+        host.stop()
+        for pid in windows:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
