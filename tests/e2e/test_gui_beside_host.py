@@ -198,7 +198,7 @@ def test_a_question_a_killed_terminal_left_stops_when_the_hosts_window_crashes(
     driver: subprocess.Popen[str] | None = None
     try:
         assert run_maka(data, "gui", extra_env=env, timeout_s=60).returncode == 0
-        _wait_for(lambda: re.search(r"renderer connection \d+ authenticated", main_log(data)))
+        _wait_for(lambda: bool(re.search(r"renderer connection \d+ authenticated", main_log(data))))
         windows = _renderer_pids(data)
         driver = subprocess.Popen(
             [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"],
