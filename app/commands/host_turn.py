@@ -246,8 +246,9 @@ class _HostTurn:
         except HostConnectionError as lost:
             with self._lock:
                 session_id = self._session_id
-            if lost.code != HostCode.HOST_STOPPED or session_id is None:
-                raise
+                sent = self._sent
+            if lost.code != HostCode.HOST_STOPPED or session_id is None or not sent:
+                raise  # (not sent: nothing of this command's ran)
             # Not "run the command again": the turn may have done part of its work.
             if _latest_run_ended(self._data_dir, session_id):
                 # Shut down in order (SIGTERM, the window closed): it stopped the turn and

@@ -88,3 +88,19 @@ def test_a_ctrl_c_while_the_command_loads_is_said_without_a_traceback(
         app.cli.run_main()
     assert ended.value.code == 1
     assert capsys.readouterr().err == "maka: interrupted\n"
+
+
+def test_a_request_that_never_left_is_not_said_to_have_run() -> None:
+    """The host stopped before a resume's request went out: the command said the turn "may
+    have done part of its work", though nothing was sent."""
+    from app.commands.host_turn import _HostTurn
+    from app.host.host_client import HostConnectionError
+    from runtime.ledger.codes import HostCode
+
+    def stopped() -> None:
+        raise HostConnectionError(HostCode.HOST_STOPPED, "the host stopped before answering")
+
+    turn = _HostTurn(_Host(), "auto", session_id="s1")  # type: ignore[arg-type]
+    with pytest.raises(HostConnectionError) as raised:
+        turn.follow(lambda: None, send=stopped)
+    assert raised.value.message == "the host stopped before answering"
