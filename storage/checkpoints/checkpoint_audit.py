@@ -187,12 +187,18 @@ def removed_by_retention(
     absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
     if not absent:
         return set()
-    from storage.checkpoints.checkpoint_retention import refs_to_keep, removed_refs
+    from storage.checkpoints.checkpoint_retention import (
+        refs_to_keep,
+        removals_recorded_since,
+        removed_refs,
+    )
 
     logged = removed_refs(carrier)
     # On a ledger several hosts share, another host's snapshot is never in this data folder:
-    # only what retention here recorded removing is said to be removed.
+    # only what retention here recorded removing is said to be removed. Elsewhere, what it
+    # removed before it kept that record is told by its rule of what it keeps.
     shared = carrier.missing_note is not None
+    since = removals_recorded_since(carrier)
     kept = set() if shared else refs_to_keep(reader)[0]
     refs: dict[str, set[str]] = {}
     found: set[str] = set()
@@ -203,7 +209,10 @@ def removed_by_retention(
         ref = str(row.body.get("checkpointRef"))
         if ref in refs[workspace]:
             continue
-        if (carrier.git_dir(workspace).name, ref) in logged or (not shared and ref not in kept):
+        recorded = since is not None and row.ts >= since  # taken since removals are recorded
+        if (carrier.git_dir(workspace).name, ref) in logged or (
+            not shared and not recorded and ref not in kept
+        ):
             found.add(row.event_id)
     return found
 

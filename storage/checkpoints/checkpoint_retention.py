@@ -122,6 +122,32 @@ def removed_refs(carrier: GitCheckpointStore) -> set[tuple[str, str]]:
     return found
 
 
+def removals_recorded_since(carrier: GitCheckpointStore) -> int | None:
+    """Since when (ms) every ref retention deleted here is in ``REMOVED_LOG`` (its first
+    line), or None: no log yet (a store from before it, or retention never ran)."""
+    try:
+        with open(carrier.root / REMOVED_LOG, "rb") as handle:
+            first = json.loads(handle.readline())
+    except (OSError, ValueError):
+        return None
+    since = first.get("since") if isinstance(first, dict) else None
+    return since if isinstance(since, int) else None
+
+
+def _start_removal_log(carrier: GitCheckpointStore, now: float) -> None:
+    """Begin ``REMOVED_LOG`` with the time from which it holds every removal (best effort)."""
+    path = carrier.root / REMOVED_LOG
+    if path.exists():
+        return
+    try:
+        with open(path, "x", encoding="utf-8", opener=private_opener) as handle:
+            handle.write(json.dumps({"since": int(now * 1000)}) + "\n")
+    except FileExistsError:
+        pass
+    except OSError as error:
+        _log.warning("cannot record the refs retention removes: %s", error)
+
+
 def _note_removed(carrier: GitCheckpointStore, repository: Path, refs: Sequence[str]) -> None:
     """Append the deleted refs to ``REMOVED_LOG`` (best effort: without it, a removed snapshot
     is only told by the ledger's rule of what retention keeps)."""
@@ -183,6 +209,7 @@ def run_retention(
 
     if carrier.git is None or not carrier.root.is_dir():
         return result
+    _start_removal_log(carrier, clock())
     keep, open_runs = refs_to_keep(reader)
     sessions = trimmable_sessions(reader, carrier)
     listed: list[tuple[Path, dict[str, str], dict[str, int]]] = []

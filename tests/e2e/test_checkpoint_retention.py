@@ -114,9 +114,18 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
     try:
         rows = session_checkpoints(store, shared, session).rows
         assert len(removed_by_retention(store, shared, rows)) == 2  # runs[0] and runs[1]'s /1
-        (shared.root / REMOVED_LOG).unlink()
+        log = shared.root / REMOVED_LOG
+        recorded = log.read_text()
+        log.unlink()
         assert removed_by_retention(store, shared, rows) == set()
-        assert len(removed_by_retention(store, carrier, rows)) == 2  # this folder's own rule
+        # Without the record (a store from before it), this folder's own rule of what
+        # retention keeps tells; with it, a ref gone since it began and not in it was not
+        # removed by retention (lost or deleted by hand: missing, a problem).
+        assert len(removed_by_retention(store, carrier, rows)) == 2
+        log.write_text('{"since": 0}\n')
+        assert removed_by_retention(store, carrier, rows) == set()
+        log.write_text(recorded)
+        assert len(removed_by_retention(store, carrier, rows)) == 2
     finally:
         store.close()
     assert maka([*again, "e"], data, env=env).returncode == 0
@@ -219,7 +228,7 @@ def test_a_capture_made_while_retention_runs_keeps_its_ref(tmp_path: Path) -> No
 def test_refs_of_sessions_the_ledger_does_not_hold_are_kept(tmp_path: Path) -> None:
     """A data folder pointed at another ledger (switched from PostgreSQL to SQLite in
     Settings, or an empty database): its snapshots of the sessions that ledger does not hold
-    were all deleted as orphans. They are kept, and the doctor says whose they may be. A
+    were all deleted as orphans. They are kept, and the doctor counts them as such. A
     session this data folder removed has its refs deleted, recorded as removed by retention."""
     from runtime.continuation.lifecycle_log import LIFECYCLE_LOG
     from storage.checkpoints.checkpoint_audit import audit_checkpoints
@@ -247,8 +256,13 @@ def test_refs_of_sessions_the_ledger_does_not_hold_are_kept(tmp_path: Path) -> N
         assert audit.orphans == [] and len(audit.foreign) == len(before)
     finally:
         other.close()
+    # That ledger's data folder holding them: its doctor says whose they may be, no problem.
+    (tmp_path / "other" / "checkpoints").mkdir(exist_ok=True)
+    shutil.copytree(repository, tmp_path / "other" / "checkpoints" / repository.name)
     doctor = maka(["doctor"], tmp_path / "other")
-    assert doctor.returncode == 0
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert f"{len(before)} refs of sessions this ledger does not hold" in doctor.stdout
+    assert " 0 orphan refs" in doctor.stdout, doctor.stdout
     # The session removed here: its refs go, recorded as removed by retention.
     removed = maka(["sessions", "remove", session, "--yes"], data, env=env)
     assert removed.returncode == 0, removed.stderr
@@ -259,6 +273,7 @@ def test_refs_of_sessions_the_ledger_does_not_hold_are_kept(tmp_path: Path) -> N
         store.close()
     assert sorted(result.deleted) == sorted(f"{repository.name} {ref}" for ref in before)
     assert carrier.refs_in(repository) == {}
-    logged = (carrier.root / REMOVED_LOG).read_text().splitlines()
+    since, *logged = (carrier.root / REMOVED_LOG).read_text().splitlines()
+    assert json.loads(since).keys() == {"since"}  # from when every removal is in it
     assert len(logged) == len(before)
     assert (carrier.root / REMOVED_LOG).stat().st_mode & 0o777 == 0o600
