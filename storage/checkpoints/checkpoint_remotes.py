@@ -6,9 +6,13 @@ The copy is a local clone of the user's repository, so Git makes the user's fold
 said "up to date with 'origin/main'" (the user's local branch) where the user's own said what
 their real upstream says, and ``git push`` there went to the user's folder. Here the clone's
 ``origin`` goes, the user's remotes come in as they are configured (their URLs, push URLs and
-fetch refspecs) with the upstream of each branch, and the user's remote-tracking branches are
+fetch refspecs; a path relative to the folder made absolute), where each branch pulls from and
+pushes to (``remote.pushDefault``, ``branch.<b>.pushRemote``; read with the files the
+configuration includes), and the user's remote-tracking branches are
 fetched from the user's folder (read, never written): ``git status`` and ``git log
-origin/main`` in the copy read as they do in the folder, and a push goes where the user's goes.
+origin/main`` in the copy read as they do in the folder, and a push from the copy goes where
+one from the folder goes: to the user's real remote, no longer into the user's folder (which
+refused a push to its checked-out branch anyway).
 
 Only those keys are carried: a remote's other settings (its upload or receive programs, say)
 stay the user's own. Best effort: whatever cannot be read leaves the clone as Git made it.
@@ -17,6 +21,7 @@ stay the user's own. Best effort: whatever cannot be read leaves the clone as Gi
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -26,7 +31,9 @@ from storage.checkpoints.checkpoint_git import GitRunner
 _log = logging.getLogger(__name__)
 # The settings carried, as ``git config --get-regexp`` names them (lower-cased section and
 # key; a remote's or a branch's own name as written).
-_CARRIED = re.compile(r"^(remote\..+\.(url|pushurl|fetch)|branch\..+\.(remote|merge))$")
+_CARRIED = re.compile(
+    r"^(remote\.pushdefault|remote\..+\.(url|pushurl|fetch)|branch\..+\.(remote|merge|pushremote))$"
+)
 
 
 def mirror_remotes(runner: GitRunner, config: Path, source: Path, target: Path) -> None:
@@ -34,7 +41,15 @@ def mirror_remotes(runner: GitRunner, config: Path, source: Path, target: Path) 
     configuration ``config``) in place of the clone's own ``origin``."""
     try:
         listed = runner.run_outside(
-            ["config", "--file", str(config), "--null", "--get-regexp", r"^(remote|branch)\."],
+            [
+                "config",
+                "--file",
+                str(config),
+                "--includes",
+                "--null",
+                "--get-regexp",
+                r"^(remote|branch)\.",
+            ],
             cwd=target,
         )
     except CheckpointError:
@@ -45,6 +60,9 @@ def mirror_remotes(runner: GitRunner, config: Path, source: Path, target: Path) 
             continue
         key, _, value = entry.decode("utf-8", "surrogateescape").partition("\n")
         if _CARRIED.match(key):
+            if key.endswith(("url", "pushurl")) and value.startswith(("./", "../")):
+                # A remote named by a path relative to the folder: the copy is elsewhere.
+                value = os.path.normpath(os.path.join(os.path.abspath(source), value))
             settings.append((key, value))
     try:
         runner.run_outside(["remote", "remove", "origin"], cwd=target)

@@ -73,3 +73,22 @@ def test_a_repository_without_remotes_gives_a_copy_without_any(tmp_path: Path) -
     store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
     assert user_git(copy, "remote") == ""
     assert user_git(copy, "status", "--short", "--branch").splitlines()[0] == "## main"
+
+
+def test_where_a_branch_pushes_and_included_remotes_come_along(tmp_path: Path) -> None:
+    """A user who pushes to a fork (``remote.pushDefault``) keeps pushing there from the copy;
+    remotes set in a file the configuration includes come too, and a remote named by a path
+    relative to the folder still names the same repository from the copy."""
+    folder = _repository_with_upstream(tmp_path)
+    (tmp_path / "remotes.inc").write_text('[remote "fork"]\n\turl = ../fork.git\n')
+    user_git(folder, "config", "include.path", str(tmp_path / "remotes.inc"))
+    user_git(folder, "config", "remote.pushDefault", "fork")
+    user_git(folder, "config", "branch.main.pushRemote", "fork")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "elsewhere" / "project-restored-1"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert user_git(copy, "config", "remote.pushDefault").strip() == "fork"
+    assert user_git(copy, "config", "branch.main.pushRemote").strip() == "fork"
+    assert user_git(copy, "config", "remote.fork.url").strip() == str(tmp_path / "fork.git")
+    assert user_git(copy, "config", "remote.origin.url").strip() == REMOTE
