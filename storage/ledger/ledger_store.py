@@ -120,7 +120,7 @@ def _close_untouched(conn: sqlite3.Connection, path: Path) -> None:
     try:
         reader = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         reader.execute("PRAGMA schema_version").fetchone()
-    except sqlite3.Error:
+    except Exception:  # (a link loop, an unreadable file: the writer just closes)
         pass
     finally:
         conn.close()
