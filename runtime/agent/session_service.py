@@ -83,7 +83,9 @@ def _title(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return ""
-    first = "".join(" " if ord(char) < 32 or ord(char) == 127 else char for char in lines[0])
+    from runtime.ledger.session_title import is_control
+
+    first = "".join(" " if is_control(char) else char for char in lines[0])
     first = first.strip()
     if not first:
         return ""

@@ -97,7 +97,8 @@ def test_a_title_taken_from_a_message_has_no_control_character(tmp_path: Path) -
 
     service, folder = _service(tmp_path)
     session = service.create_session(folder)
-    _send(service, session.session_id, "write \x1b]0;pwn\x07.md saying x\x7f")
+    _send(service, session.session_id, "write \x1b]0;pwn\x07.md saying \x9b2Jx\x7f")
     title = service.get_session(session.session_id).title
-    assert title == "write  ]0;pwn .md saying x"
+    assert title == "write  ]0;pwn .md saying  2Jx"
     assert title_allowed(title)
+    assert not title_allowed("a\x9bb") and not title_allowed("a\x7fb")  # C1 and DEL refused
