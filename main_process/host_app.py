@@ -54,7 +54,7 @@ from app.bridge_contract import (
 )
 from app.bridge_contract import HostState as WireHostState
 from app.host.auto_resume import select_auto_resume
-from app.host.host_client import held_elsewhere, running_host_kind, running_host_no_window
+from app.host.host_client import held_elsewhere, running_host, running_host_kind
 from app.host.host_services import (
     ElsewhereChanges,
     HostServices,
@@ -430,9 +430,9 @@ class HostApp(QObject):
         # The running instance listens within milliseconds of taking the lock (before its store
         # opens), so a short retry covers its start; a CLI command holding the lock never
         # listens, and the answer is then store_locked.
-        running = running_host_kind(self._data_dir)
-        no_window = running_host_no_window(self._data_dir) if running is HostKind.HEADLESS else None
-        if no_window is not None:
+        found = running_host(self._data_dir)
+        running, no_window = found if found is not None else (None, None)
+        if running is HostKind.HEADLESS and no_window is not None:
             return self._refuse_early(
                 "display_unavailable",
                 f"the running maka host (pid {holder_pid or 'unknown'}) serving "

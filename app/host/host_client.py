@@ -287,31 +287,25 @@ def attach(
     return client
 
 
+def running_host(data_dir: Path, timeout_s: float = 3.0) -> tuple[HostKind, str | None] | None:
+    """Which kind of host serves ``data_dir`` and why it cannot open a window (None: it can),
+    as its ``hello.ok`` says; None when none answers; never raises. A second desktop launch
+    asks it to tell "brought its window to front" from "a window attaches to ``maka host``"
+    (or "that host has no display")."""
+    try:
+        client = attach(data_dir, hello_timeout_s=timeout_s)
+    except (HostConnectionError, OSError):
+        return None
+    if client is None:
+        return None
+    with client:
+        return client.host_kind, client.no_window
+
+
 def running_host_kind(data_dir: Path, timeout_s: float = 3.0) -> HostKind | None:
-    """Which kind of host serves ``data_dir`` (its ``hello.ok``), or None when none answers;
-    never raises. A second desktop launch asks it to tell "brought its window to front" from
-    "a window attaches to ``maka host``"."""
-    try:
-        client = attach(data_dir, hello_timeout_s=timeout_s)
-    except (HostConnectionError, OSError):
-        return None
-    if client is None:
-        return None
-    with client:
-        return client.host_kind
-
-
-def running_host_no_window(data_dir: Path, timeout_s: float = 3.0) -> str | None:
-    """Why the host serving ``data_dir`` cannot open a window (its hello says), or None (it
-    can, or none answers); never raises."""
-    try:
-        client = attach(data_dir, hello_timeout_s=timeout_s)
-    except (HostConnectionError, OSError):
-        return None
-    if client is None:
-        return None
-    with client:
-        return client.no_window
+    """Which kind of host serves ``data_dir`` (``running_host``), or None."""
+    found = running_host(data_dir, timeout_s)
+    return found[0] if found is not None else None
 
 
 def held_elsewhere(data_dir: Path, pid: int | None) -> str:

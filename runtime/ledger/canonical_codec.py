@@ -201,3 +201,18 @@ def prefix_digest(identity: Mapping[str, str], rows: Iterable[tuple[int, bytes]]
         hasher.update(struct.pack(">Q", seq))
         hasher.update(_length_prefixed(payload))
     return "sha256:" + hasher.hexdigest()
+
+
+def deeper_than(value: object, limit: int) -> bool:
+    """``value`` (decoded JSON) nests arrays and objects more than ``limit`` levels deep,
+    walked without recursion (a hostile file's nesting never reaches Python's stack)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False

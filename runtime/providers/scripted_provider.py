@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.base.cancel_token import CancelToken
+from runtime.ledger.canonical_codec import deeper_than
 from runtime.providers.history_projection import unpaired_tool_calls
 from runtime.providers.provider_port import (
     AssistantText,
@@ -132,19 +133,6 @@ MAX_SCRIPT_DEPTH = 64
 levels down): a deeper one is refused, before anything walks it."""
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """``value`` nests arrays and objects more than ``limit`` levels deep (walked without
-    recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
 def load_script(path: Path) -> tuple[tuple[dict[str, Any], ...], ...]:
     try:
         with path.open("rb") as file:
@@ -162,7 +150,7 @@ def load_script(path: Path) -> tuple[tuple[dict[str, Any], ...], ...]:
         raise _invalid(f"script {path} is not JSON: {error}") from None
     except RecursionError:
         raise _invalid(too_deep) from None
-    if isinstance(value, dict | list) and _deeper_than(value, MAX_SCRIPT_DEPTH):
+    if isinstance(value, dict | list) and deeper_than(value, MAX_SCRIPT_DEPTH):
         raise _invalid(too_deep)
     return parse_script(value)
 

@@ -49,7 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from runtime.ledger.branch_facts import BranchRecord, branch_record
-from runtime.ledger.canonical_codec import canonical_json_bytes, canonical_line_bytes
+from runtime.ledger.canonical_codec import (
+    canonical_json_bytes,
+    canonical_line_bytes,
+    deeper_than,
+)
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
 from runtime.ledger.event_model import RuntimeEvent, decode_event_json
@@ -416,19 +420,6 @@ record Maka writes (a ``branchStart`` fact's source) is 3 levels down, so a deep
 export, and nothing after the parse walks a value deeper than this."""
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
-    """``value`` nests arrays and objects more than ``limit`` levels deep (walked without
-    recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
 def _record_value(raw: bytes, line: int) -> dict[str, Any] | None:
     """The record a line holds (None: not one of the records an export holds, also a line too
     deep for the JSON decoder). A record nested deeper than ``MAX_RECORD_DEPTH`` is refused."""
@@ -439,7 +430,7 @@ def _record_value(raw: bytes, line: int) -> dict[str, Any] | None:
     kinds = (SESSION_KIND, RUN_HEADER_KIND, CLAIM_KIND, CHECKPOINTS_KIND, BRANCH_KIND)
     if not isinstance(value, dict) or value.get("kind") not in kinds:
         return None
-    if _deeper_than(value, MAX_RECORD_DEPTH):
+    if deeper_than(value, MAX_RECORD_DEPTH):
         raise _invalid(
             line, f"a {value['kind']} record nested deeper than {MAX_RECORD_DEPTH} levels"
         )
