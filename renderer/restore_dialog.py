@@ -88,20 +88,25 @@ def ask_restore_target(
 
 
 def path_lines(path: str, metrics: QFontMetrics, width: int = PATH_LINE_PX) -> str:
-    """``path`` on lines of at most ``width`` pixels, broken only after a "/" (never inside a
-    folder's name, as word wrap would at a "-"); a single name wider than a line is shortened
-    in its middle with "…"."""
+    """``path`` on lines of at most ``width`` pixels, broken only after a separator ("/", or
+    "\\" on Windows; never inside a folder's name, as word wrap would at a "-"); a single name
+    wider than a line is broken where it reaches the edge, never shortened: the lines joined
+    are the exact path, which the user may need to find."""
     lines: list[str] = []
     line = ""
-    for whole in re.findall(r"[^/]*/|[^/]+$", path):
-        piece = whole
-        if metrics.horizontalAdvance(whole) > width:
-            piece = metrics.elidedText(whole, Qt.TextElideMode.ElideMiddle, width)
-        if line and metrics.horizontalAdvance(line + piece) > width:
+    for name in re.findall(r"[^/\\]*[/\\]|[^/\\]+$", path):
+        if line and metrics.horizontalAdvance(line + name) > width:
             lines.append(line)
-            line = piece
-        else:
-            line += piece
+            line = ""
+        rest = name
+        while metrics.horizontalAdvance(line + rest) > width and len(rest) > 1:
+            # A name wider than a line: as much of it as fits, then the rest below.
+            cut = len(rest) - 1
+            while cut > 1 and metrics.horizontalAdvance(line + rest[:cut]) > width:
+                cut -= 1
+            lines.append(line + rest[:cut])
+            line, rest = "", rest[cut:]
+        line += rest
     lines.append(line)
     return "\n".join(lines)
 

@@ -325,3 +325,22 @@ def test_clicking_the_open_session_clears_its_announcement(qtbot: QtBot) -> None
     view.setFocus()
     QTest.keyClick(view, Qt.Key.Key_Return)
     assert notice.text == ""
+
+
+def test_a_path_is_never_shortened_and_windows_separators_break_it_too(qtbot: QtBot) -> None:
+    """A name wider than a line was shortened in its middle with "…" (the path shown was no
+    longer the real one), and a Windows path, which has no "/", was one piece."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QLabel
+
+    from renderer.restore_dialog import path_lines
+
+    metrics = QFontMetrics(QLabel().font())
+    long_name = "/tmp/" + "x" * 300 + "-restored-1"
+    lines = path_lines(long_name, metrics, 200).split("\n")
+    assert "".join(lines) == long_name and "…" not in "".join(lines)
+    assert all(metrics.horizontalAdvance(line) <= 200 for line in lines)
+    windows = "C:\\Users\\ann-marie\\projects\\customer-integration-tests\\payment-restored-1"
+    pieces = path_lines(windows, metrics, 200).split("\n")
+    assert len(pieces) > 1 and "".join(pieces) == windows
+    assert all(piece.endswith("\\") for piece in pieces[:-1])
