@@ -88,6 +88,9 @@ def _tr(text: str) -> str:
 DETAILS_MAX_LINES = 10
 SURVIVOR_REASON = "background_operation_pending"
 DETAILS_MIN_LINES = 2
+TIGHT_LINES = 8
+"""Fewer spare lines than this in the window: More and Details take turns
+(``set_details_line_limit``)."""
 
 
 class InterruptedBanner(TintedPanel):
@@ -147,6 +150,7 @@ class InterruptedBanner(TintedPanel):
         self.body_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.body_label.installEventFilter(self)
         self._body_open = False
+        self._tight = False  # (``set_details_line_limit``)
         self.body_more = QToolButton()
         self.body_more.setAutoRaise(True)
         self.body_more.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -410,8 +414,13 @@ class InterruptedBanner(TintedPanel):
         return self._compact and not self._body_open
 
     def set_details_line_limit(self, lines: int) -> None:
-        """How many detail lines show before they scroll (the window shrinks it when short)."""
+        """How many detail lines show before they scroll (the window shrinks it when short).
+        With room for fewer than ``TIGHT_LINES``, More and Details take turns: both open drew
+        the banner over the transcript and the composer (800x600)."""
         self._details_lines = max(DETAILS_MIN_LINES, min(lines, DETAILS_MAX_LINES))
+        self._tight = lines < TIGHT_LINES
+        if self._tight and self._body_open and self._details_shown:
+            self.set_details_shown(False)
         self._fit_details()
 
     def copy_diagnostics(self) -> None:
@@ -652,6 +661,8 @@ class InterruptedBanner(TintedPanel):
 
     def _on_body_more(self) -> None:
         self._body_open = not self._body_open
+        if self._body_open and self._tight and self._details_shown:
+            self.set_details_shown(False)  # (no room for both: they take turns)
         if self._compact:
             self._render()  # what compact hides shows (or hides) again
         else:
@@ -696,6 +707,8 @@ class InterruptedBanner(TintedPanel):
 
     def _on_details_clicked(self) -> None:
         self.set_details_shown(not self._details_shown)
+        if self._details_shown and self._tight and self._body_open:
+            self._on_body_more()  # (no room for both: they take turns)
 
     def _apply_colours(self, severity: Severity) -> None:
         palette = self.palette()

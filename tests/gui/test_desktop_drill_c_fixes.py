@@ -344,3 +344,22 @@ def test_a_path_is_never_shortened_and_windows_separators_break_it_too(qtbot: Qt
     pieces = path_lines(windows, metrics, 200).split("\n")
     assert len(pieces) > 1 and "".join(pieces) == windows
     assert all(piece.endswith("\\") for piece in pieces[:-1])
+
+
+def test_in_a_short_window_more_and_details_take_turns(qtbot: QtBot) -> None:
+    """At 800x600 both open drew the banner over the transcript and the composer."""
+    window, bridge = _small_window(qtbot)
+    _held_at_start(bridge)
+    banner = window.banner
+    qtbot.waitUntil(lambda: banner.body_cut)
+    banner.body_more.click()
+    assert banner.body_more.text() == "Less"
+    banner.details_toggle.click()
+    assert banner.details_shown and banner.body_more.text() == "More"  # More gave way
+    banner.body_more.click()
+    assert banner.body_more.text() == "Less" and not banner.details_shown  # and Details
+    # With room for both (a tall window), both stay open.
+    window.resize(1180, 1000)
+    QApplication.processEvents()
+    banner.details_toggle.click()
+    assert banner.details_shown and banner.body_more.text() == "Less"
