@@ -149,7 +149,12 @@ class TerminalTranscript:
             self._line(f"  {mark} {visible(summarize_result(content['result'], is_error))}")
         elif "permissionDecision" in actions:
             decision = actions["permissionDecision"]["decision"]
-            self._line(f"  [permission] {decision}")
+            if event.get("author") == "host":
+                # Closed by Maka as the turn stopped (Ctrl+C at the question): nobody answered,
+                # as the record and the timeline say; not the user's "deny".
+                self._line("  [permission] closed unanswered (the turn was stopped)")
+            else:
+                self._line(f"  [permission] {decision}")
         elif is_terminal(event) and content is not None and content["kind"] == "error":
             # A turn that completed at its step limit or with an empty reply says so with the
             # code: its work may not be done, so it must not read like an ordinary ending.

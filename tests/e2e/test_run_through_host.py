@@ -559,3 +559,30 @@ def test_a_terminals_own_checkpoint_setting_that_the_host_does_not_follow_is_sai
         in said["off-unset"]
     ), said["off-unset"]
     assert "snapshots" not in said["on-on"], said["on-on"]
+
+
+def test_ctrl_c_at_a_question_prints_what_the_record_says(
+    tmp_path: Path, clients: list[Streaming]
+) -> None:
+    """Ctrl+C at ``Allow? [y/N]``: the terminal printed "[permission] deny", while the record
+    (closed by Maka, author host) and the timeline say the question closed unanswered."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = write_script(
+        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
+    )
+    env = scripted_env(script)
+    driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
+    clients.append(driver)
+    driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
+    driver.process.send_signal(signal.SIGINT)
+    driver.finish()
+    said = "".join(driver.out)
+    assert "[permission] closed unanswered (the turn was stopped)" in said, driver.text()
+    assert "[permission] deny" not in said
+    [(_, events)] = committed_runs(data)
+    assert [e["author"] for e in events if "permissionDecision" in (e.get("actions") or {})] == [
+        "host"
+    ]
+    assert not (work / "a.txt").exists()
