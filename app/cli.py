@@ -313,15 +313,31 @@ def _require_data_dir_given(option: str | None, environ: Mapping[str, str]) -> N
         )
     given = option if option is not None else environ.get("MAKA_DATA_DIR")
     if words is None and given:
-        # A file (or a link to one) where the data folder should be: said as such by every
-        # command (they said "Not a directory", "File exists" or data_dir_unavailable).
-        path = os.path.expanduser(given)
-        if os.path.exists(path) and not os.path.isdir(path):
-            words = f"{given} is a file, not a folder; give a data folder; nothing was changed"
+        # A file (or a link to one, or a link that leads nowhere) where the data folder or a
+        # folder above it should be: said as such by every command (they said "Not a
+        # directory", "File exists" or data_dir_unavailable).
+        in_the_way = _not_a_folder(os.path.abspath(os.path.expanduser(given)))
+        if in_the_way is not None:
+            words = f"{in_the_way}; give a data folder; nothing was changed"
     if words is not None:
         from runtime.ledger.codes import HostCode
 
         raise CliError(HostCode.DATA_DIR_INVALID, words, EXIT_USAGE)
+
+
+def _not_a_folder(path: str) -> str | None:
+    """What stands where ``path`` (a data folder) or a folder above it should be, in words;
+    None when nothing does (they are folders, or do not exist yet)."""
+    here = path
+    while True:
+        if os.path.islink(here) and not os.path.exists(here):
+            return f"{here} is a link that leads nowhere, not a folder"
+        if os.path.exists(here):
+            return None if os.path.isdir(here) else f"{here} is a file, not a folder"
+        above = os.path.dirname(here)
+        if above == here:
+            return None
+        here = above
 
 
 def _require_utf8_data_dir(data_dir: str | None) -> None:

@@ -629,3 +629,12 @@ def test_a_data_folder_that_is_a_file_is_said_so_by_every_command(tmp_path: Path
         assert "is a file, not a folder" in said, said
     said = refused(maka(afile, "sessions"), 2, "data_dir_invalid")  # MAKA_DATA_DIR
     assert afile.read_text() == "mine\n"
+    # A folder under that file, and a link that leads nowhere: said so too, naming it.
+    said = refused(
+        maka(afile / "sub", "run", "--cwd", str(tmp_path / "work"), "hi"), 2, "data_dir_invalid"
+    )
+    assert f"{afile} is a file, not a folder" in said, said
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere" / "x")
+    said = refused(maka(tmp_path / "link", "sessions"), 2, "data_dir_invalid")
+    assert "is a link that leads nowhere" in said, said
+    assert not (tmp_path / "nowhere").exists()
