@@ -32,6 +32,7 @@ def _absolute(path: Path) -> Path:
 
 
 def ensure_data_dir(path: Path) -> Path:
-    from storage.private_files import ensure_private_dir
+    """The data folder, made when missing (``storage.private_files.ensure_data_dir``)."""
+    from storage.private_files import ensure_data_dir as made
 
-    return ensure_private_dir(path)
+    return made(path)

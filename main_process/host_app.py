@@ -95,7 +95,7 @@ from storage.ledger.sqlite_connection import DATABASE_NAME
 from storage.ledger.store_creation import os_refusal
 from storage.ledger.store_open import file_version
 from storage.ledger.store_verification import observing_whole_file_checks
-from storage.private_files import ensure_private_dir
+from storage.private_files import ensure_data_dir
 
 _log = logging.getLogger("maka.main")
 
@@ -216,7 +216,7 @@ class HostApp(QObject):
         process should end at once (second instance, unusable data directory), else None: run
         the event loop."""
         try:
-            ensure_private_dir(self._data_dir)
+            ensure_data_dir(self._data_dir)
         except OSError as error:
             refusal = os_refusal(error, f"creating the data folder {self._data_dir}")
             return self._refuse_early(refusal.code, refusal.message)

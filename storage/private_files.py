@@ -52,6 +52,35 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
+def ensure_data_dir(path: Path) -> Path:
+    """The data folder, made private like ``ensure_private_dir``. One this call makes inside a
+    Git work tree (``MAKA_DATA_DIR=data`` in a project) gets a ``.gitignore`` holding ``*``, as
+    a virtualenv does: the ledger (the user's prompts, the tools' output) showed as ``??
+    data/`` in the user's ``git status``, one ``git add -A`` away from a commit. A folder that
+    was there already is never written into (it may be the project itself)."""
+    existed = os.path.lexists(path)
+    ensure_private_dir(path)
+    if not existed and _in_a_work_tree(path):
+        ignore = path / ".gitignore"
+        with (
+            contextlib.suppress(OSError),
+            open(ignore, "x", encoding="utf-8", opener=private_opener) as handle,
+        ):
+            handle.write("*\n")
+    return path
+
+
+def _in_a_work_tree(path: Path) -> bool:
+    """Whether a folder above ``path`` holds a ``.git`` (a repository, a linked worktree)."""
+    here = Path(os.path.abspath(path)).parent
+    while True:
+        if os.path.lexists(here / ".git"):
+            return True
+        if here.parent == here:
+            return False
+        here = here.parent
+
+
 def private_opener(path: str, flags: int) -> int:
     """``open(..., opener=private_opener)``: a new file is created 0600 (before any byte)."""
     fd = os.open(path, flags, FILE_MODE)

@@ -66,7 +66,7 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
     from app.bridge_contract import HostKind
     from app.gui_thread_gc import GuiThreadCollector
     from main_process.host_app import HostApp, HostConfig
-    from storage.private_files import ensure_private_dir
+    from storage.private_files import ensure_data_dir
 
     data_dir = resolve_data_dir(args.data_dir)
     no_renderer = os.environ.get(ENV_NO_RENDERER) == "1"
@@ -80,7 +80,7 @@ def _run_main(args: argparse.Namespace, *, headless: bool = False) -> int:
         )
         return EXIT_ERROR
     try:
-        ensure_private_dir(data_dir)
+        ensure_data_dir(data_dir)
     except OSError as error:
         print(f"maka: error [data_dir_unavailable]: {data_dir}: {error}", file=sys.stderr)
         return EXIT_ERROR

@@ -65,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if not data_dir.exists():
         # The ledger is on a server and this data folder is new: made private, as every
         # command that writes makes it (its lock, logs and snapshots go there).
-        from storage.private_files import ensure_private_dir
+        from storage.private_files import ensure_data_dir
 
         with contextlib.suppress(OSError):
-            ensure_private_dir(data_dir)
+            ensure_data_dir(data_dir)
     lock = InstanceLock(data_dir)
     taken = lock.acquire()
     owned = taken.outcome is LockOutcome.ACQUIRED

@@ -33,7 +33,7 @@ from storage.ledger.store_creation import (
 )
 from storage.ledger.store_open import database_url, file_version, open_read_connection
 from storage.ledger.store_verification import damaged, verify_before_write
-from storage.private_files import ensure_private_dir
+from storage.private_files import ensure_data_dir
 
 __all__ = ["SqliteLedgerStore", "open_store"]
 
@@ -74,7 +74,7 @@ def open_store(
     path = data_dir / DATABASE_NAME
     version = file_version(path)
     try:
-        ensure_private_dir(data_dir)
+        ensure_data_dir(data_dir)
     except OSError as error:
         raise os_refusal(error, f"creating the data folder {data_dir}") from None
     try:

@@ -69,7 +69,12 @@ def test_a_data_folder_inside_the_session_folder_is_left_out(tmp_path: Path) -> 
     body = json.loads(plan.stdout)
     assert body["disposition"] == "continue", plan.stdout
     assert "workspace_drift" not in plan.stdout
-    assert user_git(work, "status", "--porcelain").splitlines()[:2] == [" M app.py", "?? a.md"]
+    status = user_git(work, "status", "--porcelain").splitlines()
+    assert status[:2] == [" M app.py", "?? a.md"]
+    # The data folder Maka made ignores itself, as a virtualenv does: the ledger (prompts,
+    # tools' output) is not one `git add -A` away from a commit.
+    assert not [line for line in status if "mdata" in line], status
+    assert (data / ".gitignore").read_text() == "*\n"
 
 
 def _ignored(folder: Path, rule: str, path: str) -> bool:
