@@ -152,8 +152,14 @@ def test_maka_gui_with_no_display_says_so_and_starts_nothing(tmp_path: Path) -> 
         beside = _without_display(data, "gui")
         assert beside.returncode == 0, beside.stderr
         assert "opens a window on this data folder" in beside.stderr
+        _wait_for(lambda: bool(_renderer_pids(data)))
     finally:
         host.stop()
+        # The window the host opened outlives a host killed under it (it says the host is
+        # gone, as a user's window does): stopped here, or it stays behind idle.
+        for pid in _renderer_pids(data):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_maka_gui_beside_a_host_without_a_display_says_so(tmp_path: Path) -> None:
