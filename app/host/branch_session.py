@@ -53,14 +53,14 @@ def plan_branch(
 
 def _retention_removed(
     store: BranchWriter, checkpoints: CheckpointCarrier | None
-) -> Callable[[Mapping[str, Any]], bool]:
+) -> Callable[[Mapping[str, Any], int], bool]:
     from storage.checkpoints.checkpoint_audit import snapshot_removed_by_retention
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
-    def trimmed(snapshot: Mapping[str, Any]) -> bool:
+    def trimmed(snapshot: Mapping[str, Any], ts: int) -> bool:
         if not isinstance(checkpoints, GitCheckpointStore):
             return False
-        return snapshot_removed_by_retention(store, checkpoints, snapshot)
+        return snapshot_removed_by_retention(store, checkpoints, snapshot, ts)
 
     return trimmed
 

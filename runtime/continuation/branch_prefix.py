@@ -88,6 +88,7 @@ class Boundary:
     ts: int
     label: str
     snapshot: Mapping[str, Any] | None = None
+    snapshot_ts: int = 0  # when the bound snapshot's fact was written (0: none bound)
     # A call before it has no settled outcome there, so a branch there is refused (only known
     # for a run's own calls; a call never dispatched is trimmed and holds nothing).
     unsettled: bool = False
@@ -139,17 +140,19 @@ class _Binder:
     """One pass over a session's events in order: the snapshot bound to each boundary."""
 
     current: Mapping[str, Any] | None = None
+    current_ts: int = 0
     waiting: list[int] = field(default_factory=list)  # boundaries with no snapshot before them
     bound: dict[int, Mapping[str, Any] | None] = field(default_factory=dict)
+    bound_ts: dict[int, int] = field(default_factory=dict)
 
     def see(self, position: int, event: RuntimeEvent, boundary: bool) -> None:
         actions = event.get("actions")
         if actions:
             snapshot = snapshot_fact(actions)
             if snapshot is not None:
-                self.current = snapshot
+                self.current, self.current_ts = snapshot, int(event.get("ts") or 0)
                 for waiting in self.waiting:
-                    self.bound[waiting] = snapshot
+                    self._bind(waiting)
                 self.waiting.clear()
             elif "workspaceCheckpointFailed" in actions:
                 self._lose()
@@ -159,9 +162,12 @@ class _Binder:
                     self._lose()
         if boundary:
             if self.current is not None:
-                self.bound[position] = self.current
+                self._bind(position)
             else:
                 self.waiting.append(position)
+
+    def _bind(self, position: int) -> None:
+        self.bound[position], self.bound_ts[position] = self.current, self.current_ts
 
     def new_run(self) -> None:
         """A run starts. The user may have worked in the folder since the last one ended, so
@@ -229,6 +235,7 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
             **{
                 **_fields(b),
                 "snapshot": binder.bound.get(p),
+                "snapshot_ts": binder.bound_ts.get(p, 0),
                 "unsettled": b.unsettled and _held(store, headers[b.run_id], b.seq),
             }
         )

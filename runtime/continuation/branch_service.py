@@ -125,10 +125,10 @@ class BranchService:
         *,
         now_ms: Callable[[], int],
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex[:20],
-        trimmed: Callable[[Mapping[str, Any]], bool] = lambda snapshot: False,
+        trimmed: Callable[[Mapping[str, Any], int], bool] = lambda snapshot, ts: False,
     ) -> None:
-        """``trimmed``: whether retention removed a snapshot on purpose (its missing objects
-        are then said so, not called damage)."""
+        """``trimmed``: whether retention removed a snapshot (its fact, and when that was
+        written) on purpose: its missing objects are then said so, not called damage."""
         self._store = store
         self._checkpoints = checkpoints
         self._trimmed = trimmed
@@ -407,7 +407,9 @@ class BranchService:
                 why = f"its snapshot is no longer whole in the checkpoint store: {error.message}"
                 if elsewhere and "missing" in error.message:
                     why = f"its snapshot is not in this data folder: {elsewhere}"
-                elif "missing" in error.message and self._trimmed(snapshot):
+                elif "missing" in error.message and self._trimmed(
+                    snapshot, plan.boundary.snapshot_ts
+                ):
                     why = (
                         "its snapshot was removed by retention, which keeps every snapshot of a "
                         "session's two latest runs and the last one of each earlier run"

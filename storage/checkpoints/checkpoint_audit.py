@@ -187,18 +187,13 @@ def removed_by_retention(
     absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
     if not absent:
         return set()
-    from storage.checkpoints.checkpoint_retention import (
-        refs_to_keep,
-        removals_recorded_since,
-        removed_refs,
-    )
+    from storage.checkpoints.checkpoint_retention import read_removals, refs_to_keep
 
-    logged = removed_refs(carrier)
+    since, logged = read_removals(carrier)
     # On a ledger several hosts share, another host's snapshot is never in this data folder:
     # only what retention here recorded removing is said to be removed. Elsewhere, what it
     # removed before it kept that record is told by its rule of what it keeps.
     shared = carrier.missing_note is not None
-    since = removals_recorded_since(carrier)
     kept = set() if shared else refs_to_keep(reader)[0]
     refs: dict[str, set[str]] = {}
     found: set[str] = set()
@@ -218,22 +213,17 @@ def removed_by_retention(
 
 
 def snapshot_removed_by_retention(
-    reader: _Reader, carrier: GitCheckpointStore, snapshot: Mapping[str, Any]
+    reader: _Reader, carrier: GitCheckpointStore, snapshot: Mapping[str, Any], ts: int
 ) -> bool:
-    """Whether retention removed the snapshot a fact names on purpose (``removed_by_retention``
-    for one snapshot, such as a branch point's); False when that cannot be told."""
-    from storage.checkpoints.checkpoint_retention import refs_to_keep, removed_refs
-
-    workspace, ref = str(snapshot.get("workspaceIdentity", "")), snapshot.get("checkpointRef")
-    if not workspace or not isinstance(ref, str) or not ref:
+    """Whether retention removed on purpose the snapshot a fact written at ``ts`` names
+    (``removed_by_retention`` for one snapshot, such as a branch point's); False when that
+    cannot be told."""
+    workspace, ref = snapshot.get("workspaceIdentity"), snapshot.get("checkpointRef")
+    if not isinstance(workspace, str) or not workspace or not isinstance(ref, str) or not ref:
         return False
+    row = CheckpointRow("", "", "snapshot", ts, "checkpoint", snapshot, present=False)
     try:
-        git_dir = carrier.git_dir(workspace)
-        if ref in carrier.refs_in(git_dir):
-            return False
-        if (git_dir.name, ref) in removed_refs(carrier):
-            return True
-        return carrier.missing_note is None and ref not in refs_to_keep(reader)[0]
+        return bool(removed_by_retention(reader, carrier, [row]))
     except Exception:  # a wording only: never fail the refusal it words
         return False
 

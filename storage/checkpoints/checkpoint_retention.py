@@ -79,6 +79,12 @@ class RetentionResult:
     errors: list[str] = field(default_factory=list)
 
 
+def _ref_parts(ref: str) -> tuple[str, str] | None:
+    """(sessionId, runId) of a run's checkpoint ref ``refs/maka/<sessionId>/<runId>/<n>``."""
+    parts = ref.split("/")
+    return (parts[2], parts[3]) if len(parts) == 5 and parts[:2] == ["refs", "maka"] else None
+
+
 def ref_session(ref: str) -> str:
     """The session a checkpoint ref belongs to (``refs/maka/<sessionId>/...``), "" if none."""
     parts = ref.split("/")
@@ -105,33 +111,28 @@ def trimmable_sessions(reader: _Reader, carrier: GitCheckpointStore) -> set[str]
     return sessions
 
 
-def removed_refs(carrier: GitCheckpointStore) -> set[tuple[str, str]]:
-    """(repository name, ref) of every ref retention deleted here (``REMOVED_LOG``)."""
+def read_removals(carrier: GitCheckpointStore) -> tuple[int | None, set[tuple[str, str]]]:
+    """What ``REMOVED_LOG`` says: since when (ms) it holds every ref retention deleted here
+    (its first line; None: no log yet, a store from before it or retention never ran), and
+    (repository name, ref) of each ref it records."""
+    since: int | None = None
     found: set[tuple[str, str]] = set()
     try:
         with open(carrier.root / REMOVED_LOG, "rb") as handle:
-            for line in handle:
+            for number, line in enumerate(handle):
                 try:
                     record = json.loads(line)
                 except ValueError:
                     continue
-                if isinstance(record, dict):
+                if not isinstance(record, dict):
+                    continue
+                if "ref" in record:
                     found.add((str(record.get("repository")), str(record.get("ref"))))
+                elif number == 0 and isinstance(record.get("since"), int):
+                    since = record["since"]
     except OSError:
         pass
-    return found
-
-
-def removals_recorded_since(carrier: GitCheckpointStore) -> int | None:
-    """Since when (ms) every ref retention deleted here is in ``REMOVED_LOG`` (its first
-    line), or None: no log yet (a store from before it, or retention never ran)."""
-    try:
-        with open(carrier.root / REMOVED_LOG, "rb") as handle:
-            first = json.loads(handle.readline())
-    except (OSError, ValueError):
-        return None
-    since = first.get("since") if isinstance(first, dict) else None
-    return since if isinstance(since, int) else None
+    return since, found
 
 
 def _start_removal_log(carrier: GitCheckpointStore, now: float) -> None:
@@ -266,5 +267,4 @@ def _start_expired(carrier: GitCheckpointStore, repository: Path, now: float) ->
 
 
 def _open(ref: str, open_runs: set[tuple[str, str]]) -> bool:
-    parts = ref.split("/")  # refs/maka/<sessionId>/<runId>/<n>
-    return len(parts) == 5 and (parts[2], parts[3]) in open_runs
+    return _ref_parts(ref) in open_runs

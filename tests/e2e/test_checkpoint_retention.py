@@ -128,6 +128,14 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
         assert len(removed_by_retention(store, carrier, rows)) == 2
     finally:
         store.close()
+    # So does a branch there: a snapshot gone since the record began, and not in it, was lost.
+    log.write_text('{"since": 0}\n')
+    lost = maka(
+        ["branch", session, "--at", trimmed["eventId"], "--to", str(tmp_path / "b")], data, env=env
+    )
+    assert lost.returncode != 0 and "[branch_snapshot_unavailable]" in lost.stderr
+    assert "no longer whole" in lost.stderr and "retention" not in lost.stderr, lost.stderr
+    log.write_text(recorded)
     assert maka([*again, "e"], data, env=env).returncode == 0
 
 
