@@ -368,8 +368,6 @@ def _closed_streams_are_empty() -> None:
     traceback (``maka run`` leaving its run to be repaired), and with stdin closed a question
     waited for an answer for ever. Now nothing printed goes anywhere, and a closed stdin reads
     as the end of input (a question is denied, as with ``</dev/null``)."""
-    import os
-
     for fd in (0, 1, 2):
         try:
             os.fstat(fd)

@@ -50,8 +50,12 @@ class CoalescingPushSink:
         correlation_id: str | None = None,
         *,
         automatic: bool = False,
+        on_resume_started: Callable[[ResumeStartedPush], None] | None = None,
     ) -> None:
+        """``on_resume_started``: called (on the event loop thread) just before the
+        continuation's start is sent."""
         self._session_id = session_id
+        self._on_resume_started = on_resume_started
         self._automatic = automatic
         self._relay = relay
         self._send = send
@@ -144,6 +148,8 @@ class CoalescingPushSink:
             self._flush_scheduled = False
         for message in pending:
             try:
+                if isinstance(message, ResumeStartedPush) and self._on_resume_started:
+                    self._on_resume_started(message)
                 self._send(message)
             except Exception:
                 _log.exception("sending a %s push failed", message.kind)

@@ -689,19 +689,21 @@ class RequestRouter:
         exit code; every window hears the outcome as after a click."""
         session_id = message.session_id
         correlation_id = message.correlation_id
-        send = self._turn_sender(session_id, driver=peer_id)
 
-        def sending(pushed: Message) -> None:
-            if isinstance(pushed, ResumeStartedPush):
-                # Viewers hear who drives it once a continuation runs, not for a resume that
-                # parks (they were told a turn ran, and never that it ended).
-                driver = self._drivers.get(session_id)
-                if driver is not None:
-                    said = SessionDriverPush(session_id=session_id, driver=driver[1])
-                    self._to_viewers(session_id, said, peer_id)
-            send(pushed)
+        def tell_viewers(_: ResumeStartedPush) -> None:
+            # Viewers hear who drives it once a continuation runs, not for a resume that
+            # parks (they were told a turn ran, and never that it ended).
+            driver = self._drivers.get(session_id)
+            if driver is not None:
+                said = SessionDriverPush(session_id=session_id, driver=driver[1])
+                self._to_viewers(session_id, said, peer_id)
 
-        sink = CoalescingPushSink(session_id, self._workers.relay, sending)
+        sink = CoalescingPushSink(
+            session_id,
+            self._workers.relay,
+            self._turn_sender(session_id, driver=peer_id),
+            on_resume_started=tell_viewers,
+        )
         terminal = TerminalResume(
             permission_mode=message.permission_mode,
             write=sink.output,
@@ -1002,17 +1004,19 @@ class RequestRouter:
     ) -> bool:
         """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
         could not start; the outcome was pushed either way."""
-        send = self._turn_sender(session_id)
 
-        def sending(pushed: Message) -> None:
-            if automatic and isinstance(pushed, ResumeStartedPush):
-                # Kept from the moment it is said, not from the continuation's end: a window
-                # that connects while it runs is told too (send_standing_outcomes).
-                self._auto_started[session_id] = pushed.model_copy(update={"correlation_id": None})
-            send(pushed)
+        def keep_announced(pushed: ResumeStartedPush) -> None:
+            # Kept from the moment it is said, not from the continuation's end: a window that
+            # connects while it runs is told too (send_standing_outcomes).
+            self._auto_started[session_id] = pushed.model_copy(update={"correlation_id": None})
 
         sink = CoalescingPushSink(
-            session_id, self._workers.relay, sending, correlation_id, automatic=automatic
+            session_id,
+            self._workers.relay,
+            self._turn_sender(session_id),
+            correlation_id,
+            automatic=automatic,
+            on_resume_started=keep_announced if automatic else None,
         )
 
         def done(result: JobResult) -> None:
