@@ -151,6 +151,43 @@ def _last_status(data: Path, session: str) -> str | None:
     return None
 
 
+def _one_write(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A session folder, a data folder, and the environment of a model that writes once."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(
+        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
+    )
+    return work, tmp_path / "data", dict(scripted_env(script))
+
+
+def _asked(work: Path, data: Path, env: Mapping[str, str], clients: list[Streaming]) -> Streaming:
+    """``maka run`` asking whether it may write (``--permission-mode ask``)."""
+    driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
+    clients.append(driver)
+    driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
+    return driver
+
+
+def _killed_at_the_question(
+    work: Path, data: Path, env: Mapping[str, str], clients: list[Streaming]
+) -> str:
+    """The session of a terminal SIGKILLed while it asked."""
+    driver = _asked(work, data, env, clients)
+    session = driver.session()
+    driver.process.send_signal(signal.SIGKILL)
+    driver.finish()
+    return session
+
+
+def _decisions(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [
+        e["actions"]["permissionDecision"]
+        for e in events
+        if "permissionDecision" in (e.get("actions") or {})
+    ]
+
+
 def test_run_beside_the_desktop_prints_what_run_prints_alone(tmp_path: Path) -> None:
     script = write_script(
         tmp_path / "script.json",
@@ -421,21 +458,10 @@ def test_maka_host_recovers_and_resumes_automatically_at_start(tmp_path: Path) -
 def test_a_question_left_by_a_killed_terminal_is_denied_when_no_window_can_answer(
     tmp_path: Path, clients: list[Streaming]
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
-    )
-    env = scripted_env(script)
+    work, data, env = _one_write(tmp_path)
     host = _host(data, env)
     try:
-        driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
-        clients.append(driver)
-        session = driver.session()
-        driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
-        driver.process.send_signal(signal.SIGKILL)
-        driver.finish()
+        session = _killed_at_the_question(work, data, env, clients)
         deadline = time.monotonic() + 60
         while _last_status(data, session) != "completed":
             assert time.monotonic() < deadline, "the turn still waits for an answer"
@@ -445,12 +471,7 @@ def test_a_question_left_by_a_killed_terminal_is_denied_when_no_window_can_answe
         host.stop()
     assert not (work / "a.txt").exists()
     [(_, events)] = committed_runs(data)
-    decisions = [
-        e["actions"]["permissionDecision"]["decision"]
-        for e in events
-        if "permissionDecision" in (e.get("actions") or {})
-    ]
-    assert decisions == ["deny"]
+    assert [d["decision"] for d in _decisions(events)] == ["deny"]
 
 
 def test_a_question_left_by_a_killed_terminal_stops_the_turn_when_the_last_window_leaves(
@@ -459,24 +480,13 @@ def test_a_question_left_by_a_killed_terminal_stops_the_turn_when_the_last_windo
     """The question waited for the window open when its terminal was killed; the window then
     went away (closed, crashed) and the turn waited for ever, the session busy. It stops there,
     as when the last viewing terminal leaves: not denied, the call never runs."""
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
-    )
-    env = scripted_env(script)
+    work, data, env = _one_write(tmp_path)
     host = _host(data, env)
     try:
         window = WireClient(host.socket_name)
         window.hello(host.token)
         qtbot.waitUntil(lambda: window.has(MessageKind.HELLO_OK), timeout=60_000)
-        driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
-        clients.append(driver)
-        session = driver.session()
-        driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
-        driver.process.send_signal(signal.SIGKILL)
-        driver.finish()
+        session = _killed_at_the_question(work, data, env, clients)
         qtbot.wait(1500)
         assert _last_status(data, session) == "running"  # the window may answer it
         window.close()
@@ -490,11 +500,7 @@ def test_a_question_left_by_a_killed_terminal_stops_the_turn_when_the_last_windo
     assert not (work / "a.txt").exists()
     [(header, events)] = committed_runs(data)
     assert header.status == RunStatus.CANCELLED
-    decisions = [
-        e["actions"]["permissionDecision"]
-        for e in events
-        if "permissionDecision" in (e.get("actions") or {})
-    ]
+    decisions = _decisions(events)
     assert all(d["decision"] != "allow" for d in decisions), decisions
 
 
@@ -566,16 +572,8 @@ def test_ctrl_c_at_a_question_prints_what_the_record_says(
 ) -> None:
     """Ctrl+C at ``Allow? [y/N]``: the terminal printed "[permission] deny", while the record
     (closed by Maka, author host) and the timeline say the question closed unanswered."""
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json", [[{"text": "Writing.", "toolCalls": [WRITE]}, {"text": "ok"}]]
-    )
-    env = scripted_env(script)
-    driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "ask", "go"], data, env)
-    clients.append(driver)
-    driver.wait_for(lambda: any("Allow? [y/N]" in line for line in driver.out))
+    work, data, env = _one_write(tmp_path)
+    driver = _asked(work, data, env, clients)
     driver.process.send_signal(signal.SIGINT)
     driver.finish()
     said = "".join(driver.out)
