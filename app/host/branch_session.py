@@ -82,6 +82,7 @@ def branch_session(
         store, checkpoints, now_ms=now_ms, trimmed=_retention_removed(store, checkpoints)
     )
     plan = service.plan(session_id, event_id, to=to, current_files=current_files)
+    _name_the_snapshot(checkpoints, plan)
     result = service.execute(plan)
     if lifecycle is not None:
         lifecycle.session_branched(
@@ -94,6 +95,21 @@ def branch_session(
             },
         )
     return result
+
+
+def _name_the_snapshot(checkpoints: CheckpointCarrier | None, plan: BranchPlan) -> None:
+    """A point whose snapshot retention removed while its objects wait for the next prune can
+    still be branched from: its ref is made again first, so that retention keeps it as the
+    snapshot the branch was copied from (the branch's record names it)."""
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+    snapshot = plan.snapshot
+    if plan.current_files or snapshot is None or not isinstance(checkpoints, GitCheckpointStore):
+        return
+    identity, ref = snapshot.get("workspaceIdentity"), snapshot.get("checkpointRef")
+    commit = snapshot.get("commitId")
+    if isinstance(identity, str) and isinstance(ref, str) and isinstance(commit, str):
+        checkpoints.name_again(identity, ref, commit)
 
 
 @dataclass(frozen=True, slots=True)

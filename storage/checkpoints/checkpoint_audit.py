@@ -138,10 +138,12 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
     """Every checkpoint fact against the refs of its workspace's repository."""
     audit = CheckpointAudit()
     named: dict[str, set[str]] = {}
+    checked: list[CheckpointRow] = []
     for session in reader.list_sessions():
         for row in session_checkpoints(reader, carrier, session.session_id).rows:
             if row.kind != "checkpoint":
                 continue
+            checked.append(row)
             audit.facts += 1
             workspace = str(row.body["workspaceIdentity"])
             named.setdefault(carrier.git_dir(workspace).name, set()).add(
@@ -172,8 +174,8 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
                     continue
                 kind = audit.orphans if ref_session(ref) in sessions else audit.foreign
                 kind.append(f"{repository.name} {ref}")
-    trimmed = removed_by_retention(reader, carrier, audit.missing)
-    audit.trimmed = [row for row in audit.missing if row.event_id in trimmed]
+    trimmed = removed_by_retention(reader, carrier, checked)
+    audit.trimmed = [row for row in checked if row.event_id in trimmed]
     audit.missing = [row for row in audit.missing if row.event_id not in trimmed]
     return audit
 
@@ -181,11 +183,12 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
 def removed_by_retention(
     reader: _Reader, carrier: GitCheckpointStore, rows: Sequence[CheckpointRow]
 ) -> set[str]:
-    """The events of the absent snapshots among ``rows`` that retention removed on purpose:
-    their ref is gone, and retention keeps no such ref now (``checkpoint_retention``); not
-    lost, no longer needed."""
-    absent = [row for row in rows if row.kind == "checkpoint" and row.present is False]
-    if not absent:
+    """The events of the snapshots among ``rows`` that retention removed on purpose: their
+    ref is gone, and retention here recorded removing it, or (for an absent one taken before
+    it kept that record) keeps no such ref now (``checkpoint_retention``); not lost, no longer
+    needed. One whose objects wait for the next prune is removed as well."""
+    checked = [row for row in rows if row.kind == "checkpoint" and row.present is not None]
+    if not checked:
         return set()
     from storage.checkpoints.checkpoint_retention import read_removals, refs_to_keep
 
@@ -194,20 +197,25 @@ def removed_by_retention(
     # only what retention here recorded removing is said to be removed. Elsewhere, what it
     # removed before it kept that record is told by its rule of what it keeps.
     shared = carrier.missing_note is not None
-    kept = set() if shared else refs_to_keep(reader)[0]
+    kept: set[str] | None = None
     refs: dict[str, set[str]] = {}
     found: set[str] = set()
-    for row in absent:
+    for row in checked:
         workspace = str(row.body["workspaceIdentity"])
         if workspace not in refs:
             refs[workspace] = set(carrier.refs_in(carrier.git_dir(workspace)))
         ref = str(row.body.get("checkpointRef"))
         if ref in refs[workspace]:
             continue
+        if (carrier.git_dir(workspace).name, ref) in logged:
+            found.add(row.event_id)
+            continue
         recorded = since is not None and row.ts >= since  # taken since removals are recorded
-        if (carrier.git_dir(workspace).name, ref) in logged or (
-            not shared and not recorded and ref not in kept
-        ):
+        if row.present or shared or recorded:
+            continue
+        if kept is None:
+            kept = refs_to_keep(reader)[0]
+        if ref not in kept:
             found.add(row.event_id)
     return found
 

@@ -1508,6 +1508,22 @@ class GitCheckpointStore:
         """Every checkpoint ref of the workspace's repository and the commit it names."""
         return self.refs_in(self.git_dir(workspace_identity))
 
+    def name_again(self, workspace_identity: str, ref: str, commit_id: str) -> bool:
+        """Name a snapshot again whose checkpoint ref retention deleted while its objects wait
+        for the next prune (a branch is made from it, and retention keeps what a branch was
+        copied from). Creates the ref only where none is; True when it names the commit now.
+        Best effort: False when the commit is gone or Git refuses."""
+        git_dir = self.git_dir(workspace_identity)
+        if not ref.startswith("refs/maka/") or not (git_dir / "HEAD").is_file():
+            return False
+        try:
+            if self.refs_in(git_dir).get(ref) == commit_id:
+                return True
+            self._git_runner().run(["update-ref", ref, commit_id, ""], git_dir=git_dir)
+        except CheckpointError:
+            return False
+        return self.refs_in(git_dir).get(ref) == commit_id
+
     def has_start(self, git_dir: Path) -> bool:
         """Whether a copy's store still names the snapshot it was made from (``START_REF``),
         read from the ref files without a Git process."""

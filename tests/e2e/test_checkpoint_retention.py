@@ -285,3 +285,60 @@ def test_refs_of_sessions_the_ledger_does_not_hold_are_kept(tmp_path: Path) -> N
     assert json.loads(since).keys() == {"since"}  # from when every removal is in it
     assert len(logged) == len(before)
     assert (carrier.root / REMOVED_LOG).stat().st_mode & 0o777 == 0o600
+
+
+def test_a_snapshot_retention_removed_is_said_so_at_once_and_a_branch_from_it_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """Retention deletes a ref at once and its objects a day later: meanwhile the snapshot
+    was listed as present and kept, the doctor counted it nowhere, and a branch made from it
+    named a ref that no longer existed, so the next prune removed what the branch came from.
+    Now it is said to be removed from the moment its ref is, and a branch from it names it
+    again, so retention keeps it."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(3)]), checkpoints=True
+    )
+    assert maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
+    session = committed_runs(data)[0][0].session_id
+    again = ["run", "--session", session, "--permission-mode", "auto"]
+    for message in ("b", "c"):
+        assert maka([*again, message], data, env=env).returncode == 0
+    first = committed_runs(data)[0][0].run_id
+    gone = f"refs/maka/{session}/{first}/1"
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    store = open_store(data, read_only=True)
+    try:
+        result = run_retention(store, carrier, prune=False, now=time.time() + 10)
+    finally:
+        store.close()
+    assert result.deleted == [f"{repository.name} {gone}"]
+    listed = json.loads(maka(["checkpoints", session, "--json"], data, env=env).stdout)
+    rows = {row["checkpointRef"]: row for run in listed["runs"] for row in run["checkpoints"]}
+    assert rows[gone].get("trimmed") is True, rows[gone]
+    assert [ref for ref, row in rows.items() if row.get("trimmed")] == [gone]
+    doctor = maka(["doctor"], data, env=env)
+    assert ", 1 removed by retention (no longer needed)" in doctor.stdout, doctor.stdout
+    assert " 0 missing" in doctor.stdout, doctor.stdout
+    # Its objects are still whole: a branch from it is made, and names it again.
+    points = json.loads(maka(["branch", session, "--json"], data, env=env).stdout)
+    [point] = [p for p in points["boundaries"] if p.get("checkpointRef") == gone]
+    assert point["snapshotKept"] is True
+    made = maka(
+        ["branch", session, "--at", point["eventId"], "--to", str(tmp_path / "b")], data, env=env
+    )
+    assert made.returncode == 0, made.stderr
+    assert gone in carrier.refs_in(repository)
+    store = open_store(data, read_only=True)
+    try:
+        result = run_retention(store, carrier, now=time.time() + 10)
+    finally:
+        store.close()
+    assert result.errors == [] and gone in carrier.refs_in(repository)
+    prune = ["git", "--git-dir", str(repository), "prune", "--expire=now"]
+    subprocess.run(prune, check=True, capture_output=True)
+    listed = json.loads(maka(["checkpoints", session, "--json"], data, env=env).stdout)
+    rows = {row["checkpointRef"]: row for run in listed["runs"] for row in run["checkpoints"]}
+    assert rows[gone]["present"] is True and not rows[gone].get("trimmed"), rows[gone]
