@@ -135,7 +135,7 @@ from storage.checkpoints.checkpoint_presence import (
     snapshots_whole,
     tree_whole,
 )
-from storage.checkpoints.checkpoint_remotes import mirror_remotes
+from storage.checkpoints.checkpoint_remotes import carry_local_refs, mirror_remotes
 from storage.checkpoints.checkpoint_share import share_objects
 from storage.checkpoints.checkpoint_subindex import holds_skipped_entries
 from storage.checkpoints.checkpoint_tracked import (
@@ -1784,7 +1784,8 @@ def _clone_into(runner: GitRunner, source: Path, target: Path) -> bool:
     folder is read, not written (``--no-hardlinks``: not even a link count changes). A clone
     that fails is tried once more (the user's own ``git gc`` removing a loose object while it
     is copied fails it), unless it ran out of time; failing again, or with no ``.git``, the
-    copy has no repository."""
+    copy has no repository. The clone then holds the user's branches, tags and stash, and
+    their HEAD as it is (``carry_local_refs``)."""
     if not os.path.lexists(source / ".git"):
         return False
     failure = ""
@@ -1810,11 +1811,14 @@ def _clone_into(runner: GitRunner, source: Path, target: Path) -> bool:
             continue
         try:
             runner.run_outside(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], cwd=target)
-            return True
         except CheckpointError:
             failure = "the repository has no commit yet"
             shutil.rmtree(target / ".git", ignore_errors=True)
             break
+        # The user's other branches, tags and stash, and their HEAD as it is (before the
+        # index is made from it): a clone has only the branch checked out.
+        carry_local_refs(runner, source, target)
+        return True
     _log.warning(
         "the copy at %s has no Git repository: cloning %s failed: %s", target, source, failure
     )
