@@ -876,10 +876,10 @@ class RequestRouter:
     def _on_peer_closed(self, peer_id: int) -> None:
         """A driving terminal went away: its turn goes on in the host. A question it left open
         is for a window, or a terminal viewing the session (``maka tui``), to answer; with
-        neither connected (``maka host`` has no window) it is denied, as ``maka run`` denies at
-        the end of its input, so the turn does not wait for an answer nobody can give. (A viewer
-        that leaves later with the question still open: the turn stops there, as one no
-        terminal drives does.)"""
+        neither connected (``maka host`` has no window) the turn stops there (``_viewer_left``),
+        as one no terminal drives does: not denied on the user's behalf, which would record
+        that the user refused and tell the model so. (A viewer that leaves later with the
+        question still open: the same.)"""
         viewed = self._viewers.pop(peer_id, None)
         if peer_id not in self._terminal_drivers:
             if viewed is not None:
@@ -895,16 +895,8 @@ class RequestRouter:
         if self._server.renderer_ids():
             return
         for session_id, (driver, _) in list(self._drivers.items()):
-            if driver != peer_id or session_id in self._viewers.values():
-                continue  # another's turn, or a ``maka tui`` viewing it answers its question
-            for push in self._standing.pushes(session_id):
-                if isinstance(push, PermissionRequestedPush):
-                    self._deny_unasked(
-                        session_id,
-                        push.request_id,
-                        "the host: the terminal that drove the turn left and no window was "
-                        "open (denied, as maka run denies at the end of its input)",
-                    )
+            if driver == peer_id:  # (a ``maka tui`` viewing it answers its question)
+                self._viewer_left(session_id)
 
     def last_window_left(self) -> None:
         """The last window left (closed, crashed; called again once the host saw the window's
@@ -929,20 +921,6 @@ class RequestRouter:
         for push in self._standing.pushes(session_id):
             if isinstance(push, PermissionRequestedPush):
                 self._stop_unasked(session_id, push.request_id)
-
-    def _deny_unasked(self, session_id: str, request_id: str, where: str) -> None:
-        """Deny a question nobody connected can answer, and say where it was answered."""
-        try:
-            self._services.answer_permission(session_id, request_id, PermissionDecision.DENY)
-        except Exception as error:  # answered meanwhile: nothing to do
-            _limited.log(
-                logging.INFO,
-                "left_question",
-                "question nobody could answer not denied [%s]",
-                escape(getattr(error, "code", type(error).__name__), 40),
-            )
-        self._standing.answered(session_id, request_id)
-        self._closed(session_id, request_id, PermissionDecision.DENY, where, None)
 
     def _stop_unasked(self, session_id: str, request_id: str) -> None:
         """A question of a turn no terminal drives (automatic resume) with nobody connected to
