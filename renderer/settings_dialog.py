@@ -393,11 +393,13 @@ class SettingsDialog(QDialog):
         self.environment_note.setText(
             _tr(
                 "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME is set in the environment Maka was started "
-                "from, so it decides (Safe resume is {state}); these boxes apply once it is "
-                "not set."
+                "from, so it decides, and the boxes show what is in force: {state}. Your saved "
+                "choices apply again once it is not set."
             ).replace(
                 "{state}",
-                _tr("on") if current and current.safe_resume_enabled else _tr("off"),
+                _tr("Safe resume and automatic resume are on")
+                if current and current.safe_resume_enabled
+                else _tr("Safe resume is off"),
             )
         )
         self.environment_note.setVisible(self._from_environment)
@@ -585,8 +587,9 @@ class SettingsDialog(QDialog):
             self.model_edit.text().strip(),
             key,
             self.max_steps_spin.value(),
-            safe_resume=self.safe_resume_box.isChecked(),
-            auto_resume=self.auto_resume_box.isChecked(),
+            # What the environment decides is shown, never saved as the user's own choice.
+            safe_resume=None if self._from_environment else self.safe_resume_box.isChecked(),
+            auto_resume=None if self._from_environment else self.auto_resume_box.isChecked(),
             provider_tuning=self.tuning(),
             database=database,
             database_url=database_url,

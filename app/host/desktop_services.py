@@ -1063,10 +1063,13 @@ class DesktopServices:
         return safe, safe and self._settings.auto_resume()
 
     def _with_flags(self, view: SettingsView) -> SettingsView:
-        safe, _auto = self.resume_flags()
+        safe, auto = self.resume_flags()
+        # The variable decides both: the boxes show what is in force (greyed), not the stored
+        # choices it overrides.
         return replace(
             view,
             safe_resume=safe if SAFE_RESUME_ENV in os.environ else view.safe_resume,
+            auto_resume=auto if SAFE_RESUME_ENV in os.environ else view.auto_resume,
             resume_from_environment=SAFE_RESUME_ENV in os.environ,
             safe_resume_enabled=safe,
             provider_from_environment=provider_environment(os.environ),

@@ -163,5 +163,8 @@ def test_safe_resume_setting_is_kept_in_the_data_dir_and_the_environment_wins(
         assert again.get_settings().provider_from_environment == ("MAKA_PROVIDER",)
         monkeypatch.setenv("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", "1")
         assert again.resume_flags() == (True, True)
+        # The settings show what is in force: both on, though automatic resume is off here.
+        view = again.get_settings()
+        assert view.safe_resume and view.auto_resume
     finally:
         again.close()

@@ -165,18 +165,33 @@ def test_a_data_wait_shorter_than_the_answer_wait_cannot_be_saved(qtbot: QtBot) 
 
 
 def test_the_environment_variable_wins_and_the_dialog_says_so(qtbot: QtBot) -> None:
+    """The boxes show what the variable puts in force, the note names both switches, and a
+    save never stores what the variable decided as the user's own choice."""
     current = bc.SettingsCurrentPush(
         provider=bc.ProviderChoice.OFFLINE_DEMO,
         safe_resume=True,
+        auto_resume=True,
         resume_from_environment=True,
         safe_resume_enabled=True,
     )
-    dialog, _bridge = _dialog(qtbot, current)
+    dialog, bridge = _dialog(qtbot, current)
     dialog.tabs.setCurrentWidget(dialog.turns_page)
     assert not dialog.safe_resume_box.isEnabled() and not dialog.auto_resume_box.isEnabled()
+    assert dialog.safe_resume_box.isChecked() and dialog.auto_resume_box.isChecked()
     assert dialog.environment_note.isVisible()
     note = dialog.environment_note.text()
-    assert "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME" in note and "Safe resume is on" in note
+    assert "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME" in note
+    assert "Safe resume and automatic resume are on" in note, note
+    _save(dialog)
+    saved = bridge.calls_to("update_settings")[0]
+    assert isinstance(saved[5], bc.ProviderTuning), saved  # no Safe resume choice was sent
+    off = bc.SettingsCurrentPush(
+        provider=bc.ProviderChoice.OFFLINE_DEMO,
+        resume_from_environment=True,
+        safe_resume_enabled=False,
+    )
+    dialog, _bridge = _dialog(qtbot, off)
+    assert "Safe resume is off" in dialog.environment_note.text()
 
 
 def test_a_provider_chosen_in_the_environment_is_named_not_hidden(qtbot: QtBot) -> None:
