@@ -141,6 +141,8 @@ def _print_text(
                 at = (
                     f"after event {high_water}"
                     if high_water is not None
+                    else "the folder as you answered about an interrupted call"
+                    if row.get("decision") == "settle"
                     else "your current files, as you chose to continue with them"
                 )
                 # The commit is the id the timeline names the snapshot by; the tree, the one

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
-from runtime.ledger.workspace_facts import declared_mode, snapshot_fact
+from runtime.ledger.workspace_facts import declared_mode, is_settled_baseline, snapshot_fact
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
 
@@ -37,6 +37,9 @@ class CheckpointRow:
     kind: str  # "checkpoint" | "failed"
     body: Mapping[str, Any]
     present: bool | None = None  # the Git objects exist (None for a failed capture)
+    # A snapshot of the files the user chose to go on with: "rebaseline" (a continuation with
+    # the current files) or "settle" (the folder taken with an answer about a call); "" else.
+    decision: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -55,6 +58,8 @@ class CheckpointRow:
             )
             if self.body.get("skippedPaths"):
                 out["skippedPaths"] = list(self.body["skippedPaths"])
+            if self.decision:
+                out["decision"] = self.decision
         else:
             out.update(reasonCode=self.body.get("reasonCode"), message=self.body.get("message"))
         return out
@@ -77,7 +82,7 @@ def session_checkpoints(
     checked against the repository."""
     found = SessionCheckpoints(session_id)
     runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
-    pending: list[tuple[str, str, str, int, Mapping[str, Any]]] = []
+    pending: list[tuple[str, str, str, int, Mapping[str, Any], str]] = []
     for header in runs:
         events = [row.event for row in reader.read_run_events(header.run_id)]
         found.modes[header.run_id] = declared_mode(events)
@@ -87,24 +92,33 @@ def session_checkpoints(
             snapshot = snapshot_fact(actions)
             if snapshot is not None:
                 body: Mapping[str, Any] = snapshot
-                pending.append((header.run_id, event["id"], "checkpoint", event["ts"], body))
+                decision = (
+                    ""
+                    if "workspaceBaseline" not in actions
+                    else "settle"
+                    if is_settled_baseline(event)
+                    else "rebaseline"
+                )
+                row = (header.run_id, event["id"], "checkpoint", event["ts"], body, decision)
+                pending.append(row)
             elif "workspaceCheckpointFailed" in actions:
                 failed: Mapping[str, Any] = actions["workspaceCheckpointFailed"]
-                pending.append((header.run_id, event["id"], "failed", event["ts"], failed))
+                pending.append((header.run_id, event["id"], "failed", event["ts"], failed, ""))
     present: set[tuple[str, str, str]] = set()
     by_workspace: dict[str, list[tuple[str, str]]] = {}
-    for _, _, kind, _, body in pending:
+    for _, _, kind, _, body, _ in pending:
         if kind == "checkpoint":
             pair = (str(body["commitId"]), str(body["treeId"]))
             by_workspace.setdefault(str(body["workspaceIdentity"]), []).append(pair)
     for workspace, pairs in by_workspace.items():
         present.update((workspace, *pair) for pair in carrier.present_snapshots(workspace, pairs))
-    for run_id, event_id, kind, ts, body in pending:
+    for run_id, event_id, kind, ts, body, decision in pending:
         exists = None
         if kind == "checkpoint" and carrier.usable:  # without Git, presence is unknown
             key = (str(body["workspaceIdentity"]), str(body["commitId"]), str(body["treeId"]))
             exists = key in present
-        found.rows.append(CheckpointRow(session_id, run_id, event_id, ts, kind, body, exists))
+        row_of = CheckpointRow(session_id, run_id, event_id, ts, kind, body, exists, decision)
+        found.rows.append(row_of)
     return found
 
 

@@ -102,3 +102,34 @@ def test_the_timeline_and_the_listing_name_a_snapshot_by_the_same_labelled_id(
         assert f"snapshot at event {at} (commit {commit})" in timeline, timeline
         line = next(line for line in listed.splitlines() if row["checkpointRef"] in line)
         assert f"commit {commit}  tree {tree}  after event {at}" in line, listed
+
+
+def test_the_snapshot_taken_with_an_answer_about_a_call_is_listed_as_such(
+    tmp_path: Path,
+) -> None:
+    """A settled call's answer takes the folder as the new starting point: its snapshot was
+    listed as "your current files, as you chose to continue with them", a choice the user
+    never made."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("alpha\n")
+    script = write_script(tmp_path / "s.json", [[FIRST, {"text": "Noted."}]])
+    env = {**scripted_env(script, checkpoints=True), "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"]
+    assert maka(args, data, env={**env, "MAKA_FAILPOINT": "P4"}).returncode == -9
+    session = committed_runs(data)[0][0].session_id
+    (work / "a.txt").write_text("edited\n")
+    settled = maka(["settle", session, "c1", "--not-run", "--note", "checked"], data, env=env)
+    assert settled.returncode == 0, settled.stdout + settled.stderr
+    listed = maka(["checkpoints", session], data, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "the folder as you answered about an interrupted call" in listed.stdout, listed.stdout
+    assert "as you chose to continue with them" not in listed.stdout
+    rows = [
+        row
+        for run in json.loads(maka(["checkpoints", session, "--json"], data, env=env).stdout)[
+            "runs"
+        ]
+        for row in run["checkpoints"]
+    ]
+    assert [row.get("decision") for row in rows if row["runtimeHighWater"] is None] == ["settle"]
