@@ -420,7 +420,8 @@ def run(args: argparse.Namespace) -> int:
         + f", {len(checkpoints.orphans)} orphan refs"
         + (
             " (no snapshot fact names them: a capture cut off before its fact, or a session"
-            " removed since; the desktop or maka host removes them when it starts)"
+            " removed since; retention removes them: the desktop or maka host when it"
+            " starts, else a command that runs a turn, at most once a day)"
             if checkpoints.orphans
             else ""
         )
