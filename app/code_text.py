@@ -394,6 +394,14 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
             "No snapshot is left to compare your current files with: continuing with them tells "
             "the model that files may have changed, not which.",
         ),
+        "workspace_rebaseline_uncaptured": (
+            _I,
+            "Your current files cannot be snapshotted as they are (the note says why, a nested "
+            "repository say): continuing with them goes on without a snapshot until that is "
+            "removed.",
+            "",
+            ("reasonCode", "message"),
+        ),
         "workspace_restore_unavailable": (
             _E,
             "No snapshot of the folder is left to make a restored copy from; only continuing with "
@@ -418,6 +426,16 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         "workspace_decision_not_offered": (
             _E,
             "This resume has no changed files to decide about; nothing was done.",
+        ),
+        "workspace_drift_changed": (
+            _W,
+            "The files changed again after the list was shown, so nothing was done: check the "
+            "new list and choose again.",
+        ),
+        "settle_folder_changed": (
+            _W,
+            "The folder changed after this card was shown, so your answer was not recorded: "
+            "read what answering does now and answer again.",
         ),
         "checkpoint_git_failed": (
             _W,

@@ -696,11 +696,29 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
             if uncompared
             else "which files changed"
         )
-        lines.append(
-            "Continue with your current files: maka resume "
-            f"{plan.session_id} --rebaseline (the files as they are now become the new "
-            f"snapshot; the model is told {told} and to re-read them)."
+        uncaptured = next(
+            (
+                d
+                for d in plan.diagnostics
+                if d.code == DiagnosticCode.WORKSPACE_REBASELINE_UNCAPTURED.value
+            ),
+            None,
         )
+        if uncaptured is not None:
+            why = str((uncaptured.detail or {}).get("message") or "")
+            lines.append(
+                "Continue with your current files: maka resume "
+                f"{plan.session_id} --rebaseline (the files as they are now cannot be "
+                f"snapshotted{f' ({why})' if why else ''}, so the continuation has no snapshot "
+                "until that is removed; the model is told that files may have changed, with "
+                "no snapshot to tell which, and to re-read them)."
+            )
+        else:
+            lines.append(
+                "Continue with your current files: maka resume "
+                f"{plan.session_id} --rebaseline (the files as they are now become the new "
+                f"snapshot; the model is told {told} and to re-read them)."
+            )
     return lines
 
 

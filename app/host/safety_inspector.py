@@ -88,4 +88,4 @@ class SafetyInspector:
         try:
             return WorkspaceTree(carrier.observe(folder, workspace_identity).tree_id)
         except CheckpointError as error:
-            return WorkspaceTree(None, f"{error.code}: {error.message}")
+            return WorkspaceTree(None, f"{error.code}: {error.message}", str(error.code))

@@ -121,7 +121,7 @@ class TerminalTranscript:
         if mark is not None:
             self._line(f"[workspace] {visible(mark)}.")
         failed = actions.get("workspaceCheckpointFailed")
-        if isinstance(failed, Mapping):
+        if isinstance(failed, Mapping) and not failed.get("decidedBy"):  # (the mark said it)
             code = str(failed.get("reasonCode", ""))
             said = str(failed.get("message", ""))[:300]  # which file or folder, and why
             self._line(

@@ -24,7 +24,7 @@ from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointMode, M
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
-from runtime.ledger.workspace_facts import declared_mode
+from runtime.ledger.workspace_facts import declared_mode, uncaptured_decision
 from runtime.providers.history_projection import history_from_events, omitted_event_ids
 from runtime.providers.provider_port import HistoryItem, Provider
 from runtime.tools.tool_catalog import ToolCatalog
@@ -102,8 +102,12 @@ class ContinuationTurn:
             ),
             *history_from_events(details.runtime_context),
         )
-        # the start event (driven below) adds a rebaseline's notice (docs/design/workspace.md 4)
-        self._observer.committed(start_event)
+        # the start event (driven below) adds a rebaseline's notice (docs/design/workspace.md 4),
+        # or the failed capture the admission committed after it does (files that could not
+        # be snapshotted: a nested repository)
+        admitted = [start_event, *self._admitted_facts(target, start_event)]
+        for event in admitted:
+            self._observer.committed(event)
         self._store.mark_run_running(target.run_id)
         self._observer.run_status(target.run_id, RunStatus.RUNNING, None)
         loop = RunLoop(
@@ -129,9 +133,17 @@ class ContinuationTurn:
             shell_registry=self._shells,
             process_recorder=self._process_recorder,
         )
-        self.outcome = loop.drive(builder, history, [start_event], context)
+        self.outcome = loop.drive(builder, history, admitted, context)
         failpoint(CrashPoint.AFTER_CONTINUATION_TERMINAL_COMMITTED)
         return self.outcome.status
+
+    def _admitted_facts(self, target: RunHeader, start_event: RuntimeEvent) -> list[RuntimeEvent]:
+        """The workspace facts the admission committed after the start event (a rebaseline's
+        failed capture carrying the decision); none for most continuations."""
+        rows = self._store.read_run_events(target.run_id)
+        if not rows or rows[0].event["id"] != start_event["id"]:
+            return []
+        return [row.event for row in rows[1:] if uncaptured_decision(row.event.get("actions"))]
 
     def _checkpointer(
         self, target: RunHeader, details: ContinuationDetails, start_event: RuntimeEvent

@@ -18,7 +18,7 @@ from typing import Any
 from runtime.agent.text_limits import shorten
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.restore_point_words import call_subjects
-from runtime.ledger.workspace_facts import decision_mark
+from runtime.ledger.workspace_facts import decision_mark, uncaptured_decision
 from runtime.recovery.settle_verdict import verdicts_by_call
 
 CARD_ARGS_CHARS = 300
@@ -233,7 +233,8 @@ def transcript_of_run(  # noqa: C901
                 entries[index] = replace(entries[index], status=status, settleable=ended)
         elif "toolRecovery" in actions:
             _apply_recovery(entries, cards, event)
-        elif "workspaceCheckpointFailed" in actions:
+        elif "workspaceCheckpointFailed" in actions and uncaptured_decision(actions) is None:
+            # (a decision to continue with files that could not be snapshotted is marked below)
             failed = actions["workspaceCheckpointFailed"]
             entries.append(
                 TranscriptEntry(

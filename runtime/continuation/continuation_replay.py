@@ -24,7 +24,7 @@ from runtime.continuation.provider_replay import (
 from runtime.ledger.canonical_codec import canonical_json_bytes, sha256_digest
 from runtime.ledger.codes import ISSUE_CODE, RESOLVER_REASON, ResolverStatus
 from runtime.ledger.event_model import RuntimeEvent, is_hidden
-from runtime.ledger.workspace_facts import is_settled_baseline
+from runtime.ledger.workspace_facts import is_decision_fact
 from runtime.recovery.recovery_resolver import resolve_recovery
 
 
@@ -213,7 +213,7 @@ def build_segment(prefix: ImmutablePrefix) -> ReplaySegment | SegmentBlocked:
         event
         for position, event in enumerate(prefix.events)
         if position not in trimmed_positions
-        and (not is_hidden(event) or is_settled_baseline(event))  # its notice is model content
+        and (not is_hidden(event) or is_decision_fact(event))  # its notice is model content
         and not event["partial"]
     )
     trimmed_ids = tuple(prefix.events[position]["id"] for position in sorted(trimmed_positions))

@@ -49,6 +49,7 @@ from runtime.continuation.workspace_transition import (
 )
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.checkpoint_ports import (
+    CHECKPOINT_PROTOCOL,
     CheckpointCarrier,
     CheckpointError,
     TreeChange,
@@ -69,7 +70,11 @@ from runtime.ledger.store_ports import (
     SessionRecord,
     StoredEvent,
 )
-from runtime.ledger.workspace_facts import lineage_transitions
+from runtime.ledger.workspace_facts import (
+    FOLDER_HOLDS_CODES,
+    lineage_transitions,
+    uncaptured_decision,
+)
 
 
 class ResumeStore(LineageStore, ContinuationAdmissionWriter, Protocol):
@@ -113,6 +118,9 @@ class _PlanCall:
     lineage_events: list[RuntimeEvent] | None = None
     # A rebaseline is offered and there is no snapshot to compare the current files with.
     rebaseline_uncompared: bool = False
+    # A rebaseline is offered and the observation's capture of the folder was refused for what
+    # it holds (its code and message): the rebaseline will go on without a snapshot.
+    rebaseline_uncaptured: tuple[str, str] | None = None
 
 
 def _fresh_ids(new_id: Callable[[], str]) -> FreshIds:
@@ -151,6 +159,17 @@ def _clonable(folder: str) -> bool:
             return any(line.rstrip("\n").endswith(" " + ref) for line in packed)
     except OSError:
         return False
+
+
+def _uncapturable(observation: SafetyObservation) -> tuple[str, str] | None:
+    """The code and message of the observation's capture of the folder when it was refused for
+    what the folder holds (a nested repository), read from the observation the plan already
+    made; None otherwise (captured, not looked at, or another failure)."""
+    tree = observation.workspace_tree
+    if tree is None or tree.code not in FOLDER_HOLDS_CODES:
+        return None
+    problem = tree.problem or ""
+    return str(tree.code), problem.removeprefix(f"{tree.code}: ") or str(tree.code)
 
 
 class ResumeService:
@@ -262,6 +281,7 @@ class ResumeService:
                 call.rebaseline_uncompared = (
                     comparable_snapshot(carrier, last, observation, basis) is None
                 )
+                call.rebaseline_uncaptured = _uncapturable(observation)
         return plan
 
     def _with_workspace_notes(self, plan: ContinuationPlan, call: _PlanCall) -> ContinuationPlan:
@@ -297,6 +317,16 @@ class ResumeService:
                     "them tells the model that files may have changed, not which",
                 )
             )
+        if call.rebaseline_uncaptured is not None:
+            code, why = call.rebaseline_uncaptured
+            left.append(
+                PlanDiagnostic(
+                    DiagnosticCode.WORKSPACE_REBASELINE_UNCAPTURED.value,
+                    f"the current files cannot be snapshotted ({why}): continuing with them goes "
+                    "on without a snapshot until that is removed",
+                    detail={"reasonCode": code, "message": why},
+                )
+            )
         events = [*(call.lineage_events or ()), *self._resumed_by(plan)]
         transitions = tuple(lineage_transitions(events)) if events else ()
         if not left and not transitions:
@@ -321,8 +351,9 @@ class ResumeService:
 
     def _resumed_by(self, plan: ContinuationPlan) -> list[RuntimeEvent]:
         """The first event of the continuation that already resumed this interruption (where
-        its workspace decision is recorded), so an "already resumed" plan still says where the
-        session went; none when it was not resumed or cannot be read."""
+        its workspace decision is recorded, or in the failed capture the admission committed
+        right after it), so an "already resumed" plan still says where the session went; none
+        when it was not resumed or cannot be read."""
         run_ids = [
             str(d.detail["continuationRunId"])
             for d in plan.diagnostics
@@ -332,7 +363,11 @@ class ResumeService:
         ]
         try:
             return [
-                rows[0].event for run_id in run_ids if (rows := self._store.read_run_events(run_id))
+                row.event
+                for run_id in run_ids
+                if (rows := self._store.read_run_events(run_id))
+                for index, row in enumerate(rows[:2])
+                if index == 0 or uncaptured_decision(row.event.get("actions")) is not None
             ]
         except LedgerError:
             return []
@@ -466,7 +501,7 @@ class ResumeService:
         refusal = first_refusal(details, self._checkpoints)
         if refusal is not None:
             raise ResumeRefused(refusal.code, refusal.message)
-        baseline = self._baseline(session_id, details, now)
+        baseline, uncaptured = self._baseline(session_id, details, now)
         transition = self._transition(session_id, details, now)
         cwd = self._session_cwd(source)  # where it runs: the session's folder, maybe moved
         workspace = details.workspace_identity
@@ -527,18 +562,27 @@ class ResumeService:
             created_at=now,
         )
         try:
-            self._store.admit_continuation(claim, target, start_event)
+            if uncaptured is None:
+                self._store.admit_continuation(claim, target, start_event)
+            else:
+                fact = self._uncaptured_fact(target, uncaptured, now)
+                self._store.admit_continuation(claim, target, start_event, facts=(fact,))
         except LedgerError as error:
             raise ResumeRefused(error.code, error.message) from error
         return target, start_event
 
     def _baseline(
         self, session_id: str, details: ContinuationDetails, now: int
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any] | None, CheckpointError | None]:
         """For a rebaseline: capture the folder as it is now (the artifact, before the fact)
-        and the ``workspaceBaseline`` fact the admission transaction commits."""
+        and the ``workspaceBaseline`` fact the admission transaction commits. A capture refused
+        for what the folder holds (a nested repository: ``FOLDER_HOLDS_CODES``) does not refuse
+        the user's way on: no baseline, and the refusal, which the admission records as the
+        continuation's failed capture carrying the decision (as a run goes on without a
+        snapshot when its capture is refused so). An unreadable folder or a Git failure still
+        refuses: the files could not be looked at, so nothing is decided about them."""
         if details.workspace_decision is not WorkspaceDecision.REBASELINE:
-            return None
+            return None, None
         assert self._checkpoints is not None, "an admission gate checked it"
         folder = Path(os.path.realpath(self._session_cwd(details.source)))
         ref = checkpoint_ref(session_id, details.ids.run_id, 0)
@@ -559,6 +603,8 @@ class ResumeService:
                     rebuild_index=True,
                 )
         except CheckpointError as error:
+            if str(error.code) in FOLDER_HOLDS_CODES:
+                return None, error
             message = f"the files could not be captured: {error.message}"
             raise ResumeRefused(error.code, message) from error
         # The artifact exists, its fact does not: an orphan ref until the admission commits.
@@ -579,7 +625,41 @@ class ResumeService:
         }
         if details.previous_checkpoint_ref:
             body["previousCheckpointRef"] = details.previous_checkpoint_ref
-        return body
+        return body, None
+
+    def _uncaptured_fact(
+        self, target: RunHeader, refused: CheckpointError, now: int
+    ) -> RuntimeEvent:
+        """The continuation's failed capture of the files the user chose to continue with,
+        recording that decision (``decidedBy``, ``decidedAt``): committed in the admission
+        transaction right after the start event, pinned to it (``runtimeHighWater`` 1). Its
+        number is 0, the rebaseline capture's (``checkpoint_ref(..., 0)``); a run's own
+        captures count from 1."""
+        body: dict[str, Any] = {
+            "protocol": CHECKPOINT_PROTOCOL,
+            "workspaceIdentity": target.workspace_identity,
+            "runtimeHighWater": 1,
+            "reasonCode": str(refused.code),
+            "message": refused.message[:500],
+            "decidedBy": "local_user",
+            "decidedAt": now,
+        }
+        return cast(
+            RuntimeEvent,
+            {
+                "id": f"{target.run_id}_ckpt0000",
+                "sessionId": target.session_id,
+                "invocationId": target.invocation_id,
+                "runId": target.run_id,
+                "turnId": target.turn_id,
+                "ts": now,
+                "partial": False,
+                "role": "system",
+                "author": "system",
+                "modelVisibility": "hidden",
+                "actions": {"workspaceCheckpointFailed": body},
+            },
+        )
 
     def _transition(
         self, session_id: str, details: ContinuationDetails, now: int

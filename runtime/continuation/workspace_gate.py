@@ -52,6 +52,8 @@ class WorkspaceTree:
 
     tree_id: str | None
     problem: str | None = None
+    # The capture's code when it failed (``checkpoint_nested_repository``, say).
+    code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

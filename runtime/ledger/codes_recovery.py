@@ -114,6 +114,10 @@ class DiagnosticCode(StrEnum):
     # Continuing with the current files is offered and no snapshot is left to compare them
     # with: the model is told that files may have changed, not which (docs/design/workspace.md 4).
     WORKSPACE_REBASELINE_UNCOMPARED = "workspace_rebaseline_uncompared"
+    # Continuing with the current files is offered and the folder cannot be snapshotted as it
+    # stands (a nested repository, named in the note): the continuation goes on without a
+    # snapshot until that is removed (docs/design/workspace.md 4).
+    WORKSPACE_REBASELINE_UNCAPTURED = "workspace_rebaseline_uncaptured"
 
 
 class ParkReason(StrEnum):

@@ -8,6 +8,7 @@ target's first event (the ``continuationStart`` fact) in one transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -45,12 +46,19 @@ class ContinuationClaimReader(Protocol):
 
 class ContinuationAdmissionWriter(Protocol):
     def admit_continuation(
-        self, claim: ContinuationClaim, target_header: RunHeader, start_event: RuntimeEvent
+        self,
+        claim: ContinuationClaim,
+        target_header: RunHeader,
+        start_event: RuntimeEvent,
+        *,
+        facts: Sequence[RuntimeEvent] = (),
     ) -> None:
         """One ``BEGIN IMMEDIATE``: re-check that the source run's latest head is
         ``claim.source_high_water`` and ends with ``claim.source_terminal_event_id`` (else a
         ``StoreRefusal`` with ``source_high_water_changed`` / ``source_terminal_changed``); insert
         the claim (a uniqueness clash is ``continuation_claim_conflict``); create the target header
         (an existing run id is ``target_run_conflict``); commit ``start_event`` as the target's
-        event 1 (it must carry ``actions.continuationStart``)."""
+        event 1 (it must carry ``actions.continuationStart``), then ``facts``, workspace facts of
+        the target run, through the workspace-fact writer's checks (a rebaseline whose capture
+        was refused for what the folder holds: its failed capture, carrying the decision)."""
         ...

@@ -278,6 +278,12 @@ class WorkspaceCheckpointFailed(TypedDict):
     runtimeHighWater: Annotated[int, _Constrained(ge=1, le=MAX_SAFE_INTEGER)]
     reasonCode: NonEmpty
     message: NotRequired[str]
+    # The capture of the user's decision to continue with the current files (a rebaseline,
+    # docs/design/workspace.md section 4) that failed for what the folder holds (a nested
+    # repository): committed in the continuation's admission, right after its start event, it
+    # records the decision in place of the ``workspaceBaseline`` a snapshot would have carried.
+    decidedBy: NotRequired[Literal["local_user"]]
+    decidedAt: NotRequired[Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]]
 
 
 @_closed

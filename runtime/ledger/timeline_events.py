@@ -367,6 +367,12 @@ def _ordinary(
         )
     if "workspaceCheckpointFailed" in actions:
         fact = actions["workspaceCheckpointFailed"]
+        if fact.get("decidedBy"):  # the decision to continue, its capture refused
+            return (
+                TimelineKind.BASELINE,
+                ok,
+                f"continued with the current files, not snapshotted ({fact['reasonCode']})",
+            )
         return (
             TimelineKind.CHECKPOINT,
             TimelineStatus.FAILED,

@@ -41,6 +41,35 @@ def is_settled_baseline(event: Mapping[str, Any]) -> bool:
     return isinstance(actions, Mapping) and set(actions) == {SETTLED_BASELINE_KEY}
 
 
+FOLDER_HOLDS_CODES = frozenset(
+    {"checkpoint_nested_repository", "checkpoint_lfs_unsupported", "checkpoint_too_large"}
+)
+"""Why the folder cannot be snapshotted as it stands, for what it holds (a nested repository, Git
+LFS filters, too many bytes): not a Git failure nor an unreadable folder. A run goes on without
+a snapshot then, and so does the user's decision to continue with the current files."""
+
+
+def uncaptured_decision(actions: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The failed capture that records the user's decision to continue with the current files
+    (``workspaceCheckpointFailed`` with ``decidedBy``: the folder could not be snapshotted, so
+    no ``workspaceBaseline`` could name a snapshot), or None."""
+    if not actions:
+        return None
+    failed = actions.get("workspaceCheckpointFailed")
+    if isinstance(failed, Mapping) and failed.get("decidedBy"):
+        return failed
+    return None
+
+
+def is_decision_fact(event: Mapping[str, Any]) -> bool:
+    """A hidden workspace fact whose notice is model content: a settled writing call's
+    baseline, or a decision to continue with the current files whose capture failed."""
+    actions = event.get("actions")
+    return is_settled_baseline(event) or (
+        isinstance(actions, Mapping) and uncaptured_decision(actions) is not None
+    )
+
+
 def is_workspace_fact(event: Mapping[str, Any]) -> bool:
     actions = event.get("actions")
     return isinstance(actions, Mapping) and (
@@ -157,6 +186,14 @@ def decision_mark(
             f"Your answer took the folder as it was as the new starting point; {said} changed "
             "since the last snapshot" + (f": {named}" if named else "")
         )
+    uncaptured = uncaptured_decision(actions)
+    if uncaptured is not None:
+        why = str(uncaptured.get("message", "")) or str(uncaptured.get("reasonCode", ""))
+        return (
+            "Continued with your current files; they could not be snapshotted"
+            + (f" ({why})" if why else "")
+            + ", so the continuation has no snapshot of them"
+        )
     if isinstance(baseline, Mapping):
         if not baseline.get("compared", False):
             return "Continued with your current files; there was no snapshot to compare them with"
@@ -188,7 +225,10 @@ def lineage_transitions(events: Sequence[RuntimeEvent]) -> list[dict[str, Any]]:
         if mark is None:
             continue
         body: Mapping[str, Any] = (
-            actions.get("workspaceTransition") or actions.get("workspaceBaseline") or {}
+            actions.get("workspaceTransition")
+            or actions.get("workspaceBaseline")
+            or uncaptured_decision(actions)
+            or {}
         )
         found.append(
             {

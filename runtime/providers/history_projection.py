@@ -18,7 +18,12 @@ from collections.abc import Iterable
 
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.restore_point_words import restore_notice
-from runtime.ledger.workspace_facts import baseline_notice, is_settled_baseline, is_workspace_fact
+from runtime.ledger.workspace_facts import (
+    baseline_notice,
+    is_decision_fact,
+    is_workspace_fact,
+    uncaptured_decision,
+)
 from runtime.providers.provider_port import (
     AssistantText,
     HistoryItem,
@@ -68,11 +73,12 @@ def history_from_events(
         event
         for event in events
         if not event["partial"]
-        and (event.get("modelVisibility") != "hidden" or is_settled_baseline(event))
+        and (event.get("modelVisibility") != "hidden" or is_decision_fact(event))
         and event["id"] not in omitted
         # A workspace fact is never for the model, whatever it says; a settled call's baseline
-        # becomes the host's notice below (its changed files), never the fact itself.
-        and (not is_workspace_fact(event) or is_settled_baseline(event))
+        # (or a decision to continue with files that could not be snapshotted) becomes the
+        # host's notice below, never the fact itself.
+        and (not is_workspace_fact(event) or is_decision_fact(event))
     ]
     paired = _paired_call_ids(visible)
     emitted_calls: set[str] = set()
@@ -84,6 +90,10 @@ def history_from_events(
             # The user chose to go on with the files as they are (docs/design/workspace.md section
             # 4): every later request keeps telling the model which files changed outside its view.
             tagged.append((HostNotice(baseline_notice(baseline)), None))
+        elif uncaptured_decision(event.get("actions")) is not None:
+            # The same decision, its capture refused for what the folder holds (a nested
+            # repository): no snapshot tells which files changed, so the model re-reads them.
+            tagged.append((HostNotice(baseline_notice({"compared": False})), None))
         transition = (event.get("actions") or {}).get("workspaceTransition")
         restored = restore_notice(transition) if transition is not None else None
         if restored is not None:

@@ -23,6 +23,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import RunHeader, RunStatus, StoreRefusal
 from storage.ledger import run_header_store as headers
 from storage.ledger.event_writer import LedgerTransaction, prepare_candidate
+from storage.ledger.workspace_fact_writer import check_workspace_fact, commit_workspace_fact
 from storage.sessions.session_admin import relocate_session
 
 _COLUMNS = (
@@ -146,8 +147,11 @@ def admit(
     claim: ContinuationClaim,
     target: RunHeader,
     start_event: RuntimeEvent,
+    facts: Sequence[RuntimeEvent] = (),
 ) -> None:
-    """The admission transaction's body (the caller opened ``BEGIN IMMEDIATE``)."""
+    """The admission transaction's body (the caller opened ``BEGIN IMMEDIATE``); ``facts``:
+    workspace facts of the target run committed right after its start event, through the
+    workspace-fact writer's checks."""
     candidate = prepare_candidate(start_event)
     _check_start_event(claim, target, candidate.event)
     conn = tx.conn
@@ -202,6 +206,10 @@ def admit(
             WriterRejectionCode.TRANSITION_SHAPE_CONFLICT, "the start must be the first event"
         )
     tx.insert(state, candidate)
+    for fact in facts:
+        written = prepare_candidate(fact)
+        check_workspace_fact(written)
+        commit_workspace_fact(tx, written)
     conn.execute(
         f"INSERT INTO continuation_claims ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (

@@ -713,7 +713,12 @@ class PostgresLedgerStore(SqliteLedgerStore):
             return super().commit_tool_prepared(call_event, dispatch_event)
 
     def admit_continuation(
-        self, claim: ContinuationClaim, target_header: RunHeader, start_event: RuntimeEvent
+        self,
+        claim: ContinuationClaim,
+        target_header: RunHeader,
+        start_event: RuntimeEvent,
+        *,
+        facts: Sequence[RuntimeEvent] = (),
     ) -> None:
         """As on SQLite, after the lease (with runway) and the source run's row lock: two
         admissions from one point queue on the source row, and the second meets the first's
@@ -728,7 +733,7 @@ class PostgresLedgerStore(SqliteLedgerStore):
                 )
                 from storage.ledger import continuation_claim_store as claims
 
-                claims.admit(tx, claim, target_header, start_event)
+                claims.admit(tx, claim, target_header, start_event, facts)
                 failpoint(CrashPoint.CONTINUATION_ADMISSION_BEFORE_COMMIT, CrashPoint.P11)
             failpoint(CrashPoint.AFTER_CONTINUATION_ADMISSION_COMMITTED)
 

@@ -455,11 +455,17 @@ class SqliteLedgerStore:
     # -------------------------
 
     def admit_continuation(
-        self, claim: ContinuationClaim, target_header: RunHeader, start_event: RuntimeEvent
+        self,
+        claim: ContinuationClaim,
+        target_header: RunHeader,
+        start_event: RuntimeEvent,
+        *,
+        facts: Sequence[RuntimeEvent] = (),
     ) -> None:
-        """Claim + target header + ``continuationStart`` event in one transaction."""
+        """Claim + target header + ``continuationStart`` event (and the workspace ``facts``
+        after it) in one transaction."""
         with self._write() as tx:
-            claims.admit(tx, claim, target_header, start_event)
+            claims.admit(tx, claim, target_header, start_event, facts)
             # P11 "continuation run creation": killed with the claim, the target run and its
             # start event inserted but not committed, the admission must leave nothing behind.
             failpoint(CrashPoint.CONTINUATION_ADMISSION_BEFORE_COMMIT, CrashPoint.P11)

@@ -432,6 +432,7 @@ def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
         DiagnosticCode.WORKSPACE_RESTORE_POINT,
         DiagnosticCode.WORKSPACE_RESTORE_PLACE,
         DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED,
+        DiagnosticCode.WORKSPACE_REBASELINE_UNCAPTURED,
         DiagnosticCode.WORKSPACE_SETTLE_TAKES_FOLDER,
         # maka doctor's note on a session imported without its snapshots
         DiagnosticCode.WORKSPACE_CHECKPOINTS_NOT_CARRIED,
