@@ -421,6 +421,8 @@ def plan_summary(
         lines = [
             f"Nothing to resume in session {plan.session_id}:"
             if finished
+            else f"The Maka process that ran session {plan.session_id}'s turn is gone:"
+            if _holder_gone(plan)
             else f"A turn of session {plan.session_id} is still running:"
             if running
             else f"Safe resume is parked for session {plan.session_id}:",
@@ -503,9 +505,21 @@ def _unreadable(plan: ContinuationPlan) -> str | None:
 
 
 def _turn_running(plan: ContinuationPlan, operations: Sequence[OperationView] | None) -> bool:
-    """The session's latest turn has not ended (here or in another Maka process)."""
+    """The session's latest turn has not ended (here or in another Maka process); not when
+    the process holding it is known to be gone (``_holder_gone``)."""
+    if _holder_gone(plan):
+        return False
     return ParkReason.SESSION_BUSY in plan.rejection_reasons or any(
         op.turn_running for op in operations or ()
+    )
+
+
+def _holder_gone(plan: ContinuationPlan) -> bool:
+    """The session's lease is held by a Maka process of this computer that is gone (a shared
+    ledger, a killed ``maka run``): its turn runs nowhere, and waits for the lease to run out."""
+    return any(
+        d.code == ParkReason.SESSION_BUSY.value and (d.detail or {}).get("holderGone")
+        for d in plan.diagnostics
     )
 
 
@@ -518,6 +532,11 @@ def _next_step(
     """A parked plan's "what next" line: carry on with a new message, when one can run
     (``confirmed_writes``: the lines above advise confirming that many writes recovery found
     not done, so a new message is the other way, not the first step)."""
+    if _holder_gone(plan):
+        return [
+            "What next: wait for the gone process's lease to run out (half a minute with the "
+            f"default lease settings), then ask again: maka plan {plan.session_id}."
+        ]
     if _turn_running(plan, operations):
         return [
             "What next: the session's latest turn has not ended (it runs in this or another "

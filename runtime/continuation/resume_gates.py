@@ -107,6 +107,19 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
     if latest.status in TERMINAL_RUN_STATUSES:
         return None
     holder = other_lease_holder(run.store, run.session_id)
+    if holder is not None and _gone_here(holder):
+        # A process of this computer that is gone (a killed ``maka run``): nothing runs the
+        # turn, though nobody may take the session over until its lease runs out.
+        return park(
+            run.session_id,
+            latest.run_id,
+            ParkReason.SESSION_BUSY,
+            f"{holder}, a Maka process of this computer that is gone (killed or crashed), still "
+            "holds the session's lease: nothing runs the turn, but nobody may take the session "
+            "over until the lease runs out (half a minute with the default lease settings); "
+            "then a running host, or the next command, takes it over and repairs the run",
+            detail={"holder": holder, "holderGone": True},
+        )
     if holder is not None:
         # On a shared ledger: the run is another host's until its lease runs out, whether that
         # host still runs the turn or stopped (recovery never repairs a leased run).

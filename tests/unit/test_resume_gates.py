@@ -391,3 +391,38 @@ def test_the_admission_gates_run_in_this_order() -> None:
         lambda d, c: Refusal(MISSING, "second"),
     )
     assert first_refusal(DETAILS, None, gates) == Refusal(MISSING, "first")
+
+
+def test_a_lease_held_by_a_gone_process_of_this_computer_is_said_so() -> None:
+    """On a shared ledger a killed ``maka run`` keeps its lease until it runs out: the plan
+    said a turn was "still running" there, and to wait for it to end."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from app.host.plan_report import plan_summary
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(30)
+    gone = f"{socket.gethostname()}:{child.pid}:0123456789ab"
+
+    class _Leased(_Store):
+        def __init__(self, holder: str) -> None:
+            super().__init__(epoch=2)
+            self.holder = holder
+
+        def live_lease_holders(self) -> dict[str, str]:
+            return {"sess-1": self.holder}
+
+    latest = _header(status=RunStatus.RUNNING, owner_epoch=2)
+    plan = latest_not_running(_run(_Leased(gone), latest=latest))
+    assert _code(plan) == "session_busy" and plan is not None
+    assert plan.diagnostics[0].detail == {"holder": gone, "holderGone": True}
+    said = "\n".join(plan_summary(plan))
+    assert "is gone" in said and "still running" not in said, said
+    assert "wait for the gone process's lease to run out" in said, said
+    alive = f"{socket.gethostname()}:{os.getppid()}:0123456789ab"
+    plan = latest_not_running(_run(_Leased(alive), latest=latest))
+    assert plan is not None and not plan.diagnostics[0].detail
+    assert "still running" in "\n".join(plan_summary(plan))
