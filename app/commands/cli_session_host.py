@@ -203,7 +203,7 @@ def _retain_when_due(store: object, carrier: object) -> None:
     # Its failures are said below, once: its log's warnings would reach the terminal too (a
     # terminal command configures no logging, so Python's last-resort handler prints them).
     quiet = logging.NullHandler()
-    trimming_log = logging.getLogger("storage.checkpoints")
+    trimming_log = logging.getLogger("maka.storage.checkpoints")
     trimming_log.addHandler(quiet)
     try:
         result = run_retention(store, carrier)  # type: ignore[arg-type]

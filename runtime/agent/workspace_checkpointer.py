@@ -55,7 +55,7 @@ from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, StoredEvent
 from runtime.ledger.workspace_facts import may_write
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 INITIAL_EPOCH = 1
 
 

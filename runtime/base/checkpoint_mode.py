@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointMode, ModeDecision
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
 
 def decide_mode(carrier: CheckpointCarrier, folder: Path, workspace_identity: str) -> ModeDecision:

@@ -34,7 +34,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from storage.checkpoints.checkpoint_enclosing import git_dirs
 from storage.checkpoints.checkpoint_git import GitRunner
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 # The settings carried, as ``git config --get-regexp`` names them (lower-cased section and
 # key; a remote's or a branch's own name as written).
 _CARRIED = re.compile(

@@ -47,7 +47,7 @@ from runtime.ledger.workspace_facts import snapshot_fact
 from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpointStore
 from storage.private_files import private_opener
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 KEEP_LATEST_RUNS = 2
 PRUNE_EXPIRE = "1.day.ago"
 # A ref this young at retention's second reading of the ledger is left alone: its fact may be

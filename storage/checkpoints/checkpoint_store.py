@@ -241,7 +241,7 @@ POLICY_HASH = hashlib.sha256(canonical_json_bytes(POLICY)).hexdigest()
 NOW_IGNORED = "left out (now ignored):"
 # The exclude rules the persistent index was last swept with (a change sweeps it again).
 SWEPT_RULES = "exclude.swept"
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _LFS = re.compile(rb"filter\s*=\s*lfs")
 _RECENT_NS = 3 * 10**9

@@ -78,7 +78,16 @@ class SessionLeaseHeartbeat:
             _log.exception("renewing the session leases failed")
             return ()
         if self._streak:
-            _log.warning("session leases renewed again after %d failed renewal(s)", self._streak)
+            # The sessions whose leases ran out meanwhile are named: "renewed again" alone hid
+            # that this host no longer holds them (another host may have taken them over).
+            _log.warning(
+                "session leases renewed again after %d failed renewal(s)%s",
+                self._streak,
+                f"; lost meanwhile (their leases ran out): {', '.join(sorted(lost)[:20])}"
+                + (f" and {len(lost) - 20} more" if len(lost) > 20 else "")
+                if lost
+                else "",
+            )
             self._streak = 0
             self._told.clear()
         self._last_renewal = started

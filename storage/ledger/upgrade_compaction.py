@@ -41,7 +41,7 @@ from pathlib import Path
 
 from runtime.ledger.crash_points import CrashPoint, armed_crash_point, failpoint
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
 # ``migration_compacting`` fires after this many of VACUUM's virtual-machine steps.
 _KILL_AFTER_STEPS = 10_000

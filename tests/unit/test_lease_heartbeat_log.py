@@ -71,3 +71,33 @@ def test_a_failed_renewal_is_retried_soon_not_at_the_next_interval(
     assert waits == [0.5, 1.0, 2.0, 4.0, 8.0, 10, 10]
     # The retries of one outage fit in the runway many times over.
     assert sum(waits[:3]) < 20 / 5
+
+
+def test_the_renewal_that_ends_an_outage_names_the_sessions_lost_meanwhile(
+    data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an outage longer than the lease, another host may have taken a session over:
+    "renewed again" alone hid that this host no longer holds it."""
+    script: list[Sequence[str] | None] = [None, ["s2", "s1"]]
+
+    def renew() -> Sequence[str]:
+        lost = script.pop(0)
+        if lost is None:
+            raise StoreRefusal(StoreCode.STORE_IO_FAILED, ENDED)
+        return lost
+
+    gone: list[Sequence[str]] = []
+    with open_store(data_dir) as store:
+        monkeypatch.setattr(store, "renew_session_leases", renew)
+        heartbeat = SessionLeaseHeartbeat(store, ttl_s=3, margin_s=1, on_lost=gone.append)
+        with caplog.at_level(logging.WARNING, logger="maka.store"):
+            heartbeat.beat()
+            heartbeat.beat()
+    told = [
+        record.getMessage() for record in caplog.records if "renewed again" in record.getMessage()
+    ]
+    assert told == [
+        "session leases renewed again after 1 failed renewal(s); lost meanwhile (their leases "
+        "ran out): s1, s2"
+    ]
+    assert gone == [["s2", "s1"]]

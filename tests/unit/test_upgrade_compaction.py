@@ -161,7 +161,7 @@ def test_no_room_for_the_compaction_still_upgrades(
         return outcome
 
     monkeypatch.setattr(upgrade_compaction, "compact_after_upgrade", with_full_temporary_disk)
-    with caplog.at_level(logging.WARNING, logger="storage.ledger.upgrade_compaction"):
+    with caplog.at_level(logging.WARNING, logger="maka.storage.ledger.upgrade_compaction"):
         store = open_store(old.parent)
     try:
         assert store.schema_version() == SCHEMA_VERSION
