@@ -269,9 +269,16 @@ def workspace_gate(  # noqa: C901
     if evidence.by_tree_id:
         # (only with no write rolled forward: the expected tree would need the snapshot's
         # objects; calls that did not run change nothing)
+        # On a ledger several hosts share, another host may hold it; with the data folder's
+        # own ledger, it was lost here (a store deleted, or an import that did not carry it).
+        where = (
+            "another host took it, say"
+            if evidence.missing_note
+            else "its snapshot store lost it, or an import did not carry it"
+        )
         message += (
             "; compared by the folder's tree, which is the one the snapshot recorded: the "
-            "snapshot itself is not in this data folder (another host took it, say)"
+            f"snapshot itself is not in this data folder ({where})"
         )
         verified["comparedBy"] = "treeId"
     return [GateFinding(None, DiagnosticCode.WORKSPACE_VERIFIED.value, message, verified)]

@@ -277,6 +277,13 @@ def test_a_snapshot_taken_elsewhere_is_verified_by_its_tree_when_the_folder_is_u
     assert finding.code == "workspace_verified" and finding.reason is None
     assert finding.detail["comparedBy"] == "treeId"
     assert "not in this data folder" in finding.message
+    # The data folder's own ledger (no other host): the snapshot was lost here, not taken by
+    # another host; on a shared ledger, another host may hold it.
+    assert "another host" not in finding.message and "lost it" in finding.message
+    shared = GitCheckpointStore(tmp_path / "host-d")
+    shared.missing_note = "another host's data folder"
+    [finding] = workspace_gate(events, checkpoint_evidence(shared, events, unseen))
+    assert "another host took it" in finding.message, finding.message
     assert here.has_repository(WS)  # the store made for it, where the continuation captures
 
     changed = GitCheckpointStore(tmp_path / "host-c")
