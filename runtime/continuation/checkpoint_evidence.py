@@ -85,10 +85,12 @@ def checkpoint_evidence(
             if seen == tree_id and carrier.has_tree(workspace, tree_id):
                 return CheckpointEvidence(True, (), missing_note=note, by_tree_id=True)
         return CheckpointEvidence(False, missing_note=note)
+    if workspace != observation.workspace_identity:
+        # The identity gate parks (a marker deleted and made anew, another folder): the folder
+        # has no store of its own to capture it with, which is no failure to say beside it.
+        return CheckpointEvidence(True, compared=False)
     if tree is None or tree.tree_id is None:
         return CheckpointEvidence(True, problem="the folder could not be captured")
-    if workspace != observation.workspace_identity:
-        return CheckpointEvidence(True, compared=False)  # the identity gate parks
     try:
         changes = carrier.changes(workspace, tree_id, tree.tree_id)
     except CheckpointError as error:

@@ -503,3 +503,30 @@ def test_another_folder_at_the_sessions_place_is_never_its_starting_point(tmp_pa
     assert "workspace_drift" in json.loads(parked.stdout)["rejectionReasons"], parked.stdout
     code, body = drill.resume()
     assert code == 3 and body["disposition"] == "park", body
+
+
+def test_a_marker_git_clean_deleted_after_a_proven_write_parks_on_the_mismatch_alone(
+    tmp_path: Path,
+) -> None:
+    """Killed after a write its T1 evidence proves, then ``git clean -fdx``: the plan said
+    "safety_observation_unavailable: the folder could not be captured" beside the identity
+    mismatch, an error that was only the new marker's workspace having no store."""
+    from tests.helpers.maka_run import committed_runs, scripted_env, write_script
+    from tests.helpers.user_git import user_git
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("committed\n")
+    user_git(work, "init", "-q")
+    user_git(work, "add", "a.txt")
+    user_git(work, "commit", "-q", "-m", "first")
+    write = {"id": "w1", "name": "write_file", "args": {"path": "n.md", "content": "hi\n"}}
+    script = write_script(tmp_path / "s.json", [[{"text": "", "toolCalls": [write]}]])
+    env = {**scripted_env(script, checkpoints=True), **FLAG}
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "write"]
+    assert maka(args, data, env={**env, "MAKA_FAILPOINT": "P5"}).returncode == -9
+    session = committed_runs(data)[0][0].session_id
+    user_git(work, "clean", "-fdxq")
+    parked = maka(["plan", session, "--json"], data, env=env)
+    reasons = json.loads(parked.stdout)["rejectionReasons"]
+    assert reasons == ["workspace_identity_mismatch"], reasons
