@@ -18,4 +18,6 @@ from PySide6.QtGui import Qt
 def plain_tip(text: str) -> str:
     if not text or not Qt.mightBeRichText(text):
         return text
-    return f'<qt><p style="white-space:pre-wrap">{html.escape(text, quote=False)}</p></qt>'
+    # Line breaks as ``<br>``: a paragraph drops its first and last newline, even pre-wrap.
+    escaped = html.escape(text, quote=False).replace("\n", "<br>")
+    return f'<qt><p style="white-space:pre-wrap">{escaped}</p></qt>'

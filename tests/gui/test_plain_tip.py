@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from unittest import mock
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtGui import Qt as GuiQt
@@ -43,6 +43,8 @@ def _shown(tip: str) -> str:
 
 @settings(max_examples=60, deadline=None)
 @given(text=st.text(alphabet=st.sampled_from("ab <>/&\"'=\n h1"), max_size=40))
+@example(text="<b>\n")  # a paragraph dropped its last newline
+@example(text="\n<b>")  # and its first
 def test_a_tip_shows_its_text_whatever_it_looks_like(qapp: QApplication, text: str) -> None:
     assert _shown(plain_tip(text)) == text
     if not GuiQt.mightBeRichText(text):
