@@ -39,6 +39,7 @@ assistant message growing while it streams).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Final, Literal
 
@@ -386,6 +387,21 @@ class ResumeLatestRequest(_Message):
     section 4): continue in a restored copy, or with the current files."""
     restore_to: FsPath | None = None
     """For ``isolated_restore``: a new or empty folder for the copy (None: a new sibling)."""
+    files_shown: Annotated[tuple[ChangedFilesShown, ...], Field(max_length=8)] | None = None
+    """For ``rebaseline``: the changed files the banner listed when the user chose (its
+    ``workspace_drift`` / ``workspace_checkpoint_stale`` diagnostics' lists). When the plan's
+    list differs now, the main process does not continue: it parks again with
+    ``workspace_drift_changed`` and the new list, so the user decides on what is there. None (an
+    older renderer): no such check."""
+
+
+class ChangedFilesShown(WireModel):
+    """One changed-files list a park showed (a diagnostic's ``code``, its first
+    ``changed_paths`` and the count of the rest), as the renderer received it."""
+
+    code: Code
+    changed_paths: Annotated[tuple[ChangedPath, ...], Field(max_length=50)] = ()
+    more_changed_paths: Annotated[int, Field(ge=0, le=10**9)] = 0
 
 
 class AttestationChoice(StrEnum):
@@ -407,6 +423,11 @@ class ToolsSettleRequest(_Message):
     tool_call_id: Id
     outcome: AttestationChoice
     note: Annotated[str, StringConstraints(min_length=1, max_length=MAX_NOTE_CHARS)] | None = None
+    folder_shown: SettleFolderNote | None = None
+    """What the card said answering does to the folder when the user answered (its
+    ``settle_folder``). When the folder now reads otherwise, nothing is recorded: ``tool.settled``
+    refuses with ``settle_folder_changed`` and the card is re-sent with the note as it is now, so
+    the user answers on what is there. None (an older renderer, a terminal): no such check."""
 
 
 class ProviderTuning(WireModel):
@@ -958,6 +979,23 @@ class ResumeDiagnostic(WireModel):
     """The call a diagnostic is about as people know it (``the command "make"``), from its
     ``subject`` field: the call after which the snapshot went stale
     (``workspace_checkpoint_stale``)."""
+
+
+CHANGED_FILES_CODES: Final = frozenset({"workspace_drift", "workspace_checkpoint_stale"})
+"""The park diagnostics whose changed files the banner lists above its ways forward."""
+
+
+def changed_files_shown(diagnostics: Iterable[ResumeDiagnostic]) -> tuple[ChangedFilesShown, ...]:
+    """The changed-files lists of a park's diagnostics (``CHANGED_FILES_CODES``), as the banner
+    shows them and ``sessions.resumeLatest``'s ``files_shown`` carries them: the renderer and
+    the main process derive them alike, so equal lists mean the same files were listed."""
+    return tuple(
+        ChangedFilesShown(
+            code=d.code, changed_paths=d.changed_paths, more_changed_paths=d.more_changed_paths
+        )
+        for d in diagnostics
+        if d.code in CHANGED_FILES_CODES
+    )[:8]
 
 
 class ResumeParkedPush(_Message):

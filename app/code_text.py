@@ -434,8 +434,8 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         ),
         "settle_folder_changed": (
             _W,
-            "The folder changed after this card was shown, so your answer was not recorded: "
-            "read what answering does now and answer again.",
+            "The folder changed after this card was shown: read what answering does now, "
+            "and answer again.",
         ),
         "checkpoint_git_failed": (
             _W,

@@ -42,6 +42,7 @@ from app.bridge_contract import (
     BranchOptionsListedPush,
     BranchOptionsRequest,
     BranchRefusedPush,
+    ChangedFilesShown,
     DatabaseTestedPush,
     ErrorPush,
     HelloRequest,
@@ -117,6 +118,7 @@ from app.host.host_services import (
     SettingsChange,
     SettingsView,
     SettleResult,
+    ShownCardStale,
     SurvivorsChecked,
     TerminalResume,
     TerminalSession,
@@ -264,6 +266,7 @@ class RequestRouter:
                     correlation_id=message.correlation_id,
                     decision=message.workspace_decision,
                     restore_to=message.restore_to,
+                    files_shown=message.files_shown,
                 )
             case ToolsSettleRequest():
                 self._settle(peer_id, message)
@@ -498,6 +501,9 @@ class RequestRouter:
             self._broadcast(push)
             if from_terminal:  # `maka sessions ...` waits for it
                 self._server.send(peer_id, push)
+            if isinstance(message, SessionsRelocateRequest):
+                # The folder is found again: the cards that ask about a call read it anew.
+                self._refresh_folder_notes(session_id)
 
         if not self._workers.run_query(f"session-{session_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
@@ -979,9 +985,11 @@ class RequestRouter:
         on_done: ResumeDone | None = None,
         decision: str | None = None,
         restore_to: str | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> bool:
         """Safe resume of ``session_id`` (banner click or auto-resume). Returns False when it
-        could not start; the outcome was pushed either way."""
+        could not start; the outcome was pushed either way. ``files_shown``: the changed files
+        the banner listed when the user chose to continue with them."""
 
         def keep_announced(pushed: ResumeStartedPush) -> None:
             # Kept from the moment it is said, not from the continuation's end: a window that
@@ -1019,7 +1027,12 @@ class RequestRouter:
         started = self._workers.run_turn(
             session_id,
             lambda: self._services.resume_latest(
-                session_id, sink, automatic=automatic, decision=decision, restore_to=restore_to
+                session_id,
+                sink,
+                automatic=automatic,
+                decision=decision,
+                restore_to=restore_to,
+                files_shown=files_shown,
             ),
             lambda reason: self._services.cancel_turn(session_id, reason),
             done,
@@ -1086,6 +1099,22 @@ class RequestRouter:
             self._standing.set_outcome(push)
         if isinstance(push, ResumeParkedPush) and BACKGROUND_PENDING in push.rejection_reasons:
             self._watch(session_id)
+        if isinstance(push, ResumeParkedPush) and not transient:
+            # The park was checked again (Try again, a decision, an answer, commands that
+            # ended): the cards that ask about a call say again what answering does to the
+            # folder as it is now, when that changed since they were sent.
+            self._refresh_folder_notes(session_id)
+
+    def _refresh_folder_notes(self, session_id: str) -> None:
+        def done(result: JobResult) -> None:
+            if result.error is not None or not isinstance(result.value, tuple):
+                return
+            for card in result.value:
+                self._broadcast(TranscriptItemPush(session_id=session_id, item=card))
+
+        self._workers.run_query(
+            f"notes-{session_id}", lambda: self._services.refresh_folder_notes(session_id), done
+        )
 
     # ---------------------------------------------------- commands from an earlier start
 
@@ -1172,6 +1201,11 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             self._undrive(session_id)
             if result.error is not None:
+                card = result.error.card if isinstance(result.error, ShownCardStale) else None
+                if card is not None:
+                    # The card as it reads now, before the refusal: the window shows the new
+                    # words, then why nothing was recorded, and the user answers again.
+                    self._broadcast(TranscriptItemPush(session_id=session_id, item=card))
                 tell(answer(False, *_error_code(result.error)))
                 return
             settled = result.value
@@ -1196,7 +1230,9 @@ class RequestRouter:
         ran = message.outcome is AttestationChoice.RAN
         started = self._workers.run_turn(
             session_id,
-            lambda: self._services.settle_call(session_id, message.tool_call_id, ran, message.note),
+            lambda: self._services.settle_call(
+                session_id, message.tool_call_id, ran, message.note, message.folder_shown
+            ),
             lambda reason: None,
             done,
         )

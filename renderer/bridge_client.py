@@ -42,6 +42,7 @@ from app.bridge_contract import (
     BranchOptionsRequest,
     BranchRefusedPush,
     BridgeProtocolError,
+    ChangedFilesShown,
     DatabaseChoice,
     DatabaseTestedPush,
     ErrorPush,
@@ -84,6 +85,7 @@ from app.bridge_contract import (
     SettingsGetRequest,
     SettingsTestDatabaseRequest,
     SettingsUpdateRequest,
+    SettleFolderNote,
     TimelineEventRequest,
     TimelineEventShownPush,
     TimelineLocatedPush,
@@ -499,6 +501,7 @@ class RendererBridge(BridgePort):
         session_id: str,
         decision: Literal["isolated_restore", "rebaseline"] | None = None,
         restore_to: str | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> bool:
         correlation = self._correlation()
         request = ResumeLatestRequest(
@@ -506,6 +509,7 @@ class RendererBridge(BridgePort):
             correlation_id=correlation,
             workspace_decision=decision,
             restore_to=restore_to or None,
+            files_shown=files_shown,
         )
         if self._send(request):
             return True
@@ -523,13 +527,21 @@ class RendererBridge(BridgePort):
             ProcessesStopRequest(session_id=session_id, correlation_id=self._correlation())
         )
 
-    def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
+    def settle_call(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        ran: bool,
+        note: str | None,
+        folder_shown: SettleFolderNote | None = None,
+    ) -> bool:
         correlation = self._correlation()
         request = ToolsSettleRequest(
             session_id=session_id,
             tool_call_id=tool_call_id,
             outcome=AttestationChoice.RAN if ran else AttestationChoice.NOT_RUN,
             note=note or None,
+            folder_shown=folder_shown,
             correlation_id=correlation,
         )
         if self._send(request):

@@ -13,7 +13,14 @@ from typing import Literal
 
 from PySide6.QtCore import QObject, Signal
 
-from app.bridge_contract import DatabaseChoice, ProviderChoice, ProviderTuning, TimelineRowFilter
+from app.bridge_contract import (
+    ChangedFilesShown,
+    DatabaseChoice,
+    ProviderChoice,
+    ProviderTuning,
+    SettleFolderNote,
+    TimelineRowFilter,
+)
 
 
 class ConnectionState(StrEnum):
@@ -138,11 +145,14 @@ class BridgePort(QObject):
         session_id: str,
         decision: Literal["isolated_restore", "rebaseline"] | None = None,
         restore_to: str | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> bool:
         """Ask for Safe resume. The answer arrives as ``resume_started``, ``resume_parked`` or
         ``resume_failed`` for that session, also when the request could not be sent.
         ``decision``: the user's way forward when the files changed since the stop (continue in
-        a restored copy, in ``restore_to`` or a new sibling folder, or with the current files)."""
+        a restored copy, in ``restore_to`` or a new sibling folder, or with the current files);
+        ``files_shown``: the changed files the banner listed when the user chose (a changed
+        list parks again with the new one)."""
         raise NotImplementedError
 
     def stop_processes(self, session_id: str) -> bool:
@@ -150,9 +160,18 @@ class BridgePort(QObject):
         answered by ``processes_stopped``."""
         raise NotImplementedError
 
-    def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
+    def settle_call(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        ran: bool,
+        note: str | None,
+        folder_shown: SettleFolderNote | None = None,
+    ) -> bool:
         """Say what the user checked about a call whose outcome is unknown. The answer arrives
-        as ``tool_settled`` for that call, also when the request could not be sent."""
+        as ``tool_settled`` for that call, also when the request could not be sent.
+        ``folder_shown``: what the card said answering does to the folder (an answer on a note
+        that no longer holds is refused, and the card comes back with the note as it is)."""
         raise NotImplementedError
 
     def relocate_session(self, session_id: str, cwd: str) -> bool:

@@ -56,6 +56,7 @@ from app.bridge_contract import (
     ResumeStartedPush,
     SettingsCurrentPush,
     ToolSettledPush,
+    changed_files_shown,
 )
 from app.visible_text import visible
 from renderer import theme
@@ -305,7 +306,10 @@ class InterruptedBanner(TintedPanel):
         assert session_id is not None
         self._by_session[session_id] = replace(current, state=BannerState.RESUMING)
         self._render()
-        self._bridge.resume_latest(session_id, decision, restore_to)
+        # With the current files: the files the banner listed go with the choice, so a folder
+        # that changed since is shown again rather than taken on a list the user did not see.
+        shown = changed_files_shown(current.diagnostics) if decision == "rebaseline" else None
+        self._bridge.resume_latest(session_id, decision, restore_to, shown)
         return True
 
     # ----------------------------------------------------------------- public

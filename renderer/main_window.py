@@ -656,7 +656,11 @@ class MainWindow(QMainWindow):
 
     def _settle(self, tool_call_id: str, ran: bool, note: str) -> None:
         if self._session_id is not None:
-            self._bridge.settle_call(self._session_id, tool_call_id, ran, note or None)
+            # What the card said the answer does to the folder goes with it: the main process
+            # records nothing when that no longer holds, and sends the card as it reads now.
+            card = self.transcript.tool_card(tool_call_id)
+            shown = card.item.settle_folder if card is not None else None
+            self._bridge.settle_call(self._session_id, tool_call_id, ran, note or None, shown)
 
     def _on_processes_stopped(self, push: ProcessesStoppedPush) -> None:
         """Commands from before the restart ended: the open session's cards read anew (a call
@@ -679,11 +683,15 @@ class MainWindow(QMainWindow):
                 # it was…"): only the card is re-sent, so the transcript is read again.
                 self._bridge.open_session(push.session_id)
             return
+        # A card re-sent with the refusal (``settle_folder_changed``: its note as it is now)
+        # is shown first, so the refusal is said under the new words, not wiped by them.
+        self.transcript.flush()
         card = self.transcript.tool_card(push.tool_call_id)
         known = describe(push.code or "")
         reason = known.sentence if known.known else (push.message or push.code or "")
-        if push.code == "background_operation_pending" and push.message:
-            reason = f"{reason} {push.message}"  # names the command and its pid
+        if push.code in ("background_operation_pending", "settle_folder_changed") and push.message:
+            # names the command and its pid; or what the card said and what holds now
+            reason = f"{reason} {push.message}"
         if card is not None:
             card.settle_refused(f"{reason} [{push.code}]" if push.code else reason)
 

@@ -29,10 +29,15 @@ from typing import TYPE_CHECKING
 from app.bridge_contract import (
     BranchMadePush,
     BranchOptionsListedPush,
+    ChangedFilesShown,
     PermissionDecision,
     RunStatusValue,
     SessionRow,
     SessionSummary,
+    SettleFolderNote,
+    ToolCardItem,
+    TranscriptItem,
+    changed_files_shown,
 )
 from app.host.auto_resume import select_auto_resume
 from app.host.branch_desktop import (
@@ -65,6 +70,7 @@ from app.host.host_services import (
     SettingsChange,
     SettingsView,
     SettleResult,
+    ShownCardStale,
     SurvivorsChecked,
     TerminalResume,
     TerminalSession,
@@ -98,8 +104,16 @@ from app.host.session_relocation import (
     remove_session,
 )
 from app.host.session_rows import wire_rows
-from app.host.settle_call import settle_call, settleable_in
-from app.host.settle_folder import baseline_capture, folder_words, with_folder_notes
+from app.host.settle_call import card_of, settle_call, settleable_in
+from app.host.settle_folder import (
+    ShownFolderNotes,
+    baseline_capture,
+    folder_changed_words,
+    folder_note_now,
+    folder_words,
+    with_folder_notes,
+)
+from app.host.since_shown import ShownChangedCode, drift_changed_words
 from app.host.terminal_turn import TerminalContinuation, terminal_session, terminal_turn
 from app.host.transcript_items import session_transcript
 from app.host.verdict_memory import VerdictMemory
@@ -109,6 +123,7 @@ from runtime.agent.session_overview import SessionOverview, session_overview
 from runtime.agent.session_service import SessionService
 from runtime.agent.transcript_projection import transcript_of_run
 from runtime.base.cancel_token import CancelToken
+from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.resume_candidate import continued_after
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
@@ -124,6 +139,7 @@ from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.ledger.timeline_pins import SessionTimeline
 from runtime.providers.provider_port import Provider
 from runtime.providers.provider_registry import build_provider
+from runtime.recovery.settlement import find_operation
 from runtime.tools.process_identity import (
     live_tool_processes,
     note_stopped_by_host,
@@ -199,6 +215,23 @@ def _ordered(runs: Sequence[RunHeader]) -> list[RunHeader]:
     return sorted(runs, key=lambda header: (header.created_at, header.run_id))
 
 
+def _as_verdict(outcome: ResumeOutcome) -> ResumeOutcome | None:
+    """What is remembered as the session's verdict: a park on changed files that changed after
+    they were listed (``workspace_drift_changed``) is the park as it stands, without that note,
+    which was about the click (None: nothing parks now)."""
+    code = ShownChangedCode.WORKSPACE_DRIFT_CHANGED.value
+    if not isinstance(outcome, ResumeParked) or code not in outcome.rejection_reasons:
+        return outcome
+    reasons = tuple(r for r in outcome.rejection_reasons if r != code)
+    if not reasons:
+        return None
+    return ResumeParked(
+        reasons,
+        tuple(d for d in outcome.diagnostics if d.code != code),
+        outcome.workspace_options,
+    )
+
+
 class DesktopServices:
     def __init__(
         self,
@@ -233,6 +266,7 @@ class DesktopServices:
         )
         self._lock = threading.Lock()
         self._continuations: dict[str, CancelToken] = {}
+        self._notes_sent = ShownFolderNotes()  # the settleable cards' notes as last sent
         self._shown_elsewhere: dict[str, SessionSummary] = {}
         # The sessions the window was given (a list, a summary), with the title, folder and
         # holder it was given: a shared ledger's sweep tells it what other hosts created,
@@ -654,6 +688,7 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
         transcript = session_transcript(session_id, runs, after)
         transcript = with_folder_notes(self._store, self._service.checkpoints, transcript)
+        self._notes_sent.remember(transcript)
         # A branch shows its source's history up to the point (a chain of branches: each
         # source's own, read the same way), then its own; every session marks its branches.
         transcript = with_branch_prefix(self._store, transcript, self.open_session)
@@ -815,6 +850,7 @@ class DesktopServices:
         decision: str | None = None,
         restore_to: str | None = None,
         terminal: TerminalResume | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> ResumeOutcome:
         choice = WorkspaceDecision(decision) if decision and not automatic else None
         outcome = self._resume_latest(
@@ -824,11 +860,16 @@ class DesktopServices:
             decision=choice,
             restore_to=restore_to,
             terminal=terminal,
+            files_shown=files_shown if choice is WorkspaceDecision.REBASELINE else None,
         )
         if not (
             isinstance(outcome, ResumeParked) and DECISION_NOT_OFFERED in outcome.rejection_reasons
         ):
-            self._memory.remember(session_id, outcome)
+            verdict = _as_verdict(outcome)
+            if verdict is None:
+                self._memory.clear(session_id)
+            else:
+                self._memory.remember(session_id, verdict)
         return outcome
 
     # C901: one flow for the banner and a terminal's `maka resume` (which is told each step in
@@ -842,6 +883,7 @@ class DesktopServices:
         decision: WorkspaceDecision | None = None,
         restore_to: str | None = None,
         terminal: TerminalResume | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> ResumeOutcome:
         sessions = self._service
         if sessions.is_busy(session_id):
@@ -899,6 +941,10 @@ class DesktopServices:
             refused = said.not_carried(plan, decision, cwd) if said is not None else None
             if refused is not None:
                 return refused
+            if files_shown is not None:
+                moved_on = self._drift_changed(resume, plan, files_shown, cwd)
+                if moved_on is not None:
+                    return moved_on
             observer.continuation_of = plan.source_run_id
             if plan.source_run_id is not None:
                 observer.continued_after = continued_after(
@@ -939,10 +985,49 @@ class DesktopServices:
                 self._continuations.pop(session_id, None)
         return ResumeStarted(result.target_run_id, result.target_turn_id, result.status.value)
 
+    def _drift_changed(
+        self,
+        resume: ResumeService,
+        plan: ContinuationPlan,
+        files_shown: tuple[ChangedFilesShown, ...],
+        cwd: str,
+    ) -> ResumeParked | None:
+        """A rebaseline decided on a list of changed files that is not the plan's list now (the
+        folder changed after the banner showed it): nothing is captured, and the park as it
+        stands now comes back with ``workspace_drift_changed`` first, so the banner shows the
+        new list and asks again. None when the lists agree, or when the plan takes no files
+        (none differ now: it continues as any Safe resume does)."""
+        details = plan.continuation
+        if details is None or details.workspace_decision is not WorkspaceDecision.REBASELINE:
+            return None
+        now = changed_files_shown(parked_outcome(plan).diagnostics)
+        words = drift_changed_words(files_shown, now)
+        if words is None:
+            return None
+        code = ShownChangedCode.WORKSPACE_DRIFT_CHANGED.value
+        changed = wire_diagnostic(code, words)
+        try:
+            again = resume.plan_latest(plan.session_id)
+        except LedgerError as error:
+            return ResumeParked((code,), (changed, wire_diagnostic(str(error.code), error.message)))
+        if again.continues:
+            return ResumeParked((code,), (changed,))
+        parked = parked_outcome(again, parked_write_diagnostics(self._store, again, cwd))
+        return ResumeParked(
+            (code, *parked.rejection_reasons)[:64],
+            (changed, *parked.diagnostics),
+            parked.workspace_options,
+        )
+
     # ---- settling an unknown outcome ------------------------------------------------------
 
     def settle_call(
-        self, session_id: str, tool_call_id: str, ran: bool, note: str | None
+        self,
+        session_id: str,
+        tool_call_id: str,
+        ran: bool,
+        note: str | None,
+        folder_shown: SettleFolderNote | None = None,
     ) -> SettleResult:
         sessions = self._service
         try:
@@ -951,6 +1036,8 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
         if sessions.is_busy(session_id):
             raise HostServiceError(HostCode.SESSION_BUSY, "this session is running; wait for it")
+        if folder_shown is not None:
+            self._check_folder_shown(session_id, tool_call_id, folder_shown)
         planner = self._planner()
         result = settle_call(
             self._store,
@@ -963,12 +1050,43 @@ class DesktopServices:
             note,
             baseline_capture(self._store, sessions.checkpoints, self._clock),
         )
+        self._notes_sent.forget(session_id, tool_call_id)
         # The settled call changed the boundary: what Safe resume would do now is the verdict.
         if result.parked is None:
             self._memory.clear(session_id)
         else:
             self._memory.remember(session_id, result.parked)
         return result
+
+    def _check_folder_shown(
+        self, session_id: str, tool_call_id: str, shown: SettleFolderNote
+    ) -> None:
+        """Refuse an answer given on a card whose note on the folder no longer holds (the
+        folder was edited, or located, after the card was sent): nothing is recorded, and the
+        refusal carries the card with the note as it is now, for every window to show."""
+        carrier = self._service.checkpoints
+        now = folder_note_now(self._store, carrier, session_id, tool_call_id)
+        if now is None or now == shown:
+            return
+        card: TranscriptItem | None = None
+        sent = self._notes_sent.sent(session_id, tool_call_id)
+        if sent is None:
+            try:
+                operation = find_operation(self._store, session_id, tool_call_id)
+                found = card_of(
+                    self._store, operation.run_id, tool_call_id, self._store.read_owner_epoch()
+                )
+            except LedgerError:
+                found = None
+            sent = found if isinstance(found, ToolCardItem) else None
+        if sent is not None:
+            card = self._notes_sent.with_note(session_id, tool_call_id, now, sent)
+        raise ShownCardStale(
+            ShownChangedCode.SETTLE_FOLDER_CHANGED, folder_changed_words(shown, now), card
+        )
+
+    def refresh_folder_notes(self, session_id: str) -> tuple[TranscriptItem, ...]:
+        return self._notes_sent.refreshed(self._store, self._service.checkpoints, session_id)
 
     def _resume_on(self, terminal: TerminalResume | None) -> bool:
         """Safe resume for one resume: a terminal command's own flag when it set one (its

@@ -30,6 +30,7 @@ from app.bridge_contract import (
     BranchMadePush,
     BranchOptionsListedPush,
     BranchOrigin,
+    ChangedFilesShown,
     DatabaseChoice,
     PermissionDecision,
     ProviderChoice,
@@ -38,6 +39,7 @@ from app.bridge_contract import (
     RunStatusValue,
     SessionRow,
     SessionSummary,
+    SettleFolderNote,
     Settlement,
     TranscriptItem,
 )
@@ -50,6 +52,16 @@ class HostServiceError(CodedError):
 
     def __init__(self, code: StrEnum, message: str) -> None:
         super().__init__(code, message, text=f"{code}: {message}")
+
+
+class ShownCardStale(HostServiceError):
+    """An answer refused because the card the user answered on no longer says what holds
+    (``settle_folder_changed``): nothing was recorded, and ``card`` is the card as it reads
+    now, re-sent so the user can answer again."""
+
+    def __init__(self, code: StrEnum, message: str, card: TranscriptItem | None) -> None:
+        super().__init__(code, message)
+        self.card = card
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,8 +421,12 @@ class HostServices(Protocol):
         decision: str | None = None,
         restore_to: str | None = None,
         terminal: TerminalResume | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> ResumeOutcome:
         """``terminal``: a terminal's ``maka resume`` drives it (its mode, its lines).
+        ``files_shown``: for a ``rebaseline``, the changed files the banner listed; when the
+        plan's list differs now it parks again (``workspace_drift_changed``) instead of
+        continuing.
 
         Plan the session's latest interrupted run; when the plan says continue, execute it and
         stream the continuation into ``sink`` until it ends. ``automatic`` marks an auto-resume
@@ -420,10 +436,23 @@ class HostServices(Protocol):
         ...
 
     def settle_call(
-        self, session_id: str, tool_call_id: str, ran: bool, note: str | None
+        self,
+        session_id: str,
+        tool_call_id: str,
+        ran: bool,
+        note: str | None,
+        folder_shown: SettleFolderNote | None = None,
     ) -> SettleResult:
         """Record what the user checked about a call whose outcome is unknown; a refusal raises
-        ``HostServiceError`` with its code. Runs on a worker thread."""
+        ``HostServiceError`` with its code. ``folder_shown``: what the card said answering does
+        to the folder; when that no longer holds nothing is recorded (``ShownCardStale``, with
+        the card as it reads now). Runs on a worker thread."""
+        ...
+
+    def refresh_folder_notes(self, session_id: str) -> tuple[TranscriptItem, ...]:
+        """The session's settleable cards whose note on the folder changed since they were
+        last sent (the folder was edited, located...), each as it reads now; run when the
+        session's park is checked again. Runs on a worker thread."""
         ...
 
     def check_survivors(self, session_id: str, *, stop: bool) -> SurvivorsChecked:

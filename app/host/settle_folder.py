@@ -5,6 +5,7 @@ run as ``runtime.continuation.settle_baseline`` needs it, for every surface (``m
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -119,6 +120,103 @@ def folder_note(preview: SettleBaseline) -> SettleFolderNote:
         more_changed=max(0, len(paths) - FOLDER_NOTE_PATHS),
         unreadable=preview.problem is not None,
     )
+
+
+def folder_note_now(
+    store: SettleFolderStore,
+    carrier: CheckpointCarrier | None,
+    session_id: str,
+    tool_call_id: str,
+) -> SettleFolderNote | None:
+    """The note a settleable card would show now (the folder looked at again); None when
+    answering does nothing to the folder."""
+    if carrier is None:
+        return None
+    preview = settle_preview(store, carrier, session_id, tool_call_id)
+    return folder_note(preview) if preview is not None else None
+
+
+def note_words(note: SettleFolderNote) -> str:
+    """A card's note on the folder in a few words (for ``settle_folder_changed``'s message)."""
+    if note.unreadable:
+        return "the folder cannot be read"
+    if not note.compared:
+        return "there is no snapshot to compare the folder with"
+    count = len(note.changed_paths) + note.more_changed
+    if not count:
+        return "no file changed since the last snapshot"
+    from runtime.ledger.file_names import shown_name
+
+    shown = ", ".join(shown_name(path) for path in note.changed_paths)
+    if note.more_changed:
+        shown += f" and {note.more_changed} more"
+    files = "1 file" if count == 1 else f"{count} files"
+    return f"{files} changed since the last snapshot: {shown}"
+
+
+def folder_changed_words(shown: SettleFolderNote, now: SettleFolderNote) -> str:
+    """What ``settle_folder_changed`` says: what the card said, and what holds now."""
+    return f"It said {note_words(shown)}; now {note_words(now)}."
+
+
+class ShownFolderNotes:
+    """The settleable cards of each session as last sent with their folder notes, so the main
+    process can re-send a card whose note no longer holds (and only such a card) when the
+    session's park is checked again, or when an answer came on a note that no longer holds.
+    Thread-safe: the transcript is read on query threads, answers on turn threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cards: dict[str, dict[str, ToolCardItem]] = {}
+
+    def remember(self, transcript: Transcript) -> None:
+        """The cards of a transcript just read for a window (its own, not a branch prefix's)."""
+        cards = {
+            item.tool_call_id: item
+            for item in transcript.items
+            if isinstance(item, ToolCardItem) and item.settle_folder is not None
+        }
+        with self._lock:
+            self._cards[transcript.session_id] = cards
+
+    def forget(self, session_id: str, tool_call_id: str) -> None:
+        """The call was answered: its card no longer asks."""
+        with self._lock:
+            self._cards.get(session_id, {}).pop(tool_call_id, None)
+
+    def sent(self, session_id: str, tool_call_id: str) -> ToolCardItem | None:
+        with self._lock:
+            return self._cards.get(session_id, {}).get(tool_call_id)
+
+    def with_note(
+        self, session_id: str, tool_call_id: str, note: SettleFolderNote, fallback: ToolCardItem
+    ) -> ToolCardItem:
+        """The card as last sent (else ``fallback``) with ``note``, remembered as sent."""
+        with self._lock:
+            cards = self._cards.setdefault(session_id, {})
+            card = cards.get(tool_call_id, fallback).model_copy(update={"settle_folder": note})
+            cards[tool_call_id] = card
+        return card
+
+    def refreshed(
+        self, store: SettleFolderStore, carrier: CheckpointCarrier | None, session_id: str
+    ) -> tuple[ToolCardItem, ...]:
+        """The session's cards whose note changed since sent, each with its note now."""
+        with self._lock:
+            cards = list(self._cards.get(session_id, {}).values())
+        fresh: list[ToolCardItem] = []
+        for card in cards:
+            now = folder_note_now(store, carrier, session_id, card.tool_call_id)
+            if now is None or now == card.settle_folder:
+                continue
+            updated = card.model_copy(update={"settle_folder": now})
+            with self._lock:
+                kept = self._cards.get(session_id, {})
+                if kept.get(card.tool_call_id) is not card:
+                    continue  # answered or read again meanwhile: that says what holds
+                kept[card.tool_call_id] = updated
+            fresh.append(updated)
+        return tuple(fresh)
 
 
 def with_folder_notes(

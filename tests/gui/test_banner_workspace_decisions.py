@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 
-from app.bridge_contract import ChangedPath, ResumeDiagnostic
+from app.bridge_contract import ChangedFilesShown, ChangedPath, ResumeDiagnostic
 from renderer.interrupted_banner import BannerState, InterruptedBanner
 from tests.helpers.fake_bridge import FakeBridge
 
@@ -501,3 +501,13 @@ def test_a_stale_snapshot_lists_the_files_that_differ_from_it(qtbot: QtBot) -> N
     ]
     assert banner.title_label.text() != "Files changed since the run stopped."
     assert banner.decisions_row.isVisible()
+
+
+def test_continue_with_my_current_files_carries_the_files_it_listed(qtbot: QtBot) -> None:
+    """The main process compares them with the files changed now: a list that changed since is
+    shown again (``workspace_drift_changed``) rather than taken on the user's behalf."""
+    banner, bridge = _parked(qtbot, ("isolated_restore", "rebaseline"))
+    QTest.mouseClick(banner.rebaseline_button, Qt.MouseButton.LeftButton)
+    assert bridge.files_shown == [
+        (ChangedFilesShown(code="workspace_drift", changed_paths=DRIFT.changed_paths),)
+    ]

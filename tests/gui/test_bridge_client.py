@@ -107,11 +107,20 @@ def test_resume_latest_sends_a_session_id_and_nothing_else(qtbot: QtBot, main: F
     assert bridge.resume_latest("s1")
     qtbot.waitUntil(lambda: len(main.bodies) == 2)
     body = main.bodies[1]
-    # The session and, only when the user chose one, a way forward for changed files: never
-    # a fact about the run or the folder.
-    assert set(body) == {"kind", "sessionId", "correlationId", "workspaceDecision", "restoreTo"}
+    # The session and, only when the user chose one, a way forward for changed files with the
+    # files the banner listed (which the main process only compares with the files it finds):
+    # never a fact about the run or the folder that it would take on the window's word.
+    assert set(body) == {
+        "kind",
+        "sessionId",
+        "correlationId",
+        "workspaceDecision",
+        "restoreTo",
+        "filesShown",
+    }
     assert body["kind"] == "sessions.resumeLatest" and body["sessionId"] == "s1"
     assert body["workspaceDecision"] is None and body["restoreTo"] is None
+    assert body["filesShown"] is None
     assert bridge.resume_latest("s1", "isolated_restore", "/home/ann/copy")
     qtbot.waitUntil(lambda: len(main.bodies) == 3)
     chosen = main.bodies[2]

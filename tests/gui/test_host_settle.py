@@ -15,16 +15,19 @@ from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import (
     AttestationChoice,
+    ChangedFilesShown,
     MessageKind,
     ResumeLatestRequest,
     SessionSummary,
+    SettleFolderNote,
     ToolCardItem,
     ToolCardStatus,
     ToolSettledPush,
     ToolsSettleRequest,
     TranscriptItemPush,
 )
-from app.host.host_services import HostServiceError, ResumeParked, SettleResult
+from app.host.host_services import HostServiceError, ResumeParked, SettleResult, ShownCardStale
+from app.host.since_shown import ShownChangedCode
 from main_process.host_app import HostApp
 from runtime.ledger.codes import WriterRejectionCode
 from tests.helpers.fake_host_services import FakeHostServices
@@ -138,3 +141,69 @@ def test_a_park_that_still_holds_is_sent_and_stands(
     assert parked and parked[-1].model_dump()["rejectionReasons"] == (
         "background_operation_pending",
     )
+
+
+ASKING = ToolCardItem(
+    item_id="evt-call",
+    tool_call_id="c1",
+    tool_name="bash",
+    status=ToolCardStatus.INDETERMINATE,
+    settleable=True,
+    settle_folder=SettleFolderNote(changed_paths=["main.py"]),
+)
+
+
+def test_an_answer_on_a_note_that_no_longer_holds_resends_the_card_then_refuses(
+    qtbot: QtBot, host: tuple[HostApp, FakeHostServices, str, str]
+) -> None:
+    _app, services, socket, token = host
+    client = _client(qtbot, socket, token)
+    shown = SettleFolderNote(changed_paths=[])
+    services.settle_outcomes["s1"] = ShownCardStale(
+        ShownChangedCode.SETTLE_FOLDER_CHANGED, "It said no file changed; now 1.", ASKING
+    )
+    client.send(
+        ToolsSettleRequest(
+            session_id="s1",
+            tool_call_id="c1",
+            outcome=AttestationChoice.RAN,
+            folder_shown=shown,
+            correlation_id="stale",
+        )
+    )
+    qtbot.waitUntil(lambda: _answer(client, "stale") is not None, timeout=5000)
+    assert services.folders_shown == [("c1", shown)]
+    answer = _answer(client, "stale")
+    assert answer is not None and not answer.recorded
+    assert answer.code == "settle_folder_changed"
+    assert answer.message == "It said no file changed; now 1."
+    kinds = [m.kind for m in client.received]
+    card_at = kinds.index(MessageKind.TRANSCRIPT_ITEM)
+    assert card_at < kinds.index(MessageKind.TOOL_SETTLED)  # the new words first
+    pushed = client.received[card_at]
+    assert isinstance(pushed, TranscriptItemPush) and pushed.item == ASKING
+
+
+def test_a_park_checked_again_resends_the_cards_whose_note_changed(
+    qtbot: QtBot, host: tuple[HostApp, FakeHostServices, str, str]
+) -> None:
+    """Try again (or a decision) parks again: the cards asking about a call are sent again
+    with their note as it is now; a decision carries the files the banner listed."""
+    _app, services, socket, token = host
+    client = _client(qtbot, socket, token)
+    services.fresh_notes["s1"] = (ASKING,)
+    listed = (ChangedFilesShown(code="workspace_drift"),)
+    client.send(
+        ResumeLatestRequest(
+            session_id="s1",
+            workspace_decision="rebaseline",
+            files_shown=listed,
+            correlation_id="again",
+        )
+    )
+    qtbot.waitUntil(
+        lambda: any(isinstance(m, TranscriptItemPush) for m in client.received), timeout=5000
+    )
+    assert services.files_shown == [("s1", listed)]
+    [pushed] = [m for m in client.received if isinstance(m, TranscriptItemPush)]
+    assert pushed.item == ASKING

@@ -253,3 +253,46 @@ def test_a_card_without_a_folder_note_says_nothing_of_the_folder(qtbot: QtBot) -
     card = _card_of(qtbot, UNKNOWN)
     assert card.settle_panel is not None
     assert not card.settle_panel.folder_label.isVisibleTo(card)
+
+
+def test_the_answer_carries_the_note_shown_and_a_changed_note_comes_back_with_the_refusal(
+    qtbot: QtBot,
+) -> None:
+    """The folder changed after the card was shown (the user edited a file): the main process
+    records nothing, re-sends the card with the note as it is now, then refuses; the card shows
+    the new words with the refusal under them, and asks again."""
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.resize(1000, 800)
+    with qtbot.waitExposed(window):
+        window.show()
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(SESSION,)))
+    shown = bc.SettleFolderNote(changed_paths=[])
+    item = UNKNOWN.model_copy(update={"settle_folder": shown})
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(item,)))
+    card = window.transcript.tool_card("c1")
+    assert card is not None and card.settle_panel is not None
+    panel = card.settle_panel
+    assert panel.folder_label.text().endswith("No file changed since the last snapshot.")
+    QTest.mouseClick(panel.ran_button, Qt.MouseButton.LeftButton)
+    assert bridge.folders_shown == [shown]  # what the card said goes with the answer
+
+    now = bc.SettleFolderNote(changed_paths=["main.py"])
+    changed = item.model_copy(update={"settle_folder": now})
+    bridge.transcript_item.emit(bc.TranscriptItemPush(session_id="s1", item=changed))
+    bridge.push_settled(
+        "s1",
+        "c1",
+        recorded=False,
+        code="settle_folder_changed",
+        message="It said no file changed since the last snapshot; now 1 file changed since "
+        "the last snapshot: main.py.",
+    )
+    qtbot.wait(50)  # the transcript's next frame
+    assert panel.folder_label.text().endswith("1 file changed since the last snapshot: main.py.")
+    status = panel.status_label.text()
+    assert status.startswith("Not recorded: The folder changed after this card was shown")
+    assert "now 1 file changed since the last snapshot: main.py." in status
+    assert status.endswith("[settle_folder_changed]")
+    assert panel.ran_button.isEnabled()

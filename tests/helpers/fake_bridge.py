@@ -18,6 +18,10 @@ class FakeBridge(BridgePort):
     def __init__(self, *, safe_resume_enabled: bool = True, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.files_shown: list[tuple[bc.ChangedFilesShown, ...] | None] = []
+        """Each ``resume_latest``'s changed files the banner said it showed."""
+        self.folders_shown: list[bc.SettleFolderNote | None] = []
+        """Each ``settle_call``'s folder note the card said it showed."""
         self.connect_now(safe_resume_enabled=safe_resume_enabled)
 
     # state changes, as the real bridge would report them
@@ -138,7 +142,9 @@ class FakeBridge(BridgePort):
         session_id: str,
         decision: Literal["isolated_restore", "rebaseline"] | None = None,
         restore_to: str | None = None,
+        files_shown: tuple[bc.ChangedFilesShown, ...] | None = None,
     ) -> bool:
+        self.files_shown.append(files_shown)
         if decision is None:
             return self._record("resume_latest", session_id)
         return self._record("resume_latest", session_id, decision, restore_to)
@@ -158,7 +164,15 @@ class FakeBridge(BridgePort):
     def stop_processes(self, session_id: str) -> bool:
         return self._record("stop_processes", session_id)
 
-    def settle_call(self, session_id: str, tool_call_id: str, ran: bool, note: str | None) -> bool:
+    def settle_call(
+        self,
+        session_id: str,
+        tool_call_id: str,
+        ran: bool,
+        note: str | None,
+        folder_shown: bc.SettleFolderNote | None = None,
+    ) -> bool:
+        self.folders_shown.append(folder_shown)
         return self._record("settle_call", session_id, tool_call_id, ran, note)
 
     def open_timeline(self, session_id: str) -> bool:

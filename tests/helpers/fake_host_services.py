@@ -16,13 +16,16 @@ from app.bridge_contract import (
     AssistantMessageItem,
     BranchMadePush,
     BranchOptionsListedPush,
+    ChangedFilesShown,
     PermissionDecision,
     ProviderChoice,
     RunStatusValue,
     SessionRow,
     SessionSummary,
+    SettleFolderNote,
     ToolCardItem,
     ToolCardStatus,
+    TranscriptItem,
     UserMessageItem,
 )
 from app.host.host_services import (
@@ -66,6 +69,14 @@ class FakeHostServices:
     calls: list[str] = field(default_factory=list)
     threads: dict[str, str] = field(default_factory=dict)
     resumed_automatic: list[tuple[str, bool]] = field(default_factory=list)
+    files_shown: list[tuple[str, tuple[ChangedFilesShown, ...] | None]] = field(
+        default_factory=list
+    )
+    """Each ``resume_latest``'s session and the changed files the banner said it showed."""
+    folders_shown: list[tuple[str, SettleFolderNote | None]] = field(default_factory=list)
+    """Each ``settle_call``'s call and the folder note the card said it showed."""
+    fresh_notes: dict[str, tuple[TranscriptItem, ...]] = field(default_factory=dict)
+    """What the next ``refresh_folder_notes`` of a session returns (once)."""
     settings: SettingsView = field(
         default_factory=lambda: SettingsView(provider=ProviderChoice.OFFLINE_DEMO)
     )
@@ -284,8 +295,11 @@ class FakeHostServices:
         decision: str | None = None,
         restore_to: str | None = None,
         terminal: TerminalResume | None = None,
+        files_shown: tuple[ChangedFilesShown, ...] | None = None,
     ) -> ResumeOutcome:
         self._record(f"resume_latest:{session_id}")
+        with self._lock:
+            self.files_shown.append((session_id, files_shown))
         with self._lock:
             self.resumed_automatic.append((session_id, automatic))
         outcome = self.resume_outcomes.get(
@@ -298,13 +312,24 @@ class FakeHostServices:
         return outcome
 
     def settle_call(
-        self, session_id: str, tool_call_id: str, ran: bool, note: str | None
+        self,
+        session_id: str,
+        tool_call_id: str,
+        ran: bool,
+        note: str | None,
+        folder_shown: SettleFolderNote | None = None,
     ) -> SettleResult:
         self._record(f"settle_call:{session_id}:{tool_call_id}:{ran}:{note}")
+        with self._lock:
+            self.folders_shown.append((tool_call_id, folder_shown))
         outcome = self.settle_outcomes.get(session_id)
         if isinstance(outcome, HostServiceError):
             raise outcome
         return outcome or SettleResult(None, None)
+
+    def refresh_folder_notes(self, session_id: str) -> tuple[TranscriptItem, ...]:
+        with self._lock:
+            return self.fresh_notes.pop(session_id, ())
 
     def check_survivors(self, session_id: str, *, stop: bool) -> SurvivorsChecked:
         self._record(f"check_survivors:{session_id}:{stop}")

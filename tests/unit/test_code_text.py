@@ -15,6 +15,7 @@ import pytest
 
 from app.bridge_contract import BridgeErrorCode
 from app.code_text import describe
+from app.host.since_shown import ShownChangedCode
 from app.park_guidance import (
     HISTORY_REPLAY_CODES,
     LEDGER_CHECK_CODES,
@@ -79,6 +80,8 @@ CODE_ENUMS: tuple[type[StrEnum], ...] = (
     ProviderErrorCode,
     DecodeCode,
     ReplayDiagnosticCode,
+    # The desktop's refusals of a decision made on words that no longer hold (app/host).
+    ShownChangedCode,
 )
 
 _ENDS_THE_RUN = (
