@@ -861,6 +861,8 @@ class ContinuationMarkerItem(WireModel):
     after: Literal["restart", "stop", "failure"] = "restart"
     """What the continuation followed (``runtime.continuation.resume_candidate.continued_after``):
     Maka stopping while the turn ran, the user's stop, or a failure."""
+    automatic: bool = False
+    """Automatic resume started it, not the user (its continuation claim says so)."""
 
 
 class BranchMarkerItem(WireModel):

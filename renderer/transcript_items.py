@@ -832,7 +832,7 @@ class ContinuationMarkerWidget(QWidget):
     def update_item(self, item: TranscriptItem) -> None:
         assert isinstance(item, ContinuationMarkerItem)
         self._item = item
-        self.label.setText(continued_words(item.after, self._automatic))
+        self.label.setText(continued_words(item.after, self._automatic or item.automatic))
         tip = _tr("New run {run}").replace("{run}", item.run_id)
         if item.source_run_id:
             tip += "\n" + _tr("continues run {run}").replace("{run}", item.source_run_id)

@@ -664,6 +664,7 @@ class DesktopServices:
             subjects: dict[str, str] = {}
             by_id: dict[str, RunHeader] = {}
             after: dict[str, str] = {}  # what each continuation followed, for its marker
+            automatic: set[str] = set()  # the continuations automatic resume started
             for header in _ordered(self._store.list_session_runs(session_id)):
                 by_id[header.run_id] = header
                 events = [row.event for row in self._store.read_run_events(header.run_id)]
@@ -671,6 +672,8 @@ class DesktopServices:
                 source_run = source.get("sourceRunId") or source.get("runId")
                 if source_run:
                     after[header.run_id] = continued_after(by_id.get(str(source_run)))
+                    if source.get("automatic") is True:  # its claim's: automatic resume
+                        automatic.add(header.run_id)
                 entries = transcript_of_run(events, subjects)
                 subjects.update(call_subjects(events))
                 settleable_in(entries, header, epoch)
@@ -686,7 +689,7 @@ class DesktopServices:
                 runs.append((header.run_id, str(source_run) if source_run else None, entries))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        transcript = session_transcript(session_id, runs, after)
+        transcript = session_transcript(session_id, runs, after, frozenset(automatic))
         transcript = with_folder_notes(self._store, self._service.checkpoints, transcript)
         self._notes_sent.remember(transcript)
         # A branch shows its source's history up to the point (a chain of branches: each
@@ -947,6 +950,7 @@ class DesktopServices:
                     return moved_on
             observer.continuation_of = plan.source_run_id
             if plan.source_run_id is not None:
+                observer.automatic = automatic
                 observer.continued_after = continued_after(
                     self._store.read_run_header(plan.source_run_id)
                 )

@@ -35,6 +35,7 @@ class LiveTurnView:
         self._sink = sink
         self.continuation_of = continuation_of
         self.continued_after = "restart"  # what it follows (``continued_after``)
+        self.automatic = False  # automatic resume started it
         self._lock = threading.Lock()
         self._run_id = ""
         self._events: list[RuntimeEvent] = []
@@ -87,7 +88,10 @@ class LiveTurnView:
                 if self.continuation_of is not None:
                     items.append(
                         continuation_marker(
-                            self._run_id, self.continuation_of, self.continued_after
+                            self._run_id,
+                            self.continuation_of,
+                            self.continued_after,
+                            self.automatic,
                         )
                     )
             self._events.append(event)

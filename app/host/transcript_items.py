@@ -144,13 +144,14 @@ def wire_item(entry: TranscriptEntry, item_id: str | None = None) -> TranscriptI
 
 
 def continuation_marker(
-    run_id: str, source_run_id: str | None, after: str = "restart"
+    run_id: str, source_run_id: str | None, after: str = "restart", automatic: bool = False
 ) -> ContinuationMarkerItem:
     return ContinuationMarkerItem(
         item_id=_clip(f"continuation:{run_id}", _ID_CHARS),
         run_id=_clip(run_id, _ID_CHARS),
         source_run_id=_clip(source_run_id, _ID_CHARS) if source_run_id else None,
         after="stop" if after == "stop" else "failure" if after == "failure" else "restart",
+        automatic=automatic,
     )
 
 
@@ -158,15 +159,18 @@ def session_transcript(
     session_id: str,
     runs: Sequence[tuple[str, str | None, Sequence[TranscriptEntry]]],
     after: Mapping[str, str] | None = None,
+    automatic: frozenset[str] = frozenset(),
 ) -> Transcript:
     """All runs, oldest first: (run id, continuation source run id or None, entries). Keeps the
     newest ``MAX_ITEMS_PER_OPEN`` items and counts the rest in ``omitted_earlier``. ``after``:
-    by continuation run id, what it followed (``continued_after``; default ``restart``)."""
+    by continuation run id, what it followed (``continued_after``; default ``restart``);
+    ``automatic``: the continuation runs automatic resume started."""
     items: list[TranscriptItem] = []
     for run_id, source_run_id, entries in runs:
         if source_run_id is not None:
             followed = (after or {}).get(run_id, "restart")
-            items.append(continuation_marker(run_id, source_run_id, followed))
+            marker = continuation_marker(run_id, source_run_id, followed, run_id in automatic)
+            items.append(marker)
         for entry in entries:
             item = wire_item(entry)
             if item is not None:

@@ -236,6 +236,16 @@ def test_with_the_flag_on_the_interrupted_session_resumes_at_startup(desk: Desk)
         m.kind == MessageKind.RESUME_STARTED and m.correlation_id for m in client.received
     )
     assert main.terminate() == 0
+    # Opened after another start (the flag off now), the marker still says automatic resume
+    # continued it: that is in the ledger, not in the window's memory of this start.
+    main, client = desk.start(flag=False)
+    client.send(SessionsOpenRequest(session_id=session_id, correlation_id="open"))
+    desk.wait(client, MessageKind.SESSION_OPENED)
+    opened = client.first(MessageKind.SESSION_OPENED)
+    assert isinstance(opened, SessionOpenedPush)
+    markers = [i for i in opened.items if i.type == "continuation_marker"]
+    assert [getattr(m, "automatic", None) for m in markers] == [True], markers
+    assert main.terminate() == 0
 
 
 def test_a_crash_looping_automatic_continuation_is_not_resumed_again(desk: Desk) -> None:

@@ -197,6 +197,16 @@ def test_continuation_marks_what_follows(qtbot: QtBot) -> None:
         )
         shown = view.item_widget("m")
         assert isinstance(shown, ContinuationMarkerWidget) and shown.label.text() == words
+    # Automatic resume started it (the ledger's word, carried by the item, whatever this
+    # window saw at its start).
+    view.apply_item(
+        bc.ContinuationMarkerItem(
+            item_id="m", run_id="run-2", source_run_id="run-1", automatic=True
+        )
+    )
+    shown = view.item_widget("m")
+    assert isinstance(shown, ContinuationMarkerWidget)
+    assert shown.label.text() == "Continued after restart by automatic resume"
 
 
 def test_text_is_never_interpreted_as_markup(qtbot: QtBot) -> None:
