@@ -1295,6 +1295,17 @@ class RequestRouter:
                 "cancel for %s: nothing running",
                 escape(message.session_id),
             )
+            return
+        if driver is not None and driver[0] != peer_id and driver[0] in self._server.terminal_ids():
+            # The terminal driving the turn is told who stopped it, as it is told who answered
+            # its question: its "cancelled_by_user" alone read as if its own user had.
+            who = self._client_words(peer_id, "a terminal", "tui")
+            said = TurnOutputPush(
+                session_id=message.session_id,
+                text=f"[stop] the turn was stopped in {who}\n",
+                stream="stderr",
+            )
+            self._server.send(driver[0], said)
 
     def _answer_permission(self, peer_id: int, message: PermissionsAnswerRequest) -> None:
         try:

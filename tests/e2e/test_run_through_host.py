@@ -597,3 +597,37 @@ def test_ctrl_c_at_a_question_prints_what_the_record_says(
         "host"
     ]
     assert not (work / "a.txt").exists()
+
+
+def test_a_turn_stopped_from_the_window_tells_its_terminal_where(
+    qtbot: QtBot, tmp_path: Path, clients: list[Streaming]
+) -> None:
+    """Stop in the window on a terminal's turn: the terminal printed only "cancelled_by_user",
+    as if its own user had stopped it. It is told where, as for an answered question."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = write_script(
+        tmp_path / "script.json", [[{"toolCalls": [_sleeping(60)]}, {"text": "slept"}]]
+    )
+    env = scripted_env(script)
+    host = _host(data, env)
+    try:
+        driver = Streaming(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "sleep"], data, env
+        )
+        clients.append(driver)
+        session = driver.session()
+        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
+        window = WireClient(host.socket_name)
+        window.hello(host.token)
+        qtbot.waitUntil(lambda: window.has(MessageKind.HELLO_OK), timeout=60_000)
+        window.send(TurnsCancelRequest(session_id=session))
+        driver.finish()
+        window.close()
+    finally:
+        host.stop()
+    said = "".join(driver.err)
+    assert "[stop] the turn was stopped in the desktop window" in said, driver.text()
+    [(header, _)] = committed_runs(data)
+    assert header.status is RunStatus.CANCELLED
