@@ -762,21 +762,27 @@ class MainWindow(QMainWindow):
         self.sessions.new_button.setEnabled(connected)  # the same action as File › New session
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
-        running = len(self._running - self._elsewhere)  # quitting stops only this host's turns
+        running = sorted(self._running - self._elsewhere)  # quitting stops this host's turns
         if self.confirm_quit and running and not self._quit_confirmed(running):
             event.ignore()
             return
         super().closeEvent(event)
 
-    def _quit_confirmed(self, running: int) -> bool:
+    def _quit_confirmed(self, running: list[str]) -> bool:
         box = QMessageBox(self)
         box.setIcon(QMessageBox.Icon.Question)
         box.setWindowTitle(_tr("Quit Maka?"))
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        # Named: the running turn is often not in the session the window shows.
+        titles = [self._title_of(session_id) for session_id in running]
         box.setText(
-            _tr("A turn is still running.")
-            if running == 1
-            else _tr("Turns are still running in {count} sessions.").replace(
-                "{count}", str(running)
+            _tr("A turn is still running in “{title}”.").replace("{title}", titles[0])
+            if len(running) == 1
+            else _tr("Turns are still running in {count} sessions: {titles}.")
+            .replace("{count}", str(len(running)))
+            .replace(
+                "{titles}",
+                ", ".join(f"“{t}”" for t in titles[:3]) + (", …" if len(titles) > 3 else ""),
             )
         )
         box.setInformativeText(
@@ -790,6 +796,12 @@ class MainWindow(QMainWindow):
         box.setDefaultButton(keep)  # Enter must not stop the running turn
         box.exec()
         return box.clickedButton() is quit_button
+
+    def _title_of(self, session_id: str) -> str:
+        """A session's title as the list shows it, shortened for a sentence."""
+        summary = self.sessions.model.summary(session_id)
+        title = (summary.title if summary is not None else "") or session_id
+        return title if len(title) <= 60 else title[:59] + "…"
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)

@@ -165,8 +165,8 @@ def test_a_window_over_a_killed_main_says_so_within_three_seconds(
     assert not window.composer.stop_button.isVisible()
     asked: list[int] = []
 
-    def quit_question(running: int) -> bool:
-        asked.append(running)
+    def quit_question(running: list[str]) -> bool:
+        asked.append(len(running))
         return True
 
     monkeypatch.setattr(window, "_quit_confirmed", quit_question)

@@ -60,8 +60,8 @@ def test_a_lost_main_process_is_said_and_nothing_claims_to_run(
     window, bridge = _running_window(qtbot, restart=(sys.executable, "-c", "pass"), confirm=True)
     asked: list[int] = []
 
-    def quit_question(running: int) -> bool:
-        asked.append(running)
+    def quit_question(running: list[str]) -> bool:
+        asked.append(len(running))
         return True
 
     monkeypatch.setattr(window, "_quit_confirmed", quit_question)
@@ -150,8 +150,8 @@ def test_a_mere_disconnect_is_not_a_lost_main_process(
     window, bridge = _running_window(qtbot, confirm=True)
     asked: list[int] = []
 
-    def quit_question(running: int) -> bool:
-        asked.append(running)
+    def quit_question(running: list[str]) -> bool:
+        asked.append(len(running))
         return True
 
     monkeypatch.setattr(window, "_quit_confirmed", quit_question)
