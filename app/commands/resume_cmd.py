@@ -19,7 +19,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliErro
 from app.data_paths import resolve_data_dir
 from app.host.resume_decisions import restore_unavailable as _restore_unavailable
 from app.host.resume_decisions import unanswered_decision as _unanswered_decision
-from runtime.ledger.codes import HostCode, RestoreCode, StoreCode
+from runtime.ledger.codes import HostCode, StoreCode
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,12 +132,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 # A folder refused for the restored copy: the user can pick another one.
-_TARGET_REFUSALS = (
-    RestoreCode.WORKSPACE_RESTORE_TARGET_NOT_EMPTY.value,
-    RestoreCode.WORKSPACE_RESTORE_TARGET_INSIDE.value,
-)
-
-
 def _decision(args: argparse.Namespace) -> WorkspaceDecision | None:
     from runtime.continuation.workspace_decision import WorkspaceDecision
 
@@ -242,12 +236,11 @@ def resume_session(  # noqa: C901
                 f"Safe resume refused before the provider was called: [{refused.code}] "
                 f"{refused.message}"
             )
-            if str(refused.code) in _TARGET_REFUSALS:
-                print(
-                    f"Nothing was changed and nothing continued. Pick a new or empty folder "
-                    f"outside {cwd}: maka resume {session_id} --restore-to DIR (or leave DIR "
-                    "out for a new sibling folder)."
-                )
+            from app.host.terminal_turn import refusal_advice
+
+            advice = refusal_advice(str(refused.code), session_id, cwd)
+            if advice is not None:
+                print(advice)
         return EXIT_PARKED
     except BaseException:
         transcript.release(keep=False)

@@ -215,6 +215,25 @@ _PICK_ANOTHER_FOLDER = frozenset(
 """Refusals of the folder picked for a restored copy: ``maka resume`` says to pick another."""
 
 
+def refusal_advice(code: str, session_id: str, cwd: str) -> str | None:
+    """What ``maka resume`` says after a refusal before the provider was called, when there
+    is a way on: another folder for the copy, or the current files when the snapshot the
+    copy needs is damaged (both said the same here and beside a host)."""
+    if code in _PICK_ANOTHER_FOLDER:
+        return (
+            f"Nothing was changed and nothing continued. Pick a new or empty folder outside "
+            f"{cwd}: maka resume {session_id} --restore-to DIR (or leave DIR out for a new "
+            "sibling folder)."
+        )
+    if code == "workspace_restore_snapshot_damaged":
+        return (
+            "Nothing was changed and nothing continued: no copy can be made from a damaged "
+            "snapshot (maka doctor --verify-snapshots lists what is damaged). Continue with "
+            f"your current files instead: maka resume {session_id} --rebaseline."
+        )
+    return None
+
+
 class TerminalContinuation:
     """What a terminal's ``maka resume`` changes in the banner's continuation: its permission
     mode and step limit, the question printed as ``maka resume`` prints it, its lines (the
@@ -321,12 +340,9 @@ class TerminalContinuation:
             self._out(json.dumps(body, ensure_ascii=False))
         else:
             self._out(f"Safe resume refused before the provider was called: [{code}] {message}")
-            if code in _PICK_ANOTHER_FOLDER:
-                self._out(
-                    f"Nothing was changed and nothing continued. Pick a new or empty folder "
-                    f"outside {cwd}: maka resume {plan.session_id} --restore-to DIR (or leave DIR "
-                    "out for a new sibling folder)."
-                )
+            advice = refusal_advice(code, plan.session_id, cwd)
+            if advice is not None:
+                self._out(advice)
 
     def ended(self, store: Any, plan: ContinuationPlan, run_id: str, status: str, cwd: str) -> None:
         """The continuation ran: its ending, and where it ran when that is a restored copy."""

@@ -704,6 +704,15 @@ def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: 
     assert code != 0
     assert "workspace_restore_snapshot_damaged" in json.dumps(body), body
     assert not (tmp_path / "work-restored-1").exists()
+    # In words, the refusal names the way on: the current files.
+    said = maka(
+        ["resume", drill.session, "--permission-mode", "auto", "--restore-to"],
+        drill.data,
+        env={**drill.env, **FLAG},
+    )
+    assert "[workspace_restore_snapshot_damaged]" in said.stdout, said.stdout + said.stderr
+    assert f"maka resume {drill.session} --rebaseline" in said.stdout, said.stdout
+    assert not (tmp_path / "work-restored-1").exists()
     assert _files(drill.work) == before
     assert len(committed_runs(drill.data)) == 1
 
