@@ -1201,11 +1201,15 @@ class RequestRouter:
         def done(result: JobResult) -> None:
             self._undrive(session_id)
             if result.error is not None:
-                card = result.error.card if isinstance(result.error, ShownCardStale) else None
+                stale = result.error if isinstance(result.error, ShownCardStale) else None
+                card = stale.card if stale is not None else None
                 if card is not None:
                     # The card as it reads now, before the refusal: the window shows the new
                     # words, then why nothing was recorded, and the user answers again.
                     self._broadcast(TranscriptItemPush(session_id=session_id, item=card))
+                if stale is not None and stale.parked is not None:
+                    # So does the banner: its list of changed files moved on with the card's.
+                    self._push_resume_outcome(session_id, stale.parked, None, None)
                 tell(answer(False, *_error_code(result.error)))
                 return
             settled = result.value

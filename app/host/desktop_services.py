@@ -1085,8 +1085,16 @@ class DesktopServices:
             sent = found if isinstance(found, ToolCardItem) else None
         if sent is not None:
             card = self._notes_sent.with_note(session_id, tool_call_id, now, sent)
+        parked: ResumeParked | None = None
+        try:
+            plan = self._planner().plan_latest(session_id)
+        except LedgerError:
+            plan = None
+        if plan is not None and not plan.continues:
+            parked = parked_outcome(plan)
+            self._memory.remember(session_id, parked)
         raise ShownCardStale(
-            ShownChangedCode.SETTLE_FOLDER_CHANGED, folder_changed_words(shown, now), card
+            ShownChangedCode.SETTLE_FOLDER_CHANGED, folder_changed_words(shown, now), card, parked
         )
 
     def refresh_folder_notes(self, session_id: str) -> tuple[TranscriptItem, ...]:

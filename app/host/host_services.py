@@ -59,9 +59,17 @@ class ShownCardStale(HostServiceError):
     (``settle_folder_changed``): nothing was recorded, and ``card`` is the card as it reads
     now, re-sent so the user can answer again."""
 
-    def __init__(self, code: StrEnum, message: str, card: TranscriptItem | None) -> None:
+    def __init__(
+        self,
+        code: StrEnum,
+        message: str,
+        card: TranscriptItem | None,
+        parked: ResumeParked | None = None,
+    ) -> None:
         super().__init__(code, message)
         self.card = card
+        # The park as it stands now (the banner's list of changed files moved on too).
+        self.parked = parked
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,6 +134,11 @@ def test_an_answer_on_a_folder_note_that_no_longer_holds_is_not_recorded(
     assert _note(window).endswith("2 files changed since the last snapshot: main.py, n.txt.")
     assert panel.ran_button.isEnabled() and panel.isVisible()
     assert not _answered(data) and _baselines(data) == []
+    # The banner above it lists the files as they differ now too, not the old list.
+    qtbot.waitUntil(
+        lambda: "main.py" in " ".join(label.text() for label in window.banner.reason_labels),
+        timeout=WAIT_MS,
+    )
 
     panel.ran_button.click()  # on what the card says now: recorded
     qtbot.waitUntil(lambda: _answered(data), timeout=WAIT_MS)

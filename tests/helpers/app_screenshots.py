@@ -262,6 +262,29 @@ def settle_scene(root: Path, out: Path, *, clicks: bool = True) -> None:
         capture(window, out / "app-settle-resumed.png", 3.0)
 
 
+SETTLE_CHANGED_RAN_XY = (358, 560)
+"""Where It ran is on the card of the snapshots-on settle scene (its folder note takes a line)."""
+
+
+def settle_changed_scene(root: Path, out: Path) -> None:
+    """The settle scene with snapshots on: the card says what answering does to the folder;
+    a file is edited after the card was shown, and It ran is refused with the card's note
+    as it is now (``settle_folder_changed``), nothing recorded."""
+    scene = Scene(root, "settle-changed", SETTLE_SCRIPT)
+    scene.env["MAKA_WORKSPACE_CHECKPOINTS"] = "on"
+    (scene.work / "main.py").write_text("print('hi')\n")
+    assert scene.run("apply the pending migration", failpoint="P4") == -9
+    scene.repair()
+    with scene.app() as window:
+        time.sleep(2.0)
+        press(window, "ctrl+r")
+        time.sleep(2.5)
+        with (scene.work / "main.py").open("a", encoding="utf-8") as handle:
+            handle.write("x\n")  # the user's edit after the card was shown
+        click(window, *SETTLE_CHANGED_RAN_XY)
+        capture(window, out / "app-settle-folder-changed.png", 2.5)
+
+
 LONG_JOB = {
     "id": "j1",
     "name": "bash",
@@ -772,6 +795,7 @@ def _settle_only(root: Path, out: Path) -> None:
 
 _SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
     "settle": _settle_only,
+    "settle-changed": settle_changed_scene,
     "folder": folder_scene,
     "drift-restart": drift_restart_scene,
     "restore-point": restore_point_scene,
