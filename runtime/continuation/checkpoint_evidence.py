@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -95,7 +96,8 @@ def checkpoint_evidence(
         changes = carrier.changes(workspace, tree_id, tree.tree_id)
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}")
-    return _compared(rolled_forward(changes, boundary.files, observation), observation)
+    bits = expected_bits(carrier, workspace, tree_id, boundary.files)
+    return _compared(rolled_forward(changes, boundary.files, observation, bits), observation)
 
 
 def _compared(
@@ -147,14 +149,91 @@ def _observed(carrier: CheckpointCarrier, observation: SafetyObservation) -> str
     return snapshot.tree_id
 
 
+NEW_FILE_BITS = 0o644
+"""The bits the write tools give a file they create (runtime/tools/file_tools.py), less the
+umask; a file they overwrite keeps its own, less the umask too (the new content is written to a
+file created with them, then renamed over the old)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedBits:
+    """What the permission bits of the paths proven writes left are compared with:
+    ``recorded``, the checkpoint's permission record (None: it has none, a snapshot taken
+    before they were kept, or it could not be read), and ``umask``, this process's (the one
+    the writes ran under, as far as can be known: a resume runs as the run did)."""
+
+    recorded: Mapping[str, int] | None
+    umask: int
+
+    def of(self, want: ExpectedFile) -> int | None:
+        """The bits ``want``'s path should have, or None when they are not known: a deletion,
+        a file that was there before the writes but is not in the record (none kept, an
+        ignored file, one the user made after the snapshot), evidence that does not say."""
+        if not want.exists or want.created is None:
+            return None
+        if want.created:
+            base: int | None = NEW_FILE_BITS
+        else:
+            base = None if self.recorded is None else self.recorded.get(want.path)
+        return None if base is None else base & ~self.umask
+
+
+def expected_bits(
+    carrier: CheckpointCarrier | None,
+    store: str,
+    tree_id: str,
+    files: Mapping[str, ExpectedFile],
+) -> ExpectedBits | None:
+    """What ``rolled_forward`` compares the bits of ``files`` with, the checkpoint being
+    ``tree_id`` in ``store``'s repository: one read of its permission record, only when a file
+    there before the writes needs it (a carrier without ``recorded_bits`` has none). None on
+    Windows (no POSIX bits) or with no file to compare."""
+    if os.name == "nt" or not any(want.exists for want in files.values()):
+        return None
+    recorded: Mapping[str, int] | None = None
+    read = _record_reader(carrier)
+    if read is not None and any(want.created is False for want in files.values()):
+        try:
+            recorded = read(store, tree_id)
+        except CheckpointError:
+            recorded = None  # the files there before are compared by content alone
+    return ExpectedBits(recorded, process_umask())
+
+
+def _record_reader(carrier: CheckpointCarrier | None) -> Any:
+    """The carrier's ``recorded_bits`` (the Git store and the plan's ``PresenceMemo`` have it;
+    other carriers need not), or None."""
+    read = getattr(carrier, "recorded_bits", None)
+    return read if callable(read) else None
+
+
+def process_umask() -> int:
+    """This process's umask, read without changing it where the system says it
+    (``/proc/self/status``); elsewhere set for a moment to a stricter one and back (a file
+    another thread makes meanwhile is at worst more private)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8) & 0o777
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o077)
+    os.umask(old)
+    return old & 0o777
+
+
 def rolled_forward(
     changes: Sequence[TreeChange],
     files: Mapping[str, ExpectedFile],
     observation: SafetyObservation,
+    bits: ExpectedBits | None = None,
 ) -> tuple[TreeChange, ...]:
     """How the folder differs from the expected tree: every path a proven write changed is
-    compared with the content hash its T1 evidence recorded, every other path with the
-    checkpoint (``changes``, the checkpoint's tree against the folder's)."""
+    compared with the content hash its T1 evidence recorded and, with ``bits``, with the
+    permission bits the write left (a chmod since is a change, as of any other file); every
+    other path with the checkpoint (``changes``, the checkpoint's tree against the
+    folder's)."""
     if not files:
         return tuple(changes)
     differ = [change for change in changes if change.path not in files]
@@ -162,7 +241,9 @@ def rolled_forward(
         seen = observe_in_folder(observation.workspace_path, path, observation.workspace_identity)
         same = not want.exists or (seen.sha256, seen.size) == (want.sha256, want.size)
         if seen.problem is None and seen.exists == want.exists and same:
-            continue
+            wanted = None if bits is None else bits.of(want)
+            if wanted is None or _bits_at(observation.workspace_path, path) in (wanted, None):
+                continue
         if seen.problem is None and not seen.exists:
             change = PathChange.DELETED
         elif not want.exists:
@@ -171,6 +252,14 @@ def rolled_forward(
             change = PathChange.MODIFIED
         differ.append(TreeChange(path, change))
     return tuple(sorted(differ, key=lambda change: change.path))
+
+
+def _bits_at(folder: str, path: str) -> int | None:
+    """The permission bits of the file at ``path`` in ``folder`` (None: it is gone since)."""
+    try:
+        return stat.S_IMODE(os.lstat(os.path.join(folder, path)).st_mode)
+    except OSError:
+        return None
 
 
 def _intact(carrier: CheckpointCarrier, checkpoint: Mapping[str, Any]) -> bool:
@@ -205,7 +294,10 @@ def _basis_evidence(
         )
     except CheckpointError as error:
         return CheckpointEvidence(True, problem=f"{error.code}: {error.message}", basis=True)
-    return _compared(rolled_forward(changes, basis.files, observation), observation, basis=True)
+    store, tree_id = str(basis.checkpoint["workspaceIdentity"]), str(basis.checkpoint["treeId"])
+    bits = expected_bits(carrier, store, tree_id, basis.files)
+    differ = rolled_forward(changes, basis.files, observation, bits)
+    return _compared(differ, observation, basis=True)
 
 
 def changes_since_snapshot(
@@ -237,7 +329,9 @@ def changes_since_snapshot(
         # The writes the ledger proves after that snapshot are the run's own: rolled forward
         # over them, as the plan's drift is, a file a proven write left as it wrote it is not
         # among the changes the model is told of (and the counts agree with the plan's).
-        return rolled_forward(changes, boundary.files, observation)
+        store, tree_id = str(checkpoint["workspaceIdentity"]), str(checkpoint["treeId"])
+        bits = expected_bits(carrier, store, tree_id, boundary.files)
+        return rolled_forward(changes, boundary.files, observation, bits)
     return changes
 
 

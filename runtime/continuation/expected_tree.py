@@ -14,7 +14,8 @@ Any other writing call dispatched after the checkpoint (a ``bash`` call, a write
 not proven: an error response, no result, a diverged file) makes the checkpoint stale, as before.
 
 Pure over a run's committed events; the resume service compares the folder with the result
-(every rolled-forward path by its content hash, every other path with the checkpoint's tree).
+(every rolled-forward path by its content hash and its permission bits, every other path with the
+checkpoint's tree).
 """
 
 from __future__ import annotations
@@ -36,12 +37,19 @@ NOT_RUN = "not_run"  # settled "did not run", or found untouched by the reconcil
 
 @dataclass(frozen=True, slots=True)
 class ExpectedFile:
-    """What a proven write left at ``path``: ``exists`` with that ``sha256`` and ``size``."""
+    """What a proven write left at ``path``: ``exists`` with that ``sha256`` and ``size``.
+
+    ``created``: which permission bits the file has after the writes (the write tools keep an
+    existing file's bits and give a new one 0644, less the umask): True, a proven write
+    created it (its T1 evidence found no file); False, every proven write of it found the file
+    there, so it keeps the bits it had at the checkpoint; None, not known (a deletion, or
+    evidence without the state before the write)."""
 
     path: str
     exists: bool
     sha256: str | None
     size: int | None
+    created: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +163,27 @@ def expected_tree(events: Sequence[RuntimeEvent]) -> ExpectedTree:
                 exists,
                 str(state["sha256"]) if exists else None,
                 int(state["size"]) if exists else None,
+                _created(files.get(call.path), dispatch["evidence"], exists=exists),
             )
     return ExpectedTree(checkpoint, None, None, None, files, tuple(rolled), wrote)
+
+
+def _created(
+    prior: ExpectedFile | None, evidence: Mapping[str, Any], *, exists: bool
+) -> bool | None:
+    """``ExpectedFile.created`` after a proven write whose T1 ``evidence`` is given, the path's
+    previous proven write after the checkpoint being ``prior`` (None: this is the first)."""
+    before = evidence.get("before")
+    found = before.get("exists") if isinstance(before, Mapping) else None
+    if not exists or not isinstance(found, bool):
+        return None
+    if not found:
+        return True  # a new file: 0644, less the umask
+    if prior is None:
+        return False  # there at the checkpoint's side of the writes: its bits are kept
+    # Written again: it keeps the bits the previous write left (unknown when that one was a
+    # deletion, the file made again by someone else in between).
+    return prior.created if prior.exists else None
 
 
 def changed_nothing(events: Sequence[RuntimeEvent]) -> frozenset[str]:

@@ -10,6 +10,7 @@ carrier as it is. An answer Git could not give (``CheckpointError``) is not reme
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, ModeDecision, Snapshot, TreeChange
@@ -38,6 +39,15 @@ class PresenceMemo:
 
     def has_tree(self, workspace_identity: str, tree_id: str) -> bool:
         return self._carrier.has_tree(workspace_identity, tree_id)
+
+    def recorded_bits(self, workspace_identity: str, tree_id: str) -> Mapping[str, int] | None:
+        """The wrapped carrier's permission record of a snapshot (``checkpoint_evidence``);
+        None when it keeps none."""
+        read = getattr(self._carrier, "recorded_bits", None)
+        if not callable(read):
+            return None
+        found: Mapping[str, int] | None = read(workspace_identity, tree_id)
+        return found
 
     def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision:
         return self._carrier.decide_mode(folder, workspace_identity)

@@ -1276,6 +1276,16 @@ class GitCheckpointStore:
                 found.append(change)
         return sorted(found, key=lambda change: change.path)
 
+    def recorded_bits(self, workspace_identity: str, tree_id: str) -> dict[str, int] | None:
+        """The permission bits a snapshot tree of the workspace's repository recorded
+        (``.maka/permissions``), by path (folders end in ``/``); None when it has none (taken
+        before they were kept) or there is no repository. Raises ``CheckpointError`` when Git
+        cannot read it."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file():
+            return None
+        return read_record(self._git_runner(), git_dir, tree_id)
+
     def verify_snapshots(
         self, workspace_identity: str, trees: list[str]
     ) -> dict[str, list[DamagedObject]]:
