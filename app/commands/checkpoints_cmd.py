@@ -153,6 +153,11 @@ def _print_text(
                     print(f"      skipped (over 50 MiB): {shown_name(path)}")
                 for path in row.get("nowIgnoredPaths", []):
                     print(f"      left out, now ignored: {shown_name(path)}")
+            elif row.get("decision") == "rebaseline":
+                print(
+                    f"    {when}  your current files, as you chose to continue with them: not "
+                    f"snapshotted [{row['reasonCode']}] {row['message']}"
+                )
             else:
                 print(f"    {when}  capture FAILED [{row['reasonCode']}] {row['message']}")
         if not entry["checkpoints"]:

@@ -62,6 +62,8 @@ class CheckpointRow:
                 out["decision"] = self.decision
         else:
             out.update(reasonCode=self.body.get("reasonCode"), message=self.body.get("message"))
+            if self.body.get("decidedBy"):  # the choice to go on with files it could not take
+                out["decision"] = "rebaseline"
         return out
 
 

@@ -100,6 +100,8 @@ def test_a_rebaseline_goes_on_when_the_folder_holds_a_nested_repository(tmp_path
     listed = maka(["checkpoints", session], data, env=env)
     assert listed.returncode == 0, listed.stderr
     assert "checkpoint_nested_repository" in listed.stdout
+    # Listed as the user's choice, not as a capture that merely failed.
+    assert "as you chose to continue with them: not snapshotted" in listed.stdout, listed.stdout
 
     exported = tmp_path / "export" / "session.jsonl"
     exported.parent.mkdir()
