@@ -603,10 +603,11 @@ def _next_step(
         ]
     # A damaged record stays: the line below says what can and cannot help.
     until = "" if damaged(plan) else " Safe resume stays parked until the reasons above change."
+    # (every call of the run has its outcome: none is "interrupted", the folder is what to look at)
+    check = "what the interrupted calls may have changed" if unsettled else "the session's folder"
     return [
-        "What next: check what the interrupted calls may have changed, then carry on "
-        f"with a new message (maka run --session {plan.session_id} MESSAGE, or the "
-        f"desktop){told}.{until}"
+        f"What next: check {check}, then carry on with a new message (maka run --session "
+        f"{plan.session_id} MESSAGE, or the desktop){told}.{until}"
     ]
 
 

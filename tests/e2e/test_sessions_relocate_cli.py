@@ -530,3 +530,7 @@ def test_a_marker_git_clean_deleted_after_a_proven_write_parks_on_the_mismatch_a
     parked = maka(["plan", session, "--json"], data, env=env)
     reasons = json.loads(parked.stdout)["rejectionReasons"]
     assert reasons == ["workspace_identity_mismatch"], reasons
+    # Its one call has its outcome: no "interrupted calls" to check, the folder is.
+    text = maka(["plan", session], data, env=env).stdout
+    assert "What next: check the session's folder, then carry on" in text, text
+    assert "interrupted calls" not in text, text
