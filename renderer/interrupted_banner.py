@@ -422,9 +422,11 @@ class InterruptedBanner(TintedPanel):
         With room for fewer than ``TIGHT_LINES``, More and Details take turns: both open drew
         the banner over the transcript and the composer (800x600)."""
         self._details_lines = max(DETAILS_MIN_LINES, min(lines, DETAILS_MAX_LINES))
-        self._tight = lines < TIGHT_LINES
+        was_tight, self._tight = self._tight, lines < TIGHT_LINES
         if self._tight and self._body_open and self._details_shown:
             self.set_details_shown(False)
+        if self._tight != was_tight:
+            self._render()  # (the decisions' notes show only with room for them)
         self._fit_details()
 
     def copy_diagnostics(self) -> None:
@@ -571,7 +573,10 @@ class InterruptedBanner(TintedPanel):
             (self.rebaseline_button, self.rebaseline_note, "rebaseline"),
         ):
             button.setVisible(option in options)
-            note.setVisible(option in options)
+            # In a short window the notes beside the two ways stay in the buttons' tooltips:
+            # with them the banner was taller than the room it had (760x540) and covered the
+            # transcript.
+            note.setVisible(option in options and not self._tight)
             button.setEnabled(not host_gone)
         self.details_panel.setVisible(
             state is BannerState.PARKED and self._details_shown and not collapsed

@@ -511,3 +511,56 @@ def test_continue_with_my_current_files_carries_the_files_it_listed(qtbot: QtBot
     assert bridge.files_shown == [
         (ChangedFilesShown(code="workspace_drift", changed_paths=DRIFT.changed_paths),)
     ]
+
+
+def test_in_a_short_window_the_ways_forward_leave_the_transcript_its_room(
+    qtbot: QtBot,
+) -> None:
+    """At 760x540 the banner of a park on changed files, with the notes beside its two
+    buttons, was taller than its room: it was cut off and drawn over the transcript, which
+    kept a sliver. In a short window the notes stay in the buttons' tooltips."""
+    from PySide6.QtWidgets import QApplication
+
+    from app import bridge_contract as bc
+    from renderer.main_window import MainWindow
+
+    bridge = FakeBridge(safe_resume_enabled=True)
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    window.resize(760, 540)
+    with qtbot.waitExposed(window):
+        window.show()
+    summary = bc.SessionSummary(
+        session_id="s1",
+        cwd="/home/ann/proj",
+        title="Drift",
+        last_run_status=bc.RunStatusValue.FAILED,
+        interrupted=True,
+    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(summary,)))
+    qtbot.waitUntil(lambda: window.session_id == "s1", timeout=3000)
+    drift = ResumeDiagnostic(
+        code="workspace_drift",
+        message="2 files changed",
+        changed_paths=(
+            ChangedPath(path="notes.md", change="modified"),
+            ChangedPath(path="untracked.txt", change="deleted"),
+        ),
+    )
+    options = ("isolated_restore", "rebaseline")
+    bridge.push_parked("s1", ("workspace_drift",), (drift,), workspace_options=options)
+    banner = window.banner
+    qtbot.waitUntil(banner.restore_button.isVisible, timeout=3000)
+    for _ in range(3):
+        QApplication.processEvents()
+    assert not banner.restore_note.isVisible() and not banner.rebaseline_note.isVisible()
+    assert "Your folder stays as it is" in banner.restore_button.toolTip()
+    holder = banner.parentWidget()
+    assert holder is not None
+    below = window.transcript.mapTo(window, window.transcript.rect().topLeft()).y()
+    bottom = holder.mapTo(window, holder.rect().bottomLeft()).y()
+    assert bottom < below, (bottom, below)  # the banner ends above the transcript
+    assert window.transcript.height() >= 60, window.transcript.height()
+    # With room again, the notes come back beside the buttons.
+    window.resize(1100, 820)
+    qtbot.waitUntil(banner.restore_note.isVisible, timeout=3000)

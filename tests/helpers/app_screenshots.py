@@ -635,6 +635,12 @@ def small_banners_scene(root: Path, out: Path) -> None:
     with parked.app() as window:
         _x("xdotool", "windowsize", "--sync", window, "720", "480")
         capture(window, out / "app-banner-small-parked.png", 3.0)
+    # A park on changed files on an 800x600 screen: its two ways forward keep their notes in
+    # their tooltips, so the banner leaves the transcript in view.
+    drift = _drift_park(root, "small-drift")
+    with drift.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "760", "540")
+        capture(window, out / "app-banner-small-drift.png", 3.0)
 
 
 NOTE_SCRIPT: list[list[dict[str, Any]]] = [
