@@ -35,9 +35,11 @@ _DEFAULT_PLACE = "\0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from app.commands.run_cmd import add_max_steps, add_provider
+
     parser.add_argument("session", help="the session id (see 'maka sessions')")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
+    add_provider(parser)
     decision = parser.add_mutually_exclusive_group()
     decision.add_argument(
         "--rebaseline",
@@ -69,8 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ask (default on a terminal), auto (commands can then change files anywhere "
         "your user account can), or deny (default without a terminal)",
     )
-    from app.commands.run_cmd import add_max_steps
-
     add_max_steps(parser)
 
 

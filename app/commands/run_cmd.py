@@ -24,7 +24,7 @@ from runtime.ledger.codes import HostCode
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cwd", help="the session folder (required for a new session)")
     parser.add_argument("--session", help="continue this session instead of creating one")
-    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
+    add_provider(parser)
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),
@@ -33,6 +33,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_max_steps(parser)
     parser.add_argument("prompt", help="the message for the agent")
+
+
+def add_provider(parser: argparse.ArgumentParser) -> None:
+    """``--provider NAME`` (``run``, ``tui``, ``resume``)."""
+    parser.add_argument(
+        "--provider",
+        type=provider_option,
+        help="demo (default), openai or scripted (docs/providers.md)",
+    )
+
+
+def provider_option(text: str) -> str:
+    """An empty name is a mistake, not the default: ``--provider ""`` ran the demo provider."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a provider name is needed: demo, openai or scripted")
+    return text
 
 
 def add_max_steps(parser: argparse.ArgumentParser) -> None:

@@ -67,17 +67,17 @@ def _tui_settle(_session: str, call: str, not_run_only: bool) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from app.commands.run_cmd import add_max_steps, add_provider
+
     parser.add_argument("--session", help="continue this session")
     parser.add_argument("--cwd", help="folder for a new session (default: current folder)")
-    parser.add_argument("--provider", help="demo (default), openai or scripted (docs/providers.md)")
+    add_provider(parser)
     parser.add_argument(
         "--permission-mode",
         choices=("ask", "auto", "deny"),
         default="ask",
         help="default: ask; with auto, commands can change files anywhere your user account can",
     )
-    from app.commands.run_cmd import add_max_steps
-
     add_max_steps(parser)
 
 

@@ -156,6 +156,27 @@ def test_an_empty_id_or_folder_is_refused_as_empty(session: tuple[Path, str, Pat
     assert db_state(data_dir / DATABASE_NAME) == before
 
 
+def test_an_empty_provider_is_refused_not_taken_as_the_default(
+    session: tuple[Path, str, Path],
+) -> None:
+    """``--provider "$P"`` with P unset ran the demo provider; it is a usage mistake now, and
+    nothing changes."""
+    data_dir, session_id, work = session
+    before = db_state(data_dir / DATABASE_NAME)
+    for args in (
+        ("run", "--provider", "", "--cwd", str(work), "hi"),
+        ("run", "--provider", " ", "--session", session_id, "hi"),
+        ("resume", session_id, "--provider", ""),
+        ("tui", "--provider", "", "--session", session_id),
+    ):
+        result = maka(data_dir, *args)
+        err = result.stderr.decode("utf-8", "replace")
+        assert result.returncode == 2, (result.returncode, err)
+        assert "error [usage_invalid]: argument --provider: a provider name is needed" in err
+        assert "Traceback" not in err, err
+    assert db_state(data_dir / DATABASE_NAME) == before
+
+
 def test_an_empty_data_dir_is_refused_not_taken_as_the_default(
     session: tuple[Path, str, Path],
 ) -> None:
