@@ -196,11 +196,26 @@ def data_folder_rule(folder: Path, data_dir: Path) -> str:
     return f"/{escaped}/\n"
 
 
+_OFF_WORDS = ("off", "0", "false", "no")
+_ON_WORDS = ("", "on", "1", "true", "yes")
+_told_unknown: set[str] = set()
+
+
 def checkpoints_turned_off(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``MAKA_WORKSPACE_CHECKPOINTS`` turns workspace checkpoints off (``off``, ``0``,
-    ``false``, ``no``) in ``environ`` (this process's by default)."""
+    ``false``, ``no``) in ``environ`` (this process's by default). Any other word leaves them
+    on, said once (a typo such as ``of`` silently kept them on)."""
     env = os.environ if environ is None else environ
-    return env.get(CHECKPOINTS_ENV, "").strip().lower() in ("off", "0", "false", "no")
+    value = env.get(CHECKPOINTS_ENV, "").strip().lower()
+    if value not in _OFF_WORDS and value not in _ON_WORDS and value not in _told_unknown:
+        _told_unknown.add(value)
+        _log.warning(
+            "%s=%r is neither on nor off (on, 1, true, yes / off, 0, false, no): workspace "
+            "snapshots stay on",
+            CHECKPOINTS_ENV,
+            value[:40],
+        )
+    return value in _OFF_WORDS
 
 
 TIP_REF = "refs/maka-tip"  # the newest checkpoint, in stores from before commits had no parent
