@@ -32,15 +32,23 @@ class SettleFolderStore(SettlementStore, Protocol):
 
     def get_session(self, session_id: str) -> SessionRecord | None: ...
 
+    def list_session_runs(self, session_id: str) -> Sequence[RunHeader]: ...
+
 
 def settle_folder(
     store: SettleFolderStore, carrier: CheckpointCarrier | None, operation: ToolOperationRecord
 ) -> SettleFolder | None:
-    """The call's run and folder, or None (no carrier, no workspace identity)."""
+    """The call's run and folder, or None (no carrier, no workspace identity, or a run that
+    is no longer the session's latest: the session moved on with a new turn, whose own
+    snapshots describe the folder, so an answer about an older call takes nothing of it)."""
     if carrier is None:
         return None
     header = store.read_run_header(operation.run_id)
     if header is None or not header.workspace_identity:
+        return None
+    runs = store.list_session_runs(header.session_id)
+    latest = max(runs, key=lambda run: (run.created_at, run.run_id), default=None)
+    if latest is not None and latest.run_id != header.run_id:
         return None
     session = store.get_session(header.session_id)
     cwd = session.cwd if session is not None else header.cwd

@@ -383,24 +383,39 @@ def test_a_notice_is_announced_until_the_model_has_answered_it(tmp_path: Path) -
     is told so with the next message: ``maka run`` says that once. Once the model has answered
     a turn after it, the notice stays in the history but is not news, and the next ``maka run``
     no longer announces it. An unknown outcome, told again every turn, is announced every turn."""
-    drill = Drill(tmp_path)
     more = [[{"text": "Again."}], [{"text": "Once more."}], [{"text": "And again."}]]
-    script = write_script(tmp_path / "more.json", [*SCRIPT, *more])
-    drill.env = scripted_env(script, drill.record, checkpoints=True)
-    drill.crash_inside_bash()
     told = "note: with your next message the model is told: "
-    args = ("run", "--session", drill.session, "--permission-mode", "auto")
-    unsettled = drill.maka(*args, "hello", env={"MAKA_DATA_DIR": str(drill.data)})
-    assert f"{told}“An earlier turn was interrupted while calling bash" in unsettled.stderr
+    folder = re.escape(told) + "“[^”]*The user chose to continue with the files as they are now"
+
+    def crashed(name: str) -> tuple[Drill, tuple[str, ...]]:
+        (tmp_path / name).mkdir()
+        drill = Drill(tmp_path / name)
+        script = write_script(tmp_path / name / "more.json", [*SCRIPT, *more])
+        drill.env = scripted_env(script, drill.record, checkpoints=True)
+        drill.crash_inside_bash()
+        return drill, ("run", "--session", drill.session, "--permission-mode", "auto")
+
+    # Answered before the session moved on: the folder is taken, told once.
+    drill, args = crashed("answered")
     assert drill.maka("settle", drill.session, "c1", "--ran").returncode == 0
     first = drill.maka(*args, "and now?")
     assert first.returncode == 0, first.stderr
-    folder = re.escape(told) + "“[^”]*The user chose to continue with the files as they are now"
     assert re.search(folder, first.stderr), first.stderr
     assert "An earlier turn was interrupted" not in first.stderr  # settled
     second = drill.maka(*args, "again")
     assert second.returncode == 0, second.stderr
     assert told not in second.stderr, second.stderr
+
+    # Unanswered, the unknown outcome is told every turn until the answer; an answer once a
+    # new turn ran takes nothing of the folder (that turn's snapshots describe it).
+    drill, args = crashed("moved-on")
+    unsettled = drill.maka(*args, "hello", env={"MAKA_DATA_DIR": str(drill.data)})
+    assert f"{told}“An earlier turn was interrupted while calling bash" in unsettled.stderr
+    assert drill.maka("settle", drill.session, "c1", "--ran").returncode == 0
+    after = drill.maka(*args, "and now?")
+    assert after.returncode == 0, after.stderr
+    assert "An earlier turn was interrupted" not in after.stderr  # settled
+    assert not re.search(folder, after.stderr), after.stderr
 
 
 def test_a_refused_note_leaves_no_snapshot_behind(tmp_path: Path) -> None:

@@ -309,3 +309,26 @@ def test_did_not_run_with_the_files_as_in_the_snapshot_leaves_no_capture_behind(
     doctor = maka(["doctor", "--json"], drill.data, env=drill.env)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert json.loads(doctor.stdout)["workspaceCheckpoints"]["orphans"] == []
+
+
+def test_an_answer_after_the_session_moved_on_takes_nothing_of_the_folder(
+    tmp_path: Path,
+) -> None:
+    """Killed inside its ``bash`` call, then a new message ran a turn of its own (with its own
+    snapshots). An answer about the old call then took the folder as the old run's "new
+    starting point", with the user's later edit and the new turn's files in it, though no
+    resume of that run can come: the session moved on. It records the answer alone."""
+    drill = _killed_in_bash(tmp_path)
+    later = write_script(tmp_path / "later.json", [STEPS, [{"text": "Fine."}]])
+    env = {**drill.env, "MAKA_SCRIPT_FILE": str(later)}
+    again = ["run", "--session", drill.session, "--permission-mode", "auto", "carry on"]
+    assert maka(again, drill.data, env=env).returncode == 0
+    told = maka(["plan", drill.session], drill.data, env=env)
+    assert "starting point" not in told.stdout, told.stdout
+    with (drill.work / "a.txt").open("a") as edited:
+        edited.write("edited after the new turn\n")
+    settled = maka(["settle", drill.session, "b1", "--ran"], drill.data, env=env)
+    assert settled.returncode == 0, settled.stderr
+    assert "Recorded: you confirmed that bash b1 ran" in settled.stdout, settled.stdout
+    assert "starting point" not in settled.stdout, settled.stdout
+    assert _baselines(drill.data) == []
