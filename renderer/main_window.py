@@ -754,6 +754,10 @@ class MainWindow(QMainWindow):
         running = session is not None and session in self._running
         elsewhere = running and session in self._elsewhere
         self.composer.set_running(running, elsewhere=elsewhere)
+        # (the Timeline's verdict says nothing of what resume would do while a turn runs)
+        self.timeline.set_turn_running(
+            session, "elsewhere" if elsewhere else "here" if running else None
+        )
         summary = self.sessions.model.summary(session) if session is not None else None
         self.composer.set_held_elsewhere(summary.held_elsewhere if summary is not None else None)
         self.cancel_action.setEnabled(connected and running and not elsewhere)

@@ -7,6 +7,7 @@ uniform rows paints only what is visible, and a summary update touches one row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePath
 from typing import Any
@@ -24,6 +25,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QHBoxLayout,
     QLabel,
     QListView,
@@ -205,77 +207,126 @@ class SessionListModel(QAbstractListModel):
         self._index = {summary.session_id: row for row, summary in enumerate(self._rows)}
 
 
+@dataclass(frozen=True)
+class RowLayout:
+    """Where a row's parts are painted, and their text as shown (elided to fit)."""
+
+    title_rect: QRect
+    title: str
+    folder_rect: QRect
+    folder: str
+    badge_rect: QRect | None = None
+    badge: str = ""
+    severity: Severity | None = None
+
+
 class SessionDelegate(QStyledItemDelegate):
-    """Title over the folder name, a coloured badge on the right."""
+    """The title across the whole first line; under it the folder name, with a coloured badge
+    on the right. The title gets the row's full width (it ends in "…" only when it does not
+    fit in it; the whole title is the tooltip), and the badge never covers it."""
 
     PADDING = 8
+    BADGE_PADDING = 14
+    GAP = 6
 
     def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:  # noqa: N802
         metrics = QFontMetrics(option.font)
-        return QSize(200, metrics.height() * 2 + self.PADDING * 2 + 4)
+        # A narrow width: the list's rows are as wide as its viewport, never wider (a wider row
+        # would put its right end, the badge, out of view: there is no horizontal scroll bar).
+        return QSize(self.PADDING * 4, metrics.height() * 2 + self.PADDING * 2 + 4)
 
-    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+    def row_layout(self, option: QStyleOptionViewItem, index: AnyIndex) -> RowLayout | None:
         summary = index.data(SUMMARY_ROLE)
         if not isinstance(summary, SessionSummary):
-            super().paint(painter, option, index)
-            return
-        opt = QStyleOptionViewItem(option)
-        self.initStyleOption(opt, index)
-        opt.text = ""
-        style = opt.widget.style() if opt.widget is not None else None
-        if style is not None:
-            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
-        rect: QRect = opt.rect.adjusted(
+            return None
+        rect: QRect = option.rect.adjusted(
             self.PADDING + 4, self.PADDING, -self.PADDING, -self.PADDING
         )
-        palette: QPalette = opt.palette
-        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
-        text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
-        painter.save()
-        title_font = QFont(opt.font)
+        view = option.widget
+        if isinstance(view, QAbstractItemView):  # only what shows (the viewport's width)
+            rect.setRight(min(rect.right(), view.viewport().rect().right() - self.PADDING))
+        title_font = QFont(option.font)
         title_font.setBold(True)
         metrics = QFontMetrics(title_font)
+        title_rect = QRect(rect.left(), rect.top(), rect.width(), metrics.height())
+        title = str(index.data(Qt.ItemDataRole.DisplayRole))
+        shown = metrics.elidedText(title, Qt.TextElideMode.ElideRight, title_rect.width())
+        sub = QFontMetrics(option.font)
+        top = rect.top() + metrics.height() + 4
         announced = index.data(ANNOUNCED_ROLE)  # a plain str once it has crossed Qt
         badge = badge_for(
             summary,
             bool(index.data(WAITING_ROLE)),
             Announcement(announced) if announced in set(Announcement) else None,
         )
-        badge_width = 0
-        if badge is not None:
-            badge_text, severity = badge
-            small = QFontMetrics(opt.font)
-            badge_width = small.horizontalAdvance(badge_text) + 14
-            badge_rect = QRect(
-                rect.right() - badge_width, rect.top(), badge_width, metrics.height()
+        folder = PurePath(summary.cwd).name or summary.cwd
+        if badge is None:
+            folder_rect = QRect(rect.left(), top, rect.width(), sub.height())
+            return RowLayout(
+                title_rect,
+                shown,
+                folder_rect,
+                sub.elidedText(folder, Qt.TextElideMode.ElideMiddle, folder_rect.width()),
             )
-            colour = theme.accent(severity, palette)
+        badge_text, severity = badge
+        width = sub.horizontalAdvance(badge_text) + self.BADGE_PADDING
+        if width > rect.width():  # a list narrower than the badge: the badge ends in "…"
+            width = max(rect.width(), 0)
+            badge_text = sub.elidedText(
+                badge_text, Qt.TextElideMode.ElideRight, width - self.BADGE_PADDING
+            )
+        badge_rect = QRect(rect.right() - width + 1, top, width, sub.height())
+        folder_rect = QRect(
+            rect.left(), top, max(badge_rect.left() - self.GAP - rect.left(), 0), sub.height()
+        )
+        return RowLayout(
+            title_rect,
+            shown,
+            folder_rect,
+            sub.elidedText(folder, Qt.TextElideMode.ElideMiddle, folder_rect.width()),
+            badge_rect,
+            badge_text,
+            severity,
+        )
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        layout = self.row_layout(opt, index)
+        if layout is None:
+            super().paint(painter, option, index)
+            return
+        opt.text = ""
+        style = opt.widget.style() if opt.widget is not None else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        palette: QPalette = opt.palette
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        text_role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        painter.save()
+        title_font = QFont(opt.font)
+        title_font.setBold(True)
+        painter.setFont(title_font)
+        painter.setPen(palette.color(text_role))
+        painter.drawText(
+            layout.title_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            layout.title,
+        )
+        painter.setFont(opt.font)
+        painter.setPen(palette.color(text_role) if selected else theme.muted_text(palette))
+        painter.drawText(
+            layout.folder_rect,
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            layout.folder,
+        )
+        if layout.badge_rect is not None and layout.severity is not None:
+            colour = theme.accent(layout.severity, palette)
             painter.setRenderHint(QPainter.RenderHint.Antialiasing)
             painter.setPen(colour)
             painter.setBrush(theme.tinted_background(colour, palette))
-            painter.drawRoundedRect(badge_rect.adjusted(0, 1, 0, -1), 8, 8)
-            painter.drawText(badge_rect, Qt.AlignmentFlag.AlignCenter, badge_text)
-        painter.setFont(title_font)
-        painter.setPen(palette.color(text_role))
-        title_rect = QRect(
-            rect.left(), rect.top(), rect.width() - badge_width - 6, metrics.height()
-        )
-        title = str(index.data(Qt.ItemDataRole.DisplayRole))
-        painter.drawText(
-            title_rect,
-            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-            metrics.elidedText(title, Qt.TextElideMode.ElideRight, title_rect.width()),
-        )
-        painter.setFont(opt.font)
-        sub = QFontMetrics(opt.font)
-        painter.setPen(palette.color(text_role) if selected else theme.muted_text(palette))
-        sub_rect = QRect(rect.left(), rect.top() + metrics.height() + 4, rect.width(), sub.height())
-        folder = PurePath(summary.cwd).name or summary.cwd
-        painter.drawText(
-            sub_rect,
-            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-            sub.elidedText(folder, Qt.TextElideMode.ElideMiddle, sub_rect.width()),
-        )
+            painter.drawRoundedRect(QRectF(layout.badge_rect).adjusted(0.5, 0.5, -0.5, -0.5), 8, 8)
+            painter.drawText(layout.badge_rect, Qt.AlignmentFlag.AlignCenter, layout.badge)
         if opt.state & QStyle.StateFlag.State_HasFocus and (
             opt.widget is not None and opt.widget.hasFocus()
         ):

@@ -23,6 +23,7 @@ from PySide6.QtCore import (
     QPersistentModelIndex,
     QPoint,
     Qt,
+    QTimer,
     Signal,
 )
 from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QHelpEvent, QResizeEvent, QShowEvent
@@ -54,16 +55,23 @@ from app.bridge_contract import (
     BranchOptionItem,
     BranchOptionsListedPush,
     BranchOrigin,
+    ProcessesStoppedPush,
+    ResumeFailedPush,
+    ResumeParkedPush,
+    ResumeStartedPush,
+    RunStatusPush,
+    SessionUpdatedPush,
     TimelineEventShownPush,
     TimelineLocatedPush,
     TimelineOpenedPush,
     TimelinePin,
     TimelineRowFilter,
+    ToolSettledPush,
 )
 from app.code_text import describe
 from app.visible_text import visible
 from renderer import theme
-from renderer.bridge_port import BridgePort
+from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.plain_tip import plain_tip
 from renderer.timeline_model import NODE_ROLE, EntryNode, RowNode, RunNode, TimelineModel
 
@@ -91,9 +99,21 @@ MIN_TREE_ROWS = 5
 """Rows (under the header) the view keeps in the shortest window, before anything else."""
 ROOMY_TREE_ROWS = 8
 """Rows the view gets before the lanes of reasons grow past one row each."""
+DETAIL_MIN_LINES = 4
+"""Lines of the selected event the detail keeps at every size but the very shortest."""
+DETAIL_LEAST_LINES = 2
+"""Lines the detail keeps in the shortest panel (the minimum window under a tall banner),
+once everything else has given way."""
+ROOMY_DETAIL_LINES = 5
+"""Lines the detail gets, like the rows their ``ROOMY_TREE_ROWS``, before the lanes grow."""
 SEARCH_WORDS = "Search text or event id"
 WHAT_MIN_CHARS = 28
 """Below this many characters for "What", the Time column shows the time without the date."""
+REREAD_DELAY_MS = 250
+"""A burst of pushes about the open session (a turn's statuses, a settle and its card) reads
+its record again once, this long after the last of them."""
+TurnRunning = Literal["here", "elsewhere"]
+"""Where the session's turn runs now: in this Maka, or in another process (a shared ledger)."""
 
 
 def _tr(text: str) -> str:
@@ -144,10 +164,32 @@ class TimelinePanel(QWidget):
         self._bridge = bridge
         self.model = TimelineModel(bridge, self)
         self._target: tuple[str, int] | None = None
+        self._target_quiet = False  # the row selected before a reread: no focus, no scroll-to
         self._boundaries: dict[str, BranchOptionItem] = {}
         self._origins: dict[str, BranchOrigin | None] = {}
+        self._turn: tuple[str, TurnRunning | None] = ("", None)
+        self._opens_out = 0  # record readings asked for and not answered
+        self._reread_timer = QTimer(self)
+        self._reread_timer.setSingleShot(True)
+        self._reread_timer.setInterval(REREAD_DELAY_MS)
+        self._reread_timer.timeout.connect(self._reread)
         self._build()
         bridge.timeline_opened.connect(self._on_opened)
+        # What Safe resume would do changes with the session: a turn starting or ending, a
+        # resume started, parked or failed, a settle recorded, commands stopped, the summary
+        # changed (by this window or another process). The verdict stops saying what it said
+        # at once, and the record is read again.
+        for signal in (
+            bridge.run_status,
+            bridge.resume_started,
+            bridge.resume_parked,
+            bridge.resume_failed,
+            bridge.tool_settled,
+            bridge.processes_stopped,
+            bridge.session_updated,
+        ):
+            signal.connect(self._on_session_push)
+        bridge.connection_state_changed.connect(self._on_connection)
         bridge.timeline_page.connect(lambda _push: self._after_page())
         bridge.timeline_event_shown.connect(self._on_event_shown)
         bridge.timeline_located.connect(self._on_located)
@@ -223,6 +265,7 @@ class TimelinePanel(QWidget):
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_tree_menu)
         detail_box = QWidget()
+        self._detail_box = detail_box
         # The buttons under the detail; in a short panel beside it, stacked (``_fit_to_height``).
         self._detail_column = QBoxLayout(QBoxLayout.Direction.TopToBottom, detail_box)
         self._detail_column.setContentsMargins(0, 0, 0, 0)
@@ -239,13 +282,14 @@ class TimelinePanel(QWidget):
         self.splitter = splitter
         splitter.addWidget(self.tree)
         splitter.addWidget(detail_box)
-        splitter.setStretchFactor(0, 2)
+        # The rows and the detail share the height evenly (the handle moves the split): each
+        # keeps its minimum, the header and five rows, four lines of the event and its buttons
+        # (two lines only in the shortest panel, ``_fit_to_height``), so neither is squeezed out.
+        splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([500, 250])  # rows first; the detail grows when dragged
-        # Under a tall banner the rows keep room for several events; the detail gives way first.
-        # (The header and five rows; the detail keeps two lines and its buttons.)
+        splitter.setSizes([1000, 1000])
         self.tree.setMinimumHeight(self._tree_height(MIN_TREE_ROWS))
-        self.detail.setMinimumHeight(self.detail.fontMetrics().lineSpacing() * 2 + 12)
+        self.detail.setMinimumHeight(self._detail_height(DETAIL_MIN_LINES))
         splitter.setCollapsible(0, False)
         splitter.setCollapsible(1, False)
         column.addWidget(splitter, 1)
@@ -381,28 +425,41 @@ class TimelinePanel(QWidget):
         header = self.tree.header().sizeHint().height()
         return header + rows * row + 2 * self.tree.frameWidth() + 2
 
+    def _detail_height(self, lines: int) -> int:
+        return self.detail.fontMetrics().lineSpacing() * lines + 12
+
     def _set_lanes_visible(self, shown: bool, outside: bool = False) -> None:
         self._lanes_wanted = (shown, outside)
         self._fit_to_height()
 
     def _fit_to_height(self) -> None:
-        """The rows come first. As the panel gets shorter: the lanes of reasons give way (down
-        to one row each; they scroll) before the rows drop below ``ROOMY_TREE_ROWS``; then the
-        detail's buttons move beside it; then the lanes and the verdict hide (a pinned row
-        keeps its ⚑, and the banner above says why Safe resume waits). The rows keep
-        ``MIN_TREE_ROWS`` and the detail two lines, with its buttons, at every level."""
+        """The rows and the detail come first. As the panel gets shorter: the lanes of reasons
+        give way (down to one row each; they scroll) before the rows drop below
+        ``ROOMY_TREE_ROWS`` or the detail below ``ROOMY_DETAIL_LINES``; then the detail's
+        buttons move beside it; then the lanes and the verdict hide (a pinned row keeps its ⚑,
+        and the banner above says why Safe resume waits); last, the detail keeps two lines
+        instead of four. The rows keep ``MIN_TREE_ROWS`` and the detail its buttons at every
+        level: nothing is laid out in less than its minimum (it would be cut, or hidden)."""
         shown, outside = self._lanes_wanted
         layout = self.layout()
         height = self.height()
         lanes = [lane for lane, on in ((self.pinned, shown), (self.outside, outside)) if on]
+        one_row = {id(lane): 1 for lane in lanes}
         most = {id(lane): max(1, min(lane.count(), 5)) for lane in lanes}
         level = 0
         if layout is not None and height > 0 and self.isVisible():
-            roomy = self._tree_height(ROOMY_TREE_ROWS) - self.tree.minimumHeight()
-            for level in range(4):
-                self._apply_level(level, lanes, {id(lane): 1 for lane in lanes})
+            roomy = (
+                self._tree_height(ROOMY_TREE_ROWS)
+                - self._tree_height(MIN_TREE_ROWS)
+                + self._detail_height(ROOMY_DETAIL_LINES)
+                - self._detail_height(DETAIL_MIN_LINES)
+            )
+            for level in range(5):
+                self._apply_level(level, lanes, one_row)
                 layout.invalidate()
                 least = layout.minimumSize().height()
+                if layout.hasHeightForWidth():  # the verdict's lines at this width
+                    least = max(least, layout.minimumHeightForWidth(self.width()))
                 if level == 0:
                     spare = height - least - roomy
                     if spare < 0:
@@ -419,6 +476,8 @@ class TimelinePanel(QWidget):
                     break
                 if least <= height:
                     break
+            if level > 0:  # the lanes keep one row each: the level was measured so
+                most = one_row
         self._fit_level = level
         self._apply_level(level, lanes, most)
 
@@ -428,6 +487,9 @@ class TimelinePanel(QWidget):
         self.outside.setVisible(outside and level < 3)
         self.outside_label.setVisible(outside and level < 2)
         self.verdict.setVisible(level < 3)
+        lines = DETAIL_LEAST_LINES if level >= 4 else DETAIL_MIN_LINES
+        if self.detail.minimumHeight() != self._detail_height(lines):
+            self.detail.setMinimumHeight(self._detail_height(lines))
         for lane in (self.pinned, self.outside):
             _fit_height(lane, rows.get(id(lane), 5))
         beside = level >= 2
@@ -437,6 +499,11 @@ class TimelinePanel(QWidget):
         self._buttons.setDirection(
             QBoxLayout.Direction.TopToBottom if beside else QBoxLayout.Direction.LeftToRight
         )
+        # The splitter's least height as this level makes it, not as the last one left it in
+        # the caches of the layouts (the panel's layout measures every level at once).
+        self._detail_column.invalidate()
+        self._detail_box.updateGeometry()
+        self.splitter.updateGeometry()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
@@ -448,8 +515,15 @@ class TimelinePanel(QWidget):
         inner = width
         short = not self._filters_fit_one_row(inner, short=False)
         self._shorten_filters(short)
+        wrapped = self._filters_wrapped
         self._arrange_filters(wrapped=short and not self._filters_fit_one_row(inner, short=True))
-        if event.size().height() != event.oldSize().height():
+        # A new height, or a width that wraps the filters or the verdict anew: the levels are
+        # measured again (the rows and the detail must never be laid out under their minimum).
+        if (
+            event.size().height() != event.oldSize().height()
+            or wrapped != self._filters_wrapped
+            or self.verdict.isVisible()
+        ):
             self._fit_to_height()
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)
@@ -466,6 +540,9 @@ class TimelinePanel(QWidget):
     def open(self, session_id: str) -> None:
         if session_id != self.model.session_id:
             self._reset_filters(drop=True)  # another session's record: no filter yet
+        self._reread_timer.stop()
+        self._opens_out = 0
+        self._target_quiet = False
         self.verdict.setText(_tr("Loading the record…"))
         self.origin_label.setVisible(False)
         self.pinned.clear()
@@ -481,6 +558,7 @@ class TimelinePanel(QWidget):
                 _tr("Not connected to the main process; the record shows once it is.")
             )
             return
+        self._opens_out = 1 if self.model.opened is None else 0  # (answered already: a test's)
         self._bridge.branch_options(session_id)
 
     # ---- continue from here (issue #36) -----------------------------------------------------
@@ -638,7 +716,7 @@ class TimelinePanel(QWidget):
 
     def _after_page(self) -> None:
         """A sought row is selected once its page is here (the model asks for that page)."""
-        if self._target is not None and self._select_row(*self._target):
+        if self._target is not None and self._select_row(*self._target, quiet=self._target_quiet):
             self._target = None
         self._show_matches()
 
@@ -660,15 +738,57 @@ class TimelinePanel(QWidget):
     def _on_opened(self, push: TimelineOpenedPush) -> None:
         if push.session_id != self.model.session_id:
             return
+        self._opens_out = max(0, self._opens_out - 1)
+        if self._target is not None and self._target_quiet and self._opens_out == 0:
+            # The row selected before the record was read again: where is it now?
+            self._bridge.timeline_locate(push.session_id, *self._target, self.model.filters)
+        self._show_verdict()
+
+    def _show_verdict(self) -> None:
+        """What Safe resume would do, as the latest reading of the record says; only while
+        that reading still holds: while a turn runs, or while the record is read again after
+        a change, the verdict says so instead (and lists no reasons)."""
+        push = self.model.opened
+        if push is None:
+            return  # still loading (``open`` says so)
         # The record may be opened again (a refresh, the same session chosen again): its
         # reasons replace the ones listed, never add to them.
         self.pinned.clear()
         self.outside.clear()
+        self._set_lanes_visible(False)
         events = sum(run.event_count for run in push.runs)
         runs = len(push.runs)
         plan = push.plan
         self._show_origin()
         origin = self._origins.get(push.session_id)
+        turn = self._turn_now()
+        if turn == "here":
+            self.verdict.setText(
+                _tr(
+                    "A turn is running now: there is nothing to resume while it runs. The "
+                    "record is read again when it ends."
+                )
+            )
+            return
+        if turn == "elsewhere":
+            self.verdict.setText(
+                _tr(
+                    "Another Maka process is running a turn in this session: there is nothing "
+                    "to resume from here while it runs."
+                )
+            )
+            return
+        if self._bridge.connection_state is not ConnectionState.CONNECTED:
+            self.verdict.setText(
+                _tr(
+                    "Not connected to the main process: what Safe resume would do is not "
+                    "known until it is."
+                )
+            )
+            return
+        if self._opens_out > 0 or self._reread_timer.isActive():
+            self.verdict.setText(_tr("The session changed: reading its record again…"))
+            return
         if origin is not None and runs == 0:
             self.verdict.setText(_tr("No run of its own yet. Nothing interrupted to resume."))
             return
@@ -706,6 +826,7 @@ class TimelinePanel(QWidget):
         # Not loaded: the main process says where it is among the rows shown, and only its
         # run is loaded that far.
         self._target = (run_id, seq)
+        self._target_quiet = False
         self._bridge.timeline_locate(session, run_id, seq, self.model.filters)
 
     def _on_located(self, push: TimelineLocatedPush) -> None:
@@ -718,14 +839,16 @@ class TimelinePanel(QWidget):
         if push.position is not None:
             self.model.want(push.run_id, push.position)
             self._after_page()
-        elif self.model.filters is not None:
+        elif self.model.filters is not None and not self._target_quiet:
             # the filter hides it: show every row again, then find it among them
             self.clear_filters()
             self._bridge.timeline_locate(push.session_id, push.run_id, push.seq, None)
         else:
             self._target = None
 
-    def _select_row(self, run_id: str, seq: int) -> bool:
+    def _select_row(self, run_id: str, seq: int, *, quiet: bool = False) -> bool:
+        """Select and show a row; ``quiet``: the row that was selected before the record was
+        read again (the focus stays where it is, and no reason's row is announced)."""
         index = self.model.index_of_row(run_id, seq)
         if not index.isValid():
             return False
@@ -735,6 +858,10 @@ class TimelinePanel(QWidget):
             QItemSelectionModel.SelectionFlag.ClearAndSelect
             | QItemSelectionModel.SelectionFlag.Rows,
         )
+        if quiet:
+            self._target_quiet = False
+            self.tree.scrollTo(index, QAbstractItemView.ScrollHint.EnsureVisible)
+            return True
         self.tree.expand(index)
         self.tree.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
         self.tree.setFocus()
@@ -743,6 +870,8 @@ class TimelinePanel(QWidget):
 
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         node = self.model.node(current)
+        if self._target_quiet and node is not None and self._current_place() != self._target:
+            self._target, self._target_quiet = None, False  # the user chose another row
         self._json = ""
         self._update_branch_button()
         if node is None or isinstance(node, RunNode):
@@ -781,6 +910,86 @@ class TimelinePanel(QWidget):
         which = f"event {entry.event_id} (#{entry.seq})" if entry is not None else "the event"
         self.said.emit(_tr(f"Copied the JSON of {which}."))
 
+    # ---- the verdict kept true while the session changes --------------------------------------
+
+    def set_turn_running(self, session_id: str | None, where: TurnRunning | None) -> None:
+        """Whether ``session_id``'s turn runs now, and where (the window tracks it from the
+        pushes): while one runs there is nothing to resume, whatever the last reading said."""
+        turn = (session_id or "", where)
+        if turn == self._turn:
+            return
+        before = self._turn_now()
+        self._turn = turn
+        if session_id is not None and self._turn_now() != before:
+            self._changed(session_id)
+
+    def _turn_now(self) -> TurnRunning | None:
+        session, where = self._turn
+        return where if session and session == self.model.session_id else None
+
+    def _on_session_push(
+        self,
+        push: RunStatusPush
+        | ResumeStartedPush
+        | ResumeParkedPush
+        | ResumeFailedPush
+        | ToolSettledPush
+        | ProcessesStoppedPush
+        | SessionUpdatedPush,
+    ) -> None:
+        if isinstance(push, ToolSettledPush) and not push.recorded:
+            return  # a refused settle changed nothing
+        if isinstance(push, SessionUpdatedPush):
+            self._changed(push.session.session_id)
+        else:
+            self._changed(push.session_id)
+
+    def _changed(self, session_id: str) -> None:
+        """The open session changed: the verdict no longer claims what the last reading said,
+        and the record is read again (once, after a burst of pushes)."""
+        if session_id != self.model.session_id or self.isHidden():
+            return  # (a hidden Timeline reads the record when it is shown)
+        self._reread_timer.start()
+        self._show_verdict()
+
+    def _on_connection(self, state: str) -> None:
+        if self.model.session_id is None or self.model.opened is None:
+            return
+        if state == ConnectionState.CONNECTED:
+            self._changed(self.model.session_id)  # what changed while away is read
+        else:
+            self._show_verdict()
+
+    def _current_place(self) -> tuple[str, int] | None:
+        node = self.model.node(self.tree.currentIndex())
+        if isinstance(node, RowNode):
+            return node.run.head.run_id, node.item.seq
+        if isinstance(node, EntryNode):
+            return node.row.run.head.run_id, node.row.item.seq
+        return None
+
+    def _reread(self) -> None:
+        """Read the open session's record again, keeping its filters and, when it is still
+        there, the selected row (selected again without taking the focus)."""
+        session = self.model.session_id
+        if session is None or self.isHidden():
+            return
+        if self._bridge.connection_state is not ConnectionState.CONNECTED:
+            self._show_verdict()
+            return
+        place = self._current_place()
+        self._target = place
+        self._target_quiet = place is not None
+        if self._target is None:
+            self.detail.clear()
+            self._json = ""
+        self._opens_out += 1
+        if not self.model.open(session):
+            self._opens_out -= 1
+            self._show_verdict()
+            return
+        self._bridge.branch_options(session)  # a settle or a new run moves the branch points
+
     # ---- a branched session's origin --------------------------------------------------------
 
     def set_origin(self, session_id: str, origin: BranchOrigin | None) -> None:
@@ -788,7 +997,7 @@ class TimelinePanel(QWidget):
         that session's history, which is not in its own runs."""
         self._origins[session_id] = origin
         if session_id == self.model.session_id and self.model.opened is not None:
-            self._on_opened(self.model.opened)
+            self._show_verdict()
 
     def _show_origin(self) -> None:
         session = self.model.session_id

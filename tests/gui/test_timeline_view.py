@@ -474,10 +474,12 @@ def test_laying_out_every_counted_row_asks_no_python_per_row(qtbot: QtBot) -> No
 def test_a_short_window_keeps_every_reason_row_and_several_events_in_view(qtbot: QtBot) -> None:
     """Under a tall banner the panel gets little height: a lane of reasons never shows a
     horizontal scroll bar over its rows (a long reason ends in "…" and shows whole on hover),
-    and the event rows keep room for the header and five rows before the detail gives way."""
+    and the event rows keep room for the header and five rows, the detail four lines, inside
+    the panel. With room, every reason row shows; short of it, the lanes give way to one row
+    each (they scroll) before the rows or the detail do."""
     bridge = ServingBridge({"sess-1": parked_session()}, immediate=True)
     panel = _panel(qtbot, bridge)
-    panel.resize(700, 300)
+    panel.resize(700, 480)
     panel.show()
     panel.open("sess-1")
     qtbot.waitExposed(panel)
@@ -487,12 +489,20 @@ def test_a_short_window_keeps_every_reason_row_and_several_events_in_view(qtbot:
             assert lane.item(n).toolTip().startswith(lane.item(n).text())
         rows = sum(lane.sizeHintForRow(n) for n in range(lane.count()))
         assert lane.viewport().height() >= rows  # every reason row shows
+    panel.resize(700, 300)
+    QApplication.processEvents()
+    for lane in (panel.pinned, panel.outside):
+        assert lane.isVisible() and lane.viewport().height() >= lane.sizeHintForRow(0)
     row = panel.tree.sizeHintForRow(0)
     header = panel.tree.header().height()
     assert panel.tree.viewport().height() >= 5 * row - 2, (panel.tree.height(), header, row)
-    assert panel.detail.height() >= panel.detail.fontMetrics().height() * 2
+    assert panel.detail.height() >= panel.detail.fontMetrics().lineSpacing() * 4
     tree_bottom = panel.tree.mapTo(panel, panel.tree.rect().bottomLeft()).y()
     assert panel.detail.mapTo(panel, panel.detail.rect().topLeft()).y() > tree_bottom  # no overlap
+    # laid out inside the splitter (not cut off under it) and inside the panel
+    splitter = panel.splitter
+    assert panel.detail.mapTo(splitter, panel.detail.rect().bottomLeft()).y() < splitter.height()
+    assert panel.detail.mapTo(panel, panel.detail.rect().bottomLeft()).y() < panel.height()
 
 
 def test_the_timeline_is_usable_at_the_minimum_window_size_under_a_banner(qtbot: QtBot) -> None:

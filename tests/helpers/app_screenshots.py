@@ -795,6 +795,31 @@ def database_scene(root: Path, out: Path) -> None:
         cluster.stop()
 
 
+TIMELINE_PROMPT = "count the lines once and write the total to count.txt for the weekly report"
+
+
+def timeline_small_scene(root: Path, out: Path) -> None:
+    """View › Timeline in a small window (760x540: an 800x600 screen, or 1080p at 200 %) under
+    the banner of a session parked on a stale snapshot (reasons pinned to a row and outside
+    the record), its first row selected: the rows and the selected event's
+    detail both readable, the session list's long title elided beside its badge. Then the same
+    window at 1280x800 (``app-timeline-large.png``, not kept in docs/screenshots)."""
+    scene = Scene(root, "timeline-small", RESUME_SCRIPT)
+    scene.env = scripted_env(
+        write_script(scene.root / "script.json", RESUME_SCRIPT), None, checkpoints=True
+    )
+    assert scene.run(TIMELINE_PROMPT, failpoint="P6") == -9  # automatic resume parks at start
+    with scene.app() as window:
+        _x("xdotool", "windowsize", "--sync", window, "760", "540")
+        time.sleep(2.0)
+        press(window, "ctrl+t")  # the Timeline
+        time.sleep(1.5)
+        press(window, "Down Down")  # the first row: your message
+        capture(window, out / "app-timeline-small.png", 1.5)
+        _x("xdotool", "windowsize", "--sync", window, "1280", "800")
+        capture(window, out / "app-timeline-large.png", 1.5)
+
+
 def _settle_only(root: Path, out: Path) -> None:
     settle_scene(root, out, clicks=os.environ.get("MAKA_SHOTS_CLICKS") != "0")
 
@@ -812,6 +837,7 @@ _SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
     "auto-write": auto_write_scene,
     "decisions": decisions_scene,
     "branch": branch_scene,
+    "timeline-small": timeline_small_scene,
     "database": database_scene,
 }
 
