@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
@@ -19,23 +18,13 @@ from pytestqt.qtbot import QtBot
 from renderer.bridge_client import RendererBridge
 from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
+from tests.helpers.crashed_session import WAIT_MS, drifted_run, main_started
 from tests.helpers.desktop_window import connected_window
-from tests.helpers.maka_process import MainProcess, main_log, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.maka_process import MainProcess
+from tests.helpers.maka_run import committed_runs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT: list[list[dict[str, Any]]] = [
-    [
-        {
-            "text": "Counting.",
-            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
-        },
-        {"text": "Counted."},
-    ],
-]
-WAIT_MS = 30_000
 HELD = "Automatic resume: 1 is on hold; open it to see."
 
 
@@ -59,24 +48,9 @@ def _reopen(qtbot: QtBot, bridge: RendererBridge, session_id: str) -> None:
 def test_continuing_a_session_auto_resume_held_clears_its_badge_and_the_status_line(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess], decision: str, early: bool
 ) -> None:
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P8"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
-    (work / "n.txt").write_text("edited by hand\n")
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
-    deadline = time.monotonic() + 30
-    while not early and "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
+    crashed = drifted_run(tmp_path)
+    data, session_id = crashed.data, crashed.session_id
+    main = main_started(crashed, qtbot, processes, parked=not early)
 
     window, bridge = connected_window(qtbot, main, WAIT_MS)
     qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)

@@ -13,7 +13,6 @@ main process, the real window or banner over the real socket, a real ``maka run`
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +22,12 @@ from pytestqt.qtbot import QtBot
 from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
 from renderer.transcript_items import ToolCardWidget
-from tests.e2e.test_desktop_workspace_drift import _parked_banner
+from tests.helpers.crashed_session import WAIT_MS, crashed_run, drifted_banner, main_started
 from tests.helpers.desktop_window import connected_window
-from tests.helpers.maka_process import MainProcess, main_log, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.maka_process import MainProcess
+from tests.helpers.maka_run import committed_runs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
-
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT: list[list[dict[str, Any]]] = [
-    [
-        {
-            "text": "Counting.",
-            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
-        },
-        {"text": "Counted."},
-    ],
-]
-WAIT_MS = 30_000
 
 
 def _answered(data: Path) -> bool:
@@ -68,32 +55,17 @@ def _card_asking(
     outcome was never recorded), then the real main process (Safe resume on) and a real window
     on the session, whose card asks "Did it run?" with its note on the folder. ``move_to``: the
     folder is moved there before the main process starts."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    (work / "main.py").write_text("print('hello')\n")
-    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P4"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
+    crashed = crashed_run(tmp_path, "P4", files={"main.py": "print('hello')\n"})
+    session_id = crashed.session_id
     if move_to is not None:
-        work.rename(move_to)
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
+        crashed.work.rename(move_to)
+    main = main_started(crashed, qtbot, processes)
     window, _bridge = connected_window(qtbot, main, WAIT_MS)
     qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: _panel_of(window) is not None, timeout=WAIT_MS)
     card = window.transcript.tool_card("c1")
     assert card is not None
-    return data, move_to or work, session_id, window, card
+    return crashed.data, move_to or crashed.work, session_id, window, card
 
 
 def _panel_of(window: MainWindow) -> object:
@@ -178,7 +150,7 @@ def test_a_located_folder_sends_the_card_again_with_the_folder_readable(
 def test_continue_with_my_current_files_on_a_list_that_changed_shows_the_new_list(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    data, work, _, bridge, banner = drifted_banner(tmp_path, qtbot, processes)
     assert "changed: n.txt" in banner.body_label.text()
     assert "late.txt" not in banner.body_label.text()
     (work / "late.txt").write_text("made after the list was shown\n")

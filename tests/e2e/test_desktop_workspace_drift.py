@@ -6,7 +6,6 @@ and a renderer's banner names the changed file under "Files changed since the ru
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,46 +14,28 @@ from pytestqt.qtbot import QtBot
 
 from renderer.bridge_client import RendererBridge
 from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.crashed_session import (
+    COUNTING,
+    WAIT_MS,
+    crashed_run,
+    drifted_banner,
+    drifted_run,
+    main_started,
+    parked_banner,
+)
 from tests.helpers.desktop_window import connected_banner
-from tests.helpers.maka_process import MainProcess, main_log, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.maka_process import MainProcess
+from tests.helpers.maka_run import committed_runs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
-
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT: list[list[dict[str, Any]]] = [
-    [
-        {
-            "text": "Counting.",
-            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
-        },
-        {"text": "Counted."},
-    ],
-]
-WAIT_MS = 30_000
 
 
 def test_the_banner_names_the_file_changed_after_the_crash(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P8"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
-    (work / "n.txt").write_text("edited by hand\n")
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
+    crashed = drifted_run(tmp_path)
+    data, session_id = crashed.data, crashed.session_id
+    main = main_started(crashed, qtbot, processes)
     banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
     assert [label.property("code") for label in banner.reason_labels] == ["workspace_drift"]
@@ -67,41 +48,10 @@ def test_the_banner_names_the_file_changed_after_the_crash(
     assert main.terminate() == 0
 
 
-def _parked_banner(
-    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
-) -> tuple[Path, Path, str, RendererBridge, InterruptedBanner]:
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), checkpoints=True)
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P8"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
-    (work / "n.txt").write_text("edited by hand\n")
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True, folder=str(work))
-    bridge.start()
-    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
-    return data, work, session_id, bridge, banner
-
-
 def test_continue_with_my_current_files_from_the_banner(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    data, work, _, bridge, banner = drifted_banner(tmp_path, qtbot, processes)
     assert banner.rebaseline_button.isVisible() and banner.restore_button.isVisible()
     assert banner.rebaseline_note.text() == (
         "The files stay as they are now; the model is told which changed and re-reads them."
@@ -121,7 +71,7 @@ def test_continue_with_my_current_files_from_the_banner(
 def test_continue_in_a_restored_copy_from_the_banner(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    data, work, _, bridge, banner = drifted_banner(tmp_path, qtbot, processes)
     assert banner.request_decision("isolated_restore")
     qtbot.waitUntil(lambda: len(committed_runs(data)) == 2, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: committed_runs(data)[1][0].status.value == "completed", timeout=WAIT_MS)
@@ -139,7 +89,7 @@ def test_a_refused_folder_for_the_copy_leaves_both_ways_forward(
 ) -> None:
     """Choose folder… with a folder that holds files: the banner says why it was refused and
     still offers both ways forward, so the user picks another folder; nothing was continued."""
-    data, work, _, bridge, banner = _parked_banner(tmp_path, qtbot, processes)
+    data, work, _, bridge, banner = drifted_banner(tmp_path, qtbot, processes)
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "keep.txt").write_text("mine\n")
@@ -178,34 +128,13 @@ def _killed_then_edited(
     default: on) killed at P3 while its call ran, ``n.txt`` edited afterwards, then the real
     main process started with Safe resume on: once auto-resume parked, a real banner connected
     to it, parked. Returns the data folder, the session, the banner and its bridge."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    (work / "n.txt").write_text("x\n")
-    env = scripted_env(write_script(tmp_path / "script.json", script))
-    env.pop("MAKA_WORKSPACE_CHECKPOINTS")
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "go"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P3"},
+    crashed = crashed_run(
+        tmp_path, "P3", script=script, checkpoints=None, message="go", files={"n.txt": "x\n"}
     )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
-    (work / "n.txt").write_text("edited by hand\n")
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
-    bridge = RendererBridge(main.socket_name, main.token)
-    banner = InterruptedBanner(bridge)
-    qtbot.addWidget(banner)
-    banner.show()
-    banner.set_session(session_id, interrupted=True, folder=str(work))
-    bridge.start()
-    qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
-    return data, session_id, banner, bridge
+    (crashed.work / "n.txt").write_text("edited by hand\n")
+    main = main_started(crashed, qtbot, processes)
+    bridge, banner = parked_banner(qtbot, main, crashed.session_id, crashed.work)
+    return crashed.data, crashed.session_id, banner, bridge
 
 
 def test_an_unknown_outcome_and_changed_files_show_together(
@@ -255,7 +184,7 @@ def test_a_command_cut_short_is_answered_and_nothing_about_the_files_follows(
     file edited afterwards: the banner says that the answer also takes the folder as it is,
     not that a decision about the files follows; once the user says it did not run, no
     reason about the files is left (the real main process, its store and ``git``)."""
-    data, session_id, banner, bridge = _killed_then_edited(tmp_path, qtbot, processes, SCRIPT)
+    data, session_id, banner, bridge = _killed_then_edited(tmp_path, qtbot, processes, COUNTING)
     codes = [label.property("code") for label in banner.reason_labels]
     assert codes == ["dangling_tool_state", "workspace_checkpoint_stale"]
     body = banner.body_label.text()

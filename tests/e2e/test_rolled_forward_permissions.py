@@ -10,7 +10,6 @@ real ``maka plan`` (scripted provider, real tools, real store, the real ``git``)
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -19,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
-from tests.helpers.user_git import user_git
+from tests.e2e.test_resume_proven_writes import Drill, _codes
 
 pytestmark = [
     pytest.mark.e2e,
@@ -28,44 +26,16 @@ pytestmark = [
     pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits"),
 ]
 
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
 
-
-class Drill:
-    """A Git repository with a commit and uncommitted work, a private ``notes.txt`` (0600), and
-    a scripted session that writes ``path`` once and is killed at P5."""
-
-    def __init__(self, tmp_path: Path, path: str) -> None:
-        self.data = tmp_path / "data"
-        self.work = tmp_path / "work"
-        self.work.mkdir(parents=True)
-        (self.work / "a.txt").write_text("alpha\n")
-        (self.work / "notes.txt").write_text("a draft\n")
-        user_git(self.work, "init", "-q")
-        user_git(self.work, "add", ".")
-        user_git(self.work, "commit", "-q", "-m", "start")
-        (self.work / "notes.txt").write_text("a draft, edited and not committed\n")
-        os.chmod(self.work / "notes.txt", 0o600)
-        (self.work / "untracked.txt").write_text("not in Git\n")
-        call = {"id": "c1", "name": "write_file", "args": {"path": path, "content": "written\n"}}
-        steps = [{"text": "Writing.", "toolCalls": [call]}, {"text": "Done."}]
-        script = write_script(tmp_path / "script.json", [steps])
-        self.env = {**scripted_env(script, checkpoints=True), **FLAG}
-        args = ["run", "--cwd", str(self.work), "--permission-mode", "auto", "do the work"]
-        result = maka(args, self.data, env={**self.env, "MAKA_FAILPOINT": "P5"})
-        assert result.returncode == -9, result.stderr
-        assert (self.work / path).read_text() == "written\n"  # the write happened
-
-    def plan(self) -> dict[str, Any]:
-        session = committed_runs(self.data)[0][0].session_id
-        result = maka(["plan", session, "--json"], self.data, env=self.env)
-        assert result.stdout.strip(), result.stderr
-        body: dict[str, Any] = json.loads(result.stdout)
-        return body
-
-
-def _codes(body: dict[str, Any]) -> list[str]:
-    return [d["code"] for d in body["diagnostics"]]
+def _drill(tmp_path: Path, path: str) -> Drill:
+    """``Drill``'s repository with ``notes.txt`` made private (0600), and a session that writes
+    ``path`` once, killed at P5."""
+    call = {"id": "c1", "name": "write_file", "args": {"path": path, "content": "written\n"}}
+    drill = Drill(tmp_path, [{"text": "Writing.", "toolCalls": [call]}, {"text": "Done."}])
+    os.chmod(drill.work / "notes.txt", 0o600)
+    drill.run("P5")
+    assert (drill.work / path).read_text() == "written\n"  # the write happened
+    return drill
 
 
 def _changed(body: dict[str, Any]) -> list[dict[str, str]]:
@@ -79,7 +49,7 @@ def _mode(path: Path) -> int:
 
 
 def test_a_new_file_the_write_made_left_as_it_was_is_verified(tmp_path: Path) -> None:
-    drill = Drill(tmp_path, "fresh.txt")
+    drill = _drill(tmp_path, "fresh.txt")
     assert _mode(drill.work / "fresh.txt") & 0o111 == 0  # 0644 less the umask
     planned = drill.plan()
     assert planned["disposition"] == "continue", planned
@@ -89,7 +59,7 @@ def test_a_new_file_the_write_made_left_as_it_was_is_verified(tmp_path: Path) ->
 
 @pytest.mark.parametrize("bits", [0o755, 0o600, 0o000], ids=["755", "600", "000"])
 def test_a_chmod_of_a_new_file_the_write_made_is_drift(tmp_path: Path, bits: int) -> None:
-    drill = Drill(tmp_path, "fresh.txt")
+    drill = _drill(tmp_path, "fresh.txt")
     if _mode(drill.work / "fresh.txt") == bits:
         pytest.skip("the umask gives the new file these bits already")
     os.chmod(drill.work / "fresh.txt", bits)
@@ -102,7 +72,7 @@ def test_a_chmod_of_a_new_file_the_write_made_is_drift(tmp_path: Path, bits: int
 
 
 def test_an_existing_file_the_write_kept_private_is_verified(tmp_path: Path) -> None:
-    drill = Drill(tmp_path, "notes.txt")
+    drill = _drill(tmp_path, "notes.txt")
     assert _mode(drill.work / "notes.txt") == 0o600  # the write kept its bits
     planned = drill.plan()
     assert planned["disposition"] == "continue", planned
@@ -111,7 +81,7 @@ def test_an_existing_file_the_write_kept_private_is_verified(tmp_path: Path) -> 
 
 
 def test_a_chmod_of_an_existing_file_the_write_kept_is_drift(tmp_path: Path) -> None:
-    drill = Drill(tmp_path, "notes.txt")
+    drill = _drill(tmp_path, "notes.txt")
     os.chmod(drill.work / "notes.txt", 0o644)
     planned = drill.plan()
     assert planned["rejectionReasons"] == ["workspace_drift"], planned

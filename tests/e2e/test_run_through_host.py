@@ -20,8 +20,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from pytestqt.qtbot import QtBot
@@ -180,6 +181,42 @@ def _killed_at_the_question(
     return session
 
 
+class _SleepingTurn(NamedTuple):
+    data: Path
+    env: dict[str, str]
+    host: MainProcess
+    driver: Streaming
+    session: str
+
+
+@contextmanager
+def _a_sleeping_turn(
+    tmp_path: Path, clients: list[Streaming], *later_turns: list[dict[str, Any]]
+) -> Iterator[_SleepingTurn]:
+    """A headless host and a ``maka run`` (``sleep``, every call allowed) whose turn sleeps in
+    its ``bash`` call for a minute, the call started; ``later_turns`` follow in the script. The
+    host is stopped when the block ends."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = write_script(
+        tmp_path / "script.json",
+        [[{"toolCalls": [_sleeping(60)]}, {"text": "slept"}], *later_turns],
+    )
+    env = scripted_env(script)
+    host = _host(data, env)
+    try:
+        driver = Streaming(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "sleep"], data, env
+        )
+        clients.append(driver)
+        session = driver.session()
+        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
+        yield _SleepingTurn(data, env, host, driver, session)
+    finally:
+        host.stop()
+
+
 def _decided(
     events: Sequence[Mapping[str, Any]],
 ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
@@ -259,23 +296,8 @@ def test_run_beside_the_desktop_prints_what_run_prints_alone(tmp_path: Path) -> 
 def test_a_busy_session_refuses_a_second_turn_and_ctrl_c_cancels_only_its_own(
     qtbot: QtBot, tmp_path: Path, clients: list[Streaming]
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json",
-        [[{"toolCalls": [_sleeping(60)]}, {"text": "slept"}], [{"text": "second"}]],
-    )
-    env = scripted_env(script)
-    host = _host(data, env)
-    try:
-        driver = Streaming(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "sleep"], data, env
-        )
-        clients.append(driver)
-        session = driver.session()
-        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
-
+    with _a_sleeping_turn(tmp_path, clients, [{"text": "second"}]) as turn:
+        data, env, host, driver, session = turn
         second = maka(
             ["run", "--session", session, "--permission-mode", "auto", "x"], data, env=env
         )
@@ -313,8 +335,6 @@ def test_a_busy_session_refuses_a_second_turn_and_ctrl_c_cancels_only_its_own(
         assert "maka: the turn ended cancelled" in "".join(driver.err)
         assert host.process.poll() is None, host.stderr()
         assert _last_status(data, session) == "cancelled"
-    finally:
-        host.stop()
     [(header, _)] = committed_runs(data)
     assert header.status is RunStatus.CANCELLED
 
@@ -604,29 +624,14 @@ def test_a_turn_stopped_from_the_window_tells_its_terminal_where(
 ) -> None:
     """Stop in the window on a terminal's turn: the terminal printed only "cancelled_by_user",
     as if its own user had stopped it. It is told where, as for an answered question."""
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json", [[{"toolCalls": [_sleeping(60)]}, {"text": "slept"}]]
-    )
-    env = scripted_env(script)
-    host = _host(data, env)
-    try:
-        driver = Streaming(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "sleep"], data, env
-        )
-        clients.append(driver)
-        session = driver.session()
-        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
+    with _a_sleeping_turn(tmp_path, clients) as turn:
+        data, _env, host, driver, session = turn
         window = WireClient(host.socket_name)
         window.hello(host.token)
         qtbot.waitUntil(lambda: window.has(MessageKind.HELLO_OK), timeout=60_000)
         window.send(TurnsCancelRequest(session_id=session))
         driver.finish()
         window.close()
-    finally:
-        host.stop()
     said = "".join(driver.err)
     assert "[stop] the turn was stopped in the desktop window" in said, driver.text()
     [(header, _)] = committed_runs(data)

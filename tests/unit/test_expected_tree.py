@@ -3,52 +3,24 @@ rolled forward over the writing calls the ledger proves; anything else after it 
 
 from __future__ import annotations
 
-from typing import Any
-
 from runtime.continuation.expected_tree import expected_tree, rolled_source, rolled_words
-from runtime.ledger.event_model import RuntimeEvent
+from tests.helpers.expected_tree_events import IDS, run_start, write_dispatched
 from tests.helpers.ledger_builders import (
-    RunIds,
     attestation_bundle,
     bound_response,
     call_event,
     decision_event,
     dispatch_event,
     reconcile_event,
-    user_text,
 )
 from tests.unit.test_workspace_facts import _fact
 
-IDS = RunIds()
-
-
-def _first() -> RuntimeEvent:
-    first = user_text(marker=True, ids=IDS)
-    first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
-    return first
-
-
-def _evidence(path: str, digest: str, size: int) -> dict[str, Any]:
-    return {
-        "kind": "file_state_v1",
-        "path": path,
-        "workspaceIdentity": "workspace:v1:x",
-        "before": {"exists": False},
-        "expectedAfter": {"exists": True, "sha256": "sha256:" + digest * 64, "size": size},
-    }
-
-
-def _write(call_id: str, path: str, digest: str, size: int) -> list[RuntimeEvent]:
-    call = call_event(call_id, "write_file", {"path": path, "content": "x"}, ids=IDS)
-    dispatch = dispatch_event(call, evidence=_evidence(path, digest, size))
-    return [call, dispatch]
-
 
 def test_a_completed_write_rolls_the_checkpoint_forward_the_newest_write_winning() -> None:
-    first = _write("w1", "a.txt", "1", 1)
-    second = _write("w2", "a.txt", "2", 2)
-    third = _write("w3", "b.txt", "3", 3)
-    events = [_first(), _fact("ck1")]
+    first = write_dispatched("w1", "a.txt", "1", 1)
+    second = write_dispatched("w2", "a.txt", "2", 2)
+    third = write_dispatched("w3", "b.txt", "3", 3)
+    events = [run_start(), _fact("ck1")]
     for call, dispatch in (first, second, third):
         events += [call, dispatch, bound_response(call, {"path": "x"}, is_error=False)]
     tree = expected_tree(events)
@@ -68,11 +40,11 @@ def test_a_completed_write_rolls_the_checkpoint_forward_the_newest_write_winning
 
 
 def test_a_write_without_a_result_or_with_an_error_leaves_it_stale() -> None:
-    call, dispatch = _write("w1", "a.txt", "1", 1)
-    dangling = expected_tree([_first(), _fact("ck1"), call, dispatch])
+    call, dispatch = write_dispatched("w1", "a.txt", "1", 1)
+    dangling = expected_tree([run_start(), _fact("ck1"), call, dispatch])
     assert dangling.stale_after == dispatch["id"] and dangling.stale_tool == "write_file"
     failed = bound_response(call, "cannot write", is_error=True)
-    errored = expected_tree([_first(), _fact("ck1"), call, dispatch, failed])
+    errored = expected_tree([run_start(), _fact("ck1"), call, dispatch, failed])
     assert errored.stale_after == dispatch["id"]
 
 
@@ -80,19 +52,21 @@ def test_bash_leaves_it_stale_unless_the_user_said_it_did_not_run() -> None:
     call = call_event("b1", "bash", {"command": "echo x >> f"}, ids=IDS)
     dispatch = dispatch_event(call, recovery_mode="never_auto_retry")
     ran = bound_response(call, {"exitCode": 0}, is_error=False)
-    assert expected_tree([_first(), _fact("ck1"), call, dispatch, ran]).stale_tool == "bash"
+    assert expected_tree([run_start(), _fact("ck1"), call, dispatch, ran]).stale_tool == "bash"
     settled = attestation_bundle(call, dispatch, ran=False)
-    tree = expected_tree([_first(), _fact("ck1"), call, dispatch, *settled])
+    tree = expected_tree([run_start(), _fact("ck1"), call, dispatch, *settled])
     assert tree.stale_after is None
     assert [(c.tool_call_id, c.how, c.path) for c in tree.rolled] == [("b1", "not_run", None)]
     said_ran = attestation_bundle(call, dispatch, ran=True)
-    assert expected_tree([_first(), _fact("ck1"), call, dispatch, *said_ran]).stale_tool == "bash"
+    assert (
+        expected_tree([run_start(), _fact("ck1"), call, dispatch, *said_ran]).stale_tool == "bash"
+    )
 
 
 def test_without_a_checkpoint_a_proven_write_is_still_stale() -> None:
-    call, dispatch = _write("w1", "a.txt", "1", 1)
+    call, dispatch = write_dispatched("w1", "a.txt", "1", 1)
     done = bound_response(call, {"path": "a.txt"}, is_error=False)
-    tree = expected_tree([_first(), call, dispatch, done])
+    tree = expected_tree([run_start(), call, dispatch, done])
     assert tree.checkpoint is None and tree.stale_after == dispatch["id"] and tree.wrote
 
 
@@ -100,10 +74,10 @@ def test_a_call_that_changed_nothing_says_how_that_is_known() -> None:
     """A write recovery found untouched is known by recovery's look at the file (the tool had
     begun: at P3 its temporary file was written), a call the user settled by their answer:
     neither reads "it did not run, as the saved history proves" before anyone answered."""
-    call, dispatch = _write("w1", "a.txt", "1", 1)
+    call, dispatch = write_dispatched("w1", "a.txt", "1", 1)
     reconcile = reconcile_event(call, "matches_prior_state")
     parked = [call, dispatch, reconcile, decision_event(call, dispatch, reconcile)]
-    found = expected_tree([_first(), _fact("ck1"), *parked])
+    found = expected_tree([run_start(), _fact("ck1"), *parked])
     assert found.stale_after is None
     assert [(c.how, c.path, c.found_unchanged) for c in found.rolled] == [
         ("not_run", None, "a.txt")
@@ -120,6 +94,6 @@ def test_a_call_that_changed_nothing_says_how_that_is_known() -> None:
     bash = call_event("b1", "bash", {"command": "echo x >> f"}, ids=IDS)
     bash_dispatch = dispatch_event(bash, recovery_mode="never_auto_retry")
     settled = attestation_bundle(bash, bash_dispatch, ran=False)
-    said = expected_tree([_first(), _fact("ck1"), bash, bash_dispatch, *settled])
+    said = expected_tree([run_start(), _fact("ck1"), bash, bash_dispatch, *settled])
     assert rolled_words(said.rolled) == "the bash call b1 (you confirmed it did not run)"
     assert rolled_source(said.rolled) == "as the saved history records"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
@@ -20,47 +20,16 @@ from runtime.continuation.expected_tree import ExpectedFile, expected_tree
 from runtime.continuation.presence_memo import PresenceMemo
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
-from runtime.ledger.event_model import RuntimeEvent
-from tests.helpers.ledger_builders import (
-    RunIds,
-    bound_response,
-    call_event,
-    dispatch_event,
-    user_text,
-)
+from tests.helpers.expected_tree_events import run_start, write_done
 from tests.unit.test_workspace_facts import _fact
-
-IDS = RunIds()
-
-
-def _first() -> RuntimeEvent:
-    first = user_text(marker=True, ids=IDS)
-    first["actions"]["runtimeProtocol"]["workspaceCheckpoints"] = {"mode": "git_v1"}
-    return first
-
-
-def _write(call_id: str, path: str, *, there: bool) -> list[RuntimeEvent]:
-    before: dict[str, Any] = {"exists": there}
-    if there:
-        before.update({"sha256": "sha256:" + "0" * 64, "size": 1})
-    evidence = {
-        "kind": "file_state_v1",
-        "path": path,
-        "workspaceIdentity": "workspace:v1:x",
-        "before": before,
-        "expectedAfter": {"exists": True, "sha256": "sha256:" + "1" * 64, "size": 1},
-    }
-    call = call_event(call_id, "write_file", {"path": path, "content": "x"}, ids=IDS)
-    dispatch = dispatch_event(call, evidence=evidence)
-    return [call, dispatch, bound_response(call, {"path": path}, is_error=False)]
 
 
 def test_the_writes_say_which_files_they_created() -> None:
-    events = [_first(), _fact("ck1")]
-    events += _write("w1", "new.txt", there=False)
-    events += _write("w2", "new.txt", there=True)  # written again: keeps the new file's bits
-    events += _write("w3", "old.txt", there=True)
-    events += _write("w4", "old.txt", there=True)
+    events = [run_start(), _fact("ck1")]
+    events += write_done("w1", "new.txt", there=False)
+    events += write_done("w2", "new.txt", there=True)  # written again: keeps the new file's bits
+    events += write_done("w3", "old.txt", there=True)
+    events += write_done("w4", "old.txt", there=True)
     tree = expected_tree(events)
     assert tree.stale_after is None
     assert {path: f.created for path, f in tree.files.items()} == {
