@@ -158,6 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     as_json = bool(getattr(args, "json", False))
     saved = sys.stdout, sys.stderr
+    # Every command Maka suggests carries the data folder given here (docs/design/cli.md,
+    # "Commands Maka suggests"); one from MAKA_DATA_DIR, which a pasted command inherits, or
+    # the per-user default adds nothing.
+    from runtime.ledger.command_words import suggest_data_dir
+
+    said_before = suggest_data_dir(_given_data_dir(args.data_dir))
     if command != "gui":
         # Text from outside (file names, the record's messages, paths in errors) reaches the
         # terminal with its control characters shown by name, never acted on.
@@ -200,6 +206,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _refused(failure.code, failure.message, exit_code, as_json=as_json)
     finally:
         sys.stdout, sys.stderr = saved
+        suggest_data_dir(said_before)
+
+
+def _given_data_dir(option: str | None) -> str | None:
+    """The data folder given with ``--data-dir``, absolute (as ``resolve_data_dir`` makes it),
+    or None: not given, or given empty (refused below) or not as UTF-8 text (refused too)."""
+    if not option or not option.strip():
+        return None
+    from app.data_paths import resolve_data_dir
+
+    return str(resolve_data_dir(option))
 
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program the pipe ended

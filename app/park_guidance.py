@@ -227,10 +227,13 @@ DAMAGED_RECORD_REASON = (
     "A tool call's saved record is damaged, and Maka will not resume over it; saying whether "
     "the call ran cannot repair it."
 )
+DOCTOR_COMMAND = "maka doctor"
+"""The command ``DAMAGED_RECORD_NEXT_STEP`` names; the window words it for its data folder
+(``renderer.park_text.next_step``)."""
 DAMAGED_RECORD_NEXT_STEP = (
     "Check what the interrupted tool calls may have changed, then send a new message to carry "
-    "on. maka doctor (in a terminal) lists every damaged record; only a backup of Maka's data "
-    "folder from before the damage could resume this run."
+    f"on. {DOCTOR_COMMAND} (in a terminal) lists every damaged record; only a backup of Maka's "
+    "data folder from before the damage could resume this run."
 )
 
 

@@ -88,6 +88,7 @@ from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.base.cancel_token import HOST_STOPPED
 from runtime.ledger.coded_error import CodedError
 from runtime.ledger.codes import HostCode, StoreCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.ledger_errors import LedgerError
 from storage.instance_lock import InstanceLock, LockOutcome
 from storage.ledger.ledger_schema import SCHEMA_VERSION
@@ -349,7 +350,7 @@ class HostApp(QObject):
                 f"startup recovery ended {self._recovery.repaired_runs} interrupted run(s)"
                 + (
                     f"; {len(self._recovery.quarantined_sessions)} session(s) quarantined "
-                    "(maka doctor says why)"
+                    f"({maka_command('doctor')} says why)"
                     if self._recovery.quarantined_sessions
                     else ""
                 )
@@ -499,9 +500,10 @@ class HostApp(QObject):
             self._tell(f"{session}: resumed automatically (run {outcome.run_id}{ended})")
         elif isinstance(outcome, ResumeParked):
             reasons = ", ".join(outcome.rejection_reasons)
+            plan = maka_command(f"plan {session_id or 'SESSION'}")
             self._tell(
-                f"{session}: not resumed, Safe resume is parked ({reasons}); maka plan "
-                f"{session_id or 'SESSION'} says why and what to do"
+                f"{session}: not resumed, Safe resume is parked ({reasons}); {plan} says why "
+                "and what to do"
             )
         else:
             self._tell(f"{session}: not resumed ({outcome.code}: {outcome.message})")

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QCoreApplication, QObject, QProcess, QProcessEnvironment, Signal
 
+from runtime.ledger.command_words import suggested_data_dir
+
 _log = logging.getLogger("maka.main.renderer")
 
 # The renderer's entry point (renderer/renderer_app.py) reads these two variables; it removes the
@@ -81,8 +83,12 @@ def is_frozen() -> bool:
 
 
 def renderer_command(extra_arguments: tuple[str, ...] = ()) -> RendererCommand:
-    """The command line that starts this program's renderer role (no secrets in it)."""
-    role = ("--role", "renderer", *extra_arguments)
+    """The command line that starts this program's renderer role (no secrets in it). A data
+    folder this process was given on its command line goes with it: the window words the
+    ``maka`` commands it suggests with it (``runtime.ledger.command_words``)."""
+    given = suggested_data_dir()
+    folder = ("--data-dir", given) if given is not None else ()
+    role = ("--role", "renderer", *extra_arguments, *folder)
     if is_frozen():
         return RendererCommand(QCoreApplication.applicationFilePath(), ("gui", *role))
     return RendererCommand(sys.executable, ("-m", "app.commands.gui_cmd", *role))

@@ -25,11 +25,14 @@ from app.code_text import (
 )
 from app.park_guidance import (
     CHANGEABLE,
+    DAMAGED_RECORD_NEXT_STEP,
+    DOCTOR_COMMAND,
     NEXT_STEP_BY_SEVERITY,
     NEXT_STEPS,
     can_try_again,
     next_step_source,
 )
+from runtime.ledger.command_words import maka_command
 
 CONTEXT = "ParkText"
 
@@ -64,4 +67,11 @@ def next_step(codes: Iterable[str], diagnostic_codes: Iterable[str] | None = Non
     """The sentence saying what to do after a park with ``codes`` ("" when the reasons say it);
     with ``diagnostic_codes`` it promises Try again only when confirming can change the park."""
     source = next_step_source(codes, diagnostic_codes)
-    return QCoreApplication.translate(CONTEXT, source) if source else ""
+    if not source:
+        return ""
+    text = QCoreApplication.translate(CONTEXT, source)
+    if source == DAMAGED_RECORD_NEXT_STEP:
+        # The command to run in a terminal, worded for the data folder this Maka was given
+        # (``--data-dir``), as every command Maka suggests is.
+        text = text.replace(DOCTOR_COMMAND, maka_command("doctor"))
+    return text

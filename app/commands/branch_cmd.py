@@ -21,6 +21,7 @@ from typing import Any
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import BranchCode, HostCode, RestoreCode, StoreCode
+from runtime.ledger.command_words import maka_command
 
 # Refusals about what the user named (the session, the event, the folder): exit 2.
 _USAGE = frozenset(
@@ -84,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(
             HostCode.USAGE_INVALID,
             f"{given} says how to make a branch, but no --at EVENT says where; without --at, "
-            f"maka branch {args.session} lists the points to branch from. Nothing was made",
+            f"{maka_command(f'branch {args.session}')} lists the points to branch from. "
+            "Nothing was made",
             EXIT_USAGE,
         )
     data_dir = resolve_data_dir(args.data_dir)
@@ -197,7 +199,7 @@ def _print_made(
     note = copy_repository_note(source_cwd, copy_folder, current_files=args.current_files)
     if note is not None:
         print(note)
-    print(f"continue it: maka run --session {new_session} 'your message'")
+    print("continue it: " + maka_command(f"run --session {new_session} 'your message'"))
     return EXIT_OK
 
 
@@ -224,8 +226,8 @@ def _print_options(
             gone = gone_words(resolve_data_dir(args.data_dir))
             print(
                 f"run {run_id} is still marked running, but {gone}: "
-                "its points are listed once it is repaired (maka plan "
-                f"{args.session} repairs it and says whether Safe resume can continue it)"
+                f"its points are listed once it is repaired ({maka_command(f'plan {args.session}')}"
+                " repairs it and says whether Safe resume can continue it)"
             )
         else:
             print(f"run {run_id} is running: its points are listed once it ends")
@@ -244,7 +246,7 @@ def _print_options(
         label = visible_label(str(option["label"]))
         event, kind = str(option["eventId"]), str(option["kind"])
         sys.stdout.write(f"{event:<{width}}  {kind:<12} {label:<50}  {snapshot}\n")
-    print(f"branch one: maka branch {args.session} --at EVENT [--to DIR]")
+    print(f"branch one: {maka_command(f'branch {args.session} --at EVENT [--to DIR]')}")
     return EXIT_OK
 
 

@@ -19,14 +19,19 @@ PostgreSQL server instead, with the same checks and codes but SQLite's own integ
 key checks (the server enforces its constraints), plus its session leases, held and run out
 (``storage/ledger/postgres_doctor.py``); the workspace checkpoints are this host's data folder's.
 ``--verify-snapshots`` also re-hashes every present snapshot's stored objects against its
-recorded tree, the check a restore makes before it writes (``workspace_checkpoint_damaged``). With
-``--json`` exactly one JSON document is printed.
+recorded tree, the check a restore makes before it writes (``workspace_checkpoint_damaged``), and
+moves each damaged loose object of a private store aside (``<store>.git/maka-damaged/``, kept),
+so that the next capture of the folder writes it again from the folder's files instead of
+reusing it; it says which it moved and where. A snapshot missing objects a check moved aside is
+reported damaged (not missing) by every ``maka doctor``. With ``--json`` exactly one JSON
+document is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +39,17 @@ from typing import TYPE_CHECKING, Any
 from app.cli_errors import EXIT_ERROR, EXIT_OK
 from app.code_text import describe
 from app.park_guidance import LEDGER_CHECK_CODES
+from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier
     from runtime.ledger.store_ports import LedgerReader
-    from storage.checkpoints.checkpoint_audit import CheckpointRow
+    from storage.checkpoints.checkpoint_audit import (
+        CheckpointAudit,
+        CheckpointRow,
+        SnapshotVerification,
+    )
+    from storage.ledger.store_doctor import DoctorProblem
 
 
 def data_dir_from(args: argparse.Namespace) -> Path:
@@ -122,9 +133,9 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
             "sessionId": session_id,
             "runId": run_id,
             "message": f"run {run_id} is still marked running, but no Maka process has this "
-            "data folder open: its process was stopped before it could end the run. maka plan "
-            f"{session_id} ends it as interrupted (as the next start of the desktop or maka "
-            "host does) and says whether Safe resume can continue it",
+            "data folder open: its process was stopped before it could end the run. "
+            f"{maka_command(f'plan {session_id}')} ends it as interrupted (as the next start of "
+            "the desktop or maka host does) and says whether Safe resume can continue it",
         }
         for session_id, run_id in marked
     ]
@@ -165,8 +176,8 @@ def _not_carried(uncarried: list[CheckpointRow], not_carried: set[str]) -> list[
                 "folder (the exported file did not hold them)"
             )
             + "; if a turn of it was interrupted, Safe resume compares the folder with "
-            "the tree they recorded, and when it changed, maka resume "
-            f"{session_id} --rebaseline continues with the current files",
+            "the tree they recorded, and when it changed, "
+            f"{maka_command(f'resume {session_id} --rebaseline')} continues with the current files",
         }
         for session_id, count in counts.items()
     ]
@@ -185,11 +196,76 @@ def _kept_elsewhere(missing: list[CheckpointRow]) -> list[dict[str, str]]:
             "message": f"{count} snapshot(s) of the session's folder are not in this data "
             "folder: the ledger is shared by several hosts and each keeps the snapshots it took "
             "in its own data folder, so another host's may hold them; a resume here compares "
-            "the folder with the tree they recorded, and when it changed, maka resume "
-            f"{session_id} --rebaseline continues with the current files",
+            "the folder with the tree they recorded, and when it changed, "
+            f"{maka_command(f'resume {session_id} --rebaseline')} continues with the current files",
         }
         for session_id, count in counts.items()
     ]
+
+
+def _damage_problems(
+    checkpoints: CheckpointAudit, verification: SnapshotVerification | None
+) -> list[DoctorProblem]:
+    """``workspace_checkpoint_damaged``: each snapshot missing objects a check moved aside
+    (every doctor), and each one this check found damaged (``--verify-snapshots``), saying
+    what became of those objects."""
+    from runtime.ledger.codes import DoctorCode
+    from storage.checkpoints.checkpoint_audit import damaged_names
+    from storage.checkpoints.checkpoint_verify import damage_told
+    from storage.ledger.store_doctor import DoctorProblem
+
+    code = DoctorCode.WORKSPACE_CHECKPOINT_DAMAGED.value
+    problems = [
+        DoctorProblem(
+            code,
+            f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
+            f"damaged in the checkpoint store: {damaged_names(objects)} held bytes that are not "
+            "what it recorded and were moved aside (to "
+            f"{os.path.dirname(objects[0].moved_to)}); a restore from it is refused until a "
+            "capture of the folder writes them again (the next one does, if the folder still "
+            "holds those bytes)",
+            row.run_id,
+            row.event_id,
+        )
+        for row, objects in checkpoints.damaged_aside
+    ]
+    problems.extend(
+        DoctorProblem(
+            code,
+            f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
+            f"damaged in the checkpoint store (stored bytes that are not what it "
+            f"recorded: {damaged_names(objects)}); a restore from it is refused"
+            + damage_told(objects),
+            row.run_id,
+            row.event_id,
+        )
+        for row, objects in (verification.damaged if verification is not None else [])
+    )
+    return problems
+
+
+def _verification_lines(verification: SnapshotVerification | None, aside: int) -> list[str]:
+    """What ``--verify-snapshots`` re-hashed and found (with the ``aside`` snapshots missing
+    objects an earlier check moved aside), and what it moved aside, where."""
+    if verification is None:
+        return []
+    lines = [
+        f"  snapshots re-hashed: {verification.verified}, damaged: "
+        f"{len(verification.damaged) + aside}"
+        + (f" ({aside} missing objects moved aside before)" if aside else "")
+    ]
+    lines.extend(
+        f"  moved aside: {damaged.object_id} ({damaged.path or 'a top folder'}) of "
+        f"{store_name} to {damaged.moved_to}"
+        for store_name, damaged in verification.moved[:20]
+    )
+    if verification.moved:
+        lines.append(
+            f"  {len(verification.moved)} damaged object(s) moved aside, kept: the next "
+            "capture of each folder writes them again from its files if it still holds "
+            "those bytes, and the snapshots that name them are whole again then"
+        )
+    return lines
 
 
 def _postgres_leases(args: argparse.Namespace, url: str) -> tuple[dict[str, Any], list[str]] | None:
@@ -292,7 +368,11 @@ def run(args: argparse.Namespace) -> int:
             ],
         )
         return EXIT_ERROR
-    from storage.checkpoints.checkpoint_audit import audit_checkpoints, verify_snapshots
+    from storage.checkpoints.checkpoint_audit import (
+        audit_checkpoints,
+        objects_json,
+        verify_snapshots,
+    )
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     with store:
@@ -325,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
                 ],
             )
             return EXIT_ERROR
-    from runtime.ledger.codes import CheckpointFailureCode, DoctorCode
+    from runtime.ledger.codes import CheckpointFailureCode
     from storage.ledger.store_doctor import DoctorProblem
 
     report.problems.extend(DoctorProblem(p["code"], p["message"]) for p in privacy)
@@ -363,18 +443,8 @@ def run(args: argparse.Namespace) -> int:
     )
     notes.extend(_kept_elsewhere(elsewhere))
     uncarried = sum(1 for row in checkpoints.missing if carried_not(row))
+    report.problems.extend(_damage_problems(checkpoints, verification))
     if verification is not None:
-        report.problems.extend(
-            DoctorProblem(
-                DoctorCode.WORKSPACE_CHECKPOINT_DAMAGED.value,
-                f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
-                f"damaged in the checkpoint store (stored bytes that are not what it "
-                f"recorded: {names}); a restore from it is refused",
-                row.run_id,
-                row.event_id,
-            )
-            for row, names in verification.damaged
-        )
         report.problems.extend(
             DoctorProblem(CheckpointFailureCode.CHECKPOINT_GIT_FAILED.value, error)
             for error in verification.errors
@@ -387,7 +457,16 @@ def run(args: argparse.Namespace) -> int:
         "workspaceCheckpoints": {
             **checkpoints.to_json(),
             **(
-                {"verified": verification.verified, "damaged": len(verification.damaged)}
+                {
+                    "verified": verification.verified,
+                    # (with those missing objects an earlier check moved aside)
+                    "damaged": len(verification.damaged) + len(checkpoints.damaged_aside),
+                    "movedAside": [
+                        {"store": store_name, **item}
+                        for store_name, damaged in verification.moved
+                        for item in objects_json([damaged])
+                    ],
+                }
                 if verification is not None
                 else {}
             ),
@@ -417,6 +496,11 @@ def run(args: argparse.Namespace) -> int:
             if elsewhere
             else ""
         )
+        + (
+            f", {len(checkpoints.damaged_aside)} damaged (objects moved aside)"
+            if checkpoints.damaged_aside
+            else ""
+        )
         + f", {len(checkpoints.orphans)} orphan refs"
         + (
             " (no snapshot fact names them: a capture cut off before its fact, or a session"
@@ -432,10 +516,7 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
     )
-    if verification is not None:
-        lines.append(
-            f"  snapshots re-hashed: {verification.verified}, damaged: {len(verification.damaged)}"
-        )
+    lines.extend(_verification_lines(verification, len(checkpoints.damaged_aside)))
     if checkpoints.unchecked:
         lines.append(
             f"  {checkpoints.unchecked} not checked: no git 2.25 or newer on PATH "

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn, cast
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.file_names import file_kind
 
 if TYPE_CHECKING:
@@ -232,8 +233,8 @@ def _carry(
             f"({elsewhere}); the export carries none"
             if elsewhere
             else "note: none of the session's snapshots of its folder is whole and undamaged "
-            "in the checkpoint store; the export carries none (maka doctor --verify-snapshots "
-            "says more)",
+            "in the checkpoint store; the export carries none "
+            f"({maka_command('doctor --verify-snapshots')} says more)",
             file=sys.stderr,
         )
         return None, 0
@@ -244,8 +245,8 @@ def _carry(
             f"({elsewhere}) and were left out"
             if elsewhere
             else f"note: {left} of the session's snapshots of its folder are missing or damaged "
-            "in the checkpoint store and were left out (maka doctor --verify-snapshots says "
-            "which)",
+            "in the checkpoint store and were left out "
+            f"({maka_command('doctor --verify-snapshots')} says which)",
             file=sys.stderr,
         )
     return manifest_line(name, bundle, carried), len(carried)

@@ -205,13 +205,27 @@ def _run_renderer(args: argparse.Namespace) -> int:
     return renderer_main([sys.argv[0]])
 
 
-# What the user can do about each refusal; the code and the store's own message follow it.
+def _refusal_advice(code: str) -> str:
+    """What the user can do about a refusal; the code and the store's own message follow it
+    (the commands worded as this process suggests them, ``maka_command``)."""
+    from runtime.ledger.command_words import maka_command
+
+    doctor = maka_command("doctor")
+    advice = {
+        **_REFUSAL_ADVICE,
+        "store_corrupt": "The Maka database in this data folder is damaged. Nothing was changed. "
+        f"Run {doctor} for details, then restore the folder from a backup or bring your "
+        "sessions back with 'maka import' from an export; or start Maka with another --data-dir.",
+        "startup_recovery_failed": "Maka could not check its interrupted work, so it did not "
+        f"start. Run {doctor} for details.",
+    }
+    return advice.get(code, "Maka could not open its data folder.")
+
+
+# What the user can do about each refusal that names no command (``_refusal_advice``).
 _REFUSAL_ADVICE = {
     "schema_newer_than_program": "This data folder was written by a newer version of Maka. "
     "Install that version (or newer) to open it. Nothing was changed.",
-    "store_corrupt": "The Maka database in this data folder is damaged. Nothing was changed. "
-    "Run 'maka doctor' for details, then restore the folder from a backup or bring your "
-    "sessions back with 'maka import' from an export; or start Maka with another --data-dir.",
     "disk_full": "The disk is full, so Maka cannot save anything. Free some space, then start "
     "Maka again; everything saved before is kept.",
     "data_dir_read_only": "Maka's data folder (or a file in it) cannot be written. Give your "
@@ -223,8 +237,6 @@ _REFUSAL_ADVICE = {
     "start Maka with another --data-dir.",
     "store_locked": "Another Maka process is using this data folder. Close it, or wait for it "
     "to finish, then start Maka again.",
-    "startup_recovery_failed": "Maka could not check its interrupted work, so it did not start. "
-    "Run 'maka doctor' for details.",
 }
 
 
@@ -237,7 +249,7 @@ def _show_refusal(code: str, message: str) -> int:
     box = QMessageBox(
         QMessageBox.Icon.Critical,
         "Maka cannot start",
-        _REFUSAL_ADVICE.get(code, "Maka could not open its data folder."),
+        _refusal_advice(code),
     )
     box.setInformativeText(f"[{code}] {refusal_detail(message)}")
     box.setStandardButtons(QMessageBox.StandardButton.Close)
@@ -253,9 +265,9 @@ def refusal_detail(message: str) -> str:
         READ_ONLY_ADVICE,
         READ_ONLY_FS_ADVICE,
     )
-    from storage.ledger.store_verification import DAMAGED_ADVICE
+    from storage.ledger.store_verification import damaged_advice
 
-    for advice in (DAMAGED_ADVICE, DISK_FULL_ADVICE, READ_ONLY_ADVICE, READ_ONLY_FS_ADVICE):
+    for advice in (damaged_advice(), DISK_FULL_ADVICE, READ_ONLY_ADVICE, READ_ONLY_FS_ADVICE):
         message = message.replace(advice, "")
     return message.strip()
 
@@ -322,7 +334,13 @@ def _module_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="maka gui")
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    # The main process passes the data folder it was given (``renderer_command``): the window
+    # words the commands it suggests with it, as ``maka`` does (``app.cli.main``).
+    from runtime.ledger.command_words import suggest_data_dir
+
+    suggest_data_dir(args.data_dir or None)
+    return run(args)
 
 
 if __name__ == "__main__":

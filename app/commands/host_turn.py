@@ -31,6 +31,7 @@ from app.commands.cancellable_turn import run_interruptible
 from app.host.host_client import HostClient, HostConnectionError, HostRefusal
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode, StoreCode
+from runtime.ledger.command_words import maka_command
 
 _RUN = "run"
 _USAGE_CODES = frozenset(
@@ -257,14 +258,15 @@ class _HostTurn:
                     lost.code,
                     "the Maka window or host serving this data folder was shut down while this "
                     "turn ran, and stopped it (its ending is recorded), so it may have done part "
-                    f"of its work: look before you run it again (maka plan {session_id} says "
-                    "what was recorded)",
+                    "of its work: look before you run it again "
+                    f"({maka_command(f'plan {session_id}')} says what was recorded)",
                 ) from None
             raise HostConnectionError(
                 lost.code,
                 "the Maka window or host serving this data folder stopped while this turn ran, "
-                "so it may have done part of its work: look before you run it again (maka plan "
-                f"{session_id} says what was recorded; the next start repairs what it left)",
+                "so it may have done part of its work: look before you run it again "
+                f"({maka_command(f'plan {session_id}')} says what was recorded; the next start "
+                "repairs what it left)",
             ) from None
         finally:
             self._stop_question()
@@ -352,8 +354,8 @@ class _HostTurn:
                     refusal = HostRefusal(
                         refusal.code,
                         f"{refusal.message}. The turn had started: a command it ran may have "
-                        "done part of its work; look before you run it again (maka plan "
-                        f"{self._session_id} says what was recorded)",
+                        "done part of its work; look before you run it again "
+                        f"({maka_command(f'plan {self._session_id}')} says what was recorded)",
                     )
                 usage = not started and str(refusal.code) in _USAGE_CODES
                 exit_code = EXIT_USAGE if usage else EXIT_ERROR

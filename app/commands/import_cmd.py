@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.commands.doctor_cmd import data_dir_from
 from runtime.ledger.collector_pause import collector_paused
+from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
     from storage.checkpoints.checkpoint_transfer import CarriedRef
@@ -145,15 +146,15 @@ def run(args: argparse.Namespace) -> int:
                 (
                     f"with {carried} snapshots of its folder"
                     + (
-                        f"; the file did not hold the other {missing} it records (maka "
-                        "doctor notes them)"
+                        f"; the file did not hold the other {missing} it records "
+                        f"({maka_command('doctor')} notes them)"
                         if missing > 0
                         else ""
                     )
                 )
                 if carried
-                else "without its snapshots of the folder (maka doctor notes it; resume "
-                "offers to continue with the current files)"
+                else f"without its snapshots of the folder ({maka_command('doctor')} notes it; "
+                "resume offers to continue with the current files)"
             )
     return EXIT_OK
 
@@ -163,11 +164,11 @@ def _kept_text(session_id: str, item: KeptValue) -> str:
     if item.field == "title":
         return (
             f"the session here keeps its title {item.here!r}; the file's is {item.file!r} "
-            f"(maka sessions rename {session_id} TITLE changes it)"
+            f"({maka_command(f'sessions rename {session_id} TITLE')} changes it)"
         )
     return (
         f"the session here keeps its folder {item.here}; the file's is {item.file} "
-        f"(maka sessions relocate {session_id} FOLDER changes it)"
+        f"({maka_command(f'sessions relocate {session_id} FOLDER')} changes it)"
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
+from runtime.ledger.command_words import maka_command
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +89,9 @@ def note_step_limit(result: Any, session_id: str) -> None:
 
     if getattr(result, "stop_reason", None) == STEP_LIMIT:
         print(
-            f"maka: notice [{STEP_LIMIT}]: the turn stopped at its step limit; continue it with "
-            f"'maka run --session {session_id} PROMPT' and raise the limit with --max-steps N",
+            f"maka: notice [{STEP_LIMIT}]: the turn stopped at its step limit; continue it "
+            f"({maka_command(f'run --session {session_id} PROMPT')}) and raise the limit with "
+            "--max-steps N",
             file=sys.stderr,
         )
     if getattr(result, "stop_reason", None) == EMPTY_REPLY:

@@ -25,6 +25,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from app.host.session_rows import may_await_repair, nobody_owns, session_row
 from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.file_names import shown_name
 
 SAFE_RESUME_OFF = (
@@ -99,8 +100,9 @@ def _change(args: argparse.Namespace) -> int:
     if args.action == "remove" and not args.yes:
         raise CliError(
             codes.HostCode.CONFIRMATION_REQUIRED,
-            f"removing deletes the session's history; save it first with 'maka export "
-            f"{args.session} -o FILE', then run 'maka sessions remove {args.session} --yes'",
+            "removing deletes the session's history; save it first "
+            f"({maka_command(f'export {args.session} -o FILE')}), then run "
+            f"{maka_command(f'sessions remove {args.session} --yes')}",
             EXIT_USAGE,
         )
     from storage.ledger.database_choice import no_ledger_yet
@@ -377,7 +379,8 @@ def _print(
         sys.stdout.write("\n")
         return EXIT_OK
     if not rows:
-        print("no sessions yet; start one with: maka run --cwd DIR 'write hello.txt saying hi'")
+        start = maka_command("run --cwd DIR 'write hello.txt saying hi'")
+        print(f"no sessions yet; start one with: {start}")
         return EXIT_OK
     from app.host.resume_switch import command_safe_resume, resume_enabled
 
@@ -395,14 +398,16 @@ def _print(
         if row["resumable"] and enabled:
             # The listing does not plan: the resume may still park (an unknown outcome, changed
             # files), and then it says why instead of continuing.
-            flag += f"  (maka resume {row['sessionId']} continues it or says what holds it)"
+            resume = maka_command(f"resume {row['sessionId']}")
+            flag += f"  ({resume} continues it or says what holds it)"
         branched = row.get("branchedFrom")
         if branched:
             flag += f"  (branch of {branched['sourceSessionId']} at {branched['boundaryEventId']})"
         if row.get("branches"):
             flag += f"  ({len(row['branches'])} branch(es) made from it)"
         if row["folderMissing"]:
-            flag += f"  FOLDER MISSING (maka sessions relocate {row['sessionId']} NEW_FOLDER)"
+            relocate = maka_command(f"sessions relocate {row['sessionId']} NEW_FOLDER")
+            flag += f"  FOLDER MISSING ({relocate})"
         if row.get("host"):
             flag += f"  host {row['host']}"
         lines.append(

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
     from runtime.recovery.settlement import Settled
@@ -129,16 +130,17 @@ def _report(
         # Nothing of the folder can be taken while it is not there: where it went comes first.
         folder = [
             "  The folder is not there, so it could not be taken as the new starting point: "
-            f"if it moved, maka sessions relocate {args.session} NEW_FOLDER points the session "
-            "at it first."
+            f"if it moved, {maka_command(f'sessions relocate {args.session} NEW_FOLDER')} points "
+            "the session at it first."
         ]
     elif folder and "workspace_identity_mismatch" in codes:
         # Nor is a folder not shown to be the session's: its marker comes first.
         folder = [
             "  The folder is not shown to be the session's (its workspace marker is not the "
             "session's), so it was not taken as the new starting point: if it is the session's "
-            f"folder and git clean -fdx deleted its marker, maka sessions relocate {args.session} "
-            "FOLDER, with this same folder, gives the marker back first."
+            "folder and git clean -fdx deleted its marker, "
+            f"{maka_command(f'sessions relocate {args.session} FOLDER')}, with this same folder, "
+            "gives the marker back first."
         ]
     if folder:
         print("\n".join(folder))
@@ -216,7 +218,7 @@ def folder_words(body: Mapping[str, Any], session_id: str) -> list[str]:
         return [
             "  The folder could not be taken as the new starting point "
             f"({found['problem']}); its last snapshot stays behind it "
-            f"(maka resume {session_id} --rebaseline takes the files as they are)."
+            f"({maka_command(f'resume {session_id} --rebaseline')} takes the files as they are)."
         ]
     if not found.get("baselineRecorded"):
         return ["  No file changed since the last snapshot."]
@@ -246,14 +248,15 @@ def _after_settling(
     message is where the model hears of it (``in_tui``: as ``maka tui``'s commands say it)."""
     from app.code_text import describe
 
-    resume = "/resume" if in_tui else f"maka resume {session_id}"
+    resume = "/resume" if in_tui else maka_command(f"resume {session_id}")
     if continues:
         return [f"Safe resume can now continue: {resume}"]
     if codes == ["resume_candidate_missing"]:
         message = (
             "your next message"
             if in_tui
-            else f"your next message (maka run --session {session_id} MESSAGE, or the desktop)"
+            else f"your next message ({maka_command(f'run --session {session_id} MESSAGE')}, or "
+            "the desktop)"
         )
         return [
             "Nothing in this session is left to resume (its latest turn finished): the model is "
@@ -263,7 +266,7 @@ def _after_settling(
         # Safe resume carried the run on (with this answer: it does not continue past a call
         # whose outcome is unknown), so nothing waits for it.
         return ["Safe resume already continued this run with that answer: nothing waits for it."]
-    plan = "/resume says more" if in_tui else f"maka plan {session_id} says more"
+    plan = "/resume says more" if in_tui else f"{maka_command(f'plan {session_id}')} says more"
     lines = [f"Safe resume is still on hold ({plan}):"]
     lines.extend(f"  - {code}: {describe(code).sentence}" for code in codes)
     return lines

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
     from runtime.ledger.store_ports import LedgerReader
@@ -100,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"run {run_id} is still marked running, but {gone_words(data_dir)}: the "
                 "process that ran it is gone. It is repaired at the next start; "
-                f"maka plan {args.session} repairs it now and says what can continue."
+                f"{maka_command(f'plan {args.session}')} repairs it now and says what can "
+                "continue."
             )
         if origin is not None:
             # Its record starts with its source's, by reference: say where that part is.
@@ -108,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
 
             print(
                 f"{branch_header_words(origin)}; the history before this session's first run is "
-                f"that session's up to there (maka timeline {origin.source_session_id})"
+                "that session's up to there "
+                f"({maka_command(f'timeline {origin.source_session_id}')})"
             )
         write_timeline(runs, header)
     return EXIT_OK

@@ -30,6 +30,7 @@ from typing import Any
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
+from runtime.ledger.command_words import maka_command
 
 HELP = """commands:
   /transcript   show this session's transcript
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         StdinPermissionAsker,
         TerminalTranscript,
     )
+    from app.commands.tui_host import no_session_yet
     from app.host import tui_reads
     from app.host.terminal_transcript import cut_by_terminal, cut_line_words
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
@@ -126,35 +128,38 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             )
     with owned_session_host(data_dir, args.provider, settings) as host:
         service = host.service
-        try:
-            session = (
-                service.get_session(args.session)
-                if args.session
-                else service.create_session(cwd, title=f"chat in {cwd.resolve().name}")
-            )
-        except LedgerError as error:
-            raise CliError(error.code, error.message, EXIT_USAGE) from None
-        if args.session and args.cwd:
-            require_same_folder(args.cwd, session.session_id, session.cwd)
+        # A new chat's session is made by its first message (as through a running Maka): a
+        # chat ended before it (/quit, end of input) leaves no empty session behind.
+        session = None
+        if args.session:
+            try:
+                session = service.get_session(args.session)
+            except LedgerError as error:
+                raise CliError(error.code, error.message, EXIT_USAGE) from None
+            if args.cwd:
+                require_same_folder(args.cwd, session.session_id, session.cwd)
         if isinstance(sys.stdin, io.TextIOWrapper):
             # A line with bytes that are not UTF-8 reaches the turn, which refuses it with
             # ``text_not_utf8`` (nothing written), instead of ending the chat with a decode error.
             sys.stdin.reconfigure(errors="surrogateescape")
         # The prompt and the permission questions read the same lines (one reader, no line lost).
         lines = InputLines.of(sys.stdin)
-        print(f"maka tui: session {session.session_id} in {session.cwd}")
-        if not Path(session.cwd).is_dir():
-            print(
-                f"note: the session's folder {session.cwd} is not there (moved or deleted), so a "
-                "message cannot run: /quit, then point the session at its new place with "
-                f"maka sessions relocate {session.session_id} NEW_FOLDER"
-            )
+        if session is None:
+            print(f"maka tui: a new session in {cwd.resolve()}")
+        else:
+            print(f"maka tui: session {session.session_id} in {session.cwd}")
+            if not Path(session.cwd).is_dir():
+                print(
+                    f"note: the session's folder {session.cwd} is not there (moved or deleted), "
+                    "so a message cannot run: /quit, then point the session at its new place "
+                    f"with {maka_command(f'sessions relocate {session.session_id} NEW_FOLDER')}"
+                )
         if host.repaired_runs:  # before what it led to: the session's interrupted turn
             print(f"startup recovery closed {host.repaired_runs} interrupted run(s)")
-        tui_reads.say_if_branched(host, session.session_id)
-        if args.session:
+        if session is not None:
+            tui_reads.say_if_branched(host, session.session_id)
             _say_if_interrupted(service, session.session_id, host)
-        print_unsettled_calls(service, session.session_id)
+            print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
         while True:
             print("you> ", end="", flush=True)
@@ -171,15 +176,25 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
                 continue
             if text in ("/quit", "/exit"):
                 return EXIT_OK
+            command = text.split()[0]
+            needs_session = text == "/transcript" or command in (
+                "/resume",
+                "/rebaseline",
+                "/restore",
+                "/settle",
+                "/branch",
+            )
             if text == "/help":
                 print(HELP)
-            elif text == "/transcript":
+            elif session is None and needs_session and (command != "/settle" or _settle_form(text)):
+                print(no_session_yet())
+            elif text == "/transcript" and session is not None:
                 tui_reads.transcript(host, session.session_id)
             elif text == "/sessions":
                 for overview in service.list_sessions():
                     status = overview.last_run_status or "no runs"
                     print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
-            elif text.split()[0] in ("/resume", "/rebaseline", "/restore"):
+            elif command in ("/resume", "/rebaseline", "/restore") and session is not None:
                 _resume(
                     host,
                     session.session_id,
@@ -189,21 +204,33 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
                     asker=asker,
                     transcript=transcript,
                 )
-            elif text == "/settle" or text.startswith("/settle "):
-                _settle(host, session.session_id, text)
-            elif text == "/branch" or text.startswith("/branch "):
+            elif command == "/settle":
+                if session is None:
+                    print(SETTLE_USAGE)
+                else:
+                    _settle(host, session.session_id, text)
+            elif command == "/branch" and session is not None:
                 branched = tui_reads.branch(host, session.session_id, text)
                 if branched is not None:
                     # The chat goes on in the branch, as the desktop opens it.
                     source_id, session = session.session_id, branched
                     print(f"maka tui: session {session.session_id} in {session.cwd}")
                     tui_reads.say_if_branched(host, session.session_id)
-                    print(f"(the source goes on with: maka tui --session {source_id})")
+                    print(
+                        f"(the source goes on with: {maka_command(f'tui --session {source_id}')})"
+                    )
             elif text.startswith("/"):
-                print(f"unknown command {text.split()[0]}; /help lists the commands")
+                print(f"unknown command {command}; /help lists the commands")
             elif cut_by_terminal(line):
-                print(cut_line_words(session.session_id))
+                print(cut_line_words(None if session is None else session.session_id))
             else:
+                if session is None:
+                    try:
+                        session = service.create_session(cwd, title=f"chat in {cwd.resolve().name}")
+                    except LedgerError as error:
+                        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+                        continue
+                    print(f"(session {session.session_id})")
                 _turn(
                     service,
                     session.session_id,
@@ -268,6 +295,12 @@ the TUI is open."""
 SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"
 
 
+def _settle_form(text: str) -> bool:
+    """``/settle CALL ran|not-run [NOTE]``: the form ``_settle`` takes."""
+    parts = text.split(maxsplit=3)
+    return len(parts) >= 3 and parts[2] in ("ran", "not-run")
+
+
 def _settle(host: Any, session_id: str, text: str) -> None:
     """``/settle``: the same seam as ``maka settle``; a refusal prints its code."""
     from app.host.host_bootstrap import now_ms
@@ -276,10 +309,10 @@ def _settle(host: Any, session_id: str, text: str) -> None:
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.recovery.settlement import settle
 
-    parts = text.split(maxsplit=3)
-    if len(parts) < 3 or parts[2] not in ("ran", "not-run"):
+    if not _settle_form(text):
         print(SETTLE_USAGE)
         return
+    parts = text.split(maxsplit=3)
     note = parts[3] if len(parts) == 4 else None
     checkpoints = host.service.checkpoints
     try:

@@ -29,11 +29,12 @@ from typing import Any
 from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
 from app.host.host_client import HostClient
 from runtime.ledger.codes import HostCode, StoreCode
+from runtime.ledger.command_words import maka_command
 
 INTERRUPTED_NOTE = (
     "This session's last turn ended before it finished. Check your files, then type /resume: "
     "the running Maka continues it safely from the last step known to be complete, or says what "
-    "holds it (maka plan {session} explains it without running anything). Or send a new message."
+    "holds it ({plan} explains it without running anything). Or send a new message."
 )
 
 TUI_HOST_PARK_NOTE = (
@@ -41,6 +42,14 @@ TUI_HOST_PARK_NOTE = (
     "or /restore [DIR], and /settle CALL ran|not-run records what you checked. The maka "
     "commands above work in another terminal too: the running Maka serves them.)"
 )
+
+
+def no_session_yet() -> str:
+    """A chat's session is made by its first message: what a command about it says before then."""
+    return (
+        "no session yet: send a message first (or open one with "
+        f"{maka_command('tui --session ID')})"
+    )
 
 
 # C901: the terminal's one read-eval loop (as tui_cmd's); each slash command is a short branch.
@@ -87,7 +96,7 @@ def chat_through_host(  # noqa: C901
             branched = _terminal_text(host, session_id, "branch", text[len("/branch") :])
             if branched is not None and session_id is not None:
                 source_id, session_id = session_id, branched
-                print(f"(the source goes on with: maka tui --session {source_id})")
+                print(f"(the source goes on with: {maka_command(f'tui --session {source_id}')})")
         elif text == "/sessions":
             _sessions(host)
         elif command in ("/resume", "/rebaseline", "/restore"):
@@ -129,7 +138,7 @@ def _terminal_text(
     from app.host.tui_reads import BRANCH_USAGE
 
     if session_id is None:
-        print("no session yet: send a message first (or open one with maka tui --session ID)")
+        print(no_session_yet())
         return None
     if len(arguments) > MAX_PATH_CHARS + 400:  # the contract's bound: a folder's path and more
         print(BRANCH_USAGE)
@@ -179,7 +188,7 @@ def _known_session(host: HostClient, session_id: str, cwd_option: str | None) ->
             if cwd_option:
                 require_same_folder(cwd_option, session_id, row["cwd"])
             if row.get("resumable"):
-                print(INTERRUPTED_NOTE.format(session=session_id))
+                print(INTERRUPTED_NOTE.format(plan=maka_command(f"plan {session_id}")))
             return session_id
     raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}", EXIT_USAGE)
 
@@ -247,7 +256,7 @@ def _resume(
         print(f"usage: {command}" + (" [DIR]" if command == "/restore" else ""))
         return
     if session_id is None:
-        print("no session yet: send a message first (or open one with maka tui --session ID)")
+        print(no_session_yet())
         return
     restore_to: str | None = None
     if command == "/restore":
@@ -282,7 +291,7 @@ def _settle(host: HostClient, session_id: str | None, text: str) -> None:
         print(SETTLE_USAGE)
         return
     if session_id is None:
-        print("no session yet: send a message first (or open one with maka tui --session ID)")
+        print(no_session_yet())
         return
     request = argparse.Namespace(
         session=session_id,

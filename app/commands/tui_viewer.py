@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TextIO
 from app.host.terminal_transcript import permission_question_text
 from app.host.tui_reads import CONTINUED_MARKER
 from app.visible_text import visible
+from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
     from app.bridge_contract import (
@@ -162,7 +163,7 @@ class TuiViewer:
                 # Nothing of this chat's was asked or left: not "run the command again".
                 message = (
                     "the Maka window or host serving this data folder stopped, so this chat "
-                    "ends; nothing of it was waiting (start maka tui again to go on)"
+                    f"ends; nothing of it was waiting (start {maka_command('tui')} again to go on)"
                 )
             print(f"maka: error [{error.code}]: {message}", file=sys.stderr, flush=True)
             os._exit(1)

@@ -34,6 +34,7 @@ from runtime.ledger.codes import (
     ResolverReason,
     SettlementOrigin,
 )
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.file_names import shown_name
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.run_records import TERMINAL_RUN_STATUSES
@@ -309,8 +310,9 @@ def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:
         advice.append(
             "Its workspace marker deleted (git clean -fdx deletes .maka) and made anew? If this "
             "is the folder the session ran in, and no other session has run here since, "
-            "pointing the session at it gives the marker back: maka sessions relocate "
-            f"{plan.session_id} FOLDER, with this same folder; Safe resume then compares its "
+            "pointing the session at it gives the marker back: "
+            f"{maka_command(f'sessions relocate {plan.session_id} FOLDER')}, with this same "
+            "folder; Safe resume then compares its "
             "files with the last snapshot."
         )
     if "resume_feature_disabled" in codes and not turn_running:
@@ -323,13 +325,13 @@ def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:
 
 def _relocate_words(session_id: str) -> str:
     return (
-        "The folder moved? Point the session at its new place: maka sessions relocate "
-        f"{session_id} NEW_FOLDER (its .maka/workspace.json, or the older "
-        ".maka-workspace.json, must match). Deleted? maka branch "
-        f"{session_id} lists the points you can continue from in a new folder made from their "
-        "snapshots, and says of each whether its snapshot is still whole here. Or remove the "
-        "session (its history too; sessions branched from it must be removed first): maka "
-        f"sessions remove {session_id} --yes."
+        "The folder moved? Point the session at its new place: "
+        f"{maka_command(f'sessions relocate {session_id} NEW_FOLDER')} (its "
+        ".maka/workspace.json, or the older .maka-workspace.json, must match). Deleted? "
+        f"{maka_command(f'branch {session_id}')} lists the points you can continue from in a "
+        "new folder made from their snapshots, and says of each whether its snapshot is still "
+        "whole here. Or remove the session (its history too; sessions branched from it must be "
+        f"removed first): {maka_command(f'sessions remove {session_id} --yes')}."
     )
 
 
@@ -345,10 +347,10 @@ def _history_advice(plan: ContinuationPlan) -> list[str]:
     if ParkReason.PROVIDER_HISTORY_TOO_LONG not in plan.rejection_reasons:
         return []
     return [
-        "Send a new, shorter message to carry on (maka run --session "
-        f"{plan.session_id} MESSAGE, or the desktop): the turn that did not fit is left out "
-        "from then on. If a short message fails the same way, start a new session or give the "
-        "model server a larger context size."
+        "Send a new, shorter message to carry on "
+        f"({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the desktop): the "
+        "turn that did not fit is left out from then on. If a short message fails the same "
+        "way, start a new session or give the model server a larger context size."
     ]
 
 
@@ -356,8 +358,8 @@ def settle_command(session_id: str, tool_call_id: str, not_run_only: bool = Fals
     """How a terminal says a call ran or not: ``maka settle`` (the TUI passes ``/settle``);
     ``not_run_only``: only "it did not run" can be said (a write recovery found not done)."""
     if not_run_only:
-        return f"maka settle {session_id} {tool_call_id} --not-run [--note TEXT]"
-    return f"maka settle {session_id} {tool_call_id} --ran (or --not-run) [--note TEXT]"
+        return maka_command(f"settle {session_id} {tool_call_id} --not-run [--note TEXT]")
+    return maka_command(f"settle {session_id} {tool_call_id} --ran (or --not-run) [--note TEXT]")
 
 
 FolderWords = Callable[[str], str | None]
@@ -442,8 +444,8 @@ def plan_summary(
         if damaged(plan):
             # Saying whether a call ran cannot lift it, nor can clearing the other reasons.
             answer.append(
-                "maka doctor lists every damaged record in the data folder (it changes "
-                "nothing); only a backup of the data folder from before the damage could "
+                f"{maka_command('doctor')} lists every damaged record in the data folder (it "
+                "changes nothing); only a backup of the data folder from before the damage could "
                 "resume this run."
             )
         elif unknown and running:
@@ -535,13 +537,13 @@ def _next_step(
     if _holder_gone(plan):
         return [
             "What next: wait for the gone process's lease to run out (half a minute with the "
-            f"default lease settings), then ask again: maka plan {plan.session_id}."
+            f"default lease settings), then ask again: {maka_command(f'plan {plan.session_id}')}."
         ]
     if _turn_running(plan, operations):
         return [
             "What next: the session's latest turn has not ended (it runs in this or another "
             "Maka process); wait for it to end, or stop it where it runs, then ask again: "
-            f"maka plan {plan.session_id}."
+            f"{maka_command(f'plan {plan.session_id}')}."
         ]
     only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
     if only_history or "workspace_folder_missing" in {r.value for r in plan.rejection_reasons}:
@@ -550,8 +552,8 @@ def _next_step(
     told = "; the model is told which calls are unsettled" if unsettled else ""
     if plan.workspace_options:
         return [
-            "Or carry on with a new message (maka run --session "
-            f"{plan.session_id} MESSAGE, or the desktop){told}."
+            "Or carry on with a new message "
+            f"({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the desktop){told}."
         ]
     if folder_gone:
         return [
@@ -561,16 +563,17 @@ def _next_step(
     if highest_severity(r.value for r in plan.rejection_reasons) is Severity.INFO:
         # Nothing was interrupted (the latest turn finished, say): no calls to check.
         return [
-            "What next: carry on with a new message (maka run --session "
-            f"{plan.session_id} MESSAGE, or the desktop)."
+            "What next: carry on with a new message "
+            f"({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the desktop)."
         ]
     unread = _unreadable(plan)
     if unread is not None:
         # Nothing was found changed: the folder could not be looked at. Its permissions are
         # what to change (a new message cannot even start while the marker cannot be read).
         carry = (
-            "; or carry on with a new message (maka run --session "
-            f"{plan.session_id} MESSAGE, or the desktop), whose snapshots are not taken while "
+            "; or carry on with a new message "
+            f"({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the desktop), "
+            "whose snapshots are not taken while "
             "it cannot be read"
             if unread == "checkpoint_folder_unreadable"
             else ""
@@ -578,7 +581,8 @@ def _next_step(
         return [
             "What next: Maka cannot read part of the session's folder (named above). Give it "
             "back the permissions it had (a folder's mode is part of its snapshot: another "
-            f"mode shows as a change), then ask again: maka plan {plan.session_id}{carry}."
+            "mode shows as a change), then ask again: "
+            f"{maka_command(f'plan {plan.session_id}')}{carry}."
         ]
     final = _parked_for_good(operations)
     if final is not None and not damaged(plan):
@@ -586,9 +590,9 @@ def _next_step(
             f"What next: Safe resume cannot continue this run: recovery parked "
             f"{final.decision.tool_name} {final.decision.tool_call_id} for good "
             f"({final.decision.reason.value}), and no answer changes that. Carry on with a new "
-            f"message (maka run --session {plan.session_id} MESSAGE, or the desktop){told}. "
-            "Or continue from an earlier point in a new folder (maka branch "
-            f"{plan.session_id} lists them)."
+            f"message ({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the "
+            f"desktop){told}. Or continue from an earlier point in a new folder "
+            f"({maka_command(f'branch {plan.session_id}')} lists them)."
         ]
     if confirmed_writes:
         writes, them, told_of = (
@@ -597,17 +601,19 @@ def _next_step(
             else ("those writes", "them", "the writes")
         )
         return [
-            f"Or carry on with a new message (maka run --session {plan.session_id} MESSAGE, or "
-            f"the desktop), and ask for {writes} again if you still want {them}; the model is "
-            f"told {told_of} did not happen."
+            "Or carry on with a new message "
+            f"({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the desktop), "
+            f"and ask for {writes} again if you still want {them}; the model is told {told_of} "
+            "did not happen."
         ]
     # A damaged record stays: the line below says what can and cannot help.
     until = "" if damaged(plan) else " Safe resume stays parked until the reasons above change."
     # (every call of the run has its outcome: none is "interrupted", the folder is what to look at)
     check = "what the interrupted calls may have changed" if unsettled else "the session's folder"
     return [
-        f"What next: check {check}, then carry on with a new message (maka run --session "
-        f"{plan.session_id} MESSAGE, or the desktop){told}.{until}"
+        f"What next: check {check}, then carry on with a new message "
+        f"({maka_command(f'run --session {plan.session_id} MESSAGE')}, or the desktop)"
+        f"{told}.{until}"
     ]
 
 
@@ -698,7 +704,8 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
             else ""
         )
         lines.append(
-            f"Continue in a restored copy: maka resume {plan.session_id} --restore-to [DIR] "
+            "Continue in a restored copy: "
+            f"{maka_command(f'resume {plan.session_id} --restore-to [DIR]')} "
             f"(made {where}; your folder is left as it is and the "
             f"session lives in the copy). The copy holds {reflects}.{clone} Snapshots leave out "
             "paths Git ignores in the folder (its .gitignore files, .git/info/exclude, your "
@@ -727,16 +734,18 @@ def _workspace_advice(plan: ContinuationPlan) -> list[str]:
         if uncaptured is not None:
             why = str((uncaptured.detail or {}).get("message") or "")
             lines.append(
-                "Continue with your current files: maka resume "
-                f"{plan.session_id} --rebaseline (the files as they are now cannot be "
+                "Continue with your current files: "
+                f"{maka_command(f'resume {plan.session_id} --rebaseline')} (the files as they "
+                "are now cannot be "
                 f"snapshotted{f' ({why})' if why else ''}, so the continuation has no snapshot "
                 "until that is removed; the model is told that files may have changed, with "
                 "no snapshot to tell which, and to re-read them)."
             )
         else:
             lines.append(
-                "Continue with your current files: maka resume "
-                f"{plan.session_id} --rebaseline (the files as they are now become the new "
+                "Continue with your current files: "
+                f"{maka_command(f'resume {plan.session_id} --rebaseline')} (the files as they "
+                "are now become the new "
                 f"snapshot; the model is told {told} and to re-read them)."
             )
     return lines
@@ -750,9 +759,13 @@ def _later_workspace_advice(plan: ContinuationPlan) -> list[str]:
         return []
     ways = []
     if "isolated_restore" in later:
-        ways.append(f"in a restored copy (maka resume {plan.session_id} --restore-to [DIR])")
+        ways.append(
+            f"in a restored copy ({maka_command(f'resume {plan.session_id} --restore-to [DIR]')})"
+        )
     if "rebaseline" in later:
-        ways.append(f"with your current files (maka resume {plan.session_id} --rebaseline)")
+        ways.append(
+            f"with your current files ({maka_command(f'resume {plan.session_id} --rebaseline')})"
+        )
     return [
         "The folder needs your decision too: once the other reasons above are cleared, "
         f"continue {' or '.join(ways)}."
@@ -766,7 +779,7 @@ def _stop_advice(plan: ContinuationPlan) -> list[str]:
     return [
         "A command started before Maka stopped is still running and may still change files. "
         "Stop it with the command shown above (or wait for it to end), then run "
-        f"maka plan {plan.session_id} again."
+        f"{maka_command(f'plan {plan.session_id}')} again."
     ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime.ledger.codes import RestoreCode
+from runtime.ledger.command_words import maka_command
 
 DECISION_NOT_OFFERED = RestoreCode.WORKSPACE_DECISION_NOT_OFFERED.value
 """A refusal of the terminal's own request, not a park of the session: the windows are not told
@@ -45,6 +46,6 @@ def restore_unavailable(
     return (
         RestoreCode.WORKSPACE_RESTORE_UNAVAILABLE.value,
         "no snapshot of the folder is left in the checkpoint store to make a restored copy "
-        "from; nothing was done. Continue with your current files instead: maka resume "
-        f"{plan.session_id} --rebaseline",
+        "from; nothing was done. Continue with your current files instead: "
+        f"{maka_command(f'resume {plan.session_id} --rebaseline')}",
     )

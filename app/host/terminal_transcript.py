@@ -27,6 +27,7 @@ from app.visible_text import AUTO_MODE_WARNING, silence, visible
 from runtime.agent.permission_policy import Decision, PermissionQuestion
 from runtime.agent.transcript_projection import CODED_ENDINGS, summarize_args, summarize_result
 from runtime.base.cancel_token import CancelToken
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.store_ports import RunStatus
 from runtime.ledger.workspace_facts import decision_mark
@@ -246,10 +247,11 @@ def cut_by_terminal(line: str, stream: TextIO | None = None) -> bool:
 def cut_line_words(session_id: str | None) -> str:
     """Why such a message was not sent, and how to send a long one."""
     where = f"--session {session_id}" if session_id else "--cwd DIR"
+    command = maka_command(f'run {where} "$(cat message.txt)"')
     return (
         f"not sent: this message is {TERMINAL_LINE_CHARS or 0:,} characters long, the most a "
         "terminal line holds, so its end may have been cut off before Maka read it. Send a longer "
-        f'message from a file: maka run {where} "$(cat message.txt)"'
+        f"message from a file: {command}"
     )
 
 

@@ -38,6 +38,7 @@ from runtime.agent.run_loop import RunObserver, RunSettings
 from runtime.agent.session_service import SessionService
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunStatus
@@ -222,14 +223,15 @@ def refusal_advice(code: str, session_id: str, cwd: str) -> str | None:
     if code in _PICK_ANOTHER_FOLDER:
         return (
             f"Nothing was changed and nothing continued. Pick a new or empty folder outside "
-            f"{cwd}: maka resume {session_id} --restore-to DIR (or leave DIR out for a new "
-            "sibling folder)."
+            f"{cwd}: {maka_command(f'resume {session_id} --restore-to DIR')} (or leave DIR out "
+            "for a new sibling folder)."
         )
     if code == "workspace_restore_snapshot_damaged":
         return (
             "Nothing was changed and nothing continued: no copy can be made from a damaged "
-            "snapshot (maka doctor --verify-snapshots lists what is damaged). Continue with "
-            f"your current files instead: maka resume {session_id} --rebaseline."
+            f"snapshot ({maka_command('doctor --verify-snapshots')} lists what is damaged). "
+            "Continue with your current files instead: "
+            f"{maka_command(f'resume {session_id} --rebaseline')}."
         )
     return None
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from runtime.ledger.command_words import maka_command
+
 Out = Callable[[str], None]
 """Writes one line (``print`` in the TUI; a buffer in the host)."""
 
@@ -130,7 +132,7 @@ def branch_marks(reader: Any, session_id: str) -> dict[tuple[str, str], list[str
 
 def _say_marks(marks: dict[tuple[str, str], list[str]], key: tuple[str, str], out: Out) -> None:
     for new in marks.pop(key, []):
-        out(f"── branched here into session {new} (maka tui --session {new})")
+        out(f"── branched here into session {new} ({maka_command(f'tui --session {new}')})")
 
 
 def print_transcript(

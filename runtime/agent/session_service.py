@@ -43,6 +43,7 @@ from runtime.continuation.branch_prefix import BranchReader, BranchStore
 from runtime.continuation.continuation_planner import folder_gone
 from runtime.ledger.checkpoint_ports import CheckpointCarrier
 from runtime.ledger.codes import HostCode, StoreCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.restore_point_words import call_subjects
@@ -301,8 +302,8 @@ class SessionService:
             raise SessionError(
                 HostCode.INVALID_CWD,
                 f"the session folder {cwd} {folder_gone(str(cwd))}; if it moved, point the "
-                "session at "
-                f"its new place (maka sessions relocate {session.session_id} NEW_FOLDER, or "
+                "session at its new place "
+                f"({maka_command(f'sessions relocate {session.session_id} NEW_FOLDER')}, or "
                 "Session › Locate folder… in the desktop)",
             )
         identity = self._workspace_identity(cwd) if self._workspace_identity else None

@@ -44,6 +44,7 @@ from runtime.continuation.lineage_reader import build_prefix
 from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, checkpoint_ref
 from runtime.ledger.codes import BranchCode, RestoreCode, StoreCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord
@@ -215,7 +216,7 @@ class BranchService:
                 f"{source.cwd}, the source's folder, is not there, so no copy of its current "
                 "files can be made; nothing was done. Branch from a point whose snapshot is kept "
                 "(without --current-files), or move the session to the folder's new place first "
-                f"(maka sessions relocate {session_id} FOLDER)",
+                f"({maka_command(f'sessions relocate {session_id} FOLDER')})",
             )
         self._refuse_beside_a_repository_session(target, source)
         refused = place_refusal(target)
@@ -442,8 +443,8 @@ def _unavailable(
     """No snapshot at the point; the other way offered only when it can work (a folder that
     snapshots cannot capture, a nested repository say, cannot be copied as it is either)."""
     instead = (
-        f"Branch with a copy of the current files instead: maka branch {session_id} --at "
-        f"{event_id} --current-files"
+        "Branch with a copy of the current files instead: "
+        f"{maka_command(f'branch {session_id} --at {event_id} --current-files')}"
         if current_refused is None
         else f"A copy of the current files cannot be made either: {current_refused}"
     )

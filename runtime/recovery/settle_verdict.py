@@ -40,6 +40,7 @@ from runtime.ledger.codes import (
     SettlementOrigin,
     WriterRejectionCode,
 )
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.recovery.recovery_resolver import (
     RecoveryResolution,
@@ -74,8 +75,8 @@ def _damaged(call: str, damage: str) -> SettleVerdict:
     return SettleVerdict(
         DiagnosticCode.TOOL_LEDGER_CORRUPTION,
         f"the saved history of this run is damaged ({damage}): saying whether {call} ran "
-        "cannot make the run resumable, so nothing is recorded. maka doctor lists every damaged "
-        "record (it changes nothing)",
+        f"cannot make the run resumable, so nothing is recorded. {maka_command('doctor')} lists "
+        "every damaged record (it changes nothing)",
     )
 
 

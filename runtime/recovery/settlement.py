@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from runtime.ledger.attestation import SettleJudge, note_code, note_problem
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.ledger.store_ports import AttestationCommit, StoreRefusal, ToolOperationRecord
 from runtime.recovery.settle_verdict import judge_settlement
@@ -101,7 +102,8 @@ def find_operation(store: SettlementStore, session_id: str, reference: str) -> T
     if not named:
         raise StoreRefusal(
             StoreCode.OPERATION_NOT_FOUND,
-            f"session {session_id} has no tool call {reference} (see 'maka plan {session_id}')",
+            f"session {session_id} has no tool call {reference} "
+            f"(see {maka_command(f'plan {session_id}')})",
         )
     raise StoreRefusal(
         StoreCode.OPERATION_NOT_FOUND,

@@ -4,7 +4,11 @@
 - a **missing artifact**: a ``workspaceCheckpoint`` fact whose commit or tree is gone from the
   workspace's repository (resume at that boundary fails closed: ``workspace_checkpoint_missing``);
 - an **orphan**: a checkpoint ref no fact names (a capture killed between its artifact and its
-  fact, ``after_checkpoint_artifact``); harmless, removed by retention.
+  fact, ``after_checkpoint_artifact``); harmless, removed by retention;
+- a **damaged** snapshot: one whose stored bytes a re-hash found not to be what it recorded
+  (``verify_snapshots``, ``maka doctor --verify-snapshots``), or one missing objects a check
+  moved aside as damaged (``damaged_aside``): damaged, not lost, whole again once a capture of
+  a folder still holding those bytes has written them again.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import declared_mode, is_settled_baseline, snapshot_fact
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from storage.checkpoints.checkpoint_verify import DamagedObject
 
 
 class _Reader(Protocol):
@@ -137,12 +142,19 @@ class CheckpointAudit:
     # database's, or the other engine's): retention keeps them.
     foreign: list[str] = field(default_factory=list)
     unchecked: int = 0  # facts whose objects could not be looked up (no usable git)
+    # Snapshots not whole because a check moved damaged objects of theirs aside (not among
+    # ``missing``): each with those objects.
+    damaged_aside: list[tuple[CheckpointRow, list[DamagedObject]]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "facts": self.facts,
             "refs": self.refs,
             "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
+            "damagedAside": [
+                {"sessionId": row.session_id, **row.to_json(), "objects": objects_json(objects)}
+                for row, objects in self.damaged_aside
+            ],
             "trimmed": len(self.trimmed),
             "orphans": list(self.orphans),
             "foreignRefs": len(self.foreign),
@@ -193,7 +205,48 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
     trimmed = removed_by_retention(reader, carrier, checked)
     audit.trimmed = [row for row in checked if row.event_id in trimmed]
     audit.missing = [row for row in audit.missing if row.event_id not in trimmed]
+    audit.damaged_aside = damaged_aside(carrier, audit.missing)
+    aside = {row.event_id for row, _ in audit.damaged_aside}
+    audit.missing = [row for row in audit.missing if row.event_id not in aside]
     return audit
+
+
+def damaged_aside(
+    carrier: GitCheckpointStore, rows: Sequence[CheckpointRow]
+) -> list[tuple[CheckpointRow, list[DamagedObject]]]:
+    """Those of the snapshots ``rows`` (not whole) that lack objects a check moved aside as
+    damaged, each with those objects: damaged, not lost (the next capture of a folder still
+    holding those bytes writes them again). Nothing is looked up in a store that never moved
+    an object aside; a store Git cannot read leaves its rows missing."""
+    by_workspace: dict[str, list[CheckpointRow]] = {}
+    for row in rows:
+        by_workspace.setdefault(str(row.body["workspaceIdentity"]), []).append(row)
+    found: list[tuple[CheckpointRow, list[DamagedObject]]] = []
+    for workspace, listed in by_workspace.items():
+        try:
+            aside = carrier.damaged_aside(workspace, [str(row.body["treeId"]) for row in listed])
+        except CheckpointError:
+            continue
+        found.extend(
+            (row, aside[str(row.body["treeId"])])
+            for row in listed
+            if aside.get(str(row.body["treeId"]))
+        )
+    return found
+
+
+def objects_json(objects: Sequence[DamagedObject]) -> list[dict[str, Any]]:
+    """Damaged objects as ``maka doctor --json`` lists them."""
+    return [
+        {
+            "objectId": damaged.object_id,
+            "path": damaged.path,
+            "missing": damaged.missing,
+            **({"movedTo": damaged.moved_to} if damaged.moved_to else {}),
+            **({"packed": True} if damaged.packed else {}),
+        }
+        for damaged in objects
+    ]
 
 
 def removed_by_retention(
@@ -255,13 +308,19 @@ def snapshot_removed_by_retention(
 @dataclass(slots=True)
 class SnapshotVerification:
     verified: int = 0
-    damaged: list[tuple[CheckpointRow, str]] = field(default_factory=list)
+    # Each damaged snapshot with the objects found damaged under it (as they now stand:
+    # moved aside, or packed and left).
+    damaged: list[tuple[CheckpointRow, list[DamagedObject]]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # The objects this check moved aside, each once, with the store they were moved out of.
+    moved: list[tuple[str, DamagedObject]] = field(default_factory=list)
 
 
 def verify_snapshots(reader: _Reader, carrier: GitCheckpointStore) -> SnapshotVerification:
     """Every present snapshot's stored bytes re-hashed against its recorded tree, the check a
-    restore makes before it writes (``maka doctor --verify-snapshots``)."""
+    restore makes before it writes (``maka doctor --verify-snapshots``). What it finds
+    damaged is moved aside and the next capture of the folder writes it again from the
+    folder's files (``GitCheckpointStore.verify_snapshots``)."""
     found = SnapshotVerification()
     by_workspace: dict[str, list[CheckpointRow]] = {}
     for session in reader.list_sessions():
@@ -274,10 +333,21 @@ def verify_snapshots(reader: _Reader, carrier: GitCheckpointStore) -> SnapshotVe
         except CheckpointError as error:
             found.errors.append(f"{error.code}: {error.message}")
             continue
+        moved: dict[str, DamagedObject] = {}
         for row in rows:
             objects = damage.get(str(row.body["treeId"]), [])
             found.verified += 1
             if objects:
-                names = ", ".join(obj.path or "its top folder" for obj in objects[:5])
-                found.damaged.append((row, names))
+                found.damaged.append((row, objects))
+                for damaged in objects:
+                    if damaged.moved_to:  # (a present snapshot's: moved by this check)
+                        moved.setdefault(damaged.object_id, damaged)
+        store = carrier.git_dir(workspace).name
+        found.moved.extend((store, damaged) for damaged in moved.values())
     return found
+
+
+def damaged_names(objects: Sequence[DamagedObject]) -> str:
+    """The paths of damaged objects in words (the first five, then how many more)."""
+    names = ", ".join(damaged.path or "its top folder" for damaged in objects[:5])
+    return names + (f" and {len(objects) - 5} more" if len(objects) > 5 else "")

@@ -21,8 +21,10 @@ What is done as Git does it:
 - **Staging a path** (``update-index --add --remove --replace``): ``lstat``, then the content
   (a file's bytes, a link's target) hashed as a blob and written as a loose object unless the
   store holds it (then it is freshened, as Git freshens it, so a prune running meanwhile cannot
-  take it); the entry gets the ``lstat`` data truncated to 32 bits and mode ``100755`` when the
-  owner may execute, ``100644`` otherwise, ``120000`` for a link. A path that is gone removes
+  take it; a loose one whose header, once inflated, is not the blob's is damaged, and is moved
+  aside and written again: ``checkpoint_objects.set_aside``); the entry gets the ``lstat``
+  data truncated to 32 bits and mode ``100755`` when the owner may execute, ``100644``
+  otherwise, ``120000`` for a link. A path that is gone removes
   its entry; an entry in the way of a new one (a file where a folder now is, or the reverse)
   is removed. Every cached tree on a changed path is invalidated.
 - **Racy entries**: an entry carried over unchanged whose time is not older than the index
@@ -41,6 +43,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import hashlib
+import logging
 import os
 import stat
 import sys
@@ -51,10 +54,14 @@ from pathlib import Path
 from storage.checkpoints.checkpoint_objects import (
     blob_id,
     compact_config,
+    header_matches,
     loose_path,
     plain_repository,
     put_loose,
+    set_aside,
 )
+
+_log = logging.getLogger(__name__)
 
 SMALL_INDEX = 16_000
 """The most entries an index may hold to be staged here. Measured (docs/performance.md): at
@@ -448,6 +455,7 @@ class _Objects:
     objects), and writing a loose one (an object already there is freshened instead)."""
 
     def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
         self.root = os.fsencode(git_dir / "objects")
         self._packs: list[tuple[bytes, frozenset[bytes]]] | None = None
 
@@ -484,7 +492,19 @@ class _Objects:
         oid = hashlib.sha1(data, usedforsecurity=False).digest()
         pack = self._packed(oid)
         target = self._loose(oid)
-        if pack is not None or os.path.lexists(target):
+        loose = pack is None and os.path.lexists(target)
+        if loose and not header_matches(target, data):
+            # The loose object of this name holds other bytes (swapped for an object of
+            # another size or kind, or no longer inflating): freshened, it would stand in
+            # every snapshot from now on. Moved aside (checked in full first), its right
+            # bytes are written below. One read of its first bytes: the cost of the look
+            # is an open, paid only for content the store already holds.
+            with contextlib.suppress(OSError):
+                moved = set_aside(self.git_dir, oid.hex())
+                if moved is not None:
+                    loose = False
+                    _log.warning("a damaged object was moved aside to %s", moved)
+        if pack is not None or loose:
             with contextlib.suppress(OSError):  # freshened, as Git does
                 os.utime(pack if pack is not None else target)
             return oid

@@ -14,6 +14,13 @@ Anything out of the ordinary is left to Git (the caller runs ``commit-tree`` / `
 instead): a repository whose configuration names another object format or ref storage, a ref
 name outside ``refs/maka/`` or with a character Git would question, a ref whose name meets a
 packed ref's folder or file, any error of the file system.
+
+A loose object of the private repository found damaged (its bytes no longer hash to its name)
+is moved aside, never deleted, into ``<repository>/maka-damaged/<object id>``
+(``set_aside``): Git never writes an object again that it believes it has, so only once the
+damaged one is gone can a capture write the right bytes again under that name. Only the
+repository's own ``objects/`` folder is ever touched (never a borrowed store it reads through
+``objects/info/alternates``, nor a pack).
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ import zlib
 from pathlib import Path
 
 IDENTITY = "Maka <checkpoints@maka.invalid>"
+DAMAGED_DIR = "maka-damaged"
+"""Where a private repository keeps the loose objects found damaged, each under its id."""
 _COMPONENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
 _OBJECT_MODE = 0o400  # as Git leaves its objects under the store's umask (0077)
 _DIR_MODE = 0o700
@@ -83,6 +92,76 @@ def write_object(git_dir: Path, kind: str, body: bytes) -> str | None:
 def loose_path(objects: bytes, object_id: str) -> bytes:
     """Where the object ``object_id`` lies loose in the object folder ``objects``."""
     return os.path.join(objects, object_id[:2].encode(), object_id[2:].encode())
+
+
+def loose_intact(path: bytes | str, object_id: str) -> bool | None:
+    """Whether the loose object file at ``path`` inflates to bytes that hash to
+    ``object_id`` (read a megabyte at a time); False when it does not or cannot be read
+    whole (not zlib, cut short), None when there is no such file."""
+    algorithm = hashlib.sha256 if len(object_id) == 64 else hashlib.sha1
+    digest = algorithm(usedforsecurity=False)
+    inflate = zlib.decompressobj()
+    try:
+        with open(path, "rb") as handle:
+            while piece := handle.read(1 << 20):
+                digest.update(inflate.decompress(piece))
+                if inflate.eof:
+                    break
+            digest.update(inflate.flush())
+    except FileNotFoundError:
+        return None
+    except (OSError, zlib.error):
+        return False
+    return inflate.eof and not inflate.unused_data and digest.hexdigest() == object_id
+
+
+def header_matches(path: bytes, data: bytes) -> bool:
+    """Whether the loose object file at ``path`` begins, once inflated, with the header of
+    ``data`` (``<kind> <size>\\0``): one read of its first bytes, no more. Git names an
+    object by the hash of its header and body, so a file of that name with another header
+    holds other bytes (a blob swapped for one of another size or kind, a file that no longer
+    inflates); the same header does not prove the body (``loose_intact`` does). True when
+    the file cannot be opened: never a reason to move a good object."""
+    head = data[: data.index(b"\0") + 1]
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(512)
+        return zlib.decompressobj().decompress(start, len(head)) == head
+    except zlib.error:
+        return False
+    except OSError:
+        return True
+
+
+def moved_aside(git_dir: Path, object_id: str) -> Path | None:
+    """Where the damaged loose object ``object_id`` was moved aside (``set_aside``), if it
+    was."""
+    path = git_dir / DAMAGED_DIR / object_id
+    return path if os.path.lexists(path) else None
+
+
+def set_aside(git_dir: Path, object_id: str) -> Path | None:
+    """Move the repository's own loose object ``object_id`` into ``DAMAGED_DIR`` when it is
+    there and its bytes do not hash to its name (checked again here, so a good object is
+    never moved); where it went, or None when nothing was moved (no loose file of that name,
+    or one that is intact). Call under the workspace lock: a capture then never stages
+    between the move and the index it must start again from. Raises ``OSError``."""
+    source = loose_path(os.fsencode(git_dir / "objects"), object_id)
+    if loose_intact(source, object_id) is not False:
+        return None
+    aside = git_dir / DAMAGED_DIR
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(aside, _DIR_MODE)
+    target = aside / object_id
+    n = 0
+    while os.path.lexists(target):  # moved aside before and come back: both kept
+        n += 1
+        target = aside / f"{object_id}.{n}"
+    try:
+        os.rename(source, target)
+    except FileNotFoundError:
+        return None  # packed and pruned meanwhile (a ``gc`` runs outside the lock)
+    return target
 
 
 def put_loose(target: bytes, data: bytes) -> bool:

@@ -105,6 +105,7 @@ from storage.checkpoints.checkpoint_index import (
     stage_paths,
 )
 from storage.checkpoints.checkpoint_objects import (
+    DAMAGED_DIR,
     blob_id,
     plain_repository,
     set_ref,
@@ -148,7 +149,14 @@ from storage.checkpoints.checkpoint_tracked import (
     own_path,
     tracked,
 )
-from storage.checkpoints.checkpoint_verify import DamagedObject, TreeCheck, check_trees
+from storage.checkpoints.checkpoint_verify import (
+    DamagedObject,
+    TreeCheck,
+    check_trees,
+    damage_told,
+    missing_moved_aside,
+    set_damaged_aside,
+)
 from storage.private_files import ensure_private_dir, private_opener
 from storage.sessions.workspace_identity import LEGACY_MARKER_NAME
 
@@ -292,7 +300,7 @@ class GitCheckpointStore:
         self._runner: GitRunner | None = None
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self._grafts: dict[tuple[str, str, tuple[str, ...]], str] = {}
+        self._grafts: dict[tuple[str, str, tuple[str, ...], tuple[int, int] | None], str] = {}
         self._left_out: list[str] = []  # the capture in progress: paths now ignored
         self._absorbing: dict[str, threading.Thread] = {}
         self._early = EarlyAnswers()  # presence decisions an observation started
@@ -1210,7 +1218,9 @@ class GitCheckpointStore:
         two captures, and the grafting costs two Git calls per folder on their paths."""
         if not empties:
             return tree
-        key = (str(git_dir), tree, tuple(empties))
+        # A tree the grafting wrote may have been moved aside as damaged since, by this
+        # process or another: what was remembered before that is not taken.
+        key = (str(git_dir), tree, tuple(empties), _aside_stamp(git_dir))
         found = self._grafts.get(key)
         if found is None:
             found = graft_empty_dirs(runner, git_dir, tree, empties)
@@ -1306,17 +1316,74 @@ class GitCheckpointStore:
     ) -> dict[str, list[DamagedObject]]:
         """For each snapshot tree, the objects under it whose stored bytes are gone or do not
         hash to their names (empty: it is what it recorded); raises ``CheckpointError`` when
-        Git cannot read them."""
+        Git cannot read them. What is damaged is moved aside, and the next capture stages the
+        folder from the start (``_set_damaged_aside``): each object tells where it went
+        (``moved_to``), or that it cannot be moved (``packed``)."""
         checked = self._check_snapshots(workspace_identity, trees)
         return {tree: check.damaged for tree, check in checked.items()}
 
+    def damaged_aside(
+        self, workspace_identity: str, trees: list[str]
+    ) -> dict[str, list[DamagedObject]]:
+        """For snapshots that are not whole: the objects under each that are gone because a
+        check moved them aside as damaged (``checkpoint_verify.missing_moved_aside``), each
+        with where it went; nothing is looked up in a store that never moved one aside.
+        Raises ``CheckpointError`` when Git cannot read the trees."""
+        git_dir = self.git_dir(workspace_identity)
+        if not (git_dir / "HEAD").is_file() or not trees:
+            return {}
+        return missing_moved_aside(self._git_runner(), git_dir, trees)
+
     def _check_snapshots(self, workspace_identity: str, trees: list[str]) -> dict[str, TreeCheck]:
+        """Every object under each tree re-hashed (``check_trees``: the check every surface
+        makes, a restore's, an export's, ``maka doctor --verify-snapshots``), and what it
+        found damaged set aside before it is told."""
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():
             return {
                 tree: TreeCheck([(tree, "")], [DamagedObject(tree, "", True)]) for tree in trees
             }
-        return check_trees(self._git_runner(), git_dir, trees)
+        checked = check_trees(self._git_runner(), git_dir, trees)
+        if any(check.damaged for check in checked.values()):
+            checked = self._set_damaged_aside(workspace_identity, checked)
+        return checked
+
+    def _set_damaged_aside(
+        self, workspace_identity: str, checked: dict[str, TreeCheck]
+    ) -> dict[str, TreeCheck]:
+        """Move each damaged loose object of the workspace's own store aside and make the next
+        capture stage the folder from the start (``checkpoint_verify.set_damaged_aside``).
+        Git never writes again an object it believes it has, and the private index names the
+        objects of unchanged files (its cached trees even whole folders' trees, which
+        ``write-tree`` reuses without looking under them): left as it was, every later
+        snapshot would name the damaged object again. Under the workspace lock, which every
+        capture holds from its first listing to its ref: no capture is between its staging
+        and its tree while the object leaves, and the one after finds no index, so it stages
+        every file again, writes each object the store lacks from the folder's bytes, and
+        writes every tree, each entry's object looked for (``write-tree`` and the in-process
+        writer both fail on one that is gone, which makes the capture start again from the
+        folder). The user's ``.git`` and any store this one borrows from are never touched: a
+        folder that is a Git repository is seeded again from a copy of the user's index, as
+        at its first capture."""
+        git_dir = self.git_dir(workspace_identity)
+        with self._locked(workspace_identity):
+            done = set_damaged_aside(git_dir, checked)
+            if done.start_again:
+                key = workspace_key(workspace_identity)
+                for name in (f"{key}.index", f"{key}.observe.index"):
+                    (self.root / name).unlink(missing_ok=True)
+        if done.moved or done.start_again:
+            self._early.forget(git_dir)  # objects left: no answer started before counts
+            self._grafts.clear()  # (another process's tell the moves by ``_aside_stamp``)
+        for damaged in done.moved:
+            _log.warning(
+                "checkpoint store %s: the damaged object %s (%s) was moved aside to %s",
+                git_dir.name,
+                damaged.object_id,
+                damaged.path or "a snapshot's top folder",
+                damaged.moved_to,
+            )
+        return done.checks
 
     # ---- isolated restore ----------------------------------------------------------------------
     def _refuse_place(self, target: Path) -> None:
@@ -1373,7 +1440,7 @@ class GitCheckpointStore:
                 RestoreCode.WORKSPACE_RESTORE_SNAPSHOT_DAMAGED,
                 f"the snapshot {tree_id[:12]} is damaged in the checkpoint store: "
                 f"{len(damaged)} object(s) {'missing' if first.missing else 'changed'}, "
-                f"first {first.path or 'its top folder'}",
+                f"first {first.path or 'its top folder'}" + damage_told(damaged),
             )
         try:
             # Missing folders above it are made, as ``git clone`` makes them.
@@ -1761,6 +1828,16 @@ def _recent_since(index: Path) -> tuple[int, bool]:
     except OSError:
         return since - _RECENT_NS, True
     return since - _RECENT_NS, False
+
+
+def _aside_stamp(git_dir: Path) -> tuple[int, int] | None:
+    """The state of the store's folder of objects moved aside (its time and how many it
+    holds; None when there is none): it changes whenever an object is moved aside."""
+    aside = git_dir / DAMAGED_DIR
+    try:
+        return aside.stat().st_mtime_ns, len(os.listdir(aside))
+    except OSError:
+        return None
 
 
 def _bits_cache(index: Path) -> Path:

@@ -7,20 +7,34 @@ writes anything, and when ``maka doctor --verify-snapshots`` asks, every object 
 snapshot's tree (the tree itself, each folder, each file) is read once (``cat-file --batch``,
 streamed: never the whole snapshot in memory) and hashed again; any object whose content does
 not hash to its name, or that is gone, makes the snapshot damaged.
+
+What a check finds damaged is not left to spread (``set_damaged_aside``, under the workspace
+lock): Git never writes an object again that it believes it has, and the private index names
+the objects of unchanged files, so every later capture would reuse a damaged object and be
+damaged too. Each damaged loose object of the repository's own object folder is moved aside
+(``checkpoint_objects.set_aside``: kept, never deleted), and the caller makes the next capture
+stage the folder from the start, which writes every object it lacks from the folder's bytes:
+the snapshots that named a moved object are whole and right again once a capture has found
+those bytes in the folder (an object's name is the hash of its content). A damaged object in
+a pack, or in a store the repository borrows from, is left where it is and said so.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_git import GitRunner
+from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
+
+_log = logging.getLogger(__name__)
 
 _PIECE = 1 << 20  # read and hashed a megabyte at a time
 
@@ -29,7 +43,13 @@ _PIECE = 1 << 20  # read and hashed a megabyte at a time
 class DamagedObject:
     object_id: str
     path: str  # "" for the snapshot's own tree
-    missing: bool
+    missing: bool  # gone, and no bytes of it kept (else: other bytes under its name)
+    # Where its (other) bytes lie now when they were moved aside as damaged, by this check
+    # or an earlier one; "" when they were not.
+    moved_to: str = ""
+    # Damaged where it cannot be moved aside: not a loose object of the repository's own
+    # (packed, or read from a store it borrows), so a capture cannot write it again.
+    packed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +92,15 @@ def check_trees(runner: GitRunner, git_dir: Path, trees: Iterable[str]) -> dict[
 
 def tree_objects(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]]:
     """Every object under ``tree`` with its path: the tree itself first (path ""), then each
-    folder and file (``ls-tree -r -t``); only the tree when the repository does not hold it."""
+    folder and file (``ls-tree -r -t``); only the tree when the repository does not hold it.
+    A folder's tree that is gone (moved aside as damaged, say) is listed without what was
+    under it (``ls-tree`` fails there: the tree is then walked a depth at a time)."""
     objects = [(tree, "")]
     if not _missing(runner, git_dir, tree):
-        listed = runner.run(["ls-tree", "-r", "-t", "-z", tree], git_dir=git_dir)
+        try:
+            listed = runner.run(["ls-tree", "-r", "-t", "-z", tree], git_dir=git_dir)
+        except CheckpointError:
+            return _walked(runner, git_dir, tree)
         for line in listed.split(b"\0"):
             if not line:
                 continue
@@ -85,6 +110,159 @@ def tree_objects(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str,
                 continue  # a submodule's commit: not in this repository by design
             objects.append((object_id, os.fsdecode(raw)))
     return objects
+
+
+def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]]:
+    """``tree_objects`` for a tree some folder of which is gone: each depth's trees read in one
+    ``cat-file --batch``; a tree that is not there is listed, and nothing under it."""
+    objects = [(tree, "")]
+    frontier: list[tuple[str, bytes]] = [(tree, b"")]
+    while frontier:
+        query = "".join(f"{object_id}\n" for object_id, _ in frontier).encode()
+        bodies = _trees_read(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query))
+        following: list[tuple[str, bytes]] = []
+        for object_id, prefix in frontier:
+            for mode, name, child in _entries(bodies.get(object_id, b""), len(object_id) // 2):
+                if mode == b"160000":
+                    continue  # a submodule's commit: not in this repository by design
+                objects.append((child, os.fsdecode(prefix + name)))
+                if mode == b"40000":
+                    following.append((child, prefix + name + b"/"))
+        frontier = following
+    return objects
+
+
+def _trees_read(out: bytes) -> dict[str, bytes]:
+    """``cat-file --batch`` output: the trees it printed, by id."""
+    found: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3:  # "<id> missing"
+            continue
+        size = int(header[2])
+        if header[1] == b"tree":
+            found[header[0].decode()] = out[at : at + size]
+        at += size + 1
+    return found
+
+
+def _entries(body: bytes, id_bytes: int) -> list[tuple[bytes, bytes, str]]:
+    """A tree object's entries as (mode, name, object id)."""
+    entries: list[tuple[bytes, bytes, str]] = []
+    at = 0
+    while at < len(body):
+        space = body.index(b" ", at)
+        nul = body.index(b"\0", space)
+        entries.append(
+            (body[at:space], body[space + 1 : nul], body[nul + 1 : nul + 1 + id_bytes].hex())
+        )
+        at = nul + 1 + id_bytes
+    return entries
+
+
+@dataclass(frozen=True, slots=True)
+class SetAside:
+    """What ``set_damaged_aside`` did: the checks with each damaged object told as it now
+    stands, the objects it moved aside, and whether the next capture must stage the folder
+    from the start (its index may name an object that is no longer here)."""
+
+    checks: dict[str, TreeCheck]
+    moved: list[DamagedObject]
+    start_again: bool
+
+
+def set_damaged_aside(git_dir: Path, checks: dict[str, TreeCheck]) -> SetAside:
+    """Move aside each damaged object the ``checks`` found that is a loose object of the
+    repository's own and still does not hash to its name (``checkpoint_objects.set_aside``;
+    never one of a pack or of a store it borrows from). Call under the workspace lock, and
+    when ``start_again``, remove the private index before letting it go: no capture then
+    stages between the move and its start from the folder's files."""
+    first: dict[str, DamagedObject] = {}
+    for check in checks.values():
+        for damaged in check.damaged:
+            first.setdefault(damaged.object_id, damaged)
+    now: dict[str, DamagedObject] = {}
+    moved: list[DamagedObject] = []
+    start_again = False
+    for object_id, damaged in first.items():
+        try:
+            went = set_aside(git_dir, object_id)
+        except OSError as error:
+            _log.warning("a damaged object %s could not be moved aside: %s", object_id, error)
+            went = None
+        if went is not None:
+            now[object_id] = replace(damaged, missing=False, moved_to=str(went))
+            moved.append(now[object_id])
+            start_again = True
+            continue
+        earlier = moved_aside(git_dir, object_id)
+        if damaged.missing and earlier is not None:
+            now[object_id] = replace(damaged, missing=False, moved_to=str(earlier))
+        elif damaged.missing:
+            now[object_id] = damaged
+            # Gone without a check moving it (removed by hand): the index may still name it.
+            start_again = True
+        else:
+            now[object_id] = replace(damaged, packed=True)
+    told = {
+        tree: TreeCheck(
+            check.objects,
+            [replace(now[damaged.object_id], path=damaged.path) for damaged in check.damaged],
+        )
+        for tree, check in checks.items()
+    }
+    return SetAside(told, moved, start_again)
+
+
+def damage_told(damaged: Iterable[DamagedObject]) -> str:
+    """What became of ``damaged`` (``set_damaged_aside``), in words to follow a sentence
+    about the damage (it starts with "; "); "" when nothing was moved or left packed."""
+    objects = list(dict((damaged.object_id, damaged) for damaged in damaged).values())
+    aside = [damaged for damaged in objects if damaged.moved_to]
+    packed = [damaged for damaged in objects if damaged.packed]
+    told = ""
+    if aside:
+        folder = os.path.dirname(aside[0].moved_to)
+        told += (
+            f"; {len(aside)} damaged object(s) moved aside to {folder} (kept, not deleted): "
+            "the next capture of the folder writes them again from its files if it still "
+            "holds those bytes, and the snapshot is whole again then"
+        )
+    if packed:
+        told += (
+            f"; {len(packed)} damaged object(s) packed (or read from a store it borrows), "
+            "which cannot be moved aside: the snapshot stays damaged"
+        )
+    return told
+
+
+def missing_moved_aside(
+    runner: GitRunner, git_dir: Path, trees: Iterable[str]
+) -> dict[str, list[DamagedObject]]:
+    """For each tree, the objects under it that are not in the repository because a check
+    moved them aside as damaged (the snapshot is damaged, not lost: a capture of a folder
+    still holding those bytes writes them again); none looked for when nothing was ever
+    moved aside. No object is read whole: a listing of each tree and one ``--batch-check``."""
+    if not (git_dir / DAMAGED_DIR).is_dir():
+        return {}
+    found: dict[str, list[DamagedObject]] = {}
+    for tree in dict.fromkeys(trees):
+        objects = tree_objects(runner, git_dir, tree)
+        query = "".join(f"{object_id}\n" for object_id, _ in objects).encode()
+        out = runner.run(["cat-file", "--batch-check"], git_dir=git_dir, stdin=query)
+        lines = out.decode("utf-8", "replace").splitlines()
+        listed: list[DamagedObject] = []
+        for (object_id, path), line in zip(objects, lines, strict=False):
+            if not line.endswith(" missing"):
+                continue
+            earlier = moved_aside(git_dir, object_id)
+            if earlier is not None:
+                listed.append(DamagedObject(object_id, path, False, str(earlier)))
+        found[tree] = listed
+    return found
 
 
 def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.ledger.codes import StoreCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.sqlite_connection import sqlite_errors
 
@@ -55,17 +56,21 @@ STAMP_SUFFIX = ".verified"
 _SMALL_TABLES = ("meta", "continuation_claims")
 _STAMP_FIELDS = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
 
-DAMAGED_ADVICE = (
-    "Nothing was changed. Run 'maka doctor' to see what is damaged, then restore the data "
-    "folder from a backup, or move this database aside and bring sessions back with "
-    "'maka import' from an export."
-)
+
+def damaged_advice() -> str:
+    """What to do about a damaged database, said after ``store_corrupt``'s detail (the command
+    worded as this process suggests commands: ``maka_command``)."""
+    return (
+        f"Nothing was changed. Run {maka_command('doctor')} to see what is damaged, then restore "
+        "the data folder from a backup, or move this database aside and bring sessions back with "
+        "'maka import' from an export."
+    )
 
 
 def damaged(detail: str) -> StoreRefusal:
     """``store_corrupt`` with what to do about it."""
     return StoreRefusal(
-        StoreCode.STORE_CORRUPT, f"the database is damaged ({detail}). {DAMAGED_ADVICE}"
+        StoreCode.STORE_CORRUPT, f"the database is damaged ({detail}). {damaged_advice()}"
     )
 
 
@@ -233,7 +238,7 @@ def verify_before_write(path: Path, conn: sqlite3.Connection) -> bool:
                 else (0,)  # schema 0: nothing of Maka's yet; the migration creates it
             )
     except StoreRefusal as refusal:
-        if refusal.code is StoreCode.STORE_CORRUPT and DAMAGED_ADVICE not in refusal.message:
+        if refusal.code is StoreCode.STORE_CORRUPT and damaged_advice() not in refusal.message:
             raise damaged(refusal.message) from None
         raise
     if row is None or not isinstance(row[0], int) or row[0] < 0:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from runtime.ledger.attestation import attestation_suffix_ok
 from runtime.ledger.codes import Lane, TransferCode, TransitionKind, WriterRejectionCode
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.crash_points import armed_crash_point
 from runtime.ledger.event_model import RuntimeEvent, is_terminal
 from runtime.ledger.lane_rules import is_bound_response
@@ -280,9 +281,10 @@ def _header_conflict(stored: RunHeader, header: RunHeader) -> str:
         f"run {header.run_id} is stored here as {stored.status} (an export made while it ran was "
         f"imported, and this data folder ended it as interrupted) while the file has its own "
         f"ending ({header.status}); a recorded ending is never replaced. To have the file's "
-        f"record here, remove the session (maka export {header.session_id} -o FILE keeps this "
-        f"one; maka sessions remove {header.session_id} --yes) and import the file again, or "
-        "import it into another data folder"
+        "record here, remove the session "
+        f"({maka_command(f'export {header.session_id} -o FILE')} keeps this one; "
+        f"{maka_command(f'sessions remove {header.session_id} --yes')}) and import the file "
+        "again, or import it into another data folder"
     )
 
 

@@ -122,6 +122,8 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
                 "runtime.ledger.session_title",
                 # a file name shown on one line (the banner's changed files)
                 "runtime.ledger.file_names",
+                # a maka command the window suggests, with the data folder it was given
+                "runtime.ledger.command_words",
             },
             {"PySide6", "pydantic", "typing_extensions"},
         )

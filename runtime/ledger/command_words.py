@@ -1,0 +1,51 @@
+"""How a ``maka`` command Maka suggests to the user is worded: the one function every suggestion
+to paste is built with (``maka resume S --rebaseline``, ``maka settle S CALL --ran``...).
+
+A suggestion is run from the user's shell, which knows nothing of this process's command line:
+a process started with ``--data-dir DIR`` (``maka --data-dir ./work plan S``, ``maka host
+--data-dir DIR``, the desktop's ``maka gui --data-dir DIR``) words every suggestion with
+``--data-dir`` and that folder, absolute and quoted for a POSIX shell, right after ``maka``, so the
+pasted command works on the same sessions from any folder (docs/design/cli.md, "Commands
+Maka suggests"). A folder that came from ``MAKA_DATA_DIR`` (which the pasted command inherits) or
+the per-user default adds nothing.
+
+The entry point says which folder once (``suggest_data_dir``); the rest only words commands.
+Here, in the ledger contract on the standard library alone, so the runtime, the store and the
+app may all use it.
+"""
+
+from __future__ import annotations
+
+import os
+
+_given_data_dir: str | None = None
+"""The data folder this process was given on its command line (absolute), or None."""
+
+
+def suggest_data_dir(folder: str | os.PathLike[str] | None) -> str | None:
+    """Word this process's suggestions for ``folder``, the data folder given on the command line
+    (made absolute here when it is not), or without one (None); returns the folder said before,
+    so a caller can put it back."""
+    global _given_data_dir  # noqa: PLW0603 (one setting for the whole process, by design)
+    before = _given_data_dir
+    _given_data_dir = None if folder is None else os.path.abspath(os.fspath(folder))
+    return before
+
+
+def suggested_data_dir() -> str | None:
+    """The data folder suggestions carry (absolute), or None when they carry none."""
+    return _given_data_dir
+
+
+def maka_command(words: str = "") -> str:
+    """``maka`` followed by ``words`` (the command as the user types it: ``"plan S"``,
+    ``"settle S CALL --ran (or --not-run) [--note TEXT]"``), with ``--data-dir FOLDER`` between
+    them when this process was given its data folder on its command line."""
+    parts = ["maka"]
+    if _given_data_dir is not None:
+        import shlex  # only when there is a folder to quote: ``maka sessions`` stays small
+
+        parts += ["--data-dir", shlex.quote(_given_data_dir)]
+    if words:
+        parts.append(words)
+    return " ".join(parts)

@@ -1,0 +1,113 @@
+"""A blob swapped in a workspace's private store, end to end with the real ``maka`` and the real
+``git`` (docs/design/workspace.md section 5, "Integrity"): every ``maka run`` after the damage
+took it into its snapshots too (Git never writes again an object it believes it has), and the
+user could not get a good snapshot back though the folder still held the right bytes. ``maka
+doctor --verify-snapshots`` now moves the damaged object aside, kept, says where, and the next
+``maka run`` writes it again from the folder: its snapshots and the older ones verify again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storage.checkpoints.checkpoint_store import GitCheckpointStore
+from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.user_git import user_git
+from tests.unit.test_checkpoint_verify import swap_blob
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
+PLANTED = b"planted by someone else, not what the folder holds\n"
+
+
+def _run(data: Path, work: Path, text: str) -> None:
+    result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", text], data)
+    assert result.returncode == 0, result.stderr
+
+
+def _snapshots(data: Path) -> list[dict[str, Any]]:
+    return [
+        dict(event["actions"]["workspaceCheckpoint"])
+        for _, events in committed_runs(data)
+        for event in events
+        if "workspaceCheckpoint" in event.get("actions", {})
+    ]
+
+
+def _doctor(data: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    result = maka(["doctor", "--json", *extra], data)
+    return result.returncode, json.loads(result.stdout)
+
+
+def _damaged_store(tmp_path: Path) -> tuple[Path, Path, dict[str, Any], Path, str]:
+    """A folder with two runs' snapshots, a.txt's blob swapped in the store after the first:
+    the second run's snapshots take the damaged blob too (a.txt did not change)."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("the real content\n")
+    _run(data, work, "write one.md saying 1")
+    [first, *_] = _snapshots(data)
+    git_dir = GitCheckpointStore(data).git_dir(first["workspaceIdentity"])
+    blob = user_git(git_dir, "rev-parse", f"{first['treeId']}:a.txt").strip()
+    swap_blob(git_dir, blob, PLANTED)
+    _run(data, work, "write two.md saying 2")
+    return data, work, first, git_dir, blob
+
+
+def test_after_the_doctor_the_next_run_writes_the_damaged_blob_again(tmp_path: Path) -> None:
+    data, work, first, _, _ = _damaged_store(tmp_path)
+    code, report = _doctor(data, "--verify-snapshots")
+    assert code == 1
+    damaged = [p for p in report["problems"] if p["code"] == "workspace_checkpoint_damaged"]
+    assert len(damaged) == len(_snapshots(data)) >= 4, report["problems"]
+
+    _run(data, work, "write three.md saying 3")
+    code, report = _doctor(data, "--verify-snapshots")
+    assert code == 0, report["problems"]
+    assert report["workspaceCheckpoints"]["damaged"] == 0
+    assert report["workspaceCheckpoints"]["verified"] == len(_snapshots(data))
+    # The first snapshot restores, with the folder's bytes.
+    copy = tmp_path / "copy"
+    GitCheckpointStore(data).materialize(first["workspaceIdentity"], first["treeId"], copy, "s")
+    assert (copy / "a.txt").read_text() == "the real content\n"
+    assert not (copy / "two.md").exists()
+
+
+def test_the_doctor_says_what_it_moved_aside_and_where(tmp_path: Path) -> None:
+    data, _, _, git_dir, blob = _damaged_store(tmp_path)
+    code, report = _doctor(data, "--verify-snapshots")
+    assert code == 1
+    aside = git_dir / "maka-damaged" / blob
+    assert report["workspaceCheckpoints"].get("movedAside") == [
+        {
+            "store": git_dir.name,
+            "objectId": blob,
+            "path": "a.txt",
+            "missing": False,
+            "movedTo": str(aside),
+        }
+    ]
+    damaged = [p for p in report["problems"] if p["code"] == "workspace_checkpoint_damaged"]
+    assert "the next capture of the folder writes them again" in damaged[0]["message"]
+    assert zlib.decompress(aside.read_bytes()).endswith(PLANTED)  # kept, not deleted
+    # Before a capture the snapshots are damaged, not missing: their bytes were moved aside.
+    said = maka(["doctor"], data).stdout
+    assert "workspace_checkpoint_damaged" in said, said
+    assert "workspace_checkpoint_missing" not in said, said
+    assert f"moved aside (to {aside.parent})" in said, said
+    code, report = _doctor(data)
+    assert code == 1 and report["workspaceCheckpoints"]["missing"] == []
+    assert len(report["workspaceCheckpoints"]["damagedAside"]) == len(_snapshots(data))
+
+
+def test_the_doctor_says_in_words_what_it_moved_aside(tmp_path: Path) -> None:
+    data, _, _, git_dir, blob = _damaged_store(tmp_path)
+    said = maka(["doctor", "--verify-snapshots"], data)
+    assert said.returncode == 1
+    aside = git_dir / "maka-damaged" / blob
+    assert f"moved aside: {blob} (a.txt) of {git_dir.name} to {aside}" in said.stdout
+    assert "the next capture of each folder writes them again" in said.stdout, said.stdout

@@ -1,0 +1,114 @@
+"""``maka_command``: the one wording of a ``maka`` command Maka suggests (docs/design/cli.md,
+"Commands Maka suggests"). Without a data folder given on the command line it is ``maka`` and the
+words; with one, ``--data-dir`` and the folder, absolute and quoted for a POSIX shell, come right
+after ``maka``, so ``shlex.split`` of the suggestion gives the folder back whatever it holds."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.cli import main
+from runtime.ledger.command_words import maka_command, suggest_data_dir, suggested_data_dir
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _nothing_given() -> Iterator[None]:
+    before = suggest_data_dir(None)
+    yield
+    suggest_data_dir(before)
+
+
+def test_without_a_folder_given_the_command_is_as_typed() -> None:
+    assert maka_command("plan S") == "maka plan S"
+    assert maka_command("settle S c1 --ran (or --not-run) [--note TEXT]") == (
+        "maka settle S c1 --ran (or --not-run) [--note TEXT]"
+    )
+    assert maka_command() == "maka"
+
+
+def test_a_folder_with_spaces_and_quotes_is_quoted_right_after_maka() -> None:
+    folder = '/tmp/it\'s my "data" $HOME `x`'
+    suggest_data_dir(folder)
+    worded = maka_command("resume S --rebaseline")
+    assert worded == "maka --data-dir '/tmp/it'\"'\"'s my \"data\" $HOME `x`' resume S --rebaseline"
+    assert shlex.split(worded) == ["maka", "--data-dir", folder, "resume", "S", "--rebaseline"]
+    assert maka_command() == f"maka --data-dir {shlex.quote(folder)}"
+
+
+def test_a_plain_folder_is_not_quoted_and_a_relative_one_is_made_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    suggest_data_dir("data")
+    assert suggested_data_dir() == str(tmp_path / "data")
+    assert maka_command("doctor") == f"maka --data-dir {shlex.quote(str(tmp_path / 'data'))} doctor"
+
+
+def test_suggest_data_dir_returns_the_folder_said_before() -> None:
+    assert suggest_data_dir("/a") is None
+    assert suggest_data_dir(None) == "/a"
+    assert suggested_data_dir() is None
+
+
+def test_the_command_line_sets_it_for_the_command_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``maka --data-dir D ...`` (the option before or after the command) words its suggestions
+    with D, absolute, while it runs, and leaves the setting as it found it (a test calling
+    ``main`` twice, the desktop's process ending)."""
+    seen = _spy_on_ledger(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    main(["--data-dir", "a folder", "ledger", "check", "x.jsonl"])
+    main(["ledger", "--data-dir", str(tmp_path / "b"), "check", "x.jsonl"])
+    main(["ledger", "check", "x.jsonl"])
+    assert seen == [str(tmp_path / "a folder"), str(tmp_path / "b"), None]
+    assert suggested_data_dir() is None
+
+
+def _spy_on_ledger(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
+    """``maka ledger``'s run replaced by one that notes the folder suggestions carry."""
+    from app.commands import ledger_cmd
+
+    seen: list[str | None] = []
+
+    def run(args: object) -> int:
+        del args
+        seen.append(suggested_data_dir())
+        return 0
+
+    monkeypatch.setattr(ledger_cmd, "run", run)
+    return seen
+
+
+def test_a_folder_from_the_environment_is_not_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _spy_on_ledger(monkeypatch)
+    monkeypatch.setenv("MAKA_DATA_DIR", str(tmp_path / "data"))
+    main(["ledger", "check", "x.jsonl"])
+    assert seen == [None]
+
+
+PATH_TEXT = st.text(
+    alphabet=st.characters(exclude_categories=["Cs"], exclude_characters="\x00"), max_size=40
+)
+
+
+@given(PATH_TEXT, PATH_TEXT)
+def test_splitting_a_suggestion_gives_the_folder_back(name: str, more: str) -> None:
+    folder = os.path.join("/", name, more)
+    before = suggest_data_dir(folder)
+    try:
+        worded = maka_command("plan S")
+        assert shlex.split(worded) == ["maka", "--data-dir", os.path.abspath(folder), "plan", "S"]
+    finally:
+        suggest_data_dir(before)
