@@ -1199,6 +1199,9 @@ class BranchOptionItem(WireModel):
     snapshot_bound: bool
     snapshot_kept: bool
     branchable: bool = True
+    trimmed: bool = False
+    """The kept snapshot was removed by retention and waits for the next prune (``maka
+    checkpoints`` says "removed by retention"); a branch made from it keeps it."""
     tool_call_id: Id | None = None
     checkpoint_ref: Short | None = None
     """The bound snapshot's ref (``maka branch --json``'s ``checkpointRef``)."""

@@ -647,6 +647,11 @@ class TimelinePanel(QWidget):
             if option.snapshot_kept
             else "no snapshot of the folder is kept here (the current files can be copied)"
         )
+        if option.trimmed:
+            kept = (
+                "a snapshot of the folder is kept here until the next prune (removed by "
+                "retention as no longer needed; a branch made from here keeps it)"
+            )
         return _tr(f"Branch point: a new session can continue {_after(index, option)}; {kept}.\n")
 
     def _update_branch_button(self) -> None:

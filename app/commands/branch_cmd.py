@@ -234,13 +234,15 @@ def _print_options(
     if not options:
         print(f"session {args.session} has no point to branch from yet")
         return EXIT_OK
-    from app.host.tui_reads import visible_label
+    from app.host.tui_reads import TRIMMED_WORDS, visible_label
 
     if omitted:
         print(f"({omitted} earlier points are not listed)")
     width = max(len(str(option["eventId"])) for option in options)
     for option in options:
         snapshot = "snapshot kept" if option["snapshotKept"] else "no snapshot (--current-files)"
+        if option.get("trimmed"):
+            snapshot = TRIMMED_WORDS
         if not option["branchable"]:
             snapshot = "not branchable: a tool call has no settled outcome there"
         label = visible_label(str(option["label"]))
@@ -333,4 +335,6 @@ def _option_json(item: Any) -> dict[str, Any]:
     body: dict[str, Any] = item.model_dump(mode="json", by_alias=True, exclude_none=True)
     body.pop("toolCallId", None)  # the window's, for its transcript cards
     body.pop("toolArgs", None)  # (and for its dialog)
+    if not body.get("trimmed"):
+        body.pop("trimmed", None)  # (said only when true, as alone)
     return body

@@ -106,6 +106,7 @@ def options_push(
                 label=_clip(boundary.label, _SHORT),
                 snapshot_bound=boundary.snapshot is not None,
                 snapshot_kept=option.snapshot_kept,
+                trimmed=option.trimmed,
                 branchable=not boundary.unsettled,
                 tool_call_id=call_id,
                 tool_args=args.get((boundary.run_id, call_id)) if call_id else None,

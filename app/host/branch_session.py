@@ -34,7 +34,39 @@ def branch_options(
 ) -> list[BranchOption]:
     """The session's branchable boundaries, oldest first (reads only). Raises
     ``BranchRefused`` (``session_not_found``)."""
-    return BranchService(store, checkpoints, now_ms=_never).options(session_id)
+    options = BranchService(store, checkpoints, now_ms=_never).options(session_id)
+    return _said_trimmed(store, checkpoints, options)
+
+
+def _said_trimmed(
+    store: BranchWriter, checkpoints: CheckpointCarrier | None, options: list[BranchOption]
+) -> list[BranchOption]:
+    """``options`` with each kept snapshot that retention removed marked ``trimmed`` (as
+    ``maka checkpoints`` calls it "removed by retention"): its objects wait for the next prune,
+    and a branch made from it meanwhile names it again. One reading of the refs for all."""
+    import dataclasses
+
+    from storage.checkpoints.checkpoint_audit import CheckpointRow, removed_by_retention
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+    if not isinstance(checkpoints, GitCheckpointStore):
+        return options
+    rows = [
+        CheckpointRow(
+            "", "", option.boundary.event_id, option.boundary.snapshot_ts, "checkpoint",
+            option.boundary.snapshot, present=True,
+        )
+        for option in options
+        if option.snapshot_kept and option.boundary.snapshot is not None
+    ]  # fmt: skip
+    try:
+        trimmed = removed_by_retention(store, checkpoints, rows) if rows else set()
+    except Exception:  # a wording only: never fail the listing it words
+        return options
+    return [
+        dataclasses.replace(option, trimmed=True) if option.boundary.event_id in trimmed else option
+        for option in options
+    ]
 
 
 def plan_branch(

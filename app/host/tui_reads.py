@@ -24,6 +24,9 @@ CONTINUED_MARKERS = {
     "failure": "--- Continued with Safe resume after the failure ---",
 }
 BRANCH_USAGE = "usage: /branch [EVENT [DIR] [--current-files]]"
+TRIMMED_WORDS = "snapshot kept until the next prune (removed by retention; a branch keeps it)"
+"""A branch point whose snapshot retention removed while its objects wait for the prune (as
+``maka checkpoints`` says "removed by retention"): a branch made from it names it again."""
 
 
 def say_if_branched(reader: Any, session_id: str, out: Out = print) -> None:
@@ -72,6 +75,8 @@ def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
             for option in options:
                 b = option.boundary
                 kept = "snapshot kept" if option.snapshot_kept else "no snapshot"
+                if option.trimmed:
+                    kept = TRIMMED_WORDS
                 if b.unsettled:
                     kept = "not branchable (a call has no settled outcome there)"
                 label = visible_label(b.label)

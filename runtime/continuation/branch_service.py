@@ -68,10 +68,15 @@ class BranchOption:
 
     boundary: Boundary
     snapshot_kept: bool
+    trimmed: bool = False
+    """Kept only until the next prune: retention removed the snapshot's ref (no longer needed),
+    and its objects wait for the prune; a branch made from it names it again, so it stays."""
 
     def to_json(self) -> dict[str, Any]:
         body = self.boundary.to_json()
         body["snapshotKept"] = self.snapshot_kept
+        if self.trimmed:
+            body["trimmed"] = True  # (as ``maka checkpoints --json`` says it)
         return body
 
 

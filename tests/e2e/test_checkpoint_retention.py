@@ -326,11 +326,21 @@ def test_a_snapshot_retention_removed_is_said_so_at_once_and_a_branch_from_it_ke
     points = json.loads(maka(["branch", session, "--json"], data, env=env).stdout)
     [point] = [p for p in points["boundaries"] if p.get("checkpointRef") == gone]
     assert point["snapshotKept"] is True
+    # Said as maka checkpoints says it: kept only until the prune, unless a branch keeps it.
+    assert point.get("trimmed") is True
+    assert [p for p in points["boundaries"] if p.get("trimmed")] == [point]
+    text = maka(["branch", session], data, env=env).stdout
+    [line] = [line for line in text.splitlines() if line.startswith(point["eventId"])]
+    assert line.endswith(
+        "snapshot kept until the next prune (removed by retention; a branch keeps it)"
+    )
     made = maka(
         ["branch", session, "--at", point["eventId"], "--to", str(tmp_path / "b")], data, env=env
     )
     assert made.returncode == 0, made.stderr
     assert gone in carrier.refs_in(repository)
+    points = json.loads(maka(["branch", session, "--json"], data, env=env).stdout)
+    assert not any(p.get("trimmed") for p in points["boundaries"])  # named again: kept
     store = open_store(data, read_only=True)
     try:
         result = run_retention(store, carrier, now=time.time() + 10)

@@ -283,3 +283,24 @@ def test_the_timeline_button_opens_the_dialog_in_the_window(qtbot: QtBot) -> Non
     window.branch_flow.dialog.reject()
     QApplication.processEvents()
     assert bridge.calls_to("create_branch") == []
+
+
+def test_a_point_retention_removed_says_it_is_kept_until_the_prune(qtbot: QtBot) -> None:
+    """As ``maka checkpoints`` calls it "removed by retention", the Timeline says the snapshot
+    of such a point is kept only until the next prune, unless a branch is made from it."""
+    panel, bridge = _timeline(qtbot)
+    trimmed = _option("evt-u2", "user_message", "you: question 2").model_copy(
+        update={"trimmed": True}
+    )
+    bridge.branch_options_listed.emit(
+        bc.BranchOptionsListedPush(
+            session_id=DEFAULT_IDS.session_id,
+            cwd="/w/one",
+            default_folder="/w/one-branch-1",
+            options=(trimmed,),
+        )
+    )
+    panel.tree.setCurrentIndex(_row(panel, "evt-u2"))
+    text = panel.detail.toPlainText()
+    assert "kept here until the next prune (removed by retention" in text, text
+    assert panel.branch_button.isEnabled()
