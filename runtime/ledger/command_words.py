@@ -4,10 +4,10 @@ to paste is built with (``maka resume S --rebaseline``, ``maka settle S CALL --r
 A suggestion is run from the user's shell, which knows nothing of this process's command line:
 a process started with ``--data-dir DIR`` (``maka --data-dir ./work plan S``, ``maka host
 --data-dir DIR``, the desktop's ``maka gui --data-dir DIR``) words every suggestion with
-``--data-dir`` and that folder, absolute and quoted for a POSIX shell, right after ``maka``, so the
-pasted command works on the same sessions from any folder (docs/design/cli.md, "Commands
-Maka suggests"). A folder that came from ``MAKA_DATA_DIR`` (which the pasted command inherits) or
-the per-user default adds nothing.
+``--data-dir`` and that folder, absolute and quoted for the user's shell (``shell_quoted``),
+right after ``maka``, so the pasted command works on the same sessions from any folder
+(docs/design/cli.md, "Commands Maka suggests"). A folder that came from ``MAKA_DATA_DIR``
+(which the pasted command inherits) or the per-user default adds nothing.
 
 The entry point says which folder once (``suggest_data_dir``); the rest only words commands.
 Here, in the ledger contract on the standard library alone, so the runtime, the store and the
@@ -43,9 +43,25 @@ def maka_command(words: str = "") -> str:
     them when this process was given its data folder on its command line."""
     parts = ["maka"]
     if _given_data_dir is not None:
-        import shlex  # only when there is a folder to quote: ``maka sessions`` stays small
-
-        parts += ["--data-dir", shlex.quote(_given_data_dir)]
+        parts += ["--data-dir", shell_quoted(_given_data_dir)]
     if words:
         parts.append(words)
     return " ".join(parts)
+
+
+def shell_quoted(folder: str, *, windows: bool | None = None) -> str:
+    """``folder`` as the user's shell takes it back as one word: POSIX quoting (``shlex``), or
+    on Windows, double quotes around a folder holding anything but letters, digits and
+    ``_-.:\\/`` (a Windows path cannot hold ``"``; ``cmd.exe``, PowerShell and the C runtime's
+    argument parsing all take it so; a backslash before the closing quote is doubled). In
+    PowerShell a ``$`` or a backtick in the name is still expanded inside double quotes: such a
+    folder is given best as ``MAKA_DATA_DIR``, which suggestions never need to name."""
+    if windows if windows is not None else os.name == "nt":
+        import re
+
+        if re.fullmatch(r"[\w\-.:\\/]+", folder):
+            return folder
+        return '"' + re.sub(r"(\\+)$", r"\1\1", folder) + '"'
+    import shlex  # only when there is a folder to quote: ``maka sessions`` stays small
+
+    return shlex.quote(folder)

@@ -112,3 +112,67 @@ def test_splitting_a_suggestion_gives_the_folder_back(name: str, more: str) -> N
         assert shlex.split(worded) == ["maka", "--data-dir", os.path.abspath(folder), "plan", "S"]
     finally:
         suggest_data_dir(before)
+
+
+def _windows_argv(line: str) -> list[str]:
+    """A command line split as the C runtime splits it on Windows (the rules
+    ``CommandLineToArgvW`` documents: backslashes are literal unless before a quote, 2n
+    backslashes and a quote are n backslashes and a quote mark toggling quoting)."""
+    words: list[str] = []
+    word, quoted, started, i = "", False, False, 0
+    while i < len(line):
+        char = line[i]
+        if char == "\\":
+            run = len(line[i:]) - len(line[i:].lstrip("\\"))
+            if i + run < len(line) and line[i + run] == '"':
+                word += "\\" * (run // 2)
+                if run % 2:
+                    word += '"'
+                    i += run + 1
+                else:
+                    i += run
+                started = True
+                continue
+            word += "\\" * run
+            i += run
+            started = True
+            continue
+        if char == '"':
+            quoted = not quoted
+            started = True
+        elif char in " \t" and not quoted:
+            if started:
+                words.append(word)
+            word, started = "", False
+        else:
+            word += char
+            started = True
+        i += 1
+    if started:
+        words.append(word)
+    return words
+
+
+@given(
+    st.text(
+        alphabet=st.characters(exclude_characters='"\0', exclude_categories=["Cs"]),
+        min_size=1,
+    )
+)
+def test_on_windows_the_folder_is_one_word_again(name: str) -> None:
+    from runtime.ledger.command_words import shell_quoted
+
+    folder = "C:\\Users\\me\\" + name
+    quoted = shell_quoted(folder, windows=True)
+    assert _windows_argv(f"maka --data-dir {quoted} plan S") == [
+        "maka", "--data-dir", folder, "plan", "S",
+    ]  # fmt: skip
+
+
+def test_on_windows_a_plain_folder_is_bare_and_a_spaced_one_double_quoted() -> None:
+    from runtime.ledger.command_words import shell_quoted
+
+    assert shell_quoted("C:\\Users\\me\\maka-data", windows=True) == "C:\\Users\\me\\maka-data"
+    assert shell_quoted("C:\\Users\\Jo Ann\\data", windows=True) == '"C:\\Users\\Jo Ann\\data"'
+    assert shell_quoted("C:\\", windows=True) == "C:\\"
+    assert shell_quoted("C:\\a b\\", windows=True) == '"C:\\a b\\\\"'
