@@ -14,25 +14,15 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.e2e.test_settle_cli import FLAG, SCRIPT  # the counting turn and the flag
 from tests.helpers.maka_process import maka_executable, start_main
 from tests.helpers.maka_run import committed_runs, scripted_env, write_script
 
 pytestmark = pytest.mark.e2e
 
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT: list[list[dict[str, Any]]] = [
-    [
-        {
-            "text": "Counting.",
-            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> count.txt"}}],
-        },
-        {"text": "Counted once."},
-    ],
-]
 DATA = "it's data"
 """The data folder, relative to ``here``: a space and a quote, so the suggestion must quote it."""
 
@@ -46,7 +36,7 @@ class Folders:
             folder.mkdir()
         self.given = data
         self.data = self.here / data
-        self.env = {**scripted_env(write_script(tmp_path / "script.json", SCRIPT)), **FLAG}
+        self.env = {**scripted_env(write_script(tmp_path / "script.json", SCRIPT[:1])), **FLAG}
 
     def maka(
         self, argv: list[str], cwd: Path, env: dict[str, str] | None = None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 import time
 import zlib
@@ -24,25 +23,12 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import RestoreCode
 from storage.checkpoints import checkpoint_store
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from tests.unit.test_checkpoint_verify import swap_blob
+from tests.unit.test_checkpoint_verify import loose_path_of, object_id_of, swap_blob
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:9c9c9c9c-1111-2222-3333-444455556666"
 DAMAGED_DIR = "maka-damaged"  # where a private repository keeps what was moved aside
 PLANTED = b"planted by someone else, longer than the real content\n"
-
-
-def _object_id(git_dir: Path, spec: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", str(git_dir), "rev-parse", spec],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-
-
-def _loose(git_dir: Path, object_id: str) -> Path:
-    return git_dir / "objects" / object_id[:2] / object_id[2:]
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -69,7 +55,7 @@ def test_a_check_moves_a_swapped_blob_aside_and_the_next_capture_writes_it_again
     store = GitCheckpointStore(tmp_path / "data")
     git_dir = store.git_dir(WS)
     first = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = _object_id(git_dir, f"{first}:a.txt")
+    blob = object_id_of(git_dir, f"{first}:a.txt")
     swap_blob(git_dir, blob, PLANTED)
 
     # A capture after the damage (another file changed, a.txt not): it names the damaged
@@ -77,7 +63,7 @@ def test_a_check_moves_a_swapped_blob_aside_and_the_next_capture_writes_it_again
     (folder / "sub" / "b.txt").write_text("b, edited\n")
     second = store.capture(folder, WS, "refs/maka/s/r/2", "m").tree_id
     assert second != first
-    assert _object_id(git_dir, f"{second}:a.txt") == blob
+    assert object_id_of(git_dir, f"{second}:a.txt") == blob
 
     found = store.verify_snapshots(WS, [first, second])
     for tree in (first, second):
@@ -86,7 +72,7 @@ def test_a_check_moves_a_swapped_blob_aside_and_the_next_capture_writes_it_again
 
     (folder / "sub" / "b.txt").write_text("b, edited again\n")
     third = store.capture(folder, WS, "refs/maka/s/r/3", "m").tree_id
-    assert _object_id(git_dir, f"{third}:a.txt") == blob
+    assert object_id_of(git_dir, f"{third}:a.txt") == blob
     # The capture after the check wrote the blob again from the folder: the new snapshot and
     # both older ones are what they recorded.
     assert store.verify_snapshots(WS, [first, second, third]) == {
@@ -111,7 +97,7 @@ def test_a_refused_restore_sets_the_damage_aside_too(tmp_path: Path) -> None:
     store = GitCheckpointStore(tmp_path / "data")
     git_dir = store.git_dir(WS)
     tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = _object_id(git_dir, f"{tree}:a.txt")
+    blob = object_id_of(git_dir, f"{tree}:a.txt")
     swap_blob(git_dir, blob, PLANTED)
     # Unchanged folder: the capture takes the same tree, damaged blob and all.
     assert store.capture(folder, WS, "refs/maka/s/r/2", "m").tree_id == tree
@@ -141,8 +127,8 @@ def test_a_damaged_folder_tree_is_set_aside_and_written_again(tmp_path: Path, wr
     store = GitCheckpointStore(tmp_path / "data")
     git_dir = store.git_dir(WS)
     tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    sub = _object_id(git_dir, f"{tree}:sub")
-    path = _loose(git_dir, sub)
+    sub = object_id_of(git_dir, f"{tree}:sub")
+    path = loose_path_of(git_dir, sub)
     path.chmod(0o600)
     path.write_bytes(zlib.compress(zlib.decompress(path.read_bytes()).replace(b"b.txt", b"c.txt")))
 
@@ -162,11 +148,11 @@ def test_a_damaged_object_the_store_borrows_is_left_where_it_is(tmp_path: Path) 
     store = GitCheckpointStore(tmp_path / "data")
     git_dir = store.git_dir(WS)
     tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = _object_id(git_dir, f"{tree}:a.txt")
+    blob = object_id_of(git_dir, f"{tree}:a.txt")
     other = tmp_path / "users.git"
-    borrowed = _loose(other, blob)
+    borrowed = loose_path_of(other, blob)
     borrowed.parent.mkdir(parents=True)
-    os.rename(_loose(git_dir, blob), borrowed)
+    os.rename(loose_path_of(git_dir, blob), borrowed)
     (git_dir / "objects" / "info" / "alternates").write_text(f"{other / 'objects'}\n")
     swap_blob(other, blob, PLANTED)
     before = borrowed.read_bytes()
@@ -187,8 +173,8 @@ def test_a_loose_object_that_no_longer_inflates_is_set_aside(tmp_path: Path) -> 
     store = GitCheckpointStore(tmp_path / "data")
     git_dir = store.git_dir(WS)
     tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = _object_id(git_dir, f"{tree}:a.txt")
-    path = _loose(git_dir, blob)
+    blob = object_id_of(git_dir, f"{tree}:a.txt")
+    path = loose_path_of(git_dir, blob)
     path.chmod(0o600)
     path.write_bytes(path.read_bytes()[:6])
 
@@ -208,7 +194,7 @@ def test_the_in_process_writer_sets_a_swapped_blob_aside_when_it_stages_that_con
     store = GitCheckpointStore(tmp_path / "data")
     git_dir = store.git_dir(WS)
     first = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = _object_id(git_dir, f"{first}:a.txt")
+    blob = object_id_of(git_dir, f"{first}:a.txt")
     (folder / "a.txt").write_text("for a while\n")
     store.capture(folder, WS, "refs/maka/s/r/2", "m")
     swap_blob(git_dir, blob, PLANTED)
@@ -216,7 +202,9 @@ def test_the_in_process_writer_sets_a_swapped_blob_aside_when_it_stages_that_con
     (folder / "a.txt").write_text("the real content\n")
     assert store.capture(folder, WS, "refs/maka/s/r/3", "m").tree_id == first
     assert (git_dir / DAMAGED_DIR / blob).exists()
-    assert zlib.decompress(_loose(git_dir, blob).read_bytes()).endswith(b"the real content\n")
+    assert zlib.decompress(loose_path_of(git_dir, blob).read_bytes()).endswith(
+        b"the real content\n"
+    )
     assert store.verify_snapshots(WS, [first]) == {first: []}
 
 
@@ -229,7 +217,7 @@ def test_setting_aside_waits_for_a_capture_in_progress(tmp_path: Path) -> None:
     checking = GitCheckpointStore(tmp_path / "data")
     git_dir = capturing.git_dir(WS)
     tree = capturing.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = _object_id(git_dir, f"{tree}:a.txt")
+    blob = object_id_of(git_dir, f"{tree}:a.txt")
     swap_blob(git_dir, blob, PLANTED)
     found: list[object] = []
     with capturing.locked(WS):
@@ -239,9 +227,9 @@ def test_setting_aside_waits_for_a_capture_in_progress(tmp_path: Path) -> None:
         thread.start()
         time.sleep(1.5)  # the re-hash is done by now; the move waits for the lock
         assert thread.is_alive()
-        assert _loose(git_dir, blob).exists() and capturing.index_path(WS).exists()
+        assert loose_path_of(git_dir, blob).exists() and capturing.index_path(WS).exists()
     thread.join(30)
-    assert found and not _loose(git_dir, blob).exists()
+    assert found and not loose_path_of(git_dir, blob).exists()
     assert not capturing.index_path(WS).exists()
     assert capturing.capture(folder, WS, "refs/maka/s/r/2", "m").tree_id == tree
     assert checking.verify_snapshots(WS, [tree]) == {tree: []}

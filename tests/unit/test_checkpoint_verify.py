@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 WS = "workspace:v1:9c9c9c9c-1111-2222-3333-444455556666"
 
 
-def _object_id(git_dir: Path, spec: str) -> str:
+def object_id_of(git_dir: Path, spec: str) -> str:
     return subprocess.run(
         ["git", "--git-dir", str(git_dir), "rev-parse", spec],
         capture_output=True,
@@ -30,13 +30,13 @@ def _object_id(git_dir: Path, spec: str) -> str:
     ).stdout.strip()
 
 
-def _loose(git_dir: Path, object_id: str) -> Path:
+def loose_path_of(git_dir: Path, object_id: str) -> Path:
     return git_dir / "objects" / object_id[:2] / object_id[2:]
 
 
 def swap_blob(git_dir: Path, object_id: str, body: bytes) -> None:
     """Put other bytes under a blob's name, as a hand (or a disk) could."""
-    path = _loose(git_dir, object_id)
+    path = loose_path_of(git_dir, object_id)
     path.chmod(0o600)
     path.write_bytes(zlib.compress(b"blob %d\0" % len(body) + body))
 
@@ -54,7 +54,7 @@ def test_a_swapped_blob_is_refused_and_nothing_is_written(tmp_path: Path) -> Non
     store, tree = _store(tmp_path)
     git_dir = store.git_dir(WS)
     assert store.verify_snapshots(WS, [tree]) == {tree: []}
-    swap_blob(git_dir, _object_id(git_dir, f"{tree}:a.txt"), b"planted by someone else\n")
+    swap_blob(git_dir, object_id_of(git_dir, f"{tree}:a.txt"), b"planted by someone else\n")
 
     copy = tmp_path / "copy"
     with pytest.raises(CheckpointError) as refused:
@@ -69,14 +69,14 @@ def test_a_swapped_blob_is_refused_and_nothing_is_written(tmp_path: Path) -> Non
 def test_a_swapped_folder_or_a_removed_file_is_refused(tmp_path: Path) -> None:
     store, tree = _store(tmp_path)
     git_dir = store.git_dir(WS)
-    sub = _object_id(git_dir, f"{tree}:sub")
-    blob = _object_id(git_dir, f"{tree}:sub/b.txt")
-    path = _loose(git_dir, sub)
+    sub = object_id_of(git_dir, f"{tree}:sub")
+    blob = object_id_of(git_dir, f"{tree}:sub/b.txt")
+    path = loose_path_of(git_dir, sub)
     path.chmod(0o600)
     raw = zlib.decompress(path.read_bytes())
     path.write_bytes(zlib.compress(raw.replace(b"b.txt", b"c.txt")))
     assert [d.path for d in store.verify_snapshots(WS, [tree])[tree]] == ["sub"]
-    os.remove(_loose(git_dir, blob))
+    os.remove(loose_path_of(git_dir, blob))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(CheckpointError) as refused:
@@ -142,7 +142,7 @@ def test_a_snapshot_of_many_files_is_checked_in_one_stream(tmp_path: Path) -> No
     tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
     assert store.verify_snapshots(WS, [tree]) == {tree: []}
     git_dir = store.git_dir(WS)
-    target = _object_id(git_dir, f"{tree}:d7/f2107.txt")
+    target = object_id_of(git_dir, f"{tree}:d7/f2107.txt")
     swap_blob(git_dir, target, b"planted\n")
     damaged = store.verify_snapshots(WS, [tree])[tree]
     assert [(d.object_id, d.path, d.missing) for d in damaged] == [(target, "d7/f2107.txt", False)]
