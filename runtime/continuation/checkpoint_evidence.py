@@ -25,6 +25,7 @@ from runtime.ledger.checkpoint_ports import (
     PathChange,
     TreeChange,
 )
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, StoredEvent
@@ -84,8 +85,16 @@ def checkpoint_evidence(
         if not boundary.files and workspace == observation.workspace_identity:
             seen = tree.tree_id if tree is not None else _observed(carrier, observation)
             if seen == tree_id and carrier.has_tree(workspace, tree_id):
-                return CheckpointEvidence(True, (), missing_note=note, by_tree_id=True)
-        return CheckpointEvidence(False, missing_note=note)
+                return CheckpointEvidence(
+                    True,
+                    (),
+                    missing_note=note,
+                    damaged_note=_damaged_aside(carrier, workspace, tree_id),
+                    by_tree_id=True,
+                )
+        return CheckpointEvidence(
+            False, missing_note=note, damaged_note=_damaged_aside(carrier, workspace, tree_id)
+        )
     if workspace != observation.workspace_identity:
         # The identity gate parks (a marker deleted and made anew, another folder): the folder
         # has no store of its own to capture it with, which is no failure to say beside it.
@@ -416,3 +425,24 @@ def abandoned_restores(
         for path in attempts
         if path not in used and os.path.realpath(path) not in kept and os.path.isdir(path)
     ]
+
+
+def _damaged_aside(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> str | None:
+    """When a check found the snapshot's objects damaged and moved them aside (kept), that in
+    words: the snapshot is not lost; a capture writes them again only from a folder that still
+    holds those bytes. None when none was moved aside, or it cannot be told."""
+    find = getattr(carrier, "damaged_aside", None)
+    if find is None:
+        return None
+    try:
+        found = find(workspace, [tree_id]).get(tree_id)
+    except CheckpointError:
+        return None
+    if not found:
+        return None
+    folder = os.path.dirname(str(found[0].moved_to))
+    return (
+        f"a check found it damaged and moved {len(found)} of its objects aside, kept, to "
+        f"{folder} ({maka_command('doctor --verify-snapshots')} lists them); a capture writes "
+        "them again only from a folder that still holds those bytes"
+    )

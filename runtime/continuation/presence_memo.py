@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, ModeDecision, Snapshot, TreeChange
 
@@ -47,6 +48,15 @@ class PresenceMemo:
         if not callable(read):
             return None
         found: Mapping[str, int] | None = read(workspace_identity, tree_id)
+        return found
+
+    def damaged_aside(self, workspace_identity: str, trees: list[str]) -> Mapping[str, Any]:
+        """The wrapped carrier's objects a check moved aside as damaged, by tree
+        (``checkpoint_evidence``); empty when it moves none."""
+        read = getattr(self._carrier, "damaged_aside", None)
+        if not callable(read):
+            return {}
+        found: Mapping[str, Any] = read(workspace_identity, trees)
         return found
 
     def decide_mode(self, folder: Path, workspace_identity: str) -> ModeDecision:

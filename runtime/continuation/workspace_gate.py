@@ -75,6 +75,9 @@ class CheckpointEvidence:
     # Where a missing snapshot may be instead (a ledger shared by several hosts: each keeps its
     # snapshots in its own data folder), said with the missing-snapshot park.
     missing_note: str | None = None
+    # Why a snapshot is not whole here when a check found it damaged and moved its objects
+    # aside (kept: a capture of a folder still holding those bytes writes them again).
+    damaged_note: str | None = None
     # True: the snapshot's objects are not here, but the folder's tree, captured now, is the
     # very tree the snapshot recorded (Git names a tree by its content: the same paths, bytes,
     # modes and permission record), so nothing changed; ``snapshot_present`` is then True.
@@ -82,6 +85,15 @@ class CheckpointEvidence:
     # Paths of ``changes`` listed as deleted that are still in the folder: snapshots leave them
     # out now (an ignore rule came in, or the file grew over the size limit).
     left_out: tuple[str, ...] = ()
+
+
+def _why_gone(evidence: CheckpointEvidence | None) -> str:
+    """Where a missing snapshot went, when that is known: moved aside as damaged, or kept by
+    another host of a shared ledger ("" when nothing more is known)."""
+    if evidence is None:
+        return ""
+    note = evidence.damaged_note or evidence.missing_note
+    return f" ({note})" if note else ""
 
 
 def _left_out(evidence: CheckpointEvidence) -> dict[str, Any]:
@@ -217,7 +229,7 @@ def workspace_gate(  # noqa: C901
                 reason,
                 reason.value,
                 "the snapshot recorded at the stop is gone from the checkpoint store"
-                + (f" ({evidence.missing_note})" if evidence and evidence.missing_note else ""),
+                + _why_gone(evidence),
                 {"checkpointRef": ref, "commitId": checkpoint.get("commitId")},
             )
         ]
@@ -272,9 +284,9 @@ def workspace_gate(  # noqa: C901
         # On a ledger several hosts share, another host may hold it; with the data folder's
         # own ledger, it was lost here (a store deleted, or an import that did not carry it).
         where = (
-            "another host took it, say"
-            if evidence.missing_note
-            else "its snapshot store lost it, or an import did not carry it"
+            evidence.damaged_note
+            or ("another host took it, say" if evidence.missing_note else None)
+            or "its snapshot store lost it, or an import did not carry it"
         )
         message += (
             "; compared by the folder's tree, which is the one the snapshot recorded: the "

@@ -111,3 +111,36 @@ def test_the_doctor_says_in_words_what_it_moved_aside(tmp_path: Path) -> None:
     aside = git_dir / "maka-damaged" / blob
     assert f"moved aside: {blob} (a.txt) of {git_dir.name} to {aside}" in said.stdout
     assert "the next capture of each folder writes them again" in said.stdout, said.stdout
+
+
+def test_a_plan_says_the_stop_s_snapshot_was_moved_aside_not_lost(tmp_path: Path) -> None:
+    """The snapshot taken at a crash was found damaged and moved aside, and the folder no
+    longer holds those bytes (a.txt edited since), so no capture can write them again: ``maka
+    plan`` parks on the missing snapshot and says where its objects went, not that the store
+    lost it."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("the real content\n")
+    killed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write one.md saying 1"],
+        data,
+        env={"MAKA_FAILPOINT": "P4"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    [header, _] = committed_runs(data)[0]
+    snapshot = _snapshots(data)[-1]
+    git_dir = GitCheckpointStore(data).git_dir(snapshot["workspaceIdentity"])
+    blob = user_git(git_dir, "rev-parse", f"{snapshot['treeId']}:a.txt").strip()
+    swap_blob(git_dir, blob, PLANTED)
+    assert _doctor(data, "--verify-snapshots")[0] == 1
+    (work / "a.txt").write_text("edited by the user since\n")
+
+    plan = maka(
+        ["plan", header.session_id, "--json"], data, env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+    )
+    body = json.loads(plan.stdout)
+    said = json.dumps(body)
+    assert "workspace_checkpoint_missing" in said, said
+    assert "a check found it damaged and moved 1 of its objects aside, kept, to " in said, said
+    assert str(git_dir / "maka-damaged") in said, said
+    assert "lost it" not in said, said
