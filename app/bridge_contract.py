@@ -303,6 +303,10 @@ class HelloRequest(_Message):
     it may send only ``TERMINAL_REQUEST_KINDS``."""
     command: TerminalCommand | None = None
     """A terminal's command (``maka tui``...), named where its answers and turns are told."""
+    data_dir_said: FsPath | None = None
+    """The data folder a terminal's suggested commands name (it was given ``--data-dir``;
+    absolute), or None (MAKA_DATA_DIR or the default): the host words the commands it suggests
+    to that terminal so (``runtime.ledger.command_words.wording_for``)."""
 
 
 class SessionsListRequest(_Message):

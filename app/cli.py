@@ -163,7 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the per-user default adds nothing.
     from runtime.ledger.command_words import suggest_data_dir
 
-    said_before = suggest_data_dir(_given_data_dir(args.data_dir))
+    given = args.data_dir
+    if command in _SERVING and not (given and given.strip()):
+        # A Maka that serves others (the desktop, ``maka host``) is not in the shell a pasted
+        # command runs in: a terminal given ``--data-dir`` attaches to it, a window started
+        # from a launcher has no shell at all. A folder from MAKA_DATA_DIR is named too.
+        given = os.environ.get("MAKA_DATA_DIR")
+    said_before = suggest_data_dir(_given_data_dir(given))
     if command != "gui":
         # Text from outside (file names, the record's messages, paths in errors) reaches the
         # terminal with its control characters shown by name, never acted on.
@@ -207,6 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.stdout, sys.stderr = saved
         suggest_data_dir(said_before)
+
+
+_SERVING = ("gui", "host")
+"""The commands whose process serves others: their suggestions name a folder from
+MAKA_DATA_DIR too (only the per-user default goes without)."""
 
 
 def _given_data_dir(option: str | None) -> str | None:

@@ -140,6 +140,7 @@ class _Peer:
     timer: QTimer | None = None
     closing: bool = False
     command: str | None = None  # a terminal's command (its hello), named in what it answers
+    data_dir_said: str | None = None  # the folder a terminal's suggestions name (its hello)
 
 
 class IpcServer(QObject):
@@ -231,6 +232,14 @@ class IpcServer(QObject):
         if peer is None or peer.role is PeerRole.PENDING:
             return None
         return peer_pid(peer.socket)
+
+    def peer_wording(self, peer_id: int) -> tuple[str | None] | None:
+        """How a terminal peer's suggested commands are worded: the data folder they name
+        (None: none), or None for a peer that is no terminal (the host's own wording)."""
+        peer = self._peers.get(peer_id)
+        if peer is None or peer.role is not PeerRole.TERMINAL:
+            return None
+        return (peer.data_dir_said,)
 
     def peer_command(self, peer_id: int) -> str | None:
         """The ``maka`` command a terminal peer said it is (``run``, ``tui``...), or None."""
@@ -396,6 +405,7 @@ class IpcServer(QObject):
         self._stop_timer(peer)
         peer.role = role
         peer.command = message.command.value if message.command is not None else None
+        peer.data_dir_said = message.data_dir_said
         reply = self._hello_reply().model_copy(update={"correlation_id": message.correlation_id})
         self._write(peer, encode_frame(reply))
         _log.info("%s connection %d authenticated", role, peer.peer_id)

@@ -139,6 +139,7 @@ from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION
 from runtime.ledger.coded_error import coded_failure
 from runtime.ledger.codes import HostCode
+from runtime.ledger.command_words import wording_for
 
 SURVIVOR_CHECK_MS = 1000
 BACKGROUND_PENDING = HostCode.BACKGROUND_OPERATION_PENDING
@@ -218,7 +219,14 @@ class RequestRouter:
         if not isinstance(message, _REQUEST_TYPES):  # pragma: no cover - never forwarded
             _log.warning("ignoring %s", type(message).__name__)
             return
-        self._route(peer_id, cast(Request, message))
+        wording = self._server.peer_wording(peer_id)
+        if wording is None:
+            self._route(peer_id, cast(Request, message))
+            return
+        # What is said to a terminal names the data folder it was given, or none, as the
+        # command alone would (the work started here runs in a copy of this context).
+        with wording_for(wording[0]):
+            self._route(peer_id, cast(Request, message))
 
     # C901: one flat match case per request kind of the contract; splitting it would hide the
     # exhaustiveness check (assert_never) that catches an unrouted kind.

@@ -15,6 +15,7 @@ turn's own cancel function: the turn then commits its ``cancelled`` terminal eve
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -117,8 +118,13 @@ class TurnWorkers(QObject):
         with self._lock:
             if not self._admitting or key in self._turns:
                 return False
+            # The job runs in a copy of the caller's context: what its request set there (the
+            # wording of suggested commands for a terminal, ``command_words.wording_for``).
+            context = contextvars.copy_context()
             thread = threading.Thread(
-                target=self._run_turn, args=(key, job, on_done), name=f"maka-turn-{key[:24]}"
+                target=context.run,
+                args=(self._run_turn, key, job, on_done),
+                name=f"maka-turn-{key[:24]}",
             )
             # Daemon: a turn stuck past the shutdown deadline must not keep the process alive;
             # the next start repairs its run like any interrupted one.
@@ -130,7 +136,8 @@ class TurnWorkers(QObject):
     def run_query(self, key: str, job: Callable[[], Any], on_done: DoneCallback) -> bool:
         if not self._admitting:
             return False
-        self._queries.submit(self._run_query, key, job, on_done)
+        context = contextvars.copy_context()  # (as ``run_turn``'s)
+        self._queries.submit(context.run, self._run_query, key, job, on_done)
         return True
 
     def stop_admitting(self) -> None:

@@ -342,12 +342,14 @@ def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostC
         TerminalCommand,
         encode_frame,
     )
+    from runtime.ledger.command_words import suggested_data_dir
 
     hello = HelloRequest(
         token=token,
         protocol_version=PROTOCOL_VERSION,
         role=ClientRole.TERMINAL,
         command=TerminalCommand(command) if command is not None else None,
+        data_dir_said=suggested_data_dir(),
         correlation_id="hello",
     )
     client = HostClient(sock, _desktop(), None)

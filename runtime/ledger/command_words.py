@@ -16,10 +16,32 @@ app may all use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 _given_data_dir: str | None = None
 """The data folder this process was given on its command line (absolute), or None."""
+
+_for_this_request: ContextVar[tuple[str | None] | None] = ContextVar(
+    "maka_suggested_data_dir", default=None
+)
+"""What one request's suggestions name instead (``wording_for``): a host answering a terminal
+words them as that terminal would alone. None: the process's own setting."""
+
+
+@contextlib.contextmanager
+def wording_for(folder: str | None) -> Iterator[None]:
+    """Word the suggestions made inside the block (and in work started from it with a copy of
+    its context) with ``folder`` (absolute; None: no folder), whatever this process was given:
+    a host answering a terminal names the folder that terminal was given, or none when it
+    came from MAKA_DATA_DIR or the default, so its answers read as the command's own."""
+    token = _for_this_request.set((folder,))
+    try:
+        yield
+    finally:
+        _for_this_request.reset(token)
 
 
 def suggest_data_dir(folder: str | os.PathLike[str] | None) -> str | None:
@@ -34,7 +56,8 @@ def suggest_data_dir(folder: str | os.PathLike[str] | None) -> str | None:
 
 def suggested_data_dir() -> str | None:
     """The data folder suggestions carry (absolute), or None when they carry none."""
-    return _given_data_dir
+    override = _for_this_request.get()
+    return override[0] if override is not None else _given_data_dir
 
 
 def maka_command(words: str = "") -> str:
@@ -42,8 +65,9 @@ def maka_command(words: str = "") -> str:
     ``"settle S CALL --ran (or --not-run) [--note TEXT]"``), with ``--data-dir FOLDER`` between
     them when this process was given its data folder on its command line."""
     parts = ["maka"]
-    if _given_data_dir is not None:
-        parts += ["--data-dir", shell_quoted(_given_data_dir)]
+    folder = suggested_data_dir()
+    if folder is not None:
+        parts += ["--data-dir", shell_quoted(folder)]
     if words:
         parts.append(words)
     return " ".join(parts)

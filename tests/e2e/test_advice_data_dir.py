@@ -137,20 +137,33 @@ def test_a_data_folder_from_the_environment_adds_nothing(tmp_path: Path) -> None
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="terminal clients attach over Unix sockets")
-def test_a_host_words_what_it_sends_to_a_terminal_with_its_own_folder(tmp_path: Path) -> None:
-    """``maka host --data-dir D`` answers an attached terminal's ``maka plan`` with its own
-    words: the terminal (which found the host through ``MAKA_DATA_DIR``) prints them with D."""
+@pytest.mark.parametrize("host_given", ["flag", "environment"])
+def test_a_host_words_what_it_sends_a_terminal_as_the_terminal_would_alone(
+    tmp_path: Path, host_given: str
+) -> None:
+    """A host answers an attached terminal's ``maka plan`` in the terminal's words: a terminal
+    given ``--data-dir`` gets suggestions naming that folder, whatever the host was given (one
+    whose folder came from ``MAKA_DATA_DIR`` would have pasted a command opening the default
+    folder); one that found the folder through ``MAKA_DATA_DIR`` gets none, as alone."""
     folders = Folders(tmp_path, "data")  # (the helper reads the host's socket path unquoted)
     session = folders.crash_inside_bash()
-    host = start_main(folders.data, folders.env, "host", "--data-dir", str(folders.data))
+    flag = ("--data-dir", str(folders.data)) if host_given == "flag" else ()
+    host = start_main(folders.data, folders.env, "host", *flag)  # (MAKA_DATA_DIR set too)
     try:
         host.wait_ready()
-        served = folders.maka(
+        given = folders.maka(
+            ["maka", "--data-dir", str(folders.data), "plan", session], folders.elsewhere
+        )
+        inherited = folders.maka(
             ["maka", "plan", session], folders.elsewhere, {"MAKA_DATA_DIR": str(folders.data)}
         )
         assert host.process.poll() is None, host.stderr()
     finally:
         host.stop()
-    assert served.returncode == 3, served.stdout + served.stderr
-    settle = _suggested(served.stdout, r"on the record: (maka .*? c1) --ran \(or --not-run\)")
+    for served in (given, inherited):
+        assert served.returncode == 3, served.stdout + served.stderr
+        assert "[store_locked]" not in served.stderr  # (served by the host, not read alone)
+    pattern = r"on the record: (maka .*? c1) --ran \(or --not-run\)"
+    settle = _suggested(given.stdout, pattern)
     assert settle == ["maka", "--data-dir", str(folders.data), "settle", session, "c1"]
+    assert _suggested(inherited.stdout, pattern) == ["maka", "settle", session, "c1"]

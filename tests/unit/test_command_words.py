@@ -176,3 +176,25 @@ def test_on_windows_a_plain_folder_is_bare_and_a_spaced_one_double_quoted() -> N
     assert shell_quoted("C:\\Users\\Jo Ann\\data", windows=True) == '"C:\\Users\\Jo Ann\\data"'
     assert shell_quoted("C:\\", windows=True) == "C:\\"
     assert shell_quoted("C:\\a b\\", windows=True) == '"C:\\a b\\\\"'
+
+
+def test_a_request_s_wording_overrides_the_process_s_and_is_put_back() -> None:
+    """A host answering a terminal words as the terminal would alone, inside the request and
+    in work started from it with a copy of its context (the host's turn and query threads)."""
+    import contextvars
+    import threading
+
+    from runtime.ledger.command_words import wording_for
+
+    suggest_data_dir("/host/data")
+    with wording_for(None):
+        assert maka_command("plan S") == "maka plan S"
+        seen: list[str] = []
+        context = contextvars.copy_context()
+        worker = threading.Thread(target=context.run, args=(lambda: seen.append(maka_command()),))
+        worker.start()
+        worker.join()
+        assert seen == ["maka"]
+    with wording_for("/terminal's data"):
+        assert maka_command("plan S") == "maka --data-dir '/terminal'\"'\"'s data' plan S"
+    assert maka_command("plan S") == "maka --data-dir /host/data plan S"
