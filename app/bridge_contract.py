@@ -1206,6 +1206,9 @@ class BranchOptionItem(WireModel):
     trimmed: bool = False
     """The kept snapshot was removed by retention and waits for the next prune (``maka
     checkpoints`` says "removed by retention"); a branch made from it keeps it."""
+    damaged_aside: bool = False
+    """The bound snapshot is not kept whole: a check moved its damaged objects aside (a capture
+    of a folder still holding those bytes writes them again)."""
     tool_call_id: Id | None = None
     checkpoint_ref: Short | None = None
     """The bound snapshot's ref (``maka branch --json``'s ``checkpointRef``)."""

@@ -647,6 +647,12 @@ class TimelinePanel(QWidget):
             if option.snapshot_kept
             else "no snapshot of the folder is kept here (the current files can be copied)"
         )
+        if option.damaged_aside:
+            kept = (
+                "its snapshot of the folder was found damaged and set aside (a capture of the "
+                "folder still holding those files writes it again; the current files can be "
+                "copied)"
+            )
         if option.trimmed:
             kept = (
                 "a snapshot of the folder is kept here until the next prune (removed by "

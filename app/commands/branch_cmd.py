@@ -234,7 +234,7 @@ def _print_options(
     if not options:
         print(f"session {args.session} has no point to branch from yet")
         return EXIT_OK
-    from app.host.tui_reads import TRIMMED_WORDS, visible_label
+    from app.host.tui_reads import DAMAGED_ASIDE_WORDS, TRIMMED_WORDS, visible_label
 
     if omitted:
         print(f"({omitted} earlier points are not listed)")
@@ -243,6 +243,8 @@ def _print_options(
         snapshot = "snapshot kept" if option["snapshotKept"] else "no snapshot (--current-files)"
         if option.get("trimmed"):
             snapshot = TRIMMED_WORDS
+        elif option.get("damagedAside"):
+            snapshot = DAMAGED_ASIDE_WORDS + " (or --current-files)"
         if not option["branchable"]:
             snapshot = "not branchable: a tool call has no settled outcome there"
         label = visible_label(str(option["label"]))
@@ -335,6 +337,7 @@ def _option_json(item: Any) -> dict[str, Any]:
     body: dict[str, Any] = item.model_dump(mode="json", by_alias=True, exclude_none=True)
     body.pop("toolCallId", None)  # the window's, for its transcript cards
     body.pop("toolArgs", None)  # (and for its dialog)
-    if not body.get("trimmed"):
-        body.pop("trimmed", None)  # (said only when true, as alone)
+    for flag in ("trimmed", "damagedAside"):
+        if not body.get(flag):
+            body.pop(flag, None)  # (said only when true, as alone)
     return body

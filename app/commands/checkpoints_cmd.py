@@ -9,7 +9,8 @@ run prefix it belongs to, whether its Git objects are still in the checkpoint st
 files skipped as too large and the paths it left out because an ignore rule came in since the
 capture before) and every failed capture with its code. A session imported without its snapshots
 (``maka export --no-checkpoints``) says so, and its absent snapshots read "not carried", not
-"MISSING" (``importedWithoutSnapshots`` in ``--json``). Read-only: it works while
+"MISSING" (``importedWithoutSnapshots`` in ``--json``); one whose damaged objects a check
+moved aside reads "DAMAGED", with where they went (``damagedAside``). Read-only: it works while
 the desktop app or another command runs. Exit 0, or 2 when there is no such session.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
@@ -38,7 +40,12 @@ def _when(ts: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
-    from storage.checkpoints.checkpoint_audit import removed_by_retention, session_checkpoints
+    from storage.checkpoints.checkpoint_audit import (
+        damaged_aside,
+        objects_json,
+        removed_by_retention,
+        session_checkpoints,
+    )
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
     from storage.checkpoints.checkpoint_transfer import imported_without_snapshots
     from storage.ledger.ledger_store import open_store
@@ -62,6 +69,19 @@ def run(args: argparse.Namespace) -> int:
         carrier = GitCheckpointStore.from_environment(data_dir)
         found = session_checkpoints(store, carrier, args.session)
         trimmed = removed_by_retention(store, carrier, found.rows)
+        # Not whole because a check moved their damaged objects aside: damaged, not lost.
+        aside = {
+            row.event_id: objects
+            for row, objects in damaged_aside(
+                carrier,
+                [
+                    row
+                    for row in found.rows
+                    if row.kind == "checkpoint" and row.present is False
+                    and row.event_id not in trimmed
+                ],
+            )
+        }  # fmt: skip
         ignored = _now_ignored(carrier, found.rows)
         origin = store.read_branch(args.session)
     uncarried = args.session in imported_without_snapshots(data_dir)
@@ -80,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
                 **row.to_json(),
                 **_ignored_of(ignored, row.body),
                 **({"trimmed": True} if row.event_id in trimmed else {}),
+                **(
+                    {"damagedAside": objects_json(aside[row.event_id])}
+                    if row.event_id in aside
+                    else {}
+                ),
             }
             for row in rows
         ]
@@ -135,6 +160,13 @@ def _print_text(
                 )
                 if row.get("trimmed"):
                     state = "removed by retention (no longer needed)"
+                elif row.get("damagedAside"):
+                    moved = row["damagedAside"]
+                    state = (
+                        f"DAMAGED: {len(moved)} object(s) moved aside to "
+                        f"{shown_name(os.path.dirname(str(moved[0]['movedTo'])))} (a capture of "
+                        "a folder still holding those bytes writes them again)"
+                    )
                 high_water = row["runtimeHighWater"]
                 # A snapshot without a high-water mark is the one of a decision to continue
                 # with the current files (workspaceBaseline), taken before the run's events.

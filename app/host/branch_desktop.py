@@ -107,6 +107,7 @@ def options_push(
                 snapshot_bound=boundary.snapshot is not None,
                 snapshot_kept=option.snapshot_kept,
                 trimmed=option.trimmed,
+                damaged_aside=option.damaged_aside,
                 branchable=not boundary.unsettled,
                 tool_call_id=call_id,
                 tool_args=args.get((boundary.run_id, call_id)) if call_id else None,

@@ -43,28 +43,42 @@ def _said_trimmed(
 ) -> list[BranchOption]:
     """``options`` with each kept snapshot that retention removed marked ``trimmed`` (as
     ``maka checkpoints`` calls it "removed by retention"): its objects wait for the next prune,
-    and a branch made from it meanwhile names it again. One reading of the refs for all."""
+    and a branch made from it meanwhile names it again; and each bound snapshot not kept
+    because a check moved its damaged objects aside marked ``damaged_aside`` (as ``maka
+    checkpoints`` calls it "DAMAGED"). One reading of the refs for all."""
     import dataclasses
 
-    from storage.checkpoints.checkpoint_audit import CheckpointRow, removed_by_retention
+    from storage.checkpoints.checkpoint_audit import (
+        CheckpointRow,
+        damaged_aside,
+        removed_by_retention,
+    )
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     if not isinstance(checkpoints, GitCheckpointStore):
         return options
-    rows = [
-        CheckpointRow(
-            "", "", option.boundary.event_id, option.boundary.snapshot_ts, "checkpoint",
-            option.boundary.snapshot, present=True,
-        )
-        for option in options
-        if option.snapshot_kept and option.boundary.snapshot is not None
-    ]  # fmt: skip
+
+    def row(option: BranchOption) -> CheckpointRow:
+        boundary = option.boundary
+        return CheckpointRow(
+            "", "", boundary.event_id, boundary.snapshot_ts, "checkpoint",
+            boundary.snapshot or {}, present=option.snapshot_kept,
+        )  # fmt: skip
+
+    bound = [option for option in options if option.boundary.snapshot is not None]
+    kept = [row(option) for option in bound if option.snapshot_kept]
+    lost = [row(option) for option in bound if not option.snapshot_kept]
     try:
-        trimmed = removed_by_retention(store, checkpoints, rows) if rows else set()
+        trimmed = removed_by_retention(store, checkpoints, kept) if kept else set()
+        aside = {r.event_id for r, _ in damaged_aside(checkpoints, lost)} if lost else set()
     except Exception:  # a wording only: never fail the listing it words
         return options
     return [
-        dataclasses.replace(option, trimmed=True) if option.boundary.event_id in trimmed else option
+        dataclasses.replace(
+            option,
+            trimmed=option.boundary.event_id in trimmed,
+            damaged_aside=option.boundary.event_id in aside,
+        )
         for option in options
     ]
 

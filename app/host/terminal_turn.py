@@ -227,10 +227,17 @@ def refusal_advice(code: str, session_id: str, cwd: str) -> str | None:
             "for a new sibling folder)."
         )
     if code == "workspace_restore_snapshot_damaged":
+        # The check set the damaged objects aside (the store's own, never the user's): a
+        # look at a folder that still holds those bytes writes them again.
         return (
-            "Nothing was changed and nothing continued: no copy can be made from a damaged "
-            f"snapshot ({maka_command('doctor --verify-snapshots')} lists what is damaged). "
-            "Continue with your current files instead: "
+            "Nothing continued, and your folder and the record are as they were: no copy can "
+            "be made from a damaged snapshot "
+            f"({maka_command('doctor --verify-snapshots')} lists what is damaged). When the "
+            "damaged objects were moved aside (the refusal above says so) and your folder "
+            "still holds those files as the snapshot had them, trying again can make the copy "
+            "(the next look at the folder writes them again): "
+            f"{maka_command(f'resume {session_id} --restore-to')}. Or "
+            "continue with your current files: "
             f"{maka_command(f'resume {session_id} --rebaseline')}."
         )
     return None

@@ -27,6 +27,11 @@ BRANCH_USAGE = "usage: /branch [EVENT [DIR] [--current-files]]"
 TRIMMED_WORDS = "snapshot kept until the next prune (removed by retention; a branch keeps it)"
 """A branch point whose snapshot retention removed while its objects wait for the prune (as
 ``maka checkpoints`` says "removed by retention"): a branch made from it names it again."""
+DAMAGED_ASIDE_WORDS = (
+    "snapshot damaged, moved aside (a capture of the folder still holding those bytes writes "
+    "it again)"
+)
+"""A branch point whose snapshot a check found damaged (as ``maka checkpoints`` says it)."""
 
 
 def say_if_branched(reader: Any, session_id: str, out: Out = print) -> None:
@@ -77,6 +82,8 @@ def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
                 kept = "snapshot kept" if option.snapshot_kept else "no snapshot"
                 if option.trimmed:
                     kept = TRIMMED_WORDS
+                elif option.damaged_aside:
+                    kept = DAMAGED_ASIDE_WORDS
                 if b.unsettled:
                     kept = "not branchable (a call has no settled outcome there)"
                 label = visible_label(b.label)

@@ -71,12 +71,17 @@ class BranchOption:
     trimmed: bool = False
     """Kept only until the next prune: retention removed the snapshot's ref (no longer needed),
     and its objects wait for the prune; a branch made from it names it again, so it stays."""
+    damaged_aside: bool = False
+    """Not kept whole because a check found its objects damaged and moved them aside: a
+    capture of a folder still holding those bytes writes them again (then it is kept)."""
 
     def to_json(self) -> dict[str, Any]:
         body = self.boundary.to_json()
         body["snapshotKept"] = self.snapshot_kept
         if self.trimmed:
             body["trimmed"] = True  # (as ``maka checkpoints --json`` says it)
+        if self.damaged_aside:
+            body["damagedAside"] = True
         return body
 
 

@@ -144,3 +144,26 @@ def test_a_plan_says_the_stop_s_snapshot_was_moved_aside_not_lost(tmp_path: Path
     assert "a check found it damaged and moved 1 of its objects aside, kept, to " in said, said
     assert str(git_dir / "maka-damaged") in said, said
     assert "lost it" not in said, said
+
+
+def test_checkpoints_and_branch_call_them_damaged_not_missing(tmp_path: Path) -> None:
+    """Until a capture writes the moved objects again, ``maka checkpoints`` said such a snapshot
+    was MISSING and ``maka branch`` offered only ``--current-files``, while the doctor called
+    it damaged; all three now say damaged, and where its objects went."""
+    data, _, first, git_dir, _ = _damaged_store(tmp_path)
+    assert _doctor(data, "--verify-snapshots")[0] == 1
+    aside = git_dir / "maka-damaged"
+    session = committed_runs(data)[0][0].session_id
+    listed = json.loads(maka(["checkpoints", session, "--json"], data).stdout)
+    rows = [row for run in listed["runs"] for row in run["checkpoints"]]
+    assert rows and all(row.get("damagedAside") for row in rows), rows
+    text = maka(["checkpoints", session], data).stdout
+    assert "MISSING" not in text, text
+    assert text.count(f"DAMAGED: 1 object(s) moved aside to {aside}") == len(rows), text
+    points = json.loads(maka(["branch", session, "--json"], data).stdout)["boundaries"]
+    bound = [p for p in points if p.get("checkpointRef")]
+    assert bound and all(p.get("damagedAside") and not p["snapshotKept"] for p in bound)
+    said = maka(["branch", session], data).stdout
+    assert "no snapshot (--current-files)" not in said, said
+    assert "snapshot damaged, moved aside" in said, said
+    assert first["checkpointRef"] in json.dumps(points)

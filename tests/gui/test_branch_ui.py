@@ -304,3 +304,22 @@ def test_a_point_retention_removed_says_it_is_kept_until_the_prune(qtbot: QtBot)
     text = panel.detail.toPlainText()
     assert "kept here until the next prune (removed by retention" in text, text
     assert panel.branch_button.isEnabled()
+
+
+def test_a_point_whose_snapshot_was_set_aside_as_damaged_says_so(qtbot: QtBot) -> None:
+    panel, bridge = _timeline(qtbot)
+    damaged = _option("evt-u2", "user_message", "you: question 2", kept=False).model_copy(
+        update={"snapshot_bound": True, "damaged_aside": True}
+    )
+    bridge.branch_options_listed.emit(
+        bc.BranchOptionsListedPush(
+            session_id=DEFAULT_IDS.session_id,
+            cwd="/w/one",
+            default_folder="/w/one-branch-1",
+            options=(damaged,),
+        )
+    )
+    panel.tree.setCurrentIndex(_row(panel, "evt-u2"))
+    text = panel.detail.toPlainText()
+    assert "found damaged and set aside" in text, text
+    assert "no snapshot of the folder is kept here" not in text, text
