@@ -226,7 +226,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             else:
                 if session is None:
                     try:
-                        session = service.create_session(cwd, title=f"chat in {cwd.resolve().name}")
+                        # Titled by its first message, as through a running Maka or maka run.
+                        session = service.create_session(cwd, title=text)
                     except LedgerError as error:
                         print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
                         continue

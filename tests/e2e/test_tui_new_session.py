@@ -52,6 +52,7 @@ def test_the_first_message_makes_the_session_and_names_it(tmp_path: Path) -> Non
     sessions = _sessions(data)
     assert len(sessions) == 1  # one session, both messages in it
     session_id = sessions[0]["sessionId"]
+    assert sessions[0]["title"] == "hi"  # its first message, as through a host or maka run
     assert f"(session {session_id})" in chat.stdout
     assert "Hello." in chat.stdout and "Again." in chat.stdout
     assert "no session yet" not in chat.stdout
