@@ -183,11 +183,17 @@ class TurnWorkers(QObject):
         result = _execute(key, job)
         with self._lock:
             self._turns.pop(key, None)
-        self._relay.post(lambda: on_done(result))
+        self._post_done(on_done, result)
 
     def _run_query(self, key: str, job: Callable[[], Any], on_done: DoneCallback) -> None:
-        result = _execute(key, job)
-        self._relay.post(lambda: on_done(result))
+        self._post_done(on_done, _execute(key, job))
+
+    def _post_done(self, on_done: DoneCallback, result: JobResult) -> None:
+        """``on_done`` on the event loop, in a copy of the job's context (the request's): what
+        it says, and the work it starts in turn (a terminal's turn once its session was
+        looked up), is worded as the request was (``command_words.wording_for``)."""
+        context = contextvars.copy_context()
+        self._relay.post(lambda: context.run(on_done, result))
 
 
 def _execute(key: str, job: Callable[[], Any]) -> JobResult:

@@ -167,3 +167,34 @@ def test_a_host_words_what_it_sends_a_terminal_as_the_terminal_would_alone(
     settle = _suggested(given.stdout, pattern)
     assert settle == ["maka", "--data-dir", str(folders.data), "settle", session, "c1"]
     assert _suggested(inherited.stdout, pattern) == ["maka", "settle", session, "c1"]
+
+
+@pytest.mark.parametrize("host_given", ["flag", "environment"])
+def test_a_terminal_s_turn_through_a_host_is_worded_as_the_terminal_would(
+    tmp_path: Path, host_given: str
+) -> None:
+    """A terminal's ``maka run`` reaches its turn through a lookup on the host's query pool
+    and a callback on its event loop: what the turn says (here the refusal of a session whose
+    folder moved, naming ``maka sessions relocate``) is worded as the terminal would alone, as
+    ``maka plan`` is."""
+    folders = Folders(tmp_path, "data")
+    session = folders.crash_inside_bash()
+    folders.work.rename(tmp_path / "moved")
+    flag = ("--data-dir", str(folders.data)) if host_given == "flag" else ()
+    quiet = {key: value for key, value in folders.env.items() if key not in FLAG}  # no auto-resume
+    host = start_main(folders.data, quiet, "host", *flag)
+    try:
+        host.wait_ready()
+        run = ["run", "--session", session, "--permission-mode", "auto", "again"]
+        given = folders.maka(["maka", "--data-dir", str(folders.data), *run], folders.elsewhere)
+        inherited = folders.maka(
+            ["maka", *run], folders.elsewhere, {"MAKA_DATA_DIR": str(folders.data)}
+        )
+        assert host.process.poll() is None, host.stderr()
+    finally:
+        host.stop()
+    pattern = r"\((maka .*?sessions relocate \S+) NEW_FOLDER"
+    assert _suggested(given.stderr, pattern) == [
+        "maka", "--data-dir", str(folders.data), "sessions", "relocate", session,
+    ]  # fmt: skip
+    assert _suggested(inherited.stderr, pattern) == ["maka", "sessions", "relocate", session]
