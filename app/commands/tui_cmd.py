@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         StdinPermissionAsker,
         TerminalTranscript,
     )
-    from app.commands.tui_host import no_session_yet
+    from app.commands.tui_host import SETTLE_USAGE, no_session_yet
     from app.host import tui_reads
     from app.host.terminal_transcript import cut_by_terminal, cut_line_words
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
@@ -293,8 +293,6 @@ TUI_PARK_NOTE = (
 """After a park in the TUI: its advice names maka commands another terminal cannot run while
 the TUI is open."""
 
-SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"
-
 
 def _settle_form(text: str) -> bool:
     """``/settle CALL ran|not-run [NOTE]``: the form ``_settle`` takes."""
@@ -304,6 +302,7 @@ def _settle_form(text: str) -> bool:
 
 def _settle(host: Any, session_id: str, text: str) -> None:
     """``/settle``: the same seam as ``maka settle``; a refusal prints its code."""
+    from app.commands.tui_host import SETTLE_USAGE
     from app.host.host_bootstrap import now_ms
     from app.host.settle_folder import baseline_capture
     from runtime.ledger.attestation import when_text

@@ -279,7 +279,8 @@ def _resume(
         print(TUI_HOST_PARK_NOTE)
 
 
-SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as maka plan shows)"
+SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"
+"""The TUI's ``/settle`` usage, alone and beside a running Maka (both serve /transcript)."""
 
 
 def _settle(host: HostClient, session_id: str | None, text: str) -> None:

@@ -43,9 +43,17 @@ def restore_unavailable(
         return None
     if "isolated_restore" in options:
         return None
+    why = "no snapshot of the folder is left in the checkpoint store to make a restored copy from"
+    if any(diagnostic.detail.get("damagedAside") for diagnostic in plan.diagnostics):
+        # (the plan's look at the folder would have written the objects again had it held them)
+        why = (
+            "the snapshot a restored copy would be made from was found damaged and its objects "
+            f"were moved aside ({maka_command(f'plan {plan.session_id}')} says where); a look at "
+            "the folder writes them again only while it holds those files as the snapshot had "
+            "them, and it does not now"
+        )
     return (
         RestoreCode.WORKSPACE_RESTORE_UNAVAILABLE.value,
-        "no snapshot of the folder is left in the checkpoint store to make a restored copy "
-        "from; nothing was done. Continue with your current files instead: "
+        f"{why}; nothing was done. Continue with your current files instead: "
         f"{maka_command(f'resume {plan.session_id} --rebaseline')}",
     )

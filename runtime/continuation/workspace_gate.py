@@ -230,7 +230,11 @@ def workspace_gate(  # noqa: C901
                 reason.value,
                 "the snapshot recorded at the stop is gone from the checkpoint store"
                 + _why_gone(evidence),
-                {"checkpointRef": ref, "commitId": checkpoint.get("commitId")},
+                {
+                    "checkpointRef": ref,
+                    "commitId": checkpoint.get("commitId"),
+                    **({"damagedAside": True} if evidence and evidence.damaged_note else {}),
+                },
             )
         ]
     if not evidence.compared:

@@ -144,6 +144,20 @@ def test_a_plan_says_the_stop_s_snapshot_was_moved_aside_not_lost(tmp_path: Path
     assert "a check found it damaged and moved 1 of its objects aside, kept, to " in said, said
     assert str(git_dir / "maka-damaged") in said, said
     assert "lost it" not in said, said
+    # A restored copy cannot be made from it, and the refusal says why, not "none is left".
+    restore = maka(
+        ["resume", header.session_id, "--restore-to", "--permission-mode", "auto"],
+        data,
+        env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"},
+    )
+    printed = restore.stdout + restore.stderr
+    assert restore.returncode == 3, printed
+    assert "Refused: [workspace_restore_unavailable] the snapshot a restored copy would be" in (
+        printed
+    )
+    assert "was found damaged and its objects were moved aside" in printed, printed
+    assert "no snapshot of the folder is left" not in printed, printed
+    assert len(committed_runs(data)) == 1
 
 
 def test_checkpoints_and_branch_call_them_damaged_not_missing(tmp_path: Path) -> None:

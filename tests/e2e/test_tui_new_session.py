@@ -14,6 +14,7 @@ from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import maka, scripted_env, write_script
 
 pytestmark = [pytest.mark.e2e]
+USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or maka plan shows)"
 
 
 def _sessions(data: Path) -> list[dict[str, object]]:
@@ -48,7 +49,7 @@ def test_the_first_message_makes_the_session_and_names_it(tmp_path: Path) -> Non
         stdin="/settle\nhi\nthere\n/transcript\n/quit\n",
     )
     assert chat.returncode == 0, chat.stderr
-    assert "usage: /settle CALL ran|not-run" in chat.stdout  # the form, before any session
+    assert USAGE in chat.stdout  # the form, before any session
     sessions = _sessions(data)
     assert len(sessions) == 1  # one session, both messages in it
     session_id = sessions[0]["sessionId"]
@@ -65,9 +66,10 @@ def test_beside_a_host_too(tmp_path: Path) -> None:
     data.mkdir()
     host = start_main(data, {}, "host").wait_ready()
     try:
-        chat = maka(["tui", "--cwd", str(work)], data, stdin="/transcript\n")
+        chat = maka(["tui", "--cwd", str(work)], data, stdin="/transcript\n/settle\n")
         assert chat.returncode == 0, chat.stderr
         assert "no session yet: send a message first" in chat.stdout
+        assert USAGE in chat.stdout  # as alone
         assert _sessions(data) == []
     finally:
         host.stop()
