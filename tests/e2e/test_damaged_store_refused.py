@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime.ledger.command_words import shell_quoted
 from storage.ledger.sqlite_connection import DATABASE_NAME
 from tests.helpers.maka_process import run_maka
 from tests.helpers.maka_run import committed_runs, maka
@@ -74,7 +75,14 @@ def test_one_overwritten_page_is_refused_before_any_write(tmp_path: Path, where:
     for name, result in attempts.items():
         assert result.returncode == 1, (name, result.stdout, result.stderr)
         assert "[store_corrupt]" in result.stderr, (name, result.stderr)
-        assert "maka doctor" in result.stderr and "maka import" in result.stderr, name
+        # The desktop names the data folder even when it came from MAKA_DATA_DIR (a window
+        # started from a launcher has no shell to inherit it); a command does not.
+        advice = (
+            f"maka --data-dir {shell_quoted(str(data_dir))} doctor"
+            if name == "desktop"
+            else "maka doctor"
+        )
+        assert advice in result.stderr and "maka import" in result.stderr, (name, result.stderr)
         assert "Traceback" not in result.stderr, name
         assert _digest(database) == before, f"{name} changed the damaged database"
     doctor = run_maka(data_dir, "doctor")
