@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         StdinPermissionAsker,
         TerminalTranscript,
     )
-    from app.commands.tui_host import SETTLE_USAGE, no_session_yet
+    from app.commands.tui_host import NO_SESSIONS, SETTLE_USAGE, no_session_yet
     from app.host import tui_reads
     from app.host.terminal_transcript import cut_by_terminal, cut_line_words
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
@@ -191,9 +191,12 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             elif text == "/transcript" and session is not None:
                 tui_reads.transcript(host, session.session_id)
             elif text == "/sessions":
-                for overview in service.list_sessions():
+                overviews = service.list_sessions()
+                for overview in overviews:
                     status = overview.last_run_status or "no runs"
                     print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
+                if not overviews:
+                    print(NO_SESSIONS)
             elif command in ("/resume", "/rebaseline", "/restore") and session is not None:
                 _resume(
                     host,

@@ -44,6 +44,10 @@ TUI_HOST_PARK_NOTE = (
 )
 
 
+NO_SESSIONS = "  no sessions yet: a message you send here starts one"
+"""``/sessions`` in a data folder without any (alone and beside a running Maka)."""
+
+
 def no_session_yet() -> str:
     """A chat's session is made by its first message: what a command about it says before then."""
     return (
@@ -205,9 +209,12 @@ def _rows(host: HostClient) -> list[dict[str, Any]]:
 
 def _sessions(host: HostClient) -> None:
     """``/sessions``: the lines the TUI prints alone, from the host's overview."""
-    for row in _rows(host):
+    rows = _rows(host)
+    for row in rows:
         status = row.get("lastRunStatus") or "no runs"
         print(f"  {row['sessionId']}  {status}  {row['cwd']}")
+    if not rows:
+        print(NO_SESSIONS)
 
 
 def _turn(

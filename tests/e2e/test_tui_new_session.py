@@ -24,7 +24,9 @@ def _sessions(data: Path) -> list[dict[str, object]]:
     return sessions
 
 
-@pytest.mark.parametrize("stdin", ["", "/quit\n", "/transcript\n/resume\n/settle c1 ran\n/quit\n"])
+@pytest.mark.parametrize(
+    "stdin", ["", "/quit\n", "/transcript\n/resume\n/settle c1 ran\n/sessions\n/quit\n"]
+)
 def test_a_chat_ended_before_its_first_message_leaves_no_session(
     tmp_path: Path, stdin: str
 ) -> None:
@@ -35,6 +37,7 @@ def test_a_chat_ended_before_its_first_message_leaves_no_session(
     assert f"maka tui: a new session in {work.resolve()}" in chat.stdout
     if "/transcript" in stdin:
         assert chat.stdout.count("no session yet: send a message first") == 3
+        assert "no sessions yet: a message you send here starts one" in chat.stdout
     assert _sessions(data) == []
 
 
@@ -66,10 +69,11 @@ def test_beside_a_host_too(tmp_path: Path) -> None:
     data.mkdir()
     host = start_main(data, {}, "host").wait_ready()
     try:
-        chat = maka(["tui", "--cwd", str(work)], data, stdin="/transcript\n/settle\n")
+        chat = maka(["tui", "--cwd", str(work)], data, stdin="/transcript\n/settle\n/sessions\n")
         assert chat.returncode == 0, chat.stderr
         assert "no session yet: send a message first" in chat.stdout
         assert USAGE in chat.stdout  # as alone
+        assert "no sessions yet: a message you send here starts one" in chat.stdout
         assert _sessions(data) == []
     finally:
         host.stop()
