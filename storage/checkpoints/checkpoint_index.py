@@ -61,7 +61,7 @@ from storage.checkpoints.checkpoint_objects import (
     set_aside,
 )
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
 SMALL_INDEX = 16_000
 """The most entries an index may hold to be staged here. Measured (docs/performance.md): at

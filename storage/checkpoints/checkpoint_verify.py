@@ -34,7 +34,7 @@ from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
 _PIECE = 1 << 20  # read and hashed a megabyte at a time
 
