@@ -112,7 +112,7 @@ def _trees_reaching(
         query = "".join(f"{tree}\n" for tree in sorted(frontier))
         out = runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query.encode())
         following: set[str] = set()
-        for tree, body in _batch_objects(out):
+        for tree, body in batch_trees(out):
             entries = list(_tree_entries(body, len(tree) // 2))
             children[tree] = [child for child, _ in entries]
             following.update(
@@ -136,8 +136,9 @@ def _trees_reaching(
     return {tree for tree in roots if reaches(tree)}
 
 
-def _batch_objects(out: bytes) -> list[tuple[str, bytes]]:
-    """``cat-file --batch`` output as (id, content) for the objects it found."""
+def batch_trees(out: bytes) -> list[tuple[str, bytes]]:
+    """``cat-file --batch`` output as (id, content) for the trees it found (a missing object,
+    or one of another kind, is left out)."""
     found: list[tuple[str, bytes]] = []
     position = 0
     while position < len(out):

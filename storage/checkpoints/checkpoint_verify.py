@@ -33,6 +33,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
+from storage.checkpoints.checkpoint_presence import batch_trees
 
 _log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
@@ -119,7 +120,9 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
     frontier: list[tuple[str, bytes]] = [(tree, b"")]
     while frontier:
         query = "".join(f"{object_id}\n" for object_id, _ in frontier).encode()
-        bodies = _trees_read(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query))
+        bodies = dict(
+            batch_trees(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query))
+        )
         following: list[tuple[str, bytes]] = []
         for object_id, prefix in frontier:
             for mode, name, child in _entries(bodies.get(object_id, b""), len(object_id) // 2):
@@ -130,23 +133,6 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
                     following.append((child, prefix + name + b"/"))
         frontier = following
     return objects
-
-
-def _trees_read(out: bytes) -> dict[str, bytes]:
-    """``cat-file --batch`` output: the trees it printed, by id."""
-    found: dict[str, bytes] = {}
-    at = 0
-    while at < len(out):
-        end = out.index(b"\n", at)
-        header = out[at:end].split()
-        at = end + 1
-        if len(header) != 3:  # "<id> missing"
-            continue
-        size = int(header[2])
-        if header[1] == b"tree":
-            found[header[0].decode()] = out[at : at + size]
-        at += size + 1
-    return found
 
 
 def _entries(body: bytes, id_bytes: int) -> list[tuple[bytes, bytes, str]]:
