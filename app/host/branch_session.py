@@ -35,10 +35,10 @@ def branch_options(
     """The session's branchable boundaries, oldest first (reads only). Raises
     ``BranchRefused`` (``session_not_found``)."""
     options = BranchService(store, checkpoints, now_ms=_never).options(session_id)
-    return _said_trimmed(store, checkpoints, options)
+    return _with_snapshot_states(store, checkpoints, options)
 
 
-def _said_trimmed(
+def _with_snapshot_states(
     store: BranchWriter, checkpoints: CheckpointCarrier | None, options: list[BranchOption]
 ) -> list[BranchOption]:
     """``options`` with each kept snapshot that retention removed marked ``trimmed`` (as

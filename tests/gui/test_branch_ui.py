@@ -285,41 +285,36 @@ def test_the_timeline_button_opens_the_dialog_in_the_window(qtbot: QtBot) -> Non
     assert bridge.calls_to("create_branch") == []
 
 
-def test_a_point_retention_removed_says_it_is_kept_until_the_prune(qtbot: QtBot) -> None:
-    """As ``maka checkpoints`` calls it "removed by retention", the Timeline says the snapshot
-    of such a point is kept only until the next prune, unless a branch is made from it."""
+def _detail_of(qtbot: QtBot, option: bc.BranchOptionItem) -> tuple[TimelinePanel, str]:
+    """The Timeline's detail of ``option``'s row when it is the session's only branch point."""
     panel, bridge = _timeline(qtbot)
-    trimmed = _option("evt-u2", "user_message", "you: question 2").model_copy(
-        update={"trimmed": True}
-    )
     bridge.branch_options_listed.emit(
         bc.BranchOptionsListedPush(
             session_id=DEFAULT_IDS.session_id,
             cwd="/w/one",
             default_folder="/w/one-branch-1",
-            options=(trimmed,),
+            options=(option,),
         )
     )
-    panel.tree.setCurrentIndex(_row(panel, "evt-u2"))
-    text = panel.detail.toPlainText()
+    panel.tree.setCurrentIndex(_row(panel, option.event_id))
+    return panel, panel.detail.toPlainText()
+
+
+def test_a_point_retention_removed_says_it_is_kept_until_the_prune(qtbot: QtBot) -> None:
+    """As ``maka checkpoints`` calls it "removed by retention", the Timeline says the snapshot
+    of such a point is kept only until the next prune, unless a branch is made from it."""
+    trimmed = _option("evt-u2", "user_message", "you: question 2").model_copy(
+        update={"trimmed": True}
+    )
+    panel, text = _detail_of(qtbot, trimmed)
     assert "kept here until the next prune (removed by retention" in text, text
     assert panel.branch_button.isEnabled()
 
 
 def test_a_point_whose_snapshot_was_set_aside_as_damaged_says_so(qtbot: QtBot) -> None:
-    panel, bridge = _timeline(qtbot)
     damaged = _option("evt-u2", "user_message", "you: question 2", kept=False).model_copy(
         update={"snapshot_bound": True, "damaged_aside": True}
     )
-    bridge.branch_options_listed.emit(
-        bc.BranchOptionsListedPush(
-            session_id=DEFAULT_IDS.session_id,
-            cwd="/w/one",
-            default_folder="/w/one-branch-1",
-            options=(damaged,),
-        )
-    )
-    panel.tree.setCurrentIndex(_row(panel, "evt-u2"))
-    text = panel.detail.toPlainText()
+    _, text = _detail_of(qtbot, damaged)
     assert "found damaged and set aside" in text, text
     assert "no snapshot of the folder is kept here" not in text, text
