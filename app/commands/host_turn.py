@@ -23,8 +23,9 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Callable
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from app.cli_errors import EXIT_ERROR, EXIT_PARKED, EXIT_USAGE, CliError
 from app.commands.cancellable_turn import run_interruptible
@@ -173,25 +174,100 @@ def _note_checkpoints(host_off: bool | None) -> None:
     )
 
 
-def _latest_run_ended(data_dir: str | None, session_id: str) -> bool:
-    """Whether the session's latest run has its ending recorded (read-only; False when it
-    cannot be read)."""
+class _TurnLeft(NamedTuple):
+    """What the ledger recorded of the session's latest run when its host stopped: whether its
+    ending is recorded, and its tool calls by the facts committed for each (names, in order)."""
+
+    ended: bool
+    begun: bool  # False: the latest run is older than the request (the host stopped first)
+    finished: tuple[str, ...]  # an outcome recorded
+    running: tuple[str, ...]  # dispatched, no outcome: it may have done part of its work
+    unstarted: tuple[str, ...]  # asked for (a permission question, say), never dispatched
+
+
+def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft | None:
+    """Read-only; None when the ledger cannot be read or the session has no run.
+    ``sent_at``: when the request went out (ms since the epoch, the runs' clock: the host
+    runs on this computer)."""
     from app.data_paths import resolve_data_dir
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES
+    from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
     from storage.ledger.ledger_store import open_store
 
     try:
         store = open_store(resolve_data_dir(data_dir), read_only=True)
     except (LedgerError, OSError):
-        return False
+        return None
     try:
         runs = sorted(store.list_session_runs(session_id), key=lambda h: h.created_at)
-        return bool(runs) and runs[-1].status in TERMINAL_RUN_STATUSES
+        if not runs:
+            return None
+        events = [stored.event for stored in store.read_run_events(runs[-1].run_id)]
+        operations = scan_tool_ledger(events).operations
     except (LedgerError, OSError):
-        return False
+        return None
     finally:
         store.close()
+    by_state: dict[str, list[str]] = {"finished": [], "running": [], "unstarted": []}
+    for op in operations:
+        state = (
+            "finished"
+            if op.response_event is not None
+            else "running"
+            if op.dispatch_event is not None
+            else "unstarted"
+        )
+        by_state[state].append(op.tool_name or "a tool")
+    return _TurnLeft(
+        runs[-1].status in TERMINAL_RUN_STATUSES,
+        runs[-1].created_at >= sent_at,
+        tuple(by_state["finished"]),
+        tuple(by_state["running"]),
+        tuple(by_state["unstarted"]),
+    )
+
+
+def _listed(names: Sequence[str]) -> str:
+    """``bash``, ``read_file and bash``, ``read_file, list_dir, bash and 2 more``."""
+    if len(names) > 3:
+        return f"{', '.join(names[:3])} and {len(names) - 3} more"
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _calls(names: Sequence[str]) -> str:
+    """``1 tool call (write_file)``, ``2 tool calls (read_file and bash)``."""
+    return f"{len(names)} tool call{'' if len(names) == 1 else 's'} ({_listed(names)})"
+
+
+def host_stopped_words(left: _TurnLeft | None, plan: str) -> str:
+    """What a terminal says of its turn when the host running it stopped, from the facts the
+    ledger committed (``plan``: the ``maka plan`` command to look with). A call dispatched with
+    no outcome may have done part of its work; one never dispatched did not run, and saying
+    "may have done part of its work" of a turn that stopped at a permission question was not
+    true."""
+    recorded = f"{plan} says what was recorded"
+    if left is None:
+        return (
+            f"so it may have done part of its work: look before you run it again ({recorded}; "
+            "the next start repairs what it left)"
+        )
+    if not left.begun:
+        return f"it had not begun its run, so nothing of it ran: you can run it again ({recorded})"
+    done = f"it had finished {_calls(left.finished)}" if left.finished else ""
+    look = "look before you run it again"
+    if left.running:
+        said = f"{_calls(left.running)} had started with no outcome recorded and may have done "
+        said += f"part of its work{'; ' + done if done else ''}"
+    elif done:
+        said = f"no tool call of it was running: {done}"
+    else:
+        said, look = "it had run no tool call, so it changed nothing", "you can run it again"
+    if left.unstarted:
+        plural = "s" if len(left.unstarted) > 1 else ""
+        said += f"; the model's call{plural} to {_listed(left.unstarted)} never ran"
+    repair = "" if left.ended else "; the next start repairs what it left"
+    return f"{said}: {look} ({recorded}{repair})"
 
 
 class _HostTurn:
@@ -216,6 +292,7 @@ class _HostTurn:
         self._session_id: str | None = session_id
         self._cancel_wanted = False
         self._sent = True  # (``follow`` with ``send``: once it was sent)
+        self._sent_at = time.time_ns() // 1_000_000 - 5  # (the runs' clock: ms)
         self._lock = threading.Lock()
         self._question: CancelToken | None = None
         self._question_id: str | None = None
@@ -250,23 +327,21 @@ class _HostTurn:
                 sent = self._sent
             if lost.code != HostCode.HOST_STOPPED or session_id is None or not sent:
                 raise  # (not sent: nothing of this command's ran)
-            # Not "run the command again": the turn may have done part of its work.
-            if _latest_run_ended(self._data_dir, session_id):
+            # Not "run the command again" unless the record shows nothing ran.
+            left = _turn_left(self._data_dir, session_id, self._sent_at)
+            words = host_stopped_words(left, maka_command(f"plan {session_id}"))
+            if left is not None and left.ended and left.begun:
                 # Shut down in order (SIGTERM, the window closed): it stopped the turn and
                 # recorded its ending; nothing is left to repair.
                 raise HostConnectionError(
                     lost.code,
                     "the Maka window or host serving this data folder was shut down while this "
-                    "turn ran, and stopped it (its ending is recorded), so it may have done part "
-                    "of its work: look before you run it again "
-                    f"({maka_command(f'plan {session_id}')} says what was recorded)",
+                    f"turn ran, and stopped it (its ending is recorded); {words}",
                 ) from None
             raise HostConnectionError(
                 lost.code,
-                "the Maka window or host serving this data folder stopped while this turn ran, "
-                "so it may have done part of its work: look before you run it again "
-                f"({maka_command(f'plan {session_id}')} says what was recorded; the next start "
-                "repairs what it left)",
+                "the Maka window or host serving this data folder stopped while this turn ran"
+                f"{'; ' if left is not None else ', '}{words}",
             ) from None
         finally:
             self._stop_question()

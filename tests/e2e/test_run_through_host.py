@@ -406,6 +406,7 @@ def test_sigkill_of_the_host_mid_turn_says_the_host_stopped(
     said = " ".join("".join(driver.err).split())
     # The turn may have done part of its work: never "run the command again".
     assert "run the command again" not in said, said
+    assert "1 tool call (bash) had started with no outcome recorded and may have done" in said
     assert f"look before you run it again (maka plan {session} says" in said, said
     assert "Traceback" not in "".join(driver.err)
     # Nobody serves the folder: the next command recovers the run as after any crash.
@@ -413,6 +414,32 @@ def test_sigkill_of_the_host_mid_turn_says_the_host_stopped(
     listed = json.loads(maka(["sessions", "--json"], data).stdout)
     [row] = [row for row in listed["sessions"] if row["sessionId"] == session]
     assert "servedBy" not in listed and row["interrupted"] is True, row
+
+
+def test_sigkill_of_the_host_at_a_question_says_the_call_never_ran(
+    tmp_path: Path, clients: list[Streaming]
+) -> None:
+    """The host killed while its terminal asked ``Allow? [y/N]``: the terminal said the turn "may
+    have done part of its work", though the record shows the write was never dispatched. It
+    now says what the record shows: no tool call ran, the one asked for never ran."""
+    work, data, env = _one_write(tmp_path)
+    host = _host(data, env)
+    try:
+        driver = _asked(work, data, env, clients)
+        session = driver.session()
+        host.process.send_signal(signal.SIGKILL)
+        assert driver.finish() == 1, driver.text()
+    finally:
+        host.stop()
+    said = " ".join("".join(driver.err).split())
+    assert "[host_stopped]" in said, said
+    assert "part of its work" not in said, said
+    assert (
+        "it had run no tool call, so it changed nothing; the model's call to write_file never "
+        f"ran: you can run it again (maka plan {session} says what was recorded; the next start "
+        "repairs what it left)"
+    ) in said, said
+    assert not (work / "a.txt").exists()
 
 
 def test_maka_host_stops_on_sigterm_cancelling_the_turn_and_releasing_the_folder(
