@@ -113,10 +113,11 @@ def _trees_reaching(
         out = runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query.encode())
         following: set[str] = set()
         for tree, body in batch_trees(out):
-            entries = list(_tree_entries(body, len(tree) // 2))
-            children[tree] = [child for child, _ in entries]
+            # (submodule commits are never in the store: skipped)
+            entries = [e for e in tree_entries(body, len(tree) // 2) if e[0] != b"160000"]
+            children[tree] = [child for _, _, child in entries]
             following.update(
-                child for child, is_tree in entries if is_tree and child not in missing
+                child for mode, _, child in entries if mode == _TREE_MODE and child not in missing
             )
         for tree in frontier - children.keys():
             missing.add(tree)  # not readable after all: nothing under it can be copied
@@ -154,19 +155,17 @@ def batch_trees(out: bytes) -> list[tuple[str, bytes]]:
     return found
 
 
-def _tree_entries(body: bytes, id_bytes: int) -> list[tuple[str, bool]]:
-    """A tree object's entries as (object id, is a folder); submodule commits are skipped
-    (they are never in the store)."""
-    entries: list[tuple[str, bool]] = []
+def tree_entries(body: bytes, id_bytes: int) -> list[tuple[bytes, bytes, str]]:
+    """A tree object's entries as (mode, name, object id), in the tree's order."""
+    entries: list[tuple[bytes, bytes, str]] = []
     position = 0
     while position < len(body):
         space = body.index(b" ", position)
-        mode = body[position:space]
         nul = body.index(b"\0", space)
-        raw = body[nul + 1 : nul + 1 + id_bytes]
+        entries.append(
+            (body[position:space], body[space + 1 : nul], body[nul + 1 : nul + 1 + id_bytes].hex())
+        )
         position = nul + 1 + id_bytes
-        if mode != b"160000":
-            entries.append((raw.hex(), mode == _TREE_MODE))
     return entries
 
 

@@ -33,7 +33,7 @@ from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
-from storage.checkpoints.checkpoint_presence import batch_trees
+from storage.checkpoints.checkpoint_presence import batch_trees, tree_entries
 
 _log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
@@ -125,7 +125,7 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
         )
         following: list[tuple[str, bytes]] = []
         for object_id, prefix in frontier:
-            for mode, name, child in _entries(bodies.get(object_id, b""), len(object_id) // 2):
+            for mode, name, child in tree_entries(bodies.get(object_id, b""), len(object_id) // 2):
                 if mode == b"160000":
                     continue  # a submodule's commit: not in this repository by design
                 objects.append((child, os.fsdecode(prefix + name)))
@@ -133,20 +133,6 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
                     following.append((child, prefix + name + b"/"))
         frontier = following
     return objects
-
-
-def _entries(body: bytes, id_bytes: int) -> list[tuple[bytes, bytes, str]]:
-    """A tree object's entries as (mode, name, object id)."""
-    entries: list[tuple[bytes, bytes, str]] = []
-    at = 0
-    while at < len(body):
-        space = body.index(b" ", at)
-        nul = body.index(b"\0", space)
-        entries.append(
-            (body[at:space], body[space + 1 : nul], body[nul + 1 : nul + 1 + id_bytes].hex())
-        )
-        at = nul + 1 + id_bytes
-    return entries
 
 
 @dataclass(frozen=True, slots=True)
