@@ -16,6 +16,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -39,6 +40,25 @@ def _folder(tmp_path: Path) -> Path:
     return folder
 
 
+class _Swapped(NamedTuple):
+    folder: Path
+    store: GitCheckpointStore
+    git_dir: Path
+    tree: str  # the first snapshot's tree
+    blob: str  # a.txt's blob in it, swapped in the store for PLANTED
+
+
+def _swapped(tmp_path: Path) -> _Swapped:
+    """A folder captured once, then a.txt's blob swapped in the private store."""
+    folder = _folder(tmp_path)
+    store = GitCheckpointStore(tmp_path / "data")
+    git_dir = store.git_dir(WS)
+    tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
+    blob = object_id_of(git_dir, f"{tree}:a.txt")
+    swap_blob(git_dir, blob, PLANTED)
+    return _Swapped(folder, store, git_dir, tree, blob)
+
+
 @pytest.fixture(params=["in-process", "git"])
 def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways a capture stages and writes its tree: in this process (a small index) and
@@ -51,12 +71,7 @@ def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 def test_a_check_moves_a_swapped_blob_aside_and_the_next_capture_writes_it_again(
     tmp_path: Path, writer: str
 ) -> None:
-    folder = _folder(tmp_path)
-    store = GitCheckpointStore(tmp_path / "data")
-    git_dir = store.git_dir(WS)
-    first = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = object_id_of(git_dir, f"{first}:a.txt")
-    swap_blob(git_dir, blob, PLANTED)
+    folder, store, git_dir, first, blob = _swapped(tmp_path)
 
     # A capture after the damage (another file changed, a.txt not): it names the damaged
     # blob again, from the index.
@@ -93,12 +108,7 @@ def test_a_check_moves_a_swapped_blob_aside_and_the_next_capture_writes_it_again
 
 
 def test_a_refused_restore_sets_the_damage_aside_too(tmp_path: Path) -> None:
-    folder = _folder(tmp_path)
-    store = GitCheckpointStore(tmp_path / "data")
-    git_dir = store.git_dir(WS)
-    tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = object_id_of(git_dir, f"{tree}:a.txt")
-    swap_blob(git_dir, blob, PLANTED)
+    folder, store, git_dir, tree, _ = _swapped(tmp_path)
     # Unchanged folder: the capture takes the same tree, damaged blob and all.
     assert store.capture(folder, WS, "refs/maka/s/r/2", "m").tree_id == tree
 
@@ -212,13 +222,8 @@ def test_setting_aside_waits_for_a_capture_in_progress(tmp_path: Path) -> None:
     """The move and the index's removal happen under the workspace lock every capture holds
     from its first listing to its ref (here held by a second store of the same data folder,
     as another process would): never between a capture's staging and its tree."""
-    folder = _folder(tmp_path)
-    capturing = GitCheckpointStore(tmp_path / "data")
+    folder, capturing, git_dir, tree, blob = _swapped(tmp_path)
     checking = GitCheckpointStore(tmp_path / "data")
-    git_dir = capturing.git_dir(WS)
-    tree = capturing.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
-    blob = object_id_of(git_dir, f"{tree}:a.txt")
-    swap_blob(git_dir, blob, PLANTED)
     found: list[object] = []
     with capturing.locked(WS):
         thread = threading.Thread(
