@@ -25,14 +25,13 @@ from app.bridge_contract import (
 )
 from renderer.bridge_client import RendererBridge
 from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.crashed_session import crashed_run, main_started
 from tests.helpers.desktop_window import connected_banner
-from tests.helpers.maka_process import MainProcess, main_log, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.maka_process import MainProcess, main_log
 from tests.helpers.wire_client import WireClient
 
 pytestmark = pytest.mark.e2e
 
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
 SCRIPT: list[list[dict[str, Any]]] = [
     [
         {
@@ -57,20 +56,10 @@ def _renderer(
 def test_a_park_at_startup_opens_the_banner_parked_for_a_late_or_restarted_renderer(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT))
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P3"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
+    crashed = crashed_run(tmp_path, "P3", script=SCRIPT, checkpoints=False)
+    data, session_id = crashed.data, crashed.session_id
 
-    main = start_main(data, {**env, **FLAG}).wait_ready()
-    processes.append(main)
+    main = main_started(crashed, qtbot, processes, parked=False)
     # A renderer connected from the start hears the park exactly once, whenever it connected.
     early = WireClient(main.socket_name)
     early.hello(main.token)

@@ -6,7 +6,6 @@ of only "Try again"."""
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +13,13 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from app.bridge_contract import MessageKind, ResumeLatestRequest, SessionsListRequest
-from tests.helpers.maka_process import MainProcess, main_log, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.crashed_session import FLAG, crashed_run, main_started
+from tests.helpers.maka_process import MainProcess, start_main
+from tests.helpers.maka_run import committed_runs
 from tests.helpers.wire_client import WireClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT: list[list[dict[str, Any]]] = [
-    [
-        {
-            "text": "Counting.",
-            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
-        },
-        {"text": "Counted."},
-    ]
-]
 WAIT_MS = 30_000
 
 
@@ -44,29 +34,16 @@ def _standing_parks(qtbot: QtBot, main: MainProcess) -> list[dict[str, Any]]:
 def test_a_drift_park_keeps_its_ways_forward_after_a_restart(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    (work / "a.txt").write_text("alpha\n")
-    env = {**scripted_env(write_script(tmp_path / "s.json", SCRIPT), checkpoints=True), **FLAG}
-    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"]
-    crashed = maka(args, data, env={**env, "MAKA_FAILPOINT": "P8"})
-    assert crashed.returncode == -9, crashed.stderr
-    assert committed_runs(data)
-    (work / "a.txt").write_text("edited by the user\n")
+    crashed = crashed_run(tmp_path, "P8", files={"a.txt": "alpha\n"})
+    (crashed.work / "a.txt").write_text("edited by the user\n")
 
-    first = start_main(data, env).wait_ready()
-    processes.append(first)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
+    first = main_started(crashed, qtbot, processes)
     [parked] = _standing_parks(qtbot, first)
     assert parked["rejectionReasons"] == ("workspace_drift",)
     assert parked["workspaceOptions"] == ("isolated_restore", "rebaseline")
     assert first.terminate() == 0
 
-    second = start_main(data, env).wait_ready()
+    second = start_main(crashed.data, {**crashed.env, **FLAG}).wait_ready()
     processes.append(second)
     [standing] = _standing_parks(qtbot, second)
     assert standing["rejectionReasons"] == ("workspace_drift",)
@@ -78,26 +55,14 @@ def _parked_then_stopped(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> tuple[Path, Path, dict[str, str]]:
     """A run killed at P8, a.txt edited, a first start parked on the drift, then closed."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    (work / "a.txt").write_text("alpha\n")
-    env = {**scripted_env(write_script(tmp_path / "s.json", SCRIPT), checkpoints=True), **FLAG}
-    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"]
-    crashed = maka(args, data, env={**env, "MAKA_FAILPOINT": "P8"})
-    assert crashed.returncode == -9, crashed.stderr
-    (work / "a.txt").write_text("edited by the user\n")
-    first = start_main(data, env).wait_ready()
-    processes.append(first)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
+    crashed = crashed_run(tmp_path, "P8", files={"a.txt": "alpha\n"})
+    (crashed.work / "a.txt").write_text("edited by the user\n")
+    first = main_started(crashed, qtbot, processes)
     [parked] = _standing_parks(qtbot, first)
     paths = [p["path"] for d in parked["diagnostics"] for p in d["changedPaths"]]
     assert paths == ["a.txt"]
     assert first.terminate() == 0
-    return data, work, env
+    return crashed.data, crashed.work, {**crashed.env, **FLAG}
 
 
 def test_files_changed_back_while_closed_are_checked_again_at_start(

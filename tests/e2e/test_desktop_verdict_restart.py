@@ -11,9 +11,7 @@ planner at start, so a park decided in the CLI is what it shows too.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pytestqt.qtbot import QtBot
@@ -22,23 +20,14 @@ from app.bridge_contract import MessageKind, SessionsListRequest
 from renderer.bridge_client import RendererBridge
 from renderer.bridge_port import ConnectionState
 from renderer.interrupted_banner import BannerState, InterruptedBanner
+from tests.helpers.crashed_session import FLAG, crashed_run, main_started
 from tests.helpers.desktop_window import connected_banner
-from tests.helpers.maka_process import MainProcess, main_log, start_main
-from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+from tests.helpers.maka_process import MainProcess, start_main
+from tests.helpers.maka_run import maka
 from tests.helpers.wire_client import WireClient
 
 pytestmark = pytest.mark.e2e
 
-FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
-SCRIPT: list[list[dict[str, Any]]] = [
-    [
-        {
-            "text": "Counting.",
-            "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "echo x >> n.txt"}}],
-        },
-        {"text": "Counted."},
-    ]
-]
 WAIT_MS = 30_000
 
 
@@ -58,24 +47,10 @@ def _standing_parks(qtbot: QtBot, main: MainProcess) -> list[str]:
 def test_a_park_stands_after_a_restart_until_an_input_changes(
     tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
 ) -> None:
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = {**scripted_env(write_script(tmp_path / "script.json", SCRIPT)), **FLAG}
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P3"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
+    crashed = crashed_run(tmp_path, "P3", checkpoints=False)
+    data, env, session_id = crashed.data, {**crashed.env, **FLAG}, crashed.session_id
 
-    first = start_main(data, env).wait_ready()
-    processes.append(first)
-    deadline = time.monotonic() + 30
-    while "auto-resume outcome: ResumeParked" not in main_log(data):
-        assert time.monotonic() < deadline, main_log(data)
-        qtbot.wait(50)
+    first = main_started(crashed, qtbot, processes)
     assert first.terminate() == 0
 
     # Restarted: nothing new was repaired, nothing auto-resumes, and the park still stands.
@@ -111,22 +86,12 @@ def test_a_park_decided_by_maka_plan_is_what_the_banner_shows(
     """The run is repaired by ``maka plan`` in the CLI (which parks), so the desktop's start
     repairs nothing, auto-resume plans nothing and no verdict is remembered: the banner still
     shows the park the planner decides, never a Safe resume button that can only park."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = {**scripted_env(write_script(tmp_path / "script.json", SCRIPT)), **FLAG}
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "count once"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P3"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
-    session_id = committed_runs(data)[0][0].session_id
-    planned = maka(["plan", session_id], data, env=env)
+    crashed = crashed_run(tmp_path, "P3", checkpoints=False)
+    session_id = crashed.session_id
+    planned = maka(["plan", session_id], crashed.data, env={**crashed.env, **FLAG})
     assert planned.returncode == 3 and "dangling_tool_state" in planned.stdout, planned.stdout
 
-    main = start_main(data, env).wait_ready()
-    processes.append(main)
+    main = main_started(crashed, qtbot, processes, parked=False)
     banner, bridge = connected_banner(qtbot, main, session_id, WAIT_MS)
     qtbot.waitUntil(lambda: banner.state is BannerState.PARKED, timeout=WAIT_MS)
     assert [label.property("code") for label in banner.reason_labels] == ["dangling_tool_state"]
