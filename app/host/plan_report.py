@@ -130,6 +130,8 @@ class OperationView:
         # A call whose result says it was stopped has a whole record ("completed"), but did
         # not run to its end: say how it ended, as the timeline does.
         status = self.stopped_words or d.status.value
+        if self.turn_running and d.status.value != "completed":
+            status = "no result yet"  # not "indeterminate": its turn has not ended
         text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {status} ({d.reason.value})"
         if self.turn_running and d.status.value != "completed":
             sentence = "The turn that made this call has not ended: it may still be running."
@@ -217,13 +219,23 @@ def _recovery_reason(
     return found if isinstance(found, str) and found in RECOVERY_CODES else ""
 
 
-def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None) -> list[str]:
+_OFF = frozenset({"resume_feature_disabled"})
+
+
+def park_lines(
+    plan: ContinuationPlan,
+    reasons: Mapping[str, str] | None = None,
+    leave_out: frozenset[str] = frozenset(),
+) -> list[str]:
     """One sentence per reason, then the diagnostics with their codes (for a terminal). A parked
     or unsettled tool call also gets a sentence saying what recovery found; ``reasons`` maps tool
-    call ids to resolver reasons (else the reason code named in the diagnostic is used)."""
+    call ids to resolver reasons (else the reason code named in the diagnostic is used).
+    ``leave_out``: codes not said (reasons and diagnostics), being beside the point."""
     lines: list[str] = []
     broken = damaged(plan)
     for reason in plan.rejection_reasons:
+        if reason.value in leave_out:
+            continue
         text = describe(reason.value)
         severity, sentence = text.severity, text.sentence
         if broken and reason.value == "dangling_tool_state":
@@ -232,6 +244,8 @@ def park_lines(plan: ContinuationPlan, reasons: Mapping[str, str] | None = None)
             sentence = DAMAGED_RECORD_REASON
         lines.append(f"  [{severity}] {reason.value}: {sentence}")
     for diagnostic in plan.diagnostics:
+        if diagnostic.code in leave_out:
+            continue
         where = ""
         if diagnostic.tool_name or diagnostic.tool_call_id:
             where = f" ({diagnostic.tool_name or 'tool'} {diagnostic.tool_call_id or ''})".rstrip()
@@ -428,7 +442,8 @@ def plan_summary(
             else f"A turn of session {plan.session_id} is still running:"
             if running
             else f"Safe resume is parked for session {plan.session_id}:",
-            *park_lines(plan, reasons),
+            # (while it runs, Safe resume being off is beside the point: nothing to resume yet)
+            *park_lines(plan, reasons, _OFF if running else frozenset()),
             *_stop_advice(plan),
             *_folder_advice(plan, _turn_running(plan, operations)),
             *_workspace_advice(plan),
