@@ -87,6 +87,18 @@ class UsageParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error [{HostCode.USAGE_INVALID}]: {message}\n")
 
 
+def _json_errors(parser: argparse.ArgumentParser, wanted: bool) -> None:
+    """Set ``json_errors`` on ``parser`` and on the parsers of its subcommands (``maka sessions
+    rename``, ``maka ledger scan``): argparse makes those as new instances, which kept the
+    default and refused a ``--json`` command line with no JSON."""
+    if isinstance(parser, UsageParser):
+        parser.json_errors = wanted
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _json_errors(child, wanted)
+
+
 def terminal_columns() -> int:
     """``shutil.get_terminal_size().columns``: ``COLUMNS`` when it is a positive number, else the
     width of the terminal on standard output, else 80."""
@@ -152,9 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         break
     module = _load(command)
     parser = UsageParser(prog=f"maka {command}", description=COMMANDS[command][1])
-    parser.json_errors = "--json" in args_list
     parser.add_argument("--data-dir", help="data directory (default: MAKA_DATA_DIR or per-user)")
     module.add_arguments(parser)
+    _json_errors(parser, "--json" in args_list)
     args = parser.parse_args(args_list)
     as_json = bool(getattr(args, "json", False))
     saved = sys.stdout, sys.stderr

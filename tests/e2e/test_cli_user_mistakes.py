@@ -538,6 +538,10 @@ def test_json_refusals_are_one_json_document_with_the_same_exit_code(
         (("ledger", "plan", str(tmp_path / "missing.jsonl"), "--json"), 2, ""),
         (("plan", "--json"), 2, "usage_invalid"),
         (("sessions", "--json", "--bogus"), 2, "usage_invalid"),
+        # The parsers of subcommands' own commands (argparse makes them apart) said no JSON.
+        (("sessions", "rename", "--json"), 2, "usage_invalid"),
+        (("sessions", "relocate", "x", "--json"), 2, "usage_invalid"),
+        (("ledger", "scan", "--json"), 2, "usage_invalid"),
     ]
     for args, exit_code, code in cases:
         result = maka(data_dir, *args)
