@@ -381,12 +381,16 @@ def _blocks(path: Path) -> Iterator[tuple[list[bytes], bool]]:
             while block := file.read(BLOCK_BYTES):
                 lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
                 rest = lines.pop()
-                if len(rest) > MAX_LINE_BYTES:  # (an endless line: a file of zeros, a binary)
+                # (an endless line: a file of zeros, a binary). Only the first line of a block
+                # can be long: it carries what the blocks before left unfinished, up to the
+                # limit, so a line up to one block longer than that ended in this one.
+                if len(rest) > MAX_LINE_BYTES or (lines and len(lines[0]) > MAX_LINE_BYTES):
+                    number = read + 1 if lines and len(lines[0]) > MAX_LINE_BYTES else 0
                     raise LedgerFileError(
                         LedgerFileCode.LEDGER_FILE_UNREADABLE,
-                        f"cannot read {path}: line {read + len(lines) + 1} is longer than "
-                        f"{MAX_LINE_BYTES >> 20} MiB, longer than any ledger line; this is not "
-                        "a ledger file",
+                        f"cannot read {path}: line {number or read + len(lines) + 1} is longer "
+                        f"than {MAX_LINE_BYTES >> 20} MiB, longer than any ledger line; this is "
+                        "not a ledger file",
                     )
                 if lines:
                     read += len(lines)

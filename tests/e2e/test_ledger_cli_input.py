@@ -197,6 +197,19 @@ def test_plan_stops_at_a_line_longer_than_any_ledger_line(tmp_path: Path) -> Non
     assert "line 1 is longer than 64 MiB" in done.stderr
 
 
+def test_plan_stops_at_a_long_line_that_ends_within_a_block(tmp_path: Path) -> None:
+    """A line a little longer than 64 MiB whose newline falls in the block that took it past
+    the limit: only the unfinished rest was measured, so it was decoded (about 900 MB held)."""
+    path = tmp_path / "long.jsonl"
+    with path.open("wb") as file:  # sparse zeros, then a newline and a second line
+        file.seek((64 << 20) + (1 << 20))
+        file.write(b"\n{}\n")
+    done = maka("ledger", "plan", path, data_dir=tmp_path / "no-data")
+    assert done.returncode == 2, done.stderr
+    assert_coded(done.stderr)
+    assert "line 1 is longer than 64 MiB" in done.stderr, done.stderr
+
+
 # ---- export files -----------------------------------------------------------------------------
 
 
