@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 
 from runtime.ledger.coded_error import CodedError
 
@@ -18,3 +19,18 @@ class CliError(CodedError):
     def __init__(self, code: StrEnum, message: str, exit_code: int = EXIT_ERROR) -> None:
         super().__init__(code, message, text=f"{code}: {message}")
         self.exit_code = exit_code
+
+
+def refuse_before_a_ledger(data_dir: Path, session_id: str) -> None:
+    """``session_not_found`` (exit 2) for a command naming ``session_id`` in a data folder that
+    holds no database yet: refused before opening the store, which would make an empty one (and
+    the data folder) to say the same."""
+    from runtime.ledger.codes import StoreCode
+    from storage.ledger.database_choice import no_ledger_yet
+
+    if no_ledger_yet(data_dir):
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {session_id} (no data in {data_dir})",
+            EXIT_USAGE,
+        )

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import BranchCode, HostCode, RestoreCode, StoreCode
 from runtime.ledger.command_words import maka_command
@@ -96,10 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if served is not None:  # the desktop or `maka host` owns the folder: it lists and branches
         with served:
             return _through_host(args, served)
-    from storage.ledger.database_choice import no_ledger_yet
 
-    if no_ledger_yet(data_dir):
-        raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    refuse_before_a_ledger(data_dir, args.session)
     if args.at is None:
         return _list_read_only(args, data_dir)
     with owned_session_host(data_dir, None) as host:

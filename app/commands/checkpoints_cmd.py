@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any
 
-from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.file_names import shown_name
@@ -51,14 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
-    from storage.ledger.database_choice import no_ledger_yet
 
-    if no_ledger_yet(data_dir):
-        raise CliError(
-            StoreCode.SESSION_NOT_FOUND,
-            f"no session {args.session} (no data in {data_dir})",
-            EXIT_USAGE,
-        )
+    refuse_before_a_ledger(data_dir, args.session)
     try:
         store = open_store(data_dir, read_only=True)
     except LedgerError as error:

@@ -20,7 +20,14 @@ import json
 import sys
 from typing import Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
+from app.cli_errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_PARKED,
+    EXIT_USAGE,
+    CliError,
+    refuse_before_a_ledger,
+)
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
 
@@ -54,14 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if host is not None:
         with host:
             return _through_host(args, host)
-    from storage.ledger.database_choice import no_ledger_yet
 
-    if no_ledger_yet(data_dir):
-        raise CliError(
-            StoreCode.SESSION_NOT_FOUND,
-            f"no session {args.session} (no data in {data_dir})",
-            EXIT_USAGE,
-        )
+    refuse_before_a_ledger(data_dir, args.session)
     if not data_dir.exists():
         # The ledger is on a server and this data folder is new: made private, as every
         # command that writes makes it (its lock, logs and snapshots go there).

@@ -15,7 +15,14 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
+from app.cli_errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_PARKED,
+    EXIT_USAGE,
+    CliError,
+    refuse_before_a_ledger,
+)
 from app.data_paths import resolve_data_dir
 from app.host.resume_decisions import restore_unavailable as _restore_unavailable
 from app.host.resume_decisions import unanswered_decision as _unanswered_decision
@@ -112,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 permission_mode(args.permission_mode),
                 lambda: note_refusals_without_terminal(args.permission_mode),
             )
+    refuse_before_a_ledger(data_dir, args.session)
     with owned_session_host(data_dir, args.provider, settings) as host:
         session = host.store.get_session(args.session)
         if session is None:

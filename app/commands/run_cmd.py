@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
 from runtime.ledger.command_words import maka_command
@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
         return turn_ended(
             end.status, end.failure_class, end.stop_reason, end.message, end.session_id
         )
+    if args.session:
+        refuse_before_a_ledger(data_dir, args.session)
     transcript = TerminalTranscript()
     asker = StdinPermissionAsker(transcript)
     settings = run_settings(args.max_steps)

@@ -27,7 +27,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.command_words import maka_command
@@ -68,14 +68,8 @@ def run(args: argparse.Namespace) -> int:
     if host is not None:
         with host:
             return _through_host(args, host)
-    from storage.ledger.database_choice import no_ledger_yet
 
-    if no_ledger_yet(data_dir):
-        raise CliError(
-            StoreCode.SESSION_NOT_FOUND,
-            f"no session {args.session} (no data in {data_dir})",
-            EXIT_USAGE,
-        )
+    refuse_before_a_ledger(data_dir, args.session)
     with owned_store(data_dir) as store:
         run_startup_recovery(store, now_ms, startup_reconciler(store))
         if store.get_session(args.session) is None:

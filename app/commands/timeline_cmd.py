@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import StoreCode
 from runtime.ledger.command_words import maka_command
@@ -48,14 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger.ledger_store import open_store
 
     data_dir = resolve_data_dir(args.data_dir)
-    from storage.ledger.database_choice import no_ledger_yet
 
-    if no_ledger_yet(data_dir):
-        raise CliError(
-            StoreCode.SESSION_NOT_FOUND,
-            f"no session {args.session} (no data in {data_dir})",
-            EXIT_USAGE,
-        )
+    refuse_before_a_ledger(data_dir, args.session)
     try:
         store = open_store(data_dir, read_only=True)
     except LedgerError as error:

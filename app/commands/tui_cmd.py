@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
 from runtime.ledger.command_words import maka_command
@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             return chat_through_host(
                 args, attached, str(cwd.resolve()), str(policy.mode), HELP + HOST_HELP
             )
+    if args.session:
+        refuse_before_a_ledger(data_dir, args.session)
     with owned_session_host(data_dir, args.provider, settings) as host:
         service = host.service
         # A new chat's session is made by its first message (as through a running Maka): a

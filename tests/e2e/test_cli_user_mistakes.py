@@ -610,6 +610,22 @@ def test_a_reader_that_went_away_ends_the_command_quietly(
     assert result.returncode == 141, (result.returncode, err)
 
 
+def test_an_unknown_session_in_a_new_data_folder_creates_nothing(tmp_path: Path) -> None:
+    """``maka run --session NOPE``, ``maka resume NOPE`` and ``maka tui --session NOPE`` on a
+    data folder with no database yet are refused with ``session_not_found`` and leave no
+    database (or folder) behind, as ``maka plan`` and ``maka settle`` already did; they opened
+    the store first."""
+    data = tmp_path / "data"
+    for args in (
+        ("run", "--session", "session_nope", "hi"),
+        ("resume", "session_nope"),
+        ("tui", "--session", "session_nope"),
+    ):
+        err = refused(maka(data, *args), 2, "session_not_found")
+        assert "no session session_nope" in err, err
+        assert not data.exists(), args
+
+
 def test_a_damaged_settings_file_opens_no_second_ledger(tmp_path: Path) -> None:
     """A settings file that chose a PostgreSQL server, left broken by a hand edit: ``maka run``
     and ``maka sessions`` are refused with ``settings_damaged`` and create no database in the
