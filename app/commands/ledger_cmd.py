@@ -65,7 +65,8 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
         default=argparse.SUPPRESS,
-        help="accepted and ignored: the ledger tools read FILE and never open a database",
+        help="checked as every command checks it, then unused: the ledger tools read FILE and "
+        "never open a data folder or a database",
     )
 
 
