@@ -114,6 +114,14 @@ def create_empty_dirs(
 COMPARE_OPTIONS = ("-r", "-t", "-z", "--no-renames", "--raw")
 
 
+def shown_path(raw: bytes) -> str:
+    """A changed path as the record and people read it: bytes that are not UTF-8 written as
+    ``\\xNN``, as a tool's result writes a name (``lat\\xe9.txt``). A replacement character
+    lost the name; a lone surrogate (``os.fsdecode``) is refused by every event, so a resume
+    telling the model such a file changed ended with ``event_schema_invalid``."""
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def tree_changes(
     runner: GitRunner, git_dir: Path, old_tree: str, new_tree: str, *, printed: bytes | None = None
 ) -> list[TreeChange]:
@@ -128,7 +136,7 @@ def tree_changes(
         if not meta:
             continue
         old_mode, new_mode, old_id, new_id, status = meta.decode().lstrip(":").split(" ")
-        path = raw.decode("utf-8", "replace")  # for people: replacement characters
+        path = shown_path(raw)
         kind = {"A": PathChange.ADDED, "D": PathChange.DELETED}.get(status[:1], PathChange.MODIFIED)
         if _TREE_MODE in (old_mode, new_mode):
             # A folder: only an empty one is a change of its own (a folder's files say the rest).

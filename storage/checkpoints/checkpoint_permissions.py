@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.ledger.checkpoint_ports import PathChange, TreeChange
+from storage.checkpoints.checkpoint_empty_dirs import shown_path
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import blob_id, plain_repository, write_object
 from storage.private_files import private_opener
@@ -488,7 +489,7 @@ def permission_changes(old: dict[str, int] | None, new: dict[str, int] | None) -
     for name, bits in new.items():
         before = old.get(name)
         if before is not None and before != bits:
-            found.append(TreeChange(name, PathChange.MODIFIED))
+            found.append(TreeChange(shown_path(os.fsencode(name)), PathChange.MODIFIED))
     return found
 
 

@@ -81,6 +81,7 @@ from storage.checkpoints.checkpoint_empty_dirs import (
     create_empty_dirs,
     empty_dirs_under,
     graft_empty_dirs,
+    shown_path,
     tree_changes,
 )
 from storage.checkpoints.checkpoint_enclosing import (
@@ -2111,8 +2112,8 @@ def _add_tracked_ignored(runner: GitRunner, target: Path) -> None:
 
 def _as_text(name: str) -> str:
     """``name`` as UTF-8 text: a byte that does not decode (a name read with Python's
-    surrogate escapes) becomes U+FFFD."""
-    return os.fsencode(name).decode("utf-8", "replace")
+    surrogate escapes) is written ``\\xNN``, as in the snapshots' changes and tools' results."""
+    return shown_path(os.fsencode(name))
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -528,7 +528,7 @@ def test_a_top_level_maka_that_is_not_a_folder_is_left_out(tmp_path: Path, kind:
 @pytest.mark.usefixtures("staged_both_ways")
 def test_a_newly_ignored_name_that_is_not_utf8_is_noted(tmp_path: Path) -> None:
     """A path left out because an ignore rule came in, its name not UTF-8: the capture is
-    written (it failed encoding its message), the name noted with U+FFFD."""
+    written (it failed encoding its message), the name noted as ``\\xNN``."""
     folder = _folder(tmp_path)
     with open(os.path.join(os.fsencode(folder), b"\xffraw.txt"), "wb") as out:
         out.write(b"x\n")
@@ -538,17 +538,17 @@ def test_a_newly_ignored_name_that_is_not_utf8_is_noted(tmp_path: Path) -> None:
     second = store.capture(folder, WS, checkpoint_ref("s", "r", 2), "m")
     assert second.commit_id is not None
     noted = store.now_ignored(WS, [second.commit_id])[second.commit_id]
-    assert "\ufffdraw.txt" in noted
+    assert "\\xffraw.txt" in noted
 
 
 def test_a_skipped_name_that_is_not_utf8_is_reported_as_text(tmp_path: Path) -> None:
-    """A file over the size limit whose name is not UTF-8: the capture names it with U+FFFD
+    """A file over the size limit whose name is not UTF-8: the capture names it as ``\\xNN``
     (the run's checkpoint fact lists skipped paths, and a ledger holds UTF-8 text only)."""
     folder = _folder(tmp_path)
     with open(os.path.join(os.fsencode(folder), b"big\xfe.bin"), "wb") as out:
         out.write(b"x" * 2_000)
     store = GitCheckpointStore(tmp_path / "data", max_file_bytes=1_000)
     taken = store.capture(folder, WS, checkpoint_ref("s", "r", 1), "m")
-    assert taken.skipped == ("big\ufffd.bin",)
+    assert taken.skipped == ("big\\xfe.bin",)
     "".join(taken.skipped).encode("utf-8")  # no lone surrogate left
-    assert store.observe(folder, WS).skipped == ("big\ufffd.bin",)
+    assert store.observe(folder, WS).skipped == ("big\\xfe.bin",)

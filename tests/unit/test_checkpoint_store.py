@@ -290,9 +290,16 @@ def test_changed_paths_read_well_whatever_their_bytes(tmp_path: Path) -> None:
     (folder / "été.md").write_text("z")
     seen = store.observe(folder, WS)
     paths = [c.path for c in store.changes(WS, first.tree_id, seen.tree_id)]
-    assert sorted(paths) == sorted(["line\nbreak.txt", "latin-\ufffd.txt", "été.md"])
+    # A byte that is not UTF-8 is written as a tool's result writes it (\\xNN), not lost.
+    assert sorted(paths) == sorted(["line\nbreak.txt", "latin-\\xe9.txt", "été.md"])
     for path in paths:
         path.encode("utf-8")  # printable as JSON, sendable over the bridge
+    # A permission change alone on that file is named the same way (it was a lone surrogate,
+    # which no event may hold: a resume telling the model of it was refused).
+    os.chmod(folder / os.fsdecode(b"latin-\xe9.txt"), 0o600)
+    chmodded = store.observe(folder, WS)
+    changed = store.changes(WS, seen.tree_id, chmodded.tree_id)
+    assert [c.path for c in changed] == ["latin-\\xe9.txt"], changed
 
 
 def test_no_checkpoint_chains_to_another_whoever_captured_it(tmp_path: Path) -> None:
