@@ -236,7 +236,9 @@ def refusal_advice(code: str, session_id: str, cwd: str) -> str | None:
             "damaged objects were moved aside (the refusal above says so) and your folder "
             "still holds those files as the snapshot had them, trying again can make the copy "
             "(the next look at the folder writes them again): "
-            f"{maka_command(f'resume {session_id} --restore-to')}. Or "
+            f"{maka_command(f'resume {session_id} --restore-to')}. Otherwise the copy is made "
+            "from an earlier snapshot that is whole, without what the calls after it changed, "
+            f"or none is left ({maka_command(f'plan {session_id}')} says which, first). Or "
             "continue with your current files: "
             f"{maka_command(f'resume {session_id} --rebaseline')}."
         )

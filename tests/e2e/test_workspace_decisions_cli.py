@@ -721,6 +721,8 @@ def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: 
     assert "[workspace_restore_snapshot_damaged]" in said.stdout, said.stdout + said.stderr
     assert f"maka resume {drill.session} --rebaseline" in said.stdout, said.stdout
     assert "trying again can make the copy" in said.stdout, said.stdout
+    # Or, the folder no longer holding those bytes, from an earlier snapshot: said before.
+    assert "Otherwise the copy is made from an earlier snapshot that is whole" in said.stdout
     assert "your folder and the record are as they were" in said.stdout, said.stdout
     assert not (tmp_path / "work-restored-1").exists()
     assert _files(drill.work) == before
