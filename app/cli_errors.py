@@ -22,9 +22,10 @@ class CliError(CodedError):
 
 
 def refuse_before_a_ledger(data_dir: Path, session_id: str) -> None:
-    """``session_not_found`` (exit 2) for a command naming ``session_id`` in a data folder that
-    holds no database yet: refused before opening the store, which would make an empty one (and
-    the data folder) to say the same."""
+    """``session_not_found`` (exit 2) for a command naming ``session_id`` where no ledger is
+    yet: no database file in the data folder, or a PostgreSQL database without Maka's schema.
+    Refused before opening the store, which would make an empty one (the data folder, or the
+    schema on the server) to say the same."""
     from runtime.ledger.codes import StoreCode
     from storage.ledger.database_choice import no_ledger_yet
 
@@ -34,3 +35,24 @@ def refuse_before_a_ledger(data_dir: Path, session_id: str) -> None:
             f"no session {session_id} (no data in {data_dir})",
             EXIT_USAGE,
         )
+    if _server_without_ledger(data_dir):
+        raise CliError(
+            StoreCode.SESSION_NOT_FOUND,
+            f"no session {session_id} (the PostgreSQL database holds no Maka ledger yet)",
+            EXIT_USAGE,
+        )
+
+
+def _server_without_ledger(data_dir: Path) -> bool:
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.ledger.database_choice import database_url
+
+    try:
+        url = database_url(data_dir)
+    except LedgerError:
+        return False  # (opening the store refuses it, with its code)
+    if url is None:
+        return False
+    from storage.ledger.postgres_store import holds_no_ledger
+
+    return holds_no_ledger(url)

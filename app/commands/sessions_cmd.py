@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
 from app.host.session_rows import may_await_repair, nobody_owns, session_row
 from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
@@ -105,10 +105,7 @@ def _change(args: argparse.Namespace) -> int:
             f"{maka_command(f'sessions remove {args.session} --yes')}",
             EXIT_USAGE,
         )
-    from storage.ledger.database_choice import no_ledger_yet
-
-    if no_ledger_yet(data_dir):
-        raise CliError(codes.StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    refuse_before_a_ledger(data_dir, args.session)
     from app.host.host_client import attach
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 

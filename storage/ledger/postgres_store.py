@@ -917,6 +917,25 @@ def _ignore_lost(sessions: Sequence[str]) -> None:
     del sessions
 
 
+def holds_no_ledger(url: str) -> bool:
+    """Whether the database at ``url`` holds no Maka schema yet, by a read-only look. False
+    when that cannot be told (the server is down, the URL is refused, a foreign table): the
+    open that follows says why. A command that only names a session asks first, so that a
+    mistyped database name does not get Maka's schema to answer ``session_not_found``."""
+    try:
+        with sqlite_errors():
+            conn = connect(url, read_only=True)
+    except (StoreRefusal, OSError):
+        return False
+    try:
+        with sqlite_errors():
+            return read_version(conn) == 0
+    except (StoreRefusal, OSError):
+        return False
+    finally:
+        conn.close()
+
+
 def _check_readable(conn: PostgresConnection) -> None:
     """A reader's open: the ledger exists at this program's schema version."""
     version = read_version(conn)

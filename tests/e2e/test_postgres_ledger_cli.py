@@ -254,3 +254,31 @@ def test_a_run_whose_process_is_gone_is_said_to_await_repair_once_its_lease_ran_
     assert listed["sessions"][0]["awaitingRepair"] is True, listed
     timeline = maka(["timeline", str(session)], tmp_path / "two", env=env)
     assert "no Maka process holds its session any more" in timeline.stdout, timeline.stdout
+
+
+def test_naming_a_session_in_a_database_without_a_ledger_changes_nothing(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A database with no Maka schema (a new one, or a mistyped name): every command that only
+    names a session says ``session_not_found`` and leaves the database empty. ``plan``,
+    ``settle``, ``resume``, ``run --session`` and ``sessions rename`` created the whole schema
+    (and took an owner epoch) to say so."""
+    data = tmp_path / "data"
+    url = {"MAKA_DATABASE_URL": postgres_url}
+    for args in (
+        ["plan", "session_nope"],
+        ["settle", "session_nope", "call", "--ran"],
+        ["resume", "session_nope"],
+        ["run", "--session", "session_nope", "hi"],
+        ["sessions", "rename", "session_nope", "a title"],
+        ["sessions", "remove", "session_nope", "--yes"],
+    ):
+        result = maka(args, data, env=url)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "[session_not_found]" in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr, result.stderr
+    with psycopg.connect(postgres_url) as conn:
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchone()
+    assert tables == (0,)
