@@ -94,8 +94,10 @@ def own_data_dir(data_dir: Path) -> InstanceLock:
 def owned_store(data_dir: Path, error_exit: int = EXIT_ERROR) -> Iterator[SqliteLedgerStore]:
     """A writing command's store: the data folder owned (``own_data_dir``), the store opened
     with its refusal said as a coded error (exit ``error_exit``), both let go at the end."""
+    from app.terminal_log import terminal_warnings
     from storage.ledger.ledger_store import open_store
 
+    terminal_warnings()
     lock = own_data_dir(data_dir)
     try:
         try:
@@ -200,11 +202,12 @@ def _retain_when_due(store: object, carrier: object) -> None:
     from storage.checkpoints.checkpoint_retention import run_retention
 
     print("maka: trimming workspace snapshots no longer needed (once a day)...", file=sys.stderr)
-    # Its failures are said below, once: its log's warnings would reach the terminal too (a
-    # terminal command configures no logging, so Python's last-resort handler prints them).
+    # Its failures are said below, once: its log's warnings would reach the terminal too
+    # (through the terminal's warning handler on ``maka``), so they stop at its own logger.
     quiet = logging.NullHandler()
     trimming_log = logging.getLogger("maka.storage.checkpoints")
     trimming_log.addHandler(quiet)
+    trimming_log.propagate = False
     try:
         result = run_retention(store, carrier)  # type: ignore[arg-type]
     except KeyboardInterrupt:
@@ -217,6 +220,7 @@ def _retain_when_due(store: object, carrier: object) -> None:
         result = None
     finally:
         trimming_log.removeHandler(quiet)
+        trimming_log.propagate = True
     with contextlib.suppress(OSError):
         start_the_clock()
     if result is not None and result.errors:
