@@ -173,7 +173,8 @@ def host_owner() -> str:
 def _lease_lost(session_id: str, why: str) -> StoreRefusal:
     return StoreRefusal(
         StoreCode.SESSION_LEASE_LOST,
-        f"this host does not hold the lease of session {session_id} ({why}); nothing was committed",
+        f"this Maka process does not hold the lease of session {session_id} ({why}); nothing "
+        "was committed",
     )
 
 
@@ -208,8 +209,8 @@ def _lost_words(conn: sqlite3.Connection, session_id: str) -> str:
     return (
         "it lost the lease earlier (it was stopped or cut off past the lease) and never takes a "
         "lost session back by itself, so that a turn it had running cannot go on; no host holds "
-        "it now: restart this host (maka host, or the desktop) to carry on with it here, or use "
-        "another host's data folder"
+        "it now: restart this process (maka host or the desktop; a command: run it again) to "
+        "carry on with it here, or use another host's data folder"
     )
 
 

@@ -365,7 +365,7 @@ def test_a_host_that_lost_a_lease_says_how_to_carry_on_once_nobody_holds_it(
     never takes the session back by a write, so that a turn it had running cannot go on. It
     said "another host took it over" even when no host held it any more, and the advice
     (use that host, or wait) could not work: it now names the holder while one holds it, and
-    says to restart this host once none does."""
+    says to restart this process once none does."""
     ids = _ids(7)
     with (
         lease_host(postgres_url, "stopped", ttl_ms=300) as stopped,
@@ -385,4 +385,4 @@ def test_a_host_that_lost_a_lease_says_how_to_carry_on_once_nobody_holds_it(
         with pytest.raises(StoreRefusal) as free:
             stopped.append_event(user_text(event_id="once-free", ids=ids))
         assert free.value.code is StoreCode.SESSION_LEASE_LOST
-        assert "no host holds it now: restart this host" in free.value.message
+        assert "no host holds it now: restart this process" in free.value.message
