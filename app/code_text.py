@@ -736,7 +736,7 @@ TOOL_REFUSALS: dict[str, CodeRecord] = _records(
 
 RUN_ENDINGS: dict[str, CodeRecord] = _records(
     {
-        "app_restarted": (_W, "Maka restarted before this run finished."),
+        "app_restarted": (_W, "Maka stopped before this run finished."),
         "provider_error": (_E, "The model could not be reached or answered with an error."),
         "tool_boundary_failed": (_E, "A tool step could not be saved, so the run stopped."),
         "cancelled_by_user": (

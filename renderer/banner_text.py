@@ -108,7 +108,7 @@ def copy_for(  # noqa: C901
     """Title, body and action-button text for ``state``. ``from_environment``: the
     environment variable decides, so the settings checkbox is locked and is no way to turn
     Safe resume on."""
-    restarted = _tr("Maka restarted before the last turn finished.")
+    restarted = _tr("Maka stopped before the last turn finished.")
     if state is BannerState.DISABLED and from_environment:
         return (
             restarted,

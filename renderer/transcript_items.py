@@ -790,14 +790,15 @@ class NoticeWidget(TintedPanel):
 
 def continued_words(after: str, automatic: bool = False) -> str:
     """The continuation marker's words: what Safe resume continued after, and whether
-    automatic resume (at start, after a restart) started it rather than the user."""
+    automatic resume started it rather than the user. "After Maka stopped", not "after restart":
+    the run may have been ended by another host that took its session over (a shared ledger)."""
     if automatic:
-        return _tr("Continued after restart by automatic resume")
+        return _tr("Continued by automatic resume after Maka stopped")
     if after == "stop":
         return _tr("Continued with Safe resume after the stop")
     if after == "failure":
         return _tr("Continued with Safe resume after the failure")
-    return _tr("Continued after restart with Safe resume")
+    return _tr("Continued with Safe resume after Maka stopped")
 
 
 class ContinuationMarkerWidget(QWidget):

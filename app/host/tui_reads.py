@@ -17,7 +17,7 @@ from runtime.ledger.command_words import maka_command
 Out = Callable[[str], None]
 """Writes one line (``print`` in the TUI; a buffer in the host)."""
 
-CONTINUED_MARKER = "--- Continued after restart with Safe resume ---"
+CONTINUED_MARKER = "--- Continued with Safe resume after Maka stopped ---"
 CONTINUED_MARKERS = {
     "restart": CONTINUED_MARKER,
     "stop": "--- Continued with Safe resume after the stop ---",

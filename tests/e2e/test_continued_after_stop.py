@@ -1,7 +1,7 @@
 """What a continuation's marker says it followed: a turn the user stopped (Ctrl+C in the real
 ``maka run``, its command ended), then continued with the real ``maka resume``: the TUI's
-/transcript says "Continued with Safe resume after the stop", not "after restart" (nothing
-restarted)."""
+/transcript says "Continued with Safe resume after the stop", not "after Maka stopped" (Maka
+did not stop)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_a_continuation_after_a_stop_says_so(tmp_path: Path) -> None:
     shown = maka(["tui", "--session", session], data, env=env, stdin="/transcript\n/quit\n")
     assert shown.returncode == 0, shown.stderr
     assert "--- Continued with Safe resume after the stop ---" in shown.stdout, shown.stdout
-    assert "after restart" not in shown.stdout
+    assert "after Maka stopped" not in shown.stdout
 
 
 def test_the_plan_lists_the_stopped_command_as_stopped_as_the_timeline_does(

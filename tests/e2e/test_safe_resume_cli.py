@@ -328,7 +328,7 @@ def test_the_tui_says_a_session_was_interrupted_and_marks_the_continuation(
     )
     assert resumed.returncode == 0, resumed.stderr
     transcript = resumed.stdout.split("continuation run", 1)[1]
-    marker = "--- Continued after restart with Safe resume ---"
+    marker = "--- Continued with Safe resume after Maka stopped ---"
     assert marker in transcript
     # the marker stands between the interrupted run and the continuation's reply
     assert transcript.index("you> count once") < transcript.index(marker)

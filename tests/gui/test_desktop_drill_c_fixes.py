@@ -287,7 +287,7 @@ def test_a_continuation_automatic_resume_started_is_announced_as_such(
     if not told_first:
         bridge.resume_started.emit(started)
     QApplication.processEvents()
-    assert _marker_words(window, "m-r2") == "Continued after restart by automatic resume"
+    assert _marker_words(window, "m-r2") == "Continued by automatic resume after Maka stopped"
     assert window.auto_resume_notice.text == (
         "Automatic resume: 1 session continued by itself; open it to see."
     )
@@ -299,7 +299,7 @@ def test_a_continuation_automatic_resume_started_is_announced_as_such(
     bridge.push_started("s2", run_id="r3")
     window.open_session("s2")
     _opened(bridge, "s2", "r3")
-    assert _marker_words(window, "m-r3") == "Continued after restart with Safe resume"
+    assert _marker_words(window, "m-r3") == "Continued with Safe resume after Maka stopped"
 
 
 def test_clicking_the_open_session_clears_its_announcement(qtbot: QtBot) -> None:

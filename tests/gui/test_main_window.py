@@ -549,7 +549,7 @@ def test_the_banner_offers_safe_resume_only_after_a_restart(
         assert _banner_state(window) is BannerState.HIDDEN and not window.banner.isVisible()
         return
     assert _banner_state(window) is BannerState.IDLE and window.banner.isVisible()
-    assert window.banner.title_label.text() == "Maka restarted before the last turn finished."
+    assert window.banner.title_label.text() == "Maka stopped before the last turn finished."
     assert window.banner.action_button.text() == "Safe resume"
     QTest.mouseClick(window.banner.action_button, Qt.MouseButton.LeftButton)
     assert bridge.calls_to("resume_latest") == [("s1",)]

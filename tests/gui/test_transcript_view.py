@@ -184,7 +184,7 @@ def test_continuation_marks_what_follows(qtbot: QtBot) -> None:
     assert not view.in_continuation("u")
     assert not view.in_continuation("m")
     assert view.in_continuation("a")
-    assert marker.label.text() == "Continued after restart with Safe resume"
+    assert marker.label.text() == "Continued with Safe resume after Maka stopped"
     # What the continuation followed: Maka stopping, the user's stop, or a failure.
     for after, words in (
         ("stop", "Continued with Safe resume after the stop"),
@@ -206,7 +206,7 @@ def test_continuation_marks_what_follows(qtbot: QtBot) -> None:
     )
     shown = view.item_widget("m")
     assert isinstance(shown, ContinuationMarkerWidget)
-    assert shown.label.text() == "Continued after restart by automatic resume"
+    assert shown.label.text() == "Continued by automatic resume after Maka stopped"
 
 
 def test_text_is_never_interpreted_as_markup(qtbot: QtBot) -> None:
