@@ -421,10 +421,18 @@ def _turn(
     service: Any, session_id: str, text: str, *, transcript: Any, policy: Any, asker: Any
 ) -> None:
     from app.commands.cancellable_turn import run_cancellable
+    from app.commands.run_cmd import refuse_leased_elsewhere
     from runtime.base.cancel_token import CancelToken
     from runtime.ledger.ledger_errors import LedgerError
 
     cancel = CancelToken()
+    try:
+        # A session another host holds is busy there, as maka run --session says (a turn sent
+        # regardless was refused at its first write, with session_lease_lost).
+        refuse_leased_elsewhere(service.store, session_id)
+    except CliError as busy:
+        print(f"maka: error [{busy.code}]: {busy.message}", file=sys.stderr)
+        return
     try:
         run_cancellable(
             lambda: service.send_turn(

@@ -108,7 +108,7 @@ def test_a_killed_hosts_session_continues_on_the_other_host(
         with psycopg.connect(postgres_url) as conn:
             [(session,)] = conn.execute("SELECT session_id FROM sessions").fetchall()
         planned = maka(["plan", str(session)], tmp_path / "a", env=common)
-        assert "holds this session's lease now" in planned.stderr, planned.stderr
+        assert "holds this session's lease now" in planned.stdout, planned.stdout
         planned_json = json.loads(
             maka(["plan", str(session), "--json"], tmp_path / "a", env=common).stdout
         )
@@ -322,6 +322,15 @@ def test_a_message_from_another_data_folder_while_a_host_runs_the_turn_is_busy(
                 tmp_path / "b",
                 env=env,
             )
+            # A chat's message the same (it went to the turn and failed at its first write
+            # with session_lease_lost).
+            (tmp_path / "c").mkdir()
+            chat = maka(
+                ["tui", "--session", session, "--permission-mode", "auto"],
+                tmp_path / "c",
+                env=env,
+                stdin="list files\n/quit\n",
+            )
             # The same through a host of that other data folder (it once printed the note).
             _host(tmp_path / "b", env, started)
             served = maka(
@@ -339,6 +348,8 @@ def test_a_message_from_another_data_folder_while_a_host_runs_the_turn_is_busy(
         assert said.returncode == 1, said.stderr
         assert "[session_busy]" in said.stderr and "is held by another host" in said.stderr
         assert "interrupted" not in said.stderr and "note:" not in said.stderr, said.stderr
+    assert "[session_busy]" in chat.stderr and "is held by another host" in chat.stderr
+    assert "session_lease_lost" not in chat.stderr, chat.stderr
 
 
 def test_a_write_refused_by_another_hosts_lease_names_that_host(
