@@ -104,6 +104,12 @@ def _tr(text: str) -> str:
     return QCoreApplication.translate("MainWindow", text)
 
 
+def _elsewhere(summary: SessionSummary | None) -> bool:
+    """Another process runs the session or holds it (a shared ledger): what it commits
+    reaches this window only through the main process's sweep."""
+    return summary is not None and (summary.running_elsewhere or summary.held_elsewhere is not None)
+
+
 REFUSAL_DETAIL_CODES = frozenset({"provider_config_invalid", "provider_script_invalid"})
 """Refusals whose message names the one setting to fix (``no model configured (set
 MAKA_MODEL)``): the composer shows it after the code's sentence."""
@@ -135,6 +141,9 @@ class MainWindow(QMainWindow):
         # A message typed with no session open: sent once the session it asked for is made.
         self._pending_first_text: str | None = None
         self._selecting = False
+        # The open session's transcript asked for again (another process changed it): its
+        # answer updates the items shown, where the reader is, instead of starting over.
+        self._rereading: str | None = None
         self._settings: SettingsCurrentPush | None = None
         self._restart_argv = tuple(restart_argv)
         self._build()
@@ -459,6 +468,7 @@ class MainWindow(QMainWindow):
         self.composer.clear_note()
         self._note_missing_folder()
         self.transcript.clear()
+        self._rereading = None
         self._bridge.open_session(session_id)
         if self.timeline.isVisible():
             self.timeline.open(session_id)
@@ -549,20 +559,26 @@ class MainWindow(QMainWindow):
 
     def _on_session_updated(self, push: SessionUpdatedPush) -> None:
         summary = push.session
-        is_new = self.sessions.model.row_of(summary.session_id) is None
+        before = self.sessions.model.summary(summary.session_id)
+        is_new = before is None
         was_running = summary.session_id in self._running
         self.sessions.model.upsert(summary)
         self._track_running(summary)
-        if (
-            was_running
-            and summary.session_id not in self._running
-            and summary.session_id == self._session_id
-            and self.transcript.shows_running_calls()
+        if summary.session_id == self._session_id and (
+            _elsewhere(before)
+            or _elsewhere(summary)
+            or (
+                was_running
+                and summary.session_id not in self._running
+                and self.transcript.shows_running_calls()
+            )
         ):
-            # Its run ended without this window seeing the calls end: another process ran the
-            # turn (a shared ledger) and recovery closed it. The ledger now says what became of
-            # those calls; the transcript is read again rather than left saying "Running…".
-            self._bridge.open_session(summary.session_id)
+            # Another process changed the open session (a shared ledger): it ran a turn in it,
+            # committed more of that turn, or ended it; or its run ended without this window
+            # seeing the calls end, and recovery closed it. None of that streamed here: the
+            # transcript is read again from the ledger rather than left as it was (or saying
+            # "Running…").
+            self._reread(summary.session_id)
         if (
             is_new
             and self._pending_create_cwd is not None
@@ -591,8 +607,18 @@ class MainWindow(QMainWindow):
 
     def _on_session_opened(self, push: SessionOpenedPush) -> None:
         if push.session_id == self._session_id:
-            self.transcript.set_items(push.items, push.omitted_earlier)
+            if self._rereading == push.session_id:
+                self._rereading = None
+                self.transcript.refresh_items(push.items, push.omitted_earlier)
+            else:
+                self.transcript.set_items(push.items, push.omitted_earlier)
             self._show_origin(push.session_id, push.branched_from)
+
+    def _reread(self, session_id: str) -> None:
+        """Ask for the open session's transcript again: the ledger holds more than it shows
+        (another process ran a turn in it). Where the reader is and the draft stay."""
+        if self._bridge.open_session(session_id):
+            self._rereading = session_id
 
     def _show_origin(self, session_id: str | None, origin: BranchOrigin | None) -> None:
         """ "Branched from <title> at <boundary>" under the folder of a branched session."""

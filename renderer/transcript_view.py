@@ -64,6 +64,9 @@ MAX_LIVE_ITEMS = 150
 PAGE_ITEMS = 150
 TRIM_SLACK = 50
 FLUSH_INTERVAL_MS = 16
+PLACE_MS = 500
+"""How long a transcript built again (``refresh_items``) keeps going back to the reader's place
+while its rows are laid out."""
 
 MAX_AUTOMATIC_RUNS = 1000
 """Runs remembered as started by automatic resume (a few at each start; bounded anyway)."""
@@ -164,6 +167,13 @@ class TranscriptView(QScrollArea):
         self._flush_timer.setInterval(FLUSH_INTERVAL_MS)
         self._flush_timer.timeout.connect(self.flush)
         self._follow = True
+        # Where the reader was when the column was built again (``refresh_items``): kept until
+        # the rows are laid out that far, for a moment at most.
+        self._place: int | None = None
+        self._place_timer = QTimer(self)
+        self._place_timer.setSingleShot(True)
+        self._place_timer.setInterval(PLACE_MS)
+        self._place_timer.timeout.connect(self._forget_place)
         self._session_open = True
         self._automatic_runs: set[str] = set()
         bar = self.verticalScrollBar()
@@ -174,6 +184,7 @@ class TranscriptView(QScrollArea):
     # ----------------------------------------------------------------- public
 
     def clear(self) -> None:
+        self._place = None
         self._pending.clear()
         self._flush_timer.stop()
         for row in self._rows.values():
@@ -204,6 +215,47 @@ class TranscriptView(QScrollArea):
             self.setUpdatesEnabled(True)
         self._follow = True
         self.scroll_to_bottom()
+
+    def refresh_items(self, items: Sequence[TranscriptItem], omitted_earlier: int = 0) -> None:
+        """The open session read again (another process added to it): changed items are
+        replaced in place and new ones added at the end, as pushes would be, and the reader
+        stays where they are (at the newest item if they were following it). Items read that
+        do not continue those shown (a note put between them, say) are shown afresh at the
+        same scroll position."""
+        self.flush()
+        order = list(dict.fromkeys(item.item_id for item in items))
+        if self._continues(order, omitted_earlier):
+            for item in items:
+                if self._items.get(item.item_id) != item:
+                    self.apply_item(item)
+            self.flush()
+            self._update_chrome()
+            return
+        bar = self.verticalScrollBar()
+        following, value = self._follow, bar.value()
+        self.set_items(items, omitted_earlier)
+        if not following:
+            self._follow = False
+            self._place = value  # once the rows are laid out (_on_range_changed)
+            self._place_timer.start()
+            bar.setValue(min(value, bar.maximum()))
+
+    def _continues(self, order: list[str], omitted_earlier: int) -> bool:
+        """Whether ``order`` (a session read again) is the items shown and then more, the
+        oldest maybe left out now (the answer holds the newest ``MAX_ITEMS_PER_OPEN``): if so,
+        those left out (data only, never a row on screen) are dropped and True is returned."""
+        dropped = omitted_earlier - self._omitted_earlier
+        if not 0 <= dropped <= self._live_from:
+            return False
+        kept = self._order[dropped:]
+        if order[: len(kept)] != kept:
+            return False
+        for item_id in self._order[:dropped]:
+            self._items.pop(item_id, None)
+        del self._order[:dropped]
+        self._live_from -= dropped
+        self._omitted_earlier = omitted_earlier
+        return True
 
     def apply_item(self, item: TranscriptItem) -> None:
         """Queue ``item``: added at the end, or replacing the item with the same ``itemId``."""
@@ -311,6 +363,7 @@ class TranscriptView(QScrollArea):
 
     def follow_newest(self) -> None:
         """The user acted (sent a message): show the newest items and follow what comes."""
+        self._place = None
         self._follow = True
         self.scroll_to_bottom()
 
@@ -323,6 +376,9 @@ class TranscriptView(QScrollArea):
             self._follow = True
             QTimer.singleShot(0, self._settle_at_bottom)
 
+    def _forget_place(self) -> None:
+        self._place = None
+
     def _settle_at_bottom(self) -> None:
         if self._follow:
             self.scroll_to_bottom()
@@ -330,6 +386,12 @@ class TranscriptView(QScrollArea):
     # ----------------------------------------------------------------- internals
 
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._place is not None:  # the column was built again: back to the reader's place
+            place = self._place
+            if maximum >= place:
+                self._place = None
+            self.verticalScrollBar().setValue(min(place, maximum))
+            return
         if self._follow:
             self.verticalScrollBar().setValue(maximum)
 

@@ -81,6 +81,7 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
+from app.host.opened_transcripts import OpenedTranscripts, ledger_mark
 from app.host.plan_report import (
     plan_json,
     plan_summary,
@@ -273,6 +274,9 @@ class DesktopServices:
         # renamed, moved, took or let go of, or removed since.
         self._known_sessions: dict[str, tuple[str, str, str | None]] = {}
         self._listed = False
+        # The sessions whose transcript a window read, with the ledger's mark at that read: a
+        # shared ledger's sweep tells the window of those another process has added to since.
+        self._opened = OpenedTranscripts()
         # Sessions this host claimed, or whose runs its own turns left unfinished, noted before
         # their repair: each stays here until a sweep hands its repaired run to automatic resume
         # (take_over_expired). A sweep that fails after the repair committed (a lost connection,
@@ -552,6 +556,7 @@ class DesktopServices:
                     shown[record.session_id] = None
             removed = [session_id for session_id in known if session_id not in listed]
         changed: list[SessionSummary] = []
+        opened = set(self._opened.followed())
         for session_id, before in shown.items():
             try:
                 now = self._summary_of(session_id, held, others)
@@ -559,14 +564,24 @@ class DesktopServices:
                 if self._forget(session_id) and session_id not in removed:
                     removed.append(session_id)
                 continue
-            if now != before:
+            moved = session_id in opened and self._moved(session_id)
+            if now != before or moved:
                 changed.append(now)
         for session_id in removed:
             self._forget(session_id)
         return ElsewhereChanges(tuple(changed), tuple(removed))
 
+    def _moved(self, session_id: str) -> bool:
+        """Whether another process added to a session whose transcript a window read (a run
+        started or ended, events committed): the window reads it again."""
+        try:
+            return self._opened.moved(session_id, ledger_mark(self._store, session_id))
+        except LedgerError:  # removed meanwhile: the summary's read says so
+            return False
+
     def _forget(self, session_id: str) -> bool:
         """Stop following a session that is gone; whether the window had been given it."""
+        self._opened.forget(session_id)
         with self._lock:
             self._shown_elsewhere.pop(session_id, None)
             return self._known_sessions.pop(session_id, None) is not None
@@ -653,6 +668,10 @@ class DesktopServices:
     def open_session(self, session_id: str) -> Transcript:
         try:
             self._service.get_session(session_id)
+            # On a shared ledger, what it holds now (before the read: what another process
+            # commits meanwhile moves it, and the next sweep has the window read it again).
+            shared = isinstance(self._store, SessionTakeover)
+            mark = ledger_mark(self._store, session_id) if shared else None
             runs = []
             epoch = self._store.read_owner_epoch()
             # A call whose command still runs from an earlier start cannot be settled by the
@@ -690,6 +709,8 @@ class DesktopServices:
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
         transcript = session_transcript(session_id, runs, after, frozenset(automatic))
+        if mark is not None:
+            self._opened.read(session_id, mark)
         transcript = with_folder_notes(self._store, self._service.checkpoints, transcript)
         self._notes_sent.remember(transcript)
         # A branch shows its source's history up to the point (a chain of branches: each
