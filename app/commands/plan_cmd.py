@@ -40,13 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.host.host_bootstrap import recover_at_startup
     from app.host.host_client import attach
-    from app.host.plan_report import (
-        plan_json,
-        plan_summary,
-        session_folder_gone,
-        settleable_calls,
-        source_operations,
-    )
+    from app.host.plan_report import plan_words, settleable_calls, source_operations
     from app.host.settle_folder import folder_words
     from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
@@ -97,31 +91,17 @@ def run(args: argparse.Namespace) -> int:
                 plan,
                 settleable_calls(operations),
             )
-            gone = session_folder_gone(store, args.session)
-            from runtime.continuation.resume_gates import other_lease_holder
-
-            holder = other_lease_holder(store, args.session)  # a shared ledger's other host
+            # (a shared ledger: the words name the other process holding the session's lease)
+            words = plan_words(store, plan, operations, folder.get, {"readOnly": not owned})
         finally:
             store.close()
     finally:
         if owned:
             lock.release()
     if args.json:
-        extra: dict[str, object] = {"readOnly": not owned}
-        if holder is not None:
-            extra["leaseHeldBy"] = holder
-        body = plan_json(plan, extra, operations)
-        print(json.dumps(body, ensure_ascii=False))
+        print(json.dumps(words.document, ensure_ascii=False))
     else:
-        print("\n".join(plan_summary(plan, operations, folder=folder.get, folder_gone=gone)))
-        busy = any(str(reason) == "session_busy" for reason in plan.rejection_reasons)
-        if holder is not None and not plan.continues and not busy:
-            print(
-                f"Host {holder} holds this session's lease now: maka settle, maka run and maka "
-                "resume with this data folder are refused until it gives the session up or its "
-                "lease runs out; answer there (its data folder, or its desktop window).",
-                file=sys.stderr,
-            )
+        print("\n".join(words.summary))
         if not owned and taken.outcome is LockOutcome.UNAVAILABLE:
             print(
                 f"(read-only: the data directory's lock could not be taken: {taken.detail})",

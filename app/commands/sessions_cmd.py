@@ -23,7 +23,7 @@ from typing import Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
-from app.host.session_rows import may_await_repair, nobody_owns, session_row
+from app.host.session_rows import host_flag, may_await_repair, nobody_owns, session_row
 from runtime.ledger import codes  # each enum loaded where it is used (start-up time)
 from runtime.ledger.command_words import maka_command
 from runtime.ledger.file_names import shown_name
@@ -352,8 +352,10 @@ def _with_hosts(rows: list[dict[str, Any]], data_dir: Path) -> None:
         holders = lease_holders(url)
     except LedgerError as error:
         raise CliError(error.code, error.message) from None
+    from app.host.session_rows import host_fields
+
     for row in rows:
-        row["host"] = holders.get(row["sessionId"])
+        row.update(host_fields(holders.get(row["sessionId"])))
 
 
 def _print(
@@ -405,8 +407,7 @@ def _print(
         if row["folderMissing"]:
             relocate = maka_command(f"sessions relocate {row['sessionId']} NEW_FOLDER")
             flag += f"  FOLDER MISSING ({relocate})"
-        if row.get("host"):
-            flag += f"  host {row['host']}"
+        flag += host_flag(row)
         lines.append(
             f"{row['sessionId']}  {status:<10} {row['title'][:40]:<40}  "
             f"{shown_name(str(row['cwd']))}{flag}\n"

@@ -71,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
         origin = store.read_branch(args.session)
         abandoned = _awaiting_repair(store, args.session, timeline.runs, data_dir)
+        from app.host.session_rows import gone_lease_holder
+
+        marked = [r.run_id for r in timeline.runs if r.status in ("created", "running")]
+        # A shared ledger: a killed maka run or host of this computer still holds the lease.
+        gone_holder = gone_lease_holder(store, args.session) if marked else None
     finally:
         store.close()
     if args.run is not None and not timeline.runs:
@@ -87,9 +92,15 @@ def run(args: argparse.Namespace) -> int:
             extra["branchedFrom"] = origin.to_json()
         if abandoned:
             extra["awaitingRepair"] = sorted(abandoned)
+        if gone_holder is not None:
+            extra.update({"leaseHeldBy": gone_holder, "leaseHolderGone": True})
         write_timeline_json(runs, header, extra)
     else:
-        from app.host.session_rows import gone_words
+        from app.host.session_rows import gone_words, held_by_gone_words
+
+        if gone_holder is not None:
+            for run_id in marked:
+                print(held_by_gone_words(run_id, gone_holder))
 
         for run_id in sorted(abandoned):
             print(

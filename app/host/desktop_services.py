@@ -82,13 +82,7 @@ from app.host.host_services import (
 )
 from app.host.live_turn_view import LiveTurnView
 from app.host.opened_transcripts import OpenedTranscripts, ledger_mark
-from app.host.plan_report import (
-    plan_json,
-    plan_summary,
-    session_folder_gone,
-    settleable_calls,
-    source_operations,
-)
+from app.host.plan_report import plan_words, settleable_calls, source_operations
 from app.host.resume_decisions import DECISION_NOT_OFFERED, restore_unavailable
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
@@ -598,22 +592,16 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
         plan = self._planner(safe_resume).plan_latest(session_id)
         operations = source_operations(self._store, plan)
-        document = json.dumps(plan_json(plan, {"readOnly": False}, operations), ensure_ascii=False)
         folder = folder_words(
             self._store, self._service.checkpoints, plan, settleable_calls(operations)
         )
+        # The words maka plan prints when it opens the store itself (one function for both).
+        words = plan_words(self._store, plan, operations, folder.get, {"readOnly": False})
         return PlanReport(
             session_id=session_id,
             continues=plan.continues,
-            summary=tuple(
-                plan_summary(
-                    plan,
-                    operations,
-                    folder=folder.get,
-                    folder_gone=session_folder_gone(self._store, session_id),
-                )
-            ),
-            document=document,
+            summary=words.summary,
+            document=json.dumps(words.document, ensure_ascii=False),
         )
 
     def session_summary(self, session_id: str) -> SessionSummary:

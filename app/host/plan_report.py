@@ -242,6 +242,9 @@ def park_lines(
             # Not an outcome to settle: a record Maka will not resume over.
             severity = park_severity(_codes(plan), (d.code for d in plan.diagnostics))
             sentence = DAMAGED_RECORD_REASON
+        elif reason is ParkReason.SESSION_BUSY and _holder_gone(plan):
+            # Not "running right now": the process that held it is gone (named below).
+            sentence = "This session's lease is still held by a Maka process that is gone."
         lines.append(f"  [{severity}] {reason.value}: {sentence}")
     for diagnostic in plan.diagnostics:
         if diagnostic.code in leave_out:
@@ -390,16 +393,70 @@ def settleable_calls(operations: Sequence[OperationView]) -> list[str]:
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class LeaseHolder:
+    """Another process holding the session's lease on a shared ledger (``machine:pid:nonce``);
+    ``gone``: a process of this computer that no longer runs (``holder_gone_here``)."""
+
+    holder: str
+    gone: bool
+
+    def json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"leaseHeldBy": self.holder}
+        if self.gone:
+            body["leaseHolderGone"] = True
+        return body
+
+
+def lease_holder(store: object, session_id: str) -> LeaseHolder | None:
+    """Who else holds the session's lease now (None: nobody, this process, or a ledger of the
+    data folder's own)."""
+    from runtime.continuation.resume_gates import holder_gone_here, other_lease_holder
+
+    holder = other_lease_holder(store, session_id)
+    return None if holder is None else LeaseHolder(holder, holder_gone_here(holder))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanWords:
+    """What ``maka plan`` prints: its lines, and its ``--json`` document."""
+
+    summary: tuple[str, ...]
+    document: dict[str, Any]
+
+
+def plan_words(
+    store: LedgerReader,
+    plan: ContinuationPlan,
+    operations: Sequence[OperationView],
+    folder: FolderWords | None,
+    extra: dict[str, Any],
+) -> PlanWords:
+    """``maka plan``'s words and document, the same whether the command opened the store or a
+    running host answers it: with the session's folder looked at, and the process holding the
+    session's lease named (``leaseHeldBy``) when it is not this one."""
+    lease = lease_holder(store, plan.session_id)
+    gone = session_folder_gone(store, plan.session_id)
+    summary = plan_summary(plan, operations, folder=folder, folder_gone=gone, lease=lease)
+    body = plan_json(plan, {**extra, **(lease.json() if lease is not None else {})}, operations)
+    return PlanWords(tuple(summary), body)
+
+
 def plan_summary(
     plan: ContinuationPlan,
     operations: Sequence[OperationView] | None = None,
     settle: Callable[[str, str, bool], str] = settle_command,
     folder: FolderWords | None = None,
     folder_gone: bool = False,
+    *,
+    lease: LeaseHolder | None = None,
 ) -> list[str]:
     """The plan in words (``folder_gone``: the session's folder is not there, which the planner
-    checks only for an interrupted run: a new message cannot run either)."""
+    checks only for an interrupted run: a new message cannot run either; ``lease``: another
+    process holding the session's lease, whose commands here are refused)."""
     reasons = {op.decision.tool_call_id: op.decision.reason.value for op in operations or ()}
+    gone = _holder_gone(plan) or (lease is not None and lease.gone)
+    elsewhere = lease is not None and not lease.gone and not plan.continues
     if plan.continues and plan.continuation is not None:
         details = plan.continuation
         lines = [
@@ -433,20 +490,20 @@ def plan_summary(
             ["continuation_already_exists"],
         )
         # A turn that has not ended: said first (Safe resume being off, say, is not why).
-        running = not finished and _turn_running(plan, operations)
+        running = not finished and _turn_running(plan, operations, gone)
         lines = [
             f"Nothing to resume in session {plan.session_id}:"
             if finished
             else f"The Maka process that ran session {plan.session_id}'s turn is gone:"
-            if _holder_gone(plan)
+            if gone
             else f"A turn of session {plan.session_id} is still running:"
             if running
             else f"Safe resume is parked for session {plan.session_id}:",
             # (while it runs, Safe resume being off is beside the point: nothing to resume yet)
             *park_lines(plan, reasons, _OFF if running else frozenset()),
             *_stop_advice(plan),
-            *_folder_advice(plan, _turn_running(plan, operations)),
-            *_workspace_advice(plan),
+            *_folder_advice(plan, _turn_running(plan, operations, gone)),
+            *([] if elsewhere else _workspace_advice(plan)),
             *_history_advice(plan),
         ]
         unknown = [op.decision for op in operations or () if op.settleable]
@@ -479,7 +536,19 @@ def plan_summary(
             answer.extend(
                 _unknown_advice(plan, unknown[0].tool_call_id, len(unknown), settle, folder)
             )
-        step = _next_step(plan, operations, folder_gone, len(confirmable) if confirm_first else 0)
+        step = _next_step(
+            plan, operations, folder_gone, len(confirmable) if confirm_first else 0, gone
+        )
+        if lease is not None and not _holder_gone(plan):
+            # (a park of the planner's own that names the holder says it already)
+            busy = ParkReason.SESSION_BUSY in plan.rejection_reasons
+            if lease.gone:
+                step = [*_held_by_gone_words(lease.holder), *step]
+            elif not _turn_running(plan, operations):
+                # Settling, a new message, a resume: refused with this data folder.
+                answer, step = [], _held_elsewhere_words(lease.holder)
+            elif not busy:
+                step = [*step, *_held_elsewhere_words(lease.holder)]
         lines.extend([*answer, *step] if confirm_first else [*step, *answer])
         if not damaged(plan) and _parked_for_good(operations) is None:
             # (a call parked for good keeps the run parked: no folder decision would follow)
@@ -521,10 +590,13 @@ def _unreadable(plan: ContinuationPlan) -> str | None:
     return None
 
 
-def _turn_running(plan: ContinuationPlan, operations: Sequence[OperationView] | None) -> bool:
+def _turn_running(
+    plan: ContinuationPlan, operations: Sequence[OperationView] | None, gone: bool = False
+) -> bool:
     """The session's latest turn has not ended (here or in another Maka process); not when
-    the process holding it is known to be gone (``_holder_gone``)."""
-    if _holder_gone(plan):
+    the process holding it is known to be gone (``_holder_gone``, or ``gone``: its lease says
+    so)."""
+    if gone or _holder_gone(plan):
         return False
     return ParkReason.SESSION_BUSY in plan.rejection_reasons or any(
         op.turn_running for op in operations or ()
@@ -540,16 +612,35 @@ def _holder_gone(plan: ContinuationPlan) -> bool:
     )
 
 
+def _held_elsewhere_words(holder: str) -> list[str]:
+    return [
+        f"Host {holder} holds this session's lease now: maka settle, maka run and maka resume "
+        "with this data folder are refused until it gives the session up or its lease runs "
+        "out; answer there (its data folder, or its desktop window)."
+    ]
+
+
+def _held_by_gone_words(holder: str) -> list[str]:
+    from runtime.continuation.resume_gates import gone_holder_words
+
+    return [
+        f"{gone_holder_words(holder)} still holds this session's lease: maka settle, maka run "
+        "and maka resume are refused until it runs out."
+    ]
+
+
 def _next_step(
     plan: ContinuationPlan,
     operations: Sequence[OperationView] | None,
     folder_gone: bool,
     confirmed_writes: int = 0,
+    gone: bool = False,
 ) -> list[str]:
     """A parked plan's "what next" line: carry on with a new message, when one can run
     (``confirmed_writes``: the lines above advise confirming that many writes recovery found
-    not done, so a new message is the other way, not the first step)."""
-    if _holder_gone(plan):
+    not done, so a new message is the other way, not the first step; ``gone``: the process
+    holding the session's lease is gone)."""
+    if gone or _holder_gone(plan):
         return [
             "What next: wait for the gone process's lease to run out (half a minute with the "
             f"default lease settings), then ask again: {maka_command(f'plan {plan.session_id}')}."

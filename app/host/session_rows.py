@@ -154,3 +154,52 @@ def folder_free(data_dir: Any) -> bool:
         return False
     lock.release()
     return True
+
+
+def host_fields(holder: str | None) -> dict[str, Any]:
+    """A ``maka sessions`` row's ``host`` on a shared ledger: the process holding the session's
+    lease now (None: no host holds it), and ``hostGone`` when that is a process of this computer
+    that is gone (a killed ``maka run`` or host, whose lease has not run out yet)."""
+    from runtime.continuation.resume_gates import holder_gone_here
+
+    fields: dict[str, Any] = {"host": holder}
+    if holder is not None and holder_gone_here(holder):
+        fields["hostGone"] = True
+    return fields
+
+
+def host_flag(row: dict[str, Any]) -> str:
+    """The end of a ``maka sessions`` line naming the host holding the session's lease."""
+    holder = row.get("host")
+    if not holder:
+        return ""
+    if row.get("hostGone"):
+        from runtime.continuation.resume_gates import gone_holder_words
+
+        return (
+            f"  host {gone_holder_words(str(holder))}: nothing runs its turn; its lease has not "
+            "run out yet"
+        )
+    return f"  host {holder}"
+
+
+def gone_lease_holder(store: object, session_id: str) -> str | None:
+    """The holder of the session's lease when it is a process of this computer that is gone
+    (``holder_gone_here``), else None."""
+    from runtime.continuation.resume_gates import holder_gone_here, other_lease_holder
+
+    holder = other_lease_holder(store, session_id)
+    return holder if holder is not None and holder_gone_here(holder) else None
+
+
+def held_by_gone_words(run_id: str, holder: str) -> str:
+    """Of a run still marked running whose session's lease ``holder`` is gone (``maka
+    timeline``)."""
+    from runtime.continuation.resume_gates import gone_holder_words
+
+    return (
+        f"run {run_id} is still marked running, but its session's lease is held by "
+        f"{gone_holder_words(holder)}: nothing runs it. Once the lease runs out (half a minute "
+        "with the default lease settings), a running host or the next command takes the "
+        "session over and repairs it."
+    )

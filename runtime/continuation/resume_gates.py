@@ -72,8 +72,20 @@ PlanGate = Callable[[LatestRun], ContinuationPlan | None]
 
 
 def feature_enabled(run: LatestRun) -> ContinuationPlan | None:
+    """Safe resume turned off parks, having listed nothing; except that a turn whose lease a
+    gone process of this computer holds is said to be that (``gone_holder_park``), whatever the
+    setting: otherwise its unended run reads as a turn still running."""
     if run.enabled:
         return None
+    holder = other_lease_holder(run.store, run.session_id)
+    if holder is not None and holder_gone_here(holder):
+        try:
+            runs = list(run.store.list_session_runs(run.session_id))
+        except LedgerError:
+            runs = []
+        latest = newest_run(runs) if runs else None
+        if latest is not None and latest.status not in TERMINAL_RUN_STATUSES:
+            return gone_holder_park(run.session_id, latest.run_id, holder)
     return park(
         run.session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
     )
@@ -107,19 +119,8 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
     if latest.status in TERMINAL_RUN_STATUSES:
         return None
     holder = other_lease_holder(run.store, run.session_id)
-    if holder is not None and _gone_here(holder):
-        # A process of this computer that is gone (a killed ``maka run``): nothing runs the
-        # turn, though nobody may take the session over until its lease runs out.
-        return park(
-            run.session_id,
-            latest.run_id,
-            ParkReason.SESSION_BUSY,
-            f"{holder}, a Maka process of this computer that is gone (killed or crashed), still "
-            "holds the session's lease: nothing runs the turn, but nobody may take the session "
-            "over until the lease runs out (half a minute with the default lease settings); "
-            "then a running host, or the next command, takes it over and repairs the run",
-            detail={"holder": holder, "holderGone": True},
-        )
+    if holder is not None and holder_gone_here(holder):
+        return gone_holder_park(run.session_id, latest.run_id, holder)
     if holder is not None:
         # On a shared ledger: the run is another host's until its lease runs out, whether that
         # host still runs the turn or stopped (recovery never repairs a leased run).
@@ -139,6 +140,28 @@ def latest_not_running(run: LatestRun) -> ContinuationPlan | None:
             "the interrupted run's ledger could not be repaired and is quarantined",
         )
     return park(run.session_id, latest.run_id, ParkReason.SESSION_BUSY, "the session is running")
+
+
+def gone_holder_park(session_id: str, run_id: str, holder: str) -> ContinuationPlan:
+    """The session's unended run is leased to a process of this computer that is gone (a
+    killed ``maka run`` or host): nothing runs the turn, though nobody may take the session
+    over until its lease runs out."""
+    return park(
+        session_id,
+        run_id,
+        ParkReason.SESSION_BUSY,
+        f"{gone_holder_words(holder)}, still holds the session's lease: nothing runs the turn, "
+        "but nobody may take the session over until the lease runs out (half a minute with the "
+        "default lease settings); then a running host, or the next command, takes it over and "
+        "repairs the run",
+        detail={"holder": holder, "holderGone": True},
+    )
+
+
+def gone_holder_words(holder: str) -> str:
+    """A lease holder that ``holder_gone_here``, named as every reader names it (``maka plan``,
+    ``maka run``, ``maka sessions``, ``maka timeline``)."""
+    return f"{holder}, a Maka process of this computer that is gone (killed or crashed)"
 
 
 def other_lease_holder(store: object, session_id: str) -> str | None:
@@ -161,10 +184,10 @@ def other_lease_holder(store: object, session_id: str) -> str | None:
 def held_elsewhere_words(session_id: str, holder: str) -> str:
     """Why a new turn in a session another host holds is refused (``session_busy``), and what
     to do: said the same by ``maka run`` alone and by a host serving a terminal."""
-    if _gone_here(holder):
+    if holder_gone_here(holder):
         return (
-            f"session {session_id} is held by {holder}, a Maka process of this computer that "
-            "is gone (killed or crashed): its lease has not run out yet; run the command again "
+            f"session {session_id} is held by {gone_holder_words(holder)}: its lease has not "
+            "run out yet; run the command again "
             "once it has (half a minute with the default lease settings), and this command "
             "takes the session over and repairs what it left"
         )
@@ -175,7 +198,7 @@ def held_elsewhere_words(session_id: str, holder: str) -> str:
     )
 
 
-def _gone_here(holder: str) -> bool:
+def holder_gone_here(holder: str) -> bool:
     """Whether a lease holder (``machine:pid:nonce``) names a process of this computer that
     no longer runs (its pid is free, or belongs to a process started since)."""
     import os

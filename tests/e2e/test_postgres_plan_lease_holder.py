@@ -1,0 +1,168 @@
+"""What the commands say of a session whose lease another process holds, on a PostgreSQL ledger
+shared by two data folders (docs/postgres.md, "What the other commands say of leases").
+
+Real processes, a real server. A ``maka host`` on folder A holds a session's lease after its
+turn: ``maka plan`` with folder B, through a ``maka host`` there or alone, names host A
+(``leaseHeldBy``) and advises no command its lease refuses here, in the same words both ways. A
+``maka run`` killed with SIGKILL mid-turn holds its lease until it runs out: every reader (``maka
+plan`` with Safe resume off or on, ``maka sessions``, ``maka timeline``) says that process is gone,
+not that its turn still runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.helpers.maka_process import MainProcess, maka_executable, start_main
+from tests.helpers.maka_run import maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+GONE = "a Maka process of this computer that is gone (killed or crashed)"
+
+
+def _host(data: Path, env: dict[str, str], started: list[MainProcess]) -> MainProcess:
+    data.mkdir(parents=True, exist_ok=True)
+    host = start_main(data, env, "host")
+    started.append(host)
+    return host.wait_ready()
+
+
+def _owner(url: str) -> tuple[str, str]:
+    with psycopg.connect(url) as conn:
+        [(session, owner)] = conn.execute(
+            "SELECT s.session_id, l.owner FROM sessions s JOIN session_leases l USING (session_id)"
+        ).fetchall()
+    return str(session), str(owner or "")
+
+
+def _plan(data: Path, session: str, env: dict[str, str], *more: str) -> tuple[int, str, str]:
+    done = maka(["--data-dir", str(data), "plan", session, *more], data, env=env)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_plan_through_a_host_names_the_other_host_holding_the_lease(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", [[{"text": "Hello."}]])
+    env = {**scripted_env(script), "MAKA_DATABASE_URL": postgres_url}
+    started: list[MainProcess] = []
+    plain = {"MAKA_DATABASE_URL": postgres_url}
+    try:
+        host_a = _host(tmp_path / "a", env, started)
+        host_b = _host(tmp_path / "b", env, started)
+        turn = maka(["run", "--cwd", str(work), "hi"], tmp_path / "a", env=plain)
+        assert turn.returncode == 0, turn.stderr
+        session, owner = _owner(postgres_url)
+        assert f":{host_a.process.pid}:" in owner, owner
+        code, text, err = _plan(tmp_path / "b", session, plain)
+        assert code == 3, err
+        _, document, _ = _plan(tmp_path / "b", session, plain, "--json")
+        assert host_b.terminate() == 0, host_b.stderr()[-3000:]
+        # The same plan with no host running on folder B.
+        code_alone, text_alone, err_alone = _plan(tmp_path / "b", session, plain)
+        _, document_alone, _ = _plan(tmp_path / "b", session, plain, "--json")
+        assert host_a.process.poll() is None, host_a.stderr()[-3000:]
+    finally:
+        for host in started:
+            host.stop()
+    assert f"Host {owner} holds this session's lease now" in text, text
+    # No command that the lease refuses with this data folder is offered.
+    assert "carry on with a new message" not in text, text
+    assert "run --session" not in text and " settle session" not in text, text
+    assert json.loads(document)["leaseHeldBy"] == owner, document
+    # Through the host or alone: the same words, the same document.
+    assert (code_alone, text_alone) == (code, text), err_alone
+    assert json.loads(document_alone) == json.loads(document)
+
+
+STEPS = [
+    {
+        "text": "Waiting.",
+        "toolCalls": [{"id": "s1", "name": "bash", "args": {"command": "sleep 20"}}],
+    },
+    {"text": "Done."},
+]
+
+
+def _dispatched(url: str) -> bool:
+    try:
+        with psycopg.connect(url) as conn:
+            found = conn.execute("SELECT count(*) FROM tool_operations").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return False  # the ledger's schema is not made yet
+    return bool(found and found[0])
+
+
+def test_every_reader_says_a_killed_lease_holder_is_gone(tmp_path: Path, postgres_url: str) -> None:
+    work, data_a, data_b = tmp_path / "work", tmp_path / "a", tmp_path / "b"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", [STEPS])
+    env = {
+        **os.environ,
+        **scripted_env(script),
+        "MAKA_DATABASE_URL": postgres_url,
+        "MAKA_DATA_DIR": str(data_a),
+        # the lease outlives the checks below by far
+        "MAKA_SESSION_LEASE_TTL_MS": "120000",
+    }
+    env.pop("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", None)
+    runner = subprocess.Popen(
+        [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "auto", "wait"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _dispatched(postgres_url):
+            assert runner.poll() is None and time.monotonic() < deadline, "never dispatched"
+            time.sleep(0.2)
+        os.kill(runner.pid, signal.SIGKILL)
+        assert runner.wait(10) == -signal.SIGKILL
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait(10)
+    session, owner = _owner(postgres_url)
+    assert f":{runner.pid}:" in owner, owner
+    plain = {"MAKA_DATABASE_URL": postgres_url}
+    base = {k: v for k, v in os.environ.items() if k != "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME"}
+    texts = []
+    for flag in ({}, {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}):  # Safe resume off, on
+        done = subprocess.run(
+            [*maka_executable(), "--data-dir", str(data_b), "plan", session],
+            env={**base, **plain, **flag, "QT_QPA_PLATFORM": "offscreen"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 3, done.stderr
+        said = done.stdout + done.stderr
+        assert f"The Maka process that ran session {session}'s turn is gone" in said, said
+        assert f"{owner}, {GONE}" in said, said
+        assert "still running" not in said, said
+        assert "holds this session's lease now" not in said, said
+        assert "carry on with a new message" not in said, said
+        texts.append(done.stdout)
+    assert texts[0] == texts[1]  # whatever the Safe resume setting
+    listed = maka(["sessions"], data_b, env=plain)
+    assert listed.returncode == 0, listed.stderr
+    assert f"{owner}, {GONE}" in listed.stdout, listed.stdout
+    rows = json.loads(maka(["sessions", "--json"], data_b, env=plain).stdout)["sessions"]
+    assert rows[0]["host"] == owner and rows[0]["hostGone"] is True, rows
+    timeline = maka(["timeline", session], data_b, env=plain)
+    assert timeline.returncode == 0, timeline.stderr
+    assert f"{owner}, {GONE}" in timeline.stdout, timeline.stdout
