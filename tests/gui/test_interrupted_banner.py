@@ -56,7 +56,7 @@ def test_idle_explains_and_offers_safe_resume(qtbot: QtBot) -> None:
     banner, bridge = _banner(qtbot)
     assert _state(banner) is BannerState.IDLE
     assert banner.isVisible()
-    assert "restarted" in banner.title_label.text()
+    assert "Maka stopped before" in banner.title_label.text()
     assert banner.action_button.text() == "Safe resume"
     assert not banner.busy_bar.isVisible()
     assert not banner.tools_row.isVisible()
