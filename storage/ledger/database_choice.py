@@ -21,10 +21,9 @@ import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.database_url import EXPECTED, MASK, database_url_problem
+from runtime.ledger.database_url import EXPECTED, database_url_problem, with_stored_passwords
 from runtime.ledger.store_ports import StoreRefusal
 
 DATABASE_URL_VARIABLE = "MAKA_DATABASE_URL"
@@ -80,21 +79,9 @@ def check_database_url(url: str, *, origin: str = "the database URL") -> str:
 
 def unmasked_database_url(url: str, stored: str) -> str:
     """``url`` as typed, with a ``****`` password (the masked URL shown, perhaps edited) given
-    back the stored URL's password: the window never holds the password, yet saving what it
-    shows keeps it."""
-    text = url.strip()
-    try:
-        parts = urlsplit(text)
-        password = parts.password
-        old = urlsplit(stored).password  # as written in the URL (percent-encoded)
-    except ValueError:
-        return text
-    if password != MASK or old is None:
-        return text
-    userinfo, _sep, hostport = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    netloc = f"{user}:{old}@{hostport}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    back the stored URL's password, after ``user:`` or in the query (``?password=****``): the
+    window never holds the password, yet saving what it shows keeps it."""
+    return with_stored_passwords(url.strip(), stored)
 
 
 def postgres_driver_installed() -> bool:

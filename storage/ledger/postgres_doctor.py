@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, cast
-from urllib.parse import urlsplit, urlunsplit
 
+from runtime.ledger.database_url import masked_database_url
 from storage.ledger.postgres_connection import PostgresConnection
 from storage.ledger.postgres_schema import SCHEMA_VERSION, read_version
 from storage.ledger.postgres_store import open_postgres_read_connection
@@ -90,15 +90,9 @@ def probe_server(url: str) -> tuple[str, int]:
 
 
 def redacted(url: str) -> str:
-    """The URL without its password (a doctor report may be pasted anywhere)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ""
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    """The URL without its passwords (a doctor report may be pasted anywhere): the desktop's
+    mask, ``****`` after ``user:`` and for ``?password=`` and the other secret parameters."""
+    return masked_database_url(url)
 
 
 def postgres_report(url: str) -> PostgresReport:

@@ -72,8 +72,35 @@ def test_doctor_refuses_a_url_that_is_not_postgresql(tmp_path: Path) -> None:
 
 
 def test_a_password_never_reaches_the_report() -> None:
-    assert redacted("postgresql://maka:secret@db:5432/maka") == "postgresql://maka:***@db:5432/maka"
+    assert (
+        redacted("postgresql://maka:secret@db:5432/maka") == "postgresql://maka:****@db:5432/maka"
+    )
     assert redacted("postgresql://maka@db/maka") == "postgresql://maka@db/maka"
+    assert (
+        redacted("postgresql://maka@/maka?host=/sock&password=secret&sslpassword=key")
+        == "postgresql://maka@/maka?host=/sock&password=****&sslpassword=****"
+    )
+
+
+def test_a_query_password_never_reaches_the_report(tmp_path: Path, postgres_url: str) -> None:
+    """The server takes the login (trust), the report is whole, and the password given as a
+    query parameter is in none of it; nor in the refusal of a URL whose query is bad."""
+    secret = "S3cretPW_xyz"
+    env = {"MAKA_DATABASE_URL": f"{postgres_url}&password={secret}"}
+    open_postgres_store(postgres_url, owner="machine-a:1:setup", heartbeat=False).close()
+    report = maka(["doctor", "--json"], tmp_path / "data", env=env)
+    text = maka(["doctor"], tmp_path / "data", env=env)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert json.loads(report.stdout)["database"].endswith("&password=****")
+    assert text.returncode == 0 and "&password=**** (PostgreSQL)" in text.stdout
+    for bad in ("port=70000", "sslmode=zz", "connect_timeout=abc", "bogusopt=1"):
+        url = f"{postgres_url}&password={secret}&{bad}"
+        refused = maka(["doctor", "--json"], tmp_path / "data", env={"MAKA_DATABASE_URL": url})
+        assert refused.returncode == 1, refused.stdout
+        (problem,) = json.loads(refused.stdout)["problems"]
+        assert problem["code"] == "database_url_invalid", problem
+        for result in (refused, report, text):
+            assert secret not in result.stdout + result.stderr
 
 
 def test_sessions_show_each_sessions_host(tmp_path: Path, postgres_url: str) -> None:
