@@ -23,7 +23,6 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -31,7 +30,7 @@ from app.bridge_contract import DEFAULT_MAX_STEPS, MAX_STEPS_LIMIT, ProviderChoi
 from app.host.host_services import DatabaseTest, SettingsChange, SettingsView
 from app.host.resume_switch import SETTINGS_FILE, read_settings
 from runtime.ledger.codes import StoreCode
-from runtime.ledger.database_url import MASK, has_password, masked_database_url
+from runtime.ledger.database_url import MASK, masked_database_url, url_secrets
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.database_choice import (
     DATABASE_KEY,
@@ -258,9 +257,8 @@ def try_database(url: str) -> DatabaseTest:
     masked = masked_database_url(url.strip())
 
     def failed(code: str, message: str) -> DatabaseTest:
-        password = urlsplit(url.strip()).password if has_password(url) else None
-        if password:
-            message = message.replace(password, MASK)
+        for secret in url_secrets(url.strip()):  # (after user: or in the query)
+            message = message.replace(secret, MASK)
         return DatabaseTest(False, masked, code=code, message=message)
 
     try:

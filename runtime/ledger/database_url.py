@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from runtime.ledger.codes import StoreCode
 
@@ -322,10 +322,24 @@ def with_stored_passwords(typed: str, stored: str) -> str:
     return _joined(parts, userinfo, query)
 
 
-def has_password(url: str) -> bool:
-    """Whether ``url`` has a password after ``user:`` as ``urllib`` reads it (False when it
-    cannot read it): ``urlsplit(url).password`` may then be asked."""
+def url_secrets(url: str) -> list[str]:
+    """Every password ``url`` holds (after ``user:`` and in the secret query parameters), as
+    written and percent-decoded, longest first: what a refusal quoting the URL must not show.
+    A URL libpq cannot cut gives what a plain split finds after ``user:``."""
+    found: list[str] = []
     try:
-        return urlsplit(url).password is not None
-    except ValueError:
-        return False
+        parts = _split(url)
+    except _Refused:
+        parts = None
+    if parts is None:
+        userinfo = url.partition("://")[2].rpartition("@")[0]
+        found.append(userinfo.partition(":")[2])
+    else:
+        if parts.userinfo is not None:
+            found.append(parts.userinfo.partition(":")[2])
+        for pair in (parts.query or "").split("&"):
+            name, _sep, value = pair.partition("=")
+            if unquote(name) in SECRET_PARAMETERS:
+                found.append(value)
+    secrets = {text for written in found if written for text in (written, unquote(written))}
+    return sorted(secrets, key=len, reverse=True)

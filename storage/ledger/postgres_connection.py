@@ -41,12 +41,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
+
+from runtime.ledger.database_url import MASK, url_secrets
 
 _log = logging.getLogger("maka.store")
 
@@ -437,21 +438,15 @@ def _raw_connection(
         return psycopg.connect(url, autocommit=True, **params)
     except psycopg.Error as error:
         translated = as_sqlite_error(error)
-        secret = _password(url)
-        if secret and any(secret in str(arg) for arg in translated.args):
-            # What libpq says of a URL may quote it: the password never leaves in a refusal.
-            translated.args = tuple(str(arg).replace(secret, "****") for arg in translated.args)
+        # What libpq says of a URL may quote it: no password leaves in a refusal (after user:
+        # or in the query, as written or decoded).
+        secrets = url_secrets(url)
+        if any(secret in str(arg) for secret in secrets for arg in translated.args):
+            args = [str(arg) for arg in translated.args]
+            for secret in secrets:
+                args = [arg.replace(secret, MASK) for arg in args]
+            translated.args = tuple(args)
         raise translated from None
-
-
-def _password(url: str) -> str | None:
-    """The URL's password as written and as read (percent-decoded), for redaction."""
-    try:
-        parts = urlsplit(url)
-        written = parts.netloc.rpartition("@")[0].partition(":")[2]
-    except ValueError:
-        return None
-    return written or None
 
 
 def connect(

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from app import bridge_contract as bc
@@ -24,6 +24,7 @@ from runtime.ledger.database_url import (
     SECRET_PARAMETERS,
     database_url_problem,
     masked_database_url,
+    url_secrets,
 )
 from runtime.ledger.store_ports import StoreRefusal
 from storage.ledger.database_choice import check_database_url, database_url, unmasked_database_url
@@ -108,6 +109,21 @@ def test_no_password_is_left_in_the_masked_url(case: tuple[str, dict[str, str], 
         assert {k: v for k, v in parsed.items() if k not in SECRET_PARAMETERS} == {
             k: v for k, v in _libpq(url).items() if k not in SECRET_PARAMETERS
         }
+
+
+@settings(max_examples=300, deadline=None)
+@given(_urls_with_passwords())
+def test_a_refusal_quoting_the_url_keeps_no_password(case: tuple[str, dict[str, str], str]) -> None:
+    """What libpq says of a URL may quote it, decoded or as written: every password is taken
+    out of a refusal (``url_secrets``: the one after ``user:`` and the query's)."""
+    url, secrets, _other = case
+    assume(all(secret not in MASK for secret in secrets.values()))
+    said = f'invalid connection option in "{url}"; ' + "; ".join(secrets.values())
+    for secret in url_secrets(url):
+        said = said.replace(secret, MASK)
+    for secret in filter(None, secrets.values()):
+        assert secret not in said
+        assert _written(secret, _QUERY_RAW) not in said
 
 
 @settings(max_examples=200, deadline=None)
