@@ -14,7 +14,6 @@ refused here with ``database_url_invalid`` instead; a refusal never quotes a val
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 from urllib.parse import unquote
 
 from runtime.ledger.codes import StoreCode
@@ -91,14 +90,27 @@ PARAMETERS = SECRET_PARAMETERS | frozenset(
 SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
-class _Url(NamedTuple):
-    """A URL cut where libpq cuts it, each part as written (percent-encoded)."""
+class _Url:
+    """A URL cut where libpq cuts it, each part as written (percent-encoded). A plain class,
+    not a ``NamedTuple``: this module is on ``maka sessions``' path, where a named tuple's
+    annotations, strings here, would be compiled by ``typing`` (the first ``compile`` of a
+    process costs ~2.5 ms; tests/e2e/test_small_command_imports.py)."""
 
-    prefix: str  # the scheme and ://
-    userinfo: str | None  # before the @ (None: no @)
-    hosts: list[tuple[str, str | None]]  # each host (an IPv6 one without []) and its port
-    middle: str  # the hosts and the /database, as written
-    query: str | None  # after the ? (None: no ?)
+    __slots__ = ("hosts", "middle", "prefix", "query", "userinfo")
+
+    def __init__(
+        self,
+        prefix: str,  # the scheme and ://
+        userinfo: str | None,  # before the @ (None: no @)
+        hosts: list[tuple[str, str | None]],  # each host (an IPv6 one without []) and its port
+        middle: str,  # the hosts and the /database, as written
+        query: str | None,  # after the ? (None: no ?)
+    ) -> None:
+        self.prefix = prefix
+        self.userinfo = userinfo
+        self.hosts = hosts
+        self.middle = middle
+        self.query = query
 
 
 class _Refused(ValueError):
