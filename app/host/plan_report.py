@@ -120,7 +120,9 @@ class OperationView:
             body["stopped"] = self.stopped
         return body
 
-    def line(self) -> str:
+    def line(self, holder_gone: bool = False) -> str:
+        """``holder_gone``: the process that ran the turn is gone (its lease still stands), so
+        a call without a result is not "still running"."""
         d = self.decision
         sentence = recovery_sentence(d.reason.value)
         if self.attestation is not None and sentence is not None:
@@ -135,6 +137,11 @@ class OperationView:
         text = f"  {d.tool_name or 'tool'} {d.tool_call_id}: {status} ({d.reason.value})"
         if self.turn_running and d.status.value != "completed":
             sentence = "The turn that made this call has not ended: it may still be running."
+            if holder_gone:
+                sentence = (
+                    "The Maka process that ran its turn is gone (killed or crashed): the call "
+                    "did not finish there, and may have done part of its work."
+                )
         text = f"{text}: {sentence}" if sentence else text
         for leftover in self.leftovers:
             text += (
@@ -558,7 +565,7 @@ def plan_summary(
         lines.extend(f"  run {t['runId']}: {t['text']}" for t in plan.transitions)
     if operations:
         lines.append(f"Tool calls of run {operations[0].run_id}:")
-        lines.extend(op.line() for op in operations)
+        lines.extend(op.line(holder_gone=gone) for op in operations)
     return lines
 
 
