@@ -221,8 +221,8 @@ def resume_session(  # noqa: C901
             print("\n".join(plan_summary(plan)))
             print(f"Refused: [{unanswered[0]}] {unanswered[1]}")
         return EXIT_PARKED
-    if before_running is not None:
-        before_running()
+    if before_running is not None:  # (said before its first output: a refusal drops it)
+        transcript.before_first_output(before_running)
     if plan.continuation is not None:
         transcript.name_calls(plan.continuation.restore_subjects)
     if not as_json:

@@ -47,6 +47,7 @@ class TerminalTranscript:
         # cancels its turn, so the run ends ``cancelled`` instead of being left running.
         self.on_reader_gone: Callable[[], None] | None = None
         self._gone = False
+        self._before_first: Callable[[], None] | None = None
 
     def name_calls(self, subjects: Mapping[str, str]) -> None:
         """Calls of earlier runs by what they did, for a restored copy's words."""
@@ -59,15 +60,31 @@ class TerminalTranscript:
         with self._lock:
             self._held = text
 
+    def before_first_output(self, say: Callable[[], None]) -> None:
+        """Call ``say`` once, just before the first thing printed (the held text included), or
+        never when the held text is dropped: the notes a resume makes about its tools (no
+        terminal to ask on) are said only when it runs, not before a refusal."""
+        with self._lock:
+            self._before_first = say
+
+    def _say_before(self) -> None:
+        say, self._before_first = self._before_first, None
+        if say is not None:
+            say()
+
     def release(self, keep: bool = True) -> None:
-        """Print the held text now (``keep``), or drop it."""
+        """Print the held text now (``keep``), or drop it (and what was to come before it)."""
         with self._lock:
             held, self._held = self._held, ""
-            if keep and held:
+            if not keep:
+                self._before_first = None
+            elif held:
+                self._say_before()
                 self._out.write(held)
                 self._out.flush()
 
     def _write(self, text: str) -> None:
+        self._say_before()
         if self._held:
             text, self._held = self._held + text, ""
         if self._gone:

@@ -332,8 +332,9 @@ class TerminalContinuation:
     def continuing(self, plan: ContinuationPlan) -> None:
         from app.host.plan_report import plan_summary
 
-        if self._terminal.before_running:
-            self._terminal.write(self._terminal.before_running, "stderr")
+        notes = self._terminal.before_running
+        if notes:  # (said before the continuation's first output: a refusal drops them)
+            self.transcript.before_first_output(lambda: self._terminal.write(notes, "stderr"))
         if plan.continuation is not None:
             self.transcript.name_calls(plan.continuation.restore_subjects)
         if not self._terminal.as_json:

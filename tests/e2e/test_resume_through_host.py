@@ -183,7 +183,11 @@ def test_the_ways_forward_after_changed_files_are_the_same_beside_a_host(tmp_pat
     assert parked.returncode == 3 and "workspace_drift" in parked.stdout
     assert json.loads(refused.stdout)["code"] == "workspace_restore_target_not_empty"
     assert "Pick a new or empty folder" in refused_words.stdout
+    # The notes about its tools are said once a continuation runs, never before a refusal
+    # (alone and served alike: compared above).
+    assert "no terminal to ask on" not in refused_words.stderr, refused_words.stderr
     assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert "--permission-mode auto runs every tool" in restored.stderr, restored.stderr
     copy = tmp_path / "served" / "work-restored-1"
     assert f"Continued in a restored copy at {copy};" in restored.stdout
     assert "The copy is a clone of your Git repository" in restored.stdout
