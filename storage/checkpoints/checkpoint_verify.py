@@ -31,6 +31,7 @@ from typing import IO
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
+from storage.checkpoints.checkpoint_empty_dirs import shown_path
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
 from storage.checkpoints.checkpoint_presence import batch_trees, tree_entries
@@ -109,7 +110,7 @@ def tree_objects(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str,
             mode, _kind, object_id = meta.decode().split(" ")
             if mode == "160000":
                 continue  # a submodule's commit: not in this repository by design
-            objects.append((object_id, os.fsdecode(raw)))
+            objects.append((object_id, shown_path(raw)))
     return objects
 
 
@@ -128,7 +129,7 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
             for mode, name, child in tree_entries(bodies.get(object_id, b""), len(object_id) // 2):
                 if mode == b"160000":
                     continue  # a submodule's commit: not in this repository by design
-                objects.append((child, os.fsdecode(prefix + name)))
+                objects.append((child, shown_path(prefix + name)))
                 if mode == b"40000":
                     following.append((child, prefix + name + b"/"))
         frontier = following

@@ -85,6 +85,33 @@ def test_a_swapped_folder_or_a_removed_file_is_refused(tmp_path: Path) -> None:
     assert list(empty.iterdir()) == []
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="file names are bytes on Linux")
+def test_a_damaged_file_whose_name_is_not_utf8_is_named_as_changes_name_it(
+    tmp_path: Path,
+) -> None:
+    """The stray byte written as ``\\xNN`` (``checkpoint_empty_dirs.shown_path``), as the
+    snapshots' changes and skipped files name it: the doctor's report said a lone surrogate
+    (``caf\\udce9.txt`` in ``--json``) and wrote the raw byte in its text."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "wb") as named:
+        named.write(b"real\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    tree = store.capture(folder, WS, "refs/maka/s/r/1", "m").tree_id
+    git_dir = store.git_dir(WS)
+    [listed] = [
+        entry
+        for entry in subprocess.run(
+            ["git", "--git-dir", str(git_dir), "ls-tree", "-z", tree],
+            capture_output=True,
+            check=True,
+        ).stdout.split(b"\0")
+        if entry.endswith(b"\tcaf\xe9.txt")
+    ]
+    swap_blob(git_dir, listed.split(b" ")[2].split(b"\t")[0].decode(), b"planted\n")
+    assert [d.path for d in store.verify_snapshots(WS, [tree])[tree]] == ["caf\\xe9.txt"]
+
+
 _MEASURED_RESTORE = """
 import sys
 from pathlib import Path
