@@ -105,7 +105,6 @@ def _change(args: argparse.Namespace) -> int:
             f"{maka_command(f'sessions remove {args.session} --yes')}",
             EXIT_USAGE,
         )
-    refuse_before_a_ledger(data_dir, args.session)
     from app.host.host_client import attach
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
@@ -113,6 +112,9 @@ def _change(args: argparse.Namespace) -> int:
     if host is not None:
         with host:
             return _change_through_host(args, host)
+    # (after a host had its say, as every other command: with the ledger on a server, this
+    # look is a connection of its own)
+    refuse_before_a_ledger(data_dir, args.session)
     with owned_store(data_dir) as store:
         lifecycle = LifecycleLog.in_data_dir(data_dir, now_ms)
         try:
