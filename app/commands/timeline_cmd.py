@@ -71,11 +71,12 @@ def run(args: argparse.Namespace) -> int:
         timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
         origin = store.read_branch(args.session)
         abandoned = _awaiting_repair(store, args.session, timeline.runs, data_dir)
-        from app.host.session_rows import gone_lease_holder
+        from app.host.plan_report import lease_holder
 
         marked = [r.run_id for r in timeline.runs if r.status in ("created", "running")]
         # A shared ledger: a killed maka run or host of this computer still holds the lease.
-        gone_holder = gone_lease_holder(store, args.session) if marked else None
+        lease = lease_holder(store, args.session) if marked else None
+        gone_holder = lease.holder if lease is not None and lease.gone else None
     finally:
         store.close()
     if args.run is not None and not timeline.runs:

@@ -183,15 +183,6 @@ def host_flag(row: dict[str, Any]) -> str:
     return f"  host {holder}"
 
 
-def gone_lease_holder(store: object, session_id: str) -> str | None:
-    """The holder of the session's lease when it is a process of this computer that is gone
-    (``holder_gone_here``), else None."""
-    from runtime.continuation.resume_gates import holder_gone_here, other_lease_holder
-
-    holder = other_lease_holder(store, session_id)
-    return holder if holder is not None and holder_gone_here(holder) else None
-
-
 def held_by_gone_words(run_id: str, holder: str) -> str:
     """Of a run still marked running whose session's lease ``holder`` is gone (``maka
     timeline``)."""
