@@ -190,9 +190,10 @@ def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft
     ``sent_at``: when the request went out (ms since the epoch, the runs' clock: the host
     runs on this computer)."""
     from app.data_paths import resolve_data_dir
+    from runtime.ledger.codes import ResolverStatus
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES
-    from runtime.ledger.tool_ledger_scanner import scan_tool_ledger
+    from runtime.recovery.recovery_resolver import resolve_operations
     from storage.ledger.ledger_store import open_store
 
     try:
@@ -204,21 +205,24 @@ def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft
         if not runs:
             return None
         events = [stored.event for stored in store.read_run_events(runs[-1].run_id)]
-        operations = scan_tool_ledger(events).operations
+        _resolution, operations = resolve_operations(events)
     except (LedgerError, OSError):
         return None
     finally:
         store.close()
+    # As recovery classifies them, from the committed facts: a call proven not dispatched
+    # never ran; one whose outcome is not proven (indeterminate, parked) may have done part
+    # of its work.
     by_state: dict[str, list[str]] = {"finished": [], "running": [], "unstarted": []}
-    for op in operations:
+    for decision, _scanned in operations:
         state = (
             "finished"
-            if op.response_event is not None
-            else "running"
-            if op.dispatch_event is not None
+            if decision.status is ResolverStatus.COMPLETED
             else "unstarted"
+            if decision.status is ResolverStatus.DEFINITELY_NOT_DISPATCHED
+            else "running"
         )
-        by_state[state].append(op.tool_name or "a tool")
+        by_state[state].append(decision.tool_name or "a tool")
     return _TurnLeft(
         runs[-1].status in TERMINAL_RUN_STATUSES,
         runs[-1].created_at >= sent_at,
