@@ -170,7 +170,7 @@ def resume_session(  # noqa: C901
     (``settle`` says how the terminal records a call's outcome: the TUI's ``/settle``;
     ``before_running`` is called once the continuation is about to run, never for a park)."""
     from app.commands.cancellable_turn import run_cancellable
-    from app.host.plan_report import plan_json, plan_summary, settle_command, source_operations
+    from app.host.plan_report import plan_json, plan_summary, settle_command
     from app.resume_composition import host_resume_service
     from runtime.base.cancel_token import OUTPUT_CLOSED
     from runtime.continuation.resume_service import ResumeRefused
@@ -179,33 +179,19 @@ def resume_session(  # noqa: C901
     service, cancel = host_resume_service(host, cwd, policy, asker, transcript)
     plan = service.plan_latest(session_id, decision=decision, restore_to=restore_to)
     if not plan.continues:
+        from app.host.plan_report import resume_park_json, resume_park_lines
+
         refusal = _restore_unavailable(plan, decision)
-        body = plan_json(plan)
+        body = resume_park_json(host.store, plan)
         if refusal is not None:
             body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
         if as_json:
             print(json.dumps(body, ensure_ascii=False))
         else:
-            # With the source run's calls, as maka plan: the park names maka settle when a call
-            # with an unknown outcome is what holds it (the way forward it can take).
-            from app.host.plan_report import session_folder_gone, settleable_calls
-            from app.host.settle_folder import folder_words
-
-            operations = source_operations(host.store, plan)
-            folder = folder_words(
-                host.store, host.service.checkpoints, plan, settleable_calls(operations)
+            said = resume_park_lines(
+                host.store, host.service.checkpoints, plan, settle or settle_command
             )
-            print(
-                "\n".join(
-                    plan_summary(
-                        plan,
-                        operations,
-                        settle or settle_command,
-                        folder=folder.get,
-                        folder_gone=session_folder_gone(host.store, plan.session_id),
-                    )
-                )
-            )
+            print("\n".join(said))
             if refusal is not None:
                 print(f"Refused: [{refusal[0]}] {refusal[1]}")
         return EXIT_PARKED

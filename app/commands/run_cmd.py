@@ -144,12 +144,11 @@ def refuse_leased_elsewhere(store: Any, session_id: str) -> None:
     """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
     there: refused before anything is said about its history (a turn running there has calls
     without a result that are not interrupted), naming the host, as that host would."""
-    from runtime.continuation.resume_gates import held_elsewhere_words, other_lease_holder
+    from runtime.continuation.resume_gates import busy_elsewhere_words
 
-    holder = other_lease_holder(store, session_id)
-    if holder is None:
-        return
-    raise CliError(HostCode.SESSION_BUSY, held_elsewhere_words(session_id, holder), EXIT_ERROR)
+    busy = busy_elsewhere_words(store, session_id)
+    if busy is not None:
+        raise CliError(HostCode.SESSION_BUSY, busy, EXIT_ERROR)
 
 
 def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:

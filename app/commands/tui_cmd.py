@@ -394,8 +394,7 @@ def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
 def _say_if_parked(host: Any, session_id: str) -> bool:
     """Say what holds Safe resume when the planner would park (as /resume prints it); True
     when it parks."""
-    from app.host.plan_report import plan_summary, settleable_calls, source_operations
-    from app.host.settle_folder import folder_words
+    from app.host.plan_report import resume_park_lines
     from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
 
@@ -409,10 +408,8 @@ def _say_if_parked(host: Any, session_id: str) -> bool:
     if plan.continues:
         return False
     print("This session's last turn ended before it finished, and Safe resume cannot continue it:")
-    operations = source_operations(host.store, plan)
     # What answering about a call also does to the folder, as /resume and maka plan say it.
-    folder = folder_words(host.store, host.service.checkpoints, plan, settleable_calls(operations))
-    print("\n".join(plan_summary(plan, operations, _tui_settle, folder=folder.get)))
+    print("\n".join(resume_park_lines(host.store, host.service.checkpoints, plan, _tui_settle)))
     print(TUI_PARK_NOTE)
     return True
 

@@ -24,7 +24,7 @@ from app.park_guidance import (
     park_severity,
     record_damaged,
 )
-from runtime.continuation.continuation_planner import ContinuationPlan
+from runtime.continuation.continuation_planner import ContinuationDetails, ContinuationPlan
 from runtime.continuation.workspace_decision import WORKSPACE_DECISION_REASONS, WorkspaceDecision
 from runtime.ledger.attestation import Attestation, when_text
 from runtime.ledger.codes import (
@@ -46,7 +46,14 @@ from runtime.recovery.settle_verdict import settle_verdict
 from runtime.recovery.write_leftovers import parked_writes
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
+    from app.host.settle_folder import SettleFolderStore
+    from runtime.ledger.checkpoint_ports import CheckpointCarrier
     from runtime.ledger.event_model import RuntimeEvent
+
+    class ParkStore(LedgerReader, SettleFolderStore, Protocol):
+        """What a resume's park is said from: the ledger, and what settling would read."""
 
 
 # What startup recovery decided about an interrupted tool call: the resolver's reasons (the
@@ -424,6 +431,38 @@ def lease_holder(store: object, session_id: str) -> LeaseHolder | None:
     return None if holder is None else LeaseHolder(holder, holder_gone_here(holder))
 
 
+def resume_park_lines(
+    store: ParkStore,
+    checkpoints: CheckpointCarrier | None,
+    plan: ContinuationPlan,
+    settle: Callable[[str, str, bool], str] = settle_command,
+) -> list[str]:
+    """What a resume that parks says (``maka resume`` alone or through a host, the TUI's
+    ``/resume``), as ``maka plan`` says it: with the source run's calls (a call with an unknown
+    outcome names ``maka settle``), what answering it does to the folder, the session's folder
+    looked at, and another process holding the session's lease named: its lease refuses the
+    commands this park would otherwise advise."""
+    from app.host.settle_folder import folder_words
+
+    operations = source_operations(store, plan)
+    folder = folder_words(store, checkpoints, plan, settleable_calls(operations))
+    return plan_summary(
+        plan,
+        operations,
+        settle,
+        folder=folder.get,
+        folder_gone=session_folder_gone(store, plan.session_id),
+        lease=lease_holder(store, plan.session_id),
+    )
+
+
+def resume_park_json(store: object, plan: ContinuationPlan) -> dict[str, Any]:
+    """A resume's park as its ``--json`` document: the plan, with ``leaseHeldBy`` as
+    ``maka plan --json`` has it."""
+    lease = lease_holder(store, plan.session_id)
+    return plan_json(plan, lease.json() if lease is not None else None)
+
+
 @dataclass(frozen=True, slots=True)
 class PlanWords:
     """What ``maka plan`` prints: its lines, and its ``--json`` document."""
@@ -465,29 +504,7 @@ def plan_summary(
     gone = _holder_gone(plan) or (lease is not None and lease.gone)
     elsewhere = lease is not None and not lease.gone and not plan.continues
     if plan.continues and plan.continuation is not None:
-        details = plan.continuation
-        lines = [
-            f"Safe resume can continue session {plan.session_id} from run {plan.source_run_id}",
-            f"  as a new run, replaying {len(details.runtime_context)} committed events "
-            f"over {len(details.lineage_run_ids)} generation(s), with no new user message.",
-        ]
-        lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
-        if details.workspace_decision is WorkspaceDecision.RESTORE:
-            holds = copy_reflects(details.restore_fields, details.restore_subjects)
-            lines.append(
-                f"  Continuing in a restored copy holding {holds}; your folder is left as it is."
-            )
-        elif details.workspace_decision is not None:
-            changes = details.decision_changes
-            said = (
-                f"{changed_count_words([c.path for c in changes])} changed"
-                if changes is not None
-                else "no snapshot to compare them with"
-            )
-            lines.append(
-                f"  Continuing with your current files ({said}); the model is told to re-read "
-                "what changed."
-            )
+        lines = _continue_lines(plan, plan.continuation, lease)
     else:
         # A session whose latest turn finished has nothing to resume: said as that, not as
         # Safe resume "parked" (the exit code stays the one for "does not continue").
@@ -624,6 +641,55 @@ def _held_elsewhere_words(holder: str) -> list[str]:
         f"Host {holder} holds this session's lease now: maka settle, maka run and maka resume "
         "with this data folder are refused until it gives the session up or its lease runs "
         "out; answer there (its data folder, or its desktop window)."
+    ]
+
+
+def _continue_lines(
+    plan: ContinuationPlan, details: ContinuationDetails, lease: LeaseHolder | None
+) -> list[str]:
+    """A plan that continues, in words: what it replays, its notes, and where it continues."""
+    lines = [
+        f"Safe resume can continue session {plan.session_id} from run {plan.source_run_id}",
+        f"  as a new run, replaying {len(details.runtime_context)} committed events "
+        f"over {len(details.lineage_run_ids)} generation(s), with no new user message.",
+    ]
+    lines.extend(f"  note: {d.code}: {d.message}" for d in plan.diagnostics)
+    if lease is not None:  # (the resume itself is refused with session_busy)
+        lines.extend(_continue_elsewhere_words(lease))
+    if details.workspace_decision is WorkspaceDecision.RESTORE:
+        holds = copy_reflects(details.restore_fields, details.restore_subjects)
+        lines.append(
+            f"  Continuing in a restored copy holding {holds}; your folder is left as it is."
+        )
+    elif details.workspace_decision is not None:
+        changes = details.decision_changes
+        said = (
+            f"{changed_count_words([c.path for c in changes])} changed"
+            if changes is not None
+            else "no snapshot to compare them with"
+        )
+        lines.append(
+            f"  Continuing with your current files ({said}); the model is told to re-read "
+            "what changed."
+        )
+    return lines
+
+
+def _continue_elsewhere_words(lease: LeaseHolder) -> list[str]:
+    """A plan that would continue, while another process holds the session's lease: a resume
+    here is refused (``session_busy``) until that lease is given up or runs out."""
+    from runtime.continuation.resume_gates import gone_holder_words
+
+    if lease.gone:
+        return [
+            f"  But {gone_holder_words(lease.holder)} still holds this session's lease: maka "
+            "resume is refused until it runs out (half a minute with the default lease "
+            "settings)."
+        ]
+    return [
+        f"  But host {lease.holder} holds this session's lease now: maka resume with this data "
+        "folder is refused until it gives the session up or its lease runs out; resume there "
+        "(its data folder, or its desktop window)."
     ]
 
 

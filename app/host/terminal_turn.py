@@ -79,11 +79,11 @@ def _refuse_leased_elsewhere(store: Any, session_id: str) -> None:
     """On a shared ledger (PostgreSQL), a session whose live lease another host holds is busy
     there: refused before anything is said about its history (a call running there is not
     interrupted), as ``maka run`` without a host refuses it."""
-    from runtime.continuation.resume_gates import held_elsewhere_words, other_lease_holder
+    from runtime.continuation.resume_gates import busy_elsewhere_words
 
-    holder = other_lease_holder(store, session_id)
-    if holder is not None:
-        raise HostServiceError(HostCode.SESSION_BUSY, held_elsewhere_words(session_id, holder))
+    busy = busy_elsewhere_words(store, session_id)
+    if busy is not None:
+        raise HostServiceError(HostCode.SESSION_BUSY, busy)
 
 
 def unsettled_call_notes(service: Any, session_id: str) -> list[str]:
@@ -285,25 +285,15 @@ class TerminalContinuation:
     ) -> None:
         """A park, as ``maka resume`` says it: the plan in words (with the calls ``maka settle``
         can answer) or its JSON document; ``refusal``: the terminal's decision it refuses."""
-        from app.host.plan_report import (
-            plan_json,
-            plan_summary,
-            session_folder_gone,
-            settleable_calls,
-        )
-        from app.host.plan_report import source_operations as operations_of
-        from app.host.settle_folder import folder_words
+        from app.host.plan_report import resume_park_json, resume_park_lines
 
         if self._terminal.as_json:
-            body = plan_json(plan)
+            body = resume_park_json(store, plan)
             if refusal is not None:
                 body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
             self._out(json.dumps(body, ensure_ascii=False))
             return
-        operations = operations_of(store, plan)
-        folder = folder_words(store, self._sessions.checkpoints, plan, settleable_calls(operations))
-        gone = session_folder_gone(store, plan.session_id)
-        self._out("\n".join(plan_summary(plan, operations, folder=folder.get, folder_gone=gone)))
+        self._out("\n".join(resume_park_lines(store, self._sessions.checkpoints, plan)))
         if refusal is not None:
             self._out(f"Refused: [{refusal[0]}] {refusal[1]}")
 

@@ -198,6 +198,14 @@ def held_elsewhere_words(session_id: str, holder: str) -> str:
     )
 
 
+def busy_elsewhere_words(store: object, session_id: str) -> str | None:
+    """Why the session is busy with another host (``held_elsewhere_words``), or None when no
+    other host holds its lease: a new turn, a resume and a settle there are refused with
+    ``session_busy`` in these words, before anything is written or said about its history."""
+    holder = other_lease_holder(store, session_id)
+    return None if holder is None else held_elsewhere_words(session_id, holder)
+
+
 def holder_gone_here(holder: str) -> bool:
     """Whether a lease holder (``machine:pid:nonce``) names a process of this computer that
     no longer runs (its pid is free, or belongs to a process started since)."""

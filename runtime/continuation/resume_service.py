@@ -40,7 +40,12 @@ from runtime.continuation.continuation_replay import ReplayBlocked, ReplayPlan, 
 from runtime.continuation.lifecycle_log import LifecycleLog
 from runtime.continuation.lineage_reader import Lineage, LineageStore, read_lineage
 from runtime.continuation.presence_memo import PresenceMemo
-from runtime.continuation.resume_gates import LatestRun, first_park, first_refusal
+from runtime.continuation.resume_gates import (
+    LatestRun,
+    busy_elsewhere_words,
+    first_park,
+    first_refusal,
+)
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.continuation.workspace_transition import (
     RestoreFailed,
@@ -391,6 +396,7 @@ class ResumeService:
         if self._log is not None:
             self._log.execution_started(plan, automatic=automatic)
         try:
+            self._not_leased_elsewhere(plan.session_id)
             self._revalidate(details)
             target, start_event = self._admit(plan.session_id, details, automatic)
         except ResumeRefused as refusal:
@@ -406,6 +412,14 @@ class ResumeService:
         if self._log is not None:
             self._log.execution_completed(plan, status.value)
         return ResumeResult(target.run_id, target.turn_id, status)
+
+    def _not_leased_elsewhere(self, session_id: str) -> None:
+        """On a shared ledger (PostgreSQL), a session whose lease another host holds is busy
+        there: refused before anything is written, naming that host, as a new message is (its
+        first write would be refused with ``session_lease_lost``)."""
+        busy = busy_elsewhere_words(self._store, session_id)
+        if busy is not None:
+            raise ResumeRefused(ParkReason.SESSION_BUSY, busy)
 
     def _revalidate(self, details: ContinuationDetails) -> None:
         try:

@@ -68,14 +68,23 @@ def test_a_plan_through_a_host_names_the_other_host_holding_the_lease(
         code, text, err = _plan(tmp_path / "b", session, plain)
         assert code == 3, err
         _, document, _ = _plan(tmp_path / "b", session, plain, "--json")
+        resumed = [_resume(tmp_path / "b", session, plain, *more) for more in ((), ("--json",))]
         assert host_b.terminate() == 0, host_b.stderr()[-3000:]
         # The same plan with no host running on folder B.
         code_alone, text_alone, err_alone = _plan(tmp_path / "b", session, plain)
         _, document_alone, _ = _plan(tmp_path / "b", session, plain, "--json")
+        resumed += [_resume(tmp_path / "b", session, plain, *more) for more in ((), ("--json",))]
         assert host_a.process.poll() is None, host_a.stderr()[-3000:]
     finally:
         for host in started:
             host.stop()
+    # maka resume, through host B and alone, says what maka plan says: nothing to resume, and
+    # no command that host A's lease refuses here (it advised `run --session` and `settle`).
+    for words, doc in (resumed[:2], resumed[2:]):
+        assert (words[0], doc[0]) == (3, 3), (words, doc)
+        assert f"Host {owner} holds this session's lease now" in words[1], words
+        assert "run --session" not in words[1] and "carry on with" not in words[1], words
+        assert json.loads(doc[1])["leaseHeldBy"] == owner, doc
     assert f"Host {owner} holds this session's lease now" in text, text
     # No command that the lease refuses with this data folder is offered.
     assert "carry on with a new message" not in text, text
@@ -84,6 +93,12 @@ def test_a_plan_through_a_host_names_the_other_host_holding_the_lease(
     # Through the host or alone: the same words, the same document.
     assert (code_alone, text_alone) == (code, text), err_alone
     assert json.loads(document_alone) == json.loads(document)
+
+
+def _resume(data: Path, session: str, env: dict[str, str], *more: str) -> tuple[int, str, str]:
+    on = {**env, "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+    done = maka(["--data-dir", str(data), "resume", session, *more], data, env=on)
+    return done.returncode, done.stdout, done.stderr
 
 
 STEPS = [
@@ -167,3 +182,77 @@ def test_every_reader_says_a_killed_lease_holder_is_gone(tmp_path: Path, postgre
     timeline = maka(["timeline", session], data_b, env=plain)
     assert timeline.returncode == 0, timeline.stderr
     assert f"{owner}, {GONE}" in timeline.stdout, timeline.stdout
+
+
+def _runs(url: str) -> int:
+    try:
+        with psycopg.connect(url) as conn:
+            found = conn.execute("SELECT count(*) FROM runs").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return 0  # the ledger's schema is not made yet
+    return int(found[0]) if found else 0
+
+
+def test_a_resume_another_host_holds_is_refused_before_anything_is_written(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A turn killed while its model answered (no tool call), taken over by host B once its
+    lease ran out: host B holds the session. From folder C, ``maka plan`` says Safe resume could
+    continue it but host B's lease refuses that here, and ``maka resume`` is refused with
+    ``session_busy`` naming host B, writing nothing (it would have been refused at its first
+    write, ``session_lease_lost``, after saying that it continued)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path / "script.json", [[{"text": "Thinking.", "delayMs": 60000}]])
+    lease = {"MAKA_SESSION_LEASE_TTL_MS": "3000", "MAKA_SESSION_LEASE_RUNWAY_MS": "1000"}
+    plain = {"MAKA_DATABASE_URL": postgres_url, **lease}
+    env = {**os.environ, **scripted_env(script), **plain, "MAKA_DATA_DIR": str(tmp_path / "a")}
+    env.pop("MAKA_RUNTIME_SAFE_BOUNDARY_RESUME", None)
+    runner = subprocess.Popen(
+        [*maka_executable(), "run", "--cwd", str(work), "think"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    started: list[MainProcess] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not _runs(postgres_url):
+            assert runner.poll() is None and time.monotonic() < deadline, "never started"
+            time.sleep(0.2)
+        time.sleep(0.5)
+        os.kill(runner.pid, signal.SIGKILL)
+        assert runner.wait(10) == -signal.SIGKILL
+        host_b = _host(tmp_path / "b", {**scripted_env(script), **plain}, started)
+        deadline = time.monotonic() + 60
+        while f":{host_b.process.pid}:" not in _owner(postgres_url)[1]:
+            assert time.monotonic() < deadline, "host B never took the session over"
+            time.sleep(0.3)
+        session, owner = _owner(postgres_url)
+        code, text, err = _plan(tmp_path / "c", session, {**plain, **_ON})
+        runs = _runs(postgres_url)
+        said = [_resume(tmp_path / "c", session, plain, *more) for more in ((), ("--json",))]
+        assert _runs(postgres_url) == runs
+        assert host_b.process.poll() is None, host_b.stderr()[-3000:]
+    finally:
+        if runner.poll() is None:
+            os.killpg(runner.pid, signal.SIGKILL)
+            runner.wait(10)
+        for host in started:
+            host.stop()
+    assert code == 0, err
+    assert f"Safe resume can continue session {session}" in text, text
+    assert f"But host {owner} holds this session's lease now" in text, text
+    (resume_code, words, resume_err), (json_code, document, _) = said
+    assert (resume_code, json_code) == (3, 3), said
+    assert (
+        "Safe resume refused before the provider was called: [session_busy] "
+        f"session {session} is held by another host, {owner}"
+    ) in words, (words, resume_err)
+    body = json.loads(document)
+    assert (body["disposition"], body["code"]) == ("refused", "session_busy"), body
+    assert owner in body["message"], body
+
+
+_ON = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
