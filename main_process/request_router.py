@@ -467,10 +467,15 @@ class RequestRouter:
             return
         services = self._services
         from_terminal = peer_id in self._server.terminal_ids()
+        replanned: list[ResumeParked] = []
 
         def job() -> object:
             if isinstance(message, SessionsRelocateRequest):
-                return services.relocate_session(session_id, Path(message.cwd))
+                moved = services.relocate_session(session_id, Path(message.cwd))
+                # Its folder found again, the session may still park for another reason.
+                park = services.replanned_park(session_id)
+                replanned.extend([park] if park is not None else [])
+                return moved
             if isinstance(message, SessionsRenameRequest):
                 return services.rename_session(session_id, message.title)
             if isinstance(message, SessionsExportRequest):
@@ -512,6 +517,8 @@ class RequestRouter:
             if isinstance(message, SessionsRelocateRequest):
                 # The folder is found again: the cards that ask about a call read it anew.
                 self._refresh_folder_notes(session_id)
+                for park in replanned:  # (after the answer, which forgets the old park)
+                    self._stand(session_id, park)
 
         if not self._workers.run_query(f"session-{session_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
@@ -1264,14 +1271,19 @@ class RequestRouter:
         """Parks of an earlier start that still hold (same boundary, same inputs): told to every
         renderer that connects, like a park of auto-resume (and to any already connected)."""
         for session_id, parked in parks:
-            push = ResumeParkedPush(
-                session_id=session_id,
-                rejection_reasons=parked.rejection_reasons,
-                diagnostics=parked.diagnostics,
-                workspace_options=parked.workspace_options,
-            )
-            self._standing.set_outcome(push)
-            self._broadcast(push)
+            self._stand(session_id, parked)
+
+    def _stand(self, session_id: str, parked: ResumeParked) -> None:
+        """A park that holds without anyone asking: kept for renderers that connect later, and
+        told to every renderer connected now."""
+        push = ResumeParkedPush(
+            session_id=session_id,
+            rejection_reasons=parked.rejection_reasons,
+            diagnostics=parked.diagnostics,
+            workspace_options=parked.workspace_options,
+        )
+        self._standing.set_outcome(push)
+        self._broadcast(push)
 
     def send_standing_outcomes(self, peer_id: int) -> None:
         """Tell a renderer that just connected everything that still stands (standing_state):

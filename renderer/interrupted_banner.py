@@ -355,7 +355,8 @@ class InterruptedBanner(TintedPanel):
 
     def forget_session(self, session_id: str) -> None:
         """What the banner knew about ``session_id`` no longer holds (its folder was located):
-        it offers Safe resume again."""
+        it offers Safe resume again, unless the main process tells the park that stands now
+        (planned again once the folder is found)."""
         self._by_session.pop(session_id, None)
         self._render()
 

@@ -755,6 +755,9 @@ class DesktopServices:
             raise HostServiceError(error.code, error.message) from None
         return self.session_summary(session_id)
 
+    def replanned_park(self, session_id: str) -> ResumeParked | None:
+        return self._memory.recheck(session_id)
+
     def rename_session(self, session_id: str, title: str) -> SessionSummary:
         try:
             self._store.rename_session(session_id, title)

@@ -385,6 +385,11 @@ class HostServices(Protocol):
         ``HostServiceError`` with ``workspace_identity_differs`` and nothing changes)."""
         ...
 
+    def replanned_park(self, session_id: str) -> ResumeParked | None:
+        """After the session's folder was located: the park Safe resume makes now, when it is
+        on and the banner would offer it (planned again, read-only), else None."""
+        ...
+
     def rename_session(self, session_id: str, title: str) -> SessionSummary: ...
 
     def remove_session(self, session_id: str) -> None:

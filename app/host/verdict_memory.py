@@ -113,13 +113,22 @@ class VerdictMemory:
                 standing.append((session_id, parked))
         return tuple(standing)
 
+    def recheck(self, session_id: str) -> ResumeParked | None:
+        """Once the session's folder is located: the park as it stands now, planned again as at
+        start, for a session the banner would offer Safe resume for with Safe resume on (a
+        located folder can still park for another reason: a write recovery parked for good); None
+        when it would continue, or the banner offers nothing."""
+        if not self._safe_resume_on() or self.plan_inputs(session_id) is None:
+            return None
+        return self._plan_now(session_id)
+
     def _plan_now(self, session_id: str) -> ResumeParked | None:
         """Plan the session (read-only): None when it would continue now, else the park as it
         stands now (recorded as the verdict)."""
         try:
             plan = self._planner().plan_latest(session_id)
         except LedgerError as error:
-            _log.warning("planning session %s at start failed: %s", session_id, error)
+            _log.warning("planning session %s failed: %s", session_id, error)
             return None
         if plan.continues:
             self._verdicts.clear(session_id)

@@ -7,6 +7,7 @@ reason beside it, instead of vanishing while the status bar flashes a code.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,61 @@ def test_remove_session_offers_export_first_and_deletes_only_the_history(
     assert window.session_id is None
     bridge.stop()
     assert main.terminate() == 0
+
+
+WRITE_SCRIPT: list[list[dict[str, Any]]] = [
+    [
+        {
+            "text": "Writing.",
+            "toolCalls": [
+                {"id": "w1", "name": "write_file", "args": {"path": "z.md", "content": "zz\n"}}
+            ],
+        },
+        {"text": "Written."},
+    ],
+]
+
+
+def test_a_located_folder_whose_write_recovery_parked_for_good_stays_parked(
+    tmp_path: Path, qtbot: QtBot, processes: list[MainProcess]
+) -> None:
+    """Killed after a write and before its outcome (P4), with the folder moved while Maka was
+    down: startup recovery cannot read the written file and parks the call for good. Once the
+    folder is located, the banner says the park as Safe resume makes it now (``maka plan``
+    agrees), instead of offering a Safe resume that could only park."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", WRITE_SCRIPT))
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write it"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P4"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    assert (work / "z.md").read_text() == "zz\n"
+    session_id = committed_runs(data)[0][0].session_id
+    moved = tmp_path / "moved" / "work"
+    moved.parent.mkdir()
+    shutil.move(str(work), moved)
+    main = start_main(data, {**env, **FLAG}).wait_ready()
+    processes.append(main)
+    window, bridge = _window(qtbot, main)
+    qtbot.waitUntil(lambda: window.session_id == session_id, timeout=WAIT_MS)
+    banner = window.banner
+    qtbot.waitUntil(lambda: banner.folder_missing, timeout=WAIT_MS)
+    window.session_actions.choose_folder = lambda _missing: str(moved)
+    QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.path_label.text() == str(moved), timeout=WAIT_MS)
+    qtbot.waitUntil(
+        lambda: banner.state is BannerState.PARKED and not banner.folder_missing,
+        timeout=WAIT_MS,
+    )
+    shown = [label.property("code") for label in banner.reason_labels]
+    plan = maka(["plan", session_id, "--json"], data, env=FLAG)
+    bridge.stop()
+    assert main.terminate() == 0
+    assert plan.returncode == 3, plan.stderr
+    assert shown == json.loads(plan.stdout)["rejectionReasons"], (shown, plan.stdout)
+    assert banner.action_button.text() != "Safe resume" or not banner.action_button.isVisible()
+    assert len(committed_runs(data)) == 1, "nothing continued"

@@ -64,6 +64,8 @@ class FakeHostServices:
     """Commands still running from an earlier start, per session (``check_survivors``)."""
     after_survivors: dict[str, ResumeParked | None] = field(default_factory=dict)
     timelines: dict[str, SessionTimeline] = field(default_factory=dict)
+    replanned: dict[str, ResumeParked] = field(default_factory=dict)
+    """The park a session's located folder plans to (``replanned_park``)."""
     block_turns: bool = False
     flags: tuple[bool, bool] | None = None
     calls: list[str] = field(default_factory=list)
@@ -215,6 +217,10 @@ class FakeHostServices:
         moved = self.sessions[session_id].model_copy(update={"cwd": str(cwd)})
         self.sessions[session_id] = moved
         return moved
+
+    def replanned_park(self, session_id: str) -> ResumeParked | None:
+        self._record(f"replanned_park:{session_id}")
+        return self.replanned.get(session_id)
 
     def rename_session(self, session_id: str, title: str) -> SessionSummary:
         self._record(f"rename_session:{session_id}")
