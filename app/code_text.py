@@ -269,7 +269,7 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         ),
         "tool_recovery_parked": (
             _W,
-            "Recovery could not settle a tool call; it waits for you.",
+            "Recovery could not settle a tool call on its own.",
             "",
             ("resolverReason",),
         ),

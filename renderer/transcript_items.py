@@ -324,7 +324,9 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
     ),
     (ToolCardStatus.PARKED, None): (
         "Parked",
-        "Recovery could not settle this call; it waits for you.",
+        # (a card the user can answer says so in its question; update_item)
+        "Recovery could not settle this call, and no answer can: Safe resume does not continue "
+        "its run, and the call is never retried.",
         Tone.WARN,
     ),
     (ToolCardStatus.NOT_DISPATCHED, None): ("Not run", "This call never started.", Tone.INFO),
@@ -337,6 +339,18 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
 
 RECONCILE_MATCHES_PRIOR_STATE = "reconcile_matches_prior_state"
 """The park reason of a file write recovery found not done (the file as it was before it)."""
+
+
+def _asks_to_confirm(item: ToolCardItem) -> bool:
+    """A file write recovery found untouched, in the session's latest run: the user may confirm
+    that finding (it did not run), the one answer a parked call takes."""
+    return (
+        item.settleable
+        and item.status is ToolCardStatus.PARKED
+        and item.park_reason == RECONCILE_MATCHES_PRIOR_STATE
+        and item.attestation is None
+    )
+
 
 _UNUSUAL = frozenset({ToolCardStatus.INDETERMINATE, ToolCardStatus.PARKED, ToolCardStatus.FAILED})
 
@@ -638,6 +652,8 @@ class ToolCardWidget(TintedPanel):
         self.args_label.setText(visible(item.args_summary, strict=True))
         self.args_label.setVisible(bool(item.args_summary))
         sentence = _tr(_STATUS_COPY[key][1]) if _STATUS_COPY[key][1] else ""
+        if _asks_to_confirm(item):
+            sentence = _tr("Recovery could not settle this call on its own; it waits for you.")
         if item.park_reason and key[1] is None:
             reason = describe(item.park_reason)
             sentence = f"{sentence} {reason.sentence}".strip()
@@ -651,14 +667,7 @@ class ToolCardWidget(TintedPanel):
         self.refresh_colours()
 
     def _show_settle_panel(self, item: ToolCardItem) -> None:
-        # A file write recovery found untouched: the user may confirm that finding (it did not
-        # run), the one answer it takes.
-        confirming = (
-            item.settleable
-            and item.status is ToolCardStatus.PARKED
-            and item.park_reason == RECONCILE_MATCHES_PRIOR_STATE
-            and item.attestation is None
-        )
+        confirming = _asks_to_confirm(item)
         asking = confirming or (
             item.settleable
             and item.status is ToolCardStatus.INDETERMINATE

@@ -192,7 +192,31 @@ def test_any_other_park_asks_nothing(qtbot: QtBot) -> None:
         park_reason="reconcile_diverged",
         settleable=True,
     )
-    assert _pushed(window, bridge, diverged).settle_panel is None
+    card = _pushed(window, bridge, diverged)
+    assert card.settle_panel is None
+    # It does not say that it waits for the user: no answer settles it.
+    said = card.explanation_label.text()
+    assert "waits for you" not in said, said
+    assert "no answer can: Safe resume does not continue its run" in said, said
+    assert "changed by someone else" in said, said
+
+
+def test_a_write_recovery_found_not_done_says_it_waits_for_the_answer(qtbot: QtBot) -> None:
+    window, bridge, _ = _window(qtbot)
+    parked = bc.ToolCardItem(
+        item_id="write-evt",
+        tool_call_id="c2",
+        tool_name="write_file",
+        args_summary="a.txt (4 bytes)",
+        status=bc.ToolCardStatus.PARKED,
+        park_reason="reconcile_matches_prior_state",
+        settleable=True,
+    )
+    said = _pushed(window, bridge, parked).explanation_label.text()
+    assert said.startswith("Recovery could not settle this call on its own; it waits for you."), (
+        said
+    )
+    assert "no answer can" not in said, said
 
 
 WRITING = UNKNOWN.model_copy(
