@@ -313,8 +313,9 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
     (ToolCardStatus.FAILED, PERMISSION_DENIED): ("Denied", "", Tone.NEUTRAL),
     (ToolCardStatus.INDETERMINATE, HOST_STOPPED): (
         "Interrupted",
-        "Maka stopped while this call was running; it may have run in part. Check before "
-        "doing it again.",
+        "Maka stopped before this window heard how this call ended: it may have finished, or "
+        "run in part. The next start of Maka reads what was recorded; check before doing it "
+        "again.",
         Tone.WARN,
     ),
     (ToolCardStatus.INDETERMINATE, None): (

@@ -277,9 +277,10 @@ class TranscriptView(QScrollArea):
         return bool(self._running_cards())
 
     def mark_running_interrupted(self) -> int:
-        """The main process is gone: every call still shown as running was interrupted (it may
-        have run in part), except one that was only waiting for permission: it never started,
-        and reads "Not run" (what the next start finds too). Returns how many cards changed."""
+        """The main process is gone: every call still shown as running was interrupted, as far
+        as this window knows (its result may have been recorded a moment before), except one
+        that was only waiting for permission: it never started, and reads "Not run" (what the
+        next start finds too). Returns how many cards changed."""
         running = self._running_cards()
         for item in running:
             waiting = item.park_reason == AWAITING_PERMISSION

@@ -75,6 +75,11 @@ def test_a_lost_main_process_is_said_and_nothing_claims_to_run(
     # running items read as interrupted; nothing that needs the main process can be used
     card = window.transcript.tool_card("c1")
     assert card is not None and "Interrupted" in card.chip.text()
+    # The window cannot know whether the call's result was recorded a moment before: it says
+    # so, and where the record is read (it claimed the call "may have run in part").
+    said = card.explanation_label.text()
+    assert "before this window heard how this call ended: it may have finished" in said, said
+    assert "The next start of Maka reads what was recorded" in said, said
     assert not window.composer.editor.isEnabled()
     assert not window.composer.stop_button.isVisible()
     assert not window.permission.isVisible()
