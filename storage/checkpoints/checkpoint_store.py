@@ -52,6 +52,7 @@ import stat
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -301,6 +302,7 @@ class GitCheckpointStore:
         self._runner: GitRunner | None = None
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._claim_guard = threading.Lock()  # a restore claims its folder (``_claiming``)
         self._grafts: dict[tuple[str, str, tuple[str, ...], tuple[int, int] | None], str] = {}
         self._left_out: list[str] = []  # the capture in progress: paths now ignored
         self._absorbing: dict[str, threading.Thread] = {}
@@ -1415,10 +1417,6 @@ class GitCheckpointStore:
         user's HEAD (their ``.git`` only read), with the snapshot's files on top: ``git
         status`` and ``git diff`` there show the snapshot's changes against that HEAD.
         Returns the copy's new identity."""
-        from storage.sessions.workspace_identity import (
-            WorkspaceMarkerError,
-            resolve_workspace_identity,
-        )
 
         target = Path(os.path.abspath(target))
         try:
@@ -1443,6 +1441,41 @@ class GitCheckpointStore:
                 f"{len(damaged)} object(s) {'missing' if first.missing else 'changed'}, "
                 f"first {first.path or 'its top folder'}" + damage_told(damaged),
             )
+        with self._claiming():
+            return self._materialize_claimed(
+                workspace_identity, tree_id, target, session_id, source=source, checked=checked
+            )
+
+    @contextlib.contextmanager
+    def _claiming(self) -> Iterator[None]:
+        """Held from a restore's claim of its folder to its last write: a new folder, or an
+        empty one, is claimed only while no other restore (a thread here, or another process of
+        this data folder) is writing, so two restores never fill one folder. The second finds
+        the first's files and is refused (``workspace_restore_target_not_empty``)."""
+        with self._claim_guard:
+            ensure_private_dir(self.root)
+            with open(self.root / "restores.lock", "a+b", opener=private_opener) as handle:
+                _lock_file(handle)
+                try:
+                    yield
+                finally:
+                    _unlock_file(handle)
+
+    def _materialize_claimed(
+        self,
+        workspace_identity: str,
+        tree_id: str,
+        target: Path,
+        session_id: str,
+        *,
+        source: Path | None,
+        checked: TreeCheck,
+    ) -> str:
+        from storage.sessions.workspace_identity import (
+            WorkspaceMarkerError,
+            resolve_workspace_identity,
+        )
+
         try:
             # Missing folders above it are made, as ``git clone`` makes them.
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -1452,7 +1485,7 @@ class GitCheckpointStore:
                 f"cannot make {target}: {_in_the_way(target) or error.strerror}",
             ) from None
         try:
-            target.mkdir()  # exclusive: two restores never share a new folder
+            target.mkdir()  # (two restores never share a folder: ``_claiming``)
         except FileExistsError:
             if not target.is_dir() or any(target.iterdir()):
                 what = (
@@ -1472,7 +1505,9 @@ class GitCheckpointStore:
             ) from None
         self._note_restore(session_id, target)
         git_dir = self.git_dir(workspace_identity)
-        scratch = self.root / f"{workspace_key(workspace_identity)}.restore-{os.getpid()}.index"
+        scratch = self.root / (
+            f"{workspace_key(workspace_identity)}.restore-{os.getpid()}-{uuid.uuid4().hex[:8]}.index"
+        )
         try:
             # Private while it is written; the recorded bits are set once everything is in.
             os.chmod(target, 0o700)
