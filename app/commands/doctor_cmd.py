@@ -99,6 +99,7 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
     from runtime.continuation.checkpoint_evidence import abandoned_restores
     from runtime.ledger.codes import DiagnosticCode
 
+    sessions = list(store.list_sessions())
     return [
         {
             "code": DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
@@ -107,9 +108,30 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
             "message": f"a restored copy at {path} was made by a resume that did not start; "
             "Maka will not use it. If you do not need it, you may remove that folder.",
         }
-        for session in store.list_sessions()
+        for session in sessions
         for path in abandoned_restores(store, carrier, session.session_id)
+    ] + [
+        {
+            "code": DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
+            "path": path,
+            "message": f"a restored copy at {path} belongs to no session of this data folder: "
+            "the branch or resume that made it did not finish (Maka stopped while making it), "
+            "or its session was removed; Maka will not use it. If you do not need it, you may "
+            "remove that folder.",
+        }
+        for path in _copies_of_no_session(carrier, {s.session_id for s in sessions})
     ]
+
+
+def _copies_of_no_session(carrier: CheckpointCarrier, sessions: set[str]) -> list[str]:
+    """The folders still there that a restore was attempted into for a session the ledger does
+    not hold (a branch killed before its session was recorded, or a session removed since),
+    each once."""
+    found: list[str] = []
+    for owner, path in carrier.restore_log():
+        if owner not in sessions and path not in found and os.path.isdir(path):
+            found.append(path)
+    return found
 
 
 def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]]:
@@ -524,7 +546,10 @@ def run(args: argparse.Namespace) -> int:
         )
     lines.extend(f"  orphan ref: {orphan}" for orphan in checkpoints.orphans[:20])
     lines.extend(
-        f"note [{note['code']}] session {note['sessionId']}: {note['message']}" for note in notes
+        f"note [{note['code']}]"
+        + (f" session {note['sessionId']}" if "sessionId" in note else "")
+        + f": {note['message']}"
+        for note in notes
     )
     for problem in report.problems:
         where = " ".join(

@@ -109,3 +109,6 @@ class PresenceMemo:
 
     def restore_attempts(self, session_id: str) -> list[str]:
         return self._carrier.restore_attempts(session_id)
+
+    def restore_log(self) -> list[tuple[str, str]]:
+        return self._carrier.restore_log()

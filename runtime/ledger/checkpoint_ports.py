@@ -164,6 +164,11 @@ class CheckpointCarrier(Protocol):
         """The folders restores of this session were attempted into, oldest first."""
         ...
 
+    def restore_log(self) -> list[tuple[str, str]]:
+        """Every restore attempted, as (session id, folder), oldest first, each once: the copies
+        of a branch or resume that never recorded its session are found here."""
+        ...
+
 
 def checkpoint_ref(session_id: str, run_id: str, n: int) -> str:
     return f"refs/maka/{session_id}/{run_id}/{n}"

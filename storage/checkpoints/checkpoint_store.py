@@ -1588,20 +1588,24 @@ class GitCheckpointStore:
             os.fsync(log.fileno())
 
     def restore_attempts(self, session_id: str) -> list[str]:
+        return [path for owner, path in self.restore_log() if owner == session_id]
+
+    def restore_log(self) -> list[tuple[str, str]]:
         try:
             text = (self.root / RESTORES_LOG).read_text("utf-8")
         except OSError:
             return []
-        found: list[str] = []
+        found: list[tuple[str, str]] = []
         for line in text.splitlines():
             try:
                 entry = json.loads(line)
             except ValueError:
                 continue  # a line cut short by a crash
-            if isinstance(entry, dict) and entry.get("sessionId") == session_id:
-                path = entry.get("path")
-                if isinstance(path, str) and path not in found:
-                    found.append(path)
+            if not isinstance(entry, dict):
+                continue
+            owner, path = entry.get("sessionId"), entry.get("path")
+            if isinstance(owner, str) and isinstance(path, str) and (owner, path) not in found:
+                found.append((owner, path))
         return found
 
     def now_ignored(self, workspace_identity: str, commits: list[str]) -> dict[str, list[str]]:

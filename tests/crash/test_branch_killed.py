@@ -51,6 +51,15 @@ def test_a_branch_killed_before_its_commit_records_nothing(tmp_path: Path, failp
     assert sorted(p.name for p in src.work.iterdir()) == source_files
     # The copy is left where it was made and is never reused silently.
     assert (copy / "a.txt").read_text() == "alpha\n"
+    # maka doctor names it: a copy of no session Maka will not use (it said nothing).
+    doctor = maka(["doctor", "--json"], src.data, env=src.env)
+    assert doctor.returncode == 0, doctor.stderr
+    [note] = [n for n in json.loads(doctor.stdout)["notes"] if n.get("path") == str(copy)]
+    assert note["code"] == "workspace_restore_abandoned", note
+    assert "belongs to no session of this data folder" in note["message"], note
+    assert "sessionId" not in note, "its session was never recorded"
+    said = maka(["doctor"], src.data, env=src.env).stdout
+    assert f"note [workspace_restore_abandoned]: a restored copy at {copy} belongs" in said
     again = maka(args, src.data, env=src.env)
     assert again.returncode == 2 and "[workspace_restore_target_not_empty]" in again.stderr
     # The same branch into a new folder makes exactly one session.
