@@ -1203,6 +1203,9 @@ class BranchOptionItem(WireModel):
     snapshot_bound: bool
     snapshot_kept: bool
     branchable: bool = True
+    settled_at: Id | None = None
+    """Not branchable: the later result that gives the open calls an outcome (an answer, a
+    recovered result), where a branch can start instead."""
     trimmed: bool = False
     """The kept snapshot was removed by retention and waits for the next prune (``maka
     checkpoints`` says "removed by retention"); a branch made from it keeps it."""

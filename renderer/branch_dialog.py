@@ -212,6 +212,12 @@ class BranchDialog(QDialog):
 
     def _snapshot_words(self) -> str:
         option = self.option
+        if not option.branchable and option.settled_at is not None:
+            return _tr(
+                "A tool call before this point had no settled outcome yet here; its outcome "
+                "was recorded later. Choose that later point (the call's result) instead, or "
+                "an earlier one."
+            )
         if not option.branchable:
             # Every later point of the run is after that call too: the way on is an earlier
             # point, or the call settled (its card's "It ran" / "It did not run").

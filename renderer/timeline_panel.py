@@ -635,6 +635,12 @@ class TimelinePanel(QWidget):
                     "can continue from its result once it has one.\n"
                 )
             return ""
+        if not option.branchable and option.settled_at is not None:
+            return _tr(
+                "Not a branch point: a tool call before it had no settled outcome yet at this "
+                "point; its outcome was recorded later. Branch from that later point (the "
+                "call's result) instead, or from an earlier one.\n"
+            )
         if not option.branchable:
             return _tr(
                 "Not a branch point: a tool call before it has no settled outcome there, so "
@@ -664,7 +670,12 @@ class TimelinePanel(QWidget):
         option = self.boundary_at(self.tree.currentIndex())
         without = _call_without_outcome(self.tree.currentIndex())
         self.branch_button.setEnabled(option is not None and option.branchable)
-        if option is not None and not option.branchable:
+        if option is not None and not option.branchable and option.settled_at is not None:
+            tip = _tr(
+                "A tool call before this point had no settled outcome yet here: continue from "
+                "its result, recorded later, or from an earlier point"
+            )
+        elif option is not None and not option.branchable:
             tip = _tr(
                 "A tool call before this point has no settled outcome there: continue from an "
                 "earlier point, or settle the call first"

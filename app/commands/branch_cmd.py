@@ -244,7 +244,11 @@ def _print_options(
         elif option.get("damagedAside"):
             snapshot = DAMAGED_ASIDE_WORDS + " (or --current-files)"
         if not option["branchable"]:
-            snapshot = "not branchable: a tool call has no settled outcome there"
+            snapshot = (
+                f"not branchable: a call had no settled outcome yet (see {option['settledAt']})"
+                if option.get("settledAt")
+                else "not branchable: a tool call has no settled outcome there"
+            )
         label = visible_label(str(option["label"]))
         event, kind = str(option["eventId"]), str(option["kind"])
         sys.stdout.write(f"{event:<{width}}  {kind:<12} {label:<50}  {snapshot}\n")

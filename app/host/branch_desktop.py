@@ -109,6 +109,7 @@ def options_push(
                 trimmed=option.trimmed,
                 damaged_aside=option.damaged_aside,
                 branchable=not boundary.unsettled,
+                settled_at=boundary.settled_at if boundary.unsettled else None,
                 tool_call_id=call_id,
                 tool_args=args.get((boundary.run_id, call_id)) if call_id else None,
                 checkpoint_ref=_clip(str(boundary.snapshot.get("checkpointRef", "")), _SHORT)

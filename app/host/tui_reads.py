@@ -85,7 +85,11 @@ def branch(reader: Any, session_id: str, text: str, out: Out = print) -> Any:
                 elif option.damaged_aside:
                     kept = DAMAGED_ASIDE_WORDS
                 if b.unsettled:
-                    kept = "not branchable (a call has no settled outcome there)"
+                    kept = (
+                        f"not branchable (a call had no settled outcome yet: see {b.settled_at})"
+                        if b.settled_at is not None
+                        else "not branchable (a call has no settled outcome there)"
+                    )
                 label = visible_label(b.label)
                 out(f"  {b.event_id:<{width}}  {b.kind:<12} {label:<50}  {kept}")
             if not options:

@@ -92,6 +92,9 @@ class Boundary:
     # A call before it has no settled outcome there, so a branch there is refused (only known
     # for a run's own calls; a call never dispatched is trimmed and holds nothing).
     unsettled: bool = False
+    # For an unsettled point: the later result in its run that gives the last of its open calls
+    # an outcome (recovered, or the user's answer), where a branch can start instead.
+    settled_at: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -106,6 +109,8 @@ class Boundary:
         }
         if self.snapshot is not None:
             body["checkpointRef"] = str(self.snapshot.get("checkpointRef", ""))
+        if self.unsettled and self.settled_at is not None:
+            body["settledAt"] = self.settled_at
         return body
 
 
@@ -201,6 +206,9 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
         headers[header.run_id] = header
         binder.new_run()
         open_calls: set[str] = set()
+        first = len(found)  # this run's boundaries start here
+        open_at: dict[int, frozenset[str]] = {}  # a boundary's position -> its calls open then
+        results: dict[str, tuple[int, str]] = {}  # call id -> (position, event id) of its result
         for row in store.read_run_events(header.run_id):
             event = row.event
             content = event.get("content")
@@ -208,6 +216,7 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                 open_calls.add(str(content.get("id")))
             elif content is not None and content["kind"] == "function_response":
                 open_calls.discard(str(content.get("id")))
+                results.setdefault(str(content.get("id")), (position, event["id"]))
             kind = boundary_kind(event)
             binder.see(position, event, kind is not None)
             if found and tail == position - 1 and written_with(event, found[-1][1].event_id):
@@ -229,7 +238,10 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                     unsettled=bool(open_calls) and kind != USER_MESSAGE,
                 )
                 found.append((position, boundary))
+                if boundary.unsettled:
+                    open_at[position] = frozenset(open_calls)
             position += 1
+        found[first:] = [(p, _settled_at(b, open_at.get(p), results)) for p, b in found[first:]]
     return [
         Boundary(
             **{
@@ -241,6 +253,17 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
         )
         for p, b in found
     ]
+
+
+def _settled_at(
+    boundary: Boundary, open_calls: frozenset[str] | None, results: Mapping[str, tuple[int, str]]
+) -> Boundary:
+    """``boundary`` with ``settled_at``: when every call open at it got a result later in its
+    run, the latest of those results (the first point after it all of them are settled)."""
+    if not open_calls or not all(call in results for call in open_calls):
+        return boundary
+    _, event_id = max(results[call] for call in open_calls)
+    return Boundary(**{**_fields(boundary), "settled_at": event_id})
 
 
 def _held(store: BranchStore, header: RunHeader, seq: int) -> bool:

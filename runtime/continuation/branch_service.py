@@ -191,7 +191,21 @@ class BranchService:
         boundary = find_boundary(reads, session_id, event_id)
         header = self._store.read_run_header(boundary.run_id)
         assert header is not None, "find_boundary read it"
-        prefix = resolve_prefix(reads, header, boundary.seq)
+        try:
+            prefix = resolve_prefix(reads, header, boundary.seq)
+        except BranchRefused as unsettled:
+            if (
+                boundary.settled_at is None
+                or unsettled.code != BranchCode.BRANCH_BOUNDARY_UNSETTLED
+            ):
+                raise
+            # Answered after this point: the answer is where the history is whole.
+            raise BranchRefused(
+                unsettled.code,
+                f"{unsettled.message}; its outcome was recorded later in the run: branch from "
+                f"{boundary.settled_at} instead",
+                unsettled.issues,
+            ) from None
         # Whether the bound snapshot's objects are all still stored is checked when it is
         # copied (``materialize`` re-hashes them before it writes anything): walking them here
         # too would cost a second pass over a big snapshot.

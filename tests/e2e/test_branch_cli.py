@@ -691,3 +691,38 @@ def test_beside_a_running_host_the_host_lists_and_branches(tmp_path: Path) -> No
     assert "[branch_event_not_found]" in too_long["stderr"], too_long
     assert listed["servedBy"]["host"] == "headless"
     assert {row["sessionId"] for row in listed["sessions"]} == {session, made["sessionId"]}
+
+
+def test_a_point_before_an_answer_names_the_answer_to_branch_from(tmp_path: Path) -> None:
+    """A command killed after it ran (P4), answered later (``maka settle --ran``): the run's
+    ending, recorded before the answer, can never be branched from (the call had no outcome
+    there). The listing and the refusal name the answer's result, the point to branch from;
+    they advised settling the call, which was settled already."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    user_git(work, "init", "-q")
+    call = {"id": "b1", "name": "bash", "args": {"command": "echo x >> n.txt"}}
+    count = {"text": "Counting.", "toolCalls": [call]}
+    env = scripted_env(
+        write_script(tmp_path / "s.json", [[count, {"text": "Counted."}]]), checkpoints=True
+    )
+    args = ["run", "--cwd", str(work), "--permission-mode", "auto", "count"]
+    assert maka(args, data, env={**env, "MAKA_FAILPOINT": "P4"}).returncode == -9
+    session = committed_runs(data)[0][0].session_id
+    assert maka(["plan", session], data, env=env).returncode == 3  # repairs the run
+    settled = maka(["settle", session, "b1", "--ran"], data, env=env)
+    assert settled.returncode == 0, settled.stderr
+    listed = json.loads(maka(["branch", session, "--json"], data, env=env).stdout)["boundaries"]
+    ending = _ending_of_first_run(listed)
+    answer = next(b for b in listed if b["kind"] == "tool_result")
+    assert answer["seq"] > ending["seq"] and answer["branchable"], listed
+    assert (ending["branchable"], ending.get("settledAt")) == (False, answer["eventId"])
+    text = maka(["branch", session], data, env=env).stdout
+    assert f"not branchable: a call had no settled outcome yet (see {answer['eventId']})" in text
+    refused = maka(["branch", session, "--at", ending["eventId"]], data, env=env)
+    assert refused.returncode == 2, refused.stderr
+    assert "[branch_boundary_unsettled]" in refused.stderr
+    said = f"its outcome was recorded later in the run: branch from {answer['eventId']} instead"
+    assert said in refused.stderr, refused.stderr
+    made = maka(["branch", session, "--at", answer["eventId"], "--json"], data, env=env)
+    assert made.returncode == 0, made.stderr

@@ -102,6 +102,28 @@ def test_a_point_the_branch_service_calls_unsettled_is_not_offered(qtbot: QtBot)
     assert not panel.continue_from(index)
 
 
+def test_a_point_before_the_calls_answer_names_the_later_result(qtbot: QtBot) -> None:
+    """The call was settled after this point (its answer is a later result): settling it is
+    no advice any more; the way on is that result, or an earlier point."""
+    panel, bridge = _panel(qtbot)
+    point = _option(
+        "evt-u2", "run_ending", "run ended failed", branchable=False, settled_at="evt-answer"
+    )
+    bridge.branch_options_listed.emit(_listed(point))
+    panel.tree.setCurrentIndex(_row(panel, "evt-u2"))
+    assert not panel.branch_button.isEnabled()
+    tip = panel.branch_button.toolTip()
+    assert "continue from its result, recorded later" in tip and "settle the call" not in tip, tip
+    text = panel.detail.toPlainText()
+    assert text.startswith("Not a branch point: a tool call before it had no settled outcome yet")
+    assert "its outcome was recorded later" in text and "settle the call" not in text, text
+    dialog = BranchDialog(_listed(point), point)
+    qtbot.addWidget(dialog)
+    words = dialog.snapshot_label.text()
+    assert "Choose that later point (the call's result)" in words and "settle the call" not in words
+    assert not dialog.make_button.isEnabled()
+
+
 def test_the_dialog_of_an_unsettled_point_advises_an_earlier_point_or_settling(
     qtbot: QtBot,
 ) -> None:
