@@ -140,7 +140,9 @@ class BranchDialog(QDialog):
         folder_caption = QLabel(_tr("New &folder:"))
         self.folder_edit = QLineEdit(listed.default_folder)
         self.folder_edit.setAccessibleName(_tr("The new session's folder"))
-        outside = _tr("A new or empty folder outside {folder}").replace("{folder}", listed.cwd)
+        outside = _tr(
+            "A new or empty folder outside {folder}; a name without a full path goes beside it"
+        ).replace("{folder}", listed.cwd)
         self.folder_edit.setToolTip(plain_tip(outside))
         folder_caption.setBuddy(self.folder_edit)
         self.choose_button = QPushButton(_tr("&Choose…"))
@@ -256,8 +258,14 @@ class BranchDialog(QDialog):
             self.folder_edit.setText(picked)
 
     def target(self) -> str | None:
-        """The folder the user named, or None for the default sibling."""
+        """The folder the user named, or None for the default sibling. A relative name (or
+        ``~``) is taken beside the session's folder, where the default goes, never in whatever
+        folder the desktop was started from."""
         text = self.folder_edit.text().strip()
         if not text or text == self._listed.default_folder:
             return None
+        text = os.path.expanduser(text)
+        if not os.path.isabs(text):
+            beside = os.path.dirname(self._listed.cwd.rstrip("/\\")) or self._listed.cwd
+            text = os.path.normpath(os.path.join(beside, text))
         return text

@@ -23,6 +23,7 @@ history starts with the prefix (``runtime/agent/branch_history.py``).
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from runtime.continuation.lineage_reader import build_prefix
 from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
 from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError, checkpoint_ref
 from runtime.ledger.codes import BranchCode, RestoreCode, StoreCode
-from runtime.ledger.command_words import maka_command
+from runtime.ledger.command_words import maka_command, shell_quoted
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord
@@ -93,6 +94,7 @@ class BranchPlan:
     snapshot: Mapping[str, Any] | None  # bound and whole; None: only --current-files
     target: Path
     current_files: bool
+    target_given: bool = False  # the user named the folder (``--to``): a retry names it too
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -216,7 +218,8 @@ class BranchService:
                 if self._checkpoints is None
                 else "no snapshot of the folder was taken there"
             )
-            raise _unavailable(session_id, event_id, why, self._capture_refusal(source))
+            named = os.path.abspath(to) if to else ""
+            raise _unavailable(session_id, event_id, why, self._capture_refusal(source), named)
         if current_files and self._checkpoints is None:
             raise BranchRefused(
                 BranchCode.BRANCH_SNAPSHOT_UNAVAILABLE,
@@ -246,7 +249,7 @@ class BranchService:
         refused = place_refusal(target)
         if refused is not None:
             raise BranchRefused(refused.code, refused.message)
-        return BranchPlan(source, boundary, prefix, snapshot, target, current_files)
+        return BranchPlan(source, boundary, prefix, snapshot, target, current_files, bool(to))
 
     def _refuse_beside_a_repository_session(self, target: Path, source: SessionRecord) -> None:
         """A copy of a Git repository is a clone: inside another session's folder that is a
@@ -421,6 +424,7 @@ class BranchService:
                     plan.boundary.event_id,
                     why,
                     self._capture_refusal(plan.source),
+                    str(plan.target) if plan.target_given else "",
                 )
             to_identity = carrier.materialize(
                 identity, tree, plan.target, session_id, source=Path(plan.source.cwd)
@@ -444,6 +448,7 @@ class BranchService:
                     plan.boundary.event_id,
                     why,
                     self._capture_refusal(plan.source),
+                    str(plan.target) if plan.target_given else "",
                 ) from None
             raise BranchRefused(error.code, error.message) from None
         if observed.tree_id != tree:
@@ -462,13 +467,15 @@ _FOLDER_REASONS = frozenset(
 
 
 def _unavailable(
-    session_id: str, event_id: str, why: str, current_refused: str | None = None
+    session_id: str, event_id: str, why: str, current_refused: str | None = None, to: str = ""
 ) -> BranchRefused:
     """No snapshot at the point; the other way offered only when it can work (a folder that
-    snapshots cannot capture, a nested repository say, cannot be copied as it is either)."""
+    snapshots cannot capture, a nested repository say, cannot be copied as it is either).
+    ``to``: the folder the user named, named again in that way (else the default one)."""
+    where = f" --to {shell_quoted(to)}" if to else ""
     instead = (
         "Branch with a copy of the current files instead: "
-        f"{maka_command(f'branch {session_id} --at {event_id} --current-files')}"
+        f"{maka_command(f'branch {session_id} --at {event_id}{where} --current-files')}"
         if current_refused is None
         else f"A copy of the current files cannot be made either: {current_refused}"
     )
@@ -479,8 +486,17 @@ def _unavailable(
     )
 
 
+_BRANCH_SUFFIX = re.compile(r" \(branch(?: (\d+))?\)$")
+
+
 def _branch_title(title: str) -> str:
-    text = f"{title} (branch)"
+    """``title (branch)``; a branch of a branch is ``title (branch 2)``, then 3 (not ``title
+    (branch) (branch)``)."""
+    found = _BRANCH_SUFFIX.search(title)
+    if found is None:
+        text = f"{title} (branch)"
+    else:
+        text = f"{title[: found.start()]} (branch {int(found.group(1) or 1) + 1})"
     return text if len(text) <= 200 else text[:199]
 
 

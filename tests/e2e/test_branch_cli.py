@@ -183,6 +183,9 @@ def test_a_branched_session_branches_again(tmp_path: Path) -> None:
     two = src.branch(one["sessionId"], "--at", ending["eventId"], "--to", str(tmp_path / "two"))
     assert two["branchedFrom"]["sourceSessionId"] == one["sessionId"]
     assert (tmp_path / "two" / "a.txt").read_text() == "alpha\n"
+    # Titled as the second branch, not "... (branch) (branch)".
+    assert one["title"].endswith(" (branch)"), one
+    assert two["title"] == one["title"].removesuffix(" (branch)") + " (branch 2)", two
 
     src.record.unlink()
     src.run("and then?", two["sessionId"])
@@ -433,6 +436,10 @@ def test_a_point_without_a_snapshot_branches_with_the_current_files(tmp_path: Pa
     refused = src.branch(session, "--at", point["eventId"], code=2)
     assert "[branch_snapshot_unavailable]" in refused["stderr"]
     assert f"maka branch {session} --at {point['eventId']} --current-files" in refused["stderr"]
+    named = tmp_path / "my copy"
+    refused = src.branch(session, "--at", point["eventId"], "--to", str(named), code=2)
+    retry = f"--at {point['eventId']} --to '{named}' --current-files"
+    assert retry in refused["stderr"], refused["stderr"]
     assert [
         r["sessionId"]
         for r in json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
@@ -490,7 +497,9 @@ def test_a_snapshot_gone_from_the_store_is_said_and_nothing_is_copied(tmp_path: 
     target = tmp_path / "copy"
     refused = src.branch(session, "--at", point["eventId"], "--to", str(target), code=2)
     assert "[branch_snapshot_unavailable]" in refused["stderr"]
-    assert "--current-files" in refused["stderr"]
+    # The way on keeps the folder the user named (it went to the default folder).
+    retry = f"maka branch {session} --at {point['eventId']} --to {target} --current-files"
+    assert retry in refused["stderr"], refused["stderr"]
     assert not target.exists()
     rows = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
     assert [r["sessionId"] for r in rows] == [session]

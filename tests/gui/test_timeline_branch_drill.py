@@ -314,3 +314,21 @@ def test_the_safe_resume_off_banner_does_not_promise_turning_it_on_continues() -
     assert body.endswith(
         "It already found what would hold it: dangling_tool_state, workspace_checkpoint_stale."
     )
+
+
+def test_a_relative_folder_name_in_the_dialog_goes_beside_the_sessions_folder(
+    qtbot: QtBot,
+) -> None:
+    """Typed without a full path, the new folder is beside the session's folder (where the
+    default goes), not in the folder the desktop happened to be started from."""
+    option = _option("e-end", "run_ending", "run ended completed")
+    dialog = BranchDialog(_listed(option), option)
+    qtbot.addWidget(dialog)
+    assert dialog.target() is None  # the default, as listed
+    dialog.folder_edit.setText("try two")
+    assert dialog.target() == "/w/try two"
+    dialog.folder_edit.setText("../elsewhere/copy")
+    assert dialog.target() == "/elsewhere/copy"
+    dialog.folder_edit.setText("/tmp/exact")
+    assert dialog.target() == "/tmp/exact"
+    assert "a name without a full path goes beside it" in dialog.folder_edit.toolTip()
