@@ -693,6 +693,9 @@ class SessionSummary(WireModel):
     failure_class: Code | None = None
     folder_missing: bool = False
     """The session's folder does not exist now (moved or deleted): Locate folder… helps."""
+    interrupted_automatic: bool = False
+    """``interrupted``, during an automatic Safe resume: automatic resume never takes it up
+    again (the crash-loop guard); the banner says so."""
     running_elsewhere: bool = False
     """A shared ledger: the latest run is unfinished and this host does not hold the session's
     lease. Another process runs it (or ran it and is gone, until its lease runs out and this

@@ -73,6 +73,16 @@ def at_stop_note() -> str:
     )
 
 
+def automatic_stop_note() -> str:
+    """Said first when the run Maka stopped in was itself an automatic Safe resume: automatic
+    resume never takes such a run up again (the crash-loop guard), so the user is told why
+    this session waits for them while others may have continued by themselves."""
+    return _tr(
+        "Maka stopped during an automatic Safe resume of this session, so it is not continued "
+        "automatically again: a crash must never repeat itself unattended."
+    )
+
+
 def rebaseline_note(*, compared: bool) -> str:
     if compared:
         return _tr(

@@ -64,6 +64,7 @@ from renderer.banner_text import (
     BannerState,
     SessionResume,
     at_stop_note,
+    automatic_stop_note,
     copy_for,
     details_for,
     diagnostics_block,
@@ -111,6 +112,7 @@ class InterruptedBanner(TintedPanel):
         self._session_id: str | None = None
         self._interrupted = False
         self._folder = ""
+        self._automatic_stop = False
         self._by_session: dict[str, SessionResume] = {}
         self._details_lines = DETAILS_MAX_LINES
         self._stopping: set[str] = set()
@@ -329,9 +331,12 @@ class InterruptedBanner(TintedPanel):
     def session_id(self) -> str | None:
         return self._session_id
 
-    def set_session(self, session_id: str | None, interrupted: bool, folder: str = "") -> None:
+    def set_session(
+        self, session_id: str | None, interrupted: bool, folder: str = "", automatic: bool = False
+    ) -> None:
         """Show the banner for ``session_id``; ``interrupted`` = latest run failed with
-        ``app_restarted``; ``folder`` = where the session lives (named when it is missing). A
+        ``app_restarted``; ``folder`` = where the session lives (named when it is missing);
+        ``automatic``: that run was an automatic Safe resume, never taken up by itself again. A
         session whose resume started stays closed until the main process reports it is no
         longer interrupted."""
         if session_id != self._session_id:
@@ -339,6 +344,7 @@ class InterruptedBanner(TintedPanel):
         self._session_id = session_id
         self._interrupted = interrupted
         self._folder = folder
+        self._automatic_stop = automatic
         if session_id is not None:
             current = self._by_session.get(session_id)
             if current is not None and current.state is BannerState.STARTED and not interrupted:
@@ -584,6 +590,8 @@ class InterruptedBanner(TintedPanel):
         )
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = copy_for(state, current, self._resume_from_environment)
+        if state is BannerState.IDLE and self._automatic_stop:
+            body = f"{automatic_stop_note()} {body}"
         self.title_label.setText(title)
         # More stays open while the session does: Try again, a decision or an answer brings
         # a new text about the same park, which the reader asked to see whole.

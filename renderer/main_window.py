@@ -765,7 +765,12 @@ class MainWindow(QMainWindow):
         else:
             self.title_label.setText(display_title(summary))
             self.path_label.setText(summary.cwd)
-            self.banner.set_session(session_id, interrupted=summary.interrupted, folder=summary.cwd)
+            self.banner.set_session(
+                session_id,
+                interrupted=summary.interrupted,
+                folder=summary.cwd,
+                automatic=summary.interrupted_automatic,
+            )
             self.setWindowTitle(f"{display_title(summary)} — Maka")
         self.permission.set_session(session_id)
         self.transcript.set_session_open(session_id is not None)

@@ -199,6 +199,7 @@ def _summary(
         title=title,
         last_run_status=RunStatusValue(status.value) if status is not None else None,
         interrupted=overview.interrupted,
+        interrupted_automatic=overview.interrupted_automatic,
         failure_class=overview.failure_class,
         folder_missing=not os.path.isdir(record.cwd),
         running_elsewhere=elsewhere,

@@ -53,6 +53,9 @@ class SessionOverview(NamedTuple):
     """The session's ``branchStart`` fact when it was branched from another (issue #36)."""
     branches: tuple[tuple[str, str], ...] = ()
     """The sessions branched from this one: ``(session id, boundary event id)``, oldest first."""
+    interrupted_automatic: bool = False
+    """The interrupted latest run was itself an automatic Safe resume: the crash-loop guard
+    never continues it by itself again (the user may)."""
 
 
 def ordered_runs(runs: Sequence[RunHeader]) -> list[RunHeader]:
@@ -76,6 +79,9 @@ def session_overview(
         last_run_status=last.status if last else None,
         failure_class=last.failure_class if last else None,
         interrupted=last is not None and restart_interrupted(last),
+        interrupted_automatic=last is not None
+        and restart_interrupted(last)
+        and bool((last.continuation_source or {}).get("automatic")),
         run_count=len(runs),
         last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),
         resumable=resume_candidate(runs) is not None,

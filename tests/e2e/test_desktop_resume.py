@@ -269,6 +269,8 @@ def test_a_crash_looping_automatic_continuation_is_not_resumed_again(desk: Desk)
     assert runs[-1][0].failure_class == "app_restarted"
     (summary,) = desk.sessions(client, "guard").sessions
     assert summary.interrupted, "the banner still offers Safe resume to the user"
+    # ... and says why automatic resume left it for the user (it said nothing).
+    assert summary.interrupted_automatic
 
     # The user can still choose to resume: a second generation continues from the continuation.
     client.send(ResumeLatestRequest(session_id=session_id, correlation_id="manual"))

@@ -63,6 +63,22 @@ def test_idle_explains_and_offers_safe_resume(qtbot: QtBot) -> None:
     assert bridge.calls_to("resume_latest") == []
 
 
+def test_idle_says_why_a_stopped_automatic_resume_waits_for_the_user(qtbot: QtBot) -> None:
+    """Maka stopped during an automatic Safe resume: the crash-loop guard never takes it up by
+    itself again, and the banner says so first (the window said nothing of it)."""
+    banner, _ = _banner(qtbot)
+    assert "not continued automatically" not in banner.body_label.text()
+    banner.set_session("s1", interrupted=True, automatic=True)
+    assert _state(banner) is BannerState.IDLE
+    body = banner.body_label.text()
+    assert body.startswith("Maka stopped during an automatic Safe resume of this session, so")
+    assert "it is not continued automatically again" in body
+    assert "Safe resume continues from the last step" in body, "the way on is still said"
+    assert banner.action_button.text() == "Safe resume"
+    banner.set_session("s2", interrupted=True)
+    assert "automatic" not in banner.body_label.text(), "another session's banner"
+
+
 def test_idle_to_resuming_to_started_closes(qtbot: QtBot) -> None:
     banner, bridge = _banner(qtbot)
     _click_resume(qtbot, banner)
