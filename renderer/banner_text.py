@@ -73,13 +73,14 @@ def at_stop_note() -> str:
     )
 
 
-def automatic_stop_note() -> str:
-    """Said first when the run Maka stopped in was itself an automatic Safe resume: automatic
-    resume never takes such a run up again (the crash-loop guard), so the user is told why
-    this session waits for them while others may have continued by themselves."""
-    return _tr(
-        "Maka stopped during an automatic Safe resume of this session, so it is not continued "
-        "automatically again: a crash must never repeat itself unattended."
+def automatic_stop_note() -> tuple[str, str]:
+    """The title, and the sentence said first, when the run Maka stopped in was itself an
+    automatic Safe resume: automatic resume never takes such a run up again (the crash-loop
+    guard), so the user is told why this session waits for them while others may have
+    continued by themselves."""
+    return (
+        _tr("Maka stopped during an automatic Safe resume."),
+        _tr("It is not continued automatically again, so a crash cannot repeat itself unattended."),
     )
 
 

@@ -591,7 +591,8 @@ class InterruptedBanner(TintedPanel):
         self.copy_button.setText(_tr("Copy diagnostics"))
         title, body, action = copy_for(state, current, self._resume_from_environment)
         if state is BannerState.IDLE and self._automatic_stop:
-            body = f"{automatic_stop_note()} {body}"
+            title, first = automatic_stop_note()
+            body = f"{first} {body}"
         self.title_label.setText(title)
         # More stays open while the session does: Try again, a decision or an answer brings
         # a new text about the same park, which the reader asked to see whole.

@@ -70,9 +70,9 @@ def test_idle_says_why_a_stopped_automatic_resume_waits_for_the_user(qtbot: QtBo
     assert "not continued automatically" not in banner.body_label.text()
     banner.set_session("s1", interrupted=True, automatic=True)
     assert _state(banner) is BannerState.IDLE
+    assert banner.title_label.text() == "Maka stopped during an automatic Safe resume."
     body = banner.body_label.text()
-    assert body.startswith("Maka stopped during an automatic Safe resume of this session, so")
-    assert "it is not continued automatically again" in body
+    assert body.startswith("It is not continued automatically again, so a crash cannot repeat")
     assert "Safe resume continues from the last step" in body, "the way on is still said"
     assert banner.action_button.text() == "Safe resume"
     banner.set_session("s2", interrupted=True)

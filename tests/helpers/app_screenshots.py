@@ -416,6 +416,18 @@ def folder_scene(root: Path, out: Path) -> None:
         capture(window, out / "app-banner-folder-missing.png", 3.0)
 
 
+def crash_loop_scene(root: Path, out: Path) -> None:
+    """A turn killed at P6; the automatic Safe resume of it killed right after its admission:
+    the next start leaves it to the user (the crash-loop guard), and the banner says why."""
+    scene = Scene(root, "crash-loop", RESUME_SCRIPT)
+    assert scene.run("count once", failpoint="P6") == -9
+    env = {**scene.env, **FLAG, "MAKA_FAILPOINT": "after_continuation_admission_committed"}
+    crashing = start_main(scene.data, env)
+    assert crashing.process.wait(60) == -9
+    with scene.app() as window:
+        capture(window, out / "app-banner-crash-loop.png", 3.0)
+
+
 def drift_restart_scene(root: Path, out: Path) -> None:
     """A park on changed files, then Maka closed and the files changed again before the next
     start: the main process checks the folder again before the banner shows. Files changed
@@ -828,6 +840,7 @@ _SINGLE_SCENES: dict[str, Callable[[Path, Path], None]] = {
     "settle": _settle_only,
     "settle-changed": settle_changed_scene,
     "folder": folder_scene,
+    "crash-loop": crash_loop_scene,
     "drift-restart": drift_restart_scene,
     "restore-point": restore_point_scene,
     "markup": markup_scene,
