@@ -108,6 +108,9 @@ def test_the_open_transcript_shows_a_turn_another_host_runs_as_it_goes(
     summary = window.sessions.model.summary(session_id)
     assert summary is not None and summary.held_elsewhere is not None  # host B holds it
     window.composer.editor.setPlainText("a draft, not sent")
+    window.show_timeline(True)  # the Timeline, open, follows it too
+    verdict = window.timeline.verdict
+    qtbot.waitUntil(lambda: verdict.text().startswith("1 run,"), timeout=30_000)
 
     environment = {**os.environ, **env, "MAKA_DATA_DIR": str(data_b)}
     environment.update({"QT_QPA_PLATFORM": "offscreen"})
@@ -142,6 +145,7 @@ def test_the_open_transcript_shows_a_turn_another_host_runs_as_it_goes(
     assert _said(window, "You") == ["say hello", "sleep a while"]
     assert window.session_id == session_id
     assert window.composer.editor.toPlainText() == "a draft, not sent"
+    qtbot.waitUntil(lambda: verdict.text().startswith("2 runs,"), timeout=30_000)
     deadline = time.monotonic() + 3  # told once: the transcript stays as it is
     before = window.transcript.item_ids()
     while time.monotonic() < deadline:
