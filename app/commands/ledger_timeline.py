@@ -77,6 +77,7 @@ def plan_header(runs: Sequence[TimelineRun], plan: ResumePlan, run_id: str | Non
             run_id,
             plan.source_runtime_event_high_water,
             frozenset(event["id"] for event in plan.replay_runtime_events),
+            len(plan.replay_runtime_events),
         )
     return ParkHeader(disposition, reasons, pin_reasons(runs, diagnostics, reasons), marks)
 

@@ -94,7 +94,7 @@ def write_timeline(
         for row in run.rows:
             _write_row(row, pad + "  ", pins.get((run.run_id, row.seq), ()), out, colour)
         if marks is not None and marks.run_id == run.run_id:
-            replay = len(marks.replay_event_ids)
+            replay = marks.replay_count
             words = f", replaying {replay} events" if replay else ""
             out.write(
                 f"{pad}  -- resume boundary: a continuation starts after event "

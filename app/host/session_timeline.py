@@ -149,7 +149,12 @@ def park_header(runs: Sequence[TimelineRun], plan: ContinuationPlan) -> ParkHead
     if plan.continuation is not None:
         details = plan.continuation
         replay = frozenset(event["id"] for event in details.runtime_context)
-        marks = ResumeMarks(details.source.run_id, details.source_high_water, replay)
+        marks = ResumeMarks(
+            details.source.run_id,
+            details.source_high_water,
+            replay,
+            len(details.runtime_context),
+        )
     elif plan.source_run_id is not None:
         source = next((run for run in runs if run.run_id == plan.source_run_id), None)
         if source is not None and source.event_count:  # event_seq is gap-free from 1

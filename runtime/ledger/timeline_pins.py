@@ -78,6 +78,9 @@ class ResumeMarks:
     run_id: str
     high_water: int
     replay_event_ids: frozenset[str] = frozenset()
+    replay_count: int = 0
+    """How many events the plan replays, as the plan counts them (an event stored twice is
+    replayed twice: the plan is blocked then, but ``maka ledger plan`` says the same count)."""
 
 
 @dataclass(frozen=True, slots=True)

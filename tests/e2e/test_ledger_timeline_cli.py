@@ -99,6 +99,21 @@ def test_an_undecodable_line_is_refused_naming_the_line(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["error"]["code"]
 
 
+def test_the_timeline_counts_the_replay_as_the_plan_does(tmp_path: Path) -> None:
+    """A file holding every line twice: ``maka ledger plan`` and ``maka ledger timeline`` say
+    the same replay count (the plan said 6 events, the timeline 3); both say it is blocked."""
+    ledger = tmp_path / "twice.jsonl"
+    lines = (DATA / "g03-after-function-response" / "ledger.jsonl").read_bytes()
+    ledger.write_bytes(lines + lines)
+    plan = _run(["ledger", "plan", str(ledger)], tmp_path)
+    timeline = _run(["ledger", "timeline", str(ledger)], tmp_path)
+    assert "duplicate_event_id" in plan.stdout and "duplicate_event_id" in timeline.stdout
+    [planned] = [line for line in plan.stdout.splitlines() if line.startswith("high-water:")]
+    count = planned.rsplit("replay: ", 1)[1].removesuffix(" events")
+    assert count == "6", planned
+    assert f"replaying {count} events" in timeline.stdout, timeline.stdout
+
+
 def _document(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     body: dict[str, Any] = json.loads(done.stdout)
