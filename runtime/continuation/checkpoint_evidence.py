@@ -6,6 +6,7 @@ the folder differs from it."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -135,11 +136,25 @@ def still_there(changes: Sequence[TreeChange], folder: str) -> tuple[str, ...]:
         for change in changes
         if change.change is PathChange.DELETED
         and not change.path.endswith("/")
-        and _a_file_at(os.path.join(folder, change.path))
+        and _a_file_named(folder, change.path)
     )
 
 
-def _a_file_at(path: str) -> bool:
+_STRAY_BYTE = re.compile(rb"\\x([0-9a-f]{2})")
+
+
+def _a_file_named(folder: str, shown: str) -> bool:
+    """A file is in ``folder`` under the name a change shows as ``shown``: as it reads, or, for
+    a name that is not UTF-8, with its stray bytes (shown as ``\\xNN``) put back."""
+    if _a_file_at(os.path.join(folder, shown)):
+        return True
+    if "\\x" not in shown:
+        return False
+    raw = _STRAY_BYTE.sub(lambda found: bytes([int(found.group(1), 16)]), shown.encode())
+    return _a_file_at(os.path.join(os.fsencode(folder), raw))
+
+
+def _a_file_at(path: str | bytes) -> bool:
     """Something other than a folder is at ``path`` (a link to one counts: it is a link)."""
     try:
         return not stat.S_ISDIR(os.lstat(path).st_mode)

@@ -28,3 +28,14 @@ def test_only_what_is_not_a_folder_is_left_out(tmp_path: Path) -> None:
         TreeChange("edited.txt", PathChange.MODIFIED),
     ]
     assert still_there(changes, str(tmp_path)) == ("ignored.env", "link")
+
+
+def test_a_name_that_is_not_utf8_is_found_by_its_bytes(tmp_path: Path) -> None:
+    """Changes name a file whose name is not UTF-8 with its stray bytes as ``\\xNN`` (as
+    ``list_dir`` writes it): that shown name is not the file's, and the file was not found."""
+    Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9.env")).write_text("still here\n")
+    changes = [
+        TreeChange("caf\\xe9.env", PathChange.DELETED),
+        TreeChange("gone\\xff.txt", PathChange.DELETED),
+    ]
+    assert still_there(changes, str(tmp_path)) == ("caf\\xe9.env",)
