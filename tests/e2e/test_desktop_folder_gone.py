@@ -22,6 +22,7 @@ from renderer.bridge_client import RendererBridge
 from renderer.interrupted_banner import BannerState
 from renderer.main_window import MainWindow
 from renderer.session_actions import RemoveChoice
+from tests.helpers.crashed_session import crashed_run
 from tests.helpers.desktop_window import connected_window
 from tests.helpers.maka_process import MainProcess, start_main
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
@@ -199,18 +200,9 @@ def test_a_located_folder_whose_write_recovery_parked_for_good_stays_parked(
     down: startup recovery cannot read the written file and parks the call for good. Once the
     folder is located, the banner says the park as Safe resume makes it now (``maka plan``
     agrees), instead of offering a Safe resume that could only park."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = scripted_env(write_script(tmp_path / "script.json", WRITE_SCRIPT))
-    crashed = maka(
-        ["run", "--cwd", str(work), "--permission-mode", "auto", "write it"],
-        data,
-        env={**env, "MAKA_FAILPOINT": "P4"},
-    )
-    assert crashed.returncode == -9, crashed.stderr
+    crashed = crashed_run(tmp_path, "P4", script=WRITE_SCRIPT, checkpoints=None)
+    data, work, env, session_id = crashed.data, crashed.work, crashed.env, crashed.session_id
     assert (work / "z.md").read_text() == "zz\n"
-    session_id = committed_runs(data)[0][0].session_id
     moved = tmp_path / "moved" / "work"
     moved.parent.mkdir()
     shutil.move(str(work), moved)

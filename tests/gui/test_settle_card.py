@@ -159,19 +159,22 @@ def _pushed(window: MainWindow, bridge: FakeBridge, item: bc.ToolCardItem) -> To
     return card
 
 
+NOT_DONE = bc.ToolCardItem(
+    item_id="write-evt",
+    tool_call_id="c2",
+    tool_name="write_file",
+    args_summary="a.txt (4 bytes)",
+    args_full="path: a.txt\ncontent: one",
+    status=bc.ToolCardStatus.PARKED,
+    park_reason="reconcile_matches_prior_state",
+    settleable=True,
+)
+"""A file write recovery found not done: the user may confirm it did not run."""
+
+
 def test_a_write_recovery_found_not_done_asks_only_to_confirm_it(qtbot: QtBot) -> None:
     window, bridge, _ = _window(qtbot)
-    parked = bc.ToolCardItem(
-        item_id="write-evt",
-        tool_call_id="c2",
-        tool_name="write_file",
-        args_summary="a.txt (4 bytes)",
-        args_full="path: a.txt\ncontent: one",
-        status=bc.ToolCardStatus.PARKED,
-        park_reason="reconcile_matches_prior_state",
-        settleable=True,
-    )
-    card = _pushed(window, bridge, parked)
+    card = _pushed(window, bridge, NOT_DONE)
     panel = card.settle_panel
     assert panel is not None and panel.isVisibleTo(card)
     assert not panel.ran_button.isVisibleTo(card)
@@ -183,15 +186,7 @@ def test_a_write_recovery_found_not_done_asks_only_to_confirm_it(qtbot: QtBot) -
 
 def test_any_other_park_asks_nothing(qtbot: QtBot) -> None:
     window, bridge, _ = _window(qtbot)
-    diverged = bc.ToolCardItem(
-        item_id="write-evt",
-        tool_call_id="c2",
-        tool_name="write_file",
-        args_summary="a.txt (4 bytes)",
-        status=bc.ToolCardStatus.PARKED,
-        park_reason="reconcile_diverged",
-        settleable=True,
-    )
+    diverged = NOT_DONE.model_copy(update={"park_reason": "reconcile_diverged"})
     card = _pushed(window, bridge, diverged)
     assert card.settle_panel is None
     # It does not say that it waits for the user: no answer settles it.
@@ -203,16 +198,7 @@ def test_any_other_park_asks_nothing(qtbot: QtBot) -> None:
 
 def test_a_write_recovery_found_not_done_says_it_waits_for_the_answer(qtbot: QtBot) -> None:
     window, bridge, _ = _window(qtbot)
-    parked = bc.ToolCardItem(
-        item_id="write-evt",
-        tool_call_id="c2",
-        tool_name="write_file",
-        args_summary="a.txt (4 bytes)",
-        status=bc.ToolCardStatus.PARKED,
-        park_reason="reconcile_matches_prior_state",
-        settleable=True,
-    )
-    said = _pushed(window, bridge, parked).explanation_label.text()
+    said = _pushed(window, bridge, NOT_DONE).explanation_label.text()
     assert said.startswith("Recovery could not settle this call on its own; it waits for you."), (
         said
     )
