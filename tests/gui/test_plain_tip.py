@@ -93,4 +93,6 @@ def test_the_branch_dialog_shows_a_title_and_message_with_tags_as_they_are(qtbot
     qtbot.addWidget(dialog)
     assert "“make the <h1> bigger”" in dialog.point_label.text()
     assert _misread(dialog) == []
-    assert _shown(dialog.folder_edit.toolTip()) == "A new or empty folder outside /w/<b>site</b>"
+    assert _shown(dialog.folder_edit.toolTip()) == (
+        "A new or empty folder outside /w/<b>site</b>; a name without a full path goes beside it"
+    )
