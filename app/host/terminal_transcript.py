@@ -243,22 +243,34 @@ class InputLines:
         self._queue.put(None)
 
 
-# A terminal in its usual (canonical) mode holds at most so many characters of a line: what is
-# typed or pasted beyond that is dropped before any program reads it (Linux's line discipline
-# keeps 4,095 and the newline; macOS 1,023). None: not known here, nothing is checked.
-TERMINAL_LINE_CHARS: int | None = {"linux": 4095, "darwin": 1023}.get(sys.platform)
+# A terminal in its usual (canonical) mode holds at most so many BYTES of a line: what is typed
+# or pasted beyond that is dropped before any program reads it (Linux's line discipline keeps
+# 4,095 bytes and the newline; macOS 1,023). A character such as "é" is two bytes of UTF-8, so a
+# line of them is cut at fewer characters, possibly inside one. None: not known here, nothing is
+# checked.
+TERMINAL_LINE_BYTES: int | None = {"linux": 4095, "darwin": 1023}.get(sys.platform)
+
+
+def line_bytes(line: str) -> int:
+    """How many bytes ``line`` (without its newline) was on the terminal: its UTF-8 length, a
+    byte that was not UTF-8 (read with ``surrogateescape``) counted as the one byte it was."""
+    text = line.rstrip("\n")
+    try:
+        return len(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a lone surrogate that was no escaped byte
+        return len(text.encode("utf-8", "surrogatepass"))
 
 
 def cut_by_terminal(line: str, stream: TextIO | None = None) -> bool:
     """Whether ``line`` (read from ``stream``, default standard input) may have lost its end to
-    the terminal's line limit: it came from a terminal and is that long."""
+    the terminal's line limit: it came from a terminal and is that many bytes long."""
     stream = sys.stdin if stream is None else stream
     try:
         interactive = stream.isatty()
     except (AttributeError, ValueError):
         interactive = False
-    limit = TERMINAL_LINE_CHARS
-    return interactive and limit is not None and len(line.rstrip("\n")) >= limit
+    limit = TERMINAL_LINE_BYTES
+    return interactive and limit is not None and line_bytes(line) >= limit
 
 
 def cut_line_words(session_id: str | None) -> str:
@@ -266,9 +278,10 @@ def cut_line_words(session_id: str | None) -> str:
     where = f"--session {session_id}" if session_id else "--cwd DIR"
     command = maka_command(f'run {where} "$(cat message.txt)"')
     return (
-        f"not sent: this message is {TERMINAL_LINE_CHARS or 0:,} characters long, the most a "
-        "terminal line holds, so its end may have been cut off before Maka read it. Send a longer "
-        f"message from a file: {command}"
+        f"not sent: this message is {TERMINAL_LINE_BYTES or 0:,} bytes long, the most a "
+        "terminal line holds (fewer characters when some take more than one byte, as an "
+        "accented letter does), so its end may have been cut off before Maka read it. Send a "
+        f"longer message from a file: {command}"
     )
 
 

@@ -1,6 +1,7 @@
 """A message longer than a terminal line: the real ``maka tui`` on a pseudo-terminal in its
-usual (canonical) mode, where the kernel keeps at most 4,095 characters of a line and drops the
-rest before any program reads it. The TUI cannot know what was dropped, so it does not send a
+usual (canonical) mode, where the kernel keeps at most 4,095 bytes of a line (fewer characters
+when some take two bytes, and possibly half of one) and drops the rest before any program reads
+it. The TUI cannot know what was dropped, so it does not send a
 message of that length (a cut message would reach the model as if whole): it says why and how to
 send a long one, and the chat goes on."""
 
@@ -40,7 +41,17 @@ def _read_until(
                 break
 
 
-def test_a_message_the_terminal_may_have_cut_is_not_sent(tmp_path: Path) -> None:
+LONG_LINES = {
+    "ascii": "write long.txt saying " + "x" * 6000 + " END",
+    # 4,094 characters reach Maka (4,095 bytes: the limit counts bytes, "é" is two).
+    "accented": "write long.txt saying \u00e9" + "a" * 5000 + " END",
+    # Cut inside a character: the last byte is half an "é" (not the user's fault: not UTF-8).
+    "cut_in_a_character": "\u00e9" * 2100,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LONG_LINES))
+def test_a_message_the_terminal_may_have_cut_is_not_sent(tmp_path: Path, kind: str) -> None:
     work, data = tmp_path / "work", tmp_path / "data"
     work.mkdir()
     leader, follower = pty.openpty()
@@ -56,7 +67,7 @@ def test_a_message_the_terminal_may_have_cut_is_not_sent(tmp_path: Path) -> None
     seen = bytearray()
     try:
         _read_until(leader, b"you> ", seen)
-        long = "write long.txt saying " + "x" * 6000 + " END"
+        long = LONG_LINES[kind]
         for start in range(0, len(long), 512):  # as a paste arrives
             os.write(leader, long[start : start + 512].encode())
         os.write(leader, b"\n")
@@ -71,5 +82,7 @@ def test_a_message_the_terminal_may_have_cut_is_not_sent(tmp_path: Path) -> None
         os.close(leader)
     said = seen.decode(errors="replace")
     assert "the most a terminal line holds" in " ".join(said.split()), said[-1500:]
+    assert "4,095 bytes long" in said
+    assert "text_not_utf8" not in said and "title" not in said
     assert not (work / "long.txt").exists()
     assert committed_runs(data) == []  # nothing reached the model
