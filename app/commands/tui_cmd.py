@@ -231,6 +231,8 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             else:
                 if session is None:
                     try:
+                        # Bytes that are not UTF-8 are the message's (it is the title too).
+                        require_utf8(text, "the message")
                         # Titled by its first message, as through a running Maka or maka run.
                         session = service.create_session(cwd, title=text)
                     except LedgerError as error:

@@ -77,3 +77,30 @@ def test_beside_a_host_too(tmp_path: Path) -> None:
         assert _sessions(data) == []
     finally:
         host.stop()
+
+
+def test_a_first_message_with_bytes_that_are_not_utf8_is_worded_as_the_message(
+    tmp_path: Path,
+) -> None:
+    import os
+    import subprocess
+
+    from tests.helpers.maka_process import maka_executable
+
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    env = {**os.environ, "MAKA_DATA_DIR": str(data), "QT_QPA_PLATFORM": "offscreen"}
+    env.pop("MAKA_PROVIDER", None)
+    chat = subprocess.run(
+        [*maka_executable(), "tui", "--cwd", str(work)],
+        input=b"hello \xff there\n/quit\n",
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    err = chat.stderr.decode(errors="replace")
+    assert chat.returncode == 0, err
+    assert "[text_not_utf8]: the message holds bytes that are not UTF-8 text" in err
+    assert "title" not in err
+    assert _sessions(data) == []
