@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from runtime.providers.server_text import server_json
+
 ERROR_BODY_LIMIT = 1024 * 1024
 SHOWN_LIMIT = 300
 
@@ -77,7 +79,7 @@ def error_message(body: str) -> str:
     if body.lstrip().startswith("<"):
         return "an HTML page, not an API error (is MAKA_OPENAI_BASE_URL the API's address?)"
     try:
-        value = json.loads(body)
+        value = server_json(body)
     except json.JSONDecodeError:
         return _shown(body)
     return _shown(error_object_text(value) or body)

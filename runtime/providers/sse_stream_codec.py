@@ -24,6 +24,7 @@ from runtime.providers.provider_port import (
     ToolCallReady,
     Usage,
 )
+from runtime.providers.server_text import ledger_count, server_json
 
 DONE = "[DONE]"
 
@@ -76,7 +77,7 @@ class ChunkAssembler:
             self.done = True
             return
         try:
-            chunk = json.loads(payload)
+            chunk = server_json(payload)
         except json.JSONDecodeError as error:
             raise _malformed(
                 f"a stream chunk is not JSON ({error.msg}): {payload[:120]!r}"
@@ -87,7 +88,10 @@ class ChunkAssembler:
             raise stream_error(chunk)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            yield Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens")))
+            yield Usage(
+                ledger_count(usage.get("prompt_tokens")),
+                ledger_count(usage.get("completion_tokens")),
+            )
         choices = chunk.get("choices", [])
         if not isinstance(choices, list):
             raise _malformed("'choices' is not a list")
@@ -154,7 +158,7 @@ class ChunkAssembler:
                 raise _malformed(f"tool call #{index} arrived without an id or a name")
             text = "".join(partial.arguments).strip() or "{}"
             try:
-                args = json.loads(text)
+                args = server_json(text)
             except json.JSONDecodeError:
                 if self.finish_reason == "length":
                     raise _malformed(
@@ -177,7 +181,3 @@ def stream_error(chunk: dict[str, Any]) -> ProviderError:
             f"the request is longer than the model's context window (the server said: {message})",
         )
     return ProviderError(ProviderErrorCode.HTTP_ERROR, f"the server reported an error: {message}")
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
