@@ -61,10 +61,15 @@ its permission questions may be answered here (the first answer counts)"""
 
 
 def _tui_settle(_session: str, call: str, not_run_only: bool) -> str:
-    """How the TUI says a call ran or not (``/settle``), for the park's advice."""
+    """How the TUI says a call ran or not (``/settle``), for the park's advice: each command
+    whole on a line of its own, so the line pasted is the answer (a placeholder pasted with it
+    was recorded as the user's note)."""
     if not_run_only:
-        return f"/settle {call} not-run [NOTE]"
-    return f"/settle {call} ran (or not-run) [NOTE]"
+        return f"this line\n  /settle {call} not-run\n(a note of yours may follow it on that line)"
+    return (
+        f"one of these lines\n  /settle {call} ran\n  /settle {call} not-run\n"
+        "(a note of yours may follow either on its line)"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -309,7 +314,7 @@ def _settle_form(text: str) -> bool:
 
 def _settle(host: Any, session_id: str, text: str) -> None:
     """``/settle``: the same seam as ``maka settle``; a refusal prints its code."""
-    from app.commands.tui_host import SETTLE_USAGE
+    from app.commands.tui_host import SETTLE_USAGE, placeholder_note
     from app.host.host_bootstrap import now_ms
     from app.host.settle_folder import baseline_capture
     from runtime.ledger.attestation import when_text
@@ -321,6 +326,10 @@ def _settle(host: Any, session_id: str, text: str) -> None:
         return
     parts = text.split(maxsplit=3)
     note = parts[3] if len(parts) == 4 else None
+    refused = placeholder_note(note)
+    if refused is not None:
+        print(refused)
+        return
     checkpoints = host.service.checkpoints
     try:
         settled = settle(

@@ -290,6 +290,22 @@ SETTLE_USAGE = "usage: /settle CALL ran|not-run [NOTE]  (CALL as /transcript or 
 """The TUI's ``/settle`` usage, alone and beside a running Maka (both serve /transcript)."""
 
 
+SETTLE_PLACEHOLDERS = ("(or not-run)", "[NOTE]")
+"""Words of the settle advice's form, not of a user's note: pasted along with the command."""
+
+
+def placeholder_note(note: str | None) -> str | None:
+    """Why ``/settle``'s ``note`` is refused (it is, or starts with, the form's placeholder
+    text), or None: a note is kept for good, so a pasted form is not recorded as one."""
+    if note is None or not note.startswith(SETTLE_PLACEHOLDERS):
+        return None
+    return (
+        f"not recorded: {note!r} is the form's placeholder, not a note of yours; type "
+        "/settle CALL ran or /settle CALL not-run, then your own note if you have one "
+        "(nothing was recorded)"
+    )
+
+
 def _settle(host: HostClient, session_id: str | None, text: str) -> None:
     """``/settle``: ``maka settle`` through the host; a refusal prints its code."""
     from app.commands.settle_cmd import _through_host
@@ -300,6 +316,10 @@ def _settle(host: HostClient, session_id: str | None, text: str) -> None:
         return
     if session_id is None:
         print(no_session_yet())
+        return
+    placeholder = placeholder_note(parts[3] if len(parts) == 4 else None)
+    if placeholder is not None:
+        print(placeholder)
         return
     request = argparse.Namespace(
         session=session_id,

@@ -33,3 +33,14 @@ def test_the_refusal_speaks_of_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     words = cut_line_words("S")
     assert "4,095 bytes long, the most a terminal line holds" in words
     assert "characters long" not in words
+
+
+def test_settle_refuses_the_forms_placeholder_as_a_note() -> None:
+    """Alone and beside a running Maka, /settle's note check is the same."""
+    from app.commands.tui_host import placeholder_note
+
+    for note in ("(or not-run) [NOTE]", "[NOTE]", "(or not-run)", "[NOTE] I checked"):
+        refusal = placeholder_note(note)
+        assert refusal is not None and "nothing was recorded" in refusal
+    assert placeholder_note(None) is None
+    assert placeholder_note("count.txt has [NOTE] in it") is None
