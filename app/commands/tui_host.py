@@ -37,6 +37,15 @@ INTERRUPTED_NOTE = (
     "holds it ({plan} explains it without running anything). Or send a new message."
 )
 
+INTERRUPTED_RESUME_OFF_NOTE = (
+    "This session's last turn ended before it finished. Safe resume is turned off {where}, so "
+    "it cannot be continued from where it stopped: check your files, then send a new message "
+    "to carry on (turn Safe resume on in the desktop's Settings, or with "
+    "MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1)."
+)
+"""Opening an interrupted session when ``/resume`` could only answer that Safe resume is off
+(as the TUI alone says it)."""
+
 TUI_HOST_PARK_NOTE = (
     "(In this TUI a message is simply typed here, changed files are answered with /rebaseline "
     "or /restore [DIR], and /settle CALL ran|not-run records what you checked. The maka "
@@ -68,12 +77,15 @@ def chat_through_host(  # noqa: C901
     viewer = TuiViewer(host)
     host.listen(viewer.take, viewer.stopped)
     session_id: str | None = None
+    opening: str | None = None  # said after the header naming the session and its server
     if args.session:
-        session_id = _known_session(host, args.session, args.cwd)
+        session_id, opening = _known_session(host, args.session, args.cwd)
     if isinstance(sys.stdin, io.TextIOWrapper):
         sys.stdin.reconfigure(errors="surrogateescape")
     lines = InputLines.of(sys.stdin)
     _greet(args, host, session_id, cwd, mode)
+    if opening is not None:
+        print(opening)
     viewer.watch(session_id)
     while True:
         viewer.prompt()
@@ -183,28 +195,44 @@ def _greet(
         )
 
 
-def _known_session(host: HostClient, session_id: str, cwd_option: str | None) -> str:
-    """``--session`` must name a session of this folder (as when the TUI opens the store)."""
+def _known_session(
+    host: HostClient, session_id: str, cwd_option: str | None
+) -> tuple[str, str | None]:
+    """``--session`` must name a session of this folder (as when the TUI opens the store); with
+    what to say when its last turn was cut off: what ``/resume`` through the host will do (this
+    command's MAKA_RUNTIME_SAFE_BOUNDARY_RESUME when set, else the host's setting)."""
     from app.commands.run_cmd import require_same_folder
+    from app.host.resume_switch import command_safe_resume
 
-    for row in _rows(host):
+    rows, host_resume = _overview(host)
+    for row in rows:
         if row["sessionId"] == session_id:
             if cwd_option:
                 require_same_folder(cwd_option, session_id, row["cwd"])
-            if row.get("resumable"):
-                print(INTERRUPTED_NOTE.format(plan=maka_command(f"plan {session_id}")))
-            return session_id
+            if not row.get("resumable"):
+                return session_id, None
+            own = command_safe_resume()
+            enabled = own if own is not None else host_resume
+            if enabled is False:
+                where = "for this terminal" if own is not None else "in the running Maka"
+                return session_id, INTERRUPTED_RESUME_OFF_NOTE.format(where=where)
+            return session_id, INTERRUPTED_NOTE.format(plan=maka_command(f"plan {session_id}"))
     raise CliError(StoreCode.SESSION_NOT_FOUND, f"no session {session_id}", EXIT_USAGE)
 
 
 def _rows(host: HostClient) -> list[dict[str, Any]]:
+    return _overview(host)[0]
+
+
+def _overview(host: HostClient) -> tuple[list[dict[str, Any]], bool | None]:
+    """The host's sessions overview, and its Safe resume setting (None: not said)."""
     from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
     from app.host.session_rows import rows_from_wire
 
     answer = host.ask(SessionsOverviewRequest())
     if not isinstance(answer, SessionsOverviewedPush):
         raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
-    return rows_from_wire(answer.rows)
+    return rows_from_wire(answer.rows), answer.safe_resume
 
 
 def _sessions(host: HostClient) -> None:
