@@ -58,6 +58,7 @@ from runtime.providers.provider_port import (
     ProviderRequest,
     TextDelta,
     ThinkingDelta,
+    ToolCall,
     ToolCallReady,
     Usage,
     tool_call_stub,
@@ -282,7 +283,9 @@ class RunLoop:
         cancel = tool_context.cancel
         tools = self._tool_runtime(builder, tool_context, publish)
         checkpoints = self._checkpoints
-        used_call_ids: set[str] = set()
+        # Every call id the model's history holds: a new call reusing one (a server that numbers
+        # its calls call_0, call_1... afresh each reply) gets an id of its own, never dropped.
+        used_call_ids = {item.call_id for item in prior_history if isinstance(item, ToolCall)}
         steps = 0
         checkpoints.capture_start(publish)  # begins before the first provider call
         try:
@@ -322,11 +325,10 @@ class RunLoop:
                 for call in calls:
                     if cancel.is_cancelled():
                         break
-                    if call.call_id in used_call_ids or not call.call_id:
-                        continue  # a repeated id would be a duplicate operation: never run
-                    used_call_ids.add(call.call_id)
+                    call_id = unique_call_id(call.call_id, used_call_ids)
+                    used_call_ids.add(call_id)
                     checkpoints.before_call(call.name, publish)  # before the next T1
-                    tools.settle(ModelToolCall(call.call_id, call.name, call.args, step_id))
+                    tools.settle(ModelToolCall(call_id, call.name, call.args, step_id))
                     checkpoints.after_tool(call.name)
                 failpoint(CrashPoint.P7)
         except ProviderError as error:
@@ -491,3 +493,17 @@ class RunLoop:
             stop_reason,
             message,
         )
+
+
+def unique_call_id(wanted: str, used: set[str]) -> str:
+    """The id a tool call is recorded and answered under: the model's own, unless it is empty or
+    one the history already holds (a repeated id would be a second operation of one call: its
+    dispatch refused, or its result taken for the first's), then ``<id>~2``, ``~3``... The model
+    sees its call under that id, with its result, in the next request."""
+    if wanted and wanted not in used:
+        return wanted
+    base = wanted or "call"
+    n = 2
+    while f"{base}~{n}" in used:
+        n += 1
+    return f"{base}~{n}"

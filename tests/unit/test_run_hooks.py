@@ -421,7 +421,7 @@ def test_the_run_loop_joins_the_capture_before_each_t1_and_before_its_ending(
     script = parse_script(
         {
             "steps": [
-                # the repeated id is never run: no join, no T1, no capture for it
+                # the repeated id runs under an id of its own: its join, T1 and capture too
                 {"toolCalls": [_write("c1", "a.txt"), _write("c1", "b.txt")]},
                 {"text": "Written."},
             ]
@@ -444,7 +444,7 @@ def test_the_run_loop_joins_the_capture_before_each_t1_and_before_its_ending(
     outcome = service.send_turn(session_id, "write", Quiet(), PermissionPolicy(PermissionMode.AUTO))
     assert outcome.status is RunStatus.COMPLETED
     assert (work / "a.txt").exists()
-    assert not (work / "b.txt").exists()
+    assert (work / "b.txt").exists()
     assert log == [
         "mode_json",  # the first event declares the mode
         "begin_first_capture",  # begins before the first provider call
@@ -454,6 +454,11 @@ def test_the_run_loop_joins_the_capture_before_each_t1_and_before_its_ending(
         "join_facts",  # before the T1 of a call that may write
         "T1",
         "begin_capture write_file",  # the tool returned: the capture starts with its T2
+        "T2",
+        "after_tool write_file",
+        "join_facts",  # the second call (its id repeated the first's) waits for that capture
+        "T1",
+        "begin_capture write_file",
         "T2",
         "after_tool write_file",
         "overlap_next_step",  # the due capture overlaps the next step

@@ -1,0 +1,57 @@
+"""A model server that reuses tool call ids (numbering its calls ``call_0``, ``call_1``... afresh
+in each reply, or giving two calls of one reply the same id): every call runs once, is recorded
+and is answered, under an id of its own. Maka dropped a call whose id repeated: not run, not
+recorded, not answered, so the model asked again and again. The real ``maka`` with the scripted
+provider recording the requests it is sent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+
+def _write(call_id: str, name: str) -> dict[str, Any]:
+    return {"id": call_id, "name": "write_file", "args": {"path": name, "content": name + "\n"}}
+
+
+SCRIPT = [
+    [
+        {"text": "First.", "toolCalls": [_write("call_0", "a.txt")]},
+        {"text": "Two more.", "toolCalls": [_write("call_0", "b.txt"), _write("call_0", "c.txt")]},
+        {"text": "All written."},
+    ],
+    [{"text": "Again.", "toolCalls": [_write("call_0", "d.txt")]}, {"text": "Done."}],
+]
+
+
+def test_every_call_with_a_repeated_id_runs_once_and_is_answered(tmp_path: Path) -> None:
+    work, data, record = tmp_path / "work", tmp_path / "data", tmp_path / "requests.jsonl"
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", SCRIPT), record)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "write"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    args = ["run", "--session", session, "--permission-mode", "auto", "once more"]
+    second = maka(args, data, env=env)
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in work.iterdir() if p.suffix == ".txt") == [
+        "a.txt",
+        "b.txt",
+        "c.txt",
+        "d.txt",
+    ]
+    last = [json.loads(line) for line in record.read_text().splitlines()][-1]
+    calls = [item["id"] for item in last["history"] if item["type"] == "tool_call"]
+    results = [item["id"] for item in last["history"] if item["type"] == "tool_result"]
+    assert calls == results, last["history"]  # every call answered, in order
+    assert len(calls) == len(set(calls)) == 4, calls
+    assert calls[0] == "call_0" and all(c.startswith("call_0") for c in calls), calls
+    plan = maka(["plan", session, "--json"], data, env=env)
+    assert "duplicate" not in plan.stdout, plan.stdout
