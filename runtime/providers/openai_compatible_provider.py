@@ -251,7 +251,7 @@ class OpenAICompatibleProvider:
         response = connection.getresponse()
         exchange.response = response
         if response.status != 200:
-            raise _http_error(response)
+            raise _http_error(response, (self._settings.api_key,))
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if content_type and content_type != "text/event-stream":
             # A login page, a web UI, or a server that ignores "stream": true.
@@ -261,7 +261,7 @@ class OpenAICompatibleProvider:
                 "of chat completion events (text/event-stream); check MAKA_OPENAI_BASE_URL and "
                 "that the server supports streaming",
             )
-        assembler = ChunkAssembler()
+        assembler = ChunkAssembler(secrets=(self._settings.api_key,))
         lines = data_deadline(response_lines(response), self._settings.data_timeout)
         events = 0
         said: list[str] = []
@@ -339,10 +339,13 @@ class _Exchange:
                 self.sock.close()
 
 
-def _http_error(response: http.client.HTTPResponse) -> ProviderError:
-    """The whole body is parsed (up to ``ERROR_BODY_LIMIT``); only the sentence shown is cut."""
+def _http_error(
+    response: http.client.HTTPResponse, secrets: tuple[str | None, ...]
+) -> ProviderError:
+    """The whole body is parsed (up to ``ERROR_BODY_LIMIT``); only the sentence shown is cut,
+    after ``secrets`` are redacted from it."""
     detail = response.read(ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
-    message = error_message(detail) if detail else ""
+    message = error_message(detail, secrets) if detail else ""
     if is_context_overflow(detail):
         return ProviderError(
             ProviderErrorCode.CONTEXT_OVERFLOW,

@@ -5,6 +5,9 @@ cut, so a long JSON error still reads as its message. Shapes understood: ``{"err
 ...}}`` (OpenAI, vLLM, llama.cpp), ``{"error": "..."}`` (Ollama), ``{"detail": ...}`` (FastAPI
 servers such as llama-cpp-python: a string or a list of validation errors), ``{"message": ...}``.
 
+Secrets are redacted before anything is cut (``quoted``): a cut made first could split the key,
+leaving a prefix of it that no redaction recognises.
+
 A request longer than the model's context window is recognised from the wording servers use, so
 the run can say so plainly and the next turn can leave the oversized message out.
 """
@@ -13,8 +16,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
+from runtime.providers.secret_redaction import redact_secrets
 from runtime.providers.server_text import server_json
 
 ERROR_BODY_LIMIT = 1024 * 1024
@@ -28,9 +33,15 @@ _OVERFLOW = re.compile(
 )
 
 
-def _shown(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= SHOWN_LIMIT else text[: SHOWN_LIMIT - 1] + "…"
+def quoted(text: str, limit: int, secrets: Iterable[str | None] = ()) -> str:
+    """A server's ``text`` as an error quotes it: ``secrets`` (and Bearer tokens, URL passwords)
+    redacted first, then cut to ``limit`` characters."""
+    text = redact_secrets(text, secrets)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(text: str, secrets: Iterable[str | None]) -> str:
+    return quoted(" ".join(redact_secrets(text, secrets).split()), SHOWN_LIMIT)
 
 
 def _detail_text(detail: Any) -> str | None:
@@ -74,15 +85,16 @@ def error_object_text(value: Any) -> str | None:
     return None
 
 
-def error_message(body: str) -> str:
-    """The sentence to show for an error body (already cut to ``SHOWN_LIMIT`` characters)."""
+def error_message(body: str, secrets: Iterable[str | None] = ()) -> str:
+    """The sentence to show for an error body: ``secrets`` redacted, then cut to ``SHOWN_LIMIT``
+    characters."""
     if body.lstrip().startswith("<"):
         return "an HTML page, not an API error (is MAKA_OPENAI_BASE_URL the API's address?)"
     try:
         value = server_json(body)
     except json.JSONDecodeError:
-        return _shown(body)
-    return _shown(error_object_text(value) or body)
+        return _shown(body, secrets)
+    return _shown(error_object_text(value) or body, secrets)
 
 
 def is_context_overflow(text: str) -> bool:

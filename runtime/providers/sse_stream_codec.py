@@ -10,11 +10,16 @@ with a readable message instead of producing half a tool call.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.providers.openai_errors import error_object_text, is_context_overflow
+from runtime.providers.openai_errors import (
+    SHOWN_LIMIT,
+    error_object_text,
+    is_context_overflow,
+    quoted,
+)
 from runtime.providers.provider_port import (
     ProviderError,
     ProviderErrorCode,
@@ -24,9 +29,12 @@ from runtime.providers.provider_port import (
     ToolCallReady,
     Usage,
 )
+from runtime.providers.secret_redaction import redact_secrets
 from runtime.providers.server_text import ledger_count, server_json
 
 DONE = "[DONE]"
+CHUNK_QUOTE_LIMIT = 120
+"""How much of a chunk that is not JSON an error quotes."""
 
 
 def _malformed(message: str) -> ProviderError:
@@ -66,8 +74,10 @@ class _PartialCall:
 
 @dataclass(slots=True)
 class ChunkAssembler:
-    """Folds chat-completion chunks into stream events; tool calls are emitted whole at the end."""
+    """Folds chat-completion chunks into stream events; tool calls are emitted whole at the end.
+    ``secrets`` are redacted from any server text an error quotes, before it is cut."""
 
+    secrets: Sequence[str | None] = ()
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     done: bool = False
@@ -80,12 +90,13 @@ class ChunkAssembler:
             chunk = server_json(payload)
         except json.JSONDecodeError as error:
             raise _malformed(
-                f"a stream chunk is not JSON ({error.msg}): {payload[:120]!r}"
+                f"a stream chunk is not JSON ({error.msg}): "
+                f"{quoted(payload, CHUNK_QUOTE_LIMIT, self.secrets)!r}"
             ) from None
         if not isinstance(chunk, dict):
             raise _malformed("a stream chunk is not a JSON object")
         if chunk.get("error") is not None:
-            raise stream_error(chunk)
+            raise stream_error(chunk, self.secrets)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             yield Usage(
@@ -172,9 +183,11 @@ class ChunkAssembler:
         return ready
 
 
-def stream_error(chunk: dict[str, Any]) -> ProviderError:
+def stream_error(chunk: dict[str, Any], secrets: Sequence[str | None] = ()) -> ProviderError:
     """An ``error`` object sent inside the stream (after the 200 headers)."""
-    message = error_object_text(chunk) or json.dumps(chunk["error"])[:300]
+    text = error_object_text(chunk)
+    message = redact_secrets(text, secrets) if text else ""
+    message = message or quoted(json.dumps(chunk["error"]), SHOWN_LIMIT, secrets)
     if is_context_overflow(json.dumps(chunk)):
         return ProviderError(
             ProviderErrorCode.CONTEXT_OVERFLOW,
