@@ -48,6 +48,7 @@ from runtime.base.cancel_token import (
 from runtime.ledger.codes import FailureClass
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import DecodeCode, LedgerError
 from runtime.ledger.store_ports import RUN_STATUS_TO_EVENT, CommitResult, RunHeader, RunStatus
 from runtime.providers.provider_port import (
     Finished,
@@ -308,7 +309,7 @@ class RunLoop:
                 finally:
                     checkpoints.ready(publish)  # right after the provider's answer
                 step_id = f"{builder.identity.run_id}_s{steps}"
-                self._commit_step(builder, publish, step)
+                self._commit_reply(builder, publish, step)
                 if cancel.is_cancelled():
                     return self._cancelled(builder, publish, cancel)
                 if not calls:
@@ -390,6 +391,21 @@ class RunLoop:
                 ProviderErrorCode.CONNECTION_LOST, "the provider stream ended without finishing"
             )
         return step, calls
+
+    def _commit_reply(self, builder: EventBuilder, publish: Publish, step: _Step) -> None:
+        """The step's events committed; a value from the model server that no event may hold
+        fails the turn as a malformed reply (the run ends failed, nothing of the reply kept),
+        never leaving it marked running behind an error."""
+        try:
+            self._commit_step(builder, publish, step)
+        except LedgerError as error:
+            if error.code != DecodeCode.EVENT_SCHEMA_INVALID:
+                raise
+            raise ProviderError(
+                ProviderErrorCode.MALFORMED_STREAM,
+                f"the model server's reply holds a value no record can hold ({error.message}); "
+                "nothing of that reply was recorded",
+            ) from None
 
     def _commit_step(self, builder: EventBuilder, publish: Publish, step: _Step) -> None:
         events: list[RuntimeEvent] = []

@@ -1,4 +1,4 @@
-"""A model server that reuses tool call ids (numbering its calls ``call_0``, ``call_1``... afresh
+"""Replies a model server should not send. One that reuses tool call ids (numbering its calls ``call_0``, ``call_1``... afresh
 in each reply, or giving two calls of one reply the same id): every call runs once, is recorded
 and is answered, under an id of its own. Maka dropped a call whose id repeated: not run, not
 recorded, not answered, so the model asked again and again. The real ``maka`` with the scripted
@@ -55,3 +55,20 @@ def test_every_call_with_a_repeated_id_runs_once_and_is_answered(tmp_path: Path)
     assert calls[0] == "call_0" and all(c.startswith("call_0") for c in calls), calls
     plan = maka(["plan", session, "--json"], data, env=env)
     assert "duplicate" not in plan.stdout, plan.stdout
+
+
+def test_a_reply_no_record_can_hold_ends_the_run_failed(tmp_path: Path) -> None:
+    """A reply holding a value no event may hold (a token count past 2^53): the turn fails as a
+    malformed reply and its run ends failed. It ended with ``event_schema_invalid`` and the run
+    stayed marked running (in the desktop: Running, and Stop did nothing, until a restart)."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    huge = [[{"text": "Counted.", "usage": {"input": 2**60, "output": 3}}]]
+    env = scripted_env(write_script(tmp_path / "script.json", huge))
+    done = maka(["run", "--cwd", str(work), "count"], data, env=env)
+    assert done.returncode == 1, done.stderr
+    assert "the turn ended failed (provider_error)" in done.stderr, done.stderr
+    assert "no record can hold" in done.stderr and "Traceback" not in done.stderr
+    [(header, _events)] = committed_runs(data)
+    assert header.status == "failed", header
+    assert header.failure_class == "provider_error", header
