@@ -1,8 +1,10 @@
-"""Replies a model server should not send. One that reuses tool call ids (numbering its calls ``call_0``, ``call_1``... afresh
-in each reply, or giving two calls of one reply the same id): every call runs once, is recorded
-and is answered, under an id of its own. Maka dropped a call whose id repeated: not run, not
-recorded, not answered, so the model asked again and again. The real ``maka`` with the scripted
-provider recording the requests it is sent."""
+"""Replies a model server should not send, with the real ``maka`` and the scripted provider
+recording the requests it is sent.
+
+- Reused tool call ids (``call_0``, ``call_1``... afresh in each reply, or two calls of one reply
+  with the same id): every call runs once, is recorded and is answered, under an id of its own.
+  Maka dropped a call whose id repeated, so the model asked again and again.
+- A value no event may hold: the turn fails and its run ends, never left marked running."""
 
 from __future__ import annotations
 
