@@ -952,7 +952,8 @@ class RequestRouter:
         there."""
         _log.warning(
             "session %s: stopped its turn at a permission question no window or terminal "
-            "could answer; open it in the desktop or maka tui and resume it",
+            "could answer (the call did not run); open it in the desktop or maka tui and resume "
+            "it: the model is told the call did not run, and asking for it again asks you there",
             escape(session_id, 80),
         )
         self._services.cancel_turn(session_id, HOST_STOPPED_AT_QUESTION)

@@ -116,6 +116,8 @@ def test_automatic_resume_under_maka_host_stops_at_a_question_nobody_can_answer(
     assert told.count(": resumed automatically (run ") == 2, told
     assert told.count(", ended cancelled)") == 2, told
     assert log.count("stopped its turn at a permission question") == 2, log
+    # What resuming it does, said (a model that does not ask again is not asked again).
+    assert "the model is told the call did not run, and asking for it again asks" in log, log
     for session in _statuses(data):
         planned = maka(["plan", session, "--json"], data, env={**env, **FLAG})
         assert json.loads(planned.stdout)["disposition"] == "continue", planned.stdout
