@@ -81,6 +81,8 @@ class ChunkAssembler:
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     done: bool = False
+    _last: int | None = None
+    """The index of the call the last tool-call fragment went to."""
 
     def feed(self, payload: str) -> Iterator[StreamEvent]:
         if payload.strip() == DONE:
@@ -140,11 +142,14 @@ class ChunkAssembler:
     def _feed_call(self, fragment: Any) -> None:
         if not isinstance(fragment, dict):
             raise _malformed("a tool-call fragment is not a JSON object")
-        index = fragment.get("index", 0)
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise _malformed("a tool-call fragment has no integer index")
-        partial = self.calls.setdefault(index, _PartialCall())
         call_id = fragment.get("id")
+        index = fragment.get("index")
+        if index is None:
+            index = self._unindexed(call_id)
+        elif not isinstance(index, int) or isinstance(index, bool):
+            raise _malformed("a tool-call fragment has no integer index")
+        self._last = index
+        partial = self.calls.setdefault(index, _PartialCall())
         if isinstance(call_id, str) and call_id:
             partial.call_id = call_id
         function = fragment.get("function") or {}
@@ -159,6 +164,17 @@ class ChunkAssembler:
             partial.arguments.append(arguments)
         elif arguments is not None:
             raise _malformed("tool-call arguments are not a string")
+
+    def _unindexed(self, call_id: Any) -> int:
+        """Where a fragment without an ``index`` goes. Some servers stream parallel calls
+        without one, each whole in its own chunk with its own id: a fragment with an id other
+        than the last call's starts a new call; one without an id continues the last call."""
+        if self._last is None:
+            return 0
+        current = self.calls[self._last].call_id
+        if isinstance(call_id, str) and call_id and current and call_id != current:
+            return max(self.calls) + 1
+        return self._last
 
     def finish(self) -> list[ToolCallReady]:
         """The assembled tool calls, in index order; malformed arguments are an error."""
