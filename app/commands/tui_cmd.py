@@ -87,8 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_max_steps(parser)
 
 
-# C901: the terminal's one read-eval loop; each slash command is a short branch of it.
-def run(args: argparse.Namespace) -> int:  # noqa: C901
+def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import owned_session_host
     from app.commands.run_cmd import (
         note_auto_mode,
@@ -101,9 +100,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
         StdinPermissionAsker,
         TerminalTranscript,
     )
-    from app.commands.tui_host import NO_SESSIONS, SETTLE_USAGE, no_session_yet
     from app.host import tui_reads
-    from app.host.terminal_transcript import cut_by_terminal, cut_line_words
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.ledger.ledger_errors import LedgerError
@@ -168,90 +165,124 @@ def run(args: argparse.Namespace) -> int:  # noqa: C901
             _say_if_interrupted(service, session.session_id, host)
             print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
-        while True:
-            print("you> ", end="", flush=True)
-            try:
-                read = lines.read_line()
-            except KeyboardInterrupt:
-                read = None
-            if read is None:
-                print()
-                return EXIT_OK
-            line = read.rstrip("\n")
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/quit", "/exit"):
-                return EXIT_OK
-            command = text.split()[0]
-            needs_session = text == "/transcript" or command in (
-                "/resume",
-                "/rebaseline",
-                "/restore",
-                "/settle",
-                "/branch",
+        from app.commands.tui_host import Hangup
+
+        with Hangup() as hangup:
+            return _chat(
+                host,
+                session,
+                cwd=cwd,
+                lines=lines,
+                policy=policy,
+                asker=asker,
+                transcript=transcript,
+                hangup=hangup,
             )
-            if text == "/help":
-                print(HELP)
-            elif session is None and needs_session and (command != "/settle" or _settle_form(text)):
-                print(no_session_yet())
-            elif text == "/transcript" and session is not None:
-                tui_reads.transcript(host, session.session_id)
-            elif text == "/sessions":
-                overviews = service.list_sessions()
-                for overview in overviews:
-                    status = overview.last_run_status or "no runs"
-                    print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
-                if not overviews:
-                    print(NO_SESSIONS)
-            elif command in ("/resume", "/rebaseline", "/restore") and session is not None:
-                _resume(
-                    host,
-                    session.session_id,
-                    session.cwd,
-                    text,
-                    policy=policy,
-                    asker=asker,
-                    transcript=transcript,
-                )
-            elif command == "/settle":
-                if session is None:
-                    print(SETTLE_USAGE)
-                else:
-                    _settle(host, session.session_id, text)
-            elif command == "/branch" and session is not None:
-                branched = tui_reads.branch(host, session.session_id, text)
-                if branched is not None:
-                    # The chat goes on in the branch, as the desktop opens it.
-                    source_id, session = session.session_id, branched
-                    print(f"maka tui: session {session.session_id} in {session.cwd}")
-                    tui_reads.say_if_branched(host, session.session_id)
-                    print(
-                        f"(the source goes on with: {maka_command(f'tui --session {source_id}')})"
-                    )
-            elif text.startswith("/"):
-                print(f"unknown command {command}; /help lists the commands")
-            elif cut_by_terminal(line):
-                print(cut_line_words(None if session is None else session.session_id))
+
+
+# C901: the terminal's one read-eval loop; each slash command is a short branch of it.
+def _chat(  # noqa: C901
+    host: Any,
+    session: Any,
+    *,
+    cwd: Path,
+    lines: Any,
+    policy: Any,
+    asker: Any,
+    transcript: Any,
+    hangup: Any,
+) -> int:
+    from app.commands.tui_host import NO_SESSIONS, SETTLE_USAGE, no_session_yet
+    from app.host import tui_reads
+    from app.host.terminal_transcript import cut_by_terminal, cut_line_words
+    from runtime.agent.session_service import require_utf8
+    from runtime.ledger.ledger_errors import LedgerError
+
+    service = host.service
+    while not hangup.hung:
+        print("you> ", end="", flush=True)
+        try:
+            read = lines.read_line()
+        except KeyboardInterrupt:
+            read = None
+        if read is None:
+            print()
+            return EXIT_OK
+        line = read.rstrip("\n")
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return EXIT_OK
+        command = text.split()[0]
+        needs_session = text == "/transcript" or command in (
+            "/resume",
+            "/rebaseline",
+            "/restore",
+            "/settle",
+            "/branch",
+        )
+        if text == "/help":
+            print(HELP)
+        elif session is None and needs_session and (command != "/settle" or _settle_form(text)):
+            print(no_session_yet())
+        elif text == "/transcript" and session is not None:
+            tui_reads.transcript(host, session.session_id)
+        elif text == "/sessions":
+            overviews = service.list_sessions()
+            for overview in overviews:
+                status = overview.last_run_status or "no runs"
+                print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
+            if not overviews:
+                print(NO_SESSIONS)
+        elif command in ("/resume", "/rebaseline", "/restore") and session is not None:
+            _resume(
+                host,
+                session.session_id,
+                session.cwd,
+                text,
+                policy=policy,
+                asker=asker,
+                transcript=transcript,
+            )
+        elif command == "/settle":
+            if session is None:
+                print(SETTLE_USAGE)
             else:
-                if session is None:
-                    try:
-                        # Bytes that are not UTF-8 are the message's (it is the title too).
-                        require_utf8(text, "the message")
-                        # Titled by its first message, as through a running Maka or maka run.
-                        session = service.create_session(cwd, title=text)
-                    except LedgerError as error:
-                        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
-                        continue
-                    print(f"(session {session.session_id})")
-                _turn(
-                    service,
-                    session.session_id,
-                    text,
-                    transcript=transcript,
-                    policy=policy,
-                    asker=asker,
-                )
+                _settle(host, session.session_id, text)
+        elif command == "/branch" and session is not None:
+            branched = tui_reads.branch(host, session.session_id, text)
+            if branched is not None:
+                # The chat goes on in the branch, as the desktop opens it.
+                source_id, session = session.session_id, branched
+                print(f"maka tui: session {session.session_id} in {session.cwd}")
+                tui_reads.say_if_branched(host, session.session_id)
+                print(f"(the source goes on with: {maka_command(f'tui --session {source_id}')})")
+        elif text.startswith("/"):
+            print(f"unknown command {command}; /help lists the commands")
+        elif cut_by_terminal(line):
+            print(cut_line_words(None if session is None else session.session_id))
+        else:
+            if session is None:
+                try:
+                    # Bytes that are not UTF-8 are the message's (it is the title too).
+                    require_utf8(text, "the message")
+                    # Titled by its first message, as through a running Maka or maka run.
+                    session = service.create_session(cwd, title=text)
+                except LedgerError as error:
+                    print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+                    continue
+                print(f"(session {session.session_id})")
+            _turn(
+                service,
+                session.session_id,
+                text,
+                transcript=transcript,
+                policy=policy,
+                asker=asker,
+            )
+
+    return EXIT_OK
 
 
 def _resume(

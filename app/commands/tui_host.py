@@ -22,8 +22,10 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
@@ -53,6 +55,39 @@ TUI_HOST_PARK_NOTE = (
 )
 
 
+class Hangup:
+    """SIGHUP (the terminal was closed) while the chat is open: as Ctrl+C, a turn running is
+    cancelled (it ends ``cancelled``, not left running until the next start) and the chat then
+    leaves (``hung``); at the prompt it leaves at once. Output goes nowhere from then on: the
+    terminal is gone, and a write to it would fail."""
+
+    def __init__(self) -> None:
+        self.hung = False
+        self._previous: Any = None
+
+    def __enter__(self) -> Hangup:
+        if hasattr(signal, "SIGHUP"):
+            self._previous = signal.signal(signal.SIGHUP, self._hung)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, self._previous or signal.SIG_DFL)
+
+    def _hung(self, signum: int, frame: FrameType | None) -> None:
+        del signum
+        from app.visible_text import silence
+
+        self.hung = True
+        for stream in (sys.stdout, sys.stderr):
+            silence(stream)
+        interrupt = signal.getsignal(signal.SIGINT)
+        if callable(interrupt):  # a turn's Ctrl+C (it cancels the turn), or KeyboardInterrupt
+            interrupt(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+
 NO_SESSIONS = "  no sessions yet: a message you send here starts one"
 """``/sessions`` in a data folder without any (alone and beside a running Maka)."""
 
@@ -65,14 +100,12 @@ def no_session_yet() -> str:
     )
 
 
-# C901: the terminal's one read-eval loop (as tui_cmd's); each slash command is a short branch.
-def chat_through_host(  # noqa: C901
+def chat_through_host(
     args: argparse.Namespace, host: HostClient, cwd: str, mode: str, help_text: str
 ) -> int:
     """The TUI's read-eval loop when a host owns the folder; returns the exit code."""
     from app.commands.terminal_transcript import InputLines
     from app.commands.tui_viewer import TuiViewer
-    from app.host.terminal_transcript import cut_by_terminal, cut_line_words
 
     viewer = TuiViewer(host)
     host.listen(viewer.take, viewer.stopped)
@@ -87,7 +120,36 @@ def chat_through_host(  # noqa: C901
     if opening is not None:
         print(opening)
     viewer.watch(session_id)
-    while True:
+    with Hangup() as hangup:
+        return _chat(
+            args,
+            host,
+            viewer=viewer,
+            lines=lines,
+            session_id=session_id,
+            cwd=cwd,
+            mode=mode,
+            help_text=help_text,
+            hangup=hangup,
+        )
+
+
+# C901: the terminal's one read-eval loop (as tui_cmd's); each slash command is a short branch.
+def _chat(  # noqa: C901
+    args: argparse.Namespace,
+    host: HostClient,
+    *,
+    viewer: Any,
+    lines: Any,
+    session_id: str | None,
+    cwd: str,
+    mode: str,
+    help_text: str,
+    hangup: Hangup,
+) -> int:
+    from app.host.terminal_transcript import cut_by_terminal, cut_line_words
+
+    while not hangup.hung:
         viewer.prompt()
         try:
             read = lines.read_line()
@@ -142,6 +204,7 @@ def chat_through_host(  # noqa: C901
             finally:
                 viewer.driving(False)
         viewer.watch(session_id)
+    return EXIT_OK
 
 
 def _terminal_text(
