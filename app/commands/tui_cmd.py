@@ -51,6 +51,7 @@ HELP = """commands:
                 repository it is in); this one stays as it is.
                 --current-files: copy the files as they are now (no snapshot kept there)
   /quit         leave (Ctrl+D works too)
+  //TEXT        send /TEXT to the agent (a message that starts with /)
 anything else is sent to the agent"""
 
 
@@ -192,7 +193,13 @@ def _chat(  # noqa: C901
     transcript: Any,
     hangup: Any,
 ) -> int:
-    from app.commands.tui_host import NO_SESSIONS, SETTLE_USAGE, no_session_yet
+    from app.commands.tui_host import (
+        NO_ARGUMENT,
+        NO_SESSIONS,
+        SETTLE_USAGE,
+        message_or_command,
+        no_session_yet,
+    )
     from app.host import tui_reads
     from app.host.terminal_transcript import cut_by_terminal, cut_line_words
     from runtime.agent.session_service import require_utf8
@@ -212,23 +219,26 @@ def _chat(  # noqa: C901
         text = line.strip()
         if not text:
             continue
-        if text in ("/quit", "/exit"):
+        text, command = message_or_command(text)
+        if command in NO_ARGUMENT and text != command:
+            print(f"{command} takes no argument; /help lists the commands")
+            continue
+        if command in ("/quit", "/exit"):
             return EXIT_OK
-        command = text.split()[0]
-        needs_session = text == "/transcript" or command in (
+        needs_session = command == "/transcript" or command in (
             "/resume",
             "/rebaseline",
             "/restore",
             "/settle",
             "/branch",
         )
-        if text == "/help":
+        if command == "/help":
             print(HELP)
         elif session is None and needs_session and (command != "/settle" or _settle_form(text)):
             print(no_session_yet())
-        elif text == "/transcript" and session is not None:
+        elif command == "/transcript" and session is not None:
             tui_reads.transcript(host, session.session_id)
-        elif text == "/sessions":
+        elif command == "/sessions":
             overviews = service.list_sessions()
             for overview in overviews:
                 status = overview.last_run_status or "no runs"
@@ -258,7 +268,7 @@ def _chat(  # noqa: C901
                 print(f"maka tui: session {session.session_id} in {session.cwd}")
                 tui_reads.say_if_branched(host, session.session_id)
                 print(f"(the source goes on with: {maka_command(f'tui --session {source_id}')})")
-        elif text.startswith("/"):
+        elif command:
             print(f"unknown command {command}; /help lists the commands")
         elif cut_by_terminal(line):
             print(cut_line_words(None if session is None else session.session_id))

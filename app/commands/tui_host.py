@@ -88,6 +88,18 @@ class Hangup:
             raise KeyboardInterrupt
 
 
+NO_ARGUMENT = ("/help", "/quit", "/exit", "/sessions", "/transcript")
+"""The TUI's commands that take no argument: one given is refused, not "unknown command"."""
+
+
+def message_or_command(text: str) -> tuple[str, str]:
+    """A typed line as ``(text, command)``: ``//TEXT`` is the message ``/TEXT`` (no command);
+    otherwise the command is the first word when it starts with "/" ("" for a message)."""
+    if text.startswith("//"):
+        return text[1:], ""
+    return text, text.split(maxsplit=1)[0] if text.startswith("/") else ""
+
+
 NO_SESSIONS = "  no sessions yet: a message you send here starts one"
 """``/sessions`` in a data folder without any (alone and beside a running Maka)."""
 
@@ -163,19 +175,22 @@ def _chat(  # noqa: C901
         text = read.rstrip("\n").strip()
         if not text:
             continue
-        command = text.split()[0]
-        if text in ("/quit", "/exit"):
+        text, command = message_or_command(text)
+        if command in NO_ARGUMENT and text != command:
+            print(f"{command} takes no argument; /help lists the commands")
+            continue
+        if command in ("/quit", "/exit"):
             return EXIT_OK
-        if text == "/help":
+        if command == "/help":
             print(help_text)
-        elif text == "/transcript":
+        elif command == "/transcript":
             _terminal_text(host, session_id, "transcript", "")
         elif command == "/branch":
             branched = _terminal_text(host, session_id, "branch", text[len("/branch") :])
             if branched is not None and session_id is not None:
                 source_id, session_id = session_id, branched
                 print(f"(the source goes on with: {maka_command(f'tui --session {source_id}')})")
-        elif text == "/sessions":
+        elif command == "/sessions":
             _sessions(host)
         elif command in ("/resume", "/rebaseline", "/restore"):
             viewer.driving(True)
@@ -185,7 +200,7 @@ def _chat(  # noqa: C901
                 viewer.driving(False)
         elif command == "/settle":
             _settle(host, session_id, text)
-        elif text.startswith("/"):
+        elif command:
             print(f"unknown command {command}; /help lists the commands")
         elif cut_by_terminal(read):
             print(cut_line_words(session_id))
