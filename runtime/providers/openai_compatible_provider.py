@@ -20,8 +20,10 @@ Settings and environment variables: ``docs/providers.md``.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import http.client
 import json
+import math
 import socket
 import ssl
 import time
@@ -251,7 +253,7 @@ class OpenAICompatibleProvider:
         response = connection.getresponse()
         exchange.response = response
         if response.status != 200:
-            raise _http_error(response, (self._settings.api_key,))
+            raise _http_error(response, self._endpoint, (self._settings.api_key,))
         content_type = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if content_type and content_type != "text/event-stream":
             # A login page, a web UI, or a server that ignores "stream": true.
@@ -262,7 +264,9 @@ class OpenAICompatibleProvider:
                 "that the server supports streaming",
             )
         assembler = ChunkAssembler(secrets=(self._settings.api_key,))
-        lines = data_deadline(response_lines(response), self._settings.data_timeout)
+        lines = data_deadline(
+            response_lines(response), self._settings.data_timeout, endpoint=self._endpoint
+        )
         events = 0
         said: list[str] = []
         try:
@@ -278,10 +282,15 @@ class OpenAICompatibleProvider:
         except http.client.IncompleteRead:
             self._raise_if_cancelled(cancel)
             raise self._cut(events) from None
+        except ProviderError as error:
+            raise self._placed(error) from None
         self._raise_if_cancelled(cancel)
         if not assembler.done and assembler.finish_reason is None:
             raise self._unfinished_stream(events, self._tool_choice_sent(request))
-        calls = assembler.finish()
+        try:
+            calls = assembler.finish()
+        except ProviderError as error:
+            raise self._placed(error) from None
         yield from calls
         reason = assembler.finish_reason or ("tool_calls" if calls else "end_turn")
         hint = None
@@ -293,6 +302,12 @@ class OpenAICompatibleProvider:
                 f"turn empty with it: {TOOL_CHOICE_OFF}"
             )
         yield Finished("end_turn" if reason == "stop" else reason, empty_reply_hint=hint)
+
+    def _placed(self, error: ProviderError) -> ProviderError:
+        """``error`` (from decoding the stream) naming the address it came from."""
+        if error.code is ProviderErrorCode.CANCELLED or self._endpoint in error.message:
+            return error
+        return ProviderError(error.code, f"{error.message} (from {self._endpoint})")
 
     def _unfinished_stream(self, events: int, tool_choice_sent: bool) -> ProviderError:
         if events == 0:
@@ -340,35 +355,64 @@ class _Exchange:
 
 
 def _http_error(
-    response: http.client.HTTPResponse, secrets: tuple[str | None, ...]
+    response: http.client.HTTPResponse, endpoint: str, secrets: tuple[str | None, ...]
 ) -> ProviderError:
     """The whole body is parsed (up to ``ERROR_BODY_LIMIT``); only the sentence shown is cut,
-    after ``secrets`` are redacted from it."""
+    after ``secrets`` are redacted from it. The sentence names ``endpoint``, and for 429 and
+    503 the wait a ``Retry-After`` header asks for (nothing waits or retries here)."""
     detail = response.read(ERROR_BODY_LIMIT).decode("utf-8", "replace").strip()
     message = error_message(detail, secrets) if detail else ""
     if is_context_overflow(detail):
         return ProviderError(
             ProviderErrorCode.CONTEXT_OVERFLOW,
-            f"the request is longer than the model's context window (HTTP {response.status}: "
-            f"{message})",
+            f"the request is longer than the model's context window (HTTP {response.status} "
+            f"from {endpoint}: {message})",
         )
     hint = ""
     if response.status in (401, 403):
         hint = " (check MAKA_OPENAI_API_KEY)"
     elif response.status == 404:
         hint = " (check MAKA_OPENAI_BASE_URL: it should end where /chat/completions starts)"
+    elif response.status in (429, 503):
+        wait = retry_after_seconds(response.getheader("Retry-After"))
+        if wait is not None:
+            unit = "second" if wait == 1 else "seconds"
+            hint = f" (the server asks to retry after {wait} {unit})"
     return ProviderError(
         ProviderErrorCode.HTTP_ERROR,
-        f"the model server answered HTTP {response.status} {response.reason}{hint}"
+        f"the model server at {endpoint} answered HTTP {response.status} {response.reason}{hint}"
         + (f": {message}" if message else ""),
     )
 
 
+def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time) -> int | None:
+    """The wait a ``Retry-After`` header asks for, in whole seconds: its delay in seconds, or the
+    time until its HTTP date (0 for a date passed); None when absent or unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return int(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0, math.ceil(when.timestamp() - now()))
+
+
 def data_deadline(
-    lines: Iterator[bytes], limit: float, clock: Callable[[], float] = time.monotonic
+    lines: Iterator[bytes],
+    limit: float,
+    clock: Callable[[], float] = time.monotonic,
+    *,
+    endpoint: str = "",
 ) -> Iterator[bytes]:
     """Pass stream lines through, failing when ``limit`` seconds pass without a ``data:`` line
-    (a stalled server that only sends keep-alive comments never trips the socket timeout)."""
+    (a stalled server that only sends keep-alive comments never trips the socket timeout).
+    The failure names ``endpoint`` when given."""
+    server = f"the model server at {endpoint}" if endpoint else "the model server"
     last_data = clock()
     for raw in lines:
         if raw.startswith(b"data:"):
@@ -376,7 +420,7 @@ def data_deadline(
         elif clock() - last_data > limit:
             raise ProviderError(
                 ProviderErrorCode.TIMEOUT,
-                f"the model server sent only keep-alive comments and no data for {limit:g} s "
+                f"{server} sent only keep-alive comments and no data for {limit:g} s "
                 "(MAKA_OPENAI_DATA_TIMEOUT)",
             )
         yield raw
