@@ -13,7 +13,9 @@ fewer bytes than its ``Content-Length``) is a connection that was cut: the serve
 network dropped, whether or not events came first. A body that ended properly without ``[DONE]``
 and without a finish reason is a dropped reply when events came first, and a refused request
 when none came at all (some servers report a context overflow or a template error that way,
-after the 200 headers). The ``tool_choice`` hint is given only when the request carried it.
+after the 200 headers). An empty reply ended by the server's content filter
+(``finish_reason: "content_filter"``) says so; otherwise the ``tool_choice`` hint is given
+only when the request carried it.
 Settings and environment variables: ``docs/providers.md``.
 """
 
@@ -56,6 +58,12 @@ DEFAULT_DATA_TIMEOUT = 600.0
 TOOL_CHOICE_OFF = (
     "set MAKA_OPENAI_TOOL_CHOICE=off, or Tool choice: off in the desktop's Settings "
     "(docs/providers.md)"
+)
+
+CONTENT_FILTER = "content_filter"
+CONTENT_FILTER_HINT = (
+    'the server\'s content filter stopped the reply (finish_reason "content_filter"), so '
+    "nothing the model wrote was let through; rephrasing the message may help"
 )
 
 
@@ -296,7 +304,9 @@ class OpenAICompatibleProvider:
         hint = None
         text = "".join(said)
         nothing_said = not text.strip() or tool_call_stub(text) is not None
-        if nothing_said and not calls and self._tool_choice_sent(request):
+        if nothing_said and not calls and assembler.finish_reason == CONTENT_FILTER:
+            hint = CONTENT_FILTER_HINT
+        elif nothing_said and not calls and self._tool_choice_sent(request):
             hint = (
                 'the request carried tool_choice "auto", and some servers answer every plain '
                 f"turn empty with it: {TOOL_CHOICE_OFF}"

@@ -1,0 +1,37 @@
+"""The real ``maka run`` against a server whose content filter stops the reply before any text:
+the turn ends as an empty reply that says the content filter stopped it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtime.ledger.store_ports import RunStatus
+from tests.helpers.chat_server import chat_server, text_reply
+from tests.helpers.maka_run import committed_runs, maka
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_reply_stopped_by_the_content_filter_says_so(tmp_path: Path) -> None:
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    with chat_server([text_reply("", finish="content_filter")]) as server:
+        result = maka(
+            ["run", "--cwd", str(work), "Hello."],
+            data,
+            env={
+                "MAKA_PROVIDER": "openai",
+                "MAKA_OPENAI_BASE_URL": server.base_url,
+                "MAKA_MODEL": "tiny",
+                "MAKA_WORKSPACE_CHECKPOINTS": "off",
+            },
+        )
+    assert result.returncode == 0, result.stderr
+    assert "[provider_empty_reply]" in result.stdout
+    assert "content filter stopped the reply" in result.stdout + result.stderr
+    assert "tool_choice" not in result.stdout + result.stderr
+    [(header, events)] = committed_runs(data)
+    assert header.status is RunStatus.COMPLETED
+    assert events[-1]["actions"]["stateDelta"]["stopReason"] == "provider_empty_reply"
