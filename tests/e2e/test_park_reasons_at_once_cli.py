@@ -136,7 +136,8 @@ def test_the_tui_says_what_answering_does_to_the_folder_when_it_opens(tmp_path: 
     assert opened.returncode == 0, opened.stderr
     opening = opened.stdout.split("you>")[0]
     assert "ended before it finished, and Safe resume cannot continue it" in opening
-    assert "/settle c1 ran (or not-run) [NOTE]. Safe resume can then continue from there." in (
+    assert "\n  /settle c1 ran\n  /settle c1 not-run\n" in opening, opening
+    assert "(a note of yours may follow either on its line). Safe resume can then continue" in (
         opening
     )
     assert "The other reasons above still hold after that." not in opening

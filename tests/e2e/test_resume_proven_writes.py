@@ -414,7 +414,7 @@ def test_the_tui_confirms_a_write_recovery_found_not_done(tmp_path: Path) -> Non
     )
     assert result.returncode == 0, result.stderr
     assert "say so on the record" not in result.stdout
-    assert "/settle c1 not-run [NOTE]" in result.stdout
+    assert "\n  /settle c1 not-run" in result.stdout, result.stdout
     assert "not recorded [attestation_not_applicable]" in result.stdout
     assert "recorded: you confirmed that write_file c1 did not run" in result.stdout
     assert "Done." in result.stdout  # the second /resume continued
