@@ -488,7 +488,6 @@ def _turn(
                 session_id, text, transcript, policy, asker=asker, cancel=cancel
             ),
             cancel,
-            notice="(cancelling the turn)",
         )
     except LedgerError as error:
         print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
