@@ -302,6 +302,9 @@ AWAITING_PERMISSION = "awaiting_permission"
 CANCELLED = "cancelled"
 PERMISSION_DENIED = "permission_denied"
 HOST_STOPPED = "host_stopped"
+WINDOW_LOST = "window_lost"
+"""The window's own mark of a call it showed running when its main process died: the record
+may hold its result already (never a code the main process sends)."""
 
 # (status, qualifying code or None) -> (chip label, sentence, tone)
 _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
@@ -312,6 +315,12 @@ _STATUS_COPY: dict[tuple[ToolCardStatus, str | None], tuple[str, str, Tone]] = {
     (ToolCardStatus.FAILED, CANCELLED): ("Stopped", "", Tone.NEUTRAL),
     (ToolCardStatus.FAILED, PERMISSION_DENIED): ("Denied", "", Tone.NEUTRAL),
     (ToolCardStatus.INDETERMINATE, HOST_STOPPED): (
+        "Interrupted",
+        "Maka stopped while this call was running; it may have run in part. Check before "
+        "doing it again.",
+        Tone.WARN,
+    ),
+    (ToolCardStatus.INDETERMINATE, WINDOW_LOST): (
         "Interrupted",
         "Maka stopped before this window heard how this call ended: it may have finished, or "
         "run in part. The next start of Maka reads what was recorded; check before doing it "

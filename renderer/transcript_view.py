@@ -51,7 +51,7 @@ from app.bridge_contract import (
 from renderer.measured_row import MeasuredRow
 from renderer.transcript_items import (
     AWAITING_PERMISSION,
-    HOST_STOPPED,
+    WINDOW_LOST,
     BranchMarkerWidget,
     ContinuationMarkerWidget,
     ItemWidget,
@@ -287,7 +287,7 @@ class TranscriptView(QScrollArea):
             update = (
                 {"status": ToolCardStatus.NOT_DISPATCHED, "park_reason": None}
                 if waiting
-                else {"status": ToolCardStatus.INDETERMINATE, "park_reason": HOST_STOPPED}
+                else {"status": ToolCardStatus.INDETERMINATE, "park_reason": WINDOW_LOST}
             )
             self._apply(item.model_copy(update=update))
         return len(running)

@@ -165,3 +165,22 @@ def test_a_mere_disconnect_is_not_a_lost_main_process(
     assert "reconnecting" in window.connection_status.text
     window.close()
     assert asked == [1], "while the main process may still run its turn, quitting asks"
+
+
+def test_a_command_the_main_process_says_was_stopped_with_maka_reads_so(qtbot: QtBot) -> None:
+    """A card the main process sends after a restart (``host_stopped``: the command was stopped
+    when Maka stopped) says it may have run in part; only the window that lost its main process
+    says it does not know how the call ended."""
+    bridge = FakeBridge()
+    window = MainWindow(bridge)
+    qtbot.addWidget(window)
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(SESSION,)))
+    stopped = RUNNING_CARD.model_copy(
+        update={"status": bc.ToolCardStatus.INDETERMINATE, "park_reason": "host_stopped"}
+    )
+    bridge.session_opened.emit(bc.SessionOpenedPush(session_id="s1", items=(stopped,)))
+    card = window.transcript.tool_card(stopped.tool_call_id)
+    assert card is not None
+    said = card.explanation_label.text()
+    assert said.startswith("Maka stopped while this call was running; it may have run in part")
+    assert "this window" not in said, said
