@@ -82,7 +82,9 @@ class ChunkAssembler:
     finish_reason: str | None = None
     done: bool = False
     _last: int | None = None
-    """The index of the call the last tool-call fragment went to."""
+    """The key (in ``calls``) of the call the last tool-call fragment went to."""
+    _slots: dict[int, int] = field(default_factory=dict)
+    """A server's call index -> the key of the call it names now in ``calls``."""
 
     def feed(self, payload: str) -> Iterator[StreamEvent]:
         if payload.strip() == DONE:
@@ -145,11 +147,13 @@ class ChunkAssembler:
         call_id = fragment.get("id")
         index = fragment.get("index")
         if index is None:
-            index = self._unindexed(call_id)
+            key = self._unindexed(call_id)
         elif not isinstance(index, int) or isinstance(index, bool):
             raise _malformed("a tool-call fragment has no integer index")
-        self._last = index
-        partial = self.calls.setdefault(index, _PartialCall())
+        else:
+            key = self._indexed(index, call_id)
+        self._last = key
+        partial = self.calls.setdefault(key, _PartialCall())
         if isinstance(call_id, str) and call_id:
             partial.call_id = call_id
         function = fragment.get("function") or {}
@@ -164,6 +168,20 @@ class ChunkAssembler:
             partial.arguments.append(arguments)
         elif arguments is not None:
             raise _malformed("tool-call arguments are not a string")
+
+    def _indexed(self, index: int, call_id: Any) -> int:
+        """Where a fragment with the server's ``index`` goes: the call that index names, unless
+        the fragment carries an id other than that call's (some servers give every parallel
+        call index 0, each with its own id): then a new call, which the index names from then
+        on."""
+        key = self._slots.get(index)
+        if key is not None:
+            current = self.calls[key].call_id
+            if not (isinstance(call_id, str) and call_id and current and call_id != current):
+                return key
+        key = max(self.calls) + 1 if self.calls else 0
+        self._slots[index] = key
+        return key
 
     def _unindexed(self, call_id: Any) -> int:
         """Where a fragment without an ``index`` goes. Some servers stream parallel calls

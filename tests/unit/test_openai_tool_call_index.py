@@ -1,6 +1,7 @@
-"""Tool calls streamed without an ``index``: some OpenAI-compatible servers send parallel calls
-each whole in its own chunk, with its own ``id``, name and full arguments, and no ``index``. A
-fragment with a new id starts a new call; one without index and id continues the last call."""
+"""Parallel tool calls told apart by their ids. Some OpenAI-compatible servers send each call
+whole in its own chunk with its own ``id``, name and arguments, and no ``index``; others give
+every call index 0. A fragment with a new id starts a new call; one without an id (or with the
+current call's) continues the call it names."""
 
 from __future__ import annotations
 
@@ -104,4 +105,38 @@ def test_the_provider_streams_parallel_calls_without_index_as_separate_calls() -
         ToolCallReady("call_a", "list_dir", {"path": "."}),
         ToolCallReady("call_b", "bash", {"command": "ls"}),
         Finished("tool_calls"),
+    ]
+
+
+def _indexed(
+    index: int, arguments: str, call_id: str | None = None, name: str | None = None
+) -> Any:
+    return {**_call(arguments, call_id, name), "index": index}
+
+
+def test_parallel_calls_all_given_index_0_are_told_apart_by_their_ids() -> None:
+    """Some servers give every parallel call index 0, each with its own id: they were merged
+    into one call (``list_dirbash``) whose arguments were not JSON."""
+    calls = _assemble(
+        _indexed(0, '{"path": ', "call_1", "list_dir"),
+        _indexed(0, '"."}'),
+        _indexed(0, '{"command": "ls"}', "call_2", "bash"),
+    )
+    assert calls == [
+        ToolCallReady("call_1", "list_dir", {"path": "."}),
+        ToolCallReady("call_2", "bash", {"command": "ls"}),
+    ]
+
+
+def test_indexed_calls_as_openai_streams_them_are_unchanged() -> None:
+    """The id once, on a call's first fragment; a server repeating it on every fragment too."""
+    calls = _assemble(
+        _indexed(0, "", "call_1", "list_dir"),
+        _indexed(1, "", "call_2", "bash"),
+        _indexed(0, '{"path": "."}'),
+        _indexed(1, '{"command": "ls"}', "call_2"),
+    )
+    assert calls == [
+        ToolCallReady("call_1", "list_dir", {"path": "."}),
+        ToolCallReady("call_2", "bash", {"command": "ls"}),
     ]
