@@ -149,6 +149,7 @@ from storage.checkpoints.checkpoint_tracked import (
     note_kept,
     noted,
     own_path,
+    share_kept,
     tracked,
 )
 from storage.checkpoints.checkpoint_verify import (
@@ -682,6 +683,7 @@ class GitCheckpointStore:
 
             try:
                 scratch.unlink(missing_ok=True)
+                share_kept(index, scratch)
                 if index.is_file():
                     # A second name for the same file: Git never writes an index in place (it
                     # writes a new file and renames it over the name), so the persistent index
@@ -705,6 +707,7 @@ class GitCheckpointStore:
                 for started in diff_ahead:
                     started.cancel()  # not needed (the same tree) or already finished
                 scratch.unlink(missing_ok=True)
+                forget_kept(scratch)
             return Snapshot(tree, POLICY_HASH, skipped=tuple(_as_text(p) for p in skipped))
 
     def _stage_and_write_tree(

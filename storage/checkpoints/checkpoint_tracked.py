@@ -148,6 +148,21 @@ def forget_kept(index: Path) -> None:
     _notes(index).unlink(missing_ok=True)
 
 
+def share_kept(index: Path, copy: Path) -> None:
+    """Give ``copy`` (an index made from ``index``: an observation's) the note ``index`` has,
+    or none when it has none: a note left from an earlier copy would say the user's index was
+    already looked at, and a file added with ``git add -f`` since the last capture would be in
+    one observation and not in the next."""
+    notes = _notes(copy)
+    try:
+        body = _notes(index).read_bytes()
+    except OSError:
+        notes.unlink(missing_ok=True)
+        return
+    with open(notes, "wb", opener=private_opener) as out:
+        out.write(body)
+
+
 def noted(index: Path) -> tuple[str, set[bytes]] | None:
     """The signature of the user's index when last looked at and the entries kept then; None
     without a note (never looked at, or no user index)."""

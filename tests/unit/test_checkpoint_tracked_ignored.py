@@ -261,3 +261,30 @@ def test_the_users_index_is_read_again_only_when_it_changes(
     store.capture(folder, WS, "refs/maka/s/r/3", "m")
     store.capture(folder, WS, "refs/maka/s/r/4", "m")
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("attributes", ["", "*.c ident\n"], ids=["seeded", "from-empty"])
+def test_every_look_at_the_folder_sees_a_file_force_added_since_the_last_capture(
+    tmp_path: Path, attributes: str
+) -> None:
+    """``git add -f`` of an ignored file while nothing captures (Maka stopped): every look at
+    the folder (``maka plan``, a resume's drift check) holds it, the second as the first. The
+    first look left its note of the user's index behind, so the second thought that index
+    already read, left the file out and called the folder unchanged; and the other way, after
+    ``git rm --cached``."""
+    folder = tmp_path / "repo"
+    _repository(folder, attributes=attributes)
+    store = GitCheckpointStore(tmp_path / "data")
+    store._absorb_later = lambda workspace_identity: None  # type: ignore[method-assign]
+    captured = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert "build/junk.o" not in _names(store, captured.tree_id)
+    user_git(folder, "add", "-f", "build/junk.o")
+    looks = [store.observe(folder, WS).tree_id for _ in range(3)]
+    assert "build/junk.o" in _names(store, looks[0])
+    assert looks == [looks[0]] * 3, "each look the same"
+    added = store.capture(folder, WS, "refs/maka/s/r/2", "m")
+    assert added.tree_id == looks[0]
+    user_git(folder, "rm", "-q", "--cached", "build/junk.o")
+    looks = [store.observe(folder, WS).tree_id for _ in range(3)]
+    assert "build/junk.o" not in _names(store, looks[0])
+    assert looks == [looks[0]] * 3, "each look the same"
