@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -76,6 +76,8 @@ class RetentionResult:
     deleted: list[str] = field(default_factory=list)
     kept: int = 0
     pruned: list[str] = field(default_factory=list)
+    named_again: list[str] = field(default_factory=list)
+    """Kept snapshots whose ref was gone, named again before the prune."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -165,8 +167,18 @@ def _note_removed(carrier: GitCheckpointStore, repository: Path, refs: Sequence[
 def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
     """The refs retention keeps, and the (session, run) pairs whose refs it must not touch
     (runs that have not ended)."""
+    keep, open_runs, _ = _kept(reader)
+    return keep, open_runs
+
+
+def _kept(
+    reader: _Reader,
+) -> tuple[set[str], set[tuple[str, str]], dict[str, tuple[str, str]]]:
+    """``refs_to_keep``, and for each kept snapshot fact's ref its workspace and commit (to
+    name it again when its ref is gone but its objects are not)."""
     keep: set[str] = set()
     open_runs: set[tuple[str, str]] = set()
+    anchors: dict[str, tuple[str, str]] = {}
     for session in reader.list_sessions():
         runs = sorted(
             reader.list_session_runs(session.session_id), key=lambda r: (r.created_at, r.run_id)
@@ -175,15 +187,23 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
         for run in runs:
             if run.status not in TERMINAL_RUN_STATUSES:
                 open_runs.add((session.session_id, run.run_id))
-            facts = (
-                snapshot_fact(row.event.get("actions"))
-                for row in reader.read_run_events(run.run_id)
-            )
-            named = [str(fact["checkpointRef"]) for fact in facts if fact is not None]
-            if run.run_id in latest:
-                keep.update(named)
-            elif named:
-                keep.add(named[-1])  # the run's boundary checkpoint
+            facts = [
+                fact
+                for fact in (
+                    snapshot_fact(row.event.get("actions"))
+                    for row in reader.read_run_events(run.run_id)
+                )
+                if fact is not None
+            ]
+            named = [str(fact["checkpointRef"]) for fact in facts]
+            kept = named if run.run_id in latest else named[-1:]  # else its boundary one
+            keep.update(kept)
+            for fact in facts:
+                if str(fact["checkpointRef"]) in kept:
+                    anchors[str(fact["checkpointRef"])] = (
+                        str(fact.get("workspaceIdentity", "")),
+                        str(fact.get("commitId", "")),
+                    )
     # The snapshot each branched session was copied from (its ``branchStart`` fact names it):
     # kept while the branch exists, so the branch point can be copied again and checked.
     if isinstance(reader, BranchListing):
@@ -191,7 +211,29 @@ def refs_to_keep(reader: _Reader) -> tuple[set[str], set[tuple[str, str]]]:
             copied_from = record.snapshot_ref
             if copied_from is not None:
                 keep.add(copied_from[1])
-    return keep, open_runs
+    return keep, open_runs, anchors
+
+
+def _name_kept_again(
+    carrier: GitCheckpointStore, anchors: Mapping[str, tuple[str, str]]
+) -> list[str]:
+    """A kept snapshot whose ref is gone (deleted by hand, a damaged ref file) while its
+    objects are still there is named again before the prune, which would remove it with
+    nothing said; the refs named again."""
+    named: dict[str, dict[str, str] | None] = {}
+    again: list[str] = []
+    for ref, (workspace, commit) in sorted(anchors.items()):
+        if not workspace or not commit:
+            continue
+        if workspace not in named:
+            try:
+                named[workspace] = carrier.refs(workspace)
+            except CheckpointError:
+                named[workspace] = None  # its refs cannot be read: nothing is named again
+        refs = named[workspace]
+        if refs is not None and ref not in refs and carrier.name_again(workspace, ref, commit):
+            again.append(f"{carrier.git_dir(workspace).name} {ref}")
+    return again
 
 
 def run_retention(
@@ -211,7 +253,8 @@ def run_retention(
     if carrier.git is None or not carrier.root.is_dir():
         return result
     _start_removal_log(carrier, clock())
-    keep, open_runs = refs_to_keep(reader)
+    keep, open_runs, anchors = _kept(reader)
+    result.named_again = _name_kept_again(carrier, anchors)
     sessions = trimmable_sessions(reader, carrier)
     listed: list[tuple[Path, dict[str, str], dict[str, int]]] = []
     for repository in sorted(carrier.root.glob("*.git")):

@@ -134,7 +134,8 @@ def test_retention_keeps_the_latest_runs_and_each_boundary(tmp_path: Path) -> No
         ["branch", session, "--at", trimmed["eventId"], "--to", str(tmp_path / "b")], data, env=env
     )
     assert lost.returncode != 0 and "[branch_snapshot_unavailable]" in lost.stderr
-    assert "no longer whole" in lost.stderr and "retention" not in lost.stderr, lost.stderr
+    said = lost.stderr.replace(str(tmp_path), "TMP")  # (the folder's name says retention)
+    assert "no longer whole" in said and "retention" not in said, lost.stderr
     log.write_text(recorded)
     assert maka([*again, "e"], data, env=env).returncode == 0
 
@@ -352,3 +353,34 @@ def test_a_snapshot_retention_removed_is_said_so_at_once_and_a_branch_from_it_ke
     listed = json.loads(maka(["checkpoints", session, "--json"], data, env=env).stdout)
     rows = {row["checkpointRef"]: row for run in listed["runs"] for row in run["checkpoints"]}
     assert rows[gone]["present"] is True and not rows[gone].get("trimmed"), rows[gone]
+
+
+def test_a_kept_snapshot_whose_ref_was_deleted_is_named_again_not_pruned(tmp_path: Path) -> None:
+    """A ref of a kept snapshot deleted by hand (its objects still there): retention names it
+    again before it prunes. It pruned it, with nothing said, and the snapshot read MISSING."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(2)]), checkpoints=True
+    )
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    refs = carrier.refs_in(repository)
+    gone, commit = sorted(refs.items())[-1]
+    subprocess.run(["git", "--git-dir", str(repository), "update-ref", "-d", gone], check=True)
+    assert gone not in carrier.refs_in(repository)
+    store = open_store(data, read_only=True)
+    try:
+        # Long after: what no ref names is old enough to be pruned.
+        result = run_retention(store, carrier, now=time.time() + 10)
+    finally:
+        store.close()
+    assert result.errors == []
+    assert carrier.refs_in(repository) == refs, "named again, the snapshot kept"
+    assert result.named_again == [f"{repository.name} {gone}"]
+    listed = maka(["checkpoints", session, "--json"], data, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert '"MISSING"' not in listed.stdout and "missing" not in listed.stdout.lower(), commit
