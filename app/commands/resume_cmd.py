@@ -232,7 +232,7 @@ def resume_session(  # noqa: C901
             )
             from app.host.terminal_turn import refusal_advice
 
-            advice = refusal_advice(str(refused.code), session_id, cwd)
+            advice = refusal_advice(str(refused.code), session_id, cwd, restore_to)
             if advice is not None:
                 print(advice)
         return EXIT_PARKED

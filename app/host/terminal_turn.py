@@ -216,10 +216,13 @@ _PICK_ANOTHER_FOLDER = frozenset(
 """Refusals of the folder picked for a restored copy: ``maka resume`` says to pick another."""
 
 
-def refusal_advice(code: str, session_id: str, cwd: str) -> str | None:
+def refusal_advice(
+    code: str, session_id: str, cwd: str, restore_to: str | None = None
+) -> str | None:
     """What ``maka resume`` says after a refusal before the provider was called, when there
     is a way on: another folder for the copy, or the current files when the snapshot the
-    copy needs is damaged (both said the same here and beside a host)."""
+    copy needs is damaged (both said the same here and beside a host). ``restore_to``: the
+    folder the user named for the copy, named again in a retry."""
     if code in _PICK_ANOTHER_FOLDER:
         return (
             f"Nothing was changed and nothing continued. Pick a new or empty folder outside "
@@ -236,13 +239,23 @@ def refusal_advice(code: str, session_id: str, cwd: str) -> str | None:
             "damaged objects were moved aside (the refusal above says so) and your folder "
             "still holds those files as the snapshot had them, trying again can make the copy "
             "(the next look at the folder writes them again): "
-            f"{maka_command(f'resume {session_id} --restore-to')}. Otherwise the copy is made "
+            f"{maka_command(f'resume {session_id} --restore-to{_named(restore_to)}')}. Otherwise "
+            "the copy is made "
             "from an earlier snapshot that is whole, without what the calls after it changed, "
             f"or none is left ({maka_command(f'plan {session_id}')} says which, first). Or "
             "continue with your current files: "
             f"{maka_command(f'resume {session_id} --rebaseline')}."
         )
     return None
+
+
+def _named(folder: str | None) -> str:
+    """`` DIR`` for a folder the user named (absolute, quoted for their shell), else nothing."""
+    if not folder:
+        return ""
+    from runtime.ledger.command_words import shell_quoted
+
+    return " " + shell_quoted(os.path.abspath(folder))
 
 
 class TerminalContinuation:
@@ -342,7 +355,9 @@ class TerminalContinuation:
             self._out(json.dumps(body, ensure_ascii=False))
         else:
             self._out(f"Safe resume refused before the provider was called: [{code}] {message}")
-            advice = refusal_advice(code, plan.session_id, cwd)
+            details = plan.continuation
+            restore_to = details.restore_to if details is not None else None
+            advice = refusal_advice(code, plan.session_id, cwd, restore_to)
             if advice is not None:
                 self._out(advice)
 

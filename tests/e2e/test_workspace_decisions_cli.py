@@ -727,6 +727,19 @@ def test_a_damaged_snapshot_is_refused_by_restore_and_found_by_doctor(tmp_path: 
     assert not (tmp_path / "work-restored-1").exists()
     assert _files(drill.work) == before
     assert len(committed_runs(drill.data)) == 1
+    # A folder the user named for the copy: the retry names it too (it dropped it, and
+    # would have made the copy in the default folder).
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob 6\0sigma\n"))
+    named = tmp_path / "my copy"
+    said = maka(
+        ["resume", drill.session, "--permission-mode", "auto", "--restore-to", str(named)],
+        drill.data,
+        env={**drill.env, **FLAG},
+    )
+    assert "[workspace_restore_snapshot_damaged]" in said.stdout, said.stdout + said.stderr
+    assert f"maka resume {drill.session} --restore-to '{named}'." in said.stdout, said.stdout
+    assert not named.exists()
 
     # Set aside by the refusal: the plain doctor, which re-hashes nothing, says so too.
     plain = maka(["doctor", "--json"], drill.data)
