@@ -442,6 +442,17 @@ def abandoned_restores(
     ]
 
 
+def uncompared_damage(
+    carrier: CheckpointCarrier | None, events: Sequence[RuntimeEvent]
+) -> str | None:
+    """Why the run's newest snapshot cannot be compared with, when a check found it damaged
+    and moved its objects aside (``_damaged_aside``); None otherwise."""
+    checkpoint = boundary_checkpoint(events).checkpoint
+    if carrier is None or checkpoint is None:
+        return None
+    return _damaged_aside(carrier, str(checkpoint["workspaceIdentity"]), str(checkpoint["treeId"]))
+
+
 def _damaged_aside(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> str | None:
     """When a check found the snapshot's objects damaged and moved them aside (kept), that in
     words: the snapshot is not lost; a capture writes them again only from a folder that still

@@ -24,6 +24,7 @@ from runtime.continuation.checkpoint_evidence import (
     checkpoint_evidence,
     comparable_snapshot,
     restore_point,
+    uncompared_damage,
 )
 from runtime.continuation.continuation_planner import (
     ContinuationDetails,
@@ -123,6 +124,7 @@ class _PlanCall:
     lineage_events: list[RuntimeEvent] | None = None
     # A rebaseline is offered and there is no snapshot to compare the current files with.
     rebaseline_uncompared: bool = False
+    uncompared_damage: str | None = None  # why: a check found the last snapshot damaged
     # A rebaseline is offered and the observation's capture of the folder was refused for what
     # it holds (its code and message): the rebaseline will go on without a snapshot.
     rebaseline_uncaptured: tuple[str, str] | None = None
@@ -286,6 +288,8 @@ class ResumeService:
                 call.rebaseline_uncompared = (
                     comparable_snapshot(carrier, last, observation, basis) is None
                 )
+                if call.rebaseline_uncompared:
+                    call.uncompared_damage = uncompared_damage(carrier, last)
                 call.rebaseline_uncaptured = _uncapturable(observation)
         return plan
 
@@ -315,11 +319,15 @@ class ResumeService:
                 )
             )
         if call.rebaseline_uncompared:
+            damage = call.uncompared_damage
             left.append(
                 PlanDiagnostic(
                     DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED.value,
-                    "there is no snapshot to compare the current files with: continuing with "
-                    "them tells the model that files may have changed, not which",
+                    "there is no snapshot to compare the current files with"
+                    + (f" (the last one is not whole: {damage})" if damage else "")
+                    + ": continuing with them tells the model that files may have changed, not "
+                    "which",
+                    detail={"damagedAside": True} if damage else {},
                 )
             )
         if call.rebaseline_uncaptured is not None:

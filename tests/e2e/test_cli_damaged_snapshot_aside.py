@@ -181,3 +181,38 @@ def test_checkpoints_and_branch_call_them_damaged_not_missing(tmp_path: Path) ->
     assert "no snapshot (--current-files)" not in said, said
     assert "snapshot damaged, moved aside" in said, said
     assert first["checkpointRef"] in json.dumps(points)
+
+
+def test_a_stale_park_says_its_last_snapshot_was_found_damaged(tmp_path: Path) -> None:
+    """A command killed after its result (P6), the file it appended to edited since, and the
+    snapshot before it found damaged by a restore's check (its objects moved aside): ``maka
+    plan``, where that refusal sends the user, says why the current files cannot be compared
+    (it said only that there is no snapshot to compare them with)."""
+    from tests.helpers.crashed_session import FLAG, crashed_run
+
+    crashed = crashed_run(tmp_path, "P6", files={"n.txt": "one\n"})
+    data, work, session = crashed.data, crashed.work, crashed.session_id
+    env = {**crashed.env, **FLAG}
+    [checkpoint] = _snapshots(data)[-1:]
+    git_dir = GitCheckpointStore(data).git_dir(checkpoint["workspaceIdentity"])
+    blob = user_git(
+        Path("/"), "--git-dir", str(git_dir), "rev-parse", f"{checkpoint['treeId']}:n.txt"
+    ).strip()
+    (work / "n.txt").write_text("edited by the user\n")
+    swap_blob(git_dir, blob, PLANTED)
+    copy = tmp_path / "copy"
+    refused = maka(["resume", session, "--restore-to", str(copy)], data, env=env)
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "[workspace_restore_snapshot_damaged]" in refused.stdout, refused.stdout
+    assert (git_dir / "maka-damaged" / blob).is_file() and not copy.exists()
+    planned = maka(["plan", session, "--json"], data, env=env)
+    notes = [
+        d
+        for d in json.loads(planned.stdout)["diagnostics"]
+        if d["code"] == "workspace_rebaseline_uncompared"
+    ]
+    assert len(notes) == 1, planned.stdout
+    assert "(the last one is not whole: a check found it damaged" in notes[0]["message"]
+    assert notes[0]["detail"] == {"damagedAside": True}, notes
+    said = maka(["plan", session], data, env=env).stdout
+    assert "moved 1 of its objects aside" in said, said
