@@ -217,8 +217,10 @@ def checked_bundle(
         raise CheckpointTransferError(
             TransferCode.IMPORT_CHECKPOINTS_MISSING,
             f"the export names its snapshots file {name}, which is not beside it in "
-            f"{export_file.parent} (nor is {renamed.name}); bring it beside the export, or "
-            "import with --no-checkpoints to leave the snapshots out",
+            f"{export_file.parent}"
+            + (f" (nor is {renamed.name})" if renamed.name != name else "")
+            + "; bring it beside the export, or import with --no-checkpoints to leave the "
+            "snapshots out",
         ) from None
     if actual_size != size or _sha256(bundle) != digest:
         raise _invalid(f"{name} is not the snapshots file this export was written with")

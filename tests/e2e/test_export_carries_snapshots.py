@@ -179,6 +179,8 @@ def test_a_snapshots_file_not_the_exports_own_is_refused_and_changes_nothing(
     bundle.unlink()
     missing = maka(["import", str(out)], other, env=drill.env)
     assert missing.returncode == 2 and "import_checkpoints_missing" in missing.stderr
+    assert "(nor is" not in missing.stderr, "the file it names is named once"
+    assert missing.stderr.count(bundle.name) == 1, missing.stderr
     assert not other.exists()
 
     # The export's own snapshots file, but its record rewritten to name a ref the ledger does
