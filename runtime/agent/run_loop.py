@@ -78,6 +78,11 @@ STEP_LIMIT = "step_limit"
 LENGTH_MESSAGE = (
     "the reply was cut off: the model reached its length limit (max_tokens) before it finished"
 )
+CONTENT_FILTER_MESSAGE = (
+    "the reply was cut off: the server's content filter stopped it before it finished"
+)
+CUT_OFF = {"length": LENGTH_MESSAGE, "content_filter": CONTENT_FILTER_MESSAGE}
+"""The finish reasons of a reply cut off before it finished, and what its turn's ending says."""
 EMPTY_REPLY = ProviderErrorCode.EMPTY_REPLY.value
 """The terminal event's ``stopReason`` (and its content's code) when the model's last step held
 neither text nor a tool call: the turn completed, but nothing was said, which must never look
@@ -132,7 +137,7 @@ def reply_ending(finish: str, text: str, empty_reply_hint: str | None) -> tuple[
     stub = tool_call_stub(text) if finish != "length" else None
     if stub is not None:
         return EMPTY_REPLY, stub_reply_message(stub, empty_reply_hint)
-    return finish, LENGTH_MESSAGE if finish == "length" else None
+    return finish, CUT_OFF.get(finish)
 
 
 def check_max_steps(value: int) -> int:

@@ -150,7 +150,8 @@ def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
     content = event.get("content")
     message = content["message"] if content is not None and content["kind"] == "error" else ""
     failure = delta.get("failureClass")
-    if status == "completed" and delta.get("stopReason") not in (*CODED_ENDINGS, "length"):
+    cut_off = ("length", "content_filter")  # (a reply cut before it finished: it says so)
+    if status == "completed" and delta.get("stopReason") not in (*CODED_ENDINGS, *cut_off):
         return None
     level = "error" if status == "failed" else "warn"
     code = str(failure) if failure else (str(delta.get("stopReason")) or None)

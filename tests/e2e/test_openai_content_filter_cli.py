@@ -35,3 +35,28 @@ def test_a_reply_stopped_by_the_content_filter_says_so(tmp_path: Path) -> None:
     [(header, events)] = committed_runs(data)
     assert header.status is RunStatus.COMPLETED
     assert events[-1]["actions"]["stateDelta"]["stopReason"] == "provider_empty_reply"
+
+
+def test_a_reply_the_content_filter_cut_off_after_some_text_says_so(tmp_path: Path) -> None:
+    """Some text, then the filter: the turn completes with that text and says the filter cut
+    it off (it ended with stopReason content_filter and nothing said)."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    with chat_server([text_reply("Here is the fi", finish="content_filter")]) as server:
+        result = maka(
+            ["run", "--cwd", str(work), "Hello."],
+            data,
+            env={
+                "MAKA_PROVIDER": "openai",
+                "MAKA_OPENAI_BASE_URL": server.base_url,
+                "MAKA_MODEL": "tiny",
+                "MAKA_WORKSPACE_CHECKPOINTS": "off",
+            },
+        )
+    assert result.returncode == 0, result.stderr
+    said = result.stdout + result.stderr
+    assert "Here is the fi" in said
+    assert "the server's content filter stopped it before it finished" in said, said
+    [(header, events)] = committed_runs(data)
+    assert header.status is RunStatus.COMPLETED
+    assert events[-1]["actions"]["stateDelta"]["stopReason"] == "content_filter"

@@ -24,6 +24,7 @@ from runtime.agent.run_hooks import (
     run_checkpoints,
 )
 from runtime.agent.run_loop import (
+    CONTENT_FILTER_MESSAGE,
     EMPTY_REPLY,
     LENGTH_MESSAGE,
     RunSettings,
@@ -308,6 +309,14 @@ def test_a_reply_ends_with_its_finish_reason() -> None:
 def test_a_reply_cut_off_by_the_length_limit_says_so_even_without_text() -> None:
     assert reply_ending("length", "half a sen", None) == ("length", LENGTH_MESSAGE)
     assert reply_ending("length", "", None) == ("length", LENGTH_MESSAGE)
+
+
+def test_a_reply_the_servers_content_filter_cut_off_says_so() -> None:
+    """It ended with stopReason content_filter and no word of why the reply stopped."""
+    stop, message = reply_ending("content_filter", "Here is the fi", None)
+    assert stop == "content_filter"
+    assert message == CONTENT_FILTER_MESSAGE
+    assert message.startswith("the reply was cut off: the server's content filter stopped it")
 
 
 def test_a_reply_without_text_is_an_empty_reply_with_the_providers_hint() -> None:

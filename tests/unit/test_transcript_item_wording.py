@@ -170,3 +170,18 @@ def test_a_run_recovery_ended_says_maka_stopped_whoever_ran_it() -> None:
     ]
     assert notice.text == "Maka stopped while this turn was running"
     assert notice.code == "app_restarted" and notice.level == "error"
+
+
+def test_a_reply_the_content_filter_cut_off_ends_with_a_notice_as_a_cut_by_length_does() -> None:
+    """The transcript (the desktop's, the TUI's) says the reply was cut off; a turn that
+    completed with stopReason content_filter read as an ordinary ending."""
+    message = "the reply was cut off: the server's content filter stopped it before it finished"
+    ending = terminal(
+        IDS,
+        state_delta={"stopReason": "content_filter"},
+        extra={"content": {"kind": "error", "code": "content_filter", "message": message}},
+    )
+    [notice] = [
+        e for e in transcript_of_run([user_text("go", ids=IDS), ending]) if e.type == "notice"
+    ]
+    assert notice.text == message and notice.level == "warn"
