@@ -235,11 +235,15 @@ class TuiViewer:
         elif isinstance(item, UserMessageItem):
             self._say(f"{self._driver or 'another client'}> {visible(item.text)}")
         elif isinstance(item, ToolCardItem):
-            if self._cards.get(item.item_id) == item.status.value:
+            # A call the model asked for is "running" from then on, though it has not started
+            # while its permission question waits (``awaiting_permission``): said as such.
+            waiting = item.park_reason == "awaiting_permission"
+            status = "waiting for permission" if waiting else item.status.value
+            if self._cards.get(item.item_id) == status:
                 return
-            self._cards[item.item_id] = item.status.value
+            self._cards[item.item_id] = status
             args = visible(item.args_summary, strict=True)
-            lines = [f"[tool] {visible(item.tool_name)} {args}  ({item.status.value})"]
+            lines = [f"[tool] {visible(item.tool_name)} {args}  ({status})"]
             if item.result_summary and item.status.value != "running":
                 lines += [f"  {line}" for line in visible(item.result_summary).splitlines()]
             self._say("\n".join(lines))

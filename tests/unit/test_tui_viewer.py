@@ -108,3 +108,23 @@ def test_a_late_answer_to_the_tuis_own_question_answered_in_the_window_is_no_mes
     assert viewer.line_read("y\n")
     assert "(that question was already answered in the desktop window: denied" in out.getvalue()
     assert len(host.sent) == 1  # the watch only
+
+
+def test_a_call_waiting_for_permission_is_not_said_to_run() -> None:
+    """A viewed call whose question waits read "(running)" though it had not started (and
+    was then denied, never run); it reads "(waiting for permission)", then "(running)" once
+    it is dispatched."""
+    viewer, _, out = _viewer()
+    card = bc.ToolCardItem(
+        item_id="c1",
+        tool_call_id="c1",
+        tool_name="bash",
+        args_summary="rm -r build",
+        status=bc.ToolCardStatus.RUNNING,
+        park_reason="awaiting_permission",
+    )
+    assert viewer.take(_item(card)) and viewer.take(_item(card))
+    assert viewer.take(_item(card.model_copy(update={"park_reason": None})))
+    text = out.getvalue()
+    assert text.count("[tool] bash rm -r build  (waiting for permission)\n") == 1, text
+    assert text.index("(waiting for permission)") < text.index("[tool] bash rm -r build  (running)")
