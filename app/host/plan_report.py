@@ -318,7 +318,8 @@ def changed_path_lines(detail: Mapping[str, Any], limit: int | None = None) -> l
     if left:
         lines.append(
             "      (left out: still in the folder, but snapshots leave it out now: an ignore "
-            "rule came in since, or it grew over 50 MiB)"
+            "rule came in since or Git no longer tracks it (git rm --cached), or it grew over "
+            "50 MiB)"
         )
     return lines
 

@@ -257,6 +257,8 @@ def test_a_file_newly_ignored_is_left_out_not_deleted(tmp_path: Path) -> None:
     assert "      left out b.txt" in result.stdout, result.stdout
     assert "deleted  b.txt" not in result.stdout
     assert "still in the folder, but snapshots leave it out now" in result.stdout
+    # Among the reasons it says: Git no longer tracking it (it named only the rule and size).
+    assert "or Git no longer tracks it (git rm --cached)" in result.stdout, result.stdout
     _, body = drill.plan()
     drift = _diagnostic(body, "workspace_drift")
     assert drift["detail"]["leftOutPaths"] == ["b.txt"], drift
