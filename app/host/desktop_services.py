@@ -757,7 +757,10 @@ class DesktopServices:
         return self.session_summary(session_id)
 
     def replanned_park(self, session_id: str) -> ResumeParked | None:
-        return self._memory.recheck(session_id)
+        try:
+            return self._memory.recheck(session_id)
+        except LedgerError:  # (the relocation went through: the banner then offers Safe resume)
+            return None
 
     def rename_session(self, session_id: str, title: str) -> SessionSummary:
         try:
