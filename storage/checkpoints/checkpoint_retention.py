@@ -195,15 +195,13 @@ def _kept(
                 )
                 if fact is not None
             ]
-            named = [str(fact["checkpointRef"]) for fact in facts]
-            kept = named if run.run_id in latest else named[-1:]  # else its boundary one
-            keep.update(kept)
-            for fact in facts:
-                if str(fact["checkpointRef"]) in kept:
-                    anchors[str(fact["checkpointRef"])] = (
-                        str(fact.get("workspaceIdentity", "")),
-                        str(fact.get("commitId", "")),
-                    )
+            for fact in facts if run.run_id in latest else facts[-1:]:  # else its boundary one
+                ref = str(fact["checkpointRef"])
+                keep.add(ref)
+                anchors[ref] = (
+                    str(fact.get("workspaceIdentity", "")),
+                    str(fact.get("commitId", "")),
+                )
     # The snapshot each branched session was copied from (its ``branchStart`` fact names it):
     # kept while the branch exists, so the branch point can be copied again and checked.
     if isinstance(reader, BranchListing):
@@ -214,25 +212,28 @@ def _kept(
     return keep, open_runs, anchors
 
 
-def _name_kept_again(
+def _by_repository(
     carrier: GitCheckpointStore, anchors: Mapping[str, tuple[str, str]]
-) -> list[str]:
-    """A kept snapshot whose ref is gone (deleted by hand, a damaged ref file) while its
-    objects are still there is named again before the prune, which would remove it with
-    nothing said; the refs named again."""
-    named: dict[str, dict[str, str] | None] = {}
-    again: list[str] = []
+) -> dict[str, list[tuple[str, str, str]]]:
+    """The kept snapshots' ``(ref, workspace, commit)`` by the name of their repository."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
     for ref, (workspace, commit) in sorted(anchors.items()):
-        if not workspace or not commit:
-            continue
-        if workspace not in named:
-            try:
-                named[workspace] = carrier.refs(workspace)
-            except CheckpointError:
-                named[workspace] = None  # its refs cannot be read: nothing is named again
-        refs = named[workspace]
-        if refs is not None and ref not in refs and carrier.name_again(workspace, ref, commit):
-            again.append(f"{carrier.git_dir(workspace).name} {ref}")
+        if workspace and commit:
+            found.setdefault(carrier.git_dir(workspace).name, []).append((ref, workspace, commit))
+    return found
+
+
+def _name_kept_again(
+    carrier: GitCheckpointStore, refs: dict[str, str], kept: Sequence[tuple[str, str, str]]
+) -> list[str]:
+    """A kept snapshot of one repository whose ref is gone from ``refs`` (its listing: deleted
+    by hand, a damaged ref file) while its objects are still there is named again before the
+    prune, which would remove it with nothing said; ``refs`` gains it. The refs named again."""
+    again: list[str] = []
+    for ref, workspace, commit in kept:
+        if ref not in refs and carrier.name_again(workspace, ref, commit):
+            refs[ref] = commit
+            again.append(ref)
     return again
 
 
@@ -254,7 +255,7 @@ def run_retention(
         return result
     _start_removal_log(carrier, clock())
     keep, open_runs, anchors = _kept(reader)
-    result.named_again = _name_kept_again(carrier, anchors)
+    anchored = _by_repository(carrier, anchors)
     sessions = trimmable_sessions(reader, carrier)
     listed: list[tuple[Path, dict[str, str], dict[str, int]]] = []
     for repository in sorted(carrier.root.glob("*.git")):
@@ -264,7 +265,10 @@ def run_retention(
                 carrier.delete_refs(repository, broken)
                 result.deleted.extend(f"{repository.name} {ref}" for ref in broken)
             carrier.delete_refs(repository, [TIP_REF])  # no capture reads or writes it now
-            listed.append((repository, carrier.refs_in(repository), carrier.ref_times(repository)))
+            refs = carrier.refs_in(repository)
+            again = _name_kept_again(carrier, refs, anchored.get(repository.name, ()))
+            result.named_again.extend(f"{repository.name} {ref}" for ref in again)
+            listed.append((repository, refs, carrier.ref_times(repository)))
         except CheckpointError as error:
             result.errors.append(f"{repository.name}: {error.code}: {error.message}")
             _log.warning("checkpoint retention of %s failed: %s", repository, error.message)

@@ -408,20 +408,27 @@ class GitCheckpointStore:
     def _locked_key(self, key: str) -> Iterator[None]:
         with self._locks_guard:
             lock = self._locks.setdefault(key, threading.Lock())
+        with self._holding(lock, f"{key}.lock"):
+            # Under the lock no capture runs, so an index.lock is a killed capture's.
+            for stale in (
+                self.root / f"{key}.index.lock",
+                self.root / f"{key}.observe.index.lock",
+            ):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
+            # Likewise what a process killed inside an absorption left.
+            settle_interrupted_absorption(self.root / f"{key}.git")
+            yield
+
+    @contextlib.contextmanager
+    def _holding(self, lock: threading.Lock, name: str) -> Iterator[None]:
+        """``lock`` (this process's threads), then the lock file ``name`` in the store's
+        folder (other processes of this data folder)."""
         with lock:
             ensure_private_dir(self.root)
-            with open(self.root / f"{key}.lock", "a+b", opener=private_opener) as handle:
+            with open(self.root / name, "a+b", opener=private_opener) as handle:
                 _lock_file(handle)
                 try:
-                    # Under the lock no capture runs, so an index.lock is a killed capture's.
-                    for stale in (
-                        self.root / f"{key}.index.lock",
-                        self.root / f"{key}.observe.index.lock",
-                    ):
-                        with contextlib.suppress(FileNotFoundError):
-                            stale.unlink()
-                    # Likewise what a process killed inside an absorption left.
-                    settle_interrupted_absorption(self.root / f"{key}.git")
                     yield
                 finally:
                     _unlock_file(handle)
@@ -1455,14 +1462,8 @@ class GitCheckpointStore:
         empty one, is claimed only while no other restore (a thread here, or another process of
         this data folder) is writing, so two restores never fill one folder. The second finds
         the first's files and is refused (``workspace_restore_target_not_empty``)."""
-        with self._claim_guard:
-            ensure_private_dir(self.root)
-            with open(self.root / "restores.lock", "a+b", opener=private_opener) as handle:
-                _lock_file(handle)
-                try:
-                    yield
-                finally:
-                    _unlock_file(handle)
+        with self._holding(self._claim_guard, "restores.lock"):
+            yield
 
     def _materialize_claimed(
         self,
@@ -1598,7 +1599,7 @@ class GitCheckpointStore:
             text = (self.root / RESTORES_LOG).read_text("utf-8")
         except OSError:
             return []
-        found: list[tuple[str, str]] = []
+        found: dict[tuple[str, str], None] = {}  # (in order, each once)
         for line in text.splitlines():
             try:
                 entry = json.loads(line)
@@ -1607,9 +1608,9 @@ class GitCheckpointStore:
             if not isinstance(entry, dict):
                 continue
             owner, path = entry.get("sessionId"), entry.get("path")
-            if isinstance(owner, str) and isinstance(path, str) and (owner, path) not in found:
-                found.append((owner, path))
-        return found
+            if isinstance(owner, str) and isinstance(path, str):
+                found[(owner, path)] = None
+        return list(found)
 
     def now_ignored(self, workspace_identity: str, commits: list[str]) -> dict[str, list[str]]:
         """For each checkpoint commit, the paths it left out because an ignore rule came in
