@@ -182,10 +182,10 @@ def resume_session(  # noqa: C901
         from app.host.plan_report import resume_park_json, resume_park_lines
 
         refusal = _restore_unavailable(plan, decision)
-        body = resume_park_json(host.store, plan)
-        if refusal is not None:
-            body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
         if as_json:
+            body = resume_park_json(host.store, plan)
+            if refusal is not None:
+                body.update({"disposition": "refused", "code": refusal[0], "message": refusal[1]})
             print(json.dumps(body, ensure_ascii=False))
         else:
             said = resume_park_lines(

@@ -237,7 +237,9 @@ class TuiViewer:
         elif isinstance(item, ToolCardItem):
             # A call the model asked for is "running" from then on, though it has not started
             # while its permission question waits (``awaiting_permission``): said as such.
-            waiting = item.park_reason == "awaiting_permission"
+            from app.host.transcript_items import AWAITING_PERMISSION
+
+            waiting = item.park_reason == AWAITING_PERMISSION
             status = "waiting for permission" if waiting else item.status.value
             if self._cards.get(item.item_id) == status:
                 return

@@ -72,15 +72,16 @@ def session_overview(
     resume would carry its latest run on."""
     runs = ordered_runs(reader.list_session_runs(record.session_id))
     last = runs[-1] if runs else None
+    interrupted = last is not None and restart_interrupted(last)
     if branches is None:  # one session's row: its own reader knows the branches
         branches = reader.list_branches() if isinstance(reader, BranchListing) else ()
     return SessionOverview(
         session=record,
         last_run_status=last.status if last else None,
         failure_class=last.failure_class if last else None,
-        interrupted=last is not None and restart_interrupted(last),
-        interrupted_automatic=last is not None
-        and restart_interrupted(last)
+        interrupted=interrupted,
+        interrupted_automatic=interrupted
+        and last is not None
         and bool((last.continuation_source or {}).get("automatic")),
         run_count=len(runs),
         last_activity_at=max([record.created_at, *(run.updated_at for run in runs)]),

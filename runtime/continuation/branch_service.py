@@ -96,6 +96,11 @@ class BranchPlan:
     current_files: bool
     target_given: bool = False  # the user named the folder (``--to``): a retry names it too
 
+    @property
+    def retry_to(self) -> str:
+        """The folder a retry names (the one the user gave), or "" for the default."""
+        return str(self.target) if self.target_given else ""
+
     def to_json(self) -> dict[str, Any]:
         return {
             "sourceSessionId": self.source.session_id,
@@ -424,7 +429,7 @@ class BranchService:
                     plan.boundary.event_id,
                     why,
                     self._capture_refusal(plan.source),
-                    str(plan.target) if plan.target_given else "",
+                    plan.retry_to,
                 )
             to_identity = carrier.materialize(
                 identity, tree, plan.target, session_id, source=Path(plan.source.cwd)
@@ -448,7 +453,7 @@ class BranchService:
                     plan.boundary.event_id,
                     why,
                     self._capture_refusal(plan.source),
-                    str(plan.target) if plan.target_given else "",
+                    plan.retry_to,
                 ) from None
             raise BranchRefused(error.code, error.message) from None
         if observed.tree_id != tree:
