@@ -357,6 +357,11 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
             "The session was imported without its snapshots of the folder; to resume, continue "
             "with the current files.",
         ),
+        "workspace_checkpoint_unnamed": (
+            _I,
+            "A snapshot's name in the checkpoint store is gone while its files are still there; "
+            "Maka names it again before it removes anything.",
+        ),
         "workspace_checkpoint_damaged": (
             _E,
             "A snapshot's stored files are not what it recorded; a restore from it is refused.",

@@ -205,6 +205,29 @@ def _not_carried(uncarried: list[CheckpointRow], not_carried: set[str]) -> list[
     ]
 
 
+def _unnamed(unnamed: list[CheckpointRow]) -> list[dict[str, str]]:
+    """One note per session with kept snapshots whose ref is gone (deleted by hand, a damaged
+    ref file) while their objects are still there: nothing is lost yet, and retention names
+    each again before it prunes."""
+    from runtime.ledger.codes import DiagnosticCode
+
+    by_session: dict[str, list[str]] = {}
+    for row in unnamed:
+        by_session.setdefault(row.session_id, []).append(str(row.body.get("checkpointRef")))
+    return [
+        {
+            "code": DiagnosticCode.WORKSPACE_CHECKPOINT_UNNAMED.value,
+            "sessionId": session_id,
+            "message": f"{len(refs)} snapshot(s) of the session's folder have lost their name "
+            f"in the checkpoint store ({', '.join(refs[:3])}{', ...' if len(refs) > 3 else ''}; "
+            "deleted by hand?) while their files are still there: Maka names them again when it "
+            "next trims the store (the desktop or maka host when it starts, else a command that "
+            "runs a turn), before it removes anything",
+        }
+        for session_id, refs in by_session.items()
+    ]
+
+
 def _kept_elsewhere(missing: list[CheckpointRow]) -> list[dict[str, str]]:
     """One note per session whose snapshots are not in this data folder, on a ledger shared by
     several hosts: each host keeps the snapshots it took in its own data folder."""
@@ -464,6 +487,7 @@ def run(args: argparse.Namespace) -> int:
         _not_carried([row for row in checkpoints.missing if carried_not(row)], not_carried)
     )
     notes.extend(_kept_elsewhere(elsewhere))
+    notes.extend(_unnamed(checkpoints.unnamed))
     uncarried = sum(1 for row in checkpoints.missing if carried_not(row))
     report.problems.extend(_damage_problems(checkpoints, verification))
     if verification is not None:

@@ -101,6 +101,9 @@ class DiagnosticCode(StrEnum):
     # (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_ABANDONED = "workspace_restore_abandoned"
     WORKSPACE_CHECKPOINTS_NOT_CARRIED = "workspace_checkpoints_not_carried"
+    # A kept snapshot whose ref is gone while its objects are not (``maka doctor``, a note):
+    # retention names it again before it prunes.
+    WORKSPACE_CHECKPOINT_UNNAMED = "workspace_checkpoint_unnamed"
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
     # what it would hold instead (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"

@@ -145,11 +145,15 @@ class CheckpointAudit:
     # Snapshots not whole because a check moved damaged objects of theirs aside (not among
     # ``missing``): each with those objects.
     damaged_aside: list[tuple[CheckpointRow, list[DamagedObject]]] = field(default_factory=list)
+    # Snapshots retention keeps whose ref is gone (deleted by hand, a damaged ref file) while
+    # their objects are still there: retention names each again before it prunes.
+    unnamed: list[CheckpointRow] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "facts": self.facts,
             "refs": self.refs,
+            "unnamed": [{"sessionId": row.session_id, **row.to_json()} for row in self.unnamed],
             "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
             "damagedAside": [
                 {"sessionId": row.session_id, **row.to_json(), "objects": objects_json(objects)}
@@ -189,12 +193,14 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
             if branch_ref is not None and branch_ref[0]:
                 workspace, ref = branch_ref
                 named.setdefault(carrier.git_dir(workspace).name, set()).add(ref)
+    listed: dict[str, set[str]] = {}
     if carrier.root.is_dir() and carrier.git is not None:
         from storage.checkpoints.checkpoint_retention import ref_session, trimmable_sessions
 
         sessions = trimmable_sessions(reader, carrier)
         for repository in sorted(carrier.root.glob("*.git")):
             refs = carrier.refs_in(repository)
+            listed[repository.name] = set(refs)
             audit.refs += len(refs)
             known = named.get(repository.name, set())
             for ref in sorted(refs):
@@ -208,7 +214,34 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
     audit.damaged_aside = damaged_aside(carrier, audit.missing)
     aside = {row.event_id for row, _ in audit.damaged_aside}
     audit.missing = [row for row in audit.missing if row.event_id not in aside]
+    audit.unnamed = _unnamed(reader, carrier, checked, listed, trimmed)
     return audit
+
+
+def _unnamed(
+    reader: _Reader,
+    carrier: GitCheckpointStore,
+    rows: Sequence[CheckpointRow],
+    listed: Mapping[str, set[str]],
+    trimmed: set[str],
+) -> list[CheckpointRow]:
+    """The present snapshots among ``rows`` whose ref is gone from their repository's
+    ``listed`` refs, that retention did not remove and keeps: their objects are whole and
+    retention names each again (``checkpoint_retention``) before it prunes."""
+
+    def ref_gone(row: CheckpointRow) -> bool:
+        refs = listed.get(carrier.git_dir(str(row.body["workspaceIdentity"])).name)
+        return refs is not None and str(row.body.get("checkpointRef")) not in refs
+
+    candidates = [
+        row for row in rows if row.present and row.event_id not in trimmed and ref_gone(row)
+    ]
+    if not candidates:
+        return []
+    from storage.checkpoints.checkpoint_retention import refs_to_keep
+
+    kept = refs_to_keep(reader)[0]
+    return [row for row in candidates if str(row.body.get("checkpointRef")) in kept]
 
 
 def damaged_aside(

@@ -384,3 +384,39 @@ def test_a_kept_snapshot_whose_ref_was_deleted_is_named_again_not_pruned(tmp_pat
     listed = maka(["checkpoints", session, "--json"], data, env=env)
     assert listed.returncode == 0, listed.stderr
     assert '"MISSING"' not in listed.stdout and "missing" not in listed.stdout.lower(), commit
+
+
+def test_doctor_notes_a_kept_snapshot_whose_ref_was_deleted(tmp_path: Path) -> None:
+    """Between a hand-deleted ref and retention's next pass, ``maka doctor`` notes the kept
+    snapshot that lost its name (its files still there) instead of saying nothing; the note
+    goes once retention names it again. It said ok with nothing noted."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    env = scripted_env(
+        write_script(tmp_path / "script.json", [_turn(n) for n in range(2)]), checkpoints=True
+    )
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    gone = sorted(carrier.refs_in(repository))[-1]
+    subprocess.run(["git", "--git-dir", str(repository), "update-ref", "-d", gone], check=True)
+    doctor = maka(["doctor", "--json"], data, env=env)
+    assert doctor.returncode == 0, doctor.stdout  # a note, not a problem
+    document = json.loads(doctor.stdout)
+    [note] = [n for n in document["notes"] if n["code"] == "workspace_checkpoint_unnamed"]
+    assert note["sessionId"] == session and gone in note["message"], note
+    [row] = document["workspaceCheckpoints"]["unnamed"]
+    assert row["checkpointRef"] == gone and row["present"] is True, row
+    text = maka(["doctor"], data, env=env).stdout
+    assert f"note [workspace_checkpoint_unnamed] session {session}: 1 snapshot(s)" in text, text
+    store = open_store(data, read_only=True)
+    try:
+        result = run_retention(store, carrier, now=time.time() + 10)
+    finally:
+        store.close()
+    assert result.named_again == [f"{repository.name} {gone}"]
+    after = json.loads(maka(["doctor", "--json"], data, env=env).stdout)
+    assert not [n for n in after["notes"] if n["code"] == "workspace_checkpoint_unnamed"], after
+    assert after["workspaceCheckpoints"]["unnamed"] == []
