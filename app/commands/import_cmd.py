@@ -219,7 +219,15 @@ def _checked_snapshots(
             scratch=scratch,
         )
     except CheckpointTransferError as error:
-        raise CliError(error.code, error.message, EXIT_USAGE) from None
+        message = error.message
+        if "--no-checkpoints" not in message:
+            # Nothing was imported: the way on without the snapshots no check accepts.
+            message += (
+                "; nothing was imported. To import the session without its snapshots, run the "
+                "import again with --no-checkpoints (its resume then offers to continue with "
+                "the current files)"
+            )
+        raise CliError(error.code, message, EXIT_USAGE) from None
 
 
 def _add_snapshots(

@@ -174,6 +174,9 @@ def test_a_snapshots_file_not_the_exports_own_is_refused_and_changes_nothing(
     assert refused.returncode == 2, refused.stderr
     assert "import_checkpoints_invalid" in refused.stderr
     assert "Traceback" not in refused.stderr
+    # The refusal names the way on without them: it offered none.
+    assert "nothing was imported" in refused.stderr, refused.stderr
+    assert "run the import again with --no-checkpoints" in refused.stderr, refused.stderr
     assert not other.exists()
 
     bundle.unlink()
@@ -193,6 +196,7 @@ def test_a_snapshots_file_not_the_exports_own_is_refused_and_changes_nothing(
     out.write_bytes(b"\n".join([*lines[:-1], json.dumps(record).encode()]) + b"\n")
     forged = maka(["import", str(out)], other, env=drill.env)
     assert forged.returncode == 2 and "import_checkpoints_invalid" in forged.stderr
+    assert forged.stderr.count("--no-checkpoints") == 1, forged.stderr
     assert not other.exists()
 
     # The ledger alone can still be imported on purpose.
