@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     host = attach(data_dir, command="plan")
     if host is not None:
         with host:
-            return _through_host(args, host)
+            return plan_through_host(args, host)
 
     refuse_before_a_ledger(data_dir, args.session)
     if not data_dir.exists():
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if plan.continues else EXIT_PARKED
 
 
-def _through_host(args: argparse.Namespace, host: Any) -> int:
+def plan_through_host(args: argparse.Namespace, host: Any) -> int:
     """The desktop owns the data folder: it plans from its own store, after its own startup
     recovery, and sends the words and the document this command prints when it owns the folder."""
     from pydantic import ValidationError

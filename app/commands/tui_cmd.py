@@ -34,6 +34,8 @@ from runtime.ledger.command_words import maka_command
 
 HELP = """commands:
   /transcript   show this session's transcript
+  /plan         whether Safe resume can continue this session, and why (as maka plan)
+  /timeline     this session's record: runs, events, tool calls (as maka timeline)
   /sessions     list sessions
   /resume       resume the latest interrupted run of this session (Safe resume)
   /rebaseline   when the files changed since the stop: resume with them as they are now
@@ -199,6 +201,7 @@ def _chat(  # noqa: C901
         SETTLE_USAGE,
         message_or_command,
         no_session_yet,
+        timeline,
     )
     from app.host import tui_reads
     from app.host.terminal_transcript import cut_by_terminal, cut_line_words
@@ -225,7 +228,10 @@ def _chat(  # noqa: C901
             continue
         if command in ("/quit", "/exit"):
             return EXIT_OK
-        needs_session = command == "/transcript" or command in (
+        needs_session = command in (
+            "/transcript",
+            "/plan",
+            "/timeline",
             "/resume",
             "/rebaseline",
             "/restore",
@@ -238,6 +244,10 @@ def _chat(  # noqa: C901
             print(no_session_yet())
         elif command == "/transcript" and session is not None:
             tui_reads.transcript(host, session.session_id)
+        elif command == "/plan" and session is not None:
+            _plan(host, session.session_id)
+        elif command == "/timeline" and session is not None:
+            timeline(host.data_dir, session.session_id)
         elif command == "/sessions":
             overviews = service.list_sessions()
             for overview in overviews:
@@ -441,6 +451,30 @@ def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
             "files, then send a new message to carry on (turn Safe resume on in the desktop's "
             "Settings, or with MAKA_RUNTIME_SAFE_BOUNDARY_RESUME=1)."
         )
+
+
+def _plan(host: Any, session_id: str) -> None:
+    """``/plan``: what ``maka plan SESSION`` prints, planned from the store this TUI holds
+    (read-only: looking is not planning; the lifecycle log is left alone)."""
+    from app.host.plan_report import plan_words, settleable_calls, source_operations
+    from app.host.settle_folder import folder_words
+    from app.resume_composition import build_resume_service
+    from runtime.ledger.ledger_errors import LedgerError
+
+    planner = build_resume_service(
+        host.store, host.data_dir, host.service.catalog.names, host.shells, processes=host.store
+    )
+    try:
+        plan = planner.plan_latest(session_id)
+        operations = source_operations(host.store, plan)
+        folder = folder_words(
+            host.store, host.service.checkpoints, plan, settleable_calls(operations)
+        )
+        words = plan_words(host.store, plan, operations, folder.get, {"readOnly": False})
+    except LedgerError as error:
+        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        return
+    print("\n".join(words.summary))
 
 
 def _say_if_parked(host: Any, session_id: str) -> bool:

@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -88,7 +89,7 @@ class Hangup:
             raise KeyboardInterrupt
 
 
-NO_ARGUMENT = ("/help", "/quit", "/exit", "/sessions", "/transcript")
+NO_ARGUMENT = ("/help", "/quit", "/exit", "/sessions", "/transcript", "/plan", "/timeline")
 """The TUI's commands that take no argument: one given is refused, not "unknown command"."""
 
 
@@ -185,6 +186,13 @@ def _chat(  # noqa: C901
             print(help_text)
         elif command == "/transcript":
             _terminal_text(host, session_id, "transcript", "")
+        elif command in ("/plan", "/timeline"):
+            if session_id is None:
+                print(no_session_yet())
+            elif command == "/plan":
+                _plan(host, session_id)
+            else:
+                timeline(args.data_dir, session_id)
         elif command == "/branch":
             branched = _terminal_text(host, session_id, "branch", text[len("/branch") :])
             if branched is not None and session_id is not None:
@@ -220,6 +228,36 @@ def _chat(  # noqa: C901
                 viewer.driving(False)
         viewer.watch(session_id)
     return EXIT_OK
+
+
+def _plan(host: HostClient, session_id: str) -> None:
+    """``/plan``: what ``maka plan SESSION`` prints, planned by the running Maka."""
+    from app.commands.plan_cmd import plan_through_host
+
+    said(lambda: plan_through_host(argparse.Namespace(session=session_id, json=False), host))
+
+
+def said(command: Callable[[], object]) -> None:
+    """Run a command of the TUI that prints what the same ``maka`` command prints; its refusal
+    is printed as that command prints it, and the chat goes on."""
+    try:
+        command()
+    except CliError as error:
+        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+
+
+def timeline(data_dir: Path | None, session_id: str) -> None:
+    """``/timeline``: what ``maka timeline SESSION`` prints (read-only, so the same alone and
+    beside a running Maka)."""
+    from app.commands import timeline_cmd
+
+    said(
+        lambda: timeline_cmd.run(
+            argparse.Namespace(
+                data_dir=data_dir, session=session_id, run=None, only_problems=False, json=False
+            )
+        )
+    )
 
 
 def _terminal_text(
