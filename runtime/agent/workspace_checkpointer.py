@@ -53,7 +53,7 @@ from runtime.ledger.codes import CheckpointFailureCode
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.store_ports import CommitResult, StoredEvent
-from runtime.ledger.workspace_facts import may_write
+from runtime.ledger.workspace_facts import may_write, skipped_paths
 
 _log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 INITIAL_EPOCH = 1
@@ -279,9 +279,8 @@ class WorkspaceCheckpointer:
             "commitId": snapshot.commit_id,
             "treeId": snapshot.tree_id,
             "policyHash": snapshot.policy_hash,
+            **skipped_paths(snapshot.skipped),
         }
-        if snapshot.skipped:
-            fact["skippedPaths"] = list(snapshot.skipped[:100])
         if self._commit(self._event(count, "workspaceCheckpoint", fact)):
             failpoint(CrashPoint.AFTER_CHECKPOINT_FACT)
 

@@ -79,6 +79,7 @@ from runtime.ledger.store_ports import (
 from runtime.ledger.workspace_facts import (
     FOLDER_HOLDS_CODES,
     lineage_transitions,
+    skipped_paths,
     uncaptured_decision,
 )
 
@@ -640,6 +641,7 @@ class ResumeService:
             "commitId": snapshot.commit_id,
             "treeId": snapshot.tree_id,
             "policyHash": snapshot.policy_hash,
+            **skipped_paths(snapshot.skipped),
             **changed_paths_summary(changes or ()),
             "compared": changes is not None,
             "decidedBy": "local_user",

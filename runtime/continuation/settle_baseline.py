@@ -40,6 +40,7 @@ from runtime.ledger.workspace_facts import (
     boundary_checkpoint,
     declared_mode,
     may_write,
+    skipped_paths,
     snapshot_fact,
 )
 
@@ -143,6 +144,7 @@ def capture_baseline(run: SettleFolder, ran: bool, now: int) -> SettleBaseline |
         "commitId": captured.commit_id,
         "treeId": captured.tree_id,
         "policyHash": captured.policy_hash,
+        **skipped_paths(captured.skipped),
         **changed_paths_summary(changes or ()),
         "compared": changes is not None,
         "decidedBy": "local_user",

@@ -305,6 +305,8 @@ class WorkspaceBaseline(TypedDict):
     commitId: GitObjectId
     treeId: GitObjectId
     policyHash: Annotated[str, _Constrained(pattern=r"^[0-9a-f]{64}$")]
+    # The files the capture left out (over the size limit), as a checkpoint's.
+    skippedPaths: NotRequired[list[str]]
     changedPaths: list[ChangedPath]
     moreChangedPaths: Annotated[int, _Constrained(ge=0, le=MAX_SAFE_INTEGER)]
     compared: bool

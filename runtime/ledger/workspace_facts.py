@@ -95,6 +95,17 @@ def workspace_fact_problem(event: RuntimeEvent) -> str | None:
     return None
 
 
+SKIPPED_PATHS_NAMED = 100
+"""The most files left out of a snapshot (over the size limit) its fact names."""
+
+
+def skipped_paths(skipped: Sequence[str]) -> dict[str, list[str]]:
+    """A snapshot fact's ``skippedPaths`` (``workspaceCheckpoint`` and ``workspaceBaseline``
+    alike): the files the capture left out, so that no check of the folder against the
+    snapshot claims them; nothing when none was."""
+    return {"skippedPaths": list(skipped[:SKIPPED_PATHS_NAMED])} if skipped else {}
+
+
 def snapshot_fact(actions: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The snapshot an event's actions record: a ``workspaceCheckpoint``, or the checkpoint of
     the user's decision to continue with the current files (``workspaceBaseline``, in a

@@ -802,3 +802,34 @@ def test_the_tui_says_how_to_use_its_decision_commands(tmp_path: Path) -> None:
     assert "usage: /rebaseline" in result.stdout
     assert "/restore [DIR]" in result.stdout
     assert len(committed_runs(drill.data)) == 1, "nothing continued"
+
+
+def test_a_rebaseline_records_the_files_its_snapshot_left_out(tmp_path: Path) -> None:
+    """A file over the size limit is left out of a rebaseline's snapshot as out of any: its
+    fact names it (``skippedPaths``), ``maka checkpoints`` lists it, and a later resume from
+    that snapshot says it was not compared. The fact did not carry it, so the plan claimed
+    "the files are as they were at the stop" for a file it never looked at."""
+    drill = Drill(tmp_path)
+    drill.run()
+    (drill.work / "count.txt").write_text("edited by the user\n")  # the drift decided on
+    with open(drill.work / "big.bin", "wb") as big:  # sparse: over 50 MiB on no disk
+        big.truncate(51 * 1024 * 1024)
+    # Killed once the continuation is admitted: the baseline is its newest snapshot.
+    env = {**drill.env, "MAKA_FAILPOINT": "after_continuation_admission_committed"}
+    args = ["resume", drill.session, "--permission-mode", "auto", "--rebaseline"]
+    continued = maka(args, drill.data, env=env)
+    assert continued.returncode == -9, continued.stderr
+    runs = committed_runs(drill.data)
+    assert len(runs) == 2
+    baseline = runs[1][1][0]["actions"]["workspaceBaseline"]
+    assert baseline["skippedPaths"] == ["big.bin"], baseline
+    assert not [e for e in runs[1][1] if "workspaceCheckpoint" in e.get("actions", {})]
+    listed = json.loads(maka(["checkpoints", drill.session, "--json"], drill.data).stdout)
+    rows = [row for run in listed["runs"] for row in run["checkpoints"]]
+    assert rows[-1]["decision"] == "rebaseline" and rows[-1]["skippedPaths"] == ["big.bin"]
+    plan = maka(["plan", drill.session, "--json"], drill.data, env=drill.env)
+    verified = [
+        d for d in json.loads(plan.stdout)["diagnostics"] if d["code"] == "workspace_verified"
+    ]
+    assert len(verified) == 1, plan.stdout
+    assert "except 1 file over 50 MiB, not compared: big.bin" in verified[0]["message"]
