@@ -328,6 +328,20 @@ def _check_git_checkpoints() -> str:
 
 
 def _check_data_dir(data_dir: Path) -> str:
+    """The data folder can be created and written; the folders the check created (none was
+    there) are removed again when they are still empty, so a check leaves nothing behind."""
+    created = [p for p in (data_dir, *data_dir.parents) if not os.path.lexists(p)]
+    try:
+        return _write_in(data_dir) + (" (created for the check, then removed)" if created else "")
+    finally:
+        for folder in created:  # the deepest first; one not empty stops the rest
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+
+def _write_in(data_dir: Path) -> str:
     try:
         ensure_data_dir(data_dir)  # created exactly as the app creates it
     except OSError as error:
