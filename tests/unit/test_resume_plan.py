@@ -436,6 +436,8 @@ def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
         DiagnosticCode.WORKSPACE_SETTLE_TAKES_FOLDER,
         # maka doctor's note on a session imported without its snapshots
         DiagnosticCode.WORKSPACE_CHECKPOINTS_NOT_CARRIED,
+        # and on a kept snapshot whose ref was deleted by hand
+        DiagnosticCode.WORKSPACE_CHECKPOINT_UNNAMED,
     }
     assert produced == set(DiagnosticCode) - planner_only
 
