@@ -39,7 +39,7 @@ def export_record_kind(raw: bytes) -> str | None:
         return None
     try:
         value = json.loads(raw)
-    except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past any record
         return None
     kind = value.get("kind") if isinstance(value, dict) else None
     return kind if isinstance(kind, str) and kind in EXPORT_RECORDS else None

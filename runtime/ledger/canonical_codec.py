@@ -118,6 +118,35 @@ def canonical_line_bytes(line: bytes, value: Any) -> bytes:
     return line if plain == line else plain
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(key)
+        found[key] = value
+    return found
+
+
+def duplicate_key(line: bytes) -> str | None:
+    """A key that appears twice in one object of the JSON text ``line`` (the first found), or
+    None. Decoders keep the last value of such a key, so the value a line stands for would
+    depend on its reader: a canonical line never repeats one, and a line that is not canonical
+    is checked with this before its value is taken (the slow path: a Python parse)."""
+    try:
+        json.loads(line, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as duplicate:
+        return duplicate.key
+    except (ValueError, RecursionError):  # the decoder that read it already said what it is
+        return None
+    return None
+
+
 def canonical_json_bytes(value: Any) -> bytes:
     """RFC 8785 bytes of any JSON value; refuses what canonical JSON cannot carry."""
     plain = plain_canonical_json_bytes(value)

@@ -53,6 +53,7 @@ from runtime.ledger.canonical_codec import (
     canonical_json_bytes,
     canonical_line_bytes,
     deeper_than,
+    duplicate_key,
 )
 from runtime.ledger.codes import TransferCode
 from runtime.ledger.continuation_ports import ContinuationClaim
@@ -521,15 +522,31 @@ def parse_export(data: bytes, *, accept_torn_tail: bool = False) -> ParsedExport
         if event["runId"] != block.header.run_id:
             raise _structure(index, f"event {event['id']} belongs to another run than its header")
         block.events.append(event)
-        try:
-            canonical = canonical_line_bytes(raw, event)
-        except LedgerError as error:
-            raise _invalid(index, f"not canonical JSON ({error.code}): {error.message}") from None
+        canonical = _payload(raw, event, index)
         block.payloads.append(canonical)
         events += 1
     if session is None:
         raise _structure(1, "the first line must be the session line")
     return ParsedExport(session, runs, dropped, events, checkpoints, branch)
+
+
+def _payload(raw: bytes, event: RuntimeEvent, index: int) -> bytes:
+    """The canonical bytes line ``index`` stands for (``raw`` itself when it already is them)."""
+    try:
+        canonical = canonical_line_bytes(raw, event)
+    except LedgerError as error:
+        raise _invalid(index, f"not canonical JSON ({error.code}): {error.message}") from None
+    if canonical is not raw:
+        # Not the bytes Maka exports: a key written twice would have the last one win,
+        # silently changing what the session's history holds.
+        repeated = duplicate_key(raw)
+        if repeated is not None:
+            raise _invalid(
+                index,
+                f"event {event['id']} holds the key {repeated!r} twice in one object: which "
+                "value it means cannot be told, and no export writes that",
+            )
+    return canonical
 
 
 def _parse_branch(

@@ -102,6 +102,19 @@ def test_import_refusals(origin: Path, tmp_path: Path) -> None:
     assert db_state(target / DATABASE_NAME) == before
     assert maka(target, "doctor").returncode == 0
 
+    # A key written twice: decoders keep the last, so the history would change unseen (a
+    # model message turned partial is left out of what the model is given). It was imported.
+    lines = data.split(b"\n")
+    at = next(i for i, line in enumerate(lines) if b'"partial":false' in line and b'"id"' in line)
+    lines[at] = lines[at][:-1] + b',"partial":true}'
+    twice = tmp_path / "twice.jsonl"
+    twice.write_bytes(b"\n".join(lines))
+    repeated = maka(tmp_path / "d", "import", str(twice))
+    assert repeated.returncode == 2 and "import_line_invalid" in repeated.stderr, repeated.stderr
+    assert f"line {at + 1}" in repeated.stderr and "'partial' twice" in repeated.stderr
+    _clean(repeated)
+    assert not (tmp_path / "d" / DATABASE_NAME).exists()
+
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_bytes(b"not json\n")
     invalid = maka(tmp_path / "c", "import", str(garbage))

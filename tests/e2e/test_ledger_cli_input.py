@@ -87,7 +87,17 @@ def not_utf8(tmp_path: Path) -> tuple[Path, int, str]:
     return path, 3, "json_invalid"
 
 
-BAD_INPUTS = [torn, not_json, not_utf8]
+def deep_with_kind(tmp_path: Path) -> tuple[Path, int, str]:
+    """Nested past the JSON decoder's depth, with ``"kind"`` in it: the look for an export
+    record hit the decoder's recursion limit and every ledger tool printed a traceback."""
+    lines = ledger_lines()
+    lines[1] = b'{"kind":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    path = tmp_path / "deep-kind.jsonl"
+    path.write_bytes(joined(lines))
+    return path, 2, "json_invalid"
+
+
+BAD_INPUTS = [torn, not_json, not_utf8, deep_with_kind]
 
 
 # ---- lines that do not decode -----------------------------------------------------------------
