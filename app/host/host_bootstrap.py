@@ -182,8 +182,10 @@ def session_service(
     """The session service of a recovered store (``owner_epoch`` from its recovery report),
     with the tool-process table and the workspace checkpoint store of ``data_dir``."""
     from runtime.agent.session_service import SessionService
+    from runtime.tools.workspace_paths import keep_out
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
+    keep_out(data_dir)  # no tool of its sessions reads or changes the data folder
     return SessionService(
         store=store,
         provider_factory=provider_factory,

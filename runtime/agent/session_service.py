@@ -58,6 +58,7 @@ from runtime.tools.process_identity import TableProcessRecorder
 from runtime.tools.process_tree import BackgroundShellRegistry
 from runtime.tools.tool_catalog import ToolCatalog, default_catalog
 from runtime.tools.tool_contract import ProcessRecorder, ToolContext
+from runtime.tools.workspace_paths import kept_out
 
 
 class SessionError(LedgerError):
@@ -170,6 +171,20 @@ class SessionService:
         require_utf8(title, "the title")
         if not folder.is_dir():
             raise SessionError(HostCode.INVALID_CWD, f"{cwd} is not a folder")
+        data_dir = kept_out(str(folder))
+        if data_dir is not None:
+            # Its tools could not touch a file there, and one that could would be writing the
+            # database that records it.
+            raise SessionError(
+                HostCode.INVALID_CWD,
+                f"{cwd} is Maka's data folder {data_dir}, or inside it: a session works in a "
+                "folder of your own; choose another",
+            )
+        if self._workspace_identity is not None:
+            # The folder's workspace marker first (its first turn needs it): a folder where it
+            # cannot be made (/proc, a folder this user cannot write) is refused with its
+            # marker's code before anything is recorded, so no empty session is left behind.
+            self._workspace_identity(folder)
         record = SessionRecord(
             session_id=_new_id("session"),
             cwd=str(folder),

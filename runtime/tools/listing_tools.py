@@ -20,7 +20,7 @@ from runtime.tools.tool_contract import (
     ToolRefusal,
     ToolRefusalCode,
 )
-from runtime.tools.workspace_paths import path_error_sentence, resolve_workspace_path
+from runtime.tools.workspace_paths import kept_out, path_error_sentence, resolve_workspace_path
 
 ENTRY_LIMIT = 1000
 
@@ -170,6 +170,8 @@ class GlobTool:
             real = os.path.realpath(found)
             if real != root and not real.startswith(root + os.sep):
                 continue  # a symlink pointing outside: never reported, never followed
+            if kept_out(real) is not None:
+                continue  # Maka's data folder: no tool looks into it
             if len(matches) == ENTRY_LIMIT:
                 truncated = True
                 break

@@ -7,6 +7,11 @@ fine however they are spelled (``sub/../a.txt``, an absolute path into the folde
 ``.gitignore`` that keeps it out of the user's ``git status``) and the legacy marker
 ``.maka-workspace.json`` are protected from writes, whatever the case of the name: replacing a
 marker would silently change which workspace this is. Reading them is allowed.
+
+Maka's own data folder (its database, settings, logs and snapshots) is out of every tool's reach
+when a session folder holds it (a session in the home folder, with the default data folder
+under it): no tool reads, lists or changes anything in it (``keep_out``), and no session is made
+in it. One write of the agent would otherwise replace the database that records it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,23 @@ from runtime.tools.tool_contract import ToolRefusal, ToolRefusalCode
 APP_DIR = ".maka"
 WORKSPACE_MARKER = f"{APP_DIR}/workspace.json"
 LEGACY_WORKSPACE_MARKER = ".maka-workspace.json"
+
+
+_KEPT_OUT: set[str] = set()
+"""The real paths of the data folders this process serves (``keep_out``)."""
+
+
+def keep_out(folder: str | os.PathLike[str]) -> None:
+    """Keep every tool of this process out of ``folder``, a data folder it serves."""
+    _KEPT_OUT.add(os.path.realpath(folder))
+
+
+def kept_out(real: str) -> str | None:
+    """The data folder (``keep_out``) the real path ``real`` is in or is, else None."""
+    for folder in _KEPT_OUT:
+        if _inside(real, folder):
+            return folder
+    return None
 
 
 def is_protected(relative: str) -> bool:
@@ -61,6 +83,13 @@ def resolve_workspace_path(cwd: Path, raw: object, *, for_write: bool = False) -
         raise ToolRefusal(
             ToolRefusalCode.PATH_OUTSIDE_WORKSPACE,
             f"{raw!r} resolves through a symbolic link to {real}, outside the session folder",
+        )
+    data_dir = kept_out(real)
+    if data_dir is not None:
+        raise ToolRefusal(
+            ToolRefusalCode.PATH_PROTECTED,
+            f"{raw!r} is in Maka's data folder {data_dir} (its database, settings and "
+            "snapshots); tools may not read or change it",
         )
     relative = Path(os.path.relpath(real, root)).as_posix()
     if for_write and is_protected(relative):
