@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,11 +53,8 @@ def test_no_tool_reads_lists_or_changes_the_data_folder_inside_the_session(
     [(_header, events)] = committed_runs(data)
     with sqlite3.connect(data / DATABASE_NAME) as db:
         assert db.execute("pragma integrity_check").fetchone() == ("ok",)
-    results = {
-        e["content"]["id"]: e["content"]
-        for e in events
-        if (e.get("content") or {}).get("kind") == "function_response"
-    }
+    contents: list[dict[str, Any]] = [dict(e["content"]) for e in events if "content" in e]
+    results = {c["id"]: c for c in contents if c["kind"] == "function_response"}
     for call in ("w", "r", "l"):
         assert results[call]["result"]["code"] == "path_protected", results[call]
         assert "Maka's data folder" in results[call]["result"]["error"]
