@@ -159,6 +159,20 @@ def _invalid(message: str) -> CheckpointTransferError:
     return CheckpointTransferError(TransferCode.IMPORT_CHECKPOINTS_INVALID, message)
 
 
+def _plain_file_name(name: str) -> bool:
+    """Whether ``name`` names a file in the export's own folder and nothing else: no folder
+    part, never ``.`` or ``..``. A name starting with a dot (an export written to ``.hidden``)
+    is one, and so is a backslash where it is no separator (an export to ``a\\b.jsonl`` on
+    Linux): export writes exactly those names."""
+    separators = ("/", "\\") if os.sep == "\\" or os.altsep else ("/",)
+    return (
+        bool(name)
+        and name not in (".", "..")
+        and "\x00" not in name
+        and not any(separator in name for separator in separators)
+    )
+
+
 def manifest_refs(manifest: Mapping[str, Any]) -> tuple[str, str, int, list[CarriedRef]]:
     """The record's bundle name, sha256, size and refs; raises ``CheckpointTransferError``
     when the record is malformed."""
@@ -168,7 +182,7 @@ def manifest_refs(manifest: Mapping[str, Any]) -> tuple[str, str, int, list[Carr
         manifest.get("bytes"),
         manifest.get("refs"),
     )
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name[0] == ".":
+    if not isinstance(name, str) or not _plain_file_name(name):
         raise _invalid("the snapshots record names no plain file")
     if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
         raise _invalid("the snapshots record has no sha256")

@@ -102,6 +102,26 @@ def test_relative_file_names_carry_the_snapshots_both_ways(tmp_path: Path) -> No
     assert planned["disposition"] == "continue" and "workspace_verified" in _codes(planned)
 
 
+@pytest.mark.parametrize("name", [".hidden", "back\\slash.jsonl"])
+def test_an_export_named_with_a_leading_dot_or_a_backslash_carries_its_snapshots(
+    tmp_path: Path, name: str
+) -> None:
+    """Export writes the snapshots file beside any file name it accepts; import read the
+    names ``.hidden.bundle`` and ``back\\slash.jsonl.bundle`` as no plain file and refused
+    the export it had just written (import_checkpoints_invalid)."""
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    here = tmp_path / "exports"
+    here.mkdir()
+    result = maka(["export", drill.session, "-o", name], drill.data, env=drill.env, cwd=here)
+    assert result.returncode == 0, result.stderr
+    assert (here / (name + ".bundle")).is_file()
+    other = tmp_path / "other"
+    result = maka(["import", name, "--json"], other, env=drill.env, cwd=here)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["checkpointsCarried"] >= 1, result.stdout
+
+
 def test_an_export_without_snapshots_imports_with_a_note_and_offers_the_rebaseline(
     tmp_path: Path,
 ) -> None:
