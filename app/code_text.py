@@ -318,7 +318,8 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
         ),
         "workspace_verified": (
             _I,
-            "The files in the folder are exactly as they were when the run stopped.",
+            "The files in the folder are exactly as in the last snapshot Maka recorded: at the "
+            "stop, or when you last decided about them.",
             "",
             (*_SNAPSHOT, "skippedPaths"),
         ),
@@ -955,6 +956,19 @@ BRANCH: dict[str, CodeRecord] = _records(
         ),
     }
 )
+
+BRANCH_FOLDER_WORDS: dict[str, str] = {
+    "workspace_restore_target_not_empty": (
+        "A branch needs a new or empty folder for the new session; the one chosen holds files."
+    ),
+    "workspace_restore_target_inside": (
+        "The branch's folder goes outside the session's folder: the one chosen is inside it."
+    ),
+    "workspace_restore_failed": "The new session's folder could not be made.",
+}
+"""The codes a branch shares with a restored copy (both copy the folder into a new one), as a
+branch's refusal says them: the user chose the new session's folder, not a restored copy's. The
+tables above keep the restored copy's words (Safe resume's banner, ``maka resume``)."""
 
 _TABLES = (
     PARK_REASONS,

@@ -268,6 +268,10 @@ def workspace_gate(  # noqa: C901
     message = "the files are as they were at the stop"
     if inherited:
         message = f"the files are as in the snapshot {taken}"
+    elif checkpoint.get("decidedBy"):
+        # A baseline: the snapshot an answer about a call, or the choice to continue with the
+        # files, took after the stop; the files are as then, not as at the stop.
+        message = "the files are as they were when you decided about them after the stop"
     if rolled:
         message += (
             f": the snapshot before the stop, rolled forward over {rolled_words(rolled)}, "
