@@ -227,6 +227,21 @@ def _tables(conn: PostgresConnection) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
+def refuse_foreign(conn: PostgresConnection) -> None:
+    """A database (its current schema) without Maka's ledger that holds tables all the same is
+    another application's: Maka neither puts its tables beside them nor reads it as an empty
+    ledger (``store_corrupt``, nothing changed). Called where the schema version read 0."""
+    tables = sorted(_tables(conn))
+    if tables:
+        named = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise StoreRefusal(
+            StoreCode.STORE_CORRUPT,
+            f"the database holds tables Maka did not create ({named}) and no Maka ledger: it "
+            "was not modified. Maka keeps its ledger in a database (or schema) of its own: "
+            "point MAKA_DATABASE_URL, or Settings › Database, at a new, empty one",
+        )
+
+
 def read_version(conn: PostgresConnection) -> int:
     """The database's schema version (0: no Maka schema yet)."""
     if "meta" not in _tables(conn):
@@ -290,11 +305,8 @@ def migrate(conn: PostgresConnection) -> int:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
             version = read_version(conn)  # re-read under the lock
             refuse_if_newer(version)
-            if version == 0 and _tables(conn) & REQUIRED_TABLES:
-                raise StoreRefusal(
-                    StoreCode.STORE_CORRUPT,
-                    "the database holds tables Maka did not create; it was not modified",
-                )
+            if version == 0:
+                refuse_foreign(conn)
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[step]:
                     conn.execute(statement)

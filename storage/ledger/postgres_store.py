@@ -68,6 +68,7 @@ from storage.ledger.postgres_schema import (
     check_tables,
     migrate,
     read_version,
+    refuse_foreign,
     refuse_if_newer,
 )
 from storage.ledger.run_ledger_state import RunLedgerState, RunStateCache
@@ -930,7 +931,10 @@ def holds_no_ledger(url: str) -> bool:
         return False
     try:
         with sqlite_errors():
-            return read_version(conn) == 0
+            if read_version(conn) != 0:
+                return False
+            refuse_foreign(conn)
+            return True
     except (StoreRefusal, OSError):
         return False
     finally:
@@ -942,6 +946,7 @@ def _check_readable(conn: PostgresConnection) -> None:
     version = read_version(conn)
     refuse_if_newer(version)
     if version == 0:
+        refuse_foreign(conn)  # another application's tables: not an empty ledger
         raise StoreRefusal(StoreCode.STORE_NOT_FOUND, "no ledger in that database")
     if version != SCHEMA_VERSION:
         raise StoreRefusal(

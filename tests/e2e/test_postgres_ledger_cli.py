@@ -191,6 +191,40 @@ def test_a_meta_table_of_someone_elses_is_refused_the_same_by_every_command(
         assert "store_corrupt" in text and "meta table Maka did not create" in text, (args, text)
 
 
+@pytest.mark.parametrize("tables", [["users"], ["sessions", "runs"]])
+def test_another_applications_database_is_refused_the_same_by_every_command(
+    tmp_path: Path, postgres_url: str, tables: list[str]
+) -> None:
+    """A database holding another application's tables and no Maka ledger: ``maka run`` put
+    Maka's tables beside them (exit 0), and with tables of Maka's names ``maka sessions`` said
+    "no sessions yet" while ``maka run`` refused. Every command now refuses it and nothing is
+    created."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for table in tables:
+            conn.execute(f"CREATE TABLE {table} (id integer)")
+    env = {"MAKA_DATABASE_URL": postgres_url}
+    work = tmp_path / "work"
+    work.mkdir()
+    for args in (
+        ["sessions"],
+        ["sessions", "--json"],
+        ["doctor"],
+        ["plan", "session_x"],
+        ["run", "--cwd", str(work), "hello"],
+    ):
+        result = maka(args, tmp_path / "data", env=env)
+        text = result.stdout + result.stderr
+        assert result.returncode != 0, (args, result)
+        assert "Traceback" not in text, text
+        assert "store_corrupt" in text and "Maka did not create" in text, (args, text)
+        assert tables[0] in text, (args, text)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    assert sorted(row[0] for row in found) == sorted(tables)
+
+
 def test_a_url_with_a_stray_percent_is_refused_before_it_reaches_the_server(
     tmp_path: Path,
 ) -> None:
