@@ -192,7 +192,8 @@ def _holder_words(conn: sqlite3.Connection, session_id: str) -> str:
         return "another host holds a live lease"
     return (
         f"host {row[0]} holds a live lease, running out in {max(int(row[1]), 0)} s unless it "
-        "renews it, as a running host does; use that host's data folder, or stop that host"
+        "renews it, as a running host or a maka command running a turn does; use that host's "
+        "data folder or wait for that command to end, or stop it"
     )
 
 

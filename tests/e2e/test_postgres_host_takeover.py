@@ -381,7 +381,9 @@ def test_a_write_refused_by_another_hosts_lease_names_that_host(
     assert renamed.returncode != 0, renamed.stdout
     assert "[session_lease_lost]" in renamed.stderr, renamed.stderr
     assert f"host {host} holds a live lease, running out in" in renamed.stderr, renamed.stderr
-    assert "use that host's data folder, or stop that host" in renamed.stderr
+    assert (
+        "use that host's data folder or wait for that command to end, or stop it" in renamed.stderr
+    )
 
 
 def test_a_terminal_whose_host_lost_the_lease_mid_command_is_told_to_look(
