@@ -25,6 +25,35 @@ if TYPE_CHECKING:
     from runtime.ledger.timeline_model import TimelineRun
 
 
+def _safe_resume_here(data_dir: Path) -> bool:
+    """Whether Safe resume is on for the plan the timeline shows: the command's own variable
+    when set; else, beside a running host, the host's (it is the one ``maka resume`` and
+    ``maka plan`` go through, and its variable may differ from this shell's); else the
+    desktop's setting. Timeline said Safe resume was off beside a host that had it on."""
+    from app.host.resume_switch import command_safe_resume, resume_enabled
+
+    own = command_safe_resume()
+    if own is not None:
+        return own
+    from app.host.host_client import HostConnectionError, HostRefusal, attach
+
+    try:
+        host = attach(data_dir)  # (a reader: it answers no question there)
+    except HostConnectionError:
+        host = None
+    if host is not None:
+        from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
+
+        with host:
+            try:
+                answer = host.ask(SessionsOverviewRequest())
+            except (HostRefusal, HostConnectionError):
+                answer = None
+        if isinstance(answer, SessionsOverviewedPush) and answer.safe_resume is not None:
+            return answer.safe_resume
+    return resume_enabled(data_dir)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="the session id (see 'maka sessions')")
     parser.add_argument("--run", metavar="R", help="only this run of the session")
@@ -38,7 +67,6 @@ def run(args: argparse.Namespace) -> int:
     from app.commands.timeline_text import write_timeline, write_timeline_json
     from app.host.host_bootstrap import now_ms
     from app.host.resume_seam import resume_service
-    from app.host.resume_switch import resume_enabled
     from app.host.session_timeline import read_session_timeline
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.ledger.timeline_pins import only_problems
@@ -62,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             store,
             default_catalog().names,
             BackgroundShellRegistry.in_data_dir(data_dir),
-            enabled=resume_enabled(data_dir),
+            enabled=_safe_resume_here(data_dir),
             clock=now_ms,
             lifecycle=None,
             processes=store,
