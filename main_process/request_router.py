@@ -138,7 +138,7 @@ from main_process.timeline_pages import TimelinePages
 from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION
 from runtime.ledger.coded_error import coded_failure
-from runtime.ledger.codes import HostCode
+from runtime.ledger.codes import HostCode, ParkReason
 from runtime.ledger.command_words import wording_for
 
 SURVIVOR_CHECK_MS = 1000
@@ -150,6 +150,7 @@ _limited = RateLimitedLog(_log)
 HOST_NOT_READY = HostCode.HOST_NOT_READY
 HOST_CLOSING = HostCode.HOST_DRAINING
 SESSION_BUSY = HostCode.SESSION_BUSY
+FOLDER_MISSING = ParkReason.WORKSPACE_FOLDER_MISSING.value
 INTERNAL_FAILURE = HostCode.INTERNAL_FAILURE
 
 ResumeDone = Callable[[ResumeOutcome], None]
@@ -210,6 +211,9 @@ class RequestRouter:
         self._gone_drivers: set[int] = set()  # of those, the ones that went away
         # Terminals viewing a session (``maka tui``): they hear its turns driven by others.
         self._viewers: dict[int, str] = {}
+        # Sessions whose folder an opening found gone (and every window was told so): told
+        # again when an opening finds it back.
+        self._told_missing: set[str] = set()
         server.peer_closed.connect(self._on_peer_closed)
 
     # --------------------------------------------------------------------------- dispatch
@@ -245,13 +249,7 @@ class RequestRouter:
             case SessionsListRequest() | SessionsOverviewRequest() | SessionsPlanRequest():
                 self._list(peer_id, message)
             case SessionsOpenRequest():
-                self._query(
-                    peer_id,
-                    message.correlation_id,
-                    lambda: self._services.open_session(message.session_id),
-                    _opened,
-                    after=lambda: self._send_standing(peer_id, message.session_id),
-                )
+                self._open(peer_id, message)
             case SessionsCreateRequest():
                 self._create(peer_id, message)
             case (
@@ -428,6 +426,56 @@ class RequestRouter:
         if not self._workers.run_query(f"query-{peer_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
 
+    def _open(self, peer_id: int, message: SessionsOpenRequest) -> None:
+        """A window opens a session: its transcript, then what stands for it (standing_state).
+
+        Its folder is looked at again as it opens (moved or deleted while Maka ran, the list
+        and the banner would still show it as it was at start): a folder gone since says so on
+        the session's row in every window (``session.updated``), and a session the banner
+        offers Safe resume for is planned again as at start, so the banner shows the park Safe
+        resume makes now (``workspace_folder_missing``: Locate folder…, Remove session…), as
+        ``maka plan`` says it, instead of offering a resume that can only park. A folder found
+        back after an opening said it was gone is told the same way."""
+        session_id = message.session_id
+        services = self._services
+        outcome = self._standing.outcome(session_id)
+        known_missing = (
+            isinstance(outcome, ResumeParkedPush) and FOLDER_MISSING in outcome.rejection_reasons
+        )
+        checked: list[SessionSummary] = []
+        replanned: list[ResumeParked] = []
+
+        def job() -> object:
+            transcript = services.open_session(session_id)
+            try:
+                summary = services.session_summary(session_id)
+            except HostServiceError:
+                return transcript  # (removed meanwhile: the list says so)
+            checked.append(summary)
+            if summary.folder_missing and summary.interrupted and not known_missing:
+                park = services.replanned_park(session_id)
+                replanned.extend([park] if park is not None else [])
+            return transcript
+
+        def after() -> None:
+            for summary in checked:
+                if summary.folder_missing != (session_id in self._told_missing):
+                    self._broadcast(SessionUpdatedPush(session=summary))
+                    if summary.folder_missing:
+                        self._told_missing.add(session_id)
+                    else:
+                        self._told_missing.discard(session_id)
+            told: Message | None = None
+            for park in replanned:  # told to every window, the asking one included
+                self._stand(session_id, park)
+                told = self._standing.outcome(session_id)
+            asker_told = told is not None and peer_id not in self._server.terminal_ids()
+            for push in self._standing.pushes(session_id):
+                if not (asker_told and push is told):
+                    self._server.send(peer_id, push)
+
+        self._query(peer_id, message.correlation_id, job, _opened, after=after)
+
     def _create(self, peer_id: int, message: SessionsCreateRequest) -> None:
         def done(result: JobResult) -> None:
             if result.error is not None:
@@ -503,7 +551,10 @@ class RequestRouter:
                 push: Message = SessionUpdatedPush(
                     session=result.value, correlation_id=correlation_id
                 )
+                if not result.value.folder_missing:
+                    self._told_missing.discard(session_id)
             else:
+                self._told_missing.discard(session_id)
                 self._standing.forget(session_id)  # standing state only for existing sessions
                 self._auto_started.pop(session_id, None)
                 # A terminal's `maka sessions remove` is another Maka process: the windows say

@@ -22,10 +22,11 @@ from app.bridge_contract import (
     BranchOptionsListedPush,
     BranchRefusedPush,
 )
+from app.code_text import BRANCH_FOLDER_WORDS
 from app.visible_text import visible
 from renderer.branch_dialog import BranchDialog
 from renderer.bridge_port import BridgePort
-from renderer.park_text import describe
+from renderer.park_text import CONTEXT, describe
 
 
 def _tr(text: str) -> str:
@@ -150,8 +151,16 @@ class BranchFlow(QObject):
         elif self._making[0] != push.session_id:
             return
         self._making = None
+        # A branch's folder is the new session's, not a restored copy's (the codes are shared).
+        words = BRANCH_FOLDER_WORDS.get(push.code)
         known = describe(push.code)
-        sentence = known.sentence if known.known else _tr("No branch was made.")
+        sentence = (
+            QCoreApplication.translate(CONTEXT, words)
+            if words is not None
+            else known.sentence
+            if known.known
+            else _tr("No branch was made.")
+        )
         box = QMessageBox(self._window)
         box.setIcon(QMessageBox.Icon.Warning)
         box.setTextFormat(Qt.TextFormat.PlainText)  # what it names is text, never markup

@@ -190,6 +190,20 @@ class Composer(QWidget):
         self.note_label.setPalette(palette)
         self.editor.setFocus(Qt.FocusReason.OtherFocusReason)
 
+    @property
+    def draft(self) -> str:
+        """The message being written, as typed (not yet sent)."""
+        return self.editor.toPlainText()
+
+    def set_draft(self, text: str) -> None:
+        """Show ``text`` as the message being written: the draft of the session now shown
+        ("" for a session without one), with the cursor at its end."""
+        if self.editor.toPlainText() != text:
+            self.editor.setPlainText(text)
+        cursor = self.editor.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.editor.setTextCursor(cursor)
+
     def show_note(self, text: str) -> None:
         """A sentence beside the editor about what a message would meet (not a refusal)."""
         self.note_label.setText(text)

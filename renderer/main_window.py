@@ -141,6 +141,9 @@ class MainWindow(QMainWindow):
         # A message typed with no session open: sent once the session it asked for is made.
         self._pending_first_text: str | None = None
         self._selecting = False
+        # A draft belongs to its session: what was typed for a session the user left waits
+        # here, and comes back when that session is shown again (None: no session open).
+        self._drafts: dict[str | None, str] = {}
         # The open session's transcript asked for again (another process changed it): its
         # answer updates the items shown, where the reader is, instead of starting over.
         self._rereading: str | None = None
@@ -457,6 +460,10 @@ class MainWindow(QMainWindow):
         if session_id == self._session_id:
             self.composer.give_back(text, _tr("Not sent: {reason}").replace("{reason}", reason))
         else:
+            # Refused after the user left that session: the text waits in its own draft.
+            kept = self._drafts.get(session_id, "")
+            if kept.strip() != text:
+                self._drafts[session_id] = text + ("\n" + kept if kept.strip() else "")
             self.statusBar().showMessage(f"{reason} [{push.code}]", 10_000)
 
     def _select(self, session_id: str) -> None:
@@ -464,14 +471,28 @@ class MainWindow(QMainWindow):
             self.auto_resume_notice.seen(session_id)  # the user opened it
         if session_id == self._session_id:
             return
+        leaving = self._session_id
         self._show_session(session_id)
         self.composer.clear_note()
+        self._switch_draft(leaving, session_id)
         self._note_missing_folder()
         self.transcript.clear()
         self._rereading = None
         self._bridge.open_session(session_id)
         if self.timeline.isVisible():
             self.timeline.open(session_id)
+
+    def _switch_draft(self, leaving: str | None, entering: str | None) -> None:
+        """The shared composer shows the draft of the session shown: what was typed for
+        ``leaving`` is kept for it, and ``entering``'s own draft (none: an empty composer) takes
+        its place, so a message written for one session (and its folder) is never sent to
+        another by the next Ctrl+Enter."""
+        typed = self.composer.draft
+        if typed.strip():
+            self._drafts[leaving] = typed
+        else:
+            self._drafts.pop(leaving, None)
+        self.composer.set_draft(self._drafts.pop(entering, ""))
 
     def _note_missing_folder(self) -> None:
         """A session whose folder is gone (and that has no banner to say so): the composer says
@@ -585,7 +606,11 @@ class MainWindow(QMainWindow):
             and summary.cwd == self._pending_create_cwd
         ):
             self._pending_create_cwd = None
+            from_nothing = self._session_id is None
             self._select_quietly(summary.session_id)
+            if from_nothing and self._session_id == summary.session_id:
+                # What was typed with no session open was written to start this one.
+                self.composer.set_draft(self._drafts.pop(None, ""))
             self._offer_composer()
             first, self._pending_first_text = self._pending_first_text, None
             if first is not None and self._session_id == summary.session_id:
@@ -598,6 +623,7 @@ class MainWindow(QMainWindow):
 
     def _on_session_removed(self, push: SessionRemovedPush) -> None:
         self._running.discard(push.session_id)
+        self._drafts.pop(push.session_id, None)
         self.permission.drop_session_requests(push.session_id)
         if push.session_id == self._session_id:
             self._session_id = None
