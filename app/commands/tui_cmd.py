@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
+from app.commands.tui_host import HELD_ELSEWHERE_PREFIX, HELD_ELSEWHERE_SUFFIX
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
 from runtime.ledger.command_words import maka_command
@@ -421,6 +422,12 @@ def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
 
     data_dir: Path = host.data_dir
     overview = session_overview(service.store, service.get_session(session_id))
+    from runtime.continuation.resume_gates import busy_elsewhere_words
+
+    held = busy_elsewhere_words(service.store, session_id)  # a shared ledger: another's lease
+    if held is not None:
+        print(f"{HELD_ELSEWHERE_PREFIX}{held}{HELD_ELSEWHERE_SUFFIX}")
+        return
     if not overview.resumable:
         return
     if resume_enabled(data_dir) and _say_if_parked(host, session_id):

@@ -49,6 +49,13 @@ INTERRUPTED_RESUME_OFF_NOTE = (
 """Opening an interrupted session when ``/resume`` could only answer that Safe resume is off
 (as the TUI alone says it)."""
 
+HELD_ELSEWHERE_PREFIX = "Another Maka process holds this session: "
+HELD_ELSEWHERE_SUFFIX = (
+    ". Until it lets go, /resume, a message and /settle here are refused (session_busy)."
+)
+"""Opening a session another Maka process holds the lease of (a shared ledger), alone and
+beside a running host: the holder named, as ``maka plan`` names it."""
+
 TUI_HOST_PARK_NOTE = (
     "(In this TUI a message is simply typed here, changed files are answered with /rebaseline "
     "or /restore [DIR], and /settle CALL ran|not-run records what you checked. The maka "
@@ -126,6 +133,7 @@ def chat_through_host(
     opening: str | None = None  # said after the header naming the session and its server
     if args.session:
         session_id, opening = _known_session(host, args.session, args.cwd)
+        opening = held_elsewhere_note(args.data_dir, session_id, host.host_pid) or opening
     if isinstance(sys.stdin, io.TextIOWrapper):
         sys.stdin.reconfigure(errors="surrogateescape")
     lines = InputLines.of(sys.stdin)
@@ -309,6 +317,48 @@ def _greet(
             "applies when no Maka serves this data folder",
             file=sys.stderr,
         )
+
+
+def held_elsewhere_note(
+    data_dir: str | None, session_id: str, serving_pid: int | None = None
+) -> str | None:
+    """On a shared ledger (PostgreSQL): what opening an interrupted session says when another
+    Maka process holds its lease (``/resume``, a message and ``/settle`` are refused there with
+    ``session_busy`` until it lets go), else None. ``serving_pid``: the running Maka this TUI
+    goes through, on this computer: its lease is not another's. Read-only; SQLite has no
+    leases, so nothing is opened for it."""
+    import socket
+
+    from app.data_paths import resolve_data_dir
+    from runtime.continuation.resume_gates import held_elsewhere_words, other_lease_holder
+    from storage.ledger.store_open import database_url
+
+    folder = resolve_data_dir(data_dir)
+    try:
+        if database_url(folder) is None:
+            return None
+        from storage.ledger.ledger_store import open_store
+
+        store = open_store(folder, read_only=True)
+    except Exception:  # the chat says what the store answers when it is used
+        return None
+    try:
+        holder = other_lease_holder(store, session_id)
+    finally:
+        store.close()
+    if holder is None:
+        return None
+    parts = holder.split(":")  # machine:pid:nonce
+    if (
+        serving_pid is not None
+        and len(parts) >= 3
+        and parts[-2] == str(serving_pid)
+        and ":".join(parts[:-2]) == socket.gethostname()
+    ):
+        return None  # the running Maka this TUI goes through holds it
+    return (
+        f"{HELD_ELSEWHERE_PREFIX}{held_elsewhere_words(session_id, holder)}{HELD_ELSEWHERE_SUFFIX}"
+    )
 
 
 def _known_session(

@@ -438,3 +438,40 @@ def test_a_terminal_whose_host_lost_the_lease_mid_command_is_told_to_look(
     assert terminal.returncode == 1, err
     assert "[session_lease_lost]" in err, err
     assert "a command it ran may have done part of its work; look before you run it" in err, err
+
+
+@pytest.mark.parametrize("beside_a_host", [False, True])
+def test_the_tui_opening_a_session_another_process_holds_names_the_holder(
+    tmp_path: Path, postgres_url: str, beside_a_host: bool
+) -> None:
+    """``maka tui --session S`` while another Maka process's lease holds S (here: the host
+    killed mid-turn, whose lease has not run out): the greeting said "type /resume", and
+    /resume, a message and /settle were all refused. It now names the holder, as ``maka
+    plan`` does, alone and beside a running host of another data folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    common = {
+        **_common(tmp_path, postgres_url),
+        "MAKA_SESSION_LEASE_TTL_MS": "30000",
+        "MAKA_SESSION_LEASE_RUNWAY_MS": "5000",
+    }
+    started: list[MainProcess] = []
+    try:
+        host_a = _host(tmp_path / "a", {**common, "MAKA_FAILPOINT": "t2_after_commit"}, started)
+        _turn_dies_with(host_a, work, tmp_path, postgres_url)
+        listed = json.loads(maka(["sessions", "--json"], tmp_path / "a", env=common).stdout)
+        session = str(listed["sessions"][0]["sessionId"])
+        folder = tmp_path / "c"
+        if beside_a_host:
+            _host(folder, common, started)
+        chat = maka(["tui", "--session", session], folder, env=common, stdin="/quit\n")
+    finally:
+        for host in started:
+            host.stop()
+    assert chat.returncode == 0, chat.stderr
+    assert "Traceback" not in chat.stdout + chat.stderr
+    assert f"Another Maka process holds this session: session {session} is held by" in (
+        chat.stdout
+    ), chat.stdout
+    assert "refused (session_busy)" in chat.stdout
+    assert "type /resume" not in chat.stdout, chat.stdout
