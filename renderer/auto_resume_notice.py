@@ -10,9 +10,22 @@ park automatic resume left is no longer what stands: an answer about one of its 
 recorded, or Safe resume was asked again (Try again) and its own outcome arrived. The banner then
 speaks of that outcome ("Safe resume is on hold."), so the row and the status bar must not go on
 naming automatic resume for it.
+
+Seen means the user opened the session (``seen``, from the window), or had it open in view for a
+moment (``SessionListModel.looked_at``): the session the window shows at start was selected by
+the window, not clicked, yet the user is looking at it.
+
+What was seen stays seen. The main process tells a window again what stands about a session (its
+park, the sessions automatic resume continued) when the window opens that session and when it
+connects (``main_process/standing_state.py``): that copy is no news, and must not bring back the
+announcement the user has just made go. A continuation is known by its run; a park told again is
+one that arrives as the answer to an open of the session, or to a reconnect, and is the park
+already seen. A park automatic resume leaves later (it took the session up again) is announced.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt
 from PySide6.QtWidgets import QLabel
@@ -21,18 +34,27 @@ from app.bridge_contract import (
     ResumeFailedPush,
     ResumeParkedPush,
     ResumeStartedPush,
+    SessionOpenedPush,
     SessionRemovedPush,
     SessionsListedPush,
     SessionSummary,
     SessionUpdatedPush,
     ToolSettledPush,
 )
-from renderer.bridge_port import BridgePort
+from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.session_list import Announcement, SessionListModel
+
+MAX_REMEMBERED = 1024
+"""Seen announcements remembered (a few at each start; bounded anyway)."""
 
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("AutoResumeNotice", text)
+
+
+def _told(push: ResumeParkedPush | ResumeFailedPush) -> dict[str, Any]:
+    """What a park says, whichever answer it came with."""
+    return push.model_dump(exclude={"correlation_id"})
 
 
 class AutoResumeNotice(QObject):
@@ -50,23 +72,67 @@ class AutoResumeNotice(QObject):
         bridge.session_updated.connect(self._on_updated)
         bridge.sessions_listed.connect(self._on_listed)
         bridge.tool_settled.connect(self._on_settled)
+        bridge.session_opened.connect(self._on_opened)
+        bridge.connection_state_changed.connect(self._on_connection)
+        model.looked_at.connect(self.seen)
+        self._runs: dict[str, str] = {}
+        """The continuation each session is announced for (its run)."""
+        self._parks: dict[str, dict[str, Any]] = {}
+        """The park each session is announced as on hold for."""
+        self._seen_runs: set[str] = set()
+        self._seen_parks: dict[str, dict[str, Any]] = {}
+        self._retold: set[str] = set()
+        """Sessions whose standing park the main process is about to tell again (an open of
+        the session was answered, or the window connected again)."""
 
     @property
     def text(self) -> str:
         return self.label.text() if self.label.isVisible() else ""
 
     def seen(self, session_id: str) -> None:
-        if self._model.mark_seen(session_id):
-            self._render()
+        announced = self._model.announcements().get(session_id)
+        if not self._model.mark_seen(session_id):
+            return
+        run = self._runs.pop(session_id, None)
+        park = self._parks.pop(session_id, None)
+        if announced is Announcement.CONTINUED and run is not None:
+            if len(self._seen_runs) >= MAX_REMEMBERED:
+                self._seen_runs.clear()
+            self._seen_runs.add(run)
+        elif announced is Announcement.ON_HOLD and park is not None:
+            if len(self._seen_parks) >= MAX_REMEMBERED:
+                self._seen_parks.clear()
+            self._seen_parks[session_id] = park
+        self._render()
+
+    def _forget(self, session_id: str) -> None:
+        """The session moved on (or is gone): a park of it told from now on is news."""
+        self._seen_parks.pop(session_id, None)
+        self._retold.discard(session_id)
+
+    def _on_opened(self, push: SessionOpenedPush) -> None:
+        if push.session_id in self._seen_parks:
+            self._retold.add(push.session_id)  # what stands for it follows the answer
+
+    def _on_connection(self, state: str) -> None:
+        if state == ConnectionState.CONNECTED:
+            self._retold.update(self._seen_parks)  # everything that stands follows hello
 
     def _on_started(self, push: ResumeStartedPush) -> None:
         if push.automatic:
+            if push.run_id in self._seen_runs:
+                return  # told again (a window connecting): already seen
             self._model.announce(push.session_id, Announcement.CONTINUED)
+            self._runs[push.session_id] = push.run_id
+            self._parks.pop(push.session_id, None)
+            self._forget(push.session_id)
             self._render()
         else:  # the user continued it: "on hold" is no longer true
+            self._forget(push.session_id)
             self.seen(push.session_id)
 
     def _on_removed(self, push: SessionRemovedPush) -> None:
+        self._forget(push.session_id)
         self.seen(push.session_id)  # nothing is left to open
 
     def _on_updated(self, push: SessionUpdatedPush) -> None:
@@ -79,17 +145,31 @@ class AutoResumeNotice(QObject):
         """A session on hold that is no longer interrupted was carried on (a continuation or a
         new message, from this window or not): "on hold" is no longer true."""
         held = self._model.announcements()
+        for s in sessions:
+            if not s.interrupted:
+                self._forget(s.session_id)
         cleared = [
             s.session_id
             for s in sessions
             if not s.interrupted and held.get(s.session_id) is Announcement.ON_HOLD
         ]
+        for session_id in cleared:
+            self._parks.pop(session_id, None)
         if any([self._model.mark_seen(session_id) for session_id in cleared]):
             self._render()
 
     def _on_held(self, push: ResumeParkedPush | ResumeFailedPush) -> None:
         if push.automatic:
-            self._model.announce(push.session_id, Announcement.ON_HOLD)
+            session_id = push.session_id
+            told = _told(push)
+            if session_id in self._retold and self._seen_parks.get(session_id) == told:
+                self._retold.discard(session_id)
+                return  # the park the user has seen, told again: no news
+            self._retold.discard(session_id)
+            self._seen_parks.pop(session_id, None)
+            self._runs.pop(session_id, None)
+            self._parks[session_id] = told
+            self._model.announce(session_id, Announcement.ON_HOLD)
             self._render()
         elif self._model.announcements().get(push.session_id) is Announcement.ON_HOLD:
             # Safe resume was asked again (Try again, a decision about the files, an answer):

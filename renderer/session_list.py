@@ -15,12 +15,14 @@ from typing import Any
 from PySide6.QtCore import (
     QAbstractListModel,
     QCoreApplication,
+    QEvent,
     QModelIndex,
     QPersistentModelIndex,
     QRect,
     QRectF,
     QSize,
     Qt,
+    QTimer,
     Signal,
 )
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
@@ -41,6 +43,13 @@ from app.bridge_contract import RunStatusValue, SessionSummary
 from renderer import theme
 from renderer.park_text import Severity
 
+LOOK_MS = 2500
+"""How long the open session stays in view, in the active window, before what automatic resume
+did to it counts as seen (the session shown at start is selected by the window, not clicked)."""
+MIN_FOLDER_CHARS = 5
+"""The folder line keeps room for this many characters beside a badge (or the whole name when it
+is shorter): it is what tells apart sessions with the same title."""
+BADGE_FONT_SCALE = 0.9
 SUMMARY_ROLE = Qt.ItemDataRole.UserRole + 1
 WAITING_ROLE = Qt.ItemDataRole.UserRole + 2
 ANNOUNCED_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -78,14 +87,21 @@ def badge_for(
     automatic resume did, not yet seen."""
     if waiting:
         return _tr("Needs you"), Severity.WARN
-    if announced is Announcement.CONTINUED:
-        return _tr("Resumed by itself"), Severity.INFO
-    if announced is Announcement.ON_HOLD:
-        return _tr("Auto-resume on hold"), Severity.WARN
+    # What the session needs now comes before what automatic resume did: a missing folder is
+    # what the user must act on (the banner says so), and a continuation interrupted in turn
+    # (Maka stopped while it ran) is no longer "Resumed by itself". "On hold" is how a session
+    # automatic resume parked is interrupted, so it names that state.
     if summary.folder_missing:
         return _tr("Folder missing"), Severity.WARN
+    if announced is Announcement.ON_HOLD:
+        return _tr("Auto-resume on hold"), Severity.WARN
+    if announced is Announcement.CONTINUED and summary.last_run_status not in _RUNNING_STATUSES:
+        # (the row still describes the run the continuation took up: its update is on the way)
+        return _tr("Resumed by itself"), Severity.INFO
     if summary.interrupted:
         return _tr("Interrupted"), Severity.WARN
+    if announced is Announcement.CONTINUED:
+        return _tr("Resumed by itself"), Severity.INFO
     if summary.running_elsewhere:
         return _tr("Running elsewhere"), Severity.INFO
     if summary.held_elsewhere is not None:
@@ -102,6 +118,12 @@ def badge_for(
 
 
 class SessionListModel(QAbstractListModel):
+    announced = Signal(str)
+    """A session was given an announcement (``announce``)."""
+    looked_at = Signal(str)
+    """The user has had the session in view, open in the active window, for ``LOOK_MS``, while
+    it had an announcement: it counts as seen (``AutoResumeNotice`` lets it go)."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._rows: list[SessionSummary] = []
@@ -149,6 +171,12 @@ class SessionListModel(QAbstractListModel):
     def announce(self, session_id: str, what: Announcement) -> None:
         self._announced[session_id] = what
         self._row_changed(session_id)
+        self.announced.emit(session_id)
+
+    def note_looked_at(self, session_id: str) -> None:
+        """The session has been in view long enough to be seen (see ``looked_at``)."""
+        if session_id in self._announced:
+            self.looked_at.emit(session_id)
 
     def mark_seen(self, session_id: str) -> bool:
         """The user looked at the session: its announcement goes. True if it had one."""
@@ -220,13 +248,23 @@ class RowLayout:
     severity: Severity | None = None
 
 
+def badge_font(font: QFont) -> QFont:
+    """The badge's text: a little smaller than the row's, so the folder beside it has room."""
+    small = QFont(font)
+    if small.pointSizeF() > 0:
+        small.setPointSizeF(max(small.pointSizeF() * BADGE_FONT_SCALE, 6.0))
+    elif small.pixelSize() > 0:
+        small.setPixelSize(max(round(small.pixelSize() * BADGE_FONT_SCALE), 8))
+    return small
+
+
 class SessionDelegate(QStyledItemDelegate):
     """The title across the whole first line; under it the folder name, with a coloured badge
     on the right. The title gets the row's full width (it ends in "…" only when it does not
     fit in it; the whole title is the tooltip), and the badge never covers it."""
 
     PADDING = 8
-    BADGE_PADDING = 14
+    BADGE_PADDING = 12
     GAP = 6
 
     def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:  # noqa: N802
@@ -269,11 +307,16 @@ class SessionDelegate(QStyledItemDelegate):
                 sub.elidedText(folder, Qt.TextElideMode.ElideMiddle, folder_rect.width()),
             )
         badge_text, severity = badge
-        width = sub.horizontalAdvance(badge_text) + self.BADGE_PADDING
-        if width > rect.width():  # a list narrower than the badge: the badge ends in "…"
-            width = max(rect.width(), 0)
-            badge_text = sub.elidedText(
-                badge_text, Qt.TextElideMode.ElideRight, width - self.BADGE_PADDING
+        small = QFontMetrics(badge_font(option.font))
+        # The folder keeps room for a few characters (its whole name when shorter): the badge
+        # ends in "…" before the folder line is cut to nothing.
+        folder_room = min(sub.horizontalAdvance(folder), sub.averageCharWidth() * MIN_FOLDER_CHARS)
+        room = max(rect.width() - folder_room - self.GAP, 0)
+        width = small.horizontalAdvance(badge_text) + self.BADGE_PADDING
+        if width > room:  # a narrow list: the badge ends in "…"
+            width = room
+            badge_text = small.elidedText(
+                badge_text, Qt.TextElideMode.ElideRight, max(width - self.BADGE_PADDING, 0)
             )
         badge_rect = QRect(rect.right() - width + 1, top, width, sub.height())
         folder_rect = QRect(
@@ -326,6 +369,7 @@ class SessionDelegate(QStyledItemDelegate):
             painter.setPen(colour)
             painter.setBrush(theme.tinted_background(colour, palette))
             painter.drawRoundedRect(QRectF(layout.badge_rect).adjusted(0.5, 0.5, -0.5, -0.5), 8, 8)
+            painter.setFont(badge_font(opt.font))
             painter.drawText(layout.badge_rect, Qt.AlignmentFlag.AlignCenter, layout.badge)
         if opt.state & QStyle.StateFlag.State_HasFocus and (
             opt.widget is not None and opt.widget.hasFocus()
@@ -375,16 +419,46 @@ class SessionListPanel(QWidget):
         self.view.clicked.connect(self._on_opened)
         self.view.activated.connect(self._on_opened)
         layout.addWidget(self.view, 1)
+        # The open session is seen once it has been in view a moment, whoever selected it (the
+        # window selects one at start): its announcement then goes (``SessionListModel.looked_at``).
+        self._look = QTimer(self)
+        self._look.setSingleShot(True)
+        self._look.setInterval(LOOK_MS)
+        self._look.timeout.connect(self._looked)
+        self.model.announced.connect(self._on_announced)
 
     def select(self, session_id: str) -> None:
         row = self.model.row_of(session_id)
         if row is not None:
             self.view.setCurrentIndex(self.model.index(row))
 
+    def current_session(self) -> str | None:
+        summary = self.view.currentIndex().data(SUMMARY_ROLE)
+        return summary.session_id if isinstance(summary, SessionSummary) else None
+
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self._look.start()  # (again: a moment on this one)
         summary = current.data(SUMMARY_ROLE)
         if isinstance(summary, SessionSummary):
             self.session_selected.emit(summary.session_id)
+
+    def _on_announced(self, session_id: str) -> None:
+        if session_id == self.current_session():
+            self._look.start()
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.WindowActivate:
+            self._look.start()  # the window came to the front: a moment from now
+        return super().event(event)
+
+    def _in_view(self) -> bool:
+        window = self.window()
+        return self.isVisible() and window.isActiveWindow() and not window.isMinimized()
+
+    def _looked(self) -> None:
+        session_id = self.current_session()
+        if session_id is not None and self._in_view():
+            self.model.note_looked_at(session_id)
 
     def _on_opened(self, index: QModelIndex) -> None:
         if index == self.view.currentIndex():

@@ -240,6 +240,10 @@ class TimelineModel(QStandardItemModel):
     def filters(self) -> TimelineRowFilter | None:
         return self._filters
 
+    def deepest_run(self) -> int:
+        """How many continuations deep the deepest run shown is (0: none is a continuation)."""
+        return max((run.head.depth for run in self._runs), default=0)
+
     @property
     def loaded_rows(self) -> int:
         """Rows held: those of the pages asked for, never the whole run unless looked at."""
@@ -581,11 +585,23 @@ class TimelineModel(QStandardItemModel):
         return None
 
 
+MAX_RUN_INDENT = 3
+"""A continuation's "↳ Run" is indented by its generation, at most this many steps (its "What"
+names the run it continues): the # column is as wide as the deepest one shown."""
+
+
+def run_mark(depth: int) -> str:
+    """A run heading's # cell: "Run", or "↳ Run" indented by how many continuations deep it is."""
+    if depth <= 0:
+        return "Run"
+    return "  " * min(depth, MAX_RUN_INDENT) + "↳ Run"
+
+
 def _display(node: Node, column: int) -> str:
     if isinstance(node, RunNode):
         head = node.head
         if column == 0:
-            return "  " * head.depth + ("↳ " if head.depth else "") + "Run"
+            return run_mark(head.depth)
         if column == 1:
             return "continuation" if head.parent_run_id is not None else "run"
         if column == 2:

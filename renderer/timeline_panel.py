@@ -73,7 +73,14 @@ from app.visible_text import visible
 from renderer import theme
 from renderer.bridge_port import BridgePort, ConnectionState
 from renderer.plain_tip import plain_tip
-from renderer.timeline_model import NODE_ROLE, EntryNode, RowNode, RunNode, TimelineModel
+from renderer.timeline_model import (
+    NODE_ROLE,
+    EntryNode,
+    RowNode,
+    RunNode,
+    TimelineModel,
+    run_mark,
+)
 
 KINDS = (
     "message",
@@ -245,6 +252,8 @@ class TimelinePanel(QWidget):
         self._time_delegate = TimeDelegate(self.tree)
         self.tree.setItemDelegateForColumn(3, self._time_delegate)
         self._size_columns()
+        # A continuation of a continuation is indented further: # is as wide as the deepest.
+        self.model.modelReset.connect(self._size_columns)
         self.tree.viewport().installEventFilter(self)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
         self.detail = QPlainTextEdit()
@@ -392,7 +401,8 @@ class TimelinePanel(QWidget):
         return fixed + tool + search + 4 * 6 <= width
 
     def _size_columns(self) -> None:
-        """#, Kind and Time as wide as their widest content; Time drops its date when "What"
+        """#, Kind and Time as wide as their widest content (# as its deepest continuation's
+        "↳ Run"); Time drops its date when "What"
         would otherwise get less than ``WHAT_MIN_CHARS`` characters."""
         tree = self.tree
         plain = tree.fontMetrics()
@@ -403,7 +413,7 @@ class TimelinePanel(QWidget):
         indent = tree.indentation()
         number = max(
             2 * indent + plain.horizontalAdvance("0000"),
-            indent + bold.horizontalAdvance("  ↳ Run"),
+            indent + bold.horizontalAdvance(run_mark(max(self.model.deepest_run(), 1))),
         )
         kinds = [plain.horizontalAdvance(kind.replace("_", " ")) for kind in KINDS]
         kind = max(*kinds, bold.horizontalAdvance("continuation"), plain.horizontalAdvance("Kind"))
