@@ -29,6 +29,8 @@ EXPORT_RECORDS = {
     "maka.session.v1": "a session export record",
     "maka.run_header.v1": "a run header export record",
     "maka.continuation_claim.v1": "a continuation claim export record",
+    "maka.checkpoints.v1": "the export's record of its snapshots file",
+    "maka.branch_start.v1": "a branch's start export record",
 }
 
 

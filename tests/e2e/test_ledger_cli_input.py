@@ -317,3 +317,23 @@ def test_data_dir_is_accepted_after_the_subcommand_and_ignored(
     assert done.returncode == 0, done.stderr
     assert done.stdout == maka("ledger", *without).stdout
     assert not data_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "named"),
+    [
+        ("maka.checkpoints.v1", "the export's record of its snapshots file"),
+        ("maka.branch_start.v1", "a branch's start export record"),
+    ],
+)
+def test_check_names_every_record_an_export_writes(tmp_path: Path, kind: str, named: str) -> None:
+    """The snapshots record (an export's last line) and a branch's start record were called
+    events missing their ``id``."""
+    lines = ledger_lines()
+    lines.append(json.dumps({"kind": kind, "x": 1}).encode())
+    path = tmp_path / "export-like.jsonl"
+    path.write_bytes(joined(lines))
+    done = maka("ledger", "check", path, "--json")
+    [problem] = json.loads(done.stdout)["problems"]
+    assert problem["message"].startswith(f"line {len(lines)} is {named} ({kind}), "), problem
+    assert "required key" not in done.stdout
