@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NoReturn, cast
 
-from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.commands.doctor_cmd import data_dir_from
 from runtime.ledger.command_words import maka_command
 from runtime.ledger.file_names import file_kind
@@ -179,8 +179,11 @@ def _export(args: argparse.Namespace, out: BinaryIO, seen: _Snapshots) -> int:
     from runtime.ledger.ledger_errors import LedgerError
     from storage.ledger.ledger_store import open_store
 
+    data_dir = data_dir_from(args)
+    # No database yet: the session is not here (as every command naming one says it).
+    refuse_before_a_ledger(data_dir, args.session)
     try:
-        with open_store(data_dir_from(args), read_only=True) as store:
+        with open_store(data_dir, read_only=True) as store:
             return store.export_session(args.session, out, seen)
     except LedgerError as error:
         usage = error.code in (TransferCode.SESSION_NOT_FOUND, "store_not_found")

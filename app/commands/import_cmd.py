@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE.jsonl", type=Path, help="an export file")
+    parser.add_argument("file", metavar="FILE.jsonl", type=_named_file, help="an export file")
     parser.add_argument(
         "--accept-torn-tail",
         action="store_true",
@@ -68,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def _named_file(text: str) -> Path | None:
+    """FILE.jsonl as given; None for an empty one (an unset variable), which ``Path`` would
+    take as ``.``, the current folder."""
+    return Path(text) if text else None
+
+
 def run(args: argparse.Namespace) -> int:
     from app.commands.cli_session_host import own_data_dir
     from runtime.ledger.codes import TransferCode
@@ -75,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
     from storage.ledger.ledger_store import open_store
     from storage.sessions.session_export import TransferError, parse_export, read_export_file
 
+    if args.file is None:
+        raise CliError(
+            TransferCode.IMPORT_FILE_UNREADABLE,
+            "no file was named: FILE.jsonl is empty (an unset variable?); nothing was imported",
+            EXIT_USAGE,
+        )
     path: Path = args.file
     try:
         data = read_export_file(path)

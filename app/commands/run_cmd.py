@@ -171,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.base.cancel_token import OUTPUT_CLOSED, CancelToken
+    from runtime.ledger.codes import WorkspaceMarkerCode
     from runtime.ledger.ledger_errors import LedgerError
 
     try:
@@ -211,7 +212,12 @@ def run(args: argparse.Namespace) -> int:
             else:
                 session = service.create_session(Path(args.cwd), title=args.prompt)
         except LedgerError as error:
-            raise CliError(error.code, error.message, EXIT_USAGE) from None
+            # A folder whose workspace marker cannot be made is not a usage mistake (exit 1,
+            # as when the turn met it); nothing was recorded either way.
+            marker = isinstance(error.code, WorkspaceMarkerCode)
+            raise CliError(
+                error.code, error.message, EXIT_ERROR if marker else EXIT_USAGE
+            ) from None
         if args.session and args.cwd:
             require_same_folder(args.cwd, session.session_id, session.cwd)
         if args.session:

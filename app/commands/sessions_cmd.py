@@ -97,21 +97,18 @@ def _change(args: argparse.Namespace) -> int:
     from runtime.ledger.ledger_errors import LedgerError
 
     data_dir = resolve_data_dir(args.data_dir)
-    if args.action == "remove" and not args.yes:
-        raise CliError(
-            codes.HostCode.CONFIRMATION_REQUIRED,
-            "removing deletes the session's history; save it first "
-            f"({maka_command(f'export {args.session} -o FILE')}), then run "
-            f"{maka_command(f'sessions remove {args.session} --yes')}",
-            EXIT_USAGE,
-        )
     from app.host.host_client import attach
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     host = attach(data_dir, command="sessions")
     if host is not None:
         with host:
+            if args.action == "remove" and not args.yes:
+                _confirm_removal(args, _known_to_host(host, args.session))
             return _change_through_host(args, host)
+    if args.action == "remove" and not args.yes:
+        refuse_before_a_ledger(data_dir, args.session)
+        _confirm_removal(args, _known_in(data_dir, args.session))
     # (after a host had its say, as every other command: with the ledger on a server, this
     # look is a connection of its own)
     refuse_before_a_ledger(data_dir, args.session)
@@ -152,6 +149,48 @@ def _change(args: argparse.Namespace) -> int:
             )
             raise CliError(error.code, error.message, EXIT_USAGE if usage else EXIT_ERROR) from None
     return EXIT_OK
+
+
+def _confirm_removal(args: argparse.Namespace, known: bool | None) -> None:
+    """``maka sessions remove S`` without ``--yes``: ``session_not_found`` for a session that is
+    not there (as with ``--yes``), else ``confirmation_required`` with the way on (also when
+    whether it is there could not be read: the command with ``--yes`` says it then)."""
+    if known is False:
+        raise CliError(codes.StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE)
+    raise CliError(
+        codes.HostCode.CONFIRMATION_REQUIRED,
+        "removing deletes the session's history; save it first "
+        f"({maka_command(f'export {args.session} -o FILE')}), then run "
+        f"{maka_command(f'sessions remove {args.session} --yes')}",
+        EXIT_USAGE,
+    )
+
+
+def _known_in(data_dir: Path, session_id: str) -> bool | None:
+    """Whether the data folder's ledger has ``session_id``, read without owning the folder
+    (None when it cannot be read)."""
+    from runtime.ledger.ledger_errors import LedgerError
+    from storage.sessions.session_listing import SessionListing
+
+    try:
+        with SessionListing.open(data_dir) as listing:
+            return any(s.session_id == session_id for s in listing.list_sessions())
+    except LedgerError:
+        return None
+
+
+def _known_to_host(host: Any, session_id: str) -> bool | None:
+    """Whether the host's sessions overview has ``session_id`` (None: no overview came)."""
+    from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
+    from app.host.host_client import HostRefusal
+
+    try:
+        listing = host.ask(SessionsOverviewRequest())
+    except HostRefusal:
+        return None
+    if not isinstance(listing, SessionsOverviewedPush):
+        return None
+    return any(row.session_id == session_id for row in listing.rows)
 
 
 def _change_through_host(args: argparse.Namespace, host: Any) -> int:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
-from runtime.ledger.codes import StoreCode
+from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
@@ -38,6 +38,33 @@ if TYPE_CHECKING:
 _USAGE_CODES = frozenset(
     {"operation_not_found", "attestation_note_too_long", "attestation_note_empty"}
 )
+
+
+_PLACEHOLDER_NOTES = frozenset({"TEXT", "NOTE", "[TEXT]", "[NOTE]", "TEXT]", "NOTE]"})
+_PLACEHOLDER_STARTS = (
+    "[--note",
+    "(or --not-run)",
+    "(or not-run)",
+    "(or --ran)",
+    "[TEXT]",
+    "[NOTE]",
+)
+"""Words of the usage text and of the advice's form (``--ran (or --not-run) [--note TEXT]``),
+not of a user's note: pasted along with the command, as the TUI's ``/settle`` refuses them."""
+
+
+def placeholder_note(note: str | None) -> str | None:
+    """Why ``--note`` is refused (it is a placeholder of the command's usage text, or starts
+    with one), or None: a note is kept for good, so a pasted form is not recorded as one."""
+    if note is None:
+        return None
+    words = note.strip()
+    if words not in _PLACEHOLDER_NOTES and not words.startswith(_PLACEHOLDER_STARTS):
+        return None
+    return (
+        f"--note {words!r} is the usage text's placeholder, not a note of yours: give what you "
+        "checked after --note, or leave --note out (nothing was recorded)"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     from runtime.tools.tool_catalog import default_catalog
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
+    placeholder = placeholder_note(args.note)
+    if placeholder is not None:
+        raise CliError(HostCode.INVALID_ARGUMENT, placeholder, EXIT_USAGE)
     data_dir = resolve_data_dir(args.data_dir)
     host = attach(data_dir, command="settle")
     if host is not None:
@@ -150,7 +180,6 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     from app.bridge_contract import AttestationChoice, ToolSettledPush, ToolsSettleRequest
     from app.host.host_client import HostRefusal
     from runtime.ledger.attestation import note_code, note_problem
-    from runtime.ledger.codes import HostCode
 
     problem = note_problem(args.note)
     if problem is not None:

@@ -13,6 +13,7 @@ see a ``StoreRefusal`` with a stable ``StoreCode``, never a raw driver exception
 # No ``from __future__ import annotations`` here: the named tuples below must read real types
 # (see ``runtime/ledger/run_records.py``; ``maka sessions`` start-up).
 
+import os
 import sqlite3
 import struct
 import time
@@ -188,10 +189,61 @@ def read_settings(conn: sqlite3.Connection) -> ConnectionSettings:
     )
 
 
+_READ_ONLY_COPY_ADVICE = (
+    "Copy the data folder to a place your user may write (cp -a keeps it whole) and give the "
+    "copy as --data-dir, or give your user write access to the folder."
+)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _folder_writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def reader_uri(path: Path) -> str:
+    """The URI of a read-only connection to ``path``: ``mode=ro``, or ``immutable=1`` for a
+    database in a folder this user cannot write (a backup on a read-only mount, a folder of
+    another user) whose write-ahead log holds nothing.
+
+    ``mode=ro`` needs the WAL index (``-shm``): SQLite creates it beside the database when it
+    is missing, which a folder that cannot be written refuses ("unable to open database
+    file"). ``immutable=1`` reads the database file alone, without locks or WAL index, so it
+    is used only when nothing can be outside that file: no ``-wal`` (every WAL-mode
+    connection keeps one while open, so no writer has the database open), or an empty one
+    with no ``-shm`` beside it (a writer keeps both). Otherwise ``mode=ro`` reads through the
+    ``-shm`` there (SQLite opens it read-only), and a ``-wal`` holding changes without a
+    ``-shm`` to read it by is refused with ``data_dir_read_only``: reading the file alone
+    would leave those changes out."""
+    uri = path.resolve().as_uri()
+    folder = path.parent
+    if _folder_writable(folder):
+        return uri + "?mode=ro"
+    wal = _size(path.with_name(path.name + "-wal"))
+    shm_present = _size(path.with_name(path.name + "-shm")) is not None
+    if wal is None or (wal == 0 and not shm_present):
+        return uri + "?immutable=1"
+    if shm_present:
+        return uri + "?mode=ro"
+    raise StoreRefusal(
+        StoreCode.DATA_DIR_READ_ONLY,
+        f"the data folder {folder} cannot be written, and its database's write-ahead log "
+        f"({path.name}-wal) holds changes that SQLite can read only with an index file "
+        f"({path.name}-shm) it would have to create there. Nothing was changed. "
+        f"{_READ_ONLY_COPY_ADVICE}",
+    )
+
+
 def connect_reader(path: Path) -> sqlite3.Connection:
     """A read-only connection (``mode=ro``, ``query_only``): works while another process owns
-    the data directory and can never write, migrate or change the journal mode."""
-    uri = path.resolve().as_uri() + "?mode=ro"
+    the data directory and can never write, migrate or change the journal mode. In a folder
+    this user cannot write it reads as ``reader_uri`` says."""
+    uri = reader_uri(path)
     with sqlite_errors():
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         try:

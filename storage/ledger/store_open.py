@@ -8,6 +8,7 @@ the writers, the event model and their validators at start-up.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -53,7 +54,12 @@ def file_version(path: Path) -> int | None:
     """The database's schema version before any connection exists (None: no database yet);
     ``schema_newer_than_program`` leaves the file byte-for-byte untouched."""
     version = read_file_user_version(path)
-    if version is not None:
+    if version is None:
+        # (imported only here: listing a database that is there needs none of it)
+        from storage.ledger.store_verification import refuse_lost_database
+
+        refuse_lost_database(path)  # an empty file where the stamp recorded data
+    else:
         refuse_if_newer(version)
         confirm_version_through_wal(path)
     return version
@@ -65,8 +71,16 @@ def open_read_connection(data_dir: Path) -> tuple[sqlite3.Connection, Path]:
     ``store_corrupt`` otherwise."""
     path = Path(data_dir) / DATABASE_NAME
     if file_version(path) is None:
+        if os.path.lexists(path):
+            raise StoreRefusal(
+                StoreCode.STORE_NOT_FOUND,
+                f"the database file {path} is empty: nothing was written to it yet",
+            )
         raise StoreRefusal(StoreCode.STORE_NOT_FOUND, f"no database at {path}")
-    conn = connect_reader(path)
+    try:
+        conn = connect_reader(path)
+    except StoreRefusal as refusal:
+        raise _disk_full_or(refusal, path) from None
     try:
         with sqlite_errors():
             current = read_user_version(conn)
@@ -80,7 +94,35 @@ def open_read_connection(data_dir: Path) -> tuple[sqlite3.Connection, Path]:
                     f"changed",
                 )
             check_tables(conn)
+    except StoreRefusal as refusal:
+        conn.close()
+        raise _disk_full_or(refusal, path) from None
     except BaseException:
         conn.close()
         raise
     return conn, path
+
+
+_FULL_BELOW_BYTES = 64 * 1024  # SQLite's WAL index alone takes 32 KiB
+
+
+def _disk_full_or(refusal: StoreRefusal, path: Path) -> StoreRefusal:
+    """SQLite's bare "disk I/O error" on a reader's first read, said as ``disk_full`` when the
+    disk has no room left (the reader had to create the database's WAL index beside it), as a
+    writer says it; any other refusal as it is."""
+    if refusal.code is not StoreCode.STORE_IO_FAILED:
+        return refusal
+    import shutil  # (only here: ``maka sessions`` starts without it)
+
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        return refusal
+    if free >= _FULL_BELOW_BYTES:
+        return refusal
+    return StoreRefusal(
+        StoreCode.DISK_FULL,
+        f"the disk is full, so the database {path} could not be read (SQLite creates its index "
+        f"file {path.name}-shm beside it to read it: {refusal.message}). Free some space, then "
+        "try again; nothing was changed.",
+    )

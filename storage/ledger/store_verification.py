@@ -103,6 +103,33 @@ def _read_stamp(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def refuse_lost_database(path: Path) -> None:
+    """An empty ``path`` is SQLite's first open before its first write, a new database; but
+    where the stamp recorded the database holding data, the file was emptied behind Maka's back
+    (a failed copy, a full disk, a truncation): a lost ledger, refused with ``store_corrupt``
+    before anything would build a new database over it (the file and the stamp untouched)."""
+    try:
+        if os.stat(path).st_size != 0:
+            return
+    except OSError:
+        return
+    stamp = _read_stamp(path)
+    recorded = stamp.get("database") if stamp is not None else None
+    if not isinstance(recorded, list) or len(recorded) != len(_STAMP_FIELDS):
+        return
+    size = recorded[_STAMP_FIELDS.index("st_size")]
+    if not isinstance(size, int) or size <= 0:
+        return
+    raise StoreRefusal(
+        StoreCode.STORE_CORRUPT,
+        f"the database {path} is empty (0 bytes), but {stamp_path(path).name} beside it "
+        f"records that it held {size} bytes when Maka last closed it: its data is lost, not "
+        "new. Nothing was changed. Restore the data folder from a backup; or, to start over "
+        f"with a new database, move {path.name} and {stamp_path(path).name} aside and bring "
+        "sessions back with 'maka import' from an export.",
+    )
+
+
 def record_verified(path: Path) -> None:
     """Write the stamp for the database as it is now (after a clean close, or after a full
     check passed). Best effort: without a stamp the next open simply checks everything."""
